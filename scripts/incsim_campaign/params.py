@@ -1,0 +1,141 @@
+"""Finding the simulator and checking a campaign against what it accepts."""
+
+import os
+import subprocess
+
+from .campaign import CampaignError, FLAGS, value_text
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def find_incsim(flag=None, campaign=None):
+    """--incsim flag, then $INCSIM, then the campaign's `incsim:`, then
+    <repo>/build/incsim. Returned as an absolute path (not checked)."""
+    for cand in (flag, os.environ.get("INCSIM"),
+                 campaign.incsim if campaign else None):
+        if cand:
+            return os.path.abspath(cand)
+    return os.path.join(REPO, "build", "incsim")
+
+
+def check_binary(incsim):
+    if not os.path.isfile(incsim):
+        raise CampaignError("simulator not found at %s (build it, or set "
+                            "INCSIM or --incsim)" % incsim)
+    if not os.access(incsim, os.X_OK):
+        raise CampaignError("simulator %s is not executable" % incsim)
+
+
+def list_params(incsim, platform=None, timeout=60):
+    """{key: (type, default, description)} from `incsim --list-params`."""
+    check_binary(incsim)
+    argv = [incsim, "--list-params"]
+    if platform is not None:
+        argv += ["--platform", platform]
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=timeout,
+                              universal_newlines=True)
+    except subprocess.TimeoutExpired:
+        raise CampaignError("`%s` timed out" % " ".join(argv)) from None
+    except OSError as e:
+        raise CampaignError("cannot run %s: %s" % (incsim, e.strerror)) \
+            from None
+    if proc.returncode != 0:
+        raise CampaignError("`%s` failed: %s" % (
+            " ".join(argv), error_line(proc.stderr, proc.returncode)))
+    params = {}
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        fields += [""] * (4 - len(fields))
+        params[fields[0].strip()] = (fields[1].strip(), fields[2].strip(),
+                                     fields[3].strip())
+    return params
+
+
+def error_line(stderr, returncode=None):
+    """The line that says what went wrong: the last `incsim: error:` line,
+    else the last non-empty line, else the exit status."""
+    lines = [l.strip() for l in (stderr or "").splitlines() if l.strip()]
+    for l in reversed(lines):
+        if l.startswith("incsim: error:"):
+            return l
+    if lines:
+        return lines[-1]
+    if returncode is not None and returncode < 0:
+        import signal
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = str(-returncode)
+        return "killed by signal %s" % name
+    return "exit status %s" % returncode
+
+
+def _type_ok(typ, text):
+    typ = typ.lower()
+    try:
+        if typ in ("int", "integer", "uint", "unsigned", "int64", "uint64",
+                   "size_t", "uint32", "int32"):
+            int(text, 0)
+        elif typ in ("float", "double", "real"):
+            float(text)
+        elif typ in ("bool", "boolean"):
+            return text.lower() in ("true", "false", "1", "0", "yes", "no",
+                                    "on", "off")
+    except ValueError:
+        return False
+    return True
+
+
+def check_campaign(campaign, incsim):
+    """Every `-c` key named by the campaign must be one incsim accepts, for
+    every platform the campaign uses; int/float/bool values must parse."""
+    names = campaign.param_names()
+    platforms = sorted({value_text(p.settings["platform"])
+                        for p in campaign.points()
+                        if "platform" in p.settings}) or [None]
+    for platform in platforms:
+        arg = campaign.resolve_file(platform) if platform else None
+        known = list_params(incsim, arg)
+        where = " (platform %s)" % platform if platform else ""
+        for n in names:
+            if n not in known:
+                close = [k for k in known if k.endswith("." + n.split(".")[-1])]
+                hint = (" (did you mean %s?)" % ", ".join(close[:3])
+                        if close else "")
+                raise CampaignError("unknown parameter '%s'%s: not in "
+                                    "`incsim --list-params`%s" % (
+                                        n, where, hint))
+        for p in campaign.points():
+            if platform and value_text(p.settings.get("platform")) != platform:
+                continue
+            for n in names:
+                if n in p.settings:
+                    text = value_text(p.settings[n])
+                    if not _type_ok(known[n][0], text):
+                        raise CampaignError(
+                            "parameter '%s' is of type %s; value %r does not "
+                            "fit" % (n, known[n][0], text))
+    return True
+
+
+def argv_for(campaign_dir, settings, incsim, json_path):
+    """The incsim command line of a point."""
+    argv = [incsim]
+    for k in FLAGS:
+        if k in settings:
+            text = value_text(settings[k])
+            if k in ("platform", "config"):
+                path = os.path.join(campaign_dir, text)
+                if os.path.isfile(path):
+                    text = os.path.abspath(path)
+            argv += ["--" + k, text]
+    for k, v in settings.items():
+        if k not in FLAGS:
+            argv += ["-c", "%s=%s" % (k, value_text(v))]
+    argv += ["--json", json_path, "--quiet"]
+    return argv
