@@ -1,0 +1,388 @@
+"""scripts/plot: figures from a campaign CSV (scripts/sweep collect).
+
+  --kind bw       bandwidth vs message size, one line per series, the
+                  analytical bound dashed (bound algbw = size / bound_us)
+  --kind time     time vs message size, bound_us dashed
+  --kind speedup  speedup over a baseline (--baseline algorithm=ring) vs
+                  size; dashed: the speedup the bound would allow
+  --kind heatmap  a metric over two swept columns (--x, --y) at one size
+
+Series are every column that varies (except size, seed and the measured
+ones), or --series COL,...; seeds are averaged. --where COL=VALUE filters.
+"""
+
+import argparse
+import csv
+import math
+import os
+import sys
+
+from .campaign import format_size, parse_size
+
+MEASURED = ("size_bytes", "count", "type", "redop", "time_us", "algbw_GBps",
+            "busbw_GBps", "wrong", "bound_us", "bound_fraction", "point",
+            "seed")
+METRICS = {
+    "busbw": ("busbw_GBps", "bus bandwidth (GB/s)"),
+    "algbw": ("algbw_GBps", "algorithm bandwidth (GB/s)"),
+    "time": ("time_us", "time (\u00b5s)"),
+    "bound_fraction": ("bound_fraction", "fraction of the analytical bound"),
+}
+
+
+class PlotError(Exception):
+    pass
+
+
+def _num(text):
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def read_csv(path):
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise PlotError("cannot read %s: %s" % (path, e.strerror)) from None
+    if not rows:
+        raise PlotError("%s has no rows" % path)
+    for need in ("size_bytes", "time_us"):
+        if need not in rows[0]:
+            raise PlotError("%s has no column '%s' (is it a `sweep "
+                            "collect` CSV?)" % (path, need))
+    for r in rows:
+        for k in ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps",
+                  "bound_us", "bound_fraction"):
+            if k in r and r[k] != "":
+                r[k] = float(r[k])
+            elif k in r:
+                r[k] = None
+    return rows
+
+
+def _filter(rows, wheres):
+    for w in wheres or []:
+        if "=" not in w:
+            raise PlotError("--where wants COL=VALUE, not %r" % w)
+        col, val = w.split("=", 1)
+        if col not in rows[0]:
+            raise PlotError("--where: no column '%s' (columns: %s)" % (
+                col, ", ".join(rows[0])))
+        rows = [r for r in rows if str(r[col]) == val or (
+            isinstance(_num(str(r[col])), (int, float)) and
+            isinstance(_num(val), (int, float)) and
+            float(_num(str(r[col]))) == float(_num(val)))]
+        if not rows:
+            raise PlotError("no rows left after --where %s" % w)
+    return rows
+
+
+def _varying(rows, exclude=()):
+    cols = [c for c in rows[0] if c not in MEASURED and c not in exclude]
+    return [c for c in cols if len({r[c] for r in rows}) > 1]
+
+
+def _series_cols(rows, args, exclude=()):
+    if args.series:
+        cols = [c for c in args.series.split(",") if c]
+        for c in cols:
+            if c not in rows[0]:
+                raise PlotError("--series: no column '%s'" % c)
+        return cols
+    return _varying(rows, exclude)
+
+
+def _sort_key(v):
+    n = _num(str(v))
+    return (0, n, "") if isinstance(n, (int, float)) else (1, 0, str(v))
+
+
+def _group(rows, cols):
+    """{series tuple: {size: [rows]}} with series tuples sorted."""
+    out = {}
+    for r in rows:
+        key = tuple(r[c] for c in cols)
+        out.setdefault(key, {}).setdefault(r["size_bytes"], []).append(r)
+    return dict(sorted(out.items(),
+                       key=lambda kv: [_sort_key(v) for v in kv[0]]))
+
+
+def _mean(rows, f):
+    vals = [f(r) for r in rows]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def _label(cols, key):
+    if not cols:
+        return None
+    if len(cols) == 1 and cols[0] in ("algorithm", "platform"):
+        return str(key[0])
+    return ", ".join("%s=%s" % (c, v) for c, v in zip(cols, key))
+
+
+def _bound_bw(r, metric):
+    if not r.get("bound_us"):
+        return None
+    algbw = r["size_bytes"] / r["bound_us"] / 1e3        # B/us -> GB/s
+    if metric == "busbw_GBps":
+        if not r.get("algbw_GBps"):
+            return None
+        return algbw * r["busbw_GBps"] / r["algbw_GBps"]
+    return algbw
+
+
+def _size_axis(ax, sizes):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([format_size(int(s)) for s in sizes],
+                       rotation=45 if len(sizes) > 8 else 0)
+    ax.minorticks_off()
+    ax.set_xlabel("message size (bytes)")
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise PlotError("python3-matplotlib is missing (run with "
+                        "/usr/bin/python3, or apt-get install "
+                        "python3-matplotlib)") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def plot_lines(rows, args):
+    plt = _plt()
+    kind = args.kind
+    metric = args.metric or ("time" if kind == "time" else
+                             "speedup" if kind == "speedup" else "busbw")
+    base_col = base_val = None
+    if kind == "speedup":
+        spec = args.baseline or ("algorithm=ring" if "algorithm" in rows[0]
+                                 else None)
+        if not spec or "=" not in spec:
+            raise PlotError("--kind speedup needs --baseline COL=VALUE")
+        base_col, base_val = spec.split("=", 1)
+        if base_col not in rows[0]:
+            raise PlotError("--baseline: no column '%s'" % base_col)
+        if not any(str(r[base_col]) == base_val for r in rows):
+            raise PlotError("--baseline: no rows with %s=%s" % (base_col,
+                                                                base_val))
+        col, ylabel = "time_us", "speedup over %s (\u00d7)" % (
+            base_val if base_col == "algorithm" else spec)
+    else:
+        if metric not in METRICS:
+            raise PlotError("--metric must be one of %s" % ", ".join(METRICS))
+        col, ylabel = METRICS[metric]
+    cols = _series_cols(rows, args)
+    groups = _group(rows, cols)
+    fig, ax = plt.subplots(figsize=(args.width, args.height))
+    sizes = sorted({r["size_bytes"] for r in rows})
+    bounds_drawn = []
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if kind == "speedup":
+        bi = cols.index(base_col) if base_col in cols else None
+        if bi is None:
+            raise PlotError("the baseline column '%s' does not vary" %
+                            base_col)
+    n = 0
+    for key, by_size in groups.items():
+        if kind == "speedup" and str(key[bi]) == base_val:
+            continue
+        xs, ys, bx, by = [], [], [], []
+        for s in sorted(by_size):
+            rs = by_size[s]
+            if kind == "speedup":
+                bkey = tuple(base_val if i == bi else v
+                             for i, v in enumerate(key))
+                brs = [b for k2, bs in groups.items()
+                       if tuple(map(str, k2)) == tuple(map(str, bkey))
+                       for b in bs.get(s, [])]
+                if not brs:
+                    continue
+                t_base = _mean(brs, lambda r: r["time_us"])
+                y = t_base / _mean(rs, lambda r: r["time_us"])
+                b = _mean(rs, lambda r: r.get("bound_us"))
+                bnd = t_base / b if b else None
+            elif kind == "time":
+                y = _mean(rs, lambda r: r[col])
+                bnd = _mean(rs, lambda r: r.get("bound_us"))
+            else:
+                y = _mean(rs, lambda r: r[col])
+                bnd = _mean(rs, lambda r: _bound_bw(r, col))
+            if y is None:
+                continue
+            xs.append(s)
+            ys.append(y)
+            if bnd is not None:
+                bx.append(s)
+                by.append(bnd)
+        if not xs:
+            continue
+        c = colors[n % len(colors)]
+        n += 1
+        ax.plot(xs, ys, marker="o", ms=3, color=c, label=_label(cols, key))
+        if by and not args.no_bound:
+            curve = (tuple(bx), tuple(float("%.4g" % v) for v in by))
+            if curve not in [d[0] for d in bounds_drawn]:
+                bounds_drawn.append((curve, c))
+    if n == 0:
+        raise PlotError("nothing to plot (check --where / --baseline)")
+    for i, ((bx, by), c) in enumerate(bounds_drawn):
+        if len(bounds_drawn) == 1:
+            c = "black"
+        ax.plot(bx, by, linestyle="--", linewidth=1, color=c,
+                label="analytical bound" if i == 0 else None)
+    if kind == "speedup":
+        ax.axhline(1.0, color="gray", linewidth=0.8)
+    _size_axis(ax, sizes)
+    if kind == "time" or args.logy:
+        ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(fontsize="small")
+    ax.set_title(args.title or _default_title(rows, cols))
+    return fig
+
+
+def _default_title(rows, vary):
+    fixed = [c for c in ("platform", "collective", "algorithm", "gpus")
+             if c in rows[0] and c not in vary and
+             len({r[c] for r in rows}) == 1]
+    return " ".join("%s" % rows[0][c] if c != "gpus" else
+                    "%s GPUs" % rows[0][c] for c in fixed)
+
+
+def plot_heatmap(rows, args):
+    plt = _plt()
+    metric = args.metric or "bound_fraction"
+    if metric not in METRICS:
+        raise PlotError("--metric must be one of %s" % ", ".join(METRICS))
+    col, label = METRICS[metric]
+    vary = _varying(rows)
+    xcol, ycol = args.x, args.y
+    if not xcol or not ycol:
+        if not vary and not (xcol or ycol):
+            raise PlotError("--kind heatmap needs two swept columns (--x, "
+                            "--y); varying: %s" % (", ".join(vary) or "none"))
+        rest = [c for c in vary if c not in (xcol, ycol)] + ["size_bytes"]
+        xcol = xcol or rest.pop(0)
+        ycol = ycol or (rest.pop(0) if rest else "size_bytes")
+    for c in (xcol, ycol):
+        if c not in rows[0]:
+            raise PlotError("no column '%s'" % c)
+    if "size_bytes" not in (xcol, ycol):
+        if args.size:
+            try:
+                want = parse_size(args.size)
+            except ValueError:
+                raise PlotError("--size: %r is not a size" % args.size) \
+                    from None
+        else:
+            want = max(r["size_bytes"] for r in rows)
+        rows = [r for r in rows if r["size_bytes"] == want]
+        if not rows:
+            raise PlotError("no rows of size %s" % args.size)
+        size_note = " at %s" % format_size(int(want))
+    else:
+        size_note = ""
+    others = [c for c in _varying(rows) if c not in (xcol, ycol)]
+    if others:
+        raise PlotError("column(s) %s vary too; pick values with --where "
+                        "COL=VALUE" % ", ".join(others))
+    xs = sorted({r[xcol] for r in rows}, key=_sort_key)
+    ys = sorted({r[ycol] for r in rows}, key=_sort_key)
+    grid = [[None] * len(xs) for _ in ys]
+    for j, yv in enumerate(ys):
+        for i, xv in enumerate(xs):
+            rs = [r for r in rows if r[xcol] == xv and r[ycol] == yv]
+            grid[j][i] = _mean(rs, lambda r: r[col]) if rs else None
+    import numpy
+    data = numpy.array([[math.nan if v is None else v for v in row]
+                        for row in grid], dtype=float)
+    fig, ax = plt.subplots(figsize=(args.width, args.height))
+    im = ax.imshow(data, origin="lower", aspect="auto", cmap="viridis")
+    cb = fig.colorbar(im, ax=ax)
+    cb.set_label(label)
+
+    def ticks(col, vals):
+        if col == "size_bytes":
+            return [format_size(int(v)) for v in vals]
+        return [str(v) for v in vals]
+    ax.set_xticks(range(len(xs)))
+    ax.set_xticklabels(ticks(xcol, xs))
+    ax.set_yticks(range(len(ys)))
+    ax.set_yticklabels(ticks(ycol, ys))
+    ax.set_xlabel(xcol if xcol != "size_bytes" else "message size (bytes)")
+    ax.set_ylabel(ycol if ycol != "size_bytes" else "message size (bytes)")
+    finite = data[numpy.isfinite(data)]
+    mid = (finite.min() + finite.max()) / 2 if finite.size else 0
+    if len(xs) * len(ys) <= 200:
+        for j in range(len(ys)):
+            for i in range(len(xs)):
+                v = data[j, i]
+                if math.isfinite(v):
+                    ax.text(i, j, "%.3g" % v, ha="center", va="center",
+                            fontsize="small",
+                            color="white" if v < mid else "black")
+    ax.set_title(args.title or ("%s%s" % (label, size_note)))
+    return fig
+
+
+def parser():
+    ap = argparse.ArgumentParser(
+        prog="plot", description="Figures from a `scripts/sweep collect` "
+        "CSV, as PNG.")
+    ap.add_argument("csv")
+    ap.add_argument("--kind", choices=("bw", "time", "speedup", "heatmap"),
+                    default="bw")
+    ap.add_argument("-o", "--output", help="PNG file (default: next to the "
+                    "CSV, named after the kind)")
+    ap.add_argument("--metric", help="busbw, algbw, time or bound_fraction")
+    ap.add_argument("--series", help="columns that make one line each "
+                    "(default: every column that varies)")
+    ap.add_argument("--where", action="append", metavar="COL=VALUE",
+                    help="keep only these rows (repeatable)")
+    ap.add_argument("--baseline", metavar="COL=VALUE",
+                    help="speedup baseline (default algorithm=ring)")
+    ap.add_argument("--x", help="heatmap column across")
+    ap.add_argument("--y", help="heatmap column up")
+    ap.add_argument("--size", help="heatmap message size (default largest)")
+    ap.add_argument("--title")
+    ap.add_argument("--logy", action="store_true")
+    ap.add_argument("--no-bound", action="store_true",
+                    help="do not draw the analytical bound")
+    ap.add_argument("--width", type=float, default=6.4)
+    ap.add_argument("--height", type=float, default=4.2)
+    ap.add_argument("--dpi", type=int, default=150)
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        rows = _filter(read_csv(args.csv), args.where)
+        fig = (plot_heatmap(rows, args) if args.kind == "heatmap"
+               else plot_lines(rows, args))
+        out = args.output or os.path.join(
+            os.path.dirname(os.path.abspath(args.csv)), args.kind + ".png")
+        fig.tight_layout()
+        fig.savefig(out, dpi=args.dpi)
+        sys.stderr.write("plot: wrote %s\n" % out)
+        return 0
+    except PlotError as e:
+        sys.stderr.write("plot: error: %s\n" % e)
+        return 2
+    except ValueError as e:
+        sys.stderr.write("plot: error: bad value in CSV: %s\n" % e)
+        return 2
