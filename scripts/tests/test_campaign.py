@@ -1,0 +1,255 @@
+"""Campaign expansion (cartesian, ranges, zipped, exclusions, seeds),
+hashing and checking against --list-params, without running anything."""
+
+import os
+import unittest
+
+import common  # noqa: F401  (puts scripts/ on sys.path)
+from common import FAKE, TempDirCase
+from incsim_campaign import campaign as cmod
+from incsim_campaign import params as pmod
+from incsim_campaign.campaign import Campaign, CampaignError
+
+
+def make(data, path="/tmp/x/c.yaml"):
+    return Campaign(data, path)
+
+
+def values(c, key):
+    return [p.settings.get(key) for p in c.points()]
+
+
+class Expansion(unittest.TestCase):
+    def test_cartesian_order_last_axis_fastest(self):
+        c = make({"fixed": {"platform": "dgx2"},
+                  "axes": {"algorithm": ["ring", "tree", "rhd"],
+                           "ring.channels": [6, 12]}})
+        pts = c.points()
+        self.assertEqual(len(pts), 6)
+        self.assertEqual([(p.settings["algorithm"],
+                           p.settings["ring.channels"]) for p in pts],
+                         [("ring", 6), ("ring", 12), ("tree", 6),
+                          ("tree", 12), ("rhd", 6), ("rhd", 12)])
+        self.assertTrue(all(p.settings["platform"] == "dgx2" for p in pts))
+        self.assertEqual([p.index for p in pts], list(range(6)))
+        self.assertEqual(len({p.hash for p in pts}), 6)
+
+    def test_ranges(self):
+        r = cmod.expand_range
+        self.assertEqual(r({"from": 8, "to": 64, "mul": 2}, "a"),
+                         [8, 16, 32, 64])
+        self.assertEqual(r({"from": 8, "to": 100, "mul": 2}, "a"),
+                         [8, 16, 32, 64])
+        self.assertEqual(r({"from": 1, "to": 7, "step": 3}, "a"), [1, 4, 7])
+        self.assertEqual(r({"from": 0.5, "to": 1.5, "step": 0.25}, "a"),
+                         [0.5, 0.75, 1.0, 1.25, 1.5])
+        self.assertEqual(r({"from": "8K", "to": "64K", "mul": 2}, "a"),
+                         ["8K", "16K", "32K", "64K"])
+        self.assertEqual(r({"from": "512K", "to": "2M", "mul": 2}, "a"),
+                         ["512K", "1M", "2M"])
+        self.assertEqual(r({"from": 4, "to": 1, "step": -1}, "a"),
+                         [4, 3, 2, 1])
+        for bad in ({"from": 8, "to": 4, "step": 1},      # empty
+                    {"from": 1, "to": 4, "mul": 1},
+                    {"from": 0, "to": 4, "mul": 2},
+                    {"from": 1, "to": 4, "step": 0},
+                    {"from": 1, "to": 4},
+                    {"from": 1, "to": 4, "step": 1, "mul": 2},
+                    {"from": 1, "step": 1},
+                    {"from": 1, "to": 4, "by": 1},
+                    {"from": "x", "to": 4, "step": 1}):
+            with self.assertRaises(CampaignError, msg=bad):
+                r(bad, "axis 'a'")
+
+    def test_range_axis_in_campaign(self):
+        c = make({"axes": {"gpus": {"from": 2, "to": 16, "mul": 2}}})
+        self.assertEqual(values(c, "gpus"), [2, 4, 8, 16])
+
+    def test_zipped(self):
+        c = make({"axes": {"gpus": [4, 8]},
+                  "zip": [{"algorithm": ["ring", "tree", "push"],
+                           "x.waves": [1, 2, 3]}]})
+        got = [(p.settings["gpus"], p.settings["algorithm"],
+                p.settings["x.waves"]) for p in c.points()]
+        self.assertEqual(got, [(4, "ring", 1), (4, "tree", 2),
+                               (4, "push", 3), (8, "ring", 1),
+                               (8, "tree", 2), (8, "push", 3)])
+        self.assertEqual(c.swept, ["gpus", "algorithm", "x.waves"])
+        # a single mapping is one group too
+        c = make({"zip": {"a": [1, 2], "b": [3, 4]}})
+        self.assertEqual(len(c.points()), 2)
+
+    def test_zip_lengths_must_match(self):
+        with self.assertRaisesRegex(CampaignError, "different lengths"):
+            make({"zip": [{"a": [1, 2], "b": [1, 2, 3]}]})
+
+    def test_exclusions(self):
+        c = make({"axes": {"algorithm": ["ring", "tree"], "gpus": [4, 8, 16]},
+                  "exclude": [{"algorithm": "tree", "gpus": 4},
+                              {"gpus": [16], "algorithm": ["ring"]}]})
+        got = [(p.settings["algorithm"], p.settings["gpus"])
+               for p in c.points()]
+        self.assertEqual(got, [("ring", 4), ("ring", 8), ("tree", 8),
+                               ("tree", 16)])
+        # "8" in YAML text matches 8
+        c = make({"axes": {"gpus": [4, 8]}, "exclude": [{"gpus": "8"}]})
+        self.assertEqual(values(c, "gpus"), [4])
+
+    def test_exclusion_errors(self):
+        with self.assertRaisesRegex(CampaignError, "not a setting"):
+            make({"axes": {"gpus": [4]}, "exclude": [{"gpu": 4}]})
+        with self.assertRaisesRegex(CampaignError, "no points"):
+            make({"axes": {"gpus": [4]},
+                  "exclude": [{"gpus": 4}]}).points()
+
+    def test_seeds(self):
+        c = make({"axes": {"gpus": [4, 8]}, "seeds": 3})
+        self.assertEqual(values(c, "seed"), [1, 2, 3, 1, 2, 3])
+        c = make({"seeds": [7, 11]})
+        self.assertEqual(values(c, "seed"), [7, 11])
+        c = make({"seeds": {"from": 10, "to": 30, "step": 10}})
+        self.assertEqual(values(c, "seed"), [10, 20, 30])
+        for bad in (0, True, []):
+            with self.assertRaises(CampaignError):
+                make({"seeds": bad})
+        with self.assertRaisesRegex(CampaignError, "given twice"):
+            make({"fixed": {"seed": 1}, "seeds": 2})
+
+    def test_bad_campaigns(self):
+        cases = [({"axes": {"gpus": []}}, "axis 'gpus' is empty"),
+                 ({"axes": {"gpus": None}}, "axis 'gpus' is empty"),
+                 ({"axes": {"gpus": [4, None]}}, "null"),
+                 ({"fixed": {"gpus": None}}, "null"),
+                 ({"fixed": {"gpus": 4}, "axes": {"gpus": [4]}},
+                  "given twice"),
+                 ({"axis": {"gpus": [4]}}, "unknown campaign key"),
+                 ({"slurm": {"partitin": "x"}}, "unknown slurm key"),
+                 ({"timeout": -1}, "timeout"),
+                 ({"max_points": "many"}, "max_points"),
+                 (["not", "a", "mapping"], "mapping")]
+        for data, msg in cases:
+            with self.assertRaisesRegex(CampaignError, msg, msg=repr(data)):
+                make(data).points()
+
+    def test_paths_relative_to_campaign_file(self):
+        c = make({"output": "out/here"}, "/a/b/c.yaml")
+        self.assertEqual(c.output, "/a/b/out/here")
+        c = make({}, "/a/b/my-camp.yaml")
+        self.assertEqual(c.name, "my-camp")
+        self.assertEqual(c.output, "/a/b/results/my-camp")
+
+    def test_list_value_is_one_run(self):
+        c = make({"fixed": {"sizes": ["8K", "64K", "1M"]},
+                  "axes": {"gpus": [4]}})
+        argv = pmod.argv_for(c.dir, c.points()[0].settings, "incsim", "o.j")
+        self.assertEqual(argv, ["incsim", "--gpus", "4", "--sizes",
+                                "8K,64K,1M", "--json", "o.j", "--quiet"])
+
+    def test_argv_flags_and_params(self):
+        c = make({"fixed": {"platform": "dgx2", "collective": "allreduce",
+                            "sizes": "8K:1M", "ring.channels": 6},
+                  "axes": {"switch.in_network": [True]}, "seeds": [3]})
+        argv = pmod.argv_for(c.dir, c.points()[0].settings, "incsim", "o.j")
+        self.assertEqual(argv, [
+            "incsim", "--platform", "dgx2", "--collective", "allreduce",
+            "--sizes", "8K:1M", "--seed", "3", "-c", "ring.channels=6",
+            "-c", "switch.in_network=true", "--json", "o.j", "--quiet"])
+
+
+class Hashing(unittest.TestCase):
+    def test_stable_value(self):
+        # Pinned: changing the canonical form would orphan every result
+        # folder users already have.
+        s = {"platform": "dgx2", "algorithm": "ring", "ring.channels": 6,
+             "sizes": ["8K", "1M"], "seed": 1}
+        self.assertEqual(cmod.canonical_json(s),
+                         '{"algorithm":"ring","platform":"dgx2",'
+                         '"ring.channels":"6","seed":"1","sizes":"8K,1M"}')
+        self.assertEqual(cmod.point_hash(s), "dae23cfbf323a010")
+        import hashlib
+        self.assertEqual(cmod.point_hash(s), hashlib.sha256(
+            cmod.canonical_json(s).encode()).hexdigest()[:16])
+
+    def test_order_and_spelling_do_not_matter(self):
+        a = {"ring.channels": 6, "platform": "dgx2", "x": 0.5, "b": True}
+        b = {"platform": "dgx2", "b": True, "x": 0.5, "ring.channels": "6"}
+        c = {"platform": "dgx2", "ring.channels": 6.0, "x": "0.5",
+             "b": "true"}
+        self.assertEqual(cmod.point_hash(a), cmod.point_hash(b))
+        self.assertEqual(cmod.point_hash(a), cmod.point_hash(c))
+
+    def test_any_change_changes_it(self):
+        base = {"platform": "dgx2", "ring.channels": 6, "seed": 1}
+        h = cmod.point_hash(base)
+        for k, v in (("ring.channels", 12), ("seed", 2), ("platform", "star"),
+                     ("gpus", 4)):
+            other = dict(base)
+            other[k] = v
+            self.assertNotEqual(cmod.point_hash(other), h, k)
+
+    def test_same_point_same_hash_across_campaigns(self):
+        a = make({"fixed": {"platform": "dgx2"}, "axes": {"gpus": [4, 8]}})
+        b = make({"axes": {"gpus": [8, 16], "platform": ["dgx2"]}},
+                 "/elsewhere/other.yaml")
+        self.assertEqual(a.points()[1].hash, b.points()[0].hash)
+
+
+class FileDigests(TempDirCase):
+    def test_config_file_contents_are_hashed(self):
+        self.write("cfg.yaml", "a: 1\n")
+        path = self.write("c.yaml", "fixed: {config: cfg.yaml}\n")
+        h1 = cmod.load(path).points()[0].hash
+        self.write("cfg.yaml", "a: 2\n")
+        h2 = cmod.load(path).points()[0].hash
+        self.assertNotEqual(h1, h2)
+        c = cmod.load(path)
+        argv = pmod.argv_for(c.dir, c.points()[0].settings, "i", "j")
+        self.assertEqual(argv[1:3], ["--config",
+                                     os.path.join(self.tmp, "cfg.yaml")])
+
+    def test_yaml_errors_are_one_line(self):
+        path = self.write("c.yaml", "axes: [unclosed\n")
+        with self.assertRaisesRegex(CampaignError, "not valid YAML"):
+            cmod.load(path)
+        with self.assertRaisesRegex(CampaignError, "cannot read"):
+            cmod.load(os.path.join(self.tmp, "missing.yaml"))
+
+
+class ParamCheck(unittest.TestCase):
+    def test_list_params(self):
+        known = pmod.list_params(FAKE, "dgx2")
+        self.assertEqual(known["ring.channels"][0], "int")
+
+    def test_unknown_and_mistyped(self):
+        ok = make({"fixed": {"platform": "dgx2"},
+                   "axes": {"ring.channels": [6, 12], "gpus": [4]}})
+        self.assertTrue(pmod.check_campaign(ok, FAKE))
+        bad = make({"fixed": {"platform": "dgx2"},
+                    "axes": {"ring.chanels": [6]}})
+        with self.assertRaisesRegex(CampaignError,
+                                    "unknown parameter 'ring.chanels'"):
+            pmod.check_campaign(bad, FAKE)
+        typed = make({"fixed": {"platform": "dgx2"},
+                      "axes": {"ring.channels": [6, "six"]}})
+        with self.assertRaisesRegex(CampaignError, "type int"):
+            pmod.check_campaign(typed, FAKE)
+        unknown_fixed = make({"axes": {"gpus": [4, 8]},
+                                  "fixed": {"bogus.key": 1}})
+        with self.assertRaisesRegex(CampaignError, "bogus.key"):
+            pmod.check_campaign(unknown_fixed, FAKE)
+
+    def test_missing_binary(self):
+        with self.assertRaisesRegex(CampaignError, "simulator not found"):
+            pmod.list_params("/nonexistent/incsim")
+
+    def test_error_line(self):
+        self.assertEqual(pmod.error_line(
+            "progress\nincsim: error: bad thing\nmore\n", 2),
+            "incsim: error: bad thing")
+        self.assertEqual(pmod.error_line("just this\n", 1), "just this")
+        self.assertEqual(pmod.error_line("", -11), "killed by signal SIGSEGV")
+        self.assertEqual(pmod.error_line("", 3), "exit status 3")
+
+
+if __name__ == "__main__":
+    unittest.main()
