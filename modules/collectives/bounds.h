@@ -1,0 +1,19 @@
+#pragma once
+// Analytical bounds (DESIGN.md, "Reporting and bounds") and the nccl-tests
+// bus-bandwidth factors (NVIDIA/nccl-tests doc/PERFORMANCE.md).
+#include <cstdint>
+
+namespace incsim::collectives {
+
+// Payload bandwidth one endpoint can inject, GB/s: each link direction carries
+// a header per packet plus the acknowledgements for the writes coming in the
+// other way (one header-only packet per incoming write, Klenk §V and §VI-A).
+double payload_bandwidth_GBps(double link_bw_GBps, uint32_t max_payload, uint32_t header_bytes,
+                              uint32_t ack_bytes);
+
+// All-reduce without in-network compute moves 2(n-1)/n of the message through
+// each endpoint (Patarasuk & Yuan 2009): t >= 2(n-1)/n * M / B.
+double allreduce_bound_us(uint64_t bytes, int n, double endpoint_GBps);
+double allreduce_busbw_factor(int n);
+
+}  // namespace incsim::collectives

@@ -1,0 +1,22 @@
+#include "data_pattern.h"
+
+#include "core/error.h"
+
+namespace incsim::collectives {
+
+const char* dtype_name(DType t) { return t == DType::Float32 ? "float" : "int32"; }
+
+DType parse_dtype(const std::string& text) {
+  if (text == "float" || text == "float32") return DType::Float32;
+  if (text == "int32" || text == "int") return DType::Int32;
+  throw UserError("unknown data type '" + text + "'; choose float or int32");
+}
+
+DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {
+  for (int r = 0; r < ranks; ++r) {
+    a_.push_back(1 + static_cast<int32_t>(mix(seed_ + 0x5851F42D4C957F2Dull * (r + 1)) % 50));
+    a_sum_ += a_.back();
+  }
+}
+
+}  // namespace incsim::collectives

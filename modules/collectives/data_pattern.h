@@ -1,0 +1,41 @@
+#pragma once
+// Real input data for collectives, and the reference result.
+//
+// Element i of rank r holds f(r, i) = a(r) * s(i) + b(i) with a(r) in [1, 50],
+// s(i) in [1, 3] and b(i) in [-50, 50], all hashed from the seed. Every rank's
+// contribution differs and no index pattern repeats, so a lost, doubled or
+// misplaced contribution changes the result; yet the reference has a closed
+// form (sum = s(i) * sum_r a(r) + n * b(i)), so checking costs O(1) per element
+// and nothing of size message x ranks is stored. |f| <= 200 keeps every
+// partial sum of up to 2^16 ranks exact in float32, whatever the order.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace incsim::collectives {
+
+enum class DType { Float32, Int32 };
+const char* dtype_name(DType t);
+DType parse_dtype(const std::string& text);  // throws UserError
+
+class DataPattern {
+ public:
+  DataPattern(uint64_t seed, int ranks);
+  int32_t value(int rank, uint64_t i) const { return a_[rank] * s(i) + b(i); }
+  int32_t sum(uint64_t i) const { return a_sum_ * s(i) + static_cast<int32_t>(a_.size()) * b(i); }
+
+ private:
+  static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+  }
+  int32_t s(uint64_t i) const { return 1 + static_cast<int32_t>(mix(seed_ ^ i) % 3); }
+  int32_t b(uint64_t i) const { return static_cast<int32_t>((mix(seed_ ^ i) >> 8) % 101) - 50; }
+  uint64_t seed_;
+  std::vector<int32_t> a_;
+  int32_t a_sum_ = 0;
+};
+
+}  // namespace incsim::collectives

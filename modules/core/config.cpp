@@ -1,0 +1,49 @@
+#include "config.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace incsim {
+
+void Config::set(const std::string& key, const std::string& value, const std::string& source) {
+  if (key.empty()) throw UserError("an empty configuration key was given in " + source);
+  overrides_[key] = Override{value, source, false};
+}
+
+const std::string& Config::declare(const std::string& key, const char* type, const std::string& def,
+                                   const std::string& description) {
+  auto it = params_.find(key);
+  if (it == params_.end()) {
+    Param p{type, def, def, description};
+    auto ov = overrides_.find(key);
+    if (ov != overrides_.end()) {
+      ov->second.used = true;
+      p.value = ov->second.value;
+    }
+    it = params_.emplace(key, p).first;
+  }
+  return it->second.value;
+}
+
+void Config::check_unused() const {
+  for (const auto& [key, ov] : overrides_)
+    if (!ov.used)
+      throw UserError("unknown configuration key '" + key + "' (from " + ov.source +
+                      "); incsim --list-params shows the keys this run accepts");
+}
+
+double parse_number(const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v))
+    throw UserError("configuration key '" + key + "' expects a number, got '" + text + "'");
+  return v;
+}
+
+bool parse_bool(const std::string& key, const std::string& text) {
+  if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+  throw UserError("configuration key '" + key + "' expects true or false, got '" + text + "'");
+}
+
+}  // namespace incsim

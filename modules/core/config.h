@@ -1,0 +1,101 @@
+#pragma once
+// Typed, named, described parameters (STYLE.md, convention 5).
+//
+// A block declares each parameter once with its default and the source of that
+// default; the value comes from, in order, a `-c key=value` override, a
+// `--config` YAML file, or the default. Every override must be consumed by some
+// parameter: check_unused() turns a key nobody declared into an error.
+#include <cstdint>
+#include <map>
+#include <sstream>
+#include <string>
+#include <type_traits>
+
+#include "error.h"
+
+namespace incsim {
+
+class Config {
+ public:
+  struct Param {
+    std::string type;
+    std::string default_value;
+    std::string value;
+    std::string description;
+  };
+
+  // Sets key=value from a source ("-c", a file name); later sources win.
+  void set(const std::string& key, const std::string& value, const std::string& source);
+
+  // Declares a parameter and returns its value.
+  template <class T>
+  T get(const std::string& key, T default_value, const std::string& description) {
+    const std::string def = to_text(default_value);
+    const std::string& text = declare(key, type_name<T>(), def, description);
+    return parse<T>(key, text);
+  }
+
+  // Throws UserError if an override named a key that no block declared.
+  void check_unused() const;
+
+  const std::map<std::string, Param>& params() const { return params_; }
+  bool has_override(const std::string& key) const { return overrides_.count(key) != 0; }
+
+ private:
+  struct Override {
+    std::string value;
+    std::string source;
+    mutable bool used = false;
+  };
+  const std::string& declare(const std::string& key, const char* type, const std::string& def,
+                             const std::string& description);
+
+  template <class T>
+  static const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_integral_v<T>) return "int";
+    else if constexpr (std::is_floating_point_v<T>) return "float";
+    else return "string";
+  }
+  template <class T>
+  static std::string to_text(const T& v) {
+    if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
+    else if constexpr (std::is_same_v<T, std::string>) return v;
+    else if constexpr (std::is_convertible_v<T, std::string>) return std::string(v);
+    else {
+      std::ostringstream os;
+      os.precision(17);
+      os << v;
+      return os.str();
+    }
+  }
+  template <class T>
+  static T parse(const std::string& key, const std::string& text);
+
+  std::map<std::string, Param> params_;
+  std::map<std::string, Override> overrides_;
+};
+
+// Parses a non-negative number, int or float, naming the key on failure.
+double parse_number(const std::string& key, const std::string& text);
+bool parse_bool(const std::string& key, const std::string& text);
+
+template <class T>
+T Config::parse(const std::string& key, const std::string& text) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return parse_bool(key, text);
+  } else if constexpr (std::is_integral_v<T>) {
+    double v = parse_number(key, text);
+    if (v != static_cast<double>(static_cast<int64_t>(v)))
+      throw UserError("configuration key '" + key + "' expects a whole number, got '" + text + "'");
+    if (std::is_unsigned_v<T> && v < 0)
+      throw UserError("configuration key '" + key + "' must not be negative, got '" + text + "'");
+    return static_cast<T>(v);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(parse_number(key, text));
+  } else {
+    return T(text);
+  }
+}
+
+}  // namespace incsim

@@ -1,0 +1,18 @@
+#pragma once
+// SC_METHOD processes for blocks with a variable number of ports: one method
+// per port, woken by its own event (STYLE.md, convention 4: no threads and no
+// clock on a packet's path).
+#include <functional>
+#include <systemc>
+
+namespace incsim {
+
+inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
+  sc_core::sc_spawn_options opt;
+  opt.spawn_method();
+  opt.dont_initialize();
+  opt.set_sensitivity(wake);
+  sc_core::sc_spawn(std::move(body), name, &opt);
+}
+
+}  // namespace incsim

@@ -1,0 +1,21 @@
+#pragma once
+// One collective operation across a set of GPUs, run once per message size.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace incsim::gpu {
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  // Starts at the current simulated time; calls on_done once when every GPU
+  // has finished and every write it issued is acknowledged.
+  virtual void start(uint64_t bytes, std::function<void()> on_done) = 0;
+  virtual uint64_t wrong() const = 0;       // elements that differ from the reference
+  virtual double bound_us(uint64_t bytes) const = 0;
+  virtual double busbw_factor() const = 0;  // nccl-tests convention
+  virtual std::string redop() const { return "sum"; }
+};
+
+}  // namespace incsim::gpu

@@ -1,0 +1,234 @@
+#include "gpu.h"
+
+#include <algorithm>
+#include "core/process.h"
+
+namespace incsim::gpu {
+
+using sc_core::sc_time;
+namespace {
+// Timer entries are program timers, flag observations (address), or stream
+// activations (port << 32 | stream id).
+constexpr uint64_t kFlagTag = 1ull << 63;
+constexpr uint64_t kActivateTag = 1ull << 62;
+constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag);
+}  // namespace
+
+Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool)
+    : sc_module(name),
+      index_(index),
+      cfg_(cfg),
+      pool_(pool),
+      memory_(cfg.clock_ghz, cfg.mem_latency_cycles, cfg.mem_jitter_cycles, cfg.seed * 0x9E3779B97F4A7C15ull + index) {
+  for (int p = 0; p < ports; ++p) {
+    ports_.push_back(std::make_unique<Port>(("out" + std::to_string(p)).c_str()));
+    ports_[p]->rx_port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
+    spawn_method(("tx" + std::to_string(p)).c_str(), [this, p] { tx_process(p); }, &ports_[p]->wake);
+  }
+  spawn_method("rx", [this] { rx_process(); }, &rx_wake_);
+  spawn_method("timers", [this] { timer_process(); }, &timer_wake_);
+}
+
+void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes, uint32_t min_packet_bytes) {
+  ports_[p]->link.configure(bw, latency, peer_buffer_bytes, min_packet_bytes, &ports_[p]->wake);
+}
+
+uint32_t Gpu::add_stream(TxStream* s) {
+  s->id = static_cast<uint32_t>(streams_.size());
+  streams_.push_back(s);
+  return s->id;
+}
+
+void Gpu::clear_streams() {
+  for (auto& p : ports_) p->active.clear();
+  streams_.clear();
+}
+
+void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
+  call_after(delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id);
+}
+
+void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to) {
+  net::Packet* p = pool_.get();
+  p->src = static_cast<uint32_t>(index_);
+  p->dst = dst;
+  p->addr = addr;
+  p->op = net::Op::Write;
+  p->vc = net::kRequestVc;
+  p->stream = ack_to;
+  p->payload_bytes = sizeof(value);
+  p->wire_bytes = pool_.format().wire_bytes(sizeof(value));
+  std::memcpy(p->data, &value, sizeof(value));
+  ports_[port]->control.push(p);
+  ports_[port]->wake.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Gpu::watch(uint64_t addr, uint64_t bytes) {
+  watch_lo_ = addr;
+  watch_hi_ = addr + bytes;
+}
+
+void Gpu::call_after(const sc_time& delay, uint64_t tag) {
+  timers_.push({sc_core::sc_time_stamp() + delay, seq_++, tag});
+  timer_wake_.notify(delay);
+}
+
+void Gpu::timer_process() {
+  const sc_time now = sc_core::sc_time_stamp();
+  while (!timers_.empty() && timers_.top().at <= now) {
+    const uint64_t v = timers_.top().value;
+    timers_.pop();
+    if (v & kActivateTag) {
+      Port& pt = *ports_[(v & kTagMask) >> 32];
+      pt.active.push_back(streams_[v & 0xffffffffu]);
+      pt.wake.notify(sc_core::SC_ZERO_TIME);
+    } else if (program_) {
+      if (v & kFlagTag) program_->on_flag(v & kTagMask);
+      else program_->on_timer(v);
+    }
+  }
+  if (!timers_.empty()) timer_wake_.notify(timers_.top().at - now);
+}
+
+void Gpu::receive(int port, net::Packet* p) {
+  Port& pt = *ports_[port];
+  pt.rx_bytes[p->vc] += p->wire_bytes;
+  sc_assert(pt.rx_bytes[p->vc] <= cfg_.rx_buffer_bytes);
+  pt.rx.push(p);
+  const sc_time now = sc_core::sc_time_stamp();
+  if (pt.rx.front() == p) rx_wake_.notify(p->t_tail - now);
+}
+
+// The memory system takes a request once the whole packet is in: a write is
+// stored, a read is answered, and the packet turns into its own response,
+// which leaves after one memory latency.
+void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& now) {
+  const sc_time lat = memory_.latency();
+  if (p->op == net::Op::Write) {
+    std::memcpy(memory_.at(p->addr, p->payload_bytes), p->data, p->payload_bytes);
+    if (p->addr >= watch_lo_ && p->addr < watch_hi_) {
+      // The write is performed after `lat`; a polling load sees it one load later.
+      const sc_time seen = lat + memory_.latency();
+      timers_.push({now + seen, seq_++, p->addr | kFlagTag});
+      timer_wake_.notify(seen);
+    }
+    p->op = net::Op::WriteAck;
+    p->payload_bytes = 0;
+  } else {
+    std::memcpy(p->data, memory_.at(p->addr, p->payload_bytes), p->payload_bytes);
+    p->op = net::Op::ReadResp;
+  }
+  std::swap(p->src, p->dst);
+  p->vc = net::kResponseVc;
+  p->wire_bytes = pool_.format().wire_bytes(p->payload_bytes);
+  pt.responses.push({now + lat, seq_++, reinterpret_cast<uint64_t>(p)});
+  pt.wake.notify(lat);
+}
+
+void Gpu::rx_process() {
+  const sc_time now = sc_core::sc_time_stamp();
+  sc_time next = sc_core::sc_max_time();
+  for (auto& ptr : ports_) {
+    Port& pt = *ptr;
+    while (!pt.rx.empty() && pt.rx.front()->t_tail <= now) {
+      net::Packet* p = pt.rx.front();
+      const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
+      // A full memory pipeline holds requests in the buffer, withholding credits;
+      // the port wakes us when a response leaves.
+      if (request && pt.responses.size() >= cfg_.max_responses) break;
+      pt.rx.pop();
+      pt.rx_bytes[p->vc] -= p->wire_bytes;
+      pt.rx_port->release(p, sc_core::SC_ZERO_TIME);
+      if (request) {
+        serve_request(pt, p, now);
+        continue;
+      }
+      streams_[p->stream]->on_response(p);
+      pool_.put(p);
+    }
+    if (!pt.rx.empty() && pt.rx.front()->t_tail > now) next = std::min(next, pt.rx.front()->t_tail);
+  }
+  if (next != sc_core::sc_max_time()) rx_wake_.notify(next - now);
+}
+
+// Request VC: flag stores first (rare and on the critical path), then the
+// active streams in turn. Response VC: acks and read data whose memory
+// latency has passed. The two VCs alternate.
+void Gpu::tx_process(int port) {
+  Port& pt = *ports_[port];
+  const sc_time now = sc_core::sc_time_stamp();
+  pt.link.absorb_credits(now);
+  while (pt.link.link_free(now)) {
+    net::Packet* chosen = nullptr;
+    for (int k = 0; k < net::kNumVcs && !chosen; ++k) {
+      const int vc = static_cast<int>((pt.vc_rr + k) % net::kNumVcs);
+      if (vc == net::kResponseVc) {
+        if (pt.responses.empty() || pt.responses.top().at > now) continue;
+        auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
+        if (!pt.link.has_credit(vc, p->wire_bytes)) continue;
+        pt.responses.pop();
+        rx_wake_.notify(sc_core::SC_ZERO_TIME);  // a request may have waited for room
+        chosen = p;
+      } else if (!pt.control.empty()) {
+        if (!pt.link.has_credit(vc, pt.control.front()->wire_bytes)) continue;
+        chosen = pt.control.pop();
+      } else {
+        // Active streams in turn; a stream with nothing more leaves the list.
+        for (size_t tries = 0; tries < pt.active.size() && !chosen;) {
+          if (pt.stream_rr >= pt.active.size()) pt.stream_rr = 0;
+          TxStream* s = pt.active[pt.stream_rr];
+          const uint32_t bytes = s->next_payload_bytes();
+          if (bytes == 0) {
+            pt.active.erase(pt.active.begin() + pt.stream_rr);
+            continue;
+          }
+          ++tries;
+          if (!pt.link.has_credit(vc, pool_.format().wire_bytes(bytes))) break;
+          chosen = pool_.get();
+          chosen->src = static_cast<uint32_t>(index_);
+          chosen->stream = s->id;
+          chosen->vc = net::kRequestVc;
+          s->fill(chosen);
+          chosen->wire_bytes = pool_.format().wire_bytes(chosen->payload_bytes);
+          ++pt.stream_rr;
+        }
+      }
+      if (chosen) pt.vc_rr = vc + 1;
+    }
+    if (!chosen) break;
+    pt.link.send(chosen, now, now);
+  }
+  sc_time next = sc_core::sc_max_time();
+  const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();
+  if (pending && !pt.link.link_free(now)) next = pt.link.busy_until();
+  if (!pt.responses.empty() && pt.responses.top().at > now) next = std::min(next, pt.responses.top().at);
+  if (next != sc_core::sc_max_time()) pt.wake.notify(next - now);
+}
+
+void Gpu::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = name();
+  sc_core::sc_trace(tf, trace_step, me + ".step");
+  sc_core::sc_trace(tf, trace_chunk, me + ".chunk");
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    const std::string port = me + ".port" + std::to_string(p);
+    for (int vc = 0; vc < net::kNumVcs; ++vc)
+      sc_core::sc_trace(tf, ports_[p]->rx_bytes[vc], port + ".in_bytes_vc" + std::to_string(vc));
+    ports_[p]->link.trace(tf, port);
+  }
+}
+
+uint64_t Gpu::report_held(std::ostream& os) const {
+  uint64_t total = 0;
+  for (size_t p = 0; p < ports_.size(); ++p) {
+    const Port& pt = *ports_[p];
+    const uint64_t held = pt.rx.size() + pt.responses.size() + pt.control.size();
+    if (held == 0 && pt.active.empty()) continue;
+    os << "  " << name() << " port " << p << ": " << pt.rx.size() << " packets arrived and not taken, "
+       << pt.responses.size() << " responses waiting, " << pt.control.size() << " flag stores waiting, "
+       << pt.active.size() << " streams sending\n";
+    total += held;
+  }
+  return total;
+}
+
+}  // namespace incsim::gpu

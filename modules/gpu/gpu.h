@@ -1,0 +1,120 @@
+#pragma once
+// A GPU endpoint: several network ports, a memory system that serves remote
+// loads and stores and acknowledges writes (Klenk §V), a copy engine (DMA),
+// and core-initiated traffic for software collectives, run by a Program.
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <queue>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/trace.h"
+#include "gpu/memory.h"
+#include "net/port.h"
+
+namespace incsim::gpu {
+
+struct GpuConfig {
+  double clock_ghz;              // cycles to time
+  uint32_t mem_latency_cycles;   // Klenk §V: 180 cycles, an L2 hit on Volta
+  uint32_t mem_jitter_cycles;    // Klenk §V: plus a random [0, 180)
+  uint32_t rx_buffer_bytes;      // per port and VC
+  uint32_t max_responses;        // responses a port's memory pipeline holds
+  uint64_t seed;
+};
+
+// Produces the write packets of one transfer on one port (a software
+// collective's chunk, a copy engine's buffer). The port pulls packets when
+// its link and credits allow, so nothing is generated before it can leave.
+class TxStream {
+ public:
+  virtual ~TxStream() = default;
+  virtual uint32_t next_payload_bytes() const = 0;  // 0: nothing more to send
+  virtual void fill(net::Packet* p) = 0;            // dst, addr, op and payload
+  virtual void on_response(net::Packet* p) = 0;     // an ack or read data came back
+  uint32_t id = 0;                                  // set by Gpu::add_stream
+};
+
+// The code a GPU runs (a collective's per-GPU program).
+class Program {
+ public:
+  virtual ~Program() = default;
+  virtual void on_timer(uint64_t tag) = 0;
+  // A watched word was written and a polling load has seen it.
+  virtual void on_flag(uint64_t addr) = 0;
+};
+
+class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {
+ public:
+  Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool);
+
+  int index() const { return index_; }
+  int num_ports() const { return static_cast<int>(ports_.size()); }
+  net::InPort& in(int p) { return *ports_[p]->rx_port; }
+  net::OutPort& out(int p) { return ports_[p]->link; }
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes,
+                      uint32_t min_packet_bytes);
+  Memory& memory() { return memory_; }
+  net::PacketPool& pool() { return pool_; }
+
+  // --- what programs use ---
+  void set_program(Program* p) { program_ = p; }
+  uint32_t add_stream(TxStream* s);  // returns its id; streams live as long as the program
+  void clear_streams();
+  // The port starts pulling s's packets after `delay` (the time to read the
+  // first data from memory).
+  void activate(int port, TxStream* s, const sc_core::sc_time& delay);
+  // A single-word store (a flag) to a peer; its ack goes to stream `ack_to`.
+  void store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to);
+  void watch(uint64_t addr, uint64_t bytes);  // on_flag for writes in range
+  void call_after(const sc_core::sc_time& delay, uint64_t tag);
+
+  void receive(int port, net::Packet* p) override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const;
+
+  // Waveform state a program updates (Traceable): step and chunk in progress.
+  int trace_step = -1;
+  int trace_chunk = -1;
+
+ private:
+  struct Timed {
+    sc_core::sc_time at;
+    uint64_t seq;
+    uint64_t value;  // a Packet* for responses, a tag for timers
+    bool operator>(const Timed& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+  };
+  using TimedHeap = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
+  struct Port {
+    explicit Port(const char* n) : link(n) {}
+    net::OutPort link;
+    std::unique_ptr<net::InPort> rx_port;
+    net::PacketFifo rx;            // arrived, not yet taken by the memory system
+    TimedHeap responses;           // acks and read data, released at memory latency
+    net::PacketFifo control;       // flag stores
+    std::vector<TxStream*> active;
+    unsigned stream_rr = 0, vc_rr = 0;
+    sc_core::sc_event wake;
+    uint32_t rx_bytes[net::kNumVcs] = {};
+  };
+  void tx_process(int p);
+  void rx_process();
+  void timer_process();
+  void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& now);
+
+  int index_;
+  GpuConfig cfg_;
+  net::PacketPool& pool_;
+  Memory memory_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<TxStream*> streams_;
+  Program* program_ = nullptr;
+  TimedHeap timers_;
+  uint64_t seq_ = 0;
+  uint64_t watch_lo_ = 0, watch_hi_ = 0;
+  sc_core::sc_event rx_wake_, timer_wake_;
+};
+
+}  // namespace incsim::gpu

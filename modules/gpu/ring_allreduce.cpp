@@ -1,0 +1,310 @@
+#include "ring_allreduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/bounds.h"
+
+namespace incsim::gpu {
+
+using collectives::DType;
+using sc_core::sc_time;
+
+namespace {
+constexpr uint32_t kElem = 4;  // float32 and int32
+}
+
+// One GPU's part: a channel per ring, each a TxStream that sends one step's
+// chunk at a time.
+class RingAllReduce::Rank : public Program {
+ public:
+  Rank(RingAllReduce& ring, int rank, uint64_t count);
+  void start();
+  void on_timer(uint64_t) override {}
+  void on_flag(uint64_t addr) override;
+  uint64_t wrong() const { return wrong_ + (count_ - checked_); }
+
+ private:
+  struct Channel : TxStream {
+    Rank* rank;
+    int index, port;
+    uint64_t elem_off, elem_count;  // the channel's part of the message
+    uint64_t transfers;             // iterations x 2(n-1)
+    uint64_t mailbox, tail_flag, head_flag;
+    // Sender side.
+    uint64_t t_send = 0;    // transfer being sent or next to send
+    bool sending = false;
+    uint64_t first = 0, len = 0, pos = 0;  // current transfer: global element, elements, sent
+    uint32_t data_acks_due = 0;  // the fence waits for these
+    uint32_t flag_acks_due = 0;
+    bool issued = false;
+    uint64_t next_freed = 0;  // next's head flag: slots it has consumed
+    // Receiver side.
+    uint64_t recv_ready = 0;     // prev's tail flag: transfers landed in my mailbox
+    uint64_t recv_consumed = 0;  // transfers I have read out (slots freed)
+    bool finished = false;
+
+    uint32_t next_payload_bytes() const override;
+    void fill(net::Packet* p) override;
+    void on_response(net::Packet* p) override;
+  };
+  // Element range of block `block` in iteration `iter` of channel c.
+  void block_range(const Channel& c, uint64_t iter, int block, uint64_t& first, uint64_t& len) const;
+  int step_of(uint64_t t) const { return static_cast<int>(t % (2 * (n_ - 1))); }
+  void progress(Channel& c);
+  void consume(Channel& c, uint64_t t);  // frees the slot of received transfer t
+  void check(uint64_t first, const uint8_t* bytes, uint64_t len);
+  void finish_send(Channel& c);
+
+  RingAllReduce& ring_;
+  Gpu& gpu_;
+  int rank_, n_;
+  uint32_t prev_, next_;
+  uint64_t count_, chunk_elems_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  uint64_t flags_base_ = 0;
+  uint64_t wrong_ = 0, checked_ = 0;
+  int unfinished_ = 0;
+};
+
+RingAllReduce::Rank::Rank(RingAllReduce& ring, int rank, uint64_t count)
+    : ring_(ring),
+      gpu_(*ring.gpus_[rank]),
+      rank_(rank),
+      n_(static_cast<int>(ring.gpus_.size())),
+      prev_(static_cast<uint32_t>(ring.gpus_[(rank + n_ - 1) % n_]->index())),
+      next_(static_cast<uint32_t>(ring.gpus_[(rank + 1) % n_]->index())),
+      count_(count),
+      chunk_elems_(ring.params_.chunk_bytes / kElem) {
+  const int nch = ring.params_.channels;
+  gpu_.clear_streams();
+  gpu_.memory().free_all();
+  flags_base_ = gpu_.memory().alloc(16ull * nch);
+  gpu_.watch(flags_base_, 16ull * nch);
+  uint64_t off = 0;
+  for (int c = 0; c < nch; ++c) {
+    auto ch = std::make_unique<Channel>();
+    ch->rank = this;
+    ch->index = c;
+    ch->port = c % gpu_.num_ports();
+    ch->elem_off = off;
+    ch->elem_count = count / nch + (static_cast<uint64_t>(c) < count % nch ? 1 : 0);
+    off += ch->elem_count;
+    const uint64_t per_iter = chunk_elems_ * n_;
+    ch->transfers = std::max<uint64_t>(1, (ch->elem_count + per_iter - 1) / per_iter) * 2 * (n_ - 1);
+    ch->mailbox = gpu_.memory().alloc(ring.params_.chunk_bytes * ring.params_.slots);
+    ch->tail_flag = flags_base_ + 16ull * c;
+    ch->head_flag = ch->tail_flag + 8;
+    gpu_.add_stream(ch.get());
+    channels_.push_back(std::move(ch));
+  }
+  unfinished_ = nch;
+  gpu_.set_program(this);
+}
+
+void RingAllReduce::Rank::start() {
+  for (auto& c : channels_) progress(*c);
+}
+
+void RingAllReduce::Rank::block_range(const Channel& c, uint64_t iter, int block, uint64_t& first,
+                                      uint64_t& len) const {
+  const uint64_t per_iter = chunk_elems_ * n_;
+  const uint64_t iter_off = iter * per_iter;
+  const uint64_t iter_len = c.elem_count > iter_off ? std::min(per_iter, c.elem_count - iter_off) : 0;
+  const uint64_t base = iter_len / n_, rem = iter_len % n_;
+  const uint64_t b = static_cast<uint64_t>(block);
+  len = base + (b < rem ? 1 : 0);
+  first = c.elem_off + iter_off + b * base + std::min(b, rem);
+}
+
+void RingAllReduce::Rank::on_flag(uint64_t addr) {
+  const uint64_t c = (addr - flags_base_) / 16;
+  Channel& ch = *channels_[c];
+  uint64_t v = 0;
+  std::memcpy(&v, gpu_.memory().at(addr, 8), 8);
+  if (addr == ch.tail_flag) ch.recv_ready = std::max(ch.recv_ready, v);
+  else ch.next_freed = std::max(ch.next_freed, v);
+  progress(ch);
+}
+
+// Does whatever channel c can do now: read out a final received chunk, or
+// start the next send once its input has landed and next's slot is free.
+void RingAllReduce::Rank::progress(Channel& c) {
+  const uint64_t steps = 2 * (n_ - 1);
+  // The last receive of an iteration is only read (recv), not forwarded.
+  while (c.recv_consumed < c.transfers && step_of(c.recv_consumed) == static_cast<int>(steps - 1) &&
+         c.recv_ready > c.recv_consumed && c.t_send > c.recv_consumed) {
+    const uint64_t t = c.recv_consumed;
+    uint64_t first, len;
+    const int block = ((rank_ - 1 - static_cast<int>(steps - 1)) % n_ + n_) % n_;
+    block_range(c, t / steps, block, first, len);
+    check(first, gpu_.memory().at(c.mailbox + (t % ring_.params_.slots) * ring_.params_.chunk_bytes, len * kElem), len);
+    consume(c, t);
+  }
+  if (!c.sending && c.t_send < c.transfers) {
+    const uint64_t t = c.t_send;
+    const int s = step_of(t);
+    const bool input_ready = s == 0 || c.recv_ready >= t;  // received transfer t-1
+    const bool slot_free = t < c.next_freed + static_cast<uint64_t>(ring_.params_.slots);
+    if (input_ready && slot_free) {
+      c.sending = true;
+      c.issued = false;
+      c.pos = 0;
+      block_range(c, t / steps, ((rank_ - s) % n_ + n_) % n_, c.first, c.len);
+      if (c.index == 0) {
+        gpu_.trace_step = s;
+        gpu_.trace_chunk = static_cast<int>(t / steps);
+      }
+      if (c.len == 0) {
+        c.issued = true;
+        if (s > 0) consume(c, t - 1);
+        finish_send(c);
+      } else {
+        gpu_.activate(c.port, &c, gpu_.memory().latency());  // the cores read the first data
+      }
+    }
+  }
+  if (!c.finished && c.t_send == c.transfers && c.recv_consumed == c.transfers && c.flag_acks_due == 0) {
+    c.finished = true;
+    if (--unfinished_ == 0) ring_.rank_done();
+  }
+}
+
+void RingAllReduce::Rank::consume(Channel& c, uint64_t t) {
+  sc_assert(c.recv_consumed == t);
+  c.recv_consumed = t + 1;
+  ++c.flag_acks_due;
+  gpu_.store_word(c.port, prev_, c.head_flag, c.recv_consumed, c.id);
+}
+
+void RingAllReduce::Rank::finish_send(Channel& c) {
+  // The fence has completed: every data write is acknowledged; now the flag.
+  ++c.flag_acks_due;
+  gpu_.store_word(c.port, next_, c.tail_flag, c.t_send + 1, c.id);
+  c.sending = false;
+  ++c.t_send;
+  progress(c);
+}
+
+void RingAllReduce::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t len) {
+  const collectives::DataPattern& d = ring_.data_;
+  for (uint64_t i = 0; i < len; ++i) {
+    int32_t v;
+    if (ring_.dtype_ == DType::Float32) {
+      float f;
+      std::memcpy(&f, bytes + i * kElem, kElem);
+      v = static_cast<int32_t>(f);
+      if (static_cast<float>(v) != f) v = INT32_MIN;
+    } else {
+      std::memcpy(&v, bytes + i * kElem, kElem);
+    }
+    wrong_ += v != d.sum(first + i);
+  }
+  checked_ += len;
+}
+
+uint32_t RingAllReduce::Rank::Channel::next_payload_bytes() const {
+  if (!sending || pos >= len) return 0;
+  const uint64_t max_elems = rank->gpu_.pool().format().max_payload_bytes / kElem;
+  return static_cast<uint32_t>(std::min(max_elems, len - pos) * kElem);
+}
+
+void RingAllReduce::Rank::Channel::fill(net::Packet* p) {
+  Rank& r = *rank;
+  const RingParams& prm = r.ring_.params_;
+  const int n = r.n_;
+  const int s = r.step_of(t_send);
+  const uint64_t m = next_payload_bytes() / kElem;
+  p->dst = r.next_;
+  p->op = net::Op::Write;
+  p->addr = mailbox + (t_send % prm.slots) * prm.chunk_bytes + pos * kElem;
+  p->payload_bytes = static_cast<uint16_t>(m * kElem);
+  // The data: own input (step 0), received partial plus own input
+  // (reduce-scatter), or the received final result (all-gather).
+  const uint8_t* in = s > 0 ? r.gpu_.memory().at(mailbox + ((t_send - 1) % prm.slots) * prm.chunk_bytes + pos * kElem, m * kElem) : nullptr;
+  const collectives::DataPattern& d = r.ring_.data_;
+  const uint64_t g = first + pos;
+  const bool add_own = s <= n - 1;
+  if (r.ring_.dtype_ == DType::Float32) {
+    float* out = reinterpret_cast<float*>(p->data);
+    for (uint64_t i = 0; i < m; ++i) {
+      float v = 0;
+      if (in) std::memcpy(&v, in + i * kElem, kElem);
+      if (add_own) v += static_cast<float>(d.value(r.rank_, g + i));
+      out[i] = v;
+    }
+  } else {
+    int32_t* out = reinterpret_cast<int32_t*>(p->data);
+    for (uint64_t i = 0; i < m; ++i) {
+      int32_t v = 0;
+      if (in) std::memcpy(&v, in + i * kElem, kElem);
+      if (add_own) v += d.value(r.rank_, g + i);
+      out[i] = v;
+    }
+  }
+  if (s >= n - 1) r.check(g, p->data, m);  // this GPU's copy of the result
+  pos += m;
+  ++data_acks_due;
+  if (pos == len) {
+    issued = true;
+    if (s > 0) r.consume(*this, t_send - 1);
+  }
+}
+
+void RingAllReduce::Rank::Channel::on_response(net::Packet* p) {
+  if (p->addr == tail_flag || p->addr == head_flag) {
+    sc_assert(flag_acks_due > 0);
+    --flag_acks_due;
+  } else {
+    sc_assert(data_acks_due > 0);
+    if (--data_acks_due == 0 && issued && sending) {
+      rank->finish_send(*this);
+      return;
+    }
+  }
+  rank->progress(*this);
+}
+
+RingAllReduce::RingAllReduce(std::vector<Gpu*> gpus, DType dtype, uint64_t seed, RingParams params,
+                             double endpoint_GBps)
+    : gpus_(std::move(gpus)),
+      dtype_(dtype),
+      data_(seed, static_cast<int>(gpus_.size())),
+      params_(params),
+      endpoint_GBps_(endpoint_GBps) {}
+
+RingAllReduce::~RingAllReduce() {
+  for (Gpu* g : gpus_) {
+    g->set_program(nullptr);
+    g->clear_streams();
+  }
+}
+
+void RingAllReduce::start(uint64_t bytes, std::function<void()> on_done) {
+  on_done_ = std::move(on_done);
+  ranks_.clear();
+  for (int r = 0; r < static_cast<int>(gpus_.size()); ++r)
+    ranks_.push_back(std::make_unique<Rank>(*this, r, bytes / kElem));
+  running_ = static_cast<int>(ranks_.size());
+  for (auto& r : ranks_) r->start();
+}
+
+void RingAllReduce::rank_done() {
+  if (--running_ == 0 && on_done_) on_done_();
+}
+
+uint64_t RingAllReduce::wrong() const {
+  uint64_t w = 0;
+  for (const auto& r : ranks_) w += r->wrong();
+  return w;
+}
+
+double RingAllReduce::bound_us(uint64_t bytes) const {
+  return collectives::allreduce_bound_us(bytes, static_cast<int>(gpus_.size()), endpoint_GBps_);
+}
+
+double RingAllReduce::busbw_factor() const {
+  return collectives::allreduce_busbw_factor(static_cast<int>(gpus_.size()));
+}
+
+}  // namespace incsim::gpu

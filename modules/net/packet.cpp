@@ -1,0 +1,43 @@
+#include "packet.h"
+
+#include <memory>
+
+namespace incsim::net {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Write: return "write";
+    case Op::WriteAck: return "write-ack";
+    case Op::Read: return "read";
+    case Op::ReadResp: return "read-response";
+  }
+  return "?";
+}
+
+struct PacketPool::Slab {
+  static constexpr size_t kPackets = 1024;
+  Slab* next;
+  std::unique_ptr<Packet[]> packets;
+  std::unique_ptr<uint8_t[]> data;
+};
+
+void PacketPool::grow() {
+  auto* s = new Slab{slabs_, std::make_unique<Packet[]>(Slab::kPackets),
+                     std::make_unique<uint8_t[]>(Slab::kPackets * fmt_.max_payload_bytes)};
+  slabs_ = s;
+  for (size_t i = 0; i < Slab::kPackets; ++i) {
+    s->packets[i].data = &s->data[i * fmt_.max_payload_bytes];
+    free_.push(&s->packets[i]);
+  }
+  capacity_ += Slab::kPackets;
+}
+
+PacketPool::~PacketPool() {
+  while (slabs_) {
+    Slab* n = slabs_->next;
+    delete slabs_;
+    slabs_ = n;
+  }
+}
+
+}  // namespace incsim::net

@@ -1,0 +1,105 @@
+#pragma once
+// The one packet type every block exchanges (STYLE.md, convention 3): a header
+// flit plus up to max_payload bytes of real data, taken from a PacketPool.
+#include <cstdint>
+#include <systemc>
+
+namespace incsim::net {
+
+enum class Op : uint8_t { Write, WriteAck, Read, ReadResp };
+const char* op_name(Op op);
+
+// Two virtual channels segregate requests from responses so that responses
+// always drain and no protocol deadlock can form (Klenk §IV-E2).
+enum Vc : uint8_t { kRequestVc = 0, kResponseVc = 1 };
+constexpr int kNumVcs = 2;
+
+struct Packet {
+  Packet* next = nullptr;   // intrusive queue link: queues never allocate
+  uint64_t id = 0;          // unique per run, for stall reports
+  uint64_t addr = 0;        // in the destination endpoint's local address space
+  uint32_t src = 0;         // endpoint index of the sender
+  uint32_t dst = 0;         // endpoint index of the receiver
+  uint32_t stream = 0;      // the initiator's stream id; a response echoes it
+  Op op = Op::Write;
+  uint8_t vc = kRequestVc;
+  uint16_t payload_bytes = 0;
+  uint16_t wire_bytes = 0;  // header + payload rounded up to flits
+  int16_t out_port = -1;    // routing decision at the switch holding it
+  sc_core::sc_time t_head;  // first flit arrives at the current hop
+  sc_core::sc_time t_tail;  // last flit arrives at the current hop
+  uint8_t* data = nullptr;  // max_payload bytes owned by the pool
+};
+
+// Packet sizing (Klenk §V): 16 B header flit, payload in 16 B flits, 128 B max.
+struct PacketFormat {
+  uint32_t header_bytes = 16;
+  uint32_t flit_bytes = 16;
+  uint32_t max_payload_bytes = 128;
+  uint16_t wire_bytes(uint32_t payload) const {
+    return static_cast<uint16_t>(header_bytes + (payload + flit_bytes - 1) / flit_bytes * flit_bytes);
+  }
+};
+
+// First-in first-out queue threaded through Packet::next.
+class PacketFifo {
+ public:
+  bool empty() const { return head_ == nullptr; }
+  Packet* front() const { return head_; }
+  uint32_t size() const { return size_; }
+  void push(Packet* p) {
+    p->next = nullptr;
+    if (tail_) tail_->next = p;
+    else head_ = p;
+    tail_ = p;
+    ++size_;
+  }
+  Packet* pop() {
+    Packet* p = head_;
+    head_ = p->next;
+    if (!head_) tail_ = nullptr;
+    p->next = nullptr;
+    --size_;
+    return p;
+  }
+
+ private:
+  Packet* head_ = nullptr;
+  Packet* tail_ = nullptr;
+  uint32_t size_ = 0;
+};
+
+// Packets are recycled: get() allocates only while the pool grows to the
+// number of packets ever in flight at once.
+class PacketPool {
+ public:
+  explicit PacketPool(PacketFormat fmt) : fmt_(fmt) {}
+  ~PacketPool();
+  PacketPool(const PacketPool&) = delete;
+  PacketPool& operator=(const PacketPool&) = delete;
+
+  Packet* get() {
+    if (free_.empty()) grow();
+    Packet* p = free_.pop();
+    p->id = next_id_++;
+    ++in_use_;
+    return p;
+  }
+  void put(Packet* p) {
+    --in_use_;
+    free_.push(p);
+  }
+  const PacketFormat& format() const { return fmt_; }
+  uint64_t in_use() const { return in_use_; }
+  uint64_t capacity() const { return capacity_; }
+
+ private:
+  void grow();
+  PacketFormat fmt_;
+  PacketFifo free_;
+  uint64_t next_id_ = 0, in_use_ = 0, capacity_ = 0;
+  struct Slab;
+  Slab* slabs_ = nullptr;
+};
+
+}  // namespace incsim::net

@@ -1,0 +1,65 @@
+#include "port.h"
+
+#include <algorithm>
+
+namespace incsim::net {
+
+void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc,
+                        uint32_t min_packet_bytes, sc_core::sc_event* wake) {
+  bw_GBps_ = bw_GBps;
+  ps_per_byte_ = 1000.0 / bw_GBps;  // GB/s = bytes per ns
+  latency_ = latency;
+  for (int v = 0; v < kNumVcs; ++v) credits_[v] = static_cast<int>(credits_per_vc);
+  // At most one credit per packet that fits in the receiver's buffers.
+  ring_.resize(kNumVcs * (credits_per_vc / min_packet_bytes + 1));
+  wake_ = wake;
+}
+
+void OutPort::send(Packet* p, const sc_core::sc_time& now, const sc_core::sc_time& ready) {
+  sc_assert(busy_until_ <= now && has_credit(p->vc, p->wire_bytes));
+  credits_[p->vc] -= p->wire_bytes;
+  busy_until_ = std::max(now + serialization(p->wire_bytes), ready);
+  p->t_head = now + latency_;
+  p->t_tail = busy_until_ + latency_;
+  bytes_sent_ += p->wire_bytes;
+  ++packets_sent_;
+  tlm::tlm_phase phase = tlm::BEGIN_REQ;
+  sc_core::sc_time delay = latency_;
+  socket->nb_transport_fw(*p, phase, delay);
+}
+
+tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core::sc_time& delay) {
+  sc_assert(ring_size_ < ring_.size());
+  const sc_core::sc_time at = sc_core::sc_time_stamp() + delay + latency_;
+  ring_[(ring_head_ + ring_size_++) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
+  wake_->notify(at - sc_core::sc_time_stamp());
+  return tlm::TLM_ACCEPTED;
+}
+
+void OutPort::absorb_credits(const sc_core::sc_time& now) {
+  while (ring_size_ && ring_[ring_head_].at <= now) {
+    credits_[ring_[ring_head_].vc] += ring_[ring_head_].bytes;
+    ring_head_ = (ring_head_ + 1) % ring_.size();
+    --ring_size_;
+  }
+}
+
+void OutPort::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {
+  for (int v = 0; v < kNumVcs; ++v) sc_core::sc_trace(tf, credits_[v], prefix + ".credits_vc" + std::to_string(v));
+}
+
+void InPort::b_transport(Packet&, sc_core::sc_time&) {
+  SC_REPORT_ERROR("incsim/net", "packets move with nb_transport_fw only");
+}
+
+}  // namespace incsim::net
+
+namespace incsim::net {
+uint32_t round_trip_bytes(double bw_GBps, sc_core::sc_time link_latency, sc_core::sc_time holding,
+                          uint32_t max_packet_bytes) {
+  const double ns = 2 * link_latency.to_seconds() * 1e9 + holding.to_seconds() * 1e9 +
+                    2.0 * max_packet_bytes / bw_GBps;
+  const auto packets = static_cast<uint32_t>(bw_GBps * ns / max_packet_bytes) + 2;
+  return packets * max_packet_bytes;
+}
+}  // namespace incsim::net

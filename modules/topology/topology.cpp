@@ -1,0 +1,151 @@
+#include "topology.h"
+
+#include <algorithm>
+#include <deque>
+#include <ostream>
+
+#include "core/error.h"
+
+namespace incsim::topo {
+
+int Topology::add_endpoint(const std::string& n, int ports) {
+  if (ports <= 0) throw UserError("endpoint '" + n + "' must have at least one port");
+  if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
+  nodes_.push_back({n, NodeKind::Endpoint, ports, static_cast<int>(endpoints_.size())});
+  endpoints_.push_back(static_cast<int>(nodes_.size()) - 1);
+  port_link_.emplace_back(ports, -1);
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int Topology::add_switch(const std::string& n, int ports) {
+  if (ports <= 0) throw UserError("switch '" + n + "' must have at least one port");
+  if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
+  nodes_.push_back({n, NodeKind::Switch, ports, static_cast<int>(switches_.size())});
+  switches_.push_back(static_cast<int>(nodes_.size()) - 1);
+  port_link_.emplace_back(ports, -1);
+  return static_cast<int>(nodes_.size()) - 1;
+}
+
+int Topology::find(const std::string& n) const {
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i].name == n) return static_cast<int>(i);
+  return -1;
+}
+
+std::string Topology::port_name(PortRef p) const {
+  return nodes_[p.node].name + "." + std::to_string(p.port);
+}
+
+void Topology::check_port(PortRef p, const char* what) const {
+  if (p.node < 0 || p.node >= static_cast<int>(nodes_.size()))
+    throw UserError(std::string("a link names an unknown node as its ") + what);
+  if (p.port < 0 || p.port >= nodes_[p.node].ports)
+    throw UserError("port " + port_name(p) + " does not exist: " + nodes_[p.node].name + " has " +
+                    std::to_string(nodes_[p.node].ports) + " ports");
+  if (port_link_[p.node][p.port] >= 0) throw UserError("port " + port_name(p) + " is linked twice");
+}
+
+void Topology::connect(PortRef a, PortRef b, double bw, double lat) {
+  check_port(a, "first end");
+  check_port(b, "second end");
+  const std::string what = "link " + port_name(a) + " - " + port_name(b);
+  if (!(bw > 0)) throw UserError(what + " has no bandwidth (bw_GBps must be above zero)");
+  if (!(lat >= 0)) throw UserError(what + " has a negative latency");
+  if (nodes_[a.node].kind == NodeKind::Endpoint && nodes_[b.node].kind == NodeKind::Endpoint)
+    throw UserError(what + " joins two endpoints; endpoints connect through switches");
+  port_link_[a.node][a.port] = static_cast<int>(links_.size());
+  port_link_[b.node][b.port] = static_cast<int>(links_.size());
+  links_.push_back({a, b, bw, lat});
+}
+
+PortRef Topology::peer(PortRef p) const {
+  int l = port_link_[p.node][p.port];
+  if (l < 0) return {};
+  const Link& k = links_[l];
+  return (k.a.node == p.node && k.a.port == p.port) ? k.b : k.a;
+}
+
+void Topology::finalize() {
+  if (endpoints_.size() < 1) throw UserError("platform '" + name + "' has no endpoints");
+  if (endpoints_.size() > 30000 || nodes_.size() > 30000)
+    throw UserError("platform '" + name + "' has more than 30000 nodes");
+  const int n = static_cast<int>(nodes_.size());
+  const int m = static_cast<int>(endpoints_.size());
+  // Every declared port carries a link: the elaborated modules bind every socket.
+  for (int u = 0; u < n; ++u)
+    for (int p = 0; p < nodes_[u].ports; ++p)
+      if (port_link_[u][p] < 0)
+        throw UserError("platform '" + name + "': port " + port_name({u, p}) +
+                        " is not linked; declare only the ports a node uses");
+  dist_.assign(n, std::vector<int16_t>(m, -1));
+  route_.assign(n, std::vector<int16_t>(m, -1));
+  for (int d = 0; d < m; ++d) {
+    // Breadth-first from the destination; endpoints other than it never carry transit.
+    std::deque<int> q{endpoints_[d]};
+    dist_[endpoints_[d]][d] = 0;
+    while (!q.empty()) {
+      int u = q.front();
+      q.pop_front();
+      if (nodes_[u].kind == NodeKind::Endpoint && u != endpoints_[d]) continue;
+      for (int p = 0; p < nodes_[u].ports; ++p) {
+        PortRef v = peer({u, p});
+        if (v.node < 0 || dist_[v.node][d] >= 0) continue;
+        dist_[v.node][d] = static_cast<int16_t>(dist_[u][d] + 1);
+        q.push_back(v.node);
+      }
+    }
+    for (int u = 0; u < n; ++u) {
+      if (u == endpoints_[d]) continue;
+      if (dist_[u][d] < 0) {
+        if (nodes_[u].kind == NodeKind::Endpoint)
+          throw UserError("platform '" + name + "': " + nodes_[u].name + " cannot reach " +
+                          nodes_[endpoints_[d]].name);
+        continue;  // an unconnected switch carries nothing
+      }
+      std::vector<int> best;
+      for (int p = 0; p < nodes_[u].ports; ++p) {
+        PortRef v = peer({u, p});
+        if (v.node < 0 || dist_[v.node][d] != dist_[u][d] - 1) continue;
+        if (nodes_[v.node].kind == NodeKind::Endpoint && v.node != endpoints_[d]) continue;
+        best.push_back(p);
+      }
+      route_[u][d] = static_cast<int16_t>(best[d % best.size()]);
+    }
+  }
+}
+
+int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }
+
+Topology make_dgx2(double bw, double lat) {
+  Topology t;
+  t.name = "dgx2";
+  for (int g = 0; g < 16; ++g) t.add_endpoint("gpu" + std::to_string(g), 6);
+  for (int s = 0; s < 12; ++s) t.add_switch("sw" + std::to_string(s), 16);
+  // Group A: GPUs 0-7 and switches 0-5; group B: GPUs 8-15 and switches 6-11.
+  // GPU port k goes to switch k of its group, on that switch's port (GPU % 8).
+  for (int g = 0; g < 16; ++g)
+    for (int k = 0; k < 6; ++k)
+      t.connect({t.find("gpu" + std::to_string(g)), k},
+                {t.find("sw" + std::to_string((g / 8) * 6 + k)), g % 8}, bw, lat);
+  // Switch k of group A joins switch k of group B through ports 8-15.
+  for (int k = 0; k < 6; ++k)
+    for (int p = 8; p < 16; ++p)
+      t.connect({t.find("sw" + std::to_string(k)), p}, {t.find("sw" + std::to_string(6 + k)), p}, bw,
+                lat);
+  t.finalize();
+  return t;
+}
+
+Topology make_star(int n, double bw, double lat) {
+  if (n < 1) throw UserError("a star needs at least one GPU");
+  Topology t;
+  t.name = "star";
+  int sw = -1;
+  for (int g = 0; g < n; ++g) t.add_endpoint("gpu" + std::to_string(g), 1);
+  sw = t.add_switch("sw0", n);
+  for (int g = 0; g < n; ++g) t.connect({t.endpoints()[g], 0}, {sw, g}, bw, lat);
+  t.finalize();
+  return t;
+}
+
+}  // namespace incsim::topo

@@ -1,0 +1,86 @@
+#pragma once
+// The topology graph: endpoints, switches, ports and bidirectional links with
+// bandwidth and latency. Plain C++ with no SystemC: platforms elaborate modules
+// from it, routing tables are computed from it, and collective algorithms read it.
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace incsim::topo {
+
+enum class NodeKind { Endpoint, Switch };
+
+struct Node {
+  std::string name;
+  NodeKind kind;
+  int ports;
+  int index;  // position among nodes of the same kind
+};
+
+struct PortRef {
+  int node = -1;
+  int port = -1;
+};
+
+struct Link {
+  PortRef a, b;
+  double bw_GBps;     // each direction, GB = 1e9 B
+  double latency_ns;  // wire latency, each direction
+};
+
+class Topology {
+ public:
+  std::string name;
+
+  int add_endpoint(const std::string& name, int ports);
+  int add_switch(const std::string& name, int ports);
+  void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns);
+
+  // Checks the graph (throws UserError naming the problem) and computes the
+  // deterministic routing tables. Call once after the last connect().
+  void finalize();
+
+  const std::vector<Node>& nodes() const { return nodes_; }
+  const std::vector<Link>& links() const { return links_; }
+  const std::vector<int>& endpoints() const { return endpoints_; }
+  const std::vector<int>& switches() const { return switches_; }
+  const Node& node(int id) const { return nodes_[id]; }
+  int find(const std::string& name) const;  // -1 if absent
+
+  // The link at a port (-1 if unconnected) and the port at its other end.
+  int link_at(PortRef p) const { return port_link_[p.node][p.port]; }
+  PortRef peer(PortRef p) const;
+
+  // Output port at `node` toward endpoint number `dst` (index into endpoints()):
+  // shortest path, ties between equal-cost ports broken by dst, so the table is
+  // deterministic and spreads destinations over parallel links.
+  int route(int node, int dst) const { return route_[node][dst]; }
+  // Number of switch-to-switch hops plus one from endpoint src to endpoint dst.
+  int hops(int src, int dst) const;
+
+  std::string port_name(PortRef p) const;
+
+ private:
+  void check_port(PortRef p, const char* what) const;
+  std::vector<Node> nodes_;
+  std::vector<Link> links_;
+  std::vector<int> endpoints_, switches_;
+  std::vector<std::vector<int>> port_link_;
+  std::vector<std::vector<int16_t>> route_;  // [node][dst endpoint]
+  std::vector<std::vector<int16_t>> dist_;   // [node][dst endpoint]
+};
+
+// Built-in platforms (same description a YAML platform file produces).
+// DGX-2 exactly as Klenk §II-A: 16 GPUs with 6 links each, twelve 16-port
+// switches in two groups of 6; each switch links to the 8 GPUs of its group and
+// by 8 links to one switch of the other group (full bisection).
+Topology make_dgx2(double bw_GBps, double latency_ns);
+// One switch with n ports and n single-port endpoints.
+Topology make_star(int n, double bw_GBps, double latency_ns);
+
+// YAML platform files: see docs/platforms.md.
+Topology load_yaml(const std::string& path, double default_bw_GBps, double default_latency_ns);
+void save_yaml(const Topology& t, std::ostream& os);
+
+}  // namespace incsim::topo

@@ -1,0 +1,165 @@
+#include "platform.h"
+
+#include <fstream>
+
+#include "collectives/bounds.h"
+#include "core/error.h"
+
+namespace incsim::platforms {
+
+using sc_core::sc_time;
+using topo::NodeKind;
+
+std::string builtin_platforms() { return "dgx2, star"; }
+
+topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
+  const double bw = cfg.get<double>("link.bw_GBps", 25.0,
+                                    "bandwidth of each link direction, GB/s (Klenk §V: 25 GB/s per NVSwitch port)");
+  const double lat = cfg.get<double>(
+      "link.latency_ns", 0.0,
+      "wire latency of each link, ns (Klenk §V gives none: its 150 ns switch latency covers the fabric)");
+  if (!(bw > 0)) throw UserError("link.bw_GBps must be above zero");
+  if (!(lat >= 0)) throw UserError("link.latency_ns must not be negative");
+  if (platform == "dgx2") {
+    if (gpus != 0 && (gpus < 1 || gpus > 16))
+      throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
+                      std::to_string(gpus));
+    return topo::make_dgx2(bw, lat);
+  }
+  if (platform == "star") {
+    const int n = gpus == 0 ? 8 : gpus;
+    if (n < 1 || n > 4096)
+      throw UserError("the star platform builds 1 to 4096 GPUs, not " + std::to_string(n));
+    return topo::make_star(n, bw, lat);
+  }
+  if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
+                              platform.substr(platform.size() - 4) == ".yml")) {
+    return topo::load_yaml(platform, bw, lat);
+  }
+  throw UserError("unknown platform '" + platform + "'; choose one of " + builtin_platforms() +
+                  ", or give a YAML platform file");
+}
+
+Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(t) {
+  net::PacketFormat fmt;
+  fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
+  fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
+  fmt.max_payload_bytes = cfg.get<uint32_t>("net.max_payload_bytes", 128, "largest payload per packet, bytes (Klenk §V)");
+  if (fmt.flit_bytes == 0 || fmt.header_bytes == 0 || fmt.max_payload_bytes == 0 ||
+      fmt.max_payload_bytes % 4 != 0 || fmt.max_payload_bytes > 4096)
+    throw UserError("net.max_payload_bytes must be a multiple of 4 up to 4096, and header and flit sizes above zero");
+  pool_ = std::make_unique<net::PacketPool>(fmt);
+  const uint32_t max_packet = fmt.wire_bytes(fmt.max_payload_bytes);
+
+  nvswitch::SwitchConfig sw;
+  sw.latency = sc_time(cfg.get<double>("switch.latency_ns", 150.0, "switch latency, first flit in to first flit out, ns (Klenk §V)"),
+                       sc_core::SC_NS);
+  sw.speedup = cfg.get<double>("switch.speedup", 2.0,
+                               "crossbar bandwidth over port bandwidth (Klenk §IV-E1: HPC switches have at least 2x)");
+  const uint32_t in_buf = cfg.get<uint32_t>(
+      "switch.in_buffer_bytes", 0, "input buffer per port and VC, bytes; 0 sizes it to cover the credit round trip (Klenk §V)");
+  const uint32_t out_q = cfg.get<uint32_t>(
+      "switch.out_queue_bytes", 0, "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)");
+  if (!(sw.speedup >= 1)) throw UserError("switch.speedup must be at least 1");
+
+  gpu::GpuConfig gc;
+  gc.clock_ghz = cfg.get<double>("gpu.clock_ghz", 1.53,
+                                 "GPU clock, GHz (V100 boost clock, NVIDIA Volta whitepaper; Klenk §V counts memory latency in cycles)");
+  gc.mem_latency_cycles = cfg.get<uint32_t>("gpu.mem_latency_cycles", 180, "static memory latency, cycles (Klenk §V: a Volta L2 hit)");
+  gc.mem_jitter_cycles = cfg.get<uint32_t>("gpu.mem_jitter_cycles", 180, "plus a random [0, this) cycles (Klenk §V)");
+  const uint32_t rx_buf = cfg.get<uint32_t>(
+      "gpu.rx_buffer_bytes", 0, "receive buffer per port and VC, bytes; 0 sizes it to cover the credit round trip");
+  gc.max_responses = cfg.get<uint32_t>(
+      "gpu.max_responses", 0, "responses one port's memory pipeline holds; 0 covers the largest memory latency at line rate");
+  gc.seed = seed;
+  if (!(gc.clock_ghz > 0)) throw UserError("gpu.clock_ghz must be above zero");
+
+  // Elaborate: a module per node.
+  std::vector<int> module_of(topo_.nodes().size(), -1);
+  double max_bw = 0;
+  for (const auto& l : topo_.links()) max_bw = std::max(max_bw, l.bw_GBps);
+  const double max_mem_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz;
+  if (gc.max_responses == 0) gc.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt.header_bytes) + 2;
+  // Buffers: per-link round trip, the largest over the node's links.
+  auto buffer_for = [&](int node, sc_time holding) {
+    uint32_t b = 0;
+    for (int p = 0; p < topo_.node(node).ports; ++p) {
+      int l = topo_.link_at({node, p});
+      if (l < 0) continue;
+      const auto& k = topo_.links()[l];
+      b = std::max(b, net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet));
+    }
+    return std::max(b, max_packet);
+  };
+  for (int s : topo_.switches()) {
+    const auto& node = topo_.node(s);
+    std::vector<int16_t> route(topo_.endpoints().size());
+    for (size_t d = 0; d < route.size(); ++d) route[d] = static_cast<int16_t>(topo_.route(s, static_cast<int>(d)));
+    nvswitch::SwitchConfig c = sw;
+    c.in_buffer_bytes = in_buf ? in_buf : buffer_for(s, sw.latency);
+    c.out_queue_bytes = out_q ? out_q : buffer_for(s, sw.latency);
+    if (c.in_buffer_bytes < max_packet || c.out_queue_bytes < max_packet)
+      throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
+    module_of[s] = static_cast<int>(switch_modules_.size());
+    switch_modules_.push_back(std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(route), c));
+  }
+  for (int e : topo_.endpoints()) {
+    const auto& node = topo_.node(e);
+    gpu::GpuConfig c = gc;
+    c.rx_buffer_bytes = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
+    if (c.rx_buffer_bytes < max_packet)
+      throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
+    module_of[e] = static_cast<int>(gpu_modules_.size());
+    gpu_modules_.push_back(std::make_unique<gpu::Gpu>(node.name.c_str(), node.index, node.ports, c, *pool_));
+    gpus_.push_back(gpu_modules_.back().get());
+  }
+  // Bind each link as two one-way channels.
+  auto out_of = [&](topo::PortRef p) -> net::OutPort& {
+    if (topo_.node(p.node).kind == NodeKind::Switch) return switch_modules_[module_of[p.node]]->out(p.port);
+    return gpu_modules_[module_of[p.node]]->out(p.port);
+  };
+  auto in_of = [&](topo::PortRef p) -> net::InPort& {
+    if (topo_.node(p.node).kind == NodeKind::Switch) return switch_modules_[module_of[p.node]]->in(p.port);
+    return gpu_modules_[module_of[p.node]]->in(p.port);
+  };
+  auto buffer_of = [&](topo::PortRef p) {
+    if (topo_.node(p.node).kind == NodeKind::Switch) return in_buf ? in_buf : buffer_for(p.node, sw.latency);
+    return rx_buf ? rx_buf : buffer_for(p.node, sc_core::SC_ZERO_TIME);
+  };
+  auto configure = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l) {
+    const sc_time lat(l.latency_ns, sc_core::SC_NS);
+    if (topo_.node(from.node).kind == NodeKind::Switch)
+      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to), fmt.header_bytes);
+    else
+      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to), fmt.header_bytes);
+    out_of(from).socket.bind(in_of(to).socket);
+    link_ends_.push_back({topo_.port_name(from), topo_.port_name(to), &out_of(from)});
+  };
+  for (const auto& l : topo_.links()) {
+    configure(l.a, l.b, l);
+    configure(l.b, l.a, l);
+  }
+}
+
+double Platform::endpoint_payload_GBps(int g) const {
+  const int node = topo_.endpoints()[g];
+  double b = 0;
+  for (int p = 0; p < topo_.node(node).ports; ++p)
+    b += collectives::payload_bandwidth_GBps(topo_.links()[topo_.link_at({node, p})].bw_GBps,
+                                             format().max_payload_bytes, format().header_bytes, format().header_bytes);
+  return b;
+}
+
+void Platform::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& s : switch_modules_) s->trace(tf);
+  for (const auto& g : gpu_modules_) g->trace(tf);
+}
+
+uint64_t Platform::report_held(std::ostream& os) const {
+  uint64_t n = 0;
+  for (const auto& s : switch_modules_) n += s->report_held(os);
+  for (const auto& g : gpu_modules_) n += g->report_held(os);
+  return n;
+}
+
+}  // namespace incsim::platforms

@@ -1,0 +1,53 @@
+#pragma once
+// A platform netlist elaborated from a topology graph: one NvSwitch per switch
+// node, one Gpu per endpoint, each link bound as two one-way channels with
+// bandwidth, latency and credits. Built-in platforms and YAML platform files
+// go through the same path.
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "gpu/gpu.h"
+#include "nvswitch/nvswitch.h"
+#include "topology/topology.h"
+
+namespace incsim::platforms {
+
+// Builds the topology for --platform (a built-in name or a YAML file) with
+// `gpus` endpoints where the platform allows choosing (0: its default).
+// Declares link.* parameters in cfg.
+topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg);
+std::string builtin_platforms();  // for messages
+
+struct LinkEnd {
+  std::string from, to;
+  const net::OutPort* port;
+};
+
+class Platform {
+ public:
+  Platform(const topo::Topology& t, Config& cfg, uint64_t seed);
+
+  const topo::Topology& topology() const { return topo_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  const std::vector<LinkEnd>& link_ends() const { return link_ends_; }
+  const net::PacketFormat& format() const { return pool_->format(); }
+  net::PacketPool& pool() { return *pool_; }
+  // Payload bandwidth a GPU can inject (bounds.h), GB/s.
+  double endpoint_payload_GBps(int gpu) const;
+
+  void trace(sc_core::sc_trace_file* tf) const;
+  uint64_t report_held(std::ostream& os) const;
+
+ private:
+  topo::Topology topo_;
+  std::unique_ptr<net::PacketPool> pool_;
+  std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
+  std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;
+  std::vector<gpu::Gpu*> gpus_;
+  std::vector<LinkEnd> link_ends_;
+};
+
+}  // namespace incsim::platforms

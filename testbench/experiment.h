@@ -1,0 +1,61 @@
+#pragma once
+// One incsim run: configuration, platform, collective, and the loop over
+// message sizes that produces the results table.
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "core/config.h"
+#include "gpu/collective.h"
+#include "options.h"
+#include "platforms/platform.h"
+
+namespace incsim::tb {
+
+class Watchdog;
+
+struct Row {
+  uint64_t size_bytes = 0, count = 0, wrong = 0;
+  double time_us = 0, algbw_GBps = 0, busbw_GBps = 0, bound_us = 0, bound_fraction = 0;
+  std::vector<uint64_t> link_bytes;  // per Platform::link_ends(), during this size
+};
+
+// Reads a --config file: run options into `o`, parameters into `cfg`.
+void load_config_file(const std::string& path, Options& o, Config& cfg);
+
+class Experiment {
+ public:
+  // Elaborates everything; throws UserError for any bad input.
+  explicit Experiment(const Options& o);
+  ~Experiment();
+
+  // Runs every size; throws UserError naming the blocks that hold packets if
+  // the simulation stalls. Rows are printed to `table` as they finish.
+  std::vector<Row> run(std::ostream* table);
+
+  void print_header(std::ostream& os) const;
+  static void print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop);
+  void write_json(const std::string& path, const std::vector<Row>& rows) const;
+  void list_params(std::ostream& os) const;
+
+  const Config& config() const { return cfg_; }
+  platforms::Platform& platform() { return *platform_; }
+  int participants() const { return static_cast<int>(participants_.size()); }
+  double endpoint_GBps() const { return endpoint_GBps_; }
+
+ private:
+  Options opt_;
+  Config cfg_;
+  std::vector<uint64_t> sizes_;
+  collectives::DType dtype_;
+  std::unique_ptr<platforms::Platform> platform_;
+  std::vector<gpu::Gpu*> participants_;
+  double endpoint_GBps_ = 0;
+  std::unique_ptr<gpu::Collective> collective_;
+  std::unique_ptr<Watchdog> watchdog_;
+  sc_core::sc_trace_file* vcd_ = nullptr;
+};
+
+}  // namespace incsim::tb

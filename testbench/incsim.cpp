@@ -1,0 +1,45 @@
+// incsim: run a collective on a simulated platform and print an
+// nccl-tests-style table (README.md shows an example).
+#include <iostream>
+#include <systemc>
+
+#include "core/error.h"
+#include "core/report.h"
+#include "experiment.h"
+
+int sc_main(int argc, char* argv[]) {
+  using namespace incsim;
+  try {
+    tb::Options o = tb::parse_command_line(argc, argv);
+    if (o.help) {
+      std::cout << tb::usage();
+      return 0;
+    }
+    install_report_handler(false);
+    tb::Experiment e(o);
+    if (o.list_params) {
+      e.list_params(std::cout);
+      return 0;
+    }
+    if (!o.dump_platform.empty()) return 0;
+    e.print_header(std::cout);
+    auto rows = e.run(&std::cout);
+    if (!o.json.empty()) e.write_json(o.json, rows);
+    uint64_t wrong = 0;
+    for (const auto& r : rows) wrong += r.wrong;
+    if (wrong) {
+      std::cerr << "incsim: error: " << wrong << " elements differ from the reference result\n";
+      return 1;
+    }
+    return 0;
+  } catch (const UserError& e) {
+    std::cerr << "incsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const sc_core::sc_report& r) {
+    std::cerr << "incsim: error: " << r.get_msg() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << "incsim: error: " << e.what() << "\n";
+    return 3;
+  }
+}

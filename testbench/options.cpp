@@ -1,0 +1,77 @@
+#include "options.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace incsim::tb {
+
+const char* usage() {
+  return "usage: incsim [options]\n"
+         "  --platform NAME|FILE.yaml   dgx2 (default), star, or a YAML platform file\n"
+         "  --collective allreduce      the collective to run\n"
+         "  --algorithm ring            the algorithm that runs it\n"
+         "  --gpus N                    GPUs taking part (star: GPUs built)\n"
+         "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
+         "  --dtype float|int32         element type (default float)\n"
+         "  --seed N                    seed for data and memory latencies (default 1)\n"
+         "  --config FILE.yaml          options and parameters from a file\n"
+         "  -c key=value                set a parameter (incsim --list-params shows them)\n"
+         "  --vcd FILE                  write a VCD waveform\n"
+         "  --json FILE                 write results, configuration and per-link statistics\n"
+         "  --dump-platform FILE.yaml   write the platform's topology as YAML and exit\n"
+         "  --list-params               list every parameter with its default and exit\n"
+         "  --quiet                     no progress on stderr\n"
+         "  --help                      this text\n";
+}
+
+namespace {
+uint64_t parse_uint(const std::string& flag, const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long x = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || v[0] == '-' || *end != '\0' || errno != 0)
+    throw UserError(flag + " expects a whole number, got '" + v + "'");
+  return x;
+}
+}  // namespace
+
+Options parse_command_line(int argc, const char* const* argv, Options o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    const bool takes_value = a != "--quiet" && a != "--list-params" && a != "--help" && a != "-h";
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      value = a.substr(a.find('=') + 1);
+      a = a.substr(0, a.find('='));
+    } else if (takes_value) {
+      if (i + 1 >= argc) throw UserError("option " + a + " needs a value");
+      value = argv[++i];
+    }
+    if (a == "--platform") o.platform = value;
+    else if (a == "--collective") o.collective = value;
+    else if (a == "--algorithm") o.algorithm = value;
+    else if (a == "--gpus") {
+      o.gpus = static_cast<int>(parse_uint(a, value));
+      if (o.gpus == 0) throw UserError("--gpus must be at least 1");
+    } else if (a == "--sizes") o.sizes = value;
+    else if (a == "--dtype") o.dtype = value;
+    else if (a == "--seed") o.seed = parse_uint(a, value);
+    else if (a == "--config") o.config_file = value;
+    else if (a == "--vcd") o.vcd = value;
+    else if (a == "--json") o.json = value;
+    else if (a == "--dump-platform") o.dump_platform = value;
+    else if (a == "-c") {
+      auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw UserError("-c expects key=value, got '" + value + "'");
+      o.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    } else if (a == "--quiet") o.quiet = true;
+    else if (a == "--list-params") o.list_params = true;
+    else if (a == "--help" || a == "-h") o.help = true;
+    else throw UserError("unknown option '" + a + "'; incsim --help lists the options");
+  }
+  return o;
+}
+
+}  // namespace incsim::tb

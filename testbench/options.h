@@ -1,0 +1,27 @@
+#pragma once
+// What the incsim command line (and a --config file) asks for.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace incsim::tb {
+
+struct Options {
+  std::string platform = "dgx2";
+  std::string collective = "allreduce";
+  std::string algorithm = "ring";
+  int gpus = 0;  // 0: the platform's own count
+  std::string sizes = "8K:64M";
+  std::string dtype = "float";
+  uint64_t seed = 1;
+  std::string config_file, vcd, json, dump_platform;
+  std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
+  bool quiet = false, list_params = false, help = false;
+};
+
+// Parses argv; throws UserError with one sentence on a bad flag or value.
+Options parse_command_line(int argc, const char* const* argv, Options base = Options());
+const char* usage();
+
+}  // namespace incsim::tb

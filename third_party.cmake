@@ -1,0 +1,17 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+
+# Debian's libsystemc-dev ships only systemc.pc (no CMake config); prefer a CMake
+# config where one exists (STYLE.md, convention 2) and alias whichever we get.
+find_package(SystemCLanguage CONFIG QUIET)
+if(SystemCLanguage_FOUND)
+  add_library(incsim::systemc ALIAS SystemC::systemc)
+else()
+  pkg_check_modules(SystemC REQUIRED IMPORTED_TARGET systemc)
+  add_library(incsim::systemc ALIAS PkgConfig::SystemC)
+endif()
+
+find_package(yaml-cpp REQUIRED)          # --config files and YAML platforms
+find_package(nlohmann_json 3 REQUIRED)   # --json results
+find_package(Catch2 2 REQUIRED)          # tests, one executable per block
+include(Catch)
