@@ -237,6 +237,9 @@ def plot_lines(rows, args):
                 bounds_drawn.append((curve, c))
     if n == 0:
         raise PlotError("nothing to plot (check --where / --baseline)")
+    if args.reference:
+        _draw_reference(ax, args.reference, col if kind != "speedup"
+                        else "speedup")
     for i, ((bx, by), c) in enumerate(bounds_drawn):
         if len(bounds_drawn) == 1:
             c = "black"
@@ -253,6 +256,31 @@ def plot_lines(rows, args):
         ax.legend(fontsize="small")
     ax.set_title(args.title or _default_title(rows, cols))
     return fig
+
+
+def _draw_reference(ax, path, col):
+    """Published numbers beside the simulated curves: a CSV with columns
+    size_bytes, the plotted column (busbw_GBps, time_us, ..., or speedup)
+    and optionally series (the legend label). Sizes may be written 8K."""
+    try:
+        with open(path, newline="") as f:
+            ref = list(csv.DictReader(f))
+    except OSError as e:
+        raise PlotError("cannot read %s: %s" % (path, e.strerror)) from None
+    if not ref or "size_bytes" not in ref[0] or col not in ref[0]:
+        raise PlotError("reference %s needs columns size_bytes and %s" % (
+            path, col))
+    series = {}
+    for r in ref:
+        try:
+            x, y = parse_size(r["size_bytes"]), float(r[col])
+        except ValueError:
+            raise PlotError("reference %s: bad row %s" % (path, r)) from None
+        series.setdefault(r.get("series") or "paper", []).append((x, y))
+    for name, pts in series.items():
+        pts.sort()
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle=":",
+                marker="x", color="gray", label=name)
 
 
 def _default_title(rows, vary):
@@ -358,6 +386,9 @@ def parser():
     ap.add_argument("--x", help="heatmap column across")
     ap.add_argument("--y", help="heatmap column up")
     ap.add_argument("--size", help="heatmap message size (default largest)")
+    ap.add_argument("--reference", metavar="CSV",
+                    help="published numbers to draw beside the curves "
+                    "(columns size_bytes, the plotted column, series)")
     ap.add_argument("--title")
     ap.add_argument("--logy", action="store_true")
     ap.add_argument("--no-bound", action="store_true",
