@@ -1,5 +1,6 @@
 """Finding the simulator and checking a campaign against what it accepts."""
 
+import difflib
 import os
 import subprocess
 
@@ -104,7 +105,7 @@ def check_campaign(campaign, incsim):
         where = " (platform %s)" % platform if platform else ""
         for n in names:
             if n not in known:
-                close = [k for k in known if k.endswith("." + n.split(".")[-1])]
+                close = difflib.get_close_matches(n, list(known), 3, 0.75)
                 hint = (" (did you mean %s?)" % ", ".join(close[:3])
                         if close else "")
                 raise CampaignError("unknown parameter '%s'%s: not in "
