@@ -28,6 +28,14 @@ def check_binary(incsim):
         raise CampaignError("simulator %s is not executable" % incsim)
 
 
+def quiet_env():
+    """The environment for simulator runs: without SystemC's banner on
+    stderr, so that a failed point's log starts with what went wrong."""
+    env = dict(os.environ)
+    env["SYSTEMC_DISABLE_COPYRIGHT_MESSAGE"] = "1"
+    return env
+
+
 def list_params(incsim, platform=None, timeout=60):
     """{key: (type, default, description)} from `incsim --list-params`."""
     check_binary(incsim)
@@ -37,7 +45,7 @@ def list_params(incsim, platform=None, timeout=60):
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout,
-                              universal_newlines=True)
+                              universal_newlines=True, env=quiet_env())
     except subprocess.TimeoutExpired:
         raise CampaignError("`%s` timed out" % " ".join(argv)) from None
     except OSError as e:
@@ -102,14 +110,14 @@ def check_campaign(campaign, incsim):
     for platform in platforms:
         arg = campaign.resolve_file(platform) if platform else None
         known = list_params(incsim, arg)
-        where = " (platform %s)" % platform if platform else ""
+        where = " --platform %s" % platform if platform else ""
         for n in names:
             if n not in known:
                 close = difflib.get_close_matches(n, list(known), 3, 0.75)
-                hint = (" (did you mean %s?)" % ", ".join(close[:3])
+                hint = (" (did you mean %s?)" % ", ".join(close)
                         if close else "")
-                raise CampaignError("unknown parameter '%s'%s: not in "
-                                    "`incsim --list-params`%s" % (
+                raise CampaignError("unknown parameter '%s': not in "
+                                    "`incsim --list-params%s`%s" % (
                                         n, where, hint))
         for p in campaign.points():
             if platform and value_text(p.settings.get("platform")) != platform:

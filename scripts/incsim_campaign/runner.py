@@ -18,7 +18,7 @@ import sys
 import time
 
 from .campaign import CampaignError
-from .params import argv_for, error_line
+from .params import argv_for, error_line, quiet_env
 
 MANIFEST = "manifest.json"
 
@@ -103,7 +103,7 @@ class PointRun:
             self.proc = subprocess.Popen(
                 self.argv, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=self.logf,
-                start_new_session=True)
+                start_new_session=True, env=quiet_env())
         except OSError as e:
             self.proc = None
             self._finish("failed", None, "cannot run %s: %s" % (

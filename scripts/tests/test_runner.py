@@ -128,8 +128,8 @@ class Runner(TempDirCase):
     def test_user_errors_are_one_line(self):
         cases = [
             ("axes: {ring.chanels: [6]}\nfixed: {platform: dgx2}\n",
-             "unknown parameter 'ring.chanels': not in `incsim --list-params`"
-             " (did you mean ring.channels?)"),
+             "unknown parameter 'ring.chanels': not in `incsim --list-params "
+             "--platform dgx2` (did you mean ring.channels?)"),
             ("axes: {ring.channels: []}\n", "axis 'ring.channels' is empty"),
             ("axes: {ring.channels: [6, seven]}\nfixed: {platform: dgx2}\n",
              "parameter 'ring.channels' is of type int"),
