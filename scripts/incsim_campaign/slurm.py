@@ -6,6 +6,7 @@ which runs its points with the same PointRun as a local run, so the result
 files are the same bytes. The output folder must be on a file system the
 compute nodes share (it is, on the one-node test cluster)."""
 
+import math
 import os
 import re
 import shlex
@@ -55,6 +56,12 @@ def write_job(campaign, manifest_path, manifest, opts):
              "#SBATCH --output=%s" % os.path.join(sdir, "logs", "%A_%a.out"),
              "#SBATCH --ntasks=1",
              "#SBATCH --cpus-per-task=%s" % (opts.get("cpus_per_task") or 1)]
+    if not opts.get("time"):
+        # Without a limit from the campaign or the flags, ask for what the
+        # task's points may take at most: per-point timeout x batch + 1 min.
+        timeout = float(manifest.get("timeout") or 600)
+        opts = dict(opts, time=str(int(math.ceil(
+            (timeout * batch + 60) / 60.0))))
     for key, flag in (("partition", "partition"), ("time", "time"),
                       ("mem", "mem"), ("account", "account"),
                       ("qos", "qos")):
@@ -100,7 +107,13 @@ def _run(argv, what):
 
 
 def submit(sbatch_path):
-    out = _run(["sbatch", "--parsable", sbatch_path], "sbatch")
+    try:
+        out = _run(["sbatch", "--parsable", sbatch_path], "sbatch")
+    except CampaignError as e:
+        if "array" in str(e).lower():
+            raise CampaignError("%s (more array tasks than the cluster's "
+                                "MaxArraySize? use --batch K)" % e) from None
+        raise
     job = out.strip().split(";")[0]
     if not job:
         raise CampaignError("sbatch printed no job id")

@@ -199,6 +199,14 @@ class Runner(TempDirCase):
         self.assertIn("#SBATCH --partition=p2\n", text)
         self.assertIn("#SBATCH --time=00:05:00\n", text)
         self.assertIn("#SBATCH --mem=1G\n", text)
+        # without a time limit: per-point timeout x batch + 1 minute
+        c3 = self.write("t.yaml", CAMPAIGN.replace("output: out",
+                                                   "output: out3") +
+                        "timeout: 120\n")
+        self.sweep("slurm", c3, "--batch", "2", "--no-submit", check=0)
+        [job3] = glob.glob(os.path.join(self.tmp, "out3", "slurm",
+                                        "job-*.sbatch"))
+        self.assertIn("#SBATCH --time=5\n", read(job3))
         # run the two array tasks by hand, as Slurm would
         for task in ("0", "1"):
             e = dict(os.environ, SLURM_ARRAY_TASK_ID=task,
