@@ -168,22 +168,35 @@ class Runner(TempDirCase):
     def test_interrupt_and_resume(self):
         c = self.write("c.yaml", CAMPAIGN.replace(
             "ring.channels: [6, 12]",
-            "ring.channels: [6, 12]\n  fake.sleep: [1.5]") + "timeout: 60\n")
+            "ring.channels: [6, 12]\n  fake.sleep: [3]") + "timeout: 60\n")
         e = dict(os.environ, INCSIM=FAKE, FAKE_INCSIM_LOG=self.log)
         proc = subprocess.Popen([PYTHON, SWEEP, "run", c, "-j", "2"], env=e,
                                 stderr=subprocess.PIPE,
                                 universal_newlines=True)
-        time.sleep(0.8)
+        time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
         self.assertEqual(proc.returncode, 130, err)
-        self.assertIn("interrupted: 0 of 4 points done", err)
+        self.assertRegex(err, r"interrupted: [0-3] of 4 points done; run "
+                         "the same command again to resume")
         self.assertNotIn("Traceback", err)
         pts = os.path.join(self.tmp, "out", "points")
         self.assertEqual(glob.glob(os.path.join(pts, "*tmp*")), [])
-        self.assertEqual(results(os.path.join(self.tmp, "out")), [])
-        # the killed simulators are gone (their process groups)
-        self.sweep("run", c, "-j", "2", env=self.env(), check=0)
+        # the simulators it started are gone (killed by process group)
+        alive = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = read("/proc/%s/cmdline" % pid, "rb")
+            except OSError:
+                continue
+            if self.tmp.encode() in cmd and b"fake_incsim" in cmd:
+                alive.append(pid)
+        self.assertEqual(alive, [])
+        done_before = len(results(os.path.join(self.tmp, "out")))
+        self.assertLess(done_before, 4)
+        p = self.sweep("run", c, "-j", "2", env=self.env(), check=0)
+        self.assertIn("%d of 4 points already done" % done_before
+                      if done_before else "0/4 done", p.stderr)
         self.assertEqual(len(self.csv_rows()), 12)
 
     def test_slurm_job_script_and_tasks_without_slurm(self):
