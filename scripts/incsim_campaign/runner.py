@@ -223,7 +223,7 @@ class Progress:
 
     def show(self, running, jobs, force=False):
         text = self.line(running, jobs)
-        if self.tty:
+        if self.tty and text != self.last:
             self.stream.write("\r" + text.ljust(len(self.last)))
             self.stream.flush()
         elif force:
