@@ -127,6 +127,7 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& now) {
 
 void Gpu::rx_process() {
   const sc_time now = sc_core::sc_time_stamp();
+  rx_blocked_ = false;
   sc_time next = sc_core::sc_max_time();
   for (auto& ptr : ports_) {
     Port& pt = *ptr;
@@ -135,7 +136,10 @@ void Gpu::rx_process() {
       const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
       // A full memory pipeline holds requests in the buffer, withholding credits;
       // the port wakes us when a response leaves.
-      if (request && pt.responses.size() >= cfg_.max_responses) break;
+      if (request && pt.responses.size() >= cfg_.max_responses) {
+        rx_blocked_ = true;
+        break;
+      }
       pt.rx.pop();
       pt.rx_bytes[p->vc] -= p->wire_bytes;
       pt.rx_port->release(p, sc_core::SC_ZERO_TIME);
@@ -167,7 +171,7 @@ void Gpu::tx_process(int port) {
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
         if (!pt.link.has_credit(vc, p->wire_bytes)) continue;
         pt.responses.pop();
-        rx_wake_.notify(sc_core::SC_ZERO_TIME);  // a request may have waited for room
+        if (rx_blocked_) rx_wake_.notify(sc_core::SC_ZERO_TIME);  // a request waits for room
         chosen = p;
       } else if (!pt.control.empty()) {
         if (!pt.link.has_credit(vc, pt.control.front()->wire_bytes)) continue;
@@ -195,7 +199,10 @@ void Gpu::tx_process(int port) {
       }
       if (chosen) pt.vc_rr = vc + 1;
     }
-    if (!chosen) break;
+    if (!chosen) {
+      if (!pt.control.empty() || !pt.active.empty() || !pt.responses.empty()) pt.link.wait_for_credit(now);
+      break;
+    }
     pt.link.send(chosen, now, now);
   }
   sc_time next = sc_core::sc_max_time();

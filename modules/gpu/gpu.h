@@ -114,6 +114,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   TimedHeap timers_;
   uint64_t seq_ = 0;
   uint64_t watch_lo_ = 0, watch_hi_ = 0;
+  bool rx_blocked_ = false;  // a port's memory pipeline was full
   sc_core::sc_event rx_wake_, timer_wake_;
 };
 

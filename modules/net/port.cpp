@@ -32,16 +32,22 @@ tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core:
   sc_assert(ring_size_ < ring_.size());
   const sc_core::sc_time at = sc_core::sc_time_stamp() + delay + latency_;
   ring_[(ring_head_ + ring_size_++) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
-  wake_->notify(at - sc_core::sc_time_stamp());
+  if (waiting_) wake_->notify(at - sc_core::sc_time_stamp());
   return tlm::TLM_ACCEPTED;
 }
 
 void OutPort::absorb_credits(const sc_core::sc_time& now) {
+  waiting_ = false;
   while (ring_size_ && ring_[ring_head_].at <= now) {
     credits_[ring_[ring_head_].vc] += ring_[ring_head_].bytes;
     ring_head_ = (ring_head_ + 1) % ring_.size();
     --ring_size_;
   }
+}
+
+void OutPort::wait_for_credit(const sc_core::sc_time& now) {
+  waiting_ = true;
+  if (ring_size_) wake_->notify(ring_[ring_head_].at - now);
 }
 
 void OutPort::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {

@@ -43,6 +43,10 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   void send(Packet* p, const sc_core::sc_time& now, const sc_core::sc_time& ready);
   // Applies the credits whose return time has come.
   void absorb_credits(const sc_core::sc_time& now);
+  // The owner has a packet but no credit for it: wake it when credit returns.
+  // Credits arriving while nobody waits only queue up (no event), which keeps
+  // SystemC's timed-event queue short.
+  void wait_for_credit(const sc_core::sc_time& now);
 
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t packets_sent() const { return packets_sent_; }
@@ -67,6 +71,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   std::vector<Credit> ring_;  // credits on their way back, oldest first
   size_t ring_head_ = 0, ring_size_ = 0;
   sc_core::sc_event* wake_ = nullptr;
+  bool waiting_ = false;
   uint64_t bytes_sent_ = 0, packets_sent_ = 0;
 };
 

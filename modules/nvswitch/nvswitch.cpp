@@ -12,6 +12,7 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, std::vector<int16_t>
   for (int p = 0; p < ports; ++p) {
     inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
     outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str()));
+    outputs_.back()->requests.assign((ports * net::kNumVcs + 63) / 64, 0);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
                  &outputs_[p]->wake);
   }
@@ -35,46 +36,62 @@ void NvSwitch::receive(int port, net::Packet* p) {
   in.bytes[p->vc] += p->wire_bytes;
   sc_assert(in.bytes[p->vc] <= cfg_.in_buffer_bytes);  // credits make overflow impossible
   in.fifo[p->vc].push(p);
-  if (in.fifo[p->vc].front() == p) wake_at(p->out_port, p->t_head + cfg_.latency);
+  if (in.fifo[p->vc].front() == p) request(p, port);
 }
+
+void NvSwitch::request(net::Packet* head, int input) {
+  const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + head->vc;
+  outputs_[head->out_port]->requests[bit / 64] |= 1ull << (bit % 64);
+  wake_at(head->out_port, std::max(head->t_head + cfg_.latency, inputs_[input].xbar_free));
+}
+
+namespace {
+// First set bit at or after `from` and before `end`, or `end`.
+unsigned next_bit(const std::vector<uint64_t>& bits, unsigned from, unsigned end) {
+  while (from < end) {
+    const uint64_t w = bits[from / 64] >> (from % 64);
+    if (w) return std::min(end, from + static_cast<unsigned>(__builtin_ctzll(w)));
+    from = (from / 64 + 1) * 64;
+  }
+  return end;
+}
+}  // namespace
 
 // Moves one eligible head packet into output o's queue, round-robin over the
 // (input, VC) pairs; `next` learns when a blocked candidate could go.
 bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
   Output& out = *outputs_[o];
-  if (out.xbar_free > now) {
-    next = std::min(next, out.xbar_free);
-    return false;
-  }
   const unsigned n = static_cast<unsigned>(inputs_.size()) * net::kNumVcs;
-  for (unsigned k = 0; k < n; ++k) {
-    const unsigned idx = (out.xbar_rr + k) % n;
-    Input& in = inputs_[idx / net::kNumVcs];
-    const int vc = static_cast<int>(idx % net::kNumVcs);
-    net::Packet* h = in.fifo[vc].front();
-    if (!h || h->out_port != o) continue;
-    const sc_time eligible = h->t_head + cfg_.latency;
-    if (eligible > now) {
-      next = std::min(next, eligible);
-      continue;
+  const unsigned start = out.xbar_rr % n;
+  // Requesters in round-robin order: [start, n) then [0, start).
+  for (unsigned pass = 0; pass < 2; ++pass) {
+    const unsigned end = pass == 0 ? n : start;
+    for (unsigned idx = next_bit(out.requests, pass == 0 ? start : 0, end); idx < end;
+         idx = next_bit(out.requests, idx + 1, end)) {
+      Input& in = inputs_[idx / net::kNumVcs];
+      const int vc = static_cast<int>(idx % net::kNumVcs);
+      net::Packet* h = in.fifo[vc].front();
+      // It may cross once it is eligible and both crossbar ports are free.
+      const sc_time ready = std::max(h->t_head + cfg_.latency, std::max(in.xbar_free, out.xbar_free));
+      if (ready > now) {
+        next = std::min(next, ready);
+        continue;
+      }
+      if (out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
+      in.fifo[vc].pop();
+      in.bytes[vc] -= h->wire_bytes;
+      out.requests[idx / 64] &= ~(1ull << (idx % 64));
+      const sc_time done =
+          now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
+      out.xbar_free = in.xbar_free = done;
+      h->t_tail = std::max(h->t_tail, done);  // cut-through: the tail is here no earlier than this
+      out.queue[vc].push(h);
+      out.bytes[vc] += h->wire_bytes;
+      in.port->release(h, h->t_tail - now);
+      if (net::Packet* nh = in.fifo[vc].front()) request(nh, static_cast<int>(idx / net::kNumVcs));
+      out.xbar_rr = idx + 1;
+      return true;
     }
-    if (in.xbar_free > now) {
-      next = std::min(next, in.xbar_free);
-      continue;
-    }
-    if (out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
-    in.fifo[vc].pop();
-    in.bytes[vc] -= h->wire_bytes;
-    const sc_time done = now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
-    out.xbar_free = in.xbar_free = done;
-    h->t_tail = std::max(h->t_tail, done);  // cut-through: the tail is here no earlier than this
-    out.queue[vc].push(h);
-    out.bytes[vc] += h->wire_bytes;
-    in.port->release(h, h->t_tail - now);
-    if (net::Packet* nh = in.fifo[vc].front()) wake_at(nh->out_port, std::max(nh->t_head + cfg_.latency, done));
-    out.xbar_rr = idx + 1;
-    next = std::min(next, done);
-    return true;
   }
   return false;
 }
@@ -92,6 +109,8 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
     out.link.send(h, now, h->t_tail);
     return true;
   }
+  for (int vc = 0; vc < net::kNumVcs; ++vc)
+    if (!out.queue[vc].empty()) out.link.wait_for_credit(now);
   return false;
 }
 
@@ -99,7 +118,8 @@ void NvSwitch::output_process(int o) {
   Output& out = *outputs_[o];
   const sc_time now = sc_core::sc_time_stamp();
   out.link.absorb_credits(now);
-  sc_time next = sc_core::sc_max_time();
+  static const sc_time never = sc_core::sc_max_time();
+  sc_time next = never;
   bool moved = true;
   while (moved) {
     moved = crossbar_move(o, now, next);
@@ -108,7 +128,7 @@ void NvSwitch::output_process(int o) {
   bool queued = false;
   for (int vc = 0; vc < net::kNumVcs; ++vc) queued = queued || !out.queue[vc].empty();
   if (queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
-  if (next != sc_core::sc_max_time()) out.wake.notify(next - now);
+  if (next != never) out.wake.notify(next - now);
 }
 
 void NvSwitch::trace(sc_core::sc_trace_file* tf) const {

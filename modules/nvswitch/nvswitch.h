@@ -52,6 +52,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     sc_core::sc_time xbar_free;
+    std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
     sc_core::sc_event wake;
@@ -60,6 +61,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   bool crossbar_move(int o, const sc_core::sc_time& now, sc_core::sc_time& next);
   bool transmit(int o, const sc_core::sc_time& now);
   void wake_at(int o, const sc_core::sc_time& at);
+  void request(net::Packet* head, int input);  // head has become the front of its input queue
 
   std::vector<int16_t> route_;
   SwitchConfig cfg_;
