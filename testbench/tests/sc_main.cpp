@@ -1,0 +1,24 @@
+// The one sc_main of every test executable (STYLE.md, convention 8):
+// libsystemc defines main(), so Catch2 runs as a session inside sc_main.
+// incsim's report handler counts SystemC warnings and errors; any of them,
+// from the model or from the SystemC kernel, fails the run even when every
+// assertion passed.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <systemc>
+
+#include "core/report.h"
+
+int sc_main(int argc, char* argv[]) {
+  incsim::install_report_handler(false);
+  const int failed = Catch::Session().run(argc, argv);
+  const int warnings = incsim::reported_warnings();
+  const int errors = incsim::reported_errors();
+  if (warnings || errors) {
+    std::cerr << "test failed: SystemC reported " << warnings << " warning(s) and " << errors << " error(s)\n";
+    return failed ? failed : 1;
+  }
+  return failed;
+}

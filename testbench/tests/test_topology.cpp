@@ -1,0 +1,305 @@
+// Topology graph (plain C++, STYLE.md convention 9): the built-in DGX-2 and
+// star, routing, the YAML round trip, and the errors bad descriptions give.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "topology/topology.h"
+
+using namespace incsim;
+using namespace incsim::topo;
+
+namespace {
+
+// Follows the routing tables from endpoint src to endpoint dst; returns the
+// number of switches passed, or -1 if the walk does not reach dst.
+int walk(const Topology& t, int src, int dst) {
+  int node = t.endpoints()[src];
+  int out = 0;  // endpoints inject on any port; take each in turn below
+  (void)out;
+  int switches = 0;
+  // First hop: the route from the source endpoint itself.
+  int port = t.route(node, dst);
+  if (port < 0) return -1;
+  for (int guard = 0; guard < 64; ++guard) {
+    PortRef next = t.peer({node, port});
+    if (next.node < 0) return -1;
+    node = next.node;
+    if (node == t.endpoints()[dst]) return switches;
+    if (t.node(node).kind == NodeKind::Endpoint) return -1;  // transit through another GPU
+    ++switches;
+    port = t.route(node, dst);
+    if (port < 0) return -1;
+  }
+  return -1;
+}
+
+// Same links (ends, bandwidth, latency) in the same order.
+void require_same(const Topology& a, const Topology& b) {
+  REQUIRE(a.nodes().size() == b.nodes().size());
+  for (size_t i = 0; i < a.nodes().size(); ++i) {
+    CHECK(a.nodes()[i].name == b.nodes()[i].name);
+    CHECK(a.nodes()[i].kind == b.nodes()[i].kind);
+    CHECK(a.nodes()[i].ports == b.nodes()[i].ports);
+  }
+  REQUIRE(a.links().size() == b.links().size());
+  for (size_t i = 0; i < a.links().size(); ++i) {
+    const Link& x = a.links()[i];
+    const Link& y = b.links()[i];
+    CHECK(a.port_name(x.a) == b.port_name(y.a));
+    CHECK(a.port_name(x.b) == b.port_name(y.b));
+    CHECK(x.bw_GBps == y.bw_GBps);
+    CHECK(x.latency_ns == y.latency_ns);
+  }
+  for (size_t n = 0; n < a.nodes().size(); ++n)
+    for (size_t d = 0; d < a.endpoints().size(); ++d) {
+      if (static_cast<int>(n) == a.endpoints()[d]) continue;
+      CHECK(a.route(static_cast<int>(n), static_cast<int>(d)) == b.route(static_cast<int>(n), static_cast<int>(d)));
+    }
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& text) {
+    char tmpl[] = "/tmp/incsim_test_topo_XXXXXX";
+    int fd = mkstemp(tmpl);
+    REQUIRE(fd >= 0);
+    close(fd);
+    path = std::string(tmpl) + ".yaml";
+    std::rename(tmpl, path.c_str());
+    std::ofstream(path) << text;
+  }
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+// Loading `text` as a platform file fails with a UserError containing `needle`.
+void require_yaml_error(const std::string& text, const std::string& needle) {
+  TempFile f(text);
+  REQUIRE_THROWS_WITH(load_yaml(f.path, 25, 0), Catch::Contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("DGX-2 has 16 GPUs with 6 links and 12 switches of 16 ports", "[topology]") {
+  Topology t = make_dgx2(25, 0);
+  REQUIRE(t.endpoints().size() == 16);
+  REQUIRE(t.switches().size() == 12);
+  // 16 x 6 GPU links + 6 x 8 trunk links.
+  CHECK(t.links().size() == 16 * 6 + 6 * 8);
+  for (int e : t.endpoints()) {
+    CHECK(t.node(e).ports == 6);
+    std::set<int> switches;
+    for (int p = 0; p < 6; ++p) {
+      PortRef peer = t.peer({e, p});
+      REQUIRE(peer.node >= 0);
+      CHECK(t.node(peer.node).kind == NodeKind::Switch);
+      switches.insert(peer.node);
+    }
+    CHECK(switches.size() == 6);  // six links to six different switches
+  }
+  for (int s : t.switches()) {
+    const Node& sw = t.node(s);
+    CHECK(sw.ports == 16);
+    const int group = sw.index / 6;  // switches 0-5: group A, 6-11: group B
+    std::set<int> gpus, other_switches;
+    int trunk = 0;
+    for (int p = 0; p < 16; ++p) {
+      PortRef peer = t.peer({s, p});
+      REQUIRE(peer.node >= 0);
+      const Node& n = t.node(peer.node);
+      if (n.kind == NodeKind::Endpoint) {
+        CHECK(n.index / 8 == group);  // only the GPUs of its own group
+        gpus.insert(n.index);
+      } else {
+        CHECK(n.index / 6 != group);  // trunks go to the other group
+        other_switches.insert(peer.node);
+        ++trunk;
+      }
+    }
+    CHECK(gpus.size() == 8);
+    CHECK(trunk == 8);
+    CHECK(other_switches.size() == 1);  // all 8 trunks to one switch
+  }
+  for (const Link& l : t.links()) {
+    CHECK(l.bw_GBps == 25);
+    CHECK(l.latency_ns == 0);
+  }
+}
+
+TEST_CASE("DGX-2 routes reach every GPU from every GPU through 1 or 2 switches", "[topology]") {
+  Topology t = make_dgx2(25, 0);
+  for (int s = 0; s < 16; ++s)
+    for (int d = 0; d < 16; ++d) {
+      if (s == d) continue;
+      INFO("gpu" << s << " -> gpu" << d);
+      const int switches = walk(t, s, d);
+      const bool same_group = s / 8 == d / 8;
+      CHECK(switches == (same_group ? 1 : 2));
+      CHECK(t.hops(s, d) == (same_group ? 2 : 3));
+      CHECK((t.hops(s, d) == 2 || t.hops(s, d) == 3));
+    }
+  // Destinations are spread over a GPU's six links and over the trunks.
+  std::set<int> first_ports;
+  for (int d = 1; d < 16; ++d) first_ports.insert(t.route(t.endpoints()[0], d));
+  CHECK(first_ports.size() == 6);
+  std::set<int> trunk_ports;
+  const int sw0 = t.find("sw0");
+  for (int d = 8; d < 16; ++d) trunk_ports.insert(t.route(sw0, d));
+  CHECK(trunk_ports.size() == 8);
+}
+
+TEST_CASE("a star has one switch with a port per GPU", "[topology]") {
+  for (int n : {1, 2, 3, 5, 16}) {
+    INFO("star of " << n);
+    Topology t = make_star(n, 25, 10);
+    REQUIRE(t.endpoints().size() == static_cast<size_t>(n));
+    REQUIRE(t.switches().size() == 1);
+    CHECK(t.node(t.switches()[0]).ports == n);
+    CHECK(t.links().size() == static_cast<size_t>(n));
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d) {
+        if (s == d) continue;
+        CHECK(walk(t, s, d) == 1);
+        CHECK(t.hops(s, d) == 2);
+        CHECK(t.route(t.switches()[0], d) == d);
+      }
+  }
+  CHECK_THROWS_AS(make_star(0, 25, 0), UserError);
+}
+
+TEST_CASE("save_yaml then load_yaml gives the same links and routes", "[topology][yaml]") {
+  for (const Topology& t : {make_dgx2(25, 0), make_star(5, 50, 12.5)}) {
+    INFO(t.name);
+    std::ostringstream os;
+    save_yaml(t, os);
+    TempFile f(os.str());
+    // Defaults that differ from the file's values: the file must win.
+    Topology back = load_yaml(f.path, 1, 999);
+    CHECK(back.name == t.name);
+    require_same(t, back);
+    for (size_t s = 0; s < t.endpoints().size(); ++s)
+      for (size_t d = 0; d < t.endpoints().size(); ++d)
+        if (s != d) CHECK(back.hops(static_cast<int>(s), static_cast<int>(d)) == t.hops(static_cast<int>(s), static_cast<int>(d)));
+  }
+}
+
+TEST_CASE("a YAML platform takes default link bandwidth and latency from its link section", "[topology][yaml]") {
+  TempFile f(
+      "name: pair\n"
+      "link: {bw_GBps: 50, latency_ns: 7}\n"
+      "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n"
+      "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1, bw_GBps: 10}\n");
+  Topology t = load_yaml(f.path, 25, 0);
+  REQUIRE(t.links().size() == 2);
+  CHECK(t.links()[0].bw_GBps == 50);
+  CHECK(t.links()[0].latency_ns == 7);
+  CHECK(t.links()[1].bw_GBps == 10);
+  CHECK(t.hops(0, 1) == 2);
+}
+
+TEST_CASE("bad topologies give a UserError naming the problem", "[topology][errors]") {
+  SECTION("zero-bandwidth link") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int s = t.add_switch("s", 1);
+    REQUIRE_THROWS_WITH(t.connect({a, 0}, {s, 0}, 0, 0), Catch::Contains("a.0") && Catch::Contains("bandwidth"));
+    REQUIRE_THROWS_AS(t.connect({a, 0}, {s, 0}, -3, 0), UserError);
+  }
+  SECTION("negative latency") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int s = t.add_switch("s", 1);
+    REQUIRE_THROWS_WITH(t.connect({a, 0}, {s, 0}, 25, -1), Catch::Contains("latency"));
+  }
+  SECTION("port linked twice") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int b = t.add_endpoint("b", 1);
+    int s = t.add_switch("s", 2);
+    t.connect({a, 0}, {s, 0}, 25, 0);
+    REQUIRE_THROWS_WITH(t.connect({b, 0}, {s, 0}, 25, 0), Catch::Contains("s.0") && Catch::Contains("twice"));
+  }
+  SECTION("port that does not exist") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int s = t.add_switch("s", 2);
+    REQUIRE_THROWS_WITH(t.connect({a, 0}, {s, 5}, 25, 0), Catch::Contains("s.5"));
+  }
+  SECTION("unknown node") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    REQUIRE_THROWS_WITH(t.connect({a, 0}, {42, 0}, 25, 0), Catch::Contains("unknown node"));
+  }
+  SECTION("node name used twice") {
+    Topology t;
+    t.add_endpoint("a", 1);
+    REQUIRE_THROWS_WITH(t.add_switch("a", 4), Catch::Contains("'a'"));
+  }
+  SECTION("unlinked port") {
+    Topology t;
+    int a = t.add_endpoint("a", 2);
+    int b = t.add_endpoint("b", 1);
+    int s = t.add_switch("s", 2);
+    t.connect({a, 0}, {s, 0}, 25, 0);
+    t.connect({b, 0}, {s, 1}, 25, 0);
+    REQUIRE_THROWS_WITH(t.finalize(), Catch::Contains("a.1") && Catch::Contains("not linked"));
+  }
+  SECTION("unreachable endpoint") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int b = t.add_endpoint("b", 1);
+    int s1 = t.add_switch("s1", 1);
+    int s2 = t.add_switch("s2", 1);
+    t.connect({a, 0}, {s1, 0}, 25, 0);
+    t.connect({b, 0}, {s2, 0}, 25, 0);
+    REQUIRE_THROWS_WITH(t.finalize(), Catch::Contains("cannot reach"));
+  }
+  SECTION("two endpoints joined directly") {
+    Topology t;
+    int a = t.add_endpoint("a", 1);
+    int b = t.add_endpoint("b", 1);
+    REQUIRE_THROWS_WITH(t.connect({a, 0}, {b, 0}, 25, 0), Catch::Contains("endpoints"));
+  }
+}
+
+TEST_CASE("bad platform files give a UserError naming the problem", "[topology][yaml][errors]") {
+  const std::string nodes =
+      "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n";
+  SECTION("not YAML") { require_yaml_error("links: [a.0, {b: [\n", "not valid YAML"); }
+  SECTION("missing file") {
+    REQUIRE_THROWS_WITH(load_yaml("/nonexistent/incsim/p.yaml", 25, 0), Catch::Contains("cannot read"));
+  }
+  SECTION("zero bandwidth") {
+    require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: 0}\n  - {a: b.0, b: s.1}\n", "bandwidth");
+  }
+  SECTION("unknown node") {
+    require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0}\n  - {a: c.0, b: s.1}\n", "c.0");
+  }
+  SECTION("port linked twice") {
+    require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.0}\n", "twice");
+  }
+  SECTION("unlinked port") { require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0}\n", "not linked"); }
+  SECTION("unreachable endpoint") {
+    require_yaml_error(
+        "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+        "switches:\n  - {name: s, ports: 1}\n  - {name: t, ports: 1}\n"
+        "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: t.0}\n",
+        "cannot reach");
+  }
+  SECTION("port without a number") {
+    require_yaml_error(nodes + "links:\n  - {a: a.x, b: s.0}\n  - {a: b.0, b: s.1}\n", "a.x");
+  }
+  SECTION("unknown top-level key") { require_yaml_error(nodes + "lnks: []\n", "lnks"); }
+  SECTION("no links") { require_yaml_error(nodes, "links"); }
+  SECTION("wrong type") {
+    require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: fast}\n  - {a: b.0, b: s.1}\n", "bw_GBps");
+  }
+}
