@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <systemc>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "core/process.h"
 #include "core/report.h"
 #include "experiment.h"
+
+static const int kQuietBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
 
 int sc_main(int argc, char* argv[]) {
   using namespace incsim;

@@ -109,9 +109,11 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   gpu::RingParams rp;
   rp.channels = cfg_.get<int>("ring.channels", 12,
                               "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link)");
-  rp.chunk_bytes = cfg_.get<uint64_t>("ring.chunk_bytes", 64 * 1024,
-                                      "bytes per rank per ring iteration, one mailbox slot (NCCL's chunk)");
-  rp.slots = cfg_.get<int>("ring.slots", 4, "mailbox slots per channel (NCCL_STEPS-like pipelining depth)");
+  rp.chunk_bytes = cfg_.get<uint64_t>(
+      "ring.chunk_bytes", 128 * 1024,
+      "bytes per rank per ring iteration, one mailbox slot between flags (NCCL 2.4 uses 1 MiB slices; "
+      "smaller keeps simulated mailboxes small, docs/validation.md)");
+  rp.slots = cfg_.get<int>("ring.slots", 4, "mailbox slots per channel (NCCL 2.4: NCCL_STEPS / slice steps = 4)");
   if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
   if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   if (rp.slots < 1 || rp.slots > 64) throw UserError("ring.slots must be between 1 and 64");

@@ -1,11 +1,16 @@
 // incsim: run a collective on a simulated platform and print an
 // nccl-tests-style table (README.md shows an example).
+#include <cstdlib>
 #include <iostream>
 #include <systemc>
 
 #include "core/error.h"
 #include "core/report.h"
 #include "experiment.h"
+
+// No SystemC banner: stdout holds results only and stderr one line per error.
+// It must be set before SystemC elaborates, which is before sc_main runs.
+static const int kQuietBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
 
 int sc_main(int argc, char* argv[]) {
   using namespace incsim;

@@ -45,7 +45,8 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       value = a.substr(a.find('=') + 1);
       a = a.substr(0, a.find('='));
     } else if (takes_value) {
-      if (i + 1 >= argc) throw UserError("option " + a + " needs a value");
+      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
+        throw UserError("option " + a + " needs a value");
       value = argv[++i];
     }
     if (a == "--platform") o.platform = value;

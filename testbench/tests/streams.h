@@ -1,0 +1,114 @@
+#pragma once
+// Traffic sources for tests that drive Gpu ports directly: a list of writes,
+// a list of reads, and a copy engine that streams a local buffer to a peer.
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <systemc>
+#include <vector>
+
+#include "gpu/gpu.h"
+#include "net/packet.h"
+
+namespace incsim::test {
+
+// Deterministic test bytes.
+inline uint8_t pattern(uint64_t a, uint64_t b, uint64_t i) {
+  uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 1) * 0xBF58476D1CE4E5B9ull ^ (i + 7) * 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  return static_cast<uint8_t>(x ^ (x >> 17));
+}
+
+struct Response {
+  net::Op op;
+  uint32_t src;  // the endpoint that answered
+  uint64_t addr;
+  uint16_t payload_bytes;
+  std::vector<uint8_t> data;
+  sc_core::sc_time at;
+};
+
+// Sends a fixed list of requests in order; records every response.
+class RequestStream : public gpu::TxStream {
+ public:
+  struct Request {
+    net::Op op;
+    uint32_t dst;
+    uint64_t addr;
+    std::vector<uint8_t> data;  // a write's payload
+    uint16_t read_bytes = 0;    // a read's length
+  };
+  std::vector<Request> requests;
+  std::vector<sc_core::sc_time> sent;
+  std::vector<Response> responses;
+  std::function<void(RequestStream&)> on_each_response;  // optional
+
+  uint32_t next_payload_bytes() const override {
+    if (next_ >= requests.size() || next_ >= released_) return 0;
+    const Request& r = requests[next_];
+    return r.op == net::Op::Write ? static_cast<uint32_t>(r.data.size()) : r.read_bytes;
+  }
+  void fill(net::Packet* p) override {
+    const Request& r = requests[next_++];
+    p->dst = r.dst;
+    p->addr = r.addr;
+    p->op = r.op;
+    if (r.op == net::Op::Write) {
+      p->payload_bytes = static_cast<uint16_t>(r.data.size());
+      std::memcpy(p->data, r.data.data(), r.data.size());
+    } else {
+      p->payload_bytes = r.read_bytes;
+    }
+    sent.push_back(sc_core::sc_time_stamp());
+  }
+  void on_response(net::Packet* p) override {
+    responses.push_back({p->op, p->src, p->addr, p->payload_bytes,
+                         std::vector<uint8_t>(p->data, p->data + p->payload_bytes), sc_core::sc_time_stamp()});
+    if (on_each_response) on_each_response(*this);
+  }
+  // Requests beyond `n` wait (for one-at-a-time measurements).
+  void release_up_to(size_t n) { released_ = n; }
+  size_t issued() const { return next_; }
+
+ private:
+  size_t next_ = 0;
+  size_t released_ = SIZE_MAX;
+};
+
+// A copy engine: streams [src, src+bytes) of the local memory to `dst_addr`
+// on endpoint `dst` in packets of at most max_payload bytes.
+class CopyStream : public gpu::TxStream {
+ public:
+  CopyStream(gpu::Gpu& gpu, uint64_t src, uint32_t dst, uint64_t dst_addr, uint64_t bytes)
+      : gpu_(gpu), src_(src), dst_(dst), dst_addr_(dst_addr), bytes_(bytes) {}
+  uint32_t next_payload_bytes() const override {
+    const uint64_t left = bytes_ - pos_;
+    return static_cast<uint32_t>(std::min<uint64_t>(left, gpu_.pool().format().max_payload_bytes));
+  }
+  void fill(net::Packet* p) override {
+    const uint32_t n = next_payload_bytes();
+    if (pos_ == 0) first_sent = sc_core::sc_time_stamp();
+    p->dst = dst_;
+    p->addr = dst_addr_ + pos_;
+    p->op = net::Op::Write;
+    p->payload_bytes = static_cast<uint16_t>(n);
+    std::memcpy(p->data, gpu_.memory().at(src_ + pos_, n), n);
+    pos_ += n;
+    ++packets;
+  }
+  void on_response(net::Packet* p) override {
+    if (p->op == net::Op::WriteAck && p->src == dst_) ++acks;
+    else ++bad_responses;
+    last_ack = sc_core::sc_time_stamp();
+  }
+  uint64_t packets = 0, acks = 0, bad_responses = 0;
+  sc_core::sc_time first_sent, last_ack;
+
+ private:
+  gpu::Gpu& gpu_;
+  uint64_t src_;
+  uint32_t dst_;
+  uint64_t dst_addr_, bytes_, pos_ = 0;
+};
+
+}  // namespace incsim::test
