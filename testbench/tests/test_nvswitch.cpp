@@ -184,12 +184,12 @@ TEST_CASE("the switch adds its 150 ns latency to the first flit", "[nvswitch][ti
   s.requests.push_back({net::Op::Write, 1, base, std::vector<uint8_t>(128, 0x5a), 0});
   gpus[0]->add_stream(&s);
   gpus[0]->activate(0, &s, sc_time(10, SC_NS));
-  // Stop before the write could land and see the packet still on its way.
-  sc_core::sc_start(sc_time(10 + 150 + 5.76 * 2 - 1, SC_NS));
+  // Sent at 10 ns: its head is in the switch at once (no wire latency), leaves
+  // 150 ns later, and its tail lands in gpu1 one serialization (5.76 ns)
+  // after that, cut through: 165.76 ns.
+  sc_core::sc_start(sc_time(165.75, SC_NS));
   CHECK(gpus[1]->memory().at(base, 1)[0] == 0);
-  sc_core::sc_start(sc_time(2, SC_NS));
-  // Sent at 10 ns; tail in the switch at 15.76 ns; 150 ns after its head the
-  // head leaves; the tail reaches gpu1 one serialization later: 10+150+11.52.
+  sc_core::sc_start(sc_time(0.02, SC_NS));
   CHECK(gpus[1]->memory().at(base, 1)[0] == 0x5a);
   sc_core::sc_start();
   REQUIRE(s.sent.size() == 1);
