@@ -1,0 +1,206 @@
+// The GPU endpoint: memory latency (Klenk §V: 180 cycles plus a random
+// [0, 180)), remote reads and writes served by the memory system, write acks,
+// and a copy of a buffer between two GPUs landing byte-exact at line rate.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <systemc>
+#include <vector>
+
+#include "core/config.h"
+#include "gpu/memory.h"
+#include "platforms/platform.h"
+#include "streams.h"
+
+using namespace incsim;
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+namespace {
+
+constexpr double kClockGhz = 1.53;  // platform default
+const double kMinMemNs = 180 / kClockGhz;
+const double kMaxMemNs = 360 / kClockGhz;
+
+std::unique_ptr<platforms::Platform> star(int gpus, Config& cfg) {
+  topo::Topology t = platforms::make_topology("star", gpus, cfg);
+  auto p = std::make_unique<platforms::Platform>(t, cfg, 1);
+  cfg.check_unused();
+  return p;
+}
+
+double ns(const sc_time& t) { return t.to_seconds() * 1e9; }
+
+}  // namespace
+
+TEST_CASE("memory latency samples stay within 180 to 359 cycles and cover the range", "[gpu][memory]") {
+  gpu::Memory m(kClockGhz, 180, 180, 42);
+  uint32_t lo = UINT32_MAX, hi = 0;
+  double sum = 0;
+  const int n = 100000;
+  std::vector<int> histogram(4, 0);
+  for (int i = 0; i < n; ++i) {
+    const uint32_t c = m.latency_cycles_sample();
+    REQUIRE(c >= 180);
+    REQUIRE(c < 360);
+    lo = std::min(lo, c);
+    hi = std::max(hi, c);
+    sum += c;
+    ++histogram[(c - 180) / 45];
+  }
+  CHECK(lo <= 181);
+  CHECK(hi >= 358);
+  CHECK(sum / n == Approx(269.5).margin(1.5));  // uniform
+  for (int q : histogram) CHECK(q == Approx(n / 4).epsilon(0.05));
+  for (int i = 0; i < 1000; ++i) {
+    const double t = ns(m.latency());
+    REQUIRE(t >= kMinMemNs - 0.001);
+    REQUIRE(t < kMaxMemNs);
+  }
+}
+
+TEST_CASE("memory latency is deterministic per seed", "[gpu][memory]") {
+  gpu::Memory a(kClockGhz, 180, 180, 7), b(kClockGhz, 180, 180, 7), c(kClockGhz, 180, 180, 8);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    const uint32_t x = a.latency_cycles_sample();
+    CHECK(x == b.latency_cycles_sample());
+    differs = differs || x != c.latency_cycles_sample();
+  }
+  CHECK(differs);
+  gpu::Memory fixed(2.0, 100, 0, 1);  // no jitter
+  CHECK(fixed.latency_cycles_sample() == 100);
+  CHECK(fixed.latency() == sc_time(50, SC_NS));
+}
+
+TEST_CASE("memory allocations are zeroed and 256 B aligned", "[gpu][memory]") {
+  gpu::Memory m(kClockGhz, 180, 180, 1);
+  const uint64_t a = m.alloc(100);
+  const uint64_t b = m.alloc(1000);
+  CHECK(a % 256 == 0);
+  CHECK(b % 256 == 0);
+  CHECK(b >= a + 100);
+  for (int i = 0; i < 1000; ++i) CHECK(m.at(b + i, 1)[0] == 0);
+  m.at(a, 100)[99] = 7;
+  CHECK(m.at(a + 99, 1)[0] == 7);
+  m.free_all();
+  CHECK(m.allocated() == 0);
+  CHECK(m.alloc(8) == a);
+}
+
+TEST_CASE("a remote read returns the memory contents", "[gpu][read]") {
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  auto& g1 = *plat->gpus()[1];
+  const uint64_t buf = g1.memory().alloc(1024);
+  for (int i = 0; i < 1024; ++i) g1.memory().at(buf + i, 1)[0] = test::pattern(1, 0, i);
+  test::RequestStream s;
+  for (int k = 0; k < 8; ++k) s.requests.push_back({net::Op::Read, 1, buf + 128 * k, {}, 128});
+  s.requests.push_back({net::Op::Read, 1, buf + 1000, {}, 24});  // a short read
+  g0.add_stream(&s);
+  g0.activate(0, &s, sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  REQUIRE(s.responses.size() == 9);
+  for (const auto& r : s.responses) {
+    INFO("response for address " << r.addr);
+    CHECK(r.op == net::Op::ReadResp);
+    CHECK(r.src == 1);
+    REQUIRE(r.addr >= buf);
+    REQUIRE(r.payload_bytes == (r.addr == buf + 1000 ? 24 : 128));
+    for (uint16_t i = 0; i < r.payload_bytes; ++i) CHECK(r.data[i] == test::pattern(1, 0, r.addr - buf + i));
+    // Out through the switch, memory, back through the switch.
+    CHECK(ns(r.at) >= 2 * 150 + kMinMemNs);
+  }
+  CHECK(plat->pool().in_use() == 0);
+}
+
+TEST_CASE("a read request is a single header flit on the wire", "[gpu][read]") {
+  // Klenk §V and issue 2: read requests and write acks are single-flit packets.
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  auto& g1 = *plat->gpus()[1];
+  const uint64_t buf = g1.memory().alloc(128);
+  test::RequestStream s;
+  s.requests.push_back({net::Op::Read, 1, buf, {}, 128});
+  g0.add_stream(&s);
+  g0.activate(0, &s, sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  REQUIRE(s.responses.size() == 1);
+  CHECK(g0.out(0).bytes_sent() == 16);   // the request: header only
+  CHECK(g1.out(0).bytes_sent() == 144);  // the response: header + 128 B
+}
+
+TEST_CASE("a write is acknowledged after at least the memory latency", "[gpu][write]") {
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  auto& g1 = *plat->gpus()[1];
+  const uint64_t buf = g1.memory().alloc(4096);
+  test::RequestStream s;
+  const int n = 200;
+  for (int k = 0; k < n; ++k)
+    s.requests.push_back({net::Op::Write, 1, buf + 8 * k, std::vector<uint8_t>(8, static_cast<uint8_t>(k + 1)), 0});
+  // One write at a time: the next goes when the previous one's ack is back.
+  s.release_up_to(1);
+  s.on_each_response = [&](test::RequestStream& st) {
+    st.release_up_to(st.responses.size() + 1);
+    g0.activate(0, &st, sc_core::SC_ZERO_TIME);
+  };
+  g0.add_stream(&s);
+  g0.activate(0, &s, sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  REQUIRE(s.responses.size() == static_cast<size_t>(n));
+  REQUIRE(s.sent.size() == static_cast<size_t>(n));
+  double lo = 1e9, hi = 0;
+  for (int k = 0; k < n; ++k) {
+    CHECK(s.responses[k].op == net::Op::WriteAck);
+    CHECK(s.responses[k].src == 1);
+    const double rt = ns(s.responses[k].at - s.sent[k]);
+    lo = std::min(lo, rt);
+    hi = std::max(hi, rt);
+    CHECK(g1.memory().at(buf + 8 * k, 8)[7] == k + 1);
+  }
+  INFO("write round trip from " << lo << " to " << hi << " ns");
+  // Two switch traversals (150 ns each) plus 180..360 cycles of memory,
+  // plus a few flit times on the wires.
+  CHECK(lo >= 2 * 150 + kMinMemNs);
+  CHECK(hi < 2 * 150 + kMaxMemNs + 10);
+  CHECK(hi - lo > 0.8 * (kMaxMemNs - kMinMemNs));  // the random part shows
+}
+
+TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "[gpu][copy]") {
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  auto& g1 = *plat->gpus()[1];
+  const uint64_t bytes = (1 << 20) + 100;  // not a whole number of packets
+  const uint64_t src = g0.memory().alloc(bytes);
+  g1.memory().alloc(512);  // the destination sits at another address
+  const uint64_t dst = g1.memory().alloc(bytes + 256);
+  uint8_t* s = g0.memory().at(src, bytes);
+  for (uint64_t i = 0; i < bytes; ++i) s[i] = test::pattern(0, 1, i);
+  test::CopyStream copy(g0, src, 1, dst + 128, bytes);
+  g0.add_stream(&copy);
+  g0.activate(0, &copy, sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  const uint64_t packets = (bytes + 127) / 128;
+  CHECK(copy.packets == packets);
+  CHECK(copy.acks == packets);
+  CHECK(copy.bad_responses == 0);
+  const uint8_t* d = g1.memory().at(dst, bytes + 256);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < bytes; ++i) wrong += d[128 + i] != test::pattern(0, 1, i);
+  CHECK(wrong == 0);
+  // Nothing written outside the destination range.
+  for (int i = 0; i < 128; ++i) CHECK(d[i] == 0);
+  for (int i = 0; i < 28; ++i) CHECK(d[128 + bytes + i] == 0);
+  // Payload rate: 128 of every 144 bytes on a 25 GB/s link.
+  const double GBps = bytes / ns(copy.last_ack - copy.first_sent);
+  INFO("copy ran at " << GBps << " GB/s");
+  CHECK(GBps >= 0.95 * 25.0 * 128 / 144);
+  CHECK(GBps <= 25.0 * 128 / 144);
+  CHECK(plat->pool().in_use() == 0);
+}
