@@ -164,9 +164,11 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     if (!done) {
       std::ostringstream os;
       const uint64_t held = platform_->report_held(os);
-      throw UserError("simulation stalled at " + std::to_string(sc_core::sc_time_stamp().to_seconds() * 1e6) +
-                      " us during size " + size_label(bytes) + " with " + std::to_string(held) +
-                      " packets held:\n" + os.str());
+      std::string where = os.str();
+      if (!where.empty() && where.back() == '\n') where.pop_back();
+      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                      size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
+                      std::to_string(held) + " packets held:\n" + where);
     }
     Row r;
     r.size_bytes = bytes;

@@ -235,6 +235,7 @@ uint64_t Gpu::report_held(std::ostream& os) const {
        << pt.active.size() << " streams sending\n";
     total += held;
   }
+  if (program_) program_->report(os, std::string("  ") + name());
   return total;
 }
 

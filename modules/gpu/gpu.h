@@ -44,6 +44,8 @@ class Program {
   virtual void on_timer(uint64_t tag) = 0;
   // A watched word was written and a polling load has seen it.
   virtual void on_flag(uint64_t addr) = 0;
+  // For stall reports: one line per thing the program still waits for.
+  virtual void report(std::ostream& os, const std::string& prefix) const = 0;
 };
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {

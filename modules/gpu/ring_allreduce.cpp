@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ostream>
 
 #include "collectives/bounds.h"
 
@@ -22,6 +23,7 @@ class RingAllReduce::Rank : public Program {
   void start();
   void on_timer(uint64_t) override {}
   void on_flag(uint64_t addr) override;
+  void report(std::ostream& os, const std::string& prefix) const override;
   uint64_t wrong() const { return wrong_ + (count_ - checked_); }
 
  private:
@@ -115,6 +117,18 @@ void RingAllReduce::Rank::block_range(const Channel& c, uint64_t iter, int block
   const uint64_t b = static_cast<uint64_t>(block);
   len = base + (b < rem ? 1 : 0);
   first = c.elem_off + iter_off + b * base + std::min(b, rem);
+}
+
+void RingAllReduce::Rank::report(std::ostream& os, const std::string& prefix) const {
+  for (const auto& c : channels_) {
+    if (c->finished) continue;
+    os << prefix << " ring channel " << c->index << ": transfer " << c->t_send << " of " << c->transfers;
+    if (c->sending)
+      os << " sending (" << c->pos << " of " << c->len << " elements issued, " << c->data_acks_due << " acks due)";
+    else
+      os << " waiting (received " << c->recv_ready << ", next GPU freed " << c->next_freed << " slots)";
+    os << ", " << c->flag_acks_due << " flag acks due\n";
+  }
 }
 
 void RingAllReduce::Rank::on_flag(uint64_t addr) {
