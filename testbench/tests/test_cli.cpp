@@ -1,0 +1,314 @@
+// The real incsim binary: each bad input exits non-zero with exactly one
+// line "incsim: error: ..." naming the problem; the same seed gives the same
+// bytes; the VCD has an explicit timescale and GTKWave's vcd2fst accepts it;
+// --help and --list-params.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef INCSIM_BINARY
+#error "CMake passes the path of the incsim binary as INCSIM_BINARY"
+#endif
+#ifndef VCD2FST
+#define VCD2FST "/usr/bin/vcd2fst"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A scratch directory, removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/incsim_test_cli_XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(file(name)) << text;
+    return file(name);
+  }
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream is(text);
+  for (std::string l; std::getline(is, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+struct Result {
+  bool exited = false;  // false: killed by a signal (a crash)
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs a shell command with stdout and stderr captured.
+Result sh(const std::string& command) {
+  TempDir d;
+  const std::string cmd = command + " >'" + d.file("out") + "' 2>'" + d.file("err") + "' </dev/null";
+  const int st = std::system(cmd.c_str());
+  Result r;
+  r.exited = st != -1 && WIFEXITED(st);
+  r.code = r.exited ? WEXITSTATUS(st) : -1;
+  r.out = slurp(d.file("out"));
+  r.err = slurp(d.file("err"));
+  return r;
+}
+
+Result incsim(const std::string& args) {
+  return sh("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' " + args);
+}
+
+// Bad input: non-zero exit (not a crash), one line on stderr that starts
+// with "incsim: error:" and contains every needle.
+void require_error(const std::string& args, std::initializer_list<std::string> needles) {
+  INFO("incsim " << args);
+  const Result r = incsim(args);
+  INFO("exit " << r.code << "\nstderr:\n" << r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code != 0);
+  CHECK(r.code < 128);
+  const auto err = lines(r.err);
+  REQUIRE(err.size() == 1);
+  CHECK(err[0].rfind("incsim: error: ", 0) == 0);
+  for (const auto& n : needles) CHECK_THAT(err[0], Catch::Contains(n));
+  CHECK_THAT(r.err, !Catch::Contains("terminate") && !Catch::Contains("Abort"));
+}
+
+const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
+
+}  // namespace
+
+TEST_CASE("bad input: unknown flag", "[cli][errors]") { require_error("--bogus 3", {"--bogus"}); }
+
+TEST_CASE("bad input: unknown platform", "[cli][errors]") {
+  require_error("--platform dgx3 --sizes 8K", {"dgx3", "platform"});
+}
+
+TEST_CASE("bad input: unknown -c key", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " -c switch.colour=red", {"switch.colour"});
+}
+
+TEST_CASE("bad input: unused key in a config file", "[cli][errors]") {
+  TempDir d;
+  const std::string cfg = d.write("run.yaml", "sizes: 8K\nswitch:\n  latency_ns: 100\n  colour: red\n");
+  require_error("--platform star --gpus 4 --quiet --config " + cfg, {"switch.colour"});
+}
+
+TEST_CASE("bad input: bad value of a known key", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " -c switch.latency_ns=fast", {"switch.latency_ns", "fast"});
+}
+
+TEST_CASE("bad input: size zero", "[cli][errors]") { require_error("--platform star --gpus 4 --sizes 0", {"'0'"}); }
+
+TEST_CASE("bad input: negative size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes -8K", {"-8K"});
+}
+
+TEST_CASE("bad input: size not a multiple of the element size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K,6", {"6", "multiple"});
+}
+
+TEST_CASE("bad input: garbage size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8Q", {"8Q"});
+}
+
+TEST_CASE("bad input: YAML platform with a zero-bandwidth link", "[cli][errors]") {
+  TempDir d;
+  const std::string p = d.write("bad.yaml",
+                                "name: bad\n"
+                                "endpoints:\n  - {name: g0, ports: 1}\n  - {name: g1, ports: 1}\n"
+                                "switches:\n  - {name: s, ports: 2}\n"
+                                "links:\n  - {a: g0.0, b: s.0, bw_GBps: 0}\n  - {a: g1.0, b: s.1}\n");
+  require_error("--platform " + p + " --sizes 8K", {"g0.0", "bandwidth"});
+}
+
+TEST_CASE("bad input: YAML platform that is not YAML", "[cli][errors]") {
+  TempDir d;
+  const std::string p = d.write("broken.yaml", "links: [ {a: g0.0\n");
+  require_error("--platform " + p + " --sizes 8K", {"broken.yaml"});
+}
+
+TEST_CASE("bad input: --gpus 17 on dgx2", "[cli][errors]") {
+  require_error("--platform dgx2 --gpus 17 --sizes 8K", {"17"});
+}
+
+TEST_CASE("bad input: --gpus 1", "[cli][errors]") {
+  require_error("--platform dgx2 --gpus 1 --sizes 8K", {"2 GPUs"});
+  require_error("--platform star --gpus 1 --sizes 8K", {"2 GPUs"});
+}
+
+TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
+  require_error("--platform star --gpus 0 --sizes 8K", {"--gpus"});
+  require_error("--platform star --gpus four --sizes 8K", {"--gpus", "four"});
+}
+
+TEST_CASE("bad input: bad dtype", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K --dtype double", {"double"});
+}
+
+TEST_CASE("bad input: missing value", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes", {"--sizes", "value"});
+}
+
+TEST_CASE("bad input: unknown collective and algorithm", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K --collective alltoall", {"alltoall"});
+  require_error("--platform star --gpus 4 --sizes 8K --algorithm tree", {"tree"});
+}
+
+TEST_CASE("bad input: unwritable output files", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " --json /nonexistent/dir/r.json", {"/nonexistent/dir/r.json"});
+  require_error(std::string(kQuickRun) + " --vcd /nonexistent/dir/w.vcd", {"/nonexistent/dir/w"});
+}
+
+TEST_CASE("a good run exits 0 with a row per size and nothing on stderr", "[cli]") {
+  const Result r = incsim(kQuickRun);
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  std::vector<std::string> rows;
+  for (const auto& l : lines(r.out))
+    if (l[0] != '#') rows.push_back(l);
+  REQUIRE(rows.size() == 2);
+  std::istringstream row(rows[1]);
+  std::string size, count, type, redop, time, algbw, busbw, wrong;
+  row >> size >> count >> type >> redop >> time >> algbw >> busbw >> wrong;
+  CHECK(size == "65536");
+  CHECK(count == "16384");
+  CHECK(type == "float");
+  CHECK(redop == "sum");
+  CHECK(wrong == "0");
+}
+
+TEST_CASE("the same seed twice gives byte-identical JSON and VCD and another seed differs", "[cli][determinism]") {
+  TempDir d;
+  auto run = [&](const std::string& tag, int seed) {
+    const Result r = incsim(std::string(kQuickRun) + " --seed " + std::to_string(seed) + " --json " +
+                            d.file(tag + ".json") + " --vcd " + d.file(tag + ".vcd"));
+    INFO("stderr:\n" << r.err);
+    REQUIRE(r.exited);
+    REQUIRE(r.code == 0);
+  };
+  run("a", 1);
+  run("b", 1);
+  run("c", 2);
+  const std::string ja = slurp(d.file("a.json")), jb = slurp(d.file("b.json")), jc = slurp(d.file("c.json"));
+  const std::string va = slurp(d.file("a.vcd")), vb = slurp(d.file("b.vcd")), vc = slurp(d.file("c.vcd"));
+  REQUIRE_FALSE(ja.empty());
+  REQUIRE_FALSE(va.empty());
+  CHECK(ja == jb);
+  CHECK(va == vb);
+  CHECK((ja != jc || va != vc));
+  CHECK(va != vc);  // memory latencies and data come from the seed
+}
+
+TEST_CASE("the JSON has the fixed row keys, the configuration and per-link statistics", "[cli][json]") {
+  TempDir d;
+  const Result r = incsim(std::string(kQuickRun) + " --json " + d.file("r.json") + " -c switch.latency_ns=120");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  REQUIRE(j["rows"].size() == 2);
+  for (const auto& row : j["rows"]) {
+    for (const char* k : {"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "wrong", "bound_fraction"})
+      CHECK(row.contains(k));
+    CHECK(row["wrong"] == 0);
+    REQUIRE(row["links"].size() == 8);  // 4 GPUs x 2 directions
+    for (const auto& l : row["links"]) {
+      CHECK(l.contains("from"));
+      CHECK(l.contains("to"));
+      CHECK(l["bytes"].get<uint64_t>() > 0);
+      CHECK(l["utilisation"].get<double>() > 0);
+      CHECK(l["utilisation"].get<double>() <= 1.0);
+    }
+  }
+  CHECK(j["rows"][0]["size_bytes"] == 8192);
+  CHECK(j["config"]["platform"] == "star");
+  CHECK(j["config"]["gpus"] == 4);
+  CHECK(j["config"]["params"]["switch.latency_ns"] == "120");
+}
+
+TEST_CASE("the VCD has an explicit timescale and vcd2fst accepts it", "[cli][vcd]") {
+  TempDir d;
+  const Result r = incsim(std::string(kQuickRun) + " --vcd " + d.file("w.vcd"));
+  REQUIRE(r.code == 0);
+  const std::string vcd = slurp(d.file("w.vcd"));
+  CHECK_THAT(vcd, Catch::Contains("$timescale"));
+  CHECK_THAT(vcd, Catch::Contains("$enddefinitions"));
+  // Per port queue depth and credits, per GPU step and chunk.
+  CHECK_THAT(vcd, Catch::Contains("credits_vc0"));
+  CHECK_THAT(vcd, Catch::Contains("in_bytes_vc0"));
+  CHECK_THAT(vcd, Catch::Contains("step"));
+  CHECK_THAT(vcd, Catch::Contains("chunk"));
+  if (access(VCD2FST, X_OK) != 0) {
+    // Catch2 2.13 has no SKIP: warn and stop here (the test passes).
+    WARN("vcd2fst is not installed (" VCD2FST ", Debian package gtkwave): the GTKWave check did not run");
+    return;
+  }
+  const Result f = sh(std::string("'" VCD2FST "' '") + d.file("w.vcd") + "' '" + d.file("w.fst") + "'");
+  INFO("vcd2fst stdout:\n" << f.out << "\nstderr:\n" << f.err);
+  REQUIRE(f.exited);
+  CHECK(f.code == 0);
+  CHECK(fs::exists(d.file("w.fst")));
+  CHECK(fs::file_size(d.file("w.fst")) > 0);
+}
+
+TEST_CASE("option help exits 0 and lists the options", "[cli]") {
+  const Result r = incsim("--help");
+  REQUIRE(r.exited);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  for (const char* flag : {"--platform", "--collective", "--algorithm", "--gpus", "--sizes", "--dtype", "--seed",
+                           "--config", "-c ", "--vcd", "--json"})
+    CHECK_THAT(r.out, Catch::Contains(flag));
+}
+
+TEST_CASE("option list-params prints key and type and default and description", "[cli]") {
+  const Result r = incsim("--list-params");
+  REQUIRE(r.exited);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  const auto ls = lines(r.out);
+  REQUIRE(ls.size() >= 10);
+  bool found = false;
+  for (const auto& l : ls) {
+    INFO(l);
+    std::vector<std::string> f;
+    std::istringstream is(l);
+    for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
+    REQUIRE(f.size() == 4);
+    CHECK_FALSE(f[0].empty());
+    CHECK((f[1] == "int" || f[1] == "float" || f[1] == "bool" || f[1] == "string"));
+    CHECK_FALSE(f[3].empty());
+    if (f[0] == "switch.latency_ns") {
+      found = true;
+      CHECK(f[1] == "float");
+      CHECK(f[2] == "150");
+    }
+  }
+  CHECK(found);
+}

@@ -1,0 +1,106 @@
+// Ring all-reduce end to end through tb::Experiment, as the incsim command
+// line runs it: real data checked against the reference (#wrong == 0) on the
+// star with 2, 3, 5, 8 and 16 GPUs and on DGX-2, float and int32; and on
+// DGX-2 the 64 MiB row near the bound, the 8 KiB row latency-bound.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <systemc>
+
+#include "experiment.h"
+#include "options.h"
+
+using namespace incsim;
+
+namespace {
+
+// Sizes: one element, small, a non-power-of-two multiple of 4 (12K + 4), and
+// one that needs several ring iterations per channel on small rings.
+const char* kSizes = "4,8K,12292,96K";
+
+std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes) {
+  tb::Options o;
+  o.platform = platform;
+  o.gpus = gpus;
+  o.dtype = dtype;
+  o.sizes = sizes;
+  o.quiet = true;
+  tb::Experiment e(o);
+  if (gpus) REQUIRE(e.participants() == gpus);
+  std::ostringstream table;
+  auto rows = e.run(&table);
+  INFO(table.str());
+  return rows;
+}
+
+void require_correct(const std::string& platform, int gpus, const std::string& dtype) {
+  const auto rows = run(platform, gpus, dtype, kSizes);
+  REQUIRE(rows.size() == 4);
+  const uint64_t sizes[] = {4, 8192, 12292, 96 * 1024};
+  for (size_t i = 0; i < rows.size(); ++i) {
+    INFO(platform << " " << gpus << " GPUs " << dtype << " size " << rows[i].size_bytes);
+    CHECK(rows[i].size_bytes == sizes[i]);
+    CHECK(rows[i].count == sizes[i] / 4);
+    CHECK(rows[i].wrong == 0);
+    CHECK(rows[i].time_us > 0);
+    CHECK(rows[i].bound_fraction > 0);
+    CHECK(rows[i].bound_fraction <= 1.0);  // nothing beats the analytical bound
+  }
+}
+
+}  // namespace
+
+#define RING_CORRECT(platform, gpus, dtype)                                                          \
+  TEST_CASE("ring all-reduce is exact on " platform " with " #gpus " GPUs in " dtype, "[ring]") { \
+    require_correct(platform, gpus, dtype);                                                          \
+  }
+
+RING_CORRECT("star", 2, "float")
+RING_CORRECT("star", 2, "int32")
+RING_CORRECT("star", 3, "float")
+RING_CORRECT("star", 3, "int32")
+RING_CORRECT("star", 5, "float")
+RING_CORRECT("star", 5, "int32")
+RING_CORRECT("star", 8, "float")
+RING_CORRECT("star", 8, "int32")
+RING_CORRECT("star", 16, "float")
+RING_CORRECT("star", 16, "int32")
+RING_CORRECT("dgx2", 16, "float")
+RING_CORRECT("dgx2", 16, "int32")
+
+TEST_CASE("ring all-reduce is exact on a subset of DGX-2 GPUs", "[ring]") { require_correct("dgx2", 5, "float"); }
+
+TEST_CASE("a different seed gives different data and still no wrong element", "[ring]") {
+  tb::Options o;
+  o.platform = "star";
+  o.gpus = 3;
+  o.sizes = "8K,12292";
+  o.seed = 12345;
+  o.quiet = true;
+  tb::Experiment e(o);
+  for (const auto& r : e.run(nullptr)) CHECK(r.wrong == 0);
+}
+
+TEST_CASE("on DGX-2 the 8 KiB all-reduce is latency-bound", "[ring][bound]") {
+  const auto rows = run("dgx2", 0, "float", "8K");
+  REQUIRE(rows.size() == 1);
+  INFO("8 KiB: " << rows[0].time_us << " us, busbw " << rows[0].busbw_GBps << " GB/s, "
+                 << 100 * rows[0].bound_fraction << "% of the bound");
+  CHECK(rows[0].wrong == 0);
+  CHECK(rows[0].bound_fraction < 0.2);
+  // At least the 2(n-1) = 30 dependent steps, each two switch traversals.
+  CHECK(rows[0].time_us >= 30 * 0.3);
+}
+
+TEST_CASE("on DGX-2 the 64 MiB all-reduce reaches 85% of the 120 GB/s bound", "[ring][bound][slow]") {
+  const auto rows = run("dgx2", 0, "float", "64M");
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  WARN("64 MiB on DGX-2: " << r.time_us << " us, busbw " << r.busbw_GBps << " GB/s, " << 100 * r.bound_fraction
+                           << "% of the bound");
+  CHECK(r.wrong == 0);
+  // The bound: 6 links x 25 GB/s less header flits and write acks = 120 GB/s.
+  CHECK(r.bound_us == Approx(2.0 * 15 / 16 * (64 << 20) / 120e3).epsilon(1e-6));
+  CHECK(r.bound_fraction >= 0.85);
+  CHECK(r.busbw_GBps >= 0.85 * 120);
+}
