@@ -120,7 +120,7 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& now) {
   }
   std::swap(p->src, p->dst);
   p->vc = net::kResponseVc;
-  p->wire_bytes = pool_.format().wire_bytes(p->payload_bytes);
+  p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
   pt.responses.push({now + lat, seq_++, reinterpret_cast<uint64_t>(p)});
   pt.wake.notify(lat);
 }
@@ -181,19 +181,20 @@ void Gpu::tx_process(int port) {
         for (size_t tries = 0; tries < pt.active.size() && !chosen;) {
           if (pt.stream_rr >= pt.active.size()) pt.stream_rr = 0;
           TxStream* s = pt.active[pt.stream_rr];
-          const uint32_t bytes = s->next_payload_bytes();
+          const uint32_t bytes = s->next_wire_bytes(pool_.format());
           if (bytes == 0) {
             pt.active.erase(pt.active.begin() + pt.stream_rr);
             continue;
           }
           ++tries;
-          if (!pt.link.has_credit(vc, pool_.format().wire_bytes(bytes))) break;
+          if (!pt.link.has_credit(vc, bytes)) break;
           chosen = pool_.get();
           chosen->src = static_cast<uint32_t>(index_);
           chosen->stream = s->id;
           chosen->vc = net::kRequestVc;
           s->fill(chosen);
-          chosen->wire_bytes = pool_.format().wire_bytes(chosen->payload_bytes);
+          chosen->wire_bytes = pool_.format().wire_bytes(chosen->op, chosen->payload_bytes);
+          sc_assert(chosen->wire_bytes == bytes);
           ++pt.stream_rr;
         }
       }

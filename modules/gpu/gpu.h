@@ -31,8 +31,10 @@ struct GpuConfig {
 class TxStream {
  public:
   virtual ~TxStream() = default;
-  virtual uint32_t next_payload_bytes() const = 0;  // 0: nothing more to send
-  virtual void fill(net::Packet* p) = 0;            // dst, addr, op and payload
+  // Bytes on the wire of the next packet (PacketFormat::wire_bytes), 0 when
+  // there is nothing more to send.
+  virtual uint32_t next_wire_bytes(const net::PacketFormat& f) const = 0;
+  virtual void fill(net::Packet* p) = 0;  // dst, addr, op, payload_bytes and data
   virtual void on_response(net::Packet* p) = 0;     // an ack or read data came back
   uint32_t id = 0;                                  // set by Gpu::add_stream
 };

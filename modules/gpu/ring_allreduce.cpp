@@ -46,7 +46,8 @@ class RingAllReduce::Rank : public Program {
     uint64_t recv_consumed = 0;  // transfers I have read out (slots freed)
     bool finished = false;
 
-    uint32_t next_payload_bytes() const override;
+    uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
+    uint64_t next_elems() const;
     void fill(net::Packet* p) override;
     void on_response(net::Packet* p) override;
   };
@@ -217,10 +218,14 @@ void RingAllReduce::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t l
   checked_ += len;
 }
 
-uint32_t RingAllReduce::Rank::Channel::next_payload_bytes() const {
+uint64_t RingAllReduce::Rank::Channel::next_elems() const {
   if (!sending || pos >= len) return 0;
-  const uint64_t max_elems = rank->gpu_.pool().format().max_payload_bytes / kElem;
-  return static_cast<uint32_t>(std::min(max_elems, len - pos) * kElem);
+  return std::min<uint64_t>(rank->gpu_.pool().format().max_payload_bytes / kElem, len - pos);
+}
+
+uint32_t RingAllReduce::Rank::Channel::next_wire_bytes(const net::PacketFormat& f) const {
+  const uint64_t m = next_elems();
+  return m ? f.wire_bytes(static_cast<uint32_t>(m * kElem)) : 0;
 }
 
 void RingAllReduce::Rank::Channel::fill(net::Packet* p) {
@@ -228,7 +233,7 @@ void RingAllReduce::Rank::Channel::fill(net::Packet* p) {
   const RingParams& prm = r.ring_.params_;
   const int n = r.n_;
   const int s = r.step_of(t_send);
-  const uint64_t m = next_payload_bytes() / kElem;
+  const uint64_t m = next_elems();
   p->dst = r.next_;
   p->op = net::Op::Write;
   p->addr = mailbox + (t_send % prm.slots) * prm.chunk_bytes + pos * kElem;

@@ -39,6 +39,11 @@ struct PacketFormat {
   uint16_t wire_bytes(uint32_t payload) const {
     return static_cast<uint16_t>(header_bytes + (payload + flit_bytes - 1) / flit_bytes * flit_bytes);
   }
+  // Read requests and write acks are single header flits (Klenk §V); a
+  // read's payload_bytes is the length it asks for, not what it carries.
+  uint16_t wire_bytes(Op op, uint32_t payload) const {
+    return op == Op::Read || op == Op::WriteAck ? static_cast<uint16_t>(header_bytes) : wire_bytes(payload);
+  }
 };
 
 // First-in first-out queue threaded through Packet::next.

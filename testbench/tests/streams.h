@@ -43,10 +43,10 @@ class RequestStream : public gpu::TxStream {
   std::vector<Response> responses;
   std::function<void(RequestStream&)> on_each_response;  // optional
 
-  uint32_t next_payload_bytes() const override {
+  uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
     if (next_ >= requests.size() || next_ >= released_) return 0;
     const Request& r = requests[next_];
-    return r.op == net::Op::Write ? static_cast<uint32_t>(r.data.size()) : r.read_bytes;
+    return f.wire_bytes(r.op, r.op == net::Op::Write ? static_cast<uint32_t>(r.data.size()) : r.read_bytes);
   }
   void fill(net::Packet* p) override {
     const Request& r = requests[next_++];
@@ -73,42 +73,6 @@ class RequestStream : public gpu::TxStream {
  private:
   size_t next_ = 0;
   size_t released_ = SIZE_MAX;
-};
-
-// A copy engine: streams [src, src+bytes) of the local memory to `dst_addr`
-// on endpoint `dst` in packets of at most max_payload bytes.
-class CopyStream : public gpu::TxStream {
- public:
-  CopyStream(gpu::Gpu& gpu, uint64_t src, uint32_t dst, uint64_t dst_addr, uint64_t bytes)
-      : gpu_(gpu), src_(src), dst_(dst), dst_addr_(dst_addr), bytes_(bytes) {}
-  uint32_t next_payload_bytes() const override {
-    const uint64_t left = bytes_ - pos_;
-    return static_cast<uint32_t>(std::min<uint64_t>(left, gpu_.pool().format().max_payload_bytes));
-  }
-  void fill(net::Packet* p) override {
-    const uint32_t n = next_payload_bytes();
-    if (pos_ == 0) first_sent = sc_core::sc_time_stamp();
-    p->dst = dst_;
-    p->addr = dst_addr_ + pos_;
-    p->op = net::Op::Write;
-    p->payload_bytes = static_cast<uint16_t>(n);
-    std::memcpy(p->data, gpu_.memory().at(src_ + pos_, n), n);
-    pos_ += n;
-    ++packets;
-  }
-  void on_response(net::Packet* p) override {
-    if (p->op == net::Op::WriteAck && p->src == dst_) ++acks;
-    else ++bad_responses;
-    last_ack = sc_core::sc_time_stamp();
-  }
-  uint64_t packets = 0, acks = 0, bad_responses = 0;
-  sc_core::sc_time first_sent, last_ack;
-
- private:
-  gpu::Gpu& gpu_;
-  uint64_t src_;
-  uint32_t dst_;
-  uint64_t dst_addr_, bytes_, pos_ = 0;
 };
 
 }  // namespace incsim::test

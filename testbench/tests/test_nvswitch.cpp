@@ -116,7 +116,7 @@ namespace {
 class Flood : public gpu::TxStream {
  public:
   Flood(uint32_t dst, uint64_t addr) : dst_(dst), addr_(addr) {}
-  uint32_t next_payload_bytes() const override { return 128; }
+  uint32_t next_wire_bytes(const net::PacketFormat& f) const override { return f.wire_bytes(128); }
   void fill(net::Packet* p) override {
     p->dst = dst_;
     p->addr = addr_;
