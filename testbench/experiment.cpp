@@ -122,6 +122,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   const double stall_us = cfg_.get<double>("sim.stall_timeout_us", 100.0,
                                            "simulated time without any link activity that counts as a stall, us");
   if (!(stall_us > 0)) throw UserError("sim.stall_timeout_us must be above zero");
+  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   watchdog_ = std::make_unique<Watchdog>(
       "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
       [this] {
@@ -129,7 +130,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
         for (const auto& l : platform_->link_ends()) b += l.port->bytes_sent();
         return b;
       },
-      opt_.quiet);
+      opt_.quiet, progress_s);
   cfg_.check_unused();
 
   if (!opt_.vcd.empty()) {

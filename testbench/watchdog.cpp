@@ -5,8 +5,8 @@
 namespace incsim::tb {
 
 Watchdog::Watchdog(sc_core::sc_module_name name, sc_core::sc_time timeout, std::function<uint64_t()> progress,
-                   bool quiet)
-    : sc_module(name), timeout_(timeout), progress_(std::move(progress)), quiet_(quiet) {
+                   bool quiet, double report_every_s)
+    : sc_module(name), timeout_(timeout), progress_(std::move(progress)), quiet_(quiet), report_every_(report_every_s) {
   SC_HAS_PROCESS(Watchdog);
   SC_METHOD(tick);
   sensitive << wake_;
@@ -34,7 +34,7 @@ void Watchdog::tick() {
   }
   last_ = now;
   const auto wall = std::chrono::steady_clock::now();
-  if (!quiet_ && wall - last_report_ > std::chrono::seconds(2)) {
+  if (!quiet_ && wall - last_report_ >= report_every_) {
     last_report_ = wall;
     std::cerr << "incsim: " << what_ << ": simulated time " << sc_core::sc_time_stamp().to_seconds() * 1e6
               << " us\n";

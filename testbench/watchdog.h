@@ -11,7 +11,9 @@ namespace incsim::tb {
 
 class Watchdog : public sc_core::sc_module {
  public:
-  Watchdog(sc_core::sc_module_name name, sc_core::sc_time timeout, std::function<uint64_t()> progress, bool quiet);
+  // Reports progress every `report_every` of wall-clock time unless quiet.
+  Watchdog(sc_core::sc_module_name name, sc_core::sc_time timeout, std::function<uint64_t()> progress, bool quiet,
+           double report_every_s);
   void arm(const std::string& what);
   void disarm() { armed_ = false; }
   bool stalled() const { return stalled_; }
@@ -21,6 +23,7 @@ class Watchdog : public sc_core::sc_module {
   sc_core::sc_time timeout_;
   std::function<uint64_t()> progress_;
   bool quiet_, armed_ = false, stalled_ = false;
+  std::chrono::duration<double> report_every_;
   uint64_t last_ = 0;
   std::string what_;
   std::chrono::steady_clock::time_point last_report_;

@@ -312,3 +312,39 @@ TEST_CASE("option list-params prints key and type and default and description", 
   }
   CHECK(found);
 }
+
+TEST_CASE("a stall stops the run with a report of what each block holds and waits for", "[cli][stall]") {
+  // With a 50 ns stall timeout the first memory latency (no link moves a
+  // byte while the cores read their first data) already counts as a stall.
+  const Result r = incsim("--platform star --gpus 3 --sizes 64K --quiet -c sim.stall_timeout_us=0.05");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code == 2);
+  const auto err = lines(r.err);
+  REQUIRE(err.size() > 1);
+  CHECK_THAT(err[0], Catch::StartsWith("incsim: error: simulation stalled at 50 ns during size 64K"));
+  CHECK_THAT(r.err, Catch::Contains("gpu2 ring channel 11: transfer 0 of 4 sending"));
+}
+
+TEST_CASE("dump-platform writes a YAML topology that runs the same", "[cli][platform]") {
+  TempDir d;
+  const std::string yaml = d.file("dgx2.yaml");
+  const Result dump = incsim("--platform dgx2 --dump-platform '" + yaml + "'");
+  REQUIRE(dump.code == 0);
+  CHECK_THAT(slurp(yaml), Catch::Contains("{a: sw0.8, b: sw6.8, bw_GBps: 25, latency_ns: 0}"));
+  const Result a = incsim("--platform dgx2 --sizes 64K --quiet --json '" + d.file("a.json") + "'");
+  const Result b = incsim("--platform '" + yaml + "' --sizes 64K --quiet --json '" + d.file("b.json") + "'");
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  auto rows = [&](const std::string& f) { return nlohmann::json::parse(slurp(f))["rows"].dump(); };
+  CHECK(rows(d.file("a.json")) == rows(d.file("b.json")));
+}
+
+TEST_CASE("progress goes to stderr unless quiet", "[cli][progress]") {
+  const Result r = incsim("--platform star --gpus 4 --sizes 8K,1M -c sim.progress_s=0 -c sim.stall_timeout_us=5");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("incsim: size 1M (2 of 2): simulated time"));
+  const Result q = incsim("--platform star --gpus 4 --sizes 8K,1M -c sim.progress_s=0 -c sim.stall_timeout_us=5 --quiet");
+  REQUIRE(q.code == 0);
+  CHECK(q.err.empty());
+}
