@@ -9,7 +9,6 @@
 namespace incsim::gpu {
 
 using collectives::DType;
-using sc_core::sc_time;
 
 namespace {
 constexpr uint32_t kElem = 4;  // float32 and int32
@@ -24,7 +23,8 @@ class RingAllReduce::Rank : public Program {
   void on_timer(uint64_t) override {}
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
-  uint64_t wrong() const { return wrong_ + (count_ - checked_); }
+  // Mismatches plus elements checked too few or too many times.
+  uint64_t wrong() const { return wrong_ + (checked_ > count_ ? checked_ - count_ : count_ - checked_); }
 
  private:
   struct Channel : TxStream {

@@ -8,22 +8,15 @@
 
 namespace incsim::topo {
 
-int Topology::add_endpoint(const std::string& n, int ports) {
-  if (ports <= 0) throw UserError("endpoint '" + n + "' must have at least one port");
+int Topology::add_node(const std::string& n, int ports, NodeKind kind) {
+  const char* what = kind == NodeKind::Endpoint ? "endpoint" : "switch";
+  if (ports <= 0) throw UserError(std::string(what) + " '" + n + "' must have at least one port");
   if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
-  nodes_.push_back({n, NodeKind::Endpoint, ports, static_cast<int>(endpoints_.size())});
-  endpoints_.push_back(static_cast<int>(nodes_.size()) - 1);
+  auto& ids = kind == NodeKind::Endpoint ? endpoints_ : switches_;
+  nodes_.push_back({n, kind, ports, static_cast<int>(ids.size())});
+  ids.push_back(static_cast<int>(nodes_.size()) - 1);
   port_link_.emplace_back(ports, -1);
-  return static_cast<int>(nodes_.size()) - 1;
-}
-
-int Topology::add_switch(const std::string& n, int ports) {
-  if (ports <= 0) throw UserError("switch '" + n + "' must have at least one port");
-  if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
-  nodes_.push_back({n, NodeKind::Switch, ports, static_cast<int>(switches_.size())});
-  switches_.push_back(static_cast<int>(nodes_.size()) - 1);
-  port_link_.emplace_back(ports, -1);
-  return static_cast<int>(nodes_.size()) - 1;
+  return ids.back();
 }
 
 int Topology::find(const std::string& n) const {

@@ -33,8 +33,8 @@ class Topology {
  public:
   std::string name;
 
-  int add_endpoint(const std::string& name, int ports);
-  int add_switch(const std::string& name, int ports);
+  int add_endpoint(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Endpoint); }
+  int add_switch(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Switch); }
   void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns);
 
   // Checks the graph (throws UserError naming the problem) and computes the
@@ -62,6 +62,7 @@ class Topology {
   std::string port_name(PortRef p) const;
 
  private:
+  int add_node(const std::string& name, int ports, NodeKind kind);
   void check_port(PortRef p, const char* what) const;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
