@@ -10,7 +10,7 @@ namespace incsim::platforms {
 using sc_core::sc_time;
 using topo::NodeKind;
 
-std::string builtin_platforms() { return "dgx2, star"; }
+std::string builtin_platforms() { return "dgx2, fattree2l, star"; }
 
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
   const double bw = cfg.get<double>("link.bw_GBps", 25.0,
@@ -25,6 +25,13 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
       throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
                       std::to_string(gpus));
     return topo::make_dgx2(bw, lat);
+  }
+  if (platform == "fattree2l") {
+    const int n = gpus == 0 ? 128 : gpus;
+    if (n < 8 || n > 128 || n % 8 != 0)
+      throw UserError("the fattree2l platform builds 8 to 128 GPUs in leaf groups of 8; --gpus " +
+                      std::to_string(n) + " is not a multiple of 8 in that range");
+    return topo::make_fattree2l(n / 8, bw, lat);
   }
   if (platform == "star") {
     const int n = gpus == 0 ? 8 : gpus;

@@ -129,6 +129,30 @@ Topology make_dgx2(double bw, double lat) {
   return t;
 }
 
+Topology make_fattree2l(int groups, double bw, double lat) {
+  constexpr int kGpus = 8, kLeaves = 6, kUp = 8;  // per group (Klenk §V)
+  if (groups < 1 || groups > 16) throw UserError("the 2-level fat tree has 1 to 16 leaf groups of 8 GPUs");
+  Topology t;
+  t.name = "fattree2l";
+  for (int g = 0; g < groups * kGpus; ++g) t.add_endpoint("gpu" + std::to_string(g), kLeaves);
+  auto leaf = [&](int g, int k) { return "leaf" + std::to_string(g) + "_" + std::to_string(k); };
+  auto spine = [&](int k, int j) { return "spine" + std::to_string(k) + "_" + std::to_string(j); };
+  for (int g = 0; g < groups; ++g)
+    for (int k = 0; k < kLeaves; ++k) t.add_switch(leaf(g, k), kGpus + kUp);
+  for (int k = 0; k < kLeaves; ++k)
+    for (int j = 0; j < kUp; ++j) t.add_switch(spine(k, j), groups);
+  for (int g = 0; g < groups; ++g)
+    for (int k = 0; k < kLeaves; ++k) {
+      const int l = t.find(leaf(g, k));
+      // GPU port k goes to leaf switch k of its group, on that switch's port (GPU % 8).
+      for (int i = 0; i < kGpus; ++i) t.connect({t.find("gpu" + std::to_string(g * kGpus + i)), k}, {l, i}, bw, lat);
+      // Up-link j goes to spine (k, j), on that spine's port g.
+      for (int j = 0; j < kUp; ++j) t.connect({l, kGpus + j}, {t.find(spine(k, j)), g}, bw, lat);
+    }
+  t.finalize();
+  return t;
+}
+
 Topology make_star(int n, double bw, double lat) {
   if (n < 1) throw UserError("a star needs at least one GPU");
   Topology t;

@@ -77,6 +77,11 @@ class Topology {
 // switches in two groups of 6; each switch links to the 8 GPUs of its group and
 // by 8 links to one switch of the other group (full bisection).
 Topology make_dgx2(double bw_GBps, double latency_ns);
+// The 2-level fat tree of Klenk §V: leaf groups of 8 GPUs (6 ports each) and
+// 6 leaf switches, each leaf switch linked to the 8 GPUs of its group and by
+// 8 up-links to 8 spine switches; spine switch (k, j) links to leaf switch k
+// of every group. 16 groups give 128 GPUs and 96 + 48 = 144 switches.
+Topology make_fattree2l(int groups, double bw_GBps, double latency_ns);
 // One switch with n ports and n single-port endpoints.
 Topology make_star(int n, double bw_GBps, double latency_ns);
 

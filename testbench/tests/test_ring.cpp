@@ -69,6 +69,7 @@ RING_CORRECT("dgx2", 16, "float")
 RING_CORRECT("dgx2", 16, "int32")
 
 TEST_CASE("ring all-reduce is exact on a subset of DGX-2 GPUs", "[ring]") { require_correct("dgx2", 5, "float"); }
+RING_CORRECT("fattree2l", 64, "float")
 
 TEST_CASE("a different seed gives different data and still no wrong element", "[ring]") {
   tb::Options o;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <vector>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -171,6 +172,33 @@ TEST_CASE("a star has one switch with a port per GPU", "[topology]") {
       }
   }
   CHECK_THROWS_AS(make_star(0, 25, 0), UserError);
+}
+
+TEST_CASE("the 2-level fat tree of Klenk has 128 GPUs, 144 switches and full up-link spread", "[topology]") {
+  Topology t = make_fattree2l(16, 25, 0);
+  REQUIRE(t.endpoints().size() == 128);
+  REQUIRE(t.switches().size() == 144);
+  CHECK(t.links().size() == 128 * 6 + 96 * 8);
+  for (int s : t.switches()) {
+    const auto& n = t.node(s);
+    CHECK(n.ports == (n.name.rfind("leaf", 0) == 0 ? 16 : 16));
+  }
+  // Within a group one switch; across groups leaf, spine, leaf.
+  for (int s = 0; s < 128; s += 7)
+    for (int d = 0; d < 128; d += 5) {
+      if (s == d) continue;
+      INFO(s << " -> " << d);
+      CHECK(walk(t, s, d) == (s / 8 == d / 8 ? 1 : 3));
+    }
+  // A leaf switch spreads the 120 remote GPUs evenly over its 8 up-links.
+  const int leaf = t.find("leaf0_0");
+  std::vector<int> per_up(16, 0);
+  for (int d = 8; d < 128; ++d) ++per_up[t.route(leaf, d)];
+  for (int p = 8; p < 16; ++p) CHECK(per_up[p] == 15);
+  Topology half = make_fattree2l(8, 25, 0);
+  CHECK(half.endpoints().size() == 64);
+  CHECK(half.node(half.find("spine0_0")).ports == 8);
+  CHECK_THROWS_AS(make_fattree2l(17, 25, 0), UserError);
 }
 
 TEST_CASE("save_yaml then load_yaml gives the same links and routes", "[topology][yaml]") {
