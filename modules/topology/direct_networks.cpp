@@ -1,0 +1,125 @@
+#include "topology/direct_networks.h"
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace incsim::topo {
+
+namespace {
+
+// Shared by mesh and torus. Neighbours in the order -Y, +Y, -X, +X.
+Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, double lat,
+                   double nic_bw) {
+  const std::string what = std::string("a ") + kind + " of " + std::to_string(kx) + "x" +
+                           std::to_string(ky);
+  if (kx < 1 || ky < 1) throw UserError(what + " is impossible: both dimensions must be at least 1");
+  if (kx * ky < 2) throw UserError(what + " has a single node; it needs at least 2 nodes");
+  if (kx > 128 || ky > 128) throw UserError(what + " is too large: each dimension is at most 128");
+  const int n = kx * ky;
+  // Neighbour lists per router; a wrap-around of a size-2 dimension repeats the
+  // neighbour, giving two parallel links.
+  std::vector<std::vector<int>> nbr(n);
+  for (int i = 0; i < n; ++i) {
+    const int x = i % kx, y = i / kx;
+    auto add = [&](int dx, int dy, int size, int coord) {
+      int c = coord + (dx + dy);
+      if (c < 0 || c >= size) {
+        if (!wrap || size < 2) return;
+        c = (c + size) % size;
+      }
+      if (c == coord) return;
+      int j = dx != 0 ? y * kx + c : c * kx + x;
+      nbr[i].push_back(j);
+    };
+    add(0, -1, ky, y);
+    add(0, +1, ky, y);
+    add(-1, 0, kx, x);
+    add(+1, 0, kx, x);
+  }
+  Topology t;
+  t.name = kind;
+  std::vector<int> ep(n), rt(n);
+  for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
+  for (int i = 0; i < n; ++i)
+    rt[i] = t.add_switch("r" + std::to_string(i), static_cast<int>(nbr[i].size()) + 1);
+  // Link router i port p to its neighbour j on the first port of j that lists i
+  // and is still free (the k-th occurrence of i pairs with the k-th occurrence).
+  for (int i = 0; i < n; ++i)
+    for (size_t p = 0; p < nbr[i].size(); ++p) {
+      const int j = nbr[i][p];
+      if (j < i) continue;
+      int occurrence = 0;
+      for (size_t q = 0; q < p; ++q) occurrence += nbr[i][q] == j;
+      int seen = 0;
+      for (size_t q = 0; q < nbr[j].size(); ++q) {
+        if (nbr[j][q] != i) continue;
+        if (seen++ == occurrence) {
+          t.connect({rt[i], static_cast<int>(p)}, {rt[j], static_cast<int>(q)}, bw, lat);
+          break;
+        }
+      }
+    }
+  for (int i = 0; i < n; ++i) {
+    const int deg = static_cast<int>(nbr[i].size());
+    const double b = nic_bw > 0 ? nic_bw : bw * deg;  // MultiTree §V-A
+    t.connect({ep[i], 0}, {rt[i], deg}, b, lat);
+  }
+  t.finalize();
+  return t;
+}
+
+}  // namespace
+
+Topology make_mesh(int kx, int ky, double bw, double lat, double nic_bw) {
+  return make_grid("mesh", kx, ky, false, bw, lat, nic_bw);
+}
+
+Topology make_torus(int kx, int ky, double bw, double lat, double nic_bw) {
+  return make_grid("torus", kx, ky, true, bw, lat, nic_bw);
+}
+
+Topology make_fattree(int nodes, int k, double bw, double lat) {
+  const std::string what = "a fat tree of " + std::to_string(nodes) + " nodes with " +
+                           std::to_string(k) + " per leaf switch";
+  if (k < 1 || nodes < 2 || nodes % k != 0 || nodes / k < 2)
+    throw UserError(what + " is impossible: nodes must be a multiple of k with at least 2 leaf switches");
+  if (nodes > 8192) throw UserError(what + " is too large: at most 8192 nodes");
+  const int leaves = nodes / k;
+  Topology t;
+  t.name = "fattree";
+  std::vector<int> ep(nodes), leaf(leaves), spine(k);
+  for (int i = 0; i < nodes; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
+  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_switch("leaf" + std::to_string(l), 2 * k);
+  for (int s = 0; s < k; ++s) spine[s] = t.add_switch("spine" + std::to_string(s), leaves);
+  for (int i = 0; i < nodes; ++i) t.connect({ep[i], 0}, {leaf[i / k], i % k}, bw, lat);
+  for (int l = 0; l < leaves; ++l)
+    for (int s = 0; s < k; ++s) t.connect({leaf[l], k + s}, {spine[s], l}, bw, lat);
+  t.finalize();
+  return t;
+}
+
+Topology make_bigraph(int per_switch, int switches, double bw, double lat) {
+  const std::string what = "a BiGraph of " + std::to_string(per_switch) + "x" +
+                           std::to_string(switches);
+  if (per_switch < 1 || switches < 2 || switches % 2 != 0)
+    throw UserError(what + " is impossible: it needs at least 1 node per switch and an even number of switches");
+  if (per_switch * switches > 8192) throw UserError(what + " is too large: at most 8192 nodes");
+  const int n = per_switch * switches, half = switches / 2;
+  Topology t;
+  t.name = "bigraph";
+  std::vector<int> ep(n), sw(switches);
+  for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
+  for (int s = 0; s < switches; ++s)
+    sw[s] = t.add_switch((s < half ? "up" : "low") + std::to_string(s % half), per_switch + half);
+  for (int i = 0; i < n; ++i) t.connect({ep[i], 0}, {sw[i / per_switch], i % per_switch}, bw, lat);
+  // Upper switch u port per_switch + l  <->  lower switch l port per_switch + u.
+  for (int u = 0; u < half; ++u)
+    for (int l = 0; l < half; ++l)
+      t.connect({sw[u], per_switch + l}, {sw[half + l], per_switch + u}, bw, lat);
+  t.finalize();
+  return t;
+}
+
+}  // namespace incsim::topo
