@@ -1,0 +1,182 @@
+#include "collectives/baselines.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/error.h"
+
+namespace incsim::collectives {
+
+namespace {
+
+void need_nodes(int n, const char* what) {
+  if (n < 2) throw UserError(std::string(what) + " needs at least 2 nodes");
+}
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
+Schedule ring(int n, const std::vector<int>& order_in) {
+  need_nodes(n, "ring all-reduce");
+  std::vector<int> order = order_in;
+  if (order.empty())
+    for (int i = 0; i < n; ++i) order.push_back(i);
+  {
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < n; ++i)
+      if (static_cast<int>(sorted.size()) != n || sorted[i] != i)
+        throw UserError("a ring order must list every node once");
+  }
+  ScheduleBuilder b("ring", n, n);
+  // Reduce-scatter: in step s position i sends chunk i - s to position i + 1,
+  // so chunk c ends reduced at position c.
+  for (int s = 1; s <= n - 1; ++s)
+    for (int i = 0; i < n; ++i) b.reduce(mod(i - s, n), order[i], order[mod(i + 1, n)], s);
+  // All-gather: in step n - 1 + s position i sends chunk i - s + 1 onward.
+  for (int s = 1; s <= n - 1; ++s)
+    for (int i = 0; i < n; ++i) b.gather(mod(i - s + 1, n), order[i], order[mod(i + 1, n)], n - 1 + s);
+  return b.build();
+}
+
+TreeLinks nccl_tree0(int n, int rank) {
+  TreeLinks l;
+  int bit = 1;
+  while (bit < n && !(bit & rank)) bit <<= 1;
+  if (rank == 0) {
+    if (n > 1) l.child1 = bit >> 1;
+    return l;
+  }
+  int up = (rank ^ bit) | (bit << 1);
+  if (up >= n) up = rank ^ bit;
+  l.parent = up;
+  int low = bit >> 1;
+  if (low) {
+    l.child0 = rank - low;
+    int d1 = rank + low;
+    while (low && d1 >= n) {
+      low >>= 1;
+      d1 = rank + low;
+    }
+    if (low) l.child1 = d1;
+  }
+  return l;
+}
+
+TreeLinks nccl_tree1(int n, int rank) {
+  auto map = [](int x, auto f) { return x == kNil ? kNil : f(x); };
+  TreeLinks l;
+  if (n % 2 == 1) {  // shifted
+    TreeLinks s = nccl_tree0(n, mod(rank - 1, n));
+    auto f = [n](int x) { return (x + 1) % n; };
+    l = {map(s.parent, f), map(s.child0, f), map(s.child1, f)};
+  } else {  // mirrored
+    TreeLinks s = nccl_tree0(n, n - 1 - rank);
+    auto f = [n](int x) { return n - 1 - x; };
+    l = {map(s.parent, f), map(s.child0, f), map(s.child1, f)};
+  }
+  return l;
+}
+
+Schedule double_binary_tree(int n, bool interleave) {
+  need_nodes(n, "double binary tree all-reduce");
+  ScheduleBuilder b(interleave ? "dbtree" : "dbtree-flat", n, 2);
+  for (int j = 0; j < 2; ++j) {
+    std::vector<int> parent(n, kNil);
+    std::vector<std::vector<int>> children(n);
+    int root = kNil;
+    for (int r = 0; r < n; ++r) {
+      TreeLinks l = j == 0 ? nccl_tree0(n, r) : nccl_tree1(n, r);
+      parent[r] = l.parent;
+      if (l.parent == kNil) root = r;
+    }
+    for (int r = 0; r < n; ++r)
+      if (parent[r] != kNil) children[parent[r]].push_back(r);
+    auto step = [&](int logical) { return interleave ? 2 * logical - 1 + j : logical; };
+    // Reduce: a node sends one step after its last child (leaves in step 1).
+    std::vector<int> up(n, 0);
+    std::function<int(int)> height = [&](int r) {
+      int h = 0;
+      for (int c : children[r]) h = std::max(h, height(c));
+      return up[r] = h + 1;
+    };
+    const int H = height(root) - 1;  // the root's last child sends in step H
+    for (int r = 0; r < n; ++r)
+      if (parent[r] != kNil) b.reduce(j, r, parent[r], step(up[r]));
+    // Broadcast: the root in step H + 1, each node the step after it received.
+    std::function<void(int, int)> down = [&](int r, int s) {
+      for (int c : children[r]) b.gather(j, r, c, step(s));
+      for (int c : children[r]) down(c, s + 1);
+    };
+    down(root, H + 1);
+  }
+  return b.build();
+}
+
+Schedule ring2d(int kx, int ky) {
+  if (kx < 1 || ky < 1 || kx * ky < 2) throw UserError("a 2D ring needs a grid of at least 2 nodes");
+  const int n = kx * ky;
+  auto node = [kx](int x, int y) { return y * kx + x; };
+  ScheduleBuilder b("ring2d", n, n);
+  // Chunk c = block (c / ky) of the row phase, piece (c % ky) of the column phase.
+  int base = 0;
+  for (int s = 1; s <= kx - 1; ++s)  // row reduce-scatter: block x ends at column x
+    for (int y = 0; y < ky; ++y)
+      for (int x = 0; x < kx; ++x)
+        for (int j = 0; j < ky; ++j)
+          b.reduce(mod(x - s, kx) * ky + j, node(x, y), node(mod(x + 1, kx), y), base + s);
+  base += kx - 1;
+  for (int s = 1; s <= ky - 1; ++s)  // column reduce-scatter: piece y ends at row y
+    for (int x = 0; x < kx; ++x)
+      for (int y = 0; y < ky; ++y) b.reduce(x * ky + mod(y - s, ky), node(x, y), node(x, mod(y + 1, ky)), base + s);
+  base += ky - 1;
+  for (int s = 1; s <= ky - 1; ++s)  // column all-gather
+    for (int x = 0; x < kx; ++x)
+      for (int y = 0; y < ky; ++y)
+        b.gather(x * ky + mod(y - s + 1, ky), node(x, y), node(x, mod(y + 1, ky)), base + s);
+  base += ky - 1;
+  for (int s = 1; s <= kx - 1; ++s)  // row all-gather
+    for (int y = 0; y < ky; ++y)
+      for (int x = 0; x < kx; ++x)
+        for (int j = 0; j < ky; ++j)
+          b.gather(mod(x - s + 1, kx) * ky + j, node(x, y), node(mod(x + 1, kx), y), base + s);
+  return b.build();
+}
+
+Schedule halving_doubling(int n) {
+  need_nodes(n, "halving-doubling all-reduce");
+  int p = 1, m = 0;
+  while (p * 2 <= n) {
+    p *= 2;
+    ++m;
+  }
+  const int r = n - p, pre = r > 0 ? 1 : 0;
+  // Participant v in [0, p) is real rank 2v + 1 for v < r, else v + r.
+  auto real = [r](int v) { return v < r ? 2 * v + 1 : v + r; };
+  ScheduleBuilder b("hd", n, p);
+  for (int i = 0; i < r; ++i)
+    for (int c = 0; c < p; ++c) b.reduce(c, 2 * i, 2 * i + 1, 1);
+  // Recursive halving: in step k (distance d = p >> (k + 1)) v keeps the half
+  // whose bit d matches its own and sends the other half to v ^ d; chunk c
+  // leaves v at the first distance where their bits differ and ends at v = c.
+  for (int k = 0; k < m; ++k) {
+    const int d = p >> (k + 1);
+    for (int v = 0; v < p; ++v)
+      for (int c = 0; c < p; ++c) {
+        const int high = ~((d << 1) - 1);  // bits above d: equal while v still holds c
+        if ((c & high) == (v & high) && (c & d) != (v & d)) b.reduce(c, real(v), real(v ^ d), pre + k + 1);
+      }
+  }
+  // Recursive doubling: in step k (distance 2^k) v sends every chunk it holds,
+  // those equal to v in the bits from k up, to v ^ 2^k.
+  for (int k = 0; k < m; ++k)
+    for (int v = 0; v < p; ++v)
+      for (int c = 0; c < p; ++c)
+        if ((c >> k) == (v >> k)) b.gather(c, real(v), real(v ^ (1 << k)), pre + m + k + 1);
+  for (int i = 0; i < r; ++i)
+    for (int c = 0; c < p; ++c) b.gather(c, 2 * i + 1, 2 * i, pre + 2 * m + 1);
+  return b.build();
+}
+
+}  // namespace incsim::collectives

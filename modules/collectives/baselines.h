@@ -1,0 +1,49 @@
+#pragma once
+// Baseline all-reduce algorithms as schedule tables (schedule.h), so that they
+// run on the same NIC as MultiTree, as the MultiTree paper does for fairness
+// (§V-A). Plain C++, no SystemC; node i is endpoint i of the topology.
+#include <vector>
+
+#include "collectives/schedule.h"
+
+namespace incsim::collectives {
+
+// Ring (NCCL): n chunks; reduce-scatter in steps 1..n-1, all-gather in steps
+// n..2(n-1). order[i] is the node at ring position i (empty: 0, 1, ..., n-1);
+// flow i ends reduced at order[i].
+Schedule ring(int n, const std::vector<int>& order = {});
+
+// NCCL's binary trees (NCCL 2.4, src/graph/trees.cc), for rank r of n:
+// tree 0: with b the lowest set bit of r, parent (r ^ b) | (b << 1), or r ^ b
+// when that is out of range, children r - b/2 and r + b/2 (the latter halved
+// toward r until in range); rank 0 is the root with the one child
+// (highest power of two below n). Tree 1: mirrored (n - 1 - r) for even n,
+// shifted by one for odd n. kNil where there is none.
+struct TreeLinks {
+  int parent = kNil, child0 = kNil, child1 = kNil;
+};
+TreeLinks nccl_tree0(int n, int rank);
+TreeLinks nccl_tree1(int n, int rank);
+
+// Double binary tree: flow 0 (first half of the buffer) is reduced to tree 0's
+// root and broadcast back along tree 0, flow 1 along tree 1. A node sends its
+// Reduce the step after its last child's arrived (leaves in step 1), and
+// forwards the broadcast the step after it arrived. With interleave, tree 0
+// uses odd and tree 1 even steps, so that a node never sends in both trees at
+// once (MultiTree §III-B, Fig. 4b).
+Schedule double_binary_tree(int n, bool interleave = true);
+
+// 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018): reduce-scatter
+// along the rows, then along the columns, all-gather along the columns, then
+// along the rows. kx * ky chunks; 2(kx - 1) + 2(ky - 1) steps.
+Schedule ring2d(int kx, int ky);
+
+// Recursive halving-doubling (Rabenseifner; Thakur et al. 2005) for any n:
+// with p the largest power of two <= n and r = n - p, the even ranks below 2r
+// first send all their data to the next odd rank (step 1) and get the result
+// from it at the end; the p remaining ranks run recursive-halving
+// reduce-scatter (partner distance p/2 first) and recursive-doubling
+// all-gather (distance 1 first). p chunks; 2 log2 p steps, plus 2 when r > 0.
+Schedule halving_doubling(int n);
+
+}  // namespace incsim::collectives

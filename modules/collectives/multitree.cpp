@@ -1,0 +1,199 @@
+#include "collectives/multitree.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include "core/error.h"
+
+namespace incsim::collectives {
+
+using topo::NodeKind;
+using topo::PortRef;
+using topo::Topology;
+
+bool is_direct_network(const Topology& t) {
+  for (int e : t.endpoints())
+    if (t.node(e).ports != 1) return false;
+  for (int s : t.switches()) {
+    int eps = 0;
+    for (int p = 0; p < t.node(s).ports; ++p) {
+      PortRef v = t.peer({s, p});
+      eps += v.node >= 0 && t.node(v.node).kind == NodeKind::Endpoint;
+    }
+    if (eps != 1) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Directed link index of the output port `out`: 2 * link + direction.
+int dlink(const Topology& t, PortRef out) {
+  int l = t.link_at(out);
+  const auto& L = t.links()[l];
+  return 2 * l + ((L.a.node == out.node && L.a.port == out.port) ? 0 : 1);
+}
+
+}  // namespace
+
+MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
+  const int n = static_cast<int>(t.endpoints().size());
+  if (n < 2) throw UserError("MultiTree needs at least 2 endpoints");
+  MultiTreeTrees out;
+  out.nodes = n;
+  out.direct = is_direct_network(t);
+  const int max_hops = opt.max_switch_hops > 0 ? opt.max_switch_hops
+                       : out.direct            ? 1
+                                               : std::numeric_limits<int>::max();
+  // Per-step capacity of every directed link (see multitree.h).
+  double base = 0;
+  for (const auto& l : t.links())
+    if (t.node(l.a.node).kind == NodeKind::Switch && t.node(l.b.node).kind == NodeKind::Switch)
+      base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
+  if (base == 0)
+    for (const auto& l : t.links()) base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
+  std::vector<int> full_cap(2 * t.links().size());
+  for (size_t i = 0; i < full_cap.size(); ++i)
+    full_cap[i] = std::max(1, static_cast<int>(std::floor(t.links()[i / 2].bw_GBps / base + 1e-9)));
+
+  // Endpoint index of every node (-1 for switches).
+  std::vector<int> ep_of(t.nodes().size(), -1);
+  for (int i = 0; i < n; ++i) ep_of[t.endpoints()[i]] = i;
+
+  std::vector<std::vector<char>> in_tree(n, std::vector<char>(n, 0));
+  std::vector<std::vector<int>> order(n);      // nodes of each tree in order of adding
+  std::vector<std::vector<int>> added_at(n, std::vector<int>(n, 0));
+  for (int r = 0; r < n; ++r) {
+    in_tree[r][r] = 1;
+    order[r].push_back(r);
+  }
+  int remaining = n * (n - 1);
+  std::vector<int> cap;
+  // Breadth-first search state, reused.
+  std::vector<int> seen(t.nodes().size(), -1), hops(t.nodes().size(), 0);
+  std::vector<PortRef> via(t.nodes().size());
+  int stamp = 0;
+
+  // Finds a child for parent p in tree T; fills path; -1 if none.
+  auto find_child = [&](int T, int p, std::vector<PortRef>& path) -> int {
+    ++stamp;
+    std::deque<int> q;
+    const int src = t.endpoints()[p];
+    seen[src] = stamp;
+    hops[src] = 0;
+    q.push_back(src);
+    int found = -1;
+    while (!q.empty() && found < 0) {
+      const int u = q.front();
+      q.pop_front();
+      const auto& U = t.node(u);
+      if (U.kind == NodeKind::Endpoint) {
+        if (u != src) continue;
+        for (int port = 0; port < U.ports; ++port) {
+          PortRef o{u, port};
+          PortRef v = t.peer(o);
+          if (v.node < 0 || seen[v.node] == stamp || cap[dlink(t, o)] <= 0) continue;
+          if (t.node(v.node).kind != NodeKind::Switch) continue;
+          seen[v.node] = stamp;
+          hops[v.node] = 0;
+          via[v.node] = o;
+          q.push_back(v.node);
+        }
+        continue;
+      }
+      // A switch: its endpoints first (step 2 of §III-C3), then further switches.
+      for (int port = 0; port < U.ports && found < 0; ++port) {
+        PortRef o{u, port};
+        PortRef v = t.peer(o);
+        if (v.node < 0 || t.node(v.node).kind != NodeKind::Endpoint) continue;
+        const int c = ep_of[v.node];
+        if (in_tree[T][c] || cap[dlink(t, o)] <= 0) continue;
+        via[v.node] = o;
+        found = v.node;
+      }
+      if (found >= 0 || hops[u] >= max_hops) continue;
+      for (int port = 0; port < U.ports; ++port) {
+        PortRef o{u, port};
+        PortRef v = t.peer(o);
+        if (v.node < 0 || t.node(v.node).kind != NodeKind::Switch || seen[v.node] == stamp ||
+            cap[dlink(t, o)] <= 0)
+          continue;
+        seen[v.node] = stamp;
+        hops[v.node] = hops[u] + 1;
+        via[v.node] = o;
+        q.push_back(v.node);
+      }
+    }
+    if (found < 0) return -1;
+    path.clear();
+    for (int v = found; v != src; v = via[v].node) path.push_back(via[v]);
+    std::reverse(path.begin(), path.end());
+    for (PortRef o : path) --cap[dlink(t, o)];
+    return ep_of[found];
+  };
+
+  int seq = 0;
+  for (int step = 1; remaining > 0; ++step) {
+    cap = full_cap;  // a new topology graph G^0 for every time step (line 5)
+    std::vector<char> stuck(n, 0);
+    std::vector<size_t> frontier(n);  // nodes added in earlier steps: order[T][0..frontier)
+    for (int T = 0; T < n; ++T) frontier[T] = order[T].size();
+    const int before = remaining;
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (int T = 0; T < n; ++T) {  // trees take turns by root id (line 8)
+        if (stuck[T] || static_cast<int>(order[T].size()) == n) continue;
+        bool added = false;
+        for (size_t i = 0; i < frontier[T] && !added; ++i) {  // breadth first (line 9)
+          const int p = order[T][i];
+          std::vector<PortRef> path;
+          const int c = find_child(T, p, path);
+          if (c < 0) continue;
+          in_tree[T][c] = 1;
+          order[T].push_back(c);
+          added_at[T][c] = step;
+          out.edges.push_back({T, p, c, step, seq++, std::move(path)});
+          --remaining;
+          added = progress = true;
+        }
+        if (!added) stuck[T] = 1;  // links only get scarcer within a step
+      }
+    }
+    if (remaining == before)
+      throw UserError("MultiTree cannot span the topology '" + t.name +
+                      "': some endpoints cannot reach each other");
+    out.steps = step;
+  }
+  return out;
+}
+
+Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops) {
+  const int n = trees.nodes, T = trees.steps;
+  ScheduleBuilder b(trees.direct ? "multitree" : "multitree-indirect", n, n);
+  for (const TreeEdge& e : trees.edges) {
+    // Line 17: reduce-scatter reverses the edge at T - t0 + 1.
+    b.reduce(e.tree, e.child, e.parent, T - e.step + 1);
+    // Line 18: all-gather runs after reduce-scatter.
+    b.gather(e.tree, e.parent, e.child, T + e.step);
+  }
+  return b.build(nops);
+}
+
+Schedule multitree(const Topology& t, const MultiTreeOptions& opt) {
+  MultiTreeTrees trees = multitree_trees(t, opt);
+  Schedule s = multitree_schedule(trees, opt.nops);
+  // The paths each message takes: the allocated one for all-gather, its
+  // reverse for reduce-scatter.
+  for (const TreeEdge& e : trees.edges) {
+    s.paths.push_back({trees.steps + e.step, e.parent, e.child, e.path});
+    std::vector<PortRef> back;
+    for (auto it = e.path.rbegin(); it != e.path.rend(); ++it) back.push_back(t.peer(*it));
+    s.paths.push_back({trees.steps - e.step + 1, e.child, e.parent, std::move(back)});
+  }
+  return s;
+}
+
+}  // namespace incsim::collectives

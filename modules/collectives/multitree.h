@@ -1,0 +1,67 @@
+#pragma once
+// MULTITREE all-reduce schedule synthesis (Huang et al., ISCA 2021, §III,
+// Algorithm 1), for direct networks and with the indirect-network extension
+// of §III-C3. Plain C++, no SystemC; deterministic.
+//
+// Reading of the paper, where it leaves room:
+//  - The input is the topology graph; node i is endpoint i. On a direct network
+//    (every switch has exactly one endpoint, every endpoint one link: a router
+//    per node) tree edges join one-hop neighbours, and a router's neighbours
+//    are tried in its port order, which the mesh/torus builders make -Y, +Y,
+//    -X, +X ("Y dimension then X dimension", §III-C).
+//  - Indirect networks (§III-C3): from a parent p, a breadth-first search over
+//    the links still free in this step: p's link to its switch, then that
+//    switch's endpoints (in port order), then the switches one further hop
+//    away and their endpoints, and so on; the first endpoint not yet in the
+//    tree becomes the child and every link of the path is taken for the step.
+//  - A link is used at most once per step per direction, or as many times as
+//    its bandwidth is a multiple of the slowest switch-to-switch link's: a
+//    direct network's endpoint link carries the router's whole bandwidth
+//    (§V-A), an indirect network's NIC link one child per step (footnote 3:
+//    "the size of the Children field is ... the bandwidth ratio between the
+//    network interface and a network link").
+//  - Trees take turns by root id, one node per turn; a parent is any node
+//    added in an earlier step, tried in the order nodes were added; a step
+//    ends when no tree can add a node (lines 4-14).
+//  - Reduce-scatter reverses the all-gather edges: (p->c, t0) becomes
+//    (c->p, T - t0 + 1), and all-gather runs at T + t0 (lines 15-18).
+#include <vector>
+
+#include "collectives/schedule.h"
+#include "topology/topology.h"
+
+namespace incsim::collectives {
+
+struct MultiTreeOptions {
+  // Most switch-to-switch hops a tree edge may take: 0 = automatic (1 on a
+  // direct network, unlimited on an indirect one).
+  int max_switch_hops = 0;
+  bool nops = true;  // NOP entries in every step a node sends nothing (§IV-A)
+};
+
+// One edge of an all-gather tree as Algorithm 1 allocates it.
+struct TreeEdge {
+  int tree;    // = root node
+  int parent, child;
+  int step;    // all-gather time step before the adjustment of line 18 (1-based)
+  int seq;     // global allocation sequence, 0-based (the "(i)" labels of Fig. 3)
+  std::vector<topo::PortRef> path;  // output ports from the parent's endpoint on
+};
+
+struct MultiTreeTrees {
+  int nodes = 0;
+  int steps = 0;  // all-gather steps (tot_t of Algorithm 1)
+  bool direct = false;
+  std::vector<TreeEdge> edges;  // in allocation order
+};
+
+// Lines 1-14: the all-gather trees.
+MultiTreeTrees multitree_trees(const topo::Topology& t, const MultiTreeOptions& opt = {});
+// Lines 15-18 on top: the all-reduce schedule (flow i = tree i = chunk i).
+Schedule multitree(const topo::Topology& t, const MultiTreeOptions& opt = {});
+Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops = true);
+
+// True when every switch has exactly one endpoint and every endpoint one link.
+bool is_direct_network(const topo::Topology& t);
+
+}  // namespace incsim::collectives
