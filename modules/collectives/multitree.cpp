@@ -44,9 +44,19 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   MultiTreeTrees out;
   out.nodes = n;
   out.direct = is_direct_network(t);
-  const int max_hops = opt.max_switch_hops > 0 ? opt.max_switch_hops
-                       : out.direct            ? 1
-                                               : std::numeric_limits<int>::max();
+  const int max_hops = opt.max_switch_hops > 0 ? opt.max_switch_hops : std::numeric_limits<int>::max();
+  // Automatic (see multitree.h): a path leaves the parent's switch and goes on
+  // only through switches with no endpoints of their own.
+  std::vector<char> has_endpoint(t.nodes().size(), 0);
+  for (int e : t.endpoints())
+    for (int p = 0; p < t.node(e).ports; ++p) {
+      PortRef v = t.peer({e, p});
+      if (v.node >= 0) has_endpoint[v.node] = 1;
+    }
+  auto may_transit = [&](int sw, int hops_so_far) {
+    if (hops_so_far >= max_hops) return false;
+    return opt.max_switch_hops > 0 || hops_so_far == 0 || !has_endpoint[sw];
+  };
   // Per-step capacity of every directed link (see multitree.h).
   double base = 0;
   for (const auto& l : t.links())
@@ -113,7 +123,7 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
         via[v.node] = o;
         found = v.node;
       }
-      if (found >= 0 || hops[u] >= max_hops) continue;
+      if (found >= 0 || !may_transit(u, hops[u])) continue;
       for (int port = 0; port < U.ports; ++port) {
         PortRef o{u, port};
         PortRef v = t.peer(o);

@@ -10,10 +10,17 @@
 //    are tried in its port order, which the mesh/torus builders make -Y, +Y,
 //    -X, +X ("Y dimension then X dimension", §III-C).
 //  - Indirect networks (§III-C3): from a parent p, a breadth-first search over
-//    the links still free in this step: p's link to its switch, then that
-//    switch's endpoints (in port order), then the switches one further hop
-//    away and their endpoints, and so on; the first endpoint not yet in the
-//    tree becomes the child and every link of the path is taken for the step.
+//    the links still free in this step: p's link to its switch sw0, then
+//    sw0's endpoints (in port order), then the neighbour switches of sw0 and
+//    their endpoints, and further only through switches that have no
+//    endpoints of their own (a fat tree's spines); the first endpoint not yet
+//    in the tree becomes the child and every link of the path is taken for
+//    the step. On a direct network this is the one-hop rule; on a fat tree,
+//    leaf-spine-leaf; on BiGraph, a node on the other group's switches (two
+//    nodes of one group meet through a node of the other group). With this
+//    rule the fat tree and BiGraph take n - 1 all-gather steps, the same as
+//    ring, as §VI-A says; letting paths transit switches with endpoints
+//    (BiGraph upper-lower-upper) gives 43 steps instead of 31 on BiGraph 4x8.
 //  - A link is used at most once per step per direction, or as many times as
 //    its bandwidth is a multiple of the slowest switch-to-switch link's: a
 //    direct network's endpoint link carries the router's whole bandwidth
@@ -33,8 +40,8 @@
 namespace incsim::collectives {
 
 struct MultiTreeOptions {
-  // Most switch-to-switch hops a tree edge may take: 0 = automatic (1 on a
-  // direct network, unlimited on an indirect one).
+  // Most switch-to-switch hops a tree edge may take, through any switch:
+  // 0 = automatic (through switches without endpoints only, see above).
   int max_switch_hops = 0;
   bool nops = true;  // NOP entries in every step a node sends nothing (§IV-A)
 };
