@@ -106,7 +106,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   void tx_process(int p);
   void rx_process();
   void timer_process();
-  void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& now);
+  void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& at);
 
   int index_;
   GpuConfig cfg_;

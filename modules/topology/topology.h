@@ -56,7 +56,7 @@ class Topology {
   // shortest path, ties between equal-cost ports broken by dst, so the table is
   // deterministic and spreads destinations over parallel links.
   int route(int node, int dst) const { return route_[node][dst]; }
-  // Number of switch-to-switch hops plus one from endpoint src to endpoint dst.
+  // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
 
   std::string port_name(PortRef p) const;
