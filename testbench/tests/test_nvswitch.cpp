@@ -177,6 +177,10 @@ TEST_CASE("arbitration is fair: 7 GPUs flooding one GPU on a star get equal shar
 
 TEST_CASE("the switch adds its 150 ns latency to the first flit", "[nvswitch][timing]") {
   Config cfg;
+  // No memory latency: the write's ack leaves gpu1 the moment the write's
+  // last flit is in, so the ack's arrival times both switch traversals.
+  cfg.set("gpu.mem_latency_cycles", "0", "test");
+  cfg.set("gpu.mem_jitter_cycles", "0", "test");
   auto plat = build("star", 2, cfg);
   const auto& gpus = plat->gpus();
   const uint64_t base = gpus[1]->memory().alloc(256);
@@ -184,14 +188,14 @@ TEST_CASE("the switch adds its 150 ns latency to the first flit", "[nvswitch][ti
   s.requests.push_back({net::Op::Write, 1, base, std::vector<uint8_t>(128, 0x5a), 0});
   gpus[0]->add_stream(&s);
   gpus[0]->activate(0, &s, sc_time(10, SC_NS));
-  // Sent at 10 ns: its head is in the switch at once (no wire latency), leaves
-  // 150 ns later, and its tail lands in gpu1 one serialization (5.76 ns)
-  // after that, cut through: 165.76 ns.
-  sc_core::sc_start(sc_time(165.75, SC_NS));
-  CHECK(gpus[1]->memory().at(base, 1)[0] == 0);
-  sc_core::sc_start(sc_time(0.02, SC_NS));
-  CHECK(gpus[1]->memory().at(base, 1)[0] == 0x5a);
   sc_core::sc_start();
   REQUIRE(s.sent.size() == 1);
   CHECK(s.sent[0] == sc_time(10, SC_NS));
+  // Sent at 10 ns: its head is in the switch at once (no wire latency), leaves
+  // 150 ns later, and its tail lands in gpu1 one serialization (5.76 ns)
+  // after that, cut through: 165.76 ns. The 16 B ack crosses the switch the
+  // same way: 165.76 + 150 + 0.64 = 316.40 ns.
+  REQUIRE(s.responses.size() == 1);
+  CHECK(s.responses[0].at == sc_time(316.40, SC_NS));
+  CHECK(gpus[1]->memory().at(base, 1)[0] == 0x5a);
 }
