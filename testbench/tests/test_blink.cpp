@@ -1,0 +1,337 @@
+// Blink's TreeGen groundwork (plain C++, no SystemC): the DGX-1P/DGX-1V
+// graphs, the unique allocations, MWU arborescence packing checked against
+// Edmonds' theorem (computed here by max-flow, independently of the packer),
+// and the minimised tree sets of Blink §3.2.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "collectives/blink_trees.h"
+#include "collectives/packing.h"
+#include "core/error.h"
+#include "topology/dgx1.h"
+
+using namespace incsim;
+using namespace incsim::collectives;
+using incsim::topo::Dgx1Gen;
+
+namespace {
+
+// Max-flow (Edmonds-Karp) from s to t on the summed capacity matrix.
+double max_flow(const CapGraph& g, int s, int t) {
+  std::vector<std::vector<double>> c(g.n, std::vector<double>(g.n, 0.0));
+  for (const CapEdge& e : g.edges) c[e.from][e.to] += e.cap;
+  double flow = 0;
+  for (;;) {
+    std::vector<int> prev(g.n, -1);
+    prev[s] = s;
+    std::deque<int> q{s};
+    while (!q.empty() && prev[t] < 0) {
+      int u = q.front();
+      q.pop_front();
+      for (int v = 0; v < g.n; ++v)
+        if (prev[v] < 0 && c[u][v] > 1e-12) {
+          prev[v] = u;
+          q.push_back(v);
+        }
+    }
+    if (prev[t] < 0) return flow;
+    double aug = 1e300;
+    for (int v = t; v != s; v = prev[v]) aug = std::min(aug, c[prev[v]][v]);
+    for (int v = t; v != s; v = prev[v]) {
+      c[prev[v]][v] -= aug;
+      c[v][prev[v]] += aug;
+    }
+    flow += aug;
+  }
+}
+
+// Edmonds (1973): the best broadcast rate from root, i.e. the largest
+// fractional arborescence packing, is the smallest root-to-v minimum cut.
+double edmonds_rate(const CapGraph& g, int root) {
+  double best = 1e300;
+  for (int v = 0; v < g.n; ++v)
+    if (v != root) best = std::min(best, max_flow(g, root, v));
+  return best;
+}
+
+// Independent of check_packing(): every tree reaches every vertex from the
+// root by its own edges, and no edge carries more than its capacity.
+void require_valid(const CapGraph& g, const Packing& p) {
+  std::vector<double> load(g.edges.size(), 0.0);
+  for (const Tree& t : p.trees) {
+    REQUIRE(t.weight > 0);
+    REQUIRE(static_cast<int>(t.parent_edge.size()) == g.n);
+    std::vector<std::vector<int>> kids(g.n);
+    int edges = 0;
+    for (int v = 0; v < g.n; ++v) {
+      const int x = t.parent_edge[v];
+      if (x < 0) continue;
+      REQUIRE(x < static_cast<int>(g.edges.size()));
+      REQUIRE(g.edges[x].to == v);
+      kids[g.edges[x].from].push_back(v);
+      load[x] += t.weight;
+      ++edges;
+    }
+    REQUIRE(edges == g.n - 1);
+    std::vector<bool> seen(g.n, false);
+    std::vector<int> stack{p.root};
+    seen[p.root] = true;
+    int reached = 1;
+    while (!stack.empty()) {
+      int u = stack.back();
+      stack.pop_back();
+      for (int v : kids[u])
+        if (!seen[v]) {
+          seen[v] = true;
+          ++reached;
+          stack.push_back(v);
+        }
+    }
+    REQUIRE(reached == g.n);  // spans every allocated GPU
+  }
+  for (size_t x = 0; x < g.edges.size(); ++x) REQUIRE(load[x] <= g.edges[x].cap * (1 + 1e-9));
+}
+
+}  // namespace
+
+TEST_CASE("DGX-1 NVLink graphs follow Blink Fig. 1", "[blink][dgx1]") {
+  for (Dgx1Gen gen : {Dgx1Gen::P100, Dgx1Gen::V100}) {
+    int pairs = 0, doubled = 0;
+    for (int a = 0; a < 8; ++a) {
+      int per_gpu = 0;
+      for (int b = 0; b < 8; ++b) {
+        CHECK(topo::dgx1_nvlinks(gen, a, b) == topo::dgx1_nvlinks(gen, b, a));
+        per_gpu += topo::dgx1_nvlinks(gen, a, b);
+        if (a < b && topo::dgx1_nvlinks(gen, a, b) > 0) ++pairs;
+        if (a < b && topo::dgx1_nvlinks(gen, a, b) == 2) ++doubled;
+      }
+      CHECK(per_gpu == (gen == Dgx1Gen::P100 ? 4 : 6));  // links per P100 / V100
+    }
+    CHECK(pairs == 16);  // the same cube-mesh pairs on both generations
+    CHECK(doubled == (gen == Dgx1Gen::P100 ? 0 : 8));
+  }
+  // Cube-mesh: quads 0-3 and 4-7 fully joined, GPU i to i+4, nothing else.
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) {
+      const bool joined = a != b && (a / 4 == b / 4 || (a % 4) == (b % 4));
+      CHECK((topo::dgx1_nvlinks(Dgx1Gen::P100, a, b) > 0) == joined);
+    }
+  // Blink §5.2 and A.3: GPUs 1 and 4 lack an NVLink; 0, 1, 3 are fully joined.
+  CHECK(topo::dgx1_nvlinks(Dgx1Gen::V100, 1, 4) == 0);
+  CHECK(topo::dgx1_nvlink_connected(Dgx1Gen::V100, {1, 4, 5, 6}));
+  CHECK(topo::dgx1_nvlink_connected(Dgx1Gen::V100, {2, 3, 6, 7}));
+  CHECK_FALSE(topo::dgx1_nvlink_connected(Dgx1Gen::P100, {0, 1, 6}));
+  CHECK(topo::dgx1_nvlink_GBps(Dgx1Gen::P100) == 20.0);
+  CHECK(topo::dgx1_nvlink_GBps(Dgx1Gen::V100) == 25.0);
+}
+
+TEST_CASE("DGX-1 Topology: one bridge per NVLink, the PCIe tree the allocation reaches", "[blink][dgx1]") {
+  SECTION("all 8 GPUs of a DGX-1V") {
+    topo::Topology t = topo::make_dgx1(Dgx1Gen::V100, {0, 1, 2, 3, 4, 5, 6, 7});
+    std::map<topo::Dgx1Part, int> parts;
+    for (size_t n = 0; n < t.nodes().size(); ++n) ++parts[topo::dgx1_part(t, static_cast<int>(n))];
+    CHECK(parts[topo::Dgx1Part::Gpu] == 8);
+    CHECK(parts[topo::Dgx1Part::NvLink] == 24);  // 8 x 6 / 2
+    CHECK(parts[topo::Dgx1Part::PcieSwitch] == 4);
+    CHECK(parts[topo::Dgx1Part::CpuSocket] == 2);
+    CHECK(t.links().size() == 24 * 2 + 8 + 4 + 1);
+    for (int g = 0; g < 8; ++g) CHECK(t.node(t.find("gpu" + std::to_string(g))).ports == 7);
+    // The two NVLinks of a doubled pair are separate bridges at 25 GB/s.
+    REQUIRE(t.find("nvl0_3_1") >= 0);
+    CHECK(t.find("nvl0_1_1") < 0);
+    const topo::PortRef gpu0_pcie{t.find("gpu0"), 6};
+    CHECK(t.node(t.peer(gpu0_pcie).node).name == "pcie0");
+    CHECK(t.links()[t.link_at(gpu0_pcie)].bw_GBps == Approx(15.75));
+    for (const topo::Link& l : t.links())
+      if (topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::NvLink) CHECK(l.bw_GBps == 25.0);
+    // Every GPU reaches every other (routes exist).
+    for (int s = 0; s < 8; ++s)
+      for (int d = 0; d < 8; ++d)
+        if (s != d) CHECK(t.hops(s, d) > 0);
+  }
+  SECTION("GPUs 1, 4, 5, 6: only their NVLinks, PCIe across the sockets") {
+    topo::Topology t = topo::make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6});
+    int bridges = 0;
+    for (size_t n = 0; n < t.nodes().size(); ++n)
+      if (topo::dgx1_part(t, static_cast<int>(n)) == topo::Dgx1Part::NvLink) ++bridges;
+    CHECK(bridges == 2 + 1 + 1 + 2);  // 1-5 (2), 4-5, 4-6, 5-6 (2)
+    CHECK(t.find("pcie1") < 0);       // GPUs 2, 3 not allocated
+    CHECK(t.find("cpu0") >= 0);
+    CHECK(t.find("cpu1") >= 0);
+    CHECK(t.hops(0, 1) > 0);  // gpu1 to gpu4 only over PCIe and the socket link
+  }
+  SECTION("DGX-1P: 20 GB/s NVLinks, 4 per GPU") {
+    topo::Topology t = topo::make_dgx1(Dgx1Gen::P100, {0, 1, 2, 3, 4, 5, 6, 7});
+    CHECK(t.node(t.find("gpu5")).ports == 5);
+    CHECK(t.links()[t.link_at({t.find("gpu5"), 0})].bw_GBps == 20.0);
+  }
+}
+
+TEST_CASE("Unique allocations of 3 to 8 GPUs: 46 on DGX-1V, 14 on DGX-1P (Blink §5.2)", "[blink][dgx1]") {
+  auto v = topo::dgx1_unique_allocations(Dgx1Gen::V100, 3, 8);
+  auto p = topo::dgx1_unique_allocations(Dgx1Gen::P100, 3, 8);
+  CHECK(v.size() == 46);
+  CHECK(p.size() == 14);
+  std::map<size_t, int> per_size;
+  for (const auto& a : v) ++per_size[a.size()];
+  CHECK(per_size == std::map<size_t, int>{{3, 5}, {4, 14}, {5, 14}, {6, 10}, {7, 2}, {8, 1}});
+  for (const auto& a : v) CHECK(topo::dgx1_nvlink_connected(Dgx1Gen::V100, a));
+  // The paper's named allocations are among the representatives' classes;
+  // {0, 1, 2, 3} and {4, 5, 6, 7} are one class (Blink §2.1).
+  CHECK(std::count(v.begin(), v.end(), std::vector<int>{0, 1, 2, 3}) == 1);
+  CHECK(std::count(v.begin(), v.end(), std::vector<int>{4, 5, 6, 7}) == 0);
+}
+
+TEST_CASE("Bad allocations and options are UserErrors", "[blink][dgx1]") {
+  CHECK_THROWS_AS(topo::make_dgx1(Dgx1Gen::V100, {0, 9}), UserError);
+  CHECK_THROWS_AS(topo::make_dgx1(Dgx1Gen::V100, {0, 1, 1}), UserError);
+  CHECK_THROWS_AS(topo::make_dgx1(Dgx1Gen::V100, {3}), UserError);
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {1, 9}, 1), UserError);
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {2, 2, 3}, 2), UserError);
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {}, 0), UserError);
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {0, 1, 2}, 5), UserError);  // root not allocated
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::P100, {0, 1, 6}, 0), UserError);  // no NVLink to GPU 6
+  BlinkOptions bad;
+  bad.eps = 1.0;
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {0, 1, 2}, 0, bad), UserError);
+  bad.eps = 0;
+  CHECK_THROWS_AS(blink_dgx1_trees(Dgx1Gen::V100, {0, 1, 2}, 0, bad), UserError);
+  CHECK_THROWS_AS(topo::parse_dgx1_gen("dgx2"), UserError);
+  // A graph where the root cannot reach a vertex.
+  CapGraph g;
+  g.n = 3;
+  g.edges = {{0, 1, 1.0}, {2, 1, 1.0}};
+  CHECK_THROWS_AS(pack_mwu(g, 0, 0.1), UserError);
+}
+
+TEST_CASE("Minimum arborescence matches brute force on small graphs", "[blink][packing]") {
+  // A fixed pseudo-random family: 5 vertices, up to 12 edges, integer lengths.
+  unsigned seed = 12345;
+  auto rnd = [&]() { return (seed = seed * 1103515245u + 12345u) >> 16; };
+  for (int trial = 0; trial < 200; ++trial) {
+    CapGraph g;
+    g.n = 5;
+    std::vector<double> len;
+    const int m = 6 + static_cast<int>(rnd() % 7);
+    for (int i = 0; i < m; ++i) {
+      int a = static_cast<int>(rnd() % 5), b = static_cast<int>(rnd() % 5);
+      if (a == b) continue;
+      g.edges.push_back({a, b, 1.0});
+      len.push_back(static_cast<double>(rnd() % 10));
+    }
+    // Brute force: every choice of one in-edge per non-root vertex that forms a tree.
+    std::vector<std::vector<int>> into(g.n);
+    for (size_t x = 0; x < g.edges.size(); ++x) into[g.edges[x].to].push_back(static_cast<int>(x));
+    double best = 1e300;
+    std::vector<int> choice(g.n, -1);
+    std::function<void(int)> rec = [&](int v) {
+      if (v == g.n) {
+        for (int u = 1; u < g.n; ++u) {
+          int w = u, steps = 0;
+          while (w != 0 && steps++ <= g.n) w = g.edges[choice[w]].from;
+          if (w != 0) return;
+        }
+        double c = 0;
+        for (int u = 1; u < g.n; ++u) c += len[choice[u]];
+        best = std::min(best, c);
+        return;
+      }
+      for (int x : into[v]) {
+        choice[v] = x;
+        rec(v + 1);
+      }
+    };
+    rec(1);
+    std::vector<int> t = min_arborescence(g, 0, len);
+    if (best >= 1e300) {
+      CHECK(t.empty());
+      continue;
+    }
+    REQUIRE(!t.empty());
+    double c = 0;
+    for (int x : t)
+      if (x >= 0) c += len[x];
+    CHECK(c == Approx(best));
+    Packing p;
+    p.root = 0;
+    p.trees.push_back({t, 1.0});
+    CHECK(check_packing(g, p, 1e300).empty());
+  }
+}
+
+TEST_CASE("DGX-1V with all 8 GPUs: 6 trees of rate 1.0 (Blink §3.2)", "[blink][packing]") {
+  const std::vector<int> all{0, 1, 2, 3, 4, 5, 6, 7};
+  BlinkTrees b = blink_dgx1_trees(Dgx1Gen::V100, all, 0);
+  const double opt = edmonds_rate(b.graph, 0);
+  CHECK(opt == Approx(6.0));
+  require_valid(b.graph, b.mwu);
+  require_valid(b.graph, b.trees);
+  CHECK(b.mwu.rate() >= (1 - 0.05) * opt);
+  REQUIRE(b.trees.trees.size() == 6);
+  for (const Tree& t : b.trees.trees) CHECK(t.weight == Approx(1.0));
+  CHECK(b.trees.rate() == Approx(6.0));
+  CHECK(b.rate_GBps() == Approx(150.0));
+  CHECK(b.min_stats.denominator == 1);  // the paper's 0/1 program sufficed
+  std::printf("DGX-1V 8 GPUs: MWU %zu trees (rate %.4f, %d iterations, bound %.4f), minimised %zu trees\n%s",
+              b.mwu.trees.size(), b.mwu.rate(), b.mwu_stats.iterations, b.mwu_stats.upper_bound,
+              b.trees.trees.size(), format_packing(b.graph, b.trees).c_str());
+}
+
+TEST_CASE("Every unique allocation and root: packings valid, near Edmonds' optimum", "[blink][packing]") {
+  for (Dgx1Gen gen : {Dgx1Gen::V100, Dgx1Gen::P100}) {
+    for (double eps : {0.1, 0.05}) {
+      const auto t0 = std::chrono::steady_clock::now();
+      size_t mwu_trees = 0, min_trees = 0, runs = 0, relaxed = 0;
+      for (const auto& alloc : topo::dgx1_unique_allocations(gen, 3, 8))
+        for (int root : alloc) {
+          BlinkOptions o;
+          o.eps = eps;
+          BlinkTrees b = blink_dgx1_trees(gen, alloc, root, o);
+          const int r = static_cast<int>(std::find(alloc.begin(), alloc.end(), root) - alloc.begin());
+          const double opt = edmonds_rate(b.graph, r);
+          INFO(topo::to_string(gen) << " eps " << eps << " root " << root << " allocation size " << alloc.size());
+          require_valid(b.graph, b.mwu);
+          require_valid(b.graph, b.trees);
+          CHECK(b.mwu.rate() >= (1 - eps) * opt - 1e-9);
+          CHECK(b.mwu.rate() <= opt + 1e-9);
+          CHECK(b.mwu_stats.upper_bound >= opt - 1e-9);
+          CHECK(b.trees.rate() >= (1 - 0.05) * b.mwu.rate() - 1e-9);
+          CHECK(b.trees.trees.size() <= b.mwu.trees.size());
+          mwu_trees += b.mwu.trees.size();
+          min_trees += b.trees.trees.size();
+          relaxed += b.min_stats.denominator != 1;
+          ++runs;
+        }
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("%s eps %.2f: %zu (allocation, root) runs, mean %.1f MWU trees -> %.2f trees, %zu relaxed, %.0f ms\n",
+                  topo::to_string(gen), eps, runs, double(mwu_trees) / runs, double(min_trees) / runs, relaxed, ms);
+    }
+  }
+}
+
+TEST_CASE("Packing is deterministic", "[blink][packing]") {
+  BlinkTrees a = blink_dgx1_trees(Dgx1Gen::V100, {1, 4, 5, 6}, 5);
+  BlinkTrees b = blink_dgx1_trees(Dgx1Gen::V100, {1, 4, 5, 6}, 5);
+  REQUIRE(a.trees.trees.size() == b.trees.trees.size());
+  for (size_t i = 0; i < a.trees.trees.size(); ++i) {
+    CHECK(a.trees.trees[i].parent_edge == b.trees.trees[i].parent_edge);
+    CHECK(a.trees.trees[i].weight == b.trees.trees[i].weight);
+  }
+  CHECK(a.mwu.rate() == b.mwu.rate());
+}
+
+TEST_CASE("A doubled pair carries rate 2 on one tree", "[blink][packing]") {
+  // GPUs 0 and 3 of a DGX-1V share two NVLinks: one tree, weight 2.
+  BlinkTrees b = blink_dgx1_trees(Dgx1Gen::V100, {0, 3}, 0);
+  REQUIRE(b.trees.trees.size() == 1);
+  CHECK(b.trees.trees[0].weight == Approx(2.0));
+  CHECK(edmonds_rate(b.graph, 0) == Approx(2.0));
+}
