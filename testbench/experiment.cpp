@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/trace.h"
 #include "core/units.h"
-#include "gpu/ring_allreduce.h"
+#include "gpu/ring_collective.h"
 #include "watchdog.h"
 
 namespace incsim::tb {
@@ -80,10 +80,14 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   }
   for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
 
-  if (opt_.collective != "allreduce")
-    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: allreduce");
+  gpu::RingKind kind;
+  if (opt_.collective == "allreduce") kind = gpu::RingKind::AllReduce;
+  else if (opt_.collective == "reducescatter") kind = gpu::RingKind::ReduceScatter;
+  else if (opt_.collective == "allgather") kind = gpu::RingKind::AllGather;
+  else
+    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: allreduce, reducescatter, allgather");
   if (opt_.algorithm != "ring")
-    throw UserError("unknown algorithm '" + opt_.algorithm + "' for allreduce; this build runs: ring");
+    throw UserError("unknown algorithm '" + opt_.algorithm + "' for " + opt_.collective + "; this build runs: ring");
   dtype_ = collectives::parse_dtype(opt_.dtype);
   sizes_ = parse_sizes(opt_.sizes);
   for (uint64_t s : sizes_)
@@ -95,7 +99,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (n > static_cast<int>(t.endpoints().size()))
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
-  if (n < 2) throw UserError("ring all-reduce needs at least 2 GPUs");
+  if (n < 2) throw UserError("a ring " + opt_.collective + " needs at least 2 GPUs");
   if (!opt_.dump_platform.empty()) {
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
@@ -117,7 +121,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
   if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   if (rp.slots < 1 || rp.slots > 64) throw UserError("ring.slots must be between 1 and 64");
-  collective_ = std::make_unique<gpu::RingAllReduce>(participants_, dtype_, opt_.seed, rp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, dtype_, opt_.seed, rp, endpoint_GBps_);
 
   const double stall_us = cfg_.get<double>("sim.stall_timeout_us", 100.0,
                                            "simulated time without any link activity that counts as a stall, us");

@@ -9,8 +9,10 @@ double payload_bandwidth_GBps(double link_bw_GBps, uint32_t max_payload, uint32_
 
 double allreduce_busbw_factor(int n) { return 2.0 * (n - 1) / n; }
 
-double allreduce_bound_us(uint64_t bytes, int n, double endpoint_GBps) {
-  return allreduce_busbw_factor(n) * static_cast<double>(bytes) / endpoint_GBps / 1e3;
+double gather_busbw_factor(int n) { return static_cast<double>(n - 1) / n; }
+
+double bandwidth_bound_us(uint64_t bytes, double busbw_factor, double endpoint_GBps) {
+  return busbw_factor * static_cast<double>(bytes) / endpoint_GBps / 1e3;
 }
 
 }  // namespace incsim::collectives

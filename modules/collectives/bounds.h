@@ -11,9 +11,12 @@ namespace incsim::collectives {
 double payload_bandwidth_GBps(double link_bw_GBps, uint32_t max_payload, uint32_t header_bytes,
                               uint32_t ack_bytes);
 
-// All-reduce without in-network compute moves 2(n-1)/n of the message through
-// each endpoint (Patarasuk & Yuan 2009): t >= 2(n-1)/n * M / B.
-double allreduce_bound_us(uint64_t bytes, int n, double endpoint_GBps);
+// Without in-network compute each endpoint moves factor x M, with the
+// nccl-tests bus-bandwidth factor: all-reduce 2(n-1)/n (Patarasuk & Yuan
+// 2009), reduce-scatter and all-gather (n-1)/n of the whole buffer M.
+// t >= factor * M / B.
+double bandwidth_bound_us(uint64_t bytes, double busbw_factor, double endpoint_GBps);
 double allreduce_busbw_factor(int n);
+double gather_busbw_factor(int n);  // reduce-scatter, all-gather
 
 }  // namespace incsim::collectives

@@ -18,8 +18,10 @@ namespace {
 // one that needs several ring iterations per channel on small rings.
 const char* kSizes = "4,8K,12292,96K";
 
-std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes) {
+std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes,
+                         const std::string& collective = "allreduce") {
   tb::Options o;
+  o.collective = collective;
   o.platform = platform;
   o.gpus = gpus;
   o.dtype = dtype;
@@ -33,8 +35,9 @@ std::vector<tb::Row> run(const std::string& platform, int gpus, const std::strin
   return rows;
 }
 
-void require_correct(const std::string& platform, int gpus, const std::string& dtype) {
-  const auto rows = run(platform, gpus, dtype, kSizes);
+void require_correct(const std::string& platform, int gpus, const std::string& dtype,
+                     const std::string& collective = "allreduce") {
+  const auto rows = run(platform, gpus, dtype, kSizes, collective);
   REQUIRE(rows.size() == 4);
   const uint64_t sizes[] = {4, 8192, 12292, 96 * 1024};
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -70,6 +73,34 @@ RING_CORRECT("dgx2", 16, "int32")
 
 TEST_CASE("ring all-reduce is exact on a subset of DGX-2 GPUs", "[ring]") { require_correct("dgx2", 5, "float"); }
 RING_CORRECT("fattree2l", 64, "float")
+
+#define RING_GATHER_CORRECT(collective, platform, gpus, dtype)                                          \
+  TEST_CASE("ring " collective " is exact on " platform " with " #gpus " GPUs in " dtype, "[ring][gather]") { \
+    require_correct(platform, gpus, dtype, collective);                                                \
+  }
+
+RING_GATHER_CORRECT("reducescatter", "star", 2, "int32")
+RING_GATHER_CORRECT("reducescatter", "star", 3, "int32")
+RING_GATHER_CORRECT("reducescatter", "star", 5, "float")
+RING_GATHER_CORRECT("reducescatter", "dgx2", 16, "float")
+RING_GATHER_CORRECT("allgather", "star", 2, "int32")
+RING_GATHER_CORRECT("allgather", "star", 3, "int32")
+RING_GATHER_CORRECT("allgather", "star", 5, "float")
+RING_GATHER_CORRECT("allgather", "dgx2", 16, "float")
+
+// Reduce-scatter and all-gather move (n-1)/n of the buffer per GPU, half of
+// an all-reduce, so their busbw reaches the same fraction of the bound
+// (all-reduce at 4 MiB on DGX-2: 64%).
+#define RING_GATHER_BOUND(collective)                                                           \
+  TEST_CASE("ring " collective " at 4 MiB on DGX-2 keeps the all-reduce's busbw", "[ring][gather]") { \
+    const auto rows = run("dgx2", 16, "float", "4M", collective);                               \
+    CHECK(rows[0].wrong == 0);                                                                   \
+    CHECK(rows[0].bound_us == Approx(15.0 / 16 * 4194304 / 120e3));                             \
+    CHECK(rows[0].bound_fraction > 0.55);                                                        \
+    CHECK(rows[0].bound_fraction < 0.75);                                                        \
+  }
+RING_GATHER_BOUND("reducescatter")
+RING_GATHER_BOUND("allgather")
 
 TEST_CASE("a different seed gives different data and still no wrong element", "[ring]") {
   tb::Options o;

@@ -1,4 +1,4 @@
-#include "ring_allreduce.h"
+#include "ring_collective.h"
 
 #include <algorithm>
 #include <cstring>
@@ -16,15 +16,17 @@ constexpr uint32_t kElem = 4;  // float32 and int32
 
 // One GPU's part: a channel per ring, each a TxStream that sends one step's
 // chunk at a time.
-class RingAllReduce::Rank : public Program {
+class RingCollective::Rank : public Program {
  public:
-  Rank(RingAllReduce& ring, int rank, uint64_t count);
+  Rank(RingCollective& ring, int rank, uint64_t count);
   void start();
   void on_timer(uint64_t) override {}
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   // Mismatches plus elements checked too few or too many times.
-  uint64_t wrong() const { return wrong_ + (checked_ > count_ ? checked_ - count_ : count_ - checked_); }
+  uint64_t wrong() const {
+    return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
+  }
 
  private:
   struct Channel : TxStream {
@@ -37,6 +39,7 @@ class RingAllReduce::Rank : public Program {
     uint64_t t_send = 0;    // transfer being sent or next to send
     bool sending = false;
     uint64_t first = 0, len = 0, pos = 0;  // current transfer: global element, elements, sent
+    int block = 0;                         // current transfer's block
     uint32_t data_acks_due = 0;  // the fence waits for these
     uint32_t flag_acks_due = 0;
     bool issued = false;
@@ -53,24 +56,47 @@ class RingAllReduce::Rank : public Program {
   };
   // Element range of block `block` in iteration `iter` of channel c.
   void block_range(const Channel& c, uint64_t iter, int block, uint64_t& first, uint64_t& len) const;
-  int step_of(uint64_t t) const { return static_cast<int>(t % (2 * (n_ - 1))); }
+  int step_of(uint64_t t) const { return static_cast<int>(t % steps_); }
+  // The block `rank` sends in step s. All-reduce and all-gather start with
+  // the rank's own block; reduce-scatter starts one earlier so that rank r
+  // ends up holding the sum of block r.
+  int send_block(int rank, int s) const {
+    const int b = kind() == RingKind::ReduceScatter ? rank - 1 - s : rank - s;
+    return (b % n_ + n_) % n_;
+  }
+  // What a send in step s does with the data: add this rank's input to it
+  // (reduce), and whether the result is final (this rank's copy of the output).
+  bool adds_own(int s) const {
+    return kind() == RingKind::ReduceScatter || s == 0 || (kind() == RingKind::AllReduce && s <= n_ - 1);
+  }
+  bool sends_final(int s) const {
+    return kind() == RingKind::AllGather || (kind() == RingKind::AllReduce && s >= n_ - 1);
+  }
+  RingKind kind() const { return ring_.kind_; }
   void progress(Channel& c);
   void consume(Channel& c, uint64_t t);  // frees the slot of received transfer t
-  void check(uint64_t first, const uint8_t* bytes, uint64_t len);
+  // Compares len elements from global index first with the reference: the
+  // sum over ranks, or (owner >= 0) rank owner's input (all-gather).
+  void check(uint64_t first, const uint8_t* bytes, uint64_t len, int owner);
+  // Adds this rank's input elements [first, first + len) to bytes.
+  void add_own(uint8_t* bytes, uint64_t first, uint64_t len) const;
   void finish_send(Channel& c);
 
-  RingAllReduce& ring_;
+  RingCollective& ring_;
   Gpu& gpu_;
   int rank_, n_;
   uint32_t prev_, next_;
   uint64_t count_, chunk_elems_;
+  int steps_;                   // ring steps per iteration
+  uint64_t expect_checked_ = 0;  // elements of the output this rank holds
   std::vector<std::unique_ptr<Channel>> channels_;
   uint64_t flags_base_ = 0;
   uint64_t wrong_ = 0, checked_ = 0;
+  std::vector<uint8_t> scratch_;  // a reduce-scatter result being checked
   int unfinished_ = 0;
 };
 
-RingAllReduce::Rank::Rank(RingAllReduce& ring, int rank, uint64_t count)
+RingCollective::Rank::Rank(RingCollective& ring, int rank, uint64_t count)
     : ring_(ring),
       gpu_(*ring.gpus_[rank]),
       rank_(rank),
@@ -78,7 +104,8 @@ RingAllReduce::Rank::Rank(RingAllReduce& ring, int rank, uint64_t count)
       prev_(static_cast<uint32_t>(ring.gpus_[(rank + n_ - 1) % n_]->index())),
       next_(static_cast<uint32_t>(ring.gpus_[(rank + 1) % n_]->index())),
       count_(count),
-      chunk_elems_(ring.params_.chunk_bytes / kElem) {
+      chunk_elems_(ring.params_.chunk_bytes / kElem),
+      steps_(ring.kind_ == RingKind::AllReduce ? 2 * (n_ - 1) : n_ - 1) {
   const int nch = ring.params_.channels;
   gpu_.clear_streams();
   gpu_.memory().free_all();
@@ -94,22 +121,30 @@ RingAllReduce::Rank::Rank(RingAllReduce& ring, int rank, uint64_t count)
     ch->elem_count = count / nch + (static_cast<uint64_t>(c) < count % nch ? 1 : 0);
     off += ch->elem_count;
     const uint64_t per_iter = chunk_elems_ * n_;
-    ch->transfers = std::max<uint64_t>(1, (ch->elem_count + per_iter - 1) / per_iter) * 2 * (n_ - 1);
+    const uint64_t iterations = std::max<uint64_t>(1, (ch->elem_count + per_iter - 1) / per_iter);
+    ch->transfers = iterations * steps_;
     ch->mailbox = gpu_.memory().alloc(ring.params_.chunk_bytes * ring.params_.slots);
     ch->tail_flag = flags_base_ + 16ull * c;
     ch->head_flag = ch->tail_flag + 8;
     gpu_.add_stream(ch.get());
+    // Reduce-scatter leaves block r of every iteration here; the others all of it.
+    for (uint64_t it = 0; it < iterations; ++it) {
+      uint64_t first, len;
+      block_range(*ch, it, rank_, first, len);
+      expect_checked_ += kind() == RingKind::ReduceScatter ? len : 0;
+    }
     channels_.push_back(std::move(ch));
   }
+  if (kind() != RingKind::ReduceScatter) expect_checked_ = count_;
   unfinished_ = nch;
   gpu_.set_program(this);
 }
 
-void RingAllReduce::Rank::start() {
+void RingCollective::Rank::start() {
   for (auto& c : channels_) progress(*c);
 }
 
-void RingAllReduce::Rank::block_range(const Channel& c, uint64_t iter, int block, uint64_t& first,
+void RingCollective::Rank::block_range(const Channel& c, uint64_t iter, int block, uint64_t& first,
                                       uint64_t& len) const {
   const uint64_t per_iter = chunk_elems_ * n_;
   const uint64_t iter_off = iter * per_iter;
@@ -120,7 +155,7 @@ void RingAllReduce::Rank::block_range(const Channel& c, uint64_t iter, int block
   first = c.elem_off + iter_off + b * base + std::min(b, rem);
 }
 
-void RingAllReduce::Rank::report(std::ostream& os, const std::string& prefix) const {
+void RingCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
   for (const auto& c : channels_) {
     if (c->finished) continue;
     os << prefix << " ring channel " << c->index << ": transfer " << c->t_send << " of " << c->transfers;
@@ -132,7 +167,7 @@ void RingAllReduce::Rank::report(std::ostream& os, const std::string& prefix) co
   }
 }
 
-void RingAllReduce::Rank::on_flag(uint64_t addr) {
+void RingCollective::Rank::on_flag(uint64_t addr) {
   const uint64_t c = (addr - flags_base_) / 16;
   Channel& ch = *channels_[c];
   uint64_t v = 0;
@@ -144,16 +179,26 @@ void RingAllReduce::Rank::on_flag(uint64_t addr) {
 
 // Does whatever channel c can do now: read out a final received chunk, or
 // start the next send once its input has landed and next's slot is free.
-void RingAllReduce::Rank::progress(Channel& c) {
-  const uint64_t steps = 2 * (n_ - 1);
-  // The last receive of an iteration is only read (recv), not forwarded.
-  while (c.recv_consumed < c.transfers && step_of(c.recv_consumed) == static_cast<int>(steps - 1) &&
+void RingCollective::Rank::progress(Channel& c) {
+  const uint64_t steps = static_cast<uint64_t>(steps_);
+  // The last receive of an iteration is read (and in reduce-scatter reduced
+  // with this rank's input), not forwarded: it completes a block of the output.
+  while (c.recv_consumed < c.transfers && step_of(c.recv_consumed) == steps_ - 1 &&
          c.recv_ready > c.recv_consumed && c.t_send > c.recv_consumed) {
     const uint64_t t = c.recv_consumed;
     uint64_t first, len;
-    const int block = ((rank_ - 1 - static_cast<int>(steps - 1)) % n_ + n_) % n_;
+    const int block = send_block((rank_ + n_ - 1) % n_, steps_ - 1);
     block_range(c, t / steps, block, first, len);
-    check(first, gpu_.memory().at(c.mailbox + (t % ring_.params_.slots) * ring_.params_.chunk_bytes, len * kElem), len);
+    const uint8_t* in = gpu_.memory().at(c.mailbox + (t % ring_.params_.slots) * ring_.params_.chunk_bytes, len * kElem);
+    if (kind() == RingKind::ReduceScatter) {
+      // recv-reduce: the sum goes to this GPU's output buffer.
+      std::vector<uint8_t>& sum = scratch_;
+      sum.assign(in, in + len * kElem);
+      add_own(sum.data(), first, len);
+      check(first, sum.data(), len, -1);
+    } else {
+      check(first, in, len, kind() == RingKind::AllGather ? block : -1);
+    }
     consume(c, t);
   }
   if (!c.sending && c.t_send < c.transfers) {
@@ -165,7 +210,8 @@ void RingAllReduce::Rank::progress(Channel& c) {
       c.sending = true;
       c.issued = false;
       c.pos = 0;
-      block_range(c, t / steps, ((rank_ - s) % n_ + n_) % n_, c.first, c.len);
+      c.block = send_block(rank_, s);
+      block_range(c, t / steps, c.block, c.first, c.len);
       if (c.index == 0) {
         gpu_.trace_step = s;
         gpu_.trace_chunk = static_cast<int>(t / steps);
@@ -185,14 +231,14 @@ void RingAllReduce::Rank::progress(Channel& c) {
   }
 }
 
-void RingAllReduce::Rank::consume(Channel& c, uint64_t t) {
+void RingCollective::Rank::consume(Channel& c, uint64_t t) {
   sc_assert(c.recv_consumed == t);
   c.recv_consumed = t + 1;
   ++c.flag_acks_due;
   gpu_.store_word(c.port, prev_, c.head_flag, c.recv_consumed, c.id);
 }
 
-void RingAllReduce::Rank::finish_send(Channel& c) {
+void RingCollective::Rank::finish_send(Channel& c) {
   // The fence has completed: every data write is acknowledged; now the flag.
   ++c.flag_acks_due;
   gpu_.store_word(c.port, next_, c.tail_flag, c.t_send + 1, c.id);
@@ -201,7 +247,7 @@ void RingAllReduce::Rank::finish_send(Channel& c) {
   progress(c);
 }
 
-void RingAllReduce::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t len) {
+void RingCollective::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t len, int owner) {
   const collectives::DataPattern& d = ring_.data_;
   for (uint64_t i = 0; i < len; ++i) {
     int32_t v;
@@ -213,55 +259,60 @@ void RingAllReduce::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t l
     } else {
       std::memcpy(&v, bytes + i * kElem, kElem);
     }
-    wrong_ += v != d.sum(first + i);
+    wrong_ += v != (owner < 0 ? d.sum(first + i) : d.value(owner, first + i));
   }
   checked_ += len;
 }
 
-uint64_t RingAllReduce::Rank::Channel::next_elems() const {
+void RingCollective::Rank::add_own(uint8_t* bytes, uint64_t first, uint64_t len) const {
+  const collectives::DataPattern& d = ring_.data_;
+  if (ring_.dtype_ == DType::Float32) {
+    for (uint64_t i = 0; i < len; ++i) {
+      float v;
+      std::memcpy(&v, bytes + i * kElem, kElem);
+      v += static_cast<float>(d.value(rank_, first + i));
+      std::memcpy(bytes + i * kElem, &v, kElem);
+    }
+  } else {
+    for (uint64_t i = 0; i < len; ++i) {
+      int32_t v;
+      std::memcpy(&v, bytes + i * kElem, kElem);
+      v += d.value(rank_, first + i);
+      std::memcpy(bytes + i * kElem, &v, kElem);
+    }
+  }
+}
+
+uint64_t RingCollective::Rank::Channel::next_elems() const {
   if (!sending || pos >= len) return 0;
   return std::min<uint64_t>(rank->gpu_.pool().format().max_payload_bytes / kElem, len - pos);
 }
 
-uint32_t RingAllReduce::Rank::Channel::next_wire_bytes(const net::PacketFormat& f) const {
+uint32_t RingCollective::Rank::Channel::next_wire_bytes(const net::PacketFormat& f) const {
   const uint64_t m = next_elems();
   return m ? f.wire_bytes(static_cast<uint32_t>(m * kElem)) : 0;
 }
 
-void RingAllReduce::Rank::Channel::fill(net::Packet* p) {
+void RingCollective::Rank::Channel::fill(net::Packet* p) {
   Rank& r = *rank;
   const RingParams& prm = r.ring_.params_;
-  const int n = r.n_;
   const int s = r.step_of(t_send);
   const uint64_t m = next_elems();
   p->dst = r.next_;
   p->op = net::Op::Write;
   p->addr = mailbox + (t_send % prm.slots) * prm.chunk_bytes + pos * kElem;
   p->payload_bytes = static_cast<uint16_t>(m * kElem);
-  // The data: own input (step 0), received partial plus own input
-  // (reduce-scatter), or the received final result (all-gather).
-  const uint8_t* in = s > 0 ? r.gpu_.memory().at(mailbox + ((t_send - 1) % prm.slots) * prm.chunk_bytes + pos * kElem, m * kElem) : nullptr;
-  const collectives::DataPattern& d = r.ring_.data_;
+  // The data: what was received in the previous step (none in step 0),
+  // plus this rank's input where the step reduces; checked where it is
+  // this rank's copy of the output.
   const uint64_t g = first + pos;
-  const bool add_own = s <= n - 1;
-  if (r.ring_.dtype_ == DType::Float32) {
-    float* out = reinterpret_cast<float*>(p->data);
-    for (uint64_t i = 0; i < m; ++i) {
-      float v = 0;
-      if (in) std::memcpy(&v, in + i * kElem, kElem);
-      if (add_own) v += static_cast<float>(d.value(r.rank_, g + i));
-      out[i] = v;
-    }
-  } else {
-    int32_t* out = reinterpret_cast<int32_t*>(p->data);
-    for (uint64_t i = 0; i < m; ++i) {
-      int32_t v = 0;
-      if (in) std::memcpy(&v, in + i * kElem, kElem);
-      if (add_own) v += d.value(r.rank_, g + i);
-      out[i] = v;
-    }
-  }
-  if (s >= n - 1) r.check(g, p->data, m);  // this GPU's copy of the result
+  if (s > 0)
+    std::memcpy(p->data, r.gpu_.memory().at(mailbox + ((t_send - 1) % prm.slots) * prm.chunk_bytes + pos * kElem, m * kElem),
+                m * kElem);
+  else
+    std::memset(p->data, 0, m * kElem);
+  if (r.adds_own(s)) r.add_own(p->data, g, m);
+  if (r.sends_final(s)) r.check(g, p->data, m, r.kind() == RingKind::AllGather ? block : -1);
   pos += m;
   ++data_acks_due;
   if (pos == len) {
@@ -270,7 +321,7 @@ void RingAllReduce::Rank::Channel::fill(net::Packet* p) {
   }
 }
 
-void RingAllReduce::Rank::Channel::on_response(net::Packet* p) {
+void RingCollective::Rank::Channel::on_response(net::Packet* p) {
   if (p->addr == tail_flag || p->addr == head_flag) {
     sc_assert(flag_acks_due > 0);
     --flag_acks_due;
@@ -284,22 +335,23 @@ void RingAllReduce::Rank::Channel::on_response(net::Packet* p) {
   rank->progress(*this);
 }
 
-RingAllReduce::RingAllReduce(std::vector<Gpu*> gpus, DType dtype, uint64_t seed, RingParams params,
-                             double endpoint_GBps)
-    : gpus_(std::move(gpus)),
+RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, DType dtype, uint64_t seed, RingParams params,
+                               double endpoint_GBps)
+    : kind_(kind),
+      gpus_(std::move(gpus)),
       dtype_(dtype),
       data_(seed, static_cast<int>(gpus_.size())),
       params_(params),
       endpoint_GBps_(endpoint_GBps) {}
 
-RingAllReduce::~RingAllReduce() {
+RingCollective::~RingCollective() {
   for (Gpu* g : gpus_) {
     g->set_program(nullptr);
     g->clear_streams();
   }
 }
 
-void RingAllReduce::start(uint64_t bytes, std::function<void()> on_done) {
+void RingCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
   for (int r = 0; r < static_cast<int>(gpus_.size()); ++r)
@@ -308,22 +360,23 @@ void RingAllReduce::start(uint64_t bytes, std::function<void()> on_done) {
   for (auto& r : ranks_) r->start();
 }
 
-void RingAllReduce::rank_done() {
+void RingCollective::rank_done() {
   if (--running_ == 0 && on_done_) on_done_();
 }
 
-uint64_t RingAllReduce::wrong() const {
+uint64_t RingCollective::wrong() const {
   uint64_t w = 0;
   for (const auto& r : ranks_) w += r->wrong();
   return w;
 }
 
-double RingAllReduce::bound_us(uint64_t bytes) const {
-  return collectives::allreduce_bound_us(bytes, static_cast<int>(gpus_.size()), endpoint_GBps_);
+double RingCollective::bound_us(uint64_t bytes) const {
+  return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
 }
 
-double RingAllReduce::busbw_factor() const {
-  return collectives::allreduce_busbw_factor(static_cast<int>(gpus_.size()));
+double RingCollective::busbw_factor() const {
+  const int n = static_cast<int>(gpus_.size());
+  return kind_ == RingKind::AllReduce ? collectives::allreduce_busbw_factor(n) : collectives::gather_busbw_factor(n);
 }
 
 }  // namespace incsim::gpu

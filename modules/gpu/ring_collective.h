@@ -1,0 +1,61 @@
+#pragma once
+// The software ring collectives that NCCL runs and Klenk uses as the baseline
+// (Klenk §III, §V): all-reduce is a reduce-scatter then an all-gather around
+// a ring; each step a chunk is written by the GPU's cores into the next GPU's
+// mailbox with data-fence-flag semantics — stores, wait for every write ack
+// (the fence), then store the flag; the receiver polls the flag, reduces the
+// chunk with its own data or copies it, forwards it, and tells the sender
+// the mailbox slot is free.
+//
+// As in NCCL, the message is split over channels (each a ring on its own
+// port, so all of a GPU's links are used) and each channel loops over
+// iterations of nranks x chunk elements, doing the ring's steps per
+// iteration: 2(n-1) for all-reduce, n-1 for reduce-scatter and all-gather.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "gpu/collective.h"
+#include "gpu/gpu.h"
+
+namespace incsim::gpu {
+
+struct RingParams {
+  int channels;          // rings run in parallel, spread over the GPU's ports
+  uint64_t chunk_bytes;  // per-rank piece of one iteration = one mailbox slot
+  int slots;             // mailbox slots per channel (pipelining depth)
+};
+
+enum class RingKind { AllReduce, ReduceScatter, AllGather };
+
+class RingCollective : public Collective {
+ public:
+  // gpus in ring order; endpoint_GBps is one GPU's payload bandwidth. The
+  // message size is nccl-tests': the whole buffer, of which each rank owns
+  // 1/n in reduce-scatter (output) and all-gather (input).
+  RingCollective(RingKind kind, std::vector<Gpu*> gpus, collectives::DType dtype, uint64_t seed, RingParams params,
+                 double endpoint_GBps);
+  ~RingCollective() override;
+  void start(uint64_t bytes, std::function<void()> on_done) override;
+  uint64_t wrong() const override;
+  double bound_us(uint64_t bytes) const override;
+  double busbw_factor() const override;
+  std::string redop() const override { return kind_ == RingKind::AllGather ? "none" : "sum"; }
+
+  class Rank;
+
+ private:
+  void rank_done();
+  RingKind kind_;
+  std::vector<Gpu*> gpus_;
+  collectives::DType dtype_;
+  collectives::DataPattern data_;
+  RingParams params_;
+  double endpoint_GBps_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::function<void()> on_done_;
+  int running_ = 0;
+};
+
+}  // namespace incsim::gpu
