@@ -213,8 +213,21 @@ struct Lp {
   ~Lp() { glp_delete_prob(p); }
 };
 
-// Solves; returns false if GLPK found no solution. Messages off, presolve on.
-bool solve(glp_prob* p, bool integer) {
+// Branch and bound stops after `node_limit` subproblems: GLPK has no node
+// limit of its own, and its time limit would make results depend on the
+// machine's speed (DESIGN.md: the same input gives the same result).
+struct NodeBudget {
+  int left;
+};
+
+void count_nodes(glp_tree* t, void* info) {
+  auto* b = static_cast<NodeBudget*>(info);
+  if (glp_ios_reason(t) == GLP_ISELECT && --b->left < 0) glp_ios_terminate(t);
+}
+
+// Solves; returns false if GLPK found no solution (a continuous problem) or no
+// integer solution within the node budget. Messages off, presolve on.
+bool solve(glp_prob* p, bool integer, int node_limit = 0) {
   glp_smcp sm;
   glp_init_smcp(&sm);
   sm.msg_lev = GLP_MSG_OFF;
@@ -223,12 +236,16 @@ bool solve(glp_prob* p, bool integer) {
     int rc = glp_simplex(p, &sm);
     return rc == 0 && glp_get_status(p) == GLP_OPT;
   }
+  NodeBudget budget{node_limit};
   glp_iocp io;
   glp_init_iocp(&io);
   io.msg_lev = GLP_MSG_OFF;
   io.presolve = GLP_ON;
+  io.fp_heur = GLP_ON;  // feasibility pump: an incumbent early
+  io.cb_func = count_nodes;
+  io.cb_info = &budget;
   int rc = glp_intopt(p, &io);
-  return rc == 0 && (glp_mip_status(p) == GLP_OPT || glp_mip_status(p) == GLP_FEAS);
+  return (rc == 0 || rc == GLP_ESTOP) && (glp_mip_status(p) == GLP_OPT || glp_mip_status(p) == GLP_FEAS);
 }
 
 // Adds capacity rows: sum over trees using edge e of z_i <= scale * c_e.
@@ -290,8 +307,15 @@ Packing minimize_trees(const CapGraph& g, const Packing& mwu, const MinimizeOpti
       glp_set_obj_coef(lp.p, i + 1, 1.0);
     }
     add_capacity_rows(lp.p, g, cand, scale, 1);
-    if (!solve(lp.p, integer)) throw std::logic_error("GLPK failed on the tree-packing program");
-    double best = (integer ? glp_mip_obj_val(lp.p) : glp_get_obj_val(lp.p)) / scale;
+    // The continuous relaxation first: if even it falls short, skip the step.
+    if (!solve(lp.p, false)) throw std::logic_error("GLPK failed on the tree-packing LP");
+    double best = glp_get_obj_val(lp.p) / scale;
+    if (integer && best >= need) {
+      if (solve(lp.p, true, opt.node_limit))
+        best = glp_mip_obj_val(lp.p) / scale;
+      else
+        best = 0;  // no integer solution within the budget: relax further
+    }
     st.tried.push_back(best);
     if (best < need && den != 0) continue;
     std::vector<double> z(k);
@@ -329,7 +353,7 @@ Packing minimize_trees(const CapGraph& g, const Packing& mwu, const MinimizeOpti
         val.push_back(1.0);
       }
       glp_set_mat_row(mc.p, row, k, ind.data(), val.data());
-      if (solve(mc.p, true))
+      if (solve(mc.p, true, opt.node_limit))
         for (int i = 0; i < k; ++i) z[i] = glp_mip_col_val(mc.p, i + 1);
     }
     for (int i = 0; i < k; ++i) {
@@ -337,6 +361,12 @@ Packing minimize_trees(const CapGraph& g, const Packing& mwu, const MinimizeOpti
       if (w <= 1e-12) continue;
       out.trees.push_back({cand[i].parent_edge, w});
     }
+    // A continuous solution is feasible only to GLPK's tolerance (about 1e-7):
+    // scale it down so no edge exceeds its capacity at all.
+    double over = 1;
+    const std::vector<double> l = out.load(g);
+    for (size_t x = 0; x < g.edges.size(); ++x) over = std::max(over, l[x] / g.edges[x].cap);
+    for (Tree& t : out.trees) t.weight /= over;
     st.denominator = den;
     break;
   }

@@ -64,6 +64,9 @@ Packing pack_mwu(const CapGraph& g, int root, double eps, MwuStats* stats = null
 struct MinimizeOptions {
   double threshold = 0.05;  // accept a rate within this fraction of the target (§3.2: 5%)
   int max_denominator = 16;  // last integer relaxation: weights in steps of 1/16
+  // Branch-and-bound subproblems per integer program; past it the best
+  // solution found so far is taken (a count, not a time, for determinism).
+  int node_limit = 200;
 };
 
 struct MinimizeStats {
@@ -80,6 +83,9 @@ struct MinimizeStats {
 // the integrality step by step (w_i in multiples of 1/2, 1/4, ... 1/max_denominator,
 // then continuous), stopping at the first step within the threshold. At that
 // step a second program keeps the rate and minimises the number of trees used.
+// Both programs stop after opt.node_limit branch-and-bound subproblems with the
+// best solution found (the first then may fall short and relax further; the
+// second then keeps more trees than the fewest possible).
 // The continuous step always succeeds: the MWU weights are feasible in it.
 Packing minimize_trees(const CapGraph& g, const Packing& mwu, const MinimizeOptions& opt = {},
                        MinimizeStats* stats = nullptr);

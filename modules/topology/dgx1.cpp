@@ -12,7 +12,8 @@ namespace incsim::topo {
 namespace {
 
 // NVLinks per GPU pair, DGX-1V (Blink Fig. 1; the same matrix `nvidia-smi topo
-// -m` prints on an AWS p3.16xlarge, the machine of Blink §5.2). Each GPU has 6.
+// -m` prints on an AWS p3.16xlarge, the machine of Blink §5.2, and on 8-GPU
+// V100 NVLink servers, e.g. kyumdoctor.tistory.com/74). Each GPU has 6.
 // GPUs 0-3 and 4-7 each form a fully joined quad and GPU i joins GPU i+4; the
 // doubled pairs form the ring 0-3-2-1-5-6-7-4-0.
 constexpr int kV100[8][8] = {

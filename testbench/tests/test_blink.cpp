@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -334,4 +335,87 @@ TEST_CASE("A doubled pair carries rate 2 on one tree", "[blink][packing]") {
   REQUIRE(b.trees.trees.size() == 1);
   CHECK(b.trees.trees[0].weight == Approx(2.0));
   CHECK(edmonds_rate(b.graph, 0) == Approx(2.0));
+}
+
+TEST_CASE("Fractional capacities: the program is relaxed step by step", "[blink][packing]") {
+  // A triangle of half-capacity links: 0/1 weights fit nothing, halves do.
+  CapGraph g;
+  g.n = 3;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b)
+      if (a != b) g.edges.push_back({a, b, 0.5});
+  Packing mwu = pack_mwu(g, 0, 0.05);
+  CHECK(mwu.rate() >= 0.95 * edmonds_rate(g, 0));
+  MinimizeStats st;
+  Packing p = minimize_trees(g, mwu, {}, &st);
+  require_valid(g, p);
+  CHECK(st.denominator == 2);
+  REQUIRE(st.tried.size() == 2);
+  CHECK(st.tried[0] == 0.0);
+  CHECK(p.rate() == Approx(1.0));
+  CHECK(p.trees.size() == 2);
+  // Thirds with weights in halves at most: only the continuous program fits.
+  for (CapEdge& e : g.edges) e.cap = 1.0 / 3;
+  mwu = pack_mwu(g, 0, 0.05);
+  MinimizeOptions o;
+  o.max_denominator = 2;
+  p = minimize_trees(g, mwu, o, &st);
+  require_valid(g, p);
+  CHECK(st.denominator == 0);
+  CHECK(st.tried.size() == 3);
+  CHECK(p.rate() >= 0.95 * mwu.rate());
+  CHECK(p.rate() == Approx(2.0 / 3));
+}
+
+TEST_CASE("Random graphs: MWU within (1-eps) of Edmonds, minimised packings valid", "[blink][packing]") {
+  unsigned seed = 777;
+  auto rnd = [&]() { return (seed = seed * 1103515245u + 12345u) >> 16; };
+  int relaxed = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    CapGraph g;
+    g.n = 3 + static_cast<int>(rnd() % 5);
+    for (int a = 0; a < g.n; ++a)
+      for (int b = 0; b < g.n; ++b)
+        if (a != b && rnd() % 3 != 0) {
+          // Mixed link types: whole NVLinks and PCIe-like fractions (15.75 / 25).
+          const double caps[] = {1.0, 2.0, 0.63, 0.3};
+          g.edges.push_back({a, b, caps[rnd() % 4]});
+        }
+    const int root = static_cast<int>(rnd() % g.n);
+    const double opt = edmonds_rate(g, root);
+    if (opt <= 0) {
+      CHECK_THROWS_AS(pack_mwu(g, root, 0.1), UserError);
+      continue;
+    }
+    const double eps = trial % 2 ? 0.1 : 0.05;
+    INFO("trial " << trial << " n " << g.n << " eps " << eps);
+    Packing mwu = pack_mwu(g, root, eps);
+    require_valid(g, mwu);
+    CHECK(mwu.rate() >= (1 - eps) * opt - 1e-9);
+    CHECK(mwu.rate() <= opt + 1e-9);
+    MinimizeStats st;
+    const auto t0 = std::chrono::steady_clock::now();
+    Packing p = minimize_trees(g, mwu, {}, &st);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (std::getenv("BLINK_VERBOSE")) std::printf("trial %d n %d m %zu: %zu candidates, den %d, %zu trees, %.1f ms\n", trial, g.n, g.edges.size(), mwu.trees.size(), st.denominator, p.trees.size(), ms);
+    require_valid(g, p);
+    CHECK(p.rate() >= 0.95 * mwu.rate() - 1e-9);
+    CHECK(p.trees.size() <= mwu.trees.size());
+    relaxed += st.denominator != 1;
+  }
+  CHECK(relaxed > 0);  // the relaxation steps were exercised
+}
+
+TEST_CASE("Paper allocations: 1,4,5,6 and 2,3,6,7 on DGX-1V", "[blink][packing]") {
+  for (const std::vector<int>& alloc : {std::vector<int>{1, 4, 5, 6}, std::vector<int>{2, 3, 6, 7}}) {
+    for (int root : alloc) {
+      BlinkTrees b = blink_dgx1_trees(Dgx1Gen::V100, alloc, root);
+      const int r = static_cast<int>(std::find(alloc.begin(), alloc.end(), root) - alloc.begin());
+      require_valid(b.graph, b.trees);
+      CHECK(b.trees.rate() == Approx(edmonds_rate(b.graph, r)));
+      std::printf("DGX-1V {%d,%d,%d,%d} root %d: rate %.3f (%.1f GB/s) in %zu trees (MWU %zu)\n%s", alloc[0],
+                  alloc[1], alloc[2], alloc[3], root, b.trees.rate(), b.rate_GBps(), b.trees.trees.size(),
+                  b.mwu.trees.size(), format_packing(b.graph, b.trees).c_str());
+    }
+  }
 }
