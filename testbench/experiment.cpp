@@ -47,7 +47,7 @@ void load_config_file(const std::string& path, Options& o, Config& cfg) {
   for (const auto& kv : root) {
     const auto key = kv.first.as<std::string>();
     if (key == "platform" || key == "collective" || key == "algorithm" || key == "gpus" || key == "sizes" ||
-        key == "dtype" || key == "seed") {
+        key == "dtype" || key == "redop" || key == "seed") {
       if (!kv.second.IsScalar()) throw UserError("config file " + path + ": '" + key + "' must be a single value");
       argv_store.push_back("--" + key);
       argv_store.push_back(kv.second.as<std::string>());
@@ -76,6 +76,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     pick(opt_.gpus, from_file.gpus, defaults.gpus);
     pick(opt_.sizes, from_file.sizes, defaults.sizes);
     pick(opt_.dtype, from_file.dtype, defaults.dtype);
+    pick(opt_.redop, from_file.redop, defaults.redop);
     pick(opt_.seed, from_file.seed, defaults.seed);
   }
   for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
@@ -89,6 +90,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (opt_.algorithm != "ring")
     throw UserError("unknown algorithm '" + opt_.algorithm + "' for " + opt_.collective + "; this build runs: ring");
   dtype_ = collectives::parse_dtype(opt_.dtype);
+  const collectives::RedOp redop = collectives::parse_redop(opt_.redop);
   sizes_ = parse_sizes(opt_.sizes);
   for (uint64_t s : sizes_)
     if (s % 4 != 0)
@@ -121,7 +123,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
   if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   if (rp.slots < 1 || rp.slots > 64) throw UserError("ring.slots must be between 1 and 64");
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, dtype_, opt_.seed, rp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, dtype_, redop, opt_.seed, rp,
+                                                     endpoint_GBps_);
 
   const double stall_us = cfg_.get<double>("sim.stall_timeout_us", 100.0,
                                            "simulated time without any link activity that counts as a stall, us");
@@ -224,6 +227,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["gpus"] = participants();
   j["config"]["dtype"] = collectives::dtype_name(dtype_);
+  j["config"]["redop"] = collective_->redop();
   j["config"]["seed"] = opt_.seed;
   j["config"]["sizes"] = opt_.sizes;
   json params = json::object();

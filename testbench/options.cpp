@@ -14,6 +14,7 @@ const char* usage() {
          "  --gpus N                    GPUs taking part (star: GPUs built)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
+         "  --redop sum|min|max         reduction operator (default sum)\n"
          "  --seed N                    seed for data and memory latencies (default 1)\n"
          "  --config FILE.yaml          options and parameters from a file\n"
          "  -c key=value                set a parameter (incsim --list-params shows them)\n"
@@ -57,6 +58,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       if (o.gpus == 0) throw UserError("--gpus must be at least 1");
     } else if (a == "--sizes") o.sizes = value;
     else if (a == "--dtype") o.dtype = value;
+    else if (a == "--redop") o.redop = value;
     else if (a == "--seed") o.seed = parse_uint(a, value);
     else if (a == "--config") o.config_file = value;
     else if (a == "--vcd") o.vcd = value;

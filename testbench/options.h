@@ -14,6 +14,7 @@ struct Options {
   int gpus = 0;  // 0: the platform's own count
   std::string sizes = "8K:64M";
   std::string dtype = "float";
+  std::string redop = "sum";
   uint64_t seed = 1;
   std::string config_file, vcd, json, dump_platform;
   std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order

@@ -1,5 +1,7 @@
 #include "data_pattern.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -12,10 +14,21 @@ DType parse_dtype(const std::string& text) {
   throw UserError("unknown data type '" + text + "'; choose float or int32");
 }
 
+const char* redop_name(RedOp op) { return op == RedOp::Sum ? "sum" : op == RedOp::Min ? "min" : "max"; }
+
+RedOp parse_redop(const std::string& text) {
+  if (text == "sum") return RedOp::Sum;
+  if (text == "min") return RedOp::Min;
+  if (text == "max") return RedOp::Max;
+  throw UserError("unknown reduction operator '" + text + "'; choose sum, min or max");
+}
+
 DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {
   for (int r = 0; r < ranks; ++r) {
     a_.push_back(1 + static_cast<int32_t>(mix(seed_ + 0x5851F42D4C957F2Dull * (r + 1)) % 50));
     a_sum_ += a_.back();
+    a_min_ = r == 0 ? a_.back() : std::min(a_min_, a_.back());
+    a_max_ = r == 0 ? a_.back() : std::max(a_max_, a_.back());
   }
 }
 

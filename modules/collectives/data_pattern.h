@@ -5,7 +5,8 @@
 // s(i) in [1, 3] and b(i) in [-50, 50], all hashed from the seed. Every rank's
 // contribution differs and no index pattern repeats, so a lost, doubled or
 // misplaced contribution changes the result; yet the reference has a closed
-// form (sum = s(i) * sum_r a(r) + n * b(i)), so checking costs O(1) per element
+// form (sum = s(i) * sum_r a(r) + n * b(i); since s(i) > 0, min and max are
+// s(i) * min_r a(r) + b(i) and likewise), so checking costs O(1) per element
 // and nothing of size message x ranks is stored. |f| <= 200 keeps every
 // partial sum of up to 2^16 ranks exact in float32, whatever the order.
 #include <cstdint>
@@ -18,11 +19,31 @@ enum class DType { Float32, Int32 };
 const char* dtype_name(DType t);
 DType parse_dtype(const std::string& text);  // throws UserError
 
+// Reduction operators (nccl-tests -o; Klenk §IV-D: sum, min, max).
+enum class RedOp { Sum, Min, Max };
+const char* redop_name(RedOp op);
+RedOp parse_redop(const std::string& text);  // throws UserError
+template <class T>
+T reduce(RedOp op, T a, T b) {
+  return op == RedOp::Sum ? a + b : op == RedOp::Min ? (b < a ? b : a) : (b > a ? b : a);
+}
+
 class DataPattern {
  public:
   DataPattern(uint64_t seed, int ranks);
-  int32_t value(int rank, uint64_t i) const { return a_[rank] * s(i) + b(i); }
-  int32_t sum(uint64_t i) const { return a_sum_ * s(i) + static_cast<int32_t>(a_.size()) * b(i); }
+  int32_t value(int rank, uint64_t i) const {
+    const uint64_t h = mix(seed_ ^ i);
+    return a_[rank] * s(h) + b(h);
+  }
+  // The reduction of element i over all ranks.
+  int32_t reduced(RedOp op, uint64_t i) const {
+    const uint64_t h = mix(seed_ ^ i);
+    switch (op) {
+      case RedOp::Min: return a_min_ * s(h) + b(h);
+      case RedOp::Max: return a_max_ * s(h) + b(h);
+      default: return a_sum_ * s(h) + static_cast<int32_t>(a_.size()) * b(h);
+    }
+  }
 
  private:
   static uint64_t mix(uint64_t x) {
@@ -31,11 +52,12 @@ class DataPattern {
     x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     return x ^ (x >> 31);
   }
-  int32_t s(uint64_t i) const { return 1 + static_cast<int32_t>(mix(seed_ ^ i) % 3); }
-  int32_t b(uint64_t i) const { return static_cast<int32_t>((mix(seed_ ^ i) >> 8) % 101) - 50; }
+  // s and b of an element from its hash.
+  static int32_t s(uint64_t h) { return 1 + static_cast<int32_t>(h % 3); }
+  static int32_t b(uint64_t h) { return static_cast<int32_t>((h >> 8) % 101) - 50; }
   uint64_t seed_;
   std::vector<int32_t> a_;
-  int32_t a_sum_ = 0;
+  int32_t a_sum_ = 0, a_min_ = 0, a_max_ = 0;
 };
 
 }  // namespace incsim::collectives

@@ -78,8 +78,11 @@ class RingCollective::Rank : public Program {
   // Compares len elements from global index first with the reference: the
   // sum over ranks, or (owner >= 0) rank owner's input (all-gather).
   void check(uint64_t first, const uint8_t* bytes, uint64_t len, int owner);
-  // Adds this rank's input elements [first, first + len) to bytes.
-  void add_own(uint8_t* bytes, uint64_t first, uint64_t len) const;
+  // Reduces this rank's input elements [first, first + len) into bytes with
+  // the collective's operator, or (init) writes them there.
+  void add_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const;
+  template <class T>
+  void combine_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const;
   void finish_send(Channel& c);
 
   RingCollective& ring_;
@@ -194,7 +197,7 @@ void RingCollective::Rank::progress(Channel& c) {
       // recv-reduce: the sum goes to this GPU's output buffer.
       std::vector<uint8_t>& sum = scratch_;
       sum.assign(in, in + len * kElem);
-      add_own(sum.data(), first, len);
+      add_own(sum.data(), first, len, false);
       check(first, sum.data(), len, -1);
     } else {
       check(first, in, len, kind() == RingKind::AllGather ? block : -1);
@@ -259,28 +262,28 @@ void RingCollective::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t 
     } else {
       std::memcpy(&v, bytes + i * kElem, kElem);
     }
-    wrong_ += v != (owner < 0 ? d.sum(first + i) : d.value(owner, first + i));
+    wrong_ += v != (owner < 0 ? d.reduced(ring_.redop_, first + i) : d.value(owner, first + i));
   }
   checked_ += len;
 }
 
-void RingCollective::Rank::add_own(uint8_t* bytes, uint64_t first, uint64_t len) const {
+template <class T>
+void RingCollective::Rank::combine_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const {
   const collectives::DataPattern& d = ring_.data_;
-  if (ring_.dtype_ == DType::Float32) {
-    for (uint64_t i = 0; i < len; ++i) {
-      float v;
+  for (uint64_t i = 0; i < len; ++i) {
+    const T own = static_cast<T>(d.value(rank_, first + i));
+    T v = own;
+    if (!init) {
       std::memcpy(&v, bytes + i * kElem, kElem);
-      v += static_cast<float>(d.value(rank_, first + i));
-      std::memcpy(bytes + i * kElem, &v, kElem);
+      v = collectives::reduce(ring_.redop_, v, own);
     }
-  } else {
-    for (uint64_t i = 0; i < len; ++i) {
-      int32_t v;
-      std::memcpy(&v, bytes + i * kElem, kElem);
-      v += d.value(rank_, first + i);
-      std::memcpy(bytes + i * kElem, &v, kElem);
-    }
+    std::memcpy(bytes + i * kElem, &v, kElem);
   }
+}
+
+void RingCollective::Rank::add_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const {
+  if (ring_.dtype_ == DType::Float32) combine_own<float>(bytes, first, len, init);
+  else combine_own<int32_t>(bytes, first, len, init);
 }
 
 uint64_t RingCollective::Rank::Channel::next_elems() const {
@@ -309,9 +312,7 @@ void RingCollective::Rank::Channel::fill(net::Packet* p) {
   if (s > 0)
     std::memcpy(p->data, r.gpu_.memory().at(mailbox + ((t_send - 1) % prm.slots) * prm.chunk_bytes + pos * kElem, m * kElem),
                 m * kElem);
-  else
-    std::memset(p->data, 0, m * kElem);
-  if (r.adds_own(s)) r.add_own(p->data, g, m);
+  if (r.adds_own(s)) r.add_own(p->data, g, m, s == 0);
   if (r.sends_final(s)) r.check(g, p->data, m, r.kind() == RingKind::AllGather ? block : -1);
   pos += m;
   ++data_acks_due;
@@ -335,11 +336,12 @@ void RingCollective::Rank::Channel::on_response(net::Packet* p) {
   rank->progress(*this);
 }
 
-RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, DType dtype, uint64_t seed, RingParams params,
-                               double endpoint_GBps)
+RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, DType dtype, collectives::RedOp redop,
+                               uint64_t seed, RingParams params, double endpoint_GBps)
     : kind_(kind),
       gpus_(std::move(gpus)),
       dtype_(dtype),
+      redop_(redop),
       data_(seed, static_cast<int>(gpus_.size())),
       params_(params),
       endpoint_GBps_(endpoint_GBps) {}

@@ -34,14 +34,16 @@ class RingCollective : public Collective {
   // gpus in ring order; endpoint_GBps is one GPU's payload bandwidth. The
   // message size is nccl-tests': the whole buffer, of which each rank owns
   // 1/n in reduce-scatter (output) and all-gather (input).
-  RingCollective(RingKind kind, std::vector<Gpu*> gpus, collectives::DType dtype, uint64_t seed, RingParams params,
-                 double endpoint_GBps);
+  RingCollective(RingKind kind, std::vector<Gpu*> gpus, collectives::DType dtype, collectives::RedOp redop,
+                 uint64_t seed, RingParams params, double endpoint_GBps);
   ~RingCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
   double bound_us(uint64_t bytes) const override;
   double busbw_factor() const override;
-  std::string redop() const override { return kind_ == RingKind::AllGather ? "none" : "sum"; }
+  std::string redop() const override {
+    return kind_ == RingKind::AllGather ? "none" : collectives::redop_name(redop_);
+  }
 
   class Rank;
 
@@ -50,6 +52,7 @@ class RingCollective : public Collective {
   RingKind kind_;
   std::vector<Gpu*> gpus_;
   collectives::DType dtype_;
+  collectives::RedOp redop_;
   collectives::DataPattern data_;
   RingParams params_;
   double endpoint_GBps_;

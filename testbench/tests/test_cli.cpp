@@ -167,6 +167,10 @@ TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
   require_error("--platform star --gpus four --sizes 8K", {"--gpus", "four"});
 }
 
+TEST_CASE("bad input: bad reduction operator", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --redop prod", {"'prod'", "sum, min or max"});
+}
+
 TEST_CASE("bad input: bad dtype", "[cli][errors]") {
   require_error("--platform star --gpus 4 --sizes 8K --dtype double", {"double"});
 }

@@ -19,9 +19,10 @@ namespace {
 const char* kSizes = "4,8K,12292,96K";
 
 std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes,
-                         const std::string& collective = "allreduce") {
+                         const std::string& collective = "allreduce", const std::string& redop = "sum") {
   tb::Options o;
   o.collective = collective;
+  o.redop = redop;
   o.platform = platform;
   o.gpus = gpus;
   o.dtype = dtype;
@@ -36,8 +37,8 @@ std::vector<tb::Row> run(const std::string& platform, int gpus, const std::strin
 }
 
 void require_correct(const std::string& platform, int gpus, const std::string& dtype,
-                     const std::string& collective = "allreduce") {
-  const auto rows = run(platform, gpus, dtype, kSizes, collective);
+                     const std::string& collective = "allreduce", const std::string& redop = "sum") {
+  const auto rows = run(platform, gpus, dtype, kSizes, collective, redop);
   REQUIRE(rows.size() == 4);
   const uint64_t sizes[] = {4, 8192, 12292, 96 * 1024};
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -87,6 +88,19 @@ RING_GATHER_CORRECT("allgather", "star", 2, "int32")
 RING_GATHER_CORRECT("allgather", "star", 3, "int32")
 RING_GATHER_CORRECT("allgather", "star", 5, "float")
 RING_GATHER_CORRECT("allgather", "dgx2", 16, "float")
+
+#define RING_REDOP_CORRECT(collective, redop, platform, gpus, dtype)                                          \
+  TEST_CASE("ring " collective " with " redop " is exact on " platform " with " #gpus " GPUs in " dtype,        \
+            "[ring][redop]") {                                                                                 \
+    require_correct(platform, gpus, dtype, collective, redop);                                                 \
+  }
+
+RING_REDOP_CORRECT("allreduce", "min", "star", 3, "int32")
+RING_REDOP_CORRECT("allreduce", "max", "star", 5, "float")
+RING_REDOP_CORRECT("allreduce", "min", "dgx2", 16, "float")
+RING_REDOP_CORRECT("allreduce", "max", "dgx2", 16, "int32")
+RING_REDOP_CORRECT("reducescatter", "min", "star", 3, "float")
+RING_REDOP_CORRECT("reducescatter", "max", "dgx2", 16, "int32")
 
 // Reduce-scatter and all-gather move (n-1)/n of the buffer per GPU, half of
 // an all-reduce, so their busbw reaches the same fraction of the bound
