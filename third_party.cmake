@@ -13,5 +13,12 @@ endif()
 
 find_package(yaml-cpp REQUIRED)          # --config files and YAML platforms
 find_package(nlohmann_json 3 REQUIRED)   # --json results
+# GLPK solves Blink's tree-minimisation integer programs (modules/collectives/
+# packing.cpp says why GLPK and not CBC). Debian ships no CMake config for it.
+find_library(GLPK_LIBRARY glpk REQUIRED)
+find_path(GLPK_INCLUDE_DIR glpk.h REQUIRED)
+add_library(incsim::glpk UNKNOWN IMPORTED)
+set_target_properties(incsim::glpk PROPERTIES IMPORTED_LOCATION ${GLPK_LIBRARY}
+                                              INTERFACE_INCLUDE_DIRECTORIES ${GLPK_INCLUDE_DIR})
 find_package(Catch2 2 REQUIRED)          # tests, one executable per block
 include(Catch)
