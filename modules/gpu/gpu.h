@@ -93,15 +93,15 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   using TimedHeap = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
   struct Port {
     explicit Port(const char* n) : link(n) {}
-    net::OutPort link;
-    std::unique_ptr<net::InPort> rx_port;
     net::PacketFifo rx;            // arrived, not yet taken by the memory system
     TimedHeap responses;           // acks and read data, released at memory latency
     net::PacketFifo control;       // flag stores
     std::vector<TxStream*> active;
     unsigned stream_rr = 0, vc_rr = 0;
-    sc_core::sc_event wake;
     uint32_t rx_bytes[net::kNumVcs] = {};
+    sc_core::sc_event wake;
+    std::unique_ptr<net::InPort> rx_port;
+    net::OutPort link;  // last: its socket is large and rarely touched
   };
   void tx_process(int p);
   void rx_process();

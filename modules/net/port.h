@@ -54,8 +54,6 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   sc_core::sc_time latency() const { return latency_; }
   void trace(sc_core::sc_trace_file* tf, const std::string& prefix) const;
 
-  InitiatorSocket socket;
-
  private:
   tlm::tlm_sync_enum nb_transport_bw(Packet& p, tlm::tlm_phase& phase, sc_core::sc_time& delay) override;
   void invalidate_direct_mem_ptr(sc_dt::uint64, sc_dt::uint64) override {}
@@ -65,14 +63,19 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
     uint16_t bytes;
     uint8_t vc;
   };
-  double bw_GBps_ = 0, ps_per_byte_ = 0;
-  sc_core::sc_time latency_, busy_until_;
+  // What every packet touches comes first, ahead of the (large) socket.
+  sc_core::sc_time busy_until_, latency_;
   int credits_[kNumVcs] = {};
-  std::vector<Credit> ring_;  // credits on their way back, oldest first
+  double ps_per_byte_ = 0;
   size_t ring_head_ = 0, ring_size_ = 0;
-  sc_core::sc_event* wake_ = nullptr;
   bool waiting_ = false;
+  std::vector<Credit> ring_;  // credits on their way back, oldest first
+  sc_core::sc_event* wake_ = nullptr;
   uint64_t bytes_sent_ = 0, packets_sent_ = 0;
+  double bw_GBps_ = 0;
+
+ public:
+  InitiatorSocket socket;
 };
 
 class PacketSink {

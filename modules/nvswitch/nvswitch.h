@@ -48,7 +48,6 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   };
   struct Output {
     explicit Output(const char* n) : link(n) {}
-    net::OutPort link;
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     sc_core::sc_time xbar_free;
@@ -56,6 +55,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
     sc_core::sc_event wake;
+    net::OutPort link;  // last: its socket is large and rarely touched
   };
   void output_process(int o);
   bool crossbar_move(int o, const sc_core::sc_time& now, sc_core::sc_time& next);
