@@ -148,12 +148,16 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   }
 }
 
-double Platform::endpoint_payload_GBps(int g) const {
+double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers) const {
   const int node = topo_.endpoints()[g];
   double b = 0;
-  for (int p = 0; p < topo_.node(node).ports; ++p)
+  for (int p = 0; p < topo_.node(node).ports; ++p) {
+    bool useful = false;
+    for (int d : peers) useful = useful || (d != g && topo_.port_reaches({node, p}, d));
+    if (!useful) continue;
     b += collectives::payload_bandwidth_GBps(topo_.links()[topo_.link_at({node, p})].bw_GBps,
                                              format().max_payload_bytes, format().header_bytes, format().header_bytes);
+  }
   return b;
 }
 

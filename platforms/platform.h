@@ -35,8 +35,9 @@ class Platform {
   const std::vector<LinkEnd>& link_ends() const { return link_ends_; }
   const net::PacketFormat& format() const { return pool_->format(); }
   net::PacketPool& pool() { return *pool_; }
-  // Payload bandwidth a GPU can inject (bounds.h), GB/s.
-  double endpoint_payload_GBps(int gpu) const;
+  // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
+  // GB/s: the ports that lead to none of them do not count.
+  double endpoint_payload_GBps(int g, const std::vector<int>& peers) const;
 
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cassert>
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -109,8 +111,14 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   }
 
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed);
-  for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
-  endpoint_GBps_ = platform_->endpoint_payload_GBps(0);
+  std::vector<int> ranks;
+  for (int g = 0; g < n; ++g) {
+    participants_.push_back(platform_->gpus()[g]);
+    ranks.push_back(g);
+  }
+  // The bound takes the GPU with the least bandwidth toward the others.
+  endpoint_GBps_ = platform_->endpoint_payload_GBps(0, ranks);
+  for (int g = 1; g < n; ++g) endpoint_GBps_ = std::min(endpoint_GBps_, platform_->endpoint_payload_GBps(g, ranks));
 
   gpu::RingParams rp;
   rp.channels = cfg_.get<int>("ring.channels", 12,
@@ -123,8 +131,17 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
   if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   if (rp.slots < 1 || rp.slots > 64) throw UserError("ring.slots must be between 1 and 64");
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, dtype_, redop, opt_.seed, rp,
-                                                     endpoint_GBps_);
+  // Each rank sends on the ports that lead to the next rank (all of them on
+  // a switched fabric; on a direct network only some do).
+  std::vector<std::vector<int>> ports_to_next(n);
+  for (int r = 0; r < n; ++r) {
+    const int node = t.endpoints()[r];
+    for (int p = 0; p < t.node(node).ports; ++p)
+      if (t.port_reaches({node, p}, (r + 1) % n)) ports_to_next[r].push_back(p);
+    assert(!ports_to_next[r].empty());  // Topology::finalize checked that every endpoint reaches every other
+  }
+  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports_to_next), dtype_, redop,
+                                                     opt_.seed, rp, endpoint_GBps_);
 
   const double stall_us = cfg_.get<double>("sim.stall_timeout_us", 100.0,
                                            "simulated time without any link activity that counts as a stall, us");

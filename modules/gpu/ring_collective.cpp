@@ -119,7 +119,8 @@ RingCollective::Rank::Rank(RingCollective& ring, int rank, uint64_t count)
     auto ch = std::make_unique<Channel>();
     ch->rank = this;
     ch->index = c;
-    ch->port = c % gpu_.num_ports();
+    const auto& ports = ring.ports_to_next_[rank];
+    ch->port = ports[c % ports.size()];
     ch->elem_off = off;
     ch->elem_count = count / nch + (static_cast<uint64_t>(c) < count % nch ? 1 : 0);
     off += ch->elem_count;
@@ -336,10 +337,12 @@ void RingCollective::Rank::Channel::on_response(net::Packet* p) {
   rank->progress(*this);
 }
 
-RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, DType dtype, collectives::RedOp redop,
-                               uint64_t seed, RingParams params, double endpoint_GBps)
+RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vector<std::vector<int>> ports_to_next,
+                               DType dtype, collectives::RedOp redop, uint64_t seed, RingParams params,
+                               double endpoint_GBps)
     : kind_(kind),
       gpus_(std::move(gpus)),
+      ports_to_next_(std::move(ports_to_next)),
       dtype_(dtype),
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size())),

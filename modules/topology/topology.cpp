@@ -109,6 +109,13 @@ void Topology::finalize() {
 
 int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }
 
+bool Topology::port_reaches(PortRef p, int dst) const {
+  const PortRef v = peer(p);
+  if (v.node < 0) return false;
+  if (nodes_[v.node].kind == NodeKind::Endpoint) return v.node == endpoints_[dst];
+  return dist_[v.node][dst] >= 0;
+}
+
 Topology make_dgx2(double bw, double lat) {
   Topology t;
   t.name = "dgx2";

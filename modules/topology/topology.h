@@ -58,6 +58,9 @@ class Topology {
   int route(int node, int dst) const { return route_[node][dst]; }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
+  // Can a packet leaving endpoint port p reach endpoint number dst? (Not
+  // always: on a DGX-1 an NVLink leads to one neighbour only.)
+  bool port_reaches(PortRef p, int dst) const;
 
   std::string port_name(PortRef p) const;
 

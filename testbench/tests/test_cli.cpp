@@ -352,3 +352,30 @@ TEST_CASE("progress goes to stderr unless quiet", "[cli][progress]") {
   REQUIRE(q.code == 0);
   CHECK(q.err.empty());
 }
+
+TEST_CASE("a port that leads nowhere useful carries no ring traffic and does not count in the bound", "[cli][platform]") {
+  TempDir d;
+  // gpu0's second port goes to a switch that reaches no other GPU.
+  const std::string yaml = d.write("dead-end.yaml", R"(name: dead-end
+endpoints:
+  - {name: gpu0, ports: 2}
+  - {name: gpu1, ports: 1}
+switches:
+  - {name: s0, ports: 2}
+  - {name: s1, ports: 1}
+links:
+  - {a: gpu0.0, b: s0.0}
+  - {a: gpu1.0, b: s0.1}
+  - {a: gpu0.1, b: s1.0}
+)");
+  const Result r = incsim("--platform '" + yaml + "' --sizes 8K,1M --quiet --json '" + d.file("r.json") + "'");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  CHECK(j["endpoint_payload_GBps"].get<double>() == Approx(20.0));
+  for (const auto& row : j["rows"]) {
+    CHECK(row["wrong"] == 0);
+    for (const auto& l : row["links"])
+      if (l["from"] == "gpu0.1") CHECK(l["bytes"] == 0);
+  }
+}
