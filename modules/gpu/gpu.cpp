@@ -169,17 +169,19 @@ void Gpu::rx_process() {
 
 // Request VC: flag stores first (rare and on the critical path), then the
 // active streams in turn. Response VC: acks and read data whose memory
-// latency has passed. The two VCs alternate.
+// latency has passed. The two VCs alternate. The port picks up to one packet
+// ahead of the one on the wire (OutPort::can_pick).
 void Gpu::tx_process(int port) {
   Port& pt = *ports_[port];
   const sc_time now = sc_core::sc_time_stamp();
   pt.link.absorb_credits(now);
-  while (pt.link.link_free(now)) {
+  while (pt.link.can_pick(now)) {
+    const sc_time start = pt.link.next_start(now);
     net::Packet* chosen = nullptr;
     for (int k = 0; k < net::kNumVcs && !chosen; ++k) {
       const int vc = static_cast<int>((pt.vc_rr + k) % net::kNumVcs);
       if (vc == net::kResponseVc) {
-        if (pt.responses.empty() || pt.responses.top().at > now) continue;
+        if (pt.responses.empty() || pt.responses.top().at > start) continue;
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
         if (!pt.link.has_credit(vc, p->wire_bytes)) continue;
         pt.responses.pop();
@@ -213,10 +215,11 @@ void Gpu::tx_process(int port) {
       if (chosen) pt.vc_rr = vc + 1;
     }
     if (!chosen) {
-      if (!pt.control.empty() || !pt.active.empty() || !pt.responses.empty()) pt.link.wait_for_credit(now);
+      const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();
+      if (pending && start == now) pt.link.wait_for_credit(now);  // a pick ahead retries when the wire frees
       break;
     }
-    pt.link.send(chosen, now, now);
+    pt.link.send(chosen, start, start);
   }
   sc_time next = sc_core::sc_max_time();
   const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();

@@ -15,11 +15,12 @@ void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credi
   wake_ = wake;
 }
 
-void OutPort::send(Packet* p, const sc_core::sc_time& now, const sc_core::sc_time& ready) {
-  sc_assert(busy_until_ <= now && has_credit(p->vc, p->wire_bytes));
+void OutPort::send(Packet* p, const sc_core::sc_time& start, const sc_core::sc_time& ready) {
+  sc_assert(busy_until_ <= start && has_credit(p->vc, p->wire_bytes));
   credits_[p->vc] -= p->wire_bytes;
-  busy_until_ = std::max(now + serialization(p->wire_bytes), ready);
-  p->t_head = now + latency_;
+  last_start_ = start;
+  busy_until_ = std::max(start + serialization(p->wire_bytes), ready);
+  p->t_head = start + latency_;
   p->t_tail = busy_until_ + latency_;
   bytes_sent_ += p->wire_bytes;
   ++packets_sent_;

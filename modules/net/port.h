@@ -33,14 +33,19 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
                  sc_core::sc_event* wake);
 
   bool link_free(const sc_core::sc_time& now) const { return busy_until_ <= now; }
+  // The arbiter is pipelined: it may pick the next packet while one is on the
+  // wire, to start the moment the wire frees, but never two ahead.
+  bool can_pick(const sc_core::sc_time& now) const { return last_start_ <= now; }
+  sc_core::sc_time next_start(const sc_core::sc_time& now) const { return busy_until_ > now ? busy_until_ : now; }
   const sc_core::sc_time& busy_until() const { return busy_until_; }
   bool has_credit(int vc, uint32_t bytes) const { return credits_[vc] >= static_cast<int>(bytes); }
   sc_core::sc_time serialization(uint32_t bytes) const {
     return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(bytes * ps_per_byte_ + 0.5));
   }
-  // Puts a packet on the wire now; `ready` is when its last flit is available
-  // here (cut-through: the wire cannot finish before that).
-  void send(Packet* p, const sc_core::sc_time& now, const sc_core::sc_time& ready);
+  // Puts a packet on the wire at `start` (now, or next_start() for a packet
+  // picked ahead); `ready` is when its last flit is available here
+  // (cut-through: the wire cannot finish before that). Credits are taken now.
+  void send(Packet* p, const sc_core::sc_time& start, const sc_core::sc_time& ready);
   // Applies the credits whose return time has come.
   void absorb_credits(const sc_core::sc_time& now);
   // The owner has a packet but no credit for it: wake it when credit returns.
@@ -64,7 +69,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
     uint8_t vc;
   };
   // What every packet touches comes first, ahead of the (large) socket.
-  sc_core::sc_time busy_until_, latency_;
+  sc_core::sc_time busy_until_, last_start_, latency_;
   int credits_[kNumVcs] = {};
   double ps_per_byte_ = 0;
   size_t ring_head_ = 0, ring_size_ = 0;

@@ -96,9 +96,12 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
   return false;
 }
 
+// Starts the next packet on output o's wire, now if it is free or, picked
+// ahead, the moment it frees (OutPort::can_pick).
 bool NvSwitch::transmit(int o, const sc_time& now) {
   Output& out = *outputs_[o];
-  if (!out.link.link_free(now)) return false;
+  if (!out.link.can_pick(now)) return false;
+  const sc_time start = out.link.next_start(now);
   for (int k = 0; k < net::kNumVcs; ++k) {
     const int vc = static_cast<int>((out.vc_rr + k) % net::kNumVcs);
     net::Packet* h = out.queue[vc].front();
@@ -106,11 +109,12 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
     out.queue[vc].pop();
     out.bytes[vc] -= h->wire_bytes;
     out.vc_rr = vc + 1;
-    out.link.send(h, now, h->t_tail);
+    out.link.send(h, start, h->t_tail);
     return true;
   }
-  for (int vc = 0; vc < net::kNumVcs; ++vc)
-    if (!out.queue[vc].empty()) out.link.wait_for_credit(now);
+  if (start == now)
+    for (int vc = 0; vc < net::kNumVcs; ++vc)
+      if (!out.queue[vc].empty()) out.link.wait_for_credit(now);
   return false;
 }
 
