@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/trace.h"
 #include "core/units.h"
+#include "core/yaml_file.h"
 #include "gpu/ring_collective.h"
 #include "watchdog.h"
 
@@ -33,14 +34,7 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 }  // namespace
 
 void load_config_file(const std::string& path, Options& o, Config& cfg) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw UserError("cannot read config file '" + path + "'");
-  } catch (const YAML::Exception& e) {
-    throw UserError("config file " + path + " is not valid YAML (line " + std::to_string(e.mark.line + 1) + ")");
-  }
+  const YAML::Node root = load_yaml_file(path, "config file");
   if (root.IsNull()) return;
   if (!root.IsMap()) throw UserError("config file " + path + " must be a map of options and parameters");
   // Run options sit at the top level, as on the command line; the rest are parameters.

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "core/error.h"
+#include "core/yaml_file.h"
 #include "topology.h"
 
 namespace incsim::topo {
@@ -53,15 +54,7 @@ void add_nodes(Topology& t, const YAML::Node& list, bool sw, const std::string& 
 }  // namespace
 
 Topology load_yaml(const std::string& file, double bw, double lat) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::BadFile&) {
-    throw UserError("cannot read platform file '" + file + "'");
-  } catch (const YAML::Exception& e) {
-    throw UserError("platform file " + file + " is not valid YAML (line " + std::to_string(e.mark.line + 1) +
-                    ")");
-  }
+  const YAML::Node root = load_yaml_file(file, "platform file");
   if (!root.IsMap()) throw UserError("platform file " + file + " must be a map with endpoints, switches and links");
   for (const auto& kv : root) {
     auto k = kv.first.as<std::string>();
