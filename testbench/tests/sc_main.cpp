@@ -6,10 +6,15 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <iostream>
 #include <systemc>
 
 #include "core/report.h"
+
+// No SystemC banner, also when CMake runs the executable to list its tests:
+// it must be set before SystemC elaborates, which is before sc_main runs.
+static const int kQuietBanner = setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
 
 int sc_main(int argc, char* argv[]) {
   incsim::install_report_handler(false);
