@@ -52,15 +52,20 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
   fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
   fmt.max_payload_bytes = cfg.get<uint32_t>("net.max_payload_bytes", 128, "largest payload per packet, bytes (Klenk §V)");
-  if (fmt.flit_bytes == 0 || fmt.header_bytes == 0 || fmt.max_payload_bytes == 0 ||
-      fmt.max_payload_bytes % 4 != 0 || fmt.max_payload_bytes > 4096)
-    throw UserError("net.max_payload_bytes must be a multiple of 4 up to 4096, and header and flit sizes above zero");
+  // A payload holds at least an 8-byte flag store; sizes stay far from the
+  // 16-bit wire-size field.
+  if (fmt.max_payload_bytes < 8 || fmt.max_payload_bytes % 4 != 0 || fmt.max_payload_bytes > 4096)
+    throw UserError("net.max_payload_bytes must be a multiple of 4 from 8 to 4096");
+  if (fmt.header_bytes == 0 || fmt.header_bytes > 1024 || fmt.flit_bytes == 0 || fmt.flit_bytes > 1024)
+    throw UserError("net.header_bytes and net.flit_bytes must be between 1 and 1024");
   pool_ = std::make_unique<net::PacketPool>(fmt);
   const uint32_t max_packet = fmt.wire_bytes(fmt.max_payload_bytes);
 
   nvswitch::SwitchConfig sw;
-  sw.latency = sc_time(cfg.get<double>("switch.latency_ns", 150.0, "switch latency, first flit in to first flit out, ns (Klenk §V)"),
-                       sc_core::SC_NS);
+  const double sw_latency_ns =
+      cfg.get<double>("switch.latency_ns", 150.0, "switch latency, first flit in to first flit out, ns (Klenk §V)");
+  if (!(sw_latency_ns >= 0)) throw UserError("switch.latency_ns must not be negative");
+  sw.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
   sw.speedup = cfg.get<double>("switch.speedup", 2.0,
                                "crossbar bandwidth over port bandwidth (Klenk §IV-E1: HPC switches have at least 2x)");
   const uint32_t in_buf = cfg.get<uint32_t>(
@@ -80,12 +85,19 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
       "gpu.max_responses", 0, "responses one port's memory pipeline holds; 0 covers the largest memory latency at line rate");
   gc.seed = seed;
   if (!(gc.clock_ghz > 0)) throw UserError("gpu.clock_ghz must be above zero");
+  constexpr uint32_t kMaxBuffer = 16u << 20;  // far above any round trip; keeps credits in range
+  if (in_buf > kMaxBuffer || out_q > kMaxBuffer || rx_buf > kMaxBuffer)
+    throw UserError("switch and GPU buffers must be at most 16 MiB per port and VC");
+  if (gc.max_responses > (1u << 20)) throw UserError("gpu.max_responses must be at most 1048576");
 
   // Elaborate: a module per node.
   std::vector<int> module_of(topo_.nodes().size(), -1);
   double max_bw = 0;
   for (const auto& l : topo_.links()) max_bw = std::max(max_bw, l.bw_GBps);
   const double max_mem_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz;
+  double max_link_ns = 0;
+  for (const auto& l : topo_.links()) max_link_ns = std::max(max_link_ns, l.latency_ns);
+  longest_round_trip_ = sc_time(2 * max_link_ns + max_mem_ns, sc_core::SC_NS) + sw.latency;
   if (gc.max_responses == 0) gc.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt.header_bytes) + 2;
   // Buffers: per-link round trip, the largest over the node's links.
   auto buffer_for = [&](int node, sc_time holding) {
@@ -136,9 +148,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   auto configure = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l) {
     const sc_time lat(l.latency_ns, sc_core::SC_NS);
     if (topo_.node(from.node).kind == NodeKind::Switch)
-      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to), fmt.header_bytes);
+      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to));
     else
-      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to), fmt.header_bytes);
+      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to));
     out_of(from).socket.bind(in_of(to).socket);
     link_ends_.push_back({topo_.port_name(from), topo_.port_name(to), &out_of(from)});
   };

@@ -39,6 +39,10 @@ class Platform {
   // GB/s: the ports that lead to none of them do not count.
   double endpoint_payload_GBps(int g, const std::vector<int>& peers) const;
 
+  // The slowest request-response loop: the longest link there and back, a
+  // switch, and the largest memory latency.
+  sc_core::sc_time longest_round_trip() const { return longest_round_trip_; }
+
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;
 
@@ -49,6 +53,7 @@ class Platform {
   std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;
   std::vector<gpu::Gpu*> gpus_;
   std::vector<LinkEnd> link_ends_;
+  sc_core::sc_time longest_round_trip_;
 };
 
 }  // namespace incsim::platforms

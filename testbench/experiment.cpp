@@ -124,22 +124,30 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   rp.slots = cfg_.get<int>("ring.slots", 4, "mailbox slots per channel (NCCL 2.4: NCCL_STEPS / slice steps = 4)");
   if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
   if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
-  if (rp.slots < 1 || rp.slots > 64) throw UserError("ring.slots must be between 1 and 64");
-  // Each rank sends on the ports that lead to the next rank (all of them on
+  // One slot deadlocks: a rank frees its slot only by forwarding into the
+  // next rank's single slot, around the whole ring (NCCL needs 2 steps too).
+  if (rp.slots < 2 || rp.slots > 64) throw UserError("ring.slots must be between 2 and 64");
+  // Each rank sends on the ports that lead to its neighbour (all of them on
   // a switched fabric; on a direct network only some do).
-  std::vector<std::vector<int>> ports_to_next(n);
+  std::vector<gpu::RingCollective::RankPorts> ports(n);
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[r];
-    for (int p = 0; p < t.node(node).ports; ++p)
-      if (t.port_reaches({node, p}, (r + 1) % n)) ports_to_next[r].push_back(p);
-    assert(!ports_to_next[r].empty());  // Topology::finalize checked that every endpoint reaches every other
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      if (t.port_reaches({node, p}, (r + 1) % n)) ports[r].to_next.push_back(p);
+      if (t.port_reaches({node, p}, (r + n - 1) % n)) ports[r].to_prev.push_back(p);
+    }
+    // Topology::finalize checked that every endpoint reaches every other.
+    assert(!ports[r].to_next.empty() && !ports[r].to_prev.empty());
   }
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports_to_next), dtype_, redop,
-                                                     opt_.seed, rp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop, opt_.seed,
+                                                     rp, endpoint_GBps_);
 
-  const double stall_us = cfg_.get<double>("sim.stall_timeout_us", 100.0,
-                                           "simulated time without any link activity that counts as a stall, us");
-  if (!(stall_us > 0)) throw UserError("sim.stall_timeout_us must be above zero");
+  double stall_us = cfg_.get<double>(
+      "sim.stall_timeout_us", 0.0,
+      "simulated time without any link activity that counts as a stall, us; 0: 100 us or 20 of the platform's "
+      "longest request-response loops, whichever is longer");
+  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
+  if (stall_us == 0) stall_us = std::max(100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6);
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   watchdog_ = std::make_unique<Watchdog>(
       "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),

@@ -1,6 +1,8 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -41,6 +43,13 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
+    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--sizes",
+                                         "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
+                                         "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
+                                         "--help",     "-h"};
+    const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
+    if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
+      throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
     const bool takes_value = a != "--quiet" && a != "--list-params" && a != "--help" && a != "-h";
     if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       value = a.substr(a.find('=') + 1);
@@ -54,8 +63,9 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     else if (a == "--collective") o.collective = value;
     else if (a == "--algorithm") o.algorithm = value;
     else if (a == "--gpus") {
-      o.gpus = static_cast<int>(parse_uint(a, value));
-      if (o.gpus == 0) throw UserError("--gpus must be at least 1");
+      const uint64_t g = parse_uint(a, value);
+      if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
+      o.gpus = static_cast<int>(g);
     } else if (a == "--sizes") o.sizes = value;
     else if (a == "--dtype") o.dtype = value;
     else if (a == "--redop") o.redop = value;

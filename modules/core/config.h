@@ -5,7 +5,9 @@
 // default; the value comes from, in order, a `-c key=value` override, a
 // `--config` YAML file, or the default. Every override must be consumed by some
 // parameter: check_unused() turns a key nobody declared into an error.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -86,10 +88,12 @@ T Config::parse(const std::string& key, const std::string& text) {
     return parse_bool(key, text);
   } else if constexpr (std::is_integral_v<T>) {
     double v = parse_number(key, text);
-    if (v != static_cast<double>(static_cast<int64_t>(v)))
+    if (v != std::floor(v))
       throw UserError("configuration key '" + key + "' expects a whole number, got '" + text + "'");
     if (std::is_unsigned_v<T> && v < 0)
       throw UserError("configuration key '" + key + "' must not be negative, got '" + text + "'");
+    if (v < static_cast<double>(std::numeric_limits<T>::min()) || v > static_cast<double>(std::numeric_limits<T>::max()))
+      throw UserError("configuration key '" + key + "' is out of range: '" + text + "'");
     return static_cast<T>(v);
   } else if constexpr (std::is_floating_point_v<T>) {
     return static_cast<T>(parse_number(key, text));

@@ -29,8 +29,8 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   spawn_method("timers", [this] { timer_process(); }, &timer_wake_);
 }
 
-void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes, uint32_t min_packet_bytes) {
-  ports_[p]->link.configure(bw, latency, peer_buffer_bytes, min_packet_bytes, &ports_[p]->wake);
+void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
+  ports_[p]->link.configure(bw, latency, peer_buffer_bytes, &ports_[p]->wake);
 }
 
 uint32_t Gpu::add_stream(TxStream* s) {
@@ -94,7 +94,7 @@ void Gpu::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
   const sc_time now = sc_core::sc_time_stamp();
   const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
-  if (request && pt.rx.empty() && pt.responses.size() < cfg_.max_responses) {
+  if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {
     // The memory system takes the request when its last flit is in. Its
     // effects are all timed from then (credit, response, flag visibility);
     // only the store itself is applied now, which nothing can observe: a
@@ -106,8 +106,8 @@ void Gpu::receive(int port, net::Packet* p) {
   }
   pt.rx_bytes[p->vc] += p->wire_bytes;
   sc_assert(pt.rx_bytes[p->vc] <= cfg_.rx_buffer_bytes);
-  pt.rx.push(p);
-  if (pt.rx.front() == p) rx_wake_.notify(p->t_tail - now);
+  pt.rx[p->vc].push(p);
+  if (pt.rx[p->vc].front() == p) rx_wake_.notify(p->t_tail - now);
 }
 
 // A write is stored, a read is answered, and the packet turns into its own
@@ -143,26 +143,29 @@ void Gpu::rx_process() {
   sc_time next = sc_core::sc_max_time();
   for (auto& ptr : ports_) {
     Port& pt = *ptr;
-    while (!pt.rx.empty() && pt.rx.front()->t_tail <= now) {
-      net::Packet* p = pt.rx.front();
-      const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
-      // A full memory pipeline holds requests in the buffer, withholding credits;
-      // the port wakes us when a response leaves.
-      if (request && pt.responses.size() >= cfg_.max_responses) {
-        rx_blocked_ = true;
-        break;
+    // One queue per VC, so a request held back never blocks a response.
+    for (auto& rx : pt.rx) {
+      while (!rx.empty() && rx.front()->t_tail <= now) {
+        net::Packet* p = rx.front();
+        const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
+        // A full memory pipeline holds requests in the buffer, withholding
+        // credits; the port wakes us when a response leaves.
+        if (request && pt.responses.size() >= cfg_.max_responses) {
+          rx_blocked_ = true;
+          break;
+        }
+        rx.pop();
+        pt.rx_bytes[p->vc] -= p->wire_bytes;
+        pt.rx_port->release(p, sc_core::SC_ZERO_TIME);
+        if (request) {
+          serve_request(pt, p, now);
+          continue;
+        }
+        streams_[p->stream]->on_response(p);
+        pool_.put(p);
       }
-      pt.rx.pop();
-      pt.rx_bytes[p->vc] -= p->wire_bytes;
-      pt.rx_port->release(p, sc_core::SC_ZERO_TIME);
-      if (request) {
-        serve_request(pt, p, now);
-        continue;
-      }
-      streams_[p->stream]->on_response(p);
-      pool_.put(p);
+      if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);
     }
-    if (!pt.rx.empty() && pt.rx.front()->t_tail > now) next = std::min(next, pt.rx.front()->t_tail);
   }
   if (next != sc_core::sc_max_time()) rx_wake_.notify(next - now);
 }
@@ -244,9 +247,10 @@ uint64_t Gpu::report_held(std::ostream& os) const {
   uint64_t total = 0;
   for (size_t p = 0; p < ports_.size(); ++p) {
     const Port& pt = *ports_[p];
-    const uint64_t held = pt.rx.size() + pt.responses.size() + pt.control.size();
+    const uint64_t arrived = pt.rx[net::kRequestVc].size() + pt.rx[net::kResponseVc].size();
+    const uint64_t held = arrived + pt.responses.size() + pt.control.size();
     if (held == 0 && pt.active.empty()) continue;
-    os << "  " << name() << " port " << p << ": " << pt.rx.size() << " packets arrived and not taken, "
+    os << "  " << name() << " port " << p << ": " << arrived << " packets arrived and not taken, "
        << pt.responses.size() << " responses waiting, " << pt.control.size() << " flag stores waiting, "
        << pt.active.size() << " streams sending\n";
     total += held;

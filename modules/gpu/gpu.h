@@ -58,8 +58,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   int num_ports() const { return static_cast<int>(ports_.size()); }
   net::InPort& in(int p) { return *ports_[p]->rx_port; }
   net::OutPort& out(int p) { return ports_[p]->link; }
-  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes,
-                      uint32_t min_packet_bytes);
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
 
@@ -93,7 +92,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   using TimedHeap = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
   struct Port {
     explicit Port(const char* n) : link(n) {}
-    net::PacketFifo rx;            // arrived, not yet taken by the memory system
+    net::PacketFifo rx[net::kNumVcs];  // arrived, not yet taken, per VC
     TimedHeap responses;           // acks and read data, released at memory latency
     net::PacketFifo control;       // flag stores
     std::vector<TxStream*> active;

@@ -31,7 +31,8 @@ class RingCollective::Rank : public Program {
  private:
   struct Channel : TxStream {
     Rank* rank;
-    int index, port;
+    int index;
+    int port, back_port;  // toward the next rank (data, tail flag) and the previous one (head flag)
     uint64_t elem_off, elem_count;  // the channel's part of the message
     uint64_t transfers;             // iterations x 2(n-1)
     uint64_t mailbox, tail_flag, head_flag;
@@ -119,8 +120,9 @@ RingCollective::Rank::Rank(RingCollective& ring, int rank, uint64_t count)
     auto ch = std::make_unique<Channel>();
     ch->rank = this;
     ch->index = c;
-    const auto& ports = ring.ports_to_next_[rank];
-    ch->port = ports[c % ports.size()];
+    const RankPorts& ports = ring.ports_[rank];
+    ch->port = ports.to_next[c % ports.to_next.size()];
+    ch->back_port = ports.to_prev[c % ports.to_prev.size()];
     ch->elem_off = off;
     ch->elem_count = count / nch + (static_cast<uint64_t>(c) < count % nch ? 1 : 0);
     off += ch->elem_count;
@@ -239,7 +241,7 @@ void RingCollective::Rank::consume(Channel& c, uint64_t t) {
   sc_assert(c.recv_consumed == t);
   c.recv_consumed = t + 1;
   ++c.flag_acks_due;
-  gpu_.store_word(c.port, prev_, c.head_flag, c.recv_consumed, c.id);
+  gpu_.store_word(c.back_port, prev_, c.head_flag, c.recv_consumed, c.id);
 }
 
 void RingCollective::Rank::finish_send(Channel& c) {
@@ -337,12 +339,11 @@ void RingCollective::Rank::Channel::on_response(net::Packet* p) {
   rank->progress(*this);
 }
 
-RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vector<std::vector<int>> ports_to_next,
-                               DType dtype, collectives::RedOp redop, uint64_t seed, RingParams params,
-                               double endpoint_GBps)
+RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vector<RankPorts> ports, DType dtype,
+                               collectives::RedOp redop, uint64_t seed, RingParams params, double endpoint_GBps)
     : kind_(kind),
       gpus_(std::move(gpus)),
-      ports_to_next_(std::move(ports_to_next)),
+      ports_(std::move(ports)),
       dtype_(dtype),
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size())),

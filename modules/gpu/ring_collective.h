@@ -31,13 +31,16 @@ enum class RingKind { AllReduce, ReduceScatter, AllGather };
 
 class RingCollective : public Collective {
  public:
-  // gpus in ring order; ports_to_next[r]: the ports of rank r that reach
-  // rank r+1 (channels take them in turn); endpoint_GBps is one GPU's payload
-  // bandwidth. The message size is nccl-tests': the whole buffer, of which
-  // each rank owns 1/n in reduce-scatter (output) and all-gather (input).
-  RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vector<std::vector<int>> ports_to_next,
-                 collectives::DType dtype, collectives::RedOp redop, uint64_t seed, RingParams params,
-                 double endpoint_GBps);
+  // Which ports of rank r lead to rank r+1 (data and tail flags) and to
+  // rank r-1 (head flags); channels take them in turn.
+  struct RankPorts {
+    std::vector<int> to_next, to_prev;
+  };
+  // gpus in ring order; endpoint_GBps is one GPU's payload bandwidth. The
+  // message size is nccl-tests': the whole buffer, of which each rank owns
+  // 1/n in reduce-scatter (output) and all-gather (input).
+  RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vector<RankPorts> ports, collectives::DType dtype,
+                 collectives::RedOp redop, uint64_t seed, RingParams params, double endpoint_GBps);
   ~RingCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -53,7 +56,7 @@ class RingCollective : public Collective {
   void rank_done();
   RingKind kind_;
   std::vector<Gpu*> gpus_;
-  std::vector<std::vector<int>> ports_to_next_;
+  std::vector<RankPorts> ports_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
   collectives::DataPattern data_;

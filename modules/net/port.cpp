@@ -4,14 +4,12 @@
 
 namespace incsim::net {
 
-void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc,
-                        uint32_t min_packet_bytes, sc_core::sc_event* wake) {
+void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, sc_core::sc_event* wake) {
   bw_GBps_ = bw_GBps;
   ps_per_byte_ = 1000.0 / bw_GBps;  // GB/s = bytes per ns
   latency_ = latency;
   for (int v = 0; v < kNumVcs; ++v) credits_[v] = static_cast<int>(credits_per_vc);
-  // At most one credit per packet that fits in the receiver's buffers.
-  ring_.resize(kNumVcs * (credits_per_vc / min_packet_bytes + 1));
+  ring_.resize(16);  // grows to the credits ever in flight at once
   wake_ = wake;
 }
 
@@ -30,9 +28,20 @@ void OutPort::send(Packet* p, const sc_core::sc_time& start, const sc_core::sc_t
 }
 
 tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core::sc_time& delay) {
-  sc_assert(ring_size_ < ring_.size());
+  if (ring_size_ == ring_.size()) {
+    // Grow, keeping the order (only while the in-flight count reaches a new high).
+    std::vector<Credit> bigger(ring_.size() * 2);
+    for (size_t i = 0; i < ring_size_; ++i) bigger[i] = ring_[(ring_head_ + i) % ring_.size()];
+    ring_.swap(bigger);
+    ring_head_ = 0;
+  }
   const sc_core::sc_time at = sc_core::sc_time_stamp() + delay + latency_;
-  ring_[(ring_head_ + ring_size_++) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
+  // Credits come back nearly in order; one released earlier on another VC
+  // can be due before the last one queued: keep the ring sorted by time.
+  size_t i = ring_size_++;
+  for (; i > 0 && ring_[(ring_head_ + i - 1) % ring_.size()].at > at; --i)
+    ring_[(ring_head_ + i) % ring_.size()] = ring_[(ring_head_ + i - 1) % ring_.size()];
+  ring_[(ring_head_ + i) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
   if (waiting_) wake_->notify(at - sc_core::sc_time_stamp());
   return tlm::TLM_ACCEPTED;
 }
@@ -66,7 +75,7 @@ uint32_t round_trip_bytes(double bw_GBps, sc_core::sc_time link_latency, sc_core
                           uint32_t max_packet_bytes) {
   const double ns = 2 * link_latency.to_seconds() * 1e9 + holding.to_seconds() * 1e9 +
                     2.0 * max_packet_bytes / bw_GBps;
-  const auto packets = static_cast<uint32_t>(bw_GBps * ns / max_packet_bytes) + 2;
-  return packets * max_packet_bytes;
+  const double packets = std::min(bw_GBps * ns / max_packet_bytes + 2, double(16u << 20) / max_packet_bytes);
+  return static_cast<uint32_t>(packets) * max_packet_bytes;
 }
 }  // namespace incsim::net

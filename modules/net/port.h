@@ -29,8 +29,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   explicit OutPort(const char* name) : socket(name) { socket.bind(*this); }
 
   // `wake` is notified whenever a credit comes back.
-  void configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, uint32_t min_packet_bytes,
-                 sc_core::sc_event* wake);
+  void configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, sc_core::sc_event* wake);
 
   bool link_free(const sc_core::sc_time& now) const { return busy_until_ <= now; }
   // The arbiter is pipelined: it may pick the next packet while one is on the

@@ -18,9 +18,8 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, std::vector<int16_t>
   }
 }
 
-void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes,
-                              uint32_t min_packet_bytes) {
-  outputs_[p]->link.configure(bw, latency, peer_buffer_bytes, min_packet_bytes, &outputs_[p]->wake);
+void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
+  outputs_[p]->link.configure(bw, latency, peer_buffer_bytes, &outputs_[p]->wake);
   outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * cfg_.speedup);
 }
 

@@ -31,8 +31,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   net::InPort& in(int p) { return *inputs_[p].port; }
   net::OutPort& out(int p) { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.
-  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes,
-                      uint32_t min_packet_bytes);
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;

@@ -379,3 +379,71 @@ links:
       if (l["from"] == "gpu0.1") CHECK(l["bytes"] == 0);
   }
 }
+
+// Regressions from the review of the first version.
+
+TEST_CASE("bad input: parameters out of their range", "[cli][errors]") {
+  require_error("--platform star --gpus 4 -c net.max_payload_bytes=4", {"net.max_payload_bytes", "from 8"});
+  require_error("--platform star --gpus 4 -c net.header_bytes=70000", {"net.header_bytes"});
+  require_error("--platform star --gpus 4 -c ring.slots=1", {"ring.slots", "between 2"});
+  require_error("--platform star --gpus 4 -c switch.latency_ns=-5", {"switch.latency_ns", "negative"});
+  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=99999999999", {"switch.in_buffer_bytes", "range"});
+  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=100000000", {"16 MiB"});
+  require_error("--platform star --gpus 4294967298", {"--gpus"});
+  require_error("--bogus", {"unknown option '--bogus'"});
+}
+
+TEST_CASE("a ring on a platform where each GPU reaches its two neighbours by different ports", "[cli][platform]") {
+  // Three GPUs in a triangle of two-port switches: the port toward the next
+  // GPU does not lead to the previous one, where the head flags go.
+  TempDir d;
+  const std::string yaml = d.write("tri.yaml", R"(name: tri
+endpoints:
+  - {name: gpu0, ports: 2}
+  - {name: gpu1, ports: 2}
+  - {name: gpu2, ports: 2}
+switches:
+  - {name: s01, ports: 2}
+  - {name: s12, ports: 2}
+  - {name: s20, ports: 2}
+links:
+  - {a: gpu0.0, b: s01.0}
+  - {a: gpu1.0, b: s01.1}
+  - {a: gpu1.1, b: s12.0}
+  - {a: gpu2.0, b: s12.1}
+  - {a: gpu2.1, b: s20.0}
+  - {a: gpu0.1, b: s20.1}
+)");
+  for (const char* c : {"allreduce", "reducescatter", "allgather"}) {
+    INFO(c);
+    const Result r = incsim("--platform '" + yaml + "' --collective " + c + " --sizes 4,8K,64K --quiet");
+    INFO(r.err);
+    CHECK(r.code == 0);
+  }
+}
+
+TEST_CASE("a platform with very long links is slow, not stalled", "[cli][stall]") {
+  // The default stall timeout grows with the platform's longest round trip.
+  TempDir d;
+  const std::string yaml = d.write("slow.yaml", R"(name: slow
+endpoints:
+  - {name: gpu0, ports: 1}
+  - {name: gpu1, ports: 1}
+switches:
+  - {name: s0, ports: 2}
+links:
+  - {a: gpu0.0, b: s0.0, latency_ns: 200000}
+  - {a: gpu1.0, b: s0.1}
+)");
+  const Result r = incsim("--platform '" + yaml + "' --sizes 4 --quiet");
+  INFO(r.err);
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("tiny buffers and a one-deep memory pipeline slow the ring but never block responses", "[cli][stall]") {
+  const Result r = incsim(
+      "--platform star --gpus 4 --sizes 64K --quiet -c gpu.max_responses=1 -c switch.in_buffer_bytes=144 "
+      "-c switch.out_queue_bytes=144 -c gpu.rx_buffer_bytes=144 -c gpu.mem_latency_cycles=3000");
+  INFO(r.err);
+  CHECK(r.code == 0);
+}

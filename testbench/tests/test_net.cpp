@@ -150,7 +150,7 @@ struct Netlist {
   Sender tx;
   Receiver rx;
   explicit Netlist(uint32_t buffer_bytes) : tx("tx", pool), rx("rx", pool, buffer_bytes) {
-    tx.out.configure(kBw, kLatency, buffer_bytes, 16, &tx.wake);
+    tx.out.configure(kBw, kLatency, buffer_bytes, &tx.wake);
     tx.out.socket.bind(rx.in.socket);
   }
 };
