@@ -33,6 +33,17 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 
 }  // namespace
 
+namespace {
+constexpr const char* kCollectives = "allreduce, reducescatter, allgather";
+constexpr const char* kAlgorithms = "ring";
+}  // namespace
+
+std::string choices() {
+  return "platform\t" + platforms::builtin_platforms() + ", FILE.yaml\ncollective\t" + kCollectives +
+         "\nalgorithm\t" + kAlgorithms + "\ndtype\t" + collectives::kDTypes + "\nredop\t" + collectives::kRedOps +
+         "\n";
+}
+
 void load_config_file(const std::string& path, Options& o, Config& cfg) {
   const YAML::Node root = load_yaml_file(path, "config file");
   if (root.IsNull()) return;
@@ -82,9 +93,10 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   else if (opt_.collective == "reducescatter") kind = gpu::RingKind::ReduceScatter;
   else if (opt_.collective == "allgather") kind = gpu::RingKind::AllGather;
   else
-    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: allreduce, reducescatter, allgather");
+    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: " + kCollectives);
   if (opt_.algorithm != "ring")
-    throw UserError("unknown algorithm '" + opt_.algorithm + "' for " + opt_.collective + "; this build runs: ring");
+    throw UserError("unknown algorithm '" + opt_.algorithm + "' for " + opt_.collective + "; this build runs: " +
+                    kAlgorithms);
   dtype_ = collectives::parse_dtype(opt_.dtype);
   const collectives::RedOp redop = collectives::parse_redop(opt_.redop);
   sizes_ = parse_sizes(opt_.sizes);

@@ -22,6 +22,10 @@ struct Row {
   std::vector<uint64_t> link_bytes;  // per Platform::link_ends(), during this size
 };
 
+// The values each run option accepts, one line each: "option<TAB>a, b, c"
+// (--list-choices; error messages name the same lists).
+std::string choices();
+
 // Reads a --config file: run options into `o`, parameters into `cfg`.
 void load_config_file(const std::string& path, Options& o, Config& cfg);
 

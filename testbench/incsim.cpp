@@ -20,6 +20,10 @@ int sc_main(int argc, char* argv[]) {
       std::cout << tb::usage();
       return 0;
     }
+    if (o.list_choices) {
+      std::cout << tb::choices();
+      return 0;
+    }
     install_report_handler(false);
     tb::Experiment e(o);
     if (o.list_params) {

@@ -24,6 +24,7 @@ const char* usage() {
          "  --json FILE                 write results, configuration and per-link statistics\n"
          "  --dump-platform FILE.yaml   write the platform's topology as YAML and exit\n"
          "  --list-params               list every parameter with its default and exit\n"
+         "  --list-choices              list the values each option accepts and exit\n"
          "  --quiet                     no progress on stderr\n"
          "  --help                      this text\n";
 }
@@ -46,11 +47,12 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
-                                         "--help",     "-h"};
+                                         "--list-choices", "--help", "-h"};
     const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
     if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
       throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
-    const bool takes_value = a != "--quiet" && a != "--list-params" && a != "--help" && a != "-h";
+    const bool takes_value =
+        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--help" && a != "-h";
     if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       value = a.substr(a.find('=') + 1);
       a = a.substr(0, a.find('='));
@@ -81,6 +83,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       o.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
     } else if (a == "--quiet") o.quiet = true;
     else if (a == "--list-params") o.list_params = true;
+    else if (a == "--list-choices") o.list_choices = true;
     else if (a == "--help" || a == "-h") o.help = true;
     else throw UserError("unknown option '" + a + "'; incsim --help lists the options");
   }

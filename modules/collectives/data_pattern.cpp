@@ -11,7 +11,7 @@ const char* dtype_name(DType t) { return t == DType::Float32 ? "float" : "int32"
 DType parse_dtype(const std::string& text) {
   if (text == "float" || text == "float32") return DType::Float32;
   if (text == "int32" || text == "int") return DType::Int32;
-  throw UserError("unknown data type '" + text + "'; choose float or int32");
+  throw UserError("unknown data type '" + text + "'; choose one of " + kDTypes);
 }
 
 const char* redop_name(RedOp op) { return op == RedOp::Sum ? "sum" : op == RedOp::Min ? "min" : "max"; }
@@ -20,7 +20,7 @@ RedOp parse_redop(const std::string& text) {
   if (text == "sum") return RedOp::Sum;
   if (text == "min") return RedOp::Min;
   if (text == "max") return RedOp::Max;
-  throw UserError("unknown reduction operator '" + text + "'; choose sum, min or max");
+  throw UserError("unknown reduction operator '" + text + "'; choose one of " + kRedOps);
 }
 
 DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {

@@ -18,11 +18,13 @@ namespace incsim::collectives {
 enum class DType { Float32, Int32 };
 const char* dtype_name(DType t);
 DType parse_dtype(const std::string& text);  // throws UserError
+constexpr const char* kDTypes = "float, int32";
 
 // Reduction operators (nccl-tests -o; Klenk §IV-D: sum, min, max).
 enum class RedOp { Sum, Min, Max };
 const char* redop_name(RedOp op);
 RedOp parse_redop(const std::string& text);  // throws UserError
+constexpr const char* kRedOps = "sum, min, max";
 template <class T>
 T reduce(RedOp op, T a, T b) {
   return op == RedOp::Sum ? a + b : op == RedOp::Min ? (b < a ? b : a) : (b > a ? b : a);

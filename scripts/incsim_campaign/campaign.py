@@ -26,7 +26,7 @@ import re
 
 # Settings that are incsim flags rather than `-c key=value` parameters.
 FLAGS = ("platform", "collective", "algorithm", "gpus", "sizes", "dtype",
-         "seed", "config")
+         "redop", "seed", "config")
 # Settings whose value may name a file (resolved against the campaign file).
 FILE_FLAGS = ("platform", "config")
 

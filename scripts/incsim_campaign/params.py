@@ -36,12 +36,8 @@ def quiet_env():
     return env
 
 
-def list_params(incsim, platform=None, timeout=60):
-    """{key: (type, default, description)} from `incsim --list-params`."""
+def _run_listing(incsim, argv, timeout):
     check_binary(incsim)
-    argv = [incsim, "--list-params"]
-    if platform is not None:
-        argv += ["--platform", platform]
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=timeout,
@@ -54,8 +50,16 @@ def list_params(incsim, platform=None, timeout=60):
     if proc.returncode != 0:
         raise CampaignError("`%s` failed: %s" % (
             " ".join(argv), error_line(proc.stderr, proc.returncode)))
+    return proc.stdout
+
+
+def list_params(incsim, platform=None, timeout=60):
+    """{key: (type, default, description)} from `incsim --list-params`."""
+    argv = [incsim, "--list-params"]
+    if platform is not None:
+        argv += ["--platform", platform]
     params = {}
-    for line in proc.stdout.splitlines():
+    for line in _run_listing(incsim, argv, timeout).splitlines():
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -63,6 +67,22 @@ def list_params(incsim, platform=None, timeout=60):
         params[fields[0].strip()] = (fields[1].strip(), fields[2].strip(),
                                      fields[3].strip())
     return params
+
+
+# Run options whose values incsim lists with --list-choices.
+CHOICE_FLAGS = ("platform", "collective", "algorithm", "dtype", "redop")
+
+
+def list_choices(incsim, timeout=60):
+    """{option: [values]} from `incsim --list-choices`; the platform list
+    ends with FILE.yaml, meaning any platform file."""
+    choices = {}
+    for line in _run_listing(incsim, [incsim, "--list-choices"],
+                             timeout).splitlines():
+        if "\t" in line:
+            opt, values = line.split("\t", 1)
+            choices[opt.strip()] = [v.strip() for v in values.split(",")]
+    return choices
 
 
 def error_line(stderr, returncode=None):
@@ -104,6 +124,18 @@ def check_campaign(campaign, incsim):
     """Every `-c` key named by the campaign must be one incsim accepts, for
     every platform the campaign uses; int/float/bool values must parse."""
     names = campaign.param_names()
+    choices = list_choices(incsim)
+    for p in campaign.points():
+        for flag in CHOICE_FLAGS:
+            if flag not in p.settings or flag not in choices:
+                continue
+            text = value_text(p.settings[flag])
+            if text in choices[flag]:
+                continue
+            if flag == "platform" and os.path.isfile(campaign.resolve_file(text)):
+                continue
+            raise CampaignError("%s '%s' is not one incsim accepts (%s)" % (
+                flag, text, ", ".join(choices[flag])))
     platforms = sorted({value_text(p.settings["platform"])
                         for p in campaign.points()
                         if "platform" in p.settings}) or [None]

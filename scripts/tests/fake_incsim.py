@@ -50,14 +50,16 @@ def sizes(spec):
 
 def main(argv):
     opts = {"platform": None, "collective": None, "algorithm": None,
-            "gpus": None, "sizes": None, "dtype": "float", "seed": "1",
+            "gpus": None, "sizes": None, "dtype": "float", "redop": "sum", "seed": "1",
             "config": None, "json": None, "vcd": None}
-    params, quiet, listp = {}, False, False
+    params, quiet, listp, listc = {}, False, False, False
     i = 0
     while i < len(argv):
         a = argv[i]
         if a == "--list-params":
             listp = True
+        elif a == "--list-choices":
+            listc = True
         elif a == "--quiet":
             quiet = True
         elif a == "-c":
@@ -79,6 +81,10 @@ def main(argv):
     if listp:
         for row in PARAMS:
             print("\t".join(row))
+        return 0
+    if listc:
+        print("platform\tdgx2, star, FILE.yaml\ncollective\tallreduce\n"
+              "algorithm\tring, tree\ndtype\tfloat, int32\nredop\tsum, min, max")
         return 0
     if opts["platform"] not in ("dgx2", "star") and not (
             opts["platform"] and os.path.isfile(opts["platform"])):

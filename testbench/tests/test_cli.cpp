@@ -168,7 +168,7 @@ TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
 }
 
 TEST_CASE("bad input: bad reduction operator", "[cli][errors]") {
-  require_error("--platform star --gpus 4 --redop prod", {"'prod'", "sum, min or max"});
+  require_error("--platform star --gpus 4 --redop prod", {"'prod'", "sum, min, max"});
 }
 
 TEST_CASE("bad input: bad dtype", "[cli][errors]") {
