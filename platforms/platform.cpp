@@ -92,11 +92,12 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
 
   // Elaborate: a module per node.
   std::vector<int> module_of(topo_.nodes().size(), -1);
-  double max_bw = 0;
-  for (const auto& l : topo_.links()) max_bw = std::max(max_bw, l.bw_GBps);
+  double max_bw = 0, max_link_ns = 0;
+  for (const auto& l : topo_.links()) {
+    max_bw = std::max(max_bw, l.bw_GBps);
+    max_link_ns = std::max(max_link_ns, l.latency_ns);
+  }
   const double max_mem_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz;
-  double max_link_ns = 0;
-  for (const auto& l : topo_.links()) max_link_ns = std::max(max_link_ns, l.latency_ns);
   longest_round_trip_ = sc_time(2 * max_link_ns + max_mem_ns, sc_core::SC_NS) + sw.latency;
   if (gc.max_responses == 0) gc.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt.header_bytes) + 2;
   // Buffers: per-link round trip, the largest over the node's links.
@@ -110,12 +111,16 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
     }
     return std::max(b, max_packet);
   };
+  // What each node's input buffers hold, per port and VC: its peers' credits.
+  std::vector<uint32_t> in_bytes(topo_.nodes().size());
+  for (int s : topo_.switches()) in_bytes[s] = in_buf ? in_buf : buffer_for(s, sw.latency);
+  for (int e : topo_.endpoints()) in_bytes[e] = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
   for (int s : topo_.switches()) {
     const auto& node = topo_.node(s);
     std::vector<int16_t> route(topo_.endpoints().size());
     for (size_t d = 0; d < route.size(); ++d) route[d] = static_cast<int16_t>(topo_.route(s, static_cast<int>(d)));
     nvswitch::SwitchConfig c = sw;
-    c.in_buffer_bytes = in_buf ? in_buf : buffer_for(s, sw.latency);
+    c.in_buffer_bytes = in_bytes[s];
     c.out_queue_bytes = out_q ? out_q : buffer_for(s, sw.latency);
     if (c.in_buffer_bytes < max_packet || c.out_queue_bytes < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
@@ -125,7 +130,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);
     gpu::GpuConfig c = gc;
-    c.rx_buffer_bytes = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
+    c.rx_buffer_bytes = in_bytes[e];
     if (c.rx_buffer_bytes < max_packet)
       throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[e] = static_cast<int>(gpu_modules_.size());
@@ -141,16 +146,12 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
     if (topo_.node(p.node).kind == NodeKind::Switch) return switch_modules_[module_of[p.node]]->in(p.port);
     return gpu_modules_[module_of[p.node]]->in(p.port);
   };
-  auto buffer_of = [&](topo::PortRef p) {
-    if (topo_.node(p.node).kind == NodeKind::Switch) return in_buf ? in_buf : buffer_for(p.node, sw.latency);
-    return rx_buf ? rx_buf : buffer_for(p.node, sc_core::SC_ZERO_TIME);
-  };
   auto configure = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l) {
     const sc_time lat(l.latency_ns, sc_core::SC_NS);
     if (topo_.node(from.node).kind == NodeKind::Switch)
-      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to));
+      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
     else
-      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, buffer_of(to));
+      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
     out_of(from).socket.bind(in_of(to).socket);
     link_ends_.push_back({topo_.port_name(from), topo_.port_name(to), &out_of(from)});
   };
