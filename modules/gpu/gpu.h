@@ -20,7 +20,7 @@ struct GpuConfig {
   double clock_ghz;              // cycles to time
   uint32_t mem_latency_cycles;   // Klenk §V: 180 cycles, an L2 hit on Volta
   uint32_t mem_jitter_cycles;    // Klenk §V: plus a random [0, 180)
-  uint32_t rx_buffer_bytes;      // per port and VC
+  uint32_t rx_buffer_bytes = 0;  // per port and VC
   uint32_t max_responses;        // responses a port's memory pipeline holds
   uint64_t seed;
 };
