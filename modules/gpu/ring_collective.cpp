@@ -43,7 +43,6 @@ class RingCollective::Rank : public Program {
     int block = 0;                         // current transfer's block
     uint32_t data_acks_due = 0;  // the fence waits for these
     uint32_t flag_acks_due = 0;
-    bool issued = false;
     uint64_t next_freed = 0;  // next's head flag: slots it has consumed
     // Receiver side.
     uint64_t recv_ready = 0;     // prev's tail flag: transfers landed in my mailbox
@@ -76,6 +75,11 @@ class RingCollective::Rank : public Program {
   RingKind kind() const { return ring_.kind_; }
   void progress(Channel& c);
   void consume(Channel& c, uint64_t t);  // frees the slot of received transfer t
+  // Every store of the transfer being sent has left: the received data it
+  // was made from is read out.
+  void issued_all(Channel& c) {
+    if (step_of(c.t_send) > 0) consume(c, c.t_send - 1);
+  }
   // Compares len elements from global index first with the reference: the
   // sum over ranks, or (owner >= 0) rank owner's input (all-gather).
   void check(uint64_t first, const uint8_t* bytes, uint64_t len, int owner);
@@ -214,7 +218,6 @@ void RingCollective::Rank::progress(Channel& c) {
     const bool slot_free = t < c.next_freed + static_cast<uint64_t>(ring_.params_.slots);
     if (input_ready && slot_free) {
       c.sending = true;
-      c.issued = false;
       c.pos = 0;
       c.block = send_block(rank_, s);
       block_range(c, t / steps, c.block, c.first, c.len);
@@ -223,8 +226,7 @@ void RingCollective::Rank::progress(Channel& c) {
         gpu_.trace_chunk = static_cast<int>(t / steps);
       }
       if (c.len == 0) {
-        c.issued = true;
-        if (s > 0) consume(c, t - 1);
+        issued_all(c);
         finish_send(c);
       } else {
         gpu_.activate(c.port, &c, gpu_.memory().latency());  // the cores read the first data
@@ -319,10 +321,7 @@ void RingCollective::Rank::Channel::fill(net::Packet* p) {
   if (r.sends_final(s)) r.check(g, p->data, m, r.kind() == RingKind::AllGather ? block : -1);
   pos += m;
   ++data_acks_due;
-  if (pos == len) {
-    issued = true;
-    if (s > 0) r.consume(*this, t_send - 1);
-  }
+  if (pos == len) r.issued_all(*this);
 }
 
 void RingCollective::Rank::Channel::on_response(net::Packet* p) {
@@ -331,7 +330,7 @@ void RingCollective::Rank::Channel::on_response(net::Packet* p) {
     --flag_acks_due;
   } else {
     sc_assert(data_acks_due > 0);
-    if (--data_acks_due == 0 && issued && sending) {
+    if (--data_acks_due == 0 && sending && pos == len) {
       rank->finish_send(*this);
       return;
     }
