@@ -47,7 +47,8 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
                   ", or give a YAML platform file");
 }
 
-Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(t) {
+Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
+    : topo_(t), fabric_(topo_) {
   net::PacketFormat fmt;
   fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
   fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
@@ -73,6 +74,29 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   const uint32_t out_q = cfg.get<uint32_t>(
       "switch.out_queue_bytes", 0, "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)");
   if (!(sw.speedup >= 1)) throw UserError("switch.speedup must be at least 1");
+  sw.table_bytes = cfg.get<uint32_t>(
+      "switch.reduction_table.bytes", d.table_bytes,
+      "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
+      "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)");
+  const double timeout_ns = cfg.get<double>(
+      "switch.reduction_table.timeout_ns", 1000.0,
+      "a push entry not updated for this long goes to its home GPU as a partial (Klenk §IV-C names the "
+      "timeout, not its value: about 6 switch traversals)");
+  const std::string eviction = cfg.get<std::string>(
+      "switch.reduction_table.eviction", "lru",
+      "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
+      "entries leave only when complete or timed out, and the missing packet goes on to its home GPU");
+  sw.entry_bytes = fmt.max_payload_bytes;
+  sw.table_timeout = sc_time(timeout_ns, sc_core::SC_NS);
+  if (eviction != "lru" && eviction != "timeout")
+    throw UserError("switch.reduction_table.eviction must be lru or timeout, not '" + eviction + "'");
+  sw.evict_lru = eviction == "lru";
+  if (sw.table_bytes != 0 && sw.table_bytes < sw.entry_bytes)
+    throw UserError("switch.reduction_table.bytes must hold at least one " + std::to_string(sw.entry_bytes) +
+                    "-byte entry, or be 0 for no table; " + std::to_string(sw.table_bytes) + " is too small");
+  if (sw.table_bytes > (16u << 20)) throw UserError("switch.reduction_table.bytes must be at most 16 MiB per port");
+  if (!(timeout_ns > 0)) throw UserError("switch.reduction_table.timeout_ns must be above zero");
+  switch_config_ = sw;
 
   gpu::GpuConfig gc;
   gc.clock_ghz = cfg.get<double>("gpu.clock_ghz", 1.53,
@@ -117,15 +141,23 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed) : topo_(
   for (int e : topo_.endpoints()) in_bytes[e] = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
   for (int s : topo_.switches()) {
     const auto& node = topo_.node(s);
-    std::vector<int16_t> route(topo_.endpoints().size());
-    for (size_t d = 0; d < route.size(); ++d) route[d] = static_cast<int16_t>(topo_.route(s, static_cast<int>(d)));
+    nvswitch::SwitchWiring w;
+    w.index = node.index;
+    for (size_t d = 0; d < topo_.endpoints().size(); ++d) w.route.push_back(static_cast<int16_t>(topo_.route(s, static_cast<int>(d))));
+    for (size_t k = 0; k < topo_.switches().size(); ++k)
+      w.route_to_switch.push_back(static_cast<int16_t>(topo_.route_to_switch(s, static_cast<int>(k))));
+    for (int p = 0; p < node.ports; ++p) {
+      const auto& peer = topo_.node(topo_.peer({s, p}).node);
+      w.port_endpoint.push_back(peer.kind == NodeKind::Endpoint ? peer.index : -1);
+    }
     nvswitch::SwitchConfig c = sw;
     c.in_buffer_bytes = in_bytes[s];
     c.out_queue_bytes = out_q ? out_q : buffer_for(s, sw.latency);
     if (c.in_buffer_bytes < max_packet || c.out_queue_bytes < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[s] = static_cast<int>(switch_modules_.size());
-    switch_modules_.push_back(std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(route), c));
+    switch_modules_.push_back(
+        std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, &fabric_));
   }
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);
@@ -172,6 +204,12 @@ double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers) con
                                              format().max_payload_bytes, format().header_bytes, format().header_bytes);
   }
   return b;
+}
+
+uint64_t Platform::total_table_bytes() const {
+  uint64_t ports = 0;
+  for (int s : topo_.switches()) ports += static_cast<uint64_t>(topo_.node(s).ports);
+  return ports * (switch_config_.table_bytes / switch_config_.entry_bytes * switch_config_.entry_bytes);
 }
 
 void Platform::trace(sc_core::sc_trace_file* tf) const {

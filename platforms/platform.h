@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "gpu/gpu.h"
 #include "nvswitch/nvswitch.h"
+#include "topology/multicast.h"
 #include "topology/topology.h"
 
 namespace incsim::platforms {
@@ -26,14 +27,24 @@ struct LinkEnd {
   const net::OutPort* port;
 };
 
+// Defaults that depend on what runs on the platform.
+struct PlatformDefaults {
+  uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
+};
+
 class Platform {
  public:
-  Platform(const topo::Topology& t, Config& cfg, uint64_t seed);
+  Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
   const topo::Topology& topology() const { return topo_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
   const std::vector<LinkEnd>& link_ends() const { return link_ends_; }
   const net::PacketFormat& format() const { return pool_->format(); }
+  // The fabric manager's multicast regions, which every switch reads.
+  topo::MulticastFabric& fabric() { return fabric_; }
+  const nvswitch::SwitchConfig& switch_config() const { return switch_config_; }
+  // Reduction table bytes over every switch port (Klenk §IV-F1: C).
+  uint64_t total_table_bytes() const;
   net::PacketPool& pool() { return *pool_; }
   // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
   // GB/s: the ports that lead to none of them do not count.
@@ -48,6 +59,8 @@ class Platform {
 
  private:
   topo::Topology topo_;
+  topo::MulticastFabric fabric_;
+  nvswitch::SwitchConfig switch_config_;
   std::unique_ptr<net::PacketPool> pool_;
   std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;

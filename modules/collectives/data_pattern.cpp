@@ -1,6 +1,7 @@
 #include "data_pattern.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 
@@ -21,6 +22,24 @@ RedOp parse_redop(const std::string& text) {
   if (text == "min") return RedOp::Min;
   if (text == "max") return RedOp::Max;
   throw UserError("unknown reduction operator '" + text + "'; choose one of " + kRedOps);
+}
+
+namespace {
+template <class T>
+void reduce_as(RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
+  for (uint32_t i = 0; i < bytes; i += sizeof(T)) {
+    T a, b;
+    std::memcpy(&a, acc + i, sizeof(T));
+    std::memcpy(&b, in + i, sizeof(T));
+    a = reduce(op, a, b);
+    std::memcpy(acc + i, &a, sizeof(T));
+  }
+}
+}  // namespace
+
+void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
+  if (t == DType::Float32) reduce_as<float>(op, acc, in, bytes);
+  else reduce_as<int32_t>(op, acc, in, bytes);
 }
 
 DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {

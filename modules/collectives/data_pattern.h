@@ -30,6 +30,10 @@ T reduce(RedOp op, T a, T b) {
   return op == RedOp::Sum ? a + b : op == RedOp::Min ? (b < a ? b : a) : (b > a ? b : a);
 }
 
+// The ALU of a reduction table or endpoint: acc[i] = op(acc[i], in[i]) over
+// `bytes` of 4-byte elements of type t.
+void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes);
+
 class DataPattern {
  public:
   DataPattern(uint64_t seed, int ranks);

@@ -16,6 +16,9 @@ class Collective {
   virtual double bound_us(uint64_t bytes) const = 0;
   virtual double busbw_factor() const = 0;  // nccl-tests convention
   virtual std::string redop() const { return "sum"; }
+  // Non-empty when the run failed in a way the hardware reports (a copy
+  // engine error, Klenk §IV-F3); the simulation pauses.
+  virtual std::string error() const { return {}; }
 };
 
 }  // namespace incsim::gpu

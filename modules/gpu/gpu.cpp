@@ -12,7 +12,22 @@ namespace {
 constexpr uint64_t kFlagTag = 1ull << 63;
 constexpr uint64_t kActivateTag = 1ull << 62;
 constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag);
+// Operations the memory system answers (and whose answers it holds).
+bool answered(const net::Packet* p) {
+  return (p->op == net::Op::Write && !net::is_multicast(p->addr)) || p->op == net::Op::Read || p->op == net::Op::PullRead;
+}
+// Multicast writes and partials are posted: the program takes them.
+bool posted(const net::Packet* p) {
+  return p->op == net::Op::Partial || (p->op == net::Op::Write && net::is_multicast(p->addr));
+}
 }  // namespace
+
+void Program::read_region(uint64_t, uint32_t, uint8_t*) {
+  SC_REPORT_ERROR("incsim/gpu", "a pull request reached a GPU whose program registered no multicast region");
+}
+void Program::on_region_write(const net::Packet&) {
+  SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU whose program registered no multicast region");
+}
 
 Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool)
     : sc_module(name),
@@ -63,6 +78,14 @@ void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint
   ports_[port]->wake.notify(sc_core::SC_ZERO_TIME);
 }
 
+void Gpu::post(int port, net::Packet* p) {
+  p->src = static_cast<uint32_t>(index_);
+  p->vc = net::kRequestVc;
+  p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
+  ports_[port]->control.push(p);
+  ports_[port]->wake.notify(sc_core::SC_ZERO_TIME);
+}
+
 void Gpu::watch(uint64_t addr, uint64_t bytes) {
   watch_lo_ = addr;
   watch_hi_ = addr + bytes;
@@ -93,7 +116,7 @@ void Gpu::timer_process() {
 void Gpu::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
   const sc_time now = sc_core::sc_time_stamp();
-  const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
+  const bool request = answered(p);
   if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {
     // The memory system takes the request when its last flit is in. Its
     // effects are all timed from then (credit, response, flag visibility);
@@ -126,6 +149,11 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
     }
     p->op = net::Op::WriteAck;
     p->payload_bytes = 0;
+  } else if (p->op == net::Op::PullRead) {
+    program_->read_region(p->addr, p->payload_bytes, p->data);
+    p->dst = static_cast<uint32_t>(index_);  // it was multicast: the response comes from here
+    p->op = net::Op::PullResp;
+    p->count = 1;
   } else {
     std::memcpy(p->data, memory_.at(p->addr, p->payload_bytes), p->payload_bytes);
     p->op = net::Op::ReadResp;
@@ -147,7 +175,7 @@ void Gpu::rx_process() {
     for (auto& rx : pt.rx) {
       while (!rx.empty() && rx.front()->t_tail <= now) {
         net::Packet* p = rx.front();
-        const bool request = p->op == net::Op::Write || p->op == net::Op::Read;
+        const bool request = answered(p);
         // A full memory pipeline holds requests in the buffer, withholding
         // credits; the port wakes us when a response leaves.
         if (request && pt.responses.size() >= cfg_.max_responses) {
@@ -161,7 +189,9 @@ void Gpu::rx_process() {
           serve_request(pt, p, now);
           continue;
         }
-        streams_[p->stream]->on_response(p);
+        if (!posted(p)) streams_[p->stream]->on_response(p);
+        else if (program_) program_->on_region_write(*p);
+        else SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU running no program");
         pool_.put(p);
       }
       if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);
@@ -235,6 +265,8 @@ void Gpu::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
   sc_core::sc_trace(tf, trace_step, me + ".step");
   sc_core::sc_trace(tf, trace_chunk, me + ".chunk");
+  sc_core::sc_trace(tf, trace_waves, me + ".copy_engine.waves_outstanding");
+  sc_core::sc_trace(tf, trace_credits, me + ".copy_engine.credits");
   for (size_t p = 0; p < ports_.size(); ++p) {
     const std::string port = me + ".port" + std::to_string(p);
     for (int vc = 0; vc < net::kNumVcs; ++vc)

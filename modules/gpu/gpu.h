@@ -48,6 +48,12 @@ class Program {
   virtual void on_flag(uint64_t addr) = 0;
   // For stall reports: one line per thing the program still waits for.
   virtual void report(std::ostream& os, const std::string& prefix) const = 0;
+  // Multicast regions (Klenk §IV-A) are the program's buffers: it serves a
+  // pull request's read of `bytes` at a region address into `out`, and takes
+  // posted writes (multicast writes, evicted partials), timing what follows
+  // from p.t_tail, when the last flit is in.
+  virtual void read_region(uint64_t addr, uint32_t bytes, uint8_t* out);
+  virtual void on_region_write(const net::Packet& p);
 };
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {
@@ -71,6 +77,9 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   void activate(int port, TxStream* s, const sc_core::sc_time& delay);
   // A single-word store (a flag) to a peer; its ack goes to stream `ack_to`.
   void store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to);
+  // Sends a packet the program built (op, dst, addr, payload set) on the
+  // request VC, ahead of the streams.
+  void post(int port, net::Packet* p);
   void watch(uint64_t addr, uint64_t bytes);  // on_flag for writes in range
   void call_after(const sc_core::sc_time& delay, uint64_t tag);
 
@@ -81,6 +90,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   // Waveform state a program updates (Traceable): step and chunk in progress.
   int trace_step = -1;
   int trace_chunk = -1;
+  int trace_waves = 0;    // copy engine waves outstanding (Klenk §IV-F)
+  int trace_credits = 0;  // request generator credits, in packets
 
  private:
   struct Timed {
@@ -94,7 +105,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
     explicit Port(const char* n) : link(n) {}
     net::PacketFifo rx[net::kNumVcs];  // arrived, not yet taken, per VC
     TimedHeap responses;           // acks and read data, released at memory latency
-    net::PacketFifo control;       // flag stores
+    net::PacketFifo control;       // flag stores and posted packets
     std::vector<TxStream*> active;
     unsigned stream_rr = 0, vc_rr = 0;
     uint32_t rx_bytes[net::kNumVcs] = {};

@@ -10,6 +10,10 @@ const char* op_name(Op op) {
     case Op::WriteAck: return "write-ack";
     case Op::Read: return "read";
     case Op::ReadResp: return "read-response";
+    case Op::ReduceWrite: return "reduce-write";
+    case Op::PullRead: return "pull-read";
+    case Op::PullResp: return "pull-response";
+    case Op::Partial: return "partial";
   }
   return "?";
 }

@@ -6,8 +6,21 @@
 
 namespace incsim::net {
 
-enum class Op : uint8_t { Write, WriteAck, Read, ReadResp };
+// Write, WriteAck, Read and ReadResp are ordinary memory operations; a Write
+// to a multicast-region address is replicated by the switches (Klenk §IV-A)
+// and posted (no ack). The in-network reduction operations (Klenk §IV-B,C):
+// ReduceWrite is a push contribution routed to its address's home port;
+// PullRead is a load with a reduction operator multicast to a group, answered
+// by PullResp; Partial is a reduction table entry evicted to the home GPU.
+// Reduction packets carry a count of the contributions they hold.
+enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial };
 const char* op_name(Op op);
+
+// Multicast regions live above every GPU's local memory in the global
+// address space (Klenk Fig. 2).
+constexpr uint64_t kMulticastBase = 1ull << 48;
+inline bool is_multicast(uint64_t addr) { return addr >= kMulticastBase; }
+constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
 
 // Two virtual channels segregate requests from responses so that responses
 // always drain and no protocol deadlock can form (Klenk §IV-E2).
@@ -26,6 +39,11 @@ struct Packet {
   uint16_t payload_bytes = 0;
   uint16_t wire_bytes = 0;  // header + payload rounded up to flits
   int16_t out_port = -1;    // routing decision at the switch holding it
+  uint16_t count = 0;       // contributions reduced into the payload (reduction ops)
+  uint8_t dtype = 0, redop = 0;  // collectives::DType and RedOp of a reduction
+  uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
+  int32_t home_switch = -1; // ReduceWrite: switch index and port of the home table
+  int16_t home_port = -1;
   sc_core::sc_time t_head;  // first flit arrives at the current hop
   sc_core::sc_time t_tail;  // last flit arrives at the current hop
   uint8_t* data = nullptr;  // max_payload bytes owned by the pool
@@ -42,7 +60,8 @@ struct PacketFormat {
   // Read requests and write acks are single header flits (Klenk §V); a
   // read's payload_bytes is the length it asks for, not what it carries.
   uint16_t wire_bytes(Op op, uint32_t payload) const {
-    return op == Op::Read || op == Op::WriteAck ? static_cast<uint16_t>(header_bytes) : wire_bytes(payload);
+    return op == Op::Read || op == Op::WriteAck || op == Op::PullRead ? static_cast<uint16_t>(header_bytes)
+                                                                      : wire_bytes(payload);
   }
 };
 
@@ -87,6 +106,9 @@ class PacketPool {
     if (free_.empty()) grow();
     Packet* p = free_.pop();
     p->id = next_id_++;
+    p->count = 0;
+    p->mc_pending = 0;
+    p->home_switch = -1;
     ++in_use_;
     return p;
   }

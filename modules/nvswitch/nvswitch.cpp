@@ -1,18 +1,22 @@
 #include "nvswitch.h"
 
 #include <algorithm>
+#include "collectives/data_pattern.h"
 #include "core/process.h"
 
 namespace incsim::nvswitch {
 
 using sc_core::sc_time;
 
-NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, std::vector<int16_t> route, const SwitchConfig& cfg)
-    : sc_module(name), route_(std::move(route)), cfg_(cfg), inputs_(ports) {
+NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
+                   net::PacketPool& pool, const topo::MulticastFabric* fabric)
+    : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), pool_(pool), fabric_(fabric), ports_(ports),
+      inputs_(2 * ports) {
   for (int p = 0; p < ports; ++p) {
     inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
     outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str()));
-    outputs_.back()->requests.assign((ports * net::kNumVcs + 63) / 64, 0);
+    outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
+    outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
                  &outputs_[p]->wake);
   }
@@ -30,18 +34,105 @@ void NvSwitch::wake_at(int o, const sc_time& at) {
 
 void NvSwitch::receive(int port, net::Packet* p) {
   Input& in = inputs_[port];
-  p->out_port = route_[p->dst];
-  sc_assert(p->out_port >= 0);
   in.bytes[p->vc] += p->wire_bytes;
   sc_assert(in.bytes[p->vc] <= cfg_.in_buffer_bytes);  // credits make overflow impossible
+  enqueue(port, p);
+}
+
+void NvSwitch::enqueue(int input, net::Packet* p) {
+  switch (p->op) {
+    case net::Op::ReduceWrite:  // to its home port (Klenk §IV-C)
+      p->out_port = static_cast<int16_t>(p->home_switch == wiring_.index ? p->home_port
+                                                                         : wiring_.route_to_switch[p->home_switch]);
+      break;
+    case net::Op::Write:
+    case net::Op::PullRead:
+      if (net::is_multicast(p->addr)) {
+        p->out_port = kMulticast;
+        break;
+      }
+      [[fallthrough]];
+    default:
+      p->out_port = wiring_.route[p->dst];
+  }
+  sc_assert(p->out_port >= 0 || p->out_port == kMulticast);
+  Input& in = inputs_[input];
   in.fifo[p->vc].push(p);
-  if (in.fifo[p->vc].front() == p) request(p, port);
+  if (in.fifo[p->vc].front() == p) request(p, input);
 }
 
 void NvSwitch::request(net::Packet* head, int input) {
+  if (head->out_port == kMulticast) {
+    multicast_request(head, input);
+    return;
+  }
   const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + head->vc;
   outputs_[head->out_port]->requests[bit / 64] |= 1ull << (bit % 64);
   wake_at(head->out_port, std::max(head->t_head + cfg_.latency, inputs_[input].xbar_free));
+}
+
+// The MCR table lookup (Klenk Fig. 2, markers 5-7): the outputs of the
+// block's tree at this switch, less the port it came in on and, if the
+// region says so, the source. A pull request first takes an entry in the
+// table of the port its responses will leave by; at the requester's first
+// hop it waits for one (Klenk §IV-B), elsewhere it goes on without.
+void NvSwitch::multicast_request(net::Packet* h, int input) {
+  sc_assert(fabric_);
+  const int r = fabric_->find(h->addr);
+  sc_assert(r >= 0);  // GPUs store only to registered regions
+  const bool pull = h->op == net::Op::PullRead;
+  const int pivot = pull ? static_cast<int>(h->src) : fabric_->home_gpu(r, h->addr);
+  if (pull) {
+    const int o = wiring_.route[h->src];
+    Output& out = *outputs_[o];
+    const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(fabric_->subtree_targets(r, wiring_.index, pivot)),
+                                  sc_core::sc_time_stamp().value());
+    if (e >= 0) {
+      ReductionTable::Entry& en = out.table.entry(e);
+      en.bytes = h->payload_bytes;
+      en.dtype = h->dtype;
+      en.redop = h->redop;
+    } else if (input < ports_ && wiring_.port_endpoint[input] == static_cast<int32_t>(h->src)) {
+      ++out.table.stalls;
+      out.stalled.push_back(input);
+      return;
+    }
+  }
+  const uint32_t excluded = fabric_->region(r).exclude_source ? h->src : net::kNoEndpoint;
+  const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + h->vc;
+  const sc_time ready = std::max(h->t_head + cfg_.latency, inputs_[input].xbar_free);
+  uint16_t pending = 0;
+  for (auto f = fabric_->fanout_begin(r, wiring_.index, pivot); f != fabric_->fanout_end(r, wiring_.index, pivot); ++f) {
+    if (f->port == input || (f->endpoint >= 0 && static_cast<uint32_t>(f->endpoint) == excluded)) continue;
+    outputs_[f->port]->requests[bit / 64] |= 1ull << (bit % 64);
+    wake_at(f->port, ready);
+    ++pending;
+  }
+  h->mc_pending = pending;
+  if (pending == 0) pool_.put(pop_head(input, h->vc, sc_core::sc_time_stamp()));  // nothing beyond here needs it
+}
+
+// The head of an input queue has left (its last copy, for a multicast).
+net::Packet* NvSwitch::pop_head(int input, int vc, const sc_time& now) {
+  Input& in = inputs_[input];
+  net::Packet* h = in.fifo[vc].pop();
+  in.bytes[vc] -= h->wire_bytes;
+  in.mc_started[vc] = false;
+  if (in.port) in.port->release(h, h->t_tail > now ? h->t_tail - now : sc_core::SC_ZERO_TIME);
+  if (net::Packet* nh = in.fifo[vc].front()) request(nh, input);
+  return h;
+}
+
+net::Packet* NvSwitch::clone(const net::Packet* p) {
+  net::Packet* c = pool_.get();
+  const uint64_t id = c->id;
+  uint8_t* data = c->data;
+  *c = *p;
+  c->id = id;
+  c->data = data;
+  c->next = nullptr;
+  std::memcpy(data, p->data, p->payload_bytes);
+  return c;
 }
 
 namespace {
@@ -70,25 +161,35 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       Input& in = inputs_[idx / net::kNumVcs];
       const int vc = static_cast<int>(idx % net::kNumVcs);
       net::Packet* h = in.fifo[vc].front();
-      // It may cross once it is eligible and both crossbar ports are free.
-      const sc_time ready = std::max(h->t_head + cfg_.latency, std::max(in.xbar_free, out.xbar_free));
+      // It may cross once it is eligible and both crossbar ports are free
+      // (the copies of a multicast after the first read the input again).
+      const bool mc = h->out_port == kMulticast;
+      const sc_time in_free = mc && in.mc_started[vc] ? sc_time() : in.xbar_free;
+      const sc_time ready = std::max(h->t_head + cfg_.latency, std::max(in_free, out.xbar_free));
       if (ready > now) {
         next = std::min(next, ready);
         continue;
       }
-      if (out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
-      in.fifo[vc].pop();
-      in.bytes[vc] -= h->wire_bytes;
-      out.requests[idx / 64] &= ~(1ull << (idx % 64));
+      // A push write at its home port goes into the table, which never stalls.
+      const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
+      if (!absorbed && out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
       const sc_time done =
           now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
-      out.xbar_free = in.xbar_free = done;
+      out.requests[idx / 64] &= ~(1ull << (idx % 64));
+      out.xbar_free = done;
+      in.xbar_free = std::max(in.xbar_free, done);
+      net::Packet* moving = h;
       h->t_tail = std::max(h->t_tail, done);  // cut-through: the tail is here no earlier than this
-      out.queue[vc].push(h);
-      out.bytes[vc] += h->wire_bytes;
-      in.port->release(h, h->t_tail - now);
-      if (net::Packet* nh = in.fifo[vc].front()) request(nh, static_cast<int>(idx / net::kNumVcs));
+      if (mc && h->mc_pending > 1) {
+        moving = clone(h);
+        --h->mc_pending;
+        in.mc_started[vc] = true;
+      } else {
+        h->mc_pending = 0;
+        pop_head(static_cast<int>(idx / net::kNumVcs), vc, now);  // the last copy travels as the original
+      }
       out.xbar_rr = idx + 1;
+      deliver(o, moving, vc, now);
       return true;
     }
   }
@@ -131,7 +232,152 @@ void NvSwitch::output_process(int o) {
   bool queued = false;
   for (int vc = 0; vc < net::kNumVcs; ++vc) queued = queued || !out.queue[vc].empty();
   if (queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
+  if (out.push_entries) expire(o, now, next);
   if (next != never) out.wake.notify(next - now);
+}
+
+void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
+  Output& out = *outputs_[o];
+  if (p->op == net::Op::ReduceWrite && p->home_switch == wiring_.index) {
+    push_reduce(o, p, now);
+    return;
+  }
+  if (p->op == net::Op::PullResp && out.table.capacity() && !(p = pull_reduce(o, p))) return;
+  out.queue[vc].push(p);
+  out.bytes[vc] += p->wire_bytes;
+}
+
+// Push (Klenk §IV-C, Fig. 4): the table behaves as a fully associative cache.
+// A hit reduces; a miss takes a free entry or, on a full table, evicts the
+// least recently used one to its home GPU (or, under the timeout policy,
+// sends the packet itself on as a partial). The entry completes when its
+// count reaches the group size, and the result is multicast to the group.
+void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
+  ReductionTable& t = outputs_[o]->table;
+  const uint64_t now_ps = now.value();
+  int e = t.find(p->addr, net::kNoEndpoint);
+  if (e >= 0) {
+    ++t.hits;
+    ReductionTable::Entry& en = t.entry(e);
+    collectives::reduce_bytes(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+                              t.data(e), p->data, en.bytes);
+    en.count = static_cast<uint16_t>(en.count + p->count);
+    t.touch(e, now_ps);
+  } else {
+    ++t.misses;
+    if (t.full() && !cfg_.evict_lru) {
+      ++t.evictions;
+      p->op = net::Op::Partial;
+      p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(p->addr), p->addr));
+      inject(o, p, now);
+      return;
+    }
+    if (t.full()) emit(o, t.lru(), false, now);
+    const int r = fabric_->find(p->addr);
+    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(fabric_->region(r).targets.size()), now_ps);
+    ++outputs_[o]->push_entries;
+    ReductionTable::Entry& en = t.entry(e);
+    en.bytes = p->payload_bytes;
+    en.dtype = p->dtype;
+    en.redop = p->redop;
+    en.count = p->count;
+    std::memcpy(t.data(e), p->data, p->payload_bytes);
+  }
+  pool_.put(p);
+  if (t.entry(e).count >= t.entry(e).expected) emit(o, e, true, now);
+}
+
+// Pull (Klenk §IV-B, Fig. 3): a response that hits is reduced into its entry;
+// the entry's last expected response leaves carrying the result and the
+// count. A miss (no entry was free when the request passed) bypasses.
+net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
+  ReductionTable& t = outputs_[o]->table;
+  const int e = t.find(p->addr, p->dst);
+  if (e < 0) {
+    ++t.misses;
+    return p;
+  }
+  ++t.hits;
+  ReductionTable::Entry& en = t.entry(e);
+  if (en.count == 0) std::memcpy(t.data(e), p->data, en.bytes);
+  else
+    collectives::reduce_bytes(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+                              t.data(e), p->data, en.bytes);
+  en.count = static_cast<uint16_t>(en.count + p->count);
+  if (en.count < en.expected) {
+    pool_.put(p);
+    return nullptr;
+  }
+  std::memcpy(p->data, t.data(e), en.bytes);
+  p->count = en.count;
+  ++t.completions;
+  release_entry(o, e);
+  return p;
+}
+
+void NvSwitch::emit(int o, int e, bool complete, const sc_time& now) {
+  ReductionTable& t = outputs_[o]->table;
+  const ReductionTable::Entry& en = t.entry(e);
+  net::Packet* p = pool_.get();
+  p->addr = en.addr;
+  p->src = net::kNoEndpoint;
+  p->vc = net::kRequestVc;
+  p->payload_bytes = en.bytes;
+  p->count = en.count;
+  p->dtype = en.dtype;
+  p->redop = en.redop;
+  std::memcpy(p->data, t.data(e), en.bytes);
+  if (complete) {
+    ++t.completions;
+    p->op = net::Op::Write;  // a multicast write of the final result
+    p->dst = 0;
+  } else {
+    ++t.evictions;
+    p->op = net::Op::Partial;
+    p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(en.addr), en.addr));
+  }
+  p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
+  release_entry(o, e);
+  inject(o, p, now);
+}
+
+void NvSwitch::release_entry(int o, int e) {
+  Output& out = *outputs_[o];
+  if (out.table.entry(e).owner == net::kNoEndpoint) --out.push_entries;
+  out.table.release(e);
+  // Pull requests stalled at this port retry now that an entry is free.
+  std::vector<int> waiting;
+  waiting.swap(out.stalled);
+  for (int i : waiting) request(inputs_[i].fifo[net::kRequestVc].front(), i);
+}
+
+// The table's output joins the crossbar (Klenk Fig. 5): eligible at once,
+// its switch latency already paid on the way in.
+void NvSwitch::inject(int o, net::Packet* p, const sc_time& now) {
+  p->t_head = now > cfg_.latency ? now - cfg_.latency : sc_time();
+  p->t_tail = now;
+  const int input = ports_ + o;
+  inputs_[input].bytes[p->vc] += p->wire_bytes;
+  enqueue(input, p);
+}
+
+// Push entries idle for the timeout go to their home GPU (Klenk §IV-C:
+// after an eviction a count alone cannot tell that an entry is final).
+void NvSwitch::expire(int o, const sc_time& now, sc_time& next) {
+  ReductionTable& t = outputs_[o]->table;
+  const uint64_t timeout = cfg_.table_timeout.value();
+  for (int e = t.lru(); e >= 0;) {
+    const ReductionTable::Entry& en = t.entry(e);
+    const int after = en.next;
+    if (en.owner == net::kNoEndpoint) {
+      if (en.touched + timeout > now.value()) {
+        next = std::min(next, sc_time::from_value(en.touched + timeout));
+        return;
+      }
+      emit(o, e, false, now);
+    }
+    e = after;
+  }
 }
 
 void NvSwitch::trace(sc_core::sc_trace_file* tf) const {
@@ -143,6 +389,16 @@ void NvSwitch::trace(sc_core::sc_trace_file* tf) const {
       sc_core::sc_trace(tf, outputs_[p]->bytes[vc], port + ".out_bytes_vc" + std::to_string(vc));
     }
     outputs_[p]->link.trace(tf, port);
+    if (!outputs_[p]->table.capacity()) continue;
+    const ReductionTable& t = outputs_[p]->table;
+    const std::string rt = port + ".reduction_table.";
+    sc_core::sc_trace(tf, t.occupancy, rt + "occupancy");
+    sc_core::sc_trace(tf, t.hits, rt + "hits");
+    sc_core::sc_trace(tf, t.misses, rt + "misses");
+    sc_core::sc_trace(tf, t.evictions, rt + "evictions");
+    sc_core::sc_trace(tf, t.stalls, rt + "stalls");
+    sc_core::sc_trace(tf, t.completions, rt + "completions");
+    sc_core::sc_trace(tf, inputs_[ports_ + p].bytes[net::kRequestVc], rt + "emitted_bytes");
   }
 }
 
@@ -156,11 +412,17 @@ uint64_t NvSwitch::report_held(std::ostream& os) const {
        << " to endpoint " << h->dst << "\n";
     total += f.size();
   };
-  for (size_t p = 0; p < inputs_.size(); ++p)
+  for (int p = 0; p < ports_; ++p) {
     for (int vc = 0; vc < net::kNumVcs; ++vc) {
       line("input", p, vc, inputs_[p].fifo[vc]);
+      line("reduction table output", p, vc, inputs_[ports_ + p].fifo[vc]);
       line("output", p, vc, outputs_[p]->queue[vc]);
     }
+    const ReductionTable& t = outputs_[p]->table;
+    if (t.size())
+      os << "  " << name() << " reduction table port " << p << ": " << t.size() << " of " << t.capacity()
+         << " entries held, " << outputs_[p]->stalled.size() << " pull requests waiting for one\n";
+  }
   return total;
 }
 

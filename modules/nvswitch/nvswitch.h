@@ -5,6 +5,14 @@
 // crossbar and the output link. A packet is never dropped: a full output
 // queue holds it in its input buffer, and a full input buffer withholds the
 // upstream credits.
+//
+// In-network collectives (Klenk §IV): the MCR table (the fabric manager's
+// MulticastFabric) replicates multicast packets; a multicast advances to the
+// outputs that can take it and takes the rest in later rounds. Each port has
+// a reduction table at its output (Fig. 5): push writes homed at the port are
+// reduced there and the result multicast back into the crossbar; pull
+// responses are reduced on their way to the requester.
+#include <cstring>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -13,6 +21,8 @@
 
 #include "core/trace.h"
 #include "net/port.h"
+#include "nvswitch/reduction_table.h"
+#include "topology/multicast.h"
 
 namespace incsim::nvswitch {
 
@@ -21,12 +31,25 @@ struct SwitchConfig {
   double speedup = 2.0;        // crossbar bandwidth over port bandwidth (Klenk §IV-E1)
   uint32_t in_buffer_bytes = 0;   // per input port and VC
   uint32_t out_queue_bytes = 0;   // per output port and VC
+  // Reduction tables (Klenk §IV-D).
+  uint32_t table_bytes = 0;       // per port; 0: none
+  uint32_t entry_bytes = 128;     // one aligned packet payload per entry (Klenk §IV-D)
+  sc_core::sc_time table_timeout; // an idle push entry is evicted to its home GPU
+  bool evict_lru = true;          // a push miss on a full table evicts the LRU entry; else the packet goes on as a partial
 };
 
+// Where a switch sits: its routing tables and what each port faces.
+struct SwitchWiring {
+  int index = 0;                        // switch number (Topology::switches())
+  std::vector<int16_t> route;           // [dst endpoint] -> output port
+  std::vector<int16_t> route_to_switch; // [switch number] -> output port
+  std::vector<int32_t> port_endpoint;   // [port] -> endpoint attached, -1 for a switch
+};
 class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:
-  // route[dst endpoint] = output port.
-  NvSwitch(sc_core::sc_module_name name, int ports, std::vector<int16_t> route, const SwitchConfig& cfg);
+  // fabric may be null: a platform without multicast regions.
+  NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
+           net::PacketPool& pool, const topo::MulticastFabric* fabric);
 
   net::InPort& in(int p) { return *inputs_[p].port; }
   net::OutPort& out(int p) { return outputs_[p]->link; }
@@ -37,12 +60,17 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   void trace(sc_core::sc_trace_file* tf) const override;
   // Appends one line per queue that holds packets; returns how many it holds.
   uint64_t report_held(std::ostream& os) const;
+  const ReductionTable& table(int p) const { return outputs_[p]->table; }
 
  private:
+  static constexpr int16_t kMulticast = -2;  // out_port of a packet the MCR table replicates
+  // Inputs [0, ports) are the links; input ports + p carries what port p's
+  // reduction table emits (results, partials) back into the crossbar.
   struct Input {
-    std::unique_ptr<net::InPort> port;
+    std::unique_ptr<net::InPort> port;  // null for a reduction table's input
     net::PacketFifo fifo[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
+    bool mc_started[net::kNumVcs] = {};  // the head multicast has sent a copy
     sc_core::sc_time xbar_free;
   };
   struct Output {
@@ -53,6 +81,9 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
+    ReductionTable table;
+    uint32_t push_entries = 0;   // entries that can time out
+    std::vector<int> stalled;    // inputs whose pull request waits for an entry here
     sc_core::sc_event wake;
     net::OutPort link;  // last: its socket is large and rarely touched
   };
@@ -61,9 +92,26 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   bool transmit(int o, const sc_core::sc_time& now);
   void wake_at(int o, const sc_core::sc_time& at);
   void request(net::Packet* head, int input);  // head has become the front of its input queue
+  void multicast_request(net::Packet* head, int input);
+  void enqueue(int input, net::Packet* p);
+  net::Packet* pop_head(int input, int vc, const sc_core::sc_time& now);
+  net::Packet* clone(const net::Packet* p);
+  // What reaches output o: queued for the link, or taken by its reduction table.
+  void deliver(int o, net::Packet* p, int vc, const sc_core::sc_time& now);
+  void push_reduce(int o, net::Packet* p, const sc_core::sc_time& now);
+  net::Packet* pull_reduce(int o, net::Packet* p);
+  // Port o's table emits entry e: a completed push result (multicast) or a
+  // partial for the home GPU.
+  void emit(int o, int e, bool complete, const sc_core::sc_time& now);
+  void inject(int o, net::Packet* p, const sc_core::sc_time& now);
+  void expire(int o, const sc_core::sc_time& now, sc_core::sc_time& next);
+  void release_entry(int o, int e);
 
-  std::vector<int16_t> route_;
+  SwitchWiring wiring_;
   SwitchConfig cfg_;
+  net::PacketPool& pool_;
+  const topo::MulticastFabric* fabric_;
+  int ports_;
   std::vector<Input> inputs_;
   std::vector<std::unique_ptr<Output>> outputs_;
 };

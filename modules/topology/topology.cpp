@@ -105,6 +105,34 @@ void Topology::finalize() {
       route_[u][d] = static_cast<int16_t>(best[d % best.size()]);
     }
   }
+  // Toward each switch: breadth-first over switches only.
+  const int k = static_cast<int>(switches_.size());
+  sw_dist_.assign(n, std::vector<int16_t>(k, -1));
+  sw_route_.assign(n, std::vector<int16_t>(k, -1));
+  for (int d = 0; d < k; ++d) {
+    std::deque<int> q{switches_[d]};
+    sw_dist_[switches_[d]][d] = 0;
+    while (!q.empty()) {
+      const int u = q.front();
+      q.pop_front();
+      if (nodes_[u].kind == NodeKind::Endpoint) continue;
+      for (int p = 0; p < nodes_[u].ports; ++p) {
+        const PortRef v = peer({u, p});
+        if (sw_dist_[v.node][d] >= 0) continue;
+        sw_dist_[v.node][d] = static_cast<int16_t>(sw_dist_[u][d] + 1);
+        q.push_back(v.node);
+      }
+    }
+    for (int u = 0; u < n; ++u) {
+      if (sw_dist_[u][d] <= 0) continue;
+      std::vector<int> best;
+      for (int p = 0; p < nodes_[u].ports; ++p) {
+        const PortRef v = peer({u, p});
+        if (nodes_[v.node].kind == NodeKind::Switch && sw_dist_[v.node][d] == sw_dist_[u][d] - 1) best.push_back(p);
+      }
+      sw_route_[u][d] = static_cast<int16_t>(best[d % best.size()]);
+    }
+  }
 }
 
 int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }

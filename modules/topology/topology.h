@@ -56,6 +56,14 @@ class Topology {
   // shortest path, ties between equal-cost ports broken by dst, so the table is
   // deterministic and spreads destinations over parallel links.
   int route(int node, int dst) const { return route_[node][dst]; }
+  // Output port at `node` toward switch number `sw` (index into switches()),
+  // -1 at that switch itself or where it is unreachable: shortest path, ties
+  // broken by sw. Push reduction writes travel to a switch port (Klenk §IV-C).
+  int route_to_switch(int node, int sw) const { return sw_route_[node][sw]; }
+  // Links from node to switch number sw, -1 if unreachable.
+  int distance_to_switch(int node, int sw) const { return sw_dist_[node][sw]; }
+  // Links from node to endpoint number dst, -1 if unreachable.
+  int hops_from(int node, int dst) const { return dist_[node][dst]; }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
   // Can a packet leaving endpoint port p reach endpoint number dst? (Not
@@ -73,6 +81,7 @@ class Topology {
   std::vector<std::vector<int>> port_link_;
   std::vector<std::vector<int16_t>> route_;  // [node][dst endpoint]
   std::vector<std::vector<int16_t>> dist_;   // [node][dst endpoint]
+  std::vector<std::vector<int16_t>> sw_route_, sw_dist_;  // [node][dst switch]
 };
 
 // Built-in platforms (same description a YAML platform file produces).

@@ -1,0 +1,72 @@
+#pragma once
+// Collectives the network helps with (Klenk §IV): all-reduce by push or pull
+// reduction in the switches, all-gather and broadcast by multicast. Each GPU's
+// copy engine issues the packets (DMA-initiated, Klenk §IV-F3, as the paper's
+// traffic generators do, §V) under its wave controller (Fig. 6): the request
+// generator has credits only for waves holding a counter; a counter counts
+// its wave's responses and, at the goal, frees and returns credits.
+//
+// Push: every GPU writes its whole input as reduction writes to the output
+// region; each block is reduced at its home port and the result multicast to
+// every GPU (or, after evictions, completed and multicast by its home GPU).
+// Pull: after an optional barrier (an all-reduce on a flag), each GPU pulls
+// its 1/n of the blocks from the group, adds its own data and multicasts the
+// result. A wave's responses: push, the results that reach this GPU; pull,
+// the pull responses.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "gpu/collective.h"
+#include "gpu/gpu.h"
+#include "topology/multicast.h"
+
+namespace incsim::gpu {
+
+enum class InNetKind { AllReducePush, AllReducePull, AllGather, Broadcast };
+
+// The copy engine's wave controller (Klenk §IV-F1, Fig. 6).
+struct WaveParams {
+  uint32_t wave_bytes;              // data per wave
+  int waves;                        // counters, so waves outstanding; 0: no injection limiting
+  sc_core::sc_time counter_timeout; // a wave that finds no free counter for this long is an error
+};
+
+class InNetworkCollective : public Collective {
+ public:
+  // gpus in rank order; endpoint_GBps is one GPU's payload injection bandwidth.
+  InNetworkCollective(InNetKind kind, std::vector<Gpu*> gpus, const topo::Topology& topo,
+                      topo::MulticastFabric& fabric, collectives::DType dtype, collectives::RedOp redop,
+                      uint64_t seed, WaveParams waves, bool barrier, double endpoint_GBps);
+  ~InNetworkCollective() override;
+  void start(uint64_t bytes, std::function<void()> on_done) override;
+  uint64_t wrong() const override;
+  double bound_us(uint64_t bytes) const override;
+  double busbw_factor() const override;
+  std::string redop() const override;
+  std::string error() const override { return error_; }
+
+  class Rank;
+
+ private:
+  void rank_done();
+  void fail(const std::string& why);
+  InNetKind kind_;
+  std::vector<Gpu*> gpus_;
+  const topo::Topology& topo_;
+  topo::MulticastFabric& fabric_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  collectives::DataPattern data_;
+  WaveParams waves_;
+  bool barrier_;
+  double endpoint_GBps_;
+  int out_region_ = -1, in_region_ = -1, flag_region_ = -1;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::function<void()> on_done_;
+  int running_ = 0;
+  std::string error_;
+};
+
+}  // namespace incsim::gpu

@@ -1,0 +1,95 @@
+#include "reduction_table.h"
+
+#include <cassert>
+
+namespace incsim::nvswitch {
+
+void ReductionTable::configure(uint32_t entries, uint32_t entry_bytes) {
+  entries_.assign(entries, Entry{});
+  data_.assign(static_cast<size_t>(entries) * entry_bytes, 0);
+  entry_bytes_ = entry_bytes;
+  size_t buckets = 1;
+  while (buckets < 2 * static_cast<size_t>(entries)) buckets *= 2;
+  index_.assign(entries ? buckets : 0, -1);
+  free_.clear();
+  for (uint32_t i = entries; i > 0; --i) free_.push_back(static_cast<int32_t>(i - 1));
+  size_ = occupancy = 0;
+  lru_ = mru_ = -1;
+}
+
+size_t ReductionTable::bucket(uint64_t addr, uint32_t owner) const {
+  uint64_t x = (addr >> 4) * 0x9E3779B97F4A7C15ull ^ owner * 0xBF58476D1CE4E5B9ull;
+  return static_cast<size_t>(x ^ (x >> 29)) & (index_.size() - 1);
+}
+
+int ReductionTable::find(uint64_t addr, uint32_t owner) const {
+  if (index_.empty()) return -1;
+  for (size_t b = bucket(addr, owner);; b = (b + 1) & (index_.size() - 1)) {
+    const int32_t i = index_[b];
+    if (i < 0) return -1;
+    if (entries_[i].addr == addr && entries_[i].owner == owner) return i;
+  }
+}
+
+int ReductionTable::alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps) {
+  if (free_.empty()) return -1;
+  const int32_t i = free_.back();
+  free_.pop_back();
+  Entry& e = entries_[i];
+  e = Entry{};
+  e.addr = addr;
+  e.owner = owner;
+  e.expected = expected;
+  e.touched = now_ps;
+  size_t b = bucket(addr, owner);
+  while (index_[b] >= 0) b = (b + 1) & (index_.size() - 1);
+  index_[b] = i;
+  link_back(i);
+  occupancy = ++size_;
+  return i;
+}
+
+void ReductionTable::touch(int i, uint64_t now_ps) {
+  entries_[i].touched = now_ps;
+  unlink(i);
+  link_back(i);
+}
+
+void ReductionTable::release(int i) {
+  // Remove from the index, shifting later members of its probe run back.
+  const size_t mask = index_.size() - 1;
+  size_t hole = bucket(entries_[i].addr, entries_[i].owner);
+  while (index_[hole] != i) hole = (hole + 1) & mask;
+  for (size_t b = (hole + 1) & mask; index_[b] >= 0; b = (b + 1) & mask) {
+    const size_t home = bucket(entries_[index_[b]].addr, entries_[index_[b]].owner);
+    // Move b into the hole unless its home lies cyclically in (hole, b].
+    const bool stays = hole <= b ? (home > hole && home <= b) : (home > hole || home <= b);
+    if (stays) continue;
+    index_[hole] = index_[b];
+    hole = b;
+  }
+  index_[hole] = -1;
+  unlink(i);
+  free_.push_back(i);
+  occupancy = --size_;
+}
+
+void ReductionTable::unlink(int i) {
+  Entry& e = entries_[i];
+  if (e.prev >= 0) entries_[e.prev].next = e.next;
+  else lru_ = e.next;
+  if (e.next >= 0) entries_[e.next].prev = e.prev;
+  else mru_ = e.prev;
+  e.prev = e.next = -1;
+}
+
+void ReductionTable::link_back(int i) {
+  Entry& e = entries_[i];
+  e.prev = mru_;
+  e.next = -1;
+  if (mru_ >= 0) entries_[mru_].next = i;
+  else lru_ = i;
+  mru_ = i;
+}
+
+}  // namespace incsim::nvswitch

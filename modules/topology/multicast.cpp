@@ -1,0 +1,160 @@
+#include "multicast.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+
+namespace incsim::topo {
+
+namespace {
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+MulticastFabric::MulticastFabric(const Topology& t) : topo_(t) {}
+
+void MulticastFabric::clear() { regions_.clear(); }
+
+int MulticastFabric::find(uint64_t addr) const {
+  for (size_t r = 0; r < regions_.size(); ++r)
+    if (addr >= regions_[r].def.start && addr - regions_[r].def.start < regions_[r].def.size) return static_cast<int>(r);
+  return -1;
+}
+
+int MulticastFabric::add_region(uint64_t start, uint64_t size, std::vector<int> targets, bool exclude_source) {
+  const int n = static_cast<int>(topo_.endpoints().size());
+  if (size == 0) throw UserError("a multicast region must not be empty");
+  for (const auto& g : regions_)
+    if (start < g.def.start + g.def.size && g.def.start < start + size)
+      throw UserError("multicast region [" + std::to_string(start) + ", " + std::to_string(start + size) +
+                      ") overlaps a region registered before");
+  std::set<int> seen;
+  for (int e : targets) {
+    if (e < 0 || e >= n)
+      throw UserError("multicast group names GPU " + std::to_string(e) + ", but the platform has GPUs 0 to " +
+                      std::to_string(n - 1));
+    if (!seen.insert(e).second) throw UserError("multicast group names GPU " + std::to_string(e) + " twice");
+  }
+  if (targets.size() < 2) throw UserError("a multicast group needs at least two GPUs");
+  Region g;
+  g.def = {start, size, std::move(targets), exclude_source};
+  g.target_pos.assign(n, -1);
+  for (size_t i = 0; i < g.def.targets.size(); ++i) g.target_pos[g.def.targets[i]] = static_cast<int>(i);
+  build(g);
+  regions_.push_back(std::move(g));
+  return static_cast<int>(regions_.size()) - 1;
+}
+
+void MulticastFabric::build(Region& g) const {
+  const auto& sws = topo_.switches();
+  const int S = static_cast<int>(sws.size());
+  const int T = static_cast<int>(g.def.targets.size());
+  std::vector<int> sw_of_node(topo_.nodes().size(), -1);
+  for (int s = 0; s < S; ++s) sw_of_node[sws[s]] = s;
+  std::vector<std::vector<Fanout>> lists(static_cast<size_t>(S) * T);
+  g.subtree.assign(static_cast<size_t>(S) * T, 0);
+
+  for (int pos = 0; pos < T; ++pos) {
+    const int h = g.def.targets[pos];
+    const int hnode = topo_.endpoints()[h];
+    // Parent of each switch on h's in-tree; switches by increasing distance.
+    std::vector<int> order, parent(S, -1), root(S, -1);
+    for (int s = 0; s < S; ++s)
+      if (topo_.route(sws[s], h) >= 0) order.push_back(s);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      const int da = topo_.hops_from(sws[a], h), db = topo_.hops_from(sws[b], h);
+      return da != db ? da < db : a < b;
+    });
+    auto list = [&](int s) -> std::vector<Fanout>& { return lists[static_cast<size_t>(s) * T + pos]; };
+    for (int s : order) {
+      const int q = topo_.route(sws[s], h);
+      const PortRef up = topo_.peer({sws[s], q});
+      if (up.node == hnode) {
+        root[s] = s;
+        continue;
+      }
+      parent[s] = sw_of_node[up.node];
+      root[s] = root[parent[s]];
+      list(s).push_back({static_cast<int16_t>(q), -1});
+      list(parent[s]).push_back({static_cast<int16_t>(up.port), -1});
+    }
+    // Each target is delivered, in every tree component, by the adjacent
+    // switch nearest the pivot (lowest number on a tie).
+    std::vector<int> components;
+    for (int s : order)
+      if (root[s] == s) components.push_back(s);
+    for (int t : g.def.targets) {
+      const int tnode = topo_.endpoints()[t];
+      std::vector<int> best(S, -1);  // per component root: the delivering switch
+      for (int p = 0; p < topo_.node(tnode).ports; ++p) {
+        const int s = sw_of_node[topo_.peer({tnode, p}).node];
+        if (s < 0 || root[s] < 0) continue;
+        int& b = best[root[s]];
+        const auto key = [&](int x) { return std::make_pair(topo_.hops_from(sws[x], h), x); };
+        if (b < 0 || key(s) < key(b)) b = s;
+      }
+      for (int c : components) {
+        const int s = best[c];
+        if (s < 0)
+          throw UserError("platform '" + topo_.name + "' cannot multicast to " + topo_.node(tnode).name +
+                          " on the tree through " + topo_.node(sws[c]).name + ": no switch of that tree links to it");
+        int port = topo_.route(sws[s], t);
+        if (topo_.peer({sws[s], port}).node != tnode) {
+          for (port = 0; topo_.peer({sws[s], port}).node != tnode; ++port) {
+          }
+        }
+        list(s).push_back({static_cast<int16_t>(port), t});
+        if (t != h)
+          for (int x = s; x >= 0; x = parent[x]) ++g.subtree[static_cast<size_t>(x) * T + pos];
+      }
+    }
+  }
+  g.offsets.assign(lists.size() + 1, 0);
+  for (size_t i = 0; i < lists.size(); ++i) {
+    std::sort(lists[i].begin(), lists[i].end(), [](const Fanout& a, const Fanout& b) { return a.port < b.port; });
+    g.offsets[i + 1] = g.offsets[i] + static_cast<uint32_t>(lists[i].size());
+    g.fanout.insert(g.fanout.end(), lists[i].begin(), lists[i].end());
+  }
+  // Home ports: every port of every switch that all targets reach.
+  for (int s = 0; s < S; ++s) {
+    bool reached = true;
+    for (int t : g.def.targets) reached = reached && topo_.distance_to_switch(topo_.endpoints()[t], s) > 0;
+    if (!reached) continue;
+    for (int p = 0; p < topo_.node(sws[s]).ports; ++p) g.homes.push_back({s, p});
+  }
+  if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
+}
+
+const MulticastFabric::Fanout* MulticastFabric::fanout_begin(int r, int sw, int pivot) const {
+  const Region& g = regions_[r];
+  return g.fanout.data() + g.offsets[slot(g, sw, pivot)];
+}
+
+const MulticastFabric::Fanout* MulticastFabric::fanout_end(int r, int sw, int pivot) const {
+  const Region& g = regions_[r];
+  return g.fanout.data() + g.offsets[slot(g, sw, pivot) + 1];
+}
+
+int MulticastFabric::subtree_targets(int r, int sw, int pivot) const {
+  const Region& g = regions_[r];
+  return g.subtree[slot(g, sw, pivot)];
+}
+
+int MulticastFabric::home_gpu(int r, uint64_t addr) const {
+  const auto& t = regions_[r].def.targets;
+  return t[block(r, addr) % t.size()];
+}
+
+MulticastFabric::HomePort MulticastFabric::home_port(int r, uint64_t addr) const {
+  const auto& h = regions_[r].homes;
+  return h[mix(block(r, addr)) % h.size()];
+}
+
+}  // namespace incsim::topo

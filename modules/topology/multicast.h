@@ -1,0 +1,89 @@
+#pragma once
+// The fabric manager of Klenk §IV-A (Fig. 2): GPUs register multicast regions
+// (MCRs) at start-up and it fills every switch's MCR table. Plain C++, read
+// by the switches (replication, reduction table counts, home ports) and by
+// the GPUs (which port a home is reached through).
+//
+// Trees. Multicast paths conform to unicast routes (BRCP, Klenk §IV-E2): the
+// tree of a block is the in-tree of the unicast routes toward a pivot GPU,
+// restricted to switches. A switch forwards a multicast on every tree edge
+// but the one it came in on, and delivers to the targets it is designated
+// for. The tree is the same whatever switch the multicast enters at, so one
+// entry per region and pivot serves every source (Klenk: "one entry per MCR").
+// A pull request's pivot is its requester: the responses, routed unicast
+// toward it, climb exactly the tree the request went down, so intermediate
+// reduction tables see every response of their subtree. A write's pivot is
+// the block's home GPU, which spreads blocks over trees (and, in a fat tree,
+// over spine switches).
+#include <cstdint>
+#include <vector>
+
+#include "topology.h"
+
+namespace incsim::topo {
+
+struct McRegion {
+  uint64_t start = 0, size = 0;  // in the global (network) address space
+  std::vector<int> targets;      // endpoint indices, in the order given
+  bool exclude_source = true;    // a GPU's own multicast does not come back to it
+};
+
+class MulticastFabric {
+ public:
+  static constexpr uint32_t kBlockBytes = 128;  // reduction alignment (Klenk §IV-D: 128 B packets)
+
+  explicit MulticastFabric(const Topology& t);
+
+  // Registers a region and fills the tables; throws UserError if it overlaps
+  // another, names a GPU the platform lacks, has fewer than two targets, or
+  // the topology cannot deliver to every target on some tree.
+  int add_region(uint64_t start, uint64_t size, std::vector<int> targets, bool exclude_source);
+  void clear();
+  int find(uint64_t addr) const;  // region holding addr, or -1
+  const McRegion& region(int r) const { return regions_[r].def; }
+
+  struct Fanout {
+    int16_t port;      // output port of the switch
+    int32_t endpoint;  // endpoint delivered to, or -1 for a tree edge toward a switch
+  };
+  // The ports a multicast of region r on pivot h's tree leaves switch number
+  // sw by (before excluding the port it came in on).
+  const Fanout* fanout_begin(int r, int sw, int pivot) const;
+  const Fanout* fanout_end(int r, int sw, int pivot) const;
+  // Targets (other than the pivot) in the subtree below switch sw on pivot's
+  // tree: the responses a pull request's table entry there waits for.
+  int subtree_targets(int r, int sw, int pivot) const;
+
+  uint64_t block(int r, uint64_t addr) const { return (addr - regions_[r].def.start) / kBlockBytes; }
+  // The GPU that collects a block's evicted partials (Klenk §IV-C), blocks
+  // interleaved over the targets; it is also the pivot of the block's writes.
+  int home_gpu(int r, uint64_t addr) const;
+  // The switch port whose reduction table reduces a block (Klenk §IV-C:
+  // "every address has a home port", by hashing), over every port of every
+  // switch that all targets reach.
+  struct HomePort {
+    int sw;    // switch number (index into Topology::switches())
+    int port;
+  };
+  HomePort home_port(int r, uint64_t addr) const;
+  uint64_t home_ports(int r) const { return regions_[r].homes.size(); }
+
+ private:
+  struct Region {
+    McRegion def;
+    std::vector<int> target_pos;         // endpoint -> position in targets, or -1
+    std::vector<uint32_t> offsets;       // [(sw * T + pivot position)] into fanout
+    std::vector<Fanout> fanout;
+    std::vector<uint16_t> subtree;       // [(sw * T + pivot position)]
+    std::vector<HomePort> homes;
+  };
+  size_t slot(const Region& g, int sw, int pivot) const {
+    return static_cast<size_t>(sw) * g.def.targets.size() + static_cast<size_t>(g.target_pos[pivot]);
+  }
+  void build(Region& g) const;
+
+  const Topology& topo_;
+  std::vector<Region> regions_;
+};
+
+}  // namespace incsim::topo
