@@ -113,6 +113,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   if (in_buf > kMaxBuffer || out_q > kMaxBuffer || rx_buf > kMaxBuffer)
     throw UserError("switch and GPU buffers must be at most 16 MiB per port and VC");
   if (gc.max_responses > (1u << 20)) throw UserError("gpu.max_responses must be at most 1048576");
+  gpu_config_ = gc;
 
   // Elaborate: a module per node.
   std::vector<int> module_of(topo_.nodes().size(), -1);
@@ -144,8 +145,11 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     nvswitch::SwitchWiring w;
     w.index = node.index;
     for (size_t d = 0; d < topo_.endpoints().size(); ++d) w.route.push_back(static_cast<int16_t>(topo_.route(s, static_cast<int>(d))));
-    for (size_t k = 0; k < topo_.switches().size(); ++k)
-      w.route_to_switch.push_back(static_cast<int16_t>(topo_.route_to_switch(s, static_cast<int>(k))));
+    for (size_t k = 0; k < topo_.switches().size(); ++k) {
+      w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
+      for (int16_t port : topo_.routes_to_switch(s, static_cast<int>(k))) w.route_to_switch.push_back(port);
+    }
+    w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
     for (int p = 0; p < node.ports; ++p) {
       const auto& peer = topo_.node(topo_.peer({s, p}).node);
       w.port_endpoint.push_back(peer.kind == NodeKind::Endpoint ? peer.index : -1);
@@ -210,6 +214,20 @@ uint64_t Platform::total_table_bytes() const {
   uint64_t ports = 0;
   for (int s : topo_.switches()) ports += static_cast<uint64_t>(topo_.node(s).ports);
   return ports * (switch_config_.table_bytes / switch_config_.entry_bytes * switch_config_.entry_bytes);
+}
+
+Platform::TableTotals Platform::table_totals() const {
+  TableTotals t;
+  for (const auto& s : switch_modules_)
+    for (int p = 0; p < s->num_ports(); ++p) {
+      const auto& r = s->table(p);
+      t.hits += r.hits;
+      t.misses += r.misses;
+      t.evictions += r.evictions;
+      t.stalls += r.stalls;
+      t.completions += r.completions;
+    }
+  return t;
 }
 
 void Platform::trace(sc_core::sc_trace_file* tf) const {

@@ -43,6 +43,7 @@ class Platform {
   // The fabric manager's multicast regions, which every switch reads.
   topo::MulticastFabric& fabric() { return fabric_; }
   const nvswitch::SwitchConfig& switch_config() const { return switch_config_; }
+  const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
   // Reduction table bytes over every switch port (Klenk §IV-F1: C).
   uint64_t total_table_bytes() const;
   net::PacketPool& pool() { return *pool_; }
@@ -54,6 +55,12 @@ class Platform {
   // switch, and the largest memory latency.
   sc_core::sc_time longest_round_trip() const { return longest_round_trip_; }
 
+  // Reduction table events summed over every switch port, so far.
+  struct TableTotals {
+    uint64_t hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
+  };
+  TableTotals table_totals() const;
+
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;
 
@@ -61,6 +68,7 @@ class Platform {
   topo::Topology topo_;
   topo::MulticastFabric fabric_;
   nvswitch::SwitchConfig switch_config_;
+  gpu::GpuConfig gpu_config_{};
   std::unique_ptr<net::PacketPool> pool_;
   std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;

@@ -15,6 +15,8 @@
 #include "core/trace.h"
 #include "core/units.h"
 #include "core/yaml_file.h"
+#include "collectives/bounds.h"
+#include "gpu/innet_collective.h"
 #include "gpu/ring_collective.h"
 #include "watchdog.h"
 
@@ -34,8 +36,17 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 }  // namespace
 
 namespace {
-constexpr const char* kCollectives = "allreduce, reducescatter, allgather";
-constexpr const char* kAlgorithms = "ring";
+constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
+constexpr const char* kAlgorithms = "ring, push, pull, multicast";
+
+// Which algorithms run which collective, the first the default: the ring in
+// software (Klenk §III), the others with the switches' help (Klenk §IV).
+std::string algorithms_for(const std::string& collective) {
+  if (collective == "allreduce") return "ring, push, pull";
+  if (collective == "allgather") return "ring, multicast";
+  if (collective == "broadcast") return "multicast";
+  return "ring";
+}
 }  // namespace
 
 std::string choices() {
@@ -88,17 +99,14 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   }
   for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
 
-  gpu::RingKind kind;
-  if (opt_.collective == "allreduce") kind = gpu::RingKind::AllReduce;
-  else if (opt_.collective == "reducescatter") kind = gpu::RingKind::ReduceScatter;
-  else if (opt_.collective == "allgather") kind = gpu::RingKind::AllGather;
-  else
+  const std::string accepted = algorithms_for(opt_.collective);
+  if ((std::string(", ") + kCollectives + ",").find(", " + opt_.collective + ",") == std::string::npos)
     throw UserError("unknown collective '" + opt_.collective + "'; this build runs: " + kCollectives);
-  if (opt_.algorithm != "ring")
-    throw UserError("unknown algorithm '" + opt_.algorithm + "' for " + opt_.collective + "; this build runs: " +
-                    kAlgorithms);
+  if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
+  if ((", " + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
+    throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
   dtype_ = collectives::parse_dtype(opt_.dtype);
-  const collectives::RedOp redop = collectives::parse_redop(opt_.redop);
+  redop_ = collectives::parse_redop(opt_.redop);
   sizes_ = parse_sizes(opt_.sizes);
   for (uint64_t s : sizes_)
     if (s % 4 != 0)
@@ -109,19 +117,53 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (n > static_cast<int>(t.endpoints().size()))
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
-  if (n < 2) throw UserError("a ring " + opt_.collective + " needs at least 2 GPUs");
+  if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
   if (!opt_.dump_platform.empty()) {
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
     topo::save_yaml(t, f);
   }
 
-  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed);
-  std::vector<int> ranks;
-  for (int g = 0; g < n; ++g) {
-    participants_.push_back(platform_->gpus()[g]);
-    ranks.push_back(g);
+  // Defaults from the paper's figure for this algorithm and platform (Klenk
+  // Fig. 7: DGX-2; Fig. 8: the fat tree).
+  const bool fattree = t.name == "fattree2l";
+  platforms::PlatformDefaults pd;
+  pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
+  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
+  for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
+  if (opt_.algorithm == "ring") make_ring(n);
+  else make_in_network(n, fattree);
+
+  double stall_us = cfg_.get<double>(
+      "sim.stall_timeout_us", 0.0,
+      "simulated time without any link activity that counts as a stall, us; 0: 100 us or 20 of the platform's "
+      "longest request-response loops, whichever is longer");
+  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
+  if (stall_us == 0) stall_us = std::max(100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6);
+  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
+  watchdog_ = std::make_unique<Watchdog>(
+      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
+      [this] {
+        uint64_t b = 0;
+        for (const auto& l : platform_->link_ends()) b += l.port->bytes_sent();
+        return b;
+      },
+      opt_.quiet, progress_s);
+  cfg_.check_unused();
+
+  if (!opt_.vcd.empty()) {
+    vcd_ = open_vcd(opt_.vcd);
+    platform_->trace(vcd_);
   }
+}
+
+void Experiment::make_ring(int n) {
+  const topo::Topology& t = platform_->topology();
+  std::vector<int> ranks;
+  for (int g = 0; g < n; ++g) ranks.push_back(g);
+  gpu::RingKind kind = opt_.collective == "allreduce"       ? gpu::RingKind::AllReduce
+                       : opt_.collective == "reducescatter" ? gpu::RingKind::ReduceScatter
+                                                            : gpu::RingKind::AllGather;
   // The bound takes the GPU with the least bandwidth toward the others.
   endpoint_GBps_ = platform_->endpoint_payload_GBps(0, ranks);
   for (int g = 1; g < n; ++g) endpoint_GBps_ = std::min(endpoint_GBps_, platform_->endpoint_payload_GBps(g, ranks));
@@ -151,30 +193,57 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     // Topology::finalize checked that every endpoint reaches every other.
     assert(!ports[r].to_next.empty() && !ports[r].to_prev.empty());
   }
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop, opt_.seed,
+  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop_, opt_.seed,
                                                      rp, endpoint_GBps_);
+}
 
-  double stall_us = cfg_.get<double>(
-      "sim.stall_timeout_us", 0.0,
-      "simulated time without any link activity that counts as a stall, us; 0: 100 us or 20 of the platform's "
-      "longest request-response loops, whichever is longer");
-  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
-  if (stall_us == 0) stall_us = std::max(100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6);
-  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
-  watchdog_ = std::make_unique<Watchdog>(
-      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
-      [this] {
-        uint64_t b = 0;
-        for (const auto& l : platform_->link_ends()) b += l.port->bytes_sent();
-        return b;
-      },
-      opt_.quiet, progress_s);
-  cfg_.check_unused();
-
-  if (!opt_.vcd.empty()) {
-    vcd_ = open_vcd(opt_.vcd);
-    platform_->trace(vcd_);
+void Experiment::make_in_network(int n, bool fattree) {
+  const topo::Topology& t = platform_->topology();
+  const bool push = opt_.algorithm == "push", pull = opt_.algorithm == "pull";
+  gpu::InNetKind kind = push ? gpu::InNetKind::AllReducePush
+                        : pull ? gpu::InNetKind::AllReducePull
+                        : opt_.collective == "allgather" ? gpu::InNetKind::AllGather
+                                                         : gpu::InNetKind::Broadcast;
+  gpu::WaveParams wp;
+  wp.waves = cfg_.get<int>(
+      "gpu.copy_engine.waves", push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0,
+      "wave counters, so waves outstanding per copy engine; 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 "
+      "on DGX-2; Fig. 8: push 64, pull 16 on the fat tree)");
+  wp.wave_bytes = cfg_.get<uint32_t>("gpu.copy_engine.wave_bytes", 8192,
+                                     "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB)");
+  const double timeout_us = cfg_.get<double>(
+      "gpu.copy_engine.counter_timeout_us", 1000.0,
+      "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "
+      "\"after some time\", no value given)");
+  const bool barrier = pull && cfg_.get<bool>("pull.barrier", true,
+                                               "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
+                                               "§IV-B, §VI-A: without it pulls may read stale data)");
+  if (wp.waves < 0 || wp.waves > 4096) throw UserError("gpu.copy_engine.waves must be between 0 and 4096");
+  if (wp.wave_bytes < platform_->format().max_payload_bytes || wp.wave_bytes > (64u << 20))
+    throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
+                    std::to_string(platform_->format().max_payload_bytes) + " B) and 64 MiB");
+  if (!(timeout_us > 0)) throw UserError("gpu.copy_engine.counter_timeout_us must be above zero");
+  wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
+  if (push || pull) {
+    const uint64_t table = platform_->switch_config().table_bytes;
+    if (table == 0)
+      throw UserError(opt_.algorithm + " reduces in the switches: switch.reduction_table.bytes must be above 0");
+    // Klenk §IV-F1: waves are C/k of the network's table capacity C.
+    if (wp.waves > 0 && wp.wave_bytes > platform_->total_table_bytes())
+      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B is larger than the " +
+                      std::to_string(platform_->total_table_bytes()) +
+                      " B of reduction table in the whole network (Klenk §IV-F1 sizes waves to C/k)");
   }
+  for (int g = 0; g < n; ++g) {
+    const int node = t.endpoints()[g];
+    double b = 0;
+    for (int p = 0; p < t.node(node).ports; ++p)
+      b += collectives::payload_bandwidth_GBps(t.links()[t.link_at({node, p})].bw_GBps,
+                                               platform_->format().max_payload_bytes, platform_->format().header_bytes, 0);
+    endpoint_GBps_ = g == 0 ? b : std::min(endpoint_GBps_, b);
+  }
+  collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->fabric(), dtype_, redop_,
+                                                          opt_.seed, wp, barrier, endpoint_GBps_);
 }
 
 Experiment::~Experiment() {
@@ -189,6 +258,7 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     const uint64_t bytes = sizes_[i];
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const auto tables0 = platform_->table_totals();
     bool done = false;
     sc_core::sc_time t1;
     collective_->start(bytes, [&] {
@@ -198,8 +268,10 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     });
     watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " + std::to_string(sizes_.size()) +
                    ")");
-    while (!done && !watchdog_->stalled() && sc_core::sc_pending_activity()) sc_core::sc_start();
+    while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
+      sc_core::sc_start();
     watchdog_->disarm();
+    if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
     if (!done) {
       std::ostringstream os;
       const uint64_t held = platform_->report_held(os);
@@ -219,7 +291,16 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     r.bound_us = collective_->bound_us(bytes);
     r.bound_fraction = r.bound_us / r.time_us;
     for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-    if (table) print_row(*table, r, collectives::dtype_name(dtype_), collective_->redop());
+    const auto tables1 = platform_->table_totals();
+    r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
+                tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+    if (table) {
+      print_row(*table, r, collectives::dtype_name(dtype_), collective_->redop());
+      if (opt_.algorithm == "push" || opt_.algorithm == "pull")
+        *table << "#   reduction tables: " << r.tables.hits << " hits, " << r.tables.misses << " misses, "
+               << r.tables.evictions << " evictions, " << r.tables.stalls << " stalls, " << r.tables.completions
+               << " completions\n";
+    }
     rows.push_back(std::move(r));
   }
   return rows;
@@ -230,8 +311,10 @@ void Experiment::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
-  os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
-     << " GB/s payload per GPU (links less header flits and write acks)\n";
+  os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
+     << (opt_.algorithm == "ring" ? "links less header flits and write acks" : "links less header flits; multicast writes are posted")
+     << ")\n";
+  if (opt_.algorithm == "push" || opt_.algorithm == "pull") print_sizing(os);
   os << "#\n";
   os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
      << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
@@ -240,6 +323,42 @@ void Experiment::print_header(std::ostream& os) const {
      << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)" << std::setw(9) << ""
      << std::setw(8) << "(%)" << "\n";
   os.flush();
+}
+
+// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
+// beside the configured size, so a sensitivity sweep can be read against them.
+void Experiment::print_sizing(std::ostream& os) const {
+  const auto& t = platform_->topology();
+  const int n = participants();
+  int d_max = 0;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) d_max = std::max(d_max, t.hops(a, b) - 1);  // switches between two GPUs
+  const auto& sw = platform_->switch_config();
+  const int node = t.endpoints()[0];
+  double b_in = 0, link_ns = 0, ser_ns = 0;
+  for (int p = 0; p < t.node(node).ports; ++p) {
+    const auto& l = t.links()[t.link_at({node, p})];
+    b_in += l.bw_GBps;
+    link_ns = std::max(link_ns, l.latency_ns);
+    ser_ns = std::max(ser_ns, platform_->format().wire_bytes(platform_->format().max_payload_bytes) / l.bw_GBps);
+  }
+  const double l_hop = sw.latency.to_seconds() * 1e9 + link_ns + ser_ns;
+  const auto& gc = platform_->gpu_config();
+  const double l_gpu = (gc.mem_latency_cycles + gc.mem_jitter_cycles / 2.0) / gc.clock_ghz;  // the mean
+  uint64_t ports = 0;
+  for (int s : t.switches()) ports += t.node(s).ports;
+  const int access = t.node(node).ports;
+  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << b_in << " GB/s, d_max " << d_max
+     << " switches, L_hop " << std::setprecision(1) << l_hop << " ns, L_GPU " << l_gpu << " ns): ";
+  if (opt_.algorithm == "pull") {
+    const double c = collectives::pull_table_bytes(b_in, n, d_max, l_hop, l_gpu);
+    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
+  } else {
+    const double c = collectives::push_table_bytes(b_in, d_max, l_hop);
+    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
+       << " ports";
+  }
+  os << "; configured " << sw.table_bytes << " B per port\n";
 }
 
 void Experiment::print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop) {
@@ -279,6 +398,11 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
     row["wrong"] = r.wrong;
     row["bound_us"] = r.bound_us;
     row["bound_fraction"] = r.bound_fraction;
+    row["reduction_tables"] = {{"hits", r.tables.hits},
+                               {"misses", r.tables.misses},
+                               {"evictions", r.tables.evictions},
+                               {"stalls", r.tables.stalls},
+                               {"completions", r.tables.completions}};
     json links = json::array();
     for (size_t k = 0; k < ends.size(); ++k) {
       const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;

@@ -20,6 +20,7 @@ struct Row {
   uint64_t size_bytes = 0, count = 0, wrong = 0;
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0, bound_us = 0, bound_fraction = 0;
   std::vector<uint64_t> link_bytes;  // per Platform::link_ends(), during this size
+  platforms::Platform::TableTotals tables;  // reduction table events during this size
 };
 
 // The values each run option accepts, one line each: "option<TAB>a, b, c"
@@ -40,6 +41,7 @@ class Experiment {
   std::vector<Row> run(std::ostream* table);
 
   void print_header(std::ostream& os) const;
+  void print_sizing(std::ostream& os) const;
   static void print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop);
   void write_json(const std::string& path, const std::vector<Row>& rows) const;
   void list_params(std::ostream& os) const;
@@ -50,10 +52,13 @@ class Experiment {
   double endpoint_GBps() const { return endpoint_GBps_; }
 
  private:
+  void make_ring(int n);
+  void make_in_network(int n, bool fattree);
   Options opt_;
   Config cfg_;
   std::vector<uint64_t> sizes_;
   collectives::DType dtype_;
+  collectives::RedOp redop_;
   std::unique_ptr<platforms::Platform> platform_;
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;

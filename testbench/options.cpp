@@ -11,8 +11,8 @@ namespace incsim::tb {
 const char* usage() {
   return "usage: incsim [options]\n"
          "  --platform NAME|FILE.yaml   dgx2 (default), star, or a YAML platform file\n"
-         "  --collective allreduce      the collective to run\n"
-         "  --algorithm ring            the algorithm that runs it\n"
+         "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
+         "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast\n"
          "  --gpus N                    GPUs taking part (star: GPUs built)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"

@@ -10,7 +10,7 @@ namespace incsim::tb {
 struct Options {
   std::string platform = "dgx2";
   std::string collective = "allreduce";
-  std::string algorithm = "ring";
+  std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
   std::string sizes = "8K:64M";
   std::string dtype = "float";

@@ -15,4 +15,10 @@ double bandwidth_bound_us(uint64_t bytes, double busbw_factor, double endpoint_G
   return busbw_factor * static_cast<double>(bytes) / endpoint_GBps / 1e3;
 }
 
+double pull_table_bytes(double b_in_GBps, int p, int d_max, double l_hop_ns, double l_gpu_ns) {
+  return b_in_GBps / (p - 1) * (2.0 * d_max * l_hop_ns + l_gpu_ns);
+}
+
+double push_table_bytes(double b_in_GBps, int d_max, double l_hop_ns) { return b_in_GBps * d_max * l_hop_ns; }
+
 }  // namespace incsim::collectives

@@ -19,4 +19,14 @@ double bandwidth_bound_us(uint64_t bytes, double busbw_factor, double endpoint_G
 double allreduce_busbw_factor(int n);
 double gather_busbw_factor(int n);  // reduce-scatter, all-gather
 
+// Reduction table sizes from Little's law (Klenk §IV-B, §IV-C), bytes, with
+// GB/s x ns = bytes. B_in: a GPU's injection bandwidth; d_max: the most
+// switch hops between two GPUs; L_hop: one hop's latency; L_GPU: a GPU's
+// response latency; p: GPUs in the reduction.
+// Eq. (1), pull, per GPU (spread over its access ports):
+//   C_min = B_in / (p - 1) * (2 d_max L_hop + L_GPU)
+double pull_table_bytes(double b_in_GBps, int p, int d_max, double l_hop_ns, double l_gpu_ns);
+// Eq. (2), push, for the whole network: C_min = B_in d_max L_hop
+double push_table_bytes(double b_in_GBps, int d_max, double l_hop_ns);
+
 }  // namespace incsim::collectives

@@ -60,6 +60,9 @@ class InNetworkCollective::Rank : public Program {
     return static_cast<uint32_t>(std::min<uint64_t>(kBlock, bytes_ - b * kBlock));
   }
   int port_of(uint64_t b) const;
+  int port_to_home(topo::MulticastFabric::HomePort h) const {
+    return c_.topo_.route_to_switch(node_, h.sw, static_cast<uint32_t>(h.port));
+  }
   void own_data(uint64_t b, uint8_t* out) const;
   int owner(uint64_t b) const;  // the rank whose input block b is (all-gather, broadcast)
   void allocate_waves();
@@ -84,7 +87,7 @@ class InNetworkCollective::Rank : public Program {
   bool waiting_ = false;
   sc_time waiting_since_;
   std::vector<std::unique_ptr<PortStream>> streams_;
-  std::vector<int> port_to_switch_;  // push: the port toward each switch
+  int node_;  // in the topology
   uint64_t received_ = 0, wrong_ = 0;
   std::vector<uint16_t> partial_count_;  // push home GPU: partials per home block (Klenk §IV-C)
   std::vector<uint8_t> partial_data_;
@@ -124,9 +127,7 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
     gpu_.add_stream(s.get());
     streams_.push_back(std::move(s));
   }
-  const auto& topo = c.topo_;
-  const int node = topo.endpoints()[gpu_.index()];
-  for (size_t s = 0; s < topo.switches().size(); ++s) port_to_switch_.push_back(topo.route_to_switch(node, static_cast<int>(s)));
+  node_ = c.topo_.endpoints()[gpu_.index()];
   if (kind() == InNetKind::AllReducePush) partial_count_.assign((blocks_ + n_ - 1) / n_, 0);
   gpu_.set_program(this);
 }
@@ -152,7 +153,7 @@ void InNetworkCollective::Rank::start() {
     p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
     const int32_t one = 1;
     std::memcpy(p->data, &one, kElem);
-    gpu_.post(port_to_switch_[home.sw], p);
+    gpu_.post(port_to_home(home), p);
     return;
   }
   begin_work();
@@ -173,8 +174,7 @@ void InNetworkCollective::Rank::begin_work() {
 }
 
 int InNetworkCollective::Rank::port_of(uint64_t b) const {
-  if (kind() == InNetKind::AllReducePush)
-    return port_to_switch_[c_.fabric_.home_port(c_.out_region_, kOutBase + b * kBlock).sw];
+  if (kind() == InNetKind::AllReducePush) return port_to_home(c_.fabric_.home_port(c_.out_region_, kOutBase + b * kBlock));
   return static_cast<int>(b % streams_.size());
 }
 

@@ -42,8 +42,14 @@ void NvSwitch::receive(int port, net::Packet* p) {
 void NvSwitch::enqueue(int input, net::Packet* p) {
   switch (p->op) {
     case net::Op::ReduceWrite:  // to its home port (Klenk §IV-C)
-      p->out_port = static_cast<int16_t>(p->home_switch == wiring_.index ? p->home_port
-                                                                         : wiring_.route_to_switch[p->home_switch]);
+      if (p->home_switch == wiring_.index) {
+        p->out_port = p->home_port;
+      } else {
+        // Spread by home port over the parallel links toward that switch.
+        const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
+        const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
+        p->out_port = wiring_.route_to_switch[first + static_cast<uint32_t>(p->home_port) % n];
+      }
       break;
     case net::Op::Write:
     case net::Op::PullRead:
@@ -81,7 +87,9 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
   const int r = fabric_->find(h->addr);
   sc_assert(r >= 0);  // GPUs store only to registered regions
   const bool pull = h->op == net::Op::PullRead;
-  const int pivot = pull ? static_cast<int>(h->src) : fabric_->home_gpu(r, h->addr);
+  const int pivot = pull                              ? static_cast<int>(h->src)
+                    : h->src == net::kNoEndpoint ? fabric_->result_pivot(r, h->addr)
+                                                 : fabric_->home_gpu(r, h->addr);
   if (pull) {
     const int o = wiring_.route[h->src];
     Output& out = *outputs_[o];

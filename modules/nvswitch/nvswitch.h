@@ -42,7 +42,10 @@ struct SwitchConfig {
 struct SwitchWiring {
   int index = 0;                        // switch number (Topology::switches())
   std::vector<int16_t> route;           // [dst endpoint] -> output port
-  std::vector<int16_t> route_to_switch; // [switch number] -> output port
+  // [switch number] -> the equal-cost output ports toward it, from
+  // route_to_switch_first[k] up to route_to_switch_first[k + 1].
+  std::vector<uint32_t> route_to_switch_first;
+  std::vector<int16_t> route_to_switch;
   std::vector<int32_t> port_endpoint;   // [port] -> endpoint attached, -1 for a switch
 };
 class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
@@ -51,6 +54,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
            net::PacketPool& pool, const topo::MulticastFabric* fabric);
 
+  int num_ports() const { return ports_; }
   net::InPort& in(int p) { return *inputs_[p].port; }
   net::OutPort& out(int p) { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.

@@ -61,11 +61,12 @@ void MulticastFabric::build(Region& g) const {
   std::vector<std::vector<Fanout>> lists(static_cast<size_t>(S) * T);
   g.subtree.assign(static_cast<size_t>(S) * T, 0);
 
+  g.result_pivots.assign(S, {});
   for (int pos = 0; pos < T; ++pos) {
     const int h = g.def.targets[pos];
     const int hnode = topo_.endpoints()[h];
     // Parent of each switch on h's in-tree; switches by increasing distance.
-    std::vector<int> order, parent(S, -1), root(S, -1);
+    std::vector<int> order, parent(S, -1), root(S, -1), up_port(S, -1);
     for (int s = 0; s < S; ++s)
       if (topo_.route(sws[s], h) >= 0) order.push_back(s);
     std::sort(order.begin(), order.end(), [&](int a, int b) {
@@ -74,20 +75,18 @@ void MulticastFabric::build(Region& g) const {
     });
     auto list = [&](int s) -> std::vector<Fanout>& { return lists[static_cast<size_t>(s) * T + pos]; };
     for (int s : order) {
-      const int q = topo_.route(sws[s], h);
-      const PortRef up = topo_.peer({sws[s], q});
+      up_port[s] = topo_.route(sws[s], h);
+      const PortRef up = topo_.peer({sws[s], up_port[s]});
       if (up.node == hnode) {
         root[s] = s;
         continue;
       }
       parent[s] = sw_of_node[up.node];
       root[s] = root[parent[s]];
-      list(s).push_back({static_cast<int16_t>(q), -1});
-      list(parent[s]).push_back({static_cast<int16_t>(up.port), -1});
     }
     // Each target is delivered, in every tree component, by the adjacent
     // switch nearest the pivot (lowest number on a tie).
-    std::vector<int> components;
+    std::vector<int> components, below(S, 0);  // below: deliveries in a switch's subtree
     for (int s : order)
       if (root[s] == s) components.push_back(s);
     for (int t : g.def.targets) {
@@ -111,9 +110,21 @@ void MulticastFabric::build(Region& g) const {
           }
         }
         list(s).push_back({static_cast<int16_t>(port), t});
-        if (t != h)
-          for (int x = s; x >= 0; x = parent[x]) ++g.subtree[static_cast<size_t>(x) * T + pos];
+        for (int x = s; x >= 0; x = parent[x]) {
+          ++below[x];
+          if (t != h) ++g.subtree[static_cast<size_t>(x) * T + pos];
+        }
       }
+    }
+    // Tree edges, pruned to those with targets beyond them: a multicast never
+    // climbs to a switch only to turn back, which keeps its paths those of
+    // unicast packets on two-level fabrics (up, then down; Klenk §IV-E2).
+    for (int s : order) {
+      if (below[s] > 0) g.result_pivots[s].push_back(h);
+      if (parent[s] < 0) continue;
+      const PortRef up = topo_.peer({sws[s], up_port[s]});
+      if (below[root[s]] > below[s]) list(s).push_back({static_cast<int16_t>(up_port[s]), -1});
+      if (below[s] > 0) list(parent[s]).push_back({static_cast<int16_t>(up.port), -1});
     }
   }
   g.offsets.assign(lists.size() + 1, 0);
@@ -127,6 +138,7 @@ void MulticastFabric::build(Region& g) const {
     bool reached = true;
     for (int t : g.def.targets) reached = reached && topo_.distance_to_switch(topo_.endpoints()[t], s) > 0;
     if (!reached) continue;
+    if (g.result_pivots[s].empty()) continue;  // it delivers to no target on any tree
     for (int p = 0; p < topo_.node(sws[s]).ports; ++p) g.homes.push_back({s, p});
   }
   if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
@@ -150,6 +162,11 @@ int MulticastFabric::subtree_targets(int r, int sw, int pivot) const {
 int MulticastFabric::home_gpu(int r, uint64_t addr) const {
   const auto& t = regions_[r].def.targets;
   return t[block(r, addr) % t.size()];
+}
+
+int MulticastFabric::result_pivot(int r, uint64_t addr) const {
+  const auto& p = regions_[r].result_pivots[home_port(r, addr).sw];
+  return p[block(r, addr) % p.size()];
 }
 
 MulticastFabric::HomePort MulticastFabric::home_port(int r, uint64_t addr) const {

@@ -66,6 +66,11 @@ class MulticastFabric {
     int port;
   };
   HomePort home_port(int r, uint64_t addr) const;
+  // The pivot of the result a home port multicasts: a target whose tree has
+  // targets below the home switch, so that the result only descends from it
+  // (a tree climbing back up would break the up-then-down order of unicast
+  // paths that keeps multicast deadlock-free, Klenk §IV-E2).
+  int result_pivot(int r, uint64_t addr) const;
   uint64_t home_ports(int r) const { return regions_[r].homes.size(); }
 
  private:
@@ -76,6 +81,7 @@ class MulticastFabric {
     std::vector<Fanout> fanout;
     std::vector<uint16_t> subtree;       // [(sw * T + pivot position)]
     std::vector<HomePort> homes;
+    std::vector<std::vector<int>> result_pivots;  // [sw]: pivots whose tree has targets below sw
   };
   size_t slot(const Region& g, int sw, int pivot) const {
     return static_cast<size_t>(sw) * g.def.targets.size() + static_cast<size_t>(g.target_pos[pivot]);

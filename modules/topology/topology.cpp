@@ -108,7 +108,7 @@ void Topology::finalize() {
   // Toward each switch: breadth-first over switches only.
   const int k = static_cast<int>(switches_.size());
   sw_dist_.assign(n, std::vector<int16_t>(k, -1));
-  sw_route_.assign(n, std::vector<int16_t>(k, -1));
+  sw_routes_.assign(n, std::vector<std::vector<int16_t>>(k));
   for (int d = 0; d < k; ++d) {
     std::deque<int> q{switches_[d]};
     sw_dist_[switches_[d]][d] = 0;
@@ -125,12 +125,11 @@ void Topology::finalize() {
     }
     for (int u = 0; u < n; ++u) {
       if (sw_dist_[u][d] <= 0) continue;
-      std::vector<int> best;
       for (int p = 0; p < nodes_[u].ports; ++p) {
         const PortRef v = peer({u, p});
-        if (nodes_[v.node].kind == NodeKind::Switch && sw_dist_[v.node][d] == sw_dist_[u][d] - 1) best.push_back(p);
+        if (nodes_[v.node].kind == NodeKind::Switch && sw_dist_[v.node][d] == sw_dist_[u][d] - 1)
+          sw_routes_[u][d].push_back(static_cast<int16_t>(p));
       }
-      sw_route_[u][d] = static_cast<int16_t>(best[d % best.size()]);
     }
   }
 }

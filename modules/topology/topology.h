@@ -58,8 +58,13 @@ class Topology {
   int route(int node, int dst) const { return route_[node][dst]; }
   // Output port at `node` toward switch number `sw` (index into switches()),
   // -1 at that switch itself or where it is unreachable: shortest path, ties
-  // broken by sw. Push reduction writes travel to a switch port (Klenk §IV-C).
-  int route_to_switch(int node, int sw) const { return sw_route_[node][sw]; }
+  // broken by `spread`, so that traffic to one switch uses all its parallel
+  // links. Push reduction writes travel to a switch port (Klenk §IV-C).
+  int route_to_switch(int node, int sw, uint32_t spread) const {
+    const auto& c = sw_routes_[node][sw];
+    return c.empty() ? -1 : c[spread % c.size()];
+  }
+  const std::vector<int16_t>& routes_to_switch(int node, int sw) const { return sw_routes_[node][sw]; }
   // Links from node to switch number sw, -1 if unreachable.
   int distance_to_switch(int node, int sw) const { return sw_dist_[node][sw]; }
   // Links from node to endpoint number dst, -1 if unreachable.
@@ -81,7 +86,8 @@ class Topology {
   std::vector<std::vector<int>> port_link_;
   std::vector<std::vector<int16_t>> route_;  // [node][dst endpoint]
   std::vector<std::vector<int16_t>> dist_;   // [node][dst endpoint]
-  std::vector<std::vector<int16_t>> sw_route_, sw_dist_;  // [node][dst switch]
+  std::vector<std::vector<int16_t>> sw_dist_;                // [node][dst switch]
+  std::vector<std::vector<std::vector<int16_t>>> sw_routes_;  // [node][dst switch]: equal-cost ports
 };
 
 // Built-in platforms (same description a YAML platform file produces).

@@ -451,7 +451,8 @@ TEST_CASE("tiny buffers and a one-deep memory pipeline slow the ring but never b
 TEST_CASE("option list-choices prints the values each run option accepts", "[cli]") {
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather\n"));
+  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast\n"));
   CHECK_THAT(r.out, Catch::Contains("platform\tdgx2, fattree2l, star, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
 }
