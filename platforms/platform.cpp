@@ -230,6 +230,15 @@ Platform::TableTotals Platform::table_totals() const {
   return t;
 }
 
+std::pair<uint64_t, double> Platform::packet_latency() const {
+  std::pair<uint64_t, double> r{0, 0.0};
+  for (const auto& g : gpu_modules_) {
+    r.first += g->packets_received();
+    r.second += g->latency_sum_ns();
+  }
+  return r;
+}
+
 void Platform::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& s : switch_modules_) s->trace(tf);
   for (const auto& g : gpu_modules_) g->trace(tf);

@@ -60,6 +60,8 @@ class Platform {
     uint64_t hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
   };
   TableTotals table_totals() const;
+  // Packets the GPUs received so far, and the sum of their latencies, ns.
+  std::pair<uint64_t, double> packet_latency() const;
 
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;

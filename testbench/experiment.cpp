@@ -259,6 +259,7 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     const auto tables0 = platform_->table_totals();
+    const auto latency0 = platform_->packet_latency();
     bool done = false;
     sc_core::sc_time t1;
     collective_->start(bytes, [&] {
@@ -292,6 +293,9 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     r.bound_fraction = r.bound_us / r.time_us;
     for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
     const auto tables1 = platform_->table_totals();
+    const auto latency1 = platform_->packet_latency();
+    r.packets = latency1.first - latency0.first;
+    r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
     r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
                 tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
     if (table) {
@@ -299,7 +303,8 @@ std::vector<Row> Experiment::run(std::ostream* table) {
       if (opt_.algorithm == "push" || opt_.algorithm == "pull")
         *table << "#   reduction tables: " << r.tables.hits << " hits, " << r.tables.misses << " misses, "
                << r.tables.evictions << " evictions, " << r.tables.stalls << " stalls, " << r.tables.completions
-               << " completions\n";
+               << " completions; packets: " << r.packets << " delivered, " << std::setprecision(0)
+               << r.avg_latency_ns << " ns mean latency\n";
     }
     rows.push_back(std::move(r));
   }
@@ -398,6 +403,8 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
     row["wrong"] = r.wrong;
     row["bound_us"] = r.bound_us;
     row["bound_fraction"] = r.bound_fraction;
+    row["packets"] = r.packets;
+    row["avg_packet_latency_ns"] = r.avg_latency_ns;
     row["reduction_tables"] = {{"hits", r.tables.hits},
                                {"misses", r.tables.misses},
                                {"evictions", r.tables.evictions},

@@ -21,6 +21,8 @@ struct Row {
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0, bound_us = 0, bound_fraction = 0;
   std::vector<uint64_t> link_bytes;  // per Platform::link_ends(), during this size
   platforms::Platform::TableTotals tables;  // reduction table events during this size
+  uint64_t packets = 0;                     // packets the GPUs received during this size
+  double avg_latency_ns = 0;                // their mean latency, injection to last flit
 };
 
 // The values each run option accepts, one line each: "option<TAB>a, b, c"

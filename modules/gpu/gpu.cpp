@@ -116,6 +116,8 @@ void Gpu::timer_process() {
 void Gpu::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
   const sc_time now = sc_core::sc_time_stamp();
+  ++packets_received_;
+  latency_sum_ns_ += (p->t_tail - p->t_inject).to_seconds() * 1e9;
   const bool request = answered(p);
   if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {
     // The memory system takes the request when its last flit is in. Its
@@ -252,6 +254,7 @@ void Gpu::tx_process(int port) {
       if (pending && start == now) pt.link.wait_for_credit(now);  // a pick ahead retries when the wire frees
       break;
     }
+    chosen->t_inject = start;
     pt.link.send(chosen, start, start);
   }
   sc_time next = sc_core::sc_max_time();

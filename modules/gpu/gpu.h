@@ -86,6 +86,10 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
   uint64_t report_held(std::ostream& os) const;
+  // Packets received, and the sum of their latencies from injection to the
+  // last flit's arrival (Klenk §VI-D reports the average).
+  uint64_t packets_received() const { return packets_received_; }
+  double latency_sum_ns() const { return latency_sum_ns_; }
 
   // Waveform state a program updates (Traceable): step and chunk in progress.
   int trace_step = -1;
@@ -128,7 +132,9 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   TimedHeap timers_;
   uint64_t seq_ = 0;
   uint64_t watch_lo_ = 0, watch_hi_ = 0;
-  bool rx_blocked_ = false;  // a port's memory pipeline was full
+  bool rx_blocked_ = false;
+  uint64_t packets_received_ = 0;
+  double latency_sum_ns_ = 0;  // a port's memory pipeline was full
   sc_core::sc_event rx_wake_, timer_wake_;
 };
 

@@ -46,6 +46,7 @@ struct Packet {
   int16_t home_port = -1;
   sc_core::sc_time t_head;  // first flit arrives at the current hop
   sc_core::sc_time t_tail;  // last flit arrives at the current hop
+  sc_core::sc_time t_inject;  // left its source (a GPU, or a switch's reduction table)
   uint8_t* data = nullptr;  // max_payload bytes owned by the pool
 };
 

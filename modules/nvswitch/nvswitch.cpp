@@ -364,6 +364,7 @@ void NvSwitch::release_entry(int o, int e) {
 void NvSwitch::inject(int o, net::Packet* p, const sc_time& now) {
   p->t_head = now > cfg_.latency ? now - cfg_.latency : sc_time();
   p->t_tail = now;
+  p->t_inject = now;
   const int input = ports_ + o;
   inputs_[input].bytes[p->vc] += p->wire_bytes;
   enqueue(input, p);
