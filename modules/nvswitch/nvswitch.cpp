@@ -111,7 +111,8 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
   const sc_time ready = std::max(h->t_head + cfg_.latency, inputs_[input].xbar_free);
   uint16_t pending = 0;
   for (auto f = fabric_->fanout_begin(r, wiring_.index, pivot); f != fabric_->fanout_end(r, wiring_.index, pivot); ++f) {
-    if (f->port == input || (f->endpoint >= 0 && static_cast<uint32_t>(f->endpoint) == excluded)) continue;
+    // Not back up the tree edge it came by; to GPUs, all but an excluded source.
+    if (f->endpoint < 0 ? f->port == input : static_cast<uint32_t>(f->endpoint) == excluded) continue;
     outputs_[f->port]->requests[bit / 64] |= 1ull << (bit % 64);
     wake_at(f->port, ready);
     ++pending;

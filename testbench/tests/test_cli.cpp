@@ -456,3 +456,75 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   CHECK_THAT(r.out, Catch::Contains("platform\tdgx2, fattree2l, star, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
 }
+
+// ---- In-network collectives (Klenk §IV): bad input and comparisons between runs.
+
+TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][innet]") {
+  const std::string dgx2 = "--platform dgx2 --sizes 8K --quiet ";
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.bytes=0", {"switch.reduction_table.bytes"});
+  require_error(dgx2 + "--algorithm pull -c switch.reduction_table.bytes=64", {"at least one 128-byte entry"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=1048576", {"larger than", "reduction table"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=16", {"wave_bytes"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.eviction=fifo", {"lru or timeout"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=0", {"timeout_ns"});
+  require_error(dgx2 + "--collective broadcast --algorithm ring", {"broadcast", "multicast"});
+  require_error(dgx2 + "--collective allgather --algorithm push", {"push", "allgather"});
+  require_error(dgx2 + "--collective reducescatter --algorithm pull", {"pull", "reducescatter"});
+}
+
+TEST_CASE("bad input: a copy engine that never finds a wave counter", "[cli][errors][innet]") {
+  require_error("--platform dgx2 --sizes 1M --quiet --algorithm push -c gpu.copy_engine.waves=1 "
+                "-c gpu.copy_engine.counter_timeout_us=0.01",
+                {"copy engine", "counter"});
+}
+
+namespace {
+// One size of one run, from its JSON results.
+nlohmann::json row_of(const std::string& args) {
+  TempDir d;
+  const Result r = incsim(args + " --quiet --json '" + d.file("r.json") + "'");
+  INFO("incsim " << args << "\n" << r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["wrong"] == 0);
+  return j["rows"][0];
+}
+}  // namespace
+
+TEST_CASE("in-network all-reduce beats the ring by more than 2x at 8 KiB on DGX-2", "[cli][innet]") {
+  // Klenk Fig. 7b: up to 18x at small sizes, from the ring's 2(n-1) synchronised steps.
+  const double ring = row_of("--platform dgx2 --sizes 8K --algorithm ring")["time_us"];
+  const double push = row_of("--platform dgx2 --sizes 8K --algorithm push")["time_us"];
+  const double pull = row_of("--platform dgx2 --sizes 8K --algorithm pull")["time_us"];
+  CHECK(ring / push > 2.0);
+  CHECK(ring / pull > 2.0);
+}
+
+TEST_CASE("pull without its barrier is faster for small messages", "[cli][innet]") {
+  const double with = row_of("--platform dgx2 --sizes 8K --algorithm pull")["time_us"];
+  const double without = row_of("--platform dgx2 --sizes 8K --algorithm pull -c pull.barrier=false")["time_us"];
+  CHECK(without < with);
+}
+
+TEST_CASE("waves lower the mean packet latency of a push all-reduce", "[cli][innet]") {
+  // Klenk §VI-D: about 90% lower on DGX-2 at 8 MB.
+  const double waves = row_of("--platform dgx2 --sizes 1M --algorithm push")["avg_packet_latency_ns"];
+  const double none = row_of("--platform dgx2 --sizes 1M --algorithm push -c gpu.copy_engine.waves=0")["avg_packet_latency_ns"];
+  CHECK(waves < none);
+}
+
+TEST_CASE("push runs are deterministic, waveform included", "[cli][innet][determinism]") {
+  TempDir d;
+  const std::string args = "--platform dgx2 --sizes 64K --algorithm push --quiet -c switch.reduction_table.bytes=128 --vcd ";
+  const Result a = incsim(args + d.file("a.vcd") + " --json " + d.file("a.json"));
+  const Result b = incsim(args + d.file("b.vcd") + " --json " + d.file("b.json"));
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  // VCD scopes split the dotted names: port<k>.reduction_table.occupancy.
+  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains("$scope module reduction_table $end") &&
+                                        Catch::Contains(" occupancy ") && Catch::Contains(" evictions ") &&
+                                        Catch::Contains(" waves_outstanding ") && Catch::Contains(" credits "));
+}

@@ -1,0 +1,223 @@
+// The fabric manager's multicast tables (Klenk §IV-A), followed hop by hop
+// as the switches follow them: every target gets exactly one copy from any
+// entry point, pull counts match the responses, results only descend from
+// their home switch, and bad regions are refused.
+#include <catch2/catch.hpp>
+
+#include <deque>
+#include <map>
+
+#include "core/error.h"
+#include "topology/multicast.h"
+
+using namespace incsim;
+using topo::MulticastFabric;
+using topo::Topology;
+
+namespace {
+
+std::vector<int> all_gpus(const Topology& t) {
+  std::vector<int> g;
+  for (size_t i = 0; i < t.endpoints().size(); ++i) g.push_back(static_cast<int>(i));
+  return g;
+}
+
+struct Flood {
+  std::map<int, int> delivered;  // endpoint -> copies
+  int copies = 0;                // switch-to-switch copies
+  bool climbed_after_descending = false;
+};
+
+// A multicast of region r on pivot's tree entering switch node `sw_node`
+// by port `in_port` (-1: it starts there), from endpoint src.
+Flood flood(const Topology& t, const MulticastFabric& f, int r, int pivot, int sw_node, int in_port, int src) {
+  Flood out;
+  struct Copy {
+    int node, in_port;
+    bool descended;
+  };
+  std::deque<Copy> q{{sw_node, in_port, false}};
+  const bool exclude = f.region(r).exclude_source;
+  while (!q.empty()) {
+    const Copy c = q.front();
+    q.pop_front();
+    REQUIRE(out.copies < 100000);  // a loop would never end
+    const int sw = t.node(c.node).index;
+    for (auto it = f.fanout_begin(r, sw, pivot); it != f.fanout_end(r, sw, pivot); ++it) {
+      if (it->endpoint < 0 && it->port == c.in_port) continue;
+      const topo::PortRef peer = t.peer({c.node, it->port});
+      if (it->endpoint >= 0) {
+        REQUIRE(peer.node == t.endpoints()[it->endpoint]);  // the port leads to the endpoint it names
+        if (exclude && it->endpoint == src) continue;
+        ++out.delivered[it->endpoint];
+        continue;
+      }
+      REQUIRE(t.node(peer.node).kind == topo::NodeKind::Switch);
+      ++out.copies;
+      // Up means toward more switches: a leaf's up-link (ports 8-15 of a
+      // fat-tree leaf) leads to a spine.
+      const bool up = t.node(c.node).name.rfind("leaf", 0) == 0 && t.node(peer.node).name.rfind("spine", 0) == 0;
+      if (up && c.descended) out.climbed_after_descending = true;
+      q.push_back({peer.node, peer.port, c.descended || !up});
+    }
+  }
+  return out;
+}
+
+void require_each_once(const Flood& fl, const std::vector<int>& targets, int src) {
+  for (int t : targets) {
+    INFO("target " << t << " source " << src);
+    CHECK(fl.delivered.count(t) == (t == src ? 0u : 1u));
+    if (t != src) CHECK(fl.delivered.at(t) == 1);
+  }
+  CHECK(fl.delivered.size() == targets.size() - (std::find(targets.begin(), targets.end(), src) != targets.end()));
+}
+
+// Every GPU multicasting from every one of its ports, on several trees.
+void require_exact_multicast(const Topology& t, int pivot_step) {
+  MulticastFabric f(t);
+  const auto targets = all_gpus(t);
+  const int r = f.add_region(1 << 20, 1 << 20, targets, true);
+  for (int src : targets) {
+    const int node = t.endpoints()[src];
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      const topo::PortRef sw = t.peer({node, p});
+      for (int pivot = src % pivot_step; pivot < static_cast<int>(targets.size()); pivot += pivot_step) {
+        INFO("source " << src << " port " << p << " pivot " << pivot);
+        require_each_once(flood(t, f, r, pivot, sw.node, sw.port, src), targets, src);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a multicast on DGX-2 reaches every other GPU once, from any port and on any tree", "[multicast]") {
+  require_exact_multicast(topo::make_dgx2(25, 0), 1);
+}
+
+TEST_CASE("a multicast on the 128-GPU fat tree reaches every other GPU once", "[multicast]") {
+  require_exact_multicast(topo::make_fattree2l(16, 25, 0), 13);
+}
+
+TEST_CASE("a multicast on a star reaches every other GPU once", "[multicast]") {
+  require_exact_multicast(topo::make_star(5, 25, 0), 1);
+}
+
+TEST_CASE("a multicast to a subset of GPUs reaches only them", "[multicast]") {
+  const Topology t = topo::make_fattree2l(4, 25, 0);
+  MulticastFabric f(t);
+  const std::vector<int> group{0, 3, 9, 30};
+  const int r = f.add_region(4096, 4096, group, false);
+  for (int pivot : group) {
+    const int node = t.endpoints()[9];
+    const Flood fl = flood(t, f, r, pivot, t.peer({node, 2}).node, t.peer({node, 2}).port, 9);
+    for (int g : group) CHECK(fl.delivered.count(g) == 1);  // the source too: this region keeps it
+    for (const auto& [g, n] : fl.delivered) CHECK(n == 1);
+    CHECK(fl.delivered.size() == group.size());
+  }
+}
+
+TEST_CASE("a pull request's first-hop entry waits for one response per other GPU", "[multicast][pull]") {
+  for (const Topology& t : {topo::make_dgx2(25, 0), topo::make_fattree2l(8, 25, 0)}) {
+    MulticastFabric f(t);
+    const auto targets = all_gpus(t);
+    const int r = f.add_region(0, 1 << 20, targets, true);
+    for (int src : targets)
+      for (int p = 0; p < t.node(t.endpoints()[src]).ports; ++p) {
+        const int sw = t.node(t.peer({t.endpoints()[src], p}).node).index;
+        CHECK(f.subtree_targets(r, sw, src) == static_cast<int>(targets.size()) - 1);
+      }
+  }
+}
+
+TEST_CASE("a pull request's tree sends every response through the switches that wait for it", "[multicast][pull]") {
+  // Responses travel by unicast routes toward the requester; each switch on
+  // the request's tree expects the responses of its subtree. Follow every
+  // response and count what passes each switch.
+  const Topology t = topo::make_fattree2l(4, 25, 0);
+  MulticastFabric f(t);
+  const auto targets = all_gpus(t);
+  const int r = f.add_region(0, 1 << 20, targets, true);
+  for (int req : {0, 13, 31}) {
+    std::map<int, int> passing;  // switch number -> responses routed through it
+    for (int g : targets) {
+      if (g == req) continue;
+      // The response leaves g by the port the request reached it on: the
+      // port delivering to g on the tree, found by flooding.
+      int node = -1;
+      for (int s : t.switches())
+        for (auto it = f.fanout_begin(r, t.node(s).index, req); it != f.fanout_end(r, t.node(s).index, req); ++it)
+          if (it->endpoint == g && t.node(s).name.find("_0") != std::string::npos) node = s;  // plane 0
+      REQUIRE(node >= 0);
+      while (t.node(node).kind == topo::NodeKind::Switch) {
+        ++passing[t.node(node).index];
+        node = t.peer({node, t.route(node, req)}).node;
+      }
+    }
+    for (const auto& [sw, n] : passing) CHECK(f.subtree_targets(r, sw, req) == n);
+  }
+}
+
+TEST_CASE("a push result leaves its home switch only downward, once to each GPU", "[multicast][push]") {
+  const Topology t = topo::make_fattree2l(16, 25, 0);
+  MulticastFabric f(t);
+  const auto targets = all_gpus(t);
+  const int r = f.add_region(0, 64 << 20, targets, true);
+  std::map<int, int> homes;
+  for (uint64_t b = 0; b < 4096; b += 7) {
+    const uint64_t addr = b * MulticastFabric::kBlockBytes;
+    const auto home = f.home_port(r, addr);
+    ++homes[home.sw];
+    const Flood fl = flood(t, f, r, f.result_pivot(r, addr), t.switches()[home.sw], -1, -1);
+    INFO("block " << b << " home switch " << t.node(t.switches()[home.sw]).name);
+    require_each_once(fl, targets, -1);
+    CHECK_FALSE(fl.climbed_after_descending);
+  }
+  CHECK(homes.size() > 100);  // leaves and spines alike are homes
+}
+
+TEST_CASE("home ports cover every port of every switch, evenly", "[multicast][push]") {
+  const Topology t = topo::make_dgx2(25, 0);
+  MulticastFabric f(t);
+  const int r = f.add_region(0, 64 << 20, all_gpus(t), true);
+  CHECK(f.home_ports(r) == 192);  // Klenk §VI-D: 192 ports
+  std::map<std::pair<int, int>, int> load;
+  const int blocks = 192 * 200;
+  for (int b = 0; b < blocks; ++b) {
+    const auto h = f.home_port(r, static_cast<uint64_t>(b) * MulticastFabric::kBlockBytes);
+    ++load[{h.sw, h.port}];
+  }
+  REQUIRE(load.size() == 192);
+  for (const auto& [port, n] : load) {
+    CHECK(n > 140);
+    CHECK(n < 260);
+  }
+  // Home GPUs interleave blocks.
+  CHECK(f.home_gpu(r, 0) == 0);
+  CHECK(f.home_gpu(r, 17 * MulticastFabric::kBlockBytes) == 1);
+}
+
+TEST_CASE("bad multicast regions are refused with a sentence naming the problem", "[multicast][errors]") {
+  const Topology t = topo::make_dgx2(25, 0);
+  MulticastFabric f(t);
+  f.add_region(0x1000, 0x1000, {0, 1, 2}, true);
+  auto refused = [&](uint64_t start, uint64_t size, std::vector<int> g, const char* needle) {
+    INFO(needle);
+    try {
+      f.add_region(start, size, g, true);
+      FAIL("accepted");
+    } catch (const UserError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(needle));
+    }
+  };
+  refused(0x1800, 0x1000, {0, 1}, "overlaps");
+  refused(0x0800, 0x1000, {0, 1}, "overlaps");
+  refused(0x4000, 0x100, {0, 16}, "GPU 16");
+  refused(0x4000, 0x100, {0, -1}, "GPU -1");
+  refused(0x4000, 0x100, {3, 3}, "twice");
+  refused(0x4000, 0x100, {3}, "at least two");
+  refused(0x4000, 0, {0, 1}, "empty");
+  CHECK(f.find(0x1800) == 0);
+  CHECK(f.find(0x2000) == -1);
+}
