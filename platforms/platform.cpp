@@ -79,15 +79,14 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
       "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)");
   const double timeout_ns = cfg.get<double>(
-      "switch.reduction_table.timeout_ns", 1000.0,
-      "a push entry not updated for this long goes to its home GPU as a partial (Klenk §IV-C names the "
-      "timeout, not its value: about 6 switch traversals)");
+      "switch.reduction_table.timeout_ns", 0.0,
+      "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
+      "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)");
   const std::string eviction = cfg.get<std::string>(
       "switch.reduction_table.eviction", "lru",
       "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
       "entries leave only when complete or timed out, and the missing packet goes on to its home GPU");
   sw.entry_bytes = fmt.max_payload_bytes;
-  sw.table_timeout = sc_time(timeout_ns, sc_core::SC_NS);
   if (eviction != "lru" && eviction != "timeout")
     throw UserError("switch.reduction_table.eviction must be lru or timeout, not '" + eviction + "'");
   sw.evict_lru = eviction == "lru";
@@ -95,8 +94,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     throw UserError("switch.reduction_table.bytes must hold at least one " + std::to_string(sw.entry_bytes) +
                     "-byte entry, or be 0 for no table; " + std::to_string(sw.table_bytes) + " is too small");
   if (sw.table_bytes > (16u << 20)) throw UserError("switch.reduction_table.bytes must be at most 16 MiB per port");
-  if (!(timeout_ns > 0)) throw UserError("switch.reduction_table.timeout_ns must be above zero");
-  switch_config_ = sw;
+  if (!(timeout_ns >= 0)) throw UserError("switch.reduction_table.timeout_ns must not be negative");
 
   gpu::GpuConfig gc;
   gc.clock_ghz = cfg.get<double>("gpu.clock_ghz", 1.53,
@@ -114,6 +112,25 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     throw UserError("switch and GPU buffers must be at most 16 MiB per port and VC");
   if (gc.max_responses > (1u << 20)) throw UserError("gpu.max_responses must be at most 1048576");
   gpu_config_ = gc;
+  // Little's law quantities (Klenk Eq. (1), (2)).
+  {
+    const int node = topo_.endpoints()[0];
+    double link_ns = 0, ser_ns = 0;
+    for (int p = 0; p < topo_.node(node).ports; ++p) {
+      const auto& l = topo_.links()[topo_.link_at({node, p})];
+      little_law_.b_in_GBps += l.bw_GBps;
+      link_ns = std::max(link_ns, l.latency_ns);
+      ser_ns = std::max(ser_ns, fmt.wire_bytes(fmt.max_payload_bytes) / l.bw_GBps);
+    }
+    const int n = static_cast<int>(topo_.endpoints().size());
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) little_law_.d_max = std::max(little_law_.d_max, topo_.hops(a, b) - 1);
+    little_law_.l_hop_ns = sw_latency_ns + link_ns + ser_ns;
+    little_law_.l_gpu_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles / 2.0) / gc.clock_ghz;
+  }
+  sw.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
+                                    : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
+  switch_config_ = sw;
 
   // Elaborate: a module per node.
   std::vector<int> module_of(topo_.nodes().size(), -1);

@@ -27,6 +27,15 @@ struct LinkEnd {
   const net::OutPort* port;
 };
 
+// The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
+// for this platform (measured from GPU 0's ports).
+struct LittleLaw {
+  double b_in_GBps = 0;  // a GPU's injection bandwidth
+  int d_max = 0;         // the most switches between two GPUs
+  double l_hop_ns = 0;   // a switch, a wire and a packet's serialization
+  double l_gpu_ns = 0;   // mean GPU memory response latency
+};
+
 // Defaults that depend on what runs on the platform.
 struct PlatformDefaults {
   uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
@@ -44,6 +53,7 @@ class Platform {
   topo::MulticastFabric& fabric() { return fabric_; }
   const nvswitch::SwitchConfig& switch_config() const { return switch_config_; }
   const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
+  const LittleLaw& little_law() const { return little_law_; }
   // Reduction table bytes over every switch port (Klenk §IV-F1: C).
   uint64_t total_table_bytes() const;
   net::PacketPool& pool() { return *pool_; }
@@ -71,6 +81,7 @@ class Platform {
   topo::MulticastFabric fabric_;
   nvswitch::SwitchConfig switch_config_;
   gpu::GpuConfig gpu_config_{};
+  LittleLaw little_law_;
   std::unique_ptr<net::PacketPool> pool_;
   std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;

@@ -335,31 +335,19 @@ void Experiment::print_header(std::ostream& os) const {
 void Experiment::print_sizing(std::ostream& os) const {
   const auto& t = platform_->topology();
   const int n = participants();
-  int d_max = 0;
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < n; ++b) d_max = std::max(d_max, t.hops(a, b) - 1);  // switches between two GPUs
   const auto& sw = platform_->switch_config();
+  const auto& ll = platform_->little_law();
   const int node = t.endpoints()[0];
-  double b_in = 0, link_ns = 0, ser_ns = 0;
-  for (int p = 0; p < t.node(node).ports; ++p) {
-    const auto& l = t.links()[t.link_at({node, p})];
-    b_in += l.bw_GBps;
-    link_ns = std::max(link_ns, l.latency_ns);
-    ser_ns = std::max(ser_ns, platform_->format().wire_bytes(platform_->format().max_payload_bytes) / l.bw_GBps);
-  }
-  const double l_hop = sw.latency.to_seconds() * 1e9 + link_ns + ser_ns;
-  const auto& gc = platform_->gpu_config();
-  const double l_gpu = (gc.mem_latency_cycles + gc.mem_jitter_cycles / 2.0) / gc.clock_ghz;  // the mean
   uint64_t ports = 0;
   for (int s : t.switches()) ports += t.node(s).ports;
   const int access = t.node(node).ports;
-  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << b_in << " GB/s, d_max " << d_max
-     << " switches, L_hop " << std::setprecision(1) << l_hop << " ns, L_GPU " << l_gpu << " ns): ";
+  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max " << ll.d_max
+     << " switches, L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
   if (opt_.algorithm == "pull") {
-    const double c = collectives::pull_table_bytes(b_in, n, d_max, l_hop, l_gpu);
+    const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
     os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
   } else {
-    const double c = collectives::push_table_bytes(b_in, d_max, l_hop);
+    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
     os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
        << " ports";
   }

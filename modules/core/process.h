@@ -14,6 +14,30 @@ inline uint64_t& activations() {
   return n;
 }
 
+// A process's wake-up event that remembers its earliest pending time, so
+// that asking again for the same or a later time costs nothing: SystemC keeps
+// only the earliest notification anyway, but each notify() touches its
+// timed-event queue, which dominated the profile of multicast runs.
+class Wakeup {
+ public:
+  sc_core::sc_event event;
+  void at(const sc_core::sc_time& t) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time when = t > now ? t : now;
+    if (armed_ && pending_ >= now && pending_ <= when) return;
+    armed_ = true;
+    pending_ = when;
+    event.notify(when - now);
+  }
+  void after(const sc_core::sc_time& delay) { at(sc_core::sc_time_stamp() + delay); }
+  // The process calls this first: the notification it woke for is spent.
+  void fired() { armed_ = false; }
+
+ private:
+  sc_core::sc_time pending_;
+  bool armed_ = false;
+};
+
 inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
   sc_core::sc_spawn_options opt;
   opt.spawn_method();

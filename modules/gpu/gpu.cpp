@@ -38,10 +38,10 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   for (int p = 0; p < ports; ++p) {
     ports_.push_back(std::make_unique<Port>(("out" + std::to_string(p)).c_str()));
     ports_[p]->rx_port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
-    spawn_method(("tx" + std::to_string(p)).c_str(), [this, p] { tx_process(p); }, &ports_[p]->wake);
+    spawn_method(("tx" + std::to_string(p)).c_str(), [this, p] { tx_process(p); }, &ports_[p]->wake.event);
   }
-  spawn_method("rx", [this] { rx_process(); }, &rx_wake_);
-  spawn_method("timers", [this] { timer_process(); }, &timer_wake_);
+  spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
+  spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
 }
 
 void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
@@ -75,7 +75,7 @@ void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint
   p->wire_bytes = pool_.format().wire_bytes(sizeof(value));
   std::memcpy(p->data, &value, sizeof(value));
   ports_[port]->control.push(p);
-  ports_[port]->wake.notify(sc_core::SC_ZERO_TIME);
+  ports_[port]->wake.after(sc_core::SC_ZERO_TIME);
 }
 
 void Gpu::post(int port, net::Packet* p) {
@@ -83,7 +83,7 @@ void Gpu::post(int port, net::Packet* p) {
   p->vc = net::kRequestVc;
   p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
   ports_[port]->control.push(p);
-  ports_[port]->wake.notify(sc_core::SC_ZERO_TIME);
+  ports_[port]->wake.after(sc_core::SC_ZERO_TIME);
 }
 
 void Gpu::watch(uint64_t addr, uint64_t bytes) {
@@ -93,10 +93,11 @@ void Gpu::watch(uint64_t addr, uint64_t bytes) {
 
 void Gpu::call_after(const sc_time& delay, uint64_t tag) {
   timers_.push({sc_core::sc_time_stamp() + delay, seq_++, tag});
-  timer_wake_.notify(delay);
+  timer_wake_.after(delay);
 }
 
 void Gpu::timer_process() {
+  timer_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
   while (!timers_.empty() && timers_.top().at <= now) {
     const uint64_t v = timers_.top().value;
@@ -104,13 +105,13 @@ void Gpu::timer_process() {
     if (v & kActivateTag) {
       Port& pt = *ports_[(v & kTagMask) >> 32];
       pt.active.push_back(streams_[v & 0xffffffffu]);
-      pt.wake.notify(sc_core::SC_ZERO_TIME);
+      pt.wake.after(sc_core::SC_ZERO_TIME);
     } else if (program_) {
       if (v & kFlagTag) program_->on_flag(v & kTagMask);
       else program_->on_timer(v);
     }
   }
-  if (!timers_.empty()) timer_wake_.notify(timers_.top().at - now);
+  if (!timers_.empty()) timer_wake_.after(timers_.top().at - now);
 }
 
 void Gpu::receive(int port, net::Packet* p) {
@@ -132,7 +133,7 @@ void Gpu::receive(int port, net::Packet* p) {
   pt.rx_bytes[p->vc] += p->wire_bytes;
   sc_assert(pt.rx_bytes[p->vc] <= cfg_.rx_buffer_bytes);
   pt.rx[p->vc].push(p);
-  if (pt.rx[p->vc].front() == p) rx_wake_.notify(p->t_tail - now);
+  if (pt.rx[p->vc].front() == p) rx_wake_.after(p->t_tail - now);
 }
 
 // A write is stored, a read is answered, and the packet turns into its own
@@ -147,7 +148,7 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
       // The write is performed after `lat`; a polling load sees it one load later.
       const sc_time seen = at + lat + memory_.latency();
       timers_.push({seen, seq_++, p->addr | kFlagTag});
-      timer_wake_.notify(seen - now);
+      timer_wake_.after(seen - now);
     }
     p->op = net::Op::WriteAck;
     p->payload_bytes = 0;
@@ -164,10 +165,11 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
   p->vc = net::kResponseVc;
   p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
   pt.responses.push({at + lat, seq_++, reinterpret_cast<uint64_t>(p)});
-  pt.wake.notify(at + lat - now);
+  pt.wake.after(at + lat - now);
 }
 
 void Gpu::rx_process() {
+  rx_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
   rx_blocked_ = false;
   sc_time next = sc_core::sc_max_time();
@@ -199,7 +201,7 @@ void Gpu::rx_process() {
       if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);
     }
   }
-  if (next != sc_core::sc_max_time()) rx_wake_.notify(next - now);
+  if (next != sc_core::sc_max_time()) rx_wake_.after(next - now);
 }
 
 // Request VC: flag stores first (rare and on the critical path), then the
@@ -208,6 +210,7 @@ void Gpu::rx_process() {
 // ahead of the one on the wire (OutPort::can_pick).
 void Gpu::tx_process(int port) {
   Port& pt = *ports_[port];
+  pt.wake.fired();
   const sc_time now = sc_core::sc_time_stamp();
   pt.link.absorb_credits(now);
   while (pt.link.can_pick(now)) {
@@ -220,7 +223,7 @@ void Gpu::tx_process(int port) {
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
         if (!pt.link.has_credit(vc, p->wire_bytes)) continue;
         pt.responses.pop();
-        if (rx_blocked_) rx_wake_.notify(sc_core::SC_ZERO_TIME);  // a request waits for room
+        if (rx_blocked_) rx_wake_.after(sc_core::SC_ZERO_TIME);  // a request waits for room
         chosen = p;
       } else if (!pt.control.empty()) {
         if (!pt.link.has_credit(vc, pt.control.front()->wire_bytes)) continue;
@@ -261,7 +264,7 @@ void Gpu::tx_process(int port) {
   const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();
   if (pending && !pt.link.link_free(now)) next = pt.link.busy_until();
   if (!pt.responses.empty() && pt.responses.top().at > now) next = std::min(next, pt.responses.top().at);
-  if (next != sc_core::sc_max_time()) pt.wake.notify(next - now);
+  if (next != sc_core::sc_max_time()) pt.wake.after(next - now);
 }
 
 void Gpu::trace(sc_core::sc_trace_file* tf) const {

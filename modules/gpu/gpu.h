@@ -10,6 +10,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/process.h"
 #include "core/trace.h"
 #include "gpu/memory.h"
 #include "net/port.h"
@@ -113,7 +114,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
     std::vector<TxStream*> active;
     unsigned stream_rr = 0, vc_rr = 0;
     uint32_t rx_bytes[net::kNumVcs] = {};
-    sc_core::sc_event wake;
+    Wakeup wake;
     std::unique_ptr<net::InPort> rx_port;
     net::OutPort link;  // last: its socket is large and rarely touched
   };
@@ -135,7 +136,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   bool rx_blocked_ = false;
   uint64_t packets_received_ = 0;
   double latency_sum_ns_ = 0;  // a port's memory pipeline was full
-  sc_core::sc_event rx_wake_, timer_wake_;
+  Wakeup rx_wake_, timer_wake_;
 };
 
 }  // namespace incsim::gpu

@@ -35,11 +35,15 @@ class InNetworkCollective::Rank : public Program {
   uint64_t wrong() const { return wrong_ + (received_ > count_ ? received_ - count_ : count_ - received_); }
 
  private:
+  // The request generator hands blocks, in address order, to one bounded
+  // queue per port; a full queue holds the generator back.
+  static constexpr uint32_t kQueueDepth = 64;
   struct PortStream : TxStream {
     Rank* rank = nullptr;
     int port = 0;
-    mutable uint64_t cursor = 0;  // next block to consider
-    mutable bool idle = true;     // the port dropped it: activate again for new credits
+    uint64_t queue[kQueueDepth];
+    uint32_t head = 0, size = 0;
+    mutable bool idle = true;  // the port dropped it: activate again when its queue fills
     uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
     void fill(net::Packet* p) override;
     void on_response(net::Packet* p) override;
@@ -66,6 +70,7 @@ class InNetworkCollective::Rank : public Program {
   void own_data(uint64_t b, uint8_t* out) const;
   int owner(uint64_t b) const;  // the rank whose input block b is (all-gather, broadcast)
   void allocate_waves();
+  void dispatch();
   void count_for_wave(uint64_t b);
   void accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner);  // an output block lands here
   void multicast(uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
@@ -81,6 +86,7 @@ class InNetworkCollective::Rank : public Program {
   uint64_t work_lo_ = 0, work_hi_ = 0;  // blocks this copy engine issues
   uint64_t per_wave_ = 1;               // blocks per wave
   uint64_t next_wave_block_ = 0, window_end_ = 0, issued_ = 0;
+  uint64_t dispatched_ = 0;  // blocks handed to the port queues
   std::vector<Counter> counters_;
   std::vector<int16_t> wave_counter_;  // per wave: its counter
   int outstanding_ = 0;
@@ -113,7 +119,7 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
       work_lo_ = blocks_ * rank / n_;
       work_hi_ = blocks_ * (rank + 1) / n_;
   }
-  next_wave_block_ = window_end_ = work_lo_;
+  next_wave_block_ = window_end_ = dispatched_ = work_lo_;
   if (waved() && c.waves_.waves > 0) {
     per_wave_ = std::max<uint64_t>(1, c.waves_.wave_bytes / kBlock);
     counters_.resize(c.waves_.waves);
@@ -123,7 +129,6 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
     auto s = std::make_unique<PortStream>();
     s->rank = this;
     s->port = p;
-    s->cursor = work_lo_;
     gpu_.add_stream(s.get());
     streams_.push_back(std::move(s));
   }
@@ -163,10 +168,7 @@ void InNetworkCollective::Rank::begin_work() {
   if (!waved() || c_.waves_.waves == 0) {
     window_end_ = work_hi_;
     next_wave_block_ = work_hi_;
-    for (auto& s : streams_) {
-      s->idle = false;
-      gpu_.activate(s->port, s.get(), gpu_.memory().latency());
-    }
+    dispatch();
   } else {
     allocate_waves();
   }
@@ -225,11 +227,21 @@ void InNetworkCollective::Rank::allocate_waves() {
   }
   gpu_.trace_waves = outstanding_;
   gpu_.trace_credits = static_cast<int>(window_end_ - work_lo_ - issued_);
-  for (auto& s : streams_)
-    if (s->idle && s->cursor < window_end_) {
-      s->idle = false;
-      gpu_.activate(s->port, s.get(), kind() == InNetKind::AllReducePull ? sc_time() : gpu_.memory().latency());
+  dispatch();
+}
+
+// Hands the window's blocks to the port queues while they have room, and
+// wakes the ports that had gone idle (after a memory read for data).
+void InNetworkCollective::Rank::dispatch() {
+  while (dispatched_ < window_end_) {
+    PortStream& s = *streams_[port_of(dispatched_)];
+    if (s.size == kQueueDepth) break;
+    s.queue[(s.head + s.size++) % kQueueDepth] = dispatched_++;
+    if (s.idle) {
+      s.idle = false;
+      gpu_.activate(s.port, &s, kind() == InNetKind::AllReducePull ? sc_time() : gpu_.memory().latency());
     }
+  }
 }
 
 void InNetworkCollective::Rank::on_timer(uint64_t wave) {
@@ -251,19 +263,20 @@ void InNetworkCollective::Rank::count_for_wave(uint64_t b) {
 }
 
 uint32_t InNetworkCollective::Rank::PortStream::next_wire_bytes(const net::PacketFormat& f) const {
-  Rank& r = *rank;
-  while (cursor < r.window_end_ && r.port_of(cursor) != port) ++cursor;
-  if (cursor >= r.window_end_) {
+  if (size == 0) {
     idle = true;
     return 0;
   }
-  return f.wire_bytes(r.issue_op(), r.block_bytes(cursor));
+  return f.wire_bytes(rank->issue_op(), rank->block_bytes(queue[head]));
 }
 
 void InNetworkCollective::Rank::PortStream::fill(net::Packet* p) {
   Rank& r = *rank;
-  const uint64_t b = cursor++;
+  const uint64_t b = queue[head];
+  head = (head + 1) % kQueueDepth;
+  --size;
   ++r.issued_;
+  r.dispatch();
   r.gpu_.trace_credits = static_cast<int>(r.window_end_ - r.work_lo_ - r.issued_);
   p->op = r.issue_op();
   p->payload_bytes = static_cast<uint16_t>(r.block_bytes(b));

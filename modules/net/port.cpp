@@ -4,7 +4,7 @@
 
 namespace incsim::net {
 
-void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, sc_core::sc_event* wake) {
+void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, Wakeup* wake) {
   bw_GBps_ = bw_GBps;
   ps_per_byte_ = 1000.0 / bw_GBps;  // GB/s = bytes per ns
   latency_ = latency;
@@ -42,7 +42,7 @@ tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core:
   for (; i > 0 && ring_[(ring_head_ + i - 1) % ring_.size()].at > at; --i)
     ring_[(ring_head_ + i) % ring_.size()] = ring_[(ring_head_ + i - 1) % ring_.size()];
   ring_[(ring_head_ + i) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
-  if (waiting_) wake_->notify(at - sc_core::sc_time_stamp());
+  if (waiting_) wake_->at(at);
   return tlm::TLM_ACCEPTED;
 }
 
@@ -57,7 +57,7 @@ void OutPort::absorb_credits(const sc_core::sc_time& now) {
 
 void OutPort::wait_for_credit(const sc_core::sc_time& now) {
   waiting_ = true;
-  if (ring_size_) wake_->notify(ring_[ring_head_].at - now);
+  if (ring_size_) wake_->at(ring_[ring_head_].at);
 }
 
 void OutPort::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {

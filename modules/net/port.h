@@ -10,6 +10,7 @@
 #include <tlm>
 #include <vector>
 
+#include "core/process.h"
 #include "packet.h"
 
 namespace incsim::net {
@@ -29,7 +30,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   explicit OutPort(const char* name) : socket(name) { socket.bind(*this); }
 
   // `wake` is notified whenever a credit comes back.
-  void configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, sc_core::sc_event* wake);
+  void configure(double bw_GBps, sc_core::sc_time latency, uint32_t credits_per_vc, Wakeup* wake);
 
   bool link_free(const sc_core::sc_time& now) const { return busy_until_ <= now; }
   // The arbiter is pipelined: it may pick the next packet while one is on the
@@ -74,7 +75,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   size_t ring_head_ = 0, ring_size_ = 0;
   bool waiting_ = false;
   std::vector<Credit> ring_;  // credits on their way back, oldest first
-  sc_core::sc_event* wake_ = nullptr;
+  Wakeup* wake_ = nullptr;
   uint64_t bytes_sent_ = 0, packets_sent_ = 0;
   double bw_GBps_ = 0;
 

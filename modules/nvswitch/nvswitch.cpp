@@ -18,7 +18,7 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring,
     outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
     outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
-                 &outputs_[p]->wake);
+                 &outputs_[p]->wake.event);
   }
 }
 
@@ -28,8 +28,7 @@ void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_b
 }
 
 void NvSwitch::wake_at(int o, const sc_time& at) {
-  const sc_time now = sc_core::sc_time_stamp();
-  outputs_[o]->wake.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
+  outputs_[o]->wake.at(at);
 }
 
 void NvSwitch::receive(int port, net::Packet* p) {
@@ -45,10 +44,12 @@ void NvSwitch::enqueue(int input, net::Packet* p) {
       if (p->home_switch == wiring_.index) {
         p->out_port = p->home_port;
       } else {
-        // Spread by home port over the parallel links toward that switch.
+        // Over the equal-cost links toward that switch, spread by home port
+        // and source: the group's writes to one block converge on its home
+        // by different links instead of queueing on one.
         const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
         const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
-        p->out_port = wiring_.route_to_switch[first + static_cast<uint32_t>(p->home_port) % n];
+        p->out_port = wiring_.route_to_switch[first + (static_cast<uint32_t>(p->home_port) + p->src) % n];
       }
       break;
     case net::Op::Write:
@@ -229,6 +230,7 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
 
 void NvSwitch::output_process(int o) {
   Output& out = *outputs_[o];
+  out.wake.fired();
   const sc_time now = sc_core::sc_time_stamp();
   out.link.absorb_credits(now);
   static const sc_time never = sc_core::sc_max_time();
@@ -242,7 +244,7 @@ void NvSwitch::output_process(int o) {
   for (int vc = 0; vc < net::kNumVcs; ++vc) queued = queued || !out.queue[vc].empty();
   if (queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
   if (out.push_entries) expire(o, now, next);
-  if (next != never) out.wake.notify(next - now);
+  if (next != never) out.wake.at(next);
 }
 
 void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {

@@ -19,6 +19,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/process.h"
 #include "core/trace.h"
 #include "net/port.h"
 #include "nvswitch/reduction_table.h"
@@ -88,7 +89,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     ReductionTable table;
     uint32_t push_entries = 0;   // entries that can time out
     std::vector<int> stalled;    // inputs whose pull request waits for an entry here
-    sc_core::sc_event wake;
+    Wakeup wake;
     net::OutPort link;  // last: its socket is large and rarely touched
   };
   void output_process(int o);

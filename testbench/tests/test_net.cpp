@@ -27,7 +27,7 @@ constexpr uint32_t kPayload = 128, kWire = 144;  // 128 B payload + 16 B header
 struct Sender : sc_core::sc_module {
   net::OutPort out;
   net::PacketPool& pool;
-  sc_core::sc_event wake;
+  Wakeup wake;
   uint64_t remaining[net::kNumVcs] = {};
   uint32_t seq[net::kNumVcs] = {};
   uint32_t payload = kPayload;
@@ -38,13 +38,14 @@ struct Sender : sc_core::sc_module {
   Sender(sc_core::sc_module_name n, net::PacketPool& p) : sc_module(n), out("out"), pool(p) {
     SC_HAS_PROCESS(Sender);
     SC_METHOD(run);
-    sensitive << wake;
+    sensitive << wake.event;
     dont_initialize();
   }
-  void start_at(const sc_time& t) { wake.notify(t); }
+  void start_at(const sc_time& t) { wake.after(t); }
   bool pending() const { return remaining[0] + remaining[1] > 0; }
 
   void run() {
+    wake.fired();
     const sc_time now = sc_core::sc_time_stamp();
     out.absorb_credits(now);
     const uint16_t wire = pool.format().wire_bytes(payload);
@@ -69,7 +70,7 @@ struct Sender : sc_core::sc_module {
       send_times.push_back(now);
       out.send(p, now, now);
     }
-    if (pending() && !out.link_free(now)) wake.notify(out.busy_until() - now);
+    if (pending() && !out.link_free(now)) wake.at(out.busy_until());
   }
 };
 
