@@ -67,13 +67,15 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       cfg.get<double>("switch.latency_ns", 150.0, "switch latency, first flit in to first flit out, ns (Klenk §V)");
   if (!(sw_latency_ns >= 0)) throw UserError("switch.latency_ns must not be negative");
   sw.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
-  sw.speedup = cfg.get<double>("switch.speedup", 2.0,
-                               "crossbar bandwidth over port bandwidth (Klenk §IV-E1: HPC switches have at least 2x)");
+  sw.speedup = cfg.get<double>(
+      "switch.speedup", 0.0,
+      "crossbar bandwidth of an input and of an output over port bandwidth; 0: the switch's port count, an "
+      "output-queued switch (Klenk §V; §IV-E1 asks at least 2 of a real crossbar)");
   const uint32_t in_buf = cfg.get<uint32_t>(
       "switch.in_buffer_bytes", 0, "input buffer per port and VC, bytes; 0 sizes it to cover the credit round trip (Klenk §V)");
   const uint32_t out_q = cfg.get<uint32_t>(
       "switch.out_queue_bytes", 0, "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)");
-  if (!(sw.speedup >= 1)) throw UserError("switch.speedup must be at least 1");
+  if (!(sw.speedup == 0 || sw.speedup >= 1)) throw UserError("switch.speedup must be 0 (output-queued) or at least 1");
   sw.table_bytes = cfg.get<uint32_t>(
       "switch.reduction_table.bytes", d.table_bytes,
       "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "

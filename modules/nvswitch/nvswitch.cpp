@@ -24,7 +24,9 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring,
 
 void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
   outputs_[p]->link.configure(bw, latency, peer_buffer_bytes, &outputs_[p]->wake);
-  outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * cfg_.speedup);
+  // Speedup 0 is an output-queued switch: every input can reach an output at once.
+  const double speedup = cfg_.speedup > 0 ? cfg_.speedup : static_cast<double>(ports_);
+  outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * speedup);
 }
 
 void NvSwitch::wake_at(int o, const sc_time& at) {

@@ -29,7 +29,7 @@ namespace incsim::nvswitch {
 
 struct SwitchConfig {
   sc_core::sc_time latency;    // input to output, first flit (Klenk §V: 150 ns)
-  double speedup = 2.0;        // crossbar bandwidth over port bandwidth (Klenk §IV-E1)
+  double speedup = 0;          // crossbar bandwidth over port bandwidth; 0: ports (output-queued, Klenk §V)
   uint32_t in_buffer_bytes = 0;   // per input port and VC
   uint32_t out_queue_bytes = 0;   // per output port and VC
   // Reduction tables (Klenk §IV-D).
