@@ -42,6 +42,46 @@ void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t b
   else reduce_as<int32_t>(op, acc, in, bytes);
 }
 
+void DataPattern::fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const {
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t v = value(rank, first + i);
+    if (t == DType::Float32) {
+      const float f = static_cast<float>(v);
+      std::memcpy(out + i * 4, &f, 4);
+    } else {
+      std::memcpy(out + i * 4, &v, 4);
+    }
+  }
+}
+
+void DataPattern::reduce_own(DType t, RedOp op, int rank, uint64_t first, uint64_t n, uint8_t* out) const {
+  constexpr uint64_t kStep = 256;
+  uint8_t own[kStep * 4];
+  for (uint64_t done = 0; done < n; done += kStep) {
+    const uint64_t m = std::min(kStep, n - done);
+    fill(t, rank, first + done, m, own);
+    reduce_bytes(t, op, out + done * 4, own, static_cast<uint32_t>(m * 4));
+  }
+}
+
+uint64_t DataPattern::mismatches(DType t, RedOp op, const uint8_t* bytes, uint64_t first, uint64_t n,
+                                 int owner) const {
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    int32_t v;
+    if (t == DType::Float32) {
+      float f;
+      std::memcpy(&f, bytes + i * 4, 4);
+      v = static_cast<int32_t>(f);
+      if (static_cast<float>(v) != f) v = INT32_MIN;
+    } else {
+      std::memcpy(&v, bytes + i * 4, 4);
+    }
+    wrong += v != (owner < 0 ? reduced(op, first + i) : value(owner, first + i));
+  }
+  return wrong;
+}
+
 DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {
   for (int r = 0; r < ranks; ++r) {
     a_.push_back(1 + static_cast<int32_t>(mix(seed_ + 0x5851F42D4C957F2Dull * (r + 1)) % 50));

@@ -41,6 +41,14 @@ class DataPattern {
     const uint64_t h = mix(seed_ ^ i);
     return a_[rank] * s(h) + b(h);
   }
+  // Writes rank's elements [first, first + n) as type t (4 bytes each).
+  void fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const;
+  // out[i] = op(out[i], rank's element first + i): a rank adding its own data.
+  void reduce_own(DType t, RedOp op, int rank, uint64_t first, uint64_t n, uint8_t* out) const;
+  // How many of the n elements at bytes (type t, global indices from first)
+  // differ from the reference: the reduction under op or, for owner >= 0,
+  // rank owner's input. A float that is not a whole number never matches.
+  uint64_t mismatches(DType t, RedOp op, const uint8_t* bytes, uint64_t first, uint64_t n, int owner) const;
   // The reduction of element i over all ranks.
   int32_t reduced(RedOp op, uint64_t i) const {
     const uint64_t h = mix(seed_ ^ i);

@@ -190,17 +190,7 @@ int InNetworkCollective::Rank::owner(uint64_t b) const {
 }
 
 void InNetworkCollective::Rank::own_data(uint64_t b, uint8_t* out) const {
-  const uint64_t first = b * (kBlock / kElem);
-  const uint32_t n = block_bytes(b) / kElem;
-  for (uint32_t i = 0; i < n; ++i) {
-    const int32_t v = c_.data_.value(rank_, first + i);
-    if (c_.dtype_ == DType::Float32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(out + i * kElem, &f, kElem);
-    } else {
-      std::memcpy(out + i * kElem, &v, kElem);
-    }
-  }
+  c_.data_.fill(c_.dtype_, rank_, b * (kBlock / kElem), block_bytes(b) / kElem, out);
 }
 
 // The wave controller allocates counters to waves in order while one is
@@ -309,9 +299,7 @@ void InNetworkCollective::Rank::PortStream::on_response(net::Packet* p) {
   const uint64_t b = (p->addr - kInBase) / kBlock;
   const uint32_t n = p->payload_bytes;
   if (p->count != r.n_ - 1) r.wrong_ += n / kElem;  // a contribution lost or doubled
-  uint8_t own[kBlock];
-  r.own_data(b, own);
-  collectives::reduce_bytes(r.c_.dtype_, r.c_.redop_, p->data, own, n);
+  r.c_.data_.reduce_own(r.c_.dtype_, r.c_.redop_, r.rank_, b * (kBlock / kElem), n / kElem, p->data);
   r.accept(b, p->data, n, -1);
   r.multicast(kOutBase + b * kBlock, p->data, n, static_cast<uint16_t>(r.n_));
   r.count_for_wave(b);
@@ -396,22 +384,8 @@ void InNetworkCollective::Rank::barrier_done(const net::Packet& p) {
 }
 
 void InNetworkCollective::Rank::accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner) {
-  const collectives::DataPattern& d = c_.data_;
-  const uint64_t first = b * (kBlock / kElem);
-  const uint32_t n = bytes / kElem;
-  for (uint32_t i = 0; i < n; ++i) {
-    int32_t v;
-    if (c_.dtype_ == DType::Float32) {
-      float f;
-      std::memcpy(&f, data + i * kElem, kElem);
-      v = static_cast<int32_t>(f);
-      if (static_cast<float>(v) != f) v = INT32_MIN;
-    } else {
-      std::memcpy(&v, data + i * kElem, kElem);
-    }
-    wrong_ += v != (owner < 0 ? d.reduced(c_.redop_, first + i) : d.value(owner, first + i));
-  }
-  received_ += n;
+  wrong_ += c_.data_.mismatches(c_.dtype_, c_.redop_, data, b * (kBlock / kElem), bytes / kElem, owner);
+  received_ += bytes / kElem;
 }
 
 void InNetworkCollective::Rank::finish_if_done() {

@@ -86,8 +86,6 @@ class RingCollective::Rank : public Program {
   // Reduces this rank's input elements [first, first + len) into bytes with
   // the collective's operator, or (init) writes them there.
   void add_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const;
-  template <class T>
-  void combine_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const;
   void finish_send(Channel& c);
 
   RingCollective& ring_;
@@ -256,39 +254,13 @@ void RingCollective::Rank::finish_send(Channel& c) {
 }
 
 void RingCollective::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t len, int owner) {
-  const collectives::DataPattern& d = ring_.data_;
-  for (uint64_t i = 0; i < len; ++i) {
-    int32_t v;
-    if (ring_.dtype_ == DType::Float32) {
-      float f;
-      std::memcpy(&f, bytes + i * kElem, kElem);
-      v = static_cast<int32_t>(f);
-      if (static_cast<float>(v) != f) v = INT32_MIN;
-    } else {
-      std::memcpy(&v, bytes + i * kElem, kElem);
-    }
-    wrong_ += v != (owner < 0 ? d.reduced(ring_.redop_, first + i) : d.value(owner, first + i));
-  }
+  wrong_ += ring_.data_.mismatches(ring_.dtype_, ring_.redop_, bytes, first, len, owner);
   checked_ += len;
 }
 
-template <class T>
-void RingCollective::Rank::combine_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const {
-  const collectives::DataPattern& d = ring_.data_;
-  for (uint64_t i = 0; i < len; ++i) {
-    const T own = static_cast<T>(d.value(rank_, first + i));
-    T v = own;
-    if (!init) {
-      std::memcpy(&v, bytes + i * kElem, kElem);
-      v = collectives::reduce(ring_.redop_, v, own);
-    }
-    std::memcpy(bytes + i * kElem, &v, kElem);
-  }
-}
-
 void RingCollective::Rank::add_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const {
-  if (ring_.dtype_ == DType::Float32) combine_own<float>(bytes, first, len, init);
-  else combine_own<int32_t>(bytes, first, len, init);
+  if (init) ring_.data_.fill(ring_.dtype_, rank_, first, len, bytes);
+  else ring_.data_.reduce_own(ring_.dtype_, ring_.redop_, rank_, first, len, bytes);
 }
 
 uint64_t RingCollective::Rank::Channel::next_elems() const {
