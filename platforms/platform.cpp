@@ -48,7 +48,15 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
 }
 
 Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
-    : topo_(t), fabric_(topo_) {
+    : topo_(t) {
+  const std::string homes = cfg.get<std::string>(
+      "fabric.home_ports", "interleave",
+      "how push blocks are spread over home ports (Klenk §IV-C: by hashing): interleave, consecutive 128 B blocks "
+      "on consecutive switches then ports, as address-sliced caches do; or hash, a mixing hash of the block address");
+  if (homes != "interleave" && homes != "hash")
+    throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
+  fabric_ = std::make_unique<topo::MulticastFabric>(
+      topo_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave);
   net::PacketFormat fmt;
   fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
   fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
@@ -180,7 +188,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[s] = static_cast<int>(switch_modules_.size());
     switch_modules_.push_back(
-        std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, &fabric_));
+        std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, fabric_.get()));
   }
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);

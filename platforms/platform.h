@@ -50,7 +50,7 @@ class Platform {
   const std::vector<LinkEnd>& link_ends() const { return link_ends_; }
   const net::PacketFormat& format() const { return pool_->format(); }
   // The fabric manager's multicast regions, which every switch reads.
-  topo::MulticastFabric& fabric() { return fabric_; }
+  topo::MulticastFabric& fabric() { return *fabric_; }
   const nvswitch::SwitchConfig& switch_config() const { return switch_config_; }
   const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
   const LittleLaw& little_law() const { return little_law_; }
@@ -78,7 +78,7 @@ class Platform {
 
  private:
   topo::Topology topo_;
-  topo::MulticastFabric fabric_;
+  std::unique_ptr<topo::MulticastFabric> fabric_;
   nvswitch::SwitchConfig switch_config_;
   gpu::GpuConfig gpu_config_{};
   LittleLaw little_law_;

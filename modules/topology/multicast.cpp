@@ -18,7 +18,7 @@ uint64_t mix(uint64_t x) {
 }
 }  // namespace
 
-MulticastFabric::MulticastFabric(const Topology& t) : topo_(t) {}
+MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes) : topo_(t), homes_(homes) {}
 
 void MulticastFabric::clear() { regions_.clear(); }
 
@@ -141,6 +141,10 @@ void MulticastFabric::build(Region& g) const {
     if (g.result_pivots[s].empty()) continue;  // it delivers to no target on any tree
     for (int p = 0; p < topo_.node(sws[s]).ports; ++p) g.homes.push_back({s, p});
   }
+  // Interleaved, consecutive blocks go to different switches first.
+  std::stable_sort(g.homes.begin(), g.homes.end(), [](const HomePort& a, const HomePort& b) {
+    return a.port != b.port ? a.port < b.port : a.sw < b.sw;
+  });
   if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
 }
 
@@ -171,7 +175,8 @@ int MulticastFabric::result_pivot(int r, uint64_t addr) const {
 
 MulticastFabric::HomePort MulticastFabric::home_port(int r, uint64_t addr) const {
   const auto& h = regions_[r].homes;
-  return h[mix(block(r, addr)) % h.size()];
+  const uint64_t b = block(r, addr);
+  return h[(homes_ == HomeMapping::Hash ? mix(b) : b) % h.size()];
 }
 
 }  // namespace incsim::topo

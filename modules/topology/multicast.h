@@ -28,11 +28,16 @@ struct McRegion {
   bool exclude_source = true;    // a GPU's own multicast does not come back to it
 };
 
+// How blocks are spread over home ports (Klenk §IV-C: "determined through
+// hashing"): interleaved by block address over switches, then ports, as
+// address-sliced caches do, or by a mixing hash of the block address.
+enum class HomeMapping { Interleave, Hash };
+
 class MulticastFabric {
  public:
   static constexpr uint32_t kBlockBytes = 128;  // reduction alignment (Klenk §IV-D: 128 B packets)
 
-  explicit MulticastFabric(const Topology& t);
+  explicit MulticastFabric(const Topology& t, HomeMapping homes = HomeMapping::Interleave);
 
   // Registers a region and fills the tables; throws UserError if it overlaps
   // another, names a GPU the platform lacks, has fewer than two targets, or
@@ -59,8 +64,8 @@ class MulticastFabric {
   // interleaved over the targets; it is also the pivot of the block's writes.
   int home_gpu(int r, uint64_t addr) const;
   // The switch port whose reduction table reduces a block (Klenk §IV-C:
-  // "every address has a home port", by hashing), over every port of every
-  // switch that all targets reach.
+  // "every address has a home port"), over every port of every switch that
+  // all targets reach, by the fabric's HomeMapping.
   struct HomePort {
     int sw;    // switch number (index into Topology::switches())
     int port;
@@ -89,6 +94,7 @@ class MulticastFabric {
   void build(Region& g) const;
 
   const Topology& topo_;
+  HomeMapping homes_;
   std::vector<Region> regions_;
 };
 
