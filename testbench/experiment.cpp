@@ -218,6 +218,13 @@ void Experiment::make_in_network(int n, bool fattree) {
   const bool barrier = pull && cfg_.get<bool>("pull.barrier", true,
                                                "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
                                                "§IV-B, §VI-A: without it pulls may read stale data)");
+  const std::string order = cfg_.get<std::string>(
+      "gpu.copy_engine.order", "arbitrary",
+      "arbitrary: each GPU issues a wave's blocks (without waves, all its blocks) in its own order, as DMA streams "
+      "guarantee none (Klenk §II-A, §IV-C); address: every GPU in address order, the tables' best case");
+  if (order != "arbitrary" && order != "address")
+    throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
+  wp.arbitrary_order = order == "arbitrary";
   if (wp.waves < 0 || wp.waves > 4096) throw UserError("gpu.copy_engine.waves must be between 0 and 4096");
   if (wp.wave_bytes < platform_->format().max_payload_bytes || wp.wave_bytes > (64u << 20))
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +

@@ -18,6 +18,36 @@ constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
 constexpr uint64_t kInBase = net::kMulticastBase;
 constexpr uint64_t kOutBase = net::kMulticastBase + (1ull << 44);
 constexpr uint64_t kFlagBase = net::kMulticastBase + (2ull << 44);
+
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A pseudo-random permutation of [0, n) keyed by `key`, without storage: a
+// four-round Feistel network on the smallest even power of two >= n, walked
+// until it lands inside the range.
+uint64_t permute(uint64_t i, uint64_t n, uint64_t key) {
+  if (n <= 1) return 0;
+  unsigned bits = 2;
+  while ((1ull << bits) < n) bits += 2;
+  const unsigned half = bits / 2;
+  const uint64_t mask = (1ull << half) - 1;
+  uint64_t x = i;
+  do {
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t f = mix(r ^ key ^ (round << 56)) & mask;
+      const uint64_t t = l ^ f;
+      l = r;
+      r = t;
+    }
+    x = l << half | r;
+  } while (x >= n);
+  return x;
+}
 }  // namespace
 
 // One GPU: its copy engine (one request stream per port, fed by the wave
@@ -71,6 +101,7 @@ class InNetworkCollective::Rank : public Program {
   int owner(uint64_t b) const;  // the rank whose input block b is (all-gather, broadcast)
   void allocate_waves();
   void dispatch();
+  uint64_t block_at(uint64_t i) const;  // the i-th block the copy engine issues
   void count_for_wave(uint64_t b);
   void accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner);  // an output block lands here
   void multicast(uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
@@ -175,6 +206,18 @@ void InNetworkCollective::Rank::begin_work() {
   finish_if_done();
 }
 
+// DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which
+// elements are injected is arbitrary"): each GPU issues the blocks of a wave
+// (of its whole range, without waves) in its own pseudo-random order.
+uint64_t InNetworkCollective::Rank::block_at(uint64_t i) const {
+  if (!c_.waves_.arbitrary_order) return i;
+  const bool waves = !counters_.empty();
+  const uint64_t first = waves ? work_lo_ + (i - work_lo_) / per_wave_ * per_wave_ : work_lo_;
+  const uint64_t end = waves ? std::min(work_hi_, first + per_wave_) : work_hi_;
+  const uint64_t key = mix(c_.seed_ ^ mix(static_cast<uint64_t>(rank_) << 32 ^ first));
+  return first + permute(i - first, end - first, key);
+}
+
 int InNetworkCollective::Rank::port_of(uint64_t b) const {
   if (kind() == InNetKind::AllReducePush) return port_to_home(c_.fabric_.home_port(c_.out_region_, kOutBase + b * kBlock));
   return static_cast<int>(b % streams_.size());
@@ -224,9 +267,11 @@ void InNetworkCollective::Rank::allocate_waves() {
 // wakes the ports that had gone idle (after a memory read for data).
 void InNetworkCollective::Rank::dispatch() {
   while (dispatched_ < window_end_) {
-    PortStream& s = *streams_[port_of(dispatched_)];
+    const uint64_t b = block_at(dispatched_);
+    PortStream& s = *streams_[port_of(b)];
     if (s.size == kQueueDepth) break;
-    s.queue[(s.head + s.size++) % kQueueDepth] = dispatched_++;
+    s.queue[(s.head + s.size++) % kQueueDepth] = b;
+    ++dispatched_;
     if (s.idle) {
       s.idle = false;
       gpu_.activate(s.port, &s, kind() == InNetKind::AllReducePull ? sc_time() : gpu_.memory().latency());
@@ -411,6 +456,7 @@ InNetworkCollective::InNetworkCollective(InNetKind kind, std::vector<Gpu*> gpus,
       dtype_(dtype),
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size())),
+      seed_(seed),
       waves_(waves),
       barrier_(barrier),
       endpoint_GBps_(endpoint_GBps) {}

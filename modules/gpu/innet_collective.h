@@ -31,6 +31,7 @@ struct WaveParams {
   uint32_t wave_bytes;              // data per wave
   int waves;                        // counters, so waves outstanding; 0: no injection limiting
   sc_core::sc_time counter_timeout; // a wave that finds no free counter for this long is an error
+  bool arbitrary_order = true;      // each GPU issues a wave's blocks in its own order, not by address
 };
 
 class InNetworkCollective : public Collective {
@@ -59,6 +60,7 @@ class InNetworkCollective : public Collective {
   collectives::DType dtype_;
   collectives::RedOp redop_;
   collectives::DataPattern data_;
+  uint64_t seed_;
   WaveParams waves_;
   bool barrier_;
   double endpoint_GBps_;
