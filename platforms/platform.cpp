@@ -104,7 +104,8 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     throw UserError("switch.reduction_table.bytes must hold at least one " + std::to_string(sw.entry_bytes) +
                     "-byte entry, or be 0 for no table; " + std::to_string(sw.table_bytes) + " is too small");
   if (sw.table_bytes > (16u << 20)) throw UserError("switch.reduction_table.bytes must be at most 16 MiB per port");
-  if (!(timeout_ns >= 0)) throw UserError("switch.reduction_table.timeout_ns must not be negative");
+  if (!(timeout_ns >= 0 && timeout_ns <= 1e9))
+    throw UserError("switch.reduction_table.timeout_ns must be between 0 and 1e9 (one second)");
 
   gpu::GpuConfig gc;
   gc.clock_ghz = cfg.get<double>("gpu.clock_ghz", 1.53,

@@ -136,10 +136,13 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   double stall_us = cfg_.get<double>(
       "sim.stall_timeout_us", 0.0,
-      "simulated time without any link activity that counts as a stall, us; 0: 100 us or 20 of the platform's "
-      "longest request-response loops, whichever is longer");
+      "simulated time without any link activity that counts as a stall, us; 0: the longest of 100 us, 20 of the "
+      "platform's longest request-response loops and 4 reduction table timeouts");
   if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
-  if (stall_us == 0) stall_us = std::max(100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6);
+  // A push table may hold an entry for its whole timeout with no link moving.
+  if (stall_us == 0)
+    stall_us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
+                         4 * platform_->switch_config().table_timeout.to_seconds() * 1e6});
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   watchdog_ = std::make_unique<Watchdog>(
       "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
@@ -229,8 +232,14 @@ void Experiment::make_in_network(int n, bool fattree) {
   if (wp.wave_bytes < platform_->format().max_payload_bytes || wp.wave_bytes > (64u << 20))
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
                     std::to_string(platform_->format().max_payload_bytes) + " B) and 64 MiB");
-  if (!(timeout_us > 0)) throw UserError("gpu.copy_engine.counter_timeout_us must be above zero");
+  if (!(timeout_us > 0 && timeout_us <= 1e6))
+    throw UserError("gpu.copy_engine.counter_timeout_us must be above 0 and at most 1e6 (one second)");
   wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
+  // Blocks, table entries and the packets that carry them are the 128-byte
+  // aligned unit of Klenk §IV-D.
+  if (platform_->format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
+    throw UserError("the in-network algorithms reduce and multicast 128-byte blocks (Klenk §IV-D); "
+                    "net.max_payload_bytes must be 128, not " + std::to_string(platform_->format().max_payload_bytes));
   if (push || pull) {
     const uint64_t table = platform_->switch_config().table_bytes;
     if (table == 0)

@@ -268,6 +268,7 @@ void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
 void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
   ReductionTable& t = outputs_[o]->table;
   const uint64_t now_ps = now.value();
+  const sc_time at = std::max(now, p->t_tail);  // what it makes leaves once its last flit is in
   int e = t.find(p->addr, net::kNoEndpoint);
   if (e >= 0) {
     ++t.hits;
@@ -278,14 +279,19 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     t.touch(e, now_ps);
   } else {
     ++t.misses;
-    if (t.full() && !cfg_.evict_lru) {
+    // The victim: the least recently used push entry (pull entries wait
+    // for responses and are never evicted).
+    int victim = -1;
+    if (t.full() && cfg_.evict_lru)
+      for (victim = t.lru(); victim >= 0 && t.entry(victim).owner != net::kNoEndpoint;) victim = t.entry(victim).next;
+    if (t.full() && victim < 0) {
       ++t.evictions;
       p->op = net::Op::Partial;
       p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(p->addr), p->addr));
-      inject(o, p, now);
+      inject(o, p, at, false);
       return;
     }
-    if (t.full()) emit(o, t.lru(), false, now);
+    if (victim >= 0) emit(o, victim, false, at, false);
     const int r = fabric_->find(p->addr);
     e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(fabric_->region(r).targets.size()), now_ps);
     ++outputs_[o]->push_entries;
@@ -295,9 +301,10 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     en.redop = p->redop;
     en.count = p->count;
     std::memcpy(t.data(e), p->data, p->payload_bytes);
+    if (victim >= 0) retry_stalled(o);  // only now: the freed entry went to this write
   }
   pool_.put(p);
-  if (t.entry(e).count >= t.entry(e).expected) emit(o, e, true, now);
+  if (t.entry(e).count >= t.entry(e).expected) emit(o, e, true, at);
 }
 
 // Pull (Klenk §IV-B, Fig. 3): a response that hits is reduced into its entry;
@@ -324,11 +331,11 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   std::memcpy(p->data, t.data(e), en.bytes);
   p->count = en.count;
   ++t.completions;
-  release_entry(o, e);
+  release_entry(o, e, true);
   return p;
 }
 
-void NvSwitch::emit(int o, int e, bool complete, const sc_time& now) {
+void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry) {
   ReductionTable& t = outputs_[o]->table;
   const ReductionTable::Entry& en = t.entry(e);
   net::Packet* p = pool_.get();
@@ -350,15 +357,20 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now) {
     p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(en.addr), en.addr));
   }
   p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
-  release_entry(o, e);
-  inject(o, p, now);
+  release_entry(o, e, retry);
+  inject(o, p, now, true);
 }
 
-void NvSwitch::release_entry(int o, int e) {
+void NvSwitch::release_entry(int o, int e, bool retry) {
   Output& out = *outputs_[o];
   if (out.table.entry(e).owner == net::kNoEndpoint) --out.push_entries;
   out.table.release(e);
-  // Pull requests stalled at this port retry now that an entry is free.
+  if (retry) retry_stalled(o);
+}
+
+// Pull requests stalled at port o retry now that an entry is free.
+void NvSwitch::retry_stalled(int o) {
+  Output& out = *outputs_[o];
   std::vector<int> waiting;
   waiting.swap(out.stalled);
   for (int i : waiting) request(inputs_[i].fifo[net::kRequestVc].front(), i);
@@ -366,10 +378,10 @@ void NvSwitch::release_entry(int o, int e) {
 
 // The table's output joins the crossbar (Klenk Fig. 5): eligible at once,
 // its switch latency already paid on the way in.
-void NvSwitch::inject(int o, net::Packet* p, const sc_time& now) {
+void NvSwitch::inject(int o, net::Packet* p, const sc_time& now, bool fresh) {
   p->t_head = now > cfg_.latency ? now - cfg_.latency : sc_time();
   p->t_tail = now;
-  p->t_inject = now;
+  if (fresh) p->t_inject = now;  // a GPU's packet sent on as a partial keeps its own
   const int input = ports_ + o;
   inputs_[input].bytes[p->vc] += p->wire_bytes;
   enqueue(input, p);

@@ -107,10 +107,12 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   net::Packet* pull_reduce(int o, net::Packet* p);
   // Port o's table emits entry e: a completed push result (multicast) or a
   // partial for the home GPU.
-  void emit(int o, int e, bool complete, const sc_core::sc_time& now);
-  void inject(int o, net::Packet* p, const sc_core::sc_time& now);
+  void emit(int o, int e, bool complete, const sc_core::sc_time& now, bool retry = true);
+  // Feeds p into the crossbar from port o's table at `now` (fresh: the table made it).
+  void inject(int o, net::Packet* p, const sc_core::sc_time& now, bool fresh);
   void expire(int o, const sc_core::sc_time& now, sc_core::sc_time& next);
-  void release_entry(int o, int e);
+  void release_entry(int o, int e, bool retry);
+  void retry_stalled(int o);
 
   SwitchWiring wiring_;
   SwitchConfig cfg_;
