@@ -1,6 +1,7 @@
 #include "multicast.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <string>
@@ -18,7 +19,126 @@ uint64_t mix(uint64_t x) {
 }
 }  // namespace
 
-MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes) : topo_(t), homes_(homes) {}
+int MulticastFabric::channel(int node, int port) const {
+  const int l = topo_.link_at({node, port});
+  const Link& k = topo_.links()[l];
+  return 2 * l + (k.a.node == node && k.a.port == port ? 0 : 1);
+}
+
+MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes) : topo_(t), homes_(homes) {
+  // Dependencies between switch-to-switch channels along the paths packets
+  // really take: toward every GPU from every switch (GPUs inject there,
+  // tables emit partials there), and push writes toward every switch from
+  // the switches GPUs inject at, by any of the equal-cost ports.
+  unicast_deps_.assign(2 * topo_.links().size(), {});
+  const auto is_switch = [&](int node) { return topo_.node(node).kind == NodeKind::Switch; };
+  std::vector<int> seen;  // channels already followed for this destination
+  // From switch x (entered by channel `in`, -1 at the source), toward a destination.
+  std::function<void(int, int, const std::function<std::vector<int16_t>(int)>&)> walk =
+      [&](int x, int in, const std::function<std::vector<int16_t>(int)>& next) {
+        for (int16_t q : next(x)) {
+          const PortRef y = topo_.peer({x, q});
+          if (!is_switch(y.node)) continue;
+          const int c = channel(x, q);
+          if (in >= 0) unicast_deps_[in].push_back(c);
+          if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+          seen.push_back(c);
+          walk(y.node, c, next);
+        }
+      };
+  for (size_t d = 0; d < topo_.endpoints().size(); ++d) {
+    seen.clear();
+    const auto next = [&](int x) {
+      const int q = topo_.route(x, static_cast<int>(d));
+      return q < 0 ? std::vector<int16_t>{} : std::vector<int16_t>{static_cast<int16_t>(q)};
+    };
+    for (int x : topo_.switches()) walk(x, -1, next);
+  }
+  for (size_t h = 0; h < topo_.switches().size(); ++h) {
+    seen.clear();
+    const auto next = [&](int x) { return topo_.routes_to_switch(x, static_cast<int>(h)); };
+    for (int e : topo_.endpoints())
+      for (int p = 0; p < topo_.node(e).ports; ++p) walk(topo_.peer({e, p}).node, -1, next);
+  }
+  for (auto& deps : unicast_deps_) {
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  }
+}
+
+void MulticastFabric::check_deadlock_free(const Region& g) const {
+  auto deps = unicast_deps_;
+  const auto& sws = topo_.switches();
+  const int T = static_cast<int>(g.def.targets.size());
+  std::vector<int> sw_of_node(topo_.nodes().size(), -1);
+  for (size_t s = 0; s < sws.size(); ++s) sw_of_node[sws[s]] = static_cast<int>(s);
+  // A copy that arrives at switch x by one tree edge waits for every other.
+  for (int pos = 0; pos < T; ++pos) {
+    // The switches that can hold a copy on this tree: where a target GPU
+    // injects, where a home port multicasts a result on it, and onward.
+    const int pivot = g.def.targets[pos];
+    std::vector<char> holds(sws.size(), 0);
+    std::vector<int> queue;
+    for (int t : g.def.targets)
+      for (int p = 0; p < topo_.node(topo_.endpoints()[t]).ports; ++p) {
+        const int s = sw_of_node[topo_.peer({topo_.endpoints()[t], p}).node];
+        if (s >= 0 && !holds[s]) holds[s] = 1, queue.push_back(s);
+      }
+    for (size_t s = 0; s < sws.size(); ++s) {
+      const auto& pv = g.result_pivots[s];
+      if (!holds[s] && std::find(pv.begin(), pv.end(), pivot) != pv.end()) holds[s] = 1, queue.push_back(static_cast<int>(s));
+    }
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const size_t k = static_cast<size_t>(queue[i]) * T + pos;
+      for (uint32_t j = g.offsets[k]; j < g.offsets[k + 1]; ++j) {
+        if (g.fanout[j].endpoint >= 0) continue;
+        const int x = sw_of_node[topo_.peer({sws[queue[i]], g.fanout[j].port}).node];
+        if (!holds[x]) holds[x] = 1, queue.push_back(x);
+      }
+    }
+    for (size_t s = 0; s < sws.size(); ++s) {
+      if (!holds[s]) continue;
+      const size_t k = s * T + pos;
+      for (uint32_t i = g.offsets[k]; i < g.offsets[k + 1]; ++i) {
+        const Fanout& f = g.fanout[i];
+        if (f.endpoint >= 0) continue;
+        const PortRef x = topo_.peer({sws[s], f.port});
+        const size_t kx = static_cast<size_t>(topo_.node(x.node).index) * T + pos;
+        for (uint32_t j = g.offsets[kx]; j < g.offsets[kx + 1]; ++j)
+          if (g.fanout[j].endpoint < 0 && g.fanout[j].port != x.port)
+            deps[channel(sws[s], f.port)].push_back(channel(x.node, g.fanout[j].port));
+      }
+    }
+  }
+  // Depth-first search for a cycle.
+  std::vector<uint8_t> state(deps.size(), 0);  // 0 new, 1 on the stack, 2 done
+  for (size_t root = 0; root < deps.size(); ++root) {
+    if (state[root]) continue;
+    std::vector<std::pair<int, size_t>> stack{{static_cast<int>(root), 0}};
+    state[root] = 1;
+    while (!stack.empty()) {
+      auto& [c, next] = stack.back();
+      if (next == deps[c].size()) {
+        state[c] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const int d = deps[c][next++];
+      if (state[d] == 1) {
+        const Link& l = topo_.links()[d / 2];
+        const PortRef from = d % 2 ? l.b : l.a, to = d % 2 ? l.a : l.b;
+        throw UserError("platform '" + topo_.name + "' cannot carry multicast and in-switch reduction without "
+                        "deadlock: packets on the link " + topo_.node(from.node).name + " -> " +
+                        topo_.node(to.node).name + " can wait on each other in a cycle (Klenk §IV-E2 needs "
+                        "multicast paths that keep to unicast ones, as on DGX-2 and fat trees)");
+      }
+      if (state[d] == 0) {
+        state[d] = 1;
+        stack.push_back({d, 0});
+      }
+    }
+  }
+}
 
 void MulticastFabric::clear() { regions_.clear(); }
 
@@ -48,6 +168,7 @@ int MulticastFabric::add_region(uint64_t start, uint64_t size, std::vector<int> 
   g.target_pos.assign(n, -1);
   for (size_t i = 0; i < g.def.targets.size(); ++i) g.target_pos[g.def.targets[i]] = static_cast<int>(i);
   build(g);
+  check_deadlock_free(g);
   regions_.push_back(std::move(g));
   return static_cast<int>(regions_.size()) - 1;
 }
@@ -102,8 +223,10 @@ void MulticastFabric::build(Region& g) const {
       for (int c : components) {
         const int s = best[c];
         if (s < 0)
-          throw UserError("platform '" + topo_.name + "' cannot multicast to " + topo_.node(tnode).name +
-                          " on the tree through " + topo_.node(sws[c]).name + ": no switch of that tree links to it");
+          throw UserError("platform '" + topo_.name + "' cannot multicast to " + topo_.node(tnode).name + ": " +
+                          "a multicast entering at " + topo_.node(sws[c]).name + " reaches no switch linked to it "
+                          "(in-network collectives need each GPU linked into every part of the fabric a multicast "
+                          "can enter)");
         int port = topo_.route(sws[s], t);
         if (topo_.peer({sws[s], port}).node != tnode) {
           for (port = 0; topo_.peer({sws[s], port}).node != tnode; ++port) {

@@ -92,9 +92,16 @@ class MulticastFabric {
     return static_cast<size_t>(sw) * g.def.targets.size() + static_cast<size_t>(g.target_pos[pivot]);
   }
   void build(Region& g) const;
+  // Channels are directed switch-to-switch links, 2 x link (+1 from its b end).
+  int channel(int node, int port) const;
+  // Throws UserError if the region's trees, with the unicast and home routes
+  // on the same virtual channel, can wait on each other in a cycle: Klenk
+  // §IV-E2 avoids deadlock by keeping multicast paths to unicast ones.
+  void check_deadlock_free(const Region& g) const;
 
   const Topology& topo_;
   HomeMapping homes_;
+  std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
   std::vector<Region> regions_;
 };
 

@@ -198,6 +198,28 @@ TEST_CASE("home ports cover every port of every switch, evenly", "[multicast][pu
   CHECK(f.home_gpu(r, 17 * MulticastFabric::kBlockBytes) == 1);
 }
 
+TEST_CASE("a ring of switches is refused: its multicast trees could deadlock", "[multicast][errors]") {
+  // Three switches in a ring, two GPUs on each: a tree toward a GPU on s0
+  // takes s1 -> s0 -> s2, one toward s1 takes s2 -> s1 -> s0, and so on: a
+  // cycle of channels that unicast alone does not have.
+  Topology t;
+  t.name = "ring3";
+  for (int s = 0; s < 3; ++s) t.add_switch("s" + std::to_string(s), 4);
+  for (int g = 0; g < 6; ++g) {
+    const int e = t.add_endpoint("gpu" + std::to_string(g), 1);
+    t.connect({e, 0}, {t.find("s" + std::to_string(g / 2)), g % 2}, 25, 0);
+  }
+  for (int s = 0; s < 3; ++s) t.connect({t.find("s" + std::to_string(s)), 2}, {t.find("s" + std::to_string((s + 1) % 3)), 3}, 25, 0);
+  t.finalize();
+  MulticastFabric f(t);
+  try {
+    f.add_region(0, 4096, all_gpus(t), true);
+    FAIL("accepted");
+  } catch (const UserError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("deadlock"));
+  }
+}
+
 TEST_CASE("bad multicast regions are refused with a sentence naming the problem", "[multicast][errors]") {
   const Topology t = topo::make_dgx2(25, 0);
   MulticastFabric f(t);
