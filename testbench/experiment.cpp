@@ -210,8 +210,9 @@ void Experiment::make_in_network(int n, bool fattree) {
   gpu::WaveParams wp;
   wp.waves = cfg_.get<int>(
       "gpu.copy_engine.waves", push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0,
-      "wave counters, so waves outstanding per copy engine; 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 "
-      "on DGX-2; Fig. 8: push 64, pull 16 on the fat tree)");
+      "wave counters, so waves outstanding per copy engine, for push and pull (multicast all-gather and broadcast "
+      "have no responses to count); 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 on DGX-2; Fig. 8: push "
+      "64, pull 16 on the fat tree)");
   wp.wave_bytes = cfg_.get<uint32_t>("gpu.copy_engine.wave_bytes", 8192,
                                      "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB)");
   const double timeout_us = cfg_.get<double>(
