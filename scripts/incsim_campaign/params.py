@@ -53,11 +53,18 @@ def _run_listing(incsim, argv, timeout):
     return proc.stdout
 
 
-def list_params(incsim, platform=None, timeout=60):
-    """{key: (type, default, description)} from `incsim --list-params`."""
+def list_params(incsim, platform=None, timeout=60, **flags):
+    """{key: (type, default, description)} from `incsim --list-params`.
+
+    flags (collective=..., algorithm=...) are passed as the options of the
+    same name: the parameters a run accepts depend on them (push and pull
+    have wave and barrier parameters that ring has not)."""
     argv = [incsim, "--list-params"]
     if platform is not None:
         argv += ["--platform", platform]
+    for k, v in sorted(flags.items()):
+        if v is not None:
+            argv += ["--" + k, v]
     params = {}
     for line in _run_listing(incsim, argv, timeout).splitlines():
         if not line.strip():
@@ -71,6 +78,8 @@ def list_params(incsim, platform=None, timeout=60):
 
 # Run options whose values incsim lists with --list-choices.
 CHOICE_FLAGS = ("platform", "collective", "algorithm", "dtype", "redop")
+# Run options besides the platform that change what --list-params lists.
+LIST_FLAGS = ("collective", "algorithm")
 
 
 def list_choices(incsim, timeout=60):
@@ -136,13 +145,21 @@ def check_campaign(campaign, incsim):
                 continue
             raise CampaignError("%s '%s' is not one incsim accepts (%s)" % (
                 flag, text, ", ".join(choices[flag])))
-    platforms = sorted({value_text(p.settings["platform"])
-                        for p in campaign.points()
-                        if "platform" in p.settings}) or [None]
-    for platform in platforms:
+    # incsim lists the parameters a run of one platform, collective and
+    # algorithm accepts; ask once for each combination the points use.
+    listed = ("platform",) + LIST_FLAGS
+    groups = {}
+    for p in campaign.points():
+        key = tuple(value_text(p.settings[f]) if f in p.settings else None
+                    for f in listed)
+        groups.setdefault(key, []).append(p)
+    for key in sorted(groups, key=lambda k: [v or "" for v in k]):
+        platform = key[0]
         arg = campaign.resolve_file(platform) if platform else None
-        known = list_params(incsim, arg)
-        where = " --platform %s" % platform if platform else ""
+        flags = dict(zip(LIST_FLAGS, key[1:]))
+        known = list_params(incsim, arg, **flags)
+        where = "".join(" --%s %s" % (f, v) for f, v in zip(listed, key)
+                        if v is not None)
         for n in names:
             if n not in known:
                 close = difflib.get_close_matches(n, list(known), 3, 0.75)
@@ -151,9 +168,7 @@ def check_campaign(campaign, incsim):
                 raise CampaignError("unknown parameter '%s': not in "
                                     "`incsim --list-params%s`%s" % (
                                         n, where, hint))
-        for p in campaign.points():
-            if platform and value_text(p.settings.get("platform")) != platform:
-                continue
+        for p in groups[key]:
             for n in names:
                 if n in p.settings:
                     text = value_text(p.settings[n])

@@ -21,7 +21,14 @@ PARAMS = [
     ("fake.segv", "bool", "false", "die by a signal"),
     ("fake.sleep", "float", "0", "seconds to sleep"),
 ]
+# Parameters only runs of one algorithm accept (and list), as incsim's push
+# and pull have wave parameters that ring has not.
+ALGORITHM_PARAMS = {
+    "tree": [("tree.arity", "int", "2", "children per tree node")],
+}
 TYPES = {k: t for k, t, _, _ in PARAMS}
+for _rows in ALGORITHM_PARAMS.values():
+    TYPES.update({k: t for k, t, _, _ in _rows})
 
 
 def die(msg):
@@ -78,10 +85,15 @@ def main(argv):
         else:
             die("unknown option '%s'" % a)
         i += 1
+    accepted = PARAMS + ALGORITHM_PARAMS.get(opts["algorithm"], [])
     if listp:
-        for row in PARAMS:
+        for row in accepted:
             print("\t".join(row))
         return 0
+    for k in params:
+        if k not in [row[0] for row in accepted]:
+            die("unknown parameter '%s' for algorithm %s" % (
+                k, opts["algorithm"]))
     if listc:
         print("platform\tdgx2, star, FILE.yaml\ncollective\tallreduce\n"
               "algorithm\tring, tree\ndtype\tfloat, int32\nredop\tsum, min, max")

@@ -238,6 +238,21 @@ class ParamCheck(unittest.TestCase):
         with self.assertRaisesRegex(CampaignError, "bogus.key"):
             pmod.check_campaign(unknown_fixed, FAKE)
 
+    def test_params_of_one_algorithm(self):
+        # --list-params is asked per platform and algorithm: a parameter
+        # only tree runs accept passes for tree points, not for ring ones.
+        self.assertIn("tree.arity",
+                      pmod.list_params(FAKE, "dgx2", algorithm="tree"))
+        self.assertNotIn("tree.arity", pmod.list_params(FAKE, "dgx2"))
+        ok = make({"fixed": {"platform": "dgx2", "algorithm": "tree"},
+                   "axes": {"tree.arity": [2, 4]}})
+        self.assertTrue(pmod.check_campaign(ok, FAKE))
+        bad = make({"fixed": {"platform": "dgx2", "tree.arity": 2},
+                    "axes": {"algorithm": ["tree", "ring"]}})
+        with self.assertRaisesRegex(CampaignError,
+                                    "'tree.arity'.*--algorithm ring"):
+            pmod.check_campaign(bad, FAKE)
+
     def test_missing_binary(self):
         with self.assertRaisesRegex(CampaignError, "simulator not found"):
             pmod.list_params("/nonexistent/incsim")
