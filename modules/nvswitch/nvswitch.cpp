@@ -184,7 +184,9 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       }
       // A push write at its home port goes into the table, which never stalls.
       const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
-      if (!absorbed && out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
+      // The VC it takes on the next link (a dateline moves it to its class's second VC).
+      const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
+      if (!absorbed && out.bytes[ovc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
       const sc_time done =
           now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
       out.requests[idx / 64] &= ~(1ull << (idx % 64));
@@ -201,7 +203,8 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
         pop_head(static_cast<int>(idx / net::kNumVcs), vc, now);  // the last copy travels as the original
       }
       out.xbar_rr = idx + 1;
-      deliver(o, moving, vc, now);
+      moving->vc = static_cast<uint8_t>(ovc);  // after pop_head: the input's credit is for the VC it came on
+      deliver(o, moving, ovc, now);
       return true;
     }
   }

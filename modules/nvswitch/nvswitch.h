@@ -48,6 +48,9 @@ struct SwitchWiring {
   std::vector<uint32_t> route_to_switch_first;
   std::vector<int16_t> route_to_switch;
   std::vector<int32_t> port_endpoint;   // [port] -> endpoint attached, -1 for a switch
+  // [input port * ports + output port] -> how a packet's VC changes on that
+  // hop (topo::Topology::vc_rule); empty: every packet keeps its VC.
+  std::vector<topo::VcRule> vc_rule;
 };
 class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:
@@ -100,6 +103,17 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   void multicast_request(net::Packet* head, int input);
   void enqueue(int input, net::Packet* p);
   net::Packet* pop_head(int input, int vc, const sc_core::sc_time& now);
+  // The VC a packet that came on (input, vc) takes out of port o; what a
+  // reduction table emits enters on its class's first VC.
+  int out_vc(int input, int o, int vc) const {
+    if (wiring_.vc_rule.empty()) return vc;
+    if (input >= ports_) return net::class_first_vc(vc);
+    switch (wiring_.vc_rule[static_cast<size_t>(input) * ports_ + o]) {
+      case topo::VcRule::First: return net::class_first_vc(vc);
+      case topo::VcRule::Second: return net::class_second_vc(vc);
+      default: return vc;
+    }
+  }
   net::Packet* clone(const net::Packet* p);
   // What reaches output o: queued for the link, or taken by its reduction table.
   void deliver(int o, net::Packet* p, int vc, const sc_core::sc_time& now);
