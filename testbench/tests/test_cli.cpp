@@ -453,7 +453,8 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
   CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast\n"));
-  CHECK_THAT(r.out, Catch::Contains("platform\tdgx2, fattree2l, star, FILE.yaml\n"));
+  CHECK_THAT(r.out,
+             Catch::Contains("platform\tdgx2, fattree2l, star, torus, mesh, fattree, bigraph, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
 }
 
