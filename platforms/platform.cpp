@@ -1,6 +1,5 @@
 #include "platform.h"
 
-#include <algorithm>
 #include <fstream>
 
 #include "collectives/bounds.h"
@@ -233,8 +232,6 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   std::vector<uint32_t> in_bytes(topo_.nodes().size());
   for (int s : topo_.switches()) in_bytes[s] = in_buf ? in_buf : buffer_for(s, sw.latency);
   for (int e : topo_.endpoints()) in_bytes[e] = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
-  const bool grid_links =
-      std::any_of(topo_.links().begin(), topo_.links().end(), [](const topo::Link& l) { return l.dim >= 0 || l.dateline; });
   for (int s : topo_.switches()) {
     const auto& node = topo_.node(s);
     nvswitch::SwitchWiring w;
@@ -249,9 +246,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       const auto& peer = topo_.node(topo_.peer({s, p}).node);
       w.port_endpoint.push_back(peer.kind == NodeKind::Endpoint ? peer.index : -1);
     }
-    // VC per hop: only grid networks change it; elsewhere every packet stays
-    // on its class's first VC.
-    if (grid_links)
+    // VC per hop: only torus, mesh and BiGraph change it (Topology::vc_policy);
+    // elsewhere every packet stays on its class's first VC.
+    if (topo_.vc_policy != topo::VcPolicy::None)
       for (int i = 0; i < node.ports; ++i)
         for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(topo_.vc_rule(s, i, o));
     nvswitch::SwitchConfig c = sw;

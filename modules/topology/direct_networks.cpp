@@ -66,6 +66,7 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   Topology t;
   t.name = kind;
   t.grid = {kx, ky, wrap};
+  t.vc_policy = VcPolicy::Dateline;
   t.routing = "dimension-order";
   std::vector<int> ep(n), rt(n);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
@@ -152,6 +153,11 @@ Topology make_bigraph(int per_switch, int switches, double bw, double lat) {
   const int n = per_switch * switches, half = switches / 2;
   Topology t;
   t.name = "bigraph";
+  // Shortest paths between two switches of one group turn back up through
+  // the other group (upper-lower-upper, lower-upper-lower), so with one VC
+  // their channel dependencies form cycles; the second switch-to-switch link
+  // of such a path uses the second VC of its class, which breaks them.
+  t.vc_policy = VcPolicy::SwitchHop;
   std::vector<int> ep(n), sw(switches);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int s = 0; s < switches; ++s)

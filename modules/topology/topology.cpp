@@ -147,11 +147,21 @@ void Topology::finalize(const RouteFn& route_fn) {
 
 VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
   const int out = port_link_[node][out_port];
-  if (out < 0) return VcRule::First;
-  if (links_[out].dateline) return VcRule::Second;
   const int in = port_link_[node][in_port];
-  if (in >= 0 && links_[out].dim >= 0 && links_[in].dim == links_[out].dim) return VcRule::Keep;
-  return VcRule::First;
+  if (out < 0 || in < 0) return VcRule::First;
+  switch (vc_policy) {
+    case VcPolicy::Dateline:
+      if (links_[out].dateline) return VcRule::Second;
+      if (links_[out].dim >= 0 && links_[in].dim == links_[out].dim) return VcRule::Keep;
+      return VcRule::First;
+    case VcPolicy::SwitchHop:
+      return nodes_[peer({node, in_port}).node].kind == NodeKind::Switch &&
+                     nodes_[peer({node, out_port}).node].kind == NodeKind::Switch
+                 ? VcRule::Second
+                 : VcRule::First;
+    default:
+      return VcRule::First;
+  }
 }
 
 int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }

@@ -40,6 +40,14 @@ struct Link {
 // it came on, or take the class's first or second VC.
 enum class VcRule : uint8_t { Keep, First, Second };
 
+// Which rule a platform's switches follow to stay free of routing deadlock
+// (Topology::vc_rule).
+enum class VcPolicy : uint8_t {
+  None,       // every packet stays on its class's first VC: routes never turn back up (DGX-2, fat trees)
+  Dateline,   // grid networks: dimension order with a dateline per torus ring
+  SwitchHop,  // BiGraph: switch-to-switch links after the first are on the class's second VC
+};
+
 // The coordinates of a mesh or torus (kx == 0: not a grid network): endpoint
 // and router i sit at x = i % kx, y = i / kx.
 struct Grid {
@@ -65,6 +73,7 @@ class Topology {
   void finalize(const RouteFn& route_fn = {});
 
   Grid grid;            // set by make_mesh and make_torus
+  VcPolicy vc_policy = VcPolicy::None;
   std::string routing = "shortest-path";  // how route() was chosen, for messages
 
   const std::vector<Node>& nodes() const { return nodes_; }
@@ -101,11 +110,13 @@ class Topology {
   // always: on a DGX-1 an NVLink leads to one neighbour only.)
   bool port_reaches(PortRef p, int dst) const;
 
-  // The VC rule at switch `node` from in_port to out_port: a packet leaving
-  // on a dateline link takes its class's second VC; one continuing along the
-  // dimension it came on keeps its VC; every other hop (entering the network,
-  // turning to another dimension, leaving it, any hop off a grid) takes the
-  // class's first VC.
+  // The VC rule at switch `node` from in_port to out_port. Dateline: a
+  // packet leaving on a dateline link takes its class's second VC; one
+  // continuing along the dimension it came on keeps its VC; every other hop
+  // (entering the network, turning to another dimension, leaving it) takes
+  // the class's first VC. SwitchHop: a packet that came from a switch and
+  // leaves to a switch takes the second VC, every other hop the first.
+  // None: the first VC everywhere.
   VcRule vc_rule(int node, int in_port, int out_port) const;
 
   std::string port_name(PortRef p) const;
