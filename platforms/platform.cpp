@@ -1,5 +1,6 @@
 #include "platform.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "collectives/bounds.h"
@@ -217,21 +218,27 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   const double max_mem_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz;
   longest_round_trip_ = sc_time(2 * max_link_ns + max_mem_ns, sc_core::SC_NS) + sw.latency;
   if (gc.max_responses == 0) gc.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt.header_bytes) + 2;
-  // Buffers: per-link round trip, the largest over the node's links.
+  // Buffers cover a link's credit round trip: a switch's per port, from the
+  // link at that port (a torus router's node link is 4x faster than its
+  // network links, and its buffer 4x larger); a GPU's the largest over its
+  // links (one gpu.rx_buffer_bytes for all its ports).
+  auto buffer_for_port = [&](topo::PortRef p, sc_time holding) {
+    const auto& k = topo_.links()[topo_.link_at(p)];
+    return std::max(net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet),
+                    max_packet);
+  };
   auto buffer_for = [&](int node, sc_time holding) {
     uint32_t b = 0;
-    for (int p = 0; p < topo_.node(node).ports; ++p) {
-      int l = topo_.link_at({node, p});
-      if (l < 0) continue;
-      const auto& k = topo_.links()[l];
-      b = std::max(b, net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet));
-    }
-    return std::max(b, max_packet);
+    for (int p = 0; p < topo_.node(node).ports; ++p) b = std::max(b, buffer_for_port({node, p}, holding));
+    return b;
   };
   // What each node's input buffers hold, per port and VC: its peers' credits.
-  std::vector<uint32_t> in_bytes(topo_.nodes().size());
-  for (int s : topo_.switches()) in_bytes[s] = in_buf ? in_buf : buffer_for(s, sw.latency);
-  for (int e : topo_.endpoints()) in_bytes[e] = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
+  std::vector<std::vector<uint32_t>> in_bytes(topo_.nodes().size());
+  for (int s : topo_.switches())
+    for (int p = 0; p < topo_.node(s).ports; ++p)
+      in_bytes[s].push_back(in_buf ? in_buf : buffer_for_port({s, p}, sw.latency));
+  for (int e : topo_.endpoints())
+    in_bytes[e].assign(topo_.node(e).ports, rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME));
   for (int s : topo_.switches()) {
     const auto& node = topo_.node(s);
     nvswitch::SwitchWiring w;
@@ -252,18 +259,22 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       for (int i = 0; i < node.ports; ++i)
         for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(topo_.vc_rule(s, i, o));
     nvswitch::SwitchConfig c = sw;
-    c.in_buffer_bytes = in_bytes[s];
-    c.out_queue_bytes = out_q ? out_q : buffer_for(s, sw.latency);
-    if (c.in_buffer_bytes < max_packet || c.out_queue_bytes < max_packet)
+    std::vector<uint32_t> out_bytes;
+    for (int p = 0; p < node.ports; ++p) out_bytes.push_back(out_q ? out_q : buffer_for_port({s, p}, sw.latency));
+    c.in_buffer_bytes = *std::max_element(in_bytes[s].begin(), in_bytes[s].end());
+    c.out_queue_bytes = *std::max_element(out_bytes.begin(), out_bytes.end());
+    if (*std::min_element(in_bytes[s].begin(), in_bytes[s].end()) < max_packet ||
+        *std::min_element(out_bytes.begin(), out_bytes.end()) < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[s] = static_cast<int>(switch_modules_.size());
     switch_modules_.push_back(
         std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, &fabric_));
+    for (int p = 0; p < node.ports; ++p) switch_modules_.back()->size_port(p, in_bytes[s][p], out_bytes[p]);
   }
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);
     gpu::GpuConfig c = gc;
-    c.rx_buffer_bytes = in_bytes[e];
+    c.rx_buffer_bytes = in_bytes[e][0];
     if (c.rx_buffer_bytes < max_packet)
       throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[e] = static_cast<int>(gpu_modules_.size());
@@ -282,9 +293,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   auto configure = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l) {
     const sc_time lat(l.latency_ns, sc_core::SC_NS);
     if (topo_.node(from.node).kind == NodeKind::Switch)
-      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
+      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node][to.port]);
     else
-      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
+      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node][to.port]);
     out_of(from).socket.bind(in_of(to).socket);
     link_ends_.push_back({topo_.port_name(from), topo_.port_name(to), &out_of(from)});
   };

@@ -14,7 +14,9 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring,
       inputs_(2 * ports) {
   for (int p = 0; p < ports; ++p) {
     inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
+    inputs_[p].capacity = cfg.in_buffer_bytes;
     outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str()));
+    outputs_.back()->limit = cfg.out_queue_bytes;
     outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
     outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
@@ -29,6 +31,11 @@ void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_b
   outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * speedup);
 }
 
+void NvSwitch::size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes) {
+  inputs_[p].capacity = in_buffer_bytes;
+  outputs_[p]->limit = out_queue_bytes;
+}
+
 void NvSwitch::wake_at(int o, const sc_time& at) {
   outputs_[o]->wake.at(at);
 }
@@ -36,7 +43,7 @@ void NvSwitch::wake_at(int o, const sc_time& at) {
 void NvSwitch::receive(int port, net::Packet* p) {
   Input& in = inputs_[port];
   in.bytes[p->vc] += p->wire_bytes;
-  sc_assert(in.bytes[p->vc] <= cfg_.in_buffer_bytes);  // credits make overflow impossible
+  sc_assert(in.bytes[p->vc] <= in.capacity);  // credits make overflow impossible
   enqueue(port, p);
 }
 
@@ -186,7 +193,7 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
       // The VC it takes on the next link (a dateline moves it to its class's second VC).
       const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
-      if (!absorbed && out.bytes[ovc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
+      if (!absorbed && out.bytes[ovc] + h->wire_bytes > out.limit) continue;  // the link frees space
       const sc_time done =
           now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
       out.requests[idx / 64] &= ~(1ull << (idx % 64));

@@ -63,6 +63,9 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   net::OutPort& out(int p) { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
+  // Port p's input buffer and output queue per VC, bytes, when they differ
+  // from SwitchConfig's (each covers its own link's round trip).
+  void size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
@@ -79,12 +82,14 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     net::PacketFifo fifo[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     bool mc_started[net::kNumVcs] = {};  // the head multicast has sent a copy
+    uint32_t capacity = 0;               // bytes per VC (the upstream's credits)
     sc_core::sc_time xbar_free;
   };
   struct Output {
     explicit Output(const char* n) : link(n) {}
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
+    uint32_t limit = 0;  // queue bytes per VC
     sc_core::sc_time xbar_free;
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;

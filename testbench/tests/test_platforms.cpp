@@ -184,6 +184,33 @@ TEST_CASE("BiGraph 4x8 all-to-all: upper-lower-upper paths take the second VC", 
   all_to_all("bigraph", dims(4, 8), 2);
 }
 
+TEST_CASE("torus buffers cover each link's own credit round trip", "[platforms][buffers]") {
+  Config cfg;
+  const topo::Topology t = platforms::make_topology("torus", dims(4, 4), cfg);
+  platforms::Platform plat(t, cfg, 1, platforms::platform_defaults("torus"));
+  cfg.check_unused();
+  // 16 GB/s network links, 150 ns each way, 4 ns router, 272 B packets:
+  // (2 x 150 + 4 + 2 x 17) ns x 16 GB/s = 5408 B, plus 2 packets, in whole
+  // packets: 21 x 272 B (Table III: 318 flits of 16 B). The node link
+  // carries 64 GB/s: 75 packets at the router, 74 at the GPU (no router
+  // latency in its loop).
+  const uint32_t network = 21 * 272, node_in = 75 * 272, gpu_in = 74 * 272;
+  CHECK(network == net::round_trip_bytes(16, sc_core::sc_time(150, sc_core::SC_NS), sc_core::sc_time(4, sc_core::SC_NS), 272));
+  CHECK(node_in == net::round_trip_bytes(64, sc_core::sc_time(150, sc_core::SC_NS), sc_core::sc_time(4, sc_core::SC_NS), 272));
+  int checked = 0;
+  for (const auto& l : plat.link_ends()) {
+    const bool from_gpu = l.from[0] == 'n', to_gpu = l.to[0] == 'n';
+    const uint32_t want = from_gpu ? node_in : to_gpu ? gpu_in : network;
+    INFO(l.from << " -> " << l.to);
+    for (int vc = 0; vc < net::kNumVcs; ++vc) {
+      CHECK(l.port->has_credit(vc, want));
+      CHECK_FALSE(l.port->has_credit(vc, want + 1));
+    }
+    ++checked;
+  }
+  CHECK(checked == 2 * 48);
+}
+
 // Sizes: one element, a non-power-of-two multiple of 4, and up to 1 MiB.
 TEST_CASE("ring all-reduce is exact on torus 4x4", "[platforms][ring]") {
   ring_exact("torus", "4x4", 0, "4,12292,96K,1M", 4);
