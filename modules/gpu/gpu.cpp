@@ -119,6 +119,7 @@ void Gpu::receive(int port, net::Packet* p) {
   const sc_time now = sc_core::sc_time_stamp();
   ++packets_received_;
   latency_sum_ns_ += (p->t_tail - p->t_inject).to_seconds() * 1e9;
+  sc_assert(p->vc == net::class_first_vc(p->vc));  // rx_process serves only these
   const bool request = answered(p);
   if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {
     // The memory system takes the request when its last flit is in. Its
@@ -175,8 +176,10 @@ void Gpu::rx_process() {
   sc_time next = sc_core::sc_max_time();
   for (auto& ptr : ports_) {
     Port& pt = *ptr;
-    // One queue per VC, so a request held back never blocks a response.
-    for (auto& rx : pt.rx) {
+    // One queue per class, so a request held back never blocks a response.
+    // Packets reach a GPU on their class's first VC (the last hop resets it).
+    for (int vc = 0; vc < net::kNumVcs; vc += net::kVcsPerClass) {
+      net::PacketFifo& rx = pt.rx[vc];
       while (!rx.empty() && rx.front()->t_tail <= now) {
         net::Packet* p = rx.front();
         const bool request = answered(p);
@@ -218,10 +221,9 @@ void Gpu::tx_process(int port) {
     net::Packet* chosen = nullptr;
     // The two message classes in turn, each on its first VC (the network's
     // switches move packets to a class's second VC where a route needs it).
-    constexpr int kClassVcs[] = {net::kRequestVc, net::kResponseVc};
     for (int k = 0; k < 2 && !chosen; ++k) {
       const int cls = static_cast<int>((pt.vc_rr + k) % 2);
-      const int vc = kClassVcs[cls];
+      const int vc = cls == 0 ? net::kRequestVc : net::kResponseVc;
       if (vc == net::kResponseVc) {
         if (pt.responses.empty() || pt.responses.top().at > start) continue;
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);

@@ -222,7 +222,7 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
 // ahead, the moment it frees (OutPort::can_pick).
 bool NvSwitch::transmit(int o, const sc_time& now) {
   Output& out = *outputs_[o];
-  if (!out.link.can_pick(now)) return false;
+  if (out.queued == 0 || !out.link.can_pick(now)) return false;
   const sc_time start = out.link.next_start(now);
   for (int k = 0; k < net::kNumVcs; ++k) {
     const int vc = static_cast<int>((out.vc_rr + k) % net::kNumVcs);
@@ -230,13 +230,12 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
     if (!h || !out.link.has_credit(vc, h->wire_bytes)) continue;
     out.queue[vc].pop();
     out.bytes[vc] -= h->wire_bytes;
+    --out.queued;
     out.vc_rr = vc + 1;
     out.link.send(h, start, h->t_tail);
     return true;
   }
-  if (start == now)
-    for (int vc = 0; vc < net::kNumVcs; ++vc)
-      if (!out.queue[vc].empty()) out.link.wait_for_credit(now);
+  if (start == now) out.link.wait_for_credit(now);
   return false;
 }
 
@@ -252,9 +251,7 @@ void NvSwitch::output_process(int o) {
     moved = crossbar_move(o, now, next);
     moved = transmit(o, now) || moved;
   }
-  bool queued = false;
-  for (int vc = 0; vc < net::kNumVcs; ++vc) queued = queued || !out.queue[vc].empty();
-  if (queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
+  if (out.queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
   if (out.push_entries) expire(o, now, next);
   if (next != never) out.wake.at(next);
 }
@@ -268,6 +265,7 @@ void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
   if (p->op == net::Op::PullResp && out.table.capacity() && !(p = pull_reduce(o, p))) return;
   out.queue[vc].push(p);
   out.bytes[vc] += p->wire_bytes;
+  ++out.queued;
 }
 
 // Push (Klenk §IV-C, Fig. 4): the table behaves as a fully associative cache.

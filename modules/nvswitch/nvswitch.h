@@ -90,6 +90,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
+    uint32_t queued = 0;  // packets in all VCs' queues
     sc_core::sc_time xbar_free;
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
