@@ -130,6 +130,17 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
   if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
+  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
+  // paths conform to unicast routes. Our multicast trees run the routes
+  // toward their root backwards: routes on a fabric that goes up, then down,
+  // but not under dimension order (X then Y backwards is Y then X) nor on
+  // BiGraph (ties broken by destination: the way back differs), and there
+  // runs stall (measured: push on a 4x4 torus
+  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
+  if (opt_.algorithm != "ring" && t.vc_policy != topo::VcPolicy::None)
+    throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
+                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
+                    " use ring");
   if (!opt_.dump_platform.empty()) {
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");

@@ -205,6 +205,16 @@ TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli]
   require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
 }
 
+TEST_CASE("bad input: in-switch reduction or multicast on torus, mesh or BiGraph", "[cli][errors][platform]") {
+  require_error("--platform torus --algorithm push --sizes 8K", {"push", "torus", "ring"});
+  require_error("--platform mesh --algorithm pull --sizes 8K", {"pull", "mesh", "ring"});
+  require_error("--platform bigraph --collective allgather --algorithm multicast --sizes 8K",
+                {"multicast", "bigraph", "ring"});
+  const Result r = incsim("--platform fattree --algorithm push --sizes 64K --quiet");  // up, then down: fine
+  INFO(r.err);
+  CHECK(r.code == 0);
+}
+
 TEST_CASE("torus, mesh, fattree and bigraph run from flags and from a config file", "[cli][platform]") {
   for (const char* args : {"--platform torus --dims 2x4", "--platform mesh --dims 3x2", "--platform fattree --nodes 4",
                            "--platform bigraph --dims 1x4", "--platform torus --dims 4x4 --gpus 5"}) {
