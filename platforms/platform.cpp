@@ -1,25 +1,72 @@
 #include "platform.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "collectives/bounds.h"
 #include "core/error.h"
+#include "topology/direct_networks.h"
 
 namespace incsim::platforms {
 
 using sc_core::sc_time;
 using topo::NodeKind;
 
-std::string builtin_platforms() { return "dgx2, fattree2l, star"; }
+std::string builtin_platforms() { return "dgx2, fattree2l, star, torus, mesh, fattree, bigraph"; }
+
+bool is_multitree_platform(const std::string& platform) {
+  return platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
+}
+
+namespace {
+// MultiTree Table III: 1 GHz routers. The paper models them in BookSim and
+// gives no pipeline depth; BookSim's default input-queued router takes one
+// cycle each for routing, VC allocation, switch allocation and switch
+// traversal (booksim_config.cpp: routing_delay, vc_alloc_delay,
+// sw_alloc_delay, st_final_delay = 1), so 4 ns per hop.
+constexpr double kMultiTreeRouterLatencyNs = 4.0;
+constexpr uint32_t kMultiTreePayloadBytes = 256;  // MultiTree Table III: 256 B payload for the baselines
+}  // namespace
+
+PlatformDefaults platform_defaults(const std::string& platform) {
+  PlatformDefaults d;
+  if (is_multitree_platform(platform)) {
+    d.switch_latency_ns = kMultiTreeRouterLatencyNs;
+    d.max_payload_bytes = kMultiTreePayloadBytes;
+  }
+  return d;
+}
 
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
-  const double bw = cfg.get<double>("link.bw_GBps", 25.0,
-                                    "bandwidth of each link direction, GB/s (Klenk §V: 25 GB/s per NVSwitch port)");
+  PlatformShape shape;
+  shape.gpus = gpus;
+  return make_topology(platform, shape, cfg);
+}
+
+topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg) {
+  const bool multitree = is_multitree_platform(platform);
+  const double bw = cfg.get<double>(
+      "link.bw_GBps", multitree ? topo::kMultiTreeLinkGBps : 25.0,
+      "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, YAML files: 25, Klenk §V, per NVSwitch port; "
+      "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
+      "router's network links together, MultiTree §V-A)");
   const double lat = cfg.get<double>(
-      "link.latency_ns", 0.0,
-      "wire latency of each link, ns (Klenk §V gives none: its 150 ns switch latency covers the fabric)");
+      "link.latency_ns", multitree ? topo::kMultiTreeLinkLatencyNs : 0.0,
+      "wire latency of each link, ns (dgx2, fattree2l, star, YAML files: 0, Klenk §V gives none, its 150 ns switch "
+      "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III)");
   if (!(bw > 0)) throw UserError("link.bw_GBps must be above zero");
   if (!(lat >= 0)) throw UserError("link.latency_ns must not be negative");
+  const int gpus = shape.gpus;
+  const bool dims = shape.dims;
+  const std::string dims_text = std::to_string(shape.dims_x) + "x" + std::to_string(shape.dims_y);
+  if (dims && platform != "torus" && platform != "mesh" && platform != "bigraph")
+    throw UserError("--dims applies to the torus, mesh and bigraph platforms, not to " + platform +
+                    (platform == "fattree" ? "; give --nodes instead" : ""));
+  if (shape.nodes != 0 && platform != "fattree")
+    throw UserError("--nodes applies to the fattree platform, not to " + platform +
+                    (platform == "torus" || platform == "mesh" || platform == "bigraph" ? "; give --dims instead"
+                     : platform == "star" || platform == "fattree2l"                  ? "; give --gpus instead"
+                                                                                      : ""));
   if (platform == "dgx2") {
     if (gpus != 0 && (gpus < 1 || gpus > 16))
       throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
@@ -38,6 +85,26 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
     if (n < 1 || n > 4096)
       throw UserError("the star platform builds 1 to 4096 GPUs, not " + std::to_string(n));
     return topo::make_star(n, bw, lat);
+  }
+  if (platform == "torus" || platform == "mesh") {
+    const int kx = dims ? shape.dims_x : 4, ky = dims ? shape.dims_y : 4;
+    if (kx < 2 || ky < 2 || kx > 16 || ky > 16)
+      throw UserError("a " + platform + " of " + dims_text + " is not built: --dims takes 2 to 16 routers per dimension, 2x2 up to 16x16");
+    return platform == "torus" ? topo::make_torus(kx, ky, bw, lat) : topo::make_mesh(kx, ky, bw, lat);
+  }
+  if (platform == "fattree") {
+    // k-ary 2-level: k nodes per leaf switch, k leaves, k spines (MultiTree §VI-A).
+    const int n = shape.nodes ? shape.nodes : 16;
+    int k = 2;
+    while (k * k < n) ++k;
+    if (k * k != n || k > 16)
+      throw UserError("a k-ary 2-level fat tree has k x k nodes: --nodes takes 16 (4-ary), 64 (8-ary) or another "
+                      "square from 4 to 256, not " + std::to_string(n));
+    return topo::make_fattree(n, k, bw, lat);
+  }
+  if (platform == "bigraph") {
+    const int per_switch = dims ? shape.dims_x : 4, switches = dims ? shape.dims_y : 8;
+    return topo::make_bigraph(per_switch, switches, bw, lat);
   }
   if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
                               platform.substr(platform.size() - 4) == ".yml")) {
@@ -60,7 +127,10 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   net::PacketFormat fmt;
   fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
   fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
-  fmt.max_payload_bytes = cfg.get<uint32_t>("net.max_payload_bytes", 128, "largest payload per packet, bytes (Klenk §V)");
+  fmt.max_payload_bytes = cfg.get<uint32_t>(
+      "net.max_payload_bytes", d.max_payload_bytes,
+      "largest payload per packet, bytes (dgx2, fattree2l, star, YAML files: 128, Klenk §V; torus, mesh, fattree, "
+      "bigraph: 256, MultiTree Table III's payload for the baselines)");
   // A payload holds at least an 8-byte flag store; sizes stay far from the
   // 16-bit wire-size field.
   if (fmt.max_payload_bytes < 8 || fmt.max_payload_bytes % 4 != 0 || fmt.max_payload_bytes > 4096)
@@ -71,8 +141,12 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   const uint32_t max_packet = fmt.wire_bytes(fmt.max_payload_bytes);
 
   nvswitch::SwitchConfig sw;
-  const double sw_latency_ns =
-      cfg.get<double>("switch.latency_ns", 150.0, "switch latency, first flit in to first flit out, ns (Klenk §V)");
+  const double sw_latency_ns = cfg.get<double>(
+      "switch.latency_ns", d.switch_latency_ns,
+      "switch or router latency, first flit in to first flit out, ns (dgx2, fattree2l, star, YAML files: 150, "
+      "Klenk §V; torus, mesh, fattree, bigraph: 4, MultiTree Table III's 1 GHz routers, which the paper models in "
+      "BookSim without giving a pipeline depth, times BookSim's default 4 one-cycle stages: routing, VC "
+      "allocation, switch allocation, switch traversal)");
   if (!(sw_latency_ns >= 0)) throw UserError("switch.latency_ns must not be negative");
   sw.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
   sw.speedup = cfg.get<double>(
@@ -153,21 +227,27 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   const double max_mem_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz;
   longest_round_trip_ = sc_time(2 * max_link_ns + max_mem_ns, sc_core::SC_NS) + sw.latency;
   if (gc.max_responses == 0) gc.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt.header_bytes) + 2;
-  // Buffers: per-link round trip, the largest over the node's links.
+  // Buffers cover a link's credit round trip: a switch's per port, from the
+  // link at that port (a torus router's node link is 4x faster than its
+  // network links, and its buffer 4x larger); a GPU's the largest over its
+  // links (one gpu.rx_buffer_bytes for all its ports).
+  auto buffer_for_port = [&](topo::PortRef p, sc_time holding) {
+    const auto& k = topo_.links()[topo_.link_at(p)];
+    return std::max(net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet),
+                    max_packet);
+  };
   auto buffer_for = [&](int node, sc_time holding) {
     uint32_t b = 0;
-    for (int p = 0; p < topo_.node(node).ports; ++p) {
-      int l = topo_.link_at({node, p});
-      if (l < 0) continue;
-      const auto& k = topo_.links()[l];
-      b = std::max(b, net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet));
-    }
-    return std::max(b, max_packet);
+    for (int p = 0; p < topo_.node(node).ports; ++p) b = std::max(b, buffer_for_port({node, p}, holding));
+    return b;
   };
   // What each node's input buffers hold, per port and VC: its peers' credits.
-  std::vector<uint32_t> in_bytes(topo_.nodes().size());
-  for (int s : topo_.switches()) in_bytes[s] = in_buf ? in_buf : buffer_for(s, sw.latency);
-  for (int e : topo_.endpoints()) in_bytes[e] = rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME);
+  std::vector<std::vector<uint32_t>> in_bytes(topo_.nodes().size());
+  for (int s : topo_.switches())
+    for (int p = 0; p < topo_.node(s).ports; ++p)
+      in_bytes[s].push_back(in_buf ? in_buf : buffer_for_port({s, p}, sw.latency));
+  for (int e : topo_.endpoints())
+    in_bytes[e].assign(topo_.node(e).ports, rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME));
   for (int s : topo_.switches()) {
     const auto& node = topo_.node(s);
     nvswitch::SwitchWiring w;
@@ -182,19 +262,28 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       const auto& peer = topo_.node(topo_.peer({s, p}).node);
       w.port_endpoint.push_back(peer.kind == NodeKind::Endpoint ? peer.index : -1);
     }
+    // VC per hop: only torus, mesh and BiGraph change it (Topology::vc_policy);
+    // elsewhere every packet stays on its class's first VC.
+    if (topo_.vc_policy != topo::VcPolicy::None)
+      for (int i = 0; i < node.ports; ++i)
+        for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(topo_.vc_rule(s, i, o));
     nvswitch::SwitchConfig c = sw;
-    c.in_buffer_bytes = in_bytes[s];
-    c.out_queue_bytes = out_q ? out_q : buffer_for(s, sw.latency);
-    if (c.in_buffer_bytes < max_packet || c.out_queue_bytes < max_packet)
+    std::vector<uint32_t> out_bytes;
+    for (int p = 0; p < node.ports; ++p) out_bytes.push_back(out_q ? out_q : buffer_for_port({s, p}, sw.latency));
+    c.in_buffer_bytes = *std::max_element(in_bytes[s].begin(), in_bytes[s].end());
+    c.out_queue_bytes = *std::max_element(out_bytes.begin(), out_bytes.end());
+    if (*std::min_element(in_bytes[s].begin(), in_bytes[s].end()) < max_packet ||
+        *std::min_element(out_bytes.begin(), out_bytes.end()) < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[s] = static_cast<int>(switch_modules_.size());
     switch_modules_.push_back(
         std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, fabric_.get()));
+    for (int p = 0; p < node.ports; ++p) switch_modules_.back()->size_port(p, in_bytes[s][p], out_bytes[p]);
   }
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);
     gpu::GpuConfig c = gc;
-    c.rx_buffer_bytes = in_bytes[e];
+    c.rx_buffer_bytes = in_bytes[e][0];
     if (c.rx_buffer_bytes < max_packet)
       throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[e] = static_cast<int>(gpu_modules_.size());
@@ -213,9 +302,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   auto configure = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l) {
     const sc_time lat(l.latency_ns, sc_core::SC_NS);
     if (topo_.node(from.node).kind == NodeKind::Switch)
-      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
+      switch_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node][to.port]);
     else
-      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node]);
+      gpu_modules_[module_of[from.node]]->configure_port(from.port, l.bw_GBps, lat, in_bytes[to.node][to.port]);
     out_of(from).socket.bind(in_of(to).socket);
     link_ends_.push_back({topo_.port_name(from), topo_.port_name(to), &out_of(from)});
   };

@@ -16,11 +16,23 @@
 
 namespace incsim::platforms {
 
-// Builds the topology for --platform (a built-in name or a YAML file) with
-// `gpus` endpoints where the platform allows choosing (0: its default).
-// Declares link.* parameters in cfg.
+// The shape the command line asks for; 0 (or no dims) where not given.
+struct PlatformShape {
+  int gpus = 0;    // --gpus: GPUs built on star and fattree2l (elsewhere the run takes the first N)
+  bool dims = false;  // --dims AxB given: torus and mesh KX x KY; bigraph nodes per switch x switches
+  int dims_x = 0, dims_y = 0;
+  int nodes = 0;   // --nodes: fattree
+};
+
+// Builds the topology for --platform (a built-in name or a YAML file) in the
+// shape asked for, or the platform's default shape. Declares link.*
+// parameters in cfg, with the platform's defaults (platform_defaults()).
+topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg);
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg);
 std::string builtin_platforms();  // for messages
+// The networks of MultiTree's evaluation (torus, mesh, fattree, bigraph),
+// whose defaults come from MultiTree Table III rather than Klenk §V.
+bool is_multitree_platform(const std::string& platform);
 
 struct LinkEnd {
   std::string from, to;
@@ -36,10 +48,15 @@ struct LittleLaw {
   double l_gpu_ns = 0;   // mean GPU memory response latency
 };
 
-// Defaults that depend on what runs on the platform.
+// Defaults that depend on the platform and on what runs on it.
 struct PlatformDefaults {
   uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
+  double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
+  uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
 };
+// Klenk's values for dgx2, fattree2l, star and YAML files; MultiTree's for
+// torus, mesh, fattree and bigraph.
+PlatformDefaults platform_defaults(const std::string& platform);
 
 class Platform {
  public:

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/trace.h"
@@ -50,7 +51,9 @@ std::string algorithms_for(const std::string& collective) {
 }  // namespace
 
 std::string choices() {
-  return "platform\t" + platforms::builtin_platforms() + ", FILE.yaml\ncollective\t" + kCollectives +
+  return "platform\t" + platforms::builtin_platforms() +
+         ", FILE.yaml\ndims\t2x2 to 16x16 (torus, mesh), 4x8, 4x16 (bigraph: nodes per switch x switches)\n"
+         "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\ncollective\t" + kCollectives +
          "\nalgorithm\t" + kAlgorithms + "\ndtype\t" + collectives::kDTypes + "\nredop\t" + collectives::kRedOps +
          "\n";
 }
@@ -64,8 +67,8 @@ void load_config_file(const std::string& path, Options& o, Config& cfg) {
   YAML::Node params;
   for (const auto& kv : root) {
     const auto key = kv.first.as<std::string>();
-    if (key == "platform" || key == "collective" || key == "algorithm" || key == "gpus" || key == "sizes" ||
-        key == "dtype" || key == "redop" || key == "seed") {
+    if (key == "platform" || key == "dims" || key == "nodes" || key == "collective" || key == "algorithm" ||
+        key == "gpus" || key == "sizes" || key == "dtype" || key == "redop" || key == "seed") {
       if (!kv.second.IsScalar()) throw UserError("config file " + path + ": '" + key + "' must be a single value");
       argv_store.push_back("--" + key);
       argv_store.push_back(kv.second.as<std::string>());
@@ -92,6 +95,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     pick(opt_.collective, from_file.collective, defaults.collective);
     pick(opt_.algorithm, from_file.algorithm, defaults.algorithm);
     pick(opt_.gpus, from_file.gpus, defaults.gpus);
+    pick(opt_.dims, from_file.dims, defaults.dims);
+    pick(opt_.nodes, from_file.nodes, defaults.nodes);
     pick(opt_.sizes, from_file.sizes, defaults.sizes);
     pick(opt_.dtype, from_file.dtype, defaults.dtype);
     pick(opt_.redop, from_file.redop, defaults.redop);
@@ -112,12 +117,30 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     if (s % 4 != 0)
       throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
 
-  topo::Topology t = platforms::make_topology(opt_.platform, opt_.gpus, cfg_);
+  platforms::PlatformShape shape;
+  shape.gpus = opt_.gpus;
+  shape.nodes = opt_.nodes;
+  if (!opt_.dims.empty()) {
+    shape.dims = true;
+    std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
+  }
+  topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
   const int n = opt_.gpus ? opt_.gpus : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
   if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
+  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
+  // paths conform to unicast routes. Our multicast trees run the routes
+  // toward their root backwards: routes on a fabric that goes up, then down,
+  // but not under dimension order (X then Y backwards is Y then X) nor on
+  // BiGraph (ties broken by destination: the way back differs), and there
+  // runs stall (measured: push on a 4x4 torus
+  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
+  if (opt_.algorithm != "ring" && t.vc_policy != topo::VcPolicy::None)
+    throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
+                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
+                    " use ring");
   if (!opt_.dump_platform.empty()) {
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
@@ -127,7 +150,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   // Defaults from the paper's figure for this algorithm and platform (Klenk
   // Fig. 7: DGX-2; Fig. 8: the fat tree).
   const bool fattree = t.name == "fattree2l";
-  platforms::PlatformDefaults pd;
+  platforms::PlatformDefaults pd = platforms::platform_defaults(opt_.platform);
   pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
@@ -383,6 +406,8 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   using json = nlohmann::ordered_json;
   json j;
   j["config"]["platform"] = opt_.platform;
+  if (!opt_.dims.empty()) j["config"]["dims"] = opt_.dims;
+  if (opt_.nodes) j["config"]["nodes"] = opt_.nodes;
   j["config"]["collective"] = opt_.collective;
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["gpus"] = participants();

@@ -10,10 +10,14 @@ namespace incsim::tb {
 
 const char* usage() {
   return "usage: incsim [options]\n"
-         "  --platform NAME|FILE.yaml   dgx2 (default), star, or a YAML platform file\n"
+         "  --platform NAME|FILE.yaml   dgx2 (default), fattree2l, star, torus, mesh, fattree, bigraph,\n"
+         "                              or a YAML platform file (incsim --list-choices)\n"
+         "  --dims KXxKY                torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4);\n"
+         "                              bigraph: nodes per switch x switches, 4x8 or 4x16 (default 4x8)\n"
+         "  --nodes N                   fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)\n"
          "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
          "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast\n"
-         "  --gpus N                    GPUs taking part (star: GPUs built)\n"
+         "  --gpus N                    GPUs taking part (star, fattree2l: GPUs built)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
@@ -40,11 +44,23 @@ uint64_t parse_uint(const std::string& flag, const std::string& v) {
 }
 }  // namespace
 
+std::pair<int, int> parse_dims(const std::string& text) {
+  const auto x = text.find_first_of("xX");
+  auto number = [&](const std::string& part) {
+    if (part.empty() || part.size() > 6 || part.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(part);
+  };
+  const int a = x == std::string::npos ? -1 : number(text.substr(0, x));
+  const int b = x == std::string::npos ? -1 : number(text.substr(x + 1));
+  if (a < 0 || b < 0) throw UserError("--dims expects two whole numbers joined by x, such as 8x8, got '" + text + "'");
+  return {a, b};
+}
+
 Options parse_command_line(int argc, const char* const* argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
-    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--sizes",
+    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
                                          "--list-choices", "--help", "-h"};
@@ -68,6 +84,13 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       const uint64_t g = parse_uint(a, value);
       if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
       o.gpus = static_cast<int>(g);
+    } else if (a == "--dims") {
+      parse_dims(value);
+      o.dims = value;
+    } else if (a == "--nodes") {
+      const uint64_t nodes = parse_uint(a, value);
+      if (nodes == 0 || nodes > 1000000) throw UserError("--nodes must be between 1 and 1000000, not " + value);
+      o.nodes = static_cast<int>(nodes);
     } else if (a == "--sizes") o.sizes = value;
     else if (a == "--dtype") o.dtype = value;
     else if (a == "--redop") o.redop = value;

@@ -12,6 +12,8 @@ struct Options {
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
+  std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
+  int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";
   std::string dtype = "float";
   std::string redop = "sum";
@@ -24,5 +26,7 @@ struct Options {
 // Parses argv; throws UserError with one sentence on a bad flag or value.
 Options parse_command_line(int argc, const char* const* argv, Options base = Options());
 const char* usage();
+// "8x8" -> {8, 8}; throws UserError unless it is two whole numbers joined by x.
+std::pair<int, int> parse_dims(const std::string& text);
 
 }  // namespace incsim::tb

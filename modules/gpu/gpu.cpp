@@ -119,6 +119,7 @@ void Gpu::receive(int port, net::Packet* p) {
   const sc_time now = sc_core::sc_time_stamp();
   ++packets_received_;
   latency_sum_ns_ += (p->t_tail - p->t_inject).to_seconds() * 1e9;
+  sc_assert(p->vc == net::class_first_vc(p->vc));  // rx_process serves only these
   const bool request = answered(p);
   if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {
     // The memory system takes the request when its last flit is in. Its
@@ -175,8 +176,10 @@ void Gpu::rx_process() {
   sc_time next = sc_core::sc_max_time();
   for (auto& ptr : ports_) {
     Port& pt = *ptr;
-    // One queue per VC, so a request held back never blocks a response.
-    for (auto& rx : pt.rx) {
+    // One queue per class, so a request held back never blocks a response.
+    // Packets reach a GPU on their class's first VC (the last hop resets it).
+    for (int vc = 0; vc < net::kNumVcs; vc += net::kVcsPerClass) {
+      net::PacketFifo& rx = pt.rx[vc];
       while (!rx.empty() && rx.front()->t_tail <= now) {
         net::Packet* p = rx.front();
         const bool request = answered(p);
@@ -206,7 +209,7 @@ void Gpu::rx_process() {
 
 // Request VC: flag stores first (rare and on the critical path), then the
 // active streams in turn. Response VC: acks and read data whose memory
-// latency has passed. The two VCs alternate. The port picks up to one packet
+// latency has passed. The two classes alternate. The port picks up to one packet
 // ahead of the one on the wire (OutPort::can_pick).
 void Gpu::tx_process(int port) {
   Port& pt = *ports_[port];
@@ -216,8 +219,11 @@ void Gpu::tx_process(int port) {
   while (pt.link.can_pick(now)) {
     const sc_time start = pt.link.next_start(now);
     net::Packet* chosen = nullptr;
-    for (int k = 0; k < net::kNumVcs && !chosen; ++k) {
-      const int vc = static_cast<int>((pt.vc_rr + k) % net::kNumVcs);
+    // The two message classes in turn, each on its first VC (the network's
+    // switches move packets to a class's second VC where a route needs it).
+    for (int k = 0; k < 2 && !chosen; ++k) {
+      const int cls = static_cast<int>((pt.vc_rr + k) % 2);
+      const int vc = cls == 0 ? net::kRequestVc : net::kResponseVc;
       if (vc == net::kResponseVc) {
         if (pt.responses.empty() || pt.responses.top().at > start) continue;
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
@@ -250,7 +256,7 @@ void Gpu::tx_process(int port) {
           ++pt.stream_rr;
         }
       }
-      if (chosen) pt.vc_rr = vc + 1;
+      if (chosen) pt.vc_rr = cls + 1;
     }
     if (!chosen) {
       const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();
@@ -285,7 +291,8 @@ uint64_t Gpu::report_held(std::ostream& os) const {
   uint64_t total = 0;
   for (size_t p = 0; p < ports_.size(); ++p) {
     const Port& pt = *ports_[p];
-    const uint64_t arrived = pt.rx[net::kRequestVc].size() + pt.rx[net::kResponseVc].size();
+    uint64_t arrived = 0;
+    for (const auto& rx : pt.rx) arrived += rx.size();
     const uint64_t held = arrived + pt.responses.size() + pt.control.size();
     if (held == 0 && pt.active.empty()) continue;
     os << "  " << name() << " port " << p << ": " << arrived << " packets arrived and not taken, "

@@ -22,10 +22,24 @@ constexpr uint64_t kMulticastBase = 1ull << 48;
 inline bool is_multicast(uint64_t addr) { return addr >= kMulticastBase; }
 constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
 
-// Two virtual channels segregate requests from responses so that responses
-// always drain and no protocol deadlock can form (Klenk §IV-E2).
-enum Vc : uint8_t { kRequestVc = 0, kResponseVc = 1 };
-constexpr int kNumVcs = 2;
+// Virtual channels. Two message classes, requests and responses, so that
+// responses always drain and no protocol deadlock can form (Klenk §IV-E2);
+// each class has two VCs, so that dimension-order routing on a torus stays
+// deadlock-free: a packet crossing a ring's wrap-around link (the dateline)
+// moves to its class's second VC (Dally and Towles, Principles and Practices
+// of Interconnection Networks, ch. 14). 4 VCs, as MultiTree Table III.
+// kRequestVc and kResponseVc are each class's first VC, the one every packet
+// enters and leaves the network on; switches pick the VC per hop
+// (topo::VcRule).
+enum Vc : uint8_t { kRequestVc = 0, kResponseVc = 2 };
+constexpr int kVcsPerClass = 2;
+constexpr int kNumVcs = 4;
+// The first VC of vc's class, and the class's second VC.
+inline constexpr int class_first_vc(int vc) { return vc & ~(kVcsPerClass - 1); }
+inline constexpr int class_second_vc(int vc) { return class_first_vc(vc) + 1; }
+static_assert(class_first_vc(kRequestVc) == kRequestVc && class_first_vc(kResponseVc) == kResponseVc &&
+                  kResponseVc + kVcsPerClass == kNumVcs,
+              "each class owns kVcsPerClass consecutive VCs");
 
 struct Packet {
   Packet* next = nullptr;   // intrusive queue link: queues never allocate

@@ -22,6 +22,7 @@ void OutPort::send(Packet* p, const sc_core::sc_time& start, const sc_core::sc_t
   p->t_tail = busy_until_ + latency_;
   bytes_sent_ += p->wire_bytes;
   ++packets_sent_;
+  ++packets_on_vc_[p->vc];
   tlm::tlm_phase phase = tlm::BEGIN_REQ;
   sc_core::sc_time delay = latency_;
   socket->nb_transport_fw(*p, phase, delay);

@@ -55,6 +55,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
 
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t packets_sent() const { return packets_sent_; }
+  uint64_t packets_sent(int vc) const { return packets_on_vc_[vc]; }
   double bw_GBps() const { return bw_GBps_; }
   sc_core::sc_time latency() const { return latency_; }
   void trace(sc_core::sc_trace_file* tf, const std::string& prefix) const;
@@ -77,6 +78,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   std::vector<Credit> ring_;  // credits on their way back, oldest first
   Wakeup* wake_ = nullptr;
   uint64_t bytes_sent_ = 0, packets_sent_ = 0;
+  uint64_t packets_on_vc_[kNumVcs] = {};
   double bw_GBps_ = 0;
 
  public:

@@ -14,7 +14,9 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring,
       inputs_(2 * ports) {
   for (int p = 0; p < ports; ++p) {
     inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
+    inputs_[p].capacity = cfg.in_buffer_bytes;
     outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str()));
+    outputs_.back()->limit = cfg.out_queue_bytes;
     outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
     outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
@@ -29,6 +31,11 @@ void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_b
   outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * speedup);
 }
 
+void NvSwitch::size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes) {
+  inputs_[p].capacity = in_buffer_bytes;
+  outputs_[p]->limit = out_queue_bytes;
+}
+
 void NvSwitch::wake_at(int o, const sc_time& at) {
   outputs_[o]->wake.at(at);
 }
@@ -36,7 +43,7 @@ void NvSwitch::wake_at(int o, const sc_time& at) {
 void NvSwitch::receive(int port, net::Packet* p) {
   Input& in = inputs_[port];
   in.bytes[p->vc] += p->wire_bytes;
-  sc_assert(in.bytes[p->vc] <= cfg_.in_buffer_bytes);  // credits make overflow impossible
+  sc_assert(in.bytes[p->vc] <= in.capacity);  // credits make overflow impossible
   enqueue(port, p);
 }
 
@@ -184,7 +191,9 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       }
       // A push write at its home port goes into the table, which never stalls.
       const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
-      if (!absorbed && out.bytes[vc] + h->wire_bytes > cfg_.out_queue_bytes) continue;  // the link frees space
+      // The VC it takes on the next link (a dateline moves it to its class's second VC).
+      const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
+      if (!absorbed && out.bytes[ovc] + h->wire_bytes > out.limit) continue;  // the link frees space
       const sc_time done =
           now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
       out.requests[idx / 64] &= ~(1ull << (idx % 64));
@@ -201,7 +210,8 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
         pop_head(static_cast<int>(idx / net::kNumVcs), vc, now);  // the last copy travels as the original
       }
       out.xbar_rr = idx + 1;
-      deliver(o, moving, vc, now);
+      moving->vc = static_cast<uint8_t>(ovc);  // after pop_head: the input's credit is for the VC it came on
+      deliver(o, moving, ovc, now);
       return true;
     }
   }
@@ -212,7 +222,7 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
 // ahead, the moment it frees (OutPort::can_pick).
 bool NvSwitch::transmit(int o, const sc_time& now) {
   Output& out = *outputs_[o];
-  if (!out.link.can_pick(now)) return false;
+  if (out.queued == 0 || !out.link.can_pick(now)) return false;
   const sc_time start = out.link.next_start(now);
   for (int k = 0; k < net::kNumVcs; ++k) {
     const int vc = static_cast<int>((out.vc_rr + k) % net::kNumVcs);
@@ -220,13 +230,12 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
     if (!h || !out.link.has_credit(vc, h->wire_bytes)) continue;
     out.queue[vc].pop();
     out.bytes[vc] -= h->wire_bytes;
+    --out.queued;
     out.vc_rr = vc + 1;
     out.link.send(h, start, h->t_tail);
     return true;
   }
-  if (start == now)
-    for (int vc = 0; vc < net::kNumVcs; ++vc)
-      if (!out.queue[vc].empty()) out.link.wait_for_credit(now);
+  if (start == now) out.link.wait_for_credit(now);
   return false;
 }
 
@@ -242,9 +251,7 @@ void NvSwitch::output_process(int o) {
     moved = crossbar_move(o, now, next);
     moved = transmit(o, now) || moved;
   }
-  bool queued = false;
-  for (int vc = 0; vc < net::kNumVcs; ++vc) queued = queued || !out.queue[vc].empty();
-  if (queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
+  if (out.queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
   if (out.push_entries) expire(o, now, next);
   if (next != never) out.wake.at(next);
 }
@@ -258,6 +265,7 @@ void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
   if (p->op == net::Op::PullResp && out.table.capacity() && !(p = pull_reduce(o, p))) return;
   out.queue[vc].push(p);
   out.bytes[vc] += p->wire_bytes;
+  ++out.queued;
 }
 
 // Push (Klenk §IV-C, Fig. 4): the table behaves as a fully associative cache.

@@ -48,6 +48,9 @@ struct SwitchWiring {
   std::vector<uint32_t> route_to_switch_first;
   std::vector<int16_t> route_to_switch;
   std::vector<int32_t> port_endpoint;   // [port] -> endpoint attached, -1 for a switch
+  // [input port * ports + output port] -> how a packet's VC changes on that
+  // hop (topo::Topology::vc_rule); empty: every packet keeps its VC.
+  std::vector<topo::VcRule> vc_rule;
 };
 class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:
@@ -60,6 +63,9 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   net::OutPort& out(int p) { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
+  // Port p's input buffer and output queue per VC, bytes, when they differ
+  // from SwitchConfig's (each covers its own link's round trip).
+  void size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
@@ -76,12 +82,15 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     net::PacketFifo fifo[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     bool mc_started[net::kNumVcs] = {};  // the head multicast has sent a copy
+    uint32_t capacity = 0;               // bytes per VC (the upstream's credits)
     sc_core::sc_time xbar_free;
   };
   struct Output {
     explicit Output(const char* n) : link(n) {}
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
+    uint32_t limit = 0;  // queue bytes per VC
+    uint32_t queued = 0;  // packets in all VCs' queues
     sc_core::sc_time xbar_free;
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
@@ -100,6 +109,17 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   void multicast_request(net::Packet* head, int input);
   void enqueue(int input, net::Packet* p);
   net::Packet* pop_head(int input, int vc, const sc_core::sc_time& now);
+  // The VC a packet that came on (input, vc) takes out of port o; what a
+  // reduction table emits enters on its class's first VC.
+  int out_vc(int input, int o, int vc) const {
+    if (wiring_.vc_rule.empty()) return vc;
+    if (input >= ports_) return net::class_first_vc(vc);
+    switch (wiring_.vc_rule[static_cast<size_t>(input) * ports_ + o]) {
+      case topo::VcRule::First: return net::class_first_vc(vc);
+      case topo::VcRule::Second: return net::class_second_vc(vc);
+      default: return vc;
+    }
+  }
   net::Packet* clone(const net::Packet* p);
   // What reaches output o: queued for the link, or taken by its reduction table.
   void deliver(int o, net::Packet* p, int vc, const sc_core::sc_time& now);

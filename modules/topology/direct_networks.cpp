@@ -1,5 +1,6 @@
 #include "topology/direct_networks.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,24 @@ namespace incsim::topo {
 
 namespace {
 
-// Shared by mesh and torus. Neighbours in the order -Y, +Y, -X, +X.
+// A router's neighbour directions, in its port order.
+enum Dir { kMinusY, kPlusY, kMinusX, kPlusX };
+
+// Direction of the first hop along one dimension of size k from coordinate c
+// to coordinate dc (c != dc): toward it on a mesh; the shorter way round on a
+// torus, and when both ways are equally long (k even, dc = c + k/2) + if c
+// plus the destination's coordinate in the other dimension `o` is even, else
+// -, so tied traffic uses both directions (and both parallel links of a
+// size-2 dimension) equally. Every later hop of that dimension has a unique
+// shorter way, the same direction.
+bool plus_direction(int c, int dc, int k, int o, bool wrap) {
+  if (!wrap) return dc > c;
+  const int forward = (dc - c + k) % k, backward = k - forward;
+  if (forward != backward) return forward < backward;
+  return (c + o) % 2 == 0;
+}
+
+// Shared by mesh and torus.
 Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, double lat,
                    double nic_bw) {
   const std::string what = std::string("a ") + kind + " of " + std::to_string(kx) + "x" +
@@ -19,33 +37,45 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   if (kx > 128 || ky > 128) throw UserError(what + " is too large: each dimension is at most 128");
   const int n = kx * ky;
   // Neighbour lists per router; a wrap-around of a size-2 dimension repeats the
-  // neighbour, giving two parallel links.
+  // neighbour, giving two parallel links. port_of: the port of each direction
+  // (-1 on a mesh edge); wrapped: the port's link goes round the torus.
   std::vector<std::vector<int>> nbr(n);
+  std::vector<std::vector<bool>> wrapped(n);
+  std::vector<std::array<int, 4>> port_of(n, {-1, -1, -1, -1});
   for (int i = 0; i < n; ++i) {
     const int x = i % kx, y = i / kx;
-    auto add = [&](int dx, int dy, int size, int coord) {
+    auto add = [&](Dir d, int dx, int dy, int size, int coord) {
       int c = coord + (dx + dy);
+      bool wraps = false;
       if (c < 0 || c >= size) {
         if (!wrap || size < 2) return;
         c = (c + size) % size;
+        wraps = true;
       }
       if (c == coord) return;
       int j = dx != 0 ? y * kx + c : c * kx + x;
+      port_of[i][d] = static_cast<int>(nbr[i].size());
       nbr[i].push_back(j);
+      wrapped[i].push_back(wraps);
     };
-    add(0, -1, ky, y);
-    add(0, +1, ky, y);
-    add(-1, 0, kx, x);
-    add(+1, 0, kx, x);
+    add(kMinusY, 0, -1, ky, y);
+    add(kPlusY, 0, +1, ky, y);
+    add(kMinusX, -1, 0, kx, x);
+    add(kPlusX, +1, 0, kx, x);
   }
   Topology t;
   t.name = kind;
+  t.grid = {kx, ky, wrap};
+  t.vc_policy = VcPolicy::Dateline;
+  t.routing = "dimension-order";
   std::vector<int> ep(n), rt(n);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int i = 0; i < n; ++i)
     rt[i] = t.add_switch("r" + std::to_string(i), static_cast<int>(nbr[i].size()) + 1);
   // Link router i port p to its neighbour j on the first port of j that lists i
   // and is still free (the k-th occurrence of i pairs with the k-th occurrence).
+  // A wrap-around link of a dimension of 3 or more is its dateline (size 2:
+  // minimal routes take one hop in it, so no cycle can form).
   for (int i = 0; i < n; ++i)
     for (size_t p = 0; p < nbr[i].size(); ++p) {
       const int j = nbr[i][p];
@@ -56,7 +86,13 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
       for (size_t q = 0; q < nbr[j].size(); ++q) {
         if (nbr[j][q] != i) continue;
         if (seen++ == occurrence) {
-          t.connect({rt[i], static_cast<int>(p)}, {rt[j], static_cast<int>(q)}, bw, lat);
+          const int dim = p == static_cast<size_t>(port_of[i][kMinusX]) ||
+                                  p == static_cast<size_t>(port_of[i][kPlusX])
+                              ? 0
+                              : 1;
+          const int size = dim == 0 ? kx : ky;
+          t.connect({rt[i], static_cast<int>(p)}, {rt[j], static_cast<int>(q)}, bw, lat, dim,
+                    size > 2 && (wrapped[i][p] || wrapped[j][q]));
           break;
         }
       }
@@ -66,7 +102,15 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
     const double b = nic_bw > 0 ? nic_bw : bw * deg;  // MultiTree §V-A
     t.connect({ep[i], 0}, {rt[i], deg}, b, lat);
   }
-  t.finalize();
+  // Dimension-order routing, X then Y (docs/platforms.md).
+  const int first_router = rt[0];
+  t.finalize([&](int node, int d) {
+    const int i = node - first_router;
+    if (i == d) return static_cast<int>(nbr[i].size());  // the endpoint's port
+    const int x = i % kx, y = i / kx, dx = d % kx, dy = d / kx;
+    if (x != dx) return port_of[i][plus_direction(x, dx, kx, dy, wrap) ? kPlusX : kMinusX];
+    return port_of[i][plus_direction(y, dy, ky, dx, wrap) ? kPlusY : kMinusY];
+  });
   return t;
 }
 
@@ -109,6 +153,11 @@ Topology make_bigraph(int per_switch, int switches, double bw, double lat) {
   const int n = per_switch * switches, half = switches / 2;
   Topology t;
   t.name = "bigraph";
+  // Shortest paths between two switches of one group turn back up through
+  // the other group (upper-lower-upper, lower-upper-lower), so with one VC
+  // their channel dependencies form cycles; the second switch-to-switch link
+  // of such a path uses the second VC of its class, which breaks them.
+  t.vc_policy = VcPolicy::SwitchHop;
   std::vector<int> ep(n), sw(switches);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int s = 0; s < switches; ++s)

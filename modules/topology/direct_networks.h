@@ -11,6 +11,10 @@
 //    -X, +X (only those that exist on a mesh edge), then the endpoint last.
 //    MultiTree (§III-C) checks neighbours "in Y dimension then in X dimension",
 //    which is this port order.
+//  - mesh/torus routing is dimension order, X then Y, minimal on the torus
+//    (ties broken by coordinates, plus_direction() in the .cpp); a torus
+//    wrap-around link of a dimension of 3 or more is a dateline
+//    (Link::dateline). Fat tree and BiGraph keep shortest-path routing.
 //  - fat tree and BiGraph: endpoint i sits on leaf switch i / k (fat tree) or
 //    switch i / per_switch (BiGraph), on that switch's port i % k; switch ports
 //    list the endpoints first, then the links to other switches.

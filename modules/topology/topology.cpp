@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <ostream>
+#include <stdexcept>
 
 #include "core/error.h"
 
@@ -38,7 +39,7 @@ void Topology::check_port(PortRef p, const char* what) const {
   if (port_link_[p.node][p.port] >= 0) throw UserError("port " + port_name(p) + " is linked twice");
 }
 
-void Topology::connect(PortRef a, PortRef b, double bw, double lat) {
+void Topology::connect(PortRef a, PortRef b, double bw, double lat, int dim, bool dateline) {
   check_port(a, "first end");
   check_port(b, "second end");
   const std::string what = "link " + port_name(a) + " - " + port_name(b);
@@ -48,7 +49,7 @@ void Topology::connect(PortRef a, PortRef b, double bw, double lat) {
     throw UserError(what + " joins two endpoints; endpoints connect through switches");
   port_link_[a.node][a.port] = static_cast<int>(links_.size());
   port_link_[b.node][b.port] = static_cast<int>(links_.size());
-  links_.push_back({a, b, bw, lat});
+  links_.push_back({a, b, bw, lat, dim, dateline});
 }
 
 PortRef Topology::peer(PortRef p) const {
@@ -58,7 +59,7 @@ PortRef Topology::peer(PortRef p) const {
   return (k.a.node == p.node && k.a.port == p.port) ? k.b : k.a;
 }
 
-void Topology::finalize() {
+void Topology::finalize(const RouteFn& route_fn) {
   if (endpoints_.size() < 1) throw UserError("platform '" + name + "' has no endpoints");
   if (endpoints_.size() > 30000 || nodes_.size() > 30000)
     throw UserError("platform '" + name + "' has more than 30000 nodes");
@@ -102,7 +103,17 @@ void Topology::finalize() {
         if (nodes_[v.node].kind == NodeKind::Endpoint && v.node != endpoints_[d]) continue;
         best.push_back(p);
       }
-      route_[u][d] = static_cast<int16_t>(best[d % best.size()]);
+      int chosen = best[d % best.size()];
+      if (route_fn && nodes_[u].kind == NodeKind::Switch) {
+        const int p = route_fn(u, d);
+        if (p >= 0) {
+          if (std::find(best.begin(), best.end(), p) == best.end())
+            throw std::logic_error("platform '" + name + "': the routing function sends packets for " +
+                                   nodes_[endpoints_[d]].name + " off a shortest path at " + port_name({u, p}));
+          chosen = p;
+        }
+      }
+      route_[u][d] = static_cast<int16_t>(chosen);
     }
   }
   // Toward each switch: breadth-first over switches only.
@@ -131,6 +142,25 @@ void Topology::finalize() {
           sw_routes_[u][d].push_back(static_cast<int16_t>(p));
       }
     }
+  }
+}
+
+VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
+  const int out = port_link_[node][out_port];
+  const int in = port_link_[node][in_port];
+  if (out < 0 || in < 0) return VcRule::First;
+  switch (vc_policy) {
+    case VcPolicy::Dateline:
+      if (links_[out].dateline) return VcRule::Second;
+      if (links_[out].dim >= 0 && links_[in].dim == links_[out].dim) return VcRule::Keep;
+      return VcRule::First;
+    case VcPolicy::SwitchHop:
+      return nodes_[peer({node, in_port}).node].kind == NodeKind::Switch &&
+                     nodes_[peer({node, out_port}).node].kind == NodeKind::Switch
+                 ? VcRule::Second
+                 : VcRule::First;
+    default:
+      return VcRule::First;
   }
 }
 

@@ -3,6 +3,7 @@
 // bandwidth and latency. Plain C++ with no SystemC: platforms elaborate modules
 // from it, routing tables are computed from it, and collective algorithms read it.
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -27,6 +28,31 @@ struct Link {
   PortRef a, b;
   double bw_GBps;     // each direction, GB = 1e9 B
   double latency_ns;  // wire latency, each direction
+  // Grid networks (mesh, torus): the dimension the link runs along (0 = X,
+  // 1 = Y), -1 for any other link; and whether it is a torus wrap-around link,
+  // the dateline where a packet moves to its class's second VC.
+  int dim = -1;
+  bool dateline = false;
+};
+
+// How a switch picks the VC of a packet it forwards from one port to another
+// (net::kVcsPerClass VCs per message class, docs/platforms.md): keep the VC
+// it came on, or take the class's first or second VC.
+enum class VcRule : uint8_t { Keep, First, Second };
+
+// Which rule a platform's switches follow to stay free of routing deadlock
+// (Topology::vc_rule).
+enum class VcPolicy : uint8_t {
+  None,       // every packet stays on its class's first VC: routes never turn back up (DGX-2, fat trees)
+  Dateline,   // grid networks: dimension order with a dateline per torus ring
+  SwitchHop,  // BiGraph: switch-to-switch links after the first are on the class's second VC
+};
+
+// The coordinates of a mesh or torus (kx == 0: not a grid network): endpoint
+// and router i sit at x = i % kx, y = i / kx.
+struct Grid {
+  int kx = 0, ky = 0;
+  bool wrap = false;  // torus
 };
 
 class Topology {
@@ -35,11 +61,20 @@ class Topology {
 
   int add_endpoint(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Endpoint); }
   int add_switch(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Switch); }
-  void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns);
+  void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns, int dim = -1, bool dateline = false);
 
+  // At switch `node`, the output port toward endpoint number `dst`, or -1 to
+  // leave the choice to the shortest-path rule below.
+  using RouteFn = std::function<int(int node, int dst)>;
   // Checks the graph (throws UserError naming the problem) and computes the
-  // deterministic routing tables. Call once after the last connect().
-  void finalize();
+  // deterministic routing tables. Call once after the last connect(). A
+  // routing function (dimension order on a grid) must choose a port on a
+  // shortest path; anything else is a bug in the builder (std::logic_error).
+  void finalize(const RouteFn& route_fn = {});
+
+  Grid grid;            // set by make_mesh and make_torus
+  VcPolicy vc_policy = VcPolicy::None;
+  std::string routing = "shortest-path";  // how route() was chosen, for messages
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Link>& links() const { return links_; }
@@ -74,6 +109,15 @@ class Topology {
   // Can a packet leaving endpoint port p reach endpoint number dst? (Not
   // always: on a DGX-1 an NVLink leads to one neighbour only.)
   bool port_reaches(PortRef p, int dst) const;
+
+  // The VC rule at switch `node` from in_port to out_port. Dateline: a
+  // packet leaving on a dateline link takes its class's second VC; one
+  // continuing along the dimension it came on keeps its VC; every other hop
+  // (entering the network, turning to another dimension, leaving it) takes
+  // the class's first VC. SwitchHop: a packet that came from a switch and
+  // leaves to a switch takes the second VC, every other hop the first.
+  // None: the first VC everywhere.
+  VcRule vc_rule(int node, int in_port, int out_port) const;
 
   std::string port_name(PortRef p) const;
 

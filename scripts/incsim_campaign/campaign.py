@@ -25,8 +25,8 @@ import os
 import re
 
 # Settings that are incsim flags rather than `-c key=value` parameters.
-FLAGS = ("platform", "collective", "algorithm", "gpus", "sizes", "dtype",
-         "redop", "seed", "config")
+FLAGS = ("platform", "dims", "nodes", "collective", "algorithm", "gpus",
+         "sizes", "dtype", "redop", "seed", "config")
 # Settings whose value may name a file (resolved against the campaign file).
 FILE_FLAGS = ("platform", "config")
 

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -165,6 +166,105 @@ TEST_CASE("bad input: --gpus 1", "[cli][errors]") {
 TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
   require_error("--platform star --gpus 0 --sizes 8K", {"--gpus"});
   require_error("--platform star --gpus four --sizes 8K", {"--gpus", "four"});
+}
+
+TEST_CASE("bad input: --dims that are not two numbers", "[cli][errors][platform]") {
+  require_error("--platform torus --dims 4by4 --sizes 8K", {"--dims", "'4by4'"});
+  require_error("--platform torus --dims 0 --sizes 8K", {"--dims", "'0'"});
+  require_error("--platform torus --dims 4x4x4 --sizes 8K", {"--dims", "'4x4x4'"});
+  require_error("--platform torus --dims x4 --sizes 8K", {"--dims", "'x4'"});
+  require_error("--platform torus --dims", {"--dims", "value"});
+}
+
+TEST_CASE("bad input: torus and mesh dims out of 2x2 to 16x16", "[cli][errors][platform]") {
+  require_error("--platform torus --dims 17x17 --sizes 8K", {"17x17", "2x2 up to 16x16"});
+  require_error("--platform mesh --dims 1x1 --sizes 8K", {"mesh", "1x1", "2x2 up to 16x16"});
+  require_error("--platform mesh --dims 1x8 --sizes 8K", {"1x8"});
+  require_error("--platform torus --dims 0x4 --sizes 8K", {"0x4"});
+}
+
+TEST_CASE("bad input: fat tree --nodes not k x k", "[cli][errors][platform]") {
+  require_error("--platform fattree --nodes 20 --sizes 8K", {"k x k", "20"});
+  require_error("--platform fattree --nodes 1 --sizes 8K", {"k x k", "1"});
+  require_error("--platform fattree --nodes 1024 --sizes 8K", {"k x k", "1024"});
+  require_error("--platform fattree --nodes 0 --sizes 8K", {"--nodes", "0"});
+  require_error("--platform fattree --nodes many --sizes 8K", {"--nodes", "many"});
+}
+
+TEST_CASE("bad input: BiGraph with an odd number of switches", "[cli][errors][platform]") {
+  require_error("--platform bigraph --dims 4x7 --sizes 8K", {"BiGraph", "4x7", "even number of switches"});
+  require_error("--platform bigraph --dims 0x8 --sizes 8K", {"BiGraph", "0x8"});
+}
+
+TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli][errors][platform]") {
+  require_error("--platform dgx2 --dims 4x4 --sizes 8K", {"--dims", "dgx2"});
+  require_error("--platform star --gpus 4 --dims 4x4 --sizes 8K", {"--dims", "star"});
+  require_error("--platform fattree --dims 4x4 --sizes 8K", {"--dims", "fattree", "--nodes"});
+  require_error("--platform torus --nodes 16 --sizes 8K", {"--nodes", "torus", "--dims"});
+  require_error("--platform dgx2 --nodes 16 --sizes 8K", {"--nodes", "dgx2"});
+  require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
+}
+
+TEST_CASE("bad input: in-switch reduction or multicast on torus, mesh or BiGraph", "[cli][errors][platform]") {
+  require_error("--platform torus --algorithm push --sizes 8K", {"push", "torus", "ring"});
+  require_error("--platform mesh --algorithm pull --sizes 8K", {"pull", "mesh", "ring"});
+  require_error("--platform bigraph --collective allgather --algorithm multicast --sizes 8K",
+                {"multicast", "bigraph", "ring"});
+  // Up, then down: fine, with Klenk's 128-byte blocks (MultiTree's platforms default to 256 B payloads).
+  const Result r = incsim("--platform fattree --algorithm push --sizes 64K --quiet -c net.max_payload_bytes=128");
+  INFO(r.err);
+  CHECK(r.code == 0);
+}
+
+TEST_CASE("torus, mesh, fattree and bigraph run from flags and from a config file", "[cli][platform]") {
+  for (const char* args : {"--platform torus --dims 2x4", "--platform mesh --dims 3x2", "--platform fattree --nodes 4",
+                           "--platform bigraph --dims 1x4", "--platform torus --dims 4x4 --gpus 5"}) {
+    INFO(args);
+    const Result r = incsim(std::string(args) + " --sizes 8K,64K --quiet");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+    CHECK_THAT(r.out, Catch::Contains("65536"));
+  }
+  TempDir d;
+  const std::string cfg = d.write("torus.yaml", "platform: torus\ndims: 2x4\nsizes: 8K\n");
+  const Result r = incsim("--config " + cfg + " --quiet --json " + d.file("r.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("on 8 of 8 GPUs, platform torus (8 switches"));
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  CHECK(j["config"]["dims"] == "2x4");
+  const std::string cfg2 = d.write("ft.yaml", "platform: fattree\nnodes: 4\nsizes: 8K\n");
+  const Result r2 = incsim("--config " + cfg2 + " --quiet");
+  INFO(r2.err);
+  REQUIRE(r2.code == 0);
+  CHECK_THAT(r2.out, Catch::Contains("on 4 of 4 GPUs, platform fattree"));
+}
+
+TEST_CASE("link, switch and payload defaults follow the platform", "[cli][platform]") {
+  // {link.bw_GBps, link.latency_ns, switch.latency_ns, net.max_payload_bytes}:
+  // Klenk §V on the NVSwitch platforms, MultiTree Table III on its networks.
+  const std::map<std::string, std::vector<std::string>> want = {
+      {"dgx2", {"25", "0", "150", "128"}},     {"fattree2l", {"25", "0", "150", "128"}},
+      {"star", {"25", "0", "150", "128"}},     {"torus", {"16", "150", "4", "256"}},
+      {"mesh", {"16", "150", "4", "256"}},     {"fattree", {"16", "150", "4", "256"}},
+      {"bigraph", {"16", "150", "4", "256"}}};
+  for (const auto& [platform, values] : want) {
+    INFO(platform);
+    const Result r = incsim("--list-params --platform " + platform);
+    REQUIRE(r.code == 0);
+    std::map<std::string, std::string> def;
+    for (const auto& l : lines(r.out)) {
+      std::vector<std::string> f;
+      std::istringstream is(l);
+      for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
+      if (f.size() == 4) def[f[0]] = f[2];
+    }
+    CHECK(def["link.bw_GBps"] == values[0]);
+    CHECK(def["link.latency_ns"] == values[1]);
+    CHECK(def["switch.latency_ns"] == values[2]);
+    CHECK(def["net.max_payload_bytes"] == values[3]);
+  }
 }
 
 TEST_CASE("bad input: bad reduction operator", "[cli][errors]") {
@@ -453,7 +553,8 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
   CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast\n"));
-  CHECK_THAT(r.out, Catch::Contains("platform\tdgx2, fattree2l, star, FILE.yaml\n"));
+  CHECK_THAT(r.out,
+             Catch::Contains("platform\tdgx2, fattree2l, star, torus, mesh, fattree, bigraph, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
 }
 

@@ -42,7 +42,11 @@ struct Sender : sc_core::sc_module {
     dont_initialize();
   }
   void start_at(const sc_time& t) { wake.after(t); }
-  bool pending() const { return remaining[0] + remaining[1] > 0; }
+  bool pending() const {
+    uint64_t n = 0;
+    for (uint64_t r : remaining) n += r;
+    return n > 0;
+  }
 
   void run() {
     wake.fired();
@@ -241,23 +245,24 @@ TEST_CASE("credit backpressure loses nothing and duplicates nothing and keeps or
 }
 
 TEST_CASE("credits are per virtual channel: a blocked VC does not stop the other", "[net][credits]") {
+  constexpr int kReq = net::kRequestVc, kResp = net::kResponseVc;
   const uint32_t buffer = net::round_trip_bytes(kBw, kLatency, sc_core::SC_ZERO_TIME, kWire);
   Netlist n(buffer);
-  n.rx.release_from[0] = sc_time(2, sc_core::SC_US);  // request VC drains only after 2 us
-  n.tx.remaining[0] = 100;
-  n.tx.remaining[1] = 100;
+  n.rx.release_from[kReq] = sc_time(2, sc_core::SC_US);  // request VC drains only after 2 us
+  n.tx.remaining[kReq] = 100;
+  n.tx.remaining[kResp] = 100;
   n.tx.start_at(sc_core::SC_ZERO_TIME);
   sc_core::sc_start();
-  require_in_order(n.rx.arrivals, 0, 100);
-  require_in_order(n.rx.arrivals, 1, 100);
-  CHECK(n.rx.max_held[0] <= buffer);
-  CHECK(n.rx.max_held[1] <= buffer);
-  int vc0_before = 0, vc1_before = 0;
+  require_in_order(n.rx.arrivals, kReq, 100);
+  require_in_order(n.rx.arrivals, kResp, 100);
+  CHECK(n.rx.max_held[kReq] <= buffer);
+  CHECK(n.rx.max_held[kResp] <= buffer);
+  int req_before = 0, resp_before = 0;
   for (const auto& a : n.rx.called) {
-    if (a.called < sc_time(2, sc_core::SC_US)) (a.vc == 0 ? vc0_before : vc1_before)++;
+    if (a.called < sc_time(2, sc_core::SC_US)) (a.vc == kReq ? req_before : resp_before)++;
   }
-  CHECK(vc0_before == static_cast<int>(buffer / kWire));  // only what the VC's credits allow
-  CHECK(vc1_before == 100);  // the response VC was never blocked
+  CHECK(req_before == static_cast<int>(buffer / kWire));  // only what the VC's credits allow
+  CHECK(resp_before == 100);  // the response VC was never blocked
 }
 
 TEST_CASE("an unthrottled link runs at full rate", "[net][utilisation]") {
