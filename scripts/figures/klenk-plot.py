@@ -42,6 +42,9 @@ PAPER = {
     "latency_reduction": 0.90,   # §VI-D: waves cut mean latency "by about 90%"
 }
 
+# Fig. 9 (c) also shows this size, where push depends most on the table.
+MID_SIZE = 256 * 1024
+
 COLORS = {"ring": "#444444", "pull": "#1f77b4", "pull (no barrier)": "#7fb8e6",
           "push": "#d62728"}
 
@@ -215,7 +218,7 @@ def fig7(rows, out):
         sizes |= set(s[n])
     payload_line(a, bound_GBps([r for r in rows if r["algorithm"] != "ring"]))
     algbw_axes(a, sizes, "(a) all-reduce bandwidth, DGX-2 (16 GPUs)")
-    a.legend(fontsize=8)
+    a.legend(fontsize=8, loc="upper left")
     table = []
     for n in order:
         if n == "ring":
@@ -351,28 +354,32 @@ def fig9(rows, out, incsim):
         payload_line(ax)
         algbw_axes(ax, sizes, "(%s) %s, no waves (DGX-2)" % (tag, alg))
         ax.legend(fontsize=7, ncol=2)
-    # (c) bandwidth at the largest size against the table size, with the
-    # Little's-law minimum of Eq. (1)/(2).
+    # (c) bandwidth at the largest size (solid) and at a mid size (dashed)
+    # against the table size, with the Little's-law minimum of Eq. (1)/(2).
     c = axes[2]
-    sizing, summary = [], []
+    at_sizes = [z for z in (MID_SIZE, big) if z in sizes]
+    sizing, summary, found = [], [], []
     for alg in algs:
-        at = {t: s[(alg, t)][big]["algbw_GBps"] for t in tables
-              if (alg, t) in s and big in s[(alg, t)]}
-        ts = sorted(at)
-        c.plot(ts, [at[t] for t in ts], marker="o", color=COLORS[alg],
-               label="%s at %s" % (alg, format_size(big)))
+        for z in at_sizes:
+            at = {t: s[(alg, t)][z]["algbw_GBps"] for t in tables
+                  if (alg, t) in s and z in s[(alg, t)]}
+            ts = sorted(at)
+            c.plot(ts, [at[t] for t in ts], marker="o", color=COLORS[alg],
+                   ls="-" if z == big else "--", ms=4 if z == big else 3,
+                   label="%s at %s" % (alg, format_size(z)))
+            t90, best = first_reaching(at, 0.9)
+            found.append((alg, z, at, t90, best))
+            for t in ts:
+                summary.append((alg, z, t, at[t], at[t] / best,
+                                "yes" if t == t90 else ""))
         total, per_port, line = table_sizing(incsim, "dgx2", alg)
         paper = PAPER["%s_cmin_port_B" % alg]
-        c.axvline(per_port, color=COLORS[alg], ls="--", lw=1,
+        c.axvline(per_port, color=COLORS[alg], ls="-.", lw=1,
                   label="%s C_min Eq. (%d): %d B/port" % (
                       alg, 1 if alg == "pull" else 2, per_port))
         c.axvline(paper, color=COLORS[alg], ls=":", lw=1,
                   label="paper: ~%g B/port" % paper)
         sizing.append((alg, total, per_port, paper, line[2:]))
-        t90, best = first_reaching(at, 0.9)
-        for t in ts:
-            summary.append((alg, big, t, at[t], at[t] / best,
-                            "yes" if t == t90 else ""))
     c.set_xscale("log", base=2)
     c.set_xticks(tables)
     c.set_xticklabels([format_size(t) for t in tables])
@@ -380,8 +387,8 @@ def fig9(rows, out, incsim):
     c.set_xlabel("reduction table per switch port (bytes)")
     c.set_ylabel("algorithm bandwidth (GB/s)")
     c.set_ylim(bottom=0)
-    c.set_title("(c) bandwidth at %s vs table size; C_min of Eq. (1)/(2)"
-                % format_size(big), fontsize=10)
+    c.set_title("(c) bandwidth vs table size; C_min of Eq. (1)/(2)",
+                fontsize=10)
     c.grid(True, alpha=0.3)
     c.legend(fontsize=7)
     save(fig, os.path.join(out, "klenk-fig9.png"))
@@ -395,12 +402,9 @@ def fig9(rows, out, incsim):
     for alg, total, per_port, paper, _ in sizing:
         claim("%s C_min per port (Eq. %d)" % (alg, 1 if alg == "pull" else 2),
               per_port, paper, " B")
-    for alg in algs:
-        at = {t: s[(alg, t)][big]["algbw_GBps"] for t in tables
-              if (alg, t) in s and big in s[(alg, t)]}
-        t90, best = first_reaching(at, 0.9)
+    for alg, z, at, t90, best in found:
         print("  %s at %s: %s; best %.1f GB/s, 90 %% of it from %s B/port" % (
-            alg, format_size(big),
+            alg, format_size(z),
             ", ".join("%s: %.1f" % (format_size(t), at[t]) for t in sorted(at)),
             best, format_size(t90)))
 
