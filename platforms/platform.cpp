@@ -314,7 +314,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   }
 }
 
-double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers) const {
+double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked) const {
   const int node = topo_.endpoints()[g];
   double b = 0;
   for (int p = 0; p < topo_.node(node).ports; ++p) {
@@ -322,7 +322,8 @@ double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers) con
     for (int d : peers) useful = useful || (d != g && topo_.port_reaches({node, p}, d));
     if (!useful) continue;
     b += collectives::payload_bandwidth_GBps(topo_.links()[topo_.link_at({node, p})].bw_GBps,
-                                             format().max_payload_bytes, format().header_bytes, format().header_bytes);
+                                             format().max_payload_bytes, format().header_bytes,
+                                             acked ? format().header_bytes : 0);
   }
   return b;
 }

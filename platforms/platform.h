@@ -75,8 +75,10 @@ class Platform {
   uint64_t total_table_bytes() const;
   net::PacketPool& pool() { return *pool_; }
   // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
-  // GB/s: the ports that lead to none of them do not count.
-  double endpoint_payload_GBps(int g, const std::vector<int>& peers) const;
+  // GB/s: the ports that lead to none of them do not count. acked: each
+  // incoming write costs a header-only ack on the same link direction
+  // (software collectives); posted multicast writes cost none.
+  double endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked = true) const;
 
   // The slowest request-response loop: the longest link there and back, a
   // switch, and the largest memory latency.

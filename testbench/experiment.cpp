@@ -183,16 +183,21 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   }
 }
 
-void Experiment::make_ring(int n) {
-  const topo::Topology& t = platform_->topology();
+// The bound takes the GPU with the least bandwidth toward the others.
+double Experiment::least_endpoint_GBps(int n, bool acked) const {
   std::vector<int> ranks;
   for (int g = 0; g < n; ++g) ranks.push_back(g);
+  double b = platform_->endpoint_payload_GBps(0, ranks, acked);
+  for (int g = 1; g < n; ++g) b = std::min(b, platform_->endpoint_payload_GBps(g, ranks, acked));
+  return b;
+}
+
+void Experiment::make_ring(int n) {
+  const topo::Topology& t = platform_->topology();
   gpu::RingKind kind = opt_.collective == "allreduce"       ? gpu::RingKind::AllReduce
                        : opt_.collective == "reducescatter" ? gpu::RingKind::ReduceScatter
                                                             : gpu::RingKind::AllGather;
-  // The bound takes the GPU with the least bandwidth toward the others.
-  endpoint_GBps_ = platform_->endpoint_payload_GBps(0, ranks);
-  for (int g = 1; g < n; ++g) endpoint_GBps_ = std::min(endpoint_GBps_, platform_->endpoint_payload_GBps(g, ranks));
+  endpoint_GBps_ = least_endpoint_GBps(n, true);
 
   gpu::RingParams rp;
   rp.channels = cfg_.get<int>("ring.channels", 12,
@@ -274,14 +279,7 @@ void Experiment::make_in_network(int n, bool fattree) {
                       std::to_string(platform_->total_table_bytes()) +
                       " B of reduction table in the whole network (Klenk §IV-F1 sizes waves to C/k)");
   }
-  for (int g = 0; g < n; ++g) {
-    const int node = t.endpoints()[g];
-    double b = 0;
-    for (int p = 0; p < t.node(node).ports; ++p)
-      b += collectives::payload_bandwidth_GBps(t.links()[t.link_at({node, p})].bw_GBps,
-                                               platform_->format().max_payload_bytes, platform_->format().header_bytes, 0);
-    endpoint_GBps_ = g == 0 ? b : std::min(endpoint_GBps_, b);
-  }
+  endpoint_GBps_ = least_endpoint_GBps(n, false);
   collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->fabric(), dtype_, redop_,
                                                           opt_.seed, wp, barrier, endpoint_GBps_);
 }

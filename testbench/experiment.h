@@ -56,6 +56,7 @@ class Experiment {
  private:
   void make_ring(int n);
   void make_in_network(int n, bool fattree);
+  double least_endpoint_GBps(int n, bool acked) const;
   Options opt_;
   Config cfg_;
   std::vector<uint64_t> sizes_;

@@ -106,7 +106,7 @@ class InNetworkCollective::Rank : public Program {
   void accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner);  // an output block lands here
   void multicast(uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
   void partial(const net::Packet& p);
-  void barrier_done(const net::Packet& p);
+  void barrier_done(const uint8_t* flag, uint16_t count);  // the flag's all-reduce has landed
   void begin_work();
   void finish_if_done();
 
@@ -372,7 +372,7 @@ void InNetworkCollective::Rank::multicast(uint64_t addr, const uint8_t* data, ui
 void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
   if (p.addr >= kFlagBase) {
     if (p.op == net::Op::Partial) partial(p);
-    else barrier_done(p);
+    else barrier_done(p.data, p.count);
     return;
   }
   if (p.op == net::Op::Partial) {
@@ -407,12 +407,9 @@ void InNetworkCollective::Rank::partial(const net::Packet& p) {
   count = static_cast<uint16_t>(count + p.count);
   if (count < n_) return;
   if (count > n_) wrong_ += p.payload_bytes / kElem;
-  net::Packet result = p;
-  result.data = acc;
-  result.count = count;
   multicast(p.addr, acc, p.payload_bytes, count);
   if (flag) {
-    barrier_done(result);
+    barrier_done(acc, count);
     return;
   }
   accept(b, acc, p.payload_bytes, -1);
@@ -420,10 +417,10 @@ void InNetworkCollective::Rank::partial(const net::Packet& p) {
   finish_if_done();
 }
 
-void InNetworkCollective::Rank::barrier_done(const net::Packet& p) {
+void InNetworkCollective::Rank::barrier_done(const uint8_t* flag, uint16_t count) {
   int32_t v = 0;
-  std::memcpy(&v, p.data, kElem);
-  if (v != n_ || p.count != n_) ++wrong_;
+  std::memcpy(&v, flag, kElem);
+  if (v != n_ || count != n_) ++wrong_;
   in_barrier_ = false;
   begin_work();
 }
