@@ -16,9 +16,12 @@
 #include "core/trace.h"
 #include "core/units.h"
 #include "core/yaml_file.h"
+#include "collectives/baselines.h"
 #include "collectives/bounds.h"
+#include "collectives/multitree.h"
 #include "gpu/innet_collective.h"
 #include "gpu/ring_collective.h"
+#include "nic/scheduled_collective.h"
 #include "watchdog.h"
 
 namespace incsim::tb {
@@ -38,12 +41,14 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 
 namespace {
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
-constexpr const char* kAlgorithms = "ring, push, pull, multicast";
+constexpr const char* kAlgorithms = "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
 
-// Which algorithms run which collective, the first the default: the ring in
-// software (Klenk §III), the others with the switches' help (Klenk §IV).
+// Which algorithms run which collective, the first the default: the ring
+// (in software, Klenk §III, or on the NIC), push, pull and multicast with the
+// switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
+// (MultiTree §IV, §VI).
 std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull";
+  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
   if (collective == "allgather") return "ring, multicast";
   if (collective == "broadcast") return "multicast";
   return "ring";
@@ -137,7 +142,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   // BiGraph (ties broken by destination: the way back differs), and there
   // runs stall (measured: push on a 4x4 torus
   // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
-  if (opt_.algorithm != "ring" && t.vc_policy != topo::VcPolicy::None)
+  const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
+  if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
                     " use ring");
@@ -154,8 +160,21 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
-  if (opt_.algorithm == "ring") make_ring(n);
-  else make_in_network(n, fattree);
+  bool software_ring = false;
+  if (opt_.algorithm == "ring") {
+    const bool multitree_platform = platforms::is_multitree_platform(opt_.platform);
+    const std::string engine = cfg_.get<std::string>(
+        "ring.engine", multitree_platform ? "nic" : "software",
+        "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
+        "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
+        "fattree, bigraph)");
+    if (engine != "software" && engine != "nic")
+      throw UserError("ring.engine must be software or nic, not '" + engine + "'");
+    software_ring = engine == "software";
+  }
+  if (in_network) make_in_network(n, fattree);
+  else if (software_ring) make_ring(n);
+  else make_scheduled(n, shape);
 
   double stall_us = cfg_.get<double>(
       "sim.stall_timeout_us", 0.0,
@@ -180,6 +199,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (!opt_.vcd.empty()) {
     vcd_ = open_vcd(opt_.vcd);
     platform_->trace(vcd_);
+    collective_->trace(vcd_);
   }
 }
 
@@ -284,6 +304,81 @@ void Experiment::make_in_network(int n, bool fattree) {
                                                           opt_.seed, wp, barrier, endpoint_GBps_);
 }
 
+// An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
+void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
+  const topo::Topology& t = platform_->topology();
+  const std::string& a = opt_.algorithm;
+  const bool whole = n == static_cast<int>(t.endpoints().size());
+  const bool grid = opt_.platform == "torus" || opt_.platform == "mesh";
+  const bool lockstep = cfg_.get<bool>(
+      "nic.lockstep", true,
+      "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)");
+  if (!whole && (a == "multitree" || a == "multitree-msg" || a == "ring2d" || a == "hdrm"))
+    throw UserError(a + " builds its schedule from the whole network; run it on all " +
+                    std::to_string(t.endpoints().size()) + " nodes (leave out --gpus)");
+  collectives::Schedule s;
+  if (a == "ring") {
+    s = collectives::ring(n);
+  } else if (a == "dbtree") {
+    s = collectives::double_binary_tree(n);
+  } else if (a == "hd") {
+    s = collectives::halving_doubling(n);
+  } else if (a == "ring2d") {
+    if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
+    s = collectives::ring2d(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 4);
+  } else if (a == "hdrm") {
+    if (opt_.platform != "bigraph")
+      throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on the bigraph platform");
+    s = collectives::hdrm(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 8);
+  } else {
+    collectives::MultiTreeOptions mo;
+    mo.nops = lockstep;
+    s = collectives::multitree(t, mo);
+  }
+  if (a != "multitree" && a != "multitree-msg" && !lockstep) s = collectives::without_nops(s);
+  const collectives::VerifyResult v = collectives::verify(s, n);
+  if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
+
+  const std::string fc = cfg_.get<std::string>(
+      "nic.flow_control", a == "multitree-msg" ? "message" : "packet",
+      "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "
+      "sub-packets of body and sub-tail flits (MultiTree §IV-B; default message for multitree-msg only)");
+  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
+  nic::StepEstimate est;
+  est.buffer_flits = cfg_.get<uint32_t>(
+      "nic.buffer_flits", 318,
+      "NI buffer, flits, for the lockstep step-time estimate (MultiTree §IV-A footnote 4; the paper gives no size, "
+      "this is Table III's VC buffer depth)");
+  est.clock_ghz = cfg_.get<double>("nic.clock_ghz", 1.0, "NIC and router clock, GHz (MultiTree Table III: 1 GHz)");
+  if (!(est.clock_ghz > 0)) throw UserError("nic.clock_ghz must be above zero");
+  est.link_GBps = t.links().front().bw_GBps;
+  for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
+  const bool message = fc == "message";
+  endpoint_GBps_ = least_endpoint_GBps(n, false);
+  if (message) {
+    // One head flit per message instead of per packet.
+    const auto& f = platform_->format();
+    endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
+  }
+  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
+                                                      message ? nic::FlowControl::Message : nic::FlowControl::Packet,
+                                                      est, endpoint_GBps_);
+  for (uint64_t b : sizes_)
+    if (b < c->min_bytes())
+      throw UserError("size " + std::to_string(b) + " is smaller than the " + a + " schedule's " +
+                      std::to_string(c->schedule().slices) + " chunks of one element each; use " +
+                      std::to_string(c->min_bytes()) + " bytes or more");
+  scheduled_ = c.get();
+  collective_ = std::move(c);
+}
+
+void Experiment::print_schedule(std::ostream& os) const {
+  if (!scheduled_)
+    throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
+                    "' runs none (use ring with -c ring.engine=nic, dbtree, hd, ring2d, hdrm, multitree)");
+  os << collectives::format_tables(scheduled_->schedule());
+}
+
 Experiment::~Experiment() {
   if (vcd_) close_vcd(vcd_, opt_.vcd);
 }
@@ -355,8 +450,21 @@ void Experiment::print_header(std::ostream& os) const {
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
   os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-     << (opt_.algorithm == "ring" ? "links less header flits and write acks" : "links less header flits; multicast writes are posted")
+     << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
+                           ? "links, one head flit per message; NIC messages are posted"
+                           : "links less header flits; NIC messages are posted")
+         : opt_.algorithm == "ring" ? "links less header flits and write acks"
+                                    : "links less header flits; multicast writes are posted")
      << ")\n";
+  if (scheduled_) {
+    const auto& s = scheduled_->schedule();
+    uint64_t entries = 0;
+    for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
+    os << "# schedule: " << s.algorithm << " on the NICs, " << s.steps << " steps";
+    if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
+    os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
+       << s.count(collectives::Op::Nop) << " NOPs in all)\n";
+  }
   if (opt_.algorithm == "push" || opt_.algorithm == "pull") print_sizing(os);
   os << "#\n";
   os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)

@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "gpu/collective.h"
 #include "options.h"
+#include "nic/scheduled_collective.h"
 #include "platforms/platform.h"
 
 namespace incsim::tb {
@@ -44,6 +45,9 @@ class Experiment {
 
   void print_header(std::ostream& os) const;
   void print_sizing(std::ostream& os) const;
+  // Every node's schedule table (MultiTree Fig. 5); UserError unless the
+  // algorithm runs on the NICs.
+  void print_schedule(std::ostream& os) const;
   static void print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop);
   void write_json(const std::string& path, const std::vector<Row>& rows) const;
   void list_params(std::ostream& os) const;
@@ -56,6 +60,7 @@ class Experiment {
  private:
   void make_ring(int n);
   void make_in_network(int n, bool fattree);
+  void make_scheduled(int n, const platforms::PlatformShape& shape);
   double least_endpoint_GBps(int n, bool acked) const;
   Options opt_;
   Config cfg_;
@@ -66,6 +71,7 @@ class Experiment {
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
+  const nic::ScheduledCollective* scheduled_ = nullptr;  // collective_, when it runs on the NICs
   std::unique_ptr<Watchdog> watchdog_;
   sc_core::sc_trace_file* vcd_ = nullptr;
 };

@@ -16,7 +16,8 @@ const char* usage() {
          "                              bigraph: nodes per switch x switches, 4x8 or 4x16 (default 4x8)\n"
          "  --nodes N                   fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)\n"
          "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
-         "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast\n"
+         "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast,\n"
+         "                              dbtree, hd, ring2d, hdrm, multitree, multitree-msg (NIC schedule tables)\n"
          "  --gpus N                    GPUs taking part (star, fattree2l: GPUs built)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
@@ -27,6 +28,7 @@ const char* usage() {
          "  --vcd FILE                  write a VCD waveform\n"
          "  --json FILE                 write results, configuration and per-link statistics\n"
          "  --dump-platform FILE.yaml   write the platform's topology as YAML and exit\n"
+         "  --print-schedule            print every node's schedule table (MultiTree Fig. 5 layout) and exit\n"
          "  --list-params               list every parameter with its default and exit\n"
          "  --list-choices              list the values each option accepts and exit\n"
          "  --quiet                     no progress on stderr\n"
@@ -63,12 +65,13 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
-                                         "--list-choices", "--help", "-h"};
+                                         "--list-choices", "--print-schedule", "--help", "-h"};
     const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
     if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
       throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
     const bool takes_value =
-        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--help" && a != "-h";
+        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--print-schedule" && a != "--help" &&
+        a != "-h";
     if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       value = a.substr(a.find('=') + 1);
       a = a.substr(0, a.find('='));
@@ -107,6 +110,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     } else if (a == "--quiet") o.quiet = true;
     else if (a == "--list-params") o.list_params = true;
     else if (a == "--list-choices") o.list_choices = true;
+    else if (a == "--print-schedule") o.print_schedule = true;
     else if (a == "--help" || a == "-h") o.help = true;
     else throw UserError("unknown option '" + a + "'; incsim --help lists the options");
   }

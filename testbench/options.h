@@ -20,7 +20,7 @@ struct Options {
   uint64_t seed = 1;
   std::string config_file, vcd, json, dump_platform;
   std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
-  bool quiet = false, list_params = false, list_choices = false, help = false;
+  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false;
 };
 
 // Parses argv; throws UserError with one sentence on a bad flag or value.

@@ -179,4 +179,29 @@ Schedule halving_doubling(int n) {
   return b.build();
 }
 
+Schedule hdrm(int per_switch, int switches) {
+  auto log2_exact = [](int v) {
+    int b = 0;
+    while ((1 << b) < v) ++b;
+    return v >= 1 && (1 << b) == v ? b : -1;
+  };
+  const int half = switches / 2, p = log2_exact(per_switch), b = log2_exact(half);
+  if (p < 0 || b < 1 || switches % 2 != 0 || p > b)
+    throw UserError("hdrm needs a power of two of nodes per switch, at most half the switches, also a power of two "
+                    "(4x8, 4x16), not " + std::to_string(per_switch) + "x" + std::to_string(switches));
+  const int n = per_switch * switches;
+  std::vector<int> node_of(n);
+  for (int rank = 0; rank < n; ++rank) {
+    const int x = rank & ((1 << (p + b)) - 1);
+    if (__builtin_popcount(static_cast<unsigned>(rank)) % 2 == 0) {
+      node_of[rank] = (x & (half - 1)) * per_switch + (x >> b);  // upper switch: x's low bits
+    } else {
+      node_of[rank] = (half + (x >> p)) * per_switch + (x & (per_switch - 1));  // lower switch: x's high bits
+    }
+  }
+  Schedule s = relabel(halving_doubling(n), node_of);
+  s.algorithm = "hdrm";
+  return s;
+}
+
 }  // namespace incsim::collectives

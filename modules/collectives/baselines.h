@@ -46,4 +46,18 @@ Schedule ring2d(int kx, int ky);
 // all-gather (distance 1 first). p chunks; 2 log2 p steps, plus 2 when r > 0.
 Schedule halving_doubling(int n);
 
+// HDRM: halving-doubling with rank mapping on BiGraph (EFLOPS, Dong et al.
+// HPCA 2020), for per_switch x switches nodes numbered as topo::make_bigraph
+// numbers them (switches 0 .. switches/2 - 1 upper). MultiTree §II-C: "each
+// communication pair always involves one node connected with an upper switch
+// and one node connected with a lower switch". The mapping itself is our
+// construction (neither paper gives it): rank r sits in the upper group when
+// its bit count is even, so every exchange (r, r ^ 2^j) crosses between the
+// groups; with x the low p + b bits of r (p = log2 per_switch, b = log2 of
+// switches/2), an upper node sits on switch x mod 2^b, a lower node on switch
+// x >> p, so that in every step each upper-lower link carries at most one
+// pair: every step is free of link contention. Needs per_switch <= switches/2,
+// both powers of two.
+Schedule hdrm(int per_switch, int switches);
+
 }  // namespace incsim::collectives

@@ -553,4 +553,26 @@ ByteRange slice_bytes(uint64_t bytes, uint32_t elem_bytes, int slices, int start
   return {at(start), at(start + size) - at(start)};
 }
 
+Schedule relabel(const Schedule& s, const std::vector<int>& node_of) {
+  Schedule r = s;
+  r.paths.clear();
+  auto map = [&](int v) { return v == kNil ? kNil : node_of[v]; };
+  for (int rank = 0; rank < s.nodes; ++rank) {
+    auto& table = r.tables[node_of[rank]];
+    table = s.tables[rank];
+    for (Entry& e : table) {
+      e.parent = map(e.parent);
+      for (int& c : e.children) c = map(c);
+    }
+  }
+  return r;
+}
+
+Schedule without_nops(Schedule s) {
+  for (auto& table : s.tables)
+    table.erase(std::remove_if(table.begin(), table.end(), [](const Entry& e) { return e.op == Op::Nop; }),
+                table.end());
+  return s;
+}
+
 }  // namespace incsim::collectives

@@ -143,6 +143,13 @@ struct VerifyResult {
 // with options, links over capacity.
 VerifyResult verify(const Schedule& s, int n, const VerifyOptions& opt = {});
 
+// The same schedule with rank r's table run by node node_of[r] (a rank
+// mapping), parents and children renamed alike. Explicit paths are dropped.
+Schedule relabel(const Schedule& s, const std::vector<int>& node_of);
+// The same schedule without its NOP entries: no node holds back for the
+// lockstep (MultiTree §IV-A's NOP, switched off for comparison).
+Schedule without_nops(Schedule s);
+
 // Each node's table in the layout of Fig. 5 (Op FlowID Parent Children Step
 // Start Size), one block per node.
 std::string format_tables(const Schedule& s);

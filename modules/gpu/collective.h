@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <systemc>
 
 namespace incsim::gpu {
 
@@ -19,6 +20,8 @@ class Collective {
   // Non-empty when the run failed in a way the hardware reports (a copy
   // engine error, Klenk §IV-F3); the simulation pauses.
   virtual std::string error() const { return {}; }
+  // Waveform state of the collective's own blocks (a NIC's counters).
+  virtual void trace(sc_core::sc_trace_file*) const {}
 };
 
 }  // namespace incsim::gpu

@@ -16,9 +16,10 @@ constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag);
 bool answered(const net::Packet* p) {
   return (p->op == net::Op::Write && !net::is_multicast(p->addr)) || p->op == net::Op::Read || p->op == net::Op::PullRead;
 }
-// Multicast writes and partials are posted: the program takes them.
+// Multicast writes, partials and NIC messages are posted: the program takes them.
+bool message(const net::Packet* p) { return p->op == net::Op::ReduceMsg || p->op == net::Op::GatherMsg; }
 bool posted(const net::Packet* p) {
-  return p->op == net::Op::Partial || (p->op == net::Op::Write && net::is_multicast(p->addr));
+  return p->op == net::Op::Partial || (p->op == net::Op::Write && net::is_multicast(p->addr)) || message(p);
 }
 }  // namespace
 
@@ -27,6 +28,9 @@ void Program::read_region(uint64_t, uint32_t, uint8_t*) {
 }
 void Program::on_region_write(const net::Packet&) {
   SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU whose program registered no multicast region");
+}
+void Program::on_message(const net::Packet&) {
+  SC_REPORT_ERROR("incsim/gpu", "a NIC message reached a GPU whose program runs no schedule table");
 }
 
 Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool)
@@ -197,6 +201,7 @@ void Gpu::rx_process() {
           continue;
         }
         if (!posted(p)) streams_[p->stream]->on_response(p);
+        else if (program_ && message(p)) program_->on_message(*p);
         else if (program_) program_->on_region_write(*p);
         else SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU running no program");
         pool_.put(p);
@@ -251,8 +256,7 @@ void Gpu::tx_process(int port) {
           chosen->stream = s->id;
           chosen->vc = net::kRequestVc;
           s->fill(chosen);
-          chosen->wire_bytes = pool_.format().wire_bytes(chosen->op, chosen->payload_bytes);
-          sc_assert(chosen->wire_bytes == bytes);
+          chosen->wire_bytes = static_cast<uint16_t>(bytes);  // the stream's framing (a sub-packet may lack a head flit)
           ++pt.stream_rr;
         }
       }

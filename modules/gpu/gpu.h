@@ -32,8 +32,8 @@ struct GpuConfig {
 class TxStream {
  public:
   virtual ~TxStream() = default;
-  // Bytes on the wire of the next packet (PacketFormat::wire_bytes), 0 when
-  // there is nothing more to send.
+  // Bytes on the wire of the next packet (PacketFormat::wire_bytes, or less
+  // for a sub-packet without a head flit), 0 when there is nothing more to send.
   virtual uint32_t next_wire_bytes(const net::PacketFormat& f) const = 0;
   virtual void fill(net::Packet* p) = 0;  // dst, addr, op, payload_bytes and data
   virtual void on_response(net::Packet* p) = 0;     // an ack or read data came back
@@ -55,6 +55,8 @@ class Program {
   // from p.t_tail, when the last flit is in.
   virtual void read_region(uint64_t addr, uint32_t bytes, uint8_t* out);
   virtual void on_region_write(const net::Packet& p);
+  // A NIC's Reduce or Gather message packet (MultiTree §IV-A), whole.
+  virtual void on_message(const net::Packet& p);
 };
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {

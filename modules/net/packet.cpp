@@ -14,6 +14,8 @@ const char* op_name(Op op) {
     case Op::PullRead: return "pull-read";
     case Op::PullResp: return "pull-response";
     case Op::Partial: return "partial";
+    case Op::ReduceMsg: return "reduce-message";
+    case Op::GatherMsg: return "gather-message";
   }
   return "?";
 }

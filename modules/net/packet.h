@@ -13,7 +13,10 @@ namespace incsim::net {
 // PullRead is a load with a reduction operator multicast to a group, answered
 // by PullResp; Partial is a reduction table entry evicted to the home GPU.
 // Reduction packets carry a count of the contributions they hold.
-enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial };
+// ReduceMsg and GatherMsg carry a MultiTree NIC's Reduce and Gather messages
+// (MultiTree §IV-A) to the NIC named in dst, which reduces or keeps them; they
+// are posted (no ack) and addr is the byte offset in the all-reduce buffer.
+enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial, ReduceMsg, GatherMsg };
 const char* op_name(Op op);
 
 // Multicast regions live above every GPU's local memory in the global

@@ -1,0 +1,318 @@
+#include "nic.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace incsim::nic {
+
+using collectives::Entry;
+using collectives::kNil;
+using collectives::Op;
+
+namespace {
+constexpr uint32_t kElem = 4;  // float32 and int32
+constexpr uint64_t kLockstepTag = 1;
+}  // namespace
+
+int Layout::flow_at(uint64_t offset) const {
+  const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+  return starts_flow[static_cast<size_t>(it - starts.begin()) - 1];
+}
+
+// One message (or its share on one port): the DMA engine reads it out of
+// memory packet by packet as the port takes them.
+struct Nic::Stream : gpu::TxStream {
+  Nic* nic;
+  int flow;
+  net::Op op;
+  uint32_t dst;
+  int port;
+  int part, parts;        // this stream's share of the message
+  bool from_buffer;       // the flow's buffer, or the node's own input
+  uint64_t pos = 0, end = 0;
+  bool head = true;       // the next packet opens the message
+
+  uint32_t next_payload(const net::PacketFormat& f) const {
+    return static_cast<uint32_t>(std::min<uint64_t>(end - pos, f.max_payload_bytes));
+  }
+  uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
+    const uint32_t n = next_payload(f);
+    if (n == 0) return 0;
+    // Message-based flow control: only the first sub-packet carries a head
+    // flit; the rest are body flits closed by a sub-tail flit, all data.
+    if (!head && nic->params_.flow_control == FlowControl::Message)
+      return (n + f.flit_bytes - 1) / f.flit_bytes * f.flit_bytes;
+    return f.wire_bytes(n);
+  }
+  void fill(net::Packet* p) override {
+    const uint32_t n = next_payload(nic->gpu_.pool().format());
+    const collectives::ByteRange& r = nic->layout_->flows[flow];
+    p->dst = dst;
+    p->addr = pos;
+    p->op = op;
+    p->payload_bytes = static_cast<uint16_t>(n);
+    if (from_buffer) std::memcpy(p->data, nic->buffers_[nic->flows_[flow].buffer].data() + (pos - r.offset), n);
+    else nic->data_.fill(nic->dtype_, nic->rank_, pos / kElem, n / kElem, p->data);
+    pos += n;
+    head = false;
+    if (pos == end) nic->stream_done(*this);
+  }
+  void on_response(net::Packet*) override {
+    SC_REPORT_ERROR("incsim/nic", "a NIC message was answered, but messages are posted");
+  }
+};
+
+Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
+         std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
+         collectives::RedOp redop, const NicParams& params)
+    : gpu_(gpu),
+      rank_(rank),
+      schedule_(schedule),
+      table_(schedule.tables[rank]),
+      endpoint_of_(std::move(endpoint_of)),
+      ports_to_(std::move(ports_to)),
+      data_(data),
+      dtype_(dtype),
+      redop_(redop),
+      params_(params),
+      flows_(schedule.flows.size()) {
+  // What each flow asks of this node, and a stream per message and port.
+  entry_streams_.resize(table_.size());
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const Entry& e = table_[i];
+    if (e.op == Op::Nop) continue;
+    FlowState& f = flows_[e.flow];
+    if (e.op == Op::Reduce) {
+      f.reduce_children = static_cast<uint32_t>(e.children.size());
+      f.root = e.parent == kNil;
+    } else if (e.parent != kNil) {
+      f.gathers = true;
+    }
+    if (!e.sends()) continue;
+    const bool reduce = e.op == Op::Reduce;
+    std::vector<int> to = reduce ? std::vector<int>{e.parent} : e.children;
+    for (int dst : to) {
+      const auto& ports = ports_to_[dst];
+      for (size_t k = 0; k < ports.size(); ++k) {
+        auto s = std::make_unique<Stream>();
+        s->nic = this;
+        s->flow = e.flow;
+        s->op = reduce ? net::Op::ReduceMsg : net::Op::GatherMsg;
+        s->dst = endpoint_of_[dst];
+        s->port = ports[k];
+        s->part = static_cast<int>(k);
+        s->parts = static_cast<int>(ports.size());
+        s->from_buffer = !reduce || f.reduce_children > 0;
+        (reduce ? f.reduce_readers : f.gather_readers) += s->from_buffer;
+        entry_streams_[i].push_back(std::move(s));
+      }
+    }
+  }
+}
+
+Nic::~Nic() = default;
+
+void Nic::start(const Layout& layout, const NicParams& params, std::function<void()> on_done) {
+  layout_ = &layout;
+  params_ = params;
+  on_done_ = std::move(on_done);
+  gpu_.clear_streams();
+  gpu_.set_program(this);
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    FlowState& s = flows_[f];
+    const uint64_t len = layout.flows[f].length;
+    s.reduce_left = s.reduce_children * len;
+    s.gather_left = s.gathers ? len : 0;
+    release(static_cast<int>(f));
+  }
+  for (auto& streams : entry_streams_)
+    for (auto& s : streams) {
+      // Parts end on element boundaries.
+      const collectives::ByteRange& r = layout.flows[s->flow];
+      const uint64_t elems = r.length / kElem;
+      s->pos = r.offset + elems * s->part / s->parts * kElem;
+      s->end = r.offset + elems * (s->part + 1) / s->parts * kElem;
+      s->head = true;
+      gpu_.add_stream(s.get());
+    }
+  timestep_ = 1;
+  lockstep_cycles_ = 0;
+  lockstep_end_ = sc_core::sc_time_stamp();
+  head_ = 0;
+  sending_ = 0;
+  finished_ = false;
+  messages_sent_ = 0;
+  wrong_ = checked_ = 0;
+  expect_checked_ = 0;
+  for (const auto& r : layout.flows) expect_checked_ += r.length / kElem;
+  advance();
+}
+
+bool Nic::ready(const Entry& e) const {
+  const FlowState& f = flows_[e.flow == kNil ? 0 : e.flow];
+  if (e.op == Op::Reduce && e.parent != kNil) return f.reduce_left == 0;  // children's partial sums are in
+  if (e.op == Op::Gather && !e.children.empty()) return f.root ? f.reduce_left == 0 : f.gather_left == 0;
+  return true;  // a NOP, or an entry that only records what arrives
+}
+
+// The decoder (Fig. 6): issues the head entry when its step is the timestep
+// counter's and its dependencies are cleared; moves the timestep counter on
+// when the lockstep counter is zero and every issued message has left.
+void Nic::advance() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  while (!finished_ && head_ < static_cast<int>(table_.size())) {
+    const Entry& e = table_[head_];
+    head_flow_ = e.flow;
+    if (e.step > timestep_) {
+      if (sending_ > 0 || now < lockstep_end_) return;  // stream_done or the lockstep timer calls again
+      timestep_ = e.step;
+      continue;
+    }
+    if (!ready(e)) return;  // on_message calls again
+    issue(e, static_cast<size_t>(head_));
+    ++head_;
+  }
+  if (head_ == static_cast<int>(table_.size())) head_flow_ = kNil;
+  maybe_finish();
+}
+
+void Nic::issue(const Entry& e, size_t index) {
+  if (e.op == Op::Nop) {
+    lockstep_end_ = sc_core::sc_time_stamp() + params_.step_time;
+    lockstep_cycles_ = static_cast<int>(params_.step_cycles);
+    gpu_.call_after(params_.step_time, kLockstepTag);
+    return;
+  }
+  if (!e.sends()) return;
+  messages_sent_ += e.op == Op::Reduce ? 1 : e.children.size();
+  for (auto& s : entry_streams_[index]) {
+    if (s->from_buffer) hold(s->flow, s->op == net::Op::ReduceMsg || flows_[s->flow].root);
+    ++sending_;
+    if (s->pos == s->end) {
+      finish_stream(*s);  // an empty share: nothing to read
+      continue;
+    }
+    // The DMA engine's first read returns one memory latency later.
+    gpu_.activate(s->port, s.get(), gpu_.memory().latency());
+  }
+}
+
+void Nic::finish_stream(Stream& s) {
+  --sending_;
+  if (s.from_buffer && --flows_[s.flow].readers_left == 0) release(s.flow);
+}
+
+void Nic::stream_done(Stream& s) {
+  finish_stream(s);
+  advance();
+}
+
+void Nic::on_timer(uint64_t tag) {
+  if (tag != kLockstepTag) return;
+  if (sc_core::sc_time_stamp() >= lockstep_end_) lockstep_cycles_ = 0;
+  advance();
+}
+
+// The endpoint's reduction logic adds a Reduce message into the flow's
+// partial sum; a Gather message is the flow's result, kept if this node
+// passes it on.
+void Nic::on_message(const net::Packet& p) {
+  const int flow = layout_->flow_at(p.addr);
+  FlowState& f = flows_[flow];
+  const collectives::ByteRange& r = layout_->flows[flow];
+  const uint64_t off = p.addr - r.offset;
+  if (p.op == net::Op::ReduceMsg) {
+    sc_assert(f.reduce_left >= p.payload_bytes);
+    collectives::reduce_bytes(dtype_, redop_, hold(flow, true) + off, p.data, p.payload_bytes);
+    f.reduce_left -= p.payload_bytes;
+    if (f.reduce_left == 0) {
+      if (f.root) {
+        check(buffers_[f.buffer].data(), r.offset, r.length);
+        if (f.gather_readers == 0) release(flow);
+      }
+      advance();
+    }
+    return;
+  }
+  sc_assert(f.gather_left >= p.payload_bytes);
+  check(p.data, p.addr, p.payload_bytes);
+  if (f.gather_readers > 0) std::memcpy(hold(flow, false) + off, p.data, p.payload_bytes);
+  f.gather_left -= p.payload_bytes;
+  if (f.gather_left == 0) advance();
+}
+
+uint8_t* Nic::hold(int flow, bool own_data) {
+  FlowState& f = flows_[flow];
+  const collectives::ByteRange& r = layout_->flows[flow];
+  if (f.buffer < 0) {
+    if (free_buffers_.empty()) {
+      f.buffer = static_cast<int>(buffers_.size());
+      buffers_.emplace_back();
+    } else {
+      f.buffer = free_buffers_.back();
+      free_buffers_.pop_back();
+    }
+    auto& b = buffers_[f.buffer];
+    b.resize(r.length);
+    // A partial sum starts as this node's own input; a result as nothing.
+    if (own_data) data_.fill(dtype_, rank_, r.offset / kElem, r.length / kElem, b.data());
+    f.readers_left = own_data && !f.root ? f.reduce_readers : f.gather_readers;
+  }
+  return buffers_[f.buffer].data();
+}
+
+void Nic::release(int flow) {
+  FlowState& f = flows_[flow];
+  if (f.buffer < 0) return;
+  free_buffers_.push_back(f.buffer);
+  f.buffer = -1;
+}
+
+void Nic::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
+  wrong_ += data_.mismatches(dtype_, redop_, bytes, offset / kElem, len / kElem, -1);
+  checked_ += len / kElem;
+}
+
+// Every element of the result is checked once, where it arrives (or, at a
+// flow's root, where its reduction completes): elements checked too few or
+// too many times count as wrong too.
+uint64_t Nic::wrong() const {
+  return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
+}
+
+void Nic::maybe_finish() {
+  if (finished_ || head_ < static_cast<int>(table_.size()) || sending_ > 0) return;
+  for (const FlowState& f : flows_)
+    if (f.reduce_left > 0 || f.gather_left > 0) return;
+  finished_ = true;
+  if (on_done_) on_done_();
+}
+
+void Nic::report(std::ostream& os, const std::string& prefix) const {
+  if (finished_) return;
+  os << prefix << ".nic: timestep " << timestep_ << ", entry " << head_ << " of " << table_.size();
+  if (head_ < static_cast<int>(table_.size())) {
+    const Entry& e = table_[head_];
+    os << " (" << collectives::op_name(e.op) << " flow " << e.flow << ", step " << e.step << ")";
+  }
+  os << ", " << sending_ << " message streams injecting";
+  uint64_t reduce = 0, gather = 0;
+  int flows_waiting = 0;
+  for (const FlowState& f : flows_) {
+    reduce += f.reduce_left;
+    gather += f.gather_left;
+    flows_waiting += f.reduce_left > 0 || f.gather_left > 0;
+  }
+  os << "; waits for " << reduce << " B of Reduce and " << gather << " B of Gather messages over " << flows_waiting
+     << " flows\n";
+}
+
+void Nic::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = std::string(gpu_.name()) + ".nic";
+  sc_core::sc_trace(tf, timestep_, me + ".timestep");
+  sc_core::sc_trace(tf, lockstep_cycles_, me + ".lockstep");
+  sc_core::sc_trace(tf, head_, me + ".entry");
+  sc_core::sc_trace(tf, head_flow_, me + ".flow");
+}
+
+}  // namespace incsim::nic

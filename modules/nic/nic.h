@@ -1,0 +1,129 @@
+#pragma once
+// The network interface of MultiTree's co-design (Huang et al., ISCA 2021,
+// §IV-A, Fig. 6): an all-reduce schedule table, a timestep counter, a
+// lockstep down-counter, a decoder that issues the head entry when its step
+// has come and its dependencies are met, a DMA engine that reads the message
+// out of memory, and the endpoint's reduction logic for arriving Reduce
+// messages. Message-based flow control (§IV-B, Fig. 7-8, Table II) frames a
+// whole message behind one head flit.
+//
+// The NIC runs on its node's endpoint (gpu::Gpu: ports, memory, timers) as
+// that endpoint's program. Every algorithm's schedule runs on it, as the
+// paper does for fairness (§V-A).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "collectives/schedule.h"
+#include "core/trace.h"
+#include "gpu/gpu.h"
+
+namespace incsim::nic {
+
+// How a message is framed (MultiTree §IV-B, Table II). Packet: every packet
+// of max_payload bytes has its own head flit (Fig. 7a). Message: one head flit
+// for the whole message; the sub-packets that follow are body flits ending in
+// a sub-tail flit, all carrying data (Fig. 7b, 8).
+enum class FlowControl { Packet, Message };
+
+struct NicParams {
+  FlowControl flow_control = FlowControl::Packet;
+  // A NOP loads the lockstep down-counter with the estimated step time: the
+  // serialization of one step's message without contention, less what the NI
+  // buffer holds (§IV-A, footnote 4). Set per run by the collective.
+  sc_core::sc_time step_time;
+  uint32_t step_cycles = 0;  // the same in router cycles, for the waveform
+};
+
+// Where each flow's chunk sits in the buffer, for one message size: the byte
+// range of flow f, and the flows in address order to find a packet's flow.
+struct Layout {
+  std::vector<collectives::ByteRange> flows;  // [flow]
+  std::vector<uint64_t> starts;               // ascending offsets ...
+  std::vector<int> starts_flow;               // ... and their flows
+  int flow_at(uint64_t offset) const;
+};
+
+class Nic : public gpu::Program, public Traceable {
+ public:
+  // rank: this node's index in the schedule; endpoint_of[r] is rank r's
+  // endpoint index (a packet's dst); ports_to[r] the endpoint ports that
+  // lead to rank r (a message is split evenly over them).
+  Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
+      std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
+      collectives::RedOp redop, const NicParams& params);
+  ~Nic() override;
+
+  // Loads the table for one all-reduce of layout's buffer and resets the
+  // counters (§IV-A: "the schedule table is initialized; the timestep and
+  // lockstep counters are reset"); on_done once every entry has issued, every
+  // message has left and every expected message has arrived.
+  void start(const Layout& layout, const NicParams& params, std::function<void()> on_done);
+  uint64_t wrong() const;
+  uint64_t messages_sent() const { return messages_sent_; }
+
+  // gpu::Program
+  void on_timer(uint64_t tag) override;
+  void on_flag(uint64_t) override {}
+  void on_message(const net::Packet& p) override;
+  void report(std::ostream& os, const std::string& prefix) const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+
+ private:
+  struct Stream;
+  struct FlowState {
+    uint32_t reduce_children = 0;  // Reduce messages this node takes for the flow
+    bool root = false;             // the flow's reduction ends here
+    bool gathers = false;          // a Gather arrives from a parent
+    uint32_t reduce_readers = 0;   // streams that send the partial sum up
+    uint32_t gather_readers = 0;   // streams that send the full sum down
+    // Per run.
+    uint64_t reduce_left = 0, gather_left = 0;  // bytes still to arrive
+    int buffer = -1;                            // buffers_ slot holding the flow's data
+    uint32_t readers_left = 0;                  // streams still to read that data
+  };
+  bool ready(const collectives::Entry& e) const;
+  void issue(const collectives::Entry& e, size_t index);
+  void advance();
+  void finish_stream(Stream& s);  // bookkeeping of a stream that has sent all
+  void stream_done(Stream& s);    // the same, then the decoder looks again
+  uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
+  void release(int flow);
+  void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
+  void maybe_finish();
+
+  gpu::Gpu& gpu_;
+  int rank_;
+  const collectives::Schedule& schedule_;
+  const std::vector<collectives::Entry>& table_;
+  std::vector<uint32_t> endpoint_of_;
+  std::vector<std::vector<int>> ports_to_;
+  const collectives::DataPattern& data_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  NicParams params_;
+  const Layout* layout_ = nullptr;
+  std::function<void()> on_done_;
+
+  std::vector<FlowState> flows_;
+  std::vector<std::vector<std::unique_ptr<Stream>>> entry_streams_;  // [table entry]
+  std::vector<std::vector<uint8_t>> buffers_;
+  std::vector<int> free_buffers_;
+
+  // The counters of Fig. 6 (traced).
+  int timestep_ = 0;
+  int lockstep_cycles_ = 0;      // loaded by a NOP, 0 once it has counted down
+  sc_core::sc_time lockstep_end_;
+  int head_ = 0;                 // the table entry the decoder inspects
+  int head_flow_ = collectives::kNil;
+  uint32_t sending_ = 0;         // streams of issued entries still injecting
+  bool finished_ = false;
+  uint64_t messages_sent_ = 0;
+  uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
+};
+
+}  // namespace incsim::nic

@@ -1,0 +1,104 @@
+#include "scheduled_collective.h"
+
+#include <algorithm>
+#include <cassert>
+#include <numeric>
+
+#include "collectives/bounds.h"
+
+namespace incsim::nic {
+
+ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus,
+                                         const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
+                                         uint64_t seed, FlowControl flow_control, StepEstimate estimate,
+                                         double endpoint_GBps)
+    : schedule_(std::move(schedule)),
+      gpus_(std::move(gpus)),
+      dtype_(dtype),
+      redop_(redop),
+      data_(seed, static_cast<int>(gpus_.size())),
+      flow_control_(flow_control),
+      estimate_(estimate),
+      endpoint_GBps_(endpoint_GBps) {
+  const int n = static_cast<int>(gpus_.size());
+  assert(schedule_.nodes == n);
+  const net::PacketFormat& f = gpus_[0]->pool().format();
+  header_bytes_ = f.header_bytes;
+  flit_bytes_ = f.flit_bytes;
+  max_payload_ = f.max_payload_bytes;
+  std::vector<uint32_t> endpoint_of(n);
+  for (int r = 0; r < n; ++r) endpoint_of[r] = static_cast<uint32_t>(gpus_[r]->index());
+  for (int r = 0; r < n; ++r) {
+    // A message to rank d is split over the ports that lead to d.
+    const int node = t.endpoints()[endpoint_of[r]];
+    std::vector<std::vector<int>> ports_to(n);
+    for (int d = 0; d < n; ++d)
+      for (int p = 0; p < t.node(node).ports && d != r; ++p)
+        if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
+    nics_.push_back(std::make_unique<Nic>(*gpus_[r], r, schedule_, endpoint_of, std::move(ports_to), data_, dtype_,
+                                          redop_, params_for(min_bytes())));
+  }
+}
+
+ScheduledCollective::~ScheduledCollective() = default;
+
+NicParams ScheduledCollective::params_for(uint64_t bytes) const {
+  // The largest flow is the step's message.
+  uint64_t len = 0;
+  for (const auto& c : schedule_.flows)
+    len = std::max(len, collectives::slice_bytes(bytes, 4, schedule_.slices, c.start, c.size).length);
+  const uint64_t packets = (len + max_payload_ - 1) / max_payload_;
+  const uint64_t payload_flits = (len + flit_bytes_ - 1) / flit_bytes_;
+  const uint64_t head_flits = flow_control_ == FlowControl::Message ? 1 : packets;
+  const uint64_t head_flit_count = head_flits * ((header_bytes_ + flit_bytes_ - 1) / flit_bytes_);
+  const uint64_t flits = payload_flits + head_flit_count;
+  const uint64_t counted = flits <= estimate_.buffer_flits ? flits : flits - estimate_.buffer_flits;
+  NicParams p;
+  p.flow_control = flow_control_;
+  const double ns = static_cast<double>(counted) * flit_bytes_ / estimate_.link_GBps;
+  p.step_time = sc_core::sc_time(ns, sc_core::SC_NS);
+  p.step_cycles = static_cast<uint32_t>(ns * estimate_.clock_ghz + 0.5);
+  return p;
+}
+
+void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
+  on_done_ = std::move(on_done);
+  layout_ = {};
+  for (const auto& c : schedule_.flows)
+    layout_.flows.push_back(collectives::slice_bytes(bytes, 4, schedule_.slices, c.start, c.size));
+  std::vector<int> order(schedule_.flows.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return layout_.flows[a].offset < layout_.flows[b].offset; });
+  for (int f : order) {
+    if (layout_.flows[f].length == 0) continue;
+    layout_.starts.push_back(layout_.flows[f].offset);
+    layout_.starts_flow.push_back(f);
+  }
+  const NicParams params = params_for(bytes);
+  running_ = static_cast<int>(nics_.size());
+  for (auto& nic : nics_)
+    nic->start(layout_, params, [this] {
+      if (--running_ == 0 && on_done_) on_done_();
+    });
+}
+
+uint64_t ScheduledCollective::wrong() const {
+  uint64_t w = 0;
+  for (const auto& nic : nics_) w += nic->wrong();
+  return w;
+}
+
+double ScheduledCollective::bound_us(uint64_t bytes) const {
+  return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
+}
+
+double ScheduledCollective::busbw_factor() const {
+  return collectives::allreduce_busbw_factor(static_cast<int>(gpus_.size()));
+}
+
+void ScheduledCollective::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& nic : nics_) nic->trace(tf);
+}
+
+}  // namespace incsim::nic

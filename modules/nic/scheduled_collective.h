@@ -1,0 +1,63 @@
+#pragma once
+// An all-reduce run from per-node schedule tables (collectives/schedule.h) by
+// every node's NIC (nic.h): MultiTree and every baseline run this way, on the
+// same NIC, as MultiTree §V-A does for fairness.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "collectives/schedule.h"
+#include "gpu/collective.h"
+#include "nic/nic.h"
+#include "topology/topology.h"
+
+namespace incsim::nic {
+
+// The lockstep step-time estimate (MultiTree §IV-A, footnote 4): a step's
+// message takes its flits' serialization on a network link, less the flits
+// the NI buffer holds when the message does not fit in it.
+struct StepEstimate {
+  double link_GBps;     // the network links' bandwidth
+  uint32_t buffer_flits;  // the NI buffer
+  double clock_ghz;     // router cycles, for the waveform
+};
+
+class ScheduledCollective : public gpu::Collective {
+ public:
+  // gpus[r] runs rank r of the schedule; endpoint_GBps is one node's payload
+  // injection bandwidth for the bound.
+  ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus, const topo::Topology& t,
+                      collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
+                      StepEstimate estimate, double endpoint_GBps);
+  ~ScheduledCollective() override;
+  void start(uint64_t bytes, std::function<void()> on_done) override;
+  uint64_t wrong() const override;
+  double bound_us(uint64_t bytes) const override;
+  double busbw_factor() const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+
+  const collectives::Schedule& schedule() const { return schedule_; }
+  // The smallest buffer this schedule can cut: one element per slice.
+  uint64_t min_bytes() const { return 4ull * static_cast<uint64_t>(schedule_.slices); }
+  // The lockstep down-counter's load for this size (a NOP's step).
+  NicParams params_for(uint64_t bytes) const;
+
+ private:
+  collectives::Schedule schedule_;
+  std::vector<gpu::Gpu*> gpus_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  collectives::DataPattern data_;
+  FlowControl flow_control_;
+  StepEstimate estimate_;
+  uint32_t header_bytes_, flit_bytes_, max_payload_;
+  double endpoint_GBps_;
+  Layout layout_;
+  std::vector<std::unique_ptr<Nic>> nics_;
+  std::function<void()> on_done_;
+  int running_ = 0;
+};
+
+}  // namespace incsim::nic
