@@ -363,11 +363,6 @@ void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
   auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
                                                       message ? nic::FlowControl::Message : nic::FlowControl::Packet,
                                                       est, endpoint_GBps_);
-  for (uint64_t b : sizes_)
-    if (b < c->min_bytes())
-      throw UserError("size " + std::to_string(b) + " is smaller than the " + a + " schedule's " +
-                      std::to_string(c->schedule().slices) + " chunks of one element each; use " +
-                      std::to_string(c->min_bytes()) + " bytes or more");
   scheduled_ = c.get();
   collective_ = std::move(c);
 }

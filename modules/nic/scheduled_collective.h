@@ -39,8 +39,6 @@ class ScheduledCollective : public gpu::Collective {
   void trace(sc_core::sc_trace_file* tf) const override;
 
   const collectives::Schedule& schedule() const { return schedule_; }
-  // The smallest buffer this schedule can cut: one element per slice.
-  uint64_t min_bytes() const { return 4ull * static_cast<uint64_t>(schedule_.slices); }
   // The lockstep down-counter's load for this size (a NOP's step).
   NicParams params_for(uint64_t bytes) const;
 

@@ -552,7 +552,7 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, fattree2l, star, torus, mesh, fattree, bigraph, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
@@ -631,4 +631,52 @@ TEST_CASE("push runs are deterministic, waveform included", "[cli][innet][determ
   CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains("$scope module reduction_table $end") &&
                                         Catch::Contains(" occupancy ") && Catch::Contains(" evictions ") &&
                                         Catch::Contains(" waves_outstanding ") && Catch::Contains(" credits "));
+}
+
+TEST_CASE("bad input: NIC schedules on a topology they do not apply to", "[cli][errors][nic]") {
+  require_error("--platform fattree --algorithm ring2d", {"ring2d", "fattree"});
+  require_error("--platform torus --algorithm hdrm", {"hdrm", "bigraph"});
+  require_error("--platform bigraph --dims 4x6 --algorithm hdrm", {"hdrm", "4x6"});
+  require_error("--platform torus --algorithm multitree --gpus 8", {"multitree", "16 nodes"});
+  require_error("--platform torus --algorithm multitree -c nic.flow_control=circuit", {"nic.flow_control", "circuit"});
+  require_error("--platform dgx2 --algorithm ring --print-schedule", {"print-schedule", "ring.engine=nic"});
+}
+
+TEST_CASE("print-schedule prints each node's table in the Fig. 5 layout", "[cli][nic]") {
+  const Result r = incsim("--platform mesh --dims 2x2 --algorithm multitree --print-schedule");
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("Op      FlowID  Parent  Children         Step  Start  Size"));
+  // Accelerator 0 of Fig. 5: a leaf of tree 3 in step 1, the root of tree 0.
+  CHECK_THAT(r.out, Catch::Contains("Accelerator 0\n"));
+  CHECK_THAT(r.out, Catch::Contains("  Reduce  3       1       nil                  1      3     1\n"));
+  CHECK_THAT(r.out, Catch::Contains("  Reduce  0       nil     2,1                  2      0     1\n"));
+}
+
+TEST_CASE("NIC runs are deterministic and the VCD shows the schedule counters", "[cli][nic][determinism]") {
+  TempDir d;
+  const std::string args = "--platform torus --dims 4x4 --algorithm multitree-msg --sizes 64K --quiet --vcd ";
+  const Result a = incsim(args + d.file("a.vcd") + " --json " + d.file("a.json"));
+  const Result b = incsim(args + d.file("b.vcd") + " --json " + d.file("b.json"));
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains("$scope module nic $end") && Catch::Contains(" timestep ") &&
+                                        Catch::Contains(" lockstep ") && Catch::Contains(" entry ") &&
+                                        Catch::Contains(" out_bytes_vc0 "));
+}
+
+// The double binary tree leaves nodes idle in many steps: with NOPs they wait
+// the estimated step time there, without them they run ahead.
+TEST_CASE("NOPs hold a node for the estimated step time", "[cli][nic][lockstep]") {
+  const std::string args = "--platform torus --dims 4x4 --algorithm dbtree --sizes 1M --quiet --json ";
+  TempDir d;
+  REQUIRE(incsim(args + d.file("with.json")).code == 0);
+  REQUIRE(incsim(args + d.file("without.json") + " -c nic.lockstep=false").code == 0);
+  const auto with = nlohmann::json::parse(slurp(d.file("with.json")));
+  const auto without = nlohmann::json::parse(slurp(d.file("without.json")));
+  CHECK(without["rows"][0]["time_us"].get<double>() < with["rows"][0]["time_us"].get<double>());
+  CHECK(with["rows"][0]["wrong"] == 0);
+  CHECK(without["rows"][0]["wrong"] == 0);
 }

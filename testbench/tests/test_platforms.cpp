@@ -133,10 +133,12 @@ platforms::PlatformShape dims(int a, int b) {
   return s;
 }
 
-// The ring all-reduce (the default algorithm) as incsim runs it.
+// The ring all-reduce (the default algorithm) as incsim runs it: on these
+// platforms on the NICs, or (engine "software") the GPUs' flag-based ring.
 void ring_exact(const std::string& platform, const std::string& dims, int nodes, const std::string& sizes,
-                size_t rows_expected) {
+                size_t rows_expected, const std::string& engine = "nic") {
   tb::Options o;
+  o.overrides = {{"ring.engine", engine}};
   o.platform = platform;
   o.dims = dims;
   o.nodes = nodes;
@@ -214,6 +216,12 @@ TEST_CASE("torus buffers cover each link's own credit round trip", "[platforms][
 // Sizes: one element, a non-power-of-two multiple of 4, and up to 1 MiB.
 TEST_CASE("ring all-reduce is exact on torus 4x4", "[platforms][ring]") {
   ring_exact("torus", "4x4", 0, "4,12292,96K,1M", 4);
+}
+TEST_CASE("software ring all-reduce is exact on torus 4x4", "[platforms][ring]") {
+  ring_exact("torus", "4x4", 0, "4,12292,96K,1M", 4, "software");
+}
+TEST_CASE("software ring all-reduce is exact on BiGraph 4x8", "[platforms][ring]") {
+  ring_exact("bigraph", "4x8", 0, "12292,1M", 2, "software");
 }
 TEST_CASE("ring all-reduce is exact on torus 8x8", "[platforms][ring]") { ring_exact("torus", "8x8", 0, "12292,1M", 2); }
 TEST_CASE("ring all-reduce is exact on torus 2x2", "[platforms][ring]") {

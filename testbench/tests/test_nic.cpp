@@ -1,0 +1,153 @@
+// The MultiTree NIC (modules/nic) end to end: every schedule runs on it with
+// real data and ends exact; the lockstep, message flow control and the
+// schedules' link use show in the times and the bytes on the links.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <sstream>
+
+#include "collectives/baselines.h"
+#include "collectives/multitree.h"
+#include "topology/direct_networks.h"
+#include "experiment.h"
+
+using namespace incsim;
+
+namespace {
+
+struct Run {
+  std::vector<tb::Row> rows;
+  double endpoint_GBps = 0;
+};
+
+Run run(const std::string& platform, const std::string& dims, const std::string& algorithm, const std::string& sizes,
+        std::vector<std::pair<std::string, std::string>> overrides = {}, const std::string& dtype = "float",
+        const std::string& redop = "sum") {
+  tb::Options o;
+  o.platform = platform;
+  if (platform == "fattree") o.nodes = std::stoi(dims);
+  else o.dims = dims;
+  o.algorithm = algorithm;
+  o.sizes = sizes;
+  o.dtype = dtype;
+  o.redop = redop;
+  o.quiet = true;
+  o.overrides = std::move(overrides);
+  tb::Experiment e(o);
+  std::ostringstream table;
+  Run r;
+  REQUIRE_NOTHROW(r.rows = e.run(&table));
+  INFO(table.str());
+  for (const auto& row : r.rows) {
+    INFO(platform << " " << dims << " " << algorithm << " size " << row.size_bytes);
+    CHECK(row.wrong == 0);
+    CHECK(row.bound_fraction > 0);
+    CHECK(row.bound_fraction <= 1.0);
+  }
+  CHECK(e.platform().pool().in_use() == 0);
+  r.endpoint_GBps = e.endpoint_GBps();
+  return r;
+}
+
+uint64_t link_bytes(const tb::Row& r) { return std::accumulate(r.link_bytes.begin(), r.link_bytes.end(), uint64_t{0}); }
+
+// One element, sizes that cut unevenly, and a size with every chunk large.
+const char* kSizes = "4,12292,96K,1M";
+
+}  // namespace
+
+// One SystemC elaboration per process: one run per test case.
+TEST_CASE("ring is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "ring", kSizes); }
+TEST_CASE("dbtree is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "dbtree", kSizes); }
+TEST_CASE("hd is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "hd", kSizes); }
+TEST_CASE("ring2d is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "ring2d", kSizes); }
+TEST_CASE("multitree is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "multitree", kSizes); }
+TEST_CASE("multitree-msg is exact on the NICs of a 4x4 torus", "[nic][exact]") {
+  run("torus", "4x4", "multitree-msg", kSizes);
+}
+TEST_CASE("ring2d is exact on the NICs of a 3x5 torus", "[nic][exact]") { run("torus", "3x5", "ring2d", "12292,96K"); }
+TEST_CASE("hd is exact on the NICs of a 3x5 torus (15 nodes)", "[nic][exact]") { run("torus", "3x5", "hd", "12292,96K"); }
+TEST_CASE("dbtree is exact on the NICs of a 3x5 torus (15 nodes)", "[nic][exact]") {
+  run("torus", "3x5", "dbtree", "12292,96K");
+}
+TEST_CASE("multitree-msg is exact on the NICs of a 3x5 torus", "[nic][exact]") {
+  run("torus", "3x5", "multitree-msg", "12292,96K");
+}
+TEST_CASE("multitree is exact on the NICs of a 4x4 mesh", "[nic][exact]") { run("mesh", "4x4", "multitree", kSizes); }
+TEST_CASE("ring2d is exact on the NICs of a 4x4 mesh", "[nic][exact]") { run("mesh", "4x4", "ring2d", "12292,96K"); }
+TEST_CASE("multitree is exact on the NICs of a 16-node fat tree", "[nic][exact]") {
+  run("fattree", "16", "multitree", kSizes);
+}
+TEST_CASE("dbtree is exact on the NICs of a 16-node fat tree", "[nic][exact]") { run("fattree", "16", "dbtree", "96K"); }
+TEST_CASE("multitree is exact on the NICs of a 4x8 BiGraph", "[nic][exact]") { run("bigraph", "4x8", "multitree", kSizes); }
+TEST_CASE("hdrm is exact on the NICs of a 4x16 BiGraph", "[nic][exact]") { run("bigraph", "4x16", "hdrm", "12292,1M"); }
+TEST_CASE("multitree reduces int32 with min exactly", "[nic][exact]") {
+  run("torus", "4x4", "multitree", "12292", {}, "int32", "min");
+}
+TEST_CASE("hd reduces int32 with max exactly", "[nic][exact]") { run("torus", "4x4", "hd", "12292", {}, "int32", "max"); }
+
+TEST_CASE("schedules on DGX-2's switches split each message over the GPU's six links", "[nic][bandwidth]") {
+  const Run r = run("dgx2", "", "hd", "4M");
+  // Halving-doubling's 4 + 4 steps on a non-blocking switch fabric move the
+  // bandwidth-optimal amount: all six links busy, so well above one link's
+  // sixth of the bound.
+  CHECK(r.rows[0].bound_fraction > 0.6);
+}
+
+// MultiTree's 4x4 torus schedule takes 5 + 5 steps, each sending one chunk
+// (M/16) per link: the time is 10 chunk serializations on a 16 GB/s link.
+void at_step_bound(const std::string& algorithm, double wire_per_payload) {
+  const uint64_t m = 16u << 20;
+  const Run r = run("torus", "4x4", algorithm, "16M");
+  const double step_us = m / 16.0 * wire_per_payload / 16e9 * 1e6;
+  INFO(algorithm << ": " << r.rows[0].time_us << " us against " << 10 * step_us << " us");
+  CHECK(r.rows[0].time_us >= 10 * step_us);
+  CHECK(r.rows[0].time_us <= 1.03 * 10 * step_us);
+}
+TEST_CASE("MultiTree on a 4x4 torus runs at its schedule's step bound", "[nic][bandwidth]") {
+  at_step_bound("multitree", 272.0 / 256.0);
+}
+TEST_CASE("MultiTreeMsg on a 4x4 torus runs at its schedule's step bound", "[nic][bandwidth]") {
+  at_step_bound("multitree-msg", 1.0);
+}
+
+TEST_CASE("the NIC ring on a torus uses one link each way: a quarter of the bound", "[nic][bandwidth]") {
+  const Run r = run("torus", "4x4", "ring", "4M");
+  CHECK(r.rows[0].bound_fraction > 0.22);
+  CHECK(r.rows[0].bound_fraction < 0.25);
+}
+
+// MultiTree on the 4x4 torus: 16 flows, each 15 Reduce and 15 Gather messages
+// of M/16 between neighbours, so 3 link traversals each (NIC, router-router,
+// NIC): per packet a 16-byte head flit, or per message one.
+void wire_bytes(const std::string& algorithm, bool message) {
+  const uint64_t chunk = (4u << 20) / 16;
+  const Run r = run("torus", "4x4", algorithm, "4M");
+  const uint64_t traversals = 16 * 30 * 3;
+  const uint64_t per_message = message ? chunk + 16 : chunk / 256 * 272;
+  CHECK(link_bytes(r.rows[0]) == traversals * per_message);
+}
+TEST_CASE("packet flow control puts a head flit on every packet", "[nic][flowcontrol]") { wire_bytes("multitree", false); }
+TEST_CASE("message flow control puts one head flit on each message", "[nic][flowcontrol]") {
+  wire_bytes("multitree-msg", true);
+}
+
+TEST_CASE("HDRM's rank mapping makes halving-doubling contention-free on BiGraph", "[nic][bandwidth]") {
+  CHECK(run("bigraph", "4x8", "hdrm", "4M").rows[0].bound_fraction > 0.95);
+}
+TEST_CASE("halving-doubling without the rank mapping contends on BiGraph", "[nic][bandwidth]") {
+  CHECK(run("bigraph", "4x8", "hd", "4M").rows[0].bound_fraction < 0.5);
+}
+
+TEST_CASE("HDRM pairs every rank with one on the other group's switches, one pair per link", "[nic][schedule]") {
+  const auto t = topo::make_bigraph(4, 8);
+  const auto s = collectives::hdrm(4, 8);
+  collectives::VerifyOptions vo;
+  vo.topology = &t;
+  vo.exclusive_links = true;
+  const auto v = collectives::verify(s, 32, vo);
+  INFO(v.report());
+  CHECK(v.ok());
+  CHECK(v.max_link_load <= 1.0);
+  for (const auto& msg : s.messages()) CHECK((msg.src / 4 < 4) != (msg.dst / 4 < 4));  // upper <-> lower
+}
