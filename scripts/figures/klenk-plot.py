@@ -18,7 +18,6 @@ Seeds are averaged (time and latency means; bandwidth = size / mean time).
 """
 
 import argparse
-import csv
 import os
 import re
 import subprocess
@@ -28,7 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.campaign import format_size  # noqa: E402
-from incsim_campaign.plot import _plt, _size_axis  # noqa: E402
+from incsim_campaign.figures import (FigError, _plt, _size_axis, algbw_axes, bound_GBps,  # noqa: E402
+                                     check_wrong, claim, draw, peak, read_rows,
+                                     save, series, write_rows, write_table)
 
 # Numbers the paper gives in its text (Klenk et al., ISCA 2020).
 PAPER = {
@@ -54,144 +55,12 @@ SETTING_ONLY = ("pull.barrier", "gpu.copy_engine.waves",
                 "switch.reduction_table.bytes")
 
 
-class FigError(Exception):
-    pass
-
-
-# --------------------------------------------------------------------------
-# rows
-
-def _num(text):
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except (TypeError, ValueError):
-            pass
-    return text
-
-
-def read_rows(paths):
-    """Rows of every CSV (columns unioned), numbers parsed."""
-    rows, columns = [], []
-    for path in paths:
-        try:
-            with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                for c in reader.fieldnames or []:
-                    if c in columns:
-                        continue
-                    # a setting only one campaign has goes with the settings
-                    if "size_bytes" in columns and c in SETTING_ONLY:
-                        columns.insert(columns.index("size_bytes"), c)
-                    else:
-                        columns.append(c)
-                for r in reader:
-                    rows.append({k: _num(v) for k, v in r.items()})
-        except OSError as e:
-            raise FigError("cannot read %s: %s" % (path, e.strerror))
-    if not rows:
-        raise FigError("no simulated rows in %s" % ", ".join(paths))
-    return rows, columns
-
-
-def write_rows(path, rows, columns):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(columns)
-        for r in rows:
-            w.writerow([r.get(c, "") for c in columns])
-    print("wrote %s (%d rows)" % (os.path.relpath(path, REPO), len(rows)))
-
-
-def write_table(path, header, table):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(header)
-        for row in table:
-            w.writerow([("%.4g" % v) if isinstance(v, float) else v
-                        for v in row])
-    print("wrote %s" % os.path.relpath(path, REPO))
-
-
-def check_wrong(rows):
-    """Print every row with wrong elements; return how many there are."""
-    bad = [r for r in rows if r.get("wrong") not in (0, "0")]
-    for r in bad:
-        print("WRONG: point %s %s size %s: %s wrong elements" % (
-            r.get("point"), r.get("algorithm"), r.get("size_bytes"),
-            r.get("wrong")))
-    print("checked %d rows: %d with wrong elements" % (len(rows), len(bad)))
-    return len(bad)
-
-
-def series(rows, key):
-    """{series: {size: {"time_us", "algbw_GBps", "latency_ns", "seeds",
-    "rows"}}} with seeds averaged; key(row) names a row's series."""
-    out = {}
-    for r in rows:
-        out.setdefault(key(r), {}).setdefault(r["size_bytes"], []).append(r)
-    res = {}
-    for name, by_size in out.items():
-        res[name] = {}
-        for size, rs in sorted(by_size.items()):
-            t = sum(r["time_us"] for r in rs) / len(rs)
-            lat = [r["avg_packet_latency_ns"] for r in rs
-                   if isinstance(r.get("avg_packet_latency_ns"), (int, float))]
-            res[name][size] = {
-                "time_us": t, "algbw_GBps": size / t / 1e3,
-                "latency_ns": sum(lat) / len(lat) if lat else None,
-                "seeds": len(rs), "rows": rs}
-    return res
-
-
-def pct(ours, paper):
-    return 100.0 * (ours - paper) / paper
-
-
-def claim(what, ours, paper, unit=""):
-    print("  %-58s ours %8.3g%s  paper %8.3g%s  (%+.0f %%)" % (
-        what, ours, unit, paper, unit, pct(ours, paper)))
-
-
-def peak(curve):
-    """(size, algbw) of a curve's highest bandwidth."""
-    size = max(curve, key=lambda s: curve[s]["algbw_GBps"])
-    return size, curve[size]["algbw_GBps"]
-
-
-def bound_GBps(rows):
-    """The in-network algbw bound of the runs: size / bound_us."""
-    vals = {round(r["size_bytes"] / r["bound_us"] / 1e3, 1) for r in rows
-            if isinstance(r.get("bound_us"), (int, float)) and r["bound_us"]}
-    return max(vals) if vals else None
-
-
 def payload_line(ax, ours=None):
     ax.axhline(PAPER["payload_GBps"], color="k", ls=":", lw=1,
                label="paper: max payload bw %g GB/s" % PAPER["payload_GBps"])
     if ours:
         ax.axhline(ours, color="k", ls="--", lw=0.8, alpha=0.5,
                    label="incsim bound %.1f GB/s" % ours)
-
-
-def algbw_axes(ax, sizes, title):
-    _size_axis(ax, sorted(sizes))
-    ax.set_ylabel("algorithm bandwidth (GB/s)")
-    ax.set_title(title, fontsize=10)
-    ax.set_ylim(bottom=0)
-    ax.grid(True, alpha=0.3)
-
-
-def draw(ax, curve, **kw):
-    sizes = sorted(curve)
-    kw.setdefault("marker", ".")
-    ax.plot(sizes, [curve[s]["algbw_GBps"] for s in sizes], **kw)
-
-
-def save(fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print("wrote %s" % os.path.relpath(path, REPO))
 
 
 def _label(r):
@@ -557,7 +426,7 @@ def main(argv=None):
                     help="simulator for the table sizing line (fig9)")
     args = ap.parse_args(argv)
     try:
-        rows, columns = read_rows(args.csv)
+        rows, columns = read_rows(args.csv, SETTING_ONLY)
         os.makedirs(args.out, exist_ok=True)
         write_rows(os.path.join(args.out, "klenk-%s.csv" % args.figure),
                    rows, columns)
