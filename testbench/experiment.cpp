@@ -320,7 +320,13 @@ void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
   if (a == "ring") {
     s = collectives::ring(n);
   } else if (a == "dbtree") {
-    s = collectives::double_binary_tree(n);
+    const int pieces = cfg_.get<int>(
+        "dbtree.pieces", 16,
+        "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
+        "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
+        "unpipelined trees of MultiTree Fig. 4b)");
+    if (pieces < 1 || pieces > 1024) throw UserError("dbtree.pieces must be between 1 and 1024");
+    s = collectives::double_binary_tree(n, true, pieces);
   } else if (a == "hd") {
     s = collectives::halving_doubling(n);
   } else if (a == "ring2d") {

@@ -79,9 +79,10 @@ TreeLinks nccl_tree1(int n, int rank) {
   return l;
 }
 
-Schedule double_binary_tree(int n, bool interleave) {
+Schedule double_binary_tree(int n, bool interleave, int pieces) {
   need_nodes(n, "double binary tree all-reduce");
-  ScheduleBuilder b(interleave ? "dbtree" : "dbtree-flat", n, 2);
+  if (pieces < 1 || pieces > 1024) throw UserError("a double binary tree cuts each half into 1 to 1024 pieces");
+  ScheduleBuilder b(interleave ? "dbtree" : "dbtree-flat", n, 2 * pieces);
   for (int j = 0; j < 2; ++j) {
     std::vector<int> parent(n, kNil);
     std::vector<std::vector<int>> children(n);
@@ -94,22 +95,27 @@ Schedule double_binary_tree(int n, bool interleave) {
     for (int r = 0; r < n; ++r)
       if (parent[r] != kNil) children[parent[r]].push_back(r);
     auto step = [&](int logical) { return interleave ? 2 * logical - 1 + j : logical; };
-    // Reduce: a node sends one step after its last child (leaves in step 1).
+    // Reduce: a node sends a piece one step after its last child sent it
+    // (leaves send piece c in step 1 + c).
     std::vector<int> up(n, 0);
     std::function<int(int)> height = [&](int r) {
       int h = 0;
       for (int c : children[r]) h = std::max(h, height(c));
       return up[r] = h + 1;
     };
-    const int H = height(root) - 1;  // the root's last child sends in step H
-    for (int r = 0; r < n; ++r)
-      if (parent[r] != kNil) b.reduce(j, r, parent[r], step(up[r]));
-    // Broadcast: the root in step H + 1, each node the step after it received.
-    std::function<void(int, int)> down = [&](int r, int s) {
-      for (int c : children[r]) b.gather(j, r, c, step(s));
-      for (int c : children[r]) down(c, s + 1);
+    const int H = height(root) - 1;  // the root's last child sends piece 0 in step H
+    // Broadcast: the root sends piece c in step H + 1 + c, each node the step
+    // after it received it.
+    std::function<void(int, int, int)> down = [&](int flow, int r, int s) {
+      for (int c : children[r]) b.gather(flow, r, c, step(s));
+      for (int c : children[r]) down(flow, c, s + 1);
     };
-    down(root, H + 1);
+    for (int c = 0; c < pieces; ++c) {
+      const int flow = j * pieces + c;
+      for (int r = 0; r < n; ++r)
+        if (parent[r] != kNil) b.reduce(flow, r, parent[r], step(up[r] + c));
+      down(flow, root, H + 1 + c);
+    }
   }
   return b.build();
 }

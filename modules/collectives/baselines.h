@@ -25,13 +25,15 @@ struct TreeLinks {
 TreeLinks nccl_tree0(int n, int rank);
 TreeLinks nccl_tree1(int n, int rank);
 
-// Double binary tree: flow 0 (first half of the buffer) is reduced to tree 0's
-// root and broadcast back along tree 0, flow 1 along tree 1. A node sends its
-// Reduce the step after its last child's arrived (leaves in step 1), and
-// forwards the broadcast the step after it arrived. With interleave, tree 0
+// Double binary tree: the first half of the buffer is reduced to tree 0's
+// root and broadcast back along tree 0, the second half along tree 1. Each
+// half is cut into `pieces` flows that follow each other down the pipeline,
+// as NCCL pipelines its trees: a node sends a piece's Reduce the step after
+// its last child's arrived (leaves send piece c in step 1 + c), and forwards
+// a piece's broadcast the step after it arrived. With interleave, tree 0
 // uses odd and tree 1 even steps, so that a node never sends in both trees at
-// once (MultiTree §III-B, Fig. 4b).
-Schedule double_binary_tree(int n, bool interleave = true);
+// once (MultiTree §III-B, Fig. 4b, which has one piece per tree).
+Schedule double_binary_tree(int n, bool interleave = true, int pieces = 1);
 
 // 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018): reduce-scatter
 // along the rows, then along the columns, all-gather along the columns, then

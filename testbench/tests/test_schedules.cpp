@@ -267,6 +267,11 @@ TEST_CASE("double binary tree: NCCL's trees and verified for n = 2..33", "[basel
       Schedule s = double_binary_tree(n, inter);
       require_ok(s, n);
       CHECK(s.flows.size() == 2);
+      // Pipelined: k pieces per tree take k - 1 more (logical) steps than one.
+      Schedule p = double_binary_tree(n, inter, 5);
+      require_ok(p, n);
+      CHECK(p.flows.size() == 10);
+      CHECK(p.steps == s.steps + (inter ? 2 : 1) * 4);
     }
   }
 }
