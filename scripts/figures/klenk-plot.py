@@ -17,7 +17,6 @@ when a row has wrong elements (#wrong != 0) or no rows were simulated.
 Seeds are averaged (time and latency means; bandwidth = size / mean time).
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -27,9 +26,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.campaign import format_size  # noqa: E402
-from incsim_campaign.figures import (FigError, _plt, _size_axis, algbw_axes, bound_GBps,  # noqa: E402
-                                     check_wrong, claim, draw, peak, read_rows,
-                                     save, series, write_rows, write_table)
+from incsim_campaign.figures import (FigError, _plt, _size_axis, algbw_axes,  # noqa: E402
+                                     bound_GBps, claim, draw, figure_main, peak,
+                                     save, series, write_table)
 
 # Numbers the paper gives in its text (Klenk et al., ISCA 2020).
 PAPER = {
@@ -414,31 +413,16 @@ FIGS = {"fig7": fig7, "fig8": fig8, "fig9": fig9, "fig10": fig10,
         "latency": latency}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("figure", choices=sorted(FIGS))
-    ap.add_argument("--csv", action="append", required=True,
-                    help="campaign CSV (scripts/sweep collect); repeatable")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
-                    help="folder for the CSV and PNG (default docs/figures)")
+def _incsim_arg(ap):
     ap.add_argument("--incsim", default=os.environ.get("INCSIM") or
                     os.path.join(REPO, "build", "incsim"),
                     help="simulator for the table sizing line (fig9)")
-    args = ap.parse_args(argv)
-    try:
-        rows, columns = read_rows(args.csv, SETTING_ONLY)
-        os.makedirs(args.out, exist_ok=True)
-        write_rows(os.path.join(args.out, "klenk-%s.csv" % args.figure),
-                   rows, columns)
-        nwrong = check_wrong(rows)
-        if args.figure == "fig9":
-            fig9(rows, args.out, args.incsim)
-        else:
-            FIGS[args.figure](rows, args.out)
-    except FigError as e:
-        sys.stderr.write("klenk-plot: error: %s\n" % e)
-        return 2
-    return 1 if nwrong else 0
+
+
+def main(argv=None):
+    figs = {k: (lambda f: lambda rows, out, args: f(rows, out))(f) for k, f in FIGS.items()}
+    figs["fig9"] = lambda rows, out, args: fig9(rows, out, args.incsim)
+    return figure_main(__doc__, "klenk", figs, argv, SETTING_ONLY, _incsim_arg)
 
 
 if __name__ == "__main__":

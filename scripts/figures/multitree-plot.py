@@ -13,7 +13,6 @@ multitree-<fig>.png and a summary CSV; prints the paper's claims beside
 ours; exits 1 when a row has wrong elements (#wrong != 0).
 """
 
-import argparse
 import os
 import sys
 
@@ -21,9 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.campaign import format_size  # noqa: E402
-from incsim_campaign.figures import (FigError, _plt, algbw_axes,  # noqa: E402
-                                     check_wrong, claim, draw, read_rows, save,
-                                     series, write_rows, write_table)
+from incsim_campaign.figures import (FigError, _plt, algbw_axes, claim,  # noqa: E402
+                                     draw, figure_main, save, series, write_table)
 
 # What the paper says in its text (MultiTree, ISCA 2021, §VI).
 PAPER = {
@@ -138,27 +136,10 @@ def fig10(rows, out):
                       (sum(by[a][n]) / len(by[a][n])) / (sum(msg[n]) / len(msg[n])), PAPER[key], "x")
 
 
-FIGS = {"fig9": fig9, "fig10": fig10}
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("figure", choices=sorted(FIGS))
-    ap.add_argument("--csv", action="append", required=True,
-                    help="campaign CSV (scripts/sweep collect); repeatable")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
-                    help="folder for the CSV and PNG (default docs/figures)")
-    args = ap.parse_args(argv)
-    try:
-        rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv, ("dims", "nodes"))
-        os.makedirs(args.out, exist_ok=True)
-        write_rows(os.path.join(args.out, "multitree-%s.csv" % args.figure), rows, columns)
-        nwrong = check_wrong(rows)
-        FIGS[args.figure](rows, args.out)
-    except FigError as e:
-        sys.stderr.write("multitree-plot: error: %s\n" % e)
-        return 2
-    return 1 if nwrong else 0
+    figs = {"fig9": lambda rows, out, args: fig9(rows, out),
+            "fig10": lambda rows, out, args: fig10(rows, out)}
+    return figure_main(__doc__, "multitree", figs, argv, ("dims", "nodes"))
 
 
 if __name__ == "__main__":

@@ -2,8 +2,10 @@
 merged campaign CSVs, averaging seeds into curves, checking #wrong, writing
 the CSVs and PNGs. Runs on Debian's /usr/bin/python3 with matplotlib."""
 
+import argparse
 import csv
 import os
+import sys
 
 from .plot import _plt, _size_axis  # noqa: F401  (re-exported for the scripts)
 
@@ -141,3 +143,29 @@ def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print("wrote %s" % os.path.relpath(path, REPO))
+
+
+def figure_main(doc, prefix, figs, argv=None, setting_only=(), add_args=None):
+    """The command line every figure script shares: FIGURE --csv ... --out;
+    writes <out>/<prefix>-<figure>.csv (every row), checks #wrong, then
+    calls figs[figure](rows, out, args). Exit 2 on a FigError, 1 when a row
+    has wrong elements. Missing CSVs are skipped while one is left."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("figure", choices=sorted(figs))
+    ap.add_argument("--csv", action="append", required=True,
+                    help="campaign CSV (scripts/sweep collect); repeatable")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
+                    help="folder for the CSV and PNG (default docs/figures)")
+    if add_args:
+        add_args(ap)
+    args = ap.parse_args(argv)
+    try:
+        rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv, setting_only)
+        os.makedirs(args.out, exist_ok=True)
+        write_rows(os.path.join(args.out, "%s-%s.csv" % (prefix, args.figure)), rows, columns)
+        nwrong = check_wrong(rows)
+        figs[args.figure](rows, args.out, args)
+    except FigError as e:
+        sys.stderr.write("%s-plot: error: %s\n" % (prefix, e))
+        return 2
+    return 1 if nwrong else 0
