@@ -14,6 +14,7 @@ const char* op_name(Op op) {
     case Op::PullRead: return "pull-read";
     case Op::PullResp: return "pull-response";
     case Op::Partial: return "partial";
+    case Op::PostedWrite: return "posted-write";
   }
   return "?";
 }

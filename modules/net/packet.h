@@ -13,7 +13,11 @@ namespace incsim::net {
 // PullRead is a load with a reduction operator multicast to a group, answered
 // by PullResp; Partial is a reduction table entry evicted to the home GPU.
 // Reduction packets carry a count of the contributions they hold.
-enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial };
+// PostedWrite is a unicast write the receiving endpoint's program takes, with
+// no ack: synthetic traffic (modules/traffic) sends these, so that, as in
+// BookSim's default and Dally and Towles' traffic patterns, only the pattern's
+// packets load the network.
+enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial, PostedWrite };
 const char* op_name(Op op);
 
 // Multicast regions live above every GPU's local memory in the global
