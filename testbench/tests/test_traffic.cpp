@@ -10,9 +10,11 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "options.h"
 #include "topology/direct_networks.h"
 #include "traffic/analysis.h"
 #include "traffic/patterns.h"
+#include "traffic_experiment.h"
 
 using namespace incsim;
 using namespace incsim::traffic;
