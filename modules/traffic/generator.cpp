@@ -99,7 +99,10 @@ TrafficGenerator::TrafficGenerator(gpu::Gpu& gpu, const GeneratorConfig& cfg, Me
   }
 }
 
-TrafficGenerator::~TrafficGenerator() { gpu_.set_program(nullptr); }
+TrafficGenerator::~TrafficGenerator() {
+  gpu_.clear_streams();  // the ports must not keep streams that die with us
+  gpu_.set_program(nullptr);
+}
 
 void TrafficGenerator::start(double load) {
   sc_assert(load > 0 && load <= 1);

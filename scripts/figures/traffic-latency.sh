@@ -15,8 +15,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # Fine steps where the patterns saturate (0.06 to 0.25 of the endpoint
-# link), coarser above.
-loads=0.01:0.3:0.01,0.35:0.5:0.05
+# link), coarser above; LOADS=... overrides (a quick look: LOADS=0.05,0.2).
+loads=${LOADS:-0.01:0.3:0.01,0.35:0.5:0.05}
 patterns="uniform transpose bitcomp hotspot neighbor"
 export INCSIM_BIN=$incsim LOADS=$loads WORK=$work
 for platform in torus mesh; do
@@ -56,21 +56,32 @@ order = ["uniform", "transpose", "bitcomp", "hotspot", "neighbor"]
 colors = dict(zip(order, ["C0", "C1", "C2", "C3", "C4"]))
 platforms = [p for p in ["torus", "mesh"] if any(k[0] == p for k in runs)]
 
-fig, axes = plt.subplots(1, len(platforms), figsize=(6 * len(platforms), 4.5), squeeze=False)
-for ax, platform in zip(axes[0], platforms):
-    for pattern in order:
-        j = runs.get((platform, pattern))
-        if not j:
-            continue
-        # Up to the first saturated point: beyond it latency only measures the run's length.
-        xs, ys = [], []
-        for r in j["rows"]:
-            xs.append(r["offered"]); ys.append(r["latency_ns"])
-            if r["saturated"]:
-                break
-        ax.plot(xs, ys, "o-", ms=3, color=colors[pattern], label=pattern)
-        ax.axvline(j["channel_load_bound"]["saturation"], color=colors[pattern], ls=":", lw=1)
-        ax.axhline(j["zero_load_latency_ns"]["mean"], color=colors[pattern], ls="--", lw=0.6)
+def figure(name, draw, finish):
+    """One panel per platform; draw(ax, pattern, run) per pattern, finish(ax, platform)."""
+    fig, axes = plt.subplots(1, len(platforms), figsize=(6 * len(platforms), 4.5), squeeze=False)
+    for ax, platform in zip(axes[0], platforms):
+        for pattern in order:
+            if (platform, pattern) in runs:
+                draw(ax, pattern, runs[(platform, pattern)])
+        finish(ax, platform)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, name), dpi=120)
+
+
+def latency(ax, pattern, j):
+    # Up to the first saturated point: beyond it latency only measures the run's length.
+    xs, ys = [], []
+    for r in j["rows"]:
+        xs.append(r["offered"]); ys.append(r["latency_ns"])
+        if r["saturated"]:
+            break
+    ax.plot(xs, ys, "o-", ms=3, color=colors[pattern], label=pattern)
+    ax.axvline(j["channel_load_bound"]["saturation"], color=colors[pattern], ls=":", lw=1)
+    ax.axhline(j["zero_load_latency_ns"]["mean"], color=colors[pattern], ls="--", lw=0.6)
+
+
+def latency_axes(ax, platform):
     inj = next(j for k, j in runs.items() if k[0] == platform)["injection_GBps"]
     ax.set_xlabel(f"offered load (fraction of {inj:g} GB/s per endpoint)")
     ax.set_ylabel("mean packet latency (ns)")
@@ -78,25 +89,22 @@ for ax, platform in zip(axes[0], platforms):
     ax.set_xlim(0, 0.5)
     ax.set_title(f"{platform} 8x8: latency vs offered load\n(dotted: channel-load bound; dashed: zero-load latency)",
                  fontsize=9)
-    ax.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(out, "traffic-latency.png"), dpi=120)
 
-fig, axes = plt.subplots(1, len(platforms), figsize=(6 * len(platforms), 4.5), squeeze=False)
-for ax, platform in zip(axes[0], platforms):
-    for pattern in order:
-        j = runs.get((platform, pattern))
-        if not j:
-            continue
-        ax.plot([r["offered"] for r in j["rows"]], [r["accepted"] for r in j["rows"]], "o-", ms=3,
-                color=colors[pattern], label=pattern)
-        ax.axhline(j["channel_load_bound"]["saturation"], color=colors[pattern], ls=":", lw=1)
+
+def accepted(ax, pattern, j):
+    ax.plot([r["offered"] for r in j["rows"]], [r["accepted"] for r in j["rows"]], "o-", ms=3,
+            color=colors[pattern], label=pattern)
+    ax.axhline(j["channel_load_bound"]["saturation"], color=colors[pattern], ls=":", lw=1)
+
+
+def accepted_axes(ax, platform):
     ax.plot([0, 0.5], [0, 0.5], color="grey", lw=0.5)
     ax.set_xlabel("offered load (fraction)")
     ax.set_ylabel("accepted throughput (fraction, mean over endpoints)")
     ax.set_title(f"{platform} 8x8: accepted vs offered (dotted: channel-load bound)", fontsize=9)
-    ax.legend(fontsize=8)
-fig.tight_layout()
-fig.savefig(os.path.join(out, "traffic-throughput.png"), dpi=120)
+
+
+figure("traffic-latency.png", latency, latency_axes)
+figure("traffic-throughput.png", accepted, accepted_axes)
 PY
 echo "wrote $out/traffic.csv, $out/traffic-latency.png, $out/traffic-throughput.png"
