@@ -29,6 +29,7 @@ struct TrafficRow {
   double accepted_min = 0;      // the endpoint that accepted least
   double accepted_GBps = 0;     // per endpoint, wire bytes
   double latency_ns = 0, p50_ns = 0, p99_ns = 0, max_ns = 0;  // creation to tail arrival
+  double network_latency_ns = 0;  // mean from leaving the source port to tail arrival (BookSim's nlat)
   uint64_t packets = 0;         // measured packets that arrived
   uint64_t wrong = 0;           // packets sent during the point that arrived with a wrong byte, size or destination
   uint64_t refused = 0;         // packets a full source queue refused during the point

@@ -50,7 +50,7 @@ double LatencyHistogram::quantile_ps(double q) const {
 void Measurement::reset(uint64_t begin_ps, uint64_t end_ps) {
   window_begin_ps = begin_ps;
   window_end_ps = end_ps;
-  measured_created = measured_arrived = arrived = wrong = 0;
+  measured_created = measured_arrived = arrived = wrong = network_latency_ps = 0;
   std::fill(accepted_bytes.begin(), accepted_bytes.end(), 0);
   latency.reset();
   pause_when_drained = false;
@@ -220,7 +220,10 @@ void TrafficGenerator::on_region_write(const net::Packet& p) {
   if (m_.in_window(tail)) m_.accepted_bytes[me_] += p.wire_bytes;
   if (m_.in_window(created)) {
     ++m_.measured_arrived;
-    if (ok) m_.latency.record(tail - created);
+    if (ok) {
+      m_.latency.record(tail - created);
+      m_.network_latency_ps += tail - p.t_inject.value();
+    }
     if (m_.pause_when_drained && m_.measured_arrived >= m_.measured_created) sc_core::sc_pause();
   }
   if (!ok) ++m_.wrong;

@@ -85,6 +85,7 @@ struct Measurement {
   uint64_t wrong = 0;
   std::vector<uint64_t> accepted_bytes;  // per endpoint: wire bytes whose tail arrived in the window
   LatencyHistogram latency;              // creation to tail arrival, packets created in the window
+  uint64_t network_latency_ps = 0;       // their sum of injection (leaving the source port) to tail arrival
   bool pause_when_drained = false;       // sc_pause() when every measured packet has arrived
 };
 

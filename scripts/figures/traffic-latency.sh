@@ -38,7 +38,8 @@ for f in sorted(glob.glob(os.path.join(work, "*.json"))):
     j = json.load(open(f))
     runs[(j["config"]["platform"], j["config"]["traffic"])] = j
 fields = ["platform", "dims", "pattern", "offered", "offered_measured", "accepted", "accepted_min",
-          "accepted_GBps_per_node", "latency_ns", "p50_ns", "p99_ns", "max_ns", "packets", "wrong",
+          "accepted_GBps_per_node", "latency_ns", "p50_ns", "p99_ns", "max_ns", "network_latency_ns",
+          "packets", "wrong",
           "refused", "saturated", "zero_load_ns", "bound_saturation", "bound_channel", "injection_GBps"]
 with open(os.path.join(out, "traffic.csv"), "w", newline="") as f:
     w = csv.writer(f)
@@ -48,7 +49,8 @@ with open(os.path.join(out, "traffic.csv"), "w", newline="") as f:
             w.writerow([platform, j["config"]["dims"], pattern, r["offered"], round(r["offered_measured"], 5),
                         round(r["accepted"], 5), round(r["accepted_min"], 5), round(r["accepted_GBps_per_node"], 3),
                         round(r["latency_ns"], 1), round(r["p50_ns"], 1), round(r["p99_ns"], 1),
-                        round(r["max_ns"], 1), r["packets"], r["wrong"], r["refused"], r["saturated"],
+                        round(r["max_ns"], 1), round(r["network_latency_ns"], 1), r["packets"], r["wrong"],
+                        r["refused"], r["saturated"],
                         round(j["zero_load_latency_ns"]["mean"], 1), round(j["channel_load_bound"]["saturation"], 5),
                         j["channel_load_bound"]["bottleneck"], j["injection_GBps"]])
 

@@ -52,6 +52,11 @@ TEST_CASE("uniform on an 8x8 torus: low-load latency is the zero-load latency, a
   // No packet is faster than the shortest path allows.
   CHECK(rows[0].p50_ns > e.zero_load().min_ns);
   CHECK(rows[2].latency_ns > rows[0].latency_ns);
+  // Network latency leaves out the source queue.
+  for (const auto& r : rows) {
+    CHECK(r.network_latency_ns > e.zero_load().min_ns);
+    CHECK(r.network_latency_ns <= r.latency_ns);
+  }
 }
 
 TEST_CASE("uniform on an 8x8 torus saturates near the channel-load bound 8b/k", "[traffic][run]") {
