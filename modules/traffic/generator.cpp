@@ -113,12 +113,12 @@ void TrafficGenerator::start(double load) {
   start_ps_ = now_ps();
   next_slot_ = 0;
   draw_next();
+  // Every port has seen the queue empty since stop() (the network ran
+  // until quiet): none is in the GPU's active list or has a wake-up pending.
   for (size_t p = 0; p < state_.size(); ++p) {
-    sc_assert(state_[p] != PortState::Scheduled);
-    if (state_[p] == PortState::Idle) {
-      state_[p] = PortState::Scheduled;
-      gpu_.activate(static_cast<int>(p), streams_[p].get(), sc_time::from_value(next_ps_ - now_ps()));
-    }
+    sc_assert(state_[p] == PortState::Idle);
+    state_[p] = PortState::Scheduled;
+    gpu_.activate(static_cast<int>(p), streams_[p].get(), sc_time::from_value(next_ps_ - now_ps()));
   }
 }
 
