@@ -125,7 +125,7 @@ TrafficExperiment::TrafficExperiment(const Options& o) : opt_(o) {
     pp.hot_fraction = cfg_.get<double>(
         "traffic.hotspot.fraction", 0.1,
         "fraction h of packets sent to the hot endpoint, the rest uniform (Pfister and Norton, ICPP 1985, define h; "
-        "0.1 is our choice within the range they study)");
+        "0.1 is our choice, not a value from the paper)");
   }
   traffic::check(pp);
 

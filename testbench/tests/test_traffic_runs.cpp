@@ -150,3 +150,19 @@ TEST_CASE("transpose on a 4x16 BiGraph (bit transpose of 64 endpoints) runs clea
   // least served endpoint cannot).
   CHECK(rows[1].accepted_min <= e.bound().saturation * 1.02);
 }
+
+TEST_CASE("neighbour on a 4x4 mesh: endpoints of 32, 48 and 64 GB/s offer the same bytes", "[traffic][run]") {
+  // A mesh router's endpoint link carries its 2 to 4 network links
+  // (MultiTree §V-A): load refers to the narrowest, a corner's 32 GB/s.
+  tb::TrafficExperiment e(traffic_options("neighbor", "mesh", "4x4", "0.05,0.9"));
+  CHECK(e.injection_GBps() == Approx(32.0));
+  // Every flow has a 16 GB/s link to itself (the wrap-around flow
+  // (3, y) -> (0, y) runs back along -X alone): the bound is 16 of 32 GB/s.
+  CHECK(e.bound().saturation == Approx(0.5));
+  const auto rows = e.run(nullptr);
+  check_unsaturated(rows[0]);
+  CHECK(rows[0].latency_ns == Approx(e.zero_load().mean_ns).epsilon(0.02));
+  CHECK(rows[1].wrong == 0);
+  CHECK(rows[1].accepted == Approx(0.5).epsilon(0.01));
+  CHECK(rows[1].saturated());
+}
