@@ -1,5 +1,6 @@
 // incsim: run a collective on a simulated platform and print an
-// nccl-tests-style table (README.md shows an example).
+// nccl-tests-style table (README.md shows an example), or synthetic traffic
+// (--traffic, docs/traffic.md).
 #include <cstdlib>
 #include <iostream>
 #include <systemc>
@@ -7,6 +8,7 @@
 #include "core/error.h"
 #include "core/report.h"
 #include "experiment.h"
+#include "traffic_experiment.h"
 
 // No SystemC banner: stdout holds results only and stderr one line per error.
 // It must be set before SystemC elaborates, which is before sc_main runs.
@@ -25,6 +27,8 @@ int sc_main(int argc, char* argv[]) {
       return 0;
     }
     install_report_handler(false);
+    if (!o.traffic.empty()) return tb::run_traffic(o, std::cout);
+    if (o.load != tb::Options().load) throw UserError("--load applies to --traffic only");
     tb::Experiment e(o);
     if (o.list_params) {
       e.list_params(std::cout);

@@ -23,6 +23,10 @@ const char* usage() {
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
          "  --seed N                    seed for data and memory latencies (default 1)\n"
+         "  --traffic PATTERN           synthetic traffic instead of a collective: uniform, transpose,\n"
+         "                              bitcomp, hotspot, neighbor (docs/traffic.md)\n"
+         "  --load 0.1:1:0.1|0.2,0.5    offered loads for --traffic, fractions of each endpoint's\n"
+         "                              injection bandwidth in (0, 1] (default 0.1:1:0.1)\n"
          "  --config FILE.yaml          options and parameters from a file\n"
          "  -c key=value                set a parameter (incsim --list-params shows them)\n"
          "  --vcd FILE                  write a VCD waveform\n"
@@ -65,7 +69,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
-                                         "--list-choices", "--print-schedule", "--help", "-h"};
+                                         "--list-choices", "--print-schedule", "--help", "-h", "--traffic", "--load"};
     const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
     if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
       throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
@@ -98,6 +102,8 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     else if (a == "--dtype") o.dtype = value;
     else if (a == "--redop") o.redop = value;
     else if (a == "--seed") o.seed = parse_uint(a, value);
+    else if (a == "--traffic") o.traffic = value;
+    else if (a == "--load") o.load = value;
     else if (a == "--config") o.config_file = value;
     else if (a == "--vcd") o.vcd = value;
     else if (a == "--json") o.json = value;

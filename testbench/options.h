@@ -18,6 +18,9 @@ struct Options {
   std::string dtype = "float";
   std::string redop = "sum";
   uint64_t seed = 1;
+  // Synthetic traffic (traffic_experiment.h): a pattern runs it instead of a collective.
+  std::string traffic;  // --traffic PATTERN; empty: run a collective
+  std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list
   std::string config_file, vcd, json, dump_platform;
   std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
   bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false;

@@ -16,10 +16,12 @@ constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag);
 bool answered(const net::Packet* p) {
   return (p->op == net::Op::Write && !net::is_multicast(p->addr)) || p->op == net::Op::Read || p->op == net::Op::PullRead;
 }
-// Multicast writes, partials and NIC messages are posted: the program takes them.
+// Multicast writes, partials, posted writes and NIC messages are posted: the
+// program takes them.
 bool message(const net::Packet* p) { return p->op == net::Op::ReduceMsg || p->op == net::Op::GatherMsg; }
 bool posted(const net::Packet* p) {
-  return p->op == net::Op::Partial || (p->op == net::Op::Write && net::is_multicast(p->addr)) || message(p);
+  return p->op == net::Op::Partial || p->op == net::Op::PostedWrite ||
+         (p->op == net::Op::Write && net::is_multicast(p->addr)) || message(p);
 }
 }  // namespace
 
@@ -203,7 +205,7 @@ void Gpu::rx_process() {
         if (!posted(p)) streams_[p->stream]->on_response(p);
         else if (program_ && message(p)) program_->on_message(*p);
         else if (program_) program_->on_region_write(*p);
-        else SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU running no program");
+        else SC_REPORT_ERROR("incsim/gpu", "a posted or multicast write reached a GPU running no program");
         pool_.put(p);
       }
       if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);

@@ -51,8 +51,8 @@ class Program {
   virtual void report(std::ostream& os, const std::string& prefix) const = 0;
   // Multicast regions (Klenk §IV-A) are the program's buffers: it serves a
   // pull request's read of `bytes` at a region address into `out`, and takes
-  // posted writes (multicast writes, evicted partials), timing what follows
-  // from p.t_tail, when the last flit is in.
+  // posted writes (multicast writes, evicted partials, Op::PostedWrite),
+  // timing what follows from p.t_tail, when the last flit is in.
   virtual void read_region(uint64_t addr, uint32_t bytes, uint8_t* out);
   virtual void on_region_write(const net::Packet& p);
   // A NIC's Reduce or Gather message packet (MultiTree §IV-A), whole.

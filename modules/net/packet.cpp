@@ -16,6 +16,7 @@ const char* op_name(Op op) {
     case Op::Partial: return "partial";
     case Op::ReduceMsg: return "reduce-message";
     case Op::GatherMsg: return "gather-message";
+    case Op::PostedWrite: return "posted-write";
   }
   return "?";
 }

@@ -16,7 +16,13 @@ namespace incsim::net {
 // ReduceMsg and GatherMsg carry a MultiTree NIC's Reduce and Gather messages
 // (MultiTree §IV-A) to the NIC named in dst, which reduces or keeps them; they
 // are posted (no ack) and addr is the byte offset in the all-reduce buffer.
-enum class Op : uint8_t { Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial, ReduceMsg, GatherMsg };
+// PostedWrite is a unicast write the receiving endpoint's program takes, with
+// no ack: synthetic traffic (modules/traffic) sends these, so that, as in
+// BookSim's default and Dally and Towles' traffic patterns, only the pattern's
+// packets load the network.
+enum class Op : uint8_t {
+  Write, WriteAck, Read, ReadResp, ReduceWrite, PullRead, PullResp, Partial, ReduceMsg, GatherMsg, PostedWrite
+};
 const char* op_name(Op op);
 
 // Multicast regions live above every GPU's local memory in the global

@@ -680,3 +680,45 @@ TEST_CASE("NOPs hold a node for the estimated step time", "[cli][nic][lockstep]"
   CHECK(with["rows"][0]["wrong"] == 0);
   CHECK(without["rows"][0]["wrong"] == 0);
 }
+
+// ---- synthetic traffic (--traffic, docs/traffic.md) ----
+
+TEST_CASE("bad input: synthetic traffic", "[cli][errors][traffic]") {
+  const std::string torus = "--platform torus --dims 4x4 ";
+  require_error(torus + "--traffic tornado", {"tornado", "uniform, transpose, bitcomp, hotspot, neighbor"});
+  require_error(torus + "--traffic uniform --load 0", {"--load", "(0, 1]", "'0'"});
+  require_error(torus + "--traffic uniform --load 1.5", {"--load", "1.5"});
+  require_error(torus + "--traffic uniform --load 0.1:0.5", {"--load", "start:stop:step"});
+  require_error(torus + "--traffic uniform --load half", {"--load", "half"});
+  require_error("--platform torus --dims 4x8 --traffic transpose", {"transpose", "square", "4x8"});
+  require_error("--platform bigraph --dims 4x6 --traffic bitcomp", {"bit-complement", "power-of-two", "24"});
+  require_error("--platform bigraph --dims 4x8 --traffic transpose", {"transpose", "4^m", "32"});
+  require_error(torus + "--load 0.2", {"--load", "--traffic"});
+  require_error(torus + "--traffic uniform --algorithm push", {"--algorithm", "--traffic"});
+  require_error(torus + "--traffic uniform -c traffic.hotspot.fraction=0.2", {"traffic.hotspot.fraction"});
+  require_error(torus + "--traffic hotspot -c traffic.hotspot.node=16", {"hot endpoint", "16"});
+  require_error(torus + "--traffic uniform -c traffic.payload_bytes=12", {"traffic.payload_bytes", "12"});
+}
+
+TEST_CASE("synthetic traffic: one row per load, the same seed gives the same bytes", "[cli][traffic][determinism]") {
+  TempDir d;
+  const std::string args =
+      "--platform torus --dims 4x4 --traffic uniform --load 0.1:0.3:0.1,0.9 -c traffic.window_ns=5000 --quiet --json ";
+  const Result a = incsim(args + d.file("a.json"));
+  const Result b = incsim(args + d.file("b.json"));
+  INFO(a.err);
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(a.out == b.out);
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  const auto j = nlohmann::json::parse(slurp(d.file("a.json")));
+  REQUIRE(j["rows"].size() == 4);
+  CHECK(j["rows"][0]["offered"] == 0.1);
+  CHECK(j["rows"][2]["offered"] == 0.3);
+  CHECK(j["rows"][0]["wrong"] == 0);
+  CHECK(j["rows"][3]["saturated"] == true);
+  CHECK(j["channel_load_bound"]["saturation"].get<double>() == Approx(0.5));  // 8b/k, k = 4, over 4b
+  const Result c = incsim("--platform torus --dims 4x4 --traffic uniform --load 0.1:0.3:0.1,0.9 -c "
+                          "traffic.window_ns=5000 --quiet --seed 2");
+  CHECK(c.out != a.out);
+}

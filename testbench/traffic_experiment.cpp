@@ -1,0 +1,363 @@
+#include "traffic_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/trace.h"
+#include "experiment.h"
+
+namespace incsim::tb {
+
+using sc_core::sc_time;
+using sc_core::SC_NS;
+
+std::vector<double> parse_loads(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return UserError("--load expects offered loads in (0, 1], as start:stop:step or a list such as 0.2,0.5; '" + text +
+                     "' " + why);
+  };
+  auto number = [&](const std::string& part) {
+    char* end = nullptr;
+    const double v = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || !std::isfinite(v)) throw bad("has '" + part + "', not a number");
+    return v;
+  };
+  std::vector<double> loads;
+  auto range = [&](const std::string& item) {
+    const auto a = item.find(':'), b = item.find(':', a + 1);
+    if (b == std::string::npos || item.find(':', b + 1) != std::string::npos) throw bad("is not start:stop:step");
+    const double start = number(item.substr(0, a)), stop = number(item.substr(a + 1, b - a - 1)),
+                 step = number(item.substr(b + 1));
+    if (!(step > 0)) throw bad("has a step that is not above zero");
+    if (stop < start) throw bad("stops below its start");
+    // Multiples of the step from the start, rounded to 1e-9 so that 0.1 x 3
+    // prints as 0.3; the stop is included.
+    for (int i = 0;; ++i) {
+      const double v = std::round((start + i * step) * 1e9) / 1e9;
+      if (v > stop + 1e-9) break;
+      loads.push_back(v);
+      if (loads.size() > 10000) throw bad("asks for more than 10000 loads");
+    }
+  };
+  if (text.empty() || text.back() == ',') throw bad("has an empty item");
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.find(':') != std::string::npos) range(item);
+    else loads.push_back(number(item));
+  }
+  for (double v : loads)
+    if (!(v > 0 && v <= 1)) {
+      std::ostringstream os;
+      os << "has " << v << ", outside (0, 1]";
+      throw bad(os.str());
+    }
+  return loads;
+}
+
+TrafficExperiment::TrafficExperiment(const Options& o) : opt_(o) {
+  if (!opt_.config_file.empty()) {
+    // The file sets defaults for the platform options; flags given on the
+    // command line still win (as for collectives, Experiment).
+    Options from_file, defaults;
+    load_config_file(opt_.config_file, from_file, cfg_);
+    if (opt_.platform == defaults.platform) opt_.platform = from_file.platform;
+    if (opt_.dims == defaults.dims) opt_.dims = from_file.dims;
+    if (opt_.nodes == defaults.nodes) opt_.nodes = from_file.nodes;
+    if (opt_.gpus == defaults.gpus) opt_.gpus = from_file.gpus;
+    if (opt_.seed == defaults.seed) opt_.seed = from_file.seed;
+  }
+  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
+  {
+    const Options defaults;
+    const char* collective_only = opt_.collective != defaults.collective ? "--collective"
+                                  : opt_.algorithm != defaults.algorithm ? "--algorithm"
+                                  : opt_.sizes != defaults.sizes         ? "--sizes"
+                                  : opt_.dtype != defaults.dtype         ? "--dtype"
+                                  : opt_.redop != defaults.redop         ? "--redop"
+                                                                         : nullptr;
+    if (collective_only) throw UserError(std::string(collective_only) + " applies to collectives, not to --traffic");
+  }
+  traffic::PatternParams& pp = gen_.pattern;
+  pp.pattern = traffic::parse_pattern(opt_.traffic);
+  loads_ = parse_loads(opt_.load);
+
+  platforms::PlatformShape shape;
+  shape.gpus = opt_.gpus;
+  shape.nodes = opt_.nodes;
+  if (!opt_.dims.empty()) {
+    shape.dims = true;
+    std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
+  }
+  const topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
+  const int n = static_cast<int>(t.endpoints().size());
+  if (opt_.gpus != 0 && opt_.gpus != n)
+    throw UserError("synthetic traffic runs on all " + std::to_string(n) + " endpoints of " + t.name +
+                    "; --gpus only sizes the star and fattree2l platforms");
+  // One source queue feeds all of an endpoint's ports: each must reach every endpoint.
+  for (int e = 0; e < n; ++e)
+    for (int p = 0; p < t.node(t.endpoints()[e]).ports; ++p)
+      for (int d = 0; d < n; ++d)
+        if (!t.port_reaches({t.endpoints()[e], p}, d))
+          throw UserError("synthetic traffic needs every endpoint port to reach every endpoint; on " + t.name + " " +
+                          t.port_name({t.endpoints()[e], p}) + " does not reach endpoint " + std::to_string(d));
+  if (!opt_.dump_platform.empty()) {
+    std::ofstream f(opt_.dump_platform);
+    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
+    topo::save_yaml(t, f);
+  }
+  pp.nodes = n;
+  pp.kx = t.grid.kx;
+  pp.ky = t.grid.ky;
+  if (pp.pattern == traffic::Pattern::Uniform || pp.pattern == traffic::Pattern::Hotspot)
+    pp.uniform_self = cfg_.get<bool>(
+        "traffic.uniform.self", true,
+        "uniform random destinations include the source itself (Dally and Towles §3.2: lambda_sd = 1/N; BookSim's "
+        "uniform draws from all nodes); false: the N - 1 others");
+  if (pp.pattern == traffic::Pattern::Hotspot) {
+    pp.hot_node = cfg_.get<int>("traffic.hotspot.node", 0, "the hot endpoint (our choice: endpoint 0)");
+    pp.hot_fraction = cfg_.get<double>(
+        "traffic.hotspot.fraction", 0.1,
+        "fraction h of packets sent to the hot endpoint, the rest uniform (Pfister and Norton, ICPP 1985, define h; "
+        "0.1 is our choice, not a value from the paper)");
+  }
+  traffic::check(pp);
+
+  platforms::PlatformDefaults pd = platforms::platform_defaults(opt_.platform);
+  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
+  const net::PacketFormat& f = platform_->format();
+  gen_.payload_bytes = cfg_.get<uint32_t>(
+      "traffic.payload_bytes", f.max_payload_bytes,
+      "payload per packet, bytes, a multiple of 8 from 16 (default net.max_payload_bytes: 256 on torus, mesh, "
+      "fattree, bigraph, MultiTree Table III; 128 elsewhere, Klenk §V)");
+  gen_.queue_packets = cfg_.get<uint32_t>(
+      "traffic.source_queue_packets", 1024,
+      "source queue per endpoint, packets; a packet created when it is full is refused and the load point marked "
+      "saturated (BookSim's queue is unbounded; below saturation a Bernoulli source's queue stays far shorter)");
+  gen_.seed = opt_.seed;
+  const double warmup_ns = cfg_.get<double>(
+      "traffic.warmup_ns", 10000.0,
+      "warm-up before the measurement window, ns (Dally and Towles ch. 24: long enough for queues to reach steady "
+      "state; our choice: about ten zero-load latencies of an 8x8 torus, checked by docs/traffic.md)");
+  const double window_ns = cfg_.get<double>(
+      "traffic.window_ns", 20000.0,
+      "measurement window, ns: packets created in it are measured to their arrival (Dally and Towles ch. 24; "
+      "BookSim's sample period), our choice, giving about 10^4 packets at low load on 64 endpoints");
+  const double drain_ns = cfg_.get<double>(
+      "traffic.drain_limit_ns", 100000.0,
+      "longest drain after the window, ns, injection going on, until every measured packet arrives; past it "
+      "the point is marked saturated (BookSim gives up on an unstable run the same way)");
+  if (gen_.queue_packets < 1 || gen_.queue_packets > (1u << 24))
+    throw UserError("traffic.source_queue_packets must be between 1 and 16777216");
+  if (!(warmup_ns >= 0 && warmup_ns <= 1e9) || !(window_ns > 0 && window_ns <= 1e9) ||
+      !(drain_ns >= 0 && drain_ns <= 1e10))
+    throw UserError("traffic.warmup_ns and traffic.window_ns must be at most 1e9 (window above 0), "
+                    "traffic.drain_limit_ns at most 1e10");
+  warmup_ = sc_time(warmup_ns, SC_NS);
+  window_ = sc_time(window_ns, SC_NS);
+  drain_limit_ = sc_time(drain_ns, SC_NS);
+
+  inject_GBps_ = traffic::reference_injection_GBps(t);
+  measurement_ = std::make_unique<traffic::Measurement>(n);
+  for (gpu::Gpu* g : platform_->gpus())
+    generators_.push_back(std::make_unique<traffic::TrafficGenerator>(*g, gen_, *measurement_, inject_GBps_));
+  const uint32_t wire = generators_[0]->wire_bytes();
+  zero_load_ = traffic::zero_load(t, pp, wire, platform_->switch_config().latency.to_seconds() * 1e9);
+  bound_ = traffic::channel_load_bound(t, pp, inject_GBps_);
+  cfg_.check_unused();
+  if (!opt_.vcd.empty()) {
+    vcd_ = open_vcd(opt_.vcd);
+    platform_->trace(vcd_);
+  }
+}
+
+TrafficExperiment::~TrafficExperiment() {
+  if (vcd_) close_vcd(vcd_, opt_.vcd);
+}
+
+TrafficRow TrafficExperiment::run_load(double load) {
+  traffic::Measurement& m = *measurement_;
+  const sc_time t0 = sc_core::sc_time_stamp();
+  m.reset((t0 + warmup_).value(), (t0 + warmup_ + window_).value());
+  for (auto& g : generators_) g->start(load);
+  // Warm-up and measurement window.
+  sc_core::sc_start(warmup_ + window_);
+  for (auto& g : generators_) g->advance();  // every packet of the window now exists
+  // Drain: injection goes on until every measured packet is in (a sink
+  // pauses the simulation then) or the limit passes.
+  const sc_time drain_end = sc_core::sc_time_stamp() + drain_limit_;
+  m.pause_when_drained = true;
+  while (m.measured_arrived < m.measured_created && sc_core::sc_time_stamp() < drain_end)
+    sc_core::sc_start(drain_end - sc_core::sc_time_stamp());
+  m.pause_when_drained = false;
+
+  TrafficRow r;
+  r.offered = load;
+  r.drained = m.measured_arrived >= m.measured_created;
+  const double window_ns = window_.to_seconds() * 1e9;
+  const double n = static_cast<double>(generators_.size());
+  const double capacity = window_ns * inject_GBps_;  // bytes one endpoint could inject in the window
+  uint64_t accepted = 0, created = 0;
+  r.accepted_min = 1e300;
+  for (size_t g = 0; g < generators_.size(); ++g) {
+    accepted += m.accepted_bytes[g];
+    r.accepted_min = std::min(r.accepted_min, m.accepted_bytes[g] / capacity);
+    created += generators_[g]->created_in_window();
+    r.refused += generators_[g]->refused();
+    r.queue_peak = std::max<uint64_t>(r.queue_peak, generators_[g]->queue_peak());
+  }
+  r.offered_measured = static_cast<double>(created) * generators_[0]->wire_bytes() / (capacity * n);
+  r.accepted = accepted / (capacity * n);
+  r.accepted_GBps = accepted / (window_ns * n);
+  r.latency_ns = m.latency.mean_ps() / 1000;
+  r.network_latency_ns =
+      m.latency.count() ? static_cast<double>(m.network_latency_ps) / static_cast<double>(m.latency.count()) / 1000 : 0;
+  r.p50_ns = m.latency.quantile_ps(0.5) / 1000;
+  r.p99_ns = m.latency.quantile_ps(0.99) / 1000;
+  r.max_ns = static_cast<double>(m.latency.max_ps()) / 1000;
+  r.packets = m.measured_arrived;
+
+  // Stop, drop what waits in the source queues, and let the network empty
+  // (nothing runs on a clock: the simulation starves once it is quiet).
+  uint64_t sent = 0;
+  for (auto& g : generators_) {
+    g->stop();
+    sent += g->sent();
+  }
+  sc_core::sc_start();
+  if (m.arrived != sent) {
+    std::ostringstream os;
+    const uint64_t held = platform_->report_held(os);
+    std::string where = os.str();
+    if (!where.empty() && where.back() == '\n') where.pop_back();
+    std::ostringstream what;
+    what << "the network did not empty after load " << load << ": " << sent << " packets sent, " << m.arrived
+         << " arrived, " << held << " held:\n" << where;
+    throw UserError(what.str());
+  }
+  r.wrong = m.wrong;  // every packet sent during the point, checked
+  return r;
+}
+
+std::vector<TrafficRow> TrafficExperiment::run(std::ostream* table) {
+  std::vector<TrafficRow> rows;
+  for (double load : loads_) {
+    rows.push_back(run_load(load));
+    if (table) print_row(*table, rows.back());
+  }
+  return rows;
+}
+
+void TrafficExperiment::print_header(std::ostream& os) const {
+  const auto& t = platform_->topology();
+  const auto& pp = gen_.pattern;
+  const uint32_t wire = generators_[0]->wire_bytes();
+  os << "# incsim traffic: " << traffic::pattern_description(pp.pattern);
+  if (pp.pattern == traffic::Pattern::Uniform || pp.pattern == traffic::Pattern::Hotspot)
+    os << " (source " << (pp.uniform_self ? "included" : "excluded") << ")";
+  if (pp.pattern == traffic::Pattern::Hotspot) os << ", " << pp.hot_fraction << " of packets to endpoint " << pp.hot_node;
+  os << " on " << t.endpoints().size() << " endpoints, platform " << t.name << " (" << t.switches().size()
+     << " switches, " << t.links().size() << " links, routing " << t.routing << "), seed " << opt_.seed << "\n";
+  os << std::fixed << std::setprecision(2) << "# injection: Bernoulli, one trial per flit time ("
+     << platform_->format().flit_bytes << " B at " << inject_GBps_ << " GB/s per endpoint); packets "
+     << gen_.payload_bytes << " B payload, " << wire << " B on the wire, posted (no acks); load = offered wire "
+     << "bytes over " << inject_GBps_ << " GB/s\n";
+  os << std::setprecision(0) << "# measurement: warm-up " << warmup_.to_seconds() * 1e9 << " ns, window "
+     << window_.to_seconds() * 1e9 << " ns, drain up to " << drain_limit_.to_seconds() * 1e9
+     << " ns; latency from creation (source queue included) to tail arrival, network latency from leaving the "
+     << "source port (Dally and Towles ch. 23-24, BookSim)\n";
+  os << std::setprecision(1) << "# zero-load latency: " << zero_load_.mean_ns << " ns mean (" << zero_load_.min_ns
+     << " to " << zero_load_.max_ns << "), " << std::setprecision(2) << zero_load_.mean_switches
+     << " switches per packet; channel-load bound: saturation at " << std::setprecision(3) << bound_.saturation
+     << " (" << bound_.bottleneck << ")\n";
+  os << "#\n";
+  os << "# " << std::setw(7) << "offered" << std::setw(9) << "accepted" << std::setw(9) << "GB/s" << std::setw(10)
+     << "latency" << std::setw(9) << "p50" << std::setw(9) << "p99" << std::setw(10) << "max" << std::setw(9)
+     << "network" << std::setw(9) << "packets" << std::setw(7) << "#wrong" << "  state\n";
+  os << "# " << std::setw(7) << "(frac)" << std::setw(9) << "(frac)" << std::setw(9) << "(/node)" << std::setw(10)
+     << "(ns)" << std::setw(9) << "(ns)" << std::setw(9) << "(ns)" << std::setw(10) << "(ns)" << std::setw(9)
+     << "(ns)" << "\n";
+  os.flush();
+}
+
+void TrafficExperiment::print_row(std::ostream& os, const TrafficRow& r) {
+  os << "  " << std::fixed << std::setprecision(3) << std::setw(7) << r.offered << std::setw(9) << r.accepted
+     << std::setprecision(2) << std::setw(9) << r.accepted_GBps << std::setprecision(1) << std::setw(10)
+     << r.latency_ns << std::setw(9) << r.p50_ns << std::setw(9) << r.p99_ns << std::setw(10) << r.max_ns
+     << std::setw(9) << r.network_latency_ns << std::setw(9) << r.packets << std::setw(7) << r.wrong << "  " << (r.saturated() ? "saturated" : "ok") << "\n";
+  os.flush();
+}
+
+void TrafficExperiment::write_json(const std::string& path, const std::vector<TrafficRow>& rows) const {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["config"]["platform"] = opt_.platform;
+  if (!opt_.dims.empty()) j["config"]["dims"] = opt_.dims;
+  if (opt_.nodes) j["config"]["nodes"] = opt_.nodes;
+  j["config"]["traffic"] = traffic::pattern_name(gen_.pattern.pattern);
+  j["config"]["load"] = opt_.load;
+  j["config"]["endpoints"] = generators_.size();
+  j["config"]["seed"] = opt_.seed;
+  json params = json::object();
+  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
+  j["config"]["params"] = params;
+  j["injection_GBps"] = inject_GBps_;
+  j["packet_wire_bytes"] = generators_[0]->wire_bytes();
+  j["zero_load_latency_ns"] = {{"mean", zero_load_.mean_ns}, {"min", zero_load_.min_ns}, {"max", zero_load_.max_ns}};
+  j["mean_switches"] = zero_load_.mean_switches;
+  j["channel_load_bound"] = {{"saturation", bound_.saturation}, {"bottleneck", bound_.bottleneck}};
+  json rs = json::array();
+  for (const auto& r : rows)
+    rs.push_back({{"offered", r.offered},
+                  {"offered_measured", r.offered_measured},
+                  {"accepted", r.accepted},
+                  {"accepted_min", r.accepted_min},
+                  {"accepted_GBps_per_node", r.accepted_GBps},
+                  {"latency_ns", r.latency_ns},
+                  {"network_latency_ns", r.network_latency_ns},
+                  {"p50_ns", r.p50_ns},
+                  {"p99_ns", r.p99_ns},
+                  {"max_ns", r.max_ns},
+                  {"packets", r.packets},
+                  {"wrong", r.wrong},
+                  {"refused", r.refused},
+                  {"queue_peak", r.queue_peak},
+                  {"drained", r.drained},
+                  {"saturated", r.saturated()}});
+  j["rows"] = rs;
+  std::ofstream f(path);
+  if (!f) throw UserError("cannot write the results file '" + path + "'");
+  f << j.dump(1) << "\n";
+}
+
+void TrafficExperiment::list_params(std::ostream& os) const {
+  for (const auto& [k, p] : cfg_.params())
+    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
+}
+
+int run_traffic(const Options& o, std::ostream& out) {
+  TrafficExperiment e(o);
+  if (!o.dump_platform.empty()) return 0;
+  if (o.list_params) {
+    e.list_params(out);
+    return 0;
+  }
+  e.print_header(out);
+  const auto rows = e.run(&out);
+  if (!o.json.empty()) e.write_json(o.json, rows);
+  uint64_t wrong = 0;
+  for (const auto& r : rows) wrong += r.wrong;
+  if (wrong) {
+    std::cerr << "incsim: error: " << wrong << " packets arrived with wrong data, size or destination\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace incsim::tb
