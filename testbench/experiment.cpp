@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "json_config.h"
 #include "core/trace.h"
 #include "core/units.h"
 #include "core/yaml_file.h"
@@ -512,9 +513,7 @@ void Experiment::print_row(std::ostream& os, const Row& r, const std::string& ty
 void Experiment::write_json(const std::string& path, const std::vector<Row>& rows) const {
   using json = nlohmann::ordered_json;
   json j;
-  j["config"]["platform"] = opt_.platform;
-  if (!opt_.dims.empty()) j["config"]["dims"] = opt_.dims;
-  if (opt_.nodes) j["config"]["nodes"] = opt_.nodes;
+  platform_json(j["config"], opt_);
   j["config"]["collective"] = opt_.collective;
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["gpus"] = participants();
@@ -522,9 +521,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   j["config"]["redop"] = collective_->redop();
   j["config"]["seed"] = opt_.seed;
   j["config"]["sizes"] = opt_.sizes;
-  json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
-  j["config"]["params"] = params;
+  j["config"]["params"] = params_json(cfg_);
   j["endpoint_payload_GBps"] = endpoint_GBps_;
   const auto& ends = platform_->link_ends();
   json rs = json::array();
@@ -564,9 +561,6 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   f << j.dump(1) << "\n";
 }
 
-void Experiment::list_params(std::ostream& os) const {
-  for (const auto& [k, p] : cfg_.params())
-    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
-}
+void Experiment::list_params(std::ostream& os) const { cfg_.list(os); }
 
 }  // namespace incsim::tb

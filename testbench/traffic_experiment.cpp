@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "json_config.h"
 #include "core/trace.h"
 #include "experiment.h"
 
@@ -297,16 +298,12 @@ void TrafficExperiment::print_row(std::ostream& os, const TrafficRow& r) {
 void TrafficExperiment::write_json(const std::string& path, const std::vector<TrafficRow>& rows) const {
   using json = nlohmann::ordered_json;
   json j;
-  j["config"]["platform"] = opt_.platform;
-  if (!opt_.dims.empty()) j["config"]["dims"] = opt_.dims;
-  if (opt_.nodes) j["config"]["nodes"] = opt_.nodes;
+  platform_json(j["config"], opt_);
   j["config"]["traffic"] = traffic::pattern_name(gen_.pattern.pattern);
   j["config"]["load"] = opt_.load;
   j["config"]["endpoints"] = generators_.size();
   j["config"]["seed"] = opt_.seed;
-  json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
-  j["config"]["params"] = params;
+  j["config"]["params"] = params_json(cfg_);
   j["injection_GBps"] = inject_GBps_;
   j["packet_wire_bytes"] = generators_[0]->wire_bytes();
   j["zero_load_latency_ns"] = {{"mean", zero_load_.mean_ns}, {"min", zero_load_.min_ns}, {"max", zero_load_.max_ns}};
@@ -336,10 +333,7 @@ void TrafficExperiment::write_json(const std::string& path, const std::vector<Tr
   f << j.dump(1) << "\n";
 }
 
-void TrafficExperiment::list_params(std::ostream& os) const {
-  for (const auto& [k, p] : cfg_.params())
-    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
-}
+void TrafficExperiment::list_params(std::ostream& os) const { cfg_.list(os); }
 
 int run_traffic(const Options& o, std::ostream& out) {
   TrafficExperiment e(o);

@@ -25,6 +25,10 @@ const std::string& Config::declare(const std::string& key, const char* type, con
   return it->second.value;
 }
 
+void Config::list(std::ostream& os) const {
+  for (const auto& [k, p] : params_) os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
+}
+
 void Config::check_unused() const {
   for (const auto& [key, ov] : overrides_)
     if (!ov.used)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,9 @@ class Config {
   void check_unused() const;
 
   const std::map<std::string, Param>& params() const { return params_; }
+  // One line per parameter: key, type, default, description, tab-separated
+  // (incsim --list-params).
+  void list(std::ostream& os) const;
   bool has_override(const std::string& key) const { return overrides_.count(key) != 0; }
 
  private:
