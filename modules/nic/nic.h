@@ -37,6 +37,12 @@ struct NicParams {
   // buffer holds (§IV-A, footnote 4). Set per run by the collective.
   sc_core::sc_time step_time;
   uint32_t step_cycles = 0;  // the same in router cycles, for the waveform
+  // Dataflow issue (Blink §4.1-4.2): any entry whose dependencies are met
+  // issues, in whatever order, without steps or NOPs; each (port, tree) keeps
+  // one ordered stream, so a tree's messages on a link leave one after the
+  // other while different trees share the link packet by packet. false: the
+  // lockstep decoder of MultiTree §IV-A (the default).
+  bool dataflow = false;
 };
 
 // Where each flow's chunk sits in the buffer, for one message size: the byte
@@ -95,6 +101,15 @@ class Nic : public gpu::Program, public Traceable {
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
   void maybe_finish();
+  void advance_dataflow();
+  void activate(Stream& s);
+
+  // Dataflow mode: per (port, tree), the issued streams in issue order; only
+  // the first that has not finished is active on the port.
+  struct Lane {
+    std::vector<Stream*> queue;  // reserved for every stream of the lane
+    size_t head = 0;
+  };
 
   gpu::Gpu& gpu_;
   int rank_;
@@ -113,6 +128,8 @@ class Nic : public gpu::Program, public Traceable {
   std::vector<std::vector<std::unique_ptr<Stream>>> entry_streams_;  // [table entry]
   std::vector<std::vector<uint8_t>> buffers_;
   std::vector<int> free_buffers_;
+  std::vector<Lane> lanes_;
+  std::vector<int> pending_;  // dataflow mode: entries not yet issued, in table order
 
   // The counters of Fig. 6 (traced).
   int timestep_ = 0;
@@ -124,6 +141,7 @@ class Nic : public gpu::Program, public Traceable {
   bool finished_ = false;
   uint64_t messages_sent_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
+  int owner_ = -1;  // a broadcast's root: results are its input; -1: the reduction
 };
 
 }  // namespace incsim::nic
