@@ -18,7 +18,10 @@
 #include "core/yaml_file.h"
 #include "collectives/baselines.h"
 #include "collectives/bounds.h"
+#include "collectives/blink_trees.h"
 #include "collectives/multitree.h"
+#include "collectives/tree_schedule.h"
+#include "topology/dgx1.h"
 #include "gpu/innet_collective.h"
 #include "gpu/ring_collective.h"
 #include "nic/scheduled_collective.h"
@@ -41,16 +44,17 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 
 namespace {
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
-constexpr const char* kAlgorithms = "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
+constexpr const char* kAlgorithms =
+    "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
 
 // Which algorithms run which collective, the first the default: the ring
 // (in software, Klenk §III, or on the NIC), push, pull and multicast with the
 // switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
 // (MultiTree §IV, §VI).
 std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
+  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
   if (collective == "allgather") return "ring, multicast";
-  if (collective == "broadcast") return "multicast";
+  if (collective == "broadcast") return "multicast, blink, ring";
   return "ring";
 }
 }  // namespace
@@ -100,6 +104,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     pick(opt_.collective, from_file.collective, defaults.collective);
     pick(opt_.algorithm, from_file.algorithm, defaults.algorithm);
     pick(opt_.gpus, from_file.gpus, defaults.gpus);
+    pick(opt_.gpu_list, from_file.gpu_list, defaults.gpu_list);
     pick(opt_.dims, from_file.dims, defaults.dims);
     pick(opt_.nodes, from_file.nodes, defaults.nodes);
     pick(opt_.sizes, from_file.sizes, defaults.sizes);
@@ -124,13 +129,16 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   platforms::PlatformShape shape;
   shape.gpus = opt_.gpus;
+  shape.gpu_list = opt_.gpu_list;
   shape.nodes = opt_.nodes;
+  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
   if (!opt_.dims.empty()) {
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
   }
   topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
-  const int n = opt_.gpus ? opt_.gpus : static_cast<int>(t.endpoints().size());
+  // A DGX-1's topology holds only the allocated GPUs.
+  const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
@@ -143,6 +151,14 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   // runs stall (measured: push on a 4x4 torus
   // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
   const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
+  if (in_network && dgx1)
+    throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
+                    "lacks; use blink or ring");
+  if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
+    throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
+                    "multicast or blink");
+  if (dgx1 && !in_network && opt_.algorithm != "ring" && opt_.algorithm != "blink")
+    throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
@@ -161,7 +177,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
   bool software_ring = false;
-  if (opt_.algorithm == "ring") {
+  const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
+  if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(opt_.platform);
     const std::string engine = cfg_.get<std::string>(
         "ring.engine", multitree_platform ? "nic" : "software",
@@ -173,6 +190,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     software_ring = engine == "software";
   }
   if (in_network) make_in_network(n, fattree);
+  else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
   else make_scheduled(n, shape);
 
@@ -373,6 +391,150 @@ void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
   collective_ = std::move(c);
 }
 
+void Experiment::make_trees(int n) {
+  const topo::Topology& t = platform_->topology();
+  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
+  const bool allreduce = opt_.collective == "allreduce";
+  const bool blink = opt_.algorithm == "blink";
+  // The broadcast root, and the root of Blink's all-reduce trees: the first
+  // allocated GPU (Blink §3.3 reduces to "a chosen root vertex").
+  constexpr int kRoot = 0;
+  const auto& f = platform_->format();
+  auto payload = [&](double bw) {
+    return collectives::payload_bandwidth_GBps(bw, f.max_payload_bytes, f.header_bytes, 0);
+  };
+  nic::Execution x;
+  x.dataflow = true;
+  std::vector<collectives::TreeShare> shares;
+  int chunks = 1;
+  std::ostringstream txt;
+  txt << std::fixed << std::setprecision(3);
+  if (dgx1) {
+    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(opt_.platform);
+    std::vector<int> gpus;
+    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(3)));
+    collectives::BlinkOptions bo;
+    bo.eps = cfg_.get<double>("blink.eps", 0.05,
+                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
+                              "§3.2 gives none; 0.05 matches its 5% threshold)");
+    bo.minimize.threshold = cfg_.get<double>(
+        "blink.threshold", 0.05,
+        "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)");
+    if (!(bo.eps > 0 && bo.eps < 1)) throw UserError("blink.eps must lie strictly between 0 and 1");
+    if (!(bo.minimize.threshold >= 0 && bo.minimize.threshold < 1))
+      throw UserError("blink.threshold must lie in [0, 1)");
+    chunks = cfg_.get<int>(
+        blink ? "blink.chunks" : "ring.pieces", 32,
+        blink ? "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, "
+                "§4.2.1: its MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of "
+                "Fig. 14)"
+              : "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, "
+                "as NCCL pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining "
+                "blink.chunks gives the trees");
+    if (chunks < 1 || chunks > 1024)
+      throw UserError(std::string(blink ? "blink.chunks" : "ring.pieces") + " must be between 1 and 1024");
+    const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
+    if (blink && !connected)
+      throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
+                      "use --algorithm ring, which falls back to PCIe");
+    double nvl_GBps = 0;
+    for (const auto& l : t.links())
+      if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::NvLink ||
+          topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::NvLink)
+        nvl_GBps = l.bw_GBps;
+    const double pcie_GBps = t.links()[t.link_at({t.endpoints()[0], topo::dgx1_pcie_port(t, 0)})].bw_GBps;
+    bool nvlink = blink;
+    std::string label = "";
+    for (int g : gpus) label += (label.empty() ? "" : ",") + std::to_string(g);
+    if (connected) {
+      const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
+      // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
+      // which the packing reaches within eps; all-reduce: cuts both ways and
+      // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
+      const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
+      const double links = allreduce ? cb.allreduce : cb.broadcast;
+      x.algbw_bound_GBps = links * payload(nvl_GBps);
+      std::ostringstream note;
+      note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
+           << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
+      bound_note_ = note.str();
+      if (blink) {
+        shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
+        txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
+            << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
+            << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
+        txt << collectives::format_packing(bt.graph, bt.trees);
+      }
+    }
+    if (!blink) {
+      std::vector<std::vector<int>> rings =
+          connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
+      nvlink = !rings.empty();
+      if (!nvlink) {
+        // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
+        // in GPU order through the PCIe tree.
+        rings.push_back({});
+        for (int r = 0; r < n; ++r) rings.back().push_back(r);
+        const double b = payload(pcie_GBps);
+        x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
+        bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
+      }
+      txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
+          << (nvlink ? "NVLink" : "PCIe") << "\n";
+      for (size_t i = 0; i < rings.size(); ++i) {
+        txt << "ring " << i << ":";
+        for (int r : rings[i]) txt << " gpu" << gpus[r];
+        txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
+      }
+      shares = collectives::ring_shares(n, rings, allreduce, kRoot);
+    }
+    // Each message takes the NVLinks to its peer (split over a doubled pair),
+    // or the PCIe port when the run uses PCIe or the pair has no NVLink.
+    x.ports_to.assign(n, std::vector<std::vector<int>>(n));
+    for (int r = 0; r < n; ++r)
+      for (int d = 0; d < n; ++d) {
+        if (d == r) continue;
+        if (nvlink) x.ports_to[r][d] = topo::dgx1_nvlink_ports(t, r, d);
+        if (x.ports_to[r][d].empty()) x.ports_to[r][d] = {topo::dgx1_pcie_port(t, r)};
+      }
+    endpoint_GBps_ = x.algbw_bound_GBps;
+  } else {
+    // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
+    chunks = cfg_.get<int>("blink.chunks", 8,
+                           "chunks each one-hop tree's share is cut into, so the root broadcasts one chunk while it "
+                           "reduces the next (Blink §3.4, §4.2.1; one hop needs few)");
+    if (chunks < 1 || chunks > 1024) throw UserError("blink.chunks must be between 1 and 1024");
+    shares = collectives::one_hop_shares(n);
+    if (!allreduce) {
+      shares = {shares[kRoot]};
+      shares[0].reduce_parent.clear();
+    }
+    txt << "# blink one-hop trees on " << t.name << ": " << shares.size() << " trees, each rooted at one GPU with "
+        << n - 1 << " children one switch away\n";
+    endpoint_GBps_ = least_endpoint_GBps(n, false);
+  }
+  trees_text_ = txt.str();
+  collectives::Schedule s =
+      collectives::tree_schedule(opt_.algorithm, n, shares, chunks, allreduce ? collectives::kNil : kRoot);
+  const collectives::VerifyResult v = allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
+  if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
+  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
+  est.buffer_flits = 318;
+  est.clock_ghz = 1.0;
+  est.link_GBps = t.links().front().bw_GBps;
+  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
+                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
+  scheduled_ = c.get();
+  collective_ = std::move(c);
+}
+
+void Experiment::print_trees(std::ostream& os) const {
+  if (trees_text_.empty())
+    throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
+                    opt_.platform + " builds none");
+  os << trees_text_;
+}
+
 void Experiment::print_schedule(std::ostream& os) const {
   if (!scheduled_)
     throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
@@ -450,18 +612,23 @@ void Experiment::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
-  os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-     << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
-                           ? "links, one head flit per message; NIC messages are posted"
-                           : "links less header flits; NIC messages are posted")
-         : opt_.algorithm == "ring" ? "links less header flits and write acks"
-                                    : "links less header flits; multicast writes are posted")
-     << ")\n";
+  if (!bound_note_.empty()) {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
+  } else {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
+       << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
+                             ? "links, one head flit per message; NIC messages are posted"
+                             : "links less header flits; NIC messages are posted")
+           : opt_.algorithm == "ring" ? "links less header flits and write acks"
+                                      : "links less header flits; multicast writes are posted")
+       << ")\n";
+  }
   if (scheduled_) {
     const auto& s = scheduled_->schedule();
     uint64_t entries = 0;
     for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
-    os << "# schedule: " << s.algorithm << " on the NICs, " << s.steps << " steps";
+    os << "# schedule: " << s.algorithm << " on the NICs, "
+       << (scheduled_->params_for(4).dataflow ? "dataflow (no lockstep), " : "") << s.steps << " steps";
     if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
     os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";

@@ -12,6 +12,7 @@ struct Options {
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
+  std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";
@@ -20,7 +21,8 @@ struct Options {
   uint64_t seed = 1;
   std::string config_file, vcd, json, dump_platform;
   std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
-  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false;
+  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false,
+       print_trees = false;
 };
 
 // Parses argv; throws UserError with one sentence on a bad flag or value.

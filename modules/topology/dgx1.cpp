@@ -134,6 +134,20 @@ Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& l
   return t;
 }
 
+std::vector<int> dgx1_nvlink_ports(const Topology& t, int a, int b) {
+  const int node = t.endpoints()[a], target = t.endpoints()[b];
+  std::vector<int> out;
+  for (int p = 0; p < t.node(node).ports; ++p) {
+    if (t.link_at({node, p}) < 0) continue;
+    const PortRef bridge = t.peer({node, p});
+    if (dgx1_part(t, bridge.node) != Dgx1Part::NvLink) continue;
+    if (t.peer({bridge.node, 1 - bridge.port}).node == target) out.push_back(p);
+  }
+  return out;
+}
+
+int dgx1_pcie_port(const Topology& t, int a) { return t.node(t.endpoints()[a]).ports - 1; }
+
 Dgx1Part dgx1_part(const Topology& t, int node) {
   const std::string& n = t.node(node).name;
   if (n.rfind("gpu", 0) == 0) return Dgx1Part::Gpu;

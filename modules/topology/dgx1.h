@@ -66,6 +66,12 @@ bool dgx1_nvlink_connected(Dgx1Gen gen, const std::vector<int>& gpus);
 // must send along the tree's named links, not by route().
 Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& links = Dgx1Links());
 
+// The ports of endpoint a (an index into t.endpoints()) whose NVLink bridge
+// leads to endpoint b, in port order; empty when the pair has no NVLink.
+std::vector<int> dgx1_nvlink_ports(const Topology& t, int a, int b);
+// Endpoint a's PCIe port (its last).
+int dgx1_pcie_port(const Topology& t, int a);
+
 enum class Dgx1Part { Gpu, NvLink, PcieSwitch, CpuSocket };
 // What a node of make_dgx1()'s Topology stands for (from its name).
 Dgx1Part dgx1_part(const Topology& t, int node);
