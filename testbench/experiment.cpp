@@ -500,9 +500,9 @@ void Experiment::make_trees(int n) {
     endpoint_GBps_ = x.algbw_bound_GBps;
   } else {
     // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
-    chunks = cfg_.get<int>("blink.chunks", 8,
-                           "chunks each one-hop tree's share is cut into, so the root broadcasts one chunk while it "
-                           "reduces the next (Blink §3.4, §4.2.1; one hop needs few)");
+    chunks = cfg_.get<int>("blink.chunks", 1,
+                           "chunks each one-hop tree's share is cut into (Blink §3.4: one hop, so nothing to "
+                           "pipeline along a tree; on DGX-2 more chunks only add per-message latency, measured)");
     if (chunks < 1 || chunks > 1024) throw UserError("blink.chunks must be between 1 and 1024");
     shares = collectives::one_hop_shares(n);
     if (!allreduce) {

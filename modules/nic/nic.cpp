@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 namespace incsim::nic {
 
@@ -29,7 +30,7 @@ struct Nic::Stream : gpu::TxStream {
   uint32_t dst;
   int port;
   int part, parts;        // this stream's share of the message
-  int lane = -1;          // dataflow mode: its (port, tree) lane
+  int lane = -1;          // dataflow mode: its (port, destination, tree) lane
   bool from_buffer;       // the flow's buffer, or the node's own input
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
@@ -86,7 +87,7 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
     if (rank == owner_)
       for (FlowState& f : flows_) f.root = true;
   }
-  std::map<std::pair<int, int>, int> lane_of;  // (port, tree)
+  std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
   for (size_t i = 0; i < table_.size(); ++i) {
     const Entry& e = table_[i];
     if (e.op == Op::Nop) continue;
@@ -113,7 +114,7 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
         s->parts = static_cast<int>(ports.size());
         s->from_buffer = !reduce || f.reduce_children > 0;
         const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
-        const auto lane = lane_of.emplace(std::make_pair(s->port, tree), static_cast<int>(lane_of.size())).first;
+        const auto lane = lane_of.emplace(std::make_tuple(s->port, dst, tree), static_cast<int>(lane_of.size())).first;
         s->lane = lane->second;
         if (static_cast<int>(lanes_.size()) <= s->lane) lanes_.resize(s->lane + 1);
         lanes_[s->lane].queue.reserve(lanes_[s->lane].queue.capacity() + 1);

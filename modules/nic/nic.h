@@ -38,9 +38,10 @@ struct NicParams {
   sc_core::sc_time step_time;
   uint32_t step_cycles = 0;  // the same in router cycles, for the waveform
   // Dataflow issue (Blink §4.1-4.2): any entry whose dependencies are met
-  // issues, in whatever order, without steps or NOPs; each (port, tree) keeps
-  // one ordered stream, so a tree's messages on a link leave one after the
-  // other while different trees share the link packet by packet. false: the
+  // issues, in whatever order, without steps or NOPs; each link of each tree
+  // (port, destination, tree) keeps one ordered stream, so a tree's messages
+  // to a peer leave one after the other while different trees and peers
+  // share the port packet by packet. false: the
   // lockstep decoder of MultiTree §IV-A (the default).
   bool dataflow = false;
 };
@@ -104,7 +105,7 @@ class Nic : public gpu::Program, public Traceable {
   void advance_dataflow();
   void activate(Stream& s);
 
-  // Dataflow mode: per (port, tree), the issued streams in issue order; only
+  // Dataflow mode: per (port, destination, tree), the issued streams in issue order; only
   // the first that has not finished is active on the port.
   struct Lane {
     std::vector<Stream*> queue;  // reserved for every stream of the lane
