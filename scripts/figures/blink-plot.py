@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Figures of Wang et al., "Blink: Fast and Generic Collectives for
+Distributed ML", MLSys 2020 (§5.2, Fig. 14 and 16), from the campaign CSVs
+of scripts/campaigns/blink-dgx1v.yaml and blink-dgx1p.yaml. Called by
+scripts/figures/blink-dgx1.sh; see docs/blink.md.
+
+  blink-plot.py dgx1 --csv DGX1V.csv --csv DGX1P.csv --out docs/figures
+
+Writes docs/figures/blink-dgx1.csv (every simulated row), blink-dgx1.png
+(throughput per allocation, Blink vs ring, broadcast and all-reduce, both
+servers) and blink-dgx1-summary.csv (speed-ups: largest and geometric mean);
+prints the paper's claims beside ours; exits 1 when a row has wrong elements.
+"""
+
+import argparse
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from incsim_campaign.figures import (FigError, _plt, check_wrong, claim,  # noqa: E402
+                                     read_rows, save, write_rows, write_table)
+
+# What the paper says (Blink, MLSys 2020, §1 and §5.2), DGX-1V.
+PAPER = {
+    ("broadcast", "max"): 6.0,   # "up to 6x speed-up" (Fig. 14)
+    ("broadcast", "geo"): 2.0,   # "2x geometric mean"
+    ("allreduce", "max"): 8.0,   # "up to 8x" (Fig. 16)
+    ("allreduce", "geo"): 2.0,   # "2x geometric mean"
+}
+SERVERS = [("dgx1v", "DGX-1V"), ("dgx1p", "DGX-1P")]
+COLLECTIVES = [("broadcast", "Broadcast (Fig. 14)"), ("allreduce", "AllReduce (Fig. 16)")]
+COLORS = {"blink": "#d62728", "ring": "#444444"}
+
+
+def _alloc_key(gpus):
+    g = [int(x) for x in str(gpus).split(",")]
+    return (len(g), g)
+
+
+def dgx1(rows, out):
+    plt = _plt()
+    fig, axes = plt.subplots(4, 1, figsize=(18, 16))
+    summary = []
+    print("Blink Fig. 14 and 16 (algbw = size / time, one large size):")
+    panel = 0
+    for platform, server in SERVERS:
+        for coll, title in COLLECTIVES:
+            ax = axes[panel]
+            panel += 1
+            pts = [r for r in rows if r["platform"] == platform and r["collective"] == coll]
+            by = {}
+            for r in pts:
+                by.setdefault(str(r["gpus"]), {})[r["algorithm"]] = r
+            allocs = sorted(by, key=_alloc_key)
+            allocs = [a for a in allocs if "blink" in by[a] and "ring" in by[a]]
+            if not allocs:
+                continue
+            speed = [by[a]["blink"]["algbw_GBps"] / by[a]["ring"]["algbw_GBps"] for a in allocs]
+            geo = math.exp(sum(math.log(s) for s in speed) / len(speed))
+            best = max(range(len(allocs)), key=lambda i: speed[i])
+            worst = min(range(len(allocs)), key=lambda i: speed[i])
+            x = list(range(len(allocs)))
+            w = 0.4
+            for k, alg in enumerate(["ring", "blink"]):
+                ax.bar([i + (k - 0.5) * w for i in x], [by[a][alg]["algbw_GBps"] for a in allocs], w,
+                       color=COLORS[alg], label="NCCL-style ring" if alg == "ring" else "Blink trees")
+            ax.set_xticks(x)
+            ax.set_xticklabels(allocs, rotation=90, fontsize=7)
+            ax.set_ylabel("algbw (GB/s)")
+            ax.set_title("%s %s, %s: Blink/ring geometric mean %.2fx, largest %.2fx (%s)" % (
+                server, title, "32 MiB", geo, speed[best],
+                allocs[best]), fontsize=10)
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=8, loc="upper left")
+            summary.append([server, coll, len(allocs), geo, speed[best], allocs[best], speed[worst],
+                            allocs[worst]])
+            print(" %s %s over %d allocations:" % (server, coll, len(allocs)))
+            if platform == "dgx1v":
+                claim("largest speed-up of Blink over the ring", speed[best], PAPER[(coll, "max")], "x")
+                claim("geometric mean speed-up", geo, PAPER[(coll, "geo")], "x")
+            else:
+                print("  largest %.2fx, geometric mean %.2fx (the paper omits DGX-1P's numbers)" % (
+                    speed[best], geo))
+            print("  smallest speed-up %.2fx (%s)" % (speed[worst], allocs[worst]))
+    save(fig, os.path.join(out, "blink-dgx1.png"))
+    write_table(os.path.join(out, "blink-dgx1-summary.csv"),
+                ["server", "collective", "allocations", "geomean_speedup", "max_speedup", "max_at",
+                 "min_speedup", "min_at"], summary)
+
+
+FIGS = {"dgx1": dgx1}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("figure", choices=sorted(FIGS))
+    ap.add_argument("--csv", action="append", required=True,
+                    help="campaign CSV (scripts/sweep collect); repeatable")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
+                    help="folder for the CSV and PNG (default docs/figures)")
+    args = ap.parse_args(argv)
+    try:
+        rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv)
+        os.makedirs(args.out, exist_ok=True)
+        write_rows(os.path.join(args.out, "blink-%s.csv" % args.figure), rows, columns)
+        nwrong = check_wrong(rows)
+        FIGS[args.figure](rows, args.out)
+    except FigError as e:
+        sys.stderr.write("blink-plot: error: %s\n" % e)
+        return 2
+    return 1 if nwrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
