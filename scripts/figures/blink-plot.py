@@ -5,11 +5,16 @@ of scripts/campaigns/blink-dgx1v.yaml and blink-dgx1p.yaml. Called by
 scripts/figures/blink-dgx1.sh; see docs/blink.md.
 
   blink-plot.py dgx1 --csv DGX1V.csv --csv DGX1P.csv --out docs/figures
+  blink-plot.py dgx2 --csv DGX2.csv --out docs/figures
 
 Writes docs/figures/blink-dgx1.csv (every simulated row), blink-dgx1.png
 (throughput per allocation, Blink vs ring, broadcast and all-reduce, both
 servers) and blink-dgx1-summary.csv (speed-ups: largest and geometric mean);
 prints the paper's claims beside ours; exits 1 when a row has wrong elements.
+dgx2 writes blink-dgx2.csv, blink-dgx2.png (all-reduce latency against size,
+one-hop trees vs ring, double binary tree and MultiTree on DGX-2, and the
+ratio of the best NCCL algorithm's latency to Blink's) and
+blink-dgx2-summary.csv.
 """
 
 import argparse
@@ -20,8 +25,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from incsim_campaign.figures import (FigError, _plt, check_wrong, claim,  # noqa: E402
-                                     read_rows, save, write_rows, write_table)
+from incsim_campaign.figures import (FigError, _plt, _size_axis, check_wrong,  # noqa: E402
+                                     claim, read_rows, save, series, write_rows,
+                                     write_table)
 
 # What the paper says (Blink, MLSys 2020, §1 and §5.2), DGX-1V.
 PAPER = {
@@ -29,6 +35,7 @@ PAPER = {
     ("broadcast", "geo"): 2.0,   # "2x geometric mean"
     ("allreduce", "max"): 8.0,   # "up to 8x" (Fig. 16)
     ("allreduce", "geo"): 2.0,   # "2x geometric mean"
+    "dgx2_latency": 3.32,        # A.4, Fig. 27: "up to 3.32x lower latency" than NCCL
 }
 SERVERS = [("dgx1v", "DGX-1V"), ("dgx1p", "DGX-1P")]
 COLLECTIVES = [("broadcast", "Broadcast (Fig. 14)"), ("allreduce", "AllReduce (Fig. 16)")]
@@ -91,7 +98,62 @@ def dgx1(rows, out):
                  "min_speedup", "min_at"], summary)
 
 
-FIGS = {"dgx1": dgx1}
+DGX2_ALGS = [("blink", "Blink one-hop trees", "#d62728"), ("ring", "ring (NCCL)", "#444444"),
+             ("dbtree", "double binary tree (NCCL 2.4)", "#9467bd"), ("multitree", "MultiTree", "#1f77b4")]
+
+
+def dgx2(rows, out):
+    plt = _plt()
+    fig, (ax, rx) = plt.subplots(1, 2, figsize=(14, 5))
+    s = series(rows, lambda r: r["algorithm"])
+    sizes = sorted(set().union(*[set(c) for c in s.values()]))
+    for alg, label, color in DGX2_ALGS:
+        if alg in s:
+            c = s[alg]
+            ax.plot(sorted(c), [c[x]["time_us"] for x in sorted(c)], marker=".", color=color, label=label)
+    _size_axis(ax, sizes)
+    ax.set_yscale("log")
+    ax.set_ylabel("all-reduce time (us)")
+    ax.set_title("DGX-2, 16 GPUs: all-reduce latency (Blink Fig. 27)", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    table = []
+    best_ratio, best_at = 0, None
+    if "blink" in s:
+        b = s["blink"]
+        for alg, label, color in DGX2_ALGS[1:]:
+            if alg not in s:
+                continue
+            common = [x for x in sorted(b) if x in s[alg]]
+            rx.plot(common, [s[alg][x]["time_us"] / b[x]["time_us"] for x in common], marker=".", color=color,
+                    label="%s / Blink" % label)
+        for x in sorted(b):
+            nccl = [s[a][x]["time_us"] for a in ("ring", "dbtree") if a in s and x in s[a]]
+            row = [x, b[x]["time_us"]] + [s[a][x]["time_us"] if a in s and x in s[a] else ""
+                                          for a in ("ring", "dbtree", "multitree")]
+            if nccl:
+                ratio = min(nccl) / b[x]["time_us"]
+                row.append(ratio)
+                if ratio > best_ratio:
+                    best_ratio, best_at = ratio, x
+            table.append(row)
+    _size_axis(rx, sizes)
+    rx.axhline(1.0, color="black", lw=0.8)
+    rx.set_ylabel("latency / Blink's")
+    rx.set_title("the other algorithms' latency over Blink's (above 1: Blink is faster)", fontsize=10)
+    rx.grid(True, alpha=0.3)
+    rx.legend(fontsize=8)
+    save(fig, os.path.join(out, "blink-dgx2.png"))
+    write_table(os.path.join(out, "blink-dgx2-summary.csv"),
+                ["size_bytes", "blink_us", "ring_us", "dbtree_us", "multitree_us", "best_nccl_over_blink"], table)
+    if best_at is not None:
+        print("Blink Fig. 27 (DGX-2 all-reduce latency):")
+        claim("largest latency ratio, best of ring and dbtree over Blink", best_ratio,
+              PAPER["dgx2_latency"], "x")
+        print("  at %d B" % best_at)
+
+
+FIGS = {"dgx1": dgx1, "dgx2": dgx2}
 
 
 def main(argv=None):

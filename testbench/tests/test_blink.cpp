@@ -16,6 +16,7 @@
 
 #include "collectives/blink_trees.h"
 #include "collectives/packing.h"
+#include "collectives/multitree.h"
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "topology/dgx1.h"
@@ -521,6 +522,24 @@ TEST_CASE("One-hop trees: m trees, each rooted at one rank with every other rank
   CHECK(v.ok());
   CHECK(s.flows.size() == 32);
   for (const Message& m : s.messages()) CHECK((m.op == Op::Reduce ? m.dst : m.src) == s.flow_tree[m.flow]);
+}
+
+// MultiTree §III-C3 says it builds Blink's trees on a switch: on DGX-2 each
+// of its flows is reduced straight to one root and sent straight back.
+TEST_CASE("MultiTree's DGX-2 trees are Blink's one-hop trees, in more lockstep steps", "[blink][schedule]") {
+  const Schedule mt = multitree(topo::make_dgx2(25, 0));
+  REQUIRE(mt.flows.size() == 16);
+  std::vector<int> root(16, kNil);
+  for (const Message& m : mt.messages()) {
+    const int r = m.op == Op::Reduce ? m.dst : m.src;
+    if (root[m.flow] == kNil) root[m.flow] = r;
+    CHECK(r == root[m.flow]);  // one hop: every message has the root at one end
+  }
+  CHECK(std::set<int>(root.begin(), root.end()).size() == 16);  // each GPU roots one flow
+  const Schedule oh = tree_schedule("blink", 16, one_hop_shares(16), 1, kNil);
+  CHECK(mt.messages().size() == oh.messages().size());
+  CHECK(oh.steps == 2);
+  CHECK(mt.steps > oh.steps);  // MultiTree spreads the 15 children over steps of 6 (one per port)
 }
 
 TEST_CASE("verify_broadcast finds a node that forwards what it does not hold yet", "[blink][schedule]") {
