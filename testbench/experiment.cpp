@@ -391,7 +391,7 @@ void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
   collective_ = std::move(c);
 }
 
-void Experiment::make_trees(int n) {
+void Experiment::make_trees(int n, int chunks_override) {
   const topo::Topology& t = platform_->topology();
   const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
   const bool allreduce = opt_.collective == "allreduce";
@@ -433,6 +433,26 @@ void Experiment::make_trees(int n) {
                 "blink.chunks gives the trees");
     if (chunks < 1 || chunks > 1024)
       throw UserError(std::string(blink ? "blink.chunks" : "ring.pieces") + " must be between 1 and 1024");
+    if (blink) {
+      miad_iterations_ = cfg_.get<int>(
+          "blink.miad_iterations", 0,
+          "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last "
+          "one reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed");
+      miad_start_bytes_ = cfg_.get<uint64_t>("blink.miad_start_bytes", 1 << 20,
+                                             "the MIAD search's first chunk size, doubled while throughput rises "
+                                             "(Blink §4.2.1, Fig. 11: 1 MB, x2)");
+      miad_step_bytes_ = cfg_.get<uint64_t>(
+          "blink.miad_step_bytes", 256 << 10,
+          "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no step: a quarter of "
+          "the first size)");
+      if (miad_iterations_ < 0 || miad_iterations_ > 64) throw UserError("blink.miad_iterations must be between 0 and 64");
+      if (miad_start_bytes_ < 4 || miad_step_bytes_ < 4)
+        throw UserError("blink.miad_start_bytes and blink.miad_step_bytes must be at least 4");
+      if (miad_iterations_ > 0 && !opt_.vcd.empty())
+        throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
+                        "cannot follow; leave out one of them");
+    }
+    if (chunks_override > 0) chunks = chunks_override;
     const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
     if (blink && !connected)
       throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
@@ -514,6 +534,12 @@ void Experiment::make_trees(int n) {
     endpoint_GBps_ = least_endpoint_GBps(n, false);
   }
   trees_text_ = txt.str();
+  int units = 0, most = 0;
+  for (const auto& sh : shares) {
+    units += sh.units;
+    most = std::max(most, sh.units);
+  }
+  max_tree_share_ = static_cast<double>(most) / units;
   collectives::Schedule s =
       collectives::tree_schedule(opt_.algorithm, n, shares, chunks, allreduce ? collectives::kNil : kRoot);
   const collectives::VerifyResult v = allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
@@ -552,48 +578,88 @@ std::vector<Row> Experiment::run(std::ostream* table) {
   std::vector<uint64_t> before(ends.size());
   for (size_t i = 0; i < sizes_.size(); ++i) {
     const uint64_t bytes = sizes_[i];
-    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-    const auto tables0 = platform_->table_totals();
-    const auto latency0 = platform_->packet_latency();
-    bool done = false;
-    sc_core::sc_time t1;
-    collective_->start(bytes, [&] {
-      done = true;
-      t1 = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    });
-    watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " + std::to_string(sizes_.size()) +
-                   ")");
-    while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
-      sc_core::sc_start();
-    watchdog_->disarm();
-    if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
-    if (!done) {
-      std::ostringstream os;
-      const uint64_t held = platform_->report_held(os);
-      std::string where = os.str();
-      if (!where.empty() && where.back() == '\n') where.pop_back();
-      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
-                      size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
-                      std::to_string(held) + " packets held:\n" + where);
-    }
+    // One run, or Blink's MIAD chunk search over several (§4.2.1): the last
+    // is reported; every run's wrong elements count.
+    const int iterations = miad_iterations_ > 0 ? miad_iterations_ : 1;
+    uint64_t chunk = miad_start_bytes_, best_chunk = 0, wrong_before = 0;
+    double best_GBps = 0;
+    enum class Miad { Increase, Decrease, Steady } phase = Miad::Increase;
     Row r;
-    r.size_bytes = bytes;
-    r.count = bytes / 4;
-    r.time_us = (t1 - t0).to_seconds() * 1e6;
-    r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
-    r.busbw_GBps = r.algbw_GBps * collective_->busbw_factor();
-    r.wrong = collective_->wrong();
-    r.bound_us = collective_->bound_us(bytes);
-    r.bound_fraction = r.bound_us / r.time_us;
-    for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-    const auto tables1 = platform_->table_totals();
-    const auto latency1 = platform_->packet_latency();
-    r.packets = latency1.first - latency0.first;
-    r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
-    r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
-                tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+    for (int it = 0; it < iterations; ++it) {
+      int chunks = 0;
+      if (miad_iterations_ > 0) {
+        const double per_tree = static_cast<double>(bytes) * max_tree_share_ / static_cast<double>(chunk);
+        chunks = static_cast<int>(std::min(1024.0, std::max(1.0, std::round(per_tree))));
+        collective_.reset();
+        make_trees(participants(), chunks);
+      }
+      for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
+      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+      const auto tables0 = platform_->table_totals();
+      const auto latency0 = platform_->packet_latency();
+      bool done = false;
+      sc_core::sc_time t1;
+      collective_->start(bytes, [&] {
+        done = true;
+        t1 = sc_core::sc_time_stamp();
+        sc_core::sc_pause();
+      });
+      watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " +
+                     std::to_string(sizes_.size()) + ")");
+      while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
+        sc_core::sc_start();
+      watchdog_->disarm();
+      if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
+      if (!done) {
+        std::ostringstream os;
+        const uint64_t held = platform_->report_held(os);
+        std::string where = os.str();
+        if (!where.empty() && where.back() == '\n') where.pop_back();
+        throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                        size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
+                        std::to_string(held) + " packets held:\n" + where);
+      }
+      r = Row();
+      r.size_bytes = bytes;
+      r.count = bytes / 4;
+      r.time_us = (t1 - t0).to_seconds() * 1e6;
+      r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
+      r.busbw_GBps = r.algbw_GBps * collective_->busbw_factor();
+      r.wrong = collective_->wrong();
+      r.bound_us = collective_->bound_us(bytes);
+      r.bound_fraction = r.bound_us / r.time_us;
+      for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+      const auto tables1 = platform_->table_totals();
+      const auto latency1 = platform_->packet_latency();
+      r.packets = latency1.first - latency0.first;
+      r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
+      r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
+                  tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+      if (miad_iterations_ > 0) {
+        if (table)
+          *table << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
+                 << std::fixed << std::setprecision(2) << r.time_us << " us, " << r.algbw_GBps << " GB/s\n";
+        // Multiplicative increase while throughput rises; once it falls,
+        // additive decrease from the best size while it rises; then steady.
+        const bool better = r.algbw_GBps > best_GBps;
+        if (better) {
+          best_GBps = r.algbw_GBps;
+          best_chunk = chunk;
+        }
+        if (phase == Miad::Increase && better) {
+          chunk *= 2;
+        } else if (phase != Miad::Steady && (better || phase == Miad::Increase) && chunk > miad_step_bytes_ &&
+                   best_chunk > miad_step_bytes_) {
+          chunk = (phase == Miad::Increase ? best_chunk : chunk) - miad_step_bytes_;
+          phase = Miad::Decrease;
+        } else {
+          phase = Miad::Steady;
+          chunk = best_chunk;
+        }
+        if (it + 1 < iterations) wrong_before += r.wrong;
+      }
+    }
+    r.wrong += wrong_before;
     if (table) {
       print_row(*table, r, collectives::dtype_name(dtype_), collective_->redop());
       if (opt_.algorithm == "push" || opt_.algorithm == "pull")

@@ -66,7 +66,8 @@ class Experiment {
   void make_scheduled(int n, const platforms::PlatformShape& shape);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
   // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
-  void make_trees(int n);
+  // chunks > 0 overrides blink.chunks (the MIAD search of run()).
+  void make_trees(int n, int chunks = 0);
   double least_endpoint_GBps(int n, bool acked) const;
   Options opt_;
   Config cfg_;
@@ -79,7 +80,13 @@ class Experiment {
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   std::string trees_text_;  // what --print-trees prints
-  std::string bound_note_;  // the header's bound line, when not per GPU  // collective_, when it runs on the NICs
+  std::string bound_note_;  // the header's bound line, when not per GPU
+  // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
+  // first chunk size and the additive step; the largest tree's share of the
+  // buffer turns a chunk size into chunks per tree.
+  int miad_iterations_ = 0;
+  uint64_t miad_start_bytes_ = 0, miad_step_bytes_ = 0;
+  double max_tree_share_ = 1;  // collective_, when it runs on the NICs
   std::unique_ptr<Watchdog> watchdog_;
   sc_core::sc_trace_file* vcd_ = nullptr;
 };

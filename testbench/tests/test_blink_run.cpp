@@ -4,6 +4,7 @@
 // ring. One SystemC elaboration per process: one Experiment per TEST_CASE.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <sstream>
 
 #include "experiment.h"
@@ -127,4 +128,57 @@ TEST_CASE("Blink all-reduce on DGX-1V/8 runs near half its packed rate", "[blink
 
 TEST_CASE("Blink one-hop trees are exact on DGX-2", "[blinkrun][exact][dgx2]") {
   run("dgx2", {}, "allreduce", "blink", "4,12292,256K");
+}
+
+// Blink §4.2.1: the chunk size doubles while throughput rises, then falls
+// back additively; the last iteration is the row. Fig. 11 settles in ~4.
+TEST_CASE("MIAD chunk search doubles, backs off and settles, every iteration exact", "[blinkrun][miad]") {
+  tb::Options o;
+  o.platform = "dgx1v";
+  o.gpu_list = {0, 1, 2, 4, 7};
+  o.gpus = 5;
+  o.collective = "broadcast";
+  o.algorithm = "blink";
+  o.sizes = "8M";
+  o.quiet = true;
+  o.overrides = {{"blink.miad_iterations", "7"}, {"blink.miad_start_bytes", "16384"}, {"blink.miad_step_bytes", "4096"}};
+  tb::Experiment e(o);
+  std::ostringstream table;
+  std::vector<tb::Row> rows;
+  REQUIRE_NOTHROW(rows = e.run(&table));
+  INFO(table.str());
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].wrong == 0);
+  std::vector<unsigned long> chunk;
+  std::vector<double> gbps;
+  std::istringstream is(table.str());
+  for (std::string line; std::getline(is, line);) {
+    int it = 0, per = 0;
+    unsigned long c = 0;
+    double us = 0, g = 0;
+    if (std::sscanf(line.c_str(), "# MIAD iteration %d: chunk %lu B (%d per tree), %lf us, %lf GB/s", &it, &c, &per, &us,
+                    &g) == 5) {
+      chunk.push_back(c);
+      gbps.push_back(g);
+    }
+  }
+  REQUIRE(chunk.size() == 7);
+  CHECK(chunk[1] == 2 * chunk[0]);  // multiplicative increase after a first measurement
+  // Each step follows the rule from what was measured.
+  double best = 0;
+  unsigned long best_chunk = 0;
+  bool increasing = true;
+  for (size_t i = 0; i + 1 < chunk.size(); ++i) {
+    const bool better = gbps[i] > best;
+    if (better) best = gbps[i], best_chunk = chunk[i];
+    if (increasing && better) {
+      CHECK(chunk[i + 1] == 2 * chunk[i]);
+    } else {
+      if (increasing) CHECK(chunk[i + 1] == best_chunk - 4096);
+      else CHECK((chunk[i + 1] == chunk[i] - 4096 || chunk[i + 1] == best_chunk));
+      increasing = false;
+    }
+  }
+  CHECK_FALSE(increasing);  // from 16 KiB chunks it found a size where throughput falls
+  CHECK(rows[0].algbw_GBps >= 0.99 * gbps[0]);
 }
