@@ -484,6 +484,46 @@ void Experiment::make_trees(int n, int chunks_override) {
             << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
             << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
         txt << collectives::format_packing(bt.graph, bt.trees);
+        const bool hybrid = cfg_.get<bool>(
+            "blink.hybrid", false,
+            "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
+            "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
+        if (hybrid && allreduce)
+          throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
+                          "run it with --collective broadcast");
+        if (hybrid) {
+          // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
+          const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
+          int nvl_units = 0;
+          for (const auto& sh : shares) nvl_units += sh.units;
+          collectives::TreeShare chain;
+          chain.root = kRoot;
+          chain.gather_parent.assign(n, collectives::kNil);
+          for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
+          chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
+          x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
+                                                                              std::vector<std::vector<int>>(n)));
+          for (int r = 0; r < n; ++r)
+            for (int d = 0; d < n; ++d)
+              if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
+          // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
+          double least_in = 1e300;
+          for (int v = 0; v < n; ++v) {
+            if (v == kRoot) continue;
+            double in = 0;
+            for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
+            least_in = std::min(least_in, in);
+          }
+          x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
+          std::ostringstream note;
+          note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
+               << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
+          bound_note_ = note.str();
+          txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
+              << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
+              << "%)\n";
+          shares.push_back(std::move(chain));
+        }
       }
     }
     if (!blink) {

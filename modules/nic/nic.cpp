@@ -67,7 +67,8 @@ struct Nic::Stream : gpu::TxStream {
 
 Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
          std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-         collectives::RedOp redop, const NicParams& params)
+         collectives::RedOp redop, const NicParams& params,
+         const std::vector<std::vector<std::vector<int>>>& tree_ports)
     : gpu_(gpu),
       rank_(rank),
       schedule_(schedule),
@@ -102,7 +103,9 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
     const bool reduce = e.op == Op::Reduce;
     std::vector<int> to = reduce ? std::vector<int>{e.parent} : e.children;
     for (int dst : to) {
-      const auto& ports = ports_to_[dst];
+      const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
+      const bool own = tree < static_cast<int>(tree_ports.size()) && !tree_ports[tree][dst].empty();
+      const auto& ports = own ? tree_ports[tree][dst] : ports_to_[dst];
       for (size_t k = 0; k < ports.size(); ++k) {
         auto s = std::make_unique<Stream>();
         s->nic = this;
@@ -113,7 +116,6 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
         s->part = static_cast<int>(k);
         s->parts = static_cast<int>(ports.size());
         s->from_buffer = !reduce || f.reduce_children > 0;
-        const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
         const auto lane = lane_of.emplace(std::make_tuple(s->port, dst, tree), static_cast<int>(lane_of.size())).first;
         s->lane = lane->second;
         if (static_cast<int>(lanes_.size()) <= s->lane) lanes_.resize(s->lane + 1);

@@ -59,10 +59,13 @@ class Nic : public gpu::Program, public Traceable {
  public:
   // rank: this node's index in the schedule; endpoint_of[r] is rank r's
   // endpoint index (a packet's dst); ports_to[r] the endpoint ports that
-  // lead to rank r (a message is split evenly over them).
+  // lead to rank r (a message is split evenly over them); tree_ports[t][r],
+  // where given and not empty, replaces ports_to[r] for the flows of tree t
+  // (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
   Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
       std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-      collectives::RedOp redop, const NicParams& params);
+      collectives::RedOp redop, const NicParams& params,
+      const std::vector<std::vector<std::vector<int>>>& tree_ports = {});
   ~Nic() override;
 
   // Loads the table for one all-reduce of layout's buffer and resets the

@@ -39,7 +39,9 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
         for (int p = 0; p < t.node(node).ports && d != r; ++p)
           if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
     nics_.push_back(std::make_unique<Nic>(*gpus_[r], r, schedule_, endpoint_of, std::move(ports_to), data_, dtype_,
-                                          redop_, params_for(4)));
+                                          redop_, params_for(4),
+                                          execution_.tree_ports.empty() ? std::vector<std::vector<std::vector<int>>>{}
+                                                                        : execution_.tree_ports[r]));
   }
 }
 

@@ -31,6 +31,9 @@ struct Execution {
   // every port whose routes reach dst. Blink names its links (an NVLink, not
   // the PCIe tree that also reaches the peer).
   std::vector<std::vector<std::vector<int>>> ports_to;
+  // [rank][tree][dst]: where not empty, the ports of that tree's messages
+  // (Nic's tree_ports), e.g. Blink's PCIe trees (A.3).
+  std::vector<std::vector<std::vector<std::vector<int>>>> tree_ports;
   // > 0: the bound is size / this (algbw), e.g. Blink's packed rate times a
   // link's payload bandwidth; 0: the all-reduce or broadcast bound on
   // endpoint_GBps.

@@ -21,7 +21,8 @@ struct Run {
 };
 
 Run run(const std::string& platform, std::vector<int> gpus, const std::string& collective, const std::string& algorithm,
-        const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum") {
+        const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum",
+        std::vector<std::pair<std::string, std::string>> overrides = {}) {
   tb::Options o;
   o.platform = platform;
   o.gpu_list = std::move(gpus);
@@ -32,6 +33,7 @@ Run run(const std::string& platform, std::vector<int> gpus, const std::string& c
   o.dtype = dtype;
   o.redop = redop;
   o.quiet = true;
+  o.overrides = std::move(overrides);
   tb::Experiment e(o);
   std::ostringstream table;
   Run r;
@@ -181,4 +183,19 @@ TEST_CASE("MIAD chunk search doubles, backs off and settles, every iteration exa
   }
   CHECK_FALSE(increasing);  // from 16 KiB chunks it found a size where throughput falls
   CHECK(rows[0].algbw_GBps >= 0.99 * gbps[0]);
+}
+
+// Blink A.3, Eq. (8): 0,1,4 has one NVLink tree (rate 1); a PCIe chain beside
+// it takes BW_PCIe / (BW_PCIe + BW_NVL) of the data, so both finish together.
+TEST_CASE("Hybrid broadcast splits the data over NVLink and PCIe by Eq. 8 and beats NVLink alone", "[blinkrun][hybrid]") {
+  const Run r = run("dgx1v", {0, 1, 4}, "broadcast", "blink", "4,12292,8M", "float", "sum", {{"blink.hybrid", "true"}});
+  const auto [nvl, pcie] = nvlink_pcie_bytes(r);
+  CHECK(nvl > 0);
+  CHECK(pcie > 0);
+  // Link segments crossed: the NVLink tree 0->1, 0->4 two bridges of two
+  // segments each with 16 of 26 units; the PCIe chain 0->1 (gpu0, pcie0,
+  // gpu1: 2 segments) and 1->4 (pcie0, cpu0, cpu1, pcie2: 5) with 10.
+  CHECK(static_cast<double>(pcie) / nvl == Approx(7.0 * 10 / (4.0 * 16)).epsilon(0.01));
+  const double nvlink_alone = topo::dgx1_nvlink_GBps(topo::Dgx1Gen::V100) * 256 / 272;
+  CHECK(r.rows.back().algbw_GBps > 1.4 * nvlink_alone);
 }

@@ -693,6 +693,7 @@ TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's op
   require_error("--platform dgx1v --algorithm blink -c blink.chunks=0", {"blink.chunks"});
   require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=4 --vcd /tmp/x.vcd", {"miad", "--vcd"});
   require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=-1", {"blink.miad_iterations"});
+  require_error("--platform dgx1v --algorithm blink -c blink.hybrid=true", {"blink.hybrid", "broadcast"});
   require_error("--platform dgx1v --algorithm push", {"push", "blink or ring"});
   require_error("--platform dgx1v --algorithm multitree", {"multitree", "blink and ring"});
   require_error("--platform dgx2 --collective broadcast --algorithm ring", {"ring broadcast", "dgx1v"});
