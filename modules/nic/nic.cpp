@@ -31,6 +31,7 @@ struct Nic::Stream : gpu::TxStream {
   int port;
   int part, parts;        // this stream's share of the message
   int lane = -1;          // dataflow mode: its (port, destination, tree) lane
+  int tree = -1;          // the tree of its flow
   bool from_buffer;       // the flow's buffer, or the node's own input
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
@@ -58,6 +59,7 @@ struct Nic::Stream : gpu::TxStream {
     else nic->data_.fill(nic->dtype_, nic->rank_, pos / kElem, n / kElem, p->data);
     pos += n;
     head = false;
+    if (nic->params_.dataflow) nic->port_tree_[port] = tree;
     if (pos == end) nic->stream_done(*this);
   }
   void on_response(net::Packet*) override {
@@ -79,7 +81,8 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
       dtype_(dtype),
       redop_(redop),
       params_(params),
-      flows_(schedule.flows.size()) {
+      flows_(schedule.flows.size()),
+      port_tree_(params.dataflow ? gpu.num_ports() : 0, -1) {
   // What each flow asks of this node, and a stream per message and port.
   entry_streams_.resize(table_.size());
   if (schedule.broadcast_root != kNil) {
@@ -116,6 +119,7 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
         s->part = static_cast<int>(k);
         s->parts = static_cast<int>(ports.size());
         s->from_buffer = !reduce || f.reduce_children > 0;
+        s->tree = tree;
         const auto lane = lane_of.emplace(std::make_tuple(s->port, dst, tree), static_cast<int>(lane_of.size())).first;
         s->lane = lane->second;
         if (static_cast<int>(lanes_.size()) <= s->lane) lanes_.resize(s->lane + 1);
@@ -168,6 +172,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
     l.head = 0;
   }
   pending_.clear();
+  std::fill(port_tree_.begin(), port_tree_.end(), -1);
   if (params_.dataflow)
     for (int i = 0; i < static_cast<int>(table_.size()); ++i)
       if (table_[i].op != Op::Nop) pending_.push_back(i);
@@ -384,6 +389,8 @@ void Nic::trace(sc_core::sc_trace_file* tf) const {
   sc_core::sc_trace(tf, lockstep_cycles_, me + ".lockstep");
   sc_core::sc_trace(tf, head_, me + ".entry");
   sc_core::sc_trace(tf, head_flow_, me + ".flow");
+  for (size_t p = 0; p < port_tree_.size(); ++p)
+    sc_core::sc_trace(tf, port_tree_[p], me + ".port" + std::to_string(p) + "_tree");
 }
 
 }  // namespace incsim::nic

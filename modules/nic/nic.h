@@ -146,6 +146,9 @@ class Nic : public gpu::Program, public Traceable {
   uint64_t messages_sent_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
   int owner_ = -1;  // a broadcast's root: results are its input; -1: the reduction
+  // Dataflow mode, for the waveform: per port, the tree of the last packet
+  // sent (-1: none yet), so a VCD shows which tree's chunk is on each link.
+  std::vector<int> port_tree_;
 };
 
 }  // namespace incsim::nic

@@ -711,14 +711,17 @@ TEST_CASE("print-trees shows Blink's 6 trees of weight 1 on DGX-1V and the PCIe 
   CHECK_THAT(ring.out, Catch::Contains("1 rings over PCIe") && Catch::Contains("ring 0: gpu1 gpu4 gpu5 gpu6"));
 }
 
-TEST_CASE("Blink runs are deterministic and exit 0 with exact results", "[cli][blink][determinism]") {
+TEST_CASE("Blink runs are deterministic, waveform included, and exit 0 with exact results", "[cli][blink][determinism]") {
   TempDir d;
-  const std::string args = "--platform dgx1p --gpus 0,1,2,5 --algorithm blink --collective broadcast --sizes 64K --quiet --json ";
-  const Result a = incsim(args + d.file("a.json"));
-  const Result b = incsim(args + d.file("b.json"));
+  const std::string args = "--platform dgx1p --gpus 0,1,2,5 --algorithm blink --collective broadcast --sizes 64K --quiet ";
+  const Result a = incsim(args + "--json " + d.file("a.json") + " --vcd " + d.file("a.vcd"));
+  const Result b = incsim(args + "--json " + d.file("b.json") + " --vcd " + d.file("b.vcd"));
   REQUIRE(a.code == 0);
   REQUIRE(b.code == 0);
   CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  // The VCD shows, per GPU port, which tree's chunk went last.
+  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains(" port0_tree ") && Catch::Contains(" port1_tree "));
   const auto j = nlohmann::json::parse(slurp(d.file("a.json")));
   CHECK(j["rows"][0]["wrong"] == 0);
   CHECK(j["rows"][0]["busbw_GBps"] == j["rows"][0]["algbw_GBps"]);  // broadcast: factor 1
