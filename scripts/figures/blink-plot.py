@@ -17,7 +17,6 @@ ratio of the best NCCL algorithm's latency to Blink's) and
 blink-dgx2-summary.csv.
 """
 
-import argparse
 import math
 import os
 import sys
@@ -25,9 +24,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
-from incsim_campaign.figures import (FigError, _plt, _size_axis, check_wrong,  # noqa: E402
-                                     claim, read_rows, save, series, write_rows,
-                                     write_table)
+from incsim_campaign.figures import (_plt, _size_axis, claim,  # noqa: E402
+                                     figure_main, save, series, write_table)
 
 # What the paper says (Blink, MLSys 2020, §1 and §5.2), DGX-1V.
 PAPER = {
@@ -156,25 +154,5 @@ def dgx2(rows, out):
 FIGS = {"dgx1": dgx1, "dgx2": dgx2}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("figure", choices=sorted(FIGS))
-    ap.add_argument("--csv", action="append", required=True,
-                    help="campaign CSV (scripts/sweep collect); repeatable")
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
-                    help="folder for the CSV and PNG (default docs/figures)")
-    args = ap.parse_args(argv)
-    try:
-        rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv)
-        os.makedirs(args.out, exist_ok=True)
-        write_rows(os.path.join(args.out, "blink-%s.csv" % args.figure), rows, columns)
-        nwrong = check_wrong(rows)
-        FIGS[args.figure](rows, args.out)
-    except FigError as e:
-        sys.stderr.write("blink-plot: error: %s\n" % e)
-        return 2
-    return 1 if nwrong else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(__doc__, FIGS, "blink"))

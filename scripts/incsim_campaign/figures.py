@@ -141,3 +141,28 @@ def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     print("wrote %s" % os.path.relpath(path, REPO))
+
+
+def figure_main(doc, figs, prefix, argv=None, setting_only=()):
+    """The command line of a figure script: FIGURE --csv CSV... [--out DIR];
+    writes <prefix>-<figure>.csv with every row, checks #wrong, draws. Exit
+    codes: 0, 1 when a row has wrong elements, 2 on an error."""
+    import argparse
+    import sys
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("figure", choices=sorted(figs))
+    ap.add_argument("--csv", action="append", required=True,
+                    help="campaign CSV (scripts/sweep collect); repeatable")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"),
+                    help="folder for the CSV and PNG (default docs/figures)")
+    args = ap.parse_args(argv)
+    try:
+        rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv, setting_only)
+        os.makedirs(args.out, exist_ok=True)
+        write_rows(os.path.join(args.out, "%s-%s.csv" % (prefix, args.figure)), rows, columns)
+        nwrong = check_wrong(rows)
+        figs[args.figure](rows, args.out)
+    except FigError as e:
+        sys.stderr.write("%s-plot: error: %s\n" % (prefix, e))
+        return 2
+    return 1 if nwrong else 0
