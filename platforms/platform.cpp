@@ -81,6 +81,18 @@ topo::Topology make_dgx1_topology(const std::string& platform, const PlatformSha
     throw UserError("dgx1 link bandwidths must be above zero");
   if (!(l.nvlink_latency_ns >= 0) || !(l.pcie_latency_ns >= 0) || !(l.socket_latency_ns >= 0))
     throw UserError("dgx1 link latencies must not be negative");
+  // Blink §5.3: "inter-server AllReduce throughput (40Gbps)"; Fig. 19b varies it.
+  const double gbps = cfg.get<double>("dgx1.net_Gbps", 40.0,
+                                      "network between DGX-1 servers (--gpus 0,1,2/0,1,2,3,4), each direction, Gbit/s "
+                                      "(Blink §5.3: 40 Gbps cloud interconnect; Fig. 19b: up to 400)");
+  const double lat = cfg.get<double>("dgx1.net_latency_ns", 1500.0,
+                                     "one server's NIC to another's through the network switch, ns (an estimate of "
+                                     "RDMA NIC-to-NIC latency; Blink gives none)");
+  if (!(gbps > 0)) throw UserError("dgx1.net_Gbps must be above zero");
+  if (!(lat >= 0)) throw UserError("dgx1.net_latency_ns must not be negative");
+  if (shape.gpu_servers.size() > 1) return topo::make_dgx1_cluster(gen, shape.gpu_servers, gbps / 8, lat, l);
+  if (cfg.has_override("dgx1.net_Gbps") || cfg.has_override("dgx1.net_latency_ns"))
+    throw UserError("dgx1.net_Gbps and dgx1.net_latency_ns apply to several servers, given as --gpus 0,1,2/0,1,2,3,4");
   std::vector<int> gpus = shape.gpu_list;
   if (gpus.empty()) {
     const int n = shape.gpus ? shape.gpus : 8;

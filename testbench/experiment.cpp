@@ -105,6 +105,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     pick(opt_.algorithm, from_file.algorithm, defaults.algorithm);
     pick(opt_.gpus, from_file.gpus, defaults.gpus);
     pick(opt_.gpu_list, from_file.gpu_list, defaults.gpu_list);
+    pick(opt_.gpu_servers, from_file.gpu_servers, defaults.gpu_servers);
     pick(opt_.dims, from_file.dims, defaults.dims);
     pick(opt_.nodes, from_file.nodes, defaults.nodes);
     pick(opt_.sizes, from_file.sizes, defaults.sizes);
@@ -130,6 +131,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   platforms::PlatformShape shape;
   shape.gpus = opt_.gpus;
   shape.gpu_list = opt_.gpu_list;
+  shape.gpu_servers = opt_.gpu_servers;
   shape.nodes = opt_.nodes;
   const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
   if (!opt_.dims.empty()) {
@@ -412,7 +414,8 @@ void Experiment::make_trees(int n, int chunks_override) {
   if (dgx1) {
     const topo::Dgx1Gen gen = topo::parse_dgx1_gen(opt_.platform);
     std::vector<int> gpus;
-    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(3)));
+    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(t.node(e).name.rfind("gpu") + 3)));
+    const bool cluster = !opt_.gpu_servers.empty();
     collectives::BlinkOptions bo;
     bo.eps = cfg_.get<double>("blink.eps", 0.05,
                               "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
@@ -454,7 +457,7 @@ void Experiment::make_trees(int n, int chunks_override) {
     }
     if (chunks_override > 0) chunks = chunks_override;
     const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
-    if (blink && !connected)
+    if (blink && !cluster && !connected)
       throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
                       "use --algorithm ring, which falls back to PCIe");
     double nvl_GBps = 0;
@@ -466,87 +469,187 @@ void Experiment::make_trees(int n, int chunks_override) {
     bool nvlink = blink;
     std::string label = "";
     for (int g : gpus) label += (label.empty() ? "" : ",") + std::to_string(g);
-    if (connected) {
-      const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
-      // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
-      // which the packing reaches within eps; all-reduce: cuts both ways and
-      // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
-      const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
-      const double links = allreduce ? cb.allreduce : cb.broadcast;
-      x.algbw_bound_GBps = links * payload(nvl_GBps);
-      std::ostringstream note;
-      note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
-           << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
-      bound_note_ = note.str();
+    if (cluster) {
+      // Several servers (Blink §3.4, A.2): within a server NVLinks, between
+      // servers each local root's PCIe path to the network.
+      nvlink = true;
+      const auto& servers = opt_.gpu_servers;
+      const int k = static_cast<int>(servers.size());
+      std::vector<int> offset(k + 1, 0);
+      for (int sv = 0; sv < k; ++sv) offset[sv + 1] = offset[sv] + static_cast<int>(servers[sv].size());
+      label.clear();
+      for (int sv = 0; sv < k; ++sv)
+        for (size_t i = 0; i < servers[sv].size(); ++i)
+          label += (i ? "," : sv ? "/" : "") + std::to_string(servers[sv][i]);
+      double net_GBps = 0;
+      for (const auto& l : t.links())
+        if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::Network ||
+            topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::Network)
+          net_GBps = l.bw_GBps;
+      // The bound: a server's network link carries the buffer each way, and
+      // each server's NVLinks their all-reduce cut bound.
+      x.algbw_bound_GBps = payload(net_GBps);
+      bound_note_ = "the network link's payload bandwidth, or a server's NVLink cut bound if lower";
+      std::vector<collectives::BlinkTrees> local;
+      for (int sv = 0; sv < k; ++sv) {
+        if (!topo::dgx1_nvlink_connected(gen, servers[sv])) {
+          if (blink)
+            throw UserError("the GPUs allocated on server " + std::to_string(sv) +
+                            " are not all joined by NVLinks, so Blink has no NVLink spanning tree there");
+          continue;
+        }
+        local.push_back(collectives::blink_dgx1_trees(gen, servers[sv], servers[sv][0], bo));
+        x.algbw_bound_GBps = std::min(
+            x.algbw_bound_GBps, collectives::cut_bounds(local.back().graph, 0).allreduce * payload(nvl_GBps));
+      }
       if (blink) {
-        shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
-        txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
-            << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
-            << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
-        txt << collectives::format_packing(bt.graph, bt.trees);
-        const bool hybrid = cfg_.get<bool>(
-            "blink.hybrid", false,
-            "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
-            "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
-        if (hybrid && allreduce)
-          throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
-                          "run it with --collective broadcast");
-        if (hybrid) {
-          // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
-          const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
-          int nvl_units = 0;
-          for (const auto& sh : shares) nvl_units += sh.units;
-          collectives::TreeShare chain;
-          chain.root = kRoot;
-          chain.gather_parent.assign(n, collectives::kNil);
-          for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
-          chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
-          x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
-                                                                              std::vector<std::vector<int>>(n)));
-          for (int r = 0; r < n; ++r)
-            for (int d = 0; d < n; ++d)
-              if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
-          // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
-          double least_in = 1e300;
-          for (int v = 0; v < n; ++v) {
-            if (v == kRoot) continue;
-            double in = 0;
-            for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
-            least_in = std::min(least_in, in);
+        // Three phases as one tree per flow: server j's root roots the flow;
+        // each server reduces over one of its local trees to its root, which
+        // sends to root j (one hop across the network), and back. Flows take
+        // every combination of local trees, each in proportion to the
+        // product of their weights, and 1/k of the buffer per root.
+        txt << "# blink three-phase (Blink §3.4, A.2) on " << k << " " << opt_.platform << " servers, GPUs " << label
+            << "; per server:\n";
+        for (int sv = 0; sv < k; ++sv)
+          txt << "server " << sv << ": " << local[sv].trees.trees.size() << " trees, rate " << local[sv].trees.rate()
+              << " NVLinks, root gpu" << servers[sv][0] << "\n"
+              << collectives::format_packing(local[sv].graph, local[sv].trees);
+        for (int j = 0; j < (allreduce ? k : 1); ++j) {
+          std::vector<size_t> pick(k, 0);
+          for (;;) {
+            collectives::TreeShare sh;
+            sh.root = offset[j];
+            sh.gather_parent.assign(n, collectives::kNil);
+            for (int sv = 0; sv < k; ++sv) {
+              const collectives::Tree& tr = local[sv].trees.trees[pick[sv]];
+              for (size_t v = 0; v < servers[sv].size(); ++v)
+                if (tr.parent_edge[v] >= 0)
+                  sh.gather_parent[offset[sv] + v] = offset[sv] + local[sv].graph.edges[tr.parent_edge[v]].from;
+              if (sv != j) sh.gather_parent[offset[sv]] = offset[j];
+              sh.units *= std::max(1, static_cast<int>(std::lround(16 * tr.weight)));
+            }
+            if (allreduce) sh.reduce_parent = sh.gather_parent;
+            shares.push_back(std::move(sh));
+            int sv = 0;
+            while (sv < k && ++pick[sv] == local[sv].trees.trees.size()) pick[sv++] = 0;
+            if (sv == k) break;
           }
-          x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
-          std::ostringstream note;
-          note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
-               << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
-          bound_note_ = note.str();
-          txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
-              << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
-              << "%)\n";
-          shares.push_back(std::move(chain));
+        }
+        txt << shares.size() << " trees in all (" << (allreduce ? k : 1) << " cross-server roots x local tree "
+            << "combinations)\n";
+      } else {
+        // NCCL-style: one ring through the servers in turn, each server's part
+        // a path over NVLinks where one exists, both directions.
+        std::vector<int> order;
+        for (int sv = 0; sv < k; ++sv) {
+          std::vector<int> p(servers[sv].size());
+          for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
+          std::vector<int> best = p;
+          do {
+            bool ok = true;
+            for (size_t i = 0; i + 1 < p.size() && ok; ++i)
+              ok = topo::dgx1_nvlinks(gen, servers[sv][p[i]], servers[sv][p[i + 1]]) > 0;
+            if (ok) {
+              best = p;
+              break;
+            }
+          } while (std::next_permutation(p.begin(), p.end()));
+          for (int i : best) order.push_back(offset[sv] + i);
+        }
+        std::vector<int> back{order[0]};
+        for (int i = n - 1; i > 0; --i) back.push_back(order[i]);
+        const std::vector<std::vector<int>> rings{order, back};
+        txt << "# ring on " << k << " " << opt_.platform << " servers, GPUs " << label << ": 2 rings (both ways)\n";
+        for (size_t i = 0; i < rings.size(); ++i) {
+          txt << "ring " << i << ":";
+          for (int r : rings[i]) txt << " " << t.node(t.endpoints()[r]).name;
+          txt << "\n";
+        }
+        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
+      }
+    } else {
+      if (connected) {
+        const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
+        // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
+        // which the packing reaches within eps; all-reduce: cuts both ways and
+        // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
+        const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
+        const double links = allreduce ? cb.allreduce : cb.broadcast;
+        x.algbw_bound_GBps = links * payload(nvl_GBps);
+        std::ostringstream note;
+        note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
+             << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
+        bound_note_ = note.str();
+        if (blink) {
+          shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
+          txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
+              << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
+              << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
+          txt << collectives::format_packing(bt.graph, bt.trees);
+          const bool hybrid = cfg_.get<bool>(
+              "blink.hybrid", false,
+              "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
+              "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
+          if (hybrid && allreduce)
+            throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
+                            "run it with --collective broadcast");
+          if (hybrid) {
+            // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
+            const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
+            int nvl_units = 0;
+            for (const auto& sh : shares) nvl_units += sh.units;
+            collectives::TreeShare chain;
+            chain.root = kRoot;
+            chain.gather_parent.assign(n, collectives::kNil);
+            for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
+            chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
+            x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
+                                                                                std::vector<std::vector<int>>(n)));
+            for (int r = 0; r < n; ++r)
+              for (int d = 0; d < n; ++d)
+                if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
+            // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
+            double least_in = 1e300;
+            for (int v = 0; v < n; ++v) {
+              if (v == kRoot) continue;
+              double in = 0;
+              for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
+              least_in = std::min(least_in, in);
+            }
+            x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
+            std::ostringstream note;
+            note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
+                 << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
+            bound_note_ = note.str();
+            txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
+                << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
+                << "%)\n";
+            shares.push_back(std::move(chain));
+          }
         }
       }
-    }
-    if (!blink) {
-      std::vector<std::vector<int>> rings =
-          connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
-      nvlink = !rings.empty();
-      if (!nvlink) {
-        // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
-        // in GPU order through the PCIe tree.
-        rings.push_back({});
-        for (int r = 0; r < n; ++r) rings.back().push_back(r);
-        const double b = payload(pcie_GBps);
-        x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
-        bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
+      if (!blink) {
+        std::vector<std::vector<int>> rings =
+            connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
+        nvlink = !rings.empty();
+        if (!nvlink) {
+          // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
+          // in GPU order through the PCIe tree.
+          rings.push_back({});
+          for (int r = 0; r < n; ++r) rings.back().push_back(r);
+          const double b = payload(pcie_GBps);
+          x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
+          bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
+        }
+        txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
+            << (nvlink ? "NVLink" : "PCIe") << "\n";
+        for (size_t i = 0; i < rings.size(); ++i) {
+          txt << "ring " << i << ":";
+          for (int r : rings[i]) txt << " gpu" << gpus[r];
+          txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
+        }
+        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
       }
-      txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
-          << (nvlink ? "NVLink" : "PCIe") << "\n";
-      for (size_t i = 0; i < rings.size(); ++i) {
-        txt << "ring " << i << ":";
-        for (int r : rings[i]) txt << " gpu" << gpus[r];
-        txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
-      }
-      shares = collectives::ring_shares(n, rings, allreduce, kRoot);
     }
     // Each message takes the NVLinks to its peer (split over a doubled pair),
     // or the PCIe port when the run uses PCIe or the pair has no NVLink.

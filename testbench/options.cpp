@@ -19,7 +19,8 @@ const char* usage() {
          "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast,\n"
          "                              dbtree, hd, ring2d, hdrm, multitree, multitree-msg (NIC schedule tables)\n"
          "  --gpus N|LIST               GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count\n"
-         "                              or the allocated GPUs, such as 1,4,5,6)\n"
+         "                              or the allocated GPUs, such as 1,4,5,6; one list per server joined\n"
+         "                              by a network: 0,1,2/0,1,2,3,4)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
@@ -86,19 +87,24 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     if (a == "--platform") o.platform = value;
     else if (a == "--collective") o.collective = value;
     else if (a == "--algorithm") o.algorithm = value;
-    else if (a == "--gpus" && value.find(',') != std::string::npos) {
+    else if (a == "--gpus" && value.find_first_of(",/") != std::string::npos) {
       o.gpu_list.clear();
+      o.gpu_servers.assign(1, {});
       size_t at = 0;
       while (at <= value.size()) {
-        const size_t comma = std::min(value.find(',', at), value.size());
-        const uint64_t g = parse_uint(a, value.substr(at, comma - at));
+        const size_t end = std::min(value.find_first_of(",/", at), value.size());
+        const uint64_t g = parse_uint(a, value.substr(at, end - at));
         if (g > 1000000) throw UserError("--gpus names GPU " + std::to_string(g) + ", which no platform has");
         o.gpu_list.push_back(static_cast<int>(g));
-        at = comma + 1;
+        o.gpu_servers.back().push_back(static_cast<int>(g));
+        if (end < value.size() && value[end] == '/') o.gpu_servers.emplace_back();
+        at = end + 1;
       }
+      if (o.gpu_servers.size() == 1) o.gpu_servers.clear();
       o.gpus = static_cast<int>(o.gpu_list.size());
     } else if (a == "--gpus") {
       o.gpu_list.clear();
+      o.gpu_servers.clear();
       const uint64_t g = parse_uint(a, value);
       if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
       o.gpus = static_cast<int>(g);

@@ -13,6 +13,8 @@ struct Options {
   std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
   std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
+  // --gpus 0,1,2/0,1,2,3,4: one allocation per DGX-1 server (gpu_list holds them all, server by server)
+  std::vector<std::vector<int>> gpu_servers;
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";

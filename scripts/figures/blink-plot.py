@@ -6,6 +6,7 @@ scripts/figures/blink-dgx1.sh; see docs/blink.md.
 
   blink-plot.py dgx1 --csv DGX1V.csv --csv DGX1P.csv --out docs/figures
   blink-plot.py dgx2 --csv DGX2.csv --out docs/figures
+  blink-plot.py multiserver --csv MULTISERVER.csv --out docs/figures
 
 Writes docs/figures/blink-dgx1.csv (every simulated row), blink-dgx1.png
 (throughput per allocation, Blink vs ring, broadcast and all-reduce, both
@@ -14,7 +15,8 @@ prints the paper's claims beside ours; exits 1 when a row has wrong elements.
 dgx2 writes blink-dgx2.csv, blink-dgx2.png (all-reduce latency against size,
 one-hop trees vs ring, double binary tree and MultiTree on DGX-2, and the
 ratio of the best NCCL algorithm's latency to Blink's) and
-blink-dgx2-summary.csv.
+blink-dgx2-summary.csv. multiserver writes blink-multiserver.csv and .png
+(Fig. 19b: all-reduce throughput against cross-server bandwidth).
 """
 
 import math
@@ -151,7 +153,29 @@ def dgx2(rows, out):
         print("  at %d B" % best_at)
 
 
-FIGS = {"dgx1": dgx1, "dgx2": dgx2}
+def multiserver(rows, out):
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 5))
+    col = "dgx1.net_Gbps"
+    print("Blink Fig. 19(b) (two DGX-1V, 3 + 5 GPUs, all-reduce algbw):")
+    for alg, label in (("blink", "Blink three-phase"), ("ring", "NCCL-style ring")):
+        pts = sorted((r[col], r["algbw_GBps"]) for r in rows if r["algorithm"] == alg)
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", color=COLORS[alg], label=label)
+        print("  %-18s %s" % (label, ", ".join("%g Gbps: %.1f GB/s" % p for p in pts)))
+    gb = sorted({r[col] for r in rows})
+    ax.plot(gb, [g / 8 for g in gb], ls=":", color="gray", label="network link (Gbps / 8)")
+    ax.set_xlabel("cross-server bandwidth (Gbit/s, each direction)")
+    ax.set_ylabel("all-reduce algbw (GB/s)")
+    ax.set_title("Two DGX-1V servers, 3 + 5 GPUs, 32 MiB (Blink Fig. 19b)", fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, os.path.join(out, "blink-multiserver.png"))
+
+
+FIGS = {"dgx1": dgx1, "dgx2": dgx2, "multiserver": multiserver}
 
 
 if __name__ == "__main__":

@@ -560,3 +560,26 @@ TEST_CASE("verify_broadcast finds a node that forwards what it does not hold yet
   ok.broadcast_root = 0;
   CHECK(verify_broadcast(ok, 3).ok());
 }
+
+TEST_CASE("DGX-1 cluster: servers' GPUs in order, one NIC per server into the network switch", "[blink][dgx1]") {
+  const topo::Topology t = topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1, 2}, {4, 5, 6, 7}}, 5.0, 1500);
+  REQUIRE(t.endpoints().size() == 7);
+  CHECK(t.node(t.endpoints()[0]).name == "s0_gpu0");
+  CHECK(t.node(t.endpoints()[3]).name == "s1_gpu4");
+  const int net = t.find("net");
+  REQUIRE(net >= 0);
+  CHECK(topo::dgx1_part(t, net) == topo::Dgx1Part::Network);
+  int nics = 0;
+  for (const auto& l : t.links())
+    if (l.a.node == net || l.b.node == net) {
+      ++nics;
+      CHECK(l.bw_GBps == 5.0);
+      const int other = l.a.node == net ? l.b.node : l.a.node;
+      CHECK(topo::dgx1_part(t, other) == topo::Dgx1Part::CpuSocket);
+    }
+  CHECK(nics == 2);
+  // NVLinks stay inside a server: s1_gpu4 reaches s1_gpu5 by NVLink, s0_gpu0 by none.
+  CHECK(topo::dgx1_nvlink_ports(t, 3, 4).size() == 1);
+  CHECK(topo::dgx1_nvlink_ports(t, 3, 0).empty());
+  CHECK_THROWS_AS(topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}}, 5.0, 0), UserError);
+}

@@ -22,11 +22,18 @@ struct Run {
 
 Run run(const std::string& platform, std::vector<int> gpus, const std::string& collective, const std::string& algorithm,
         const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum",
-        std::vector<std::pair<std::string, std::string>> overrides = {}) {
+        std::vector<std::pair<std::string, std::string>> overrides = {},
+        const std::vector<std::vector<int>>& servers = {}) {
   tb::Options o;
   o.platform = platform;
   o.gpu_list = std::move(gpus);
   o.gpus = static_cast<int>(o.gpu_list.size());
+  if (!servers.empty()) {
+    o.gpu_servers = servers;
+    o.gpu_list.clear();
+    for (const auto& sv : servers) o.gpu_list.insert(o.gpu_list.end(), sv.begin(), sv.end());
+    o.gpus = static_cast<int>(o.gpu_list.size());
+  }
   o.collective = collective;
   o.algorithm = algorithm;
   o.sizes = sizes;
@@ -198,4 +205,21 @@ TEST_CASE("Hybrid broadcast splits the data over NVLink and PCIe by Eq. 8 and be
   CHECK(static_cast<double>(pcie) / nvl == Approx(7.0 * 10 / (4.0 * 16)).epsilon(0.01));
   const double nvlink_alone = topo::dgx1_nvlink_GBps(topo::Dgx1Gen::V100) * 256 / 272;
   CHECK(r.rows.back().algbw_GBps > 1.4 * nvlink_alone);
+}
+
+// Blink §3.4, A.2: per-server reduce over local trees, one-hop reduce and
+// broadcast between the servers' roots, broadcast back over the local trees.
+TEST_CASE("Three-phase all-reduce over two DGX-1V servers (3 + 5 GPUs) is exact and network bound", "[blinkrun][multi]") {
+  const Run r = run("dgx1v", {}, "allreduce", "blink", "4,12292,4M", "int32", "max", {}, {{0, 1, 2}, {0, 1, 2, 3, 4}});
+  // 40 Gbps: at 4 MiB the network link (5 GB/s, 4.7 of payload) is the bottleneck.
+  CHECK(r.rows.back().algbw_GBps > 0.9 * 40 / 8.0 * 256 / 272);
+}
+
+TEST_CASE("Three-phase broadcast over three DGX-1P servers is exact", "[blinkrun][multi]") {
+  run("dgx1p", {}, "broadcast", "blink", "4,12292,1M", "float", "sum", {{"dgx1.net_Gbps", "100"}},
+      {{5, 6}, {0, 1, 2}, {3, 7}});
+}
+
+TEST_CASE("The NCCL-style ring through two DGX-1V servers is exact", "[blinkrun][multi]") {
+  run("dgx1v", {}, "allreduce", "ring", "4,12292,1M", "float", "sum", {}, {{1, 4, 5, 6}, {0, 1}});
 }

@@ -694,6 +694,10 @@ TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's op
   require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=4 --vcd /tmp/x.vcd", {"miad", "--vcd"});
   require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=-1", {"blink.miad_iterations"});
   require_error("--platform dgx1v --algorithm blink -c blink.hybrid=true", {"blink.hybrid", "broadcast"});
+  require_error("--platform dgx1v --gpus 0,1,2 -c dgx1.net_Gbps=100", {"dgx1.net_Gbps", "several servers"});
+  require_error("--platform dgx1v --gpus 0,1/0,5 --algorithm blink", {"server 1", "NVLinks"});
+  require_error("--platform dgx1v --gpus 0,1/9,1", {"GPU 9"});
+  require_error("--platform dgx1v --gpus 0,1/0,1 -c dgx1.net_Gbps=0", {"dgx1.net_Gbps"});
   require_error("--platform dgx1v --algorithm push", {"push", "blink or ring"});
   require_error("--platform dgx1v --algorithm multitree", {"multitree", "blink and ring"});
   require_error("--platform dgx2 --collective broadcast --algorithm ring", {"ring broadcast", "dgx1v"});
