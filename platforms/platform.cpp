@@ -5,6 +5,7 @@
 
 #include "collectives/bounds.h"
 #include "core/error.h"
+#include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
 namespace incsim::platforms {
@@ -12,7 +13,9 @@ namespace incsim::platforms {
 using sc_core::sc_time;
 using topo::NodeKind;
 
-std::string builtin_platforms() { return "dgx2, fattree2l, star, torus, mesh, fattree, bigraph"; }
+std::string builtin_platforms() { return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph"; }
+
+bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
 
 bool is_multitree_platform(const std::string& platform) {
   return platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
@@ -34,6 +37,16 @@ PlatformDefaults platform_defaults(const std::string& platform) {
     d.switch_latency_ns = kMultiTreeRouterLatencyNs;
     d.max_payload_bytes = kMultiTreePayloadBytes;
   }
+  if (is_dgx1_platform(platform)) {
+    // The NVLink "switches" of make_dgx1() are bridges standing for a wire,
+    // and the PCIe link latencies already hold the PCIe switches' cut-through
+    // (topology/dgx1.cpp): no switch latency of their own.
+    d.switch_latency_ns = 0;
+    // NVLink packets carry up to 16 data flits of 16 B after a header flit
+    // (Foley and Danskin, "Ultra-Performance Pascal GPU and NVLink
+    // Interconnect", IEEE Micro 2017).
+    d.max_payload_bytes = 256;
+  }
   return d;
 }
 
@@ -43,7 +56,58 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
   return make_topology(platform, shape, cfg);
 }
 
+namespace {
+// A DGX-1 with the allocation the command line asks for: a list of GPUs, or
+// the first N (all 8 without --gpus).
+topo::Topology make_dgx1_topology(const std::string& platform, const PlatformShape& shape, Config& cfg) {
+  const topo::Dgx1Gen gen = topo::parse_dgx1_gen(platform);
+  if (shape.dims || shape.nodes)
+    throw UserError("the " + platform + " platform takes --gpus (a count or a list such as 1,4,5,6), not --dims or --nodes");
+  topo::Dgx1Links l(cfg.get<double>("dgx1.nvlink_GBps", 0.0,
+                                    "one NVLink, each direction, GB/s; 0: the generation's own (20 on dgx1p, NVLink 1, "
+                                    "P100 whitepaper; 25 on dgx1v, NVLink 2, V100 whitepaper; Blink Fig. 1)"));
+  l.nvlink_latency_ns = cfg.get<double>("dgx1.nvlink_latency_ns", l.nvlink_latency_ns,
+                                        "GPU to GPU over one NVLink, ns (MultiTree Table III's link latency as a stand-in: "
+                                        "Blink gives none)");
+  l.pcie_GBps = cfg.get<double>("dgx1.pcie_GBps", l.pcie_GBps,
+                                "PCIe 3.0 x16 link, each direction, GB/s (8 GT/s x 16 lanes x 128/130; Blink A.3 "
+                                "measures 8-12)");
+  l.pcie_latency_ns = cfg.get<double>("dgx1.pcie_latency_ns", l.pcie_latency_ns,
+                                      "each PCIe link, ns, switch cut-through included (PLX PEX 8700 order; an estimate)");
+  l.socket_GBps = cfg.get<double>("dgx1.socket_GBps", l.socket_GBps,
+                                  "inter-socket link, each direction, GB/s (2 QPI links at 9.6 GT/s, DGX-1's Xeon E5-2698 v4)");
+  l.socket_latency_ns = cfg.get<double>("dgx1.socket_latency_ns", l.socket_latency_ns, "inter-socket link, ns (an estimate)");
+  if (!(l.nvlink_GBps >= 0) || !(l.pcie_GBps > 0) || !(l.socket_GBps > 0))
+    throw UserError("dgx1 link bandwidths must be above zero");
+  if (!(l.nvlink_latency_ns >= 0) || !(l.pcie_latency_ns >= 0) || !(l.socket_latency_ns >= 0))
+    throw UserError("dgx1 link latencies must not be negative");
+  // Blink §5.3: "inter-server AllReduce throughput (40Gbps)"; Fig. 19b varies it.
+  const double gbps = cfg.get<double>("dgx1.net_Gbps", 40.0,
+                                      "network between DGX-1 servers (--gpus 0,1,2/0,1,2,3,4), each direction, Gbit/s "
+                                      "(Blink §5.3: 40 Gbps cloud interconnect; Fig. 19b: up to 400)");
+  const double lat = cfg.get<double>("dgx1.net_latency_ns", 1500.0,
+                                     "one server's NIC to another's through the network switch, ns (an estimate of "
+                                     "RDMA NIC-to-NIC latency; Blink gives none)");
+  if (!(gbps > 0)) throw UserError("dgx1.net_Gbps must be above zero");
+  if (!(lat >= 0)) throw UserError("dgx1.net_latency_ns must not be negative");
+  if (shape.gpu_servers.size() > 1) return topo::make_dgx1_cluster(gen, shape.gpu_servers, gbps / 8, lat, l);
+  if (cfg.has_override("dgx1.net_Gbps") || cfg.has_override("dgx1.net_latency_ns"))
+    throw UserError("dgx1.net_Gbps and dgx1.net_latency_ns apply to several servers, given as --gpus 0,1,2/0,1,2,3,4");
+  std::vector<int> gpus = shape.gpu_list;
+  if (gpus.empty()) {
+    const int n = shape.gpus ? shape.gpus : 8;
+    if (n < 2 || n > 8) throw UserError("a DGX-1 has 8 GPUs; --gpus must be between 2 and 8, not " + std::to_string(n));
+    for (int g = 0; g < n; ++g) gpus.push_back(g);
+  }
+  return topo::make_dgx1(gen, gpus, l);
+}
+}  // namespace
+
 topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg) {
+  if (!shape.gpu_list.empty() && !is_dgx1_platform(platform))
+    throw UserError("--gpus takes a list of GPUs only on the dgx1v and dgx1p platforms; on " + platform +
+                    " give a count");
+  if (is_dgx1_platform(platform)) return make_dgx1_topology(platform, shape, cfg);
   const bool multitree = is_multitree_platform(platform);
   const double bw = cfg.get<double>(
       "link.bw_GBps", multitree ? topo::kMultiTreeLinkGBps : 25.0,

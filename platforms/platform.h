@@ -22,7 +22,11 @@ struct PlatformShape {
   bool dims = false;  // --dims AxB given: torus and mesh KX x KY; bigraph nodes per switch x switches
   int dims_x = 0, dims_y = 0;
   int nodes = 0;   // --nodes: fattree
+  std::vector<int> gpu_list;  // --gpus 1,4,5,6: the GPUs allocated on a DGX-1 (physical numbers)
+  std::vector<std::vector<int>> gpu_servers;  // --gpus 0,1,2/0,1,2,3,4: several DGX-1s on a network
 };
+// dgx1v or dgx1p.
+bool is_dgx1_platform(const std::string& platform);
 
 // Builds the topology for --platform (a built-in name or a YAML file) in the
 // shape asked for, or the platform's default shape. Declares link.*

@@ -19,7 +19,10 @@
 #include "core/yaml_file.h"
 #include "collectives/baselines.h"
 #include "collectives/bounds.h"
+#include "collectives/blink_trees.h"
 #include "collectives/multitree.h"
+#include "collectives/tree_schedule.h"
+#include "topology/dgx1.h"
 #include "gpu/innet_collective.h"
 #include "gpu/ring_collective.h"
 #include "nic/scheduled_collective.h"
@@ -42,16 +45,17 @@ void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const 
 
 namespace {
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
-constexpr const char* kAlgorithms = "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
+constexpr const char* kAlgorithms =
+    "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
 
 // Which algorithms run which collective, the first the default: the ring
 // (in software, Klenk §III, or on the NIC), push, pull and multicast with the
 // switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
 // (MultiTree §IV, §VI).
 std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg";
+  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
   if (collective == "allgather") return "ring, multicast";
-  if (collective == "broadcast") return "multicast";
+  if (collective == "broadcast") return "multicast, blink, ring";
   return "ring";
 }
 }  // namespace
@@ -101,6 +105,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     pick(opt_.collective, from_file.collective, defaults.collective);
     pick(opt_.algorithm, from_file.algorithm, defaults.algorithm);
     pick(opt_.gpus, from_file.gpus, defaults.gpus);
+    pick(opt_.gpu_list, from_file.gpu_list, defaults.gpu_list);
+    pick(opt_.gpu_servers, from_file.gpu_servers, defaults.gpu_servers);
     pick(opt_.dims, from_file.dims, defaults.dims);
     pick(opt_.nodes, from_file.nodes, defaults.nodes);
     pick(opt_.sizes, from_file.sizes, defaults.sizes);
@@ -125,13 +131,17 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   platforms::PlatformShape shape;
   shape.gpus = opt_.gpus;
+  shape.gpu_list = opt_.gpu_list;
+  shape.gpu_servers = opt_.gpu_servers;
   shape.nodes = opt_.nodes;
+  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
   if (!opt_.dims.empty()) {
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
   }
   topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
-  const int n = opt_.gpus ? opt_.gpus : static_cast<int>(t.endpoints().size());
+  // A DGX-1's topology holds only the allocated GPUs.
+  const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
@@ -144,6 +154,14 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   // runs stall (measured: push on a 4x4 torus
   // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
   const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
+  if (in_network && dgx1)
+    throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
+                    "lacks; use blink or ring");
+  if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
+    throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
+                    "multicast or blink");
+  if (dgx1 && !in_network && opt_.algorithm != "ring" && opt_.algorithm != "blink")
+    throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
@@ -162,7 +180,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
   bool software_ring = false;
-  if (opt_.algorithm == "ring") {
+  const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
+  if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(opt_.platform);
     const std::string engine = cfg_.get<std::string>(
         "ring.engine", multitree_platform ? "nic" : "software",
@@ -174,6 +193,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     software_ring = engine == "software";
   }
   if (in_network) make_in_network(n, fattree);
+  else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
   else make_scheduled(n, shape);
 
@@ -374,6 +394,317 @@ void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
   collective_ = std::move(c);
 }
 
+void Experiment::make_trees(int n, int chunks_override) {
+  const topo::Topology& t = platform_->topology();
+  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
+  const bool allreduce = opt_.collective == "allreduce";
+  const bool blink = opt_.algorithm == "blink";
+  // The broadcast root, and the root of Blink's all-reduce trees: the first
+  // allocated GPU (Blink §3.3 reduces to "a chosen root vertex").
+  constexpr int kRoot = 0;
+  const auto& f = platform_->format();
+  auto payload = [&](double bw) {
+    return collectives::payload_bandwidth_GBps(bw, f.max_payload_bytes, f.header_bytes, 0);
+  };
+  nic::Execution x;
+  x.dataflow = true;
+  std::vector<collectives::TreeShare> shares;
+  int chunks = 1;
+  std::ostringstream txt;
+  txt << std::fixed << std::setprecision(3);
+  if (dgx1) {
+    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(opt_.platform);
+    std::vector<int> gpus;
+    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(t.node(e).name.rfind("gpu") + 3)));
+    const bool cluster = !opt_.gpu_servers.empty();
+    collectives::BlinkOptions bo;
+    bo.eps = cfg_.get<double>("blink.eps", 0.05,
+                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
+                              "§3.2 gives none; 0.05 matches its 5% threshold)");
+    bo.minimize.threshold = cfg_.get<double>(
+        "blink.threshold", 0.05,
+        "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)");
+    if (!(bo.eps > 0 && bo.eps < 1)) throw UserError("blink.eps must lie strictly between 0 and 1");
+    if (!(bo.minimize.threshold >= 0 && bo.minimize.threshold < 1))
+      throw UserError("blink.threshold must lie in [0, 1)");
+    chunks = cfg_.get<int>(
+        blink ? "blink.chunks" : "ring.pieces", 32,
+        blink ? "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, "
+                "§4.2.1: its MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of "
+                "Fig. 14)"
+              : "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, "
+                "as NCCL pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining "
+                "blink.chunks gives the trees");
+    if (chunks < 1 || chunks > 1024)
+      throw UserError(std::string(blink ? "blink.chunks" : "ring.pieces") + " must be between 1 and 1024");
+    if (blink) {
+      miad_iterations_ = cfg_.get<int>(
+          "blink.miad_iterations", 0,
+          "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last "
+          "one reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed");
+      miad_start_bytes_ = cfg_.get<uint64_t>("blink.miad_start_bytes", 1 << 20,
+                                             "the MIAD search's first chunk size, doubled while throughput rises "
+                                             "(Blink §4.2.1, Fig. 11: 1 MB, x2)");
+      miad_step_bytes_ = cfg_.get<uint64_t>(
+          "blink.miad_step_bytes", 256 << 10,
+          "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no step: a quarter of "
+          "the first size)");
+      if (miad_iterations_ < 0 || miad_iterations_ > 64) throw UserError("blink.miad_iterations must be between 0 and 64");
+      if (miad_start_bytes_ < 4 || miad_step_bytes_ < 4)
+        throw UserError("blink.miad_start_bytes and blink.miad_step_bytes must be at least 4");
+      if (miad_iterations_ > 0 && !opt_.vcd.empty())
+        throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
+                        "cannot follow; leave out one of them");
+    }
+    if (chunks_override > 0) chunks = chunks_override;
+    const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
+    if (blink && !cluster && !connected)
+      throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
+                      "use --algorithm ring, which falls back to PCIe");
+    double nvl_GBps = 0;
+    for (const auto& l : t.links())
+      if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::NvLink ||
+          topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::NvLink)
+        nvl_GBps = l.bw_GBps;
+    const double pcie_GBps = t.links()[t.link_at({t.endpoints()[0], topo::dgx1_pcie_port(t, 0)})].bw_GBps;
+    bool nvlink = blink;
+    std::string label = "";
+    for (int g : gpus) label += (label.empty() ? "" : ",") + std::to_string(g);
+    if (cluster) {
+      // Several servers (Blink §3.4, A.2): within a server NVLinks, between
+      // servers each local root's PCIe path to the network.
+      nvlink = true;
+      const auto& servers = opt_.gpu_servers;
+      const int k = static_cast<int>(servers.size());
+      std::vector<int> offset(k + 1, 0);
+      for (int sv = 0; sv < k; ++sv) offset[sv + 1] = offset[sv] + static_cast<int>(servers[sv].size());
+      label.clear();
+      for (int sv = 0; sv < k; ++sv)
+        for (size_t i = 0; i < servers[sv].size(); ++i)
+          label += (i ? "," : sv ? "/" : "") + std::to_string(servers[sv][i]);
+      double net_GBps = 0;
+      for (const auto& l : t.links())
+        if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::Network ||
+            topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::Network)
+          net_GBps = l.bw_GBps;
+      // The bound: a server's network link carries the buffer each way, and
+      // each server's NVLinks their all-reduce cut bound.
+      x.algbw_bound_GBps = payload(net_GBps);
+      bound_note_ = "the network link's payload bandwidth, or a server's NVLink cut bound if lower";
+      std::vector<collectives::BlinkTrees> local;
+      for (int sv = 0; sv < k; ++sv) {
+        if (!topo::dgx1_nvlink_connected(gen, servers[sv])) {
+          if (blink)
+            throw UserError("the GPUs allocated on server " + std::to_string(sv) +
+                            " are not all joined by NVLinks, so Blink has no NVLink spanning tree there");
+          continue;
+        }
+        local.push_back(collectives::blink_dgx1_trees(gen, servers[sv], servers[sv][0], bo));
+        x.algbw_bound_GBps = std::min(
+            x.algbw_bound_GBps, collectives::cut_bounds(local.back().graph, 0).allreduce * payload(nvl_GBps));
+      }
+      if (blink) {
+        // Three phases as one tree per flow: server j's root roots the flow;
+        // each server reduces over one of its local trees to its root, which
+        // sends to root j (one hop across the network), and back. Flows take
+        // every combination of local trees, each in proportion to the
+        // product of their weights, and 1/k of the buffer per root.
+        txt << "# blink three-phase (Blink §3.4, A.2) on " << k << " " << opt_.platform << " servers, GPUs " << label
+            << "; per server:\n";
+        for (int sv = 0; sv < k; ++sv)
+          txt << "server " << sv << ": " << local[sv].trees.trees.size() << " trees, rate " << local[sv].trees.rate()
+              << " NVLinks, root gpu" << servers[sv][0] << "\n"
+              << collectives::format_packing(local[sv].graph, local[sv].trees);
+        for (int j = 0; j < (allreduce ? k : 1); ++j) {
+          std::vector<size_t> pick(k, 0);
+          for (;;) {
+            collectives::TreeShare sh;
+            sh.root = offset[j];
+            sh.gather_parent.assign(n, collectives::kNil);
+            for (int sv = 0; sv < k; ++sv) {
+              const collectives::Tree& tr = local[sv].trees.trees[pick[sv]];
+              for (size_t v = 0; v < servers[sv].size(); ++v)
+                if (tr.parent_edge[v] >= 0)
+                  sh.gather_parent[offset[sv] + v] = offset[sv] + local[sv].graph.edges[tr.parent_edge[v]].from;
+              if (sv != j) sh.gather_parent[offset[sv]] = offset[j];
+              sh.units *= std::max(1, static_cast<int>(std::lround(16 * tr.weight)));
+            }
+            if (allreduce) sh.reduce_parent = sh.gather_parent;
+            shares.push_back(std::move(sh));
+            int sv = 0;
+            while (sv < k && ++pick[sv] == local[sv].trees.trees.size()) pick[sv++] = 0;
+            if (sv == k) break;
+          }
+        }
+        txt << shares.size() << " trees in all (" << (allreduce ? k : 1) << " cross-server roots x local tree "
+            << "combinations)\n";
+      } else {
+        // NCCL-style: one ring through the servers in turn, each server's part
+        // a path over NVLinks where one exists, both directions.
+        std::vector<int> order;
+        for (int sv = 0; sv < k; ++sv) {
+          std::vector<int> p(servers[sv].size());
+          for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
+          std::vector<int> best = p;
+          do {
+            bool ok = true;
+            for (size_t i = 0; i + 1 < p.size() && ok; ++i)
+              ok = topo::dgx1_nvlinks(gen, servers[sv][p[i]], servers[sv][p[i + 1]]) > 0;
+            if (ok) {
+              best = p;
+              break;
+            }
+          } while (std::next_permutation(p.begin(), p.end()));
+          for (int i : best) order.push_back(offset[sv] + i);
+        }
+        std::vector<int> back{order[0]};
+        for (int i = n - 1; i > 0; --i) back.push_back(order[i]);
+        const std::vector<std::vector<int>> rings{order, back};
+        txt << "# ring on " << k << " " << opt_.platform << " servers, GPUs " << label << ": 2 rings (both ways)\n";
+        for (size_t i = 0; i < rings.size(); ++i) {
+          txt << "ring " << i << ":";
+          for (int r : rings[i]) txt << " " << t.node(t.endpoints()[r]).name;
+          txt << "\n";
+        }
+        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
+      }
+    } else {
+      if (connected) {
+        const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
+        // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
+        // which the packing reaches within eps; all-reduce: cuts both ways and
+        // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
+        const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
+        const double links = allreduce ? cb.allreduce : cb.broadcast;
+        x.algbw_bound_GBps = links * payload(nvl_GBps);
+        std::ostringstream note;
+        note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
+             << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
+        bound_note_ = note.str();
+        if (blink) {
+          shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
+          txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
+              << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
+              << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
+          txt << collectives::format_packing(bt.graph, bt.trees);
+          const bool hybrid = cfg_.get<bool>(
+              "blink.hybrid", false,
+              "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
+              "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
+          if (hybrid && allreduce)
+            throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
+                            "run it with --collective broadcast");
+          if (hybrid) {
+            // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
+            const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
+            int nvl_units = 0;
+            for (const auto& sh : shares) nvl_units += sh.units;
+            collectives::TreeShare chain;
+            chain.root = kRoot;
+            chain.gather_parent.assign(n, collectives::kNil);
+            for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
+            chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
+            x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
+                                                                                std::vector<std::vector<int>>(n)));
+            for (int r = 0; r < n; ++r)
+              for (int d = 0; d < n; ++d)
+                if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
+            // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
+            double least_in = 1e300;
+            for (int v = 0; v < n; ++v) {
+              if (v == kRoot) continue;
+              double in = 0;
+              for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
+              least_in = std::min(least_in, in);
+            }
+            x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
+            std::ostringstream note;
+            note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
+                 << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
+            bound_note_ = note.str();
+            txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
+                << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
+                << "%)\n";
+            shares.push_back(std::move(chain));
+          }
+        }
+      }
+      if (!blink) {
+        std::vector<std::vector<int>> rings =
+            connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
+        nvlink = !rings.empty();
+        if (!nvlink) {
+          // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
+          // in GPU order through the PCIe tree.
+          rings.push_back({});
+          for (int r = 0; r < n; ++r) rings.back().push_back(r);
+          const double b = payload(pcie_GBps);
+          x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
+          bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
+        }
+        txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
+            << (nvlink ? "NVLink" : "PCIe") << "\n";
+        for (size_t i = 0; i < rings.size(); ++i) {
+          txt << "ring " << i << ":";
+          for (int r : rings[i]) txt << " gpu" << gpus[r];
+          txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
+        }
+        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
+      }
+    }
+    // Each message takes the NVLinks to its peer (split over a doubled pair),
+    // or the PCIe port when the run uses PCIe or the pair has no NVLink.
+    x.ports_to.assign(n, std::vector<std::vector<int>>(n));
+    for (int r = 0; r < n; ++r)
+      for (int d = 0; d < n; ++d) {
+        if (d == r) continue;
+        if (nvlink) x.ports_to[r][d] = topo::dgx1_nvlink_ports(t, r, d);
+        if (x.ports_to[r][d].empty()) x.ports_to[r][d] = {topo::dgx1_pcie_port(t, r)};
+      }
+    endpoint_GBps_ = x.algbw_bound_GBps;
+  } else {
+    // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
+    chunks = cfg_.get<int>("blink.chunks", 1,
+                           "chunks each one-hop tree's share is cut into (Blink §3.4: one hop, so nothing to "
+                           "pipeline along a tree; on DGX-2 more chunks only add per-message latency, measured)");
+    if (chunks < 1 || chunks > 1024) throw UserError("blink.chunks must be between 1 and 1024");
+    shares = collectives::one_hop_shares(n);
+    if (!allreduce) {
+      shares = {shares[kRoot]};
+      shares[0].reduce_parent.clear();
+    }
+    txt << "# blink one-hop trees on " << t.name << ": " << shares.size() << " trees, each rooted at one GPU with "
+        << n - 1 << " children one switch away\n";
+    endpoint_GBps_ = least_endpoint_GBps(n, false);
+  }
+  trees_text_ = txt.str();
+  int units = 0, most = 0;
+  for (const auto& sh : shares) {
+    units += sh.units;
+    most = std::max(most, sh.units);
+  }
+  max_tree_share_ = static_cast<double>(most) / units;
+  collectives::Schedule s =
+      collectives::tree_schedule(opt_.algorithm, n, shares, chunks, allreduce ? collectives::kNil : kRoot);
+  const collectives::VerifyResult v = allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
+  if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
+  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
+  est.buffer_flits = 318;
+  est.clock_ghz = 1.0;
+  est.link_GBps = t.links().front().bw_GBps;
+  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
+                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
+  scheduled_ = c.get();
+  collective_ = std::move(c);
+}
+
+void Experiment::print_trees(std::ostream& os) const {
+  if (trees_text_.empty())
+    throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
+                    opt_.platform + " builds none");
+  os << trees_text_;
+}
+
 void Experiment::print_schedule(std::ostream& os) const {
   if (!scheduled_)
     throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
@@ -391,48 +722,88 @@ std::vector<Row> Experiment::run(std::ostream* table) {
   std::vector<uint64_t> before(ends.size());
   for (size_t i = 0; i < sizes_.size(); ++i) {
     const uint64_t bytes = sizes_[i];
-    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-    const auto tables0 = platform_->table_totals();
-    const auto latency0 = platform_->packet_latency();
-    bool done = false;
-    sc_core::sc_time t1;
-    collective_->start(bytes, [&] {
-      done = true;
-      t1 = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    });
-    watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " + std::to_string(sizes_.size()) +
-                   ")");
-    while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
-      sc_core::sc_start();
-    watchdog_->disarm();
-    if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
-    if (!done) {
-      std::ostringstream os;
-      const uint64_t held = platform_->report_held(os);
-      std::string where = os.str();
-      if (!where.empty() && where.back() == '\n') where.pop_back();
-      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
-                      size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
-                      std::to_string(held) + " packets held:\n" + where);
-    }
+    // One run, or Blink's MIAD chunk search over several (§4.2.1): the last
+    // is reported; every run's wrong elements count.
+    const int iterations = miad_iterations_ > 0 ? miad_iterations_ : 1;
+    uint64_t chunk = miad_start_bytes_, best_chunk = 0, wrong_before = 0;
+    double best_GBps = 0;
+    enum class Miad { Increase, Decrease, Steady } phase = Miad::Increase;
     Row r;
-    r.size_bytes = bytes;
-    r.count = bytes / 4;
-    r.time_us = (t1 - t0).to_seconds() * 1e6;
-    r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
-    r.busbw_GBps = r.algbw_GBps * collective_->busbw_factor();
-    r.wrong = collective_->wrong();
-    r.bound_us = collective_->bound_us(bytes);
-    r.bound_fraction = r.bound_us / r.time_us;
-    for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-    const auto tables1 = platform_->table_totals();
-    const auto latency1 = platform_->packet_latency();
-    r.packets = latency1.first - latency0.first;
-    r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
-    r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
-                tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+    for (int it = 0; it < iterations; ++it) {
+      int chunks = 0;
+      if (miad_iterations_ > 0) {
+        const double per_tree = static_cast<double>(bytes) * max_tree_share_ / static_cast<double>(chunk);
+        chunks = static_cast<int>(std::min(1024.0, std::max(1.0, std::round(per_tree))));
+        collective_.reset();
+        make_trees(participants(), chunks);
+      }
+      for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
+      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+      const auto tables0 = platform_->table_totals();
+      const auto latency0 = platform_->packet_latency();
+      bool done = false;
+      sc_core::sc_time t1;
+      collective_->start(bytes, [&] {
+        done = true;
+        t1 = sc_core::sc_time_stamp();
+        sc_core::sc_pause();
+      });
+      watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " +
+                     std::to_string(sizes_.size()) + ")");
+      while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
+        sc_core::sc_start();
+      watchdog_->disarm();
+      if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
+      if (!done) {
+        std::ostringstream os;
+        const uint64_t held = platform_->report_held(os);
+        std::string where = os.str();
+        if (!where.empty() && where.back() == '\n') where.pop_back();
+        throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                        size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
+                        std::to_string(held) + " packets held:\n" + where);
+      }
+      r = Row();
+      r.size_bytes = bytes;
+      r.count = bytes / 4;
+      r.time_us = (t1 - t0).to_seconds() * 1e6;
+      r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
+      r.busbw_GBps = r.algbw_GBps * collective_->busbw_factor();
+      r.wrong = collective_->wrong();
+      r.bound_us = collective_->bound_us(bytes);
+      r.bound_fraction = r.bound_us / r.time_us;
+      for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+      const auto tables1 = platform_->table_totals();
+      const auto latency1 = platform_->packet_latency();
+      r.packets = latency1.first - latency0.first;
+      r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
+      r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
+                  tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+      if (miad_iterations_ > 0) {
+        if (table)
+          *table << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
+                 << std::fixed << std::setprecision(2) << r.time_us << " us, " << r.algbw_GBps << " GB/s\n";
+        // Multiplicative increase while throughput rises; once it falls,
+        // additive decrease from the best size while it rises; then steady.
+        const bool better = r.algbw_GBps > best_GBps;
+        if (better) {
+          best_GBps = r.algbw_GBps;
+          best_chunk = chunk;
+        }
+        if (phase == Miad::Increase && better) {
+          chunk *= 2;
+        } else if (phase != Miad::Steady && (better || phase == Miad::Increase) && chunk > miad_step_bytes_ &&
+                   best_chunk > miad_step_bytes_) {
+          chunk = (phase == Miad::Increase ? best_chunk : chunk) - miad_step_bytes_;
+          phase = Miad::Decrease;
+        } else {
+          phase = Miad::Steady;
+          chunk = best_chunk;
+        }
+        if (it + 1 < iterations) wrong_before += r.wrong;
+      }
+    }
+    r.wrong += wrong_before;
     if (table) {
       print_row(*table, r, collectives::dtype_name(dtype_), collective_->redop());
       if (opt_.algorithm == "push" || opt_.algorithm == "pull")
@@ -451,18 +822,23 @@ void Experiment::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
-  os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-     << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
-                           ? "links, one head flit per message; NIC messages are posted"
-                           : "links less header flits; NIC messages are posted")
-         : opt_.algorithm == "ring" ? "links less header flits and write acks"
-                                    : "links less header flits; multicast writes are posted")
-     << ")\n";
+  if (!bound_note_.empty()) {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
+  } else {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
+       << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
+                             ? "links, one head flit per message; NIC messages are posted"
+                             : "links less header flits; NIC messages are posted")
+           : opt_.algorithm == "ring" ? "links less header flits and write acks"
+                                      : "links less header flits; multicast writes are posted")
+       << ")\n";
+  }
   if (scheduled_) {
     const auto& s = scheduled_->schedule();
     uint64_t entries = 0;
     for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
-    os << "# schedule: " << s.algorithm << " on the NICs, " << s.steps << " steps";
+    os << "# schedule: " << s.algorithm << " on the NICs, "
+       << (scheduled_->params_for(4).dataflow ? "dataflow (no lockstep), " : "") << s.steps << " steps";
     if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
     os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";

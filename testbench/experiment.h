@@ -48,6 +48,9 @@ class Experiment {
   // Every node's schedule table (MultiTree Fig. 5); UserError unless the
   // algorithm runs on the NICs.
   void print_schedule(std::ostream& os) const;
+  // Blink's trees (weight and links each) or the rings, for --print-trees;
+  // UserError unless the algorithm is blink, or ring on a DGX-1.
+  void print_trees(std::ostream& os) const;
   static void print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop);
   void write_json(const std::string& path, const std::vector<Row>& rows) const;
   void list_params(std::ostream& os) const;
@@ -61,6 +64,10 @@ class Experiment {
   void make_ring(int n);
   void make_in_network(int n, bool fattree);
   void make_scheduled(int n, const platforms::PlatformShape& shape);
+  // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
+  // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
+  // chunks > 0 overrides blink.chunks (the MIAD search of run()).
+  void make_trees(int n, int chunks = 0);
   double least_endpoint_GBps(int n, bool acked) const;
   Options opt_;
   Config cfg_;
@@ -71,7 +78,15 @@ class Experiment {
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
-  const nic::ScheduledCollective* scheduled_ = nullptr;  // collective_, when it runs on the NICs
+  const nic::ScheduledCollective* scheduled_ = nullptr;
+  std::string trees_text_;  // what --print-trees prints
+  std::string bound_note_;  // the header's bound line, when not per GPU
+  // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
+  // first chunk size and the additive step; the largest tree's share of the
+  // buffer turns a chunk size into chunks per tree.
+  int miad_iterations_ = 0;
+  uint64_t miad_start_bytes_ = 0, miad_step_bytes_ = 0;
+  double max_tree_share_ = 1;  // collective_, when it runs on the NICs
   std::unique_ptr<Watchdog> watchdog_;
   sc_core::sc_trace_file* vcd_ = nullptr;
 };

@@ -35,6 +35,10 @@ int sc_main(int argc, char* argv[]) {
       return 0;
     }
     if (!o.dump_platform.empty()) return 0;
+    if (o.print_trees) {
+      e.print_trees(std::cout);
+      return 0;
+    }
     if (o.print_schedule) {
       e.print_schedule(std::cout);
       return 0;

@@ -18,7 +18,9 @@ const char* usage() {
          "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
          "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast,\n"
          "                              dbtree, hd, ring2d, hdrm, multitree, multitree-msg (NIC schedule tables)\n"
-         "  --gpus N                    GPUs taking part (star, fattree2l: GPUs built)\n"
+         "  --gpus N|LIST               GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count\n"
+         "                              or the allocated GPUs, such as 1,4,5,6; one list per server joined\n"
+         "                              by a network: 0,1,2/0,1,2,3,4)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
@@ -33,6 +35,7 @@ const char* usage() {
          "  --json FILE                 write results, configuration and per-link statistics\n"
          "  --dump-platform FILE.yaml   write the platform's topology as YAML and exit\n"
          "  --print-schedule            print every node's schedule table (MultiTree Fig. 5 layout) and exit\n"
+         "  --print-trees               print Blink's trees (or the rings) with weights and links and exit\n"
          "  --list-params               list every parameter with its default and exit\n"
          "  --list-choices              list the values each option accepts and exit\n"
          "  --quiet                     no progress on stderr\n"
@@ -69,12 +72,13 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
-                                         "--list-choices", "--print-schedule", "--help", "-h", "--traffic", "--load"};
+                                         "--list-choices", "--print-schedule", "--print-trees", "--help",
+                                         "-h", "--traffic", "--load"};
     const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
     if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
       throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
     const bool takes_value =
-        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--print-schedule" && a != "--help" &&
+        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--print-schedule" && a != "--print-trees" && a != "--help" &&
         a != "-h";
     if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
       value = a.substr(a.find('=') + 1);
@@ -87,7 +91,24 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     if (a == "--platform") o.platform = value;
     else if (a == "--collective") o.collective = value;
     else if (a == "--algorithm") o.algorithm = value;
-    else if (a == "--gpus") {
+    else if (a == "--gpus" && value.find_first_of(",/") != std::string::npos) {
+      o.gpu_list.clear();
+      o.gpu_servers.assign(1, {});
+      size_t at = 0;
+      while (at <= value.size()) {
+        const size_t end = std::min(value.find_first_of(",/", at), value.size());
+        const uint64_t g = parse_uint(a, value.substr(at, end - at));
+        if (g > 1000000) throw UserError("--gpus names GPU " + std::to_string(g) + ", which no platform has");
+        o.gpu_list.push_back(static_cast<int>(g));
+        o.gpu_servers.back().push_back(static_cast<int>(g));
+        if (end < value.size() && value[end] == '/') o.gpu_servers.emplace_back();
+        at = end + 1;
+      }
+      if (o.gpu_servers.size() == 1) o.gpu_servers.clear();
+      o.gpus = static_cast<int>(o.gpu_list.size());
+    } else if (a == "--gpus") {
+      o.gpu_list.clear();
+      o.gpu_servers.clear();
       const uint64_t g = parse_uint(a, value);
       if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
       o.gpus = static_cast<int>(g);
@@ -117,6 +138,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
     else if (a == "--list-params") o.list_params = true;
     else if (a == "--list-choices") o.list_choices = true;
     else if (a == "--print-schedule") o.print_schedule = true;
+    else if (a == "--print-trees") o.print_trees = true;
     else if (a == "--help" || a == "-h") o.help = true;
     else throw UserError("unknown option '" + a + "'; incsim --help lists the options");
   }

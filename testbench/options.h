@@ -12,6 +12,9 @@ struct Options {
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
+  std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
+  // --gpus 0,1,2/0,1,2,3,4: one allocation per DGX-1 server (gpu_list holds them all, server by server)
+  std::vector<std::vector<int>> gpu_servers;
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";
@@ -23,7 +26,8 @@ struct Options {
   std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list
   std::string config_file, vcd, json, dump_platform;
   std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
-  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false;
+  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false,
+       print_trees = false;
 };
 
 // Parses argv; throws UserError with one sentence on a bad flag or value.

@@ -553,6 +553,50 @@ ByteRange slice_bytes(uint64_t bytes, uint32_t elem_bytes, int slices, int start
   return {at(start), at(start + size) - at(start)};
 }
 
+VerifyResult verify_broadcast(const Schedule& s, int n) {
+  VerifyResult r;
+  Problems P(r.problems);
+  const int F = static_cast<int>(s.flows.size());
+  const int root = s.broadcast_root;
+  if (s.nodes != n || static_cast<int>(s.tables.size()) != n || root < 0 || root >= n || F < 1) {
+    P.add("the schedule is not a broadcast on " + std::to_string(n) + " nodes with a root among them");
+    P.finish();
+    return r;
+  }
+  // held[u][f]: the step by the end of which u holds flow f (0: from the start, -1: never).
+  std::vector<std::vector<int>> held(n, std::vector<int>(F, -1)), expect(n, std::vector<int>(F, kNil));
+  held[root].assign(F, 0);
+  for (int u = 0; u < n; ++u)
+    for (const Entry& e : s.tables[u]) {
+      r.steps = std::max(r.steps, e.step);
+      if (e.op == Op::Nop) continue;
+      const std::string where = nd(u) + " " + op_name(e.op) + " entry of " + fl(e.flow);
+      if (e.op != Op::Gather || e.flow < 0 || e.flow >= F) {
+        P.add(where + ": a broadcast has only Gather entries of its flows");
+        continue;
+      }
+      if ((u == root) != (e.parent == kNil)) P.add(where + ": only the root has no parent");
+      if (u != root) {
+        if (expect[u][e.flow] != kNil && expect[u][e.flow] != e.parent) P.add(where + " names two parents");
+        expect[u][e.flow] = e.parent;
+      }
+    }
+  std::vector<Message> msgs = s.messages();
+  r.messages = static_cast<int>(msgs.size());
+  for (const Message& m : msgs) {
+    const std::string what = "the Gather of " + fl(m.flow) + " from " + nd(m.src) + " to " + nd(m.dst) + " in " + st(m.step);
+    if (held[m.src][m.flow] < 0 || held[m.src][m.flow] >= m.step) P.add(what + " is sent before the sender holds it");
+    if (held[m.dst][m.flow] >= 0) P.add(what + " reaches a node that already holds it");
+    if (expect[m.dst][m.flow] != m.src) P.add(what + " is not expected by the receiver's table");
+    held[m.dst][m.flow] = m.step;
+  }
+  for (int u = 0; u < n; ++u)
+    for (int f = 0; f < F; ++f)
+      if (held[u][f] < 0) P.add(nd(u) + " ends without " + fl(f));
+  P.finish();
+  return r;
+}
+
 Schedule relabel(const Schedule& s, const std::vector<int>& node_of) {
   Schedule r = s;
   r.paths.clear();

@@ -85,6 +85,14 @@ struct Schedule {
   };
   std::vector<Path> paths;
 
+  // Broadcast (Blink §4.1): the rank whose input every node receives; the
+  // tables hold Gather entries only. kNil: an all-reduce.
+  int broadcast_root = kNil;
+  // Optional [flow]: the tree each flow belongs to. A NIC in dataflow mode
+  // keeps one ordered stream per link per tree (Blink §4.1, §4.2.2), so a
+  // tree's chunks cross a link in order. Empty: every flow is its own tree.
+  std::vector<int> flow_tree;
+
   std::vector<Message> messages() const;  // sorted by (step, src, dst, op, flow)
   int count(Op op) const;
 };
@@ -142,6 +150,10 @@ struct VerifyResult {
 // without the full sum of every flow, the flows not tiling the buffer, and,
 // with options, links over capacity.
 VerifyResult verify(const Schedule& s, int n, const VerifyOptions& opt = {});
+// The same for a broadcast (s.broadcast_root set): only Gather entries; every
+// other node receives every flow exactly once, from a node that held it in
+// an earlier step (the root holds all from the start), as its table expects.
+VerifyResult verify_broadcast(const Schedule& s, int n);
 
 // The same schedule with rank r's table run by node node_of[r] (a rank
 // mapping), parents and children renamed alike. Explicit paths are dropped.

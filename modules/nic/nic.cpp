@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <tuple>
 
 namespace incsim::nic {
 
@@ -28,6 +30,8 @@ struct Nic::Stream : gpu::TxStream {
   uint32_t dst;
   int port;
   int part, parts;        // this stream's share of the message
+  int lane = -1;          // dataflow mode: its (port, destination, tree) lane
+  int tree = -1;          // the tree of its flow
   bool from_buffer;       // the flow's buffer, or the node's own input
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
@@ -55,6 +59,7 @@ struct Nic::Stream : gpu::TxStream {
     else nic->data_.fill(nic->dtype_, nic->rank_, pos / kElem, n / kElem, p->data);
     pos += n;
     head = false;
+    if (nic->params_.dataflow) nic->port_tree_[port] = tree;
     if (pos == end) nic->stream_done(*this);
   }
   void on_response(net::Packet*) override {
@@ -64,7 +69,8 @@ struct Nic::Stream : gpu::TxStream {
 
 Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
          std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-         collectives::RedOp redop, const NicParams& params)
+         collectives::RedOp redop, const NicParams& params,
+         const std::vector<std::vector<std::vector<int>>>& tree_ports)
     : gpu_(gpu),
       rank_(rank),
       schedule_(schedule),
@@ -75,16 +81,24 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
       dtype_(dtype),
       redop_(redop),
       params_(params),
-      flows_(schedule.flows.size()) {
+      flows_(schedule.flows.size()),
+      port_tree_(params.dataflow ? gpu.num_ports() : 0, -1) {
   // What each flow asks of this node, and a stream per message and port.
   entry_streams_.resize(table_.size());
+  if (schedule.broadcast_root != kNil) {
+    // A broadcast: the root's flows start as its own input.
+    owner_ = schedule.broadcast_root;
+    if (rank == owner_)
+      for (FlowState& f : flows_) f.root = true;
+  }
+  std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
   for (size_t i = 0; i < table_.size(); ++i) {
     const Entry& e = table_[i];
     if (e.op == Op::Nop) continue;
     FlowState& f = flows_[e.flow];
     if (e.op == Op::Reduce) {
       f.reduce_children = static_cast<uint32_t>(e.children.size());
-      f.root = e.parent == kNil;
+      f.root = f.root || e.parent == kNil;
     } else if (e.parent != kNil) {
       f.gathers = true;
     }
@@ -92,7 +106,9 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
     const bool reduce = e.op == Op::Reduce;
     std::vector<int> to = reduce ? std::vector<int>{e.parent} : e.children;
     for (int dst : to) {
-      const auto& ports = ports_to_[dst];
+      const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
+      const bool own = tree < static_cast<int>(tree_ports.size()) && !tree_ports[tree][dst].empty();
+      const auto& ports = own ? tree_ports[tree][dst] : ports_to_[dst];
       for (size_t k = 0; k < ports.size(); ++k) {
         auto s = std::make_unique<Stream>();
         s->nic = this;
@@ -103,6 +119,11 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
         s->part = static_cast<int>(k);
         s->parts = static_cast<int>(ports.size());
         s->from_buffer = !reduce || f.reduce_children > 0;
+        s->tree = tree;
+        const auto lane = lane_of.emplace(std::make_tuple(s->port, dst, tree), static_cast<int>(lane_of.size())).first;
+        s->lane = lane->second;
+        if (static_cast<int>(lanes_.size()) <= s->lane) lanes_.resize(s->lane + 1);
+        lanes_[s->lane].queue.reserve(lanes_[s->lane].queue.capacity() + 1);
         (reduce ? f.reduce_readers : f.gather_readers) += s->from_buffer;
         entry_streams_[i].push_back(std::move(s));
       }
@@ -144,7 +165,18 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
   messages_sent_ = 0;
   wrong_ = checked_ = 0;
   expect_checked_ = 0;
-  for (const auto& r : layout.flows) expect_checked_ += r.length / kElem;
+  if (rank_ != owner_)
+    for (const auto& r : layout.flows) expect_checked_ += r.length / kElem;
+  for (Lane& l : lanes_) {
+    l.queue.clear();
+    l.head = 0;
+  }
+  pending_.clear();
+  std::fill(port_tree_.begin(), port_tree_.end(), -1);
+  if (params_.dataflow)
+    for (int i = 0; i < static_cast<int>(table_.size()); ++i)
+      if (table_[i].op != Op::Nop) pending_.push_back(i);
+  if (params_.dataflow) head_ = static_cast<int>(table_.size() - pending_.size());  // NOPs do not hold anything
   advance();
 }
 
@@ -159,6 +191,10 @@ bool Nic::ready(const Entry& e) const {
 // counter's and its dependencies are cleared; moves the timestep counter on
 // when the lockstep counter is zero and every issued message has left.
 void Nic::advance() {
+  if (params_.dataflow) {
+    advance_dataflow();
+    return;
+  }
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   while (!finished_ && head_ < static_cast<int>(table_.size())) {
     const Entry& e = table_[head_];
@@ -174,6 +210,28 @@ void Nic::advance() {
   }
   if (head_ == static_cast<int>(table_.size())) head_flow_ = kNil;
   maybe_finish();
+}
+
+// Dataflow mode: every pending entry whose dependencies are met issues now.
+void Nic::advance_dataflow() {
+  size_t keep = 0;
+  for (size_t i = 0; i < pending_.size() && !finished_; ++i) {
+    const int index = pending_[i];
+    if (ready(table_[index])) {
+      head_flow_ = table_[index].flow;
+      issue(table_[index], static_cast<size_t>(index));
+      ++head_;
+    } else {
+      pending_[keep++] = index;
+    }
+  }
+  pending_.resize(keep);
+  maybe_finish();
+}
+
+void Nic::activate(Stream& s) {
+  // The DMA engine's first read returns one memory latency later.
+  gpu_.activate(s.port, &s, gpu_.memory().latency());
 }
 
 void Nic::issue(const Entry& e, size_t index) {
@@ -192,8 +250,13 @@ void Nic::issue(const Entry& e, size_t index) {
       finish_stream(*s);  // an empty share: nothing to read
       continue;
     }
-    // The DMA engine's first read returns one memory latency later.
-    gpu_.activate(s->port, s.get(), gpu_.memory().latency());
+    if (params_.dataflow) {
+      Lane& l = lanes_[s->lane];
+      l.queue.push_back(s.get());
+      if (l.queue.size() - l.head == 1) activate(*s);  // the lane was idle
+      continue;
+    }
+    activate(*s);
   }
 }
 
@@ -204,6 +267,19 @@ void Nic::finish_stream(Stream& s) {
 
 void Nic::stream_done(Stream& s) {
   finish_stream(s);
+  if (params_.dataflow) {
+    // The lane's next message starts.
+    Lane& l = lanes_[s.lane];
+    ++l.head;
+    while (l.head < l.queue.size()) {
+      Stream& next = *l.queue[l.head];
+      if (next.pos != next.end) {
+        activate(next);
+        break;
+      }
+      ++l.head;  // an empty share was finished at issue
+    }
+  }
   advance();
 }
 
@@ -269,7 +345,7 @@ void Nic::release(int flow) {
 }
 
 void Nic::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
-  wrong_ += data_.mismatches(dtype_, redop_, bytes, offset / kElem, len / kElem, -1);
+  wrong_ += data_.mismatches(dtype_, redop_, bytes, offset / kElem, len / kElem, owner_);
   checked_ += len / kElem;
 }
 
@@ -313,6 +389,8 @@ void Nic::trace(sc_core::sc_trace_file* tf) const {
   sc_core::sc_trace(tf, lockstep_cycles_, me + ".lockstep");
   sc_core::sc_trace(tf, head_, me + ".entry");
   sc_core::sc_trace(tf, head_flow_, me + ".flow");
+  for (size_t p = 0; p < port_tree_.size(); ++p)
+    sc_core::sc_trace(tf, port_tree_[p], me + ".port" + std::to_string(p) + "_tree");
 }
 
 }  // namespace incsim::nic

@@ -37,6 +37,13 @@ struct NicParams {
   // buffer holds (§IV-A, footnote 4). Set per run by the collective.
   sc_core::sc_time step_time;
   uint32_t step_cycles = 0;  // the same in router cycles, for the waveform
+  // Dataflow issue (Blink §4.1-4.2): any entry whose dependencies are met
+  // issues, in whatever order, without steps or NOPs; each link of each tree
+  // (port, destination, tree) keeps one ordered stream, so a tree's messages
+  // to a peer leave one after the other while different trees and peers
+  // share the port packet by packet. false: the
+  // lockstep decoder of MultiTree §IV-A (the default).
+  bool dataflow = false;
 };
 
 // Where each flow's chunk sits in the buffer, for one message size: the byte
@@ -52,10 +59,13 @@ class Nic : public gpu::Program, public Traceable {
  public:
   // rank: this node's index in the schedule; endpoint_of[r] is rank r's
   // endpoint index (a packet's dst); ports_to[r] the endpoint ports that
-  // lead to rank r (a message is split evenly over them).
+  // lead to rank r (a message is split evenly over them); tree_ports[t][r],
+  // where given and not empty, replaces ports_to[r] for the flows of tree t
+  // (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
   Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
       std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-      collectives::RedOp redop, const NicParams& params);
+      collectives::RedOp redop, const NicParams& params,
+      const std::vector<std::vector<std::vector<int>>>& tree_ports = {});
   ~Nic() override;
 
   // Loads the table for one all-reduce of layout's buffer and resets the
@@ -95,6 +105,15 @@ class Nic : public gpu::Program, public Traceable {
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
   void maybe_finish();
+  void advance_dataflow();
+  void activate(Stream& s);
+
+  // Dataflow mode: per (port, destination, tree), the issued streams in issue order; only
+  // the first that has not finished is active on the port.
+  struct Lane {
+    std::vector<Stream*> queue;  // reserved for every stream of the lane
+    size_t head = 0;
+  };
 
   gpu::Gpu& gpu_;
   int rank_;
@@ -113,6 +132,8 @@ class Nic : public gpu::Program, public Traceable {
   std::vector<std::vector<std::unique_ptr<Stream>>> entry_streams_;  // [table entry]
   std::vector<std::vector<uint8_t>> buffers_;
   std::vector<int> free_buffers_;
+  std::vector<Lane> lanes_;
+  std::vector<int> pending_;  // dataflow mode: entries not yet issued, in table order
 
   // The counters of Fig. 6 (traced).
   int timestep_ = 0;
@@ -124,6 +145,10 @@ class Nic : public gpu::Program, public Traceable {
   bool finished_ = false;
   uint64_t messages_sent_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
+  int owner_ = -1;  // a broadcast's root: results are its input; -1: the reduction
+  // Dataflow mode, for the waveform: per port, the tree of the last packet
+  // sent (-1: none yet), so a VCD shows which tree's chunk is on each link.
+  std::vector<int> port_tree_;
 };
 
 }  // namespace incsim::nic

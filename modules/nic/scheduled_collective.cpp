@@ -11,7 +11,7 @@ namespace incsim::nic {
 ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus,
                                          const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
                                          uint64_t seed, FlowControl flow_control, StepEstimate estimate,
-                                         double endpoint_GBps)
+                                         double endpoint_GBps, Execution execution)
     : schedule_(std::move(schedule)),
       gpus_(std::move(gpus)),
       dtype_(dtype),
@@ -19,7 +19,8 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
       data_(seed, static_cast<int>(gpus_.size())),
       flow_control_(flow_control),
       estimate_(estimate),
-      endpoint_GBps_(endpoint_GBps) {
+      endpoint_GBps_(endpoint_GBps),
+      execution_(std::move(execution)) {
   const int n = static_cast<int>(gpus_.size());
   assert(schedule_.nodes == n);
   const net::PacketFormat& f = gpus_[0]->pool().format();
@@ -32,11 +33,15 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
     // A message to rank d is split over the ports that lead to d.
     const int node = t.endpoints()[endpoint_of[r]];
     std::vector<std::vector<int>> ports_to(n);
-    for (int d = 0; d < n; ++d)
-      for (int p = 0; p < t.node(node).ports && d != r; ++p)
-        if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
+    if (!execution_.ports_to.empty()) ports_to = execution_.ports_to[r];
+    else
+      for (int d = 0; d < n; ++d)
+        for (int p = 0; p < t.node(node).ports && d != r; ++p)
+          if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
     nics_.push_back(std::make_unique<Nic>(*gpus_[r], r, schedule_, endpoint_of, std::move(ports_to), data_, dtype_,
-                                          redop_, params_for(4)));
+                                          redop_, params_for(4),
+                                          execution_.tree_ports.empty() ? std::vector<std::vector<std::vector<int>>>{}
+                                                                        : execution_.tree_ports[r]));
   }
 }
 
@@ -58,6 +63,7 @@ NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   const double ns = static_cast<double>(counted) * flit_bytes_ / estimate_.link_GBps;
   p.step_time = sc_core::sc_time(ns, sc_core::SC_NS);
   p.step_cycles = static_cast<uint32_t>(ns * estimate_.clock_ghz + 0.5);
+  p.dataflow = execution_.dataflow;
   return p;
 }
 
@@ -90,10 +96,12 @@ uint64_t ScheduledCollective::wrong() const {
 }
 
 double ScheduledCollective::bound_us(uint64_t bytes) const {
+  if (execution_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (execution_.algbw_bound_GBps * 1e3);
   return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
 }
 
 double ScheduledCollective::busbw_factor() const {
+  if (schedule_.broadcast_root != collectives::kNil) return 1.0;  // nccl-tests: broadcast
   return collectives::allreduce_busbw_factor(static_cast<int>(gpus_.size()));
 }
 

@@ -24,13 +24,30 @@ struct StepEstimate {
   double clock_ghz;     // router cycles, for the waveform
 };
 
+// How the tables run, beyond MultiTree's defaults.
+struct Execution {
+  bool dataflow = false;  // NicParams::dataflow (Blink); false: MultiTree's lockstep decoder
+  // [rank][dst]: the ports rank's messages to dst take (split evenly). Empty:
+  // every port whose routes reach dst. Blink names its links (an NVLink, not
+  // the PCIe tree that also reaches the peer).
+  std::vector<std::vector<std::vector<int>>> ports_to;
+  // [rank][tree][dst]: where not empty, the ports of that tree's messages
+  // (Nic's tree_ports), e.g. Blink's PCIe trees (A.3).
+  std::vector<std::vector<std::vector<std::vector<int>>>> tree_ports;
+  // > 0: the bound is size / this (algbw), e.g. Blink's packed rate times a
+  // link's payload bandwidth; 0: the all-reduce or broadcast bound on
+  // endpoint_GBps.
+  double algbw_bound_GBps = 0;
+};
+
 class ScheduledCollective : public gpu::Collective {
  public:
   // gpus[r] runs rank r of the schedule; endpoint_GBps is one node's payload
-  // injection bandwidth for the bound.
+  // injection bandwidth for the bound. A schedule with a broadcast_root runs a
+  // broadcast.
   ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus, const topo::Topology& t,
                       collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      StepEstimate estimate, double endpoint_GBps);
+                      StepEstimate estimate, double endpoint_GBps, Execution execution = {});
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -52,6 +69,7 @@ class ScheduledCollective : public gpu::Collective {
   StepEstimate estimate_;
   uint32_t header_bytes_, flit_bytes_, max_payload_;
   double endpoint_GBps_;
+  Execution execution_;
   Layout layout_;
   std::vector<std::unique_ptr<Nic>> nics_;
   std::function<void()> on_done_;

@@ -134,8 +134,64 @@ Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& l
   return t;
 }
 
+std::vector<int> dgx1_nvlink_ports(const Topology& t, int a, int b) {
+  const int node = t.endpoints()[a], target = t.endpoints()[b];
+  std::vector<int> out;
+  for (int p = 0; p < t.node(node).ports; ++p) {
+    if (t.link_at({node, p}) < 0) continue;
+    const PortRef bridge = t.peer({node, p});
+    if (dgx1_part(t, bridge.node) != Dgx1Part::NvLink) continue;
+    if (t.peer({bridge.node, 1 - bridge.port}).node == target) out.push_back(p);
+  }
+  return out;
+}
+
+int dgx1_pcie_port(const Topology& t, int a) { return t.node(t.endpoints()[a]).ports - 1; }
+
+Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpus, double net_GBps,
+                           double net_latency_ns, const Dgx1Links& links) {
+  const int servers = static_cast<int>(gpus.size());
+  if (servers < 2) throw UserError("a DGX-1 cluster needs at least 2 servers");
+  if (!(net_GBps > 0) || !(net_latency_ns >= 0))
+    throw UserError("the network between DGX-1 servers needs a positive bandwidth and a latency of 0 or more");
+  Topology c;
+  c.name = std::string(to_string(gen)) + "x" + std::to_string(servers);
+  // Endpoints first, server by server, so endpoint order is rank order.
+  std::vector<Topology> one;
+  for (int s = 0; s < servers; ++s) one.push_back(make_dgx1(gen, gpus[s], links));
+  std::vector<std::vector<int>> id(servers);
+  for (int s = 0; s < servers; ++s)
+    for (int e : one[s].endpoints()) {
+      id[s].resize(one[s].nodes().size(), -1);
+      id[s][e] = c.add_endpoint("s" + std::to_string(s) + "_" + one[s].node(e).name, one[s].node(e).ports);
+    }
+  std::vector<int> nic_socket(servers);
+  for (int s = 0; s < servers; ++s) {
+    const std::string socket = "cpu" + std::to_string(gpus[s][0] / 4);
+    for (int n = 0; n < static_cast<int>(one[s].nodes().size()); ++n) {
+      const Node& node = one[s].node(n);
+      if (node.kind != NodeKind::Switch) continue;
+      // The socket with the NIC gets one port more, its last.
+      const bool nic = node.name == socket;
+      id[s][n] = c.add_switch("s" + std::to_string(s) + "_" + node.name, node.ports + (nic ? 1 : 0));
+      if (nic) nic_socket[s] = id[s][n];
+    }
+    for (const Link& l : one[s].links())
+      c.connect({id[s][l.a.node], l.a.port}, {id[s][l.b.node], l.b.port}, l.bw_GBps, l.latency_ns);
+  }
+  const int net = c.add_switch("net", servers);
+  for (int s = 0; s < servers; ++s)
+    c.connect({nic_socket[s], c.node(nic_socket[s]).ports - 1}, {net, s}, net_GBps, net_latency_ns);
+  c.finalize();
+  return c;
+}
+
 Dgx1Part dgx1_part(const Topology& t, int node) {
-  const std::string& n = t.node(node).name;
+  const std::string& full = t.node(node).name;
+  if (full == "net") return Dgx1Part::Network;
+  // A cluster's "s<k>_" prefix (no DGX-1 part's own name starts with s).
+  const bool prefixed = full.size() > 1 && full[0] == 's' && full.find('_') != std::string::npos;
+  const std::string n = prefixed ? full.substr(full.find('_') + 1) : full;
   if (n.rfind("gpu", 0) == 0) return Dgx1Part::Gpu;
   if (n.rfind("nvl", 0) == 0) return Dgx1Part::NvLink;
   if (n.rfind("pcie", 0) == 0) return Dgx1Part::PcieSwitch;

@@ -66,8 +66,24 @@ bool dgx1_nvlink_connected(Dgx1Gen gen, const std::vector<int>& gpus);
 // must send along the tree's named links, not by route().
 Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& links = Dgx1Links());
 
-enum class Dgx1Part { Gpu, NvLink, PcieSwitch, CpuSocket };
-// What a node of make_dgx1()'s Topology stands for (from its name).
+// Several DGX-1 servers joined by a network (Blink §3.4, §5.3, A.2): server
+// s holds the allocation gpus[s] (a DGX-1 of its own, node names prefixed
+// "s<s>_", e.g. "s1_gpu3"; endpoints server by server, each in its given
+// order), and its NIC links the CPU socket of its first allocated GPU to one
+// network switch "net" at net_GBps each direction with net_latency_ns. At
+// least 2 servers; each allocation as check_dgx1_allocation asks.
+Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpus, double net_GBps,
+                           double net_latency_ns, const Dgx1Links& links = Dgx1Links());
+
+// The ports of endpoint a (an index into t.endpoints()) whose NVLink bridge
+// leads to endpoint b, in port order; empty when the pair has no NVLink.
+std::vector<int> dgx1_nvlink_ports(const Topology& t, int a, int b);
+// Endpoint a's PCIe port (its last).
+int dgx1_pcie_port(const Topology& t, int a);
+
+enum class Dgx1Part { Gpu, NvLink, PcieSwitch, CpuSocket, Network };
+// What a node of make_dgx1()'s or make_dgx1_cluster()'s Topology stands for
+// (from its name, after any "s<k>_" prefix).
 Dgx1Part dgx1_part(const Topology& t, int node);
 
 // The allocations of min_gpus..max_gpus GPUs that are distinct for Blink, one

@@ -16,6 +16,8 @@
 
 #include "collectives/blink_trees.h"
 #include "collectives/packing.h"
+#include "collectives/multitree.h"
+#include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "topology/dgx1.h"
 
@@ -418,4 +420,166 @@ TEST_CASE("Paper allocations: 1,4,5,6 and 2,3,6,7 on DGX-1V", "[blink][packing]"
                   b.mwu.trees.size(), format_packing(b.graph, b.trees).c_str());
     }
   }
+}
+
+// ------------------------------------------------------------ tree schedules
+
+namespace {
+
+// Does the link graph hold a Hamiltonian cycle? (Brute force over orders.)
+bool hamiltonian(const CapGraph& g) {
+  if (g.n == 2) return !g.edges.empty();
+  std::vector<std::vector<double>> c(g.n, std::vector<double>(g.n, 0.0));
+  for (const CapEdge& e : g.edges) c[e.from][e.to] += e.cap;
+  std::vector<int> order(g.n);
+  for (int i = 0; i < g.n; ++i) order[i] = i;
+  do {
+    bool ok = true;
+    for (int i = 0; i < g.n && ok; ++i) ok = c[order[i]][order[(i + 1) % g.n]] > 0;
+    if (ok) return true;
+  } while (std::next_permutation(order.begin() + 1, order.end()));
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("Blink trees as schedule tables: all-reduce and broadcast verify for every unique allocation",
+          "[blink][schedule]") {
+  for (Dgx1Gen gen : {Dgx1Gen::V100, Dgx1Gen::P100})
+    for (const auto& alloc : topo::dgx1_unique_allocations(gen, 3, 8)) {
+      INFO(topo::to_string(gen) << " allocation of " << alloc.size() << " from gpu" << alloc[0]);
+      const BlinkTrees b = blink_dgx1_trees(gen, alloc, alloc[0]);
+      const int n = static_cast<int>(alloc.size());
+      const Schedule ar = tree_schedule("blink", n, blink_shares(b.graph, b.trees, true), 4, kNil);
+      const VerifyResult va = verify(ar, n);
+      INFO(va.report());
+      CHECK(va.ok());
+      CHECK(ar.flows.size() == 4 * b.trees.trees.size());
+      CHECK(ar.flow_tree.size() == ar.flows.size());
+      const Schedule bc = tree_schedule("blink", n, blink_shares(b.graph, b.trees, false), 4, 0);
+      const VerifyResult vb = verify_broadcast(bc, n);
+      INFO(vb.report());
+      CHECK(vb.ok());
+      // Every tree's messages use only NVLink-joined pairs: n-1 per chunk.
+      CHECK(vb.messages == static_cast<int>(bc.flows.size()) * (n - 1));
+      for (const Message& m : bc.messages()) CHECK(topo::dgx1_nvlinks(gen, alloc[m.src], alloc[m.dst]) > 0);
+      // Shares follow the weights: a tree of weight w holds 16 w units per chunk.
+      for (size_t t = 0; t < b.trees.trees.size(); ++t)
+        CHECK(bc.flows[t * 4].size == std::max(1L, std::lround(16 * b.trees.trees[t].weight)));
+    }
+}
+
+TEST_CASE("NCCL-style rings: one per direction of every packed NVLink cycle, none without a Hamiltonian cycle",
+          "[blink][rings]") {
+  CHECK(pack_rings(dgx1_nvlink_graph(Dgx1Gen::V100, {0, 1, 2, 3, 4, 5, 6, 7})).size() == 6);
+  CHECK(pack_rings(dgx1_nvlink_graph(Dgx1Gen::P100, {0, 1, 2, 3, 4, 5, 6, 7})).size() == 4);
+  CHECK(pack_rings(dgx1_nvlink_graph(Dgx1Gen::V100, {1, 4, 5, 6})).empty());  // Blink §5.2: NCCL falls back to PCIe
+  CHECK(pack_rings(dgx1_nvlink_graph(Dgx1Gen::V100, {2, 3, 6, 7})).size() == 2);  // one bidirectional ring (§5.2)
+  for (Dgx1Gen gen : {Dgx1Gen::V100, Dgx1Gen::P100})
+    for (const auto& alloc : topo::dgx1_unique_allocations(gen, 3, 8)) {
+      const CapGraph g = dgx1_nvlink_graph(gen, alloc);
+      const int n = g.n;
+      const auto rings = pack_rings(g);
+      INFO(topo::to_string(gen) << " allocation of " << n << " from gpu" << alloc[0] << ": " << rings.size() << " rings");
+      CHECK(rings.empty() == !hamiltonian(g));
+      CHECK(rings.size() % 2 == 0);
+      // Each ring visits every rank once over links; no link direction is over-used.
+      std::map<std::pair<int, int>, int> use;
+      for (const auto& r : rings) {
+        REQUIRE(static_cast<int>(r.size()) == n);
+        CHECK(std::set<int>(r.begin(), r.end()).size() == static_cast<size_t>(n));
+        for (int i = 0; i < n; ++i) ++use[{r[i], r[(i + 1) % n]}];
+      }
+      for (const auto& [e, k] : use) CHECK(k <= topo::dgx1_nvlinks(gen, alloc[e.first], alloc[e.second]));
+      if (rings.empty()) continue;
+      const VerifyResult va = verify(tree_schedule("ring", n, ring_shares(n, rings, true, 0), 3, kNil), n);
+      INFO(va.report());
+      CHECK(va.ok());
+      const VerifyResult vb = verify_broadcast(tree_schedule("ring", n, ring_shares(n, rings, false, 0), 3, 0), n);
+      INFO(vb.report());
+      CHECK(vb.ok());
+    }
+}
+
+TEST_CASE("Cut bounds: broadcast equals Edmonds' optimum, all-reduce the ring's per-GPU bound on DGX-1V/8",
+          "[blink][bounds]") {
+  for (Dgx1Gen gen : {Dgx1Gen::V100, Dgx1Gen::P100})
+    for (const auto& alloc : topo::dgx1_unique_allocations(gen, 3, 8)) {
+      const CapGraph g = dgx1_nvlink_graph(gen, alloc);
+      const CutBounds b = cut_bounds(g, 0);
+      CHECK(b.broadcast == Approx(edmonds_rate(g, 0)));
+      CHECK(b.allreduce <= b.broadcast + 1e-9);
+    }
+  const CutBounds v8 = cut_bounds(dgx1_nvlink_graph(Dgx1Gen::V100, {0, 1, 2, 3, 4, 5, 6, 7}), 0);
+  CHECK(v8.broadcast == Approx(6));
+  CHECK(v8.allreduce == Approx(6 * 8 / 14.0));
+}
+
+TEST_CASE("One-hop trees: m trees, each rooted at one rank with every other rank one hop away", "[blink][schedule]") {
+  const Schedule s = tree_schedule("blink", 16, one_hop_shares(16), 2, kNil);
+  const VerifyResult v = verify(s, 16);
+  INFO(v.report());
+  CHECK(v.ok());
+  CHECK(s.flows.size() == 32);
+  for (const Message& m : s.messages()) CHECK((m.op == Op::Reduce ? m.dst : m.src) == s.flow_tree[m.flow]);
+}
+
+// MultiTree §III-C3 says it builds Blink's trees on a switch: on DGX-2 each
+// of its flows is reduced straight to one root and sent straight back.
+TEST_CASE("MultiTree's DGX-2 trees are Blink's one-hop trees, in more lockstep steps", "[blink][schedule]") {
+  const Schedule mt = multitree(topo::make_dgx2(25, 0));
+  REQUIRE(mt.flows.size() == 16);
+  std::vector<int> root(16, kNil);
+  for (const Message& m : mt.messages()) {
+    const int r = m.op == Op::Reduce ? m.dst : m.src;
+    if (root[m.flow] == kNil) root[m.flow] = r;
+    CHECK(r == root[m.flow]);  // one hop: every message has the root at one end
+  }
+  CHECK(std::set<int>(root.begin(), root.end()).size() == 16);  // each GPU roots one flow
+  const Schedule oh = tree_schedule("blink", 16, one_hop_shares(16), 1, kNil);
+  CHECK(mt.messages().size() == oh.messages().size());
+  CHECK(oh.steps == 2);
+  CHECK(mt.steps > oh.steps);  // MultiTree spreads the 15 children over steps of 6 (one per port)
+}
+
+TEST_CASE("verify_broadcast finds a node that forwards what it does not hold yet", "[blink][schedule]") {
+  // A chain 0 -> 1 -> 2 where node 1 forwards in the step it receives.
+  ScheduleBuilder b("bad", 3, 1);
+  b.gather(0, 0, 1, 1);
+  b.gather(0, 1, 2, 1);
+  Schedule s = b.build(false);
+  s.broadcast_root = 0;
+  const VerifyResult v = verify_broadcast(s, 3);
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.report(), Catch::Contains("before the sender holds it"));
+  // The same chain a step later is fine.
+  ScheduleBuilder g("good", 3, 1);
+  g.gather(0, 0, 1, 1);
+  g.gather(0, 1, 2, 2);
+  Schedule ok = g.build(false);
+  ok.broadcast_root = 0;
+  CHECK(verify_broadcast(ok, 3).ok());
+}
+
+TEST_CASE("DGX-1 cluster: servers' GPUs in order, one NIC per server into the network switch", "[blink][dgx1]") {
+  const topo::Topology t = topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1, 2}, {4, 5, 6, 7}}, 5.0, 1500);
+  REQUIRE(t.endpoints().size() == 7);
+  CHECK(t.node(t.endpoints()[0]).name == "s0_gpu0");
+  CHECK(t.node(t.endpoints()[3]).name == "s1_gpu4");
+  const int net = t.find("net");
+  REQUIRE(net >= 0);
+  CHECK(topo::dgx1_part(t, net) == topo::Dgx1Part::Network);
+  int nics = 0;
+  for (const auto& l : t.links())
+    if (l.a.node == net || l.b.node == net) {
+      ++nics;
+      CHECK(l.bw_GBps == 5.0);
+      const int other = l.a.node == net ? l.b.node : l.a.node;
+      CHECK(topo::dgx1_part(t, other) == topo::Dgx1Part::CpuSocket);
+    }
+  CHECK(nics == 2);
+  // NVLinks stay inside a server: s1_gpu4 reaches s1_gpu5 by NVLink, s0_gpu0 by none.
+  CHECK(topo::dgx1_nvlink_ports(t, 3, 4).size() == 1);
+  CHECK(topo::dgx1_nvlink_ports(t, 3, 0).empty());
+  CHECK_THROWS_AS(topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}}, 5.0, 0), UserError);
 }

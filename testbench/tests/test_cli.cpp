@@ -552,9 +552,9 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink\n"));
   CHECK_THAT(r.out,
-             Catch::Contains("platform\tdgx2, fattree2l, star, torus, mesh, fattree, bigraph, FILE.yaml\n"));
+             Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
 }
 
@@ -721,4 +721,54 @@ TEST_CASE("synthetic traffic: one row per load, the same seed gives the same byt
   const Result c = incsim("--platform torus --dims 4x4 --traffic uniform --load 0.1:0.3:0.1,0.9 -c "
                           "traffic.window_ns=5000 --quiet --seed 2");
   CHECK(c.out != a.out);
+}
+
+TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's options", "[cli][errors][blink]") {
+  require_error("--platform dgx1v --gpus 1,9 --algorithm blink", {"GPU 9", "0 to 7"});
+  require_error("--platform dgx1p --gpus 1,1,2", {"GPU 1", "twice"});
+  require_error("--platform dgx1v --gpus 1,x", {"--gpus", "'x'"});
+  require_error("--platform dgx1v --gpus 9", {"between 2 and 8"});
+  require_error("--platform dgx1v --gpus 0,5 --algorithm blink", {"not all joined by NVLinks", "ring"});
+  require_error("--platform dgx2 --gpus 1,2,3", {"list", "dgx1v"});
+  require_error("--platform dgx1v --algorithm blink -c blink.eps=1.5", {"blink.eps", "between 0 and 1"});
+  require_error("--platform dgx1v --algorithm blink -c blink.eps=0", {"blink.eps"});
+  require_error("--platform dgx1v --algorithm blink -c blink.chunks=0", {"blink.chunks"});
+  require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=4 --vcd /tmp/x.vcd", {"miad", "--vcd"});
+  require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=-1", {"blink.miad_iterations"});
+  require_error("--platform dgx1v --algorithm blink -c blink.hybrid=true", {"blink.hybrid", "broadcast"});
+  require_error("--platform dgx1v --gpus 0,1,2 -c dgx1.net_Gbps=100", {"dgx1.net_Gbps", "several servers"});
+  require_error("--platform dgx1v --gpus 0,1/0,5 --algorithm blink", {"server 1", "NVLinks"});
+  require_error("--platform dgx1v --gpus 0,1/9,1", {"GPU 9"});
+  require_error("--platform dgx1v --gpus 0,1/0,1 -c dgx1.net_Gbps=0", {"dgx1.net_Gbps"});
+  require_error("--platform dgx1v --algorithm push", {"push", "blink or ring"});
+  require_error("--platform dgx1v --algorithm multitree", {"multitree", "blink and ring"});
+  require_error("--platform dgx2 --collective broadcast --algorithm ring", {"ring broadcast", "dgx1v"});
+  require_error("--platform dgx2 --algorithm ring --print-trees", {"--print-trees"});
+}
+
+TEST_CASE("print-trees shows Blink's 6 trees of weight 1 on DGX-1V and the PCIe ring on 1,4,5,6", "[cli][blink]") {
+  const Result r = incsim("--platform dgx1v --algorithm blink --print-trees");
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK_THAT(r.out, Catch::Contains("6 trees, rate 6.000 NVLinks"));
+  for (int t = 0; t < 6; ++t) CHECK_THAT(r.out, Catch::Contains("tree " + std::to_string(t) + " weight 1: gpu"));
+  const Result ring = incsim("--platform dgx1v --gpus 1,4,5,6 --algorithm ring --print-trees");
+  REQUIRE(ring.code == 0);
+  CHECK_THAT(ring.out, Catch::Contains("1 rings over PCIe") && Catch::Contains("ring 0: gpu1 gpu4 gpu5 gpu6"));
+}
+
+TEST_CASE("Blink runs are deterministic, waveform included, and exit 0 with exact results", "[cli][blink][determinism]") {
+  TempDir d;
+  const std::string args = "--platform dgx1p --gpus 0,1,2,5 --algorithm blink --collective broadcast --sizes 64K --quiet ";
+  const Result a = incsim(args + "--json " + d.file("a.json") + " --vcd " + d.file("a.vcd"));
+  const Result b = incsim(args + "--json " + d.file("b.json") + " --vcd " + d.file("b.vcd"));
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  // The VCD shows, per GPU port, which tree's chunk went last.
+  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains(" port0_tree ") && Catch::Contains(" port1_tree "));
+  const auto j = nlohmann::json::parse(slurp(d.file("a.json")));
+  CHECK(j["rows"][0]["wrong"] == 0);
+  CHECK(j["rows"][0]["busbw_GBps"] == j["rows"][0]["algbw_GBps"]);  // broadcast: factor 1
 }
