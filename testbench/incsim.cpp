@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/report.h"
 #include "experiment.h"
+#include "netreduce_experiment.h"
 
 // No SystemC banner: stdout holds results only and stderr one line per error.
 // It must be set before SystemC elaborates, which is before sc_main runs.
@@ -25,6 +26,7 @@ int sc_main(int argc, char* argv[]) {
       return 0;
     }
     install_report_handler(false);
+    if (tb::is_netreduce_platform(o.platform)) return tb::run_netreduce(o, std::cout);
     tb::Experiment e(o);
     if (o.list_params) {
       e.list_params(std::cout);

@@ -18,6 +18,8 @@ const char* usage() {
          "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
          "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast\n"
          "  --gpus N                    GPUs taking part (star, fattree2l: GPUs built)\n"
+         "  --hosts N                   rack (NetReduce, Ethernet): hosts on the switch (default 6);\n"
+         "                              with --algorithm netreduce (default) or ring (docs/netreduce.md)\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
@@ -60,7 +62,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
-    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
+    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--hosts", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
                                          "--list-choices", "--help", "-h"};
@@ -84,6 +86,10 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       const uint64_t g = parse_uint(a, value);
       if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
       o.gpus = static_cast<int>(g);
+    } else if (a == "--hosts") {
+      const uint64_t h = parse_uint(a, value);
+      if (h < 2 || h > 64) throw UserError("--hosts must be between 2 and 64, not " + value);
+      o.hosts = static_cast<int>(h);
     } else if (a == "--dims") {
       parse_dims(value);
       o.dims = value;

@@ -12,6 +12,7 @@ struct Options {
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
   int gpus = 0;  // 0: the platform's own count
+  int hosts = 0;  // --hosts (rack); 0: the platform's default
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";

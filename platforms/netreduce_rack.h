@@ -1,0 +1,63 @@
+#pragma once
+// The NetReduce single-rack platform (§5.1 Testbed 1, Fig. 10B): P hosts, each
+// one GPU behind a 100 GbE RoCE NIC, on one Ethernet switch; with NetReduce,
+// an FPGA accelerator on P more switch ports (one per host: "both sides
+// spare six ports", §4) and one ACL rule per worker redirecting its ring
+// connection to its FPGA port. The hosts form one ring: host i has an RC
+// connection to host (i + 1) mod P.
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/config.h"
+#include "ethernet/ethernet_switch.h"
+#include "netreduce/fpga_aggregator.h"
+#include "roce/roce_nic.h"
+
+namespace incsim::platforms {
+
+struct RackLinkEnd {
+  std::string from, to;
+  const net::OutPort* port;
+};
+
+class NetReduceRack {
+ public:
+  // Reads every link, switch, NIC and FPGA parameter from cfg.
+  NetReduceRack(int hosts, bool with_fpga, Config& cfg, uint64_t seed);
+  ~NetReduceRack();
+
+  int hosts() const { return static_cast<int>(nics_.size()); }
+  roce::RoceNic& nic(int i) { return *nics_[i]; }
+  eth::EthernetSwitch& ethernet_switch() { return *switch_; }
+  netreduce::FpgaAggregator* fpga() { return fpga_.get(); }
+  net::PacketPool& pool() { return *pool_; }
+  const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
+  // The ring's connections: host i sends on qp send_qp() to (i+1) mod P and
+  // receives on recv_qp() from (i-1) mod P.
+  static int send_qp() { return 0; }
+  static int recv_qp() { return 1; }
+  static uint32_t ip_of(int host) { return 0x0A000001u + static_cast<uint32_t>(host); }  // 10.0.0.1 ...
+
+  double link_GBps() const { return link_GBps_; }
+  uint32_t mtu_payload() const { return mtu_; }
+  sc_core::sc_time rto() const { return rto_; }
+  uint64_t lost() const;
+  void trace(sc_core::sc_trace_file* tf) const;
+  uint64_t report_held(std::ostream& os) const;
+
+ private:
+  std::unique_ptr<net::PacketPool> pool_;
+  std::unique_ptr<eth::EthernetSwitch> switch_;
+  std::vector<std::unique_ptr<roce::RoceNic>> nics_;
+  std::unique_ptr<netreduce::FpgaAggregator> fpga_;
+  std::vector<RackLinkEnd> ends_;
+  double link_GBps_ = 0;
+  uint32_t mtu_ = 0;
+  sc_core::sc_time rto_;
+};
+
+}  // namespace incsim::platforms

@@ -1,0 +1,320 @@
+#include "netreduce_experiment.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/trace.h"
+#include "core/units.h"
+#include "experiment.h"
+#include "platforms/netreduce_rack.h"
+#include "roce/flow_control.h"
+#include "watchdog.h"
+
+namespace incsim::tb {
+
+bool is_netreduce_platform(const std::string& platform) { return platform == "rack"; }
+
+struct NetReduceExperiment::Totals {
+  uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
+};
+
+NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
+  if (!opt_.config_file.empty()) {
+    Options from_file;
+    load_config_file(opt_.config_file, from_file, cfg_);
+  }
+  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
+  if (opt_.collective != "allreduce")
+    throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
+  if (opt_.algorithm.empty()) opt_.algorithm = "netreduce";
+  if (opt_.algorithm != "netreduce" && opt_.algorithm != "ring")
+    throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
+                    "; choose one of netreduce, ring");
+  if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
+  dtype_ = collectives::parse_dtype(opt_.dtype);
+  redop_ = collectives::parse_redop(opt_.redop);
+  sizes_ = parse_sizes(opt_.sizes);
+  for (uint64_t s : sizes_)
+    if (s % 4 != 0)
+      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
+  const int hosts = opt_.hosts ? opt_.hosts : 6;  // NetReduce §5.1, Testbed 1: six machines
+  const bool in_network = opt_.algorithm == "netreduce";
+
+  window_ = cfg_.get<uint32_t>("netreduce.window", 2,
+                               "messages in flight per host, N (NetReduce §5.1: \"the sliding window size N = 2\")");
+  msg_len_ = cfg_.get<uint32_t>("netreduce.msg_len", 170,
+                                "packets per message, MsgLen (NetReduce §5.1: \"each message has 170 packets\")");
+  if (msg_len_ == 0) throw UserError("netreduce.msg_len (MsgLen) must be at least 1 packet");
+  if (window_ == 0) throw UserError("netreduce.window (N) must be at least 1 message");
+  const uint32_t array_messages = cfg_.get<uint32_t>(
+      "fpga.array_messages", 0,
+      "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
+      "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")");
+  if (in_network && array_messages && array_messages < 2 * window_)
+    throw UserError("a window of N = " + std::to_string(window_) + " messages needs an aggregator array of 2N = " +
+                    std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
+                    std::to_string(array_messages));
+
+  rack_ = std::make_unique<platforms::NetReduceRack>(hosts, in_network, cfg_, opt_.seed);
+  const uint32_t mtu = rack_->mtu_payload();
+  // Per packet: the headers of every packet, plus the RETH and INA header of
+  // each message's first packet, shared by its MsgLen packets.
+  const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
+                            (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
+  payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
+  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, hosts);
+  roce::HostConfig hc{mtu, msg_len_, window_, 0};
+  for (int i = 0; i < hosts; ++i) {
+    roce::RoceNic& nic = rack_->nic(i);
+    if (in_network) {
+      nr_hosts_.push_back(std::make_unique<roce::NetReduceHost>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
+                                                                pattern_.get(), dtype_, redop_));
+      nic.set_client(nr_hosts_.back().get());
+    } else {
+      ring_hosts_.push_back(std::make_unique<roce::RingHost>(&nic, i, hosts, rack_->send_qp(), rack_->recv_qp(), hc,
+                                                             pattern_.get(), dtype_, redop_));
+      nic.set_client(ring_hosts_.back().get());
+    }
+  }
+  if (in_network)
+    rack_->fpga()->add_ring(0, hosts, window_, msg_len_, mtu, dtype_, redop_);
+
+  double stall_us = cfg_.get<double>("sim.stall_timeout_us", 0.0,
+                                     "simulated time without any link activity that counts as a stall, us; 0: four "
+                                     "retransmission timeouts");
+  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
+  if (stall_us == 0) stall_us = 4 * rack_->rto().to_seconds() * 1e6;
+  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
+  watchdog_ = std::make_unique<Watchdog>(
+      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
+      [this] {
+        uint64_t b = 0;
+        for (const auto& l : rack_->link_ends()) b += l.port->bytes_sent();
+        return b;
+      },
+      opt_.quiet, progress_s);
+  cfg_.check_unused();
+  if (!opt_.vcd.empty()) {
+    vcd_ = open_vcd(opt_.vcd);
+    rack_->trace(vcd_);
+    for (int i = 0; i < hosts; ++i) {
+      const int& w = in_network ? nr_hosts_[i]->window_ref() : ring_hosts_[i]->window_ref();
+      sc_core::sc_trace(vcd_, w, "host" + std::to_string(i) + (in_network ? ".window" : ".step"));
+    }
+  }
+}
+
+NetReduceExperiment::~NetReduceExperiment() {
+  if (vcd_) close_vcd(vcd_, opt_.vcd);
+}
+
+NetReduceExperiment::Totals NetReduceExperiment::totals() const {
+  Totals t;
+  for (int i = 0; i < rack_->hosts(); ++i) {
+    const roce::RoceNic& n = rack_->nic(i);
+    t.frame_bytes += n.frame_bytes_sent();
+    t.retransmitted += n.retransmitted();
+    t.timeouts += n.timeouts();
+    t.icrc_drops += n.icrc_drops();
+  }
+  t.lost = rack_->lost();
+  if (auto* f = rack_->fpga()) {
+    const auto c = f->counters();
+    t.icrc_drops += c.icrc_drops;
+    t.first_lost = c.first_lost_drops;
+    t.resent = f->ring(0).resent();
+  }
+  return t;
+}
+
+std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
+  std::vector<NetReduceRow> rows;
+  const int hosts = rack_->hosts();
+  const auto& ends = rack_->link_ends();
+  std::vector<uint64_t> before(ends.size());
+  for (size_t si = 0; si < sizes_.size(); ++si) {
+    const uint64_t bytes = sizes_[si];
+    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
+    const Totals t0 = totals();
+    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    int finished = 0;
+    sc_core::sc_time end;
+    auto done = [&] {
+      if (++finished == hosts) {
+        end = sc_core::sc_time_stamp();
+        sc_core::sc_pause();
+      }
+    };
+    for (auto& h : nr_hosts_) h->start(bytes, done);
+    for (auto& h : ring_hosts_) h->start(bytes, done);
+    watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(si + 1) + " of " +
+                   std::to_string(sizes_.size()) + ")");
+    auto idle = [&] {
+      for (int i = 0; i < hosts; ++i)
+        if (!rack_->nic(i).idle()) return false;
+      return true;
+    };
+    while (finished < hosts && !watchdog_->stalled() && sc_core::sc_pending_activity()) sc_core::sc_start();
+    // The last ACKs: every connection drains before the next size starts,
+    // so no retransmission of this size meets the next one's messages.
+    while (finished == hosts && !idle() && !watchdog_->stalled() && sc_core::sc_pending_activity())
+      sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+    watchdog_->disarm();
+    if (finished < hosts || !idle()) {
+      std::ostringstream os;
+      const uint64_t held = rack_->report_held(os);
+      std::string where = os.str();
+      if (!where.empty() && where.back() == '\n') where.pop_back();
+      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                      size_label(bytes) + " (" + std::to_string(finished) + " of " + std::to_string(hosts) +
+                      " hosts done; no link moved a byte for sim.stall_timeout_us); " + std::to_string(held) +
+                      " packets or sequence numbers outstanding:\n" + where);
+    }
+    const Totals t1 = totals();
+    NetReduceRow r;
+    r.size_bytes = bytes;
+    r.count = bytes / 4;
+    r.time_us = (end - start).to_seconds() * 1e6;
+    r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
+    r.busbw_GBps = r.algbw_GBps * 2.0 * (hosts - 1) / hosts;
+    for (const auto& h : nr_hosts_) r.wrong += h->wrong();
+    for (const auto& h : ring_hosts_) r.wrong += h->wrong();
+    const double factor = nr_hosts_.empty() ? 2.0 * (hosts - 1) / hosts : 1.0;
+    r.bound_us = factor * static_cast<double>(bytes) / (payload_GBps_ * 1e3);
+    r.bound_fraction = r.bound_us / r.time_us;
+    r.goodput_Gbps = 8.0 * static_cast<double>(bytes) / (r.time_us * 1e3);
+    // Frames the hosts sent up to the end of the collective, per host.
+    r.throughput_Gbps = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (r.time_us * 1e3);
+    r.lost = t1.lost - t0.lost;
+    r.retransmitted = t1.retransmitted - t0.retransmitted;
+    r.timeouts = t1.timeouts - t0.timeouts;
+    r.icrc_drops = t1.icrc_drops - t0.icrc_drops;
+    r.first_lost_drops = t1.first_lost - t0.first_lost;
+    r.resent_results = t1.resent - t0.resent;
+    for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+    if (table) {
+      Row base;
+      base.size_bytes = r.size_bytes;
+      base.count = r.count;
+      base.time_us = r.time_us;
+      base.algbw_GBps = r.algbw_GBps;
+      base.busbw_GBps = r.busbw_GBps;
+      base.wrong = r.wrong;
+      base.bound_fraction = r.bound_fraction;
+      Experiment::print_row(*table, base, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
+      *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
+             << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops
+             << " failed the ICRC, " << r.retransmitted << " packets retransmitted (" << r.timeouts << " timeouts)";
+      if (!nr_hosts_.empty())
+        *table << ", " << r.first_lost_drops << " dropped for a lost first packet, " << r.resent_results
+               << " results sent again";
+      *table << "\n";
+      table->flush();
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void NetReduceExperiment::print_header(std::ostream& os) const {
+  const int hosts = rack_->hosts();
+  os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform rack (1 Ethernet switch, "
+     << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string()) << std::setprecision(0)
+     << std::fixed << rack_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+  os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
+     << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << rack_->mtu_payload()
+     << " B packet)";
+  if (rack_->fpga())
+    os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
+       << 2 * window_ * msg_len_ << " packets";
+  os << "\n#\n";
+  os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
+     << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
+     << "#wrong" << std::setw(8) << "bound" << "\n";
+  os << "# " << std::setw(12) << "(B)" << std::setw(12) << "(elements)" << std::setw(7) << "" << std::setw(7) << ""
+     << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)" << std::setw(9) << ""
+     << std::setw(8) << "(%)" << "\n";
+  os.flush();
+}
+
+void NetReduceExperiment::write_json(const std::string& path, const std::vector<NetReduceRow>& rows) const {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["config"]["platform"] = opt_.platform;
+  j["config"]["collective"] = "allreduce";
+  j["config"]["algorithm"] = opt_.algorithm;
+  j["config"]["hosts"] = rack_->hosts();
+  j["config"]["dtype"] = collectives::dtype_name(dtype_);
+  j["config"]["redop"] = collectives::redop_name(redop_);
+  j["config"]["seed"] = opt_.seed;
+  j["config"]["sizes"] = opt_.sizes;
+  json params = json::object();
+  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
+  j["config"]["params"] = params;
+  j["endpoint_payload_GBps"] = payload_GBps_;
+  const auto& ends = rack_->link_ends();
+  json rs = json::array();
+  for (const auto& r : rows) {
+    json row;
+    row["size_bytes"] = r.size_bytes;
+    row["count"] = r.count;
+    row["time_us"] = r.time_us;
+    row["algbw_GBps"] = r.algbw_GBps;
+    row["busbw_GBps"] = r.busbw_GBps;
+    row["wrong"] = r.wrong;
+    row["bound_us"] = r.bound_us;
+    row["bound_fraction"] = r.bound_fraction;
+    row["goodput_Gbps"] = r.goodput_Gbps;
+    row["throughput_Gbps"] = r.throughput_Gbps;
+    row["frames_lost"] = r.lost;
+    row["icrc_drops"] = r.icrc_drops;
+    row["retransmitted_packets"] = r.retransmitted;
+    row["timeouts"] = r.timeouts;
+    row["first_lost_drops"] = r.first_lost_drops;
+    row["results_sent_again"] = r.resent_results;
+    json links = json::array();
+    for (size_t k = 0; k < ends.size(); ++k) {
+      const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;
+      links.push_back({{"from", ends[k].from},
+                       {"to", ends[k].to},
+                       {"bytes", r.link_bytes[k]},
+                       {"utilisation", static_cast<double>(r.link_bytes[k]) / capacity}});
+    }
+    row["links"] = links;
+    rs.push_back(row);
+  }
+  j["rows"] = rs;
+  std::ofstream f(path);
+  if (!f) throw UserError("cannot write the results file '" + path + "'");
+  f << j.dump(1) << "\n";
+}
+
+void NetReduceExperiment::list_params(std::ostream& os) const {
+  for (const auto& [k, p] : cfg_.params())
+    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
+}
+
+int run_netreduce(const Options& o, std::ostream& out) {
+  NetReduceExperiment e(o);
+  if (o.list_params) {
+    e.list_params(out);
+    return 0;
+  }
+  e.print_header(out);
+  const auto rows = e.run(&out);
+  if (!o.json.empty()) e.write_json(o.json, rows);
+  uint64_t wrong = 0;
+  for (const auto& r : rows) wrong += r.wrong;
+  if (wrong) {
+    std::cerr << "incsim: error: " << wrong << " elements differ from the reference result\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace incsim::tb
