@@ -77,7 +77,11 @@ void RingHost::start(uint64_t bytes, std::function<void()> done) {
   buf_.assign(bytes, 0);
   pattern_->fill(dtype_, rank_, 0, elements_, buf_.data());
   wrong_ = 0;
-  last_step_done_ = 0;
+  expected_ = received_ = 0;
+  for (int step = 0; step < 2 * (ranks_ - 1); ++step) {
+    const int c = ((rank_ - 1 - step) % ranks_ + ranks_) % ranks_;
+    expected_ += (chunk_bytes(c) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  }
   finished_ = false;
   trace_step_ = 0;
   done_ = std::move(done);
@@ -87,6 +91,13 @@ void RingHost::start(uint64_t bytes, std::function<void()> done) {
   nic_->reserve(send_qp_, wrs * 2);
   const int c0 = rank_;
   for (uint32_t j = 0; j < messages_in(c0); ++j) post(0, j);
+  if (expected_ == 0) finish();
+}
+
+void RingHost::finish() {
+  finished_ = true;
+  wrong_ = pattern_->mismatches(dtype_, op_, buf_.data(), 0, elements_, -1);
+  if (done_) done_();
 }
 
 void RingHost::post(int step, uint32_t j) {
@@ -117,16 +128,10 @@ void RingHost::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes)
   const int c = ((rank_ - 1 - step) % ranks_ + ranks_) % ranks_;
   const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
   const uint64_t end = at + bytes - chunk_begin(c);
-  if (end % msg_bytes != 0 && end != chunk_bytes(c)) return;
-  const uint32_t j = static_cast<uint32_t>((end - 1) / msg_bytes);
-  if (step + 1 < 2 * (ranks_ - 1)) {
-    post(step + 1, j);  // forward what just arrived (reduced with ours, or final)
-    return;
-  }
-  if (++last_step_done_ < messages_in(c)) return;
-  finished_ = true;
-  wrong_ = pattern_->mismatches(dtype_, op_, buf_.data(), 0, elements_, -1);
-  if (done_) done_();
+  const bool last_of_message = end % msg_bytes == 0 || end == chunk_bytes(c);
+  // Forward what just arrived (reduced with ours, or final).
+  if (last_of_message && step + 1 < 2 * (ranks_ - 1)) post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
+  if (++received_ == expected_) finish();
 }
 
 }  // namespace incsim::roce

@@ -72,6 +72,7 @@ class RingHost : public NicClient {
   uint64_t chunk_bytes(int c) const { return chunk_begin(c + 1) - chunk_begin(c); }
   uint32_t messages_in(int c) const;
   void post(int step, uint32_t j);
+  void finish();
   RoceNic* nic_;
   int rank_, ranks_, send_qp_, recv_qp_;
   HostConfig cfg_;
@@ -80,7 +81,7 @@ class RingHost : public NicClient {
   collectives::RedOp op_;
   uint64_t elements_ = 0, wrong_ = 0;
   std::vector<uint8_t> buf_;
-  uint32_t last_step_done_ = 0;  // messages of the last step received
+  uint64_t expected_ = 0, received_ = 0;  // packets this host receives over all steps
   bool finished_ = true;
   int trace_step_ = 0;
   std::function<void()> done_;

@@ -271,6 +271,7 @@ void RoceNic::to_host() {
     net::Packet* p = hostq_.pop();
     const eth::RoceHeader& h = eth::header(p);
     client_->deliver(static_cast<int>(h.dst_qp - 1), h.va, eth::payload(p), p->payload_bytes);
+    ++progress_;
     pool_->put(p);
   }
   if (!hostq_.empty()) host_wake_.at(hostq_.front()->t_tail + cfg_.rx_latency);
@@ -281,6 +282,7 @@ void RoceNic::on_ack(net::Packet* p) {
   Qp& q = qps_[h.dst_qp - 1];
   const uint32_t acked = h.opcode == Opcode::Nak ? h.psn : h.psn + 1;
   if (acked > q.una && acked <= q.end_psn) {
+    progress_ += acked - q.una;
     q.una = acked;
     if (q.next_psn < q.una) seek(q, q.una);
     q.deadline = sc_core::sc_time_stamp() + cfg_.rto;

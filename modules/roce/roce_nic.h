@@ -86,6 +86,9 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   uint64_t lost() const { return faults_.lost(); }
   uint64_t frame_bytes_sent() const { return frame_bytes_; }
   uint32_t expected_psn(int qp) const { return qps_[qp].expected; }
+  // Packets delivered to the host plus packets acknowledged: grows unless
+  // the connections are stuck (go-back-N can keep the links busy without).
+  uint64_t progress() const { return progress_; }
   bool idle() const;
 
  private:
@@ -122,6 +125,7 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   size_t rr_data_ = 0, rr_ctrl_ = 0;
   net::PacketFifo rxq_, hostq_;  // arrived; accepted on their way to host memory
   Wakeup tx_wake_, rx_wake_, host_wake_;
+  uint64_t progress_ = 0;
   uint64_t retransmitted_ = 0, timeouts_ = 0, naks_sent_ = 0, icrc_drops_ = 0, frame_bytes_ = 0;
   int trace_retx_ = 0, trace_outstanding_ = 0;
 };
