@@ -1,10 +1,13 @@
 #pragma once
-// The NetReduce single-rack platform (§5.1 Testbed 1, Fig. 10B): P hosts, each
-// one GPU behind a 100 GbE RoCE NIC, on one Ethernet switch; with NetReduce,
-// an FPGA accelerator on P more switch ports (one per host: "both sides
-// spare six ports", §4) and one ACL rule per worker redirecting its ring
-// connection to its FPGA port. The hosts form one ring: host i has an RC
-// connection to host (i + 1) mod P.
+// NetReduce's Ethernet platforms. The single rack (§5.1 Testbed 1, Fig.
+// 10B): P hosts, each one GPU behind a 100 GbE RoCE NIC, on one Ethernet
+// switch; with NetReduce, an FPGA accelerator on P more switch ports (one per
+// host: "both sides spare six ports", §4) and one ACL rule per worker
+// redirecting its ring connection to its FPGA port. Spine-leaf (§3.3, Fig.
+// 5): R such racks (leaves) under one spine switch with its own FPGA, which
+// aggregates the leaves' partials (hierarchical aggregation with the CTT).
+// The hosts form one ring, rack after rack: host i has an RC connection to
+// host (i + 1) mod P.
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -26,14 +29,21 @@ struct RackLinkEnd {
 
 class NetReduceRack {
  public:
-  // Reads every link, switch, NIC and FPGA parameter from cfg.
-  NetReduceRack(int hosts, bool with_fpga, Config& cfg, uint64_t seed);
+  // Reads every link, switch, NIC and FPGA parameter from cfg. racks == 1:
+  // the single rack; racks > 1: spine-leaf.
+  NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed);
   ~NetReduceRack();
 
   int hosts() const { return static_cast<int>(nics_.size()); }
   roce::RoceNic& nic(int i) { return *nics_[i]; }
-  eth::EthernetSwitch& ethernet_switch() { return *switch_; }
-  netreduce::FpgaAggregator* fpga() { return fpga_.get(); }
+  int racks() const { return static_cast<int>(leaves_.size()); }
+  eth::EthernetSwitch& leaf(int r) { return *leaves_[r]; }
+  // The FPGA of the single rack, or the spine's (nullptr without NetReduce).
+  netreduce::FpgaAggregator* fpga() { return top_fpga(); }
+  const netreduce::FpgaAggregator* fpga() const { return const_cast<NetReduceRack*>(this)->top_fpga(); }
+  const std::vector<std::unique_ptr<netreduce::FpgaAggregator>>& fpgas() const { return fpgas_; }
+  // Job initialisation: an aggregator array for ring 0 on every FPGA.
+  void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
   net::PacketPool& pool() { return *pool_; }
   const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
   // The ring's connections: host i sends on qp send_qp() to (i+1) mod P and
@@ -50,10 +60,12 @@ class NetReduceRack {
   uint64_t report_held(std::ostream& os) const;
 
  private:
+  netreduce::FpgaAggregator* top_fpga() { return fpgas_.empty() ? nullptr : fpgas_.back().get(); }
   std::unique_ptr<net::PacketPool> pool_;
-  std::unique_ptr<eth::EthernetSwitch> switch_;
+  std::vector<std::unique_ptr<eth::EthernetSwitch>> leaves_;
+  std::unique_ptr<eth::EthernetSwitch> spine_;
   std::vector<std::unique_ptr<roce::RoceNic>> nics_;
-  std::unique_ptr<netreduce::FpgaAggregator> fpga_;
+  std::vector<std::unique_ptr<netreduce::FpgaAggregator>> fpgas_;  // leaves' (or the rack's), then the spine's
   std::vector<RackLinkEnd> ends_;
   double link_GBps_ = 0;
   uint32_t mtu_ = 0;

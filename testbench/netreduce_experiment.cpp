@@ -17,7 +17,7 @@
 
 namespace incsim::tb {
 
-bool is_netreduce_platform(const std::string& platform) { return platform == "rack"; }
+bool is_netreduce_platform(const std::string& platform) { return platform == "rack" || platform == "spineleaf"; }
 
 struct NetReduceExperiment::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
@@ -42,7 +42,14 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   for (uint64_t s : sizes_)
     if (s % 4 != 0)
       throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
-  const int hosts = opt_.hosts ? opt_.hosts : 6;  // NetReduce §5.1, Testbed 1: six machines
+  const bool spineleaf = opt_.platform == "spineleaf";
+  if (spineleaf && opt_.hosts) throw UserError("platform spineleaf takes --racks and --hosts-per-rack, not --hosts");
+  if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
+    throw UserError("platform rack takes --hosts; --racks and --hosts-per-rack are for spineleaf");
+  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four here).
+  const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : 1;
+  const int per_rack = spineleaf ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4) : (opt_.hosts ? opt_.hosts : 6);
+  const int hosts = racks * per_rack;
   const bool in_network = opt_.algorithm == "netreduce";
 
   window_ = cfg_.get<uint32_t>("netreduce.window", 2,
@@ -60,7 +67,7 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
                     std::to_string(array_messages));
 
-  rack_ = std::make_unique<platforms::NetReduceRack>(hosts, in_network, cfg_, opt_.seed);
+  rack_ = std::make_unique<platforms::NetReduceRack>(racks, per_rack, in_network, cfg_, opt_.seed);
   const uint32_t mtu = rack_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
@@ -81,8 +88,7 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
       nic.set_client(ring_hosts_.back().get());
     }
   }
-  if (in_network)
-    rack_->fpga()->add_ring(0, hosts, window_, msg_len_, mtu, dtype_, redop_);
+  if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
 
   double stall_us = cfg_.get<double>("sim.stall_timeout_us", 0.0,
                                      "simulated time in which no host receives or has acknowledged a packet that "
@@ -123,11 +129,11 @@ NetReduceExperiment::Totals NetReduceExperiment::totals() const {
     t.icrc_drops += n.icrc_drops();
   }
   t.lost = rack_->lost();
-  if (auto* f = rack_->fpga()) {
+  for (const auto& f : rack_->fpgas()) {
     const auto c = f->counters();
     t.icrc_drops += c.icrc_drops;
-    t.first_lost = c.first_lost_drops;
-    t.resent = f->ring(0).resent();
+    t.first_lost += c.first_lost_drops;
+    t.resent += f->ring(0).resent();
   }
   return t;
 }
@@ -223,9 +229,14 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
 
 void NetReduceExperiment::print_header(std::ostream& os) const {
   const int hosts = rack_->hosts();
-  os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform rack (1 Ethernet switch, "
-     << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string()) << std::setprecision(0)
-     << std::fixed << rack_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+  const int racks = rack_->racks();
+  os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform " << opt_.platform << " (";
+  if (racks == 1)
+    os << "1 Ethernet switch, " << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
+  else
+    os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
+       << (rack_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
+  os << std::setprecision(0) << std::fixed << rack_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
   os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
      << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << rack_->mtu_payload()
      << " B packet)";
@@ -249,6 +260,7 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   j["config"]["collective"] = "allreduce";
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["hosts"] = rack_->hosts();
+  j["config"]["racks"] = rack_->racks();
   j["config"]["dtype"] = collectives::dtype_name(dtype_);
   j["config"]["redop"] = collectives::redop_name(redop_);
   j["config"]["seed"] = opt_.seed;

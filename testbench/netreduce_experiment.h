@@ -47,6 +47,7 @@ class NetReduceExperiment {
   void list_params(std::ostream& os) const;
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
+  const platforms::NetReduceRack& platform() const { return *rack_; }
 
  private:
   struct Totals;

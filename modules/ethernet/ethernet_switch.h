@@ -41,6 +41,10 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
   // Forwarding database: frames for `endpoint` leave by `port`.
   void set_route(uint32_t endpoint, int port);
   void add_acl(const AclRule& r) { acl_.push_back(r); }
+  // A port whose link is faster or slower than cfg.bw_GBps (an uplink).
+  void set_port_bandwidth(int port, double bw_GBps) {
+    ports_[port]->egress.configure(bw_GBps, cfg_.link_latency, cfg_.buffer_bytes, cfg_.latency);
+  }
   void set_faults(int port, const LinkFaults& f) { ports_[port]->faults = f; }
 
   void receive(int port, net::Packet* p) override;

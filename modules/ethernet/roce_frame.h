@@ -19,8 +19,9 @@ namespace incsim::eth {
 
 // BTH opcodes of a reliable connection (IBA vol. 1 §9.2): RDMA WRITE first,
 // middle, last and only; ACKNOWLEDGE carries an AETH that is either an ACK
-// or a NAK (PSN sequence error).
-enum class Opcode : uint8_t { WriteFirst, WriteMiddle, WriteLast, WriteOnly, Ack, Nak };
+// or a NAK (PSN sequence error). Notify is NetReduce's CTT populating
+// notification between FPGAs: a first packet's headers, no payload (§3.3).
+enum class Opcode : uint8_t { WriteFirst, WriteMiddle, WriteLast, WriteOnly, Ack, Nak, Notify };
 inline bool is_data(Opcode o) { return o <= Opcode::WriteOnly; }
 
 struct RoceHeader {
@@ -45,6 +46,9 @@ struct InaHeader {
   uint32_t msg_len = 0;  // packets in the message
 };
 constexpr uint32_t kInetTag = 0x4e455452;  // "NETR"
+// Virtual switch-to-switch connections between FPGAs (§3.3) carry the INA
+// header in every packet, with the offset in the message as the PSN.
+constexpr uint32_t kInetTagSwitch = 0x4e455453;  // "NETS"
 
 constexpr uint32_t kInaOffset = 48;
 constexpr uint32_t kPayloadOffset = 64;

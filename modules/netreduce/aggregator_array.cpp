@@ -64,7 +64,7 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
     p->payload_bytes = sl.result_bytes;
     out.push_back(p);
     ++resent_;
-    return Resent;
+    return sl.final ? ResentFinal : Resent;
   }
   if (sl.msg > msg) {  // a message whose aggregator was reused: nobody needs it any more
     pool_->put(p);
@@ -91,6 +91,7 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
   for (int r = 1; r < ranks_; ++r) collectives::reduce_bytes(dtype_, op_, v, eth::payload(held(s, r)), bytes);
   sl.result = msg;
   sl.result_bytes = static_cast<uint16_t>(bytes);
+  sl.final = false;
   for (int r = 0; r < ranks_; ++r) {
     net::Packet*& q = held(s, r);
     std::memcpy(eth::payload(q), v, bytes);
@@ -102,6 +103,19 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
   ++completions_;
   ++completions_total_;
   return Completed;
+}
+
+}  // namespace incsim::netreduce
+
+namespace incsim::netreduce {
+
+bool AggregatorArray::set_final(int64_t msg, uint32_t offset, const uint8_t* data, uint32_t bytes) {
+  const uint64_t s = (msg % (2ull * window_)) * msg_len_ + offset;
+  Slot& sl = slots_[s];
+  if (sl.result != msg || bytes != sl.result_bytes) return false;
+  std::memcpy(value(s), data, bytes);
+  sl.final = true;
+  return true;
 }
 
 }  // namespace incsim::netreduce

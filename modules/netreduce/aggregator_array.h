@@ -23,13 +23,21 @@ namespace incsim::netreduce {
 
 class AggregatorArray {
  public:
-  enum Outcome { Stored, Completed, Resent, Dropped };
+  // Resent: the packet carries the stored aggregation value; ResentFinal:
+  // the stored value is the final result set by set_final() (a leaf's copy
+  // of the spine's result, §3.3).
+  enum Outcome { Stored, Completed, Resent, ResentFinal, Dropped };
   AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload, collectives::DType dtype,
                   collectives::RedOp op, net::PacketPool* pool);
 
   // Takes packet p (its payload at eth::payload(p)) of `rank` for (msg,
   // offset); appends the packets to emit to `out` (capacity >= ranks).
   Outcome accept(net::Packet* p, int rank, int64_t msg, uint32_t offset, std::vector<net::Packet*>& out);
+
+  // A multi-rack leaf: the spine's result for (msg, offset) replaces the
+  // partial it holds, so that retransmissions are answered here. False if
+  // the aggregator no longer holds msg.
+  bool set_final(int64_t msg, uint32_t offset, const uint8_t* data, uint32_t bytes);
 
   int ranks() const { return ranks_; }
   uint32_t window() const { return window_; }
@@ -52,6 +60,7 @@ class AggregatorArray {
     int64_t result = -1;   // the message whose aggregation value it holds
     uint64_t bitmap = 0;
     uint16_t result_bytes = 0;
+    bool final = false;
   };
   void release(uint64_t s);  // deallocate: bitmap and payload buffers
   net::Packet*& held(uint64_t s, int rank) { return held_[s * ranks_ + rank]; }

@@ -17,7 +17,7 @@ size_t ConnectionLookupTable::find(const ConnKey& k) const {
 }
 
 Resolved ConnectionLookupTable::fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id,
-                                     uint32_t msg_len, uint32_t psn) {
+                                     uint32_t msg_len, uint32_t psn, uint64_t va) {
   Resolved r;
   const size_t s = find(k);
   if (s == slots_.size()) {
@@ -37,6 +37,7 @@ Resolved ConnectionLookupTable::fill(const ConnKey& k, uint16_t ring, uint16_t r
   e.msg_len = msg_len;
   if (msg_len > e.full_len) e.full_len = msg_len;
   e.psn0 = psn;
+  e.va = va;
   r.status = Resolved::Ok;
   r.ring = ring;
   r.rank = rank;
@@ -71,6 +72,22 @@ Resolved ConnectionLookupTable::lookup(const ConnKey& k, uint32_t psn) const {
   }
   r.status = Resolved::Ok;
   return r;
+}
+
+}  // namespace incsim::netreduce
+
+namespace incsim::netreduce {
+
+bool ConnectionLookupTable::locate(const ConnKey& k, int64_t msg, uint32_t offset, uint32_t mtu,
+                                   Located* out) const {
+  const size_t s = find(k);
+  if (s == slots_.size() || !slots_[s].valid) return false;
+  const Entry& e = slots_[s];
+  const int64_t delta = (msg - static_cast<int64_t>(e.msg_id)) * e.full_len;
+  out->psn = static_cast<uint32_t>(static_cast<int64_t>(e.psn0) + delta + offset);
+  out->va = static_cast<uint64_t>(static_cast<int64_t>(e.va) + delta * mtu);
+  out->rank = e.rank;
+  return true;
 }
 
 }  // namespace incsim::netreduce

@@ -30,8 +30,10 @@ class ConnectionLookupTable {
  public:
   explicit ConnectionLookupTable(uint32_t capacity);
 
-  // A first packet: fills (or refreshes) the connection's entry.
-  Resolved fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id, uint32_t msg_len, uint32_t psn);
+  // A first packet: fills (or refreshes) the connection's entry; `va` is its
+  // RETH address (kept for locate()).
+  Resolved fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id, uint32_t msg_len, uint32_t psn,
+                uint64_t va = 0);
   // A following packet. PSN - PSN0 >= MsgLen means this message's first
   // packet was lost: FirstLost, the packet is dropped (§3.2). PSN < PSN0 is a
   // go-back-N retransmission of an earlier message of the window, which
@@ -39,6 +41,16 @@ class ConnectionLookupTable {
   // full MsgLen, so its MsgID and offset follow from the PSN (the paper does
   // not say how it handles this case; docs/netreduce.md).
   Resolved lookup(const ConnKey& k, uint32_t psn) const;
+
+  // The other way round, for the multi-rack multicast (§3.3): the PSN and
+  // RETH address the source gave packet `offset` of message `msg`, from the
+  // entry and the ring's fixed MsgLen (`mtu` payload bytes per packet).
+  struct Located {
+    uint32_t psn = 0;
+    uint64_t va = 0;  // of the message's first byte
+    uint16_t rank = 0;
+  };
+  bool locate(const ConnKey& k, int64_t msg, uint32_t offset, uint32_t mtu, Located* out) const;
 
   uint32_t occupancy() const { return used_; }
   uint32_t capacity() const { return static_cast<uint32_t>(slots_.size()); }
@@ -50,6 +62,7 @@ class ConnectionLookupTable {
     bool valid = false;
     uint16_t ring = 0, rank = 0;
     uint32_t msg_id = 0, msg_len = 0, full_len = 0, psn0 = 0;
+    uint64_t va = 0;
   };
   size_t find(const ConnKey& k) const;  // its slot, or the empty slot where it would go; capacity() if full
   std::vector<Entry> slots_;

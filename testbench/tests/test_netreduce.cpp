@@ -20,6 +20,8 @@
 #include "ethernet/roce_frame.h"
 #include "netreduce/aggregator_array.h"
 #include "netreduce/clt.h"
+#include "netreduce/ctt.h"
+#include "platforms/netreduce_rack.h"
 #include "netreduce_experiment.h"
 #include "options.h"
 
@@ -66,6 +68,23 @@ TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
   CHECK(clt.fill(ConnKey{2, 2, 2}, 0, 1, 0, 4, 0).status == Resolved::Ok);
   CHECK(clt.fill(ConnKey{3, 3, 3}, 0, 2, 0, 4, 0).status == Resolved::TableFull);
   CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 1, 4, 4).status == Resolved::Ok);  // a known one still refreshes
+}
+
+TEST_CASE("CTT: entries per key, no duplicates, fixed capacity", "[netreduce][ctt]") {
+  netreduce::ConnectionTranslationTable ctt(3);
+  const ConnKey l1s{1, 9, 0x100}, s1{9, 1, 0x100}, s2{9, 2, 0x100};
+  CHECK(ctt.add(l1s, s1, 0));
+  CHECK(ctt.add(l1s, s2, 1));
+  CHECK(ctt.add(l1s, s2, 1));  // already there
+  CHECK(ctt.occupancy() == 2);
+  int n = 0;
+  ctt.for_each(l1s, [&](const netreduce::ConnectionTranslationTable::Entry& e) {
+    CHECK(e.port == (e.to == s1 ? 0 : 1));
+    ++n;
+  });
+  CHECK(n == 2);
+  CHECK(ctt.add(s1, l1s, 2));
+  CHECK_FALSE(ctt.add(s2, l1s, 2));  // full
 }
 
 namespace {
@@ -207,6 +226,34 @@ TEST_CASE("ICRC: a flipped bit fails the check, a recomputed one passes", "[netr
 
 namespace {
 
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+tb::Options options(const std::string& algorithm, const std::string& sizes, Overrides overrides) {
+  tb::Options o;
+  o.algorithm = algorithm;
+  o.sizes = sizes;
+  o.quiet = true;
+  o.overrides = std::move(overrides);
+  return o;
+}
+
+std::vector<tb::NetReduceRow> run(tb::NetReduceExperiment& e) {
+  std::ostringstream table;
+  auto rows = e.run(&table);
+  INFO(table.str());
+  return rows;
+}
+
+std::vector<tb::NetReduceRow> run_spineleaf(int racks, int per_rack, const std::string& algorithm,
+                                            const std::string& sizes, Overrides overrides = {}) {
+  tb::Options o = options(algorithm, sizes, std::move(overrides));
+  o.platform = "spineleaf";
+  o.racks = racks;
+  o.hosts_per_rack = per_rack;
+  tb::NetReduceExperiment e(o);
+  return run(e);
+}
+
 std::vector<tb::NetReduceRow> run_rack(const std::string& algorithm, const std::string& sizes,
                                        std::vector<std::pair<std::string, std::string>> overrides = {},
                                        double* bound_GBps = nullptr, int hosts = 6) {
@@ -286,6 +333,53 @@ TEST_CASE("ring all-reduce over RoCE on the rack is exact under loss", "[netredu
   CHECK(lossy[0].retransmitted > 0);
 }
 
+TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold Table 3's entries",
+          "[netreduce][spineleaf]") {
+  tb::Options o = options("netreduce", "4,12292,1M", {});
+  o.platform = "spineleaf";
+  o.racks = 2;
+  o.hosts_per_rack = 2;
+  tb::NetReduceExperiment e(o);
+  for (const auto& r : run(e)) CHECK(r.wrong == 0);
+  const auto& f = e.platform().fpgas();
+  REQUIRE(f.size() == 3);
+  // Table 3: each leaf two aggregation entries (its hosts' connections ->
+  // leaf-to-spine) and two multicast entries (spine-to-leaf -> the
+  // connections into its hosts); the spine four (two leaves x two leaves).
+  CHECK(f[0]->ctt().occupancy() == 4);
+  CHECK(f[1]->ctt().occupancy() == 4);
+  CHECK(f[2]->ctt().occupancy() == 4);
+  // One connection per rack crosses to the other rack: its destination leaf
+  // learned it from a notification.
+  CHECK(f[0]->counters().notifications > 0);
+  CHECK(f[1]->counters().notifications > 0);
+  CHECK(f[0]->counters().untranslated == 0);
+}
+
+TEST_CASE("spine-leaf: near the line-rate bound, like the single rack", "[netreduce][spineleaf]") {
+  const auto rows = run_spineleaf(2, 4, "netreduce", "8M");
+  CHECK(rows[0].wrong == 0);
+  CHECK(rows[0].bound_fraction > 0.95);
+  CHECK(rows[0].bound_fraction <= 1.0);
+}
+
+TEST_CASE("spine-leaf under 0.1% loss and corruption: exact", "[netreduce][spineleaf][loss]") {
+  const auto rows = run_spineleaf(3, 3, "netreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}});
+  uint64_t lost = 0, resent = 0;
+  for (const auto& r : rows) {
+    CHECK(r.wrong == 0);
+    lost += r.lost;
+    resent += r.resent_results;
+  }
+  CHECK(lost > 0);
+  CHECK(resent > 0);
+}
+
+TEST_CASE("spine-leaf ring all-reduce crosses the spine exactly", "[netreduce][spineleaf][ring]") {
+  const auto rows = run_spineleaf(2, 3, "ring", "4,12292,1M", {{"link.loss", "0.001"}});
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+}
+
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   using V = std::vector<std::pair<std::string, std::string>>;
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.window", "3"}, {"fpga.array_messages", "4"}}),
@@ -294,6 +388,10 @@ TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.loss", "1"}}), Catch::Contains("[0, 1)"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.corruption", "1.5"}}), Catch::Contains("[0, 1)"));
   CHECK_THROWS_WITH(run_rack("push", "1M"), Catch::Contains("choose one of netreduce, ring"));
+  tb::Options sl = options("netreduce", "1M", {});
+  sl.platform = "spineleaf";
+  sl.hosts = 4;
+  CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--racks and --hosts-per-rack"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.no_such_key", "1"}}), Catch::Contains("fpga.no_such_key"));
 }
 
