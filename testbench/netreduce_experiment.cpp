@@ -75,18 +75,17 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                             (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
   payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, hosts);
-  roce::HostConfig hc{mtu, msg_len_, window_, 0};
+  roce::HostConfig hc{mtu, msg_len_, window_};
+  in_network_ = in_network;
   for (int i = 0; i < hosts; ++i) {
     roce::RoceNic& nic = rack_->nic(i);
-    if (in_network) {
-      nr_hosts_.push_back(std::make_unique<roce::NetReduceHost>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
-                                                                pattern_.get(), dtype_, redop_));
-      nic.set_client(nr_hosts_.back().get());
-    } else {
-      ring_hosts_.push_back(std::make_unique<roce::RingHost>(&nic, i, hosts, rack_->send_qp(), rack_->recv_qp(), hc,
-                                                             pattern_.get(), dtype_, redop_));
-      nic.set_client(ring_hosts_.back().get());
-    }
+    if (in_network)
+      workers_.push_back(std::make_unique<roce::NetReduceWorker>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
+                                                                 pattern_.get(), dtype_, redop_));
+    else
+      workers_.push_back(std::make_unique<roce::RingWorker>(&nic, i, hosts, rack_->send_qp(), rack_->recv_qp(), hc,
+                                                            pattern_.get(), dtype_, redop_));
+    nic.set_client(workers_.back().get());
   }
   if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
 
@@ -108,10 +107,8 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   if (!opt_.vcd.empty()) {
     vcd_ = open_vcd(opt_.vcd);
     rack_->trace(vcd_);
-    for (int i = 0; i < hosts; ++i) {
-      const int& w = in_network ? nr_hosts_[i]->window_ref() : ring_hosts_[i]->window_ref();
-      sc_core::sc_trace(vcd_, w, "host" + std::to_string(i) + (in_network ? ".window" : ".step"));
-    }
+    for (int i = 0; i < hosts; ++i)
+      sc_core::sc_trace(vcd_, workers_[i]->progress_ref(), "host" + std::to_string(i) + (in_network ? ".window" : ".step"));
   }
 }
 
@@ -156,8 +153,7 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
         sc_core::sc_pause();
       }
     };
-    for (auto& h : nr_hosts_) h->start(bytes, done);
-    for (auto& h : ring_hosts_) h->start(bytes, done);
+    for (auto& w : workers_) w->start(bytes, done);
     watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(si + 1) + " of " +
                    std::to_string(sizes_.size()) + ")");
     auto idle = [&] {
@@ -188,9 +184,8 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
     r.time_us = (end - start).to_seconds() * 1e6;
     r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
     r.busbw_GBps = r.algbw_GBps * 2.0 * (hosts - 1) / hosts;
-    for (const auto& h : nr_hosts_) r.wrong += h->wrong();
-    for (const auto& h : ring_hosts_) r.wrong += h->wrong();
-    const double factor = nr_hosts_.empty() ? 2.0 * (hosts - 1) / hosts : 1.0;
+    for (const auto& w : workers_) r.wrong += w->wrong();
+    const double factor = in_network_ ? 1.0 : 2.0 * (hosts - 1) / hosts;
     r.bound_us = factor * static_cast<double>(bytes) / (payload_GBps_ * 1e3);
     r.bound_fraction = r.bound_us / r.time_us;
     r.goodput_Gbps = 8.0 * static_cast<double>(bytes) / (r.time_us * 1e3);
@@ -216,7 +211,7 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
              << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops
              << " failed the ICRC, " << r.retransmitted << " packets retransmitted (" << r.timeouts << " timeouts)";
-      if (!nr_hosts_.empty())
+      if (in_network_)
         *table << ", " << r.first_lost_drops << " dropped for a lost first packet, " << r.resent_results
                << " results sent again";
       *table << "\n";

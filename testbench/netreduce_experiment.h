@@ -18,8 +18,7 @@ namespace incsim::platforms {
 class NetReduceRack;
 }
 namespace incsim::roce {
-class NetReduceHost;
-class RingHost;
+class Worker;
 }  // namespace incsim::roce
 
 namespace incsim::tb {
@@ -61,8 +60,8 @@ class NetReduceExperiment {
   double payload_GBps_ = 0;
   std::unique_ptr<collectives::DataPattern> pattern_;
   std::unique_ptr<platforms::NetReduceRack> rack_;
-  std::vector<std::unique_ptr<roce::NetReduceHost>> nr_hosts_;
-  std::vector<std::unique_ptr<roce::RingHost>> ring_hosts_;
+  std::vector<std::unique_ptr<roce::Worker>> workers_;
+  bool in_network_ = false;
   std::unique_ptr<Watchdog> watchdog_;
   sc_core::sc_trace_file* vcd_ = nullptr;
 };

@@ -1,29 +1,30 @@
 #include "flow_control.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace incsim::roce {
 
-NetReduceHost::NetReduceHost(RoceNic* nic, int rank, int send_qp, int recv_qp, const HostConfig& cfg,
-                             const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
-    : nic_(nic), rank_(rank), send_qp_(send_qp), recv_qp_(recv_qp), cfg_(cfg), pattern_(pattern), dtype_(dtype),
-      op_(op) {}
+NetReducePhase::NetReducePhase(RoceNic* nic, int send_qp, uint16_t ring_id, int rank, const HostConfig& cfg)
+    : nic_(nic), send_qp_(send_qp), ring_id_(ring_id), rank_(rank), cfg_(cfg) {}
 
-void NetReduceHost::start(uint64_t bytes, std::function<void()> done) {
+void NetReducePhase::start(uint8_t* region, uint64_t bytes, std::function<void()> done) {
   msg_base_ += messages_;
+  region_ = region;
   bytes_ = bytes;
   packets_ = (bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
   messages_ = static_cast<uint32_t>((packets_ + cfg_.msg_len - 1) / cfg_.msg_len);
   posted_ = results_ = 0;
-  received_ = wrong_ = 0;
+  received_ = 0;
   trace_window_ = 0;
   done_ = std::move(done);
-  nic_->reset_work();
+  nic_->reset_work(send_qp_);
   nic_->reserve(send_qp_, messages_);
   while (posted_ < std::min(cfg_.window, messages_)) post(posted_);
+  if (messages_ == 0 && done_) done_();
 }
 
-void NetReduceHost::post(uint32_t k) {
+void NetReducePhase::post(uint32_t k) {
   WorkRequest w;
   w.id = k;
   const uint64_t first = static_cast<uint64_t>(k) * cfg_.msg_len;
@@ -32,7 +33,7 @@ void NetReduceHost::post(uint32_t k) {
   w.last_bytes = static_cast<uint32_t>(std::min<uint64_t>(tail, cfg_.mtu_payload));
   w.has_ina = true;
   w.ina.inet_tag = eth::kInetTag;
-  w.ina.ring_id = cfg_.ring_id;
+  w.ina.ring_id = ring_id_;
   w.ina.rank = static_cast<uint16_t>(rank_);
   w.ina.msg_id = msg_base_ + k;
   w.ina.msg_len = w.packets;
@@ -41,13 +42,12 @@ void NetReduceHost::post(uint32_t k) {
   ++posted_;
 }
 
-void NetReduceHost::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
-  const uint64_t first = (wr.id * cfg_.msg_len + index) * (cfg_.mtu_payload / 4);
-  pattern_->fill(dtype_, rank_, first, bytes / 4, payload);
+void NetReducePhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const {
+  std::memcpy(payload, region_ + (wr.id * cfg_.msg_len + index) * cfg_.mtu_payload, bytes);
 }
 
-void NetReduceHost::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  wrong_ += pattern_->mismatches(dtype_, op_, payload, va / 4, bytes / 4, -1);
+void NetReducePhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  std::memcpy(region_ + va, payload, bytes);
   ++received_;
   // A result message is whole when its last packet is in (RC delivers in order).
   if (received_ % cfg_.msg_len != 0 && received_ != packets_) return;
@@ -56,52 +56,40 @@ void NetReduceHost::deliver(int, uint64_t va, const uint8_t* payload, uint32_t b
   if (results_ == messages_ && done_) done_();
 }
 
-uint64_t NetReduceHost::wrong() const {
-  // Elements never received count as wrong, as nccl-tests would see them.
-  const uint64_t missing = (packets_ - std::min(received_, packets_)) * (cfg_.mtu_payload / 4);
-  return wrong_ + std::min<uint64_t>(missing, bytes_ / 4);
-}
+RingPhase::RingPhase(RoceNic* nic, int send_qp, int rank, int ranks, const HostConfig& cfg, collectives::DType dtype,
+                     collectives::RedOp op)
+    : nic_(nic), send_qp_(send_qp), rank_(rank), ranks_(ranks), cfg_(cfg), dtype_(dtype), op_(op) {}
 
-RingHost::RingHost(RoceNic* nic, int rank, int ranks, int send_qp, int recv_qp, const HostConfig& cfg,
-                   const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
-    : nic_(nic), rank_(rank), ranks_(ranks), send_qp_(send_qp), recv_qp_(recv_qp), cfg_(cfg), pattern_(pattern),
-      dtype_(dtype), op_(op) {}
-
-uint32_t RingHost::messages_in(int c) const {
+uint32_t RingPhase::messages_in(int c) const {
   const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
   return static_cast<uint32_t>((chunk_bytes(c) + msg_bytes - 1) / msg_bytes);
 }
 
-void RingHost::start(uint64_t bytes, std::function<void()> done) {
-  elements_ = bytes / 4;
-  buf_.assign(bytes, 0);
-  pattern_->fill(dtype_, rank_, 0, elements_, buf_.data());
-  wrong_ = 0;
+int RingPhase::chunk_of(int step, bool received) const {
+  return ((rank_ - step - (received ? 1 : 0)) % ranks_ + ranks_) % ranks_;
+}
+
+void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done) {
+  region_ = region;
+  bytes_ = bytes;
+  first_ = first;
+  last_ = last;
   expected_ = received_ = 0;
-  for (int step = 0; step < 2 * (ranks_ - 1); ++step) {
-    const int c = ((rank_ - 1 - step) % ranks_ + ranks_) % ranks_;
-    expected_ += (chunk_bytes(c) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
-  }
-  finished_ = false;
-  trace_step_ = 0;
+  for (int step = first; step < last; ++step)
+    expected_ += (chunk_bytes(chunk_of(step, true)) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  trace_step_ = first;
   done_ = std::move(done);
-  nic_->reset_work();
+  nic_->reset_work(send_qp_);
   uint64_t wrs = 0;
   for (int c = 0; c < ranks_; ++c) wrs += messages_in(c);
   nic_->reserve(send_qp_, wrs * 2);
-  const int c0 = rank_;
-  for (uint32_t j = 0; j < messages_in(c0); ++j) post(0, j);
-  if (expected_ == 0) finish();
+  if (first < last)
+    for (uint32_t j = 0; j < messages_in(chunk_of(first, false)); ++j) post(first, j);
+  if (expected_ == 0 && done_) done_();
 }
 
-void RingHost::finish() {
-  finished_ = true;
-  wrong_ = pattern_->mismatches(dtype_, op_, buf_.data(), 0, elements_, -1);
-  if (done_) done_();
-}
-
-void RingHost::post(int step, uint32_t j) {
-  const int c = ((rank_ - step) % ranks_ + ranks_) % ranks_;
+void RingPhase::post(int step, uint32_t j) {
+  const int c = chunk_of(step, false);
   const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
   const uint64_t off = j * msg_bytes;
   const uint64_t len = std::min(msg_bytes, chunk_bytes(c) - off);
@@ -114,24 +102,107 @@ void RingHost::post(int step, uint32_t j) {
   if (step > trace_step_) trace_step_ = step;
 }
 
-void RingHost::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+void RingPhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const {
   const uint64_t at = (wr.remote_va & ((1ull << kStepShift) - 1)) + uint64_t{index} * cfg_.mtu_payload;
-  std::copy(buf_.begin() + at, buf_.begin() + at + bytes, payload);
+  std::memcpy(payload, region_ + at, bytes);
 }
 
-void RingHost::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+void RingPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
   const int step = static_cast<int>(va >> kStepShift);
   const uint64_t at = va & ((1ull << kStepShift) - 1);
-  if (step < ranks_ - 1) collectives::reduce_bytes(dtype_, op_, buf_.data() + at, payload, bytes);
-  else std::copy(payload, payload + bytes, buf_.begin() + at);
+  if (step < ranks_ - 1) collectives::reduce_bytes(dtype_, op_, region_ + at, payload, bytes);
+  else std::memcpy(region_ + at, payload, bytes);
   // The chunk this step received, and whether this packet ends a message.
-  const int c = ((rank_ - 1 - step) % ranks_ + ranks_) % ranks_;
+  const int c = chunk_of(step, true);
   const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
   const uint64_t end = at + bytes - chunk_begin(c);
   const bool last_of_message = end % msg_bytes == 0 || end == chunk_bytes(c);
   // Forward what just arrived (reduced with ours, or final).
-  if (last_of_message && step + 1 < 2 * (ranks_ - 1)) post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
-  if (++received_ == expected_) finish();
+  if (last_of_message && step + 1 < last_) post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
+  if (++received_ == expected_ && done_) done_();
+}
+
+void Worker::start(uint64_t bytes, std::function<void()> done) {
+  buf_.assign(bytes, 0);
+  pattern_->fill(dtype_, rank_, 0, bytes / 4, buf_.data());
+  finished_ = false;
+  wrong_ = 0;
+  done_ = std::move(done);
+  run();
+}
+
+void Worker::finish() {
+  finished_ = true;
+  // Every element, against the closed-form reference: an element that never
+  // arrived still holds this rank's input and counts as wrong.
+  wrong_ = pattern_->mismatches(dtype_, op_, buf_.data(), 0, buf_.size() / 4, -1);
+  if (done_) done_();
+}
+
+NetReduceWorker::NetReduceWorker(RoceNic* nic, int rank, int send_qp, int, const HostConfig& cfg,
+                                 const collectives::DataPattern* pattern, collectives::DType dtype,
+                                 collectives::RedOp op)
+    : Worker(rank, pattern, dtype, op), phase_(nic, send_qp, 0, rank, cfg) {}
+
+void NetReduceWorker::run() { phase_.start(buf_.data(), buf_.size(), [this] { finish(); }); }
+void NetReduceWorker::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+  phase_.fill(wr, index, payload, bytes);
+}
+void NetReduceWorker::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  phase_.deliver(va, payload, bytes);
+}
+
+RingWorker::RingWorker(RoceNic* nic, int rank, int ranks, int send_qp, int, const HostConfig& cfg,
+                       const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
+    : Worker(rank, pattern, dtype, op), phase_(nic, send_qp, rank, ranks, cfg, dtype, op) {}
+
+void RingWorker::run() { phase_.start(buf_.data(), buf_.size(), 0, 2 * (phase_.ranks() - 1), [this] { finish(); }); }
+void RingWorker::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+  phase_.fill(wr, index, payload, bytes);
+}
+void RingWorker::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  phase_.deliver(va, payload, bytes);
+}
+
+ParallelNetReduceWorker::ParallelNetReduceWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine,
+                                                 int machine, int intra_send_qp, int intra_recv_qp, int inter_send_qp,
+                                                 int inter_recv_qp, const HostConfig& cfg,
+                                                 const collectives::DataPattern* pattern, collectives::DType dtype,
+                                                 collectives::RedOp op)
+    : Worker(global_rank, pattern, dtype, op),
+      intra_send_(intra_send_qp),
+      intra_recv_(intra_recv_qp),
+      inter_send_(inter_send_qp),
+      inter_recv_(inter_recv_qp),
+      intra_(nic, intra_send_qp, local, gpus_per_machine, cfg, dtype, op),
+      inter_(nic, inter_send_qp, static_cast<uint16_t>(local), machine, cfg) {}
+
+void ParallelNetReduceWorker::run() {
+  const int n = intra_.ranks();
+  stage_ = 1;
+  intra_.start(buf_.data(), buf_.size(), 0, n - 1, [this, n] {
+    // This GPU now holds its machine's sum of one chunk: the NetReduce ring
+    // of this GPU index sums it over the machines.
+    stage_ = 2;
+    const int c = intra_.owned_chunk();
+    inter_.start(buf_.data() + intra_.chunk_begin(c), intra_.chunk_bytes(c), [this, n] {
+      stage_ = 3;
+      intra_.start(buf_.data(), buf_.size(), n - 1, 2 * (n - 1), [this] {
+        stage_ = 0;
+        finish();
+      });
+    });
+  });
+}
+
+void ParallelNetReduceWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+  if (qp == inter_send_) inter_.fill(wr, index, payload, bytes);
+  else intra_.fill(wr, index, payload, bytes);
+}
+
+void ParallelNetReduceWorker::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  if (qp == inter_recv_) inter_.deliver(va, payload, bytes);
+  else intra_.deliver(va, payload, bytes);
 }
 
 }  // namespace incsim::roce

@@ -1,8 +1,10 @@
 #pragma once
-// Host software above the RoCE NIC: the NetReduce flow-control module
-// (§3.1, §3.2) and, as the baseline, ring all-reduce over the same RC
-// connections (NCCL's ring, §5.1). Both keep real data and count the
-// elements of their result that differ from the reference.
+// Host software above the RoCE NIC, on real data in host (GPU) memory: the
+// NetReduce flow-control module (§3.1, §3.2), ring reduce-scatter and
+// all-gather over RC connections (NCCL's ring, §5.1), and the workers that
+// chain them into a whole all-reduce: NetReduce, the ring, and Parallel
+// NetReduce on multi-GPU machines (§3.4, Fig. 6B). Every worker checks its
+// whole buffer against the reference at the end (#wrong).
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -16,75 +18,148 @@ struct HostConfig {
   uint32_t mtu_payload;  // bytes of tensor per packet
   uint32_t msg_len;      // packets per message (MsgLen)
   uint32_t window;       // messages in flight (N); NetReduce only
-  uint16_t ring_id;
 };
 
-// Each worker sends its tensor to its ring successor over one RC connection
-// and receives the aggregation result from its predecessor over another
-// (§3.1): the tensor is chunked into messages of MsgLen packets, each with an
-// INA header (RingID, MsgID, Rank, MsgLen) in front; N messages are in
-// flight and the window advances by one each time a whole result message has
-// arrived.
-class NetReduceHost : public NicClient {
+// NetReduce's flow control on one region of memory: the region is chunked
+// into messages of MsgLen packets, each with an INA header (RingID, MsgID,
+// Rank, MsgLen) in front; N messages are in flight on the connection to the
+// ring successor, and the window advances by one each time a whole result
+// message has arrived from the predecessor, which the NIC writes over the
+// region (the result lands where the gradient came from).
+class NetReducePhase {
  public:
-  NetReduceHost(RoceNic* nic, int rank, int send_qp, int recv_qp, const HostConfig& cfg,
-                const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
-  void start(uint64_t bytes, std::function<void()> done);
-  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  NetReducePhase(RoceNic* nic, int send_qp, uint16_t ring_id, int rank, const HostConfig& cfg);
+  void start(uint8_t* region, uint64_t bytes, std::function<void()> done);
+  void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
+  void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
   bool finished() const { return results_ == messages_; }
-  uint64_t wrong() const;
   const int& window_ref() const { return trace_window_; }  // oldest message without its result
 
  private:
   void post(uint32_t k);
   RoceNic* nic_;
-  int rank_, send_qp_, recv_qp_;
+  int send_qp_;
+  uint16_t ring_id_;
+  int rank_;
   HostConfig cfg_;
-  const collectives::DataPattern* pattern_;
-  collectives::DType dtype_;
-  collectives::RedOp op_;
-  uint64_t bytes_ = 0, packets_ = 0, received_ = 0, wrong_ = 0;
+  uint8_t* region_ = nullptr;
+  uint64_t bytes_ = 0, packets_ = 0, received_ = 0;
   uint32_t messages_ = 0, posted_ = 0, results_ = 0;
   uint32_t msg_base_ = 0;  // MsgIDs continue across collectives: the aggregator array remembers them
   int trace_window_ = 0;
   std::function<void()> done_;
 };
 
-// Ring all-reduce (reduce-scatter then all-gather, 2(P-1) steps) over RC
-// RDMA writes: step s sends chunk (rank - s) mod P, message by message, each
-// message as soon as the one it depends on (the same message of step s - 1)
-// has arrived.
-class RingHost : public NicClient {
+// Ring steps over one connection pair on one region: step s < P-1 is
+// reduce-scatter (send chunk (rank - s) mod P, add what arrives), step s >=
+// P-1 all-gather (forward, copy what arrives); each message is posted as soon
+// as the same message of the step before has arrived.
+class RingPhase {
  public:
-  RingHost(RoceNic* nic, int rank, int ranks, int send_qp, int recv_qp, const HostConfig& cfg,
-           const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
-  void start(uint64_t bytes, std::function<void()> done);
-  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
-  bool finished() const { return finished_; }
-  uint64_t wrong() const { return wrong_; }
-  const int& window_ref() const { return trace_step_; }
+  RingPhase(RoceNic* nic, int send_qp, int rank, int ranks, const HostConfig& cfg, collectives::DType dtype,
+            collectives::RedOp op);
+  // Runs steps [first, last) of 2(P-1).
+  void start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done);
+  void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
+  void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
+  bool finished() const { return received_ == expected_; }
+  int ranks() const { return ranks_; }
+  // After the reduce-scatter, this rank holds chunk (rank + 1) mod P.
+  int owned_chunk() const { return (rank_ + 1) % ranks_; }
+  uint64_t chunk_begin(int c) const { return (static_cast<uint64_t>(c) * (bytes_ / 4) / ranks_) * 4; }
+  uint64_t chunk_bytes(int c) const { return chunk_begin(c + 1) - chunk_begin(c); }
+  const int& step_ref() const { return trace_step_; }
 
  private:
   static constexpr int kStepShift = 40;
-  uint64_t chunk_begin(int c) const { return (static_cast<uint64_t>(c) * elements_ / ranks_) * 4; }
-  uint64_t chunk_bytes(int c) const { return chunk_begin(c + 1) - chunk_begin(c); }
   uint32_t messages_in(int c) const;
+  int chunk_of(int step, bool received) const;
   void post(int step, uint32_t j);
-  void finish();
   RoceNic* nic_;
-  int rank_, ranks_, send_qp_, recv_qp_;
+  int send_qp_, rank_, ranks_;
   HostConfig cfg_;
+  collectives::DType dtype_;
+  collectives::RedOp op_;
+  uint8_t* region_ = nullptr;
+  uint64_t bytes_ = 0, expected_ = 0, received_ = 0;
+  int first_ = 0, last_ = 0, trace_step_ = 0;
+  std::function<void()> done_;
+};
+
+// A worker: one endpoint's buffer, its input from the data pattern, the
+// phases it runs, and the check of its result.
+class Worker : public NicClient {
+ public:
+  Worker(int global_rank, const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
+      : rank_(global_rank), pattern_(pattern), dtype_(dtype), op_(op) {}
+  void start(uint64_t bytes, std::function<void()> done);
+  bool finished() const { return finished_; }
+  uint64_t wrong() const { return wrong_; }
+  virtual const int& progress_ref() const = 0;  // for the waveform
+
+ protected:
+  virtual void run() = 0;  // starts the first phase on buf_
+  void finish();
+  std::vector<uint8_t> buf_;
+  int rank_;
   const collectives::DataPattern* pattern_;
   collectives::DType dtype_;
   collectives::RedOp op_;
-  uint64_t elements_ = 0, wrong_ = 0;
-  std::vector<uint8_t> buf_;
-  uint64_t expected_ = 0, received_ = 0;  // packets this host receives over all steps
+
+ private:
   bool finished_ = true;
-  int trace_step_ = 0;
+  uint64_t wrong_ = 0;
   std::function<void()> done_;
+};
+
+// NetReduce all-reduce on single-GPU hosts: one NetReduce ring over the
+// whole buffer.
+class NetReduceWorker : public Worker {
+ public:
+  NetReduceWorker(RoceNic* nic, int rank, int send_qp, int recv_qp, const HostConfig& cfg,
+                  const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
+  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  const int& progress_ref() const override { return phase_.window_ref(); }
+
+ private:
+  void run() override;
+  NetReducePhase phase_;
+};
+
+// Ring all-reduce: reduce-scatter then all-gather, 2(P-1) steps.
+class RingWorker : public Worker {
+ public:
+  RingWorker(RoceNic* nic, int rank, int ranks, int send_qp, int recv_qp, const HostConfig& cfg,
+             const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
+  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  const int& progress_ref() const override { return phase_.step_ref(); }
+
+ private:
+  void run() override;
+  RingPhase phase_;
+};
+
+// Parallel NetReduce (§3.4, Fig. 6B) on one GPU of a multi-GPU machine:
+// reduce-scatter inside the machine, NetReduce ring number `local` (the
+// GPUs of that index on every machine) on the chunk this GPU then owns,
+// all-gather inside the machine.
+class ParallelNetReduceWorker : public Worker {
+ public:
+  ParallelNetReduceWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine, int intra_send_qp,
+                          int intra_recv_qp, int inter_send_qp, int inter_recv_qp, const HostConfig& cfg,
+                          const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
+  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  const int& progress_ref() const override { return stage_; }
+
+ private:
+  void run() override;
+  int intra_send_, intra_recv_, inter_send_, inter_recv_;
+  RingPhase intra_;
+  NetReducePhase inter_;
+  int stage_ = 0;
 };
 
 }  // namespace incsim::roce

@@ -26,14 +26,15 @@ int RoceNic::create_qp(uint32_t remote_endpoint, uint32_t remote_ip, uint32_t re
   return static_cast<int>(qps_.size()) - 1;
 }
 
-void RoceNic::reserve(int qp, size_t work_requests) { qps_[qp].wrs.reserve(work_requests); }
+void RoceNic::reserve(int qp, size_t more_work_requests) {
+  qps_[qp].wrs.reserve(qps_[qp].wrs.size() + more_work_requests);
+}
 
-void RoceNic::reset_work() {
-  for (Qp& q : qps_) {
-    sc_assert(q.una == q.end_psn);
-    q.wrs.clear();
-    q.cursor = 0;
-  }
+void RoceNic::reset_work(int qp) {
+  Qp& q = qps_[qp];
+  if (q.una != q.end_psn) return;
+  q.wrs.clear();
+  q.cursor = 0;
 }
 
 void RoceNic::post(int qp, const WorkRequest& wr) {

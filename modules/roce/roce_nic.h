@@ -64,12 +64,13 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   // index here. Its QPN is index + 1.
   int create_qp(uint32_t remote_endpoint, uint32_t remote_ip, uint32_t remote_qpn, uint32_t initial_psn);
   static uint32_t qpn_of(int qp) { return static_cast<uint32_t>(qp) + 1; }
-  void reserve(int qp, size_t work_requests);
+  void reserve(int qp, size_t more_work_requests);
   void post(int qp, const WorkRequest& wr);
   void set_client(NicClient* c) { client_ = c; }
   void set_faults(const eth::LinkFaults& f) { faults_ = f; }
-  // Drops every QP's state for a new collective: PSNs continue.
-  void reset_work();
+  // Before a new transfer: drops a QP's posted work if all of it is
+  // acknowledged (otherwise the new work follows it); PSNs continue.
+  void reset_work(int qp);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
