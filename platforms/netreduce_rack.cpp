@@ -11,8 +11,12 @@ constexpr uint32_t kLeafIp0 = 0x0A000101u;   // 10.0.1.1: leaf r's FPGA
 constexpr uint32_t kSpineIp = 0x0A000201u;   // 10.0.2.1: the spine's FPGA
 }  // namespace
 
-NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed) {
+NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg,
+                             uint64_t seed)
+    : layout_(layout) {
   const int hosts = racks * hosts_per_rack;
+  const bool multigpu = layout == Layout::MultiGpu;
+  const bool leaf_fpgas = with_fpga && !multigpu;
   if (racks < 1 || racks > 64) throw UserError("--racks must be between 1 and 64, not " + std::to_string(racks));
   if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > 64 || hosts > 4096)
     throw UserError("a NetReduce rack holds 2 to 64 hosts (an aggregator's bitmap has one bit per host), not " +
@@ -69,11 +73,20 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
                                                     "last byte in to payload seen by the host, ns (calibrated with "
                                                     "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"),
                                     sc_core::SC_NS);
+  host_GBps_ = link_GBps_;
+  if (multigpu) {
+    host_GBps_ = cfg.get<double>("intra.bandwidth_GBps", 150.0,
+                                 "B_intra: each GPU's link into its machine's fabric, GB/s (NetReduce §3.4: \"NVLink "
+                                 "makes B_intra = 150 GB/s\"; Fig. 7 sweeps 15.75, PCIe 3.0 x16, to 150)");
+    if (!(host_GBps_ > 0)) throw UserError("intra.bandwidth_GBps must be positive");
+  }
   const double uplink_GBps =
-      racks == 1 ? 0.0
-                 : cfg.get<double>("leaf.uplink_Gbps", gbps * hosts_per_rack,
-                                   "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links, a "
-                                   "non-blocking leaf (assumption; Fig. 5 does not give it)") / 8;
+      multigpu ? link_GBps_
+      : racks == 1
+          ? 0.0
+          : cfg.get<double>("leaf.uplink_Gbps", gbps * hosts_per_rack,
+                            "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links, a "
+                            "non-blocking leaf (assumption; Fig. 5 does not give it)") / 8;
   if (racks > 1 && !(uplink_GBps > 0)) throw UserError("leaf.uplink_Gbps must be positive");
 
   pool_ = std::make_unique<net::PacketPool>(net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_});
@@ -81,18 +94,19 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
   // A leaf's FPGA has one port per host and, under a spine, one more for its
   // partials up and the spine's results down (a host's port carries that
   // host's gradients in and its connection's results out at line rate).
-  const int fpga_ports = with_fpga ? H + (R > 1 ? 1 : 0) : 0;
+  const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
   const int uplink = H + fpga_ports;  // a leaf's port to the spine
   eth::SwitchConfig sc{link_GBps_, wire, sw_latency, buffer};
   uint64_t link = 0;
   auto faults = [&] { return eth::LinkFaults(loss, corruption, seed, link++); };
   const uint32_t spine_ep = static_cast<uint32_t>(hosts + R);
   for (int r = 0; r < R; ++r) {
-    const std::string name = R == 1 ? "switch" : "leaf" + std::to_string(r);
+    const std::string name = R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r);
     leaves_.push_back(std::make_unique<eth::EthernetSwitch>(name.c_str(), uplink + (R > 1 ? 1 : 0), sc, pool_.get()));
   }
   if (R > 1) {
-    spine_ = std::make_unique<eth::EthernetSwitch>("spine", R + (with_fpga ? R : 0), sc, pool_.get());
+    spine_ = std::make_unique<eth::EthernetSwitch>(multigpu ? "tor" : "spine", R + (with_fpga ? R : 0), sc,
+                                                   pool_.get());
     for (int r = 0; r < R; ++r) {
       eth::EthernetSwitch& l = *leaves_[r];
       l.set_port_bandwidth(uplink, uplink_GBps);
@@ -106,10 +120,12 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
     }
   }
 
-  roce::NicConfig nc{link_GBps_, wire, buffer, mtu_, ack_every, rto_, tx_latency, rx_latency};
+  roce::NicConfig nc{host_GBps_, wire, buffer, mtu_, ack_every, rto_, tx_latency, rx_latency};
+  hop_latency_ = tx_latency + rx_latency + 2 * wire + sw_latency;
   for (int i = 0; i < hosts; ++i) {
     const int r = i / H, port = i % H;
     eth::EthernetSwitch& l = *leaves_[r];
+    if (multigpu) l.set_port_bandwidth(port, host_GBps_);
     nics_.push_back(std::make_unique<roce::RoceNic>(("host" + std::to_string(i)).c_str(), i, ip_of(i), nc,
                                                     pool_.get()));
     roce::RoceNic& n = *nics_.back();
@@ -123,7 +139,7 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
   // Forwarding: own hosts down, everything else up; the spine by rack.
   for (int r = 0; r < R; ++r) {
     for (int i = 0; i < hosts; ++i) leaves_[r]->set_route(i, i / H == r ? i % H : uplink);
-    if (with_fpga)
+    if (leaf_fpgas)
       for (int q = 0; q < R; ++q) leaves_[r]->set_route(hosts + q, q == r ? H + fpga_ports - 1 : uplink);
     if (R > 1) leaves_[r]->set_route(spine_ep, uplink);
   }
@@ -144,6 +160,19 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
     const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(prev) * 104729) % (1u << 20));
     nics_[i]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(send_qp()), psn0);
   }
+  if (multigpu)
+    for (int g = 0; g < hosts; ++g) {
+      const int m = g / H, i = g % H;
+      const int up = m * H + (i + 1) % H, down = m * H + (i + H - 1) % H;
+      const int next = ((m + 1) % R) * H + i, prev = ((m + R - 1) % R) * H + i;
+      const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(g) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(up, ip_of(up), roce::RoceNic::qpn_of(intra_recv_qp()), psn0);
+      const uint32_t psn_down = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(down) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(down, ip_of(down), roce::RoceNic::qpn_of(intra_send_qp()), psn_down);
+      nics_[g]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), psn0 ^ 0x5555);
+      const uint32_t psn_prev = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(prev) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(inter_send_qp()), psn_prev ^ 0x5555);
+    }
   if (!with_fpga) return;
 
   netreduce::FpgaConfig fc;
@@ -168,7 +197,7 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
   hier.racks = R;
   hier.parent_ep = spine_ep;
   hier.parent_ip = kSpineIp;
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < R && leaf_fpgas; ++r) {
     eth::EthernetSwitch& l = *leaves_[r];
     const std::string name = R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga";
     fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(name.c_str(), fpga_ports, fc, pool_.get()));
@@ -194,9 +223,9 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
     }
   }
   if (R == 1) return;
-  fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>("spine_fpga", R, fc, pool_.get()));
+  fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(multigpu ? "fpga" : "spine_fpga", R, fc, pool_.get()));
   netreduce::FpgaAggregator& f = *fpgas_.back();
-  hier.role = netreduce::Hierarchy::Spine;
+  hier.role = multigpu ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Spine;
   hier.self_ep = spine_ep;
   hier.self_ip = kSpineIp;
   hier.rack = -1;
@@ -209,13 +238,26 @@ NetReduceRack::NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Conf
     f.set_faults(q, faults());
     ends_.push_back({"spine", "spine_fpga" + std::to_string(q), &spine_->out(port)});
     ends_.push_back({"spine_fpga" + std::to_string(q), "spine", &f.out(q)});
-    // Leaf q's partials enter the spine FPGA by port q.
-    spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
+    if (!multigpu) {
+      // Leaf q's partials enter the spine FPGA by port q.
+      spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
+      continue;
+    }
+    // Parallel NetReduce: the n rings' connections leaving machine q enter
+    // the FPGA by port q (one rule per GPU, §4).
+    for (int i = 0; i < H; ++i) {
+      const int g = q * H + i, next = ((q + 1) % R) * H + i;
+      spine_->add_acl({ip_of(g), ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), port});
+    }
   }
 }
 
 void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op) {
   const int R = racks(), H = hosts() / R;
+  if (layout_ == Layout::MultiGpu) {  // one ring per GPU index, the machines its ranks
+    for (int i = 0; i < H; ++i) fpgas_[0]->add_ring(static_cast<uint16_t>(i), R, window, msg_len, mtu_, dtype, op);
+    return;
+  }
   for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r) {
     const bool spine = R > 1 && r == R;
     fpgas_[r]->add_ring(0, spine ? R : H, window, msg_len, mtu_, dtype, op, spine ? 0 : r * H);

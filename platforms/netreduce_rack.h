@@ -29,9 +29,14 @@ struct RackLinkEnd {
 
 class NetReduceRack {
  public:
-  // Reads every link, switch, NIC and FPGA parameter from cfg. racks == 1:
-  // the single rack; racks > 1: spine-leaf.
-  NetReduceRack(int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed);
+  // Rack: one switch (racks == 1). SpineLeaf: racks leaves under a spine,
+  // an FPGA on each. MultiGpu (§3.4, Testbed 2): each "rack" is one machine
+  // of hosts_per_rack GPUs whose switch stands for the intra-machine fabric
+  // (GPU links at intra.bandwidth_GBps) and whose uplink is the machine's one
+  // 100 GbE NIC; the machines hang off one Ethernet switch with the FPGA.
+  enum class Layout { Rack, SpineLeaf, MultiGpu };
+  // Reads every link, switch, NIC and FPGA parameter from cfg.
+  NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed);
   ~NetReduceRack();
 
   int hosts() const { return static_cast<int>(nics_.size()); }
@@ -50,6 +55,17 @@ class NetReduceRack {
   // receives on recv_qp() from (i-1) mod P.
   static int send_qp() { return 0; }
   static int recv_qp() { return 1; }
+  // MultiGpu: the ring inside a machine (GPU i to i+1 of the same machine)
+  // and the NetReduce ring of GPU index i across the machines.
+  static int intra_send_qp() { return 2; }
+  static int intra_recv_qp() { return 3; }
+  static int inter_send_qp() { return 4; }
+  static int inter_recv_qp() { return 5; }
+  double host_link_GBps() const { return host_GBps_; }
+  // The latency of one GPU-to-GPU hop through a switch, before any byte's
+  // serialisation: posting, two wires, the switch, delivery (alpha of the
+  // appendix's Eq. (1)-(3)).
+  sc_core::sc_time hop_latency() const { return hop_latency_; }
   static uint32_t ip_of(int host) { return 0x0A000001u + static_cast<uint32_t>(host); }  // 10.0.0.1 ...
 
   double link_GBps() const { return link_GBps_; }
@@ -67,9 +83,10 @@ class NetReduceRack {
   std::vector<std::unique_ptr<roce::RoceNic>> nics_;
   std::vector<std::unique_ptr<netreduce::FpgaAggregator>> fpgas_;  // leaves' (or the rack's), then the spine's
   std::vector<RackLinkEnd> ends_;
-  double link_GBps_ = 0;
+  double link_GBps_ = 0, host_GBps_ = 0;
+  Layout layout_;
   uint32_t mtu_ = 0;
-  sc_core::sc_time rto_;
+  sc_core::sc_time rto_, hop_latency_;
 };
 
 }  // namespace incsim::platforms

@@ -17,7 +17,9 @@
 
 namespace incsim::tb {
 
-bool is_netreduce_platform(const std::string& platform) { return platform == "rack" || platform == "spineleaf"; }
+bool is_netreduce_platform(const std::string& platform) {
+  return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
+}
 
 struct NetReduceExperiment::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
@@ -31,10 +33,15 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
   if (opt_.collective != "allreduce")
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
-  if (opt_.algorithm.empty()) opt_.algorithm = "netreduce";
-  if (opt_.algorithm != "netreduce" && opt_.algorithm != "ring")
+  multigpu_ = opt_.platform == "multigpu";
+  if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
+  if (multigpu_ && opt_.algorithm == "tencent")
+    throw UserError("algorithm tencent (Tencent hierarchical all-reduce, Fig. 6A) is not modelled yet; "
+                    "choose pnetreduce or flatring");
+  const char* accepted = multigpu_ ? "pnetreduce, flatring" : "netreduce, ring";
+  if ((std::string(", ") + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
-                    "; choose one of netreduce, ring");
+                    "; choose one of " + accepted);
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
   dtype_ = collectives::parse_dtype(opt_.dtype);
   redop_ = collectives::parse_redop(opt_.redop);
@@ -43,14 +50,22 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
     if (s % 4 != 0)
       throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
   const bool spineleaf = opt_.platform == "spineleaf";
-  if (spineleaf && opt_.hosts) throw UserError("platform spineleaf takes --racks and --hosts-per-rack, not --hosts");
+  if (!(opt_.platform == "rack") && opt_.hosts)
+    throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
+                    "--machines and --gpus-per-machine");
   if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
-    throw UserError("platform rack takes --hosts; --racks and --hosts-per-rack are for spineleaf");
-  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four here).
-  const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : 1;
-  const int per_rack = spineleaf ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4) : (opt_.hosts ? opt_.hosts : 6);
+    throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
+  if (!multigpu_ && (opt_.machines || opt_.gpus_per_machine))
+    throw UserError("--machines and --gpus-per-machine are for platform multigpu");
+  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
+  // here); Testbed 2: four machines of eight GPUs.
+  const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : multigpu_ ? (opt_.machines ? opt_.machines : 4) : 1;
+  const int per_rack = spineleaf   ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4)
+                       : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
+                                   : (opt_.hosts ? opt_.hosts : 6);
+  if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
   const int hosts = racks * per_rack;
-  const bool in_network = opt_.algorithm == "netreduce";
+  const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
 
   window_ = cfg_.get<uint32_t>("netreduce.window", 2,
                                "messages in flight per host, N (NetReduce §5.1: \"the sliding window size N = 2\")");
@@ -67,19 +82,27 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
                     std::to_string(array_messages));
 
-  rack_ = std::make_unique<platforms::NetReduceRack>(racks, per_rack, in_network, cfg_, opt_.seed);
+  using Layout = platforms::NetReduceRack::Layout;
+  rack_ = std::make_unique<platforms::NetReduceRack>(
+      multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack, racks, per_rack, in_network, cfg_,
+      opt_.seed);
   const uint32_t mtu = rack_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
   const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
                             (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
   payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
+  intra_payload_GBps_ = rack_->host_link_GBps() * mtu / per_packet;
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, hosts);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
   for (int i = 0; i < hosts; ++i) {
     roce::RoceNic& nic = rack_->nic(i);
-    if (in_network)
+    if (multigpu_ && in_network)
+      workers_.push_back(std::make_unique<roce::ParallelNetReduceWorker>(
+          &nic, i, i % per_rack, per_rack, i / per_rack, rack_->intra_send_qp(), rack_->intra_recv_qp(),
+          rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
+    else if (in_network)
       workers_.push_back(std::make_unique<roce::NetReduceWorker>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
                                                                  pattern_.get(), dtype_, redop_));
     else
@@ -114,6 +137,21 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
 
 NetReduceExperiment::~NetReduceExperiment() {
   if (vcd_) close_vcd(vcd_, opt_.vcd);
+}
+
+// The bandwidth term alone (the bound) or with the latency term (the
+// appendix's model): Eq. (1) for the flat ring, Eq. (3) for Parallel
+// NetReduce, with B the payload bandwidths and alpha the hop latency.
+double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
+  const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
+  const int p = rack_->hosts(), n = p / rack_->racks();
+  const double a = with_alpha ? rack_->hop_latency().to_seconds() * 1e6 : 0.0;
+  const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
+  if (!multigpu_)
+    return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
+  (void)m;
+  if (!in_network_) return 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;  // Eq. (1)
+  return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
 }
 
 NetReduceExperiment::Totals NetReduceExperiment::totals() const {
@@ -170,6 +208,10 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
     if (finished < hosts || !idle()) {
       std::ostringstream os;
       const uint64_t held = rack_->report_held(os);
+      for (int i = 0; i < hosts; ++i)
+        if (!workers_[i]->finished())
+          os << "  host" << i << ": not done, at " << (multigpu_ && in_network_ ? "stage " : in_network_ ? "message " : "step ")
+             << workers_[i]->progress_ref() << "\n";
       std::string where = os.str();
       if (!where.empty() && where.back() == '\n') where.pop_back();
       throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
@@ -185,8 +227,8 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
     r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
     r.busbw_GBps = r.algbw_GBps * 2.0 * (hosts - 1) / hosts;
     for (const auto& w : workers_) r.wrong += w->wrong();
-    const double factor = in_network_ ? 1.0 : 2.0 * (hosts - 1) / hosts;
-    r.bound_us = factor * static_cast<double>(bytes) / (payload_GBps_ * 1e3);
+    r.bound_us = model_us(bytes, false);
+    r.model_us = model_us(bytes, true);
     r.bound_fraction = r.bound_us / r.time_us;
     r.goodput_Gbps = 8.0 * static_cast<double>(bytes) / (r.time_us * 1e3);
     // Frames the hosts sent up to the end of the collective, per host.
@@ -208,6 +250,9 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       base.wrong = r.wrong;
       base.bound_fraction = r.bound_fraction;
       Experiment::print_row(*table, base, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
+      if (multigpu_)
+        *table << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : 1) << "): " << r.model_us
+               << " us; simulated / model " << std::setprecision(3) << r.time_us / r.model_us << "\n";
       *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
              << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops
              << " failed the ICRC, " << r.retransmitted << " packets retransmitted (" << r.timeouts << " timeouts)";
@@ -228,6 +273,10 @@ void NetReduceExperiment::print_header(std::ostream& os) const {
   os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform " << opt_.platform << " (";
   if (racks == 1)
     os << "1 Ethernet switch, " << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
+  else if (multigpu_)
+    os << racks << " machines of " << hosts / racks << " GPUs, B_intra " << std::setprecision(1) << std::fixed
+       << rack_->host_link_GBps() << " GB/s, one NIC each, 1 Ethernet switch"
+       << (rack_->fpga() ? " with an FPGA aggregator (" + std::to_string(hosts / racks) + " rings), " : ", ");
   else
     os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
        << (rack_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
@@ -235,6 +284,9 @@ void NetReduceExperiment::print_header(std::ostream& os) const {
   os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
      << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << rack_->mtu_payload()
      << " B packet)";
+  if (multigpu_)
+    os << "; B_intra payload " << std::setprecision(2) << intra_payload_GBps_ << " GB/s; alpha (one GPU-to-GPU hop) "
+       << rack_->hop_latency().to_seconds() * 1e6 << " us";
   if (rack_->fpga())
     os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
        << 2 * window_ * msg_len_ << " packets";
@@ -276,6 +328,7 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
     row["wrong"] = r.wrong;
     row["bound_us"] = r.bound_us;
     row["bound_fraction"] = r.bound_fraction;
+    if (multigpu_) row["model_us"] = r.model_us;
     row["goodput_Gbps"] = r.goodput_Gbps;
     row["throughput_Gbps"] = r.throughput_Gbps;
     row["frames_lost"] = r.lost;

@@ -30,6 +30,7 @@ bool is_netreduce_platform(const std::string& platform);
 struct NetReduceRow {
   uint64_t size_bytes = 0, count = 0, wrong = 0;
   double time_us = 0, algbw_GBps = 0, busbw_GBps = 0, bound_us = 0, bound_fraction = 0;
+  double model_us = 0;         // the appendix's model with its latency term (multigpu: Eq. (1) or (3))
   double goodput_Gbps = 0;     // tensor bytes per host per second
   double throughput_Gbps = 0;  // Ethernet frame bytes (headers, ACKs, retransmissions) per host link per second
   uint64_t lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost_drops = 0, resent_results = 0;
@@ -51,6 +52,9 @@ class NetReduceExperiment {
  private:
   struct Totals;
   Totals totals() const;
+  double model_us(uint64_t bytes, bool with_alpha) const;
+  bool multigpu_ = false;
+  double intra_payload_GBps_ = 0;
   Options opt_;
   Config cfg_;
   std::vector<uint64_t> sizes_;

@@ -69,23 +69,34 @@ int RingPhase::chunk_of(int step, bool received) const {
   return ((rank_ - step - (received ? 1 : 0)) % ranks_ + ranks_) % ranks_;
 }
 
-void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done) {
+void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done, int gate,
+                      std::function<void()> gate_ready) {
   region_ = region;
   bytes_ = bytes;
   first_ = first;
   last_ = last;
-  expected_ = received_ = 0;
-  for (int step = first; step < last; ++step)
-    expected_ += (chunk_bytes(chunk_of(step, true)) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  gate_ = gate;
+  expected_ = received_ = before_gate_ = 0;
+  for (int step = first; step < last; ++step) {
+    const uint64_t packets = (chunk_bytes(chunk_of(step, true)) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+    expected_ += packets;
+    if (step < gate) before_gate_ += packets;
+  }
   trace_step_ = first;
   done_ = std::move(done);
+  gate_ready_ = std::move(gate_ready);
   nic_->reset_work(send_qp_);
   uint64_t wrs = 0;
   for (int c = 0; c < ranks_; ++c) wrs += messages_in(c);
   nic_->reserve(send_qp_, wrs * 2);
-  if (first < last)
+  if (first < last && first != gate)
     for (uint32_t j = 0; j < messages_in(chunk_of(first, false)); ++j) post(first, j);
+  if (before_gate_ == 0 && gate_ready_) gate_ready_();
   if (expected_ == 0 && done_) done_();
+}
+
+void RingPhase::open_gate() {
+  for (uint32_t j = 0; j < messages_in(chunk_of(gate_, false)); ++j) post(gate_, j);
 }
 
 void RingPhase::post(int step, uint32_t j) {
@@ -118,8 +129,11 @@ void RingPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
   const uint64_t end = at + bytes - chunk_begin(c);
   const bool last_of_message = end % msg_bytes == 0 || end == chunk_bytes(c);
   // Forward what just arrived (reduced with ours, or final).
-  if (last_of_message && step + 1 < last_) post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
-  if (++received_ == expected_ && done_) done_();
+  if (last_of_message && step + 1 < last_ && step + 1 != gate_)
+    post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
+  ++received_;
+  if (step < gate_ && --before_gate_ == 0 && gate_ready_) gate_ready_();
+  if (received_ == expected_ && done_) done_();
 }
 
 void Worker::start(uint64_t bytes, std::function<void()> done) {
@@ -180,19 +194,29 @@ ParallelNetReduceWorker::ParallelNetReduceWorker(RoceNic* nic, int global_rank, 
 void ParallelNetReduceWorker::run() {
   const int n = intra_.ranks();
   stage_ = 1;
-  intra_.start(buf_.data(), buf_.size(), 0, n - 1, [this, n] {
-    // This GPU now holds its machine's sum of one chunk: the NetReduce ring
-    // of this GPU index sums it over the machines.
-    stage_ = 2;
-    const int c = intra_.owned_chunk();
-    inter_.start(buf_.data() + intra_.chunk_begin(c), intra_.chunk_bytes(c), [this, n] {
-      stage_ = 3;
-      intra_.start(buf_.data(), buf_.size(), n - 1, 2 * (n - 1), [this] {
+  // One ring inside the machine: reduce-scatter, then, once this GPU's
+  // chunk has been summed over the machines, all-gather. The all-gather of
+  // the other GPUs' chunks may reach this GPU before its own NetReduce ring
+  // is done; it is forwarded as it comes.
+  intra_.start(
+      buf_.data(), buf_.size(), 0, 2 * (n - 1),
+      [this] {
         stage_ = 0;
         finish();
+      },
+      n - 1,
+      [this] {
+        // This GPU holds its machine's sum of one chunk: the NetReduce ring
+        // of this GPU index sums it over the machines.
+        stage_ = 2;
+        const int c = intra_.owned_chunk();
+        inter_.start(buf_.data() + intra_.chunk_begin(c), intra_.chunk_bytes(c), [this] { inter_done(); });
       });
-    });
-  });
+}
+
+void ParallelNetReduceWorker::inter_done() {
+  stage_ = 3;
+  intra_.open_gate();
 }
 
 void ParallelNetReduceWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {

@@ -58,8 +58,13 @@ class RingPhase {
  public:
   RingPhase(RoceNic* nic, int send_qp, int rank, int ranks, const HostConfig& cfg, collectives::DType dtype,
             collectives::RedOp op);
-  // Runs steps [first, last) of 2(P-1).
-  void start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done);
+  // Runs steps [first, last) of 2(P-1). With a gate, step `gate` is not
+  // posted as the step before arrives: `gate_ready` is called once every
+  // step before the gate has arrived, and open_gate() posts it (Parallel
+  // NetReduce runs its NetReduce ring in between).
+  void start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done, int gate = -1,
+             std::function<void()> gate_ready = nullptr);
+  void open_gate();
   void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
   void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
   bool finished() const { return received_ == expected_; }
@@ -81,9 +86,9 @@ class RingPhase {
   collectives::DType dtype_;
   collectives::RedOp op_;
   uint8_t* region_ = nullptr;
-  uint64_t bytes_ = 0, expected_ = 0, received_ = 0;
-  int first_ = 0, last_ = 0, trace_step_ = 0;
-  std::function<void()> done_;
+  uint64_t bytes_ = 0, expected_ = 0, received_ = 0, before_gate_ = 0;
+  int first_ = 0, last_ = 0, gate_ = -1, trace_step_ = 0;
+  std::function<void()> done_, gate_ready_;
 };
 
 // A worker: one endpoint's buffer, its input from the data pattern, the
@@ -156,6 +161,7 @@ class ParallelNetReduceWorker : public Worker {
 
  private:
   void run() override;
+  void inter_done();
   int intra_send_, intra_recv_, inter_send_, inter_recv_;
   RingPhase intra_;
   NetReducePhase inter_;
