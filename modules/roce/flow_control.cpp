@@ -75,8 +75,9 @@ void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std:
   bytes_ = bytes;
   first_ = first;
   last_ = last;
-  gate_ = gate;
+  gate_ = gated_step_ = gate;
   expected_ = received_ = before_gate_ = 0;
+  completed_ = false;
   for (int step = first; step < last; ++step) {
     const uint64_t packets = (chunk_bytes(chunk_of(step, true)) + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
     expected_ += packets;
@@ -91,12 +92,20 @@ void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std:
   nic_->reserve(send_qp_, wrs * 2);
   if (first < last && first != gate)
     for (uint32_t j = 0; j < messages_in(chunk_of(first, false)); ++j) post(first, j);
-  if (before_gate_ == 0 && gate_ready_) gate_ready_();
-  if (expected_ == 0 && done_) done_();
+  if (gate >= 0 && before_gate_ == 0 && gate_ready_) gate_ready_();
+  if (expected_ == 0 && gate_ < 0) complete();
+}
+
+void RingPhase::complete() {
+  if (completed_) return;  // a gate opened from inside gate_ready may already have
+  completed_ = true;
+  if (done_) done_();
 }
 
 void RingPhase::open_gate() {
-  for (uint32_t j = 0; j < messages_in(chunk_of(gate_, false)); ++j) post(gate_, j);
+  gate_ = -1;  // from now on the steps follow each other again
+  for (uint32_t j = 0; j < messages_in(chunk_of(gated_step_, false)); ++j) post(gated_step_, j);
+  if (received_ == expected_) complete();  // nothing (more) to receive after the gate
 }
 
 void RingPhase::post(int step, uint32_t j) {
@@ -132,8 +141,10 @@ void RingPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
   if (last_of_message && step + 1 < last_ && step + 1 != gate_)
     post(step + 1, static_cast<uint32_t>((end - 1) / msg_bytes));
   ++received_;
-  if (step < gate_ && --before_gate_ == 0 && gate_ready_) gate_ready_();
-  if (received_ == expected_ && done_) done_();
+  if (step < gated_step_ && --before_gate_ == 0 && gate_ready_) gate_ready_();
+  // Done when everything arrived, but not before the gate opened: our own
+  // chunk may still be on its way through the NetReduce ring.
+  if (received_ == expected_ && gate_ < 0) complete();
 }
 
 void Worker::start(uint64_t bytes, std::function<void()> done) {

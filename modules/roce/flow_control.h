@@ -80,6 +80,7 @@ class RingPhase {
   uint32_t messages_in(int c) const;
   int chunk_of(int step, bool received) const;
   void post(int step, uint32_t j);
+  void complete();
   RoceNic* nic_;
   int send_qp_, rank_, ranks_;
   HostConfig cfg_;
@@ -87,7 +88,8 @@ class RingPhase {
   collectives::RedOp op_;
   uint8_t* region_ = nullptr;
   uint64_t bytes_ = 0, expected_ = 0, received_ = 0, before_gate_ = 0;
-  int first_ = 0, last_ = 0, gate_ = -1, trace_step_ = 0;
+  int first_ = 0, last_ = 0, gate_ = -1, gated_step_ = -1, trace_step_ = 0;  // gate_: -1 once open
+  bool completed_ = false;
   std::function<void()> done_, gate_ready_;
 };
 

@@ -380,6 +380,50 @@ TEST_CASE("spine-leaf ring all-reduce crosses the spine exactly", "[netreduce][s
   for (const auto& r : rows) CHECK(r.wrong == 0);
 }
 
+namespace {
+tb::NetReduceExperiment* multigpu(int machines, int gpus, const std::string& algorithm, const std::string& sizes,
+                                  Overrides overrides = {}) {
+  tb::Options o = options(algorithm, sizes, std::move(overrides));
+  o.platform = "multigpu";
+  o.machines = machines;
+  o.gpus_per_machine = gpus;
+  return new tb::NetReduceExperiment(o);
+}
+}  // namespace
+
+TEST_CASE("Parallel NetReduce on multi-GPU machines: exact, within 5% of the appendix's Eq. (3)",
+          "[netreduce][multigpu]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bandwidth_GBps", "50"}}));
+  const auto rows = run(*e);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  // Eq. (3): (2n - 1) alpha + (2(n-1) B_inter + n B_intra) / (n B_intra B_inter) M.
+  const auto& big = rows.back();
+  INFO("simulated " << big.time_us << " us, Eq. (3) " << big.model_us << " us");
+  CHECK(big.time_us == Approx(big.model_us).epsilon(0.05));
+  // The latency term alone: 2n - 1 hops for a single element.
+  CHECK(rows.front().time_us == Approx(rows.front().model_us).epsilon(0.1));
+}
+
+TEST_CASE("flat ring on multi-GPU machines: exact, near Eq. (1)'s bandwidth term", "[netreduce][multigpu]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(2, 3, "flatring", "4,4M"));
+  const auto rows = run(*e);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  CHECK(rows.back().bound_fraction > 0.9);
+  CHECK(rows.back().bound_fraction <= 1.0);
+}
+
+TEST_CASE("Parallel NetReduce under loss: exact", "[netreduce][multigpu][loss]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(
+      multigpu(2, 3, "pnetreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}}));
+  const auto rows = run(*e);
+  uint64_t lost = 0;
+  for (const auto& r : rows) {
+    CHECK(r.wrong == 0);
+    lost += r.lost;
+  }
+  CHECK(lost > 0);
+}
+
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   using V = std::vector<std::pair<std::string, std::string>>;
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.window", "3"}, {"fpga.array_messages", "4"}}),
@@ -392,6 +436,12 @@ TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   sl.platform = "spineleaf";
   sl.hosts = 4;
   CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--racks and --hosts-per-rack"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(4, 8, "tencent", "1M")),
+                    Catch::Contains("not modelled"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(1, 8, "pnetreduce", "1M")),
+                    Catch::Contains("at least 2 machines"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(2, 2, "netreduce", "1M")),
+                    Catch::Contains("choose one of pnetreduce, flatring"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.no_such_key", "1"}}), Catch::Contains("fpga.no_such_key"));
 }
 
