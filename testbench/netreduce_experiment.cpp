@@ -177,10 +177,13 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
   std::vector<NetReduceRow> rows;
   const int hosts = rack_->hosts();
   const auto& ends = rack_->link_ends();
-  std::vector<uint64_t> before(ends.size());
+  std::vector<uint64_t> before(ends.size()), before_packets(ends.size());
   for (size_t si = 0; si < sizes_.size(); ++si) {
     const uint64_t bytes = sizes_[si];
-    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
+    for (size_t k = 0; k < ends.size(); ++k) {
+      before[k] = ends[k].port->bytes_sent();
+      before_packets[k] = ends[k].port->packets_sent();
+    }
     const Totals t0 = totals();
     const sc_core::sc_time start = sc_core::sc_time_stamp();
     int finished = 0;
@@ -239,7 +242,10 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
     r.icrc_drops = t1.icrc_drops - t0.icrc_drops;
     r.first_lost_drops = t1.first_lost - t0.first_lost;
     r.resent_results = t1.resent - t0.resent;
-    for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+    for (size_t k = 0; k < ends.size(); ++k) {
+      r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+      r.packet_hops += ends[k].port->packets_sent() - before_packets[k];
+    }
     if (table) {
       Row base;
       base.size_bytes = r.size_bytes;
@@ -337,6 +343,7 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
     row["timeouts"] = r.timeouts;
     row["first_lost_drops"] = r.first_lost_drops;
     row["results_sent_again"] = r.resent_results;
+    row["packet_hops"] = r.packet_hops;
     json links = json::array();
     for (size_t k = 0; k < ends.size(); ++k) {
       const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;

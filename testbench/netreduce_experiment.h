@@ -35,6 +35,7 @@ struct NetReduceRow {
   double throughput_Gbps = 0;  // Ethernet frame bytes (headers, ACKs, retransmissions) per host link per second
   uint64_t lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost_drops = 0, resent_results = 0;
   std::vector<uint64_t> link_bytes;
+  uint64_t packet_hops = 0;  // frames sent over all links during this size
 };
 
 class NetReduceExperiment {
