@@ -1,5 +1,7 @@
 #include "experiment.h"
 
+#include "results_json.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -358,6 +360,10 @@ void Experiment::print_header(std::ostream& os) const {
      << (opt_.algorithm == "ring" ? "links less header flits and write acks" : "links less header flits; multicast writes are posted")
      << ")\n";
   if (opt_.algorithm == "push" || opt_.algorithm == "pull") print_sizing(os);
+  print_columns(os);
+}
+
+void Experiment::print_columns(std::ostream& os) {
   os << "#\n";
   os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
      << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
@@ -413,24 +419,13 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   j["config"]["redop"] = collective_->redop();
   j["config"]["seed"] = opt_.seed;
   j["config"]["sizes"] = opt_.sizes;
-  json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
-  j["config"]["params"] = params;
+  j["config"]["params"] = params_json(cfg_);
   j["endpoint_payload_GBps"] = endpoint_GBps_;
   const auto& ends = platform_->link_ends();
   json rs = json::array();
   for (const auto& r : rows) {
     json row;
-    row["size_bytes"] = r.size_bytes;
-    row["count"] = r.count;
-    row["type"] = collectives::dtype_name(dtype_);
-    row["redop"] = collective_->redop();
-    row["time_us"] = r.time_us;
-    row["algbw_GBps"] = r.algbw_GBps;
-    row["busbw_GBps"] = r.busbw_GBps;
-    row["wrong"] = r.wrong;
-    row["bound_us"] = r.bound_us;
-    row["bound_fraction"] = r.bound_fraction;
+    row_json(row, r, collectives::dtype_name(dtype_), collective_->redop());
     row["packets"] = r.packets;
     row["avg_packet_latency_ns"] = r.avg_latency_ns;
     row["reduction_tables"] = {{"hits", r.tables.hits},
@@ -438,15 +433,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
                                {"evictions", r.tables.evictions},
                                {"stalls", r.tables.stalls},
                                {"completions", r.tables.completions}};
-    json links = json::array();
-    for (size_t k = 0; k < ends.size(); ++k) {
-      const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;
-      links.push_back({{"from", ends[k].from},
-                       {"to", ends[k].to},
-                       {"bytes", r.link_bytes[k]},
-                       {"utilisation", static_cast<double>(r.link_bytes[k]) / capacity}});
-    }
-    row["links"] = links;
+    row["links"] = links_json(ends, r.link_bytes, r.time_us);
     rs.push_back(row);
   }
   j["rows"] = rs;
@@ -456,8 +443,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
 }
 
 void Experiment::list_params(std::ostream& os) const {
-  for (const auto& [k, p] : cfg_.params())
-    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
+  tb::list_params(os, cfg_);
 }
 
 }  // namespace incsim::tb

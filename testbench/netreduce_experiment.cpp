@@ -11,6 +11,7 @@
 #include "core/trace.h"
 #include "core/units.h"
 #include "experiment.h"
+#include "results_json.h"
 #include "platforms/netreduce_rack.h"
 #include "roce/flow_control.h"
 #include "watchdog.h"
@@ -43,6 +44,9 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
                     "; choose one of " + accepted);
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
+  if (!opt_.dump_platform.empty())
+    throw UserError("--dump-platform writes the GPU platforms' topology; platform " + opt_.platform +
+                    " has no YAML form");
   dtype_ = collectives::parse_dtype(opt_.dtype);
   redop_ = collectives::parse_redop(opt_.redop);
   sizes_ = parse_sizes(opt_.sizes);
@@ -296,14 +300,8 @@ void NetReduceExperiment::print_header(std::ostream& os) const {
   if (rack_->fpga())
     os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
        << 2 * window_ * msg_len_ << " packets";
-  os << "\n#\n";
-  os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
-     << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
-     << "#wrong" << std::setw(8) << "bound" << "\n";
-  os << "# " << std::setw(12) << "(B)" << std::setw(12) << "(elements)" << std::setw(7) << "" << std::setw(7) << ""
-     << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)" << std::setw(9) << ""
-     << std::setw(8) << "(%)" << "\n";
-  os.flush();
+  os << "\n";
+  Experiment::print_columns(os);
 }
 
 void NetReduceExperiment::write_json(const std::string& path, const std::vector<NetReduceRow>& rows) const {
@@ -318,22 +316,13 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   j["config"]["redop"] = collectives::redop_name(redop_);
   j["config"]["seed"] = opt_.seed;
   j["config"]["sizes"] = opt_.sizes;
-  json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
-  j["config"]["params"] = params;
+  j["config"]["params"] = params_json(cfg_);
   j["endpoint_payload_GBps"] = payload_GBps_;
   const auto& ends = rack_->link_ends();
   json rs = json::array();
   for (const auto& r : rows) {
     json row;
-    row["size_bytes"] = r.size_bytes;
-    row["count"] = r.count;
-    row["time_us"] = r.time_us;
-    row["algbw_GBps"] = r.algbw_GBps;
-    row["busbw_GBps"] = r.busbw_GBps;
-    row["wrong"] = r.wrong;
-    row["bound_us"] = r.bound_us;
-    row["bound_fraction"] = r.bound_fraction;
+    row_json(row, r, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
     if (multigpu_) row["model_us"] = r.model_us;
     row["goodput_Gbps"] = r.goodput_Gbps;
     row["throughput_Gbps"] = r.throughput_Gbps;
@@ -344,15 +333,7 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
     row["first_lost_drops"] = r.first_lost_drops;
     row["results_sent_again"] = r.resent_results;
     row["packet_hops"] = r.packet_hops;
-    json links = json::array();
-    for (size_t k = 0; k < ends.size(); ++k) {
-      const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;
-      links.push_back({{"from", ends[k].from},
-                       {"to", ends[k].to},
-                       {"bytes", r.link_bytes[k]},
-                       {"utilisation", static_cast<double>(r.link_bytes[k]) / capacity}});
-    }
-    row["links"] = links;
+    row["links"] = links_json(ends, r.link_bytes, r.time_us);
     rs.push_back(row);
   }
   j["rows"] = rs;
@@ -361,27 +342,6 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   f << j.dump(1) << "\n";
 }
 
-void NetReduceExperiment::list_params(std::ostream& os) const {
-  for (const auto& [k, p] : cfg_.params())
-    os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
-}
-
-int run_netreduce(const Options& o, std::ostream& out) {
-  NetReduceExperiment e(o);
-  if (o.list_params) {
-    e.list_params(out);
-    return 0;
-  }
-  e.print_header(out);
-  const auto rows = e.run(&out);
-  if (!o.json.empty()) e.write_json(o.json, rows);
-  uint64_t wrong = 0;
-  for (const auto& r : rows) wrong += r.wrong;
-  if (wrong) {
-    std::cerr << "incsim: error: " << wrong << " elements differ from the reference result\n";
-    return 1;
-  }
-  return 0;
-}
+void NetReduceExperiment::list_params(std::ostream& os) const { tb::list_params(os, cfg_); }
 
 }  // namespace incsim::tb

@@ -71,7 +71,5 @@ class NetReduceExperiment {
   sc_core::sc_trace_file* vcd_ = nullptr;
 };
 
-// Runs the whole command for a NetReduce platform: returns the exit status.
-int run_netreduce(const Options& o, std::ostream& out);
 
 }  // namespace incsim::tb
