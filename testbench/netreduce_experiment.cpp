@@ -1,6 +1,7 @@
 #include "netreduce_experiment.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -36,10 +37,7 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
   multigpu_ = opt_.platform == "multigpu";
   if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
-  if (multigpu_ && opt_.algorithm == "tencent")
-    throw UserError("algorithm tencent (Tencent hierarchical all-reduce, Fig. 6A) is not modelled yet; "
-                    "choose pnetreduce or flatring");
-  const char* accepted = multigpu_ ? "pnetreduce, flatring" : "netreduce, ring";
+  const char* accepted = multigpu_ ? "pnetreduce, flatring, tencent" : "netreduce, ring";
   if ((std::string(", ") + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
                     "; choose one of " + accepted);
@@ -106,6 +104,10 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
       workers_.push_back(std::make_unique<roce::ParallelNetReduceWorker>(
           &nic, i, i % per_rack, per_rack, i / per_rack, rack_->intra_send_qp(), rack_->intra_recv_qp(),
           rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
+    else if (multigpu_ && opt_.algorithm == "tencent")
+      workers_.push_back(std::make_unique<roce::TencentWorker>(
+          &nic, i, i % per_rack, per_rack, i / per_rack, racks, rack_->intra_send_qp(), rack_->intra_recv_qp(),
+          rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
     else if (in_network)
       workers_.push_back(std::make_unique<roce::NetReduceWorker>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
                                                                  pattern_.get(), dtype_, redop_));
@@ -154,6 +156,14 @@ double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
   if (!multigpu_)
     return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
   (void)m;
+  if (opt_.algorithm == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
+    const double m_count = rack_->racks();
+    return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
+  }
+  if (opt_.algorithm == "tencent") {  // Eq. (2)
+    const double lat = (n * n + 3.0 * n * std::log2(n) - 3.0 * n + 2.0 * p) / n * a;
+    return lat + (4.0 * (n - 1) * p * b_inter + 2.0 * (p - n) * n * b_intra) / (n * p * b_intra * b_inter) * bytes;
+  }
   if (!in_network_) return 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;  // Eq. (1)
   return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
 }
@@ -261,7 +271,8 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       base.bound_fraction = r.bound_fraction;
       Experiment::print_row(*table, base, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
       if (multigpu_)
-        *table << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : 1) << "): " << r.model_us
+        *table << std::fixed << std::setprecision(2) << "#   Eq. ("
+               << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1) << "): " << r.model_us
                << " us; simulated / model " << std::setprecision(3) << r.time_us / r.model_us << "\n";
       *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
              << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops

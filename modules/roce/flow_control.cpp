@@ -147,6 +147,58 @@ void RingPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
   if (received_ == expected_ && gate_ < 0) complete();
 }
 
+ChainPhase::ChainPhase(RoceNic* nic, int send_qp, int rank, int ranks, const HostConfig& cfg)
+    : nic_(nic), send_qp_(send_qp), rank_(rank), ranks_(ranks), cfg_(cfg) {}
+
+void ChainPhase::start(uint8_t* region, uint64_t bytes, std::function<void()> done) {
+  region_ = region;
+  bytes_ = bytes;
+  packets_ = (bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  received_ = 0;
+  completed_ = false;
+  done_ = std::move(done);
+  const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
+  const uint32_t messages = static_cast<uint32_t>((bytes + msg_bytes - 1) / msg_bytes);
+  nic_->reset_work(send_qp_);
+  if (rank_ + 1 < ranks_) nic_->reserve(send_qp_, messages);
+  if (rank_ == 0) {
+    for (uint32_t j = 0; j < messages && ranks_ > 1; ++j) post(j);
+    completed_ = true;  // the root has the data
+    if (done_) done_();
+  } else if (packets_ == 0) {
+    completed_ = true;
+    if (done_) done_();
+  }
+}
+
+void ChainPhase::post(uint32_t j) {
+  const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
+  const uint64_t off = j * msg_bytes;
+  const uint64_t len = std::min(msg_bytes, bytes_ - off);
+  WorkRequest w;
+  w.id = j;
+  w.packets = static_cast<uint32_t>((len + cfg_.mtu_payload - 1) / cfg_.mtu_payload);
+  w.last_bytes = static_cast<uint32_t>(len - (w.packets - 1) * uint64_t{cfg_.mtu_payload});
+  w.remote_va = kTag | off;
+  nic_->post(send_qp_, w);
+}
+
+void ChainPhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const {
+  std::memcpy(payload, region_ + (wr.remote_va & ~kTag) + uint64_t{index} * cfg_.mtu_payload, bytes);
+}
+
+void ChainPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  const uint64_t at = va & ~kTag;
+  std::memcpy(region_ + at, payload, bytes);
+  const uint64_t msg_bytes = static_cast<uint64_t>(cfg_.msg_len) * cfg_.mtu_payload;
+  const uint64_t end = at + bytes;
+  if ((end % msg_bytes == 0 || end == bytes_) && rank_ + 1 < ranks_) post(static_cast<uint32_t>((end - 1) / msg_bytes));
+  if (++received_ == packets_ && !completed_) {
+    completed_ = true;
+    if (done_) done_();
+  }
+}
+
 void Worker::start(uint64_t bytes, std::function<void()> done) {
   buf_.assign(bytes, 0);
   pattern_->fill(dtype_, rank_, 0, bytes / 4, buf_.data());
@@ -228,6 +280,56 @@ void ParallelNetReduceWorker::run() {
 void ParallelNetReduceWorker::inter_done() {
   stage_ = 3;
   intra_.open_gate();
+}
+
+TencentWorker::TencentWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine,
+                             int machines, int intra_send_qp, int, int inter_send_qp, int inter_recv_qp,
+                             const HostConfig& cfg, const collectives::DataPattern* pattern, collectives::DType dtype,
+                             collectives::RedOp op)
+    : Worker(global_rank, pattern, dtype, op),
+      local_(local),
+      inter_send_(inter_send_qp),
+      inter_recv_(inter_recv_qp),
+      intra_(nic, intra_send_qp, local, gpus_per_machine, cfg, dtype, op),
+      inter_(nic, inter_send_qp, machine, machines, cfg, dtype, op),
+      chain_(nic, intra_send_qp, local, gpus_per_machine, cfg) {}
+
+void TencentWorker::run() {
+  const int n = intra_.ranks();
+  stage_ = 1;
+  intra_.start(buf_.data(), buf_.size(), 0, 2 * (n - 1), [this] {
+    if (local_ != 0) {  // wait for the master's broadcast
+      stage_ = 3;
+      chain_.start(buf_.data(), buf_.size(), [this] {
+        stage_ = 0;
+        finish();
+      });
+      return;
+    }
+    stage_ = 2;
+    const int m = inter_.ranks();
+    inter_.start(buf_.data(), buf_.size(), 0, 2 * (m - 1), [this] { broadcast(); });
+  });
+}
+
+void TencentWorker::broadcast() {
+  stage_ = 3;
+  chain_.start(buf_.data(), buf_.size(), [this] {
+    stage_ = 0;
+    finish();
+  });
+}
+
+void TencentWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+  if (qp == inter_send_) inter_.fill(wr, index, payload, bytes);
+  else if (ChainPhase::owns(wr.remote_va)) chain_.fill(wr, index, payload, bytes);
+  else intra_.fill(wr, index, payload, bytes);
+}
+
+void TencentWorker::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  if (qp == inter_recv_) inter_.deliver(va, payload, bytes);
+  else if (ChainPhase::owns(va)) chain_.deliver(va, payload, bytes);
+  else intra_.deliver(va, payload, bytes);
 }
 
 void ParallelNetReduceWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {

@@ -93,6 +93,30 @@ class RingPhase {
   std::function<void()> done_, gate_ready_;
 };
 
+// A pipelined broadcast down a chain (rank 0 -> 1 -> ... -> P-1) over the
+// ring's connections: rank 0 sends the region message by message, every
+// other rank forwards each message as it arrives, the last only receives.
+class ChainPhase {
+ public:
+  ChainPhase(RoceNic* nic, int send_qp, int rank, int ranks, const HostConfig& cfg);
+  void start(uint8_t* region, uint64_t bytes, std::function<void()> done);
+  void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
+  void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
+  // Its writes are told from the ring's by this tag in the address's top bits.
+  static constexpr uint64_t kTag = 0xFFull << 40;
+  static bool owns(uint64_t va) { return (va & kTag) == kTag; }
+
+ private:
+  void post(uint32_t j);
+  RoceNic* nic_;
+  int send_qp_, rank_, ranks_;
+  HostConfig cfg_;
+  uint8_t* region_ = nullptr;
+  uint64_t bytes_ = 0, packets_ = 0, received_ = 0;
+  bool completed_ = false;
+  std::function<void()> done_;
+};
+
 // A worker: one endpoint's buffer, its input from the data pattern, the
 // phases it runs, and the check of its result.
 class Worker : public NicClient {
@@ -167,6 +191,29 @@ class ParallelNetReduceWorker : public Worker {
   int intra_send_, intra_recv_, inter_send_, inter_recv_;
   RingPhase intra_;
   NetReducePhase inter_;
+  int stage_ = 0;
+};
+
+// Tencent's hierarchical all-reduce (Fig. 6A) on one GPU of a multi-GPU
+// machine: the machine's sum on every GPU (ring reduce-scatter and
+// all-gather inside the machine: the master has it too), a ring all-reduce
+// among the masters (GPU 0 of each machine) over the network, and a
+// pipelined broadcast from the master down the machine's ring.
+class TencentWorker : public Worker {
+ public:
+  TencentWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine, int machines,
+                int intra_send_qp, int intra_recv_qp, int inter_send_qp, int inter_recv_qp, const HostConfig& cfg,
+                const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
+  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  const int& progress_ref() const override { return stage_; }
+
+ private:
+  void run() override;
+  void broadcast();
+  int local_, inter_send_, inter_recv_;
+  RingPhase intra_, inter_;
+  ChainPhase chain_;
   int stage_ = 0;
 };
 
