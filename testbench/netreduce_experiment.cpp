@@ -137,7 +137,8 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
     vcd_ = open_vcd(opt_.vcd);
     rack_->trace(vcd_);
     for (int i = 0; i < hosts; ++i)
-      sc_core::sc_trace(vcd_, workers_[i]->progress_ref(), "host" + std::to_string(i) + (in_network ? ".window" : ".step"));
+      sc_core::sc_trace(vcd_, workers_[i]->progress_ref(),
+                        "host" + std::to_string(i) + progress_suffix());
   }
 }
 
@@ -166,6 +167,14 @@ double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
   }
   if (!in_network_) return 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;  // Eq. (1)
   return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
+}
+
+// What a worker's progress signal counts: NetReduce's window position, a
+// ring's step, or the stage of a hierarchical algorithm.
+std::string NetReduceExperiment::progress_suffix() const {
+  if (opt_.algorithm == "netreduce") return ".window";
+  if (opt_.algorithm == "ring" || opt_.algorithm == "flatring") return ".step";
+  return ".stage";
 }
 
 NetReduceExperiment::Totals NetReduceExperiment::totals() const {
@@ -227,7 +236,7 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       const uint64_t held = rack_->report_held(os);
       for (int i = 0; i < hosts; ++i)
         if (!workers_[i]->finished())
-          os << "  host" << i << ": not done, at " << (multigpu_ && in_network_ ? "stage " : in_network_ ? "message " : "step ")
+          os << "  host" << i << ": not done, at" << progress_suffix().substr(1) << " "
              << workers_[i]->progress_ref() << "\n";
       std::string where = os.str();
       if (!where.empty() && where.back() == '\n') where.pop_back();

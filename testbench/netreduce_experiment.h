@@ -54,6 +54,7 @@ class NetReduceExperiment {
   struct Totals;
   Totals totals() const;
   double model_us(uint64_t bytes, bool with_alpha) const;
+  std::string progress_suffix() const;
   bool multigpu_ = false;
   double intra_payload_GBps_ = 0;
   Options opt_;

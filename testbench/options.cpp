@@ -23,7 +23,7 @@ const char* usage() {
          "  --racks R --hosts-per-rack H  spineleaf (NetReduce, Ethernet): R leaves of H hosts under a spine\n"
          "                              (default 2 x 4)\n"
          "  --machines M --gpus-per-machine n  multigpu (NetReduce): M machines of n GPUs, one NIC each\n"
-         "                              (default 4 x 8); --algorithm pnetreduce (default) or flatring\n"
+         "                              (default 4 x 8); --algorithm pnetreduce (default), flatring, tencent\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
