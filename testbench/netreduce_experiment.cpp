@@ -109,11 +109,11 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
           &nic, i, i % per_rack, per_rack, i / per_rack, racks, rack_->intra_send_qp(), rack_->intra_recv_qp(),
           rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
     else if (in_network)
-      workers_.push_back(std::make_unique<roce::NetReduceWorker>(&nic, i, rack_->send_qp(), rack_->recv_qp(), hc,
-                                                                 pattern_.get(), dtype_, redop_));
+      workers_.push_back(std::make_unique<roce::NetReduceWorker>(
+          i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, rack_->send_qp(), 0, i, hc)));
     else
-      workers_.push_back(std::make_unique<roce::RingWorker>(&nic, i, hosts, rack_->send_qp(), rack_->recv_qp(), hc,
-                                                            pattern_.get(), dtype_, redop_));
+      workers_.push_back(std::make_unique<roce::RingWorker>(
+          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, rack_->send_qp(), i, hosts, hc, dtype_, redop_)));
     nic.set_client(workers_.back().get());
   }
   if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);

@@ -3,6 +3,7 @@
 // frames; ACK/NAKs, served first), each frame eligible a fixed `delay` after
 // its first bit reached this block (cut-through), sent when the wire is free
 // and the next hop's ingress buffer has room.
+#include <ostream>
 #include <string>
 #include <systemc>
 #include <vector>
@@ -30,6 +31,11 @@ class Egress {
   // The owner's method body: sends at most one frame and schedules the next look.
   void serve();
   int depth() const { return depth_; }
+  // For stall reports: one line naming `who` if frames wait here; returns them.
+  uint64_t report_held(std::ostream& os, const std::string& who) const {
+    if (depth_) os << "  " << who << ": " << depth_ << " frames queued\n";
+    return static_cast<uint64_t>(depth_);
+  }
   const int& depth_ref() const { return depth_; }
 
   net::OutPort out;

@@ -43,11 +43,7 @@ int EthernetSwitch::route(int in_port, const net::Packet* p) const {
 
 void EthernetSwitch::receive(int port, net::Packet* p) {
   Port& in = *ports_[port];
-  if (in.faults.apply(p)) {
-    in.in.release(p, sc_core::SC_ZERO_TIME);
-    pool_->put(p);
-    return;
-  }
+  if (in.faults.lose(p, in.in, *pool_)) return;
   const int out = route(port, p);
   sc_assert(out >= 0 && out < ports());
   if (p->dst >= fdb_.size() || out != fdb_[p->dst]) ++redirected_;
@@ -64,10 +60,7 @@ void EthernetSwitch::trace(sc_core::sc_trace_file* tf) const {
 uint64_t EthernetSwitch::report_held(std::ostream& os) const {
   uint64_t n = 0;
   for (size_t i = 0; i < ports_.size(); ++i)
-    if (const int d = ports_[i]->egress.depth()) {
-      os << "  " << name() << " port " << i << ": " << d << " frames queued\n";
-      n += d;
-    }
+    n += ports_[i]->egress.report_held(os, std::string(name()) + " port " + std::to_string(i));
   return n;
 }
 

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "net/packet.h"
+#include "net/port.h"
 
 namespace incsim::eth {
 
@@ -99,6 +100,14 @@ class LinkFaults {
   bool apply(net::Packet* p) {
     if (loss_ == 0 && corruption_ == 0) return false;
     return draw(p);
+  }
+  // At a receiving port: a lost frame gives its buffer space back and
+  // returns to the pool. True if it was lost.
+  bool lose(net::Packet* p, net::InPort& in, net::PacketPool& pool) {
+    if (!apply(p)) return false;
+    in.release(p, sc_core::SC_ZERO_TIME);
+    pool.put(p);
+    return true;
   }
   uint64_t lost() const { return lost_; }
   uint64_t corrupted() const { return corrupted_; }

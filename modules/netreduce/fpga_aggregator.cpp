@@ -52,11 +52,7 @@ void FpgaAggregator::set_hierarchy(const Hierarchy& h) {
 
 void FpgaAggregator::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
-  if (pt.faults.apply(p)) {
-    pt.in.release(p, sc_core::SC_ZERO_TIME);
-    pool_->put(p);
-    return;
-  }
+  if (pt.faults.lose(p, pt.in, *pool_)) return;
   p->home_port = static_cast<int16_t>(port);
   pt.rxq.push(p);
   pt.rx_wake.at(p->t_tail);
@@ -307,10 +303,7 @@ uint64_t FpgaAggregator::report_held(std::ostream& os) const {
     n += h;
   }
   for (size_t i = 0; i < ports_.size(); ++i)
-    if (const int d = ports_[i]->egress.depth()) {
-      os << "  " << name() << " port " << i << ": " << d << " frames queued\n";
-      n += d;
-    }
+    n += ports_[i]->egress.report_held(os, std::string(name()) + " port " + std::to_string(i));
   return n;
 }
 

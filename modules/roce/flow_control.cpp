@@ -216,31 +216,6 @@ void Worker::finish() {
   if (done_) done_();
 }
 
-NetReduceWorker::NetReduceWorker(RoceNic* nic, int rank, int send_qp, int, const HostConfig& cfg,
-                                 const collectives::DataPattern* pattern, collectives::DType dtype,
-                                 collectives::RedOp op)
-    : Worker(rank, pattern, dtype, op), phase_(nic, send_qp, 0, rank, cfg) {}
-
-void NetReduceWorker::run() { phase_.start(buf_.data(), buf_.size(), [this] { finish(); }); }
-void NetReduceWorker::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
-  phase_.fill(wr, index, payload, bytes);
-}
-void NetReduceWorker::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  phase_.deliver(va, payload, bytes);
-}
-
-RingWorker::RingWorker(RoceNic* nic, int rank, int ranks, int send_qp, int, const HostConfig& cfg,
-                       const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
-    : Worker(rank, pattern, dtype, op), phase_(nic, send_qp, rank, ranks, cfg, dtype, op) {}
-
-void RingWorker::run() { phase_.start(buf_.data(), buf_.size(), 0, 2 * (phase_.ranks() - 1), [this] { finish(); }); }
-void RingWorker::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
-  phase_.fill(wr, index, payload, bytes);
-}
-void RingWorker::deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  phase_.deliver(va, payload, bytes);
-}
-
 ParallelNetReduceWorker::ParallelNetReduceWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine,
                                                  int machine, int intra_send_qp, int intra_recv_qp, int inter_send_qp,
                                                  int inter_recv_qp, const HostConfig& cfg,

@@ -33,7 +33,7 @@ class NetReducePhase {
   void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
   void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
   bool finished() const { return results_ == messages_; }
-  const int& window_ref() const { return trace_window_; }  // oldest message without its result
+  const int& progress_ref() const { return trace_window_; }  // oldest message without its result
 
  private:
   void post(uint32_t k);
@@ -73,7 +73,11 @@ class RingPhase {
   int owned_chunk() const { return (rank_ + 1) % ranks_; }
   uint64_t chunk_begin(int c) const { return (static_cast<uint64_t>(c) * (bytes_ / 4) / ranks_) * 4; }
   uint64_t chunk_bytes(int c) const { return chunk_begin(c + 1) - chunk_begin(c); }
-  const int& step_ref() const { return trace_step_; }
+  const int& progress_ref() const { return trace_step_; }  // the latest step posted
+  // All 2(P-1) steps: the ring all-reduce.
+  void start(uint8_t* region, uint64_t bytes, std::function<void()> done) {
+    start(region, bytes, 0, 2 * (ranks_ - 1), std::move(done));
+  }
 
  private:
   static constexpr int kStepShift = 40;
@@ -143,34 +147,31 @@ class Worker : public NicClient {
   std::function<void()> done_;
 };
 
-// NetReduce all-reduce on single-GPU hosts: one NetReduce ring over the
-// whole buffer.
-class NetReduceWorker : public Worker {
+// A worker that runs one phase over its whole buffer: NetReduce all-reduce
+// on single-GPU hosts (one NetReduce ring), or the ring all-reduce
+// (reduce-scatter then all-gather, 2(P-1) steps).
+template <class Phase>
+class PhaseWorker : public Worker {
  public:
-  NetReduceWorker(RoceNic* nic, int rank, int send_qp, int recv_qp, const HostConfig& cfg,
-                  const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
-  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
-  const int& progress_ref() const override { return phase_.window_ref(); }
+  PhaseWorker(int rank, const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op,
+              Phase phase)
+      : Worker(rank, pattern, dtype, op), phase_(std::move(phase)) {}
+  void fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override {
+    phase_.fill(wr, index, payload, bytes);
+  }
+  void deliver(int, uint64_t va, const uint8_t* payload, uint32_t bytes) override {
+    phase_.deliver(va, payload, bytes);
+  }
+  const int& progress_ref() const override { return phase_.progress_ref(); }
 
  private:
-  void run() override;
-  NetReducePhase phase_;
+  void run() override {
+    phase_.start(buf_.data(), buf_.size(), [this] { finish(); });
+  }
+  Phase phase_;
 };
-
-// Ring all-reduce: reduce-scatter then all-gather, 2(P-1) steps.
-class RingWorker : public Worker {
- public:
-  RingWorker(RoceNic* nic, int rank, int ranks, int send_qp, int recv_qp, const HostConfig& cfg,
-             const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
-  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
-  const int& progress_ref() const override { return phase_.step_ref(); }
-
- private:
-  void run() override;
-  RingPhase phase_;
-};
+using NetReduceWorker = PhaseWorker<NetReducePhase>;
+using RingWorker = PhaseWorker<RingPhase>;
 
 // Parallel NetReduce (§3.4, Fig. 6B) on one GPU of a multi-GPU machine:
 // reduce-scatter inside the machine, NetReduce ring number `local` (the

@@ -203,11 +203,7 @@ void RoceNic::tx() {
 }
 
 void RoceNic::receive(int, net::Packet* p) {
-  if (faults_.apply(p)) {
-    in.release(p, sc_core::SC_ZERO_TIME);
-    pool_->put(p);
-    return;
-  }
+  if (faults_.lose(p, in, *pool_)) return;
   rxq_.push(p);
   rx_wake_.at(p->t_tail);
 }
