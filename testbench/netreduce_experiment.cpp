@@ -100,14 +100,20 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   in_network_ = in_network;
   for (int i = 0; i < hosts; ++i) {
     roce::RoceNic& nic = rack_->nic(i);
+    const roce::GpuPlace place{i,
+                               i % per_rack,
+                               per_rack,
+                               i / per_rack,
+                               racks,
+                               rack_->intra_send_qp(),
+                               rack_->intra_recv_qp(),
+                               rack_->inter_send_qp(),
+                               rack_->inter_recv_qp()};
     if (multigpu_ && in_network)
-      workers_.push_back(std::make_unique<roce::ParallelNetReduceWorker>(
-          &nic, i, i % per_rack, per_rack, i / per_rack, rack_->intra_send_qp(), rack_->intra_recv_qp(),
-          rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
+      workers_.push_back(
+          std::make_unique<roce::ParallelNetReduceWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
     else if (multigpu_ && opt_.algorithm == "tencent")
-      workers_.push_back(std::make_unique<roce::TencentWorker>(
-          &nic, i, i % per_rack, per_rack, i / per_rack, racks, rack_->intra_send_qp(), rack_->intra_recv_qp(),
-          rack_->inter_send_qp(), rack_->inter_recv_qp(), hc, pattern_.get(), dtype_, redop_));
+      workers_.push_back(std::make_unique<roce::TencentWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
     else if (in_network)
       workers_.push_back(std::make_unique<roce::NetReduceWorker>(
           i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, rack_->send_qp(), 0, i, hc)));

@@ -216,18 +216,12 @@ void Worker::finish() {
   if (done_) done_();
 }
 
-ParallelNetReduceWorker::ParallelNetReduceWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine,
-                                                 int machine, int intra_send_qp, int intra_recv_qp, int inter_send_qp,
-                                                 int inter_recv_qp, const HostConfig& cfg,
+ParallelNetReduceWorker::ParallelNetReduceWorker(RoceNic* nic, const GpuPlace& g, const HostConfig& cfg,
                                                  const collectives::DataPattern* pattern, collectives::DType dtype,
                                                  collectives::RedOp op)
-    : Worker(global_rank, pattern, dtype, op),
-      intra_send_(intra_send_qp),
-      intra_recv_(intra_recv_qp),
-      inter_send_(inter_send_qp),
-      inter_recv_(inter_recv_qp),
-      intra_(nic, intra_send_qp, local, gpus_per_machine, cfg, dtype, op),
-      inter_(nic, inter_send_qp, static_cast<uint16_t>(local), machine, cfg) {}
+    : StagedWorker(g, pattern, dtype, op),
+      intra_(nic, g.intra_send_qp, g.local, g.gpus_per_machine, cfg, dtype, op),
+      inter_(nic, g.inter_send_qp, static_cast<uint16_t>(g.local), g.machine, cfg) {}
 
 void ParallelNetReduceWorker::run() {
   const int n = intra_.ranks();
@@ -257,23 +251,18 @@ void ParallelNetReduceWorker::inter_done() {
   intra_.open_gate();
 }
 
-TencentWorker::TencentWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine,
-                             int machines, int intra_send_qp, int, int inter_send_qp, int inter_recv_qp,
-                             const HostConfig& cfg, const collectives::DataPattern* pattern, collectives::DType dtype,
-                             collectives::RedOp op)
-    : Worker(global_rank, pattern, dtype, op),
-      local_(local),
-      inter_send_(inter_send_qp),
-      inter_recv_(inter_recv_qp),
-      intra_(nic, intra_send_qp, local, gpus_per_machine, cfg, dtype, op),
-      inter_(nic, inter_send_qp, machine, machines, cfg, dtype, op),
-      chain_(nic, intra_send_qp, local, gpus_per_machine, cfg) {}
+TencentWorker::TencentWorker(RoceNic* nic, const GpuPlace& g, const HostConfig& cfg,
+                             const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
+    : StagedWorker(g, pattern, dtype, op),
+      intra_(nic, g.intra_send_qp, g.local, g.gpus_per_machine, cfg, dtype, op),
+      inter_(nic, g.inter_send_qp, g.machine, g.machines, cfg, dtype, op),
+      chain_(nic, g.intra_send_qp, g.local, g.gpus_per_machine, cfg) {}
 
 void TencentWorker::run() {
   const int n = intra_.ranks();
   stage_ = 1;
   intra_.start(buf_.data(), buf_.size(), 0, 2 * (n - 1), [this] {
-    if (local_ != 0) {  // wait for the master's broadcast
+    if (place_.local != 0) {  // wait for the master's broadcast
       stage_ = 3;
       chain_.start(buf_.data(), buf_.size(), [this] {
         stage_ = 0;
@@ -296,24 +285,24 @@ void TencentWorker::broadcast() {
 }
 
 void TencentWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
-  if (qp == inter_send_) inter_.fill(wr, index, payload, bytes);
+  if (qp == place_.inter_send_qp) inter_.fill(wr, index, payload, bytes);
   else if (ChainPhase::owns(wr.remote_va)) chain_.fill(wr, index, payload, bytes);
   else intra_.fill(wr, index, payload, bytes);
 }
 
 void TencentWorker::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  if (qp == inter_recv_) inter_.deliver(va, payload, bytes);
+  if (qp == place_.inter_recv_qp) inter_.deliver(va, payload, bytes);
   else if (ChainPhase::owns(va)) chain_.deliver(va, payload, bytes);
   else intra_.deliver(va, payload, bytes);
 }
 
 void ParallelNetReduceWorker::fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
-  if (qp == inter_send_) inter_.fill(wr, index, payload, bytes);
+  if (qp == place_.inter_send_qp) inter_.fill(wr, index, payload, bytes);
   else intra_.fill(wr, index, payload, bytes);
 }
 
 void ParallelNetReduceWorker::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  if (qp == inter_recv_) inter_.deliver(va, payload, bytes);
+  if (qp == place_.inter_recv_qp) inter_.deliver(va, payload, bytes);
   else intra_.deliver(va, payload, bytes);
 }
 

@@ -173,49 +173,60 @@ class PhaseWorker : public Worker {
 using NetReduceWorker = PhaseWorker<NetReducePhase>;
 using RingWorker = PhaseWorker<RingPhase>;
 
-// Parallel NetReduce (§3.4, Fig. 6B) on one GPU of a multi-GPU machine:
-// reduce-scatter inside the machine, NetReduce ring number `local` (the
-// GPUs of that index on every machine) on the chunk this GPU then owns,
-// all-gather inside the machine.
-class ParallelNetReduceWorker : public Worker {
+// Where a GPU of a multi-GPU machine sits, and its connections: the ring
+// inside its machine and the ring of its GPU index across the machines.
+struct GpuPlace {
+  int global_rank, local, gpus_per_machine, machine, machines;
+  int intra_send_qp, intra_recv_qp, inter_send_qp, inter_recv_qp;
+};
+
+// A hierarchical all-reduce on one GPU: stages one after the other (the
+// waveform shows which), inside the machine and across the machines.
+class StagedWorker : public Worker {
  public:
-  ParallelNetReduceWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine, int intra_send_qp,
-                          int intra_recv_qp, int inter_send_qp, int inter_recv_qp, const HostConfig& cfg,
+  StagedWorker(const GpuPlace& g, const collectives::DataPattern* pattern, collectives::DType dtype,
+               collectives::RedOp op)
+      : Worker(g.global_rank, pattern, dtype, op), place_(g) {}
+  const int& progress_ref() const override { return stage_; }
+
+ protected:
+  GpuPlace place_;
+  int stage_ = 0;  // 0 idle or done
+};
+
+// Parallel NetReduce (§3.4, Fig. 6B): reduce-scatter inside the machine,
+// NetReduce ring number `local` (the GPUs of that index on every machine) on
+// the chunk this GPU then owns, all-gather inside the machine.
+class ParallelNetReduceWorker : public StagedWorker {
+ public:
+  ParallelNetReduceWorker(RoceNic* nic, const GpuPlace& g, const HostConfig& cfg,
                           const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
   void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
   void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
-  const int& progress_ref() const override { return stage_; }
 
  private:
   void run() override;
   void inter_done();
-  int intra_send_, intra_recv_, inter_send_, inter_recv_;
   RingPhase intra_;
   NetReducePhase inter_;
-  int stage_ = 0;
 };
 
-// Tencent's hierarchical all-reduce (Fig. 6A) on one GPU of a multi-GPU
-// machine: the machine's sum on every GPU (ring reduce-scatter and
-// all-gather inside the machine: the master has it too), a ring all-reduce
-// among the masters (GPU 0 of each machine) over the network, and a
+// Tencent's hierarchical all-reduce (Fig. 6A): the machine's sum on every GPU
+// (ring reduce-scatter and all-gather inside the machine: the master, GPU 0,
+// has it too), a ring all-reduce among the masters over the network, and a
 // pipelined broadcast from the master down the machine's ring.
-class TencentWorker : public Worker {
+class TencentWorker : public StagedWorker {
  public:
-  TencentWorker(RoceNic* nic, int global_rank, int local, int gpus_per_machine, int machine, int machines,
-                int intra_send_qp, int intra_recv_qp, int inter_send_qp, int inter_recv_qp, const HostConfig& cfg,
-                const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op);
+  TencentWorker(RoceNic* nic, const GpuPlace& g, const HostConfig& cfg, const collectives::DataPattern* pattern,
+                collectives::DType dtype, collectives::RedOp op);
   void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
   void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
-  const int& progress_ref() const override { return stage_; }
 
  private:
   void run() override;
   void broadcast();
-  int local_, inter_send_, inter_recv_;
   RingPhase intra_, inter_;
   ChainPhase chain_;
-  int stage_ = 0;
 };
 
 }  // namespace incsim::roce
