@@ -493,6 +493,15 @@ TEST_CASE("incsim --platform rack: same seed, same bytes (table and waveform), u
                  c) == 0);
   CHECK(c != a);  // another seed draws other losses
   CHECK(run_incsim("--platform rack -c link.loss=1", c) == 2);
+  // Multi-GPU machines with loss: the same seed, the same table.
+  const std::string mg = "--platform multigpu --machines 2 --gpus-per-machine 3 --sizes 256K --quiet "
+                         "-c link.loss=0.002 --seed 5 --algorithm ";
+  for (const char* alg : {"pnetreduce", "tencent"}) {
+    std::string x, y;
+    REQUIRE(run_incsim(mg + alg, x) == 0);
+    REQUIRE(run_incsim(mg + alg, y) == 0);
+    CHECK(x == y);
+  }
   CHECK(run_incsim("--platform rack --hosts 1", c) == 2);
 }
 #endif
