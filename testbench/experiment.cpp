@@ -1,5 +1,7 @@
 #include "experiment.h"
 
+#include "results_json.h"
+
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <tuple>
 
 #include "core/error.h"
-#include "json_config.h"
 #include "core/trace.h"
 #include "core/units.h"
 #include "core/yaml_file.h"
@@ -61,10 +62,12 @@ std::string algorithms_for(const std::string& collective) {
 }  // namespace
 
 std::string choices() {
+  // NetReduce's Ethernet platforms and algorithms run in their own mode
+  // (netreduce_experiment.h).
   return "platform\t" + platforms::builtin_platforms() +
-         ", FILE.yaml\ndims\t2x2 to 16x16 (torus, mesh), 4x8, 4x16 (bigraph: nodes per switch x switches)\n"
+         ", rack, spineleaf, multigpu, FILE.yaml\ndims\t2x2 to 16x16 (torus, mesh), 4x8, 4x16 (bigraph: nodes per switch x switches)\n"
          "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\ncollective\t" + kCollectives +
-         "\nalgorithm\t" + kAlgorithms + "\ndtype\t" + collectives::kDTypes + "\nredop\t" + collectives::kRedOps +
+         "\nalgorithm\t" + kAlgorithms + ", netreduce, pnetreduce, flatring, tencent\ndtype\t" + collectives::kDTypes + "\nredop\t" + collectives::kRedOps +
          "\n";
 }
 
@@ -844,6 +847,10 @@ void Experiment::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (opt_.algorithm == "push" || opt_.algorithm == "pull") print_sizing(os);
+  print_columns(os);
+}
+
+void Experiment::print_columns(std::ostream& os) {
   os << "#\n";
   os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
      << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
@@ -903,16 +910,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
   json rs = json::array();
   for (const auto& r : rows) {
     json row;
-    row["size_bytes"] = r.size_bytes;
-    row["count"] = r.count;
-    row["type"] = collectives::dtype_name(dtype_);
-    row["redop"] = collective_->redop();
-    row["time_us"] = r.time_us;
-    row["algbw_GBps"] = r.algbw_GBps;
-    row["busbw_GBps"] = r.busbw_GBps;
-    row["wrong"] = r.wrong;
-    row["bound_us"] = r.bound_us;
-    row["bound_fraction"] = r.bound_fraction;
+    row_json(row, r, collectives::dtype_name(dtype_), collective_->redop());
     row["packets"] = r.packets;
     row["avg_packet_latency_ns"] = r.avg_latency_ns;
     row["reduction_tables"] = {{"hits", r.tables.hits},
@@ -920,15 +918,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
                                {"evictions", r.tables.evictions},
                                {"stalls", r.tables.stalls},
                                {"completions", r.tables.completions}};
-    json links = json::array();
-    for (size_t k = 0; k < ends.size(); ++k) {
-      const double capacity = ends[k].port->bw_GBps() * r.time_us * 1e3;
-      links.push_back({{"from", ends[k].from},
-                       {"to", ends[k].to},
-                       {"bytes", r.link_bytes[k]},
-                       {"utilisation", static_cast<double>(r.link_bytes[k]) / capacity}});
-    }
-    row["links"] = links;
+    row["links"] = links_json(ends, r.link_bytes, r.time_us);
     rs.push_back(row);
   }
   j["rows"] = rs;

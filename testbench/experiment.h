@@ -52,6 +52,7 @@ class Experiment {
   // UserError unless the algorithm is blink, or ring on a DGX-1.
   void print_trees(std::ostream& os) const;
   static void print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop);
+  static void print_columns(std::ostream& os);  // the table's two heading lines
   void write_json(const std::string& path, const std::vector<Row>& rows) const;
   void list_params(std::ostream& os) const;
 

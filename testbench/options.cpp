@@ -21,6 +21,12 @@ const char* usage() {
          "  --gpus N|LIST               GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count\n"
          "                              or the allocated GPUs, such as 1,4,5,6; one list per server joined\n"
          "                              by a network: 0,1,2/0,1,2,3,4)\n"
+         "  --hosts N                   rack (NetReduce, Ethernet): hosts on the switch (default 6);\n"
+         "                              with --algorithm netreduce (default) or ring (docs/netreduce.md)\n"
+         "  --racks R --hosts-per-rack H  spineleaf (NetReduce, Ethernet): R leaves of H hosts under a spine\n"
+         "                              (default 2 x 4)\n"
+         "  --machines M --gpus-per-machine n  multigpu (NetReduce): M machines of n GPUs, one NIC each\n"
+         "                              (default 4 x 8); --algorithm pnetreduce (default), flatring, tencent\n"
          "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
          "  --dtype float|int32         element type (default float)\n"
          "  --redop sum|min|max         reduction operator (default sum)\n"
@@ -69,7 +75,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
-    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--dims", "--nodes", "--sizes",
+    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--hosts", "--racks", "--hosts-per-rack", "--machines", "--gpus-per-machine", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
                                          "--list-choices", "--print-schedule", "--print-trees", "--help",
@@ -112,6 +118,18 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       const uint64_t g = parse_uint(a, value);
       if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
       o.gpus = static_cast<int>(g);
+    } else if (a == "--hosts") {
+      const uint64_t h = parse_uint(a, value);
+      if (h < 2 || h > 64) throw UserError("--hosts must be between 2 and 64, not " + value);
+      o.hosts = static_cast<int>(h);
+    } else if (a == "--racks" || a == "--hosts-per-rack" || a == "--machines" || a == "--gpus-per-machine") {
+      const uint64_t v = parse_uint(a, value);
+      if (v < 1 || v > 64) throw UserError(a + " must be between 1 and 64, not " + value);
+      int& field = a == "--racks" ? o.racks
+                   : a == "--hosts-per-rack" ? o.hosts_per_rack
+                   : a == "--machines" ? o.machines
+                                       : o.gpus_per_machine;
+      field = static_cast<int>(v);
     } else if (a == "--dims") {
       parse_dims(value);
       o.dims = value;

@@ -15,6 +15,9 @@ struct Options {
   std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
   // --gpus 0,1,2/0,1,2,3,4: one allocation per DGX-1 server (gpu_list holds them all, server by server)
   std::vector<std::vector<int>> gpu_servers;
+  int hosts = 0;  // --hosts (rack); 0: the platform's default
+  int racks = 0, hosts_per_rack = 0;  // --racks, --hosts-per-rack (spineleaf); 0: the platform's default
+  int machines = 0, gpus_per_machine = 0;  // --machines, --gpus-per-machine (multigpu)
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";

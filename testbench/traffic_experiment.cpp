@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "json_config.h"
+#include "results_json.h"
 #include "core/trace.h"
 #include "experiment.h"
 

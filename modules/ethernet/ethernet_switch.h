@@ -1,0 +1,81 @@
+#pragma once
+// A commodity Ethernet switch (NetReduce §4, Fig. 10B): output-queued,
+// cut-through, forwarding by destination, with ACL rules that redirect a
+// training connection's data frames to the port where the FPGA sits.
+// Lossless (PFC-like) between hops: a frame leaves only when the next hop's
+// ingress buffer has room, modelled with the link credits of net::OutPort.
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/process.h"
+#include "core/trace.h"
+#include "ethernet/egress.h"
+#include "ethernet/roce_frame.h"
+#include "net/port.h"
+
+namespace incsim::eth {
+
+struct SwitchConfig {
+  double bw_GBps;                  // per port
+  sc_core::sc_time link_latency;   // wire to the next hop
+  sc_core::sc_time latency;        // first bit in to first bit out
+  uint32_t buffer_bytes;           // ingress buffer per port and class
+};
+
+// Data frames of connection (src_ip, dst_ip, dst_qp) that arrive on any port
+// but `to_port` go out of `to_port` (one rule per worker, NetReduce §4).
+struct AclRule {
+  uint32_t src_ip, dst_ip, dst_qp;
+  int to_port;
+};
+
+class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
+ public:
+  EthernetSwitch(sc_core::sc_module_name name, int ports, const SwitchConfig& cfg, net::PacketPool* pool);
+  ~EthernetSwitch() override;
+
+  // Forwarding database: frames for `endpoint` leave by `port`.
+  void set_route(uint32_t endpoint, int port);
+  void add_acl(const AclRule& r) { acl_.push_back(r); }
+  // A port whose link is faster or slower than cfg.bw_GBps (an uplink).
+  void set_port_bandwidth(int port, double bw_GBps) {
+    ports_[port]->egress.configure(bw_GBps, cfg_.link_latency, cfg_.buffer_bytes, cfg_.latency);
+  }
+  void set_faults(int port, const LinkFaults& f) { ports_[port]->faults = f; }
+
+  void receive(int port, net::Packet* p) override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const;
+
+  net::InPort& in(int port) { return ports_[port]->in; }
+  net::OutPort& out(int port) { return ports_[port]->egress.out; }
+  int ports() const { return static_cast<int>(ports_.size()); }
+  uint64_t lost() const;
+  uint64_t redirected() const { return redirected_; }
+
+ private:
+  // Data frames and ACK/NAKs queue apart at each output, ACK/NAKs first
+  // (they are tiny and ride their own class, as RoCE deployments give ACKs
+  // and CNPs a priority of their own).
+  struct Port {
+    Port(const std::string& name, EthernetSwitch* owner, int index);
+    net::InPort in;
+    Egress egress;
+    LinkFaults faults;
+  };
+  int route(int in_port, const net::Packet* p) const;
+
+  SwitchConfig cfg_;
+  net::PacketPool* pool_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  std::vector<net::InPort*> ingress_;
+  std::vector<int> fdb_;
+  std::vector<AclRule> acl_;
+  uint64_t redirected_ = 0;
+};
+
+}  // namespace incsim::eth

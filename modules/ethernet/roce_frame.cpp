@@ -1,0 +1,46 @@
+#include "roce_frame.h"
+
+#include <zlib.h>
+
+#include <cstddef>
+#include <string>
+
+#include "core/error.h"
+
+namespace incsim::eth {
+
+uint32_t invariant_crc(const net::Packet* p) {
+  const RoceHeader& h = header(p);
+  uLong c = crc32(0L, p->data, offsetof(RoceHeader, icrc));
+  if (h.has_ina) c = crc32(c, p->data + kInaOffset, kInaBytes);
+  if (p->payload_bytes) c = crc32(c, payload(p), p->payload_bytes);
+  return static_cast<uint32_t>(c);
+}
+
+LinkFaults::LinkFaults(double loss, double corruption, uint64_t seed, uint64_t link)
+    : loss_(loss), corruption_(corruption), state_(seed * 0x100000001B3ull ^ (link + 1) * 0xC2B2AE3D27D4EB4Full) {}
+
+bool LinkFaults::draw(net::Packet* p) {
+  if (loss_ > 0 && uniform() < loss_) {
+    ++lost_;
+    return true;
+  }
+  if (corruption_ > 0 && uniform() < corruption_) {
+    ++corrupted_;
+    // One bit of the bytes the ICRC covers: the payload, or the PSN field
+    // of a header-only frame.
+    const uint32_t bytes = p->payload_bytes ? p->payload_bytes : 4;
+    uint8_t* base = p->payload_bytes ? payload(p) : p->data + offsetof(RoceHeader, psn);
+    const uint64_t bit = static_cast<uint64_t>(uniform() * bytes * 8);
+    base[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+  }
+  return false;
+}
+
+void check_probability(const char* key, double p) {
+  if (!(p >= 0 && p < 1))
+    throw UserError(std::string("configuration key '") + key + "' is a probability and must lie in [0, 1), got " +
+                    std::to_string(p));
+}
+
+}  // namespace incsim::eth

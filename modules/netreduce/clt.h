@@ -1,0 +1,73 @@
+#pragma once
+// The connection lookup table (NetReduce §3.2, Fig. 3 Ⓐ):
+//   <SrcIP, DstIP, DstQP> : <RingID, Rank, MsgID, PSN0>
+// A message's first packet (INA header with the InetTag) fills its
+// connection's entry; the packets that follow carry no INA header and look
+// it up to recover (RingID, Rank, MsgID) and their offset PSN - PSN0 in the
+// message. Plain C++: fixed capacity, open addressing, no allocation after
+// construction.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace incsim::netreduce {
+
+struct ConnKey {
+  uint32_t src_ip = 0, dst_ip = 0, dst_qp = 0;
+  bool operator==(const ConnKey& o) const { return src_ip == o.src_ip && dst_ip == o.dst_ip && dst_qp == o.dst_qp; }
+};
+
+// Where a gradient packet goes in its ring's aggregator array.
+struct Resolved {
+  enum Status : uint8_t { Ok, NoEntry, FirstLost, TableFull } status = NoEntry;
+  uint16_t ring = 0, rank = 0;
+  int64_t msg = 0;
+  uint32_t offset = 0;  // PSN - PSN0
+  uint32_t msg_len = 0;
+};
+
+class ConnectionLookupTable {
+ public:
+  explicit ConnectionLookupTable(uint32_t capacity);
+
+  // A first packet: fills (or refreshes) the connection's entry; `va` is its
+  // RETH address (kept for locate()).
+  Resolved fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id, uint32_t msg_len, uint32_t psn,
+                uint64_t va = 0);
+  // A following packet. PSN - PSN0 >= MsgLen means this message's first
+  // packet was lost: FirstLost, the packet is dropped (§3.2). PSN < PSN0 is a
+  // go-back-N retransmission of an earlier message of the window, which
+  // started mid-message; every message but a tensor's last has the ring's
+  // full MsgLen, so its MsgID and offset follow from the PSN (the paper does
+  // not say how it handles this case; docs/netreduce.md).
+  Resolved lookup(const ConnKey& k, uint32_t psn) const;
+
+  // The other way round, for the multi-rack multicast (§3.3): the PSN and
+  // RETH address the source gave packet `offset` of message `msg`, from the
+  // entry and the ring's fixed MsgLen (`mtu` payload bytes per packet).
+  struct Located {
+    uint32_t psn = 0;
+    uint64_t va = 0;  // of the message's first byte
+    uint16_t rank = 0;
+  };
+  bool locate(const ConnKey& k, int64_t msg, uint32_t offset, uint32_t mtu, Located* out) const;
+
+  uint32_t occupancy() const { return used_; }
+  uint32_t capacity() const { return static_cast<uint32_t>(slots_.size()); }
+  const int& occupancy_ref() const { return trace_used_; }
+
+ private:
+  struct Entry {
+    ConnKey key;
+    bool valid = false;
+    uint16_t ring = 0, rank = 0;
+    uint32_t msg_id = 0, msg_len = 0, full_len = 0, psn0 = 0;
+    uint64_t va = 0;
+  };
+  size_t find(const ConnKey& k) const;  // its slot, or the empty slot where it would go; capacity() if full
+  std::vector<Entry> slots_;
+  uint32_t used_ = 0;
+  int trace_used_ = 0;
+};
+
+}  // namespace incsim::netreduce

@@ -1,0 +1,116 @@
+#pragma once
+// The NetReduce FPGA accelerator beside the Ethernet switch (§3.1, §4,
+// Fig. 3 and Fig. 8): per port a parser (aggregation frames vs others), the
+// connection lookup table, a state manager and aggregator array per ring,
+// and a combinator that writes the aggregation value into each rank's frame
+// under its original header, recomputes the ICRC and sends it back to the
+// switch on the port it came in by. Frames are checked (ICRC) when their
+// last byte is in; a corrupted one is dropped and the sender's go-back-N
+// repairs it.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/process.h"
+#include "core/trace.h"
+#include "ethernet/egress.h"
+#include "ethernet/roce_frame.h"
+#include "netreduce/aggregator_array.h"
+#include "netreduce/clt.h"
+#include "netreduce/ctt.h"
+
+namespace incsim::netreduce {
+
+// Where this accelerator sits in a multi-rack aggregation hierarchy (§3.3).
+// Flat: the single rack. Leaf: aggregates its rack's hosts, sends one partial
+// per aggregator to the spine on a virtual leaf-to-spine connection, and
+// translates the spine's results into its rack's destination connections.
+// Spine: aggregates the leaves' partials and multicasts the result back.
+struct Hierarchy {
+  enum Role { Flat, Leaf, Spine } role = Flat;
+  uint32_t self_ep = 0, self_ip = 0;
+  uint32_t parent_ep = 0, parent_ip = 0;  // Leaf: the spine's FPGA
+  uint32_t leaf_ep0 = 0, leaf_ip0 = 0;    // leaf FPGA q is leaf_ep0 + q, leaf_ip0 + q
+  uint32_t host_ip0 = 0;                  // host h has IP host_ip0 + h and endpoint h
+  int hosts_per_rack = 0, rack = 0, racks = 0;
+  uint32_t virtual_qp = 0x100;            // the switch-to-switch connections' QPN
+  int uplink_port = -1;                   // Leaf: the port partials and notifications leave by
+};
+
+struct FpgaConfig {
+  double bw_GBps;                 // per port
+  sc_core::sc_time link_latency;  // to the switch
+  sc_core::sc_time latency;       // pipeline: last byte in to first byte out
+  uint32_t buffer_bytes;          // the switch's ingress buffer per port and class
+  uint32_t clt_entries;
+  uint32_t mtu_payload;  // the ring's payload per packet (RETH addresses of translated results)
+};
+
+class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public Traceable {
+ public:
+  FpgaAggregator(sc_core::sc_module_name name, int ports, const FpgaConfig& cfg, net::PacketPool* pool);
+  ~FpgaAggregator() override;
+
+  // Job initialisation (§3.1 ❶): an aggregator array of 2N x MsgLen per ring.
+  // `rank_base`: the ring rank of this FPGA's first rank (a leaf's rack).
+  void add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
+                collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
+  void set_hierarchy(const Hierarchy& h);
+  void set_faults(int port, const eth::LinkFaults& f) { ports_[port]->faults = f; }
+
+  void receive(int port, net::Packet* p) override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const;
+
+  net::InPort& in(int port) { return ports_[port]->in; }
+  net::OutPort& out(int port) { return ports_[port]->egress.out; }
+  const ConnectionLookupTable& clt() const { return clt_; }
+  const ConnectionTranslationTable& ctt() const { return ctt_; }
+  const AggregatorArray& ring(uint16_t id) const { return *rings_.at(id); }
+
+  struct Counters {
+    uint64_t frames = 0, bypassed = 0, icrc_drops = 0, first_lost_drops = 0, no_entry_drops = 0, clt_full_drops = 0,
+             lost = 0, notifications = 0, untranslated = 0;
+  };
+  Counters counters() const;
+
+ private:
+  struct Port {
+    Port(const std::string& name, FpgaAggregator* owner, int index);
+    net::InPort in;
+    eth::Egress egress;
+    eth::LinkFaults faults;
+    net::PacketFifo rxq;
+    Wakeup rx_wake;
+  };
+  void rx(int port);
+  void process(net::Packet* p);
+  void emit(net::Packet* p);
+  // Multi-rack (§3.3).
+  void learn(const ConnKey& c, const eth::InaHeader& ina, uint32_t psn, uint64_t va, int port);
+  void notify(net::Packet* first, uint32_t dst_rack);
+  void to_parent(net::Packet* p, const Resolved& r);
+  void to_children(net::Packet* p);
+  void to_destinations(net::Packet* p);
+  ConnKey uplink() const { return {hier_.self_ip, hier_.parent_ip, hier_.virtual_qp}; }
+  ConnKey downlink(int rack) const { return {hier_.parent_ip, hier_.leaf_ip0 + rack, hier_.virtual_qp}; }
+
+  FpgaConfig cfg_;
+  net::PacketPool* pool_;
+  std::vector<std::unique_ptr<Port>> ports_;
+  ConnectionLookupTable clt_;
+  ConnectionLookupTable dest_;  // Leaf: where the rack's destination connections are (multicast translation)
+  ConnectionTranslationTable ctt_;
+  Hierarchy hier_;
+  std::vector<int> rank_base_;
+  std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
+  std::vector<AggregatorArray*> ring_by_id_;
+  std::vector<net::Packet*> out_;
+  Counters c_;
+};
+
+}  // namespace incsim::netreduce

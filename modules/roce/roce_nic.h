@@ -1,0 +1,134 @@
+#pragma once
+// A RoCEv2 NIC with reliable connections (RC), as NetReduce runs on
+// (§3.1, §3.2; ConnectX-5 on the testbed, §5.1): queue pairs, 24-bit PSNs
+// per direction, RDMA WRITE packetisation at the MTU, cumulative ACKs
+// (coalesced), NAK on a sequence error, go-back-N retransmission from the
+// NAKed PSN, and a retransmission timeout. The host software above it (the
+// flow-control module) posts work requests and is handed every payload the
+// responder accepts, in order.
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/process.h"
+#include "core/trace.h"
+#include "ethernet/roce_frame.h"
+#include "net/port.h"
+
+namespace incsim::roce {
+
+struct NicConfig {
+  double bw_GBps;                 // the Ethernet port
+  sc_core::sc_time link_latency;  // wire to the switch
+  uint32_t rx_buffer_bytes;       // per class, the credits the switch sees
+  uint32_t mtu_payload;           // payload bytes per packet
+  uint32_t ack_every;             // the responder ACKs every this many packets and each message's last
+  sc_core::sc_time rto;           // retransmission timeout
+  sc_core::sc_time tx_latency;    // a work request posted to its first byte on the wire (doorbell, WQE and payload DMA)
+  sc_core::sc_time rx_latency;    // a packet's last byte in to its payload seen by the host (DMA, completion)
+};
+
+// One RDMA WRITE: `packets` packets of mtu_payload bytes (the last one
+// last_bytes), optionally with an INA header in front of the first packet.
+struct WorkRequest {
+  uint64_t id = 0;
+  uint32_t packets = 0;
+  uint32_t last_bytes = 0;
+  bool has_ina = false;
+  eth::InaHeader ina;
+  uint64_t remote_va = 0;  // where the responder writes the first byte (RETH)
+  uint32_t first_psn = 0;  // set by post()
+  sc_core::sc_time ready;  // set by post(): when the NIC may start it
+};
+
+// The host software on top of the NIC.
+class NicClient {
+ public:
+  virtual ~NicClient() = default;
+  // Payload of packet `index` of work request `wr` on `qp`, produced when it
+  // is (re)transmitted.
+  virtual void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) = 0;
+  // The responder accepted packet `psn` of `qp` in order and wrote its
+  // payload at `va` of host memory (the RETH address plus the offset in the write).
+  virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) = 0;
+};
+
+class RoceNic : public sc_core::sc_module, public net::PacketSink, public Traceable {
+ public:
+  RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg, net::PacketPool* pool);
+
+  // Creates a queue pair connected to (remote endpoint, IP, QPN); returns its
+  // index here. Its QPN is index + 1.
+  int create_qp(uint32_t remote_endpoint, uint32_t remote_ip, uint32_t remote_qpn, uint32_t initial_psn);
+  static uint32_t qpn_of(int qp) { return static_cast<uint32_t>(qp) + 1; }
+  void reserve(int qp, size_t more_work_requests);
+  void post(int qp, const WorkRequest& wr);
+  void set_client(NicClient* c) { client_ = c; }
+  void set_faults(const eth::LinkFaults& f) { faults_ = f; }
+  // Before a new transfer: drops a QP's posted work if all of it is
+  // acknowledged (otherwise the new work follows it); PSNs continue.
+  void reset_work(int qp);
+
+  void receive(int port, net::Packet* p) override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const;
+
+  net::InPort in;
+  net::OutPort out;
+  uint32_t endpoint() const { return endpoint_; }
+  uint32_t ip() const { return ip_; }
+  uint64_t retransmitted() const { return retransmitted_; }
+  uint64_t timeouts() const { return timeouts_; }
+  uint64_t naks_sent() const { return naks_sent_; }
+  uint64_t icrc_drops() const { return icrc_drops_; }
+  uint64_t lost() const { return faults_.lost(); }
+  uint64_t frame_bytes_sent() const { return frame_bytes_; }
+  uint32_t expected_psn(int qp) const { return qps_[qp].expected; }
+  // Packets delivered to the host plus packets acknowledged: grows unless
+  // the connections are stuck (go-back-N can keep the links busy without).
+  uint64_t progress() const { return progress_; }
+  bool idle() const;
+
+ private:
+  struct Qp {
+    uint32_t remote_ep = 0, remote_ip = 0, remote_qpn = 0;
+    // requester
+    std::vector<WorkRequest> wrs;
+    size_t cursor = 0;  // work request holding next_psn
+    uint32_t next_psn = 0, una = 0, end_psn = 0;
+    sc_core::sc_time deadline;  // retransmission timeout, while una < next_psn
+    // responder
+    uint32_t expected = 0, unacked = 0;
+    uint64_t write_va = 0;  // where the next accepted payload goes
+    bool nak_sent = false, ack_due = false, nak_due = false;
+  };
+  void tx();
+  void rx();
+  void to_host();
+  void on_data(net::Packet* p);
+  void on_ack(net::Packet* p);
+  void rewind(Qp& q, uint32_t psn);  // go-back-N: counts the packets sent again
+  void seek(Qp& q, uint32_t psn);
+  const WorkRequest& current(Qp& q);  // the work request holding next_psn
+  uint16_t data_wire_bytes(Qp& q);
+  net::Packet* make_data(int qi);
+  net::Packet* make_control(int qi);
+
+  uint32_t endpoint_, ip_;
+  NicConfig cfg_;
+  net::PacketPool* pool_;
+  NicClient* client_ = nullptr;
+  eth::LinkFaults faults_;
+  std::vector<Qp> qps_;
+  size_t rr_data_ = 0, rr_ctrl_ = 0;
+  net::PacketFifo rxq_, hostq_;  // arrived; accepted on their way to host memory
+  Wakeup tx_wake_, rx_wake_, host_wake_;
+  uint64_t progress_ = 0;
+  uint64_t retransmitted_ = 0, timeouts_ = 0, naks_sent_ = 0, icrc_drops_ = 0, frame_bytes_ = 0;
+  int trace_retx_ = 0, trace_outstanding_ = 0;
+};
+
+}  // namespace incsim::roce

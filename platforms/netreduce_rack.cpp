@@ -1,0 +1,292 @@
+#include "netreduce_rack.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace incsim::platforms {
+
+namespace {
+constexpr uint32_t kLeafIp0 = 0x0A000101u;   // 10.0.1.1: leaf r's FPGA
+constexpr uint32_t kSpineIp = 0x0A000201u;   // 10.0.2.1: the spine's FPGA
+}  // namespace
+
+NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg,
+                             uint64_t seed)
+    : layout_(layout) {
+  const int hosts = racks * hosts_per_rack;
+  const bool multigpu = layout == Layout::MultiGpu;
+  const bool leaf_fpgas = with_fpga && !multigpu;
+  if (racks < 1 || racks > 64) throw UserError("--racks must be between 1 and 64, not " + std::to_string(racks));
+  if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > 64 || hosts > 4096)
+    throw UserError("a NetReduce rack holds 2 to 64 hosts (an aggregator's bitmap has one bit per host), not " +
+                    std::to_string(hosts_per_rack));
+  const double gbps = cfg.get<double>("link.bandwidth_Gbps", 100.0,
+                                      "Ethernet line rate per port, Gbit/s (NetReduce §5.1: ConnectX-5 100 GbE, six "
+                                      "100 Gbps FPGA ports)");
+  if (!(gbps > 0)) throw UserError("link.bandwidth_Gbps must be positive");
+  link_GBps_ = gbps / 8;
+  const sc_core::sc_time wire(cfg.get<double>("link.latency_ns", 50.0,
+                                              "propagation per link, ns (assumption: a few metres of cable in a "
+                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"),
+                              sc_core::SC_NS);
+  const double loss = cfg.get<double>("link.loss", 0.0,
+                                      "probability that a frame is lost on a link, drawn per link and frame from "
+                                      "the seed (NetReduce §3.2 reliability; 0: lossless, as on the testbed)");
+  eth::check_probability("link.loss", loss);
+  const double corruption = cfg.get<double>("link.corruption", 0.0,
+                                            "probability that a frame has a bit flipped on a link; the ICRC check "
+                                            "at the FPGA or receiving NIC discards it (NetReduce §3.2)");
+  eth::check_probability("link.corruption", corruption);
+  mtu_ = cfg.get<uint32_t>("roce.mtu_payload", 1024,
+                           "tensor bytes per packet (NetReduce §5.1: \"the packet payload carries 1 KB of data\")");
+  if (mtu_ == 0 || mtu_ % 4 || mtu_ > 4096)
+    throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu_));
+  const uint32_t ack_every = cfg.get<uint32_t>(
+      "roce.ack_every", 16,
+      "the responder ACKs every this many packets and each message's last (assumption: ConnectX coalesces "
+      "ACKs; the paper does not say)");
+  if (ack_every == 0) throw UserError("roce.ack_every must be at least 1");
+  const double rto_us = cfg.get<double>("roce.rto_us", 131.072,
+                                        "retransmission timeout, us (IBA local ACK timeout 4.096 us x 2^5; "
+                                        "assumption: the paper does not give its setting)");
+  if (!(rto_us > 0)) throw UserError("roce.rto_us must be positive");
+  rto_ = sc_core::sc_time(rto_us, sc_core::SC_US);
+  const uint32_t buffer = cfg.get<uint32_t>(
+      "switch.buffer_bytes", 256 * 1024,
+      "ingress buffer per port and class with PFC, bytes (assumption: covers ~20 us of 100 GbE; RoCE runs lossless "
+      "under PFC)");
+  const sc_core::sc_time sw_latency(cfg.get<double>("switch.latency_ns", 400.0,
+                                                    "Ethernet switch cut-through latency, ns (assumption: a "
+                                                    "commodity 100 GbE switch, 300-600 ns)"),
+                                    sc_core::SC_NS);
+
+  // NetReduce Table 6 gives a 6.3 us RTT; links, switch and FPGA account for
+  // about 1.7 us of it here, so the host side (NIC DMA over PCIe, the flow
+  // control's polling) is given the rest, split between the two ends.
+  const sc_core::sc_time tx_latency(cfg.get<double>("roce.tx_latency_ns", 2300.0,
+                                                    "work request posted to first byte on the wire, ns (calibrated: "
+                                                    "with roce.rx_latency_ns, a 1 KB NetReduce all-reduce takes the "
+                                                    "6.3 us RTT of NetReduce Table 6)"),
+                                    sc_core::SC_NS);
+  const sc_core::sc_time rx_latency(cfg.get<double>("roce.rx_latency_ns", 2300.0,
+                                                    "last byte in to payload seen by the host, ns (calibrated with "
+                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"),
+                                    sc_core::SC_NS);
+  host_GBps_ = link_GBps_;
+  if (multigpu) {
+    host_GBps_ = cfg.get<double>("intra.bandwidth_GBps", 150.0,
+                                 "B_intra: each GPU's link into its machine's fabric, GB/s (NetReduce §3.4: \"NVLink "
+                                 "makes B_intra = 150 GB/s\"; Fig. 7 sweeps 15.75, PCIe 3.0 x16, to 150)");
+    if (!(host_GBps_ > 0)) throw UserError("intra.bandwidth_GBps must be positive");
+  }
+  const double uplink_GBps =
+      multigpu ? link_GBps_
+      : racks == 1
+          ? 0.0
+          : cfg.get<double>("leaf.uplink_Gbps", gbps * hosts_per_rack,
+                            "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links, a "
+                            "non-blocking leaf (assumption; Fig. 5 does not give it)") / 8;
+  if (racks > 1 && !(uplink_GBps > 0)) throw UserError("leaf.uplink_Gbps must be positive");
+
+  pool_ = std::make_unique<net::PacketPool>(net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_});
+  const int H = hosts_per_rack, R = racks;
+  // A leaf's FPGA has one port per host and, under a spine, one more for its
+  // partials up and the spine's results down (a host's port carries that
+  // host's gradients in and its connection's results out at line rate).
+  const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
+  const int uplink = H + fpga_ports;  // a leaf's port to the spine
+  eth::SwitchConfig sc{link_GBps_, wire, sw_latency, buffer};
+  uint64_t link = 0;
+  auto faults = [&] { return eth::LinkFaults(loss, corruption, seed, link++); };
+  const uint32_t spine_ep = static_cast<uint32_t>(hosts + R);
+  for (int r = 0; r < R; ++r) {
+    const std::string name = R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r);
+    leaves_.push_back(std::make_unique<eth::EthernetSwitch>(name.c_str(), uplink + (R > 1 ? 1 : 0), sc, pool_.get()));
+  }
+  if (R > 1) {
+    spine_ = std::make_unique<eth::EthernetSwitch>(multigpu ? "tor" : "spine", R + (with_fpga ? R : 0), sc,
+                                                   pool_.get());
+    for (int r = 0; r < R; ++r) {
+      eth::EthernetSwitch& l = *leaves_[r];
+      l.set_port_bandwidth(uplink, uplink_GBps);
+      spine_->set_port_bandwidth(r, uplink_GBps);
+      l.out(uplink).socket.bind(spine_->in(r).socket);
+      spine_->out(r).socket.bind(l.in(uplink).socket);
+      l.set_faults(uplink, faults());
+      spine_->set_faults(r, faults());
+      ends_.push_back({l.basename(), "spine", &l.out(uplink)});
+      ends_.push_back({"spine", l.basename(), &spine_->out(r)});
+    }
+  }
+
+  roce::NicConfig nc{host_GBps_, wire, buffer, mtu_, ack_every, rto_, tx_latency, rx_latency};
+  hop_latency_ = tx_latency + rx_latency + 2 * wire + sw_latency;
+  for (int i = 0; i < hosts; ++i) {
+    const int r = i / H, port = i % H;
+    eth::EthernetSwitch& l = *leaves_[r];
+    if (multigpu) l.set_port_bandwidth(port, host_GBps_);
+    nics_.push_back(std::make_unique<roce::RoceNic>(("host" + std::to_string(i)).c_str(), i, ip_of(i), nc,
+                                                    pool_.get()));
+    roce::RoceNic& n = *nics_.back();
+    n.out.socket.bind(l.in(port).socket);
+    l.out(port).socket.bind(n.in.socket);
+    l.set_faults(port, faults());
+    n.set_faults(faults());
+    ends_.push_back({"host" + std::to_string(i), l.basename(), &n.out});
+    ends_.push_back({l.basename(), "host" + std::to_string(i), &l.out(port)});
+  }
+  // Forwarding: own hosts down, everything else up; the spine by rack.
+  for (int r = 0; r < R; ++r) {
+    for (int i = 0; i < hosts; ++i) leaves_[r]->set_route(i, i / H == r ? i % H : uplink);
+    if (leaf_fpgas)
+      for (int q = 0; q < R; ++q) leaves_[r]->set_route(hosts + q, q == r ? H + fpga_ports - 1 : uplink);
+    if (R > 1) leaves_[r]->set_route(spine_ep, uplink);
+  }
+  if (R > 1) {
+    for (int i = 0; i < hosts; ++i) spine_->set_route(i, i / H);
+    for (int q = 0; q < R; ++q) spine_->set_route(hosts + q, q);
+    if (with_fpga) spine_->set_route(spine_ep, R);
+  }
+  // The ring: host i's qp 0 sends to host i+1's qp 1. Initial PSNs differ per
+  // connection, as a NIC picks them, so PSN0 is never 0 by accident.
+  for (int i = 0; i < hosts; ++i) {
+    const int next = (i + 1) % hosts;
+    const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(i) * 104729) % (1u << 20));
+    nics_[i]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(recv_qp()), psn0);
+  }
+  for (int i = 0; i < hosts; ++i) {
+    const int prev = (i + hosts - 1) % hosts;
+    const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(prev) * 104729) % (1u << 20));
+    nics_[i]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(send_qp()), psn0);
+  }
+  if (multigpu)
+    for (int g = 0; g < hosts; ++g) {
+      const int m = g / H, i = g % H;
+      const int up = m * H + (i + 1) % H, down = m * H + (i + H - 1) % H;
+      const int next = ((m + 1) % R) * H + i, prev = ((m + R - 1) % R) * H + i;
+      const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(g) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(up, ip_of(up), roce::RoceNic::qpn_of(intra_recv_qp()), psn0);
+      const uint32_t psn_down = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(down) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(down, ip_of(down), roce::RoceNic::qpn_of(intra_send_qp()), psn_down);
+      nics_[g]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), psn0 ^ 0x5555);
+      const uint32_t psn_prev = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(prev) * 15485863) % (1u << 20));
+      nics_[g]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(inter_send_qp()), psn_prev ^ 0x5555);
+    }
+  if (!with_fpga) return;
+
+  netreduce::FpgaConfig fc;
+  fc.bw_GBps = link_GBps_;
+  fc.link_latency = wire;
+  fc.buffer_bytes = buffer;
+  fc.mtu_payload = mtu_;
+  fc.latency = sc_core::sc_time(cfg.get<double>("fpga.latency_ns", 500.0,
+                                                "FPGA pipeline latency, last byte in to first result byte out, ns "
+                                                "(assumption: parser, CLT, state manager, aggregation and ICRC at "
+                                                "~300 MHz; the paper gives only the 6.3 us RTT)"),
+                                sc_core::SC_NS);
+  fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
+                                     "connection lookup (and translation) table entries (assumption: one per ring "
+                                     "connection; a small BRAM table)");
+  if (fc.clt_entries == 0) throw UserError("fpga.clt.entries must be at least 1");
+  netreduce::Hierarchy hier;
+  hier.leaf_ep0 = static_cast<uint32_t>(hosts);
+  hier.leaf_ip0 = kLeafIp0;
+  hier.host_ip0 = ip_of(0);
+  hier.hosts_per_rack = H;
+  hier.racks = R;
+  hier.parent_ep = spine_ep;
+  hier.parent_ip = kSpineIp;
+  for (int r = 0; r < R && leaf_fpgas; ++r) {
+    eth::EthernetSwitch& l = *leaves_[r];
+    const std::string name = R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga";
+    fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(name.c_str(), fpga_ports, fc, pool_.get()));
+    netreduce::FpgaAggregator& f = *fpgas_.back();
+    hier.role = R == 1 ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Leaf;
+    hier.self_ep = static_cast<uint32_t>(hosts + r);
+    hier.self_ip = kLeafIp0 + r;
+    hier.rack = r;
+    hier.uplink_port = R > 1 ? H : -1;
+    f.set_hierarchy(hier);
+    for (int i = 0; i < fpga_ports; ++i) {
+      const int port = H + i;
+      f.in(i).socket.bind(l.out(port).socket);
+      f.out(i).socket.bind(l.in(port).socket);
+      l.set_faults(port, faults());
+      f.set_faults(i, faults());
+      ends_.push_back({l.basename(), name + std::to_string(i), &l.out(port)});
+      ends_.push_back({name + std::to_string(i), l.basename(), &f.out(i)});
+      if (i == H) continue;
+      // One ACL rule per worker (§4): its ring connection goes through the FPGA.
+      const int host = r * H + i, next = (host + 1) % hosts;
+      l.add_acl({ip_of(host), ip_of(next), roce::RoceNic::qpn_of(recv_qp()), port});
+    }
+  }
+  if (R == 1) return;
+  fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(multigpu ? "fpga" : "spine_fpga", R, fc, pool_.get()));
+  netreduce::FpgaAggregator& f = *fpgas_.back();
+  hier.role = multigpu ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Spine;
+  hier.self_ep = spine_ep;
+  hier.self_ip = kSpineIp;
+  hier.rack = -1;
+  f.set_hierarchy(hier);
+  for (int q = 0; q < R; ++q) {
+    const int port = R + q;
+    f.in(q).socket.bind(spine_->out(port).socket);
+    f.out(q).socket.bind(spine_->in(port).socket);
+    spine_->set_faults(port, faults());
+    f.set_faults(q, faults());
+    ends_.push_back({"spine", "spine_fpga" + std::to_string(q), &spine_->out(port)});
+    ends_.push_back({"spine_fpga" + std::to_string(q), "spine", &f.out(q)});
+    if (!multigpu) {
+      // Leaf q's partials enter the spine FPGA by port q.
+      spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
+      continue;
+    }
+    // Parallel NetReduce: the n rings' connections leaving machine q enter
+    // the FPGA by port q (one rule per GPU, §4).
+    for (int i = 0; i < H; ++i) {
+      const int g = q * H + i, next = ((q + 1) % R) * H + i;
+      spine_->add_acl({ip_of(g), ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), port});
+    }
+  }
+}
+
+void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op) {
+  const int R = racks(), H = hosts() / R;
+  if (layout_ == Layout::MultiGpu) {  // one ring per GPU index, the machines its ranks
+    for (int i = 0; i < H; ++i) fpgas_[0]->add_ring(static_cast<uint16_t>(i), R, window, msg_len, mtu_, dtype, op);
+    return;
+  }
+  for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r) {
+    const bool spine = R > 1 && r == R;
+    fpgas_[r]->add_ring(0, spine ? R : H, window, msg_len, mtu_, dtype, op, spine ? 0 : r * H);
+  }
+}
+
+NetReduceRack::~NetReduceRack() = default;
+
+uint64_t NetReduceRack::lost() const {
+  uint64_t n = spine_ ? spine_->lost() : 0;
+  for (const auto& l : leaves_) n += l->lost();
+  for (const auto& nic : nics_) n += nic->lost();
+  for (const auto& f : fpgas_) n += f->counters().lost;
+  return n;
+}
+
+void NetReduceRack::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& l : leaves_) l->trace(tf);
+  if (spine_) spine_->trace(tf);
+  for (const auto& n : nics_) n->trace(tf);
+  for (const auto& f : fpgas_) f->trace(tf);
+}
+
+uint64_t NetReduceRack::report_held(std::ostream& os) const {
+  uint64_t n = spine_ ? spine_->report_held(os) : 0;
+  for (const auto& l : leaves_) n += l->report_held(os);
+  for (const auto& nic : nics_) n += nic->report_held(os);
+  for (const auto& f : fpgas_) n += f->report_held(os);
+  return n;
+}
+
+}  // namespace incsim::platforms

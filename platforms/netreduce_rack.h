@@ -1,0 +1,92 @@
+#pragma once
+// NetReduce's Ethernet platforms. The single rack (§5.1 Testbed 1, Fig.
+// 10B): P hosts, each one GPU behind a 100 GbE RoCE NIC, on one Ethernet
+// switch; with NetReduce, an FPGA accelerator on P more switch ports (one per
+// host: "both sides spare six ports", §4) and one ACL rule per worker
+// redirecting its ring connection to its FPGA port. Spine-leaf (§3.3, Fig.
+// 5): R such racks (leaves) under one spine switch with its own FPGA, which
+// aggregates the leaves' partials (hierarchical aggregation with the CTT).
+// The hosts form one ring, rack after rack: host i has an RC connection to
+// host (i + 1) mod P.
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "core/config.h"
+#include "ethernet/ethernet_switch.h"
+#include "netreduce/fpga_aggregator.h"
+#include "roce/roce_nic.h"
+
+namespace incsim::platforms {
+
+struct RackLinkEnd {
+  std::string from, to;
+  const net::OutPort* port;
+};
+
+class NetReduceRack {
+ public:
+  // Rack: one switch (racks == 1). SpineLeaf: racks leaves under a spine,
+  // an FPGA on each. MultiGpu (§3.4, Testbed 2): each "rack" is one machine
+  // of hosts_per_rack GPUs whose switch stands for the intra-machine fabric
+  // (GPU links at intra.bandwidth_GBps) and whose uplink is the machine's one
+  // 100 GbE NIC; the machines hang off one Ethernet switch with the FPGA.
+  enum class Layout { Rack, SpineLeaf, MultiGpu };
+  // Reads every link, switch, NIC and FPGA parameter from cfg.
+  NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed);
+  ~NetReduceRack();
+
+  int hosts() const { return static_cast<int>(nics_.size()); }
+  roce::RoceNic& nic(int i) { return *nics_[i]; }
+  int racks() const { return static_cast<int>(leaves_.size()); }
+  eth::EthernetSwitch& leaf(int r) { return *leaves_[r]; }
+  // The FPGA of the single rack, or the spine's (nullptr without NetReduce).
+  netreduce::FpgaAggregator* fpga() { return top_fpga(); }
+  const netreduce::FpgaAggregator* fpga() const { return const_cast<NetReduceRack*>(this)->top_fpga(); }
+  const std::vector<std::unique_ptr<netreduce::FpgaAggregator>>& fpgas() const { return fpgas_; }
+  // Job initialisation: an aggregator array for ring 0 on every FPGA.
+  void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
+  net::PacketPool& pool() { return *pool_; }
+  const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
+  // The ring's connections: host i sends on qp send_qp() to (i+1) mod P and
+  // receives on recv_qp() from (i-1) mod P.
+  static int send_qp() { return 0; }
+  static int recv_qp() { return 1; }
+  // MultiGpu: the ring inside a machine (GPU i to i+1 of the same machine)
+  // and the NetReduce ring of GPU index i across the machines.
+  static int intra_send_qp() { return 2; }
+  static int intra_recv_qp() { return 3; }
+  static int inter_send_qp() { return 4; }
+  static int inter_recv_qp() { return 5; }
+  double host_link_GBps() const { return host_GBps_; }
+  // The latency of one GPU-to-GPU hop through a switch, before any byte's
+  // serialisation: posting, two wires, the switch, delivery (alpha of the
+  // appendix's Eq. (1)-(3)).
+  sc_core::sc_time hop_latency() const { return hop_latency_; }
+  static uint32_t ip_of(int host) { return 0x0A000001u + static_cast<uint32_t>(host); }  // 10.0.0.1 ...
+
+  double link_GBps() const { return link_GBps_; }
+  uint32_t mtu_payload() const { return mtu_; }
+  sc_core::sc_time rto() const { return rto_; }
+  uint64_t lost() const;
+  void trace(sc_core::sc_trace_file* tf) const;
+  uint64_t report_held(std::ostream& os) const;
+
+ private:
+  netreduce::FpgaAggregator* top_fpga() { return fpgas_.empty() ? nullptr : fpgas_.back().get(); }
+  std::unique_ptr<net::PacketPool> pool_;
+  std::vector<std::unique_ptr<eth::EthernetSwitch>> leaves_;
+  std::unique_ptr<eth::EthernetSwitch> spine_;
+  std::vector<std::unique_ptr<roce::RoceNic>> nics_;
+  std::vector<std::unique_ptr<netreduce::FpgaAggregator>> fpgas_;  // leaves' (or the rack's), then the spine's
+  std::vector<RackLinkEnd> ends_;
+  double link_GBps_ = 0, host_GBps_ = 0;
+  Layout layout_;
+  uint32_t mtu_ = 0;
+  sc_core::sc_time rto_, hop_latency_;
+};
+
+}  // namespace incsim::platforms

@@ -1,0 +1,373 @@
+#include "netreduce_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/trace.h"
+#include "core/units.h"
+#include "experiment.h"
+#include "results_json.h"
+#include "platforms/netreduce_rack.h"
+#include "roce/flow_control.h"
+#include "watchdog.h"
+
+namespace incsim::tb {
+
+bool is_netreduce_platform(const std::string& platform) {
+  return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
+}
+
+struct NetReduceExperiment::Totals {
+  uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
+};
+
+NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
+  if (!opt_.config_file.empty()) {
+    Options from_file;
+    load_config_file(opt_.config_file, from_file, cfg_);
+  }
+  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
+  if (opt_.collective != "allreduce")
+    throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
+  multigpu_ = opt_.platform == "multigpu";
+  if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
+  const char* accepted = multigpu_ ? "pnetreduce, flatring, tencent" : "netreduce, ring";
+  if ((std::string(", ") + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
+    throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
+                    "; choose one of " + accepted);
+  if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
+  if (!opt_.dump_platform.empty())
+    throw UserError("--dump-platform writes the GPU platforms' topology; platform " + opt_.platform +
+                    " has no YAML form");
+  dtype_ = collectives::parse_dtype(opt_.dtype);
+  redop_ = collectives::parse_redop(opt_.redop);
+  sizes_ = parse_sizes(opt_.sizes);
+  for (uint64_t s : sizes_)
+    if (s % 4 != 0)
+      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
+  const bool spineleaf = opt_.platform == "spineleaf";
+  if (!(opt_.platform == "rack") && opt_.hosts)
+    throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
+                    "--machines and --gpus-per-machine");
+  if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
+    throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
+  if (!multigpu_ && (opt_.machines || opt_.gpus_per_machine))
+    throw UserError("--machines and --gpus-per-machine are for platform multigpu");
+  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
+  // here); Testbed 2: four machines of eight GPUs.
+  const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : multigpu_ ? (opt_.machines ? opt_.machines : 4) : 1;
+  const int per_rack = spineleaf   ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4)
+                       : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
+                                   : (opt_.hosts ? opt_.hosts : 6);
+  if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
+  const int hosts = racks * per_rack;
+  const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
+
+  window_ = cfg_.get<uint32_t>("netreduce.window", 2,
+                               "messages in flight per host, N (NetReduce §5.1: \"the sliding window size N = 2\")");
+  msg_len_ = cfg_.get<uint32_t>("netreduce.msg_len", 170,
+                                "packets per message, MsgLen (NetReduce §5.1: \"each message has 170 packets\")");
+  if (msg_len_ == 0) throw UserError("netreduce.msg_len (MsgLen) must be at least 1 packet");
+  if (window_ == 0) throw UserError("netreduce.window (N) must be at least 1 message");
+  const uint32_t array_messages = cfg_.get<uint32_t>(
+      "fpga.array_messages", 0,
+      "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
+      "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")");
+  if (in_network && array_messages && array_messages < 2 * window_)
+    throw UserError("a window of N = " + std::to_string(window_) + " messages needs an aggregator array of 2N = " +
+                    std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
+                    std::to_string(array_messages));
+
+  using Layout = platforms::NetReduceRack::Layout;
+  rack_ = std::make_unique<platforms::NetReduceRack>(
+      multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack, racks, per_rack, in_network, cfg_,
+      opt_.seed);
+  const uint32_t mtu = rack_->mtu_payload();
+  // Per packet: the headers of every packet, plus the RETH and INA header of
+  // each message's first packet, shared by its MsgLen packets.
+  const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
+                            (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
+  payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
+  intra_payload_GBps_ = rack_->host_link_GBps() * mtu / per_packet;
+  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, hosts);
+  roce::HostConfig hc{mtu, msg_len_, window_};
+  in_network_ = in_network;
+  for (int i = 0; i < hosts; ++i) {
+    roce::RoceNic& nic = rack_->nic(i);
+    const roce::GpuPlace place{i,
+                               i % per_rack,
+                               per_rack,
+                               i / per_rack,
+                               racks,
+                               rack_->intra_send_qp(),
+                               rack_->intra_recv_qp(),
+                               rack_->inter_send_qp(),
+                               rack_->inter_recv_qp()};
+    if (multigpu_ && in_network)
+      workers_.push_back(
+          std::make_unique<roce::ParallelNetReduceWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
+    else if (multigpu_ && opt_.algorithm == "tencent")
+      workers_.push_back(std::make_unique<roce::TencentWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
+    else if (in_network)
+      workers_.push_back(std::make_unique<roce::NetReduceWorker>(
+          i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, rack_->send_qp(), 0, i, hc)));
+    else
+      workers_.push_back(std::make_unique<roce::RingWorker>(
+          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, rack_->send_qp(), i, hosts, hc, dtype_, redop_)));
+    nic.set_client(workers_.back().get());
+  }
+  if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
+
+  double stall_us = cfg_.get<double>("sim.stall_timeout_us", 0.0,
+                                     "simulated time in which no host receives or has acknowledged a packet that "
+                                     "counts as a stall, us; 0: ten retransmission timeouts");
+  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
+  if (stall_us == 0) stall_us = 10 * rack_->rto().to_seconds() * 1e6;
+  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
+  watchdog_ = std::make_unique<Watchdog>(
+      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
+      [this] {
+        uint64_t n = 0;
+        for (int i = 0; i < rack_->hosts(); ++i) n += rack_->nic(i).progress();
+        return n;
+      },
+      opt_.quiet, progress_s);
+  cfg_.check_unused();
+  if (!opt_.vcd.empty()) {
+    vcd_ = open_vcd(opt_.vcd);
+    rack_->trace(vcd_);
+    for (int i = 0; i < hosts; ++i)
+      sc_core::sc_trace(vcd_, workers_[i]->progress_ref(),
+                        "host" + std::to_string(i) + progress_suffix());
+  }
+}
+
+NetReduceExperiment::~NetReduceExperiment() {
+  if (vcd_) close_vcd(vcd_, opt_.vcd);
+}
+
+// The bandwidth term alone (the bound) or with the latency term (the
+// appendix's model): Eq. (1) for the flat ring, Eq. (3) for Parallel
+// NetReduce, with B the payload bandwidths and alpha the hop latency.
+double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
+  const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
+  const int p = rack_->hosts(), n = p / rack_->racks();
+  const double a = with_alpha ? rack_->hop_latency().to_seconds() * 1e6 : 0.0;
+  const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
+  if (!multigpu_)
+    return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
+  (void)m;
+  if (opt_.algorithm == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
+    const double m_count = rack_->racks();
+    return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
+  }
+  if (opt_.algorithm == "tencent") {  // Eq. (2)
+    const double lat = (n * n + 3.0 * n * std::log2(n) - 3.0 * n + 2.0 * p) / n * a;
+    return lat + (4.0 * (n - 1) * p * b_inter + 2.0 * (p - n) * n * b_intra) / (n * p * b_intra * b_inter) * bytes;
+  }
+  if (!in_network_) return 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;  // Eq. (1)
+  return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
+}
+
+// What a worker's progress signal counts: NetReduce's window position, a
+// ring's step, or the stage of a hierarchical algorithm.
+std::string NetReduceExperiment::progress_suffix() const {
+  if (opt_.algorithm == "netreduce") return ".window";
+  if (opt_.algorithm == "ring" || opt_.algorithm == "flatring") return ".step";
+  return ".stage";
+}
+
+NetReduceExperiment::Totals NetReduceExperiment::totals() const {
+  Totals t;
+  for (int i = 0; i < rack_->hosts(); ++i) {
+    const roce::RoceNic& n = rack_->nic(i);
+    t.frame_bytes += n.frame_bytes_sent();
+    t.retransmitted += n.retransmitted();
+    t.timeouts += n.timeouts();
+    t.icrc_drops += n.icrc_drops();
+  }
+  t.lost = rack_->lost();
+  for (const auto& f : rack_->fpgas()) {
+    const auto c = f->counters();
+    t.icrc_drops += c.icrc_drops;
+    t.first_lost += c.first_lost_drops;
+    t.resent += f->ring(0).resent();
+  }
+  return t;
+}
+
+std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
+  std::vector<NetReduceRow> rows;
+  const int hosts = rack_->hosts();
+  const auto& ends = rack_->link_ends();
+  std::vector<uint64_t> before(ends.size()), before_packets(ends.size());
+  for (size_t si = 0; si < sizes_.size(); ++si) {
+    const uint64_t bytes = sizes_[si];
+    for (size_t k = 0; k < ends.size(); ++k) {
+      before[k] = ends[k].port->bytes_sent();
+      before_packets[k] = ends[k].port->packets_sent();
+    }
+    const Totals t0 = totals();
+    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    int finished = 0;
+    sc_core::sc_time end;
+    auto done = [&] {
+      if (++finished == hosts) {
+        end = sc_core::sc_time_stamp();
+        sc_core::sc_pause();
+      }
+    };
+    for (auto& w : workers_) w->start(bytes, done);
+    watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(si + 1) + " of " +
+                   std::to_string(sizes_.size()) + ")");
+    auto idle = [&] {
+      for (int i = 0; i < hosts; ++i)
+        if (!rack_->nic(i).idle()) return false;
+      return true;
+    };
+    while (finished < hosts && !watchdog_->stalled() && sc_core::sc_pending_activity()) sc_core::sc_start();
+    // The last ACKs: every connection drains before the next size starts,
+    // so no retransmission of this size meets the next one's messages.
+    while (finished == hosts && !idle() && !watchdog_->stalled() && sc_core::sc_pending_activity())
+      sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+    watchdog_->disarm();
+    if (finished < hosts || !idle()) {
+      std::ostringstream os;
+      const uint64_t held = rack_->report_held(os);
+      for (int i = 0; i < hosts; ++i)
+        if (!workers_[i]->finished())
+          os << "  host" << i << ": not done, at" << progress_suffix().substr(1) << " "
+             << workers_[i]->progress_ref() << "\n";
+      std::string where = os.str();
+      if (!where.empty() && where.back() == '\n') where.pop_back();
+      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                      size_label(bytes) + " (" + std::to_string(finished) + " of " + std::to_string(hosts) +
+                      " hosts done; no packet delivered or acknowledged for sim.stall_timeout_us); " + std::to_string(held) +
+                      " packets or sequence numbers outstanding:\n" + where);
+    }
+    const Totals t1 = totals();
+    NetReduceRow r;
+    r.size_bytes = bytes;
+    r.count = bytes / 4;
+    r.time_us = (end - start).to_seconds() * 1e6;
+    r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
+    r.busbw_GBps = r.algbw_GBps * 2.0 * (hosts - 1) / hosts;
+    for (const auto& w : workers_) r.wrong += w->wrong();
+    r.bound_us = model_us(bytes, false);
+    r.model_us = model_us(bytes, true);
+    r.bound_fraction = r.bound_us / r.time_us;
+    r.goodput_Gbps = 8.0 * static_cast<double>(bytes) / (r.time_us * 1e3);
+    // Frames the hosts sent up to the end of the collective, per host.
+    r.throughput_Gbps = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (r.time_us * 1e3);
+    r.lost = t1.lost - t0.lost;
+    r.retransmitted = t1.retransmitted - t0.retransmitted;
+    r.timeouts = t1.timeouts - t0.timeouts;
+    r.icrc_drops = t1.icrc_drops - t0.icrc_drops;
+    r.first_lost_drops = t1.first_lost - t0.first_lost;
+    r.resent_results = t1.resent - t0.resent;
+    for (size_t k = 0; k < ends.size(); ++k) {
+      r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+      r.packet_hops += ends[k].port->packets_sent() - before_packets[k];
+    }
+    if (table) {
+      Row base;
+      base.size_bytes = r.size_bytes;
+      base.count = r.count;
+      base.time_us = r.time_us;
+      base.algbw_GBps = r.algbw_GBps;
+      base.busbw_GBps = r.busbw_GBps;
+      base.wrong = r.wrong;
+      base.bound_fraction = r.bound_fraction;
+      Experiment::print_row(*table, base, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
+      if (multigpu_)
+        *table << std::fixed << std::setprecision(2) << "#   Eq. ("
+               << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1) << "): " << r.model_us
+               << " us; simulated / model " << std::setprecision(3) << r.time_us / r.model_us << "\n";
+      *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
+             << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops
+             << " failed the ICRC, " << r.retransmitted << " packets retransmitted (" << r.timeouts << " timeouts)";
+      if (in_network_)
+        *table << ", " << r.first_lost_drops << " dropped for a lost first packet, " << r.resent_results
+               << " results sent again";
+      *table << "\n";
+      table->flush();
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void NetReduceExperiment::print_header(std::ostream& os) const {
+  const int hosts = rack_->hosts();
+  const int racks = rack_->racks();
+  os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform " << opt_.platform << " (";
+  if (racks == 1)
+    os << "1 Ethernet switch, " << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
+  else if (multigpu_)
+    os << racks << " machines of " << hosts / racks << " GPUs, B_intra " << std::setprecision(1) << std::fixed
+       << rack_->host_link_GBps() << " GB/s, one NIC each, 1 Ethernet switch"
+       << (rack_->fpga() ? " with an FPGA aggregator (" + std::to_string(hosts / racks) + " rings), " : ", ");
+  else
+    os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
+       << (rack_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
+  os << std::setprecision(0) << std::fixed << rack_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+  os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
+     << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << rack_->mtu_payload()
+     << " B packet)";
+  if (multigpu_)
+    os << "; B_intra payload " << std::setprecision(2) << intra_payload_GBps_ << " GB/s; alpha (one GPU-to-GPU hop) "
+       << rack_->hop_latency().to_seconds() * 1e6 << " us";
+  if (rack_->fpga())
+    os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
+       << 2 * window_ * msg_len_ << " packets";
+  os << "\n";
+  Experiment::print_columns(os);
+}
+
+void NetReduceExperiment::write_json(const std::string& path, const std::vector<NetReduceRow>& rows) const {
+  using json = nlohmann::ordered_json;
+  json j;
+  j["config"]["platform"] = opt_.platform;
+  j["config"]["collective"] = "allreduce";
+  j["config"]["algorithm"] = opt_.algorithm;
+  j["config"]["hosts"] = rack_->hosts();
+  j["config"]["racks"] = rack_->racks();
+  j["config"]["dtype"] = collectives::dtype_name(dtype_);
+  j["config"]["redop"] = collectives::redop_name(redop_);
+  j["config"]["seed"] = opt_.seed;
+  j["config"]["sizes"] = opt_.sizes;
+  j["config"]["params"] = params_json(cfg_);
+  j["endpoint_payload_GBps"] = payload_GBps_;
+  const auto& ends = rack_->link_ends();
+  json rs = json::array();
+  for (const auto& r : rows) {
+    json row;
+    row_json(row, r, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
+    if (multigpu_) row["model_us"] = r.model_us;
+    row["goodput_Gbps"] = r.goodput_Gbps;
+    row["throughput_Gbps"] = r.throughput_Gbps;
+    row["frames_lost"] = r.lost;
+    row["icrc_drops"] = r.icrc_drops;
+    row["retransmitted_packets"] = r.retransmitted;
+    row["timeouts"] = r.timeouts;
+    row["first_lost_drops"] = r.first_lost_drops;
+    row["results_sent_again"] = r.resent_results;
+    row["packet_hops"] = r.packet_hops;
+    row["links"] = links_json(ends, r.link_bytes, r.time_us);
+    rs.push_back(row);
+  }
+  j["rows"] = rs;
+  std::ofstream f(path);
+  if (!f) throw UserError("cannot write the results file '" + path + "'");
+  f << j.dump(1) << "\n";
+}
+
+void NetReduceExperiment::list_params(std::ostream& os) const { cfg_.list(os); }
+
+}  // namespace incsim::tb

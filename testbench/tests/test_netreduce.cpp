@@ -1,0 +1,507 @@
+// NetReduce (ASPLOS'23) blocks: the connection lookup table, the aggregator
+// array (addressing, deallocation one window ahead, idempotence under
+// retransmission), and the rack end to end with real data: lossless near the
+// line-rate bound (Table 6), lossy and corrupting links with #wrong == 0,
+// ring all-reduce over the same RoCE NICs, bad input, determinism.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "core/error.h"
+#include "ethernet/roce_frame.h"
+#include "netreduce/aggregator_array.h"
+#include "netreduce/clt.h"
+#include "netreduce/ctt.h"
+#include "platforms/netreduce_rack.h"
+#include "netreduce_experiment.h"
+#include "options.h"
+
+using namespace incsim;
+using netreduce::AggregatorArray;
+using netreduce::ConnectionLookupTable;
+using netreduce::ConnKey;
+using netreduce::Resolved;
+
+TEST_CASE("CLT: a first packet fills the entry, the following ones recover MsgID and PSN - PSN0", "[netreduce][clt]") {
+  ConnectionLookupTable clt(8);
+  const ConnKey k{1, 2, 3};
+  CHECK(clt.lookup(k, 100).status == Resolved::NoEntry);
+  Resolved r = clt.fill(k, 7, 4, 10, 170, 1000);
+  CHECK(r.status == Resolved::Ok);
+  CHECK(clt.occupancy() == 1);
+  r = clt.lookup(k, 1169);
+  REQUIRE(r.status == Resolved::Ok);
+  CHECK(r.ring == 7);
+  CHECK(r.rank == 4);
+  CHECK(r.msg == 10);
+  CHECK(r.offset == 169);
+  // The next message's first packet was lost: its followers are dropped (§3.2).
+  CHECK(clt.lookup(k, 1170).status == Resolved::FirstLost);
+  // A go-back-N retransmission of the previous message that starts mid-message.
+  r = clt.lookup(k, 1000 - 170 + 5);
+  REQUIRE(r.status == Resolved::Ok);
+  CHECK(r.msg == 9);
+  CHECK(r.offset == 5);
+  r = clt.lookup(k, 999);
+  CHECK(r.msg == 9);
+  CHECK(r.offset == 169);
+  // A refill moves the entry; other connections have their own.
+  clt.fill(k, 7, 4, 11, 170, 1170);
+  CHECK(clt.lookup(k, 1171).msg == 11);
+  clt.fill(ConnKey{5, 6, 7}, 7, 0, 11, 170, 50);
+  CHECK(clt.occupancy() == 2);
+  CHECK(clt.lookup(ConnKey{5, 6, 7}, 51).rank == 0);
+}
+
+TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
+  ConnectionLookupTable clt(2);
+  CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 0, 4, 0).status == Resolved::Ok);
+  CHECK(clt.fill(ConnKey{2, 2, 2}, 0, 1, 0, 4, 0).status == Resolved::Ok);
+  CHECK(clt.fill(ConnKey{3, 3, 3}, 0, 2, 0, 4, 0).status == Resolved::TableFull);
+  CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 1, 4, 4).status == Resolved::Ok);  // a known one still refreshes
+}
+
+TEST_CASE("CTT: entries per key, no duplicates, fixed capacity", "[netreduce][ctt]") {
+  netreduce::ConnectionTranslationTable ctt(3);
+  const ConnKey l1s{1, 9, 0x100}, s1{9, 1, 0x100}, s2{9, 2, 0x100};
+  CHECK(ctt.add(l1s, s1, 0));
+  CHECK(ctt.add(l1s, s2, 1));
+  CHECK(ctt.add(l1s, s2, 1));  // already there
+  CHECK(ctt.occupancy() == 2);
+  int n = 0;
+  ctt.for_each(l1s, [&](const netreduce::ConnectionTranslationTable::Entry& e) {
+    CHECK(e.port == (e.to == s1 ? 0 : 1));
+    ++n;
+  });
+  CHECK(n == 2);
+  CHECK(ctt.add(s1, l1s, 2));
+  CHECK_FALSE(ctt.add(s2, l1s, 2));  // full
+}
+
+namespace {
+
+// Packets with a payload of `elements` int32 values, all equal to v.
+struct Bench {
+  net::PacketPool pool{net::PacketFormat{0, 1, eth::kPayloadOffset + 64}};
+  std::vector<net::Packet*> out;
+  Bench() { out.reserve(8); }
+  net::Packet* packet(int32_t v, int src) {
+    net::Packet* p = pool.get();
+    p->src = static_cast<uint32_t>(src);
+    p->payload_bytes = 16;
+    for (int i = 0; i < 4; ++i) std::memcpy(eth::payload(p) + 4 * i, &v, 4);
+    return p;
+  }
+  static int32_t value(const net::Packet* p, int i = 0) {
+    int32_t v;
+    std::memcpy(&v, eth::payload(p) + 4 * i, 4);
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("aggregator array: completes when every rank is in, each result under its rank's header",
+          "[netreduce][aggregator]") {
+  Bench b;
+  AggregatorArray a(3, 2, 4, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  CHECK(a.aggregators() == 2 * 2 * 4);
+  CHECK(a.accept(b.packet(1, 10), 0, 0, 2, b.out) == AggregatorArray::Stored);
+  CHECK(a.accept(b.packet(20, 11), 1, 0, 2, b.out) == AggregatorArray::Stored);
+  CHECK(b.out.empty());
+  CHECK(a.busy_ref() == 1);
+  CHECK(a.bits_ref() == 2);
+  // Same offset of another message: another aggregator.
+  CHECK(a.accept(b.packet(5, 10), 0, 1, 2, b.out) == AggregatorArray::Stored);
+  CHECK(a.busy_ref() == 2);
+  CHECK(a.accept(b.packet(300, 12), 2, 0, 2, b.out) == AggregatorArray::Completed);
+  REQUIRE(b.out.size() == 3);
+  for (int r = 0; r < 3; ++r) {
+    CHECK(b.out[r]->src == static_cast<uint32_t>(10 + r));  // the original headers
+    for (int i = 0; i < 4; ++i) CHECK(Bench::value(b.out[r], i) == 321);
+  }
+  CHECK(a.busy_ref() == 1);
+  CHECK(a.bits_ref() == 1);
+  CHECK(a.completions() == 1);
+}
+
+TEST_CASE("aggregator array: retransmitted packets are aggregated exactly once", "[netreduce][aggregator]") {
+  Bench b;
+  AggregatorArray a(3, 1, 2, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  a.accept(b.packet(1, 0), 0, 0, 1, b.out);
+  // Rank 0 retransmits before the others are in: its buffer is overwritten,
+  // not added again.
+  CHECK(a.accept(b.packet(1, 0), 0, 0, 1, b.out) == AggregatorArray::Stored);
+  CHECK(a.overwrites() == 1);
+  CHECK(a.bits_ref() == 1);
+  a.accept(b.packet(10, 1), 1, 0, 1, b.out);
+  a.accept(b.packet(10, 1), 1, 0, 1, b.out);
+  CHECK(a.accept(b.packet(100, 2), 2, 0, 1, b.out) == AggregatorArray::Completed);
+  REQUIRE(b.out.size() == 3);
+  CHECK(Bench::value(b.out[0]) == 111);
+  for (auto* p : b.out) b.pool.put(p);
+  b.out.clear();
+  // Its result was lost downstream: the sender retransmits, the stored
+  // aggregation value goes out again, under this packet's header.
+  CHECK(a.accept(b.packet(1, 7), 0, 0, 1, b.out) == AggregatorArray::Resent);
+  REQUIRE(b.out.size() == 1);
+  CHECK(b.out[0]->src == 7u);
+  CHECK(Bench::value(b.out[0], 3) == 111);
+  CHECK(a.resent() == 1);
+  CHECK(a.completions() == 1);
+  b.pool.put(b.out[0]);
+  b.out.clear();
+  // Nothing is left held: every packet went out or back to the pool.
+  CHECK(a.held() == 0);
+  CHECK(b.pool.in_use() == 0);
+}
+
+TEST_CASE("aggregator array: MsgID % 2N x MsgLen addressing, deallocation one window ahead",
+          "[netreduce][aggregator]") {
+  Bench b;
+  const uint32_t n = 2, len = 3;
+  AggregatorArray a(2, n, len, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  // Messages 0..3 fill the 2N = 4 message slots.
+  for (int m = 0; m < 4; ++m) {
+    a.accept(b.packet(m, 0), 0, m, 1, b.out);
+    a.accept(b.packet(m * 10, 1), 1, m, 1, b.out);
+    REQUIRE(b.out.size() == 2);
+    CHECK(Bench::value(b.out[0]) == 11 * m);
+    for (auto* p : b.out) b.pool.put(p);
+    b.out.clear();
+  }
+  // Message 4 reuses message 0's aggregator: its first packet there had
+  // already deallocated it (message 2 cleared it, one window ahead), so no
+  // stale bit of message 0 counts.
+  CHECK(a.accept(b.packet(4, 0), 0, 4, 1, b.out) == AggregatorArray::Stored);
+  CHECK(a.bits_ref() == 1);
+  // A late retransmission of message 0 finds its aggregator reused; the
+  // value is kept until message 4 completes, so it is still answered.
+  CHECK(a.accept(b.packet(0, 1), 1, 0, 1, b.out) == AggregatorArray::Resent);
+  CHECK(Bench::value(b.out[0]) == 0);
+  b.pool.put(b.out[0]);
+  b.out.clear();
+  CHECK(a.accept(b.packet(40, 1), 1, 4, 1, b.out) == AggregatorArray::Completed);
+  CHECK(Bench::value(b.out[0]) == 44);
+  for (auto* p : b.out) b.pool.put(p);
+  b.out.clear();
+  // Now message 0 is gone for good.
+  CHECK(a.accept(b.packet(0, 1), 1, 0, 1, b.out) == AggregatorArray::Dropped);
+  CHECK(a.dropped() == 1);
+}
+
+TEST_CASE("ICRC: a flipped bit fails the check, a recomputed one passes", "[netreduce][frame]") {
+  net::PacketPool pool(net::PacketFormat{0, 1, eth::kPayloadOffset + 64});
+  net::Packet* p = pool.get();
+  eth::header(p) = eth::RoceHeader();
+  eth::header(p).psn = 42;
+  p->payload_bytes = 64;
+  for (int i = 0; i < 64; ++i) eth::payload(p)[i] = static_cast<uint8_t>(i);
+  eth::seal(p);
+  CHECK(eth::intact(p));
+  eth::LinkFaults always(0.0, 0.999999, 1, 0);
+  CHECK_FALSE(always.apply(p));
+  CHECK(always.corrupted() == 1);
+  CHECK_FALSE(eth::intact(p));
+  eth::seal(p);
+  CHECK(eth::intact(p));
+  // Wire bytes: 1 KB payload, RETH and INA header on a first packet.
+  p->payload_bytes = 1024;
+  eth::header(p).opcode = eth::Opcode::WriteMiddle;
+  CHECK(eth::wire_bytes_for(p) == 1024 + 38 + 44);
+  eth::header(p).opcode = eth::Opcode::WriteFirst;
+  eth::header(p).has_ina = 1;
+  CHECK(eth::wire_bytes_for(p) == 1024 + 38 + 44 + 16 + 16);
+  pool.put(p);
+}
+
+namespace {
+
+using Overrides = std::vector<std::pair<std::string, std::string>>;
+
+tb::Options options(const std::string& algorithm, const std::string& sizes, Overrides overrides) {
+  tb::Options o;
+  o.algorithm = algorithm;
+  o.sizes = sizes;
+  o.quiet = true;
+  o.overrides = std::move(overrides);
+  return o;
+}
+
+std::vector<tb::NetReduceRow> run(tb::NetReduceExperiment& e) {
+  std::ostringstream table;
+  auto rows = e.run(&table);
+  INFO(table.str());
+  return rows;
+}
+
+std::vector<tb::NetReduceRow> run_spineleaf(int racks, int per_rack, const std::string& algorithm,
+                                            const std::string& sizes, Overrides overrides = {}) {
+  tb::Options o = options(algorithm, sizes, std::move(overrides));
+  o.platform = "spineleaf";
+  o.racks = racks;
+  o.hosts_per_rack = per_rack;
+  tb::NetReduceExperiment e(o);
+  return run(e);
+}
+
+std::vector<tb::NetReduceRow> run_rack(const std::string& algorithm, const std::string& sizes,
+                                       std::vector<std::pair<std::string, std::string>> overrides = {},
+                                       double* bound_GBps = nullptr, int hosts = 6) {
+  tb::Options o;
+  o.platform = "rack";
+  o.hosts = hosts;
+  o.algorithm = algorithm;
+  o.sizes = sizes;
+  o.quiet = true;
+  o.overrides = std::move(overrides);
+  tb::NetReduceExperiment e(o);
+  if (bound_GBps) *bound_GBps = e.payload_GBps();
+  std::ostringstream table;
+  auto rows = e.run(&table);
+  INFO(table.str());
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("Table 6: NetReduce on 6 hosts, N = 2, 170 packets of 1 KB, is exact and near the 100 GbE bound",
+          "[netreduce][rack]") {
+  double bound = 0;
+  const auto rows = run_rack("netreduce", "4,5000,16M", {}, &bound);
+  // 100 GbE less 82 B of Ethernet/IP/UDP/BTH/ICRC per 1024 B (and RETH+INA
+  // per 170 packets): 92.57 Gbps of payload.
+  CHECK(bound * 8 == Approx(92.57).epsilon(0.001));
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  const auto& big = rows.back();
+  INFO("goodput " << big.goodput_Gbps << " Gbps, throughput " << big.throughput_Gbps << " Gbps");
+  CHECK(big.goodput_Gbps <= bound * 8 * 1.0001);
+  CHECK(big.goodput_Gbps >= 0.97 * bound * 8);
+  // Frame bytes (headers, ACKs) on top of the payload, under the line rate.
+  CHECK(big.throughput_Gbps > big.goodput_Gbps);
+  CHECK(big.throughput_Gbps < 100.0);
+  CHECK(big.retransmitted == 0);
+  CHECK(big.lost == 0);
+}
+
+TEST_CASE("NetReduce under 0.1% loss and 0.1% corruption per link: every element exact", "[netreduce][rack][loss]") {
+  const auto rows = run_rack("netreduce", "12292,2M",
+                             {{"link.loss", "0.001"}, {"link.corruption", "0.001"}});
+  uint64_t lost = 0, icrc = 0, retx = 0, resent = 0;
+  for (const auto& r : rows) {
+    CHECK(r.wrong == 0);
+    lost += r.lost;
+    icrc += r.icrc_drops;
+    retx += r.retransmitted;
+    resent += r.resent_results;
+  }
+  // The faults really happened and were repaired by go-back-N, and the
+  // aggregator answered retransmissions of completed aggregations.
+  CHECK(lost > 0);
+  CHECK(icrc > 0);
+  CHECK(retx > 0);
+  CHECK(resent > 0);
+}
+
+TEST_CASE("NetReduce at 1% loss with small messages still converges exactly", "[netreduce][rack][loss]") {
+  const auto rows = run_rack("netreduce", "300K", {{"link.loss", "0.01"}, {"netreduce.msg_len", "16"},
+                                                   {"netreduce.window", "3"}}, nullptr, 4);
+  CHECK(rows[0].wrong == 0);
+  CHECK(rows[0].lost > 0);
+  CHECK(rows[0].first_lost_drops > 0);  // some first packets were lost: their followers dropped (§3.2)
+}
+
+TEST_CASE("ring all-reduce over RoCE on the rack: exact, near 2(P-1)/P x M / B", "[netreduce][rack][ring]") {
+  const auto rows = run_rack("ring", "4,12292,8M");
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  CHECK(rows.back().bound_fraction > 0.95);
+  CHECK(rows.back().bound_fraction <= 1.0);
+}
+
+TEST_CASE("ring all-reduce over RoCE on the rack is exact under loss", "[netreduce][rack][ring][loss]") {
+  const auto lossy = run_rack("ring", "1M", {{"link.loss", "0.002"}, {"link.corruption", "0.001"}}, nullptr, 5);
+  CHECK(lossy[0].wrong == 0);
+  CHECK(lossy[0].retransmitted > 0);
+}
+
+TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold Table 3's entries",
+          "[netreduce][spineleaf]") {
+  tb::Options o = options("netreduce", "4,12292,1M", {});
+  o.platform = "spineleaf";
+  o.racks = 2;
+  o.hosts_per_rack = 2;
+  tb::NetReduceExperiment e(o);
+  for (const auto& r : run(e)) CHECK(r.wrong == 0);
+  const auto& f = e.platform().fpgas();
+  REQUIRE(f.size() == 3);
+  // Table 3: each leaf two aggregation entries (its hosts' connections ->
+  // leaf-to-spine) and two multicast entries (spine-to-leaf -> the
+  // connections into its hosts); the spine four (two leaves x two leaves).
+  CHECK(f[0]->ctt().occupancy() == 4);
+  CHECK(f[1]->ctt().occupancy() == 4);
+  CHECK(f[2]->ctt().occupancy() == 4);
+  // One connection per rack crosses to the other rack: its destination leaf
+  // learned it from a notification.
+  CHECK(f[0]->counters().notifications > 0);
+  CHECK(f[1]->counters().notifications > 0);
+  CHECK(f[0]->counters().untranslated == 0);
+}
+
+TEST_CASE("spine-leaf: near the line-rate bound, like the single rack", "[netreduce][spineleaf]") {
+  const auto rows = run_spineleaf(2, 4, "netreduce", "8M");
+  CHECK(rows[0].wrong == 0);
+  CHECK(rows[0].bound_fraction > 0.95);
+  CHECK(rows[0].bound_fraction <= 1.0);
+}
+
+TEST_CASE("spine-leaf under 0.1% loss and corruption: exact", "[netreduce][spineleaf][loss]") {
+  const auto rows = run_spineleaf(3, 3, "netreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}});
+  uint64_t lost = 0, resent = 0;
+  for (const auto& r : rows) {
+    CHECK(r.wrong == 0);
+    lost += r.lost;
+    resent += r.resent_results;
+  }
+  CHECK(lost > 0);
+  CHECK(resent > 0);
+}
+
+TEST_CASE("spine-leaf ring all-reduce crosses the spine exactly", "[netreduce][spineleaf][ring]") {
+  const auto rows = run_spineleaf(2, 3, "ring", "4,12292,1M", {{"link.loss", "0.001"}});
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+}
+
+namespace {
+tb::NetReduceExperiment* multigpu(int machines, int gpus, const std::string& algorithm, const std::string& sizes,
+                                  Overrides overrides = {}) {
+  tb::Options o = options(algorithm, sizes, std::move(overrides));
+  o.platform = "multigpu";
+  o.machines = machines;
+  o.gpus_per_machine = gpus;
+  return new tb::NetReduceExperiment(o);
+}
+}  // namespace
+
+TEST_CASE("Parallel NetReduce on multi-GPU machines: exact, within 5% of the appendix's Eq. (3)",
+          "[netreduce][multigpu]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bandwidth_GBps", "50"}}));
+  const auto rows = run(*e);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  // Eq. (3): (2n - 1) alpha + (2(n-1) B_inter + n B_intra) / (n B_intra B_inter) M.
+  const auto& big = rows.back();
+  INFO("simulated " << big.time_us << " us, Eq. (3) " << big.model_us << " us");
+  CHECK(big.time_us == Approx(big.model_us).epsilon(0.05));
+  // The latency term alone: 2n - 1 hops for a single element.
+  CHECK(rows.front().time_us == Approx(rows.front().model_us).epsilon(0.1));
+}
+
+TEST_CASE("flat ring on multi-GPU machines: exact, near Eq. (1)'s bandwidth term", "[netreduce][multigpu]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(2, 3, "flatring", "4,4M"));
+  const auto rows = run(*e);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  CHECK(rows.back().bound_fraction > 0.9);
+  CHECK(rows.back().bound_fraction <= 1.0);
+}
+
+TEST_CASE("Tencent hierarchical all-reduce on multi-GPU machines: exact, also under loss", "[netreduce][multigpu]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(
+      multigpu(3, 4, "tencent", "4,12292,2M", {{"link.loss", "0.0005"}}));
+  const auto rows = run(*e);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  CHECK(rows.back().model_us > 0);
+}
+
+TEST_CASE("Parallel NetReduce under loss: exact", "[netreduce][multigpu][loss]") {
+  std::unique_ptr<tb::NetReduceExperiment> e(
+      multigpu(2, 3, "pnetreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}}));
+  const auto rows = run(*e);
+  uint64_t lost = 0;
+  for (const auto& r : rows) {
+    CHECK(r.wrong == 0);
+    lost += r.lost;
+  }
+  CHECK(lost > 0);
+}
+
+TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
+  using V = std::vector<std::pair<std::string, std::string>>;
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.window", "3"}, {"fpga.array_messages", "4"}}),
+                    Catch::Contains("needs an aggregator array of 2N = 6 messages"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.msg_len", "0"}}), Catch::Contains("MsgLen"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.loss", "1"}}), Catch::Contains("[0, 1)"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.corruption", "1.5"}}), Catch::Contains("[0, 1)"));
+  CHECK_THROWS_WITH(run_rack("push", "1M"), Catch::Contains("choose one of netreduce, ring"));
+  tb::Options sl = options("netreduce", "1M", {});
+  sl.platform = "spineleaf";
+  sl.hosts = 4;
+  CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--racks and --hosts-per-rack"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(1, 8, "pnetreduce", "1M")),
+                    Catch::Contains("at least 2 machines"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(2, 2, "netreduce", "1M")),
+                    Catch::Contains("choose one of pnetreduce, flatring, tencent"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.no_such_key", "1"}}), Catch::Contains("fpga.no_such_key"));
+}
+
+#ifdef INCSIM_BINARY
+namespace {
+// Runs incsim with `args`; returns its exit status, stdout in `out`.
+int run_incsim(const std::string& args, std::string& out) {
+  FILE* f = popen((std::string(INCSIM_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  REQUIRE(f);
+  char buf[4096];
+  out.clear();
+  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  const int st = pclose(f);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+}  // namespace
+
+TEST_CASE("incsim --platform rack: same seed, same bytes (table and waveform), under loss", "[netreduce][cli]") {
+  const std::string vcd1 = "/tmp/incsim_test_netreduce_1.vcd", vcd2 = "/tmp/incsim_test_netreduce_2.vcd";
+  const std::string args = "--platform rack --hosts 4 --sizes 64K,256K -c link.loss=0.002 -c link.corruption=0.001 "
+                           "--quiet --seed 3 --vcd ";
+  std::string a, b;
+  REQUIRE(run_incsim(args + vcd1, a) == 0);
+  REQUIRE(run_incsim(args + vcd2, b) == 0);
+  CHECK(a == b);
+  const std::string w1 = slurp(vcd1), w2 = slurp(vcd2);
+  CHECK(w1 == w2);
+  // The waveform shows the blocks' state.
+  for (const char* sig : {"$scope module clt", " occupancy ", "aggregators_busy", "bitmap_bits", "completions",
+                          "$scope module host0", " window ", "retransmissions", "unacked_packets"})
+    CHECK(w1.find(sig) != std::string::npos);
+  std::remove(vcd1.c_str());
+  std::remove(vcd2.c_str());
+  std::string c;
+  REQUIRE(run_incsim("--platform rack --hosts 4 --sizes 64K,256K -c link.loss=0.002 -c link.corruption=0.001 --quiet "
+                 "--seed 4",
+                 c) == 0);
+  CHECK(c != a);  // another seed draws other losses
+  CHECK(run_incsim("--platform rack -c link.loss=1", c) == 2);
+  // Multi-GPU machines with loss: the same seed, the same table.
+  const std::string mg = "--platform multigpu --machines 2 --gpus-per-machine 3 --sizes 256K --quiet "
+                         "-c link.loss=0.002 --seed 5 --algorithm ";
+  for (const char* alg : {"pnetreduce", "tencent"}) {
+    std::string x, y;
+    REQUIRE(run_incsim(mg + alg, x) == 0);
+    REQUIRE(run_incsim(mg + alg, y) == 0);
+    CHECK(x == y);
+  }
+  CHECK(run_incsim("--platform rack --hosts 1", c) == 2);
+}
+#endif
