@@ -922,9 +922,7 @@ void Experiment::write_json(const std::string& path, const std::vector<Row>& row
     rs.push_back(row);
   }
   j["rows"] = rs;
-  std::ofstream f(path);
-  if (!f) throw UserError("cannot write the results file '" + path + "'");
-  f << j.dump(1) << "\n";
+  write_json_file(path, j);
 }
 
 void Experiment::list_params(std::ostream& os) const { cfg_.list(os); }

@@ -363,9 +363,7 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
     rs.push_back(row);
   }
   j["rows"] = rs;
-  std::ofstream f(path);
-  if (!f) throw UserError("cannot write the results file '" + path + "'");
-  f << j.dump(1) << "\n";
+  write_json_file(path, j);
 }
 
 void NetReduceExperiment::list_params(std::ostream& os) const { cfg_.list(os); }

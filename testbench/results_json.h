@@ -2,12 +2,14 @@
 // What every run mode writes the same way: the parameters a run used, and
 // bytes and utilisation per link direction (--json).
 #include <cstdint>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
+#include "core/error.h"
 #include "options.h"
 
 namespace incsim::tb {
@@ -54,6 +56,13 @@ void row_json(nlohmann::ordered_json& row, const Row& r, const std::string& type
   row["wrong"] = r.wrong;
   row["bound_us"] = r.bound_us;
   row["bound_fraction"] = r.bound_fraction;
+}
+
+// Writes the --json file, one space of indent per level.
+inline void write_json_file(const std::string& path, const nlohmann::ordered_json& j) {
+  std::ofstream f(path);
+  if (!f) throw UserError("cannot write the results file '" + path + "'");
+  f << j.dump(1) << "\n";
 }
 
 }  // namespace incsim::tb

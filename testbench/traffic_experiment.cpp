@@ -328,9 +328,7 @@ void TrafficExperiment::write_json(const std::string& path, const std::vector<Tr
                   {"drained", r.drained},
                   {"saturated", r.saturated()}});
   j["rows"] = rs;
-  std::ofstream f(path);
-  if (!f) throw UserError("cannot write the results file '" + path + "'");
-  f << j.dump(1) << "\n";
+  write_json_file(path, j);
 }
 
 void TrafficExperiment::list_params(std::ostream& os) const { cfg_.list(os); }

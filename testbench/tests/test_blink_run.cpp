@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "experiment.h"
+#include "run_checked.h"
 #include "topology/dgx1.h"
 
 using namespace incsim;
@@ -42,17 +43,8 @@ Run run(const std::string& platform, std::vector<int> gpus, const std::string& c
   o.quiet = true;
   o.overrides = std::move(overrides);
   tb::Experiment e(o);
-  std::ostringstream table;
   Run r;
-  REQUIRE_NOTHROW(r.rows = e.run(&table));
-  INFO(table.str());
-  for (const auto& row : r.rows) {
-    INFO(platform << " " << collective << " " << algorithm << " size " << row.size_bytes);
-    CHECK(row.wrong == 0);
-    CHECK(row.bound_fraction > 0);
-    CHECK(row.bound_fraction <= 1.0);
-  }
-  CHECK(e.platform().pool().in_use() == 0);
+  r.rows = tb::run_checked(e, platform + " " + collective + " " + algorithm);
   r.bound_GBps = e.endpoint_GBps();
   r.ends = e.platform().link_ends();
   return r;

@@ -10,6 +10,7 @@
 #include "collectives/multitree.h"
 #include "topology/direct_networks.h"
 #include "experiment.h"
+#include "run_checked.h"
 
 using namespace incsim;
 
@@ -34,17 +35,8 @@ Run run(const std::string& platform, const std::string& dims, const std::string&
   o.quiet = true;
   o.overrides = std::move(overrides);
   tb::Experiment e(o);
-  std::ostringstream table;
   Run r;
-  REQUIRE_NOTHROW(r.rows = e.run(&table));
-  INFO(table.str());
-  for (const auto& row : r.rows) {
-    INFO(platform << " " << dims << " " << algorithm << " size " << row.size_bytes);
-    CHECK(row.wrong == 0);
-    CHECK(row.bound_fraction > 0);
-    CHECK(row.bound_fraction <= 1.0);
-  }
-  CHECK(e.platform().pool().in_use() == 0);
+  r.rows = tb::run_checked(e, platform + " " + dims + " " + algorithm);
   r.endpoint_GBps = e.endpoint_GBps();
   return r;
 }
