@@ -829,7 +829,7 @@ void Experiment::print_header(std::ostream& os) const {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
   } else {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-       << (scheduled_ ? (scheduled_->params_for(4).flow_control == nic::FlowControl::Message
+       << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
                              ? "links, one head flit per message; NIC messages are posted"
                              : "links less header flits; NIC messages are posted")
            : opt_.algorithm == "ring" ? "links less header flits and write acks"
@@ -841,7 +841,7 @@ void Experiment::print_header(std::ostream& os) const {
     uint64_t entries = 0;
     for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
     os << "# schedule: " << s.algorithm << " on the NICs, "
-       << (scheduled_->params_for(4).dataflow ? "dataflow (no lockstep), " : "") << s.steps << " steps";
+       << (scheduled_->dataflow() ? "dataflow (no lockstep), " : "") << s.steps << " steps";
     if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
     os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";

@@ -56,6 +56,8 @@ class ScheduledCollective : public gpu::Collective {
   void trace(sc_core::sc_trace_file* tf) const override;
 
   const collectives::Schedule& schedule() const { return schedule_; }
+  FlowControl flow_control() const { return flow_control_; }
+  bool dataflow() const { return execution_.dataflow; }
   // The lockstep down-counter's load for this size (a NOP's step).
   NicParams params_for(uint64_t bytes) const;
 
