@@ -12,15 +12,21 @@ constexpr uint32_t kSpineIp = 0x0A000201u;   // 10.0.2.1: the spine's FPGA
 }  // namespace
 
 NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg,
-                             uint64_t seed)
-    : layout_(layout) {
+                             uint64_t seed, std::vector<int> ring)
+    : layout_(layout), ring_(std::move(ring)) {
   const int hosts = racks * hosts_per_rack;
   const bool multigpu = layout == Layout::MultiGpu;
   const bool leaf_fpgas = with_fpga && !multigpu;
-  if (racks < 1 || racks > 64) throw UserError("--racks must be between 1 and 64, not " + std::to_string(racks));
-  if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > 64 || hosts > 4096)
-    throw UserError("a NetReduce rack holds 2 to 64 hosts (an aggregator's bitmap has one bit per host), not " +
-                    std::to_string(hosts_per_rack));
+  // A ring's ranks are a rack's hosts, the leaves under the spine, or the
+  // machines (Parallel NetReduce): each at most an aggregator's ranks.
+  constexpr int kMax = netreduce::AggregatorArray::kMaxRanks;
+  if (racks < 1 || racks > kMax)
+    throw UserError("the number of racks or machines must be between 1 and " + std::to_string(kMax) + ", not " +
+                    std::to_string(racks));
+  if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > kMax || hosts > 4096)
+    throw UserError("a NetReduce rack or machine holds " + std::string(racks == 1 ? "2" : "1") + " to " +
+                    std::to_string(kMax) + " hosts, and all racks together at most 4096, not " +
+                    std::to_string(hosts_per_rack) + " x " + std::to_string(racks));
   const double gbps = cfg.get<double>("link.bandwidth_Gbps", 100.0,
                                       "Ethernet line rate per port, Gbit/s (NetReduce §5.1: ConnectX-5 100 GbE, six "
                                       "100 Gbps FPGA ports)");
@@ -148,17 +154,22 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     for (int q = 0; q < R; ++q) spine_->set_route(hosts + q, q);
     if (with_fpga) spine_->set_route(spine_ep, R);
   }
-  // The ring: host i's qp 0 sends to host i+1's qp 1. Initial PSNs differ per
+  // The ring: rank k's qp 0 sends to rank k+1's qp 1. Initial PSNs differ per
   // connection, as a NIC picks them, so PSN0 is never 0 by accident.
-  for (int i = 0; i < hosts; ++i) {
-    const int next = (i + 1) % hosts;
-    const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(i) * 104729) % (1u << 20));
-    nics_[i]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(recv_qp()), psn0);
+  if (ring_.empty())
+    for (int i = 0; i < hosts; ++i) ring_.push_back(i);
+  else if (layout != Layout::Rack)
+    throw UserError("--ring orders the hosts of platform rack; spineleaf and multigpu build their rings themselves");
+  const auto psn0_of = [seed](int sender) {
+    return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 104729) % (1u << 20));
+  };
+  for (int k = 0; k < ring_size(); ++k) {
+    const int host = ring_[k], next = ring_next(k);
+    nics_[host]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(recv_qp()), psn0_of(host));
   }
-  for (int i = 0; i < hosts; ++i) {
-    const int prev = (i + hosts - 1) % hosts;
-    const uint32_t psn0 = static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(prev) * 104729) % (1u << 20));
-    nics_[i]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(send_qp()), psn0);
+  for (int k = 0; k < ring_size(); ++k) {
+    const int host = ring_[k], prev = ring_[(k + ring_size() - 1) % ring_size()];
+    nics_[host]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(send_qp()), psn0_of(prev));
   }
   if (multigpu)
     for (int g = 0; g < hosts; ++g) {
@@ -216,11 +227,12 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       f.set_faults(i, faults());
       ends_.push_back({l.basename(), name + std::to_string(i), &l.out(port)});
       ends_.push_back({name + std::to_string(i), l.basename(), &f.out(i)});
-      if (i == H) continue;
-      // One ACL rule per worker (§4): its ring connection goes through the FPGA.
-      const int host = r * H + i, next = (host + 1) % hosts;
-      l.add_acl({ip_of(host), ip_of(next), roce::RoceNic::qpn_of(recv_qp()), port});
     }
+    // One ACL rule per worker (§4): its ring connection goes through the
+    // FPGA port facing the host.
+    for (int k = 0; k < ring_size(); ++k)
+      if (ring_[k] / H == r)
+        l.add_acl({ip_of(ring_[k]), ip_of(ring_next(k)), roce::RoceNic::qpn_of(recv_qp()), H + ring_[k] % H});
   }
   if (R == 1) return;
   fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(multigpu ? "fpga" : "spine_fpga", R, fc, pool_.get()));
@@ -260,7 +272,7 @@ void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DTy
   }
   for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r) {
     const bool spine = R > 1 && r == R;
-    fpgas_[r]->add_ring(0, spine ? R : H, window, msg_len, mtu_, dtype, op, spine ? 0 : r * H);
+    fpgas_[r]->add_ring(0, spine ? R : R == 1 ? ring_size() : H, window, msg_len, mtu_, dtype, op, spine ? 0 : r * H);
   }
 }
 

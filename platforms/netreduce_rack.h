@@ -7,7 +7,8 @@
 // 5): R such racks (leaves) under one spine switch with its own FPGA, which
 // aggregates the leaves' partials (hierarchical aggregation with the CTT).
 // The hosts form one ring, rack after rack: host i has an RC connection to
-// host (i + 1) mod P.
+// host (i + 1) mod P; on a single rack the ring may instead visit any of
+// the hosts in any order (`--ring`), the others idle.
 #include <cstdint>
 #include <memory>
 #include <ostream>
@@ -36,7 +37,9 @@ class NetReduceRack {
   // 100 GbE NIC; the machines hang off one Ethernet switch with the FPGA.
   enum class Layout { Rack, SpineLeaf, MultiGpu };
   // Reads every link, switch, NIC and FPGA parameter from cfg.
-  NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed);
+  // `ring`: the hosts of the ring in ring order (Rack only); empty: all, in order.
+  NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed,
+                std::vector<int> ring = {});
   ~NetReduceRack();
 
   int hosts() const { return static_cast<int>(nics_.size()); }
@@ -51,8 +54,10 @@ class NetReduceRack {
   void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
   net::PacketPool& pool() { return *pool_; }
   const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
-  // The ring's connections: host i sends on qp send_qp() to (i+1) mod P and
-  // receives on recv_qp() from (i-1) mod P.
+  // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
+  // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
+  int ring_size() const { return static_cast<int>(ring_.size()); }
+  int ring_host(int rank) const { return ring_[rank]; }
   static int send_qp() { return 0; }
   static int recv_qp() { return 1; }
   // MultiGpu: the ring inside a machine (GPU i to i+1 of the same machine)
@@ -77,6 +82,7 @@ class NetReduceRack {
 
  private:
   netreduce::FpgaAggregator* top_fpga() { return fpgas_.empty() ? nullptr : fpgas_.back().get(); }
+  int ring_next(int rank) const { return ring_[(rank + 1) % ring_size()]; }
   std::unique_ptr<net::PacketPool> pool_;
   std::vector<std::unique_ptr<eth::EthernetSwitch>> leaves_;
   std::unique_ptr<eth::EthernetSwitch> spine_;
@@ -85,6 +91,7 @@ class NetReduceRack {
   std::vector<RackLinkEnd> ends_;
   double link_GBps_ = 0, host_GBps_ = 0;
   Layout layout_;
+  std::vector<int> ring_;
   uint32_t mtu_ = 0;
   sc_core::sc_time rto_, hop_latency_;
 };

@@ -48,6 +48,10 @@ int sc_main(int argc, char* argv[]) {
       return 0;
     }
     install_report_handler(false);
+    if (!tb::is_netreduce_platform(o.platform) &&
+        (o.hosts || o.racks || o.hosts_per_rack || o.machines || o.gpus_per_machine || !o.ring.empty()))
+      throw UserError("--hosts, --ring, --racks, --hosts-per-rack, --machines and --gpus-per-machine shape the "
+                      "Ethernet platforms rack, spineleaf and multigpu, not " + o.platform);
     if (!o.traffic.empty()) return tb::run_traffic(o, std::cout);
     if (o.load != tb::Options().load) throw UserError("--load applies to --traffic only");
     if (tb::is_netreduce_platform(o.platform)) {

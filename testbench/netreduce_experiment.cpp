@@ -27,6 +27,19 @@ struct NetReduceExperiment::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
 };
 
+// `--ring 3,0,5,1`: hosts of the rack, each once.
+void check_ring(const std::vector<int>& ring, int hosts) {
+  std::vector<bool> seen(hosts);
+  for (int h : ring) {
+    if (h >= hosts)
+      throw UserError("--ring names host " + std::to_string(h) + ", but the rack has hosts 0 to " +
+                      std::to_string(hosts - 1));
+    if (seen[h]) throw UserError("--ring names host " + std::to_string(h) + " twice");
+    seen[h] = true;
+  }
+  if (ring.size() < 2) throw UserError("--ring needs at least 2 hosts, not " + std::to_string(ring.size()));
+}
+
 NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   if (!opt_.config_file.empty()) {
     Options from_file;
@@ -67,6 +80,11 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                                    : (opt_.hosts ? opt_.hosts : 6);
   if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
   const int hosts = racks * per_rack;
+  if (!opt_.ring.empty()) {
+    if (opt_.platform != "rack")
+      throw UserError("--ring orders the hosts of platform rack; " + opt_.platform + " builds its rings itself");
+    check_ring(opt_.ring, hosts);
+  }
   const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
 
   window_ = cfg_.get<uint32_t>("netreduce.window", 2,
@@ -87,7 +105,7 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   using Layout = platforms::NetReduceRack::Layout;
   rack_ = std::make_unique<platforms::NetReduceRack>(
       multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack, racks, per_rack, in_network, cfg_,
-      opt_.seed);
+      opt_.seed, opt_.ring);
   const uint32_t mtu = rack_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
@@ -95,11 +113,12 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                             (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
   payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
   intra_payload_GBps_ = rack_->host_link_GBps() * mtu / per_packet;
-  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, hosts);
+  const int ranks = rack_->ring_size();
+  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
-  for (int i = 0; i < hosts; ++i) {
-    roce::RoceNic& nic = rack_->nic(i);
+  for (int i = 0; i < ranks; ++i) {  // the worker of ring rank i (multigpu: of GPU i)
+    roce::RoceNic& nic = rack_->nic(rack_->ring_host(i));
     const roce::GpuPlace place{i,
                                i % per_rack,
                                per_rack,
@@ -119,7 +138,7 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
           i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, rack_->send_qp(), 0, i, hc)));
     else
       workers_.push_back(std::make_unique<roce::RingWorker>(
-          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, rack_->send_qp(), i, hosts, hc, dtype_, redop_)));
+          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, rack_->send_qp(), i, ranks, hc, dtype_, redop_)));
     nic.set_client(workers_.back().get());
   }
   if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
@@ -142,9 +161,9 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   if (!opt_.vcd.empty()) {
     vcd_ = open_vcd(opt_.vcd);
     rack_->trace(vcd_);
-    for (int i = 0; i < hosts; ++i)
+    for (int i = 0; i < ranks; ++i)
       sc_core::sc_trace(vcd_, workers_[i]->progress_ref(),
-                        "host" + std::to_string(i) + progress_suffix());
+                        "host" + std::to_string(rack_->ring_host(i)) + progress_suffix());
   }
 }
 
@@ -157,7 +176,7 @@ NetReduceExperiment::~NetReduceExperiment() {
 // NetReduce, with B the payload bandwidths and alpha the hop latency.
 double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
   const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
-  const int p = rack_->hosts(), n = p / rack_->racks();
+  const int p = rack_->ring_size(), n = p / rack_->racks();
   const double a = with_alpha ? rack_->hop_latency().to_seconds() * 1e6 : 0.0;
   const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
   if (!multigpu_)
@@ -204,7 +223,7 @@ NetReduceExperiment::Totals NetReduceExperiment::totals() const {
 
 std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
   std::vector<NetReduceRow> rows;
-  const int hosts = rack_->hosts();
+  const int hosts = rack_->ring_size();  // the workers
   const auto& ends = rack_->link_ends();
   std::vector<uint64_t> before(ends.size()), before_packets(ends.size());
   for (size_t si = 0; si < sizes_.size(); ++si) {
@@ -242,7 +261,7 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       const uint64_t held = rack_->report_held(os);
       for (int i = 0; i < hosts; ++i)
         if (!workers_[i]->finished())
-          os << "  host" << i << ": not done, at" << progress_suffix().substr(1) << " "
+          os << "  host" << rack_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
              << workers_[i]->progress_ref() << "\n";
       std::string where = os.str();
       if (!where.empty() && where.back() == '\n') where.pop_back();
@@ -306,7 +325,13 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
 void NetReduceExperiment::print_header(std::ostream& os) const {
   const int hosts = rack_->hosts();
   const int racks = rack_->racks();
-  os << "# incsim: allreduce " << opt_.algorithm << " on " << hosts << " hosts, platform " << opt_.platform << " (";
+  os << "# incsim: allreduce " << opt_.algorithm << " on ";
+  if (opt_.ring.empty()) {
+    os << hosts;
+  } else {
+    os << "a ring of " << rack_->ring_size() << " of the " << hosts;
+  }
+  os << " hosts, platform " << opt_.platform << " (";
   if (racks == 1)
     os << "1 Ethernet switch, " << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
   else if (multigpu_)
@@ -327,6 +352,11 @@ void NetReduceExperiment::print_header(std::ostream& os) const {
     os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
        << 2 * window_ * msg_len_ << " packets";
   os << "\n";
+  if (!opt_.ring.empty()) {
+    os << "# ring order (hosts):";
+    for (int k = 0; k < rack_->ring_size(); ++k) os << " " << rack_->ring_host(k);
+    os << "\n";
+  }
   Experiment::print_columns(os);
 }
 
@@ -338,6 +368,8 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["hosts"] = rack_->hosts();
   j["config"]["racks"] = rack_->racks();
+  j["config"]["ring"] = json::array();
+  for (int k = 0; k < rack_->ring_size(); ++k) j["config"]["ring"].push_back(rack_->ring_host(k));
   j["config"]["dtype"] = collectives::dtype_name(dtype_);
   j["config"]["redop"] = collectives::redop_name(redop_);
   j["config"]["seed"] = opt_.seed;

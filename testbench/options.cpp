@@ -23,6 +23,7 @@ const char* usage() {
          "                              by a network: 0,1,2/0,1,2,3,4)\n"
          "  --hosts N                   rack (NetReduce, Ethernet): hosts on the switch (default 6);\n"
          "                              with --algorithm netreduce (default) or ring (docs/netreduce.md)\n"
+         "  --ring 0,2,1,3              rack: the hosts of the ring, in ring order (default: all, in order)\n"
          "  --racks R --hosts-per-rack H  spineleaf (NetReduce, Ethernet): R leaves of H hosts under a spine\n"
          "                              (default 2 x 4)\n"
          "  --machines M --gpus-per-machine n  multigpu (NetReduce): M machines of n GPUs, one NIC each\n"
@@ -75,7 +76,7 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
-    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--hosts", "--racks", "--hosts-per-rack", "--machines", "--gpus-per-machine", "--dims", "--nodes", "--sizes",
+    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--hosts", "--ring", "--racks", "--hosts-per-rack", "--machines", "--gpus-per-machine", "--dims", "--nodes", "--sizes",
                                          "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
                                          "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
                                          "--list-choices", "--print-schedule", "--print-trees", "--help",
@@ -120,11 +121,19 @@ Options parse_command_line(int argc, const char* const* argv, Options o) {
       o.gpus = static_cast<int>(g);
     } else if (a == "--hosts") {
       const uint64_t h = parse_uint(a, value);
-      if (h < 2 || h > 64) throw UserError("--hosts must be between 2 and 64, not " + value);
+      if (h < 2 || h > 1024) throw UserError("--hosts must be between 2 and 1024, not " + value);
       o.hosts = static_cast<int>(h);
+    } else if (a == "--ring") {
+      o.ring.clear();
+      for (size_t at = 0; at <= value.size();) {
+        const size_t end = std::min(value.find(',', at), value.size());
+        const uint64_t h = parse_uint(a, value.substr(at, end - at));
+        o.ring.push_back(static_cast<int>(std::min<uint64_t>(h, 1u << 30)));
+        at = end + 1;
+      }
     } else if (a == "--racks" || a == "--hosts-per-rack" || a == "--machines" || a == "--gpus-per-machine") {
       const uint64_t v = parse_uint(a, value);
-      if (v < 1 || v > 64) throw UserError(a + " must be between 1 and 64, not " + value);
+      if (v < 1 || v > 1024) throw UserError(a + " must be between 1 and 1024, not " + value);
       int& field = a == "--racks" ? o.racks
                    : a == "--hosts-per-rack" ? o.hosts_per_rack
                    : a == "--machines" ? o.machines

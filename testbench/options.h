@@ -18,6 +18,7 @@ struct Options {
   int hosts = 0;  // --hosts (rack); 0: the platform's default
   int racks = 0, hosts_per_rack = 0;  // --racks, --hosts-per-rack (spineleaf); 0: the platform's default
   int machines = 0, gpus_per_machine = 0;  // --machines, --gpus-per-machine (multigpu)
+  std::vector<int> ring;                    // --ring (rack): hosts in ring order; empty: all, in order
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
   int nodes = 0;     // --nodes (fattree); 0: the platform's default
   std::string sizes = "8K:64M";

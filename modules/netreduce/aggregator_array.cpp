@@ -11,10 +11,10 @@ AggregatorArray::AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, u
                                  collectives::DType dtype, collectives::RedOp op, net::PacketPool* pool)
     : ranks_(ranks), window_(window), msg_len_(msg_len), max_payload_(max_payload), dtype_(dtype), op_(op),
       pool_(pool) {
-  if (ranks < 1 || ranks > 64) throw UserError("an aggregator's bitmap holds 1 to 64 ranks, not " + std::to_string(ranks));
+  if (ranks < 1 || ranks > kMaxRanks)
+    throw UserError("a NetReduce ring has 1 to " + std::to_string(kMaxRanks) + " ranks, not " + std::to_string(ranks));
   if (window == 0) throw UserError("the NetReduce window N must be at least 1 message");
   if (msg_len == 0) throw UserError("MsgLen must be at least 1 packet");
-  full_ = ranks == 64 ? ~0ull : (1ull << ranks) - 1;
   const uint64_t n = 2ull * window * msg_len;
   slots_.resize(n);
   held_.assign(n * ranks, nullptr);
@@ -29,16 +29,16 @@ uint64_t AggregatorArray::held() const {
 
 void AggregatorArray::release(uint64_t s) {
   Slot& sl = slots_[s];
-  if (sl.bitmap && sl.result != sl.msg) {
+  if (sl.arrived && sl.result != sl.msg) {
     --busy_;
-    bits_ -= __builtin_popcountll(sl.bitmap);
+    bits_ -= static_cast<int>(sl.arrived);
   }
   for (int r = 0; r < ranks_; ++r)
     if (net::Packet*& p = held(s, r)) {
       pool_->put(p);
       p = nullptr;
     }
-  sl.bitmap = 0;
+  sl.arrived = 0;
   ++deallocations_;
 }
 
@@ -76,12 +76,12 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
     pool_->put(slot);  // a retransmission overwrites its rank's payload buffer
     ++overwrites_;
   } else {
-    if (!sl.bitmap) ++busy_;
+    if (!sl.arrived) ++busy_;
     ++bits_;
+    ++sl.arrived;
   }
   slot = p;
-  sl.bitmap |= 1ull << rank;
-  if (sl.bitmap != full_) return Stored;
+  if (sl.arrived != static_cast<uint32_t>(ranks_)) return Stored;
 
   // Every rank is in: aggregate and emit one result per rank, each under
   // that rank's original header.

@@ -5,9 +5,12 @@
 //   MsgID % 2N x MsgLen + (PSN - PSN0)
 // and first deallocates the aggregator one window ahead,
 //   (MsgID + N) % 2N x MsgLen + (PSN - PSN0).
-// Each aggregator keeps its arrival bitmap (one bit per rank), the packet of
-// each rank (the payload buffer: a retransmitted packet overwrites its rank's
-// slot, so aggregation is idempotent, §3.2), and the aggregation value. When
+// Each aggregator keeps its arrival bitmap (one bit per rank, Fig. 9's
+// column), the packet of each rank (the payload buffer: a retransmitted
+// packet overwrites its rank's slot, so aggregation is idempotent, §3.2), and
+// the aggregation value. A rank's bit is its held packet (non-null), with a
+// count of the bits set beside it, so a ring may have any number of ranks
+// (128 machines for P = 1024, n = 8, appendix Fig. 7). When
 // the bitmap is full the value is computed, written into every rank's packet
 // (which keeps its original header) and the packets leave. A packet of a
 // message whose aggregation is complete gets the stored value again: its
@@ -27,6 +30,9 @@ class AggregatorArray {
   // the stored value is the final result set by set_final() (a leaf's copy
   // of the spine's result, §3.3).
   enum Outcome { Stored, Completed, Resent, ResentFinal, Dropped };
+  // The largest ring: the appendix's Fig. 7 goes to P = 1024 (a ring of
+  // single-GPU hosts); the INA header's Rank field has 16 bits.
+  static constexpr int kMaxRanks = 1024;
   AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload, collectives::DType dtype,
                   collectives::RedOp op, net::PacketPool* pool);
 
@@ -58,7 +64,7 @@ class AggregatorArray {
   struct Slot {
     int64_t msg = -1;      // the message using it (arrivals)
     int64_t result = -1;   // the message whose aggregation value it holds
-    uint64_t bitmap = 0;
+    uint32_t arrived = 0;  // bits set in the bitmap
     uint16_t result_bytes = 0;
     bool final = false;
   };
@@ -71,7 +77,6 @@ class AggregatorArray {
   collectives::DType dtype_;
   collectives::RedOp op_;
   net::PacketPool* pool_;
-  uint64_t full_;
   std::vector<Slot> slots_;
   std::vector<net::Packet*> held_;
   std::vector<uint8_t> values_;

@@ -26,7 +26,7 @@ import re
 
 # Settings that are incsim flags rather than `-c key=value` parameters.
 FLAGS = ("platform", "dims", "nodes", "collective", "algorithm", "gpus",
-         "sizes", "dtype", "redop", "seed", "config", "hosts", "racks",
+         "sizes", "dtype", "redop", "seed", "config", "hosts", "ring", "racks",
          "hosts-per-rack", "machines", "gpus-per-machine")
 # Settings whose value may name a file (resolved against the campaign file).
 FILE_FLAGS = ("platform", "config")

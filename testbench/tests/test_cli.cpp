@@ -203,6 +203,10 @@ TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli]
   require_error("--platform torus --nodes 16 --sizes 8K", {"--nodes", "torus", "--dims"});
   require_error("--platform dgx2 --nodes 16 --sizes 8K", {"--nodes", "dgx2"});
   require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
+  require_error("--platform dgx2 --hosts 4 --sizes 8K", {"--hosts", "dgx2"});
+  require_error("--platform torus --ring 0,1 --sizes 8K", {"--ring", "torus"});
+  require_error("--platform star --machines 2 --traffic uniform", {"--machines", "star"});
+  require_error("--platform rack --ring 0,x --sizes 8K", {"--ring", "'x'"});
 }
 
 TEST_CASE("bad input: in-switch reduction or multicast on torus, mesh or BiGraph", "[cli][errors][platform]") {
