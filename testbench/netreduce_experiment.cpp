@@ -381,7 +381,12 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   for (const auto& r : rows) {
     json row;
     row_json(row, r, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
-    if (multigpu_) row["model_us"] = r.model_us;
+    if (multigpu_) {  // the appendix's model and the values it was given
+      row["model_us"] = r.model_us;
+      row["alpha_us"] = rack_->hop_latency().to_seconds() * 1e6;
+      row["B_inter_payload_GBps"] = payload_GBps_;
+      row["B_intra_payload_GBps"] = intra_payload_GBps_;
+    }
     row["goodput_Gbps"] = r.goodput_Gbps;
     row["throughput_Gbps"] = r.throughput_Gbps;
     row["frames_lost"] = r.lost;
