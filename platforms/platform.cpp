@@ -175,7 +175,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     return topo::load_yaml(platform, bw, lat);
   }
   throw UserError("unknown platform '" + platform + "'; choose one of " + builtin_platforms() +
-                  ", or give a YAML platform file");
+                  ", rack, spineleaf, multigpu (Ethernet, NetReduce), or give a YAML "
+                  "platform file");
 }
 
 Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)

@@ -107,7 +107,7 @@ const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
 TEST_CASE("bad input: unknown flag", "[cli][errors]") { require_error("--bogus 3", {"--bogus"}); }
 
 TEST_CASE("bad input: unknown platform", "[cli][errors]") {
-  require_error("--platform dgx3 --sizes 8K", {"dgx3", "platform"});
+  require_error("--platform dgx3 --sizes 8K", {"dgx3", "platform", "dgx2", "rack, spineleaf, multigpu"});
 }
 
 TEST_CASE("bad input: unknown -c key", "[cli][errors]") {
