@@ -53,6 +53,7 @@ class NetReduceRack {
   // Job initialisation: an aggregator array for ring 0 on every FPGA.
   void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
   net::PacketPool& pool() { return *pool_; }
+  const net::PacketPool& pool() const { return *pool_; }
   const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
   // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
   // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
