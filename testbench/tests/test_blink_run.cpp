@@ -25,8 +25,7 @@ Run run(const std::string& platform, std::vector<int> gpus, const std::string& c
         const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum",
         std::vector<std::pair<std::string, std::string>> overrides = {},
         const std::vector<std::vector<int>>& servers = {}) {
-  tb::Options o;
-  o.platform = platform;
+  tb::Options o = tb::run_options(platform, collective, algorithm, sizes, std::move(overrides), dtype, redop);
   o.gpu_list = std::move(gpus);
   o.gpus = static_cast<int>(o.gpu_list.size());
   if (!servers.empty()) {
@@ -35,13 +34,6 @@ Run run(const std::string& platform, std::vector<int> gpus, const std::string& c
     for (const auto& sv : servers) o.gpu_list.insert(o.gpu_list.end(), sv.begin(), sv.end());
     o.gpus = static_cast<int>(o.gpu_list.size());
   }
-  o.collective = collective;
-  o.algorithm = algorithm;
-  o.sizes = sizes;
-  o.dtype = dtype;
-  o.redop = redop;
-  o.quiet = true;
-  o.overrides = std::move(overrides);
   tb::Experiment e(o);
   Run r;
   r.rows = tb::run_checked(e, platform + " " + collective + " " + algorithm);

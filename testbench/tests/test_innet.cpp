@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "experiment.h"
 #include "options.h"
+#include "run_checked.h"
 
 using namespace incsim;
 
@@ -24,16 +25,8 @@ struct Run {
 Run run(const std::string& platform, int gpus, const std::string& collective, const std::string& algorithm,
         const std::string& sizes, std::vector<std::pair<std::string, std::string>> params = {},
         const std::string& dtype = "float", const std::string& redop = "sum") {
-  tb::Options o;
-  o.platform = platform;
+  tb::Options o = tb::run_options(platform, collective, algorithm, sizes, std::move(params), dtype, redop);
   o.gpus = gpus;
-  o.collective = collective;
-  o.algorithm = algorithm;
-  o.sizes = sizes;
-  o.dtype = dtype;
-  o.redop = redop;
-  o.quiet = true;
-  o.overrides = std::move(params);
   tb::Experiment e(o);
   std::ostringstream table;
   Run r;

@@ -255,21 +255,13 @@ std::vector<tb::NetReduceRow> run_spineleaf(int racks, int per_rack, const std::
 }
 
 std::vector<tb::NetReduceRow> run_rack(const std::string& algorithm, const std::string& sizes,
-                                       std::vector<std::pair<std::string, std::string>> overrides = {},
-                                       double* bound_GBps = nullptr, int hosts = 6) {
-  tb::Options o;
+                                       Overrides overrides = {}, double* bound_GBps = nullptr, int hosts = 6) {
+  tb::Options o = options(algorithm, sizes, std::move(overrides));
   o.platform = "rack";
   o.hosts = hosts;
-  o.algorithm = algorithm;
-  o.sizes = sizes;
-  o.quiet = true;
-  o.overrides = std::move(overrides);
   tb::NetReduceExperiment e(o);
   if (bound_GBps) *bound_GBps = e.payload_GBps();
-  std::ostringstream table;
-  auto rows = e.run(&table);
-  INFO(table.str());
-  return rows;
+  return run(e);
 }
 
 }  // namespace

@@ -24,16 +24,9 @@ struct Run {
 Run run(const std::string& platform, const std::string& dims, const std::string& algorithm, const std::string& sizes,
         std::vector<std::pair<std::string, std::string>> overrides = {}, const std::string& dtype = "float",
         const std::string& redop = "sum") {
-  tb::Options o;
-  o.platform = platform;
+  tb::Options o = tb::run_options(platform, "allreduce", algorithm, sizes, std::move(overrides), dtype, redop);
   if (platform == "fattree") o.nodes = std::stoi(dims);
   else o.dims = dims;
-  o.algorithm = algorithm;
-  o.sizes = sizes;
-  o.dtype = dtype;
-  o.redop = redop;
-  o.quiet = true;
-  o.overrides = std::move(overrides);
   tb::Experiment e(o);
   Run r;
   r.rows = tb::run_checked(e, platform + " " + dims + " " + algorithm);

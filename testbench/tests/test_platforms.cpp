@@ -17,6 +17,7 @@
 #include "experiment.h"
 #include "options.h"
 #include "platforms/platform.h"
+#include "run_checked.h"
 #include "streams.h"
 
 using namespace incsim;
@@ -137,28 +138,14 @@ platforms::PlatformShape dims(int a, int b) {
 // platforms on the NICs, or (engine "software") the GPUs' flag-based ring.
 void ring_exact(const std::string& platform, const std::string& dims, int nodes, const std::string& sizes,
                 size_t rows_expected, const std::string& engine = "nic") {
-  tb::Options o;
-  o.overrides = {{"ring.engine", engine}};
-  o.platform = platform;
+  tb::Options o = tb::run_options(platform, "allreduce", "", sizes, {{"ring.engine", engine}});
   o.dims = dims;
   o.nodes = nodes;
-  o.sizes = sizes;
-  o.quiet = true;
   tb::Experiment e(o);
-  std::ostringstream table;
-  std::vector<tb::Row> rows;
   // A stall (no link moving a byte for the stall timeout) throws.
-  REQUIRE_NOTHROW(rows = e.run(&table));
-  INFO(table.str());
+  const std::vector<tb::Row> rows = tb::run_checked(e, platform + " " + dims);
   REQUIRE(rows.size() == rows_expected);
-  for (const auto& r : rows) {
-    INFO(platform << " " << dims << " size " << r.size_bytes);
-    CHECK(r.wrong == 0);
-    CHECK(r.time_us > 0);
-    CHECK(r.bound_fraction > 0);
-    CHECK(r.bound_fraction <= 1.0);
-  }
-  CHECK(e.platform().pool().in_use() == 0);
+  for (const auto& r : rows) CHECK(r.time_us > 0);
 }
 
 }  // namespace

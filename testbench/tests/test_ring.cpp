@@ -10,6 +10,7 @@
 #include "experiment.h"
 #include "gpu/gpu.h"
 #include "options.h"
+#include "run_checked.h"
 
 using namespace incsim;
 
@@ -21,14 +22,8 @@ const char* kSizes = "4,8K,12292,96K";
 
 std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes,
                          const std::string& collective = "allreduce", const std::string& redop = "sum") {
-  tb::Options o;
-  o.collective = collective;
-  o.redop = redop;
-  o.platform = platform;
+  tb::Options o = tb::run_options(platform, collective, "", sizes, {}, dtype, redop);
   o.gpus = gpus;
-  o.dtype = dtype;
-  o.sizes = sizes;
-  o.quiet = true;
   tb::Experiment e(o);
   if (gpus) REQUIRE(e.participants() == gpus);
   std::ostringstream table;
