@@ -368,8 +368,10 @@ void NetReduceExperiment::write_json(const std::string& path, const std::vector<
   j["config"]["algorithm"] = opt_.algorithm;
   j["config"]["hosts"] = rack_->hosts();
   j["config"]["racks"] = rack_->racks();
-  j["config"]["ring"] = json::array();
-  for (int k = 0; k < rack_->ring_size(); ++k) j["config"]["ring"].push_back(rack_->ring_host(k));
+  if (opt_.platform == "rack") {  // the others build their rings themselves
+    j["config"]["ring"] = json::array();
+    for (int k = 0; k < rack_->ring_size(); ++k) j["config"]["ring"].push_back(rack_->ring_host(k));
+  }
   j["config"]["dtype"] = collectives::dtype_name(dtype_);
   j["config"]["redop"] = collectives::redop_name(redop_);
   j["config"]["seed"] = opt_.seed;
