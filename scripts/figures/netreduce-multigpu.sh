@@ -5,8 +5,9 @@
 # (P = 32 to 1024) and the per-hop latency alpha; checks condition (6).
 # Runs scripts/campaigns/netreduce-multigpu-{size,gpus,alpha}.yaml
 # (resumable) and writes docs/figures/netreduce-multigpu.{csv,png}. The
-# 1024-GPU points take about 5 GB each: keep JOBS at 2 on 24 GB. Set
-# INCSIM to use another binary (nothing is built).
+# 1024-GPU points take up to 4.9 GB each: keep JOBS at 2 on 24 GB. About
+# 22 minutes with JOBS=2. Set INCSIM to use another binary (nothing is
+# built).
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null

@@ -3,8 +3,8 @@
 # against the window N and MsgLen (§3.2) and against the link loss rate.
 # Runs scripts/campaigns/netreduce-{table6,window,loss}.yaml (resumable)
 # and writes docs/figures/netreduce-{table6,window,loss}.csv and
-# netreduce-sensitivity.png. Set INCSIM to use another binary (nothing is
-# built).
+# netreduce-sensitivity.png. About a minute with JOBS=2. Set INCSIM to use
+# another binary (nothing is built).
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
