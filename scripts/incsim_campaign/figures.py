@@ -145,11 +145,13 @@ def save(fig, path):
     print("wrote %s" % os.path.relpath(path, REPO))
 
 
-def figure_main(doc, prefix, figs, argv=None, setting_only=(), add_args=None):
+def figure_main(doc, prefix, figs, argv=None, setting_only=(), add_args=None,
+                rows_csv=True):
     """The command line every figure script shares: FIGURE --csv ... --out;
-    writes <out>/<prefix>-<figure>.csv (every row), checks #wrong, then
-    calls figs[figure](rows, out, args). Exit 2 on a FigError, 1 when a row
-    has wrong elements. Missing CSVs are skipped while one is left."""
+    writes <out>/<prefix>-<figure>.csv (every row; not with rows_csv=False,
+    for figures that write their own tables), checks #wrong, then calls
+    figs[figure](rows, out, args). Exit 2 on a FigError, 1 when a row has
+    wrong elements. Missing CSVs are skipped while one is left."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("figure", choices=sorted(figs))
     ap.add_argument("--csv", action="append", required=True,
@@ -162,7 +164,8 @@ def figure_main(doc, prefix, figs, argv=None, setting_only=(), add_args=None):
     try:
         rows, columns = read_rows([c for c in args.csv if os.path.exists(c)] or args.csv, setting_only)
         os.makedirs(args.out, exist_ok=True)
-        write_rows(os.path.join(args.out, "%s-%s.csv" % (prefix, args.figure)), rows, columns)
+        if rows_csv:
+            write_rows(os.path.join(args.out, "%s-%s.csv" % (prefix, args.figure)), rows, columns)
         nwrong = check_wrong(rows)
         figs[args.figure](rows, args.out, args)
     except FigError as e:
