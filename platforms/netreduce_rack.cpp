@@ -1,5 +1,6 @@
 #include "netreduce_rack.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -94,6 +95,36 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
                             "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links, a "
                             "non-blocking leaf (assumption; Fig. 5 does not give it)") / 8;
   if (racks > 1 && !(uplink_GBps > 0)) throw UserError("leaf.uplink_Gbps must be positive");
+  if (ring_.empty())
+    for (int i = 0; i < hosts; ++i) ring_.push_back(i);
+  else if (layout != Layout::Rack)
+    throw UserError("--ring orders the hosts of platform rack; spineleaf and multigpu build their rings themselves");
+
+  // Everything that can be refused is read and checked before the first
+  // module is built (a module cannot be unmade).
+  netreduce::FpgaConfig fc;
+  fc.bw_GBps = link_GBps_;
+  fc.link_latency = wire;
+  fc.buffer_bytes = buffer;
+  fc.mtu_payload = mtu_;
+  if (with_fpga) {
+    fc.latency = sc_core::sc_time(cfg.get<double>("fpga.latency_ns", 500.0,
+                                                  "FPGA pipeline latency, last byte in to first result byte out, ns "
+                                                  "(assumption: parser, CLT, state manager, aggregation and ICRC at "
+                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"),
+                                  sc_core::SC_NS);
+    fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
+                                       "connection lookup (and translation) table entries (assumption: one per ring "
+                                       "connection; a small BRAM table)");
+    if (fc.clt_entries == 0) throw UserError("fpga.clt.entries must be at least 1");
+    // A connection takes a CLT entry at its first packet and a full table
+    // drops it (§3.2), which would stall the job: refuse it here.
+    const int connections =
+        multigpu ? hosts : racks == 1 ? static_cast<int>(ring_.size()) : std::max(hosts_per_rack, racks);
+    if (static_cast<uint32_t>(connections) > fc.clt_entries)
+      throw UserError("an FPGA's CLT holds " + std::to_string(fc.clt_entries) + " connections, but its rings have " +
+                      std::to_string(connections) + "; raise fpga.clt.entries");
+  }
 
   pool_ = std::make_unique<net::PacketPool>(net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_});
   const int H = hosts_per_rack, R = racks;
@@ -156,10 +187,6 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   }
   // The ring: rank k's qp 0 sends to rank k+1's qp 1. Initial PSNs differ per
   // connection, as a NIC picks them, so PSN0 is never 0 by accident.
-  if (ring_.empty())
-    for (int i = 0; i < hosts; ++i) ring_.push_back(i);
-  else if (layout != Layout::Rack)
-    throw UserError("--ring orders the hosts of platform rack; spineleaf and multigpu build their rings themselves");
   const auto psn0_of = [seed](int sender) {
     return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 104729) % (1u << 20));
   };
@@ -186,20 +213,6 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     }
   if (!with_fpga) return;
 
-  netreduce::FpgaConfig fc;
-  fc.bw_GBps = link_GBps_;
-  fc.link_latency = wire;
-  fc.buffer_bytes = buffer;
-  fc.mtu_payload = mtu_;
-  fc.latency = sc_core::sc_time(cfg.get<double>("fpga.latency_ns", 500.0,
-                                                "FPGA pipeline latency, last byte in to first result byte out, ns "
-                                                "(assumption: parser, CLT, state manager, aggregation and ICRC at "
-                                                "~300 MHz; the paper gives only the 6.3 us RTT)"),
-                                sc_core::SC_NS);
-  fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
-                                     "connection lookup (and translation) table entries (assumption: one per ring "
-                                     "connection; a small BRAM table)");
-  if (fc.clt_entries == 0) throw UserError("fpga.clt.entries must be at least 1");
   netreduce::Hierarchy hier;
   hier.leaf_ep0 = static_cast<uint32_t>(hosts);
   hier.leaf_ip0 = kLeafIp0;

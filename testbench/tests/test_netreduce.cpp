@@ -509,6 +509,8 @@ TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   CHECK_THROWS_WITH(tb::NetReduceExperiment(r), Catch::Contains("--ring names host 0 twice"));
   r.ring = {1};
   CHECK_THROWS_WITH(tb::NetReduceExperiment(r), Catch::Contains("at least 2 hosts"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.clt.entries", "5"}}),
+                    Catch::Contains("CLT holds 5 connections, but its rings have 6"));
   sl.hosts = 0;
   sl.ring = {0, 1};
   CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--ring orders the hosts of platform rack"));
