@@ -99,6 +99,15 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     for (int i = 0; i < hosts; ++i) ring_.push_back(i);
   else if (layout != Layout::Rack)
     throw UserError("--ring orders the hosts of platform rack; spineleaf and multigpu build their rings themselves");
+  std::vector<bool> seen(hosts);
+  for (int h : ring_) {
+    if (h < 0 || h >= hosts)
+      throw UserError("--ring names host " + std::to_string(h) + ", but the rack has hosts 0 to " +
+                      std::to_string(hosts - 1));
+    if (seen[h]) throw UserError("--ring names host " + std::to_string(h) + " twice");
+    seen[h] = true;
+  }
+  if (ring_.size() < 2) throw UserError("--ring needs at least 2 hosts, not " + std::to_string(ring_.size()));
 
   // Everything that can be refused is read and checked before the first
   // module is built (a module cannot be unmade).

@@ -27,19 +27,6 @@ struct NetReduceExperiment::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
 };
 
-// `--ring 3,0,5,1`: hosts of the rack, each once.
-void check_ring(const std::vector<int>& ring, int hosts) {
-  std::vector<bool> seen(hosts);
-  for (int h : ring) {
-    if (h >= hosts)
-      throw UserError("--ring names host " + std::to_string(h) + ", but the rack has hosts 0 to " +
-                      std::to_string(hosts - 1));
-    if (seen[h]) throw UserError("--ring names host " + std::to_string(h) + " twice");
-    seen[h] = true;
-  }
-  if (ring.size() < 2) throw UserError("--ring needs at least 2 hosts, not " + std::to_string(ring.size()));
-}
-
 NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   if (!opt_.config_file.empty()) {
     Options from_file;
@@ -79,12 +66,6 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
                        : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
                                    : (opt_.hosts ? opt_.hosts : 6);
   if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
-  const int hosts = racks * per_rack;
-  if (!opt_.ring.empty()) {
-    if (opt_.platform != "rack")
-      throw UserError("--ring orders the hosts of platform rack; " + opt_.platform + " builds its rings itself");
-    check_ring(opt_.ring, hosts);
-  }
   const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
 
   window_ = cfg_.get<uint32_t>("netreduce.window", 2,
