@@ -315,6 +315,12 @@ void NetReduceRack::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& f : fpgas_) f->trace(tf);
 }
 
+uint64_t NetReduceRack::progress() const {
+  uint64_t n = 0;
+  for (const auto& nic : nics_) n += nic->progress();
+  return n;
+}
+
 uint64_t NetReduceRack::report_held(std::ostream& os) const {
   uint64_t n = spine_ ? spine_->report_held(os) : 0;
   for (const auto& l : leaves_) n += l->report_held(os);

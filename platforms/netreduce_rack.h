@@ -18,17 +18,13 @@
 
 #include "core/config.h"
 #include "ethernet/ethernet_switch.h"
+#include "machine.h"
 #include "netreduce/fpga_aggregator.h"
 #include "roce/roce_nic.h"
 
 namespace incsim::platforms {
 
-struct RackLinkEnd {
-  std::string from, to;
-  const net::OutPort* port;
-};
-
-class NetReduceRack {
+class NetReduceRack : public Machine {
  public:
   // Rack: one switch (racks == 1). SpineLeaf: racks leaves under a spine,
   // an FPGA on each. MultiGpu (§3.4, Testbed 2): each "rack" is one machine
@@ -52,9 +48,11 @@ class NetReduceRack {
   const std::vector<std::unique_ptr<netreduce::FpgaAggregator>>& fpgas() const { return fpgas_; }
   // Job initialisation: an aggregator array for ring 0 on every FPGA.
   void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
-  net::PacketPool& pool() { return *pool_; }
-  const net::PacketPool& pool() const { return *pool_; }
-  const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
+  net::PacketPool& pool() override { return *pool_; }
+  const net::PacketPool& pool() const override { return *pool_; }
+  const std::vector<LinkEnd>& link_ends() const override { return ends_; }
+  // Packets the NICs delivered or had acknowledged.
+  uint64_t progress() const override;
   // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
   // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
   int ring_size() const { return static_cast<int>(ring_.size()); }
@@ -78,8 +76,8 @@ class NetReduceRack {
   uint32_t mtu_payload() const { return mtu_; }
   sc_core::sc_time rto() const { return rto_; }
   uint64_t lost() const;
-  void trace(sc_core::sc_trace_file* tf) const;
-  uint64_t report_held(std::ostream& os) const;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const override;
 
  private:
   netreduce::FpgaAggregator* top_fpga() { return fpgas_.empty() ? nullptr : fpgas_.back().get(); }
@@ -89,7 +87,7 @@ class NetReduceRack {
   std::unique_ptr<eth::EthernetSwitch> spine_;
   std::vector<std::unique_ptr<roce::RoceNic>> nics_;
   std::vector<std::unique_ptr<netreduce::FpgaAggregator>> fpgas_;  // leaves' (or the rack's), then the spine's
-  std::vector<RackLinkEnd> ends_;
+  std::vector<LinkEnd> ends_;
   double link_GBps_ = 0, host_GBps_ = 0;
   Layout layout_;
   std::vector<int> ring_;

@@ -10,6 +10,7 @@
 
 #include "core/config.h"
 #include "gpu/gpu.h"
+#include "machine.h"
 #include "nvswitch/nvswitch.h"
 #include "topology/multicast.h"
 #include "topology/topology.h"
@@ -38,11 +39,6 @@ std::string builtin_platforms();  // for messages
 // whose defaults come from MultiTree Table III rather than Klenk §V.
 bool is_multitree_platform(const std::string& platform);
 
-struct LinkEnd {
-  std::string from, to;
-  const net::OutPort* port;
-};
-
 // The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
 // for this platform (measured from GPU 0's ports).
 struct LittleLaw {
@@ -62,13 +58,14 @@ struct PlatformDefaults {
 // torus, mesh, fattree and bigraph.
 PlatformDefaults platform_defaults(const std::string& platform);
 
-class Platform {
+class Platform : public Machine {
  public:
   Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
   const topo::Topology& topology() const { return topo_; }
+  const topo::Topology* topology_graph() const override { return &topo_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
-  const std::vector<LinkEnd>& link_ends() const { return link_ends_; }
+  const std::vector<LinkEnd>& link_ends() const override { return link_ends_; }
   const net::PacketFormat& format() const { return pool_->format(); }
   // The fabric manager's multicast regions, which every switch reads.
   topo::MulticastFabric& fabric() { return *fabric_; }
@@ -77,7 +74,10 @@ class Platform {
   const LittleLaw& little_law() const { return little_law_; }
   // Reduction table bytes over every switch port (Klenk §IV-F1: C).
   uint64_t total_table_bytes() const;
-  net::PacketPool& pool() { return *pool_; }
+  net::PacketPool& pool() override { return *pool_; }
+  const net::PacketPool& pool() const override { return *pool_; }
+  // Bytes the links have sent.
+  uint64_t progress() const override;
   // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
   // GB/s: the ports that lead to none of them do not count. acked: each
   // incoming write costs a header-only ack on the same link direction
@@ -96,8 +96,8 @@ class Platform {
   // Packets the GPUs received so far, and the sum of their latencies, ns.
   std::pair<uint64_t, double> packet_latency() const;
 
-  void trace(sc_core::sc_trace_file* tf) const;
-  uint64_t report_held(std::ostream& os) const;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const override;
 
  private:
   topo::Topology topo_;

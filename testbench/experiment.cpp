@@ -1,930 +1,208 @@
 #include "experiment.h"
 
-#include "results_json.h"
-
-#include <yaml-cpp/yaml.h>
-
-#include <algorithm>
-#include <cassert>
-#include <cstdio>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <sstream>
-#include <tuple>
 
+#include "choices.h"
 #include "core/error.h"
+#include "core/report.h"
 #include "core/trace.h"
-#include "core/units.h"
-#include "core/yaml_file.h"
-#include "collectives/baselines.h"
-#include "collectives/bounds.h"
-#include "collectives/blink_trees.h"
-#include "collectives/multitree.h"
-#include "collectives/tree_schedule.h"
-#include "topology/dgx1.h"
-#include "gpu/innet_collective.h"
-#include "gpu/ring_collective.h"
-#include "nic/scheduled_collective.h"
+#include "topology/topology.h"
+#include "version.h"
 #include "watchdog.h"
 
 namespace incsim::tb {
 
-namespace {
-
-void flatten(const YAML::Node& n, const std::string& prefix, Config& cfg, const std::string& file) {
-  for (const auto& kv : n) {
-    const std::string key = prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>();
-    if (kv.second.IsMap()) flatten(kv.second, key, cfg, file);
-    else if (kv.second.IsScalar()) cfg.set(key, kv.second.as<std::string>(), file);
-    else throw UserError("config file " + file + ": key '" + key + "' must hold a single value");
-  }
-}
-
-}  // namespace
-
-namespace {
-constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
-constexpr const char* kAlgorithms =
-    "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
-
-// Which algorithms run which collective, the first the default: the ring
-// (in software, Klenk §III, or on the NIC), push, pull and multicast with the
-// switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
-// (MultiTree §IV, §VI).
-std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
-  if (collective == "allgather") return "ring, multicast";
-  if (collective == "broadcast") return "multicast, blink, ring";
-  return "ring";
-}
-}  // namespace
-
-std::string choices() {
-  // NetReduce's Ethernet platforms and algorithms run in their own mode
-  // (netreduce_experiment.h).
-  return "platform\t" + platforms::builtin_platforms() +
-         ", rack, spineleaf, multigpu, FILE.yaml\ndims\t2x2 to 16x16 (torus, mesh), 4x8, 4x16 (bigraph: nodes per switch x switches)\n"
-         "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\ncollective\t" + kCollectives +
-         "\nalgorithm\t" + kAlgorithms + ", netreduce, pnetreduce, flatring, tencent\ndtype\t" + collectives::kDTypes + "\nredop\t" + collectives::kRedOps +
-         "\n";
-}
-
-void load_config_file(const std::string& path, Options& o, Config& cfg) {
-  const YAML::Node root = load_yaml_file(path, "config file");
-  if (root.IsNull()) return;
-  if (!root.IsMap()) throw UserError("config file " + path + " must be a map of options and parameters");
-  // Run options sit at the top level, as on the command line; the rest are parameters.
-  std::vector<std::string> argv_store{"incsim"};
-  YAML::Node params;
-  for (const auto& kv : root) {
-    const auto key = kv.first.as<std::string>();
-    if (key == "platform" || key == "dims" || key == "nodes" || key == "collective" || key == "algorithm" ||
-        key == "gpus" || key == "sizes" || key == "dtype" || key == "redop" || key == "seed") {
-      if (!kv.second.IsScalar()) throw UserError("config file " + path + ": '" + key + "' must be a single value");
-      argv_store.push_back("--" + key);
-      argv_store.push_back(kv.second.as<std::string>());
-    } else {
-      params[key] = kv.second;
-    }
-  }
-  std::vector<const char*> argv;
-  for (auto& a : argv_store) argv.push_back(a.c_str());
-  o = parse_command_line(static_cast<int>(argv.size()), argv.data(), o);
-  flatten(params, "", cfg, path);
-}
+const char* version() { return kVersion; }
+const char* git_commit() { return kGitCommit; }
 
 Experiment::Experiment(const Options& o) : opt_(o) {
-  if (!opt_.config_file.empty()) {
-    // The file sets defaults; flags given on the command line still win.
-    Options from_file;
-    load_config_file(opt_.config_file, from_file, cfg_);
-    Options defaults;
-    auto pick = [](auto& cli, const auto& file, const auto& def) {
-      if (cli == def) cli = file;
-    };
-    pick(opt_.platform, from_file.platform, defaults.platform);
-    pick(opt_.collective, from_file.collective, defaults.collective);
-    pick(opt_.algorithm, from_file.algorithm, defaults.algorithm);
-    pick(opt_.gpus, from_file.gpus, defaults.gpus);
-    pick(opt_.gpu_list, from_file.gpu_list, defaults.gpu_list);
-    pick(opt_.gpu_servers, from_file.gpu_servers, defaults.gpu_servers);
-    pick(opt_.dims, from_file.dims, defaults.dims);
-    pick(opt_.nodes, from_file.nodes, defaults.nodes);
-    pick(opt_.sizes, from_file.sizes, defaults.sizes);
-    pick(opt_.dtype, from_file.dtype, defaults.dtype);
-    pick(opt_.redop, from_file.redop, defaults.redop);
-    pick(opt_.seed, from_file.seed, defaults.seed);
-  }
-  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
-
-  const std::string accepted = algorithms_for(opt_.collective);
-  if ((std::string(", ") + kCollectives + ",").find(", " + opt_.collective + ",") == std::string::npos)
-    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: " + kCollectives);
-  if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
-  if ((", " + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
-    throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
-  dtype_ = collectives::parse_dtype(opt_.dtype);
-  redop_ = collectives::parse_redop(opt_.redop);
-  sizes_ = parse_sizes(opt_.sizes);
-  for (uint64_t s : sizes_)
-    if (s % 4 != 0)
-      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
-
-  platforms::PlatformShape shape;
-  shape.gpus = opt_.gpus;
-  shape.gpu_list = opt_.gpu_list;
-  shape.gpu_servers = opt_.gpu_servers;
-  shape.nodes = opt_.nodes;
-  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
-  if (!opt_.dims.empty()) {
-    shape.dims = true;
-    std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
-  }
-  topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
-  // A DGX-1's topology holds only the allocated GPUs.
-  const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
-  if (n > static_cast<int>(t.endpoints().size()))
-    throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
-                    std::to_string(n));
-  if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
-  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
-  // paths conform to unicast routes. Our multicast trees run the routes
-  // toward their root backwards: routes on a fabric that goes up, then down,
-  // but not under dimension order (X then Y backwards is Y then X) nor on
-  // BiGraph (ties broken by destination: the way back differs), and there
-  // runs stall (measured: push on a 4x4 torus
-  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
-  const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
-  if (in_network && dgx1)
-    throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
-                    "lacks; use blink or ring");
-  if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
-    throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
-                    "multicast or blink");
-  if (dgx1 && !in_network && opt_.algorithm != "ring" && opt_.algorithm != "blink")
-    throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
-  if (in_network && t.vc_policy != topo::VcPolicy::None)
-    throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
-                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
-                    " use ring");
-  if (!opt_.dump_platform.empty()) {
-    std::ofstream f(opt_.dump_platform);
-    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
-    topo::save_yaml(t, f);
-  }
-
-  // Defaults from the paper's figure for this algorithm and platform (Klenk
-  // Fig. 7: DGX-2; Fig. 8: the fat tree).
-  const bool fattree = t.name == "fattree2l";
-  platforms::PlatformDefaults pd = platforms::platform_defaults(opt_.platform);
-  pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
-  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
-  for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
-  bool software_ring = false;
-  const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
-  if (opt_.algorithm == "ring" && !trees) {
-    const bool multitree_platform = platforms::is_multitree_platform(opt_.platform);
-    const std::string engine = cfg_.get<std::string>(
-        "ring.engine", multitree_platform ? "nic" : "software",
-        "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
-        "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
-        "fattree, bigraph)");
-    if (engine != "software" && engine != "nic")
-      throw UserError("ring.engine must be software or nic, not '" + engine + "'");
-    software_ring = engine == "software";
-  }
-  if (in_network) make_in_network(n, fattree);
-  else if (trees) make_trees(n);
-  else if (software_ring) make_ring(n);
-  else make_scheduled(n, shape);
+  for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
+  workload_ = make_workload(opt_, cfg_);
 
   double stall_us = cfg_.get<double>(
       "sim.stall_timeout_us", 0.0,
-      "simulated time without any link activity that counts as a stall, us; 0: the longest of 100 us, 20 of the "
-      "platform's longest request-response loops and 4 reduction table timeouts");
+      "simulated time without progress (machine-dependent: link bytes on the GPU fabrics, packets delivered or "
+      "acknowledged on Ethernet) that counts as a stall, us; 0: the workload's default (collectives: the longest of "
+      "100 us, 20 round trips and 4 reduction table timeouts; NetReduce: 10 retransmission timeouts)");
   if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
-  // A push table may hold an entry for its whole timeout with no link moving.
-  if (stall_us == 0)
-    stall_us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
-                         4 * platform_->switch_config().table_timeout.to_seconds() * 1e6});
+  const sc_core::sc_time timeout =
+      stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
-  watchdog_ = std::make_unique<Watchdog>(
-      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
-      [this] {
-        uint64_t b = 0;
-        for (const auto& l : platform_->link_ends()) b += l.port->bytes_sent();
-        return b;
-      },
-      opt_.quiet, progress_s);
+  platforms::Machine& m = workload_->machine();
+  watchdog_ = std::make_unique<Watchdog>("watchdog", timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
   cfg_.check_unused();
 
-  if (!opt_.vcd.empty()) {
+  if (!opt_.dump_platform.empty()) {
+    const topo::Topology* t = m.topology_graph();
+    if (!t)
+      throw UserError("--dump-platform writes a topology graph; platform " + opt_.platform +
+                      " is wired by hand and has no YAML form yet");
+    std::ofstream f(opt_.dump_platform);
+    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
+    topo::save_yaml(*t, f);
+  }
+  if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
     vcd_ = open_vcd(opt_.vcd);
-    platform_->trace(vcd_);
-    collective_->trace(vcd_);
+    m.trace(vcd_);
+    workload_->trace(vcd_);
   }
-}
-
-// The bound takes the GPU with the least bandwidth toward the others.
-double Experiment::least_endpoint_GBps(int n, bool acked) const {
-  std::vector<int> ranks;
-  for (int g = 0; g < n; ++g) ranks.push_back(g);
-  double b = platform_->endpoint_payload_GBps(0, ranks, acked);
-  for (int g = 1; g < n; ++g) b = std::min(b, platform_->endpoint_payload_GBps(g, ranks, acked));
-  return b;
-}
-
-void Experiment::make_ring(int n) {
-  const topo::Topology& t = platform_->topology();
-  gpu::RingKind kind = opt_.collective == "allreduce"       ? gpu::RingKind::AllReduce
-                       : opt_.collective == "reducescatter" ? gpu::RingKind::ReduceScatter
-                                                            : gpu::RingKind::AllGather;
-  endpoint_GBps_ = least_endpoint_GBps(n, true);
-
-  gpu::RingParams rp;
-  rp.channels = cfg_.get<int>("ring.channels", 12,
-                              "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link)");
-  rp.chunk_bytes = cfg_.get<uint64_t>(
-      "ring.chunk_bytes", 128 * 1024,
-      "bytes per rank per ring iteration, one mailbox slot between flags (NCCL 2.4 uses 1 MiB slices; "
-      "smaller keeps simulated mailboxes small, docs/validation.md)");
-  rp.slots = cfg_.get<int>("ring.slots", 4, "mailbox slots per channel (NCCL 2.4: NCCL_STEPS / slice steps = 4)");
-  if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
-  if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
-  // One slot deadlocks: a rank frees its slot only by forwarding into the
-  // next rank's single slot, around the whole ring (NCCL needs 2 steps too).
-  if (rp.slots < 2 || rp.slots > 64) throw UserError("ring.slots must be between 2 and 64");
-  // Each rank sends on the ports that lead to its neighbour (all of them on
-  // a switched fabric; on a direct network only some do).
-  std::vector<gpu::RingCollective::RankPorts> ports(n);
-  for (int r = 0; r < n; ++r) {
-    const int node = t.endpoints()[r];
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      if (t.port_reaches({node, p}, (r + 1) % n)) ports[r].to_next.push_back(p);
-      if (t.port_reaches({node, p}, (r + n - 1) % n)) ports[r].to_prev.push_back(p);
-    }
-    // Topology::finalize checked that every endpoint reaches every other.
-    assert(!ports[r].to_next.empty() && !ports[r].to_prev.empty());
-  }
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop_, opt_.seed,
-                                                     rp, endpoint_GBps_);
-}
-
-void Experiment::make_in_network(int n, bool fattree) {
-  const topo::Topology& t = platform_->topology();
-  const bool push = opt_.algorithm == "push", pull = opt_.algorithm == "pull";
-  gpu::InNetKind kind = push ? gpu::InNetKind::AllReducePush
-                        : pull ? gpu::InNetKind::AllReducePull
-                        : opt_.collective == "allgather" ? gpu::InNetKind::AllGather
-                                                         : gpu::InNetKind::Broadcast;
-  gpu::WaveParams wp;
-  wp.waves = cfg_.get<int>(
-      "gpu.copy_engine.waves", push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0,
-      "wave counters, so waves outstanding per copy engine, for push and pull (multicast all-gather and broadcast "
-      "have no responses to count); 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 on DGX-2; Fig. 8: push "
-      "64, pull 16 on the fat tree)");
-  wp.wave_bytes = cfg_.get<uint32_t>("gpu.copy_engine.wave_bytes", 8192,
-                                     "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB)");
-  const double timeout_us = cfg_.get<double>(
-      "gpu.copy_engine.counter_timeout_us", 1000.0,
-      "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "
-      "\"after some time\", no value given)");
-  const bool barrier = pull && cfg_.get<bool>("pull.barrier", true,
-                                               "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
-                                               "§IV-B, §VI-A: without it pulls may read stale data)");
-  const std::string order = cfg_.get<std::string>(
-      "gpu.copy_engine.order", "arbitrary",
-      "arbitrary: each GPU issues a wave's blocks (without waves, all its blocks) in its own order, as DMA streams "
-      "guarantee none (Klenk §II-A, §IV-C); address: every GPU in address order, the tables' best case");
-  if (order != "arbitrary" && order != "address")
-    throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
-  wp.arbitrary_order = order == "arbitrary";
-  if (wp.waves < 0 || wp.waves > 4096) throw UserError("gpu.copy_engine.waves must be between 0 and 4096");
-  if (wp.wave_bytes < platform_->format().max_payload_bytes || wp.wave_bytes > (64u << 20))
-    throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
-                    std::to_string(platform_->format().max_payload_bytes) + " B) and 64 MiB");
-  if (!(timeout_us > 0 && timeout_us <= 1e6))
-    throw UserError("gpu.copy_engine.counter_timeout_us must be above 0 and at most 1e6 (one second)");
-  wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
-  // Blocks, table entries and the packets that carry them are the 128-byte
-  // aligned unit of Klenk §IV-D.
-  if (platform_->format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
-    throw UserError("the in-network algorithms reduce and multicast 128-byte blocks (Klenk §IV-D); "
-                    "net.max_payload_bytes must be 128, not " + std::to_string(platform_->format().max_payload_bytes));
-  if (push || pull) {
-    const uint64_t table = platform_->switch_config().table_bytes;
-    if (table == 0)
-      throw UserError(opt_.algorithm + " reduces in the switches: switch.reduction_table.bytes must be above 0");
-    // Klenk §IV-F1: waves are C/k of the network's table capacity C.
-    if (wp.waves > 0 && wp.wave_bytes > platform_->total_table_bytes())
-      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B is larger than the " +
-                      std::to_string(platform_->total_table_bytes()) +
-                      " B of reduction table in the whole network (Klenk §IV-F1 sizes waves to C/k)");
-  }
-  endpoint_GBps_ = least_endpoint_GBps(n, false);
-  collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->fabric(), dtype_, redop_,
-                                                          opt_.seed, wp, barrier, endpoint_GBps_);
-}
-
-// An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
-void Experiment::make_scheduled(int n, const platforms::PlatformShape& shape) {
-  const topo::Topology& t = platform_->topology();
-  const std::string& a = opt_.algorithm;
-  const bool whole = n == static_cast<int>(t.endpoints().size());
-  const bool grid = opt_.platform == "torus" || opt_.platform == "mesh";
-  const bool lockstep = cfg_.get<bool>(
-      "nic.lockstep", true,
-      "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)");
-  if (!whole && (a == "multitree" || a == "multitree-msg" || a == "ring2d" || a == "hdrm"))
-    throw UserError(a + " builds its schedule from the whole network; run it on all " +
-                    std::to_string(t.endpoints().size()) + " nodes (leave out --gpus)");
-  collectives::Schedule s;
-  if (a == "ring") {
-    s = collectives::ring(n);
-  } else if (a == "dbtree") {
-    const int pieces = cfg_.get<int>(
-        "dbtree.pieces", 16,
-        "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
-        "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
-        "unpipelined trees of MultiTree Fig. 4b)");
-    if (pieces < 1 || pieces > 1024) throw UserError("dbtree.pieces must be between 1 and 1024");
-    s = collectives::double_binary_tree(n, true, pieces);
-  } else if (a == "hd") {
-    s = collectives::halving_doubling(n);
-  } else if (a == "ring2d") {
-    if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
-    s = collectives::ring2d(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 4);
-  } else if (a == "hdrm") {
-    if (opt_.platform != "bigraph")
-      throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on the bigraph platform");
-    s = collectives::hdrm(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 8);
-  } else {
-    collectives::MultiTreeOptions mo;
-    mo.nops = lockstep;
-    s = collectives::multitree(t, mo);
-  }
-  if (a != "multitree" && a != "multitree-msg" && !lockstep) s = collectives::without_nops(s);
-  const collectives::VerifyResult v = collectives::verify(s, n);
-  if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
-
-  const std::string fc = cfg_.get<std::string>(
-      "nic.flow_control", a == "multitree-msg" ? "message" : "packet",
-      "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "
-      "sub-packets of body and sub-tail flits (MultiTree §IV-B; default message for multitree-msg only)");
-  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
-  nic::StepEstimate est;
-  est.buffer_flits = cfg_.get<uint32_t>(
-      "nic.buffer_flits", 318,
-      "NI buffer, flits, for the lockstep step-time estimate (MultiTree §IV-A footnote 4; the paper gives no size, "
-      "this is Table III's VC buffer depth)");
-  est.clock_ghz = cfg_.get<double>("nic.clock_ghz", 1.0, "NIC and router clock, GHz (MultiTree Table III: 1 GHz)");
-  if (!(est.clock_ghz > 0)) throw UserError("nic.clock_ghz must be above zero");
-  est.link_GBps = t.links().front().bw_GBps;
-  for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
-  const bool message = fc == "message";
-  endpoint_GBps_ = least_endpoint_GBps(n, false);
-  if (message) {
-    // One head flit per message instead of per packet.
-    const auto& f = platform_->format();
-    endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
-  }
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
-                                                      message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                      est, endpoint_GBps_);
-  scheduled_ = c.get();
-  collective_ = std::move(c);
-}
-
-void Experiment::make_trees(int n, int chunks_override) {
-  const topo::Topology& t = platform_->topology();
-  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
-  const bool allreduce = opt_.collective == "allreduce";
-  const bool blink = opt_.algorithm == "blink";
-  // The broadcast root, and the root of Blink's all-reduce trees: the first
-  // allocated GPU (Blink §3.3 reduces to "a chosen root vertex").
-  constexpr int kRoot = 0;
-  const auto& f = platform_->format();
-  auto payload = [&](double bw) {
-    return collectives::payload_bandwidth_GBps(bw, f.max_payload_bytes, f.header_bytes, 0);
-  };
-  nic::Execution x;
-  x.dataflow = true;
-  std::vector<collectives::TreeShare> shares;
-  int chunks = 1;
-  std::ostringstream txt;
-  txt << std::fixed << std::setprecision(3);
-  if (dgx1) {
-    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(opt_.platform);
-    std::vector<int> gpus;
-    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(t.node(e).name.rfind("gpu") + 3)));
-    const bool cluster = !opt_.gpu_servers.empty();
-    collectives::BlinkOptions bo;
-    bo.eps = cfg_.get<double>("blink.eps", 0.05,
-                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
-                              "§3.2 gives none; 0.05 matches its 5% threshold)");
-    bo.minimize.threshold = cfg_.get<double>(
-        "blink.threshold", 0.05,
-        "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)");
-    if (!(bo.eps > 0 && bo.eps < 1)) throw UserError("blink.eps must lie strictly between 0 and 1");
-    if (!(bo.minimize.threshold >= 0 && bo.minimize.threshold < 1))
-      throw UserError("blink.threshold must lie in [0, 1)");
-    chunks = cfg_.get<int>(
-        blink ? "blink.chunks" : "ring.pieces", 32,
-        blink ? "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, "
-                "§4.2.1: its MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of "
-                "Fig. 14)"
-              : "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, "
-                "as NCCL pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining "
-                "blink.chunks gives the trees");
-    if (chunks < 1 || chunks > 1024)
-      throw UserError(std::string(blink ? "blink.chunks" : "ring.pieces") + " must be between 1 and 1024");
-    if (blink) {
-      miad_iterations_ = cfg_.get<int>(
-          "blink.miad_iterations", 0,
-          "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last "
-          "one reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed");
-      miad_start_bytes_ = cfg_.get<uint64_t>("blink.miad_start_bytes", 1 << 20,
-                                             "the MIAD search's first chunk size, doubled while throughput rises "
-                                             "(Blink §4.2.1, Fig. 11: 1 MB, x2)");
-      miad_step_bytes_ = cfg_.get<uint64_t>(
-          "blink.miad_step_bytes", 256 << 10,
-          "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no step: a quarter of "
-          "the first size)");
-      if (miad_iterations_ < 0 || miad_iterations_ > 64) throw UserError("blink.miad_iterations must be between 0 and 64");
-      if (miad_start_bytes_ < 4 || miad_step_bytes_ < 4)
-        throw UserError("blink.miad_start_bytes and blink.miad_step_bytes must be at least 4");
-      if (miad_iterations_ > 0 && !opt_.vcd.empty())
-        throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
-                        "cannot follow; leave out one of them");
-    }
-    if (chunks_override > 0) chunks = chunks_override;
-    const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
-    if (blink && !cluster && !connected)
-      throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
-                      "use --algorithm ring, which falls back to PCIe");
-    double nvl_GBps = 0;
-    for (const auto& l : t.links())
-      if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::NvLink ||
-          topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::NvLink)
-        nvl_GBps = l.bw_GBps;
-    const double pcie_GBps = t.links()[t.link_at({t.endpoints()[0], topo::dgx1_pcie_port(t, 0)})].bw_GBps;
-    bool nvlink = blink;
-    std::string label = "";
-    for (int g : gpus) label += (label.empty() ? "" : ",") + std::to_string(g);
-    if (cluster) {
-      // Several servers (Blink §3.4, A.2): within a server NVLinks, between
-      // servers each local root's PCIe path to the network.
-      nvlink = true;
-      const auto& servers = opt_.gpu_servers;
-      const int k = static_cast<int>(servers.size());
-      std::vector<int> offset(k + 1, 0);
-      for (int sv = 0; sv < k; ++sv) offset[sv + 1] = offset[sv] + static_cast<int>(servers[sv].size());
-      label.clear();
-      for (int sv = 0; sv < k; ++sv)
-        for (size_t i = 0; i < servers[sv].size(); ++i)
-          label += (i ? "," : sv ? "/" : "") + std::to_string(servers[sv][i]);
-      double net_GBps = 0;
-      for (const auto& l : t.links())
-        if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::Network ||
-            topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::Network)
-          net_GBps = l.bw_GBps;
-      // The bound: a server's network link carries the buffer each way, and
-      // each server's NVLinks their all-reduce cut bound.
-      x.algbw_bound_GBps = payload(net_GBps);
-      bound_note_ = "the network link's payload bandwidth, or a server's NVLink cut bound if lower";
-      std::vector<collectives::BlinkTrees> local;
-      for (int sv = 0; sv < k; ++sv) {
-        if (!topo::dgx1_nvlink_connected(gen, servers[sv])) {
-          if (blink)
-            throw UserError("the GPUs allocated on server " + std::to_string(sv) +
-                            " are not all joined by NVLinks, so Blink has no NVLink spanning tree there");
-          continue;
-        }
-        local.push_back(collectives::blink_dgx1_trees(gen, servers[sv], servers[sv][0], bo));
-        x.algbw_bound_GBps = std::min(
-            x.algbw_bound_GBps, collectives::cut_bounds(local.back().graph, 0).allreduce * payload(nvl_GBps));
-      }
-      if (blink) {
-        // Three phases as one tree per flow: server j's root roots the flow;
-        // each server reduces over one of its local trees to its root, which
-        // sends to root j (one hop across the network), and back. Flows take
-        // every combination of local trees, each in proportion to the
-        // product of their weights, and 1/k of the buffer per root.
-        txt << "# blink three-phase (Blink §3.4, A.2) on " << k << " " << opt_.platform << " servers, GPUs " << label
-            << "; per server:\n";
-        for (int sv = 0; sv < k; ++sv)
-          txt << "server " << sv << ": " << local[sv].trees.trees.size() << " trees, rate " << local[sv].trees.rate()
-              << " NVLinks, root gpu" << servers[sv][0] << "\n"
-              << collectives::format_packing(local[sv].graph, local[sv].trees);
-        for (int j = 0; j < (allreduce ? k : 1); ++j) {
-          std::vector<size_t> pick(k, 0);
-          for (;;) {
-            collectives::TreeShare sh;
-            sh.root = offset[j];
-            sh.gather_parent.assign(n, collectives::kNil);
-            for (int sv = 0; sv < k; ++sv) {
-              const collectives::Tree& tr = local[sv].trees.trees[pick[sv]];
-              for (size_t v = 0; v < servers[sv].size(); ++v)
-                if (tr.parent_edge[v] >= 0)
-                  sh.gather_parent[offset[sv] + v] = offset[sv] + local[sv].graph.edges[tr.parent_edge[v]].from;
-              if (sv != j) sh.gather_parent[offset[sv]] = offset[j];
-              sh.units *= std::max(1, static_cast<int>(std::lround(16 * tr.weight)));
-            }
-            if (allreduce) sh.reduce_parent = sh.gather_parent;
-            shares.push_back(std::move(sh));
-            int sv = 0;
-            while (sv < k && ++pick[sv] == local[sv].trees.trees.size()) pick[sv++] = 0;
-            if (sv == k) break;
-          }
-        }
-        txt << shares.size() << " trees in all (" << (allreduce ? k : 1) << " cross-server roots x local tree "
-            << "combinations)\n";
-      } else {
-        // NCCL-style: one ring through the servers in turn, each server's part
-        // a path over NVLinks where one exists, both directions.
-        std::vector<int> order;
-        for (int sv = 0; sv < k; ++sv) {
-          std::vector<int> p(servers[sv].size());
-          for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
-          std::vector<int> best = p;
-          do {
-            bool ok = true;
-            for (size_t i = 0; i + 1 < p.size() && ok; ++i)
-              ok = topo::dgx1_nvlinks(gen, servers[sv][p[i]], servers[sv][p[i + 1]]) > 0;
-            if (ok) {
-              best = p;
-              break;
-            }
-          } while (std::next_permutation(p.begin(), p.end()));
-          for (int i : best) order.push_back(offset[sv] + i);
-        }
-        std::vector<int> back{order[0]};
-        for (int i = n - 1; i > 0; --i) back.push_back(order[i]);
-        const std::vector<std::vector<int>> rings{order, back};
-        txt << "# ring on " << k << " " << opt_.platform << " servers, GPUs " << label << ": 2 rings (both ways)\n";
-        for (size_t i = 0; i < rings.size(); ++i) {
-          txt << "ring " << i << ":";
-          for (int r : rings[i]) txt << " " << t.node(t.endpoints()[r]).name;
-          txt << "\n";
-        }
-        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
-      }
-    } else {
-      if (connected) {
-        const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
-        // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
-        // which the packing reaches within eps; all-reduce: cuts both ways and
-        // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
-        const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
-        const double links = allreduce ? cb.allreduce : cb.broadcast;
-        x.algbw_bound_GBps = links * payload(nvl_GBps);
-        std::ostringstream note;
-        note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
-             << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
-        bound_note_ = note.str();
-        if (blink) {
-          shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
-          txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
-              << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
-              << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
-          txt << collectives::format_packing(bt.graph, bt.trees);
-          const bool hybrid = cfg_.get<bool>(
-              "blink.hybrid", false,
-              "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
-              "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
-          if (hybrid && allreduce)
-            throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
-                            "run it with --collective broadcast");
-          if (hybrid) {
-            // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
-            const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
-            int nvl_units = 0;
-            for (const auto& sh : shares) nvl_units += sh.units;
-            collectives::TreeShare chain;
-            chain.root = kRoot;
-            chain.gather_parent.assign(n, collectives::kNil);
-            for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
-            chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
-            x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
-                                                                                std::vector<std::vector<int>>(n)));
-            for (int r = 0; r < n; ++r)
-              for (int d = 0; d < n; ++d)
-                if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
-            // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
-            double least_in = 1e300;
-            for (int v = 0; v < n; ++v) {
-              if (v == kRoot) continue;
-              double in = 0;
-              for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
-              least_in = std::min(least_in, in);
-            }
-            x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
-            std::ostringstream note;
-            note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
-                 << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
-            bound_note_ = note.str();
-            txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
-                << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
-                << "%)\n";
-            shares.push_back(std::move(chain));
-          }
-        }
-      }
-      if (!blink) {
-        std::vector<std::vector<int>> rings =
-            connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
-        nvlink = !rings.empty();
-        if (!nvlink) {
-          // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
-          // in GPU order through the PCIe tree.
-          rings.push_back({});
-          for (int r = 0; r < n; ++r) rings.back().push_back(r);
-          const double b = payload(pcie_GBps);
-          x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
-          bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
-        }
-        txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
-            << (nvlink ? "NVLink" : "PCIe") << "\n";
-        for (size_t i = 0; i < rings.size(); ++i) {
-          txt << "ring " << i << ":";
-          for (int r : rings[i]) txt << " gpu" << gpus[r];
-          txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
-        }
-        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
-      }
-    }
-    // Each message takes the NVLinks to its peer (split over a doubled pair),
-    // or the PCIe port when the run uses PCIe or the pair has no NVLink.
-    x.ports_to.assign(n, std::vector<std::vector<int>>(n));
-    for (int r = 0; r < n; ++r)
-      for (int d = 0; d < n; ++d) {
-        if (d == r) continue;
-        if (nvlink) x.ports_to[r][d] = topo::dgx1_nvlink_ports(t, r, d);
-        if (x.ports_to[r][d].empty()) x.ports_to[r][d] = {topo::dgx1_pcie_port(t, r)};
-      }
-    endpoint_GBps_ = x.algbw_bound_GBps;
-  } else {
-    // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
-    chunks = cfg_.get<int>("blink.chunks", 1,
-                           "chunks each one-hop tree's share is cut into (Blink §3.4: one hop, so nothing to "
-                           "pipeline along a tree; on DGX-2 more chunks only add per-message latency, measured)");
-    if (chunks < 1 || chunks > 1024) throw UserError("blink.chunks must be between 1 and 1024");
-    shares = collectives::one_hop_shares(n);
-    if (!allreduce) {
-      shares = {shares[kRoot]};
-      shares[0].reduce_parent.clear();
-    }
-    txt << "# blink one-hop trees on " << t.name << ": " << shares.size() << " trees, each rooted at one GPU with "
-        << n - 1 << " children one switch away\n";
-    endpoint_GBps_ = least_endpoint_GBps(n, false);
-  }
-  trees_text_ = txt.str();
-  int units = 0, most = 0;
-  for (const auto& sh : shares) {
-    units += sh.units;
-    most = std::max(most, sh.units);
-  }
-  max_tree_share_ = static_cast<double>(most) / units;
-  collectives::Schedule s =
-      collectives::tree_schedule(opt_.algorithm, n, shares, chunks, allreduce ? collectives::kNil : kRoot);
-  const collectives::VerifyResult v = allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
-  if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
-  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
-  est.buffer_flits = 318;
-  est.clock_ghz = 1.0;
-  est.link_GBps = t.links().front().bw_GBps;
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
-                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
-  scheduled_ = c.get();
-  collective_ = std::move(c);
-}
-
-void Experiment::print_trees(std::ostream& os) const {
-  if (trees_text_.empty())
-    throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
-                    opt_.platform + " builds none");
-  os << trees_text_;
-}
-
-void Experiment::print_schedule(std::ostream& os) const {
-  if (!scheduled_)
-    throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
-                    "' runs none (use ring with -c ring.engine=nic, dbtree, hd, ring2d, hdrm, multitree)");
-  os << collectives::format_tables(scheduled_->schedule());
 }
 
 Experiment::~Experiment() {
   if (vcd_) close_vcd(vcd_, opt_.vcd);
 }
 
+void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
+  watchdog_->arm(what + point_of_);
+  while (!done() && !watchdog_->stalled() && sc_core::sc_pending_activity()) {
+    if (step == sc_core::SC_ZERO_TIME) sc_core::sc_start();
+    else sc_core::sc_start(step);
+  }
+  watchdog_->disarm();
+  if (done()) return;
+  std::ostringstream os;
+  const uint64_t held = workload_->machine().report_held(os);
+  workload_->report_stall(os);
+  std::string where = os.str();
+  if (!where.empty() && where.back() == '\n') where.pop_back();
+  throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during " + what +
+                  " (no progress for sim.stall_timeout_us); " + std::to_string(held) + " packets held:\n" + where);
+}
+
 std::vector<Row> Experiment::run(std::ostream* table) {
   std::vector<Row> rows;
-  const auto& ends = platform_->link_ends();
+  const auto& ends = machine().link_ends();
   std::vector<uint64_t> before(ends.size());
-  for (size_t i = 0; i < sizes_.size(); ++i) {
-    const uint64_t bytes = sizes_[i];
-    // One run, or Blink's MIAD chunk search over several (§4.2.1): the last
-    // is reported; every run's wrong elements count.
-    const int iterations = miad_iterations_ > 0 ? miad_iterations_ : 1;
-    uint64_t chunk = miad_start_bytes_, best_chunk = 0, wrong_before = 0;
-    double best_GBps = 0;
-    enum class Miad { Increase, Decrease, Steady } phase = Miad::Increase;
-    Row r;
-    for (int it = 0; it < iterations; ++it) {
-      int chunks = 0;
-      if (miad_iterations_ > 0) {
-        const double per_tree = static_cast<double>(bytes) * max_tree_share_ / static_cast<double>(chunk);
-        chunks = static_cast<int>(std::min(1024.0, std::max(1.0, std::round(per_tree))));
-        collective_.reset();
-        make_trees(participants(), chunks);
-      }
-      for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
-      const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-      const auto tables0 = platform_->table_totals();
-      const auto latency0 = platform_->packet_latency();
-      bool done = false;
-      sc_core::sc_time t1;
-      collective_->start(bytes, [&] {
-        done = true;
-        t1 = sc_core::sc_time_stamp();
-        sc_core::sc_pause();
-      });
-      watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " +
-                     std::to_string(sizes_.size()) + ")");
-      while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
-        sc_core::sc_start();
-      watchdog_->disarm();
-      if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
-      if (!done) {
-        std::ostringstream os;
-        const uint64_t held = platform_->report_held(os);
-        std::string where = os.str();
-        if (!where.empty() && where.back() == '\n') where.pop_back();
-        throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
-                        size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
-                        std::to_string(held) + " packets held:\n" + where);
-      }
-      r = Row();
-      r.size_bytes = bytes;
-      r.count = bytes / 4;
-      r.time_us = (t1 - t0).to_seconds() * 1e6;
-      r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
-      r.busbw_GBps = r.algbw_GBps * collective_->busbw_factor();
-      r.wrong = collective_->wrong();
-      r.bound_us = collective_->bound_us(bytes);
-      r.bound_fraction = r.bound_us / r.time_us;
+  const size_t n = workload_->points();
+  for (size_t i = 0; i < n; ++i) {
+    point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + ")";
+    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
+    std::ostringstream notes;
+    Row r = workload_->run_point(i, *this, notes);
+    if (r.link_bytes.empty())
       for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-      const auto tables1 = platform_->table_totals();
-      const auto latency1 = platform_->packet_latency();
-      r.packets = latency1.first - latency0.first;
-      r.avg_latency_ns = r.packets ? (latency1.second - latency0.second) / r.packets : 0;
-      r.tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
-                  tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
-      if (miad_iterations_ > 0) {
-        if (table)
-          *table << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
-                 << std::fixed << std::setprecision(2) << r.time_us << " us, " << r.algbw_GBps << " GB/s\n";
-        // Multiplicative increase while throughput rises; once it falls,
-        // additive decrease from the best size while it rises; then steady.
-        const bool better = r.algbw_GBps > best_GBps;
-        if (better) {
-          best_GBps = r.algbw_GBps;
-          best_chunk = chunk;
-        }
-        if (phase == Miad::Increase && better) {
-          chunk *= 2;
-        } else if (phase != Miad::Steady && (better || phase == Miad::Increase) && chunk > miad_step_bytes_ &&
-                   best_chunk > miad_step_bytes_) {
-          chunk = (phase == Miad::Increase ? best_chunk : chunk) - miad_step_bytes_;
-          phase = Miad::Decrease;
-        } else {
-          phase = Miad::Steady;
-          chunk = best_chunk;
-        }
-        if (it + 1 < iterations) wrong_before += r.wrong;
-      }
-    }
-    r.wrong += wrong_before;
     if (table) {
-      print_row(*table, r, collectives::dtype_name(dtype_), collective_->redop());
-      if (opt_.algorithm == "push" || opt_.algorithm == "pull")
-        *table << "#   reduction tables: " << r.tables.hits << " hits, " << r.tables.misses << " misses, "
-               << r.tables.evictions << " evictions, " << r.tables.stalls << " stalls, " << r.tables.completions
-               << " completions; packets: " << r.packets << " delivered, " << std::setprecision(0)
-               << r.avg_latency_ns << " ns mean latency\n";
+      print_row(*table, r);
+      *table << notes.str();
+      table->flush();
     }
     rows.push_back(std::move(r));
   }
+  point_of_.clear();
   return rows;
 }
 
 void Experiment::print_header(std::ostream& os) const {
-  const auto& t = platform_->topology();
-  os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
-     << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
-     << t.links().size() << " links), seed " << opt_.seed << "\n";
-  if (!bound_note_.empty()) {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
-  } else {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-       << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
-                             ? "links, one head flit per message; NIC messages are posted"
-                             : "links less header flits; NIC messages are posted")
-           : opt_.algorithm == "ring" ? "links less header flits and write acks"
-                                      : "links less header flits; multicast writes are posted")
-       << ")\n";
-  }
-  if (scheduled_) {
-    const auto& s = scheduled_->schedule();
-    uint64_t entries = 0;
-    for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
-    os << "# schedule: " << s.algorithm << " on the NICs, "
-       << (scheduled_->dataflow() ? "dataflow (no lockstep), " : "") << s.steps << " steps";
-    if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
-    os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
-       << s.count(collectives::Op::Nop) << " NOPs in all)\n";
-  }
-  if (opt_.algorithm == "push" || opt_.algorithm == "pull") print_sizing(os);
-  print_columns(os);
+  workload_->print_header(os);
+  print_columns(os, workload_->schema());
 }
 
-void Experiment::print_columns(std::ostream& os) {
-  os << "#\n";
-  os << "# " << std::setw(12) << "size" << std::setw(12) << "count" << std::setw(7) << "type" << std::setw(7)
-     << "redop" << std::setw(11) << "time" << std::setw(9) << "algbw" << std::setw(9) << "busbw" << std::setw(9)
-     << "#wrong" << std::setw(8) << "bound" << "\n";
-  os << "# " << std::setw(12) << "(B)" << std::setw(12) << "(elements)" << std::setw(7) << "" << std::setw(7) << ""
-     << std::setw(11) << "(us)" << std::setw(9) << "(GB/s)" << std::setw(9) << "(GB/s)" << std::setw(9) << ""
-     << std::setw(8) << "(%)" << "\n";
-  os.flush();
-}
-
-// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
-// beside the configured size, so a sensitivity sweep can be read against them.
-void Experiment::print_sizing(std::ostream& os) const {
-  const auto& t = platform_->topology();
-  const int n = participants();
-  const auto& sw = platform_->switch_config();
-  const auto& ll = platform_->little_law();
-  const int node = t.endpoints()[0];
-  uint64_t ports = 0;
-  for (int s : t.switches()) ports += t.node(s).ports;
-  const int access = t.node(node).ports;
-  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max " << ll.d_max
-     << " switches, L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
-  if (opt_.algorithm == "pull") {
-    const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
-    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
-  } else {
-    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
-    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
-       << " ports";
-  }
-  os << "; configured " << sw.table_bytes << " B per port\n";
-}
-
-void Experiment::print_row(std::ostream& os, const Row& r, const std::string& type, const std::string& redop) {
-  os << "  " << std::setw(12) << r.size_bytes << std::setw(12) << r.count << std::setw(7) << type << std::setw(7)
-     << redop << std::fixed << std::setw(11) << std::setprecision(2) << r.time_us << std::setw(9)
-     << std::setprecision(2) << r.algbw_GBps << std::setw(9) << r.busbw_GBps << std::setw(9) << r.wrong
-     << std::setw(8) << std::setprecision(1) << 100.0 * r.bound_fraction << "\n";
-  os.flush();
-}
-
-void Experiment::write_json(const std::string& path, const std::vector<Row>& rows) const {
+nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) const {
   using json = nlohmann::ordered_json;
   json j;
-  platform_json(j["config"], opt_);
-  j["config"]["collective"] = opt_.collective;
-  j["config"]["algorithm"] = opt_.algorithm;
-  j["config"]["gpus"] = participants();
-  j["config"]["dtype"] = collectives::dtype_name(dtype_);
-  j["config"]["redop"] = collective_->redop();
-  j["config"]["seed"] = opt_.seed;
-  j["config"]["sizes"] = opt_.sizes;
-  j["config"]["params"] = params_json(cfg_);
-  j["endpoint_payload_GBps"] = endpoint_GBps_;
-  const auto& ends = platform_->link_ends();
+  j["incsim"] = {{"version", version()}, {"commit", git_commit()}};
+  json& config = j["config"];
+  config["platform"] = opt_.platform;
+  if (!opt_.dims.empty()) config["dims"] = opt_.dims;
+  if (opt_.nodes) config["nodes"] = opt_.nodes;
+  workload_->config_json(config);
+  config["seed"] = opt_.seed;
+  json params = json::object();
+  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
+  config["params"] = params;
+  workload_->summary_json(j);
+  j["columns"] = columns_json(workload_->schema());
+  const auto& ends = workload_->machine().link_ends();
   json rs = json::array();
   for (const auto& r : rows) {
-    json row;
-    row_json(row, r, collectives::dtype_name(dtype_), collective_->redop());
-    row["packets"] = r.packets;
-    row["avg_packet_latency_ns"] = r.avg_latency_ns;
-    row["reduction_tables"] = {{"hits", r.tables.hits},
-                               {"misses", r.tables.misses},
-                               {"evictions", r.tables.evictions},
-                               {"stalls", r.tables.stalls},
-                               {"completions", r.tables.completions}};
-    row["links"] = links_json(ends, r.link_bytes, r.time_us);
+    json row = row_json(r);
+    if (!r.link_bytes.empty() && r.schema->has("time_us")) {
+      // Bytes per link end during the row, and that over its capacity.
+      json links = json::array();
+      const double time_us = r["time_us"];
+      for (size_t k = 0; k < ends.size(); ++k)
+        links.push_back({{"from", ends[k].from},
+                         {"to", ends[k].to},
+                         {"bytes", r.link_bytes[k]},
+                         {"utilisation", static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * time_us * 1e3)}});
+      row["links"] = links;
+    }
     rs.push_back(row);
   }
   j["rows"] = rs;
-  write_json_file(path, j);
+  return j;
 }
 
-void Experiment::list_params(std::ostream& os) const { cfg_.list(os); }
+void Experiment::write_results(const std::vector<Row>& rows) const {
+  if (!opt_.json.empty()) write_output(opt_.json, results_json(rows).dump(1) + "\n", "results");
+  if (!opt_.csv.empty()) {
+    std::ostringstream os;
+    write_csv(os, workload_->schema(), rows);
+    write_output(opt_.csv, os.str(), "CSV");
+  }
+}
+
+int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    const Options o = parse_command_line(argc, argv);
+    if (o.help) {
+      out << usage();
+      return 0;
+    }
+    if (o.version) {
+      out << "incsim " << version() << " (commit " << git_commit() << ")\n";
+      return 0;
+    }
+    if (o.list_choices) {
+      out << choices();
+      return 0;
+    }
+    install_report_handler(false);
+    Experiment e(o);
+    if (o.list_params) {
+      e.list_params(out);
+      return 0;
+    }
+    if (!o.dump_platform.empty()) return 0;
+    if (o.print_schedule || o.print_trees) {
+      e.workload().print(o.print_trees ? "trees" : "schedule", out);
+      return 0;
+    }
+    // A result file on stdout replaces the table there.
+    const bool table = o.json != "-" && o.csv != "-";
+    if (table) e.print_header(out);
+    const auto rows = e.run(table ? &out : nullptr);
+    e.write_results(rows);
+    uint64_t wrong = 0;
+    for (const auto& r : rows) wrong += r.wrong();
+    if (wrong) {
+      err << "incsim: error: " << e.workload().wrong_message(wrong) << "\n";
+      return 1;
+    }
+    return 0;
+  } catch (const UserError& e) {
+    err << "incsim: error: " << e.what() << "\n";
+    return 2;
+  } catch (const sc_core::sc_report& r) {
+    err << "incsim: error: " << r.get_msg() << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    err << "incsim: error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+void Workload::print(const std::string& what, std::ostream&) const {
+  throw UserError("--print-" + what + " shows " +
+                  (what == "trees" ? "Blink's trees or a DGX-1's rings" : "NIC schedule tables") +
+                  "; this run builds none");
+}
+
+void refuse_options(const Options& o, std::initializer_list<const char*> unused, const std::string& why) {
+  for (const char* name : unused)
+    if (o.was_given(name)) throw UserError("--" + std::string(name) + " " + why);
+}
 
 }  // namespace incsim::tb

@@ -1,55 +1,81 @@
 #include "options.h"
 
+#include <boost/program_options.hpp>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <iterator>
+#include <functional>
+#include <map>
+#include <sstream>
 
 #include "core/error.h"
+#include "core/nearest.h"
+#include "core/yaml_file.h"
+#include "choices.h"
 
 namespace incsim::tb {
 
-const char* usage() {
-  return "usage: incsim [options]\n"
-         "  --platform NAME|FILE.yaml   dgx2 (default), fattree2l, star, torus, mesh, fattree, bigraph,\n"
-         "                              or a YAML platform file (incsim --list-choices)\n"
-         "  --dims KXxKY                torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4);\n"
-         "                              bigraph: nodes per switch x switches, 4x8 or 4x16 (default 4x8)\n"
-         "  --nodes N                   fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)\n"
-         "  --collective allreduce      allreduce (default), reducescatter, allgather, broadcast\n"
-         "  --algorithm ring            ring (default), push or pull (in-switch reduction), multicast,\n"
-         "                              dbtree, hd, ring2d, hdrm, multitree, multitree-msg (NIC schedule tables)\n"
-         "  --gpus N|LIST               GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count\n"
-         "                              or the allocated GPUs, such as 1,4,5,6; one list per server joined\n"
-         "                              by a network: 0,1,2/0,1,2,3,4)\n"
-         "  --hosts N                   rack (NetReduce, Ethernet): hosts on the switch (default 6);\n"
-         "                              with --algorithm netreduce (default) or ring (docs/netreduce.md)\n"
-         "  --ring 0,2,1,3              rack: the hosts of the ring, in ring order (default: all, in order)\n"
-         "  --racks R --hosts-per-rack H  spineleaf (NetReduce, Ethernet): R leaves of H hosts under a spine\n"
-         "                              (default 2 x 4)\n"
-         "  --machines M --gpus-per-machine n  multigpu (NetReduce): M machines of n GPUs, one NIC each\n"
-         "                              (default 4 x 8); --algorithm pnetreduce (default), flatring, tencent\n"
-         "  --sizes 8K:64M|8K,1M,64M    message sizes: doubling range or list (default 8K:64M)\n"
-         "  --dtype float|int32         element type (default float)\n"
-         "  --redop sum|min|max         reduction operator (default sum)\n"
-         "  --seed N                    seed for data and memory latencies (default 1)\n"
-         "  --traffic PATTERN           synthetic traffic instead of a collective: uniform, transpose,\n"
-         "                              bitcomp, hotspot, neighbor (docs/traffic.md)\n"
-         "  --load 0.1:1:0.1|0.2,0.5    offered loads for --traffic, fractions of each endpoint's\n"
-         "                              injection bandwidth in (0, 1] (default 0.1:1:0.1)\n"
-         "  --config FILE.yaml          options and parameters from a file\n"
-         "  -c key=value                set a parameter (incsim --list-params shows them)\n"
-         "  --vcd FILE                  write a VCD waveform\n"
-         "  --json FILE                 write results, configuration and per-link statistics\n"
-         "  --dump-platform FILE.yaml   write the platform's topology as YAML and exit\n"
-         "  --print-schedule            print every node's schedule table (MultiTree Fig. 5 layout) and exit\n"
-         "  --print-trees               print Blink's trees (or the rings) with weights and links and exit\n"
-         "  --list-params               list every parameter with its default and exit\n"
-         "  --list-choices              list the values each option accepts and exit\n"
-         "  --quiet                     no progress on stderr\n"
-         "  --help                      this text\n";
+namespace po = boost::program_options;
+
+bool Options::was_given(const std::string& option) const {
+  return std::find(given.begin(), given.end(), option) != given.end();
 }
 
 namespace {
+
+// Flags that act instead of running: not allowed in a config file.
+const char* const kActions[] = {"help", "version", "list-params", "list-choices", "print-schedule",
+                                "print-trees", "config"};
+
+// Every option, declared once: the parser, --help and config files read this.
+const po::options_description& declaration() {
+  static const po::options_description desc = [] {
+    po::options_description d("usage: incsim [options]\n\noptions", 100, 50);
+    auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
+    d.add_options()
+        ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
+        ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
+                              "switch x switches, 4x8 or 4x16 (default 4x8)")
+        ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)")
+        ("gpus", text("N|LIST"), "GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count or the "
+                                 "allocated GPUs, such as 1,4,5,6; one list per server joined by a network: "
+                                 "0,1,2/0,1,2,3,4)")
+        ("hosts", text("N"), "rack (NetReduce, Ethernet): hosts on the switch, 2 to 1024 (default 6)")
+        ("ring", text("LIST"), "rack: the hosts of the ring, in ring order, such as 0,2,1,3 (default: all, in order)")
+        ("racks", text("R"), "spineleaf: leaves under the spine (default 2)")
+        ("hosts-per-rack", text("H"), "spineleaf: hosts per leaf (default 4)")
+        ("machines", text("M"), "multigpu: machines, one NIC each (default 4)")
+        ("gpus-per-machine", text("N"), "multigpu: GPUs per machine (default 8)")
+        ("collective", text("NAME"), (choice_list("collective") + " (default allreduce)").c_str())
+        ("algorithm", text("NAME"), (choice_list("algorithm") + " (default: ring; broadcast: multicast; rack, "
+                                                                 "spineleaf: netreduce; multigpu: pnetreduce)").c_str())
+        ("sizes", text("8K:64M|LIST"), "message sizes: a doubling range or a list (default 8K:64M)")
+        ("dtype", text("TYPE"), (choice_list("dtype") + " (default float)").c_str())
+        ("redop", text("OP"), (choice_list("redop") + " (default sum)").c_str())
+        ("seed", text("N"), "seed for data, memory latencies and faults (default 1)")
+        ("traffic", text("PATTERN"), ("synthetic traffic instead of a collective: " + choice_list("traffic") +
+                                      " (docs/traffic.md)").c_str())
+        ("load", text("0.1:1:0.1|LIST"), "offered loads for --traffic, fractions of each endpoint's injection "
+                                         "bandwidth in (0, 1] (default 0.1:1:0.1)")
+        ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")
+        (",c", po::value<std::string>()->value_name("key=value"), "set a parameter (incsim --list-params shows them)")
+        ("vcd", text("FILE"), "write a VCD waveform")
+        ("json", text("FILE|-"), "write results, configuration and per-link statistics as JSON")
+        ("csv", text("FILE|-"), "write the results table as CSV")
+        ("dump-platform", text("FILE.yaml"), "write the platform's topology as YAML and exit")
+        ("print-schedule", "print every node's schedule table (MultiTree Fig. 5 layout) and exit")
+        ("print-trees", "print Blink's trees (or the rings) with weights and links and exit")
+        ("list-params", "list the parameters this run reads (value, default, source) and exit")
+        ("list-choices", "list the values each option accepts and exit")
+        ("quiet", "no progress on stderr")
+        ("version", "print the version and git commit and exit")
+        ("help,h", "this text");
+    return d;
+  }();
+  return desc;
+}
+
 uint64_t parse_uint(const std::string& flag, const std::string& v) {
   char* end = nullptr;
   errno = 0;
@@ -58,7 +84,164 @@ uint64_t parse_uint(const std::string& flag, const std::string& v) {
     throw UserError(flag + " expects a whole number, got '" + v + "'");
   return x;
 }
+
+int parse_count(const std::string& flag, const std::string& v, uint64_t lo, uint64_t hi) {
+  const uint64_t x = parse_uint(flag, v);
+  if (x < lo || x > hi)
+    throw UserError(flag + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", not " + v);
+  return static_cast<int>(x);
+}
+
+std::vector<std::string> option_names() {
+  std::vector<std::string> names;
+  for (const auto& o : declaration().options())
+    if (!o->long_name().empty()) names.push_back("--" + o->long_name());
+  names.push_back("-c");
+  return names;
+}
+
+std::string unknown_option(const std::string& flag) {
+  const std::string near = nearest(flag, option_names());
+  return "unknown option '" + flag + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
+         (near.empty() ? "; incsim --help lists the options" : "");
+}
+
+class Parser {
+ public:
+  explicit Parser(Options& o) : o_(o) {}
+
+  // One option, by its long name ("c" for -c), from `source`.
+  void apply(const std::string& name, const std::string& value, const std::string& source) {
+    const std::string flag = name == "c" ? "-c" : "--" + name;
+    if (name != "c" && name != "config") o_.given.push_back(name);
+    if (name == "platform") o_.platform = value;
+    else if (name == "collective") o_.collective = value;
+    else if (name == "algorithm") o_.algorithm = value;
+    else if (name == "gpus") gpus(flag, value);
+    else if (name == "hosts") o_.hosts = parse_count(flag, value, 2, 1024);
+    else if (name == "ring") ring(flag, value);
+    else if (name == "racks") o_.racks = parse_count(flag, value, 1, 1024);
+    else if (name == "hosts-per-rack") o_.hosts_per_rack = parse_count(flag, value, 1, 1024);
+    else if (name == "machines") o_.machines = parse_count(flag, value, 1, 1024);
+    else if (name == "gpus-per-machine") o_.gpus_per_machine = parse_count(flag, value, 1, 1024);
+    else if (name == "dims") {
+      parse_dims(value);
+      o_.dims = value;
+    } else if (name == "nodes") o_.nodes = parse_count(flag, value, 1, 1000000);
+    else if (name == "sizes") o_.sizes = value;
+    else if (name == "dtype") o_.dtype = value;
+    else if (name == "redop") o_.redop = value;
+    else if (name == "seed") o_.seed = parse_uint(flag, value);
+    else if (name == "traffic") o_.traffic = value;
+    else if (name == "load") o_.load = value;
+    else if (name == "vcd") o_.vcd = value;
+    else if (name == "json") o_.json = value;
+    else if (name == "csv") o_.csv = value;
+    else if (name == "dump-platform") o_.dump_platform = value;
+    else if (name == "config") config(value);
+    else if (name == "c") {
+      const auto eq = value.find('=');
+      if (eq == std::string::npos || eq == 0) throw UserError("-c expects key=value, got '" + value + "'");
+      o_.params.push_back({value.substr(0, eq), value.substr(eq + 1), source});
+    } else if (name == "quiet") o_.quiet = true;
+    else if (name == "list-params") o_.list_params = true;
+    else if (name == "list-choices") o_.list_choices = true;
+    else if (name == "print-schedule") o_.print_schedule = true;
+    else if (name == "print-trees") o_.print_trees = true;
+    else if (name == "help") o_.help = true;
+    else if (name == "version") o_.version = true;
+    else throw UserError(unknown_option(flag));
+  }
+
+ private:
+  void gpus(const std::string& flag, const std::string& value) {
+    o_.gpu_list.clear();
+    o_.gpu_servers.clear();
+    if (value.find_first_of(",/") == std::string::npos) {
+      o_.gpus = parse_count(flag, value, 1, 1000000);
+      return;
+    }
+    o_.gpu_servers.assign(1, {});
+    for (size_t at = 0; at <= value.size();) {
+      const size_t end = std::min(value.find_first_of(",/", at), value.size());
+      const uint64_t g = parse_uint(flag, value.substr(at, end - at));
+      if (g > 1000000) throw UserError("--gpus names GPU " + std::to_string(g) + ", which no platform has");
+      o_.gpu_list.push_back(static_cast<int>(g));
+      o_.gpu_servers.back().push_back(static_cast<int>(g));
+      if (end < value.size() && value[end] == '/') o_.gpu_servers.emplace_back();
+      at = end + 1;
+    }
+    if (o_.gpu_servers.size() == 1) o_.gpu_servers.clear();
+    o_.gpus = static_cast<int>(o_.gpu_list.size());
+  }
+
+  void ring(const std::string& flag, const std::string& value) {
+    o_.ring.clear();
+    for (size_t at = 0; at <= value.size();) {
+      const size_t end = std::min(value.find(',', at), value.size());
+      const uint64_t h = parse_uint(flag, value.substr(at, end - at));
+      o_.ring.push_back(static_cast<int>(std::min<uint64_t>(h, 1u << 30)));
+      at = end + 1;
+    }
+  }
+
+  // A config file: run options at the top level by their flag names, the
+  // rest parameters, nested or dotted.
+  void config(const std::string& path) {
+    if (std::find(open_.begin(), open_.end(), path) != open_.end())
+      throw UserError("config file " + path + " includes itself");
+    const YAML::Node root = load_yaml_file(path, "config file");
+    if (root.IsNull()) return;
+    if (!root.IsMap()) throw UserError("config file " + path + " must be a map of options and parameters");
+    open_.push_back(path);
+    o_.config_files.push_back(path);
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      const auto* d = declaration().find_nothrow(key, false);
+      if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
+        throw UserError("config file " + path + ": '" + key + "' is a command-line action, not a setting");
+      if (d && key != "c") {
+        if (!kv.second.IsScalar())
+          throw UserError("config file " + path + ": '" + key + "' must hold a single value");
+        const bool flag_only = d->semantic()->max_tokens() == 0;
+        if (flag_only) {
+          const std::string v = kv.second.as<std::string>();
+          if (v == "true") apply(key, "", path);
+          else if (v != "false")
+            throw UserError("config file " + path + ": '" + key + "' expects true or false, got '" + v + "'");
+        } else {
+          apply(key, kv.second.as<std::string>(), path);
+        }
+      } else {
+        flatten(kv.second, key, path);
+      }
+    }
+    open_.pop_back();
+  }
+
+  void flatten(const YAML::Node& n, const std::string& key, const std::string& path) {
+    if (n.IsMap()) {
+      for (const auto& kv : n) flatten(kv.second, key + "." + kv.first.as<std::string>(), path);
+    } else if (n.IsScalar()) {
+      o_.params.push_back({key, n.as<std::string>(), path});
+    } else {
+      throw UserError("config file " + path + ": key '" + key + "' must hold a single value");
+    }
+  }
+
+  Options& o_;
+  std::vector<std::string> open_;  // config files being read, to refuse a loop
+};
+
 }  // namespace
+
+std::string usage() {
+  std::ostringstream os;
+  os << declaration() << "\n"
+     << "Parameters (-c key=value, or keys of a --config file) are listed by incsim --list-params;\n"
+     << "README.md shows examples and docs/ describes each model.\n";
+  return os.str();
+}
 
 std::pair<int, int> parse_dims(const std::string& text) {
   const auto x = text.find_first_of("xX");
@@ -72,102 +255,37 @@ std::pair<int, int> parse_dims(const std::string& text) {
   return {a, b};
 }
 
-Options parse_command_line(int argc, const char* const* argv, Options o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    static const char* const kFlags[] = {"--platform", "--collective", "--algorithm", "--gpus", "--hosts", "--ring", "--racks", "--hosts-per-rack", "--machines", "--gpus-per-machine", "--dims", "--nodes", "--sizes",
-                                         "--dtype",    "--redop",      "--seed",      "--config", "--vcd",
-                                         "--json",     "--dump-platform", "-c",       "--quiet",  "--list-params",
-                                         "--list-choices", "--print-schedule", "--print-trees", "--help",
-                                         "-h", "--traffic", "--load"};
-    const std::string flag = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
-    if (std::find(std::begin(kFlags), std::end(kFlags), flag) == std::end(kFlags))
-      throw UserError("unknown option '" + flag + "'; incsim --help lists the options");
-    const bool takes_value =
-        a != "--quiet" && a != "--list-params" && a != "--list-choices" && a != "--print-schedule" && a != "--print-trees" && a != "--help" &&
-        a != "-h";
-    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
-      value = a.substr(a.find('=') + 1);
-      a = a.substr(0, a.find('='));
-    } else if (takes_value) {
-      if (i + 1 >= argc || std::string(argv[i + 1]).rfind("--", 0) == 0)
-        throw UserError("option " + a + " needs a value");
-      value = argv[++i];
-    }
-    if (a == "--platform") o.platform = value;
-    else if (a == "--collective") o.collective = value;
-    else if (a == "--algorithm") o.algorithm = value;
-    else if (a == "--gpus" && value.find_first_of(",/") != std::string::npos) {
-      o.gpu_list.clear();
-      o.gpu_servers.assign(1, {});
-      size_t at = 0;
-      while (at <= value.size()) {
-        const size_t end = std::min(value.find_first_of(",/", at), value.size());
-        const uint64_t g = parse_uint(a, value.substr(at, end - at));
-        if (g > 1000000) throw UserError("--gpus names GPU " + std::to_string(g) + ", which no platform has");
-        o.gpu_list.push_back(static_cast<int>(g));
-        o.gpu_servers.back().push_back(static_cast<int>(g));
-        if (end < value.size() && value[end] == '/') o.gpu_servers.emplace_back();
-        at = end + 1;
-      }
-      if (o.gpu_servers.size() == 1) o.gpu_servers.clear();
-      o.gpus = static_cast<int>(o.gpu_list.size());
-    } else if (a == "--gpus") {
-      o.gpu_list.clear();
-      o.gpu_servers.clear();
-      const uint64_t g = parse_uint(a, value);
-      if (g == 0 || g > 1000000) throw UserError("--gpus must be between 1 and 1000000, not " + value);
-      o.gpus = static_cast<int>(g);
-    } else if (a == "--hosts") {
-      const uint64_t h = parse_uint(a, value);
-      if (h < 2 || h > 1024) throw UserError("--hosts must be between 2 and 1024, not " + value);
-      o.hosts = static_cast<int>(h);
-    } else if (a == "--ring") {
-      o.ring.clear();
-      for (size_t at = 0; at <= value.size();) {
-        const size_t end = std::min(value.find(',', at), value.size());
-        const uint64_t h = parse_uint(a, value.substr(at, end - at));
-        o.ring.push_back(static_cast<int>(std::min<uint64_t>(h, 1u << 30)));
-        at = end + 1;
-      }
-    } else if (a == "--racks" || a == "--hosts-per-rack" || a == "--machines" || a == "--gpus-per-machine") {
-      const uint64_t v = parse_uint(a, value);
-      if (v < 1 || v > 1024) throw UserError(a + " must be between 1 and 1024, not " + value);
-      int& field = a == "--racks" ? o.racks
-                   : a == "--hosts-per-rack" ? o.hosts_per_rack
-                   : a == "--machines" ? o.machines
-                                       : o.gpus_per_machine;
-      field = static_cast<int>(v);
-    } else if (a == "--dims") {
-      parse_dims(value);
-      o.dims = value;
-    } else if (a == "--nodes") {
-      const uint64_t nodes = parse_uint(a, value);
-      if (nodes == 0 || nodes > 1000000) throw UserError("--nodes must be between 1 and 1000000, not " + value);
-      o.nodes = static_cast<int>(nodes);
-    } else if (a == "--sizes") o.sizes = value;
-    else if (a == "--dtype") o.dtype = value;
-    else if (a == "--redop") o.redop = value;
-    else if (a == "--seed") o.seed = parse_uint(a, value);
-    else if (a == "--traffic") o.traffic = value;
-    else if (a == "--load") o.load = value;
-    else if (a == "--config") o.config_file = value;
-    else if (a == "--vcd") o.vcd = value;
-    else if (a == "--json") o.json = value;
-    else if (a == "--dump-platform") o.dump_platform = value;
-    else if (a == "-c") {
-      auto eq = value.find('=');
-      if (eq == std::string::npos || eq == 0)
-        throw UserError("-c expects key=value, got '" + value + "'");
-      o.overrides.emplace_back(value.substr(0, eq), value.substr(eq + 1));
-    } else if (a == "--quiet") o.quiet = true;
-    else if (a == "--list-params") o.list_params = true;
-    else if (a == "--list-choices") o.list_choices = true;
-    else if (a == "--print-schedule") o.print_schedule = true;
-    else if (a == "--print-trees") o.print_trees = true;
-    else if (a == "--help" || a == "-h") o.help = true;
-    else throw UserError("unknown option '" + a + "'; incsim --help lists the options");
+Options parse_command_line(int argc, const char* const* argv) {
+  Options o;
+  Parser p(o);
+  po::parsed_options parsed(nullptr);
+  try {
+    // No abbreviations: a mistyped flag is an error, never another flag.
+    parsed = po::command_line_parser(argc, argv)
+                 .options(declaration())
+                 .style(po::command_line_style::unix_style ^ po::command_line_style::allow_guessing)
+                 .run();
+  } catch (const po::unknown_option& e) {
+    throw UserError(unknown_option(e.get_option_name()));
+  } catch (const po::invalid_command_line_syntax& e) {
+    const std::string flag = e.get_option_name();
+    if (e.kind() == po::invalid_syntax::missing_parameter) throw UserError("option " + flag + " needs a value");
+    if (e.kind() == po::invalid_syntax::extra_parameter) throw UserError("option " + flag + " takes no value");
+    throw UserError("cannot read option " + flag + " (" + e.what() + ")");
+  } catch (const po::error& e) {
+    throw UserError(std::string(e.what()) + "; incsim --help lists the options");
+  }
+  for (const auto& opt : parsed.options) {
+    if (opt.position_key >= 0 || opt.string_key.empty())
+      throw UserError("unexpected argument '" + (opt.original_tokens.empty() ? std::string() : opt.original_tokens[0]) +
+                      "'; options start with --");
+    // Boost names a short-only option by its dash ("-c").
+    const std::string name = opt.string_key == "-c" ? "c" : opt.string_key;
+    const std::string value = opt.value.empty() ? std::string() : opt.value.front();
+    // Boost takes the next word as the value even if it is a flag.
+    if (value.rfind("--", 0) == 0 || value == "-c" || value == "-h")
+      throw UserError("option " + (name == "c" ? std::string("-c") : "--" + name) + " needs a value");
+    p.apply(name, value, "-c");
   }
   return o;
 }

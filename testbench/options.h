@@ -1,5 +1,10 @@
 #pragma once
-// What the incsim command line (and a --config file) asks for.
+// What the incsim command line (and a --config file) asks for. Every run
+// option is declared once (options.cpp, with Boost.program_options): --help is
+// generated from that declaration, and a --config file's top-level keys are
+// the same options by the same names, applied where --config stands among the
+// flags (later wins). Anything else in a config file, and every -c key=value,
+// is a parameter (Config).
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -10,7 +15,7 @@ namespace incsim::tb {
 struct Options {
   std::string platform = "dgx2";
   std::string collective = "allreduce";
-  std::string algorithm;  // empty: the collective's default (ring; broadcast: multicast)
+  std::string algorithm;  // empty: the workload's default (ring; broadcast: multicast; NetReduce's platforms: theirs)
   int gpus = 0;  // 0: the platform's own count
   std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
   // --gpus 0,1,2/0,1,2,3,4: one allocation per DGX-1 server (gpu_list holds them all, server by server)
@@ -25,18 +30,30 @@ struct Options {
   std::string dtype = "float";
   std::string redop = "sum";
   uint64_t seed = 1;
-  // Synthetic traffic (traffic_experiment.h): a pattern runs it instead of a collective.
+  // Synthetic traffic (workloads/traffic.h): a pattern runs it instead of a collective.
   std::string traffic;  // --traffic PATTERN; empty: run a collective
   std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list
-  std::string config_file, vcd, json, dump_platform;
-  std::vector<std::pair<std::string, std::string>> overrides;  // -c key=value, in order
-  bool quiet = false, list_params = false, list_choices = false, help = false, print_schedule = false,
-       print_trees = false;
+  std::vector<std::string> config_files;  // --config, in order (each applied where it stood)
+  std::string vcd, json, csv, dump_platform;
+  // Parameters: -c key=value and a config file's parameters, in the order
+  // given, each with its source ("-c" or the file's path); later wins.
+  struct Setting {
+    std::string key, value, source;
+  };
+  std::vector<Setting> params;
+  bool quiet = false, list_params = false, list_choices = false, help = false, version = false,
+       print_schedule = false, print_trees = false;
+  // Which run options were given (by a flag or a config file): a workload
+  // refuses the ones it has no use for.
+  std::vector<std::string> given;
+  bool was_given(const std::string& option) const;
 };
 
-// Parses argv; throws UserError with one sentence on a bad flag or value.
-Options parse_command_line(int argc, const char* const* argv, Options base = Options());
-const char* usage();
+// Parses argv (and every --config file it names, in place); throws UserError
+// with one sentence on a bad flag, value or file.
+Options parse_command_line(int argc, const char* const* argv);
+// --help: generated from the same declaration the parser uses.
+std::string usage();
 // "8x8" -> {8, 8}; throws UserError unless it is two whole numbers joined by x.
 std::pair<int, int> parse_dims(const std::string& text);
 

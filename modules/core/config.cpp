@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <vector>
+
+#include "nearest.h"
 
 namespace incsim {
 
@@ -19,6 +22,7 @@ const std::string& Config::declare(const std::string& key, const char* type, con
     if (ov != overrides_.end()) {
       ov->second.used = true;
       p.value = ov->second.value;
+      p.source = ov->second.source;
     }
     it = params_.emplace(key, p).first;
   }
@@ -26,14 +30,21 @@ const std::string& Config::declare(const std::string& key, const char* type, con
 }
 
 void Config::list(std::ostream& os) const {
-  for (const auto& [k, p] : params_) os << k << "\t" << p.type << "\t" << p.default_value << "\t" << p.description << "\n";
+  for (const auto& [k, p] : params_)
+    os << k << "\t" << p.type << "\t" << p.value << "\t" << p.default_value << "\t" << p.source << "\t" << p.description
+       << "\n";
 }
 
 void Config::check_unused() const {
-  for (const auto& [key, ov] : overrides_)
-    if (!ov.used)
-      throw UserError("unknown configuration key '" + key + "' (from " + ov.source +
-                      "); incsim --list-params shows the keys this run accepts");
+  std::vector<std::string> keys;
+  for (const auto& kv : params_) keys.push_back(kv.first);
+  for (const auto& [key, ov] : overrides_) {
+    if (ov.used) continue;
+    const std::string near = nearest(key, keys);
+    throw UserError("unknown key '" + key + "' (from " + ov.source + ")" +
+                    (near.empty() ? "; incsim --list-params shows the keys this run reads"
+                                  : "; did you mean '" + near + "'?"));
+  }
 }
 
 double parse_number(const std::string& key, const std::string& text) {

@@ -25,6 +25,7 @@ class Config {
     std::string default_value;
     std::string value;
     std::string description;
+    std::string source = "default";  // or "-c", or the config file that set it
   };
 
   // Sets key=value from a source ("-c", a file name); later sources win.
@@ -38,12 +39,13 @@ class Config {
     return parse<T>(key, text);
   }
 
-  // Throws UserError if an override named a key that no block declared.
+  // Throws UserError if an override named a key that no block declared,
+  // suggesting the nearest declared key.
   void check_unused() const;
 
   const std::map<std::string, Param>& params() const { return params_; }
-  // One line per parameter: key, type, default, description, tab-separated
-  // (incsim --list-params).
+  // One line per parameter: key, type, value, default, source, description,
+  // tab-separated (incsim --list-params).
   void list(std::ostream& os) const;
   bool has_override(const std::string& key) const { return overrides_.count(key) != 0; }
 

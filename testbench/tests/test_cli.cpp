@@ -262,7 +262,7 @@ TEST_CASE("link, switch and payload defaults follow the platform", "[cli][platfo
       std::vector<std::string> f;
       std::istringstream is(l);
       for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-      if (f.size() == 4) def[f[0]] = f[2];
+      if (f.size() == 6) def[f[0]] = f[3];
     }
     CHECK(def["link.bw_GBps"] == values[0]);
     CHECK(def["link.latency_ns"] == values[1]);
@@ -395,8 +395,8 @@ TEST_CASE("option help exits 0 and lists the options", "[cli]") {
     CHECK_THAT(r.out, Catch::Contains(flag));
 }
 
-TEST_CASE("option list-params prints key and type and default and description", "[cli]") {
-  const Result r = incsim("--list-params");
+TEST_CASE("option list-params prints key, type, value, default, source and description", "[cli]") {
+  const Result r = incsim("--list-params -c switch.latency_ns=200");
   REQUIRE(r.exited);
   CHECK(r.code == 0);
   CHECK(r.err.empty());
@@ -408,14 +408,19 @@ TEST_CASE("option list-params prints key and type and default and description", 
     std::vector<std::string> f;
     std::istringstream is(l);
     for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-    REQUIRE(f.size() == 4);
+    REQUIRE(f.size() == 6);
     CHECK_FALSE(f[0].empty());
     CHECK((f[1] == "int" || f[1] == "float" || f[1] == "bool" || f[1] == "string"));
-    CHECK_FALSE(f[3].empty());
+    CHECK_FALSE(f[5].empty());
     if (f[0] == "switch.latency_ns") {
       found = true;
       CHECK(f[1] == "float");
-      CHECK(f[2] == "150");
+      CHECK(f[2] == "200");
+      CHECK(f[3] == "150");
+      CHECK(f[4] == "-c");
+    } else {
+      CHECK(f[2] == f[3]);
+      CHECK(f[4] == "default");
     }
   }
   CHECK(found);

@@ -22,7 +22,7 @@
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
 #include "platforms/netreduce_rack.h"
-#include "netreduce_experiment.h"
+#include "run_checked.h"
 #include "options.h"
 
 using namespace incsim;
@@ -233,34 +233,34 @@ tb::Options options(const std::string& algorithm, const std::string& sizes, Over
   o.algorithm = algorithm;
   o.sizes = sizes;
   o.quiet = true;
-  o.overrides = std::move(overrides);
+  tb::set_params(o, std::move(overrides));
   return o;
 }
 
-std::vector<tb::NetReduceRow> run(tb::NetReduceExperiment& e) {
+std::vector<tb::Row> run(tb::Experiment& e) {
   std::ostringstream table;
   auto rows = e.run(&table);
   INFO(table.str());
   return rows;
 }
 
-std::vector<tb::NetReduceRow> run_spineleaf(int racks, int per_rack, const std::string& algorithm,
+std::vector<tb::Row> run_spineleaf(int racks, int per_rack, const std::string& algorithm,
                                             const std::string& sizes, Overrides overrides = {}) {
   tb::Options o = options(algorithm, sizes, std::move(overrides));
   o.platform = "spineleaf";
   o.racks = racks;
   o.hosts_per_rack = per_rack;
-  tb::NetReduceExperiment e(o);
+  tb::Experiment e(o);
   return run(e);
 }
 
-std::vector<tb::NetReduceRow> run_rack(const std::string& algorithm, const std::string& sizes,
+std::vector<tb::Row> run_rack(const std::string& algorithm, const std::string& sizes,
                                        Overrides overrides = {}, double* bound_GBps = nullptr, int hosts = 6) {
   tb::Options o = options(algorithm, sizes, std::move(overrides));
   o.platform = "rack";
   o.hosts = hosts;
-  tb::NetReduceExperiment e(o);
-  if (bound_GBps) *bound_GBps = e.payload_GBps();
+  tb::Experiment e(o);
+  if (bound_GBps) *bound_GBps = tb::netreduce_of(e).payload_GBps();
   return run(e);
 }
 
@@ -273,16 +273,16 @@ TEST_CASE("Table 6: NetReduce on 6 hosts, N = 2, 170 packets of 1 KB, is exact a
   // 100 GbE less 82 B of Ethernet/IP/UDP/BTH/ICRC per 1024 B (and RETH+INA
   // per 170 packets): 92.57 Gbps of payload.
   CHECK(bound * 8 == Approx(92.57).epsilon(0.001));
-  for (const auto& r : rows) CHECK(r.wrong == 0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
   const auto& big = rows.back();
-  INFO("goodput " << big.goodput_Gbps << " Gbps, throughput " << big.throughput_Gbps << " Gbps");
-  CHECK(big.goodput_Gbps <= bound * 8 * 1.0001);
-  CHECK(big.goodput_Gbps >= 0.97 * bound * 8);
+  INFO("goodput " << big["goodput_Gbps"] << " Gbps, throughput " << big["throughput_Gbps"] << " Gbps");
+  CHECK(big["goodput_Gbps"] <= bound * 8 * 1.0001);
+  CHECK(big["goodput_Gbps"] >= 0.97 * bound * 8);
   // Frame bytes (headers, ACKs) on top of the payload, under the line rate.
-  CHECK(big.throughput_Gbps > big.goodput_Gbps);
-  CHECK(big.throughput_Gbps < 100.0);
-  CHECK(big.retransmitted == 0);
-  CHECK(big.lost == 0);
+  CHECK(big["throughput_Gbps"] > big["goodput_Gbps"]);
+  CHECK(big["throughput_Gbps"] < 100.0);
+  CHECK(big["retransmitted_packets"] == 0);
+  CHECK(big["frames_lost"] == 0);
 }
 
 TEST_CASE("NetReduce under 0.1% loss and 0.1% corruption per link: every element exact", "[netreduce][rack][loss]") {
@@ -290,11 +290,11 @@ TEST_CASE("NetReduce under 0.1% loss and 0.1% corruption per link: every element
                              {{"link.loss", "0.001"}, {"link.corruption", "0.001"}});
   uint64_t lost = 0, icrc = 0, retx = 0, resent = 0;
   for (const auto& r : rows) {
-    CHECK(r.wrong == 0);
-    lost += r.lost;
-    icrc += r.icrc_drops;
-    retx += r.retransmitted;
-    resent += r.resent_results;
+    CHECK(r.wrong() == 0);
+    lost += r["frames_lost"];
+    icrc += r["icrc_drops"];
+    retx += r["retransmitted_packets"];
+    resent += r["results_sent_again"];
   }
   // The faults really happened and were repaired by go-back-N, and the
   // aggregator answered retransmissions of completed aggregations.
@@ -307,35 +307,35 @@ TEST_CASE("NetReduce under 0.1% loss and 0.1% corruption per link: every element
 TEST_CASE("NetReduce at 1% loss with small messages still converges exactly", "[netreduce][rack][loss]") {
   const auto rows = run_rack("netreduce", "300K", {{"link.loss", "0.01"}, {"netreduce.msg_len", "16"},
                                                    {"netreduce.window", "3"}}, nullptr, 4);
-  CHECK(rows[0].wrong == 0);
-  CHECK(rows[0].lost > 0);
-  CHECK(rows[0].first_lost_drops > 0);  // some first packets were lost: their followers dropped (§3.2)
+  CHECK(rows[0].wrong() == 0);
+  CHECK(rows[0]["frames_lost"] > 0);
+  CHECK(rows[0]["first_lost_drops"] > 0);  // some first packets were lost: their followers dropped (§3.2)
 }
 
 TEST_CASE("ring all-reduce over RoCE on the rack: exact, near 2(P-1)/P x M / B", "[netreduce][rack][ring]") {
   const auto rows = run_rack("ring", "4,12292,8M");
-  for (const auto& r : rows) CHECK(r.wrong == 0);
-  CHECK(rows.back().bound_fraction > 0.95);
-  CHECK(rows.back().bound_fraction <= 1.0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(rows.back()["bound_fraction"] > 0.95);
+  CHECK(rows.back()["bound_fraction"] <= 1.0);
 }
 
 TEST_CASE("ring all-reduce over RoCE on the rack is exact under loss", "[netreduce][rack][ring][loss]") {
   const auto lossy = run_rack("ring", "1M", {{"link.loss", "0.002"}, {"link.corruption", "0.001"}}, nullptr, 5);
-  CHECK(lossy[0].wrong == 0);
-  CHECK(lossy[0].retransmitted > 0);
+  CHECK(lossy[0].wrong() == 0);
+  CHECK(lossy[0]["retransmitted_packets"] > 0);
 }
 
 namespace {
 // The rack of 6 with the ring `ring`; `bytes_sent[h]`: what host h sent in the last size.
-std::vector<tb::NetReduceRow> run_ring(const std::string& algorithm, std::vector<int> ring, Overrides overrides,
+std::vector<tb::Row> run_ring(const std::string& algorithm, std::vector<int> ring, Overrides overrides,
                                        std::vector<uint64_t>& bytes_sent, double& bound_GBps) {
   tb::Options o = options(algorithm, "12292,4M", std::move(overrides));
   o.platform = "rack";
   o.ring = std::move(ring);
-  tb::NetReduceExperiment e(o);
-  bound_GBps = e.payload_GBps();
+  tb::Experiment e(o);
+  bound_GBps = tb::netreduce_of(e).payload_GBps();
   const auto rows = run(e);
-  const auto& ends = e.platform().link_ends();
+  const auto& ends = tb::netreduce_of(e).platform().link_ends();
   bytes_sent.assign(6, 0);
   for (size_t k = 0; k < ends.size(); ++k)
     if (ends[k].from.rfind("host", 0) == 0) bytes_sent[std::stoi(ends[k].from.substr(4))] = rows.back().link_bytes[k];
@@ -348,21 +348,21 @@ TEST_CASE("a ring order (--ring): NetReduce over some hosts in any order is exac
   std::vector<uint64_t> sent;
   double bound = 0;
   const auto rows = run_ring("netreduce", {3, 0, 5, 1}, {}, sent, bound);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
   // The ACL rules follow the ring: every gradient is aggregated (no result
   // would be right otherwise) and the hosts outside it send nothing.
   CHECK(sent[2] == 0);
   CHECK(sent[4] == 0);
   for (int h : {0, 1, 3, 5}) CHECK(sent[h] > 4u << 20);
-  CHECK(rows.back().goodput_Gbps >= 0.9 * bound * 8);
+  CHECK(rows.back()["goodput_Gbps"] >= 0.9 * bound * 8);
 }
 
 TEST_CASE("a ring order (--ring): the ring all-reduce in another order is exact", "[netreduce][rack][ring-order]") {
   std::vector<uint64_t> sent;
   double bound = 0;
   const auto rows = run_ring("ring", {5, 2, 4, 0, 1, 3}, {}, sent, bound);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
-  CHECK(rows.back().bound_fraction > 0.9);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(rows.back()["bound_fraction"] > 0.9);
 }
 
 TEST_CASE("a ring order (--ring): NetReduce over hosts 4, 2, 0 is exact under loss",
@@ -371,8 +371,8 @@ TEST_CASE("a ring order (--ring): NetReduce over hosts 4, 2, 0 is exact under lo
   double bound = 0;
   uint64_t retransmitted = 0;
   for (const auto& r : run_ring("netreduce", {4, 2, 0}, {{"link.loss", "0.001"}}, sent, bound)) {
-    CHECK(r.wrong == 0);
-    retransmitted += r.retransmitted;
+    CHECK(r.wrong() == 0);
+    retransmitted += r["retransmitted_packets"];
   }
   CHECK(retransmitted > 0);
   CHECK(sent[1] + sent[3] + sent[5] == 0);
@@ -381,8 +381,8 @@ TEST_CASE("a ring order (--ring): NetReduce over hosts 4, 2, 0 is exact under lo
 TEST_CASE("NetReduce with more ranks than a 64-bit bitmap: 72 hosts are exact", "[netreduce][rack]") {
   double bound = 0;
   const auto rows = run_rack("netreduce", "4,300K", {}, &bound, 72);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
-  CHECK(rows.back().goodput_Gbps > 0.5 * bound * 8);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(rows.back()["goodput_Gbps"] > 0.5 * bound * 8);
 }
 
 TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold Table 3's entries",
@@ -391,9 +391,9 @@ TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold
   o.platform = "spineleaf";
   o.racks = 2;
   o.hosts_per_rack = 2;
-  tb::NetReduceExperiment e(o);
-  for (const auto& r : run(e)) CHECK(r.wrong == 0);
-  const auto& f = e.platform().fpgas();
+  tb::Experiment e(o);
+  for (const auto& r : run(e)) CHECK(r.wrong() == 0);
+  const auto& f = tb::netreduce_of(e).platform().fpgas();
   REQUIRE(f.size() == 3);
   // Table 3: each leaf two aggregation entries (its hosts' connections ->
   // leaf-to-spine) and two multicast entries (spine-to-leaf -> the
@@ -410,18 +410,18 @@ TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold
 
 TEST_CASE("spine-leaf: near the line-rate bound, like the single rack", "[netreduce][spineleaf]") {
   const auto rows = run_spineleaf(2, 4, "netreduce", "8M");
-  CHECK(rows[0].wrong == 0);
-  CHECK(rows[0].bound_fraction > 0.95);
-  CHECK(rows[0].bound_fraction <= 1.0);
+  CHECK(rows[0].wrong() == 0);
+  CHECK(rows[0]["bound_fraction"] > 0.95);
+  CHECK(rows[0]["bound_fraction"] <= 1.0);
 }
 
 TEST_CASE("spine-leaf under 0.1% loss and corruption: exact", "[netreduce][spineleaf][loss]") {
   const auto rows = run_spineleaf(3, 3, "netreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}});
   uint64_t lost = 0, resent = 0;
   for (const auto& r : rows) {
-    CHECK(r.wrong == 0);
-    lost += r.lost;
-    resent += r.resent_results;
+    CHECK(r.wrong() == 0);
+    lost += r["frames_lost"];
+    resent += r["results_sent_again"];
   }
   CHECK(lost > 0);
   CHECK(resent > 0);
@@ -429,57 +429,57 @@ TEST_CASE("spine-leaf under 0.1% loss and corruption: exact", "[netreduce][spine
 
 TEST_CASE("spine-leaf ring all-reduce crosses the spine exactly", "[netreduce][spineleaf][ring]") {
   const auto rows = run_spineleaf(2, 3, "ring", "4,12292,1M", {{"link.loss", "0.001"}});
-  for (const auto& r : rows) CHECK(r.wrong == 0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
 }
 
 namespace {
-tb::NetReduceExperiment* multigpu(int machines, int gpus, const std::string& algorithm, const std::string& sizes,
+tb::Experiment* multigpu(int machines, int gpus, const std::string& algorithm, const std::string& sizes,
                                   Overrides overrides = {}) {
   tb::Options o = options(algorithm, sizes, std::move(overrides));
   o.platform = "multigpu";
   o.machines = machines;
   o.gpus_per_machine = gpus;
-  return new tb::NetReduceExperiment(o);
+  return new tb::Experiment(o);
 }
 }  // namespace
 
 TEST_CASE("Parallel NetReduce on multi-GPU machines: exact, within 5% of the appendix's Eq. (3)",
           "[netreduce][multigpu]") {
-  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bandwidth_GBps", "50"}}));
+  std::unique_ptr<tb::Experiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bandwidth_GBps", "50"}}));
   const auto rows = run(*e);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
   // Eq. (3): (2n - 1) alpha + (2(n-1) B_inter + n B_intra) / (n B_intra B_inter) M.
   const auto& big = rows.back();
-  INFO("simulated " << big.time_us << " us, Eq. (3) " << big.model_us << " us");
-  CHECK(big.time_us == Approx(big.model_us).epsilon(0.05));
+  INFO("simulated " << big["time_us"] << " us, Eq. (3) " << big["model_us"] << " us");
+  CHECK(big["time_us"] == Approx(big["model_us"]).epsilon(0.05));
   // The latency term alone: 2n - 1 hops for a single element.
-  CHECK(rows.front().time_us == Approx(rows.front().model_us).epsilon(0.1));
+  CHECK(rows.front()["time_us"] == Approx(rows.front()["model_us"]).epsilon(0.1));
 }
 
 TEST_CASE("flat ring on multi-GPU machines: exact, near Eq. (1)'s bandwidth term", "[netreduce][multigpu]") {
-  std::unique_ptr<tb::NetReduceExperiment> e(multigpu(2, 3, "flatring", "4,4M"));
+  std::unique_ptr<tb::Experiment> e(multigpu(2, 3, "flatring", "4,4M"));
   const auto rows = run(*e);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
-  CHECK(rows.back().bound_fraction > 0.9);
-  CHECK(rows.back().bound_fraction <= 1.0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(rows.back()["bound_fraction"] > 0.9);
+  CHECK(rows.back()["bound_fraction"] <= 1.0);
 }
 
 TEST_CASE("Tencent hierarchical all-reduce on multi-GPU machines: exact, also under loss", "[netreduce][multigpu]") {
-  std::unique_ptr<tb::NetReduceExperiment> e(
+  std::unique_ptr<tb::Experiment> e(
       multigpu(3, 4, "tencent", "4,12292,2M", {{"link.loss", "0.0005"}}));
   const auto rows = run(*e);
-  for (const auto& r : rows) CHECK(r.wrong == 0);
-  CHECK(rows.back().model_us > 0);
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(rows.back()["model_us"] > 0);
 }
 
 TEST_CASE("Parallel NetReduce under loss: exact", "[netreduce][multigpu][loss]") {
-  std::unique_ptr<tb::NetReduceExperiment> e(
+  std::unique_ptr<tb::Experiment> e(
       multigpu(2, 3, "pnetreduce", "12292,1M", {{"link.loss", "0.001"}, {"link.corruption", "0.001"}}));
   const auto rows = run(*e);
   uint64_t lost = 0;
   for (const auto& r : rows) {
-    CHECK(r.wrong == 0);
-    lost += r.lost;
+    CHECK(r.wrong() == 0);
+    lost += r["frames_lost"];
   }
   CHECK(lost > 0);
 }
@@ -495,25 +495,25 @@ TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   tb::Options sl = options("netreduce", "1M", {});
   sl.platform = "spineleaf";
   sl.hosts = 4;
-  CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--racks and --hosts-per-rack"));
-  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(1, 8, "pnetreduce", "1M")),
+  CHECK_THROWS_WITH(tb::Experiment(sl), Catch::Contains("--racks and --hosts-per-rack"));
+  CHECK_THROWS_WITH(std::unique_ptr<tb::Experiment>(multigpu(1, 8, "pnetreduce", "1M")),
                     Catch::Contains("at least 2 machines"));
-  CHECK_THROWS_WITH(std::unique_ptr<tb::NetReduceExperiment>(multigpu(2, 2, "netreduce", "1M")),
+  CHECK_THROWS_WITH(std::unique_ptr<tb::Experiment>(multigpu(2, 2, "netreduce", "1M")),
                     Catch::Contains("choose one of pnetreduce, flatring, tencent"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.no_such_key", "1"}}), Catch::Contains("fpga.no_such_key"));
   tb::Options r = options("netreduce", "1M", {});
   r.platform = "rack";
   r.ring = {0, 7};
-  CHECK_THROWS_WITH(tb::NetReduceExperiment(r), Catch::Contains("--ring names host 7, but the rack has hosts 0 to 5"));
+  CHECK_THROWS_WITH(tb::Experiment(r), Catch::Contains("--ring names host 7, but the rack has hosts 0 to 5"));
   r.ring = {0, 2, 0};
-  CHECK_THROWS_WITH(tb::NetReduceExperiment(r), Catch::Contains("--ring names host 0 twice"));
+  CHECK_THROWS_WITH(tb::Experiment(r), Catch::Contains("--ring names host 0 twice"));
   r.ring = {1};
-  CHECK_THROWS_WITH(tb::NetReduceExperiment(r), Catch::Contains("at least 2 hosts"));
+  CHECK_THROWS_WITH(tb::Experiment(r), Catch::Contains("at least 2 hosts"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"fpga.clt.entries", "5"}}),
                     Catch::Contains("CLT holds 5 connections, but its rings have 6"));
   sl.hosts = 0;
   sl.ring = {0, 1};
-  CHECK_THROWS_WITH(tb::NetReduceExperiment(sl), Catch::Contains("--ring orders the hosts of platform rack"));
+  CHECK_THROWS_WITH(tb::Experiment(sl), Catch::Contains("--ring orders the hosts of platform rack"));
 }
 
 #ifdef INCSIM_BINARY

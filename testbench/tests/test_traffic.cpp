@@ -14,7 +14,7 @@
 #include "topology/direct_networks.h"
 #include "traffic/analysis.h"
 #include "traffic/patterns.h"
-#include "traffic_experiment.h"
+#include "traffic.h"
 
 using namespace incsim;
 using namespace incsim::traffic;

@@ -1,18 +1,14 @@
-#include "traffic_experiment.h"
+#include "traffic.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <iomanip>
-#include <iostream>
-#include <nlohmann/json.hpp>
+#include <ostream>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
-#include "results_json.h"
-#include "core/trace.h"
-#include "experiment.h"
 
 namespace incsim::tb {
 
@@ -62,29 +58,27 @@ std::vector<double> parse_loads(const std::string& text) {
   return loads;
 }
 
-TrafficExperiment::TrafficExperiment(const Options& o) : opt_(o) {
-  if (!opt_.config_file.empty()) {
-    // The file sets defaults for the platform options; flags given on the
-    // command line still win (as for collectives, Experiment).
-    Options from_file, defaults;
-    load_config_file(opt_.config_file, from_file, cfg_);
-    if (opt_.platform == defaults.platform) opt_.platform = from_file.platform;
-    if (opt_.dims == defaults.dims) opt_.dims = from_file.dims;
-    if (opt_.nodes == defaults.nodes) opt_.nodes = from_file.nodes;
-    if (opt_.gpus == defaults.gpus) opt_.gpus = from_file.gpus;
-    if (opt_.seed == defaults.seed) opt_.seed = from_file.seed;
-  }
-  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
-  {
-    const Options defaults;
-    const char* collective_only = opt_.collective != defaults.collective ? "--collective"
-                                  : opt_.algorithm != defaults.algorithm ? "--algorithm"
-                                  : opt_.sizes != defaults.sizes         ? "--sizes"
-                                  : opt_.dtype != defaults.dtype         ? "--dtype"
-                                  : opt_.redop != defaults.redop         ? "--redop"
-                                                                         : nullptr;
-    if (collective_only) throw UserError(std::string(collective_only) + " applies to collectives, not to --traffic");
-  }
+TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+  refuse_options(opt_, {"collective", "algorithm", "sizes", "dtype", "redop"}, "applies to collectives, not to --traffic");
+  refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
+                 "shapes the Ethernet platforms rack, spineleaf and multigpu, not " + opt_.platform);
+  schema_->add({"offered", "", ColumnKind::Setting, "offered", "(frac)", 7, 3})
+      .add({"offered_measured", "", ColumnKind::Measurement})
+      .add({"accepted", "", ColumnKind::Measurement, "accepted", "(frac)", 9, 3})
+      .add({"accepted_min", "", ColumnKind::Measurement})
+      .add({"accepted_GBps_per_node", "GB/s", ColumnKind::Measurement, "GB/s", "(/node)", 9, 2})
+      .add({"latency_ns", "ns", ColumnKind::Measurement, "latency", "(ns)", 10, 1})
+      .add({"p50_ns", "ns", ColumnKind::Measurement, "p50", "(ns)", 9, 1})
+      .add({"p99_ns", "ns", ColumnKind::Measurement, "p99", "(ns)", 9, 1})
+      .add({"max_ns", "ns", ColumnKind::Measurement, "max", "(ns)", 10, 1})
+      .add({"network_latency_ns", "ns", ColumnKind::Measurement, "network", "(ns)", 9, 1})
+      .add({"packets", "packets", ColumnKind::Measurement, "packets", "", 9})
+      .add({"wrong", "packets", ColumnKind::Measurement, "#wrong", "", 7})
+      .add({"refused", "packets", ColumnKind::Measurement})
+      .add({"queue_peak", "packets", ColumnKind::Measurement})
+      .add({"drained", "", ColumnKind::Measurement})
+      .add({"saturated", "", ColumnKind::Measurement})
+      .add({"state", "", ColumnKind::Measurement, "state", "", -1});
   traffic::PatternParams& pp = gen_.pattern;
   pp.pattern = traffic::parse_pattern(opt_.traffic);
   loads_ = parse_loads(opt_.load);
@@ -108,11 +102,6 @@ TrafficExperiment::TrafficExperiment(const Options& o) : opt_(o) {
         if (!t.port_reaches({t.endpoints()[e], p}, d))
           throw UserError("synthetic traffic needs every endpoint port to reach every endpoint; on " + t.name + " " +
                           t.port_name({t.endpoints()[e], p}) + " does not reach endpoint " + std::to_string(d));
-  if (!opt_.dump_platform.empty()) {
-    std::ofstream f(opt_.dump_platform);
-    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
-    topo::save_yaml(t, f);
-  }
   pp.nodes = n;
   pp.kx = t.grid.kx;
   pp.ky = t.grid.ky;
@@ -171,18 +160,10 @@ TrafficExperiment::TrafficExperiment(const Options& o) : opt_(o) {
   const uint32_t wire = generators_[0]->wire_bytes();
   zero_load_ = traffic::zero_load(t, pp, wire, platform_->switch_config().latency.to_seconds() * 1e9);
   bound_ = traffic::channel_load_bound(t, pp, inject_GBps_);
-  cfg_.check_unused();
-  if (!opt_.vcd.empty()) {
-    vcd_ = open_vcd(opt_.vcd);
-    platform_->trace(vcd_);
-  }
 }
 
-TrafficExperiment::~TrafficExperiment() {
-  if (vcd_) close_vcd(vcd_, opt_.vcd);
-}
-
-TrafficRow TrafficExperiment::run_load(double load) {
+Row TrafficWorkload::run_point(size_t i, Runner&, std::ostream&) {
+  const double load = loads_[i];
   traffic::Measurement& m = *measurement_;
   const sc_time t0 = sc_core::sc_time_stamp();
   m.reset((t0 + warmup_).value(), (t0 + warmup_ + window_).value());
@@ -198,31 +179,41 @@ TrafficRow TrafficExperiment::run_load(double load) {
     sc_core::sc_start(drain_end - sc_core::sc_time_stamp());
   m.pause_when_drained = false;
 
-  TrafficRow r;
-  r.offered = load;
-  r.drained = m.measured_arrived >= m.measured_created;
+  const bool drained = m.measured_arrived >= m.measured_created;
   const double window_ns = window_.to_seconds() * 1e9;
   const double n = static_cast<double>(generators_.size());
   const double capacity = window_ns * inject_GBps_;  // bytes one endpoint could inject in the window
-  uint64_t accepted = 0, created = 0;
-  r.accepted_min = 1e300;
+  uint64_t accepted = 0, created = 0, refused = 0, queue_peak = 0;
+  double accepted_min = 1e300;
   for (size_t g = 0; g < generators_.size(); ++g) {
     accepted += m.accepted_bytes[g];
-    r.accepted_min = std::min(r.accepted_min, m.accepted_bytes[g] / capacity);
+    accepted_min = std::min(accepted_min, m.accepted_bytes[g] / capacity);
     created += generators_[g]->created_in_window();
-    r.refused += generators_[g]->refused();
-    r.queue_peak = std::max<uint64_t>(r.queue_peak, generators_[g]->queue_peak());
+    refused += generators_[g]->refused();
+    queue_peak = std::max<uint64_t>(queue_peak, generators_[g]->queue_peak());
   }
-  r.offered_measured = static_cast<double>(created) * generators_[0]->wire_bytes() / (capacity * n);
-  r.accepted = accepted / (capacity * n);
-  r.accepted_GBps = accepted / (window_ns * n);
-  r.latency_ns = m.latency.mean_ps() / 1000;
-  r.network_latency_ns =
-      m.latency.count() ? static_cast<double>(m.network_latency_ps) / static_cast<double>(m.latency.count()) / 1000 : 0;
-  r.p50_ns = m.latency.quantile_ps(0.5) / 1000;
-  r.p99_ns = m.latency.quantile_ps(0.99) / 1000;
-  r.max_ns = static_cast<double>(m.latency.max_ps()) / 1000;
-  r.packets = m.measured_arrived;
+  const double offered_measured = static_cast<double>(created) * generators_[0]->wire_bytes() / (capacity * n);
+  const double accepted_frac = accepted / (capacity * n);
+  const bool saturated = refused > 0 || !drained || accepted_frac < kSaturationShortfall * offered_measured;
+  Row r(schema_);
+  r.set("offered", load)
+      .set("offered_measured", offered_measured)
+      .set("accepted", accepted_frac)
+      .set("accepted_min", accepted_min)
+      .set("accepted_GBps_per_node", accepted / (window_ns * n))
+      .set("latency_ns", m.latency.mean_ps() / 1000)
+      .set("p50_ns", m.latency.quantile_ps(0.5) / 1000)
+      .set("p99_ns", m.latency.quantile_ps(0.99) / 1000)
+      .set("max_ns", static_cast<double>(m.latency.max_ps()) / 1000)
+      .set("network_latency_ns", m.latency.count() ? static_cast<double>(m.network_latency_ps) /
+                                                         static_cast<double>(m.latency.count()) / 1000
+                                                   : 0.0)
+      .set("packets", m.measured_arrived)
+      .set("refused", refused)
+      .set("queue_peak", queue_peak)
+      .set("drained", drained)
+      .set("saturated", saturated)
+      .set("state", std::string(saturated ? "saturated" : "ok"));
 
   // Stop, drop what waits in the source queues, and let the network empty
   // (nothing runs on a clock: the simulation starves once it is quiet).
@@ -242,20 +233,11 @@ TrafficRow TrafficExperiment::run_load(double load) {
          << " arrived, " << held << " held:\n" << where;
     throw UserError(what.str());
   }
-  r.wrong = m.wrong;  // every packet sent during the point, checked
+  r.set("wrong", m.wrong);  // every packet sent during the point, checked
   return r;
 }
 
-std::vector<TrafficRow> TrafficExperiment::run(std::ostream* table) {
-  std::vector<TrafficRow> rows;
-  for (double load : loads_) {
-    rows.push_back(run_load(load));
-    if (table) print_row(*table, rows.back());
-  }
-  return rows;
-}
-
-void TrafficExperiment::print_header(std::ostream& os) const {
+void TrafficWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
   const auto& pp = gen_.pattern;
   const uint32_t wire = generators_[0]->wire_bytes();
@@ -277,79 +259,20 @@ void TrafficExperiment::print_header(std::ostream& os) const {
      << " to " << zero_load_.max_ns << "), " << std::setprecision(2) << zero_load_.mean_switches
      << " switches per packet; channel-load bound: saturation at " << std::setprecision(3) << bound_.saturation
      << " (" << bound_.bottleneck << ")\n";
-  os << "#\n";
-  os << "# " << std::setw(7) << "offered" << std::setw(9) << "accepted" << std::setw(9) << "GB/s" << std::setw(10)
-     << "latency" << std::setw(9) << "p50" << std::setw(9) << "p99" << std::setw(10) << "max" << std::setw(9)
-     << "network" << std::setw(9) << "packets" << std::setw(7) << "#wrong" << "  state\n";
-  os << "# " << std::setw(7) << "(frac)" << std::setw(9) << "(frac)" << std::setw(9) << "(/node)" << std::setw(10)
-     << "(ns)" << std::setw(9) << "(ns)" << std::setw(9) << "(ns)" << std::setw(10) << "(ns)" << std::setw(9)
-     << "(ns)" << "\n";
-  os.flush();
 }
 
-void TrafficExperiment::print_row(std::ostream& os, const TrafficRow& r) {
-  os << "  " << std::fixed << std::setprecision(3) << std::setw(7) << r.offered << std::setw(9) << r.accepted
-     << std::setprecision(2) << std::setw(9) << r.accepted_GBps << std::setprecision(1) << std::setw(10)
-     << r.latency_ns << std::setw(9) << r.p50_ns << std::setw(9) << r.p99_ns << std::setw(10) << r.max_ns
-     << std::setw(9) << r.network_latency_ns << std::setw(9) << r.packets << std::setw(7) << r.wrong << "  " << (r.saturated() ? "saturated" : "ok") << "\n";
-  os.flush();
+void TrafficWorkload::config_json(nlohmann::ordered_json& config) const {
+  config["traffic"] = traffic::pattern_name(gen_.pattern.pattern);
+  config["load"] = opt_.load;
+  config["endpoints"] = generators_.size();
 }
 
-void TrafficExperiment::write_json(const std::string& path, const std::vector<TrafficRow>& rows) const {
-  using json = nlohmann::ordered_json;
-  json j;
-  platform_json(j["config"], opt_);
-  j["config"]["traffic"] = traffic::pattern_name(gen_.pattern.pattern);
-  j["config"]["load"] = opt_.load;
-  j["config"]["endpoints"] = generators_.size();
-  j["config"]["seed"] = opt_.seed;
-  j["config"]["params"] = params_json(cfg_);
+void TrafficWorkload::summary_json(nlohmann::ordered_json& j) const {
   j["injection_GBps"] = inject_GBps_;
   j["packet_wire_bytes"] = generators_[0]->wire_bytes();
   j["zero_load_latency_ns"] = {{"mean", zero_load_.mean_ns}, {"min", zero_load_.min_ns}, {"max", zero_load_.max_ns}};
   j["mean_switches"] = zero_load_.mean_switches;
   j["channel_load_bound"] = {{"saturation", bound_.saturation}, {"bottleneck", bound_.bottleneck}};
-  json rs = json::array();
-  for (const auto& r : rows)
-    rs.push_back({{"offered", r.offered},
-                  {"offered_measured", r.offered_measured},
-                  {"accepted", r.accepted},
-                  {"accepted_min", r.accepted_min},
-                  {"accepted_GBps_per_node", r.accepted_GBps},
-                  {"latency_ns", r.latency_ns},
-                  {"network_latency_ns", r.network_latency_ns},
-                  {"p50_ns", r.p50_ns},
-                  {"p99_ns", r.p99_ns},
-                  {"max_ns", r.max_ns},
-                  {"packets", r.packets},
-                  {"wrong", r.wrong},
-                  {"refused", r.refused},
-                  {"queue_peak", r.queue_peak},
-                  {"drained", r.drained},
-                  {"saturated", r.saturated()}});
-  j["rows"] = rs;
-  write_json_file(path, j);
-}
-
-void TrafficExperiment::list_params(std::ostream& os) const { cfg_.list(os); }
-
-int run_traffic(const Options& o, std::ostream& out) {
-  TrafficExperiment e(o);
-  if (!o.dump_platform.empty()) return 0;
-  if (o.list_params) {
-    e.list_params(out);
-    return 0;
-  }
-  e.print_header(out);
-  const auto rows = e.run(&out);
-  if (!o.json.empty()) e.write_json(o.json, rows);
-  uint64_t wrong = 0;
-  for (const auto& r : rows) wrong += r.wrong;
-  if (wrong) {
-    std::cerr << "incsim: error: " << wrong << " packets arrived with wrong data, size or destination\n";
-    return 1;
-  }
-  return 0;
 }
 
 }  // namespace incsim::tb

@@ -1,21 +1,15 @@
-#include "netreduce_experiment.h"
+#include "netreduce.h"
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iomanip>
-#include <iostream>
-#include <nlohmann/json.hpp>
-#include <sstream>
+#include <ostream>
 
+#include "choices.h"
+#include "collective.h"
 #include "core/error.h"
-#include "core/trace.h"
 #include "core/units.h"
-#include "experiment.h"
-#include "results_json.h"
-#include "platforms/netreduce_rack.h"
 #include "roce/flow_control.h"
-#include "watchdog.h"
 
 namespace incsim::tb {
 
@@ -23,28 +17,23 @@ bool is_netreduce_platform(const std::string& platform) {
   return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
 }
 
-struct NetReduceExperiment::Totals {
+struct NetReduceWorkload::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
 };
 
-NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
-  if (!opt_.config_file.empty()) {
-    Options from_file;
-    load_config_file(opt_.config_file, from_file, cfg_);
-  }
-  for (const auto& [k, v] : opt_.overrides) cfg_.set(k, v, "-c");
+NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+  *schema_ = nccl_schema();
+  refuse_options(opt_, {"load"}, "applies to --traffic only");
+  refuse_options(opt_, {"dims", "nodes"}, "shapes the GPU fabrics, not platform " + opt_.platform);
   if (opt_.collective != "allreduce")
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
   multigpu_ = opt_.platform == "multigpu";
   if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
-  const char* accepted = multigpu_ ? "pnetreduce, flatring, tencent" : "netreduce, ring";
-  if ((std::string(", ") + accepted + ",").find(", " + opt_.algorithm + ",") == std::string::npos)
+  const char* accepted = multigpu_ ? kMultiGpuAlgorithms : kRackAlgorithms;
+  if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
                     "; choose one of " + accepted);
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
-  if (!opt_.dump_platform.empty())
-    throw UserError("--dump-platform writes the GPU platforms' topology; platform " + opt_.platform +
-                    " has no YAML form");
   dtype_ = collectives::parse_dtype(opt_.dtype);
   redop_ = collectives::parse_redop(opt_.redop);
   sizes_ = parse_sizes(opt_.sizes);
@@ -124,38 +113,31 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   }
   if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
 
-  double stall_us = cfg_.get<double>("sim.stall_timeout_us", 0.0,
-                                     "simulated time in which no host receives or has acknowledged a packet that "
-                                     "counts as a stall, us; 0: ten retransmission timeouts");
-  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
-  if (stall_us == 0) stall_us = 10 * rack_->rto().to_seconds() * 1e6;
-  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
-  watchdog_ = std::make_unique<Watchdog>(
-      "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
-      [this] {
-        uint64_t n = 0;
-        for (int i = 0; i < rack_->hosts(); ++i) n += rack_->nic(i).progress();
-        return n;
-      },
-      opt_.quiet, progress_s);
-  cfg_.check_unused();
-  if (!opt_.vcd.empty()) {
-    vcd_ = open_vcd(opt_.vcd);
-    rack_->trace(vcd_);
-    for (int i = 0; i < ranks; ++i)
-      sc_core::sc_trace(vcd_, workers_[i]->progress_ref(),
-                        "host" + std::to_string(rack_->ring_host(i)) + progress_suffix());
-  }
+  if (multigpu_)  // the appendix's model and the values it was given
+    schema_->add({"model_us", "us", ColumnKind::Measurement})
+        .add({"alpha_us", "us", ColumnKind::Setting})
+        .add({"B_inter_payload_GBps", "GB/s", ColumnKind::Setting})
+        .add({"B_intra_payload_GBps", "GB/s", ColumnKind::Setting});
+  for (const char* c : {"goodput_Gbps", "throughput_Gbps"}) schema_->add({c, "Gb/s", ColumnKind::Measurement});
+  for (const char* c : {"frames_lost", "icrc_drops", "retransmitted_packets", "timeouts", "first_lost_drops",
+                        "results_sent_again"})
+    schema_->add({c, "packets", ColumnKind::Measurement});
+  schema_->add({"packet_hops", "packets", ColumnKind::Measurement});
 }
 
-NetReduceExperiment::~NetReduceExperiment() {
-  if (vcd_) close_vcd(vcd_, opt_.vcd);
+NetReduceWorkload::~NetReduceWorkload() = default;
+
+sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return 10 * rack_->rto(); }
+
+void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
+  for (int i = 0; i < rack_->ring_size(); ++i)
+    sc_core::sc_trace(tf, workers_[i]->progress_ref(), "host" + std::to_string(rack_->ring_host(i)) + progress_suffix());
 }
 
 // The bandwidth term alone (the bound) or with the latency term (the
 // appendix's model): Eq. (1) for the flat ring, Eq. (3) for Parallel
 // NetReduce, with B the payload bandwidths and alpha the hop latency.
-double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
+double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
   const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
   const int p = rack_->ring_size(), n = p / rack_->racks();
   const double a = with_alpha ? rack_->hop_latency().to_seconds() * 1e6 : 0.0;
@@ -177,13 +159,13 @@ double NetReduceExperiment::model_us(uint64_t bytes, bool with_alpha) const {
 
 // What a worker's progress signal counts: NetReduce's window position, a
 // ring's step, or the stage of a hierarchical algorithm.
-std::string NetReduceExperiment::progress_suffix() const {
+std::string NetReduceWorkload::progress_suffix() const {
   if (opt_.algorithm == "netreduce") return ".window";
   if (opt_.algorithm == "ring" || opt_.algorithm == "flatring") return ".step";
   return ".stage";
 }
 
-NetReduceExperiment::Totals NetReduceExperiment::totals() const {
+NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   Totals t;
   for (int i = 0; i < rack_->hosts(); ++i) {
     const roce::RoceNic& n = rack_->nic(i);
@@ -202,108 +184,83 @@ NetReduceExperiment::Totals NetReduceExperiment::totals() const {
   return t;
 }
 
-std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
-  std::vector<NetReduceRow> rows;
+Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   const int hosts = rack_->ring_size();  // the workers
+  const uint64_t bytes = sizes_[si];
   const auto& ends = rack_->link_ends();
-  std::vector<uint64_t> before(ends.size()), before_packets(ends.size());
-  for (size_t si = 0; si < sizes_.size(); ++si) {
-    const uint64_t bytes = sizes_[si];
-    for (size_t k = 0; k < ends.size(); ++k) {
-      before[k] = ends[k].port->bytes_sent();
-      before_packets[k] = ends[k].port->packets_sent();
+  std::vector<uint64_t> before_packets(ends.size());
+  for (size_t k = 0; k < ends.size(); ++k) before_packets[k] = ends[k].port->packets_sent();
+  const Totals t0 = totals();
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  int finished = 0;
+  sc_core::sc_time end;
+  auto done = [&] {
+    if (++finished == hosts) {
+      end = sc_core::sc_time_stamp();
+      sc_core::sc_pause();
     }
-    const Totals t0 = totals();
-    const sc_core::sc_time start = sc_core::sc_time_stamp();
-    int finished = 0;
-    sc_core::sc_time end;
-    auto done = [&] {
-      if (++finished == hosts) {
-        end = sc_core::sc_time_stamp();
-        sc_core::sc_pause();
-      }
-    };
-    for (auto& w : workers_) w->start(bytes, done);
-    watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(si + 1) + " of " +
-                   std::to_string(sizes_.size()) + ")");
-    auto idle = [&] {
-      for (int i = 0; i < hosts; ++i)
-        if (!rack_->nic(i).idle()) return false;
-      return true;
-    };
-    while (finished < hosts && !watchdog_->stalled() && sc_core::sc_pending_activity()) sc_core::sc_start();
-    // The last ACKs: every connection drains before the next size starts,
-    // so no retransmission of this size meets the next one's messages.
-    while (finished == hosts && !idle() && !watchdog_->stalled() && sc_core::sc_pending_activity())
-      sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
-    watchdog_->disarm();
-    if (finished < hosts || !idle()) {
-      std::ostringstream os;
-      const uint64_t held = rack_->report_held(os);
-      for (int i = 0; i < hosts; ++i)
-        if (!workers_[i]->finished())
-          os << "  host" << rack_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
-             << workers_[i]->progress_ref() << "\n";
-      std::string where = os.str();
-      if (!where.empty() && where.back() == '\n') where.pop_back();
-      throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
-                      size_label(bytes) + " (" + std::to_string(finished) + " of " + std::to_string(hosts) +
-                      " hosts done; no packet delivered or acknowledged for sim.stall_timeout_us); " + std::to_string(held) +
-                      " packets or sequence numbers outstanding:\n" + where);
-    }
-    const Totals t1 = totals();
-    NetReduceRow r;
-    r.size_bytes = bytes;
-    r.count = bytes / 4;
-    r.time_us = (end - start).to_seconds() * 1e6;
-    r.algbw_GBps = static_cast<double>(bytes) / (r.time_us * 1e3);
-    r.busbw_GBps = r.algbw_GBps * 2.0 * (hosts - 1) / hosts;
-    for (const auto& w : workers_) r.wrong += w->wrong();
-    r.bound_us = model_us(bytes, false);
-    r.model_us = model_us(bytes, true);
-    r.bound_fraction = r.bound_us / r.time_us;
-    r.goodput_Gbps = 8.0 * static_cast<double>(bytes) / (r.time_us * 1e3);
-    // Frames the hosts sent up to the end of the collective, per host.
-    r.throughput_Gbps = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (r.time_us * 1e3);
-    r.lost = t1.lost - t0.lost;
-    r.retransmitted = t1.retransmitted - t0.retransmitted;
-    r.timeouts = t1.timeouts - t0.timeouts;
-    r.icrc_drops = t1.icrc_drops - t0.icrc_drops;
-    r.first_lost_drops = t1.first_lost - t0.first_lost;
-    r.resent_results = t1.resent - t0.resent;
-    for (size_t k = 0; k < ends.size(); ++k) {
-      r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-      r.packet_hops += ends[k].port->packets_sent() - before_packets[k];
-    }
-    if (table) {
-      Row base;
-      base.size_bytes = r.size_bytes;
-      base.count = r.count;
-      base.time_us = r.time_us;
-      base.algbw_GBps = r.algbw_GBps;
-      base.busbw_GBps = r.busbw_GBps;
-      base.wrong = r.wrong;
-      base.bound_fraction = r.bound_fraction;
-      Experiment::print_row(*table, base, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
-      if (multigpu_)
-        *table << std::fixed << std::setprecision(2) << "#   Eq. ("
-               << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1) << "): " << r.model_us
-               << " us; simulated / model " << std::setprecision(3) << r.time_us / r.model_us << "\n";
-      *table << std::fixed << std::setprecision(2) << "#   goodput " << r.goodput_Gbps << " Gbps, throughput "
-             << r.throughput_Gbps << " Gbps per host; " << r.lost << " frames lost, " << r.icrc_drops
-             << " failed the ICRC, " << r.retransmitted << " packets retransmitted (" << r.timeouts << " timeouts)";
-      if (in_network_)
-        *table << ", " << r.first_lost_drops << " dropped for a lost first packet, " << r.resent_results
-               << " results sent again";
-      *table << "\n";
-      table->flush();
-    }
-    rows.push_back(std::move(r));
-  }
-  return rows;
+  };
+  for (auto& w : workers_) w->start(bytes, done);
+  const std::string what = "size " + size_label(bytes);
+  run.run_until([&] { return finished == hosts; }, what);
+  // The last ACKs: every connection drains before the next size starts,
+  // so no retransmission of this size meets the next one's messages.
+  auto idle = [&] {
+    for (int i = 0; i < rack_->hosts(); ++i)
+      if (!rack_->nic(i).idle()) return false;
+    return true;
+  };
+  run.run_until(idle, what, sc_core::sc_time(1, sc_core::SC_US));
+  const Totals t1 = totals();
+  Row r(schema_);
+  const double time_us = (end - start).to_seconds() * 1e6;
+  uint64_t wrong = 0;
+  for (const auto& w : workers_) wrong += w->wrong();
+  fill_nccl(r, bytes, collectives::dtype_name(dtype_), collectives::redop_name(redop_), time_us,
+            2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
+  const double model = model_us(bytes, true);
+  if (multigpu_)
+    r.set("model_us", model)
+        .set("alpha_us", rack_->hop_latency().to_seconds() * 1e6)
+        .set("B_inter_payload_GBps", payload_GBps_)
+        .set("B_intra_payload_GBps", intra_payload_GBps_);
+  const double goodput = 8.0 * static_cast<double>(bytes) / (time_us * 1e3);
+  // Frames the hosts sent up to the end of the collective, per host.
+  const double throughput = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (time_us * 1e3);
+  uint64_t hops = 0;
+  for (size_t k = 0; k < ends.size(); ++k) hops += ends[k].port->packets_sent() - before_packets[k];
+  r.set("goodput_Gbps", goodput)
+      .set("throughput_Gbps", throughput)
+      .set("frames_lost", t1.lost - t0.lost)
+      .set("icrc_drops", t1.icrc_drops - t0.icrc_drops)
+      .set("retransmitted_packets", t1.retransmitted - t0.retransmitted)
+      .set("timeouts", t1.timeouts - t0.timeouts)
+      .set("first_lost_drops", t1.first_lost - t0.first_lost)
+      .set("results_sent_again", t1.resent - t0.resent)
+      .set("packet_hops", hops);
+  if (multigpu_)
+    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1)
+          << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
+  notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput
+        << " Gbps per host; " << t1.lost - t0.lost << " frames lost, " << t1.icrc_drops - t0.icrc_drops
+        << " failed the ICRC, " << t1.retransmitted - t0.retransmitted << " packets retransmitted ("
+        << t1.timeouts - t0.timeouts << " timeouts)";
+  if (in_network_)
+    notes << ", " << t1.first_lost - t0.first_lost << " dropped for a lost first packet, " << t1.resent - t0.resent
+          << " results sent again";
+  notes << "\n";
+  return r;
 }
 
-void NetReduceExperiment::print_header(std::ostream& os) const {
+// Beside the blocks' held packets: which hosts are not done, and where.
+void NetReduceWorkload::report_stall(std::ostream& os) const {
+  for (int i = 0; i < rack_->ring_size(); ++i)
+    if (!workers_[i]->finished())
+      os << "  host" << rack_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
+         << workers_[i]->progress_ref() << "\n";
+}
+
+void NetReduceWorkload::print_header(std::ostream& os) const {
   const int hosts = rack_->hosts();
   const int racks = rack_->racks();
   os << "# incsim: allreduce " << opt_.algorithm << " on ";
@@ -338,54 +295,22 @@ void NetReduceExperiment::print_header(std::ostream& os) const {
     for (int k = 0; k < rack_->ring_size(); ++k) os << " " << rack_->ring_host(k);
     os << "\n";
   }
-  Experiment::print_columns(os);
 }
 
-void NetReduceExperiment::write_json(const std::string& path, const std::vector<NetReduceRow>& rows) const {
-  using json = nlohmann::ordered_json;
-  json j;
-  j["config"]["platform"] = opt_.platform;
-  j["config"]["collective"] = "allreduce";
-  j["config"]["algorithm"] = opt_.algorithm;
-  j["config"]["hosts"] = rack_->hosts();
-  j["config"]["racks"] = rack_->racks();
+void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
+  config["collective"] = "allreduce";
+  config["algorithm"] = opt_.algorithm;
+  config["hosts"] = rack_->hosts();
+  config["racks"] = rack_->racks();
   if (opt_.platform == "rack") {  // the others build their rings themselves
-    j["config"]["ring"] = json::array();
-    for (int k = 0; k < rack_->ring_size(); ++k) j["config"]["ring"].push_back(rack_->ring_host(k));
+    config["ring"] = nlohmann::ordered_json::array();
+    for (int k = 0; k < rack_->ring_size(); ++k) config["ring"].push_back(rack_->ring_host(k));
   }
-  j["config"]["dtype"] = collectives::dtype_name(dtype_);
-  j["config"]["redop"] = collectives::redop_name(redop_);
-  j["config"]["seed"] = opt_.seed;
-  j["config"]["sizes"] = opt_.sizes;
-  j["config"]["params"] = params_json(cfg_);
-  j["endpoint_payload_GBps"] = payload_GBps_;
-  const auto& ends = rack_->link_ends();
-  json rs = json::array();
-  for (const auto& r : rows) {
-    json row;
-    row_json(row, r, collectives::dtype_name(dtype_), collectives::redop_name(redop_));
-    if (multigpu_) {  // the appendix's model and the values it was given
-      row["model_us"] = r.model_us;
-      row["alpha_us"] = rack_->hop_latency().to_seconds() * 1e6;
-      row["B_inter_payload_GBps"] = payload_GBps_;
-      row["B_intra_payload_GBps"] = intra_payload_GBps_;
-    }
-    row["goodput_Gbps"] = r.goodput_Gbps;
-    row["throughput_Gbps"] = r.throughput_Gbps;
-    row["frames_lost"] = r.lost;
-    row["icrc_drops"] = r.icrc_drops;
-    row["retransmitted_packets"] = r.retransmitted;
-    row["timeouts"] = r.timeouts;
-    row["first_lost_drops"] = r.first_lost_drops;
-    row["results_sent_again"] = r.resent_results;
-    row["packet_hops"] = r.packet_hops;
-    row["links"] = links_json(ends, r.link_bytes, r.time_us);
-    rs.push_back(row);
-  }
-  j["rows"] = rs;
-  write_json_file(path, j);
+  config["dtype"] = collectives::dtype_name(dtype_);
+  config["redop"] = collectives::redop_name(redop_);
+  config["sizes"] = opt_.sizes;
 }
 
-void NetReduceExperiment::list_params(std::ostream& os) const { cfg_.list(os); }
+void NetReduceWorkload::summary_json(nlohmann::ordered_json& top) const { top["endpoint_payload_GBps"] = payload_GBps_; }
 
 }  // namespace incsim::tb

@@ -1,0 +1,40 @@
+#include "nearest.h"
+
+#include <algorithm>
+
+namespace incsim {
+
+namespace {
+size_t edits(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_edits = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    // A prefix of a longer name counts as close (switch.latency -> switch.latency_ns).
+    const size_t e = c.size() > word.size() && c.compare(0, word.size(), word) == 0 && word.size() >= 4
+                         ? 1
+                         : edits(word, c);
+    if (e < best_edits) {
+      best_edits = e;
+      best = c;
+    }
+  }
+  return best;
+}
+
+}  // namespace incsim

@@ -1,0 +1,34 @@
+#include "choices.h"
+
+#include "collectives/data_pattern.h"
+#include "platforms/platform.h"
+#include "traffic/patterns.h"
+
+namespace incsim::tb {
+
+std::string choice_list(const std::string& option) {
+  if (option == "platform")
+    return platforms::builtin_platforms() + ", " + kEthernetPlatforms + ", FILE.yaml";
+  if (option == "collective") return kCollectives;
+  if (option == "algorithm")
+    return std::string(kFabricAlgorithms) + ", netreduce, " + kMultiGpuAlgorithms;
+  if (option == "dtype") return collectives::kDTypes;
+  if (option == "redop") return collectives::kRedOps;
+  if (option == "traffic") return traffic::kPatternNames;
+  return "";
+}
+
+std::string choices() {
+  std::string out;
+  for (const char* o : {"platform", "collective", "algorithm", "dtype", "redop", "traffic"})
+    out += std::string(o) + "\t" + choice_list(o) + "\n";
+  out += "dims\t2x2 to 16x16 (torus, mesh), 4x8, 4x16 (bigraph: nodes per switch x switches)\n";
+  out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\n";
+  return out;
+}
+
+bool one_of(const std::string& item, const std::string& list) {
+  return (", " + list + ",").find(", " + item + ",") != std::string::npos;
+}
+
+}  // namespace incsim::tb

@@ -1,0 +1,90 @@
+#pragma once
+// A Workload is what runs on a machine: a collective over a list of sizes,
+// synthetic traffic over a list of loads, NetReduce's jobs, and next a
+// training iteration or several jobs at once. The Experiment (experiment.h)
+// gives it the options and the parameters, runs its points one after the
+// other under the stall detector, and writes what it returns; the workload
+// knows nothing of the command line, the writers or the stall detector.
+//
+// A workload is built in one step (its constructor): it reads its options
+// and declares its parameters in the Config, elaborates its machine and
+// programs the machine's engines. It may throw UserError for any bad input;
+// nothing is simulated before run_point.
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <systemc>
+
+#include "core/config.h"
+#include "options.h"
+#include "platforms/machine.h"
+#include "results.h"
+
+namespace incsim::tb {
+
+// Simulation control for a workload's run_point: runs under the stall
+// detector and turns a stall into a UserError with the machine's report.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  // Runs until done() holds (checked each time the simulation pauses, or
+  // every `step` if one is given), or nothing is left to simulate; throws
+  // UserError naming `what` and the blocks that hold packets if the machine
+  // makes no progress for the stall timeout.
+  virtual void run_until(const std::function<bool()>& done, const std::string& what,
+                         sc_core::sc_time step = sc_core::SC_ZERO_TIME) = 0;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  virtual platforms::Machine& machine() = 0;
+  const platforms::Machine& machine() const { return const_cast<Workload*>(this)->machine(); }
+
+  // Header lines before the table's column headings, each starting with "# ".
+  virtual void print_header(std::ostream& os) const = 0;
+  // The columns of every row this workload returns.
+  const Schema& schema() const { return *schema_; }
+  // Points (sizes, loads) to run, in order.
+  virtual size_t points() const = 0;
+  // Runs point i and returns its row; may print comment lines ("#   ...")
+  // after the row to `notes`, which the driver prints after the row.
+  virtual Row run_point(size_t i, Runner& run, std::ostream& notes) = 0;
+
+  // What the run was asked for (platform, algorithm, sizes, ...), for the
+  // JSON's "config"; and run-level results beside the rows.
+  virtual void config_json(nlohmann::ordered_json& config) const = 0;
+  virtual void summary_json(nlohmann::ordered_json& top) const {}
+
+  // The stall timeout this workload needs when sim.stall_timeout_us is 0.
+  virtual sc_core::sc_time default_stall_timeout() const = 0;
+  // Lines the stall report adds to the machine's held packets.
+  virtual void report_stall(std::ostream& os) const {}
+  // Workload state for the VCD beyond the machine's (engines' progress).
+  virtual void trace(sc_core::sc_trace_file* tf) const {}
+  // --print-schedule, --print-trees: UserError if this workload has none.
+  virtual void print(const std::string& what, std::ostream& os) const;
+  // The one sentence for a run with wrong results (exit status 1).
+  virtual std::string wrong_message(uint64_t wrong) const {
+    return std::to_string(wrong) + " elements differ from the reference result";
+  }
+
+ protected:
+  // Set by each workload's constructor; every Row it returns shares it.
+  std::shared_ptr<Schema> schema_ = std::make_shared<Schema>();
+};
+
+// Builds the workload the options ask for: synthetic traffic with
+// --traffic, NetReduce's jobs on the Ethernet platforms, a collective
+// elsewhere.
+std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg);
+
+// Checks that no option in `unused` was given; names the first that was and
+// says what it is for.
+void refuse_options(const Options& o, std::initializer_list<const char*> unused, const std::string& why);
+
+}  // namespace incsim::tb

@@ -1,0 +1,78 @@
+#pragma once
+// The collective workload: one collective (all-reduce, reduce-scatter,
+// all-gather, broadcast) by one algorithm over a list of message sizes on a
+// GPU fabric built from a topology graph, one row per size in nccl-tests'
+// columns. The algorithm runs on the engine it was designed for: the GPUs'
+// cores (software ring), their copy engines with the switches' tables (push,
+// pull, multicast), or the NICs' schedule tables (MultiTree, the baselines,
+// Blink's trees).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "gpu/collective.h"
+#include "nic/scheduled_collective.h"
+#include "platforms/platform.h"
+#include "workload.h"
+
+namespace incsim::tb {
+
+// nccl-tests' columns (size, count, type, redop, time, algbw, busbw, #wrong,
+// bound), which every collective workload's rows start with.
+Schema nccl_schema();
+// Fills those columns; bound_us 0 leaves the bound empty.
+void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::string& redop, double time_us,
+               double busbw_factor, uint64_t wrong, double bound_us);
+
+class CollectiveWorkload : public Workload {
+ public:
+  CollectiveWorkload(const Options& o, Config& cfg);
+
+  platforms::Machine& machine() override { return *platform_; }
+  void print_header(std::ostream& os) const override;
+  size_t points() const override { return sizes_.size(); }
+  Row run_point(size_t i, Runner& run, std::ostream& notes) override;
+  void config_json(nlohmann::ordered_json& config) const override;
+  void summary_json(nlohmann::ordered_json& top) const override;
+  sc_core::sc_time default_stall_timeout() const override;
+  void trace(sc_core::sc_trace_file* tf) const override { collective_->trace(tf); }
+  void print(const std::string& what, std::ostream& os) const override;
+
+  platforms::Platform& platform() { return *platform_; }
+  int participants() const { return static_cast<int>(participants_.size()); }
+  double endpoint_GBps() const { return endpoint_GBps_; }
+
+ private:
+  void print_sizing(std::ostream& os) const;
+  void make_ring(int n);
+  void make_in_network(int n, bool fattree);
+  void make_scheduled(int n, const platforms::PlatformShape& shape);
+  // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
+  // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
+  // chunks > 0 overrides blink.chunks (the MIAD search of run_point()).
+  void make_trees(int n, int chunks = 0);
+  double least_endpoint_GBps(int n, bool acked) const;
+  bool in_network() const { return opt_.algorithm == "push" || opt_.algorithm == "pull"; }
+
+  Options opt_;
+  Config& cfg_;
+  std::vector<uint64_t> sizes_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  std::unique_ptr<platforms::Platform> platform_;
+  std::vector<gpu::Gpu*> participants_;
+  double endpoint_GBps_ = 0;
+  std::unique_ptr<gpu::Collective> collective_;
+  const nic::ScheduledCollective* scheduled_ = nullptr;
+  std::string trees_text_;  // what --print-trees prints
+  std::string bound_note_;  // the header's bound line, when not per GPU
+  // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
+  // first chunk size and the additive step; the largest tree's share of the
+  // buffer turns a chunk size into chunks per tree.
+  int miad_iterations_ = 0;
+  uint64_t miad_start_bytes_ = 0, miad_step_bytes_ = 0;
+  double max_tree_share_ = 1;  // collective_, when it runs on the NICs
+};
+
+}  // namespace incsim::tb

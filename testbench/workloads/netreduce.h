@@ -1,0 +1,63 @@
+#pragma once
+// NetReduce's jobs (docs/netreduce.md): all-reduce on an Ethernet rack of
+// RoCE hosts, in the network (FPGA aggregator) or as a host ring, with real
+// data, loss and retransmission; on the multi-GPU platform Parallel
+// NetReduce and its baselines. One row per size: nccl-tests' columns, the
+// appendix's model, goodput and the recovery counters.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "platforms/netreduce_rack.h"
+#include "workload.h"
+
+namespace incsim::roce {
+class Worker;
+}  // namespace incsim::roce
+
+namespace incsim::tb {
+
+bool is_netreduce_platform(const std::string& platform);
+
+class NetReduceWorkload : public Workload {
+ public:
+  NetReduceWorkload(const Options& o, Config& cfg);
+  ~NetReduceWorkload() override;
+
+  platforms::Machine& machine() override { return *rack_; }
+  void print_header(std::ostream& os) const override;
+  size_t points() const override { return sizes_.size(); }
+  Row run_point(size_t i, Runner& run, std::ostream& notes) override;
+  void config_json(nlohmann::ordered_json& config) const override;
+  void summary_json(nlohmann::ordered_json& top) const override;
+  sc_core::sc_time default_stall_timeout() const override;
+  void report_stall(std::ostream& os) const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+
+  // The payload bandwidth one host can inject: line rate less per-packet headers.
+  double payload_GBps() const { return payload_GBps_; }
+  const platforms::NetReduceRack& platform() const { return *rack_; }
+
+ private:
+  struct Totals;
+  Totals totals() const;
+  double model_us(uint64_t bytes, bool with_alpha) const;
+  std::string progress_suffix() const;
+  Options opt_;
+  Config& cfg_;
+  bool multigpu_ = false;
+  double intra_payload_GBps_ = 0;
+  std::vector<uint64_t> sizes_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  uint32_t window_ = 0, msg_len_ = 0;
+  double payload_GBps_ = 0;
+  std::unique_ptr<collectives::DataPattern> pattern_;
+  std::unique_ptr<platforms::NetReduceRack> rack_;
+  std::vector<std::unique_ptr<roce::Worker>> workers_;
+  bool in_network_ = false;
+};
+
+}  // namespace incsim::tb
