@@ -80,8 +80,9 @@ class EndToEnd(TempDirCase):
             "  gpus: [4, 16]", "  gpus: [4, 16]\n  no.such.param: [1]"))
         p = self.sweep("run", c, incsim=INCSIM)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("sweep: error: unknown parameter 'no.such.param'",
-                      p.stderr)
+        self.assertRegex(p.stderr, r"^sweep: error: incsim rejects point "
+                         r"[0-9a-f]{16} \(.*no.such.param=1.*\): incsim: "
+                         r"error: .*'no.such.param'")
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "out",
                                                      "points")))
 

@@ -128,11 +128,11 @@ class Runner(TempDirCase):
     def test_user_errors_are_one_line(self):
         cases = [
             ("axes: {ring.chanels: [6]}\nfixed: {platform: dgx2}\n",
-             "unknown parameter 'ring.chanels': not in `incsim --list-params "
-             "--platform dgx2` (did you mean ring.channels?)"),
+             "(platform=dgx2 ring.chanels=6): incsim: error: unknown key "
+             "'ring.chanels'; did you mean 'ring.channels'?"),
             ("axes: {ring.channels: []}\n", "axis 'ring.channels' is empty"),
             ("axes: {ring.channels: [6, seven]}\nfixed: {platform: dgx2}\n",
-             "parameter 'ring.channels' is of type int"),
+             "incsim: error: bad value 'seven' for key 'ring.channels'"),
             ("axes: {gpus: {from: 2, to: 64, step: 1}}\nmax_points: 10\n",
              "63 points, more than the limit of 10; pass --yes"),
             ("axes: [1, 2]\n", "'axes' must be a mapping"),
