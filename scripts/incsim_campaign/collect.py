@@ -1,5 +1,7 @@
-"""Merging point results into one CSV: one row per point and message size,
-every setting of the campaign a column."""
+"""Merging point results into one CSV: one row per point and result row
+(message size, offered load, ...), every setting of the campaign a column,
+and beside it <name>.columns.json saying which columns are settings and
+which are measurements, with their units (see docs/campaigns.md)."""
 
 import csv
 import json
@@ -7,14 +9,49 @@ import os
 import sys
 
 from .campaign import FLAGS, value_text
-from .runner import failed_path, result_path
+from .runner import failed_path, points_dir, result_path
 
+# Columns every point has, from the campaign or else the run's JSON
+# "config": settings, all of them.
 CONFIG_COLUMNS = ("platform", "collective", "algorithm", "gpus", "dtype",
                   "seed")
-ROW_COLUMNS = ("size_bytes", "count", "type", "redop", "time_us",
-               "algbw_GBps", "busbw_GBps", "wrong", "bound_us",
-               "bound_fraction")
+# Nested row values left out of the CSV (the others are written as JSON).
 SKIP_ROW_KEYS = ("links",)
+# Only for results written before incsim described its rows ("columns"):
+# the row keys that are settings; every other one is a measurement.
+LEGACY_ROW_SETTINGS = ("size_bytes", "count", "type", "redop", "offered")
+
+SIDECAR_FORMAT = "incsim-campaign-columns/1"
+
+
+def columns_path(csv_path):
+    """The sidecar describing a CSV's columns: results.csv ->
+    results.columns.json."""
+    base = csv_path[:-4] if csv_path.lower().endswith(".csv") else csv_path
+    return base + ".columns.json"
+
+
+def row_columns(data):
+    """[(name, unit, kind)] of a result's scalar row values: incsim's own
+    "columns" list, else (older results) inferred from the rows."""
+    described = data.get("columns")
+    if isinstance(described, list):
+        out = []
+        for c in described:
+            if isinstance(c, dict) and c.get("name"):
+                kind = c.get("kind")
+                out.append((str(c["name"]), str(c.get("unit") or ""),
+                            kind if kind in ("setting", "measurement")
+                            else "measurement"))
+        return out
+    out, seen = [], set()
+    for r in data["rows"]:
+        for k, v in r.items():
+            if k not in seen and not isinstance(v, (list, dict)):
+                seen.add(k)
+                out.append((k, "", "setting" if k in LEGACY_ROW_SETTINGS
+                            else "measurement"))
+    return out
 
 
 def _cell(v):
@@ -29,9 +66,20 @@ def _cell(v):
     return str(v)
 
 
+def _sidecar_text(side):
+    """The sidecar as JSON with one column per line (easy to read and to
+    diff)."""
+    head = {k: v for k, v in side.items() if k != "columns"}
+    text = json.dumps(head, separators=(", ", ": "))[:-1]
+    cols = ",\n".join("  " + json.dumps(c, separators=(", ", ": "))
+                      for c in side["columns"])
+    return text + ',\n "columns": [\n' + cols + "\n ]}\n"
+
+
 def collect(campaign, csv_path=None, stream=sys.stderr):
-    """Write the CSV; return (csv_path, nrows, done, failed, missing) where
-    failed is a list of (point, error line) and missing a list of points."""
+    """Write the CSV and its sidecar (columns_path); return (csv_path,
+    nrows, done, failed, missing) where failed is a list of (point, error
+    line) and missing a list of points."""
     points = campaign.points()
     names = campaign.settings_names()
     extra_flags = [n for n in names if n in FLAGS and n not in CONFIG_COLUMNS
@@ -40,7 +88,9 @@ def collect(campaign, csv_path=None, stream=sys.stderr):
     setting_cols = list(CONFIG_COLUMNS) + extra_flags + params
 
     results, failed, missing = [], [], []
-    extra_row_keys = []
+    row_cols = {}           # name -> {"unit", "kind", "point"}, in order
+    unlisted, nested = set(), set()
+    builds = []
     for p in points:
         path = result_path(campaign.output, p.hash)
         if os.path.isfile(path):
@@ -48,15 +98,37 @@ def collect(campaign, csv_path=None, stream=sys.stderr):
                 with open(path) as f:
                     data = json.load(f)
                 rows = data["rows"]
-            except (OSError, ValueError, KeyError, TypeError) as e:
+                described = row_columns(data)
+            except (OSError, ValueError, KeyError, TypeError,
+                    AttributeError) as e:
                 failed.append((p, "unreadable result %s: %s" % (path, e)))
                 continue
             results.append((p, data))
+            build = data.get("incsim")
+            if isinstance(build, dict) and build not in builds:
+                builds.append(build)
+            for name, unit, kind in described:
+                if name in setting_cols or name == "point":
+                    continue
+                have = row_cols.get(name)
+                if have is None:
+                    row_cols[name] = {"unit": unit, "kind": kind,
+                                      "point": p.hash}
+                elif have["kind"] != kind:
+                    stream.write(
+                        "collect: column %s is a %s in point %s but a %s in "
+                        "point %s; taken as a %s\n" % (
+                            name, have["kind"], have["point"], kind, p.hash,
+                            have["kind"]))
+                    have["point"] = p.hash      # warn once per column
+            listed = {n for n, _, _ in described}
             for r in rows:
-                for k in r:
-                    if (k not in ROW_COLUMNS and k not in SKIP_ROW_KEYS and
-                            k not in extra_row_keys):
-                        extra_row_keys.append(k)
+                for k, v in r.items():
+                    if k in SKIP_ROW_KEYS or k in listed or \
+                            k in setting_cols or k == "point":
+                        continue
+                    (nested if isinstance(v, (list, dict))
+                     else unlisted).add(k)
             continue
         fpath = failed_path(campaign.output, p.hash)
         if os.path.isfile(fpath):
@@ -68,9 +140,16 @@ def collect(campaign, csv_path=None, stream=sys.stderr):
             failed.append((p, err))
         else:
             missing.append(p)
+    # scalar values a result did not describe, then nested ones (as JSON):
+    # measurements
+    for k in sorted(unlisted - set(row_cols)) + sorted(nested -
+                                                      set(row_cols)):
+        row_cols[k] = {"unit": "", "kind": "measurement", "point": None}
+        if k in nested:
+            row_cols[k]["json"] = True
+    row_keys = list(row_cols)
 
-    columns = (["point"] + setting_cols + list(ROW_COLUMNS) +
-               sorted(extra_row_keys))
+    columns = ["point"] + setting_cols + row_keys
     if csv_path is None:
         csv_path = os.path.join(campaign.output, "results.csv")
     os.makedirs(os.path.dirname(os.path.abspath(csv_path)), exist_ok=True)
@@ -94,16 +173,38 @@ def collect(campaign, csv_path=None, stream=sys.stderr):
                     base[c] = ""
             for r in data["rows"]:
                 row = dict(base)
-                for k in list(ROW_COLUMNS) + extra_row_keys:
+                for k in row_keys:
                     row[k] = _cell(r.get(k))
                 w.writerow([row.get(c, "") for c in columns])
                 nrows += 1
     os.replace(tmp, csv_path)
 
+    side = {"format": SIDECAR_FORMAT, "csv": os.path.basename(csv_path),
+            "incsim": builds,
+            "columns": [{"name": "point", "kind": "id", "unit": "",
+                         "from": "point"}] +
+            [{"name": c, "kind": "setting", "unit": "", "from": "point"}
+             for c in setting_cols] +
+            [dict({"name": k, "kind": v["kind"], "unit": v["unit"],
+                   "from": "row"}, **({"json": True} if v.get("json")
+                                      else {}))
+             for k, v in row_cols.items()]}
+    spath = columns_path(csv_path)
+    with open(spath + ".tmp%d" % os.getpid(), "w") as f:
+        f.write(_sidecar_text(side))
+    os.replace(spath + ".tmp%d" % os.getpid(), spath)
+
     stream.write("collect: %d points: %d done, %d failed, %d not run; "
                  "wrote %s (%d rows)\n" % (len(points), len(results),
                                            len(failed), len(missing),
                                            csv_path, nrows))
+    if len(builds) > 1:
+        stream.write("collect: the results come from %d incsim builds (%s); "
+                     "delete %s to run them again with one\n" % (
+                         len(builds), ", ".join(
+                             "%s %s" % (b.get("version"), b.get("commit"))
+                             for b in builds),
+                         points_dir(campaign.output)))
     for p, err in failed:
         stream.write("collect: FAILED point %s (%s): %s\n" % (
             p.hash, p.label(campaign.swept or None), err))

@@ -1,9 +1,9 @@
 """Finding the simulator and checking a campaign against what it accepts."""
 
-import difflib
 import os
 import subprocess
 
+from . import campaign as cmod
 from .campaign import CampaignError, FLAGS, value_text
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -53,45 +53,25 @@ def _run_listing(incsim, argv, timeout):
     return proc.stdout
 
 
-def list_params(incsim, platform=None, timeout=60, **flags):
-    """{key: (type, default, description)} from `incsim --list-params`.
-
-    flags (collective=..., algorithm=...) are passed as the options of the
-    same name: the parameters a run accepts depend on them (push and pull
-    have wave and barrier parameters that ring has not)."""
-    argv = [incsim, "--list-params"]
-    if platform is not None:
-        argv += ["--platform", platform]
-    for k, v in sorted(flags.items()):
-        if v is not None:
-            argv += ["--" + k, v]
+def list_params(incsim, settings=None, campaign_dir=".", timeout=60):
+    """{key: (type, value, default, source, description)} from `incsim
+    [the run's flags and -c keys] --list-params`: the parameters the run
+    described by these settings reads. A bad flag, key or value raises
+    CampaignError with incsim's error line."""
+    argv = list_params_argv(incsim, settings or {}, campaign_dir)
     params = {}
     for line in _run_listing(incsim, argv, timeout).splitlines():
         if not line.strip():
             continue
         fields = line.split("\t")
-        fields += [""] * (4 - len(fields))
-        params[fields[0].strip()] = (fields[1].strip(), fields[2].strip(),
-                                     fields[3].strip())
+        fields += [""] * (6 - len(fields))
+        params[fields[0].strip()] = tuple(f.strip() for f in fields[1:6])
     return params
 
 
-# Run options whose values incsim lists with --list-choices.
-CHOICE_FLAGS = ("platform", "collective", "algorithm", "dtype", "redop")
-# Run options besides the platform that change what --list-params lists.
-LIST_FLAGS = ("collective", "algorithm")
-
-
-def list_choices(incsim, timeout=60):
-    """{option: [values]} from `incsim --list-choices`; the platform list
-    ends with FILE.yaml, meaning any platform file."""
-    choices = {}
-    for line in _run_listing(incsim, [incsim, "--list-choices"],
-                             timeout).splitlines():
-        if "\t" in line:
-            opt, values = line.split("\t", 1)
-            choices[opt.strip()] = [v.strip() for v in values.split(",")]
-    return choices
+def list_params_argv(incsim, settings, campaign_dir):
+    """A point's incsim command line with --list-params instead of --json."""
+    return argv_for(campaign_dir, settings, incsim, None) + ["--list-params"]
 
 
 def error_line(stderr, returncode=None):
@@ -113,69 +93,65 @@ def error_line(stderr, returncode=None):
     return "exit status %s" % returncode
 
 
-def _type_ok(typ, text):
-    typ = typ.lower()
-    try:
-        if typ in ("int", "integer", "uint", "unsigned", "int64", "uint64",
-                   "size_t", "uint32", "int32"):
-            int(text, 0)
-        elif typ in ("float", "double", "real"):
-            float(text)
-        elif typ in ("bool", "boolean"):
-            return text.lower() in ("true", "false", "1", "0", "yes", "no",
-                                    "on", "off")
-    except ValueError:
-        return False
-    return True
+# Settings that do not change which flags, keys and values incsim accepts:
+# points that differ only in these are checked once (with the first one's).
+UNCHECKED_SETTINGS = ("sizes", "seed")
 
 
-def check_campaign(campaign, incsim):
-    """Every `-c` key named by the campaign must be one incsim accepts, for
-    every platform the campaign uses; int/float/bool values must parse."""
-    names = campaign.param_names()
-    choices = list_choices(incsim)
-    for p in campaign.points():
-        for flag in CHOICE_FLAGS:
-            if flag not in p.settings or flag not in choices:
-                continue
-            text = value_text(p.settings[flag])
-            if text in choices[flag]:
-                continue
-            if flag == "platform" and os.path.isfile(campaign.resolve_file(text)):
-                continue
-            raise CampaignError("%s '%s' is not one incsim accepts (%s)" % (
-                flag, text, ", ".join(choices[flag])))
-    # incsim lists the parameters a run of one platform, collective and
-    # algorithm accepts; ask once for each combination the points use.
-    listed = ("platform",) + LIST_FLAGS
+def check_groups(campaign):
+    """The campaign's points grouped by what the pre-check must ask incsim:
+    [(first point, number of points)] in point order."""
     groups = {}
     for p in campaign.points():
-        key = tuple(value_text(p.settings[f]) if f in p.settings else None
-                    for f in listed)
-        groups.setdefault(key, []).append(p)
-    for key in sorted(groups, key=lambda k: [v or "" for v in k]):
-        platform = key[0]
-        arg = campaign.resolve_file(platform) if platform else None
-        flags = dict(zip(LIST_FLAGS, key[1:]))
-        known = list_params(incsim, arg, **flags)
-        where = "".join(" --%s %s" % (f, v) for f, v in zip(listed, key)
-                        if v is not None)
-        for n in names:
-            if n not in known:
-                close = difflib.get_close_matches(n, list(known), 3, 0.75)
-                hint = (" (did you mean %s?)" % ", ".join(close)
-                        if close else "")
-                raise CampaignError("unknown parameter '%s': not in "
-                                    "`incsim --list-params%s`%s" % (
-                                        n, where, hint))
-        for p in groups[key]:
-            for n in names:
-                if n in p.settings:
-                    text = value_text(p.settings[n])
-                    if not _type_ok(known[n][0], text):
-                        raise CampaignError(
-                            "parameter '%s' is of type %s; value %r does not "
-                            "fit" % (n, known[n][0], text))
+        key = cmod.canonical_json({k: v for k, v in p.settings.items()
+                                   if k not in UNCHECKED_SETTINGS})
+        if key in groups:
+            groups[key][1] += 1
+        else:
+            groups[key] = [p, 1]
+    return [tuple(g) for g in groups.values()]
+
+
+def _check_one(incsim, campaign, point, timeout):
+    argv = list_params_argv(incsim, point.settings, campaign.dir)
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, timeout=timeout,
+                              universal_newlines=True, env=quiet_env())
+    except subprocess.TimeoutExpired:
+        return "`incsim ... --list-params` timed out after %gs" % timeout
+    except OSError as e:
+        return "cannot run %s: %s" % (incsim, e.strerror)
+    if proc.returncode != 0:
+        return error_line(proc.stderr, proc.returncode)
+    return None
+
+
+def check_campaign(campaign, incsim, jobs=1, timeout=60):
+    """Ask incsim whether it accepts every point: for each distinct
+    combination of settings (sizes and seed aside), run it with exactly the
+    point's flags and -c keys plus --list-params, up to `jobs` at a time.
+    incsim checks flags, keys and values (unknown, unused by that run, or
+    bad); the first point (in campaign order) it rejects raises
+    CampaignError with its settings and incsim's error line."""
+    check_binary(incsim)
+    groups = check_groups(campaign)
+    jobs = max(1, min(int(jobs or 1), len(groups)))
+    if jobs == 1:
+        errors = [_check_one(incsim, campaign, p, timeout)
+                  for p, _ in groups]
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            errors = list(pool.map(
+                lambda g: _check_one(incsim, campaign, g[0], timeout),
+                groups))
+    for (p, n), err in zip(groups, errors):
+        if err is not None:
+            others = (" and %d more point%s with these settings" % (
+                n - 1, "s" if n > 2 else "")) if n > 1 else ""
+            raise CampaignError("incsim rejects point %s (%s)%s: %s" % (
+                p.hash, p.label(), others, err))
     return True
 
 
@@ -193,5 +169,6 @@ def argv_for(campaign_dir, settings, incsim, json_path):
     for k, v in settings.items():
         if k not in FLAGS:
             argv += ["-c", "%s=%s" % (k, value_text(v))]
-    argv += ["--json", json_path, "--quiet"]
+    if json_path is not None:
+        argv += ["--json", json_path, "--quiet"]
     return argv

@@ -7,21 +7,29 @@
                   size; dashed: the speedup the bound would allow
   --kind heatmap  a metric over two swept columns (--x, --y) at one size
 
-Series are every column that varies (except size, seed and the measured
-ones), or --series COL,...; seeds are averaged. --where COL=VALUE filters.
+Series are the settings that vary (never a measurement; not size, nor
+seed, which is averaged), or --series COL,...; --where COL=VALUE filters.
+Which columns are settings and which measurements is read from the CSV's
+sidecar, <name>.columns.json (scripts/sweep collect writes it from what
+incsim says of its rows); without one, the columns left of size_bytes are
+settings, as are size_bytes, count, type, redop and offered, and every
+other column is a measurement.
 """
 
 import argparse
 import csv
+import json
 import math
 import os
 import sys
 
 from .campaign import format_size, parse_size
+from .collect import LEGACY_ROW_SETTINGS, columns_path
 
-MEASURED = ("size_bytes", "count", "type", "redop", "time_us", "algbw_GBps",
-            "busbw_GBps", "wrong", "bound_us", "bound_fraction", "point",
-            "seed")
+# The x axis of the line plots: never a series.
+X_COLUMN = "size_bytes"
+# Settings averaged over rather than drawn as series (unless --series).
+AVERAGED = ("seed",)
 METRICS = {
     "busbw": ("busbw_GBps", "bus bandwidth (GB/s)"),
     "algbw": ("algbw_GBps", "algorithm bandwidth (GB/s)"),
@@ -45,10 +53,56 @@ def _num(text):
         return text
 
 
+def infer_columns(header):
+    """{column: {"kind", "unit", "from"}} for a CSV without a sidecar, as
+    `sweep collect` lays columns out: point, the point's settings, then the
+    rows' columns from size_bytes on, of which size_bytes, count, type,
+    redop and offered are settings and the rest measurements."""
+    meta, in_rows = {}, "size_bytes" not in header
+    for c in header:
+        if c == "size_bytes":
+            in_rows = True
+        if c == "point":
+            kind = "id"
+        elif not in_rows or c in LEGACY_ROW_SETTINGS:
+            kind = "setting"
+        else:
+            kind = "measurement"
+        meta[c] = {"kind": kind, "unit": "",
+                   "from": "row" if in_rows else "point"}
+    return meta
+
+
+def read_columns(path, header):
+    """The kinds and units of a CSV's columns: its sidecar's word where it
+    has one (scripts/sweep collect writes <name>.columns.json), else
+    infer_columns."""
+    meta = infer_columns(header)
+    side = columns_path(path)
+    if not os.path.isfile(side):
+        return meta
+    try:
+        with open(side) as f:
+            described = json.load(f)["columns"]
+        for c in described:
+            if c["name"] in meta and c.get("kind") in ("id", "setting",
+                                                       "measurement"):
+                meta[c["name"]] = {"kind": c["kind"],
+                                   "unit": c.get("unit") or "",
+                                   "from": c.get("from") or "row"}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PlotError("cannot read %s: %s" % (side, e)) from None
+    return meta
+
+
 def read_csv(path):
+    """(rows, meta): the rows with size_bytes and the measurements as
+    numbers (None when empty), and read_columns' description."""
     try:
         with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            header = list(reader.fieldnames or [])
     except OSError as e:
         raise PlotError("cannot read %s: %s" % (path, e.strerror)) from None
     if not rows:
@@ -57,14 +111,20 @@ def read_csv(path):
         if need not in rows[0]:
             raise PlotError("%s has no column '%s' (is it a `sweep "
                             "collect` CSV?)" % (path, need))
+    meta = read_columns(path, header)
+    plotted = ("size_bytes",) + tuple(m[0] for m in METRICS.values())
+    numeric = [c for c in header if c in plotted]
+    other = [c for c in header if c not in plotted and
+             meta[c]["kind"] == "measurement"]
     for r in rows:
-        for k in ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps",
-                  "bound_us", "bound_fraction"):
-            if k in r and r[k] != "":
-                r[k] = float(r[k])
-            elif k in r:
-                r[k] = None
-    return rows
+        for k in numeric:
+            r[k] = float(r[k]) if r[k] != "" else None
+        for k in other:
+            try:
+                r[k] = float(r[k]) if r[k] != "" else None
+            except ValueError:
+                pass                    # text or JSON: kept as written
+    return rows, meta
 
 
 def _filter(rows, wheres):
@@ -84,19 +144,54 @@ def _filter(rows, wheres):
     return rows
 
 
-def _varying(rows, exclude=()):
-    cols = [c for c in rows[0] if c not in MEASURED and c not in exclude]
-    return [c for c in cols if len({r[c] for r in rows}) > 1]
+def _distinct(rows, cols):
+    return len({tuple(r[c] for c in cols) for r in rows})
 
 
-def _series_cols(rows, args, exclude=()):
+def _varying(rows, meta, fixed=(X_COLUMN,), exclude=AVERAGED):
+    """The settings that vary across rows, in column order: the series.
+    Never a measurement, nor a column in fixed (the axes) or exclude; a
+    setting of the rows (count, type, ...) only when it tells apart rows
+    that fixed and the settings before it do not (count follows size,
+    type follows dtype)."""
+    chosen = []
+    for c in rows[0]:
+        m = meta.get(c) or {"kind": "measurement"}
+        if m["kind"] != "setting" or c in fixed or c in exclude:
+            continue
+        if len({r[c] for r in rows}) < 2:
+            continue
+        if m.get("from") == "row":
+            base = [f for f in fixed if f in rows[0]] + chosen
+            if _distinct(rows, base + [c]) == _distinct(rows, base):
+                continue
+        chosen.append(c)
+    return chosen
+
+
+def _series_cols(rows, meta, args):
     if args.series:
         cols = [c for c in args.series.split(",") if c]
         for c in cols:
             if c not in rows[0]:
                 raise PlotError("--series: no column '%s'" % c)
         return cols
-    return _varying(rows, exclude)
+    return _varying(rows, meta)
+
+
+def _metric(meta, name, default):
+    """(column, axis label) of --metric: a named metric, or any
+    measurement column (labelled with its unit)."""
+    name = name or default
+    if name in METRICS:
+        return METRICS[name]
+    if meta.get(name, {}).get("kind") == "measurement":
+        unit = meta[name].get("unit")
+        return name, "%s (%s)" % (name, unit) if unit else name
+    raise PlotError("--metric must be one of %s, or a measurement column "
+                    "(%s)" % (", ".join(METRICS), ", ".join(
+                        c for c, m in meta.items()
+                        if m["kind"] == "measurement")))
 
 
 def _sort_key(v):
@@ -116,7 +211,7 @@ def _group(rows, cols):
 
 def _mean(rows, f):
     vals = [f(r) for r in rows]
-    vals = [v for v in vals if v is not None]
+    vals = [v for v in vals if isinstance(v, (int, float))]
     return sum(vals) / len(vals) if vals else None
 
 
@@ -160,7 +255,8 @@ def _plt():
     return plt
 
 
-def plot_lines(rows, args):
+def plot_lines(rows, args, meta=None):
+    meta = meta or infer_columns(list(rows[0]))
     plt = _plt()
     kind = args.kind
     metric = args.metric or ("time" if kind == "time" else
@@ -180,10 +276,8 @@ def plot_lines(rows, args):
         col, ylabel = "time_us", "speedup over %s (\u00d7)" % (
             base_val if base_col == "algorithm" else spec)
     else:
-        if metric not in METRICS:
-            raise PlotError("--metric must be one of %s" % ", ".join(METRICS))
-        col, ylabel = METRICS[metric]
-    cols = _series_cols(rows, args)
+        col, ylabel = _metric(meta, metric, "busbw")
+    cols = _series_cols(rows, meta, args)
     groups = _group(rows, cols)
     fig, ax = plt.subplots(figsize=(args.width, args.height))
     sizes = sorted({r["size_bytes"] for r in rows})
@@ -215,10 +309,12 @@ def plot_lines(rows, args):
                 bnd = t_base / b if b else None
             elif kind == "time":
                 y = _mean(rs, lambda r: r[col])
-                bnd = _mean(rs, lambda r: r.get("bound_us"))
+                bnd = (_mean(rs, lambda r: r.get("bound_us"))
+                       if col == "time_us" else None)
             else:
                 y = _mean(rs, lambda r: r[col])
-                bnd = _mean(rs, lambda r: _bound_bw(r, col))
+                bnd = (_mean(rs, lambda r: _bound_bw(r, col))
+                       if col in ("busbw_GBps", "algbw_GBps") else None)
             if y is None:
                 continue
             xs.append(s)
@@ -291,13 +387,11 @@ def _default_title(rows, vary):
                     "%s GPUs" % rows[0][c] for c in fixed)
 
 
-def plot_heatmap(rows, args):
+def plot_heatmap(rows, args, meta=None):
+    meta = meta or infer_columns(list(rows[0]))
     plt = _plt()
-    metric = args.metric or "bound_fraction"
-    if metric not in METRICS:
-        raise PlotError("--metric must be one of %s" % ", ".join(METRICS))
-    col, label = METRICS[metric]
-    vary = _varying(rows)
+    col, label = _metric(meta, args.metric, "bound_fraction")
+    vary = _varying(rows, meta)
     xcol, ycol = args.x, args.y
     if not xcol or not ycol:
         if not vary and not (xcol or ycol):
@@ -324,7 +418,7 @@ def plot_heatmap(rows, args):
         size_note = " at %s" % format_size(int(want))
     else:
         size_note = ""
-    others = [c for c in _varying(rows) if c not in (xcol, ycol)]
+    others = _varying(rows, meta, fixed=(xcol, ycol))
     if others:
         raise PlotError("column(s) %s vary too; pick values with --where "
                         "COL=VALUE" % ", ".join(others))
@@ -376,9 +470,10 @@ def parser():
                     default="bw")
     ap.add_argument("-o", "--output", help="PNG file (default: next to the "
                     "CSV, named after the kind)")
-    ap.add_argument("--metric", help="busbw, algbw, time or bound_fraction")
+    ap.add_argument("--metric", help="busbw, algbw, time, bound_fraction "
+                    "or any measurement column")
     ap.add_argument("--series", help="columns that make one line each "
-                    "(default: every column that varies)")
+                    "(default: every setting that varies, seed averaged)")
     ap.add_argument("--where", action="append", metavar="COL=VALUE",
                     help="keep only these rows (repeatable)")
     ap.add_argument("--baseline", metavar="COL=VALUE",
@@ -402,9 +497,10 @@ def parser():
 def main(argv=None):
     args = parser().parse_args(argv)
     try:
-        rows = _filter(read_csv(args.csv), args.where)
-        fig = (plot_heatmap(rows, args) if args.kind == "heatmap"
-               else plot_lines(rows, args))
+        rows, meta = read_csv(args.csv)
+        rows = _filter(rows, args.where)
+        fig = (plot_heatmap(rows, args, meta) if args.kind == "heatmap"
+               else plot_lines(rows, args, meta))
         out = args.output or os.path.join(
             os.path.dirname(os.path.abspath(args.csv)), args.kind + ".png")
         fig.tight_layout()

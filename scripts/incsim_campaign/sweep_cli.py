@@ -38,7 +38,7 @@ def _launch_opts(p):
                    help="seconds per point (default: the campaign's "
                    "timeout, or %g)" % cmod.DEFAULT_TIMEOUT)
     p.add_argument("--no-check", action="store_true",
-                   help="do not check parameters with incsim --list-params")
+                   help="do not check the points with incsim --list-params")
 
 
 def parser():
@@ -99,7 +99,10 @@ def _prepare(args):
     incsim = pmod.find_incsim(args.incsim, c)
     pmod.check_binary(incsim)
     if not args.no_check:
-        pmod.check_campaign(c, incsim)
+        # as many --list-params runs at a time as the run has processes;
+        # a Slurm submission checks with this machine's cores
+        jobs = getattr(args, "jobs", None) or os.cpu_count() or 1
+        pmod.check_campaign(c, incsim, jobs=jobs)
     path, manifest = runner.write_manifest(c, incsim, points)
     return c, path, manifest
 

@@ -217,8 +217,12 @@ class FileDigests(TempDirCase):
 
 class ParamCheck(unittest.TestCase):
     def test_list_params(self):
-        known = pmod.list_params(FAKE, "dgx2")
-        self.assertEqual(known["ring.channels"][0], "int")
+        known = pmod.list_params(FAKE, {"platform": "dgx2",
+                                        "ring.channels": 6})
+        self.assertEqual(known["ring.channels"],
+                         ("int", "6", "12", "-c",
+                          "channels of the ring algorithm"))
+        self.assertEqual(known["link.bandwidth_GBps"][3], "default")
 
     def test_unknown_and_mistyped(self):
         ok = make({"fixed": {"platform": "dgx2"},
@@ -226,36 +230,97 @@ class ParamCheck(unittest.TestCase):
         self.assertTrue(pmod.check_campaign(ok, FAKE))
         bad = make({"fixed": {"platform": "dgx2"},
                     "axes": {"ring.chanels": [6]}})
-        with self.assertRaisesRegex(CampaignError,
-                                    "unknown parameter 'ring.chanels'"):
+        with self.assertRaisesRegex(
+                CampaignError, r"^incsim rejects point [0-9a-f]{16} "
+                r"\(platform=dgx2 ring.chanels=6\): incsim: error: unknown "
+                r"key 'ring.chanels'; did you mean 'ring.channels'\?$"):
             pmod.check_campaign(bad, FAKE)
+        # incsim checks the values' types now
         typed = make({"fixed": {"platform": "dgx2"},
                       "axes": {"ring.channels": [6, "six"]}})
-        with self.assertRaisesRegex(CampaignError, "type int"):
+        with self.assertRaisesRegex(CampaignError,
+                                    r"\(platform=dgx2 ring.channels=six\): "
+                                    "incsim: error: bad value 'six'"):
             pmod.check_campaign(typed, FAKE)
         unknown_fixed = make({"axes": {"gpus": [4, 8]},
-                                  "fixed": {"bogus.key": 1}})
+                              "fixed": {"bogus.key": 1}})
         with self.assertRaisesRegex(CampaignError, "bogus.key"):
             pmod.check_campaign(unknown_fixed, FAKE)
+        # flag values are incsim's to check too
+        flag = make({"fixed": {"platform": "dgx3"}})
+        with self.assertRaisesRegex(CampaignError,
+                                    "incsim: error: unknown platform 'dgx3'"):
+            pmod.check_campaign(flag, FAKE)
 
     def test_params_of_one_algorithm(self):
-        # --list-params is asked per platform and algorithm: a parameter
-        # only tree runs accept passes for tree points, not for ring ones.
-        self.assertIn("tree.arity",
-                      pmod.list_params(FAKE, "dgx2", algorithm="tree"))
-        self.assertNotIn("tree.arity", pmod.list_params(FAKE, "dgx2"))
+        # a parameter only tree runs read passes for tree points, not for
+        # ring ones
+        self.assertIn("tree.arity", pmod.list_params(
+            FAKE, {"platform": "dgx2", "algorithm": "tree"}))
+        self.assertNotIn("tree.arity", pmod.list_params(
+            FAKE, {"platform": "dgx2"}))
         ok = make({"fixed": {"platform": "dgx2", "algorithm": "tree"},
                    "axes": {"tree.arity": [2, 4]}})
         self.assertTrue(pmod.check_campaign(ok, FAKE))
         bad = make({"fixed": {"platform": "dgx2", "tree.arity": 2},
                     "axes": {"algorithm": ["tree", "ring"]}})
         with self.assertRaisesRegex(CampaignError,
-                                    "'tree.arity'.*--algorithm ring"):
+                                    "algorithm=ring\\): .*'tree.arity' is not "
+                                    "read by this run"):
             pmod.check_campaign(bad, FAKE)
+
+    def test_push_on_star_with_reduction_table(self):
+        # issue 13: the pre-check asked incsim without the campaign's
+        # settings and rejected this valid campaign
+        ok = make({"fixed": {"platform": "star", "collective": "allreduce",
+                             "algorithm": "push", "sizes": "8K:1M",
+                             "switch.reduction_table.bytes": 4096},
+                   "axes": {"gpus": [4, 8]}, "seeds": 2})
+        self.assertTrue(pmod.check_campaign(ok, FAKE))
+        # ... and the key is still refused where the run does not read it
+        ring = make({"fixed": {"platform": "star", "algorithm": "ring",
+                               "switch.reduction_table.bytes": 4096}})
+        with self.assertRaisesRegex(
+                CampaignError, "incsim: error: key "
+                "'switch.reduction_table.bytes' is not read by this run"):
+            pmod.check_campaign(ring, FAKE)
+        typo = make({"fixed": {"platform": "star", "algorithm": "push",
+                               "switch.latency": 100}})
+        with self.assertRaisesRegex(
+                CampaignError, "incsim: error: unknown key 'switch.latency'; "
+                "did you mean 'switch.latency_ns'\\?"):
+            pmod.check_campaign(typo, FAKE)
+
+    def test_check_asks_once_per_setting_combination(self):
+        c = make({"fixed": {"platform": "star", "algorithm": "push"},
+                  "axes": {"sizes": ["8K", "1M"], "gpus": [4, 8, 16],
+                           "switch.reduction_table.bytes": [4096, 8192]},
+                  "seeds": 5})
+        self.assertEqual(len(c.points()), 60)
+        groups = pmod.check_groups(c)
+        self.assertEqual(len(groups), 6)
+        self.assertEqual(sum(n for _, n in groups), 60)
+        self.assertEqual([p.index for p, _ in groups],
+                         [0, 5, 10, 15, 20, 25])
+        self.assertEqual(pmod.list_params_argv(
+            "incsim", groups[0][0].settings, c.dir),
+            ["incsim", "--platform", "star", "--algorithm", "push",
+             "--gpus", "4", "--sizes", "8K", "--seed", "1",
+             "-c", "switch.reduction_table.bytes=4096", "--list-params"])
+        self.assertTrue(pmod.check_campaign(c, FAKE, jobs=3))
+        # in parallel, the error reported is still the first point's
+        bad = make({"axes": {"platform": ["star", "dgx2"],
+                             "algorithm": ["ring", "push", "tree"],
+                             "ring.chanels": [1, 2]}})
+        with self.assertRaisesRegex(CampaignError,
+                                    "point %s " % bad.points()[0].hash):
+            pmod.check_campaign(bad, FAKE, jobs=4)
 
     def test_missing_binary(self):
         with self.assertRaisesRegex(CampaignError, "simulator not found"):
             pmod.list_params("/nonexistent/incsim")
+        with self.assertRaisesRegex(CampaignError, "simulator not found"):
+            pmod.check_campaign(make({}), "/nonexistent/incsim")
 
     def test_error_line(self):
         self.assertEqual(pmod.error_line(

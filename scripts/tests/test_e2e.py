@@ -6,6 +6,7 @@ simulator binary."""
 
 import csv
 import glob
+import json
 import os
 import time
 import unittest
@@ -69,6 +70,17 @@ class EndToEnd(TempDirCase):
         self.assertEqual(read(res[0], "rb"), keep)
         self.assertEqual(read(os.path.join(out, "results.csv")), first)
 
+        # what incsim says of its columns reaches the sidecar
+        with open(os.path.join(out, "results.columns.json")) as f:
+            side = json.load(f)
+        kinds = {c["name"]: c["kind"] for c in side["columns"]}
+        self.assertEqual(kinds["gpus"], "setting")
+        self.assertEqual(kinds["size_bytes"], "setting")
+        for m in ("time_us", "busbw_GBps", "bound_fraction", "wrong"):
+            self.assertEqual(kinds[m], "measurement", m)
+        self.assertEqual(len(side["incsim"]), 1, side["incsim"])
+        self.assertRegex(side["incsim"][0]["version"], r"^\d+\.\d+")
+
         png = os.path.join(self.tmp, "bw.png")
         p = self.plot(os.path.join(out, "results.csv"), "--kind", "bw",
                       "-o", png)
@@ -80,10 +92,28 @@ class EndToEnd(TempDirCase):
             "  gpus: [4, 16]", "  gpus: [4, 16]\n  no.such.param: [1]"))
         p = self.sweep("run", c, incsim=INCSIM)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("sweep: error: unknown parameter 'no.such.param'",
-                      p.stderr)
+        self.assertRegex(p.stderr, r"^sweep: error: incsim rejects point "
+                         r"[0-9a-f]{16} \(.*no.such.param=1.*\).*: incsim: "
+                         r"error: .*'no.such.param'")
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "out",
                                                      "points")))
+
+    def test_precheck_uses_the_campaigns_settings(self):
+        # issue 13: push on a star with a reduction-table size is valid
+        ok = cmod.Campaign({"fixed": {
+            "platform": "star", "collective": "allreduce",
+            "algorithm": "push", "sizes": "8K",
+            "switch.reduction_table.bytes": 4096}}, self.write("a.yaml", ""))
+        self.assertTrue(pmod.check_campaign(ok, INCSIM))
+        typo = cmod.Campaign({"fixed": {
+            "platform": "star", "collective": "allreduce",
+            "algorithm": "push", "sizes": "8K", "switch.latency": 100}},
+            self.write("b.yaml", ""))
+        with self.assertRaisesRegex(
+                cmod.CampaignError, r"\(platform=star .*switch.latency=100"
+                r".*\): incsim: error: unknown key 'switch.latency'; did "
+                r"you mean 'switch.latency_ns'\?"):
+            pmod.check_campaign(typo, INCSIM)
 
     def test_example_campaigns_are_valid(self):
         files = glob.glob(os.path.join(SCRIPTS, "campaigns", "*.yaml"))

@@ -128,11 +128,11 @@ class Runner(TempDirCase):
     def test_user_errors_are_one_line(self):
         cases = [
             ("axes: {ring.chanels: [6]}\nfixed: {platform: dgx2}\n",
-             "unknown parameter 'ring.chanels': not in `incsim --list-params "
-             "--platform dgx2` (did you mean ring.channels?)"),
+             "(platform=dgx2 ring.chanels=6): incsim: error: unknown key "
+             "'ring.chanels'; did you mean 'ring.channels'?"),
             ("axes: {ring.channels: []}\n", "axis 'ring.channels' is empty"),
             ("axes: {ring.channels: [6, seven]}\nfixed: {platform: dgx2}\n",
-             "parameter 'ring.channels' is of type int"),
+             "incsim: error: bad value 'seven' for key 'ring.channels'"),
             ("axes: {gpus: {from: 2, to: 64, step: 1}}\nmax_points: 10\n",
              "63 points, more than the limit of 10; pass --yes"),
             ("axes: [1, 2]\n", "'axes' must be a mapping"),
@@ -305,6 +305,208 @@ class Plot(TempDirCase):
             self.assertIn(msg, p.stderr)
         p = self.plot(os.path.join(self.tmp, "missing.csv"))
         self.assertIn("plot: error: cannot read", p.stderr)
+
+
+
+TWO_BY_TWO = """\
+name: t
+output: out
+fixed:
+  platform: dgx2
+  collective: allreduce
+  sizes: [8K, 64K, 1M]
+axes:
+  algorithm: [ring, tree]
+  ring.channels: [6, 12]
+seeds: 2
+"""
+
+
+class Columns(TempDirCase):
+    """Issue 13: which columns are settings and which measurements comes
+    from the results (incsim's "columns", collect's sidecar), so new
+    measurements never change the series."""
+
+    def run_campaign(self, text=TWO_BY_TWO):
+        c = self.write("c.yaml", text)
+        self.sweep("run", c, "-j", "2", check=0)
+        return os.path.join(self.tmp, "out", "results.csv")
+
+    def sidecar(self, csv_path):
+        with open(csv_path[:-4] + ".columns.json") as f:
+            return json.load(f)
+
+    def legend(self, csv_path, *args):
+        """The legend labels of `plot CSV args` drawn in this process."""
+        from incsim_campaign import plot as plot_mod
+        a = plot_mod.parser().parse_args([csv_path, "--no-bound"] +
+                                         list(args))
+        rows, meta = plot_mod.read_csv(csv_path)
+        rows = plot_mod._filter(rows, a.where)
+        fig = plot_mod.plot_lines(rows, a, meta)
+        labels = fig.axes[0].get_legend_handles_labels()[1]
+        import matplotlib.pyplot as plt
+        plt.close(fig)
+        return labels
+
+    def test_sidecar_says_what_incsim_said(self):
+        data = self.run_campaign()
+        side = self.sidecar(data)
+        self.assertEqual(side["format"], "incsim-campaign-columns/1")
+        self.assertEqual(side["csv"], "results.csv")
+        self.assertEqual(side["incsim"], [{"version": "0.13.0",
+                                           "commit": "abc1234"}])
+        with open(data) as f:
+            header = next(csv.reader(f))
+        self.assertEqual([c["name"] for c in side["columns"]], header)
+        kinds = {c["name"]: (c["kind"], c["unit"], c["from"])
+                 for c in side["columns"]}
+        self.assertEqual(kinds["point"][0], "id")
+        for name in ("platform", "algorithm", "gpus", "seed",
+                     "ring.channels"):
+            self.assertEqual(kinds[name], ("setting", "", "point"), name)
+        self.assertEqual(kinds["size_bytes"], ("setting", "B", "row"))
+        self.assertEqual(kinds["count"], ("setting", "elements", "row"))
+        self.assertEqual(kinds["time_us"], ("measurement", "us", "row"))
+        self.assertEqual(kinds["avg_packet_latency_ns"],
+                         ("measurement", "ns", "row"))
+        self.assertEqual(kinds["packets"][0], "measurement")
+        self.assertEqual(kinds["reduction_tables"][0], "measurement")
+        self.assertTrue([c for c in side["columns"]
+                         if c["name"] == "reduction_tables"][0]["json"])
+        self.assertNotIn("links", kinds)
+        # the header: point settings, then incsim's columns in its order
+        self.assertEqual(header[header.index("size_bytes"):], [
+            "size_bytes", "count", "type", "redop", "time_us", "algbw_GBps",
+            "busbw_GBps", "wrong", "bound_us", "bound_fraction", "packets",
+            "avg_packet_latency_ns", "reduction_tables"])
+
+    def test_extra_measurements_one_line_per_setting_combination(self):
+        data = self.run_campaign()
+        want = ["algorithm=%s, ring.channels=%d" % (a, ch)
+                for a in ("ring", "tree") for ch in (6, 12)]
+        self.assertEqual(self.legend(data), want)
+        self.assertEqual(self.legend(data, "--kind", "time"), want)
+        self.assertEqual(self.legend(data, "--where", "algorithm=tree"),
+                         ["ring.channels=6", "ring.channels=12"])
+        # without the sidecar: the same, from the columns' places
+        os.remove(data[:-4] + ".columns.json")
+        self.assertEqual(self.legend(data), want)
+        # a measurement nobody described yet changes nothing either
+        with open(data) as f:
+            rows = list(csv.reader(f))
+        rows[0].append("new_thing_ns")
+        for i, r in enumerate(rows[1:]):
+            r.append(str(1000 + i))
+        with open(data, "w", newline="") as f:
+            csv.writer(f, lineterminator="\n").writerows(rows)
+        self.assertEqual(self.legend(data), want)
+        out = os.path.join(self.tmp, "m.png")
+        p = self.plot(data, "--kind", "bw", "--metric", "new_thing_ns",
+                      "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_the_sidecar_decides(self):
+        data = self.run_campaign(TWO_BY_TWO.replace(
+            "  algorithm: [ring, tree]\n", "").replace(
+            "collective: allreduce", "collective: allreduce\n  "
+            "algorithm: ring"))
+        self.assertEqual(self.legend(data), ["ring.channels=6",
+                                             "ring.channels=12"])
+        # a column the results call a setting makes series wherever it is
+        path = data[:-4] + ".columns.json"
+        side = self.sidecar(data)
+        # (avg_packet_latency_ns differs by seed: a line per point)
+        for c in side["columns"]:
+            if c["name"] == "avg_packet_latency_ns":
+                c["kind"] = "setting"
+        with open(path, "w") as f:
+            json.dump(side, f)
+        self.assertEqual(len(self.legend(data)), 2 * 2 * 3)
+        # ... and one it calls a measurement never does
+        for c in side["columns"]:
+            if c["name"] in ("avg_packet_latency_ns", "ring.channels"):
+                c["kind"] = "measurement"
+        with open(path, "w") as f:
+            json.dump(side, f)
+        self.assertEqual(self.legend(data), [])
+
+    def test_heatmap_with_extra_measurements(self):
+        data = self.run_campaign()
+        for args in (["--x", "ring.channels", "--y", "algorithm"],
+                     ["--x", "ring.channels", "--y", "algorithm",
+                      "--metric", "avg_packet_latency_ns", "--size", "8K"],
+                     ["--where", "algorithm=ring"],
+                     ["--x", "ring.channels", "--y", "size_bytes",
+                      "--where", "algorithm=tree"]):
+            out = os.path.join(self.tmp, "h.png")
+            if os.path.exists(out):
+                os.remove(out)
+            p = self.plot(data, "--kind", "heatmap", "-o", out, *args)
+            self.assertEqual(p.returncode, 0, (args, p.stderr))
+            self.assertEqual(read(out, "rb")[:4], b"\x89PNG")
+        # only settings can be in the way
+        p = self.plot(data, "--kind", "heatmap", "--x", "ring.channels",
+                      "--y", "seed", "-o", os.path.join(self.tmp, "x.png"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("plot: error: column(s) algorithm vary too", p.stderr)
+
+    def test_each_workload_brings_its_own_columns(self):
+        # ring rows and NetReduce rows (extra measurements) in one CSV
+        data = self.run_campaign(TWO_BY_TWO.replace(
+            "[ring, tree]", "[ring, netreduce]").replace(
+            "ring.channels: [6, 12]", "link.bandwidth_GBps: [25, 50]"))
+        side = {c["name"]: c for c in self.sidecar(data)["columns"]}
+        for name in ("goodput_Gbps", "lost", "retransmitted"):
+            self.assertEqual(side[name]["kind"], "measurement", name)
+        with open(data) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({r["goodput_Gbps"] == "" for r in rows
+                          if r["algorithm"] == "ring"}, {True})
+        self.assertEqual(len(self.legend(data)), 4)
+        # a traffic campaign: rows keyed by offered load, a setting
+        c = self.write("t.yaml", """\
+            output: tout
+            fixed: {platform: dgx2, traffic: uniform, load: [0.1, 0.2]}
+            axes: {traffic.hotspot.fraction: [0.1]}
+            """)
+        p = self.sweep("run", c)
+        self.assertEqual(p.returncode, 2)       # only hotspot reads it
+        self.assertIn("'traffic.hotspot.fraction' is not read by this run",
+                      p.stderr)
+        c = self.write("t.yaml", """\
+            output: tout
+            fixed: {platform: dgx2, load: [0.1, 0.2]}
+            axes: {traffic: [uniform, hotspot]}
+            """)
+        self.sweep("run", c, check=0)
+        tdata = os.path.join(self.tmp, "tout", "results.csv")
+        side = {c["name"]: c for c in self.sidecar(tdata)["columns"]}
+        self.assertEqual(side["offered"]["kind"], "setting")
+        self.assertEqual(side["traffic"]["kind"], "setting")
+        self.assertNotIn("size_bytes", side)
+        with open(tdata) as f:
+            self.assertEqual([(r["traffic"], r["offered"])
+                              for r in csv.DictReader(f)],
+                             [("uniform", "0.1"), ("uniform", "0.2"),
+                              ("hotspot", "0.1"), ("hotspot", "0.2")])
+
+    def test_results_from_before_columns(self):
+        data = self.run_campaign()
+        for f in results(os.path.join(self.tmp, "out")):
+            with open(f) as fh:
+                d = json.load(fh)
+            del d["columns"], d["incsim"]
+            with open(f, "w") as fh:
+                json.dump(d, fh)
+        before = read(data)
+        self.sweep("collect", os.path.join(self.tmp, "c.yaml"), check=0)
+        self.assertEqual(read(data), before)
+        side = {c["name"]: c for c in self.sidecar(data)["columns"]}
+        self.assertEqual(side["count"]["kind"], "setting")
+        self.assertEqual(side["packets"]["kind"], "measurement")
+        self.assertEqual(self.sidecar(data)["incsim"], [])
+        self.assertEqual(len(self.legend(data)), 4)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,9 @@ class Slurm(TempDirCase):
                          read(os.path.join(self.tmp, "local",
                                            "results.csv")))
         self.assertEqual(len(slurm_csv.splitlines()), 1 + 4 * 2)
+        self.assertEqual(
+            read(os.path.join(self.tmp, "on-slurm", "results.columns.json")),
+            read(os.path.join(self.tmp, "local", "results.columns.json")))
         for f in glob.glob(os.path.join(self.tmp, "local", "points",
                                         "*.json")):
             name = os.path.basename(f)
