@@ -26,7 +26,7 @@ namespace {
 
 // Flags that act instead of running: not allowed in a config file.
 const char* const kActions[] = {"help", "version", "list-params", "list-choices", "print-schedule",
-                                "print-trees", "config"};
+                                "print-trees"};
 
 // Every option, declared once: the parser, --help and config files read this.
 const po::options_description& declaration() {

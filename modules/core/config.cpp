@@ -41,7 +41,7 @@ void Config::check_unused() const {
   for (const auto& [key, ov] : overrides_) {
     if (ov.used) continue;
     const std::string near = nearest(key, keys);
-    throw UserError("unknown key '" + key + "' (from " + ov.source + ")" +
+    throw UserError("unknown key '" + key + "'" + (ov.source == "-c" ? "" : " (in " + ov.source + ")") +
                     (near.empty() ? "; incsim --list-params shows the keys this run reads"
                                   : "; did you mean '" + near + "'?"));
   }

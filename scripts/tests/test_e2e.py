@@ -107,7 +107,7 @@ class EndToEnd(TempDirCase):
         self.assertTrue(pmod.check_campaign(ok, INCSIM))
         typo = cmod.Campaign({"fixed": {
             "platform": "star", "collective": "allreduce",
-            "algorithm": "push", "sizes": "8K", "switch.latency": 100}},
+            "algorithm": "ring", "sizes": "8K", "switch.latency": 100}},
             self.write("b.yaml", ""))
         with self.assertRaisesRegex(
                 cmod.CampaignError, r"\(platform=star .*switch.latency=100"

@@ -781,3 +781,82 @@ TEST_CASE("Blink runs are deterministic, waveform included, and exit 0 with exac
   CHECK(j["rows"][0]["wrong"] == 0);
   CHECK(j["rows"][0]["busbw_GBps"] == j["rows"][0]["algbw_GBps"]);  // broadcast: factor 1
 }
+
+// Issue 13: one options path, the same in every workload.
+TEST_CASE("a config file sets run options in every workload, and later wins", "[cli][config]") {
+  TempDir d;
+  const std::string rack = d.write("rack.yaml", "platform: rack\nhosts: 3\nsizes: 64K\n");
+  const Result r = incsim("--config " + rack + " --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("on 3 hosts, platform rack"));
+  CHECK(lines(r.out).size() == 7);  // 6 header lines and one row: the file's sizes, not the default sweep
+  const std::string sizes = d.write("sizes.yaml", "sizes: 64K\nnetreduce.window: 1\n");
+  const Result flag_first = incsim("--platform rack --sizes 1M --config " + sizes + " --quiet --csv -");
+  REQUIRE(flag_first.code == 0);
+  CHECK_THAT(flag_first.out, Catch::Contains("\n65536,"));  // the file came later
+  const Result file_first = incsim("--platform rack --config " + sizes + " --sizes 1M --quiet --csv -");
+  REQUIRE(file_first.code == 0);
+  CHECK_THAT(file_first.out, Catch::Contains("\n1048576,") && !Catch::Contains("\n65536,"));
+  const Result traffic = incsim("--config " + d.write("t.yaml", "traffic: uniform\nplatform: star\nload: 0.2\n") +
+                                " --quiet --csv -");
+  INFO(traffic.err);
+  REQUIRE(traffic.code == 0);
+  CHECK(lines(traffic.out).size() == 2);
+  CHECK_THAT(traffic.out, Catch::StartsWith("offered,"));
+}
+
+TEST_CASE("bad input: a config file that names an action, includes itself or sets a flag badly", "[cli][errors][config]") {
+  TempDir d;
+  require_error("--config " + d.write("a.yaml", "help: true\n"), {"a.yaml", "'help'", "action"});
+  const std::string self = d.file("self.yaml");
+  d.write("self.yaml", "config: " + self + "\n");
+  require_error("--config " + self, {"includes itself"});
+  require_error("--config " + d.write("q.yaml", "quiet: maybe\n"), {"'quiet'", "true or false"});
+  require_error("--config " + d.write("k.yaml", "switch:\n  latency: 3\nsizes: 8K\n"),
+                {"unknown key 'switch.latency'", "k.yaml", "did you mean 'switch.latency_ns'?"});
+}
+
+TEST_CASE("bad input: mistyped flags suggest the nearest, flags take no values they do not want", "[cli][errors]") {
+  require_error("--platfrom dgx2", {"unknown option '--platfrom'", "did you mean '--platform'?"});
+  require_error("--quiet=no", {"--quiet", "takes no value"});
+  require_error("--platform star extra", {"unexpected argument 'extra'"});
+  require_error("--sizes --quiet", {"--sizes needs a value"});
+  require_error("--platform star --gpus 4 -c switch.latency=3 --sizes 8K",
+                {"unknown key 'switch.latency'", "did you mean 'switch.latency_ns'?"});
+}
+
+TEST_CASE("version: --version and the JSON name the version and the git commit", "[cli][json]") {
+  const Result v = incsim("--version");
+  REQUIRE(v.code == 0);
+  CHECK_THAT(v.out, Catch::StartsWith("incsim 0.") && Catch::Contains("(commit "));
+  const Result r = incsim(std::string(kQuickRun) + " --json -");
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);  // nothing but the JSON on stdout
+  CHECK(v.out.find(j["incsim"]["version"].get<std::string>()) != std::string::npos);
+  CHECK(v.out.find(j["incsim"]["commit"].get<std::string>()) != std::string::npos);
+}
+
+TEST_CASE("the CSV has the JSON's rows, and the JSON says which columns are settings and which measurements", "[cli][json]") {
+  for (const std::string run : {std::string(kQuickRun), std::string("--platform rack --hosts 2 --sizes 8K,64K --quiet"),
+                                std::string("--traffic uniform --platform star --load 0.1,0.2 --quiet")}) {
+    INFO(run);
+    TempDir d;
+    const Result r = incsim(run + " --json " + d.file("r.json") + " --csv " + d.file("r.csv"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    const auto csv = lines(slurp(d.file("r.csv")));
+    REQUIRE(csv.size() == j["rows"].size() + 1);
+    std::string heading;
+    for (const auto& c : j["columns"]) {
+      heading += (heading.empty() ? "" : ",") + c["name"].get<std::string>();
+      CHECK((c["kind"] == "setting" || c["kind"] == "measurement"));
+      CHECK(j["rows"][0].contains(c["name"].get<std::string>()));
+    }
+    CHECK(csv[0] == heading);
+    const std::string first = j["columns"][0]["name"];
+    CHECK(j["columns"][0]["kind"] == "setting");
+    CHECK(csv[1].rfind(j["rows"][0][first].dump(), 0) == 0);
+  }
+}

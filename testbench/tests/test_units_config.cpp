@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/config.h"
+#include "core/nearest.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -96,6 +97,27 @@ TEST_CASE("Config: an unknown key is an error from check_unused naming key and s
   CHECK(c.get<double>("switch.latency_ns", 150.0, "latency") == 100.0);
   CHECK_THROWS_AS(c.check_unused(), UserError);
   CHECK_THROWS_WITH(c.check_unused(), Catch::Contains("swich.latency_ns") && Catch::Contains("my.yaml"));
+}
+
+TEST_CASE("Config: an unknown key suggests the nearest declared one", "[config][errors]") {
+  Config c;
+  c.get<double>("switch.latency_ns", 150.0, "latency");
+  c.get<int>("ring.channels", 12, "channels");
+  c.set("switch.latency", "100", "-c");
+  CHECK_THROWS_WITH(c.check_unused(), "unknown key 'switch.latency'; did you mean 'switch.latency_ns'?");
+  Config far;
+  far.get<double>("switch.latency_ns", 150.0, "latency");
+  far.set("gpu.clock", "1", "-c");
+  CHECK_THROWS_WITH(far.check_unused(), Catch::Contains("incsim --list-params") && !Catch::Contains("did you mean"));
+}
+
+TEST_CASE("nearest: edits and prefixes, nothing when far", "[config]") {
+  const std::vector<std::string> c{"--platform", "--sizes", "--seed", "switch.latency_ns"};
+  CHECK(nearest("--platfrom", c) == "--platform");
+  CHECK(nearest("--size", c) == "--sizes");
+  CHECK(nearest("switch.latency", c) == "switch.latency_ns");
+  CHECK(nearest("--xyz", c).empty());
+  CHECK(nearest("", c).empty());
 }
 
 TEST_CASE("Config: an empty key is an error", "[config][errors]") {
