@@ -13,6 +13,7 @@ endif()
 
 find_package(yaml-cpp REQUIRED)          # --config files and YAML platforms
 find_package(nlohmann_json 3 REQUIRED)   # --json results
+find_package(spdlog REQUIRED)            # block logs behind the sc_report handler (modules/core/log.h)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # the command line, declared once (docs/architecture.md)
 # GLPK solves Blink's tree-minimisation integer programs (modules/collectives/
 # packing.cpp says why GLPK and not CBC). Debian ships no CMake config for it.

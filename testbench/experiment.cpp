@@ -6,6 +6,7 @@
 
 #include "choices.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/report.h"
 #include "core/trace.h"
 #include "topology/topology.h"
@@ -18,6 +19,7 @@ const char* version() { return kVersion; }
 const char* git_commit() { return kGitCommit; }
 
 Experiment::Experiment(const Options& o) : opt_(o) {
+  log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
   workload_ = make_workload(opt_, cfg_);
 
@@ -33,6 +35,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   platforms::Machine& m = workload_->machine();
   watchdog_ = std::make_unique<Watchdog>("watchdog", timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
   cfg_.check_unused();
+  log::check_matched();
 
   if (!opt_.dump_platform.empty()) {
     const topo::Topology* t = m.topology_graph();

@@ -68,6 +68,9 @@ const po::options_description& declaration() {
         ("print-trees", "print Blink's trees (or the rings) with weights and links and exit")
         ("list-params", "list the parameters this run reads (value, default, source) and exit")
         ("list-choices", "list the values each option accepts and exit")
+        ("log", text("LEVEL|BLOCK=LEVEL,..."), "what blocks do, with the simulated time, on stderr: trace, debug, "
+                                                "info, warn or off for all, and per block by hierarchical name, such "
+                                                "as debug or info,sw3.port5=debug,fpga0=trace (docs/architecture.md)")
         ("quiet", "no progress on stderr")
         ("version", "print the version and git commit and exit")
         ("help,h", "this text");
@@ -138,6 +141,7 @@ class Parser {
     else if (name == "json") o_.json = value;
     else if (name == "csv") o_.csv = value;
     else if (name == "dump-platform") o_.dump_platform = value;
+    else if (name == "log") o_.log = value;
     else if (name == "config") config(value);
     else if (name == "c") {
       const auto eq = value.find('=');

@@ -35,6 +35,7 @@ struct Options {
   std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list
   std::vector<std::string> config_files;  // --config, in order (each applied where it stood)
   std::string vcd, json, csv, dump_platform;
+  std::string log;  // --log: what blocks report on stderr (core/log.h); empty: nothing
   // Parameters: -c key=value and a config file's parameters, in the order
   // given, each with its source ("-c" or the file's path); later wins.
   struct Setting {

@@ -26,6 +26,11 @@ struct Column {
   std::string heading, unit_label;
   int width = 0, precision = 0;
   double scale = 1;  // the table shows value x scale (a fraction as %)
+
+  Column(std::string name, std::string unit, ColumnKind kind, std::string heading = "", std::string unit_label = "",
+         int width = 0, int precision = 0, double scale = 1)
+      : name(std::move(name)), unit(std::move(unit)), kind(kind), heading(std::move(heading)),
+        unit_label(std::move(unit_label)), width(width), precision(precision), scale(scale) {}
 };
 
 using Value = std::variant<uint64_t, double, bool, std::string>;

@@ -9,7 +9,7 @@ FpgaAggregator::Port::Port(const std::string& name, FpgaAggregator* owner, int i
     : in((name + "_in").c_str(), owner, index), egress(name + "_out") {}
 
 FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const FpgaConfig& cfg, net::PacketPool* pool)
-    : sc_core::sc_module(name), cfg_(cfg), pool_(pool), clt_(cfg.clt_entries), dest_(cfg.clt_entries),
+    : sc_core::sc_module(name), cfg_(cfg), pool_(pool), clt_log_(std::string(basename()) + ".clt"), clt_(cfg.clt_entries), dest_(cfg.clt_entries),
       ctt_(cfg.clt_entries) {
   for (int i = 0; i < ports; ++i) {
     ports_.push_back(std::make_unique<Port>("port" + std::to_string(i), this, i));
@@ -129,6 +129,12 @@ void FpgaAggregator::process(net::Packet* p) {
   } else {
     r = clt_.lookup(key, h.psn);
   }
+  INCSIM_LOG(clt_log_, Debug, "{} {:08x}->{:08x} qp {} PSN {}: {}", from_switch ? "partial" : h.has_ina ? "fill" : "lookup",
+             h.src_ip, h.dst_ip, h.dst_qp, h.psn,
+             r.status == Resolved::Ok ? fmt::format("ring {} rank {} message {} offset {}", r.ring, r.rank, r.msg, r.offset)
+             : r.status == Resolved::FirstLost ? std::string("first packet lost, dropped")
+             : r.status == Resolved::TableFull ? std::string("table full, dropped")
+                                               : std::string("no entry, dropped"));
   AggregatorArray* a = r.status == Resolved::Ok && r.ring < ring_by_id_.size() ? ring_by_id_[r.ring] : nullptr;
   const int rank = a ? r.rank - rank_base_[r.ring] : -1;
   if (!a || rank < 0 || rank >= a->ranks() || r.offset >= a->msg_len()) {

@@ -15,6 +15,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/log.h"
 #include "core/process.h"
 #include "core/trace.h"
 #include "ethernet/egress.h"
@@ -102,6 +103,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   FpgaConfig cfg_;
   net::PacketPool* pool_;
   std::vector<std::unique_ptr<Port>> ports_;
+  log::Logger clt_log_;  // fpga0.clt
   ConnectionLookupTable clt_;
   ConnectionLookupTable dest_;  // Leaf: where the rack's destination connections are (multicast translation)
   ConnectionTranslationTable ctt_;

@@ -72,6 +72,7 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
          collectives::RedOp redop, const NicParams& params,
          const std::vector<std::vector<std::vector<int>>>& tree_ports)
     : gpu_(gpu),
+      log_(std::string(gpu.basename()) + ".nic"),
       rank_(rank),
       schedule_(schedule),
       table_(schedule.tables[rank]),
@@ -235,6 +236,8 @@ void Nic::activate(Stream& s) {
 }
 
 void Nic::issue(const Entry& e, size_t index) {
+  INCSIM_LOG(log_, Debug, "issue entry {}: {} flow {} step {}, {} slices from {}", index, collectives::op_name(e.op),
+             e.flow, e.step, e.size, e.start);
   if (e.op == Op::Nop) {
     lockstep_end_ = sc_core::sc_time_stamp() + params_.step_time;
     lockstep_cycles_ = static_cast<int>(params_.step_cycles);

@@ -10,12 +10,13 @@ using sc_core::sc_time;
 
 NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
                    net::PacketPool& pool, const topo::MulticastFabric* fabric)
-    : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), pool_(pool), fabric_(fabric), ports_(ports),
+    : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), log_(basename()), pool_(pool), fabric_(fabric), ports_(ports),
       inputs_(2 * ports) {
   for (int p = 0; p < ports; ++p) {
     inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
     inputs_[p].capacity = cfg.in_buffer_bytes;
-    outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str()));
+    outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str(),
+                                                std::string(basename()) + ".port" + std::to_string(p) + ".reduction_table"));
     outputs_.back()->limit = cfg.out_queue_bytes;
     outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
     outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
@@ -110,8 +111,11 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
       en.bytes = h->payload_bytes;
       en.dtype = h->dtype;
       en.redop = h->redop;
+      INCSIM_LOG(out.log, Debug, "allocate {:#x} for pull by gpu {}, {} responses expected, {} of {} entries used",
+                 h->addr, h->src, en.expected, out.table.size(), out.table.capacity());
     } else if (input < ports_ && wiring_.port_endpoint[input] == static_cast<int32_t>(h->src)) {
       ++out.table.stalls;
+      INCSIM_LOG(out.log, Debug, "full: pull {:#x} by gpu {} stalls at input {}", h->addr, h->src, input);
       out.stalled.push_back(input);
       return;
     }
@@ -128,6 +132,7 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
     ++pending;
   }
   h->mc_pending = pending;
+  INCSIM_LOG(log_, Debug, "multicast {:#x} from port {} replicates to {} ports", h->addr, input, pending);
   if (pending == 0) pool_.put(pop_head(input, h->vc, sc_core::sc_time_stamp()));  // nothing beyond here needs it
 }
 
@@ -285,6 +290,7 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
                               t.data(e), p->data, en.bytes);
     en.count = static_cast<uint16_t>(en.count + p->count);
     t.touch(e, now_ps);
+    INCSIM_LOG(outputs_[o]->log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
   } else {
     ++t.misses;
     // The victim: the least recently used push entry (pull entries wait
@@ -294,6 +300,8 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
       for (victim = t.lru(); victim >= 0 && t.entry(victim).owner != net::kNoEndpoint;) victim = t.entry(victim).next;
     if (t.full() && victim < 0) {
       ++t.evictions;
+      INCSIM_LOG(outputs_[o]->log, Debug, "full: push {:#x} goes on as a partial to gpu {}", p->addr,
+                 fabric_->home_gpu(fabric_->find(p->addr), p->addr));
       p->op = net::Op::Partial;
       p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(p->addr), p->addr));
       inject(o, p, at, false);
@@ -308,6 +316,8 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     en.dtype = p->dtype;
     en.redop = p->redop;
     en.count = p->count;
+    INCSIM_LOG(outputs_[o]->log, Debug, "miss {:#x}: allocate, {} of {} contributions, {} of {} entries used", p->addr,
+               en.count, en.expected, t.size(), t.capacity());
     std::memcpy(t.data(e), p->data, p->payload_bytes);
     if (victim >= 0) retry_stalled(o);  // only now: the freed entry went to this write
   }
@@ -323,9 +333,11 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   const int e = t.find(p->addr, p->dst);
   if (e < 0) {
     ++t.misses;
+    INCSIM_LOG(outputs_[o]->log, Debug, "miss: response {:#x} for gpu {} bypasses", p->addr, p->dst);
     return p;
   }
   ++t.hits;
+  INCSIM_LOG(outputs_[o]->log, Debug, "hit: response {:#x} for gpu {}", p->addr, p->dst);
   ReductionTable::Entry& en = t.entry(e);
   if (en.count == 0) std::memcpy(t.data(e), p->data, en.bytes);
   else
@@ -339,6 +351,7 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   std::memcpy(p->data, t.data(e), en.bytes);
   p->count = en.count;
   ++t.completions;
+  INCSIM_LOG(outputs_[o]->log, Debug, "complete {:#x}: {} contributions go to gpu {}", p->addr, en.count, p->dst);
   release_entry(o, e, true);
   return p;
 }
@@ -359,10 +372,13 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
     ++t.completions;
     p->op = net::Op::Write;  // a multicast write of the final result
     p->dst = 0;
+    INCSIM_LOG(outputs_[o]->log, Debug, "complete {:#x}: {} contributions, result multicast", en.addr, en.count);
   } else {
     ++t.evictions;
     p->op = net::Op::Partial;
     p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(en.addr), en.addr));
+    INCSIM_LOG(outputs_[o]->log, Debug, "evict {:#x} ({}): {} of {} contributions go to gpu {}", en.addr,
+               retry ? "timeout" : "lru", en.count, en.expected, p->dst);
   }
   p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
   release_entry(o, e, retry);

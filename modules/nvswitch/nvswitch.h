@@ -14,6 +14,9 @@
 // responses are reduced on their way to the requester.
 #include <cstring>
 #include <memory>
+#include <string>
+
+#include "core/log.h"
 #include <ostream>
 #include <string>
 #include <systemc>
@@ -86,7 +89,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     sc_core::sc_time xbar_free;
   };
   struct Output {
-    explicit Output(const char* n) : link(n) {}
+    Output(const char* n, const std::string& table_name) : log(table_name), link(n) {}
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
@@ -96,6 +99,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
     ReductionTable table;
+    log::Logger log;             // sw3.port5.reduction_table
     uint32_t push_entries = 0;   // entries that can time out
     std::vector<int> stalled;    // inputs whose pull request waits for an entry here
     Wakeup wake;
@@ -136,6 +140,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
 
   SwitchWiring wiring_;
   SwitchConfig cfg_;
+  log::Logger log_;  // multicast replication
   net::PacketPool& pool_;
   const topo::MulticastFabric* fabric_;
   int ports_;

@@ -8,7 +8,7 @@ using eth::Opcode;
 
 RoceNic::RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg,
                  net::PacketPool* pool)
-    : sc_core::sc_module(name), in("in", this, 0), out("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), pool_(pool) {
+    : sc_core::sc_module(name), in("in", this, 0), out("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), log_(basename()), pool_(pool) {
   out.configure(cfg.bw_GBps, cfg.link_latency, cfg.rx_buffer_bytes, &tx_wake_);
   spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, &tx_wake_.event);
   spawn_method((std::string(basename()) + "_rx").c_str(), [this] { rx(); }, &rx_wake_.event);
@@ -127,6 +127,7 @@ net::Packet* RoceNic::make_control(int qi) {
 
 void RoceNic::rewind(Qp& q, uint32_t psn) {
   if (psn >= q.next_psn) return;
+  INCSIM_LOG(log_, Debug, "go back: retransmit PSN {} to {}", psn, q.next_psn - 1);
   retransmitted_ += q.next_psn - psn;
   ++trace_retx_;
   seek(q, psn);
@@ -151,6 +152,7 @@ void RoceNic::tx() {
     trace_outstanding_ += static_cast<int>(q.next_psn - q.una);
     if (q.una != q.next_psn && q.deadline <= now) {
       ++timeouts_;
+      INCSIM_LOG(log_, Debug, "timeout: PSN {} not acknowledged", q.una);
       rewind(q, q.una);
       q.deadline = now + cfg_.rto;
     }

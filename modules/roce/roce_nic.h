@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/process.h"
+#include "core/log.h"
 #include "core/trace.h"
 #include "ethernet/roce_frame.h"
 #include "net/port.h"
@@ -119,6 +120,7 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
 
   uint32_t endpoint_, ip_;
   NicConfig cfg_;
+  log::Logger log_;  // host3
   net::PacketPool* pool_;
   NicClient* client_ = nullptr;
   eth::LinkFaults faults_;

@@ -838,7 +838,7 @@ TEST_CASE("version: --version and the JSON name the version and the git commit",
 }
 
 TEST_CASE("the CSV has the JSON's rows, and the JSON says which columns are settings and which measurements", "[cli][json]") {
-  for (const std::string run : {std::string(kQuickRun), std::string("--platform rack --hosts 2 --sizes 8K,64K --quiet"),
+  for (const std::string& run : {std::string(kQuickRun), std::string("--platform rack --hosts 2 --sizes 8K,64K --quiet"),
                                 std::string("--traffic uniform --platform star --load 0.1,0.2 --quiet")}) {
     INFO(run);
     TempDir d;
@@ -859,4 +859,37 @@ TEST_CASE("the CSV has the JSON's rows, and the JSON says which columns are sett
     CHECK(j["columns"][0]["kind"] == "setting");
     CHECK(csv[1].rfind(j["rows"][0][first].dump(), 0) == 0);
   }
+}
+
+TEST_CASE("logging: a block's events with the simulated time, per block, nothing when off", "[cli][log]") {
+  const std::string push = "--platform star --gpus 3 --algorithm push --sizes 1K --quiet -c gpu.copy_engine.waves=0";
+  const Result off = incsim(push);
+  REQUIRE(off.code == 0);
+  CHECK(off.err.empty());
+  const Result all = incsim(push + " --log debug");
+  REQUIRE(all.code == 0);
+  CHECK(all.out == off.out);  // logging changes nothing it watches
+  CHECK_THAT(all.err, Catch::Contains("] sw0.port0.reduction_table: debug: miss 0x") &&
+                          Catch::Contains(": allocate, 1 of 3 contributions") && Catch::Contains("evict 0x") &&
+                          Catch::Contains("complete 0x") && Catch::Contains("sw0: debug: multicast"));
+  const Result one = incsim(push + " --log sw0.port1=debug");
+  REQUIRE(one.code == 0);
+  for (const auto& l : lines(one.err)) CHECK_THAT(l, Catch::Contains("] sw0.port1.reduction_table: debug: "));
+  CHECK_FALSE(one.err.empty());
+  const Result none = incsim(push + " --log debug,sw0=off");
+  CHECK(none.err.empty());
+  const Result rack = incsim("--platform rack --hosts 2 --sizes 4K --quiet -c link.loss=0.05 --log fpga.clt=debug,host1=debug");
+  REQUIRE(rack.code == 0);
+  CHECK_THAT(rack.err, Catch::Contains("fpga.clt: debug: fill ") && Catch::Contains("fpga.clt: debug: lookup ") &&
+                           Catch::Contains("host1: debug: go back: retransmit PSN"));
+  const Result nic = incsim("--platform torus --dims 2x2 --algorithm multitree --sizes 1K --quiet --log n0.nic=debug");
+  REQUIRE(nic.code == 0);
+  CHECK_THAT(nic.err, Catch::Contains("[0.000000 us] n0.nic: debug: issue entry 0: Reduce flow"));
+}
+
+TEST_CASE("bad input: a log level or block that does not exist", "[cli][errors][log]") {
+  require_error("--platform star --gpus 3 --sizes 1K --log loud", {"'loud'", "trace, debug, info, warn and off"});
+  require_error("--platform star --gpus 3 --sizes 1K --log sw0.port1.reduction=debug",
+                {"'sw0.port1.reduction'", "no block of this run", "did you mean 'sw0.port1.reduction_table'?"});
+  require_error("--platform star --gpus 3 --sizes 1K --log =debug", {"names no block"});
 }
