@@ -754,7 +754,7 @@ std::vector<Row> Experiment::run(std::ostream* table) {
       watchdog_->arm("size " + size_label(bytes) + " (" + std::to_string(i + 1) + " of " +
                      std::to_string(sizes_.size()) + ")");
       while (!done && !watchdog_->stalled() && collective_->error().empty() && sc_core::sc_pending_activity())
-        sc_core::sc_start();
+        watchdog_->run();
       watchdog_->disarm();
       if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
       if (!done) {

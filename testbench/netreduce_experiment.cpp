@@ -231,11 +231,11 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
         if (!rack_->nic(i).idle()) return false;
       return true;
     };
-    while (finished < hosts && !watchdog_->stalled() && sc_core::sc_pending_activity()) sc_core::sc_start();
+    while (finished < hosts && !watchdog_->stalled() && sc_core::sc_pending_activity()) watchdog_->run();
     // The last ACKs: every connection drains before the next size starts,
     // so no retransmission of this size meets the next one's messages.
     while (finished == hosts && !idle() && !watchdog_->stalled() && sc_core::sc_pending_activity())
-      sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US));
+      watchdog_->run(sc_core::sc_time(1, sc_core::SC_US));
     watchdog_->disarm();
     if (finished < hosts || !idle()) {
       std::ostringstream os;
