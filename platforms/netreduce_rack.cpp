@@ -45,6 +45,14 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
                                             "probability that a frame has a bit flipped on a link; the ICRC check "
                                             "at the FPGA or receiving NIC discards it (NetReduce §3.2)");
   eth::check_probability("link.corruption", corruption);
+  loss_ = loss;
+  corruption_ = corruption;
+  // Links a packet crosses from a sender to its receiver: host to switch and
+  // out; the uplinks of spine-leaf or of a machine; an FPGA and back (on
+  // spine-leaf the sender's leaf, the spine and the receiver's leaf). The
+  // ACK comes back the same way.
+  const int one_way = 2 + (racks > 1 ? 2 : 0) + (with_fpga ? (layout == Layout::SpineLeaf ? 6 : 2) : 0);
+  loop_links_ = 2 * one_way;
   mtu_ = cfg.get<uint32_t>("roce.mtu_payload", 1024,
                            "tensor bytes per packet (NetReduce §5.1: \"the packet payload carries 1 KB of data\")");
   if (mtu_ == 0 || mtu_ % 4 || mtu_ > 4096)
@@ -299,6 +307,24 @@ void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DTy
 }
 
 NetReduceRack::~NetReduceRack() = default;
+
+uint64_t NetReduceRack::progress() const {
+  uint64_t n = 0;
+  for (const auto& nic : nics_) n += nic->progress();
+  for (const auto& f : fpgas_) n += f->progress();
+  return n;
+}
+
+sc_core::sc_time NetReduceRack::default_stall_timeout() const {
+  const double through = std::pow((1 - loss_) * (1 - corruption_), loop_links_);
+  double rtos = 10;
+  // Retransmission rounds each get through with probability `through`: the
+  // chance that n rounds in a row fail is (1 - through)^n. Capped at 10^4
+  // rounds (50% loss on a rack needs 7066): beyond, a run would not finish
+  // in any useful time, and a stall report says more than a silent hour.
+  if (through > 0 && through < 1) rtos = std::max(rtos, std::ceil(std::log(1e-12) / std::log1p(-through)));
+  return rto_ * std::min(rtos, 1e4);
+}
 
 uint64_t NetReduceRack::lost() const {
   uint64_t n = spine_ ? spine_->lost() : 0;

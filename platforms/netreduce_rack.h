@@ -78,6 +78,17 @@ class NetReduceRack {
   uint32_t mtu_payload() const { return mtu_; }
   sc_core::sc_time rto() const { return rto_; }
   uint64_t lost() const;
+  // What the stall detector watches: packets the hosts accepted in order and
+  // handed up, packets newly acknowledged to their senders, and gradients an
+  // FPGA gathered for the first time. Go-back-N resending the same packets,
+  // duplicates and stored results sent again do not move it.
+  uint64_t progress() const;
+  // The default stall timeout: ten retransmission timeouts, or under link
+  // faults as many as make a run that still progresses go that long without
+  // progress with a probability below 1e-12 (a retransmission needs every
+  // link of its loop there and back: links_per_loop() of them), at most 10^4.
+  sc_core::sc_time default_stall_timeout() const;
+  int links_per_loop() const { return loop_links_; }
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;
 
@@ -94,6 +105,8 @@ class NetReduceRack {
   Layout layout_;
   std::vector<int> ring_;
   uint32_t mtu_ = 0;
+  double loss_ = 0, corruption_ = 0;
+  int loop_links_ = 0;
   sc_core::sc_time rto_, hop_latency_;
 };
 

@@ -95,6 +95,10 @@ class Platform {
   TableTotals table_totals() const;
   // Packets the GPUs received so far, and the sum of their latencies, ns.
   std::pair<uint64_t, double> packet_latency() const;
+  // What the stall detector watches: packets the GPUs received and
+  // reductions the switches' tables completed. Links busy with nothing
+  // arriving anywhere do not move it.
+  uint64_t progress() const { return packet_latency().first + table_totals().completions; }
 
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;

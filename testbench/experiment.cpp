@@ -202,8 +202,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   double stall_us = cfg_.get<double>(
       "sim.stall_timeout_us", 0.0,
-      "simulated time without any link activity that counts as a stall, us; 0: the longest of 100 us, 20 of the "
-      "platform's longest request-response loops and 4 reduction table timeouts");
+      "simulated time in which no GPU receives a packet and no switch completes a reduction that counts as a stall, "
+      "us; 0: the longest of 100 us, 20 of the platform's longest request-response loops and 4 reduction table timeouts");
   if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
   // A push table may hold an entry for its whole timeout with no link moving.
   if (stall_us == 0)
@@ -212,11 +212,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   watchdog_ = std::make_unique<Watchdog>(
       "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
-      [this] {
-        uint64_t b = 0;
-        for (const auto& l : platform_->link_ends()) b += l.port->bytes_sent();
-        return b;
-      },
+      [this] { return platform_->progress(); },
       opt_.quiet, progress_s);
   cfg_.check_unused();
 
@@ -763,7 +759,8 @@ std::vector<Row> Experiment::run(std::ostream* table) {
         std::string where = os.str();
         if (!where.empty() && where.back() == '\n') where.pop_back();
         throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
-                        size_label(bytes) + " (no link moved a byte for sim.stall_timeout_us); " +
+                        size_label(bytes) + " (no packet reached a GPU and no reduction completed for "
+                        "sim.stall_timeout_us); " +
                         std::to_string(held) + " packets held:\n" + where);
       }
       r = Row();

@@ -125,18 +125,15 @@ NetReduceExperiment::NetReduceExperiment(const Options& o) : opt_(o) {
   if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
 
   double stall_us = cfg_.get<double>("sim.stall_timeout_us", 0.0,
-                                     "simulated time in which no host receives or has acknowledged a packet that "
-                                     "counts as a stall, us; 0: ten retransmission timeouts");
+                                     "simulated time in which no host receives or has acknowledged a packet and "
+                                     "no FPGA gathers a new one that counts as a stall, us; 0: ten retransmission "
+                                     "timeouts, more under link.loss and link.corruption");
   if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
-  if (stall_us == 0) stall_us = 10 * rack_->rto().to_seconds() * 1e6;
+  if (stall_us == 0) stall_us = rack_->default_stall_timeout().to_seconds() * 1e6;
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   watchdog_ = std::make_unique<Watchdog>(
       "watchdog", sc_core::sc_time(stall_us, sc_core::SC_US),
-      [this] {
-        uint64_t n = 0;
-        for (int i = 0; i < rack_->hosts(); ++i) n += rack_->nic(i).progress();
-        return n;
-      },
+      [this] { return rack_->progress(); },
       opt_.quiet, progress_s);
   cfg_.check_unused();
   if (!opt_.vcd.empty()) {
@@ -248,7 +245,7 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       if (!where.empty() && where.back() == '\n') where.pop_back();
       throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
                       size_label(bytes) + " (" + std::to_string(finished) + " of " + std::to_string(hosts) +
-                      " hosts done; no packet delivered or acknowledged for sim.stall_timeout_us); " + std::to_string(held) +
+                      " hosts done; no packet delivered, acknowledged or gathered for sim.stall_timeout_us); " + std::to_string(held) +
                       " packets or sequence numbers outstanding:\n" + where);
     }
     const Totals t1 = totals();
