@@ -33,10 +33,15 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
                                       "100 Gbps FPGA ports)");
   if (!(gbps > 0)) throw UserError("link.bandwidth_Gbps must be positive");
   link_GBps_ = gbps / 8;
-  const sc_core::sc_time wire(cfg.get<double>("link.latency_ns", 50.0,
+  // A negative latency would make packets arrive before they leave (times
+  // shrink, or a result precedes its gradients and the ring stalls).
+  auto latency = [](const char* key, double ns) {
+    if (!(ns >= 0 && ns <= 1e9)) throw UserError(std::string(key) + " must be between 0 and 1e9 ns (one second)");
+    return sc_core::sc_time(ns, sc_core::SC_NS);
+  };
+  const sc_core::sc_time wire = latency("link.latency_ns", cfg.get<double>("link.latency_ns", 50.0,
                                               "propagation per link, ns (assumption: a few metres of cable in a "
-                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"),
-                              sc_core::SC_NS);
+                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"));
   const double loss = cfg.get<double>("link.loss", 0.0,
                                       "probability that a frame is lost on a link, drawn per link and frame from "
                                       "the seed (NetReduce §3.2 reliability; 0: lossless, as on the testbed)");
@@ -71,23 +76,28 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       "switch.buffer_bytes", 256 * 1024,
       "ingress buffer per port and class with PFC, bytes (assumption: covers ~20 us of 100 GbE; RoCE runs lossless "
       "under PFC)");
-  const sc_core::sc_time sw_latency(cfg.get<double>("switch.latency_ns", 400.0,
+  // Credits: a frame leaves only when the whole of it fits in the next
+  // buffer, so a buffer smaller than the largest frame (a message's first
+  // packet, with RETH and INA headers) never lets it go.
+  const uint32_t largest_frame = eth::kEthWireOverhead + eth::kRoceOverhead + mtu_ + eth::kRethBytes + eth::kInaBytes;
+  if (buffer < largest_frame)
+    throw UserError("switch.buffer_bytes must hold at least one " + std::to_string(largest_frame) +
+                    "-byte frame (roce.mtu_payload " + std::to_string(mtu_) + " plus headers), not " +
+                    std::to_string(buffer));
+  const sc_core::sc_time sw_latency = latency("switch.latency_ns", cfg.get<double>("switch.latency_ns", 400.0,
                                                     "Ethernet switch cut-through latency, ns (assumption: a "
-                                                    "commodity 100 GbE switch, 300-600 ns)"),
-                                    sc_core::SC_NS);
+                                                    "commodity 100 GbE switch, 300-600 ns)"));
 
   // NetReduce Table 6 gives a 6.3 us RTT; links, switch and FPGA account for
   // about 1.7 us of it here, so the host side (NIC DMA over PCIe, the flow
   // control's polling) is given the rest, split between the two ends.
-  const sc_core::sc_time tx_latency(cfg.get<double>("roce.tx_latency_ns", 2300.0,
+  const sc_core::sc_time tx_latency = latency("roce.tx_latency_ns", cfg.get<double>("roce.tx_latency_ns", 2300.0,
                                                     "work request posted to first byte on the wire, ns (calibrated: "
                                                     "with roce.rx_latency_ns, a 1 KB NetReduce all-reduce takes the "
-                                                    "6.3 us RTT of NetReduce Table 6)"),
-                                    sc_core::SC_NS);
-  const sc_core::sc_time rx_latency(cfg.get<double>("roce.rx_latency_ns", 2300.0,
+                                                    "6.3 us RTT of NetReduce Table 6)"));
+  const sc_core::sc_time rx_latency = latency("roce.rx_latency_ns", cfg.get<double>("roce.rx_latency_ns", 2300.0,
                                                     "last byte in to payload seen by the host, ns (calibrated with "
-                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"),
-                                    sc_core::SC_NS);
+                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"));
   host_GBps_ = link_GBps_;
   if (multigpu) {
     host_GBps_ = cfg.get<double>("intra.bandwidth_GBps", 150.0,
@@ -125,11 +135,10 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   fc.buffer_bytes = buffer;
   fc.mtu_payload = mtu_;
   if (with_fpga) {
-    fc.latency = sc_core::sc_time(cfg.get<double>("fpga.latency_ns", 500.0,
+    fc.latency = latency("fpga.latency_ns", cfg.get<double>("fpga.latency_ns", 500.0,
                                                   "FPGA pipeline latency, last byte in to first result byte out, ns "
                                                   "(assumption: parser, CLT, state manager, aggregation and ICRC at "
-                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"),
-                                  sc_core::SC_NS);
+                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"));
     fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
                                        "connection lookup (and translation) table entries (assumption: one per ring "
                                        "connection; a small BRAM table)");
