@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -333,6 +335,16 @@ sc_core::sc_time NetReduceRack::default_stall_timeout() const {
   // in any useful time, and a stall report says more than a silent hour.
   if (through > 0 && through < 1) rtos = std::max(rtos, std::ceil(std::log(1e-12) / std::log1p(-through)));
   return rto_ * std::min(rtos, 1e4);
+}
+
+std::string NetReduceRack::stall_cause() const {
+  const double through = std::pow((1 - loss_) * (1 - corruption_), loop_links_);
+  if (std::log(1e-12) / std::log1p(-through) <= 1e4) return {};
+  std::ostringstream os;
+  os << "link.loss " << loss_ << " and link.corruption " << corruption_ << " let a retransmission through the "
+     << loop_links_ << " links there and back once in " << std::setprecision(2) << 1 / through
+     << " tries, too rarely to finish; lower them";
+  return os.str();
 }
 
 uint64_t NetReduceRack::lost() const {

@@ -89,6 +89,11 @@ class NetReduceRack {
   // link of its loop there and back: links_per_loop() of them), at most 10^4.
   sc_core::sc_time default_stall_timeout() const;
   int links_per_loop() const { return loop_links_; }
+  // After a stall: the configuration that explains it, as a sentence naming
+  // the keys, or empty. Link faults so heavy that a retransmission gets
+  // through less than once in 10^4/27.6 tries (the default timeout's cap)
+  // leave a run no useful chance to finish.
+  std::string stall_cause() const;
   void trace(sc_core::sc_trace_file* tf) const;
   uint64_t report_held(std::ostream& os) const;
 

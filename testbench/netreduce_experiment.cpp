@@ -235,6 +235,9 @@ std::vector<NetReduceRow> NetReduceExperiment::run(std::ostream* table) {
       watchdog_->run(sc_core::sc_time(1, sc_core::SC_US));
     watchdog_->disarm();
     if (finished < hosts || !idle()) {
+      if (const std::string cause = rack_->stall_cause(); !cause.empty())
+        throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during size " +
+                        size_label(bytes) + ": " + cause);
       std::ostringstream os;
       const uint64_t held = rack_->report_held(os);
       for (int i = 0; i < hosts; ++i)
