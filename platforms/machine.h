@@ -33,6 +33,9 @@ class Machine {
   virtual void trace(sc_core::sc_trace_file* tf) const = 0;
   // Writes one line per block that holds packets; returns how many it holds.
   virtual uint64_t report_held(std::ostream& os) const = 0;
+  // After a stall: a sentence naming the configuration that explains it, or
+  // empty (the stall report then lists the held packets).
+  virtual std::string stall_cause() const { return ""; }
   // The topology graph it was elaborated from (--dump-platform), if it has one.
   virtual const topo::Topology* topology_graph() const { return nullptr; }
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "core/error.h"
 
@@ -33,10 +35,15 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
                                       "100 Gbps FPGA ports)");
   if (!(gbps > 0)) throw UserError("link.bandwidth_Gbps must be positive");
   link_GBps_ = gbps / 8;
-  const sc_core::sc_time wire(cfg.get<double>("link.latency_ns", 50.0,
+  // A negative latency would make packets arrive before they leave (times
+  // shrink, or a result precedes its gradients and the ring stalls).
+  auto latency = [](const char* key, double ns) {
+    if (!(ns >= 0 && ns <= 1e9)) throw UserError(std::string(key) + " must be between 0 and 1e9 ns (one second)");
+    return sc_core::sc_time(ns, sc_core::SC_NS);
+  };
+  const sc_core::sc_time wire = latency("link.latency_ns", cfg.get<double>("link.latency_ns", 50.0,
                                               "propagation per link, ns (assumption: a few metres of cable in a "
-                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"),
-                              sc_core::SC_NS);
+                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"));
   const double loss = cfg.get<double>("link.loss", 0.0,
                                       "probability that a frame is lost on a link, drawn per link and frame from "
                                       "the seed (NetReduce §3.2 reliability; 0: lossless, as on the testbed)");
@@ -45,6 +52,14 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
                                             "probability that a frame has a bit flipped on a link; the ICRC check "
                                             "at the FPGA or receiving NIC discards it (NetReduce §3.2)");
   eth::check_probability("link.corruption", corruption);
+  loss_ = loss;
+  corruption_ = corruption;
+  // Links a packet crosses from a sender to its receiver: host to switch and
+  // out; the uplinks of spine-leaf or of a machine; an FPGA and back (on
+  // spine-leaf the sender's leaf, the spine and the receiver's leaf). The
+  // ACK comes back the same way.
+  const int one_way = 2 + (racks > 1 ? 2 : 0) + (with_fpga ? (layout == Layout::SpineLeaf ? 6 : 2) : 0);
+  loop_links_ = 2 * one_way;
   mtu_ = cfg.get<uint32_t>("roce.mtu_payload", 1024,
                            "tensor bytes per packet (NetReduce §5.1: \"the packet payload carries 1 KB of data\")");
   if (mtu_ == 0 || mtu_ % 4 || mtu_ > 4096)
@@ -63,23 +78,28 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       "switch.buffer_bytes", 256 * 1024,
       "ingress buffer per port and class with PFC, bytes (assumption: covers ~20 us of 100 GbE; RoCE runs lossless "
       "under PFC)");
-  const sc_core::sc_time sw_latency(cfg.get<double>("switch.latency_ns", 400.0,
+  // Credits: a frame leaves only when the whole of it fits in the next
+  // buffer, so a buffer smaller than the largest frame (a message's first
+  // packet, with RETH and INA headers) never lets it go.
+  const uint32_t largest_frame = eth::kEthWireOverhead + eth::kRoceOverhead + mtu_ + eth::kRethBytes + eth::kInaBytes;
+  if (buffer < largest_frame)
+    throw UserError("switch.buffer_bytes must hold at least one " + std::to_string(largest_frame) +
+                    "-byte frame (roce.mtu_payload " + std::to_string(mtu_) + " plus headers), not " +
+                    std::to_string(buffer));
+  const sc_core::sc_time sw_latency = latency("switch.latency_ns", cfg.get<double>("switch.latency_ns", 400.0,
                                                     "Ethernet switch cut-through latency, ns (assumption: a "
-                                                    "commodity 100 GbE switch, 300-600 ns)"),
-                                    sc_core::SC_NS);
+                                                    "commodity 100 GbE switch, 300-600 ns)"));
 
   // NetReduce Table 6 gives a 6.3 us RTT; links, switch and FPGA account for
   // about 1.7 us of it here, so the host side (NIC DMA over PCIe, the flow
   // control's polling) is given the rest, split between the two ends.
-  const sc_core::sc_time tx_latency(cfg.get<double>("roce.tx_latency_ns", 2300.0,
+  const sc_core::sc_time tx_latency = latency("roce.tx_latency_ns", cfg.get<double>("roce.tx_latency_ns", 2300.0,
                                                     "work request posted to first byte on the wire, ns (calibrated: "
                                                     "with roce.rx_latency_ns, a 1 KB NetReduce all-reduce takes the "
-                                                    "6.3 us RTT of NetReduce Table 6)"),
-                                    sc_core::SC_NS);
-  const sc_core::sc_time rx_latency(cfg.get<double>("roce.rx_latency_ns", 2300.0,
+                                                    "6.3 us RTT of NetReduce Table 6)"));
+  const sc_core::sc_time rx_latency = latency("roce.rx_latency_ns", cfg.get<double>("roce.rx_latency_ns", 2300.0,
                                                     "last byte in to payload seen by the host, ns (calibrated with "
-                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"),
-                                    sc_core::SC_NS);
+                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"));
   host_GBps_ = link_GBps_;
   if (multigpu) {
     host_GBps_ = cfg.get<double>("intra.bandwidth_GBps", 150.0,
@@ -117,11 +137,10 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   fc.buffer_bytes = buffer;
   fc.mtu_payload = mtu_;
   if (with_fpga) {
-    fc.latency = sc_core::sc_time(cfg.get<double>("fpga.latency_ns", 500.0,
+    fc.latency = latency("fpga.latency_ns", cfg.get<double>("fpga.latency_ns", 500.0,
                                                   "FPGA pipeline latency, last byte in to first result byte out, ns "
                                                   "(assumption: parser, CLT, state manager, aggregation and ICRC at "
-                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"),
-                                  sc_core::SC_NS);
+                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"));
     fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
                                        "connection lookup (and translation) table entries (assumption: one per ring "
                                        "connection; a small BRAM table)");
@@ -300,6 +319,34 @@ void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DTy
 
 NetReduceRack::~NetReduceRack() = default;
 
+uint64_t NetReduceRack::progress() const {
+  uint64_t n = 0;
+  for (const auto& nic : nics_) n += nic->progress();
+  for (const auto& f : fpgas_) n += f->progress();
+  return n;
+}
+
+sc_core::sc_time NetReduceRack::default_stall_timeout() const {
+  const double through = std::pow((1 - loss_) * (1 - corruption_), loop_links_);
+  double rtos = 10;
+  // Retransmission rounds each get through with probability `through`: the
+  // chance that n rounds in a row fail is (1 - through)^n. Capped at 10^4
+  // rounds (50% loss on a rack needs 7066): beyond, a run would not finish
+  // in any useful time, and a stall report says more than a silent hour.
+  if (through > 0 && through < 1) rtos = std::max(rtos, std::ceil(std::log(1e-12) / std::log1p(-through)));
+  return rto_ * std::min(rtos, 1e4);
+}
+
+std::string NetReduceRack::stall_cause() const {
+  const double through = std::pow((1 - loss_) * (1 - corruption_), loop_links_);
+  if (std::log(1e-12) / std::log1p(-through) <= 1e4) return {};
+  std::ostringstream os;
+  os << "link.loss " << loss_ << " and link.corruption " << corruption_ << " let a retransmission through the "
+     << loop_links_ << " links there and back once in " << std::setprecision(2) << 1 / through
+     << " tries, too rarely to finish; lower them";
+  return os.str();
+}
+
 uint64_t NetReduceRack::lost() const {
   uint64_t n = spine_ ? spine_->lost() : 0;
   for (const auto& l : leaves_) n += l->lost();
@@ -313,12 +360,6 @@ void NetReduceRack::trace(sc_core::sc_trace_file* tf) const {
   if (spine_) spine_->trace(tf);
   for (const auto& n : nics_) n->trace(tf);
   for (const auto& f : fpgas_) f->trace(tf);
-}
-
-uint64_t NetReduceRack::progress() const {
-  uint64_t n = 0;
-  for (const auto& nic : nics_) n += nic->progress();
-  return n;
 }
 
 uint64_t NetReduceRack::report_held(std::ostream& os) const {

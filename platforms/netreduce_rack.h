@@ -51,8 +51,21 @@ class NetReduceRack : public Machine {
   net::PacketPool& pool() override { return *pool_; }
   const net::PacketPool& pool() const override { return *pool_; }
   const std::vector<LinkEnd>& link_ends() const override { return ends_; }
-  // Packets the NICs delivered or had acknowledged.
+  // What the stall detector watches: packets the hosts accepted in order and
+  // handed up, packets newly acknowledged to their senders, and gradients an
+  // FPGA gathered for the first time. Go-back-N resending the same packets,
+  // duplicates and stored results sent again do not move it.
   uint64_t progress() const override;
+  // The default stall timeout: ten retransmission timeouts, or under link
+  // faults as many as make a run that still progresses go that long without
+  // progress with a probability below 1e-12 (a retransmission needs every
+  // link of its loop there and back: links_per_loop() of them), at most 10^4.
+  sc_core::sc_time default_stall_timeout() const;
+  int links_per_loop() const { return loop_links_; }
+  // After a stall: link faults so heavy that a retransmission gets through
+  // less than once in 10^4/27.6 tries (the default timeout's cap) leave a run
+  // no useful chance to finish; says so naming the keys.
+  std::string stall_cause() const override;
   // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
   // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
   int ring_size() const { return static_cast<int>(ring_.size()); }
@@ -92,6 +105,8 @@ class NetReduceRack : public Machine {
   Layout layout_;
   std::vector<int> ring_;
   uint32_t mtu_ = 0;
+  double loss_ = 0, corruption_ = 0;
+  int loop_links_ = 0;
   sc_core::sc_time rto_, hop_latency_;
 };
 

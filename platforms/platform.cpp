@@ -427,12 +427,6 @@ void Platform::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& g : gpu_modules_) g->trace(tf);
 }
 
-uint64_t Platform::progress() const {
-  uint64_t b = 0;
-  for (const auto& l : link_ends_) b += l.port->bytes_sent();
-  return b;
-}
-
 uint64_t Platform::report_held(std::ostream& os) const {
   uint64_t n = 0;
   for (const auto& s : switch_modules_) n += s->report_held(os);

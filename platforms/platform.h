@@ -76,8 +76,6 @@ class Platform : public Machine {
   uint64_t total_table_bytes() const;
   net::PacketPool& pool() override { return *pool_; }
   const net::PacketPool& pool() const override { return *pool_; }
-  // Bytes the links have sent.
-  uint64_t progress() const override;
   // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
   // GB/s: the ports that lead to none of them do not count. acked: each
   // incoming write costs a header-only ack on the same link direction
@@ -95,6 +93,10 @@ class Platform : public Machine {
   TableTotals table_totals() const;
   // Packets the GPUs received so far, and the sum of their latencies, ns.
   std::pair<uint64_t, double> packet_latency() const;
+  // What the stall detector watches: packets the GPUs received and
+  // reductions the switches' tables completed. Links busy with nothing
+  // arriving anywhere do not move it.
+  uint64_t progress() const override { return packet_latency().first + table_totals().completions; }
 
   void trace(sc_core::sc_trace_file* tf) const override;
   uint64_t report_held(std::ostream& os) const override;

@@ -25,15 +25,16 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   double stall_us = cfg_.get<double>(
       "sim.stall_timeout_us", 0.0,
-      "simulated time without progress (machine-dependent: link bytes on the GPU fabrics, packets delivered or "
-      "acknowledged on Ethernet) that counts as a stall, us; 0: the workload's default (collectives: the longest of "
-      "100 us, 20 round trips and 4 reduction table timeouts; NetReduce: 10 retransmission timeouts)");
+      "simulated time without progress that counts as a stall, us (GPU fabrics: no GPU receives a packet and no "
+      "switch completes a reduction; Ethernet: no packet is delivered, newly acknowledged or gathered by an FPGA); "
+      "0: the workload's default (collectives: the longest of 100 us, 20 round trips and 4 reduction table timeouts; "
+      "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)");
   if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
   const sc_core::sc_time timeout =
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
   platforms::Machine& m = workload_->machine();
-  watchdog_ = std::make_unique<Watchdog>("watchdog", timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
+  watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
   cfg_.check_unused();
   log::check_matched();
 
@@ -60,18 +61,22 @@ Experiment::~Experiment() {
 void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
   watchdog_->arm(what + point_of_);
   while (!done() && !watchdog_->stalled() && sc_core::sc_pending_activity()) {
-    if (step == sc_core::SC_ZERO_TIME) sc_core::sc_start();
-    else sc_core::sc_start(step);
+    if (step == sc_core::SC_ZERO_TIME) watchdog_->run();
+    else watchdog_->run(step);
   }
   watchdog_->disarm();
   if (done()) return;
+  const std::string stalled = "simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during " + what;
+  // A configuration that explains the stall is named instead of the packets it strands.
+  if (const std::string cause = workload_->machine().stall_cause(); !cause.empty())
+    throw UserError(stalled + ": " + cause);
   std::ostringstream os;
   const uint64_t held = workload_->machine().report_held(os);
   workload_->report_stall(os);
   std::string where = os.str();
   if (!where.empty() && where.back() == '\n') where.pop_back();
-  throw UserError("simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during " + what +
-                  " (no progress for sim.stall_timeout_us); " + std::to_string(held) + " packets held:\n" + where);
+  throw UserError(stalled + " (no progress for sim.stall_timeout_us); " + std::to_string(held) +
+                  " packets held:\n" + where);
 }
 
 std::vector<Row> Experiment::run(std::ostream* table) {

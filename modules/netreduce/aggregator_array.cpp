@@ -78,6 +78,7 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
   } else {
     if (!sl.arrived) ++busy_;
     ++bits_;
+    ++contributions_;
     ++sl.arrived;
   }
   slot = p;

@@ -54,6 +54,10 @@ class AggregatorArray {
   const int& bits_ref() const { return bits_; }          // bits set over all partial bitmaps
   const int& completions_ref() const { return completions_; }
   uint64_t completions() const { return completions_total_; }
+  // Rank packets stored where that rank had none: only grows while the ring
+  // gathers new gradients (a retransmission that overwrites its own packet,
+  // or is answered with a stored result, does not count).
+  uint64_t contributions() const { return contributions_; }
   uint64_t resent() const { return resent_; }
   uint64_t dropped() const { return dropped_; }
   uint64_t overwrites() const { return overwrites_; }
@@ -81,7 +85,7 @@ class AggregatorArray {
   std::vector<net::Packet*> held_;
   std::vector<uint8_t> values_;
   int busy_ = 0, bits_ = 0, completions_ = 0;
-  uint64_t completions_total_ = 0, resent_ = 0, dropped_ = 0, overwrites_ = 0, deallocations_ = 0;
+  uint64_t completions_total_ = 0, contributions_ = 0, resent_ = 0, dropped_ = 0, overwrites_ = 0, deallocations_ = 0;
 };
 
 }  // namespace incsim::netreduce

@@ -287,6 +287,12 @@ FpgaAggregator::Counters FpgaAggregator::counters() const {
   return c;
 }
 
+uint64_t FpgaAggregator::progress() const {
+  uint64_t n = 0;
+  for (const auto& [id, a] : rings_) n += a->contributions();
+  return n;
+}
+
 void FpgaAggregator::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
   sc_core::sc_trace(tf, clt_.occupancy_ref(), me + ".clt.occupancy");

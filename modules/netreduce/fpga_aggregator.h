@@ -78,6 +78,9 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
              lost = 0, notifications = 0, untranslated = 0;
   };
   Counters counters() const;
+  // New gradients gathered over every ring (AggregatorArray::contributions):
+  // part of the platform's progress for the stall detector.
+  uint64_t progress() const;
 
  private:
   struct Port {

@@ -312,6 +312,30 @@ TEST_CASE("NetReduce at 1% loss with small messages still converges exactly", "[
   CHECK(rows[0]["first_lost_drops"] > 0);  // some first packets were lost: their followers dropped (§3.2)
 }
 
+// Issue 14: with half the frames lost on every link and an RTO shorter than
+// the round trip, a retransmission gets through its 8 links there and back
+// once in 256 tries, so gaps of 50 RTOs without progress are common; the run
+// still progresses and must finish (it "stalled" at 2300 us before).
+TEST_CASE("a slow run under heavy loss is not a stall: 50% loss, 5 us RTO", "[netreduce][rack][loss][stall]") {
+  const auto rows = run_rack("netreduce", "64K", {{"link.loss", "0.5"}, {"roce.rto_us", "5"}});
+  CHECK(rows[0].wrong() == 0);
+  CHECK(rows[0]["timeouts"] > 100);
+}
+
+// Retransmissions keep every link busy, yet nothing gets through (95% loss:
+// once in 10^10 round trips): that is a stall, and the message names the
+// configuration that causes it rather than the packets held.
+TEST_CASE("go-back-N resending the same packets forever is a stall, blamed on the loss", "[netreduce][rack][loss][stall]") {
+  tb::Options o = options("netreduce", "64K", {{"link.loss", "0.95"}, {"sim.stall_timeout_us", "2000"}});
+  o.platform = "rack";
+  tb::Experiment e(o);
+  std::ostringstream table;
+  CHECK_THROWS_WITH(e.run(&table),
+                    Catch::StartsWith("simulation stalled at 2 ms during size 64K: link.loss 0.95 and "
+                                      "link.corruption 0 let a retransmission through the 8 links there and back "
+                                      "once in 2.6e+10 tries, too rarely to finish; lower them"));
+}
+
 TEST_CASE("ring all-reduce over RoCE on the rack: exact, near 2(P-1)/P x M / B", "[netreduce][rack][ring]") {
   const auto rows = run_rack("ring", "4,12292,8M");
   for (const auto& r : rows) CHECK(r.wrong() == 0);

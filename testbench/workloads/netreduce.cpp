@@ -127,7 +127,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
 
 NetReduceWorkload::~NetReduceWorkload() = default;
 
-sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return 10 * rack_->rto(); }
+sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return rack_->default_stall_timeout(); }
 
 void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
   for (int i = 0; i < rack_->ring_size(); ++i)
