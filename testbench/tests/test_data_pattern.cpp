@@ -1,0 +1,102 @@
+// The result check every run relies on (#wrong): DataPattern::mismatches
+// gives 0 for the right data and counts exactly the elements that differ,
+// for every element type and reduction operator.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+
+using namespace incsim::collectives;
+
+namespace {
+constexpr int kRanks = 5;
+constexpr uint64_t kFirst = 1000, kCount = 257;
+
+// The reduction of every rank's input, computed the way a switch does it:
+// rank 0's data, then each other rank's reduced in.
+std::vector<uint8_t> reduced_by_alu(const DataPattern& d, DType t, RedOp op) {
+  std::vector<uint8_t> acc(kCount * 4), in(kCount * 4);
+  d.fill(t, 0, kFirst, kCount, acc.data());
+  for (int r = 1; r < kRanks; ++r) {
+    d.fill(t, r, kFirst, kCount, in.data());
+    reduce_bytes(t, op, acc.data(), in.data(), static_cast<uint32_t>(in.size()));
+  }
+  return acc;
+}
+
+void add_one(DType t, uint8_t* element) {
+  if (t == DType::Float32) {
+    float f;
+    std::memcpy(&f, element, 4);
+    f += 1;
+    std::memcpy(element, &f, 4);
+  } else {
+    int32_t v;
+    std::memcpy(&v, element, 4);
+    v += 1;
+    std::memcpy(element, &v, 4);
+  }
+}
+}  // namespace
+
+TEST_CASE("mismatches: the right reduction gives 0, each wrong element counts once, every dtype and redop",
+          "[data][wrong]") {
+  const DataPattern d(7, kRanks);
+  for (DType t : {DType::Float32, DType::Int32})
+    for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Max}) {
+      INFO(dtype_name(t) << " " << redop_name(op));
+      std::vector<uint8_t> buf = reduced_by_alu(d, t, op);
+      CHECK(d.mismatches(t, op, buf.data(), kFirst, kCount, -1) == 0);
+      add_one(t, buf.data() + 4 * 17);
+      CHECK(d.mismatches(t, op, buf.data(), kFirst, kCount, -1) == 1);
+      add_one(t, buf.data() + 4 * (kCount - 1));
+      CHECK(d.mismatches(t, op, buf.data(), kFirst, kCount, -1) == 2);
+      // The same bytes checked against other indices are wrong almost everywhere.
+      CHECK(d.mismatches(t, op, buf.data(), kFirst + 1, kCount, -1) > kCount / 2);
+    }
+}
+
+TEST_CASE("mismatches: a rank's own input (all-gather, broadcast) and its flips", "[data][wrong]") {
+  const DataPattern d(3, kRanks);
+  for (DType t : {DType::Float32, DType::Int32}) {
+    INFO(dtype_name(t));
+    std::vector<uint8_t> buf(kCount * 4);
+    d.fill(t, 2, kFirst, kCount, buf.data());
+    CHECK(d.mismatches(t, RedOp::Sum, buf.data(), kFirst, kCount, 2) == 0);
+    CHECK(d.mismatches(t, RedOp::Sum, buf.data(), kFirst, kCount, 3) > 0);  // another rank's input
+    add_one(t, buf.data());
+    CHECK(d.mismatches(t, RedOp::Sum, buf.data(), kFirst, kCount, 2) == 1);
+  }
+}
+
+TEST_CASE("mismatches: a float that is not a whole number never matches", "[data][wrong]") {
+  const DataPattern d(1, kRanks);
+  std::vector<uint8_t> buf = reduced_by_alu(d, DType::Float32, RedOp::Sum);
+  float f;
+  std::memcpy(&f, buf.data(), 4);
+  f += 0.25f;
+  std::memcpy(buf.data(), &f, 4);
+  CHECK(d.mismatches(DType::Float32, RedOp::Sum, buf.data(), kFirst, kCount, -1) == 1);
+}
+
+TEST_CASE("the reduction has its closed form: a lost or doubled contribution is wrong wherever it is not 0",
+          "[data][wrong]") {
+  const DataPattern d(11, kRanks);
+  uint64_t nonzero = 0;  // a(r) s(i) + b(i) is 0 at a few indices: losing it there changes nothing
+  for (uint64_t i = 0; i < kCount; ++i) nonzero += d.value(kRanks - 1, kFirst + i) != 0;
+  REQUIRE(nonzero > kCount * 9 / 10);
+  std::vector<uint8_t> acc(kCount * 4), in(kCount * 4);
+  d.fill(DType::Int32, 0, kFirst, kCount, acc.data());
+  for (int r = 1; r < kRanks - 1; ++r) {  // the last rank's contribution lost
+    d.fill(DType::Int32, r, kFirst, kCount, in.data());
+    reduce_bytes(DType::Int32, RedOp::Sum, acc.data(), in.data(), kCount * 4);
+  }
+  CHECK(d.mismatches(DType::Int32, RedOp::Sum, acc.data(), kFirst, kCount, -1) == nonzero);
+  d.fill(DType::Int32, kRanks - 1, kFirst, kCount, in.data());
+  reduce_bytes(DType::Int32, RedOp::Sum, acc.data(), in.data(), kCount * 4);
+  CHECK(d.mismatches(DType::Int32, RedOp::Sum, acc.data(), kFirst, kCount, -1) == 0);
+  reduce_bytes(DType::Int32, RedOp::Sum, acc.data(), in.data(), kCount * 4);  // doubled
+  CHECK(d.mismatches(DType::Int32, RedOp::Sum, acc.data(), kFirst, kCount, -1) == nonzero);
+}
