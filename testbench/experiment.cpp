@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "choices.h"
+#include "collectives/alu.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/report.h"
@@ -21,6 +22,13 @@ const char* git_commit() { return kGitCommit; }
 Experiment::Experiment(const Options& o) : opt_(o) {
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
+  const std::string fault_block = cfg_.get<std::string>(
+      "fault.alu.block", "",
+      "fault injection: the hierarchical name of one block whose ALU gets results wrong (sw0.port3.reduction_table, "
+      "n2.nic, gpu5.cores, fpga.aggregator; --log names them), to see #wrong count them; empty: none");
+  const uint64_t fault_elements = cfg_.get<uint64_t>(
+      "fault.alu.elements", 1, "fault injection: how many of that ALU's first results are one too high");
+  collectives::Alu::inject(fault_block, fault_elements);  // before any block is built
   workload_ = make_workload(opt_, cfg_);
 
   double stall_us = cfg_.get<double>(
@@ -37,6 +45,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
   cfg_.check_unused();
   log::check_matched();
+  collectives::Alu::check_matched();
 
   if (!opt_.dump_platform.empty()) {
     const topo::Topology* t = m.topology_graph();

@@ -260,7 +260,7 @@ void RingCollective::Rank::check(uint64_t first, const uint8_t* bytes, uint64_t 
 
 void RingCollective::Rank::add_own(uint8_t* bytes, uint64_t first, uint64_t len, bool init) const {
   if (init) ring_.data_.fill(ring_.dtype_, rank_, first, len, bytes);
-  else ring_.data_.reduce_own(ring_.dtype_, ring_.redop_, rank_, first, len, bytes);
+  else ring_.cores_[rank_].reduce_own(ring_.data_, ring_.dtype_, ring_.redop_, rank_, first, len, bytes);
 }
 
 uint64_t RingCollective::Rank::Channel::next_elems() const {
@@ -319,7 +319,9 @@ RingCollective::RingCollective(RingKind kind, std::vector<Gpu*> gpus, std::vecto
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size())),
       params_(params),
-      endpoint_GBps_(endpoint_GBps) {}
+      endpoint_GBps_(endpoint_GBps) {
+  for (Gpu* g : gpus_) cores_.emplace_back(std::string(g->basename()) + ".cores");
+}
 
 RingCollective::~RingCollective() {
   for (Gpu* g : gpus_) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/alu.h"
 #include "collectives/data_pattern.h"
 #include "gpu/collective.h"
 #include "gpu/gpu.h"
@@ -60,6 +61,8 @@ class RingCollective : public Collective {
   collectives::DType dtype_;
   collectives::RedOp redop_;
   collectives::DataPattern data_;
+  // Each GPU's cores, which add its data (gpu3.cores); kept across sizes.
+  std::vector<collectives::Alu> cores_;
   RingParams params_;
   double endpoint_GBps_;
   std::vector<std::unique_ptr<Rank>> ranks_;

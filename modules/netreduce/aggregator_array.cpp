@@ -8,9 +8,10 @@
 namespace incsim::netreduce {
 
 AggregatorArray::AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                                 collectives::DType dtype, collectives::RedOp op, net::PacketPool* pool)
+                                 collectives::DType dtype, collectives::RedOp op, net::PacketPool* pool,
+                                 collectives::Alu alu)
     : ranks_(ranks), window_(window), msg_len_(msg_len), max_payload_(max_payload), dtype_(dtype), op_(op),
-      pool_(pool) {
+      alu_(alu), pool_(pool) {
   if (ranks < 1 || ranks > kMaxRanks)
     throw UserError("a NetReduce ring has 1 to " + std::to_string(kMaxRanks) + " ranks, not " + std::to_string(ranks));
   if (window == 0) throw UserError("the NetReduce window N must be at least 1 message");
@@ -89,7 +90,7 @@ AggregatorArray::Outcome AggregatorArray::accept(net::Packet* p, int rank, int64
   const uint32_t bytes = p->payload_bytes;
   uint8_t* v = value(s);
   std::memcpy(v, eth::payload(held(s, 0)), bytes);
-  for (int r = 1; r < ranks_; ++r) collectives::reduce_bytes(dtype_, op_, v, eth::payload(held(s, r)), bytes);
+  for (int r = 1; r < ranks_; ++r) alu_.reduce(dtype_, op_, v, eth::payload(held(s, r)), bytes);
   sl.result = msg;
   sl.result_bytes = static_cast<uint16_t>(bytes);
   sl.final = false;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "collectives/alu.h"
 #include "collectives/data_pattern.h"
 #include "net/packet.h"
 
@@ -33,8 +34,9 @@ class AggregatorArray {
   // The largest ring: the appendix's Fig. 7 goes to P = 1024 (a ring of
   // single-GPU hosts); the INA header's Rank field has 16 bits.
   static constexpr int kMaxRanks = 1024;
+  // alu: the aggregator's adders (fault injection names them fpga.aggregator).
   AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload, collectives::DType dtype,
-                  collectives::RedOp op, net::PacketPool* pool);
+                  collectives::RedOp op, net::PacketPool* pool, collectives::Alu alu = {});
 
   // Takes packet p (its payload at eth::payload(p)) of `rank` for (msg,
   // offset); appends the packets to emit to `out` (capacity >= ranks).
@@ -80,6 +82,7 @@ class AggregatorArray {
   uint32_t window_, msg_len_, max_payload_;
   collectives::DType dtype_;
   collectives::RedOp op_;
+  collectives::Alu alu_;
   net::PacketPool* pool_;
   std::vector<Slot> slots_;
   std::vector<net::Packet*> held_;

@@ -73,6 +73,7 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
          const std::vector<std::vector<std::vector<int>>>& tree_ports)
     : gpu_(gpu),
       log_(std::string(gpu.basename()) + ".nic"),
+      alu_(log_.name()),
       rank_(rank),
       schedule_(schedule),
       table_(schedule.tables[rank]),
@@ -302,7 +303,7 @@ void Nic::on_message(const net::Packet& p) {
   const uint64_t off = p.addr - r.offset;
   if (p.op == net::Op::ReduceMsg) {
     sc_assert(f.reduce_left >= p.payload_bytes);
-    collectives::reduce_bytes(dtype_, redop_, hold(flow, true) + off, p.data, p.payload_bytes);
+    alu_.reduce(dtype_, redop_, hold(flow, true) + off, p.data, p.payload_bytes);
     f.reduce_left -= p.payload_bytes;
     if (f.reduce_left == 0) {
       if (f.root) {

@@ -19,6 +19,7 @@
 
 #include "collectives/data_pattern.h"
 #include "collectives/schedule.h"
+#include "collectives/alu.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "gpu/gpu.h"
@@ -118,6 +119,7 @@ class Nic : public gpu::Program, public Traceable {
 
   gpu::Gpu& gpu_;
   log::Logger log_;  // gpu3.nic
+  collectives::Alu alu_;  // the endpoint reduction logic
   int rank_;
   const collectives::Schedule& schedule_;
   const std::vector<collectives::Entry>& table_;

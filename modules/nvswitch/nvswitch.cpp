@@ -286,8 +286,8 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
   if (e >= 0) {
     ++t.hits;
     ReductionTable::Entry& en = t.entry(e);
-    collectives::reduce_bytes(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
-                              t.data(e), p->data, en.bytes);
+    outputs_[o]->alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+                            t.data(e), p->data, en.bytes);
     en.count = static_cast<uint16_t>(en.count + p->count);
     t.touch(e, now_ps);
     INCSIM_LOG(outputs_[o]->log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
@@ -341,8 +341,8 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   ReductionTable::Entry& en = t.entry(e);
   if (en.count == 0) std::memcpy(t.data(e), p->data, en.bytes);
   else
-    collectives::reduce_bytes(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
-                              t.data(e), p->data, en.bytes);
+    outputs_[o]->alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+                            t.data(e), p->data, en.bytes);
   en.count = static_cast<uint16_t>(en.count + p->count);
   if (en.count < en.expected) {
     pool_.put(p);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "collectives/alu.h"
 #include "core/log.h"
 #include <ostream>
 #include <string>
@@ -89,7 +90,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     sc_core::sc_time xbar_free;
   };
   struct Output {
-    Output(const char* n, const std::string& table_name) : log(table_name), link(n) {}
+    Output(const char* n, const std::string& table_name) : alu(table_name), log(table_name), link(n) {}
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
@@ -99,6 +100,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
     ReductionTable table;
+    collectives::Alu alu;        // the table's ALU array
     log::Logger log;             // sw3.port5.reduction_table
     uint32_t push_entries = 0;   // entries that can time out
     std::vector<int> stalled;    // inputs whose pull request waits for an entry here

@@ -60,4 +60,20 @@ inline std::vector<Row> run_checked(Experiment& e, const std::string& what) {
   return rows;
 }
 
+// Fault injection (fault.alu.*): runs o with the first `elements` results of
+// `block`'s ALU one too high; returns #wrong summed over the rows. A result
+// the check does not count would leave #wrong at 0 (issue 13: forcing the
+// checker to return 0 once passed every integration test).
+inline uint64_t wrong_with_alu_fault(Options o, const std::string& block, uint64_t elements) {
+  o.params.push_back({"fault.alu.block", block, "-c"});
+  o.params.push_back({"fault.alu.elements", std::to_string(elements), "-c"});
+  Experiment e(o);
+  std::ostringstream table;
+  uint64_t wrong = 0;
+  for (const auto& r : e.run(&table)) wrong += r.wrong();
+  INFO(table.str());
+  CHECK(e.machine().pool().in_use() == 0);
+  return wrong;
+}
+
 }  // namespace incsim::tb

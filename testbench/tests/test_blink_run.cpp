@@ -207,3 +207,10 @@ TEST_CASE("Three-phase broadcast over three DGX-1P servers is exact", "[blinkrun
 TEST_CASE("The NCCL-style ring through two DGX-1V servers is exact", "[blinkrun][multi]") {
   run("dgx1v", {}, "allreduce", "ring", "4,12292,1M", "float", "sum", {}, {{1, 4, 5, 6}, {0, 1}});
 }
+
+// Blink's trees reduce at the NICs in dataflow mode; GPU 2's NIC corrupts 2
+// elements of a partial sum that reaches the root and is broadcast to all 8.
+TEST_CASE("Blink: a faulty ALU in one NIC shows as exactly that many wrong elements on every GPU", "[blink][wrong]") {
+  const tb::Options o = tb::run_options("dgx1v", "allreduce", "blink", "64K");
+  CHECK(tb::wrong_with_alu_fault(o, "gpu2.nic", 2) == 2 * 8);
+}

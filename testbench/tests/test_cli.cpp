@@ -942,3 +942,11 @@ TEST_CASE("bad input: a log level or block that does not exist", "[cli][errors][
                 {"'sw0.port1.reduction'", "no block of this run", "did you mean 'sw0.port1.reduction_table'?"});
   require_error("--platform star --gpus 3 --sizes 1K --log =debug", {"names no block"});
 }
+
+TEST_CASE("bad input: fault injection into a block that has no ALU", "[cli][errors]") {
+  require_error("--platform dgx2 --sizes 8K -c fault.alu.block=gpu3.core",
+                {"fault.alu.block", "'gpu3.core'", "did you mean 'gpu3.cores'?"});
+  const Result r = incsim("--platform star --gpus 4 --sizes 8K --quiet -c fault.alu.block=gpu0.cores");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("4 elements differ from the reference result"));  // one element, on 4 GPUs
+}

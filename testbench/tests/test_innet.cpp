@@ -150,3 +150,20 @@ TEST_CASE("a copy engine that finds no wave counter for the timeout reports an e
   }
 }
 
+
+// A switch port's table reduces a block and multicasts the result to all 16
+// GPUs: 3 corrupted reductions are 3 x 16 wrong elements.
+TEST_CASE("push: a faulty ALU in one reduction table shows as exactly that many wrong elements on every GPU",
+          "[innet][push][wrong]") {
+  const tb::Options o = tb::run_options("dgx2", "allreduce", "push", "64K");
+  CHECK(tb::wrong_with_alu_fault(o, "sw0.port0.reduction_table", 3) == 3 * 16);
+}
+
+// Without the barrier (itself an all-reduce, whose flag would take the first
+// fault) the table's first reductions are data, and the reduced block the
+// puller gets is multicast to every GPU.
+TEST_CASE("pull: a faulty ALU in one reduction table shows as exactly that many wrong elements on every GPU",
+          "[innet][pull][wrong]") {
+  const tb::Options o = tb::run_options("dgx2", "allreduce", "pull", "64K", {{"pull.barrier", "false"}});
+  CHECK(tb::wrong_with_alu_fault(o, "sw0.port0.reduction_table", 3) == 3 * 16);
+}

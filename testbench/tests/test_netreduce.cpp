@@ -594,3 +594,13 @@ TEST_CASE("incsim --platform rack: same seed, same bytes (table and waveform), u
   CHECK(run_incsim("--platform rack --hosts 1", c) == 2);
 }
 #endif
+
+// The FPGA adds every host's packet and sends the sum to all 6 hosts: 4
+// corrupted sums are 4 x 6 wrong elements, the same with and without loss.
+TEST_CASE("NetReduce: a faulty ALU in the FPGA aggregator shows as exactly that many wrong elements on every host",
+          "[netreduce][wrong]") {
+  tb::Options o = options("netreduce", "64K,1M", {{"link.loss", "0.001"}});
+  o.platform = "rack";
+  o.hosts = 6;
+  CHECK(tb::wrong_with_alu_fault(o, "fpga.aggregator", 4) == 4 * 6);
+}

@@ -136,3 +136,12 @@ TEST_CASE("HDRM pairs every rank with one on the other group's switches, one pai
   CHECK(v.max_link_load <= 1.0);
   for (const auto& msg : s.messages()) CHECK((msg.src / 4 < 4) != (msg.dst / 4 < 4));  // upper <-> lower
 }
+
+// A node's NIC reduces a flow's partial sum on its way to the root; the
+// root's result is gathered to all 16 nodes of the 4x4 torus.
+TEST_CASE("NIC schedules: a faulty ALU in one NIC shows as exactly that many wrong elements on every node",
+          "[nic][wrong]") {
+  tb::Options o = tb::run_options("torus", "allreduce", "multitree", "64K");
+  o.dims = "4x4";
+  CHECK(tb::wrong_with_alu_fault(o, "n5.nic", 7) == 7 * 16);
+}

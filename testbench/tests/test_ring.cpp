@@ -176,3 +176,10 @@ TEST_CASE("on DGX-2 the 64 MiB all-reduce reaches 85% of the 120 GB/s bound", "[
   CHECK(r["bound_fraction"] >= 0.85);
   CHECK(r["busbw_GBps"] >= 0.85 * 120);
 }
+
+// Each wrong partial sum of the reduce-scatter reaches every GPU in the
+// all-gather: 5 corrupted additions in GPU 3's cores are 5 x 16 wrong elements.
+TEST_CASE("ring: a faulty ALU in one GPU's cores shows as exactly that many wrong elements on every GPU", "[ring][wrong]") {
+  const tb::Options o = tb::run_options("dgx2", "allreduce", "ring", "64K,1M");
+  CHECK(tb::wrong_with_alu_fault(o, "gpu3.cores", 5) == 5 * 16);
+}
