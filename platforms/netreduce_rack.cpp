@@ -161,8 +161,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       spine_->out(r).socket.bind(l.in(uplink).socket);
       l.set_faults(uplink, faults());
       spine_->set_faults(r, faults());
-      ends_.push_back({l.basename(), "spine", &l.out(uplink)});
-      ends_.push_back({"spine", l.basename(), &spine_->out(r)});
+      ends_.push_back({l.basename(), "spine", &l.out(uplink), &spine_->faults(r)});
+      ends_.push_back({"spine", l.basename(), &spine_->out(r), &l.faults(uplink)});
     }
   }
 
@@ -179,8 +179,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     l.out(port).socket.bind(n.in.socket);
     l.set_faults(port, faults());
     n.set_faults(faults());
-    ends_.push_back({"host" + std::to_string(i), l.basename(), &n.out});
-    ends_.push_back({l.basename(), "host" + std::to_string(i), &l.out(port)});
+    ends_.push_back({"host" + std::to_string(i), l.basename(), &n.out, &l.faults(port)});
+    ends_.push_back({l.basename(), "host" + std::to_string(i), &l.out(port), &n.faults()});
   }
   // Forwarding: own hosts down, everything else up; the spine by rack.
   for (int r = 0; r < R; ++r) {
@@ -247,8 +247,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       f.out(i).socket.bind(l.in(port).socket);
       l.set_faults(port, faults());
       f.set_faults(i, faults());
-      ends_.push_back({l.basename(), name + std::to_string(i), &l.out(port)});
-      ends_.push_back({name + std::to_string(i), l.basename(), &f.out(i)});
+      ends_.push_back({l.basename(), name + std::to_string(i), &l.out(port), &f.faults(i)});
+      ends_.push_back({name + std::to_string(i), l.basename(), &f.out(i), &l.faults(port)});
     }
     // One ACL rule per worker (§4): its ring connection goes through the
     // FPGA port facing the host.
@@ -270,8 +270,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     f.out(q).socket.bind(spine_->in(port).socket);
     spine_->set_faults(port, faults());
     f.set_faults(q, faults());
-    ends_.push_back({"spine", "spine_fpga" + std::to_string(q), &spine_->out(port)});
-    ends_.push_back({"spine_fpga" + std::to_string(q), "spine", &f.out(q)});
+    ends_.push_back({"spine", "spine_fpga" + std::to_string(q), &spine_->out(port), &f.faults(q)});
+    ends_.push_back({"spine_fpga" + std::to_string(q), "spine", &f.out(q), &spine_->faults(port)});
     if (!multigpu) {
       // Leaf q's partials enter the spine FPGA by port q.
       spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
@@ -299,6 +299,12 @@ void NetReduceRack::add_ring(uint32_t window, uint32_t msg_len, collectives::DTy
 }
 
 NetReduceRack::~NetReduceRack() = default;
+
+eth::LinkFaults& NetReduceRack::link_faults(const std::string& from, const std::string& to) {
+  for (const RackLinkEnd& e : ends_)
+    if (e.from == from && e.to == to) return *e.faults;
+  throw UserError("no link " + from + " -> " + to + " on this platform");
+}
 
 uint64_t NetReduceRack::lost() const {
   uint64_t n = spine_ ? spine_->lost() : 0;

@@ -26,6 +26,7 @@ namespace incsim::platforms {
 struct RackLinkEnd {
   std::string from, to;
   const net::OutPort* port;
+  eth::LinkFaults* faults = nullptr;  // applied where the link's frames arrive (at `to`)
 };
 
 class NetReduceRack {
@@ -55,6 +56,9 @@ class NetReduceRack {
   net::PacketPool& pool() { return *pool_; }
   const net::PacketPool& pool() const { return *pool_; }
   const std::vector<RackLinkEnd>& link_ends() const { return ends_; }
+  // The faults of link from -> to, named as in link_ends() (e.g. "host0",
+  // "switch"), for a test's FaultHook; UserError if there is no such link.
+  eth::LinkFaults& link_faults(const std::string& from, const std::string& to);
   // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
   // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
   int ring_size() const { return static_cast<int>(ring_.size()); }
