@@ -33,6 +33,7 @@ using netreduce::Resolved;
 
 TEST_CASE("CLT: a first packet fills the entry, the following ones recover MsgID and PSN - PSN0", "[netreduce][clt]") {
   ConnectionLookupTable clt(8);
+  clt.add_ring(7, 170);
   const ConnKey k{1, 2, 3};
   CHECK(clt.lookup(k, 100).status == Resolved::NoEntry);
   Resolved r = clt.fill(k, 7, 4, 10, 170, 1000);
@@ -62,8 +63,34 @@ TEST_CASE("CLT: a first packet fills the entry, the following ones recover MsgID
   CHECK(clt.lookup(ConnKey{5, 6, 7}, 51).rank == 0);
 }
 
+TEST_CASE("CLT: behind a tensor's short last message, retransmissions map by the ring's MsgLen",
+          "[netreduce][clt]") {
+  // A 256 KiB tensor: message 0 of 170 packets from PSN 1000, message 1 of
+  // 86. Message 0's first packet was lost, so the entry was first filled by
+  // message 1; go-back-N then resends message 0 from its middle.
+  ConnectionLookupTable clt(4);
+  clt.add_ring(0, 170);
+  const ConnKey k{1, 2, 3};
+  REQUIRE(clt.fill(k, 0, 1, 1, 86, 1170).status == Resolved::Ok);
+  Resolved r = clt.lookup(k, 1000 + 84);
+  REQUIRE(r.status == Resolved::Ok);
+  CHECK(r.msg == 0);
+  CHECK(r.offset == 84);  // not 0: message 1's 86 packets are not message 0's length
+  r = clt.lookup(k, 1169);
+  CHECK(r.msg == 0);
+  CHECK(r.offset == 169);
+  CHECK(clt.lookup(k, 1170 + 85).offset == 85);
+  CHECK(clt.lookup(k, 1170 + 86).status == Resolved::FirstLost);
+  // The multicast's way back (a leaf's destination table) uses it too.
+  ConnectionLookupTable::Located at;
+  REQUIRE(clt.locate(k, 0, 84, 1024, &at));
+  CHECK(at.psn == 1000 + 84);
+}
+
 TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
   ConnectionLookupTable clt(2);
+  CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 0, 4, 0).status == Resolved::NoEntry);  // no ring 0 yet
+  clt.add_ring(0, 4);
   CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 0, 4, 0).status == Resolved::Ok);
   CHECK(clt.fill(ConnKey{2, 2, 2}, 0, 1, 0, 4, 0).status == Resolved::Ok);
   CHECK(clt.fill(ConnKey{3, 3, 3}, 0, 2, 0, 4, 0).status == Resolved::TableFull);
@@ -488,9 +515,18 @@ namespace {
 // A FaultHook that does `f` to the n-th (from 0) frame over its link that
 // `which` selects, and counts in *hits the frames it did it to.
 template <class Which>
+eth::FaultHook frames(Which which, int n, int count, eth::FrameFault f, int* hits);
+template <class Which>
 eth::FaultHook nth_frame(Which which, int n, eth::FrameFault f, int* hits) {
-  return [which, n, f, hits, seen = 0](const net::Packet* p) mutable {
-    if (!which(eth::header(p), p) || seen++ != n) return eth::FrameFault::Keep;
+  return frames(which, n, 1, f, hits);
+}
+// ... to its n-th to (n + count - 1)-th frames.
+template <class Which>
+eth::FaultHook frames(Which which, int n, int count, eth::FrameFault f, int* hits) {
+  return [which, n, count, f, hits, seen = 0](const net::Packet* p) mutable {
+    if (!which(eth::header(p), p)) return eth::FrameFault::Keep;
+    const int k = seen++;
+    if (k < n || k >= n + count) return eth::FrameFault::Keep;
     ++*hits;
     return f;
   };
@@ -514,6 +550,194 @@ TEST_CASE("Tencent: a master whose machine is late still takes the other masters
   CHECK(rows[0].timeouts >= 1);
   CHECK(rows[0].wrong == 0);
   CHECK(e->platform().pool().in_use() == 0);
+}
+
+// Every recovery case of NetReduce (§3.2), each made by losing or corrupting
+// exactly the frames it needs on one link (a FaultHook), not by random loss:
+// a rack of 3 hosts, one 256 KiB int32 tensor = message 0 of 170 packets and
+// message 1 of 86 (a tensor's last message is short), window N = 2, so both
+// are in flight at once. Host 0's gradients go host0 -> switch -> fpga0, its
+// connection's results fpga0 -> switch -> host1, host 1's ACKs the other way.
+namespace {
+struct Recovery {
+  std::unique_ptr<tb::NetReduceExperiment> e;
+  uint32_t psn0 = 0;  // host 0's first PSN (the responder, host 1, expects it)
+  int hits = 0;
+  explicit Recovery(const std::string& platform = "rack") {
+    tb::Options o = options("netreduce", "256K", {});
+    o.platform = platform;
+    o.dtype = "int32";
+    if (platform == "rack") o.hosts = 3;
+    e.reset(new tb::NetReduceExperiment(o));
+    psn0 = e->platform().nic(1).expected_psn(platforms::NetReduceRack::recv_qp());
+  }
+  // Host 0's data frame `psn`, its first `count` appearances on the link.
+  eth::FaultHook psn(uint32_t p, eth::FrameFault f, int count = 1) {
+    return frames([p](const eth::RoceHeader& h, const net::Packet*) { return eth::is_data(h.opcode) && h.psn == p; },
+                  0, count, f, &hits);
+  }
+  // Sees every frame on a link, changes none.
+  template <class F>
+  static eth::FaultHook observe(F f) {
+    return [f](const net::Packet* p) mutable {
+      f(eth::header(p));
+      return eth::FrameFault::Keep;
+    };
+  }
+  tb::NetReduceRow run_exact() {
+    const auto rows = run(*e);
+    REQUIRE(rows.size() == 1);
+    CHECK(rows[0].wrong == 0);
+    // A run ends when every connection is acknowledged; duplicate ACKs of
+    // a repaired loss may still be on their way. Let them land, then every
+    // packet (held gradients included) must be back in the pool.
+    sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_MS));
+    std::ostringstream held;
+    CHECK(e->platform().report_held(held) == 0);
+    INFO(held.str());
+    CHECK(e->platform().pool().in_use() == 0);
+    return rows[0];
+  }
+};
+}  // namespace
+
+TEST_CASE("recovery: without faults nothing is resent and every packet is back in the pool", "[netreduce][faults]") {
+  Recovery t;
+  const auto r = t.run_exact();
+  CHECK(r.retransmitted == 0);
+  CHECK(r.resent_results == 0);
+}
+
+TEST_CASE("recovery: a lost first packet of a message drops its followers at the FPGA, go-back-N repairs it",
+          "[netreduce][rack][faults]") {
+  Recovery t;
+  // Message 1's first packet (the INA header): the CLT still holds message
+  // 0, so message 1's other packets are out of its range and dropped (§3.2).
+  t.e->platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 170, eth::FrameFault::Lose));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  CHECK(r.first_lost_drops > 0);
+  CHECK(r.retransmitted > 0);
+}
+
+TEST_CASE("recovery: a lost first packet of the tensor, then lost again when resent", "[netreduce][rack][faults]") {
+  Recovery t;
+  // The CLT is first filled by message 1 (86 packets); go-back-N resends
+  // message 0 from its start, whose first packet is lost again, so its
+  // other packets reach the FPGA behind message 1's entry and are placed by
+  // the ring's MsgLen. With the entry's own length they went to the wrong
+  // aggregators (34,018 wrong elements in the issue's seed).
+  t.e->platform().link_faults("host0", "switch").set_hook(t.psn(t.psn0, eth::FrameFault::Lose, 2));
+  t.run_exact();
+  CHECK(t.hits == 2);
+}
+
+TEST_CASE("recovery: a lost last packet of a message: NAK, and a retransmission that spans two messages",
+          "[netreduce][rack][faults]") {
+  Recovery t;
+  int sent = 0;  // message 1's first packet on the wire (observed, kept)
+  t.e->platform().link_faults("host0", "switch").set_hook(
+      t.observe([&](const eth::RoceHeader& h) { sent += eth::is_data(h.opcode) && h.psn == t.psn0 + 170; }));
+  t.e->platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 169, eth::FrameFault::Lose));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  // Resent: packet 169 of message 0 and message 1 from its first packet
+  // (which refills the CLT); message 1's aggregations were complete, so the
+  // FPGA answers them from the stored values.
+  CHECK(sent == 2);
+  CHECK(r.retransmitted > 1);
+  CHECK(r.resent_results > 0);
+  CHECK(r.timeouts == 0);
+}
+
+TEST_CASE("recovery: a retransmission from the middle of message 0 into message 1", "[netreduce][rack][faults]") {
+  Recovery t;
+  int sent = 0;
+  t.e->platform().link_faults("host0", "switch").set_hook(
+      t.observe([&](const eth::RoceHeader& h) { sent += eth::is_data(h.opcode) && h.psn == t.psn0 + 170; }));
+  t.e->platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 160, eth::FrameFault::Lose));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  CHECK(sent == 2);
+  CHECK(r.retransmitted > 10);
+  CHECK(r.resent_results > 0);
+}
+
+TEST_CASE("recovery: a lost last packet of the tensor: only the timeout repairs it", "[netreduce][rack][faults]") {
+  Recovery t;
+  t.e->platform().link_faults("host0", "switch").set_hook(t.psn(t.psn0 + 255, eth::FrameFault::Lose));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  CHECK(r.timeouts >= 1);
+}
+
+TEST_CASE("recovery: a corrupted header and a corrupted payload fail the ICRC at the FPGA and are resent",
+          "[netreduce][rack][faults]") {
+  Recovery t;
+  // The header of message 1's first packet (its PSN: the CLT must not be
+  // filled from it) and the payload of a middle packet of message 0.
+  int header = 0, payload = 0;
+  t.e->platform().link_faults("host0", "switch").set_hook(
+      [h = nth_frame([&](const eth::RoceHeader& x, const net::Packet*) { return x.has_ina && x.psn == t.psn0 + 170; },
+                     0, eth::FrameFault::CorruptHeader, &header),
+       g = t.psn(t.psn0 + 50, eth::FrameFault::CorruptPayload)](const net::Packet* p) mutable {
+        const eth::FrameFault f = h(p);
+        return f != eth::FrameFault::Keep ? f : g(p);
+      });
+  const auto r = t.run_exact();
+  CHECK(header == 1);
+  CHECK(t.hits == 1);
+  CHECK(r.icrc_drops == 2);  // both at the FPGA; the switch forwards them (cut-through)
+  CHECK(r.first_lost_drops > 0);
+  CHECK(r.retransmitted > 0);
+}
+
+TEST_CASE("recovery: a lost result: the receiver NAKs, the FPGA answers the retransmission from the stored value",
+          "[netreduce][rack][faults]") {
+  Recovery t;
+  // Host 0's connection's results leave by fpga0 (under host 0's headers).
+  t.e->platform().link_faults("fpga0", "switch").set_hook(t.psn(t.psn0 + 20, eth::FrameFault::Lose));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  CHECK(r.resent_results > 0);
+  CHECK(r.retransmitted > 0);
+}
+
+TEST_CASE("recovery: a lost ACK (the last): the timeout resends, the FPGA answers again from the stored value",
+          "[netreduce][rack][faults]") {
+  Recovery t;
+  int acks = 0;
+  const uint32_t last = t.psn0 + 255;
+  // Host 1's final ACK of host 0's connection, on its way to host 0.
+  t.e->platform().link_faults("switch", "host0").set_hook(nth_frame(
+      [last](const eth::RoceHeader& h, const net::Packet*) { return h.opcode == eth::Opcode::Ack && h.psn == last; },
+      0, eth::FrameFault::Lose, &acks));
+  const auto r = t.run_exact();
+  CHECK(acks == 1);
+  CHECK(r.timeouts >= 1);
+  CHECK(r.resent_results > 0);
+}
+
+TEST_CASE("recovery: a lost NAK: the sender times out instead", "[netreduce][rack][faults]") {
+  Recovery t;
+  int naks = 0;
+  // A lost gradient makes host 1 NAK once; the NAK is lost too.
+  t.e->platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 100, eth::FrameFault::Lose));
+  t.e->platform().link_faults("switch", "host0").set_hook(nth_frame(
+      [](const eth::RoceHeader& h, const net::Packet*) { return h.opcode == eth::Opcode::Nak; }, 0,
+      eth::FrameFault::Lose, &naks));
+  const auto r = t.run_exact();
+  CHECK(t.hits == 1);
+  CHECK(naks == 1);
+  CHECK(r.timeouts >= 1);
+}
+
+TEST_CASE("recovery on spine-leaf: the tensor's first packet lost twice, results translated by the ring's MsgLen",
+          "[netreduce][spineleaf][faults]") {
+  Recovery t("spineleaf");
+  t.e->platform().link_faults("host0", "leaf0").set_hook(t.psn(t.psn0, eth::FrameFault::Lose, 2));
+  t.run_exact();
+  CHECK(t.hits == 2);
 }
 
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
