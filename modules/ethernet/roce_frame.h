@@ -71,6 +71,9 @@ constexpr uint32_t kPreambleIfg = 8 + 12;
 inline RoceHeader& header(net::Packet* p) { return *reinterpret_cast<RoceHeader*>(p->data); }
 inline const RoceHeader& header(const net::Packet* p) { return *reinterpret_cast<const RoceHeader*>(p->data); }
 inline InaHeader& ina(net::Packet* p) { return *reinterpret_cast<InaHeader*>(p->data + kInaOffset); }
+inline const InaHeader& ina(const net::Packet* p) {
+  return *reinterpret_cast<const InaHeader*>(p->data + kInaOffset);
+}
 inline uint8_t* payload(net::Packet* p) { return p->data + kPayloadOffset; }
 inline const uint8_t* payload(const net::Packet* p) { return p->data + kPayloadOffset; }
 

@@ -89,9 +89,12 @@ bool ConnectionLookupTable::locate(const ConnKey& k, int64_t msg, uint32_t offse
   const size_t s = find(k);
   if (s == slots_.size() || !slots_[s].valid) return false;
   const Entry& e = slots_[s];
+  if (msg > static_cast<int64_t>(e.msg_id)) return false;
   const int64_t delta = (msg - static_cast<int64_t>(e.msg_id)) * e.ring_len;
+  const int64_t va = static_cast<int64_t>(e.va) + delta * mtu;
+  if (va < 0) return false;
   out->psn = static_cast<uint32_t>(static_cast<int64_t>(e.psn0) + delta + offset);
-  out->va = static_cast<uint64_t>(static_cast<int64_t>(e.va) + delta * mtu);
+  out->va = static_cast<uint64_t>(va);
   out->rank = e.rank;
   return true;
 }

@@ -49,7 +49,12 @@ class ConnectionLookupTable {
 
   // The other way round, for the multi-rack multicast (§3.3): the PSN and
   // RETH address the source gave packet `offset` of message `msg`, from the
-  // entry and the ring's MsgLen (`mtu` payload bytes per packet).
+  // entry and the ring's MsgLen (`mtu` payload bytes per packet). Only for
+  // the entry's message or an earlier one of its tensor: a later message
+  // may belong to the next tensor (MsgIDs and PSNs go on, RETH addresses
+  // start again at 0, and the entry's may be a short last message), and so
+  // may an earlier one whose address comes out below 0. False then: the
+  // result cannot be translated until that message's first packet is seen.
   struct Located {
     uint32_t psn = 0;
     uint64_t va = 0;  // of the message's first byte

@@ -47,6 +47,9 @@ void NetReducePhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payloa
 }
 
 void NetReducePhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  // A result's address comes from a RETH the FPGA may have rebuilt (§3.3);
+  // one outside the region is a model error (a NIC would refuse it).
+  sc_assert(va <= bytes_ && bytes <= bytes_ - va);
   std::memcpy(region_ + va, payload, bytes);
   ++received_;
   // A result message is whole when its last packet is in (RC delivers in order).

@@ -71,7 +71,7 @@ TEST_CASE("CLT: behind a tensor's short last message, retransmissions map by the
   ConnectionLookupTable clt(4);
   clt.add_ring(0, 170);
   const ConnKey k{1, 2, 3};
-  REQUIRE(clt.fill(k, 0, 1, 1, 86, 1170).status == Resolved::Ok);
+  REQUIRE(clt.fill(k, 0, 1, 1, 86, 1170, 170 * 1024).status == Resolved::Ok);
   Resolved r = clt.lookup(k, 1000 + 84);
   REQUIRE(r.status == Resolved::Ok);
   CHECK(r.msg == 0);
@@ -85,6 +85,11 @@ TEST_CASE("CLT: behind a tensor's short last message, retransmissions map by the
   ConnectionLookupTable::Located at;
   REQUIRE(clt.locate(k, 0, 84, 1024, &at));
   CHECK(at.psn == 1000 + 84);
+  CHECK(at.va == 0);
+  // Not past the entry's message (message 2 is the next tensor's), nor back
+  // before its tensor's first (an address below 0).
+  CHECK_FALSE(clt.locate(k, 2, 0, 1024, &at));
+  CHECK_FALSE(clt.locate(k, -1, 0, 1024, &at));
 }
 
 TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
@@ -738,6 +743,32 @@ TEST_CASE("recovery on spine-leaf: the tensor's first packet lost twice, results
   t.e->platform().link_faults("host0", "leaf0").set_hook(t.psn(t.psn0, eth::FrameFault::Lose, 2));
   t.run_exact();
   CHECK(t.hits == 2);
+}
+
+TEST_CASE("recovery on spine-leaf: a lost notification does not translate the next tensor's results from the last",
+          "[netreduce][spineleaf][faults]") {
+  // Two tensors of two and three messages: MsgIDs 0-1, then 2-4, PSNs going
+  // on, RETH addresses from 0 again. Host 1's connection to host 2 crosses
+  // from rack 0 to rack 1, whose FPGA learns where its results go from leaf
+  // 0's notifications; the one for message 2 is lost. Extrapolated from
+  // message 1, message 2's results got the right PSNs but address 340 KiB:
+  // written past the end of host 2's 341 KiB buffer.
+  tb::Options o = options("netreduce", "340K,341K", {});
+  o.platform = "spineleaf";
+  o.racks = 2;
+  o.hosts_per_rack = 2;
+  o.dtype = "int32";
+  tb::NetReduceExperiment e(o);
+  int hits = 0;
+  e.platform().link_faults("spine", "leaf1").set_hook(nth_frame(
+      [](const eth::RoceHeader& h, const net::Packet* p) {
+        return h.opcode == eth::Opcode::Notify && eth::ina(p).msg_id == 2;
+      },
+      0, eth::FrameFault::Lose, &hits));
+  const auto rows = run(e);
+  CHECK(hits == 1);
+  for (const auto& r : rows) CHECK(r.wrong == 0);
+  CHECK(e.platform().fpgas()[1]->counters().untranslated > 0);
 }
 
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
