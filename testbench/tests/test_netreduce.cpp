@@ -517,15 +517,8 @@ TEST_CASE("Parallel NetReduce under loss: exact", "[netreduce][multigpu][loss]")
 }
 
 namespace {
-// A FaultHook that does `f` to the n-th (from 0) frame over its link that
-// `which` selects, and counts in *hits the frames it did it to.
-template <class Which>
-eth::FaultHook frames(Which which, int n, int count, eth::FrameFault f, int* hits);
-template <class Which>
-eth::FaultHook nth_frame(Which which, int n, eth::FrameFault f, int* hits) {
-  return frames(which, n, 1, f, hits);
-}
-// ... to its n-th to (n + count - 1)-th frames.
+// A FaultHook that does `f` to the n-th to (n + count - 1)-th frames (from
+// 0) over its link that `which` selects, and counts them in *hits.
 template <class Which>
 eth::FaultHook frames(Which which, int n, int count, eth::FrameFault f, int* hits) {
   return [which, n, count, f, hits, seen = 0](const net::Packet* p) mutable {
@@ -535,6 +528,10 @@ eth::FaultHook frames(Which which, int n, int count, eth::FrameFault f, int* hit
     ++*hits;
     return f;
   };
+}
+template <class Which>
+eth::FaultHook nth_frame(Which which, int n, eth::FrameFault f, int* hits) {
+  return frames(which, n, 1, f, hits);
 }
 bool is_last(const eth::RoceHeader& h) { return h.opcode == eth::Opcode::WriteLast || h.opcode == eth::Opcode::WriteOnly; }
 }  // namespace
@@ -681,7 +678,7 @@ TEST_CASE("recovery: a corrupted header and a corrupted payload fail the ICRC at
   Recovery t;
   // The header of message 1's first packet (its PSN: the CLT must not be
   // filled from it) and the payload of a middle packet of message 0.
-  int header = 0, payload = 0;
+  int header = 0;  // the payload corruption counts in t.hits
   t.e->platform().link_faults("host0", "switch").set_hook(
       [h = nth_frame([&](const eth::RoceHeader& x, const net::Packet*) { return x.has_ina && x.psn == t.psn0 + 170; },
                      0, eth::FrameFault::CorruptHeader, &header),
