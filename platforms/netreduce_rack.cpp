@@ -180,8 +180,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       spine_->out(r).socket.bind(l.in(uplink).socket);
       l.set_faults(uplink, faults());
       spine_->set_faults(r, faults());
-      ends_.push_back({l.basename(), "spine", &l.out(uplink)});
-      ends_.push_back({"spine", l.basename(), &spine_->out(r)});
+      add_end(l.basename(), "spine", &l.out(uplink), &spine_->faults(r));
+      add_end("spine", l.basename(), &spine_->out(r), &l.faults(uplink));
     }
   }
 
@@ -198,8 +198,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     l.out(port).socket.bind(n.in.socket);
     l.set_faults(port, faults());
     n.set_faults(faults());
-    ends_.push_back({"host" + std::to_string(i), l.basename(), &n.out});
-    ends_.push_back({l.basename(), "host" + std::to_string(i), &l.out(port)});
+    add_end("host" + std::to_string(i), l.basename(), &n.out, &l.faults(port));
+    add_end(l.basename(), "host" + std::to_string(i), &l.out(port), &n.faults());
   }
   // Forwarding: own hosts down, everything else up; the spine by rack.
   for (int r = 0; r < R; ++r) {
@@ -266,8 +266,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
       f.out(i).socket.bind(l.in(port).socket);
       l.set_faults(port, faults());
       f.set_faults(i, faults());
-      ends_.push_back({l.basename(), name + std::to_string(i), &l.out(port)});
-      ends_.push_back({name + std::to_string(i), l.basename(), &f.out(i)});
+      add_end(l.basename(), name + std::to_string(i), &l.out(port), &f.faults(i));
+      add_end(name + std::to_string(i), l.basename(), &f.out(i), &l.faults(port));
     }
     // One ACL rule per worker (§4): its ring connection goes through the
     // FPGA port facing the host.
@@ -289,8 +289,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     f.out(q).socket.bind(spine_->in(port).socket);
     spine_->set_faults(port, faults());
     f.set_faults(q, faults());
-    ends_.push_back({"spine", "spine_fpga" + std::to_string(q), &spine_->out(port)});
-    ends_.push_back({"spine_fpga" + std::to_string(q), "spine", &f.out(q)});
+    add_end("spine", "spine_fpga" + std::to_string(q), &spine_->out(port), &f.faults(q));
+    add_end("spine_fpga" + std::to_string(q), "spine", &f.out(q), &spine_->faults(port));
     if (!multigpu) {
       // Leaf q's partials enter the spine FPGA by port q.
       spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
@@ -345,6 +345,17 @@ std::string NetReduceRack::stall_cause() const {
      << loop_links_ << " links there and back once in " << std::setprecision(2) << 1 / through
      << " tries, too rarely to finish; lower them";
   return os.str();
+}
+
+void NetReduceRack::add_end(std::string from, std::string to, const net::OutPort* port, eth::LinkFaults* faults) {
+  ends_.push_back({std::move(from), std::move(to), port});
+  faults_.push_back(faults);
+}
+
+eth::LinkFaults& NetReduceRack::link_faults(const std::string& from, const std::string& to) {
+  for (size_t k = 0; k < ends_.size(); ++k)
+    if (ends_[k].from == from && ends_[k].to == to) return *faults_[k];
+  throw UserError("no link " + from + " -> " + to + " on this platform");
 }
 
 uint64_t NetReduceRack::lost() const {

@@ -66,6 +66,9 @@ class NetReduceRack : public Machine {
   // less than once in 10^4/27.6 tries (the default timeout's cap) leave a run
   // no useful chance to finish; says so naming the keys.
   std::string stall_cause() const override;
+  // The faults of link from -> to, named as in link_ends() (e.g. "host0",
+  // "switch"), for a test's FaultHook; UserError if there is no such link.
+  eth::LinkFaults& link_faults(const std::string& from, const std::string& to);
   // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
   // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
   int ring_size() const { return static_cast<int>(ring_.size()); }
@@ -101,6 +104,8 @@ class NetReduceRack : public Machine {
   std::vector<std::unique_ptr<roce::RoceNic>> nics_;
   std::vector<std::unique_ptr<netreduce::FpgaAggregator>> fpgas_;  // leaves' (or the rack's), then the spine's
   std::vector<LinkEnd> ends_;
+  std::vector<eth::LinkFaults*> faults_;  // per end: applied where its frames arrive (at `to`)
+  void add_end(std::string from, std::string to, const net::OutPort* port, eth::LinkFaults* faults);
   double link_GBps_ = 0, host_GBps_ = 0;
   Layout layout_;
   std::vector<int> ring_;

@@ -46,6 +46,7 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
     ports_[port]->egress.configure(bw_GBps, cfg_.link_latency, cfg_.buffer_bytes, cfg_.latency);
   }
   void set_faults(int port, const LinkFaults& f) { ports_[port]->faults = f; }
+  LinkFaults& faults(int port) { return ports_[port]->faults; }  // of the link into this port
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;

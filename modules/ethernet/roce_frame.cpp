@@ -27,14 +27,29 @@ bool LinkFaults::draw(net::Packet* p) {
   }
   if (corruption_ > 0 && uniform() < corruption_) {
     ++corrupted_;
-    // One bit of the bytes the ICRC covers: the payload, or the PSN field
-    // of a header-only frame.
-    const uint32_t bytes = p->payload_bytes ? p->payload_bytes : 4;
-    uint8_t* base = p->payload_bytes ? payload(p) : p->data + offsetof(RoceHeader, psn);
-    const uint64_t bit = static_cast<uint64_t>(uniform() * bytes * 8);
-    base[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    flip(p, false, uniform());
   }
   return false;
+}
+
+bool LinkFaults::force(net::Packet* p, FrameFault f) {
+  if (f == FrameFault::Lose) {
+    ++lost_;
+    return true;
+  }
+  ++corrupted_;
+  flip(p, f == FrameFault::CorruptHeader, 0.5);
+  return false;
+}
+
+void LinkFaults::flip(net::Packet* p, bool in_header, double where) {
+  // One bit of the bytes the ICRC covers: the payload, or the PSN field
+  // (of a header-only frame, or when the header is asked for).
+  const bool header = in_header || !p->payload_bytes;
+  const uint32_t bytes = header ? 4 : p->payload_bytes;
+  uint8_t* base = header ? p->data + offsetof(RoceHeader, psn) : payload(p);
+  const uint64_t bit = static_cast<uint64_t>(where * bytes * 8);
+  base[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
 }
 
 void check_probability(const char* key, double p) {

@@ -12,6 +12,7 @@
 // every byte the frame holds the wire for (wire_bytes_for()).
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 #include "net/packet.h"
 #include "net/port.h"
@@ -70,6 +71,9 @@ constexpr uint32_t kPreambleIfg = 8 + 12;
 inline RoceHeader& header(net::Packet* p) { return *reinterpret_cast<RoceHeader*>(p->data); }
 inline const RoceHeader& header(const net::Packet* p) { return *reinterpret_cast<const RoceHeader*>(p->data); }
 inline InaHeader& ina(net::Packet* p) { return *reinterpret_cast<InaHeader*>(p->data + kInaOffset); }
+inline const InaHeader& ina(const net::Packet* p) {
+  return *reinterpret_cast<const InaHeader*>(p->data + kInaOffset);
+}
 inline uint8_t* payload(net::Packet* p) { return p->data + kPayloadOffset; }
 inline const uint8_t* payload(const net::Packet* p) { return p->data + kPayloadOffset; }
 
@@ -88,6 +92,16 @@ uint32_t invariant_crc(const net::Packet* p);
 inline void seal(net::Packet* p) { header(p).icrc = invariant_crc(p); }
 inline bool intact(const net::Packet* p) { return header(p).icrc == invariant_crc(p); }
 
+// What happens to one chosen frame on a link (FaultHook): kept (the random
+// draws decide), lost, or one bit flipped in its payload or in its BTH
+// header (the PSN field; a header-only frame has no payload, so both flip
+// the PSN there).
+enum class FrameFault : uint8_t { Keep, Lose, CorruptPayload, CorruptHeader };
+// Looks at each frame arriving over a link, before the random draws; tests
+// use it to lose or corrupt exactly the frames they name, which then take the
+// blocks' normal paths (ICRC drop, NAK, go-back-N, timeout).
+using FaultHook = std::function<FrameFault(const net::Packet*)>;
+
 // Per-link faults: loss and corruption, each an independent draw per frame
 // from a stream seeded by (run seed, link). A corrupted frame has one bit of
 // its payload (or header) flipped; cut-through switches forward it, and the
@@ -98,9 +112,14 @@ class LinkFaults {
   LinkFaults(double loss, double corruption, uint64_t seed, uint64_t link);
   // True if the frame is lost (the caller releases and frees it); may corrupt it.
   bool apply(net::Packet* p) {
+    if (hook_) {
+      const FrameFault f = hook_(p);
+      if (f != FrameFault::Keep) return force(p, f);
+    }
     if (loss_ == 0 && corruption_ == 0) return false;
     return draw(p);
   }
+  void set_hook(FaultHook h) { hook_ = std::move(h); }
   // At a receiving port: a lost frame gives its buffer space back and
   // returns to the pool. True if it was lost.
   bool lose(net::Packet* p, net::InPort& in, net::PacketPool& pool) {
@@ -115,6 +134,8 @@ class LinkFaults {
 
  private:
   bool draw(net::Packet* p);
+  bool force(net::Packet* p, FrameFault f);
+  void flip(net::Packet* p, bool in_header, double where);
   double uniform() {
     state_ += 0x9E3779B97F4A7C15ull;
     uint64_t x = state_;
@@ -125,6 +146,7 @@ class LinkFaults {
   }
   double loss_ = 0, corruption_ = 0;
   uint64_t state_ = 0, lost_ = 0, corrupted_ = 0;
+  FaultHook hook_;
 };
 
 // Throws UserError unless 0 <= probability < 1.

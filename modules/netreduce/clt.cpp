@@ -4,6 +4,11 @@ namespace incsim::netreduce {
 
 ConnectionLookupTable::ConnectionLookupTable(uint32_t capacity) : slots_(capacity) {}
 
+void ConnectionLookupTable::add_ring(uint16_t ring, uint32_t msg_len) {
+  if (ring >= ring_len_.size()) ring_len_.resize(ring + 1u, 0);
+  ring_len_[ring] = msg_len;
+}
+
 size_t ConnectionLookupTable::find(const ConnKey& k) const {
   const size_t n = slots_.size();
   uint64_t h = (uint64_t{k.src_ip} * 0x9E3779B97F4A7C15ull) ^ (uint64_t{k.dst_ip} * 0xC2B2AE3D27D4EB4Full) ^
@@ -19,6 +24,7 @@ size_t ConnectionLookupTable::find(const ConnKey& k) const {
 Resolved ConnectionLookupTable::fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id,
                                      uint32_t msg_len, uint32_t psn, uint64_t va) {
   Resolved r;
+  if (ring >= ring_len_.size() || !ring_len_[ring]) return r;  // NoEntry: no such ring here
   const size_t s = find(k);
   if (s == slots_.size()) {
     r.status = Resolved::TableFull;
@@ -35,7 +41,7 @@ Resolved ConnectionLookupTable::fill(const ConnKey& k, uint16_t ring, uint16_t r
   e.rank = rank;
   e.msg_id = msg_id;
   e.msg_len = msg_len;
-  if (msg_len > e.full_len) e.full_len = msg_len;
+  e.ring_len = ring_len_[ring];
   e.psn0 = psn;
   e.va = va;
   r.status = Resolved::Ok;
@@ -64,11 +70,11 @@ Resolved ConnectionLookupTable::lookup(const ConnKey& k, uint32_t psn) const {
     r.offset = static_cast<uint32_t>(d);
     r.msg_len = e.msg_len;
   } else {
-    const int64_t back = (-d + e.full_len - 1) / e.full_len;
+    const int64_t back = (-d + e.ring_len - 1) / e.ring_len;
     r.msg = static_cast<int64_t>(e.msg_id) - back;
     if (r.msg < 0) return r;  // NoEntry: before the ring's first message
-    r.offset = static_cast<uint32_t>(d + back * e.full_len);
-    r.msg_len = e.full_len;
+    r.offset = static_cast<uint32_t>(d + back * e.ring_len);
+    r.msg_len = e.ring_len;
   }
   r.status = Resolved::Ok;
   return r;
@@ -83,9 +89,12 @@ bool ConnectionLookupTable::locate(const ConnKey& k, int64_t msg, uint32_t offse
   const size_t s = find(k);
   if (s == slots_.size() || !slots_[s].valid) return false;
   const Entry& e = slots_[s];
-  const int64_t delta = (msg - static_cast<int64_t>(e.msg_id)) * e.full_len;
+  if (msg > static_cast<int64_t>(e.msg_id)) return false;
+  const int64_t delta = (msg - static_cast<int64_t>(e.msg_id)) * e.ring_len;
+  const int64_t va = static_cast<int64_t>(e.va) + delta * mtu;
+  if (va < 0) return false;
   out->psn = static_cast<uint32_t>(static_cast<int64_t>(e.psn0) + delta + offset);
-  out->va = static_cast<uint64_t>(static_cast<int64_t>(e.va) + delta * mtu);
+  out->va = static_cast<uint64_t>(va);
   out->rank = e.rank;
   return true;
 }

@@ -30,21 +30,31 @@ class ConnectionLookupTable {
  public:
   explicit ConnectionLookupTable(uint32_t capacity);
 
+  // Job initialisation (§3.1 ❶): ring `ring` chunks its tensors into
+  // messages of `msg_len` packets (all but a tensor's last message).
+  void add_ring(uint16_t ring, uint32_t msg_len);
+
   // A first packet: fills (or refreshes) the connection's entry; `va` is its
-  // RETH address (kept for locate()).
+  // RETH address (kept for locate()). NoEntry for a ring not added.
   Resolved fill(const ConnKey& k, uint16_t ring, uint16_t rank, uint32_t msg_id, uint32_t msg_len, uint32_t psn,
                 uint64_t va = 0);
   // A following packet. PSN - PSN0 >= MsgLen means this message's first
   // packet was lost: FirstLost, the packet is dropped (§3.2). PSN < PSN0 is a
   // go-back-N retransmission of an earlier message of the window, which
   // started mid-message; every message but a tensor's last has the ring's
-  // full MsgLen, so its MsgID and offset follow from the PSN (the paper does
-  // not say how it handles this case; docs/netreduce.md).
+  // MsgLen (from add_ring, not from the entry: the entry may hold a tensor's
+  // short last message), so its MsgID and offset follow from the PSN (the
+  // paper does not say how it handles this case; docs/netreduce.md).
   Resolved lookup(const ConnKey& k, uint32_t psn) const;
 
   // The other way round, for the multi-rack multicast (§3.3): the PSN and
   // RETH address the source gave packet `offset` of message `msg`, from the
-  // entry and the ring's fixed MsgLen (`mtu` payload bytes per packet).
+  // entry and the ring's MsgLen (`mtu` payload bytes per packet). Only for
+  // the entry's message or an earlier one of its tensor: a later message
+  // may belong to the next tensor (MsgIDs and PSNs go on, RETH addresses
+  // start again at 0, and the entry's may be a short last message), and so
+  // may an earlier one whose address comes out below 0. False then: the
+  // result cannot be translated until that message's first packet is seen.
   struct Located {
     uint32_t psn = 0;
     uint64_t va = 0;  // of the message's first byte
@@ -61,11 +71,12 @@ class ConnectionLookupTable {
     ConnKey key;
     bool valid = false;
     uint16_t ring = 0, rank = 0;
-    uint32_t msg_id = 0, msg_len = 0, full_len = 0, psn0 = 0;
+    uint32_t msg_id = 0, msg_len = 0, ring_len = 0, psn0 = 0;  // ring_len: the ring's MsgLen
     uint64_t va = 0;
   };
   size_t find(const ConnKey& k) const;  // its slot, or the empty slot where it would go; capacity() if full
   std::vector<Entry> slots_;
+  std::vector<uint32_t> ring_len_;  // by ring id; 0: not added
   uint32_t used_ = 0;
   int trace_used_ = 0;
 };

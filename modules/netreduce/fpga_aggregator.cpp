@@ -30,6 +30,8 @@ void FpgaAggregator::add_ring(uint16_t ring, int ranks, uint32_t window, uint32_
                               collectives::DType dtype, collectives::RedOp op, int rank_base) {
   rings_[ring] = std::make_unique<AggregatorArray>(ranks, window, msg_len, max_payload, dtype, op, pool_,
                                                    collectives::Alu(std::string(basename()) + ".aggregator"));
+  clt_.add_ring(ring, msg_len);
+  dest_.add_ring(ring, msg_len);
   if (ring >= ring_by_id_.size()) {
     ring_by_id_.resize(ring + 1, nullptr);
     rank_base_.resize(ring + 1, 0);

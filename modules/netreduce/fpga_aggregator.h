@@ -62,6 +62,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
                 collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
   void set_hierarchy(const Hierarchy& h);
   void set_faults(int port, const eth::LinkFaults& f) { ports_[port]->faults = f; }
+  eth::LinkFaults& faults(int port) { return ports_[port]->faults; }  // of the link into this port
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;

@@ -47,6 +47,9 @@ void NetReducePhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payloa
 }
 
 void NetReducePhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  // A result's address comes from a RETH the FPGA may have rebuilt (§3.3);
+  // one outside the region is a model error (a NIC would refuse it).
+  sc_assert(va <= bytes_ && bytes <= bytes_ - va);
   std::memcpy(region_ + va, payload, bytes);
   ++received_;
   // A result message is whole when its last packet is in (RC delivers in order).
@@ -90,15 +93,52 @@ void RingPhase::start(uint8_t* region, uint64_t bytes, int first, int last, std:
   uint64_t wrs = 0;
   for (int c = 0; c < ranks_; ++c) wrs += messages_in(c);
   nic_->reserve(send_qp_, wrs * 2);
+  running_ = true;
   if (first < last && first != gate)
     for (uint32_t j = 0; j < messages_in(chunk_of(first, false)); ++j) post(first, j);
   if (gate >= 0 && before_gate_ == 0 && gate_ready_) gate_ready_();
   if (expected_ == 0 && gate_ < 0) complete();
+  // What the predecessor sent before this rank was ready, in the order it
+  // arrived (RC): reduced now, into this rank's data as it stands at start.
+  // (None of it can complete the phase: the all-gather is still to come.)
+  const size_t n = early_.size();
+  for (size_t i = 0; i < n; ++i) deliver(early_[i].va, staged_.data() + early_[i].at, early_[i].bytes);
+  early_.clear();
+  staged_bytes_ = 0;
+}
+
+void RingPhase::prepare(uint64_t bytes) {
+  // Only the reduce-scatter can arrive early: the predecessor's step s needs
+  // step s - 1 from its own predecessor, and so on back around the ring, so
+  // step P - 1 (the first of the all-gather) needs this rank's step 0.
+  const uint64_t saved = bytes_;
+  bytes_ = bytes;
+  uint64_t data = 0, packets = 0;
+  for (int step = 0; step < ranks_ - 1; ++step) {
+    const uint64_t b = chunk_bytes(chunk_of(step, true));
+    data += b;
+    packets += (b + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+  }
+  bytes_ = saved;
+  staged_.resize(data);
+  early_.clear();
+  early_.reserve(packets);
+  staged_bytes_ = 0;
+}
+
+void RingPhase::stage(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  // Without prepare() (or beyond what it sized) this is a protocol error of
+  // the caller, not something to drop silently.
+  sc_assert(early_.size() < early_.capacity() && staged_bytes_ + bytes <= staged_.size());
+  std::memcpy(staged_.data() + staged_bytes_, payload, bytes);
+  early_.push_back({va, staged_bytes_, bytes});
+  staged_bytes_ += bytes;
 }
 
 void RingPhase::complete() {
   if (completed_) return;  // a gate opened from inside gate_ready may already have
   completed_ = true;
+  running_ = false;
   if (done_) done_();
 }
 
@@ -128,6 +168,10 @@ void RingPhase::fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, ui
 }
 
 void RingPhase::deliver(uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  if (!running_) {
+    stage(va, payload, bytes);
+    return;
+  }
   const int step = static_cast<int>(va >> kStepShift);
   const uint64_t at = va & ((1ull << kStepShift) - 1);
   if (step < ranks_ - 1) collectives::reduce_bytes(dtype_, op_, region_ + at, payload, bytes);
@@ -261,6 +305,9 @@ TencentWorker::TencentWorker(RoceNic* nic, const GpuPlace& g, const HostConfig& 
 void TencentWorker::run() {
   const int n = intra_.ranks();
   stage_ = 1;
+  // The other masters may start the ring among the masters before this
+  // machine's sum is ready.
+  if (place_.local == 0) inter_.prepare(buf_.size());
   intra_.start(buf_.data(), buf_.size(), 0, 2 * (n - 1), [this] {
     if (place_.local != 0) {  // wait for the master's broadcast
       stage_ = 3;

@@ -65,6 +65,12 @@ class RingPhase {
   void start(uint8_t* region, uint64_t bytes, int first, int last, std::function<void()> done, int gate = -1,
              std::function<void()> gate_ready = nullptr);
   void open_gate();
+  // Before start: data may arrive for a phase that has not started (a
+  // Tencent master whose machine finishes its intra-machine all-reduce late
+  // still gets the other masters' reduce-scatter). Such data lands in a
+  // staging buffer, as NCCL's receive FIFO, and is consumed by start(); this
+  // sizes that buffer for a region of `bytes` (not on the packet path).
+  void prepare(uint64_t bytes);
   void fill(const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) const;
   void deliver(uint64_t va, const uint8_t* payload, uint32_t bytes);
   bool finished() const { return received_ == expected_; }
@@ -85,6 +91,12 @@ class RingPhase {
   int chunk_of(int step, bool received) const;
   void post(int step, uint32_t j);
   void complete();
+  void stage(uint64_t va, const uint8_t* payload, uint32_t bytes);
+  struct Early {
+    uint64_t va;
+    uint64_t at;  // in staged_
+    uint32_t bytes;
+  };
   RoceNic* nic_;
   int send_qp_, rank_, ranks_;
   HostConfig cfg_;
@@ -94,6 +106,10 @@ class RingPhase {
   uint64_t bytes_ = 0, expected_ = 0, received_ = 0, before_gate_ = 0;
   int first_ = 0, last_ = 0, gate_ = -1, gated_step_ = -1, trace_step_ = 0;  // gate_: -1 once open
   bool completed_ = false;
+  bool running_ = false;          // between start() and complete(); otherwise arrivals are staged
+  std::vector<uint8_t> staged_;   // payloads that arrived before start(), back to back
+  std::vector<Early> early_;      // their writes, in arrival order (capacity fixed by prepare())
+  uint64_t staged_bytes_ = 0;
   std::function<void()> done_, gate_ready_;
 };
 

@@ -38,7 +38,7 @@ class NetReduceWorkload : public Workload {
 
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
-  const platforms::NetReduceRack& platform() const { return *rack_; }
+  platforms::NetReduceRack& platform() { return *rack_; }  // tests: fault hooks on chosen links
 
  private:
   struct Totals;
