@@ -239,10 +239,19 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   if (eviction != "lru" && eviction != "timeout")
     throw UserError("switch.reduction_table.eviction must be lru or timeout, not '" + eviction + "'");
   sw.evict_lru = eviction == "lru";
-  if (sw.table_bytes != 0 && sw.table_bytes < sw.entry_bytes)
-    throw UserError("switch.reduction_table.bytes must hold at least one " + std::to_string(sw.entry_bytes) +
-                    "-byte entry, or be 0 for no table; " + std::to_string(sw.table_bytes) + " is too small");
-  if (sw.table_bytes > (16u << 20)) throw UserError("switch.reduction_table.bytes must be at most 16 MiB per port");
+  auto check_table = [&](const std::string& key, uint32_t b) {
+    if (b != 0 && b < sw.entry_bytes)
+      throw UserError(key + " must hold at least one " + std::to_string(sw.entry_bytes) +
+                      "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
+    if (b > (16u << 20)) throw UserError(key + " must be at most 16 MiB per port");
+    return b;
+  };
+  check_table("switch.reduction_table.bytes", sw.table_bytes);
+  // A switch's or a port's own key may override it (sw3.reduction_table.bytes, sw3.port5.reduction_table.bytes).
+  auto table_bytes = [&](const std::string& port) {
+    return check_table(port + ".reduction_table.bytes",
+                       cfg.instance<uint32_t>(port, "switch.reduction_table.bytes", sw.table_bytes));
+  };
   if (!(timeout_ns >= 0 && timeout_ns <= 1e9))
     throw UserError("switch.reduction_table.timeout_ns must be between 0 and 1e9 (one second)");
 
@@ -333,6 +342,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       for (int i = 0; i < node.ports; ++i)
         for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(topo_.vc_rule(s, i, o));
     nvswitch::SwitchConfig c = sw;
+    const double latency_ns = cfg.instance<double>(node.name, "switch.latency_ns", sw_latency_ns);
+    if (!(latency_ns >= 0)) throw UserError(node.name + ".latency_ns must not be negative");
+    c.latency = sc_time(latency_ns, sc_core::SC_NS);
     std::vector<uint32_t> out_bytes;
     for (int p = 0; p < node.ports; ++p) out_bytes.push_back(out_q ? out_q : buffer_for_port({s, p}, sw.latency));
     c.in_buffer_bytes = *std::max_element(in_bytes[s].begin(), in_bytes[s].end());
@@ -343,7 +355,12 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     module_of[s] = static_cast<int>(switch_modules_.size());
     switch_modules_.push_back(
         std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, *pool_, fabric_.get()));
-    for (int p = 0; p < node.ports; ++p) switch_modules_.back()->size_port(p, in_bytes[s][p], out_bytes[p]);
+    for (int p = 0; p < node.ports; ++p) {
+      switch_modules_.back()->size_port(p, in_bytes[s][p], out_bytes[p]);
+      const uint32_t b = table_bytes(node.name + ".port" + std::to_string(p));
+      if (b != sw.table_bytes) switch_modules_.back()->set_table_bytes(p, b);
+      table_bytes_ += b / sw.entry_bytes * sw.entry_bytes;
+    }
   }
   for (int e : topo_.endpoints()) {
     const auto& node = topo_.node(e);
@@ -393,11 +410,7 @@ double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers, boo
   return b;
 }
 
-uint64_t Platform::total_table_bytes() const {
-  uint64_t ports = 0;
-  for (int s : topo_.switches()) ports += static_cast<uint64_t>(topo_.node(s).ports);
-  return ports * (switch_config_.table_bytes / switch_config_.entry_bytes * switch_config_.entry_bytes);
-}
+uint64_t Platform::total_table_bytes() const { return table_bytes_; }
 
 Platform::TableTotals Platform::table_totals() const {
   TableTotals t;

@@ -113,6 +113,7 @@ class Platform : public Machine {
   std::vector<gpu::Gpu*> gpus_;
   std::vector<LinkEnd> link_ends_;
   sc_core::sc_time longest_round_trip_;
+  uint64_t table_bytes_ = 0;  // every port's reduction table
 };
 
 }  // namespace incsim::platforms

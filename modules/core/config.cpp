@@ -29,6 +29,23 @@ const std::string& Config::declare(const std::string& key, const char* type, con
   return it->second.value;
 }
 
+const std::string* Config::instance_override(const std::string& path, const std::string& key,
+                                             const std::string& value) {
+  const auto dot = key.find('.');
+  const std::string suffix = dot == std::string::npos ? key : key.substr(dot + 1);
+  for (std::string p = path;;) {
+    const std::string k = p + "." + suffix;
+    if (overrides_.count(k)) {
+      const auto type = params_.find(key);
+      return &declare(k, type == params_.end() ? "string" : type->second.type.c_str(), value,
+                      "this block's " + key + " (per-instance override)");
+    }
+    const auto up = p.rfind('.');
+    if (up == std::string::npos) return nullptr;
+    p.resize(up);
+  }
+}
+
 void Config::list(std::ostream& os) const {
   for (const auto& [k, p] : params_)
     os << k << "\t" << p.type << "\t" << p.value << "\t" << p.default_value << "\t" << p.source << "\t" << p.description

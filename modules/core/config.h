@@ -39,6 +39,18 @@ class Config {
     return parse<T>(key, text);
   }
 
+  // The value of parameter `key` (switch.reduction_table.bytes, declared
+  // already, its value `value`) for the block at hierarchical path `path`
+  // (sw3.port5): an override of the block's own key
+  // (sw3.port5.reduction_table.bytes) or of an enclosing block's
+  // (sw3.reduction_table.bytes), the most specific winning, else `value`.
+  // The key's first component names the block type and is replaced by the path.
+  template <class T>
+  T instance(const std::string& path, const std::string& key, T value) {
+    const std::string* text = instance_override(path, key, to_text(value));
+    return text ? parse<T>(key, *text) : value;
+  }
+
   // Throws UserError if an override named a key that no block declared,
   // suggesting the nearest declared key.
   void check_unused() const;
@@ -57,6 +69,7 @@ class Config {
   };
   const std::string& declare(const std::string& key, const char* type, const std::string& def,
                              const std::string& description);
+  const std::string* instance_override(const std::string& path, const std::string& key, const std::string& value);
 
   template <class T>
   static const char* type_name() {

@@ -32,6 +32,10 @@ void NvSwitch::configure_port(int p, double bw, sc_time latency, uint32_t peer_b
   outputs_[p]->xbar_ps_per_byte = 1000.0 / (bw * speedup);
 }
 
+void NvSwitch::set_table_bytes(int p, uint32_t bytes) {
+  outputs_[p]->table.configure(cfg_.entry_bytes ? bytes / cfg_.entry_bytes : 0, cfg_.entry_bytes);
+}
+
 void NvSwitch::size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes) {
   inputs_[p].capacity = in_buffer_bytes;
   outputs_[p]->limit = out_queue_bytes;

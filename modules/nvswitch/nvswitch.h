@@ -70,6 +70,8 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   // Port p's input buffer and output queue per VC, bytes, when they differ
   // from SwitchConfig's (each covers its own link's round trip).
   void size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes);
+  // A port whose reduction table differs from the switch's (a per-instance parameter).
+  void set_table_bytes(int p, uint32_t bytes);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;

@@ -950,3 +950,25 @@ TEST_CASE("bad input: fault injection into a block that has no ALU", "[cli][erro
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("4 elements differ from the reference result"));  // one element, on 4 GPUs
 }
+
+TEST_CASE("per-instance parameters: a switch's or a port's own key overrides the type's, the most specific winning",
+          "[cli][params]") {
+  const std::string push = "--platform star --gpus 3 --algorithm push --sizes 4K --quiet -c gpu.copy_engine.waves=0 ";
+  const std::string log = " --log sw0.port1.reduction_table=debug";
+  const Result base = incsim(push + log);
+  REQUIRE(base.code == 0);
+  CHECK_THAT(base.err, Catch::Contains("of 2 entries used") && !Catch::Contains("of 1 entries used"));
+  // The switch's own key sets all its ports; port 1's own key wins over it.
+  const Result inst = incsim(push + "-c sw0.reduction_table.bytes=512 -c sw0.port1.reduction_table.bytes=128" + log);
+  INFO(inst.err);
+  REQUIRE(inst.code == 0);
+  CHECK_THAT(inst.err, Catch::Contains("of 1 entries used") && !Catch::Contains("of 2 entries used"));
+  const Result other = incsim(push + "-c sw0.reduction_table.bytes=512 --log sw0.port0.reduction_table=debug");
+  CHECK_THAT(other.err, Catch::Contains("of 4 entries used"));
+  const Result params = incsim(push + "-c sw0.port1.reduction_table.bytes=128 --list-params");
+  REQUIRE(params.code == 0);
+  CHECK_THAT(params.out, Catch::Contains("sw0.port1.reduction_table.bytes\tint\t128\t256\t-c\t"));
+  require_error(push + "-c sw0.port1.reduction_table.bytes=100", {"sw0.port1.reduction_table.bytes", "100 is too small"});
+  require_error(push + "-c sw9.reduction_table.bytes=512", {"unknown key 'sw9.reduction_table.bytes'"});
+  require_error(push + "-c sw0.latency_ns=-5", {"sw0.latency_ns must not be negative"});
+}
