@@ -51,6 +51,14 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
       .set("bound_fraction", bound_us / time_us);
 }
 
+std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
+  const auto sizes = parse_sizes(o.sizes);
+  for (uint64_t s : sizes)
+    if (s % 4 != 0)
+      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + o.dtype);
+  return {collectives::parse_dtype(o.dtype), collectives::parse_redop(o.redop), sizes};
+}
+
 namespace {
 // Which algorithms run which collective, the first the default: the ring
 // (in software, Klenk §III, or on the NIC), push, pull and multicast with the
@@ -77,12 +85,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
-  dtype_ = collectives::parse_dtype(opt_.dtype);
-  redop_ = collectives::parse_redop(opt_.redop);
-  sizes_ = parse_sizes(opt_.sizes);
-  for (uint64_t s : sizes_)
-    if (s % 4 != 0)
-      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
+  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
 
   platforms::PlatformShape shape;
   shape.gpus = opt_.gpus;

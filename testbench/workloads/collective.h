@@ -8,6 +8,7 @@
 // Blink's trees).
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives/data_pattern.h"
@@ -24,6 +25,9 @@ Schema nccl_schema();
 // Fills those columns; bound_us 0 leaves the bound empty.
 void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::string& redop, double time_us,
                double busbw_factor, uint64_t wrong, double bound_us);
+
+// --dtype, --redop and --sizes, each checked (sizes: whole 4-byte elements).
+std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
 
 class CollectiveWorkload : public Workload {
  public:

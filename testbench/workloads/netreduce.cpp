@@ -34,12 +34,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
                     "; choose one of " + accepted);
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
-  dtype_ = collectives::parse_dtype(opt_.dtype);
-  redop_ = collectives::parse_redop(opt_.redop);
-  sizes_ = parse_sizes(opt_.sizes);
-  for (uint64_t s : sizes_)
-    if (s % 4 != 0)
-      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + opt_.dtype);
+  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
   const bool spineleaf = opt_.platform == "spineleaf";
   if (!(opt_.platform == "rack") && opt_.hosts)
     throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
