@@ -126,6 +126,7 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   if (opt_.nodes) config["nodes"] = opt_.nodes;
   workload_->config_json(config);
   config["seed"] = opt_.seed;
+  if (!opt_.config_files.empty()) config["config_files"] = opt_.config_files;
   json params = json::object();
   for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
   config["params"] = params;

@@ -40,7 +40,6 @@ class Experiment : private Runner {
   // --list-params: every parameter this run reads.
   void list_params(std::ostream& os) const { cfg_.list(os); }
 
-  const Options& options() const { return opt_; }
   const Config& config() const { return cfg_; }
   Workload& workload() { return *workload_; }
   template <class W>
