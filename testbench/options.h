@@ -6,14 +6,23 @@
 // flags (later wins). Anything else in a config file, and every -c key=value,
 // is a parameter (Config).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+namespace incsim::topo {
+class Topology;
+}
 
 namespace incsim::tb {
 
 struct Options {
   std::string platform = "dgx2";
+  // An architect's own sc_main may give the machine as a topology graph built
+  // in code (testbench/examples/custom_platform.cpp); it then replaces
+  // --platform's graph, and `platform` only names it.
+  std::shared_ptr<const topo::Topology> topology;
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the workload's default (ring; broadcast: multicast; NetReduce's platforms: theirs)
   int gpus = 0;  // 0: the platform's own count

@@ -97,7 +97,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
   }
-  topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
+  topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   // A DGX-1's topology holds only the allocated GPUs.
   const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))

@@ -90,7 +90,7 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
   }
-  const topo::Topology t = platforms::make_topology(opt_.platform, shape, cfg_);
+  const topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   const int n = static_cast<int>(t.endpoints().size());
   if (opt_.gpus != 0 && opt_.gpus != n)
     throw UserError("synthetic traffic runs on all " + std::to_string(n) + " endpoints of " + t.name +
