@@ -234,11 +234,10 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
   const std::string eviction = cfg.get<std::string>(
       "switch.reduction_table.eviction", "lru",
       "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
-      "entries leave only when complete or timed out, and the missing packet goes on to its home GPU");
+      "entries leave only when complete or timed out, and the missing packet goes on to its home GPU; or a "
+      "policy an sc_main registered (nvswitch/eviction.h)");
   sw.entry_bytes = fmt.max_payload_bytes;
-  if (eviction != "lru" && eviction != "timeout")
-    throw UserError("switch.reduction_table.eviction must be lru or timeout, not '" + eviction + "'");
-  sw.evict_lru = eviction == "lru";
+  sw.eviction = nvswitch::make_eviction_policy(eviction);
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < sw.entry_bytes)
       throw UserError(key + " must hold at least one " + std::to_string(sw.entry_bytes) +

@@ -297,11 +297,11 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     INCSIM_LOG(outputs_[o]->log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
   } else {
     ++t.misses;
-    // The victim: the least recently used push entry (pull entries wait
-    // for responses and are never evicted).
-    int victim = -1;
-    if (t.full() && cfg_.evict_lru)
-      for (victim = t.lru(); victim >= 0 && t.entry(victim).owner != net::kNoEndpoint;) victim = t.entry(victim).next;
+    // The victim, by the eviction policy (Klenk §IV-C: LRU); pull entries
+    // wait for responses and are never evicted.
+    static_assert(EvictionPolicy::kPushOwner == net::kNoEndpoint, "push entries are owned by no endpoint");
+    const int victim = t.full() ? cfg_.eviction->victim(t) : -1;
+    sc_assert(victim < 0 || t.entry(victim).owner == net::kNoEndpoint);
     if (t.full() && victim < 0) {
       ++t.evictions;
       INCSIM_LOG(outputs_[o]->log, Debug, "full: push {:#x} goes on as a partial to gpu {}", p->addr,

@@ -27,6 +27,7 @@
 #include "core/trace.h"
 #include "net/port.h"
 #include "nvswitch/reduction_table.h"
+#include "eviction.h"
 #include "topology/multicast.h"
 
 namespace incsim::nvswitch {
@@ -40,7 +41,8 @@ struct SwitchConfig {
   uint32_t table_bytes = 0;       // per port; 0: none
   uint32_t entry_bytes = 128;     // one aligned packet payload per entry (Klenk §IV-D)
   sc_core::sc_time table_timeout; // an idle push entry is evicted to its home GPU
-  bool evict_lru = true;          // a push miss on a full table evicts the LRU entry; else the packet goes on as a partial
+  // Whom a push miss on a full table evicts (eviction.h); shared by the platform's switches.
+  std::shared_ptr<EvictionPolicy> eviction;
 };
 
 // Where a switch sits: its routing tables and what each port faces.

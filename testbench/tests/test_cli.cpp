@@ -624,7 +624,7 @@ TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][inn
   require_error(dgx2 + "--algorithm pull -c switch.reduction_table.bytes=64", {"at least one 128-byte entry"});
   require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=1048576", {"larger than", "reduction table"});
   require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=16", {"wave_bytes"});
-  require_error(dgx2 + "--algorithm push -c switch.reduction_table.eviction=fifo", {"lru or timeout"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.eviction=fifo", {"one of lru, timeout", "'fifo'"});
   require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=-5", {"timeout_ns"});
   require_error(dgx2 + "--collective broadcast --algorithm ring", {"broadcast", "multicast"});
   require_error(dgx2 + "--collective allgather --algorithm push", {"push", "allgather"});
