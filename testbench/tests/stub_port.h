@@ -17,6 +17,12 @@
 
 namespace incsim::test {
 
+// The time `bytes` hold a wire of bw_GBps (GB/s = bytes per ns), in whole ps
+// as net::OutPort rounds it.
+inline sc_core::sc_time wire_time(uint32_t bytes, double bw_GBps) {
+  return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(bytes * 1000.0 / bw_GBps + 0.5));
+}
+
 struct Arrival {
   sc_core::sc_time committed, head, tail;
   net::Packet pkt;            // the fields as it arrived (pkt.data points nowhere)
@@ -77,7 +83,6 @@ class StubPort : public sc_core::sc_module, public net::PacketSink {
 
   const std::vector<Arrival>& arrivals() const { return arrivals_; }
   const std::vector<sc_core::sc_time>& sent() const { return sent_; }  // when each queued packet left
-  size_t queued() const { return queue_.size(); }
 
   net::OutPort out;
   net::InPort in;

@@ -31,7 +31,7 @@ const sc_time kLink(50, SC_NS);     // wire to each stub
 const sc_time kLatency(400, SC_NS); // first bit in to first bit out
 // A middle packet of 1 KB: Ethernet and RoCE headers around the payload.
 constexpr uint32_t kFrame = eth::kEthWireOverhead + eth::kRoceOverhead + kMtu;  // 1106 B
-sc_time ser(uint32_t bytes, double bw = kBw) { return sc_time::from_value(static_cast<uint64_t>(bytes * 1000 / bw)); }
+sc_time ser(uint32_t bytes, double bw = kBw) { return test::wire_time(bytes, bw); }
 constexpr uint32_t ip(int host) { return 0x0a000001u + host; }
 test::Conn conn(int from, int to, uint32_t qp = 1) { return {uint32_t(from), uint32_t(to), ip(from), ip(to), qp}; }
 

@@ -31,7 +31,7 @@ constexpr uint32_t kMtu = 1024, kMsgLen = 4, kWindow = 2;
 constexpr double kBw = 12.5;  // GB/s: 100 GbE, 80 ps a byte
 const sc_time kLink(50, SC_NS);
 const sc_time kPipeline(500, SC_NS);  // last byte in to first result byte out
-sc_time ser(uint32_t bytes) { return sc_time::from_value(static_cast<uint64_t>(bytes * 1000 / kBw)); }
+sc_time ser(uint32_t bytes) { return test::wire_time(bytes, kBw); }
 constexpr uint32_t kHeaders = eth::kEthWireOverhead + eth::kRoceOverhead;
 constexpr uint32_t kFirst = kHeaders + eth::kRethBytes + eth::kInaBytes + kMtu, kMiddle = kHeaders + kMtu;
 constexpr uint32_t ip(int host) { return 0x0a000001u + host; }

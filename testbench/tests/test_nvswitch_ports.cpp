@@ -31,10 +31,10 @@ constexpr double kBw = 25.0;                  // GB/s per port
 const sc_time kLink(10, SC_NS);               // wire latency
 const sc_time kSwitch(150, SC_NS);            // first flit in to first flit out (Klenk §V)
 constexpr uint32_t kPayload = 128, kWire = 144;  // 16 B header + 128 B (Klenk §V)
-const sc_time kSer = sc_time::from_value(kWire * 1000 / 25 * 1);  // 144 B at 25 GB/s: 5.76 ns
+const sc_time kSer = test::wire_time(kWire, kBw);  // 5.76 ns
 // Output-queued (speedup 0): the crossbar moves a packet into an output at
 // the port count times the port bandwidth.
-const sc_time kXbar = sc_time::from_value(kWire * 1000 / (kPorts * 25));  // 1.44 ns
+const sc_time kXbar = test::wire_time(kWire, kPorts * kBw);  // 1.44 ns
 
 nvswitch::SwitchConfig config(uint32_t table_bytes = 0) {
   nvswitch::SwitchConfig c;

@@ -28,7 +28,7 @@ const sc_time kLink(50, SC_NS);
 constexpr uint32_t kPsn0 = 1000;  // the connection's initial PSN, both ways
 constexpr uint32_t kPeerQpn = 5;  // the peer's queue pair, which the NIC's ACKs and data name
 const roce::NicConfig kCfg{kBw, kLink, 64 * 1024, kMtu, 4, sc_time(20, SC_US), sc_time(1, SC_US), sc_time(2, SC_US)};
-sc_time ser(uint32_t bytes) { return sc_time::from_value(static_cast<uint64_t>(bytes * 1000 / kBw)); }
+sc_time ser(uint32_t bytes) { return test::wire_time(bytes, kBw); }
 constexpr uint32_t kHeaders = eth::kEthWireOverhead + eth::kRoceOverhead;
 constexpr uint32_t kFirst = kHeaders + eth::kRethBytes + kMtu, kMiddle = kHeaders + kMtu, kAck = kHeaders + eth::kAethBytes;
 
