@@ -4,6 +4,7 @@
 // its own module: gpu3.copy_engine), and core-initiated traffic for software
 // collectives, run by a Program.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <queue>
@@ -64,7 +65,10 @@ class CopyEngine;
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:
-  Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool);
+  // attach: builds the blocks that live inside the endpoint beside its copy
+  // engine (a NIC, an architect's own engine), so they are its children.
+  Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool,
+      const std::function<void(Gpu&)>& attach = {});
   ~Gpu() override;
 
   int index() const { return index_; }
