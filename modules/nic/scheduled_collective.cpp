@@ -31,11 +31,10 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
   for (int r = 0; r < n; ++r) endpoint_of[r] = static_cast<uint32_t>(nics_[r]->endpoint().index());
   for (int r = 0; r < n; ++r) {
     // A message to rank d is split over the ports that lead to d.
-    const int node = t.endpoints()[endpoint_of[r]];
     std::vector<std::vector<int>> ports_to(n);
     if (!execution_.ports_to.empty()) ports_to = execution_.ports_to[r];
     else
-      for (int d = 0; d < n; ++d)
+      for (int d = 0, node = t.endpoints()[endpoint_of[r]]; d < n; ++d)
         for (int p = 0; p < t.node(node).ports && d != r; ++p)
           if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
     // The schedule table and where rank r's messages go (MultiTree §IV-A: the

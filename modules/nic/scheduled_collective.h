@@ -28,7 +28,7 @@ struct StepEstimate {
 struct Execution {
   bool dataflow = false;  // NicParams::dataflow (Blink); false: MultiTree's lockstep decoder
   // [rank][dst]: the ports rank's messages to dst take (split evenly). Empty:
-  // every port whose routes reach dst. Blink names its links (an NVLink, not
+  // every port whose routes reach dst in the topology. Blink names its links (an NVLink, not
   // the PCIe tree that also reaches the peer).
   std::vector<std::vector<std::vector<int>>> ports_to;
   // [rank][tree][dst]: where not empty, the ports of that tree's messages
