@@ -368,7 +368,9 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
     if (c.rx_buffer_bytes < max_packet)
       throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
     module_of[e] = static_cast<int>(gpu_modules_.size());
-    gpu_modules_.push_back(std::make_unique<gpu::Gpu>(node.name.c_str(), node.index, node.ports, c, *pool_));
+    // Each endpoint carries a schedule-table NIC (MultiTree §IV-A, Fig. 6) as gpuN.nic.
+    gpu_modules_.push_back(std::make_unique<gpu::Gpu>(node.name.c_str(), node.index, node.ports, c, *pool_,
+                                                      [this](gpu::Gpu& g) { nics_.push_back(std::make_unique<nic::Nic>("nic", g)); }));
     gpus_.push_back(gpu_modules_.back().get());
   }
   // Bind each link as two one-way channels.

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "gpu/gpu.h"
 #include "machine.h"
+#include "nic/nic.h"
 #include "nvswitch/nvswitch.h"
 #include "topology/multicast.h"
 #include "topology/topology.h"
@@ -65,6 +66,7 @@ class Platform : public Machine {
   const topo::Topology& topology() const { return topo_; }
   const topo::Topology* topology_graph() const override { return &topo_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  nic::Nic& nic(int gpu) { return *nics_[gpu]; }  // the NIC inside GPU gpu
   const std::vector<LinkEnd>& link_ends() const override { return link_ends_; }
   const net::PacketFormat& format() const { return pool_->format(); }
   // The fabric manager's multicast regions, which every switch reads.
@@ -111,6 +113,7 @@ class Platform : public Machine {
   std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
   std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;
   std::vector<gpu::Gpu*> gpus_;
+  std::vector<std::unique_ptr<nic::Nic>> nics_;  // [gpu]; destroyed before the GPUs that hold them
   std::vector<LinkEnd> link_ends_;
   sc_core::sc_time longest_round_trip_;
   uint64_t table_bytes_ = 0;  // every port's reduction table

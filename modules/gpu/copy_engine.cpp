@@ -1,46 +1,203 @@
 #include "copy_engine.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "gpu/gpu.h"
 
 namespace incsim::gpu {
 
-void CopyEngine::start(int port, uint32_t dst, uint64_t dst_addr, uint64_t src_addr, uint64_t bytes,
-                       std::function<void()> on_done) {
-  sc_assert(!busy());
-  dst_ = dst;
-  dst_addr_ = dst_addr;
-  src_ = src_addr;
-  bytes_ = bytes;
-  pos_ = 0;
-  on_done_ = std::move(on_done);
-  gpu_.activate(port, this, gpu_.memory().latency());
+namespace {
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
 }
 
-uint32_t CopyEngine::next_bytes() const {
-  return static_cast<uint32_t>(std::min<uint64_t>(bytes_ - pos_, gpu_.pool().format().max_payload_bytes));
+// A pseudo-random permutation of [0, n) keyed by `key`, without storage: a
+// four-round Feistel network on the smallest even power of two >= n, walked
+// until it lands inside the range.
+uint64_t permute(uint64_t i, uint64_t n, uint64_t key) {
+  if (n <= 1) return 0;
+  unsigned bits = 2;
+  while ((1ull << bits) < n) bits += 2;
+  const unsigned half = bits / 2;
+  const uint64_t mask = (1ull << half) - 1;
+  uint64_t x = i;
+  do {
+    uint64_t l = x >> half, r = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t f = mix(r ^ key ^ (round << 56)) & mask;
+      const uint64_t t = l ^ f;
+      l = r;
+      r = t;
+    }
+    x = l << half | r;
+  } while (x >= n);
+  return x;
+}
+}  // namespace
+
+// The request generator hands blocks, in issue order, to one bounded queue
+// per port; a full queue holds the generator back. The port pulls packets
+// when its link and credits allow.
+struct CopyEngine::PortQueue : TxStream {
+  static constexpr uint32_t kDepth = 64;
+  CopyEngine* engine = nullptr;
+  int port = 0;
+  uint64_t queue[kDepth];
+  uint32_t head = 0, size = 0;
+  mutable bool idle = true;  // the port dropped it: activate again when its queue fills
+
+  uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
+    if (size == 0) {
+      idle = true;
+      return 0;
+    }
+    return f.wire_bytes(engine->d_.op, engine->d_.block_size(queue[head]));
+  }
+  void fill(net::Packet* p) override {
+    const uint64_t b = queue[head];
+    head = (head + 1) % kDepth;
+    --size;
+    engine->issued_one();
+    p->op = engine->d_.op;
+    p->payload_bytes = static_cast<uint16_t>(engine->d_.block_size(b));
+    engine->client_->fill(b, p);
+  }
+  void on_response(net::Packet* p) override { engine->client_->on_response(p); }
+};
+
+CopyEngine::CopyEngine(sc_core::sc_module_name name, Gpu& gpu) : sc_module(name), gpu_(gpu) {}
+
+CopyEngine::~CopyEngine() = default;
+
+void CopyEngine::start(const CopyDescriptor& d, CopyClient& client) {
+  d_ = d;
+  client_ = &client;
+  next_wave_block_ = window_end_ = dispatched_ = d.first;
+  issued_ = 0;
+  outstanding_ = 0;
+  waiting_ = false;
+  counters_.clear();
+  wave_counter_.clear();
+  per_wave_ = 1;
+  if (waved()) {
+    per_wave_ = std::max<uint64_t>(1, waves_.wave_bytes / d.block_bytes);
+    counters_.resize(waves_.waves);
+    wave_counter_.assign((d.end - d.first + per_wave_ - 1) / per_wave_, -1);
+  }
+  // The GPU's streams were cleared for the program that programmed us.
+  queues_.clear();
+  for (int p = 0; p < gpu_.num_ports(); ++p) {
+    auto q = std::make_unique<PortQueue>();
+    q->engine = this;
+    q->port = p;
+    gpu_.add_stream(q.get());
+    queues_.push_back(std::move(q));
+  }
+  if (waved()) {
+    allocate_waves();
+  } else {
+    window_end_ = next_wave_block_ = d.end;
+    dispatch();
+  }
 }
 
-uint32_t CopyEngine::next_wire_bytes(const net::PacketFormat& f) const {
-  const uint32_t n = next_bytes();
-  return n ? f.wire_bytes(n) : 0;
+void CopyEngine::stop() {
+  client_ = nullptr;
+  queues_.clear();
+  waiting_ = false;
+  outstanding_ = credits_ = 0;
 }
 
-void CopyEngine::fill(net::Packet* p) {
-  const uint32_t n = next_bytes();
-  p->dst = dst_;
-  p->addr = dst_addr_ + pos_;
-  p->op = net::Op::Write;
-  p->payload_bytes = static_cast<uint16_t>(n);
-  std::memcpy(p->data, gpu_.memory().at(src_ + pos_, n), n);
-  pos_ += n;
-  ++acks_due_;
-  ++packets_;
+// DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which
+// elements are injected is arbitrary"): the engine issues the blocks of a
+// wave (of its whole range, without waves) in its own pseudo-random order.
+uint64_t CopyEngine::block_at(uint64_t i) const {
+  if (!waves_.arbitrary_order) return i;
+  const bool waves = !counters_.empty();
+  const uint64_t first = waves ? d_.first + (i - d_.first) / per_wave_ * per_wave_ : d_.first;
+  const uint64_t end = waves ? std::min(d_.end, first + per_wave_) : d_.end;
+  const uint64_t key = mix(d_.order_seed ^ mix(static_cast<uint64_t>(d_.order_rank) << 32 ^ first));
+  return first + permute(i - first, end - first, key);
 }
 
-void CopyEngine::on_response(net::Packet*) {
-  sc_assert(acks_due_ > 0);
-  if (--acks_due_ == 0 && pos_ == bytes_ && on_done_) on_done_();
+// Counters go to waves in order while one is free; a wave that finds none
+// waits for the next to free and, after counter_timeout, fails the copy.
+void CopyEngine::allocate_waves() {
+  while (next_wave_block_ < d_.end) {
+    auto free = std::find_if(counters_.begin(), counters_.end(), [](const Counter& k) { return !k.busy; });
+    if (free == counters_.end()) {
+      if (!waiting_) {
+        waiting_ = true;
+        waiting_since_ = sc_core::sc_time_stamp();
+        gpu_.call_engine_after(waves_.counter_timeout, (next_wave_block_ - d_.first) / per_wave_);
+      }
+      break;
+    }
+    const uint64_t wave = (next_wave_block_ - d_.first) / per_wave_;
+    const uint64_t end = std::min(d_.end, next_wave_block_ + per_wave_);
+    *free = Counter{wave, static_cast<uint32_t>(end - next_wave_block_), 0, true};
+    wave_counter_[wave] = static_cast<int16_t>(free - counters_.begin());
+    window_end_ = next_wave_block_ = end;
+    waiting_ = false;
+    ++outstanding_;
+  }
+  credits_ = static_cast<int>(window_end_ - d_.first - issued_);
+  dispatch();
+}
+
+// Hands the window's blocks to the port queues while they have room, and
+// wakes the ports that had gone idle (after the first read of their data).
+void CopyEngine::dispatch() {
+  while (dispatched_ < window_end_) {
+    const uint64_t b = block_at(dispatched_);
+    PortQueue& q = *queues_[client_->port_of(b)];
+    if (q.size == PortQueue::kDepth) break;
+    q.queue[(q.head + q.size++) % PortQueue::kDepth] = b;
+    ++dispatched_;
+    if (q.idle) {
+      q.idle = false;
+      gpu_.activate(q.port, &q, d_.reads_memory ? gpu_.memory().latency() : sc_core::sc_time());
+    }
+  }
+}
+
+void CopyEngine::issued_one() {
+  ++issued_;
+  dispatch();
+  credits_ = static_cast<int>(window_end_ - d_.first - issued_);
+}
+
+void CopyEngine::complete(uint64_t b) {
+  if (!waved()) return;
+  Counter& k = counters_[wave_counter_[(b - d_.first) / per_wave_]];
+  sc_assert(k.busy);
+  if (++k.got < k.goal) return;
+  k.busy = false;  // the goal: credits for the next wave
+  --outstanding_;
+  allocate_waves();
+}
+
+void CopyEngine::on_timer(uint64_t wave) {
+  if (client_ == nullptr || !waiting_ || (next_wave_block_ - d_.first) / per_wave_ != wave ||
+      sc_core::sc_time_stamp() - waiting_since_ < waves_.counter_timeout)
+    return;  // the wave found a counter, or a later wait is timing
+  client_->on_error(std::string(name()) + ": the copy engine found no wave counter free for " + waves_.counter_timeout.to_string() +
+                    " (gpu.copy_engine.counter_timeout_us); wave " + std::to_string(wave) + " could not start");
+}
+
+void CopyEngine::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = name();
+  sc_core::sc_trace(tf, outstanding_, me + ".waves_outstanding");
+  sc_core::sc_trace(tf, credits_, me + ".credits");
+}
+
+void CopyEngine::report(std::ostream& os) const {
+  if (client_ == nullptr || (all_issued() && outstanding_ == 0)) return;
+  os << "  " << name() << ": issued " << issued_ << " of " << d_.end - d_.first << " blocks, " << outstanding_
+     << " waves outstanding" << (waiting_ ? " (waiting for a counter)" : "") << "\n";
 }
 
 }  // namespace incsim::gpu

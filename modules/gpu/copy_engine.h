@@ -1,36 +1,123 @@
 #pragma once
-// The GPU copy engine (DMA): streams a buffer of local memory to an address
-// in another GPU's memory as write packets of at most max_payload bytes on
-// one port, and counts the write acks to know when the copy is complete
-// (Klenk §IV-F: copy engines issue the requests of bulk transfers).
+// The GPU's copy engine (DMA, Klenk §IV-F): it runs one transfer descriptor
+// at a time, cutting the descriptor's blocks into request packets on the
+// ports its client's address translation picks, under its wave controller
+// (Fig. 6): the request generator has credits only for waves that hold a
+// counter; a counter counts its wave's responses and, at the goal, frees and
+// returns its credits to the next wave. A wave that finds no free counter
+// retries and, after counter_timeout, fails the copy (§IV-F3).
+//
+// The engine does not know what the bytes mean: the client (the program that
+// programmed the descriptor) says where a block goes and fills its header and
+// data (the GPU's address translation and memory), and is told what comes back.
+#include <algorithm>
 #include <cstdint>
-#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <systemc>
+#include <vector>
 
-#include "gpu/gpu.h"
+#include "core/trace.h"
+#include "net/packet.h"
 
 namespace incsim::gpu {
 
-class CopyEngine : public TxStream {
+class Gpu;
+
+// The wave controller (Klenk §IV-F1, Fig. 6).
+struct WaveParams {
+  uint32_t wave_bytes = 8192;        // data per wave
+  int waves = 0;                     // counters, so waves outstanding; 0: no injection limiting
+  sc_core::sc_time counter_timeout;  // a wave that finds no free counter for this long is an error
+  bool arbitrary_order = true;       // issue a wave's blocks in the engine's own order, not by address
+};
+
+// One transfer: blocks [first, end) of a buffer of `bytes` bytes cut into
+// blocks of block_bytes, each one packet of `op`.
+struct CopyDescriptor {
+  net::Op op = net::Op::Write;  // Write, ReduceWrite (push), PullRead (pull)
+  uint64_t bytes = 0;
+  uint32_t block_bytes = 128;
+  uint64_t first = 0, end = 0;
+  // Responses gate issue: the client reports each with CopyEngine::complete.
+  // Without it (multicast all-gather and broadcast have none) the waves do not limit injection.
+  bool counted = false;
+  // Key the issue order (WaveParams::arbitrary_order): the run's seed and
+  // this engine's rank in the job, so every engine has its own order.
+  uint64_t order_seed = 0;
+  uint32_t order_rank = 0;
+  // A port's first packet after it idled waits for a memory read of its
+  // data; a pull carries none.
+  bool reads_memory = true;
+
+  uint32_t block_size(uint64_t b) const {
+    return static_cast<uint32_t>(std::min<uint64_t>(block_bytes, bytes - b * block_bytes));
+  }
+};
+
+// The side of the GPU that programmed a descriptor.
+class CopyClient {
  public:
-  explicit CopyEngine(Gpu& gpu) : gpu_(gpu) { gpu_.add_stream(this); }
+  virtual ~CopyClient() = default;
+  virtual int port_of(uint64_t block) const = 0;               // the link a block's packet leaves on
+  virtual void fill(uint64_t block, net::Packet* p) = 0;       // address, destination, header and data
+  virtual void on_response(net::Packet* p) = 0;                // an ack or read data came back
+  virtual void on_error(const std::string& why) = 0;           // the engine cannot go on
+};
 
-  // Starts a copy after one memory latency (the first read); on_done runs
-  // once every write is acknowledged. One copy at a time.
-  void start(int port, uint32_t dst, uint64_t dst_addr, uint64_t src_addr, uint64_t bytes,
-             std::function<void()> on_done);
-  bool busy() const { return acks_due_ != 0 || pos_ < bytes_; }
-  uint64_t packets_sent() const { return packets_; }
+class CopyEngine : public sc_core::sc_module, public Traceable {
+ public:
+  CopyEngine(sc_core::sc_module_name name, Gpu& gpu);
+  ~CopyEngine() override;
 
-  uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
-  void fill(net::Packet* p) override;
-  void on_response(net::Packet* p) override;
+  // The wave controller's parameters, set before start().
+  void configure(const WaveParams& w) { waves_ = w; }
+  const WaveParams& waves() const { return waves_; }
+  // Starts a transfer, forgetting any earlier one.
+  void start(const CopyDescriptor& d, CopyClient& client);
+  // A response for counted block b has arrived (a multicast result, a pull
+  // response): it counts toward b's wave.
+  void complete(uint64_t block);
+  // Forgets the transfer (its program ended).
+  void stop();
+  // The GPU's timer unit calls this `tag` (a wave) after the delay the
+  // engine asked for: the counter timeout.
+  void on_timer(uint64_t wave);
+
+  uint64_t issued() const { return issued_; }
+  bool all_issued() const { return client_ == nullptr || issued_ == d_.end - d_.first; }
+
+  void trace(sc_core::sc_trace_file* tf) const override;
+  // A line on what a transfer still holds (the stall detector), or nothing.
+  void report(std::ostream& os) const;
 
  private:
-  uint32_t next_bytes() const;
+  struct PortQueue;
+  struct Counter {
+    uint64_t wave = 0;
+    uint32_t goal = 0, got = 0;
+    bool busy = false;
+  };
+  bool waved() const { return d_.counted && waves_.waves > 0; }
+  uint64_t block_at(uint64_t i) const;  // the i-th block issued
+  void allocate_waves();
+  void dispatch();
+  void issued_one();
+
   Gpu& gpu_;
-  uint32_t dst_ = 0;
-  uint64_t dst_addr_ = 0, src_ = 0, bytes_ = 0, pos_ = 0, acks_due_ = 0, packets_ = 0;
-  std::function<void()> on_done_;
+  WaveParams waves_;
+  CopyDescriptor d_;
+  CopyClient* client_ = nullptr;
+  uint64_t per_wave_ = 1;  // blocks per wave
+  uint64_t next_wave_block_ = 0, window_end_ = 0, dispatched_ = 0, issued_ = 0;
+  std::vector<Counter> counters_;
+  std::vector<int16_t> wave_counter_;  // per wave: its counter
+  int outstanding_ = 0;                // traced
+  int credits_ = 0;                    // traced: packets the window allows, not yet issued
+  bool waiting_ = false;
+  sc_core::sc_time waiting_since_;
+  std::vector<std::unique_ptr<PortQueue>> queues_;
 };
 
 }  // namespace incsim::gpu

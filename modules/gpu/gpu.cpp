@@ -2,16 +2,18 @@
 
 #include <algorithm>
 #include "core/process.h"
+#include "gpu/copy_engine.h"
 
 namespace incsim::gpu {
 
 using sc_core::sc_time;
 namespace {
-// Timer entries are program timers, flag observations (address), or stream
-// activations (port << 32 | stream id).
+// Timer entries are program timers, flag observations (address), stream
+// activations (port << 32 | stream id), or the copy engine's.
 constexpr uint64_t kFlagTag = 1ull << 63;
 constexpr uint64_t kActivateTag = 1ull << 62;
-constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag);
+constexpr uint64_t kEngineTag = 1ull << 61;
+constexpr uint64_t kTagMask = ~(kFlagTag | kActivateTag | kEngineTag);
 // Operations the memory system answers (and whose answers it holds).
 bool answered(const net::Packet* p) {
   return (p->op == net::Op::Write && !net::is_multicast(p->addr)) || p->op == net::Op::Read || p->op == net::Op::PullRead;
@@ -35,7 +37,8 @@ void Program::on_message(const net::Packet&) {
   SC_REPORT_ERROR("incsim/gpu", "a NIC message reached a GPU whose program runs no schedule table");
 }
 
-Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool)
+Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool,
+         const std::function<void(Gpu&)>& attach)
     : sc_module(name),
       index_(index),
       cfg_(cfg),
@@ -48,7 +51,11 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   }
   spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
   spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
+  copy_engine_ = std::make_unique<CopyEngine>("copy_engine", *this);
+  if (attach) attach(*this);
 }
+
+Gpu::~Gpu() = default;
 
 void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
   ports_[p]->link.configure(bw, latency, peer_buffer_bytes, &ports_[p]->wake);
@@ -102,6 +109,8 @@ void Gpu::call_after(const sc_time& delay, uint64_t tag) {
   timer_wake_.after(delay);
 }
 
+void Gpu::call_engine_after(const sc_time& delay, uint64_t tag) { call_after(delay, kEngineTag | tag); }
+
 void Gpu::timer_process() {
   timer_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
@@ -112,6 +121,8 @@ void Gpu::timer_process() {
       Port& pt = *ports_[(v & kTagMask) >> 32];
       pt.active.push_back(streams_[v & 0xffffffffu]);
       pt.wake.after(sc_core::SC_ZERO_TIME);
+    } else if (v & kEngineTag) {
+      copy_engine_->on_timer(v & kTagMask);
     } else if (program_) {
       if (v & kFlagTag) program_->on_flag(v & kTagMask);
       else program_->on_timer(v);
@@ -283,8 +294,7 @@ void Gpu::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
   sc_core::sc_trace(tf, trace_step, me + ".step");
   sc_core::sc_trace(tf, trace_chunk, me + ".chunk");
-  sc_core::sc_trace(tf, trace_waves, me + ".copy_engine.waves_outstanding");
-  sc_core::sc_trace(tf, trace_credits, me + ".copy_engine.credits");
+  copy_engine_->trace(tf);
   for (size_t p = 0; p < ports_.size(); ++p) {
     const std::string port = me + ".port" + std::to_string(p);
     for (int vc = 0; vc < net::kNumVcs; ++vc)
@@ -306,6 +316,7 @@ uint64_t Gpu::report_held(std::ostream& os) const {
        << pt.active.size() << " streams sending\n";
     total += held;
   }
+  copy_engine_->report(os);
   if (program_) program_->report(os, std::string("  ") + name());
   return total;
 }

@@ -1,8 +1,10 @@
 #pragma once
 // A GPU endpoint: several network ports, a memory system that serves remote
-// loads and stores and acknowledges writes (Klenk §V), a copy engine (DMA),
-// and core-initiated traffic for software collectives, run by a Program.
+// loads and stores and acknowledges writes (Klenk §V), a copy engine (DMA,
+// its own module: gpu3.copy_engine), and core-initiated traffic for software
+// collectives, run by a Program.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <queue>
@@ -59,9 +61,15 @@ class Program {
   virtual void on_message(const net::Packet& p);
 };
 
+class CopyEngine;
+
 class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:
-  Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool);
+  // attach: builds the blocks that live inside the endpoint beside its copy
+  // engine (a NIC, an architect's own engine), so they are its children.
+  Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool,
+      const std::function<void(Gpu&)>& attach = {});
+  ~Gpu() override;
 
   int index() const { return index_; }
   int num_ports() const { return static_cast<int>(ports_.size()); }
@@ -70,6 +78,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
+  CopyEngine& copy_engine() { return *copy_engine_; }
 
   // --- what programs use ---
   void set_program(Program* p) { program_ = p; }
@@ -85,6 +94,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   void post(int port, net::Packet* p);
   void watch(uint64_t addr, uint64_t bytes);  // on_flag for writes in range
   void call_after(const sc_core::sc_time& delay, uint64_t tag);
+  // The same timer unit serves the copy engine (CopyEngine::on_timer).
+  void call_engine_after(const sc_core::sc_time& delay, uint64_t tag);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
@@ -97,8 +108,6 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   // Waveform state a program updates (Traceable): step and chunk in progress.
   int trace_step = -1;
   int trace_chunk = -1;
-  int trace_waves = 0;    // copy engine waves outstanding (Klenk §IV-F)
-  int trace_credits = 0;  // request generator credits, in packets
 
  private:
   struct Timed {
@@ -132,6 +141,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   std::vector<std::unique_ptr<Port>> ports_;
   std::vector<TxStream*> streams_;
   Program* program_ = nullptr;
+  std::unique_ptr<CopyEngine> copy_engine_;
   TimedHeap timers_;
   uint64_t seq_ = 0;
   uint64_t watch_lo_ = 0, watch_hi_ = 0;

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "collectives/bounds.h"
+#include "gpu/copy_engine.h"
 
 namespace incsim::gpu {
 
@@ -19,90 +20,40 @@ constexpr uint64_t kInBase = net::kMulticastBase;
 constexpr uint64_t kOutBase = net::kMulticastBase + (1ull << 44);
 constexpr uint64_t kFlagBase = net::kMulticastBase + (2ull << 44);
 
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// A pseudo-random permutation of [0, n) keyed by `key`, without storage: a
-// four-round Feistel network on the smallest even power of two >= n, walked
-// until it lands inside the range.
-uint64_t permute(uint64_t i, uint64_t n, uint64_t key) {
-  if (n <= 1) return 0;
-  unsigned bits = 2;
-  while ((1ull << bits) < n) bits += 2;
-  const unsigned half = bits / 2;
-  const uint64_t mask = (1ull << half) - 1;
-  uint64_t x = i;
-  do {
-    uint64_t l = x >> half, r = x & mask;
-    for (uint64_t round = 0; round < 4; ++round) {
-      const uint64_t f = mix(r ^ key ^ (round << 56)) & mask;
-      const uint64_t t = l ^ f;
-      l = r;
-      r = t;
-    }
-    x = l << half | r;
-  } while (x >= n);
-  return x;
-}
 }  // namespace
 
-// One GPU: its copy engine (one request stream per port, fed by the wave
-// controller's window) and what it does with what arrives.
-class InNetworkCollective::Rank : public Program {
+// One GPU's program: it programs its copy engine with a descriptor of the
+// blocks it issues, translates their addresses (which port, which home), and
+// takes what arrives.
+class InNetworkCollective::Rank : public Program, public CopyClient {
  public:
   Rank(InNetworkCollective& c, int rank, uint64_t bytes);
   void start();
-  void on_timer(uint64_t tag) override;
+  // Program
+  void on_timer(uint64_t) override {}
   void on_flag(uint64_t) override {}
   void report(std::ostream& os, const std::string& prefix) const override;
   void read_region(uint64_t addr, uint32_t bytes, uint8_t* out) override;
   void on_region_write(const net::Packet& p) override;
+  // CopyClient
+  int port_of(uint64_t b) const override;
+  void fill(uint64_t b, net::Packet* p) override;
+  void on_response(net::Packet* p) override;
+  void on_error(const std::string& why) override { c_.fail(why); }
   // Mismatches plus output elements received too few or too many times.
   uint64_t wrong() const { return wrong_ + (received_ > count_ ? received_ - count_ : count_ - received_); }
 
  private:
-  // The request generator hands blocks, in address order, to one bounded
-  // queue per port; a full queue holds the generator back.
-  static constexpr uint32_t kQueueDepth = 64;
-  struct PortStream : TxStream {
-    Rank* rank = nullptr;
-    int port = 0;
-    uint64_t queue[kQueueDepth];
-    uint32_t head = 0, size = 0;
-    mutable bool idle = true;  // the port dropped it: activate again when its queue fills
-    uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
-    void fill(net::Packet* p) override;
-    void on_response(net::Packet* p) override;
-  };
-  struct Counter {
-    uint64_t wave = 0;
-    uint32_t goal = 0, got = 0;
-    bool busy = false;
-  };
   InNetKind kind() const { return c_.kind_; }
-  bool waved() const { return kind() == InNetKind::AllReducePush || kind() == InNetKind::AllReducePull; }
-  net::Op issue_op() const {
-    return kind() == InNetKind::AllReducePush ? net::Op::ReduceWrite
-           : kind() == InNetKind::AllReducePull ? net::Op::PullRead
-                                                : net::Op::Write;
-  }
+  bool reduces() const { return kind() == InNetKind::AllReducePush || kind() == InNetKind::AllReducePull; }
   uint32_t block_bytes(uint64_t b) const {
     return static_cast<uint32_t>(std::min<uint64_t>(kBlock, bytes_ - b * kBlock));
   }
-  int port_of(uint64_t b) const;
   int port_to_home(topo::MulticastFabric::HomePort h) const {
     return c_.topo_.route_to_switch(node_, h.sw, static_cast<uint32_t>(h.port));
   }
   void own_data(uint64_t b, uint8_t* out) const;
   int owner(uint64_t b) const;  // the rank whose input block b is (all-gather, broadcast)
-  void allocate_waves();
-  void dispatch();
-  uint64_t block_at(uint64_t i) const;  // the i-th block the copy engine issues
-  void count_for_wave(uint64_t b);
   void accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner);  // an output block lands here
   void multicast(uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
   void partial(const net::Packet& p);
@@ -112,18 +63,10 @@ class InNetworkCollective::Rank : public Program {
 
   InNetworkCollective& c_;
   Gpu& gpu_;
+  CopyEngine& engine_;
   int rank_, n_;
   uint64_t bytes_, count_, blocks_;
   uint64_t work_lo_ = 0, work_hi_ = 0;  // blocks this copy engine issues
-  uint64_t per_wave_ = 1;               // blocks per wave
-  uint64_t next_wave_block_ = 0, window_end_ = 0, issued_ = 0;
-  uint64_t dispatched_ = 0;  // blocks handed to the port queues
-  std::vector<Counter> counters_;
-  std::vector<int16_t> wave_counter_;  // per wave: its counter
-  int outstanding_ = 0;
-  bool waiting_ = false;
-  sc_time waiting_since_;
-  std::vector<std::unique_ptr<PortStream>> streams_;
   int node_;  // in the topology
   uint64_t received_ = 0, wrong_ = 0;
   std::vector<uint16_t> partial_count_;  // push home GPU: partials per home block (Klenk §IV-C)
@@ -136,6 +79,7 @@ class InNetworkCollective::Rank : public Program {
 InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes)
     : c_(c),
       gpu_(*c.gpus_[rank]),
+      engine_(gpu_.copy_engine()),
       rank_(rank),
       n_(static_cast<int>(c.gpus_.size())),
       bytes_(bytes),
@@ -150,19 +94,7 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
       work_lo_ = blocks_ * rank / n_;
       work_hi_ = blocks_ * (rank + 1) / n_;
   }
-  next_wave_block_ = window_end_ = dispatched_ = work_lo_;
-  if (waved() && c.waves_.waves > 0) {
-    per_wave_ = std::max<uint64_t>(1, c.waves_.wave_bytes / kBlock);
-    counters_.resize(c.waves_.waves);
-    wave_counter_.assign((work_hi_ - work_lo_ + per_wave_ - 1) / per_wave_, -1);
-  }
-  for (int p = 0; p < gpu_.num_ports(); ++p) {
-    auto s = std::make_unique<PortStream>();
-    s->rank = this;
-    s->port = p;
-    gpu_.add_stream(s.get());
-    streams_.push_back(std::move(s));
-  }
+  engine_.configure(c.waves_);
   node_ = c.topo_.endpoints()[gpu_.index()];
   if (kind() == InNetKind::AllReducePush) partial_count_.assign((blocks_ + n_ - 1) / n_, 0);
   gpu_.set_program(this);
@@ -195,32 +127,31 @@ void InNetworkCollective::Rank::start() {
   begin_work();
 }
 
+// The copy engine's descriptor: push writes every block of the input as
+// reduction writes to the output region; pull reads its 1/n of the input
+// region; all-gather and broadcast write their blocks to the output region.
+// The waves count what comes back: push, the results that reach this GPU;
+// pull, the pull responses.
 void InNetworkCollective::Rank::begin_work() {
-  if (!waved() || c_.waves_.waves == 0) {
-    window_end_ = work_hi_;
-    next_wave_block_ = work_hi_;
-    dispatch();
-  } else {
-    allocate_waves();
-  }
+  CopyDescriptor d;
+  d.op = kind() == InNetKind::AllReducePush   ? net::Op::ReduceWrite
+         : kind() == InNetKind::AllReducePull ? net::Op::PullRead
+                                              : net::Op::Write;
+  d.bytes = bytes_;
+  d.block_bytes = kBlock;
+  d.first = work_lo_;
+  d.end = work_hi_;
+  d.counted = reduces();
+  d.order_seed = c_.seed_;
+  d.order_rank = static_cast<uint32_t>(rank_);
+  d.reads_memory = kind() != InNetKind::AllReducePull;
+  engine_.start(d, *this);
   finish_if_done();
-}
-
-// DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which
-// elements are injected is arbitrary"): each GPU issues the blocks of a wave
-// (of its whole range, without waves) in its own pseudo-random order.
-uint64_t InNetworkCollective::Rank::block_at(uint64_t i) const {
-  if (!c_.waves_.arbitrary_order) return i;
-  const bool waves = !counters_.empty();
-  const uint64_t first = waves ? work_lo_ + (i - work_lo_) / per_wave_ * per_wave_ : work_lo_;
-  const uint64_t end = waves ? std::min(work_hi_, first + per_wave_) : work_hi_;
-  const uint64_t key = mix(c_.seed_ ^ mix(static_cast<uint64_t>(rank_) << 32 ^ first));
-  return first + permute(i - first, end - first, key);
 }
 
 int InNetworkCollective::Rank::port_of(uint64_t b) const {
   if (kind() == InNetKind::AllReducePush) return port_to_home(c_.fabric_.home_port(c_.out_region_, kOutBase + b * kBlock));
-  return static_cast<int>(b % streams_.size());
+  return static_cast<int>(b % gpu_.num_ports());
 }
 
 int InNetworkCollective::Rank::owner(uint64_t b) const {
@@ -236,119 +167,40 @@ void InNetworkCollective::Rank::own_data(uint64_t b, uint8_t* out) const {
   c_.data_.fill(c_.dtype_, rank_, b * (kBlock / kElem), block_bytes(b) / kElem, out);
 }
 
-// The wave controller allocates counters to waves in order while one is
-// free; a wave that finds none waits for the next to free (the retry) and,
-// after counter_timeout, fails the copy (Klenk §IV-F3).
-void InNetworkCollective::Rank::allocate_waves() {
-  while (next_wave_block_ < work_hi_) {
-    auto free = std::find_if(counters_.begin(), counters_.end(), [](const Counter& k) { return !k.busy; });
-    if (free == counters_.end()) {
-      if (!waiting_) {
-        waiting_ = true;
-        waiting_since_ = sc_core::sc_time_stamp();
-        gpu_.call_after(c_.waves_.counter_timeout, (next_wave_block_ - work_lo_) / per_wave_);
-      }
-      break;
-    }
-    const uint64_t wave = (next_wave_block_ - work_lo_) / per_wave_;
-    const uint64_t end = std::min(work_hi_, next_wave_block_ + per_wave_);
-    *free = Counter{wave, static_cast<uint32_t>(end - next_wave_block_), 0, true};
-    wave_counter_[wave] = static_cast<int16_t>(free - counters_.begin());
-    window_end_ = next_wave_block_ = end;
-    waiting_ = false;
-    ++outstanding_;
-  }
-  gpu_.trace_waves = outstanding_;
-  gpu_.trace_credits = static_cast<int>(window_end_ - work_lo_ - issued_);
-  dispatch();
-}
-
-// Hands the window's blocks to the port queues while they have room, and
-// wakes the ports that had gone idle (after a memory read for data).
-void InNetworkCollective::Rank::dispatch() {
-  while (dispatched_ < window_end_) {
-    const uint64_t b = block_at(dispatched_);
-    PortStream& s = *streams_[port_of(b)];
-    if (s.size == kQueueDepth) break;
-    s.queue[(s.head + s.size++) % kQueueDepth] = b;
-    ++dispatched_;
-    if (s.idle) {
-      s.idle = false;
-      gpu_.activate(s.port, &s, kind() == InNetKind::AllReducePull ? sc_time() : gpu_.memory().latency());
-    }
-  }
-}
-
-void InNetworkCollective::Rank::on_timer(uint64_t wave) {
-  if (waiting_ && (next_wave_block_ - work_lo_) / per_wave_ == wave &&
-      sc_core::sc_time_stamp() - waiting_since_ >= c_.waves_.counter_timeout)
-    c_.fail(std::string(gpu_.name()) + " copy engine: no wave counter came free for " +
-            c_.waves_.counter_timeout.to_string() + " (gpu.copy_engine.counter_timeout_us); wave " +
-            std::to_string(wave) + " could not start");
-}
-
-void InNetworkCollective::Rank::count_for_wave(uint64_t b) {
-  if (counters_.empty()) return;
-  Counter& k = counters_[wave_counter_[(b - work_lo_) / per_wave_]];
-  sc_assert(k.busy);
-  if (++k.got < k.goal) return;
-  k.busy = false;  // the goal: credits for the next wave
-  --outstanding_;
-  allocate_waves();
-}
-
-uint32_t InNetworkCollective::Rank::PortStream::next_wire_bytes(const net::PacketFormat& f) const {
-  if (size == 0) {
-    idle = true;
-    return 0;
-  }
-  return f.wire_bytes(rank->issue_op(), rank->block_bytes(queue[head]));
-}
-
-void InNetworkCollective::Rank::PortStream::fill(net::Packet* p) {
-  Rank& r = *rank;
-  const uint64_t b = queue[head];
-  head = (head + 1) % kQueueDepth;
-  --size;
-  ++r.issued_;
-  r.dispatch();
-  r.gpu_.trace_credits = static_cast<int>(r.window_end_ - r.work_lo_ - r.issued_);
-  p->op = r.issue_op();
-  p->payload_bytes = static_cast<uint16_t>(r.block_bytes(b));
-  p->dtype = static_cast<uint8_t>(r.c_.dtype_);
-  p->redop = static_cast<uint8_t>(r.c_.redop_);
+void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
+  p->dtype = static_cast<uint8_t>(c_.dtype_);
+  p->redop = static_cast<uint8_t>(c_.redop_);
   p->dst = 0;  // a multicast: the region says where
-  switch (r.kind()) {
+  switch (kind()) {
     case InNetKind::AllReducePush: {
       p->addr = kOutBase + b * kBlock;
-      const auto home = r.c_.fabric_.home_port(r.c_.out_region_, p->addr);
+      const auto home = c_.fabric_.home_port(c_.out_region_, p->addr);
       p->home_switch = home.sw;
       p->home_port = static_cast<int16_t>(home.port);
-      p->dst = static_cast<uint32_t>(r.c_.fabric_.home_gpu(r.c_.out_region_, p->addr));
+      p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(c_.out_region_, p->addr));
       p->count = 1;
-      r.own_data(b, p->data);
+      own_data(b, p->data);
       break;
     }
     case InNetKind::AllReducePull: p->addr = kInBase + b * kBlock; break;
     default:
       p->addr = kOutBase + b * kBlock;
       p->count = 1;
-      r.own_data(b, p->data);
+      own_data(b, p->data);
   }
 }
 
 // A pull response (Klenk §IV-B): the group's data less this GPU's, reduced
-// by the switches; the copy engine adds its own and multicasts the result.
-void InNetworkCollective::Rank::PortStream::on_response(net::Packet* p) {
-  Rank& r = *rank;
+// by the switches; the program adds its own and multicasts the result.
+void InNetworkCollective::Rank::on_response(net::Packet* p) {
   const uint64_t b = (p->addr - kInBase) / kBlock;
   const uint32_t n = p->payload_bytes;
-  if (p->count != r.n_ - 1) r.wrong_ += n / kElem;  // a contribution lost or doubled
-  r.c_.data_.reduce_own(r.c_.dtype_, r.c_.redop_, r.rank_, b * (kBlock / kElem), n / kElem, p->data);
-  r.accept(b, p->data, n, -1);
-  r.multicast(kOutBase + b * kBlock, p->data, n, static_cast<uint16_t>(r.n_));
-  r.count_for_wave(b);
-  r.finish_if_done();
+  if (p->count != n_ - 1) wrong_ += n / kElem;  // a contribution lost or doubled
+  c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / kElem), n / kElem, p->data);
+  accept(b, p->data, n, -1);
+  multicast(kOutBase + b * kBlock, p->data, n, static_cast<uint16_t>(n_));
+  engine_.complete(b);
+  finish_if_done();
 }
 
 void InNetworkCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* out) {
@@ -366,7 +218,7 @@ void InNetworkCollective::Rank::multicast(uint64_t addr, const uint8_t* data, ui
   p->dtype = static_cast<uint8_t>(c_.dtype_);
   p->redop = static_cast<uint8_t>(c_.redop_);
   std::memcpy(p->data, data, bytes);
-  gpu_.post(static_cast<int>((addr / kBlock) % streams_.size()), p);
+  gpu_.post(static_cast<int>((addr / kBlock) % gpu_.num_ports()), p);
 }
 
 void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
@@ -380,10 +232,10 @@ void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
     return;
   }
   const uint64_t b = (p.addr - kOutBase) / kBlock;
-  if (kind() == InNetKind::AllReducePush || kind() == InNetKind::AllReducePull) {
+  if (reduces()) {
     if (p.count != n_) wrong_ += p.payload_bytes / kElem;
     accept(b, p.data, p.payload_bytes, -1);
-    if (kind() == InNetKind::AllReducePush) count_for_wave(b);
+    if (kind() == InNetKind::AllReducePush) engine_.complete(b);
   } else {
     accept(b, p.data, p.payload_bytes, owner(b));
   }
@@ -413,7 +265,7 @@ void InNetworkCollective::Rank::partial(const net::Packet& p) {
     return;
   }
   accept(b, acc, p.payload_bytes, -1);
-  count_for_wave(b);
+  engine_.complete(b);
   finish_if_done();
 }
 
@@ -438,9 +290,8 @@ void InNetworkCollective::Rank::finish_if_done() {
 
 void InNetworkCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
   if (finished_) return;
-  os << prefix << (in_barrier_ ? " in the barrier; " : " ") << "copy engine issued " << issued_ << " of "
-     << work_hi_ - work_lo_ << " blocks, " << outstanding_ << " waves outstanding" << (waiting_ ? " (waiting for a counter)" : "")
-     << "; " << received_ << " of " << count_ << " output elements received\n";
+  os << prefix << (in_barrier_ ? " in the barrier; " : " ") << received_ << " of " << count_
+     << " output elements received\n";
 }
 
 InNetworkCollective::InNetworkCollective(InNetKind kind, std::vector<Gpu*> gpus, const topo::Topology& topo,
@@ -462,6 +313,7 @@ InNetworkCollective::~InNetworkCollective() {
   for (Gpu* g : gpus_) {
     g->set_program(nullptr);
     g->clear_streams();
+    g->copy_engine().stop();
   }
 }
 

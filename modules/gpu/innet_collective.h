@@ -2,9 +2,9 @@
 // Collectives the network helps with (Klenk §IV): all-reduce by push or pull
 // reduction in the switches, all-gather and broadcast by multicast. Each GPU's
 // copy engine issues the packets (DMA-initiated, Klenk §IV-F3, as the paper's
-// traffic generators do, §V) under its wave controller (Fig. 6): the request
-// generator has credits only for waves holding a counter; a counter counts
-// its wave's responses and, at the goal, frees and returns credits.
+// traffic generators do, §V) under its wave controller (Fig. 6): each GPU's
+// program hands its copy engine (gpu/copy_engine.h) one descriptor and
+// translates the addresses of its blocks.
 //
 // Push: every GPU writes its whole input as reduction writes to the output
 // region; each block is reduced at its home port and the result multicast to
@@ -19,20 +19,13 @@
 
 #include "collectives/data_pattern.h"
 #include "gpu/collective.h"
+#include "gpu/copy_engine.h"
 #include "gpu/gpu.h"
 #include "topology/multicast.h"
 
 namespace incsim::gpu {
 
 enum class InNetKind { AllReducePush, AllReducePull, AllGather, Broadcast };
-
-// The copy engine's wave controller (Klenk §IV-F1, Fig. 6).
-struct WaveParams {
-  uint32_t wave_bytes;              // data per wave
-  int waves;                        // counters, so waves outstanding; 0: no injection limiting
-  sc_core::sc_time counter_timeout; // a wave that finds no free counter for this long is an error
-  bool arbitrary_order = true;      // each GPU issues a wave's blocks in its own order, not by address
-};
 
 class InNetworkCollective : public Collective {
  public:

@@ -56,7 +56,7 @@ struct Nic::Stream : gpu::TxStream {
     p->op = op;
     p->payload_bytes = static_cast<uint16_t>(n);
     if (from_buffer) std::memcpy(p->data, nic->buffers_[nic->flows_[flow].buffer].data() + (pos - r.offset), n);
-    else nic->data_.fill(nic->dtype_, nic->rank_, pos / kElem, n / kElem, p->data);
+    else nic->job_.data->fill(nic->job_.dtype, nic->job_.rank, pos / kElem, n / kElem, p->data);
     pos += n;
     head = false;
     if (nic->params_.dataflow) nic->port_tree_[port] = tree;
@@ -67,26 +67,36 @@ struct Nic::Stream : gpu::TxStream {
   }
 };
 
-Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
-         std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-         collectives::RedOp redop, const NicParams& params,
-         const std::vector<std::vector<std::vector<int>>>& tree_ports)
-    : gpu_(gpu),
-      log_(std::string(gpu.basename()) + ".nic"),
-      alu_(log_.name()),
-      rank_(rank),
-      schedule_(schedule),
-      table_(schedule.tables[rank]),
-      endpoint_of_(std::move(endpoint_of)),
-      ports_to_(std::move(ports_to)),
-      data_(data),
-      dtype_(dtype),
-      redop_(redop),
-      params_(params),
-      flows_(schedule.flows.size()),
-      port_tree_(params.dataflow ? gpu.num_ports() : 0, -1) {
+Nic::Nic(sc_core::sc_module_name name, gpu::Gpu& gpu) : sc_module(name), gpu_(gpu), log_(this->name()), alu_(log_.name()) {}
+
+Nic::~Nic() = default;
+
+void Nic::unload() {
+  if (job_.schedule == nullptr) return;
+  gpu_.set_program(nullptr);
+  gpu_.clear_streams();
+  job_ = {};
+  layout_ = nullptr;
+  on_done_ = nullptr;
+}
+
+void Nic::load(NicJob job) {
+  job_ = std::move(job);
+  params_ = job_.params;
+  const collectives::Schedule& schedule = *job_.schedule;
+  const int rank = job_.rank;
+  const auto& tree_ports = job_.tree_ports;
+  flows_.assign(schedule.flows.size(), FlowState{});
+  port_tree_.assign(params_.dataflow ? gpu_.num_ports() : 0, -1);
+  entry_streams_.clear();
+  buffers_.clear();
+  free_buffers_.clear();
+  lanes_.clear();
+  pending_.clear();
+  owner_ = -1;
+  finished_ = false;
   // What each flow asks of this node, and a stream per message and port.
-  entry_streams_.resize(table_.size());
+  entry_streams_.resize(table().size());
   if (schedule.broadcast_root != kNil) {
     // A broadcast: the root's flows start as its own input.
     owner_ = schedule.broadcast_root;
@@ -94,8 +104,8 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
       for (FlowState& f : flows_) f.root = true;
   }
   std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
-  for (size_t i = 0; i < table_.size(); ++i) {
-    const Entry& e = table_[i];
+  for (size_t i = 0; i < table().size(); ++i) {
+    const Entry& e = table()[i];
     if (e.op == Op::Nop) continue;
     FlowState& f = flows_[e.flow];
     if (e.op == Op::Reduce) {
@@ -110,13 +120,13 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
     for (int dst : to) {
       const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
       const bool own = tree < static_cast<int>(tree_ports.size()) && !tree_ports[tree][dst].empty();
-      const auto& ports = own ? tree_ports[tree][dst] : ports_to_[dst];
+      const auto& ports = own ? tree_ports[tree][dst] : job_.ports_to[dst];
       for (size_t k = 0; k < ports.size(); ++k) {
         auto s = std::make_unique<Stream>();
         s->nic = this;
         s->flow = e.flow;
         s->op = reduce ? net::Op::ReduceMsg : net::Op::GatherMsg;
-        s->dst = endpoint_of_[dst];
+        s->dst = job_.endpoint_of[dst];
         s->port = ports[k];
         s->part = static_cast<int>(k);
         s->parts = static_cast<int>(ports.size());
@@ -132,8 +142,6 @@ Nic::Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::ve
     }
   }
 }
-
-Nic::~Nic() = default;
 
 void Nic::start(const Layout& layout, const NicParams& params, std::function<void()> on_done) {
   layout_ = &layout;
@@ -167,7 +175,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
   messages_sent_ = 0;
   wrong_ = checked_ = 0;
   expect_checked_ = 0;
-  if (rank_ != owner_)
+  if (job_.rank != owner_)
     for (const auto& r : layout.flows) expect_checked_ += r.length / kElem;
   for (Lane& l : lanes_) {
     l.queue.clear();
@@ -176,9 +184,9 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
   pending_.clear();
   std::fill(port_tree_.begin(), port_tree_.end(), -1);
   if (params_.dataflow)
-    for (int i = 0; i < static_cast<int>(table_.size()); ++i)
-      if (table_[i].op != Op::Nop) pending_.push_back(i);
-  if (params_.dataflow) head_ = static_cast<int>(table_.size() - pending_.size());  // NOPs do not hold anything
+    for (int i = 0; i < static_cast<int>(table().size()); ++i)
+      if (table()[i].op != Op::Nop) pending_.push_back(i);
+  if (params_.dataflow) head_ = static_cast<int>(table().size() - pending_.size());  // NOPs do not hold anything
   advance();
 }
 
@@ -198,8 +206,8 @@ void Nic::advance() {
     return;
   }
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  while (!finished_ && head_ < static_cast<int>(table_.size())) {
-    const Entry& e = table_[head_];
+  while (!finished_ && head_ < static_cast<int>(table().size())) {
+    const Entry& e = table()[head_];
     head_flow_ = e.flow;
     if (e.step > timestep_) {
       if (sending_ > 0 || now < lockstep_end_) return;  // stream_done or the lockstep timer calls again
@@ -210,7 +218,7 @@ void Nic::advance() {
     issue(e, static_cast<size_t>(head_));
     ++head_;
   }
-  if (head_ == static_cast<int>(table_.size())) head_flow_ = kNil;
+  if (head_ == static_cast<int>(table().size())) head_flow_ = kNil;
   maybe_finish();
 }
 
@@ -219,9 +227,9 @@ void Nic::advance_dataflow() {
   size_t keep = 0;
   for (size_t i = 0; i < pending_.size() && !finished_; ++i) {
     const int index = pending_[i];
-    if (ready(table_[index])) {
-      head_flow_ = table_[index].flow;
-      issue(table_[index], static_cast<size_t>(index));
+    if (ready(table()[index])) {
+      head_flow_ = table()[index].flow;
+      issue(table()[index], static_cast<size_t>(index));
       ++head_;
     } else {
       pending_[keep++] = index;
@@ -303,7 +311,7 @@ void Nic::on_message(const net::Packet& p) {
   const uint64_t off = p.addr - r.offset;
   if (p.op == net::Op::ReduceMsg) {
     sc_assert(f.reduce_left >= p.payload_bytes);
-    alu_.reduce(dtype_, redop_, hold(flow, true) + off, p.data, p.payload_bytes);
+    alu_.reduce(job_.dtype, job_.redop, hold(flow, true) + off, p.data, p.payload_bytes);
     f.reduce_left -= p.payload_bytes;
     if (f.reduce_left == 0) {
       if (f.root) {
@@ -335,7 +343,7 @@ uint8_t* Nic::hold(int flow, bool own_data) {
     auto& b = buffers_[f.buffer];
     b.resize(r.length);
     // A partial sum starts as this node's own input; a result as nothing.
-    if (own_data) data_.fill(dtype_, rank_, r.offset / kElem, r.length / kElem, b.data());
+    if (own_data) job_.data->fill(job_.dtype, job_.rank, r.offset / kElem, r.length / kElem, b.data());
     f.readers_left = own_data && !f.root ? f.reduce_readers : f.gather_readers;
   }
   return buffers_[f.buffer].data();
@@ -349,7 +357,7 @@ void Nic::release(int flow) {
 }
 
 void Nic::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
-  wrong_ += data_.mismatches(dtype_, redop_, bytes, offset / kElem, len / kElem, owner_);
+  wrong_ += job_.data->mismatches(job_.dtype, job_.redop, bytes, offset / kElem, len / kElem, owner_);
   checked_ += len / kElem;
 }
 
@@ -361,7 +369,7 @@ uint64_t Nic::wrong() const {
 }
 
 void Nic::maybe_finish() {
-  if (finished_ || head_ < static_cast<int>(table_.size()) || sending_ > 0) return;
+  if (finished_ || head_ < static_cast<int>(table().size()) || sending_ > 0) return;
   for (const FlowState& f : flows_)
     if (f.reduce_left > 0 || f.gather_left > 0) return;
   finished_ = true;
@@ -370,9 +378,9 @@ void Nic::maybe_finish() {
 
 void Nic::report(std::ostream& os, const std::string& prefix) const {
   if (finished_) return;
-  os << prefix << ".nic: timestep " << timestep_ << ", entry " << head_ << " of " << table_.size();
-  if (head_ < static_cast<int>(table_.size())) {
-    const Entry& e = table_[head_];
+  os << prefix << ".nic: timestep " << timestep_ << ", entry " << head_ << " of " << table().size();
+  if (head_ < static_cast<int>(table().size())) {
+    const Entry& e = table()[head_];
     os << " (" << collectives::op_name(e.op) << " flow " << e.flow << ", step " << e.step << ")";
   }
   os << ", " << sending_ << " message streams injecting";
@@ -388,7 +396,7 @@ void Nic::report(std::ostream& os, const std::string& prefix) const {
 }
 
 void Nic::trace(sc_core::sc_trace_file* tf) const {
-  const std::string me = std::string(gpu_.name()) + ".nic";
+  const std::string me = name();
   sc_core::sc_trace(tf, timestep_, me + ".timestep");
   sc_core::sc_trace(tf, lockstep_cycles_, me + ".lockstep");
   sc_core::sc_trace(tf, head_, me + ".entry");

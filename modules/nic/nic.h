@@ -7,9 +7,11 @@
 // messages. Message-based flow control (§IV-B, Fig. 7-8, Table II) frames a
 // whole message behind one head flit.
 //
-// The NIC runs on its node's endpoint (gpu::Gpu: ports, memory, timers) as
-// that endpoint's program. Every algorithm's schedule runs on it, as the
-// paper does for fairness (§V-A).
+// The NIC is a module inside its node's endpoint (gpu3.nic): it sends and
+// receives on the endpoint's ports and uses its memory and timers, taking
+// the endpoint's messages while a table is loaded. An algorithm programs it
+// with a schedule table (load()); every algorithm's schedule runs on it, as
+// the paper does for fairness (§V-A).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,18 +59,32 @@ struct Layout {
   int flow_at(uint64_t offset) const;
 };
 
-class Nic : public gpu::Program, public Traceable {
+// What an algorithm programs into a NIC: its schedule table and where its
+// messages go. The schedule and data pattern must outlive the job.
+struct NicJob {
+  int rank = 0;                               // this node's index in the schedule
+  const collectives::Schedule* schedule = nullptr;  // the table is schedule->tables[rank]
+  std::vector<uint32_t> endpoint_of;          // [r]: rank r's endpoint index (a packet's dst)
+  std::vector<std::vector<int>> ports_to;     // [r]: the ports that lead to rank r (a message is split over them)
+  // [t][r], where given and not empty, replaces ports_to[r] for the flows of
+  // tree t (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
+  std::vector<std::vector<std::vector<int>>> tree_ports;
+  const collectives::DataPattern* data = nullptr;  // the node's input and the expected result
+  collectives::DType dtype = collectives::DType::Float32;
+  collectives::RedOp redop = collectives::RedOp::Sum;
+  NicParams params;
+};
+
+class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
  public:
-  // rank: this node's index in the schedule; endpoint_of[r] is rank r's
-  // endpoint index (a packet's dst); ports_to[r] the endpoint ports that
-  // lead to rank r (a message is split evenly over them); tree_ports[t][r],
-  // where given and not empty, replaces ports_to[r] for the flows of tree t
-  // (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
-  Nic(gpu::Gpu& gpu, int rank, const collectives::Schedule& schedule, std::vector<uint32_t> endpoint_of,
-      std::vector<std::vector<int>> ports_to, const collectives::DataPattern& data, collectives::DType dtype,
-      collectives::RedOp redop, const NicParams& params,
-      const std::vector<std::vector<std::vector<int>>>& tree_ports = {});
+  Nic(sc_core::sc_module_name name, gpu::Gpu& gpu);
   ~Nic() override;
+
+  // Programs the schedule table, replacing any earlier job.
+  void load(NicJob job);
+  // The job ended: the endpoint's messages no longer come here.
+  void unload();
+  gpu::Gpu& endpoint() { return gpu_; }
 
   // Loads the table for one all-reduce of layout's buffer and resets the
   // counters (§IV-A: "the schedule table is initialized; the timestep and
@@ -117,18 +133,13 @@ class Nic : public gpu::Program, public Traceable {
     size_t head = 0;
   };
 
+  const std::vector<collectives::Entry>& table() const { return job_.schedule->tables[job_.rank]; }
+
   gpu::Gpu& gpu_;
-  log::Logger log_;  // gpu3.nic
+  log::Logger log_;       // gpu3.nic
   collectives::Alu alu_;  // the endpoint reduction logic
-  int rank_;
-  const collectives::Schedule& schedule_;
-  const std::vector<collectives::Entry>& table_;
-  std::vector<uint32_t> endpoint_of_;
-  std::vector<std::vector<int>> ports_to_;
-  const collectives::DataPattern& data_;
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
-  NicParams params_;
+  NicJob job_;
+  NicParams params_;      // the job's, with this size's step time
   const Layout* layout_ = nullptr;
   std::function<void()> on_done_;
 

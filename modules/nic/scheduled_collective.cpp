@@ -8,44 +8,54 @@
 
 namespace incsim::nic {
 
-ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus,
+ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::vector<Nic*> nics,
                                          const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
                                          uint64_t seed, FlowControl flow_control, StepEstimate estimate,
                                          double endpoint_GBps, Execution execution)
     : schedule_(std::move(schedule)),
-      gpus_(std::move(gpus)),
+      nics_(std::move(nics)),
       dtype_(dtype),
       redop_(redop),
-      data_(seed, static_cast<int>(gpus_.size())),
+      data_(seed, static_cast<int>(nics_.size())),
       flow_control_(flow_control),
       estimate_(estimate),
       endpoint_GBps_(endpoint_GBps),
       execution_(std::move(execution)) {
-  const int n = static_cast<int>(gpus_.size());
+  const int n = static_cast<int>(nics_.size());
   assert(schedule_.nodes == n);
-  const net::PacketFormat& f = gpus_[0]->pool().format();
+  const net::PacketFormat& f = nics_[0]->endpoint().pool().format();
   header_bytes_ = f.header_bytes;
   flit_bytes_ = f.flit_bytes;
   max_payload_ = f.max_payload_bytes;
   std::vector<uint32_t> endpoint_of(n);
-  for (int r = 0; r < n; ++r) endpoint_of[r] = static_cast<uint32_t>(gpus_[r]->index());
+  for (int r = 0; r < n; ++r) endpoint_of[r] = static_cast<uint32_t>(nics_[r]->endpoint().index());
   for (int r = 0; r < n; ++r) {
     // A message to rank d is split over the ports that lead to d.
-    const int node = t.endpoints()[endpoint_of[r]];
     std::vector<std::vector<int>> ports_to(n);
     if (!execution_.ports_to.empty()) ports_to = execution_.ports_to[r];
     else
-      for (int d = 0; d < n; ++d)
+      for (int d = 0, node = t.endpoints()[endpoint_of[r]]; d < n; ++d)
         for (int p = 0; p < t.node(node).ports && d != r; ++p)
           if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
-    nics_.push_back(std::make_unique<Nic>(*gpus_[r], r, schedule_, endpoint_of, std::move(ports_to), data_, dtype_,
-                                          redop_, params_for(4),
-                                          execution_.tree_ports.empty() ? std::vector<std::vector<std::vector<int>>>{}
-                                                                        : execution_.tree_ports[r]));
+    // The schedule table and where rank r's messages go (MultiTree §IV-A: the
+    // table is initialized before the all-reduce).
+    NicJob job;
+    job.rank = r;
+    job.schedule = &schedule_;
+    job.endpoint_of = endpoint_of;
+    job.ports_to = std::move(ports_to);
+    if (!execution_.tree_ports.empty()) job.tree_ports = execution_.tree_ports[r];
+    job.data = &data_;
+    job.dtype = dtype_;
+    job.redop = redop_;
+    job.params = params_for(4);
+    nics_[r]->load(std::move(job));
   }
 }
 
-ScheduledCollective::~ScheduledCollective() = default;
+ScheduledCollective::~ScheduledCollective() {
+  for (Nic* nic : nics_) nic->unload();
+}
 
 NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   // The largest flow is the step's message.
@@ -83,7 +93,7 @@ void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
   }
   const NicParams params = params_for(bytes);
   running_ = static_cast<int>(nics_.size());
-  for (auto& nic : nics_)
+  for (Nic* nic : nics_)
     nic->start(layout_, params, [this] {
       if (--running_ == 0 && on_done_) on_done_();
     });
@@ -91,7 +101,7 @@ void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
 
 uint64_t ScheduledCollective::wrong() const {
   uint64_t w = 0;
-  for (const auto& nic : nics_) w += nic->wrong();
+  for (const Nic* nic : nics_) w += nic->wrong();
   return w;
 }
 
@@ -102,11 +112,11 @@ double ScheduledCollective::bound_us(uint64_t bytes) const {
 
 double ScheduledCollective::busbw_factor() const {
   if (schedule_.broadcast_root != collectives::kNil) return 1.0;  // nccl-tests: broadcast
-  return collectives::allreduce_busbw_factor(static_cast<int>(gpus_.size()));
+  return collectives::allreduce_busbw_factor(static_cast<int>(nics_.size()));
 }
 
 void ScheduledCollective::trace(sc_core::sc_trace_file* tf) const {
-  for (const auto& nic : nics_) nic->trace(tf);
+  for (const Nic* nic : nics_) nic->trace(tf);
 }
 
 }  // namespace incsim::nic

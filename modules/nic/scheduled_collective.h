@@ -28,7 +28,7 @@ struct StepEstimate {
 struct Execution {
   bool dataflow = false;  // NicParams::dataflow (Blink); false: MultiTree's lockstep decoder
   // [rank][dst]: the ports rank's messages to dst take (split evenly). Empty:
-  // every port whose routes reach dst. Blink names its links (an NVLink, not
+  // every port whose routes reach dst in the topology. Blink names its links (an NVLink, not
   // the PCIe tree that also reaches the peer).
   std::vector<std::vector<std::vector<int>>> ports_to;
   // [rank][tree][dst]: where not empty, the ports of that tree's messages
@@ -42,10 +42,10 @@ struct Execution {
 
 class ScheduledCollective : public gpu::Collective {
  public:
-  // gpus[r] runs rank r of the schedule; endpoint_GBps is one node's payload
+  // nics[r] runs rank r of the schedule; endpoint_GBps is one node's payload
   // injection bandwidth for the bound. A schedule with a broadcast_root runs a
   // broadcast.
-  ScheduledCollective(collectives::Schedule schedule, std::vector<gpu::Gpu*> gpus, const topo::Topology& t,
+  ScheduledCollective(collectives::Schedule schedule, std::vector<Nic*> nics, const topo::Topology& t,
                       collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
                       StepEstimate estimate, double endpoint_GBps, Execution execution = {});
   ~ScheduledCollective() override;
@@ -63,7 +63,7 @@ class ScheduledCollective : public gpu::Collective {
 
  private:
   collectives::Schedule schedule_;
-  std::vector<gpu::Gpu*> gpus_;
+  std::vector<Nic*> nics_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
   collectives::DataPattern data_;
@@ -73,7 +73,6 @@ class ScheduledCollective : public gpu::Collective {
   double endpoint_GBps_;
   Execution execution_;
   Layout layout_;
-  std::vector<std::unique_ptr<Nic>> nics_;
   std::function<void()> on_done_;
   int running_ = 0;
 };

@@ -4,6 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <string>
 #include <memory>
 #include <systemc>
 #include <vector>
@@ -172,6 +176,43 @@ TEST_CASE("a write is acknowledged after at least the memory latency", "[gpu][wr
   CHECK(hi - lo > 0.8 * (kMaxMemNs - kMinMemNs));  // the random part shows
 }
 
+namespace {
+// A memory-to-memory copy programmed as a copy engine descriptor: block b of
+// the source goes to the same offset of the destination on one peer; each
+// write's ack completes its block (so waves count acks).
+struct MemoryCopy : gpu::CopyClient {
+  gpu::Gpu& gpu;
+  uint32_t dst;
+  uint64_t dst_addr, src_addr, bytes;
+  uint64_t acked = 0, in_flight = 0, max_in_flight = 0;
+  std::string error;
+  std::function<void()> on_done;
+  MemoryCopy(gpu::Gpu& g, uint32_t d, uint64_t da, uint64_t sa, uint64_t n)
+      : gpu(g), dst(d), dst_addr(da), src_addr(sa), bytes(n) {}
+  int port_of(uint64_t) const override { return 0; }
+  void fill(uint64_t b, net::Packet* p) override {
+    p->dst = dst;
+    p->addr = dst_addr + b * 128;
+    std::memcpy(p->data, gpu.memory().at(src_addr + b * 128, p->payload_bytes), p->payload_bytes);
+    max_in_flight = std::max(max_in_flight, ++in_flight);
+  }
+  void on_response(net::Packet* p) override {
+    --in_flight;
+    gpu.copy_engine().complete((p->addr - dst_addr) / 128);
+    if (++acked == (bytes + 127) / 128 && on_done) on_done();
+  }
+  void on_error(const std::string& why) override { error = why; }
+  gpu::CopyDescriptor descriptor(bool counted) const {
+    gpu::CopyDescriptor d;
+    d.op = net::Op::Write;
+    d.bytes = bytes;
+    d.end = (bytes + 127) / 128;
+    d.counted = counted;
+    return d;
+  }
+};
+}  // namespace
+
 TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "[gpu][copy]") {
   Config cfg;
   auto plat = star(2, cfg);
@@ -183,18 +224,19 @@ TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "
   const uint64_t dst = g1.memory().alloc(bytes + 256);
   uint8_t* s = g0.memory().at(src, bytes);
   for (uint64_t i = 0; i < bytes; ++i) s[i] = test::pattern(0, 1, i);
-  gpu::CopyEngine copy(g0);
+  MemoryCopy copy(g0, 1, dst + 128, src, bytes);
   sc_core::sc_time done;
   int completions = 0;
-  copy.start(0, 1, dst + 128, src, bytes, [&] {
+  copy.on_done = [&] {
     done = sc_core::sc_time_stamp();
     ++completions;
-  });
+  };
+  g0.copy_engine().start(copy.descriptor(false), copy);
   sc_core::sc_start();
   const uint64_t packets = (bytes + 127) / 128;
-  CHECK(copy.packets_sent() == packets);
+  CHECK(g0.copy_engine().issued() == packets);
   CHECK(completions == 1);
-  CHECK_FALSE(copy.busy());
+  CHECK(g0.copy_engine().all_issued());
   const uint8_t* d = g1.memory().at(dst, bytes + 256);
   uint64_t wrong = 0;
   for (uint64_t i = 0; i < bytes; ++i) wrong += d[128 + i] != test::pattern(0, 1, i);
@@ -209,4 +251,50 @@ TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "
   CHECK(GBps >= 0.93 * 25.0 * 128 / 144);
   CHECK(GBps <= 25.0 * 128 / 144);
   CHECK(plat->pool().in_use() == 0);
+}
+
+TEST_CASE("the wave controller keeps at most waves x wave_bytes outstanding and reports a wave that finds no counter",
+          "[gpu][copy][waves]") {
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  auto& g1 = *plat->gpus()[1];
+  const uint64_t bytes = 64 * 1024;
+  const uint64_t src = g0.memory().alloc(bytes);
+  const uint64_t dst = g1.memory().alloc(bytes);
+  MemoryCopy copy(g0, 1, dst, src, bytes);
+  gpu::WaveParams w;
+  w.waves = 2;
+  w.wave_bytes = 1024;  // 8 blocks a wave
+  w.counter_timeout = sc_time(1, sc_core::SC_MS);
+  g0.copy_engine().configure(w);
+  g0.copy_engine().start(copy.descriptor(true), copy);
+  sc_core::sc_start();
+  CHECK(copy.acked == bytes / 128);
+  CHECK(copy.max_in_flight == 16);  // two waves of 8 blocks: the window, always full
+  CHECK(copy.error.empty());
+
+  // A counter that never frees: the next wave waits, then the engine says so.
+  sc_core::sc_time failed_at;
+  struct NoAcks : MemoryCopy {
+    using MemoryCopy::MemoryCopy;
+    void on_response(net::Packet*) override {}
+    void on_error(const std::string& why) override {
+      error = why;
+      sc_core::sc_stop();
+    }
+  } stuck(g0, 1, dst, src, bytes);
+  w.counter_timeout = sc_time(5, sc_core::SC_US);
+  g0.copy_engine().configure(w);
+  g0.clear_streams();
+  const sc_time t0 = sc_core::sc_time_stamp();
+  g0.copy_engine().start(stuck.descriptor(true), stuck);
+  std::ostringstream held;
+  sc_core::sc_start(sc_time(4, sc_core::SC_US));
+  g0.copy_engine().report(held);
+  CHECK(held.str() == "  gpu0.copy_engine: issued 16 of 512 blocks, 2 waves outstanding (waiting for a counter)\n");
+  CHECK(stuck.error.empty());
+  sc_core::sc_start();
+  CHECK(sc_core::sc_time_stamp() - t0 >= sc_time(5, sc_core::SC_US));
+  CHECK(stuck.error.find("copy_engine: the copy engine found no wave counter free for 5 us") != std::string::npos);
 }

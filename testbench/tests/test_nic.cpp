@@ -8,6 +8,9 @@
 
 #include "collectives/baselines.h"
 #include "collectives/multitree.h"
+#include "gpu/gpu.h"
+#include "nic/nic.h"
+#include "nic/scheduled_collective.h"
 #include "topology/direct_networks.h"
 #include "experiment.h"
 #include "run_checked.h"
@@ -144,4 +147,50 @@ TEST_CASE("NIC schedules: a faulty ALU in one NIC shows as exactly that many wro
   tb::Options o = tb::run_options("torus", "allreduce", "multitree", "64K");
   o.dims = "4x4";
   CHECK(tb::wrong_with_alu_fault(o, "n5.nic", 7) == 7 * 16);
+}
+
+TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring table exactly at the link's rate",
+          "[nic][block]") {
+  // No switch and no platform: two endpoints, each with its NIC inside,
+  // port 0 to port 0, programmed through the NICs' schedule tables.
+  net::PacketPool pool(net::PacketFormat{});
+  gpu::GpuConfig gc{};
+  gc.clock_ghz = 1.0;
+  gc.mem_latency_cycles = 100;  // 100 ns, no jitter: the time is exact
+  gc.mem_jitter_cycles = 0;
+  gc.rx_buffer_bytes = 4096;
+  gc.max_responses = 64;
+  std::vector<std::unique_ptr<nic::Nic>> nics;
+  std::vector<std::unique_ptr<gpu::Gpu>> gpus;
+  for (int i = 0; i < 2; ++i)
+    gpus.push_back(std::make_unique<gpu::Gpu>(("n" + std::to_string(i)).c_str(), i, 1, gc, pool, [&](gpu::Gpu& g) {
+      nics.push_back(std::make_unique<nic::Nic>("nic", g));
+    }));
+  const double bw = 25.0, lat_ns = 10.0;
+  for (int i = 0; i < 2; ++i) {
+    gpus[i]->configure_port(0, bw, sc_core::sc_time(lat_ns, sc_core::SC_NS), gc.rx_buffer_bytes);
+    gpus[i]->out(0).socket.bind(gpus[1 - i]->in(0).socket);
+  }
+  nic::Execution x;
+  x.ports_to = {{{}, {0}}, {{0}, {}}};  // [rank][peer]: the link, no topology
+  CHECK(std::string(nics[1]->name()) == "n1.nic");
+  nic::StepEstimate est{bw, 318, 1.0};
+  nic::ScheduledCollective c(collectives::ring(2), {nics[0].get(), nics[1].get()}, topo::Topology{},
+                             collectives::DType::Float32, collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est,
+                             bw * 128 / 144, x);
+  const uint64_t bytes = 64 * 1024;
+  bool done = false;
+  c.start(bytes, [&] { done = true; });
+  sc_core::sc_start();
+  REQUIRE(done);
+  CHECK(c.wrong() == 0);
+  // Each NIC sends half the buffer to reduce and half to gather: 64 KiB in
+  // 128-byte packets, each with a 16-byte head flit.
+  const uint64_t wire = bytes / 128 * 144;
+  for (auto& g : gpus) CHECK(g->out(0).bytes_sent() == wire);
+  // Two steps one after the other (the gather needs the reduction in), each
+  // a memory read of its message, its serialization and the wire latency.
+  const double ns = sc_core::sc_time_stamp().to_seconds() * 1e9;
+  CHECK(ns == Approx(2 * (100 + wire / 2 / bw + lat_ns)).margin(0.01));
+  CHECK(pool.in_use() == 0);
 }

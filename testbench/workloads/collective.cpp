@@ -321,7 +321,7 @@ void CollectiveWorkload::make_scheduled(int n, const platforms::PlatformShape& s
     const auto& f = platform_->format();
     endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
   }
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
+  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participant_nics(), t, dtype_, redop_, opt_.seed,
                                                       message ? nic::FlowControl::Message : nic::FlowControl::Packet,
                                                       est, endpoint_GBps_);
   scheduled_ = c.get();
@@ -626,10 +626,16 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participants_, t, dtype_, redop_, opt_.seed,
+  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participant_nics(), t, dtype_, redop_, opt_.seed,
                                                       nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
   scheduled_ = c.get();
   collective_ = std::move(c);
+}
+
+std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
+  std::vector<nic::Nic*> nics;
+  for (size_t g = 0; g < participants_.size(); ++g) nics.push_back(&platform_->nic(static_cast<int>(g)));
+  return nics;
 }
 
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
