@@ -17,6 +17,7 @@
 #include "gpu/memory.h"
 #include "platforms/platform.h"
 #include "streams.h"
+#include "stub_port.h"
 
 using namespace incsim;
 using sc_core::sc_time;
@@ -178,14 +179,12 @@ TEST_CASE("a write is acknowledged after at least the memory latency", "[gpu][wr
 
 namespace {
 // A memory-to-memory copy programmed as a copy engine descriptor: block b of
-// the source goes to the same offset of the destination on one peer; each
-// write's ack completes its block (so waves count acks).
+// the source goes to the same offset of the destination on one peer.
 struct MemoryCopy : gpu::CopyClient {
   gpu::Gpu& gpu;
   uint32_t dst;
   uint64_t dst_addr, src_addr, bytes;
-  uint64_t acked = 0, in_flight = 0, max_in_flight = 0;
-  std::string error;
+  uint64_t acked = 0;
   std::function<void()> on_done;
   MemoryCopy(gpu::Gpu& g, uint32_t d, uint64_t da, uint64_t sa, uint64_t n)
       : gpu(g), dst(d), dst_addr(da), src_addr(sa), bytes(n) {}
@@ -194,20 +193,16 @@ struct MemoryCopy : gpu::CopyClient {
     p->dst = dst;
     p->addr = dst_addr + b * 128;
     std::memcpy(p->data, gpu.memory().at(src_addr + b * 128, p->payload_bytes), p->payload_bytes);
-    max_in_flight = std::max(max_in_flight, ++in_flight);
   }
-  void on_response(net::Packet* p) override {
-    --in_flight;
-    gpu.copy_engine().complete((p->addr - dst_addr) / 128);
+  void on_response(net::Packet*) override {
     if (++acked == (bytes + 127) / 128 && on_done) on_done();
   }
-  void on_error(const std::string& why) override { error = why; }
-  gpu::CopyDescriptor descriptor(bool counted) const {
+  void on_error(const std::string& why) override { FAIL(why); }
+  gpu::CopyDescriptor descriptor() const {
     gpu::CopyDescriptor d;
     d.op = net::Op::Write;
     d.bytes = bytes;
     d.end = (bytes + 127) / 128;
-    d.counted = counted;
     return d;
   }
 };
@@ -231,7 +226,7 @@ TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "
     done = sc_core::sc_time_stamp();
     ++completions;
   };
-  g0.copy_engine().start(copy.descriptor(false), copy);
+  g0.copy_engine().start(copy.descriptor(), copy);
   sc_core::sc_start();
   const uint64_t packets = (bytes + 127) / 128;
   CHECK(g0.copy_engine().issued() == packets);
@@ -253,48 +248,89 @@ TEST_CASE("a copy of a buffer between two GPUs lands byte-exact at line rate", "
   CHECK(plat->pool().in_use() == 0);
 }
 
-TEST_CASE("the wave controller keeps at most waves x wave_bytes outstanding and reports a wave that finds no counter",
+TEST_CASE("the copy engine alone: its wave controller issues a wave only when a counter frees, each wave in its own order",
           "[gpu][copy][waves]") {
-  Config cfg;
-  auto plat = star(2, cfg);
-  auto& g0 = *plat->gpus()[0];
-  auto& g1 = *plat->gpus()[1];
-  const uint64_t bytes = 64 * 1024;
-  const uint64_t src = g0.memory().alloc(bytes);
-  const uint64_t dst = g1.memory().alloc(bytes);
-  MemoryCopy copy(g0, 1, dst, src, bytes);
-  gpu::WaveParams w;
-  w.waves = 2;
-  w.wave_bytes = 1024;  // 8 blocks a wave
-  w.counter_timeout = sc_time(1, sc_core::SC_MS);
-  g0.copy_engine().configure(w);
-  g0.copy_engine().start(copy.descriptor(true), copy);
-  sc_core::sc_start();
-  CHECK(copy.acked == bytes / 128);
-  CHECK(copy.max_in_flight == 16);  // two waves of 8 blocks: the window, always full
-  CHECK(copy.error.empty());
+  // One GPU whose only port leads to a stub: the test plays the network and
+  // says when each block's result is back.
+  net::PacketPool pool(net::PacketFormat{});
+  gpu::GpuConfig gc{};
+  gc.clock_ghz = 1.0;
+  gc.mem_latency_cycles = 100;  // 100 ns, no jitter
+  gc.rx_buffer_bytes = 4096;
+  gc.max_responses = 64;
+  gpu::Gpu g("gpu0", 0, 1, gc, pool);
+  test::StubPort net("net", pool);
+  const double bw = 25.0;
+  const sc_time lat(10, SC_NS);
+  net.configure(bw, lat, gc.rx_buffer_bytes);
+  g.configure_port(0, bw, lat, 1 << 20);  // the network takes everything
+  net.connect(g.in(0), g.out(0));
 
-  // A counter that never frees: the next wave waits, then the engine says so.
-  sc_core::sc_time failed_at;
-  struct NoAcks : MemoryCopy {
-    using MemoryCopy::MemoryCopy;
-    void on_response(net::Packet*) override {}
+  struct Reduce : gpu::CopyClient {
+    std::string error;
+    int port_of(uint64_t) const override { return 0; }
+    void fill(uint64_t b, net::Packet* p) override {
+      p->dst = 1;
+      p->addr = net::kMulticastBase + b * 128;
+      p->count = 1;
+    }
+    void on_response(net::Packet*) override { FAIL("reduction writes are not answered"); }
     void on_error(const std::string& why) override {
       error = why;
       sc_core::sc_stop();
     }
-  } stuck(g0, 1, dst, src, bytes);
-  w.counter_timeout = sc_time(5, sc_core::SC_US);
-  g0.copy_engine().configure(w);
-  g0.clear_streams();
-  const sc_time t0 = sc_core::sc_time_stamp();
-  g0.copy_engine().start(stuck.descriptor(true), stuck);
+  } client;
+  gpu::WaveParams w;
+  w.waves = 2;
+  w.wave_bytes = 512;  // 4 blocks a wave
+  w.counter_timeout = sc_time(50, sc_core::SC_US);
+  gpu::CopyEngine& ce = g.copy_engine();
+  CHECK(std::string(ce.name()) == "gpu0.copy_engine");
+  ce.configure(w);
+  gpu::CopyDescriptor d;
+  d.op = net::Op::ReduceWrite;
+  d.bytes = 32 * 128;
+  d.end = 32;
+  d.counted = true;
+  d.order_seed = 5;
+  ce.start(d, client);
+  auto blocks = [&](size_t from, size_t to) {
+    std::vector<uint64_t> v;
+    for (size_t i = from; i < to; ++i) v.push_back((net.arrivals()[i].pkt.addr - net::kMulticastBase) / 128);
+    return v;
+  };
+  auto sorted = [](std::vector<uint64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  // Two waves' credits: blocks 0-7 and no more, the first after one memory read.
+  REQUIRE(net.arrivals().size() == 8);
+  CHECK(net.arrivals()[0].head == sc_time(100, SC_NS) + lat);
+  CHECK(sorted(blocks(0, 4)) == std::vector<uint64_t>{0, 1, 2, 3});
+  CHECK(sorted(blocks(4, 8)) == std::vector<uint64_t>{4, 5, 6, 7});
   std::ostringstream held;
-  sc_core::sc_start(sc_time(4, sc_core::SC_US));
-  g0.copy_engine().report(held);
-  CHECK(held.str() == "  gpu0.copy_engine: issued 16 of 512 blocks, 2 waves outstanding (waiting for a counter)\n");
-  CHECK(stuck.error.empty());
+  ce.report(held);
+  CHECK(held.str() == "  gpu0.copy_engine: issued 8 of 32 blocks, 2 waves outstanding (waiting for a counter)\n");
+  // Wave 1's results come back first: its counter frees and wave 2 goes.
+  for (uint64_t b = 4; b < 8; ++b) ce.complete(b);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  REQUIRE(net.arrivals().size() == 12);
+  CHECK(sorted(blocks(8, 12)) == std::vector<uint64_t>{8, 9, 10, 11});
+  // Three of wave 0's four are not enough.
+  for (uint64_t b = 0; b < 3; ++b) ce.complete(b);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  CHECK(net.arrivals().size() == 12);
+  ce.complete(3);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  CHECK(net.arrivals().size() == 16);
+  // The engine's own order: not the address order in every wave.
+  bool shuffled = false;
+  for (size_t wave = 0; wave < 4; ++wave) shuffled |= blocks(4 * wave, 4 * wave + 4) != sorted(blocks(4 * wave, 4 * wave + 4));
+  CHECK(shuffled);
+  CHECK(client.error.empty());
+  // Nothing more comes back: after the timeout the engine says which wave could not start.
   sc_core::sc_start();
-  CHECK(sc_core::sc_time_stamp() - t0 >= sc_time(5, sc_core::SC_US));
-  CHECK(stuck.error.find("copy_engine: the copy engine found no wave counter free for 5 us") != std::string::npos);
+  CHECK(client.error == "gpu0.copy_engine: the copy engine found no wave counter free for 50 us "
+                        "(gpu.copy_engine.counter_timeout_us); wave 4 could not start");
 }
