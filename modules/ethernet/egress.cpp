@@ -25,7 +25,7 @@ void Egress::serve() {
     }
     queue_[q].pop();
     --depth_;
-    if (ingress_) (*ingress_)[p->home_port]->release(p, sc_core::SC_ZERO_TIME);
+    if (ingress_) (*ingress_)[p->in_port]->release(p, sc_core::SC_ZERO_TIME);
     out.send(p, now, p->t_tail + delay_);
     wake.at(out.busy_until());
     return;

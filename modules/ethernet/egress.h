@@ -21,7 +21,7 @@ class Egress {
     delay_ = delay;
   }
   // Frames that hold an ingress buffer's credit until they leave name it in
-  // home_port; `ingress` lists those buffers (nullptr: none).
+  // in_port; `ingress` lists those buffers (nullptr: none).
   void set_ingress(std::vector<net::InPort*>* ingress) { ingress_ = ingress; }
   void push(net::Packet* p) {
     queue_[p->vc == net::kRequestVc ? 0 : 1].push(p);

@@ -47,7 +47,7 @@ void EthernetSwitch::receive(int port, net::Packet* p) {
   const int out = route(port, p);
   sc_assert(out >= 0 && out < ports());
   if (p->dst >= fdb_.size() || out != fdb_[p->dst]) ++redirected_;
-  p->home_port = static_cast<int16_t>(port);  // the ingress buffer it holds until it leaves
+  p->in_port = static_cast<int16_t>(port);  // the ingress buffer it holds until it leaves
   ports_[out]->egress.push(p);
 }
 

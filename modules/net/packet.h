@@ -67,6 +67,9 @@ struct Packet {
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
   int32_t home_switch = -1; // ReduceWrite: switch index and port of the home table
   int16_t home_port = -1;
+  // Ethernet: the port a frame came in on at the switch or FPGA holding it
+  // (whose ingress buffer it holds, where an answer goes); fits in padding.
+  int16_t in_port = -1;
   sc_core::sc_time t_head;  // first flit arrives at the current hop
   sc_core::sc_time t_tail;  // last flit arrives at the current hop
   sc_core::sc_time t_inject;  // left its source (a GPU, or a switch's reduction table)

@@ -56,7 +56,7 @@ void FpgaAggregator::set_hierarchy(const Hierarchy& h) {
 void FpgaAggregator::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
   if (pt.faults.lose(p, pt.in, *pool_)) return;
-  p->home_port = static_cast<int16_t>(port);
+  p->in_port = static_cast<int16_t>(port);
   pt.rxq.push(p);
   pt.rx_wake.at(p->t_tail);
 }
@@ -73,10 +73,10 @@ void FpgaAggregator::rx(int port) {
   if (!pt.rxq.empty()) pt.rx_wake.at(pt.rxq.front()->t_tail);
 }
 
-void FpgaAggregator::emit(net::Packet* p) {
+void FpgaAggregator::emit(net::Packet* p, int port) {
   eth::seal(p);  // the combinator recomputes the ICRC over the new payload (§3.2)
   p->t_head = p->t_tail = sc_core::sc_time_stamp();
-  ports_[p->home_port]->egress.push(p);
+  ports_[port]->egress.push(p);
 }
 
 void FpgaAggregator::process(net::Packet* p) {
@@ -102,7 +102,7 @@ void FpgaAggregator::process(net::Packet* p) {
   if (!eth::is_data(h.opcode)) {  // parser: not a gradient frame, straight through
     ++c_.bypassed;
     p->t_head = p->t_tail = sc_core::sc_time_stamp();
-    ports_[p->home_port]->egress.push(p);
+    ports_[p->in_port]->egress.push(p);
     return;
   }
   const bool from_switch = h.has_ina && eth::ina(p).inet_tag == eth::kInetTagSwitch;
@@ -126,7 +126,7 @@ void FpgaAggregator::process(net::Packet* p) {
     if (hier_.role == Hierarchy::Leaf && r.status == Resolved::Ok) {
       ctt_.add(key, uplink(), -1);  // aggregation: this connection -> leaf-to-spine
       const uint32_t dst_rack = (h.dst_ip - hier_.host_ip0) / hier_.hosts_per_rack;
-      if (static_cast<int>(dst_rack) == hier_.rack) learn(key, ih, h.psn, h.va, p->home_port);
+      if (static_cast<int>(dst_rack) == hier_.rack) learn(key, ih, h.psn, h.va, p->in_port);
       else notify(p, dst_rack);
     }
   } else {
@@ -152,13 +152,13 @@ void FpgaAggregator::process(net::Packet* p) {
   if (out_.empty()) return;
   switch (hier_.role) {
     case Hierarchy::Flat:
-      for (net::Packet* q : out_) emit(q);
+      for (net::Packet* q : out_) emit(q, q->in_port);  // each rank's result by the port its packet came in
       break;
     case Hierarchy::Leaf:
       if (o == AggregatorArray::ResentFinal) {
         // The spine's result is here already: answer the retransmission
         // directly, under its own header, wherever its destination is.
-        emit(out_[0]);
+        emit(out_[0], out_[0]->in_port);
         break;
       }
       // One partial per aggregator goes up, whatever the number of local
@@ -188,9 +188,8 @@ void FpgaAggregator::notify(net::Packet* first, uint32_t dst_rack) {
   n->src = hier_.self_ep;
   n->dst = hier_.leaf_ep0 + dst_rack;
   n->vc = net::kResponseVc;  // control traffic: not behind the gradient frames
-  n->home_port = static_cast<int16_t>(hier_.uplink_port);
   n->wire_bytes = eth::wire_bytes_for(n);
-  emit(n);
+  emit(n, hier_.uplink_port);
 }
 
 void FpgaAggregator::to_parent(net::Packet* p, const Resolved& r) {
@@ -210,9 +209,8 @@ void FpgaAggregator::to_parent(net::Packet* p, const Resolved& r) {
   ih.msg_len = r.msg_len;
   p->src = hier_.self_ep;
   p->dst = hier_.parent_ep;
-  p->home_port = static_cast<int16_t>(hier_.uplink_port);
   p->wire_bytes = eth::wire_bytes_for(p);
-  emit(p);
+  emit(p, hier_.uplink_port);
 }
 
 void FpgaAggregator::to_children(net::Packet* p) {
@@ -231,8 +229,7 @@ void FpgaAggregator::to_children(net::Packet* p) {
   h.dst_ip = target->to.dst_ip;
   p->src = hier_.self_ep;
   p->dst = hier_.leaf_ep0 + leaf;
-  p->home_port = target->port;
-  emit(p);
+  emit(p, target->port);
 }
 
 void FpgaAggregator::to_destinations(net::Packet* p) {
@@ -245,6 +242,7 @@ void FpgaAggregator::to_destinations(net::Packet* p) {
   const net::Packet* src = p;
   std::vector<net::Packet*>& copies = out_;
   copies.clear();
+  copy_ports_.clear();
   ctt_.for_each(downlink(hier_.rack), [&](const ConnectionTranslationTable::Entry& e) {
     ConnectionLookupTable::Located at;
     if (!dest_.locate(e.to, in.msg_id, offset, mtu, &at)) {
@@ -276,12 +274,12 @@ void FpgaAggregator::to_destinations(net::Packet* p) {
     }
     q->src = e.to.src_ip - hier_.host_ip0;
     q->dst = e.to.dst_ip - hier_.host_ip0;
-    q->home_port = e.port;
     q->wire_bytes = eth::wire_bytes_for(q);
     copies.push_back(q);
+    copy_ports_.push_back(e.port);
   });
   pool_->put(p);
-  for (net::Packet* q : copies) emit(q);
+  for (size_t i = 0; i < copies.size(); ++i) emit(copies[i], copy_ports_[i]);
 }
 
 FpgaAggregator::Counters FpgaAggregator::counters() const {

@@ -94,7 +94,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   };
   void rx(int port);
   void process(net::Packet* p);
-  void emit(net::Packet* p);
+  void emit(net::Packet* p, int port);  // seals it and queues it to leave by `port`
   // Multi-rack (§3.3).
   void learn(const ConnKey& c, const eth::InaHeader& ina, uint32_t psn, uint64_t va, int port);
   void notify(net::Packet* first, uint32_t dst_rack);
@@ -116,6 +116,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
   std::vector<AggregatorArray*> ring_by_id_;
   std::vector<net::Packet*> out_;
+  std::vector<int16_t> copy_ports_;  // to_destinations: the port each of out_ leaves by
   Counters c_;
 };
 
