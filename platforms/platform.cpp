@@ -17,9 +17,9 @@ std::string builtin_platforms() { return "dgx2, dgx1v, dgx1p, fattree2l, star, t
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
 
-bool is_multitree_platform(const std::string& platform) {
-  return platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
-}
+bool is_dgx1(const topo::Topology& t) { return is_dgx1_platform(t.family); }
+
+bool is_multitree_platform(const topo::Topology& t) { return t.family == topo::Topology::kMultiTree; }
 
 namespace {
 // MultiTree Table III: 1 GHz routers. The paper models them in BookSim and
@@ -31,13 +31,13 @@ constexpr double kMultiTreeRouterLatencyNs = 4.0;
 constexpr uint32_t kMultiTreePayloadBytes = 256;  // MultiTree Table III: 256 B payload for the baselines
 }  // namespace
 
-PlatformDefaults platform_defaults(const std::string& platform) {
+PlatformDefaults platform_defaults(const topo::Topology& t) {
   PlatformDefaults d;
-  if (is_multitree_platform(platform)) {
+  if (is_multitree_platform(t)) {
     d.switch_latency_ns = kMultiTreeRouterLatencyNs;
     d.max_payload_bytes = kMultiTreePayloadBytes;
   }
-  if (is_dgx1_platform(platform)) {
+  if (is_dgx1(t)) {
     // The NVLink "switches" of make_dgx1() are bridges standing for a wire,
     // and the PCIe link latencies already hold the PCIe switches' cut-through
     // (topology/dgx1.cpp): no switch latency of their own.
@@ -108,18 +108,22 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     throw UserError("--gpus takes a list of GPUs only on the dgx1v and dgx1p platforms; on " + platform +
                     " give a count");
   if (is_dgx1_platform(platform)) return make_dgx1_topology(platform, shape, cfg);
-  const bool multitree = is_multitree_platform(platform);
-  const double bw = cfg.get<double>(
-      "link.bw_GBps", multitree ? topo::kMultiTreeLinkGBps : 25.0,
-      "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, YAML files: 25, Klenk §V, per NVSwitch port; "
-      "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
-      "router's network links together, MultiTree §V-A)");
-  const double lat = cfg.get<double>(
-      "link.latency_ns", multitree ? topo::kMultiTreeLinkLatencyNs : 0.0,
-      "wire latency of each link, ns (dgx2, fattree2l, star, YAML files: 0, Klenk §V gives none, its 150 ns switch "
-      "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III)");
-  if (!(bw > 0)) throw UserError("link.bw_GBps must be above zero");
-  if (!(lat >= 0)) throw UserError("link.latency_ns must not be negative");
+  // link.* with the family's defaults: a YAML file's, or the built-in's.
+  auto link_defaults = [&cfg](const std::string& family) {
+    const bool multitree = family == topo::Topology::kMultiTree;
+    const double bw = cfg.get<double>(
+        "link.bw_GBps", multitree ? topo::kMultiTreeLinkGBps : 25.0,
+        "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, YAML files: 25, Klenk §V, per NVSwitch port; "
+        "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
+        "router's network links together, MultiTree §V-A)");
+    const double lat = cfg.get<double>(
+        "link.latency_ns", multitree ? topo::kMultiTreeLinkLatencyNs : 0.0,
+        "wire latency of each link, ns (dgx2, fattree2l, star, YAML files: 0, Klenk §V gives none, its 150 ns switch "
+        "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III)");
+    if (!(bw > 0)) throw UserError("link.bw_GBps must be above zero");
+    if (!(lat >= 0)) throw UserError("link.latency_ns must not be negative");
+    return topo::LinkDefaults{bw, lat};
+  };
   const int gpus = shape.gpus;
   const bool dims = shape.dims;
   const std::string dims_text = std::to_string(shape.dims_x) + "x" + std::to_string(shape.dims_y);
@@ -131,6 +135,11 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
                     (platform == "torus" || platform == "mesh" || platform == "bigraph" ? "; give --dims instead"
                      : platform == "star" || platform == "fattree2l"                  ? "; give --gpus instead"
                                                                                       : ""));
+  if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
+                              platform.substr(platform.size() - 4) == ".yml"))
+    return topo::load_yaml(platform, link_defaults);
+  const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
+  const auto [bw, lat] = link_defaults(multitree ? topo::Topology::kMultiTree : topo::Topology::kKlenk);
   if (platform == "dgx2") {
     if (gpus != 0 && (gpus < 1 || gpus > 16))
       throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
@@ -169,10 +178,6 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   if (platform == "bigraph") {
     const int per_switch = dims ? shape.dims_x : 4, switches = dims ? shape.dims_y : 8;
     return topo::make_bigraph(per_switch, switches, bw, lat);
-  }
-  if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
-                              platform.substr(platform.size() - 4) == ".yml")) {
-    return topo::load_yaml(platform, bw, lat);
   }
   throw UserError("unknown platform '" + platform + "'; choose one of " + builtin_platforms() +
                   ", rack, spineleaf, multigpu (Ethernet, NetReduce), or give a YAML "

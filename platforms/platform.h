@@ -29,6 +29,8 @@ struct PlatformShape {
 };
 // dgx1v or dgx1p.
 bool is_dgx1_platform(const std::string& platform);
+// A DGX-1 graph (family dgx1v or dgx1p), built in or from a YAML file.
+bool is_dgx1(const topo::Topology& t);
 
 // Builds the topology for --platform (a built-in name or a YAML file) in the
 // shape asked for, or the platform's default shape. Declares link.*
@@ -36,9 +38,10 @@ bool is_dgx1_platform(const std::string& platform);
 topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg);
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg);
 std::string builtin_platforms();  // for messages
-// The networks of MultiTree's evaluation (torus, mesh, fattree, bigraph),
-// whose defaults come from MultiTree Table III rather than Klenk §V.
-bool is_multitree_platform(const std::string& platform);
+// The networks of MultiTree's evaluation (torus, mesh, fattree, bigraph, and
+// YAML files of family multitree), whose defaults come from MultiTree Table
+// III rather than Klenk §V.
+bool is_multitree_platform(const topo::Topology& t);
 
 // The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
 // for this platform (measured from GPU 0's ports).
@@ -55,9 +58,10 @@ struct PlatformDefaults {
   double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
   uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
 };
-// Klenk's values for dgx2, fattree2l, star and YAML files; MultiTree's for
-// torus, mesh, fattree and bigraph.
-PlatformDefaults platform_defaults(const std::string& platform);
+// By the graph's family (Topology::family): Klenk's values for dgx2,
+// fattree2l, star; MultiTree's for torus, mesh, fattree and bigraph; the
+// DGX-1's for dgx1v and dgx1p. A YAML file takes its `family:`'s.
+PlatformDefaults platform_defaults(const topo::Topology& t);
 
 class Platform : public Machine {
  public:

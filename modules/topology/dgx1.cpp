@@ -98,6 +98,7 @@ Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& l
 
   Topology t;
   t.name = std::string(to_string(gen));
+  t.family = t.name;
   for (int g : gpus) {
     int ports = 1;
     for (int h = 0; h < 8; ++h)
@@ -156,6 +157,7 @@ Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpu
     throw UserError("the network between DGX-1 servers needs a positive bandwidth and a latency of 0 or more");
   Topology c;
   c.name = std::string(to_string(gen)) + "x" + std::to_string(servers);
+  c.family = to_string(gen);
   // Endpoints first, server by server, so endpoint order is rank order.
   std::vector<Topology> one;
   for (int s = 0; s < servers; ++s) one.push_back(make_dgx1(gen, gpus[s], links));
@@ -184,6 +186,21 @@ Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpu
     c.connect({nic_socket[s], c.node(nic_socket[s]).ports - 1}, {net, s}, net_GBps, net_latency_ns);
   c.finalize();
   return c;
+}
+
+std::vector<std::vector<int>> dgx1_servers(const Topology& t) {
+  std::vector<std::vector<int>> servers;
+  std::string server = "-";  // no server's prefix
+  for (int e : t.endpoints()) {
+    const std::string& name = t.node(e).name;
+    const size_t at = name.rfind("gpu");
+    if (at == std::string::npos || dgx1_part(t, e) != Dgx1Part::Gpu)
+      throw UserError("node '" + name + "' is not a DGX-1 GPU");
+    if (servers.empty() || name.substr(0, at) != server) servers.emplace_back();
+    server = name.substr(0, at);
+    servers.back().push_back(std::stoi(name.substr(at + 3)));
+  }
+  return servers;
 }
 
 Dgx1Part dgx1_part(const Topology& t, int node) {

@@ -81,6 +81,11 @@ std::vector<int> dgx1_nvlink_ports(const Topology& t, int a, int b);
 // Endpoint a's PCIe port (its last).
 int dgx1_pcie_port(const Topology& t, int a);
 
+// The servers of make_dgx1()'s or make_dgx1_cluster()'s Topology, each the
+// physical numbers of its GPUs in endpoint order (one server without "s<k>_"
+// prefixes), read from the endpoints' names.
+std::vector<std::vector<int>> dgx1_servers(const Topology& t);
+
 enum class Dgx1Part { Gpu, NvLink, PcieSwitch, CpuSocket, Network };
 // What a node of make_dgx1()'s or make_dgx1_cluster()'s Topology stands for
 // (from its name, after any "s<k>_" prefix).

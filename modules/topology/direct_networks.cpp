@@ -65,6 +65,7 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   }
   Topology t;
   t.name = kind;
+  t.family = Topology::kMultiTree;
   t.grid = {kx, ky, wrap};
   t.vc_policy = VcPolicy::Dateline;
   t.routing = "dimension-order";
@@ -102,19 +103,57 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
     const double b = nic_bw > 0 ? nic_bw : bw * deg;  // MultiTree §V-A
     t.connect({ep[i], 0}, {rt[i], deg}, b, lat);
   }
-  // Dimension-order routing, X then Y (docs/platforms.md).
-  const int first_router = rt[0];
-  t.finalize([&](int node, int d) {
-    const int i = node - first_router;
-    if (i == d) return static_cast<int>(nbr[i].size());  // the endpoint's port
-    const int x = i % kx, y = i / kx, dx = d % kx, dy = d / kx;
-    if (x != dx) return port_of[i][plus_direction(x, dx, kx, dy, wrap) ? kPlusX : kMinusX];
-    return port_of[i][plus_direction(y, dy, ky, dx, wrap) ? kPlusY : kMinusY];
-  });
+  t.finalize(dimension_order_routes(t));
   return t;
 }
 
 }  // namespace
+
+Topology::RouteFn dimension_order_routes(const Topology& t) {
+  const Grid g = t.grid;
+  if (g.kx < 1 || g.ky < 1 || static_cast<int>(t.switches().size()) != g.kx * g.ky ||
+      t.endpoints().size() != t.switches().size())
+    throw UserError("platform '" + t.name + "': dimension-order routing needs a grid of kx x ky routers and as many "
+                    "endpoints, one per router");
+  // Per router: the port of each direction (-1: none) and its endpoint's port.
+  struct Ports {
+    std::array<int, 4> dir{-1, -1, -1, -1};
+    int endpoint = -1;
+  };
+  std::vector<Ports> ports(t.switches().size());
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const int node = t.switches()[i], x = static_cast<int>(i) % g.kx, y = static_cast<int>(i) / g.kx;
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      const Link& l = t.links()[t.link_at({node, p})];
+      const Node& peer = t.node(t.peer({node, p}).node);
+      if (peer.kind == NodeKind::Endpoint) {
+        if (peer.index != static_cast<int>(i))
+          throw UserError("platform '" + t.name + "': router " + t.node(node).name + " must hold endpoint " +
+                          std::to_string(i) + " for dimension-order routing, not " + peer.name);
+        ports[i].endpoint = p;
+        continue;
+      }
+      if (l.dim != 0 && l.dim != 1)
+        throw UserError("platform '" + t.name + "': link at " + t.port_name({node, p}) +
+                        " joins two routers but has no dim (0 = X, 1 = Y) for dimension-order routing");
+      const int k = l.dim == 0 ? g.kx : g.ky, c = l.dim == 0 ? x : y;
+      const int pc = l.dim == 0 ? peer.index % g.kx : peer.index / g.kx;
+      const int minus = g.wrap ? (c + k - 1) % k : c - 1;
+      int& slot = ports[i].dir[l.dim == 0 ? (pc == minus && ports[i].dir[kMinusX] < 0 ? kMinusX : kPlusX)
+                                          : (pc == minus && ports[i].dir[kMinusY] < 0 ? kMinusY : kPlusY)];
+      slot = p;
+    }
+  }
+  std::vector<int> router(t.nodes().size(), -1);  // node id -> router number
+  for (size_t i = 0; i < ports.size(); ++i) router[t.switches()[i]] = static_cast<int>(i);
+  return [g, ports = std::move(ports), router = std::move(router)](int node, int d) {
+    const int i = router[node];
+    if (i == d) return ports[i].endpoint;
+    const int x = i % g.kx, y = i / g.kx, dx = d % g.kx, dy = d / g.kx;
+    if (x != dx) return ports[i].dir[plus_direction(x, dx, g.kx, dy, g.wrap) ? kPlusX : kMinusX];
+    return ports[i].dir[plus_direction(y, dy, g.ky, dx, g.wrap) ? kPlusY : kMinusY];
+  };
+}
 
 Topology make_mesh(int kx, int ky, double bw, double lat, double nic_bw) {
   return make_grid("mesh", kx, ky, false, bw, lat, nic_bw);
@@ -133,6 +172,7 @@ Topology make_fattree(int nodes, int k, double bw, double lat) {
   const int leaves = nodes / k;
   Topology t;
   t.name = "fattree";
+  t.family = Topology::kMultiTree;
   std::vector<int> ep(nodes), leaf(leaves), spine(k);
   for (int i = 0; i < nodes; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int l = 0; l < leaves; ++l) leaf[l] = t.add_switch("leaf" + std::to_string(l), 2 * k);
@@ -153,6 +193,7 @@ Topology make_bigraph(int per_switch, int switches, double bw, double lat) {
   const int n = per_switch * switches, half = switches / 2;
   Topology t;
   t.name = "bigraph";
+  t.family = Topology::kMultiTree;
   // Shortest paths between two switches of one group turn back up through
   // the other group (upper-lower-upper, lower-upper-lower), so with one VC
   // their channel dependencies form cycles; the second switch-to-switch link

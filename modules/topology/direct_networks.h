@@ -39,6 +39,15 @@ Topology make_mesh(int kx, int ky, double bw_GBps = kMultiTreeLinkGBps,
 Topology make_torus(int kx, int ky, double bw_GBps = kMultiTreeLinkGBps,
                     double latency_ns = kMultiTreeLinkLatencyNs, double nic_bw_GBps = 0);
 
+// Dimension-order routing, X then Y, on a mesh or torus graph (t.grid set,
+// network links carrying their dim): router i is switch i, at x = i % kx,
+// y = i / kx. A router port's direction comes from the neighbour it leads to;
+// where two ports lead to the same neighbour (a torus dimension of size 2)
+// the first is the - direction, the second the +, as make_grid() numbers
+// them. For Topology::finalize(); a YAML file with `routing: dimension-order`
+// gets its routes from it too.
+Topology::RouteFn dimension_order_routes(const Topology& t);
+
 // A 2-level fat tree with `nodes` endpoints and k endpoints per leaf switch:
 // nodes / k leaf switches, k spine switches, one link from every leaf to every
 // spine (full bisection). With nodes = k * k this is the k-ary 2-tree of

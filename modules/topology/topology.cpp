@@ -164,6 +164,20 @@ VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
   }
 }
 
+const char* to_string(VcPolicy p) {
+  switch (p) {
+    case VcPolicy::Dateline: return "dateline";
+    case VcPolicy::SwitchHop: return "switch-hop";
+    default: return "none";
+  }
+}
+
+VcPolicy parse_vc_policy(const std::string& name) {
+  for (VcPolicy p : {VcPolicy::None, VcPolicy::Dateline, VcPolicy::SwitchHop})
+    if (name == to_string(p)) return p;
+  throw UserError("vc_policy must be none, dateline or switch-hop, not '" + name + "'");
+}
+
 int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }
 
 bool Topology::port_reaches(PortRef p, int dst) const {

@@ -72,9 +72,18 @@ class Topology {
   // shortest path; anything else is a bug in the builder (std::logic_error).
   void finalize(const RouteFn& route_fn = {});
 
+  // Which built-in platform family's parameter defaults and algorithms the
+  // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
+  // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), or a DGX-1
+  // generation ("dgx1v", "dgx1p"). A YAML file carries it as `family:`.
+  static constexpr const char* kKlenk = "klenk";
+  static constexpr const char* kMultiTree = "multitree";
+  std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
   VcPolicy vc_policy = VcPolicy::None;
-  std::string routing = "shortest-path";  // how route() was chosen, for messages
+  // How route() was chosen: "shortest-path", or "dimension-order" on a grid
+  // (finalize() with dimension_order_routes(), direct_networks.h).
+  std::string routing = "shortest-path";
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Link>& links() const { return links_; }
@@ -147,8 +156,24 @@ Topology make_fattree2l(int groups, double bw_GBps, double latency_ns);
 // One switch with n ports and n single-port endpoints.
 Topology make_star(int n, double bw_GBps, double latency_ns);
 
-// YAML platform files: see docs/platforms.md.
-Topology load_yaml(const std::string& path, double default_bw_GBps, double default_latency_ns);
+// VC policies by their YAML names (none, dateline, switch-hop); the parse
+// throws UserError for any other name.
+const char* to_string(VcPolicy p);
+VcPolicy parse_vc_policy(const std::string& name);
+
+// YAML platform files: see docs/platforms.md. Links that give no bandwidth or
+// latency take link_defaults(family) (the file's family, or kKlenk), unless
+// the file has a `link:` section.
+struct LinkDefaults {
+  double bw_GBps = 0, latency_ns = 0;
+};
+Topology load_yaml(const std::string& path, const std::function<LinkDefaults(const std::string& family)>& link_defaults);
+// The same with one default for every family.
+inline Topology load_yaml(const std::string& path, double default_bw_GBps, double default_latency_ns) {
+  return load_yaml(path, [=](const std::string&) { return LinkDefaults{default_bw_GBps, default_latency_ns}; });
+}
+// Everything load_yaml() needs to rebuild t exactly: loading what this writes
+// gives a graph whose save_yaml() writes the same bytes.
 void save_yaml(const Topology& t, std::ostream& os);
 
 }  // namespace incsim::topo

@@ -2,10 +2,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <iomanip>
 #include <ostream>
+#include <sstream>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/yaml_file.h"
+#include "direct_networks.h"
 #include "topology.h"
 
 namespace incsim::topo {
@@ -51,18 +55,47 @@ void add_nodes(Topology& t, const YAML::Node& list, bool sw, const std::string& 
   }
 }
 
+// The shortest text that reads back as the same double, so a dump loads
+// back bit for bit.
+std::string number(double v) {
+  std::ostringstream os;
+  for (int digits = 6; digits <= 17; ++digits) {
+    os.str("");
+    os << std::setprecision(digits) << v;
+    if (std::stod(os.str()) == v) break;
+  }
+  return os.str();
+}
+
 }  // namespace
 
-Topology load_yaml(const std::string& file, double bw, double lat) {
+Topology load_yaml(const std::string& file, const std::function<LinkDefaults(const std::string& family)>& link_defaults) {
   const YAML::Node root = load_yaml_file(file, "platform file");
   if (!root.IsMap()) throw UserError("platform file " + file + " must be a map with endpoints, switches and links");
   for (const auto& kv : root) {
     auto k = kv.first.as<std::string>();
-    if (k != "name" && k != "link" && k != "endpoints" && k != "switches" && k != "links")
+    if (k != "name" && k != "family" && k != "grid" && k != "routing" && k != "vc_policy" && k != "link" &&
+        k != "endpoints" && k != "switches" && k != "links")
       throw UserError("platform file " + file + ": unknown key '" + k + "'");
   }
   Topology t;
   t.name = scalar<std::string>(root, "name", file, file);
+  t.family = scalar<std::string>(root, "family", Topology::kKlenk, file);
+  if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p")
+    throw UserError("platform file " + file + ": family must be klenk, multitree, dgx1v or dgx1p, not '" + t.family +
+                    "'");
+  if (root["grid"]) {
+    t.grid.kx = scalar<int>(root["grid"], "kx", 0, file);
+    t.grid.ky = scalar<int>(root["grid"], "ky", 0, file);
+    t.grid.wrap = scalar<bool>(root["grid"], "wrap", false, file);
+  }
+  t.routing = scalar<std::string>(root, "routing", t.routing, file);
+  if (t.routing != "shortest-path" && t.routing != "dimension-order")
+    throw UserError("platform file " + file + ": routing must be shortest-path or dimension-order, not '" + t.routing +
+                    "'");
+  t.vc_policy = parse_vc_policy(scalar<std::string>(root, "vc_policy", to_string(t.vc_policy), file));
+  const LinkDefaults d = link_defaults(t.family);
+  double bw = d.bw_GBps, lat = d.latency_ns;
   if (root["link"]) {
     bw = scalar<double>(root["link"], "bw_GBps", bw, file);
     lat = scalar<double>(root["link"], "latency_ns", lat, file);
@@ -74,21 +107,41 @@ Topology load_yaml(const std::string& file, double bw, double lat) {
   for (const auto& l : root["links"]) {
     PortRef a = parse_port(t, scalar<std::string>(l, "a", "", file), file);
     PortRef b = parse_port(t, scalar<std::string>(l, "b", "", file), file);
-    t.connect(a, b, scalar<double>(l, "bw_GBps", bw, file), scalar<double>(l, "latency_ns", lat, file));
+    const int dim = scalar<int>(l, "dim", -1, file);
+    if (dim < -1 || dim > 1) throw UserError("platform file " + file + ": a link's dim must be 0 (X) or 1 (Y)");
+    t.connect(a, b, scalar<double>(l, "bw_GBps", bw, file), scalar<double>(l, "latency_ns", lat, file), dim,
+              scalar<bool>(l, "dateline", false, file));
   }
-  t.finalize();
+  if (t.routing != "dimension-order") {
+    t.finalize();
+    return t;
+  }
+  try {
+    t.finalize(dimension_order_routes(t));
+  } catch (const std::logic_error& e) {  // a route off a shortest path: the file's grid does not fit its links
+    throw UserError("platform file " + file + ": dimension-order routing does not fit its grid and links (" +
+                    e.what() + ")");
+  }
   return t;
 }
 
 void save_yaml(const Topology& t, std::ostream& os) {
-  os << "name: " << t.name << "\nendpoints:\n";
+  os << "name: " << t.name << "\nfamily: " << t.family << "\n";
+  if (t.grid.kx > 0)
+    os << "grid: {kx: " << t.grid.kx << ", ky: " << t.grid.ky << ", wrap: " << (t.grid.wrap ? "true" : "false")
+       << "}\n";
+  os << "routing: " << t.routing << "\nvc_policy: " << to_string(t.vc_policy) << "\nendpoints:\n";
   for (int e : t.endpoints()) os << "  - {name: " << t.node(e).name << ", ports: " << t.node(e).ports << "}\n";
   os << "switches:\n";
   for (int s : t.switches()) os << "  - {name: " << t.node(s).name << ", ports: " << t.node(s).ports << "}\n";
   os << "links:\n";
-  for (const auto& l : t.links())
-    os << "  - {a: " << t.port_name(l.a) << ", b: " << t.port_name(l.b) << ", bw_GBps: " << l.bw_GBps
-       << ", latency_ns: " << l.latency_ns << "}\n";
+  for (const auto& l : t.links()) {
+    os << "  - {a: " << t.port_name(l.a) << ", b: " << t.port_name(l.b) << ", bw_GBps: " << number(l.bw_GBps)
+       << ", latency_ns: " << number(l.latency_ns);
+    if (l.dim >= 0) os << ", dim: " << l.dim;
+    if (l.dateline) os << ", dateline: true";
+    os << "}\n";
+  }
 }
 
 }  // namespace incsim::topo

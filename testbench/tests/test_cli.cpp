@@ -494,12 +494,44 @@ TEST_CASE("dump-platform writes a YAML topology that runs the same", "[cli][plat
   const Result dump = incsim("--platform dgx2 --dump-platform '" + yaml + "'");
   REQUIRE(dump.code == 0);
   CHECK_THAT(slurp(yaml), Catch::Contains("{a: sw0.8, b: sw6.8, bw_GBps: 25, latency_ns: 0}"));
-  const Result a = incsim("--platform dgx2 --sizes 64K --quiet --json '" + d.file("a.json") + "'");
-  const Result b = incsim("--platform '" + yaml + "' --sizes 64K --quiet --json '" + d.file("b.json") + "'");
-  REQUIRE(a.code == 0);
-  REQUIRE(b.code == 0);
-  auto rows = [&](const std::string& f) { return nlohmann::json::parse(slurp(f))["rows"].dump(); };
-  CHECK(rows(d.file("a.json")) == rows(d.file("b.json")));
+}
+
+// Issue 13: a platform file carries all a built-in platform is (its family's
+// defaults, a grid's dimension-order routing, the VC policy and datelines, a
+// DGX-1's generation and servers), so running from the dump gives the
+// built-in's rows, and dumping the reload writes the same file again.
+TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and the dump is a fixpoint",
+          "[cli][platform]") {
+  // The platform with its shape, and the run options.
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"--platform dgx2", "--sizes 16K"},
+      {"--platform dgx2", "--algorithm push --sizes 16K"},
+      {"--platform fattree2l --gpus 16", "--sizes 16K"},
+      {"--platform star --gpus 8", "--sizes 16K"},
+      {"--platform torus", "--sizes 64K"},
+      {"--platform torus --dims 2x3", "--algorithm multitree --sizes 16K"},
+      {"--platform mesh", "--sizes 16K"},
+      {"--platform fattree", "--sizes 16K"},
+      {"--platform bigraph", "--algorithm hdrm --sizes 16K"},
+      {"--platform dgx1v", "--algorithm blink --sizes 16K"},
+      {"--platform dgx1p --gpus 1,4,5,6", "--sizes 16K"},
+      {"--platform dgx1v --gpus 0,1/2,3", "--sizes 16K"},
+  };
+  for (const auto& [platform, run] : runs) {
+    INFO(platform << " " << run);
+    TempDir d;
+    const std::string yaml = d.file("p.yaml"), again = d.file("again.yaml");
+    REQUIRE(incsim(platform + " " + run + " --dump-platform '" + yaml + "'").code == 0);
+    const Result a = incsim(platform + " " + run + " --quiet --json '" + d.file("a.json") + "'");
+    const Result b = incsim("--platform '" + yaml + "' " + run + " --quiet --json '" + d.file("b.json") + "'");
+    INFO(a.err << b.err);
+    REQUIRE(a.code == 0);
+    REQUIRE(b.code == 0);
+    auto rows = [&](const std::string& f) { return nlohmann::json::parse(slurp(f))["rows"].dump(); };
+    CHECK(rows(d.file("a.json")) == rows(d.file("b.json")));
+    REQUIRE(incsim("--platform '" + yaml + "' " + run + " --dump-platform '" + again + "'").code == 0);
+    CHECK(slurp(again) == slurp(yaml));
+  }
 }
 
 TEST_CASE("progress goes to stderr unless quiet", "[cli][progress]") {

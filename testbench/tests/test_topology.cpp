@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "topology/dgx1.h"
+#include "topology/direct_networks.h"
 #include "topology/topology.h"
 
 using namespace incsim;
@@ -57,12 +59,23 @@ void require_same(const Topology& a, const Topology& b) {
     CHECK(a.port_name(x.b) == b.port_name(y.b));
     CHECK(x.bw_GBps == y.bw_GBps);
     CHECK(x.latency_ns == y.latency_ns);
+    CHECK(x.dim == y.dim);
+    CHECK(x.dateline == y.dateline);
   }
+  CHECK(a.family == b.family);
+  CHECK(a.grid.kx == b.grid.kx);
+  CHECK(a.grid.ky == b.grid.ky);
+  CHECK(a.grid.wrap == b.grid.wrap);
+  CHECK(a.routing == b.routing);
+  CHECK(a.vc_policy == b.vc_policy);
   for (size_t n = 0; n < a.nodes().size(); ++n)
     for (size_t d = 0; d < a.endpoints().size(); ++d) {
       if (static_cast<int>(n) == a.endpoints()[d]) continue;
       CHECK(a.route(static_cast<int>(n), static_cast<int>(d)) == b.route(static_cast<int>(n), static_cast<int>(d)));
     }
+  for (int s : a.switches())
+    for (int i = 0; i < a.node(s).ports; ++i)
+      for (int o = 0; o < a.node(s).ports; ++o) CHECK(a.vc_rule(s, i, o) == b.vc_rule(s, i, o));
 }
 
 struct TempFile {
@@ -201,8 +214,16 @@ TEST_CASE("the 2-level fat tree of Klenk has 128 GPUs, 144 switches and full up-
   CHECK_THROWS_AS(make_fattree2l(17, 25, 0), UserError);
 }
 
-TEST_CASE("save_yaml then load_yaml gives the same links and routes", "[topology][yaml]") {
-  for (const Topology& t : {make_dgx2(25, 0), make_star(5, 50, 12.5)}) {
+// Every built-in graph, with what it carries besides nodes and links: its
+// family, a grid's dimension-order routes, VC policy and datelines (a size-2
+// torus dimension's two parallel links), a DGX-1 cluster's servers.
+TEST_CASE("save_yaml then load_yaml gives the same graph, routes and VC rules, and saves the same bytes",
+          "[topology][yaml]") {
+  for (const Topology& t : {make_dgx2(25, 0), make_star(5, 50, 12.5), make_fattree2l(2, 25, 0), make_torus(4, 4),
+                            make_torus(2, 3), make_torus(5, 2), make_mesh(4, 3), make_mesh(2, 2), make_fattree(16, 4),
+                            make_bigraph(4, 8), make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6}),
+                            make_dgx1(Dgx1Gen::P100, {0, 1, 2, 3, 4, 5, 6, 7}),
+                            make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}, {2, 3}}, 5, 1500)}) {
     INFO(t.name);
     std::ostringstream os;
     save_yaml(t, os);
@@ -211,6 +232,10 @@ TEST_CASE("save_yaml then load_yaml gives the same links and routes", "[topology
     Topology back = load_yaml(f.path, 1, 999);
     CHECK(back.name == t.name);
     require_same(t, back);
+    std::ostringstream again;
+    save_yaml(back, again);
+    CHECK(again.str() == os.str());
+    if (t.family == "dgx1v") CHECK(dgx1_servers(back) == dgx1_servers(t));
     for (size_t s = 0; s < t.endpoints().size(); ++s)
       for (size_t d = 0; d < t.endpoints().size(); ++d)
         if (s != d) CHECK(back.hops(static_cast<int>(s), static_cast<int>(d)) == t.hops(static_cast<int>(s), static_cast<int>(d)));
@@ -230,6 +255,21 @@ TEST_CASE("a YAML platform takes default link bandwidth and latency from its lin
   CHECK(t.links()[0].latency_ns == 7);
   CHECK(t.links()[1].bw_GBps == 10);
   CHECK(t.hops(0, 1) == 2);
+}
+
+TEST_CASE("a platform file's family, routing and VC policy are checked by name", "[topology][yaml][errors]") {
+  const std::string graph =
+      "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n"
+      "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n";
+  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v or dgx1p, not 'booksim'");
+  require_yaml_error("routing: adaptive\n" + graph, "routing must be shortest-path or dimension-order");
+  require_yaml_error("vc_policy: escape\n" + graph, "vc_policy must be none, dateline or switch-hop");
+  require_yaml_error("routing: dimension-order\n" + graph, "dimension-order routing needs a grid");
+  require_yaml_error("endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+                     "switches:\n  - {name: s, ports: 2}\n"
+                     "links:\n  - {a: a.0, b: s.0, dim: 2}\n  - {a: b.0, b: s.1}\n",
+                     "dim must be 0 (X) or 1 (Y)");
 }
 
 TEST_CASE("bad topologies give a UserError naming the problem", "[topology][errors]") {

@@ -92,12 +92,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   shape.gpu_list = opt_.gpu_list;
   shape.gpu_servers = opt_.gpu_servers;
   shape.nodes = opt_.nodes;
-  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
   if (!opt_.dims.empty()) {
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
   }
   topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
+  const bool dgx1 = platforms::is_dgx1(t);
   // A DGX-1's topology holds only the allocated GPUs.
   const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))
@@ -127,14 +127,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   // Defaults from the paper's figure for this algorithm and platform (Klenk
   // Fig. 7: DGX-2; Fig. 8: the fat tree).
   const bool fattree = t.name == "fattree2l";
-  platforms::PlatformDefaults pd = platforms::platform_defaults(opt_.platform);
+  platforms::PlatformDefaults pd = platforms::platform_defaults(t);
   pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
   bool software_ring = false;
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
   if (opt_.algorithm == "ring" && !trees) {
-    const bool multitree_platform = platforms::is_multitree_platform(opt_.platform);
+    const bool multitree_platform = platforms::is_multitree_platform(t);
     const std::string engine = cfg_.get<std::string>(
         "ring.engine", multitree_platform ? "nic" : "software",
         "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
@@ -147,7 +147,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   if (in_network) make_in_network(n, fattree);
   else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
-  else make_scheduled(n, shape);
+  else make_scheduled(n);
 
 }
 
@@ -260,11 +260,11 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
 }
 
 // An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
-void CollectiveWorkload::make_scheduled(int n, const platforms::PlatformShape& shape) {
+void CollectiveWorkload::make_scheduled(int n) {
   const topo::Topology& t = platform_->topology();
   const std::string& a = opt_.algorithm;
   const bool whole = n == static_cast<int>(t.endpoints().size());
-  const bool grid = opt_.platform == "torus" || opt_.platform == "mesh";
+  const bool grid = t.grid.kx > 0;
   const bool lockstep = cfg_.get<bool>(
       "nic.lockstep", true,
       "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)");
@@ -286,11 +286,13 @@ void CollectiveWorkload::make_scheduled(int n, const platforms::PlatformShape& s
     s = collectives::halving_doubling(n);
   } else if (a == "ring2d") {
     if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
-    s = collectives::ring2d(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 4);
+    s = collectives::ring2d(t.grid.kx, t.grid.ky);
   } else if (a == "hdrm") {
-    if (opt_.platform != "bigraph")
+    if (t.name != "bigraph")
       throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on the bigraph platform");
-    s = collectives::hdrm(shape.dims ? shape.dims_x : 4, shape.dims ? shape.dims_y : 8);
+    // make_bigraph's numbering: the same number of nodes on every switch.
+    const int switches = static_cast<int>(t.switches().size());
+    s = collectives::hdrm(static_cast<int>(t.endpoints().size()) / switches, switches);
   } else {
     collectives::MultiTreeOptions mo;
     mo.nops = lockstep;
@@ -330,7 +332,7 @@ void CollectiveWorkload::make_scheduled(int n, const platforms::PlatformShape& s
 
 void CollectiveWorkload::make_trees(int n, int chunks_override) {
   const topo::Topology& t = platform_->topology();
-  const bool dgx1 = platforms::is_dgx1_platform(opt_.platform);
+  const bool dgx1 = platforms::is_dgx1(t);
   const bool allreduce = opt_.collective == "allreduce";
   const bool blink = opt_.algorithm == "blink";
   // The broadcast root, and the root of Blink's all-reduce trees: the first
@@ -347,10 +349,11 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
   std::ostringstream txt;
   txt << std::fixed << std::setprecision(3);
   if (dgx1) {
-    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(opt_.platform);
+    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(t.family);
     std::vector<int> gpus;
     for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(t.node(e).name.rfind("gpu") + 3)));
-    const bool cluster = !opt_.gpu_servers.empty();
+    const std::vector<std::vector<int>> servers = topo::dgx1_servers(t);
+    const bool cluster = servers.size() > 1;
     collectives::BlinkOptions bo;
     bo.eps = cfg_.get<double>("blink.eps", 0.05,
                               "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
@@ -408,7 +411,6 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
       // Several servers (Blink §3.4, A.2): within a server NVLinks, between
       // servers each local root's PCIe path to the network.
       nvlink = true;
-      const auto& servers = opt_.gpu_servers;
       const int k = static_cast<int>(servers.size());
       std::vector<int> offset(k + 1, 0);
       for (int sv = 0; sv < k; ++sv) offset[sv + 1] = offset[sv] + static_cast<int>(servers[sv].size());

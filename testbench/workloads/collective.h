@@ -51,7 +51,7 @@ class CollectiveWorkload : public Workload {
   void print_sizing(std::ostream& os) const;
   void make_ring(int n);
   void make_in_network(int n, bool fattree);
-  void make_scheduled(int n, const platforms::PlatformShape& shape);
+  void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
   // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
   // chunks > 0 overrides blink.chunks (the MIAD search of run_point()).
