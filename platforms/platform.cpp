@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "collectives/bounds.h"
 #include "core/error.h"
@@ -48,6 +49,37 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     d.max_payload_bytes = 256;
   }
   return d;
+}
+
+namespace {
+std::map<std::string, NodeModule>& node_kinds() {
+  static std::map<std::string, NodeModule> kinds = {
+      {topo::kinds::kGpu, NodeModule::Gpu},
+      {topo::kinds::kNvSwitch, NodeModule::NvSwitch},
+      {topo::kinds::kRouter, NodeModule::NvSwitch},
+      {topo::kinds::kNvLinkBridge, NodeModule::NvSwitch},
+      {topo::kinds::kPcieSwitch, NodeModule::NvSwitch},
+      {topo::kinds::kCpuSocket, NodeModule::NvSwitch},
+      {topo::kinds::kNetworkSwitch, NodeModule::NvSwitch},
+      {topo::kinds::kEthernetSwitch, NodeModule::EthernetSwitch},
+      {topo::kinds::kRoceHost, NodeModule::RoceNic},
+      {topo::kinds::kFpgaAggregator, NodeModule::FpgaAggregator},
+  };
+  return kinds;
+}
+}  // namespace
+
+void register_node_kind(const std::string& kind, NodeModule module) {
+  if (kind.empty()) throw UserError("a node kind needs a name");
+  node_kinds()[kind] = module;
+}
+
+NodeModule node_module(const std::string& kind) {
+  const auto it = node_kinds().find(kind);
+  if (it != node_kinds().end()) return it->second;
+  std::string known;
+  for (const auto& [name, module] : node_kinds()) known += (known.empty() ? "" : ", ") + name;
+  throw UserError("unknown node kind '" + kind + "'; the builder elaborates " + known);
 }
 
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
@@ -295,6 +327,16 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
                                     : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
   switch_config_ = sw;
 
+  // Every node's kind must be one this builder makes, before the first module is built.
+  for (const auto& node : topo_.nodes()) {
+    const NodeModule m = node_module(node.block);
+    if (m != (node.kind == NodeKind::Switch ? NodeModule::NvSwitch : NodeModule::Gpu))
+      throw UserError("node " + node.name + " is a " + node.block + ", which " +
+                      (m == NodeModule::Gpu || m == NodeModule::NvSwitch
+                           ? std::string(node.kind == NodeKind::Switch ? "is an endpoint, not a switch"
+                                                                       : "is a switch, not an endpoint")
+                           : "runs on the Ethernet platforms (rack, spineleaf, multigpu), not in a GPU fabric"));
+  }
   // Elaborate: a module per node.
   std::vector<int> module_of(topo_.nodes().size(), -1);
   double max_bw = 0, max_link_ns = 0;

@@ -43,6 +43,17 @@ std::string builtin_platforms();  // for messages
 // III rather than Klenk §V.
 bool is_multitree_platform(const topo::Topology& t);
 
+// The module that elaborates a node of each kind (topo::Node::block). A
+// DGX-1's NVLink bridges, PCIe switches, CPU sockets and network switch, and
+// a MultiTree network's routers, are NvSwitches with that node's links and
+// the family's latency; the Ethernet kinds are NetReduceRack's. An sc_main
+// may name a kind of its own for hardware one of these modules models, before
+// it elaborates the platform.
+enum class NodeModule { Gpu, NvSwitch, EthernetSwitch, RoceNic, FpgaAggregator };
+void register_node_kind(const std::string& kind, NodeModule module);
+// UserError naming the registered kinds if `kind` is none of them.
+NodeModule node_module(const std::string& kind);
+
 // The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
 // for this platform (measured from GPU 0's ports).
 struct LittleLaw {

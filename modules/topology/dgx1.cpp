@@ -112,19 +112,19 @@ Topology make_dgx1(Dgx1Gen gen, const std::vector<int>& gpus, const Dgx1Links& l
       if (!held[a] || !held[b]) continue;
       for (int k = 0; k < dgx1_nvlinks(gen, a, b); ++k) {
         const std::string br = "nvl" + std::to_string(a) + "_" + std::to_string(b) + "_" + std::to_string(k);
-        const int s = t.add_switch(br, 2);
+        const int s = t.add_switch(br, 2, kinds::kNvLinkBridge);
         t.connect({t.find(gpu_name(a)), next_port[a]++}, {s, 0}, nvl_bw, nvl_lat);
         t.connect({t.find(gpu_name(b)), next_port[b]++}, {s, 1}, nvl_bw, nvl_lat);
       }
     }
   std::array<int, 2> cpu{-1, -1};
   for (int c = 0; c < 2; ++c)
-    if (cpu_ports[c] > 0) cpu[c] = t.add_switch("cpu" + std::to_string(c), cpu_ports[c] + (qpi ? 1 : 0));
+    if (cpu_ports[c] > 0) cpu[c] = t.add_switch("cpu" + std::to_string(c), cpu_ports[c] + (qpi ? 1 : 0), kinds::kCpuSocket);
   std::array<int, 2> cpu_next{};
   for (int s = 0; s < 4; ++s) {
     if (!pcie[s]) continue;
     const int ports = (held[2 * s] ? 1 : 0) + (held[2 * s + 1] ? 1 : 0) + 1;
-    const int sw = t.add_switch("pcie" + std::to_string(s), ports);
+    const int sw = t.add_switch("pcie" + std::to_string(s), ports, kinds::kPcieSwitch);
     int p = 0;
     for (int g = 2 * s; g < 2 * s + 2; ++g)
       if (held[g]) t.connect({t.find(gpu_name(g)), next_port[g]}, {sw, p++}, links.pcie_GBps, links.pcie_latency_ns);
@@ -165,7 +165,7 @@ Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpu
   for (int s = 0; s < servers; ++s)
     for (int e : one[s].endpoints()) {
       id[s].resize(one[s].nodes().size(), -1);
-      id[s][e] = c.add_endpoint("s" + std::to_string(s) + "_" + one[s].node(e).name, one[s].node(e).ports);
+      id[s][e] = c.add_endpoint("s" + std::to_string(s) + "_" + one[s].node(e).name, one[s].node(e).ports, one[s].node(e).block);
     }
   std::vector<int> nic_socket(servers);
   for (int s = 0; s < servers; ++s) {
@@ -175,13 +175,13 @@ Topology make_dgx1_cluster(Dgx1Gen gen, const std::vector<std::vector<int>>& gpu
       if (node.kind != NodeKind::Switch) continue;
       // The socket with the NIC gets one port more, its last.
       const bool nic = node.name == socket;
-      id[s][n] = c.add_switch("s" + std::to_string(s) + "_" + node.name, node.ports + (nic ? 1 : 0));
+      id[s][n] = c.add_switch("s" + std::to_string(s) + "_" + node.name, node.ports + (nic ? 1 : 0), node.block);
       if (nic) nic_socket[s] = id[s][n];
     }
     for (const Link& l : one[s].links())
       c.connect({id[s][l.a.node], l.a.port}, {id[s][l.b.node], l.b.port}, l.bw_GBps, l.latency_ns);
   }
-  const int net = c.add_switch("net", servers);
+  const int net = c.add_switch("net", servers, kinds::kNetworkSwitch);
   for (int s = 0; s < servers; ++s)
     c.connect({nic_socket[s], c.node(nic_socket[s]).ports - 1}, {net, s}, net_GBps, net_latency_ns);
   c.finalize();

@@ -72,7 +72,7 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   std::vector<int> ep(n), rt(n);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int i = 0; i < n; ++i)
-    rt[i] = t.add_switch("r" + std::to_string(i), static_cast<int>(nbr[i].size()) + 1);
+    rt[i] = t.add_switch("r" + std::to_string(i), static_cast<int>(nbr[i].size()) + 1, kinds::kRouter);
   // Link router i port p to its neighbour j on the first port of j that lists i
   // and is still free (the k-th occurrence of i pairs with the k-th occurrence).
   // A wrap-around link of a dimension of 3 or more is its dateline (size 2:
@@ -175,8 +175,8 @@ Topology make_fattree(int nodes, int k, double bw, double lat) {
   t.family = Topology::kMultiTree;
   std::vector<int> ep(nodes), leaf(leaves), spine(k);
   for (int i = 0; i < nodes; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
-  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_switch("leaf" + std::to_string(l), 2 * k);
-  for (int s = 0; s < k; ++s) spine[s] = t.add_switch("spine" + std::to_string(s), leaves);
+  for (int l = 0; l < leaves; ++l) leaf[l] = t.add_switch("leaf" + std::to_string(l), 2 * k, kinds::kRouter);
+  for (int s = 0; s < k; ++s) spine[s] = t.add_switch("spine" + std::to_string(s), leaves, kinds::kRouter);
   for (int i = 0; i < nodes; ++i) t.connect({ep[i], 0}, {leaf[i / k], i % k}, bw, lat);
   for (int l = 0; l < leaves; ++l)
     for (int s = 0; s < k; ++s) t.connect({leaf[l], k + s}, {spine[s], l}, bw, lat);
@@ -202,7 +202,7 @@ Topology make_bigraph(int per_switch, int switches, double bw, double lat) {
   std::vector<int> ep(n), sw(switches);
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int s = 0; s < switches; ++s)
-    sw[s] = t.add_switch((s < half ? "up" : "low") + std::to_string(s % half), per_switch + half);
+    sw[s] = t.add_switch((s < half ? "up" : "low") + std::to_string(s % half), per_switch + half, kinds::kRouter);
   for (int i = 0; i < n; ++i) t.connect({ep[i], 0}, {sw[i / per_switch], i % per_switch}, bw, lat);
   // Upper switch u port per_switch + l  <->  lower switch l port per_switch + u.
   for (int u = 0; u < half; ++u)

@@ -9,12 +9,13 @@
 
 namespace incsim::topo {
 
-int Topology::add_node(const std::string& n, int ports, NodeKind kind) {
+int Topology::add_node(const std::string& n, int ports, NodeKind kind, const std::string& block) {
   const char* what = kind == NodeKind::Endpoint ? "endpoint" : "switch";
   if (ports <= 0) throw UserError(std::string(what) + " '" + n + "' must have at least one port");
   if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
   auto& ids = kind == NodeKind::Endpoint ? endpoints_ : switches_;
-  nodes_.push_back({n, kind, ports, static_cast<int>(ids.size())});
+  if (block.empty()) throw UserError(std::string(what) + " '" + n + "' has no kind");
+  nodes_.push_back({n, kind, ports, static_cast<int>(ids.size()), block});
   ids.push_back(static_cast<int>(nodes_.size()) - 1);
   port_link_.emplace_back(ports, -1);
   return ids.back();

@@ -12,11 +12,28 @@ namespace incsim::topo {
 
 enum class NodeKind { Endpoint, Switch };
 
+// What hardware a node is: the kind the platform builder elaborates it by
+// (platforms/platform.h, node_kind()), and a YAML file's `kind:`. Endpoints
+// are kGpu unless they say otherwise, switches kNvSwitch.
+namespace kinds {
+constexpr const char* kGpu = "gpu";
+constexpr const char* kNvSwitch = "nvswitch";            // Klenk's NVSwitch with reduction tables
+constexpr const char* kRouter = "router";                // a MultiTree network's router or switch
+constexpr const char* kNvLinkBridge = "nvlink_bridge";   // one DGX-1 NVLink (topology/dgx1.h)
+constexpr const char* kPcieSwitch = "pcie_switch";
+constexpr const char* kCpuSocket = "cpu_socket";
+constexpr const char* kNetworkSwitch = "network_switch";  // between DGX-1 servers
+constexpr const char* kEthernetSwitch = "ethernet_switch";  // NetReduce's platforms
+constexpr const char* kRoceHost = "roce_host";
+constexpr const char* kFpgaAggregator = "fpga_aggregator";
+}  // namespace kinds
+
 struct Node {
   std::string name;
-  NodeKind kind;
+  NodeKind kind;  // its part in routing: an endpoint or a switch
   int ports;
   int index;  // position among nodes of the same kind
+  std::string block;  // the hardware it is, one of kinds:: or a kind an sc_main registered
 };
 
 struct PortRef {
@@ -59,8 +76,12 @@ class Topology {
  public:
   std::string name;
 
-  int add_endpoint(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Endpoint); }
-  int add_switch(const std::string& name, int ports) { return add_node(name, ports, NodeKind::Switch); }
+  int add_endpoint(const std::string& name, int ports, const std::string& block = kinds::kGpu) {
+    return add_node(name, ports, NodeKind::Endpoint, block);
+  }
+  int add_switch(const std::string& name, int ports, const std::string& block = kinds::kNvSwitch) {
+    return add_node(name, ports, NodeKind::Switch, block);
+  }
   void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns, int dim = -1, bool dateline = false);
 
   // At switch `node`, the output port toward endpoint number `dst`, or -1 to
@@ -131,7 +152,7 @@ class Topology {
   std::string port_name(PortRef p) const;
 
  private:
-  int add_node(const std::string& name, int ports, NodeKind kind);
+  int add_node(const std::string& name, int ports, NodeKind kind, const std::string& block);
   void check_port(PortRef p, const char* what) const;
   std::vector<Node> nodes_;
   std::vector<Link> links_;

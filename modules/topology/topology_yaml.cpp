@@ -50,8 +50,9 @@ void add_nodes(Topology& t, const YAML::Node& list, bool sw, const std::string& 
     auto name = scalar<std::string>(n, "name", "", file);
     if (name.empty()) throw UserError("platform file " + file + ": a node has no name");
     int ports = scalar<int>(n, "ports", 0, file);
-    if (sw) t.add_switch(name, ports);
-    else t.add_endpoint(name, ports);
+    const auto kind = scalar<std::string>(n, "kind", sw ? kinds::kNvSwitch : kinds::kGpu, file);
+    if (sw) t.add_switch(name, ports, kind);
+    else t.add_endpoint(name, ports, kind);
   }
 }
 
@@ -131,9 +132,12 @@ void save_yaml(const Topology& t, std::ostream& os) {
     os << "grid: {kx: " << t.grid.kx << ", ky: " << t.grid.ky << ", wrap: " << (t.grid.wrap ? "true" : "false")
        << "}\n";
   os << "routing: " << t.routing << "\nvc_policy: " << to_string(t.vc_policy) << "\nendpoints:\n";
-  for (int e : t.endpoints()) os << "  - {name: " << t.node(e).name << ", ports: " << t.node(e).ports << "}\n";
+  auto node = [&](int n) {
+    os << "  - {name: " << t.node(n).name << ", ports: " << t.node(n).ports << ", kind: " << t.node(n).block << "}\n";
+  };
+  for (int e : t.endpoints()) node(e);
   os << "switches:\n";
-  for (int s : t.switches()) os << "  - {name: " << t.node(s).name << ", ports: " << t.node(s).ports << "}\n";
+  for (int s : t.switches()) node(s);
   os << "links:\n";
   for (const auto& l : t.links()) {
     os << "  - {a: " << t.port_name(l.a) << ", b: " << t.port_name(l.b) << ", bw_GBps: " << number(l.bw_GBps)

@@ -534,6 +534,21 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
   }
 }
 
+TEST_CASE("bad input: a platform file's node kinds must be ones the builder elaborates, in their place",
+          "[cli][platform][errors]") {
+  TempDir d;
+  auto file = [&](const std::string& gpu_kind, const std::string& switch_kind) {
+    return d.write("k.yaml", "endpoints:\n  - {name: a, ports: 1, kind: " + gpu_kind +
+                                 "}\n  - {name: b, ports: 1}\nswitches:\n  - {name: s, ports: 2, kind: " + switch_kind +
+                                 "}\nlinks:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n");
+  };
+  CHECK(incsim("--platform '" + file("gpu", "pcie_switch") + "' --sizes 4K --quiet").code == 0);
+  require_error("--platform '" + file("gpu", "crossbar") + "' --sizes 4K", {"unknown node kind 'crossbar'", "router"});
+  require_error("--platform '" + file("fpga_aggregator", "nvswitch") + "' --sizes 4K",
+                {"node a is a fpga_aggregator", "Ethernet platforms"});
+  require_error("--platform '" + file("nvswitch", "nvswitch") + "' --sizes 4K", {"node a is a nvswitch", "not an endpoint"});
+}
+
 TEST_CASE("progress goes to stderr unless quiet", "[cli][progress]") {
   const Result r = incsim("--platform star --gpus 4 --sizes 8K,1M -c sim.progress_s=0 -c sim.stall_timeout_us=5");
   REQUIRE(r.code == 0);

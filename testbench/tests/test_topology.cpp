@@ -50,6 +50,7 @@ void require_same(const Topology& a, const Topology& b) {
     CHECK(a.nodes()[i].name == b.nodes()[i].name);
     CHECK(a.nodes()[i].kind == b.nodes()[i].kind);
     CHECK(a.nodes()[i].ports == b.nodes()[i].ports);
+    CHECK(a.nodes()[i].block == b.nodes()[i].block);
   }
   REQUIRE(a.links().size() == b.links().size());
   for (size_t i = 0; i < a.links().size(); ++i) {
