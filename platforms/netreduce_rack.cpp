@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "platform.h"
 
 namespace incsim::platforms {
 
@@ -161,45 +162,92 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   // host's gradients in and its connection's results out at line rate).
   const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
   const int uplink = H + fpga_ports;  // a leaf's port to the spine
-  eth::SwitchConfig sc{link_GBps_, wire, sw_latency, buffer};
-  uint64_t link = 0;
-  auto faults = [&] { return eth::LinkFaults(loss, corruption, seed, link++); };
   const uint32_t spine_ep = static_cast<uint32_t>(hosts + R);
-  for (int r = 0; r < R; ++r) {
-    const std::string name = R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r);
-    leaves_.push_back(std::make_unique<eth::EthernetSwitch>(name.c_str(), uplink + (R > 1 ? 1 : 0), sc, pool_.get()));
-  }
-  if (R > 1) {
-    spine_ = std::make_unique<eth::EthernetSwitch>(multigpu ? "tor" : "spine", R + (with_fpga ? R : 0), sc,
-                                                   pool_.get());
-    for (int r = 0; r < R; ++r) {
-      eth::EthernetSwitch& l = *leaves_[r];
-      l.set_port_bandwidth(uplink, uplink_GBps);
-      spine_->set_port_bandwidth(r, uplink_GBps);
-      l.out(uplink).socket.bind(spine_->in(r).socket);
-      spine_->out(r).socket.bind(l.in(uplink).socket);
-      l.set_faults(uplink, faults());
-      spine_->set_faults(r, faults());
-      add_end(l.basename(), "spine", &l.out(uplink), &spine_->faults(r));
-      add_end("spine", l.basename(), &spine_->out(r), &l.faults(uplink));
-    }
-  }
 
+  // The netlist as a graph: switches (leaves, then the spine), hosts, FPGAs
+  // (the leaves', then the spine's), and their links, each switch side first.
+  topo_.name = multigpu ? "multigpu" : R > 1 ? "spineleaf" : "rack";
+  topo_.family = topo::Topology::kNetReduce;
+  const double wire_ns = wire / sc_core::sc_time(1, sc_core::SC_NS);
+  for (int r = 0; r < R; ++r)
+    topo_.add_switch(R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r), uplink + (R > 1 ? 1 : 0),
+                     topo::kinds::kEthernetSwitch);
+  const int spine = R > 1 ? topo_.add_switch(multigpu ? "tor" : "spine", R + (with_fpga ? R : 0),
+                                             topo::kinds::kEthernetSwitch)
+                          : -1;
+  for (int i = 0; i < hosts; ++i) topo_.add_endpoint("host" + std::to_string(i), 1, topo::kinds::kRoceHost);
+  for (int r = 0; r < R && leaf_fpgas; ++r)
+    topo_.add_endpoint(R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga", fpga_ports,
+                       topo::kinds::kFpgaAggregator);
+  const int spine_fpga =
+      R > 1 && with_fpga ? topo_.add_endpoint(multigpu ? "fpga" : "spine_fpga", R, topo::kinds::kFpgaAggregator) : -1;
+  for (int r = 0; r < R && R > 1; ++r) topo_.connect({r, uplink}, {spine, r}, uplink_GBps, wire_ns);
+  for (int i = 0; i < hosts; ++i) topo_.connect({i / H, i % H}, {topo_.find("host" + std::to_string(i)), 0}, host_GBps_, wire_ns);
+  for (int r = 0; r < R && leaf_fpgas; ++r)
+    for (int i = 0; i < fpga_ports; ++i) topo_.connect({r, H + i}, {topo_.endpoints()[hosts + r], i}, link_GBps_, wire_ns);
+  for (int q = 0; q < R && spine_fpga >= 0; ++q) topo_.connect({spine, R + q}, {spine_fpga, q}, link_GBps_, wire_ns);
+  topo_.finalize();
+
+  // A module per node, by its kind, in the graph's order.
+  eth::SwitchConfig sc{link_GBps_, wire, sw_latency, buffer};
   roce::NicConfig nc{host_GBps_, wire, buffer, mtu_, ack_every, rto_, tx_latency, rx_latency};
   hop_latency_ = tx_latency + rx_latency + 2 * wire + sw_latency;
-  for (int i = 0; i < hosts; ++i) {
-    const int r = i / H, port = i % H;
-    eth::EthernetSwitch& l = *leaves_[r];
-    if (multigpu) l.set_port_bandwidth(port, host_GBps_);
-    nics_.push_back(std::make_unique<roce::RoceNic>(("host" + std::to_string(i)).c_str(), i, ip_of(i), nc,
-                                                    pool_.get()));
-    roce::RoceNic& n = *nics_.back();
-    n.out.socket.bind(l.in(port).socket);
-    l.out(port).socket.bind(n.in.socket);
-    l.set_faults(port, faults());
-    n.set_faults(faults());
-    add_end("host" + std::to_string(i), l.basename(), &n.out, &l.faults(port));
-    add_end(l.basename(), "host" + std::to_string(i), &l.out(port), &n.faults());
+  std::vector<int> module_of(topo_.nodes().size());
+  for (const auto& node : topo_.nodes()) {
+    const NodeModule m = node_module(node.block);
+    if (m == NodeModule::EthernetSwitch) {
+      module_of[&node - topo_.nodes().data()] = static_cast<int>(leaves_.size());
+      leaves_.push_back(std::make_unique<eth::EthernetSwitch>(node.name.c_str(), node.ports, sc, pool_.get()));
+    } else if (m == NodeModule::RoceNic) {
+      module_of[&node - topo_.nodes().data()] = static_cast<int>(nics_.size());
+      const int i = static_cast<int>(nics_.size());
+      nics_.push_back(std::make_unique<roce::RoceNic>(node.name.c_str(), i, ip_of(i), nc, pool_.get()));
+    } else if (m == NodeModule::FpgaAggregator) {
+      module_of[&node - topo_.nodes().data()] = static_cast<int>(fpgas_.size());
+      fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(node.name.c_str(), node.ports, fc, pool_.get()));
+    } else {
+      throw UserError("node " + node.name + " is a " + node.block + ", which runs in a GPU fabric, not on an Ethernet platform");
+    }
+  }
+  if (R > 1) {  // the last switch is the spine
+    spine_ = std::move(leaves_.back());
+    leaves_.pop_back();
+  }
+  // Each link as two one-way channels, each with its own faults (drawn per
+  // link and direction from the seed, in link order).
+  struct End {
+    net::InPort* in;
+    net::OutPort* out;
+    eth::LinkFaults* faults;  // of the link into this end
+    std::string name;         // in link_ends(): an FPGA's ends by port, each faces one peer
+  };
+  auto end_of = [&](topo::PortRef p) -> End {
+    const auto& node = topo_.node(p.node);
+    const int k = module_of[p.node];
+    switch (node_module(node.block)) {
+      case NodeModule::EthernetSwitch: {
+        eth::EthernetSwitch& sw = p.node == spine ? *spine_ : *leaves_[k];
+        return {&sw.in(p.port), &sw.out(p.port), &sw.faults(p.port), node.name};
+      }
+      case NodeModule::RoceNic:
+        return {&nics_[k]->in, &nics_[k]->out, &nics_[k]->faults(), node.name};
+      default:
+        return {&fpgas_[k]->in(p.port), &fpgas_[k]->out(p.port), &fpgas_[k]->faults(p.port),
+                node.name + std::to_string(p.port)};
+    }
+  };
+  uint64_t link = 0;
+  for (const auto& l : topo_.links()) {
+    const End a = end_of(l.a), b = end_of(l.b);
+    a.out->socket.bind(b.in->socket);
+    b.out->socket.bind(a.in->socket);
+    // The switch side (a) carries the link's bandwidth: an uplink's or a machine's GPU links differ from the line rate.
+    if (l.bw_GBps != sc.bw_GBps) (l.a.node == spine ? *spine_ : *leaves_[module_of[l.a.node]]).set_port_bandwidth(l.a.port, l.bw_GBps);
+    if (l.b.node == spine) spine_->set_port_bandwidth(l.b.port, l.bw_GBps);
+    *a.faults = eth::LinkFaults(loss, corruption, seed, link++);
+    *b.faults = eth::LinkFaults(loss, corruption, seed, link++);
+    add_end(a.name, b.name, a.out, b.faults);
+    add_end(b.name, a.name, b.out, a.faults);
   }
   // Forwarding: own hosts down, everything else up; the spine by rack.
   for (int r = 0; r < R; ++r) {
@@ -251,24 +299,12 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   hier.parent_ip = kSpineIp;
   for (int r = 0; r < R && leaf_fpgas; ++r) {
     eth::EthernetSwitch& l = *leaves_[r];
-    const std::string name = R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga";
-    fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(name.c_str(), fpga_ports, fc, pool_.get()));
-    netreduce::FpgaAggregator& f = *fpgas_.back();
     hier.role = R == 1 ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Leaf;
     hier.self_ep = static_cast<uint32_t>(hosts + r);
     hier.self_ip = kLeafIp0 + r;
     hier.rack = r;
     hier.uplink_port = R > 1 ? H : -1;
-    f.set_hierarchy(hier);
-    for (int i = 0; i < fpga_ports; ++i) {
-      const int port = H + i;
-      f.in(i).socket.bind(l.out(port).socket);
-      f.out(i).socket.bind(l.in(port).socket);
-      l.set_faults(port, faults());
-      f.set_faults(i, faults());
-      add_end(l.basename(), name + std::to_string(i), &l.out(port), &f.faults(i));
-      add_end(name + std::to_string(i), l.basename(), &f.out(i), &l.faults(port));
-    }
+    fpgas_[r]->set_hierarchy(hier);
     // One ACL rule per worker (§4): its ring connection goes through the
     // FPGA port facing the host.
     for (int k = 0; k < ring_size(); ++k)
@@ -276,21 +312,13 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
         l.add_acl({ip_of(ring_[k]), ip_of(ring_next(k)), roce::RoceNic::qpn_of(recv_qp()), H + ring_[k] % H});
   }
   if (R == 1) return;
-  fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(multigpu ? "fpga" : "spine_fpga", R, fc, pool_.get()));
-  netreduce::FpgaAggregator& f = *fpgas_.back();
   hier.role = multigpu ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Spine;
   hier.self_ep = spine_ep;
   hier.self_ip = kSpineIp;
   hier.rack = -1;
-  f.set_hierarchy(hier);
+  fpgas_.back()->set_hierarchy(hier);
   for (int q = 0; q < R; ++q) {
     const int port = R + q;
-    f.in(q).socket.bind(spine_->out(port).socket);
-    f.out(q).socket.bind(spine_->in(port).socket);
-    spine_->set_faults(port, faults());
-    f.set_faults(q, faults());
-    add_end("spine", "spine_fpga" + std::to_string(q), &spine_->out(port), &f.faults(q));
-    add_end("spine_fpga" + std::to_string(q), "spine", &f.out(q), &spine_->faults(port));
     if (!multigpu) {
       // Leaf q's partials enter the spine FPGA by port q.
       spine_->add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});

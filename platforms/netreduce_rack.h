@@ -66,6 +66,9 @@ class NetReduceRack : public Machine {
   // less than once in 10^4/27.6 tries (the default timeout's cap) leave a run
   // no useful chance to finish; says so naming the keys.
   std::string stall_cause() const override;
+  // The netlist it was elaborated from (--dump-platform): kinds
+  // ethernet_switch, roce_host, fpga_aggregator, family netreduce.
+  const topo::Topology* topology_graph() const override { return &topo_; }
   // The faults of link from -> to, named as in link_ends() (e.g. "host0",
   // "switch"), for a test's FaultHook; UserError if there is no such link.
   eth::LinkFaults& link_faults(const std::string& from, const std::string& to);
@@ -98,6 +101,7 @@ class NetReduceRack : public Machine {
  private:
   netreduce::FpgaAggregator* top_fpga() { return fpgas_.empty() ? nullptr : fpgas_.back().get(); }
   int ring_next(int rank) const { return ring_[(rank + 1) % ring_size()]; }
+  topo::Topology topo_;
   std::unique_ptr<net::PacketPool> pool_;
   std::vector<std::unique_ptr<eth::EthernetSwitch>> leaves_;
   std::unique_ptr<eth::EthernetSwitch> spine_;

@@ -169,7 +169,13 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
                                                                                       : ""));
   if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
                               platform.substr(platform.size() - 4) == ".yml"))
-    return topo::load_yaml(platform, link_defaults);
+  {
+    topo::Topology t = topo::load_yaml(platform, link_defaults);
+    if (t.family == topo::Topology::kNetReduce)
+      throw UserError("platform file " + platform + " describes a NetReduce Ethernet machine, which incsim does not yet "
+                      "run from a file; use --platform rack, spineleaf or multigpu");
+    return t;
+  }
   const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
   const auto [bw, lat] = link_defaults(multitree ? topo::Topology::kMultiTree : topo::Topology::kKlenk);
   if (platform == "dgx2") {

@@ -50,8 +50,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   if (!opt_.dump_platform.empty()) {
     const topo::Topology* t = m.topology_graph();
     if (!t)
-      throw UserError("--dump-platform writes a topology graph; platform " + opt_.platform +
-                      " is wired by hand and has no YAML form yet");
+      throw UserError("--dump-platform writes a topology graph, and platform " + opt_.platform + " has none");
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
     topo::save_yaml(*t, f);

@@ -95,10 +95,11 @@ class Topology {
 
   // Which built-in platform family's parameter defaults and algorithms the
   // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
-  // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), or a DGX-1
-  // generation ("dgx1v", "dgx1p"). A YAML file carries it as `family:`.
+  // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), a DGX-1
+  // generation ("dgx1v", "dgx1p"), or kNetReduce (NetReduce's Ethernet platforms). A YAML file carries it as `family:`.
   static constexpr const char* kKlenk = "klenk";
   static constexpr const char* kMultiTree = "multitree";
+  static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf, multigpu (Ethernet)
   std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
   VcPolicy vc_policy = VcPolicy::None;

@@ -82,9 +82,10 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   Topology t;
   t.name = scalar<std::string>(root, "name", file, file);
   t.family = scalar<std::string>(root, "family", Topology::kKlenk, file);
-  if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p")
-    throw UserError("platform file " + file + ": family must be klenk, multitree, dgx1v or dgx1p, not '" + t.family +
-                    "'");
+  if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p" &&
+      t.family != Topology::kNetReduce)
+    throw UserError("platform file " + file + ": family must be klenk, multitree, dgx1v, dgx1p or netreduce, not '" +
+                    t.family + "'");
   if (root["grid"]) {
     t.grid.kx = scalar<int>(root["grid"], "kx", 0, file);
     t.grid.ky = scalar<int>(root["grid"], "ky", 0, file);

@@ -534,6 +534,29 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
   }
 }
 
+// The Ethernet platforms are graphs too: their dump lists each node's kind
+// and each link; running from such a file is refused in one sentence
+// (docs/architecture.md, The netlist builder: what is left).
+TEST_CASE("the Ethernet platforms dump their graph with node kinds", "[cli][platform]") {
+  TempDir d;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expect = {
+      {"rack", {"{name: host5, ports: 1, kind: roce_host}", "{name: fpga, ports: 6, kind: fpga_aggregator}",
+                "{name: switch, ports: 12, kind: ethernet_switch}", "{a: switch.6, b: fpga.0, bw_GBps: 12.5, latency_ns: 50}"}},
+      {"spineleaf", {"{name: leaf1_fpga, ports: 5, kind: fpga_aggregator}", "{name: spine_fpga, ports: 2, kind: fpga_aggregator}",
+                     "{a: leaf0.9, b: spine.0, bw_GBps: 50, latency_ns: 50}"}},
+      {"multigpu", {"{name: tor, ports: 8, kind: ethernet_switch}", "{a: machine0.0, b: host0.0, bw_GBps: 150, latency_ns: 50}"}},
+  };
+  for (const auto& [platform, lines] : expect) {
+    INFO(platform);
+    const std::string yaml = d.file(platform + ".yaml");
+    REQUIRE(incsim("--platform " + platform + " --dump-platform '" + yaml + "'").code == 0);
+    const std::string text = slurp(yaml);
+    CHECK_THAT(text, Catch::Contains("family: netreduce"));
+    for (const auto& l : lines) CHECK_THAT(text, Catch::Contains(l));
+    require_error("--platform '" + yaml + "' --sizes 64K", {"describes a NetReduce Ethernet machine"});
+  }
+}
+
 TEST_CASE("bad input: a platform file's node kinds must be ones the builder elaborates, in their place",
           "[cli][platform][errors]") {
   TempDir d;
