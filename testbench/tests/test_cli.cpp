@@ -22,6 +22,9 @@
 #ifndef VCD2FST
 #define VCD2FST "/usr/bin/vcd2fst"
 #endif
+#ifndef PLATFORM_EXAMPLES
+#error "CMake passes the folder of the example platform files as PLATFORM_EXAMPLES"
+#endif
 
 namespace fs = std::filesystem;
 
@@ -531,6 +534,17 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
     CHECK(rows(d.file("a.json")) == rows(d.file("b.json")));
     REQUIRE(incsim("--platform '" + yaml + "' " + run + " --dump-platform '" + again + "'").code == 0);
     CHECK(slurp(again) == slurp(yaml));
+  }
+}
+
+// The example platform files run, exactly (the kinds example with its own
+// per-switch override).
+TEST_CASE("the example platform files run", "[cli][platform]") {
+  for (const std::string args : {"dual-switch.yaml --sizes 64K", "pcie-servers.yaml --sizes 64K -c s0_cpu.latency_ns=0"}) {
+    INFO(args);
+    const Result r = incsim("--platform " PLATFORM_EXAMPLES "/" + args + " --quiet");
+    INFO(r.err);
+    CHECK(r.code == 0);
   }
 }
 
