@@ -194,11 +194,12 @@ std::vector<std::vector<int>> dgx1_servers(const Topology& t) {
   for (int e : t.endpoints()) {
     const std::string& name = t.node(e).name;
     const size_t at = name.rfind("gpu");
-    if (at == std::string::npos || dgx1_part(t, e) != Dgx1Part::Gpu)
-      throw UserError("node '" + name + "' is not a DGX-1 GPU");
+    const std::string number = at == std::string::npos ? "" : name.substr(at + 3);
+    if (dgx1_part(t, e) != Dgx1Part::Gpu || number.size() != 1 || number[0] < '0' || number[0] > '7')
+      throw UserError("node '" + name + "' is not a DGX-1 GPU (gpu0 to gpu7, on a cluster s<k>_gpu0 to s<k>_gpu7)");
     if (servers.empty() || name.substr(0, at) != server) servers.emplace_back();
     server = name.substr(0, at);
-    servers.back().push_back(std::stoi(name.substr(at + 3)));
+    servers.back().push_back(number[0] - '0');
   }
   return servers;
 }

@@ -271,6 +271,11 @@ TEST_CASE("a platform file's family, routing and VC policy are checked by name",
                      "switches:\n  - {name: s, ports: 2}\n"
                      "links:\n  - {a: a.0, b: s.0, dim: 2}\n  - {a: b.0, b: s.1}\n",
                      "dim must be 0 (X) or 1 (Y)");
+  // A DGX-1 family file's GPUs are read by their physical numbers.
+  TempFile f("family: dgx1v\nendpoints:\n  - {name: gpu9, ports: 1}\n  - {name: gpu1, ports: 1}\n"
+             "switches:\n  - {name: pcie0, ports: 2, kind: pcie_switch}\n"
+             "links:\n  - {a: gpu9.0, b: pcie0.0}\n  - {a: gpu1.0, b: pcie0.1}\n");
+  REQUIRE_THROWS_WITH(dgx1_servers(load_yaml(f.path, 25, 0)), Catch::Contains("node 'gpu9' is not a DGX-1 GPU"));
 }
 
 TEST_CASE("bad topologies give a UserError naming the problem", "[topology][errors]") {

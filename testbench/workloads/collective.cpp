@@ -350,9 +350,9 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
   txt << std::fixed << std::setprecision(3);
   if (dgx1) {
     const topo::Dgx1Gen gen = topo::parse_dgx1_gen(t.family);
-    std::vector<int> gpus;
-    for (int e : t.endpoints()) gpus.push_back(std::stoi(t.node(e).name.substr(t.node(e).name.rfind("gpu") + 3)));
     const std::vector<std::vector<int>> servers = topo::dgx1_servers(t);
+    std::vector<int> gpus;  // physical numbers, server after server
+    for (const auto& s : servers) gpus.insert(gpus.end(), s.begin(), s.end());
     const bool cluster = servers.size() > 1;
     collectives::BlinkOptions bo;
     bo.eps = cfg_.get<double>("blink.eps", 0.05,
