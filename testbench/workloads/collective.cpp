@@ -1,5 +1,7 @@
 #include "collective.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
 #include <iomanip>
@@ -49,6 +51,24 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
       .set("wrong", wrong)
       .set("bound_us", bound_us)
       .set("bound_fraction", bound_us / time_us);
+}
+
+void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind) {
+  // Each rank holds its data as a buffer of the message size (a GPU's
+  // memory, a NIC's or a host's buffers; measured: 0.1 to 1 byte per byte per
+  // rank), so a run needs about ranks x size bytes, against the memory of the
+  // machine it runs on.
+  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const double need = static_cast<double>(largest) * ranks;
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (need <= have) return;
+  uint64_t fits = 4;
+  while (static_cast<double>(fits) * 2 * ranks <= have) fits *= 2;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0) << "--sizes " << size_label(largest) << " needs about " << need / 1e9
+     << " GB of memory (a buffer of that size on each of " << ranks << " " << rank_kind << "); this machine's "
+     << have / 1e9 << " GB hold sizes up to " << size_label(fits);
+  throw UserError(os.str());
 }
 
 std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
@@ -146,6 +166,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
   if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
+  check_memory(sizes_, n, "GPUs");
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
   // paths conform to unicast routes. Our multicast trees run the routes
   // toward their root backwards: routes on a fabric that goes up, then down,

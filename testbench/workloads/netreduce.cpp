@@ -57,6 +57,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                        : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
                                    : (opt_.hosts ? opt_.hosts : 6);
   if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
+  check_memory(sizes_, racks * per_rack, multigpu_ ? "GPUs" : "hosts");
   const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
 
   window_ = cfg_.get(kWindow);
