@@ -345,12 +345,49 @@ TEST_CASE("option list-params prints key, type, value, default, source and descr
       CHECK(f[2] == "200");
       CHECK(f[3] == "150");
       CHECK(f[4] == "-c");
+      CHECK_THAT(f[5], Catch::EndsWith(" [range: 0 to 1e9 ns]"));
     } else {
       CHECK(f[2] == f[3]);
       CHECK(f[4] == "default");
     }
   }
   CHECK(found);
+}
+
+TEST_CASE("option list-params --all lists every parameter, sorted, without building anything", "[cli]") {
+  const Result all = incsim("--list-params --all");
+  REQUIRE(all.code == 0);
+  CHECK(all.err.empty());
+  std::map<std::string, std::vector<std::string>> by_key;
+  std::string previous;
+  for (const auto& l : lines(all.out)) {
+    INFO(l);
+    std::vector<std::string> f;
+    std::istringstream is(l);
+    for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
+    REQUIRE(f.size() == 5);
+    CHECK(f[0] > previous);
+    previous = f[0];
+    CHECK_FALSE(f[4].empty());
+    CHECK(f[3].empty() == (f[1] == "bool" || f[1] == "string"));
+    by_key[f[0]] = f;
+  }
+  // Keys a default run does not read are there too.
+  for (const char* k : {"roce.mtu_payload", "fpga.latency_ns", "gpu.copy_engine.waves", "traffic.window_ns",
+                        "blink.eps", "dgx1.net_Gbps", "nic.clock_ghz"})
+    CHECK(by_key.count(k) == 1);
+  CHECK(by_key.at("link.bw_GBps")[3] == "0.001 to 100000 GB/s");
+  // Every key any run reads is declared.
+  for (const char* run : {"", "--platform rack", "--platform multigpu", "--platform spineleaf", "--algorithm push",
+                          "--platform torus --algorithm multitree", "--platform dgx1v --algorithm blink",
+                          "--platform torus --traffic uniform"}) {
+    const Result r = incsim(std::string(run) + " --list-params");
+    REQUIRE(r.code == 0);
+    for (const auto& l : lines(r.out)) {
+      INFO(run << ": " << l);
+      CHECK(by_key.count(l.substr(0, l.find('\t'))) == 1);
+    }
+  }
 }
 
 TEST_CASE("a stall stops the run with a report of what each block holds and waits for", "[cli][stall]") {
