@@ -6,11 +6,19 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nvswitch/nvswitch.h"
 #include "platform.h"
 
 namespace incsim::platforms {
 
 namespace {
+const Param<double> kIntraGBps{
+    "intra.bandwidth_GBps", 150.0, Range::at_least(0.001).at_most(1e5),
+    "B_intra: each GPU's link into its machine's fabric, GB/s (NetReduce §3.4: \"NVLink makes B_intra = 150 "
+    "GB/s\"; Fig. 7 sweeps 15.75, PCIe 3.0 x16, to 150)"};
+const Param<double> kUplinkGbps{"leaf.uplink_Gbps", 400.0, Range::at_least(0.01).at_most(8e5),
+                                "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links (400: 4 "
+                                "hosts of 100 Gbps), a non-blocking leaf (assumption; Fig. 5 does not give it)"};
 constexpr uint32_t kLeafIp0 = 0x0A000101u;   // 10.0.1.1: leaf r's FPGA
 constexpr uint32_t kSpineIp = 0x0A000201u;   // 10.0.2.1: the spine's FPGA
 }  // namespace
@@ -31,28 +39,11 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     throw UserError("a NetReduce rack or machine holds " + std::string(racks == 1 ? "2" : "1") + " to " +
                     std::to_string(kMax) + " hosts, and all racks together at most 4096, not " +
                     std::to_string(hosts_per_rack) + " x " + std::to_string(racks));
-  const double gbps = cfg.get<double>("link.bandwidth_Gbps", 100.0,
-                                      "Ethernet line rate per port, Gbit/s (NetReduce §5.1: ConnectX-5 100 GbE, six "
-                                      "100 Gbps FPGA ports)");
-  if (!(gbps > 0)) throw UserError("link.bandwidth_Gbps must be positive");
+  const double gbps = cfg.get(kLinkGbps);
   link_GBps_ = gbps / 8;
-  // A negative latency would make packets arrive before they leave (times
-  // shrink, or a result precedes its gradients and the ring stalls).
-  auto latency = [](const char* key, double ns) {
-    if (!(ns >= 0 && ns <= 1e9)) throw UserError(std::string(key) + " must be between 0 and 1e9 ns (one second)");
-    return sc_core::sc_time(ns, sc_core::SC_NS);
-  };
-  const sc_core::sc_time wire = latency("link.latency_ns", cfg.get<double>("link.latency_ns", 50.0,
-                                              "propagation per link, ns (assumption: a few metres of cable in a "
-                                              "rack, 5 ns/m; the paper gives only the 6.3 us RTT of Table 6)"));
-  const double loss = cfg.get<double>("link.loss", 0.0,
-                                      "probability that a frame is lost on a link, drawn per link and frame from "
-                                      "the seed (NetReduce §3.2 reliability; 0: lossless, as on the testbed)");
-  eth::check_probability("link.loss", loss);
-  const double corruption = cfg.get<double>("link.corruption", 0.0,
-                                            "probability that a frame has a bit flipped on a link; the ICRC check "
-                                            "at the FPGA or receiving NIC discards it (NetReduce §3.2)");
-  eth::check_probability("link.corruption", corruption);
+  const sc_core::sc_time wire(cfg.get(kLinkLatency, 50.0), sc_core::SC_NS);
+  const double loss = cfg.get(kLinkLoss);
+  const double corruption = cfg.get(kLinkCorruption);
   loss_ = loss;
   corruption_ = corruption;
   // Links a packet crosses from a sender to its receiver: host to switch and
@@ -61,24 +52,13 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   // ACK comes back the same way.
   const int one_way = 2 + (racks > 1 ? 2 : 0) + (with_fpga ? (layout == Layout::SpineLeaf ? 6 : 2) : 0);
   loop_links_ = 2 * one_way;
-  mtu_ = cfg.get<uint32_t>("roce.mtu_payload", 1024,
-                           "tensor bytes per packet (NetReduce §5.1: \"the packet payload carries 1 KB of data\")");
-  if (mtu_ == 0 || mtu_ % 4 || mtu_ > 4096)
+  mtu_ = cfg.get(roce::kMtuPayload);
+  if (mtu_ % 4)
     throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu_));
-  const uint32_t ack_every = cfg.get<uint32_t>(
-      "roce.ack_every", 16,
-      "the responder ACKs every this many packets and each message's last (assumption: ConnectX coalesces "
-      "ACKs; the paper does not say)");
-  if (ack_every == 0) throw UserError("roce.ack_every must be at least 1");
-  const double rto_us = cfg.get<double>("roce.rto_us", 131.072,
-                                        "retransmission timeout, us (IBA local ACK timeout 4.096 us x 2^5; "
-                                        "assumption: the paper does not give its setting)");
-  if (!(rto_us > 0)) throw UserError("roce.rto_us must be positive");
+  const uint32_t ack_every = cfg.get(roce::kAckEvery);
+  const double rto_us = cfg.get(roce::kRto);
   rto_ = sc_core::sc_time(rto_us, sc_core::SC_US);
-  const uint32_t buffer = cfg.get<uint32_t>(
-      "switch.buffer_bytes", 256 * 1024,
-      "ingress buffer per port and class with PFC, bytes (assumption: covers ~20 us of 100 GbE; RoCE runs lossless "
-      "under PFC)");
+  const uint32_t buffer = cfg.get(eth::kEthBufferBytes);
   // Credits: a frame leaves only when the whole of it fits in the next
   // buffer, so a buffer smaller than the largest frame (a message's first
   // packet, with RETH and INA headers) never lets it go.
@@ -87,35 +67,16 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     throw UserError("switch.buffer_bytes must hold at least one " + std::to_string(largest_frame) +
                     "-byte frame (roce.mtu_payload " + std::to_string(mtu_) + " plus headers), not " +
                     std::to_string(buffer));
-  const sc_core::sc_time sw_latency = latency("switch.latency_ns", cfg.get<double>("switch.latency_ns", 400.0,
-                                                    "Ethernet switch cut-through latency, ns (assumption: a "
-                                                    "commodity 100 GbE switch, 300-600 ns)"));
-
-  // NetReduce Table 6 gives a 6.3 us RTT; links, switch and FPGA account for
-  // about 1.7 us of it here, so the host side (NIC DMA over PCIe, the flow
-  // control's polling) is given the rest, split between the two ends.
-  const sc_core::sc_time tx_latency = latency("roce.tx_latency_ns", cfg.get<double>("roce.tx_latency_ns", 2300.0,
-                                                    "work request posted to first byte on the wire, ns (calibrated: "
-                                                    "with roce.rx_latency_ns, a 1 KB NetReduce all-reduce takes the "
-                                                    "6.3 us RTT of NetReduce Table 6)"));
-  const sc_core::sc_time rx_latency = latency("roce.rx_latency_ns", cfg.get<double>("roce.rx_latency_ns", 2300.0,
-                                                    "last byte in to payload seen by the host, ns (calibrated with "
-                                                    "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"));
+  const sc_core::sc_time sw_latency(cfg.get(nvswitch::kSwitchLatency, 400.0), sc_core::SC_NS);
+  const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
+  const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
   host_GBps_ = link_GBps_;
-  if (multigpu) {
-    host_GBps_ = cfg.get<double>("intra.bandwidth_GBps", 150.0,
-                                 "B_intra: each GPU's link into its machine's fabric, GB/s (NetReduce §3.4: \"NVLink "
-                                 "makes B_intra = 150 GB/s\"; Fig. 7 sweeps 15.75, PCIe 3.0 x16, to 150)");
-    if (!(host_GBps_ > 0)) throw UserError("intra.bandwidth_GBps must be positive");
-  }
+  if (multigpu) host_GBps_ = cfg.get(kIntraGBps);
   const double uplink_GBps =
       multigpu ? link_GBps_
       : racks == 1
           ? 0.0
-          : cfg.get<double>("leaf.uplink_Gbps", gbps * hosts_per_rack,
-                            "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links, a "
-                            "non-blocking leaf (assumption; Fig. 5 does not give it)") / 8;
-  if (racks > 1 && !(uplink_GBps > 0)) throw UserError("leaf.uplink_Gbps must be positive");
+          : cfg.get(kUplinkGbps, gbps * hosts_per_rack) / 8;
   if (ring_.empty())
     for (int i = 0; i < hosts; ++i) ring_.push_back(i);
   else if (layout != Layout::Rack)
@@ -138,14 +99,8 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   fc.buffer_bytes = buffer;
   fc.mtu_payload = mtu_;
   if (with_fpga) {
-    fc.latency = latency("fpga.latency_ns", cfg.get<double>("fpga.latency_ns", 500.0,
-                                                  "FPGA pipeline latency, last byte in to first result byte out, ns "
-                                                  "(assumption: parser, CLT, state manager, aggregation and ICRC at "
-                                                  "~300 MHz; the paper gives only the 6.3 us RTT)"));
-    fc.clt_entries = cfg.get<uint32_t>("fpga.clt.entries", 1024,
-                                       "connection lookup (and translation) table entries (assumption: one per ring "
-                                       "connection; a small BRAM table)");
-    if (fc.clt_entries == 0) throw UserError("fpga.clt.entries must be at least 1");
+    fc.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
+    fc.clt_entries = cfg.get(netreduce::kCltEntries);
     // A connection takes a CLT entry at its first packet and a full table
     // drops it (§3.2), which would stall the job: refuse it here.
     const int connections =

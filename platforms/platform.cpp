@@ -89,41 +89,51 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
 }
 
 namespace {
+// A DGX-1's links (topology/dgx1.h holds the generations' own defaults).
+const Param<double> kDgx1NvLinkGBps{
+    "dgx1.nvlink_GBps", 0.0, Range::at_least(0.001).at_most(1e5).or_zero(),
+    "one NVLink, each direction, GB/s; 0: the generation's own (20 on dgx1p, NVLink 1, P100 whitepaper; 25 on "
+    "dgx1v, NVLink 2, V100 whitepaper; Blink Fig. 1)"};
+const Param<double> kDgx1NvLinkLatency{
+    "dgx1.nvlink_latency_ns", topo::Dgx1Links(0).nvlink_latency_ns, Range::at_least(0).at_most(1e9),
+    "GPU to GPU over one NVLink, ns (MultiTree Table III's link latency as a stand-in: Blink gives none)"};
+const Param<double> kDgx1PcieGBps{
+    "dgx1.pcie_GBps", topo::Dgx1Links(0).pcie_GBps, Range::at_least(0.001).at_most(1e5),
+    "PCIe 3.0 x16 link, each direction, GB/s (8 GT/s x 16 lanes x 128/130; Blink A.3 measures 8-12)"};
+const Param<double> kDgx1PcieLatency{
+    "dgx1.pcie_latency_ns", topo::Dgx1Links(0).pcie_latency_ns, Range::at_least(0).at_most(1e9),
+    "each PCIe link, ns, switch cut-through included (PLX PEX 8700 order; an estimate)"};
+const Param<double> kDgx1SocketGBps{
+    "dgx1.socket_GBps", topo::Dgx1Links(0).socket_GBps, Range::at_least(0.001).at_most(1e5),
+    "inter-socket link, each direction, GB/s (2 QPI links at 9.6 GT/s, DGX-1's Xeon E5-2698 v4)"};
+const Param<double> kDgx1SocketLatency{"dgx1.socket_latency_ns", topo::Dgx1Links(0).socket_latency_ns,
+                                       Range::at_least(0).at_most(1e9), "inter-socket link, ns (an estimate)"};
+// Blink §5.3: "inter-server AllReduce throughput (40Gbps)"; Fig. 19b varies it.
+const Param<double> kDgx1NetGbps{
+    "dgx1.net_Gbps", 40.0, Range::at_least(0.01).at_most(8e5),
+    "network between DGX-1 servers (--gpus 0,1,2/0,1,2,3,4), each direction, Gbit/s (Blink §5.3: 40 Gbps cloud "
+    "interconnect; Fig. 19b: up to 400)"};
+const Param<double> kDgx1NetLatency{
+    "dgx1.net_latency_ns", 1500.0, Range::at_least(0).at_most(1e9),
+    "one server's NIC to another's through the network switch, ns (an estimate of RDMA NIC-to-NIC latency; Blink "
+    "gives none)"};
+
 // A DGX-1 with the allocation the command line asks for: a list of GPUs, or
 // the first N (all 8 without --gpus).
 topo::Topology make_dgx1_topology(const std::string& platform, const PlatformShape& shape, Config& cfg) {
   const topo::Dgx1Gen gen = topo::parse_dgx1_gen(platform);
   if (shape.dims || shape.nodes)
     throw UserError("the " + platform + " platform takes --gpus (a count or a list such as 1,4,5,6), not --dims or --nodes");
-  topo::Dgx1Links l(cfg.get<double>("dgx1.nvlink_GBps", 0.0,
-                                    "one NVLink, each direction, GB/s; 0: the generation's own (20 on dgx1p, NVLink 1, "
-                                    "P100 whitepaper; 25 on dgx1v, NVLink 2, V100 whitepaper; Blink Fig. 1)"));
-  l.nvlink_latency_ns = cfg.get<double>("dgx1.nvlink_latency_ns", l.nvlink_latency_ns,
-                                        "GPU to GPU over one NVLink, ns (MultiTree Table III's link latency as a stand-in: "
-                                        "Blink gives none)");
-  l.pcie_GBps = cfg.get<double>("dgx1.pcie_GBps", l.pcie_GBps,
-                                "PCIe 3.0 x16 link, each direction, GB/s (8 GT/s x 16 lanes x 128/130; Blink A.3 "
-                                "measures 8-12)");
-  l.pcie_latency_ns = cfg.get<double>("dgx1.pcie_latency_ns", l.pcie_latency_ns,
-                                      "each PCIe link, ns, switch cut-through included (PLX PEX 8700 order; an estimate)");
-  l.socket_GBps = cfg.get<double>("dgx1.socket_GBps", l.socket_GBps,
-                                  "inter-socket link, each direction, GB/s (2 QPI links at 9.6 GT/s, DGX-1's Xeon E5-2698 v4)");
-  l.socket_latency_ns = cfg.get<double>("dgx1.socket_latency_ns", l.socket_latency_ns, "inter-socket link, ns (an estimate)");
-  if (!(l.nvlink_GBps >= 0) || !(l.pcie_GBps > 0) || !(l.socket_GBps > 0))
-    throw UserError("dgx1 link bandwidths must be above zero");
-  if (!(l.nvlink_latency_ns >= 0) || !(l.pcie_latency_ns >= 0) || !(l.socket_latency_ns >= 0))
-    throw UserError("dgx1 link latencies must not be negative");
-  // Blink §5.3: "inter-server AllReduce throughput (40Gbps)"; Fig. 19b varies it.
-  const double gbps = cfg.get<double>("dgx1.net_Gbps", 40.0,
-                                      "network between DGX-1 servers (--gpus 0,1,2/0,1,2,3,4), each direction, Gbit/s "
-                                      "(Blink §5.3: 40 Gbps cloud interconnect; Fig. 19b: up to 400)");
-  const double lat = cfg.get<double>("dgx1.net_latency_ns", 1500.0,
-                                     "one server's NIC to another's through the network switch, ns (an estimate of "
-                                     "RDMA NIC-to-NIC latency; Blink gives none)");
-  if (!(gbps > 0)) throw UserError("dgx1.net_Gbps must be above zero");
-  if (!(lat >= 0)) throw UserError("dgx1.net_latency_ns must not be negative");
+  topo::Dgx1Links l(cfg.get(kDgx1NvLinkGBps));
+  l.nvlink_latency_ns = cfg.get(kDgx1NvLinkLatency);
+  l.pcie_GBps = cfg.get(kDgx1PcieGBps);
+  l.pcie_latency_ns = cfg.get(kDgx1PcieLatency);
+  l.socket_GBps = cfg.get(kDgx1SocketGBps);
+  l.socket_latency_ns = cfg.get(kDgx1SocketLatency);
+  const double gbps = cfg.get(kDgx1NetGbps);
+  const double lat = cfg.get(kDgx1NetLatency);
   if (shape.gpu_servers.size() > 1) return topo::make_dgx1_cluster(gen, shape.gpu_servers, gbps / 8, lat, l);
-  if (cfg.has_override("dgx1.net_Gbps") || cfg.has_override("dgx1.net_latency_ns"))
+  if (cfg.has_override(kDgx1NetGbps) || cfg.has_override(kDgx1NetLatency))
     throw UserError("dgx1.net_Gbps and dgx1.net_latency_ns apply to several servers, given as --gpus 0,1,2/0,1,2,3,4");
   std::vector<int> gpus = shape.gpu_list;
   if (gpus.empty()) {
@@ -143,17 +153,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   // link.* with the family's defaults: a YAML file's, or the built-in's.
   auto link_defaults = [&cfg](const std::string& family) {
     const bool multitree = family == topo::Topology::kMultiTree;
-    const double bw = cfg.get<double>(
-        "link.bw_GBps", multitree ? topo::kMultiTreeLinkGBps : 25.0,
-        "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, YAML files: 25, Klenk §V, per NVSwitch port; "
-        "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
-        "router's network links together, MultiTree §V-A)");
-    const double lat = cfg.get<double>(
-        "link.latency_ns", multitree ? topo::kMultiTreeLinkLatencyNs : 0.0,
-        "wire latency of each link, ns (dgx2, fattree2l, star, YAML files: 0, Klenk §V gives none, its 150 ns switch "
-        "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III)");
-    if (!(bw > 0)) throw UserError("link.bw_GBps must be above zero");
-    if (!(lat >= 0)) throw UserError("link.latency_ns must not be negative");
+    const double bw = cfg.get(kLinkGBps, multitree ? topo::kMultiTreeLinkGBps : kLinkGBps.default_value());
+    const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
     return topo::LinkDefaults{bw, lat};
   };
   const int gpus = shape.gpus;
@@ -222,96 +223,60 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
                   "platform file");
 }
 
+namespace {
+const Param<std::string> kHomePorts{
+    "fabric.home_ports", "interleave", Range::none(),
+    "how push blocks are spread over home ports (Klenk §IV-C: by hashing): interleave, consecutive 128 B blocks "
+    "on consecutive switches then ports, as address-sliced caches do; or hash, a mixing hash of the block address"};
+}  // namespace
+
 Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
     : topo_(t) {
-  const std::string homes = cfg.get<std::string>(
-      "fabric.home_ports", "interleave",
-      "how push blocks are spread over home ports (Klenk §IV-C: by hashing): interleave, consecutive 128 B blocks "
-      "on consecutive switches then ports, as address-sliced caches do; or hash, a mixing hash of the block address");
+  const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")
     throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
   fabric_ = std::make_unique<topo::MulticastFabric>(
       topo_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave);
   net::PacketFormat fmt;
-  fmt.header_bytes = cfg.get<uint32_t>("net.header_bytes", 16, "header flit, bytes (Klenk §V)");
-  fmt.flit_bytes = cfg.get<uint32_t>("net.flit_bytes", 16, "flit size, bytes (Klenk §V: one 16 B header flit)");
-  fmt.max_payload_bytes = cfg.get<uint32_t>(
-      "net.max_payload_bytes", d.max_payload_bytes,
-      "largest payload per packet, bytes (dgx2, fattree2l, star, YAML files: 128, Klenk §V; torus, mesh, fattree, "
-      "bigraph: 256, MultiTree Table III's payload for the baselines)");
-  // A payload holds at least an 8-byte flag store; sizes stay far from the
-  // 16-bit wire-size field.
-  if (fmt.max_payload_bytes < 8 || fmt.max_payload_bytes % 4 != 0 || fmt.max_payload_bytes > 4096)
-    throw UserError("net.max_payload_bytes must be a multiple of 4 from 8 to 4096");
-  if (fmt.header_bytes == 0 || fmt.header_bytes > 1024 || fmt.flit_bytes == 0 || fmt.flit_bytes > 1024)
-    throw UserError("net.header_bytes and net.flit_bytes must be between 1 and 1024");
+  fmt.header_bytes = cfg.get(net::kHeaderBytes);
+  fmt.flit_bytes = cfg.get(net::kFlitBytes);
+  fmt.max_payload_bytes = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
+  if (fmt.max_payload_bytes % 4 != 0)
+    throw UserError("net.max_payload_bytes must be a multiple of 4, not " + std::to_string(fmt.max_payload_bytes));
   pool_ = std::make_unique<net::PacketPool>(fmt);
   const uint32_t max_packet = fmt.wire_bytes(fmt.max_payload_bytes);
 
   nvswitch::SwitchConfig sw;
-  const double sw_latency_ns = cfg.get<double>(
-      "switch.latency_ns", d.switch_latency_ns,
-      "switch or router latency, first flit in to first flit out, ns (dgx2, fattree2l, star, YAML files: 150, "
-      "Klenk §V; torus, mesh, fattree, bigraph: 4, MultiTree Table III's 1 GHz routers, which the paper models in "
-      "BookSim without giving a pipeline depth, times BookSim's default 4 one-cycle stages: routing, VC "
-      "allocation, switch allocation, switch traversal)");
-  if (!(sw_latency_ns >= 0)) throw UserError("switch.latency_ns must not be negative");
+  const double sw_latency_ns = cfg.get(nvswitch::kSwitchLatency, d.switch_latency_ns);
   sw.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
-  sw.speedup = cfg.get<double>(
-      "switch.speedup", 0.0,
-      "crossbar bandwidth of an input and of an output over port bandwidth; 0: the switch's port count, an "
-      "output-queued switch (Klenk §V; §IV-E1 asks at least 2 of a real crossbar)");
-  const uint32_t in_buf = cfg.get<uint32_t>(
-      "switch.in_buffer_bytes", 0, "input buffer per port and VC, bytes; 0 sizes it to cover the credit round trip (Klenk §V)");
-  const uint32_t out_q = cfg.get<uint32_t>(
-      "switch.out_queue_bytes", 0, "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)");
-  if (!(sw.speedup == 0 || sw.speedup >= 1)) throw UserError("switch.speedup must be 0 (output-queued) or at least 1");
-  sw.table_bytes = cfg.get<uint32_t>(
-      "switch.reduction_table.bytes", d.table_bytes,
-      "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
-      "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)");
-  const double timeout_ns = cfg.get<double>(
-      "switch.reduction_table.timeout_ns", 0.0,
-      "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
-      "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)");
-  const std::string eviction = cfg.get<std::string>(
-      "switch.reduction_table.eviction", "lru",
-      "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
-      "entries leave only when complete or timed out, and the missing packet goes on to its home GPU; or a "
-      "policy an sc_main registered (nvswitch/eviction.h)");
+  sw.speedup = cfg.get(nvswitch::kSwitchSpeedup);
+  const uint32_t in_buf = cfg.get(nvswitch::kSwitchInBuffer);
+  const uint32_t out_q = cfg.get(nvswitch::kSwitchOutQueue);
+  sw.table_bytes = cfg.get(nvswitch::kTableBytes, d.table_bytes);
+  const double timeout_ns = cfg.get(nvswitch::kTableTimeout);
+  const std::string eviction = cfg.get(nvswitch::kTableEviction);
   sw.entry_bytes = fmt.max_payload_bytes;
   sw.eviction = nvswitch::make_eviction_policy(eviction);
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < sw.entry_bytes)
       throw UserError(key + " must hold at least one " + std::to_string(sw.entry_bytes) +
                       "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
-    if (b > (16u << 20)) throw UserError(key + " must be at most 16 MiB per port");
     return b;
   };
   check_table("switch.reduction_table.bytes", sw.table_bytes);
   // A switch's or a port's own key may override it (sw3.reduction_table.bytes, sw3.port5.reduction_table.bytes).
   auto table_bytes = [&](const std::string& port) {
     return check_table(port + ".reduction_table.bytes",
-                       cfg.instance<uint32_t>(port, "switch.reduction_table.bytes", sw.table_bytes));
+                       cfg.instance(port, nvswitch::kTableBytes, sw.table_bytes));
   };
-  if (!(timeout_ns >= 0 && timeout_ns <= 1e9))
-    throw UserError("switch.reduction_table.timeout_ns must be between 0 and 1e9 (one second)");
 
   gpu::GpuConfig gc;
-  gc.clock_ghz = cfg.get<double>("gpu.clock_ghz", 1.53,
-                                 "GPU clock, GHz (V100 boost clock, NVIDIA Volta whitepaper; Klenk §V counts memory latency in cycles)");
-  gc.mem_latency_cycles = cfg.get<uint32_t>("gpu.mem_latency_cycles", 180, "static memory latency, cycles (Klenk §V: a Volta L2 hit)");
-  gc.mem_jitter_cycles = cfg.get<uint32_t>("gpu.mem_jitter_cycles", 180, "plus a random [0, this) cycles (Klenk §V)");
-  const uint32_t rx_buf = cfg.get<uint32_t>(
-      "gpu.rx_buffer_bytes", 0, "receive buffer per port and VC, bytes; 0 sizes it to cover the credit round trip");
-  gc.max_responses = cfg.get<uint32_t>(
-      "gpu.max_responses", 0, "responses one port's memory pipeline holds; 0 covers the largest memory latency at line rate");
+  gc.clock_ghz = cfg.get(gpu::kGpuClock);
+  gc.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
+  gc.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
+  const uint32_t rx_buf = cfg.get(gpu::kGpuRxBuffer);
+  gc.max_responses = cfg.get(gpu::kGpuMaxResponses);
   gc.seed = seed;
-  if (!(gc.clock_ghz > 0)) throw UserError("gpu.clock_ghz must be above zero");
-  constexpr uint32_t kMaxBuffer = 16u << 20;  // far above any round trip; keeps credits in range
-  if (in_buf > kMaxBuffer || out_q > kMaxBuffer || rx_buf > kMaxBuffer)
-    throw UserError("switch and GPU buffers must be at most 16 MiB per port and VC");
-  if (gc.max_responses > (1u << 20)) throw UserError("gpu.max_responses must be at most 1048576");
   gpu_config_ = gc;
   // Little's law quantities (Klenk Eq. (1), (2)).
   {
@@ -394,8 +359,7 @@ Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, Platform
       for (int i = 0; i < node.ports; ++i)
         for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(topo_.vc_rule(s, i, o));
     nvswitch::SwitchConfig c = sw;
-    const double latency_ns = cfg.instance<double>(node.name, "switch.latency_ns", sw_latency_ns);
-    if (!(latency_ns >= 0)) throw UserError(node.name + ".latency_ns must not be negative");
+    const double latency_ns = cfg.instance(node.name, nvswitch::kSwitchLatency, sw_latency_ns);
     c.latency = sc_time(latency_ns, sc_core::SC_NS);
     std::vector<uint32_t> out_bytes;
     for (int p = 0; p < node.ports; ++p) out_bytes.push_back(out_q ? out_q : buffer_for_port({s, p}, sw.latency));

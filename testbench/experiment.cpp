@@ -16,31 +16,41 @@
 
 namespace incsim::tb {
 
+namespace {
+// Run parameters, read by the driver.
+const Param<std::string> kFaultBlock{
+    "fault.alu.block", "", Range::none(),
+    "fault injection: the hierarchical name of one block whose ALU gets results wrong (sw0.port3.reduction_table, "
+    "n2.nic, gpu5.cores, fpga.aggregator; --log names them), to see #wrong count them; empty: none"};
+const Param<uint64_t> kFaultElements{
+    "fault.alu.elements", 1, Range::at_least(1).at_most(1e15),
+    "fault injection: how many of that ALU's first results are one too high"};
+// At most 1000 s of simulated time: far from what sc_time (64-bit ps) holds.
+const Param<double> kStallTimeout{
+    "sim.stall_timeout_us", 0.0, Range::at_least(0).at_most(1e9),
+    "simulated time without progress that counts as a stall, us (GPU fabrics: no GPU receives a packet and no "
+    "switch completes a reduction; Ethernet: no packet is delivered, newly acknowledged or gathered by an FPGA); "
+    "0: the workload's default (collectives: the longest of 100 us, 20 round trips and 4 reduction table timeouts; "
+    "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)"};
+const Param<double> kProgress{"sim.progress_s", 2.0, Range::at_least(0).at_most(1e6),
+                              "wall-clock seconds between progress lines on stderr"};
+}  // namespace
+
 const char* version() { return kVersion; }
 const char* git_commit() { return kGitCommit; }
 
 Experiment::Experiment(const Options& o) : opt_(o) {
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
-  const std::string fault_block = cfg_.get<std::string>(
-      "fault.alu.block", "",
-      "fault injection: the hierarchical name of one block whose ALU gets results wrong (sw0.port3.reduction_table, "
-      "n2.nic, gpu5.cores, fpga.aggregator; --log names them), to see #wrong count them; empty: none");
-  const uint64_t fault_elements = cfg_.get<uint64_t>(
-      "fault.alu.elements", 1, "fault injection: how many of that ALU's first results are one too high");
+  const std::string fault_block = cfg_.get(kFaultBlock);
+  const uint64_t fault_elements = cfg_.get(kFaultElements);
   collectives::Alu::inject(fault_block, fault_elements);  // before any block is built
   workload_ = make_workload(opt_, cfg_);
 
-  double stall_us = cfg_.get<double>(
-      "sim.stall_timeout_us", 0.0,
-      "simulated time without progress that counts as a stall, us (GPU fabrics: no GPU receives a packet and no "
-      "switch completes a reduction; Ethernet: no packet is delivered, newly acknowledged or gathered by an FPGA); "
-      "0: the workload's default (collectives: the longest of 100 us, 20 round trips and 4 reduction table timeouts; "
-      "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)");
-  if (!(stall_us >= 0)) throw UserError("sim.stall_timeout_us must not be negative");
+  const double stall_us = cfg_.get(kStallTimeout);
   const sc_core::sc_time timeout =
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
-  const double progress_s = cfg_.get<double>("sim.progress_s", 2.0, "wall-clock seconds between progress lines on stderr");
+  const double progress_s = cfg_.get(kProgress);
   platforms::Machine& m = workload_->machine();
   watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
   cfg_.check_unused();
@@ -174,6 +184,10 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
     }
     if (o.list_choices) {
       out << choices();
+      return 0;
+    }
+    if (o.list_all) {
+      list_all_params(out);
       return 0;
     }
     install_report_handler(false);

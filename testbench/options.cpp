@@ -25,7 +25,7 @@ bool Options::was_given(const std::string& option) const {
 namespace {
 
 // Flags that act instead of running: not allowed in a config file.
-const char* const kActions[] = {"help", "version", "list-params", "list-choices", "print-schedule",
+const char* const kActions[] = {"help", "version", "list-params", "all", "list-choices", "print-schedule",
                                 "print-trees"};
 
 // Every option, declared once: the parser, --help and config files read this.
@@ -67,6 +67,7 @@ const po::options_description& declaration() {
         ("print-schedule", "print every node's schedule table (MultiTree Fig. 5 layout) and exit")
         ("print-trees", "print Blink's trees (or the rings) with weights and links and exit")
         ("list-params", "list the parameters this run reads (value, default, source) and exit")
+        ("all", "with --list-params: every parameter incsim has (type, default, range, description), nothing built")
         ("list-choices", "list the values each option accepts and exit")
         ("log", text("LEVEL|BLOCK=LEVEL,..."), "what blocks do, with the simulated time, on stderr: trace, debug, "
                                                 "info, warn or off for all, and per block by hierarchical name, such "
@@ -149,6 +150,7 @@ class Parser {
       o_.params.push_back({value.substr(0, eq), value.substr(eq + 1), source});
     } else if (name == "quiet") o_.quiet = true;
     else if (name == "list-params") o_.list_params = true;
+    else if (name == "all") o_.list_all = true;
     else if (name == "list-choices") o_.list_choices = true;
     else if (name == "print-schedule") o_.print_schedule = true;
     else if (name == "print-trees") o_.print_trees = true;
@@ -199,8 +201,10 @@ class Parser {
     if (!root.IsMap()) throw UserError("config file " + path + " must be a map of options and parameters");
     open_.push_back(path);
     o_.config_files.push_back(path);
+    Lines seen;
     for (const auto& kv : root) {
       const std::string key = kv.first.as<std::string>();
+      once(seen, key, kv.first, path);
       const auto* d = declaration().find_nothrow(key, false);
       if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
         throw UserError("config file " + path + ": '" + key + "' is a command-line action, not a setting");
@@ -217,15 +221,30 @@ class Parser {
           apply(key, kv.second.as<std::string>(), path);
         }
       } else {
-        flatten(kv.second, key, path);
+        flatten(kv.second, key, path, seen);
       }
     }
     open_.pop_back();
   }
 
-  void flatten(const YAML::Node& n, const std::string& key, const std::string& path) {
+  // Where each key of one file stands, nested or dotted alike.
+  using Lines = std::map<std::string, int>;
+  // yaml-cpp keeps both entries of a key given twice; a config file may not.
+  static void once(Lines& seen, const std::string& key, const YAML::Node& at, const std::string& path) {
+    const int line = at.Mark().line + 1;
+    const auto [it, fresh] = seen.emplace(key, line);
+    if (!fresh)
+      throw UserError("config file " + path + " sets '" + key + "' twice, on lines " + std::to_string(it->second) +
+                      " and " + std::to_string(line));
+  }
+
+  void flatten(const YAML::Node& n, const std::string& key, const std::string& path, Lines& seen) {
     if (n.IsMap()) {
-      for (const auto& kv : n) flatten(kv.second, key + "." + kv.first.as<std::string>(), path);
+      for (const auto& kv : n) {
+        const std::string k = key + "." + kv.first.as<std::string>();
+        once(seen, k, kv.first, path);
+        flatten(kv.second, k, path, seen);
+      }
     } else if (n.IsScalar()) {
       o_.params.push_back({key, n.as<std::string>(), path});
     } else {
@@ -291,6 +310,7 @@ Options parse_command_line(int argc, const char* const* argv) {
       throw UserError("option " + (name == "c" ? std::string("-c") : "--" + name) + " needs a value");
     p.apply(name, value, "-c");
   }
+  if (o.list_all && !o.list_params) throw UserError("--all goes with --list-params (incsim --list-params --all)");
   return o;
 }
 

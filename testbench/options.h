@@ -51,7 +51,7 @@ struct Options {
     std::string key, value, source;
   };
   std::vector<Setting> params;
-  bool quiet = false, list_params = false, list_choices = false, help = false, version = false,
+  bool quiet = false, list_params = false, list_all = false, list_choices = false, help = false, version = false,
        print_schedule = false, print_trees = false;
   // Which run options were given (by a flag or a config file): a workload
   // refuses the ones it has no use for.

@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
@@ -13,43 +14,41 @@ void Config::set(const std::string& key, const std::string& value, const std::st
   overrides_[key] = Override{value, source, false};
 }
 
-const std::string& Config::declare(const std::string& key, const char* type, const std::string& def,
+const std::string& Config::declare(const ParamDecl& p, const std::string& key, const std::string& def,
                                    const std::string& description) {
   auto it = params_.find(key);
   if (it == params_.end()) {
-    Param p{type, def, def, description};
+    Param e{p.type(), def, def, description};
+    if (p.range().numeric()) e.range = p.range().text(p.unit());
     auto ov = overrides_.find(key);
     if (ov != overrides_.end()) {
       ov->second.used = true;
-      p.value = ov->second.value;
-      p.source = ov->second.source;
+      e.value = ov->second.value;
+      e.source = ov->second.source;
     }
-    it = params_.emplace(key, p).first;
+    it = params_.emplace(key, e).first;
   }
   return it->second.value;
 }
 
-const std::string* Config::instance_override(const std::string& path, const std::string& key,
-                                             const std::string& value) {
-  const auto dot = key.find('.');
-  const std::string suffix = dot == std::string::npos ? key : key.substr(dot + 1);
-  for (std::string p = path;;) {
-    const std::string k = p + "." + suffix;
-    if (overrides_.count(k)) {
-      const auto type = params_.find(key);
-      return &declare(k, type == params_.end() ? "string" : type->second.type.c_str(), value,
-                      "this block's " + key + " (per-instance override)");
-    }
-    const auto up = p.rfind('.');
+const std::string* Config::instance_override(const std::string& path, const ParamDecl& p, const std::string& value,
+                                             std::string& key) {
+  const auto dot = p.key().find('.');
+  const std::string suffix = dot == std::string::npos ? p.key() : p.key().substr(dot + 1);
+  for (std::string at = path;;) {
+    key = at + "." + suffix;
+    if (overrides_.count(key))
+      return &declare(p, key, value, "this block's " + p.key() + " (per-instance override)");
+    const auto up = at.rfind('.');
     if (up == std::string::npos) return nullptr;
-    p.resize(up);
+    at.resize(up);
   }
 }
 
 void Config::list(std::ostream& os) const {
   for (const auto& [k, p] : params_)
     os << k << "\t" << p.type << "\t" << p.value << "\t" << p.default_value << "\t" << p.source << "\t" << p.description
-       << "\n";
+       << (p.range.empty() ? "" : " [range: " + p.range + "]") << "\n";
 }
 
 void Config::check_unused() const {
@@ -65,9 +64,13 @@ void Config::check_unused() const {
 }
 
 double parse_number(const std::string& key, const std::string& text) {
+  // YAML spells infinity and NaN .inf, -.inf and .nan (any case).
+  std::string t = text;
+  const size_t sign = !t.empty() && (t[0] == '+' || t[0] == '-');
+  if (t.size() > sign + 1 && t[sign] == '.' && std::isalpha(static_cast<unsigned char>(t[sign + 1]))) t.erase(sign, 1);
   char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v))
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end == nullptr || *end != '\0' || std::isspace(static_cast<unsigned char>(t[0])))
     throw UserError("configuration key '" + key + "' expects a number, got '" + text + "'");
   return v;
 }

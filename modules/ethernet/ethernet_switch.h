@@ -16,6 +16,7 @@
 #include "ethernet/egress.h"
 #include "ethernet/roce_frame.h"
 #include "net/port.h"
+#include "core/param.h"
 
 namespace incsim::eth {
 
@@ -25,6 +26,11 @@ struct SwitchConfig {
   sc_core::sc_time latency;        // first bit in to first bit out
   uint32_t buffer_bytes;           // ingress buffer per port and class
 };
+// At least one frame (checked against roce.mtu_payload where the frame size is known).
+inline const Param<uint32_t> kEthBufferBytes{
+    "switch.buffer_bytes", 256 * 1024, Range::at_least(64).at_most(1u << 30),
+    "ingress buffer per port and class with PFC, bytes (assumption: covers ~20 us of 100 GbE; RoCE runs lossless "
+    "under PFC)"};
 
 // Data frames of connection (src_ip, dst_ip, dst_qp) that arrive on any port
 // but `to_port` go out of `to_port` (one rule per worker, NetReduce §4).

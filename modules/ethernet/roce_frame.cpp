@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <string>
 
-#include "core/error.h"
 
 namespace incsim::eth {
 
@@ -50,12 +49,6 @@ void LinkFaults::flip(net::Packet* p, bool in_header, double where) {
   uint8_t* base = header ? p->data + offsetof(RoceHeader, psn) : payload(p);
   const uint64_t bit = static_cast<uint64_t>(where * bytes * 8);
   base[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-}
-
-void check_probability(const char* key, double p) {
-  if (!(p >= 0 && p < 1))
-    throw UserError(std::string("configuration key '") + key + "' is a probability and must lie in [0, 1), got " +
-                    std::to_string(p));
 }
 
 }  // namespace incsim::eth

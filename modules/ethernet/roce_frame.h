@@ -149,7 +149,4 @@ class LinkFaults {
   FaultHook hook_;
 };
 
-// Throws UserError unless 0 <= probability < 1.
-void check_probability(const char* key, double p);
-
 }  // namespace incsim::eth

@@ -18,6 +18,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/param.h"
 #include "core/trace.h"
 #include "net/packet.h"
 
@@ -32,6 +33,22 @@ struct WaveParams {
   sc_core::sc_time counter_timeout;  // a wave that finds no free counter for this long is an error
   bool arbitrary_order = true;       // issue a wave's blocks in the engine's own order, not by address
 };
+inline const Param<int> kWaves{
+    "gpu.copy_engine.waves", 16, Range::at_least(0).at_most(4096),
+    "wave counters, so waves outstanding per copy engine, for push and pull (multicast all-gather and broadcast "
+    "have no responses to count); 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 on DGX-2; Fig. 8: push "
+    "64, pull 16 on the fat tree)"};
+// At least one packet's payload (checked against net.max_payload_bytes where both are known).
+inline const Param<uint32_t> kWaveBytes{"gpu.copy_engine.wave_bytes", 8192, Range::at_least(8).at_most(64 << 20),
+                                        "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB)"};
+inline const Param<double> kCounterTimeout{
+    "gpu.copy_engine.counter_timeout_us", 1000.0, Range::above(0).at_most(1e6),
+    "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "
+    "\"after some time\", no value given)"};
+inline const Param<std::string> kCopyOrder{
+    "gpu.copy_engine.order", "arbitrary", Range::none(),
+    "arbitrary: each GPU issues a wave's blocks (without waves, all its blocks) in its own order, as DMA streams "
+    "guarantee none (Klenk §II-A, §IV-C); address: every GPU in address order, the tables' best case"};
 
 // One transfer: blocks [first, end) of a buffer of `bytes` bytes cut into
 // blocks of block_bytes, each one packet of `op`.

@@ -16,6 +16,7 @@
 #include "core/trace.h"
 #include "gpu/memory.h"
 #include "net/port.h"
+#include "core/param.h"
 
 namespace incsim::gpu {
 
@@ -27,6 +28,19 @@ struct GpuConfig {
   uint32_t max_responses;        // responses a port's memory pipeline holds
   uint64_t seed;
 };
+inline const Param<double> kGpuClock{
+    "gpu.clock_ghz", 1.53, Range::at_least(0.01).at_most(100),
+    "GPU clock, GHz (V100 boost clock, NVIDIA Volta whitepaper; Klenk §V counts memory latency in cycles)"};
+inline const Param<uint32_t> kGpuMemLatency{"gpu.mem_latency_cycles", 180, Range::at_least(0).at_most(1e6),
+                                            "static memory latency, cycles (Klenk §V: a Volta L2 hit)"};
+inline const Param<uint32_t> kGpuMemJitter{"gpu.mem_jitter_cycles", 180, Range::at_least(0).at_most(1e6),
+                                           "plus a random [0, this) cycles (Klenk §V)"};
+inline const Param<uint32_t> kGpuRxBuffer{
+    "gpu.rx_buffer_bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "receive buffer per port and VC, bytes; 0 sizes it to cover the credit round trip"};
+inline const Param<uint32_t> kGpuMaxResponses{
+    "gpu.max_responses", 0, Range::at_least(0).at_most(1 << 20),
+    "responses one port's memory pipeline holds; 0 covers the largest memory latency at line rate"};
 
 // Produces the write packets of one transfer on one port (a software
 // collective's chunk, a copy engine's buffer). The port pulls packets when

@@ -22,10 +22,15 @@
 #include "gpu/copy_engine.h"
 #include "gpu/gpu.h"
 #include "topology/multicast.h"
+#include "core/param.h"
 
 namespace incsim::gpu {
 
 enum class InNetKind { AllReducePush, AllReducePull, AllGather, Broadcast };
+
+inline const Param<bool> kPullBarrier{"pull.barrier", true, Range::none(),
+                                      "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
+                                      "§IV-B, §VI-A: without it pulls may read stale data)"};
 
 class InNetworkCollective : public Collective {
  public:

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <systemc>
 
+#include "core/param.h"
+
 namespace incsim::net {
 
 // Write, WriteAck, Read and ReadResp are ordinary memory operations; a Write
@@ -91,6 +93,16 @@ struct PacketFormat {
                                                                       : wire_bytes(payload);
   }
 };
+inline const Param<uint32_t> kHeaderBytes{"net.header_bytes", 16, Range::at_least(1).at_most(1024),
+                                          "header flit, bytes (Klenk §V)"};
+inline const Param<uint32_t> kFlitBytes{"net.flit_bytes", 16, Range::at_least(1).at_most(1024),
+                                        "flit size, bytes (Klenk §V: one 16 B header flit)"};
+// A payload holds at least an 8-byte flag store, in whole 4-byte words;
+// sizes stay far from the 16-bit wire-size field.
+inline const Param<uint32_t> kMaxPayloadBytes{
+    "net.max_payload_bytes", 128, Range::at_least(8).at_most(4096),
+    "largest payload per packet, bytes (dgx2, fattree2l, star, YAML files: 128, Klenk §V; torus, mesh, fattree, "
+    "bigraph: 256, MultiTree Table III's payload for the baselines)"};
 
 // First-in first-out queue threaded through Packet::next.
 class PacketFifo {

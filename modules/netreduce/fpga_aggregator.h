@@ -23,6 +23,7 @@
 #include "netreduce/aggregator_array.h"
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
+#include "core/param.h"
 
 namespace incsim::netreduce {
 
@@ -50,6 +51,17 @@ struct FpgaConfig {
   uint32_t clt_entries;
   uint32_t mtu_payload;  // the ring's payload per packet (RETH addresses of translated results)
 };
+inline const Param<double> kFpgaLatency{"fpga.latency_ns", 500.0, Range::at_least(0).at_most(1e9),
+                                        "FPGA pipeline latency, last byte in to first result byte out, ns "
+                                        "(assumption: parser, CLT, state manager, aggregation and ICRC at "
+                                        "~300 MHz; the paper gives only the 6.3 us RTT)"};
+inline const Param<uint32_t> kCltEntries{"fpga.clt.entries", 1024, Range::at_least(1).at_most(1 << 20),
+                                         "connection lookup (and translation) table entries (assumption: one per ring "
+                                         "connection; a small BRAM table)"};
+inline const Param<uint32_t> kArrayMessages{
+    "fpga.array_messages", 0, Range::at_least(0).at_most(1 << 20),
+    "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
+    "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")"};
 
 class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public Traceable {
  public:

@@ -12,6 +12,7 @@
 #include "gpu/collective.h"
 #include "nic/nic.h"
 #include "topology/topology.h"
+#include "core/param.h"
 
 namespace incsim::nic {
 
@@ -23,6 +24,19 @@ struct StepEstimate {
   uint32_t buffer_flits;  // the NI buffer
   double clock_ghz;     // router cycles, for the waveform
 };
+inline const Param<bool> kNicLockstep{
+    "nic.lockstep", true, Range::none(),
+    "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)"};
+inline const Param<std::string> kNicFlowControl{
+    "nic.flow_control", "packet", Range::none(),
+    "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "
+    "sub-packets of body and sub-tail flits (MultiTree §IV-B; default message for multitree-msg only)"};
+inline const Param<uint32_t> kNicBufferFlits{
+    "nic.buffer_flits", 318, Range::at_least(1).at_most(1 << 24),
+    "NI buffer, flits, for the lockstep step-time estimate (MultiTree §IV-A footnote 4; the paper gives no size, "
+    "this is Table III's VC buffer depth)"};
+inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01).at_most(100),
+                                     "NIC and router clock, GHz (MultiTree Table III: 1 GHz)"};
 
 // How the tables run, beyond MultiTree's defaults.
 struct Execution {

@@ -18,6 +18,7 @@
 
 #include "collectives/alu.h"
 #include "core/log.h"
+#include "core/param.h"
 #include <ostream>
 #include <string>
 #include <systemc>
@@ -44,6 +45,39 @@ struct SwitchConfig {
   // Whom a push miss on a full table evicts (eviction.h); shared by the platform's switches.
   std::shared_ptr<EvictionPolicy> eviction;
 };
+
+// Its parameters. Latencies stay far below what simulated time (64-bit ps) holds.
+inline const Param<double> kSwitchLatency{
+    "switch.latency_ns", 150.0, Range::at_least(0).at_most(1e9),
+    "switch or router latency, first flit in to first flit out, ns (dgx2, fattree2l, star, YAML files: 150, "
+    "Klenk §V; torus, mesh, fattree, bigraph: 4, MultiTree Table III's 1 GHz routers, which the paper models in "
+    "BookSim without giving a pipeline depth, times BookSim's default 4 one-cycle stages: routing, VC "
+    "allocation, switch allocation, switch traversal; rack, spineleaf, multigpu: 400, Ethernet cut-through, an "
+    "assumption for a commodity 100 GbE switch, 300-600 ns)"};
+inline const Param<double> kSwitchSpeedup{
+    "switch.speedup", 0.0, Range::at_least(1).at_most(1024).or_zero(),
+    "crossbar bandwidth of an input and of an output over port bandwidth; 0: the switch's port count, an "
+    "output-queued switch (Klenk §V; §IV-E1 asks at least 2 of a real crossbar)"};
+// Far above any round trip; keeps credits in range.
+inline const Param<uint32_t> kSwitchInBuffer{
+    "switch.in_buffer_bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "input buffer per port and VC, bytes; 0 sizes it to cover the credit round trip (Klenk §V)"};
+inline const Param<uint32_t> kSwitchOutQueue{
+    "switch.out_queue_bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)"};
+inline const Param<uint32_t> kTableBytes{
+    "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
+    "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)"};
+inline const Param<double> kTableTimeout{
+    "switch.reduction_table.timeout_ns", 0.0, Range::at_least(0).at_most(1e9),
+    "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
+    "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)"};
+inline const Param<std::string> kTableEviction{
+    "switch.reduction_table.eviction", "lru", Range::none(),
+    "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
+    "entries leave only when complete or timed out, and the missing packet goes on to its home GPU; or a "
+    "policy an sc_main registered (nvswitch/eviction.h)"};
 
 // Where a switch sits: its routing tables and what each port faces.
 struct SwitchWiring {

@@ -18,6 +18,7 @@
 #include "core/trace.h"
 #include "ethernet/roce_frame.h"
 #include "net/port.h"
+#include "core/param.h"
 
 namespace incsim::roce {
 
@@ -31,6 +32,27 @@ struct NicConfig {
   sc_core::sc_time tx_latency;    // a work request posted to its first byte on the wire (doorbell, WQE and payload DMA)
   sc_core::sc_time rx_latency;    // a packet's last byte in to its payload seen by the host (DMA, completion)
 };
+// A payload of whole 4-byte words (checked where it is read).
+inline const Param<uint32_t> kMtuPayload{
+    "roce.mtu_payload", 1024, Range::at_least(4).at_most(4096),
+    "tensor bytes per packet (NetReduce §5.1: \"the packet payload carries 1 KB of data\")"};
+inline const Param<uint32_t> kAckEvery{
+    "roce.ack_every", 16, Range::at_least(1).at_most(1 << 20),
+    "the responder ACKs every this many packets and each message's last (assumption: ConnectX coalesces "
+    "ACKs; the paper does not say)"};
+inline const Param<double> kRto{"roce.rto_us", 131.072, Range::at_least(0.001).at_most(1e6),
+                                "retransmission timeout, us (IBA local ACK timeout 4.096 us x 2^5; "
+                                "assumption: the paper does not give its setting)"};
+// NetReduce Table 6 gives a 6.3 us RTT; links, switch and FPGA account for
+// about 1.7 us of it here, so the host side (NIC DMA over PCIe, the flow
+// control's polling) is given the rest, split between the two ends.
+inline const Param<double> kTxLatency{"roce.tx_latency_ns", 2300.0, Range::at_least(0).at_most(1e9),
+                                      "work request posted to first byte on the wire, ns (calibrated: "
+                                      "with roce.rx_latency_ns, a 1 KB NetReduce all-reduce takes the "
+                                      "6.3 us RTT of NetReduce Table 6)"};
+inline const Param<double> kRxLatency{"roce.rx_latency_ns", 2300.0, Range::at_least(0).at_most(1e9),
+                                      "last byte in to payload seen by the host, ns (calibrated with "
+                                      "roce.tx_latency_ns to NetReduce Table 6's 6.3 us RTT)"};
 
 // One RDMA WRITE: `packets` packets of mtu_payload bytes (the last one
 // last_bytes), optionally with an INA header in front of the first packet.

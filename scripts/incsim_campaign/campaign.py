@@ -102,19 +102,39 @@ def value_text(value):
 # --------------------------------------------------------------------------
 # axes and ranges
 
+# A campaign larger than this is a typo (a huge count, a tiny 'mul'), not a
+# plan: it is refused before any point is made.
+MAX_POINTS = 100000
+
+
 def _number(x, where):
     if isinstance(x, bool):
         raise CampaignError("%s: %r is not a number" % (where, x))
     if isinstance(x, (int, float)):
-        return x, False
-    try:
-        return parse_size(x), True
-    except ValueError:
-        pass
-    try:
-        return float(x), False
-    except (TypeError, ValueError):
-        raise CampaignError("%s: %r is not a number" % (where, x)) from None
+        v, sized = x, False
+    else:
+        try:
+            return parse_size(x), True
+        except ValueError:
+            pass
+        try:
+            v, sized = float(x), False
+        except (TypeError, ValueError):
+            raise CampaignError("%s: %r is not a number" % (where, x)) \
+                from None
+    # YAML's .inf and .nan arrive as floats.
+    if not math.isfinite(v):
+        raise CampaignError("%s: %s is not a finite number" % (where, v))
+    return v, sized
+
+
+def _too_many(count, where, what="values"):
+    """Refuses a count (a float, perhaps infinite) above MAX_POINTS."""
+    if not count <= MAX_POINTS:
+        text = "{:,}".format(int(count)) if math.isfinite(count) else \
+            "countless"
+        raise CampaignError("%s has %s %s, more than the {:,} a campaign "
+                            "may have".format(MAX_POINTS) % (where, text, what))
 
 
 def expand_range(spec, where):
@@ -139,6 +159,10 @@ def expand_range(spec, where):
         if lo <= 0:
             raise CampaignError("%s: 'from' must be positive with 'mul'"
                                 % where)
+        # Counted before expanding: a 'mul' just above 1 makes millions.
+        if hi >= lo:
+            _too_many((math.log(hi) - math.log(lo)) / math.log(mul) + 1,
+                      where)
         v = lo
         while v <= hi * (1 + 1e-12):
             values.append(v)
@@ -147,6 +171,7 @@ def expand_range(spec, where):
         step, _ = _number(spec["step"], where)
         if step == 0:
             raise CampaignError("%s: 'step' must not be 0" % where)
+        _too_many((hi - lo) / step + 1, where)
         n = math.floor((hi - lo) / step + 1e-9)
         values = [lo + i * step for i in range(n + 1)] if n >= 0 else []
     integral = all(float(x) == int(x) for x in
@@ -290,6 +315,7 @@ class Campaign:
             if isinstance(seeds, int):
                 if seeds < 1:
                     raise CampaignError("'seeds' must be at least 1")
+                _too_many(seeds, "'seeds'")
                 seeds = list(range(1, seeds + 1))
             else:
                 seeds = axis_values(seeds, "'seeds'")
@@ -324,7 +350,8 @@ class Campaign:
     @staticmethod
     def _positive(data, key, default):
         v = data.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                not 0 < v < math.inf:
             raise CampaignError("'%s' must be a positive number" % key)
         return v
 
@@ -370,6 +397,10 @@ class Campaign:
     def points(self):
         """Every point, in order (the last axis varies fastest)."""
         if self._points is None:
+            total = 1
+            for _, vals in self.axes:
+                total *= len(vals)
+            _too_many(total, "the campaign", "points")
             pts = []
             for combo in itertools.product(*[vals for _, vals in self.axes]):
                 settings = dict(self.fixed)

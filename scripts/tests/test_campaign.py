@@ -2,6 +2,7 @@
 hashing and checking against --list-params, without running anything."""
 
 import os
+import re
 import unittest
 
 import common  # noqa: F401  (puts scripts/ on sys.path)
@@ -130,6 +131,41 @@ class Expansion(unittest.TestCase):
         for data, msg in cases:
             with self.assertRaisesRegex(CampaignError, msg, msg=repr(data)):
                 make(data).points()
+
+    def test_huge_or_non_finite_ranges_are_refused_before_expanding(self):
+        r = cmod.expand_range
+        cases = [({"from": 1, "to": 10 ** 12, "step": 1},
+                  "axis 'x' has 1,000,000,000,000 values, more than the "
+                  "100,000 a campaign may have"),
+                 ({"from": 1, "to": 2, "mul": 1.0000001}, "6,931,473 values"),
+                 ({"from": 0, "to": 1e10, "step": 1e-300}, "countless values"),
+                 ({"from": 1, "to": float("inf"), "step": 1},
+                  "inf is not a finite number"),
+                 ({"from": float("-inf"), "to": 4, "mul": 2},
+                  "-inf is not a finite number"),
+                 ({"from": float("nan"), "to": 4, "step": 1},
+                  "nan is not a finite number"),
+                 ({"from": 1, "to": 4, "step": float("nan")},
+                  "nan is not a finite number")]
+        for spec, msg in cases:
+            with self.assertRaisesRegex(CampaignError, re.escape(msg),
+                                        msg=repr(spec)):
+                r(spec, "axis 'x'")
+        # Wide but countable: 1e-300 to 1e300 by doubling is 1994 values.
+        self.assertEqual(len(r({"from": 1e-300, "to": 1e300, "mul": 2}, "x")),
+                         1994)
+
+    def test_huge_campaigns_are_refused_before_expanding(self):
+        axis = {"from": 1, "to": 1000, "step": 1}
+        with self.assertRaisesRegex(CampaignError, "the campaign has "
+                                    "1,000,000 points"):
+            make({"axes": {"a": axis, "b": axis}}).points()
+        with self.assertRaisesRegex(CampaignError, "'seeds' has "
+                                    "1,000,000,000,000 values"):
+            make({"seeds": 10 ** 12}).points()
+        for bad in (float("inf"), float("nan")):
+            with self.assertRaisesRegex(CampaignError, "max_points"):
+                make({"max_points": bad})
 
     def test_paths_relative_to_campaign_file(self):
         c = make({"output": "out/here"}, "/a/b/c.yaml")

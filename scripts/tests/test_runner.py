@@ -136,6 +136,19 @@ class Runner(TempDirCase):
             ("axes: {gpus: {from: 2, to: 64, step: 1}}\nmax_points: 10\n",
              "63 points, more than the limit of 10; pass --yes"),
             ("axes: [1, 2]\n", "'axes' must be a mapping"),
+            # Counted before expanding (these used to print a traceback or
+            # take 8 GB).
+            ("axes: {gpus: {from: 1, to: 1e12, step: 1}}\n",
+             "axis 'gpus' has 1,000,000,000,000 values, more than the "
+             "100,000 a campaign may have"),
+            ("axes: {gpus: {from: 1, to: 2, mul: 1.0000001}}\n",
+             "6,931,473 values"),
+            ("axes: {gpus: {from: 1, to: .inf, step: 1}}\n",
+             "inf is not a finite number"),
+            ("axes: {gpus: {from: .nan, to: 4, step: 1}}\n",
+             "nan is not a finite number"),
+            ("seeds: 1000000000000\n", "'seeds' has 1,000,000,000,000"),
+            ("max_points: .inf\n", "'max_points' must be a positive number"),
             ("fixed: {platform: dgx2\n", "not valid YAML"),
         ]
         for text, msg in cases:

@@ -4,6 +4,8 @@
 // --help and --list-params.
 #include <catch2/catch.hpp>
 
+#include "cli_run.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,9 +18,6 @@
 #include <string>
 #include <vector>
 
-#ifndef INCSIM_BINARY
-#error "CMake passes the path of the incsim binary as INCSIM_BINARY"
-#endif
 #ifndef VCD2FST
 #define VCD2FST "/usr/bin/vcd2fst"
 #endif
@@ -27,81 +26,9 @@
 #endif
 
 namespace fs = std::filesystem;
+using namespace cli;
 
 namespace {
-
-// A scratch directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/incsim_test_cli_XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(file(name)) << text;
-    return file(name);
-  }
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
-
-std::vector<std::string> lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream is(text);
-  for (std::string l; std::getline(is, l);)
-    if (!l.empty()) out.push_back(l);
-  return out;
-}
-
-struct Result {
-  bool exited = false;  // false: killed by a signal (a crash)
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs a shell command with stdout and stderr captured.
-Result sh(const std::string& command) {
-  TempDir d;
-  const std::string cmd = command + " >'" + d.file("out") + "' 2>'" + d.file("err") + "' </dev/null";
-  const int st = std::system(cmd.c_str());
-  Result r;
-  r.exited = st != -1 && WIFEXITED(st);
-  r.code = r.exited ? WEXITSTATUS(st) : -1;
-  r.out = slurp(d.file("out"));
-  r.err = slurp(d.file("err"));
-  return r;
-}
-
-Result incsim(const std::string& args) {
-  return sh("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' " + args);
-}
-
-// Bad input: non-zero exit (not a crash), one line on stderr that starts
-// with "incsim: error:" and contains every needle.
-void require_error(const std::string& args, std::initializer_list<std::string> needles) {
-  INFO("incsim " << args);
-  const Result r = incsim(args);
-  INFO("exit " << r.code << "\nstderr:\n" << r.err);
-  REQUIRE(r.exited);
-  CHECK(r.code != 0);
-  CHECK(r.code < 128);
-  const auto err = lines(r.err);
-  REQUIRE(err.size() == 1);
-  CHECK(err[0].rfind("incsim: error: ", 0) == 0);
-  for (const auto& n : needles) CHECK_THAT(err[0], Catch::Contains(n));
-  CHECK_THAT(r.err, !Catch::Contains("terminate") && !Catch::Contains("Abort"));
-}
 
 const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
 
@@ -421,12 +348,49 @@ TEST_CASE("option list-params prints key, type, value, default, source and descr
       CHECK(f[2] == "200");
       CHECK(f[3] == "150");
       CHECK(f[4] == "-c");
+      CHECK_THAT(f[5], Catch::EndsWith(" [range: 0 to 1e9 ns]"));
     } else {
       CHECK(f[2] == f[3]);
       CHECK(f[4] == "default");
     }
   }
   CHECK(found);
+}
+
+TEST_CASE("option list-params --all lists every parameter, sorted, without building anything", "[cli]") {
+  const Result all = incsim("--list-params --all");
+  REQUIRE(all.code == 0);
+  CHECK(all.err.empty());
+  std::map<std::string, std::vector<std::string>> by_key;
+  std::string previous;
+  for (const auto& l : lines(all.out)) {
+    INFO(l);
+    std::vector<std::string> f;
+    std::istringstream is(l);
+    for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
+    REQUIRE(f.size() == 5);
+    CHECK(f[0] > previous);
+    previous = f[0];
+    CHECK_FALSE(f[4].empty());
+    CHECK(f[3].empty() == (f[1] == "bool" || f[1] == "string"));
+    by_key[f[0]] = f;
+  }
+  // Keys a default run does not read are there too.
+  for (const char* k : {"roce.mtu_payload", "fpga.latency_ns", "gpu.copy_engine.waves", "traffic.window_ns",
+                        "blink.eps", "dgx1.net_Gbps", "nic.clock_ghz"})
+    CHECK(by_key.count(k) == 1);
+  CHECK(by_key.at("link.bw_GBps")[3] == "0.001 to 100000 GB/s");
+  // Every key any run reads is declared.
+  for (const char* run : {"", "--platform rack", "--platform multigpu", "--platform spineleaf", "--algorithm push",
+                          "--platform torus --algorithm multitree", "--platform dgx1v --algorithm blink",
+                          "--platform torus --traffic uniform"}) {
+    const Result r = incsim(std::string(run) + " --list-params");
+    REQUIRE(r.code == 0);
+    for (const auto& l : lines(r.out)) {
+      INFO(run << ": " << l);
+      CHECK(by_key.count(l.substr(0, l.find('\t'))) == 1);
+    }
+  }
 }
 
 TEST_CASE("a stall stops the run with a report of what each block holds and waits for", "[cli][stall]") {
@@ -478,7 +442,7 @@ TEST_CASE("bad input: Ethernet configurations that could only stall or mean noth
     require_error(run + "-c switch.buffer_bytes=1000", {"switch.buffer_bytes must hold at least one 1138-byte frame"});
     require_error(run + "-c switch.buffer_bytes=0", {"switch.buffer_bytes"});
     require_error(run + "-c roce.mtu_payload=4096 -c switch.buffer_bytes=4200", {"4210-byte frame"});
-    require_error(run + "-c fpga.latency_ns=-3000", {"fpga.latency_ns must be between 0 and 1e9 ns"});
+    require_error(run + "-c fpga.latency_ns=-3000", {"fpga.latency_ns = -3000 is outside its range (0 to 1e9 ns)"});
     require_error(run + "-c link.latency_ns=-40", {"link.latency_ns"});
     require_error(run + "-c switch.latency_ns=-1000", {"switch.latency_ns"});
     require_error(run + "-c roce.tx_latency_ns=-1", {"roce.tx_latency_ns"});
@@ -625,12 +589,12 @@ links:
 // Regressions from the review of the first version.
 
 TEST_CASE("bad input: parameters out of their range", "[cli][errors]") {
-  require_error("--platform star --gpus 4 -c net.max_payload_bytes=4", {"net.max_payload_bytes", "from 8"});
+  require_error("--platform star --gpus 4 -c net.max_payload_bytes=4", {"net.max_payload_bytes = 4 is outside its range (8 to 4096 bytes)"});
   require_error("--platform star --gpus 4 -c net.header_bytes=70000", {"net.header_bytes"});
-  require_error("--platform star --gpus 4 -c ring.slots=1", {"ring.slots", "between 2"});
-  require_error("--platform star --gpus 4 -c switch.latency_ns=-5", {"switch.latency_ns", "negative"});
+  require_error("--platform star --gpus 4 -c ring.slots=1", {"ring.slots = 1 is outside its range (2 to 64)"});
+  require_error("--platform star --gpus 4 -c switch.latency_ns=-5", {"switch.latency_ns = -5 is outside its range (0 to 1e9 ns)"});
   require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=99999999999", {"switch.in_buffer_bytes", "range"});
-  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=100000000", {"16 MiB"});
+  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=100000000", {"switch.in_buffer_bytes = 100000000 is outside its range (0 to 16777216 bytes)"});
   require_error("--platform star --gpus 4294967298", {"--gpus"});
   require_error("--bogus", {"unknown option '--bogus'"});
 }
@@ -872,7 +836,7 @@ TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's op
   require_error("--platform dgx1v --gpus 9", {"between 2 and 8"});
   require_error("--platform dgx1v --gpus 0,5 --algorithm blink", {"not all joined by NVLinks", "ring"});
   require_error("--platform dgx2 --gpus 1,2,3", {"list", "dgx1v"});
-  require_error("--platform dgx1v --algorithm blink -c blink.eps=1.5", {"blink.eps", "between 0 and 1"});
+  require_error("--platform dgx1v --algorithm blink -c blink.eps=1.5", {"blink.eps = 1.5 is outside its range (above 0 and below 1)"});
   require_error("--platform dgx1v --algorithm blink -c blink.eps=0", {"blink.eps"});
   require_error("--platform dgx1v --algorithm blink -c blink.chunks=0", {"blink.chunks"});
   require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=4 --vcd /tmp/x.vcd", {"miad", "--vcd"});
@@ -1054,5 +1018,5 @@ TEST_CASE("per-instance parameters: a switch's or a port's own key overrides the
   CHECK_THAT(params.out, Catch::Contains("sw0.port1.reduction_table.bytes\tint\t128\t256\t-c\t"));
   require_error(push + "-c sw0.port1.reduction_table.bytes=100", {"sw0.port1.reduction_table.bytes", "100 is too small"});
   require_error(push + "-c sw9.reduction_table.bytes=512", {"unknown key 'sw9.reduction_table.bytes'"});
-  require_error(push + "-c sw0.latency_ns=-5", {"sw0.latency_ns must not be negative"});
+  require_error(push + "-c sw0.latency_ns=-5", {"sw0.latency_ns = -5 is outside its range (0 to 1e9 ns)"});
 }

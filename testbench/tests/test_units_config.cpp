@@ -1,6 +1,9 @@
 // Sizes as architects write them, and typed parameters (plain C++).
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <sstream>
+
 #include "core/config.h"
 #include "core/nearest.h"
 #include "core/error.h"
@@ -53,62 +56,150 @@ TEST_CASE("size_label inverts parse_size", "[units]") {
   for (const char* s : {"8K", "64M", "1G", "12292", "4"}) CHECK(size_label(parse_size(s, "size")) == s);
 }
 
+namespace {
+// Declarations of this test's own (the blocks' are not linked in here).
+const Param<int> kInt{"t.int", 3, Range::at_least(0).at_most(100), "an int"};
+const Param<double> kFloat{"t.float", 1.0, Range::at_least(0).at_most(10), "a float"};
+const Param<bool> kBool{"t.bool", true, Range::none(), "a bool"};
+const Param<std::string> kStr{"t.str", "x", Range::none(), "a string"};
+const Param<double> kDefault{"t.default", 150.0, Range::at_least(0).at_most(1e9), "a default"};
+const Param<uint32_t> kUnsigned{"t.mem_cycles", 180, Range::at_least(0).at_most(1e6), "cycles"};
+const Param<double> kLatency{"t.latency_ns", 150.0, Range::at_least(0).at_most(1e9), "latency"};
+const Param<int> kChannels{"t.channels", 12, Range::at_least(1).at_most(256), "channels"};
+const Param<double> kBw{"t.bw_GBps", 25.0, Range::at_least(0.001).at_most(1e5), "bw"};
+const Param<double> kProb{"t.loss", 0.0, Range::at_least(0).below(1), "a probability"};
+const Param<double> kAuto{"t.speedup", 0.0, Range::at_least(1).at_most(1024).or_zero(), "0: derived"};
+const Param<uint32_t> kTable{"sw.table.bytes", 256, Range::at_least(0).at_most(16 << 20), "per port"};
+}  // namespace
+
 TEST_CASE("Config returns defaults, overrides and records every parameter", "[config]") {
   Config c;
-  c.set("a.int", "7", "-c");
-  c.set("a.float", "2.5", "file.yaml");
-  c.set("a.bool", "off", "-c");
-  c.set("a.str", "hello", "-c");
-  CHECK(c.get<int>("a.int", 3, "an int") == 7);
-  CHECK(c.get<double>("a.float", 1.0, "a float") == 2.5);
-  CHECK(c.get<bool>("a.bool", true, "a bool") == false);
-  CHECK(c.get<std::string>("a.str", "x", "a string") == "hello");
-  CHECK(c.get<double>("b.default", 150.0, "a default") == 150.0);
-  CHECK(c.get<uint32_t>("b.unsigned", 180, "cycles") == 180u);
-  // Declaring the same key again gives the same value.
-  CHECK(c.get<int>("a.int", 3, "an int") == 7);
+  c.set("t.int", "7", "-c");
+  c.set("t.float", "2.5", "file.yaml");
+  c.set("t.bool", "off", "-c");
+  c.set("t.str", "hello", "-c");
+  CHECK(c.get(kInt) == 7);
+  CHECK(c.get(kFloat) == 2.5);
+  CHECK(c.get(kBool) == false);
+  CHECK(c.get(kStr) == "hello");
+  CHECK(c.get(kDefault) == 150.0);
+  CHECK(c.get(kUnsigned) == 180u);
+  // Reading the same key again gives the same value.
+  CHECK(c.get(kInt) == 7);
   CHECK_NOTHROW(c.check_unused());
 
   const auto& p = c.params();
-  REQUIRE(p.count("b.default"));
-  CHECK(p.at("b.default").type == "float");
-  CHECK(p.at("b.default").default_value == "150");
-  CHECK(p.at("b.default").description == "a default");
-  CHECK(p.at("a.int").type == "int");
-  CHECK(p.at("a.int").default_value == "3");
-  CHECK(p.at("a.int").value == "7");
-  CHECK(p.at("a.bool").type == "bool");
-  CHECK(p.at("a.str").type == "string");
-  CHECK(c.has_override("a.int"));
-  CHECK_FALSE(c.has_override("b.default"));
+  REQUIRE(p.count("t.default"));
+  CHECK(p.at("t.default").type == "float");
+  CHECK(p.at("t.default").default_value == "150");
+  CHECK(p.at("t.default").description == "a default");
+  CHECK(p.at("t.default").range == "0 to 1e9");
+  CHECK(p.at("t.int").type == "int");
+  CHECK(p.at("t.int").default_value == "3");
+  CHECK(p.at("t.int").value == "7");
+  CHECK(p.at("t.bool").type == "bool");
+  CHECK(p.at("t.bool").range.empty());
+  CHECK(p.at("t.str").type == "string");
+  CHECK(c.has_override(kInt));
+  CHECK_FALSE(c.has_override(kDefault));
+}
+
+TEST_CASE("Config: a platform family's default replaces the declared one", "[config]") {
+  Config c;
+  CHECK(c.get(kLatency, 4.0) == 4.0);
+  CHECK(c.params().at("t.latency_ns").default_value == "4");
 }
 
 TEST_CASE("Config: a later source wins", "[config]") {
   Config c;
-  c.set("k", "1", "file.yaml");
-  c.set("k", "2", "-c");
-  CHECK(c.get<int>("k", 0, "k") == 2);
+  c.set("t.int", "1", "file.yaml");
+  c.set("t.int", "2", "-c");
+  CHECK(c.get(kInt) == 2);
 }
 
 TEST_CASE("Config: an unknown key is an error from check_unused naming key and source", "[config][errors]") {
   Config c;
-  c.set("switch.latency_ns", "100", "-c");
-  c.set("swich.latency_ns", "100", "my.yaml");
-  CHECK(c.get<double>("switch.latency_ns", 150.0, "latency") == 100.0);
+  c.set("t.latency_ns", "100", "-c");
+  c.set("t.latncy_ns", "100", "my.yaml");
+  CHECK(c.get(kLatency) == 100.0);
   CHECK_THROWS_AS(c.check_unused(), UserError);
-  CHECK_THROWS_WITH(c.check_unused(), Catch::Contains("swich.latency_ns") && Catch::Contains("my.yaml"));
+  CHECK_THROWS_WITH(c.check_unused(), Catch::Contains("t.latncy_ns") && Catch::Contains("my.yaml"));
 }
 
 TEST_CASE("Config: an unknown key suggests the nearest declared one", "[config][errors]") {
   Config c;
-  c.get<double>("switch.latency_ns", 150.0, "latency");
-  c.get<int>("ring.channels", 12, "channels");
-  c.set("switch.latency", "100", "-c");
-  CHECK_THROWS_WITH(c.check_unused(), "unknown key 'switch.latency'; did you mean 'switch.latency_ns'?");
+  c.get(kLatency);
+  c.get(kChannels);
+  c.set("t.latency", "100", "-c");
+  CHECK_THROWS_WITH(c.check_unused(), "unknown key 't.latency'; did you mean 't.latency_ns'?");
   Config far;
-  far.get<double>("switch.latency_ns", 150.0, "latency");
+  far.get(kLatency);
   far.set("gpu.clock", "1", "-c");
   CHECK_THROWS_WITH(far.check_unused(), Catch::Contains("incsim --list-params") && !Catch::Contains("did you mean"));
+}
+
+TEST_CASE("Config: a value outside its range, NaN or infinite is one sentence naming key, value and range",
+          "[config][errors]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1e-300", "t.bw_GBps = 1e-300 is outside its range (0.001 to 100000 GB/s)"},
+      {"1e30", "t.bw_GBps = 1e30 is outside its range (0.001 to 100000 GB/s)"},
+      {"-1", "t.bw_GBps = -1 is outside its range (0.001 to 100000 GB/s)"},
+      {"nan", "t.bw_GBps = nan is outside its range (0.001 to 100000 GB/s)"},
+      {"inf", "t.bw_GBps = inf is outside its range (0.001 to 100000 GB/s)"},
+      {"1e999", "t.bw_GBps = 1e999 is outside its range (0.001 to 100000 GB/s)"},
+      // YAML's spellings of infinity and NaN hit the same check.
+      {".inf", "t.bw_GBps = .inf is outside its range (0.001 to 100000 GB/s)"},
+      {"-.Inf", "t.bw_GBps = -.Inf is outside its range (0.001 to 100000 GB/s)"},
+      {".NaN", "t.bw_GBps = .NaN is outside its range (0.001 to 100000 GB/s)"}};
+  for (const auto& [v, msg] : cases) {
+    INFO(v);
+    Config c;
+    c.set("t.bw_GBps", v, "-c");
+    CHECK_THROWS_WITH(c.get(kBw), msg);
+  }
+  Config c;
+  c.set("t.loss", "1", "-c");
+  CHECK_THROWS_WITH(c.get(kProb), "t.loss = 1 is outside its range (at least 0 and below 1)");
+  c.set("t.speedup", "0.5", "-c");
+  CHECK_THROWS_WITH(c.get(kAuto), "t.speedup = 0.5 is outside its range (0, or 1 to 1024)");
+  Config ok;
+  ok.set("t.speedup", "0", "-c");
+  CHECK(ok.get(kAuto) == 0);
+}
+
+TEST_CASE("Config: a per-instance override is range-checked under its own key", "[config][errors]") {
+  Config c;
+  c.set("sw3.port5.table.bytes", "1e12", "-c");
+  c.set("sw4.table.bytes", "512", "-c");
+  const uint32_t all = c.get(kTable);
+  CHECK(c.instance("sw4.port0", kTable, all) == 512u);
+  CHECK(c.instance("sw2.port0", kTable, all) == 256u);
+  CHECK_THROWS_WITH(c.instance("sw3.port5", kTable, all),
+                    "sw3.port5.table.bytes = 1e12 is outside its range (0 to 16777216 bytes)");
+}
+
+TEST_CASE("The registry holds every declaration, with its range", "[config]") {
+  const auto& r = param_registry();
+  REQUIRE(r.count("t.bw_GBps"));
+  CHECK(r.at("t.bw_GBps") == &kBw);
+  CHECK(kBw.unit() == "GB/s");
+  CHECK(kTable.unit() == "bytes");
+  CHECK(kUnsigned.unit() == "cycles");
+  CHECK(kInt.unit().empty());
+  std::ostringstream os;
+  list_all_params(os);
+  CHECK(os.str().find("t.bw_GBps\tfloat\t25\t0.001 to 100000 GB/s\tbw\n") != std::string::npos);
+  CHECK(os.str().find("t.str\tstring\tx\t\ta string\n") != std::string::npos);
+}
+
+TEST_CASE("number_text writes bounds as a person would", "[config]") {
+  CHECK(number_text(0) == "0");
+  CHECK(number_text(100000) == "100000");
+  CHECK(number_text(0.001) == "0.001");
+  CHECK(number_text(1e9) == "1e9");
+  CHECK(number_text(1e-6) == "1e-6");
+  CHECK(number_text(16 << 20) == "16777216");
+  CHECK(number_text(131.072) == "131.072");
 }
 
 TEST_CASE("nearest: edits and prefixes, nothing when far", "[config]") {
@@ -126,30 +217,28 @@ TEST_CASE("Config: an empty key is an error", "[config][errors]") {
 }
 
 TEST_CASE("Config: bad numbers and booleans name the key", "[config][errors]") {
-  const std::vector<std::pair<std::string, std::string>> bad_ints = {
-      {"n", "abc"}, {"n", "12x"}, {"n", ""}, {"n", "1.5"}, {"n", "inf"}, {"n", "nan"}};
-  for (const auto& [k, v] : bad_ints) {
+  for (const char* v : {"abc", "12x", "", "1.5", "inf", "nan", " 5"}) {
     INFO("int '" << v << "'");
     Config c;
-    c.set("ring.channels", v, "-c");
-    CHECK_THROWS_WITH(c.get<int>("ring.channels", 12, "channels"), Catch::Contains("ring.channels"));
+    c.set("t.channels", v, "-c");
+    CHECK_THROWS_WITH(c.get(kChannels), Catch::Contains("t.channels"));
   }
   {
     Config c;
-    c.set("gpu.mem_latency_cycles", "-5", "-c");
-    CHECK_THROWS_WITH(c.get<uint32_t>("gpu.mem_latency_cycles", 180, "cycles"),
-                      Catch::Contains("gpu.mem_latency_cycles") && Catch::Contains("-5"));
+    c.set("t.mem_cycles", "-5", "-c");
+    CHECK_THROWS_WITH(c.get(kUnsigned), Catch::Contains("t.mem_cycles") && Catch::Contains("-5"));
   }
   {
     Config c;
-    c.set("link.bw_GBps", "fast", "-c");
-    CHECK_THROWS_WITH(c.get<double>("link.bw_GBps", 25.0, "bw"), Catch::Contains("link.bw_GBps") && Catch::Contains("fast"));
+    c.set("t.bw_GBps", "fast", "-c");
+    CHECK_THROWS_WITH(c.get(kBw), Catch::Contains("t.bw_GBps") && Catch::Contains("fast"));
   }
   {
     Config c;
-    c.set("x.flag", "maybe", "-c");
-    CHECK_THROWS_WITH(c.get<bool>("x.flag", false, "flag"), Catch::Contains("x.flag"));
+    c.set("t.bool", "maybe", "-c");
+    CHECK_THROWS_WITH(c.get(kBool), Catch::Contains("t.bool"));
   }
-  CHECK_THROWS_AS(parse_number("k", "1e999"), UserError);
+  CHECK_THROWS_AS(parse_number("k", "x1"), UserError);
+  CHECK(std::isinf(parse_number("k", ".inf")));
   CHECK(parse_number("k", "2.5e3") == 2500.0);
 }

@@ -1,5 +1,7 @@
 #include "collective.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
 #include <iomanip>
@@ -51,6 +53,24 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
       .set("bound_fraction", bound_us / time_us);
 }
 
+void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind) {
+  // Each rank holds its data as a buffer of the message size (a GPU's
+  // memory, a NIC's or a host's buffers; measured: 0.1 to 1 byte per byte per
+  // rank), so a run needs about ranks x size bytes, against the memory of the
+  // machine it runs on.
+  const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const double need = static_cast<double>(largest) * ranks;
+  const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (need <= have) return;
+  uint64_t fits = 4;
+  while (static_cast<double>(fits) * 2 * ranks <= have) fits *= 2;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0) << "--sizes " << size_label(largest) << " needs about " << need / 1e9
+     << " GB of memory (a buffer of that size on each of " << ranks << " " << rank_kind << "); this machine's "
+     << have / 1e9 << " GB hold sizes up to " << size_label(fits);
+  throw UserError(os.str());
+}
+
 std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
   const auto sizes = parse_sizes(o.sizes);
   for (uint64_t s : sizes)
@@ -70,6 +90,48 @@ std::string algorithms_for(const std::string& collective) {
   if (collective == "broadcast") return "multicast, blink, ring";
   return "ring";
 }
+
+const Param<std::string> kRingEngine{
+    "ring.engine", "software", Range::none(),
+    "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
+    "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
+    "fattree, bigraph)"};
+const Param<int> kDbtreePieces{
+    "dbtree.pieces", 16, Range::at_least(1).at_most(1024),
+    "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
+    "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
+    "unpipelined trees of MultiTree Fig. 4b)"};
+const Param<double> kBlinkEps{"blink.eps", 0.05, Range::above(0).below(1),
+                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
+                              "§3.2 gives none; 0.05 matches its 5% threshold)"};
+const Param<double> kBlinkThreshold{
+    "blink.threshold", 0.05, Range::at_least(0).below(1),
+    "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)"};
+const Param<int> kBlinkChunks{
+    "blink.chunks", 32, Range::at_least(1).at_most(1024),
+    "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, §4.2.1: its "
+    "MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of Fig. 14); on a switch "
+    "fabric 1, its one-hop trees (Blink §3.4: one hop, so nothing to pipeline along a tree; on DGX-2 more chunks "
+    "only add per-message latency, measured)"};
+const Param<int> kRingPieces{
+    "ring.pieces", 32, Range::at_least(1).at_most(1024),
+    "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, as NCCL "
+    "pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining blink.chunks gives "
+    "the trees"};
+const Param<int> kMiadIterations{
+    "blink.miad_iterations", 0, Range::at_least(0).at_most(64),
+    "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last one "
+    "reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed"};
+const Param<uint64_t> kMiadStart{"blink.miad_start_bytes", 1 << 20, Range::at_least(4).at_most(1ull << 40),
+                                 "the MIAD search's first chunk size, doubled while throughput rises (Blink §4.2.1, "
+                                 "Fig. 11: 1 MB, x2)"};
+const Param<uint64_t> kMiadStep{"blink.miad_step_bytes", 256 << 10, Range::at_least(4).at_most(1ull << 40),
+                                "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no "
+                                "step: a quarter of the first size)"};
+const Param<bool> kBlinkHybrid{
+    "blink.hybrid", false, Range::none(),
+    "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, Eq. "
+    "8, with T_dpa = 0: no driver call to switch links here)"};
 }  // namespace
 
 CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
@@ -104,6 +166,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
                     std::to_string(n));
   if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
+  check_memory(sizes_, n, "GPUs");
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
   // paths conform to unicast routes. Our multicast trees run the routes
   // toward their root backwards: routes on a fabric that goes up, then down,
@@ -135,11 +198,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
   if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(t);
-    const std::string engine = cfg_.get<std::string>(
-        "ring.engine", multitree_platform ? "nic" : "software",
-        "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
-        "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
-        "fattree, bigraph)");
+    const std::string engine = cfg_.get(kRingEngine, multitree_platform ? "nic" : "software");
     if (engine != "software" && engine != "nic")
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
     software_ring = engine == "software";
@@ -175,18 +234,10 @@ void CollectiveWorkload::make_ring(int n) {
   endpoint_GBps_ = least_endpoint_GBps(n, true);
 
   gpu::RingParams rp;
-  rp.channels = cfg_.get<int>("ring.channels", 12,
-                              "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link)");
-  rp.chunk_bytes = cfg_.get<uint64_t>(
-      "ring.chunk_bytes", 128 * 1024,
-      "bytes per rank per ring iteration, one mailbox slot between flags (NCCL 2.4 uses 1 MiB slices; "
-      "smaller keeps simulated mailboxes small, docs/validation.md)");
-  rp.slots = cfg_.get<int>("ring.slots", 4, "mailbox slots per channel (NCCL 2.4: NCCL_STEPS / slice steps = 4)");
-  if (rp.channels < 1 || rp.channels > 256) throw UserError("ring.channels must be between 1 and 256");
-  if (rp.chunk_bytes < 4 || rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
-  // One slot deadlocks: a rank frees its slot only by forwarding into the
-  // next rank's single slot, around the whole ring (NCCL needs 2 steps too).
-  if (rp.slots < 2 || rp.slots > 64) throw UserError("ring.slots must be between 2 and 64");
+  rp.channels = cfg_.get(gpu::kRingChannels);
+  rp.chunk_bytes = cfg_.get(gpu::kRingChunk);
+  rp.slots = cfg_.get(gpu::kRingSlots);
+  if (rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   // Each rank sends on the ports that lead to its neighbour (all of them on
   // a switched fabric; on a direct network only some do).
   std::vector<gpu::RingCollective::RankPorts> ports(n);
@@ -211,33 +262,17 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                         : opt_.collective == "allgather" ? gpu::InNetKind::AllGather
                                                          : gpu::InNetKind::Broadcast;
   gpu::WaveParams wp;
-  wp.waves = cfg_.get<int>(
-      "gpu.copy_engine.waves", push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0,
-      "wave counters, so waves outstanding per copy engine, for push and pull (multicast all-gather and broadcast "
-      "have no responses to count); 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 on DGX-2; Fig. 8: push "
-      "64, pull 16 on the fat tree)");
-  wp.wave_bytes = cfg_.get<uint32_t>("gpu.copy_engine.wave_bytes", 8192,
-                                     "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB)");
-  const double timeout_us = cfg_.get<double>(
-      "gpu.copy_engine.counter_timeout_us", 1000.0,
-      "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "
-      "\"after some time\", no value given)");
-  const bool barrier = pull && cfg_.get<bool>("pull.barrier", true,
-                                               "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
-                                               "§IV-B, §VI-A: without it pulls may read stale data)");
-  const std::string order = cfg_.get<std::string>(
-      "gpu.copy_engine.order", "arbitrary",
-      "arbitrary: each GPU issues a wave's blocks (without waves, all its blocks) in its own order, as DMA streams "
-      "guarantee none (Klenk §II-A, §IV-C); address: every GPU in address order, the tables' best case");
+  wp.waves = cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
+  wp.wave_bytes = cfg_.get(gpu::kWaveBytes);
+  const double timeout_us = cfg_.get(gpu::kCounterTimeout);
+  const bool barrier = pull && cfg_.get(gpu::kPullBarrier);
+  const std::string order = cfg_.get(gpu::kCopyOrder);
   if (order != "arbitrary" && order != "address")
     throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
   wp.arbitrary_order = order == "arbitrary";
-  if (wp.waves < 0 || wp.waves > 4096) throw UserError("gpu.copy_engine.waves must be between 0 and 4096");
-  if (wp.wave_bytes < platform_->format().max_payload_bytes || wp.wave_bytes > (64u << 20))
+  if (wp.wave_bytes < platform_->format().max_payload_bytes)
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
                     std::to_string(platform_->format().max_payload_bytes) + " B) and 64 MiB");
-  if (!(timeout_us > 0 && timeout_us <= 1e6))
-    throw UserError("gpu.copy_engine.counter_timeout_us must be above 0 and at most 1e6 (one second)");
   wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
   // Blocks, table entries and the packets that carry them are the 128-byte
   // aligned unit of Klenk §IV-D.
@@ -265,9 +300,7 @@ void CollectiveWorkload::make_scheduled(int n) {
   const std::string& a = opt_.algorithm;
   const bool whole = n == static_cast<int>(t.endpoints().size());
   const bool grid = t.grid.kx > 0;
-  const bool lockstep = cfg_.get<bool>(
-      "nic.lockstep", true,
-      "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)");
+  const bool lockstep = cfg_.get(nic::kNicLockstep);
   if (!whole && (a == "multitree" || a == "multitree-msg" || a == "ring2d" || a == "hdrm"))
     throw UserError(a + " builds its schedule from the whole network; run it on all " +
                     std::to_string(t.endpoints().size()) + " nodes (leave out --gpus)");
@@ -275,12 +308,7 @@ void CollectiveWorkload::make_scheduled(int n) {
   if (a == "ring") {
     s = collectives::ring(n);
   } else if (a == "dbtree") {
-    const int pieces = cfg_.get<int>(
-        "dbtree.pieces", 16,
-        "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
-        "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
-        "unpipelined trees of MultiTree Fig. 4b)");
-    if (pieces < 1 || pieces > 1024) throw UserError("dbtree.pieces must be between 1 and 1024");
+    const int pieces = cfg_.get(kDbtreePieces);
     s = collectives::double_binary_tree(n, true, pieces);
   } else if (a == "hd") {
     s = collectives::halving_doubling(n);
@@ -302,18 +330,11 @@ void CollectiveWorkload::make_scheduled(int n) {
   const collectives::VerifyResult v = collectives::verify(s, n);
   if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
 
-  const std::string fc = cfg_.get<std::string>(
-      "nic.flow_control", a == "multitree-msg" ? "message" : "packet",
-      "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "
-      "sub-packets of body and sub-tail flits (MultiTree §IV-B; default message for multitree-msg only)");
+  const std::string fc = cfg_.get(nic::kNicFlowControl, a == "multitree-msg" ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
   nic::StepEstimate est;
-  est.buffer_flits = cfg_.get<uint32_t>(
-      "nic.buffer_flits", 318,
-      "NI buffer, flits, for the lockstep step-time estimate (MultiTree §IV-A footnote 4; the paper gives no size, "
-      "this is Table III's VC buffer depth)");
-  est.clock_ghz = cfg_.get<double>("nic.clock_ghz", 1.0, "NIC and router clock, GHz (MultiTree Table III: 1 GHz)");
-  if (!(est.clock_ghz > 0)) throw UserError("nic.clock_ghz must be above zero");
+  est.buffer_flits = cfg_.get(nic::kNicBufferFlits);
+  est.clock_ghz = cfg_.get(nic::kNicClock);
   est.link_GBps = t.links().front().bw_GBps;
   for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
   const bool message = fc == "message";
@@ -355,40 +376,13 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
     for (const auto& s : servers) gpus.insert(gpus.end(), s.begin(), s.end());
     const bool cluster = servers.size() > 1;
     collectives::BlinkOptions bo;
-    bo.eps = cfg_.get<double>("blink.eps", 0.05,
-                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
-                              "§3.2 gives none; 0.05 matches its 5% threshold)");
-    bo.minimize.threshold = cfg_.get<double>(
-        "blink.threshold", 0.05,
-        "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)");
-    if (!(bo.eps > 0 && bo.eps < 1)) throw UserError("blink.eps must lie strictly between 0 and 1");
-    if (!(bo.minimize.threshold >= 0 && bo.minimize.threshold < 1))
-      throw UserError("blink.threshold must lie in [0, 1)");
-    chunks = cfg_.get<int>(
-        blink ? "blink.chunks" : "ring.pieces", 32,
-        blink ? "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, "
-                "§4.2.1: its MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of "
-                "Fig. 14)"
-              : "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, "
-                "as NCCL pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining "
-                "blink.chunks gives the trees");
-    if (chunks < 1 || chunks > 1024)
-      throw UserError(std::string(blink ? "blink.chunks" : "ring.pieces") + " must be between 1 and 1024");
+    bo.eps = cfg_.get(kBlinkEps);
+    bo.minimize.threshold = cfg_.get(kBlinkThreshold);
+    chunks = cfg_.get(blink ? kBlinkChunks : kRingPieces);
     if (blink) {
-      miad_iterations_ = cfg_.get<int>(
-          "blink.miad_iterations", 0,
-          "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last "
-          "one reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed");
-      miad_start_bytes_ = cfg_.get<uint64_t>("blink.miad_start_bytes", 1 << 20,
-                                             "the MIAD search's first chunk size, doubled while throughput rises "
-                                             "(Blink §4.2.1, Fig. 11: 1 MB, x2)");
-      miad_step_bytes_ = cfg_.get<uint64_t>(
-          "blink.miad_step_bytes", 256 << 10,
-          "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no step: a quarter of "
-          "the first size)");
-      if (miad_iterations_ < 0 || miad_iterations_ > 64) throw UserError("blink.miad_iterations must be between 0 and 64");
-      if (miad_start_bytes_ < 4 || miad_step_bytes_ < 4)
-        throw UserError("blink.miad_start_bytes and blink.miad_step_bytes must be at least 4");
+      miad_iterations_ = cfg_.get(kMiadIterations);
+      miad_start_bytes_ = cfg_.get(kMiadStart);
+      miad_step_bytes_ = cfg_.get(kMiadStep);
       if (miad_iterations_ > 0 && !opt_.vcd.empty())
         throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
                         "cannot follow; leave out one of them");
@@ -523,10 +517,7 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
               << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
               << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
           txt << collectives::format_packing(bt.graph, bt.trees);
-          const bool hybrid = cfg_.get<bool>(
-              "blink.hybrid", false,
-              "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, "
-              "Eq. 8, with T_dpa = 0: no driver call to switch links here)");
+          const bool hybrid = cfg_.get(kBlinkHybrid);
           if (hybrid && allreduce)
             throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
                             "run it with --collective broadcast");
@@ -600,10 +591,7 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
     endpoint_GBps_ = x.algbw_bound_GBps;
   } else {
     // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
-    chunks = cfg_.get<int>("blink.chunks", 1,
-                           "chunks each one-hop tree's share is cut into (Blink §3.4: one hop, so nothing to "
-                           "pipeline along a tree; on DGX-2 more chunks only add per-message latency, measured)");
-    if (chunks < 1 || chunks > 1024) throw UserError("blink.chunks must be between 1 and 1024");
+    chunks = cfg_.get(kBlinkChunks, 1);
     shares = collectives::one_hop_shares(n);
     if (!allreduce) {
       shares = {shares[kRoot]};

@@ -28,6 +28,9 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
 
 // --dtype, --redop and --sizes, each checked (sizes: whole 4-byte elements).
 std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
+// Throws UserError, saying which sizes would fit, unless `ranks` buffers of
+// the largest size fit in this machine's memory.
+void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind);
 
 class CollectiveWorkload : public Workload {
  public:

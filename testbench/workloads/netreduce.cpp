@@ -13,6 +13,13 @@
 
 namespace incsim::tb {
 
+namespace {
+const Param<uint32_t> kWindow{"netreduce.window", 2, Range::at_least(1).at_most(1 << 16),
+                              "messages in flight per host, N (NetReduce §5.1: \"the sliding window size N = 2\")"};
+const Param<uint32_t> kMsgLen{"netreduce.msg_len", 170, Range::at_least(1).at_most(1 << 20),
+                              "packets per message, MsgLen (NetReduce §5.1: \"each message has 170 packets\")"};
+}  // namespace
+
 bool is_netreduce_platform(const std::string& platform) {
   return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
 }
@@ -50,18 +57,12 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                        : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
                                    : (opt_.hosts ? opt_.hosts : 6);
   if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
+  check_memory(sizes_, racks * per_rack, multigpu_ ? "GPUs" : "hosts");
   const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
 
-  window_ = cfg_.get<uint32_t>("netreduce.window", 2,
-                               "messages in flight per host, N (NetReduce §5.1: \"the sliding window size N = 2\")");
-  msg_len_ = cfg_.get<uint32_t>("netreduce.msg_len", 170,
-                                "packets per message, MsgLen (NetReduce §5.1: \"each message has 170 packets\")");
-  if (msg_len_ == 0) throw UserError("netreduce.msg_len (MsgLen) must be at least 1 packet");
-  if (window_ == 0) throw UserError("netreduce.window (N) must be at least 1 message");
-  const uint32_t array_messages = cfg_.get<uint32_t>(
-      "fpga.array_messages", 0,
-      "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
-      "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")");
+  window_ = cfg_.get(kWindow);
+  msg_len_ = cfg_.get(kMsgLen);
+  const uint32_t array_messages = cfg_.get(netreduce::kArrayMessages);
   if (in_network && array_messages && array_messages < 2 * window_)
     throw UserError("a window of N = " + std::to_string(window_) + " messages needs an aggregator array of 2N = " +
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +

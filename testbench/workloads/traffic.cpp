@@ -12,6 +12,41 @@
 
 namespace incsim::tb {
 
+namespace {
+const Param<bool> kUniformSelf{
+    "traffic.uniform.self", true, Range::none(),
+    "uniform random destinations include the source itself (Dally and Towles §3.2: lambda_sd = 1/N; BookSim's "
+    "uniform draws from all nodes); false: the N - 1 others"};
+// An endpoint number; the pattern checks it against the platform's endpoints.
+const Param<int> kHotNode{"traffic.hotspot.node", 0, Range::at_least(0).at_most(1 << 20),
+                          "the hot endpoint (our choice: endpoint 0)"};
+const Param<double> kHotFraction{
+    "traffic.hotspot.fraction", 0.1, Range::at_least(0).at_most(1),
+    "fraction h of packets sent to the hot endpoint, the rest uniform (Pfister and Norton, ICPP 1985, define h; "
+    "0.1 is our choice, not a value from the paper)"};
+// A multiple of 8 up to net.max_payload_bytes (checked by the generator).
+const Param<uint32_t> kPayloadBytes{
+    "traffic.payload_bytes", 128, Range::at_least(16).at_most(4096),
+    "payload per packet, bytes, a multiple of 8 from 16 (default net.max_payload_bytes: 256 on torus, mesh, "
+    "fattree, bigraph, MultiTree Table III; 128 elsewhere, Klenk §V)"};
+const Param<uint32_t> kQueuePackets{
+    "traffic.source_queue_packets", 1024, Range::at_least(1).at_most(1 << 24),
+    "source queue per endpoint, packets; a packet created when it is full is refused and the load point marked "
+    "saturated (BookSim's queue is unbounded; below saturation a Bernoulli source's queue stays far shorter)"};
+const Param<double> kWarmup{
+    "traffic.warmup_ns", 10000.0, Range::at_least(0).at_most(1e9),
+    "warm-up before the measurement window, ns (Dally and Towles ch. 24: long enough for queues to reach steady "
+    "state; our choice: about ten zero-load latencies of an 8x8 torus, checked by docs/traffic.md)"};
+const Param<double> kWindowNs{
+    "traffic.window_ns", 20000.0, Range::above(0).at_most(1e9),
+    "measurement window, ns: packets created in it are measured to their arrival (Dally and Towles ch. 24; "
+    "BookSim's sample period), our choice, giving about 10^4 packets at low load on 64 endpoints"};
+const Param<double> kDrain{
+    "traffic.drain_limit_ns", 100000.0, Range::at_least(0).at_most(1e10),
+    "longest drain after the window, ns, injection going on, until every measured packet arrives; past it "
+    "the point is marked saturated (BookSim gives up on an unstable run the same way)"};
+}  // namespace
+
 using sc_core::sc_time;
 using sc_core::SC_NS;
 
@@ -106,49 +141,22 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
   pp.kx = t.grid.kx;
   pp.ky = t.grid.ky;
   if (pp.pattern == traffic::Pattern::Uniform || pp.pattern == traffic::Pattern::Hotspot)
-    pp.uniform_self = cfg_.get<bool>(
-        "traffic.uniform.self", true,
-        "uniform random destinations include the source itself (Dally and Towles §3.2: lambda_sd = 1/N; BookSim's "
-        "uniform draws from all nodes); false: the N - 1 others");
+    pp.uniform_self = cfg_.get(kUniformSelf);
   if (pp.pattern == traffic::Pattern::Hotspot) {
-    pp.hot_node = cfg_.get<int>("traffic.hotspot.node", 0, "the hot endpoint (our choice: endpoint 0)");
-    pp.hot_fraction = cfg_.get<double>(
-        "traffic.hotspot.fraction", 0.1,
-        "fraction h of packets sent to the hot endpoint, the rest uniform (Pfister and Norton, ICPP 1985, define h; "
-        "0.1 is our choice, not a value from the paper)");
+    pp.hot_node = cfg_.get(kHotNode);
+    pp.hot_fraction = cfg_.get(kHotFraction);
   }
   traffic::check(pp);
 
   platforms::PlatformDefaults pd = platforms::platform_defaults(t);
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   const net::PacketFormat& f = platform_->format();
-  gen_.payload_bytes = cfg_.get<uint32_t>(
-      "traffic.payload_bytes", f.max_payload_bytes,
-      "payload per packet, bytes, a multiple of 8 from 16 (default net.max_payload_bytes: 256 on torus, mesh, "
-      "fattree, bigraph, MultiTree Table III; 128 elsewhere, Klenk §V)");
-  gen_.queue_packets = cfg_.get<uint32_t>(
-      "traffic.source_queue_packets", 1024,
-      "source queue per endpoint, packets; a packet created when it is full is refused and the load point marked "
-      "saturated (BookSim's queue is unbounded; below saturation a Bernoulli source's queue stays far shorter)");
+  gen_.payload_bytes = cfg_.get(kPayloadBytes, f.max_payload_bytes);
+  gen_.queue_packets = cfg_.get(kQueuePackets);
   gen_.seed = opt_.seed;
-  const double warmup_ns = cfg_.get<double>(
-      "traffic.warmup_ns", 10000.0,
-      "warm-up before the measurement window, ns (Dally and Towles ch. 24: long enough for queues to reach steady "
-      "state; our choice: about ten zero-load latencies of an 8x8 torus, checked by docs/traffic.md)");
-  const double window_ns = cfg_.get<double>(
-      "traffic.window_ns", 20000.0,
-      "measurement window, ns: packets created in it are measured to their arrival (Dally and Towles ch. 24; "
-      "BookSim's sample period), our choice, giving about 10^4 packets at low load on 64 endpoints");
-  const double drain_ns = cfg_.get<double>(
-      "traffic.drain_limit_ns", 100000.0,
-      "longest drain after the window, ns, injection going on, until every measured packet arrives; past it "
-      "the point is marked saturated (BookSim gives up on an unstable run the same way)");
-  if (gen_.queue_packets < 1 || gen_.queue_packets > (1u << 24))
-    throw UserError("traffic.source_queue_packets must be between 1 and 16777216");
-  if (!(warmup_ns >= 0 && warmup_ns <= 1e9) || !(window_ns > 0 && window_ns <= 1e9) ||
-      !(drain_ns >= 0 && drain_ns <= 1e10))
-    throw UserError("traffic.warmup_ns and traffic.window_ns must be at most 1e9 (window above 0), "
-                    "traffic.drain_limit_ns at most 1e10");
+  const double warmup_ns = cfg_.get(kWarmup);
+  const double window_ns = cfg_.get(kWindowNs);
+  const double drain_ns = cfg_.get(kDrain);
   warmup_ = sc_time(warmup_ns, SC_NS);
   window_ = sc_time(window_ns, SC_NS);
   drain_limit_ = sc_time(drain_ns, SC_NS);

@@ -1,0 +1,247 @@
+// A corpus of bad input for the real incsim binary: every parameter out of
+// its range (generated from `incsim --list-params --all`, so a new parameter
+// is covered the day it is declared), NaN and infinity in each, YAML's .inf
+// and .nan, a key given twice in a config file, work too large for the
+// machine, and a bad value for every flag. Each must exit 2 with one
+// sentence on stderr that contains the expected text.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_run.h"
+
+using namespace cli;
+
+namespace {
+
+void require_refused(const std::string& args, const std::string& sentence) {
+  INFO("incsim " << args);
+  const Result r = incsim(args);
+  INFO("exit " << r.code << "\nstderr:\n" << r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code == 2);
+  const auto err = lines(r.err);
+  REQUIRE(err.size() == 1);
+  CHECK(err[0].rfind("incsim: error: ", 0) == 0);
+  CHECK_THAT(err[0], Catch::Contains(sentence));
+}
+
+// One line of --list-params --all.
+struct Declared {
+  std::string key, type, range;
+};
+
+const std::vector<Declared>& declared() {
+  static const std::vector<Declared> all = [] {
+    const Result r = incsim("--list-params --all");
+    REQUIRE(r.code == 0);
+    std::vector<Declared> out;
+    for (const auto& l : lines(r.out)) {
+      std::vector<std::string> f;
+      std::istringstream is(l);
+      for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
+      REQUIRE(f.size() == 5);
+      out.push_back({f[0], f[1], f[3]});
+    }
+    return out;
+  }();
+  return all;
+}
+
+// A run that reads `key` (a parameter no run reads is refused as unknown).
+std::string run_reading(const std::string& key) {
+  const std::string base = " --sizes 8K --quiet";
+  auto starts = [&](const char* p) { return key.rfind(p, 0) == 0; };
+  if (starts("blink.")) return "--platform dgx1v --algorithm blink" + base;
+  if (key == "ring.pieces") return "--platform dgx1v --algorithm ring" + base;
+  if (starts("dgx1.")) return "--platform dgx1v" + base;
+  if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
+  if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
+  if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
+  if (starts("gpu.copy_engine.")) return "--platform dgx2 --algorithm push" + base;
+  if (key == "intra.bandwidth_GBps") return "--platform multigpu" + base;
+  if (key == "leaf.uplink_Gbps") return "--platform spineleaf" + base;
+  if (starts("fpga.") || starts("roce.") || starts("netreduce.") || key == "link.bandwidth_Gbps" ||
+      key == "link.loss" || key == "link.corruption" || key == "switch.buffer_bytes")
+    return "--platform rack" + base;
+  return "--platform star --gpus 4" + base;
+}
+
+std::string text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// Values beyond each end of a range as --list-params --all writes it:
+// "A to B unit", "at least A and below B unit", "above A ...", "0, or ...".
+std::vector<std::string> beyond(const Declared& d) {
+  std::string r = d.range;
+  const bool zero = r.rfind("0, or ", 0) == 0;
+  if (zero) r = r.substr(6);
+  std::istringstream is(r);
+  std::vector<std::string> w;
+  for (std::string x; is >> x;) w.push_back(x);
+  double lo = -INFINITY, hi = INFINITY;
+  bool lo_open = false, hi_open = false;
+  size_t i = 0;
+  if (w.size() > 2 && w[1] == "to") {
+    lo = std::stod(w[0]);
+    hi = std::stod(w[2]);
+  } else {
+    if (w[i] == "above" || w[i] == "at") {
+      lo_open = w[i] == "above";
+      i += lo_open ? 1 : 2;
+      lo = std::stod(w[i++]);
+    }
+    if (i < w.size() && w[i] == "and") ++i;
+    if (i < w.size() && (w[i] == "below" || w[i] == "at")) {
+      hi_open = w[i] == "below";
+      i += hi_open ? 1 : 2;
+      hi = std::stod(w[i]);
+    }
+  }
+  const bool whole = d.type == "int";
+  std::vector<std::string> out;
+  if (std::isfinite(lo)) {
+    double v = lo_open ? lo : whole ? lo - 1 : lo > 0 ? lo / 10 : lo - 1;
+    if (zero && v == 0) v = -1;
+    out.push_back(text(v));
+  }
+  if (std::isfinite(hi)) out.push_back(text(hi_open ? hi : hi > 0 ? hi * 10 : hi + 1));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bad input corpus: every numeric parameter has a range, and a value beyond either end is refused",
+          "[cli][errors][params]") {
+  int numeric = 0;
+  for (const auto& d : declared()) {
+    if (d.type != "int" && d.type != "float") continue;
+    ++numeric;
+    REQUIRE_FALSE(d.range.empty());
+    for (const std::string& v : beyond(d)) {
+      DYNAMIC_SECTION(d.key << " = " << v) {
+        require_refused(run_reading(d.key) + " -c " + d.key + "=" + v,
+                        d.key + " = " + v + " is outside its range (" + d.range + ")");
+      }
+    }
+  }
+  CHECK(numeric > 50);
+}
+
+TEST_CASE("bad input corpus: NaN and infinity in every numeric parameter", "[cli][errors][params]") {
+  for (const auto& d : declared()) {
+    if (d.type != "int" && d.type != "float") continue;
+    for (const char* v : {"nan", "inf", "-inf"}) {
+      DYNAMIC_SECTION(d.key << " = " << v) {
+        require_refused(run_reading(d.key) + " -c " + d.key + "=" + v,
+                        d.key + " = " + v + " is outside its range (" + d.range + ")");
+      }
+    }
+  }
+}
+
+// The values issue 14 found accepted with exit 0 and meaningless results.
+TEST_CASE("bad input corpus: issue 14's accepted values", "[cli][errors][params]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"-c link.bw_GBps=1e-300", "link.bw_GBps = 1e-300 is outside its range (0.001 to 100000 GB/s)"},
+      {"-c link.bw_GBps=1e30", "link.bw_GBps = 1e30 is outside its range (0.001 to 100000 GB/s)"},
+      {"-c gpu.clock_ghz=1e-30", "gpu.clock_ghz = 1e-30 is outside its range (0.01 to 100 GHz)"},
+      {"-c link.latency_ns=-1", "link.latency_ns = -1 is outside its range (0 to 1e9 ns)"},
+      {"-c link.latency_ns=1e30", "link.latency_ns = 1e30 is outside its range (0 to 1e9 ns)"},
+      {"-c switch.latency_ns=-150", "switch.latency_ns = -150 is outside its range (0 to 1e9 ns)"},
+      {"-c switch.latency_ns=1e30", "switch.latency_ns = 1e30 is outside its range (0 to 1e9 ns)"},
+      {"-c sw0.latency_ns=1e30", "sw0.latency_ns = 1e30 is outside its range (0 to 1e9 ns)"},
+      {"--platform rack -c fpga.latency_ns=-500", "fpga.latency_ns = -500 is outside its range (0 to 1e9 ns)"},
+      {"--platform rack -c roce.rx_latency_ns=-2300", "roce.rx_latency_ns = -2300 is outside its range (0 to 1e9 ns)"},
+      {"--platform rack -c switch.latency_ns=-400", "switch.latency_ns = -400 is outside its range (0 to 1e9 ns)"},
+      {"--platform rack -c link.latency_ns=1e30", "link.latency_ns = 1e30 is outside its range (0 to 1e9 ns)"}};
+  for (const auto& [args, sentence] : cases)
+    DYNAMIC_SECTION(args) { require_refused("--sizes 8K --quiet " + args, sentence); }
+}
+
+TEST_CASE("bad input corpus: YAML's .inf and .nan in a config file hit the same range", "[cli][errors][params]") {
+  TempDir d;
+  for (const char* v : {".inf", "-.inf", ".nan", ".NaN", ".Inf"}) {
+    DYNAMIC_SECTION(v) {
+      const std::string nested = d.write("nested.yaml", std::string("link:\n  bw_GBps: ") + v + "\n");
+      require_refused("--sizes 8K --quiet --config " + nested,
+                      std::string("link.bw_GBps = ") + v + " is outside its range (0.001 to 100000 GB/s)");
+      const std::string dotted = d.write("dotted.yaml", std::string("switch.latency_ns: ") + v + "\n");
+      require_refused("--sizes 8K --quiet --config " + dotted,
+                      std::string("switch.latency_ns = ") + v + " is outside its range (0 to 1e9 ns)");
+    }
+  }
+}
+
+TEST_CASE("bad input corpus: a key given twice in one config file names the file, the key and both lines",
+          "[cli][errors][config]") {
+  TempDir d;
+  const std::string twice = d.write("twice.yaml", "sizes: 8K\nswitch.latency_ns: 100\nseed: 2\nswitch.latency_ns: 200\n");
+  require_refused("--quiet --config " + twice,
+                  "config file " + twice + " sets 'switch.latency_ns' twice, on lines 2 and 4");
+  const std::string mixed = d.write("mixed.yaml", "switch:\n  latency_ns: 100\nswitch.latency_ns: 200\n");
+  require_refused("--sizes 8K --quiet --config " + mixed,
+                  "config file " + mixed + " sets 'switch.latency_ns' twice, on lines 2 and 3");
+  const std::string option = d.write("option.yaml", "sizes: 8K\nsizes: 16K\n");
+  require_refused("--quiet --config " + option, "config file " + option + " sets 'sizes' twice, on lines 1 and 2");
+  // The same key in two files is not a repeat: the later file wins.
+  const std::string other = d.write("other.yaml", "switch.latency_ns: 100\n");
+  CHECK(incsim("--sizes 8K --quiet --config " + other + " --config " + other + " --list-params").code == 0);
+}
+
+TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
+  for (const char* platform : {"dgx2", "rack", "multigpu", "torus"}) {
+    DYNAMIC_SECTION(platform) {
+      require_refused(std::string("--platform ") + platform + " --sizes 8K,1024G --quiet", "--sizes 1024G needs about");
+      require_refused(std::string("--platform ") + platform + " --sizes 1024G --quiet", "hold sizes up to");
+    }
+  }
+}
+
+// Every flag that takes a value, given a bad one.
+TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--platform nope", "unknown platform 'nope'"},
+      {"--platform torus --dims 3", "--dims expects two whole numbers joined by x"},
+      {"--platform torus --dims 20x20", "--dims takes 2 to 16 routers per dimension"},
+      {"--platform fattree --nodes 0", "--nodes must be between 1 and 1000000, not 0"},
+      {"--gpus 0", "--gpus must be between 1 and 1000000, not 0"},
+      {"--platform dgx1v --gpus 1,x", "--gpus expects a whole number, got 'x'"},
+      {"--platform rack --hosts 1", "--hosts must be between 2 and 1024, not 1"},
+      {"--platform rack --ring 0,0", "--ring names host 0 twice"},
+      {"--platform spineleaf --racks 0", "--racks must be between 1 and 1024, not 0"},
+      {"--platform spineleaf --hosts-per-rack 0", "--hosts-per-rack must be between 1 and 1024, not 0"},
+      {"--platform multigpu --machines 0", "--machines must be between 1 and 1024, not 0"},
+      {"--platform multigpu --gpus-per-machine 0", "--gpus-per-machine must be between 1 and 1024, not 0"},
+      {"--collective nope", "unknown collective 'nope'"},
+      {"--algorithm nope", "algorithm 'nope' does not run allreduce"},
+      {"--sizes 0", "size '0' is not a positive size"},
+      {"--sizes 8K:", "is not a positive size"},
+      {"--sizes 6", "size 6 is not a multiple of the 4-byte element size"},
+      {"--dtype nope", "unknown data type 'nope'"},
+      {"--redop nope", "unknown reduction operator 'nope'"},
+      {"--seed -1", "--seed expects a whole number, got '-1'"},
+      {"--seed 99999999999999999999999", "--seed expects a whole number"},
+      {"--traffic nope", "unknown traffic pattern 'nope'"},
+      {"--platform torus --traffic uniform --load 2", "outside (0, 1]"},
+      {"--load 0.5", "--load applies to --traffic only"},
+      {"--config /nonexistent.yaml", "cannot read config file '/nonexistent.yaml'"},
+      {"-c noequals", "-c expects key=value, got 'noequals'"},
+      {"-c bogus.key=1", "unknown key 'bogus.key'"},
+      {"-c switch.latency=1", "did you mean 'switch.latency_ns'?"},
+      {"--log nope", "--log 'nope' names level 'nope'"},
+      {"--quiet=no", "option --quiet takes no value"},
+      {"--all", "--all goes with --list-params"},
+      {"--sizes", "option --sizes needs a value"},
+      {"--vcd", "option --vcd needs a value"},
+      {"--bogus", "unknown option '--bogus'"}};
+  for (const auto& [args, sentence] : cases) DYNAMIC_SECTION(args) { require_refused(args + " --quiet", sentence); }
+}
