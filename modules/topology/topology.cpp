@@ -1,6 +1,7 @@
 #include "topology.h"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <ostream>
 #include <sstream>
@@ -12,6 +13,9 @@ namespace incsim::topo {
 
 int Topology::add_node(const std::string& n, int ports, NodeKind kind) {
   const char* what = kind == NodeKind::Endpoint ? "endpoint" : "switch";
+  // A name is a SystemC module's name, which takes no '.' or white space.
+  if (n.empty() || std::any_of(n.begin(), n.end(), [](unsigned char c) { return c == '.' || std::isspace(c) || c < 32; }))
+    throw UserError(std::string(what) + " name '" + n + "' must be non-empty, without '.' or white space");
   if (ports <= 0) throw UserError(std::string(what) + " '" + n + "' must have at least one port");
   if (ports > kMaxPorts)
     throw UserError(std::string(what) + " '" + n + "' has " + std::to_string(ports) + " ports; a node has at most " +

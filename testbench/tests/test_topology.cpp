@@ -383,6 +383,10 @@ TEST_CASE("platform file structure errors name the file and the line", "[topolog
     require_at("endpoints:\n  - {name: a, prots: 1}\nlinks: []\n", 2, "unknown key 'prots' in an endpoint");
     require_at(nodes + "links:\n  - {a: a.0, a: b.0, b: s.0}\n", 8, "key 'a' appears twice in a link");
   }
+  SECTION("a name SystemC would change") {
+    require_at("endpoints:\n  - {name: a b, ports: 1}\nlinks: []\n", 2, "endpoint name 'a b' must be non-empty, without '.'");
+    require_at("switches:\n  - {name: x.y, ports: 1}\nlinks: []\n", 2, "switch name 'x.y' must be");
+  }
   SECTION("a node with far too many ports") {
     require_at("endpoints:\n  - {name: a, ports: 2000000000}\nlinks: []\n", 2, "a node has at most 4096");
   }
