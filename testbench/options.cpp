@@ -200,7 +200,7 @@ class Parser {
     open_.push_back(path);
     o_.config_files.push_back(path);
     for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = key_of(kv.first, path);
       const auto* d = declaration().find_nothrow(key, false);
       if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
         throw UserError("config file " + path + ": '" + key + "' is a command-line action, not a setting");
@@ -223,9 +223,18 @@ class Parser {
     open_.pop_back();
   }
 
+  // A key of a config file is a name: not a map or a list (yaml-cpp's "bad
+  // conversion"), and not empty (Boost finds every option by an empty prefix).
+  static std::string key_of(const YAML::Node& k, const std::string& path) {
+    if (!k.IsScalar() || k.Scalar().empty())
+      throw UserError("config file " + path + ", line " + std::to_string(k.Mark().line + 1) +
+                      ": a key must be a non-empty name");
+    return k.Scalar();
+  }
+
   void flatten(const YAML::Node& n, const std::string& key, const std::string& path) {
     if (n.IsMap()) {
-      for (const auto& kv : n) flatten(kv.second, key + "." + kv.first.as<std::string>(), path);
+      for (const auto& kv : n) flatten(kv.second, key + "." + key_of(kv.first, path), path);
     } else if (n.IsScalar()) {
       o_.params.push_back({key, n.as<std::string>(), path});
     } else {
