@@ -4,7 +4,8 @@
 # test.sh; safe to run by hand.
 set -eu
 packages="g++ cmake ninja-build ccache pkg-config libsystemc-dev catch2 libyaml-cpp-dev
-nlohmann-json3-dev libboost-program-options-dev libspdlog-dev gtkwave python3-yaml python3-matplotlib libglpk-dev"
+nlohmann-json3-dev libboost-program-options-dev libspdlog-dev gtkwave python3-yaml python3-matplotlib libglpk-dev
+clang"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -203,7 +203,7 @@ class Parser {
     o_.config_files.push_back(path);
     Lines seen;
     for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
+      const std::string key = key_of(kv.first, path);
       once(seen, key, kv.first, path);
       const auto* d = declaration().find_nothrow(key, false);
       if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
@@ -238,10 +238,19 @@ class Parser {
                       " and " + std::to_string(line));
   }
 
+  // A key of a config file is a name: not a map or a list (yaml-cpp's "bad
+  // conversion"), and not empty (Boost finds every option by an empty prefix).
+  static std::string key_of(const YAML::Node& k, const std::string& path) {
+    if (!k.IsScalar() || k.Scalar().empty())
+      throw UserError("config file " + path + ", line " + std::to_string(k.Mark().line + 1) +
+                      ": a key must be a non-empty name");
+    return k.Scalar();
+  }
+
   void flatten(const YAML::Node& n, const std::string& key, const std::string& path, Lines& seen) {
     if (n.IsMap()) {
       for (const auto& kv : n) {
-        const std::string k = key + "." + kv.first.as<std::string>();
+        const std::string k = key + "." + key_of(kv.first, path);
         once(seen, k, kv.first, path);
         flatten(kv.second, k, path, seen);
       }

@@ -56,7 +56,10 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes) : topo_(t
   }
   for (size_t h = 0; h < topo_.switches().size(); ++h) {
     seen.clear();
-    const auto next = [&](int x) { return topo_.routes_to_switch(x, static_cast<int>(h)); };
+    const auto next = [&](int x) {
+      const PortSpan r = topo_.routes_to_switch(x, static_cast<int>(h));
+      return std::vector<int16_t>(r.begin(), r.end());
+    };
     for (int e : topo_.endpoints())
       for (int p = 0; p < topo_.node(e).ports; ++p) walk(topo_.peer({e, p}).node, -1, next);
   }

@@ -1,8 +1,10 @@
 #include "topology.h"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -11,8 +13,18 @@ namespace incsim::topo {
 
 int Topology::add_node(const std::string& n, int ports, NodeKind kind, const std::string& block) {
   const char* what = kind == NodeKind::Endpoint ? "endpoint" : "switch";
+  // A name is a SystemC module's name, which takes no '.' or white space.
+  if (n.empty() || std::any_of(n.begin(), n.end(), [](unsigned char c) { return c == '.' || std::isspace(c) || c < 32; }))
+    throw UserError(std::string(what) + " name '" + n + "' must be non-empty, without '.' or white space");
   if (ports <= 0) throw UserError(std::string(what) + " '" + n + "' must have at least one port");
-  if (find(n) >= 0) throw UserError("node name '" + n + "' is used twice");
+  if (ports > kMaxPorts)
+    throw UserError(std::string(what) + " '" + n + "' has " + std::to_string(ports) + " ports; a node has at most " +
+                    std::to_string(kMaxPorts));
+  if (static_cast<int>(nodes_.size()) >= kMaxNodes)
+    throw UserError("platform '" + name + "' has more than " + std::to_string(kMaxNodes) +
+                    " nodes (endpoints and switches), the most a platform may have");
+  if (!by_name_.emplace(n, static_cast<int>(nodes_.size())).second)
+    throw UserError("node name '" + n + "' is used twice");
   auto& ids = kind == NodeKind::Endpoint ? endpoints_ : switches_;
   if (block.empty()) throw UserError(std::string(what) + " '" + n + "' has no kind");
   nodes_.push_back({n, kind, ports, static_cast<int>(ids.size()), block});
@@ -22,9 +34,8 @@ int Topology::add_node(const std::string& n, int ports, NodeKind kind, const std
 }
 
 int Topology::find(const std::string& n) const {
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].name == n) return static_cast<int>(i);
-  return -1;
+  const auto it = by_name_.find(n);
+  return it == by_name_.end() ? -1 : it->second;
 }
 
 std::string Topology::port_name(PortRef p) const {
@@ -40,12 +51,26 @@ void Topology::check_port(PortRef p, const char* what) const {
   if (port_link_[p.node][p.port] >= 0) throw UserError("port " + port_name(p) + " is linked twice");
 }
 
+void check_link(const std::string& what, double bw, double lat) {
+  // The negated comparisons also refuse NaN.
+  if (!(bw >= kMinBwGBps && bw <= kMaxBwGBps)) {
+    std::ostringstream os;
+    os << what << " has bandwidth " << bw << " GB/s; bw_GBps must be from " << kMinBwGBps << " to " << kMaxBwGBps;
+    throw UserError(os.str());
+  }
+  if (!(lat >= 0 && lat <= kMaxLatencyNs)) {
+    std::ostringstream os;
+    os << what << " has latency " << lat << " ns; latency_ns must be from 0 to " << kMaxLatencyNs;
+    throw UserError(os.str());
+  }
+}
+
 void Topology::connect(PortRef a, PortRef b, double bw, double lat, int dim, bool dateline) {
   check_port(a, "first end");
   check_port(b, "second end");
   const std::string what = "link " + port_name(a) + " - " + port_name(b);
-  if (!(bw > 0)) throw UserError(what + " has no bandwidth (bw_GBps must be above zero)");
-  if (!(lat >= 0)) throw UserError(what + " has a negative latency");
+  if (a.node == b.node) throw UserError(what + " joins " + nodes_[a.node].name + " to itself");
+  check_link(what, bw, lat);
   if (nodes_[a.node].kind == NodeKind::Endpoint && nodes_[b.node].kind == NodeKind::Endpoint)
     throw UserError(what + " joins two endpoints; endpoints connect through switches");
   port_link_[a.node][a.port] = static_cast<int>(links_.size());
@@ -62,8 +87,6 @@ PortRef Topology::peer(PortRef p) const {
 
 void Topology::finalize(const RouteFn& route_fn) {
   if (endpoints_.size() < 1) throw UserError("platform '" + name + "' has no endpoints");
-  if (endpoints_.size() > 30000 || nodes_.size() > 30000)
-    throw UserError("platform '" + name + "' has more than 30000 nodes");
   const int n = static_cast<int>(nodes_.size());
   const int m = static_cast<int>(endpoints_.size());
   // Every declared port carries a link: the elaborated modules bind every socket.
@@ -72,26 +95,27 @@ void Topology::finalize(const RouteFn& route_fn) {
       if (port_link_[u][p] < 0)
         throw UserError("platform '" + name + "': port " + port_name({u, p}) +
                         " is not linked; declare only the ports a node uses");
-  dist_.assign(n, std::vector<int16_t>(m, -1));
-  route_.assign(n, std::vector<int16_t>(m, -1));
+  check_table_size();
+  dist_.assign(static_cast<size_t>(n) * m, -1);
+  route_.assign(static_cast<size_t>(n) * m, -1);
   for (int d = 0; d < m; ++d) {
     // Breadth-first from the destination; endpoints other than it never carry transit.
     std::deque<int> q{endpoints_[d]};
-    dist_[endpoints_[d]][d] = 0;
+    dist_[at(endpoints_[d], d)] = 0;
     while (!q.empty()) {
       int u = q.front();
       q.pop_front();
       if (nodes_[u].kind == NodeKind::Endpoint && u != endpoints_[d]) continue;
       for (int p = 0; p < nodes_[u].ports; ++p) {
         PortRef v = peer({u, p});
-        if (v.node < 0 || dist_[v.node][d] >= 0) continue;
-        dist_[v.node][d] = static_cast<int16_t>(dist_[u][d] + 1);
+        if (v.node < 0 || dist_[at(v.node, d)] >= 0) continue;
+        dist_[at(v.node, d)] = static_cast<int16_t>(dist_[at(u, d)] + 1);
         q.push_back(v.node);
       }
     }
     for (int u = 0; u < n; ++u) {
       if (u == endpoints_[d]) continue;
-      if (dist_[u][d] < 0) {
+      if (dist_[at(u, d)] < 0) {
         if (nodes_[u].kind == NodeKind::Endpoint)
           throw UserError("platform '" + name + "': " + nodes_[u].name + " cannot reach " +
                           nodes_[endpoints_[d]].name);
@@ -100,7 +124,7 @@ void Topology::finalize(const RouteFn& route_fn) {
       std::vector<int> best;
       for (int p = 0; p < nodes_[u].ports; ++p) {
         PortRef v = peer({u, p});
-        if (v.node < 0 || dist_[v.node][d] != dist_[u][d] - 1) continue;
+        if (v.node < 0 || dist_[at(v.node, d)] != dist_[at(u, d)] - 1) continue;
         if (nodes_[v.node].kind == NodeKind::Endpoint && v.node != endpoints_[d]) continue;
         best.push_back(p);
       }
@@ -114,36 +138,53 @@ void Topology::finalize(const RouteFn& route_fn) {
           chosen = p;
         }
       }
-      route_[u][d] = static_cast<int16_t>(chosen);
+      route_[at(u, d)] = static_cast<int16_t>(chosen);
     }
   }
   // Toward each switch: breadth-first over switches only.
   const int k = static_cast<int>(switches_.size());
-  sw_dist_.assign(n, std::vector<int16_t>(k, -1));
-  sw_routes_.assign(n, std::vector<std::vector<int16_t>>(k));
+  sw_dist_.assign(static_cast<size_t>(n) * k, -1);
   for (int d = 0; d < k; ++d) {
     std::deque<int> q{switches_[d]};
-    sw_dist_[switches_[d]][d] = 0;
+    sw_dist_[sw_at(switches_[d], d)] = 0;
     while (!q.empty()) {
       const int u = q.front();
       q.pop_front();
       if (nodes_[u].kind == NodeKind::Endpoint) continue;
       for (int p = 0; p < nodes_[u].ports; ++p) {
         const PortRef v = peer({u, p});
-        if (sw_dist_[v.node][d] >= 0) continue;
-        sw_dist_[v.node][d] = static_cast<int16_t>(sw_dist_[u][d] + 1);
+        if (sw_dist_[sw_at(v.node, d)] >= 0) continue;
+        sw_dist_[sw_at(v.node, d)] = static_cast<int16_t>(sw_dist_[sw_at(u, d)] + 1);
         q.push_back(v.node);
       }
     }
-    for (int u = 0; u < n; ++u) {
-      if (sw_dist_[u][d] <= 0) continue;
-      for (int p = 0; p < nodes_[u].ports; ++p) {
-        const PortRef v = peer({u, p});
-        if (nodes_[v.node].kind == NodeKind::Switch && sw_dist_[v.node][d] == sw_dist_[u][d] - 1)
-          sw_routes_[u][d].push_back(static_cast<int16_t>(p));
-      }
-    }
   }
+  sw_first_.assign(static_cast<size_t>(n) * k + 1, 0);
+  sw_ports_.clear();
+  for (int u = 0; u < n; ++u)
+    for (int d = 0; d < k; ++d) {
+      const int16_t du = sw_dist_[sw_at(u, d)];
+      for (int p = 0; du > 0 && p < nodes_[u].ports; ++p) {
+        const PortRef v = peer({u, p});
+        if (nodes_[v.node].kind == NodeKind::Switch && sw_dist_[sw_at(v.node, d)] == du - 1)
+          sw_ports_.push_back(static_cast<int16_t>(p));
+      }
+      sw_first_[sw_at(u, d) + 1] = static_cast<uint32_t>(sw_ports_.size());
+    }
+}
+
+// Before allocating the routing tables: what they will take at most (each of
+// a node's ports may lead toward every switch), against kMaxRouteTableBytes.
+void Topology::check_table_size() const {
+  const uint64_t n = nodes_.size(), m = endpoints_.size(), k = switches_.size();
+  const uint64_t bytes = n * m * 2 * sizeof(int16_t) + n * k * (sizeof(int16_t) + sizeof(uint32_t)) +
+                         2 * links_.size() * k * sizeof(int16_t);
+  if (bytes > kMaxRouteTableBytes)
+    throw UserError("platform '" + name + "' would need up to " + std::to_string(bytes >> 20) +
+                    " MiB of routing tables for " + std::to_string(n) + " nodes, " + std::to_string(m) +
+                    " endpoints and " + std::to_string(k) + " switches; at most " +
+                    std::to_string(kMaxRouteTableBytes >> 20) +
+                    " MiB fit, about 4 B per node and endpoint plus 6 B per node and switch");
 }
 
 VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
@@ -179,13 +220,13 @@ VcPolicy parse_vc_policy(const std::string& name) {
   throw UserError("vc_policy must be none, dateline or switch-hop, not '" + name + "'");
 }
 
-int Topology::hops(int src, int dst) const { return dist_[endpoints_[src]][dst]; }
+int Topology::hops(int src, int dst) const { return dist_[at(endpoints_[src], dst)]; }
 
 bool Topology::port_reaches(PortRef p, int dst) const {
   const PortRef v = peer(p);
   if (v.node < 0) return false;
   if (nodes_[v.node].kind == NodeKind::Endpoint) return v.node == endpoints_[dst];
-  return dist_[v.node][dst] >= 0;
+  return dist_[at(v.node, dst)] >= 0;
 }
 
 Topology make_dgx2(double bw, double lat) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace incsim::topo {
@@ -72,6 +73,29 @@ struct Grid {
   bool wrap = false;  // torus
 };
 
+// What a graph may ask for, checked before anything is allocated (docs/platforms.md,
+// "Limits"): a description a few lines long must not cost gigabytes.
+constexpr int kMaxPorts = 4096;      // per node; port numbers are int16 in routing tables
+constexpr int kMaxNodes = 30000;     // endpoints plus switches; hop counts are int16
+constexpr uint64_t kMaxRouteTableBytes = uint64_t{512} << 20;
+// A link's bandwidth and latency: finite, and small enough that serialising a
+// packet and crossing the wire stay far inside 64-bit picosecond time.
+constexpr double kMinBwGBps = 1e-3, kMaxBwGBps = 1e5;  // 1 MB/s to 100 TB/s
+constexpr double kMaxLatencyNs = 1e9;                  // one second
+// Throws a UserError that begins with `what` unless bandwidth and latency are in those ranges.
+void check_link(const std::string& what, double bw_GBps, double latency_ns);
+
+// The equal-cost output ports toward a switch (Topology::routes_to_switch).
+struct PortSpan {
+  const int16_t* first = nullptr;
+  const int16_t* last = nullptr;
+  const int16_t* begin() const { return first; }
+  const int16_t* end() const { return last; }
+  size_t size() const { return static_cast<size_t>(last - first); }
+  bool empty() const { return first == last; }
+  int16_t operator[](size_t i) const { return first[i]; }
+};
+
 class Topology {
  public:
   std::string name;
@@ -121,20 +145,23 @@ class Topology {
   // Output port at `node` toward endpoint number `dst` (index into endpoints()):
   // shortest path, ties between equal-cost ports broken by dst, so the table is
   // deterministic and spreads destinations over parallel links.
-  int route(int node, int dst) const { return route_[node][dst]; }
+  int route(int node, int dst) const { return route_[at(node, dst)]; }
   // Output port at `node` toward switch number `sw` (index into switches()),
   // -1 at that switch itself or where it is unreachable: shortest path, ties
   // broken by `spread`, so that traffic to one switch uses all its parallel
   // links. Push reduction writes travel to a switch port (Klenk §IV-C).
   int route_to_switch(int node, int sw, uint32_t spread) const {
-    const auto& c = sw_routes_[node][sw];
+    const PortSpan c = routes_to_switch(node, sw);
     return c.empty() ? -1 : c[spread % c.size()];
   }
-  const std::vector<int16_t>& routes_to_switch(int node, int sw) const { return sw_routes_[node][sw]; }
+  PortSpan routes_to_switch(int node, int sw) const {
+    const size_t i = sw_at(node, sw);
+    return {sw_ports_.data() + sw_first_[i], sw_ports_.data() + sw_first_[i + 1]};
+  }
   // Links from node to switch number sw, -1 if unreachable.
-  int distance_to_switch(int node, int sw) const { return sw_dist_[node][sw]; }
+  int distance_to_switch(int node, int sw) const { return sw_dist_[sw_at(node, sw)]; }
   // Links from node to endpoint number dst, -1 if unreachable.
-  int hops_from(int node, int dst) const { return dist_[node][dst]; }
+  int hops_from(int node, int dst) const { return dist_[at(node, dst)]; }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
   // Can a packet leaving endpoint port p reach endpoint number dst? (Not
@@ -155,14 +182,21 @@ class Topology {
  private:
   int add_node(const std::string& name, int ports, NodeKind kind, const std::string& block);
   void check_port(PortRef p, const char* what) const;
+  void check_table_size() const;
+  size_t at(int node, int dst) const { return static_cast<size_t>(node) * endpoints_.size() + dst; }
+  size_t sw_at(int node, int sw) const { return static_cast<size_t>(node) * switches_.size() + sw; }
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, int> by_name_;
   std::vector<Link> links_;
   std::vector<int> endpoints_, switches_;
   std::vector<std::vector<int>> port_link_;
-  std::vector<std::vector<int16_t>> route_;  // [node][dst endpoint]
-  std::vector<std::vector<int16_t>> dist_;   // [node][dst endpoint]
-  std::vector<std::vector<int16_t>> sw_dist_;                // [node][dst switch]
-  std::vector<std::vector<std::vector<int16_t>>> sw_routes_;  // [node][dst switch]: equal-cost ports
+  // Routing tables, one flat array each (a vector per row cost 24 B of header
+  // plus an allocation per (node, switch) pair: 8 GB for a chain of 20,000 switches).
+  std::vector<int16_t> route_, dist_;  // [node * endpoints + dst endpoint]
+  std::vector<int16_t> sw_dist_;       // [node * switches + dst switch]
+  // The equal-cost ports toward a switch: sw_ports_[sw_first_[i] .. sw_first_[i + 1]), i = sw_at(node, sw).
+  std::vector<uint32_t> sw_first_;
+  std::vector<int16_t> sw_ports_;
 };
 
 // Built-in platforms (same description a YAML platform file produces).

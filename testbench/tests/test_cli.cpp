@@ -68,6 +68,32 @@ TEST_CASE("bad input: garbage size", "[cli][errors]") {
   require_error("--platform star --gpus 4 --sizes 8Q", {"8Q"});
 }
 
+// Found by fuzz_config: an empty key made Boost match every option (exit 3,
+// "option is ambiguous"), a map as a key leaked yaml-cpp's "bad conversion".
+TEST_CASE("bad input: a config file key that is empty or not a name", "[cli][errors]") {
+  TempDir d;
+  for (const char* text : {"\"\": 5\n", "s: 5\n!$lr", "{}: 1\n", "link:\n  {}: 1\n"}) {
+    const std::string cfg = d.write("keys.yaml", text);
+    require_error("--platform star --gpus 4 --quiet --config " + cfg, {cfg, "line", "a key must be a non-empty name"});
+    CHECK(incsim("--platform star --gpus 4 --quiet --config " + cfg).code == 2);
+  }
+}
+
+// A port or switch linked to itself reached SystemC ("interface already
+// bound to port", exit 3); the loader now names the file and line, exit 2.
+TEST_CASE("bad input: YAML platform linking a node to itself", "[cli][errors]") {
+  TempDir d;
+  const std::string nodes =
+      "endpoints:\n  - {name: g0, ports: 1}\n  - {name: g1, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n  - {name: t, ports: 2}\n"
+      "links:\n  - {a: g0.0, b: s.0}\n  - {a: g1.0, b: s.1}\n";
+  for (const char* self : {"  - {a: t.0, b: t.0}\n", "  - {a: t.0, b: t.1}\n"}) {
+    const std::string p = d.write("self.yaml", nodes + self);
+    require_error("--platform " + p + " --sizes 8K", {p + ", line 10: ", "joins t to itself"});
+    CHECK(incsim("--platform " + p + " --sizes 8K").code == 2);
+  }
+}
+
 TEST_CASE("bad input: YAML platform with a zero-bandwidth link", "[cli][errors]") {
   TempDir d;
   const std::string p = d.write("bad.yaml",

@@ -377,3 +377,89 @@ TEST_CASE("bad platform files give a UserError naming the problem", "[topology][
     require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: fast}\n  - {a: b.0, b: s.1}\n", "bw_GBps");
   }
 }
+
+// Each structure error is one sentence naming the file, the line and the
+// problem (issue 14): never yaml-cpp's text, and nothing reaches SystemC.
+TEST_CASE("platform file structure errors name the file and the line", "[topology][yaml][errors]") {
+  const std::string nodes =
+      "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n  - {name: t, ports: 2}\n";  // lines 1-6; links: is line 7
+  const std::string two = "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n";
+  // The error for `text` names the file, then "line N: " and `problem`.
+  auto require_at = [](const std::string& text, int line, const std::string& problem) {
+    TempFile f(text);
+    REQUIRE_THROWS_WITH(load_yaml(f.path, 25, 0),
+                        Catch::StartsWith("platform file " + f.path + ", line " + std::to_string(line) + ": ") &&
+                            Catch::Contains(problem));
+  };
+  SECTION("a key that is a map") { require_at("{}:\n", 1, "a key of a platform file must be one of name"); }
+  SECTION("a link that is a scalar") { require_at(nodes + "links:\n  - a.0\n", 8, "a link must be a map"); }
+  SECTION("a port linked to itself") { require_at(nodes + two + "  - {a: t.0, b: t.0}\n", 10, "joins t to itself"); }
+  SECTION("a switch linked to itself") { require_at(nodes + two + "  - {a: t.0, b: t.1}\n", 10, "joins t to itself"); }
+  SECTION("a link without b") { require_at(nodes + "links:\n  - {a: a.0}\n", 8, "a link has no 'b'"); }
+  SECTION("bandwidth out of range") {
+    for (const char* bw : {".inf", ".nan", "-1", "0", "1e-300", "1e30"})
+      require_at(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: " + bw + "}\n", 8,
+                 "bw_GBps must be from 0.001 to 100000");
+  }
+  SECTION("latency out of range") {
+    for (const char* lat : {"-1", "1e10", "1e30", ".nan"})
+      require_at(nodes + "links:\n  - {a: a.0, b: s.0, latency_ns: " + std::string(lat) + "}\n", 8,
+                 "latency_ns must be from 0 to 1e+09");
+  }
+  SECTION("a default link out of range") {
+    require_at("link: {bw_GBps: .inf}\n" + nodes + two, 1, "the default link has bandwidth inf");
+  }
+  SECTION("a link section that is not a map") { require_at("link: 5\n" + nodes + two, 1, "'link' must be a map"); }
+  SECTION("a duplicate node name") {
+    require_at("endpoints:\n  - {name: a, ports: 1}\n  - {name: a, ports: 1}\nlinks: []\n", 3, "'a' is used twice");
+  }
+  SECTION("a port used by two links") { require_at(nodes + "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.0}\n", 9, "s.0 is linked twice"); }
+  SECTION("a port number out of range") { require_at(nodes + "links:\n  - {a: a.0, b: s.7}\n", 8, "s.7 does not exist"); }
+  SECTION("a port number too large to read") {
+    require_at(nodes + "links:\n  - {a: a.99999999999999, b: s.0}\n", 8, "must end in a port number");
+  }
+  SECTION("wrong types") {
+    require_at("endpoints:\n  - {name: a, ports: many}\nlinks: []\n", 2, "'ports' must be a whole number, not 'many'");
+    require_at("endpoints:\n  - {name: [a], ports: 1}\nlinks: []\n", 2, "'name' must be a single value");
+    require_at("endpoints: 3\nlinks: []\n", 1, "'endpoints' must be a list");
+    require_at("endpoints:\n  - a\nlinks: []\n", 2, "an endpoint must be a map");
+  }
+  SECTION("an unknown or repeated key in an item") {
+    require_at("endpoints:\n  - {name: a, prots: 1}\nlinks: []\n", 2, "unknown key 'prots' in an endpoint");
+    require_at(nodes + "links:\n  - {a: a.0, a: b.0, b: s.0}\n", 8, "key 'a' appears twice in a link");
+  }
+  SECTION("a name SystemC would change") {
+    require_at("endpoints:\n  - {name: a b, ports: 1}\nlinks: []\n", 2, "endpoint name 'a b' must be non-empty, without '.'");
+    require_at("switches:\n  - {name: x.y, ports: 1}\nlinks: []\n", 2, "switch name 'x.y' must be");
+  }
+  SECTION("a node with far too many ports") {
+    require_at("endpoints:\n  - {name: a, ports: 2000000000}\nlinks: []\n", 2, "a node has at most 4096");
+  }
+}
+
+// Small descriptions that ask for huge work are refused before anything is
+// allocated, with what would fit (docs/platforms.md, "Limits").
+TEST_CASE("a platform that would not fit is refused saying what would", "[topology][errors][limits]") {
+  SECTION("too many nodes in a file") {
+    std::string text = "endpoints:\n";
+    for (int i = 0; i <= kMaxNodes; ++i) text += "  - {name: g" + std::to_string(i) + ", ports: 1}\n";
+    TempFile f(text + "links: []\n");
+    REQUIRE_THROWS_WITH(load_yaml(f.path, 25, 0), Catch::Contains("line 2") && Catch::Contains("more than 30000 nodes"));
+  }
+  SECTION("too many nodes in code") {
+    Topology t;
+    for (int i = 0; i < kMaxNodes; ++i) t.add_switch("s" + std::to_string(i), 1);
+    REQUIRE_THROWS_WITH(t.add_endpoint("one-more", 1), Catch::Contains("more than 30000 nodes"));
+  }
+  SECTION("routing tables too large: a chain of 20,000 switches") {
+    Topology t;
+    const int a = t.add_endpoint("a", 1), b = t.add_endpoint("b", 1);
+    std::vector<int> s;
+    for (int i = 0; i < 20000; ++i) s.push_back(t.add_switch("s" + std::to_string(i), 2));
+    t.connect({a, 0}, {s.front(), 0}, 25, 0);
+    for (int i = 0; i + 1 < 20000; ++i) t.connect({s[i], 1}, {s[i + 1], 0}, 25, 0);
+    t.connect({s.back(), 1}, {b, 0}, 25, 0);
+    REQUIRE_THROWS_WITH(t.finalize(), Catch::Contains("MiB of routing tables") && Catch::Contains("at most 512 MiB fit"));
+  }
+}
