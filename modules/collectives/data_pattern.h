@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/hash.h"
+
 namespace incsim::collectives {
 
 enum class DType { Float32, Int32 };
@@ -60,12 +62,7 @@ class DataPattern {
   }
 
  private:
-  static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  }
+  static uint64_t mix(uint64_t x) { return splitmix64(x); }
   // s and b of an element from its hash.
   static int32_t s(uint64_t h) { return 1 + static_cast<int32_t>(h % 3); }
   static int32_t b(uint64_t h) { return static_cast<int32_t>((h >> 8) % 101) - 50; }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 
+#include "core/hash.h"
 #include "net/packet.h"
 #include "net/port.h"
 
@@ -137,11 +138,8 @@ class LinkFaults {
   bool force(net::Packet* p, FrameFault f);
   void flip(net::Packet* p, bool in_header, double where);
   double uniform() {
-    state_ += 0x9E3779B97F4A7C15ull;
-    uint64_t x = state_;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    x ^= x >> 31;
+    const uint64_t x = splitmix64(state_);
+    state_ += kGoldenGamma;
     return static_cast<double>(x >> 11) * (1.0 / 9007199254740992.0);
   }
   double loss_ = 0, corruption_ = 0;

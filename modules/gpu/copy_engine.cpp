@@ -2,17 +2,13 @@
 
 #include <algorithm>
 
+#include "core/hash.h"
 #include "gpu/gpu.h"
 
 namespace incsim::gpu {
 
 namespace {
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return splitmix64(x); }
 
 // A pseudo-random permutation of [0, n) keyed by `key`, without storage: a
 // four-round Feistel network on the smallest even power of two >= n, walked

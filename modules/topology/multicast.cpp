@@ -7,16 +7,12 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 namespace incsim::topo {
 
 namespace {
-uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+uint64_t mix(uint64_t x) { return splitmix64(x); }
 }  // namespace
 
 int MulticastFabric::channel(int node, int port) const {
