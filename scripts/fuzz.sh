@@ -13,7 +13,7 @@ command -v clang++ >/dev/null || { echo "fuzz.sh: clang++ is missing (Debian pac
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$src/testbench/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 fi
-cmake --build "$build" >/dev/null
+cmake --build "$build" >"$build/build.log" 2>&1 || { tail -n 40 "$build/build.log" >&2; exit 1; }
 export ASAN_OPTIONS="detect_leaks=1"
 for name in platform config options; do
   mkdir -p "$build/corpus/$name" "$build/findings"
