@@ -197,6 +197,16 @@ TEST_CASE("bad input corpus: a key given twice in one config file names the file
   CHECK(incsim("--sizes 8K --quiet --config " + other + " --config " + other + " --list-params").code == 0);
 }
 
+TEST_CASE("bad input corpus: a device or a folder given as a config or platform file is refused, not read forever",
+          "[cli][errors][config]") {
+  require_refused("--config /dev/zero", "config file '/dev/zero' is not a file");
+  TempDir d;
+  const std::string nested = d.write("nested.yaml", "config: /dev/urandom\n");
+  require_refused("--config " + nested, "config file '/dev/urandom' is not a file");
+  const std::string platform = d.write("platform.yaml", "platform: /dev/zero\n");
+  require_refused("--sizes 8K --config " + platform, "unknown platform '/dev/zero'");
+}
+
 TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
   for (const char* platform : {"dgx2", "rack", "multigpu", "torus"}) {
     DYNAMIC_SECTION(platform) {
