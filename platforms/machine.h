@@ -23,16 +23,17 @@ inline const Param<double> kLinkGBps{
     "link.bw_GBps", 25.0, Range::at_least(0.001).at_most(1e5),
     "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, YAML files: 25, Klenk §V, per NVSwitch port; "
     "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
-    "router's network links together, MultiTree §V-A)"};
+    "router's network links together, MultiTree §V-A; rack, spineleaf, multigpu: 12.5, the Ethernet line "
+    "rate of 100 Gbit/s, NetReduce §5.1: ConnectX-5 100 GbE, six 100 Gbps FPGA ports)"};
 inline const Param<double> kLinkLatency{
     "link.latency_ns", 0.0, Range::at_least(0).at_most(1e9),
     "wire latency of each link, ns (dgx2, fattree2l, star, YAML files: 0, Klenk §V gives none, its 150 ns switch "
     "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III; rack, spineleaf, "
     "multigpu: 50, an assumption of a few metres of cable in a rack, 5 ns/m; NetReduce gives only the 6.3 us RTT "
     "of Table 6)"};
-inline const Param<double> kLinkGbps{"link.bandwidth_Gbps", 100.0, Range::at_least(0.01).at_most(8e5),
-                                     "Ethernet line rate per port, Gbit/s (NetReduce §5.1: ConnectX-5 100 GbE, six "
-                                     "100 Gbps FPGA ports)"};
+// link.bw_GBps and link.latency_ns on rack, spineleaf and multigpu (their descriptions say why).
+constexpr double kEthernetLinkGBps = 12.5;
+constexpr double kEthernetLatencyNs = 50;
 inline const Param<double> kLinkLoss{"link.loss", 0.0, Range::at_least(0).below(1),
                                      "probability that a frame is lost on a link, drawn per link and frame from "
                                      "the seed (NetReduce §3.2 reliability; 0: lossless, as on the testbed)"};

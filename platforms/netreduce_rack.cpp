@@ -13,35 +13,168 @@ namespace incsim::platforms {
 
 namespace {
 const Param<double> kIntraGBps{
-    "intra.bandwidth_GBps", 150.0, Range::at_least(0.001).at_most(1e5),
+    "intra.bw_GBps", 150.0, Range::at_least(0.001).at_most(1e5),
     "B_intra: each GPU's link into its machine's fabric, GB/s (NetReduce §3.4: \"NVLink makes B_intra = 150 "
     "GB/s\"; Fig. 7 sweeps 15.75, PCIe 3.0 x16, to 150)"};
-const Param<double> kUplinkGbps{"leaf.uplink_Gbps", 400.0, Range::at_least(0.01).at_most(8e5),
-                                "leaf-to-spine link, Gbit/s; default: the sum of the rack's host links (400: 4 "
-                                "hosts of 100 Gbps), a non-blocking leaf (assumption; Fig. 5 does not give it)"};
+const Param<double> kUplinkGBps{"leaf.uplink_bw_GBps", 50.0, Range::at_least(0.001).at_most(1e5),
+                                "leaf-to-spine link, GB/s; default: the sum of the rack's host links (50: 4 "
+                                "hosts of 12.5), a non-blocking leaf (assumption; Fig. 5 does not give it)"};
 constexpr uint32_t kLeafIp0 = 0x0A000101u;   // 10.0.1.1: leaf r's FPGA
 constexpr uint32_t kSpineIp = 0x0A000201u;   // 10.0.2.1: the spine's FPGA
 }  // namespace
 
-NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg,
-                             uint64_t seed, std::vector<int> ring)
-    : layout_(layout), ring_(std::move(ring)) {
-  const int hosts = racks * hosts_per_rack;
-  const bool multigpu = layout == Layout::MultiGpu;
-  const bool leaf_fpgas = with_fpga && !multigpu;
-  // A ring's ranks are a rack's hosts, the leaves under the spine, or the
-  // machines (Parallel NetReduce): each at most an aggregator's ranks.
+namespace {
+// A ring's ranks are a rack's hosts, the leaves under the spine, or the
+// machines (Parallel NetReduce): each at most an aggregator's ranks.
+void check_counts(int racks, int hosts_per_rack) {
   constexpr int kMax = netreduce::AggregatorArray::kMaxRanks;
   if (racks < 1 || racks > kMax)
     throw UserError("the number of racks or machines must be between 1 and " + std::to_string(kMax) + ", not " +
                     std::to_string(racks));
-  if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > kMax || hosts > 4096)
+  if (hosts_per_rack < (racks == 1 ? 2 : 1) || hosts_per_rack > kMax || racks * hosts_per_rack > 4096)
     throw UserError("a NetReduce rack or machine holds " + std::string(racks == 1 ? "2" : "1") + " to " +
                     std::to_string(kMax) + " hosts, and all racks together at most 4096, not " +
                     std::to_string(hosts_per_rack) + " x " + std::to_string(racks));
-  const double gbps = cfg.get(kLinkGbps);
-  link_GBps_ = gbps / 8;
-  const sc_core::sc_time wire(cfg.get(kLinkLatency, 50.0), sc_core::SC_NS);
+}
+}  // namespace
+
+NetReduceShape netreduce_shape(NetReduceShape::Layout layout, int racks, int hosts_per_rack, bool with_fpga,
+                               Config& cfg) {
+  check_counts(racks, hosts_per_rack);
+  NetReduceShape s;
+  s.layout = layout;
+  s.racks = racks;
+  s.hosts_per_rack = hosts_per_rack;
+  s.with_fpga = with_fpga;
+  s.line_GBps = cfg.get(kLinkGBps, kEthernetLinkGBps);
+  const bool multigpu = layout == NetReduceShape::Layout::MultiGpu;
+  s.host_GBps = multigpu ? cfg.get(kIntraGBps) : s.line_GBps;
+  s.uplink_GBps = multigpu ? s.line_GBps : racks == 1 ? 0.0 : cfg.get(kUplinkGBps, s.line_GBps * hosts_per_rack);
+  s.wire_ns = sc_core::sc_time(cfg.get(kLinkLatency, kEthernetLatencyNs), sc_core::SC_NS) / sc_core::sc_time(1, sc_core::SC_NS);
+  return s;
+}
+
+topo::Topology netreduce_topology(const NetReduceShape& s) {
+  const bool multigpu = s.layout == NetReduceShape::Layout::MultiGpu;
+  const bool leaf_fpgas = s.with_fpga && !multigpu;
+  const int H = s.hosts_per_rack, R = s.racks, hosts = s.hosts();
+  // A leaf's FPGA has one port per host and, under a spine, one more for its
+  // partials up and the spine's results down (a host's port carries that
+  // host's gradients in and its connection's results out at line rate).
+  const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
+  const int uplink = H + fpga_ports;  // a leaf's port to the spine
+  topo::Topology t;
+  t.name = multigpu ? "multigpu" : R > 1 ? "spineleaf" : "rack";
+  t.family = multigpu ? topo::Topology::kNetReduceMultiGpu : topo::Topology::kNetReduce;
+  for (int r = 0; r < R; ++r)
+    t.add_switch(R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r), uplink + (R > 1 ? 1 : 0),
+                 topo::kinds::kEthernetSwitch);
+  const int spine = R > 1 ? t.add_switch(multigpu ? "tor" : "spine", R + (s.with_fpga ? R : 0),
+                                         topo::kinds::kEthernetSwitch)
+                          : -1;
+  const int host0 = static_cast<int>(t.nodes().size());
+  for (int i = 0; i < hosts; ++i) t.add_endpoint("host" + std::to_string(i), 1, topo::kinds::kRoceHost);
+  for (int r = 0; r < R && leaf_fpgas; ++r)
+    t.add_endpoint(R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga", fpga_ports, topo::kinds::kFpgaAggregator);
+  const int spine_fpga =
+      R > 1 && s.with_fpga ? t.add_endpoint(multigpu ? "fpga" : "spine_fpga", R, topo::kinds::kFpgaAggregator) : -1;
+  for (int r = 0; r < R && R > 1; ++r) t.connect({r, uplink}, {spine, r}, s.uplink_GBps, s.wire_ns);
+  for (int i = 0; i < hosts; ++i) t.connect({i / H, i % H}, {host0 + i, 0}, s.host_GBps, s.wire_ns);
+  for (int r = 0; r < R && leaf_fpgas; ++r)
+    for (int i = 0; i < fpga_ports; ++i) t.connect({r, H + i}, {host0 + hosts + r, i}, s.line_GBps, s.wire_ns);
+  for (int q = 0; q < R && spine_fpga >= 0; ++q) t.connect({spine, R + q}, {spine_fpga, q}, s.line_GBps, s.wire_ns);
+  t.finalize();
+  return t;
+}
+
+NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& source) {
+  const std::string what = source + " is not a NetReduce machine incsim can elaborate (a rack, a spine-leaf or "
+                                    "multi-GPU machines, as --dump-platform writes them): ";
+  NetReduceShape s;
+  const bool multigpu = g.family == topo::Topology::kNetReduceMultiGpu;
+  const int S = static_cast<int>(g.switches().size());
+  int hosts = 0, fpgas = 0;
+  for (int e : g.endpoints()) {
+    const auto& n = g.node(e);
+    if (n.block == topo::kinds::kRoceHost) {
+      if (fpgas) throw UserError(what + "host " + n.name + " comes after an FPGA; list the hosts first");
+      ++hosts;
+    } else if (n.block == topo::kinds::kFpgaAggregator) {
+      ++fpgas;
+    } else {
+      throw UserError(what + "endpoint " + n.name + " is a " + n.block + ", not a roce_host or fpga_aggregator");
+    }
+  }
+  for (int w : g.switches())
+    if (g.node(w).block != topo::kinds::kEthernetSwitch)
+      throw UserError(what + "switch " + g.node(w).name + " is a " + g.node(w).block + ", not an ethernet_switch");
+  s.racks = S == 1 ? 1 : S - 1;
+  if (S == 0 || (multigpu && S < 3)) throw UserError(what + "it has " + std::to_string(S) + " switches");
+  if (hosts % s.racks) throw UserError(what + std::to_string(hosts) + " hosts do not split evenly over " +
+                                       std::to_string(s.racks) + " leaves");
+  s.hosts_per_rack = hosts / s.racks;
+  s.layout = S == 1 ? NetReduceShape::Layout::Rack
+             : multigpu ? NetReduceShape::Layout::MultiGpu
+                        : NetReduceShape::Layout::SpineLeaf;
+  s.with_fpga = fpgas > 0;
+  check_counts(s.racks, s.hosts_per_rack);
+  // Rates and latency from the links the layout has: a host's, a leaf's uplink.
+  const auto& host_link = g.links()[g.link_at({g.endpoints()[0], 0})];
+  s.host_GBps = host_link.bw_GBps;
+  s.wire_ns = host_link.latency_ns;
+  if (S > 1) {
+    const auto& sw0 = g.node(g.switches()[0]);
+    const int up = g.link_at({g.switches()[0], sw0.ports - 1});
+    if (up < 0) throw UserError(what + "port " + sw0.name + "." + std::to_string(sw0.ports - 1) + " is not linked up");
+    s.uplink_GBps = g.links()[up].bw_GBps;
+  }
+  s.line_GBps = multigpu ? s.uplink_GBps : s.host_GBps;
+  // The same machine built from that shape must be the graph, up to names
+  // and the order of links: switch k is switch k, endpoint k endpoint k.
+  const topo::Topology c = netreduce_topology(s);
+  if (g.links().size() != c.links().size() || fpgas != static_cast<int>(c.endpoints().size()) - hosts)
+    throw UserError(what + "it has " + std::to_string(g.links().size()) + " links and " + std::to_string(fpgas) +
+                    " FPGAs where that layout has " + std::to_string(c.links().size()) + " and " +
+                    std::to_string(c.endpoints().size() - hosts));
+  auto same_node = [&](int cn) {  // the graph's node in c's place
+    const auto& n = c.node(cn);
+    const auto& list = n.kind == topo::NodeKind::Switch ? c.switches() : c.endpoints();
+    const auto k = std::find(list.begin(), list.end(), cn) - list.begin();
+    return (n.kind == topo::NodeKind::Switch ? g.switches() : g.endpoints())[k];
+  };
+  for (const auto& n : c.nodes()) {
+    const auto& m = g.node(same_node(static_cast<int>(&n - c.nodes().data())));
+    if (m.ports != n.ports)
+      throw UserError(what + m.name + " has " + std::to_string(m.ports) + " ports where that layout has " +
+                      std::to_string(n.ports));
+  }
+  for (const auto& l : c.links()) {
+    const topo::PortRef a{same_node(l.a.node), l.a.port}, b{same_node(l.b.node), l.b.port};
+    const int k = g.link_at(a);
+    if (k < 0 || g.peer(a).node != b.node || g.peer(a).port != b.port)
+      throw UserError(what + g.port_name(a) + " should be linked to " + g.port_name(b));
+    if (g.links()[k].bw_GBps != l.bw_GBps || g.links()[k].latency_ns != l.latency_ns) {
+      std::ostringstream os;
+      os << what << "link " << g.port_name(a) << " - " << g.port_name(b) << " has " << g.links()[k].bw_GBps
+         << " GB/s and " << g.links()[k].latency_ns << " ns where that layout has " << l.bw_GBps << " GB/s and "
+         << l.latency_ns << " ns (all its host links alike, all its uplinks alike)";
+      throw UserError(os.str());
+    }
+  }
+  return s;
+}
+
+NetReduceRack::NetReduceRack(topo::Topology graph, const NetReduceShape& shape, bool in_network, Config& cfg,
+                             uint64_t seed, std::vector<int> ring)
+    : topo_(std::move(graph)), layout_(shape.layout), ring_(std::move(ring)) {
+  const Layout layout = shape.layout;
+  const int racks = shape.racks, hosts_per_rack = shape.hosts_per_rack, hosts = shape.hosts();
+  const bool multigpu = layout == Layout::MultiGpu;
+  if (in_network && !shape.with_fpga)
+    throw UserError("platform " + topo_.name + " has no fpga_aggregator to run NetReduce on; add one, or run ring");
+  const bool with_fpga = in_network;
+  link_GBps_ = shape.line_GBps;
+  const sc_core::sc_time wire(shape.wire_ns, sc_core::SC_NS);
   const double loss = cfg.get(kLinkLoss);
   const double corruption = cfg.get(kLinkCorruption);
   loss_ = loss;
@@ -70,13 +203,7 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   const sc_core::sc_time sw_latency(cfg.get(nvswitch::kSwitchLatency, 400.0), sc_core::SC_NS);
   const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
   const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
-  host_GBps_ = link_GBps_;
-  if (multigpu) host_GBps_ = cfg.get(kIntraGBps);
-  const double uplink_GBps =
-      multigpu ? link_GBps_
-      : racks == 1
-          ? 0.0
-          : cfg.get(kUplinkGbps, gbps * hosts_per_rack) / 8;
+  host_GBps_ = shape.host_GBps;
   if (ring_.empty())
     for (int i = 0; i < hosts; ++i) ring_.push_back(i);
   else if (layout != Layout::Rack)
@@ -98,9 +225,9 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
   fc.link_latency = wire;
   fc.buffer_bytes = buffer;
   fc.mtu_payload = mtu_;
+  if (shape.with_fpga) fc.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
+  if (shape.with_fpga) fc.clt_entries = cfg.get(netreduce::kCltEntries);
   if (with_fpga) {
-    fc.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
-    fc.clt_entries = cfg.get(netreduce::kCltEntries);
     // A connection takes a CLT entry at its first packet and a full table
     // drops it (§3.2), which would stall the job: refuse it here.
     const int connections =
@@ -112,56 +239,35 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
 
   pool_ = std::make_unique<net::PacketPool>(net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_});
   const int H = hosts_per_rack, R = racks;
-  // A leaf's FPGA has one port per host and, under a spine, one more for its
-  // partials up and the spine's results down (a host's port carries that
-  // host's gradients in and its connection's results out at line rate).
+  // The graph's ports (netreduce_topology): a leaf's FPGA faces the leaf's
+  // ports H.., the spine the last.
+  const bool leaf_fpgas = shape.with_fpga && !multigpu;
   const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
   const int uplink = H + fpga_ports;  // a leaf's port to the spine
   const uint32_t spine_ep = static_cast<uint32_t>(hosts + R);
+  const int spine = R > 1 ? topo_.switches().back() : -1;
 
-  // The netlist as a graph: switches (leaves, then the spine), hosts, FPGAs
-  // (the leaves', then the spine's), and their links, each switch side first.
-  topo_.name = multigpu ? "multigpu" : R > 1 ? "spineleaf" : "rack";
-  topo_.family = topo::Topology::kNetReduce;
-  const double wire_ns = wire / sc_core::sc_time(1, sc_core::SC_NS);
-  for (int r = 0; r < R; ++r)
-    topo_.add_switch(R == 1 ? "switch" : (multigpu ? "machine" : "leaf") + std::to_string(r), uplink + (R > 1 ? 1 : 0),
-                     topo::kinds::kEthernetSwitch);
-  const int spine = R > 1 ? topo_.add_switch(multigpu ? "tor" : "spine", R + (with_fpga ? R : 0),
-                                             topo::kinds::kEthernetSwitch)
-                          : -1;
-  for (int i = 0; i < hosts; ++i) topo_.add_endpoint("host" + std::to_string(i), 1, topo::kinds::kRoceHost);
-  for (int r = 0; r < R && leaf_fpgas; ++r)
-    topo_.add_endpoint(R == 1 ? "fpga" : "leaf" + std::to_string(r) + "_fpga", fpga_ports,
-                       topo::kinds::kFpgaAggregator);
-  const int spine_fpga =
-      R > 1 && with_fpga ? topo_.add_endpoint(multigpu ? "fpga" : "spine_fpga", R, topo::kinds::kFpgaAggregator) : -1;
-  for (int r = 0; r < R && R > 1; ++r) topo_.connect({r, uplink}, {spine, r}, uplink_GBps, wire_ns);
-  for (int i = 0; i < hosts; ++i) topo_.connect({i / H, i % H}, {topo_.find("host" + std::to_string(i)), 0}, host_GBps_, wire_ns);
-  for (int r = 0; r < R && leaf_fpgas; ++r)
-    for (int i = 0; i < fpga_ports; ++i) topo_.connect({r, H + i}, {topo_.endpoints()[hosts + r], i}, link_GBps_, wire_ns);
-  for (int q = 0; q < R && spine_fpga >= 0; ++q) topo_.connect({spine, R + q}, {spine_fpga, q}, link_GBps_, wire_ns);
-  topo_.finalize();
-
-  // A module per node, by its kind, in the graph's order.
+  // A module per node, by its kind: the switches, then the endpoints (as
+  // the built-in graph has them, whatever order a file lists them in).
   eth::SwitchConfig sc{link_GBps_, wire, sw_latency, buffer};
   roce::NicConfig nc{host_GBps_, wire, buffer, mtu_, ack_every, rto_, tx_latency, rx_latency};
   hop_latency_ = tx_latency + rx_latency + 2 * wire + sw_latency;
   std::vector<int> module_of(topo_.nodes().size());
-  for (const auto& node : topo_.nodes()) {
+  std::vector<int> order = topo_.switches();
+  order.insert(order.end(), topo_.endpoints().begin(), topo_.endpoints().end());
+  for (const int id : order) {
+    const auto& node = topo_.node(id);
     const NodeModule m = node_module(node.block);
     if (m == NodeModule::EthernetSwitch) {
-      module_of[&node - topo_.nodes().data()] = static_cast<int>(leaves_.size());
+      module_of[id] = static_cast<int>(leaves_.size());
       leaves_.push_back(std::make_unique<eth::EthernetSwitch>(node.name.c_str(), node.ports, sc, pool_.get()));
     } else if (m == NodeModule::RoceNic) {
-      module_of[&node - topo_.nodes().data()] = static_cast<int>(nics_.size());
+      module_of[id] = static_cast<int>(nics_.size());
       const int i = static_cast<int>(nics_.size());
       nics_.push_back(std::make_unique<roce::RoceNic>(node.name.c_str(), i, ip_of(i), nc, pool_.get()));
-    } else if (m == NodeModule::FpgaAggregator) {
-      module_of[&node - topo_.nodes().data()] = static_cast<int>(fpgas_.size());
+    } else {  // netreduce_shape() allows no other kinds
+      module_of[id] = static_cast<int>(fpgas_.size());
       fpgas_.push_back(std::make_unique<netreduce::FpgaAggregator>(node.name.c_str(), node.ports, fc, pool_.get()));
-    } else {
-      throw UserError("node " + node.name + " is a " + node.block + ", which runs in a GPU fabric, not on an Ethernet platform");
     }
   }
   if (R > 1) {  // the last switch is the spine
@@ -196,9 +302,10 @@ NetReduceRack::NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool 
     const End a = end_of(l.a), b = end_of(l.b);
     a.out->socket.bind(b.in->socket);
     b.out->socket.bind(a.in->socket);
-    // The switch side (a) carries the link's bandwidth: an uplink's or a machine's GPU links differ from the line rate.
-    if (l.bw_GBps != sc.bw_GBps) (l.a.node == spine ? *spine_ : *leaves_[module_of[l.a.node]]).set_port_bandwidth(l.a.port, l.bw_GBps);
-    if (l.b.node == spine) spine_->set_port_bandwidth(l.b.port, l.bw_GBps);
+    // A switch's port takes the link's bandwidth: an uplink's or a machine's GPU links differ from the line rate.
+    for (const topo::PortRef& e : {l.a, l.b})
+      if (topo_.node(e.node).kind == topo::NodeKind::Switch && l.bw_GBps != sc.bw_GBps)
+        (e.node == spine ? *spine_ : *leaves_[module_of[e.node]]).set_port_bandwidth(e.port, l.bw_GBps);
     *a.faults = eth::LinkFaults(loss, corruption, seed, link++);
     *b.faults = eth::LinkFaults(loss, corruption, seed, link++);
     add_end(a.name, b.name, a.out, b.faults);

@@ -24,17 +24,47 @@
 
 namespace incsim::platforms {
 
-class NetReduceRack : public Machine {
- public:
+// What NetReduce's machines are made of, as much as the graph says: the
+// layout, its size, and the link rates (GB/s) and wire latency (ns). The
+// forwarding tables, ACL rules, FPGA hierarchy and RC connections follow
+// from it (NetReduceRack's constructor).
+struct NetReduceShape {
   // Rack: one switch (racks == 1). SpineLeaf: racks leaves under a spine,
   // an FPGA on each. MultiGpu (§3.4, Testbed 2): each "rack" is one machine
   // of hosts_per_rack GPUs whose switch stands for the intra-machine fabric
-  // (GPU links at intra.bandwidth_GBps) and whose uplink is the machine's one
+  // (GPU links at intra.bw_GBps) and whose uplink is the machine's one
   // 100 GbE NIC; the machines hang off one Ethernet switch with the FPGA.
   enum class Layout { Rack, SpineLeaf, MultiGpu };
-  // Reads every link, switch, NIC and FPGA parameter from cfg.
+  Layout layout = Layout::Rack;
+  int racks = 1, hosts_per_rack = 2;
+  bool with_fpga = false;
+  double line_GBps = 0;    // Ethernet line rate: FPGA ports, and hosts except on MultiGpu
+  double host_GBps = 0;    // a host's (MultiGpu: a GPU's intra-machine) link
+  double uplink_GBps = 0;  // a leaf's (MultiGpu: a machine's NIC) link up; 0 on a Rack
+  double wire_ns = 0;
+  int hosts() const { return racks * hosts_per_rack; }
+};
+// The built-in shape, its rates and latency from cfg (link.bw_GBps,
+// intra.bw_GBps, leaf.uplink_bw_GBps, link.latency_ns).
+NetReduceShape netreduce_shape(NetReduceShape::Layout layout, int racks, int hosts_per_rack, bool with_fpga,
+                               Config& cfg);
+// Its graph: switches (leaves, then the spine), hosts, FPGAs (the leaves',
+// then the spine's), and their links, each switch side first; names rack,
+// spineleaf or multigpu; family netreduce (multigpu: netreduce-multigpu).
+topo::Topology netreduce_topology(const NetReduceShape& shape);
+// The shape of a graph (a platform file, `source` in messages) that is one
+// of these machines with its nodes and links in any order and any names;
+// UserError naming the first thing that differs if it is not.
+NetReduceShape netreduce_shape(const topo::Topology& graph, const std::string& source);
+
+class NetReduceRack : public Machine {
+ public:
+  using Layout = NetReduceShape::Layout;
+  // Elaborates `graph`, of shape `shape` (netreduce_shape), reading every
+  // switch, NIC and FPGA parameter from cfg. `in_network`: the job runs on
+  // the FPGAs (the graph must have them); otherwise they stay idle.
   // `ring`: the hosts of the ring in ring order (Rack only); empty: all, in order.
-  NetReduceRack(Layout layout, int racks, int hosts_per_rack, bool with_fpga, Config& cfg, uint64_t seed,
+  NetReduceRack(topo::Topology graph, const NetReduceShape& shape, bool in_network, Config& cfg, uint64_t seed,
                 std::vector<int> ring = {});
   ~NetReduceRack();
 

@@ -6,6 +6,7 @@
 
 #include "collectives/bounds.h"
 #include "core/error.h"
+#include "core/yaml_file.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
@@ -145,6 +146,19 @@ topo::Topology make_dgx1_topology(const std::string& platform, const PlatformSha
 }
 }  // namespace
 
+bool is_platform_file(const std::string& platform) {
+  auto ends = [&](const std::string& e) {
+    return platform.size() > e.size() && platform.compare(platform.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".yaml") || ends(".yml");
+}
+
+std::string file_family(const std::string& path) {
+  const YAML::Node root = load_yaml_file(path, "platform file");
+  const YAML::Node family = root.IsMap() ? root["family"] : YAML::Node();
+  return family && family.IsScalar() ? family.Scalar() : topo::Topology::kKlenk;
+}
+
 topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg) {
   if (!shape.gpu_list.empty() && !is_dgx1_platform(platform))
     throw UserError("--gpus takes a list of GPUs only on the dgx1v and dgx1p platforms; on " + platform +
@@ -152,6 +166,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   if (is_dgx1_platform(platform)) return make_dgx1_topology(platform, shape, cfg);
   // link.* with the family's defaults: a YAML file's, or the built-in's.
   auto link_defaults = [&cfg](const std::string& family) {
+    if (family == topo::Topology::kNetReduce || family == topo::Topology::kNetReduceMultiGpu)
+      return topo::LinkDefaults{cfg.get(kLinkGBps, kEthernetLinkGBps), cfg.get(kLinkLatency, kEthernetLatencyNs)};
     const bool multitree = family == topo::Topology::kMultiTree;
     const double bw = cfg.get(kLinkGBps, multitree ? topo::kMultiTreeLinkGBps : kLinkGBps.default_value());
     const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
@@ -168,14 +184,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
                     (platform == "torus" || platform == "mesh" || platform == "bigraph" ? "; give --dims instead"
                      : platform == "star" || platform == "fattree2l"                  ? "; give --gpus instead"
                                                                                       : ""));
-  if (platform.size() > 5 && (platform.substr(platform.size() - 5) == ".yaml" ||
-                              platform.substr(platform.size() - 4) == ".yml"))
-  {
-    topo::Topology t = topo::load_yaml(platform, link_defaults);
-    if (t.family == topo::Topology::kNetReduce)
-      throw UserError("platform file " + platform + " describes a NetReduce Ethernet machine, which incsim does not yet "
-                      "run from a file; use --platform rack, spineleaf or multigpu");
-    return t;
+  if (is_platform_file(platform)) {
+    return topo::load_yaml(platform, link_defaults);
   }
   const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
   const auto [bw, lat] = link_defaults(multitree ? topo::Topology::kMultiTree : topo::Topology::kKlenk);

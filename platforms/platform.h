@@ -38,6 +38,11 @@ bool is_dgx1(const topo::Topology& t);
 topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg);
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg);
 std::string builtin_platforms();  // for messages
+// --platform names a file (FILE.yaml or FILE.yml), not a built-in platform.
+bool is_platform_file(const std::string& platform);
+// The family a platform file declares (`family:`), or klenk if it names
+// none or is not a map of keys (loading it then says what is wrong).
+std::string file_family(const std::string& path);
 // The networks of MultiTree's evaluation (torus, mesh, fattree, bigraph, and
 // YAML files of family multitree), whose defaults come from MultiTree Table
 // III rather than Klenk §V.

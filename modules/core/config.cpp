@@ -51,11 +51,21 @@ void Config::list(std::ostream& os) const {
        << (p.range.empty() ? "" : " [range: " + p.range + "]") << "\n";
 }
 
+// Keys renamed so that one concept has one name and unit everywhere; an old
+// campaign gets the new name instead of a guess.
+const std::pair<const char*, const char*> kRenamed[] = {
+    {"link.bandwidth_Gbps", "link.bw_GBps, in GB/s (100 Gbit/s is 12.5)"},
+    {"leaf.uplink_Gbps", "leaf.uplink_bw_GBps, in GB/s (400 Gbit/s is 50)"},
+    {"intra.bandwidth_GBps", "intra.bw_GBps"},
+};
+
 void Config::check_unused() const {
   std::vector<std::string> keys;
   for (const auto& kv : params_) keys.push_back(kv.first);
   for (const auto& [key, ov] : overrides_) {
     if (ov.used) continue;
+    for (const auto& [old_key, now] : kRenamed)
+      if (key == old_key) throw UserError("key '" + key + "' is now " + now);
     const std::string near = nearest(key, keys);
     throw UserError("unknown key '" + key + "'" + (ov.source == "-c" ? "" : " (in " + ov.source + ")") +
                     (near.empty() ? "; incsim --list-params shows the keys this run reads"

@@ -120,10 +120,12 @@ class Topology {
   // Which built-in platform family's parameter defaults and algorithms the
   // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
   // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), a DGX-1
-  // generation ("dgx1v", "dgx1p"), or kNetReduce (NetReduce's Ethernet platforms). A YAML file carries it as `family:`.
+  // generation ("dgx1v", "dgx1p"), or kNetReduce and kNetReduceMultiGpu (NetReduce's Ethernet platforms). A YAML file carries it as `family:`.
   static constexpr const char* kKlenk = "klenk";
   static constexpr const char* kMultiTree = "multitree";
-  static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf, multigpu (Ethernet)
+  static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf (Ethernet)
+  // multigpu: each leaf switch is one machine's GPU fabric, its uplink the machine's NIC (NetReduce §3.4)
+  static constexpr const char* kNetReduceMultiGpu = "netreduce-multigpu";
   std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
   VcPolicy vc_policy = VcPolicy::None;

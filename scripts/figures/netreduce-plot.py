@@ -154,7 +154,7 @@ def _configs(rows):
     differs from a run of one size by under 0.02%)."""
     cfg = {}
     for r in rows:
-        key = (r["machines"], r["gpus-per-machine"], r["size_bytes"], r["intra.bandwidth_GBps"],
+        key = (r["machines"], r["gpus-per-machine"], r["size_bytes"], r["intra.bw_GBps"],
                round(r["alpha_us"], 3))
         cfg.setdefault(key, {}).setdefault(r["algorithm"], r)
     return cfg

@@ -64,9 +64,9 @@ std::string run_reading(const std::string& key) {
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
   if (starts("gpu.copy_engine.")) return "--platform dgx2 --algorithm push" + base;
-  if (key == "intra.bandwidth_GBps") return "--platform multigpu" + base;
-  if (key == "leaf.uplink_Gbps") return "--platform spineleaf" + base;
-  if (starts("fpga.") || starts("roce.") || starts("netreduce.") || key == "link.bandwidth_Gbps" ||
+  if (key == "intra.bw_GBps") return "--platform multigpu" + base;
+  if (key == "leaf.uplink_bw_GBps") return "--platform spineleaf" + base;
+  if (starts("fpga.") || starts("roce.") || starts("netreduce.") ||
       key == "link.loss" || key == "link.corruption" || key == "switch.buffer_bytes")
     return "--platform rack" + base;
   return "--platform star --gpus 4" + base;
@@ -247,6 +247,7 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"-c noequals", "-c expects key=value, got 'noequals'"},
       {"-c bogus.key=1", "unknown key 'bogus.key'"},
       {"-c switch.latency=1", "did you mean 'switch.latency_ns'?"},
+      {"--platform rack -c link.bandwidth_Gbps=40", "key 'link.bandwidth_Gbps' is now link.bw_GBps, in GB/s"},
       {"--log nope", "--log 'nope' names level 'nope'"},
       {"--quiet=no", "option --quiet takes no value"},
       {"--all", "--all goes with --list-params"},

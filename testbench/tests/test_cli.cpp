@@ -509,6 +509,11 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
       {"--platform dgx1v", "--algorithm blink --sizes 16K"},
       {"--platform dgx1p --gpus 1,4,5,6", "--sizes 16K"},
       {"--platform dgx1v --gpus 0,1/2,3", "--sizes 16K"},
+      {"--platform rack --hosts 4", "--sizes 64K"},
+      {"--platform rack", "--algorithm ring --ring 2,0,5 --sizes 64K"},
+      {"--platform spineleaf --racks 2 --hosts-per-rack 2", "--sizes 256K -c link.loss=0.01"},
+      {"--platform multigpu --machines 2 --gpus-per-machine 4", "--sizes 256K"},
+      {"--platform multigpu --machines 3 --gpus-per-machine 2", "--algorithm tencent --sizes 64K"},
   };
   for (const auto& [platform, run] : runs) {
     INFO(platform << " " << run);
@@ -539,8 +544,7 @@ TEST_CASE("the example platform files run", "[cli][platform]") {
 }
 
 // The Ethernet platforms are graphs too: their dump lists each node's kind
-// and each link; running from such a file is refused in one sentence
-// (docs/architecture.md, The netlist builder: what is left).
+// and each link (and runs the same: the test above).
 TEST_CASE("the Ethernet platforms dump their graph with node kinds", "[cli][platform]") {
   TempDir d;
   const std::vector<std::pair<std::string, std::vector<std::string>>> expect = {
@@ -557,8 +561,46 @@ TEST_CASE("the Ethernet platforms dump their graph with node kinds", "[cli][plat
     const std::string text = slurp(yaml);
     CHECK_THAT(text, Catch::Contains("family: netreduce"));
     for (const auto& l : lines) CHECK_THAT(text, Catch::Contains(l));
-    require_error("--platform '" + yaml + "' --sizes 64K", {"describes a NetReduce Ethernet machine"});
   }
+}
+
+// A NetReduce file may name its nodes and order its links as it likes, but
+// its forwarding, ACLs and FPGA hierarchy follow from the layouts incsim
+// knows: anything else is refused naming the first difference.
+TEST_CASE("bad input: a NetReduce platform file that is not a rack, spine-leaf or multi-GPU machine",
+          "[cli][platform][errors]") {
+  TempDir d;
+  const std::string yaml = d.file("s.yaml");
+  REQUIRE(incsim("--platform spineleaf --racks 2 --hosts-per-rack 2 --dump-platform '" + yaml + "'").code == 0);
+  const std::string text = slurp(yaml);
+  auto mutate = [&](std::initializer_list<std::pair<std::string, std::string>> edits) {
+    std::string t = text;
+    for (const auto& [from, to] : edits) {
+      const auto at = t.find(from);
+      REQUIRE(at != std::string::npos);
+      t.replace(at, from.size(), to);
+    }
+    return d.write("m.yaml", t);
+  };
+  const std::string sentence = "is not a NetReduce machine incsim can elaborate";
+  require_error("--platform '" + mutate({{"{a: leaf0.1, b: host1.0, bw_GBps: 12.5", "{a: leaf0.1, b: host1.0, bw_GBps: 10"}}) +
+                    "' --sizes 64K",
+                {sentence, "link leaf0.1 - host1.0 has 10 GB/s"});
+  require_error("--platform '" + mutate({{"{a: leaf0.1, b: host1.0", "{a: leaf0.1, b: host2.0"},
+                                          {"{a: leaf1.0, b: host2.0", "{a: leaf1.0, b: host1.0"}}) + "' --sizes 64K",
+                {sentence, "leaf0.1 should be linked to host1.0"});
+  require_error("--platform '" + mutate({{"kind: roce_host", "kind: gpu"}}) + "' --sizes 64K",
+                {sentence, "endpoint host0 is a gpu"});
+  require_error("--platform '" + mutate({{"family: netreduce", "family: netreduce-multigpu"}}) + "' --sizes 64K",
+                {sentence, "3 FPGAs where that layout has"});
+  require_error("--platform '" + yaml + "' --hosts 4 --sizes 64K", {"--hosts shapes a built-in platform"});
+  // The same machine with its links in another order and other names runs.
+  std::string renamed = text;
+  for (std::string::size_type at; (at = renamed.find("spine")) != std::string::npos;) renamed.replace(at, 5, "core");
+  CHECK(incsim("--platform '" + d.write("r.yaml", renamed) + "' --sizes 64K --quiet").code == 0);
+  TempDir e;
+  REQUIRE(incsim("--platform rack --algorithm ring --dump-platform '" + e.file("r.yaml") + "'").code == 0);
+  require_error("--platform '" + e.file("r.yaml") + "' --sizes 64K", {"has no fpga_aggregator to run netreduce"});
 }
 
 TEST_CASE("bad input: a platform file's node kinds must be ones the builder elaborates, in their place",

@@ -501,7 +501,7 @@ tb::Experiment* multigpu(int machines, int gpus, const std::string& algorithm, c
 
 TEST_CASE("Parallel NetReduce on multi-GPU machines: exact, within 5% of the appendix's Eq. (3)",
           "[netreduce][multigpu]") {
-  std::unique_ptr<tb::Experiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bandwidth_GBps", "50"}}));
+  std::unique_ptr<tb::Experiment> e(multigpu(3, 4, "pnetreduce", "4,12292,4M", {{"intra.bw_GBps", "50"}}));
   const auto rows = run(*e);
   for (const auto& r : rows) CHECK(r.wrong() == 0);
   // Eq. (3): (2n - 1) alpha + (2(n-1) B_inter + n B_intra) / (n B_intra B_inter) M.

@@ -9,6 +9,7 @@
 #include "collective.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "platforms/platform.h"
 #include "roce/flow_control.h"
 
 namespace incsim::tb {
@@ -21,6 +22,10 @@ const Param<uint32_t> kMsgLen{"netreduce.msg_len", 170, Range::at_least(1).at_mo
 }  // namespace
 
 bool is_netreduce_platform(const std::string& platform) {
+  if (platforms::is_platform_file(platform)) {
+    const std::string family = platforms::file_family(platform);
+    return family == topo::Topology::kNetReduce || family == topo::Topology::kNetReduceMultiGpu;
+  }
   return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
 }
 
@@ -34,7 +39,17 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   refuse_options(opt_, {"dims", "nodes"}, "shapes the GPU fabrics, not platform " + opt_.platform);
   if (opt_.collective != "allreduce")
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
-  multigpu_ = opt_.platform == "multigpu";
+  // A file gives the machine whole; a built-in name takes its shape from the flags.
+  const bool file = platforms::is_platform_file(opt_.platform);
+  topo::Topology graph;
+  if (file) {
+    refuse_options(opt_, {"hosts", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
+                   "shapes a built-in platform; platform file " + opt_.platform + " gives its own");
+    graph = platforms::make_topology(opt_.platform, {}, cfg_);
+    multigpu_ = graph.family == topo::Topology::kNetReduceMultiGpu;
+  } else {
+    multigpu_ = opt_.platform == "multigpu";
+  }
   if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
   const char* accepted = multigpu_ ? kMultiGpuAlgorithms : kRackAlgorithms;
   if (!one_of(opt_.algorithm, accepted))
@@ -42,23 +57,36 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                     "; choose one of " + accepted);
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
-  const bool spineleaf = opt_.platform == "spineleaf";
-  if (!(opt_.platform == "rack") && opt_.hosts)
-    throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
-                    "--machines and --gpus-per-machine");
-  if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
-    throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
-  if (!multigpu_ && (opt_.machines || opt_.gpus_per_machine))
-    throw UserError("--machines and --gpus-per-machine are for platform multigpu");
-  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
-  // here); Testbed 2: four machines of eight GPUs.
-  const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : multigpu_ ? (opt_.machines ? opt_.machines : 4) : 1;
-  const int per_rack = spineleaf   ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4)
-                       : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
-                                   : (opt_.hosts ? opt_.hosts : 6);
-  if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
-  check_memory(sizes_, racks * per_rack, multigpu_ ? "GPUs" : "hosts");
   const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
+  platforms::NetReduceShape shape;
+  if (file) {
+    shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
+  } else {
+    const bool spineleaf = opt_.platform == "spineleaf";
+    if (!(opt_.platform == "rack") && opt_.hosts)
+      throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
+                      "--machines and --gpus-per-machine");
+    if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
+      throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
+    if (!multigpu_ && (opt_.machines || opt_.gpus_per_machine))
+      throw UserError("--machines and --gpus-per-machine are for platform multigpu");
+    // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
+    // here); Testbed 2: four machines of eight GPUs.
+    const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : multigpu_ ? (opt_.machines ? opt_.machines : 4) : 1;
+    const int per_rack = spineleaf   ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4)
+                         : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
+                                     : (opt_.hosts ? opt_.hosts : 6);
+    if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
+    using Layout = platforms::NetReduceShape::Layout;
+    shape = platforms::netreduce_shape(multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack,
+                                       racks, per_rack, in_network, cfg_);
+    graph = platforms::netreduce_topology(shape);
+  }
+  if (in_network && !shape.with_fpga)
+    throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + opt_.algorithm +
+                    " on; add one, or run --algorithm " + (multigpu_ ? "flatring" : "ring"));
+  const int racks = shape.racks, per_rack = shape.hosts_per_rack;
+  check_memory(sizes_, shape.hosts(), multigpu_ ? "GPUs" : "hosts");
 
   window_ = cfg_.get(kWindow);
   msg_len_ = cfg_.get(kMsgLen);
@@ -68,10 +96,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
                     std::to_string(array_messages));
 
-  using Layout = platforms::NetReduceRack::Layout;
-  rack_ = std::make_unique<platforms::NetReduceRack>(
-      multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack, racks, per_rack, in_network, cfg_,
-      opt_.seed, opt_.ring);
+  rack_ = std::make_unique<platforms::NetReduceRack>(std::move(graph), shape, in_network, cfg_, opt_.seed, opt_.ring);
   const uint32_t mtu = rack_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
@@ -298,7 +323,7 @@ void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
   config["algorithm"] = opt_.algorithm;
   config["hosts"] = rack_->hosts();
   config["racks"] = rack_->racks();
-  if (opt_.platform == "rack") {  // the others build their rings themselves
+  if (rack_->racks() == 1) {  // the others build their rings themselves
     config["ring"] = nlohmann::ordered_json::array();
     for (int k = 0; k < rack_->ring_size(); ++k) config["ring"].push_back(rack_->ring_host(k));
   }
