@@ -130,37 +130,9 @@ NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& sourc
   }
   s.line_GBps = multigpu ? s.uplink_GBps : s.host_GBps;
   // The same machine built from that shape must be the graph, up to names
-  // and the order of links: switch k is switch k, endpoint k endpoint k.
-  const topo::Topology c = netreduce_topology(s);
-  if (g.links().size() != c.links().size() || fpgas != static_cast<int>(c.endpoints().size()) - hosts)
-    throw UserError(what + "it has " + std::to_string(g.links().size()) + " links and " + std::to_string(fpgas) +
-                    " FPGAs where that layout has " + std::to_string(c.links().size()) + " and " +
-                    std::to_string(c.endpoints().size() - hosts));
-  auto same_node = [&](int cn) {  // the graph's node in c's place
-    const auto& n = c.node(cn);
-    const auto& list = n.kind == topo::NodeKind::Switch ? c.switches() : c.endpoints();
-    const auto k = std::find(list.begin(), list.end(), cn) - list.begin();
-    return (n.kind == topo::NodeKind::Switch ? g.switches() : g.endpoints())[k];
-  };
-  for (const auto& n : c.nodes()) {
-    const auto& m = g.node(same_node(static_cast<int>(&n - c.nodes().data())));
-    if (m.ports != n.ports)
-      throw UserError(what + m.name + " has " + std::to_string(m.ports) + " ports where that layout has " +
-                      std::to_string(n.ports));
-  }
-  for (const auto& l : c.links()) {
-    const topo::PortRef a{same_node(l.a.node), l.a.port}, b{same_node(l.b.node), l.b.port};
-    const int k = g.link_at(a);
-    if (k < 0 || g.peer(a).node != b.node || g.peer(a).port != b.port)
-      throw UserError(what + g.port_name(a) + " should be linked to " + g.port_name(b));
-    if (g.links()[k].bw_GBps != l.bw_GBps || g.links()[k].latency_ns != l.latency_ns) {
-      std::ostringstream os;
-      os << what << "link " << g.port_name(a) << " - " << g.port_name(b) << " has " << g.links()[k].bw_GBps
-         << " GB/s and " << g.links()[k].latency_ns << " ns where that layout has " << l.bw_GBps << " GB/s and "
-         << l.latency_ns << " ns (all its host links alike, all its uplinks alike)";
-      throw UserError(os.str());
-    }
-  }
+  // and the order of links (and with its rates: host links alike, uplinks alike).
+  const std::string diff = topo::netlist_difference(g, netreduce_topology(s), true);
+  if (!diff.empty()) throw UserError(what + diff);
   return s;
 }
 

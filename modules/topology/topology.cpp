@@ -285,4 +285,36 @@ Topology make_star(int n, double bw, double lat) {
   return t;
 }
 
+std::string netlist_difference(const Topology& g, const Topology& c, bool rates) {
+  auto count = [](size_t n, const char* what) { return std::to_string(n) + " " + what; };
+  if (g.endpoints().size() != c.endpoints().size() || g.switches().size() != c.switches().size() ||
+      g.links().size() != c.links().size())
+    return "it has " + count(g.endpoints().size(), "endpoints, ") + count(g.switches().size(), "switches and ") +
+           count(g.links().size(), "links where ") + count(c.endpoints().size(), "endpoints, ") +
+           count(c.switches().size(), "switches and ") + count(c.links().size(), "links are expected");
+  std::vector<int> in_g(c.nodes().size());  // c's node id -> g's
+  for (size_t k = 0; k < c.switches().size(); ++k) in_g[c.switches()[k]] = g.switches()[k];
+  for (size_t k = 0; k < c.endpoints().size(); ++k) in_g[c.endpoints()[k]] = g.endpoints()[k];
+  for (size_t id = 0; id < c.nodes().size(); ++id) {
+    const Node &n = c.node(static_cast<int>(id)), &m = g.node(in_g[id]);
+    if (m.block != n.block) return m.name + " is a " + m.block + ", not a " + n.block;
+    if (m.ports != n.ports)
+      return m.name + " has " + std::to_string(m.ports) + " ports where " + std::to_string(n.ports) + " are expected";
+  }
+  for (const Link& l : c.links()) {
+    const PortRef a{in_g[l.a.node], l.a.port}, b{in_g[l.b.node], l.b.port};
+    const PortRef p = g.peer(a);
+    if (g.link_at(a) < 0 || p.node != b.node || p.port != b.port)
+      return "port " + g.port_name(a) + " should be linked to " + g.port_name(b);
+    const Link& k = g.links()[g.link_at(a)];
+    if (rates && (k.bw_GBps != l.bw_GBps || k.latency_ns != l.latency_ns)) {
+      std::ostringstream os;
+      os << "link " << g.port_name(a) << " - " << g.port_name(b) << " has " << k.bw_GBps << " GB/s and "
+         << k.latency_ns << " ns where " << l.bw_GBps << " GB/s and " << l.latency_ns << " ns are expected";
+      return os.str();
+    }
+  }
+  return {};
+}
+
 }  // namespace incsim::topo

@@ -20,8 +20,26 @@
 #include "gpu/innet_collective.h"
 #include "gpu/ring_collective.h"
 #include "topology/dgx1.h"
+#include "topology/direct_networks.h"
 
 namespace incsim::tb {
+
+namespace {
+// A graph with the netlist of a built-in (any names, rates and link order):
+// the workload then uses that built-in's numbering and paper defaults.
+// make_bigraph's numbering: the same number of nodes on every switch.
+bool is_bigraph(const topo::Topology& t) {
+  const int switches = static_cast<int>(t.switches().size()), n = static_cast<int>(t.endpoints().size());
+  if (switches < 2 || switches % 2 || n % switches || n > 8192) return false;
+  return topo::netlist_difference(t, topo::make_bigraph(n / switches, switches, 1, 0), false).empty();
+}
+// Klenk §V's 2-level fat tree of leaf groups of 8 GPUs.
+bool is_fattree2l(const topo::Topology& t) {
+  const int n = static_cast<int>(t.endpoints().size());
+  if (n % 8 || n < 8 || n > 128) return false;
+  return topo::netlist_difference(t, topo::make_fattree2l(n / 8, 1, 0), false).empty();
+}
+}  // namespace
 
 Schema nccl_schema() {
   Schema s;
@@ -189,7 +207,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
                     " use ring");
   // Defaults from the paper's figure for this algorithm and platform (Klenk
   // Fig. 7: DGX-2; Fig. 8: the fat tree).
-  const bool fattree = t.name == "fattree2l";
+  const bool fattree = in_network && is_fattree2l(t);  // only the in-network defaults differ
   platforms::PlatformDefaults pd = platforms::platform_defaults(t);
   pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
@@ -316,10 +334,10 @@ void CollectiveWorkload::make_scheduled(int n) {
     if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
     s = collectives::ring2d(t.grid.kx, t.grid.ky);
   } else if (a == "hdrm") {
-    if (t.name != "bigraph")
-      throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on the bigraph platform");
-    // make_bigraph's numbering: the same number of nodes on every switch.
     const int switches = static_cast<int>(t.switches().size());
+    if (!is_bigraph(t))
+      throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on a BiGraph "
+                      "(the bigraph platform, or a file with its nodes and links)");
     s = collectives::hdrm(static_cast<int>(t.endpoints().size()) / switches, switches);
   } else {
     collectives::MultiTreeOptions mo;
