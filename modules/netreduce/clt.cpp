@@ -1,8 +1,19 @@
 #include "clt.h"
 
+#include <string>
+
 namespace incsim::netreduce {
 
-ConnectionLookupTable::ConnectionLookupTable(uint32_t capacity) : slots_(capacity) {}
+ConnectionLookupTable::ConnectionLookupTable(sc_core::sc_module_name name, uint32_t capacity)
+    : sc_module(name), log(this->name()), slots_(capacity) {}
+
+void ConnectionLookupTable::trace(sc_core::sc_trace_file* tf) const {
+  sc_core::sc_trace(tf, trace_used_, std::string(name()) + ".occupancy");
+}
+
+void ConnectionLookupTable::report(std::ostream& os) const {
+  if (used_) os << "  " << name() << ": " << used_ << " of " << capacity() << " connections\n";
+}
 
 void ConnectionLookupTable::add_ring(uint16_t ring, uint32_t msg_len) {
   if (ring >= ring_len_.size()) ring_len_.resize(ring + 1u, 0);

@@ -4,13 +4,26 @@
 // A message's first packet (INA header with the InetTag) fills its
 // connection's entry; the packets that follow carry no INA header and look
 // it up to recover (RingID, Rank, MsgID) and their offset PSN - PSN0 in the
-// message. Plain C++: fixed capacity, open addressing, no allocation after
-// construction.
+// message. Fixed capacity, open addressing, no allocation after
+// construction. An sc_module without processes (fpga0.clt), called directly
+// by the FPGA's receive method: its logger, its VCD scope (occupancy) and its
+// stall line are its own.
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
+#include <systemc>
 #include <vector>
 
+#include "core/log.h"
+#include "core/param.h"
+#include "core/trace.h"
+
 namespace incsim::netreduce {
+
+// Also the size of the CTT (ctt.h) and of a leaf's destination CLT.
+inline const Param<uint32_t> kCltEntries{"fpga.clt.entries", 1024, Range::at_least(1).at_most(1 << 20),
+                                         "connection lookup (and translation) table entries (assumption: one per ring "
+                                         "connection; a small BRAM table)"};
 
 struct ConnKey {
   uint32_t src_ip = 0, dst_ip = 0, dst_qp = 0;
@@ -26,9 +39,9 @@ struct Resolved {
   uint32_t msg_len = 0;
 };
 
-class ConnectionLookupTable {
+class ConnectionLookupTable : public sc_core::sc_module, public Traceable {
  public:
-  explicit ConnectionLookupTable(uint32_t capacity);
+  ConnectionLookupTable(sc_core::sc_module_name name, uint32_t capacity);
 
   // Job initialisation (§3.1 ❶): ring `ring` chunks its tensors into
   // messages of `msg_len` packets (all but a tensor's last message).
@@ -65,6 +78,10 @@ class ConnectionLookupTable {
   uint32_t occupancy() const { return used_; }
   uint32_t capacity() const { return static_cast<uint32_t>(slots_.size()); }
   const int& occupancy_ref() const { return trace_used_; }
+
+  void trace(sc_core::sc_trace_file* tf) const override;
+  void report(std::ostream& os) const;  // one line if it holds connections
+  log::Logger log;  // fills and lookups, by the FPGA's receive method
 
  private:
   struct Entry {

@@ -3,21 +3,29 @@
 // §3.3, Table 3): a key is a connection that triggers a translation (a child
 // connection in aggregation, the parent connection in multicast), each value
 // a connection the packet leaves the switch on, with the FPGA port it leaves
-// by. Plain C++, fixed capacity.
+// by. Fixed capacity. An sc_module without processes (fpga0.ctt), called
+// directly by the FPGA's receive method, with its own VCD scope (occupancy)
+// and stall line.
 #include <cstdint>
+#include <ostream>
+#include <string>
+#include <systemc>
 #include <vector>
 
+#include "core/trace.h"
 #include "netreduce/clt.h"
 
 namespace incsim::netreduce {
 
-class ConnectionTranslationTable {
+class ConnectionTranslationTable : public sc_core::sc_module, public Traceable {
  public:
   struct Entry {
     ConnKey from, to;
     int16_t port = -1;
   };
-  explicit ConnectionTranslationTable(uint32_t capacity) { entries_.reserve(capacity); capacity_ = capacity; }
+  ConnectionTranslationTable(sc_core::sc_module_name name, uint32_t capacity) : sc_module(name), capacity_(capacity) {
+    entries_.reserve(capacity);
+  }
   // Adds from -> to unless present; false if the table is full.
   bool add(const ConnKey& from, const ConnKey& to, int16_t port) {
     for (const Entry& e : entries_)
@@ -34,6 +42,13 @@ class ConnectionTranslationTable {
   }
   uint32_t occupancy() const { return static_cast<uint32_t>(entries_.size()); }
   const int& occupancy_ref() const { return trace_used_; }
+
+  void trace(sc_core::sc_trace_file* tf) const override {
+    sc_core::sc_trace(tf, trace_used_, std::string(name()) + ".occupancy");
+  }
+  void report(std::ostream& os) const {  // one line if it holds translations
+    if (!entries_.empty()) os << "  " << name() << ": " << entries_.size() << " of " << capacity_ << " translations\n";
+  }
 
  private:
   std::vector<Entry> entries_;

@@ -9,8 +9,8 @@ FpgaAggregator::Port::Port(const std::string& name, FpgaAggregator* owner, int i
     : in((name + "_in").c_str(), owner, index), egress(name + "_out") {}
 
 FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const FpgaConfig& cfg, net::PacketPool* pool)
-    : sc_core::sc_module(name), cfg_(cfg), pool_(pool), clt_log_(std::string(basename()) + ".clt"), clt_(cfg.clt_entries), dest_(cfg.clt_entries),
-      ctt_(cfg.clt_entries) {
+    : sc_core::sc_module(name), cfg_(cfg), pool_(pool), clt_("clt", cfg.clt_entries),
+      dest_("dest_clt", cfg.clt_entries), ctt_("ctt", cfg.clt_entries) {
   for (int i = 0; i < ports; ++i) {
     ports_.push_back(std::make_unique<Port>("port" + std::to_string(i), this, i));
     Port& pt = *ports_.back();
@@ -132,7 +132,7 @@ void FpgaAggregator::process(net::Packet* p) {
   } else {
     r = clt_.lookup(key, h.psn);
   }
-  INCSIM_LOG(clt_log_, Debug, "{} {:08x}->{:08x} qp {} PSN {}: {}", from_switch ? "partial" : h.has_ina ? "fill" : "lookup",
+  INCSIM_LOG(clt_.log, Debug, "{} {:08x}->{:08x} qp {} PSN {}: {}", from_switch ? "partial" : h.has_ina ? "fill" : "lookup",
              h.src_ip, h.dst_ip, h.dst_qp, h.psn,
              r.status == Resolved::Ok ? fmt::format("ring {} rank {} message {} offset {}", r.ring, r.rank, r.msg, r.offset)
              : r.status == Resolved::FirstLost ? std::string("first packet lost, dropped")
@@ -296,8 +296,9 @@ uint64_t FpgaAggregator::progress() const {
 
 void FpgaAggregator::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
-  sc_core::sc_trace(tf, clt_.occupancy_ref(), me + ".clt.occupancy");
-  if (hier_.role != Hierarchy::Flat) sc_core::sc_trace(tf, ctt_.occupancy_ref(), me + ".ctt.occupancy");
+  clt_.trace(tf);
+  if (hier_.role != Hierarchy::Flat) ctt_.trace(tf);
+  if (hier_.role == Hierarchy::Leaf) dest_.trace(tf);
   for (const auto& [id, a] : rings_) {
     const std::string r = me + ".ring" + std::to_string(id);
     sc_core::sc_trace(tf, a->busy_ref(), r + ".aggregators_busy");
@@ -317,6 +318,10 @@ uint64_t FpgaAggregator::report_held(std::ostream& os) const {
   }
   for (size_t i = 0; i < ports_.size(); ++i)
     n += ports_[i]->egress.report_held(os, std::string(name()) + " port " + std::to_string(i));
+  // The tables hold no packets; their lines say which connections are known.
+  clt_.report(os);
+  dest_.report(os);
+  ctt_.report(os);
   return n;
 }
 

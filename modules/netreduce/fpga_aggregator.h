@@ -55,9 +55,6 @@ inline const Param<double> kFpgaLatency{"fpga.latency_ns", 500.0, Range::at_leas
                                         "FPGA pipeline latency, last byte in to first result byte out, ns "
                                         "(assumption: parser, CLT, state manager, aggregation and ICRC at "
                                         "~300 MHz; the paper gives only the 6.3 us RTT)"};
-inline const Param<uint32_t> kCltEntries{"fpga.clt.entries", 1024, Range::at_least(1).at_most(1 << 20),
-                                         "connection lookup (and translation) table entries (assumption: one per ring "
-                                         "connection; a small BRAM table)"};
 inline const Param<uint32_t> kArrayMessages{
     "fpga.array_messages", 0, Range::at_least(0).at_most(1 << 20),
     "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
@@ -119,7 +116,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   FpgaConfig cfg_;
   net::PacketPool* pool_;
   std::vector<std::unique_ptr<Port>> ports_;
-  log::Logger clt_log_;  // fpga0.clt
+  // Child modules without processes, called from rx(): fpga0.clt, fpga0.dest_clt, fpga0.ctt.
   ConnectionLookupTable clt_;
   ConnectionLookupTable dest_;  // Leaf: where the rack's destination connections are (multicast translation)
   ConnectionTranslationTable ctt_;

@@ -8,20 +8,24 @@ namespace incsim::nvswitch {
 
 using sc_core::sc_time;
 
+NvSwitch::Port::Port(sc_core::sc_module_name name, NvSwitch* sw, int index)
+    : sc_module(name), table("reduction_table"), in("in", sw, index), link("out") {}
+
 NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
                    net::PacketPool& pool, const topo::MulticastFabric* fabric)
-    : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), log_(basename()), pool_(pool), fabric_(fabric), ports_(ports),
+    : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), log_(basename()), pool_(pool), ports_(ports),
       inputs_(2 * ports) {
+  if (fabric) mcr_ = std::make_unique<McrTable>("mcr_table", *fabric, wiring_.index);
   for (int p = 0; p < ports; ++p) {
-    inputs_[p].port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
+    outputs_.push_back(std::make_unique<Port>(("port" + std::to_string(p)).c_str(), this, p));
+    Port& out = *outputs_.back();
+    inputs_[p].port = &out.in;
     inputs_[p].capacity = cfg.in_buffer_bytes;
-    outputs_.push_back(std::make_unique<Output>(("out" + std::to_string(p)).c_str(),
-                                                std::string(basename()) + ".port" + std::to_string(p) + ".reduction_table"));
-    outputs_.back()->limit = cfg.out_queue_bytes;
-    outputs_.back()->requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
-    outputs_.back()->table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
-    spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); },
-                 &outputs_[p]->wake.event);
+    out.limit = cfg.out_queue_bytes;
+    out.requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
+    out.table.configure(cfg.entry_bytes ? cfg.table_bytes / cfg.entry_bytes : 0, cfg.entry_bytes);
+    out.table.watch_emitted(&inputs_[ports + p].bytes[net::kRequestVc]);
+    spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); }, &out.wake.event);
   }
 }
 
@@ -98,37 +102,37 @@ void NvSwitch::request(net::Packet* head, int input) {
 // table of the port its responses will leave by; at the requester's first
 // hop it waits for one (Klenk §IV-B), elsewhere it goes on without.
 void NvSwitch::multicast_request(net::Packet* h, int input) {
-  sc_assert(fabric_);
-  const int r = fabric_->find(h->addr);
+  sc_assert(mcr_);
+  const int r = mcr_->lookup(h->addr);
   sc_assert(r >= 0);  // GPUs store only to registered regions
   const bool pull = h->op == net::Op::PullRead;
   const int pivot = pull                              ? static_cast<int>(h->src)
-                    : h->src == net::kNoEndpoint ? fabric_->result_pivot(r, h->addr)
-                                                 : fabric_->home_gpu(r, h->addr);
+                    : h->src == net::kNoEndpoint ? mcr_->result_pivot(r, h->addr)
+                                                 : mcr_->home_gpu(r, h->addr);
   if (pull) {
     const int o = wiring_.route[h->src];
-    Output& out = *outputs_[o];
-    const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(fabric_->subtree_targets(r, wiring_.index, pivot)),
+    Port& out = *outputs_[o];
+    const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(mcr_->subtree_targets(r, pivot)),
                                   sc_core::sc_time_stamp().value());
     if (e >= 0) {
       ReductionTable::Entry& en = out.table.entry(e);
       en.bytes = h->payload_bytes;
       en.dtype = h->dtype;
       en.redop = h->redop;
-      INCSIM_LOG(out.log, Debug, "allocate {:#x} for pull by gpu {}, {} responses expected, {} of {} entries used",
+      INCSIM_LOG(out.table.log, Debug, "allocate {:#x} for pull by gpu {}, {} responses expected, {} of {} entries used",
                  h->addr, h->src, en.expected, out.table.size(), out.table.capacity());
     } else if (input < ports_ && wiring_.port_endpoint[input] == static_cast<int32_t>(h->src)) {
       ++out.table.stalls;
-      INCSIM_LOG(out.log, Debug, "full: pull {:#x} by gpu {} stalls at input {}", h->addr, h->src, input);
-      out.stalled.push_back(input);
+      INCSIM_LOG(out.table.log, Debug, "full: pull {:#x} by gpu {} stalls at input {}", h->addr, h->src, input);
+      out.table.stalled.push_back(input);
       return;
     }
   }
-  const uint32_t excluded = fabric_->region(r).exclude_source ? h->src : net::kNoEndpoint;
+  const uint32_t excluded = mcr_->region(r).exclude_source ? h->src : net::kNoEndpoint;
   const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + h->vc;
   const sc_time ready = std::max(h->t_head + cfg_.latency, inputs_[input].xbar_free);
   uint16_t pending = 0;
-  for (auto f = fabric_->fanout_begin(r, wiring_.index, pivot); f != fabric_->fanout_end(r, wiring_.index, pivot); ++f) {
+  for (auto f = mcr_->fanout_begin(r, pivot); f != mcr_->fanout_end(r, pivot); ++f) {
     // Not back up the tree edge it came by; to GPUs, all but an excluded source.
     if (f->endpoint < 0 ? f->port == input : static_cast<uint32_t>(f->endpoint) == excluded) continue;
     outputs_[f->port]->requests[bit / 64] |= 1ull << (bit % 64);
@@ -178,7 +182,7 @@ unsigned next_bit(const std::vector<uint64_t>& bits, unsigned from, unsigned end
 // Moves one eligible head packet into output o's queue, round-robin over the
 // (input, VC) pairs; `next` learns when a blocked candidate could go.
 bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
-  Output& out = *outputs_[o];
+  Port& out = *outputs_[o];
   const unsigned n = static_cast<unsigned>(inputs_.size()) * net::kNumVcs;
   const unsigned start = out.xbar_rr % n;
   // Requesters in round-robin order: [start, n) then [0, start).
@@ -230,7 +234,7 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
 // Starts the next packet on output o's wire, now if it is free or, picked
 // ahead, the moment it frees (OutPort::can_pick).
 bool NvSwitch::transmit(int o, const sc_time& now) {
-  Output& out = *outputs_[o];
+  Port& out = *outputs_[o];
   if (out.queued == 0 || !out.link.can_pick(now)) return false;
   const sc_time start = out.link.next_start(now);
   for (int k = 0; k < net::kNumVcs; ++k) {
@@ -249,7 +253,7 @@ bool NvSwitch::transmit(int o, const sc_time& now) {
 }
 
 void NvSwitch::output_process(int o) {
-  Output& out = *outputs_[o];
+  Port& out = *outputs_[o];
   out.wake.fired();
   const sc_time now = sc_core::sc_time_stamp();
   out.link.absorb_credits(now);
@@ -261,12 +265,12 @@ void NvSwitch::output_process(int o) {
     moved = transmit(o, now) || moved;
   }
   if (out.queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
-  if (out.push_entries) expire(o, now, next);
+  if (out.table.push_entries) expire(o, now, next);
   if (next != never) out.wake.at(next);
 }
 
 void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
-  Output& out = *outputs_[o];
+  Port& out = *outputs_[o];
   if (p->op == net::Op::ReduceWrite && p->home_switch == wiring_.index) {
     push_reduce(o, p, now);
     return;
@@ -290,11 +294,11 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
   if (e >= 0) {
     ++t.hits;
     ReductionTable::Entry& en = t.entry(e);
-    outputs_[o]->alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+    outputs_[o]->table.alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
                             t.data(e), p->data, en.bytes);
     en.count = static_cast<uint16_t>(en.count + p->count);
     t.touch(e, now_ps);
-    INCSIM_LOG(outputs_[o]->log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
+    INCSIM_LOG(outputs_[o]->table.log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
   } else {
     ++t.misses;
     // The victim, by the eviction policy (Klenk §IV-C: LRU); pull entries
@@ -304,23 +308,23 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     sc_assert(victim < 0 || t.entry(victim).owner == net::kNoEndpoint);
     if (t.full() && victim < 0) {
       ++t.evictions;
-      INCSIM_LOG(outputs_[o]->log, Debug, "full: push {:#x} goes on as a partial to gpu {}", p->addr,
-                 fabric_->home_gpu(fabric_->find(p->addr), p->addr));
+      INCSIM_LOG(outputs_[o]->table.log, Debug, "full: push {:#x} goes on as a partial to gpu {}", p->addr,
+                 mcr_->home_gpu(mcr_->region_of(p->addr), p->addr));
       p->op = net::Op::Partial;
-      p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(p->addr), p->addr));
+      p->dst = static_cast<uint32_t>(mcr_->home_gpu(mcr_->region_of(p->addr), p->addr));
       inject(o, p, at, false);
       return;
     }
     if (victim >= 0) emit(o, victim, false, at, false);
-    const int r = fabric_->find(p->addr);
-    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(fabric_->region(r).targets.size()), now_ps);
-    ++outputs_[o]->push_entries;
+    const int r = mcr_->region_of(p->addr);
+    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(mcr_->region(r).targets.size()), now_ps);
+    ++outputs_[o]->table.push_entries;
     ReductionTable::Entry& en = t.entry(e);
     en.bytes = p->payload_bytes;
     en.dtype = p->dtype;
     en.redop = p->redop;
     en.count = p->count;
-    INCSIM_LOG(outputs_[o]->log, Debug, "miss {:#x}: allocate, {} of {} contributions, {} of {} entries used", p->addr,
+    INCSIM_LOG(outputs_[o]->table.log, Debug, "miss {:#x}: allocate, {} of {} contributions, {} of {} entries used", p->addr,
                en.count, en.expected, t.size(), t.capacity());
     std::memcpy(t.data(e), p->data, p->payload_bytes);
     if (victim >= 0) retry_stalled(o);  // only now: the freed entry went to this write
@@ -337,15 +341,15 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   const int e = t.find(p->addr, p->dst);
   if (e < 0) {
     ++t.misses;
-    INCSIM_LOG(outputs_[o]->log, Debug, "miss: response {:#x} for gpu {} bypasses", p->addr, p->dst);
+    INCSIM_LOG(outputs_[o]->table.log, Debug, "miss: response {:#x} for gpu {} bypasses", p->addr, p->dst);
     return p;
   }
   ++t.hits;
-  INCSIM_LOG(outputs_[o]->log, Debug, "hit: response {:#x} for gpu {}", p->addr, p->dst);
+  INCSIM_LOG(outputs_[o]->table.log, Debug, "hit: response {:#x} for gpu {}", p->addr, p->dst);
   ReductionTable::Entry& en = t.entry(e);
   if (en.count == 0) std::memcpy(t.data(e), p->data, en.bytes);
   else
-    outputs_[o]->alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+    outputs_[o]->table.alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
                             t.data(e), p->data, en.bytes);
   en.count = static_cast<uint16_t>(en.count + p->count);
   if (en.count < en.expected) {
@@ -355,7 +359,7 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   std::memcpy(p->data, t.data(e), en.bytes);
   p->count = en.count;
   ++t.completions;
-  INCSIM_LOG(outputs_[o]->log, Debug, "complete {:#x}: {} contributions go to gpu {}", p->addr, en.count, p->dst);
+  INCSIM_LOG(outputs_[o]->table.log, Debug, "complete {:#x}: {} contributions go to gpu {}", p->addr, en.count, p->dst);
   release_entry(o, e, true);
   return p;
 }
@@ -376,12 +380,12 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
     ++t.completions;
     p->op = net::Op::Write;  // a multicast write of the final result
     p->dst = 0;
-    INCSIM_LOG(outputs_[o]->log, Debug, "complete {:#x}: {} contributions, result multicast", en.addr, en.count);
+    INCSIM_LOG(outputs_[o]->table.log, Debug, "complete {:#x}: {} contributions, result multicast", en.addr, en.count);
   } else {
     ++t.evictions;
     p->op = net::Op::Partial;
-    p->dst = static_cast<uint32_t>(fabric_->home_gpu(fabric_->find(en.addr), en.addr));
-    INCSIM_LOG(outputs_[o]->log, Debug, "evict {:#x} ({}): {} of {} contributions go to gpu {}", en.addr,
+    p->dst = static_cast<uint32_t>(mcr_->home_gpu(mcr_->region_of(en.addr), en.addr));
+    INCSIM_LOG(outputs_[o]->table.log, Debug, "evict {:#x} ({}): {} of {} contributions go to gpu {}", en.addr,
                retry ? "timeout" : "lru", en.count, en.expected, p->dst);
   }
   p->wire_bytes = pool_.format().wire_bytes(p->op, p->payload_bytes);
@@ -390,17 +394,17 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
 }
 
 void NvSwitch::release_entry(int o, int e, bool retry) {
-  Output& out = *outputs_[o];
-  if (out.table.entry(e).owner == net::kNoEndpoint) --out.push_entries;
+  Port& out = *outputs_[o];
+  if (out.table.entry(e).owner == net::kNoEndpoint) --out.table.push_entries;
   out.table.release(e);
   if (retry) retry_stalled(o);
 }
 
 // Pull requests stalled at port o retry now that an entry is free.
 void NvSwitch::retry_stalled(int o) {
-  Output& out = *outputs_[o];
+  Port& out = *outputs_[o];
   std::vector<int> waiting;
-  waiting.swap(out.stalled);
+  waiting.swap(out.table.stalled);
   for (int i : waiting) request(inputs_[i].fifo[net::kRequestVc].front(), i);
 }
 
@@ -435,47 +439,50 @@ void NvSwitch::expire(int o, const sc_time& now, sc_time& next) {
 }
 
 void NvSwitch::trace(sc_core::sc_trace_file* tf) const {
-  const std::string me = name();
-  for (size_t p = 0; p < outputs_.size(); ++p) {
-    const std::string port = me + ".port" + std::to_string(p);
-    for (int vc = 0; vc < net::kNumVcs; ++vc) {
+  if (mcr_) mcr_->trace(tf);
+  for (int p = 0; p < ports_; ++p) {
+    // The input buffers are the switch's; they show under their port's scope.
+    const std::string port = outputs_[p]->name();
+    for (int vc = 0; vc < net::kNumVcs; ++vc)
       sc_core::sc_trace(tf, inputs_[p].bytes[vc], port + ".in_bytes_vc" + std::to_string(vc));
-      sc_core::sc_trace(tf, outputs_[p]->bytes[vc], port + ".out_bytes_vc" + std::to_string(vc));
-    }
-    outputs_[p]->link.trace(tf, port);
-    if (!outputs_[p]->table.capacity()) continue;
-    const ReductionTable& t = outputs_[p]->table;
-    const std::string rt = port + ".reduction_table.";
-    sc_core::sc_trace(tf, t.occupancy, rt + "occupancy");
-    sc_core::sc_trace(tf, t.hits, rt + "hits");
-    sc_core::sc_trace(tf, t.misses, rt + "misses");
-    sc_core::sc_trace(tf, t.evictions, rt + "evictions");
-    sc_core::sc_trace(tf, t.stalls, rt + "stalls");
-    sc_core::sc_trace(tf, t.completions, rt + "completions");
-    sc_core::sc_trace(tf, inputs_[ports_ + p].bytes[net::kRequestVc], rt + "emitted_bytes");
+    outputs_[p]->trace(tf);
   }
+}
+
+void NvSwitch::Port::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = name();
+  for (int vc = 0; vc < net::kNumVcs; ++vc) sc_core::sc_trace(tf, bytes[vc], me + ".out_bytes_vc" + std::to_string(vc));
+  link.trace(tf, me);
+  table.trace(tf);
+}
+
+namespace {
+// "  <who> <what> vc<k>: n packets, head #id ..." for a queue that holds packets; returns n.
+uint64_t held_line(std::ostream& os, const char* who, const char* what, int vc, const net::PacketFifo& f) {
+  if (f.empty()) return 0;
+  const net::Packet* h = f.front();
+  os << "  " << who << " " << what << " vc" << vc << ": " << f.size() << " packets, head #" << h->id << " "
+     << net::op_name(h->op) << " from endpoint " << h->src << " to endpoint " << h->dst << "\n";
+  return f.size();
+}
+}  // namespace
+
+uint64_t NvSwitch::Port::report_held(std::ostream& os) const {
+  uint64_t total = 0;
+  for (int vc = 0; vc < net::kNumVcs; ++vc) total += held_line(os, name(), "output", vc, queue[vc]);
+  table.report(os);
+  return total;
 }
 
 uint64_t NvSwitch::report_held(std::ostream& os) const {
   uint64_t total = 0;
-  auto line = [&](const char* where, size_t p, int vc, const net::PacketFifo& f) {
-    if (f.empty()) return;
-    const net::Packet* h = f.front();
-    os << "  " << name() << " " << where << " port " << p << " vc" << vc << ": " << f.size()
-       << " packets, head #" << h->id << " " << net::op_name(h->op) << " from endpoint " << h->src
-       << " to endpoint " << h->dst << "\n";
-    total += f.size();
-  };
   for (int p = 0; p < ports_; ++p) {
+    const Port& port = *outputs_[p];
     for (int vc = 0; vc < net::kNumVcs; ++vc) {
-      line("input", p, vc, inputs_[p].fifo[vc]);
-      line("reduction table output", p, vc, inputs_[ports_ + p].fifo[vc]);
-      line("output", p, vc, outputs_[p]->queue[vc]);
+      total += held_line(os, port.name(), "input", vc, inputs_[p].fifo[vc]);
+      total += held_line(os, port.table.name(), "output", vc, inputs_[ports_ + p].fifo[vc]);
     }
-    const ReductionTable& t = outputs_[p]->table;
-    if (t.size())
-      os << "  " << name() << " reduction table port " << p << ": " << t.size() << " of " << t.capacity()
-         << " entries held, " << outputs_[p]->stalled.size() << " pull requests waiting for one\n";
+    total += port.report_held(os);
   }
   return total;
 }

@@ -6,12 +6,15 @@
 // queue holds it in its input buffer, and a full input buffer withholds the
 // upstream credits.
 //
-// In-network collectives (Klenk §IV): the MCR table (the fabric manager's
-// MulticastFabric) replicates multicast packets; a multicast advances to the
-// outputs that can take it and takes the rest in later rounds. Each port has
-// a reduction table at its output (Fig. 5): push writes homed at the port are
-// reduced there and the result multicast back into the crossbar; pull
-// responses are reduced on their way to the requester.
+// In-network collectives (Klenk §IV): the MCR table (sw3.mcr_table, this
+// switch's entries of the fabric manager's MulticastFabric) gives the outputs
+// a multicast is replicated to; a multicast advances to the outputs that can
+// take it and takes the rest in later rounds. Each port (sw3.port5) has a
+// reduction table at its output (sw3.port5.reduction_table, Fig. 5): push
+// writes homed at the port are reduced there and the result multicast back
+// into the crossbar; pull responses are reduced on their way to the
+// requester. Ports and tables are sc_modules without processes: the switch
+// spawns one method per port, which calls them directly.
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,6 +30,7 @@
 #include "core/process.h"
 #include "core/trace.h"
 #include "net/port.h"
+#include "nvswitch/mcr_table.h"
 #include "nvswitch/reduction_table.h"
 #include "eviction.h"
 #include "topology/multicast.h"
@@ -65,20 +69,6 @@ inline const Param<uint32_t> kSwitchInBuffer{
 inline const Param<uint32_t> kSwitchOutQueue{
     "switch.out_queue_bytes", 0, Range::at_least(0).at_most(16 << 20),
     "output queue per port and VC, bytes; 0 sizes it to cover the round trip (Klenk §V)"};
-inline const Param<uint32_t> kTableBytes{
-    "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20),
-    "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
-    "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)"};
-inline const Param<double> kTableTimeout{
-    "switch.reduction_table.timeout_ns", 0.0, Range::at_least(0).at_most(1e9),
-    "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
-    "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)"};
-inline const Param<std::string> kTableEviction{
-    "switch.reduction_table.eviction", "lru", Range::none(),
-    "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
-    "entries leave only when complete or timed out, and the missing packet goes on to its home GPU; or a "
-    "policy an sc_main registered (nvswitch/eviction.h)"};
-
 // Where a switch sits: its routing tables and what each port faces.
 struct SwitchWiring {
   int index = 0;                        // switch number (Topology::switches())
@@ -99,7 +89,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
            net::PacketPool& pool, const topo::MulticastFabric* fabric);
 
   int num_ports() const { return ports_; }
-  net::InPort& in(int p) { return *inputs_[p].port; }
+  net::InPort& in(int p) { return outputs_[p]->in; }
   net::OutPort& out(int p) { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
@@ -120,15 +110,23 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   // Inputs [0, ports) are the links; input ports + p carries what port p's
   // reduction table emits (results, partials) back into the crossbar.
   struct Input {
-    std::unique_ptr<net::InPort> port;  // null for a reduction table's input
+    net::InPort* port = nullptr;  // its port's; null for a reduction table's input
     net::PacketFifo fifo[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     bool mc_started[net::kNumVcs] = {};  // the head multicast has sent a copy
     uint32_t capacity = 0;               // bytes per VC (the upstream's credits)
     sc_core::sc_time xbar_free;
   };
-  struct Output {
-    Output(const char* n, const std::string& table_name) : alu(table_name), log(table_name), link(n) {}
+  // A port (sw3.port5): its link ends, its output queues and their arbiter
+  // state, and its reduction table. An sc_module without processes (the
+  // switch spawns the port's method). Its input buffer stays in the
+  // switch's input array, which the crossbar arbiter scans by index.
+  struct Port : sc_core::sc_module, Traceable {
+    Port(sc_core::sc_module_name name, NvSwitch* sw, int index);
+    // Output queues, link credits and the table, under this port's scope.
+    void trace(sc_core::sc_trace_file* tf) const override;
+    // A line per output queue that holds packets, and the table's; returns the packets.
+    uint64_t report_held(std::ostream& os) const;
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
@@ -137,13 +135,10 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;
-    ReductionTable table;
-    collectives::Alu alu;        // the table's ALU array
-    log::Logger log;             // sw3.port5.reduction_table
-    uint32_t push_entries = 0;   // entries that can time out
-    std::vector<int> stalled;    // inputs whose pull request waits for an entry here
+    ReductionTable table;        // sw3.port5.reduction_table
     Wakeup wake;
-    net::OutPort link;  // last: its socket is large and rarely touched
+    net::InPort in;     // sw3.port5.in
+    net::OutPort link;  // sw3.port5.out; last: its socket is large and rarely touched
   };
   void output_process(int o);
   bool crossbar_move(int o, const sc_core::sc_time& now, sc_core::sc_time& next);
@@ -182,10 +177,10 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
   SwitchConfig cfg_;
   log::Logger log_;  // multicast replication
   net::PacketPool& pool_;
-  const topo::MulticastFabric* fabric_;
+  std::unique_ptr<McrTable> mcr_;  // null on a platform without multicast regions
   int ports_;
   std::vector<Input> inputs_;
-  std::vector<std::unique_ptr<Output>> outputs_;
+  std::vector<std::unique_ptr<Port>> outputs_;
 };
 
 }  // namespace incsim::nvswitch

@@ -1,8 +1,12 @@
 #include "reduction_table.h"
 
 #include <cassert>
+#include <string>
 
 namespace incsim::nvswitch {
+
+ReductionTable::ReductionTable(sc_core::sc_module_name name)
+    : sc_module(name), alu(this->name()), log(this->name()) {}
 
 void ReductionTable::configure(uint32_t entries, uint32_t entry_bytes) {
   entries_.assign(entries, Entry{});
@@ -90,6 +94,24 @@ void ReductionTable::link_back(int i) {
   if (mru_ >= 0) entries_[mru_].next = i;
   else lru_ = i;
   mru_ = i;
+}
+
+void ReductionTable::trace(sc_core::sc_trace_file* tf) const {
+  if (!capacity()) return;
+  const std::string me = std::string(name()) + ".";
+  sc_core::sc_trace(tf, occupancy, me + "occupancy");
+  sc_core::sc_trace(tf, hits, me + "hits");
+  sc_core::sc_trace(tf, misses, me + "misses");
+  sc_core::sc_trace(tf, evictions, me + "evictions");
+  sc_core::sc_trace(tf, stalls, me + "stalls");
+  sc_core::sc_trace(tf, completions, me + "completions");
+  if (emitted_) sc_core::sc_trace(tf, *emitted_, me + "emitted_bytes");
+}
+
+void ReductionTable::report(std::ostream& os) const {
+  if (size_)
+    os << "  " << name() << ": " << size_ << " of " << capacity() << " entries held, " << stalled.size()
+       << " pull requests waiting for one\n";
 }
 
 }  // namespace incsim::nvswitch

@@ -3,14 +3,45 @@
 // address (and, for pull, the requester), each holding a partial result, the
 // count of contributions in it and the count expected; fully associative,
 // with an LRU order that is also the timeout order (an entry's deadline is
-// its last update plus the timeout). Plain C++: the switch does the timing.
+// its last update plus the timeout).
+//
+// An sc_module without processes, the child of its switch port
+// (sw3.port5.reduction_table): the port's output method calls it directly,
+// so a lookup costs no activation and no event. It holds the entries, its
+// ALU array (fault.alu.block names it) and its logger (--log), traces its
+// counters under its own VCD scope and tells the stall detector the entries
+// it holds. The switch does the timing.
 #include <cstddef>
 #include <cstdint>
+#include <ostream>
+#include <string>
+#include <systemc>
 #include <vector>
+
+#include "collectives/alu.h"
+#include "core/log.h"
+#include "core/param.h"
+#include "core/trace.h"
 
 namespace incsim::nvswitch {
 
-class ReductionTable {
+// Its parameters, for every port's table; a switch's or a port's own key
+// overrides the size (sw3.reduction_table.bytes, sw3.port5.reduction_table.bytes).
+inline const Param<uint32_t> kTableBytes{
+    "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
+    "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)"};
+inline const Param<double> kTableTimeout{
+    "switch.reduction_table.timeout_ns", 0.0, Range::at_least(0).at_most(1e9),
+    "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
+    "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)"};
+inline const Param<std::string> kTableEviction{
+    "switch.reduction_table.eviction", "lru", Range::none(),
+    "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "
+    "entries leave only when complete or timed out, and the missing packet goes on to its home GPU; or a "
+    "policy an sc_main registered (nvswitch/eviction.h)"};
+
+class ReductionTable : public sc_core::sc_module, public Traceable {
  public:
   struct Entry {
     uint64_t addr = 0;
@@ -22,6 +53,8 @@ class ReductionTable {
     uint64_t touched = 0;    // time of the last update, ps
     int32_t prev = -1, next = -1;  // LRU list: head is the least recently used
   };
+
+  explicit ReductionTable(sc_core::sc_module_name name);
 
   // entries of entry_bytes each; 0 entries is a port without a table.
   void configure(uint32_t entries, uint32_t entry_bytes);
@@ -39,6 +72,19 @@ class ReductionTable {
   const Entry& entry(int i) const { return entries_[i]; }
   uint8_t* data(int i) { return data_.data() + static_cast<size_t>(i) * entry_bytes_; }
 
+  // The bytes its results and partials occupy in the switch input that
+  // feeds them back into the crossbar, traced as emitted_bytes.
+  void watch_emitted(const uint32_t* bytes) { emitted_ = bytes; }
+  // Occupancy and counters under this module's scope; nothing for a port without a table.
+  void trace(sc_core::sc_trace_file* tf) const override;
+  // One line if it holds entries.
+  void report(std::ostream& os) const;
+
+  collectives::Alu alu;   // the table's ALU array
+  log::Logger log;        // its name: sw3.port5.reduction_table
+  uint32_t push_entries = 0;  // entries that can time out
+  std::vector<int> stalled;   // switch inputs whose pull request waits for an entry here
+
   // Statistics, traced: uint32 so that VCD shows them as counters.
   uint32_t occupancy = 0, hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
 
@@ -52,6 +98,7 @@ class ReductionTable {
   std::vector<int32_t> free_;
   uint32_t entry_bytes_ = 0, size_ = 0;
   int32_t lru_ = -1, mru_ = -1;
+  const uint32_t* emitted_ = nullptr;
 };
 
 }  // namespace incsim::nvswitch

@@ -12,9 +12,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "hierarchy.h"
 #include "netreduce/fpga_aggregator.h"
 #include "roce_frames.h"
 
@@ -183,4 +185,26 @@ TEST_CASE("a frame that is not a gradient goes straight back out of its port", "
   CHECK(got[0].head == kLink + ser(kHeaders + eth::kAethBytes) + kPipeline + kLink);
   CHECK(b.fpga->counters().bypassed == 1);
   CHECK(b.fpga->ring(0).contributions() == 0);
+}
+
+TEST_CASE("the CLT and CTT are modules without processes under the FPGA; the CLT's connections show in the stall "
+          "report", "[netreduce][fpga][hierarchy]") {
+  Bench b;
+  for (const char* name : {"fpga.clt", "fpga.ctt", "fpga.dest_clt"}) {
+    INFO(name);
+    sc_core::sc_module* m = test::find_block(name);
+    REQUIRE(m);
+    CHECK(m->get_parent_object() == b.fpga.get());
+    CHECK(test::processes_below(m) == 0);
+  }
+  CHECK(test::find_block<netreduce::ConnectionLookupTable>("fpga.clt") == &b.fpga->clt());
+  CHECK(test::find_block<netreduce::ConnectionTranslationTable>("fpga.ctt") == &b.fpga->ctt());
+  // Every rank's first packet is in; rank 2 sends nothing more: the aggregators wait.
+  for (int r = 0; r < kRanks; ++r) b.port[r]->send_at(sc_core::SC_ZERO_TIME, b.gradient_frame(r, 0, 0));
+  for (int r = 0; r < 2; ++r) b.port[r]->send_at(sc_core::SC_ZERO_TIME, b.gradient_frame(r, 0, 1));
+  sc_core::sc_start();
+  std::ostringstream os;
+  CHECK(b.fpga->report_held(os) == 2);
+  CHECK_THAT(os.str(), Catch::Contains("  fpga ring 0: 2 gradient packets waiting in aggregators\n") &&
+                           Catch::Contains("  fpga.clt: 3 of 16 connections\n"));
 }

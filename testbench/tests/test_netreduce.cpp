@@ -21,6 +21,7 @@
 #include "netreduce/aggregator_array.h"
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
+#include "hierarchy.h"
 #include "platforms/netreduce_rack.h"
 #include "run_checked.h"
 #include "options.h"
@@ -32,7 +33,7 @@ using netreduce::ConnKey;
 using netreduce::Resolved;
 
 TEST_CASE("CLT: a first packet fills the entry, the following ones recover MsgID and PSN - PSN0", "[netreduce][clt]") {
-  ConnectionLookupTable clt(8);
+  ConnectionLookupTable clt("clt", 8);
   clt.add_ring(7, 170);
   const ConnKey k{1, 2, 3};
   CHECK(clt.lookup(k, 100).status == Resolved::NoEntry);
@@ -68,7 +69,7 @@ TEST_CASE("CLT: behind a tensor's short last message, retransmissions map by the
   // A 256 KiB tensor: message 0 of 170 packets from PSN 1000, message 1 of
   // 86. Message 0's first packet was lost, so the entry was first filled by
   // message 1; go-back-N then resends message 0 from its middle.
-  ConnectionLookupTable clt(4);
+  ConnectionLookupTable clt("clt", 4);
   clt.add_ring(0, 170);
   const ConnKey k{1, 2, 3};
   REQUIRE(clt.fill(k, 0, 1, 1, 86, 1170, 170 * 1024).status == Resolved::Ok);
@@ -93,7 +94,7 @@ TEST_CASE("CLT: behind a tensor's short last message, retransmissions map by the
 }
 
 TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
-  ConnectionLookupTable clt(2);
+  ConnectionLookupTable clt("clt", 2);
   CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 0, 4, 0).status == Resolved::NoEntry);  // no ring 0 yet
   clt.add_ring(0, 4);
   CHECK(clt.fill(ConnKey{1, 1, 1}, 0, 0, 0, 4, 0).status == Resolved::Ok);
@@ -103,7 +104,7 @@ TEST_CASE("CLT: a full table refuses a new connection", "[netreduce][clt]") {
 }
 
 TEST_CASE("CTT: entries per key, no duplicates, fixed capacity", "[netreduce][ctt]") {
-  netreduce::ConnectionTranslationTable ctt(3);
+  netreduce::ConnectionTranslationTable ctt("ctt", 3);
   const ConnKey l1s{1, 9, 0x100}, s1{9, 1, 0x100}, s2{9, 2, 0x100};
   CHECK(ctt.add(l1s, s1, 0));
   CHECK(ctt.add(l1s, s2, 1));
@@ -899,4 +900,32 @@ TEST_CASE("NetReduce: a faulty ALU in the FPGA aggregator shows as exactly that 
   o.platform = "rack";
   o.hosts = 6;
   CHECK(tb::wrong_with_alu_fault(o, "fpga.aggregator", 4) == 4 * 6);
+}
+
+TEST_CASE("the FPGAs' CLT and CTT are modules in the rack's and the spine-leaf's hierarchy", "[netreduce][hierarchy]") {
+  tb::Options o = options("netreduce", "64K", {});
+  o.platform = "spineleaf";
+  tb::Experiment e(o);
+  std::vector<std::string> fpgas;
+  for (const sc_core::sc_object* top : sc_core::sc_get_top_level_objects())
+    if (dynamic_cast<const netreduce::FpgaAggregator*>(top)) fpgas.push_back(top->name());
+  REQUIRE(fpgas.size() == 3);  // a leaf per rack and the spine
+  for (const std::string& f : fpgas) {
+    INFO(f);
+    CHECK(test::find_block<netreduce::ConnectionLookupTable>(f + ".clt"));
+    CHECK(test::find_block<netreduce::ConnectionTranslationTable>(f + ".ctt"));
+    CHECK(test::processes_below(test::find_block(f + ".clt")) == 0);
+    CHECK(test::processes_below(test::find_block(f + ".ctt")) == 0);
+  }
+  for (const auto& r : run(e)) CHECK(r.wrong() == 0);
+}
+
+TEST_CASE("a rack's FPGA holds its CLT as a module: fpga.clt", "[netreduce][rack][hierarchy]") {
+  tb::Options o = options("netreduce", "64K", {});
+  o.platform = "rack";
+  tb::Experiment e(o);
+  auto* clt = test::find_block<netreduce::ConnectionLookupTable>("fpga.clt");
+  REQUIRE(clt);
+  for (const auto& r : run(e)) CHECK(r.wrong() == 0);
+  CHECK(clt->occupancy() == 6);  // one connection per host
 }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/config.h"
+#include "hierarchy.h"
+#include "nvswitch/nvswitch.h"
 #include "platforms/platform.h"
 #include "streams.h"
 
@@ -199,4 +201,26 @@ TEST_CASE("the switch adds its 150 ns latency to the first flit", "[nvswitch][ti
   REQUIRE(s.responses.size() == 1);
   CHECK(s.responses[0].at == sc_time(316.40, SC_NS));
   CHECK(gpus[1]->memory().at(base, 1)[0] == 0x5a);
+}
+
+TEST_CASE("a platform's switch ports and reduction tables are modules, with their per-instance parameters",
+          "[nvswitch][hierarchy]") {
+  Config cfg;
+  cfg.set("switch.reduction_table.bytes", "512", "test");
+  cfg.set("sw0.port1.reduction_table.bytes", "256", "test");
+  auto plat = build("dgx2", 0, cfg);
+  auto* sw = test::find_block<nvswitch::NvSwitch>("sw0");
+  REQUIRE(sw);
+  for (int p = 0; p < sw->num_ports(); ++p) {
+    const std::string port = "sw0.port" + std::to_string(p);
+    INFO(port);
+    REQUIRE(test::find_block(port));
+    auto* t = test::find_block<nvswitch::ReductionTable>(port + ".reduction_table");
+    REQUIRE(t);
+    CHECK(t == &sw->table(p));
+    CHECK(t->capacity() == (p == 1 ? 2u : 4u));  // 128 B entries
+    CHECK(test::processes_below(test::find_block(port)) == 0);
+  }
+  CHECK(test::find_block<nvswitch::McrTable>("sw0.mcr_table"));
+  CHECK(test::find_block<nvswitch::McrTable>("sw11.mcr_table"));
 }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "hierarchy.h"
 #include "nvswitch/nvswitch.h"
 #include "stub_port.h"
 #include "topology/multicast.h"
@@ -304,4 +305,46 @@ TEST_CASE("a push miss on a full table evicts the least recently used entry to i
   CHECK(t.completions == 1);
   CHECK(t.size() == 0);
   CHECK(b.pool.in_use() == 0);
+}
+
+TEST_CASE("a switch's ports, their reduction tables and its MCR table are modules without processes; a table "
+          "holding an entry tells the stall report", "[nvswitch][ports][reduction][hierarchy]") {
+  Fabric fab;
+  const uint64_t a = fab.block(2);  // homed at port 2
+  REQUIRE(fab.f.home_port(fab.region, a).port == 2);
+  Bench b(fab.wiring(), config(2 * kPayload), &fab.f);
+  for (int p = 0; p < kPorts; ++p) {
+    const std::string port = "sw.port" + std::to_string(p);
+    INFO(port);
+    sc_core::sc_module* m = test::find_block(port);
+    REQUIRE(m);
+    CHECK(m->get_parent_object() == b.sw.get());
+    auto* t = test::find_block<nvswitch::ReductionTable>(port + ".reduction_table");
+    REQUIRE(t);
+    CHECK(t == &b.sw->table(p));
+    CHECK(t->get_parent_object() == m);
+    CHECK(t->capacity() == 2);
+    // The link ends are the port's; the method that serves it is the switch's.
+    CHECK(&b.sw->in(p).socket == sc_core::sc_find_object((port + ".in").c_str()));
+    CHECK(&b.sw->out(p).socket == sc_core::sc_find_object((port + ".out").c_str()));
+    CHECK(test::processes_below(m) == 0);
+    CHECK(dynamic_cast<sc_core::sc_process_b*>(sc_core::sc_find_object(("sw.out" + std::to_string(p) + "_proc").c_str())));
+  }
+  auto* mcr = test::find_block<nvswitch::McrTable>("sw.mcr_table");
+  REQUIRE(mcr);
+  CHECK(test::processes_below(mcr) == 0);
+  // One contribution of two: port 2's table holds the entry until the other comes.
+  b.gpu[1]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, fab, 1, a, 100));
+  sc_core::sc_start(sc_time(1, sc_core::SC_US));
+  CHECK(b.sw->table(2).size() == 1);
+  std::ostringstream os;
+  CHECK(b.sw->report_held(os) == 0);  // an entry is not a packet
+  CHECK(os.str() == "  sw.port2.reduction_table: 1 of 2 entries held, 0 pull requests waiting for one\n");
+  // A multicast write looks the MCR table up.
+  CHECK(mcr->lookups == 0);
+  net::Packet* w = packet(b.pool, net::Op::Write, 2, 0, fab.block(3));
+  b.gpu[2]->send_at(sc_time(2, sc_core::SC_US), w);
+  sc_core::sc_start(sc_time(2, sc_core::SC_US));
+  CHECK(mcr->lookups == 1);
+  CHECK(b.gpu[0]->arrivals().size() + b.gpu[1]->arrivals().size() == 2);
 }

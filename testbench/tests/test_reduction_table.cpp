@@ -10,7 +10,7 @@
 using incsim::nvswitch::ReductionTable;
 
 TEST_CASE("a reduction table finds, fills up, keeps LRU order and frees", "[reduction_table]") {
-  ReductionTable t;
+  ReductionTable t(sc_core::sc_gen_unique_name("reduction_table"));
   t.configure(2, 128);  // Klenk Fig. 7: 256 B per port
   CHECK(t.capacity() == 2);
   const int a = t.alloc(0x100, ~0u, 16, 10);
@@ -33,7 +33,7 @@ TEST_CASE("a reduction table finds, fills up, keeps LRU order and frees", "[redu
 }
 
 TEST_CASE("a table without entries misses and never allocates", "[reduction_table]") {
-  ReductionTable t;
+  ReductionTable t(sc_core::sc_gen_unique_name("reduction_table"));
   t.configure(0, 128);
   CHECK(t.find(0, 0) == -1);
   CHECK(t.alloc(0, 0, 1, 0) == -1);
@@ -41,7 +41,7 @@ TEST_CASE("a table without entries misses and never allocates", "[reduction_tabl
 }
 
 TEST_CASE("a reduction table matches a list model over 100000 random operations", "[reduction_table]") {
-  ReductionTable t;
+  ReductionTable t(sc_core::sc_gen_unique_name("reduction_table"));
   t.configure(32, 128);  // 4 kB
   std::list<std::pair<uint64_t, uint32_t>> model;  // front: least recently used
   std::mt19937_64 rng(7);
