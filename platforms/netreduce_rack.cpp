@@ -56,13 +56,9 @@ NetReduceShape netreduce_shape(NetReduceShape::Layout layout, int racks, int hos
 
 topo::Topology netreduce_topology(const NetReduceShape& s) {
   const bool multigpu = s.layout == NetReduceShape::Layout::MultiGpu;
-  const bool leaf_fpgas = s.with_fpga && !multigpu;
   const int H = s.hosts_per_rack, R = s.racks, hosts = s.hosts();
-  // A leaf's FPGA has one port per host and, under a spine, one more for its
-  // partials up and the spine's results down (a host's port carries that
-  // host's gradients in and its connection's results out at line rate).
-  const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
-  const int uplink = H + fpga_ports;  // a leaf's port to the spine
+  const int fpga_ports = s.leaf_fpga_ports(), uplink = s.uplink_port();
+  const bool leaf_fpgas = fpga_ports > 0;
   topo::Topology t;
   t.name = multigpu ? "multigpu" : R > 1 ? "spineleaf" : "rack";
   t.family = multigpu ? topo::Topology::kNetReduceMultiGpu : topo::Topology::kNetReduce;
@@ -105,9 +101,6 @@ NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& sourc
       throw UserError(what + "endpoint " + n.name + " is a " + n.block + ", not a roce_host or fpga_aggregator");
     }
   }
-  for (int w : g.switches())
-    if (g.node(w).block != topo::kinds::kEthernetSwitch)
-      throw UserError(what + "switch " + g.node(w).name + " is a " + g.node(w).block + ", not an ethernet_switch");
   s.racks = S == 1 ? 1 : S - 1;
   if (S == 0 || (multigpu && S < 3)) throw UserError(what + "it has " + std::to_string(S) + " switches");
   if (hosts % s.racks) throw UserError(what + std::to_string(hosts) + " hosts do not split evenly over " +
@@ -211,11 +204,8 @@ NetReduceRack::NetReduceRack(topo::Topology graph, const NetReduceShape& shape, 
 
   pool_ = std::make_unique<net::PacketPool>(net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_});
   const int H = hosts_per_rack, R = racks;
-  // The graph's ports (netreduce_topology): a leaf's FPGA faces the leaf's
-  // ports H.., the spine the last.
-  const bool leaf_fpgas = shape.with_fpga && !multigpu;
-  const int fpga_ports = leaf_fpgas ? H + (R > 1 ? 1 : 0) : 0;
-  const int uplink = H + fpga_ports;  // a leaf's port to the spine
+  const int fpga_ports = shape.leaf_fpga_ports(), uplink = shape.uplink_port();
+  const bool leaf_fpgas = fpga_ports > 0;
   const uint32_t spine_ep = static_cast<uint32_t>(hosts + R);
   const int spine = R > 1 ? topo_.switches().back() : -1;
 

@@ -43,6 +43,14 @@ struct NetReduceShape {
   double uplink_GBps = 0;  // a leaf's (MultiGpu: a machine's NIC) link up; 0 on a Rack
   double wire_ns = 0;
   int hosts() const { return racks * hosts_per_rack; }
+  // A leaf's FPGA has one port per host and, under a spine, one more for its
+  // partials up and the spine's results down (a host's port carries that
+  // host's gradients in and its connection's results out at line rate); it
+  // faces the leaf's ports hosts_per_rack and up. 0: no leaf FPGAs.
+  int leaf_fpga_ports() const {
+    return with_fpga && layout != Layout::MultiGpu ? hosts_per_rack + (racks > 1 ? 1 : 0) : 0;
+  }
+  int uplink_port() const { return hosts_per_rack + leaf_fpga_ports(); }  // a leaf's port to the spine
 };
 // The built-in shape, its rates and latency from cfg (link.bw_GBps,
 // intra.bw_GBps, leaf.uplink_bw_GBps, link.latency_ns).
