@@ -1,16 +1,25 @@
 #pragma once
-// What the driver sees of any elaborated platform, whichever blocks it is made
-// of: its link ends (for per-link bytes and utilisation), its packet pool, its
-// waveform and its stall report. The GPU fabric (Platform) and NetReduce's
-// Ethernet rack (NetReduceRack) are both Machines; the one netlist builder of
-// issue 13 will make them one class.
+// The one netlist builder. A Machine is elaborated from a topology graph:
+// one module per node, made by the factory its kind is registered with, and
+// each link bound as two one-way channels with the link's bandwidth and
+// latency and the far end's buffer as credits. Every platform, built in or
+// from a YAML file, GPU fabric or Ethernet, goes through it; workloads find
+// their blocks in it by node. It is also what the driver sees of any
+// platform: its link ends (per-link bytes and utilisation), its packet pool,
+// its progress, waveform and stall report.
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <systemc>
+#include <typeinfo>
 #include <vector>
 
+#include "core/config.h"
+#include "core/error.h"
 #include "core/param.h"
+#include "net/block.h"
 #include "net/packet.h"
 #include "net/port.h"
 #include "topology/topology.h"
@@ -46,23 +55,100 @@ struct LinkEnd {
   const net::OutPort* port;
 };
 
+// Defaults that depend on the platform family (platform.h,
+// platform_defaults()) and on what runs on it.
+struct PlatformDefaults {
+  uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
+  double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
+  uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
+};
+
+// The blocks of one link protocol: the packet format they share and the
+// parameters all blocks of its kinds read once (a GPU fabric's switch and
+// GPU settings and buffer sizes; an Ethernet network's MTU, timeouts and
+// link faults). A Machine's nodes all belong to one fabric.
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+  virtual net::PacketFormat packet_format() const = 0;
+  // Loss and corruption per frame on links whose blocks model faults (net::Block::link_faults).
+  virtual double link_loss() const { return 0; }
+  virtual double link_corruption() const { return 0; }
+};
+// Reads a fabric's parameters for `graph`; may throw UserError.
+using FabricFactory =
+    std::function<std::unique_ptr<Fabric>(const topo::Topology& graph, Config& cfg, uint64_t seed, const PlatformDefaults& d)>;
+// Makes the module of `node`, named after it; may throw UserError (before
+// anything is built, the builder has asked every node's kind for its fabric).
+using NodeFactory =
+    std::function<std::unique_ptr<net::Block>(const topo::Topology& graph, int node, Fabric& fabric, net::PacketPool& pool)>;
+
+// The built-in fabrics are "nvlink" (platforms/gpu_fabric.h: gpu, nvswitch,
+// router, nvlink_bridge, pcie_switch, cpu_socket, network_switch) and
+// "ethernet" (platforms/ethernet_fabric.h: ethernet_switch, roce_host,
+// fpga_aggregator). An sc_main adds its own, or its own kinds to one, before
+// it elaborates a platform.
+void register_fabric(const std::string& name, FabricFactory make);
+// `role`: whether nodes of this kind are endpoints or switches in the graph.
+void register_node_kind(const std::string& kind, const std::string& fabric, topo::NodeKind role, NodeFactory make);
+// The fabric a kind belongs to; UserError naming the registered kinds if none.
+const std::string& fabric_of_kind(const std::string& kind);
+
 class Machine {
  public:
-  virtual ~Machine() = default;
-  virtual const std::vector<LinkEnd>& link_ends() const = 0;
-  virtual net::PacketPool& pool() = 0;
-  virtual const net::PacketPool& pool() const = 0;
-  // A count that grows while the machine does useful work; the stall
-  // detector watches it.
-  virtual uint64_t progress() const = 0;
-  virtual void trace(sc_core::sc_trace_file* tf) const = 0;
-  // Writes one line per block that holds packets; returns how many it holds.
-  virtual uint64_t report_held(std::ostream& os) const = 0;
-  // After a stall: a sentence naming the configuration that explains it, or
-  // empty (the stall report then lists the held packets).
-  virtual std::string stall_cause() const { return ""; }
-  // The topology graph it was elaborated from (--dump-platform), if it has one.
-  virtual const topo::Topology* topology_graph() const { return nullptr; }
+  Machine(topo::Topology graph, Config& cfg, uint64_t seed, const PlatformDefaults& d = {});
+  virtual ~Machine();
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
+
+  const topo::Topology& topology() const { return topo_; }
+  const std::string& fabric_name() const { return fabric_name_; }
+  Fabric& fabric() { return *fabric_; }
+  const Fabric& fabric() const { return *fabric_; }
+  template <class F>
+  const F& fabric_as() const {
+    return dynamic_cast<const F&>(*fabric_);
+  }
+  // The module of graph node `node`.
+  net::Block& block(int node) { return *blocks_[node]; }
+  const net::Block& block(int node) const { return *blocks_[node]; }
+  // The modules of type B, in graph order: switches, then endpoints.
+  template <class B>
+  std::vector<B*> blocks_of() const {
+    std::vector<B*> r;
+    for (int id : order_)
+      if (auto* b = dynamic_cast<B*>(blocks_[id].get())) r.push_back(b);
+    return r;
+  }
+
+  const std::vector<LinkEnd>& link_ends() const { return ends_; }
+  net::PacketPool& pool() { return *pool_; }
+  const net::PacketPool& pool() const { return *pool_; }
+  // What the stall detector watches: the sum of every block's progress
+  // (packets GPUs received, reductions switch tables completed, packets
+  // hosts accepted or saw acknowledged, gradients FPGAs gathered). Links busy
+  // with nothing arriving anywhere do not move it.
+  uint64_t progress() const;
+  void trace(sc_core::sc_trace_file* tf) const;
+  // Writes one line per block queue that holds packets; returns how many it holds.
+  uint64_t report_held(std::ostream& os) const;
+  // The faults of link from -> to, each end a port as link_ends() names it
+  // (switch.3) or a node (host0) that one link joins to the other, for a
+  // test's FaultHook; UserError if there is no such link, several, or its
+  // blocks model no faults.
+  eth::LinkFaults& link_faults(const std::string& from, const std::string& to);
+  // Frames lost on every link so far.
+  uint64_t frames_lost() const;
+
+ private:
+  topo::Topology topo_;
+  std::string fabric_name_;
+  std::unique_ptr<Fabric> fabric_;
+  std::unique_ptr<net::PacketPool> pool_;
+  std::vector<std::unique_ptr<net::Block>> blocks_;  // [node id]
+  std::vector<int> order_;  // switches, then endpoints: the order modules are built, traced and reported
+  std::vector<LinkEnd> ends_;
+  std::vector<eth::LinkFaults*> faults_;  // per end, applied where its frames arrive (nullptr: lossless)
 };
 
 }  // namespace incsim::platforms

@@ -1,8 +1,9 @@
 #pragma once
-// A platform netlist elaborated from a topology graph: one NvSwitch per switch
-// node, one Gpu per endpoint, each link bound as two one-way channels with
-// bandwidth, latency and credits. Built-in platforms and YAML platform files
-// go through the same path.
+// The platforms by name: the topology graph a built-in platform (in the shape
+// the command line asks for) or a YAML file gives, the defaults its family
+// takes, and Platform, the view of an elaborated GPU fabric that the
+// collective and traffic workloads use. Every graph is elaborated by the one
+// builder (machine.h).
 #include <memory>
 #include <ostream>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "core/config.h"
 #include "gpu/gpu.h"
+#include "gpu_fabric.h"
 #include "machine.h"
 #include "nic/nic.h"
 #include "nvswitch/nvswitch.h"
@@ -48,65 +50,35 @@ std::string file_family(const std::string& path);
 // III rather than Klenk §V.
 bool is_multitree_platform(const topo::Topology& t);
 
-// The module that elaborates a node of each kind (topo::Node::block). A
-// DGX-1's NVLink bridges, PCIe switches, CPU sockets and network switch, and
-// a MultiTree network's routers, are NvSwitches with that node's links and
-// the family's latency; the Ethernet kinds are NetReduceRack's. An sc_main
-// may name a kind of its own for hardware one of these modules models, before
-// it elaborates the platform.
-enum class NodeModule { Gpu, NvSwitch, EthernetSwitch, RoceNic, FpgaAggregator };
-void register_node_kind(const std::string& kind, NodeModule module);
-// UserError naming the registered kinds if `kind` is none of them.
-NodeModule node_module(const std::string& kind);
-
-// The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
-// for this platform (measured from GPU 0's ports).
-struct LittleLaw {
-  double b_in_GBps = 0;  // a GPU's injection bandwidth
-  int d_max = 0;         // the most switches between two GPUs
-  double l_hop_ns = 0;   // a switch, a wire and a packet's serialization
-  double l_gpu_ns = 0;   // mean GPU memory response latency
-};
-
-// Defaults that depend on the platform and on what runs on it.
-struct PlatformDefaults {
-  uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
-  double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
-  uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
-};
-// By the graph's family (Topology::family): Klenk's values for dgx2,
+// Defaults by the graph's family (Topology::family): Klenk's values for dgx2,
 // fattree2l, star; MultiTree's for torus, mesh, fattree and bigraph; the
 // DGX-1's for dgx1v and dgx1p. A YAML file takes its `family:`'s.
 PlatformDefaults platform_defaults(const topo::Topology& t);
 
+// A GPU fabric as its workloads see it: the Machine elaborated from the
+// graph (the one builder, machine.h) with the GPU fabric's settings
+// (gpu_fabric.h), its GPUs and NICs by endpoint, and what the collective
+// and traffic workloads measure over its blocks.
 class Platform : public Machine {
  public:
+  // UserError if a node is not of the GPU fabric (an Ethernet kind).
   Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
-  const topo::Topology& topology() const { return topo_; }
-  const topo::Topology* topology_graph() const override { return &topo_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
   nic::Nic& nic(int gpu) { return *nics_[gpu]; }  // the NIC inside GPU gpu
-  const std::vector<LinkEnd>& link_ends() const override { return link_ends_; }
-  const net::PacketFormat& format() const { return pool_->format(); }
+  const net::PacketFormat& format() const { return pool().format(); }
+  const GpuFabric& settings() const { return fabric_as<GpuFabric>(); }
   // The fabric manager's multicast regions, which every switch reads.
-  topo::MulticastFabric& fabric() { return *fabric_; }
-  const nvswitch::SwitchConfig& switch_config() const { return switch_config_; }
-  const gpu::GpuConfig& gpu_config() const { return gpu_config_; }
-  const LittleLaw& little_law() const { return little_law_; }
-  // Reduction table bytes over every switch port (Klenk §IV-F1: C).
-  uint64_t total_table_bytes() const;
-  net::PacketPool& pool() override { return *pool_; }
-  const net::PacketPool& pool() const override { return *pool_; }
+  topo::MulticastFabric& fabric() { return settings().multicast(); }
+  const nvswitch::SwitchConfig& switch_config() const { return settings().switch_config(); }
+  const LittleLaw& little_law() const { return settings().little_law(); }
+  uint64_t total_table_bytes() const { return settings().total_table_bytes(); }
+  sc_core::sc_time longest_round_trip() const { return settings().longest_round_trip(); }
   // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
   // GB/s: the ports that lead to none of them do not count. acked: each
   // incoming write costs a header-only ack on the same link direction
   // (software collectives); posted multicast writes cost none.
   double endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked = true) const;
-
-  // The slowest request-response loop: the longest link there and back, a
-  // switch, and the largest memory latency.
-  sc_core::sc_time longest_round_trip() const { return longest_round_trip_; }
 
   // Reduction table events summed over every switch port, so far.
   struct TableTotals {
@@ -115,28 +87,11 @@ class Platform : public Machine {
   TableTotals table_totals() const;
   // Packets the GPUs received so far, and the sum of their latencies, ns.
   std::pair<uint64_t, double> packet_latency() const;
-  // What the stall detector watches: packets the GPUs received and
-  // reductions the switches' tables completed. Links busy with nothing
-  // arriving anywhere do not move it.
-  uint64_t progress() const override { return packet_latency().first + table_totals().completions; }
-
-  void trace(sc_core::sc_trace_file* tf) const override;
-  uint64_t report_held(std::ostream& os) const override;
 
  private:
-  topo::Topology topo_;
-  std::unique_ptr<topo::MulticastFabric> fabric_;
-  nvswitch::SwitchConfig switch_config_;
-  gpu::GpuConfig gpu_config_{};
-  LittleLaw little_law_;
-  std::unique_ptr<net::PacketPool> pool_;
-  std::vector<std::unique_ptr<nvswitch::NvSwitch>> switch_modules_;
-  std::vector<std::unique_ptr<gpu::Gpu>> gpu_modules_;
   std::vector<gpu::Gpu*> gpus_;
-  std::vector<std::unique_ptr<nic::Nic>> nics_;  // [gpu]; destroyed before the GPUs that hold them
-  std::vector<LinkEnd> link_ends_;
-  sc_core::sc_time longest_round_trip_;
-  uint64_t table_bytes_ = 0;  // every port's reduction table
+  std::vector<nvswitch::NvSwitch*> switches_;
+  std::vector<nic::Nic*> nics_;  // [gpu]
 };
 
 }  // namespace incsim::platforms

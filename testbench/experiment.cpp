@@ -58,12 +58,9 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   collectives::Alu::check_matched();
 
   if (!opt_.dump_platform.empty()) {
-    const topo::Topology* t = m.topology_graph();
-    if (!t)
-      throw UserError("--dump-platform writes a topology graph, and platform " + opt_.platform + " has none");
     std::ofstream f(opt_.dump_platform);
     if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
-    topo::save_yaml(*t, f);
+    topo::save_yaml(m.topology(), f);
   }
   if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
     vcd_ = open_vcd(opt_.vcd);
@@ -86,7 +83,7 @@ void Experiment::run_until(const std::function<bool()>& done, const std::string&
   if (done()) return;
   const std::string stalled = "simulation stalled at " + sc_core::sc_time_stamp().to_string() + " during " + what;
   // A configuration that explains the stall is named instead of the packets it strands.
-  if (const std::string cause = workload_->machine().stall_cause(); !cause.empty())
+  if (const std::string cause = workload_->stall_cause(); !cause.empty())
     throw UserError(stalled + ": " + cause);
   std::ostringstream os;
   const uint64_t held = workload_->machine().report_held(os);

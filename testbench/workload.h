@@ -62,6 +62,9 @@ class Workload {
 
   // The stall timeout this workload needs when sim.stall_timeout_us is 0.
   virtual sc_core::sc_time default_stall_timeout() const = 0;
+  // After a stall: a sentence naming the configuration that explains it, or
+  // empty (the stall report then lists the held packets).
+  virtual std::string stall_cause() const { return {}; }
   // Lines the stall report adds to the machine's held packets.
   virtual void report_stall(std::ostream& os) const {}
   // Workload state for the VCD beyond the machine's (engines' progress).

@@ -45,7 +45,7 @@ void EthernetSwitch::receive(int port, net::Packet* p) {
   Port& in = *ports_[port];
   if (in.faults.lose(p, in.in, *pool_)) return;
   const int out = route(port, p);
-  sc_assert(out >= 0 && out < ports());
+  sc_assert(out >= 0 && out < num_ports());
   if (p->dst >= fdb_.size() || out != fdb_[p->dst]) ++redirected_;
   p->in_port = static_cast<int16_t>(port);  // the ingress buffer it holds until it leaves
   ports_[out]->egress.push(p);

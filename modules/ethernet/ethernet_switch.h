@@ -13,6 +13,7 @@
 
 #include "core/process.h"
 #include "core/trace.h"
+#include "net/block.h"
 #include "ethernet/egress.h"
 #include "ethernet/roce_frame.h"
 #include "net/port.h"
@@ -39,7 +40,7 @@ struct AclRule {
   int to_port;
 };
 
-class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
+class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
   EthernetSwitch(sc_core::sc_module_name name, int ports, const SwitchConfig& cfg, net::PacketPool* pool);
   ~EthernetSwitch() override;
@@ -47,20 +48,21 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
   // Forwarding database: frames for `endpoint` leave by `port`.
   void set_route(uint32_t endpoint, int port);
   void add_acl(const AclRule& r) { acl_.push_back(r); }
-  // A port whose link is faster or slower than cfg.bw_GBps (an uplink).
-  void set_port_bandwidth(int port, double bw_GBps) {
-    ports_[port]->egress.configure(bw_GBps, cfg_.link_latency, cfg_.buffer_bytes, cfg_.latency);
+  // The link at `port`, where it differs from cfg (an uplink, a machine's GPU links).
+  void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
+    ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
   }
+  uint32_t buffer_bytes(int) const override { return cfg_.buffer_bytes; }
   void set_faults(int port, const LinkFaults& f) { ports_[port]->faults = f; }
-  LinkFaults& faults(int port) { return ports_[port]->faults; }  // of the link into this port
+  LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
-  uint64_t report_held(std::ostream& os) const;
+  uint64_t report_held(std::ostream& os) const override;
 
-  net::InPort& in(int port) { return ports_[port]->in; }
-  net::OutPort& out(int port) { return ports_[port]->egress.out; }
-  int ports() const { return static_cast<int>(ports_.size()); }
+  net::InPort& in(int port) override { return ports_[port]->in; }
+  net::OutPort& out(int port) override { return ports_[port]->egress.out; }
+  int num_ports() const override { return static_cast<int>(ports_.size()); }
   uint64_t lost() const;
   uint64_t redirected() const { return redirected_; }
 

@@ -38,7 +38,7 @@ void Program::on_message(const net::Packet&) {
 }
 
 Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool,
-         const std::function<void(Gpu&)>& attach)
+         const Attach& attach)
     : sc_module(name),
       index_(index),
       cfg_(cfg),
@@ -52,7 +52,7 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
   spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
   copy_engine_ = std::make_unique<CopyEngine>("copy_engine", *this);
-  if (attach) attach(*this);
+  if (attach) attached_ = attach(*this);
 }
 
 Gpu::~Gpu() = default;

@@ -14,6 +14,7 @@
 
 #include "core/process.h"
 #include "core/trace.h"
+#include "net/block.h"
 #include "gpu/memory.h"
 #include "net/port.h"
 #include "core/param.h"
@@ -77,22 +78,27 @@ class Program {
 
 class CopyEngine;
 
-class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable {
+class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
-  // attach: builds the blocks that live inside the endpoint beside its copy
-  // engine (a NIC, an architect's own engine), so they are its children.
+  // Makes a block that lives inside the endpoint beside its copy engine (a
+  // NIC, an architect's own engine), so it is its child; the Gpu owns it.
+  using Attach = std::function<std::unique_ptr<sc_core::sc_module>(Gpu&)>;
+  // attach: makes such a block.
   Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cfg, net::PacketPool& pool,
-      const std::function<void(Gpu&)>& attach = {});
+      const Attach& attach = {});
   ~Gpu() override;
 
   int index() const { return index_; }
-  int num_ports() const { return static_cast<int>(ports_.size()); }
-  net::InPort& in(int p) { return *ports_[p]->rx_port; }
-  net::OutPort& out(int p) { return ports_[p]->link; }
-  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
+  int num_ports() const override { return static_cast<int>(ports_.size()); }
+  net::InPort& in(int p) override { return *ports_[p]->rx_port; }
+  net::OutPort& out(int p) override { return ports_[p]->link; }
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override;
+  uint32_t buffer_bytes(int) const override { return cfg_.rx_buffer_bytes; }
+  uint64_t progress() const override { return packets_received_; }
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
   CopyEngine& copy_engine() { return *copy_engine_; }
+  sc_core::sc_module* attached() { return attached_.get(); }  // what attach made, or nullptr
 
   // --- what programs use ---
   void set_program(Program* p) { program_ = p; }
@@ -113,7 +119,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
-  uint64_t report_held(std::ostream& os) const;
+  uint64_t report_held(std::ostream& os) const override;
   // Packets received, and the sum of their latencies from injection to the
   // last flit's arrival (Klenk §VI-D reports the average).
   uint64_t packets_received() const { return packets_received_; }
@@ -163,6 +169,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public Traceable 
   uint64_t packets_received_ = 0;
   double latency_sum_ns_ = 0;  // a port's memory pipeline was full
   Wakeup rx_wake_, timer_wake_;
+  std::unique_ptr<sc_core::sc_module> attached_;  // last: a child goes before its parent
 };
 
 }  // namespace incsim::gpu

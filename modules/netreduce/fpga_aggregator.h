@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/process.h"
 #include "core/trace.h"
+#include "net/block.h"
 #include "ethernet/egress.h"
 #include "ethernet/roce_frame.h"
 #include "netreduce/aggregator_array.h"
@@ -60,7 +61,7 @@ inline const Param<uint32_t> kArrayMessages{
     "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
     "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")"};
 
-class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public Traceable {
+class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
   FpgaAggregator(sc_core::sc_module_name name, int ports, const FpgaConfig& cfg, net::PacketPool* pool);
   ~FpgaAggregator() override;
@@ -71,14 +72,19 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
                 collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
   void set_hierarchy(const Hierarchy& h);
   void set_faults(int port, const eth::LinkFaults& f) { ports_[port]->faults = f; }
-  eth::LinkFaults& faults(int port) { return ports_[port]->faults; }  // of the link into this port
+  eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
+  void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
+    ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
+  }
+  uint32_t buffer_bytes(int) const override { return cfg_.buffer_bytes; }
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
-  uint64_t report_held(std::ostream& os) const;
+  uint64_t report_held(std::ostream& os) const override;
 
-  net::InPort& in(int port) { return ports_[port]->in; }
-  net::OutPort& out(int port) { return ports_[port]->egress.out; }
+  int num_ports() const override { return static_cast<int>(ports_.size()); }
+  net::InPort& in(int port) override { return ports_[port]->in; }
+  net::OutPort& out(int port) override { return ports_[port]->egress.out; }
   const ConnectionLookupTable& clt() const { return clt_; }
   const ConnectionTranslationTable& ctt() const { return ctt_; }
   const AggregatorArray& ring(uint16_t id) const { return *rings_.at(id); }
@@ -90,7 +96,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   Counters counters() const;
   // New gradients gathered over every ring (AggregatorArray::contributions):
   // part of the platform's progress for the stall detector.
-  uint64_t progress() const;
+  uint64_t progress() const override;
 
  private:
   struct Port {

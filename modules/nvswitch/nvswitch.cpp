@@ -474,6 +474,12 @@ uint64_t NvSwitch::Port::report_held(std::ostream& os) const {
   return total;
 }
 
+uint64_t NvSwitch::progress() const {
+  uint64_t n = 0;
+  for (const auto& o : outputs_) n += o->table.completions;
+  return n;
+}
+
 uint64_t NvSwitch::report_held(std::ostream& os) const {
   uint64_t total = 0;
   for (int p = 0; p < ports_; ++p) {

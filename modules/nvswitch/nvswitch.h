@@ -29,6 +29,7 @@
 
 #include "core/process.h"
 #include "core/trace.h"
+#include "net/block.h"
 #include "net/port.h"
 #include "nvswitch/mcr_table.h"
 #include "nvswitch/reduction_table.h"
@@ -82,17 +83,20 @@ struct SwitchWiring {
   // hop (topo::Topology::vc_rule); empty: every packet keeps its VC.
   std::vector<topo::VcRule> vc_rule;
 };
-class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Traceable {
+class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
   // fabric may be null: a platform without multicast regions.
   NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
            net::PacketPool& pool, const topo::MulticastFabric* fabric);
 
-  int num_ports() const { return ports_; }
-  net::InPort& in(int p) { return outputs_[p]->in; }
-  net::OutPort& out(int p) { return outputs_[p]->link; }
+  int num_ports() const override { return ports_; }
+  net::InPort& in(int p) override { return outputs_[p]->in; }
+  net::OutPort& out(int p) override { return outputs_[p]->link; }
   // Port bandwidth and credits come from the link attached, at elaboration.
-  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes);
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override;
+  uint32_t buffer_bytes(int p) const override { return inputs_[p].capacity; }
+  // Reductions its ports' tables completed.
+  uint64_t progress() const override;
   // Port p's input buffer and output queue per VC, bytes, when they differ
   // from SwitchConfig's (each covers its own link's round trip).
   void size_port(int p, uint32_t in_buffer_bytes, uint32_t out_queue_bytes);
@@ -101,8 +105,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public Trace
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
-  // Appends one line per queue that holds packets; returns how many it holds.
-  uint64_t report_held(std::ostream& os) const;
+  uint64_t report_held(std::ostream& os) const override;
   const ReductionTable& table(int p) const { return outputs_[p]->table; }
 
  private:

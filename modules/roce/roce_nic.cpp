@@ -8,8 +8,8 @@ using eth::Opcode;
 
 RoceNic::RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg,
                  net::PacketPool* pool)
-    : sc_core::sc_module(name), in("in", this, 0), out("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), log_(basename()), pool_(pool) {
-  out.configure(cfg.bw_GBps, cfg.link_latency, cfg.rx_buffer_bytes, &tx_wake_);
+    : sc_core::sc_module(name), in_("in", this, 0), out_("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), log_(basename()), pool_(pool) {
+  out_.configure(cfg.bw_GBps, cfg.link_latency, cfg.rx_buffer_bytes, &tx_wake_);
   spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, &tx_wake_.event);
   spawn_method((std::string(basename()) + "_rx").c_str(), [this] { rx(); }, &rx_wake_.event);
   spawn_method((std::string(basename()) + "_host").c_str(), [this] { to_host(); }, &host_wake_.event);
@@ -143,7 +143,7 @@ void RoceNic::seek(Qp& q, uint32_t psn) {
 void RoceNic::tx() {
   tx_wake_.fired();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  out.absorb_credits(now);
+  out_.absorb_credits(now);
   // Retransmission timeouts: go back to the oldest unacknowledged PSN.
   sc_core::sc_time next_deadline = sc_core::SC_ZERO_TIME;
   trace_outstanding_ = 0;
@@ -160,8 +160,8 @@ void RoceNic::tx() {
       next_deadline = q.deadline;
   }
   if (next_deadline != sc_core::SC_ZERO_TIME) tx_wake_.at(next_deadline);
-  if (!out.link_free(now)) {
-    tx_wake_.at(out.busy_until());
+  if (!out_.link_free(now)) {
+    tx_wake_.at(out_.busy_until());
     return;
   }
   const size_t n = qps_.size();
@@ -171,15 +171,15 @@ void RoceNic::tx() {
     const size_t qi = (rr_ctrl_ + k) % n;
     if (!qps_[qi].ack_due && !qps_[qi].nak_due) continue;
     const uint32_t bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
-    if (!out.has_credit(net::kResponseVc, bytes)) {
+    if (!out_.has_credit(net::kResponseVc, bytes)) {
       blocked = true;
       break;
     }
     rr_ctrl_ = qi + 1;
     net::Packet* p = make_control(static_cast<int>(qi));
     frame_bytes_ += p->wire_bytes - eth::kPreambleIfg;
-    out.send(p, now, now);
-    tx_wake_.at(out.busy_until());
+    out_.send(p, now, now);
+    tx_wake_.at(out_.busy_until());
     return;
   }
   for (size_t k = 0; k < n; ++k) {
@@ -190,22 +190,22 @@ void RoceNic::tx() {
       tx_wake_.at(current(q).ready);
       continue;
     }
-    if (!out.has_credit(net::kRequestVc, data_wire_bytes(q))) {
+    if (!out_.has_credit(net::kRequestVc, data_wire_bytes(q))) {
       blocked = true;
       break;
     }
     rr_data_ = qi + 1;
     net::Packet* p = make_data(static_cast<int>(qi));
     frame_bytes_ += p->wire_bytes - eth::kPreambleIfg;
-    out.send(p, now, now);
-    tx_wake_.at(out.busy_until());
+    out_.send(p, now, now);
+    tx_wake_.at(out_.busy_until());
     return;
   }
-  if (blocked) out.wait_for_credit(now);
+  if (blocked) out_.wait_for_credit(now);
 }
 
 void RoceNic::receive(int, net::Packet* p) {
-  if (faults_.lose(p, in, *pool_)) return;
+  if (faults_.lose(p, in_, *pool_)) return;
   rxq_.push(p);
   rx_wake_.at(p->t_tail);
 }
@@ -216,7 +216,7 @@ void RoceNic::rx() {
   bool wake_tx = false;
   while (!rxq_.empty() && rxq_.front()->t_tail <= now) {
     net::Packet* p = rxq_.pop();
-    in.release(p, sc_core::SC_ZERO_TIME);
+    in_.release(p, sc_core::SC_ZERO_TIME);
     const eth::RoceHeader& h = eth::header(p);
     const uint32_t qi = h.dst_qp - 1;
     if (!eth::intact(p) || qi >= qps_.size()) {

@@ -15,8 +15,8 @@
 
 #include "core/process.h"
 #include "core/log.h"
-#include "core/trace.h"
 #include "ethernet/roce_frame.h"
+#include "net/block.h"
 #include "net/port.h"
 #include "core/param.h"
 
@@ -79,7 +79,7 @@ class NicClient {
   virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) = 0;
 };
 
-class RoceNic : public sc_core::sc_module, public net::PacketSink, public Traceable {
+class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
   RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg, net::PacketPool* pool);
 
@@ -91,17 +91,23 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   void post(int qp, const WorkRequest& wr);
   void set_client(NicClient* c) { client_ = c; }
   void set_faults(const eth::LinkFaults& f) { faults_ = f; }
-  eth::LinkFaults& faults() { return faults_; }  // of the link into this NIC
+  eth::LinkFaults* link_faults(int) override { return &faults_; }  // of the link into this NIC
   // Before a new transfer: drops a QP's posted work if all of it is
   // acknowledged (otherwise the new work follows it); PSNs continue.
   void reset_work(int qp);
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
-  uint64_t report_held(std::ostream& os) const;
+  uint64_t report_held(std::ostream& os) const override;
 
-  net::InPort in;
-  net::OutPort out;
+  // One Ethernet port.
+  int num_ports() const override { return 1; }
+  net::InPort& in(int) override { return in_; }
+  net::OutPort& out(int) override { return out_; }
+  void configure_port(int, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
+    out_.configure(bw_GBps, latency, peer_buffer_bytes, &tx_wake_);
+  }
+  uint32_t buffer_bytes(int) const override { return cfg_.rx_buffer_bytes; }
   uint32_t endpoint() const { return endpoint_; }
   uint32_t ip() const { return ip_; }
   uint64_t retransmitted() const { return retransmitted_; }
@@ -113,7 +119,7 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   uint32_t expected_psn(int qp) const { return qps_[qp].expected; }
   // Packets delivered to the host plus packets acknowledged: grows unless
   // the connections are stuck (go-back-N can keep the links busy without).
-  uint64_t progress() const { return progress_; }
+  uint64_t progress() const override { return progress_; }
   bool idle() const;
 
  private:
@@ -141,6 +147,8 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public Tracea
   net::Packet* make_data(int qi);
   net::Packet* make_control(int qi);
 
+  net::InPort in_;
+  net::OutPort out_;
   uint32_t endpoint_, ip_;
   NicConfig cfg_;
   log::Logger log_;  // host3

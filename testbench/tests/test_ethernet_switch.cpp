@@ -39,7 +39,8 @@ struct Bench {
   net::PacketPool pool{test::roce_format(kMtu)};
   std::unique_ptr<eth::EthernetSwitch> sw;
   std::vector<std::unique_ptr<test::StubPort>> stub;  // hosts 0-2, the FPGA at 3
-  explicit Bench(uint32_t buffer_bytes = 16 * kFrame) {
+  uint32_t buffer;  // every port's ingress, the stubs' too
+  explicit Bench(uint32_t buffer_bytes = 16 * kFrame) : buffer(buffer_bytes) {
     sw = std::make_unique<eth::EthernetSwitch>("switch", kPorts, eth::SwitchConfig{kBw, kLink, kLatency, buffer_bytes},
                                                &pool);
     for (int p = 0; p < kPorts; ++p) {
@@ -90,8 +91,8 @@ TEST_CASE("frames leave by their destination's port, first byte the switch laten
 
 TEST_CASE("cut-through: a frame's last byte leaves no earlier than it came in", "[ethernet][ports][timing]") {
   Bench b;
-  b.sw->set_port_bandwidth(1, 2 * kBw);  // faster than the frame comes in
-  b.sw->set_port_bandwidth(2, kBw / 2);  // slower
+  b.sw->configure_port(1, 2 * kBw, kLink, b.buffer);  // faster than the frame comes in
+  b.sw->configure_port(2, kBw / 2, kLink, b.buffer);  // slower
   b.stub[0]->send_at(sc_core::SC_ZERO_TIME, b.data(0, 1, 0));
   b.stub[0]->send_at(sc_core::SC_ZERO_TIME, b.data(0, 2, 1));
   sc_core::sc_start();
@@ -199,6 +200,6 @@ TEST_CASE("a frame lost on the link into a port frees its buffer space and a cor
   CHECK_FALSE(test::intact(got[1]));
   CHECK(test::intact(got[2]));
   CHECK(b.sw->lost() == 1);
-  CHECK(b.sw->faults(0).corrupted() == 1);
+  CHECK(b.sw->link_faults(0)->corrupted() == 1);
   CHECK(b.pool.in_use() == 0);
 }

@@ -22,7 +22,7 @@
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
 #include "hierarchy.h"
-#include "platforms/netreduce_rack.h"
+#include "netreduce_job.h"
 #include "run_checked.h"
 #include "options.h"
 
@@ -450,7 +450,7 @@ TEST_CASE("spine-leaf (Fig. 5): hierarchical aggregation is exact, the CTTs hold
   o.hosts_per_rack = 2;
   tb::Experiment e(o);
   for (const auto& r : run(e)) CHECK(r.wrong() == 0);
-  const auto& f = tb::netreduce_of(e).platform().fpgas();
+  const auto& f = tb::netreduce_of(e).job().fpgas();
   REQUIRE(f.size() == 3);
   // Table 3: each leaf two aggregation entries (its hosts' connections ->
   // leaf-to-spine) and two multicast entries (spine-to-leaf -> the
@@ -596,7 +596,7 @@ struct Recovery {
     o.dtype = "int32";
     if (platform == "rack") o.hosts = 3;
     e.reset(new tb::Experiment(o));
-    psn0 = tb::netreduce_of(*e).platform().nic(1).expected_psn(platforms::NetReduceRack::recv_qp());
+    psn0 = tb::netreduce_of(*e).job().nic(1).expected_psn(tb::NetReduceJob::recv_qp());
   }
   // Host 0's data frame `psn`, its first `count` appearances on the link.
   eth::FaultHook psn(uint32_t p, eth::FrameFault f, int count = 1) {
@@ -640,7 +640,7 @@ TEST_CASE("recovery: a lost first packet of a message drops its followers at the
   Recovery t;
   // Message 1's first packet (the INA header): the CLT still holds message
   // 0, so message 1's other packets are out of its range and dropped (§3.2).
-  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 170, eth::FrameFault::Lose));
+  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga.0").set_hook(t.psn(t.psn0 + 170, eth::FrameFault::Lose));
   const auto r = t.run_exact();
   CHECK(t.hits == 1);
   CHECK(r["first_lost_drops"] > 0);
@@ -665,7 +665,7 @@ TEST_CASE("recovery: a lost last packet of a message: NAK, and a retransmission 
   int sent = 0;  // message 1's first packet on the wire (observed, kept)
   tb::netreduce_of(*t.e).platform().link_faults("host0", "switch").set_hook(
       t.observe([&](const eth::RoceHeader& h) { sent += eth::is_data(h.opcode) && h.psn == t.psn0 + 170; }));
-  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 169, eth::FrameFault::Lose));
+  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga.0").set_hook(t.psn(t.psn0 + 169, eth::FrameFault::Lose));
   const auto r = t.run_exact();
   CHECK(t.hits == 1);
   // Resent: packet 169 of message 0 and message 1 from its first packet
@@ -682,7 +682,7 @@ TEST_CASE("recovery: a retransmission from the middle of message 0 into message 
   int sent = 0;
   tb::netreduce_of(*t.e).platform().link_faults("host0", "switch").set_hook(
       t.observe([&](const eth::RoceHeader& h) { sent += eth::is_data(h.opcode) && h.psn == t.psn0 + 170; }));
-  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 160, eth::FrameFault::Lose));
+  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga.0").set_hook(t.psn(t.psn0 + 160, eth::FrameFault::Lose));
   const auto r = t.run_exact();
   CHECK(t.hits == 1);
   CHECK(sent == 2);
@@ -723,7 +723,7 @@ TEST_CASE("recovery: a lost result: the receiver NAKs, the FPGA answers the retr
           "[netreduce][rack][faults]") {
   Recovery t;
   // Host 0's connection's results leave by fpga0 (under host 0's headers).
-  tb::netreduce_of(*t.e).platform().link_faults("fpga0", "switch").set_hook(t.psn(t.psn0 + 20, eth::FrameFault::Lose));
+  tb::netreduce_of(*t.e).platform().link_faults("fpga.0", "switch").set_hook(t.psn(t.psn0 + 20, eth::FrameFault::Lose));
   const auto r = t.run_exact();
   CHECK(t.hits == 1);
   CHECK(r["results_sent_again"] > 0);
@@ -749,7 +749,7 @@ TEST_CASE("recovery: a lost NAK: the sender times out instead", "[netreduce][rac
   Recovery t;
   int naks = 0;
   // A lost gradient makes host 1 NAK once; the NAK is lost too.
-  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga0").set_hook(t.psn(t.psn0 + 100, eth::FrameFault::Lose));
+  tb::netreduce_of(*t.e).platform().link_faults("switch", "fpga.0").set_hook(t.psn(t.psn0 + 100, eth::FrameFault::Lose));
   tb::netreduce_of(*t.e).platform().link_faults("switch", "host0").set_hook(nth_frame(
       [](const eth::RoceHeader& h, const net::Packet*) { return h.opcode == eth::Opcode::Nak; }, 0,
       eth::FrameFault::Lose, &naks));
@@ -790,7 +790,7 @@ TEST_CASE("recovery on spine-leaf: a lost notification does not translate the ne
   const auto rows = run(e);
   CHECK(hits == 1);
   for (const auto& r : rows) CHECK(r.wrong() == 0);
-  CHECK(tb::netreduce_of(e).platform().fpgas()[1]->counters().untranslated > 0);
+  CHECK(tb::netreduce_of(e).job().fpgas()[1]->counters().untranslated > 0);
 }
 
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {

@@ -160,11 +160,13 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   gc.mem_jitter_cycles = 0;
   gc.rx_buffer_bytes = 4096;
   gc.max_responses = 64;
-  std::vector<std::unique_ptr<nic::Nic>> nics;
+  std::vector<nic::Nic*> nics;
   std::vector<std::unique_ptr<gpu::Gpu>> gpus;
   for (int i = 0; i < 2; ++i)
     gpus.push_back(std::make_unique<gpu::Gpu>(("n" + std::to_string(i)).c_str(), i, 1, gc, pool, [&](gpu::Gpu& g) {
-      nics.push_back(std::make_unique<nic::Nic>("nic", g));
+      auto n = std::make_unique<nic::Nic>("nic", g);
+      nics.push_back(n.get());
+      return n;
     }));
   const double bw = 25.0, lat_ns = 10.0;
   for (int i = 0; i < 2; ++i) {
@@ -175,7 +177,7 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   x.ports_to = {{{}, {0}}, {{0}, {}}};  // [rank][peer]: the link, no topology
   CHECK(std::string(nics[1]->name()) == "n1.nic");
   nic::StepEstimate est{bw, 318, 1.0};
-  nic::ScheduledCollective c(collectives::ring(2), {nics[0].get(), nics[1].get()}, topo::Topology{},
+  nic::ScheduledCollective c(collectives::ring(2), {nics[0], nics[1]}, topo::Topology{},
                              collectives::DType::Float32, collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est,
                              bw * 128 / 144, x);
   const uint64_t bytes = 64 * 1024;

@@ -67,7 +67,7 @@ struct Bench {
     nic.set_client(&host);
     REQUIRE(nic.create_qp(1, to_nic.src_ip, kPeerQpn, kPsn0) == 0);
     peer.configure(kBw, kLink, kCfg.rx_buffer_bytes);
-    peer.connect(nic.in, nic.out);
+    peer.connect(nic.in(0), nic.out(0));
   }
   // Packet k of the peer's write of `n` packets starting at kPsn0, payload elements 100 * k + i.
   net::Packet* data(uint32_t k, uint32_t n = 6) {

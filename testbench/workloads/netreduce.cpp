@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "platforms/platform.h"
+#include "platforms/netreduce_machines.h"
 #include "roce/flow_control.h"
 
 namespace incsim::tb {
@@ -96,29 +97,31 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
                     std::to_string(array_messages));
 
-  rack_ = std::make_unique<platforms::NetReduceRack>(std::move(graph), shape, in_network, cfg_, opt_.seed, opt_.ring);
-  const uint32_t mtu = rack_->mtu_payload();
+  job_ = std::make_unique<NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0);
+  machine_ = std::make_unique<platforms::Machine>(std::move(graph), cfg_, opt_.seed);
+  job_->program(*machine_, opt_.seed);
+  const uint32_t mtu = job_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
   const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
                             (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
-  payload_GBps_ = rack_->link_GBps() * mtu / per_packet;
-  intra_payload_GBps_ = rack_->host_link_GBps() * mtu / per_packet;
-  const int ranks = rack_->ring_size();
+  payload_GBps_ = job_->link_GBps() * mtu / per_packet;
+  intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
+  const int ranks = job_->ring_size();
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
   for (int i = 0; i < ranks; ++i) {  // the worker of ring rank i (multigpu: of GPU i)
-    roce::RoceNic& nic = rack_->nic(rack_->ring_host(i));
+    roce::RoceNic& nic = job_->nic(job_->ring_host(i));
     const roce::GpuPlace place{i,
                                i % per_rack,
                                per_rack,
                                i / per_rack,
                                racks,
-                               rack_->intra_send_qp(),
-                               rack_->intra_recv_qp(),
-                               rack_->inter_send_qp(),
-                               rack_->inter_recv_qp()};
+                               job_->intra_send_qp(),
+                               job_->intra_recv_qp(),
+                               job_->inter_send_qp(),
+                               job_->inter_recv_qp()};
     if (multigpu_ && in_network)
       workers_.push_back(
           std::make_unique<roce::ParallelNetReduceWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
@@ -126,13 +129,13 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
       workers_.push_back(std::make_unique<roce::TencentWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
     else if (in_network)
       workers_.push_back(std::make_unique<roce::NetReduceWorker>(
-          i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, rack_->send_qp(), 0, i, hc)));
+          i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, job_->send_qp(), 0, i, hc)));
     else
       workers_.push_back(std::make_unique<roce::RingWorker>(
-          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, rack_->send_qp(), i, ranks, hc, dtype_, redop_)));
+          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, job_->send_qp(), i, ranks, hc, dtype_, redop_)));
     nic.set_client(workers_.back().get());
   }
-  if (in_network) rack_->add_ring(window_, msg_len_, dtype_, redop_);
+  if (in_network) job_->add_ring(window_, msg_len_, dtype_, redop_);
 
   if (multigpu_)  // the appendix's model and the values it was given
     schema_->add({"model_us", "us", ColumnKind::Measurement})
@@ -148,11 +151,11 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
 
 NetReduceWorkload::~NetReduceWorkload() = default;
 
-sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return rack_->default_stall_timeout(); }
+sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return job_->default_stall_timeout(); }
 
 void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (int i = 0; i < rack_->ring_size(); ++i)
-    sc_core::sc_trace(tf, workers_[i]->progress_ref(), "host" + std::to_string(rack_->ring_host(i)) + progress_suffix());
+  for (int i = 0; i < job_->ring_size(); ++i)
+    sc_core::sc_trace(tf, workers_[i]->progress_ref(), "host" + std::to_string(job_->ring_host(i)) + progress_suffix());
 }
 
 // The bandwidth term alone (the bound) or with the latency term (the
@@ -160,14 +163,14 @@ void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
 // NetReduce, with B the payload bandwidths and alpha the hop latency.
 double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
   const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
-  const int p = rack_->ring_size(), n = p / rack_->racks();
-  const double a = with_alpha ? rack_->hop_latency().to_seconds() * 1e6 : 0.0;
+  const int p = job_->ring_size(), n = p / job_->racks();
+  const double a = with_alpha ? job_->hop_latency().to_seconds() * 1e6 : 0.0;
   const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
   if (!multigpu_)
     return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
   (void)m;
   if (opt_.algorithm == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
-    const double m_count = rack_->racks();
+    const double m_count = job_->racks();
     return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
   }
   if (opt_.algorithm == "tencent") {  // Eq. (2)
@@ -188,15 +191,15 @@ std::string NetReduceWorkload::progress_suffix() const {
 
 NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   Totals t;
-  for (int i = 0; i < rack_->hosts(); ++i) {
-    const roce::RoceNic& n = rack_->nic(i);
+  for (int i = 0; i < job_->hosts(); ++i) {
+    const roce::RoceNic& n = job_->nic(i);
     t.frame_bytes += n.frame_bytes_sent();
     t.retransmitted += n.retransmitted();
     t.timeouts += n.timeouts();
     t.icrc_drops += n.icrc_drops();
   }
-  t.lost = rack_->lost();
-  for (const auto& f : rack_->fpgas()) {
+  t.lost = machine_->frames_lost();
+  for (const auto& f : job_->fpgas()) {
     const auto c = f->counters();
     t.icrc_drops += c.icrc_drops;
     t.first_lost += c.first_lost_drops;
@@ -206,9 +209,9 @@ NetReduceWorkload::Totals NetReduceWorkload::totals() const {
 }
 
 Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
-  const int hosts = rack_->ring_size();  // the workers
+  const int hosts = job_->ring_size();  // the workers
   const uint64_t bytes = sizes_[si];
-  const auto& ends = rack_->link_ends();
+  const auto& ends = machine_->link_ends();
   std::vector<uint64_t> before_packets(ends.size());
   for (size_t k = 0; k < ends.size(); ++k) before_packets[k] = ends[k].port->packets_sent();
   const Totals t0 = totals();
@@ -227,8 +230,8 @@ Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   // The last ACKs: every connection drains before the next size starts,
   // so no retransmission of this size meets the next one's messages.
   auto idle = [&] {
-    for (int i = 0; i < rack_->hosts(); ++i)
-      if (!rack_->nic(i).idle()) return false;
+    for (int i = 0; i < job_->hosts(); ++i)
+      if (!job_->nic(i).idle()) return false;
     return true;
   };
   run.run_until(idle, what, sc_core::sc_time(1, sc_core::SC_US));
@@ -242,7 +245,7 @@ Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   const double model = model_us(bytes, true);
   if (multigpu_)
     r.set("model_us", model)
-        .set("alpha_us", rack_->hop_latency().to_seconds() * 1e6)
+        .set("alpha_us", job_->hop_latency().to_seconds() * 1e6)
         .set("B_inter_payload_GBps", payload_GBps_)
         .set("B_intra_payload_GBps", intra_payload_GBps_);
   const double goodput = 8.0 * static_cast<double>(bytes) / (time_us * 1e3);
@@ -275,45 +278,45 @@ Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
 
 // Beside the blocks' held packets: which hosts are not done, and where.
 void NetReduceWorkload::report_stall(std::ostream& os) const {
-  for (int i = 0; i < rack_->ring_size(); ++i)
+  for (int i = 0; i < job_->ring_size(); ++i)
     if (!workers_[i]->finished())
-      os << "  host" << rack_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
+      os << "  host" << job_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
          << workers_[i]->progress_ref() << "\n";
 }
 
 void NetReduceWorkload::print_header(std::ostream& os) const {
-  const int hosts = rack_->hosts();
-  const int racks = rack_->racks();
+  const int hosts = job_->hosts();
+  const int racks = job_->racks();
   os << "# incsim: allreduce " << opt_.algorithm << " on ";
   if (opt_.ring.empty()) {
     os << hosts;
   } else {
-    os << "a ring of " << rack_->ring_size() << " of the " << hosts;
+    os << "a ring of " << job_->ring_size() << " of the " << hosts;
   }
   os << " hosts, platform " << opt_.platform << " (";
   if (racks == 1)
-    os << "1 Ethernet switch, " << (rack_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
+    os << "1 Ethernet switch, " << (job_->fpga() ? std::to_string(hosts) + "-port FPGA aggregator, " : std::string());
   else if (multigpu_)
     os << racks << " machines of " << hosts / racks << " GPUs, B_intra " << std::setprecision(1) << std::fixed
-       << rack_->host_link_GBps() << " GB/s, one NIC each, 1 Ethernet switch"
-       << (rack_->fpga() ? " with an FPGA aggregator (" + std::to_string(hosts / racks) + " rings), " : ", ");
+       << job_->host_link_GBps() << " GB/s, one NIC each, 1 Ethernet switch"
+       << (job_->fpga() ? " with an FPGA aggregator (" + std::to_string(hosts / racks) + " rings), " : ", ");
   else
     os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
-       << (rack_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
-  os << std::setprecision(0) << std::fixed << rack_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+       << (job_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
+  os << std::setprecision(0) << std::fixed << job_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
   os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
-     << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << rack_->mtu_payload()
+     << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << job_->mtu_payload()
      << " B packet)";
   if (multigpu_)
     os << "; B_intra payload " << std::setprecision(2) << intra_payload_GBps_ << " GB/s; alpha (one GPU-to-GPU hop) "
-       << rack_->hop_latency().to_seconds() * 1e6 << " us";
-  if (rack_->fpga())
+       << job_->hop_latency().to_seconds() * 1e6 << " us";
+  if (job_->fpga())
     os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
        << 2 * window_ * msg_len_ << " packets";
   os << "\n";
   if (!opt_.ring.empty()) {
     os << "# ring order (hosts):";
-    for (int k = 0; k < rack_->ring_size(); ++k) os << " " << rack_->ring_host(k);
+    for (int k = 0; k < job_->ring_size(); ++k) os << " " << job_->ring_host(k);
     os << "\n";
   }
 }
@@ -321,11 +324,11 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
 void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
   config["collective"] = "allreduce";
   config["algorithm"] = opt_.algorithm;
-  config["hosts"] = rack_->hosts();
-  config["racks"] = rack_->racks();
-  if (rack_->racks() == 1) {  // the others build their rings themselves
+  config["hosts"] = job_->hosts();
+  config["racks"] = job_->racks();
+  if (job_->racks() == 1) {  // the others build their rings themselves
     config["ring"] = nlohmann::ordered_json::array();
-    for (int k = 0; k < rack_->ring_size(); ++k) config["ring"].push_back(rack_->ring_host(k));
+    for (int k = 0; k < job_->ring_size(); ++k) config["ring"].push_back(job_->ring_host(k));
   }
   config["dtype"] = collectives::dtype_name(dtype_);
   config["redop"] = collectives::redop_name(redop_);

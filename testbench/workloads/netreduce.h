@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
-#include "platforms/netreduce_rack.h"
+#include "netreduce_job.h"
+#include "platforms/machine.h"
 #include "workload.h"
 
 namespace incsim::roce {
@@ -26,19 +27,21 @@ class NetReduceWorkload : public Workload {
   NetReduceWorkload(const Options& o, Config& cfg);
   ~NetReduceWorkload() override;
 
-  platforms::Machine& machine() override { return *rack_; }
+  platforms::Machine& machine() override { return *machine_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   Row run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
+  std::string stall_cause() const override { return job_->stall_cause(); }
   void report_stall(std::ostream& os) const override;
   void trace(sc_core::sc_trace_file* tf) const override;
 
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
-  platforms::NetReduceRack& platform() { return *rack_; }  // tests: fault hooks on chosen links
+  platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
+  const NetReduceJob& job() const { return *job_; }
 
  private:
   struct Totals;
@@ -55,7 +58,8 @@ class NetReduceWorkload : public Workload {
   uint32_t window_ = 0, msg_len_ = 0;
   double payload_GBps_ = 0;
   std::unique_ptr<collectives::DataPattern> pattern_;
-  std::unique_ptr<platforms::NetReduceRack> rack_;
+  std::unique_ptr<platforms::Machine> machine_;
+  std::unique_ptr<NetReduceJob> job_;
   std::vector<std::unique_ptr<roce::Worker>> workers_;
   bool in_network_ = false;
 };

@@ -1,0 +1,83 @@
+#include "ethernet_fabric.h"
+
+#include "core/error.h"
+#include "nvswitch/nvswitch.h"
+
+namespace incsim::platforms {
+
+EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*seed*/) : t_(t) {
+  loss_ = cfg.get(kLinkLoss);
+  corruption_ = cfg.get(kLinkCorruption);
+  mtu_ = cfg.get(roce::kMtuPayload);
+  if (mtu_ % 4)
+    throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu_));
+  const uint32_t ack_every = cfg.get(roce::kAckEvery);
+  const sc_core::sc_time rto(cfg.get(roce::kRto), sc_core::SC_US);
+  const uint32_t buffer = cfg.get(eth::kEthBufferBytes);
+  // Credits: a frame leaves only when the whole of it fits in the next
+  // buffer, so a buffer smaller than the largest frame (a message's first
+  // packet, with RETH and INA headers) never lets it go.
+  const uint32_t largest_frame = eth::kEthWireOverhead + eth::kRoceOverhead + mtu_ + eth::kRethBytes + eth::kInaBytes;
+  if (buffer < largest_frame)
+    throw UserError("switch.buffer_bytes must hold at least one " + std::to_string(largest_frame) +
+                    "-byte frame (roce.mtu_payload " + std::to_string(mtu_) + " plus headers), not " +
+                    std::to_string(buffer));
+  // NetReduce §5.1 does not give its switch's latency: 400 ns, a commodity 100 GbE switch (nvswitch.h).
+  const sc_core::sc_time sw_latency(cfg.get(nvswitch::kSwitchLatency, 400.0), sc_core::SC_NS);
+  const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
+  const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
+  // Each port's rate and wire latency come from its link (Block::configure_port).
+  sw_ = {0, sc_core::SC_ZERO_TIME, sw_latency, buffer};
+  nic_ = {0, sc_core::SC_ZERO_TIME, buffer, mtu_, ack_every, rto, tx_latency, rx_latency};
+  fpga_.buffer_bytes = buffer;
+  fpga_.mtu_payload = mtu_;
+  bool fpgas = false;
+  for (int e : t_.endpoints()) fpgas = fpgas || t_.node(e).block == topo::kinds::kFpgaAggregator;
+  if (fpgas) {  // their keys are read only where there is one
+    fpga_.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
+    fpga_.clt_entries = cfg.get(netreduce::kCltEntries);
+  }
+}
+
+net::PacketFormat EthernetFabric::packet_format() const { return net::PacketFormat{0, 1, eth::kPayloadOffset + mtu_}; }
+
+std::unique_ptr<net::Block> EthernetFabric::make_switch(int s, net::PacketPool& pool) const {
+  const auto& node = t_.node(s);
+  auto sw = std::make_unique<eth::EthernetSwitch>(node.name.c_str(), node.ports, sw_, &pool);
+  // The forwarding database: every endpoint by the graph's route. A job may
+  // add ACL rules and override an entry (netreduce_job.h).
+  for (size_t d = 0; d < t_.endpoints().size(); ++d) sw->set_route(static_cast<uint32_t>(d), t_.route(s, static_cast<int>(d)));
+  return sw;
+}
+
+std::unique_ptr<net::Block> EthernetFabric::make_host(int e, net::PacketPool& pool) const {
+  const auto& node = t_.node(e);
+  if (node.ports != 1) throw UserError("node " + node.name + " is a roce_host, which has 1 port, not " + std::to_string(node.ports));
+  return std::make_unique<roce::RoceNic>(node.name.c_str(), node.index, ip_of(node.index), nic_, &pool);
+}
+
+std::unique_ptr<net::Block> EthernetFabric::make_fpga(int e, net::PacketPool& pool) const {
+  const auto& node = t_.node(e);
+  return std::make_unique<netreduce::FpgaAggregator>(node.name.c_str(), node.ports, fpga_, &pool);
+}
+
+void register_ethernet_fabric() {
+  register_fabric(EthernetFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults&) {
+    return std::make_unique<EthernetFabric>(t, cfg, seed);
+  });
+  using topo::NodeKind;
+  register_node_kind(topo::kinds::kEthernetSwitch, EthernetFabric::kName, NodeKind::Switch,
+                     [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<EthernetFabric&>(f).make_switch(n, pool);
+                     });
+  register_node_kind(topo::kinds::kRoceHost, EthernetFabric::kName, NodeKind::Endpoint,
+                     [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<EthernetFabric&>(f).make_host(n, pool);
+                     });
+  register_node_kind(topo::kinds::kFpgaAggregator, EthernetFabric::kName, NodeKind::Endpoint,
+                     [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<EthernetFabric&>(f).make_fpga(n, pool);
+                     });
+}
+
+}  // namespace incsim::platforms

@@ -1,0 +1,55 @@
+#pragma once
+// The Ethernet fabric ("ethernet", NetReduce §4, Fig. 10B): RoCE frames
+// between 100 GbE hosts (RoceNic), commodity switches (EthernetSwitch,
+// forwarding by the graph's routes) and FPGA aggregators
+// (FpgaAggregator), with per-link loss and corruption. What a job needs
+// beyond the wiring (queue pairs, ACL rules, the aggregation hierarchy) its
+// workload programs into these blocks (testbench/workloads/netreduce_job.h).
+#include <cstdint>
+#include <memory>
+
+#include "ethernet/ethernet_switch.h"
+#include "machine.h"
+#include "netreduce/fpga_aggregator.h"
+#include "roce/roce_nic.h"
+
+namespace incsim::platforms {
+
+class EthernetFabric : public Fabric {
+ public:
+  static constexpr const char* kName = "ethernet";
+  // Reads the switch, NIC, link-fault and (if the graph has an FPGA) FPGA
+  // parameters; UserError for a bad value.
+  EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t seed);
+
+  // A frame's headers, payload and the INA and RETH headers of a message's
+  // first packet fit one pooled packet.
+  net::PacketFormat packet_format() const override;
+  double link_loss() const override { return loss_; }
+  double link_corruption() const override { return corruption_; }
+
+  uint32_t mtu_payload() const { return mtu_; }
+  sc_core::sc_time rto() const { return nic_.rto; }
+  sc_core::sc_time switch_latency() const { return sw_.latency; }
+  sc_core::sc_time tx_latency() const { return nic_.tx_latency; }
+  sc_core::sc_time rx_latency() const { return nic_.rx_latency; }
+  uint32_t clt_entries() const { return fpga_.clt_entries; }
+  // The IP address of endpoint e: 10.0.0.1 for endpoint 0, and so on.
+  static uint32_t ip_of(int endpoint) { return 0x0A000001u + static_cast<uint32_t>(endpoint); }
+
+  std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
+  std::unique_ptr<net::Block> make_host(int node, net::PacketPool& pool) const;
+  std::unique_ptr<net::Block> make_fpga(int node, net::PacketPool& pool) const;
+
+ private:
+  const topo::Topology& t_;
+  uint32_t mtu_ = 0;
+  double loss_ = 0, corruption_ = 0;
+  eth::SwitchConfig sw_{};
+  roce::NicConfig nic_{};
+  netreduce::FpgaConfig fpga_{};
+};
+
+void register_ethernet_fabric();
+
+}  // namespace incsim::platforms

@@ -1,0 +1,183 @@
+#include "gpu_fabric.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "nic/nic.h"
+
+namespace incsim::platforms {
+
+using sc_core::sc_time;
+using topo::NodeKind;
+
+namespace {
+const Param<std::string> kHomePorts{
+    "fabric.home_ports", "interleave", Range::none(),
+    "how push blocks are spread over home ports (Klenk §IV-C: by hashing): interleave, consecutive 128 B blocks "
+    "on consecutive switches then ports, as address-sliced caches do; or hash, a mixing hash of the block address"};
+}  // namespace
+
+GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) : t_(t) {
+  const std::string homes = cfg.get(kHomePorts);
+  if (homes != "interleave" && homes != "hash")
+    throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
+  multicast_ = std::make_unique<topo::MulticastFabric>(
+      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave);
+  fmt_.header_bytes = cfg.get(net::kHeaderBytes);
+  fmt_.flit_bytes = cfg.get(net::kFlitBytes);
+  fmt_.max_payload_bytes = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
+  if (fmt_.max_payload_bytes % 4 != 0)
+    throw UserError("net.max_payload_bytes must be a multiple of 4, not " + std::to_string(fmt_.max_payload_bytes));
+  const uint32_t max_packet = fmt_.wire_bytes(fmt_.max_payload_bytes);
+
+  const double sw_latency_ns = cfg.get(nvswitch::kSwitchLatency, d.switch_latency_ns);
+  sw_.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
+  sw_.speedup = cfg.get(nvswitch::kSwitchSpeedup);
+  const uint32_t in_buf = cfg.get(nvswitch::kSwitchInBuffer);
+  const uint32_t out_q = cfg.get(nvswitch::kSwitchOutQueue);
+  sw_.table_bytes = cfg.get(nvswitch::kTableBytes, d.table_bytes);
+  const double timeout_ns = cfg.get(nvswitch::kTableTimeout);
+  const std::string eviction = cfg.get(nvswitch::kTableEviction);
+  sw_.entry_bytes = fmt_.max_payload_bytes;
+  sw_.eviction = nvswitch::make_eviction_policy(eviction);
+  auto check_table = [&](const std::string& key, uint32_t b) {
+    if (b != 0 && b < sw_.entry_bytes)
+      throw UserError(key + " must hold at least one " + std::to_string(sw_.entry_bytes) +
+                      "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
+    return b;
+  };
+  check_table("switch.reduction_table.bytes", sw_.table_bytes);
+
+  gc_.clock_ghz = cfg.get(gpu::kGpuClock);
+  gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
+  gc_.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
+  const uint32_t rx_buf = cfg.get(gpu::kGpuRxBuffer);
+  gc_.max_responses = cfg.get(gpu::kGpuMaxResponses);
+  gc_.seed = seed;
+  // Little's law quantities (Klenk Eq. (1), (2)).
+  {
+    const int node = t_.endpoints()[0];
+    double link_ns = 0, ser_ns = 0;
+    for (int p = 0; p < t_.node(node).ports; ++p) {
+      const auto& l = t_.links()[t_.link_at({node, p})];
+      little_law_.b_in_GBps += l.bw_GBps;
+      link_ns = std::max(link_ns, l.latency_ns);
+      ser_ns = std::max(ser_ns, max_packet / l.bw_GBps);
+    }
+    const int n = static_cast<int>(t_.endpoints().size());
+    for (int a = 0; a < n; ++a)
+      for (int b = 0; b < n; ++b) little_law_.d_max = std::max(little_law_.d_max, t_.hops(a, b) - 1);
+    little_law_.l_hop_ns = sw_latency_ns + link_ns + ser_ns;
+    little_law_.l_gpu_ns = (gc_.mem_latency_cycles + gc_.mem_jitter_cycles / 2.0) / gc_.clock_ghz;
+  }
+  sw_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
+                                     : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
+
+  double max_bw = 0, max_link_ns = 0;
+  for (const auto& l : t_.links()) {
+    max_bw = std::max(max_bw, l.bw_GBps);
+    max_link_ns = std::max(max_link_ns, l.latency_ns);
+  }
+  const double max_mem_ns = (gc_.mem_latency_cycles + gc_.mem_jitter_cycles) / gc_.clock_ghz;
+  longest_round_trip_ = sc_time(2 * max_link_ns + max_mem_ns, sc_core::SC_NS) + sw_.latency;
+  if (gc_.max_responses == 0) gc_.max_responses = static_cast<uint32_t>(max_mem_ns * max_bw / fmt_.header_bytes) + 2;
+  // Buffers cover a link's credit round trip: a switch's per port, from the
+  // link at that port (a torus router's node link is 4x faster than its
+  // network links, and its buffer 4x larger); a GPU's the largest over its
+  // links (one gpu.rx_buffer_bytes for all its ports).
+  auto buffer_for_port = [&](topo::PortRef p, sc_time holding) {
+    const auto& k = t_.links()[t_.link_at(p)];
+    return std::max(net::round_trip_bytes(k.bw_GBps, sc_time(k.latency_ns, sc_core::SC_NS), holding, max_packet),
+                    max_packet);
+  };
+  auto buffer_for = [&](int node, sc_time holding) {
+    uint32_t b = 0;
+    for (int p = 0; p < t_.node(node).ports; ++p) b = std::max(b, buffer_for_port({node, p}, holding));
+    return b;
+  };
+  const size_t nodes = t_.nodes().size();
+  in_bytes_.resize(nodes);
+  out_bytes_.resize(nodes);
+  table_bytes_.resize(nodes);
+  latency_ns_.assign(nodes, sw_latency_ns);
+  for (int s : t_.switches()) {
+    const auto& node = t_.node(s);
+    for (int p = 0; p < node.ports; ++p) {
+      in_bytes_[s].push_back(in_buf ? in_buf : buffer_for_port({s, p}, sw_.latency));
+      out_bytes_[s].push_back(out_q ? out_q : buffer_for_port({s, p}, sw_.latency));
+      // A switch's or a port's own key may override the table size (sw3.reduction_table.bytes,
+      // sw3.port5.reduction_table.bytes) and a switch's its latency.
+      const std::string port = node.name + ".port" + std::to_string(p);
+      const uint32_t b = check_table(port + ".reduction_table.bytes", cfg.instance(port, nvswitch::kTableBytes, sw_.table_bytes));
+      table_bytes_[s].push_back(b);
+      table_bytes_total_ += b / sw_.entry_bytes * sw_.entry_bytes;
+    }
+    if (*std::min_element(in_bytes_[s].begin(), in_bytes_[s].end()) < max_packet ||
+        *std::min_element(out_bytes_[s].begin(), out_bytes_[s].end()) < max_packet)
+      throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
+    latency_ns_[s] = cfg.instance(node.name, nvswitch::kSwitchLatency, sw_latency_ns);
+  }
+  for (int e : t_.endpoints()) {
+    in_bytes_[e].assign(t_.node(e).ports, rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME));
+    if (in_bytes_[e][0] < max_packet)
+      throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
+  }
+}
+
+std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool) const {
+  const auto& node = t_.node(s);
+  nvswitch::SwitchWiring w;
+  w.index = node.index;
+  for (size_t d = 0; d < t_.endpoints().size(); ++d) w.route.push_back(static_cast<int16_t>(t_.route(s, static_cast<int>(d))));
+  for (size_t k = 0; k < t_.switches().size(); ++k) {
+    w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
+    for (int16_t port : t_.routes_to_switch(s, static_cast<int>(k))) w.route_to_switch.push_back(port);
+  }
+  w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
+  for (int p = 0; p < node.ports; ++p) {
+    const auto& peer = t_.node(t_.peer({s, p}).node);
+    w.port_endpoint.push_back(peer.kind == NodeKind::Endpoint ? peer.index : -1);
+  }
+  // VC per hop: only torus, mesh and BiGraph change it (Topology::vc_policy);
+  // elsewhere every packet stays on its class's first VC.
+  if (t_.vc_policy != topo::VcPolicy::None)
+    for (int i = 0; i < node.ports; ++i)
+      for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(t_.vc_rule(s, i, o));
+  nvswitch::SwitchConfig c = sw_;
+  c.latency = sc_time(latency_ns_[s], sc_core::SC_NS);
+  c.in_buffer_bytes = *std::max_element(in_bytes_[s].begin(), in_bytes_[s].end());
+  c.out_queue_bytes = *std::max_element(out_bytes_[s].begin(), out_bytes_[s].end());
+  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, pool, multicast_.get());
+  for (int p = 0; p < node.ports; ++p) {
+    sw->size_port(p, in_bytes_[s][p], out_bytes_[s][p]);
+    if (table_bytes_[s][p] != sw_.table_bytes) sw->set_table_bytes(p, table_bytes_[s][p]);
+  }
+  return sw;
+}
+
+std::unique_ptr<net::Block> GpuFabric::make_gpu(int e, net::PacketPool& pool) const {
+  const auto& node = t_.node(e);
+  gpu::GpuConfig c = gc_;
+  c.rx_buffer_bytes = in_bytes_[e][0];
+  // Each endpoint carries a schedule-table NIC (MultiTree §IV-A, Fig. 6) as gpuN.nic.
+  return std::make_unique<gpu::Gpu>(node.name.c_str(), node.index, node.ports, c, pool,
+                                    [](gpu::Gpu& g) { return std::make_unique<nic::Nic>("nic", g); });
+}
+
+void register_nvlink_fabric() {
+  register_fabric(GpuFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) {
+    return std::make_unique<GpuFabric>(t, cfg, seed, d);
+  });
+  auto sw = [](const topo::Topology&, int node, Fabric& f, net::PacketPool& pool) {
+    return dynamic_cast<GpuFabric&>(f).make_switch(node, pool);
+  };
+  auto gpu = [](const topo::Topology&, int node, Fabric& f, net::PacketPool& pool) {
+    return dynamic_cast<GpuFabric&>(f).make_gpu(node, pool);
+  };
+  register_node_kind(topo::kinds::kGpu, GpuFabric::kName, NodeKind::Endpoint, gpu);
+  for (const char* kind : {topo::kinds::kNvSwitch, topo::kinds::kRouter, topo::kinds::kNvLinkBridge,
+                           topo::kinds::kPcieSwitch, topo::kinds::kCpuSocket, topo::kinds::kNetworkSwitch})
+    register_node_kind(kind, GpuFabric::kName, NodeKind::Switch, sw);
+}
+
+}  // namespace incsim::platforms

@@ -1,0 +1,70 @@
+#pragma once
+// The GPU fabric ("nvlink"): GPUs and NVSwitch-like switches exchanging
+// flit-sized packets on four VCs with credit flow control (Klenk §V;
+// docs/architecture.md, "The packet and its protocol"). One NvSwitch per
+// switch node (an NVSwitch; a MultiTree network's router; a DGX-1's NVLink
+// bridges, PCIe switches, CPU sockets and network switch, each with that
+// node's links and the family's latency), one Gpu per endpoint, with a
+// schedule-table NIC inside as gpuN.nic. Buffers are sized from each link's
+// round trip; routes, VC rules and multicast regions come from the graph.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gpu/gpu.h"
+#include "machine.h"
+#include "nvswitch/nvswitch.h"
+#include "topology/multicast.h"
+
+namespace incsim::platforms {
+
+// The quantities of Klenk's Little's-law table sizing, Eq. (1) and (2),
+// for this platform (measured from GPU 0's ports).
+struct LittleLaw {
+  double b_in_GBps = 0;  // a GPU's injection bandwidth
+  int d_max = 0;         // the most switches between two GPUs
+  double l_hop_ns = 0;   // a switch, a wire and a packet's serialization
+  double l_gpu_ns = 0;   // mean GPU memory response latency
+};
+
+class GpuFabric : public Fabric {
+ public:
+  static constexpr const char* kName = "nvlink";
+  // Reads every switch, GPU and packet parameter, per switch and per port
+  // where an instance key overrides the type's; throws UserError for any bad
+  // value before the first module is built.
+  GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d);
+
+  net::PacketFormat packet_format() const override { return fmt_; }
+  // The fabric manager's multicast regions, which every switch reads.
+  topo::MulticastFabric& multicast() const { return *multicast_; }
+  const nvswitch::SwitchConfig& switch_config() const { return sw_; }
+  const gpu::GpuConfig& gpu_config() const { return gc_; }
+  const LittleLaw& little_law() const { return little_law_; }
+  // The slowest request-response loop: the longest link there and back, a
+  // switch, and the largest memory latency.
+  sc_core::sc_time longest_round_trip() const { return longest_round_trip_; }
+  // Reduction table bytes over every switch port (Klenk §IV-F1: C).
+  uint64_t total_table_bytes() const { return table_bytes_total_; }
+
+  std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
+  std::unique_ptr<net::Block> make_gpu(int node, net::PacketPool& pool) const;
+
+ private:
+  const topo::Topology& t_;
+  net::PacketFormat fmt_;
+  std::unique_ptr<topo::MulticastFabric> multicast_;
+  nvswitch::SwitchConfig sw_;
+  gpu::GpuConfig gc_{};
+  LittleLaw little_law_;
+  sc_core::sc_time longest_round_trip_;
+  uint64_t table_bytes_total_ = 0;
+  // [node][port]: input buffer and output queue bytes per VC; a switch's
+  // reduction table bytes per port and latency.
+  std::vector<std::vector<uint32_t>> in_bytes_, out_bytes_, table_bytes_;
+  std::vector<double> latency_ns_;
+};
+
+void register_nvlink_fabric();
+
+}  // namespace incsim::platforms

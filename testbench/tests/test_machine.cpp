@@ -1,0 +1,94 @@
+// The one netlist builder (platforms/machine.h): a module per node by the
+// factory its kind is registered with, links bound with the far end's
+// buffer as credits, one fabric per machine, faults on lossy links only.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <systemc>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "ethernet/ethernet_switch.h"
+#include "gpu/gpu.h"
+#include "netreduce/fpga_aggregator.h"
+#include "nvswitch/nvswitch.h"
+#include "platforms/gpu_fabric.h"
+#include "platforms/machine.h"
+#include "platforms/netreduce_machines.h"
+#include "roce/roce_nic.h"
+
+using namespace incsim;
+using platforms::Machine;
+
+namespace {
+// Two GPUs on one switch of kind `switch_kind`.
+topo::Topology pair_on_switch(const std::string& switch_kind, const std::string& gpu_kind = topo::kinds::kGpu) {
+  topo::Topology t;
+  t.name = "pair";
+  const int sw = t.add_switch("sw", 2, switch_kind);
+  const int a = t.add_endpoint("a", 1, gpu_kind), b = t.add_endpoint("b", 1, gpu_kind);
+  t.connect({sw, 0}, {a, 0}, 25, 10);
+  t.connect({sw, 1}, {b, 0}, 50, 10);
+  t.finalize();
+  return t;
+}
+}  // namespace
+
+TEST_CASE("the builder makes a kind an sc_main registers with that kind's factory", "[machine]") {
+  int made = 0;
+  platforms::register_node_kind("probe_switch", platforms::GpuFabric::kName, topo::NodeKind::Switch,
+                                [&made](const topo::Topology&, int node, platforms::Fabric& f, net::PacketPool& pool) {
+                                  ++made;
+                                  return dynamic_cast<platforms::GpuFabric&>(f).make_switch(node, pool);
+                                });
+  Config cfg;
+  Machine m(pair_on_switch("probe_switch"), cfg, 1);
+  CHECK(made == 1);
+  CHECK(m.fabric_name() == "nvlink");
+  CHECK(m.blocks_of<nvswitch::NvSwitch>().size() == 1);
+  CHECK(m.blocks_of<gpu::Gpu>().size() == 2);
+  CHECK(sc_core::sc_find_object("sw.port1") != nullptr);
+  // Each link end takes its link's rate and its far end's buffer as credits.
+  REQUIRE(m.link_ends().size() == 4);
+  CHECK(m.link_ends()[2].from == "sw.1");
+  CHECK(m.link_ends()[2].to == "b.0");
+  CHECK(m.link_ends()[2].port->bw_GBps() == 50);
+  CHECK(m.link_ends()[3].port->bw_GBps() == 50);
+  // A GPU fabric's links are lossless.
+  CHECK_THROWS_WITH(m.link_faults("a", "sw"), Catch::Contains("lossless"));
+}
+
+TEST_CASE("a graph of two fabrics is refused before the first module is built", "[machine]") {
+  Config cfg;
+  CHECK_THROWS_WITH(Machine(pair_on_switch(topo::kinds::kEthernetSwitch), cfg, 1),
+                    Catch::Contains("node a is a gpu of the nvlink fabric, but sw is a ethernet_switch of the "
+                                    "ethernet fabric"));
+  CHECK(sc_core::sc_find_object("sw") == nullptr);
+  CHECK(sc_core::sc_find_object("a") == nullptr);
+}
+
+TEST_CASE("a kind in the wrong place, or of an unknown fabric, is refused", "[machine]") {
+  Config cfg;
+  CHECK_THROWS_WITH(Machine(pair_on_switch(topo::kinds::kNvSwitch, topo::kinds::kNvSwitch), cfg, 1),
+                    Catch::Contains("node a is a nvswitch, which is a switch, not an endpoint"));
+  CHECK_THROWS_WITH(platforms::register_node_kind("x", "infiniband", topo::NodeKind::Switch, {}),
+                    Catch::Contains("unknown fabric 'infiniband'"));
+  CHECK_THROWS_WITH(platforms::fabric_of_kind("toaster"), Catch::Contains("unknown node kind 'toaster'"));
+}
+
+TEST_CASE("an Ethernet machine: a module per node, faults on every link end, named by port or node", "[machine]") {
+  Config cfg;
+  cfg.set("link.loss", "0.5", "test");
+  using Layout = platforms::NetReduceShape::Layout;
+  const auto shape = platforms::netreduce_shape(Layout::Rack, 1, 3, true, cfg);
+  Machine m(platforms::netreduce_topology(shape), cfg, 1);
+  CHECK(m.fabric_name() == "ethernet");
+  CHECK(m.blocks_of<roce::RoceNic>().size() == 3);
+  CHECK(m.blocks_of<eth::EthernetSwitch>().size() == 1);
+  CHECK(m.blocks_of<netreduce::FpgaAggregator>().size() == 1);
+  CHECK(m.link_faults("host1", "switch").loss() == 0.5);
+  CHECK(&m.link_faults("switch.4", "fpga.1") == &m.link_faults("switch", "fpga.1"));
+  CHECK_THROWS_WITH(m.link_faults("switch", "fpga"), Catch::Contains("several links run switch -> fpga"));
+  CHECK_THROWS_WITH(m.link_faults("host0", "host1"), Catch::Contains("no link host0 -> host1"));
+  CHECK(m.frames_lost() == 0);
+}

@@ -1,0 +1,191 @@
+#include "netreduce_job.h"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace incsim::tb {
+
+namespace {
+constexpr uint32_t kLeafIp0 = 0x0A000101u;  // 10.0.1.1: leaf r's FPGA
+constexpr uint32_t kSpineIp = 0x0A000201u;  // 10.0.2.1: the spine's FPGA
+using platforms::EthernetFabric;
+}  // namespace
+
+NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring,
+                           uint32_t clt_entries)
+    : shape_(shape), in_network_(in_network), ring_(std::move(ring)) {
+  const int hosts = shape.hosts(), racks = shape.racks;
+  if (ring_.empty())
+    for (int i = 0; i < hosts; ++i) ring_.push_back(i);
+  else if (shape.layout != Layout::Rack)
+    throw UserError("--ring orders the hosts of platform rack; spineleaf and multigpu build their rings themselves");
+  std::vector<bool> seen(hosts);
+  for (int h : ring_) {
+    if (h < 0 || h >= hosts)
+      throw UserError("--ring names host " + std::to_string(h) + ", but the rack has hosts 0 to " +
+                      std::to_string(hosts - 1));
+    if (seen[h]) throw UserError("--ring names host " + std::to_string(h) + " twice");
+    seen[h] = true;
+  }
+  if (ring_.size() < 2) throw UserError("--ring needs at least 2 hosts, not " + std::to_string(ring_.size()));
+  if (in_network) {
+    // A connection takes a CLT entry at its first packet and a full table
+    // drops it (§3.2), which would stall the job: refuse it here.
+    const int connections = shape.layout == Layout::MultiGpu ? hosts
+                            : racks == 1                     ? static_cast<int>(ring_.size())
+                                                             : std::max(shape.hosts_per_rack, racks);
+    if (static_cast<uint32_t>(connections) > clt_entries)
+      throw UserError("an FPGA's CLT holds " + std::to_string(clt_entries) + " connections, but its rings have " +
+                      std::to_string(connections) + "; raise fpga.clt.entries");
+  }
+  // Links a packet crosses from a sender to its receiver: host to switch and
+  // out; the uplinks of spine-leaf or of a machine; an FPGA and back (on
+  // spine-leaf the sender's leaf, the spine and the receiver's leaf). The
+  // ACK comes back the same way.
+  const int one_way = 2 + (racks > 1 ? 2 : 0) + (in_network ? (shape.layout == Layout::SpineLeaf ? 6 : 2) : 0);
+  loop_links_ = 2 * one_way;
+}
+
+void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
+  const topo::Topology& g = m.topology();
+  fabric_ = &m.fabric_as<EthernetFabric>();
+  nics_ = m.blocks_of<roce::RoceNic>();
+  switches_ = m.blocks_of<eth::EthernetSwitch>();
+  fpgas_ = m.blocks_of<netreduce::FpgaAggregator>();
+  const int H = shape_.hosts_per_rack, R = shape_.racks, hosts = shape_.hosts();
+  const bool multigpu = shape_.layout == Layout::MultiGpu;
+  const bool leaf_fpgas = shape_.leaf_fpga_ports() > 0;
+  auto ip_of = EthernetFabric::ip_of;
+  // Graph nodes: hosts are endpoints 0..hosts-1, then the FPGAs; the spine is the last switch.
+  const int fpga0 = hosts;
+  const int spine_fpga = static_cast<int>(g.endpoints().size()) - 1;
+  // The switch port that leads to port `port` of FPGA endpoint `fpga`.
+  auto port_to = [&g](int fpga, int port) { return g.peer({g.endpoints()[fpga], port}).port; };
+
+  // The ring: rank k's qp 0 sends to rank k+1's qp 1. Initial PSNs differ per
+  // connection, as a NIC picks them, so PSN0 is never 0 by accident.
+  const auto psn0_of = [seed](int sender) {
+    return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 104729) % (1u << 20));
+  };
+  auto next_of = [this](int k) { return ring_[(k + 1) % ring_size()]; };
+  for (int k = 0; k < ring_size(); ++k) {
+    const int host = ring_[k], next = next_of(k);
+    nics_[host]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(recv_qp()), psn0_of(host));
+  }
+  for (int k = 0; k < ring_size(); ++k) {
+    const int host = ring_[k], prev = ring_[(k + ring_size() - 1) % ring_size()];
+    nics_[host]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(send_qp()), psn0_of(prev));
+  }
+  if (multigpu)
+    for (int gi = 0; gi < hosts; ++gi) {
+      const int mi = gi / H, i = gi % H;
+      const int up = mi * H + (i + 1) % H, down = mi * H + (i + H - 1) % H;
+      const int next = ((mi + 1) % R) * H + i, prev = ((mi + R - 1) % R) * H + i;
+      auto psn = [seed](int sender) {
+        return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 15485863) % (1u << 20));
+      };
+      nics_[gi]->create_qp(up, ip_of(up), roce::RoceNic::qpn_of(intra_recv_qp()), psn(gi));
+      nics_[gi]->create_qp(down, ip_of(down), roce::RoceNic::qpn_of(intra_send_qp()), psn(down));
+      nics_[gi]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), psn(gi) ^ 0x5555);
+      nics_[gi]->create_qp(prev, ip_of(prev), roce::RoceNic::qpn_of(inter_send_qp()), psn(prev) ^ 0x5555);
+    }
+  if (!in_network_) return;
+
+  netreduce::Hierarchy hier;
+  hier.leaf_ep0 = static_cast<uint32_t>(fpga0);
+  hier.leaf_ip0 = kLeafIp0;
+  hier.host_ip0 = ip_of(0);
+  hier.hosts_per_rack = H;
+  hier.racks = R;
+  hier.parent_ep = static_cast<uint32_t>(spine_fpga);
+  hier.parent_ip = kSpineIp;
+  for (int r = 0; r < R && leaf_fpgas; ++r) {
+    eth::EthernetSwitch& leaf = *switches_[r];
+    const int last = shape_.leaf_fpga_ports() - 1;
+    hier.role = R == 1 ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Leaf;
+    hier.self_ep = static_cast<uint32_t>(fpga0 + r);
+    hier.self_ip = kLeafIp0 + r;
+    hier.rack = r;
+    hier.uplink_port = R > 1 ? last : -1;
+    fpgas_[r]->set_hierarchy(hier);
+    // The leaf learns its FPGA's address on the port the FPGA sends its own
+    // frames from, its last (under a spine, its uplink port).
+    leaf.set_route(hier.self_ep, port_to(fpga0 + r, last));
+    // One ACL rule per worker (§4): its ring connection goes through the
+    // FPGA port facing the host.
+    for (int k = 0; k < ring_size(); ++k)
+      if (ring_[k] / H == r)
+        leaf.add_acl({ip_of(ring_[k]), ip_of(next_of(k)), roce::RoceNic::qpn_of(recv_qp()),
+                      port_to(fpga0 + r, ring_[k] % H)});
+  }
+  if (R == 1) return;
+  eth::EthernetSwitch& spine = *switches_.back();
+  hier.role = multigpu ? netreduce::Hierarchy::Flat : netreduce::Hierarchy::Spine;
+  hier.self_ep = static_cast<uint32_t>(spine_fpga);
+  hier.self_ip = kSpineIp;
+  hier.rack = -1;
+  hier.uplink_port = -1;
+  fpgas_.back()->set_hierarchy(hier);
+  for (int q = 0; q < R; ++q) {
+    const int port = port_to(spine_fpga, q);
+    if (!multigpu) {
+      // Leaf q's partials enter the spine FPGA by port q.
+      spine.add_acl({kLeafIp0 + q, kSpineIp, hier.virtual_qp, port});
+      continue;
+    }
+    // Parallel NetReduce: the n rings' connections leaving machine q enter
+    // the FPGA by port q (one rule per GPU, §4).
+    for (int i = 0; i < H; ++i) {
+      const int gi = q * H + i, next = ((q + 1) % R) * H + i;
+      spine.add_acl({ip_of(gi), ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), port});
+    }
+  }
+}
+
+void NetReduceJob::add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op) {
+  const int R = racks(), H = shape_.hosts_per_rack;
+  const uint32_t mtu = mtu_payload();
+  if (shape_.layout == Layout::MultiGpu) {  // one ring per GPU index, the machines its ranks
+    for (int i = 0; i < H; ++i) fpgas_[0]->add_ring(static_cast<uint16_t>(i), R, window, msg_len, mtu, dtype, op);
+    return;
+  }
+  for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r) {
+    const bool spine = R > 1 && r == R;
+    fpgas_[r]->add_ring(0, spine ? R : R == 1 ? ring_size() : H, window, msg_len, mtu, dtype, op, spine ? 0 : r * H);
+  }
+}
+
+sc_core::sc_time NetReduceJob::hop_latency() const {
+  return fabric_->tx_latency() + fabric_->rx_latency() + 2 * sc_core::sc_time(shape_.wire_ns, sc_core::SC_NS) +
+         fabric_->switch_latency();
+}
+
+double NetReduceJob::through() const {
+  return std::pow((1 - fabric_->link_loss()) * (1 - fabric_->link_corruption()), loop_links_);
+}
+
+sc_core::sc_time NetReduceJob::default_stall_timeout() const {
+  const double t = through();
+  double rtos = 10;
+  // Retransmission rounds each get through with probability t: the chance
+  // that n rounds in a row fail is (1 - t)^n. Capped at 10^4 rounds (50%
+  // loss on a rack needs 7066): beyond, a run would not finish in any useful
+  // time, and a stall report says more than a silent hour.
+  if (t > 0 && t < 1) rtos = std::max(rtos, std::ceil(std::log(1e-12) / std::log1p(-t)));
+  return fabric_->rto() * std::min(rtos, 1e4);
+}
+
+std::string NetReduceJob::stall_cause() const {
+  const double t = through();
+  if (std::log(1e-12) / std::log1p(-t) <= 1e4) return {};
+  std::ostringstream os;
+  os << "link.loss " << fabric_->link_loss() << " and link.corruption " << fabric_->link_corruption()
+     << " let a retransmission through the " << loop_links_ << " links there and back once in "
+     << std::setprecision(2) << 1 / t << " tries, too rarely to finish; lower them";
+  return os.str();
+}
+
+}  // namespace incsim::tb

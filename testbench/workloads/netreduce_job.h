@@ -1,0 +1,87 @@
+#pragma once
+// A NetReduce job's set-up on an elaborated Ethernet machine (NetReduce §3.1
+// ❶ job initialisation, §4): the hosts' RC connections of the ring (and, on
+// multi-GPU machines, of the rings inside and across machines), one ACL rule
+// per worker redirecting its connection to the FPGA port that faces it, the
+// aggregation hierarchy of each FPGA (§3.3), and the aggregator arrays. This
+// is what the training framework and the switch's controller install; the
+// machine itself (machine.h) knows none of it. Ports are read off the graph:
+// which switch port leads to the FPGA port facing a host.
+#include <cstdint>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "collectives/alu.h"
+#include "ethernet/ethernet_switch.h"
+#include "netreduce/fpga_aggregator.h"
+#include "platforms/ethernet_fabric.h"
+#include "platforms/machine.h"
+#include "platforms/netreduce_machines.h"
+#include "roce/roce_nic.h"
+
+namespace incsim::tb {
+
+class NetReduceJob {
+ public:
+  using Layout = platforms::NetReduceShape::Layout;
+  // Checks the job before anything is built: `in_network` runs it on the
+  // FPGAs (the shape must have them); `ring`: the hosts of the ring in ring
+  // order (Rack only; empty: all, in order); the FPGAs' CLTs must hold its
+  // connections (clt_entries, fpga.clt.entries).
+  NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring, uint32_t clt_entries);
+  // Programs the machine elaborated from the shape's graph.
+  void program(platforms::Machine& m, uint64_t seed);
+  // An aggregator array for ring 0 (multi-GPU: one per GPU index) on every FPGA.
+  void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
+
+  int hosts() const { return shape_.hosts(); }
+  int racks() const { return shape_.racks; }
+  roce::RoceNic& nic(int host) const { return *nics_[host]; }
+  // The FPGA of the single rack, or the spine's (nullptr without NetReduce).
+  const netreduce::FpgaAggregator* fpga() const { return fpgas_.empty() ? nullptr : fpgas_.back(); }
+  const std::vector<netreduce::FpgaAggregator*>& fpgas() const { return fpgas_; }
+  // The ring: ring_host(k) is rank k; it sends on qp send_qp() to rank
+  // (k+1) mod ring_size() and receives on recv_qp() from rank (k-1).
+  int ring_size() const { return static_cast<int>(ring_.size()); }
+  int ring_host(int rank) const { return ring_[rank]; }
+  static int send_qp() { return 0; }
+  static int recv_qp() { return 1; }
+  // MultiGpu: the ring inside a machine (GPU i to i+1 of the same machine)
+  // and the NetReduce ring of GPU index i across the machines.
+  static int intra_send_qp() { return 2; }
+  static int intra_recv_qp() { return 3; }
+  static int inter_send_qp() { return 4; }
+  static int inter_recv_qp() { return 5; }
+  double link_GBps() const { return shape_.line_GBps; }
+  double host_link_GBps() const { return shape_.host_GBps; }
+  uint32_t mtu_payload() const { return fabric_->mtu_payload(); }
+  // The latency of one GPU-to-GPU hop through a switch, before any byte's
+  // serialisation: posting, two wires, the switch, delivery (alpha of the
+  // appendix's Eq. (1)-(3)).
+  sc_core::sc_time hop_latency() const;
+  // Links a packet crosses from a sender to its receiver and back as ACK.
+  int links_per_loop() const { return loop_links_; }
+  // The default stall timeout: ten retransmission timeouts, or under link
+  // faults as many as make a run that still progresses go that long without
+  // progress with a probability below 1e-12 (a retransmission needs every
+  // link of its loop there and back), at most 10^4.
+  sc_core::sc_time default_stall_timeout() const;
+  // After a stall: link faults so heavy that a retransmission gets through
+  // less than once in 10^4/27.6 tries (the default timeout's cap) leave a run
+  // no useful chance to finish; says so naming the keys.
+  std::string stall_cause() const;
+
+ private:
+  double through() const;  // the chance a packet and its ACK cross every link of the loop
+  platforms::NetReduceShape shape_;
+  bool in_network_;
+  std::vector<int> ring_;
+  int loop_links_ = 0;
+  const platforms::EthernetFabric* fabric_ = nullptr;
+  std::vector<roce::RoceNic*> nics_;             // by host
+  std::vector<eth::EthernetSwitch*> switches_;   // leaves (or machines), then the spine
+  std::vector<netreduce::FpgaAggregator*> fpgas_;  // leaves' (or the rack's), then the spine's
+};
+
+}  // namespace incsim::tb
