@@ -32,7 +32,12 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
   fpga_.buffer_bytes = buffer;
   fpga_.mtu_payload = mtu_;
   bool fpgas = false;
-  for (int e : t_.endpoints()) fpgas = fpgas || t_.node(e).block == topo::kinds::kFpgaAggregator;
+  for (int e : t_.endpoints()) {
+    const auto& node = t_.node(e);
+    fpgas = fpgas || node.block == topo::kinds::kFpgaAggregator;
+    if (node.block == topo::kinds::kRoceHost && node.ports != 1)  // a NIC has one Ethernet port
+      throw UserError("node " + node.name + " is a roce_host, which has 1 port, not " + std::to_string(node.ports));
+  }
   if (fpgas) {  // their keys are read only where there is one
     fpga_.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
     fpga_.clt_entries = cfg.get(netreduce::kCltEntries);
@@ -52,7 +57,6 @@ std::unique_ptr<net::Block> EthernetFabric::make_switch(int s, net::PacketPool& 
 
 std::unique_ptr<net::Block> EthernetFabric::make_host(int e, net::PacketPool& pool) const {
   const auto& node = t_.node(e);
-  if (node.ports != 1) throw UserError("node " + node.name + " is a roce_host, which has 1 port, not " + std::to_string(node.ports));
   return std::make_unique<roce::RoceNic>(node.name.c_str(), node.index, ip_of(node.index), nic_, &pool);
 }
 

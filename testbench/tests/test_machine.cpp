@@ -92,3 +92,17 @@ TEST_CASE("an Ethernet machine: a module per node, faults on every link end, nam
   CHECK_THROWS_WITH(m.link_faults("host0", "host1"), Catch::Contains("no link host0 -> host1"));
   CHECK(m.frames_lost() == 0);
 }
+
+TEST_CASE("an Ethernet graph the fabric cannot build is refused before the first module", "[machine]") {
+  Config cfg;
+  topo::Topology t;
+  t.name = "wide_host";
+  const int sw = t.add_switch("sw", 3, topo::kinds::kEthernetSwitch);
+  const int a = t.add_endpoint("a", 1, topo::kinds::kRoceHost), b = t.add_endpoint("b", 2, topo::kinds::kRoceHost);
+  t.connect({sw, 0}, {a, 0}, 12.5, 50);
+  t.connect({sw, 1}, {b, 0}, 12.5, 50);
+  t.connect({sw, 2}, {b, 1}, 12.5, 50);
+  t.finalize();
+  CHECK_THROWS_WITH(Machine(t, cfg, 1), Catch::Contains("node b is a roce_host, which has 1 port, not 2"));
+  CHECK(sc_core::sc_find_object("sw") == nullptr);
+}
