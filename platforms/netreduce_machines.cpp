@@ -1,5 +1,8 @@
 #include "netreduce_machines.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "core/error.h"
 #include "machine.h"
 #include "netreduce/aggregator_array.h"
@@ -104,21 +107,29 @@ NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& sourc
                         : NetReduceShape::Layout::SpineLeaf;
   s.with_fpga = fpgas > 0;
   check_counts(s.racks, s.hosts_per_rack);
-  // Rates and latency from the links the layout has: a host's, a leaf's uplink.
-  const auto& host_link = g.links()[g.link_at({g.endpoints()[0], 0})];
-  s.host_GBps = host_link.bw_GBps;
-  s.wire_ns = host_link.latency_ns;
-  if (S > 1) {
-    const auto& sw0 = g.node(g.switches()[0]);
-    const int up = g.link_at({g.switches()[0], sw0.ports - 1});
-    if (up < 0) throw UserError(what + "port " + sw0.name + "." + std::to_string(sw0.ports - 1) + " is not linked up");
-    s.uplink_GBps = g.links()[up].bw_GBps;
-  }
-  s.line_GBps = multigpu ? s.uplink_GBps : s.host_GBps;
-  // The same machine built from that shape must be the graph, up to names
-  // and the order of links (and with its rates: host links alike, uplinks alike).
-  const std::string diff = topo::netlist_difference(g, netreduce_topology(s), true);
+  // The same machine built from that shape must be the graph, up to names,
+  // the order of links and their rates and latencies.
+  s.host_GBps = s.line_GBps = s.uplink_GBps = 1;
+  const std::string diff = topo::netlist_difference(g, netreduce_topology(s), false);
   if (!diff.empty()) throw UserError(what + diff);
+  // Each link runs at its own rate and latency; the shape has the slowest
+  // link of each kind and the longest wire (for the job's bound and models).
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  double host = kNone, fpga = kNone, up = kNone;
+  s.wire_ns = 0;
+  for (const auto& l : g.links()) {
+    const auto& a = g.node(l.a.node);
+    const auto& b = g.node(l.b.node);
+    double& kind = a.block == topo::kinds::kRoceHost || b.block == topo::kinds::kRoceHost             ? host
+                   : a.block == topo::kinds::kFpgaAggregator || b.block == topo::kinds::kFpgaAggregator ? fpga
+                                                                                                        : up;
+    kind = std::min(kind, l.bw_GBps);
+    s.wire_ns = std::max(s.wire_ns, l.latency_ns);
+  }
+  s.host_GBps = host;
+  s.uplink_GBps = S > 1 ? up : 0;
+  // No FPGA: the line is a host's link, or on multi-GPU machines a machine's NIC.
+  s.line_GBps = fpga != kNone ? fpga : multigpu ? up : host;
   return s;
 }
 

@@ -12,6 +12,7 @@
 // the hosts in any order (`--ring`), the others idle. The job's queue
 // pairs, ACL rules and aggregation hierarchy are its workload's
 // (testbench/workloads/netreduce_job.h).
+#include <algorithm>
 #include <string>
 
 #include "core/config.h"
@@ -33,11 +34,22 @@ struct NetReduceShape {
   Layout layout = Layout::Rack;
   int racks = 1, hosts_per_rack = 2;
   bool with_fpga = false;
+  // From a file whose links differ: the slowest of each kind, the longest wire.
   double line_GBps = 0;    // Ethernet line rate: FPGA ports, and hosts except on MultiGpu
   double host_GBps = 0;    // a host's (MultiGpu: a GPU's intra-machine) link
   double uplink_GBps = 0;  // a leaf's (MultiGpu: a machine's NIC) link up; 0 on a Rack
   double wire_ns = 0;
   int hosts() const { return racks * hosts_per_rack; }
+  // The rate that paces a ring across the machines: every host link (on
+  // MultiGpu, every NIC), FPGA link and uplink carries one stream of its
+  // data each way, so the slowest of them (NetReduce's bound; B_inter of the
+  // appendix's models on MultiGpu).
+  double ring_GBps() const {
+    double r = line_GBps;
+    if (layout != Layout::MultiGpu) r = std::min(r, host_GBps);
+    if (racks > 1) r = std::min(r, uplink_GBps);
+    return r;
+  }
   // A leaf's FPGA has one port per host and, under a spine, one more for its
   // partials up and the spine's results down (a host's port carries that
   // host's gradients in and its connection's results out at line rate); it

@@ -105,7 +105,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   // each message's first packet, shared by its MsgLen packets.
   const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
                             (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
-  payload_GBps_ = job_->link_GBps() * mtu / per_packet;
+  payload_GBps_ = job_->ring_GBps() * mtu / per_packet;
   intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
   const int ranks = job_->ring_size();
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks);
@@ -303,9 +303,14 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
   else
     os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
        << (job_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
-  os << std::setprecision(0) << std::fixed << job_->link_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+  os << std::setprecision(0) << std::fixed << job_->line_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
   os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
-     << " Gbps payload per host (line rate less Ethernet/IP/UDP/BTH/ICRC per " << job_->mtu_payload()
+     << " Gbps payload per host (";
+  if (job_->ring_GBps() < job_->line_GBps())
+    os << "its ring's slowest link, " << job_->ring_GBps() << " GB/s,";
+  else
+    os << "line rate";
+  os << " less Ethernet/IP/UDP/BTH/ICRC per " << job_->mtu_payload()
      << " B packet)";
   if (multigpu_)
     os << "; B_intra payload " << std::setprecision(2) << intra_payload_GBps_ << " GB/s; alpha (one GPU-to-GPU hop) "

@@ -53,7 +53,8 @@ class NetReduceJob {
   static int intra_recv_qp() { return 3; }
   static int inter_send_qp() { return 4; }
   static int inter_recv_qp() { return 5; }
-  double link_GBps() const { return shape_.line_GBps; }
+  double line_GBps() const { return shape_.line_GBps; }
+  double ring_GBps() const { return shape_.ring_GBps(); }  // the slowest link a ring crosses (NetReduceShape)
   double host_link_GBps() const { return shape_.host_GBps; }
   uint32_t mtu_payload() const { return fabric_->mtu_payload(); }
   // The latency of one GPU-to-GPU hop through a switch, before any byte's
