@@ -1,8 +1,6 @@
 #include "platform.h"
 
 #include <algorithm>
-#include <fstream>
-#include <map>
 
 #include "collectives/bounds.h"
 #include "ethernet_fabric.h"

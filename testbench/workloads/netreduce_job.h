@@ -61,8 +61,6 @@ class NetReduceJob {
   // serialisation: posting, two wires, the switch, delivery (alpha of the
   // appendix's Eq. (1)-(3)).
   sc_core::sc_time hop_latency() const;
-  // Links a packet crosses from a sender to its receiver and back as ACK.
-  int links_per_loop() const { return loop_links_; }
   // The default stall timeout: ten retransmission timeouts, or under link
   // faults as many as make a run that still progresses go that long without
   // progress with a probability below 1e-12 (a retransmission needs every
@@ -78,7 +76,7 @@ class NetReduceJob {
   platforms::NetReduceShape shape_;
   bool in_network_;
   std::vector<int> ring_;
-  int loop_links_ = 0;
+  int loop_links_ = 0;  // links a packet crosses from its sender to its receiver and back as ACK
   const platforms::EthernetFabric* fabric_ = nullptr;
   std::vector<roce::RoceNic*> nics_;             // by host
   std::vector<eth::EthernetSwitch*> switches_;   // leaves (or machines), then the spine
