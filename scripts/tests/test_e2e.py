@@ -16,6 +16,8 @@ from incsim_campaign import campaign as cmod
 from incsim_campaign import params as pmod
 
 INCSIM = real_incsim()
+# scripts/sanitize.sh scales time limits (CMakeLists.txt, INCSIM_TEST_TIMEOUT_SCALE).
+TIMEOUT_SCALE = int(os.environ.get("INCSIM_TEST_TIMEOUT_SCALE", "1"))
 
 CAMPAIGN = """\
 name: e2e
@@ -121,7 +123,9 @@ class EndToEnd(TempDirCase):
         for f in files:
             c = cmod.load(f)
             self.assertLessEqual(len(c.points()), c.max_points, f)
-            pmod.check_campaign(c, INCSIM)
+            # The pre-check elaborates each platform (a 256-node torus takes 2.6 s
+            # here, over a minute under the sanitizers).
+            pmod.check_campaign(c, INCSIM, timeout=60 * TIMEOUT_SCALE)
 
 
 if __name__ == "__main__":

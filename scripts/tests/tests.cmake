@@ -22,9 +22,10 @@ foreach(_entry IN LISTS _incsim_campaign_tests)
   add_test(NAME scripts.${_name}
            COMMAND /usr/bin/python3 -m unittest -v test_${_name}
            WORKING_DIRECTORY ${CMAKE_CURRENT_LIST_DIR})
+  math(EXPR _timeout "${_timeout} * ${INCSIM_TEST_TIMEOUT_SCALE}")
   set_tests_properties(scripts.${_name} PROPERTIES
     TIMEOUT ${_timeout}
-    ENVIRONMENT "INCSIM=${CMAKE_BINARY_DIR}/incsim;PYTHONDONTWRITEBYTECODE=1"
+    ENVIRONMENT "INCSIM=${CMAKE_BINARY_DIR}/incsim;PYTHONDONTWRITEBYTECODE=1;INCSIM_TEST_TIMEOUT_SCALE=${INCSIM_TEST_TIMEOUT_SCALE}"
     LABELS "scripts")
 endforeach()
 # Only these two can skip; each holds one test class that skips as a whole.
