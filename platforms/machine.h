@@ -103,15 +103,10 @@ class Machine {
 
   const topo::Topology& topology() const { return topo_; }
   const std::string& fabric_name() const { return fabric_name_; }
-  Fabric& fabric() { return *fabric_; }
-  const Fabric& fabric() const { return *fabric_; }
   template <class F>
   const F& fabric_as() const {
     return dynamic_cast<const F&>(*fabric_);
   }
-  // The module of graph node `node`.
-  net::Block& block(int node) { return *blocks_[node]; }
-  const net::Block& block(int node) const { return *blocks_[node]; }
   // The modules of type B, in graph order: switches, then endpoints.
   template <class B>
   std::vector<B*> blocks_of() const {

@@ -110,7 +110,7 @@ NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& sourc
   // The same machine built from that shape must be the graph, up to names,
   // the order of links and their rates and latencies.
   s.host_GBps = s.line_GBps = s.uplink_GBps = 1;
-  const std::string diff = topo::netlist_difference(g, netreduce_topology(s), false);
+  const std::string diff = topo::netlist_difference(g, netreduce_topology(s));
   if (!diff.empty()) throw UserError(what + diff);
   // Each link runs at its own rate and latency; the shape has the slowest
   // link of each kind and the longest wire (for the job's bound and models).

@@ -69,7 +69,7 @@ class Platform : public Machine {
   const net::PacketFormat& format() const { return pool().format(); }
   const GpuFabric& settings() const { return fabric_as<GpuFabric>(); }
   // The fabric manager's multicast regions, which every switch reads.
-  topo::MulticastFabric& fabric() { return settings().multicast(); }
+  topo::MulticastFabric& multicast() { return settings().multicast(); }
   const nvswitch::SwitchConfig& switch_config() const { return settings().switch_config(); }
   const LittleLaw& little_law() const { return settings().little_law(); }
   uint64_t total_table_bytes() const { return settings().total_table_bytes(); }

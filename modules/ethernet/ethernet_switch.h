@@ -53,7 +53,6 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
     ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
   }
   uint32_t buffer_bytes(int) const override { return cfg_.buffer_bytes; }
-  void set_faults(int port, const LinkFaults& f) { ports_[port]->faults = f; }
   LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
 
   void receive(int port, net::Packet* p) override;

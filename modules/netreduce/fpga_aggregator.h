@@ -71,7 +71,6 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   void add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
                 collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
   void set_hierarchy(const Hierarchy& h);
-  void set_faults(int port, const eth::LinkFaults& f) { ports_[port]->faults = f; }
   eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
   void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
     ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);

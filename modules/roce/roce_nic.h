@@ -90,7 +90,6 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::B
   void reserve(int qp, size_t more_work_requests);
   void post(int qp, const WorkRequest& wr);
   void set_client(NicClient* c) { client_ = c; }
-  void set_faults(const eth::LinkFaults& f) { faults_ = f; }
   eth::LinkFaults* link_faults(int) override { return &faults_; }  // of the link into this NIC
   // Before a new transfer: drops a QP's posted work if all of it is
   // acknowledged (otherwise the new work follows it); PSNs continue.

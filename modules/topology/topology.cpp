@@ -285,7 +285,7 @@ Topology make_star(int n, double bw, double lat) {
   return t;
 }
 
-std::string netlist_difference(const Topology& g, const Topology& c, bool rates) {
+std::string netlist_difference(const Topology& g, const Topology& c) {
   auto count = [](size_t n, const char* what) { return std::to_string(n) + " " + what; };
   if (g.endpoints().size() != c.endpoints().size() || g.switches().size() != c.switches().size() ||
       g.links().size() != c.links().size())
@@ -306,13 +306,6 @@ std::string netlist_difference(const Topology& g, const Topology& c, bool rates)
     const PortRef p = g.peer(a);
     if (g.link_at(a) < 0 || p.node != b.node || p.port != b.port)
       return "port " + g.port_name(a) + " should be linked to " + g.port_name(b);
-    const Link& k = g.links()[g.link_at(a)];
-    if (rates && (k.bw_GBps != l.bw_GBps || k.latency_ns != l.latency_ns)) {
-      std::ostringstream os;
-      os << "link " << g.port_name(a) << " - " << g.port_name(b) << " has " << k.bw_GBps << " GB/s and "
-         << k.latency_ns << " ns where " << l.bw_GBps << " GB/s and " << l.latency_ns << " ns are expected";
-      return os.str();
-    }
   }
   return {};
 }

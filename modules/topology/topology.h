@@ -217,10 +217,10 @@ Topology make_star(int n, double bw_GBps, double latency_ns);
 // Where graph g differs from c as a netlist, in a phrase ("port leaf0.1
 // should be linked to host1.0"), or empty if it does not: the k-th switch
 // (endpoint) of one is the k-th of the other, names and the order of links
-// aside; node kinds and port counts must match, and with `rates` each link's
-// bandwidth and latency. Tells a file that is a built-in machine from one
-// that is not, where a workload needs the built-in's numbering.
-std::string netlist_difference(const Topology& g, const Topology& c, bool rates);
+// aside, and links' rates and latencies too; node kinds and port counts must
+// match. Tells a file that is a built-in machine from one that is not, where
+// a workload needs the built-in's numbering.
+std::string netlist_difference(const Topology& g, const Topology& c);
 
 // VC policies by their YAML names (none, dateline, switch-hop); the parse
 // throws UserError for any other name.

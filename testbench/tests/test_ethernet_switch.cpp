@@ -187,7 +187,7 @@ TEST_CASE("a frame lost on the link into a port frees its buffer space and a cor
     const uint32_t psn = eth::header(p).psn;
     return psn == 1 ? eth::FrameFault::Lose : psn == 2 ? eth::FrameFault::CorruptPayload : eth::FrameFault::Keep;
   });
-  b.sw->set_faults(0, f);
+  *b.sw->link_faults(0) = f;
   for (uint32_t k = 0; k < 4; ++k) b.stub[0]->send_at(sc_core::SC_ZERO_TIME, b.data(0, 2, k));
   sc_core::sc_start();
   CHECK(b.stub[0]->sent().size() == 4);

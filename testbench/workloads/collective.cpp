@@ -31,13 +31,13 @@ namespace {
 bool is_bigraph(const topo::Topology& t) {
   const int switches = static_cast<int>(t.switches().size()), n = static_cast<int>(t.endpoints().size());
   if (switches < 2 || switches % 2 || n % switches || n > 8192) return false;
-  return topo::netlist_difference(t, topo::make_bigraph(n / switches, switches, 1, 0), false).empty();
+  return topo::netlist_difference(t, topo::make_bigraph(n / switches, switches, 1, 0)).empty();
 }
 // Klenk §V's 2-level fat tree of leaf groups of 8 GPUs.
 bool is_fattree2l(const topo::Topology& t) {
   const int n = static_cast<int>(t.endpoints().size());
   if (n % 8 || n < 8 || n > 128) return false;
-  return topo::netlist_difference(t, topo::make_fattree2l(n / 8, 1, 0), false).empty();
+  return topo::netlist_difference(t, topo::make_fattree2l(n / 8, 1, 0)).empty();
 }
 }  // namespace
 
@@ -308,7 +308,7 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                       " B of reduction table in the whole network (Klenk §IV-F1 sizes waves to C/k)");
   }
   endpoint_GBps_ = least_endpoint_GBps(n, false);
-  collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->fabric(), dtype_, redop_,
+  collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->multicast(), dtype_, redop_,
                                                           opt_.seed, wp, barrier, endpoint_GBps_);
 }
 

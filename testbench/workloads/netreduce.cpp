@@ -162,13 +162,11 @@ void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
 // appendix's model): Eq. (1) for the flat ring, Eq. (3) for Parallel
 // NetReduce, with B the payload bandwidths and alpha the hop latency.
 double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
-  const double m = static_cast<double>(bytes) / 1e3;  // GB/s = B/ns -> us
   const int p = job_->ring_size(), n = p / job_->racks();
   const double a = with_alpha ? job_->hop_latency().to_seconds() * 1e6 : 0.0;
   const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
   if (!multigpu_)
     return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
-  (void)m;
   if (opt_.algorithm == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
     const double m_count = job_->racks();
     return 2.0 * (m_count - 1) / m_count * bytes / b_inter;

@@ -66,10 +66,12 @@ void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
   auto port_to = [&g](int fpga, int port) { return g.peer({g.endpoints()[fpga], port}).port; };
 
   // The ring: rank k's qp 0 sends to rank k+1's qp 1. Initial PSNs differ per
-  // connection, as a NIC picks them, so PSN0 is never 0 by accident.
-  const auto psn0_of = [seed](int sender) {
-    return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 104729) % (1u << 20));
+  // connection, as a NIC picks them, so PSN0 is never 0 by accident; each set
+  // of rings mixes the sender with its own prime.
+  const auto psn0 = [seed](int sender, uint64_t prime) {
+    return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * prime) % (1u << 20));
   };
+  const auto psn0_of = [&psn0](int sender) { return psn0(sender, 104729); };
   auto next_of = [this](int k) { return ring_[(k + 1) % ring_size()]; };
   for (int k = 0; k < ring_size(); ++k) {
     const int host = ring_[k], next = next_of(k);
@@ -84,9 +86,7 @@ void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
       const int mi = gi / H, i = gi % H;
       const int up = mi * H + (i + 1) % H, down = mi * H + (i + H - 1) % H;
       const int next = ((mi + 1) % R) * H + i, prev = ((mi + R - 1) % R) * H + i;
-      auto psn = [seed](int sender) {
-        return static_cast<uint32_t>((seed * 7919 + static_cast<uint64_t>(sender) * 15485863) % (1u << 20));
-      };
+      auto psn = [&psn0](int sender) { return psn0(sender, 15485863); };
       nics_[gi]->create_qp(up, ip_of(up), roce::RoceNic::qpn_of(intra_recv_qp()), psn(gi));
       nics_[gi]->create_qp(down, ip_of(down), roce::RoceNic::qpn_of(intra_send_qp()), psn(down));
       nics_[gi]->create_qp(next, ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), psn(gi) ^ 0x5555);
