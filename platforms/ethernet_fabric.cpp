@@ -26,9 +26,8 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
   const sc_core::sc_time sw_latency(cfg.get(nvswitch::kSwitchLatency, 400.0), sc_core::SC_NS);
   const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
   const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
-  // Each port's rate and wire latency come from its link (Block::configure_port).
-  sw_ = {0, sc_core::SC_ZERO_TIME, sw_latency, buffer};
-  nic_ = {0, sc_core::SC_ZERO_TIME, buffer, mtu_, ack_every, rto, tx_latency, rx_latency};
+  sw_ = {sw_latency, buffer};
+  nic_ = {buffer, mtu_, ack_every, rto, tx_latency, rx_latency};
   fpga_.buffer_bytes = buffer;
   fpga_.mtu_payload = mtu_;
   bool fpgas = false;

@@ -21,9 +21,9 @@
 
 namespace incsim::eth {
 
+// Each port's rate, wire latency and the next hop's buffer are its link's
+// (configure_port, before the simulation starts).
 struct SwitchConfig {
-  double bw_GBps;                  // per port
-  sc_core::sc_time link_latency;   // wire to the next hop
   sc_core::sc_time latency;        // first bit in to first bit out
   uint32_t buffer_bytes;           // ingress buffer per port and class
 };
@@ -48,7 +48,6 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
   // Forwarding database: frames for `endpoint` leave by `port`.
   void set_route(uint32_t endpoint, int port);
   void add_acl(const AclRule& r) { acl_.push_back(r); }
-  // The link at `port`, where it differs from cfg (an uplink, a machine's GPU links).
   void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
     ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
   }

@@ -14,9 +14,6 @@ FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const Fp
   for (int i = 0; i < ports; ++i) {
     ports_.push_back(std::make_unique<Port>("port" + std::to_string(i), this, i));
     Port& pt = *ports_.back();
-    // Results are built when the last byte of the completing frame is in and
-    // leave one pipeline latency later.
-    pt.egress.configure(cfg.bw_GBps, cfg.link_latency, cfg.buffer_bytes, cfg.latency);
     spawn_method((std::string(basename()) + "_out" + std::to_string(i)).c_str(), [&pt] { pt.egress.serve(); },
                  &pt.egress.wake.event);
     spawn_method((std::string(basename()) + "_rx" + std::to_string(i)).c_str(), [this, i] { rx(i); },

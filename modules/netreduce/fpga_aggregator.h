@@ -44,9 +44,9 @@ struct Hierarchy {
   int uplink_port = -1;                   // Leaf: the port partials and notifications leave by
 };
 
+// Each port's rate, wire latency and the switch's buffer are its link's
+// (configure_port, before the simulation starts).
 struct FpgaConfig {
-  double bw_GBps;                 // per port
-  sc_core::sc_time link_latency;  // to the switch
   sc_core::sc_time latency;       // pipeline: last byte in to first byte out
   uint32_t buffer_bytes;          // the switch's ingress buffer per port and class
   uint32_t clt_entries;
@@ -72,6 +72,8 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
                 collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
   void set_hierarchy(const Hierarchy& h);
   eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
+  // Results are built when the last byte of the completing frame is in and
+  // leave one pipeline latency later.
   void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
     ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
   }

@@ -9,7 +9,6 @@ using eth::Opcode;
 RoceNic::RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg,
                  net::PacketPool* pool)
     : sc_core::sc_module(name), in_("in", this, 0), out_("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), log_(basename()), pool_(pool) {
-  out_.configure(cfg.bw_GBps, cfg.link_latency, cfg.rx_buffer_bytes, &tx_wake_);
   spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, &tx_wake_.event);
   spawn_method((std::string(basename()) + "_rx").c_str(), [this] { rx(); }, &rx_wake_.event);
   spawn_method((std::string(basename()) + "_host").c_str(), [this] { to_host(); }, &host_wake_.event);

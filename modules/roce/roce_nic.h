@@ -22,9 +22,9 @@
 
 namespace incsim::roce {
 
+// The port's rate, wire latency and the switch's buffer are its link's
+// (configure_port, before the simulation starts).
 struct NicConfig {
-  double bw_GBps;                 // the Ethernet port
-  sc_core::sc_time link_latency;  // wire to the switch
   uint32_t rx_buffer_bytes;       // per class, the credits the switch sees
   uint32_t mtu_payload;           // payload bytes per packet
   uint32_t ack_every;             // the responder ACKs every this many packets and each message's last

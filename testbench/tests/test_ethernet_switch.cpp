@@ -41,10 +41,11 @@ struct Bench {
   std::vector<std::unique_ptr<test::StubPort>> stub;  // hosts 0-2, the FPGA at 3
   uint32_t buffer;  // every port's ingress, the stubs' too
   explicit Bench(uint32_t buffer_bytes = 16 * kFrame) : buffer(buffer_bytes) {
-    sw = std::make_unique<eth::EthernetSwitch>("switch", kPorts, eth::SwitchConfig{kBw, kLink, kLatency, buffer_bytes},
+    sw = std::make_unique<eth::EthernetSwitch>("switch", kPorts, eth::SwitchConfig{kLatency, buffer_bytes},
                                                &pool);
     for (int p = 0; p < kPorts; ++p) {
       stub.push_back(std::make_unique<test::StubPort>(p == kFpgaPort ? "fpga" : ("host" + std::to_string(p)).c_str(), pool));
+      sw->configure_port(p, kBw, kLink, buffer_bytes);
       stub[p]->configure(kBw, kLink, buffer_bytes);
       stub[p]->connect(sw->in(p), sw->out(p));
       sw->set_route(p, p);  // endpoint p is at port p

@@ -27,7 +27,7 @@ constexpr double kBw = 12.5;  // GB/s: 100 GbE, 80 ps a byte
 const sc_time kLink(50, SC_NS);
 constexpr uint32_t kPsn0 = 1000;  // the connection's initial PSN, both ways
 constexpr uint32_t kPeerQpn = 5;  // the peer's queue pair, which the NIC's ACKs and data name
-const roce::NicConfig kCfg{kBw, kLink, 64 * 1024, kMtu, 4, sc_time(20, SC_US), sc_time(1, SC_US), sc_time(2, SC_US)};
+const roce::NicConfig kCfg{64 * 1024, kMtu, 4, sc_time(20, SC_US), sc_time(1, SC_US), sc_time(2, SC_US)};
 sc_time ser(uint32_t bytes) { return test::wire_time(bytes, kBw); }
 constexpr uint32_t kHeaders = eth::kEthWireOverhead + eth::kRoceOverhead;
 constexpr uint32_t kFirst = kHeaders + eth::kRethBytes + kMtu, kMiddle = kHeaders + kMtu, kAck = kHeaders + eth::kAethBytes;
@@ -66,6 +66,7 @@ struct Bench {
   Bench() {
     nic.set_client(&host);
     REQUIRE(nic.create_qp(1, to_nic.src_ip, kPeerQpn, kPsn0) == 0);
+    nic.configure_port(0, kBw, kLink, kCfg.rx_buffer_bytes);
     peer.configure(kBw, kLink, kCfg.rx_buffer_bytes);
     peer.connect(nic.in(0), nic.out(0));
   }
