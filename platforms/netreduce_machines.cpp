@@ -17,9 +17,7 @@ const Param<double> kIntraGBps{
 const Param<double> kUplinkGBps{"leaf.uplink_bw_GBps", 50.0, Range::at_least(0.001).at_most(1e5),
                                 "leaf-to-spine link, GB/s; default: the sum of the rack's host links (50: 4 "
                                 "hosts of 12.5), a non-blocking leaf (assumption; Fig. 5 does not give it)"};
-}  // namespace
 
-namespace {
 // A ring's ranks are a rack's hosts, the leaves under the spine, or the
 // machines (Parallel NetReduce): each at most an aggregator's ranks.
 void check_counts(int racks, int hosts_per_rack) {
@@ -108,7 +106,8 @@ NetReduceShape netreduce_shape(const topo::Topology& g, const std::string& sourc
   s.with_fpga = fpgas > 0;
   check_counts(s.racks, s.hosts_per_rack);
   // The same machine built from that shape must be the graph, up to names,
-  // the order of links and their rates and latencies.
+  // the order of links and their rates and latencies (so any rate will do
+  // for the comparison; the real ones follow).
   s.host_GBps = s.line_GBps = s.uplink_GBps = 1;
   const std::string diff = topo::netlist_difference(g, netreduce_topology(s));
   if (!diff.empty()) throw UserError(what + diff);
