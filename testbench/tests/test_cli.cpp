@@ -629,37 +629,25 @@ TEST_CASE("a NetReduce file's links may differ: each runs at its own rate, the b
   REQUIRE(incsim("--platform spineleaf --racks 2 --hosts-per-rack 2 --dump-platform '" + yaml + "'").code == 0);
   std::string text = slurp(yaml);
   const std::string from = "{a: leaf0.1, b: host1.0, bw_GBps: 12.5";
-  REQUIRE(text.find(from) != std::string::npos);
   const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
   text.replace(at, from.size(), "{a: leaf0.1, b: host1.0, bw_GBps: 10");
-  const Result slow = incsim("--platform '" + d.write("m.yaml", text) + "' --sizes 1M --csv -");
-  REQUIRE(slow.code == 0);
-  const Result fast = incsim("--platform '" + yaml + "' --sizes 1M --csv -");
-  REQUIRE(fast.code == 0);
-  auto column = [](const std::string& csv, const std::string& name) {
-    std::istringstream in(csv);
-    std::string head, row, cell;
-    std::getline(in, head);
-    std::getline(in, row);
-    std::istringstream h(head), r(row);
-    while (std::getline(h, cell, ',')) {
-      std::string v;
-      std::getline(r, v, ',');
-      if (cell == name) return std::stod(v);
-    }
-    FAIL("no column " << name);
-    return 0.0;
+  auto row = [](const std::string& args) {
+    const Result r = incsim(args + " --sizes 1M --json -");
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["rows"][0];
   };
-  CHECK(column(slow.out, "wrong") == 0);
+  const auto slow = row("--platform '" + d.write("m.yaml", text) + "'");
+  const auto fast = row("--platform '" + yaml + "'");
+  CHECK(slow["wrong"] == 0);
   // One host at 10 GB/s paces every host: the run is slower, and the bound (10 of 12.5) says so.
-  CHECK(column(slow.out, "time_us") > column(fast.out, "time_us") * 1.15);
-  CHECK(column(slow.out, "bound_us") == Approx(column(fast.out, "bound_us") * 1.25));
-  CHECK(column(slow.out, "bound_fraction") > 0.8);
+  CHECK(slow["time_us"].get<double>() > fast["time_us"].get<double>() * 1.15);
+  CHECK(slow["bound_us"].get<double>() == Approx(fast["bound_us"].get<double>() * 1.25));
+  CHECK(slow["bound_fraction"].get<double>() > 0.8);
   // The same on a built-in: an oversubscribed uplink paces the ring, and the bound is its.
-  const Result up = incsim("--platform spineleaf --racks 2 --hosts-per-rack 2 -c leaf.uplink_bw_GBps=6 --sizes 1M --csv -");
-  REQUIRE(up.code == 0);
-  CHECK(column(up.out, "bound_us") == Approx(column(fast.out, "bound_us") * 12.5 / 6));
-  CHECK(column(up.out, "bound_fraction") > 0.8);
+  const auto up = row("--platform spineleaf --racks 2 --hosts-per-rack 2 -c leaf.uplink_bw_GBps=6");
+  CHECK(up["bound_us"].get<double>() == Approx(fast["bound_us"].get<double>() * 12.5 / 6));
+  CHECK(up["bound_fraction"].get<double>() > 0.8);
 }
 
 TEST_CASE("bad input: a platform file's node kinds must be ones the builder elaborates, in their place",
