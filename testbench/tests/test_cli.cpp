@@ -171,9 +171,26 @@ TEST_CASE("bad input: in-switch reduction or multicast on torus, mesh or BiGraph
   require_error("--platform bigraph --collective allgather --algorithm multicast --sizes 8K",
                 {"multicast", "bigraph", "ring"});
   // Up, then down: fine, with Klenk's 128-byte blocks (MultiTree's platforms default to 256 B payloads).
-  const Result r = incsim("--platform fattree --algorithm push --sizes 64K --quiet -c net.max_payload_bytes=128");
+  const Result r = incsim("--platform fattree --algorithm push --sizes 64K --quiet");
   INFO(r.err);
   CHECK(r.code == 0);
+  require_error("--platform fattree --algorithm push --sizes 64K -c net.max_payload_bytes=256",
+                {"net.max_payload_bytes", "128"});
+}
+
+TEST_CASE("push and pull run with their defaults on a star and on a platform file", "[cli][innet]") {
+  // Klenk §IV-F1 sizes waves from the tables: 4 x 256 B of table on a 4-GPU star.
+  for (const char* args : {"--platform star --gpus 4 --algorithm push", "--platform star --gpus 16 --algorithm pull",
+                           "--platform " PLATFORM_EXAMPLES "/dual-switch.yaml --algorithm push"}) {
+    INFO(args);
+    const Result r = incsim(std::string(args) + " --sizes 64K --quiet --csv -");
+    INFO(r.err);
+    CHECK(r.code == 0);
+    CHECK(r.err.empty());
+  }
+  // A wave the tables cannot hold, set by the user, names both keys.
+  require_error("--platform star --gpus 4 --algorithm push --sizes 64K -c gpu.copy_engine.wave_bytes=8192",
+                {"gpu.copy_engine.wave_bytes", "switch.reduction_table.bytes", "1024 B"});
 }
 
 TEST_CASE("torus, mesh, fattree and bigraph run from flags and from a config file", "[cli][platform]") {

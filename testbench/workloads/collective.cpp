@@ -210,6 +210,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   const bool fattree = in_network && is_fattree2l(t);  // only the in-network defaults differ
   platforms::PlatformDefaults pd = platforms::platform_defaults(t);
   pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
+  // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
+  // MultiTree's fat tree, whose own packets carry 256 B (Table III).
+  if (in_network) pd.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
   platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
   bool software_ring = false;
@@ -281,7 +284,15 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                                                          : gpu::InNetKind::Broadcast;
   gpu::WaveParams wp;
   wp.waves = cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
-  wp.wave_bytes = cfg_.get(gpu::kWaveBytes);
+  // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
+  // paper's 8 kB waves (Fig. 7, 8, 10) where C holds one, else C itself in
+  // whole blocks (a 4-GPU star has 4 x 256 B of table).
+  const uint64_t capacity = platform_->total_table_bytes() / topo::MulticastFabric::kBlockBytes *
+                            topo::MulticastFabric::kBlockBytes;
+  const uint32_t paper_wave = gpu::kWaveBytes.default_value();
+  wp.wave_bytes = cfg_.get(gpu::kWaveBytes, (push || pull) && capacity > 0 && capacity < paper_wave
+                                                ? static_cast<uint32_t>(capacity)
+                                                : paper_wave);
   const double timeout_us = cfg_.get(gpu::kCounterTimeout);
   const bool barrier = pull && cfg_.get(gpu::kPullBarrier);
   const std::string order = cfg_.get(gpu::kCopyOrder);
@@ -303,9 +314,10 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
       throw UserError(opt_.algorithm + " reduces in the switches: switch.reduction_table.bytes must be above 0");
     // Klenk §IV-F1: waves are C/k of the network's table capacity C.
     if (wp.waves > 0 && wp.wave_bytes > platform_->total_table_bytes())
-      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B is larger than the " +
-                      std::to_string(platform_->total_table_bytes()) +
-                      " B of reduction table in the whole network (Klenk §IV-F1 sizes waves to C/k)");
+      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +
+                      "than the " + std::to_string(platform_->total_table_bytes()) +
+                      " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
+                      "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
   endpoint_GBps_ = least_endpoint_GBps(n, false);
   collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->multicast(), dtype_, redop_,

@@ -34,8 +34,9 @@ int sc_main(int argc, char* argv[]) {
   o.algorithm = argc > 1 ? argv[1] : "push";  // push: the switches' reduction tables; ring: the GPUs
   o.sizes = "64K,1M";
   o.quiet = true;
-  // Parameters as -c would set them: tables that hold a wave (12 ports x 1 KiB
-  // > 8 KiB waves, Klenk §IV-F1), and a bigger one on sw0's link to sw1.
+  // Parameters as -c would set them: 1 KiB of table per port (Klenk §IV-G:
+  // what 18 kB of SRAM per switch chip allows), so the 12 ports hold the
+  // paper's 8 KiB waves, and a bigger one on sw0's link to sw1.
   o.params = {{"switch.reduction_table.bytes", "1024", "custom_platform"},
               {"sw0.port4.reduction_table.bytes", "4096", "custom_platform"}};
   try {
