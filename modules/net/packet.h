@@ -102,7 +102,8 @@ inline const Param<uint32_t> kFlitBytes{"net.flit_bytes", 16, Range::at_least(1)
 inline const Param<uint32_t> kMaxPayloadBytes{
     "net.max_payload_bytes", 128, Range::at_least(8).at_most(4096),
     "largest payload per packet, bytes (dgx2, fattree2l, star, YAML files: 128, Klenk §V; torus, mesh, fattree, "
-    "bigraph: 256, MultiTree Table III's payload for the baselines)"};
+    "bigraph: 256, MultiTree Table III's payload for the baselines; 128 there too for push, pull and multicast, "
+    "which reduce 128-byte blocks, Klenk §IV-D)"};
 
 // First-in first-out queue threaded through Packet::next.
 class PacketFifo {

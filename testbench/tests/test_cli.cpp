@@ -1152,3 +1152,52 @@ TEST_CASE("per-instance parameters: a switch's or a port's own key overrides the
   require_error(push + "-c sw9.reduction_table.bytes=512", {"unknown key 'sw9.reduction_table.bytes'"});
   require_error(push + "-c sw0.latency_ns=-5", {"sw0.latency_ns = -5 is outside its range (0 to 1e9 ns)"});
 }
+
+// Every built-in platform, and the shipped example file, runs each collective
+// with every algorithm it offers on its defaults: none exits 2 for a conflict
+// between defaults (Klenk §IV-F1's waves on a star and 256 B packets on
+// MultiTree's fat tree were two). Exit 1 would be a wrong element.
+namespace {
+using Offers = std::vector<std::pair<std::string, std::string>>;  // collective, its algorithms
+void require_defaults_run(const std::string& platform, const Offers& offers) {
+  for (const auto& [collective, algorithms] : offers) {
+    for (size_t at = 0; at <= algorithms.size();) {
+      const size_t end = std::min(algorithms.find(',', at), algorithms.size());
+      const std::string args = "--platform " + platform + " --collective " + collective + " --algorithm " +
+                               algorithms.substr(at, end - at) + " --sizes 8K --quiet";
+      INFO(args);
+      const Result r = incsim(args);
+      INFO(r.err);
+      CHECK(r.code == 0);
+      at = end + 1;
+    }
+  }
+}
+const Offers kSwitchFabric = {{"allreduce", "ring,push,pull,dbtree,hd,multitree,multitree-msg,blink"},
+                              {"reducescatter", "ring"},
+                              {"allgather", "ring,multicast"},
+                              {"broadcast", "multicast,blink"}};
+Offers direct(const std::string& allreduce) {
+  return {{"allreduce", allreduce}, {"reducescatter", "ring"}, {"allgather", "ring"}, {"broadcast", "blink"}};
+}
+const Offers kDgx1 = {{"allreduce", "ring,blink"}, {"reducescatter", "ring"}, {"allgather", "ring"},
+                      {"broadcast", "ring,blink"}};
+const Offers kNetReduce = {{"allreduce", "ring,netreduce"}};
+const Offers kMultiGpu = {{"allreduce", "pnetreduce,flatring,tencent"}};
+}  // namespace
+
+#define DEFAULTS_RUN(name, platform, offers) \
+  TEST_CASE("defaults run: every algorithm " name " offers", "[cli][defaults]") { require_defaults_run(platform, offers); }
+DEFAULTS_RUN("dgx2", "dgx2", kSwitchFabric)
+DEFAULTS_RUN("fattree2l", "fattree2l --gpus 32", kSwitchFabric)  // all 128: the ring alone takes 14 s
+DEFAULTS_RUN("star", "star", kSwitchFabric)
+DEFAULTS_RUN("fattree", "fattree", kSwitchFabric)
+DEFAULTS_RUN("dual-switch.yaml", PLATFORM_EXAMPLES "/dual-switch.yaml", kSwitchFabric)
+DEFAULTS_RUN("torus", "torus", direct("ring,dbtree,hd,ring2d,multitree,multitree-msg,blink"))
+DEFAULTS_RUN("mesh", "mesh", direct("ring,dbtree,hd,ring2d,multitree,multitree-msg,blink"))
+DEFAULTS_RUN("bigraph", "bigraph", direct("ring,dbtree,hd,hdrm,multitree,multitree-msg,blink"))
+DEFAULTS_RUN("dgx1v", "dgx1v", kDgx1)
+DEFAULTS_RUN("dgx1p", "dgx1p", kDgx1)
+DEFAULTS_RUN("rack", "rack", kNetReduce)
+DEFAULTS_RUN("spineleaf", "spineleaf", kNetReduce)
+DEFAULTS_RUN("multigpu", "multigpu", kMultiGpu)
