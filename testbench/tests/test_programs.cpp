@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/baselines.h"
+#include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program.h"
 #include "collectives/program_check.h"
@@ -24,6 +25,15 @@ using namespace incsim::collectives;
 
 namespace {
 
+const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
 void require_ok(const Program& p) {
   const ProgramCheck c = check_program(p);
   INFO(p.name << " " << collective_name(p.collective) << " on " << p.ranks << " ranks:\n" << c.report());
@@ -35,6 +45,16 @@ std::string first_problem(const Program& p) {
   const ProgramCheck c = check_program(p);
   REQUIRE_FALSE(c.ok());
   return c.problems.front();
+}
+
+std::string refusal(const std::string& xml) {
+  try {
+    read_msccl_xml(xml, "bad.xml");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  FAIL("the XML was accepted");
+  return {};
 }
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
@@ -153,6 +173,64 @@ TEST_CASE("the text format reader names the file, the line and what is wrong") {
   REQUIRE(error(replaced(good, "ch 0 q 0 to 1 src", "ch 0 q 0 to 1 ch 1 src")) == "p.prog:6: field \"ch\" given twice");
   REQUIRE(error(good.substr(0, good.find("rank 1"))) == "p.prog:8: the program ends after rank 0 of 2");
   REQUIRE(error(replaced(good, "ranks 2 root 0", "ranks 2 root 5")) == "p.prog:4: root 5 is out of range [0, 1]");
+}
+
+TEST_CASE("the hand-made MSCCL all-pairs all-reduce reads, checks and round-trips") {
+  const Program p = read_msccl_file(kAllPairs);
+  REQUIRE(p.name == "allpairs_allreduce_4");
+  REQUIRE(p.ranks == 4);
+  REQUIRE(p.in_place);
+  REQUIRE(p.buffers[2] == Buffers{4, 0, 3});
+  REQUIRE(p.op_count(0) == 3 + 3 * 4);
+  // gpu 0 tb 1 step 2 sends the sum after tb 0 step 2, its last reduction.
+  const Operation& send = p.op(0, 3 + 2);
+  REQUIRE(send.kind == OpKind::Send);
+  REQUIRE(send.send_peer == 1);
+  REQUIRE(send.queue == 1);
+  REQUIRE(send.dep_count == 1);
+  REQUIRE(p.deps_of(send)[0] == 2);
+  const ProgramCheck c = check_program(p);
+  INFO(c.report());
+  REQUIRE(c.ok());
+  REQUIRE(c.summary == "each rank's result holds each element of every rank exactly once");
+  const std::string text = write_program(p);
+  REQUIRE(read_program(text, "allpairs.prog") == p);
+  REQUIRE(write_program(read_program(text, "allpairs.prog")) == text);
+}
+
+TEST_CASE("malformed MSCCL XML is refused naming the file and the element") {
+  const std::string xml = slurp(kAllPairs);
+  // A send in the thread block that sends to no one.
+  REQUIRE(refusal(replaced(xml, "<step s=\"0\" type=\"re\"", "<step s=\"0\" type=\"s\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: sends (type s) but thread block 0 sends to no peer (send=-1)");
+  REQUIRE(refusal(replaced(xml, "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"1\"",
+                           "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"9\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: depends on tb 1 step 9, which does not exist");
+  REQUIRE(refusal(replaced(xml, "depid=\"1\" deps=\"1\"", "depid=\"7\" deps=\"1\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: depends on tb 7 step 1, which does not exist");
+  REQUIRE(refusal(replaced(xml, "srcbuf=\"s\" srcoff=\"2\"", "srcbuf=\"s\" srcoff=\"3\"")) ==
+          "bad.xml: gpu 0 tb 0 step 2: src chunks [3, 4) of buffer s lie outside its 3 chunks");
+  REQUIRE(refusal(replaced(xml, "dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\"", "dstbuf=\"q\" dstoff=\"0\" cnt=\"1\" depid=\"1\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: dstbuf \"q\" is not i, o or s");
+  REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\"", "<tb id=\"1\" send=\"4\"")) ==
+          "bad.xml: gpu 0 tb 1: send 4 is out of range [-1, 3]");
+  REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\" recv=\"1\"", "<tb id=\"1\" send=\"0\" recv=\"1\"")) ==
+          "bad.xml: gpu 0 tb 1: names its own gpu as a peer");
+  REQUIRE(refusal(replaced(xml, "<step s=\"1\" type=\"re\"", "<step s=\"2\" type=\"re\"")) ==
+          "bad.xml: gpu 0 tb 0 step 2: comes where step 1 belongs");
+  REQUIRE(refusal(replaced(xml, "type=\"re\"", "type=\"put\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: step type \"put\" is not one of s, r, rrs, rrc, rrcs, rcs, cpy, re, nop");
+  REQUIRE(refusal(replaced(xml, "coll=\"allreduce\"", "coll=\"alltoall\"")) ==
+          "bad.xml: algo: coll \"alltoall\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
+          "broadcast)");
+  REQUIRE(refusal(replaced(xml, " cnt=\"1\" depid=\"1\"", " depid=\"1\"")) == "bad.xml: gpu 0 tb 0 step 0: has no attribute cnt");
+  REQUIRE(refusal(replaced(xml, "<gpu id=\"3\"", "<gpu id=\"2\"")) == "bad.xml: gpu 2: appears twice");
+  REQUIRE(refusal(replaced(xml, "</algo>", "")).rfind("bad.xml:", 0) == 0);  // Boost's parser: file and line
+  // Well formed, but a wrong algorithm: the checker finds it.
+  const Program no_reduce = read_msccl_xml(
+      replaced(xml, "srcbuf=\"s\" srcoff=\"2\" dstbuf=\"i\" dstoff=\"0\"", "srcbuf=\"s\" srcoff=\"1\" dstbuf=\"i\" dstoff=\"0\""),
+      "wrong.xml");
+  REQUIRE(first_problem(no_reduce) == "rank 0's output chunk 0 counts rank 2's input chunk 0 twice");
 }
 
 TEST_CASE("the checker names a peer out of range, an unpaired send, a cycle and a deadlock") {
