@@ -72,7 +72,7 @@ bool engine_can(Engine e, OpKind k) {
 bool Operation::operator==(const Operation& o) const {
   return kind == o.kind && engine == o.engine && proto == o.proto && channel == o.channel && queue == o.queue &&
          send_peer == o.send_peer && recv_peer == o.recv_peer && group == o.group && src == o.src && dst == o.dst &&
-         dep_begin == o.dep_begin && dep_count == o.dep_count;
+         dep_begin == o.dep_begin && dep_count == o.dep_count && timestep == o.timestep;
 }
 
 bool Program::operator==(const Program& o) const {
@@ -115,8 +115,9 @@ void ProgramBuilder::begin_rank(int r, Buffers b) {
 }
 
 int ProgramBuilder::add(Operation op, const std::vector<uint32_t>& deps) {
+  if (deps.size() > 65535) throw UserError("an operation has more than 65535 dependencies");
   op.dep_begin = static_cast<uint32_t>(p_.deps.size());
-  op.dep_count = static_cast<uint32_t>(deps.size());
+  op.dep_count = static_cast<uint16_t>(deps.size());
   p_.deps.insert(p_.deps.end(), deps.begin(), deps.end());
   p_.ops.push_back(op);
   return static_cast<int>(p_.ops.size() - p_.rank_begin.back()) - 1;
@@ -168,6 +169,7 @@ std::string write_program(const Program& p) {
       if (o.send_peer != kNone) os << " to " << o.send_peer;
       if (o.recv_peer != kNone) os << " from " << o.recv_peer;
       if (o.group != kNone) os << " group " << o.group;
+      if (o.timestep) os << " timestep " << o.timestep;
       write_ref(os, "src", o.src);
       write_ref(os, "dst", o.dst);
       if (o.dep_count) {
@@ -320,14 +322,16 @@ Program read_program(const std::string& text, const std::string& file) {
         else if (f == "to") o.send_peer = static_cast<int32_t>(in.number("to", 0, 0x7fffffff));
         else if (f == "from") o.recv_peer = static_cast<int32_t>(in.number("from", 0, 0x7fffffff));
         else if (f == "group") o.group = static_cast<int32_t>(in.number("group", 0, 0x7fffffff));
+        else if (f == "timestep") o.timestep = static_cast<uint16_t>(in.number("timestep", 0, 65535));
         else if (f == "src") o.src = parse_ref(in, "src");
         else if (f == "dst") o.dst = parse_ref(in, "dst");
         else if (f == "after") {
           std::istringstream ds(in.word("after"));
           for (std::string d; std::getline(ds, d, ',');)
             deps.push_back(static_cast<uint32_t>(in.integer(d, "dependency", 0, 0x7fffffff)));
+          if (deps.size() > 65535) in.fail("more than 65535 dependencies");
         } else
-          in.fail("unknown field \"" + f + "\" (proto, ch, q, to, from, group, src, dst, after)");
+          in.fail("unknown field \"" + f + "\" (proto, ch, q, to, from, group, timestep, src, dst, after)");
       }
       b->add(o, deps);
     } else {

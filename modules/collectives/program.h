@@ -90,7 +90,11 @@ struct Operation {
   int32_t group = kNone;      // in-network operations: index into Program::groups
   ChunkRef src, dst;
   uint32_t dep_begin = 0;  // Program::deps[dep_begin .. dep_begin + dep_count)
-  uint32_t dep_count = 0;
+  uint16_t dep_count = 0;
+  // For engines that run in lockstep, the NIC's schedule table: the timestep
+  // of the send, NOP or received message (MultiTree §IV-A). 0: none, it runs
+  // as soon as it may.
+  uint16_t timestep = 0;
   bool operator==(const Operation& o) const;
 };
 

@@ -120,6 +120,7 @@ Program schedule_program(const Schedule& s) {
     std::sort(events[node].begin(), events[node].end());
     for (const auto& [step, recv, op, flow, peer] : events[node]) {
       Operation o = make_op(OpKind::Nop, Engine::NicTable, 0, 0);
+      o.timestep = static_cast<uint16_t>(step);
       if (flow != kNil) {
         const ChunkRef c = chunk(Buffer::Output, static_cast<uint32_t>(s.flows[flow].start),
                                  static_cast<uint16_t>(s.flows[flow].size));

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -169,7 +170,7 @@ TEST_CASE("the text format reader names the file, the line and what is wrong") {
           "p.prog:6: src \"x0\" must start with i, o or s (input, output, scratch)");
   REQUIRE(error(replaced(good, "src i0", "src i0:0")) == "p.prog:6: chunk count 0 is out of range [1, 65535]");
   REQUIRE(error(replaced(good, "dst o0\n", "dst o0 color red\n")) ==
-          "p.prog:8: unknown field \"color\" (proto, ch, q, to, from, group, src, dst, after)");
+          "p.prog:8: unknown field \"color\" (proto, ch, q, to, from, group, timestep, src, dst, after)");
   REQUIRE(error(replaced(good, "ch 0 q 0 to 1 src", "ch 0 q 0 to 1 ch 1 src")) == "p.prog:6: field \"ch\" given twice");
   REQUIRE(error(good.substr(0, good.find("rank 1"))) == "p.prog:8: the program ends after rank 0 of 2");
   REQUIRE(error(replaced(good, "ranks 2 root 0", "ranks 2 root 5")) == "p.prog:4: root 5 is out of range [0, 1]");
@@ -388,9 +389,14 @@ TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselin
     require_ok(schedule_program(halving_doubling(n)));
   }
   require_ok(schedule_program(ring2d(4, 2)));
-  // Every message of the table is one send and one receive of the program.
-  int send_ops = 0;
-  for (const Operation& o : p.ops) send_ops += o.kind == OpKind::Send;
-  REQUIRE(send_ops == static_cast<int>(mt.messages().size()));
+  // Every message of the table is one send of the program, in its timestep.
+  std::vector<std::array<int, 3>> sent, messages;  // (step, src, dst)
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i)
+      if (p.op(r, i).kind == OpKind::Send) sent.push_back({p.op(r, i).timestep, r, p.op(r, i).send_peer});
+  for (const Message& m : mt.messages()) messages.push_back({m.step, m.src, m.dst});
+  std::sort(sent.begin(), sent.end());
+  std::sort(messages.begin(), messages.end());
+  REQUIRE(sent == messages);
   REQUIRE(read_program(write_program(p), "multitree.prog") == p);
 }
