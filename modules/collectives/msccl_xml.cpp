@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -223,11 +222,7 @@ Program read_msccl_xml(const std::string& xml, const std::string& file) {
 }
 
 Program read_msccl_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw UserError("cannot read MSCCL algorithm file " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return read_msccl_xml(ss.str(), path);
+  return read_msccl_xml(read_text_file(path, "MSCCL algorithm file"), path);
 }
 
 }  // namespace incsim::collectives

@@ -348,12 +348,14 @@ Program read_program(const std::string& text, const std::string& file) {
   return out;
 }
 
-Program read_program_file(const std::string& path) {
+std::string read_text_file(const std::string& path, const std::string& what) {
   std::ifstream f(path);
-  if (!f) throw UserError("cannot read program file " + path);
+  if (!f) throw UserError("cannot read " + what + " " + path);
   std::ostringstream ss;
   ss << f.rdbuf();
-  return read_program(ss.str(), path);
+  return ss.str();
 }
+
+Program read_program_file(const std::string& path) { return read_program(read_text_file(path, "program file"), path); }
 
 }  // namespace incsim::collectives

@@ -155,5 +155,7 @@ std::string write_program(const Program& p);
 // Throws UserError "FILE:LINE: what is wrong".
 Program read_program(const std::string& text, const std::string& file);
 Program read_program_file(const std::string& path);
+// A whole file; throws UserError "cannot read WHAT PATH".
+std::string read_text_file(const std::string& path, const std::string& what);
 
 }  // namespace incsim::collectives

@@ -150,28 +150,22 @@ class Checker {
                 std::to_string(out) + ")");
         return false;
       }
-    const char* c = collective_name(p_.collective);
+    const std::string c = collective_name(p_.collective);
+    // The larger buffer holds `times` the smaller one's chunks.
+    const auto need = [&](uint32_t times, const char* small, uint32_t s, const char* large, uint32_t l) {
+      if (l != times * s)
+        problem(c + " on " + std::to_string(n_) + " ranks needs " + large + " chunks = " + std::to_string(times) + " x " +
+                small + " chunks (" + std::to_string(s) + "), not " + std::to_string(l));
+    };
     switch (p_.collective) {
       case Collective::AllReduce:
       case Collective::Broadcast:
-        if (out != in && !(p_.in_place && out == 0))
-          problem(std::string("an ") + c + " needs as many output chunks as input chunks (" + std::to_string(in) +
-                  "), not " + std::to_string(out));
-        chunks_ = in;
+        if (!(p_.in_place && out == 0)) need(1, "input", in, "output", out);
         break;
-      case Collective::ReduceScatter:
-        if (in != n * out)
-          problem(std::string("a ") + c + " of " + std::to_string(n_) + " ranks needs " + std::to_string(n_) +
-                  " times the output chunks (" + std::to_string(out) + ") in the input, not " + std::to_string(in));
-        chunks_ = in;
-        break;
-      case Collective::AllGather:
-        if (out != n * in)
-          problem(std::string("an ") + c + " of " + std::to_string(n_) + " ranks needs " + std::to_string(n_) +
-                  " times the input chunks (" + std::to_string(in) + ") in the output, not " + std::to_string(out));
-        chunks_ = in;
-        break;
+      case Collective::ReduceScatter: need(n, "output", out, "input", in); break;
+      case Collective::AllGather: need(n, "input", in, "output", out); break;
     }
+    chunks_ = in;
     if (chunks_ == 0) problem("the program's input has no chunks");
     return out_.problems.empty();
   }

@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,13 +25,6 @@ using namespace incsim::collectives;
 namespace {
 
 const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void require_ok(const Program& p) {
   const ProgramCheck c = check_program(p);
@@ -200,7 +191,7 @@ TEST_CASE("the hand-made MSCCL all-pairs all-reduce reads, checks and round-trip
 }
 
 TEST_CASE("malformed MSCCL XML is refused naming the file and the element") {
-  const std::string xml = slurp(kAllPairs);
+  const std::string xml = read_text_file(kAllPairs, "test file");
   // A send in the thread block that sends to no one.
   REQUIRE(refusal(replaced(xml, "<step s=\"0\" type=\"re\"", "<step s=\"0\" type=\"s\"")) ==
           "bad.xml: gpu 0 tb 0 step 0: sends (type s) but thread block 0 sends to no peer (send=-1)");
@@ -283,6 +274,10 @@ TEST_CASE("the checker names a peer out of range, an unpaired send, a cycle and 
   bad.ops[0].engine = Engine::RoceNic;
   bad.ops[1].engine = Engine::RoceNic;
   REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) runs on the roce engine, which cannot do rrc");
+
+  bad = ring_program(Collective::AllGather, 4, 2);
+  for (Buffers& b : bad.buffers) b.output = 10;
+  REQUIRE(first_problem(bad) == "allgather on 4 ranks needs output chunks = 4 x input chunks (2), not 10");
 
   bad = p;
   bad.ops[0].src = chunk(Buffer::Input, 1);
