@@ -16,6 +16,7 @@
 #include "collectives/program.h"
 #include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
+#include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "topology/direct_networks.h"
 
@@ -384,6 +385,12 @@ TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselin
     require_ok(schedule_program(halving_doubling(n)));
   }
   require_ok(schedule_program(ring2d(4, 2)));
+  // Blink's trees (tree_schedule.h): all-reduce and broadcast.
+  require_ok(schedule_program(tree_schedule("blink", 16, one_hop_shares(16), 2, kNil)));
+  const Program bc = schedule_program(tree_schedule("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3));
+  REQUIRE(bc.collective == Collective::Broadcast);
+  REQUIRE(bc.root == 3);
+  require_ok(bc);
   // Every message of the table is one send of the program, in its timestep.
   std::vector<std::array<int, 3>> sent, messages;  // (step, src, dst)
   for (int r = 0; r < p.ranks; ++r)
