@@ -72,7 +72,9 @@ class Checker {
   }
 
   bool shape() {
-    if (n_ < 1 || p_.buffers.size() != static_cast<size_t>(n_) || p_.rank_begin.size() != static_cast<size_t>(n_) + 1) {
+    if (n_ < 1 || p_.buffers.size() != static_cast<size_t>(n_) || p_.rank_begin.size() != static_cast<size_t>(n_) + 1 ||
+        p_.rank_begin.front() != 0 || p_.rank_begin.back() != p_.ops.size() ||
+        !std::is_sorted(p_.rank_begin.begin(), p_.rank_begin.end())) {
       problem("the program's rank tables do not match its " + std::to_string(n_) + " ranks");
       return false;
     }
@@ -130,10 +132,10 @@ class Checker {
           continue;
         }
         for (uint32_t k = 0; k < o.dep_count; ++k) {
-          const uint32_t d = p_.deps_of(o)[k];
-          if (d >= static_cast<uint32_t>(p_.op_count(r)) || d == static_cast<uint32_t>(i))
-            problem(op_text(r, i) + " depends on operation " + std::to_string(d) + ", which " +
-                    (d == static_cast<uint32_t>(i) ? "is itself" : "rank " + std::to_string(r) + " does not have"));
+          const uint32_t dep = p_.deps_of(o)[k];
+          if (dep >= static_cast<uint32_t>(p_.op_count(r)) || dep == static_cast<uint32_t>(i))
+            problem(op_text(r, i) + " depends on operation " + std::to_string(dep) + ", which " +
+                    (dep == static_cast<uint32_t>(i) ? "is itself" : "rank " + std::to_string(r) + " does not have"));
         }
       }
     return out_.problems.empty();
