@@ -316,6 +316,9 @@ TEST_CASE("the checker names a chunk never reduced or delivered and a contributi
   REQUIRE(c.problems.size() == 3);
   REQUIRE(c.problems.front() == "rank 1's output chunk 0 is never delivered");
   REQUIRE(c.problems.at(1) == "rank 1's output chunk 1 lacks rank 1's input chunk 0");
+  Program ar = ring_program(Collective::AllReduce, 2, 1);
+  ar.ops[2].dst = chunk(Buffer::Output, 1);  // rank 0's last receive lands on the chunk it completed itself
+  REQUIRE(first_problem(ar) == "rank 0's output chunk 0 is never reduced or delivered");
   // A send of a chunk that holds nothing.
   Program empty = ring_program(Collective::AllReduce, 3, 1);
   empty.ops[0].src = chunk(Buffer::Output, 0);
