@@ -1,0 +1,161 @@
+#pragma once
+// A collective as a program (docs/programs.md): for each rank, the operations
+// its engines execute, with their dependencies, each naming the chunk of
+// which buffer it touches. Plain C++, no SystemC.
+//
+// The layout is for engines that walk it per step or per packet: one flat
+// array of plain operations, grouped by rank (rank r's are
+// ops[rank_begin[r] .. rank_begin[r + 1])), dependencies as rank-local
+// operation indices in one flat array, peers and groups as indices.
+//
+// Order. Operations of one rank with the same `queue` (a thread block, a
+// copy-engine queue, a queue pair) run in the order listed; `deps` adds
+// dependencies on other operations of the same rank. Across ranks, order
+// comes only from data: the k-th send from rank a to rank b on channel c
+// pairs with the k-th receive of b from a on c; an in-network operation
+// pairs with the operations of the other members of its group in the same
+// position on the same channel.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace incsim::collectives {
+
+enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast };
+const char* collective_name(Collective c);
+
+// What executes an operation on its rank.
+enum class Engine : uint8_t {
+  Cores,       // the GPU's cores: data, fence, flag (NCCL's Simple protocol) or LL/LL128
+  CopyEngine,  // the GPU's copy engine, block stores in waves
+  NicTable,    // the NIC's schedule table (MultiTree §IV-A)
+  RoceNic,     // a RoCE NIC: messages on a queue pair (NetReduce)
+};
+const char* engine_name(Engine e);
+
+// How the cores move data. Only Simple is modelled today.
+enum class Protocol : uint8_t { Simple, LL, LL128 };
+const char* protocol_name(Protocol p);
+
+enum class Buffer : uint8_t { Input, Output, Scratch };
+char buffer_letter(Buffer b);  // i, o, s as MSCCL writes them
+
+enum class OpKind : uint8_t {
+  Nop,                 // nothing: a carrier of dependencies
+  Send,                // src to send_peer
+  Recv,                // from recv_peer into dst
+  // The receive-reduce kinds add the received chunks to a local operand: src
+  // if the operation names one (NCCL's recvReduceCopy(src, dst)), else dst
+  // (MSCCL's rrc).
+  RecvReduceSend,      // received + operand to send_peer; dst unchanged
+  RecvReduceCopy,      // dst = received + operand
+  RecvReduceCopySend,  // dst = received + operand, and dst to send_peer
+  RecvCopySend,        // dst = received, and dst to send_peer
+  Copy,                // dst = src (local)
+  Reduce,              // dst = src + dst (local)
+  // In-network, among the members of `group`: contributors are the members
+  // whose operation has a src; every member whose operation has a dst
+  // receives the result.
+  MulticastWrite,  // one contributor's src to every member's dst (Klenk's multicast)
+  ReduceWrite,     // sum of the srcs, reduced in a switch's table, written to the dsts (push)
+  ReduceRead,      // sum of the srcs, read through the switches into the dsts (pull)
+  Aggregate,       // sum of the srcs, reduced by an aggregator, back to the dsts (NetReduce)
+};
+const char* op_name(OpKind k);  // the MSCCL step type where there is one (s, r, rrs, ...)
+bool sends(OpKind k);
+bool receives(OpKind k);
+bool in_network(OpKind k);
+// Can this engine execute this kind of operation?
+bool engine_can(Engine e, OpKind k);
+
+constexpr int32_t kNone = -1;
+
+// Chunks [index, index + count) of a buffer; count 0: no chunk.
+struct ChunkRef {
+  uint32_t index = 0;
+  uint16_t count = 0;
+  Buffer buf = Buffer::Input;
+  bool empty() const { return count == 0; }
+  bool operator==(const ChunkRef& o) const { return index == o.index && count == o.count && buf == o.buf; }
+};
+
+struct Operation {
+  OpKind kind = OpKind::Nop;
+  Engine engine = Engine::Cores;
+  Protocol proto = Protocol::Simple;
+  uint16_t channel = 0;
+  uint16_t queue = 0;
+  int32_t send_peer = kNone;  // rank
+  int32_t recv_peer = kNone;  // rank
+  int32_t group = kNone;      // in-network operations: index into Program::groups
+  ChunkRef src, dst;
+  uint32_t dep_begin = 0;  // Program::deps[dep_begin .. dep_begin + dep_count)
+  uint16_t dep_count = 0;
+  // For engines that run in lockstep, the NIC's schedule table: the timestep
+  // of the send, NOP or received message (MultiTree §IV-A). 0: none, it runs
+  // as soon as it may.
+  uint16_t timestep = 0;
+  bool operator==(const Operation& o) const;
+};
+
+// Chunk counts of one rank's buffers.
+struct Buffers {
+  uint32_t input = 0, output = 0, scratch = 0;
+  bool operator==(const Buffers& o) const {
+    return input == o.input && output == o.output && scratch == o.scratch;
+  }
+};
+
+struct Program {
+  std::string name;
+  Collective collective = Collective::AllReduce;
+  int ranks = 0;
+  int root = 0;  // broadcast
+  // In place: the output is the input (all-reduce, broadcast), the input is
+  // rank r's window output[r * input, ...) (all-gather), or the output is
+  // input[r * output, ...) (reduce-scatter).
+  bool in_place = false;
+  std::vector<Buffers> buffers;            // [rank]
+  std::vector<std::vector<int>> groups;    // in-network groups: their ranks
+  std::vector<Operation> ops;                     // grouped by rank
+  std::vector<uint32_t> rank_begin;        // [ranks + 1]
+  std::vector<uint32_t> deps;              // rank-local operation indices
+
+  int op_count(int rank) const { return static_cast<int>(rank_begin[rank + 1] - rank_begin[rank]); }
+  const Operation& op(int rank, int i) const { return ops[rank_begin[rank] + i]; }
+  const uint32_t* deps_of(const Operation& o) const { return deps.data() + o.dep_begin; }
+  bool operator==(const Program& o) const;
+};
+
+// Builds a Program rank by rank: begin_rank(0), add ops, begin_rank(1), ...
+class ProgramBuilder {
+ public:
+  ProgramBuilder(std::string name, Collective c, int ranks, bool in_place = false);
+  Program& program() { return p_; }
+  // Starts rank r (ranks in order) with its buffers.
+  void begin_rank(int r, Buffers b);
+  // Appends an operation to the current rank, depending on `deps` (indices of
+  // earlier or later operations of the same rank); returns its index.
+  int add(Operation op, const std::vector<uint32_t>& deps = {});
+  int add_group(std::vector<int> ranks);
+  Program build();
+
+ private:
+  Program p_;
+  int rank_ = -1;
+};
+
+ChunkRef chunk(Buffer b, uint32_t index, uint16_t count = 1);
+// How many chunks of buffer b rank r may name: its count, or for an in-place
+// all-reduce or broadcast's output (the input) the larger of the two.
+uint32_t chunk_limit(const Program& p, int r, Buffer b);
+
+// The text format of docs/programs.md.
+std::string write_program(const Program& p);
+// Throws UserError "FILE:LINE: what is wrong".
+Program read_program(const std::string& text, const std::string& file);
+Program read_program_file(const std::string& path);
+// A whole file; throws UserError "cannot read WHAT PATH".
+std::string read_text_file(const std::string& path, const std::string& what);
+
+}  // namespace incsim::collectives

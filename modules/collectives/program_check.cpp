@@ -1,0 +1,538 @@
+#include "collectives/program_check.h"
+
+#include <algorithm>
+#include <array>
+#include <deque>
+#include <map>
+#include <sstream>
+
+namespace incsim::collectives {
+
+std::string ProgramCheck::report() const {
+  std::ostringstream os;
+  for (size_t i = 0; i < problems.size() && i < 20; ++i) os << problems[i] << '\n';
+  if (problems.size() > 20) os << "... and " << problems.size() - 20 << " more\n";
+  return os.str();
+}
+
+namespace {
+
+// Which contributions a chunk holds: key q * input + k is rank q's input
+// chunk k; sorted, a key twice is a contribution counted twice.
+using Contribs = std::vector<uint32_t>;
+
+Contribs merged(const Contribs& a, const Contribs& b) {
+  Contribs out(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), out.begin());
+  return out;
+}
+
+const char* buffer_word(Buffer b) {
+  static const char* const kWords[] = {"input", "output", "scratch"};
+  return kWords[static_cast<int>(b)];
+}
+
+class Checker {
+ public:
+  explicit Checker(const Program& p) : p_(p), n_(p.ranks) {}
+
+  ProgramCheck run() {
+    if (shape() && sizes() && pairing() && acyclic()) {
+      simulate();
+      if (out_.problems.empty()) result();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // ---- Naming ----
+  std::string op_text(int r, int i) const {
+    return "rank " + std::to_string(r) + " operation " + std::to_string(i) + " (" + op_name(p_.op(r, i).kind) + ")";
+  }
+  std::string op_text(int g) const { return op_text(rank_of_[g], g - static_cast<int>(p_.rank_begin[rank_of_[g]])); }
+  std::string key_text(uint32_t key) const {
+    return "rank " + std::to_string(key / chunks_) + "'s input chunk " + std::to_string(key % chunks_);
+  }
+  void problem(const std::string& s) { out_.problems.push_back(s); }
+
+  // ---- Stage 1: every field in range ----
+  bool ref_ok(int r, int i, const char* what, const ChunkRef& c, bool needed) {
+    if (c.empty()) {
+      if (needed) problem(op_text(r, i) + " names no " + what + " chunk");
+      return !needed;
+    }
+    const uint32_t limit = chunk_limit(p_, r, c.buf);
+    if (uint64_t{c.index} + c.count > limit) {
+      problem(op_text(r, i) + "'s " + what + " " + buffer_word(c.buf) + " chunks [" + std::to_string(c.index) + ", " +
+              std::to_string(c.index + c.count) + ") lie outside rank " + std::to_string(r) + "'s " +
+              std::to_string(limit) + " " + buffer_word(c.buf) + " chunks");
+      return false;
+    }
+    return true;
+  }
+
+  bool shape() {
+    if (n_ < 1 || p_.buffers.size() != static_cast<size_t>(n_) || p_.rank_begin.size() != static_cast<size_t>(n_) + 1 ||
+        p_.rank_begin.front() != 0 || p_.rank_begin.back() != p_.ops.size() ||
+        !std::is_sorted(p_.rank_begin.begin(), p_.rank_begin.end())) {
+      problem("the program's rank tables do not match its " + std::to_string(n_) + " ranks");
+      return false;
+    }
+    if (p_.collective == Collective::Broadcast && (p_.root < 0 || p_.root >= n_))
+      problem("the broadcast root " + std::to_string(p_.root) + " is not a rank of " + std::to_string(n_));
+    for (size_t g = 0; g < p_.groups.size(); ++g) {
+      std::vector<int> m = p_.groups[g];
+      std::sort(m.begin(), m.end());
+      if (m.empty() || m.front() < 0 || m.back() >= n_)
+        problem("group " + std::to_string(g) + " names a rank out of range (" + std::to_string(n_) + " ranks)");
+      else if (std::adjacent_find(m.begin(), m.end()) != m.end())
+        problem("group " + std::to_string(g) + " names a rank twice");
+    }
+    rank_of_.resize(p_.ops.size());
+    for (int r = 0; r < n_; ++r)
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        rank_of_[p_.rank_begin[r] + i] = r;
+        const Operation& o = p_.op(r, i);
+        const auto peer_ok = [&](int32_t peer, bool used, const char* dir) {
+          if (!used && peer != kNone) problem(op_text(r, i) + " names a peer to " + dir + " but does not " + dir);
+          else if (used && (peer < 0 || peer >= n_))
+            problem(op_text(r, i) + " has peer " + std::to_string(peer) + " to " + dir + ", out of range (" +
+                    std::to_string(n_) + " ranks)");
+          else if (used && peer == r) problem(op_text(r, i) + " would " + dir + " to itself");
+        };
+        peer_ok(o.send_peer, sends(o.kind), "send");
+        peer_ok(o.recv_peer, receives(o.kind), "receive");
+        if (in_network(o.kind)) {
+          if (o.group < 0 || o.group >= static_cast<int>(p_.groups.size()))
+            problem(op_text(r, i) + " names group " + std::to_string(o.group) + ", which does not exist");
+          else if (std::find(p_.groups[o.group].begin(), p_.groups[o.group].end(), r) == p_.groups[o.group].end())
+            problem(op_text(r, i) + " is in group " + std::to_string(o.group) + ", which rank " + std::to_string(r) +
+                    " is not a member of");
+        } else if (o.group != kNone)
+          problem(op_text(r, i) + " names a group but is not an in-network operation");
+        if (!engine_can(o.engine, o.kind))
+          problem(op_text(r, i) + " runs on the " + engine_name(o.engine) + " engine, which cannot do " +
+                  op_name(o.kind));
+        const bool need_src = o.kind == OpKind::Send || o.kind == OpKind::Copy || o.kind == OpKind::Reduce;
+        const bool rrs = o.kind == OpKind::RecvReduceSend;
+        const bool need_dst = (receives(o.kind) && !rrs) || o.kind == OpKind::Copy || o.kind == OpKind::Reduce;
+        const bool reduces = rrs || o.kind == OpKind::RecvReduceCopy || o.kind == OpKind::RecvReduceCopySend;
+        const bool may_src = need_src || reduces || in_network(o.kind), may_dst = need_dst || rrs || in_network(o.kind);
+        if (rrs && o.src.empty() && o.dst.empty()) problem(op_text(r, i) + " names no chunk to add to what it receives");
+        if (!may_src && !o.src.empty()) problem(op_text(r, i) + " names a src chunk it does not read");
+        if (!may_dst && !o.dst.empty()) problem(op_text(r, i) + " names a dst chunk it does not write");
+        const bool s = ref_ok(r, i, "src", o.src, need_src), d = ref_ok(r, i, "dst", o.dst, need_dst);
+        if (in_network(o.kind) && o.src.empty() && o.dst.empty())
+          problem(op_text(r, i) + " neither contributes nor receives a chunk");
+        if (s && d && !o.src.empty() && !o.dst.empty() && o.src.count != o.dst.count)
+          problem(op_text(r, i) + " reads " + std::to_string(o.src.count) + " chunks but writes " +
+                  std::to_string(o.dst.count));
+        if (uint64_t{o.dep_begin} + o.dep_count > p_.deps.size()) {
+          problem(op_text(r, i) + "'s dependencies lie outside the program's dependency list");
+          continue;
+        }
+        for (uint32_t k = 0; k < o.dep_count; ++k) {
+          const uint32_t dep = p_.deps_of(o)[k];
+          if (dep >= static_cast<uint32_t>(p_.op_count(r)) || dep == static_cast<uint32_t>(i))
+            problem(op_text(r, i) + " depends on operation " + std::to_string(dep) + ", which " +
+                    (dep == static_cast<uint32_t>(i) ? "is itself" : "rank " + std::to_string(r) + " does not have"));
+        }
+      }
+    return out_.problems.empty();
+  }
+
+  // The collective's buffers: every rank the same input and output chunks,
+  // in the proportions the collective needs.
+  bool sizes() {
+    const uint32_t in = p_.buffers[0].input, out = p_.buffers[0].output, n = static_cast<uint32_t>(n_);
+    for (int r = 1; r < n_; ++r)
+      if (p_.buffers[r].input != in || p_.buffers[r].output != out) {
+        problem("rank " + std::to_string(r) + "'s input and output chunks (" + std::to_string(p_.buffers[r].input) +
+                ", " + std::to_string(p_.buffers[r].output) + ") differ from rank 0's (" + std::to_string(in) + ", " +
+                std::to_string(out) + ")");
+        return false;
+      }
+    const std::string c = collective_name(p_.collective);
+    // The larger buffer holds `times` the smaller one's chunks.
+    const auto need = [&](uint32_t times, const char* small, uint32_t s, const char* large, uint32_t l) {
+      if (l != times * s)
+        problem(c + " on " + std::to_string(n_) + " ranks needs " + large + " chunks = " + std::to_string(times) + " x " +
+                small + " chunks (" + std::to_string(s) + "), not " + std::to_string(l));
+    };
+    switch (p_.collective) {
+      case Collective::AllReduce:
+      case Collective::Broadcast:
+        if (!(p_.in_place && out == 0)) need(1, "input", in, "output", out);
+        break;
+      case Collective::ReduceScatter: need(n, "output", out, "input", in); break;
+      case Collective::AllGather: need(n, "input", in, "output", out); break;
+    }
+    chunks_ = in;
+    if (chunks_ == 0) problem("the program's input has no chunks");
+    return out_.problems.empty();
+  }
+
+  // ---- Stage 2: sends pair with receives, group members with each other ----
+  bool pairing() {
+    std::map<std::array<int, 3>, std::array<int, 2>> p2p;  // (from, to, channel) -> sends, receives
+    std::map<std::array<int, 3>, int> members;             // (group, channel, rank) -> operations
+    for (int r = 0; r < n_; ++r)
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        const Operation& o = p_.op(r, i);
+        if (sends(o.kind)) ++p2p[{r, o.send_peer, o.channel}][0];
+        if (receives(o.kind)) ++p2p[{o.recv_peer, r, o.channel}][1];
+        if (in_network(o.kind)) ++members[{o.group, o.channel, r}];
+      }
+    for (const auto& [k, c] : p2p)
+      if (c[0] != c[1])
+        problem("rank " + std::to_string(k[0]) + " sends " + std::to_string(c[0]) + " times to rank " +
+                std::to_string(k[1]) + " on channel " + std::to_string(k[2]) + ", but rank " + std::to_string(k[1]) +
+                " receives " + std::to_string(c[1]) + " times from rank " + std::to_string(k[0]) + " on it");
+    for (const auto& [k, count] : members)
+      for (int m : p_.groups[k[0]]) {
+        const auto it = members.find({k[0], k[1], m});
+        const int other = it == members.end() ? 0 : it->second;
+        if (other != count) {
+          problem("rank " + std::to_string(k[2]) + " has " + std::to_string(count) + " operations in group " +
+                  std::to_string(k[0]) + " on channel " + std::to_string(k[1]) + ", but member rank " +
+                  std::to_string(m) + " has " + std::to_string(other));
+          break;
+        }
+      }
+    return out_.problems.empty();
+  }
+
+  // ---- Stage 3: no rank's operations wait for each other in a cycle ----
+  // Predecessors of global operation g on its rank: its dependencies and the
+  // operation before it in its queue.
+  const std::vector<int>& preds(int g) const { return preds_[g]; }
+
+  bool acyclic() {
+    preds_.assign(p_.ops.size(), {});
+    for (int r = 0; r < n_; ++r) {
+      const int base = static_cast<int>(p_.rank_begin[r]);
+      std::map<uint16_t, int> last;  // queue -> its latest operation
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        const int g = base + i;
+        const Operation& o = p_.ops[g];
+        for (uint32_t k = 0; k < o.dep_count; ++k) preds_[g].push_back(base + static_cast<int>(p_.deps_of(o)[k]));
+        const auto it = last.find(o.queue);
+        if (it != last.end()) preds_[g].push_back(it->second);
+        last[o.queue] = g;
+      }
+    }
+    // Kahn's algorithm per rank; what remains holds a cycle.
+    for (int r = 0; r < n_; ++r) {
+      const int base = static_cast<int>(p_.rank_begin[r]), count = p_.op_count(r);
+      std::vector<int> indeg(count, 0);
+      std::vector<std::vector<int>> succ(count);
+      for (int i = 0; i < count; ++i)
+        for (int q : preds(base + i)) {
+          ++indeg[i];
+          succ[q - base].push_back(i);
+        }
+      std::vector<int> ready;
+      for (int i = 0; i < count; ++i)
+        if (!indeg[i]) ready.push_back(i);
+      int seen = 0;
+      while (!ready.empty()) {
+        const int i = ready.back();
+        ready.pop_back();
+        ++seen;
+        for (int s : succ[i])
+          if (!--indeg[s]) ready.push_back(s);
+      }
+      if (seen == count) continue;
+      // Walk back through unresolved predecessors until one repeats.
+      int g = base + static_cast<int>(std::find_if(indeg.begin(), indeg.end(), [](int d) { return d > 0; }) - indeg.begin());
+      std::vector<int> path;
+      while (std::find(path.begin(), path.end(), g) == path.end()) {
+        path.push_back(g);
+        for (int q : preds(g))
+          if (indeg[q - base] > 0) {
+            g = q;
+            break;
+          }
+      }
+      path.erase(path.begin(), std::find(path.begin(), path.end(), g));
+      std::reverse(path.begin(), path.end());  // in the order they wait for each other, lowest first
+      std::rotate(path.begin(), std::min_element(path.begin(), path.end()), path.end());
+      std::string s;
+      for (int q : path) s += (s.empty() ? "" : ", ") + std::to_string(q - base);
+      problem("rank " + std::to_string(r) + "'s operations " + s + " wait for each other in a cycle");
+    }
+    return out_.problems.empty();
+  }
+
+  // ---- Stage 4: the run ----
+  struct Message {
+    int op;  // global index of the sending operation
+    std::vector<Contribs> chunks;
+  };
+
+  int slot(int r, Buffer b, uint32_t k) const {
+    const Buffers& s = p_.buffers[r];
+    const uint32_t in = s.input, out = s.output;
+    if (!p_.in_place) {
+      const uint32_t base = b == Buffer::Input ? 0 : b == Buffer::Output ? in : in + out;
+      return static_cast<int>(slot_base_[r] + base + k);
+    }
+    switch (p_.collective) {
+      case Collective::AllReduce:
+      case Collective::Broadcast:
+        return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? std::max(in, out) : 0) + k);
+      case Collective::AllGather:  // the input is rank r's window of the output
+        return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? out : b == Buffer::Input ? r * in : 0) + k);
+      case Collective::ReduceScatter:  // the output is rank r's window of the input
+        return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? in : b == Buffer::Output ? r * out : 0) + k);
+    }
+    return -1;
+  }
+  uint32_t region(int r) const {
+    const Buffers& s = p_.buffers[r];
+    if (!p_.in_place) return s.input + s.output + s.scratch;
+    const bool ag = p_.collective == Collective::AllGather, rs = p_.collective == Collective::ReduceScatter;
+    return (ag ? s.output : rs ? s.input : std::max(s.input, s.output)) + s.scratch;
+  }
+
+  std::vector<Contribs> read(int g, const ChunkRef& c) {
+    const int r = rank_of_[g];
+    std::vector<Contribs> v;
+    for (uint32_t j = 0; j < c.count; ++j) {
+      v.push_back(state_[slot(r, c.buf, c.index + j)]);
+      if (v.back().empty() && !reported_empty_) {
+        reported_empty_ = true;
+        problem(op_text(g) + " reads " + buffer_word(c.buf) + " chunk " + std::to_string(c.index + j) +
+                ", which holds nothing yet");
+      }
+    }
+    return v;
+  }
+  void write(int g, const ChunkRef& c, const std::vector<Contribs>& v) {
+    for (uint32_t j = 0; j < c.count && j < v.size(); ++j) state_[slot(rank_of_[g], c.buf, c.index + j)] = v[j];
+  }
+  std::deque<Message>& fifo(int from, int to, int ch) { return fifos_[{from, to, ch}]; }
+
+  bool deps_done(int g) const {
+    for (int q : preds(g))
+      if (!done_[q]) return false;
+    return true;
+  }
+
+  void execute(int g) {
+    const Operation& o = p_.ops[g];
+    const int r = rank_of_[g];
+    std::vector<Contribs> got, result;
+    if (receives(o.kind)) {
+      Message m = std::move(fifo(o.recv_peer, r, o.channel).front());
+      fifo(o.recv_peer, r, o.channel).pop_front();
+      const uint16_t count = o.dst.empty() ? o.src.count : o.dst.count;  // rrs may name only its operand
+      if (m.chunks.size() != count)
+        problem(op_text(g) + " receives " + std::to_string(count) + " chunks where " + op_text(m.op) + " sent " +
+                std::to_string(m.chunks.size()));
+      got = std::move(m.chunks);
+      got.resize(count);
+    }
+    switch (o.kind) {
+      case OpKind::Send: result = read(g, o.src); break;
+      case OpKind::Recv:
+      case OpKind::RecvCopySend: result = got; break;
+      case OpKind::RecvReduceSend:
+      case OpKind::RecvReduceCopy:
+      case OpKind::RecvReduceCopySend:
+      case OpKind::Reduce: {
+        result = read(g, o.kind != OpKind::Reduce && !o.src.empty() ? o.src : o.dst);
+        const std::vector<Contribs> other = o.kind == OpKind::Reduce ? read(g, o.src) : got;
+        for (size_t j = 0; j < result.size(); ++j) result[j] = merged(result[j], other[j]);
+        break;
+      }
+      case OpKind::Copy: result = read(g, o.src); break;
+      default: break;
+    }
+    if (o.kind != OpKind::Send && o.kind != OpKind::RecvReduceSend && !in_network(o.kind)) write(g, o.dst, result);
+    if (sends(o.kind)) fifo(r, o.send_peer, o.channel).push_back({g, std::move(result)});
+    done_[g] = 1;
+  }
+
+  // Runs the group operation at `slot` once every member has reached it.
+  void execute_group(const std::vector<int>& members) {
+    const int first = members.front();
+    const Operation& o0 = p_.ops[first];
+    std::vector<Contribs> sum;
+    int contributors = 0;
+    uint16_t count = 0;
+    for (int g : members) {
+      const Operation& o = p_.ops[g];
+      const uint16_t c = o.src.empty() ? o.dst.count : o.src.count;
+      if (o.kind != o0.kind || (count && c != count))
+        problem(op_text(g) + " does not match " + op_text(first) + ", its partner in group " +
+                std::to_string(o0.group) + " on channel " + std::to_string(o0.channel));
+      count = c;
+      if (o.src.empty()) continue;
+      ++contributors;
+      const std::vector<Contribs> v = read(g, o.src);
+      if (sum.empty()) sum = v;
+      else
+        for (size_t j = 0; j < sum.size() && j < v.size(); ++j) sum[j] = merged(sum[j], v[j]);
+    }
+    if (o0.kind == OpKind::MulticastWrite && contributors != 1)
+      problem(op_text(first) + " is a multicast write with " + std::to_string(contributors) +
+              " writers in its group; it needs exactly one");
+    for (int g : members) {
+      if (!p_.ops[g].dst.empty()) write(g, p_.ops[g].dst, sum);
+      done_[g] = 1;
+    }
+  }
+
+  // The operation g waits for, or -1.
+  int blocker(int g) const {
+    for (int q : preds(g))
+      if (!done_[q]) return q;
+    const Operation& o = p_.ops[g];
+    const int r = rank_of_[g];
+    if (receives(o.kind)) {
+      for (int i = 0; i < p_.op_count(o.recv_peer); ++i) {
+        const int s = static_cast<int>(p_.rank_begin[o.recv_peer]) + i;
+        if (!done_[s] && sends(p_.ops[s].kind) && p_.ops[s].send_peer == r && p_.ops[s].channel == o.channel) return s;
+      }
+      return -1;
+    }
+    if (in_network(o.kind))
+      for (int m : group_members_.at(group_pos_[g]))
+        if (!ready_[m]) return m;
+    return -1;
+  }
+
+  void deadlock() {
+    int g = static_cast<int>(std::find(done_.begin(), done_.end(), 0) - done_.begin());
+    std::vector<int> path;
+    while (g >= 0 && std::find(path.begin(), path.end(), g) == path.end()) {
+      path.push_back(g);
+      g = blocker(g);
+    }
+    const size_t left = static_cast<size_t>(std::count(done_.begin(), done_.end(), 0));
+    std::string s = "the program deadlocks with " + std::to_string(left) + " operations never run: ";
+    if (g < 0) {
+      const Operation& o = p_.ops[path.back()];
+      s += op_text(path.back()) + " waits for " +
+           (receives(o.kind) ? "a message from rank " + std::to_string(o.recv_peer) + " on channel " +
+                                   std::to_string(o.channel) + " that is never sent"
+                             : std::string("nothing it can name"));
+    } else {
+      path.erase(path.begin(), std::find(path.begin(), path.end(), g));
+      path.push_back(g);
+      for (size_t i = 0; i < path.size(); ++i) s += (i ? " waits for " : "") + op_text(path[i]);
+    }
+    problem(s);
+  }
+
+  void simulate() {
+    slot_base_.assign(n_ + 1, 0);
+    for (int r = 0; r < n_; ++r) slot_base_[r + 1] = slot_base_[r] + region(r);
+    state_.assign(slot_base_[n_], {});
+    for (int r = 0; r < n_; ++r)
+      for (uint32_t k = 0; k < chunks_; ++k) state_[slot(r, Buffer::Input, k)] = {static_cast<uint32_t>(r) * chunks_ + k};
+    // Group operations: the k-th of a rank in (group, channel) meets the k-th of every member.
+    group_pos_.assign(p_.ops.size(), -1);
+    std::map<std::array<int, 3>, int> seen;  // (group, channel, rank) -> operations so far
+    std::map<std::array<int, 3>, int> index;  // (group, channel, position) -> group_members_ entry
+    for (size_t g = 0; g < p_.ops.size(); ++g) {
+      const Operation& o = p_.ops[g];
+      if (!in_network(o.kind)) continue;
+      const int pos = seen[{o.group, o.channel, rank_of_[g]}]++;
+      const auto [it, fresh] = index.try_emplace({o.group, o.channel, pos}, static_cast<int>(group_members_.size()));
+      if (fresh) group_members_.emplace_back();
+      group_members_[it->second].push_back(static_cast<int>(g));
+      group_pos_[g] = it->second;
+    }
+    done_.assign(p_.ops.size(), 0);
+    ready_.assign(p_.ops.size(), 0);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t g = 0; g < p_.ops.size(); ++g) {
+        if (done_[g] || !deps_done(static_cast<int>(g))) continue;
+        const Operation& o = p_.ops[g];
+        if (receives(o.kind) && fifo(o.recv_peer, rank_of_[g], o.channel).empty()) continue;
+        if (in_network(o.kind)) {
+          ready_[g] = 1;
+          const std::vector<int>& m = group_members_[group_pos_[g]];
+          if (!std::all_of(m.begin(), m.end(), [&](int x) { return ready_[x]; })) continue;
+          execute_group(m);
+        } else
+          execute(static_cast<int>(g));
+        progress = true;
+      }
+    }
+    if (std::find(done_.begin(), done_.end(), 0) != done_.end()) deadlock();
+  }
+
+  // ---- Stage 5: what each rank's output holds ----
+  void result() {
+    const uint32_t n = static_cast<uint32_t>(n_);
+    const uint32_t out_chunks = p_.collective == Collective::AllGather       ? n * chunks_
+                                : p_.collective == Collective::ReduceScatter ? chunks_ / n
+                                                                             : chunks_;
+    for (int r = 0; r < n_; ++r)
+      for (uint32_t k = 0; k < out_chunks; ++k) {
+        Contribs want;
+        switch (p_.collective) {
+          case Collective::AllReduce:
+            for (uint32_t q = 0; q < n; ++q) want.push_back(q * chunks_ + k);
+            break;
+          case Collective::ReduceScatter:
+            for (uint32_t q = 0; q < n; ++q) want.push_back(q * chunks_ + static_cast<uint32_t>(r) * out_chunks + k);
+            break;
+          case Collective::AllGather: want.push_back(k); break;
+          case Collective::Broadcast: want.push_back(static_cast<uint32_t>(p_.root) * chunks_ + k); break;
+        }
+        const Contribs& have = state_[slot(r, Buffer::Output, k)];
+        const std::string where = "rank " + std::to_string(r) + "'s output chunk " + std::to_string(k);
+        if (have.empty()) {
+          problem(where + " is never " + (want.size() > 1 ? "reduced or " : "") + "delivered");
+          continue;
+        }
+        for (size_t j = 1; j < have.size(); ++j)
+          if (have[j] == have[j - 1] && (j == 1 || have[j - 2] != have[j]))
+            problem(where + " counts " + key_text(have[j]) + " twice");
+        Contribs missing, extra;
+        Contribs uniq = have;
+        uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+        std::set_difference(want.begin(), want.end(), uniq.begin(), uniq.end(), std::back_inserter(missing));
+        std::set_difference(uniq.begin(), uniq.end(), want.begin(), want.end(), std::back_inserter(extra));
+        if (!missing.empty())
+          problem(where + " lacks " + key_text(missing.front()) +
+                  (missing.size() > 1 ? " and " + std::to_string(missing.size() - 1) + " more" : ""));
+        if (!extra.empty())
+          problem(where + " holds " + key_text(extra.front()) + ", which does not belong there" +
+                  (extra.size() > 1 ? " (and " + std::to_string(extra.size() - 1) + " more)" : ""));
+      }
+    if (!out_.problems.empty()) return;
+    switch (p_.collective) {
+      case Collective::AllReduce: out_.summary = "each rank's result holds each element of every rank exactly once"; break;
+      case Collective::ReduceScatter:
+        out_.summary = "each rank's result holds its own part of every rank's input, each element exactly once";
+        break;
+      case Collective::AllGather: out_.summary = "each rank's result holds every rank's input exactly once"; break;
+      case Collective::Broadcast: out_.summary = "each rank's result holds the root's input exactly once"; break;
+    }
+  }
+
+  const Program& p_;
+  int n_;
+  uint32_t chunks_ = 0;  // input chunks per rank
+  ProgramCheck out_;
+  std::vector<int> rank_of_, group_pos_;
+  std::vector<std::vector<int>> preds_;
+  std::vector<std::vector<int>> group_members_;
+  std::vector<uint32_t> slot_base_;
+  std::vector<Contribs> state_;
+  std::vector<char> done_, ready_;
+  std::map<std::array<int, 3>, std::deque<Message>> fifos_;
+  bool reported_empty_ = false;
+};
+
+}  // namespace
+
+ProgramCheck check_program(const Program& p) { return Checker(p).run(); }
+
+}  // namespace incsim::collectives

@@ -1,0 +1,34 @@
+#pragma once
+// Algorithms synthesized as Programs (docs/programs.md). Plain C++, no SystemC.
+#include <vector>
+
+#include "collectives/program.h"
+#include "collectives/schedule.h"
+
+namespace incsim::collectives {
+
+// NCCL's ring (src/device/all_reduce.h, reduce_scatter.h, all_gather.h) on
+// `channels` rings over the same order (order[i] is the rank at ring
+// position i; empty: 0, 1, ..., n - 1), each channel one queue of the
+// GPU's cores. Chunk b * channels + c is rank b's block on channel c:
+//  - all-reduce: n * channels input chunks; step 0 sends the position's own
+//    block, then n - 2 recv-reduce-sends, a recv-reduce-copy-send that
+//    completes a block, n - 2 recv-copy-sends and a final receive;
+//  - reduce-scatter: n * channels input chunks, `channels` output chunks;
+//    send, n - 2 recv-reduce-sends, then a recv-reduce-copy of the own block;
+//  - all-gather: `channels` input chunks; a copy of the own input into the
+//    output (out of place), send, n - 2 recv-copy-sends, a final receive;
+//  - broadcast: `channels` chunks down the ring from the root's position
+//    (a chain: the last rank only receives).
+Program ring_program(Collective c, int n, int channels = 1, const std::vector<int>& order = {},
+                     bool in_place = false, int root = 0);
+
+// A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
+// schedule-table engine, in place: each node's operations in table order
+// (step by step, within a step its sends and NOPs before its receives),
+// one queue; a Reduce message received becomes a recv-reduce-copy into the
+// node's buffer, a Gather message a receive, each message sent a send.
+// Chunks are the schedule's slices.
+Program schedule_program(const Schedule& s);
+
+}  // namespace incsim::collectives

@@ -1,0 +1,407 @@
+// Collectives as programs (plain C++, docs/programs.md): ring synthesis and
+// MultiTree's schedule tables checked symbolically, the text format's round
+// trip and its errors, MSCCL's XML read and refused, and every refusal
+// sentence of the checker.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "collectives/baselines.h"
+#include "collectives/msccl_xml.h"
+#include "collectives/multitree.h"
+#include "collectives/program.h"
+#include "collectives/program_check.h"
+#include "collectives/program_synthesis.h"
+#include "collectives/tree_schedule.h"
+#include "core/error.h"
+#include "topology/direct_networks.h"
+
+using namespace incsim;
+using namespace incsim::collectives;
+
+namespace {
+
+const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
+
+void require_ok(const Program& p) {
+  const ProgramCheck c = check_program(p);
+  INFO(p.name << " " << collective_name(p.collective) << " on " << p.ranks << " ranks:\n" << c.report());
+  REQUIRE(c.ok());
+}
+
+// The first problem the checker reports.
+std::string first_problem(const Program& p) {
+  const ProgramCheck c = check_program(p);
+  REQUIRE_FALSE(c.ok());
+  return c.problems.front();
+}
+
+std::string refusal(const std::string& xml) {
+  try {
+    read_msccl_xml(xml, "bad.xml");
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  FAIL("the XML was accepted");
+  return {};
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  const size_t at = s.find(from);
+  REQUIRE(at != std::string::npos);
+  return s.replace(at, from.size(), to);
+}
+
+Operation op(OpKind k, int to, int from, ChunkRef src, ChunkRef dst, uint16_t queue = 0) {
+  Operation o;
+  o.kind = k;
+  o.send_peer = to;
+  o.recv_peer = from;
+  o.src = src;
+  o.dst = dst;
+  o.queue = queue;
+  return o;
+}
+
+// Two ranks: each sends its input chunk to the other, which reduces it into
+// its own: a correct all-reduce of one chunk, to break in the tests.
+Program pair_allreduce(bool in_place = true) {
+  ProgramBuilder b("pair", Collective::AllReduce, 2, in_place);
+  for (int r = 0; r < 2; ++r) {
+    b.begin_rank(r, Buffers{1, in_place ? 0u : 1u, 0});
+    b.add(op(OpKind::Send, 1 - r, kNone, chunk(Buffer::Input, 0), {}));
+    b.add(op(OpKind::RecvReduceCopy, kNone, 1 - r, in_place ? ChunkRef{} : chunk(Buffer::Input, 0),
+             chunk(Buffer::Output, 0)));
+  }
+  return b.build();
+}
+
+}  // namespace
+
+TEST_CASE("ring programs are correct collectives for 2 to 16 ranks") {
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast})
+    for (int n = 2; n <= 16; ++n)
+      for (int channels : {1, 2, 3})
+        for (bool in_place : {false, true}) {
+          require_ok(ring_program(c, n, channels, {}, in_place, n - 1));
+          // A ring order other than 0, 1, ..., n - 1.
+          std::vector<int> order(n);
+          std::iota(order.begin(), order.end(), 0);
+          std::reverse(order.begin(), order.end());
+          std::rotate(order.begin(), order.begin() + n / 3, order.end());
+          require_ok(ring_program(c, n, channels, order, in_place, n / 2));
+        }
+  REQUIRE(check_program(ring_program(Collective::AllReduce, 8, 2)).summary ==
+          "each rank's result holds each element of every rank exactly once");
+  REQUIRE(check_program(ring_program(Collective::ReduceScatter, 8, 2)).summary ==
+          "each rank's result holds its own part of every rank's input, each element exactly once");
+  REQUIRE(check_program(ring_program(Collective::AllGather, 8, 2)).summary ==
+          "each rank's result holds every rank's input exactly once");
+  REQUIRE(check_program(ring_program(Collective::Broadcast, 8, 2, {}, false, 3)).summary ==
+          "each rank's result holds the root's input exactly once");
+}
+
+TEST_CASE("a ring all-reduce has NCCL's operations, 2(n-1) sends per rank and channel") {
+  const Program p = ring_program(Collective::AllReduce, 4, 2);
+  REQUIRE(p.op_count(0) == 2 * (2 * 4 - 1));
+  std::vector<std::string> kinds;
+  for (int i = 0; i < 7; ++i) kinds.push_back(op_name(p.op(1, i).kind));
+  REQUIRE(kinds == std::vector<std::string>{"s", "rrs", "rrs", "rrcs", "rcs", "rcs", "r"});
+  REQUIRE(p.op(1, 0).send_peer == 2);
+  REQUIRE(p.op(1, 1).recv_peer == 0);
+  REQUIRE(p.op(1, 7).channel == 1);
+}
+
+TEST_CASE("the text format round-trips ring programs exactly") {
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast})
+    for (bool in_place : {false, true}) {
+      const Program p = ring_program(c, 5, 2, {4, 2, 0, 1, 3}, in_place, 2);
+      const std::string text = write_program(p);
+      const Program back = read_program(text, "ring.prog");
+      REQUIRE(back == p);
+      REQUIRE(write_program(back) == text);
+    }
+  const std::string text = write_program(ring_program(Collective::AllReduce, 2, 1));
+  REQUIRE(text ==
+          "# incsim collective program (docs/programs.md)\n"
+          "program 1\n"
+          "name ring\n"
+          "collective allreduce ranks 2 root 0 inplace 0\n"
+          "rank 0 input 2 output 2 scratch 0\n"
+          "0 s cores ch 0 q 0 to 1 src i0\n"
+          "1 rrcs cores ch 0 q 0 to 1 from 1 src i1 dst o1\n"
+          "2 r cores ch 0 q 0 from 1 dst o0\n"
+          "rank 1 input 2 output 2 scratch 0\n"
+          "0 s cores ch 0 q 0 to 0 src i1\n"
+          "1 rrcs cores ch 0 q 0 to 0 from 0 src i0 dst o0\n"
+          "2 r cores ch 0 q 0 from 0 dst o1\n");
+}
+
+TEST_CASE("the text format reader names the file, the line and what is wrong") {
+  const std::string good = write_program(ring_program(Collective::AllReduce, 2, 1));
+  const auto error = [](const std::string& text) {
+    try {
+      read_program(text, "p.prog");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  REQUIRE(error("") == "p.prog:0: the file is empty (a program starts with \"program 1\")");
+  REQUIRE(error(replaced(good, "program 1", "program 2")) == "p.prog:2: only version 1 of the program format exists");
+  REQUIRE(error(replaced(good, "0 s cores", "0 send cores")) ==
+          "p.prog:6: operation \"send\" is not one of nop, s, r, rrs, rrc, rrcs, rcs, cpy, re, mcast, redwrite, "
+          "redread, aggregate");
+  REQUIRE(error(replaced(good, "0 s cores", "0 s gpu")) == "p.prog:6: engine \"gpu\" is not one of cores, copy, table, roce");
+  REQUIRE(error(replaced(good, "2 r cores", "3 r cores")) == "p.prog:8: operation 3 where operation 2 comes next");
+  REQUIRE(error(replaced(good, "src i0", "src x0")) ==
+          "p.prog:6: src \"x0\" must start with i, o or s (input, output, scratch)");
+  REQUIRE(error(replaced(good, "src i0", "src i0:0")) == "p.prog:6: chunk count 0 is out of range [1, 65535]");
+  REQUIRE(error(replaced(good, "dst o0\n", "dst o0 color red\n")) ==
+          "p.prog:8: unknown field \"color\" (proto, ch, q, to, from, group, timestep, src, dst, after)");
+  REQUIRE(error(replaced(good, "ch 0 q 0 to 1 src", "ch 0 q 0 to 1 ch 1 src")) == "p.prog:6: field \"ch\" given twice");
+  REQUIRE(error(good.substr(0, good.find("rank 1"))) == "p.prog:8: the program ends after rank 0 of 2");
+  REQUIRE(error(replaced(good, "ranks 2 root 0", "ranks 2 root 5")) == "p.prog:4: root 5 is out of range [0, 1]");
+}
+
+TEST_CASE("the hand-made MSCCL all-pairs all-reduce reads, checks and round-trips") {
+  const Program p = read_msccl_file(kAllPairs);
+  REQUIRE(p.name == "allpairs_allreduce_4");
+  REQUIRE(p.ranks == 4);
+  REQUIRE(p.in_place);
+  REQUIRE(p.buffers[2] == Buffers{4, 0, 3});
+  REQUIRE(p.op_count(0) == 3 + 3 * 4);
+  // gpu 0 tb 1 step 2 sends the sum after tb 0 step 2, its last reduction.
+  const Operation& send = p.op(0, 3 + 2);
+  REQUIRE(send.kind == OpKind::Send);
+  REQUIRE(send.send_peer == 1);
+  REQUIRE(send.queue == 1);
+  REQUIRE(send.dep_count == 1);
+  REQUIRE(p.deps_of(send)[0] == 2);
+  const ProgramCheck c = check_program(p);
+  INFO(c.report());
+  REQUIRE(c.ok());
+  REQUIRE(c.summary == "each rank's result holds each element of every rank exactly once");
+  const std::string text = write_program(p);
+  REQUIRE(read_program(text, "allpairs.prog") == p);
+  REQUIRE(write_program(read_program(text, "allpairs.prog")) == text);
+}
+
+TEST_CASE("malformed MSCCL XML is refused naming the file and the element") {
+  const std::string xml = read_text_file(kAllPairs, "test file");
+  // A send in the thread block that sends to no one.
+  REQUIRE(refusal(replaced(xml, "<step s=\"0\" type=\"re\"", "<step s=\"0\" type=\"s\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: sends (type s) but thread block 0 sends to no peer (send=-1)");
+  REQUIRE(refusal(replaced(xml, "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"1\"",
+                           "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"9\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: depends on tb 1 step 9, which does not exist");
+  REQUIRE(refusal(replaced(xml, "depid=\"1\" deps=\"1\"", "depid=\"7\" deps=\"1\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: depends on tb 7 step 1, which does not exist");
+  REQUIRE(refusal(replaced(xml, "srcbuf=\"s\" srcoff=\"2\"", "srcbuf=\"s\" srcoff=\"3\"")) ==
+          "bad.xml: gpu 0 tb 0 step 2: src chunks [3, 4) of buffer s lie outside its 3 chunks");
+  REQUIRE(refusal(replaced(xml, "dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\"", "dstbuf=\"q\" dstoff=\"0\" cnt=\"1\" depid=\"1\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: dstbuf \"q\" is not i, o or s");
+  REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\"", "<tb id=\"1\" send=\"4\"")) ==
+          "bad.xml: gpu 0 tb 1: send 4 is out of range [-1, 3]");
+  REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\" recv=\"1\"", "<tb id=\"1\" send=\"0\" recv=\"1\"")) ==
+          "bad.xml: gpu 0 tb 1: names its own gpu as a peer");
+  REQUIRE(refusal(replaced(xml, "<step s=\"1\" type=\"re\"", "<step s=\"2\" type=\"re\"")) ==
+          "bad.xml: gpu 0 tb 0 step 2: comes where step 1 belongs");
+  REQUIRE(refusal(replaced(xml, "type=\"re\"", "type=\"put\"")) ==
+          "bad.xml: gpu 0 tb 0 step 0: step type \"put\" is not one of s, r, rrs, rrc, rrcs, rcs, cpy, re, nop");
+  REQUIRE(refusal(replaced(xml, "coll=\"allreduce\"", "coll=\"alltoall\"")) ==
+          "bad.xml: algo: coll \"alltoall\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
+          "broadcast)");
+  REQUIRE(refusal(replaced(xml, " cnt=\"1\" depid=\"1\"", " depid=\"1\"")) == "bad.xml: gpu 0 tb 0 step 0: has no attribute cnt");
+  REQUIRE(refusal(replaced(xml, "<gpu id=\"3\"", "<gpu id=\"2\"")) == "bad.xml: gpu 2: appears twice");
+  REQUIRE(refusal(replaced(xml, "</algo>", "")).rfind("bad.xml:", 0) == 0);  // Boost's parser: file and line
+  // Well formed, but a wrong algorithm: the checker finds it.
+  const Program no_reduce = read_msccl_xml(
+      replaced(xml, "srcbuf=\"s\" srcoff=\"2\" dstbuf=\"i\" dstoff=\"0\"", "srcbuf=\"s\" srcoff=\"1\" dstbuf=\"i\" dstoff=\"0\""),
+      "wrong.xml");
+  REQUIRE(first_problem(no_reduce) == "rank 0's output chunk 0 counts rank 2's input chunk 0 twice");
+}
+
+TEST_CASE("the checker names a peer out of range, an unpaired send, a cycle and a deadlock") {
+  Program p = pair_allreduce();
+  require_ok(p);
+  REQUIRE(check_program(pair_allreduce(false)).ok());
+
+  Program bad = p;
+  bad.ops[0].send_peer = 5;
+  REQUIRE(first_problem(bad) == "rank 0 operation 0 (s) has peer 5 to send, out of range (2 ranks)");
+
+  bad = p;
+  bad.ops[2].kind = OpKind::Nop;  // rank 1 no longer sends
+  bad.ops[2].send_peer = kNone;
+  bad.ops[2].src = {};
+  REQUIRE(first_problem(bad) == "rank 1 sends 0 times to rank 0 on channel 0, but rank 0 receives 1 times from rank 1 on it");
+
+  bad = p;
+  bad.ops[1].channel = 1;  // rank 0 receives on another channel
+  REQUIRE(first_problem(bad) == "rank 1 sends 1 times to rank 0 on channel 0, but rank 0 receives 0 times from rank 1 on it");
+
+  // Rank 0's send waits for its receive: a cycle on rank 0 alone.
+  ProgramBuilder b("cycle", Collective::AllReduce, 2, true);
+  for (int r = 0; r < 2; ++r) {
+    b.begin_rank(r, Buffers{1, 0, 0});
+    b.add(op(OpKind::Send, 1 - r, kNone, chunk(Buffer::Input, 0), {}, 0), {1});
+    b.add(op(OpKind::RecvReduceCopy, kNone, 1 - r, {}, chunk(Buffer::Output, 0), 1), {0});
+  }
+  REQUIRE(first_problem(b.build()) == "rank 0's operations 0, 1 wait for each other in a cycle");
+
+  // Both ranks receive before they send: a deadlock across ranks.
+  ProgramBuilder d("deadlock", Collective::AllReduce, 2, true);
+  for (int r = 0; r < 2; ++r) {
+    d.begin_rank(r, Buffers{1, 0, 0});
+    d.add(op(OpKind::RecvReduceCopy, kNone, 1 - r, {}, chunk(Buffer::Output, 0)));
+    d.add(op(OpKind::Send, 1 - r, kNone, chunk(Buffer::Input, 0), {}));
+  }
+  REQUIRE(first_problem(d.build()) ==
+          "the program deadlocks with 4 operations never run: rank 0 operation 0 (rrc) waits for rank 1 operation 1 (s) "
+          "waits for rank 1 operation 0 (rrc) waits for rank 0 operation 1 (s) waits for rank 0 operation 0 (rrc)");
+
+  bad = p;
+  bad.deps.push_back(7);
+  bad.ops[1].dep_begin = 0;
+  bad.ops[1].dep_count = 1;
+  REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) depends on operation 7, which rank 0 does not have");
+
+  bad = p;
+  bad.ops[0].engine = Engine::RoceNic;
+  bad.ops[1].engine = Engine::RoceNic;
+  REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) runs on the roce engine, which cannot do rrc");
+
+  bad = ring_program(Collective::AllGather, 4, 2);
+  for (Buffers& b : bad.buffers) b.output = 10;
+  REQUIRE(first_problem(bad) == "allgather on 4 ranks needs output chunks = 4 x input chunks (2), not 10");
+
+  bad = p;
+  bad.ops[0].src = chunk(Buffer::Input, 1);
+  REQUIRE(first_problem(bad) == "rank 0 operation 0 (s)'s src input chunks [1, 2) lie outside rank 0's 1 input chunks");
+}
+
+TEST_CASE("the checker names a chunk never reduced or delivered and a contribution counted twice") {
+  Program p = pair_allreduce();
+  Program bad = p;
+  bad.ops[1].kind = OpKind::Recv;  // rank 0 overwrites its data instead of adding
+  REQUIRE(first_problem(bad) == "rank 0's output chunk 0 lacks rank 0's input chunk 0");
+
+  bad = pair_allreduce(false);
+  bad.ops[1].kind = OpKind::RecvCopySend;  // rank 0 forwards instead of reducing, then sends back
+  bad.ops[1].send_peer = 1;
+  bad.ops[1].src = {};
+  REQUIRE(first_problem(bad) == "rank 0 sends 2 times to rank 1 on channel 0, but rank 1 receives 1 times from rank 0 on it");
+
+  // Rank 0 reduces the received chunk twice.
+  ProgramBuilder b("twice", Collective::AllReduce, 2, true);
+  for (int r = 0; r < 2; ++r) {
+    b.begin_rank(r, Buffers{1, 0, 1});
+    b.add(op(OpKind::Send, 1 - r, kNone, chunk(Buffer::Input, 0), {}));
+    b.add(op(OpKind::Recv, kNone, 1 - r, {}, chunk(Buffer::Scratch, 0)));
+    Operation re = op(OpKind::Reduce, kNone, kNone, chunk(Buffer::Scratch, 0), chunk(Buffer::Output, 0));
+    b.add(re);
+    if (r == 0) b.add(re);
+  }
+  REQUIRE(first_problem(b.build()) == "rank 0's output chunk 0 counts rank 1's input chunk 0 twice");
+
+  // An all-gather whose rank 1 never receives rank 0's block.
+  Program ag = ring_program(Collective::AllGather, 2, 1);
+  ag.ops[5].dst = chunk(Buffer::Output, 1);  // rank 1 receives rank 0's block into its own slot
+  const ProgramCheck c = check_program(ag);
+  REQUIRE(c.problems.size() == 3);
+  REQUIRE(c.problems.front() == "rank 1's output chunk 0 is never delivered");
+  REQUIRE(c.problems.at(1) == "rank 1's output chunk 1 lacks rank 1's input chunk 0");
+  Program ar = ring_program(Collective::AllReduce, 2, 1);
+  ar.ops[2].dst = chunk(Buffer::Output, 1);  // rank 0's last receive lands on the chunk it completed itself
+  REQUIRE(first_problem(ar) == "rank 0's output chunk 0 is never reduced or delivered");
+  // A send of a chunk that holds nothing.
+  Program empty = ring_program(Collective::AllReduce, 3, 1);
+  empty.ops[0].src = chunk(Buffer::Output, 0);
+  REQUIRE(first_problem(empty) == "rank 0 operation 0 (s) reads output chunk 0, which holds nothing yet");
+}
+
+TEST_CASE("in-network operations: push, pull, an aggregator and multicast, checked") {
+  // Every rank contributes chunk k and receives the sum into its output
+  // (push: a switch's reduction table; pull: reducing reads; NetReduce: an
+  // aggregator), or, for an all-gather, writes its chunks to every rank.
+  const auto innet = [](OpKind kind, Engine e, int n, int chunks) {
+    const bool gather = kind == OpKind::MulticastWrite;
+    ProgramBuilder b("innet", gather ? Collective::AllGather : Collective::AllReduce, n);
+    std::vector<int> all;
+    for (int r = 0; r < n; ++r) all.push_back(r);
+    const int g = b.add_group(all);
+    const uint32_t in = static_cast<uint32_t>(chunks);
+    for (int r = 0; r < n; ++r) {
+      b.begin_rank(r, Buffers{in, gather ? in * n : in, 0});
+      for (int q = 0; q < (gather ? n : 1); ++q)
+        for (uint32_t k = 0; k < in; ++k) {
+          Operation o;
+          o.kind = kind;
+          o.engine = e;
+          o.group = g;
+          if (!gather || q == r) o.src = chunk(Buffer::Input, k);
+          o.dst = chunk(Buffer::Output, gather ? static_cast<uint32_t>(q) * in + k : k);
+          b.add(o);
+        }
+    }
+    return b.build();
+  };
+  for (int n : {2, 5, 16}) {
+    require_ok(innet(OpKind::ReduceWrite, Engine::CopyEngine, n, 3));
+    require_ok(innet(OpKind::ReduceRead, Engine::CopyEngine, n, 3));
+    require_ok(innet(OpKind::Aggregate, Engine::RoceNic, n, 3));
+    require_ok(innet(OpKind::MulticastWrite, Engine::CopyEngine, n, 3));
+  }
+  const Program push = innet(OpKind::ReduceWrite, Engine::CopyEngine, 4, 2);
+  REQUIRE(read_program(write_program(push), "push.prog") == push);
+
+  Program bad = innet(OpKind::MulticastWrite, Engine::CopyEngine, 3, 1);
+  bad.ops[bad.rank_begin[1]].src = chunk(Buffer::Input, 0);
+  REQUIRE(first_problem(bad) ==
+          "rank 0 operation 0 (mcast) is a multicast write with 2 writers in its group; it needs exactly one");
+  bad = innet(OpKind::ReduceWrite, Engine::CopyEngine, 3, 1);
+  bad.groups[0] = {0, 1};
+  REQUIRE(first_problem(bad) == "rank 2 operation 0 (redwrite) is in group 0, which rank 2 is not a member of");
+  bad = innet(OpKind::Aggregate, Engine::CopyEngine, 3, 1);
+  REQUIRE(first_problem(bad) == "rank 0 operation 0 (aggregate) runs on the copy engine, which cannot do aggregate");
+  bad = innet(OpKind::ReduceWrite, Engine::CopyEngine, 3, 2);
+  bad.ops.erase(bad.ops.begin() + 1);  // rank 0 contributes one chunk of two
+  for (size_t r = 1; r < bad.rank_begin.size(); ++r) --bad.rank_begin[r];
+  REQUIRE(first_problem(bad) == "rank 0 has 1 operations in group 0 on channel 0, but member rank 1 has 2");
+}
+
+TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselines pass the checker") {
+  const Schedule mt = multitree(topo::make_torus(4, 4));
+  const Program p = schedule_program(mt);
+  REQUIRE(p.ranks == 16);
+  require_ok(p);
+  require_ok(schedule_program(multitree(topo::make_torus(4, 4), MultiTreeOptions{0, false})));
+  require_ok(schedule_program(multitree(topo::make_mesh(3, 3))));
+  for (int n : {2, 3, 8, 16}) {
+    require_ok(schedule_program(ring(n)));
+    require_ok(schedule_program(double_binary_tree(n, true, 3)));
+    require_ok(schedule_program(halving_doubling(n)));
+  }
+  require_ok(schedule_program(ring2d(4, 2)));
+  // Blink's trees (tree_schedule.h): all-reduce and broadcast.
+  require_ok(schedule_program(tree_schedule("blink", 16, one_hop_shares(16), 2, kNil)));
+  const Program bc = schedule_program(tree_schedule("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3));
+  REQUIRE(bc.collective == Collective::Broadcast);
+  REQUIRE(bc.root == 3);
+  require_ok(bc);
+  // Every message of the table is one send of the program, in its timestep.
+  std::vector<std::array<int, 3>> sent, messages;  // (step, src, dst)
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i)
+      if (p.op(r, i).kind == OpKind::Send) sent.push_back({p.op(r, i).timestep, r, p.op(r, i).send_peer});
+  for (const Message& m : mt.messages()) messages.push_back({m.step, m.src, m.dst});
+  std::sort(sent.begin(), sent.end());
+  std::sort(messages.begin(), messages.end());
+  REQUIRE(sent == messages);
+  REQUIRE(read_program(write_program(p), "multitree.prog") == p);
+}
