@@ -72,15 +72,16 @@ def dgx1(rows, out):
             ax.set_xticks(x)
             ax.set_xticklabels(allocs, rotation=90, fontsize=7)
             ax.set_ylabel("algbw (GB/s)")
-            ax.set_title("%s %s, %s: Blink/ring geometric mean %.2fx, largest %.2fx (%s)" % (
-                server, title, "32 MiB", geo, speed[best],
+            key = "%s_%%s_%s" % (coll, platform)
+            said = lambda what: " (paper %gx)" % PAPER[key % what] if key % what in PAPER else ""  # noqa: E731
+            ax.set_title("%s %s, %s: Blink/ring geometric mean %.2fx%s, largest %.2fx%s (%s)" % (
+                server, title, "32 MiB", geo, said("geo"), speed[best], said("max"),
                 allocs[best]), fontsize=10)
             ax.grid(True, axis="y", alpha=0.3)
             ax.legend(fontsize=8, loc="upper left")
             summary.append([server, coll, len(allocs), geo, speed[best], allocs[best], speed[worst],
                             allocs[worst]])
             print(" %s %s over %d allocations:" % (server, coll, len(allocs)))
-            key = "%s_%%s_%s" % (coll, platform)
             if key % "max" in PAPER:
                 claim("largest speed-up of Blink over the ring", speed[best], PAPER[key % "max"], "x")
                 claim("geometric mean speed-up", geo, PAPER[key % "geo"], "x")
