@@ -10,6 +10,7 @@
 #   scripts.slurm     a one-node Slurm cluster on localhost, as root
 #   scripts.examples  README's and docs' example commands print what they show
 #   scripts.bench     incsim-bench's --help, named workloads, unknown names
+#   scripts.tools     sweep --help, demo.sh's paths, plot's axes, the papers' numbers
 # A test that cannot run here (no simulator, not root) prints its reason
 # with a marker and ctest reports it skipped, never passed.
 
@@ -19,7 +20,8 @@ set(_incsim_campaign_tests
     "e2e\;300"
     "slurm\;900"
     "examples\;300"
-    "bench\;60")
+    "bench\;60"
+    "tools\;60")
 foreach(_entry IN LISTS _incsim_campaign_tests)
   list(GET _entry 0 _name)
   list(GET _entry 1 _timeout)
