@@ -27,16 +27,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.figures import (_plt, _size_axis, claim,  # noqa: E402
-                                     figure_main, save, series, write_table)
+                                     figure_main, paper, save, series, write_table)
 
-# What the paper says (Blink, MLSys 2020, §1 and §5.2), DGX-1V.
-PAPER = {
-    ("broadcast", "max"): 6.0,   # "up to 6x speed-up" (Fig. 14)
-    ("broadcast", "geo"): 2.0,   # "2x geometric mean"
-    ("allreduce", "max"): 8.0,   # "up to 8x" (Fig. 16)
-    ("allreduce", "geo"): 2.0,   # "2x geometric mean"
-    "dgx2_latency": 3.32,        # A.4, Fig. 27: "up to 3.32x lower latency" than NCCL
-}
+# What the paper states (Blink, MLSys 2020, §5.2), each with its source:
+# scripts/figures/reference/blink-*.csv.
+PAPER = paper("blink")
 SERVERS = [("dgx1v", "DGX-1V"), ("dgx1p", "DGX-1P")]
 COLLECTIVES = [("broadcast", "Broadcast (Fig. 14)"), ("allreduce", "AllReduce (Fig. 16)")]
 COLORS = {"blink": "#d62728", "ring": "#444444"}
@@ -77,19 +72,21 @@ def dgx1(rows, out):
             ax.set_xticks(x)
             ax.set_xticklabels(allocs, rotation=90, fontsize=7)
             ax.set_ylabel("algbw (GB/s)")
-            ax.set_title("%s %s, %s: Blink/ring geometric mean %.2fx, largest %.2fx (%s)" % (
-                server, title, "32 MiB", geo, speed[best],
+            key = "%s_%%s_%s" % (coll, platform)
+            said = lambda what: " (paper %gx)" % PAPER[key % what] if key % what in PAPER else ""  # noqa: E731
+            ax.set_title("%s %s, %s: Blink/ring geometric mean %.2fx%s, largest %.2fx%s (%s)" % (
+                server, title, "32 MiB", geo, said("geo"), speed[best], said("max"),
                 allocs[best]), fontsize=10)
             ax.grid(True, axis="y", alpha=0.3)
             ax.legend(fontsize=8, loc="upper left")
             summary.append([server, coll, len(allocs), geo, speed[best], allocs[best], speed[worst],
                             allocs[worst]])
             print(" %s %s over %d allocations:" % (server, coll, len(allocs)))
-            if platform == "dgx1v":
-                claim("largest speed-up of Blink over the ring", speed[best], PAPER[(coll, "max")], "x")
-                claim("geometric mean speed-up", geo, PAPER[(coll, "geo")], "x")
+            if key % "max" in PAPER:
+                claim("largest speed-up of Blink over the ring", speed[best], PAPER[key % "max"], "x")
+                claim("geometric mean speed-up", geo, PAPER[key % "geo"], "x")
             else:
-                print("  largest %.2fx, geometric mean %.2fx (the paper omits DGX-1P's numbers)" % (
+                print("  largest %.2fx, geometric mean %.2fx (the paper omits these numbers)" % (
                     speed[best], geo))
             print("  smallest speed-up %.2fx (%s)" % (speed[worst], allocs[worst]))
     save(fig, os.path.join(out, "blink-dgx1.png"))

@@ -27,20 +27,12 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.campaign import format_size  # noqa: E402
 from incsim_campaign.figures import (FigError, _plt, _size_axis, algbw_axes,  # noqa: E402
-                                     bound_GBps, claim, draw, figure_main, peak,
-                                     save, series, write_table)
+                                     bound_GBps, claim, draw, figure_main, paper,
+                                     peak, save, series, write_table)
 
-# Numbers the paper gives in its text (Klenk et al., ISCA 2020).
-PAPER = {
-    "payload_GBps": 120.0,       # §VI-A: "maximal achievable payload bandwidth"
-    "speedup_large": 2.0,        # §VI-A, Fig. 7b: converges to 2x
-    "speedup_small_max": 18.0,   # §VI-A: "speedups up to 18x" (small sizes)
-    "fattree64_peak_GBps": 100.0,   # §VI-B: "about 100GB/s" at 64 GPUs
-    "fattree128_peak_GBps": 70.0,   # §VI-B: "approximately 70GB/s", 128 GPUs
-    "pull_cmin_port_B": 1400.0,  # §VI-D: Eq. (1) "about 1.4kB per port"
-    "push_cmin_port_B": 270.0,   # §VI-D: Eq. (2) "about 270B per port"
-    "latency_reduction": 0.90,   # §VI-D: waves cut mean latency "by about 90%"
-}
+# Numbers the paper states (Klenk et al., ISCA 2020), each with its source:
+# scripts/figures/reference/klenk-*.csv.
+PAPER = paper("klenk")
 
 # Fig. 9 (c) also shows this size, where push depends most on the table.
 MID_SIZE = 256 * 1024
@@ -97,9 +89,10 @@ def fig7(rows, out):
         for z, v in zip(common, sp):
             table.append((n, z, s[n][z]["algbw_GBps"],
                           ring[z]["algbw_GBps"], v))
-    for y in (1, 2):
+    for y in (1, PAPER["speedup_large"]):
         b.axhline(y, color="k", ls=":", lw=1)
-    b.text(min(sizes), 2.05, "2x (paper: large sizes)", fontsize=8,
+    b.text(min(sizes), PAPER["speedup_large"] * 1.02,
+           "%gx (paper: large sizes)" % PAPER["speedup_large"], fontsize=8,
            va="bottom")
     b.axhline(PAPER["speedup_small_max"], color="0.5", ls="-.", lw=0.8,
               label="paper: up to %gx" % PAPER["speedup_small_max"])
@@ -312,10 +305,10 @@ def fig10(rows, out):
         best = max(at.values())
         for w in ws:
             summary.append((alg, big, w, at[w], at[w] / best))
-    c.axvline(4, color=COLORS["pull"], ls=":", lw=1,
-              label="paper: pull peaks from 4 waves")
-    c.axvline(64, color=COLORS["push"], ls=":", lw=1,
-              label="paper: push 64 waves (128 GPUs)")
+    c.axvline(PAPER["pull_peak_waves"], color=COLORS["pull"], ls=":", lw=1,
+              label="paper: pull peaks from %d waves" % PAPER["pull_peak_waves"])
+    c.axvline(PAPER["push_fattree_waves"], color=COLORS["push"], ls=":", lw=1,
+              label="paper: push %d waves (128 GPUs)" % PAPER["push_fattree_waves"])
     payload_line(c)
     c.set_xscale("log", base=2)
     c.set_xticks(waves)

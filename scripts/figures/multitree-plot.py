@@ -21,14 +21,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 from incsim_campaign.campaign import format_size  # noqa: E402
 from incsim_campaign.figures import (FigError, _plt, algbw_axes, claim,  # noqa: E402
-                                     draw, figure_main, save, series, write_table)
+                                     draw, figure_main, paper, save, series, write_table)
 
-# What the paper says in its text (MultiTree, ISCA 2021, §VI).
-PAPER = {
-    "msg_gain": 1.06,          # §VI-A: MULTITREEMSG "another 6%"
-    "weak_over_ring": 3.0,     # §VI-B: 3x over RING
-    "weak_over_ring2d": 1.4,   # §VI-B: 1.4x over 2D-RING
-}
+# What the paper states (MultiTree, ISCA 2021, §VI), each with its source:
+# scripts/figures/reference/multitree-*.csv.
+PAPER = paper("multitree")
 
 ALGS = ["ring", "dbtree", "ring2d", "hd", "hdrm", "multitree", "multitree-msg"]
 COLORS = {"ring": "#444444", "dbtree": "#9467bd", "ring2d": "#2ca02c", "hd": "#8c564b",

@@ -4,16 +4,39 @@ the CSVs and PNGs. Runs on Debian's /usr/bin/python3 with matplotlib."""
 
 import argparse
 import csv
+import glob
 import os
 import sys
 
-from .plot import _plt, _size_axis  # noqa: F401  (re-exported for the scripts)
+from .plot import PlotError, _plt, _size_axis, draw_reference, read_reference  # noqa: F401
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REFERENCE = os.path.join(REPO, "scripts", "figures", "reference")
 
 
 class FigError(Exception):
     pass
+
+
+# --------------------------------------------------------------------------
+# the papers' numbers
+
+def paper(prefix):
+    """{key: value} of every scripts/figures/reference/<prefix>-*.csv: the
+    numbers a paper states, each with its source in the CSV."""
+    values = {}
+    for path in sorted(glob.glob(os.path.join(REFERENCE, prefix + "-*.csv"))):
+        try:
+            rows = read_reference(path)
+        except PlotError as e:
+            raise FigError(str(e))
+        for r in rows:
+            if r["key"] in values:
+                raise FigError("%s: %s given twice" % (path, r["key"]))
+            values[r["key"]] = r["value"]
+    if not values:
+        raise FigError("no reference numbers in %s/%s-*.csv" % (REFERENCE, prefix))
+    return values
 
 
 # --------------------------------------------------------------------------

@@ -243,6 +243,17 @@ def _size_axis(ax, sizes):
     ax.set_xlabel("message size (bytes)")
 
 
+# A linear y axis squashes all but the largest values once they span more
+# than this factor (a ring's speed-up bound runs from 2x to 600x): log then.
+LOG_RANGE = 50
+
+
+def wide_range(values):
+    """True when the positive values span more than LOG_RANGE."""
+    v = [x for x in values if x is not None and x > 0 and x != float("inf")]
+    return bool(v) and max(v) / min(v) > LOG_RANGE
+
+
 def _plt():
     try:
         import matplotlib
@@ -334,17 +345,22 @@ def plot_lines(rows, args, meta=None):
     if n == 0:
         raise PlotError("nothing to plot (check --where / --baseline)")
     if args.reference:
-        _draw_reference(ax, args.reference, col if kind != "speedup"
-                        else "speedup")
+        refs = read_reference(args.reference)
+        column = col if kind != "speedup" else "speedup"
+        if not any(r["column"] == column for r in refs):
+            raise PlotError("reference %s has no numbers for %s" % (
+                args.reference, column))
+        draw_reference(ax, refs, column)
     for i, ((bx, by), c) in enumerate(bounds_drawn):
         if len(bounds_drawn) == 1:
             c = "black"
         ax.plot(bx, by, linestyle="--", linewidth=1, color=c,
                 label="analytical bound" if i == 0 else None)
+    drawn = [y for line in ax.get_lines() for y in line.get_ydata()]
     if kind == "speedup":
         ax.axhline(1.0, color="gray", linewidth=0.8)
     _size_axis(ax, sizes)
-    if kind == "time" or args.logy:
+    if kind == "time" or args.logy or (not args.liny and wide_range(drawn)):
         ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
@@ -354,26 +370,48 @@ def plot_lines(rows, args, meta=None):
     return fig
 
 
-def _draw_reference(ax, path, col):
-    """Published numbers beside the simulated curves: a CSV with columns
-    size_bytes, the plotted column (busbw_GBps, time_us, ..., or speedup)
-    and optionally series (the legend label). Sizes may be written 8K."""
+REFERENCE_COLUMNS = ["key", "series", "column", "size_bytes", "value", "source"]
+
+
+def read_reference(path):
+    """A paper's numbers (scripts/figures/reference/*.csv): one row each,
+    with the column of ours it compares with, the size it was stated at
+    (empty: every size, drawn as a line across) and where the paper states
+    it. Returns the rows with value a float and size_bytes an int or None."""
     try:
         with open(path, newline="") as f:
-            ref = list(csv.DictReader(f))
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            fields = reader.fieldnames or []
     except OSError as e:
         raise PlotError("cannot read %s: %s" % (path, e.strerror)) from None
-    if not ref or "size_bytes" not in ref[0] or col not in ref[0]:
-        raise PlotError("reference %s needs columns size_bytes and %s" % (
-            path, col))
-    series = {}
-    for r in ref:
+    if fields != REFERENCE_COLUMNS:
+        raise PlotError("reference %s needs the columns %s" % (
+            path, ",".join(REFERENCE_COLUMNS)))
+    for r in rows:
         try:
-            x, y = parse_size(r["size_bytes"]), float(r[col])
+            r["value"] = float(r["value"])
+            r["size_bytes"] = parse_size(r["size_bytes"]) if r["size_bytes"] else None
         except ValueError:
             raise PlotError("reference %s: bad row %s" % (path, r)) from None
-        series.setdefault(r.get("series") or "paper", []).append((x, y))
-    for name, pts in series.items():
+        if not r["source"].strip():
+            raise PlotError("reference %s: %s has no source" % (path, r["key"]))
+    return rows
+
+
+def draw_reference(ax, refs, column):
+    """The paper's numbers for `column` beside ours: a dotted line across
+    for a number stated for every size, crosses for numbers at a size."""
+    points = {}
+    for r in refs:
+        if r["column"] != column:
+            continue
+        if r["size_bytes"] is None:
+            ax.axhline(r["value"], color="gray", ls=":", lw=1,
+                       label="%s %g" % (r["series"], r["value"]))
+        else:
+            points.setdefault(r["series"], []).append((r["size_bytes"], r["value"]))
+    for name, pts in points.items():
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], linestyle=":",
                 marker="x", color="gray", label=name)
@@ -482,10 +520,14 @@ def parser():
     ap.add_argument("--y", help="heatmap column up")
     ap.add_argument("--size", help="heatmap message size (default largest)")
     ap.add_argument("--reference", metavar="CSV",
-                    help="published numbers to draw beside the curves "
-                    "(columns size_bytes, the plotted column, series)")
+                    help="a paper's numbers to draw beside the curves "
+                    "(scripts/figures/reference/*.csv)")
     ap.add_argument("--title")
-    ap.add_argument("--logy", action="store_true")
+    ap.add_argument("--logy", action="store_true",
+                    help="log y axis (the default when the values drawn "
+                    "span more than %dx, and for --kind time)" % LOG_RANGE)
+    ap.add_argument("--liny", action="store_true",
+                    help="linear y axis even for a wide range")
     ap.add_argument("--no-bound", action="store_true",
                     help="do not draw the analytical bound")
     ap.add_argument("--width", type=float, default=6.4)

@@ -74,7 +74,8 @@ def parser():
                    help="exit 1 when a point failed or has not run")
     p = sub.add_parser("list", help="list the points and their state")
     p.add_argument("campaign")
-    p = sub.add_parser("task", help=argparse.SUPPRESS)
+    p = sub.add_parser(
+        "task", help="run one array task's points (the Slurm job calls it)")
     p.add_argument("manifest")
     p.add_argument("--list", required=True)
     p.add_argument("--batch", type=int, default=1)

@@ -299,15 +299,17 @@ class Plot(TempDirCase):
             p = self.plot(data, "-o", out, *args)
             self.assertEqual(p.returncode, 0, (args, p.stderr))
             self.assertEqual(read(out, "rb")[:8], b"\x89PNG\r\n\x1a\n")
-        ref = self.write("ref.csv", "series,size_bytes,busbw_GBps\n"
-                         "paper,8K,1.5\npaper,1M,90\n")
+        ref = self.write("ref.csv", "key,series,column,size_bytes,value,source\n"
+                         "a,paper,busbw_GBps,8K,1.5,Fig. 1\n"
+                         "b,paper,busbw_GBps,1M,90,Fig. 1\n"
+                         "peak,paper: peak,busbw_GBps,,100,text\n")
         out = os.path.join(self.tmp, "r.png")
         p = self.plot(data, "-o", out, "--reference", ref)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(out))
         for args, msg in ((["--where", "nope=1"], "no column 'nope'"),
                           (["--kind", "time", "--reference", ref],
-                           "needs columns size_bytes and time_us"),
+                           "has no numbers for time_us"),
                           (["--kind", "speedup", "--baseline",
                             "algorithm=x"], "no rows with algorithm=x"),
                           (["--kind", "heatmap", "--x", "ring.channels",

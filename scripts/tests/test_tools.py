@@ -1,0 +1,80 @@
+"""The small tools around the simulator: sweep's help, demo.sh's output
+paths, plot's log axis, the papers' reference numbers and the figure
+scripts that read them. No simulator needed."""
+
+import glob
+import os
+import shutil
+import stat
+import subprocess
+
+from common import PYTHON, SCRIPTS, TempDirCase, read
+from incsim_campaign import figures as fmod
+from incsim_campaign import plot as pmod
+
+
+class Tools(TempDirCase):
+    def test_sweep_help_names_every_command(self):
+        p = self.sweep("--help", check=0)
+        self.assertNotIn("SUPPRESS", p.stdout)
+        for cmd in ("run", "slurm", "collect", "list", "task"):
+            self.assertIn("    %s " % cmd, p.stdout)
+
+    def test_demo_writes_relative_paths_in_the_callers_folder(self):
+        # A copy of the repository's layout whose setup and build do
+        # nothing and whose simulator writes the --json file it is given.
+        repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(repo, "scripts"))
+        os.makedirs(os.path.join(repo, "build"))
+        shutil.copy(os.path.join(SCRIPTS, "demo.sh"), os.path.join(repo, "scripts"))
+        for s in ("setup.sh", "build.sh"):
+            self.write(os.path.join("repo", "scripts", s), "")
+        fake = self.write(os.path.join("repo", "build", "incsim"),
+                          '#!/bin/sh\nwhile [ $# -gt 0 ]; do\n'
+                          '  [ "$1" = --json ] && echo "{}" > "$2"; shift\ndone\n')
+        os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+        here = os.path.join(self.tmp, "here")
+        os.makedirs(here)
+        p = subprocess.run(["sh", os.path.join(repo, "scripts", "demo.sh"),
+                            "--json", "results.json"], cwd=here,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(here, "results.json")))
+        self.assertFalse(os.path.exists(os.path.join(repo, "results.json")))
+
+    def test_plot_takes_a_log_axis_for_a_wide_range(self):
+        self.assertTrue(pmod.wide_range([2, 620]))
+        self.assertFalse(pmod.wide_range([0.5, 20, 0, None]))
+        data = self.write("r.csv", "platform,algorithm,size_bytes,time_us,"
+                          "algbw_GBps,busbw_GBps,bound_us\n"
+                          "dgx2,ring,8192,38,0.2,0.4,0.06\n"
+                          "dgx2,ring,67108864,600,110,200,550\n")
+        for extra, scale in (([], "log"), (["--liny"], "linear")):
+            args = pmod.parser().parse_args([data, "--kind", "bw"] + extra)
+            ax = pmod.plot_lines(pmod.read_csv(data)[0], args).axes[0]
+            self.assertEqual(ax.get_yscale(), scale, extra)
+
+    def test_every_reference_number_has_a_source_and_a_reader(self):
+        paths = glob.glob(os.path.join(SCRIPTS, "figures", "reference", "*.csv"))
+        self.assertTrue(paths)
+        for path in paths:
+            rows = pmod.read_reference(path)   # refuses a row without a source
+            self.assertTrue(rows, path)
+        for paper in ("klenk", "blink", "multitree", "netreduce"):
+            self.assertTrue(fmod.paper(paper))
+        # Each paper's numbers are read by its figure script.
+        for script in glob.glob(os.path.join(SCRIPTS, "figures", "*-plot.py")):
+            name = os.path.basename(script).split("-")[0]
+            self.assertIn('paper("%s")' % name, read(script), script)
+            p = subprocess.run([PYTHON, script, "--help"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True,
+                               timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_a_reference_number_without_a_source_is_refused(self):
+        ref = self.write("ref.csv", "key,series,column,size_bytes,value,source\n"
+                         "a,paper,algbw_GBps,,120,\n")
+        with self.assertRaises(pmod.PlotError):
+            pmod.read_reference(ref)
+
