@@ -368,6 +368,12 @@ uint64_t RingCollective::wrong() const {
   return w;
 }
 
+double RingCollective::done_fraction() const {
+  uint64_t sent = 0, all = 0;
+  for (const auto& r : ranks_) r->transfers(sent, all);
+  return all ? static_cast<double>(sent) / static_cast<double>(all) : -1;
+}
+
 double RingCollective::bound_us(uint64_t bytes) const {
   return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
 }
