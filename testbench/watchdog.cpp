@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <ostream>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 namespace incsim::tb {
 
@@ -80,9 +82,9 @@ void Watchdog::judge() {
 std::string Watchdog::line(const std::string& what, const sc_core::sc_time& sim, double wall, double fraction) {
   const double us = sim.to_seconds() * 1e6;
   std::string s = fmt::format("incsim: {}: ", what);
-  if (fraction >= 0) s += fmt::format("{:.0f}% done, ", std::floor(std::min(fraction, 1.0) * 100));
-  s += fmt::format("simulated time {:.4g} us", us);
-  if (wall > 0) s += fmt::format(", {:.3g} us per second", us / wall);
+  if (fraction >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(fraction, 1.0) * 100));
+  s += fmt::format("simulated {:.4g} us", us);
+  if (wall > 0) s += fmt::format(" at {:.3g} us/s", us / wall);
   // The ETA assumes the rest goes as fast as what is done.
   if (fraction > 0 && fraction < 1) s += ", ETA " + duration(wall * (1 - fraction) / fraction);
   return s;
@@ -90,10 +92,16 @@ std::string Watchdog::line(const std::string& what, const sc_core::sc_time& sim,
 
 void Watchdog::report() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const std::string s = line(what_, sc_core::sc_time_stamp() - start_, wall, done_fraction_());
-  // On a terminal: back to the line's start, the line, and clear what a longer one left.
-  if (terminal_) err_ << '\r' << s << "\033[K" << std::flush;
-  else err_ << s << '\n';
+  std::string s = line(what_, sc_core::sc_time_stamp() - start_, wall, done_fraction_());
+  if (!terminal_) {
+    err_ << s << '\n';
+    return;
+  }
+  // Back to the line's start, the line, and clear what a longer one left; a
+  // line wider than the terminal would wrap, and \r would not reach its start.
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && s.size() >= ws.ws_col) s.resize(ws.ws_col - 1);
+  err_ << '\r' << s << "\033[K" << std::flush;
   shown_ = terminal_;
 }
 

@@ -104,8 +104,8 @@ TEST_CASE("on a terminal the progress line is rewritten in place and cleared bef
   std::vector<std::string> args = words(kProgressRun);
   const std::string out = on_terminal(args);
   // Each report: carriage return, the line, clear to the end of the line.
-  const std::regex report("\r(incsim: size 1M \\((\\d) of 2\\): (\\d+)% done, simulated time [0-9.e+-]+ us, "
-                          "[0-9.e+-]+ us per second(, ETA \\d+s)?)\x1b\\[K");
+  const std::regex report("\r(incsim: size 1M \\((\\d) of 2\\): (\\d+)%, simulated [0-9.e+-]+ us at [0-9.e+-]+ us/s"
+                          "(, ETA \\d+s)?)\x1b\\[K");
   int reports = 0, with_eta = 0;
   for (std::sregex_iterator it(out.begin(), out.end(), report), end; it != end; ++it) {
     ++reports;
@@ -136,7 +136,7 @@ TEST_CASE("off a terminal each report is a line with the point's own simulated t
   const auto last = words(rows.back());
   REQUIRE(last.size() > 4);
   const double second_us = std::stod(last[4]);
-  const std::regex report(R"(^incsim: size 1M \((\d) of 2\): \d+% done, simulated time ([0-9.e+-]+) us, .*)");
+  const std::regex report(R"(^incsim: size 1M \((\d) of 2\): \d+%, simulated ([0-9.e+-]+) us at .*)");
   int seconds = 0;
   for (const auto& l : lines(r.err)) {
     std::smatch m;
