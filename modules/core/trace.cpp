@@ -39,10 +39,10 @@ bool analog(const std::string& leaf) {
   return false;
 }
 
-// The kind of a block: its name without the trailing index (sw12: sw).
+// The kind of a block: its name up to its index (sw12: sw, leaf3_1: leaf).
 std::string kind_of(const std::string& block) {
-  size_t n = block.size();
-  while (n > 0 && std::isdigit(static_cast<unsigned char>(block[n - 1]))) --n;
+  size_t n = 0;
+  while (n < block.size() && !std::isdigit(static_cast<unsigned char>(block[n]))) ++n;
   return block.substr(0, n);
 }
 
@@ -177,19 +177,25 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t en
   std::sort(blocks.begin(), blocks.end(), [&](const std::string& a, const std::string& b) {
     return kind_rank(a) != kind_rank(b) ? kind_rank(a) < kind_rank(b) : natural_less(a, b);
   });
-  // The first two of each kind open at the top, the closed ones after them.
+  // The first two of each kind open at the top, the closed ones after them,
+  // none past the eighth: GTKWave loads every listed signal, closed or not.
   std::set<std::string> open_blocks;
   std::map<std::string, int> of_kind;
-  for (const std::string& b : blocks)
-    if (of_kind[kind_of(b)]++ < 2) open_blocks.insert(b);
+  std::vector<std::string> listed;
+  for (const std::string& b : blocks) {
+    const int n = of_kind[kind_of(b)]++;
+    if (n < 2) open_blocks.insert(b);
+    if (n < 8) listed.push_back(b);
+  }
+  blocks.swap(listed);
   std::stable_partition(blocks.begin(), blocks.end(), [&](const std::string& b) { return open_blocks.count(b) > 0; });
 
   std::string out = fmt::format(
       "[*] GTKWave save file that incsim wrote beside the VCD below: gtkwave w.gtkw (or w.vcd w.gtkw).\n"
       "[*] One group per block, in decimal; occupancies and queues are analog steps. The first two\n"
-      "[*] blocks of each kind come first, open; the others follow, closed, as does every part of a\n"
-      "[*] block after its first four: select one and Edit > Toggle Group Open|Close.\n"
-      "[*] Per-VC link counters are in the signal tree (SST) only.\n"
+      "[*] blocks of each kind come first, open; the next six follow, closed, as does every part of a\n"
+      "[*] block after its first four: select one and Edit > Toggle Group Open|Close. Further blocks,\n"
+      "[*] parts past a block's 32nd and per-VC link counters are in the signal tree (SST) only.\n"
       "[dumpfile] \"{}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
       vcd_path);
   // The zoom: GTKWave shows 2^-zoom time units per 200 pixels (measured on
@@ -219,7 +225,7 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t en
     group_edge(out, b, true, open);
     for (const Var* v : mine)
       if (v->part.empty()) row(out, *v);
-    for (size_t i = 0; i < parts.size(); ++i) {
+    for (size_t i = 0; i < std::min<size_t>(parts.size(), 32); ++i) {
       std::vector<const Var*> in_part;
       for (const Var* v : mine)
         if (v->part == parts[i]) in_part.push_back(v);

@@ -27,7 +27,8 @@ void close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
 // a subgroup per part (sw0.port5.reduction_table, gpu3.copy_engine) where a
 // block has many; the per-VC link counters stay in the signal tree only.
 // Groups past the first two blocks of a kind, and past a block's first four
-// parts, start closed, so a 16-switch platform stays readable. vcd_path
+// parts, start closed, and none past the eighth block of a kind or a block's
+// 32nd part is listed, so a 16-switch or 128-GPU platform stays readable. vcd_path
 // goes in as the save file's [dumpfile]; end_ps, the run's end, sets the zoom.
 std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t end_ps);
 

@@ -211,4 +211,7 @@ TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, gr
   CHECK(closed.count("sw1") == 0);
   CHECK(closed.count("sw2") == 1);
   CHECK(closed.count("gpu2") == 1);
+  // Eight blocks of a kind at most: the others are in the signal tree only.
+  CHECK(closed.count("gpu7") == 1);
+  CHECK(flags_of.count("SystemC.gpu8.step[31:0]") == 0);
 }
