@@ -15,6 +15,19 @@ std::string duration(double s) {
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
 }
+
+// The report line for a point `what` that has run `sim` of simulated time in
+// `wall` seconds and is `fraction` done (negative: unknown).
+std::string line(const std::string& what, const sc_core::sc_time& sim, double wall, double fraction) {
+  const double us = sim.to_seconds() * 1e6;
+  std::string s = fmt::format("incsim: {}: ", what);
+  if (fraction >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(fraction, 1.0) * 100));
+  s += fmt::format("simulated {:.4g} us", us);
+  if (wall > 0) s += fmt::format(" at {:.3g} us/s", us / wall);
+  // The ETA assumes the rest goes as fast as what is done.
+  if (fraction > 0 && fraction < 1) s += ", ETA " + duration(wall * (1 - fraction) / fraction);
+  return s;
+}
 }  // namespace
 
 Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<double()> done_fraction,
@@ -77,17 +90,6 @@ void Watchdog::judge() {
     last_report_ = wall;
     report();
   }
-}
-
-std::string Watchdog::line(const std::string& what, const sc_core::sc_time& sim, double wall, double fraction) {
-  const double us = sim.to_seconds() * 1e6;
-  std::string s = fmt::format("incsim: {}: ", what);
-  if (fraction >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(fraction, 1.0) * 100));
-  s += fmt::format("simulated {:.4g} us", us);
-  if (wall > 0) s += fmt::format(" at {:.3g} us/s", us / wall);
-  // The ETA assumes the rest goes as fast as what is done.
-  if (fraction > 0 && fraction < 1) s += ", ETA " + duration(wall * (1 - fraction) / fraction);
-  return s;
 }
 
 void Watchdog::report() {

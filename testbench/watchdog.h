@@ -41,10 +41,6 @@ class Watchdog {
   void run();
   void run(const sc_core::sc_time& d);
 
-  // The report line for a point `what` that has run `sim` of simulated time
-  // in `wall` seconds and is `fraction` done (negative: unknown).
-  static std::string line(const std::string& what, const sc_core::sc_time& sim, double wall, double fraction);
-
  private:
   void judge();
   void report();
