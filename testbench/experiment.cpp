@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <unistd.h>
 
 #include "choices.h"
 #include "collectives/alu.h"
@@ -52,7 +53,9 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get(kProgress);
   platforms::Machine& m = workload_->machine();
-  watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); }, opt_.quiet, progress_s);
+  watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); },
+                                         [this] { return workload_->done_fraction(); }, std::cerr, opt_.quiet,
+                                         isatty(STDERR_FILENO) && !log::any_enabled(), progress_s);
   cfg_.check_unused();
   log::check_matched();
   collectives::Alu::check_matched();

@@ -4,7 +4,9 @@
 // compares the platform's progress count (packets delivered to endpoints,
 // reductions completed, data acknowledged: see the platforms' progress())
 // with the last one; unchanged means the run has stalled. Every few
-// wall-clock seconds it reports progress on stderr.
+// wall-clock seconds it reports the point's progress on stderr: on a
+// terminal one line rewritten in place (the point, % done, simulated time,
+// rate and ETA), elsewhere one line per report.
 //
 // It has no process and notifies no event: a timed event of its own would
 // sit in the kernel's event queue, whose order among events at the same time
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <systemc>
 
@@ -20,11 +23,16 @@ namespace incsim::tb {
 
 class Watchdog {
  public:
-  // Reports progress every `report_every` of wall-clock time unless quiet.
-  Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, bool quiet,
-           double report_every_s);
+  // Reports progress to `err` every `report_every` of wall-clock time unless
+  // quiet; `terminal`: err is one, so the report is one line kept up to date.
+  // done_fraction: how much of the running point is done, in [0, 1], or
+  // negative when the workload cannot tell (then no % and no ETA).
+  Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<double()> done_fraction,
+           std::ostream& err, bool quiet, bool terminal, double report_every_s);
+  ~Watchdog() { clear_line(); }
   void arm(const std::string& what);
-  void disarm() { armed_ = false; }
+  // Ends the point: a progress line on the terminal is cleared.
+  void disarm();
   bool stalled() const { return stalled_; }
   // In place of sc_start(): simulates up to the next judgement (or until
   // something calls sc_pause()), then judges progress if a timeout has
@@ -35,13 +43,17 @@ class Watchdog {
 
  private:
   void judge();
-  sc_core::sc_time timeout_, next_;
+  void report();
+  void clear_line();
+  sc_core::sc_time timeout_, next_, start_;
   std::function<uint64_t()> progress_;
-  bool quiet_, armed_ = false, stalled_ = false;
+  std::function<double()> done_fraction_;
+  std::ostream& err_;
+  bool quiet_, terminal_, armed_ = false, stalled_ = false, shown_ = false;
   std::chrono::duration<double> report_every_;
   uint64_t last_ = 0;
   std::string what_;
-  std::chrono::steady_clock::time_point last_report_;
+  std::chrono::steady_clock::time_point started_, last_report_;
 };
 
 }  // namespace incsim::tb

@@ -67,6 +67,9 @@ class Workload {
   virtual std::string stall_cause() const { return {}; }
   // Lines the stall report adds to the machine's held packets.
   virtual void report_stall(std::ostream& os) const {}
+  // How much of the running point is done, in [0, 1], for the progress
+  // line; negative when the workload cannot tell.
+  virtual double done_fraction() const { return -1; }
   // Workload state for the VCD beyond the machine's (engines' progress).
   virtual void trace(sc_core::sc_trace_file* tf) const {}
   // --print-schedule, --print-trees: UserError if this workload has none.

@@ -47,10 +47,21 @@ void configure(const std::string& spec) {
   g_settings = std::move(s);
 }
 
+Level register_block(const std::string& name) {
+  g_settings.blocks.push_back(name);
+  return level_for(name);
+}
+
+bool any_enabled() {
+  if (g_settings.fallback < Level::Warn) return true;
+  for (const auto& kv : g_settings.by_name)
+    if (kv.second < Level::Warn) return true;
+  return false;
+}
+
 Level level_for(const std::string& name) {
   Level l = g_settings.fallback;
   size_t best = 0;
-  g_settings.blocks.push_back(name);
   for (const auto& [prefix, level] : g_settings.by_name) {
     // A name matches itself and the blocks inside it (sw3 matches sw3.port5, not sw30).
     const bool match = name.compare(0, prefix.size(), prefix) == 0 &&

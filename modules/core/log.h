@@ -24,6 +24,11 @@ enum class Level : uint8_t { Trace, Debug, Info, Warn, Off };
 void configure(const std::string& spec);
 // The level a block of that name gets under the current configuration.
 Level level_for(const std::string& name);
+// The same, for a block being built: its name is remembered for suggestions.
+Level register_block(const std::string& name);
+// Whether any block may log below a warning (a progress line kept in place
+// on a terminal would be broken by log lines).
+bool any_enabled();
 // Throws UserError if a per-block level named no block built since configure().
 void check_matched();
 const char* level_name(Level l);
@@ -31,7 +36,7 @@ const char* level_name(Level l);
 class Logger {
  public:
   Logger() = default;
-  explicit Logger(std::string name) : name_(std::move(name)), level_(level_for(name_)) {}
+  explicit Logger(std::string name) : name_(std::move(name)), level_(register_block(name_)) {}
   bool enabled(Level l) const { return l >= level_; }
   const std::string& name() const { return name_; }
   // Formats and reports; call through INCSIM_LOG, which checks the level first.

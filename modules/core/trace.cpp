@@ -1,10 +1,98 @@
 #include "trace.h"
 
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <vector>
 
 #include "error.h"
 
 namespace incsim {
+
+namespace {
+std::string vcd_file(const std::string& path) {
+  return path.size() >= 4 && path.substr(path.size() - 4) == ".vcd" ? path : path + ".vcd";
+}
+
+bool ends_with(const std::string& s, const std::string& end) {
+  return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+}
+
+// A link end's per-VC byte and credit counters: four per port, hundreds per
+// switch; they stay in the signal tree.
+bool link_counter(const std::string& leaf) {
+  for (const char* c : {"in_bytes_vc", "out_bytes_vc", "credits_vc"})
+    if (leaf.rfind(c, 0) == 0) return true;
+  return false;
+}
+
+// Levels whose shape tells more than their digits.
+bool analog(const std::string& leaf) {
+  for (const char* end : {"occupancy", "queue", "outstanding", "busy", "unacked_packets"})
+    if (ends_with(leaf, end)) return true;
+  return false;
+}
+
+// The kind of a block: its name up to its index (sw12: sw, leaf3_1: leaf).
+std::string kind_of(const std::string& block) {
+  size_t n = 0;
+  while (n < block.size() && !std::isdigit(static_cast<unsigned char>(block[n]))) ++n;
+  return block.substr(0, n);
+}
+
+// Names with their numbers compared as numbers (port2 before port10):
+// SystemC's VCD writer sorts scopes as strings.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && std::isdigit(static_cast<unsigned char>(a[ei]))) ++ei;
+      while (ej < b.size() && std::isdigit(static_cast<unsigned char>(b[ej]))) ++ej;
+      if (ei - i != ej - j) return ei - i < ej - j;
+      if (const int c = a.compare(i, ei - i, b, j, ej - j); c != 0) return c < 0;
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+struct Var {
+  std::string block, part, name;  // part: the scopes below the block, dot-joined; name: GTKWave's
+  bool analog;
+};
+
+// GTKWave's trace flags (its analyzer.h): signed decimal (the blocks trace ints, -1 for none), right-justified, as an analog step, a blank row that
+// stretches the analog trace above it, and group begin/end (blank rows), closed or open.
+constexpr unsigned kDec = 0x4 | 0x20 | 0x400, kAnalogStep = 0x8000, kStretch = 0x20000;
+constexpr unsigned kBlank = 0x200, kClosed = 0x400000, kGroupBegin = 0x800000, kGroupEnd = 0x1000000;
+
+void row(std::string& out, const Var& v) {
+  out += fmt::format("@{:x}\n{}\n", kDec | (v.analog ? kAnalogStep : 0), v.name);
+  if (v.analog) out += fmt::format("@{:x}\n-\n-\n", kStretch);  // three rows high
+}
+
+void group_edge(std::string& out, const std::string& name, bool begin, bool open) {
+  out += fmt::format("@{:x}\n-{}\n", (begin ? kGroupBegin : kGroupEnd) | kBlank | (open ? 0 : kClosed), name);
+}
+
+void group(std::string& out, const std::string& name, bool open, const std::vector<const Var*>& vars) {
+  group_edge(out, name, true, open);
+  for (const Var* v : vars) row(out, *v);
+  group_edge(out, name, false, open);
+}
+}  // namespace
 
 sc_core::sc_trace_file* open_vcd(const std::string& path) {
   std::string base = path;
@@ -20,8 +108,7 @@ sc_core::sc_trace_file* open_vcd(const std::string& path) {
 
 void close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
   sc_core::sc_close_vcd_trace_file(tf);
-  std::string file = path;
-  if (file.size() < 4 || file.substr(file.size() - 4) != ".vcd") file += ".vcd";
+  const std::string file = vcd_file(path);
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
   std::string line;
   std::streampos pos = 0;
@@ -38,6 +125,115 @@ void close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
     if (line.find("$scope") != std::string::npos) break;
     pos = next;
   }
+  // The last time stamp, from the file's tail, sets the zoom.
+  f.clear();
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  f.seekg(from);
+  std::string tail(static_cast<size_t>(size - from), '\0');
+  f.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  uint64_t end_ps = 0;
+  if (const size_t at = tail.rfind("\n#"); at != std::string::npos) end_ps = std::strtoull(tail.c_str() + at + 2, nullptr, 10);
+  f.clear();
+  f.seekg(0);
+  const std::string base = file.substr(0, file.size() - 4);
+  // GTKWave reads a relative [dumpfile] from the current folder, not the save file's.
+  const std::string text = gtkw_for(f, std::filesystem::absolute(file).lexically_normal().string(), end_ps);
+  std::ofstream g(base + ".gtkw", std::ios::binary);
+  g << text;
+  if (!g) throw UserError("cannot write the GTKWave save file '" + base + ".gtkw'");
+}
+
+std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t end_ps) {
+  std::vector<Var> vars;
+  std::vector<std::string> scope;
+  for (std::string tok; vcd >> tok && tok != "$enddefinitions";) {
+    if (tok == "$scope") {
+      std::string type, name;
+      vcd >> type >> name;
+      scope.push_back(name);
+    } else if (tok == "$upscope" && !scope.empty()) {
+      scope.pop_back();
+    } else if (tok == "$var") {
+      std::string type, width, id, ref, range;
+      vcd >> type >> width >> id >> ref >> range;
+      if (range == "$end") range.clear();
+      // Under the top scope (SystemC) and a block's scope: anything else is no block's.
+      if (scope.size() < 2 || link_counter(ref)) continue;
+      std::string path, part;
+      for (size_t i = 0; i < scope.size(); ++i) path += scope[i] + ".";
+      for (size_t i = 2; i < scope.size(); ++i) part += (part.empty() ? "" : ".") + scope[i];
+      vars.push_back({scope[1], part, path + ref + range, analog(ref)});
+    }
+  }
+  // Blocks by kind in the order the VCD declares the kinds, then by index.
+  std::vector<std::string> blocks, kinds;
+  for (const Var& v : vars) {
+    if (std::find(blocks.begin(), blocks.end(), v.block) == blocks.end()) blocks.push_back(v.block);
+    if (std::find(kinds.begin(), kinds.end(), kind_of(v.block)) == kinds.end()) kinds.push_back(kind_of(v.block));
+  }
+  auto kind_rank = [&](const std::string& b) { return std::find(kinds.begin(), kinds.end(), kind_of(b)) - kinds.begin(); };
+  std::sort(blocks.begin(), blocks.end(), [&](const std::string& a, const std::string& b) {
+    return kind_rank(a) != kind_rank(b) ? kind_rank(a) < kind_rank(b) : natural_less(a, b);
+  });
+  // The first two of each kind open at the top, the closed ones after them,
+  // none past the eighth: GTKWave loads every listed signal, closed or not.
+  std::set<std::string> open_blocks;
+  std::map<std::string, int> of_kind;
+  std::vector<std::string> listed;
+  for (const std::string& b : blocks) {
+    const int n = of_kind[kind_of(b)]++;
+    if (n < 2) open_blocks.insert(b);
+    if (n < 8) listed.push_back(b);
+  }
+  blocks.swap(listed);
+  std::stable_partition(blocks.begin(), blocks.end(), [&](const std::string& b) { return open_blocks.count(b) > 0; });
+
+  std::string out = fmt::format(
+      "[*] GTKWave save file that incsim wrote beside the VCD below: gtkwave w.gtkw (or w.vcd w.gtkw).\n"
+      "[*] One group per block, in decimal; occupancies and queues are analog steps. The first two\n"
+      "[*] blocks of each kind come first, open; the next six follow, closed, as does every part of a\n"
+      "[*] block after its first four: select one and Edit > Toggle Group Open|Close. Further blocks,\n"
+      "[*] parts past a block's 32nd and per-VC link counters are in the signal tree (SST) only.\n"
+      "[dumpfile] \"{}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
+      vcd_path);
+  // The zoom: GTKWave shows 2^-zoom time units per 200 pixels (measured on
+  // 3.3.118); the whole run across the 900 pixels of the wave pane. Then the
+  // marker and 26 named markers, none set.
+  if (end_ps > 0) {
+    out += fmt::format("*{:.6f} -1", -std::log2(static_cast<double>(end_ps) * 200.0 / 900.0));
+    for (int i = 0; i < 26; ++i) out += " -1";
+    out += "\n";
+  }
+  out += "[treeopen] SystemC.\n[sst_width] 220\n[signals_width] 380\n[sst_expanded] 1\n[sst_vpaned_height] 300\n";
+  for (const std::string& b : blocks) {
+    std::vector<const Var*> mine;
+    std::vector<std::string> parts;
+    for (const Var& v : vars) {
+      if (v.block != b) continue;
+      mine.push_back(&v);
+      if (!v.part.empty() && std::find(parts.begin(), parts.end(), v.part) == parts.end()) parts.push_back(v.part);
+    }
+    const bool open = open_blocks.count(b) > 0;
+    std::sort(parts.begin(), parts.end(), natural_less);
+    // A small block is one group; a large one (a switch's ports) has a subgroup per part.
+    if (mine.size() <= 12) {
+      group(out, b, open, mine);
+      continue;
+    }
+    group_edge(out, b, true, open);
+    for (const Var* v : mine)
+      if (v->part.empty()) row(out, *v);
+    for (size_t i = 0; i < std::min<size_t>(parts.size(), 32); ++i) {
+      std::vector<const Var*> in_part;
+      for (const Var* v : mine)
+        if (v->part == parts[i]) in_part.push_back(v);
+      group(out, b + "." + parts[i], i < 4, in_part);
+    }
+    group_edge(out, b, false, open);
+  }
+  return out;
 }
 
 }  // namespace incsim

@@ -1,7 +1,10 @@
 #pragma once
 // VCD waveforms (STYLE.md, convention 7): every block exposes its state through
 // trace(); the file has an explicit timescale and no wall-clock date, so the
-// same run gives the same bytes.
+// same run gives the same bytes. Beside it goes a GTKWave save file that
+// opens the waveform ready to read (write_gtkw).
+#include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <systemc>
 
@@ -14,7 +17,19 @@ class Traceable {
 };
 
 sc_core::sc_trace_file* open_vcd(const std::string& path);
-// Closes the file and blanks the $date SystemC writes, keeping byte offsets.
+// Closes the file, blanks the $date SystemC writes (keeping byte offsets)
+// and writes the save file beside it (w.vcd: w.gtkw).
 void close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
+
+// GTKWave's save file for a VCD, from the VCD's own declarations, so every
+// name is the one GTKWave reads: a group per block (gpu3, sw0, fpga0, host1)
+// holding its state in decimal, occupancies and queues drawn as analog steps,
+// a subgroup per part (sw0.port5.reduction_table, gpu3.copy_engine) where a
+// block has many; the per-VC link counters stay in the signal tree only.
+// Groups past the first two blocks of a kind, and past a block's first four
+// parts, start closed, and none past the eighth block of a kind or a block's
+// 32nd part is listed, so a 16-switch or 128-GPU platform stays readable. vcd_path
+// goes in as the save file's [dumpfile]; end_ps, the run's end, sets the zoom.
+std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t end_ps);
 
 }  // namespace incsim

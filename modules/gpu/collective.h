@@ -20,6 +20,13 @@ class Collective {
   // Non-empty when the run failed in a way the hardware reports (a copy
   // engine error, Klenk §IV-F3); the simulation pauses.
   virtual std::string error() const { return {}; }
+  // How much of the running operation is done, in [0, 1], for the progress
+  // line: the share of what it must inject that it has (ring transfers
+  // sent, copy engine blocks issued, NIC schedule entries issued), known
+  // exactly from the start. Neither the machine's progress count (acks,
+  // flags and partials vary with the run) nor the bound (a lower bound the
+  // time exceeds by 1.1-3x, so it would pass 100%) gives that.
+  virtual double done_fraction() const = 0;
   // Waveform state of the collective's own blocks (a NIC's counters).
   virtual void trace(sc_core::sc_trace_file*) const {}
 };

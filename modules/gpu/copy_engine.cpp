@@ -64,7 +64,7 @@ struct CopyEngine::PortQueue : TxStream {
   void on_response(net::Packet* p) override { engine->client_->on_response(p); }
 };
 
-CopyEngine::CopyEngine(sc_core::sc_module_name name, Gpu& gpu) : sc_module(name), gpu_(gpu) {}
+CopyEngine::CopyEngine(sc_core::sc_module_name name, Gpu& gpu) : sc_module(name), gpu_(gpu), log_(this->name()) {}
 
 CopyEngine::~CopyEngine() = default;
 
@@ -92,6 +92,9 @@ void CopyEngine::start(const CopyDescriptor& d, CopyClient& client) {
     gpu_.add_stream(q.get());
     queues_.push_back(std::move(q));
   }
+  INCSIM_LOG(log_, Debug, "descriptor: {} blocks [{}, {}) of {} B, {} B each, {}", net::op_name(d.op), d.first, d.end,
+             d.bytes, d.block_bytes,
+             waved() ? fmt::format("waves of {} blocks, {} counters", per_wave_, counters_.size()) : "no waves");
   if (waved()) {
     allocate_waves();
   } else {
@@ -126,6 +129,7 @@ void CopyEngine::allocate_waves() {
     auto free = std::find_if(counters_.begin(), counters_.end(), [](const Counter& k) { return !k.busy; });
     if (free == counters_.end()) {
       if (!waiting_) {
+        INCSIM_LOG(log_, Debug, "wave {} waits for a free counter", (next_wave_block_ - d_.first) / per_wave_);
         waiting_ = true;
         waiting_since_ = sc_core::sc_time_stamp();
         gpu_.call_engine_after(waves_.counter_timeout, (next_wave_block_ - d_.first) / per_wave_);
@@ -139,6 +143,8 @@ void CopyEngine::allocate_waves() {
     window_end_ = next_wave_block_ = end;
     waiting_ = false;
     ++outstanding_;
+    INCSIM_LOG(log_, Debug, "wave {} issued: {} blocks on counter {}, {} waves outstanding", wave, free->goal,
+               free - counters_.begin(), outstanding_);
   }
   credits_ = static_cast<int>(window_end_ - d_.first - issued_);
   dispatch();
@@ -153,6 +159,7 @@ void CopyEngine::dispatch() {
     if (q.size == PortQueue::kDepth) break;
     q.queue[(q.head + q.size++) % PortQueue::kDepth] = b;
     ++dispatched_;
+    INCSIM_LOG(log_, Trace, "block {} queued on port {}", b, q.port);
     if (q.idle) {
       q.idle = false;
       gpu_.activate(q.port, &q, d_.reads_memory ? gpu_.memory().latency() : sc_core::sc_time());
@@ -173,6 +180,7 @@ void CopyEngine::complete(uint64_t b) {
   if (++k.got < k.goal) return;
   k.busy = false;  // the goal: credits for the next wave
   --outstanding_;
+  INCSIM_LOG(log_, Debug, "wave {} completed: {} responses, {} waves outstanding", k.wave, k.got, outstanding_);
   allocate_waves();
 }
 

@@ -18,6 +18,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/log.h"
 #include "core/param.h"
 #include "core/trace.h"
 #include "net/packet.h"
@@ -137,6 +138,7 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
   bool waiting_ = false;
   sc_core::sc_time waiting_since_;
   std::vector<std::unique_ptr<PortQueue>> queues_;
+  log::Logger log_;  // gpu3.copy_engine: descriptors and waves at debug, blocks at trace
 };
 
 }  // namespace incsim::gpu

@@ -43,7 +43,8 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
       index_(index),
       cfg_(cfg),
       pool_(pool),
-      memory_(cfg.clock_ghz, cfg.mem_latency_cycles, cfg.mem_jitter_cycles, cfg.seed * 0x9E3779B97F4A7C15ull + index) {
+      memory_(cfg.clock_ghz, cfg.mem_latency_cycles, cfg.mem_jitter_cycles, cfg.seed * 0x9E3779B97F4A7C15ull + index),
+      log_(this->name()) {
   for (int p = 0; p < ports; ++p) {
     ports_.push_back(std::make_unique<Port>(("out" + std::to_string(p)).c_str()));
     ports_[p]->rx_port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
@@ -134,6 +135,8 @@ void Gpu::timer_process() {
 void Gpu::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
   const sc_time now = sc_core::sc_time_stamp();
+  INCSIM_LOG(log_, Trace, "port {} receives {} {:#x} from {}, {} B, last flit at {}", port, net::op_name(p->op), p->addr,
+             p->src, p->payload_bytes, p->t_tail.to_string());
   ++packets_received_;
   latency_sum_ns_ += (p->t_tail - p->t_inject).to_seconds() * 1e9;
   sc_assert(p->vc == net::class_first_vc(p->vc));  // rx_process serves only these
@@ -281,6 +284,8 @@ void Gpu::tx_process(int port) {
       break;
     }
     chosen->t_inject = start;
+    INCSIM_LOG(log_, Trace, "port {} sends {} {:#x} to {}, {} B, at {}", port, net::op_name(chosen->op), chosen->addr,
+               chosen->dst, chosen->payload_bytes, start.to_string());
     pt.link.send(chosen, start, start);
   }
   sc_time next = sc_core::sc_max_time();

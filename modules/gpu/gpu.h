@@ -12,6 +12,7 @@
 #include <systemc>
 #include <vector>
 
+#include "core/log.h"
 #include "core/process.h"
 #include "core/trace.h"
 #include "net/block.h"
@@ -99,6 +100,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   net::PacketPool& pool() { return pool_; }
   CopyEngine& copy_engine() { return *copy_engine_; }
   sc_core::sc_module* attached() { return attached_.get(); }  // what attach made, or nullptr
+  // Its logger (gpu3): the programs it runs log their steps here, its ports each packet at trace.
+  const log::Logger& log() const { return log_; }
 
   // --- what programs use ---
   void set_program(Program* p) { program_ = p; }
@@ -169,6 +172,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   uint64_t packets_received_ = 0;
   double latency_sum_ns_ = 0;  // a port's memory pipeline was full
   Wakeup rx_wake_, timer_wake_;
+  log::Logger log_;
   std::unique_ptr<sc_core::sc_module> attached_;  // last: a child goes before its parent
 };
 

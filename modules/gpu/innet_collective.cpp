@@ -41,6 +41,8 @@ class InNetworkCollective::Rank : public Program, public CopyClient {
   void on_response(net::Packet* p) override;
   void on_error(const std::string& why) override { c_.fail(why); }
   // Mismatches plus output elements received too few or too many times.
+  uint64_t received() const { return std::min(received_, count_); }
+  uint64_t count() const { return count_; }
   uint64_t wrong() const { return wrong_ + (received_ > count_ ? received_ - count_ : count_ - received_); }
 
  private:
@@ -351,6 +353,15 @@ uint64_t InNetworkCollective::wrong() const {
 
 // Push and pull move M in and out of each GPU (Klenk §III: half the traffic
 // of a software all-reduce); all-gather receives (n-1)/n M, broadcast M.
+double InNetworkCollective::done_fraction() const {
+  uint64_t got = 0, all = 0;
+  for (const auto& r : ranks_) {
+    got += r->received();
+    all += r->count();
+  }
+  return all ? static_cast<double>(got) / static_cast<double>(all) : -1;
+}
+
 double InNetworkCollective::bound_us(uint64_t bytes) const {
   const int n = static_cast<int>(gpus_.size());
   const double factor = kind_ == InNetKind::AllGather ? collectives::gather_busbw_factor(n) : 1.0;

@@ -43,6 +43,7 @@ class InNetworkCollective : public Collective {
   uint64_t wrong() const override;
   double bound_us(uint64_t bytes) const override;
   double busbw_factor() const override;
+  double done_fraction() const override;  // output elements landed of all GPUs' outputs
   std::string redop() const override;
   std::string error() const override { return error_; }
 

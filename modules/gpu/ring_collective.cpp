@@ -24,6 +24,13 @@ class RingCollective::Rank : public Program {
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   // Mismatches plus elements checked too few or too many times.
+  // Transfers sent so far and in all, over the channels.
+  void transfers(uint64_t& sent, uint64_t& all) const {
+    for (const auto& c : channels_) {
+      sent += c->t_send;
+      all += c->transfers;
+    }
+  }
   uint64_t wrong() const {
     return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
   }
@@ -180,8 +187,13 @@ void RingCollective::Rank::on_flag(uint64_t addr) {
   Channel& ch = *channels_[c];
   uint64_t v = 0;
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);
-  if (addr == ch.tail_flag) ch.recv_ready = std::max(ch.recv_ready, v);
-  else ch.next_freed = std::max(ch.next_freed, v);
+  if (addr == ch.tail_flag) {
+    ch.recv_ready = std::max(ch.recv_ready, v);
+    INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: receives transfer {} from gpu {} (its flag)", c, v - 1, prev_);
+  } else {
+    ch.next_freed = std::max(ch.next_freed, v);
+    INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: gpu {} has freed {} mailbox slots", c, next_, v);
+  }
   progress(ch);
 }
 
@@ -198,6 +210,8 @@ void RingCollective::Rank::progress(Channel& c) {
     const int block = send_block((rank_ + n_ - 1) % n_, steps_ - 1);
     block_range(c, t / steps, block, first, len);
     const uint8_t* in = gpu_.memory().at(c.mailbox + (t % ring_.params_.slots) * ring_.params_.chunk_bytes, len * kElem);
+    INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: transfer {} (step {}) read out, block {}: {} output elements",
+               c.index, t, steps_ - 1, block, len);
     if (kind() == RingKind::ReduceScatter) {
       // recv-reduce: the sum goes to this GPU's output buffer.
       std::vector<uint8_t>& sum = scratch_;
@@ -219,6 +233,9 @@ void RingCollective::Rank::progress(Channel& c) {
       c.pos = 0;
       c.block = send_block(rank_, s);
       block_range(c, t / steps, c.block, c.first, c.len);
+      INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: step {} of iteration {} sends block {} ({} elements{}) to gpu {}",
+                 c.index, s, t / steps, c.block, c.len,
+                 adds_own(s) ? (s == 0 ? ", own input" : ", received plus own input") : ", received", next_);
       if (c.index == 0) {
         gpu_.trace_step = s;
         gpu_.trace_chunk = static_cast<int>(t / steps);
@@ -233,6 +250,7 @@ void RingCollective::Rank::progress(Channel& c) {
   }
   if (!c.finished && c.t_send == c.transfers && c.recv_consumed == c.transfers && c.flag_acks_due == 0) {
     c.finished = true;
+    INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: done, {} transfers", c.index, c.transfers);
     if (--unfinished_ == 0) ring_.rank_done();
   }
 }
@@ -246,6 +264,7 @@ void RingCollective::Rank::consume(Channel& c, uint64_t t) {
 
 void RingCollective::Rank::finish_send(Channel& c) {
   // The fence has completed: every data write is acknowledged; now the flag.
+  INCSIM_LOG(gpu_.log(), Debug, "ring channel {}: transfer {} acknowledged, flag to gpu {}", c.index, c.t_send, next_);
   ++c.flag_acks_due;
   gpu_.store_word(c.port, next_, c.tail_flag, c.t_send + 1, c.id);
   c.sending = false;
@@ -347,6 +366,12 @@ uint64_t RingCollective::wrong() const {
   uint64_t w = 0;
   for (const auto& r : ranks_) w += r->wrong();
   return w;
+}
+
+double RingCollective::done_fraction() const {
+  uint64_t sent = 0, all = 0;
+  for (const auto& r : ranks_) r->transfers(sent, all);
+  return all ? static_cast<double>(sent) / static_cast<double>(all) : -1;
 }
 
 double RingCollective::bound_us(uint64_t bytes) const {

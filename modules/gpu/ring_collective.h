@@ -59,6 +59,7 @@ class RingCollective : public Collective {
   uint64_t wrong() const override;
   double bound_us(uint64_t bytes) const override;
   double busbw_factor() const override;
+  double done_fraction() const override;  // transfers sent of all channels' transfers
   std::string redop() const override {
     return kind_ == RingKind::AllGather ? "none" : collectives::redop_name(redop_);
   }

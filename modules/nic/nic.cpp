@@ -313,7 +313,10 @@ void Nic::on_message(const net::Packet& p) {
     sc_assert(f.reduce_left >= p.payload_bytes);
     alu_.reduce(job_.dtype, job_.redop, hold(flow, true) + off, p.data, p.payload_bytes);
     f.reduce_left -= p.payload_bytes;
+    INCSIM_LOG(log_, Trace, "flow {}: reduce message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
+               p.addr, f.reduce_left);
     if (f.reduce_left == 0) {
+      INCSIM_LOG(log_, Debug, "flow {}: every reduce message is in{}", flow, f.root ? ", the result is complete" : "");
       if (f.root) {
         check(buffers_[f.buffer].data(), r.offset, r.length);
         if (f.gather_readers == 0) release(flow);
@@ -326,7 +329,12 @@ void Nic::on_message(const net::Packet& p) {
   check(p.data, p.addr, p.payload_bytes);
   if (f.gather_readers > 0) std::memcpy(hold(flow, false) + off, p.data, p.payload_bytes);
   f.gather_left -= p.payload_bytes;
-  if (f.gather_left == 0) advance();
+  INCSIM_LOG(log_, Trace, "flow {}: gather message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
+             p.addr, f.gather_left);
+  if (f.gather_left == 0) {
+    INCSIM_LOG(log_, Debug, "flow {}: the whole result is in", flow);
+    advance();
+  }
 }
 
 uint8_t* Nic::hold(int flow, bool own_data) {

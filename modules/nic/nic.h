@@ -93,6 +93,12 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
   void start(const Layout& layout, const NicParams& params, std::function<void()> on_done);
   uint64_t wrong() const;
   uint64_t messages_sent() const { return messages_sent_; }
+  // Adds the table's entries issued so far and in all (none without a job).
+  void entries(uint64_t& issued, uint64_t& all) const {
+    if (!job_.schedule) return;
+    issued += static_cast<uint64_t>(head_);
+    all += table().size();
+  }
 
   // gpu::Program
   void on_timer(uint64_t tag) override;

@@ -105,6 +105,12 @@ uint64_t ScheduledCollective::wrong() const {
   return w;
 }
 
+double ScheduledCollective::done_fraction() const {
+  uint64_t issued = 0, all = 0;
+  for (const Nic* n : nics_) n->entries(issued, all);
+  return all ? static_cast<double>(issued) / static_cast<double>(all) : -1;
+}
+
 double ScheduledCollective::bound_us(uint64_t bytes) const {
   if (execution_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (execution_.algbw_bound_GBps * 1e3);
   return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);

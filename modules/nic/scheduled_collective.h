@@ -67,6 +67,7 @@ class ScheduledCollective : public gpu::Collective {
   uint64_t wrong() const override;
   double bound_us(uint64_t bytes) const override;
   double busbw_factor() const override;
+  double done_fraction() const override;  // schedule entries issued of all NICs' entries
   void trace(sc_core::sc_trace_file* tf) const override;
 
   const collectives::Schedule& schedule() const { return schedule_; }

@@ -1,5 +1,6 @@
 #include "reduction_table.h"
 
+#include <algorithm>
 #include <cassert>
 #include <string>
 
@@ -73,6 +74,7 @@ void ReductionTable::release(int i) {
     hole = b;
   }
   index_[hole] = -1;
+  entries_[i].count = 0;  // a free entry holds no contributions (its traced count)
   unlink(i);
   free_.push_back(i);
   occupancy = --size_;
@@ -106,6 +108,10 @@ void ReductionTable::trace(sc_core::sc_trace_file* tf) const {
   sc_core::sc_trace(tf, stalls, me + "stalls");
   sc_core::sc_trace(tf, completions, me + "completions");
   if (emitted_) sc_core::sc_trace(tf, *emitted_, me + "emitted_bytes");
+  // The data a reduction works on: each entry's contributions so far (entries
+  // are taken lowest first, so the first few show a busy table's traffic).
+  for (size_t i = 0; i < std::min<size_t>(entries_.size(), kTracedEntries); ++i)
+    sc_core::sc_trace(tf, entries_[i].count, me + "entry" + std::to_string(i) + "_count");
 }
 
 void ReductionTable::report(std::ostream& os) const {

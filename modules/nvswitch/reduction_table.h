@@ -75,7 +75,9 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
   // The bytes its results and partials occupy in the switch input that
   // feeds them back into the crossbar, traced as emitted_bytes.
   void watch_emitted(const uint32_t* bytes) { emitted_ = bytes; }
-  // Occupancy and counters under this module's scope; nothing for a port without a table.
+  // Occupancy, counters and the first kTracedEntries entries' contribution
+  // counts under this module's scope; nothing for a port without a table.
+  static constexpr size_t kTracedEntries = 8;
   void trace(sc_core::sc_trace_file* tf) const override;
   // One line if it holds entries.
   void report(std::ostream& os) const;

@@ -44,6 +44,7 @@ class CollectiveWorkload : public Workload {
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override { collective_->trace(tf); }
+  double done_fraction() const override { return collective_ ? collective_->done_fraction() : -1; }
   void print(const std::string& what, std::ostream& os) const override;
 
   platforms::Platform& platform() { return *platform_; }

@@ -1,0 +1,217 @@
+// Seeing what a run does, through the real incsim binary: --log lines from
+// the GPUs and copy engines, the progress line (rewritten in place on a
+// terminal, one line per report elsewhere, nothing with --quiet), and the
+// GTKWave save file written beside every VCD.
+#include <catch2/catch.hpp>
+
+#include "cli_run.h"
+
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace cli;
+
+namespace {
+
+// Runs incsim with stdout and stderr on a pseudo-terminal; returns all it wrote.
+std::string on_terminal(const std::vector<std::string>& args) {
+  int fd = -1;
+  const pid_t pid = forkpty(&fd, nullptr, nullptr, nullptr);
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+    std::vector<char*> argv{const_cast<char*>(INCSIM_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(INCSIM_BINARY, argv.data());
+    _exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  INFO(out);
+  REQUIRE(WIFEXITED(st));
+  REQUIRE(WEXITSTATUS(st) == 0);
+  return out;
+}
+
+// A ring all-reduce of 1M on DGX-2 judged every simulated microsecond and
+// reported at every judgement, so even this short run shows progress.
+const char* kProgressRun = "--platform dgx2 --sizes 1M,1M -c sim.stall_timeout_us=1 -c sim.progress_s=0";
+
+std::vector<std::string> words(const std::string& s) {
+  std::istringstream is(s);
+  std::vector<std::string> w;
+  for (std::string x; is >> x;) w.push_back(x);
+  return w;
+}
+
+// The VCD's variables by GTKWave's names (scopes dot-joined, then the name and its range).
+std::set<std::string> vcd_names(const std::string& vcd) {
+  std::set<std::string> names;
+  std::vector<std::string> scope;
+  const auto w = words(vcd.substr(0, vcd.find("$enddefinitions")));
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == "$scope") scope.push_back(w[i + 2]);
+    if (w[i] == "$upscope") scope.pop_back();
+    if (w[i] != "$var") continue;
+    std::string name;
+    for (const auto& s : scope) name += s + ".";
+    name += w[i + 4];
+    if (w[i + 5] != "$end") name += w[i + 5];
+    names.insert(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("log at debug shows a ring's steps and at trace each packet", "[observe][log]") {
+  const Result d = incsim("--platform dgx2 --sizes 8K --log debug,gpu1=off --quiet");
+  REQUIRE(d.code == 0);
+  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: ring channel 0: step 0 of iteration 0 sends block 0"));
+  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: ring channel 0: receives transfer 0 from gpu 15"));
+  CHECK_THAT(d.err, Catch::Contains("acknowledged, flag to gpu 1"));
+  CHECK_THAT(d.err, !Catch::Contains("gpu1:"));
+  CHECK_THAT(d.err, !Catch::Contains("sends write"));  // per packet: trace only
+  const Result t = incsim("--platform dgx2 --sizes 8K --log gpu0=trace --quiet");
+  REQUIRE(t.code == 0);
+  CHECK_THAT(t.err, Catch::Contains("gpu0: trace: port 0 sends write"));
+  CHECK_THAT(t.err, Catch::Contains("gpu0: trace: port 0 receives write-ack"));
+}
+
+TEST_CASE("log at debug shows the copy engine's descriptor and waves", "[observe][log]") {
+  const Result r = incsim("--platform dgx2 --algorithm push --sizes 64K --log gpu3.copy_engine=debug --quiet");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("gpu3.copy_engine: debug: descriptor: reduce-write blocks [0, 512) of 65536 B"));
+  CHECK_THAT(r.err, Catch::Contains("gpu3.copy_engine: debug: wave 0 issued"));
+  CHECK_THAT(r.err, Catch::Contains("gpu3.copy_engine: debug: wave 0 completed"));
+  CHECK_THAT(r.err, !Catch::Contains("gpu2"));
+}
+
+TEST_CASE("on a terminal the progress line is rewritten in place and cleared before each row", "[observe][progress]") {
+  std::vector<std::string> args = words(kProgressRun);
+  const std::string out = on_terminal(args);
+  // Each report: carriage return, the line, clear to the end of the line.
+  const std::regex report("\r(incsim: size 1M \\((\\d) of 2\\): (\\d+)%, simulated [0-9.e+-]+ us at [0-9.e+-]+ us/s"
+                          "(, ETA \\d+s)?)\x1b\\[K");
+  int reports = 0, with_eta = 0;
+  for (std::sregex_iterator it(out.begin(), out.end(), report), end; it != end; ++it) {
+    ++reports;
+    with_eta += (*it)[4].matched;
+    CHECK(std::stoi((*it)[3]) <= 100);
+  }
+  CHECK(reports >= 4);
+  CHECK(with_eta >= 2);
+  CHECK(out.find('\n', out.find("\rincsim: ")) > out.find("\x1b[K"));  // no report ends a line
+  // Every row starts on a clean line: the report before it was erased.
+  for (const auto& l : lines(out)) {
+    if (l.find("1048576") == std::string::npos) continue;
+    const size_t row = l.find("   1048576");
+    REQUIRE(row != std::string::npos);
+    CHECK(l.rfind("\r\x1b[K", row) != std::string::npos);
+    CHECK(l.find("incsim:", l.rfind("\r\x1b[K", row)) == std::string::npos);
+  }
+}
+
+TEST_CASE("off a terminal each report is a line with the point's own simulated time", "[observe][progress]") {
+  const Result r = incsim(kProgressRun);
+  REQUIRE(r.code == 0);
+  CHECK(r.err.find('\r') == std::string::npos);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  // The second point's time, from its row: its reports never exceed it (a
+  // cumulative time would be twice as large).
+  const auto rows = lines(r.out);
+  const auto last = words(rows.back());
+  REQUIRE(last.size() > 4);
+  const double second_us = std::stod(last[4]);
+  const std::regex report(R"(^incsim: size 1M \((\d) of 2\): \d+%, simulated ([0-9.e+-]+) us at .*)");
+  int seconds = 0;
+  for (const auto& l : lines(r.err)) {
+    std::smatch m;
+    REQUIRE(std::regex_match(l, m, report));
+    if (m[1] == "2") {
+      ++seconds;
+      CHECK(std::stod(m[2]) <= second_us);
+    }
+  }
+  CHECK(seconds >= 2);
+  const Result q = incsim(std::string(kProgressRun) + " --quiet");
+  CHECK(q.err.empty());
+}
+
+TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, grouped per block, in decimal",
+          "[observe][vcd]") {
+  TempDir d;
+  auto run = [&](const std::string& tag) {
+    const Result r = incsim("--platform dgx2 --algorithm push --sizes 64K --quiet --vcd " + d.file(tag + ".vcd"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+  };
+  run("a");
+  run("b");
+  const std::string vcd = slurp(d.file("a.vcd")), gtkw = slurp(d.file("a.gtkw"));
+  CHECK(vcd == slurp(d.file("b.vcd")));  // deterministic, the entry counts included
+  CHECK_THAT(vcd, Catch::Contains("entry0_count"));
+  REQUIRE_FALSE(gtkw.empty());
+  CHECK_THAT(gtkw, Catch::Contains("[dumpfile] \"" + d.file("a.vcd") + "\""));
+  const std::set<std::string> names = vcd_names(vcd);
+  std::vector<std::string> groups;  // open groups, innermost last
+  std::map<std::string, std::string> flags_of;
+  std::set<std::string> closed;
+  std::string flags;
+  for (const auto& l : lines(gtkw)) {
+    if (l[0] == '[' || l[0] == '*') continue;
+    if (l[0] == '@') {
+      flags = l.substr(1);
+      continue;
+    }
+    const unsigned long f = std::stoul(flags, nullptr, 16);
+    if (l[0] == '-') {
+      if (l == "-") continue;  // an analog trace's extra height
+      if (f & 0x800000) groups.push_back(l.substr(1));
+      if (f & 0x400000) closed.insert(l.substr(1));
+      if (f & 0x1000000) {
+        REQUIRE_FALSE(groups.empty());
+        CHECK(groups.back() == l.substr(1));
+        groups.pop_back();
+      }
+      continue;
+    }
+    INFO(l);
+    CHECK(names.count(l) == 1);  // the VCD's own name
+    CHECK((f & 0x4) != 0);       // decimal
+    CHECK((f & 0x2) == 0);       // not hex
+    REQUIRE_FALSE(groups.empty());
+    // In the group of its block (and part).
+    CHECK(l.rfind("SystemC." + groups.back() + ".", 0) == 0);
+    flags_of[l] = flags;
+  }
+  CHECK(groups.empty());
+  CHECK(flags_of.at("SystemC.sw0.port0.reduction_table.occupancy[31:0]") == "8424");  // analog step, signed decimal
+  CHECK(flags_of.at("SystemC.sw0.port0.reduction_table.hits[31:0]") == "424");
+  CHECK(flags_of.count("SystemC.sw0.port0.reduction_table.entry0_count[15:0]") == 1);
+  CHECK(flags_of.count("SystemC.gpu0.copy_engine.waves_outstanding[31:0]") == 1);
+  CHECK(flags_of.count("SystemC.gpu0.copy_engine.credits[31:0]") == 1);
+  CHECK(flags_of.count("SystemC.gpu0.step[31:0]") == 1);
+  CHECK(flags_of.count("SystemC.gpu0.port0.credits_vc0[31:0]") == 0);  // link counters: signal tree only
+  // The first two switches and GPUs open, the rest closed.
+  CHECK(closed.count("sw0") == 0);
+  CHECK(closed.count("sw1") == 0);
+  CHECK(closed.count("sw2") == 1);
+  CHECK(closed.count("gpu2") == 1);
+  // Eight blocks of a kind at most: the others are in the signal tree only.
+  CHECK(closed.count("gpu7") == 1);
+  CHECK(flags_of.count("SystemC.gpu8.step[31:0]") == 0);
+}
