@@ -1,5 +1,6 @@
 #include "experiment.h"
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -34,6 +35,16 @@ const Param<double> kStallTimeout{
     "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)"};
 const Param<double> kProgress{"sim.progress_s", 2.0, Range::at_least(0).at_most(1e6),
                               "wall-clock seconds between progress lines on stderr"};
+
+// A parameter's value as JSON of its type: 2048, 1.53, true, "software";
+// whole numbers as integers, whatever the type, so every reader sees 1000.
+nlohmann::ordered_json param_json(const std::string& key, const Config::Param& p) {
+  if (p.type == "bool") return parse_bool(key, p.value);
+  if (p.type != "int" && p.type != "float") return p.value;
+  const double v = parse_number(key, p.value);
+  if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
+  return v;
+}
 }  // namespace
 
 const char* version() { return kVersion; }
@@ -135,7 +146,7 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   config["seed"] = opt_.seed;
   if (!opt_.config_files.empty()) config["config_files"] = opt_.config_files;
   json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
+  for (const auto& [k, p] : cfg_.params()) params[k] = param_json(k, p);
   config["params"] = params;
   workload_->summary_json(j);
   j["columns"] = columns_json(workload_->schema());
