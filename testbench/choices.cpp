@@ -43,8 +43,8 @@ void check_choice(const std::string& what, const std::string& value, const std::
 
 std::string ethernet_platforms_of(const std::string& algorithm) {
   if (one_of(algorithm, kFabricAlgorithms)) return "";
-  if (one_of(algorithm, kRackAlgorithms)) return "rack and spineleaf";
-  if (one_of(algorithm, kMultiGpuAlgorithms)) return "multigpu";
+  if (one_of(algorithm, kRackAlgorithms)) return "the Ethernet platforms rack and spineleaf";
+  if (one_of(algorithm, kMultiGpuAlgorithms)) return "the Ethernet platform multigpu";
   return "";
 }
 

@@ -25,8 +25,8 @@ bool one_of(const std::string& item, const std::string& list);
 // option's values: "unknown algorithm 'rign'; did you mean 'ring'?", else
 // the list.
 void check_choice(const std::string& what, const std::string& value, const std::string& list);
-// The Ethernet platforms that run `algorithm` ("rack and spineleaf"), if
-// only they do; empty for an algorithm of the GPU fabrics or none.
+// The Ethernet platforms that run `algorithm` ("the Ethernet platforms rack
+// and spineleaf"), if only they do; empty for the GPU fabrics' algorithms.
 std::string ethernet_platforms_of(const std::string& algorithm);
 
 }  // namespace incsim::tb

@@ -164,8 +164,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
   check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
-    throw UserError("algorithm '" + opt_.algorithm + "' runs on the Ethernet platform" +
-                    (ethernet.find(' ') == std::string::npos ? " " : "s ") + ethernet + ", not on " + opt_.platform);
+    throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
@@ -184,7 +183,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   // A DGX-1's topology holds only the allocated GPUs.
   const int n = opt_.gpus && !dgx1 ? *opt_.gpus : static_cast<int>(t.endpoints().size());
   const int built = static_cast<int>(t.endpoints().size());
-  if (built < 2) throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
+  if (built < 2)
+    throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
@@ -742,8 +742,8 @@ Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   if (in_network())
     notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
           << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
-          << std::get<uint64_t>(r.at("packets")) << " delivered, " << std::fixed << std::setprecision(0) << r["avg_packet_latency_ns"]
-          << " ns mean latency\n";
+          << std::get<uint64_t>(r.at("packets")) << " delivered, " << std::fixed << std::setprecision(0)
+          << r["avg_packet_latency_ns"] << " ns mean latency\n";
   return r;
 }
 
