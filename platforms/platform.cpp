@@ -5,6 +5,7 @@
 #include "collectives/bounds.h"
 #include "ethernet_fabric.h"
 #include "core/error.h"
+#include "core/nearest.h"
 #include "core/yaml_file.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
@@ -53,7 +54,7 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
 
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
   PlatformShape shape;
-  shape.gpus = gpus;
+  if (gpus) shape.gpus = gpus;
   return make_topology(platform, shape, cfg);
 }
 
@@ -106,7 +107,7 @@ topo::Topology make_dgx1_topology(const std::string& platform, const PlatformSha
     throw UserError("dgx1.net_Gbps and dgx1.net_latency_ns apply to several servers, given as --gpus 0,1,2/0,1,2,3,4");
   std::vector<int> gpus = shape.gpu_list;
   if (gpus.empty()) {
-    const int n = shape.gpus ? shape.gpus : 8;
+    const int n = shape.gpus.value_or(8);
     if (n < 2 || n > 8) throw UserError("a DGX-1 has 8 GPUs; --gpus must be between 2 and 8, not " + std::to_string(n));
     for (int g = 0; g < n; ++g) gpus.push_back(g);
   }
@@ -141,7 +142,6 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
     return topo::LinkDefaults{bw, lat};
   };
-  const int gpus = shape.gpus;
   const bool dims = shape.dims;
   const std::string dims_text = std::to_string(shape.dims_x) + "x" + std::to_string(shape.dims_y);
   if (dims && platform != "torus" && platform != "mesh" && platform != "bigraph")
@@ -158,22 +158,23 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
   const auto [bw, lat] = link_defaults(multitree ? topo::Topology::kMultiTree : topo::Topology::kKlenk);
   if (platform == "dgx2") {
-    if (gpus != 0 && (gpus < 1 || gpus > 16))
+    if (shape.gpus && (*shape.gpus < 1 || *shape.gpus > 16))
       throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
-                      std::to_string(gpus));
+                      std::to_string(*shape.gpus));
     return topo::make_dgx2(bw, lat);
   }
   if (platform == "fattree2l") {
-    const int n = gpus == 0 ? 128 : gpus;
+    const int n = shape.gpus.value_or(128);
     if (n < 8 || n > 128 || n % 8 != 0)
       throw UserError("the fattree2l platform builds 8 to 128 GPUs in leaf groups of 8; --gpus " +
                       std::to_string(n) + " is not a multiple of 8 in that range");
     return topo::make_fattree2l(n / 8, bw, lat);
   }
   if (platform == "star") {
-    const int n = gpus == 0 ? 8 : gpus;
+    const int n = shape.gpus.value_or(8);
     if (n < 1 || n > 4096)
-      throw UserError("the star platform builds 1 to 4096 GPUs, not " + std::to_string(n));
+      throw UserError("the star platform builds 1 to 4096 GPUs: --gpus must be between 1 and 4096, not " +
+                      std::to_string(n));
     return topo::make_star(n, bw, lat);
   }
   if (platform == "torus" || platform == "mesh") {
@@ -196,6 +197,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     const int per_switch = dims ? shape.dims_x : 4, switches = dims ? shape.dims_y : 8;
     return topo::make_bigraph(per_switch, switches, bw, lat);
   }
+  const std::string near = nearest_in_list(platform, builtin_platforms() + ", rack, spineleaf, multigpu");
+  if (!near.empty()) throw UserError("unknown platform '" + platform + "'; did you mean '" + near + "'?");
   throw UserError("unknown platform '" + platform + "'; choose one of " + builtin_platforms() +
                   ", rack, spineleaf, multigpu (Ethernet, NetReduce), or give a YAML "
                   "platform file");

@@ -5,6 +5,7 @@
 // collective and traffic workloads use. Every graph is elaborated by the one
 // builder (machine.h).
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,9 +21,9 @@
 
 namespace incsim::platforms {
 
-// The shape the command line asks for; 0 (or no dims) where not given.
+// The shape the command line asks for; 0 (or no dims, no gpus) where not given.
 struct PlatformShape {
-  int gpus = 0;    // --gpus: GPUs built on star and fattree2l (elsewhere the run takes the first N)
+  std::optional<int> gpus;  // --gpus: GPUs built on star and fattree2l (elsewhere the run takes the first N)
   bool dims = false;  // --dims AxB given: torus and mesh KX x KY; bigraph nodes per switch x switches
   int dims_x = 0, dims_y = 0;
   int nodes = 0;   // --nodes: fattree

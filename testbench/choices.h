@@ -21,5 +21,12 @@ constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
 
 // True if `item` is one of the comma-separated `list`.
 bool one_of(const std::string& item, const std::string& list);
+// Throws UserError unless `value` is one of `list`, `what` naming the
+// option's values: "unknown algorithm 'rign'; did you mean 'ring'?", else
+// the list.
+void check_choice(const std::string& what, const std::string& value, const std::string& list);
+// The Ethernet platforms that run `algorithm` ("the Ethernet platforms rack
+// and spineleaf"), if only they do; empty for the GPU fabrics' algorithms.
+std::string ethernet_platforms_of(const std::string& algorithm);
 
 }  // namespace incsim::tb

@@ -1,5 +1,6 @@
 #include "experiment.h"
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,6 +36,16 @@ const Param<double> kStallTimeout{
     "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)"};
 const Param<double> kProgress{"sim.progress_s", 2.0, Range::at_least(0).at_most(1e6),
                               "wall-clock seconds between progress lines on stderr"};
+
+// A parameter's value as JSON of its type: 2048, 1.53, true, "software";
+// whole numbers as integers, whatever the type, so every reader sees 1000.
+nlohmann::ordered_json param_json(const std::string& key, const Config::Param& p) {
+  if (p.type == "bool") return parse_bool(key, p.value);
+  if (p.type != "int" && p.type != "float") return p.value;
+  const double v = parse_number(key, p.value);
+  if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
+  return v;
+}
 }  // namespace
 
 const char* version() { return kVersion; }
@@ -43,6 +54,7 @@ const char* git_commit() { return kGitCommit; }
 Experiment::Experiment(const Options& o) : opt_(o) {
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
+  cfg_.check_known();
   const std::string fault_block = cfg_.get(kFaultBlock);
   const uint64_t fault_elements = cfg_.get(kFaultElements);
   collectives::Alu::inject(fault_block, fault_elements);  // before any block is built
@@ -137,7 +149,7 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   config["seed"] = opt_.seed;
   if (!opt_.config_files.empty()) config["config_files"] = opt_.config_files;
   json params = json::object();
-  for (const auto& [k, p] : cfg_.params()) params[k] = p.value;
+  for (const auto& [k, p] : cfg_.params()) params[k] = param_json(k, p);
   config["params"] = params;
   workload_->summary_json(j);
   j["columns"] = columns_json(workload_->schema());

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -36,7 +37,8 @@ const po::options_description& declaration() {
     d.add_options()
         ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
         ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
-                              "switch x switches, 4x8 or 4x16 (default 4x8)")
+                              "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
+                              "4x8 and 4x16; default 4x8)")
         ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)")
         ("gpus", text("N|LIST"), "GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count or the "
                                  "allocated GPUs, such as 1,4,5,6; one list per server joined by a network: "
@@ -96,16 +98,18 @@ int parse_count(const std::string& flag, const std::string& v, uint64_t lo, uint
   return static_cast<int>(x);
 }
 
-std::vector<std::string> option_names() {
+// The long options' names after `dashes` ("--" on the command line, "" in a config file).
+std::vector<std::string> option_names(const std::string& dashes) {
   std::vector<std::string> names;
   for (const auto& o : declaration().options())
-    if (!o->long_name().empty()) names.push_back("--" + o->long_name());
-  names.push_back("-c");
+    if (!o->long_name().empty()) names.push_back(dashes + o->long_name());
   return names;
 }
 
 std::string unknown_option(const std::string& flag) {
-  const std::string near = nearest(flag, option_names());
+  std::vector<std::string> names = option_names("--");
+  names.push_back("-c");
+  const std::string near = nearest(flag, names);
   return "unknown option '" + flag + "'" + (near.empty() ? "" : "; did you mean '" + near + "'?") +
          (near.empty() ? "; incsim --help lists the options" : "");
 }
@@ -164,7 +168,8 @@ class Parser {
     o_.gpu_list.clear();
     o_.gpu_servers.clear();
     if (value.find_first_of(",/") == std::string::npos) {
-      o_.gpus = parse_count(flag, value, 1, 1000000);
+      // 0 too: the platform says which counts it builds.
+      o_.gpus = parse_count(flag, value, 0, 1000000);
       return;
     }
     o_.gpu_servers.assign(1, {});
@@ -193,24 +198,35 @@ class Parser {
 
   // A config file: run options at the top level by their flag names, the
   // rest parameters, nested or dotted.
-  void config(const std::string& path) {
+  void config(const std::string& name) {
+    // An include is read from the including file's folder.
+    const std::string path = open_.empty() || name.empty() || name[0] == '/'
+                                 ? name
+                                 : (std::filesystem::path(open_.back()).parent_path() / name).lexically_normal().string();
     if (std::find(open_.begin(), open_.end(), path) != open_.end())
       throw UserError("config file " + path + " includes itself");
-    const YAML::Node root = load_yaml_file(path, "config file");
+    YAML::Node root;
+    try {
+      root = load_yaml_file(path, "config file");
+    } catch (const UserError& e) {
+      if (open_.empty()) throw;
+      throw UserError(std::string(e.what()) + " (included by " + open_.back() + ")");
+    }
     if (root.IsNull()) return;
     if (!root.IsMap()) throw UserError("config file " + path + " must be a map of options and parameters");
     open_.push_back(path);
     o_.config_files.push_back(path);
     Lines seen;
+    std::string mistyped;
     for (const auto& kv : root) {
       const std::string key = key_of(kv.first, path);
       once(seen, key, kv.first, path);
       const auto* d = declaration().find_nothrow(key, false);
       if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
         throw UserError("config file " + path + ": '" + key + "' is a command-line action, not a setting");
-      if (d && key != "c") {
-        if (!kv.second.IsScalar())
-          throw UserError("config file " + path + ": '" + key + "' must hold a single value");
+      // A map under an option's name is parameters (ring: {channels: 6} is ring.channels).
+      if (d && key != "c" && !kv.second.IsMap()) {
+        one_value(kv.second, "option '" + key + "' takes one value, as on the command line,", path);
         const bool flag_only = d->semantic()->max_tokens() == 0;
         if (flag_only) {
           const std::string v = kv.second.as<std::string>();
@@ -221,9 +237,17 @@ class Parser {
           apply(key, kv.second.as<std::string>(), path);
         }
       } else {
+        // Every parameter has a dot: a plain key near an option's name is
+        // that option mistyped (said once the whole file is read).
+        if (!d && kv.second.IsScalar() && key.find('.') == std::string::npos && mistyped.empty()) {
+          const std::string near = nearest(key, option_names(""));
+          if (!near.empty())
+            mistyped = "config file " + path + ": unknown option '" + key + "'; did you mean '" + near + "'?";
+        }
         flatten(kv.second, key, path, seen);
       }
     }
+    if (!mistyped.empty()) throw UserError(mistyped);
     open_.pop_back();
   }
 
@@ -254,11 +278,16 @@ class Parser {
         once(seen, k, kv.first, path);
         flatten(kv.second, k, path, seen);
       }
-    } else if (n.IsScalar()) {
-      o_.params.push_back({key, n.as<std::string>(), path});
     } else {
-      throw UserError("config file " + path + ": key '" + key + "' must hold a single value");
+      one_value(n, "parameter '" + key + "' holds one value,", path);
+      o_.params.push_back({key, n.as<std::string>(), path});
     }
+  }
+
+  // A setting of a config file is a scalar: `what` says what it holds.
+  static void one_value(const YAML::Node& n, const std::string& what, const std::string& path) {
+    if (n.IsScalar()) return;
+    throw UserError("config file " + path + ": " + what + (n.IsSequence() ? " not a list" : " but has none"));
   }
 
   Options& o_;
@@ -320,6 +349,8 @@ Options parse_command_line(int argc, const char* const* argv) {
     p.apply(name, value, "-c");
   }
   if (o.list_all && !o.list_params) throw UserError("--all goes with --list-params (incsim --list-params --all)");
+  if (o.csv == "-" && o.json == "-")
+    throw UserError("--csv - and --json - would both write to stdout, and neither could be read; send one to a file");
   return o;
 }
 

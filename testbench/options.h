@@ -7,6 +7,7 @@
 // is a parameter (Config).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,7 +26,7 @@ struct Options {
   std::shared_ptr<const topo::Topology> topology;
   std::string collective = "allreduce";
   std::string algorithm;  // empty: the workload's default (ring; broadcast: multicast; NetReduce's platforms: theirs)
-  int gpus = 0;  // 0: the platform's own count
+  std::optional<int> gpus;  // none: the platform's own count
   std::vector<int> gpu_list;  // --gpus 1,4,5,6 (dgx1v, dgx1p): which GPUs; gpus is then their count
   // --gpus 0,1,2/0,1,2,3,4: one allocation per DGX-1 server (gpu_list holds them all, server by server)
   std::vector<std::vector<int>> gpu_servers;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "core/param.h"
 
 namespace incsim::tb {
 
@@ -83,11 +84,7 @@ namespace {
 std::string csv_cell(const Value& v) {
   if (const auto* u = std::get_if<uint64_t>(&v)) return std::to_string(*u);
   if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
-  if (const auto* d = std::get_if<double>(&v)) {
-    std::ostringstream os;
-    os << std::setprecision(17) << *d;
-    return os.str();
-  }
+  if (const auto* d = std::get_if<double>(&v)) return shortest_text(*d);
   const std::string& s = std::get<std::string>(v);
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -98,14 +95,33 @@ std::string csv_cell(const Value& v) {
 nlohmann::ordered_json value_json(const Value& v) {
   return std::visit([](const auto& x) { return nlohmann::ordered_json(x); }, v);
 }
+
+// A row's details as CSV columns: each value inside an object, by its path
+// (reduction_tables.hits); lists stay in the JSON.
+using Cells = std::vector<std::pair<std::string, Value>>;
+void flatten_details(const nlohmann::ordered_json& j, const std::string& name, Cells& out) {
+  if (j.is_object())
+    for (const auto& [k, v] : j.items()) flatten_details(v, name.empty() ? k : name + "." + k, out);
+  else if (j.is_number_unsigned()) out.emplace_back(name, j.get<uint64_t>());
+  else if (j.is_number()) out.emplace_back(name, j.get<double>());
+  else if (j.is_boolean()) out.emplace_back(name, j.get<bool>());
+  else if (j.is_string()) out.emplace_back(name, j.get<std::string>());
+}
 }  // namespace
 
 void write_csv(std::ostream& os, const Schema& s, const std::vector<Row>& rows) {
   const auto& cols = s.columns();
   for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << cols[i].name;
+  // Every row of a workload carries the same details.
+  Cells details;
+  if (!rows.empty()) flatten_details(rows.front().details, "", details);
+  for (const auto& d : details) os << "," << d.first;
   os << "\n";
   for (const auto& r : rows) {
     for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << csv_cell(r.values[i]);
+    details.clear();
+    flatten_details(r.details, "", details);
+    for (const auto& d : details) os << "," << csv_cell(d.second);
     os << "\n";
   }
 }

@@ -59,18 +59,47 @@ const std::pair<const char*, const char*> kRenamed[] = {
     {"intra.bandwidth_GBps", "intra.bw_GBps"},
 };
 
+namespace {
+// The sentence for an override nobody declared: its new name if renamed,
+// else the nearest of `keys`.
+[[noreturn]] void unknown_key(const std::string& key, const std::string& source,
+                              const std::vector<std::string>& keys) {
+  for (const auto& [old_key, now] : kRenamed)
+    if (key == old_key) throw UserError("key '" + key + "' is now " + now);
+  const std::string near = nearest(key, keys);
+  throw UserError("unknown key '" + key + "'" + (source == "-c" ? "" : " (in " + source + ")") +
+                  (near.empty() ? "; incsim --list-params shows the keys this run reads"
+                                : "; did you mean '" + near + "'?"));
+}
+
+// A declared key, or a block's instance of one (sw3.port5.reduction_table.bytes
+// for switch.reduction_table.bytes): the suffix after the block type's name.
+bool declared(const std::string& key) {
+  const auto& registry = param_registry();
+  if (registry.count(key)) return true;
+  for (const auto& [k, p] : registry) {
+    const auto dot = k.find('.');
+    const std::string suffix = dot == std::string::npos ? k : k.substr(dot + 1);
+    if (key.size() > suffix.size() && key[key.size() - suffix.size() - 1] == '.' &&
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
+void Config::check_known() const {
+  std::vector<std::string> keys;
+  for (const auto& kv : param_registry()) keys.push_back(kv.first);
+  for (const auto& [key, ov] : overrides_)
+    if (!declared(key)) unknown_key(key, ov.source, keys);
+}
+
 void Config::check_unused() const {
   std::vector<std::string> keys;
   for (const auto& kv : params_) keys.push_back(kv.first);
-  for (const auto& [key, ov] : overrides_) {
-    if (ov.used) continue;
-    for (const auto& [old_key, now] : kRenamed)
-      if (key == old_key) throw UserError("key '" + key + "' is now " + now);
-    const std::string near = nearest(key, keys);
-    throw UserError("unknown key '" + key + "'" + (ov.source == "-c" ? "" : " (in " + ov.source + ")") +
-                    (near.empty() ? "; incsim --list-params shows the keys this run reads"
-                                  : "; did you mean '" + near + "'?"));
-  }
+  for (const auto& [key, ov] : overrides_)
+    if (!ov.used) unknown_key(key, ov.source, keys);
 }
 
 double parse_number(const std::string& key, const std::string& text) {

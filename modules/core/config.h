@@ -60,6 +60,11 @@ class Config {
     return text ? parse<T>(p, key, *text) : value;
   }
 
+  // Throws UserError if an override names a key that no block of incsim
+  // declares (nor a block's instance of one), suggesting the nearest: before
+  // anything is built, so a mistyped key is reported before any conflict
+  // the run would meet with its default.
+  void check_known() const;
   // Throws UserError if an override named a key that no block declared,
   // suggesting the nearest declared key.
   void check_unused() const;

@@ -1,10 +1,15 @@
 #include "nearest.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace incsim {
 
 namespace {
+bool same(char a, char b) {
+  return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+}
+
 size_t edits(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
@@ -13,7 +18,7 @@ size_t edits(const std::string& a, const std::string& b) {
     row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same(a[i - 1], b[j - 1]) ? 0 : 1)});
       diag = up;
     }
   }
@@ -35,6 +40,16 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
     }
   }
   return best;
+}
+
+std::string nearest_in_list(const std::string& word, const std::string& list) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at < list.size();) {
+    const size_t end = std::min(list.find(", ", at), list.size());
+    names.push_back(list.substr(at, end - at));
+    at = end + 2;
+  }
+  return nearest(word, names);
 }
 
 }  // namespace incsim

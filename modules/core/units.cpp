@@ -52,4 +52,8 @@ std::string size_label(uint64_t b) {
   return std::to_string(b);
 }
 
+std::string count_of(uint64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 }  // namespace incsim

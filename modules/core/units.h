@@ -12,5 +12,7 @@ uint64_t parse_size(const std::string& text, const std::string& what);
 std::vector<uint64_t> parse_sizes(const std::string& text);
 // Inverse of parse_size for labels: 8192 -> "8K".
 std::string size_label(uint64_t bytes);
+// "1 switch", "2 switches": a count and its noun, singular for one.
+std::string count_of(uint64_t n, const std::string& one, const std::string& many);
 
 }  // namespace incsim

@@ -2,7 +2,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <initializer_list>
 #include <iomanip>
 #include <ostream>
@@ -124,13 +123,6 @@ std::string number(double v) {
 }  // namespace
 
 Topology load_yaml(const std::string& file, const std::function<LinkDefaults(const std::string& family)>& link_defaults) {
-  // yaml-cpp holds about 80 B per byte of text: refuse a file far larger than
-  // kMaxNodes nodes and their links need before parsing it.
-  constexpr std::streamoff kMaxFileBytes = 8 << 20;
-  if (std::ifstream in{file, std::ios::ate | std::ios::binary}; in && in.tellg() > kMaxFileBytes)
-    throw UserError("platform file " + file + " is " + std::to_string(in.tellg() >> 20) +
-                    " MiB; a platform file is at most 8 MiB (" + std::to_string(kMaxNodes) +
-                    " nodes with 8 links each take about 6 MiB)");
   const YAML::Node root = load_yaml_file(file, "platform file");
   if (!root.IsMap()) throw UserError("platform file " + file + " must be a map with endpoints, switches and links");
   check_map(root, {"name", "family", "grid", "routing", "vc_policy", "link", "endpoints", "switches", "links"},

@@ -108,13 +108,18 @@ def _prepare(args):
     return c, path, manifest
 
 
+def _count(n, one, many=None):
+    """'1 point', '2 points'."""
+    return "%d %s" % (n, one if n == 1 else many or one + "s")
+
+
 def cmd_run(args):
     if args.jobs < 1:
         raise CampaignError("-j must be at least 1")
     c, _, manifest = _prepare(args)
-    sys.stderr.write("sweep: campaign %s: %d points, %d processes, results "
-                     "in %s\n" % (c.name, len(manifest["points"]), args.jobs,
-                                  c.output))
+    sys.stderr.write("sweep: campaign %s: %s, %s, results in %s\n" % (
+        c.name, _count(len(manifest["points"]), "point"),
+        _count(args.jobs, "process", "processes"), c.output))
     done, failed, interrupted = runner.run_local(
         manifest, args.jobs, retry_failed=not args.skip_failed)
     if interrupted:

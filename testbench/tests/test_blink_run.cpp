@@ -27,7 +27,7 @@ Run run(const std::string& platform, std::vector<int> gpus, const std::string& c
         const std::vector<std::vector<int>>& servers = {}) {
   tb::Options o = tb::run_options(platform, collective, algorithm, sizes, std::move(overrides), dtype, redop);
   o.gpu_list = std::move(gpus);
-  o.gpus = static_cast<int>(o.gpu_list.size());
+  if (!o.gpu_list.empty()) o.gpus = static_cast<int>(o.gpu_list.size());
   if (!servers.empty()) {
     o.gpu_servers = servers;
     o.gpu_list.clear();

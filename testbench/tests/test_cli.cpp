@@ -6,9 +6,11 @@
 
 #include "cli_run.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -37,7 +39,26 @@ const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
 TEST_CASE("bad input: unknown flag", "[cli][errors]") { require_error("--bogus 3", {"--bogus"}); }
 
 TEST_CASE("bad input: unknown platform", "[cli][errors]") {
-  require_error("--platform dgx3 --sizes 8K", {"dgx3", "platform", "dgx2", "rack, spineleaf, multigpu"});
+  require_error("--platform nowhere --sizes 8K", {"nowhere", "platform", "dgx2", "rack, spineleaf, multigpu"});
+}
+
+// Issue 23: a name near a platform's, or an algorithm's, gets that name.
+TEST_CASE("bad input: a mistyped platform or algorithm suggests the nearest", "[cli][errors]") {
+  require_error("--platform dgx3 --sizes 8K", {"unknown platform 'dgx3'; did you mean 'dgx2'?"});
+  require_error("--platform DGX2 --sizes 8K", {"unknown platform 'DGX2'; did you mean 'dgx2'?"});
+  require_error("--algorithm rign --sizes 8K", {"unknown algorithm 'rign'; did you mean 'ring'?"});
+  require_error("--platform rack --algorithm rign --sizes 8K", {"unknown algorithm 'rign'; did you mean 'ring'?"});
+  TempDir d;
+  require_error("--config " + d.write("c.yaml", "platfrom: dgx2\n"),
+                {"c.yaml: unknown option 'platfrom'; did you mean 'platform'?"});
+}
+
+// Issue 23: the reason is the platform, not the collective.
+TEST_CASE("bad input: an Ethernet platform's algorithm on a GPU fabric names the platforms that run it",
+          "[cli][errors]") {
+  require_error("--platform star --algorithm netreduce --sizes 8K",
+                {"algorithm 'netreduce' runs on the Ethernet platforms rack and spineleaf, not on star"});
+  require_error("--algorithm tencent --sizes 8K", {"algorithm 'tencent' runs on the Ethernet platform multigpu, not on dgx2"});
 }
 
 TEST_CASE("bad input: unknown -c key", "[cli][errors]") {
@@ -120,7 +141,11 @@ TEST_CASE("bad input: --gpus 1", "[cli][errors]") {
 }
 
 TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
-  require_error("--platform star --gpus 0 --sizes 8K", {"--gpus"});
+  require_error("--platform star --gpus 0 --sizes 8K", {"--gpus must be between 1 and 4096, not 0"});
+  // Issue 23: the platform's own range, as for too many.
+  require_error("--platform dgx2 --gpus 0 --sizes 8K", {"--gpus must be between 1 and 16, not 0"});
+  require_error("--platform torus --gpus 0 --sizes 8K", {"--gpus must be between 2 and 16, not 0"});
+  require_error("--platform dgx1v --gpus 0 --sizes 8K", {"--gpus must be between 2 and 8, not 0"});
   require_error("--platform star --gpus four --sizes 8K", {"--gpus", "four"});
 }
 
@@ -330,7 +355,7 @@ TEST_CASE("the JSON has the fixed row keys, the configuration and per-link stati
   CHECK(j["rows"][0]["size_bytes"] == 8192);
   CHECK(j["config"]["platform"] == "star");
   CHECK(j["config"]["gpus"] == 4);
-  CHECK(j["config"]["params"]["switch.latency_ns"] == "120");
+  CHECK(j["config"]["params"]["switch.latency_ns"] == 120);
 }
 
 TEST_CASE("the VCD has an explicit timescale and vcd2fst accepts it", "[cli][vcd]") {
@@ -1083,7 +1108,7 @@ TEST_CASE("the CSV has the JSON's rows, and the JSON says which columns are sett
       CHECK((c["kind"] == "setting" || c["kind"] == "measurement"));
       CHECK(j["rows"][0].contains(c["name"].get<std::string>()));
     }
-    CHECK(csv[0] == heading);
+    CHECK(csv[0].rfind(heading, 0) == 0);  // then the details' values (reduction_tables.hits, ...)
     const std::string first = j["columns"][0]["name"];
     CHECK(j["columns"][0]["kind"] == "setting");
     CHECK(csv[1].rfind(j["rows"][0][first].dump(), 0) == 0);
@@ -1202,3 +1227,136 @@ DEFAULTS_RUN("dgx1p", "dgx1p", kDgx1)
 DEFAULTS_RUN("rack", "rack", kNetReduce)
 DEFAULTS_RUN("spineleaf", "spineleaf", kNetReduce)
 DEFAULTS_RUN("multigpu", "multigpu", kMultiGpu)
+
+// Issue 23: a mistyped key is named before any conflict the run would meet
+// (here push on a DGX-1), and an instance's key is not taken for a mistyped one.
+TEST_CASE("bad input: an unknown key is reported before the run's conflicts", "[cli][errors][config]") {
+  require_error("--platform dgx1v --algorithm push --sizes 8K -c switch.reduction_table.byte=2048",
+                {"unknown key 'switch.reduction_table.byte'; did you mean 'switch.reduction_table.bytes'?"});
+  require_error("--platform dgx1v --algorithm push --sizes 8K -c sw0.port1.reduction_table.bytes=2048",
+                {"needs NVSwitch reduction or multicast tables"});
+  TempDir d;
+  require_error("--platform dgx1v --algorithm push --sizes 8K --config " +
+                    d.write("k.yaml", "switch:\n  reduction_table:\n    byte: 2048\n"),
+                {"unknown key 'switch.reduction_table.byte' (in ", "did you mean 'switch.reduction_table.bytes'?"});
+}
+
+// Issue 23: a map under a run option's name is parameters, as README says
+// nested and dotted keys are; a parameter given a list says it holds one value.
+TEST_CASE("config file: a map under an option's name is nested parameters", "[cli][config]") {
+  TempDir d;
+  const Result nested = incsim("--list-params --config " + d.write("n.yaml", "ring: {channels: 6}\n"));
+  const Result dotted = incsim("--list-params -c ring.channels=6");
+  INFO(nested.err);
+  REQUIRE(nested.code == 0);
+  REQUIRE(dotted.code == 0);
+  auto value = [](const std::string& listing) {
+    for (const auto& l : lines(listing))
+      if (l.rfind("ring.channels\t", 0) == 0) return l.substr(0, l.find('\t', l.find('\t', 14) + 1));
+    return std::string();
+  };
+  CHECK(value(nested.out) == "ring.channels\tint\t6");
+  CHECK(value(nested.out) == value(dotted.out));
+  require_error("--config " + d.write("l.yaml", "ring:\n  channels: [1, 2]\n"),
+                {"l.yaml: parameter 'ring.channels' holds one value, not a list"});
+  require_error("--config " + d.write("d.yaml", "ring.channels: [1, 2]\n"),
+                {"d.yaml: parameter 'ring.channels' holds one value, not a list"});
+  require_error("--config " + d.write("o.yaml", "sizes: [8K, 1M]\n"),
+                {"o.yaml: option 'sizes' takes one value, as on the command line, not a list"});
+}
+
+// Issue 23: an include is read from the including file's folder; a missing
+// one is bad input (exit 2) named with the file that includes it.
+TEST_CASE("config file: an include is read relative to the including file", "[cli][config]") {
+  TempDir d;
+  fs::create_directory(d.path / "sub");
+  d.write("sub/other.yaml", "sizes: 8K\nquiet: true\n");
+  const std::string top = d.write("sub/top.yaml", "platform: star\ngpus: 2\nconfig: other.yaml\n");
+  const Result r = sh("cd / && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' --config " + top);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(lines(r.out).back().find("8192") != std::string::npos);
+  const std::string missing = d.write("sub/missing.yaml", "config: nowhere.yaml\n");
+  require_error("--config " + missing, {"cannot read config file '" + d.file("sub/nowhere.yaml") +
+                                        "' (included by " + missing + ")"});
+  CHECK(incsim("--config " + missing).code == 2);
+}
+
+TEST_CASE("bad input: --csv - and --json - together", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " --csv - --json -", {"--csv - and --json - would both write to stdout"});
+}
+
+// Issue 23: CSV cells are the JSON's values (shortest round trip, not 17
+// digits), with the reduction tables' counts; parameters keep their types.
+TEST_CASE("the CSV carries the JSON's numbers as written there, and parameters are typed", "[cli][json]") {
+  TempDir d;
+  const Result r = incsim("--platform star --gpus 4 --algorithm pull --sizes 1K,8K --quiet -c gpu.copy_engine.waves=0 "
+                          "-c pull.barrier=true --json " + d.file("r.json") + " --csv " + d.file("r.csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  const auto csv = lines(slurp(d.file("r.csv")));
+  REQUIRE(csv.size() == 3);
+  auto split = [](const std::string& line) {
+    std::vector<std::string> cells;
+    std::istringstream is(line);
+    for (std::string c; std::getline(is, c, ',');) cells.push_back(c);
+    return cells;
+  };
+  const auto heading = split(csv[0]);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto cells = split(csv[i + 1]);
+    REQUIRE(cells.size() == heading.size());
+    for (size_t c = 0; c < heading.size(); ++c) {
+      INFO(heading[c] << " = " << cells[c]);
+      const auto dot = heading[c].find('.');
+      const nlohmann::json& v = dot == std::string::npos ? j["rows"][i][heading[c]]
+                                                         : j["rows"][i][heading[c].substr(0, dot)][heading[c].substr(dot + 1)];
+      REQUIRE_FALSE(v.is_null());
+      std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+      if (v.is_number_float() && text.size() > 2 && text.compare(text.size() - 2, 2, ".0") == 0) text.resize(text.size() - 2);
+      CHECK(cells[c] == text);
+    }
+  }
+  CHECK(std::find(heading.begin(), heading.end(), "reduction_tables.hits") != heading.end());
+  const auto& params = j["config"]["params"];
+  CHECK(params["gpu.copy_engine.waves"] == 0);
+  CHECK(params["gpu.clock_ghz"].is_number_float());
+  CHECK(params["pull.barrier"] == true);
+  CHECK(params["fabric.home_ports"] == "interleave");
+}
+
+// Issue 23: a file over the limit is refused before it is read: by its
+// size, or, from a pipe, once the limit is read.
+TEST_CASE("bad input: a config or platform file over 8 MiB is refused unread", "[cli][errors][config]") {
+  TempDir d;
+  const std::string big = d.file("big.yaml");
+  {
+    std::ofstream f(big);
+    f << "sizes: 8K\n";
+    const std::string comment = "# " + std::string(98, 'x') + "\n";
+    for (int i = 0; i < 90000; ++i) f << comment;
+  }
+  require_error("--config " + big, {"config file " + big + " is 8.7 MiB; a config file is at most 8 MiB"});
+  require_error("--platform " + big, {"platform file " + big + " is 8.7 MiB; a platform file is at most 8 MiB"});
+  const std::string fifo = d.file("pipe.yaml");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const Result r = sh("(cat '" + big + "' > '" + fifo + "' 2>/dev/null &); SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                      "' --config '" + fifo + "'");
+  CHECK(r.code == 2);
+  CHECK(r.err == "incsim: error: config file " + fifo + " is larger than 8 MiB; a config file is at most 8 MiB\n");
+}
+
+// Issue 23: counts read as words: one switch, whole packets, and on
+// multigpu what a host's throughput counts.
+TEST_CASE("the table's notes: singular for one, whole numbers, what a host is", "[cli]") {
+  const Result star = incsim("--platform star --gpus 2 --algorithm pull --sizes 64M --quiet");
+  REQUIRE(star.code == 0);
+  CHECK_THAT(star.out, Catch::Contains("platform star (1 switch, 2 links)"));
+  CHECK_THAT(star.out, Catch::Contains("d_max 1 switch, ") && Catch::Contains("packets: 1572866 delivered"));
+  const Result multigpu = incsim("--platform multigpu --machines 2 --gpus-per-machine 2 --sizes 64K --quiet");
+  REQUIRE(multigpu.code == 0);
+  CHECK_THAT(multigpu.out, Catch::Contains(" Gbps per GPU (frames it sends into its machine, toward a GPU or the NIC)"));
+  CHECK_THAT(incsim("--help").out, Catch::Contains("at most 8192 nodes"));
+  CHECK(incsim("--platform bigraph --dims 2x4 --list-params").code == 0);
+}

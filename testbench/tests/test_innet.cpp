@@ -26,7 +26,7 @@ Run run(const std::string& platform, int gpus, const std::string& collective, co
         const std::string& sizes, std::vector<std::pair<std::string, std::string>> params = {},
         const std::string& dtype = "float", const std::string& redop = "sum") {
   tb::Options o = tb::run_options(platform, collective, algorithm, sizes, std::move(params), dtype, redop);
-  o.gpus = gpus;
+  if (gpus) o.gpus = gpus;  // 0: the platform's own count
   tb::Experiment e(o);
   std::ostringstream table;
   Run r;

@@ -23,7 +23,7 @@ const char* kSizes = "4,8K,12292,96K";
 std::vector<tb::Row> run(const std::string& platform, int gpus, const std::string& dtype, const std::string& sizes,
                          const std::string& collective = "allreduce", const std::string& redop = "sum") {
   tb::Options o = tb::run_options(platform, collective, "", sizes, {}, dtype, redop);
-  o.gpus = gpus;
+  if (gpus) o.gpus = gpus;  // 0: the platform's own count
   tb::Experiment e(o);
   if (gpus) REQUIRE(tb::collective_of(e).participants() == gpus);
   std::ostringstream table;

@@ -207,6 +207,7 @@ TEST_CASE("nearest: edits and prefixes, nothing when far", "[config]") {
   CHECK(nearest("--platfrom", c) == "--platform");
   CHECK(nearest("--size", c) == "--sizes");
   CHECK(nearest("switch.latency", c) == "switch.latency_ns");
+  CHECK(nearest("--PLATFORM", c) == "--platform");
   CHECK(nearest("--xyz", c).empty());
   CHECK(nearest("", c).empty());
 }

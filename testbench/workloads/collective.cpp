@@ -160,9 +160,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
   const std::string accepted = algorithms_for(opt_.collective);
-  if (!one_of(opt_.collective, kCollectives))
-    throw UserError("unknown collective '" + opt_.collective + "'; this build runs: " + kCollectives);
+  check_choice("collective", opt_.collective, kCollectives);
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
+  check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+  if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
+    throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
@@ -179,11 +181,13 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   const bool dgx1 = platforms::is_dgx1(t);
   // A DGX-1's topology holds only the allocated GPUs.
-  const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
-  if (n > static_cast<int>(t.endpoints().size()))
-    throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
-                    std::to_string(n));
-  if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
+  const int n = opt_.gpus && !dgx1 ? *opt_.gpus : static_cast<int>(t.endpoints().size());
+  const int built = static_cast<int>(t.endpoints().size());
+  if (built < 2)
+    throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
   // paths conform to unicast routes. Our multicast trees run the routes
@@ -750,15 +754,15 @@ Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   if (in_network())
     notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
           << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
-          << r["packets"] << " delivered, " << std::fixed << std::setprecision(0) << r["avg_packet_latency_ns"]
-          << " ns mean latency\n";
+          << std::get<uint64_t>(r.at("packets")) << " delivered, " << std::fixed << std::setprecision(0)
+          << r["avg_packet_latency_ns"] << " ns mean latency\n";
   return r;
 }
 
 void CollectiveWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
-     << t.endpoints().size() << " GPUs, platform " << t.name << " (" << t.switches().size() << " switches, "
+     << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
   if (!bound_note_.empty()) {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
@@ -795,8 +799,8 @@ void CollectiveWorkload::print_sizing(std::ostream& os) const {
   uint64_t ports = 0;
   for (int s : t.switches()) ports += t.node(s).ports;
   const int access = t.node(node).ports;
-  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max " << ll.d_max
-     << " switches, L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
+  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
+     << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
   if (opt_.algorithm == "pull") {
     const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
     os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";

@@ -53,6 +53,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   }
   if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
   const char* accepted = multigpu_ ? kMultiGpuAlgorithms : kRackAlgorithms;
+  check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
                     "; choose one of " + accepted);
@@ -263,8 +264,10 @@ Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   if (multigpu_)
     notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1)
           << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
+  // On multigpu a host is a GPU: its frames cross the machine's fabric, not only the NIC.
   notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput
-        << " Gbps per host; " << t1.lost - t0.lost << " frames lost, " << t1.icrc_drops - t0.icrc_drops
+        << (multigpu_ ? " Gbps per GPU (frames it sends into its machine, toward a GPU or the NIC); "
+                      : " Gbps per host; ") << t1.lost - t0.lost << " frames lost, " << t1.icrc_drops - t0.icrc_drops
         << " failed the ICRC, " << t1.retransmitted - t0.retransmitted << " packets retransmitted ("
         << t1.timeouts - t0.timeouts << " timeouts)";
   if (in_network_)

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace incsim::tb {
 
@@ -127,7 +128,7 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
   }
   const topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   const int n = static_cast<int>(t.endpoints().size());
-  if (opt_.gpus != 0 && opt_.gpus != n)
+  if (opt_.gpus && *opt_.gpus != n)
     throw UserError("synthetic traffic runs on all " + std::to_string(n) + " endpoints of " + t.name +
                     "; --gpus only sizes the star and fattree2l platforms");
   // One source queue feeds all of an endpoint's ports: each must reach every endpoint.
@@ -253,8 +254,8 @@ void TrafficWorkload::print_header(std::ostream& os) const {
   if (pp.pattern == traffic::Pattern::Uniform || pp.pattern == traffic::Pattern::Hotspot)
     os << " (source " << (pp.uniform_self ? "included" : "excluded") << ")";
   if (pp.pattern == traffic::Pattern::Hotspot) os << ", " << pp.hot_fraction << " of packets to endpoint " << pp.hot_node;
-  os << " on " << t.endpoints().size() << " endpoints, platform " << t.name << " (" << t.switches().size()
-     << " switches, " << t.links().size() << " links, routing " << t.routing << "), seed " << opt_.seed << "\n";
+  os << " on " << t.endpoints().size() << " endpoints, platform " << t.name << " ("
+     << count_of(t.switches().size(), "switch", "switches") << ", " << t.links().size() << " links, routing " << t.routing << "), seed " << opt_.seed << "\n";
   os << std::fixed << std::setprecision(2) << "# injection: Bernoulli, one trial per flit time ("
      << platform_->format().flit_bytes << " B at " << inject_GBps_ << " GB/s per endpoint); packets "
      << gen_.payload_bytes << " B payload, " << wire << " B on the wire, posted (no acks); load = offered wire "
