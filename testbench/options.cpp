@@ -200,9 +200,7 @@ class Parser {
   // rest parameters, nested or dotted.
   void config(const std::string& name) {
     // An include is read from the including file's folder.
-    const std::string path = open_.empty() || name.empty() || name[0] == '/'
-                                 ? name
-                                 : (std::filesystem::path(open_.back()).parent_path() / name).lexically_normal().string();
+    const std::string path = beside_open_file(name);
     if (std::find(open_.begin(), open_.end(), path) != open_.end())
       throw UserError("config file " + path + " includes itself");
     YAML::Node root;
@@ -234,7 +232,12 @@ class Parser {
           else if (v != "false")
             throw UserError("config file " + path + ": '" + key + "' expects true or false, got '" + v + "'");
         } else {
-          apply(key, kv.second.as<std::string>(), path);
+          // A platform file named in a config file is found beside it, as an include is.
+          const std::string v = kv.second.as<std::string>();
+          const bool file = key == "platform" && (v.find('/') != std::string::npos || v.size() > 5 &&
+                                                  (v.compare(v.size() - 5, 5, ".yaml") == 0 ||
+                                                   v.compare(v.size() - 4, 4, ".yml") == 0));
+          apply(key, file ? beside_open_file(v) : v, path);
         }
       } else {
         // Every parameter has a dot: a plain key near an option's name is
@@ -249,6 +252,12 @@ class Parser {
     }
     if (!mistyped.empty()) throw UserError(mistyped);
     open_.pop_back();
+  }
+
+  // A relative path named inside a config file: from that file's folder.
+  std::string beside_open_file(const std::string& name) const {
+    if (open_.empty() || name.empty() || name[0] == '/') return name;
+    return (std::filesystem::path(open_.back()).parent_path() / name).lexically_normal().string();
   }
 
   // Where each key of one file stands, nested or dotted alike.

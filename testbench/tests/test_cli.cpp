@@ -1267,7 +1267,7 @@ TEST_CASE("config file: a map under an option's name is nested parameters", "[cl
 
 // Issue 23: an include is read from the including file's folder; a missing
 // one is bad input (exit 2) named with the file that includes it.
-TEST_CASE("config file: an include is read relative to the including file", "[cli][config]") {
+TEST_CASE("config file: an include or a platform file is read relative to the including file", "[cli][config]") {
   TempDir d;
   fs::create_directory(d.path / "sub");
   d.write("sub/other.yaml", "sizes: 8K\nquiet: true\n");
@@ -1280,6 +1280,13 @@ TEST_CASE("config file: an include is read relative to the including file", "[cl
   require_error("--config " + missing, {"cannot read config file '" + d.file("sub/nowhere.yaml") +
                                         "' (included by " + missing + ")"});
   CHECK(incsim("--config " + missing).code == 2);
+  // So is a platform file.
+  fs::copy_file(PLATFORM_EXAMPLES "/dual-switch.yaml", d.path / "sub/machine.yaml");
+  const std::string own = d.write("sub/own.yaml", "platform: machine.yaml\nsizes: 8K\nquiet: true\n");
+  const Result m = sh("cd / && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' --config " + own);
+  INFO(m.err);
+  REQUIRE(m.code == 0);
+  CHECK_THAT(m.out, Catch::Contains("platform dual-switch"));
 }
 
 TEST_CASE("bad input: --csv - and --json - together", "[cli][errors]") {
