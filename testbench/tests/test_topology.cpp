@@ -245,7 +245,7 @@ TEST_CASE("HGX H100: every GPU has trunks of 5, 4, 4 and 5 links, all of which l
 // The papers' tables (docs/platforms.md, Routing): route() is still port
 // d mod count among the equal-cost ports, and under dimension order every
 // equal-cost port a switch may spread over leads to the neighbour it chose.
-TEST_CASE("the papers' platforms keep their routes; spreading under dimension order stays on parallel links",
+TEST_CASE("the papers' platforms keep their routes, and dimension order spreads only over parallel links",
           "[topology][links]") {
   for (const Topology& t : {make_dgx2(25, 0), make_star(5, 25, 0), make_fattree2l(2, 25, 0), make_fattree(16, 4),
                             make_bigraph(4, 8), make_torus(4, 4), make_torus(2, 2), make_mesh(4, 3)}) {
