@@ -40,6 +40,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   const std::string eviction = cfg.get(nvswitch::kTableEviction);
   sw_.entry_bytes = fmt_.max_payload_bytes;
   sw_.eviction = nvswitch::make_eviction_policy(eviction);
+  sw_.spread = nvswitch::parse_spread(cfg.get(nvswitch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < sw_.entry_bytes)
       throw UserError(key + " must hold at least one " + std::to_string(sw_.entry_bytes) +
@@ -48,7 +49,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   };
   check_table("switch.reduction_table.bytes", sw_.table_bytes);
 
-  gc_.clock_ghz = cfg.get(gpu::kGpuClock);
+  gc_.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
   gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
   gc_.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
   const uint32_t rx_buf = cfg.get(gpu::kGpuRxBuffer);
@@ -128,7 +129,12 @@ std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool)
   const auto& node = t_.node(s);
   nvswitch::SwitchWiring w;
   w.index = node.index;
-  for (size_t d = 0; d < t_.endpoints().size(); ++d) w.route.push_back(static_cast<int16_t>(t_.route(s, static_cast<int>(d))));
+  for (size_t d = 0; d < t_.endpoints().size(); ++d) {
+    w.route.push_back(static_cast<int16_t>(t_.route(s, static_cast<int>(d))));
+    w.routes_first.push_back(static_cast<uint32_t>(w.routes.size()));
+    for (int16_t port : t_.routes(s, static_cast<int>(d))) w.routes.push_back(port);
+  }
+  w.routes_first.push_back(static_cast<uint32_t>(w.routes.size()));
   for (size_t k = 0; k < t_.switches().size(); ++k) {
     w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
     for (int16_t port : t_.routes_to_switch(s, static_cast<int>(k))) w.route_to_switch.push_back(port);

@@ -61,6 +61,10 @@ struct PlatformDefaults {
   uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
   double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
   uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
+  std::string spread = "destination";  // switch.spread: the papers' tables; hgx-h100: adaptive
+  double gpu_clock_ghz = 0;            // gpu.clock_ghz; 0: its default (V100, Klenk's GPUs)
+  int ring_channels = 0;               // ring.channels; 0: its default
+  uint64_t ring_chunk_bytes = 0;       // ring.chunk_bytes; 0: its default
 };
 
 // The blocks of one link protocol: the packet format they share and the

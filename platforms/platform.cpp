@@ -15,7 +15,9 @@ namespace incsim::platforms {
 using sc_core::sc_time;
 using topo::NodeKind;
 
-std::string builtin_platforms() { return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph"; }
+std::string builtin_platforms() {
+  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100";
+}
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
 
@@ -48,6 +50,24 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // (Foley and Danskin, "Ultra-Performance Pascal GPU and NVLink
     // Interconnect", IEEE Micro 2017).
     d.max_payload_bytes = 256;
+  }
+  if (t.family == topo::Topology::kHgxH100) {
+    // NVLink packets as above; nothing public says NVLink4 changed the
+    // 16-flit data limit (docs/platforms.md, HGX H100).
+    d.max_payload_bytes = 256;
+    // Packets spread over a trunk's links (NVSwitch3 balances over them;
+    // how is not public: per packet to the shortest queue, as InfiniBand's
+    // adaptive routing does).
+    d.spread = "adaptive";
+    // H100 SXM5 boost clock (NVIDIA H100 Tensor Core GPU datasheet: 1980 MHz).
+    d.gpu_clock_ghz = 1.98;
+    // One ring per NVLink, so that every link of every trunk carries one
+    // (ring.channels' 12 counts two per DGX-2 link; 12 of 18 would leave 6 idle).
+    d.ring_channels = 18;
+    // NCCL's Simple protocol step: its 4 MiB buffer over NCCL_STEPS = 8
+    // (NCCL src/include/device.h); ring.chunk_bytes' 128 KiB leaves a
+    // 25 GB/s link idle for the fence and flag of every chunk.
+    d.ring_chunk_bytes = 512 * 1024;
   }
   return d;
 }
@@ -162,6 +182,11 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
       throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
                       std::to_string(*shape.gpus));
     return topo::make_dgx2(bw, lat);
+  }
+  if (platform == "hgx-h100") {
+    if (gpus != 0 && (gpus < 1 || gpus > 8))
+      throw UserError("the hgx-h100 platform has 8 GPUs; --gpus must be between 1 and 8, not " + std::to_string(gpus));
+    return topo::make_hgx_h100(bw, lat);
   }
   if (platform == "fattree2l") {
     const int n = shape.gpus.value_or(128);

@@ -30,11 +30,12 @@ struct RingParams {
 };
 inline const Param<int> kRingChannels{
     "ring.channels", 12, Range::at_least(1).at_most(256),
-    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link)"};
+    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100: 18, "
+    "one per link)"};
 inline const Param<uint64_t> kRingChunk{
     "ring.chunk_bytes", 128 * 1024, Range::at_least(4).at_most(1ull << 30),
     "bytes per rank per ring iteration, one mailbox slot between flags (NCCL 2.4 uses 1 MiB slices; "
-    "smaller keeps simulated mailboxes small, docs/validation.md)"};
+    "smaller keeps simulated mailboxes small, docs/validation.md; hgx-h100: 512 KiB, NCCL's Simple step)"};
 // One slot deadlocks: a rank frees its slot only by forwarding into the
 // next rank's single slot, around the whole ring (NCCL needs 2 steps too).
 inline const Param<int> kRingSlots{"ring.slots", 4, Range::at_least(2).at_most(64),

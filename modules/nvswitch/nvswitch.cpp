@@ -2,11 +2,21 @@
 
 #include <algorithm>
 #include "collectives/data_pattern.h"
+#include "core/error.h"
+#include "core/hash.h"
 #include "core/process.h"
 
 namespace incsim::nvswitch {
 
 using sc_core::sc_time;
+
+Spread parse_spread(const std::string& name) {
+  if (name == "destination") return Spread::Destination;
+  if (name == "rotate") return Spread::Rotate;
+  if (name == "adaptive") return Spread::Adaptive;
+  if (name == "flow") return Spread::Flow;
+  throw UserError("switch.spread must be destination, rotate, adaptive or flow, not '" + name + "'");
+}
 
 NvSwitch::Port::Port(sc_core::sc_module_name name, NvSwitch* sw, int index)
     : sc_module(name), table("reduction_table"), in("in", sw, index), link("out") {}
@@ -14,7 +24,7 @@ NvSwitch::Port::Port(sc_core::sc_module_name name, NvSwitch* sw, int index)
 NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, SwitchWiring wiring, const SwitchConfig& cfg,
                    net::PacketPool& pool, const topo::MulticastFabric* fabric)
     : sc_module(name), wiring_(std::move(wiring)), cfg_(cfg), log_(basename()), pool_(pool), ports_(ports),
-      inputs_(2 * ports) {
+      inputs_(2 * ports), turn_(wiring_.route.size(), 0) {
   if (fabric) mcr_ = std::make_unique<McrTable>("mcr_table", *fabric, wiring_.index);
   for (int p = 0; p < ports; ++p) {
     outputs_.push_back(std::make_unique<Port>(("port" + std::to_string(p)).c_str(), this, p));
@@ -78,9 +88,11 @@ void NvSwitch::enqueue(int input, net::Packet* p) {
       }
       [[fallthrough]];
     default:
-      p->out_port = wiring_.route[p->dst];
+      p->out_port = cfg_.spread == Spread::Destination ? wiring_.route[p->dst]
+                    : p->op == net::Op::PullResp         ? static_cast<int16_t>(pull_port(p->dst, p->addr))
+                                                         : kSpread;
   }
-  sc_assert(p->out_port >= 0 || p->out_port == kMulticast);
+  sc_assert(p->out_port >= 0 || p->out_port == kMulticast || p->out_port == kSpread);
   Input& in = inputs_[input];
   in.fifo[p->vc].push(p);
   if (in.fifo[p->vc].front() == p) request(p, input);
@@ -91,9 +103,52 @@ void NvSwitch::request(net::Packet* head, int input) {
     multicast_request(head, input);
     return;
   }
+  // A spread packet picks its port as it reaches the head, when the queues it compares are current.
+  if (head->out_port == kSpread) head->out_port = static_cast<int16_t>(spread(head, head->dst));
   const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + head->vc;
-  outputs_[head->out_port]->requests[bit / 64] |= 1ull << (bit % 64);
+  Port& out = *outputs_[head->out_port];
+  out.requests[bit / 64] |= 1ull << (bit % 64);
+  out.claimed += head->wire_bytes;
   wake_at(head->out_port, std::max(head->t_head + cfg_.latency, inputs_[input].xbar_free));
+}
+
+int NvSwitch::spread(const net::Packet* p, uint32_t dst) {
+  const uint32_t first = wiring_.routes_first[dst];
+  const uint32_t n = wiring_.routes_first[dst + 1] - first;
+  const int16_t* ports = wiring_.routes.data() + first;
+  if (n == 1) return ports[0];
+  switch (cfg_.spread) {
+    case Spread::Rotate:
+      return ports[turn_[dst]++ % n];
+    case Spread::Adaptive: {
+      // The shortest queue, counting heads already bound for it; ties go in turn.
+      const uint32_t start = turn_[dst]++;
+      int best = ports[start % n];
+      uint64_t least = ~0ull;
+      for (uint32_t k = 0; k < n; ++k) {
+        const Port& out = *outputs_[ports[(start + k) % n]];
+        uint64_t load = out.claimed;
+        for (uint32_t b : out.bytes) load += b;
+        if (load < least) {
+          least = load;
+          best = ports[(start + k) % n];
+        }
+      }
+      return best;
+    }
+    case Spread::Flow:
+      return ports[splitmix64(uint64_t{p->src} << 42 ^ uint64_t{dst} << 21 ^ p->stream) % n];
+    default:
+      return wiring_.route[dst];
+  }
+}
+
+int NvSwitch::pull_port(uint32_t src, uint64_t addr) const {
+  const int o = wiring_.route[src];
+  if (cfg_.spread == Spread::Destination || wiring_.port_endpoint[o] != static_cast<int32_t>(src)) return o;
+  const uint32_t first = wiring_.routes_first[src];
+  const uint32_t n = wiring_.routes_first[src + 1] - first;
+  return wiring_.routes[first + addr / cfg_.entry_bytes % n];
 }
 
 // The MCR table lookup (Klenk Fig. 2, markers 5-7): the outputs of the
@@ -110,7 +165,7 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
                     : h->src == net::kNoEndpoint ? mcr_->result_pivot(r, h->addr)
                                                  : mcr_->home_gpu(r, h->addr);
   if (pull) {
-    const int o = wiring_.route[h->src];
+    const int o = pull_port(h->src, h->addr);
     Port& out = *outputs_[o];
     const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(mcr_->subtree_targets(r, pivot)),
                                   sc_core::sc_time_stamp().value());
@@ -135,8 +190,11 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
   for (auto f = mcr_->fanout_begin(r, pivot); f != mcr_->fanout_end(r, pivot); ++f) {
     // Not back up the tree edge it came by; to GPUs, all but an excluded source.
     if (f->endpoint < 0 ? f->port == input : static_cast<uint32_t>(f->endpoint) == excluded) continue;
-    outputs_[f->port]->requests[bit / 64] |= 1ull << (bit % 64);
-    wake_at(f->port, ready);
+    // A copy for a GPU may take any link of the trunk to it; a tree edge stays (the tree is the routes').
+    const int o = f->endpoint >= 0 && cfg_.spread != Spread::Destination ? spread(h, static_cast<uint32_t>(f->endpoint))
+                                                                         : f->port;
+    outputs_[o]->requests[bit / 64] |= 1ull << (bit % 64);
+    wake_at(o, ready);
     ++pending;
   }
   h->mc_pending = pending;
@@ -219,6 +277,7 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
         --h->mc_pending;
         in.mc_started[vc] = true;
       } else {
+        if (!mc) out.claimed -= h->wire_bytes;
         h->mc_pending = 0;
         pop_head(static_cast<int>(idx / net::kNumVcs), vc, now);  // the last copy travels as the original
       }

@@ -38,6 +38,17 @@
 
 namespace incsim::nvswitch {
 
+// How a switch spreads packets over the equal-cost ports toward their
+// destination (the links of a trunk, several up-links; docs/modern-machines.md).
+enum class Spread : uint8_t {
+  Destination,  // one port per destination, d mod count (the papers' deterministic tables)
+  Rotate,       // per packet, the next port in turn (per destination)
+  Adaptive,     // per packet, the port with the fewest bytes queued or claimed
+  Flow,         // per flow, a hash of source, destination and stream (ECMP)
+};
+// Spread by name (destination, rotate, adaptive, flow); UserError naming the choices otherwise.
+Spread parse_spread(const std::string& name);
+
 struct SwitchConfig {
   sc_core::sc_time latency;    // input to output, first flit (Klenk §V: 150 ns)
   double speedup = 0;          // crossbar bandwidth over port bandwidth; 0: ports (output-queued, Klenk §V)
@@ -49,6 +60,7 @@ struct SwitchConfig {
   sc_core::sc_time table_timeout; // an idle push entry is evicted to its home GPU
   // Whom a push miss on a full table evicts (eviction.h); shared by the platform's switches.
   std::shared_ptr<EvictionPolicy> eviction;
+  Spread spread = Spread::Destination;
 };
 
 // Its parameters. Latencies stay far below what simulated time (64-bit ps) holds.
@@ -59,6 +71,13 @@ inline const Param<double> kSwitchLatency{
     "BookSim without giving a pipeline depth, times BookSim's default 4 one-cycle stages: routing, VC "
     "allocation, switch allocation, switch traversal; rack, spineleaf, multigpu: 400, Ethernet cut-through, an "
     "assumption for a commodity 100 GbE switch, 300-600 ns)"};
+inline const Param<std::string> kSwitchSpread{
+    "switch.spread", "destination", Range::none(),
+    "how a switch spreads packets over equal-cost ports (a trunk's links, several up-links): destination, one "
+    "port per destination (the papers' tables; default on their platforms); rotate, per packet in turn; "
+    "adaptive, per packet to the port with the least queued (InfiniBand adaptive routing, NVIDIA Quantum; "
+    "default on hgx-h100); flow, per flow by a hash of source, destination and stream (ECMP, RFC 2992). Pull "
+    "responses stay on their request's tree: at their last hop the trunk link is chosen by block address"};
 inline const Param<double> kSwitchSpeedup{
     "switch.speedup", 0.0, Range::at_least(1).at_most(1024).or_zero(),
     "crossbar bandwidth of an input and of an output over port bandwidth; 0: the switch's port count, an "
@@ -74,6 +93,10 @@ inline const Param<uint32_t> kSwitchOutQueue{
 struct SwitchWiring {
   int index = 0;                        // switch number (Topology::switches())
   std::vector<int16_t> route;           // [dst endpoint] -> output port
+  // [dst endpoint] -> the equal-cost output ports toward it (Topology::routes),
+  // from routes_first[d] up to routes_first[d + 1].
+  std::vector<uint32_t> routes_first;
+  std::vector<int16_t> routes;
   // [switch number] -> the equal-cost output ports toward it, from
   // route_to_switch_first[k] up to route_to_switch_first[k + 1].
   std::vector<uint32_t> route_to_switch_first;
@@ -110,6 +133,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::
 
  private:
   static constexpr int16_t kMulticast = -2;  // out_port of a packet the MCR table replicates
+  static constexpr int16_t kSpread = -3;     // out_port of a packet whose port is chosen once it is a head
   // Inputs [0, ports) are the links; input ports + p carries what port p's
   // reduction table emits (results, partials) back into the crossbar.
   struct Input {
@@ -134,6 +158,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
     uint32_t queued = 0;  // packets in all VCs' queues
+    uint32_t claimed = 0;  // bytes of input heads that have chosen this output and not crossed yet
     sc_core::sc_time xbar_free;
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
@@ -162,6 +187,12 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::
       default: return vc;
     }
   }
+  // Among the equal-cost ports toward endpoint dst, the one p takes (cfg_.spread).
+  int spread(const net::Packet* p, uint32_t dst);
+  // The port a pull response for requester `src` leaves by, where its
+  // request took a table entry: its route, except that over the last hop's
+  // trunk the block address picks the link, so that request and responses agree.
+  int pull_port(uint32_t src, uint64_t addr) const;
   net::Packet* clone(const net::Packet* p);
   // What reaches output o: queued for the link, or taken by its reduction table.
   void deliver(int o, net::Packet* p, int vc, const sc_core::sc_time& now);
@@ -184,6 +215,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::
   int ports_;
   std::vector<Input> inputs_;
   std::vector<std::unique_ptr<Port>> outputs_;
+  std::vector<uint32_t> turn_;  // [dst endpoint]: the rotation's next port, and the adaptive choice's first
 };
 
 }  // namespace incsim::nvswitch

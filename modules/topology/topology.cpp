@@ -98,6 +98,12 @@ void Topology::finalize(const RouteFn& route_fn) {
   check_table_size();
   dist_.assign(static_cast<size_t>(n) * m, -1);
   route_.assign(static_cast<size_t>(n) * m, -1);
+  // Port p of node u is on a shortest path toward endpoint d (transit only through switches).
+  auto toward = [&](int u, int p, int d) {
+    const PortRef v = peer({u, p});
+    if (v.node < 0 || dist_[at(v.node, d)] != dist_[at(u, d)] - 1) return false;
+    return nodes_[v.node].kind == NodeKind::Switch || v.node == endpoints_[d];
+  };
   for (int d = 0; d < m; ++d) {
     // Breadth-first from the destination; endpoints other than it never carry transit.
     std::deque<int> q{endpoints_[d]};
@@ -122,12 +128,8 @@ void Topology::finalize(const RouteFn& route_fn) {
         continue;  // an unconnected switch carries nothing
       }
       std::vector<int> best;
-      for (int p = 0; p < nodes_[u].ports; ++p) {
-        PortRef v = peer({u, p});
-        if (v.node < 0 || dist_[at(v.node, d)] != dist_[at(u, d)] - 1) continue;
-        if (nodes_[v.node].kind == NodeKind::Endpoint && v.node != endpoints_[d]) continue;
-        best.push_back(p);
-      }
+      for (int p = 0; p < nodes_[u].ports; ++p)
+        if (toward(u, p, d)) best.push_back(p);
       int chosen = best[d % best.size()];
       if (route_fn && nodes_[u].kind == NodeKind::Switch) {
         const int p = route_fn(u, d);
@@ -141,6 +143,17 @@ void Topology::finalize(const RouteFn& route_fn) {
       route_[at(u, d)] = static_cast<int16_t>(chosen);
     }
   }
+  ep_first_.assign(static_cast<size_t>(n) * m + 1, 0);
+  ep_ports_.clear();
+  for (int u = 0; u < n; ++u)
+    for (int d = 0; d < m; ++d) {
+      // Under a routing function (dimension order) only the links parallel
+      // to its choice: another neighbour would break its deadlock freedom.
+      const int via = route_fn && dist_[at(u, d)] > 0 ? peer({u, route_[at(u, d)]}).node : -1;
+      for (int p = 0; dist_[at(u, d)] > 0 && p < nodes_[u].ports; ++p)
+        if (toward(u, p, d) && (via < 0 || peer({u, p}).node == via)) ep_ports_.push_back(static_cast<int16_t>(p));
+      ep_first_[at(u, d) + 1] = static_cast<uint32_t>(ep_ports_.size());
+    }
   // Toward each switch: breadth-first over switches only.
   const int k = static_cast<int>(switches_.size());
   sw_dist_.assign(static_cast<size_t>(n) * k, -1);
@@ -177,14 +190,14 @@ void Topology::finalize(const RouteFn& route_fn) {
 // a node's ports may lead toward every switch), against kMaxRouteTableBytes.
 void Topology::check_table_size() const {
   const uint64_t n = nodes_.size(), m = endpoints_.size(), k = switches_.size();
-  const uint64_t bytes = n * m * 2 * sizeof(int16_t) + n * k * (sizeof(int16_t) + sizeof(uint32_t)) +
-                         2 * links_.size() * k * sizeof(int16_t);
+  const uint64_t bytes = n * m * (2 * sizeof(int16_t) + sizeof(uint32_t)) + n * k * (sizeof(int16_t) + sizeof(uint32_t)) +
+                         2 * links_.size() * (k + m) * sizeof(int16_t);
   if (bytes > kMaxRouteTableBytes)
     throw UserError("platform '" + name + "' would need up to " + std::to_string(bytes >> 20) +
                     " MiB of routing tables for " + std::to_string(n) + " nodes, " + std::to_string(m) +
                     " endpoints and " + std::to_string(k) + " switches; at most " +
                     std::to_string(kMaxRouteTableBytes >> 20) +
-                    " MiB fit, about 4 B per node and endpoint plus 6 B per node and switch");
+                    " MiB fit, about 8 B per node and endpoint plus 6 B per node and switch");
 }
 
 VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
@@ -281,6 +294,29 @@ Topology make_star(int n, double bw, double lat) {
   for (int g = 0; g < n; ++g) t.add_endpoint("gpu" + std::to_string(g), 1);
   sw = t.add_switch("sw0", n);
   for (int g = 0; g < n; ++g) t.connect({t.endpoints()[g], 0}, {sw, g}, bw, lat);
+  t.finalize();
+  return t;
+}
+
+Topology make_hgx_h100(double bw, double lat) {
+  Topology t;
+  t.name = "hgx-h100";
+  t.family = Topology::kHgxH100;
+  constexpr int kGpus = 8, kLinks = 18;
+  // NVIDIA DGX H100 User Guide and HGX H100 board: each GPU's 18 NVLink4
+  // links go 5, 4, 4 and 5 to the four NVSwitch3 chips.
+  constexpr int kTrunk[] = {5, 4, 4, 5};
+  for (int g = 0; g < kGpus; ++g) t.add_endpoint("gpu" + std::to_string(g), kLinks);
+  // Only the ports the board wires (an NVSwitch3 has 64; the rest go off the board).
+  for (int s = 0; s < 4; ++s) t.add_switch("sw" + std::to_string(s), kGpus * kTrunk[s]);
+  // GPU g's k-th link to switch s is that switch's port g * trunk + k; the
+  // GPU's ports go to switch 0 first, then 1, 2, 3.
+  for (int g = 0; g < kGpus; ++g) {
+    int port = 0;
+    for (int s = 0; s < 4; ++s)
+      for (int k = 0; k < kTrunk[s]; ++k)
+        t.connect({t.endpoints()[g], port++}, {t.switches()[s], g * kTrunk[s] + k}, bw, lat);
+  }
   t.finalize();
   return t;
 }

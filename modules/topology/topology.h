@@ -126,6 +126,7 @@ class Topology {
   static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf (Ethernet)
   // multigpu: each leaf switch is one machine's GPU fabric, its uplink the machine's NIC (NetReduce §3.4)
   static constexpr const char* kNetReduceMultiGpu = "netreduce-multigpu";
+  static constexpr const char* kHgxH100 = "hgx-h100";  // an HGX H100 board (docs/modern-machines.md)
   std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
   VcPolicy vc_policy = VcPolicy::None;
@@ -148,6 +149,14 @@ class Topology {
   // shortest path, ties between equal-cost ports broken by dst, so the table is
   // deterministic and spreads destinations over parallel links.
   int route(int node, int dst) const { return route_[at(node, dst)]; }
+  // Every output port at `node` on a shortest path toward endpoint number
+  // dst, in port order (the links of a trunk, several up-links): the ports a
+  // switch may spread packets over (docs/modern-machines.md). route() is one
+  // of them, or the routing function's choice on a grid.
+  PortSpan routes(int node, int dst) const {
+    const size_t i = at(node, dst);
+    return {ep_ports_.data() + ep_first_[i], ep_ports_.data() + ep_first_[i + 1]};
+  }
   // Output port at `node` toward switch number `sw` (index into switches()),
   // -1 at that switch itself or where it is unreachable: shortest path, ties
   // broken by `spread`, so that traffic to one switch uses all its parallel
@@ -195,6 +204,9 @@ class Topology {
   // Routing tables, one flat array each (a vector per row cost 24 B of header
   // plus an allocation per (node, switch) pair: 8 GB for a chain of 20,000 switches).
   std::vector<int16_t> route_, dist_;  // [node * endpoints + dst endpoint]
+  // The equal-cost ports toward an endpoint: ep_ports_[ep_first_[i] .. ep_first_[i + 1]), i = at(node, dst).
+  std::vector<uint32_t> ep_first_;
+  std::vector<int16_t> ep_ports_;
   std::vector<int16_t> sw_dist_;       // [node * switches + dst switch]
   // The equal-cost ports toward a switch: sw_ports_[sw_first_[i] .. sw_first_[i + 1]), i = sw_at(node, sw).
   std::vector<uint32_t> sw_first_;
@@ -213,6 +225,10 @@ Topology make_dgx2(double bw_GBps, double latency_ns);
 Topology make_fattree2l(int groups, double bw_GBps, double latency_ns);
 // One switch with n ports and n single-port endpoints.
 Topology make_star(int n, double bw_GBps, double latency_ns);
+// An HGX H100 board: 8 GPUs with 18 NVLink4 links each and 4 NVSwitch3
+// chips; every GPU has a trunk of 5, 4, 4 and 5 links to switches 0 to 3
+// (docs/platforms.md, HGX H100).
+Topology make_hgx_h100(double bw_GBps, double latency_ns);
 
 // Where graph g differs from c as a netlist, in a phrase ("port leaf0.1
 // should be linked to host1.0"), or empty if it does not: the k-th switch

@@ -131,9 +131,10 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   t.name = scalar<std::string>(root, "name", file, file);
   t.family = scalar<std::string>(root, "family", Topology::kKlenk, file);
   if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p" &&
-      t.family != Topology::kNetReduce && t.family != Topology::kNetReduceMultiGpu)
+      t.family != Topology::kNetReduce && t.family != Topology::kNetReduceMultiGpu && t.family != Topology::kHgxH100)
     fail(file, root["family"],
-         "family must be klenk, multitree, dgx1v, dgx1p, netreduce or netreduce-multigpu, not '" + t.family + "'");
+         "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu or hgx-h100, not '" + t.family +
+             "'");
   if (const YAML::Node grid = root["grid"]) {
     check_map(grid, {"kx", "ky", "wrap"}, "'grid'", file);
     t.grid.kx = scalar<int>(grid, "kx", 0, file);

@@ -250,7 +250,7 @@ TEST_CASE("link, switch and payload defaults follow the platform", "[cli][platfo
       {"dgx2", {"25", "0", "150", "128"}},     {"fattree2l", {"25", "0", "150", "128"}},
       {"star", {"25", "0", "150", "128"}},     {"torus", {"16", "150", "4", "256"}},
       {"mesh", {"16", "150", "4", "256"}},     {"fattree", {"16", "150", "4", "256"}},
-      {"bigraph", {"16", "150", "4", "256"}}};
+      {"bigraph", {"16", "150", "4", "256"}}, {"hgx-h100", {"25", "0", "150", "256"}}};
   for (const auto& [platform, values] : want) {
     INFO(platform);
     const Result r = incsim("--list-params --platform " + platform);
@@ -549,6 +549,8 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
       {"--platform fattree", "--sizes 16K"},
       {"--platform bigraph", "--algorithm hdrm --sizes 16K"},
       {"--platform dgx1v", "--algorithm blink --sizes 16K"},
+      {"--platform hgx-h100", "--sizes 16K"},
+      {"--platform hgx-h100", "--algorithm pull --sizes 16K"},
       {"--platform dgx1p --gpus 1,4,5,6", "--sizes 16K"},
       {"--platform dgx1v --gpus 0,1/2,3", "--sizes 16K"},
       {"--platform rack --hosts 4", "--sizes 64K"},
@@ -1222,6 +1224,7 @@ DEFAULTS_RUN("dual-switch.yaml", PLATFORM_EXAMPLES "/dual-switch.yaml", kSwitchF
 DEFAULTS_RUN("torus", "torus", direct("ring,dbtree,hd,ring2d,multitree,multitree-msg,blink"))
 DEFAULTS_RUN("mesh", "mesh", direct("ring,dbtree,hd,ring2d,multitree,multitree-msg,blink"))
 DEFAULTS_RUN("bigraph", "bigraph", direct("ring,dbtree,hd,hdrm,multitree,multitree-msg,blink"))
+DEFAULTS_RUN("hgx-h100", "hgx-h100", kSwitchFabric)
 DEFAULTS_RUN("dgx1v", "dgx1v", kDgx1)
 DEFAULTS_RUN("dgx1p", "dgx1p", kDgx1)
 DEFAULTS_RUN("rack", "rack", kNetReduce)

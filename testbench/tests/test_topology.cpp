@@ -215,6 +215,60 @@ TEST_CASE("the 2-level fat tree of Klenk has 128 GPUs, 144 switches and full up-
   CHECK_THROWS_AS(make_fattree2l(17, 25, 0), UserError);
 }
 
+TEST_CASE("HGX H100: every GPU has trunks of 5, 4, 4 and 5 links, all of which lead toward it", "[topology][links]") {
+  const Topology t = make_hgx_h100(25, 0);
+  REQUIRE(t.endpoints().size() == 8);
+  REQUIRE(t.switches().size() == 4);
+  CHECK(t.links().size() == 8 * 18);
+  CHECK(t.family == Topology::kHgxH100);
+  const int trunk[] = {5, 4, 4, 5};
+  for (int s = 0; s < 4; ++s) {
+    const int sw = t.switches()[s];
+    CHECK(t.node(sw).ports == 8 * trunk[s]);
+    for (int d = 0; d < 8; ++d) {
+      INFO("sw" << s << " toward gpu" << d);
+      const PortSpan ports = t.routes(sw, d);
+      REQUIRE(ports.size() == static_cast<size_t>(trunk[s]));
+      for (int16_t p : ports) CHECK(t.peer({sw, p}).node == t.endpoints()[d]);
+      CHECK(t.route(sw, d) == ports[d % ports.size()]);
+    }
+  }
+  // A GPU reaches every other through any of its 18 links, one switch between.
+  for (int g = 0; g < 8; ++g)
+    for (int d = 0; d < 8; ++d)
+      if (g != d) {
+        CHECK(t.routes(t.endpoints()[g], d).size() == 18);
+        CHECK(t.hops(g, d) == 2);
+      }
+}
+
+// The papers' tables (docs/platforms.md, Routing): route() is still port
+// d mod count among the equal-cost ports, and under dimension order every
+// equal-cost port a switch may spread over leads to the neighbour it chose.
+TEST_CASE("the papers' platforms keep their routes, and dimension order spreads only over parallel links",
+          "[topology][links]") {
+  for (const Topology& t : {make_dgx2(25, 0), make_star(5, 25, 0), make_fattree2l(2, 25, 0), make_fattree(16, 4),
+                            make_bigraph(4, 8), make_torus(4, 4), make_torus(2, 2), make_mesh(4, 3)}) {
+    INFO(t.name);
+    const bool grid = t.routing != "shortest-path";
+    for (int u = 0; u < static_cast<int>(t.nodes().size()); ++u)
+      for (int d = 0; d < static_cast<int>(t.endpoints().size()); ++d) {
+        if (u == t.endpoints()[d] || t.node(u).kind == NodeKind::Endpoint) continue;
+        const PortSpan ports = t.routes(u, d);
+        REQUIRE_FALSE(ports.empty());
+        for (int16_t p : ports) CHECK(t.hops_from(t.peer({u, p}).node, d) == t.hops_from(u, d) - 1);
+        if (grid) {
+          for (int16_t p : ports) CHECK(t.peer({u, p}).node == t.peer({u, t.route(u, d)}).node);
+        } else {
+          CHECK(t.route(u, d) == ports[d % ports.size()]);
+        }
+      }
+  }
+  // A torus dimension of size 2 has two parallel links; both may carry.
+  const Topology t = make_torus(2, 2);
+  CHECK(t.routes(t.find("r0"), 1).size() == 2);
+}
+
 // Every built-in graph, with what it carries besides nodes and links: its
 // family, a grid's dimension-order routes, VC policy and datelines (a size-2
 // torus dimension's two parallel links), a DGX-1 cluster's servers.
@@ -224,7 +278,7 @@ TEST_CASE("save_yaml then load_yaml gives the same graph, routes and VC rules, a
                             make_torus(2, 3), make_torus(5, 2), make_mesh(4, 3), make_mesh(2, 2), make_fattree(16, 4),
                             make_bigraph(4, 8), make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6}),
                             make_dgx1(Dgx1Gen::P100, {0, 1, 2, 3, 4, 5, 6, 7}),
-                            make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}, {2, 3}}, 5, 1500)}) {
+                            make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}, {2, 3}}, 5, 1500), make_hgx_h100(25, 0)}) {
     INFO(t.name);
     std::ostringstream os;
     save_yaml(t, os);
@@ -263,7 +317,7 @@ TEST_CASE("a platform file's family, routing and VC policy are checked by name",
       "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
       "switches:\n  - {name: s, ports: 2}\n"
       "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n";
-  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce or netreduce-multigpu, not 'booksim'");
+  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu or hgx-h100, not 'booksim'");
   require_yaml_error("routing: adaptive\n" + graph, "routing must be shortest-path or dimension-order");
   require_yaml_error("vc_policy: escape\n" + graph, "vc_policy must be none, dateline or switch-hop");
   require_yaml_error("routing: dimension-order\n" + graph, "dimension-order routing needs a grid");

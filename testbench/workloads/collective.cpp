@@ -259,8 +259,10 @@ void CollectiveWorkload::make_ring(int n) {
   endpoint_GBps_ = least_endpoint_GBps(n, true);
 
   gpu::RingParams rp;
-  rp.channels = cfg_.get(gpu::kRingChannels);
-  rp.chunk_bytes = cfg_.get(gpu::kRingChunk);
+  const platforms::PlatformDefaults pd = platforms::platform_defaults(t);
+  rp.channels = cfg_.get(gpu::kRingChannels, pd.ring_channels ? pd.ring_channels : gpu::kRingChannels.default_value());
+  rp.chunk_bytes =
+      cfg_.get(gpu::kRingChunk, pd.ring_chunk_bytes ? pd.ring_chunk_bytes : gpu::kRingChunk.default_value());
   rp.slots = cfg_.get(gpu::kRingSlots);
   if (rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   // Each rank sends on the ports that lead to its neighbour (all of them on
