@@ -184,8 +184,9 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     return topo::make_dgx2(bw, lat);
   }
   if (platform == "hgx-h100") {
-    if (gpus != 0 && (gpus < 1 || gpus > 8))
-      throw UserError("the hgx-h100 platform has 8 GPUs; --gpus must be between 1 and 8, not " + std::to_string(gpus));
+    if (shape.gpus && (*shape.gpus < 1 || *shape.gpus > 8))
+      throw UserError("the hgx-h100 platform has 8 GPUs; --gpus must be between 1 and 8, not " +
+                      std::to_string(*shape.gpus));
     return topo::make_hgx_h100(bw, lat);
   }
   if (platform == "fattree2l") {
