@@ -14,11 +14,12 @@
 #include "collectives/blink_trees.h"
 #include "collectives/bounds.h"
 #include "collectives/multitree.h"
+#include "collectives/program_synthesis.h"
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "gpu/innet_collective.h"
-#include "gpu/ring_collective.h"
+#include "gpu/cores_collective.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
@@ -248,31 +249,35 @@ double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
 }
 
 void CollectiveWorkload::make_ring(int n) {
-  const topo::Topology& t = platform_->topology();
-  gpu::RingKind kind = opt_.collective == "allreduce"       ? gpu::RingKind::AllReduce
-                       : opt_.collective == "reducescatter" ? gpu::RingKind::ReduceScatter
-                                                            : gpu::RingKind::AllGather;
-  endpoint_GBps_ = least_endpoint_GBps(n, true);
+  const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
+                                    : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
+                                                                         : collectives::Collective::AllGather;
+  make_cores(collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels)));
+}
 
-  gpu::RingParams rp;
-  rp.channels = cfg_.get(gpu::kRingChannels);
-  rp.chunk_bytes = cfg_.get(gpu::kRingChunk);
-  rp.slots = cfg_.get(gpu::kRingSlots);
-  if (rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
-  // Each rank sends on the ports that lead to its neighbour (all of them on
-  // a switched fabric; on a direct network only some do).
-  std::vector<gpu::RingCollective::RankPorts> ports(n);
+// Runs a program on the GPUs' cores; each rank sends on the ports that lead
+// to its peer (all of them on a switched fabric; on a direct network only some do).
+void CollectiveWorkload::make_cores(collectives::Program program) {
+  const topo::Topology& t = platform_->topology();
+  const int n = program.ranks;
+  endpoint_GBps_ = least_endpoint_GBps(n, true);
+  gpu::CoresParams cp;
+  cp.chunk_bytes = cfg_.get(gpu::kRingChunk);
+  cp.slots = cfg_.get(gpu::kRingSlots);
+  if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
+  std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[r];
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      if (t.port_reaches({node, p}, (r + 1) % n)) ports[r].to_next.push_back(p);
-      if (t.port_reaches({node, p}, (r + n - 1) % n)) ports[r].to_prev.push_back(p);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int p = 0; p < t.node(node).ports; ++p)
+        if (t.port_reaches({node, p}, q)) ports[r][q].push_back(p);
+      // Topology::finalize checked that every endpoint reaches every other.
+      assert(!ports[r][q].empty());
     }
-    // Topology::finalize checked that every endpoint reaches every other.
-    assert(!ports[r].to_next.empty() && !ports[r].to_prev.empty());
   }
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop_, opt_.seed,
-                                                     rp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::CoresCollective>(std::move(program), participants_, std::move(ports), dtype_,
+                                                      redop_, opt_.seed, cp, endpoint_GBps_);
 }
 
 void CollectiveWorkload::make_in_network(int n, bool fattree) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/program.h"
 #include "gpu/collective.h"
 #include "nic/scheduled_collective.h"
 #include "platforms/platform.h"
@@ -54,6 +55,7 @@ class CollectiveWorkload : public Workload {
  private:
   void print_sizing(std::ostream& os) const;
   void make_ring(int n);
+  void make_cores(collectives::Program program);
   void make_in_network(int n, bool fattree);
   void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
