@@ -305,7 +305,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
       }
   }
   // The result chunks: the canonical image of each output chunk.
-  for (uint32_t k = 0; k < bufs.output; ++k) {
+  for (uint32_t k = 0; k < collectives::chunk_limit(p, rank, Buffer::Output); ++k) {
     Buffer buf = Buffer::Output;
     uint32_t index = k;
     int64_t m;

@@ -13,7 +13,9 @@
 #include "collectives/baselines.h"
 #include "collectives/blink_trees.h"
 #include "collectives/bounds.h"
+#include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
+#include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
@@ -160,7 +162,21 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
-  const std::string accepted = algorithms_for(opt_.collective);
+  // --algorithm FILE: a program, MSCCL's XML or incsim's text format (no
+  // algorithm's name has a dot or a slash), checked before anything is built.
+  if (opt_.algorithm.find_first_of("./") != std::string::npos) {
+    const std::string& path = opt_.algorithm;
+    const bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+    program_ = xml ? collectives::read_msccl_file(path) : collectives::read_program_file(path);
+    const collectives::ProgramCheck check = collectives::check_program(program_);
+    if (!check.ok())
+      throw UserError(path + " is not a correct " + collectives::collective_name(program_.collective) + ": " +
+                      check.problems.front());
+    if (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast)
+      throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
+    opt_.collective = collectives::collective_name(program_.collective);
+  }
+  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
   if (!one_of(opt_.collective, kCollectives))
     throw UserError("unknown collective '" + opt_.collective + "'; this build runs: " + kCollectives);
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
@@ -180,10 +196,13 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   const bool dgx1 = platforms::is_dgx1(t);
   // A DGX-1's topology holds only the allocated GPUs.
-  const int n = opt_.gpus && !dgx1 ? opt_.gpus : static_cast<int>(t.endpoints().size());
+  const int n = program_.ranks ? program_.ranks
+                : opt_.gpus && !dgx1 ? opt_.gpus
+                                     : static_cast<int>(t.endpoints().size());
   if (n > static_cast<int>(t.endpoints().size()))
-    throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than --gpus " +
-                    std::to_string(n));
+    throw UserError("platform '" + t.name + "' has " + std::to_string(t.endpoints().size()) + " GPUs, fewer than " +
+                    (program_.ranks ? "the " + std::to_string(n) + " ranks of " + opt_.algorithm
+                                    : "--gpus " + std::to_string(n)));
   if (n < 2) throw UserError("a " + opt_.collective + " needs at least 2 GPUs");
   check_memory(sizes_, n, "GPUs");
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
@@ -200,7 +219,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
     throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
                     "multicast or blink");
-  if (dgx1 && !in_network && opt_.algorithm != "ring" && opt_.algorithm != "blink")
+  if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
@@ -225,7 +244,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
     software_ring = engine == "software";
   }
-  if (in_network) make_in_network(n, fattree);
+  if (program_.ranks) make_cores(program_);
+  else if (in_network) make_in_network(n, fattree);
   else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
   else make_scheduled(n);
@@ -252,12 +272,13 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
                                     : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
                                                                          : collectives::Collective::AllGather;
-  make_cores(collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels)));
+  program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels));
+  make_cores(program_);
 }
 
 // Runs a program on the GPUs' cores; each rank sends on the ports that lead
 // to its peer (all of them on a switched fabric; on a direct network only some do).
-void CollectiveWorkload::make_cores(collectives::Program program) {
+void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const int n = program.ranks;
   endpoint_GBps_ = least_endpoint_GBps(n, true);
@@ -276,7 +297,7 @@ void CollectiveWorkload::make_cores(collectives::Program program) {
       assert(!ports[r][q].empty());
     }
   }
-  collective_ = std::make_unique<gpu::CoresCollective>(std::move(program), participants_, std::move(ports), dtype_,
+  collective_ = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_,
                                                       redop_, opt_.seed, cp, endpoint_GBps_);
 }
 
@@ -664,6 +685,13 @@ std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
 }
 
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
+  if (what == "program") {
+    if (!program_.ranks)
+      throw UserError("--print-program shows the programs the GPUs' cores run (the software ring, --algorithm FILE); "
+                      "algorithm '" + opt_.algorithm + "' on " + opt_.platform + " has none yet");
+    os << collectives::write_program(program_);
+    return;
+  }
   if (what == "trees") {
     if (trees_text_.empty())
       throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
@@ -772,7 +800,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
                              ? "links, one head flit per message; NIC messages are posted"
                              : "links less header flits; NIC messages are posted")
-           : opt_.algorithm == "ring" ? "links less header flits and write acks"
+           : program_.ranks ? "links less header flits and write acks"
                                       : "links less header flits; multicast writes are posted")
        << ")\n";
   }
@@ -787,6 +815,13 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (in_network()) print_sizing(os);
+  if (program_.ranks && opt_.algorithm != "ring") {
+    bool other_proto = false;
+    for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
+    os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' cores, Simple "
+       << "protocol" << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "")
+       << "\n";
+  }
 }
 
 // The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
