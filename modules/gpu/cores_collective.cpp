@@ -108,10 +108,11 @@ class CoresCollective::Rank : public gpu::Program {
   }
 
  private:
+  struct Queue;
   // One direction of a connection, as this rank sees it.
   struct Conn {
     int channel, peer, port;
-    int queue = -1;        // the queue that uses it
+    Queue* queue = nullptr;  // the queue that uses it
     uint64_t mailbox = 0;  // the receiver's
     uint64_t flag = 0;     // this rank's: the tail flag (receive) or the head flag (send)
     uint64_t peer_flag = 0;  // the other side's
@@ -160,7 +161,7 @@ class CoresCollective::Rank : public gpu::Program {
   Conn& conn_in(const Operation& o) { return *recv_[conn_of(recv_, o.channel, o.recv_peer)]; }
   Conn& conn_out(const Operation& o) { return *send_[conn_of(send_, o.channel, o.send_peer)]; }
   static size_t conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer);
-  Conn& add_conn(std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, int queue);
+  Conn& add_conn(std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& queue);
   void progress(Queue& q);
   bool deps_done(const Operation& o, uint64_t pass) const;
   void start_send(Queue& q, int op, uint64_t pass);
@@ -180,9 +181,25 @@ class CoresCollective::Rank : public gpu::Program {
   // and its chunk of the message, or -1 for scratch.
   void canon(Buffer& buf, uint32_t& index, int64_t& message) const;
   static uint64_t total_len(const std::vector<Segment>& s);
+  // Calls f(segment, element, count) over elements [off, off + n) of the
+  // segments' concatenation.
+  template <class F>
+  static void walk(const std::vector<Segment>& s, uint64_t off, uint64_t n, F&& f) {
+    for (const Segment& x : s) {
+      if (n == 0) break;
+      if (off >= x.len) {
+        off -= x.len;
+        continue;
+      }
+      const uint64_t m = std::min(n, x.len - off);
+      f(x, off, m);
+      n -= m;
+      off = 0;
+    }
+  }
   void read(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* out) const;
   void reduce_into(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* acc);
-  void write(std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data);
+  void write(const std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data);
   static uint64_t key(Buffer b, uint32_t index, uint64_t pass) {
     return (pass << 34) | (static_cast<uint64_t>(b) << 32) | index;
   }
@@ -204,7 +221,9 @@ class CoresCollective::Rank : public gpu::Program {
   std::unordered_map<uint64_t, int> writes_;  // (chunk, pass) of chunks with several writers
   uint64_t flags_base_ = 0, flags_bytes_ = 0, slot_bytes_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
-  std::vector<uint8_t> scratch_;  // a received chunk being reduced
+  // A local operation or a trailing receive: its chunks and data.
+  std::vector<Segment> local_src_, local_dst_;
+  std::vector<uint8_t> scratch_;
   int unfinished_ = 0;
 };
 
@@ -215,12 +234,12 @@ size_t CoresCollective::Rank::conn_of(const std::vector<std::unique_ptr<Conn>>& 
 }
 
 CoresCollective::Rank::Conn& CoresCollective::Rank::add_conn(std::vector<std::unique_ptr<Conn>>& v, int channel,
-                                                           int peer, int queue) {
+                                                           int peer, Queue& queue) {
   const size_t k = conn_of(v, channel, peer);
   if (k < v.size()) {
-    if (v[k]->queue != queue)
-      throw UserError("rank " + std::to_string(rank_) + "'s queues " + std::to_string(v[k]->queue) + " and " +
-                      std::to_string(queue) + " both " + (&v == &send_ ? "send to" : "receive from") + " rank " +
+    if (v[k]->queue != &queue)
+      throw UserError("rank " + std::to_string(rank_) + "'s queues " + std::to_string(v[k]->queue->index) + " and " +
+                      std::to_string(queue.index) + " both " + (&v == &send_ ? "send to" : "receive from") + " rank " +
                       std::to_string(peer) + " on channel " + std::to_string(channel) +
                       ": the GPU's cores run one thread block per connection");
     return *v[k];
@@ -228,7 +247,7 @@ CoresCollective::Rank::Conn& CoresCollective::Rank::add_conn(std::vector<std::un
   auto c = std::make_unique<Conn>();
   c->channel = channel;
   c->peer = peer;
-  c->queue = queue;
+  c->queue = &queue;
   const std::vector<int>& ports = coll_.ports_[rank_][peer];
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
   v.push_back(std::move(c));
@@ -264,13 +283,11 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     if (o.engine != collectives::Engine::Cores)
       throw UserError(std::string("the GPU's cores cannot run a ") + collectives::engine_name(o.engine) +
                       " operation (rank " + std::to_string(rank) + " operation " + std::to_string(i) + ")");
-    auto it = std::find_if(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; });
-    if (it == queues_.end()) {
+    if (std::none_of(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; })) {
       auto q = std::make_unique<Queue>();
       q->rank = this;
       q->index = o.queue;
       queues_.push_back(std::move(q));
-      it = queues_.end() - 1;
     }
     for (uint32_t d = 0; d < o.dep_count; ++d) dependents_[p.deps_of(o)[d]].push_back(i);
     const auto mark = [&](ChunkRef ref, bool write) {
@@ -300,8 +317,8 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
         send_pos_[i] = 0;
         for (int j : q.ops) send_pos_[i] += collectives::sends(op(j).kind) ? 1 : 0;
         q.ops.push_back(i);
-        if (collectives::sends(o.kind)) add_conn(send_, o.channel, o.send_peer, o.queue);
-        if (collectives::receives(o.kind)) add_conn(recv_, o.channel, o.recv_peer, o.queue);
+        if (collectives::sends(o.kind)) add_conn(send_, o.channel, o.send_peer, q);
+        if (collectives::receives(o.kind)) add_conn(recv_, o.channel, o.recv_peer, q);
       }
   }
   // The result chunks: the canonical image of each output chunk.
@@ -368,11 +385,17 @@ bool CoresCollective::Rank::deps_done(const Operation& o, uint64_t pass) const {
 void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
   for (const auto& q : queues_) {
     if (q->finished) continue;
-    os << prefix << " cores queue " << q->index << ": operation " << q->next << " of " << q->total;
-    if (q->sending)
-      os << " sending (" << q->pos << " of " << q->len << " elements issued, " << q->data_acks_due << " acks due)";
-    else if (q->next < q->total)
-      os << " waiting (" << collectives::op_name(op(q->ops[q->next % q->ops.size()]).kind) << ")";
+    os << prefix << " cores queue " << q->index << ": ";
+    if (q->sending) {
+      os << "pass " << q->pass << " operation " << q->op << " (" << collectives::op_name(op(q->op).kind)
+         << ") sending (" << q->pos << " of " << q->len << " elements issued, " << q->data_acks_due << " acks due)";
+    } else if (q->next < q->total) {
+      const int i = q->ops[q->next % q->ops.size()];
+      os << "pass " << q->next / q->ops.size() << " operation " << i << " (" << collectives::op_name(op(i).kind)
+         << ") waiting";
+    } else {
+      os << "all operations started";
+    }
     if (!q->pending.empty()) os << ", " << q->pending.size() << " receives waiting for data";
     os << ", " << q->flag_acks_due << " flag acks due\n";
   }
@@ -386,13 +409,12 @@ void CoresCollective::Rank::on_flag(uint64_t addr) {
   Conn& c = tail ? *recv_[k] : *send_[k];
   c.seen = std::max(c.seen, v);
   if (tail)
-    INCSIM_LOG(gpu_.log(), Debug, "cores channel {}: receives transfer {} from rank {} (its flag)", c.channel, v - 1,
-               c.peer);
+    INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: receives transfer {} from rank {} on channel {} (its flag)",
+               c.queue->index, v - 1, c.peer, c.channel);
   else
-    INCSIM_LOG(gpu_.log(), Debug, "cores channel {}: rank {} has freed {} mailbox slots", c.channel, c.peer, v);
-  progress(*queues_[static_cast<size_t>(std::find_if(queues_.begin(), queues_.end(),
-                                                     [&](const auto& q) { return q->index == c.queue; }) -
-                                        queues_.begin())]);
+    INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: rank {} has freed {} mailbox slots on channel {}", c.queue->index,
+               c.peer, v, c.channel);
+  progress(*c.queue);
 }
 
 // Does whatever queue q can do now: complete trailing receives whose data
@@ -507,16 +529,14 @@ void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
   const uint8_t* in = gpu_.memory().at(c.mailbox + (pd.idx % slots) * slot_bytes_, len * kElem);
   INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: pass {} operation {} ({}) reads {} elements from rank {}", q.index,
              pd.pass, pd.op, collectives::op_name(o.kind), len, c.peer);
-  std::vector<Segment> dst;
   if (o.kind == OpKind::RecvReduceCopy) {
-    std::vector<Segment> operand;
-    segments(o.src.empty() ? o.dst : o.src, pd.pass, false, len, operand);
+    segments(o.src.empty() ? o.dst : o.src, pd.pass, false, len, local_src_);
     scratch_.assign(in, in + len * kElem);
-    reduce_into(operand, 0, len, scratch_.data());
+    reduce_into(local_src_, 0, len, scratch_.data());
     in = scratch_.data();
   }
-  segments(o.dst, pd.pass, true, len, dst);
-  write(dst, 0, len, in);
+  segments(o.dst, pd.pass, true, len, local_dst_);
+  write(local_dst_, 0, len, in);
   consume(q, c);
   op_done(pd.op, pd.pass);
 }
@@ -524,20 +544,18 @@ void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
 void CoresCollective::Rank::run_local(int i, uint64_t pass) {
   const Operation& o = op(i);
   if (o.kind != OpKind::Nop) {
-    std::vector<Segment> src, dst;
-    segments(o.src, pass, false, 0, src);
-    const uint64_t len = total_len(src);
-    std::vector<uint8_t> data(len * kElem);
+    segments(o.src, pass, false, 0, local_src_);
+    const uint64_t len = total_len(local_src_);
+    scratch_.resize(len * kElem);
     if (o.kind == OpKind::Reduce) {
-      std::vector<Segment> old;
-      segments(o.dst, pass, false, len, old);
-      read(old, 0, len, data.data());
-      reduce_into(src, 0, len, data.data());
+      segments(o.dst, pass, false, len, local_dst_);
+      read(local_dst_, 0, len, scratch_.data());
+      reduce_into(local_src_, 0, len, scratch_.data());
     } else {
-      read(src, 0, len, data.data());
+      read(local_src_, 0, len, scratch_.data());
     }
-    segments(o.dst, pass, true, len, dst);
-    write(dst, 0, len, data.data());
+    segments(o.dst, pass, true, len, local_dst_);
+    write(local_dst_, 0, len, scratch_.data());
   }
   op_done(i, pass);
 }
@@ -591,58 +609,34 @@ uint64_t CoresCollective::Rank::total_len(const std::vector<Segment>& s) {
 }
 
 void CoresCollective::Rank::read(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* out) const {
-  for (const Segment& x : s) {
-    if (n == 0) break;
-    if (off >= x.len) {
-      off -= x.len;
-      continue;
-    }
-    const uint64_t m = std::min(n, x.len - off);
-    if (x.stored) std::memcpy(out, x.stored->data() + off * kElem, m * kElem);
-    else if (x.buf == Buffer::Input) coll_.data_.fill(coll_.dtype_, rank_, x.first + off, m, out);
+  walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
+    if (x.stored) std::memcpy(out, x.stored->data() + at * kElem, m * kElem);
+    else if (x.buf == Buffer::Input) coll_.data_.fill(coll_.dtype_, rank_, x.first + at, m, out);
     else std::memset(out, 0, m * kElem);
     out += m * kElem;
-    n -= m;
-    off = 0;
-  }
+  });
 }
 
 void CoresCollective::Rank::reduce_into(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* acc) {
   collectives::Alu& alu = coll_.cores_[rank_];
-  for (const Segment& x : s) {
-    if (n == 0) break;
-    if (off >= x.len) {
-      off -= x.len;
-      continue;
-    }
-    const uint64_t m = std::min(n, x.len - off);
+  walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
     if (x.stored)
-      alu.reduce(coll_.dtype_, coll_.redop_, acc, x.stored->data() + off * kElem, static_cast<uint32_t>(m * kElem));
+      alu.reduce(coll_.dtype_, coll_.redop_, acc, x.stored->data() + at * kElem, static_cast<uint32_t>(m * kElem));
     else if (x.buf == Buffer::Input)
-      alu.reduce_own(coll_.data_, coll_.dtype_, coll_.redop_, rank_, x.first + off, m, acc);
+      alu.reduce_own(coll_.data_, coll_.dtype_, coll_.redop_, rank_, x.first + at, m, acc);
     acc += m * kElem;
-    n -= m;
-    off = 0;
-  }
+  });
 }
 
-void CoresCollective::Rank::write(std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data) {
-  for (Segment& x : s) {
-    if (n == 0) break;
-    if (off >= x.len) {
-      off -= x.len;
-      continue;
-    }
-    const uint64_t m = std::min(n, x.len - off);
-    if (x.stored) std::memcpy(x.stored->data() + off * kElem, data, m * kElem);
+void CoresCollective::Rank::write(const std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data) {
+  walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
+    if (x.stored) std::memcpy(x.stored->data() + at * kElem, data, m * kElem);
     if (x.check) {
-      wrong_ += coll_.data_.mismatches(coll_.dtype_, coll_.redop_, data, x.first + off, m, x.owner);
+      wrong_ += coll_.data_.mismatches(coll_.dtype_, coll_.redop_, data, x.first + at, m, x.owner);
       checked_ += m;
     }
     data += m * kElem;
-    n -= m;
-    off = 0;
-  }
+  });
 }
 
 uint64_t CoresCollective::Rank::Queue::next_elems() const {
