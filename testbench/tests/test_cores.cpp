@@ -103,7 +103,8 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
   }
 }
 
-TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element", "[cores][msccl][errors]") {
+TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",
+          "[cores][msccl][errors]") {
   TempDir d;
   std::string xml = slurp(kAllPairs);
   const std::string dep = "depid=\"2\" deps=\"1\"";
@@ -114,6 +115,8 @@ TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the e
   const std::string broken = d.write("broken.xml", "<algo name=\"x\"><gpu id=\"0\">\n</algo>\n");
   require_error("--platform star --gpus 4 --algorithm " + broken, {broken});
   require_error("--platform star --gpus 3 --algorithm " + kAllPairs, {"3 GPUs", "the 4 ranks of " + kAllPairs});
+  require_error("--platform star --gpus 4 --collective allgather --algorithm " + kAllPairs,
+                {kAllPairs, "its collective is allreduce, not the --collective allgather"});
 }
 
 TEST_CASE("an XML that asks for LL runs Simple and says so in the header", "[cores][msccl]") {

@@ -174,6 +174,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
                       check.problems.front());
     if (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast)
       throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
+    if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
+      throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
+                      ", not the --collective " + opt_.collective + " asked for");
     opt_.collective = collectives::collective_name(program_.collective);
   }
   const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
