@@ -19,6 +19,15 @@ namespace {
 
 const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
 
+// The all-pairs XML with its first `from` replaced by `to`, written to d.
+std::string edited(const TempDir& d, const std::string& name, const std::string& from, const std::string& to) {
+  std::string xml = slurp(kAllPairs);
+  const size_t at = xml.find(from);
+  REQUIRE(at != std::string::npos);
+  xml.replace(at, from.size(), to);
+  return d.write(name, xml);
+}
+
 // The CSV's rows without the header line.
 std::string rows(const Result& r) { return r.out.substr(r.out.find('\n') + 1); }
 
@@ -64,11 +73,8 @@ TEST_CASE("#wrong bites: a reduction that reads the wrong chunk is refused, a fa
   TempDir d;
   // GPU 0's thread block 0 adds scratch chunk 0 twice instead of 0 and 1:
   // the checker sees it before anything runs.
-  std::string xml = slurp(kAllPairs);
-  const std::string step1 = "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"1\"";
-  REQUIRE(xml.find(step1) != std::string::npos);
-  xml.replace(xml.find(step1), step1.size(), "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"0\"");
-  const std::string bad = d.write("wrong_chunk.xml", xml);
+  const std::string bad = edited(d, "wrong_chunk.xml", "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"1\"",
+                                 "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"0\"");
   require_error("--platform star --gpus 4 --sizes 64K --algorithm " + bad,
                 {bad, "is not a correct allreduce", "rank 0's output chunk 0 counts rank 1's input chunk 0 twice"});
   // A correct program on cores that get 7 results wrong: GPU 1's chunk
@@ -106,11 +112,7 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
 TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",
           "[cores][msccl][errors]") {
   TempDir d;
-  std::string xml = slurp(kAllPairs);
-  const std::string dep = "depid=\"2\" deps=\"1\"";
-  REQUIRE(xml.find(dep) != std::string::npos);
-  xml.replace(xml.find(dep), dep.size(), "depid=\"7\" deps=\"1\"");
-  const std::string bad = d.write("bad_dep.xml", xml);
+  const std::string bad = edited(d, "bad_dep.xml", "depid=\"2\" deps=\"1\"", "depid=\"7\" deps=\"1\"");
   require_error("--platform star --gpus 4 --algorithm " + bad, {bad, "gpu 0 tb 0 step 1", "tb 7"});
   const std::string broken = d.write("broken.xml", "<algo name=\"x\"><gpu id=\"0\">\n</algo>\n");
   require_error("--platform star --gpus 4 --algorithm " + broken, {broken});
@@ -121,9 +123,7 @@ TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the e
 
 TEST_CASE("an XML that asks for LL runs Simple and says so in the header", "[cores][msccl]") {
   TempDir d;
-  std::string xml = slurp(kAllPairs);
-  xml.replace(xml.find("proto=\"Simple\""), 14, "proto=\"LL\"");
-  const std::string ll = d.write("ll.xml", xml);
+  const std::string ll = edited(d, "ll.xml", "proto=\"Simple\"", "proto=\"LL\"");
   const Result r = incsim("--platform star --gpus 4 --sizes 4K --algorithm " + ll);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("Simple protocol (the file asks for LL or LL128") != std::string::npos);
