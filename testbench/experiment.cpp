@@ -209,8 +209,8 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       return 0;
     }
     if (!o.dump_platform.empty()) return 0;
-    if (o.print_schedule || o.print_trees) {
-      e.workload().print(o.print_trees ? "trees" : "schedule", out);
+    if (o.print_schedule || o.print_trees || o.print_program) {
+      e.workload().print(o.print_trees ? "trees" : o.print_program ? "program" : "schedule", out);
       return 0;
     }
     // A result file on stdout replaces the table there.

@@ -27,7 +27,7 @@ namespace {
 
 // Flags that act instead of running: not allowed in a config file.
 const char* const kActions[] = {"help", "version", "list-params", "all", "list-choices", "print-schedule",
-                                "print-trees"};
+                                "print-trees", "print-program"};
 
 // Every option, declared once: the parser, --help and config files read this.
 const po::options_description& declaration() {
@@ -68,6 +68,7 @@ const po::options_description& declaration() {
         ("dump-platform", text("FILE.yaml"), "write the platform's topology as YAML and exit")
         ("print-schedule", "print every node's schedule table (MultiTree Fig. 5 layout) and exit")
         ("print-trees", "print Blink's trees (or the rings) with weights and links and exit")
+        ("print-program", "print the run's collective program (docs/programs.md) and exit")
         ("list-params", "list the parameters this run reads (value, default, source) and exit")
         ("all", "with --list-params: every parameter incsim has (type, default, range, description), nothing built")
         ("list-choices", "list the values each option accepts and exit")
@@ -158,6 +159,7 @@ class Parser {
     else if (name == "list-choices") o_.list_choices = true;
     else if (name == "print-schedule") o_.print_schedule = true;
     else if (name == "print-trees") o_.print_trees = true;
+    else if (name == "print-program") o_.print_program = true;
     else if (name == "help") o_.help = true;
     else if (name == "version") o_.version = true;
     else throw UserError(unknown_option(flag));

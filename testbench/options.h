@@ -53,7 +53,7 @@ struct Options {
   };
   std::vector<Setting> params;
   bool quiet = false, list_params = false, list_all = false, list_choices = false, help = false, version = false,
-       print_schedule = false, print_trees = false;
+       print_schedule = false, print_trees = false, print_program = false;
   // Which run options were given (by a flag or a config file): a workload
   // refuses the ones it has no use for.
   std::vector<std::string> given;

@@ -471,7 +471,7 @@ TEST_CASE("a stall stops the run with a report of what each block holds and wait
   const auto err = lines(r.err);
   REQUIRE(err.size() > 1);
   CHECK_THAT(err[0], Catch::StartsWith("incsim: error: simulation stalled at 50 ns during size 64K"));
-  CHECK_THAT(r.err, Catch::Contains("gpu2 ring channel 11: transfer 0 of 4 sending"));
+  CHECK_THAT(r.err, Catch::Contains("gpu2 cores queue 11: pass 0 operation 55 (s) sending"));
 }
 
 // The rows of one run's JSON, with `timeout_us` as the stall timeout.

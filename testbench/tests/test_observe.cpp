@@ -80,9 +80,9 @@ std::set<std::string> vcd_names(const std::string& vcd) {
 TEST_CASE("log at debug shows a ring's steps and at trace each packet", "[observe][log]") {
   const Result d = incsim("--platform dgx2 --sizes 8K --log debug,gpu1=off --quiet");
   REQUIRE(d.code == 0);
-  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: ring channel 0: step 0 of iteration 0 sends block 0"));
-  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: ring channel 0: receives transfer 0 from gpu 15"));
-  CHECK_THAT(d.err, Catch::Contains("acknowledged, flag to gpu 1"));
+  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: cores queue 0: pass 0 operation 0 (s) sends"));
+  CHECK_THAT(d.err, Catch::Contains("gpu0: debug: cores queue 0: receives transfer 0 from rank 15"));
+  CHECK_THAT(d.err, Catch::Contains("acknowledged, flag to rank 1"));
   CHECK_THAT(d.err, !Catch::Contains("gpu1:"));
   CHECK_THAT(d.err, !Catch::Contains("sends write"));  // per packet: trace only
   const Result t = incsim("--platform dgx2 --sizes 8K --log gpu0=trace --quiet");

@@ -13,12 +13,15 @@
 #include "collectives/baselines.h"
 #include "collectives/blink_trees.h"
 #include "collectives/bounds.h"
+#include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
+#include "collectives/program_check.h"
+#include "collectives/program_synthesis.h"
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "gpu/innet_collective.h"
-#include "gpu/ring_collective.h"
+#include "gpu/cores_collective.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
@@ -159,10 +162,27 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
-  const std::string accepted = algorithms_for(opt_.collective);
+  // --algorithm FILE: a program, MSCCL's XML or incsim's text format (no
+  // algorithm's name has a dot or a slash), checked before anything is built.
+  if (opt_.algorithm.find_first_of("./") != std::string::npos) {
+    const std::string& path = opt_.algorithm;
+    const bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+    program_ = xml ? collectives::read_msccl_file(path) : collectives::read_program_file(path);
+    const collectives::ProgramCheck check = collectives::check_program(program_);
+    if (!check.ok())
+      throw UserError(path + " is not a correct " + collectives::collective_name(program_.collective) + ": " +
+                      check.problems.front());
+    if (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast)
+      throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
+    if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
+      throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
+                      ", not the --collective " + opt_.collective + " asked for");
+    opt_.collective = collectives::collective_name(program_.collective);
+  }
   check_choice("collective", opt_.collective, kCollectives);
+  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
-  check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+  if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
@@ -181,10 +201,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
   const bool dgx1 = platforms::is_dgx1(t);
   // A DGX-1's topology holds only the allocated GPUs.
-  const int n = opt_.gpus && !dgx1 ? *opt_.gpus : static_cast<int>(t.endpoints().size());
   const int built = static_cast<int>(t.endpoints().size());
   if (built < 2)
     throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
+  if (program_.ranks > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs, fewer than the " +
+                    std::to_string(program_.ranks) + " ranks of " + opt_.algorithm);
+  if (program_.ranks == 1) throw UserError(opt_.algorithm + " has 1 rank; a collective needs at least 2");
+  const int n = program_.ranks ? program_.ranks : opt_.gpus && !dgx1 ? *opt_.gpus : built;
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
@@ -203,7 +227,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
     throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
                     "multicast or blink");
-  if (dgx1 && !in_network && opt_.algorithm != "ring" && opt_.algorithm != "blink")
+  if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
@@ -228,7 +252,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
     software_ring = engine == "software";
   }
-  if (in_network) make_in_network(n, fattree);
+  if (program_.ranks) make_cores(program_);
+  else if (in_network) make_in_network(n, fattree);
   else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
   else make_scheduled(n);
@@ -252,33 +277,40 @@ double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
 }
 
 void CollectiveWorkload::make_ring(int n) {
-  const topo::Topology& t = platform_->topology();
-  gpu::RingKind kind = opt_.collective == "allreduce"       ? gpu::RingKind::AllReduce
-                       : opt_.collective == "reducescatter" ? gpu::RingKind::ReduceScatter
-                                                            : gpu::RingKind::AllGather;
-  endpoint_GBps_ = least_endpoint_GBps(n, true);
+  const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
+                                    : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
+                                                                         : collectives::Collective::AllGather;
+  const platforms::PlatformDefaults pd = platforms::platform_defaults(platform_->topology());
+  program_ = collectives::ring_program(
+      c, n, cfg_.get(gpu::kRingChannels, pd.ring_channels ? pd.ring_channels : gpu::kRingChannels.default_value()));
+  make_cores(program_);
+}
 
-  gpu::RingParams rp;
+// Runs a program on the GPUs' cores; each rank sends on the ports that lead
+// to its peer (all of them on a switched fabric; on a direct network only some do).
+void CollectiveWorkload::make_cores(const collectives::Program& program) {
+  const topo::Topology& t = platform_->topology();
+  const int n = program.ranks;
+  endpoint_GBps_ = least_endpoint_GBps(n, true);
+  gpu::CoresParams cp;
   const platforms::PlatformDefaults pd = platforms::platform_defaults(t);
-  rp.channels = cfg_.get(gpu::kRingChannels, pd.ring_channels ? pd.ring_channels : gpu::kRingChannels.default_value());
-  rp.chunk_bytes =
+  cp.chunk_bytes =
       cfg_.get(gpu::kRingChunk, pd.ring_chunk_bytes ? pd.ring_chunk_bytes : gpu::kRingChunk.default_value());
-  rp.slots = cfg_.get(gpu::kRingSlots);
-  if (rp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
-  // Each rank sends on the ports that lead to its neighbour (all of them on
-  // a switched fabric; on a direct network only some do).
-  std::vector<gpu::RingCollective::RankPorts> ports(n);
+  cp.slots = cfg_.get(gpu::kRingSlots);
+  if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
+  std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[r];
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      if (t.port_reaches({node, p}, (r + 1) % n)) ports[r].to_next.push_back(p);
-      if (t.port_reaches({node, p}, (r + n - 1) % n)) ports[r].to_prev.push_back(p);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int p = 0; p < t.node(node).ports; ++p)
+        if (t.port_reaches({node, p}, q)) ports[r][q].push_back(p);
+      // Topology::finalize checked that every endpoint reaches every other.
+      assert(!ports[r][q].empty());
     }
-    // Topology::finalize checked that every endpoint reaches every other.
-    assert(!ports[r].to_next.empty() && !ports[r].to_prev.empty());
   }
-  collective_ = std::make_unique<gpu::RingCollective>(kind, participants_, std::move(ports), dtype_, redop_, opt_.seed,
-                                                     rp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_,
+                                                      redop_, opt_.seed, cp, endpoint_GBps_);
 }
 
 void CollectiveWorkload::make_in_network(int n, bool fattree) {
@@ -665,6 +697,13 @@ std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
 }
 
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
+  if (what == "program") {
+    if (!program_.ranks)
+      throw UserError("--print-program shows the programs the GPUs' cores run (the software ring, --algorithm FILE); "
+                      "algorithm '" + opt_.algorithm + "' on " + opt_.platform + " has none yet");
+    os << collectives::write_program(program_);
+    return;
+  }
   if (what == "trees") {
     if (trees_text_.empty())
       throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
@@ -773,7 +812,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
                              ? "links, one head flit per message; NIC messages are posted"
                              : "links less header flits; NIC messages are posted")
-           : opt_.algorithm == "ring" ? "links less header flits and write acks"
+           : program_.ranks ? "links less header flits and write acks"
                                       : "links less header flits; multicast writes are posted")
        << ")\n";
   }
@@ -788,6 +827,13 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (in_network()) print_sizing(os);
+  if (program_.ranks && opt_.algorithm != "ring") {
+    bool other_proto = false;
+    for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
+    os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' cores, Simple "
+       << "protocol" << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "")
+       << "\n";
+  }
 }
 
 // The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/program.h"
 #include "gpu/collective.h"
 #include "nic/scheduled_collective.h"
 #include "platforms/platform.h"
@@ -54,6 +55,7 @@ class CollectiveWorkload : public Workload {
  private:
   void print_sizing(std::ostream& os) const;
   void make_ring(int n);
+  void make_cores(const collectives::Program& program);
   void make_in_network(int n, bool fattree);
   void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
@@ -75,6 +77,7 @@ class CollectiveWorkload : public Workload {
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   std::string trees_text_;  // what --print-trees prints
+  collectives::Program program_;  // what the GPUs' cores run (the software ring, --algorithm FILE); none: 0 ranks
   std::string bound_note_;  // the header's bound line, when not per GPU
   // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
   // first chunk size and the additive step; the largest tree's share of the

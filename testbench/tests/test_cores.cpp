@@ -1,0 +1,130 @@
+// Programs on the GPUs' cores through the real binary (docs/programs.md):
+// an MSCCL XML runs with real data and moves exactly the bytes it implies,
+// #wrong bites, a printed program runs back to the same rows, and a bad
+// file is one sentence naming the file and the element.
+#include <catch2/catch.hpp>
+
+#include "cli_run.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#ifndef TEST_DATA
+#error "CMake passes the folder of the test data as TEST_DATA"
+#endif
+
+using namespace cli;
+
+namespace {
+
+const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
+
+// The all-pairs XML with its first `from` replaced by `to`, written to d.
+std::string edited(const TempDir& d, const std::string& name, const std::string& from, const std::string& to) {
+  std::string xml = slurp(kAllPairs);
+  const size_t at = xml.find(from);
+  REQUIRE(at != std::string::npos);
+  xml.replace(at, from.size(), to);
+  return d.write(name, xml);
+}
+
+// The CSV's rows without the header line.
+std::string rows(const Result& r) { return r.out.substr(r.out.find('\n') + 1); }
+
+}  // namespace
+
+TEST_CASE("an MSCCL all-pairs all-reduce runs with #wrong 0 and moves exactly the bytes its XML implies",
+          "[cores][msccl]") {
+  TempDir d;
+  for (const std::string platform : {"star --gpus 4", "dgx2"}) {
+    INFO(platform);
+    const Result r = incsim("--platform " + platform + " --algorithm " + kAllPairs + " --sizes 4K,64K --quiet --json " +
+                            d.file("r.json"));
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    for (const auto& row : j["rows"]) {
+      CHECK(row["wrong"] == 0);
+      // Each GPU sends its three peers their chunks and the sum of its own
+      // chunk back to each (6 sends of a quarter of the message) and
+      // receives as many. One channel: every connection on the GPU's first
+      // port. A transfer is 128-byte packets with a 16-byte header, a tail
+      // flag to the receiver and a head flag back (32 bytes on the wire
+      // each), and every packet that comes in is acknowledged (16 bytes).
+      const uint64_t chunk = row["size_bytes"].get<uint64_t>() / 4, packets = chunk / 128;
+      const uint64_t sends = 6, receives = 6;
+      const uint64_t out = sends * packets * (128 + 16) + (sends + receives) * 32 +
+                           (receives * packets + sends + receives) * 16;
+      int gpus = 0;
+      for (const auto& l : row["links"]) {
+        const std::string from = l["from"];
+        if (from.rfind("gpu", 0) != 0) continue;
+        const bool first_port = from.size() > 2 && from.substr(from.size() - 2) == ".0" &&
+                                std::stoi(from.substr(3)) < 4;
+        CHECK(l["bytes"].get<uint64_t>() == (first_port ? out : 0));
+        gpus += first_port;
+      }
+      CHECK(gpus == 4);
+    }
+  }
+}
+
+TEST_CASE("#wrong bites: a reduction that reads the wrong chunk is refused, a faulty ALU is counted",
+          "[cores][msccl]") {
+  TempDir d;
+  // GPU 0's thread block 0 adds scratch chunk 0 twice instead of 0 and 1:
+  // the checker sees it before anything runs.
+  const std::string bad = edited(d, "wrong_chunk.xml", "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"1\"",
+                                 "<step s=\"1\" type=\"re\" srcbuf=\"s\" srcoff=\"0\"");
+  require_error("--platform star --gpus 4 --sizes 64K --algorithm " + bad,
+                {bad, "is not a correct allreduce", "rank 0's output chunk 0 counts rank 1's input chunk 0 twice"});
+  // A correct program on cores that get 7 results wrong: GPU 1's chunk
+  // reaches all four GPUs, so 28 elements differ.
+  const Result r = incsim("--platform star --gpus 4 --sizes 64K --csv - --algorithm " + kAllPairs +
+                          " -c fault.alu.block=gpu1.cores -c fault.alu.elements=7");
+  CHECK(r.code == 1);
+  CHECK(r.out.find(",28,") != std::string::npos);
+}
+
+TEST_CASE("a printed program runs back from its file with identical rows", "[cores][programs]") {
+  TempDir d;
+  // The ring's settings shape its program; the file's run reads none of them.
+  struct Case {
+    std::string run, ring_settings, algorithm;
+  };
+  for (const Case& c : {Case{"--platform star --gpus 5 --sizes 12292,96K", " -c ring.channels=3", "ring"},
+                        Case{"--platform dgx2 --collective allgather --sizes 64K", " -c ring.channels=2", "ring"},
+                        Case{"--platform dgx2 --sizes 64K", "", kAllPairs}}) {
+    INFO(c.run << c.ring_settings << " " << c.algorithm);
+    const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
+    REQUIRE(printed.code == 0);
+    REQUIRE(printed.out.rfind("# incsim collective program", 0) == 0);
+    const std::string file = d.write("p.txt", printed.out);
+    const Result a = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --csv -");
+    const Result b = incsim(c.run + " --algorithm " + file + " --csv -");
+    REQUIRE(a.code == 0);
+    REQUIRE(b.code == 0);
+    CHECK(rows(a) == rows(b));
+    // Printing the file's program gives the file.
+    CHECK(incsim(c.run + " --algorithm " + file + " --print-program").out == printed.out);
+  }
+}
+
+TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",
+          "[cores][msccl][errors]") {
+  TempDir d;
+  const std::string bad = edited(d, "bad_dep.xml", "depid=\"2\" deps=\"1\"", "depid=\"7\" deps=\"1\"");
+  require_error("--platform star --gpus 4 --algorithm " + bad, {bad, "gpu 0 tb 0 step 1", "tb 7"});
+  const std::string broken = d.write("broken.xml", "<algo name=\"x\"><gpu id=\"0\">\n</algo>\n");
+  require_error("--platform star --gpus 4 --algorithm " + broken, {broken});
+  require_error("--platform star --gpus 3 --algorithm " + kAllPairs, {"3 GPUs", "the 4 ranks of " + kAllPairs});
+  require_error("--platform star --gpus 4 --collective allgather --algorithm " + kAllPairs,
+                {kAllPairs, "its collective is allreduce, not the --collective allgather"});
+}
+
+TEST_CASE("an XML that asks for LL runs Simple and says so in the header", "[cores][msccl]") {
+  TempDir d;
+  const std::string ll = edited(d, "ll.xml", "proto=\"Simple\"", "proto=\"LL\"");
+  const Result r = incsim("--platform star --gpus 4 --sizes 4K --algorithm " + ll);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("Simple protocol (the file asks for LL or LL128") != std::string::npos);
+}
