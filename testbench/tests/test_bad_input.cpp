@@ -197,7 +197,7 @@ TEST_CASE("bad input corpus: a key given twice in one config file names the file
   CHECK(incsim("--sizes 8K --quiet --config " + other + " --config " + other + " --list-params").code == 0);
 }
 
-TEST_CASE("bad input corpus: a device or a folder given as a config or platform file is refused, not read forever",
+TEST_CASE("bad input corpus: a device or a folder given as a config, platform or program file is refused, not read forever",
           "[cli][errors][config]") {
   require_refused("--config /dev/zero", "config file '/dev/zero' is not a file");
   TempDir d;
@@ -205,6 +205,10 @@ TEST_CASE("bad input corpus: a device or a folder given as a config or platform 
   require_refused("--config " + nested, "config file '/dev/urandom' is not a file");
   const std::string platform = d.write("platform.yaml", "platform: /dev/zero\n");
   require_refused("--sizes 8K --config " + platform, "unknown platform '/dev/zero'");
+  // Program files too, MSCCL's XML and incsim's own.
+  require_refused("--sizes 8K --algorithm /dev/zero", "program file '/dev/zero' is not a file");
+  require_refused("--sizes 8K --algorithm /dev/zero.xml", "cannot read MSCCL algorithm file '/dev/zero.xml'");
+  require_refused("--sizes 8K --algorithm " + d.path.string(), "is not a file");
 }
 
 TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
