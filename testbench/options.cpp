@@ -50,8 +50,10 @@ const po::options_description& declaration() {
         ("machines", text("M"), "multigpu: machines, one NIC each (default 4)")
         ("gpus-per-machine", text("N"), "multigpu: GPUs per machine (default 8)")
         ("collective", text("NAME"), (choice_list("collective") + " (default allreduce)").c_str())
-        ("algorithm", text("NAME"), (choice_list("algorithm") + " (default: ring; broadcast: multicast; rack, "
-                                                                 "spineleaf: netreduce; multigpu: pnetreduce)").c_str())
+        ("algorithm", text("NAME|FILE"),
+         (choice_list("algorithm") + " (default: ring; broadcast: multicast; rack, spineleaf: netreduce; multigpu: "
+                                     "pnetreduce); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
+                                     "incsim's format (docs/programs.md)").c_str())
         ("sizes", text("8K:64M|LIST"), "message sizes: a doubling range or a list (default 8K:64M)")
         ("dtype", text("TYPE"), (choice_list("dtype") + " (default float)").c_str())
         ("redop", text("OP"), (choice_list("redop") + " (default sum)").c_str())
