@@ -158,8 +158,9 @@ class CoresCollective::Rank : public gpu::Program {
   };
 
   const Operation& op(int i) const { return coll_.program_.op(rank_, i); }
-  Conn& conn_in(const Operation& o) { return *recv_[conn_of(recv_, o.channel, o.recv_peer)]; }
-  Conn& conn_out(const Operation& o) { return *send_[conn_of(send_, o.channel, o.send_peer)]; }
+  // Operation i's connections, found once when the rank is built.
+  Conn& conn_in(int i) { return *in_of_[i]; }
+  Conn& conn_out(int i) { return *out_of_[i]; }
   static size_t conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer);
   Conn& add_conn(std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& queue);
   void progress(Queue& q);
@@ -213,6 +214,7 @@ class CoresCollective::Rank : public gpu::Program {
   std::vector<std::vector<int>> dependents_;   // [op]: operations whose deps name it
   std::vector<int> queue_of_;                  // [op]
   std::vector<int> send_pos_;                  // [op]: sending operations before it in its queue
+  std::vector<Conn*> in_of_, out_of_;          // [op]: the connections it receives and sends on
   // Per canonical chunk (buffer x chunk): writers, whether it is read, and
   // the result's owner (-2: not a result chunk; -1: a reduction; else a rank).
   std::vector<int> writers_[3], result_owner_[3];
@@ -267,6 +269,8 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   dependents_.assign(n_ops, {});
   queue_of_.assign(n_ops, 0);
   send_pos_.assign(n_ops, 0);
+  in_of_.assign(n_ops, nullptr);
+  out_of_.assign(n_ops, nullptr);
   const collectives::Buffers& bufs = p.buffers[rank];
   const uint32_t sizes[3] = {collectives::chunk_limit(p, rank, Buffer::Input),
                              collectives::chunk_limit(p, rank, Buffer::Output), bufs.scratch};
@@ -317,8 +321,8 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
         send_pos_[i] = 0;
         for (int j : q.ops) send_pos_[i] += collectives::sends(op(j).kind) ? 1 : 0;
         q.ops.push_back(i);
-        if (collectives::sends(o.kind)) add_conn(send_, o.channel, o.send_peer, q);
-        if (collectives::receives(o.kind)) add_conn(recv_, o.channel, o.recv_peer, q);
+        if (collectives::sends(o.kind)) out_of_[i] = &add_conn(send_, o.channel, o.send_peer, q);
+        if (collectives::receives(o.kind)) in_of_[i] = &add_conn(recv_, o.channel, o.recv_peer, q);
       }
   }
   // The result chunks: the canonical image of each output chunk.
@@ -424,7 +428,7 @@ void CoresCollective::Rank::progress(Queue& q) {
   for (;;) {
     while (!q.pending.empty()) {
       const Pending pd = q.pending.front();
-      const Conn& c = conn_in(op(pd.op));
+      const Conn& c = conn_in(pd.op);
       if (c.seen <= pd.idx || c.done != pd.idx) break;
       q.pending.pop_front();
       complete_recv(q, pd);
@@ -442,15 +446,15 @@ void CoresCollective::Rank::progress(Queue& q) {
       continue;
     }
     if (!collectives::sends(o.kind)) {
-      q.pending.push_back({i, pass, conn_in(o).claimed++});
+      q.pending.push_back({i, pass, conn_in(i).claimed++});
       ++q.next;
       continue;
     }
     if (collectives::receives(o.kind)) {
-      const Conn& in = conn_in(o);
+      const Conn& in = conn_in(i);
       if (in.seen <= in.claimed) break;  // its data has not landed
     }
-    const Conn& out = conn_out(o);
+    const Conn& out = conn_out(i);
     if (out.claimed >= out.seen + slots) break;  // the receiver's slot is not free
     ++q.next;
     start_send(q, i, pass);
@@ -469,8 +473,8 @@ void CoresCollective::Rank::start_send(Queue& q, int i, uint64_t pass) {
   q.op = i;
   q.pass = pass;
   q.pos = 0;
-  q.out = &conn_out(o);
-  q.in = collectives::receives(o.kind) ? &conn_in(o) : nullptr;
+  q.out = &conn_out(i);
+  q.in = collectives::receives(o.kind) ? &conn_in(i) : nullptr;
   q.src.clear();
   q.operand.clear();
   q.dst.clear();
@@ -523,7 +527,7 @@ void CoresCollective::Rank::consume(Queue& q, Conn& c) {
 
 void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
   const Operation& o = op(pd.op);
-  Conn& c = conn_in(o);
+  Conn& c = conn_in(pd.op);
   const uint64_t slots = static_cast<uint64_t>(coll_.params_.slots);
   const uint64_t len = c.slot_len[pd.idx % slots];
   const uint8_t* in = gpu_.memory().at(c.mailbox + (pd.idx % slots) * slot_bytes_, len * kElem);
