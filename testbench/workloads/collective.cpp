@@ -236,12 +236,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   // Defaults from the paper's figure for this algorithm and platform (Klenk
   // Fig. 7: DGX-2; Fig. 8: the fat tree).
   const bool fattree = in_network && is_fattree2l(t);  // only the in-network defaults differ
-  platforms::PlatformDefaults pd = platforms::platform_defaults(t);
-  pd.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
+  defaults_ = platforms::platform_defaults(t);
+  defaults_.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
   // MultiTree's fat tree, whose own packets carry 256 B (Table III).
-  if (in_network) pd.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
-  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
+  if (in_network) defaults_.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
+  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_);
   for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
   bool software_ring = false;
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
@@ -280,9 +280,8 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
                                     : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
                                                                          : collectives::Collective::AllGather;
-  const platforms::PlatformDefaults pd = platforms::platform_defaults(platform_->topology());
-  program_ = collectives::ring_program(
-      c, n, cfg_.get(gpu::kRingChannels, pd.ring_channels ? pd.ring_channels : gpu::kRingChannels.default_value()));
+  const int channels = defaults_.ring_channels;
+  program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
   make_cores(program_);
 }
 
@@ -293,9 +292,8 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const int n = program.ranks;
   endpoint_GBps_ = least_endpoint_GBps(n, true);
   gpu::CoresParams cp;
-  const platforms::PlatformDefaults pd = platforms::platform_defaults(t);
-  cp.chunk_bytes =
-      cfg_.get(gpu::kRingChunk, pd.ring_chunk_bytes ? pd.ring_chunk_bytes : gpu::kRingChunk.default_value());
+  const uint64_t chunk = defaults_.ring_chunk_bytes;
+  cp.chunk_bytes = cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value());
   cp.slots = cfg_.get(gpu::kRingSlots);
   if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));

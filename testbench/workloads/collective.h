@@ -71,6 +71,7 @@ class CollectiveWorkload : public Workload {
   std::vector<uint64_t> sizes_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
+  platforms::PlatformDefaults defaults_;  // the platform's family's and this algorithm's (Platform was built with them)
   std::unique_ptr<platforms::Platform> platform_;
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;
