@@ -56,23 +56,39 @@ struct CopyEngine::PortQueue : TxStream {
     const uint64_t b = queue[head];
     head = (head + 1) % kDepth;
     --size;
-    engine->issued_one();
     p->op = engine->d_.op;
     p->payload_bytes = static_cast<uint16_t>(engine->d_.block_size(b));
     engine->client_->fill(b, p);
+    engine->issued_one();  // last: the descriptor may retire and the next begin
   }
-  void on_response(net::Packet* p) override { engine->client_->on_response(p); }
+  void on_response(net::Packet* p) override { engine->answer(p); }
 };
 
-CopyEngine::CopyEngine(sc_core::sc_module_name name, Gpu& gpu) : sc_module(name), gpu_(gpu), log_(this->name()) {}
+CopyEngine::CopyEngine(sc_core::sc_module_name name, Gpu& gpu) : sc_module(name), gpu_(gpu), log_(this->name()) {
+  for (int p = 0; p < gpu_.num_ports(); ++p) {
+    auto q = std::make_unique<PortQueue>();
+    q->engine = this;
+    q->port = p;
+    gpu_.add_stream(q.get());
+    queues_.push_back(std::move(q));
+  }
+}
 
 CopyEngine::~CopyEngine() = default;
 
-void CopyEngine::start(const CopyDescriptor& d, CopyClient& client) {
+void CopyEngine::start(const CopyDescriptor& d, const WaveParams& w, CopyClient& client) {
+  if (client_ == nullptr) begin({d, w, &client});
+  else queue_.push_back({d, w, &client});
+}
+
+void CopyEngine::begin(const Queued& q) {
+  const CopyDescriptor& d = q.d;
+  ++serial_;
   d_ = d;
-  client_ = &client;
+  waves_ = q.w;
+  client_ = q.client;
   next_wave_block_ = window_end_ = dispatched_ = d.first;
-  issued_ = 0;
+  issued_ = completed_ = answered_ = 0;
   outstanding_ = 0;
   waiting_ = false;
   counters_.clear();
@@ -83,15 +99,6 @@ void CopyEngine::start(const CopyDescriptor& d, CopyClient& client) {
     counters_.resize(waves_.waves);
     wave_counter_.assign((d.end - d.first + per_wave_ - 1) / per_wave_, -1);
   }
-  // The GPU's streams were cleared for the program that programmed us.
-  queues_.clear();
-  for (int p = 0; p < gpu_.num_ports(); ++p) {
-    auto q = std::make_unique<PortQueue>();
-    q->engine = this;
-    q->port = p;
-    gpu_.add_stream(q.get());
-    queues_.push_back(std::move(q));
-  }
   INCSIM_LOG(log_, Debug, "descriptor: {} blocks [{}, {}) of {} B, {} B each, {}", net::op_name(d.op), d.first, d.end,
              d.bytes, d.block_bytes,
              waved() ? fmt::format("waves of {} blocks, {} counters", per_wave_, counters_.size()) : "no waves");
@@ -101,13 +108,31 @@ void CopyEngine::start(const CopyDescriptor& d, CopyClient& client) {
     window_end_ = next_wave_block_ = d.end;
     dispatch();
   }
+  retire_if_done();
 }
 
-void CopyEngine::stop() {
+void CopyEngine::retire_if_done() {
+  const uint64_t blocks = d_.end - d_.first;
+  if (client_ == nullptr || !all_issued() || (d_.counted && completed_ < blocks) || (d_.acked && answered_ < blocks))
+    return;
   client_ = nullptr;
-  queues_.clear();
+  credits_ = 0;
+  if (queue_.empty()) return;
+  const Queued next = queue_.front();
+  queue_.pop_front();
+  begin(next);
+}
+
+void CopyEngine::stop(const CopyClient& client) {
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(), [&](const Queued& q) { return q.client == &client; }),
+               queue_.end());
+  if (client_ != &client) return;
+  for (auto& q : queues_) q->size = 0;  // blocks not yet issued
   waiting_ = false;
-  outstanding_ = credits_ = 0;
+  outstanding_ = 0;
+  d_.counted = d_.acked = false;
+  issued_ = d_.end - d_.first;
+  retire_if_done();
 }
 
 // DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which
@@ -171,10 +196,22 @@ void CopyEngine::issued_one() {
   ++issued_;
   dispatch();
   credits_ = static_cast<int>(window_end_ - d_.first - issued_);
+  if (issued_ == d_.end - d_.first) retire_if_done();
+}
+
+void CopyEngine::answer(net::Packet* p) {
+  sc_assert(client_);
+  const uint64_t serial = serial_;
+  client_->on_response(p);  // may complete the descriptor and begin the next
+  if (serial == serial_ && d_.acked && ++answered_ == d_.end - d_.first) retire_if_done();
 }
 
 void CopyEngine::complete(uint64_t b) {
-  if (!waved()) return;
+  ++completed_;
+  if (!waved()) {
+    retire_if_done();
+    return;
+  }
   Counter& k = counters_[wave_counter_[(b - d_.first) / per_wave_]];
   sc_assert(k.busy);
   if (++k.got < k.goal) return;
@@ -182,6 +219,7 @@ void CopyEngine::complete(uint64_t b) {
   --outstanding_;
   INCSIM_LOG(log_, Debug, "wave {} completed: {} responses, {} waves outstanding", k.wave, k.got, outstanding_);
   allocate_waves();
+  retire_if_done();
 }
 
 void CopyEngine::on_timer(uint64_t wave) {
@@ -201,7 +239,9 @@ void CopyEngine::trace(sc_core::sc_trace_file* tf) const {
 void CopyEngine::report(std::ostream& os) const {
   if (client_ == nullptr || (all_issued() && outstanding_ == 0)) return;
   os << "  " << name() << ": issued " << issued_ << " of " << d_.end - d_.first << " blocks, " << outstanding_
-     << " waves outstanding" << (waiting_ ? " (waiting for a counter)" : "") << "\n";
+     << " waves outstanding" << (waiting_ ? " (waiting for a counter)" : "");
+  if (!queue_.empty()) os << ", " << queue_.size() << " descriptors queued behind it";
+  os << "\n";
 }
 
 }  // namespace incsim::gpu

@@ -1,17 +1,24 @@
 #pragma once
-// The GPU's copy engine (DMA, Klenk §IV-F): it runs one transfer descriptor
-// at a time, cutting the descriptor's blocks into request packets on the
+// The GPU's copy engine (DMA, Klenk §IV-F): it runs its queue of transfer
+// descriptors one at a time, in the order programs submit them, cutting the descriptor's blocks into request packets on the
 // ports its client's address translation picks, under its wave controller
 // (Fig. 6): the request generator has credits only for waves that hold a
 // counter; a counter counts its wave's responses and, at the goal, frees and
 // returns its credits to the next wave. A wave that finds no free counter
 // retries and, after counter_timeout, fails the copy (§IV-F3).
 //
+// A descriptor is done when every block is issued and, if counted, every
+// block's response has come back (its last wave's counter is free); then
+// the next starts. So collectives in flight on one GPU share its engine in
+// turn (a GPU has several copy engines, Volta 7, H100 10 per the CUDA
+// deviceQuery; one is modelled, the others idle: docs/architecture.md).
+//
 // The engine does not know what the bytes mean: the client (the program that
 // programmed the descriptor) says where a block goes and fills its header and
 // data (the GPU's address translation and memory), and is told what comes back.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -63,6 +70,9 @@ struct CopyDescriptor {
   // Responses gate issue: the client reports each with CopyEngine::complete.
   // Without it (multicast all-gather and broadcast have none) the waves do not limit injection.
   bool counted = false;
+  // Every block's packet is answered (a unicast write's ack): the
+  // descriptor is done when the last answer is back, so none reaches the next.
+  bool acked = false;
   // Key the issue order (WaveParams::arbitrary_order): the run's seed and
   // this engine's rank in the job, so every engine has its own order.
   uint64_t order_seed = 0;
@@ -91,22 +101,21 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
   CopyEngine(sc_core::sc_module_name name, Gpu& gpu);
   ~CopyEngine() override;
 
-  // The wave controller's parameters, set before start().
-  void configure(const WaveParams& w) { waves_ = w; }
-  const WaveParams& waves() const { return waves_; }
-  // Starts a transfer, forgetting any earlier one.
-  void start(const CopyDescriptor& d, CopyClient& client);
-  // A response for counted block b has arrived (a multicast result, a pull
-  // response): it counts toward b's wave.
+  // Queues a transfer under wave controller settings w; it starts at once
+  // if the engine is idle.
+  void start(const CopyDescriptor& d, const WaveParams& w, CopyClient& client);
+  // A response for counted block b of the running descriptor has arrived
+  // (a multicast result, a pull response): it counts toward b's wave.
   void complete(uint64_t block);
-  // Forgets the transfer (its program ended).
-  void stop();
+  // Forgets client's transfers, running or queued (its program ended).
+  void stop(const CopyClient& client);
   // The GPU's timer unit calls this `tag` (a wave) after the delay the
   // engine asked for: the counter timeout.
   void on_timer(uint64_t wave);
 
   uint64_t issued() const { return issued_; }
   bool all_issued() const { return client_ == nullptr || issued_ == d_.end - d_.first; }
+  size_t queued() const { return queue_.size(); }  // descriptors waiting behind the running one
 
   void trace(sc_core::sc_trace_file* tf) const override;
   // A line on what a transfer still holds (the stall detector), or nothing.
@@ -119,18 +128,28 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
     uint32_t goal = 0, got = 0;
     bool busy = false;
   };
+  struct Queued {
+    CopyDescriptor d;
+    WaveParams w;
+    CopyClient* client;
+  };
   bool waved() const { return d_.counted && waves_.waves > 0; }
+  void begin(const Queued& q);
+  void retire_if_done();  // the running descriptor is done: begin the next
   uint64_t block_at(uint64_t i) const;  // the i-th block issued
   void allocate_waves();
   void dispatch();
   void issued_one();
+  void answer(net::Packet* p);  // a response to the running descriptor
 
   Gpu& gpu_;
   WaveParams waves_;
   CopyDescriptor d_;
   CopyClient* client_ = nullptr;
   uint64_t per_wave_ = 1;  // blocks per wave
-  uint64_t next_wave_block_ = 0, window_end_ = 0, dispatched_ = 0, issued_ = 0;
+  std::deque<Queued> queue_;
+  uint64_t next_wave_block_ = 0, window_end_ = 0, dispatched_ = 0, issued_ = 0, completed_ = 0, answered_ = 0;
+  uint64_t serial_ = 0;  // descriptors begun
   std::vector<Counter> counters_;
   std::vector<int16_t> wave_counter_;  // per wave: its counter
   int outstanding_ = 0;                // traced

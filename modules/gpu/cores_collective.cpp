@@ -88,6 +88,7 @@ struct CoresCollective::Layout {
 class CoresCollective::Rank : public gpu::Program {
  public:
   Rank(CoresCollective& coll, int rank);
+  ~Rank() override;
   // Resolves the peers' mailbox and flag addresses, once every rank has allocated them.
   void link(const std::vector<std::unique_ptr<Rank>>& ranks);
   void start() {
@@ -348,13 +349,12 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     for (int i : q->ops) q->transfers += collectives::sends(op(i).kind) ? q->passes : 0;
   }
 
-  gpu_.clear_streams();
-  gpu_.memory().free_all();
-  // The flags at the same place on every GPU: receive connection k's tail
-  // flag at 16k, send connection k's head flag at 16k + 8.
+  // Receive connection k's tail flag at 16k, send connection k's head flag
+  // at 16k + 8, from flags_base_.
+  gpu_.attach(*this);
   flags_bytes_ = 16ull * coll.max_conns_;
   flags_base_ = gpu_.memory().alloc(flags_bytes_);
-  gpu_.watch(flags_base_, flags_bytes_);
+  gpu_.watch(*this, flags_base_, flags_bytes_);
   slot_bytes_ = coll.params_.chunk_bytes * max_count;
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
@@ -364,7 +364,13 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   for (size_t k = 0; k < send_.size(); ++k) send_[k]->flag = flags_base_ + 16 * k + 8;
   for (auto& q : queues_) gpu_.add_stream(q.get());
   unfinished_ = static_cast<int>(queues_.size());
-  gpu_.set_program(this);
+}
+
+CoresCollective::Rank::~Rank() {
+  for (auto& q : queues_) gpu_.remove_stream(q.get());
+  for (auto& c : recv_) gpu_.memory().free(c->mailbox);
+  gpu_.memory().free(flags_base_);
+  gpu_.detach(*this);
 }
 
 void CoresCollective::Rank::link(const std::vector<std::unique_ptr<Rank>>& ranks) {
@@ -731,12 +737,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   }
 }
 
-CoresCollective::~CoresCollective() {
-  for (Gpu* g : gpus_) {
-    g->set_program(nullptr);
-    g->clear_streams();
-  }
-}
+CoresCollective::~CoresCollective() = default;
 
 void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);

@@ -63,18 +63,54 @@ void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer
 }
 
 uint32_t Gpu::add_stream(TxStream* s) {
-  s->id = static_cast<uint32_t>(streams_.size());
-  streams_.push_back(s);
+  if (free_ids_.empty()) {
+    s->id = static_cast<uint32_t>(streams_.size());
+    streams_.push_back(s);
+  } else {
+    s->id = free_ids_.back();
+    free_ids_.pop_back();
+    streams_[s->id] = s;
+  }
   return s->id;
 }
 
-void Gpu::clear_streams() {
-  for (auto& p : ports_) p->active.clear();
-  streams_.clear();
+void Gpu::remove_stream(TxStream* s) {
+  sc_assert(s->id < streams_.size() && streams_[s->id] == s);
+  for (auto& p : ports_) {
+    auto& a = p->active;
+    a.erase(std::remove(a.begin(), a.end(), s), a.end());
+  }
+  const uint64_t id = s->id;
+  drop_timers([id](const Timed& t) { return (t.value & kActivateTag) && (t.value & 0xffffffffu) == id; });
+  streams_[id] = nullptr;
+  free_ids_.push_back(s->id);
+}
+
+template <class Pred>
+void Gpu::drop_timers(Pred drop) {
+  std::vector<Timed> keep;
+  keep.reserve(timers_.size());
+  for (; !timers_.empty(); timers_.pop())
+    if (!drop(timers_.top())) keep.push_back(timers_.top());
+  for (const Timed& t : keep) timers_.push(t);
+}
+
+void Gpu::attach(Program& p) {
+  sc_assert(std::find(programs_.begin(), programs_.end(), &p) == programs_.end());
+  programs_.push_back(&p);
+}
+
+void Gpu::detach(Program& p) {
+  programs_.erase(std::remove(programs_.begin(), programs_.end(), &p), programs_.end());
+  drop_timers([&p](const Timed& t) { return t.owner == &p; });
+  const auto mine = [&p](const Range& r) { return r.p == &p; };
+  watches_.erase(std::remove_if(watches_.begin(), watches_.end(), mine), watches_.end());
+  regions_.erase(std::remove_if(regions_.begin(), regions_.end(), mine), regions_.end());
+  if (messages_ == &p) messages_ = nullptr;
 }
 
 void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
-  call_after(delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id);
+  push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 
 void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to) {
@@ -100,23 +136,35 @@ void Gpu::post(int port, net::Packet* p) {
   ports_[port]->wake.after(sc_core::SC_ZERO_TIME);
 }
 
-void Gpu::watch(uint64_t addr, uint64_t bytes) {
-  watch_lo_ = addr;
-  watch_hi_ = addr + bytes;
+void Gpu::watch(Program& p, uint64_t addr, uint64_t bytes) { watches_.push_back({addr, addr + bytes, &p}); }
+
+void Gpu::serve_region(Program& p, uint64_t lo, uint64_t hi) { regions_.push_back({lo, hi, &p}); }
+
+Program* Gpu::region_program(uint64_t addr) const {
+  for (const Range& r : regions_)
+    if (addr >= r.lo && addr < r.hi) return r.p;
+  return nullptr;
 }
 
-void Gpu::call_after(const sc_time& delay, uint64_t tag) {
-  timers_.push({sc_core::sc_time_stamp() + delay, seq_++, tag});
-  timer_wake_.after(delay);
+void Gpu::push_timer(const sc_time& at, uint64_t value, Program* owner) {
+  timers_.push({at, seq_++, value, owner});
+  timer_wake_.after(at - sc_core::sc_time_stamp());
 }
 
-void Gpu::call_engine_after(const sc_time& delay, uint64_t tag) { call_after(delay, kEngineTag | tag); }
+void Gpu::call_after(Program& p, const sc_time& delay, uint64_t tag) {
+  push_timer(sc_core::sc_time_stamp() + delay, tag, &p);
+}
+
+void Gpu::call_engine_after(const sc_time& delay, uint64_t tag) {
+  push_timer(sc_core::sc_time_stamp() + delay, kEngineTag | tag, nullptr);
+}
 
 void Gpu::timer_process() {
   timer_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
   while (!timers_.empty() && timers_.top().at <= now) {
     const uint64_t v = timers_.top().value;
+    Program* owner = timers_.top().owner;
     timers_.pop();
     if (v & kActivateTag) {
       Port& pt = *ports_[(v & kTagMask) >> 32];
@@ -124,9 +172,10 @@ void Gpu::timer_process() {
       pt.wake.after(sc_core::SC_ZERO_TIME);
     } else if (v & kEngineTag) {
       copy_engine_->on_timer(v & kTagMask);
-    } else if (program_) {
-      if (v & kFlagTag) program_->on_flag(v & kTagMask);
-      else program_->on_timer(v);
+    } else if (v & kFlagTag) {
+      owner->on_flag(v & kTagMask);
+    } else {
+      owner->on_timer(v);
     }
   }
   if (!timers_.empty()) timer_wake_.after(timers_.top().at - now);
@@ -165,16 +214,18 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
   const sc_time lat = memory_.latency();
   if (p->op == net::Op::Write) {
     std::memcpy(memory_.at(p->addr, p->payload_bytes), p->data, p->payload_bytes);
-    if (p->addr >= watch_lo_ && p->addr < watch_hi_) {
-      // The write is performed after `lat`; a polling load sees it one load later.
-      const sc_time seen = at + lat + memory_.latency();
-      timers_.push({seen, seq_++, p->addr | kFlagTag});
-      timer_wake_.after(seen - now);
-    }
+    for (const Range& w : watches_)
+      if (p->addr >= w.lo && p->addr < w.hi) {
+        // The write is performed after `lat`; a polling load sees it one load later.
+        push_timer(at + lat + memory_.latency(), p->addr | kFlagTag, w.p);
+        break;
+      }
     p->op = net::Op::WriteAck;
     p->payload_bytes = 0;
   } else if (p->op == net::Op::PullRead) {
-    program_->read_region(p->addr, p->payload_bytes, p->data);
+    Program* owner = region_program(p->addr);
+    if (!owner) SC_REPORT_FATAL("incsim/gpu", "a pull request reached a GPU with no program serving its multicast region");
+    owner->read_region(p->addr, p->payload_bytes, p->data);
     p->dst = static_cast<uint32_t>(index_);  // it was multicast: the response comes from here
     p->op = net::Op::PullResp;
     p->count = 1;
@@ -217,9 +268,9 @@ void Gpu::rx_process() {
           continue;
         }
         if (!posted(p)) streams_[p->stream]->on_response(p);
-        else if (program_ && message(p)) program_->on_message(*p);
-        else if (program_) program_->on_region_write(*p);
-        else SC_REPORT_ERROR("incsim/gpu", "a posted or multicast write reached a GPU running no program");
+        else if (message(p) && messages_) messages_->on_message(*p);
+        else if (Program* owner = message(p) ? nullptr : region_program(p->addr)) owner->on_region_write(*p);
+        else SC_REPORT_ERROR("incsim/gpu", "a posted, multicast or NIC message write reached a GPU with no program for it");
         pool_.put(p);
       }
       if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);
@@ -322,7 +373,7 @@ uint64_t Gpu::report_held(std::ostream& os) const {
     total += held;
   }
   copy_engine_->report(os);
-  if (program_) program_->report(os, std::string("  ") + name());
+  for (Program* p : programs_) p->report(os, std::string("  ") + name());
   return total;
 }
 

@@ -105,9 +105,16 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   const log::Logger& log() const { return log_; }
 
   // --- what programs use ---
-  void set_program(Program* p) { program_ = p; }
-  uint32_t add_stream(TxStream* s);  // returns its id; streams live as long as the program
-  void clear_streams();
+  // Several programs run on a GPU at once (collectives in flight, several
+  // jobs' ranks): each owns the timers it sets, the flag words it watches,
+  // the multicast-region addresses it serves and the streams it adds, and
+  // nothing one does touches another's. A program attaches before it uses
+  // the GPU (the stall report asks what it waits for); detach forgets its
+  // timers, watches and regions. A program removes its streams itself.
+  void attach(Program& p);
+  void detach(Program& p);
+  uint32_t add_stream(TxStream* s);  // returns its id; the id is reused once the stream is removed
+  void remove_stream(TxStream* s);   // it sends no more; its pending activation is dropped
   // The port starts pulling s's packets after `delay` (the time to read the
   // first data from memory).
   void activate(int port, TxStream* s, const sc_core::sc_time& delay);
@@ -116,8 +123,13 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   // Sends a packet the program built (op, dst, addr, payload set) on the
   // request VC, ahead of the streams.
   void post(int port, net::Packet* p);
-  void watch(uint64_t addr, uint64_t bytes);  // on_flag for writes in range
-  void call_after(const sc_core::sc_time& delay, uint64_t tag);
+  void watch(Program& p, uint64_t addr, uint64_t bytes);  // p.on_flag for writes in range
+  // Pull reads of [lo, hi) (multicast addresses) and posted writes there go to p.
+  void serve_region(Program& p, uint64_t lo, uint64_t hi);
+  // NIC messages (MultiTree's Reduce and Gather) go to p, the NIC's loaded
+  // schedule table; nullptr: none.
+  void take_messages(Program* p) { messages_ = p; }
+  void call_after(Program& p, const sc_core::sc_time& delay, uint64_t tag);
   // The same timer unit serves the copy engine (CopyEngine::on_timer).
   void call_engine_after(const sc_core::sc_time& delay, uint64_t tag);
 
@@ -137,7 +149,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   struct Timed {
     sc_core::sc_time at;
     uint64_t seq;
-    uint64_t value;  // a Packet* for responses, a tag for timers
+    uint64_t value;            // a Packet* for responses, a tag for timers
+    Program* owner = nullptr;  // a program's timer or flag: whom it goes to
     bool operator>(const Timed& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   using TimedHeap = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
@@ -157,18 +170,29 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   void rx_process();
   void timer_process();
   void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& at);
+  void push_timer(const sc_core::sc_time& at, uint64_t value, Program* owner);
+  // Drops the pending timers `drop` selects.
+  template <class Pred>
+  void drop_timers(Pred drop);
+  Program* region_program(uint64_t addr) const;
+  struct Range {
+    uint64_t lo, hi;
+    Program* p;
+  };
 
   int index_;
   GpuConfig cfg_;
   net::PacketPool& pool_;
   Memory memory_;
   std::vector<std::unique_ptr<Port>> ports_;
-  std::vector<TxStream*> streams_;
-  Program* program_ = nullptr;
+  std::vector<TxStream*> streams_;  // [id]; nullptr: removed
+  std::vector<uint32_t> free_ids_;
+  std::vector<Program*> programs_;  // attached, in order
+  std::vector<Range> watches_, regions_;  // a few: one per program in flight
+  Program* messages_ = nullptr;
   std::unique_ptr<CopyEngine> copy_engine_;
   TimedHeap timers_;
   uint64_t seq_ = 0;
-  uint64_t watch_lo_ = 0, watch_hi_ = 0;
   bool rx_blocked_ = false;
   uint64_t packets_received_ = 0;
   double latency_sum_ns_ = 0;  // a port's memory pipeline was full

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <ostream>
+#include <utility>
 
 #include "collectives/bounds.h"
 #include "gpu/copy_engine.h"
@@ -15,10 +16,10 @@ using sc_core::sc_time;
 namespace {
 constexpr uint32_t kElem = 4;  // float32 and int32
 constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
-// Region addresses in the global address space (Klenk Fig. 2).
-constexpr uint64_t kInBase = net::kMulticastBase;
-constexpr uint64_t kOutBase = net::kMulticastBase + (1ull << 44);
-constexpr uint64_t kFlagBase = net::kMulticastBase + (2ull << 44);
+// Region addresses in the global address space (Klenk Fig. 2), in the
+// collective's window of it: input, output and flag regions.
+constexpr uint64_t kWindowBytes = 1ull << 46;
+constexpr uint64_t kInOffset = 0, kOutOffset = 1ull << 44, kFlagOffset = 2ull << 44;
 
 }  // namespace
 
@@ -28,6 +29,7 @@ constexpr uint64_t kFlagBase = net::kMulticastBase + (2ull << 44);
 class InNetworkCollective::Rank : public Program, public CopyClient {
  public:
   Rank(InNetworkCollective& c, int rank, uint64_t bytes);
+  ~Rank() override;
   void start();
   // Program
   void on_timer(uint64_t) override {}
@@ -54,6 +56,9 @@ class InNetworkCollective::Rank : public Program, public CopyClient {
   int port_to_home(topo::MulticastFabric::HomePort h) const {
     return c_.topo_.route_to_switch(node_, h.sw, static_cast<uint32_t>(h.port));
   }
+  uint64_t in(uint64_t b) const { return c_.base_ + kInOffset + b * kBlock; }  // block b's address in a region
+  uint64_t out(uint64_t b) const { return c_.base_ + kOutOffset + b * kBlock; }
+  uint64_t flag() const { return c_.base_ + kFlagOffset; }
   void own_data(uint64_t b, uint8_t* out) const;
   int owner(uint64_t b) const;  // the rank whose input block b is (all-gather, broadcast)
   void accept(uint64_t b, const uint8_t* data, uint32_t bytes, int owner);  // an output block lands here
@@ -87,8 +92,6 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
       bytes_(bytes),
       count_(bytes / kElem),
       blocks_((bytes + kBlock - 1) / kBlock) {
-  gpu_.clear_streams();
-  gpu_.memory().free_all();
   switch (kind()) {
     case InNetKind::AllReducePush: work_lo_ = 0, work_hi_ = blocks_; break;
     case InNetKind::Broadcast: work_lo_ = 0, work_hi_ = rank == 0 ? blocks_ : 0; break;
@@ -96,10 +99,15 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
       work_lo_ = blocks_ * rank / n_;
       work_hi_ = blocks_ * (rank + 1) / n_;
   }
-  engine_.configure(c.waves_);
   node_ = c.topo_.endpoints()[gpu_.index()];
   if (kind() == InNetKind::AllReducePush) partial_count_.assign((blocks_ + n_ - 1) / n_, 0);
-  gpu_.set_program(this);
+  gpu_.attach(*this);
+  gpu_.serve_region(*this, c.base_, c.base_ + kWindowBytes);
+}
+
+InNetworkCollective::Rank::~Rank() {
+  engine_.stop(*this);
+  gpu_.detach(*this);
 }
 
 void InNetworkCollective::Rank::start() {
@@ -110,11 +118,11 @@ void InNetworkCollective::Rank::start() {
     // The barrier: a push all-reduce of one flag (Klenk §VI-A: "an
     // All-Reduce on a flag, which is 1 packet per node").
     in_barrier_ = true;
-    const auto home = c_.fabric_.home_port(c_.flag_region_, kFlagBase);
+    const auto home = c_.fabric_.home_port(c_.flag_region_, flag());
     net::Packet* p = gpu_.pool().get();
     p->op = net::Op::ReduceWrite;
-    p->addr = kFlagBase;
-    p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(c_.flag_region_, kFlagBase));
+    p->addr = flag();
+    p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(c_.flag_region_, flag()));
     p->home_switch = home.sw;
     p->home_port = static_cast<int16_t>(home.port);
     p->payload_bytes = kElem;
@@ -147,12 +155,12 @@ void InNetworkCollective::Rank::begin_work() {
   d.order_seed = c_.seed_;
   d.order_rank = static_cast<uint32_t>(rank_);
   d.reads_memory = kind() != InNetKind::AllReducePull;
-  engine_.start(d, *this);
+  engine_.start(d, c_.waves_, *this);
   finish_if_done();
 }
 
 int InNetworkCollective::Rank::port_of(uint64_t b) const {
-  if (kind() == InNetKind::AllReducePush) return port_to_home(c_.fabric_.home_port(c_.out_region_, kOutBase + b * kBlock));
+  if (kind() == InNetKind::AllReducePush) return port_to_home(c_.fabric_.home_port(c_.out_region_, out(b)));
   return static_cast<int>(b % gpu_.num_ports());
 }
 
@@ -175,7 +183,7 @@ void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
   p->dst = 0;  // a multicast: the region says where
   switch (kind()) {
     case InNetKind::AllReducePush: {
-      p->addr = kOutBase + b * kBlock;
+      p->addr = out(b);
       const auto home = c_.fabric_.home_port(c_.out_region_, p->addr);
       p->home_switch = home.sw;
       p->home_port = static_cast<int16_t>(home.port);
@@ -184,9 +192,9 @@ void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
       own_data(b, p->data);
       break;
     }
-    case InNetKind::AllReducePull: p->addr = kInBase + b * kBlock; break;
+    case InNetKind::AllReducePull: p->addr = in(b); break;
     default:
-      p->addr = kOutBase + b * kBlock;
+      p->addr = out(b);
       p->count = 1;
       own_data(b, p->data);
   }
@@ -195,19 +203,19 @@ void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
 // A pull response (Klenk §IV-B): the group's data less this GPU's, reduced
 // by the switches; the program adds its own and multicasts the result.
 void InNetworkCollective::Rank::on_response(net::Packet* p) {
-  const uint64_t b = (p->addr - kInBase) / kBlock;
+  const uint64_t b = (p->addr - in(0)) / kBlock;
   const uint32_t n = p->payload_bytes;
   if (p->count != n_ - 1) wrong_ += n / kElem;  // a contribution lost or doubled
   c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / kElem), n / kElem, p->data);
   accept(b, p->data, n, -1);
-  multicast(kOutBase + b * kBlock, p->data, n, static_cast<uint16_t>(n_));
+  multicast(out(b), p->data, n, static_cast<uint16_t>(n_));
   engine_.complete(b);
   finish_if_done();
 }
 
-void InNetworkCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* out) {
-  sc_assert(addr >= kInBase && addr < kOutBase && bytes == block_bytes((addr - kInBase) / kBlock));
-  own_data((addr - kInBase) / kBlock, out);
+void InNetworkCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* data) {
+  sc_assert(addr >= in(0) && addr < out(0) && bytes == block_bytes((addr - in(0)) / kBlock));
+  own_data((addr - in(0)) / kBlock, data);
 }
 
 void InNetworkCollective::Rank::multicast(uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count) {
@@ -220,11 +228,14 @@ void InNetworkCollective::Rank::multicast(uint64_t addr, const uint8_t* data, ui
   p->dtype = static_cast<uint8_t>(c_.dtype_);
   p->redop = static_cast<uint8_t>(c_.redop_);
   std::memcpy(p->data, data, bytes);
-  gpu_.post(static_cast<int>((addr / kBlock) % gpu_.num_ports()), p);
+  // Ports in turn by block, as window 0 numbers it: a collective's traffic
+  // does not depend on which window it holds.
+  const uint64_t block = (addr - c_.base_ + net::kMulticastBase) / kBlock;
+  gpu_.post(static_cast<int>(block % gpu_.num_ports()), p);
 }
 
 void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
-  if (p.addr >= kFlagBase) {
+  if (p.addr >= flag()) {
     if (p.op == net::Op::Partial) partial(p);
     else barrier_done(p.data, p.count);
     return;
@@ -233,7 +244,7 @@ void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
     partial(p);
     return;
   }
-  const uint64_t b = (p.addr - kOutBase) / kBlock;
+  const uint64_t b = (p.addr - out(0)) / kBlock;
   if (reduces()) {
     if (p.count != n_) wrong_ += p.payload_bytes / kElem;
     accept(b, p.data, p.payload_bytes, -1);
@@ -248,8 +259,8 @@ void InNetworkCollective::Rank::on_region_write(const net::Packet& p) {
 // evicted partials in memory and, once their counts make the group, takes
 // the result and multicasts it.
 void InNetworkCollective::Rank::partial(const net::Packet& p) {
-  const bool flag = p.addr >= kFlagBase;
-  const uint64_t b = flag ? 0 : (p.addr - kOutBase) / kBlock;
+  const bool flag = p.addr >= this->flag();
+  const uint64_t b = flag ? 0 : (p.addr - out(0)) / kBlock;
   sc_assert(flag || static_cast<int>(b % n_) == rank_);
   uint16_t& count = flag ? flag_count_ : partial_count_[b / n_];
   if (!flag && partial_data_.empty()) partial_data_.resize(partial_count_.size() * kBlock);
@@ -309,14 +320,19 @@ InNetworkCollective::InNetworkCollective(InNetKind kind, std::vector<Gpu*> gpus,
       seed_(seed),
       waves_(waves),
       barrier_(barrier),
-      endpoint_GBps_(endpoint_GBps) {}
+      endpoint_GBps_(endpoint_GBps),
+      window_(fabric.claim_window()),
+      base_(net::kMulticastBase + kWindowBytes * static_cast<uint64_t>(window_)) {}
 
 InNetworkCollective::~InNetworkCollective() {
-  for (Gpu* g : gpus_) {
-    g->set_program(nullptr);
-    g->clear_streams();
-    g->copy_engine().stop();
-  }
+  ranks_.clear();
+  remove_regions();
+  fabric_.release_window(window_);
+}
+
+void InNetworkCollective::remove_regions() {
+  for (int* r : {&out_region_, &in_region_, &flag_region_})
+    if (*r >= 0) fabric_.remove_region(std::exchange(*r, -1));
 }
 
 void InNetworkCollective::start(uint64_t bytes, std::function<void()> on_done) {
@@ -325,11 +341,11 @@ void InNetworkCollective::start(uint64_t bytes, std::function<void()> on_done) {
   // The fabric manager registers this size's regions (Klenk Fig. 2, markers 1-3).
   std::vector<int> group;
   for (Gpu* g : gpus_) group.push_back(g->index());
-  fabric_.clear();
-  out_region_ = fabric_.add_region(kOutBase, bytes, group, true);
+  remove_regions();
+  out_region_ = fabric_.add_region(base_ + kOutOffset, bytes, group, true);
   if (kind_ == InNetKind::AllReducePull) {
-    in_region_ = fabric_.add_region(kInBase, bytes, group, true);
-    flag_region_ = fabric_.add_region(kFlagBase, kBlock, group, true);
+    in_region_ = fabric_.add_region(base_ + kInOffset, bytes, group, true);
+    flag_region_ = fabric_.add_region(base_ + kFlagOffset, kBlock, group, true);
   }
   for (int r = 0; r < static_cast<int>(gpus_.size()); ++r) ranks_.push_back(std::make_unique<Rank>(*this, r, bytes));
   running_ = static_cast<int>(ranks_.size());

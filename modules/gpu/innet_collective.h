@@ -52,6 +52,7 @@ class InNetworkCollective : public Collective {
  private:
   void rank_done();
   void fail(const std::string& why);
+  void remove_regions();
   InNetKind kind_;
   std::vector<Gpu*> gpus_;
   const topo::Topology& topo_;
@@ -63,6 +64,8 @@ class InNetworkCollective : public Collective {
   WaveParams waves_;
   bool barrier_;
   double endpoint_GBps_;
+  int window_;      // of the multicast address space (MulticastFabric::claim_window)
+  uint64_t base_;   // its first address
   int out_region_ = -1, in_region_ = -1, flag_region_ = -1;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::function<void()> on_done_;

@@ -1,5 +1,7 @@
 #include "memory.h"
 
+#include <algorithm>
+
 namespace incsim::gpu {
 
 Memory::Memory(double clock_ghz, uint32_t latency_cycles, uint32_t jitter_cycles, uint64_t seed)
@@ -13,9 +15,12 @@ uint64_t Memory::alloc(uint64_t bytes) {
   return regions_.back().base;
 }
 
-void Memory::free_all() {
-  regions_.clear();
+void Memory::free(uint64_t addr) {
+  const auto r = std::find_if(regions_.begin(), regions_.end(), [addr](const Region& g) { return g.base == addr; });
+  sc_assert(r != regions_.end());
+  regions_.erase(r);
   top_ = kBase;
+  for (const Region& g : regions_) top_ = std::max(top_, g.base + (g.size + 255) / 256 * 256);
 }
 
 uint8_t* Memory::at(uint64_t addr, uint64_t bytes) {

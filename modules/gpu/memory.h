@@ -21,7 +21,10 @@ class Memory {
   Memory(double clock_ghz, uint32_t latency_cycles, uint32_t jitter_cycles, uint64_t seed);
 
   uint64_t alloc(uint64_t bytes);  // zeroed, 256 B aligned
-  void free_all();
+  // Frees the buffer alloc returned; the space above the highest buffer
+  // left is allocated again (each collective frees what it allocated, so a
+  // GPU's programs in flight keep their buffers).
+  void free(uint64_t addr);
   uint8_t* at(uint64_t addr, uint64_t bytes);
   uint64_t allocated() const { return top_ - kBase; }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "core/error.h"
+
 namespace incsim::nic {
 
 using collectives::Entry;
@@ -73,15 +75,27 @@ Nic::~Nic() = default;
 
 void Nic::unload() {
   if (job_.schedule == nullptr) return;
-  gpu_.set_program(nullptr);
-  gpu_.clear_streams();
+  remove_streams();
+  gpu_.detach(*this);
   job_ = {};
   layout_ = nullptr;
   on_done_ = nullptr;
 }
 
+void Nic::remove_streams() {
+  if (!streams_added_) return;
+  for (auto& streams : entry_streams_)
+    for (auto& s : streams) gpu_.remove_stream(s.get());
+  streams_added_ = false;
+}
+
 void Nic::load(NicJob job) {
+  if (job_.schedule)
+    throw UserError(std::string(name()) + " already runs a schedule table; a NIC runs one at a time, so two "
+                    "collectives on the NICs cannot share a GPU");
   job_ = std::move(job);
+  gpu_.attach(*this);
+  gpu_.take_messages(this);
   params_ = job_.params;
   const collectives::Schedule& schedule = *job_.schedule;
   const int rank = job_.rank;
@@ -147,8 +161,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
   layout_ = &layout;
   params_ = params;
   on_done_ = std::move(on_done);
-  gpu_.clear_streams();
-  gpu_.set_program(this);
+  remove_streams();  // none stays active from the last size
   for (size_t f = 0; f < flows_.size(); ++f) {
     FlowState& s = flows_[f];
     const uint64_t len = layout.flows[f].length;
@@ -166,6 +179,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
       s->head = true;
       gpu_.add_stream(s.get());
     }
+  streams_added_ = true;
   timestep_ = 1;
   lockstep_cycles_ = 0;
   lockstep_end_ = sc_core::sc_time_stamp();
@@ -250,7 +264,7 @@ void Nic::issue(const Entry& e, size_t index) {
   if (e.op == Op::Nop) {
     lockstep_end_ = sc_core::sc_time_stamp() + params_.step_time;
     lockstep_cycles_ = static_cast<int>(params_.step_cycles);
-    gpu_.call_after(params_.step_time, kLockstepTag);
+    gpu_.call_after(*this, params_.step_time, kLockstepTag);
     return;
   }
   if (!e.sends()) return;

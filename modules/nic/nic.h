@@ -129,6 +129,7 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
   void maybe_finish();
+  void remove_streams();  // from the GPU, if start added them
   void advance_dataflow();
   void activate(Stream& s);
 
@@ -157,6 +158,7 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
   std::vector<int> pending_;  // dataflow mode: entries not yet issued, in table order
 
   // The counters of Fig. 6 (traced).
+  bool streams_added_ = false;
   int timestep_ = 0;
   int lockstep_cycles_ = 0;      // loaded by a NOP, 0 once it has counted down
   sc_core::sc_time lockstep_end_;

@@ -139,7 +139,19 @@ void MulticastFabric::check_deadlock_free(const Region& g) const {
   }
 }
 
-void MulticastFabric::clear() { regions_.clear(); }
+void MulticastFabric::remove_region(int r) { regions_[r] = Region{}; }
+
+int MulticastFabric::claim_window() {
+  const auto free = std::find(windows_.begin(), windows_.end(), false);
+  if (free != windows_.end()) {
+    *free = true;
+    return static_cast<int>(free - windows_.begin());
+  }
+  windows_.push_back(true);
+  return static_cast<int>(windows_.size()) - 1;
+}
+
+void MulticastFabric::release_window(int w) { windows_[w] = false; }
 
 int MulticastFabric::find(uint64_t addr) const {
   for (size_t r = 0; r < regions_.size(); ++r)
@@ -168,6 +180,11 @@ int MulticastFabric::add_region(uint64_t start, uint64_t size, std::vector<int> 
   for (size_t i = 0; i < g.def.targets.size(); ++i) g.target_pos[g.def.targets[i]] = static_cast<int>(i);
   build(g);
   check_deadlock_free(g);
+  const auto free = std::find_if(regions_.begin(), regions_.end(), [](const Region& x) { return x.def.size == 0; });
+  if (free != regions_.end()) {
+    *free = std::move(g);
+    return static_cast<int>(free - regions_.begin());
+  }
   regions_.push_back(std::move(g));
   return static_cast<int>(regions_.size()) - 1;
 }

@@ -43,7 +43,14 @@ class MulticastFabric {
   // another, names a GPU the platform lacks, has fewer than two targets, or
   // the topology cannot deliver to every target on some tree.
   int add_region(uint64_t start, uint64_t size, std::vector<int> targets, bool exclude_source);
-  void clear();
+  // Removes region r (its collective ended); the others keep their numbers.
+  void remove_region(int r);
+  // Each collective in flight holds a window of the multicast address space
+  // for its regions, so collectives sharing the machine never share an
+  // address (a switch's reduction table entry is keyed by it). The lowest
+  // free window first: a collective alone always gets window 0.
+  int claim_window();
+  void release_window(int w);
   int find(uint64_t addr) const;  // region holding addr, or -1
   const McRegion& region(int r) const { return regions_[r].def; }
 
@@ -102,7 +109,8 @@ class MulticastFabric {
   const Topology& topo_;
   HomeMapping homes_;
   std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
-  std::vector<Region> regions_;
+  std::vector<Region> regions_;  // removed ones have size 0 and are reused
+  std::vector<bool> windows_;    // [window]: claimed
 };
 
 }  // namespace incsim::topo

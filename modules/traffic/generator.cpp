@@ -91,8 +91,8 @@ TrafficGenerator::TrafficGenerator(gpu::Gpu& gpu, const GeneratorConfig& cfg, Me
     throw UserError("traffic.payload_bytes must be a multiple of 8 from 16 to net.max_payload_bytes (" +
                     std::to_string(gpu.pool().format().max_payload_bytes) + "), not " +
                     std::to_string(cfg.payload_bytes));
-  gpu.clear_streams();
-  gpu.set_program(this);
+  gpu.attach(*this);
+  gpu.serve_region(*this, kSinkAddr, kSinkAddr + 1);
   for (int p = 0; p < gpu.num_ports(); ++p) {
     streams_.push_back(std::make_unique<PortStream>(*this, p));
     gpu.add_stream(streams_.back().get());
@@ -100,8 +100,8 @@ TrafficGenerator::TrafficGenerator(gpu::Gpu& gpu, const GeneratorConfig& cfg, Me
 }
 
 TrafficGenerator::~TrafficGenerator() {
-  gpu_.clear_streams();  // the ports must not keep streams that die with us
-  gpu_.set_program(nullptr);
+  for (auto& s : streams_) gpu_.remove_stream(s.get());  // the ports must not keep streams that die with us
+  gpu_.detach(*this);
 }
 
 void TrafficGenerator::start(double load) {
@@ -190,7 +190,7 @@ void TrafficGenerator::fill(net::Packet* p) {
   head_ = (head_ + 1) % ring_.size();
   --size_;
   p->dst = e.dst;
-  p->addr = 0;
+  p->addr = kSinkAddr;
   p->op = net::Op::PostedWrite;
   p->payload_bytes = static_cast<uint16_t>(cfg_.payload_bytes);
   put(p->data, 0, e.seq);

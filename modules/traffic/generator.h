@@ -96,6 +96,10 @@ struct GeneratorConfig {
   uint64_t seed = 1;
 };
 
+// Synthetic packets are posted writes to this address of the destination
+// GPU, which its generator takes (it carries no buffer: the payload is checked).
+constexpr uint64_t kSinkAddr = 0;
+
 class TrafficGenerator : public gpu::Program {
  public:
   TrafficGenerator(gpu::Gpu& gpu, const GeneratorConfig& cfg, Measurement& m, double inject_GBps);

@@ -49,7 +49,6 @@ TEST_CASE("DGX-2 all-to-all: every write reaches the right GPU with its data and
   std::vector<std::unique_ptr<test::RequestStream>> streams;
   std::map<std::pair<int, int>, test::RequestStream*> stream_of;
   for (int g = 0; g < 16; ++g) {
-    gpus[g]->clear_streams();
     for (int p = 0; p < ports; ++p) {
       auto s = std::make_unique<test::RequestStream>();
       for (int d = 0; d < 16; ++d) {

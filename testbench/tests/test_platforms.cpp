@@ -73,7 +73,6 @@ void all_to_all(const std::string& platform, platforms::PlatformShape shape, int
   auto slot = [&](int src, int k) { return base[0] + (static_cast<uint64_t>(src) * writes + k) * payload; };
   std::vector<std::unique_ptr<test::RequestStream>> streams;
   for (int g = 0; g < n; ++g) {
-    gpus[g]->clear_streams();
     auto s = std::make_unique<test::RequestStream>();
     for (int k = 0; k < writes; ++k)
       for (int d = 0; d < n; ++d) {
