@@ -118,15 +118,16 @@ std::vector<Row> Experiment::run(std::ostream* table) {
     point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + ")";
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     std::ostringstream notes;
-    Row r = workload_->run_point(i, *this, notes);
-    if (r.link_bytes.empty())
-      for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+    for (Row& r : workload_->run_point(i, *this, notes)) {
+      if (r.link_bytes.empty())
+        for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
+      if (table) print_row(*table, r);
+      rows.push_back(std::move(r));
+    }
     if (table) {
-      print_row(*table, r);
       *table << notes.str();
       table->flush();
     }
-    rows.push_back(std::move(r));
   }
   point_of_.clear();
   return rows;

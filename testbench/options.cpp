@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/nearest.h"
 #include "core/yaml_file.h"
@@ -223,6 +224,10 @@ class Parser {
     for (const auto& kv : root) {
       const std::string key = key_of(kv.first, path);
       once(seen, key, kv.first, path);
+      if (key == "jobs") {
+        jobs(kv.second, path);
+        continue;
+      }
       const auto* d = declaration().find_nothrow(key, false);
       if (d && std::find(std::begin(kActions), std::end(kActions), key) != std::end(kActions))
         throw UserError("config file " + path + ": '" + key + "' is a command-line action, not a setting");
@@ -238,9 +243,9 @@ class Parser {
         } else {
           // A platform file named in a config file is found beside it, as an include is.
           const std::string v = kv.second.as<std::string>();
-          const bool file = key == "platform" && (v.find('/') != std::string::npos || v.size() > 5 &&
+          const bool file = key == "platform" && (v.find('/') != std::string::npos || (v.size() > 5 &&
                                                   (v.compare(v.size() - 5, 5, ".yaml") == 0 ||
-                                                   v.compare(v.size() - 4, 4, ".yml") == 0));
+                                                   v.compare(v.size() - 4, 4, ".yml") == 0)));
           apply(key, file ? beside_open_file(v) : v, path);
         }
       } else {
@@ -295,6 +300,92 @@ class Parser {
       one_value(n, "parameter '" + key + "' holds one value,", path);
       o_.params.push_back({key, n.as<std::string>(), path});
     }
+  }
+
+  // jobs: a list of maps, each a job (Options::Job); a later file's list replaces an earlier one's.
+  void jobs(const YAML::Node& list, const std::string& path) {
+    const auto line = [&](const YAML::Node& n) {
+      return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
+    };
+    if (!list.IsSequence() || list.size() == 0)
+      throw UserError(line(list) + ": jobs is a list of jobs, each a map with gpus and optionally name, collective, "
+                      "algorithm, sizes and start_us");
+    o_.jobs.clear();
+    static const std::vector<std::string> keys = {"name", "gpus", "collective", "algorithm", "sizes", "start_us"};
+    for (const auto& item : list) {
+      Options::Job job;
+      job.where = line(item);
+      job.name = "job" + std::to_string(o_.jobs.size() + 1);
+      if (!item.IsMap()) throw UserError(job.where + ": a job is a map of name, gpus, collective, algorithm, sizes and start_us");
+      bool gpus = false;
+      for (const auto& kv : item) {
+        const std::string key = key_of(kv.first, path);
+        const std::string at = line(kv.first);
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+          const std::string near = nearest(key, keys);
+          throw UserError(at + ": a job has no key '" + key + "'" +
+                          (near.empty() ? "; its keys are name, gpus, collective, algorithm, sizes and start_us"
+                                        : "; did you mean '" + near + "'?"));
+        }
+        if (key == "gpus") {
+          gpus = true;
+          job.gpus = gpu_set(kv.second, at);
+          continue;
+        }
+        one_value(kv.second, "a job's '" + key + "' takes one value,", path);
+        const std::string v = kv.second.as<std::string>();
+        if (key == "name") job.name = v;
+        else if (key == "collective") job.collective = v;
+        else if (key == "sizes") job.sizes = v;
+        else if (key == "start_us") job.start_us = parse_start(v, at);
+        // A program file named in a config file is found beside it.
+        else job.algorithm = v.find_first_of("./") == std::string::npos ? v : beside_open_file(v);
+      }
+      if (!gpus) throw UserError(job.where + ": job '" + job.name + "' names no gpus (a list such as [0, 1, 2, 3] or 0-7)");
+      for (const auto& other : o_.jobs)
+        if (other.name == job.name) throw UserError(job.where + ": two jobs are named '" + job.name + "'");
+      o_.jobs.push_back(std::move(job));
+    }
+    o_.given.push_back("jobs");
+  }
+
+  // A job's GPUs: a list of numbers, or a text of numbers and ranges (0-7,9).
+  static std::vector<int> gpu_set(const YAML::Node& n, const std::string& at) {
+    std::vector<std::string> parts;
+    if (n.IsSequence()) {
+      for (const auto& g : n) {
+        if (!g.IsScalar()) throw UserError(at + ": a job's gpus are numbers");
+        parts.push_back(g.Scalar());
+      }
+    } else if (n.IsScalar()) {
+      std::stringstream text(n.Scalar());
+      for (std::string part; std::getline(text, part, ',');) parts.push_back(part);
+    }
+    std::vector<int> gpus;
+    for (const std::string& part : parts) {
+      const size_t dash = part.find('-', 1);
+      const std::string what = at + ": gpus";
+      const uint64_t lo = parse_uint(what, part.substr(0, dash));
+      const uint64_t hi = dash == std::string::npos ? lo : parse_uint(what, part.substr(dash + 1));
+      if (hi > 1000000 || lo > hi) throw UserError(at + ": '" + part + "' is not a GPU or a range of GPUs such as 0-7");
+      for (uint64_t g = lo; g <= hi; ++g) {
+        if (std::find(gpus.begin(), gpus.end(), static_cast<int>(g)) != gpus.end())
+          throw UserError(at + ": the job names GPU " + std::to_string(g) + " twice");
+        gpus.push_back(static_cast<int>(g));
+      }
+    }
+    if (gpus.empty()) throw UserError(at + ": a job's gpus are a list such as [0, 1, 2, 3] or a range such as 0-7");
+    return gpus;
+  }
+
+  static double parse_start(const std::string& v, const std::string& at) {
+    double us = -1;
+    try {
+      us = parse_number("start_us", v);
+    } catch (const UserError&) {
+    }
+    if (!(us >= 0 && us <= 1e9)) throw UserError(at + ": start_us must be between 0 and 1e9 microseconds, not " + v);
+    return us;
   }
 
   // A setting of a config file is a scalar: `what` says what it holds.

@@ -44,6 +44,17 @@ struct Options {
   std::string traffic;  // --traffic PATTERN; empty: run a collective
   std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list
   std::vector<std::string> config_files;  // --config, in order (each applied where it stood)
+  // A config file's `jobs:` list: collectives that run at once on one
+  // platform, each on its own GPUs (workloads/jobs.h). What a job leaves
+  // out it takes from the run's options (collective, algorithm, sizes).
+  struct Job {
+    std::string name;       // default job1, job2, ...
+    std::vector<int> gpus;  // in rank order
+    std::string collective, algorithm, sizes;  // empty: the run's
+    double start_us = 0;    // after each point begins
+    std::string where;      // "config file F, line N", for messages
+  };
+  std::vector<Job> jobs;
   std::string vcd, json, csv, dump_platform;
   std::string log;  // --log: what blocks report on stderr (core/log.h); empty: nothing
   // Parameters: -c key=value and a config file's parameters, in the order

@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 #include <systemc>
 
 #include "core/config.h"
@@ -51,9 +52,10 @@ class Workload {
   const Schema& schema() const { return *schema_; }
   // Points (sizes, loads) to run, in order.
   virtual size_t points() const = 0;
-  // Runs point i and returns its row; may print comment lines ("#   ...")
-  // after the row to `notes`, which the driver prints after the row.
-  virtual Row run_point(size_t i, Runner& run, std::ostream& notes) = 0;
+  // Runs point i and returns its rows (one; several jobs' at once, one
+  // each); may print comment lines ("#   ...") to `notes`, which the driver
+  // prints after the rows.
+  virtual std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) = 0;
 
   // What the run was asked for (platform, algorithm, sizes, ...), for the
   // JSON's "config"; and run-level results beside the rows.

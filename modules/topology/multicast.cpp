@@ -272,10 +272,24 @@ void MulticastFabric::build(Region& g) const {
     g.offsets[i + 1] = g.offsets[i] + static_cast<uint32_t>(lists[i].size());
     g.fanout.insert(g.fanout.end(), lists[i].begin(), lists[i].end());
   }
-  // Home ports: every port of every switch that all targets reach.
+  // Home ports: every port of every switch that all targets reach and that
+  // lies on a shortest path between two of them, where the group's traffic
+  // meets. On a whole machine that is every switch; a group on part of one
+  // (a job on one DGX-2 baseboard) keeps its reductions on its own switches,
+  // off the links and tables of groups elsewhere.
+  std::vector<bool> between(S, false);
+  const auto dist = [&](int t, int s) { return topo_.distance_to_switch(topo_.endpoints()[t], s); };
+  for (size_t i = 0; i < g.def.targets.size(); ++i)
+    for (size_t j = i + 1; j < g.def.targets.size(); ++j) {
+      const int a = g.def.targets[i], b = g.def.targets[j];
+      int best = -1;
+      for (int s = 0; s < S; ++s)
+        if (dist(a, s) > 0 && dist(b, s) > 0 && (best < 0 || dist(a, s) + dist(b, s) < best)) best = dist(a, s) + dist(b, s);
+      for (int s = 0; s < S; ++s) between[s] = between[s] || (best > 0 && dist(a, s) > 0 && dist(a, s) + dist(b, s) == best);
+    }
   for (int s = 0; s < S; ++s) {
-    bool reached = true;
-    for (int t : g.def.targets) reached = reached && topo_.distance_to_switch(topo_.endpoints()[t], s) > 0;
+    bool reached = between[s];
+    for (int t : g.def.targets) reached = reached && dist(t, s) > 0;
     if (!reached) continue;
     if (g.result_pivots[s].empty()) continue;  // it delivers to no target on any tree
     for (int p = 0; p < topo_.node(sws[s]).ports; ++p) g.homes.push_back({s, p});

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cassert>
 #include <iomanip>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <tuple>
@@ -155,7 +156,37 @@ const Param<bool> kBlinkHybrid{
     "8, with T_dpa = 0: no driver call to switch links here)"};
 }  // namespace
 
-CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+platforms::PlatformShape platform_shape(const Options& o) {
+  platforms::PlatformShape shape;
+  shape.gpus = o.gpus;
+  shape.gpu_list = o.gpu_list;
+  shape.gpu_servers = o.gpu_servers;
+  shape.nodes = o.nodes;
+  if (!o.dims.empty()) {
+    shape.dims = true;
+    std::tie(shape.dims_x, shape.dims_y) = parse_dims(o.dims);
+  }
+  return shape;
+}
+
+// Defaults from the paper's figure for this algorithm and platform (Klenk
+// Fig. 7: DGX-2; Fig. 8: the fat tree).
+platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
+  const bool push = algorithm == "push", pull = algorithm == "pull";
+  platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
+  // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
+  // MultiTree's fat tree, whose own packets carry 256 B (Table III).
+  if (push || pull || algorithm == "multicast") d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
+  return d;
+}
+
+std::string default_algorithm(const std::string& collective) {
+  const std::string all = algorithms_for(collective);
+  return all.substr(0, all.find(','));
+}
+
+CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
                  "shapes the Ethernet platforms rack, spineleaf and multigpu, not " + opt_.platform);
@@ -181,7 +212,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
   }
   check_choice("collective", opt_.collective, kCollectives);
   const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
-  if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
+  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective);
   if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
@@ -189,16 +220,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
 
-  platforms::PlatformShape shape;
-  shape.gpus = opt_.gpus;
-  shape.gpu_list = opt_.gpu_list;
-  shape.gpu_servers = opt_.gpu_servers;
-  shape.nodes = opt_.nodes;
-  if (!opt_.dims.empty()) {
-    shape.dims = true;
-    std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);
-  }
-  topo::Topology t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, shape, cfg_);
+  // A collective alone builds its machine; a job (jobs.h) runs on its share of one.
+  topo::Topology own;
+  if (!share) own = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
+  const topo::Topology& t = share ? share->platform->topology() : own;
   const bool dgx1 = platforms::is_dgx1(t);
   // A DGX-1's topology holds only the allocated GPUs.
   const int built = static_cast<int>(t.endpoints().size());
@@ -208,18 +233,18 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs, fewer than the " +
                     std::to_string(program_.ranks) + " ranks of " + opt_.algorithm);
   if (program_.ranks == 1) throw UserError(opt_.algorithm + " has 1 rank; a collective needs at least 2");
-  const int n = program_.ranks ? program_.ranks : opt_.gpus && !dgx1 ? *opt_.gpus : built;
+  const int n = share ? static_cast<int>(share->gpus.size())
+                : program_.ranks ? program_.ranks
+                : opt_.gpus && !dgx1 ? *opt_.gpus
+                                     : built;
+  if (share && n < 2) throw UserError("a collective needs at least 2 GPUs, and this job has " + std::to_string(n));
+  if (share && program_.ranks && program_.ranks != n)
+    throw UserError(opt_.algorithm + " has " + std::to_string(program_.ranks) + " ranks, and this job " +
+                    std::to_string(n) + " GPUs");
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
-  // paths conform to unicast routes. Our multicast trees run the routes
-  // toward their root backwards: routes on a fabric that goes up, then down,
-  // but not under dimension order (X then Y backwards is Y then X) nor on
-  // BiGraph (ties broken by destination: the way back differs), and there
-  // runs stall (measured: push on a 4x4 torus
-  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
   const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
@@ -229,22 +254,36 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
                     "multicast or blink");
   if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
+  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
+  // paths conform to unicast routes. Our multicast trees run the routes
+  // toward their root backwards: routes on a fabric that goes up, then down,
+  // but not under dimension order (X then Y backwards is Y then X) nor on
+  // BiGraph (ties broken by destination: the way back differs), and there
+  // runs stall (measured: push on a 4x4 torus
+  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
                     " use ring");
-  // Defaults from the paper's figure for this algorithm and platform (Klenk
-  // Fig. 7: DGX-2; Fig. 8: the fat tree).
-  const bool fattree = in_network && is_fattree2l(t);  // only the in-network defaults differ
-  defaults_ = platforms::platform_defaults(t);
-  defaults_.table_bytes = opt_.algorithm == "push" ? 256 : opt_.algorithm == "pull" ? (fattree ? 1024 : 4096) : 0;
-  // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
-  // MultiTree's fat tree, whose own packets carry 256 B (Table III).
-  if (in_network) defaults_.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
-  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_);
-  for (int g = 0; g < n; ++g) participants_.push_back(platform_->gpus()[g]);
-  bool software_ring = false;
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
+  // These number their ranks as the platform numbers its GPUs.
+  const bool by_gpu_number = trees || one_of(opt_.algorithm, "multitree, multitree-msg, ring2d, hdrm");
+  if (share)
+    for (int r = 0; r < n; ++r)
+      if (share->gpus[r] != r && by_gpu_number)
+        throw UserError("algorithm '" + opt_.algorithm + "' builds its " + (trees ? "trees" : "schedule") +
+                        " over GPUs 0 to n-1 of the platform; a job running it must have those GPUs, in order");
+  const bool fattree = in_network && is_fattree2l(t);
+  if (share) {
+    defaults_ = share->defaults;
+    platform_ = share->platform;
+  } else {
+    defaults_ = defaults_for(t, opt_.algorithm);
+    own_platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_);
+    platform_ = own_platform_.get();
+  }
+  for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
+  bool software_ring = false;
   if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(t);
     const std::string engine = cfg_.get(kRingEngine, multitree_platform ? "nic" : "software");
@@ -269,10 +308,10 @@ sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
 
 // The bound takes the GPU with the least bandwidth toward the others.
 double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
-  std::vector<int> ranks;
-  for (int g = 0; g < n; ++g) ranks.push_back(g);
-  double b = platform_->endpoint_payload_GBps(0, ranks, acked);
-  for (int g = 1; g < n; ++g) b = std::min(b, platform_->endpoint_payload_GBps(g, ranks, acked));
+  std::vector<int> gpus;
+  for (int r = 0; r < n; ++r) gpus.push_back(participants_[r]->index());
+  double b = platform_->endpoint_payload_GBps(gpus[0], gpus, acked);
+  for (int r = 1; r < n; ++r) b = std::min(b, platform_->endpoint_payload_GBps(gpus[r], gpus, acked));
   return b;
 }
 
@@ -298,11 +337,11 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
-    const int node = t.endpoints()[r];
+    const int node = t.endpoints()[participants_[r]->index()];
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       for (int p = 0; p < t.node(node).ports; ++p)
-        if (t.port_reaches({node, p}, q)) ports[r][q].push_back(p);
+        if (t.port_reaches({node, p}, participants_[q]->index())) ports[r][q].push_back(p);
       // Topology::finalize checked that every endpoint reaches every other.
       assert(!ports[r][q].empty());
     }
@@ -690,7 +729,7 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
 
 std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
   std::vector<nic::Nic*> nics;
-  for (size_t g = 0; g < participants_.size(); ++g) nics.push_back(&platform_->nic(static_cast<int>(g)));
+  for (gpu::Gpu* g : participants_) nics.push_back(&platform_->nic(g->index()));
   return nics;
 }
 
@@ -715,7 +754,54 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
   os << collectives::format_tables(scheduled_->schedule());
 }
 
-Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
+  const auto& ends = platform_->link_ends();
+  running_.link_bytes.resize(ends.size());
+  for (size_t k = 0; k < ends.size(); ++k) running_.link_bytes[k] = ends[k].port->bytes_sent();
+  running_.t0 = sc_core::sc_time_stamp();
+  running_.tables = platform_->table_totals();
+  running_.latency = platform_->packet_latency();
+  running_.done = false;
+  collective_->start(sizes_[i], [this, on_done = std::move(on_done)] {
+    running_.done = true;
+    running_.t1 = sc_core::sc_time_stamp();
+    on_done();
+  });
+}
+
+// The row of the point that ended: the machine's counters (links, tables,
+// packets) count everything on it in the meantime, another job's traffic too.
+Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
+  const uint64_t bytes = sizes_[i];
+  Row r(schema_);
+  const double time_us = (running_.t1 - running_.t0).to_seconds() * 1e6;
+  fill_nccl(r, bytes, collectives::dtype_name(dtype_), collective_->redop(), time_us, collective_->busbw_factor(),
+            collective_->wrong(), collective_->bound_us(bytes));
+  const auto& ends = platform_->link_ends();
+  for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - running_.link_bytes[k]);
+  const auto tables1 = platform_->table_totals();
+  const auto latency1 = platform_->packet_latency();
+  const uint64_t packets = latency1.first - running_.latency.first;
+  r.set("packets", packets);
+  r.set("avg_packet_latency_ns", packets ? (latency1.second - running_.latency.second) / packets : 0.0);
+  const auto& t0 = running_.tables;
+  const platforms::Platform::TableTotals tables{tables1.hits - t0.hits, tables1.misses - t0.misses,
+                                                tables1.evictions - t0.evictions, tables1.stalls - t0.stalls,
+                                                tables1.completions - t0.completions};
+  r.details["reduction_tables"] = {{"hits", tables.hits},
+                                   {"misses", tables.misses},
+                                   {"evictions", tables.evictions},
+                                   {"stalls", tables.stalls},
+                                   {"completions", tables.completions}};
+  if (in_network())
+    notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
+          << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
+          << packets << " delivered, " << std::fixed << std::setprecision(0) << r["avg_packet_latency_ns"]
+          << " ns mean latency\n";
+  return r;
+}
+
+std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
   // One run, or Blink's MIAD chunk search over several (§4.2.1): the last
   // is reported; every run's wrong elements count.
@@ -723,10 +809,7 @@ Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   uint64_t chunk = miad_start_bytes_, best_chunk = 0, wrong_before = 0;
   double best_GBps = 0;
   enum class Miad { Increase, Decrease, Steady } phase = Miad::Increase;
-  Row r(schema_);
-  const auto& ends = platform_->link_ends();
-  std::vector<uint64_t> before(ends.size());
-  platforms::Platform::TableTotals tables;
+  std::optional<Row> r;
   for (int it = 0; it < iterations; ++it) {
     int chunks = 0;
     if (miad_iterations_ > 0) {
@@ -735,35 +818,15 @@ Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
       collective_.reset();
       make_trees(participants(), chunks);
     }
-    for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-    const auto tables0 = platform_->table_totals();
-    const auto latency0 = platform_->packet_latency();
-    bool done = false;
-    sc_core::sc_time t1;
-    collective_->start(bytes, [&] {
-      done = true;
-      t1 = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    });
-    run.run_until([&] { return done || !collective_->error().empty(); }, "size " + size_label(bytes));
+    start(i, [] { sc_core::sc_pause(); });
+    run.run_until([&] { return running_.done || !collective_->error().empty(); }, "size " + size_label(bytes));
     if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
-    const double time_us = (t1 - t0).to_seconds() * 1e6;
-    fill_nccl(r, bytes, collectives::dtype_name(dtype_), collective_->redop(), time_us, collective_->busbw_factor(),
-              collective_->wrong(), collective_->bound_us(bytes));
-    r.link_bytes.clear();
-    for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
-    const auto tables1 = platform_->table_totals();
-    const auto latency1 = platform_->packet_latency();
-    const uint64_t packets = latency1.first - latency0.first;
-    r.set("packets", packets);
-    r.set("avg_packet_latency_ns", packets ? (latency1.second - latency0.second) / packets : 0.0);
-    tables = {tables1.hits - tables0.hits, tables1.misses - tables0.misses, tables1.evictions - tables0.evictions,
-              tables1.stalls - tables0.stalls, tables1.completions - tables0.completions};
+    std::ostringstream table_note;
+    r = finish(i, table_note);
     if (miad_iterations_ > 0) {
-      const double algbw = r["algbw_GBps"];
+      const double algbw = (*r)["algbw_GBps"];
       notes << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
-            << std::fixed << std::setprecision(2) << time_us << " us, " << algbw << " GB/s\n";
+            << std::fixed << std::setprecision(2) << (*r)["time_us"] << " us, " << algbw << " GB/s\n";
       // Multiplicative increase while throughput rises; once it falls,
       // additive decrease from the best size while it rises; then steady.
       const bool better = algbw > best_GBps;
@@ -781,21 +844,12 @@ Row CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
         phase = Miad::Steady;
         chunk = best_chunk;
       }
-      if (it + 1 < iterations) wrong_before += r.wrong();
+      if (it + 1 < iterations) wrong_before += r->wrong();
     }
+    if (it + 1 == iterations) notes << table_note.str();
   }
-  r.set("wrong", r.wrong() + wrong_before);
-  r.details["reduction_tables"] = {{"hits", tables.hits},
-                                   {"misses", tables.misses},
-                                   {"evictions", tables.evictions},
-                                   {"stalls", tables.stalls},
-                                   {"completions", tables.completions}};
-  if (in_network())
-    notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
-          << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
-          << std::get<uint64_t>(r.at("packets")) << " delivered, " << std::fixed << std::setprecision(0)
-          << r["avg_packet_latency_ns"] << " ns mean latency\n";
-  return r;
+  r->set("wrong", r->wrong() + wrong_before);
+  return {std::move(*r)};
 }
 
 void CollectiveWorkload::print_header(std::ostream& os) const {

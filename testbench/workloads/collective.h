@@ -33,14 +33,40 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
 // the largest size fit in this machine's memory.
 void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind);
 
+// The algorithm a collective runs when none is named.
+std::string default_algorithm(const std::string& collective);
+// The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).
+platforms::PlatformShape platform_shape(const Options& o);
+
 class CollectiveWorkload : public Workload {
  public:
-  CollectiveWorkload(const Options& o, Config& cfg);
+  // What a collective holds of a machine it shares with others (jobs.h):
+  // the machine, built with `defaults`, and its GPUs in rank order. Its
+  // multicast address window, memory and streams it takes as it runs.
+  struct Share {
+    platforms::Platform* platform;
+    std::vector<int> gpus;
+    platforms::PlatformDefaults defaults;
+  };
+  // Without a share the collective builds its own machine from the options.
+  CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
+  // The platform defaults `algorithm` asks for on the graph t (the papers'
+  // table sizes and packet payloads for the in-network algorithms).
+  static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::string& algorithm);
 
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
-  Row run_point(size_t i, Runner& run, std::ostream& notes) override;
+  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  // Point i as one of several collectives in flight (jobs.h): start()
+  // begins it now and calls on_done when it ends (or fails: error());
+  // finish() then gives its row and the notes run_point prints.
+  void start(size_t i, std::function<void()> on_done);
+  Row finish(size_t i, std::ostream& notes);
+  std::string error() const { return collective_->error(); }
+  const std::vector<uint64_t>& sizes() const { return sizes_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return participants_; }
+  const Options& options() const { return opt_; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
@@ -72,7 +98,8 @@ class CollectiveWorkload : public Workload {
   collectives::DType dtype_;
   collectives::RedOp redop_;
   platforms::PlatformDefaults defaults_;  // the platform's family's and this algorithm's (Platform was built with them)
-  std::unique_ptr<platforms::Platform> platform_;
+  std::unique_ptr<platforms::Platform> own_platform_;  // when not on a share
+  platforms::Platform* platform_ = nullptr;
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
@@ -86,6 +113,14 @@ class CollectiveWorkload : public Workload {
   int miad_iterations_ = 0;
   uint64_t miad_start_bytes_ = 0, miad_step_bytes_ = 0;
   double max_tree_share_ = 1;  // collective_, when it runs on the NICs
+  // The running point: when it started and ended, and the machine's counters then.
+  struct Running {
+    sc_core::sc_time t0, t1;
+    bool done = false;
+    std::vector<uint64_t> link_bytes;
+    platforms::Platform::TableTotals tables;
+    std::pair<uint64_t, double> latency;
+  } running_;
 };
 
 }  // namespace incsim::tb

@@ -207,7 +207,7 @@ NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   return t;
 }
 
-Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
+std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   const int hosts = job_->ring_size();  // the workers
   const uint64_t bytes = sizes_[si];
   const auto& ends = machine_->link_ends();
@@ -274,7 +274,7 @@ Row NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
     notes << ", " << t1.first_lost - t0.first_lost << " dropped for a lost first packet, " << t1.resent - t0.resent
           << " results sent again";
   notes << "\n";
-  return r;
+  return {std::move(r)};
 }
 
 // Beside the blocks' held packets: which hosts are not done, and where.

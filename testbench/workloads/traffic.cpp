@@ -171,7 +171,7 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
   bound_ = traffic::channel_load_bound(t, pp, inject_GBps_);
 }
 
-Row TrafficWorkload::run_point(size_t i, Runner&, std::ostream&) {
+std::vector<Row> TrafficWorkload::run_point(size_t i, Runner&, std::ostream&) {
   const double load = loads_[i];
   traffic::Measurement& m = *measurement_;
   const sc_time t0 = sc_core::sc_time_stamp();
@@ -243,7 +243,7 @@ Row TrafficWorkload::run_point(size_t i, Runner&, std::ostream&) {
     throw UserError(what.str());
   }
   r.set("wrong", m.wrong);  // every packet sent during the point, checked
-  return r;
+  return {std::move(r)};
 }
 
 void TrafficWorkload::print_header(std::ostream& os) const {

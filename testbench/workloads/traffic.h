@@ -33,7 +33,7 @@ class TrafficWorkload : public Workload {
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return loads_.size(); }
-  Row run_point(size_t i, Runner& run, std::ostream& notes) override;
+  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override { return warmup_ + window_ + drain_limit_; }

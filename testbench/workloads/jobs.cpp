@@ -1,0 +1,210 @@
+#include "jobs.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace incsim::tb {
+
+namespace {
+// "0-7", "0-3,8,9": a job's GPUs as the config file may write them.
+std::string gpu_ranges(const std::vector<int>& gpus) {
+  std::ostringstream os;
+  for (size_t i = 0; i < gpus.size();) {
+    size_t j = i;
+    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
+    os << (i ? "," : "") << gpus[i];
+    if (j > i) os << "-" << gpus[j];
+    i = j + 1;
+  }
+  return os.str();
+}
+
+// Each line of `text` with its leading `mark` followed by `prefix`.
+std::string prefixed(const std::string& text, const std::string& mark, const std::string& prefix) {
+  std::istringstream in(text);
+  std::string out;
+  for (std::string line; std::getline(in, line);)
+    out += (line.rfind(mark, 0) == 0 ? mark + prefix + line.substr(mark.size()) : line) + "\n";
+  return out;
+}
+}  // namespace
+
+JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
+  if (!opt_.gpu_list.empty()) throw UserError("--gpus lists GPUs per job in a jobs: list, not for the run");
+  refuse_options(opt_, {"traffic", "load"}, "applies to synthetic traffic, not to jobs");
+  if (opt_.print_schedule || opt_.print_trees || opt_.print_program)
+    throw UserError("--print-schedule, --print-trees and --print-program show one collective's; run the job alone");
+  const topo::Topology t =
+      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+  const int n = static_cast<int>(t.endpoints().size());
+  // --gpus N shapes the platforms built by count (star, fattree2l); elsewhere it would pick GPUs, which jobs do.
+  if (opt_.gpus && *opt_.gpus != n)
+    throw UserError("--gpus " + std::to_string(*opt_.gpus) + " does not shape platform '" + t.name +
+                    "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
+  // Each GPU in one job: a job's share of the machine is its GPUs.
+  std::vector<int> owner(n, -1);
+  platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  for (size_t j = 0; j < opt_.jobs.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
+    for (int g : job.gpus) {
+      if (g >= n)
+        throw UserError(job.where + ": job '" + job.name + "' names GPU " + std::to_string(g) + ", but platform '" +
+                        t.name + "' has GPUs 0 to " + std::to_string(n - 1));
+      if (owner[g] >= 0)
+        throw UserError(job.where + ": jobs '" + opt_.jobs[owner[g]].name + "' and '" + job.name + "' both name GPU " +
+                        std::to_string(g) + "; each GPU belongs to one job");
+      owner[g] = static_cast<int>(j);
+    }
+    // The machine is built once for all: the largest reduction table any
+    // job's algorithm asks for, the smallest packet payload.
+    const std::string algorithm = !job.algorithm.empty() ? job.algorithm
+                                  : !opt_.algorithm.empty()
+                                      ? opt_.algorithm
+                                      : default_algorithm(job.collective.empty() ? opt_.collective : job.collective);
+    const platforms::PlatformDefaults mine = CollectiveWorkload::defaults_for(t, algorithm);
+    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
+    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
+  }
+  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, d);
+
+  schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
+  const Schema nccl = nccl_schema();
+  for (const Column& c : nccl.columns()) schema_->add(c);
+  schema_->add({"packets", "packets", ColumnKind::Measurement})
+      .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement})
+      .add({"start_us", "us", ColumnKind::Setting});
+
+  for (const Options::Job& job : opt_.jobs) {
+    Options oj = opt_;
+    oj.jobs.clear();
+    if (!job.collective.empty()) oj.collective = job.collective, oj.given.push_back("collective");
+    if (!job.algorithm.empty()) oj.algorithm = job.algorithm;
+    if (!job.sizes.empty()) oj.sizes = job.sizes;
+    const CollectiveWorkload::Share share{platform_.get(), job.gpus, d};
+    try {
+      jobs_.push_back(std::make_unique<CollectiveWorkload>(oj, cfg, &share));
+    } catch (const UserError& e) {
+      throw UserError(job.where + ": job '" + job.name + "': " + e.what());
+    }
+  }
+  start_at_.resize(jobs_.size());
+  started_.resize(jobs_.size());
+  spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
+}
+
+size_t JobsWorkload::points() const {
+  size_t n = 0;
+  for (const auto& j : jobs_) n = std::max(n, j->sizes().size());
+  return n;
+}
+
+void JobsWorkload::launch() {
+  launch_.fired();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  sc_core::sc_time next = sc_core::sc_max_time();
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    if (started_[j] || point_ >= jobs_[j]->sizes().size()) continue;
+    if (start_at_[j] > now) {
+      next = std::min(next, start_at_[j]);
+      continue;
+    }
+    started_[j] = true;
+    jobs_[j]->start(point_, [this] {
+      if (--running_ == 0) sc_core::sc_pause();
+    });
+  }
+  if (next != sc_core::sc_max_time()) launch_.at(next);
+}
+
+// A job whose sizes ran out sits the later points out.
+std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+  point_ = i;
+  running_ = 0;
+  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    start_at_[j] = t0 + sc_core::sc_time(opt_.jobs[j].start_us, sc_core::SC_US);
+    started_[j] = false;
+    running_ += i < jobs_[j]->sizes().size();
+  }
+  launch();  // those that start at once start now, as a collective alone does
+  const auto failed = [this] {
+    for (size_t j = 0; j < jobs_.size(); ++j)
+      if (started_[j] && !jobs_[j]->error().empty()) return static_cast<int>(j);
+    return -1;
+  };
+  run.run_until([&] { return running_ == 0 || failed() >= 0; }, "point " + std::to_string(i + 1) + " of the jobs");
+  if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->error());
+  std::vector<Row> rows;
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    if (i >= jobs_[j]->sizes().size()) continue;
+    std::ostringstream job_notes;
+    const Row mine = jobs_[j]->finish(i, job_notes);
+    Row r(schema_);
+    r.set("job", opt_.jobs[j].name);
+    for (const Column& c : mine.schema->columns()) r.set(c.name, mine.at(c.name));
+    r.set("start_us", opt_.jobs[j].start_us);
+    r.details = mine.details;
+    r.link_bytes = mine.link_bytes;
+    notes << prefixed(job_notes.str(), "#   ", opt_.jobs[j].name + ": ");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void JobsWorkload::print_header(std::ostream& os) const {
+  const auto& t = platform_->topology();
+  os << "# incsim: " << count_of(jobs_.size(), "job", "jobs") << " on platform " << t.name << " ("
+     << count_of(t.switches().size(), "switch", "switches") << ", " << t.links().size() << " links), seed "
+     << opt_.seed << "\n";
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
+    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus) << ", starting " << job.start_us
+       << " us into each point\n";
+    std::ostringstream mine;
+    jobs_[j]->print_header(mine);
+    os << prefixed(mine.str(), "# ", "  ");
+  }
+  os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
+        "job ran\n";
+}
+
+void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (size_t j = 0; j < jobs_.size(); ++j) {
+    nlohmann::ordered_json job;
+    job["name"] = opt_.jobs[j].name;
+    job["gpu_list"] = opt_.jobs[j].gpus;
+    job["start_us"] = opt_.jobs[j].start_us;
+    jobs_[j]->config_json(job);
+    list.push_back(job);
+  }
+  config["jobs"] = list;
+}
+
+sc_core::sc_time JobsWorkload::default_stall_timeout() const {
+  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+  for (const auto& j : jobs_) t = std::max(t, j->default_stall_timeout());
+  return t;
+}
+
+double JobsWorkload::done_fraction() const {
+  double sum = 0;
+  int n = 0;
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    if (point_ < jobs_[j]->sizes().size()) {
+      sum += started_[j] ? std::max(0.0, jobs_[j]->done_fraction()) : 0.0;
+      ++n;
+    }
+  return n ? sum / n : -1;
+}
+
+void JobsWorkload::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& j : jobs_) j->trace(tf);
+}
+
+}  // namespace incsim::tb

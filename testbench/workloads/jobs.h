@@ -1,0 +1,46 @@
+#pragma once
+// Several jobs at once on one machine: a config file's `jobs:` list, each
+// job a collective on its own GPUs with its own sizes and start time. The
+// workload builds one Platform and gives each job a share of it (its GPUs;
+// the engines hand out address windows, memory and streams as the
+// collectives run); the jobs share the switches, their reduction tables and
+// the links between them. Point i starts every job's i-th size, each at its
+// start_us after the point begins, and ends when all have finished: one row
+// per job, with a `job` column.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "core/process.h"
+#include "workload.h"
+
+namespace incsim::tb {
+
+class JobsWorkload : public Workload {
+ public:
+  JobsWorkload(const Options& o, Config& cfg);
+
+  platforms::Machine& machine() override { return *platform_; }
+  void print_header(std::ostream& os) const override;
+  size_t points() const override;
+  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  void config_json(nlohmann::ordered_json& config) const override;
+  sc_core::sc_time default_stall_timeout() const override;
+  double done_fraction() const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+
+ private:
+  void launch();  // starts the jobs whose time has come
+  Options opt_;
+  std::unique_ptr<platforms::Platform> platform_;
+  std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
+  // The running point: each job's start time, whether it started, and how many still run.
+  size_t point_ = 0;
+  std::vector<sc_core::sc_time> start_at_;
+  std::vector<bool> started_;
+  int running_ = 0;
+  Wakeup launch_;
+};
+
+}  // namespace incsim::tb
