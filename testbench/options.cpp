@@ -51,9 +51,9 @@ const po::options_description& declaration() {
         ("gpus-per-machine", text("N"), "multigpu: GPUs per machine (default 8)")
         ("collective", text("NAME"), (choice_list("collective") + " (default allreduce)").c_str())
         ("algorithm", text("NAME|FILE"),
-         (choice_list("algorithm") + " (default: ring; broadcast: multicast; rack, spineleaf: netreduce; multigpu: "
-                                     "pnetreduce); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
-                                     "incsim's format (docs/programs.md)").c_str())
+         (choice_list("algorithm") + " (default: " + algorithm_defaults() +
+          "; the algorithms are listed below); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
+          "incsim's format (docs/programs.md)").c_str())
         ("sizes", text("8K:64M|LIST"), "message sizes: a doubling range or a list (default 8K:64M)")
         ("dtype", text("TYPE"), (choice_list("dtype") + " (default float)").c_str())
         ("redop", text("OP"), (choice_list("redop") + " (default sum)").c_str())
@@ -311,7 +311,25 @@ class Parser {
 
 std::string usage() {
   std::ostringstream os;
-  os << declaration() << "\n"
+  os << declaration() << "\nalgorithms (incsim --list-choices says which collectives and platforms each runs on):\n";
+  // Each description wrapped at --help's 100 columns, under its name.
+  for (const Algorithm& a : algorithms()) {
+    std::istringstream words(a.description);
+    std::string line = "  " + std::string(a.name), word;
+    line.resize(17, ' ');
+    bool first = true;
+    while (words >> word) {
+      if (!first && line.size() + 1 + word.size() > 100) {
+        os << line << "\n";
+        line = std::string(17, ' ');
+        first = true;
+      }
+      line += (first ? "" : " ") + word;
+      first = false;
+    }
+    os << line << "\n";
+  }
+  os << "\n"
      << "Parameters (-c key=value, or keys of a --config file) are listed by incsim --list-params;\n"
      << "README.md shows examples and docs/ describes each model.\n";
   return os.str();

@@ -101,17 +101,6 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
 }
 
 namespace {
-// Which algorithms run which collective, the first the default: the ring
-// (in software, Klenk §III, or on the NIC), push, pull and multicast with the
-// switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
-// (MultiTree §IV, §VI).
-std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
-  if (collective == "allgather") return "ring, multicast";
-  if (collective == "broadcast") return "multicast, blink, ring";
-  return "ring";
-}
-
 const Param<std::string> kRingEngine{
     "ring.engine", "software", Range::none(),
     "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
@@ -180,7 +169,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg) : opt_(o),
     opt_.collective = collectives::collective_name(program_.collective);
   }
   check_choice("collective", opt_.collective, kCollectives);
-  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
+  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
   if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
