@@ -6,8 +6,8 @@
 
 namespace incsim::tb {
 
-// "platform", "collective", "algorithm", "dtype", "redop", "traffic",
-// "workload": the accepted values, comma-separated.
+// "workload", "platform", "collective", "algorithm", "dtype", "redop",
+// "traffic": the accepted values, comma-separated.
 std::string choice_list(const std::string& option);
 // --list-choices: one line per option, "option<TAB>a, b, c", then one per
 // algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source".

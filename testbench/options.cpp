@@ -35,6 +35,8 @@ const po::options_description& declaration() {
     po::options_description d("usage: incsim [options]\n\noptions", 100, 50);
     auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
     d.add_options()
+        ("workload", text("NAME"), (choice_list("workload") + ": what runs (default: traffic with --traffic, "
+                                     "netreduce on rack, spineleaf and multigpu, else collective)").c_str())
         ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
         ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
                               "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
@@ -125,7 +127,8 @@ class Parser {
   void apply(const std::string& name, const std::string& value, const std::string& source) {
     const std::string flag = name == "c" ? "-c" : "--" + name;
     if (name != "c" && name != "config") o_.given.push_back(name);
-    if (name == "platform") o_.platform = value;
+    if (name == "workload") o_.workload = value;
+    else if (name == "platform") o_.platform = value;
     else if (name == "collective") o_.collective = value;
     else if (name == "algorithm") o_.algorithm = value;
     else if (name == "gpus") gpus(flag, value);

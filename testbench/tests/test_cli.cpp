@@ -829,6 +829,24 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   CHECK_THAT(r.out, Catch::Contains("algorithm pnetreduce\tallreduce (default for allreduce); on multigpu;"));
 }
 
+// --workload names what the other options imply, and gives the same rows.
+TEST_CASE("option workload chooses the workload the options imply by default", "[cli]") {
+  for (const auto& [implied, workload] : std::vector<std::pair<std::string, std::string>>{
+           {"--platform star --gpus 4 --sizes 4K", "collective"},
+           {"--platform rack --hosts 2 --sizes 4K", "netreduce"},
+           {"--platform star --gpus 4 --traffic uniform --load 0.5", "traffic"}}) {
+    const Result a = incsim(implied + " --quiet");
+    const Result b = incsim(implied + " --workload " + workload + " --quiet");
+    INFO(implied << "\n" << a.err << b.err);
+    REQUIRE(a.code == 0);
+    CHECK(b.code == 0);
+    CHECK(a.out == b.out);
+  }
+  TempDir d;
+  require_error("--config " + d.write("w.yaml", "workload: netreduce\nplatform: star\n"),
+                {"--workload netreduce runs on NetReduce's Ethernet platforms", "not on star"});
+}
+
 // The defaults --help and --list-choices name are the ones a run takes.
 TEST_CASE("the algorithm table's defaults are the runs' defaults", "[cli]") {
   const Result help = incsim("--help");
