@@ -78,7 +78,7 @@ const po::options_description& declaration() {
         ("list-choices", "list the values each option accepts and exit")
         ("log", text("LEVEL|BLOCK=LEVEL,..."), "what blocks do, with the simulated time, on stderr: trace, debug, "
                                                 "info, warn or off for all, and per block by hierarchical name, such "
-                                                "as debug or info,sw3.port5=debug,fpga0=trace (docs/architecture.md)")
+                                                "as debug or info,sw3.port5=debug,fpga.clt=trace (docs/architecture.md)")
         ("quiet", "no progress on stderr")
         ("version", "print the version and git commit and exit")
         ("help,h", "this text");

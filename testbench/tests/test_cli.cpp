@@ -829,6 +829,19 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   CHECK_THAT(r.out, Catch::Contains("algorithm pnetreduce\tallreduce (default for allreduce); on multigpu;"));
 }
 
+// Issue 20: --help named fpga0, which no run has (the FPGA is fpga).
+TEST_CASE("the block names --help shows for --log are blocks of a run", "[cli]") {
+  const Result help = incsim("--help");
+  REQUIRE_THAT(help.out, Catch::Contains("info,sw3.port5=debug,fpga.clt=trace"));
+  for (const auto& [platform, block] : std::vector<std::pair<std::string, std::string>>{
+           {"dgx2 --algorithm push", "sw3.port5"}, {"rack --hosts 2", "fpga.clt"}}) {
+    const Result r = incsim("--platform " + platform + " --sizes 4K --quiet --log " + block + "=warn");
+    INFO(platform << ": " << r.err);
+    CHECK(r.code == 0);
+  }
+  require_error("--platform rack --hosts 2 --sizes 4K --log fpga0=trace", {"--log names 'fpga0', which is no block"});
+}
+
 // --workload names what the other options imply, and gives the same rows.
 TEST_CASE("option workload chooses the workload the options imply by default", "[cli]") {
   for (const auto& [implied, workload] : std::vector<std::pair<std::string, std::string>>{
