@@ -9,29 +9,35 @@
 namespace incsim::tb {
 
 const std::vector<Algorithm>& algorithms() {
+  // Where the switches' tables work (Klenk §IV-E2: multicast paths follow
+  // unicast routes backwards), where a DGX-1 is left out (blink and ring
+  // only), and the engine of the schedules.
+  constexpr const char* kUpDown = "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)";
+  constexpr const char* kNotDgx1 = "every GPU fabric but dgx1v, dgx1p";
+  constexpr const char* kNicTables = "the NICs' schedule tables";
   static const std::vector<Algorithm> table = {
       {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
        "every GPU fabric (broadcast: dgx1v, dgx1p)",
        "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
        "Blink §5)"},
-      {"push", "allreduce", "", Family::GpuFabric, "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)",
+      {"push", "allreduce", "", Family::GpuFabric, kUpDown,
        "the GPUs' copy engines and the switches' reduction and multicast tables",
        "each GPU writes its data into the switches, which reduce it and multicast the sum back (Klenk §IV-C)"},
-      {"pull", "allreduce", "", Family::GpuFabric, "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)",
+      {"pull", "allreduce", "", Family::GpuFabric, kUpDown,
        "the GPUs' copy engines and the switches' reduction and multicast tables",
        "each GPU reads the sum, which the switches gather and reduce on the way (Klenk §IV-B)"},
       {"multicast", "allgather, broadcast", "broadcast", Family::GpuFabric,
-       "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)",
+       kUpDown,
        "the GPUs' copy engines and the switches' multicast tables",
        "one write reaches every GPU through the switches' multicast (Klenk §IV-A)"},
-      {"dbtree", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p", "the NICs' schedule tables",
+      {"dbtree", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
        "NCCL's double binary tree, pipelined (Sanders et al. 2009; a MultiTree §V-A baseline)"},
-      {"hd", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p", "the NICs' schedule tables",
+      {"hd", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
        "recursive halving-doubling (Rabenseifner; a MultiTree §V-A baseline)"},
-      {"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", "the NICs' schedule tables",
+      {"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
        "rings along the rows, then the columns (Ying et al. 2018; a MultiTree §V-A baseline)"},
-      {"hdrm", "allreduce", "", Family::GpuFabric, "bigraph", "the NICs' schedule tables",
+      {"hdrm", "allreduce", "", Family::GpuFabric, "bigraph", kNicTables,
        "halving-doubling with a contention-free rank mapping (EFLOPS; MultiTree §II-C, docs/multitree.md)"},
       {"multitree", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p, on all its nodes",
        "the NICs' schedule tables, in lockstep", "topology-aware trees built step by step (MultiTree §III, §IV)"},
