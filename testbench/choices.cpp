@@ -8,25 +8,114 @@
 
 namespace incsim::tb {
 
+const std::vector<Algorithm>& algorithms() {
+  // Where the switches' tables work (Klenk §IV-E2: multicast paths follow
+  // unicast routes backwards), where a DGX-1 is left out (blink and ring
+  // only), and the engine of the schedules.
+  constexpr const char* kUpDown = "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)";
+  constexpr const char* kNotDgx1 = "every GPU fabric but dgx1v, dgx1p";
+  constexpr const char* kNicTables = "the NICs' schedule tables";
+  static const std::vector<Algorithm> table = {
+      {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
+       "every GPU fabric (broadcast: dgx1v, dgx1p)",
+       "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic, and on dgx1v, dgx1p)",
+       "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
+       "Blink §5)"},
+      {"push", "allreduce", "", Family::GpuFabric, kUpDown,
+       "the GPUs' copy engines and the switches' reduction and multicast tables",
+       "each GPU writes its data into the switches, which reduce it and multicast the sum back (Klenk §IV-C)"},
+      {"pull", "allreduce", "", Family::GpuFabric, kUpDown,
+       "the GPUs' copy engines and the switches' reduction and multicast tables",
+       "each GPU reads the sum, which the switches gather and reduce on the way (Klenk §IV-B)"},
+      {"multicast", "allgather, broadcast", "broadcast", Family::GpuFabric,
+       kUpDown,
+       "the GPUs' copy engines and the switches' multicast tables",
+       "one write reaches every GPU through the switches' multicast (Klenk §IV-A)"},
+      {"dbtree", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
+       "NCCL's double binary tree, pipelined (Sanders et al. 2009; a MultiTree §V-A baseline)"},
+      {"hd", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
+       "recursive halving-doubling (Rabenseifner; a MultiTree §V-A baseline)"},
+      {"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
+       "rings along the rows, then the columns (Ying et al. 2018; a MultiTree §V-A baseline)"},
+      {"hdrm", "allreduce", "", Family::GpuFabric, "bigraph", kNicTables,
+       "halving-doubling with a contention-free rank mapping (EFLOPS; MultiTree §II-C, docs/multitree.md)"},
+      {"multitree", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p, on all its nodes",
+       "the NICs' schedule tables, in lockstep", "topology-aware trees built step by step (MultiTree §III, §IV)"},
+      {"multitree-msg", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p, on all its nodes",
+       "the NICs' schedule tables, one head flit per message",
+       "MultiTree's trees with message-based flow control (MultiTree §IV-B)"},
+      {"blink", "allreduce, broadcast", "", Family::GpuFabric,
+       "dgx1v, dgx1p (also several servers) and switch fabrics", "the NICs' schedule tables, dataflow",
+       "spanning trees packed over NVLink, or one-hop trees on a switch fabric (Blink, MLSys 2020, §3)"},
+      {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
+       "the hosts' RoCE NICs and the switches' FPGA aggregators",
+       "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},
+      {"ring", "allreduce", "", Family::Rack, "rack, spineleaf", "the hosts' RoCE NICs",
+       "the hosts' ring all-reduce over RDMA, NetReduce's baseline (NetReduce §5)"},
+      {"pnetreduce", "allreduce", "allreduce", Family::MultiGpu, "multigpu",
+       "the GPUs' RoCE endpoints and the FPGA aggregator",
+       "rings inside each machine, NetReduce across machines (Parallel NetReduce, NetReduce §3.4, Fig. 6B)"},
+      {"flatring", "allreduce", "", Family::MultiGpu, "multigpu", "the GPUs' RoCE endpoints",
+       "one ring over every GPU of every machine (NetReduce §3.4)"},
+      {"tencent", "allreduce", "", Family::MultiGpu, "multigpu", "the GPUs' RoCE endpoints",
+       "machines' rings, the masters' ring across machines, then a broadcast down (NetReduce §3.4, Fig. 6A)"},
+  };
+  return table;
+}
+
+namespace {
+std::string join(std::string list, const std::string& item) { return list.empty() ? item : list + ", " + item; }
+}  // namespace
+
+std::string algorithms_for(const std::string& collective, Family family) {
+  std::string first, rest;
+  for (const Algorithm& a : algorithms()) {
+    if (a.family != family || !one_of(collective, a.collectives)) continue;
+    if (first.empty() && one_of(collective, a.default_for)) first = a.name;
+    else rest = join(rest, a.name);
+  }
+  return join(first, rest);
+}
+
+std::string algorithm_defaults() {
+  // The GPU fabrics' default for most collectives, then the others by collective, then by family.
+  std::string out;
+  for (const Algorithm& a : algorithms()) {
+    if (!*a.default_for) continue;
+    const std::string where = a.family != Family::GpuFabric ? a.runs_on : out.empty() ? "" : a.default_for;
+    out += (out.empty() ? "" : "; ") + (where.empty() ? "" : where + ": ") + a.name;
+  }
+  return out;
+}
+
 std::string choice_list(const std::string& option) {
   if (option == "platform")
     return platforms::builtin_platforms() + ", " + kEthernetPlatforms + ", FILE.yaml";
   if (option == "collective") return kCollectives;
-  if (option == "algorithm")
-    return std::string(kFabricAlgorithms) + ", netreduce, " + kMultiGpuAlgorithms;
+  if (option == "algorithm") {
+    std::string names;
+    for (const Algorithm& a : algorithms())
+      if (!one_of(a.name, names)) names = join(names, a.name);
+    return names;
+  }
   if (option == "dtype") return collectives::kDTypes;
   if (option == "redop") return collectives::kRedOps;
   if (option == "traffic") return traffic::kPatternNames;
+  if (option == "workload") return "collective, traffic, netreduce";
   return "";
 }
 
 std::string choices() {
   std::string out;
-  for (const char* o : {"platform", "collective", "algorithm", "dtype", "redop", "traffic"})
+  for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic"})
     out += std::string(o) + "\t" + choice_list(o) + "\n";
   out += "dims\t2x2 to 16x16 (torus, mesh); AxB with B even, at most 8192 nodes, such as 4x8, 4x16 (bigraph: nodes per "
          "switch x switches)\n";
   out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\n";
+  for (const Algorithm& a : algorithms())
+    out += std::string("algorithm ") + a.name + "\t" + a.collectives + (*a.default_for ? " (default for " : "") +
+           a.default_for + (*a.default_for ? ")" : "") + "; on " + a.runs_on + "; run by " + a.engine + "; " +
+           a.description + "\n";
   return out;
 }
 
@@ -42,10 +131,16 @@ void check_choice(const std::string& what, const std::string& value, const std::
 }
 
 std::string ethernet_platforms_of(const std::string& algorithm) {
-  if (one_of(algorithm, kFabricAlgorithms)) return "";
-  if (one_of(algorithm, kRackAlgorithms)) return "the Ethernet platforms rack and spineleaf";
-  if (one_of(algorithm, kMultiGpuAlgorithms)) return "the Ethernet platform multigpu";
-  return "";
+  std::string platforms;
+  for (const Algorithm& a : algorithms()) {
+    if (a.name != algorithm) continue;
+    if (a.family == Family::GpuFabric) return "";
+    platforms = a.runs_on;
+  }
+  if (platforms.empty()) return "";
+  const bool several = platforms.find(',') != std::string::npos;
+  return std::string("the Ethernet platform") + (several ? "s " : " ") +
+         (several ? platforms.replace(platforms.rfind(", "), 2, " and ") : platforms);
 }
 
 }  // namespace incsim::tb

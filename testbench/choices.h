@@ -2,22 +2,41 @@
 // The values each run option accepts, in one place: --help, --list-choices
 // and the workloads' error messages all read these lists.
 #include <string>
+#include <vector>
 
 namespace incsim::tb {
 
-// "platform", "collective", "algorithm", "dtype", "redop", "traffic": the
-// accepted values, comma-separated.
+// "workload", "platform", "collective", "algorithm", "dtype", "redop",
+// "traffic": the accepted values, comma-separated.
 std::string choice_list(const std::string& option);
-// --list-choices: one line per option, "option<TAB>a, b, c".
+// --list-choices: one line per option, "option<TAB>a, b, c", then one per
+// algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source".
 std::string choices();
 
-// The algorithms of each workload, the first the default.
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
-constexpr const char* kFabricAlgorithms =
-    "ring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
-constexpr const char* kRackAlgorithms = "netreduce, ring";                  // rack, spineleaf
-constexpr const char* kMultiGpuAlgorithms = "pnetreduce, flatring, tencent";  // multigpu
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
+
+// The platforms an algorithm is written for: the GPU fabrics (dgx2, dgx1v,
+// torus, YAML files, ...) or NetReduce's Ethernet platforms.
+enum class Family { GpuFabric, Rack, MultiGpu };
+
+// One algorithm, as incsim runs it: the table of every algorithm is the one
+// list --help, --list-choices, check_choice and the workloads read. A name
+// may stand in two families (ring: the GPUs' ring, the hosts' RoCE ring).
+struct Algorithm {
+  const char* name;
+  const char* collectives;  // those it runs
+  const char* default_for;  // the collectives whose default it is on its family's platforms
+  Family family;
+  const char* runs_on;      // which platforms of its family, when not all
+  const char* engine;       // the hardware that executes it
+  const char* description;  // one line, with its source
+};
+const std::vector<Algorithm>& algorithms();
+// The algorithms of `family` that run `collective`, the default first, comma-separated.
+std::string algorithms_for(const std::string& collective, Family family);
+// The defaults, for --help: "ring; broadcast: multicast; rack, spineleaf: netreduce; ...".
+std::string algorithm_defaults();
 
 // True if `item` is one of the comma-separated `list`.
 bool one_of(const std::string& item, const std::string& list);

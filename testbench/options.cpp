@@ -36,6 +36,8 @@ const po::options_description& declaration() {
     po::options_description d("usage: incsim [options]\n\noptions", 100, 50);
     auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
     d.add_options()
+        ("workload", text("NAME"), (choice_list("workload") + ": what runs (default: traffic with --traffic, "
+                                     "netreduce on rack, spineleaf and multigpu, else collective)").c_str())
         ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
         ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
                               "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
@@ -52,9 +54,9 @@ const po::options_description& declaration() {
         ("gpus-per-machine", text("N"), "multigpu: GPUs per machine (default 8)")
         ("collective", text("NAME"), (choice_list("collective") + " (default allreduce)").c_str())
         ("algorithm", text("NAME|FILE"),
-         (choice_list("algorithm") + " (default: ring; broadcast: multicast; rack, spineleaf: netreduce; multigpu: "
-                                     "pnetreduce); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
-                                     "incsim's format (docs/programs.md)").c_str())
+         (choice_list("algorithm") + " (default: " + algorithm_defaults() +
+          "; the algorithms are listed below); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
+          "incsim's format (docs/programs.md)").c_str())
         ("sizes", text("8K:64M|LIST"), "message sizes: a doubling range or a list (default 8K:64M)")
         ("dtype", text("TYPE"), (choice_list("dtype") + " (default float)").c_str())
         ("redop", text("OP"), (choice_list("redop") + " (default sum)").c_str())
@@ -77,7 +79,7 @@ const po::options_description& declaration() {
         ("list-choices", "list the values each option accepts and exit")
         ("log", text("LEVEL|BLOCK=LEVEL,..."), "what blocks do, with the simulated time, on stderr: trace, debug, "
                                                 "info, warn or off for all, and per block by hierarchical name, such "
-                                                "as debug or info,sw3.port5=debug,fpga0=trace (docs/architecture.md)")
+                                                "as debug or info,sw3.port5=debug,fpga.clt=trace (docs/architecture.md)")
         ("quiet", "no progress on stderr")
         ("version", "print the version and git commit and exit")
         ("help,h", "this text");
@@ -126,7 +128,8 @@ class Parser {
   void apply(const std::string& name, const std::string& value, const std::string& source) {
     const std::string flag = name == "c" ? "-c" : "--" + name;
     if (name != "c" && name != "config") o_.given.push_back(name);
-    if (name == "platform") o_.platform = value;
+    if (name == "workload") o_.workload = value;
+    else if (name == "platform") o_.platform = value;
     else if (name == "collective") o_.collective = value;
     else if (name == "algorithm") o_.algorithm = value;
     else if (name == "gpus") gpus(flag, value);
@@ -402,7 +405,25 @@ class Parser {
 
 std::string usage() {
   std::ostringstream os;
-  os << declaration() << "\n"
+  os << declaration() << "\nalgorithms (incsim --list-choices says which collectives and platforms each runs on):\n";
+  // Each description wrapped at --help's 100 columns, under its name.
+  for (const Algorithm& a : algorithms()) {
+    std::istringstream words(a.description);
+    std::string line = "  " + std::string(a.name), word;
+    line.resize(17, ' ');
+    bool first = true;
+    while (words >> word) {
+      if (!first && line.size() + 1 + word.size() > 100) {
+        os << line << "\n";
+        line = std::string(17, ' ');
+        first = true;
+      }
+      line += (first ? "" : " ") + word;
+      first = false;
+    }
+    os << line << "\n";
+  }
+  os << "\n"
      << "Parameters (-c key=value, or keys of a --config file) are listed by incsim --list-params;\n"
      << "README.md shows examples and docs/ describes each model.\n";
   return os.str();

@@ -40,6 +40,9 @@ struct Options {
   std::string dtype = "float";
   std::string redop = "sum";
   uint64_t seed = 1;
+  // --workload collective|traffic|netreduce; empty: traffic if --traffic
+  // names a pattern, netreduce on NetReduce's Ethernet platforms, else collective.
+  std::string workload;
   // Synthetic traffic (workloads/traffic.h): a pattern runs it instead of a collective.
   std::string traffic;  // --traffic PATTERN; empty: run a collective
   std::string load = "0.1:1:0.1";  // --load: offered loads, start:stop:step or a list

@@ -6,7 +6,7 @@
 // Each block holds a Logger named by its hierarchical name
 // (sw3.port5.reduction_table); its level comes from --log when the block is
 // built: a default level and per-name levels, the longest matching name
-// prefix winning (`--log info,sw3.port5=debug,fpga0=trace`). INCSIM_LOG tests
+// prefix winning (`--log info,sw3.port5=debug,fpga.clt=trace`). INCSIM_LOG tests
 // the level, one byte compare, before it formats anything: with logging off a
 // packet's path pays that compare and nothing else.
 #include <fmt/format.h>

@@ -22,7 +22,7 @@ sc_core::sc_trace_file* open_vcd(const std::string& path);
 void close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
 
 // GTKWave's save file for a VCD, from the VCD's own declarations, so every
-// name is the one GTKWave reads: a group per block (gpu3, sw0, fpga0, host1)
+// name is the one GTKWave reads: a group per block (gpu3, sw0, fpga, host1)
 // holding its state in decimal, occupancies and queues drawn as analog steps,
 // a subgroup per part (sw0.port5.reduction_table, gpu3.copy_engine) where a
 // block has many; the per-VC link counters stay in the signal tree only.

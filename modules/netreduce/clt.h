@@ -5,7 +5,7 @@
 // connection's entry; the packets that follow carry no INA header and look
 // it up to recover (RingID, Rank, MsgID) and their offset PSN - PSN0 in the
 // message. Fixed capacity, open addressing, no allocation after
-// construction. An sc_module without processes (fpga0.clt), called directly
+// construction. An sc_module without processes (fpga.clt; leaf0_fpga.clt on spine-leaf), called directly
 // by the FPGA's receive method: its logger, its VCD scope (occupancy) and its
 // stall line are its own.
 #include <cstddef>

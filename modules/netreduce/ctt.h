@@ -3,7 +3,7 @@
 // §3.3, Table 3): a key is a connection that triggers a translation (a child
 // connection in aggregation, the parent connection in multicast), each value
 // a connection the packet leaves the switch on, with the FPGA port it leaves
-// by. Fixed capacity. An sc_module without processes (fpga0.ctt), called
+// by. Fixed capacity. An sc_module without processes (spine_fpga.ctt, leaf0_fpga.ctt), called
 // directly by the FPGA's receive method, with its own VCD scope (occupancy)
 // and stall line.
 #include <cstdint>

@@ -123,7 +123,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   FpgaConfig cfg_;
   net::PacketPool* pool_;
   std::vector<std::unique_ptr<Port>> ports_;
-  // Child modules without processes, called from rx(): fpga0.clt, fpga0.dest_clt, fpga0.ctt.
+  // Child modules without processes, called from rx(): fpga.clt, leaf0_fpga.dest_clt, spine_fpga.ctt.
   ConnectionLookupTable clt_;
   ConnectionLookupTable dest_;  // Leaf: where the rack's destination connections are (multicast translation)
   ConnectionTranslationTable ctt_;

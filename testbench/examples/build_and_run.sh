@@ -11,8 +11,9 @@ rm -rf "$prefix" "$build/example-build"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 launcher=""
 command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
-# Each example with two runs: its own choice and a built-in to compare.
-for run in "custom_platform push" "custom_platform ring" "custom_block fullest" "custom_block lru"; do
+# Each example with its own choices and a built-in to compare (custom_block:
+# its eviction policy, the built-in one, its node kind on a platform file).
+for run in "custom_platform push" "custom_platform ring" "custom_block fullest" "custom_block lru" "custom_block retimer"; do
   example=${run%% *} arg=${run#* }
   out="$build/example-build/$example"
   if [ ! -x "$out/$example" ]; then

@@ -223,6 +223,13 @@ TEST_CASE("bad input corpus: work too large for this machine's memory says what 
 // Every flag that takes a value, given a bad one.
 TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--workload nope", "unknown workload 'nope'"},
+      {"--workload netreduce", "--workload netreduce runs on NetReduce's Ethernet platforms"},
+      {"--workload netreduce --platform dgx2", "not on dgx2"},
+      {"--workload traffic", "--workload traffic needs --traffic PATTERN, one of uniform"},
+      {"--workload collective --traffic uniform", "--traffic uniform runs the traffic workload, not --workload collective"},
+      {"--workload collective --platform rack", "platform rack is NetReduce's Ethernet, which runs --workload netreduce"},
+      {"--platform rack --traffic uniform", "platform rack is NetReduce's Ethernet, which runs --workload netreduce, not traffic"},
       {"--platform nope", "unknown platform 'nope'"},
       {"--platform torus --dims 3", "--dims expects two whole numbers joined by x"},
       {"--platform torus --dims 20x20", "--dims takes 2 to 16 routers per dimension"},

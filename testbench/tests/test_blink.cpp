@@ -14,6 +14,7 @@
 #include <set>
 #include <vector>
 
+#include "collectives/blink_synthesis.h"
 #include "collectives/blink_trees.h"
 #include "collectives/packing.h"
 #include "collectives/multitree.h"
@@ -582,4 +583,61 @@ TEST_CASE("DGX-1 cluster: servers' GPUs in order, one NIC per server into the ne
   CHECK(topo::dgx1_nvlink_ports(t, 3, 4).size() == 1);
   CHECK(topo::dgx1_nvlink_ports(t, 3, 0).empty());
   CHECK_THROWS_AS(topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}}, 5.0, 0), UserError);
+}
+
+// synthesize_trees picks the trees or rings for a machine and says which
+// links they take, without SystemC: every form verifies as its collective.
+TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-phase; one-hop trees on a switch",
+          "[blink][synthesis]") {
+  TreeSynthesisOptions o;
+  o.platform = "dgx1v";
+  o.max_payload_bytes = 256;
+  o.header_bytes = 16;
+  auto check = [](const TreeSynthesis& s, int n, bool allreduce) {
+    const Schedule sc = tree_schedule("blink", n, s.shares, 2, allreduce ? kNil : kTreeRoot);
+    const VerifyResult v = allreduce ? verify(sc, n) : verify_broadcast(sc, n);
+    INFO(v.report());
+    CHECK(v.ok());
+  };
+  const topo::Topology v8 = topo::make_dgx1(Dgx1Gen::V100, {0, 1, 2, 3, 4, 5, 6, 7});
+  TreeSynthesis s = synthesize_trees(v8, 8, o);
+  CHECK(s.shares.size() == 6);  // Blink §3.2: 6 trees of rate 1
+  CHECK(s.text.rfind("# blink on dgx1v GPUs 0,1,2,3,4,5,6,7, root gpu0: 6 trees", 0) == 0);
+  CHECK(s.algbw_bound_GBps > 0);
+  REQUIRE(s.ports_to.size() == 8);
+  CHECK(s.ports_to[0][1] == topo::dgx1_nvlink_ports(v8, 0, 1));
+  CHECK(s.tree_ports.empty());
+  check(s, 8, true);
+  o.allreduce = false;
+  o.hybrid = true;
+  s = synthesize_trees(v8, 8, o);
+  CHECK(s.shares.size() == 7);  // the PCIe chain beside the 6 trees (A.3)
+  REQUIRE(s.tree_ports.size() == 8);
+  CHECK(s.tree_ports[1][6][2] == std::vector<int>{topo::dgx1_pcie_port(v8, 1)});
+  check(s, 8, false);
+  o.allreduce = true;
+  CHECK_THROWS_AS(synthesize_trees(v8, 8, o), UserError);  // hybrid is a broadcast
+  o.hybrid = false;
+  o.rings = true;
+  s = synthesize_trees(v8, 8, o);
+  CHECK(s.text.rfind("# ring on dgx1v GPUs 0,1,2,3,4,5,6,7: 6 rings over NVLink", 0) == 0);
+  check(s, 8, true);
+  // Blink §5.2: no NVLink ring on 1,4,5,6, so NCCL's ring takes PCIe; Blink's trees do not exist.
+  const topo::Topology v4 = topo::make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6});
+  s = synthesize_trees(v4, 4, o);
+  CHECK(s.text.find("1 rings over PCIe") != std::string::npos);
+  CHECK(s.ports_to[0][1] == std::vector<int>{topo::dgx1_pcie_port(v4, 0)});
+  check(s, 4, true);
+  o.rings = false;
+  const topo::Topology v3 = topo::make_dgx1(Dgx1Gen::V100, {0, 3, 5});
+  CHECK_THROWS_AS(synthesize_trees(v3, 3, o), UserError);
+  const topo::Topology two = topo::make_dgx1_cluster(Dgx1Gen::V100, {{0, 1, 2}, {0, 1, 2, 3, 4}}, 5.0, 1500);
+  s = synthesize_trees(two, 8, o);
+  CHECK(s.text.rfind("# blink three-phase", 0) == 0);
+  check(s, 8, true);
+  const TreeSynthesis star = synthesize_trees(topo::make_star(4, 25, 0), 4, o);
+  CHECK(star.shares.size() == 4);
+  CHECK(star.algbw_bound_GBps == 0);
+  CHECK(star.ports_to.empty());
+  check(star, 4, true);
 }

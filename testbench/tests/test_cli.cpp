@@ -821,6 +821,62 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
+  // The algorithm table: each algorithm's collectives, platforms, engine and source.
+  CHECK_THAT(r.out, Catch::Contains("algorithm multicast\tallgather, broadcast (default for broadcast); on switch "
+                                    "fabrics whose routes go up then down"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm ring2d\tallreduce; on torus, mesh; run by the NICs' schedule tables;"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm ring\tallreduce; on rack, spineleaf; run by the hosts' RoCE NICs;"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm pnetreduce\tallreduce (default for allreduce); on multigpu;"));
+}
+
+// Issue 20: --help named fpga0, which no run has (the FPGA is fpga).
+TEST_CASE("the block names --help shows for --log are blocks of a run", "[cli]") {
+  const Result help = incsim("--help");
+  REQUIRE_THAT(help.out, Catch::Contains("info,sw3.port5=debug,fpga.clt=trace"));
+  for (const auto& [platform, block] : std::vector<std::pair<std::string, std::string>>{
+           {"dgx2 --algorithm push", "sw3.port5"}, {"rack --hosts 2", "fpga.clt"}}) {
+    const Result r = incsim("--platform " + platform + " --sizes 4K --quiet --log " + block + "=warn");
+    INFO(platform << ": " << r.err);
+    CHECK(r.code == 0);
+  }
+  require_error("--platform rack --hosts 2 --sizes 4K --log fpga0=trace", {"--log names 'fpga0', which is no block"});
+}
+
+// --workload names what the other options imply, and gives the same rows.
+TEST_CASE("option workload chooses the workload the options imply by default", "[cli]") {
+  for (const auto& [implied, workload] : std::vector<std::pair<std::string, std::string>>{
+           {"--platform star --gpus 4 --sizes 4K", "collective"},
+           {"--platform rack --hosts 2 --sizes 4K", "netreduce"},
+           {"--platform star --gpus 4 --traffic uniform --load 0.5", "traffic"}}) {
+    const Result a = incsim(implied + " --quiet");
+    const Result b = incsim(implied + " --workload " + workload + " --quiet");
+    INFO(implied << "\n" << a.err << b.err);
+    REQUIRE(a.code == 0);
+    CHECK(b.code == 0);
+    CHECK(a.out == b.out);
+  }
+  TempDir d;
+  require_error("--config " + d.write("w.yaml", "workload: netreduce\nplatform: star\n"),
+                {"--workload netreduce runs on NetReduce's Ethernet platforms", "not on star"});
+}
+
+// The defaults --help and --list-choices name are the ones a run takes.
+TEST_CASE("the algorithm table's defaults are the runs' defaults", "[cli]") {
+  const Result help = incsim("--help");
+  CHECK_THAT(help.out, Catch::Contains("(default: ring; broadcast: multicast; rack, spineleaf: netreduce;"));
+  CHECK_THAT(help.out, Catch::Contains("\n  hdrm           halving-doubling"));
+  for (const auto& [args, header] : std::vector<std::pair<std::string, std::string>>{
+           {"--platform star --gpus 4", "# incsim: allreduce ring on 4"},
+           {"--platform star --gpus 4 --collective broadcast", "# incsim: broadcast multicast on 4"},
+           {"--platform rack --hosts 2", "netreduce"},
+           {"--platform multigpu --machines 2 --gpus-per-machine 2", "pnetreduce"}}) {
+    const Result r = incsim(args + " --sizes 4K --quiet");
+    INFO(args << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.substr(0, r.out.find('\n')).find(header) != std::string::npos);
+  }
+  require_error("--platform star --gpus 4 --collective broadcast --algorithm pull --sizes 8K",
+                {"algorithm 'pull' does not run broadcast; choose one of multicast, ring, blink"});
 }
 
 // ---- In-network collectives (Klenk §IV): bad input and comparisons between runs.

@@ -12,7 +12,7 @@
 
 #include "choices.h"
 #include "collectives/baselines.h"
-#include "collectives/blink_trees.h"
+#include "collectives/blink_synthesis.h"
 #include "collectives/bounds.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
@@ -102,17 +102,6 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
 }
 
 namespace {
-// Which algorithms run which collective, the first the default: the ring
-// (in software, Klenk §III, or on the NIC), push, pull and multicast with the
-// switches' help (Klenk §IV), and the schedules MultiTree runs on its NIC
-// (MultiTree §IV, §VI).
-std::string algorithms_for(const std::string& collective) {
-  if (collective == "allreduce") return "ring, push, pull, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink";
-  if (collective == "allgather") return "ring, multicast";
-  if (collective == "broadcast") return "multicast, blink, ring";
-  return "ring";
-}
-
 const Param<std::string> kRingEngine{
     "ring.engine", "software", Range::none(),
     "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
@@ -182,7 +171,7 @@ platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topolog
 }
 
 std::string default_algorithm(const std::string& collective) {
-  const std::string all = algorithms_for(collective);
+  const std::string all = algorithms_for(collective, Family::GpuFabric);
   return all.substr(0, all.find(','));
 }
 
@@ -211,7 +200,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     opt_.collective = collectives::collective_name(program_.collective);
   }
   check_choice("collective", opt_.collective, kCollectives);
-  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective);
+  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective);
   if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
@@ -459,30 +448,17 @@ void CollectiveWorkload::make_scheduled(int n) {
 void CollectiveWorkload::make_trees(int n, int chunks_override) {
   const topo::Topology& t = platform_->topology();
   const bool dgx1 = platforms::is_dgx1(t);
-  const bool allreduce = opt_.collective == "allreduce";
   const bool blink = opt_.algorithm == "blink";
-  // The broadcast root, and the root of Blink's all-reduce trees: the first
-  // allocated GPU (Blink §3.3 reduces to "a chosen root vertex").
-  constexpr int kRoot = 0;
-  const auto& f = platform_->format();
-  auto payload = [&](double bw) {
-    return collectives::payload_bandwidth_GBps(bw, f.max_payload_bytes, f.header_bytes, 0);
-  };
-  nic::Execution x;
-  x.dataflow = true;
-  std::vector<collectives::TreeShare> shares;
+  collectives::TreeSynthesisOptions so;
+  so.rings = !blink;
+  so.allreduce = opt_.collective == "allreduce";
+  so.platform = opt_.platform;
+  so.max_payload_bytes = platform_->format().max_payload_bytes;
+  so.header_bytes = platform_->format().header_bytes;
   int chunks = 1;
-  std::ostringstream txt;
-  txt << std::fixed << std::setprecision(3);
   if (dgx1) {
-    const topo::Dgx1Gen gen = topo::parse_dgx1_gen(t.family);
-    const std::vector<std::vector<int>> servers = topo::dgx1_servers(t);
-    std::vector<int> gpus;  // physical numbers, server after server
-    for (const auto& s : servers) gpus.insert(gpus.end(), s.begin(), s.end());
-    const bool cluster = servers.size() > 1;
-    collectives::BlinkOptions bo;
-    bo.eps = cfg_.get(kBlinkEps);
-    bo.minimize.threshold = cfg_.get(kBlinkThreshold);
+    so.blink.eps = cfg_.get(kBlinkEps);
+    so.blink.minimize.threshold = cfg_.get(kBlinkThreshold);
     chunks = cfg_.get(blink ? kBlinkChunks : kRingPieces);
     if (blink) {
       miad_iterations_ = cfg_.get(kMiadIterations);
@@ -491,232 +467,32 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
       if (miad_iterations_ > 0 && !opt_.vcd.empty())
         throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
                         "cannot follow; leave out one of them");
+      // Blink A.3's hybrid is a broadcast within one server.
+      if (topo::dgx1_servers(t).size() == 1) so.hybrid = cfg_.get(kBlinkHybrid);
     }
     if (chunks_override > 0) chunks = chunks_override;
-    const bool connected = topo::dgx1_nvlink_connected(gen, gpus);
-    if (blink && !cluster && !connected)
-      throw UserError("the allocated GPUs are not all joined by NVLinks, so Blink has no NVLink spanning tree; "
-                      "use --algorithm ring, which falls back to PCIe");
-    double nvl_GBps = 0;
-    for (const auto& l : t.links())
-      if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::NvLink ||
-          topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::NvLink)
-        nvl_GBps = l.bw_GBps;
-    const double pcie_GBps = t.links()[t.link_at({t.endpoints()[0], topo::dgx1_pcie_port(t, 0)})].bw_GBps;
-    bool nvlink = blink;
-    std::string label = "";
-    for (int g : gpus) label += (label.empty() ? "" : ",") + std::to_string(g);
-    if (cluster) {
-      // Several servers (Blink §3.4, A.2): within a server NVLinks, between
-      // servers each local root's PCIe path to the network.
-      nvlink = true;
-      const int k = static_cast<int>(servers.size());
-      std::vector<int> offset(k + 1, 0);
-      for (int sv = 0; sv < k; ++sv) offset[sv + 1] = offset[sv] + static_cast<int>(servers[sv].size());
-      label.clear();
-      for (int sv = 0; sv < k; ++sv)
-        for (size_t i = 0; i < servers[sv].size(); ++i)
-          label += (i ? "," : sv ? "/" : "") + std::to_string(servers[sv][i]);
-      double net_GBps = 0;
-      for (const auto& l : t.links())
-        if (topo::dgx1_part(t, l.a.node) == topo::Dgx1Part::Network ||
-            topo::dgx1_part(t, l.b.node) == topo::Dgx1Part::Network)
-          net_GBps = l.bw_GBps;
-      // The bound: a server's network link carries the buffer each way, and
-      // each server's NVLinks their all-reduce cut bound.
-      x.algbw_bound_GBps = payload(net_GBps);
-      bound_note_ = "the network link's payload bandwidth, or a server's NVLink cut bound if lower";
-      std::vector<collectives::BlinkTrees> local;
-      for (int sv = 0; sv < k; ++sv) {
-        if (!topo::dgx1_nvlink_connected(gen, servers[sv])) {
-          if (blink)
-            throw UserError("the GPUs allocated on server " + std::to_string(sv) +
-                            " are not all joined by NVLinks, so Blink has no NVLink spanning tree there");
-          continue;
-        }
-        local.push_back(collectives::blink_dgx1_trees(gen, servers[sv], servers[sv][0], bo));
-        x.algbw_bound_GBps = std::min(
-            x.algbw_bound_GBps, collectives::cut_bounds(local.back().graph, 0).allreduce * payload(nvl_GBps));
-      }
-      if (blink) {
-        // Three phases as one tree per flow: server j's root roots the flow;
-        // each server reduces over one of its local trees to its root, which
-        // sends to root j (one hop across the network), and back. Flows take
-        // every combination of local trees, each in proportion to the
-        // product of their weights, and 1/k of the buffer per root.
-        txt << "# blink three-phase (Blink §3.4, A.2) on " << k << " " << opt_.platform << " servers, GPUs " << label
-            << "; per server:\n";
-        for (int sv = 0; sv < k; ++sv)
-          txt << "server " << sv << ": " << local[sv].trees.trees.size() << " trees, rate " << local[sv].trees.rate()
-              << " NVLinks, root gpu" << servers[sv][0] << "\n"
-              << collectives::format_packing(local[sv].graph, local[sv].trees);
-        for (int j = 0; j < (allreduce ? k : 1); ++j) {
-          std::vector<size_t> pick(k, 0);
-          for (;;) {
-            collectives::TreeShare sh;
-            sh.root = offset[j];
-            sh.gather_parent.assign(n, collectives::kNil);
-            for (int sv = 0; sv < k; ++sv) {
-              const collectives::Tree& tr = local[sv].trees.trees[pick[sv]];
-              for (size_t v = 0; v < servers[sv].size(); ++v)
-                if (tr.parent_edge[v] >= 0)
-                  sh.gather_parent[offset[sv] + v] = offset[sv] + local[sv].graph.edges[tr.parent_edge[v]].from;
-              if (sv != j) sh.gather_parent[offset[sv]] = offset[j];
-              sh.units *= std::max(1, static_cast<int>(std::lround(16 * tr.weight)));
-            }
-            if (allreduce) sh.reduce_parent = sh.gather_parent;
-            shares.push_back(std::move(sh));
-            int sv = 0;
-            while (sv < k && ++pick[sv] == local[sv].trees.trees.size()) pick[sv++] = 0;
-            if (sv == k) break;
-          }
-        }
-        txt << shares.size() << " trees in all (" << (allreduce ? k : 1) << " cross-server roots x local tree "
-            << "combinations)\n";
-      } else {
-        // NCCL-style: one ring through the servers in turn, each server's part
-        // a path over NVLinks where one exists, both directions.
-        std::vector<int> order;
-        for (int sv = 0; sv < k; ++sv) {
-          std::vector<int> p(servers[sv].size());
-          for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
-          std::vector<int> best = p;
-          do {
-            bool ok = true;
-            for (size_t i = 0; i + 1 < p.size() && ok; ++i)
-              ok = topo::dgx1_nvlinks(gen, servers[sv][p[i]], servers[sv][p[i + 1]]) > 0;
-            if (ok) {
-              best = p;
-              break;
-            }
-          } while (std::next_permutation(p.begin(), p.end()));
-          for (int i : best) order.push_back(offset[sv] + i);
-        }
-        std::vector<int> back{order[0]};
-        for (int i = n - 1; i > 0; --i) back.push_back(order[i]);
-        const std::vector<std::vector<int>> rings{order, back};
-        txt << "# ring on " << k << " " << opt_.platform << " servers, GPUs " << label << ": 2 rings (both ways)\n";
-        for (size_t i = 0; i < rings.size(); ++i) {
-          txt << "ring " << i << ":";
-          for (int r : rings[i]) txt << " " << t.node(t.endpoints()[r]).name;
-          txt << "\n";
-        }
-        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
-      }
-    } else {
-      if (connected) {
-        const collectives::BlinkTrees bt = collectives::blink_dgx1_trees(gen, gpus, gpus[kRoot], bo);
-        // The bound: the NVLink graph's cuts (broadcast: Edmonds' optimum,
-        // which the packing reaches within eps; all-reduce: cuts both ways and
-        // each GPU's 2(n-1)/n), at one NVLink's payload bandwidth.
-        const collectives::CutBounds cb = collectives::cut_bounds(bt.graph, kRoot);
-        const double links = allreduce ? cb.allreduce : cb.broadcast;
-        x.algbw_bound_GBps = links * payload(nvl_GBps);
-        std::ostringstream note;
-        note << std::fixed << std::setprecision(2) << "NVLink cut bound " << links << " links x "
-             << payload(nvl_GBps) << " GB/s payload per link; Blink's packed rate " << bt.trees.rate();
-        bound_note_ = note.str();
-        if (blink) {
-          shares = collectives::blink_shares(bt.graph, bt.trees, allreduce);
-          txt << "# blink on " << opt_.platform << " GPUs " << label << ", root gpu" << gpus[kRoot] << ": "
-              << bt.trees.trees.size() << " trees, rate " << bt.trees.rate() << " NVLinks (MWU " << bt.mwu.rate()
-              << " over " << bt.mwu.trees.size() << " trees, " << bt.mwu_stats.iterations << " iterations)\n";
-          txt << collectives::format_packing(bt.graph, bt.trees);
-          const bool hybrid = cfg_.get(kBlinkHybrid);
-          if (hybrid && allreduce)
-            throw UserError("blink.hybrid splits a broadcast over NVLink and PCIe (Blink A.3 evaluates broadcast); "
-                            "run it with --collective broadcast");
-          if (hybrid) {
-            // Eq. (8) with T_dpa = 0: D_PCIe / D_total = BW_PCIe / (BW_PCIe + BW_NVL).
-            const double bw_nvl = bt.trees.rate() * payload(nvl_GBps), bw_pcie = payload(pcie_GBps);
-            int nvl_units = 0;
-            for (const auto& sh : shares) nvl_units += sh.units;
-            collectives::TreeShare chain;
-            chain.root = kRoot;
-            chain.gather_parent.assign(n, collectives::kNil);
-            for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
-            chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
-            x.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
-                                                                                std::vector<std::vector<int>>(n)));
-            for (int r = 0; r < n; ++r)
-              for (int d = 0; d < n; ++d)
-                if (d != r) x.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
-            // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
-            double least_in = 1e300;
-            for (int v = 0; v < n; ++v) {
-              if (v == kRoot) continue;
-              double in = 0;
-              for (const auto& e : bt.graph.edges) in += e.to == v ? e.cap : 0;
-              least_in = std::min(least_in, in);
-            }
-            x.algbw_bound_GBps = least_in * payload(nvl_GBps) + bw_pcie;
-            std::ostringstream note;
-            note << std::fixed << std::setprecision(2) << "the least-linked GPU's " << least_in << " NVLinks in x "
-                 << payload(nvl_GBps) << " GB/s plus its PCIe link's " << bw_pcie << " GB/s";
-            bound_note_ = note.str();
-            txt << "# hybrid (A.3, Eq. 8): a PCIe chain in GPU order from the root carries " << chain.units << " of "
-                << nvl_units + chain.units << " units (" << 100.0 * chain.units / (nvl_units + chain.units)
-                << "%)\n";
-            shares.push_back(std::move(chain));
-          }
-        }
-      }
-      if (!blink) {
-        std::vector<std::vector<int>> rings =
-            connected ? collectives::pack_rings(collectives::dgx1_nvlink_graph(gen, gpus)) : std::vector<std::vector<int>>{};
-        nvlink = !rings.empty();
-        if (!nvlink) {
-          // NCCL falls back to PCIe when NVLinks cannot close a ring: one ring
-          // in GPU order through the PCIe tree.
-          rings.push_back({});
-          for (int r = 0; r < n; ++r) rings.back().push_back(r);
-          const double b = payload(pcie_GBps);
-          x.algbw_bound_GBps = allreduce ? b * n / (2.0 * (n - 1)) : b;
-          bound_note_ = allreduce ? "one PCIe link's payload bandwidth x n / 2(n-1)" : "one PCIe link's payload bandwidth";
-        }
-        txt << "# ring on " << opt_.platform << " GPUs " << label << ": " << rings.size() << " rings over "
-            << (nvlink ? "NVLink" : "PCIe") << "\n";
-        for (size_t i = 0; i < rings.size(); ++i) {
-          txt << "ring " << i << ":";
-          for (int r : rings[i]) txt << " gpu" << gpus[r];
-          txt << " (back to gpu" << gpus[rings[i][0]] << ")\n";
-        }
-        shares = collectives::ring_shares(n, rings, allreduce, kRoot);
-      }
-    }
-    // Each message takes the NVLinks to its peer (split over a doubled pair),
-    // or the PCIe port when the run uses PCIe or the pair has no NVLink.
-    x.ports_to.assign(n, std::vector<std::vector<int>>(n));
-    for (int r = 0; r < n; ++r)
-      for (int d = 0; d < n; ++d) {
-        if (d == r) continue;
-        if (nvlink) x.ports_to[r][d] = topo::dgx1_nvlink_ports(t, r, d);
-        if (x.ports_to[r][d].empty()) x.ports_to[r][d] = {topo::dgx1_pcie_port(t, r)};
-      }
-    endpoint_GBps_ = x.algbw_bound_GBps;
   } else {
-    // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
     chunks = cfg_.get(kBlinkChunks, 1);
-    shares = collectives::one_hop_shares(n);
-    if (!allreduce) {
-      shares = {shares[kRoot]};
-      shares[0].reduce_parent.clear();
-    }
-    txt << "# blink one-hop trees on " << t.name << ": " << shares.size() << " trees, each rooted at one GPU with "
-        << n - 1 << " children one switch away\n";
-    endpoint_GBps_ = least_endpoint_GBps(n, false);
   }
-  trees_text_ = txt.str();
+  collectives::TreeSynthesis ts = collectives::synthesize_trees(t, n, so);
+  bound_note_ = ts.bound_note;
+  trees_text_ = ts.text;
+  endpoint_GBps_ = dgx1 ? ts.algbw_bound_GBps : least_endpoint_GBps(n, false);
   int units = 0, most = 0;
-  for (const auto& sh : shares) {
+  for (const auto& sh : ts.shares) {
     units += sh.units;
     most = std::max(most, sh.units);
   }
   max_tree_share_ = static_cast<double>(most) / units;
-  collectives::Schedule s =
-      collectives::tree_schedule(opt_.algorithm, n, shares, chunks, allreduce ? collectives::kNil : kRoot);
-  const collectives::VerifyResult v = allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
+  collectives::Schedule s = collectives::tree_schedule(opt_.algorithm, n, ts.shares, chunks,
+                                                       so.allreduce ? collectives::kNil : collectives::kTreeRoot);
+  const collectives::VerifyResult v = so.allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
   if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
+  nic::Execution x;
+  x.dataflow = true;
+  x.ports_to = std::move(ts.ports_to);
+  x.tree_ports = std::move(ts.tree_ports);
+  x.algbw_bound_GBps = ts.algbw_bound_GBps;
   nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;

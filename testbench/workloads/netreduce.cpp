@@ -51,8 +51,8 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   } else {
     multigpu_ = opt_.platform == "multigpu";
   }
-  if (opt_.algorithm.empty()) opt_.algorithm = multigpu_ ? "pnetreduce" : "netreduce";
-  const char* accepted = multigpu_ ? kMultiGpuAlgorithms : kRackAlgorithms;
+  const std::string accepted = algorithms_for("allreduce", multigpu_ ? Family::MultiGpu : Family::Rack);
+  if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
   check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +

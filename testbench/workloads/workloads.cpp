@@ -1,7 +1,9 @@
 // The one place that knows every workload: a new one is a class and a line here.
 #include <memory>
 
+#include "choices.h"
 #include "collective.h"
+#include "core/error.h"
 #include "jobs.h"
 #include "netreduce.h"
 #include "traffic.h"
@@ -10,9 +12,28 @@
 namespace incsim::tb {
 
 std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
+  // --workload, or the one the other options imply: NetReduce's Ethernet
+  // platforms run only its workload, a pattern only traffic.
+  const bool ethernet = is_netreduce_platform(o.platform);
+  const std::string w = !o.workload.empty()  ? o.workload
+                        : !o.traffic.empty() ? "traffic"
+                        : ethernet           ? "netreduce"
+                                             : "collective";
+  check_choice("workload", w, choice_list("workload"));
+  if (w == "traffic" && o.traffic.empty())
+    throw UserError("--workload traffic needs --traffic PATTERN, one of " + choice_list("traffic"));
+  if (w != "traffic" && !o.traffic.empty())
+    throw UserError("--traffic " + o.traffic + " runs the traffic workload, not --workload " + w);
+  if (w == "netreduce" && !ethernet)
+    throw UserError("--workload netreduce runs on NetReduce's Ethernet platforms (" + std::string(kEthernetPlatforms) +
+                    ", or a file of their family), not on " + o.platform);
+  if (w != "netreduce" && ethernet)
+    throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce, not " + w);
+  if (!o.jobs.empty() && w != "collective")
+    throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
-  if (!o.traffic.empty()) return std::make_unique<TrafficWorkload>(o, cfg);
-  if (is_netreduce_platform(o.platform)) return std::make_unique<NetReduceWorkload>(o, cfg);
+  if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
+  if (w == "netreduce") return std::make_unique<NetReduceWorkload>(o, cfg);
   return std::make_unique<CollectiveWorkload>(o, cfg);
 }
 
