@@ -142,6 +142,15 @@ class Builder {
   int block_ = 0;
 };
 
+// AlexNet's and VGG's classifier on the last feature map: two layers of
+// 4096, then the 1000 ImageNet classes.
+Model classifier(Builder& b) {
+  b.linear("fc6", 1, static_cast<int>(b.shape.elements()), 4096);
+  b.linear("fc7", 1, 4096, 4096);
+  b.linear("fc8", 1, 4096, 1000);
+  return b.take();
+}
+
 // AlexNet as torchvision builds it, the single-GPU variant of Krizhevsky,
 // "One weird trick for parallelizing convolutional neural networks" (2014,
 // arXiv:1404.5997): 64-192-384-256-256 filters, 224x224 input.
@@ -156,10 +165,7 @@ Model alexnet() {
   b.conv("conv4", 256, 3, 1, 1, Affine::bias);
   b.conv("conv5", 256, 3, 1, 1, Affine::bias);
   b.pool("pool5", 3, 2, 0);
-  b.linear("fc6", 1, 256 * 6 * 6, 4096);
-  b.linear("fc7", 1, 4096, 4096);
-  b.linear("fc8", 1, 4096, 1000);
-  return b.take();
+  return classifier(b);
 }
 
 // VGG-16, configuration D of Simonyan and Zisserman, "Very Deep
@@ -174,10 +180,7 @@ Model vgg16() {
       b.conv("conv" + std::to_string(s + 1) + "_" + std::to_string(i + 1), stages[s][0], 3, 1, 1, Affine::bias);
     b.pool("pool" + std::to_string(s + 1), 2, 2, 0);
   }
-  b.linear("fc6", 1, 512 * 7 * 7, 4096);
-  b.linear("fc7", 1, 4096, 4096);
-  b.linear("fc8", 1, 4096, 1000);
-  return b.take();
+  return classifier(b);
 }
 
 // The ResNet stem and stages of He et al., "Deep Residual Learning for Image
