@@ -13,6 +13,7 @@
 #include "training/layer_file.h"
 #include "training/model.h"
 #include "training/zoo.h"
+#include "temp_file.h"
 
 using namespace incsim;
 using namespace incsim::training;
@@ -312,4 +313,26 @@ TEST_CASE("incsim's YAML layer list") {
   const std::string bad = kData + "bad_layers.yaml";
   CHECK(error_of([&] { read_layer_file(bad); }) ==
         "layer file " + bad + ", line 6: 'params' must be a whole number of at least 0");
+}
+
+TEST_CASE("a layer file's errors name the file and the line") {
+  auto error = [&](const std::string& text) {
+    TempFile f(text);
+    const std::string message = error_of([&] { read_layer_file(f.path); });
+    // The file's name varies: keep what follows it.
+    return message.rfind("layer file " + f.path, 0) == 0 ? message.substr(11 + f.path.size()) : message;
+  };
+  CHECK(error("layers:\n  - name: a\n    parms: 3\n") ==
+        ", line 3: unknown key 'parms' in a layer; the keys are name, kind, params, gemms, forward_flops, "
+        "input_elements, output_elements, block, split, forward_us, backward_us");
+  CHECK(error("layers:\n  - name: a\n    kind: lstm\n") ==
+        ", line 3: a layer's kind must be one of conv, linear, embedding, attention, norm, pool, elementwise, not "
+        "'lstm'");
+  CHECK(error("layers:\n  - name: a\n    gemms: [[1, 2]]\n") ==
+        ", line 3: a GEMM is a list [m, n, k] or [m, n, k, count]");
+  CHECK(error("layers:\n  - name: a\n    forward_us: 3\n") ==
+        ", line 2: a layer gives forward_us and backward_us together, or neither");
+  CHECK(error("name: x\nlayers: []\n") == ", line 1: a layer file needs a list of layers");
+  CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
+        ", line 3: 'forward_flops' must be a number of at least 0");
 }
