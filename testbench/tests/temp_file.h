@@ -1,10 +1,12 @@
 #pragma once
-// A file of the given text under /tmp for one test, removed after it.
+// A file of the given text, or an empty folder, under /tmp for one test,
+// removed after it.
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -22,4 +24,19 @@ struct TempFile {
   ~TempFile() { std::remove(path.c_str()); }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/incsim_test_XXXXXX";
+    REQUIRE(mkdtemp(name) != nullptr);
+    path = name;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
 };

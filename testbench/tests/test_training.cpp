@@ -1,14 +1,20 @@
 // Training's plain-C++ foundation (docs/training.md): the zoo's parameter
 // totals against the published ones, the roofline and the systolic array
-// against hand-computed layers, ASTRA-sim's text workloads and incsim's YAML
-// layer lists read, and their errors with file and line.
+// against hand-computed layers, ASTRA-sim's text workloads, incsim's YAML
+// layer lists and Chakra traces read, and their errors with file and line
+// (or node).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "training/astra_workload.h"
+#include "training/chakra_trace.h"
 #include "training/compute.h"
 #include "training/layer_file.h"
 #include "training/model.h"
@@ -335,4 +341,149 @@ TEST_CASE("a layer file's errors name the file and the line") {
   CHECK(error("name: x\nlayers: []\n") == ", line 1: a layer file needs a list of layers");
   CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
         ", line 3: 'forward_flops' must be a number of at least 0");
+}
+
+namespace {
+
+ChakraNode node(uint64_t id, ChakraNodeType type, std::vector<uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.name = "n" + std::to_string(id);
+  n.type = type;
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+// Two ranks: each computes, all-reduces 1 MiB, then rank 0 sends 4 KiB to
+// rank 1 (a custom collective's point-to-point step).
+std::vector<ChakraTrace> two_ranks() {
+  std::vector<ChakraTrace> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].version = "0.0.4";
+    ChakraNode comp = node(1, ChakraNodeType::compute);
+    comp.duration_micros = 150;
+    comp.num_ops = 1000000;
+    comp.tensor_size = 4096;
+    comp.is_cpu_op = false;
+    ChakraNode coll = node(2, ChakraNodeType::collective, {1});
+    coll.comm_type = ChakraCollective::all_reduce;
+    coll.comm_size = 1 << 20;
+    coll.pg_name = "0";
+    ChakraNode p2p = node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
+    (r == 0 ? p2p.comm_dst : p2p.comm_src) = 1 - r;
+    p2p.comm_size = 4096;
+    p2p.comm_tag = 7;
+    ranks[r].nodes = {comp, coll, p2p};
+  }
+  return ranks;
+}
+
+void write_all(const std::string& name, const std::vector<ChakraTrace>& ranks) {
+  for (size_t r = 0; r < ranks.size(); ++r) write_chakra_trace(name + "." + std::to_string(r) + ".et", ranks[r]);
+}
+
+}  // namespace
+
+TEST_CASE("Chakra traces: compute, collective, send and receive nodes with their dependencies") {
+  TempDir dir;
+  const std::string name = dir.path + "/step";
+  write_all(name, two_ranks());
+  const auto ranks = read_chakra_traces(name);
+  REQUIRE(ranks.size() == 2);
+  CHECK(ranks[0].version == "0.0.4");
+  REQUIRE(ranks[0].nodes.size() == 3);
+  const ChakraNode& comp = ranks[0].nodes[0];
+  CHECK(comp.type == ChakraNodeType::compute);
+  CHECK(comp.duration_micros == 150);
+  CHECK(comp.num_ops == 1000000);
+  CHECK(comp.tensor_size == 4096);
+  CHECK_FALSE(comp.is_cpu_op);
+  const ChakraNode& coll = ranks[1].nodes[1];
+  CHECK(coll.type == ChakraNodeType::collective);
+  CHECK(coll.comm_type == ChakraCollective::all_reduce);
+  CHECK(coll.comm_size == 1 << 20);
+  CHECK(coll.data_deps == std::vector<uint64_t>{1});
+  CHECK(coll.pg_name == "0");
+  CHECK(ranks[0].nodes[2].type == ChakraNodeType::send);
+  CHECK(ranks[0].nodes[2].comm_dst == 1);
+  CHECK(ranks[1].nodes[2].type == ChakraNodeType::recv);
+  CHECK(ranks[1].nodes[2].comm_src == 0);
+  CHECK(ranks[1].nodes[2].comm_tag == 7);
+  CHECK(std::string(to_string(coll.comm_type)) == "ALL_REDUCE");
+
+  // Chakra's protoio reads gzip-compressed traces as well.
+  REQUIRE(std::system(("gzip -n " + name + ".0.et && mv " + name + ".0.et.gz " + name + ".0.et").c_str()) == 0);
+  const auto again = read_chakra_traces(name);
+  CHECK(again[0].nodes.size() == 3);
+  CHECK(again[0].nodes[2].comm_size == 4096);
+}
+
+TEST_CASE("a malformed Chakra trace names the file and the node") {
+  TempDir dir;
+  auto error = [&](std::vector<ChakraTrace> ranks) {
+    const std::string name = dir.path + "/bad";
+    for (int r = 0; r < 4; ++r) std::remove((name + "." + std::to_string(r) + ".et").c_str());
+    write_all(name, ranks);
+    const std::string message = error_of([&] { read_chakra_traces(name); });
+    return message.rfind("chakra trace " + dir.path, 0) == 0 ? message.substr(13 + dir.path.size()) : message;
+  };
+  auto ranks = two_ranks();
+  ranks[1].nodes[1].data_deps = {9};
+  CHECK(error(ranks) == "/bad.1.et, node 2: depends on node 9, which the trace does not have");
+  ranks = two_ranks();
+  ranks[0].nodes[0].ctrl_deps = {3};
+  CHECK(error(ranks) == "/bad.0.et, node 1: is on a dependency cycle (or waits for one)");
+  ranks = two_ranks();
+  ranks[0].nodes[1].id = 1;
+  CHECK(error(ranks) == "/bad.0.et, node 1: the id appears twice");
+  ranks = two_ranks();
+  ranks[1].nodes[2].comm_tag = 8;
+  CHECK(error(ranks) == "/bad.0.et, node 3: a send of 4096 B with tag 7 to rank 1 that rank 1 never receives");
+  ranks = two_ranks();
+  ranks[0].nodes.pop_back();
+  CHECK(error(ranks) == "/bad.1.et, node 3: a receive of 4096 B with tag 7 from rank 0 that rank 0 never sends");
+  ranks = two_ranks();
+  ranks[0].nodes[2].comm_dst = 2;
+  CHECK(error(ranks) == "/bad.0.et, node 3: sends to rank 2 of 2");
+  ranks = two_ranks();
+  ranks[1].nodes[2].comm_src = -1;
+  CHECK(error(ranks) == "/bad.1.et, node 3: a receive has no comm_src");
+  CHECK(error_of([&] { read_chakra_traces(dir.path + "/none"); }) == "no chakra trace " + dir.path + "/none.0.et");
+
+  // A file cut short, and one that is not a trace at all.
+  write_chakra_trace(dir.path + "/cut.0.et", two_ranks()[0]);
+  std::filesystem::resize_file(dir.path + "/cut.0.et", std::filesystem::file_size(dir.path + "/cut.0.et") - 5);
+  CHECK_THAT(error_of([&] { read_chakra_trace(dir.path + "/cut.0.et"); }),
+             Catch::Contains("cut.0.et: message 3 of") && Catch::Contains("does not parse: the file is truncated"));
+  TempFile text("DATA\n1\n", ".et");
+  CHECK_THAT(error_of([&] { read_chakra_trace(text.path); }), Catch::Contains("does not parse"));
+}
+
+TEST_CASE("a Chakra trace encoded by hand reads as Chakra's schema says") {
+  // Protobuf's wire format byte by byte, with et_def.proto's field numbers
+  // (not incsim's writer): GlobalMetadata {version "0.0.4"}; Node {id 3,
+  // type COMP_NODE, duration_micros 9, attr {name "num_ops", int64_val
+  // 100}}; Node {id 5, type COMM_COLL_NODE, data_deps [3] (packed), attr
+  // {"comm_type", int64_val 2 = ALL_GATHER}, attr {"comm_size", uint64_val
+  // 300}}, each preceded by its length.
+  const std::string meta = "\x0a\x05"
+                           "0.0.4";
+  const std::string a = std::string("\x08\x03\x18\x04\x38\x09\x52\x0b\x0a\x07", 10) + "num_ops" + "\x48\x64";
+  const std::string b = std::string("\x08\x05\x18\x07\x2a\x01\x03\x52\x0d\x0a\x09", 11) + "comm_type" + "\x48\x02" +
+                        "\x52\x0e\x0a\x09" + "comm_size" + "\x68\xac\x02";
+  REQUIRE(a.size() == 19);
+  REQUIRE(b.size() == 38);
+  TempFile f(std::string(1, static_cast<char>(meta.size())) + meta + std::string(1, 19) + a + std::string(1, 38) + b,
+             ".et");
+  const ChakraTrace t = read_chakra_trace(f.path);
+  CHECK(t.version == "0.0.4");
+  REQUIRE(t.nodes.size() == 2);
+  CHECK(t.nodes[0].id == 3);
+  CHECK(t.nodes[0].type == ChakraNodeType::compute);
+  CHECK(t.nodes[0].duration_micros == 9);
+  CHECK(t.nodes[0].num_ops == 100);
+  CHECK(t.nodes[1].type == ChakraNodeType::collective);
+  CHECK(t.nodes[1].data_deps == std::vector<uint64_t>{3});
+  CHECK(t.nodes[1].comm_type == ChakraCollective::all_gather);
+  CHECK(t.nodes[1].comm_size == 300);
 }
