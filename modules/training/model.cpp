@@ -64,7 +64,9 @@ TensorSplit parse_tensor_split(const std::string& text, const std::string& where
 
 double Layer::forward_bytes(uint32_t batch, Precision p) const {
   const double b = bytes_per_element(p);
-  return (input_elements + output_elements) * batch * b + static_cast<double>(params) * b;
+  // An embedding reads the rows it looks up (its output), not its table.
+  const double weights = kind == LayerKind::embedding ? output_elements * batch : static_cast<double>(params);
+  return ((input_elements + output_elements) * batch + weights) * b;
 }
 
 uint64_t Model::parameters() const {

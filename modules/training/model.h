@@ -69,7 +69,7 @@ struct Layer {
 
   uint64_t gradient_bytes(Precision p) const { return params * static_cast<uint64_t>(bytes_per_element(p)); }
   // Roofline traffic of the forward pass for `batch` samples: activations in
-  // and out, weights read once.
+  // and out, weights read once (an embedding's looked-up rows only).
   double forward_bytes(uint32_t batch, Precision p) const;
   bool transformer_block() const { return block >= 0; }
 };

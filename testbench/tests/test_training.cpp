@@ -168,6 +168,15 @@ TEST_CASE("the roofline times a hand-computed layer") {
   t = v100.compute(norm, 16, Precision::fp32);
   CHECK(t.forward_s == Approx(1.28e8 / 900e9 + 6e-6));
 
+  // An embedding reads the rows it looks up, not its whole table: 80
+  // tokens x 1024 x 16 samples, out and again as the rows read, in fp16.
+  Layer embedding;
+  embedding.kind = LayerKind::embedding;
+  embedding.params = 37000 * 1024;
+  embedding.input_elements = 80;
+  embedding.output_elements = 80 * 1024;
+  CHECK(embedding.forward_bytes(16, Precision::fp16) == (80.0 + 2 * 80 * 1024) * 16 * 2);
+
   // Klenk's 4:1 projection: a quarter of the kernel, the same launch.
   t = RooflineModel(roofline_preset("v100x4")).compute(gemm, 16, Precision::fp16);
   CHECK(t.forward_s == Approx(256e-6 / 4 + 6e-6));
@@ -176,6 +185,10 @@ TEST_CASE("the roofline times a hand-computed layer") {
   CHECK(t.forward_s == Approx(1.6e10 / 494.7e12 + 6e-6));
 
   CHECK(error_of([&] { v100.compute(gemm, 16, Precision::bf16); }) == "v100 does not compute in bf16");
+  CHECK(v100.describe() == "v100 roofline: 15.7/125.0/0.0 TFLOP/s fp32/fp16/bf16 x 0.50, 900 GB/s, 6 us per kernel");
+  CHECK(parse_precision("bf16") == Precision::bf16);
+  CHECK(bytes_per_element(Precision::bf16) == 2);
+  CHECK(error_of([] { parse_precision("fp8"); }) == "the precision must be one of fp32, fp16, bf16, not 'fp8'");
   CHECK_THAT(error_of([] { make_compute_model("tpu"); }),
              Catch::Contains("unknown compute model 'tpu'; the compute models are v100, a100, h100, b200, v100x4, "
                              "systolic"));
