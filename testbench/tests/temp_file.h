@@ -26,12 +26,13 @@ struct TempFile {
   TempFile& operator=(const TempFile&) = delete;
 };
 
+// A scratch folder, removed at the end of the test.
 struct TempDir {
-  std::string path;
+  std::filesystem::path path;
   TempDir() {
-    char name[] = "/tmp/incsim_test_XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
+    char tmpl[] = "/tmp/incsim_test_XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
   }
   ~TempDir() {
     std::error_code ec;
@@ -39,4 +40,9 @@ struct TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(file(name)) << text;
+    return file(name);
+  }
 };

@@ -399,7 +399,7 @@ void write_all(const std::string& name, const std::vector<ChakraTrace>& ranks) {
 
 TEST_CASE("Chakra traces: compute, collective, send and receive nodes with their dependencies") {
   TempDir dir;
-  const std::string name = dir.path + "/step";
+  const std::string name = dir.file("step");
   write_all(name, two_ranks());
   const auto ranks = read_chakra_traces(name);
   REQUIRE(ranks.size() == 2);
@@ -434,11 +434,12 @@ TEST_CASE("Chakra traces: compute, collective, send and receive nodes with their
 TEST_CASE("a malformed Chakra trace names the file and the node") {
   TempDir dir;
   auto error = [&](std::vector<ChakraTrace> ranks) {
-    const std::string name = dir.path + "/bad";
+    const std::string name = dir.file("bad");
     for (int r = 0; r < 4; ++r) std::remove((name + "." + std::to_string(r) + ".et").c_str());
     write_all(name, ranks);
     const std::string message = error_of([&] { read_chakra_traces(name); });
-    return message.rfind("chakra trace " + dir.path, 0) == 0 ? message.substr(13 + dir.path.size()) : message;
+    const std::string prefix = "chakra trace " + dir.path.string();
+    return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
   };
   auto ranks = two_ranks();
   ranks[1].nodes[1].data_deps = {9};
@@ -461,12 +462,13 @@ TEST_CASE("a malformed Chakra trace names the file and the node") {
   ranks = two_ranks();
   ranks[1].nodes[2].comm_src = -1;
   CHECK(error(ranks) == "/bad.1.et, node 3: a receive has no comm_src");
-  CHECK(error_of([&] { read_chakra_traces(dir.path + "/none"); }) == "no chakra trace " + dir.path + "/none.0.et");
+  CHECK(error_of([&] { read_chakra_traces(dir.file("none")); }) == "no chakra trace " + dir.file("none.0.et"));
 
   // A file cut short, and one that is not a trace at all.
-  write_chakra_trace(dir.path + "/cut.0.et", two_ranks()[0]);
-  std::filesystem::resize_file(dir.path + "/cut.0.et", std::filesystem::file_size(dir.path + "/cut.0.et") - 5);
-  CHECK_THAT(error_of([&] { read_chakra_trace(dir.path + "/cut.0.et"); }),
+  const std::string cut = dir.file("cut.0.et");
+  write_chakra_trace(cut, two_ranks()[0]);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 5);
+  CHECK_THAT(error_of([&] { read_chakra_trace(cut); }),
              Catch::Contains("cut.0.et: message 3 of") && Catch::Contains("does not parse: the file is truncated"));
   TempFile text("DATA\n1\n", ".et");
   CHECK_THAT(error_of([&] { read_chakra_trace(text.path); }), Catch::Contains("does not parse"));
