@@ -15,7 +15,7 @@ struct Shape {
   double elements() const { return static_cast<double>(h) * w * c; }
 };
 
-enum class Affine { none, bias, batchnorm };
+enum class Affine { bias, batchnorm };
 
 // Appends layers in forward order, following the feature map's shape.
 class Builder {
@@ -120,7 +120,7 @@ class Builder {
 
  private:
   static uint64_t affine_params(Affine a, int channels) {
-    return a == Affine::bias ? channels : a == Affine::batchnorm ? 2 * static_cast<uint64_t>(channels) : 0;
+    return a == Affine::bias ? channels : 2 * static_cast<uint64_t>(channels);
   }
 
   Layer named(const std::string& name, LayerKind kind) {
