@@ -22,5 +22,6 @@ find_path(GLPK_INCLUDE_DIR glpk.h REQUIRED)
 add_library(incsim::glpk UNKNOWN IMPORTED)
 set_target_properties(incsim::glpk PROPERTIES IMPORTED_LOCATION ${GLPK_LIBRARY}
                                               INTERFACE_INCLUDE_DIRECTORIES ${GLPK_INCLUDE_DIR})
+find_package(Protobuf REQUIRED)          # Chakra execution traces (modules/training/chakra_trace.h)
 find_package(Catch2 2 REQUIRED)          # tests, one executable per block
 include(Catch)

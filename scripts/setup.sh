@@ -5,7 +5,7 @@
 set -eu
 packages="g++ cmake ninja-build ccache pkg-config libsystemc-dev catch2 libyaml-cpp-dev
 nlohmann-json3-dev libboost-program-options-dev libspdlog-dev gtkwave python3-yaml python3-matplotlib libglpk-dev
-clang"
+clang libprotobuf-dev protobuf-compiler"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -4,8 +4,12 @@
 // the libraries that read YAML link yaml-cpp.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "core/error.h"
 #include "core/user_file.h"
@@ -26,5 +30,68 @@ inline YAML::Node load_yaml_file(const std::string& path, const std::string& wha
     throw UserError(what + " " + path + " is not valid YAML (line " + std::to_string(e.mark.line + 1) + ")");
   }
 }
+
+// Checks the items of a YAML file the user named. Every error names the file
+// and the line (yaml-cpp's Mark) of the item at fault, never yaml-cpp's own
+// text: "platform file F, line 3: ...".
+class YamlChecker {
+ public:
+  // `what` names the file's role, as for load_yaml_file.
+  YamlChecker(const std::string& what, const std::string& file) : source_(what + " " + file) {}
+
+  [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const {
+    const int line = at.Mark().line;
+    throw UserError(source_ + (line >= 0 ? ", line " + std::to_string(line + 1) : "") + ": " + what);
+  }
+
+  // Runs f for the item at `at`, so that its UserError names the line too.
+  template <class F>
+  auto at_line(const YAML::Node& at, F&& f) const {
+    try {
+      return f();
+    } catch (const UserError& e) {
+      fail(at, e.what());
+    }
+  }
+
+  // `n` is a map whose keys are among `keys`, each once.
+  void check_map(const YAML::Node& n, std::initializer_list<const char*> keys, const std::string& what) const {
+    std::string list;
+    for (const char* k : keys) list += std::string(list.empty() ? "" : ", ") + k;
+    if (!n.IsMap()) fail(n, what + " must be a map with the keys " + list);
+    std::vector<std::string> seen;
+    for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) fail(kv.first, "a key of " + what + " must be one of " + list);
+      const auto k = kv.first.Scalar();
+      if (std::find(keys.begin(), keys.end(), k) == keys.end())
+        fail(kv.first, "unknown key '" + k + "' in " + what + "; the keys are " + list);
+      if (std::find(seen.begin(), seen.end(), k) != seen.end()) fail(kv.first, "key '" + k + "' appears twice in " + what);
+      seen.push_back(k);
+    }
+  }
+
+  // n is a map (check_map); its key's value as T, or def if absent.
+  template <class T>
+  T scalar(const YAML::Node& n, const char* key, T def) const {
+    const YAML::Node v = n[key];
+    if (!v) return def;
+    if (!v.IsScalar()) fail(v, std::string("'") + key + "' must be " + type_name<T>());
+    try {
+      return v.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(v, std::string("'") + key + "' must be " + type_name<T>() + ", not '" + v.Scalar() + "'");
+    }
+  }
+
+ private:
+  template <class T>
+  static const char* type_name() {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) return "a whole number";
+    else if constexpr (std::is_same_v<T, double>) return "a number";
+    else return "a single value";
+  }
+
+  std::string source_;
+};
 
 }  // namespace incsim

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "temp_file.h"
+
 #ifndef INCSIM_BINARY
 #error "CMake passes the path of the incsim binary as INCSIM_BINARY"
 #endif
@@ -22,24 +24,7 @@ namespace cli {
 
 namespace fs = std::filesystem;
 
-// A scratch directory, removed at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/incsim_test_cli_XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(file(name)) << text;
-    return file(name);
-  }
-};
+using ::TempDir;
 
 inline std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

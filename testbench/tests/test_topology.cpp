@@ -2,18 +2,16 @@
 // star, routing, the YAML round trip, and the errors bad descriptions give.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
-#include <fstream>
 #include <set>
 #include <vector>
 #include <sstream>
 #include <string>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 #include "topology/topology.h"
+#include "temp_file.h"
 
 using namespace incsim;
 using namespace incsim::topo;
@@ -78,20 +76,6 @@ void require_same(const Topology& a, const Topology& b) {
     for (int i = 0; i < a.node(s).ports; ++i)
       for (int o = 0; o < a.node(s).ports; ++o) CHECK(a.vc_rule(s, i, o) == b.vc_rule(s, i, o));
 }
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& text) {
-    char tmpl[] = "/tmp/incsim_test_topo_XXXXXX";
-    int fd = mkstemp(tmpl);
-    REQUIRE(fd >= 0);
-    close(fd);
-    path = std::string(tmpl) + ".yaml";
-    std::rename(tmpl, path.c_str());
-    std::ofstream(path) << text;
-  }
-  ~TempFile() { std::remove(path.c_str()); }
-};
 
 // Loading `text` as a platform file fails with a UserError containing `needle`.
 void require_yaml_error(const std::string& text, const std::string& needle) {

@@ -1,0 +1,201 @@
+#include "training/astra_workload.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <sstream>
+#include <type_traits>
+#include <utility>
+
+#include "core/error.h"
+#include "core/user_file.h"
+#include "training/model.h"
+
+namespace incsim::training {
+namespace {
+
+// The parallelisms Workload::decode_parallelsim knows.
+const std::vector<std::string> kParallelisms{"DATA",
+                                             "HYBRID_TRANSFORMER",
+                                             "HYBRID_TRANSFORMER_FWD_IN_BCKWD",
+                                             "HYBRID_DLRM",
+                                             "HYBRID_DLRM_ENHANCED",
+                                             "MODEL",
+                                             "HYBRID_DATA_MODEL",
+                                             "HYBRID_MODEL_DATA",
+                                             "HYBRID_CUSTOMIZED",
+                                             "MICRO",
+                                             "DISTRIBUTED_INFERENCE"};
+
+constexpr std::array<std::pair<AstraCollective, const char*>, 6> kCollectives{
+    {{AstraCollective::none, "NONE"},
+     {AstraCollective::allreduce, "ALLREDUCE"},
+     {AstraCollective::allgather, "ALLGATHER"},
+     {AstraCollective::reducescatter, "REDUCESCATTER"},
+     {AstraCollective::alltoall, "ALLTOALL"},
+     {AstraCollective::allreduce_alltoall, "ALLREDUCEALLTOALL"}}};
+
+// A file's lines as whitespace-separated fields, read one after the other.
+class Reader {
+ public:
+  Reader(const std::string& text, std::string file) : in_(text), file_(std::move(file)) {}
+
+  // The next line with a field on it; false at the end of the file.
+  bool next() {
+    std::string line;
+    while (std::getline(in_, line)) {
+      ++line_;
+      fields_.clear();
+      std::istringstream words(line);
+      for (std::string w; words >> w;) fields_.push_back(w);
+      if (!fields_.empty()) return true;
+    }
+    return false;
+  }
+
+  const std::vector<std::string>& fields() const { return fields_; }
+  int line() const { return line_; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw UserError("workload file " + file_ + ", line " + std::to_string(line_) + ": " + what);
+  }
+  [[noreturn]] void fail_at_end(const std::string& what) const {
+    throw UserError("workload file " + file_ + " ends early: " + what);
+  }
+
+  // Field i as a T, the whole field; `what` names it.
+  template <class T>
+  T number(size_t i, const char* what) const {
+    if (i >= fields_.size()) fail(std::string("no ") + what);
+    const std::string& f = fields_[i];
+    T v{};
+    const auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
+    if (ec != std::errc() || end != f.data() + f.size())
+      fail(std::string(what) + " must be a " + (std::is_signed_v<T> ? "" : "non-negative ") + "whole number, not '" +
+           f + "'");
+    return v;
+  }
+
+ private:
+  std::istringstream in_;
+  std::string file_;
+  std::vector<std::string> fields_;
+  int line_ = 0;
+};
+
+AstraCollective collective(const Reader& r, size_t i, const char* what) {
+  const std::string& f = r.fields()[i];
+  std::vector<std::string> names;
+  for (const auto& [c, name] : kCollectives) {
+    if (f == name) return c;
+    names.push_back(name);
+  }
+  r.fail(std::string(what) + " must be one of " + name_list(names) + ", not '" + f + "'");
+}
+
+// "checkpoints: 2 2 11": a count and that many layer numbers, from field i;
+// returns the field after them.
+size_t layer_list(const Reader& r, size_t i, const char* key, std::vector<int64_t>& out) {
+  if (i >= r.fields().size() || r.fields()[i] != key)
+    r.fail(std::string("the parallelism ") + r.fields()[0] + " needs '" + key + " N' and N layer numbers");
+  const auto n = r.number<uint32_t>(i + 1, key);
+  if (i + 2 + n > r.fields().size()) r.fail(std::string(key) + " lists fewer than its " + std::to_string(n) + " layers");
+  for (uint32_t k = 0; k < n; ++k) out.push_back(r.number<int64_t>(i + 2 + k, "a checkpoint layer"));
+  return i + 2 + n;
+}
+
+}  // namespace
+
+const char* to_string(AstraCollective c) {
+  for (const auto& [v, name] : kCollectives)
+    if (v == c) return name;
+  return "?";
+}
+
+AstraWorkload parse_astra_workload(const std::string& text, const std::string& file) {
+  Reader r(text, file);
+  AstraWorkload w;
+  if (!r.next()) throw UserError("workload file " + file + " is empty");
+  const auto& head = r.fields();
+  w.parallelism = head[0];
+  if (std::find(kParallelisms.begin(), kParallelisms.end(), w.parallelism) == kParallelisms.end())
+    r.fail("the parallelism must be one of " + name_list(kParallelisms) + ", not '" + w.parallelism + "'");
+  size_t used = 1;
+  std::vector<int64_t> checkpoints, initiates;
+  if (w.parallelism == "HYBRID_TRANSFORMER" || w.parallelism == "HYBRID_TRANSFORMER_FWD_IN_BCKWD") {
+    // Early files (workload_inputs/Transformer_HybridParallel.txt) give no group.
+    if (used < head.size() && head[used] == "model_parallel_NPU_group:") {
+      w.model_parallel_group = r.number<uint32_t>(used + 1, "model_parallel_NPU_group");
+      if (w.model_parallel_group == 0) r.fail("model_parallel_NPU_group must be positive");
+      used += 2;
+    }
+    if (w.parallelism == "HYBRID_TRANSFORMER_FWD_IN_BCKWD") {
+      used = layer_list(r, used, "checkpoints:", checkpoints);
+      used = layer_list(r, used, "checkpoint_initiates:", initiates);
+    }
+  } else if (w.parallelism == "HYBRID_DLRM" || w.parallelism == "HYBRID_DLRM_ENHANCED") {
+    w.dlrm_last_bottom_layer = r.number<int64_t>(used++, "the last bottom layer");
+  }
+  if (used < head.size()) r.fail("unexpected '" + head[used] + "' after the parallelism " + w.parallelism);
+
+  if (!r.next()) r.fail_at_end("no layer count on its second line");
+  const auto count = r.number<uint32_t>(0, "the layer count");
+  if (r.fields().size() > 1) r.fail("the layer count line has more than a number: '" + r.fields()[1] + "'");
+  const bool custom = w.parallelism == "HYBRID_CUSTOMIZED";
+  const size_t fields = custom ? 13 : 12;
+  while (r.next()) {
+    if (w.layers.size() == count)
+      r.fail("more layers than the " + std::to_string(count) + " its second line gives");
+    const auto& f = r.fields();
+    if (f.size() != fields)
+      r.fail("a layer has " + std::to_string(fields) + " fields (name, reserved, then compute cycles, collective and " +
+             "bytes for forward, input gradient and weight gradient, update cycles" +
+             (custom ? ", parallelism" : "") + "), not " + std::to_string(f.size()));
+    AstraLayer l;
+    l.name = f[0];
+    l.line = r.line();
+    l.reserved = r.number<int64_t>(1, "the reserved field");
+    AstraPass* passes[3] = {&l.forward, &l.input_grad, &l.weight_grad};
+    const char* names[3][3] = {{"the forward compute time", "the forward collective", "the forward collective size"},
+                               {"the input-gradient compute time", "the input-gradient collective",
+                                "the input-gradient collective size"},
+                               {"the weight-gradient compute time", "the weight-gradient collective",
+                                "the weight-gradient collective size"}};
+    for (int p = 0; p < 3; ++p) {
+      passes[p]->cycles = r.number<uint64_t>(2 + 3 * p, names[p][0]);
+      passes[p]->comm.type = collective(r, 3 + 3 * p, names[p][1]);
+      passes[p]->comm.bytes = r.number<uint64_t>(4 + 3 * p, names[p][2]);
+    }
+    l.update_cycles = r.number<uint64_t>(11, "the update time");
+    if (custom) {
+      l.parallelism = f[12];
+      std::vector<std::string> own = kParallelisms;
+      own.erase(std::find(own.begin(), own.end(), "HYBRID_CUSTOMIZED"));
+      if (std::find(own.begin(), own.end(), l.parallelism) == own.end())
+        r.fail("a layer's parallelism must be one of " + name_list(own) + ", not '" + l.parallelism + "'");
+    }
+    w.layers.push_back(std::move(l));
+  }
+  if (w.layers.size() < count)
+    r.fail_at_end("its second line gives " + std::to_string(count) + " layers, it has " +
+                  std::to_string(w.layers.size()));
+  auto mark = [&](const std::vector<int64_t>& list, bool AstraLayer::*flag, const char* key) {
+    for (int64_t i : list) {
+      if (i < 0 || i >= static_cast<int64_t>(count))
+        throw UserError("workload file " + file + ", line 1: " + key + " names layer " + std::to_string(i) +
+                        " of " + std::to_string(count) + " (numbered from 0)");
+      w.layers[static_cast<size_t>(i)].*flag = true;
+    }
+  };
+  mark(checkpoints, &AstraLayer::checkpoint, "checkpoints:");
+  mark(initiates, &AstraLayer::checkpoint_initiates, "checkpoint_initiates:");
+  return w;
+}
+
+AstraWorkload read_astra_workload(const std::string& path) {
+  // The largest published files (a layer per line, ~100 B each) are far
+  // below this.
+  return parse_astra_workload(read_user_file(path, "workload file", 64u << 20), path);
+}
+
+}  // namespace incsim::training

@@ -1,0 +1,64 @@
+#pragma once
+// ASTRA-sim 1.0's text workload format (astra-sim/workload/Workload.cc,
+// Workload::initialize_workload; its workload_inputs/README.md), so the
+// workload files papers publish read unchanged:
+//
+//   HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4 checkpoints: 2 2 11 checkpoint_initiates: 2 19 10
+//   21
+//   Q1 -1 4946203 NONE 0 4946203 ALLREDUCE 69730304 4946203 ALLREDUCE 36227072 10
+//
+// Line 1: the parallelism, then what it takes (HYBRID_TRANSFORMER*: the
+// model-parallel group; *_FWD_IN_BCKWD: checkpoint layers; HYBRID_DLRM*:
+// the last bottom layer). Line 2: the number of layers. Then a line per
+// layer: name, a reserved field (ASTRA-sim reads and ignores it), then for
+// the forward pass, the input gradient and the weight gradient each a
+// compute time in cycles, a collective and its size in bytes; last the
+// update time (cycles after the weight-gradient collective);
+// HYBRID_CUSTOMIZED adds the layer's own parallelism. Fields are separated
+// by any whitespace. Plain C++, no SystemC.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace incsim::training {
+
+enum class AstraCollective { none, allreduce, allgather, reducescatter, alltoall, allreduce_alltoall };
+
+const char* to_string(AstraCollective c);
+
+struct AstraComm {
+  AstraCollective type = AstraCollective::none;
+  uint64_t bytes = 0;
+};
+
+struct AstraPass {
+  uint64_t cycles = 0;
+  AstraComm comm;
+};
+
+struct AstraLayer {
+  std::string name;
+  int64_t reserved = -1;
+  AstraPass forward, input_grad, weight_grad;
+  uint64_t update_cycles = 0;
+  std::string parallelism;  // HYBRID_CUSTOMIZED: this layer's; else empty
+  bool checkpoint = false;             // *_FWD_IN_BCKWD
+  bool checkpoint_initiates = false;   // *_FWD_IN_BCKWD
+  int line = 0;  // in the file, for messages
+};
+
+struct AstraWorkload {
+  std::string parallelism;  // DATA, HYBRID_TRANSFORMER, MICRO, ...
+  uint32_t model_parallel_group = 0;  // HYBRID_TRANSFORMER*; 0 when the file omits it
+  int64_t dlrm_last_bottom_layer = -1;  // HYBRID_DLRM*
+  std::vector<AstraLayer> layers;
+};
+
+// Throws UserError "workload file F, line N: ..." for anything ASTRA-sim
+// would misread: an unknown parallelism or collective, a field that is not a
+// number, too few or too many fields or layers, a checkpoint past the last
+// layer.
+AstraWorkload parse_astra_workload(const std::string& text, const std::string& file);
+AstraWorkload read_astra_workload(const std::string& path);
+
+}  // namespace incsim::training

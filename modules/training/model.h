@@ -1,0 +1,93 @@
+#pragma once
+// A neural network as data-parallel and tensor-parallel training sees it: a
+// list of layers in forward order, each with its work per sample, its
+// parameters (so its gradient bytes) and its memory traffic. Plain C++, no
+// SystemC; docs/training.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace incsim::training {
+
+enum class Precision { fp32, fp16, bf16 };
+
+int bytes_per_element(Precision p);
+const char* to_string(Precision p);
+// "fp32", "fp16" or "bf16"; anything else is a UserError.
+Precision parse_precision(const std::string& text);
+
+enum class LayerKind { conv, linear, embedding, attention, norm, pool, elementwise };
+
+const char* to_string(LayerKind k);
+// The names to_string gives; anything else is a UserError naming `where`.
+LayerKind parse_layer_kind(const std::string& text, const std::string& where);
+
+// How Megatron-LM (Shoeybi et al. 2019, §3) splits a transformer block's
+// layer over a tensor-parallel group: `column` splits the output features
+// (QKV, first FFN matrix) and needs an all-reduce of the input gradient in
+// the backward pass; `row` splits the input features (attention output,
+// second FFN matrix) and needs an all-reduce of the output in the forward
+// pass; `heads` is attention itself, split by heads with no communication;
+// `replicated` runs whole on every GPU of the group (layer norms).
+enum class TensorSplit { none, column, row, heads, replicated };
+
+const char* to_string(TensorSplit s);
+TensorSplit parse_tensor_split(const std::string& text, const std::string& where);
+
+// One matrix product C[m x n] = A[m x k] B[k x n], `count` times per sample
+// (e.g. once per attention head). m counts rows per sample: output pixels of
+// a convolution (k = filter height x width x input channels, n = filters),
+// tokens of a sequence, or 1 for a fully connected layer on one vector.
+struct Gemm {
+  double m = 0, n = 0, k = 0;
+  double count = 1;
+
+  double macs() const { return m * n * k * count; }
+};
+
+// Per-layer times measured elsewhere (a profile in a workload file), for the
+// whole per-GPU batch the file gives; they replace the compute model's.
+struct MeasuredTimes {
+  double forward_s = 0;
+  double backward_s = 0;  // input gradient and weight gradient together
+};
+
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::linear;
+  std::vector<Gemm> gemms;  // the layer's matrix products, per sample
+  double forward_flops = 0;  // per sample: 2 x the GEMMs' MACs plus elementwise work
+  uint64_t params = 0;       // weights and biases (and normalisation scales)
+  double input_elements = 0;   // per sample, read by the forward pass
+  double output_elements = 0;  // per sample, written by the forward pass
+  // Tensor parallelism: the transformer block the layer belongs to (-1: none)
+  // and how Megatron splits it.
+  int block = -1;
+  TensorSplit split = TensorSplit::none;
+  std::optional<MeasuredTimes> measured;
+
+  uint64_t gradient_bytes(Precision p) const { return params * static_cast<uint64_t>(bytes_per_element(p)); }
+  // Roofline traffic of the forward pass for `batch` samples: activations in
+  // and out, weights read once (an embedding's looked-up rows only).
+  double forward_bytes(uint32_t batch, Precision p) const;
+  bool transformer_block() const { return block >= 0; }
+};
+
+struct Model {
+  std::string name;
+  std::string source;  // the publication the shapes come from
+  std::vector<Layer> layers;
+  // Samples are sequences of this many tokens (0 for models whose sample is
+  // one image or one query).
+  uint32_t sequence_length = 0;
+
+  uint64_t parameters() const;
+  uint64_t gradient_bytes(Precision p) const;
+  double forward_flops() const;  // per sample
+};
+
+// "a, b, c": a list of names for a message.
+std::string name_list(const std::vector<std::string>& names);
+
+}  // namespace incsim::training

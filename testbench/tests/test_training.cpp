@@ -1,0 +1,524 @@
+// Training's plain-C++ foundation (docs/training.md): the zoo's parameter
+// totals against the published ones, the roofline and the systolic array
+// against hand-computed layers, ASTRA-sim's text workloads, incsim's YAML
+// layer lists and Chakra traces read, and their errors with file and line
+// (or node).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "training/astra_workload.h"
+#include "training/chakra_trace.h"
+#include "training/compute.h"
+#include "training/layer_file.h"
+#include "training/model.h"
+#include "training/zoo.h"
+#include "temp_file.h"
+
+using namespace incsim;
+using namespace incsim::training;
+
+namespace {
+
+const std::string kData = std::string(TEST_DATA) + "/";
+
+// The first UserError message of f, or "" when it throws none.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("every zoo model's parameters match the published total") {
+  // published: the total its source states; tolerance: the relative
+  // difference allowed, 0 where the shapes give the number exactly.
+  struct Published {
+    const char* name;
+    double published;
+    double tolerance;
+  };
+  const Published table[] = {
+      // torchvision's model cards give these to the parameter.
+      {"alexnet", 61100840, 0},
+      {"vgg16", 138357544, 0},
+      {"resnet18", 11689512, 0},
+      {"resnet50", 25557032, 0},
+      // Table 1 of Szegedy et al. sums to 6.8M (its conv1 row undercounts).
+      {"googlenet", 6.8e6, 0.04},
+      // No published totals: the sums of the described shapes by hand.
+      // Stem 17*9*256 + 512 = 39680; 19 blocks x 2 x (256*256*9 + 512) =
+      // 22432768; policy 2*256 + 4 + 722*362 + 362 = 262242; value 256 + 2 +
+      // 361*256 + 256 + 256 + 1 = 93187.
+      {"alphagozero", 22827877, 0},
+      // ResNet-50 through layer3 (25557032 less layer4's 14964736 and fc's
+      // 2049000 = 8543296) + RPN 1024*9*512 + 512 + 512*18 + 18 + 512*36 + 36.
+      {"fasterrcnn", 13290102, 0},
+      // 138000 x (8 + 8 + 32 + 32) + 64*32+32 + 32*16+16 + 16*8+8 + 16+1.
+      {"ncf", 11042761, 0},
+      // Vaswani et al. Table 3: 213M (big), 65M (base).
+      {"transformer-big", 213e6, 0.01},
+      {"transformer-base", 65e6, 0.035},
+      // Devlin et al. §3: 340M; Radford et al. Table 2: 1542M.
+      {"bert-large", 340e6, 0.015},
+      {"gpt2", 1542e6, 0.011},
+      // GPT-3 XL, Brown et al. Table 2.1: 1.3B.
+      {"transformer", 1.3e9, 0.015},
+  };
+  REQUIRE(std::size(table) == zoo_names().size());
+  for (const auto& p : table) {
+    INFO(p.name);
+    const Model m = zoo_model(p.name);
+    const double got = static_cast<double>(m.parameters());
+    if (p.tolerance == 0)
+      CHECK(got == p.published);
+    else
+      CHECK(std::abs(got / p.published - 1) <= p.tolerance);
+    CHECK(m.gradient_bytes(Precision::fp16) == 2 * m.parameters());
+  }
+  // NetReduce Table 7 gives fp32 gradients in MiB: AlexNet 236 MB (ours
+  // 233.1 MiB), VGG-16 528 MB (527.8), ResNet-50 98 MB (97.5).
+  CHECK(zoo_model("vgg16").gradient_bytes(Precision::fp32) / double(1 << 20) == Approx(527.8).epsilon(0.001));
+  CHECK(zoo_model("resnet50").gradient_bytes(Precision::fp32) / double(1 << 20) == Approx(97.5).epsilon(0.001));
+}
+
+TEST_CASE("per-layer gradients are the sizes Klenk's Fig. 1a reduces") {
+  // Klenk §II-B: with layer-wise overlap "the mean message size for ResNet
+  // is about 1MB" of 50MB; Transformer's 420MB average "about 5MB, with half
+  // of all reductions being smaller than 6MB" (fp16).
+  auto sizes = [](const char* name) {
+    std::vector<double> mb;
+    for (const auto& l : zoo_model(name).layers)
+      if (l.params > 0) mb.push_back(l.gradient_bytes(Precision::fp16) / 1e6);
+    std::sort(mb.begin(), mb.end());
+    return mb;
+  };
+  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+  const auto resnet = sizes("resnet50"), transformer = sizes("transformer-big");
+  CHECK(mean(resnet) == Approx(1.0).epsilon(0.1));        // 0.95 MB over 54 layers
+  CHECK(mean(transformer) == Approx(5.0).epsilon(0.1));   // 4.71 MB over 91 layers
+  CHECK(transformer[transformer.size() / 2] < 6.0);       // median 2.1 MB
+}
+
+TEST_CASE("layer shapes follow the architectures") {
+  const Model alexnet = zoo_model("alexnet");
+  // conv1: 11x11/4 with padding 2 on 224 gives 55x55; 3025 x 64 outputs of
+  // 363-long dot products, plus bias and ReLU on each output.
+  const Layer& conv1 = alexnet.layers[0];
+  REQUIRE(conv1.gemms.size() == 1);
+  CHECK(conv1.gemms[0].m == 3025);
+  CHECK(conv1.gemms[0].n == 64);
+  CHECK(conv1.gemms[0].k == 363);
+  CHECK(conv1.forward_flops == 2.0 * 3025 * 64 * 363 + 2.0 * 3025 * 64);
+  CHECK(conv1.output_elements == 3025 * 64);
+  // ResNet-50's forward pass: 4.1 GMACs per image (He et al. Table 1: 3.8
+  // billion "FLOPs", counting multiply-adds, before torchvision's stride move).
+  CHECK(zoo_model("resnet50").forward_flops() / 2 == Approx(4.1e9).epsilon(0.02));
+
+  // Megatron's splits: per block two column-parallel and two row-parallel
+  // layers; a translation decoder block adds its cross attention.
+  for (const char* name : {"gpt2", "bert-large", "transformer-big"}) {
+    INFO(name);
+    const Model m = zoo_model(name);
+    int column = 0, row = 0, blocks = 0;
+    for (const auto& l : m.layers) {
+      column += l.split == TensorSplit::column && l.transformer_block();
+      row += l.split == TensorSplit::row;
+      blocks = std::max(blocks, l.block + 1);
+    }
+    const int cross = std::string(name) == "transformer-big" ? 6 : 0;
+    CHECK(row == 2 * blocks + cross);
+    CHECK(column == 2 * blocks + cross);
+  }
+  CHECK(zoo_model("gpt2").sequence_length == 1024);
+  CHECK(zoo_model("bert-large", {128, {}}).sequence_length == 128);
+  // A sequence changes the work, not the parameters (GPT-2's positions
+  // stay 1024).
+  CHECK(zoo_model("gpt2", {512, {}}).parameters() == zoo_model("gpt2").parameters());
+}
+
+TEST_CASE("the zoo refuses unknown names and impossible transformers") {
+  const std::string unknown = error_of([] { zoo_model("resnet51"); });
+  CHECK_THAT(unknown, Catch::Contains("unknown model 'resnet51'"));
+  CHECK_THAT(unknown, Catch::Contains("alexnet, vgg16, resnet18, resnet50, googlenet"));
+  CHECK_THAT(unknown, Catch::Contains("gpt2, transformer"));
+  ZooOptions o;
+  o.decoder.heads = 3;
+  CHECK(error_of([&] { zoo_model("transformer", o); }) ==
+        "the transformer's 3 heads do not divide its hidden size 2048");
+  o.decoder = {};
+  o.decoder.layers = 0;
+  CHECK_THAT(error_of([&] { zoo_model("transformer", o); }), Catch::Contains("must all be positive"));
+  ZooOptions small;
+  small.decoder = {2, 64, 4, 16, 100};
+  // 100*64 + 16*64 embeddings, 2 x 12*64*64 + 13*64 blocks, 128 for ln_f.
+  CHECK(zoo_model("transformer", small).parameters() == 100 * 64 + 16 * 64 + 2 * (12 * 64 * 64 + 13 * 64) + 128);
+}
+
+TEST_CASE("the roofline times a hand-computed layer") {
+  const RooflineModel v100(roofline_preset("v100"));
+  Layer gemm;
+  gemm.forward_flops = 1e9;
+  gemm.params = 1000000;
+  gemm.input_elements = gemm.output_elements = 100000;
+  // 16 samples in fp16: 1.6e10 FLOPs at 125e12 x 0.5 = 256 us; bytes (2e5 x
+  // 16 + 1e6) x 2 = 8.4 MB at 900 GB/s = 9.3 us: compute-bound, + 6 us.
+  LayerTimes t = v100.compute(gemm, 16, Precision::fp16);
+  CHECK(t.forward_s == Approx(262e-6));
+  CHECK(t.backward_s == Approx(524e-6));
+
+  Layer norm;
+  norm.forward_flops = 1e5;
+  norm.input_elements = norm.output_elements = 1e6;
+  // 16 samples in fp32: 2e6 x 16 x 4 = 128 MB at 900 GB/s = 142.2 us;
+  // 1.6e6 FLOPs at 15.7e12 x 0.5 = 0.2 us: memory-bound.
+  t = v100.compute(norm, 16, Precision::fp32);
+  CHECK(t.forward_s == Approx(1.28e8 / 900e9 + 6e-6));
+
+  // An embedding reads the rows it looks up, not its whole table: 80
+  // tokens x 1024 x 16 samples, out and again as the rows read, in fp16.
+  Layer embedding;
+  embedding.kind = LayerKind::embedding;
+  embedding.params = 37000 * 1024;
+  embedding.input_elements = 80;
+  embedding.output_elements = 80 * 1024;
+  CHECK(embedding.forward_bytes(16, Precision::fp16) == (80.0 + 2 * 80 * 1024) * 16 * 2);
+
+  // Klenk's 4:1 projection: a quarter of the kernel, the same launch.
+  t = RooflineModel(roofline_preset("v100x4")).compute(gemm, 16, Precision::fp16);
+  CHECK(t.forward_s == Approx(256e-6 / 4 + 6e-6));
+  // H100 in bf16: 1.6e10 / (989.4e12 x 0.5) = 32.3 us.
+  t = RooflineModel(roofline_preset("h100")).compute(gemm, 16, Precision::bf16);
+  CHECK(t.forward_s == Approx(1.6e10 / 494.7e12 + 6e-6));
+
+  CHECK(error_of([&] { v100.compute(gemm, 16, Precision::bf16); }) == "v100 does not compute in bf16");
+  CHECK(v100.describe() == "v100 roofline: 15.7/125.0/0.0 TFLOP/s fp32/fp16/bf16 x 0.50, 900 GB/s, 6 us per kernel");
+  CHECK(parse_precision("bf16") == Precision::bf16);
+  CHECK(bytes_per_element(Precision::bf16) == 2);
+  CHECK(error_of([] { parse_precision("fp8"); }) == "the precision must be one of fp32, fp16, bf16, not 'fp8'");
+  CHECK_THAT(error_of([] { make_compute_model("tpu"); }),
+             Catch::Contains("unknown compute model 'tpu'; the compute models are v100, a100, h100, b200, v100x4, "
+                             "systolic"));
+  // Measured times win over the model's.
+  gemm.measured = MeasuredTimes{1e-3, 3e-3};
+  t = layer_times(v100, gemm, 16, Precision::fp16);
+  CHECK(t.forward_s == 1e-3);
+  CHECK(t.backward_s == 3e-3);
+}
+
+TEST_CASE("the systolic array times a hand-computed layer (SCALE-Sim, output stationary)") {
+  const SystolicModel tpu{SystolicArray{}};
+  Layer l;
+  l.gemms.push_back({100, 64, 27});
+  // Batch 2: Sr = 200, Sc = 64, T = 27 on 32x32: ceil(200/32) x ceil(64/32)
+  // = 14 folds, one round over 16 arrays, 2*32 + 32 + 27 - 2 = 121 cycles.
+  LayerTimes t = tpu.compute(l, 2, Precision::fp32);
+  CHECK(t.forward_s == Approx(121e-9));
+  // Input gradient: Sr 200, Sc 27, T 64: 7 folds, 158 cycles. Weight
+  // gradient: Sr 27, Sc 64, T 200: 2 folds, 294 cycles.
+  CHECK(t.backward_s == Approx((158 + 294) * 1e-9));
+
+  // 1024 x 256 outputs of 100-long products: 32 x 8 = 256 folds, 16 per
+  // array, 194 cycles each.
+  CHECK(tpu.array().gemm_cycles(1024, 256, 100, 1) == 16 * 194);
+  // Attention's per-head products count as separate folds: 80 x 80 is 3 x 3
+  // folds, 144 for 16 heads, 9 per array, 158 cycles each.
+  CHECK(tpu.array().gemm_cycles(80, 80, 64, 16) == 9 * 158);
+  // A pooling layer takes no cycles.
+  Layer pool;
+  pool.kind = LayerKind::pool;
+  CHECK(tpu.compute(pool, 16, Precision::fp32).forward_s == 0);
+}
+
+TEST_CASE("ASTRA-sim workloads: DATA, transformer checkpoints, customised and DLRM") {
+  AstraWorkload w = read_astra_workload(kData + "astra_data.txt");
+  CHECK(w.parallelism == "DATA");
+  REQUIRE(w.layers.size() == 2);
+  CHECK(w.layers[0].name == "conv1");
+  CHECK(w.layers[0].reserved == -1);
+  CHECK(w.layers[0].forward.cycles == 1000);
+  CHECK(w.layers[0].forward.comm.type == AstraCollective::none);
+  CHECK(w.layers[0].input_grad.cycles == 2000);
+  CHECK(w.layers[0].weight_grad.cycles == 3000);
+  CHECK(w.layers[0].weight_grad.comm.type == AstraCollective::allreduce);
+  CHECK(w.layers[0].weight_grad.comm.bytes == 46464);
+  CHECK(w.layers[0].update_cycles == 10);
+  CHECK(w.layers[1].line == 4);
+  CHECK(w.layers[1].weight_grad.comm.bytes == 8392704);
+
+  // Fields separated by runs of tabs, as the published files are.
+  w = read_astra_workload(kData + "astra_transformer.txt");
+  CHECK(w.parallelism == "HYBRID_TRANSFORMER_FWD_IN_BCKWD");
+  CHECK(w.model_parallel_group == 4);
+  REQUIRE(w.layers.size() == 3);
+  CHECK(w.layers[0].checkpoint);
+  CHECK_FALSE(w.layers[1].checkpoint);
+  CHECK(w.layers[2].checkpoint_initiates);
+  CHECK(w.layers[1].forward.comm.type == AstraCollective::allreduce);
+  CHECK(w.layers[1].forward.comm.bytes == 69730304);
+  CHECK(w.layers[2].forward.comm.type == AstraCollective::allgather);
+  CHECK(w.layers[2].input_grad.comm.type == AstraCollective::reducescatter);
+  CHECK(w.layers[2].weight_grad.comm.type == AstraCollective::alltoall);
+  CHECK(w.layers[2].forward.cycles == 41838182);
+
+  w = read_astra_workload(kData + "astra_customized.txt");
+  REQUIRE(w.layers.size() == 2);
+  CHECK(w.layers[0].parallelism == "HYBRID_DATA_MODEL");
+  CHECK(w.layers[1].parallelism == "DATA");
+  CHECK(w.layers[0].update_cycles == 3229);
+
+  w = read_astra_workload(kData + "astra_dlrm.txt");
+  CHECK(w.dlrm_last_bottom_layer == 1);
+  CHECK(w.layers[0].forward.comm.type == AstraCollective::alltoall);
+  CHECK(w.layers[1].weight_grad.comm.type == AstraCollective::allreduce_alltoall);
+
+  // The early transformer files give no model-parallel group.
+  w = parse_astra_workload("HYBRID_TRANSFORMER\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n", "t");
+  CHECK(w.model_parallel_group == 0);
+}
+
+TEST_CASE("a malformed ASTRA-sim workload names its file and line") {
+  const std::string bad = kData + "astra_bad_collective.txt";
+  CHECK(error_of([&] { read_astra_workload(bad); }) ==
+        "workload file " + bad +
+            ", line 4: the weight-gradient collective must be one of NONE, ALLREDUCE, ALLGATHER, REDUCESCATTER, "
+            "ALLTOALL, ALLREDUCEALLTOALL, not 'BROADCAST'");
+  const std::string layer = "fc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n";
+  auto error = [](const std::string& text) { return error_of([&] { parse_astra_workload(text, "w.txt"); }); };
+  CHECK(error("") == "workload file w.txt is empty");
+  CHECK(error("PIPELINE\n1\n" + layer) ==
+        "workload file w.txt, line 1: the parallelism must be one of DATA, HYBRID_TRANSFORMER, "
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DLRM, HYBRID_DLRM_ENHANCED, MODEL, HYBRID_DATA_MODEL, "
+        "HYBRID_MODEL_DATA, HYBRID_CUSTOMIZED, MICRO, DISTRIBUTED_INFERENCE, not 'PIPELINE'");
+  CHECK(error("DATA 4\n1\n" + layer) == "workload file w.txt, line 1: unexpected '4' after the parallelism DATA");
+  CHECK(error("DATA\n") == "workload file w.txt ends early: no layer count on its second line");
+  CHECK(error("DATA\ntwo\n" + layer) ==
+        "workload file w.txt, line 2: the layer count must be a non-negative whole number, not 'two'");
+  CHECK(error("DATA\n2\n" + layer) == "workload file w.txt ends early: its second line gives 2 layers, it has 1");
+  CHECK(error("DATA\n1\n" + layer + layer) ==
+        "workload file w.txt, line 4: more layers than the 1 its second line gives");
+  CHECK(error("DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8\n") ==
+        "workload file w.txt, line 3: a layer has 12 fields (name, reserved, then compute cycles, collective and "
+        "bytes for forward, input gradient and weight gradient, update cycles), not 11");
+  CHECK(error("DATA\n1\nfc -1 -5 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n") ==
+        "workload file w.txt, line 3: the forward compute time must be a non-negative whole number, not '-5'");
+  CHECK(error("DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8.5 1\n") ==
+        "workload file w.txt, line 3: the weight-gradient collective size must be a non-negative whole number, "
+        "not '8.5'");
+  CHECK(error("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2 checkpoints: 2 0\n1\n" + layer) ==
+        "workload file w.txt, line 1: checkpoints: lists fewer than its 2 layers");
+  CHECK(error("HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 2\n1\n" + layer) ==
+        "workload file w.txt, line 1: the parallelism HYBRID_TRANSFORMER_FWD_IN_BCKWD needs 'checkpoints: N' and N "
+        "layer numbers");
+  CHECK(error("HYBRID_TRANSFORMER_FWD_IN_BCKWD checkpoints: 1 5 checkpoint_initiates: 0\n1\n" + layer) ==
+        "workload file w.txt, line 1: checkpoints: names layer 5 of 1 (numbered from 0)");
+  CHECK(error("HYBRID_CUSTOMIZED\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1 PIPE\n") ==
+        "workload file w.txt, line 3: a layer's parallelism must be one of DATA, HYBRID_TRANSFORMER, "
+        "HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DLRM, HYBRID_DLRM_ENHANCED, MODEL, HYBRID_DATA_MODEL, "
+        "HYBRID_MODEL_DATA, MICRO, DISTRIBUTED_INFERENCE, not 'PIPE'");
+  CHECK_THAT(error_of([&] { read_astra_workload(kData); }), Catch::Contains("is not a file"));
+}
+
+TEST_CASE("incsim's YAML layer list") {
+  const Model m = read_layer_file(kData + "toy_layers.yaml");
+  CHECK(m.name == "toy");
+  REQUIRE(m.layers.size() == 3);
+  CHECK(m.layers[0].params == 1049600);
+  CHECK(m.layers[0].forward_flops == 2.0 * 1024 * 1024);  // from its GEMM
+  CHECK(m.layers[0].input_elements == 1024);
+  CHECK(m.layers[1].kind == LayerKind::attention);
+  CHECK(m.layers[1].gemms[1].count == 16);
+  CHECK(m.layers[1].forward_flops == 1e7);  // given
+  CHECK(m.layers[1].block == 0);
+  CHECK(m.layers[1].split == TensorSplit::heads);
+  REQUIRE(m.layers[2].measured);
+  CHECK(m.layers[2].measured->forward_s == Approx(12.5e-6));
+  CHECK(m.layers[2].measured->backward_s == Approx(25e-6));
+  CHECK(m.parameters() == 1049600 + 10250);
+
+  const std::string bad = kData + "bad_layers.yaml";
+  CHECK(error_of([&] { read_layer_file(bad); }) ==
+        "layer file " + bad + ", line 6: 'params' must be a whole number of at least 0");
+}
+
+TEST_CASE("a layer file's errors name the file and the line") {
+  auto error = [&](const std::string& text) {
+    TempFile f(text);
+    const std::string message = error_of([&] { read_layer_file(f.path); });
+    // The file's name varies: keep what follows it.
+    return message.rfind("layer file " + f.path, 0) == 0 ? message.substr(11 + f.path.size()) : message;
+  };
+  CHECK(error("layers:\n  - name: a\n    parms: 3\n") ==
+        ", line 3: unknown key 'parms' in a layer; the keys are name, kind, params, gemms, forward_flops, "
+        "input_elements, output_elements, block, split, forward_us, backward_us");
+  CHECK(error("layers:\n  - name: a\n    kind: lstm\n") ==
+        ", line 3: a layer's kind must be one of conv, linear, embedding, attention, norm, pool, elementwise, not "
+        "'lstm'");
+  CHECK(error("layers:\n  - name: a\n    gemms: [[1, 2]]\n") ==
+        ", line 3: a GEMM is a list [m, n, k] or [m, n, k, count]");
+  CHECK(error("layers:\n  - name: a\n    forward_us: 3\n") ==
+        ", line 2: a layer gives forward_us and backward_us together, or neither");
+  CHECK(error("name: x\nlayers: []\n") == ", line 1: a layer file needs a list of layers");
+  CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
+        ", line 3: 'forward_flops' must be a number of at least 0");
+}
+
+namespace {
+
+ChakraNode node(uint64_t id, ChakraNodeType type, std::vector<uint64_t> deps = {}) {
+  ChakraNode n;
+  n.id = id;
+  n.name = "n" + std::to_string(id);
+  n.type = type;
+  n.data_deps = std::move(deps);
+  return n;
+}
+
+// Two ranks: each computes, all-reduces 1 MiB, then rank 0 sends 4 KiB to
+// rank 1 (a custom collective's point-to-point step).
+std::vector<ChakraTrace> two_ranks() {
+  std::vector<ChakraTrace> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].version = "0.0.4";
+    ChakraNode comp = node(1, ChakraNodeType::compute);
+    comp.duration_micros = 150;
+    comp.num_ops = 1000000;
+    comp.tensor_size = 4096;
+    comp.is_cpu_op = false;
+    ChakraNode coll = node(2, ChakraNodeType::collective, {1});
+    coll.comm_type = ChakraCollective::all_reduce;
+    coll.comm_size = 1 << 20;
+    coll.pg_name = "0";
+    ChakraNode p2p = node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
+    (r == 0 ? p2p.comm_dst : p2p.comm_src) = 1 - r;
+    p2p.comm_size = 4096;
+    p2p.comm_tag = 7;
+    ranks[r].nodes = {comp, coll, p2p};
+  }
+  return ranks;
+}
+
+void write_all(const std::string& name, const std::vector<ChakraTrace>& ranks) {
+  for (size_t r = 0; r < ranks.size(); ++r) write_chakra_trace(name + "." + std::to_string(r) + ".et", ranks[r]);
+}
+
+}  // namespace
+
+TEST_CASE("Chakra traces: compute, collective, send and receive nodes with their dependencies") {
+  TempDir dir;
+  const std::string name = dir.file("step");
+  write_all(name, two_ranks());
+  const auto ranks = read_chakra_traces(name);
+  REQUIRE(ranks.size() == 2);
+  CHECK(ranks[0].version == "0.0.4");
+  REQUIRE(ranks[0].nodes.size() == 3);
+  const ChakraNode& comp = ranks[0].nodes[0];
+  CHECK(comp.type == ChakraNodeType::compute);
+  CHECK(comp.duration_micros == 150);
+  CHECK(comp.num_ops == 1000000);
+  CHECK(comp.tensor_size == 4096);
+  CHECK_FALSE(comp.is_cpu_op);
+  const ChakraNode& coll = ranks[1].nodes[1];
+  CHECK(coll.type == ChakraNodeType::collective);
+  CHECK(coll.comm_type == ChakraCollective::all_reduce);
+  CHECK(coll.comm_size == 1 << 20);
+  CHECK(coll.data_deps == std::vector<uint64_t>{1});
+  CHECK(coll.pg_name == "0");
+  CHECK(ranks[0].nodes[2].type == ChakraNodeType::send);
+  CHECK(ranks[0].nodes[2].comm_dst == 1);
+  CHECK(ranks[1].nodes[2].type == ChakraNodeType::recv);
+  CHECK(ranks[1].nodes[2].comm_src == 0);
+  CHECK(ranks[1].nodes[2].comm_tag == 7);
+  CHECK(std::string(to_string(coll.comm_type)) == "ALL_REDUCE");
+
+  // Chakra's protoio reads gzip-compressed traces as well.
+  REQUIRE(std::system(("gzip -n " + name + ".0.et && mv " + name + ".0.et.gz " + name + ".0.et").c_str()) == 0);
+  const auto again = read_chakra_traces(name);
+  CHECK(again[0].nodes.size() == 3);
+  CHECK(again[0].nodes[2].comm_size == 4096);
+}
+
+TEST_CASE("a malformed Chakra trace names the file and the node") {
+  TempDir dir;
+  auto error = [&](std::vector<ChakraTrace> ranks) {
+    const std::string name = dir.file("bad");
+    for (int r = 0; r < 4; ++r) std::remove((name + "." + std::to_string(r) + ".et").c_str());
+    write_all(name, ranks);
+    const std::string message = error_of([&] { read_chakra_traces(name); });
+    const std::string prefix = "chakra trace " + dir.path.string();
+    return message.rfind(prefix, 0) == 0 ? message.substr(prefix.size()) : message;
+  };
+  auto ranks = two_ranks();
+  ranks[1].nodes[1].data_deps = {9};
+  CHECK(error(ranks) == "/bad.1.et, node 2: depends on node 9, which the trace does not have");
+  ranks = two_ranks();
+  ranks[0].nodes[0].ctrl_deps = {3};
+  CHECK(error(ranks) == "/bad.0.et, node 1: is on a dependency cycle (or waits for one)");
+  ranks = two_ranks();
+  ranks[0].nodes[1].id = 1;
+  CHECK(error(ranks) == "/bad.0.et, node 1: the id appears twice");
+  ranks = two_ranks();
+  ranks[1].nodes[2].comm_tag = 8;
+  CHECK(error(ranks) == "/bad.0.et, node 3: a send of 4096 B with tag 7 to rank 1 that rank 1 never receives");
+  ranks = two_ranks();
+  ranks[0].nodes.pop_back();
+  CHECK(error(ranks) == "/bad.1.et, node 3: a receive of 4096 B with tag 7 from rank 0 that rank 0 never sends");
+  ranks = two_ranks();
+  ranks[0].nodes[2].comm_dst = 2;
+  CHECK(error(ranks) == "/bad.0.et, node 3: sends to rank 2 of 2");
+  ranks = two_ranks();
+  ranks[1].nodes[2].comm_src = -1;
+  CHECK(error(ranks) == "/bad.1.et, node 3: a receive has no comm_src");
+  CHECK(error_of([&] { read_chakra_traces(dir.file("none")); }) == "no chakra trace " + dir.file("none.0.et"));
+
+  // A file cut short, and one that is not a trace at all.
+  const std::string cut = dir.file("cut.0.et");
+  write_chakra_trace(cut, two_ranks()[0]);
+  std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 5);
+  CHECK_THAT(error_of([&] { read_chakra_trace(cut); }),
+             Catch::Contains("cut.0.et: message 3 of") && Catch::Contains("does not parse: the file is truncated"));
+  TempFile text("DATA\n1\n", ".et");
+  CHECK_THAT(error_of([&] { read_chakra_trace(text.path); }), Catch::Contains("does not parse"));
+}
+
+TEST_CASE("a Chakra trace encoded by hand reads as Chakra's schema says") {
+  // Protobuf's wire format byte by byte, with et_def.proto's field numbers
+  // (not incsim's writer): GlobalMetadata {version "0.0.4"}; Node {id 3,
+  // type COMP_NODE, duration_micros 9, attr {name "num_ops", int64_val
+  // 100}}; Node {id 5, type COMM_COLL_NODE, data_deps [3] (packed), attr
+  // {"comm_type", int64_val 2 = ALL_GATHER}, attr {"comm_size", uint64_val
+  // 300}}, each preceded by its length.
+  const std::string meta = "\x0a\x05"
+                           "0.0.4";
+  const std::string a = std::string("\x08\x03\x18\x04\x38\x09\x52\x0b\x0a\x07", 10) + "num_ops" + "\x48\x64";
+  const std::string b = std::string("\x08\x05\x18\x07\x2a\x01\x03\x52\x0d\x0a\x09", 11) + "comm_type" + "\x48\x02" +
+                        "\x52\x0e\x0a\x09" + "comm_size" + "\x68\xac\x02";
+  REQUIRE(a.size() == 19);
+  REQUIRE(b.size() == 38);
+  TempFile f(std::string(1, static_cast<char>(meta.size())) + meta + std::string(1, 19) + a + std::string(1, 38) + b,
+             ".et");
+  const ChakraTrace t = read_chakra_trace(f.path);
+  CHECK(t.version == "0.0.4");
+  REQUIRE(t.nodes.size() == 2);
+  CHECK(t.nodes[0].id == 3);
+  CHECK(t.nodes[0].type == ChakraNodeType::compute);
+  CHECK(t.nodes[0].duration_micros == 9);
+  CHECK(t.nodes[0].num_ops == 100);
+  CHECK(t.nodes[1].type == ChakraNodeType::collective);
+  CHECK(t.nodes[1].data_deps == std::vector<uint64_t>{3});
+  CHECK(t.nodes[1].comm_type == ChakraCollective::all_gather);
+  CHECK(t.nodes[1].comm_size == 300);
+}
