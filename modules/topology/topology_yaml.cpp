@@ -130,11 +130,13 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   Topology t;
   t.name = scalar<std::string>(root, "name", file, file);
   t.family = scalar<std::string>(root, "family", Topology::kKlenk, file);
-  if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p" &&
-      t.family != Topology::kNetReduce && t.family != Topology::kNetReduceMultiGpu && t.family != Topology::kHgxH100)
+  const char* const families[] = {Topology::kKlenk,     Topology::kMultiTree,          "dgx1v",
+                                  "dgx1p",               Topology::kNetReduce,          Topology::kNetReduceMultiGpu,
+                                  Topology::kHgxH100,    Topology::kNvl72};
+  if (std::find(std::begin(families), std::end(families), t.family) == std::end(families))
     fail(file, root["family"],
-         "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu or hgx-h100, not '" + t.family +
-             "'");
+         "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not '" +
+             t.family + "'");
   if (const YAML::Node grid = root["grid"]) {
     check_map(grid, {"kx", "ky", "wrap"}, "'grid'", file);
     t.grid.kx = scalar<int>(grid, "kx", 0, file);
