@@ -57,9 +57,8 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     d.max_payload_bytes = 256;
     // Packets spread over a trunk's links (NVSwitch3 balances over them;
     // how is not public: per packet to the shortest queue, as InfiniBand's
-    // adaptive routing does). NVL72 has no trunks, one link per GPU and
-    // switch chip: the same choice, so that a YAML file wired with trunks
-    // under its family spreads too.
+    // adaptive routing does). NVL72 has no trunks (one link per GPU and
+    // switch chip), so there it changes no row.
     d.spread = "adaptive";
     // H100 SXM5 boost clock (NVIDIA H100 Tensor Core GPU datasheet: 1980 MHz).
     // NVIDIA publishes no B200 clock; TechPowerUp's GPU Database lists the

@@ -130,9 +130,8 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   Topology t;
   t.name = scalar<std::string>(root, "name", file, file);
   t.family = scalar<std::string>(root, "family", Topology::kKlenk, file);
-  const char* const families[] = {Topology::kKlenk,     Topology::kMultiTree,          "dgx1v",
-                                  "dgx1p",               Topology::kNetReduce,          Topology::kNetReduceMultiGpu,
-                                  Topology::kHgxH100,    Topology::kNvl72};
+  const char* const families[] = {Topology::kKlenk, Topology::kMultiTree, "dgx1v", "dgx1p", Topology::kNetReduce,
+                                  Topology::kNetReduceMultiGpu, Topology::kHgxH100, Topology::kNvl72};
   if (std::find(std::begin(families), std::end(families), t.family) == std::end(families))
     fail(file, root["family"],
          "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not '" +
