@@ -16,7 +16,7 @@ using sc_core::sc_time;
 using topo::NodeKind;
 
 std::string builtin_platforms() {
-  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100";
+  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
 }
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
@@ -51,18 +51,21 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // Interconnect", IEEE Micro 2017).
     d.max_payload_bytes = 256;
   }
-  if (t.family == topo::Topology::kHgxH100) {
-    // NVLink packets as above; nothing public says NVLink4 changed the
-    // 16-flit data limit (docs/platforms.md, HGX H100).
+  if (t.family == topo::Topology::kHgxH100 || t.family == topo::Topology::kNvl72) {
+    // NVLink packets as above; nothing public says NVLink4 or NVLink5 changed
+    // the 16-flit data limit (docs/platforms.md, HGX H100).
     d.max_payload_bytes = 256;
     // Packets spread over a trunk's links (NVSwitch3 balances over them;
     // how is not public: per packet to the shortest queue, as InfiniBand's
-    // adaptive routing does).
+    // adaptive routing does). NVL72 has no trunks (one link per GPU and
+    // switch chip), so there it changes no row.
     d.spread = "adaptive";
     // H100 SXM5 boost clock (NVIDIA H100 Tensor Core GPU datasheet: 1980 MHz).
-    d.gpu_clock_ghz = 1.98;
-    // One ring per NVLink, so that every link of every trunk carries one
-    // (ring.channels' 12 counts two per DGX-2 link; 12 of 18 would leave 6 idle).
+    // NVIDIA publishes no B200 clock; TechPowerUp's GPU Database lists the
+    // B200 SXM's boost clock as 1837 MHz.
+    d.gpu_clock_ghz = t.family == topo::Topology::kHgxH100 ? 1.98 : 1.837;
+    // One ring per NVLink, so that every link carries one (ring.channels'
+    // 12 counts two per DGX-2 link; 12 of 18 would leave 6 idle).
     d.ring_channels = 18;
     // NCCL's Simple protocol step: its 4 MiB buffer over NCCL_STEPS = 8
     // (NCCL src/include/device.h); ring.chunk_bytes' 128 KiB leaves a
@@ -158,6 +161,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     if (family == topo::Topology::kNetReduce || family == topo::Topology::kNetReduceMultiGpu)
       return topo::LinkDefaults{cfg.get(kLinkGBps, kEthernetLinkGBps), cfg.get(kLinkLatency, kEthernetLatencyNs)};
     const bool multitree = family == topo::Topology::kMultiTree;
+    if (family == topo::Topology::kNvl72)
+      return topo::LinkDefaults{cfg.get(kLinkGBps, kNvLink5GBps), cfg.get(kLinkLatency, kLinkLatency.default_value())};
     const double bw = cfg.get(kLinkGBps, multitree ? topo::kMultiTreeLinkGBps : kLinkGBps.default_value());
     const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
     return topo::LinkDefaults{bw, lat};
@@ -176,19 +181,20 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     return topo::load_yaml(platform, link_defaults);
   }
   const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
-  const auto [bw, lat] = link_defaults(multitree ? topo::Topology::kMultiTree : topo::Topology::kKlenk);
-  if (platform == "dgx2") {
-    if (shape.gpus && (*shape.gpus < 1 || *shape.gpus > 16))
-      throw UserError("the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not " +
+  const auto [bw, lat] = link_defaults(multitree              ? topo::Topology::kMultiTree
+                                       : platform == "nvl72" ? topo::Topology::kNvl72
+                                                             : topo::Topology::kKlenk);
+  // A machine of fixed size whose first N GPUs --gpus takes.
+  auto fixed = [&](int built, topo::Topology t) {
+    if (shape.gpus && (*shape.gpus < 1 || *shape.gpus > built))
+      throw UserError("the " + platform + " platform has " + std::to_string(built) +
+                      " GPUs; --gpus must be between 1 and " + std::to_string(built) + ", not " +
                       std::to_string(*shape.gpus));
-    return topo::make_dgx2(bw, lat);
-  }
-  if (platform == "hgx-h100") {
-    if (shape.gpus && (*shape.gpus < 1 || *shape.gpus > 8))
-      throw UserError("the hgx-h100 platform has 8 GPUs; --gpus must be between 1 and 8, not " +
-                      std::to_string(*shape.gpus));
-    return topo::make_hgx_h100(bw, lat);
-  }
+    return t;
+  };
+  if (platform == "dgx2") return fixed(16, topo::make_dgx2(bw, lat));
+  if (platform == "hgx-h100") return fixed(8, topo::make_hgx_h100(bw, lat));
+  if (platform == "nvl72") return fixed(72, topo::make_nvl72(bw, lat));
   if (platform == "fattree2l") {
     const int n = shape.gpus.value_or(128);
     if (n < 8 || n > 128 || n % 8 != 0)

@@ -72,6 +72,13 @@ struct CoresCollective::Layout {
       at += n;
     }
   }
+  // The most elements a chunk holds in any pass: chunk_elems, or fewer where
+  // a part of the message is smaller than a pass.
+  uint64_t largest_chunk() const {
+    uint64_t most = 1;
+    for (uint64_t n : count) most = std::max(most, std::min(chunk_elems, (n + blocks - 1) / blocks));
+    return most;
+  }
   // Elements [first, first + len) of message chunk m in pass `pass`.
   void range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len) const {
     const int g = static_cast<int>(m % parts);
@@ -355,7 +362,9 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   flags_bytes_ = 16ull * coll.max_conns_;
   flags_base_ = gpu_.memory().alloc(flags_bytes_);
   gpu_.watch(*this, flags_base_, flags_bytes_);
-  slot_bytes_ = coll.params_.chunk_bytes * max_count;
+  // A slot as large as the largest chunk this message moves: 72 GPUs' 18
+  // channels of 4 slots of 512 KiB would take 2.6 GB however small the message.
+  slot_bytes_ = lay.largest_chunk() * kElem * max_count;
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
     recv_[k]->mailbox = gpu_.memory().alloc(slot_bytes_ * coll.params_.slots);

@@ -33,12 +33,12 @@ struct CoresParams {
 };
 inline const Param<int> kRingChannels{
     "ring.channels", 12, Range::at_least(1).at_most(256),
-    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100: 18, "
-    "one per link)"};
+    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100 and "
+    "nvl72: 18, one per link)"};
 inline const Param<uint64_t> kRingChunk{
     "ring.chunk_bytes", 128 * 1024, Range::at_least(4).at_most(1ull << 30),
     "bytes per chunk of a pass of a program on the GPU's cores, one mailbox slot between flags (NCCL 2.4 uses "
-    "1 MiB slices; smaller keeps simulated mailboxes small, docs/validation.md; hgx-h100: 512 KiB, NCCL's Simple "
+    "1 MiB slices; smaller keeps simulated mailboxes small, docs/validation.md; hgx-h100 and nvl72: 512 KiB, NCCL's Simple "
     "step)"};
 // One slot deadlocks a ring: a rank frees its slot only by forwarding into
 // the next rank's single slot, around the whole ring (NCCL needs 2 steps too).

@@ -33,7 +33,8 @@ struct GpuConfig {
 inline const Param<double> kGpuClock{
     "gpu.clock_ghz", 1.53, Range::at_least(0.01).at_most(100),
     "GPU clock, GHz (V100 boost clock, NVIDIA Volta whitepaper; Klenk §V counts memory latency in cycles; "
-    "hgx-h100: 1.98, the H100 SXM5 boost clock, NVIDIA H100 datasheet)"};
+    "hgx-h100: 1.98, the H100 SXM5 boost clock, NVIDIA H100 datasheet; nvl72: 1.837, the B200 SXM boost clock in "
+    "TechPowerUp's GPU Database, NVIDIA publishes none)"};
 inline const Param<uint32_t> kGpuMemLatency{"gpu.mem_latency_cycles", 180, Range::at_least(0).at_most(1e6),
                                             "static memory latency, cycles (Klenk §V: a Volta L2 hit)"};
 inline const Param<uint32_t> kGpuMemJitter{"gpu.mem_jitter_cycles", 180, Range::at_least(0).at_most(1e6),

@@ -67,7 +67,7 @@ struct SwitchConfig {
 inline const Param<double> kSwitchLatency{
     "switch.latency_ns", 150.0, Range::at_least(0).at_most(1e9),
     "switch or router latency, first flit in to first flit out, ns (dgx2, fattree2l, star, YAML files: 150, "
-    "Klenk §V; torus, mesh, fattree, bigraph: 4, MultiTree Table III's 1 GHz routers, which the paper models in "
+    "Klenk §V; hgx-h100, nvl72: 150, Klenk's, as NVSwitch3's and the NVLink Switch chip's are not public; torus, mesh, fattree, bigraph: 4, MultiTree Table III's 1 GHz routers, which the paper models in "
     "BookSim without giving a pipeline depth, times BookSim's default 4 one-cycle stages: routing, VC "
     "allocation, switch allocation, switch traversal; rack, spineleaf, multigpu: 400, Ethernet cut-through, an "
     "assumption for a commodity 100 GbE switch, 300-600 ns)"};
@@ -76,7 +76,7 @@ inline const Param<std::string> kSwitchSpread{
     "how a switch spreads packets over equal-cost ports (a trunk's links, several up-links): destination, one "
     "port per destination (the papers' tables; default on their platforms); rotate, per packet in turn; "
     "adaptive, per packet to the port with the least queued (InfiniBand adaptive routing, NVIDIA Quantum; "
-    "default on hgx-h100); flow, per flow by a hash of source, destination and stream (ECMP, RFC 2992). Pull "
+    "default on hgx-h100 and nvl72); flow, per flow by a hash of source, destination and stream (ECMP, RFC 2992). Pull "
     "responses stay on their request's tree: at their last hop the trunk link is chosen by block address"};
 inline const Param<double> kSwitchSpeedup{
     "switch.speedup", 0.0, Range::at_least(1).at_most(1024).or_zero(),

@@ -321,6 +321,22 @@ Topology make_hgx_h100(double bw, double lat) {
   return t;
 }
 
+Topology make_nvl72(double bw, double lat) {
+  Topology t;
+  t.name = "nvl72";
+  t.family = Topology::kNvl72;
+  // NVIDIA GB200 NVL72: 72 Blackwell GPUs with 18 NVLink5 links each, 9
+  // NVLink Switch trays of 2 chips; every GPU has one link to every chip
+  // (switches 2k and 2k + 1 are tray k's). A chip has 72 ports, all wired.
+  constexpr int kGpus = 72, kSwitches = 18;
+  for (int g = 0; g < kGpus; ++g) t.add_endpoint("gpu" + std::to_string(g), kSwitches);
+  for (int s = 0; s < kSwitches; ++s) t.add_switch("sw" + std::to_string(s), kGpus);
+  for (int g = 0; g < kGpus; ++g)
+    for (int s = 0; s < kSwitches; ++s) t.connect({t.endpoints()[g], s}, {t.switches()[s], g}, bw, lat);
+  t.finalize();
+  return t;
+}
+
 std::string netlist_difference(const Topology& g, const Topology& c) {
   auto count = [](size_t n, const char* what) { return std::to_string(n) + " " + what; };
   if (g.endpoints().size() != c.endpoints().size() || g.switches().size() != c.switches().size() ||

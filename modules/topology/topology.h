@@ -120,13 +120,15 @@ class Topology {
   // Which built-in platform family's parameter defaults and algorithms the
   // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
   // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), a DGX-1
-  // generation ("dgx1v", "dgx1p"), or kNetReduce and kNetReduceMultiGpu (NetReduce's Ethernet platforms). A YAML file carries it as `family:`.
+  // generation ("dgx1v", "dgx1p"), kNetReduce and kNetReduceMultiGpu (NetReduce's Ethernet platforms), or
+  // today's machines, kHgxH100 and kNvl72. A YAML file carries it as `family:`.
   static constexpr const char* kKlenk = "klenk";
   static constexpr const char* kMultiTree = "multitree";
   static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf (Ethernet)
   // multigpu: each leaf switch is one machine's GPU fabric, its uplink the machine's NIC (NetReduce §3.4)
   static constexpr const char* kNetReduceMultiGpu = "netreduce-multigpu";
   static constexpr const char* kHgxH100 = "hgx-h100";  // an HGX H100 board (docs/modern-machines.md)
+  static constexpr const char* kNvl72 = "nvl72";        // a GB200 NVL72 rack (docs/modern-machines.md)
   std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
   VcPolicy vc_policy = VcPolicy::None;
@@ -229,6 +231,10 @@ Topology make_star(int n, double bw_GBps, double latency_ns);
 // chips; every GPU has a trunk of 5, 4, 4 and 5 links to switches 0 to 3
 // (docs/platforms.md, HGX H100).
 Topology make_hgx_h100(double bw_GBps, double latency_ns);
+// A GB200 NVL72 rack's NVLink domain: 72 GPUs with 18 NVLink5 links each and
+// 18 NVLink Switch chips (9 trays of 2); GPU g's link s goes to switch s, on
+// that switch's port g (docs/platforms.md, GB200 NVL72).
+Topology make_nvl72(double bw_GBps, double latency_ns);
 
 // Where graph g differs from c as a netlist, in a phrase ("port leaf0.1
 // should be linked to host1.0"), or empty if it does not: the k-th switch

@@ -73,11 +73,12 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   Topology t;
   t.name = in.scalar<std::string>(root, "name", file);
   t.family = in.scalar<std::string>(root, "family", Topology::kKlenk);
-  if (t.family != Topology::kKlenk && t.family != Topology::kMultiTree && t.family != "dgx1v" && t.family != "dgx1p" &&
-      t.family != Topology::kNetReduce && t.family != Topology::kNetReduceMultiGpu && t.family != Topology::kHgxH100)
+  const char* const families[] = {Topology::kKlenk, Topology::kMultiTree, "dgx1v", "dgx1p", Topology::kNetReduce,
+                                  Topology::kNetReduceMultiGpu, Topology::kHgxH100, Topology::kNvl72};
+  if (std::find(std::begin(families), std::end(families), t.family) == std::end(families))
     in.fail(root["family"],
-         "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu or hgx-h100, not '" + t.family +
-             "'");
+            "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not '" +
+                t.family + "'");
   if (const YAML::Node grid = root["grid"]) {
     in.check_map(grid, {"kx", "ky", "wrap"}, "'grid'");
     t.grid.kx = in.scalar<int>(grid, "kx", 0);

@@ -250,7 +250,8 @@ TEST_CASE("link, switch and payload defaults follow the platform", "[cli][platfo
       {"dgx2", {"25", "0", "150", "128"}},     {"fattree2l", {"25", "0", "150", "128"}},
       {"star", {"25", "0", "150", "128"}},     {"torus", {"16", "150", "4", "256"}},
       {"mesh", {"16", "150", "4", "256"}},     {"fattree", {"16", "150", "4", "256"}},
-      {"bigraph", {"16", "150", "4", "256"}}, {"hgx-h100", {"25", "0", "150", "256"}}};
+      {"bigraph", {"16", "150", "4", "256"}}, {"hgx-h100", {"25", "0", "150", "256"}},
+      {"nvl72", {"50", "0", "150", "256"}}};
   for (const auto& [platform, values] : want) {
     INFO(platform);
     const Result r = incsim("--list-params --platform " + platform);
@@ -551,6 +552,7 @@ TEST_CASE("every built-in platform dumped and reloaded gives the same rows, and 
       {"--platform dgx1v", "--algorithm blink --sizes 16K"},
       {"--platform hgx-h100", "--sizes 16K"},
       {"--platform hgx-h100", "--algorithm pull --sizes 16K"},
+      {"--platform nvl72", "--gpus 8 --sizes 16K"},  // all 72 take 4 s a run
       {"--platform dgx1p --gpus 1,4,5,6", "--sizes 16K"},
       {"--platform dgx1v --gpus 0,1/2,3", "--sizes 16K"},
       {"--platform rack --hosts 4", "--sizes 64K"},
@@ -819,7 +821,7 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
   CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
-             Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, rack, spineleaf, multigpu, FILE.yaml\n"));
+             Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
   // The algorithm table: each algorithm's collectives, platforms, engine and source.
   CHECK_THAT(r.out, Catch::Contains("algorithm multicast\tallgather, broadcast (default for broadcast); on switch "
@@ -1281,6 +1283,7 @@ DEFAULTS_RUN("torus", "torus", direct("ring,dbtree,hd,ring2d,multitree,multitree
 DEFAULTS_RUN("mesh", "mesh", direct("ring,dbtree,hd,ring2d,multitree,multitree-msg,blink"))
 DEFAULTS_RUN("bigraph", "bigraph", direct("ring,dbtree,hd,hdrm,multitree,multitree-msg,blink"))
 DEFAULTS_RUN("hgx-h100", "hgx-h100", kSwitchFabric)
+DEFAULTS_RUN("nvl72", "nvl72", kSwitchFabric)  // all 72: 13 s, 6 of them the ring
 DEFAULTS_RUN("dgx1v", "dgx1v", kDgx1)
 DEFAULTS_RUN("dgx1p", "dgx1p", kDgx1)
 DEFAULTS_RUN("rack", "rack", kNetReduce)

@@ -1,5 +1,6 @@
 // Traffic over parallel links (docs/modern-machines.md): the HGX H100's
 // trunks all carry a ring's traffic, the ring reaches 90% of its bound there,
+// the GB200 NVL72's 72 GPUs run the switch fabric's algorithms exactly,
 // and per-packet spreading over links of very different latency, which
 // reorders packets heavily, keeps every collective's data exact.
 #include <catch2/catch.hpp>
@@ -75,6 +76,29 @@ TEST_CASE("HGX H100: push is exact over the trunks", "[links][hgx]") {
 }
 TEST_CASE("HGX H100: pull is exact over the trunks", "[links][hgx]") {
   run(tb::run_options("hgx-h100", "allreduce", "pull", "4,12292,1M"), "pull");
+}
+
+// GB200 NVL72: the ring over all 72 GPUs (small sizes: at 72 ranks a ring is
+// latency-bound far beyond what a test can simulate, docs/modern-machines.md).
+TEST_CASE("GB200 NVL72: a ring over 72 GPUs is exact and uses every link", "[links][nvl72]") {
+  // 12292 B: 3073 floats, an uneven share for each of the 18 channels' 72 chunks.
+  tb::Experiment e(tb::run_options("nvl72", "allreduce", "ring", "12292"));
+  const std::vector<tb::Row> rows = tb::run_checked(e, "nvl72 ring");
+  const auto& ends = e.machine().link_ends();
+  REQUIRE(ends.size() == 2 * 72 * 18);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    INFO(ends[i].from << " -> " << ends[i].to);
+    CHECK(rows.back().link_bytes[i] > 0);
+  }
+}
+TEST_CASE("GB200 NVL72: push is exact", "[links][nvl72]") {
+  run(tb::run_options("nvl72", "allreduce", "push", "4,12292,256K"), "push");
+}
+TEST_CASE("GB200 NVL72: pull is exact", "[links][nvl72]") {
+  run(tb::run_options("nvl72", "allreduce", "pull", "4,12292,256K"), "pull");
+}
+TEST_CASE("GB200 NVL72: multicast is exact", "[links][nvl72]") {
+  run(tb::run_options("nvl72", "allgather", "multicast", "4,12292,256K"), "multicast");
 }
 
 // Per packet over trunk links 0 to 1200 ns long: a chunk's packets, a

@@ -142,15 +142,21 @@ TEST_CASE("one-packet switch buffers throttle a 1 MiB all-reduce and keep it exa
 }
 
 TEST_CASE("GPU memory holds the mailboxes only, whatever the message size", "[ring][memory]") {
-  tb::Options o;
-  o.platform = "dgx2";
-  o.sizes = "8K,4M";
-  o.quiet = true;
-  tb::Experiment e(o);
+  // 16 KiB chunks: a channel's 4 MiB step (21.8 KiB) takes two.
+  tb::Experiment e(tb::run_options("dgx2", "allreduce", "ring", "8K,4M", {{"ring.chunk_bytes", "16384"}}));
   const auto rows = e.run(nullptr);
   CHECK(rows[1].wrong() == 0);
-  // 12 channels x 4 slots x 128 KiB of mailboxes plus 16 B of flags per channel.
-  for (auto* g : tb::collective_of(e).platform().gpus()) CHECK(g->memory().allocated() == 12 * 4 * 131072 + 256);
+  // 12 channels x 4 slots x 16 KiB of mailboxes plus 16 B of flags per channel.
+  for (auto* g : tb::collective_of(e).platform().gpus()) CHECK(g->memory().allocated() == 12 * 4 * 16384 + 256);
+}
+
+TEST_CASE("a mailbox slot holds no more than the largest chunk the message moves", "[ring][memory]") {
+  tb::Experiment e(tb::run_options("dgx2", "allreduce", "ring", "4M"));
+  CHECK(e.run(nullptr)[0].wrong() == 0);
+  // A channel's step: 4 MiB / 12 channels / 16 ranks = 5462 floats at most,
+  // under one 128 KiB chunk; 4 slots of it per channel, 256 B aligned.
+  const uint64_t mailbox = (4 * 5462 * 4 + 255) / 256 * 256;
+  for (auto* g : tb::collective_of(e).platform().gpus()) CHECK(g->memory().allocated() == 12 * mailbox + 256);
 }
 
 TEST_CASE("on DGX-2 the 8 KiB all-reduce is latency-bound", "[ring][bound]") {

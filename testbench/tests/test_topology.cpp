@@ -226,6 +226,36 @@ TEST_CASE("HGX H100: every GPU has trunks of 5, 4, 4 and 5 links, all of which l
       }
 }
 
+TEST_CASE("GB200 NVL72: 72 GPUs with one link to each of 18 switch chips, every switch one hop from every GPU",
+          "[topology][links]") {
+  const Topology t = make_nvl72(50, 0);
+  REQUIRE(t.endpoints().size() == 72);
+  REQUIRE(t.switches().size() == 18);
+  CHECK(t.links().size() == 72 * 18);
+  CHECK(t.family == Topology::kNvl72);
+  // links[g][s]: GPU g's links to switch s.
+  std::vector<std::vector<int>> links(72, std::vector<int>(18, 0));
+  for (const Link& l : t.links()) {
+    REQUIRE(t.node(l.a.node).kind == NodeKind::Endpoint);
+    REQUIRE(t.node(l.b.node).kind == NodeKind::Switch);
+    CHECK(l.bw_GBps == 50);
+    ++links[t.node(l.a.node).index][t.node(l.b.node).index];
+  }
+  for (int g = 0; g < 72; ++g)
+    for (int s = 0; s < 18; ++s) {
+      INFO("gpu" << g << " to sw" << s);
+      CHECK(links[g][s] == 1);
+    }
+  for (int s = 0; s < 18; ++s) CHECK(t.node(t.switches()[s]).ports == 72);
+  // A GPU reaches every other through any of its 18 links, one switch between.
+  for (int g = 0; g < 72; ++g)
+    for (int d = 0; d < 72; ++d)
+      if (g != d) {
+        CHECK(t.routes(t.endpoints()[g], d).size() == 18);
+        CHECK(t.hops(g, d) == 2);
+      }
+}
+
 // The papers' tables (docs/platforms.md, Routing): route() is still port
 // d mod count among the equal-cost ports, and under dimension order every
 // equal-cost port a switch may spread over leads to the neighbour it chose.
@@ -262,7 +292,8 @@ TEST_CASE("save_yaml then load_yaml gives the same graph, routes and VC rules, a
                             make_torus(2, 3), make_torus(5, 2), make_mesh(4, 3), make_mesh(2, 2), make_fattree(16, 4),
                             make_bigraph(4, 8), make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6}),
                             make_dgx1(Dgx1Gen::P100, {0, 1, 2, 3, 4, 5, 6, 7}),
-                            make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}, {2, 3}}, 5, 1500), make_hgx_h100(25, 0)}) {
+                            make_dgx1_cluster(Dgx1Gen::V100, {{0, 1}, {2, 3}}, 5, 1500), make_hgx_h100(25, 0),
+                            make_nvl72(50, 0)}) {
     INFO(t.name);
     std::ostringstream os;
     save_yaml(t, os);
@@ -301,7 +332,7 @@ TEST_CASE("a platform file's family, routing and VC policy are checked by name",
       "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
       "switches:\n  - {name: s, ports: 2}\n"
       "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n";
-  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu or hgx-h100, not 'booksim'");
+  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not 'booksim'");
   require_yaml_error("routing: adaptive\n" + graph, "routing must be shortest-path or dimension-order");
   require_yaml_error("vc_policy: escape\n" + graph, "vc_policy must be none, dateline or switch-hop");
   require_yaml_error("routing: dimension-order\n" + graph, "dimension-order routing needs a grid");
