@@ -5,6 +5,8 @@
 #include "core/nearest.h"
 #include "platforms/platform.h"
 #include "traffic/patterns.h"
+#include "training/compute.h"
+#include "training/zoo.h"
 
 namespace incsim::tb {
 
@@ -101,13 +103,15 @@ std::string choice_list(const std::string& option) {
   if (option == "dtype") return collectives::kDTypes;
   if (option == "redop") return collectives::kRedOps;
   if (option == "traffic") return traffic::kPatternNames;
-  if (option == "workload") return "collective, traffic, netreduce";
+  if (option == "workload") return "collective, traffic, netreduce, train";
+  if (option == "model") return training::name_list(training::zoo_names());
+  if (option == "compute") return training::name_list(training::compute_names());
   return "";
 }
 
 std::string choices() {
   std::string out;
-  for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic"})
+  for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic", "model", "compute"})
     out += std::string(o) + "\t" + choice_list(o) + "\n";
   out += "dims\t2x2 to 16x16 (torus, mesh); AxB with B even, at most 8192 nodes, such as 4x8, 4x16 (bigraph: nodes per "
          "switch x switches)\n";

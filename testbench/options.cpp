@@ -36,8 +36,8 @@ const po::options_description& declaration() {
     po::options_description d("usage: incsim [options]\n\noptions", 100, 50);
     auto text = [](const char* name) { return po::value<std::string>()->value_name(name); };
     d.add_options()
-        ("workload", text("NAME"), (choice_list("workload") + ": what runs (default: traffic with --traffic, "
-                                     "netreduce on rack, spineleaf and multigpu, else collective)").c_str())
+        ("workload", text("NAME"), (choice_list("workload") + ": what runs (default: traffic with --traffic, train "
+                                     "with --model, netreduce on rack, spineleaf and multigpu, else collective)").c_str())
         ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
         ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
                               "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
@@ -65,6 +65,15 @@ const po::options_description& declaration() {
                                       " (docs/traffic.md)").c_str())
         ("load", text("0.1:1:0.1|LIST"), "offered loads for --traffic, fractions of each endpoint's injection "
                                          "bandwidth in (0, 1] (default 0.1:1:0.1)")
+        ("model", text("NAME|FILE.yaml"), ("train: the model, " + choice_list("model") +
+                                           ", or a YAML layer list (docs/training.md)").c_str())
+        ("batch", text("N"), "train: samples per GPU per iteration (default 32)")
+        ("iterations", text("N"), "train: iterations measured, one row each (default 1)")
+        ("warmup", text("N"), "train: iterations run before them and not reported (default 0)")
+        ("baseline", text("ALGORITHM"), "train: also run every iteration with this algorithm, for the speed-up")
+        ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default v100)").c_str())
+        ("precision", text("TYPE"), "train: fp32 (the reduction hardware adds float32; fp16 and bf16 are refused)")
+        ("timeline", text("FILE.json"), "train: write a Chrome trace-event timeline (Perfetto, chrome://tracing)")
         ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")
         (",c", po::value<std::string>()->value_name("key=value"), "set a parameter (incsim --list-params shows them)")
         ("vcd", text("FILE"), "write a VCD waveform")
@@ -133,6 +142,14 @@ class Parser {
     else if (name == "collective") o_.collective = value;
     else if (name == "algorithm") o_.algorithm = value;
     else if (name == "gpus") gpus(flag, value);
+    else if (name == "model") o_.model = value;
+    else if (name == "batch") o_.batch = static_cast<uint32_t>(parse_count(flag, value, 1, 1 << 20));
+    else if (name == "iterations") o_.iterations = static_cast<uint32_t>(parse_count(flag, value, 1, 10000));
+    else if (name == "warmup") o_.warmup = static_cast<uint32_t>(parse_count(flag, value, 0, 10000));
+    else if (name == "baseline") o_.baseline = value;
+    else if (name == "compute") o_.compute = value;
+    else if (name == "precision") o_.precision = value;
+    else if (name == "timeline") o_.timeline = value;
     else if (name == "hosts") o_.hosts = parse_count(flag, value, 2, 1024);
     else if (name == "ring") ring(flag, value);
     else if (name == "racks") o_.racks = parse_count(flag, value, 1, 1024);

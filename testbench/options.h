@@ -58,6 +58,15 @@ struct Options {
     std::string where;      // "config file F, line N", for messages
   };
   std::vector<Job> jobs;
+  // Training iterations (workloads/train.h).
+  std::string model;           // --model NAME|FILE.yaml
+  uint32_t batch = 32;         // --batch: samples per GPU per iteration
+  uint32_t iterations = 1;     // --iterations measured, after --warmup
+  uint32_t warmup = 0;
+  std::string baseline;        // --baseline ALGORITHM: run beside --algorithm, for the speed-up
+  std::string compute = "v100";  // --compute: the compute model (modules/training/compute.h)
+  std::string precision = "fp32";
+  std::string timeline;        // --timeline FILE.json: a Chrome trace-event file
   std::string vcd, json, csv, dump_platform;
   std::string log;  // --log: what blocks report on stderr (core/log.h); empty: nothing
   // Parameters: -c key=value and a config file's parameters, in the order

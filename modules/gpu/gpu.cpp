@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include "core/process.h"
+#include "gpu/compute_engine.h"
 #include "gpu/copy_engine.h"
 
 namespace incsim::gpu {
@@ -53,10 +54,14 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
   spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
   copy_engine_ = std::make_unique<CopyEngine>("copy_engine", *this);
+  compute_ = std::make_unique<ComputeEngine>("compute");
   if (attach) attached_ = attach(*this);
 }
 
 Gpu::~Gpu() = default;
+
+// Packets received and kernel time computed: a long kernel is progress.
+uint64_t Gpu::progress() const { return packets_received_ + compute_->progress(); }
 
 void Gpu::configure_port(int p, double bw, sc_time latency, uint32_t peer_buffer_bytes) {
   ports_[p]->link.configure(bw, latency, peer_buffer_bytes, &ports_[p]->wake);
@@ -351,6 +356,7 @@ void Gpu::trace(sc_core::sc_trace_file* tf) const {
   sc_core::sc_trace(tf, trace_step, me + ".step");
   sc_core::sc_trace(tf, trace_chunk, me + ".chunk");
   copy_engine_->trace(tf);
+  compute_->trace(tf);
   for (size_t p = 0; p < ports_.size(); ++p) {
     const std::string port = me + ".port" + std::to_string(p);
     for (int vc = 0; vc < net::kNumVcs; ++vc)
@@ -373,6 +379,7 @@ uint64_t Gpu::report_held(std::ostream& os) const {
     total += held;
   }
   copy_engine_->report(os);
+  compute_->report(os);
   for (Program* p : programs_) p->report(os, std::string("  ") + name());
   return total;
 }

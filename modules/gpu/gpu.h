@@ -1,7 +1,8 @@
 #pragma once
 // A GPU endpoint: several network ports, a memory system that serves remote
 // loads and stores and acknowledges writes (Klenk §V), a copy engine (DMA,
-// its own module: gpu3.copy_engine), and core-initiated traffic for software
+// its own module: gpu3.copy_engine), a compute engine for a training step's
+// kernels (gpu3.compute), and core-initiated traffic for software
 // collectives, run by a Program.
 #include <cstdint>
 #include <functional>
@@ -80,6 +81,7 @@ class Program {
 };
 
 class CopyEngine;
+class ComputeEngine;
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
@@ -97,10 +99,11 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   net::OutPort& out(int p) override { return ports_[p]->link; }
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override;
   uint32_t buffer_bytes(int) const override { return cfg_.rx_buffer_bytes; }
-  uint64_t progress() const override { return packets_received_; }
+  uint64_t progress() const override;
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
   CopyEngine& copy_engine() { return *copy_engine_; }
+  ComputeEngine& compute() { return *compute_; }
   sc_core::sc_module* attached() { return attached_.get(); }  // what attach made, or nullptr
   // Its logger (gpu3): the programs it runs log their steps here, its ports each packet at trace.
   const log::Logger& log() const { return log_; }
@@ -192,6 +195,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   std::vector<Range> watches_, regions_;  // a few: one per program in flight
   Program* messages_ = nullptr;
   std::unique_ptr<CopyEngine> copy_engine_;
+  std::unique_ptr<ComputeEngine> compute_;
   TimedHeap timers_;
   uint64_t seq_ = 0;
   bool rx_blocked_ = false;

@@ -7,6 +7,7 @@
 #include "jobs.h"
 #include "netreduce.h"
 #include "traffic.h"
+#include "train.h"
 #include "workload.h"
 
 namespace incsim::tb {
@@ -17,8 +18,12 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   const bool ethernet = is_netreduce_platform(o.platform);
   const std::string w = !o.workload.empty()  ? o.workload
                         : !o.traffic.empty() ? "traffic"
+                        : !o.model.empty()   ? "train"
                         : ethernet           ? "netreduce"
                                              : "collective";
+  if (w != "train")
+    refuse_options(o, {"model", "batch", "iterations", "warmup", "baseline", "compute", "precision", "timeline"},
+                   "is for --workload train");
   check_choice("workload", w, choice_list("workload"));
   if (w == "traffic" && o.traffic.empty())
     throw UserError("--workload traffic needs --traffic PATTERN, one of " + choice_list("traffic"));
@@ -33,6 +38,7 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
+  if (w == "train") return std::make_unique<TrainWorkload>(o, cfg);
   if (w == "netreduce") return std::make_unique<NetReduceWorkload>(o, cfg);
   return std::make_unique<CollectiveWorkload>(o, cfg);
 }

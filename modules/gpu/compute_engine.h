@@ -1,0 +1,59 @@
+#pragma once
+// The GPU's compute (its SMs running a training step's kernels, gpu3.compute):
+// kernels run one at a time in the order they are queued, each for the time
+// the compute model gives it (modules/training/compute.h), and say when they
+// end. Communication runs beside it: the copy engine and the NIC are other
+// engines, and the software ring's kernels are not counted here (NCCL's use
+// a few SMs; incsim does not take them from the compute's, docs/training.md).
+//
+// A long kernel is progress, not a stall: progress() counts the kernel time
+// done, the running kernel's so far, so the stall detector sees it move.
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <ostream>
+#include <systemc>
+
+#include "core/process.h"
+#include "core/trace.h"
+
+namespace incsim::gpu {
+
+class ComputeEngine : public sc_core::sc_module, public Traceable {
+ public:
+  // What a kernel computes, for the waveform.
+  enum class Phase : int { Idle = 0, Forward = 1, Backward = 2, Update = 3 };
+
+  explicit ComputeEngine(sc_core::sc_module_name name);
+
+  // Queues a kernel of `layer` in `phase` that runs for `duration` once the
+  // kernels queued before it have ended; on_done when it ends.
+  void run(Phase phase, int layer, const sc_core::sc_time& duration, std::function<void()> on_done);
+  // A workload that runs kernels says so before the waveform is opened: only
+  // then does the engine appear in it.
+  void use() { used_ = true; }
+
+  uint64_t progress() const;  // ns of kernel time done
+  uint64_t kernels() const { return kernels_; }
+  void trace(sc_core::sc_trace_file* tf) const override;
+  // A line on the running kernel and the queue, or nothing when idle.
+  void report(std::ostream& os) const;
+
+ private:
+  struct Kernel {
+    Phase phase;
+    int layer;
+    sc_core::sc_time duration;
+    std::function<void()> on_done;
+  };
+  void next();  // the running kernel ended: start the next
+  std::deque<Kernel> queue_;  // the front runs
+  bool running_ = false;
+  sc_core::sc_time started_;
+  uint64_t done_ps_ = 0, kernels_ = 0;
+  bool used_ = false;
+  int phase_ = 0, layer_ = -1;  // traced
+  Wakeup wake_;
+};
+
+}  // namespace incsim::gpu

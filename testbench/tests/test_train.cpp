@@ -1,0 +1,137 @@
+// Training iterations (workloads/train.h): the overlap arithmetic on a toy
+// model whose layer times are given, #wrong on the gradients, push against
+// the ring for a transformer on DGX-2, the timeline file, and bad input.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli_run.h"
+#include "experiment.h"
+#include "run_checked.h"
+#include "train.h"
+
+using namespace incsim;
+
+namespace {
+const std::string kToy = TEST_DATA "/toy4_layers.yaml";
+
+std::vector<tb::Row> train(const std::string& model, const std::string& platform, int gpus,
+                           const std::string& algorithm, const std::string& baseline, const tb::KeyValues& params,
+                           const std::string& timeline = "") {
+  tb::Options o = tb::run_options(platform, "allreduce", algorithm, "", params);
+  o.workload = "train";
+  o.model = model;
+  o.baseline = baseline;
+  o.timeline = timeline;
+  if (gpus) o.gpus = gpus;
+  tb::Experiment e(o);
+  std::ostringstream table;
+  std::vector<tb::Row> rows;
+  REQUIRE_NOTHROW(rows = e.run(&table));
+  INFO(table.str());
+  for (const auto& r : rows) CHECK(r.wrong() == 0);
+  CHECK(e.machine().pool().in_use() == 0);
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("one-shot: the iteration is its compute and then its one all-reduce", "[train]") {
+  const auto rows = train(kToy, "star", 4, "push", "", {{"train.overlap", "false"}});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  CHECK(r["buckets"] == 1);
+  // 4 layers of 20 + 40 us, and the optimizer: a roofline kernel over 1M
+  // weights (12 B each at V100's 900 GB/s, 14.0 us) and its 6 us launch.
+  const double optimizer = 12.0 * (1 << 20) / 900e9 * 1e6 + 6;
+  CHECK(r["compute_us"] == Approx(240 + optimizer).margin(0.01));
+  CHECK(r["comm_us"] > 0);
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["comm_us"]).margin(0.01));  // nothing overlaps
+  CHECK(r["exposed_us"] == Approx(r["comm_us"]).margin(0.01));
+}
+
+TEST_CASE("layer-wise overlap hides all but the last layer's all-reduce behind the backward pass", "[train]") {
+  const auto rows = train(kToy, "star", 4, "push", "", {{"train.bucket_bytes", "1"}});
+  const auto& r = rows[0];
+  CHECK(r["buckets"] == 4);
+  CHECK(r["time_us"] >= r["compute_us"]);
+  CHECK(r["exposed_us"] == Approx(r["time_us"] - r["compute_us"]).margin(1e-6));
+  // Each 1 MiB push (about 75 us here) outlasts a 40 us backward kernel, so
+  // the all-reduces queue: what shows is what the backward pass could not cover.
+  CHECK(r["exposed_us"] < r["comm_us"]);
+  CHECK(r["exposed_us"] >= r["comm_us"] - 3 * 40 - 0.01);
+}
+
+TEST_CASE("DDP buckets: two layers' gradients fill a 2 MiB bucket", "[train]") {
+  const auto rows = train(kToy, "star", 4, "ring", "", {{"train.bucket_bytes", std::to_string(2 << 20)}});
+  CHECK(rows[0]["buckets"] == 2);
+}
+
+TEST_CASE("push trains a small transformer on DGX-2 faster than the ring", "[train]") {
+  const auto rows = train("transformer", "dgx2", 0, "push", "ring",
+                          {{"transformer.layers", "2"}, {"transformer.hidden", "256"}, {"transformer.heads", "4"},
+                           {"transformer.sequence", "64"}, {"transformer.vocabulary", "1000"},
+                           {"train.bucket_bytes", "1"}});
+  REQUIRE(rows.size() == 2);
+  CHECK(std::get<std::string>(rows[0].at("algorithm")) == "push");
+  CHECK(rows[0]["time_us"] < rows[1]["time_us"]);
+  CHECK(rows[0]["speedup"] == Approx(rows[1]["time_us"] / rows[0]["time_us"]));
+  CHECK(rows[0]["comm_us"] < rows[1]["comm_us"]);
+}
+
+TEST_CASE("the timeline is trace-event JSON whose spans add up to the iteration", "[train][timeline]") {
+  cli::TempDir d;
+  const std::string file = d.file("timeline.json");
+  const auto rows = train(kToy, "star", 4, "push", "", {{"train.bucket_bytes", "1"}}, file);
+  const auto j = nlohmann::json::parse(cli::slurp(file));
+  std::map<int, double> busy;  // per GPU: compute time
+  double first = 1e300, last = 0;
+  int all_reduces = 0;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    const int tid = e.at("tid");
+    const double ts = e.at("ts"), dur = e.at("dur");
+    first = std::min(first, ts);
+    last = std::max(last, ts + dur);
+    if (tid < 4) busy[tid] += dur;
+    else ++all_reduces;
+  }
+  CHECK(all_reduces == 4);
+  REQUIRE(busy.size() == 4);
+  for (const auto& [gpu, t] : busy) CHECK(t == Approx(rows[0]["compute_us"]).margin(0.01));
+  CHECK(last - first == Approx(rows[0]["time_us"]).margin(0.01));
+}
+
+TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
+  const auto refused = [](const std::string& args, const std::string& sentence) {
+    const cli::Result r = cli::incsim(args);
+    INFO(args);
+    CHECK(r.code == 2);
+    CHECK(cli::lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::Contains(sentence));
+  };
+  refused("--model resnet51", "resnet50");
+  refused("--model resnet50 --batch 0", "--batch must be between 1");
+  refused("--model resnet50 -c train.bucket_bytes=0", "train.bucket_bytes");
+  refused("--model resnet50 --precision fp16", "the switch ALUs, NICs and aggregators add float32");
+  refused("--model resnet50 --collective broadcast", "training all-reduces its gradients");
+  refused("--model resnet50 --algorithm ring --baseline ring", "--baseline ring is the --algorithm too");
+  refused("--model resnet50 --compute tpu", "v100");
+  refused("--workload train", "--workload train needs --model");
+  refused("--batch 8", "--batch is for --workload train");
+  refused("--model resnet50 --baseline rign", "did you mean 'ring'");
+}
+
+TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fault]") {
+  tb::Options o = tb::run_options("star", "allreduce", "ring", "",
+                                  {{"fault.alu.block", "gpu1.cores"}, {"fault.alu.elements", "7"}});
+  o.workload = "train";
+  o.model = kToy;
+  o.gpus = 4;
+  tb::Experiment e(o);
+  std::ostringstream table;
+  const auto rows = e.run(&table);
+  INFO(table.str());
+  CHECK(rows[0].wrong() > 0);
+}
