@@ -251,6 +251,7 @@ TEST_CASE("the count of wrong elements bites for NIC tables: a faulty NIC ALU sh
   CHECK(std::min(runs[0].wrong(), runs[1].wrong()) == 0);
 }
 
+// Blink's tables issue in dataflow order over per-link lanes (NicParams::dataflow).
 TEST_CASE("two Blink all-reduces on the same GPUs run their dataflow tables side by side", "[jobs][shared][nic]") {
   const auto runs = together("dgx1v", 8, {"blink", "blink"}, "1M");
   CHECK(runs[0].wrong() == 0);
