@@ -16,8 +16,9 @@ namespace incsim::net {
 // by PullResp; Partial is a reduction table entry evicted to the home GPU.
 // Reduction packets carry a count of the contributions they hold.
 // ReduceMsg and GatherMsg carry a MultiTree NIC's Reduce and Gather messages
-// (MultiTree §IV-A) to the NIC named in dst, which reduces or keeps them; they
-// are posted (no ack) and addr is the byte offset in the all-reduce buffer.
+// (MultiTree §IV-A) to the NIC named in dst, whose table named in `table`
+// reduces or keeps them; they are posted (no ack) and addr is the byte offset
+// in that table's all-reduce buffer.
 // PostedWrite is a unicast write the receiving endpoint's program takes, with
 // no ack: synthetic traffic (modules/traffic) sends these, so that, as in
 // BookSim's default and Dally and Towles' traffic patterns, only the pattern's
@@ -67,6 +68,9 @@ struct Packet {
   uint16_t count = 0;       // contributions reduced into the payload (reduction ops)
   uint8_t dtype = 0, redop = 0;  // collectives::DType and RedOp of a reduction
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
+  // ReduceMsg, GatherMsg: the schedule table that takes the message at the
+  // destination NIC, as an RDMA header names the destination queue pair.
+  uint16_t table = 0;
   int32_t home_switch = -1; // ReduceWrite: switch index and port of the home table
   int16_t home_port = -1;
   // Ethernet: the port a frame came in on at the switch or FPGA holding it

@@ -15,7 +15,6 @@ using collectives::Op;
 
 namespace {
 constexpr uint32_t kElem = 4;  // float32 and int32
-constexpr uint64_t kLockstepTag = 1;
 }  // namespace
 
 int Layout::flow_at(uint64_t offset) const {
@@ -25,11 +24,12 @@ int Layout::flow_at(uint64_t offset) const {
 
 // One message (or its share on one port): the DMA engine reads it out of
 // memory packet by packet as the port takes them.
-struct Nic::Stream : gpu::TxStream {
-  Nic* nic;
+struct Table::Stream : gpu::TxStream {
+  Table* table;
   int flow;
   net::Op op;
   uint32_t dst;
+  uint16_t dst_table;     // the table that takes the message there
   int port;
   int part, parts;        // this stream's share of the message
   int lane = -1;          // dataflow mode: its (port, destination, tree) lane
@@ -46,23 +46,25 @@ struct Nic::Stream : gpu::TxStream {
     if (n == 0) return 0;
     // Message-based flow control: only the first sub-packet carries a head
     // flit; the rest are body flits closed by a sub-tail flit, all data.
-    if (!head && nic->params_.flow_control == FlowControl::Message)
+    if (!head && table->params_.flow_control == FlowControl::Message)
       return (n + f.flit_bytes - 1) / f.flit_bytes * f.flit_bytes;
     return f.wire_bytes(n);
   }
   void fill(net::Packet* p) override {
-    const uint32_t n = next_payload(nic->gpu_.pool().format());
-    const collectives::ByteRange& r = nic->layout_->flows[flow];
+    Table& t = *table;
+    const uint32_t n = next_payload(t.nic_.gpu_.pool().format());
+    const collectives::ByteRange& r = t.layout_->flows[flow];
     p->dst = dst;
     p->addr = pos;
     p->op = op;
+    p->table = dst_table;
     p->payload_bytes = static_cast<uint16_t>(n);
-    if (from_buffer) std::memcpy(p->data, nic->buffers_[nic->flows_[flow].buffer].data() + (pos - r.offset), n);
-    else nic->job_.data->fill(nic->job_.dtype, nic->job_.rank, pos / kElem, n / kElem, p->data);
+    if (from_buffer) std::memcpy(p->data, t.buffers_[t.flows_[flow].buffer].data() + (pos - r.offset), n);
+    else t.job_.data->fill(t.job_.dtype, t.job_.rank, pos / kElem, n / kElem, p->data);
     pos += n;
     head = false;
-    if (nic->params_.dataflow) nic->port_tree_[port] = tree;
-    if (pos == end) nic->stream_done(*this);
+    if (t.params_.dataflow) t.port_tree_[port] = tree;
+    if (pos == end) t.stream_done(*this);
   }
   void on_response(net::Packet*) override {
     SC_REPORT_ERROR("incsim/nic", "a NIC message was answered, but messages are posted");
@@ -73,35 +75,72 @@ Nic::Nic(sc_core::sc_module_name name, gpu::Gpu& gpu) : sc_module(name), gpu_(gp
 
 Nic::~Nic() = default;
 
-void Nic::unload() {
-  if (job_.schedule == nullptr) return;
+uint16_t Nic::free_table() const {
+  for (size_t i = 0; i < tables_.size(); ++i)
+    if (!tables_[i]->loaded()) return static_cast<uint16_t>(i);
+  if (tables_.size() > UINT16_MAX)
+    throw UserError(std::string(name()) + " holds " + std::to_string(tables_.size()) +
+                    " schedule tables, as many as a message header can name");
+  return static_cast<uint16_t>(tables_.size());
+}
+
+Table& Nic::load(NicJob job) {
+  const uint16_t id = job.table_of[job.rank];
+  sc_assert(id <= tables_.size() && (id == tables_.size() || !tables_[id]->loaded()));
+  if (id == tables_.size()) tables_.push_back(std::make_unique<Table>(*this, id));
+  if (loaded_++ == 0) {
+    gpu_.attach(*this);
+    gpu_.take_messages(this);
+  }
+  tables_[id]->load(std::move(job));
+  return *tables_[id];
+}
+
+void Nic::unload(Table& t) {
+  if (!t.loaded()) return;
+  t.unload();
+  if (--loaded_ == 0) gpu_.detach(*this);
+}
+
+// A lockstep timer of a table since unloaded finds it idle; advancing an idle
+// or a reloaded table's decoder only checks its conditions again.
+void Nic::on_timer(uint64_t tag) {
+  Table& t = *tables_[tag];
+  if (t.layout_ != nullptr) t.on_timer();
+}
+
+void Nic::on_message(const net::Packet& p) { tables_[p.table]->on_message(p); }
+
+void Nic::report(std::ostream& os, const std::string& prefix) const {
+  for (const auto& t : tables_)
+    if (t->loaded()) t->report(os, prefix);
+}
+
+Table::Table(Nic& nic, uint16_t id) : nic_(nic), id_(id), port_tree_(nic.gpu_.num_ports(), -1) {}
+
+Table::~Table() = default;
+
+void Table::unload() {
   remove_streams();
-  gpu_.detach(*this);
   job_ = {};
   layout_ = nullptr;
   on_done_ = nullptr;
 }
 
-void Nic::remove_streams() {
+void Table::remove_streams() {
   if (!streams_added_) return;
   for (auto& streams : entry_streams_)
-    for (auto& s : streams) gpu_.remove_stream(s.get());
+    for (auto& s : streams) nic_.gpu_.remove_stream(s.get());
   streams_added_ = false;
 }
 
-void Nic::load(NicJob job) {
-  if (job_.schedule)
-    throw UserError(std::string(name()) + " already runs a schedule table; a NIC runs one at a time, so two "
-                    "collectives on the NICs cannot share a GPU");
+void Table::load(NicJob job) {
   job_ = std::move(job);
-  gpu_.attach(*this);
-  gpu_.take_messages(this);
   params_ = job_.params;
   const collectives::Schedule& schedule = *job_.schedule;
   const int rank = job_.rank;
   const auto& tree_ports = job_.tree_ports;
   flows_.assign(schedule.flows.size(), FlowState{});
-  port_tree_.assign(params_.dataflow ? gpu_.num_ports() : 0, -1);
   entry_streams_.clear();
   buffers_.clear();
   free_buffers_.clear();
@@ -137,10 +176,11 @@ void Nic::load(NicJob job) {
       const auto& ports = own ? tree_ports[tree][dst] : job_.ports_to[dst];
       for (size_t k = 0; k < ports.size(); ++k) {
         auto s = std::make_unique<Stream>();
-        s->nic = this;
+        s->table = this;
         s->flow = e.flow;
         s->op = reduce ? net::Op::ReduceMsg : net::Op::GatherMsg;
         s->dst = job_.endpoint_of[dst];
+        s->dst_table = job_.table_of[dst];
         s->port = ports[k];
         s->part = static_cast<int>(k);
         s->parts = static_cast<int>(ports.size());
@@ -157,7 +197,7 @@ void Nic::load(NicJob job) {
   }
 }
 
-void Nic::start(const Layout& layout, const NicParams& params, std::function<void()> on_done) {
+void Table::start(const Layout& layout, const NicParams& params, std::function<void()> on_done) {
   layout_ = &layout;
   params_ = params;
   on_done_ = std::move(on_done);
@@ -177,7 +217,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
       s->pos = r.offset + elems * s->part / s->parts * kElem;
       s->end = r.offset + elems * (s->part + 1) / s->parts * kElem;
       s->head = true;
-      gpu_.add_stream(s.get());
+      nic_.gpu_.add_stream(s.get());
     }
   streams_added_ = true;
   timestep_ = 1;
@@ -204,7 +244,7 @@ void Nic::start(const Layout& layout, const NicParams& params, std::function<voi
   advance();
 }
 
-bool Nic::ready(const Entry& e) const {
+bool Table::ready(const Entry& e) const {
   const FlowState& f = flows_[e.flow == kNil ? 0 : e.flow];
   if (e.op == Op::Reduce && e.parent != kNil) return f.reduce_left == 0;  // children's partial sums are in
   if (e.op == Op::Gather && !e.children.empty()) return f.root ? f.reduce_left == 0 : f.gather_left == 0;
@@ -214,7 +254,7 @@ bool Nic::ready(const Entry& e) const {
 // The decoder (Fig. 6): issues the head entry when its step is the timestep
 // counter's and its dependencies are cleared; moves the timestep counter on
 // when the lockstep counter is zero and every issued message has left.
-void Nic::advance() {
+void Table::advance() {
   if (params_.dataflow) {
     advance_dataflow();
     return;
@@ -237,7 +277,7 @@ void Nic::advance() {
 }
 
 // Dataflow mode: every pending entry whose dependencies are met issues now.
-void Nic::advance_dataflow() {
+void Table::advance_dataflow() {
   size_t keep = 0;
   for (size_t i = 0; i < pending_.size() && !finished_; ++i) {
     const int index = pending_[i];
@@ -253,18 +293,18 @@ void Nic::advance_dataflow() {
   maybe_finish();
 }
 
-void Nic::activate(Stream& s) {
+void Table::activate(Stream& s) {
   // The DMA engine's first read returns one memory latency later.
-  gpu_.activate(s.port, &s, gpu_.memory().latency());
+  nic_.gpu_.activate(s.port, &s, nic_.gpu_.memory().latency());
 }
 
-void Nic::issue(const Entry& e, size_t index) {
-  INCSIM_LOG(log_, Debug, "issue entry {}: {} flow {} step {}, {} slices from {}", index, collectives::op_name(e.op),
+void Table::issue(const Entry& e, size_t index) {
+  INCSIM_LOG(nic_.log_, Debug, "issue entry {}: {} flow {} step {}, {} slices from {}", index, collectives::op_name(e.op),
              e.flow, e.step, e.size, e.start);
   if (e.op == Op::Nop) {
     lockstep_end_ = sc_core::sc_time_stamp() + params_.step_time;
     lockstep_cycles_ = static_cast<int>(params_.step_cycles);
-    gpu_.call_after(*this, params_.step_time, kLockstepTag);
+    nic_.gpu_.call_after(nic_, params_.step_time, id_);
     return;
   }
   if (!e.sends()) return;
@@ -286,12 +326,12 @@ void Nic::issue(const Entry& e, size_t index) {
   }
 }
 
-void Nic::finish_stream(Stream& s) {
+void Table::finish_stream(Stream& s) {
   --sending_;
   if (s.from_buffer && --flows_[s.flow].readers_left == 0) release(s.flow);
 }
 
-void Nic::stream_done(Stream& s) {
+void Table::stream_done(Stream& s) {
   finish_stream(s);
   if (params_.dataflow) {
     // The lane's next message starts.
@@ -309,8 +349,7 @@ void Nic::stream_done(Stream& s) {
   advance();
 }
 
-void Nic::on_timer(uint64_t tag) {
-  if (tag != kLockstepTag) return;
+void Table::on_timer() {
   if (sc_core::sc_time_stamp() >= lockstep_end_) lockstep_cycles_ = 0;
   advance();
 }
@@ -318,19 +357,19 @@ void Nic::on_timer(uint64_t tag) {
 // The endpoint's reduction logic adds a Reduce message into the flow's
 // partial sum; a Gather message is the flow's result, kept if this node
 // passes it on.
-void Nic::on_message(const net::Packet& p) {
+void Table::on_message(const net::Packet& p) {
   const int flow = layout_->flow_at(p.addr);
   FlowState& f = flows_[flow];
   const collectives::ByteRange& r = layout_->flows[flow];
   const uint64_t off = p.addr - r.offset;
   if (p.op == net::Op::ReduceMsg) {
     sc_assert(f.reduce_left >= p.payload_bytes);
-    alu_.reduce(job_.dtype, job_.redop, hold(flow, true) + off, p.data, p.payload_bytes);
+    nic_.alu_.reduce(job_.dtype, job_.redop, hold(flow, true) + off, p.data, p.payload_bytes);
     f.reduce_left -= p.payload_bytes;
-    INCSIM_LOG(log_, Trace, "flow {}: reduce message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
+    INCSIM_LOG(nic_.log_, Trace, "flow {}: reduce message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
                p.addr, f.reduce_left);
     if (f.reduce_left == 0) {
-      INCSIM_LOG(log_, Debug, "flow {}: every reduce message is in{}", flow, f.root ? ", the result is complete" : "");
+      INCSIM_LOG(nic_.log_, Debug, "flow {}: every reduce message is in{}", flow, f.root ? ", the result is complete" : "");
       if (f.root) {
         check(buffers_[f.buffer].data(), r.offset, r.length);
         if (f.gather_readers == 0) release(flow);
@@ -343,15 +382,15 @@ void Nic::on_message(const net::Packet& p) {
   check(p.data, p.addr, p.payload_bytes);
   if (f.gather_readers > 0) std::memcpy(hold(flow, false) + off, p.data, p.payload_bytes);
   f.gather_left -= p.payload_bytes;
-  INCSIM_LOG(log_, Trace, "flow {}: gather message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
+  INCSIM_LOG(nic_.log_, Trace, "flow {}: gather message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
              p.addr, f.gather_left);
   if (f.gather_left == 0) {
-    INCSIM_LOG(log_, Debug, "flow {}: the whole result is in", flow);
+    INCSIM_LOG(nic_.log_, Debug, "flow {}: the whole result is in", flow);
     advance();
   }
 }
 
-uint8_t* Nic::hold(int flow, bool own_data) {
+uint8_t* Table::hold(int flow, bool own_data) {
   FlowState& f = flows_[flow];
   const collectives::ByteRange& r = layout_->flows[flow];
   if (f.buffer < 0) {
@@ -371,14 +410,14 @@ uint8_t* Nic::hold(int flow, bool own_data) {
   return buffers_[f.buffer].data();
 }
 
-void Nic::release(int flow) {
+void Table::release(int flow) {
   FlowState& f = flows_[flow];
   if (f.buffer < 0) return;
   free_buffers_.push_back(f.buffer);
   f.buffer = -1;
 }
 
-void Nic::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
+void Table::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
   wrong_ += job_.data->mismatches(job_.dtype, job_.redop, bytes, offset / kElem, len / kElem, owner_);
   checked_ += len / kElem;
 }
@@ -386,11 +425,11 @@ void Nic::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
 // Every element of the result is checked once, where it arrives (or, at a
 // flow's root, where its reduction completes): elements checked too few or
 // too many times count as wrong too.
-uint64_t Nic::wrong() const {
+uint64_t Table::wrong() const {
   return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
 }
 
-void Nic::maybe_finish() {
+void Table::maybe_finish() {
   if (finished_ || head_ < static_cast<int>(table().size()) || sending_ > 0) return;
   for (const FlowState& f : flows_)
     if (f.reduce_left > 0 || f.gather_left > 0) return;
@@ -398,9 +437,11 @@ void Nic::maybe_finish() {
   if (on_done_) on_done_();
 }
 
-void Nic::report(std::ostream& os, const std::string& prefix) const {
+void Table::report(std::ostream& os, const std::string& prefix) const {
   if (finished_) return;
-  os << prefix << ".nic: timestep " << timestep_ << ", entry " << head_ << " of " << table().size();
+  os << prefix << ".nic";
+  if (id_ > 0) os << " table " << id_;
+  os << ": timestep " << timestep_ << ", entry " << head_ << " of " << table().size();
   if (head_ < static_cast<int>(table().size())) {
     const Entry& e = table()[head_];
     os << " (" << collectives::op_name(e.op) << " flow " << e.flow << ", step " << e.step << ")";
@@ -417,13 +458,13 @@ void Nic::report(std::ostream& os, const std::string& prefix) const {
      << " flows\n";
 }
 
-void Nic::trace(sc_core::sc_trace_file* tf) const {
-  const std::string me = name();
+void Table::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = nic_.name() + (id_ > 0 ? ".table" + std::to_string(id_) : std::string());
   sc_core::sc_trace(tf, timestep_, me + ".timestep");
   sc_core::sc_trace(tf, lockstep_cycles_, me + ".lockstep");
   sc_core::sc_trace(tf, head_, me + ".entry");
   sc_core::sc_trace(tf, head_flow_, me + ".flow");
-  for (size_t p = 0; p < port_tree_.size(); ++p)
+  for (size_t p = 0; p < port_tree_.size() && params_.dataflow; ++p)
     sc_core::sc_trace(tf, port_tree_[p], me + ".port" + std::to_string(p) + "_tree");
 }
 

@@ -10,8 +10,8 @@
 // The NIC is a module inside its node's endpoint (gpu3.nic): it sends and
 // receives on the endpoint's ports and uses its memory and timers, taking
 // the endpoint's messages while a table is loaded. An algorithm programs it
-// with a schedule table (load()); every algorithm's schedule runs on it, as
-// the paper does for fairness (§V-A).
+// with a schedule table (load()), one per collective in flight; every
+// algorithm's schedule runs on it, as the paper does for fairness (§V-A).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -65,6 +65,9 @@ struct NicJob {
   int rank = 0;                               // this node's index in the schedule
   const collectives::Schedule* schedule = nullptr;  // the table is schedule->tables[rank]
   std::vector<uint32_t> endpoint_of;          // [r]: rank r's endpoint index (a packet's dst)
+  // [r]: the table that runs rank r on its NIC (Nic::free_table), named in
+  // the header of every message to r; this NIC loads the job into table_of[rank].
+  std::vector<uint16_t> table_of;
   std::vector<std::vector<int>> ports_to;     // [r]: the ports that lead to rank r (a message is split over them)
   // [t][r], where given and not empty, replaces ports_to[r] for the flows of
   // tree t (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
@@ -75,16 +78,17 @@ struct NicJob {
   NicParams params;
 };
 
-class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
- public:
-  Nic(sc_core::sc_module_name name, gpu::Gpu& gpu);
-  ~Nic() override;
+class Nic;
 
-  // Programs the schedule table, replacing any earlier job.
-  void load(NicJob job);
-  // The job ended: the endpoint's messages no longer come here.
-  void unload();
-  gpu::Gpu& endpoint() { return gpu_; }
+// One schedule table loaded in a NIC: one collective's rank there, with its
+// own flows, buffers, message streams, lanes and decoder counters (Fig. 6),
+// so it runs beside the NIC's other tables without touching them.
+class Table : public Traceable {
+ public:
+  Table(Nic& nic, uint16_t id);
+  ~Table() override;
+  uint16_t id() const { return id_; }
+  bool loaded() const { return job_.schedule != nullptr; }
 
   // Loads the table for one all-reduce of layout's buffer and resets the
   // counters (§IV-A: "the schedule table is initialized; the timestep and
@@ -93,21 +97,17 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
   void start(const Layout& layout, const NicParams& params, std::function<void()> on_done);
   uint64_t wrong() const;
   uint64_t messages_sent() const { return messages_sent_; }
-  // Adds the table's entries issued so far and in all (none without a job).
+  // Adds the table's entries issued so far and in all (none unloaded).
   void entries(uint64_t& issued, uint64_t& all) const {
-    if (!job_.schedule) return;
+    if (!loaded()) return;
     issued += static_cast<uint64_t>(head_);
     all += table().size();
   }
-
-  // gpu::Program
-  void on_timer(uint64_t tag) override;
-  void on_flag(uint64_t) override {}
-  void on_message(const net::Packet& p) override;
-  void report(std::ostream& os, const std::string& prefix) const override;
+  // Table 0 as gpu3.nic.timestep and so on, table k as gpu3.nic.tablek.timestep.
   void trace(sc_core::sc_trace_file* tf) const override;
 
  private:
+  friend class Nic;
   struct Stream;
   struct FlowState {
     uint32_t reduce_children = 0;  // Reduce messages this node takes for the flow
@@ -120,6 +120,11 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
     int buffer = -1;                            // buffers_ slot holding the flow's data
     uint32_t readers_left = 0;                  // streams still to read that data
   };
+  void load(NicJob job);
+  void unload();
+  void on_timer();
+  void on_message(const net::Packet& p);
+  void report(std::ostream& os, const std::string& prefix) const;
   bool ready(const collectives::Entry& e) const;
   void issue(const collectives::Entry& e, size_t index);
   void advance();
@@ -142,9 +147,8 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
 
   const std::vector<collectives::Entry>& table() const { return job_.schedule->tables[job_.rank]; }
 
-  gpu::Gpu& gpu_;
-  log::Logger log_;       // gpu3.nic
-  collectives::Alu alu_;  // the endpoint reduction logic
+  Nic& nic_;
+  uint16_t id_;
   NicJob job_;
   NicParams params_;      // the job's, with this size's step time
   const Layout* layout_ = nullptr;
@@ -171,7 +175,44 @@ class Nic : public sc_core::sc_module, public gpu::Program, public Traceable {
   int owner_ = -1;  // a broadcast's root: results are its input; -1: the reduction
   // Dataflow mode, for the waveform: per port, the tree of the last packet
   // sent (-1: none yet), so a VCD shows which tree's chunk is on each link.
+  // Sized once: a VCD holds its elements' addresses.
   std::vector<int> port_tree_;
+};
+
+// The NIC holds a table per collective in flight, as an RDMA NIC holds a
+// queue pair per connection: every message names its table at the
+// destination in its header (net::Packet::table), and the NIC hands each
+// arriving message to that table. The tables' decoders run independently;
+// their message streams share the endpoint's ports, which take the active
+// streams in turn, and its one reduction ALU.
+class Nic : public sc_core::sc_module, public gpu::Program {
+ public:
+  Nic(sc_core::sc_module_name name, gpu::Gpu& gpu);
+  ~Nic() override;
+
+  // The table the next load takes: the lowest not loaded.
+  uint16_t free_table() const;
+  // Programs the schedule table job.table_of[job.rank] (free_table()),
+  // beside the tables already loaded.
+  Table& load(NicJob job);
+  // The table's job ended: its messages no longer come here.
+  void unload(Table& t);
+  gpu::Gpu& endpoint() { return gpu_; }
+
+  // gpu::Program: a timer's tag is the table whose lockstep counter it ends.
+  void on_timer(uint64_t tag) override;
+  void on_flag(uint64_t) override {}
+  void on_message(const net::Packet& p) override;
+  void report(std::ostream& os, const std::string& prefix) const override;
+
+ private:
+  friend class Table;
+  gpu::Gpu& gpu_;
+  log::Logger log_;       // gpu3.nic
+  collectives::Alu alu_;  // the endpoint reduction logic, shared by the tables
+  // [id]; an unloaded table stays (a VCD may trace its counters) for the next load.
+  std::vector<std::unique_ptr<Table>> tables_;
+  int loaded_ = 0;
 };
 
 }  // namespace incsim::nic

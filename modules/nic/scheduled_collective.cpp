@@ -28,7 +28,13 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
   flit_bytes_ = f.flit_bytes;
   max_payload_ = f.max_payload_bytes;
   std::vector<uint32_t> endpoint_of(n);
-  for (int r = 0; r < n; ++r) endpoint_of[r] = static_cast<uint32_t>(nics_[r]->endpoint().index());
+  // Each rank's table on its NIC, named in the header of the messages to it:
+  // table 0 everywhere unless other collectives hold tables there.
+  std::vector<uint16_t> table_of(n);
+  for (int r = 0; r < n; ++r) {
+    endpoint_of[r] = static_cast<uint32_t>(nics_[r]->endpoint().index());
+    table_of[r] = nics_[r]->free_table();
+  }
   for (int r = 0; r < n; ++r) {
     // A message to rank d is split over the ports that lead to d.
     std::vector<std::vector<int>> ports_to(n);
@@ -43,18 +49,19 @@ ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::ve
     job.rank = r;
     job.schedule = &schedule_;
     job.endpoint_of = endpoint_of;
+    job.table_of = table_of;
     job.ports_to = std::move(ports_to);
     if (!execution_.tree_ports.empty()) job.tree_ports = execution_.tree_ports[r];
     job.data = &data_;
     job.dtype = dtype_;
     job.redop = redop_;
     job.params = params_for(4);
-    nics_[r]->load(std::move(job));
+    tables_.push_back(&nics_[r]->load(std::move(job)));
   }
 }
 
 ScheduledCollective::~ScheduledCollective() {
-  for (Nic* nic : nics_) nic->unload();
+  for (size_t r = 0; r < tables_.size(); ++r) nics_[r]->unload(*tables_[r]);
 }
 
 NicParams ScheduledCollective::params_for(uint64_t bytes) const {
@@ -93,21 +100,21 @@ void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
   }
   const NicParams params = params_for(bytes);
   running_ = static_cast<int>(nics_.size());
-  for (Nic* nic : nics_)
-    nic->start(layout_, params, [this] {
+  for (Table* table : tables_)
+    table->start(layout_, params, [this] {
       if (--running_ == 0 && on_done_) on_done_();
     });
 }
 
 uint64_t ScheduledCollective::wrong() const {
   uint64_t w = 0;
-  for (const Nic* nic : nics_) w += nic->wrong();
+  for (const Table* t : tables_) w += t->wrong();
   return w;
 }
 
 double ScheduledCollective::done_fraction() const {
   uint64_t issued = 0, all = 0;
-  for (const Nic* n : nics_) n->entries(issued, all);
+  for (const Table* t : tables_) t->entries(issued, all);
   return all ? static_cast<double>(issued) / static_cast<double>(all) : -1;
 }
 
@@ -122,7 +129,7 @@ double ScheduledCollective::busbw_factor() const {
 }
 
 void ScheduledCollective::trace(sc_core::sc_trace_file* tf) const {
-  for (const Nic* nic : nics_) nic->trace(tf);
+  for (const Table* t : tables_) t->trace(tf);
 }
 
 }  // namespace incsim::nic

@@ -79,6 +79,7 @@ class ScheduledCollective : public gpu::Collective {
  private:
   collectives::Schedule schedule_;
   std::vector<Nic*> nics_;
+  std::vector<Table*> tables_;  // [r]: the table rank r runs on nics_[r]
   collectives::DType dtype_;
   collectives::RedOp redop_;
   collectives::DataPattern data_;

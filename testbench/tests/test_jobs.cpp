@@ -12,6 +12,7 @@
 
 #include "cli_run.h"
 #include "collective.h"
+#include "collectives/alu.h"
 #include "core/error.h"
 #include "experiment.h"
 #include "jobs.h"
@@ -171,7 +172,13 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
                               const std::string& size) {
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, gpus, cfg);
-  const platforms::PlatformDefaults d = tb::CollectiveWorkload::defaults_for(t, "push");
+  // As a jobs: list builds it: the largest table and the smallest payload the algorithms ask for.
+  platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  for (const auto& a : algorithms) {
+    const platforms::PlatformDefaults mine = tb::CollectiveWorkload::defaults_for(t, a);
+    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
+    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
+  }
   platforms::Platform machine(t, cfg, 1, d);
   const tb::CollectiveWorkload::Share share{&machine, range(0, gpus), d};
   std::vector<std::unique_ptr<tb::CollectiveWorkload>> cs;
@@ -211,4 +218,42 @@ TEST_CASE("two rings on the same GPUs share the cores", "[jobs][shared]") {
   const auto rings = together("star", 4, {"ring", "ring"}, "64K");
   CHECK(rings[0].wrong() == 0);
   CHECK(rings[1].wrong() == 0);
+}
+
+// MultiTree's NICs (modules/nic) hold a schedule table per collective: each
+// message names its table at the destination, and the tables' decoders run
+// independently. On the torus every schedule, the ring too, runs on the NICs.
+TEST_CASE("two NIC schedules on the same GPUs run from two tables of each NIC", "[jobs][shared][nic]") {
+  const auto runs = together("torus", 16, {"dbtree", "hd"}, "256K");
+  for (const auto& r : runs) {
+    CHECK(r.wrong() == 0);
+    CHECK(r["time_us"] > 0);
+  }
+}
+
+TEST_CASE("two NIC rings on the same GPUs share each NIC's ports", "[jobs][shared][nic]") {
+  const auto rings = together("fattree", 16, {"ring", "ring"}, "256K");
+  CHECK(rings[0].wrong() == 0);
+  CHECK(rings[1].wrong() == 0);
+  // Each port takes the two tables' streams in turn, so the rings finish
+  // together (79.35 and 79.49 us; one alone takes 49.89 us).
+  CHECK(rings[1]["time_us"] == Approx(rings[0]["time_us"]).epsilon(0.01));
+}
+
+TEST_CASE("the count of wrong elements bites for NIC tables: a faulty NIC ALU shows in one collective only",
+          "[jobs][shared][nic][fault]") {
+  // The NIC's one ALU serves both tables; its first 7 results (all in the
+  // first Reduce message it takes, 64 elements) go to one table, whose wrong
+  // partial sums reach all 16 nodes.
+  collectives::Alu::inject("n5.nic", 7);
+  const auto runs = together("torus", 16, {"dbtree", "hd"}, "64K");
+  CHECK(runs[0].wrong() + runs[1].wrong() == 7 * 16);
+  CHECK(std::min(runs[0].wrong(), runs[1].wrong()) == 0);
+}
+
+// Blink's tables issue in dataflow order over per-link lanes (NicParams::dataflow).
+TEST_CASE("two Blink all-reduces on the same GPUs run their dataflow tables side by side", "[jobs][shared][nic]") {
+  const auto runs = together("dgx1v", 8, {"blink", "blink"}, "1M");
+  CHECK(runs[0].wrong() == 0);
+  CHECK(runs[1].wrong() == 0);
 }
