@@ -10,7 +10,6 @@
 #include <map>
 #include <sstream>
 
-#include "core/config.h"
 #include "core/error.h"
 #include "core/nearest.h"
 #include "core/yaml_file.h"
@@ -65,8 +64,9 @@ const po::options_description& declaration() {
                                       " (docs/traffic.md)").c_str())
         ("load", text("0.1:1:0.1|LIST"), "offered loads for --traffic, fractions of each endpoint's injection "
                                          "bandwidth in (0, 1] (default 0.1:1:0.1)")
-        ("model", text("NAME|FILE.yaml"), ("train: the model, " + choice_list("model") +
-                                           ", or a YAML layer list (docs/training.md)").c_str())
+        ("model", text("NAME|FILE"), ("train: the model, " + choice_list("model") +
+                                           ", a YAML layer list (FILE.yaml) or an ASTRA-sim DATA-parallel "
+                                           "workload (FILE.txt; docs/training.md)").c_str())
         ("batch", text("N"), "train: samples per GPU per iteration (default 32)")
         ("iterations", text("N"), "train: iterations measured, one row each (default 1)")
         ("warmup", text("N"), "train: iterations run before them and not reported (default 0)")
@@ -399,12 +399,10 @@ class Parser {
   }
 
   static double parse_start(const std::string& v, const std::string& at) {
-    double us = -1;
-    try {
-      us = parse_number("start_us", v);
-    } catch (const UserError&) {
-    }
-    if (!(us >= 0 && us <= 1e9)) throw UserError(at + ": start_us must be between 0 and 1e9 microseconds, not " + v);
+    char* end = nullptr;
+    const double us = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(us >= 0 && us <= 1e9))
+      throw UserError(at + ": start_us must be between 0 and 1e9 microseconds, not " + v);
     return us;
   }
 

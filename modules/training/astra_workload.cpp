@@ -198,4 +198,34 @@ AstraWorkload read_astra_workload(const std::string& path) {
   return parse_astra_workload(read_user_file(path, "workload file", 64u << 20), path);
 }
 
+Model data_parallel_model(const AstraWorkload& w, const std::string& file, double clock_hz, double& update_s) {
+  const auto at = [&](int line) { return "workload file " + file + ", line " + std::to_string(line) + ": "; };
+  if (w.parallelism != "DATA")
+    throw UserError("workload file " + file + " is " + w.parallelism +
+                    " parallel; incsim runs DATA-parallel workloads (tensor and pipeline parallelism come later)");
+  Model m;
+  m.name = file;
+  m.source = "ASTRA-sim workload file";
+  update_s = 0;
+  for (const AstraLayer& l : w.layers) {
+    if (l.forward.comm.type != AstraCollective::none || l.input_grad.comm.type != AstraCollective::none)
+      throw UserError(at(l.line) + "a DATA-parallel layer communicates only its weight gradient");
+    const AstraComm& g = l.weight_grad.comm;
+    if (g.type != AstraCollective::none && g.type != AstraCollective::allreduce)
+      throw UserError(at(l.line) + "a DATA-parallel weight gradient is all-reduced, not " +
+                      std::string(to_string(g.type)));
+    if (g.bytes % 4 != 0)
+      throw UserError(at(l.line) + "a weight gradient of " + std::to_string(g.bytes) +
+                      " bytes is no whole number of 4-byte fp32 elements");
+    Layer layer;
+    layer.name = l.name;
+    layer.params = g.type == AstraCollective::none ? 0 : g.bytes / 4;
+    layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
+                                   static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
+    m.layers.push_back(layer);
+    update_s += static_cast<double>(l.update_cycles) / clock_hz;
+  }
+  return m;
+}
+
 }  // namespace incsim::training

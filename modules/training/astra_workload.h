@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "training/model.h"
+
 namespace incsim::training {
 
 enum class AstraCollective { none, allreduce, allgather, reducescatter, alltoall, allreduce_alltoall };
@@ -60,5 +62,14 @@ struct AstraWorkload {
 // layer.
 AstraWorkload parse_astra_workload(const std::string& text, const std::string& file);
 AstraWorkload read_astra_workload(const std::string& path);
+
+// A DATA-parallel workload as a Model a data-parallel iteration runs: each
+// layer's forward time, its input- and weight-gradient times together as its
+// backward time (cycles at clock_hz), and its weight-gradient all-reduce as
+// its fp32 gradient (bytes / 4 weights). UserError "workload file F, line N:
+// ..." for another parallelism, a forward or input-gradient collective, a
+// weight-gradient collective other than an all-reduce, or bytes that are no
+// whole number of fp32 elements. update_s: the layers' update times summed.
+Model data_parallel_model(const AstraWorkload& w, const std::string& file, double clock_hz, double& update_s);
 
 }  // namespace incsim::training

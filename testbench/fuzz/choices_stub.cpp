@@ -6,5 +6,10 @@
 namespace incsim::tb {
 
 std::string choice_list(const std::string& option) { return "(" + option + ")"; }
+const std::vector<Algorithm>& algorithms() {
+  static const std::vector<Algorithm> none;
+  return none;
+}
+std::string algorithm_defaults() { return "(defaults)"; }
 
 }  // namespace incsim::tb

@@ -58,6 +58,8 @@ std::string run_reading(const std::string& key) {
   const std::string base = " --sizes 8K --quiet";
   auto starts = [&](const char* p) { return key.rfind(p, 0) == 0; };
   if (starts("blink.")) return "--platform dgx1v --algorithm blink" + base;
+  if (key == "train.astra_clock_ghz") return "--platform star --gpus 4 --quiet --model " TEST_DATA "/astra_data.txt";
+  if (starts("train.") || starts("transformer.")) return "--platform star --gpus 4 --quiet --model transformer";
   if (key == "ring.pieces") return "--platform dgx1v --algorithm ring" + base;
   if (starts("dgx1.")) return "--platform dgx1v" + base;
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;

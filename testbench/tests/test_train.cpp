@@ -135,3 +135,19 @@ TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fa
   INFO(table.str());
   CHECK(rows[0].wrong() > 0);
 }
+
+TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient sizes", "[train][astra]") {
+  // astra_data.txt: conv1 1000 + 2000 + 3000 cycles and 46464 B of gradient,
+  // fc1 500 + 600 + 700 cycles and 8392704 B; updates 10 and 20 cycles; 1 GHz.
+  const auto rows = train(TEST_DATA "/astra_data.txt", "star", 4, "ring", "", {});
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["compute_us"] == Approx(7.83).margin(1e-6));
+  CHECK(rows[0]["buckets"] == 1);  // 8.4 MB: one 25 MiB bucket
+  CHECK(rows[0]["comm_us"] > 0);
+}
+
+TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][astra][errors]") {
+  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel; incsim runs DATA-parallel workloads"));
+}

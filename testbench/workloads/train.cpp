@@ -11,6 +11,7 @@
 #include "core/param.h"
 #include "core/units.h"
 #include "gpu/compute_engine.h"
+#include "training/astra_workload.h"
 #include "training/layer_file.h"
 #include "training/zoo.h"
 
@@ -39,6 +40,10 @@ const Param<uint32_t> kSequence{"transformer.sequence", kGpt3Xl.sequence, Range:
 const Param<uint32_t> kVocabulary{"transformer.vocabulary", kGpt3Xl.vocabulary, Range::at_least(1).at_most(1 << 24),
                                   "--model transformer: vocabulary (GPT-2 and GPT-3's BPE: 50257)"};
 
+const Param<double> kAstraClock{"train.astra_clock_ghz", 1.0, Range::above(0).at_most(100),
+                                "the clock an ASTRA-sim workload file's cycles count (ASTRA-sim's system layer "
+                                "ticks 1 cycle per ns: 1 GHz)"};
+
 using Phase = gpu::ComputeEngine::Phase;
 sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC); }
 double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
@@ -48,9 +53,10 @@ std::string mib(uint64_t bytes) {
   os << std::fixed << std::setprecision(1) << static_cast<double>(bytes) / (1 << 20) << " MiB";
   return os.str();
 }
-bool is_file(const std::string& name) {
-  return name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".yaml") == 0);
+bool ends_with(const std::string& s, const std::string& end) {
+  return s.size() > end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
+bool is_file(const std::string& name) { return name.find('/') != std::string::npos || ends_with(name, ".yaml"); }
 }  // namespace
 
 // One iteration of one algorithm in flight: kernels queued on every GPU,
@@ -89,7 +95,14 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   training::ZooOptions shape;
   if (opt_.model == "transformer")
     shape.decoder = {cfg.get(kLayers), cfg.get(kHidden), cfg.get(kHeads), cfg.get(kSequence), cfg.get(kVocabulary)};
-  model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
+  // ASTRA-sim's text workloads (FILE.txt) bring their own times.
+  const bool astra = ends_with(opt_.model, ".txt");
+  double astra_update_s = 0;
+  if (astra)
+    model_ = training::data_parallel_model(training::read_astra_workload(opt_.model), opt_.model,
+                                           cfg.get(kAstraClock) * 1e9, astra_update_s);
+  else
+    model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
   if (model_.parameters() == 0) throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
   compute_ = training::make_compute_model(opt_.compute);
   for (const auto& layer : model_.layers)
@@ -102,7 +115,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   step.forward_flops = 2.0 * static_cast<double>(model_.parameters());
   step.input_elements = 2.0 * static_cast<double>(model_.parameters());
   step.output_elements = static_cast<double>(model_.parameters());
-  update_ = seconds(compute_->compute(step, 1, precision_).forward_s);
+  update_ = seconds(astra ? astra_update_s : compute_->compute(step, 1, precision_).forward_s);
 
   // Buckets fill from the last layer back, as the backward pass makes them.
   overlap_ = cfg.get(kOverlap);
