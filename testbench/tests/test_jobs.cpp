@@ -172,13 +172,7 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
                               const std::string& size) {
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, gpus, cfg);
-  // As a jobs: list builds it: the largest table and the smallest payload the algorithms ask for.
-  platforms::PlatformDefaults d = platforms::platform_defaults(t);
-  for (const auto& a : algorithms) {
-    const platforms::PlatformDefaults mine = tb::CollectiveWorkload::defaults_for(t, a);
-    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
-    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
-  }
+  const platforms::PlatformDefaults d = tb::CollectiveWorkload::defaults_for(t, algorithms);  // as a jobs: list builds it
   platforms::Platform machine(t, cfg, 1, d);
   const tb::CollectiveWorkload::Share share{&machine, range(0, gpus), d};
   std::vector<std::unique_ptr<tb::CollectiveWorkload>> cs;

@@ -175,6 +175,17 @@ std::string default_algorithm(const std::string& collective) {
   return all.substr(0, all.find(','));
 }
 
+platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t,
+                                                             const std::vector<std::string>& algorithms) {
+  platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  for (const auto& a : algorithms) {
+    const platforms::PlatformDefaults mine = defaults_for(t, a);
+    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
+    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
+  }
+  return d;
+}
+
 CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},

@@ -53,6 +53,9 @@ class CollectiveWorkload : public Workload {
   // The platform defaults `algorithm` asks for on the graph t (the papers'
   // table sizes and packet payloads for the in-network algorithms).
   static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::string& algorithm);
+  // A machine several algorithms share (jobs, a training run and its
+  // baseline): the largest reduction table and the smallest payload any asks for.
+  static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::vector<std::string>& algorithms);
 
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;

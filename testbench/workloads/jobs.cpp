@@ -48,7 +48,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                     "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
   // Each GPU in one job: a job's share of the machine is its GPUs.
   std::vector<int> owner(n, -1);
-  platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  std::vector<std::string> algorithms;
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
     for (int g : job.gpus) {
@@ -60,16 +60,13 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                         std::to_string(g) + "; each GPU belongs to one job");
       owner[g] = static_cast<int>(j);
     }
-    // The machine is built once for all: the largest reduction table any
-    // job's algorithm asks for, the smallest packet payload.
-    const std::string algorithm = !job.algorithm.empty() ? job.algorithm
-                                  : !opt_.algorithm.empty()
-                                      ? opt_.algorithm
-                                      : default_algorithm(job.collective.empty() ? opt_.collective : job.collective);
-    const platforms::PlatformDefaults mine = CollectiveWorkload::defaults_for(t, algorithm);
-    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
-    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
+    algorithms.push_back(!job.algorithm.empty()    ? job.algorithm
+                         : !opt_.algorithm.empty() ? opt_.algorithm
+                                                   : default_algorithm(job.collective.empty() ? opt_.collective
+                                                                                              : job.collective));
   }
+  // The machine is built once for all the jobs' algorithms.
+  const platforms::PlatformDefaults d = CollectiveWorkload::defaults_for(t, algorithms);
   platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, d);
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});

@@ -145,13 +145,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
     algorithms_.push_back(opt_.baseline);
   }
-  // One machine for both: the largest reduction table and the smallest payload either asks for.
-  platforms::PlatformDefaults d = platforms::platform_defaults(t);
-  for (const auto& a : algorithms_) {
-    const platforms::PlatformDefaults mine = CollectiveWorkload::defaults_for(t, a);
-    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
-    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
-  }
+  const platforms::PlatformDefaults d = CollectiveWorkload::defaults_for(t, algorithms_);  // one machine for both
   platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, d);
   std::vector<int> gpus(n);
   std::iota(gpus.begin(), gpus.end(), 0);
