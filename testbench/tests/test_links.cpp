@@ -79,8 +79,6 @@ TEST_CASE("HGX H100: pull is exact over the trunks", "[links][hgx]") {
   run(tb::run_options("hgx-h100", "allreduce", "pull", "4,12292,1M"), "pull");
 }
 
-// GB200 NVL72: the ring over all 72 GPUs (small sizes: at 72 ranks a ring is
-// latency-bound far beyond what a test can simulate, docs/modern-machines.md).
 // NVLS (NCCL 2.17+'s NVLink SHARP): multimem loads reduce in the switches,
 // multimem stores multicast; 4 B leaves every rank but one without a block.
 TEST_CASE("HGX H100: NVLS all-reduce is exact", "[links][hgx][nvls]") {
@@ -104,6 +102,8 @@ TEST_CASE("NVLS on a DGX-1, which has no NVSwitch, is refused", "[links][nvls][e
                       Catch::Contains("algorithm 'nvls' needs NVSwitch reduction or multicast tables"));
 }
 
+// GB200 NVL72: the ring over all 72 GPUs (small sizes: at 72 ranks a ring is
+// latency-bound far beyond what a test can simulate, docs/modern-machines.md).
 TEST_CASE("GB200 NVL72: a ring over 72 GPUs is exact and uses every link", "[links][nvl72]") {
   // 12292 B: 3073 floats, an uneven share for each of the 18 channels' 72 chunks.
   tb::Experiment e(tb::run_options("nvl72", "allreduce", "ring", "12292"));
