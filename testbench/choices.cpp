@@ -33,6 +33,11 @@ const std::vector<Algorithm>& algorithms() {
        kUpDown,
        "the GPUs' copy engines and the switches' multicast tables",
        "one write reaches every GPU through the switches' multicast (Klenk §IV-A)"},
+      {"nvls", "allreduce, reducescatter, allgather", "", Family::GpuFabric,
+       "hgx-h100, nvl72 and the switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)",
+       "the GPUs' copy engines and the switches' reduction and multicast tables",
+       "NVLink SHARP as NCCL 2.17+ runs it (NVIDIA H100 whitepaper, NVSwitch3): each GPU reduces its 1/n in the "
+       "switches with a multimem load (Klenk's pull) and, for all-reduce, multicasts it with a multimem store"},
       {"dbtree", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
        "NCCL's double binary tree, pipelined (Sanders et al. 2009; a MultiTree §V-A baseline)"},
       {"hd", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,

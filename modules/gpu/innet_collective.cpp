@@ -49,7 +49,8 @@ class InNetworkCollective::Rank : public Program, public CopyClient {
 
  private:
   InNetKind kind() const { return c_.kind_; }
-  bool reduces() const { return kind() == InNetKind::AllReducePush || kind() == InNetKind::AllReducePull; }
+  bool pulls() const { return kind() == InNetKind::AllReducePull || kind() == InNetKind::ReduceScatterPull; }
+  bool reduces() const { return kind() == InNetKind::AllReducePush || pulls(); }
   uint32_t block_bytes(uint64_t b) const {
     return static_cast<uint32_t>(std::min<uint64_t>(kBlock, bytes_ - b * kBlock));
   }
@@ -99,6 +100,9 @@ InNetworkCollective::Rank::Rank(InNetworkCollective& c, int rank, uint64_t bytes
       work_lo_ = blocks_ * rank / n_;
       work_hi_ = blocks_ * (rank + 1) / n_;
   }
+  // A reduce-scatter's output is this rank's share.
+  if (kind() == InNetKind::ReduceScatterPull)
+    count_ = (std::min(bytes_, work_hi_ * kBlock) - std::min(bytes_, work_lo_ * kBlock)) / kElem;
   node_ = c.topo_.endpoints()[gpu_.index()];
   if (kind() == InNetKind::AllReducePush) partial_count_.assign((blocks_ + n_ - 1) / n_, 0);
   gpu_.attach(*this);
@@ -114,7 +118,7 @@ void InNetworkCollective::Rank::start() {
   // What this rank already holds of the output: its own input.
   if (kind() == InNetKind::AllGather || (kind() == InNetKind::Broadcast && rank_ == 0))
     for (uint64_t b = work_lo_; b < work_hi_; ++b) received_ += block_bytes(b) / kElem;
-  if (kind() == InNetKind::AllReducePull && c_.barrier_) {
+  if (pulls() && c_.barrier_) {
     // The barrier: a push all-reduce of one flag (Klenk §VI-A: "an
     // All-Reduce on a flag, which is 1 packet per node").
     in_barrier_ = true;
@@ -145,7 +149,7 @@ void InNetworkCollective::Rank::start() {
 void InNetworkCollective::Rank::begin_work() {
   CopyDescriptor d;
   d.op = kind() == InNetKind::AllReducePush   ? net::Op::ReduceWrite
-         : kind() == InNetKind::AllReducePull ? net::Op::PullRead
+         : pulls()                            ? net::Op::PullRead
                                               : net::Op::Write;
   d.bytes = bytes_;
   d.block_bytes = kBlock;
@@ -154,7 +158,7 @@ void InNetworkCollective::Rank::begin_work() {
   d.counted = reduces();
   d.order_seed = c_.seed_;
   d.order_rank = static_cast<uint32_t>(rank_);
-  d.reads_memory = kind() != InNetKind::AllReducePull;
+  d.reads_memory = !pulls();
   engine_.start(d, c_.waves_, *this);
   finish_if_done();
 }
@@ -192,7 +196,8 @@ void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
       own_data(b, p->data);
       break;
     }
-    case InNetKind::AllReducePull: p->addr = in(b); break;
+    case InNetKind::AllReducePull:
+    case InNetKind::ReduceScatterPull: p->addr = in(b); break;
     default:
       p->addr = out(b);
       p->count = 1;
@@ -201,14 +206,15 @@ void InNetworkCollective::Rank::fill(uint64_t b, net::Packet* p) {
 }
 
 // A pull response (Klenk §IV-B): the group's data less this GPU's, reduced
-// by the switches; the program adds its own and multicasts the result.
+// by the switches; the program adds its own and, for an all-reduce,
+// multicasts the result.
 void InNetworkCollective::Rank::on_response(net::Packet* p) {
   const uint64_t b = (p->addr - in(0)) / kBlock;
   const uint32_t n = p->payload_bytes;
   if (p->count != n_ - 1) wrong_ += n / kElem;  // a contribution lost or doubled
   c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / kElem), n / kElem, p->data);
   accept(b, p->data, n, -1);
-  multicast(out(b), p->data, n, static_cast<uint16_t>(n_));
+  if (kind() == InNetKind::AllReducePull) multicast(out(b), p->data, n, static_cast<uint16_t>(n_));
   engine_.complete(b);
   finish_if_done();
 }
@@ -343,7 +349,7 @@ void InNetworkCollective::start(uint64_t bytes, std::function<void()> on_done) {
   for (Gpu* g : gpus_) group.push_back(g->index());
   remove_regions();
   out_region_ = fabric_.add_region(base_ + kOutOffset, bytes, group, true);
-  if (kind_ == InNetKind::AllReducePull) {
+  if (kind_ == InNetKind::AllReducePull || kind_ == InNetKind::ReduceScatterPull) {
     in_region_ = fabric_.add_region(base_ + kInOffset, bytes, group, true);
     flag_region_ = fabric_.add_region(base_ + kFlagOffset, kBlock, group, true);
   }
@@ -367,8 +373,6 @@ uint64_t InNetworkCollective::wrong() const {
   return w;
 }
 
-// Push and pull move M in and out of each GPU (Klenk §III: half the traffic
-// of a software all-reduce); all-gather receives (n-1)/n M, broadcast M.
 double InNetworkCollective::done_fraction() const {
   uint64_t got = 0, all = 0;
   for (const auto& r : ranks_) {
@@ -378,16 +382,21 @@ double InNetworkCollective::done_fraction() const {
   return all ? static_cast<double>(got) / static_cast<double>(all) : -1;
 }
 
+// Push and pull move M in and out of each GPU (Klenk §III: half the traffic
+// of a software all-reduce); all-gather receives (n-1)/n M, broadcast M;
+// reduce-scatter sends (n-1)/n M, its answers to the others' pulls.
 double InNetworkCollective::bound_us(uint64_t bytes) const {
   const int n = static_cast<int>(gpus_.size());
-  const double factor = kind_ == InNetKind::AllGather ? collectives::gather_busbw_factor(n) : 1.0;
+  const bool gather = kind_ == InNetKind::AllGather || kind_ == InNetKind::ReduceScatterPull;
+  const double factor = gather ? collectives::gather_busbw_factor(n) : 1.0;
   return collectives::bandwidth_bound_us(bytes, factor, endpoint_GBps_);
 }
 
 double InNetworkCollective::busbw_factor() const {
   const int n = static_cast<int>(gpus_.size());
   switch (kind_) {
-    case InNetKind::AllGather: return collectives::gather_busbw_factor(n);
+    case InNetKind::AllGather:
+    case InNetKind::ReduceScatterPull: return collectives::gather_busbw_factor(n);
     case InNetKind::Broadcast: return 1.0;
     default: return collectives::allreduce_busbw_factor(n);
   }

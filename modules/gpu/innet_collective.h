@@ -12,7 +12,9 @@
 // Pull: after an optional barrier (an all-reduce on a flag), each GPU pulls
 // its 1/n of the blocks from the group, adds its own data and multicasts the
 // result. A wave's responses: push, the results that reach this GPU; pull,
-// the pull responses.
+// the pull responses. Reduce-scatter is a pull whose result stays with the
+// puller (NVLS's multimem load, NCCL 2.17+): rank r's output is its 1/n of
+// the blocks.
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@
 
 namespace incsim::gpu {
 
-enum class InNetKind { AllReducePush, AllReducePull, AllGather, Broadcast };
+enum class InNetKind { AllReducePush, AllReducePull, ReduceScatterPull, AllGather, Broadcast };
 
 inline const Param<bool> kPullBarrier{"pull.barrier", true, Range::none(),
                                       "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "

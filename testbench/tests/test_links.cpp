@@ -1,8 +1,9 @@
 // Traffic over parallel links (docs/modern-machines.md): the HGX H100's
 // trunks all carry a ring's traffic, the ring reaches 90% of its bound there,
 // the GB200 NVL72's 72 GPUs run the switch fabric's algorithms exactly,
-// and per-packet spreading over links of very different latency, which
-// reorders packets heavily, keeps every collective's data exact.
+// NVLS is exact on the H100 board, and per-packet spreading over links of
+// very different latency, which reorders packets heavily, keeps every
+// collective's data exact.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -76,6 +77,29 @@ TEST_CASE("HGX H100: push is exact over the trunks", "[links][hgx]") {
 }
 TEST_CASE("HGX H100: pull is exact over the trunks", "[links][hgx]") {
   run(tb::run_options("hgx-h100", "allreduce", "pull", "4,12292,1M"), "pull");
+}
+
+// NVLS (NCCL 2.17+'s NVLink SHARP): multimem loads reduce in the switches,
+// multimem stores multicast; 4 B leaves every rank but one without a block.
+TEST_CASE("HGX H100: NVLS all-reduce is exact", "[links][hgx][nvls]") {
+  run(tb::run_options("hgx-h100", "allreduce", "nvls", "4,12292,256K"), "nvls all-reduce");
+}
+TEST_CASE("HGX H100: NVLS reduce-scatter is exact", "[links][hgx][nvls]") {
+  run(tb::run_options("hgx-h100", "reducescatter", "nvls", "4,12292,256K"), "nvls reduce-scatter");
+}
+TEST_CASE("HGX H100: NVLS all-gather is exact", "[links][hgx][nvls]") {
+  run(tb::run_options("hgx-h100", "allgather", "nvls", "4,12292,256K"), "nvls all-gather");
+}
+// A reduce-scatter keeps each reduced block at its puller: 3 corrupted
+// reductions are 3 wrong elements (without the barrier, whose flag would
+// take the first fault).
+TEST_CASE("HGX H100: a faulty switch ALU shows in NVLS reduce-scatter's #wrong", "[links][hgx][nvls][wrong]") {
+  const tb::Options o = tb::run_options("hgx-h100", "reducescatter", "nvls", "64K", {{"pull.barrier", "false"}});
+  CHECK(tb::wrong_with_alu_fault(o, "sw0.port0.reduction_table", 3) == 3);
+}
+TEST_CASE("NVLS on a DGX-1, which has no NVSwitch, is refused", "[links][nvls][errors]") {
+  REQUIRE_THROWS_WITH(tb::Experiment(tb::run_options("dgx1v", "allreduce", "nvls", "1M")),
+                      Catch::Contains("algorithm 'nvls' needs NVSwitch reduction or multicast tables"));
 }
 
 // GB200 NVL72: the ring over all 72 GPUs (small sizes: at 72 ranks a ring is

@@ -161,7 +161,7 @@ platforms::PlatformShape platform_shape(const Options& o) {
 // Defaults from the paper's figure for this algorithm and platform (Klenk
 // Fig. 7: DGX-2; Fig. 8: the fat tree).
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = algorithm == "pull";
+  const bool push = algorithm == "push", pull = algorithm == "pull" || algorithm == "nvls";
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
@@ -245,7 +245,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  const bool in_network = opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "multicast";
+  const bool in_network = one_of(opt_.algorithm, "push, pull, multicast, nvls");
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -352,11 +352,14 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
 
 void CollectiveWorkload::make_in_network(int n, bool fattree) {
   const topo::Topology& t = platform_->topology();
-  const bool push = opt_.algorithm == "push", pull = opt_.algorithm == "pull";
-  gpu::InNetKind kind = push ? gpu::InNetKind::AllReducePush
-                        : pull ? gpu::InNetKind::AllReducePull
-                        : opt_.collective == "allgather" ? gpu::InNetKind::AllGather
-                                                         : gpu::InNetKind::Broadcast;
+  // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
+  const bool push = opt_.algorithm == "push";
+  const bool pull = opt_.algorithm == "pull" || (opt_.algorithm == "nvls" && opt_.collective != "allgather");
+  gpu::InNetKind kind = push                                 ? gpu::InNetKind::AllReducePush
+                        : pull && opt_.collective == "reducescatter" ? gpu::InNetKind::ReduceScatterPull
+                        : pull                                ? gpu::InNetKind::AllReducePull
+                        : opt_.collective == "allgather"      ? gpu::InNetKind::AllGather
+                                                              : gpu::InNetKind::Broadcast;
   gpu::WaveParams wp;
   wp.waves = cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
   // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
@@ -688,7 +691,7 @@ void CollectiveWorkload::print_sizing(std::ostream& os) const {
   const int access = t.node(node).ports;
   os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
      << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
-  if (opt_.algorithm == "pull") {
+  if (opt_.algorithm == "pull" || opt_.algorithm == "nvls") {
     const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
     os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
   } else {

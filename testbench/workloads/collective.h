@@ -93,7 +93,7 @@ class CollectiveWorkload : public Workload {
   void make_trees(int n, int chunks = 0);
   double least_endpoint_GBps(int n, bool acked) const;
   std::vector<nic::Nic*> participant_nics() const;  // the NICs inside the participants, in rank order
-  bool in_network() const { return opt_.algorithm == "push" || opt_.algorithm == "pull"; }
+  bool in_network() const { return opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "nvls"; }
 
   Options opt_;
   Config& cfg_;
