@@ -87,8 +87,13 @@ TEST_CASE("the timeline is trace-event JSON whose spans add up to the iteration"
   const auto j = nlohmann::json::parse(cli::slurp(file));
   std::map<int, double> busy;  // per GPU: compute time
   double first = 1e300, last = 0;
-  int all_reduces = 0;
+  int all_reduces = 0, counters = 0;
   for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "C") {
+      ++counters;
+      CHECK(e.at("args").at("busiest").get<double>() <= 1.0 + 1e-9);
+      CHECK(e.at("args").at("mean").get<double>() <= e.at("args").at("busiest").get<double>() + 1e-12);
+    }
     if (e.at("ph") != "X") continue;
     const int tid = e.at("tid");
     const double ts = e.at("ts"), dur = e.at("dur");
@@ -98,6 +103,7 @@ TEST_CASE("the timeline is trace-event JSON whose spans add up to the iteration"
     else ++all_reduces;
   }
   CHECK(all_reduces == 4);
+  CHECK(counters == 8);  // each all-reduce's links: on at its start, off at its end
   REQUIRE(busy.size() == 4);
   for (const auto& [gpu, t] : busy) CHECK(t == Approx(rows[0]["compute_us"]).margin(0.01));
   CHECK(last - first == Approx(rows[0]["time_us"]).margin(0.01));

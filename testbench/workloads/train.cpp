@@ -207,8 +207,26 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
     coll.start(it.next, [&, this] {
       const sc_core::sc_time took = sc_core::sc_time_stamp() - it.comm_start;
       std::ostringstream ignored;
-      it.wrong += coll.finish(it.next, ignored).wrong();
+      const Row row = coll.finish(it.next, ignored);
+      it.wrong += row.wrong();
       it.comm_us += us(took);
+      if (it.record) {
+        // The links' utilisation while the bucket was reduced: the mean over
+        // the links that carried any of it, and the busiest.
+        const auto& ends = platform_->link_ends();
+        double sum = 0, most = 0;
+        int used = 0;
+        for (size_t k = 0; k < ends.size(); ++k) {
+          if (row.link_bytes[k] == 0) continue;
+          const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
+          sum += u;
+          most = std::max(most, u);
+          ++used;
+        }
+        const double start = us(it.comm_start), end = us(sc_core::sc_time_stamp());
+        counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
+        counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
+      }
       span(n, "all-reduce bucket " + std::to_string(it.next) + " (" + mib(buckets_[it.next]) + ")", took);
       it.reducing = false;
       ++it.next;
@@ -298,7 +316,8 @@ std::vector<Row> TrainWorkload::run_point(size_t i, Runner& run, std::ostream&) 
 }
 
 // Chrome's trace-event format (Perfetto, chrome://tracing): a process per
-// algorithm, a thread per GPU's compute and one for the all-reduces; times in us.
+// algorithm, a thread per GPU's compute and one for the all-reduces, and a
+// counter of the links' utilisation during each all-reduce; times in us.
 void TrainWorkload::write_timeline() const {
   using json = nlohmann::ordered_json;
   json events = json::array();
@@ -312,6 +331,9 @@ void TrainWorkload::write_timeline() const {
   for (const Span& s : spans_)
     events.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.algorithm}, {"tid", s.track}, {"ts", s.start_us},
                       {"dur", s.end_us - s.start_us}});
+  for (const Counter& c : counters_)
+    events.push_back({{"name", "link utilisation"}, {"ph", "C"}, {"pid", c.algorithm}, {"ts", c.ts},
+                      {"args", {{"mean", c.mean}, {"busiest", c.busiest}}}});
   std::ofstream f(opt_.timeline);
   if (!f) throw UserError("cannot write the timeline '" + opt_.timeline + "'");
   f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";

@@ -45,6 +45,11 @@ class TrainWorkload : public Workload {
     double start_us, end_us;
   };
   const std::vector<Span>& spans() const { return spans_; }
+  // The links' utilisation from ts on (0 after an all-reduce ends).
+  struct Counter {
+    int algorithm;
+    double ts, mean, busiest;
+  };
 
  private:
   struct Iteration;
@@ -66,6 +71,7 @@ class TrainWorkload : public Workload {
   std::vector<std::unique_ptr<CollectiveWorkload>> collectives_;
   std::unique_ptr<Iteration> running_;
   std::vector<Span> spans_;
+  std::vector<Counter> counters_;
   Wakeup launch_;
 };
 
