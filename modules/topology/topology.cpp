@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
+#include <numeric>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
@@ -298,43 +299,42 @@ Topology make_star(int n, double bw, double lat) {
   return t;
 }
 
-Topology make_hgx_h100(double bw, double lat) {
+namespace {
+// GPUs each joined to every switch by a trunk of trunk[s] links. GPU g's
+// k-th link to switch s is that switch's port g * trunk[s] + k; a GPU's
+// ports go to switch 0 first, then 1, 2, ...; a switch has only the ports
+// the board wires.
+Topology make_trunked(const char* name, const char* family, int gpus, const std::vector<int>& trunk, double bw,
+                      double lat) {
   Topology t;
-  t.name = "hgx-h100";
-  t.family = Topology::kHgxH100;
-  constexpr int kGpus = 8, kLinks = 18;
-  // NVIDIA DGX H100 User Guide and HGX H100 board: each GPU's 18 NVLink4
-  // links go 5, 4, 4 and 5 to the four NVSwitch3 chips.
-  constexpr int kTrunk[] = {5, 4, 4, 5};
-  for (int g = 0; g < kGpus; ++g) t.add_endpoint("gpu" + std::to_string(g), kLinks);
-  // Only the ports the board wires (an NVSwitch3 has 64; the rest go off the board).
-  for (int s = 0; s < 4; ++s) t.add_switch("sw" + std::to_string(s), kGpus * kTrunk[s]);
-  // GPU g's k-th link to switch s is that switch's port g * trunk + k; the
-  // GPU's ports go to switch 0 first, then 1, 2, 3.
-  for (int g = 0; g < kGpus; ++g) {
+  t.name = name;
+  t.family = family;
+  const int links = std::accumulate(trunk.begin(), trunk.end(), 0);
+  for (int g = 0; g < gpus; ++g) t.add_endpoint("gpu" + std::to_string(g), links);
+  for (size_t s = 0; s < trunk.size(); ++s) t.add_switch("sw" + std::to_string(s), gpus * trunk[s]);
+  for (int g = 0; g < gpus; ++g) {
     int port = 0;
-    for (int s = 0; s < 4; ++s)
-      for (int k = 0; k < kTrunk[s]; ++k)
-        t.connect({t.endpoints()[g], port++}, {t.switches()[s], g * kTrunk[s] + k}, bw, lat);
+    for (size_t s = 0; s < trunk.size(); ++s)
+      for (int k = 0; k < trunk[s]; ++k)
+        t.connect({t.endpoints()[g], port++}, {t.switches()[s], g * trunk[s] + k}, bw, lat);
   }
   t.finalize();
   return t;
 }
+}  // namespace
 
+// NVIDIA DGX H100 User Guide and HGX H100 board: 8 GPUs, each with 18 NVLink4
+// links going 5, 4, 4 and 5 to the four NVSwitch3 chips (of an NVSwitch3's
+// 64 ports the rest go off the board).
+Topology make_hgx_h100(double bw, double lat) {
+  return make_trunked("hgx-h100", Topology::kHgxH100, 8, {5, 4, 4, 5}, bw, lat);
+}
+
+// NVIDIA GB200 NVL72: 72 Blackwell GPUs with 18 NVLink5 links each, 9
+// NVLink Switch trays of 2 chips; every GPU has one link to every chip
+// (switches 2k and 2k + 1 are tray k's). A chip has 72 ports, all wired.
 Topology make_nvl72(double bw, double lat) {
-  Topology t;
-  t.name = "nvl72";
-  t.family = Topology::kNvl72;
-  // NVIDIA GB200 NVL72: 72 Blackwell GPUs with 18 NVLink5 links each, 9
-  // NVLink Switch trays of 2 chips; every GPU has one link to every chip
-  // (switches 2k and 2k + 1 are tray k's). A chip has 72 ports, all wired.
-  constexpr int kGpus = 72, kSwitches = 18;
-  for (int g = 0; g < kGpus; ++g) t.add_endpoint("gpu" + std::to_string(g), kSwitches);
-  for (int s = 0; s < kSwitches; ++s) t.add_switch("sw" + std::to_string(s), kGpus);
-  for (int g = 0; g < kGpus; ++g)
-    for (int s = 0; s < kSwitches; ++s) t.connect({t.endpoints()[g], s}, {t.switches()[s], g}, bw, lat);
-  t.finalize();
-  return t;
+  return make_trunked("nvl72", Topology::kNvl72, 72, std::vector<int>(18, 1), bw, lat);
 }
 
 std::string netlist_difference(const Topology& g, const Topology& c) {
