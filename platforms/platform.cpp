@@ -249,7 +249,7 @@ const topo::Topology& check_fabric(const topo::Topology& t) {
 }  // namespace
 
 Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
-    : Machine(check_fabric(t), cfg, seed, d) {
+    : Machine(check_fabric(t), cfg, seed, d), defaults_(d) {
   gpus_ = blocks_of<gpu::Gpu>();
   switches_ = blocks_of<nvswitch::NvSwitch>();
   for (gpu::Gpu* g : gpus_) nics_.push_back(dynamic_cast<nic::Nic*>(g->attached()));

@@ -66,6 +66,8 @@ class Platform : public Machine {
   Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  // The defaults it was built with: its family's, and those of the algorithms that run on it.
+  const PlatformDefaults& defaults() const { return defaults_; }
   nic::Nic& nic(int gpu) { return *nics_[gpu]; }  // the NIC inside GPU gpu
   const net::PacketFormat& format() const { return pool().format(); }
   const GpuFabric& settings() const { return fabric_as<GpuFabric>(); }
@@ -90,6 +92,7 @@ class Platform : public Machine {
   std::pair<uint64_t, double> packet_latency() const;
 
  private:
+  PlatformDefaults defaults_;
   std::vector<gpu::Gpu*> gpus_;
   std::vector<nvswitch::NvSwitch*> switches_;
   std::vector<nic::Nic*> nics_;  // [gpu]

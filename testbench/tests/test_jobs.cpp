@@ -172,9 +172,9 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
                               const std::string& size) {
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, gpus, cfg);
-  const platforms::PlatformDefaults d = tb::CollectiveWorkload::defaults_for(t, algorithms);  // as a jobs: list builds it
-  platforms::Platform machine(t, cfg, 1, d);
-  const tb::CollectiveWorkload::Share share{&machine, range(0, gpus), d};
+  // As a jobs: list builds it.
+  platforms::Platform machine(t, cfg, 1, tb::CollectiveWorkload::defaults_for(t, algorithms));
+  const tb::CollectiveWorkload::Share share{&machine, range(0, gpus)};
   std::vector<std::unique_ptr<tb::CollectiveWorkload>> cs;
   for (const auto& a : algorithms)
     cs.push_back(std::make_unique<tb::CollectiveWorkload>(tb::run_options(platform, "allreduce", a, size), cfg, &share));

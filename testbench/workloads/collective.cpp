@@ -275,11 +275,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                         " over GPUs 0 to n-1 of the platform; a job running it must have those GPUs, in order");
   const bool fattree = in_network && is_fattree2l(t);
   if (share) {
-    defaults_ = share->defaults;
     platform_ = share->platform;
   } else {
-    defaults_ = defaults_for(t, opt_.algorithm);
-    own_platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_);
+    own_platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_for(t, opt_.algorithm));
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
@@ -319,7 +317,7 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
                                     : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
                                                                          : collectives::Collective::AllGather;
-  const int channels = defaults_.ring_channels;
+  const int channels = platform_->defaults().ring_channels;
   program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
   make_cores(program_);
 }
@@ -331,7 +329,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const int n = program.ranks;
   endpoint_GBps_ = least_endpoint_GBps(n, true);
   gpu::CoresParams cp;
-  const uint64_t chunk = defaults_.ring_chunk_bytes;
+  const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
   cp.chunk_bytes = cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value());
   cp.slots = cfg_.get(gpu::kRingSlots);
   if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");

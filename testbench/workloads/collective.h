@@ -41,12 +41,11 @@ platforms::PlatformShape platform_shape(const Options& o);
 class CollectiveWorkload : public Workload {
  public:
   // What a collective holds of a machine it shares with others (jobs.h):
-  // the machine, built with `defaults`, and its GPUs in rank order. Its
-  // multicast address window, memory and streams it takes as it runs.
+  // the machine and its GPUs in rank order. Its multicast address window,
+  // memory and streams it takes as it runs.
   struct Share {
     platforms::Platform* platform;
     std::vector<int> gpus;
-    platforms::PlatformDefaults defaults;
   };
   // Without a share the collective builds its own machine from the options.
   CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
@@ -100,7 +99,6 @@ class CollectiveWorkload : public Workload {
   std::vector<uint64_t> sizes_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
-  platforms::PlatformDefaults defaults_;  // the platform's family's and this algorithm's (Platform was built with them)
   std::unique_ptr<platforms::Platform> own_platform_;  // when not on a share
   platforms::Platform* platform_ = nullptr;
   std::vector<gpu::Gpu*> participants_;

@@ -66,8 +66,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                                                                                               : job.collective));
   }
   // The machine is built once for all the jobs' algorithms.
-  const platforms::PlatformDefaults d = CollectiveWorkload::defaults_for(t, algorithms);
-  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, d);
+  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms));
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
   const Schema nccl = nccl_schema();
@@ -82,14 +81,13 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     if (!job.collective.empty()) oj.collective = job.collective, oj.given.push_back("collective");
     if (!job.algorithm.empty()) oj.algorithm = job.algorithm;
     if (!job.sizes.empty()) oj.sizes = job.sizes;
-    const CollectiveWorkload::Share share{platform_.get(), job.gpus, d};
+    const CollectiveWorkload::Share share{platform_.get(), job.gpus};
     try {
       jobs_.push_back(std::make_unique<CollectiveWorkload>(oj, cfg, &share));
     } catch (const UserError& e) {
       throw UserError(job.where + ": job '" + job.name + "': " + e.what());
     }
   }
-  start_at_.resize(jobs_.size());
   started_.resize(jobs_.size());
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
 }
@@ -106,8 +104,9 @@ void JobsWorkload::launch() {
   sc_core::sc_time next = sc_core::sc_max_time();
   for (size_t j = 0; j < jobs_.size(); ++j) {
     if (started_[j] || point_ >= jobs_[j]->sizes().size()) continue;
-    if (start_at_[j] > now) {
-      next = std::min(next, start_at_[j]);
+    const sc_core::sc_time at = point_start_ + sc_core::sc_time(opt_.jobs[j].start_us, sc_core::SC_US);
+    if (at > now) {
+      next = std::min(next, at);
       continue;
     }
     started_[j] = true;
@@ -122,9 +121,8 @@ void JobsWorkload::launch() {
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   point_ = i;
   running_ = 0;
-  const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+  point_start_ = sc_core::sc_time_stamp();
   for (size_t j = 0; j < jobs_.size(); ++j) {
-    start_at_[j] = t0 + sc_core::sc_time(opt_.jobs[j].start_us, sc_core::SC_US);
     started_[j] = false;
     running_ += i < jobs_[j]->sizes().size();
   }

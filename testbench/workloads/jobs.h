@@ -35,9 +35,9 @@ class JobsWorkload : public Workload {
   Options opt_;
   std::unique_ptr<platforms::Platform> platform_;
   std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
-  // The running point: each job's start time, whether it started, and how many still run.
+  // The running point: when it began, whether each job started, and how many still run.
   size_t point_ = 0;
-  std::vector<sc_core::sc_time> start_at_;
+  sc_core::sc_time point_start_;
   std::vector<bool> started_;
   int running_ = 0;
   Wakeup launch_;

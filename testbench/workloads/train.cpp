@@ -67,8 +67,7 @@ struct TrainWorkload::Iteration {
   CollectiveWorkload& coll;
   bool record;
   sc_core::sc_time t0, t_end;
-  std::vector<int> gpus_done;  // [layer]: GPUs whose backward kernel of it has ended
-  std::vector<bool> ready;     // [bucket]: every GPU has its gradients
+  std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
   size_t next = 0;             // the bucket to reduce next
   bool reducing = false;
   sc_core::sc_time comm_start;
@@ -145,11 +144,11 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
     algorithms_.push_back(opt_.baseline);
   }
-  const platforms::PlatformDefaults d = CollectiveWorkload::defaults_for(t, algorithms_);  // one machine for both
-  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, d);
+  // One machine for both.
+  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
   std::vector<int> gpus(n);
   std::iota(gpus.begin(), gpus.end(), 0);
-  const CollectiveWorkload::Share share{platform_.get(), gpus, d};
+  const CollectiveWorkload::Share share{platform_.get(), gpus};
   std::string sizes;
   for (uint64_t b : buckets_) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
   for (size_t a = 0; a < algorithms_.size(); ++a) {
@@ -189,8 +188,9 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
   running_ = std::make_unique<Iteration>(a, coll, record);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.gpus_done.assign(model_.layers.size(), 0);
-  it.ready.assign(buckets_.size(), false);
+  it.waiting.assign(buckets_.size(), 0);
+  for (int b : bucket_of_)
+    if (b >= 0) it.waiting[b] += n;
   it.backward_left = n * static_cast<int>(model_.layers.size());
   const auto span = [this, &it](int track, std::string name, const sc_core::sc_time& took) {
     if (!it.record) return;
@@ -201,7 +201,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
   // before has been reduced.
   std::function<void()> reduce, finish;
   reduce = [&, this] {
-    if (it.reducing || it.next == buckets_.size() || !it.ready[it.next]) return;
+    if (it.reducing || it.next == buckets_.size() || it.waiting[it.next] > 0) return;
     it.reducing = true;
     it.comm_start = sc_core::sc_time_stamp();
     coll.start(it.next, [&, this] {
@@ -262,17 +262,11 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
     }
     for (size_t k = layers; k-- > 0;) {
       const sc_core::sc_time b = seconds(times_[k].backward_s);
-      c.run(Phase::Backward, static_cast<int>(k), b, [&, g, k, b, n, span] {
+      c.run(Phase::Backward, static_cast<int>(k), b, [&, g, k, b, span] {
         span(g, model_.layers[k].name + " backward", b);
         --it.backward_left;
-        // A bucket is ready when every GPU has every gradient in it: its
-        // first layer (the last the backward pass reaches) is done everywhere.
-        if (++it.gpus_done[k] == n && bucket_of_[k] >= 0) {
-          bool full = true;
-          for (size_t j = 0; j < layers; ++j)
-            if (bucket_of_[j] == bucket_of_[k] && it.gpus_done[j] < n) full = false;
-          if (full) it.ready[bucket_of_[k]] = true;
-        }
+        // A bucket is ready when every GPU has every gradient in it.
+        if (bucket_of_[k] >= 0) --it.waiting[bucket_of_[k]];
         reduce();
         finish();
       });
