@@ -297,6 +297,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
 
 }
 
+bool CollectiveWorkload::reduces_in_switches() const { return one_of(opt_.algorithm, "push, pull, nvls"); }
+
 // A push table may hold an entry for its whole timeout with no link moving.
 sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
   const double us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
@@ -581,7 +583,7 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                    {"evictions", tables.evictions},
                                    {"stalls", tables.stalls},
                                    {"completions", tables.completions}};
-  if (in_network())
+  if (reduces_in_switches())
     notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
           << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
           << packets << " delivered, " << std::fixed << std::setprecision(0) << r["avg_packet_latency_ns"]
@@ -666,7 +668,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
     os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
-  if (in_network()) print_sizing(os);
+  if (reduces_in_switches()) print_sizing(os);
   if (program_.ranks && opt_.algorithm != "ring") {
     bool other_proto = false;
     for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;

@@ -92,7 +92,8 @@ class CollectiveWorkload : public Workload {
   void make_trees(int n, int chunks = 0);
   double least_endpoint_GBps(int n, bool acked) const;
   std::vector<nic::Nic*> participant_nics() const;  // the NICs inside the participants, in rank order
-  bool in_network() const { return opt_.algorithm == "push" || opt_.algorithm == "pull" || opt_.algorithm == "nvls"; }
+  // Push, pull and NVLS reduce in the switches' tables (multicast only replicates).
+  bool reduces_in_switches() const;
 
   Options opt_;
   Config& cfg_;
