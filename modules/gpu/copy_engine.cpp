@@ -115,6 +115,10 @@ void CopyEngine::retire_if_done() {
   const uint64_t blocks = d_.end - d_.first;
   if (client_ == nullptr || !all_issued() || (d_.counted && completed_ < blocks) || (d_.acked && answered_ < blocks))
     return;
+  next();
+}
+
+void CopyEngine::next() {
   client_ = nullptr;
   credits_ = 0;
   if (queue_.empty()) return;
@@ -130,9 +134,7 @@ void CopyEngine::stop(const CopyClient& client) {
   for (auto& q : queues_) q->size = 0;  // blocks not yet issued
   waiting_ = false;
   outstanding_ = 0;
-  d_.counted = d_.acked = false;
-  issued_ = d_.end - d_.first;
-  retire_if_done();
+  next();
 }
 
 // DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which

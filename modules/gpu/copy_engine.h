@@ -135,7 +135,8 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
   };
   bool waved() const { return d_.counted && waves_.waves > 0; }
   void begin(const Queued& q);
-  void retire_if_done();  // the running descriptor is done: begin the next
+  void retire_if_done();  // the running descriptor is done: next()
+  void next();            // forget the running descriptor, begin the queue's first
   uint64_t block_at(uint64_t i) const;  // the i-th block issued
   void allocate_waves();
   void dispatch();
