@@ -18,7 +18,7 @@ const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "
 const char* const kEngines[] = {"cores", "copy", "table", "roce"};
 const char* const kProtocols[] = {"simple", "ll", "ll128"};
 const char* const kOps[] = {"nop",  "s",     "r",        "rrs",     "rrc",    "rrcs",     "rcs",
-                            "cpy",  "re",    "mcast",    "redwrite", "redread", "aggregate"};
+                            "cpy",  "re",    "mcast",    "redwrite", "redread", "aggregate", "barrier"};
 
 template <class E, size_t N>
 bool parse_name(const char* const (&names)[N], const std::string& s, E& out) {
@@ -61,7 +61,7 @@ bool engine_can(Engine e, OpKind k) {
       return k != OpKind::Aggregate;
     case Engine::CopyEngine:  // moves blocks; cannot add (Klenk §III-B)
       return k == OpKind::Nop || k == OpKind::Send || k == OpKind::Recv || k == OpKind::Copy ||
-             k == OpKind::MulticastWrite || k == OpKind::ReduceWrite || k == OpKind::ReduceRead;
+             k == OpKind::MulticastWrite || k == OpKind::ReduceWrite || k == OpKind::ReduceRead || k == OpKind::Barrier;
     case Engine::NicTable:  // Reduce entries add and forward, Gather entries forward (MultiTree §IV-A)
       return !in_network(k) && k != OpKind::Copy && k != OpKind::Reduce;
     case Engine::RoceNic:

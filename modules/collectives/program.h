@@ -60,6 +60,7 @@ enum class OpKind : uint8_t {
   ReduceWrite,     // sum of the srcs, reduced in a switch's table, written to the dsts (push)
   ReduceRead,      // sum of the srcs, read through the switches into the dsts (pull)
   Aggregate,       // sum of the srcs, reduced by an aggregator, back to the dsts (NetReduce)
+  Barrier,         // no chunk: every member waits until all have reached it (Klenk §VI-A)
 };
 const char* op_name(OpKind k);  // the MSCCL step type where there is one (s, r, rrs, ...)
 bool sends(OpKind k);

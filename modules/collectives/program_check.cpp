@@ -122,7 +122,9 @@ class Checker {
         if (!may_src && !o.src.empty()) problem(op_text(r, i) + " names a src chunk it does not read");
         if (!may_dst && !o.dst.empty()) problem(op_text(r, i) + " names a dst chunk it does not write");
         const bool s = ref_ok(r, i, "src", o.src, need_src), d = ref_ok(r, i, "dst", o.dst, need_dst);
-        if (in_network(o.kind) && o.src.empty() && o.dst.empty())
+        if (o.kind == OpKind::Barrier && !(o.src.empty() && o.dst.empty()))
+          problem(op_text(r, i) + " is a barrier and names a chunk; a barrier moves no data");
+        else if (in_network(o.kind) && o.kind != OpKind::Barrier && o.src.empty() && o.dst.empty())
           problem(op_text(r, i) + " neither contributes nor receives a chunk");
         if (s && d && !o.src.empty() && !o.dst.empty() && o.src.count != o.dst.count)
           problem(op_text(r, i) + " reads " + std::to_string(o.src.count) + " chunks but writes " +

@@ -141,4 +141,81 @@ Program schedule_program(const Schedule& s) {
   return pb.build();
 }
 
+const char* method_name(InNetMethod m) {
+  static const char* const names[] = {"push", "pull", "multicast"};
+  return names[static_cast<int>(m)];
+}
+
+InNetMethod in_network_method(const Program& p) {
+  auto has = [&](OpKind k) {
+    return std::any_of(p.ops.begin(), p.ops.end(), [k](const Operation& o) { return o.kind == k; });
+  };
+  return has(OpKind::ReduceRead) ? InNetMethod::Pull : has(OpKind::ReduceWrite) ? InNetMethod::Push : InNetMethod::Multicast;
+}
+
+Program in_network_program(const std::string& name, Collective c, InNetMethod m, int n, bool barrier) {
+  if (n < 2) throw UserError("an in-network collective needs at least 2 ranks");
+  const bool ok = m == InNetMethod::Push        ? c == Collective::AllReduce
+                  : m == InNetMethod::Pull      ? c == Collective::AllReduce || c == Collective::ReduceScatter
+                                                : c == Collective::AllGather || c == Collective::Broadcast;
+  if (!ok) throw UserError(std::string("no in-network program for ") + collective_name(c) + " by " + name);
+  const uint32_t un = static_cast<uint32_t>(n);
+  ProgramBuilder pb(name, c, n, c == Collective::Broadcast);
+  const int all = [&] {
+    std::vector<int> ranks(n);
+    std::iota(ranks.begin(), ranks.end(), 0);
+    return pb.add_group(ranks);
+  }();
+  auto op = [&](OpKind k, ChunkRef src, ChunkRef dst) {
+    Operation o = make_op(k, Engine::CopyEngine, 0, 0);
+    if (in_network(k)) o.group = all;
+    o.src = src;
+    o.dst = dst;
+    return o;
+  };
+  const ChunkRef none;
+  for (int r = 0; r < n; ++r) {
+    const uint32_t ur = static_cast<uint32_t>(r);
+    switch (c) {
+      case Collective::AllReduce:
+        if (m == InNetMethod::Push) {
+          pb.begin_rank(r, {1, 1, 0});
+          pb.add(op(OpKind::ReduceWrite, chunk(Buffer::Input, 0), chunk(Buffer::Output, 0)));
+          break;
+        }
+        [[fallthrough]];
+      case Collective::ReduceScatter: {
+        const bool scatter = c == Collective::ReduceScatter;
+        pb.begin_rank(r, {un, scatter ? 1 : un, 0});
+        if (barrier) pb.add(op(OpKind::Barrier, none, none));
+        int read = -1;
+        for (uint32_t k = 0; k < un; ++k) {
+          const int i = pb.add(op(OpKind::ReduceRead, chunk(Buffer::Input, k),
+                                  k == ur ? chunk(Buffer::Output, scatter ? 0 : k) : none));
+          if (k == ur) read = i;
+        }
+        if (!scatter)
+          for (uint32_t k = 0; k < un; ++k)
+            pb.add(k == ur ? op(OpKind::MulticastWrite, chunk(Buffer::Output, k), none)
+                           : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, k)),
+                   k == ur ? std::vector<uint32_t>{static_cast<uint32_t>(read)} : std::vector<uint32_t>{});
+        break;
+      }
+      case Collective::AllGather:
+        pb.begin_rank(r, {1, un, 0});
+        pb.add(op(OpKind::Copy, chunk(Buffer::Input, 0), chunk(Buffer::Output, ur)));
+        for (uint32_t k = 0; k < un; ++k)
+          pb.add(k == ur ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
+                         : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, k)));
+        break;
+      case Collective::Broadcast:
+        pb.begin_rank(r, {1, 1, 0});
+        pb.add(r == 0 ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
+                      : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, 0)));
+        break;
+    }
+  }
+  return pb.build();
+}
+
 }  // namespace incsim::collectives

@@ -1,5 +1,6 @@
 #pragma once
 // Algorithms synthesized as Programs (docs/programs.md). Plain C++, no SystemC.
+#include <string>
 #include <vector>
 
 #include "collectives/program.h"
@@ -30,5 +31,25 @@ Program ring_program(Collective c, int n, int channels = 1, const std::vector<in
 // node's buffer, a Gather message a receive, each message sent a send.
 // Chunks are the schedule's slices.
 Program schedule_program(const Schedule& s);
+
+// Klenk's in-network collectives (§IV) as copy-engine programs over one group
+// of all n ranks:
+//  - Push, all-reduce: every rank a reducing write of its whole input (1
+//    chunk) into the switches' tables; the sums land in every output;
+//  - Pull, all-reduce: a barrier if asked (§VI-A: without it a pull may read
+//    stale data), then rank r's reducing read of chunk r of every input into
+//    its output and its multicast of that to the others (n chunks): NVLS's
+//    all-reduce, multimem ld_reduce then st;
+//  - Pull, reduce-scatter: the same without the multicast;
+//  - Multicast, all-gather: rank r copies its input to output chunk r and
+//    multicasts it to the others; broadcast: rank 0 multicasts its input.
+// Every rank lists the group's operations in the same order, so the k-th of
+// one meets the k-th of the others.
+enum class InNetMethod : uint8_t { Push, Pull, Multicast };
+const char* method_name(InNetMethod m);  // push, pull, multicast
+// How a program of in-network operations uses the switches: Pull if it reads
+// through them, else Push if it reduces in their tables, else Multicast.
+InNetMethod in_network_method(const Program& p);
+Program in_network_program(const std::string& name, Collective c, InNetMethod m, int n, bool barrier);
 
 }  // namespace incsim::collectives

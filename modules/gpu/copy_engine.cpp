@@ -115,7 +115,9 @@ void CopyEngine::retire_if_done() {
   const uint64_t blocks = d_.end - d_.first;
   if (client_ == nullptr || !all_issued() || (d_.counted && completed_ < blocks) || (d_.acked && answered_ < blocks))
     return;
+  CopyClient* done = client_;
   next();
+  done->on_retired();
 }
 
 void CopyEngine::next() {

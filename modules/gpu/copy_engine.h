@@ -94,6 +94,7 @@ class CopyClient {
   virtual void fill(uint64_t block, net::Packet* p) = 0;       // address, destination, header and data
   virtual void on_response(net::Packet* p) = 0;                // an ack or read data came back
   virtual void on_error(const std::string& why) = 0;           // the engine cannot go on
+  virtual void on_retired() {}                                 // the descriptor is done (the next has begun)
 };
 
 class CopyEngine : public sc_core::sc_module, public Traceable {

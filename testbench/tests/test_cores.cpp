@@ -1,7 +1,9 @@
-// Programs on the GPUs' cores through the real binary (docs/programs.md):
-// an MSCCL XML runs with real data and moves exactly the bytes it implies,
-// #wrong bites, a printed program runs back to the same rows, and a bad
-// file is one sentence naming the file and the element.
+// Programs on the GPUs' cores and copy engines through the real binary
+// (docs/programs.md): an MSCCL XML runs with real data and moves exactly the
+// bytes it implies, #wrong bites, a printed program (the ring, MSCCL's, push,
+// pull, multicast, NVLS) runs back to the same rows, a copy-engine program of
+// one's own runs exact, and a bad file is one sentence naming the file and
+// the element.
 #include <catch2/catch.hpp>
 
 #include "cli_run.h"
@@ -93,7 +95,12 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
   };
   for (const Case& c : {Case{"--platform star --gpus 5 --sizes 12292,96K", " -c ring.channels=3", "ring"},
                         Case{"--platform dgx2 --collective allgather --sizes 64K", " -c ring.channels=2", "ring"},
-                        Case{"--platform dgx2 --sizes 64K", "", kAllPairs}}) {
+                        Case{"--platform dgx2 --sizes 64K", "", kAllPairs},
+                        Case{"--platform dgx2 --sizes 64K", "", "push"},
+                        Case{"--platform star --gpus 4 --sizes 64K,12292", " -c pull.barrier=false", "pull"},
+                        Case{"--platform dgx2 --collective reducescatter --sizes 64K", "", "nvls"},
+                        Case{"--platform dgx2 --collective allgather --sizes 64K", "", "multicast"},
+                        Case{"--platform dgx2 --collective broadcast --sizes 64K", "", "multicast"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);
@@ -107,6 +114,77 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
     // Printing the file's program gives the file.
     CHECK(incsim(c.run + " --algorithm " + file + " --print-program").out == printed.out);
   }
+}
+
+namespace {
+// A push all-reduce of 4 ranks in two chunks, each reduced in its own group
+// (so its own multicast window) of all four.
+const char* const kTwoGroups =
+    "program 1\nname twogroups\ncollective allreduce ranks 4 root 0 inplace 0\ngroup 0 1 2 3\ngroup 0 1 2 3\n";
+
+std::string two_groups() {
+  std::string s = kTwoGroups;
+  for (int r = 0; r < 4; ++r)
+    s += "rank " + std::to_string(r) + " input 2 output 2 scratch 0\n" +
+         "0 redwrite copy ch 0 q 0 group 0 src i0 dst o0\n1 redwrite copy ch 0 q 0 group 1 src i1 dst o1\n";
+  return s;
+}
+
+// A pull all-reduce of n ranks in 2n chunks: rank r reads chunks r and n + r,
+// each forwarded by a multicast, so two reads queue in each copy engine.
+std::string two_reads(int n) {
+  std::string s = "program 1\nname tworeads\ncollective allreduce ranks " + std::to_string(n) + " root 0 inplace 0\ngroup";
+  for (int r = 0; r < n; ++r) s += " " + std::to_string(r);
+  s += "\n";
+  for (int r = 0; r < n; ++r) {
+    s += "rank " + std::to_string(r) + " input " + std::to_string(2 * n) + " output " + std::to_string(2 * n) +
+         " scratch 0\n0 barrier copy ch 0 q 0 group 0\n";
+    int i = 1;
+    std::vector<int> reads(2 * n);
+    for (int k = 0; k < 2 * n; ++k) {
+      reads[k] = i;
+      s += std::to_string(i++) + " redread copy ch 0 q 0 group 0 src i" + std::to_string(k) +
+           (k % n == r ? " dst o" + std::to_string(k) : "") + "\n";
+    }
+    for (int k = 0; k < 2 * n; ++k)
+      s += std::to_string(i++) + " mcast copy ch 0 q 0 group 0 " +
+           (k % n == r ? "src o" + std::to_string(k) + " after " + std::to_string(reads[k]) : "dst o" + std::to_string(k)) +
+           "\n";
+  }
+  return s;
+}
+}  // namespace
+
+TEST_CASE("copy-engine programs of one's own run exact, #wrong bites, and what the engines cannot do is refused",
+          "[copy][programs]") {
+  TempDir d;
+  const std::string groups = d.write("twogroups.txt", two_groups());
+  const std::string reads = d.write("tworeads.txt", two_reads(4));
+  for (const std::string& file : {groups, reads}) {
+    INFO(file);
+    const Result r = incsim("--platform star --gpus 4 --sizes 4K,64K,12292 --quiet --json " + d.file("r.json") +
+                            " --algorithm " + file);
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find("operations on the GPUs' copy engines") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    REQUIRE(j["rows"].size() == 3);
+    for (const auto& row : j["rows"]) CHECK(row["wrong"] == 0);
+  }
+  // Three corrupted reductions in one table reach all four GPUs.
+  const Result faulty = incsim("--platform star --gpus 4 --sizes 64K --csv - --algorithm " + groups +
+                               " -c fault.alu.block=sw0.port0.reduction_table -c fault.alu.elements=3");
+  CHECK(faulty.code == 1);
+  CHECK(faulty.out.find(",12,") != std::string::npos);
+
+  std::string unicast = two_groups();
+  unicast.replace(unicast.find("0 redwrite copy ch 0 q 0 group 0 src i0 dst o0"), 46, "0 s copy ch 0 q 0 to 1 src i0");
+  require_error("--platform star --gpus 4 --algorithm " + d.write("unicast.txt", unicast),
+                {"unicast.txt", "is not a correct"});
+  std::string mixed = two_groups();
+  mixed.replace(mixed.find("1 redwrite copy"), 15, "1 redwrite cores");
+  require_error("--platform star --gpus 4 --algorithm " + d.write("mixed.txt", mixed),
+                {"mixed.txt: rank 0's operation 1 (redwrite) runs on the cores engine; a program runs on one engine"});
+  require_error("--platform torus --algorithm " + groups, {"reduces or multicasts in the switches", "torus"});
 }
 
 TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",

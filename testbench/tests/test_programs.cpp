@@ -155,7 +155,7 @@ TEST_CASE("the text format reader names the file, the line and what is wrong") {
   REQUIRE(error(replaced(good, "program 1", "program 2")) == "p.prog:2: only version 1 of the program format exists");
   REQUIRE(error(replaced(good, "0 s cores", "0 send cores")) ==
           "p.prog:6: operation \"send\" is not one of nop, s, r, rrs, rrc, rrcs, rcs, cpy, re, mcast, redwrite, "
-          "redread, aggregate");
+          "redread, aggregate, barrier");
   REQUIRE(error(replaced(good, "0 s cores", "0 s gpu")) == "p.prog:6: engine \"gpu\" is not one of cores, copy, table, roce");
   REQUIRE(error(replaced(good, "2 r cores", "3 r cores")) == "p.prog:8: operation 3 where operation 2 comes next");
   REQUIRE(error(replaced(good, "src i0", "src x0")) ==
@@ -373,6 +373,42 @@ TEST_CASE("in-network operations: push, pull, an aggregator and multicast, check
   bad.ops.erase(bad.ops.begin() + 1);  // rank 0 contributes one chunk of two
   for (size_t r = 1; r < bad.rank_begin.size(); ++r) --bad.rank_begin[r];
   REQUIRE(first_problem(bad) == "rank 0 has 1 operations in group 0 on channel 0, but member rank 1 has 2");
+}
+
+TEST_CASE("Klenk's in-network collectives as copy-engine programs are correct and round-trip", "[programs][innet]") {
+  struct Case {
+    Collective c;
+    InNetMethod m;
+  };
+  for (const Case& k : {Case{Collective::AllReduce, InNetMethod::Push}, Case{Collective::AllReduce, InNetMethod::Pull},
+                        Case{Collective::ReduceScatter, InNetMethod::Pull},
+                        Case{Collective::AllGather, InNetMethod::Multicast},
+                        Case{Collective::Broadcast, InNetMethod::Multicast}})
+    for (int n : {2, 3, 16})
+      for (bool barrier : {false, true}) {
+        INFO(collective_name(k.c) << " by " << method_name(k.m) << " on " << n << (barrier ? " with" : " without")
+                                  << " a barrier");
+        const Program p = in_network_program(method_name(k.m), k.c, k.m, n, barrier);
+        require_ok(p);
+        CHECK(in_network_method(p) == k.m);
+        for (const Operation& o : p.ops) CHECK(o.engine == Engine::CopyEngine);
+        REQUIRE(read_program(write_program(p), "innet.prog") == p);
+      }
+  // Pull: a barrier, n reducing reads of which rank r's reads chunk r into
+  // its output, then n multicasts, rank r's forwarding its read.
+  const Program pull = in_network_program("pull", Collective::AllReduce, InNetMethod::Pull, 4, true);
+  REQUIRE(pull.op_count(1) == 9);
+  CHECK(pull.op(1, 0).kind == OpKind::Barrier);
+  CHECK(pull.op(1, 2).dst == chunk(Buffer::Output, 1));
+  CHECK(pull.op(1, 1).dst.empty());
+  CHECK(pull.op(1, 6).src == chunk(Buffer::Output, 1));
+  CHECK(pull.deps_of(pull.op(1, 6))[0] == 2);
+  CHECK_THROWS_WITH(in_network_program("push", Collective::AllGather, InNetMethod::Push, 4, false),
+                    "no in-network program for allgather by push");
+  // A barrier moves no data.
+  Program bad = pull;
+  bad.ops[0].src = chunk(Buffer::Input, 0);
+  REQUIRE(first_problem(bad) == "rank 0 operation 0 (barrier) is a barrier and names a chunk; a barrier moves no data");
 }
 
 TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselines pass the checker") {

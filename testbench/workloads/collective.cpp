@@ -21,7 +21,7 @@
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
 #include "core/units.h"
-#include "gpu/innet_collective.h"
+#include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
@@ -160,6 +160,15 @@ platforms::PlatformShape platform_shape(const Options& o) {
 
 // Defaults from the paper's figure for this algorithm and platform (Klenk
 // Fig. 7: DGX-2; Fig. 8: the fat tree).
+namespace {
+collectives::Collective collective_kind(const std::string& name) {
+  for (auto c : {collectives::Collective::AllReduce, collectives::Collective::ReduceScatter,
+                 collectives::Collective::AllGather, collectives::Collective::Broadcast})
+    if (name == collectives::collective_name(c)) return c;
+  throw UserError("no collective '" + name + "'");
+}
+}  // namespace
+
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
   const bool push = algorithm == "push", pull = algorithm == "pull" || algorithm == "nvls";
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
@@ -203,7 +212,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     if (!check.ok())
       throw UserError(path + " is not a correct " + collectives::collective_name(program_.collective) + ": " +
                       check.problems.front());
-    if (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast)
+    // A program runs on one engine (the cores or the copy engines), named by its first operation.
+    const bool copy = !program_.ops.empty() && program_.ops[0].engine == collectives::Engine::CopyEngine;
+    if (const std::string why = copy ? gpu::CopyCollective::cannot_run(program_) : ""; !why.empty())
+      throw UserError(path + ": " + why);
+    if (copy) innet_ = collectives::in_network_method(program_);
+    if (!copy && (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast))
       throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
     if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
       throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
@@ -245,7 +259,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  const bool in_network = one_of(opt_.algorithm, "push, pull, multicast, nvls");
+  if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls"))
+    innet_ = opt_.algorithm == "push"                                     ? collectives::InNetMethod::Push
+             : opt_.algorithm == "multicast" || opt_.collective == "allgather" ? collectives::InNetMethod::Multicast
+                                                                               : collectives::InNetMethod::Pull;
+  const bool in_network = innet_.has_value();
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -277,7 +295,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (share) {
     platform_ = share->platform;
   } else {
-    own_platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_for(t, opt_.algorithm));
+    own_platform_ =
+        std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_for(t, in_network ? collectives::method_name(*innet_) : opt_.algorithm));
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
@@ -289,15 +308,17 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
     software_ring = engine == "software";
   }
-  if (program_.ranks) make_cores(program_);
-  else if (in_network) make_in_network(n, fattree);
+  if (in_network) make_in_network(n, fattree);
+  else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
   else make_scheduled(n);
 
 }
 
-bool CollectiveWorkload::reduces_in_switches() const { return one_of(opt_.algorithm, "push, pull, nvls"); }
+bool CollectiveWorkload::reduces_in_switches() const {
+  return innet_ && *innet_ != collectives::InNetMethod::Multicast;
+}
 
 // A push table may hold an entry for its whole timeout with no link moving.
 sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
@@ -316,9 +337,7 @@ double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
 }
 
 void CollectiveWorkload::make_ring(int n) {
-  const collectives::Collective c = opt_.collective == "allreduce"       ? collectives::Collective::AllReduce
-                                    : opt_.collective == "reducescatter" ? collectives::Collective::ReduceScatter
-                                                                         : collectives::Collective::AllGather;
+  const collectives::Collective c = collective_kind(opt_.collective);
   const int channels = platform_->defaults().ring_channels;
   program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
   make_cores(program_);
@@ -353,13 +372,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
 void CollectiveWorkload::make_in_network(int n, bool fattree) {
   const topo::Topology& t = platform_->topology();
   // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
-  const bool push = opt_.algorithm == "push";
-  const bool pull = opt_.algorithm == "pull" || (opt_.algorithm == "nvls" && opt_.collective != "allgather");
-  gpu::InNetKind kind = push                                 ? gpu::InNetKind::AllReducePush
-                        : pull && opt_.collective == "reducescatter" ? gpu::InNetKind::ReduceScatterPull
-                        : pull                                ? gpu::InNetKind::AllReducePull
-                        : opt_.collective == "allgather"      ? gpu::InNetKind::AllGather
-                                                              : gpu::InNetKind::Broadcast;
+  const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
   gpu::WaveParams wp;
   wp.waves = cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
   // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
@@ -372,7 +385,6 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                                                 ? static_cast<uint32_t>(capacity)
                                                 : paper_wave);
   const double timeout_us = cfg_.get(gpu::kCounterTimeout);
-  const bool barrier = pull && cfg_.get(gpu::kPullBarrier);
   const std::string order = cfg_.get(gpu::kCopyOrder);
   if (order != "arbitrary" && order != "address")
     throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
@@ -398,8 +410,11 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                       "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
   endpoint_GBps_ = least_endpoint_GBps(n, false);
-  collective_ = std::make_unique<gpu::InNetworkCollective>(kind, participants_, t, platform_->multicast(), dtype_, redop_,
-                                                          opt_.seed, wp, barrier, endpoint_GBps_);
+  if (!program_.ranks)
+    program_ = collectives::in_network_program(opt_.algorithm, collective_kind(opt_.collective), *innet_, n,
+                                               pull && cfg_.get(gpu::kPullBarrier));
+  collective_ = std::make_unique<gpu::CopyCollective>(program_, participants_, t, platform_->multicast(), dtype_,
+                                                     redop_, opt_.seed, wp, endpoint_GBps_);
 }
 
 // An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
@@ -526,8 +541,9 @@ std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
   if (what == "program") {
     if (!program_.ranks)
-      throw UserError("--print-program shows the programs the GPUs' cores run (the software ring, --algorithm FILE); "
-                      "algorithm '" + opt_.algorithm + "' on " + opt_.platform + " has none yet");
+      throw UserError("--print-program shows the programs the GPUs' cores and copy engines run (the software ring, "
+                      "push, pull, multicast, nvls, --algorithm FILE); algorithm '" + opt_.algorithm + "' on " +
+                      opt_.platform + " has none yet");
     os << collectives::write_program(program_);
     return;
   }
@@ -654,7 +670,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
                              ? "links, one head flit per message; NIC messages are posted"
                              : "links less header flits; NIC messages are posted")
-           : program_.ranks ? "links less header flits and write acks"
+           : !innet_ ? "links less header flits and write acks"
                                       : "links less header flits; multicast writes are posted")
        << ")\n";
   }
@@ -669,12 +685,12 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (reduces_in_switches()) print_sizing(os);
-  if (program_.ranks && opt_.algorithm != "ring") {
+  if (opt_.algorithm.find_first_of("./") != std::string::npos) {  // a program file
     bool other_proto = false;
     for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
-    os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' cores, Simple "
-       << "protocol" << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "")
-       << "\n";
+    os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
+       << (innet_ ? "copy engines" : "cores, Simple protocol")
+       << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "") << "\n";
   }
 }
 
@@ -691,7 +707,7 @@ void CollectiveWorkload::print_sizing(std::ostream& os) const {
   const int access = t.node(node).ports;
   os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
      << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
-  if (opt_.algorithm == "pull" || opt_.algorithm == "nvls") {
+  if (innet_ == collectives::InNetMethod::Pull) {
     const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
     os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
   } else {

@@ -7,12 +7,14 @@
 // pull, multicast), or the NICs' schedule tables (MultiTree, the baselines,
 // Blink's trees).
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "collectives/data_pattern.h"
 #include "collectives/program.h"
+#include "collectives/program_synthesis.h"
 #include "gpu/collective.h"
 #include "nic/scheduled_collective.h"
 #include "platforms/platform.h"
@@ -107,7 +109,9 @@ class CollectiveWorkload : public Workload {
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   std::string trees_text_;  // what --print-trees prints
-  collectives::Program program_;  // what the GPUs' cores run (the software ring, --algorithm FILE); none: 0 ranks
+  collectives::Program program_;  // what the GPUs' cores or copy engines run (--algorithm FILE too); none: 0 ranks
+  // The copy engines run program_ in the switches (push, pull, multicast, nvls, a copy-engine file).
+  std::optional<collectives::InNetMethod> innet_;
   std::string bound_note_;  // the header's bound line, when not per GPU
   // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
   // first chunk size and the additive step; the largest tree's share of the

@@ -1,0 +1,655 @@
+#include "copy_collective.h"
+
+#include <algorithm>
+#include <cstring>
+#include <ostream>
+#include <utility>
+
+#include "collectives/bounds.h"
+
+namespace incsim::gpu {
+
+using collectives::Buffer;
+using collectives::ChunkRef;
+using collectives::DType;
+using collectives::OpKind;
+using CollectiveKind = collectives::Collective;
+
+namespace {
+constexpr uint32_t kElem = 4;  // float32 and int32
+constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
+// Region addresses in the global address space (Klenk Fig. 2), in a group's
+// window of it: where reads are served from, where results land, the flag.
+constexpr uint64_t kWindowBytes = 1ull << 46;
+constexpr uint64_t kInOffset = 0, kOutOffset = 1ull << 44, kFlagOffset = 2ull << 44;
+
+// The message (the buffer nccl-tests counts) is cut into this many chunks.
+uint32_t message_chunks(const collectives::Program& p) {
+  return p.collective == CollectiveKind::AllGather ? p.buffers[0].output : p.buffers[0].input;
+}
+
+// Which chunk of the message rank r's chunk c is (docs/programs.md, "Chunks
+// and buffers"): the small buffer of a reduce-scatter or all-gather is rank
+// r's window of the message.
+uint32_t message_chunk(const collectives::Program& p, int r, ChunkRef c) {
+  const collectives::Buffers& b = p.buffers[r];
+  if (p.collective == CollectiveKind::AllGather && c.buf == Buffer::Input) return r * b.input + c.index;
+  if (p.collective == CollectiveKind::ReduceScatter && c.buf == Buffer::Output) return r * b.output + c.index;
+  return c.index;
+}
+
+bool issues(const collectives::Operation& o) {
+  switch (o.kind) {
+    case OpKind::ReduceWrite:
+    case OpKind::MulticastWrite: return !o.src.empty();
+    case OpKind::ReduceRead: return !o.dst.empty();
+    case OpKind::Barrier: return true;
+    default: return false;
+  }
+}
+}  // namespace
+
+struct CopyCollective::Group {
+  int window = 0;
+  uint64_t base = 0;  // the window's first address
+  std::vector<int> members;
+  bool reads = false;  // reducing reads or barriers: a region to read from and a flag
+  int out = -1, in = -1, flag = -1;
+  uint64_t in_addr(uint64_t b) const { return base + kInOffset + b * kBlock; }
+  uint64_t out_addr(uint64_t b) const { return base + kOutOffset + b * kBlock; }
+  uint64_t flag_addr() const { return base + kFlagOffset; }
+  int position(int rank) const {
+    return static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
+  }
+};
+
+// One GPU's part of the program: it hands its copy engine a descriptor per
+// operation that issues blocks, translates their addresses (which port,
+// which home), and takes what arrives.
+class CopyCollective::Rank : public Program {
+ public:
+  Rank(CopyCollective& c, int rank, uint64_t bytes);
+  ~Rank() override;
+  void start() { advance(); }
+  // Program
+  void on_timer(uint64_t) override {}
+  void on_flag(uint64_t) override {}
+  void report(std::ostream& os, const std::string& prefix) const override;
+  void read_region(uint64_t addr, uint32_t bytes, uint8_t* out) override;
+  void on_region_write(const net::Packet& p) override;
+  uint64_t received() const;  // output elements landed, at most what each operation expects
+  uint64_t count() const;     // output elements the program lands here
+  // Mismatches plus elements each operation received too few or too many times.
+  uint64_t wrong() const;
+
+ private:
+  // An operation's state; the copy-engine client of one that issues.
+  struct Op : CopyClient {
+    Rank* rank = nullptr;
+    const collectives::Operation* o = nullptr;
+    int group = -1;
+    bool issues = false;
+    bool streamed = false;  // a multicast of a read's results, block by block as they land
+    int stream_to = -1;     // a read: the multicast that forwards its results
+    uint64_t lo = 0, hi = 0;         // the message blocks it moves or receives
+    uint64_t expect = 0, got = 0;    // elements it lands in dst, landed
+    int deps_left = 0;
+    std::vector<int> dependents;
+    bool started = false, issuing = false, done = false;
+    int port_of(uint64_t b) const override { return rank->port_of(*this, b); }
+    void fill(uint64_t b, net::Packet* p) override { rank->fill(*this, b, p); }
+    void on_response(net::Packet* p) override { rank->on_response(*this, p); }
+    void on_error(const std::string& why) override { rank->c_.fail(why); }
+    void on_retired() override {
+      issuing = false;
+      rank->check_done(*this);
+    }
+  };
+  // A push home GPU's sums of evicted partials (Klenk §IV-C), per group.
+  struct Home {
+    std::vector<uint16_t> count;
+    std::vector<uint8_t> data;
+    uint16_t flag_count = 0;
+    uint8_t flag_data[kBlock] = {};
+    int barrier = -1;  // the barrier operation in flight
+  };
+
+  const Group& group(const Op& op) const { return c_.groups_[op.group]; }
+  uint64_t block_of_chunk(uint64_t m) const { return blocks_ * m / chunks_; }
+  uint64_t chunk_of_block(uint64_t b) const;
+  uint64_t elements(uint64_t lo, uint64_t hi) const {
+    return (std::min(bytes_, hi * kBlock) - std::min(bytes_, lo * kBlock)) / kElem;
+  }
+  uint32_t block_bytes(uint64_t b) const {
+    return static_cast<uint32_t>(std::min<uint64_t>(kBlock, bytes_ - b * kBlock));
+  }
+  int port_to_home(topo::MulticastFabric::HomePort h) const {
+    return c_.topo_.route_to_switch(node_, h.sw, static_cast<uint32_t>(h.port));
+  }
+  int owner(uint64_t b) const;  // the rank whose data output block b holds, or -1 for a sum
+  void own_data(uint64_t b, uint8_t* out) const;
+  int group_of(uint64_t addr) const;
+
+  void advance();  // starts every operation that may start
+  void begin(Op& op);
+  void check_done(Op& op);
+  void finish(Op& op);
+  int port_of(const Op& op, uint64_t b) const;
+  void fill(const Op& op, uint64_t b, net::Packet* p) const;
+  void on_response(Op& op, net::Packet* p);
+  void accept(Op& op, uint64_t b, const uint8_t* data, uint32_t bytes);  // an output block lands
+  void land(int g, uint64_t b, const uint8_t* data, uint32_t bytes);
+  void multicast(const Group& g, uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
+  void partial(int g, const net::Packet& p);
+  void barrier_done(int g, const uint8_t* flag, uint16_t count);
+
+  CopyCollective& c_;
+  Gpu& gpu_;
+  CopyEngine& engine_;
+  int rank_;
+  uint64_t bytes_, blocks_, chunks_;
+  int node_;  // in the topology
+  std::vector<Op> ops_;
+  std::vector<std::vector<int>> receiver_;  // [group][message chunk]: the operation whose dst it is, or -1
+  std::vector<Home> homes_;                 // [group]
+  uint64_t wrong_ = 0;
+  int left_ = 0;
+  bool advancing_ = false, again_ = false;
+};
+
+CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
+    : c_(c),
+      gpu_(*c.gpus_[rank]),
+      engine_(gpu_.copy_engine()),
+      rank_(rank),
+      bytes_(bytes),
+      blocks_((bytes + kBlock - 1) / kBlock),
+      chunks_(message_chunks(c.program_)),
+      node_(c.topo_.endpoints()[gpu_.index()]) {
+  const collectives::Program& p = c.program_;
+  const int n = p.op_count(rank);
+  ops_.resize(n);
+  receiver_.assign(c.groups_.size(), {});
+  homes_.resize(c.groups_.size());
+  for (int i = 0; i < n; ++i) {
+    Op& op = ops_[i];
+    const collectives::Operation& o = p.op(rank, i);
+    op.rank = this;
+    op.o = &o;
+    op.group = o.group;
+    op.issues = issues(o);
+    const ChunkRef moved = op.issues && !o.src.empty() ? o.src : !o.dst.empty() ? o.dst : o.src;
+    if (!moved.empty()) {
+      const uint32_t m = message_chunk(p, rank, moved);
+      op.lo = block_of_chunk(m);
+      op.hi = block_of_chunk(m + moved.count);
+    }
+    if (!o.dst.empty()) {
+      op.expect = elements(op.lo, op.hi);
+      if (op.group >= 0) {
+        std::vector<int>& r = receiver_[op.group];
+        if (r.empty()) r.assign(chunks_, -1);
+        const uint32_t m = message_chunk(p, rank, o.dst);
+        for (uint32_t k = m; k < m + o.dst.count; ++k) r[k] = i;
+      }
+    }
+    op.deps_left = o.dep_count;
+    for (uint32_t k = 0; k < o.dep_count; ++k) ops_[p.deps_of(o)[k]].dependents.push_back(i);
+  }
+  // A multicast of what a read brings back follows the read block by block.
+  for (int i = 0; i < n; ++i) {
+    Op& op = ops_[i];
+    if (op.o->kind != OpKind::MulticastWrite || !op.issues || op.o->src.buf != Buffer::Output) continue;
+    Op& read = ops_[p.deps_of(*op.o)[0]];
+    op.streamed = true;
+    read.stream_to = i;
+  }
+  gpu_.attach(*this);
+  for (const Group& g : c.groups_)
+    if (g.position(rank) < static_cast<int>(g.members.size())) gpu_.serve_region(*this, g.base, g.base + kWindowBytes);
+  left_ = n;
+}
+
+CopyCollective::Rank::~Rank() {
+  for (Op& op : ops_)
+    if (op.issues) engine_.stop(op);
+  gpu_.detach(*this);
+}
+
+uint64_t CopyCollective::Rank::chunk_of_block(uint64_t b) const {
+  // Inverse of block_of_chunk: the last chunk that starts at or before b.
+  uint64_t m = std::min<uint64_t>(chunks_ - 1, b * chunks_ / std::max<uint64_t>(1, blocks_));
+  while (m + 1 < chunks_ && block_of_chunk(m + 1) <= b) ++m;
+  while (m > 0 && block_of_chunk(m) > b) --m;
+  return m;
+}
+
+int CopyCollective::Rank::owner(uint64_t b) const {
+  const collectives::Program& p = c_.program_;
+  if (p.collective == CollectiveKind::Broadcast) return p.root;
+  if (p.collective == CollectiveKind::AllGather) return static_cast<int>(chunk_of_block(b) / p.buffers[0].input);
+  return -1;
+}
+
+void CopyCollective::Rank::own_data(uint64_t b, uint8_t* out) const {
+  c_.data_.fill(c_.dtype_, rank_, b * (kBlock / kElem), block_bytes(b) / kElem, out);
+}
+
+int CopyCollective::Rank::group_of(uint64_t addr) const {
+  for (size_t g = 0; g < c_.groups_.size(); ++g)
+    if (addr >= c_.groups_[g].base && addr - c_.groups_[g].base < kWindowBytes) return static_cast<int>(g);
+  sc_assert(false);
+  return -1;
+}
+
+// Operations start once their dependencies are done; those of a queue that
+// issue run one after another, as the engine runs its descriptors (a
+// barrier included: the reads behind it wait for it).
+void CopyCollective::Rank::advance() {
+  if (advancing_) {
+    again_ = true;
+    return;
+  }
+  advancing_ = true;
+  do {
+    again_ = false;
+    std::vector<uint16_t> held;  // queues with an issuing operation not done
+    for (Op& op : ops_) {
+      const bool queue_held = std::find(held.begin(), held.end(), op.o->queue) != held.end();
+      if (!op.started && !op.streamed && op.deps_left == 0 && !(op.issues && queue_held)) begin(op);
+      if (op.issues && !op.done && !queue_held) held.push_back(op.o->queue);
+    }
+  } while (again_);
+  advancing_ = false;
+}
+
+void CopyCollective::Rank::begin(Op& op) {
+  op.started = true;
+  const Group* g = op.group >= 0 ? &group(op) : nullptr;
+  if (op.o->kind == OpKind::Copy) op.got = op.expect;  // a local copy of the own input: no traffic
+  if (op.o->kind == OpKind::Barrier) {
+    // An all-reduce of one flag by push (Klenk §VI-A: "an All-Reduce on a
+    // flag, which is 1 packet per node").
+    homes_[op.group].barrier = static_cast<int>(&op - ops_.data());
+    const auto home = c_.fabric_.home_port(g->flag, g->flag_addr());
+    net::Packet* p = gpu_.pool().get();
+    p->op = net::Op::ReduceWrite;
+    p->addr = g->flag_addr();
+    p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(g->flag, g->flag_addr()));
+    p->home_switch = home.sw;
+    p->home_port = static_cast<int16_t>(home.port);
+    p->payload_bytes = kElem;
+    p->count = 1;
+    p->dtype = static_cast<uint8_t>(DType::Int32);
+    p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
+    const int32_t one = 1;
+    std::memcpy(p->data, &one, kElem);
+    gpu_.post(port_to_home(home), p);
+    return;
+  }
+  if (op.issues && op.hi > op.lo) {
+    // The copy engine's descriptor: push writes its blocks as reduction
+    // writes to the result region, pull reads them from the group, a
+    // multicast writes them to the result region. The waves count what comes
+    // back: push, the results that reach this GPU; pull, the pull responses.
+    const OpKind k = op.o->kind;
+    CopyDescriptor d;
+    d.op = k == OpKind::ReduceWrite ? net::Op::ReduceWrite : k == OpKind::ReduceRead ? net::Op::PullRead : net::Op::Write;
+    d.bytes = bytes_;
+    d.block_bytes = kBlock;
+    d.first = op.lo;
+    d.end = op.hi;
+    d.counted = k != OpKind::MulticastWrite;
+    d.order_seed = c_.seed_;
+    d.order_rank = static_cast<uint32_t>(rank_);
+    d.reads_memory = k != OpKind::ReduceRead;
+    op.issuing = !d.counted;
+    engine_.start(d, c_.waves_, op);
+  }
+  if (op.stream_to >= 0) ops_[op.stream_to].started = true;
+  check_done(op);
+}
+
+// Done: whatever lands in its dst has landed, its uncounted blocks are issued.
+void CopyCollective::Rank::check_done(Op& op) {
+  if (op.started && !op.done && !op.issuing && op.got >= op.expect && op.o->kind != OpKind::Barrier) finish(op);
+}
+
+void CopyCollective::Rank::finish(Op& op) {
+  op.done = true;
+  --left_;
+  for (int d : op.dependents)
+    if (!ops_[d].streamed) --ops_[d].deps_left;
+  if (op.stream_to >= 0) finish(ops_[op.stream_to]);
+  if (left_ == 0) {
+    c_.rank_done();
+    return;
+  }
+  advance();
+}
+
+int CopyCollective::Rank::port_of(const Op& op, uint64_t b) const {
+  const Group& g = group(op);
+  if (op.o->kind == OpKind::ReduceWrite) return port_to_home(c_.fabric_.home_port(g.out, g.out_addr(b)));
+  return static_cast<int>(b % gpu_.num_ports());
+}
+
+void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const {
+  const Group& g = group(op);
+  p->dtype = static_cast<uint8_t>(c_.dtype_);
+  p->redop = static_cast<uint8_t>(c_.redop_);
+  p->dst = 0;  // a multicast: the region says where
+  switch (op.o->kind) {
+    case OpKind::ReduceWrite: {
+      p->addr = g.out_addr(b);
+      const auto home = c_.fabric_.home_port(g.out, p->addr);
+      p->home_switch = home.sw;
+      p->home_port = static_cast<int16_t>(home.port);
+      p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(g.out, p->addr));
+      p->count = 1;
+      own_data(b, p->data);
+      break;
+    }
+    case OpKind::ReduceRead: p->addr = g.in_addr(b); break;
+    default:
+      p->addr = g.out_addr(b);
+      p->count = 1;
+      own_data(b, p->data);
+  }
+}
+
+// A pull response (Klenk §IV-B): the group's data less this GPU's, reduced
+// by the switches; this GPU adds its own and forwards the sum if a
+// multicast follows the read.
+void CopyCollective::Rank::on_response(Op& op, net::Packet* p) {
+  const Group& g = group(op);
+  const uint64_t b = (p->addr - g.in_addr(0)) / kBlock;
+  const uint32_t n = p->payload_bytes;
+  const int members = static_cast<int>(g.members.size());
+  if (p->count != members - 1) wrong_ += n / kElem;  // a contribution lost or doubled
+  c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / kElem), n / kElem, p->data);
+  accept(op, b, p->data, n);
+  if (op.stream_to >= 0) {
+    const Op& mc = ops_[op.stream_to];
+    multicast(group(mc), group(mc).out_addr(b), p->data, n, static_cast<uint16_t>(members));
+  }
+  engine_.complete(b);
+  check_done(op);
+}
+
+void CopyCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* data) {
+  const Group& g = c_.groups_[group_of(addr)];
+  const uint64_t b = (addr - g.in_addr(0)) / kBlock;
+  sc_assert(addr < g.out_addr(0) && bytes == block_bytes(b));
+  own_data(b, data);
+}
+
+void CopyCollective::Rank::multicast(const Group& g, uint64_t addr, const uint8_t* data, uint32_t bytes,
+                                     uint16_t count) {
+  net::Packet* p = gpu_.pool().get();
+  p->op = net::Op::Write;
+  p->addr = addr;
+  p->dst = 0;
+  p->payload_bytes = static_cast<uint16_t>(bytes);
+  p->count = count;
+  p->dtype = static_cast<uint8_t>(c_.dtype_);
+  p->redop = static_cast<uint8_t>(c_.redop_);
+  std::memcpy(p->data, data, bytes);
+  // Ports in turn by block, as window 0 numbers it: a collective's traffic
+  // does not depend on which window it holds.
+  const uint64_t block = (addr - g.base + net::kMulticastBase) / kBlock;
+  gpu_.post(static_cast<int>(block % gpu_.num_ports()), p);
+}
+
+void CopyCollective::Rank::on_region_write(const net::Packet& p) {
+  const int g = group_of(p.addr);
+  if (p.op == net::Op::Partial) {
+    partial(g, p);
+    return;
+  }
+  if (p.addr >= c_.groups_[g].flag_addr()) {
+    barrier_done(g, p.data, p.count);
+    return;
+  }
+  const bool reduces = c_.program_.collective == CollectiveKind::AllReduce ||
+                       c_.program_.collective == CollectiveKind::ReduceScatter;
+  if (reduces && p.count != c_.groups_[g].members.size()) wrong_ += p.payload_bytes / kElem;
+  land(g, (p.addr - c_.groups_[g].out_addr(0)) / kBlock, p.data, p.payload_bytes);
+}
+
+// Output block b of group g's results lands in the operation whose dst it is.
+void CopyCollective::Rank::land(int g, uint64_t b, const uint8_t* data, uint32_t bytes) {
+  const std::vector<int>& r = receiver_[g];
+  const int i = r.empty() ? -1 : r[chunk_of_block(b)];
+  if (i < 0) {
+    wrong_ += bytes / kElem;  // nothing here expects it
+    return;
+  }
+  Op& op = ops_[i];
+  accept(op, b, data, bytes);
+  if (op.issues && op.o->kind == OpKind::ReduceWrite) engine_.complete(b);
+  check_done(op);
+}
+
+void CopyCollective::Rank::accept(Op& op, uint64_t b, const uint8_t* data, uint32_t bytes) {
+  wrong_ += c_.data_.mismatches(c_.dtype_, c_.redop_, data, b * (kBlock / kElem), bytes / kElem, owner(b));
+  op.got += bytes / kElem;
+}
+
+// This GPU is the block's home (Klenk §IV-C, second strategy): it adds the
+// evicted partials in memory and, once their counts make the group, takes
+// the result and multicasts it.
+void CopyCollective::Rank::partial(int g, const net::Packet& p) {
+  const Group& gr = c_.groups_[g];
+  Home& h = homes_[g];
+  const uint16_t members = static_cast<uint16_t>(gr.members.size());
+  const bool flag = p.addr >= gr.flag_addr();
+  const uint64_t b = flag ? 0 : (p.addr - gr.out_addr(0)) / kBlock;
+  sc_assert(flag || static_cast<int>(b % members) == gr.position(rank_));
+  if (!flag && h.count.empty()) h.count.assign((blocks_ + members - 1) / members, 0);
+  uint16_t& count = flag ? h.flag_count : h.count[b / members];
+  if (!flag && h.data.empty()) h.data.resize(h.count.size() * kBlock);
+  uint8_t* acc = flag ? h.flag_data : h.data.data() + (b / members) * kBlock;
+  if (count == 0) std::memcpy(acc, p.data, p.payload_bytes);
+  else
+    collectives::reduce_bytes(static_cast<DType>(p.dtype), static_cast<collectives::RedOp>(p.redop), acc, p.data,
+                              p.payload_bytes);
+  count = static_cast<uint16_t>(count + p.count);
+  if (count < members) return;
+  if (count > members) wrong_ += p.payload_bytes / kElem;
+  multicast(gr, p.addr, acc, p.payload_bytes, count);
+  if (flag) {
+    const uint16_t got = count;
+    count = 0;  // the next barrier
+    barrier_done(g, acc, got);
+    return;
+  }
+  land(g, b, acc, p.payload_bytes);
+}
+
+void CopyCollective::Rank::barrier_done(int g, const uint8_t* flag, uint16_t count) {
+  int32_t v = 0;
+  std::memcpy(&v, flag, kElem);
+  const int members = static_cast<int>(c_.groups_[g].members.size());
+  if (v != members || count != members) ++wrong_;
+  const int i = std::exchange(homes_[g].barrier, -1);
+  sc_assert(i >= 0);
+  finish(ops_[i]);
+}
+
+uint64_t CopyCollective::Rank::received() const {
+  uint64_t n = 0;
+  for (const Op& op : ops_) n += std::min(op.got, op.expect);
+  return n;
+}
+
+uint64_t CopyCollective::Rank::count() const {
+  uint64_t n = 0;
+  for (const Op& op : ops_) n += op.expect;
+  return n;
+}
+
+uint64_t CopyCollective::Rank::wrong() const {
+  uint64_t w = wrong_;
+  for (const Op& op : ops_) w += op.got > op.expect ? op.got - op.expect : op.expect - op.got;
+  return w;
+}
+
+void CopyCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
+  if (left_ == 0) return;
+  const bool barrier = std::any_of(homes_.begin(), homes_.end(), [](const Home& h) { return h.barrier >= 0; });
+  os << prefix << (barrier ? " in the barrier; " : " ") << received() << " of " << count()
+     << " output elements received\n";
+}
+
+CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
+                               topo::MulticastFabric& fabric, DType dtype, collectives::RedOp redop, uint64_t seed,
+                               WaveParams waves, double endpoint_GBps)
+    : program_(std::move(program)),
+      gpus_(std::move(gpus)),
+      topo_(topo),
+      fabric_(fabric),
+      dtype_(dtype),
+      redop_(redop),
+      data_(seed, static_cast<int>(gpus_.size())),
+      seed_(seed),
+      waves_(waves),
+      endpoint_GBps_(endpoint_GBps) {
+  groups_.resize(program_.groups.size());
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    Group& gr = groups_[g];
+    gr.window = fabric_.claim_window();
+    gr.base = net::kMulticastBase + kWindowBytes * static_cast<uint64_t>(gr.window);
+    gr.members = program_.groups[g];
+  }
+  for (const collectives::Operation& o : program_.ops)
+    if (o.kind == OpKind::ReduceRead || o.kind == OpKind::Barrier) groups_[o.group].reads = true;
+}
+
+CopyCollective::~CopyCollective() {
+  ranks_.clear();
+  remove_regions();
+  for (const Group& g : groups_) fabric_.release_window(g.window);
+}
+
+void CopyCollective::remove_regions() {
+  for (Group& g : groups_)
+    for (int* r : {&g.out, &g.in, &g.flag})
+      if (*r >= 0) fabric_.remove_region(std::exchange(*r, -1));
+}
+
+void CopyCollective::start(uint64_t bytes, std::function<void()> on_done) {
+  on_done_ = std::move(on_done);
+  ranks_.clear();
+  // The fabric manager registers this size's regions (Klenk Fig. 2, markers 1-3).
+  remove_regions();
+  for (Group& g : groups_) {
+    std::vector<int> gpus;
+    for (int r : g.members) gpus.push_back(gpus_[r]->index());
+    g.out = fabric_.add_region(g.out_addr(0), bytes, gpus, true);
+    if (g.reads) {
+      g.in = fabric_.add_region(g.in_addr(0), bytes, gpus, true);
+      g.flag = fabric_.add_region(g.flag_addr(), kBlock, gpus, true);
+    }
+  }
+  for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r, bytes));
+  running_ = program_.ranks;
+  for (auto& r : ranks_) r->start();
+}
+
+void CopyCollective::rank_done() {
+  if (--running_ == 0 && on_done_) on_done_();
+}
+
+void CopyCollective::fail(const std::string& why) {
+  if (error_.empty()) error_ = why;
+  sc_core::sc_pause();
+}
+
+uint64_t CopyCollective::wrong() const {
+  uint64_t w = 0;
+  for (const auto& r : ranks_) w += r->wrong();
+  return w;
+}
+
+double CopyCollective::done_fraction() const {
+  uint64_t got = 0, all = 0;
+  for (const auto& r : ranks_) {
+    got += r->received();
+    all += r->count();
+  }
+  return all ? static_cast<double>(got) / static_cast<double>(all) : -1;
+}
+
+// Push and pull move M in and out of each GPU (Klenk §III: half the traffic
+// of a software all-reduce); all-gather receives (n-1)/n M, broadcast M;
+// reduce-scatter sends (n-1)/n M, its answers to the others' pulls.
+double CopyCollective::bound_us(uint64_t bytes) const {
+  const int n = program_.ranks;
+  const bool gather = program_.collective == CollectiveKind::AllGather ||
+                      program_.collective == CollectiveKind::ReduceScatter;
+  return collectives::bandwidth_bound_us(bytes, gather ? collectives::gather_busbw_factor(n) : 1.0, endpoint_GBps_);
+}
+
+double CopyCollective::busbw_factor() const {
+  const int n = program_.ranks;
+  switch (program_.collective) {
+    case CollectiveKind::AllGather:
+    case CollectiveKind::ReduceScatter: return collectives::gather_busbw_factor(n);
+    case CollectiveKind::Broadcast: return 1.0;
+    default: return collectives::allreduce_busbw_factor(n);
+  }
+}
+
+std::string CopyCollective::redop() const {
+  const bool reduces = program_.collective == CollectiveKind::AllReduce ||
+                       program_.collective == CollectiveKind::ReduceScatter;
+  return reduces ? collectives::redop_name(redop_) : "none";
+}
+
+std::string CopyCollective::cannot_run(const collectives::Program& p) {
+  const uint32_t chunks = message_chunks(p);
+  for (int r = 0; r < p.ranks; ++r) {
+    const collectives::Buffers& b = p.buffers[r];
+    if ((p.collective == CollectiveKind::AllGather ? b.output : b.input) != chunks)
+      return "rank " + std::to_string(r) + "'s buffers cut the message into other chunks than rank 0's";
+    std::vector<std::vector<char>> received(p.groups.size());
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const collectives::Operation& o = p.op(r, i);
+      const std::string what = "rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                               collectives::op_name(o.kind) + ")";
+      if (o.engine != collectives::Engine::CopyEngine)
+        return what + " runs on the " + collectives::engine_name(o.engine) +
+               " engine; a program runs on one engine, here the copy engine";
+      if (o.kind == OpKind::Send || o.kind == OpKind::Recv)
+        return what + " is a unicast transfer, which the copy engine does not run yet (its multicast, reducing "
+                      "writes and reducing reads it does)";
+      if (o.src.buf == Buffer::Scratch || o.dst.buf == Buffer::Scratch)
+        return what + " names a scratch chunk; the copy engine has no scratch buffer yet";
+      if ((o.kind == OpKind::ReduceWrite || o.kind == OpKind::ReduceRead) && o.src.empty())
+        return what + " contributes nothing; in a switch's reduction every member of the group contributes";
+      if (o.kind == OpKind::ReduceWrite && o.dst.empty())
+        return what + " does not take the sum; a reducing write's sum is multicast to every member (Klenk §IV-A)";
+      if ((o.kind == OpKind::ReduceWrite || o.kind == OpKind::ReduceRead) && o.src.buf != Buffer::Input)
+        return what + " reduces its output; the switches reduce the members' inputs";
+      if (o.kind == OpKind::MulticastWrite && !o.src.empty() && o.src.buf == Buffer::Output) {
+        const bool follows = o.dep_count == 1 && p.op(r, static_cast<int>(p.deps_of(o)[0])).kind == OpKind::ReduceRead &&
+                             p.op(r, static_cast<int>(p.deps_of(o)[0])).dst == o.src;
+        if (!follows)
+          return what + " multicasts an output chunk that is not the result of the one reducing read it depends on; "
+                        "the copy engine multicasts its input or forwards a read's results";
+      }
+      if (in_network(o.kind) && !o.dst.empty()) {
+        std::vector<char>& got = received[o.group];
+        got.resize(chunks, 0);
+        const uint32_t m = message_chunk(p, r, o.dst);
+        for (uint32_t k = m; k < m + o.dst.count && k < chunks; ++k)
+          if (got[k]++) return what + " receives message chunk " + std::to_string(k) + " a second time in group " +
+                               std::to_string(o.group) + "; the copy engine takes a chunk once per group";
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace incsim::gpu
