@@ -125,6 +125,8 @@ struct Program {
   int op_count(int rank) const { return static_cast<int>(rank_begin[rank + 1] - rank_begin[rank]); }
   const Operation& op(int rank, int i) const { return ops[rank_begin[rank] + i]; }
   const uint32_t* deps_of(const Operation& o) const { return deps.data() + o.dep_begin; }
+  // The engine that runs it: a program runs on one, named by its first operation.
+  Engine engine() const { return ops.empty() ? Engine::Cores : ops[0].engine; }
   bool operator==(const Program& o) const;
 };
 

@@ -28,9 +28,14 @@ Program ring_program(Collective c, int n, int channels = 1, const std::vector<in
 // schedule-table engine, in place: each node's operations in table order
 // (step by step, within a step its sends and NOPs before its receives),
 // one queue; a Reduce message received becomes a recv-reduce-copy into the
-// node's buffer, a Gather message a receive, each message sent a send.
-// Chunks are the schedule's slices.
+// node's buffer, a Gather message a receive, each message sent a send, in
+// the timestep of its entry. Chunks are the schedule's slices; a flow's
+// operations are on the channel of its tree (Schedule::flow_tree).
 Program schedule_program(const Schedule& s);
+// The schedule table a NIC program compiles to, the inverse of
+// schedule_program (its tables, flows and trees; explicit paths are routing,
+// not part of a program). Throws UserError naming what a table cannot hold.
+Schedule schedule_of(const Program& p);
 
 // Klenk's in-network collectives (§IV) as copy-engine programs over one group
 // of all n ranks:

@@ -106,6 +106,8 @@ class ScheduleBuilder {
   void reduce(int flow, int src, int dst, int step);
   void gather(int flow, int src, int dst, int step);
   void path(int step, int src, int dst, std::vector<topo::PortRef> out);
+  // The schedule being built: its flows, trees and broadcast root may be set before build.
+  Schedule& schedule() { return s_; }
   // Derives the tables; with nops, adds a Nop entry in every step 1..steps in
   // which a node sends nothing (the lockstep of §IV-A).
   Schedule build(bool nops = true) const;

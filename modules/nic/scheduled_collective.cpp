@@ -5,14 +5,15 @@
 #include <numeric>
 
 #include "collectives/bounds.h"
+#include "collectives/program_synthesis.h"
 
 namespace incsim::nic {
 
-ScheduledCollective::ScheduledCollective(collectives::Schedule schedule, std::vector<Nic*> nics,
+ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
                                          const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
                                          uint64_t seed, FlowControl flow_control, StepEstimate estimate,
                                          double endpoint_GBps, Execution execution)
-    : schedule_(std::move(schedule)),
+    : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
       dtype_(dtype),
       redop_(redop),

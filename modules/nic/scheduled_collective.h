@@ -1,13 +1,16 @@
 #pragma once
-// An all-reduce run from per-node schedule tables (collectives/schedule.h) by
-// every node's NIC (nic.h): MultiTree and every baseline run this way, on the
-// same NIC, as MultiTree §V-A does for fairness.
+// A program of the NICs' schedule-table operations (docs/programs.md) run by
+// every node's NIC (nic.h): the program is compiled into per-node schedule
+// tables, MultiTree's format (collectives/schedule.h, §IV-A, Fig. 5), which
+// the NIC's decoder walks. MultiTree, every baseline and Blink's trees run
+// this way, on the same NIC, as MultiTree §V-A does for fairness.
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/program.h"
 #include "collectives/schedule.h"
 #include "gpu/collective.h"
 #include "nic/nic.h"
@@ -56,10 +59,10 @@ struct Execution {
 
 class ScheduledCollective : public gpu::Collective {
  public:
-  // nics[r] runs rank r of the schedule; endpoint_GBps is one node's payload
-  // injection bandwidth for the bound. A schedule with a broadcast_root runs a
-  // broadcast.
-  ScheduledCollective(collectives::Schedule schedule, std::vector<Nic*> nics, const topo::Topology& t,
+  // nics[r] runs rank r of the program; endpoint_GBps is one node's payload
+  // injection bandwidth for the bound. A broadcast program runs a broadcast.
+  // Throws UserError if the program does not compile to tables (schedule_of).
+  ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
                       StepEstimate estimate, double endpoint_GBps, Execution execution = {});
   ~ScheduledCollective() override;

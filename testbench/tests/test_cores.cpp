@@ -1,7 +1,8 @@
 // Programs on the GPUs' cores and copy engines through the real binary
 // (docs/programs.md): an MSCCL XML runs with real data and moves exactly the
 // bytes it implies, #wrong bites, a printed program (the ring, MSCCL's, push,
-// pull, multicast, NVLS) runs back to the same rows, a copy-engine program of
+// pull, multicast, NVLS, the NICs' MultiTree and baselines) runs back to the
+// same rows, a copy-engine program of
 // one's own runs exact, and a bad file is one sentence naming the file and
 // the element.
 #include <catch2/catch.hpp>
@@ -100,7 +101,10 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform star --gpus 4 --sizes 64K,12292", " -c pull.barrier=false", "pull"},
                         Case{"--platform dgx2 --collective reducescatter --sizes 64K", "", "nvls"},
                         Case{"--platform dgx2 --collective allgather --sizes 64K", "", "multicast"},
-                        Case{"--platform dgx2 --collective broadcast --sizes 64K", "", "multicast"}}) {
+                        Case{"--platform dgx2 --collective broadcast --sizes 64K", "", "multicast"},
+                        Case{"--platform torus --sizes 64K", " -c nic.lockstep=true", "multitree"},
+                        Case{"--platform fattree --sizes 64K", " -c dbtree.pieces=2", "dbtree"},
+                        Case{"--platform dgx2 --sizes 64K", " -c ring.engine=nic", "ring"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);

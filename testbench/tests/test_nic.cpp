@@ -8,6 +8,7 @@
 
 #include "collectives/baselines.h"
 #include "collectives/multitree.h"
+#include "collectives/program_synthesis.h"
 #include "gpu/gpu.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
@@ -177,7 +178,7 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   x.ports_to = {{{}, {0}}, {{0}, {}}};  // [rank][peer]: the link, no topology
   CHECK(std::string(nics[1]->name()) == "n1.nic");
   nic::StepEstimate est{bw, 318, 1.0};
-  nic::ScheduledCollective c(collectives::ring(2), {nics[0], nics[1]}, topo::Topology{},
+  nic::ScheduledCollective c(collectives::schedule_program(collectives::ring(2)), {nics[0], nics[1]}, topo::Topology{},
                              collectives::DType::Float32, collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est,
                              bw * 128 / 144, x);
   const uint64_t bytes = 64 * 1024;

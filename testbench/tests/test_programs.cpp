@@ -411,6 +411,64 @@ TEST_CASE("Klenk's in-network collectives as copy-engine programs are correct an
   REQUIRE(first_problem(bad) == "rank 0 operation 0 (barrier) is a barrier and names a chunk; a barrier moves no data");
 }
 
+namespace {
+// The schedule a NIC compiles from s's program is s (less its explicit
+// paths; a tree per flow may be left implicit).
+void require_round_trip(const Schedule& s) {
+  INFO(s.algorithm << " on " << s.nodes << " nodes");
+  const Program p = schedule_program(s);
+  require_ok(p);
+  const Schedule back = schedule_of(p);
+  CHECK(back.algorithm == s.algorithm);
+  CHECK(back.nodes == s.nodes);
+  CHECK(back.slices == s.slices);
+  CHECK(back.steps == s.steps);
+  CHECK(back.reduce_steps == s.reduce_steps);
+  CHECK(back.broadcast_root == s.broadcast_root);
+  REQUIRE(back.flows.size() == s.flows.size());
+  for (size_t f = 0; f < s.flows.size(); ++f) {
+    CHECK(back.flows[f].start == s.flows[f].start);
+    CHECK(back.flows[f].size == s.flows[f].size);
+    const int tree = s.flow_tree.empty() ? static_cast<int>(f) : s.flow_tree[f];
+    CHECK((back.flow_tree.empty() ? static_cast<int>(f) : back.flow_tree[f]) == tree);
+  }
+  REQUIRE(back.tables.size() == s.tables.size());
+  for (size_t u = 0; u < s.tables.size(); ++u) {
+    INFO("node " << u);
+    REQUIRE(back.tables[u] == s.tables[u]);
+  }
+  // And the program the compiled table gives is the program.
+  CHECK(schedule_program(back) == p);
+}
+}  // namespace
+
+TEST_CASE("a schedule table compiles from its program exactly: MultiTree, the baselines and Blink's trees",
+          "[programs][nic]") {
+  require_round_trip(multitree(topo::make_torus(4, 4)));
+  require_round_trip(multitree(topo::make_torus(4, 4), MultiTreeOptions{0, false}));
+  require_round_trip(multitree(topo::make_mesh(3, 3)));
+  require_round_trip(multitree(topo::make_fattree(16, 4)));
+  for (int n : {2, 3, 8, 16}) {
+    require_round_trip(ring(n));
+    require_round_trip(without_nops(ring(n)));
+    require_round_trip(double_binary_tree(n, true, 3));
+    require_round_trip(double_binary_tree(n, false, 1));
+    require_round_trip(halving_doubling(n));
+  }
+  require_round_trip(ring2d(4, 2));
+  require_round_trip(hdrm(4, 8));
+  require_round_trip(tree_schedule("blink", 16, one_hop_shares(16), 2, kNil));
+  require_round_trip(tree_schedule("blink", 16, one_hop_shares(16), 1, kNil));
+  require_round_trip(tree_schedule("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3));
+
+  // What a table cannot hold is one sentence.
+  Program p = schedule_program(ring(4));
+  p.ops[0].timestep = 0;
+  CHECK_THROWS_WITH(schedule_of(p), "a NIC schedule table runs in lockstep steps: every operation needs its timestep");
+  CHECK_THROWS_WITH(schedule_of(ring_program(Collective::AllReduce, 4)),
+                    "a NIC schedule table holds table operations, not cores ones");
+}
+
 TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselines pass the checker") {
   const Schedule mt = multitree(topo::make_torus(4, 4));
   const Program p = schedule_program(mt);

@@ -212,11 +212,15 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     if (!check.ok())
       throw UserError(path + " is not a correct " + collectives::collective_name(program_.collective) + ": " +
                       check.problems.front());
-    // A program runs on one engine (the cores or the copy engines), named by its first operation.
-    const bool copy = !program_.ops.empty() && program_.ops[0].engine == collectives::Engine::CopyEngine;
+    const bool copy = program_.engine() == collectives::Engine::CopyEngine;
     if (const std::string why = copy ? gpu::CopyCollective::cannot_run(program_) : ""; !why.empty())
       throw UserError(path + ": " + why);
     if (copy) innet_ = collectives::in_network_method(program_);
+    if (program_.engine() == collectives::Engine::NicTable) try {
+        (void)collectives::schedule_of(program_);
+      } catch (const UserError& e) {
+        throw UserError(path + ": " + e.what());
+      }
     if (!copy && (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast))
       throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
     if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
@@ -309,6 +313,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     software_ring = engine == "software";
   }
   if (in_network) make_in_network(n, fattree);
+  else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
   else if (software_ring) make_ring(n);
@@ -418,7 +423,7 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
 }
 
 // An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
-void CollectiveWorkload::make_scheduled(int n) {
+collectives::Schedule CollectiveWorkload::synthesize_schedule(int n) const {
   const topo::Topology& t = platform_->topology();
   const std::string& a = opt_.algorithm;
   const bool whole = n == static_cast<int>(t.endpoints().size());
@@ -452,8 +457,15 @@ void CollectiveWorkload::make_scheduled(int n) {
   if (a != "multitree" && a != "multitree-msg" && !lockstep) s = collectives::without_nops(s);
   const collectives::VerifyResult v = collectives::verify(s, n);
   if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
+  return s;
+}
 
-  const std::string fc = cfg_.get(nic::kNicFlowControl, a == "multitree-msg" ? "message" : "packet");
+// The NICs run the schedule as a program (or a program file of table
+// operations), which each compiles to its table.
+void CollectiveWorkload::make_scheduled(int n) {
+  const topo::Topology& t = platform_->topology();
+  if (!program_.ranks) program_ = collectives::schedule_program(synthesize_schedule(n));
+  const std::string fc = cfg_.get(nic::kNicFlowControl, opt_.algorithm == "multitree-msg" ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
   nic::StepEstimate est;
   est.buffer_flits = cfg_.get(nic::kNicBufferFlits);
@@ -467,7 +479,7 @@ void CollectiveWorkload::make_scheduled(int n) {
     const auto& f = platform_->format();
     endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
   }
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participant_nics(), t, dtype_, redop_, opt_.seed,
+  auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
                                                       message ? nic::FlowControl::Message : nic::FlowControl::Packet,
                                                       est, endpoint_GBps_);
   scheduled_ = c.get();
@@ -526,7 +538,8 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
-  auto c = std::make_unique<nic::ScheduledCollective>(std::move(s), participant_nics(), t, dtype_, redop_, opt_.seed,
+  program_ = collectives::schedule_program(s);
+  auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
                                                       nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
   scheduled_ = c.get();
   collective_ = std::move(c);

@@ -87,6 +87,7 @@ class CollectiveWorkload : public Workload {
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
   void make_in_network(int n, bool fattree);
+  collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
   // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
