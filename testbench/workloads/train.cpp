@@ -1,9 +1,9 @@
 #include "train.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
-#include <numeric>
 #include <ostream>
 #include <sstream>
 
