@@ -202,7 +202,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       if (CollectiveWorkload::ranks_are_gpu_numbers(algorithms_[a], t))
         throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
-                        "data-parallel groups of --tp " + std::to_string(tp_) + "; choose ring, push or another");
+                        "data-parallel groups of --tp " + std::to_string(tp_));
   // One machine for all.
   platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
   const auto list = [](const std::vector<uint64_t>& sizes) {
