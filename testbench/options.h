@@ -63,6 +63,7 @@ struct Options {
   uint32_t batch = 32;         // --batch: samples per GPU per iteration
   uint32_t iterations = 1;     // --iterations measured, after --warmup
   uint32_t warmup = 0;
+  uint32_t tp = 1;             // --tp: tensor-parallel group size (1: data parallel only)
   std::string baseline;        // --baseline ALGORITHM: run beside --algorithm, for the speed-up
   std::string compute = "v100";  // --compute: the compute model (modules/training/compute.h)
   std::string precision = "fp32";

@@ -122,6 +122,7 @@ class CoresCollective::Rank : public gpu::Program {
     int channel, peer, port;
     Queue* queue = nullptr;  // the queue that uses it
     uint64_t mailbox = 0;  // the receiver's
+    uint64_t mailbox_bytes = 0;
     uint64_t flag = 0;     // this rank's: the tail flag (receive) or the head flag (send)
     uint64_t peer_flag = 0;  // the other side's
     Conn* remote = nullptr;  // the other side's connection (the sender tells the slot's length)
@@ -367,7 +368,8 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   slot_bytes_ = lay.largest_chunk() * kElem * max_count;
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
-    recv_[k]->mailbox = gpu_.memory().alloc(slot_bytes_ * coll.params_.slots);
+    recv_[k]->mailbox_bytes = slot_bytes_ * coll.params_.slots;
+    recv_[k]->mailbox = gpu_.memory().alloc(recv_[k]->mailbox_bytes);
     recv_[k]->slot_len.assign(coll.params_.slots, 0);
   }
   for (size_t k = 0; k < send_.size(); ++k) send_[k]->flag = flags_base_ + 16 * k + 8;
@@ -387,6 +389,7 @@ void CoresCollective::Rank::link(const std::vector<std::unique_ptr<Rank>>& ranks
     Rank& peer = *ranks[c->peer];
     Conn& r = *peer.recv_[conn_of(peer.recv_, c->channel, rank_)];
     c->mailbox = r.mailbox;
+    c->mailbox_bytes = r.mailbox_bytes;
     c->peer_flag = r.flag;
     c->remote = &r;
     r.peer_flag = c->flag;
@@ -691,7 +694,13 @@ void CoresCollective::Rank::Queue::fill(net::Packet* p) {
 }
 
 void CoresCollective::Rank::Queue::on_response(net::Packet* p) {
-  if (p->addr >= rank->flags_base_ && p->addr < rank->flags_base_ + rank->flags_bytes_) {
+  // A data write's ack comes from the mailbox it wrote to, any other is a
+  // flag's. Both addresses are the peer's own: with other programs on the
+  // GPUs (a tensor-parallel and a data-parallel group's), its flags need not
+  // sit where ours do.
+  const bool data = sending && p->src == static_cast<uint32_t>(rank->coll_.gpus_[out->peer]->index()) &&
+                    p->addr - out->mailbox < out->mailbox_bytes;
+  if (!data) {
     sc_assert(flag_acks_due > 0);
     --flag_acks_due;
   } else {

@@ -69,6 +69,21 @@ double Layer::forward_bytes(uint32_t batch, Precision p) const {
   return ((input_elements + output_elements) * batch + weights) * b;
 }
 
+Layer tensor_shard(const Layer& layer, uint32_t ways) {
+  const bool column = layer.split == TensorSplit::column, row = layer.split == TensorSplit::row,
+             heads = layer.split == TensorSplit::heads;
+  if (ways == 1 || !layer.transformer_block() || !(column || row || heads)) return layer;
+  const double w = ways;
+  Layer s = layer;
+  s.forward_flops /= w;
+  s.params = (layer.params + ways - 1) / ways;
+  if (row || heads) s.input_elements /= w;
+  if (column || heads) s.output_elements /= w;
+  for (Gemm& g : s.gemms) (column ? g.n : row ? g.k : g.count) /= w;
+  if (s.measured) s.measured->forward_s /= w, s.measured->backward_s /= w;
+  return s;
+}
+
 uint64_t Model::parameters() const {
   uint64_t n = 0;
   for (const auto& l : layers) n += l.params;

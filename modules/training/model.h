@@ -72,7 +72,22 @@ struct Layer {
   // and out, weights read once (an embedding's looked-up rows only).
   double forward_bytes(uint32_t batch, Precision p) const;
   bool transformer_block() const { return block >= 0; }
+  // Megatron's all-reduces of a block's layer over its tensor-parallel group,
+  // per sample (elements; 0: none): a row split's output in the forward
+  // pass, a column split's input gradient in the backward pass.
+  double tp_forward_elements() const { return transformer_block() && split == TensorSplit::row ? output_elements : 0; }
+  double tp_backward_elements() const {
+    return transformer_block() && split == TensorSplit::column ? input_elements : 0;
+  }
 };
+
+// What one GPU of a tensor-parallel group of `ways` runs of `layer`: a
+// transformer block's column, row or heads layer has 1/ways of the FLOPs,
+// the weights (rounded up) and the split activations (a column split's
+// output, a row split's input, both for heads), and of its GEMMs' output
+// columns, dot products or heads, and of any measured times; any other layer
+// (norms, embeddings, the output projection) runs whole on every GPU.
+Layer tensor_shard(const Layer& layer, uint32_t ways);
 
 struct Model {
   std::string name;

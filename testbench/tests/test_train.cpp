@@ -19,12 +19,13 @@ const std::string kToy = TEST_DATA "/toy4_layers.yaml";
 
 std::vector<tb::Row> train(const std::string& model, const std::string& platform, int gpus,
                            const std::string& algorithm, const std::string& baseline, const tb::KeyValues& params,
-                           const std::string& timeline = "") {
+                           const std::string& timeline = "", uint32_t tp = 1) {
   tb::Options o = tb::run_options(platform, "allreduce", algorithm, "", params);
   o.workload = "train";
   o.model = model;
   o.baseline = baseline;
   o.timeline = timeline;
+  o.tp = tp;
   if (gpus) o.gpus = gpus;
   tb::Experiment e(o);
   std::ostringstream table;
@@ -127,6 +128,92 @@ TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
   refused("--workload train", "--workload train needs --model");
   refused("--batch 8", "--batch is for --workload train");
   refused("--model resnet50 --baseline rign", "did you mean 'ring'");
+  refused("--model resnet50 --tp 2", "--tp 2 splits transformer blocks as Megatron-LM does, and model 'resnet50' has none");
+  refused("--model transformer --platform dgx2 --tp 3", "--tp 3 does not divide the 16 GPUs");
+  refused("--model transformer --platform dgx2 --tp 2 --algorithm blink",
+          "--algorithm blink numbers its ranks as platform 'dgx2' numbers its GPUs");
+  refused("--model transformer --platform dgx2 --tp 4 --algorithm push --baseline blink", "--baseline blink numbers");
+  refused("--tp 2", "--tp is for --workload train");
+}
+
+// A transformer small enough for a test: 2 blocks of 64, 4 heads, 16 tokens.
+const tb::KeyValues kSmallTransformer{{"transformer.layers", "2"},     {"transformer.hidden", "64"},
+                                      {"transformer.heads", "4"},      {"transformer.sequence", "16"},
+                                      {"transformer.vocabulary", "100"}, {"train.bucket_bytes", "1"}};
+const std::string kSmallTransformerArgs =
+    "--model transformer -c transformer.layers=2 -c transformer.hidden=64 -c transformer.heads=4 "
+    "-c transformer.sequence=16 -c transformer.vocabulary=100 -c train.bucket_bytes=1 --batch 2 --quiet";
+
+TEST_CASE("tensor parallelism of 1 is data parallel: the same output as without --tp", "[train][tp]") {
+  const std::string args = kSmallTransformerArgs + " --platform star --gpus 4 --algorithm ring";
+  const cli::Result plain = cli::incsim(args), tp1 = cli::incsim(args + " --tp 1");
+  REQUIRE(plain.code == 0);
+  REQUIRE(tp1.code == 0);
+  CHECK(tp1.out == plain.out);
+}
+
+TEST_CASE("tensor parallelism of 2: each group all-reduces its activations 4 times per block, on the critical path", "[train][tp]") {
+  // 4 GPUs: tensor-parallel groups 0,1 and 2,3; gradients over 0,2 and 1,3.
+  // The software ring's ranks run two collectives on each GPU at once.
+  cli::TempDir d;
+  const std::string file = d.file("timeline.json");
+  tb::KeyValues params = kSmallTransformer;
+  const auto rows = train("transformer", "star", 4, "ring", "", params, file, 2);
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  CHECK(r["tp_allreduces"] == 8);
+  CHECK(r["tp_comm_us"] > 0);
+  // Nothing skews a group's GPUs: each waits for all of every all-reduce.
+  CHECK(r["tp_exposed_us"] == Approx(r["tp_comm_us"]).epsilon(1e-9));
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).margin(0.01));
+  CHECK(r["buckets"] > 0);
+  CHECK(r["comm_us"] > 0);
+  // The timeline: a track per group, 8 all-reduces of activations on each tensor-parallel one.
+  const auto j = nlohmann::json::parse(cli::slurp(file));
+  std::map<int, std::string> tracks;
+  std::map<int, int> spans;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") tracks[e.at("tid")] = e.at("args").at("name");
+    if (e.at("ph") == "X") ++spans[e.at("tid").get<int>()];
+  }
+  CHECK(tracks[4] == "gradients, GPUs 0,2");
+  CHECK(tracks[5] == "gradients, GPUs 1,3");
+  CHECK(tracks[6] == "activations, GPUs 0,1");
+  CHECK(tracks[7] == "activations, GPUs 2,3");
+  CHECK(spans[6] == 8);
+  CHECK(spans[7] == 8);
+  CHECK(spans[4] == r["buckets"]);
+}
+
+TEST_CASE("push reduces a tensor-parallel group's activations faster than the ring on DGX-2", "[train][tp]") {
+  const auto rows = train("transformer", "dgx2", 0, "push", "ring", kSmallTransformer, "", 8);
+  REQUIRE(rows.size() == 2);
+  // 8 GPUs a group: the ring's 14 steps on the critical path against one pass through the switches.
+  CHECK(rows[0]["tp_allreduces"] == 8);
+  CHECK(rows[1]["tp_allreduces"] == 8);
+  CHECK(rows[0]["tp_comm_us"] < rows[1]["tp_comm_us"]);
+  CHECK(rows[0]["time_us"] < rows[1]["time_us"]);
+}
+
+// One tensor-parallel group of all 4 GPUs: one replica, so no gradients to
+// all-reduce, and only the activations' all-reduces can go wrong.
+TEST_CASE("an activation summed wrong under --tp shows in #wrong", "[train][tp][fault]") {
+  tb::KeyValues params = kSmallTransformer;
+  params.push_back({"fault.alu.block", "gpu1.cores"});
+  params.push_back({"fault.alu.elements", "7"});
+  tb::Options o = tb::run_options("star", "allreduce", "ring", "", params);
+  o.workload = "train";
+  o.model = "transformer";
+  o.batch = 2;
+  o.gpus = 4;
+  o.tp = 4;
+  tb::Experiment e(o);
+  std::ostringstream table;
+  const auto rows = e.run(&table);
+  INFO(table.str());
+  CHECK(rows[0]["buckets"] == 0);
+  CHECK(rows[0]["tp_allreduces"] == 8);
+  CHECK(rows[0].wrong() > 0);
 }
 
 TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fault]") {

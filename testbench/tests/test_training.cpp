@@ -168,6 +168,47 @@ TEST_CASE("the zoo refuses unknown names and impossible transformers") {
   CHECK(zoo_model("transformer", small).parameters() == 100 * 64 + 16 * 64 + 2 * (12 * 64 * 64 + 13 * 64) + 128);
 }
 
+TEST_CASE("a tensor-parallel shard has 1/N of a block's split layers and all of the rest") {
+  ZooOptions small;
+  small.decoder = {2, 64, 4, 16, 100};
+  const Model m = zoo_model("transformer", small);
+  const auto layer = [&](const std::string& name) -> const Layer& {
+    for (const auto& l : m.layers)
+      if (l.name == name) return l;
+    FAIL(name);
+    throw;
+  };
+  // fc1, column: 64 -> 256 on 16 tokens; its input gradient is all-reduced backward.
+  const Layer& fc1 = layer("block.0.ffn.fc1");
+  const Layer s1 = tensor_shard(fc1, 4);
+  CHECK(s1.forward_flops == fc1.forward_flops / 4);
+  CHECK(s1.params == (64 * 256 + 256) / 4);
+  CHECK(s1.input_elements == 16 * 64);
+  CHECK(s1.output_elements == 16 * 256 / 4);
+  CHECK(s1.gemms[0].n == 64);
+  CHECK(fc1.tp_forward_elements() == 0);
+  CHECK(fc1.tp_backward_elements() == 16 * 64);
+  // fc2, row: its output is all-reduced forward.
+  const Layer& fc2 = layer("block.0.ffn.fc2");
+  const Layer s2 = tensor_shard(fc2, 4);
+  CHECK(s2.input_elements == 16 * 256 / 4);
+  CHECK(s2.output_elements == 16 * 64);
+  CHECK(s2.gemms[0].k == 64);
+  CHECK(fc2.tp_forward_elements() == 16 * 64);
+  CHECK(fc2.tp_backward_elements() == 0);
+  // Attention: a quarter of the heads.
+  CHECK(tensor_shard(layer("block.0.attn.core"), 4).gemms[0].count == 1);
+  // A block's norm, the embedding and the output projection (column, but
+  // outside the blocks) stay whole and need no all-reduce.
+  for (const char* name : {"block.0.ln1", "embedding", "output"}) {
+    INFO(name);
+    const Layer& l = layer(name);
+    CHECK(tensor_shard(l, 4).forward_flops == l.forward_flops);
+    CHECK(tensor_shard(l, 4).params == l.params);
+    CHECK(l.tp_forward_elements() + l.tp_backward_elements() == 0);
+  }
+}
+
 TEST_CASE("the roofline times a hand-computed layer") {
   const RooflineModel v100(roofline_preset("v100"));
   Layer gemm;

@@ -288,8 +288,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
                     " use ring");
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
-  // These number their ranks as the platform numbers its GPUs.
-  const bool by_gpu_number = trees || one_of(opt_.algorithm, "multitree, multitree-msg, ring2d, hdrm");
+  const bool by_gpu_number = ranks_are_gpu_numbers(opt_.algorithm, t);
   if (share)
     for (int r = 0; r < n; ++r)
       if (share->gpus[r] != r && by_gpu_number)
@@ -319,6 +318,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   else if (software_ring) make_ring(n);
   else make_scheduled(n);
 
+}
+
+bool CollectiveWorkload::ranks_are_gpu_numbers(const std::string& algorithm, const topo::Topology& t) {
+  return algorithm == "blink" || (platforms::is_dgx1(t) && algorithm == "ring") ||
+         one_of(algorithm, "multitree, multitree-msg, ring2d, hdrm");
 }
 
 bool CollectiveWorkload::reduces_in_switches() const {

@@ -58,6 +58,11 @@ class CollectiveWorkload : public Workload {
   // baseline): the largest reduction table and the smallest payload any asks for.
   static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::vector<std::string>& algorithms);
 
+  // Whether `algorithm` numbers its ranks as the platform numbers its GPUs
+  // (Blink's trees, a DGX-1's rings, MultiTree, ring2d, hdrm), so that it
+  // runs only on GPUs 0 to n-1, in order: on a share it needs those.
+  static bool ranks_are_gpu_numbers(const std::string& algorithm, const topo::Topology& t);
+
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }

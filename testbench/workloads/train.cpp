@@ -1,9 +1,9 @@
 #include "train.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iomanip>
-#include <numeric>
 #include <ostream>
 #include <sstream>
 
@@ -60,22 +60,37 @@ bool is_file(const std::string& name) { return name.find('/') != std::string::np
 }  // namespace
 
 // One iteration of one algorithm in flight: kernels queued on every GPU,
-// buckets reduced in order as they fill.
+// each data-parallel group's buckets reduced in order as they fill, each
+// tensor-parallel group's activations reduced as its GPUs reach them.
 struct TrainWorkload::Iteration {
-  Iteration(size_t a, CollectiveWorkload& c, bool r) : algorithm(a), coll(c), record(r) {}
+  Iteration(size_t a, bool r) : algorithm(a), record(r) {}
   size_t algorithm;
-  CollectiveWorkload& coll;
   bool record;
   sc_core::sc_time t0, t_end;
-  std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
-  size_t next = 0;             // the bucket to reduce next
-  bool reducing = false;
-  sc_core::sc_time comm_start;
-  double comm_us = 0;
+  struct Dp {
+    std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
+    size_t next = 0;           // the bucket to reduce next
+    bool reducing = false;
+    sc_core::sc_time comm_start;
+    double comm_us = 0;
+    int through = 0;  // GPUs that ran their last kernel
+    bool updating = false;
+  };
+  struct Tp {
+    int arrived = 0;  // GPUs waiting for the next all-reduce
+    int done = 0;     // all-reduces this iteration
+    sc_core::sc_time comm_start;
+    double comm_us = 0;
+  };
+  std::vector<Dp> dp;
+  std::vector<Tp> tp;
+  std::vector<size_t> cursor;                 // [GPU]: its next kernel to queue
+  std::vector<sc_core::sc_time> waiting_since;  // [GPU]: when it reached its group's all-reduce
+  double tp_wait_us = 0;                      // summed over the GPUs
+  uint64_t kernels_done = 0;
   uint64_t wrong = 0;
-  int backward_left = 0, update_left = 0;
-  bool updating = false, done = false;
-  std::function<void()> step;  // starts what is ready: the next bucket, the optimizer step
+  int update_left = 0;
+  bool done = false;
 };
 
 TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
@@ -103,27 +118,70 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   else
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
   if (model_.parameters() == 0) throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
+  tp_ = static_cast<int>(opt_.tp);
+  if (tp_ > 1 && std::none_of(model_.layers.begin(), model_.layers.end(), [](const training::Layer& l) {
+        return l.tp_forward_elements() > 0 || l.tp_backward_elements() > 0;
+      }))
+    throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
+                    model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(opt_.compute);
-  for (const auto& layer : model_.layers)
-    times_.push_back(training::layer_times(*compute_, layer, opt_.batch, precision_));
+  // Each GPU runs its shard of every layer; a group's all-reduces of
+  // activations come after the kernels that need them.
+  const double element = training::bytes_per_element(precision_);
+  const auto activations = [&](double elements) {
+    if (elements <= 0) return -1;
+    const uint64_t bytes = static_cast<uint64_t>(std::llround(elements * opt_.batch * element));
+    const auto at = std::find(tp_sizes_.begin(), tp_sizes_.end(), bytes);
+    if (at != tp_sizes_.end()) return static_cast<int>(at - tp_sizes_.begin());
+    tp_sizes_.push_back(bytes);
+    return static_cast<int>(tp_sizes_.size()) - 1;
+  };
+  std::vector<training::Layer> shards;
+  for (const auto& layer : model_.layers) {
+    shards.push_back(training::tensor_shard(layer, opt_.tp));
+    times_.push_back(training::layer_times(*compute_, shards.back(), opt_.batch, precision_));
+    gpu_params_ += shards.back().params;
+  }
+  const int layers = static_cast<int>(model_.layers.size());
+  for (int k = 0; k < layers; ++k)
+    kernels_.push_back({Phase::Forward, k, seconds(times_[k].forward_s),
+                        tp_ > 1 ? activations(model_.layers[k].tp_forward_elements()) : -1});
+  for (int k = layers; k-- > 0;)
+    kernels_.push_back({Phase::Backward, k, seconds(times_[k].backward_s),
+                        tp_ > 1 ? activations(model_.layers[k].tp_backward_elements()) : -1});
+  for (const Kernel& k : kernels_) tp_per_iteration_ += k.tp_size >= 0;
   // The optimizer step: one fused elementwise kernel over the weights
   // (SGD: read weights and gradients, write weights).
   training::Layer step;
   step.name = "optimizer";
   step.kind = training::LayerKind::elementwise;
-  step.forward_flops = 2.0 * static_cast<double>(model_.parameters());
-  step.input_elements = 2.0 * static_cast<double>(model_.parameters());
-  step.output_elements = static_cast<double>(model_.parameters());
+  step.forward_flops = 2.0 * static_cast<double>(gpu_params_);
+  step.input_elements = 2.0 * static_cast<double>(gpu_params_);
+  step.output_elements = static_cast<double>(gpu_params_);
   update_ = seconds(astra ? astra_update_s : compute_->compute(step, 1, precision_).forward_s);
 
-  // Buckets fill from the last layer back, as the backward pass makes them.
+  const topo::Topology t =
+      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+  const int built = static_cast<int>(t.endpoints().size());
+  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = gpus_;
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  if (n % tp_ != 0)
+    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into tensor-parallel groups of consecutive GPUs");
+  const int replicas = n / tp_;
+
+  // Buckets fill from the last layer back, as the backward pass makes them;
+  // a single replica has no gradients to all-reduce.
   overlap_ = cfg.get(kOverlap);
   const uint64_t bucket_bytes = cfg.get(kBucketBytes);
   const uint64_t cap = overlap_ ? bucket_bytes : ~0ull;
   bucket_of_.assign(model_.layers.size(), -1);
   uint64_t open = 0;
-  for (size_t k = model_.layers.size(); k-- > 0;) {
-    const uint64_t bytes = model_.layers[k].gradient_bytes(precision_);
+  for (size_t k = model_.layers.size(); replicas > 1 && k-- > 0;) {
+    const uint64_t bytes = shards[k].gradient_bytes(precision_);
     if (bytes == 0) continue;
     if (buckets_.empty() || open >= cap) buckets_.push_back(0), open = 0;
     buckets_.back() += bytes;
@@ -131,49 +189,75 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
     bucket_of_[k] = static_cast<int>(buckets_.size()) - 1;
   }
 
-  const topo::Topology t =
-      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
-  const int built = static_cast<int>(t.endpoints().size());
-  const int n = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
-  if (n < 2 || n > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
-                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
   if (!opt_.baseline.empty()) {
     if (opt_.baseline == algorithms_[0])
       throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
     algorithms_.push_back(opt_.baseline);
   }
-  // One machine for both.
+  // Groups that are not GPUs 0 to k-1 (all but the first tensor-parallel
+  // group, the strided data-parallel ones) need ranks of their own.
+  if (tp_ > 1 && replicas > 1)
+    for (size_t a = 0; a < algorithms_.size(); ++a)
+      if (CollectiveWorkload::ranks_are_gpu_numbers(algorithms_[a], t))
+        throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + " numbers its ranks as platform '" +
+                        t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
+                        "data-parallel groups of --tp " + std::to_string(tp_));
+  // One machine for all.
   platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
-  std::vector<int> gpus(n);
-  std::iota(gpus.begin(), gpus.end(), 0);
-  const CollectiveWorkload::Share share{platform_.get(), gpus};
-  std::string sizes;
-  for (uint64_t b : buckets_) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  const auto list = [](const std::vector<uint64_t>& sizes) {
+    std::string text;
+    for (uint64_t b : sizes) text += (text.empty() ? "" : ",") + std::to_string(b);
+    return text;
+  };
   for (size_t a = 0; a < algorithms_.size(); ++a) {
-    Options oc = opt_;
-    oc.collective = "allreduce";
-    oc.algorithm = algorithms_[a];
-    oc.sizes = sizes;
-    try {
-      collectives_.push_back(std::make_unique<CollectiveWorkload>(oc, cfg, &share));
-    } catch (const UserError& e) {
-      throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + ": " + e.what());
-    }
+    collectives_.emplace_back();
+    // A group: GPUs first, first + stride, ... (count of them), all-reducing `sizes`.
+    const auto group = [&](int first, int stride, int count, const std::vector<uint64_t>& sizes,
+                           const std::string& kind) {
+      std::vector<int> gpus;
+      for (int r = 0; r < count; ++r) gpus.push_back(first + r * stride);
+      const CollectiveWorkload::Share share{platform_.get(), gpus};
+      Options oc = opt_;
+      oc.collective = "allreduce";
+      oc.algorithm = algorithms_[a];
+      oc.sizes = list(sizes);
+      try {
+        return std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+      } catch (const UserError& e) {
+        throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + kind + ": " + e.what());
+      }
+    };
+    if (!buckets_.empty())
+      for (int r = 0; r < tp_; ++r)
+        collectives_[a].dp.push_back(
+            group(r, tp_, replicas, buckets_, tp_ > 1 ? " (data-parallel group " + std::to_string(r) + ")" : ""));
+    if (tp_ > 1)
+      for (int g = 0; g < replicas; ++g)
+        collectives_[a].tp.push_back(
+            group(g * tp_, 1, tp_, tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
   spawn_method("train_launch", [this] {
     launch_.fired();
-    if (running_) running_->step();
+    if (running_)
+      for (int t = 0; t < tp_; ++t) {
+        reduce(t);
+        finish(t);
+      }
   }, &launch_.event);
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
       .add({"time_us", "us", ColumnKind::Measurement, "iteration", "(us)", 12, 1})
-      .add({"compute_us", "us", ColumnKind::Measurement, "compute", "(us)", 12, 1})
-      .add({"comm_us", "us", ColumnKind::Measurement, "comm", "(us)", 12, 1})
-      .add({"exposed_us", "us", ColumnKind::Measurement, "exposed", "(us)", 12, 1})
+      .add({"compute_us", "us", ColumnKind::Measurement, "compute", "(us)", 12, 1});
+  if (tp_ > 1)
+    schema_->add({"tp_allreduces", "", ColumnKind::Measurement, "tp ars", "", 7})
+        .add({"tp_comm_us", "us", ColumnKind::Measurement, "tp comm", "(us)", 12, 1})
+        .add({"tp_exposed_us", "us", ColumnKind::Measurement, "tp exposed", "(us)", 12, 1});
+  const std::string dp = tp_ > 1 ? "dp " : "";
+  schema_->add({"comm_us", "us", ColumnKind::Measurement, dp + "comm", "(us)", 12, 1})
+      .add({"exposed_us", "us", ColumnKind::Measurement, dp + "exposed", "(us)", 12, 1})
       .add({"buckets", "", ColumnKind::Setting, "buckets", "", 8});
   if (algorithms_.size() > 1) schema_->add({"speedup", "", ColumnKind::Measurement, "speedup", "(x)", 8, 2});
   schema_->add({"wrong", "elements", ColumnKind::Measurement, "#wrong", "", 9});
@@ -181,113 +265,171 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
 
 TrainWorkload::~TrainWorkload() = default;
 
+void TrainWorkload::span(int track, std::string name, const sc_core::sc_time& took) {
+  if (!running_->record) return;
+  const double end = us(sc_core::sc_time_stamp());
+  spans_.push_back({static_cast<int>(running_->algorithm), track, std::move(name), end - us(took), end});
+}
+
+void TrainWorkload::issue(int g) {
+  Iteration& it = *running_;
+  gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
+  const int t = g % tp_;
+  for (bool more = true; more && it.cursor[g] < kernels_.size();) {
+    const size_t i = it.cursor[g]++;
+    const Kernel& k = kernels_[i];
+    more = k.tp_size < 0;
+    c.run(k.phase, k.layer, k.duration, [this, &it, &k, g, t, i] {
+      const bool backward = k.phase == Phase::Backward;
+      span(g, model_.layers[k.layer].name + (backward ? " backward" : ""), k.duration);
+      ++it.kernels_done;
+      // A bucket is ready when every GPU of the group has every gradient in it.
+      if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
+      if (k.tp_size >= 0) arrive(g, k.tp_size);
+      else if (i + 1 == kernels_.size()) through(g);
+      if (backward) {
+        reduce(t);
+        finish(t);
+      }
+    });
+  }
+}
+
+// The group's all-reduce starts once all its GPUs have reached it; they go on when it ends.
+void TrainWorkload::arrive(int g, int size) {
+  Iteration& it = *running_;
+  const int group = g / tp_;
+  Iteration::Tp& tp = it.tp[group];
+  it.waiting_since[g] = sc_core::sc_time_stamp();
+  if (++tp.arrived < tp_) return;
+  tp.arrived = 0;
+  tp.comm_start = sc_core::sc_time_stamp();
+  CollectiveWorkload& coll = *collectives_[it.algorithm].tp[group];
+  coll.start(size, [this, &it, &tp, &coll, group, size] {
+    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
+    std::ostringstream ignored;
+    it.wrong += coll.finish(size, ignored).wrong();
+    tp.comm_us += us(took);
+    ++tp.done;
+    span(gpus_ + tp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
+    for (int g = group * tp_; g < (group + 1) * tp_; ++g) {
+      it.tp_wait_us += us(now - it.waiting_since[g]);
+      if (it.cursor[g] < kernels_.size()) issue(g);
+      else through(g);
+    }
+    // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
+    launch_.after(sc_core::SC_ZERO_TIME);
+  });
+}
+
+void TrainWorkload::through(int g) { ++running_->dp[g % tp_].through; }
+
+// The group's buckets in order, each once every GPU of the group has its
+// gradients and the one before has been reduced.
+void TrainWorkload::reduce(int t) {
+  Iteration& it = *running_;
+  Iteration::Dp& dp = it.dp[t];
+  if (dp.reducing || dp.next == buckets_.size() || dp.waiting[dp.next] > 0) return;
+  dp.reducing = true;
+  dp.comm_start = sc_core::sc_time_stamp();
+  CollectiveWorkload& coll = *collectives_[it.algorithm].dp[t];
+  coll.start(dp.next, [this, &it, &dp, &coll, t] {
+    const sc_core::sc_time took = sc_core::sc_time_stamp() - dp.comm_start;
+    std::ostringstream ignored;
+    const Row row = coll.finish(dp.next, ignored);
+    it.wrong += row.wrong();
+    dp.comm_us += us(took);
+    if (it.record && t == 0) {
+      // The links' utilisation while the bucket was reduced: the mean over
+      // the links that carried any of it, and the busiest (under --tp, the
+      // other groups' traffic meanwhile too).
+      const auto& ends = platform_->link_ends();
+      double sum = 0, most = 0;
+      int used = 0;
+      for (size_t k = 0; k < ends.size(); ++k) {
+        if (row.link_bytes[k] == 0) continue;
+        const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
+        sum += u;
+        most = std::max(most, u);
+        ++used;
+      }
+      const double start = us(dp.comm_start), end = us(sc_core::sc_time_stamp());
+      counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
+      counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
+    }
+    span(gpus_ + t, "all-reduce bucket " + std::to_string(dp.next) + " (" + mib(buckets_[dp.next]) + ")", took);
+    dp.reducing = false;
+    ++dp.next;
+    // The next bucket starts from the launcher: this call comes from inside
+    // the collective, which starting it again would tear down.
+    launch_.after(sc_core::SC_ZERO_TIME);
+  });
+}
+
+// After the group's backward passes and its last all-reduce: the optimizer step on its GPUs.
+void TrainWorkload::finish(int t) {
+  Iteration& it = *running_;
+  Iteration::Dp& dp = it.dp[t];
+  if (dp.updating || dp.through < gpus_ / tp_ || dp.next < buckets_.size()) return;
+  dp.updating = true;
+  for (int g = t; g < gpus_; g += tp_)
+    platform_->gpus()[g]->compute().run(Phase::Update, -1, update_, [this, &it, g] {
+      span(g, "optimizer", update_);
+      if (--it.update_left > 0) return;
+      it.done = true;
+      it.t_end = sc_core::sc_time_stamp();
+      sc_core::sc_pause();
+    });
+}
+
+std::string TrainWorkload::error(size_t a) const {
+  for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp})
+    for (const auto& c : *groups)
+      if (!c->error().empty()) return c->error();
+  return "";
+}
+
 Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool record) {
-  CollectiveWorkload& coll = *collectives_[a];
-  const auto& gpus = coll.gpus();
-  const int n = static_cast<int>(gpus.size());
-  running_ = std::make_unique<Iteration>(a, coll, record);
+  const int n = gpus_, replicas = gpus_ / tp_;
+  running_ = std::make_unique<Iteration>(a, record);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.waiting.assign(buckets_.size(), 0);
-  for (int b : bucket_of_)
-    if (b >= 0) it.waiting[b] += n;
-  it.backward_left = n * static_cast<int>(model_.layers.size());
-  const auto span = [this, &it](int track, std::string name, const sc_core::sc_time& took) {
-    if (!it.record) return;
-    const double end = us(sc_core::sc_time_stamp());
-    spans_.push_back({static_cast<int>(it.algorithm), track, std::move(name), end - us(took), end});
-  };
-  // The buckets in order, each once every GPU has its gradients and the one
-  // before has been reduced.
-  std::function<void()> reduce, finish;
-  reduce = [&, this] {
-    if (it.reducing || it.next == buckets_.size() || it.waiting[it.next] > 0) return;
-    it.reducing = true;
-    it.comm_start = sc_core::sc_time_stamp();
-    coll.start(it.next, [&, this] {
-      const sc_core::sc_time took = sc_core::sc_time_stamp() - it.comm_start;
-      std::ostringstream ignored;
-      const Row row = coll.finish(it.next, ignored);
-      it.wrong += row.wrong();
-      it.comm_us += us(took);
-      if (it.record) {
-        // The links' utilisation while the bucket was reduced: the mean over
-        // the links that carried any of it, and the busiest.
-        const auto& ends = platform_->link_ends();
-        double sum = 0, most = 0;
-        int used = 0;
-        for (size_t k = 0; k < ends.size(); ++k) {
-          if (row.link_bytes[k] == 0) continue;
-          const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
-          sum += u;
-          most = std::max(most, u);
-          ++used;
-        }
-        const double start = us(it.comm_start), end = us(sc_core::sc_time_stamp());
-        counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
-        counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
-      }
-      span(n, "all-reduce bucket " + std::to_string(it.next) + " (" + mib(buckets_[it.next]) + ")", took);
-      it.reducing = false;
-      ++it.next;
-      // The next bucket starts from the launcher: this call comes from inside
-      // the collective, which starting it again would tear down.
-      launch_.after(sc_core::SC_ZERO_TIME);
-    });
-  };
-  // After the backward pass and the last all-reduce: the optimizer step on every GPU.
-  finish = [&, this] {
-    if (it.updating || it.backward_left > 0 || it.next < buckets_.size()) return;
-    it.updating = true;
-    it.update_left = n;
-    for (int g = 0; g < n; ++g)
-      gpus[g]->compute().run(Phase::Update, -1, update_, [&, g, span] {
-        span(g, "optimizer", update_);
-        if (--it.update_left > 0) return;
-        it.done = true;
-        it.t_end = sc_core::sc_time_stamp();
-        sc_core::sc_pause();
-      });
-  };
-  it.step = [&] {
-    reduce();
-    finish();
-  };
-  const size_t layers = model_.layers.size();
-  for (int g = 0; g < n; ++g) {
-    gpu::ComputeEngine& c = gpus[g]->compute();
-    for (size_t k = 0; k < layers; ++k) {
-      const sc_core::sc_time f = seconds(times_[k].forward_s);
-      c.run(Phase::Forward, static_cast<int>(k), f, [&, g, k, f, span] { span(g, model_.layers[k].name, f); });
-    }
-    for (size_t k = layers; k-- > 0;) {
-      const sc_core::sc_time b = seconds(times_[k].backward_s);
-      c.run(Phase::Backward, static_cast<int>(k), b, [&, g, k, b, span] {
-        span(g, model_.layers[k].name + " backward", b);
-        --it.backward_left;
-        // A bucket is ready when every GPU has every gradient in it.
-        if (bucket_of_[k] >= 0) --it.waiting[bucket_of_[k]];
-        reduce();
-        finish();
-      });
-    }
+  it.dp.resize(tp_);
+  for (auto& dp : it.dp) {
+    dp.waiting.assign(buckets_.size(), 0);
+    for (int b : bucket_of_)
+      if (b >= 0) dp.waiting[b] += replicas;
   }
-  run.run_until([&] { return it.done || !coll.error().empty(); },
+  it.tp.resize(tp_ > 1 ? replicas : 0);
+  it.cursor.assign(n, 0);
+  it.waiting_since.resize(n);
+  it.update_left = n;
+  for (int g = 0; g < n; ++g) issue(g);
+  run.run_until([&] { return it.done || !error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
-  if (!coll.error().empty()) throw UserError(coll.error() + " during " + algorithms_[a] + "'s all-reduces");
+  if (const std::string e = error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   double compute = 0;
   for (const auto& t : times_) compute += t.forward_s + t.backward_s;
   compute = compute * 1e6 + us(update_);
   const double time = us(it.t_end - it.t0);
+  double dp_comm = 0, tp_comm = 0;
+  uint64_t tp_done = 0;
+  for (const auto& dp : it.dp) dp_comm += dp.comm_us;
+  for (const auto& tp : it.tp) tp_comm += tp.comm_us, tp_done += tp.done;
+  // Every GPU waits for its group's all-reduces of activations: exposed, all
+  // of it; the gradients' exposed time is what remains.
+  const double tp_exposed = it.tp_wait_us / n;
   Row r(schema_);
   r.set("algorithm", algorithms_[a])
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
-      .set("comm_us", it.comm_us)
-      .set("exposed_us", std::max(0.0, time - compute))
+      .set("comm_us", dp_comm / tp_)
+      .set("exposed_us", std::max(0.0, time - compute - tp_exposed))
       .set("buckets", static_cast<uint64_t>(buckets_.size()))
       .set("wrong", it.wrong);
+  if (tp_ > 1)
+    r.set("tp_allreduces", tp_done / replicas).set("tp_comm_us", tp_comm / replicas).set("tp_exposed_us", tp_exposed);
   running_.reset();
   return r;
 }
@@ -310,17 +452,29 @@ std::vector<Row> TrainWorkload::run_point(size_t i, Runner& run, std::ostream&) 
 }
 
 // Chrome's trace-event format (Perfetto, chrome://tracing): a process per
-// algorithm, a thread per GPU's compute and one for the all-reduces, and a
-// counter of the links' utilisation during each all-reduce; times in us.
+// algorithm, a thread per GPU's compute, one for each data-parallel group's
+// all-reduces and one for each tensor-parallel group's, and a counter of the
+// links' utilisation during the first data-parallel group's all-reduces;
+// times in us.
 void TrainWorkload::write_timeline() const {
   using json = nlohmann::ordered_json;
   json events = json::array();
-  const int n = static_cast<int>(collectives_[0]->gpus().size());
+  const int n = gpus_, replicas = gpus_ / tp_;
+  // Data-parallel group t is GPUs t, t + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
+  const auto gpu_list = [](int first, int stride, int count) {
+    std::string text;
+    for (int r = 0; r < count; ++r) text += (r ? "," : "") + std::to_string(first + r * stride);
+    return text;
+  };
+  std::vector<std::string> tracks;
+  for (int g = 0; g < n; ++g) tracks.push_back("gpu" + std::to_string(g) + ".compute");
+  for (int t = 0; t < tp_; ++t)
+    tracks.push_back(tp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(t, tp_, replicas));
+  for (int g = 0; tp_ > 1 && g < replicas; ++g) tracks.push_back("activations, GPUs " + gpu_list(g * tp_, 1, tp_));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", a}, {"args", {{"name", algorithms_[a]}}}});
-    for (int g = 0; g <= n; ++g)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", a}, {"tid", g},
-                        {"args", {{"name", g < n ? "gpu" + std::to_string(g) + ".compute" : std::string("all-reduces")}}}});
+    for (size_t k = 0; k < tracks.size(); ++k)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", a}, {"tid", k}, {"args", {{"name", tracks[k]}}}});
   }
   for (const Span& s : spans_)
     events.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.algorithm}, {"tid", s.track}, {"ts", s.start_us},
@@ -335,28 +489,55 @@ void TrainWorkload::write_timeline() const {
 
 void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
-  const int n = static_cast<int>(collectives_[0]->gpus().size());
+  const int replicas = gpus_ / tp_;
   double forward = 0, backward = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s;
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
-     << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_)
-     << " gradients), data parallel on " << n << " of " << t.endpoints().size() << " GPUs, platform " << t.name
-     << ", seed " << opt_.seed << "\n"
+     << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
+  if (tp_ > 1)
+    os << "tensor parallel in " << count_of(replicas, "group", "groups") << " of " << tp_
+       << " consecutive GPUs, data parallel over "
+       << count_of(replicas, "replica", "replicas") << ",";
+  else
+    os << "data parallel";
+  os << " on " << gpus_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
+     << "\n"
      << "# compute: " << compute_->describe() << "; batch " << opt_.batch << " per GPU: forward " << forward * 1e3
-     << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms\n"
-     << "# gradients: " << count_of(buckets_.size(), "all-reduce", "all-reduces") << " per iteration ("
-     << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
-     << "), by " << algorithms_[0] << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
+     << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms"
+     << (tp_ > 1 ? " (each GPU its shard: 1/" + std::to_string(tp_) +
+                       " of every block's split layers; norms, embeddings and the output projection whole)"
+                 : "")
      << "\n";
-  for (size_t a = 0; a < collectives_.size(); ++a) {
-    std::ostringstream mine;
-    collectives_[a]->print_header(mine);
-    std::istringstream in(mine.str());
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("# incsim: ", 0) != 0) os << "#   " << algorithms_[a] << ": " << line.substr(2) << "\n";
+  if (tp_ > 1) {
+    os << "# activations: " << tp_per_iteration_ << " all-reduces per iteration in each group of " << tp_
+       << " GPUs (Megatron: a row-split layer's output forward, a column-split layer's input gradient backward), of";
+    for (uint64_t b : tp_sizes_) os << " " << size_label(b);
+    os << ", each before the next kernel\n";
   }
-  os << "# exposed: the iteration's time beyond its compute, the communication nothing hid\n";
+  const std::string per_group = tp_ > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
+                                              " per GPU in each group of the GPUs with the same place in theirs"
+                                        : "";
+  if (buckets_.empty())
+    os << "# gradients: none to all-reduce, the model has one replica\n";
+  else
+    os << "# gradients: " << count_of(buckets_.size(), "all-reduce", "all-reduces") << " per iteration" << per_group
+       << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
+       << "), by " << algorithms_[0] << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
+       << "\n";
+  // Each algorithm's first group of each kind says what it runs.
+  for (size_t a = 0; a < collectives_.size(); ++a)
+    for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp}) {
+      if (groups->empty()) continue;
+      const std::string who = algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)");
+      std::ostringstream mine;
+      groups->front()->print_header(mine);
+      std::istringstream in(mine.str());
+      for (std::string line; std::getline(in, line);)
+        if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
+    }
+  os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
+     << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "") << "\n";
 }
 
 void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
@@ -368,28 +549,36 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   config["compute"] = opt_.compute;
   config["algorithm"] = algorithms_[0];
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
-  config["gpus"] = collectives_[0]->gpus().size();
+  config["gpus"] = gpus_;
+  config["tp"] = tp_;
   config["buckets_bytes"] = buckets_;
+  if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
 }
 
 sc_core::sc_time TrainWorkload::default_stall_timeout() const {
   sc_core::sc_time t = sc_core::SC_ZERO_TIME;
-  for (const auto& c : collectives_) t = std::max(t, c->default_stall_timeout());
+  for (const auto& a : collectives_)
+    for (const auto* groups : {&a.dp, &a.tp})
+      for (const auto& c : *groups) t = std::max(t, c->default_stall_timeout());
   return t;
 }
 
-// Backward kernels and buckets done, of all.
+// Kernels and buckets done, of all.
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
-  const double kernels = static_cast<double>(running_->coll.gpus().size() * model_.layers.size());
-  return (kernels - running_->backward_left + static_cast<double>(running_->next)) /
-         (kernels + static_cast<double>(buckets_.size()));
+  double buckets = 0;
+  for (const auto& dp : running_->dp) buckets += static_cast<double>(dp.next);
+  const double kernels = static_cast<double>(gpus_) * static_cast<double>(kernels_.size());
+  return (static_cast<double>(running_->kernels_done) + buckets) /
+         (kernels + static_cast<double>(buckets_.size() * running_->dp.size()));
 }
 
 void TrainWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (const auto& c : collectives_) c->trace(tf);
+  for (const auto& a : collectives_)
+    for (const auto* groups : {&a.dp, &a.tp})
+      for (const auto& c : *groups) c->trace(tf);
 }
 
 }  // namespace incsim::tb

@@ -10,12 +10,21 @@
 // #wrong, issued one after another as NCCL issues a communicator's
 // collectives on one stream. --baseline runs each iteration again with
 // another algorithm on the same machine, for the speed-up.
+//
+// --tp N adds Megatron-LM's tensor parallelism (Shoeybi et al. 2019, §3):
+// groups of N consecutive GPUs each run 1/N of every transformer block and
+// all-reduce its activations after each row-split layer's forward kernel and
+// each column-split layer's backward kernel, the next kernel waiting for it;
+// the gradients, 1/N of the blocks' on each GPU, are all-reduced among the
+// GPUs with the same place in their group (data parallel over the replicas).
+// Every group is a collective on its own share of the one machine.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collective.h"
 #include "core/process.h"
+#include "gpu/compute_engine.h"
 #include "training/compute.h"
 #include "training/model.h"
 #include "workload.h"
@@ -37,7 +46,8 @@ class TrainWorkload : public Workload {
   void trace(sc_core::sc_trace_file* tf) const override;
 
   // One kernel or all-reduce of the timeline: of algorithm a, on GPU
-  // `track`'s compute (the GPUs' count: the all-reduces), from start to end.
+  // `track`'s compute (from the GPUs' count on: each data-parallel group's
+  // gradient all-reduces, then each tensor-parallel group's), from start to end.
   struct Span {
     int algorithm;
     int track;
@@ -55,20 +65,51 @@ class TrainWorkload : public Workload {
   struct Iteration;
   // Runs one iteration of `algorithm` (index into collectives_), returns its row.
   Row iterate(size_t a, uint32_t iteration, Runner& run, bool record);
+  // The steps of the running iteration: GPU g queues its kernels up to the
+  // next tensor-parallel all-reduce; g reached that all-reduce; g ran its
+  // last kernel; data-parallel group t reduces its next bucket if it is
+  // ready, and runs the optimizer step once it has reduced them all.
+  void issue(int g);
+  void arrive(int g, int size);
+  void through(int g);
+  void reduce(int t);
+  void finish(int t);
+  void span(int track, std::string name, const sc_core::sc_time& took);
+  std::string error(size_t a) const;  // the first error of algorithm a's collectives
   void write_timeline() const;
+
+  // A GPU's kernels in order, forward then backward; `tp_size` (an index
+  // into tp_sizes_, -1: none) is the all-reduce its group runs after it.
+  struct Kernel {
+    gpu::ComputeEngine::Phase phase;
+    int layer;
+    sc_core::sc_time duration;
+    int tp_size;
+  };
+  // An algorithm's collectives: one per data-parallel group (none with a
+  // single replica) and one per tensor-parallel group (none without --tp).
+  struct Groups {
+    std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp;
+  };
 
   Options opt_;
   training::Model model_;
   training::Precision precision_;
   std::unique_ptr<training::ComputeModel> compute_;
-  std::vector<training::LayerTimes> times_;  // per layer
+  int gpus_ = 0;                             // taking part: the platform's first
+  int tp_ = 1;                               // GPUs per tensor-parallel group
+  std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp)
+  std::vector<Kernel> kernels_;
+  std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
+  int tp_per_iteration_ = 0;                 // a group's activation all-reduces per iteration
+  uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
   std::vector<uint64_t> buckets_;            // bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket, -1 for a layer without weights
   bool overlap_ = true;
   std::unique_ptr<platforms::Platform> platform_;
   std::vector<std::string> algorithms_;      // --algorithm, then --baseline
-  std::vector<std::unique_ptr<CollectiveWorkload>> collectives_;
+  std::vector<Groups> collectives_;          // [algorithm]
   std::unique_ptr<Iteration> running_;
   std::vector<Span> spans_;
   std::vector<Counter> counters_;
