@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <ostream>
 #include <utility>
 
@@ -43,7 +44,8 @@ bool issues(const collectives::Operation& o) {
     case OpKind::ReduceWrite:
     case OpKind::MulticastWrite: return !o.src.empty();
     case OpKind::ReduceRead: return !o.dst.empty();
-    case OpKind::Barrier: return true;
+    case OpKind::Barrier:
+    case OpKind::Send: return true;
     default: return false;
   }
 }
@@ -71,9 +73,11 @@ class CopyCollective::Rank : public Program {
   Rank(CopyCollective& c, int rank, uint64_t bytes);
   ~Rank() override;
   void start() { advance(); }
+  // A unicast receive's buffer and flag in this GPU's memory, for its sender.
+  void link(const std::vector<std::unique_ptr<Rank>>& ranks);
   // Program
   void on_timer(uint64_t) override {}
-  void on_flag(uint64_t) override {}
+  void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   void read_region(uint64_t addr, uint32_t bytes, uint8_t* out) override;
   void on_region_write(const net::Packet& p) override;
@@ -96,14 +100,28 @@ class CopyCollective::Rank : public Program {
     int deps_left = 0;
     std::vector<int> dependents;
     bool started = false, issuing = false, done = false;
+    // A unicast transfer (s, r): the receiver's buffer and flag; the sender's
+    // ports toward the receiver and whether its flag's ack is due.
+    uint64_t buffer = 0, flag = 0;
+    uint32_t peer_endpoint = 0;
+    std::vector<int> ports;
+    bool flag_due = false;
     int port_of(uint64_t b) const override { return rank->port_of(*this, b); }
     void fill(uint64_t b, net::Packet* p) override { rank->fill(*this, b, p); }
     void on_response(net::Packet* p) override { rank->on_response(*this, p); }
     void on_error(const std::string& why) override { rank->c_.fail(why); }
     void on_retired() override {
       issuing = false;
+      if (o->kind == OpKind::Send) rank->send_flag(*this);
       rank->check_done(*this);
     }
+  };
+  // Where the acks of unicast flags come back.
+  struct FlagAcks : TxStream {
+    Rank* rank = nullptr;
+    uint32_t next_wire_bytes(const net::PacketFormat&) const override { return 0; }
+    void fill(net::Packet*) override {}
+    void on_response(net::Packet* p) override { rank->flag_acked(p->addr); }
   };
   // A push home GPU's sums of evicted partials (Klenk §IV-C), per group.
   struct Home {
@@ -142,6 +160,8 @@ class CopyCollective::Rank : public Program {
   void multicast(const Group& g, uint64_t addr, const uint8_t* data, uint32_t bytes, uint16_t count);
   void partial(int g, const net::Packet& p);
   void barrier_done(int g, const uint8_t* flag, uint16_t count);
+  void send_flag(Op& op);  // a unicast send's blocks are acknowledged: its flag tells the receiver
+  void flag_acked(uint64_t addr);
 
   CopyCollective& c_;
   Gpu& gpu_;
@@ -152,6 +172,9 @@ class CopyCollective::Rank : public Program {
   std::vector<Op> ops_;
   std::vector<std::vector<int>> receiver_;  // [group][message chunk]: the operation whose dst it is, or -1
   std::vector<Home> homes_;                 // [group]
+  FlagAcks flag_acks_;
+  bool sends_ = false;  // unicast sends: flag_acks_ is a stream of the GPU
+  uint64_t flags_ = 0;  // the unicast receives' flags, one word each, in this GPU's memory
   uint64_t wrong_ = 0;
   int left_ = 0;
   bool advancing_ = false, again_ = false;
@@ -204,16 +227,57 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     op.streamed = true;
     read.stream_to = i;
   }
+  // Unicast receives: a buffer each for the data and a flag word each.
+  int receives = 0;
+  for (Op& op : ops_)
+    if (op.o->kind == OpKind::Recv) {
+      op.buffer = gpu_.memory().alloc(std::max<uint64_t>(1, (op.hi - op.lo) * kBlock));
+      op.flag = static_cast<uint64_t>(receives++) * 8;
+    }
   gpu_.attach(*this);
+  if (receives) {
+    flags_ = gpu_.memory().alloc(static_cast<uint64_t>(receives) * 8);
+    for (Op& op : ops_)
+      if (op.o->kind == OpKind::Recv) op.flag += flags_;
+    gpu_.watch(*this, flags_, static_cast<uint64_t>(receives) * 8);
+  }
+  flag_acks_.rank = this;
+  sends_ = std::any_of(ops_.begin(), ops_.end(), [](const Op& op) { return op.o->kind == OpKind::Send; });
+  if (sends_) gpu_.add_stream(&flag_acks_);
   for (const Group& g : c.groups_)
     if (g.position(rank) < static_cast<int>(g.members.size())) gpu_.serve_region(*this, g.base, g.base + kWindowBytes);
   left_ = n;
 }
 
 CopyCollective::Rank::~Rank() {
-  for (Op& op : ops_)
+  for (Op& op : ops_) {
     if (op.issues) engine_.stop(op);
+    if (op.o->kind == OpKind::Recv) gpu_.memory().free(op.buffer);
+  }
+  if (flags_) gpu_.memory().free(flags_);
+  if (sends_) gpu_.remove_stream(&flag_acks_);
   gpu_.detach(*this);
+}
+
+// The k-th send of rank a to rank b on channel c meets b's k-th receive from a
+// on c (docs/programs.md): the sender learns where to write and which flag to set.
+void CopyCollective::Rank::link(const std::vector<std::unique_ptr<Rank>>& ranks) {
+  std::map<std::pair<int, int>, int> sent;  // (peer, channel) -> sends so far
+  for (Op& op : ops_) {
+    if (op.o->kind != OpKind::Send) continue;
+    Rank& peer = *ranks[op.o->send_peer];
+    int k = sent[{op.o->send_peer, op.o->channel}]++;
+    for (const Op& r : peer.ops_)
+      if (r.o->kind == OpKind::Recv && r.o->recv_peer == rank_ && r.o->channel == op.o->channel && k-- == 0) {
+        op.buffer = r.buffer;
+        op.flag = r.flag;
+        break;
+      }
+    op.peer_endpoint = static_cast<uint32_t>(peer.gpu_.index());
+    const topo::Topology& t = c_.topo_;
+    for (int p = 0; p < t.node(node_).ports; ++p)
+      if (t.port_reaches({node_, p}, peer.gpu_.index())) op.ports.push_back(p);
+  }
 }
 
 uint64_t CopyCollective::Rank::chunk_of_block(uint64_t b) const {
@@ -287,6 +351,10 @@ void CopyCollective::Rank::begin(Op& op) {
     gpu_.post(port_to_home(home), p);
     return;
   }
+  if (op.o->kind == OpKind::Send && op.hi == op.lo) {
+    send_flag(op);  // nothing to write: the flag alone
+    return;
+  }
   if (op.issues && op.hi > op.lo) {
     // The copy engine's descriptor: push writes its blocks as reduction
     // writes to the result region, pull reads them from the group, a
@@ -295,11 +363,12 @@ void CopyCollective::Rank::begin(Op& op) {
     const OpKind k = op.o->kind;
     CopyDescriptor d;
     d.op = k == OpKind::ReduceWrite ? net::Op::ReduceWrite : k == OpKind::ReduceRead ? net::Op::PullRead : net::Op::Write;
+    d.acked = k == OpKind::Send;  // a unicast write is acknowledged; its flag follows the last ack
     d.bytes = bytes_;
     d.block_bytes = kBlock;
     d.first = op.lo;
     d.end = op.hi;
-    d.counted = k != OpKind::MulticastWrite;
+    d.counted = k != OpKind::MulticastWrite && k != OpKind::Send;
     d.order_seed = c_.seed_;
     d.order_rank = static_cast<uint32_t>(rank_);
     d.reads_memory = k != OpKind::ReduceRead;
@@ -312,7 +381,8 @@ void CopyCollective::Rank::begin(Op& op) {
 
 // Done: whatever lands in its dst has landed, its uncounted blocks are issued.
 void CopyCollective::Rank::check_done(Op& op) {
-  if (op.started && !op.done && !op.issuing && op.got >= op.expect && op.o->kind != OpKind::Barrier) finish(op);
+  if (op.started && !op.done && !op.issuing && !op.flag_due && op.got >= op.expect && op.o->kind != OpKind::Barrier)
+    finish(op);
 }
 
 void CopyCollective::Rank::finish(Op& op) {
@@ -329,15 +399,22 @@ void CopyCollective::Rank::finish(Op& op) {
 }
 
 int CopyCollective::Rank::port_of(const Op& op, uint64_t b) const {
+  if (op.o->kind == OpKind::Send) return op.ports[b % op.ports.size()];
   const Group& g = group(op);
   if (op.o->kind == OpKind::ReduceWrite) return port_to_home(c_.fabric_.home_port(g.out, g.out_addr(b)));
   return static_cast<int>(b % gpu_.num_ports());
 }
 
 void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const {
-  const Group& g = group(op);
   p->dtype = static_cast<uint8_t>(c_.dtype_);
   p->redop = static_cast<uint8_t>(c_.redop_);
+  if (op.o->kind == OpKind::Send) {  // into the receiver's buffer
+    p->dst = op.peer_endpoint;
+    p->addr = op.buffer + (b - op.lo) * kBlock;
+    own_data(b, p->data);
+    return;
+  }
+  const Group& g = group(op);
   p->dst = 0;  // a multicast: the region says where
   switch (op.o->kind) {
     case OpKind::ReduceWrite: {
@@ -362,6 +439,7 @@ void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const 
 // by the switches; this GPU adds its own and forwards the sum if a
 // multicast follows the read.
 void CopyCollective::Rank::on_response(Op& op, net::Packet* p) {
+  if (op.o->kind == OpKind::Send) return;  // a write's ack: the engine counts it
   const Group& g = group(op);
   const uint64_t b = (p->addr - g.in_addr(0)) / kBlock;
   const uint32_t n = p->payload_bytes;
@@ -477,6 +555,31 @@ void CopyCollective::Rank::barrier_done(int g, const uint8_t* flag, uint16_t cou
   finish(ops_[i]);
 }
 
+void CopyCollective::Rank::send_flag(Op& op) {
+  op.flag_due = true;
+  gpu_.store_word(op.ports[0], op.peer_endpoint, op.flag, 1, flag_acks_.id);
+}
+
+void CopyCollective::Rank::flag_acked(uint64_t addr) {
+  for (Op& op : ops_)
+    if (op.flag_due && op.flag == addr) {
+      op.flag_due = false;
+      check_done(op);
+      return;
+    }
+}
+
+// A unicast receive's flag is set: its blocks are in memory.
+void CopyCollective::Rank::on_flag(uint64_t addr) {
+  for (Op& op : ops_) {
+    if (op.o->kind != OpKind::Recv || op.flag != addr || op.got) continue;
+    for (uint64_t b = op.lo; b < op.hi; ++b)
+      accept(op, b, gpu_.memory().at(op.buffer + (b - op.lo) * kBlock, block_bytes(b)), block_bytes(b));
+    check_done(op);
+    return;
+  }
+}
+
 uint64_t CopyCollective::Rank::received() const {
   uint64_t n = 0;
   for (const Op& op : ops_) n += std::min(op.got, op.expect);
@@ -553,6 +656,7 @@ void CopyCollective::start(uint64_t bytes, std::function<void()> on_done) {
     }
   }
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r, bytes));
+  for (auto& r : ranks_) r->link(ranks_);
   running_ = program_.ranks;
   for (auto& r : ranks_) r->start();
 }
@@ -621,9 +725,8 @@ std::string CopyCollective::cannot_run(const collectives::Program& p) {
       if (o.engine != collectives::Engine::CopyEngine)
         return what + " runs on the " + collectives::engine_name(o.engine) +
                " engine; a program runs on one engine, here the copy engine";
-      if (o.kind == OpKind::Send || o.kind == OpKind::Recv)
-        return what + " is a unicast transfer, which the copy engine does not run yet (its multicast, reducing "
-                      "writes and reducing reads it does)";
+      if (o.kind == OpKind::Send && o.src.buf != Buffer::Input)
+        return what + " sends an output chunk; the copy engine sends its input (it does not keep what it receives)";
       if (o.src.buf == Buffer::Scratch || o.dst.buf == Buffer::Scratch)
         return what + " names a scratch chunk; the copy engine has no scratch buffer yet";
       if ((o.kind == OpKind::ReduceWrite || o.kind == OpKind::ReduceRead) && o.src.empty())

@@ -157,7 +157,44 @@ std::string two_reads(int n) {
   }
   return s;
 }
+// An all-gather of n ranks by the copy engines' unicast writes (a DMA put
+// and a flag): rank r sends its input to r + 1, r + 2, ... in turn.
+std::string dma_allgather(int n) {
+  std::string s = "program 1\nname dma\ncollective allgather ranks " + std::to_string(n) + " root 0 inplace 0\n";
+  for (int r = 0; r < n; ++r) {
+    s += "rank " + std::to_string(r) + " input 1 output " + std::to_string(n) + " scratch 0\n0 cpy copy ch 0 q 0 src i0 dst o" +
+         std::to_string(r) + "\n";
+    int i = 1;
+    for (int k = 1; k < n; ++k) s += std::to_string(i++) + " s copy ch 0 q 0 to " + std::to_string((r + k) % n) + " src i0\n";
+    for (int k = 1; k < n; ++k) {
+      const std::string q = std::to_string((r - k + n) % n);
+      s += std::to_string(i++) + " r copy ch 0 q 1 from " + q + " dst o" + q + "\n";
+    }
+  }
+  return s;
+}
 }  // namespace
+
+TEST_CASE("a copy-engine all-gather by unicast writes runs exact and moves exactly the bytes it implies",
+          "[copy][programs]") {
+  TempDir d;
+  const std::string file = d.write("dma.txt", dma_allgather(4));
+  const Result r = incsim("--platform star --gpus 4 --sizes 4K,64K,12292 --quiet --json " + d.file("r.json") +
+                          " --algorithm " + file);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  for (const auto& row : j["rows"]) {
+    CHECK(row["wrong"] == 0);
+    const uint64_t size = row["size_bytes"];
+    if (size % (4 * 128) != 0) continue;
+    // Each GPU writes its quarter to three peers in 128-byte packets with a
+    // 16-byte header, then a flag to each (32 bytes on the wire), and
+    // acknowledges every packet and flag that comes in (16 bytes).
+    const uint64_t packets = size / 4 / 128;
+    const uint64_t out = 3 * packets * (128 + 16) + 3 * 32 + (3 * packets + 3) * 16;
+    for (const auto& l : row["links"]) CHECK(l["bytes"].get<uint64_t>() == out);
+  }
+}
 
 TEST_CASE("copy-engine programs of one's own run exact, #wrong bites, and what the engines cannot do is refused",
           "[copy][programs]") {
@@ -180,10 +217,10 @@ TEST_CASE("copy-engine programs of one's own run exact, #wrong bites, and what t
   CHECK(faulty.code == 1);
   CHECK(faulty.out.find(",12,") != std::string::npos);
 
-  std::string unicast = two_groups();
-  unicast.replace(unicast.find("0 redwrite copy ch 0 q 0 group 0 src i0 dst o0"), 46, "0 s copy ch 0 q 0 to 1 src i0");
-  require_error("--platform star --gpus 4 --algorithm " + d.write("unicast.txt", unicast),
-                {"unicast.txt", "is not a correct"});
+  std::string unpaired = two_groups();
+  unpaired.replace(unpaired.find("0 redwrite copy ch 0 q 0 group 0 src i0 dst o0"), 46, "0 s copy ch 0 q 0 to 1 src i0");
+  require_error("--platform star --gpus 4 --algorithm " + d.write("unpaired.txt", unpaired),
+                {"unpaired.txt", "is not a correct"});
   std::string mixed = two_groups();
   mixed.replace(mixed.find("1 redwrite copy"), 15, "1 redwrite cores");
   require_error("--platform star --gpus 4 --algorithm " + d.write("mixed.txt", mixed),
