@@ -248,14 +248,14 @@ const topo::Topology& check_fabric(const topo::Topology& t) {
 }
 }  // namespace
 
-Platform::Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
+GpuMachine::GpuMachine(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d)
     : Machine(check_fabric(t), cfg, seed, d), defaults_(d) {
   gpus_ = blocks_of<gpu::Gpu>();
   switches_ = blocks_of<nvswitch::NvSwitch>();
   for (gpu::Gpu* g : gpus_) nics_.push_back(dynamic_cast<nic::Nic*>(g->attached()));
 }
 
-double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked) const {
+double GpuMachine::endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked) const {
   const topo::Topology& topo_ = topology();
   const int node = topo_.endpoints()[g];
   double b = 0;
@@ -270,7 +270,7 @@ double Platform::endpoint_payload_GBps(int g, const std::vector<int>& peers, boo
   return b;
 }
 
-Platform::TableTotals Platform::table_totals() const {
+GpuMachine::TableTotals GpuMachine::table_totals() const {
   TableTotals t;
   for (const nvswitch::NvSwitch* s : switches_)
     for (int p = 0; p < s->num_ports(); ++p) {
@@ -284,7 +284,7 @@ Platform::TableTotals Platform::table_totals() const {
   return t;
 }
 
-std::pair<uint64_t, double> Platform::packet_latency() const {
+std::pair<uint64_t, double> GpuMachine::packet_latency() const {
   std::pair<uint64_t, double> r{0, 0.0};
   for (const gpu::Gpu* g : gpus_) {
     r.first += g->packets_received();

@@ -1,7 +1,7 @@
 #pragma once
 // The platforms by name: the topology graph a built-in platform (in the shape
 // the command line asks for) or a YAML file gives, the defaults its family
-// takes, and Platform, the view of an elaborated GPU fabric that the
+// takes, and GpuMachine, the view of an elaborated GPU fabric that the
 // collective and traffic workloads use. Every graph is elaborated by the one
 // builder (machine.h).
 #include <memory>
@@ -56,14 +56,15 @@ bool is_multitree_platform(const topo::Topology& t);
 // DGX-1's for dgx1v and dgx1p. A YAML file takes its `family:`'s.
 PlatformDefaults platform_defaults(const topo::Topology& t);
 
-// A GPU fabric as its workloads see it: the Machine elaborated from the
-// graph (the one builder, machine.h) with the GPU fabric's settings
-// (gpu_fabric.h), its GPUs and NICs by endpoint, and what the collective
-// and traffic workloads measure over its blocks.
-class Platform : public Machine {
+// A Machine of the GPU fabric, as its workloads see it: the Machine (any
+// fabric's netlist, elaborated by the one builder, machine.h) of a graph whose
+// nodes are all the GPU fabric's (gpu_fabric.h), with its GPUs and NICs by
+// endpoint and what the collective and traffic workloads measure over its
+// blocks. A platform (--platform) names the graph; a GpuMachine is it built.
+class GpuMachine : public Machine {
  public:
   // UserError if a node is not of the GPU fabric (an Ethernet kind).
-  Platform(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
+  GpuMachine(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
   // The defaults it was built with: its family's, and those of the algorithms that run on it.

@@ -29,9 +29,9 @@ constexpr double kClockGhz = 1.53;  // platform default
 const double kMinMemNs = 180 / kClockGhz;
 const double kMaxMemNs = 360 / kClockGhz;
 
-std::unique_ptr<platforms::Platform> star(int gpus, Config& cfg) {
+std::unique_ptr<platforms::GpuMachine> star(int gpus, Config& cfg) {
   topo::Topology t = platforms::make_topology("star", gpus, cfg);
-  auto p = std::make_unique<platforms::Platform>(t, cfg, 1);
+  auto p = std::make_unique<platforms::GpuMachine>(t, cfg, 1);
   cfg.check_unused();
   return p;
 }

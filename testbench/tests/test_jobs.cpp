@@ -1,5 +1,5 @@
 // Several collectives on one machine (workloads/jobs.h, and collectives on
-// shares of one Platform): jobs on disjoint GPUs give the rows they give
+// shares of one GpuMachine): jobs on disjoint GPUs give the rows they give
 // alone, collectives on the same GPUs share their engines with #wrong 0, and
 // a collective that starts while another holds reduction table entries gets
 // the right data. SystemC elaborates once per process, so comparisons of
@@ -173,7 +173,7 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, gpus, cfg);
   // As a jobs: list builds it.
-  platforms::Platform machine(t, cfg, 1, tb::CollectiveWorkload::defaults_for(t, algorithms));
+  platforms::GpuMachine machine(t, cfg, 1, tb::CollectiveWorkload::defaults_for(t, algorithms));
   const tb::CollectiveWorkload::Share share{&machine, range(0, gpus)};
   std::vector<std::unique_ptr<tb::CollectiveWorkload>> cs;
   for (const auto& a : algorithms)

@@ -22,9 +22,9 @@ using sc_core::SC_US;
 
 namespace {
 
-std::unique_ptr<platforms::Platform> build(const std::string& name, int gpus, Config& cfg) {
+std::unique_ptr<platforms::GpuMachine> build(const std::string& name, int gpus, Config& cfg) {
   topo::Topology t = platforms::make_topology(name, gpus, cfg);
-  auto p = std::make_unique<platforms::Platform>(t, cfg, 1);
+  auto p = std::make_unique<platforms::GpuMachine>(t, cfg, 1);
   cfg.check_unused();
   return p;
 }

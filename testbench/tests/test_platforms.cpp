@@ -62,7 +62,7 @@ std::map<std::string, VcCounts> expected_packets(const topo::Topology& t, int wr
 void all_to_all(const std::string& platform, platforms::PlatformShape shape, int writes) {
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, shape, cfg);
-  platforms::Platform plat(t, cfg, 1, platforms::platform_defaults(t));
+  platforms::GpuMachine plat(t, cfg, 1, platforms::platform_defaults(t));
   cfg.check_unused();
   const auto& gpus = plat.gpus();
   const int n = static_cast<int>(gpus.size());
@@ -175,7 +175,7 @@ TEST_CASE("BiGraph 4x8 all-to-all: upper-lower-upper paths take the second VC", 
 TEST_CASE("torus buffers cover each link's own credit round trip", "[platforms][buffers]") {
   Config cfg;
   const topo::Topology t = platforms::make_topology("torus", dims(4, 4), cfg);
-  platforms::Platform plat(t, cfg, 1, platforms::platform_defaults(t));
+  platforms::GpuMachine plat(t, cfg, 1, platforms::platform_defaults(t));
   cfg.check_unused();
   // 16 GB/s network links, 150 ns each way, 4 ns router, 272 B packets:
   // (2 x 150 + 4 + 2 x 17) ns x 16 GB/s = 5408 B, plus 2 packets, in whole

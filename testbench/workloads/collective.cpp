@@ -299,7 +299,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     platform_ = share->platform;
   } else {
     own_platform_ =
-        std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, defaults_for(t, in_network ? collectives::method_name(*innet_) : opt_.algorithm));
+        std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, in_network ? collectives::method_name(*innet_) : opt_.algorithm));
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
@@ -608,7 +608,7 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   r.set("packets", packets);
   r.set("avg_packet_latency_ns", packets ? (latency1.second - running_.latency.second) / packets : 0.0);
   const auto& t0 = running_.tables;
-  const platforms::Platform::TableTotals tables{tables1.hits - t0.hits, tables1.misses - t0.misses,
+  const platforms::GpuMachine::TableTotals tables{tables1.hits - t0.hits, tables1.misses - t0.misses,
                                                 tables1.evictions - t0.evictions, tables1.stalls - t0.stalls,
                                                 tables1.completions - t0.completions};
   r.details["reduction_tables"] = {{"hits", tables.hits},

@@ -46,7 +46,7 @@ class CollectiveWorkload : public Workload {
   // the machine and its GPUs in rank order. Its multicast address window,
   // memory and streams it takes as it runs.
   struct Share {
-    platforms::Platform* platform;
+    platforms::GpuMachine* platform;
     std::vector<int> gpus;
   };
   // Without a share the collective builds its own machine from the options.
@@ -83,7 +83,7 @@ class CollectiveWorkload : public Workload {
   double done_fraction() const override { return collective_ ? collective_->done_fraction() : -1; }
   void print(const std::string& what, std::ostream& os) const override;
 
-  platforms::Platform& platform() { return *platform_; }
+  platforms::GpuMachine& platform() { return *platform_; }
   int participants() const { return static_cast<int>(participants_.size()); }
   double endpoint_GBps() const { return endpoint_GBps_; }
 
@@ -108,8 +108,8 @@ class CollectiveWorkload : public Workload {
   std::vector<uint64_t> sizes_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
-  std::unique_ptr<platforms::Platform> own_platform_;  // when not on a share
-  platforms::Platform* platform_ = nullptr;
+  std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
+  platforms::GpuMachine* platform_ = nullptr;
   std::vector<gpu::Gpu*> participants_;
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
@@ -130,7 +130,7 @@ class CollectiveWorkload : public Workload {
     sc_core::sc_time t0, t1;
     bool done = false;
     std::vector<uint64_t> link_bytes;
-    platforms::Platform::TableTotals tables;
+    platforms::GpuMachine::TableTotals tables;
     std::pair<uint64_t, double> latency;
   } running_;
 };

@@ -66,7 +66,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                                                                                               : job.collective));
   }
   // The machine is built once for all the jobs' algorithms.
-  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms));
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
   const Schema nccl = nccl_schema();

@@ -1,7 +1,7 @@
 #pragma once
 // Several jobs at once on one machine: a config file's `jobs:` list, each
 // job a collective on its own GPUs with its own sizes and start time. The
-// workload builds one Platform and gives each job a share of it (its GPUs;
+// workload builds one GpuMachine and gives each job a share of it (its GPUs;
 // the engines hand out address windows, memory and streams as the
 // collectives run); the jobs share the switches, their reduction tables and
 // the links between them. Point i starts every job's i-th size, each at its
@@ -33,7 +33,7 @@ class JobsWorkload : public Workload {
  private:
   void launch();  // starts the jobs whose time has come
   Options opt_;
-  std::unique_ptr<platforms::Platform> platform_;
+  std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
   // The running point: when it began, whether each job started, and how many still run.
   size_t point_ = 0;

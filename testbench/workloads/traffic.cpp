@@ -150,7 +150,7 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
   traffic::check(pp);
 
   platforms::PlatformDefaults pd = platforms::platform_defaults(t);
-  platform_ = std::make_unique<platforms::Platform>(t, cfg_, opt_.seed, pd);
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, pd);
   const net::PacketFormat& f = platform_->format();
   gen_.payload_bytes = cfg_.get(kPayloadBytes, f.max_payload_bytes);
   gen_.queue_packets = cfg_.get(kQueuePackets);

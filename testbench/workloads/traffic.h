@@ -41,7 +41,7 @@ class TrafficWorkload : public Workload {
     return std::to_string(wrong) + " packets arrived with wrong data, size or destination";
   }
 
-  platforms::Platform& platform() { return *platform_; }
+  platforms::GpuMachine& platform() { return *platform_; }
   traffic::TrafficGenerator& generator(int g) { return *generators_[g]; }
   const traffic::ZeroLoad& zero_load() const { return zero_load_; }
   const traffic::ChannelBound& bound() const { return bound_; }
@@ -53,7 +53,7 @@ class TrafficWorkload : public Workload {
   std::vector<double> loads_;
   traffic::GeneratorConfig gen_;
   sc_core::sc_time warmup_, window_, drain_limit_;
-  std::unique_ptr<platforms::Platform> platform_;
+  std::unique_ptr<platforms::GpuMachine> platform_;
   std::unique_ptr<traffic::Measurement> measurement_;
   std::vector<std::unique_ptr<traffic::TrafficGenerator>> generators_;
   double inject_GBps_ = 0;  // per endpoint (the same on every endpoint)

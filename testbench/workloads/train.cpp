@@ -204,7 +204,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
                         "data-parallel groups of --tp " + std::to_string(tp_));
   // One machine for all.
-  platform_ = std::make_unique<platforms::Platform>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
   const auto list = [](const std::vector<uint64_t>& sizes) {
     std::string text;
     for (uint64_t b : sizes) text += (text.empty() ? "" : ",") + std::to_string(b);

@@ -107,7 +107,7 @@ class TrainWorkload : public Workload {
   std::vector<uint64_t> buckets_;            // bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket, -1 for a layer without weights
   bool overlap_ = true;
-  std::unique_ptr<platforms::Platform> platform_;
+  std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::string> algorithms_;      // --algorithm, then --baseline
   std::vector<Groups> collectives_;          // [algorithm]
   std::unique_ptr<Iteration> running_;
