@@ -255,11 +255,14 @@ const char* method_name(InNetMethod m) {
   return names[static_cast<int>(m)];
 }
 
-InNetMethod in_network_method(const Program& p) {
+std::optional<InNetMethod> in_network_method(const Program& p) {
   auto has = [&](OpKind k) {
     return std::any_of(p.ops.begin(), p.ops.end(), [k](const Operation& o) { return o.kind == k; });
   };
-  return has(OpKind::ReduceRead) ? InNetMethod::Pull : has(OpKind::ReduceWrite) ? InNetMethod::Push : InNetMethod::Multicast;
+  if (has(OpKind::ReduceRead)) return InNetMethod::Pull;
+  if (has(OpKind::ReduceWrite)) return InNetMethod::Push;
+  if (has(OpKind::MulticastWrite)) return InNetMethod::Multicast;
+  return std::nullopt;
 }
 
 Program in_network_program(const std::string& name, Collective c, InNetMethod m, int n, bool barrier) {

@@ -1,5 +1,6 @@
 #pragma once
 // Algorithms synthesized as Programs (docs/programs.md). Plain C++, no SystemC.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,10 @@ Schedule schedule_of(const Program& p);
 // one meets the k-th of the others.
 enum class InNetMethod : uint8_t { Push, Pull, Multicast };
 const char* method_name(InNetMethod m);  // push, pull, multicast
-// How a program of in-network operations uses the switches: Pull if it reads
-// through them, else Push if it reduces in their tables, else Multicast.
-InNetMethod in_network_method(const Program& p);
+// How a program uses the switches: Pull if it reads through them, else Push
+// if it reduces in their tables, else Multicast if it multicasts; none if it
+// has no in-network operation.
+std::optional<InNetMethod> in_network_method(const Program& p);
 Program in_network_program(const std::string& name, Collective c, InNetMethod m, int n, bool barrier);
 
 }  // namespace incsim::collectives

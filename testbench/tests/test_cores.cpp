@@ -194,6 +194,12 @@ TEST_CASE("a copy-engine all-gather by unicast writes runs exact and moves exact
     const uint64_t out = 3 * packets * (128 + 16) + 3 * 32 + (3 * packets + 3) * 16;
     for (const auto& l : row["links"]) CHECK(l["bytes"].get<uint64_t>() == out);
   }
+  // Unicast writes need no switch tables or multicast: a torus and a DGX-1 run them.
+  for (const std::string platform : {"torus", "dgx1v"}) {
+    const Result t = incsim("--platform " + platform + " --sizes 64K --csv - --algorithm " + file);
+    REQUIRE(t.code == 0);
+    CHECK(t.out.find(",0,") != std::string::npos);
+  }
 }
 
 TEST_CASE("copy-engine programs of one's own run exact, #wrong bites, and what the engines cannot do is refused",

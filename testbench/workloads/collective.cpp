@@ -215,6 +215,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     const bool copy = program_.engine() == collectives::Engine::CopyEngine;
     if (const std::string why = copy ? gpu::CopyCollective::cannot_run(program_) : ""; !why.empty())
       throw UserError(path + ": " + why);
+    copy_engines_ = copy;
     if (copy) innet_ = collectives::in_network_method(program_);
     if (program_.engine() == collectives::Engine::NicTable) try {
         (void)collectives::schedule_of(program_);
@@ -263,10 +264,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls"))
+  if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls")) {
+    copy_engines_ = true;
     innet_ = opt_.algorithm == "push"                                     ? collectives::InNetMethod::Push
              : opt_.algorithm == "multicast" || opt_.collective == "allgather" ? collectives::InNetMethod::Multicast
                                                                                : collectives::InNetMethod::Pull;
+  }
   const bool in_network = innet_.has_value();
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
@@ -294,12 +297,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
       if (share->gpus[r] != r && by_gpu_number)
         throw UserError("algorithm '" + opt_.algorithm + "' builds its " + (trees ? "trees" : "schedule") +
                         " over GPUs 0 to n-1 of the platform; a job running it must have those GPUs, in order");
-  const bool fattree = in_network && is_fattree2l(t);
+  const bool fattree = copy_engines_ && is_fattree2l(t);
   if (share) {
     platform_ = share->platform;
   } else {
     own_platform_ =
-        std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, in_network ? collectives::method_name(*innet_) : opt_.algorithm));
+        std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, in_network       ? collectives::method_name(*innet_)
+                                                     : copy_engines_ ? "multicast"  // the copy engines' 128-byte blocks
+                                                                     : opt_.algorithm));
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
@@ -311,7 +316,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
     software_ring = engine == "software";
   }
-  if (in_network) make_in_network(n, fattree);
+  if (copy_engines_) make_copy(n, fattree);
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
@@ -378,7 +383,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                                       redop_, opt_.seed, cp, endpoint_GBps_);
 }
 
-void CollectiveWorkload::make_in_network(int n, bool fattree) {
+void CollectiveWorkload::make_copy(int n, bool fattree) {
   const topo::Topology& t = platform_->topology();
   // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
   const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
@@ -405,7 +410,7 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
   // Blocks, table entries and the packets that carry them are the 128-byte
   // aligned unit of Klenk §IV-D.
   if (platform_->format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
-    throw UserError("the in-network algorithms reduce and multicast 128-byte blocks (Klenk §IV-D); "
+    throw UserError("the copy engines reduce, multicast and write 128-byte blocks (Klenk §IV-D); "
                     "net.max_payload_bytes must be 128, not " + std::to_string(platform_->format().max_payload_bytes));
   if (push || pull) {
     const uint64_t table = platform_->switch_config().table_bytes;
@@ -418,7 +423,7 @@ void CollectiveWorkload::make_in_network(int n, bool fattree) {
                       " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
                       "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
-  endpoint_GBps_ = least_endpoint_GBps(n, false);
+  endpoint_GBps_ = least_endpoint_GBps(n, !innet_);  // unicast writes are acknowledged
   if (!program_.ranks)
     program_ = collectives::in_network_program(opt_.algorithm, collective_kind(opt_.collective), *innet_, n,
                                                pull && cfg_.get(gpu::kPullBarrier));
@@ -706,7 +711,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
     bool other_proto = false;
     for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
-       << (innet_ ? "copy engines" : "cores, Simple protocol")
+       << (copy_engines_ ? "copy engines" : "cores, Simple protocol")
        << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "") << "\n";
   }
 }

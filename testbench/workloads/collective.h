@@ -91,7 +91,7 @@ class CollectiveWorkload : public Workload {
   void print_sizing(std::ostream& os) const;
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
-  void make_in_network(int n, bool fattree);
+  void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
@@ -116,7 +116,9 @@ class CollectiveWorkload : public Workload {
   const nic::ScheduledCollective* scheduled_ = nullptr;
   std::string trees_text_;  // what --print-trees prints
   collectives::Program program_;  // what the GPUs' cores or copy engines run (--algorithm FILE too); none: 0 ranks
-  // The copy engines run program_ in the switches (push, pull, multicast, nvls, a copy-engine file).
+  // The copy engines run program_ (push, pull, multicast, nvls, a copy-engine file) ...
+  bool copy_engines_ = false;
+  // ... and how it uses the switches (none: unicast writes only).
   std::optional<collectives::InNetMethod> innet_;
   std::string bound_note_;  // the header's bound line, when not per GPU
   // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
