@@ -516,7 +516,7 @@ void CoresCollective::Rank::start_send(Queue& q, int i, uint64_t pass) {
     issued_all(q);
     finish_send(q);
   } else {
-    gpu_.activate(q.out->port, &q, gpu_.memory().latency());  // the cores read the first data
+    gpu_.activate(q.out->port, &q, gpu_.first_read(q.out->port));  // the cores read the first data
   }
 }
 

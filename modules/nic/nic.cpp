@@ -295,7 +295,7 @@ void Table::advance_dataflow() {
 
 void Table::activate(Stream& s) {
   // The DMA engine's first read returns one memory latency later.
-  nic_.gpu_.activate(s.port, &s, nic_.gpu_.memory().latency());
+  nic_.gpu_.activate(s.port, &s, nic_.gpu_.first_read(s.port));
 }
 
 void Table::issue(const Entry& e, size_t index) {
