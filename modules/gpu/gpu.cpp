@@ -118,8 +118,9 @@ void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
   push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 
-sc_time Gpu::first_read(int port) const {
-  return memory_.latency(static_cast<uint64_t>(index_), static_cast<uint64_t>(port), sc_core::sc_time_stamp());
+sc_time Gpu::first_read(int port, uint64_t stream) const {
+  return memory_.latency(static_cast<uint64_t>(index_), static_cast<uint64_t>(port) ^ stream << 8,
+                         sc_core::sc_time_stamp());
 }
 
 void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to) {
