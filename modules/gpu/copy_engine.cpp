@@ -191,7 +191,7 @@ void CopyEngine::dispatch() {
     INCSIM_LOG(log_, Trace, "block {} queued on port {}", b, q.port);
     if (q.idle) {
       q.idle = false;
-      gpu_.activate(q.port, &q, d_.reads_memory ? gpu_.memory().latency() : sc_core::sc_time());
+      gpu_.activate(q.port, &q, d_.reads_memory ? gpu_.first_read(q.port, 0) : sc_core::sc_time());
     }
   }
 }

@@ -519,7 +519,8 @@ void CoresCollective::Rank::start_send(Queue& q, int i, uint64_t pass) {
     issued_all(q);
     finish_send(q);
   } else {
-    gpu_.activate(q.out->port, &q, gpu_.memory().latency());  // the cores read the first data
+    // The cores read the first data (stream 0 is the copy engine's).
+    gpu_.activate(q.out->port, &q, gpu_.first_read(q.out->port, q.index + 1));
   }
 }
 

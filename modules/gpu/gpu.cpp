@@ -118,6 +118,11 @@ void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
   push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 
+sc_time Gpu::first_read(int port, uint64_t stream) const {
+  return memory_.latency(static_cast<uint64_t>(index_), static_cast<uint64_t>(port) ^ stream << 8,
+                         sc_core::sc_time_stamp());
+}
+
 void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to) {
   net::Packet* p = pool_.get();
   p->src = static_cast<uint32_t>(index_);
@@ -216,13 +221,13 @@ void Gpu::receive(int port, net::Packet* p) {
 // last flit is in).
 void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
   const sc_time now = sc_core::sc_time_stamp();
-  const sc_time lat = memory_.latency();
+  const sc_time lat = memory_.latency(p->src, p->addr, at);
   if (p->op == net::Op::Write) {
     std::memcpy(memory_.at(p->addr, p->payload_bytes), p->data, p->payload_bytes);
     for (const Range& w : watches_)
       if (p->addr >= w.lo && p->addr < w.hi) {
         // The write is performed after `lat`; a polling load sees it one load later.
-        push_timer(at + lat + memory_.latency(), p->addr | kFlagTag, w.p);
+        push_timer(at + lat + memory_.latency(p->src, p->addr, at + lat), p->addr | kFlagTag, w.p);
         break;
       }
     p->op = net::Op::WriteAck;

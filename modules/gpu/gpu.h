@@ -122,6 +122,11 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   // The port starts pulling s's packets after `delay` (the time to read the
   // first data from memory).
   void activate(int port, TxStream* s, const sc_core::sc_time& delay);
+  // That time for a stream that starts on `port` now: the GPU's own access,
+  // keyed by the port, the time and `stream`, which tells apart the streams
+  // an engine starts on one port at once (Memory::latency; the copy
+  // engine's, one per port: 0).
+  sc_core::sc_time first_read(int port, uint64_t stream) const;
   // A single-word store (a flag) to a peer; its ack goes to stream `ack_to`.
   void store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to);
   // Sends a packet the program built (op, dst, addr, payload set) on the

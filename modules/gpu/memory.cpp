@@ -2,10 +2,12 @@
 
 #include <algorithm>
 
+#include "core/hash.h"
+
 namespace incsim::gpu {
 
 Memory::Memory(double clock_ghz, uint32_t latency_cycles, uint32_t jitter_cycles, uint64_t seed)
-    : clock_ghz_(clock_ghz), latency_cycles_(latency_cycles), jitter_cycles_(jitter_cycles), rng_(seed) {}
+    : clock_ghz_(clock_ghz), latency_cycles_(latency_cycles), jitter_cycles_(jitter_cycles), seed_(seed) {}
 
 uint64_t Memory::alloc(uint64_t bytes) {
   Region r{top_, bytes, std::make_unique<uint8_t[]>(bytes)};
@@ -30,13 +32,15 @@ uint8_t* Memory::at(uint64_t addr, uint64_t bytes) {
   return nullptr;
 }
 
-uint32_t Memory::latency_cycles_sample() {
-  return latency_cycles_ + (jitter_cycles_ ? static_cast<uint32_t>(rng_() % jitter_cycles_) : 0);
+uint32_t Memory::latency_cycles(uint64_t who, uint64_t what, const sc_core::sc_time& when) const {
+  if (!jitter_cycles_) return latency_cycles_;
+  const uint64_t h = splitmix64(splitmix64(splitmix64(seed_ + who) ^ what) ^ (when.value() - origin_.value()));
+  return latency_cycles_ + static_cast<uint32_t>(h % jitter_cycles_);
 }
 
-sc_core::sc_time Memory::latency() {
+sc_core::sc_time Memory::latency(uint64_t who, uint64_t what, const sc_core::sc_time& when) const {
   return sc_core::sc_time::from_value(
-      static_cast<sc_dt::uint64>(latency_cycles_sample() * 1000.0 / clock_ghz_ + 0.5));
+      static_cast<sc_dt::uint64>(latency_cycles(who, what, when) * 1000.0 / clock_ghz_ + 0.5));
 }
 
 }  // namespace incsim::gpu

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include <systemc>
@@ -28,9 +27,17 @@ class Memory {
   uint8_t* at(uint64_t addr, uint64_t bytes);
   uint64_t allocated() const { return top_ - kBase; }
 
-  // One access latency, drawn from this GPU's generator (deterministic per seed).
-  sc_core::sc_time latency();
-  uint32_t latency_cycles_sample();
+  // One access's latency. Its jitter is a hash of the access (who makes it,
+  // what it touches, when, counted from the origin) and this GPU's seed, not
+  // a generator's next draw: SystemC does not order same-time events, so the
+  // order in which a GPU serves simultaneous requests moves with unrelated
+  // events (another job's, on other GPUs). Keyed by the access, a
+  // collective's latencies depend on its own accesses only.
+  sc_core::sc_time latency(uint64_t who, uint64_t what, const sc_core::sc_time& when) const;
+  uint32_t latency_cycles(uint64_t who, uint64_t what, const sc_core::sc_time& when) const;
+  // The keys count time from here: a collective's start, so that its
+  // latencies do not depend on what ran before it.
+  void set_origin(const sc_core::sc_time& t) { origin_ = t; }
   double clock_ghz() const { return clock_ghz_; }
 
  private:
@@ -43,7 +50,8 @@ class Memory {
   uint64_t top_ = kBase;
   double clock_ghz_;
   uint32_t latency_cycles_, jitter_cycles_;
-  std::mt19937_64 rng_;
+  uint64_t seed_;
+  sc_core::sc_time origin_;
 };
 
 }  // namespace incsim::gpu

@@ -294,8 +294,9 @@ void Table::advance_dataflow() {
 }
 
 void Table::activate(Stream& s) {
-  // The DMA engine's first read returns one memory latency later.
-  nic_.gpu_.activate(s.port, &s, nic_.gpu_.memory().latency());
+  // The DMA engine's first read returns one memory latency later; its
+  // offset and destination tell the stream apart from others on the port.
+  nic_.gpu_.activate(s.port, &s, nic_.gpu_.first_read(s.port, s.pos ^ static_cast<uint64_t>(s.dst) << 48));
 }
 
 void Table::issue(const Entry& e, size_t index) {

@@ -38,6 +38,12 @@ std::unique_ptr<platforms::GpuMachine> star(int gpus, Config& cfg) {
 
 double ns(const sc_time& t) { return t.to_seconds() * 1e9; }
 
+// The i-th of many accesses, as a run makes them: 16 sources writing 128 B
+// packets over a buffer, one every few nanoseconds.
+uint32_t sample(const gpu::Memory& m, int i) {
+  return m.latency_cycles(i % 16, 0x1000 + 128 * (i / 16 % 4096), sc_time(3.5 * i, SC_NS));
+}
+
 }  // namespace
 
 TEST_CASE("memory latency samples stay within 180 to 359 cycles and cover the range", "[gpu][memory]") {
@@ -47,7 +53,7 @@ TEST_CASE("memory latency samples stay within 180 to 359 cycles and cover the ra
   const int n = 100000;
   std::vector<int> histogram(4, 0);
   for (int i = 0; i < n; ++i) {
-    const uint32_t c = m.latency_cycles_sample();
+    const uint32_t c = sample(m, i);
     REQUIRE(c >= 180);
     REQUIRE(c < 360);
     lo = std::min(lo, c);
@@ -60,24 +66,30 @@ TEST_CASE("memory latency samples stay within 180 to 359 cycles and cover the ra
   CHECK(sum / n == Approx(269.5).margin(1.5));  // uniform
   for (int q : histogram) CHECK(q == Approx(n / 4).epsilon(0.05));
   for (int i = 0; i < 1000; ++i) {
-    const double t = ns(m.latency());
+    const double t = ns(m.latency(i % 16, 0x1000, sc_time(i, SC_NS)));
     REQUIRE(t >= kMinMemNs - 0.001);
     REQUIRE(t < kMaxMemNs);
   }
 }
 
-TEST_CASE("memory latency is deterministic per seed", "[gpu][memory]") {
+TEST_CASE("memory latency is a function of the access and the seed, not of the order of accesses", "[gpu][memory]") {
   gpu::Memory a(kClockGhz, 180, 180, 7), b(kClockGhz, 180, 180, 7), c(kClockGhz, 180, 180, 8);
+  std::vector<uint32_t> forward;
+  for (int i = 0; i < 100; ++i) forward.push_back(sample(a, i));
   bool differs = false;
-  for (int i = 0; i < 100; ++i) {
-    const uint32_t x = a.latency_cycles_sample();
-    CHECK(x == b.latency_cycles_sample());
-    differs = differs || x != c.latency_cycles_sample();
+  for (int i = 99; i >= 0; --i) {
+    CHECK(sample(b, i) == forward[i]);
+    differs = differs || forward[i] != sample(c, i);
   }
   CHECK(differs);
+  // Times count from the origin: the same accesses 5 us later, after an
+  // origin 5 us later, take the same latencies.
+  b.set_origin(sc_time(5000, SC_NS));
+  for (int i = 0; i < 100; ++i)
+    CHECK(b.latency_cycles(i % 16, 0x1000 + 128 * (i / 16), sc_time(5000 + 3.5 * i, SC_NS)) == forward[i]);
   gpu::Memory fixed(2.0, 100, 0, 1);  // no jitter
-  CHECK(fixed.latency_cycles_sample() == 100);
-  CHECK(fixed.latency() == sc_time(50, SC_NS));
+  CHECK(fixed.latency_cycles(3, 0x1000, sc_time(7, SC_NS)) == 100);
+  CHECK(fixed.latency(3, 0x1000, sc_time(7, SC_NS)) == sc_time(50, SC_NS));
 }
 
 TEST_CASE("memory allocations are zeroed and 256 B aligned", "[gpu][memory]") {

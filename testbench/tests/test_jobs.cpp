@@ -89,23 +89,13 @@ TEST_CASE("two jobs on the two halves of DGX-2 each give the rows they give alon
   REQUIRE(both.size() == 4);
   REQUIRE(alone_a.size() == 2);
   REQUIRE(alone_b.size() == 2);
+  // The jobs share no switch, link or GPU (push keeps its homes on its own
+  // baseboard), and a GPU's memory latencies are keyed by the accesses, not
+  // by the order SystemC takes same-time events in, which the other job's
+  // events reshape: each job's rows are its rows alone to the picosecond.
   for (size_t i = 0; i < 2; ++i) {
-    // The jobs share no switch, link or GPU (push keeps its homes on its own
-    // baseboard), so push's rows are its rows alone to the picosecond.
+    CHECK(both[2 * i] == alone_a[i]);
     CHECK(both[2 * i + 1] == alone_b[i]);
-    // The ring's would be too, but a GPU draws its memory jitter in the
-    // order its same-picosecond arrivals are served, and SystemC orders
-    // same-time events by its timed queue, which the other job's events
-    // reshape (docs/architecture.md, "Jobs"): the same #wrong, times within 0.5%.
-    const auto cell = [](const std::string& row, int k) {
-      std::stringstream in(row);
-      std::string c;
-      for (int i = 0; i <= k; ++i) std::getline(in, c, ',');
-      return c;
-    };
-    CHECK(cell(both[2 * i], 0) == cell(alone_a[i], 0));
-    CHECK(cell(both[2 * i], 2) == cell(alone_a[i], 2));
-    CHECK(std::stod(cell(both[2 * i], 1)) == Approx(std::stod(cell(alone_a[i], 1))).epsilon(0.005));
   }
 }
 
@@ -230,7 +220,7 @@ TEST_CASE("two NIC rings on the same GPUs share each NIC's ports", "[jobs][share
   CHECK(rings[0].wrong() == 0);
   CHECK(rings[1].wrong() == 0);
   // Each port takes the two tables' streams in turn, so the rings finish
-  // together (79.35 and 79.49 us; one alone takes 49.89 us).
+  // together (79.62 and 79.59 us; one alone takes 49.82 us).
   CHECK(rings[1]["time_us"] == Approx(rings[0]["time_us"]).epsilon(0.01));
 }
 

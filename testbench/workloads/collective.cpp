@@ -587,6 +587,7 @@ void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   running_.link_bytes.resize(ends.size());
   for (size_t k = 0; k < ends.size(); ++k) running_.link_bytes[k] = ends[k].port->bytes_sent();
   running_.t0 = sc_core::sc_time_stamp();
+  for (gpu::Gpu* g : participants_) g->memory().set_origin(running_.t0);
   running_.tables = platform_->table_totals();
   running_.latency = platform_->packet_latency();
   running_.done = false;
