@@ -153,12 +153,16 @@ const std::string kSmallTransformerArgs =
     "--model transformer -c transformer.layers=2 -c transformer.hidden=64 -c transformer.heads=4 "
     "-c transformer.sequence=16 -c transformer.vocabulary=100 -c train.bucket_bytes=1 --batch 2 --quiet";
 
-TEST_CASE("tensor parallelism of 1 is data parallel: the same output as without --tp", "[train][tp]") {
+TEST_CASE("tensor parallelism or a pipeline of 1 is data parallel: the same output as without --tp or --pp",
+          "[train][tp][pp]") {
   const std::string args = kSmallTransformerArgs + " --platform star --gpus 4 --algorithm ring";
-  const cli::Result plain = cli::incsim(args), tp1 = cli::incsim(args + " --tp 1");
+  const cli::Result plain = cli::incsim(args);
   REQUIRE(plain.code == 0);
-  REQUIRE(tp1.code == 0);
-  CHECK(tp1.out == plain.out);
+  for (const std::string one : {" --tp 1", " --pp 1"}) {
+    const cli::Result r = cli::incsim(args + one);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == plain.out);
+  }
 }
 
 TEST_CASE("tensor parallelism of 2: each group all-reduces its activations 4 times per block, on the critical path", "[train][tp]") {
@@ -255,14 +259,6 @@ TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][ast
 }
 
 const std::string kPipeline = TEST_DATA "/toy4_pipeline_layers.yaml";
-
-TEST_CASE("a pipeline of 1 stage is data parallel: the same output as without --pp", "[train][pp]") {
-  const std::string args = kSmallTransformerArgs + " --platform star --gpus 4 --algorithm ring";
-  const cli::Result plain = cli::incsim(args), pp1 = cli::incsim(args + " --pp 1");
-  REQUIRE(plain.code == 0);
-  REQUIRE(pp1.code == 0);
-  CHECK(pp1.out == plain.out);
-}
 
 namespace {
 // A pipeline run through the binary (a test case runs one simulation in
