@@ -19,8 +19,8 @@ const std::vector<Algorithm>& algorithms() {
   constexpr const char* kNicTables = "the NICs' schedule tables";
   static const std::vector<Algorithm> table = {
       {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
-       "every GPU fabric (broadcast: dgx1v, dgx1p)",
-       "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic, and on dgx1v, dgx1p)",
+       "every GPU fabric",
+       "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
        "Blink §5)"},
       {"push", "allreduce", "", Family::GpuFabric, kUpDown,

@@ -73,6 +73,9 @@ const po::options_description& declaration() {
         ("tp", text("N"), "train: tensor parallelism, groups of N consecutive GPUs each holding 1/N of every "
                           "transformer block (Megatron-LM: 2 all-reduces of activations per block forward, 2 "
                           "backward), data parallel over the GPUs with the same place in their group (default 1)")
+        ("pp", text("N"), "train: pipeline parallelism, N stages over consecutive blocks of GPUs, each holding its "
+                          "share of the layers, micro-batches in PipeDream-Flush's 1F1B schedule (train.microbatches), "
+                          "data parallel over each stage's GPUs (default 1)")
         ("baseline", text("ALGORITHM"), "train: also run every iteration with this algorithm, for the speed-up")
         ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default v100)").c_str())
         ("precision", text("TYPE"), "train: fp32 (the reduction hardware adds float32; fp16 and bf16 are refused)")
@@ -150,6 +153,7 @@ class Parser {
     else if (name == "iterations") o_.iterations = static_cast<uint32_t>(parse_count(flag, value, 1, 10000));
     else if (name == "warmup") o_.warmup = static_cast<uint32_t>(parse_count(flag, value, 0, 10000));
     else if (name == "tp") o_.tp = static_cast<uint32_t>(parse_count(flag, value, 1, 1024));
+    else if (name == "pp") o_.pp = static_cast<uint32_t>(parse_count(flag, value, 1, 1024));
     else if (name == "baseline") o_.baseline = value;
     else if (name == "compute") o_.compute = value;
     else if (name == "precision") o_.precision = value;

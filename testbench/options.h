@@ -64,6 +64,7 @@ struct Options {
   uint32_t iterations = 1;     // --iterations measured, after --warmup
   uint32_t warmup = 0;
   uint32_t tp = 1;             // --tp: tensor-parallel group size (1: data parallel only)
+  uint32_t pp = 1;             // --pp: pipeline stages (1: none)
   std::string baseline;        // --baseline ALGORITHM: run beside --algorithm, for the speed-up
   std::string compute = "v100";  // --compute: the compute model (modules/training/compute.h)
   std::string precision = "fp32";

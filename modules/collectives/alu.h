@@ -26,6 +26,13 @@ class Alu {
     d.reduce_own(t, op, rank, first, n, out);
     if (faults_) corrupt(t, out, static_cast<uint32_t>(n * 4));
   }
+  // Data the block moves without reducing it (a GPU's cores copying a
+  // chunk along): where a collective reduces nothing, its copies are the
+  // results a fault garbles.
+  void pass(DType t, uint8_t* data, uint32_t bytes) {
+    if (faults_) corrupt(t, data, bytes);
+  }
+  bool faulty() const { return faults_ != 0; }
 
   // Before the blocks are built: the next ALUs built for `block` get its
   // first `elements` results one too high; "" injects nothing.

@@ -210,6 +210,9 @@ class CoresCollective::Rank : public gpu::Program {
   void read(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* out) const;
   void reduce_into(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* acc);
   void write(const std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data);
+  void garble(uint8_t* data, uint64_t n) {
+    if (coll_.copies_are_results_) coll_.cores_[rank_].pass(coll_.dtype_, data, static_cast<uint32_t>(n * kElem));
+  }
   static uint64_t key(Buffer b, uint32_t index, uint64_t pass) {
     return (pass << 34) | (static_cast<uint64_t>(b) << 32) | index;
   }
@@ -557,6 +560,10 @@ void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
     scratch_.assign(in, in + len * kElem);
     reduce_into(local_src_, 0, len, scratch_.data());
     in = scratch_.data();
+  } else if (coll_.copies_are_results_ && coll_.cores_[rank_].faulty()) {
+    scratch_.assign(in, in + len * kElem);
+    garble(scratch_.data(), len);
+    in = scratch_.data();
   }
   segments(o.dst, pd.pass, true, len, local_dst_);
   write(local_dst_, 0, len, in);
@@ -576,6 +583,7 @@ void CoresCollective::Rank::run_local(int i, uint64_t pass) {
       reduce_into(local_src_, 0, len, scratch_.data());
     } else {
       read(local_src_, 0, len, scratch_.data());
+      garble(scratch_.data(), len);
     }
     segments(o.dst, pass, true, len, local_dst_);
     write(local_dst_, 0, len, scratch_.data());
@@ -685,6 +693,7 @@ void CoresCollective::Rank::Queue::fill(net::Packet* p) {
   if (in) {
     std::memcpy(p->data, r.gpu_.memory().at(in_addr + pos * kElem, m * kElem), m * kElem);
     if (k != OpKind::RecvCopySend) r.reduce_into(operand, pos, m, p->data);
+    else r.garble(p->data, m);
     if (!dst.empty()) r.write(dst, pos, m, p->data);
   } else {
     r.read(src, pos, m, p->data);
@@ -723,6 +732,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       dtype_(dtype),
       redop_(redop),
       data_(seed, program_.ranks),
+      copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast),
       params_(params),
       endpoint_GBps_(endpoint_GBps) {
   for (Gpu* g : gpus_) cores_.emplace_back(std::string(g->basename()) + ".cores");
@@ -790,8 +800,11 @@ double CoresCollective::bound_us(uint64_t bytes) const {
 }
 
 double CoresCollective::busbw_factor() const {
-  return program_.collective == Kind::AllReduce ? collectives::allreduce_busbw_factor(program_.ranks)
-                                                      : collectives::gather_busbw_factor(program_.ranks);
+  switch (program_.collective) {
+    case Kind::AllReduce: return collectives::allreduce_busbw_factor(program_.ranks);
+    case Kind::Broadcast: return 1.0;  // nccl-tests: every byte crosses each rank's link once
+    default: return collectives::gather_busbw_factor(program_.ranks);
+  }
 }
 
 std::string CoresCollective::redop() const {

@@ -78,6 +78,7 @@ class CoresCollective : public Collective {
   collectives::DataPattern data_;
   // Each GPU's cores, which add its data (gpu3.cores); kept across sizes.
   std::vector<collectives::Alu> cores_;
+  bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
   CoresParams params_;
   double endpoint_GBps_;
   uint32_t message_chunks_ = 0;  // chunks of the message per pass

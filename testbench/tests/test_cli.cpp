@@ -900,7 +900,7 @@ TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][inn
   require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=16", {"wave_bytes"});
   require_error(dgx2 + "--algorithm push -c switch.reduction_table.eviction=fifo", {"one of lru, timeout", "'fifo'"});
   require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=-5", {"timeout_ns"});
-  require_error(dgx2 + "--collective broadcast --algorithm ring", {"broadcast", "multicast"});
+  require_error(dgx2 + "--collective broadcast --algorithm ring -c ring.engine=nic", {"ring broadcast", "ring.engine=software"});
   require_error(dgx2 + "--collective allgather --algorithm push", {"push", "allgather"});
   require_error(dgx2 + "--collective reducescatter --algorithm pull", {"pull", "reducescatter"});
   require_error(dgx2 + "--algorithm push -c net.max_payload_bytes=64", {"128-byte", "net.max_payload_bytes"});
@@ -1074,7 +1074,6 @@ TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's op
   require_error("--platform dgx1v --gpus 0,1/0,1 -c dgx1.net_Gbps=0", {"dgx1.net_Gbps"});
   require_error("--platform dgx1v --algorithm push", {"push", "blink or ring"});
   require_error("--platform dgx1v --algorithm multitree", {"multitree", "blink and ring"});
-  require_error("--platform dgx2 --collective broadcast --algorithm ring", {"ring broadcast", "dgx1v"});
   require_error("--platform dgx2 --algorithm ring --print-trees", {"--print-trees"});
 }
 
@@ -1271,9 +1270,9 @@ void require_defaults_run(const std::string& platform, const Offers& offers) {
 const Offers kSwitchFabric = {{"allreduce", "ring,push,pull,dbtree,hd,multitree,multitree-msg,blink"},
                               {"reducescatter", "ring"},
                               {"allgather", "ring,multicast"},
-                              {"broadcast", "multicast,blink"}};
+                              {"broadcast", "multicast,blink,ring"}};
 Offers direct(const std::string& allreduce) {
-  return {{"allreduce", allreduce}, {"reducescatter", "ring"}, {"allgather", "ring"}, {"broadcast", "blink"}};
+  return {{"allreduce", allreduce}, {"reducescatter", "ring"}, {"allgather", "ring"}, {"broadcast", "blink,ring"}};
 }
 const Offers kDgx1 = {{"allreduce", "ring,blink"}, {"reducescatter", "ring"}, {"allgather", "ring"},
                       {"broadcast", "ring,blink"}};

@@ -88,6 +88,31 @@ TEST_CASE("#wrong bites: a reduction that reads the wrong chunk is refused, a fa
   CHECK(r.out.find(",28,") != std::string::npos);
 }
 
+TEST_CASE("the cores run NCCL's ring broadcast: the root's data reaches every GPU, and a faulty copy is counted",
+          "[cores][broadcast]") {
+  TempDir d;
+  // 2 GPUs: the root sends, the other receives, a point-to-point transfer.
+  for (const std::string platform : {"star --gpus 2", "star --gpus 4", "dgx2"}) {
+    INFO(platform);
+    const Result r = incsim("--platform " + platform + " --collective broadcast --algorithm ring --sizes 4K,64K,12292,1M " +
+                            "--quiet --json " + d.file("r.json"));
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    REQUIRE(j["rows"].size() == 4);
+    for (const auto& row : j["rows"]) {
+      CHECK(row["wrong"] == 0);
+      CHECK(row["redop"] == "none");
+    }
+  }
+  // A broadcast reduces nothing, so the cores' fault garbles what they copy:
+  // GPU 1 forwards its 7 wrong elements down the chain from GPU 0 to GPUs 2
+  // and 3, and 21 differ.
+  const Result r = incsim("--platform star --gpus 4 --collective broadcast --algorithm ring --sizes 64K --csv - "
+                          "-c fault.alu.block=gpu1.cores -c fault.alu.elements=7");
+  CHECK(r.code == 1);
+  CHECK(r.out.find(",21,") != std::string::npos);
+}
+
 TEST_CASE("a printed program runs back from its file with identical rows", "[cores][programs]") {
   TempDir d;
   // The ring's settings shape its program; the file's run reads none of them.
@@ -102,6 +127,7 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform dgx2 --collective reducescatter --sizes 64K", "", "nvls"},
                         Case{"--platform dgx2 --collective allgather --sizes 64K", "", "multicast"},
                         Case{"--platform dgx2 --collective broadcast --sizes 64K", "", "multicast"},
+                        Case{"--platform dgx2 --collective broadcast --sizes 64K,1M", " -c ring.channels=3", "ring"},
                         Case{"--platform torus --sizes 64K", " -c nic.lockstep=true", "multitree"},
                         Case{"--platform fattree --sizes 64K", " -c dbtree.pieces=2", "dbtree"},
                         Case{"--platform dgx2 --sizes 64K", " -c ring.engine=nic", "ring"}}) {

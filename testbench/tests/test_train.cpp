@@ -19,13 +19,14 @@ const std::string kToy = TEST_DATA "/toy4_layers.yaml";
 
 std::vector<tb::Row> train(const std::string& model, const std::string& platform, int gpus,
                            const std::string& algorithm, const std::string& baseline, const tb::KeyValues& params,
-                           const std::string& timeline = "", uint32_t tp = 1) {
+                           const std::string& timeline = "", uint32_t tp = 1, uint32_t pp = 1) {
   tb::Options o = tb::run_options(platform, "allreduce", algorithm, "", params);
   o.workload = "train";
   o.model = model;
   o.baseline = baseline;
   o.timeline = timeline;
   o.tp = tp;
+  o.pp = pp;
   if (gpus) o.gpus = gpus;
   tb::Experiment e(o);
   std::ostringstream table;
@@ -134,6 +135,14 @@ TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
           "--algorithm blink numbers its ranks as platform 'dgx2' numbers its GPUs");
   refused("--model transformer --platform dgx2 --tp 4 --algorithm push --baseline blink", "--baseline blink numbers");
   refused("--tp 2", "--tp is for --workload train");
+  refused("--pp 2", "--pp is for --workload train");
+  const std::string pipe = "--model " TEST_DATA "/toy4_pipeline_layers.yaml --platform star ";
+  refused(pipe + "--gpus 4 --pp 3 --batch 6", "--pp 3 does not divide the 4 GPUs");
+  refused(pipe + "--gpus 8 --pp 8", "--pp 8 makes more stages than model 'toy4pipe' has layers (4)");
+  refused(pipe + "--gpus 4 --pp 2 --batch 6 -c train.microbatches=4", "train.microbatches 4 does not divide the batch of 6");
+  refused("--model transformer --platform star --gpus 4 --pp 2 --tp 2", "--pp with --tp is not modelled yet");
+  refused("--model " TEST_DATA "/toy4_layers.yaml --platform star --gpus 4 --pp 2",
+          "gives layer 'l2' no output size, so --pp cannot size the activations");
 }
 
 // A transformer small enough for a test: 2 blocks of 64, 4 heads, 16 tokens.
@@ -144,12 +153,16 @@ const std::string kSmallTransformerArgs =
     "--model transformer -c transformer.layers=2 -c transformer.hidden=64 -c transformer.heads=4 "
     "-c transformer.sequence=16 -c transformer.vocabulary=100 -c train.bucket_bytes=1 --batch 2 --quiet";
 
-TEST_CASE("tensor parallelism of 1 is data parallel: the same output as without --tp", "[train][tp]") {
+TEST_CASE("tensor parallelism or a pipeline of 1 is data parallel: the same output as without --tp or --pp",
+          "[train][tp][pp]") {
   const std::string args = kSmallTransformerArgs + " --platform star --gpus 4 --algorithm ring";
-  const cli::Result plain = cli::incsim(args), tp1 = cli::incsim(args + " --tp 1");
+  const cli::Result plain = cli::incsim(args);
   REQUIRE(plain.code == 0);
-  REQUIRE(tp1.code == 0);
-  CHECK(tp1.out == plain.out);
+  for (const std::string one : {" --tp 1", " --pp 1"}) {
+    const cli::Result r = cli::incsim(args + one);
+    REQUIRE(r.code == 0);
+    CHECK(r.out == plain.out);
+  }
 }
 
 TEST_CASE("tensor parallelism of 2: each group all-reduces its activations 4 times per block, on the critical path", "[train][tp]") {
@@ -243,4 +256,72 @@ TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][ast
   const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel; incsim runs DATA-parallel workloads"));
+}
+
+const std::string kPipeline = TEST_DATA "/toy4_pipeline_layers.yaml";
+
+namespace {
+// A pipeline run through the binary (a test case runs one simulation in
+// process): its one row, and the timeline's tracks and span counts.
+struct PipelineRun {
+  nlohmann::json row;
+  std::map<int, std::string> tracks;
+  std::map<int, int> spans;
+};
+PipelineRun pipeline(int pp, int m) {
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--workload train --model " + kPipeline + " --platform star --gpus 4 --algorithm ring" +
+                                    " --pp " + std::to_string(pp) + " -c train.microbatches=" + std::to_string(m) +
+                                    " --batch 16 --quiet --json " + d.file("r.json") + " --timeline " + d.file("t.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  PipelineRun run;
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows");
+  REQUIRE(rows.size() == 1);
+  run.row = rows[0];
+  const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+  for (const auto& e : timeline.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") run.tracks[e.at("tid")] = e.at("args").at("name");
+    if (e.at("ph") == "X") ++run.spans[e.at("tid").get<int>()];
+  }
+  return run;
+}
+}  // namespace
+
+TEST_CASE("2 stages on a 4-GPU star: each micro-batch's activations forward and gradients back, #wrong 0",
+          "[train][pp]") {
+  // Stages GPUs 0,1 and 2,3; pipelines 0-2 and 1-3; gradients over 0,1 and 2,3.
+  for (const int m : {2, 4}) {
+    INFO(m << " micro-batches");
+    const PipelineRun run = pipeline(2, m);
+    const auto& r = run.row;
+    CHECK(r["wrong"] == 0);
+    CHECK(r["microbatches"] == m);
+    CHECK(r["p2p"] == 2 * m * (2 - 1));
+    CHECK(r["p2p_us"] > 0);
+    CHECK(r["buckets"] == 2);  // the default 25 MiB: one per stage
+    // A stage's 2 layers, each micro-batch, and the optimizer over its 0.5M weights.
+    CHECK(r["compute_us"].get<double>() > 2 * 600 * m);
+    CHECK(run.tracks.at(0) == "stage 0, gpu0.compute");
+    CHECK(run.tracks.at(3) == "stage 1, gpu3.compute");
+    CHECK(run.tracks.at(4) == "gradients, GPUs 0,1");
+    CHECK(run.tracks.at(6) == "activations, GPU 0 to 2");
+    CHECK(run.tracks.at(7) == "gradients, GPU 2 to 0");
+    for (int link = 6; link < 10; ++link) CHECK(run.spans.at(link) == m);
+    for (int g = 0; g < 4; ++g) CHECK(run.spans.at(g) == 2 * 2 * m + 1);  // 2 layers forward and backward, the optimizer
+  }
+}
+
+TEST_CASE("the 1F1B bubble is (pp - 1) / (m + pp - 1) of the pipeline when compute dominates", "[train][pp]") {
+  // 4 stages of one layer on 4 GPUs (no data parallelism): 600 us of a
+  // stage's compute per micro-batch against transfers of 4 to 16 KiB (a few
+  // us each, 2 (pp - 1) of them on the critical path), so within 3%.
+  for (const int m : {4, 8}) {
+    INFO(m << " micro-batches");
+    const auto r = pipeline(4, m).row;
+    CHECK(r["p2p"] == 2 * m * 3);
+    const double busy = 600.0 * m, bubble = r["bubble_us"];
+    CHECK(bubble / (bubble + busy) == Approx(3.0 / (m + 3)).epsilon(0.03));
+    CHECK(bubble >= 3 * 600);
+  }
 }

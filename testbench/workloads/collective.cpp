@@ -106,7 +106,7 @@ const Param<std::string> kRingEngine{
     "ring.engine", "software", Range::none(),
     "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
     "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
-    "fattree, bigraph)"};
+    "fattree, bigraph, but for a broadcast)"};
 const Param<int> kDbtreePieces{
     "dbtree.pieces", 16, Range::at_least(1).at_most(1024),
     "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
@@ -222,8 +222,6 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
       } catch (const UserError& e) {
         throw UserError(path + ": " + e.what());
       }
-    if (!copy && (opt_.collective == "broadcast" || program_.collective == collectives::Collective::Broadcast))
-      throw UserError(path + ": the GPUs' cores run all-reduce, reduce-scatter and all-gather programs, not broadcast");
     if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
       throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
                       ", not the --collective " + opt_.collective + " asked for");
@@ -274,9 +272,6 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
-  if (opt_.collective == "broadcast" && opt_.algorithm == "ring" && !dgx1)
-    throw UserError("ring broadcast runs on the dgx1v and dgx1p platforms (NCCL's rings there); elsewhere use "
-                    "multicast or blink");
   if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
@@ -311,9 +306,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   bool software_ring = false;
   if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(t);
-    const std::string engine = cfg_.get(kRingEngine, multitree_platform ? "nic" : "software");
+    // The NICs' ring table is an all-reduce's; a broadcast's chain runs on the cores.
+    const bool broadcast = opt_.collective == "broadcast";
+    const std::string engine = cfg_.get(kRingEngine, multitree_platform && !broadcast ? "nic" : "software");
     if (engine != "software" && engine != "nic")
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
+    if (broadcast && engine == "nic")
+      throw UserError("a ring broadcast runs on the GPUs' cores (ring.engine=software); the NICs' ring table is an "
+                      "all-reduce's");
     software_ring = engine == "software";
   }
   if (copy_engines_) make_copy(n, fattree);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <iomanip>
 #include <ostream>
@@ -39,6 +40,11 @@ const Param<uint32_t> kSequence{"transformer.sequence", kGpt3Xl.sequence, Range:
                                 "--model transformer: tokens per sample (GPT-3 XL: 2048)"};
 const Param<uint32_t> kVocabulary{"transformer.vocabulary", kGpt3Xl.vocabulary, Range::at_least(1).at_most(1 << 24),
                                   "--model transformer: vocabulary (GPT-2 and GPT-3's BPE: 50257)"};
+
+const Param<uint32_t> kMicrobatches{
+    "train.microbatches", 1, Range::at_least(1).at_most(1 << 16),
+    "micro-batches the batch is cut into, run through the pipeline stages in 1F1B order (default --pp: the fewest "
+    "that fill the pipeline; the bubble is (pp - 1) / (m + pp - 1) of the iteration, Narayanan et al. 2021 §2.2)"};
 
 const Param<double> kAstraClock{"train.astra_clock_ghz", 1.0, Range::above(0).at_most(100),
                                 "the clock an ASTRA-sim workload file's cycles count (ASTRA-sim's system layer "
@@ -82,9 +88,21 @@ struct TrainWorkload::Iteration {
     sc_core::sc_time comm_start;
     double comm_us = 0;
   };
+  struct Link {
+    std::deque<int> queue;  // micro-batches to send, the first in flight while busy
+    bool busy = false;
+    sc_core::sc_time start;
+  };
   std::vector<Dp> dp;
   std::vector<Tp> tp;
+  std::vector<Link> links;
   std::vector<size_t> cursor;                 // [GPU]: its next kernel to queue
+  std::vector<int> activations, gradients;    // [GPU]: micro-batches' data received from its neighbours
+  std::vector<bool> blocked;                  // [GPU]: its next kernel waits for that data
+  std::vector<double> busy_us;                // [GPU]: its kernels' time before the optimizer step
+  std::vector<sc_core::sc_time> last_end;     // [GPU]: when its last kernel before the optimizer ended
+  uint64_t p2p = 0;
+  double p2p_us = 0;
   std::vector<sc_core::sc_time> waiting_since;  // [GPU]: when it reached its group's all-reduce
   double tp_wait_us = 0;                      // summed over the GPUs
   uint64_t kernels_done = 0;
@@ -125,6 +143,19 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
     throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(opt_.compute);
+  const int layers = static_cast<int>(model_.layers.size());
+  pp_ = static_cast<int>(opt_.pp);
+  if (pp_ > 1 && tp_ > 1)
+    throw UserError("--pp with --tp is not modelled yet; run the pipeline data parallel (--tp 1)");
+  if (pp_ > layers)
+    throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
+                    std::to_string(layers) + ")");
+  micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
+  if (opt_.batch % micro_ != 0)
+    throw UserError("train.microbatches " + std::to_string(micro_) + " does not divide the batch of " +
+                    std::to_string(opt_.batch) + " samples");
+  const uint32_t micro_batch = opt_.batch / static_cast<uint32_t>(micro_);
+  for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
   const double element = training::bytes_per_element(precision_);
@@ -139,17 +170,46 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   std::vector<training::Layer> shards;
   for (const auto& layer : model_.layers) {
     shards.push_back(training::tensor_shard(layer, opt_.tp));
-    times_.push_back(training::layer_times(*compute_, shards.back(), opt_.batch, precision_));
-    gpu_params_ += shards.back().params;
+    times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
-  const int layers = static_cast<int>(model_.layers.size());
-  for (int k = 0; k < layers; ++k)
-    kernels_.push_back({Phase::Forward, k, seconds(times_[k].forward_s),
-                        tp_ > 1 ? activations(model_.layers[k].tp_forward_elements()) : -1});
-  for (int k = layers; k-- > 0;)
-    kernels_.push_back({Phase::Backward, k, seconds(times_[k].backward_s),
-                        tp_ > 1 ? activations(model_.layers[k].tp_backward_elements()) : -1});
-  for (const Kernel& k : kernels_) tp_per_iteration_ += k.tp_size >= 0;
+  // Each stage: its warm-up forwards, then a forward and a backward in turn,
+  // then its cool-down backwards (1F1B); one stage: forward then backward.
+  kernels_.resize(pp_);
+  for (int s = 0; s < pp_; ++s) {
+    const auto pass = [&](Phase phase, int micro) {
+      const bool forward = phase == Phase::Forward;
+      const int lo = first_[s], hi = first_[s + 1];
+      for (int q = 0; q < hi - lo; ++q) {
+        const int k = forward ? lo + q : hi - 1 - q;
+        Kernel kn{phase, k, seconds(forward ? times_[k].forward_s : times_[k].backward_s),
+                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_elements()
+                                                : model_.layers[k].tp_backward_elements())
+                          : -1,
+                  micro};
+        if (q == 0) kn.wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
+        if (q + 1 == hi - lo) kn.send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
+        kernels_[s].push_back(kn);
+      }
+    };
+    const int warm = std::min(pp_ - s - 1, micro_);
+    for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
+    for (int j = 0; j < micro_ - warm; ++j) pass(Phase::Forward, warm + j), pass(Phase::Backward, j);
+    for (int j = micro_ - warm; j < micro_; ++j) pass(Phase::Backward, j);
+    // A stage's GPU holds its layers' weights; the optimizer steps over the largest stage's.
+    uint64_t params = 0;
+    for (int k = first_[s]; k < first_[s + 1]; ++k) params += shards[k].params;
+    gpu_params_ = std::max(gpu_params_, params);
+  }
+  for (int s = 0; s + 1 < pp_; ++s) {
+    // The activations the stage's last layer writes (or its successor reads), per micro-batch.
+    const double elements = std::max(model_.layers[first_[s + 1] - 1].output_elements,
+                                     model_.layers[first_[s + 1]].input_elements);
+    if (elements <= 0)
+      throw UserError("model '" + model_.name + "' gives layer '" + model_.layers[first_[s + 1] - 1].name +
+                      "' no output size, so --pp cannot size the activations its stage sends");
+    p2p_bytes_.push_back(static_cast<uint64_t>(std::llround(elements * micro_batch * element)));
+  }
+  for (const Kernel& k : kernels_[0]) tp_per_iteration_ += k.tp_size >= 0;
   // The optimizer step: one fused elementwise kernel over the weights
   // (SGD: read weights and gradients, write weights).
   training::Layer step;
@@ -171,7 +231,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   if (n % tp_ != 0)
     throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
                     " GPUs of the run into tensor-parallel groups of consecutive GPUs");
-  const int replicas = n / tp_;
+  if (n % pp_ != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into pipeline stages of consecutive GPUs");
+  const int replicas = n / pp_ / tp_;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
   // a single replica has no gradients to all-reduce.
@@ -179,15 +242,18 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   const uint64_t bucket_bytes = cfg.get(kBucketBytes);
   const uint64_t cap = overlap_ ? bucket_bytes : ~0ull;
   bucket_of_.assign(model_.layers.size(), -1);
+  buckets_.resize(pp_);
   uint64_t open = 0;
-  for (size_t k = model_.layers.size(); replicas > 1 && k-- > 0;) {
-    const uint64_t bytes = shards[k].gradient_bytes(precision_);
-    if (bytes == 0) continue;
-    if (buckets_.empty() || open >= cap) buckets_.push_back(0), open = 0;
-    buckets_.back() += bytes;
-    open += bytes;
-    bucket_of_[k] = static_cast<int>(buckets_.size()) - 1;
-  }
+  for (int s = pp_; s-- > 0;)
+    for (int k = first_[s + 1]; replicas > 1 && k-- > first_[s];) {
+      const uint64_t bytes = shards[k].gradient_bytes(precision_);
+      if (bytes == 0) continue;
+      std::vector<uint64_t>& mine = buckets_[s];
+      if (mine.empty() || open >= cap) mine.push_back(0), open = 0;
+      mine.back() += bytes;
+      open += bytes;
+      bucket_of_[k] = static_cast<int>(mine.size()) - 1;
+    }
 
   algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
   if (!opt_.baseline.empty()) {
@@ -197,12 +263,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   }
   // Groups that are not GPUs 0 to k-1 (all but the first tensor-parallel
   // group, the strided data-parallel ones) need ranks of their own.
-  if (tp_ > 1 && replicas > 1)
+  if ((tp_ > 1 && replicas > 1) || pp_ > 1)
     for (size_t a = 0; a < algorithms_.size(); ++a)
       if (CollectiveWorkload::ranks_are_gpu_numbers(algorithms_[a], t))
         throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
-                        "data-parallel groups of --tp " + std::to_string(tp_));
+                        "data-parallel groups of --tp or the stages of --pp");
   // One machine for all.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
   const auto list = [](const std::vector<uint64_t>& sizes) {
@@ -214,13 +280,14 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
     collectives_.emplace_back();
     // A group: GPUs first, first + stride, ... (count of them), all-reducing `sizes`.
     const auto group = [&](int first, int stride, int count, const std::vector<uint64_t>& sizes,
-                           const std::string& kind) {
+                           const std::string& kind, const std::string& collective = "allreduce") {
       std::vector<int> gpus;
       for (int r = 0; r < count; ++r) gpus.push_back(first + r * stride);
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       Options oc = opt_;
-      oc.collective = "allreduce";
-      oc.algorithm = algorithms_[a];
+      oc.collective = collective;
+      // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
+      oc.algorithm = collective == "broadcast" ? "ring" : algorithms_[a];
       oc.sizes = list(sizes);
       try {
         return std::make_unique<CollectiveWorkload>(oc, cfg, &share);
@@ -228,29 +295,42 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
         throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + kind + ": " + e.what());
       }
     };
-    if (!buckets_.empty())
-      for (int r = 0; r < tp_; ++r)
-        collectives_[a].dp.push_back(
-            group(r, tp_, replicas, buckets_, tp_ > 1 ? " (data-parallel group " + std::to_string(r) + ")" : ""));
+    for (int t = 0; replicas > 1 && t < pp_ * tp_; ++t)
+      collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
+                                         tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
     if (tp_ > 1)
       for (int g = 0; g < replicas; ++g)
         collectives_[a].tp.push_back(
             group(g * tp_, 1, tp_, tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
+    // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
+    const int stage = n / pp_;
+    for (int g = 0; g + stage < n; ++g) {
+      const std::vector<uint64_t> size{p2p_bytes_[stage_of(g)]};
+      const std::string gpus = " (pipeline GPUs " + std::to_string(g) + " and " + std::to_string(g + stage) + ")";
+      collectives_[a].p2p.push_back(group(g, stage, 2, size, gpus, "broadcast"));
+      collectives_[a].p2p.push_back(group(g + stage, -stage, 2, size, gpus, "broadcast"));
+    }
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
   spawn_method("train_launch", [this] {
     launch_.fired();
-    if (running_)
-      for (int t = 0; t < tp_; ++t) {
-        reduce(t);
-        finish(t);
-      }
+    if (!running_) return;
+    for (size_t l = 0; l < running_->links.size(); ++l) pump(static_cast<int>(l));
+    for (int t = 0; t < tp_ * pp_; ++t) {
+      reduce(t);
+      finish(t);
+    }
   }, &launch_.event);
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
       .add({"time_us", "us", ColumnKind::Measurement, "iteration", "(us)", 12, 1})
       .add({"compute_us", "us", ColumnKind::Measurement, "compute", "(us)", 12, 1});
+  if (pp_ > 1)
+    schema_->add({"microbatches", "", ColumnKind::Setting, "micro", "", 6})
+        .add({"p2p", "", ColumnKind::Measurement, "p2p", "", 6})
+        .add({"p2p_us", "us", ColumnKind::Measurement, "p2p", "(us)", 12, 1})
+        .add({"bubble_us", "us", ColumnKind::Measurement, "bubble", "(us)", 12, 1});
   if (tp_ > 1)
     schema_->add({"tp_allreduces", "", ColumnKind::Measurement, "tp ars", "", 7})
         .add({"tp_comm_us", "us", ColumnKind::Measurement, "tp comm", "(us)", 12, 1})
@@ -271,22 +351,41 @@ void TrainWorkload::span(int track, std::string name, const sc_core::sc_time& to
   spans_.push_back({static_cast<int>(running_->algorithm), track, std::move(name), end - us(took), end});
 }
 
+bool TrainWorkload::ready(int g, const Kernel& k) const {
+  const Iteration& it = *running_;
+  return k.wait == Edge::activation ? it.activations[g] > k.micro
+         : k.wait == Edge::gradient ? it.gradients[g] > k.micro
+                                    : true;
+}
+
 void TrainWorkload::issue(int g) {
   Iteration& it = *running_;
   gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-  const int t = g % tp_;
-  for (bool more = true; more && it.cursor[g] < kernels_.size();) {
+  const int t = group_of(g);
+  const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+  for (bool more = true; more && it.cursor[g] < kernels.size();) {
+    const Kernel& k = kernels[it.cursor[g]];
+    if (!ready(g, k)) {
+      it.blocked[g] = true;  // the neighbour's transfer issues it
+      return;
+    }
     const size_t i = it.cursor[g]++;
-    const Kernel& k = kernels_[i];
     more = k.tp_size < 0;
-    c.run(k.phase, k.layer, k.duration, [this, &it, &k, g, t, i] {
+    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, g, t, i] {
       const bool backward = k.phase == Phase::Backward;
-      span(g, model_.layers[k.layer].name + (backward ? " backward" : ""), k.duration);
+      span(g, model_.layers[k.layer].name + (backward ? " backward" : "") +
+                  (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
+           k.duration);
       ++it.kernels_done;
+      it.busy_us[g] += us(k.duration);
+      it.last_end[g] = sc_core::sc_time_stamp();
       // A bucket is ready when every GPU of the group has every gradient in it.
       if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
+      const int stage = gpus_ / pp_;
+      if (k.send == Edge::activation) send(2 * g, k.micro);
+      if (k.send == Edge::gradient) send(2 * (g - stage) + 1, k.micro);
       if (k.tp_size >= 0) arrive(g, k.tp_size);
-      else if (i + 1 == kernels_.size()) through(g);
+      else if (i + 1 == kernels.size()) through(g);
       if (backward) {
         reduce(t);
         finish(t);
@@ -311,10 +410,10 @@ void TrainWorkload::arrive(int g, int size) {
     it.wrong += coll.finish(size, ignored).wrong();
     tp.comm_us += us(took);
     ++tp.done;
-    span(gpus_ + tp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
+    span(gpus_ + tp_ * pp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
     for (int g = group * tp_; g < (group + 1) * tp_; ++g) {
       it.tp_wait_us += us(now - it.waiting_since[g]);
-      if (it.cursor[g] < kernels_.size()) issue(g);
+      if (it.cursor[g] < kernels_[stage_of(g)].size()) issue(g);
       else through(g);
     }
     // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
@@ -322,18 +421,55 @@ void TrainWorkload::arrive(int g, int size) {
   });
 }
 
-void TrainWorkload::through(int g) { ++running_->dp[g % tp_].through; }
+void TrainWorkload::through(int g) { ++running_->dp[group_of(g)].through; }
+
+void TrainWorkload::send(int link, int micro) {
+  running_->links[link].queue.push_back(micro);
+  pump(link);
+}
+
+// A link's transfers one at a time, in order, as NCCL's sends on one stream.
+void TrainWorkload::pump(int link) {
+  Iteration& it = *running_;
+  Iteration::Link& l = it.links[link];
+  if (l.busy || l.queue.empty()) return;
+  l.busy = true;
+  l.start = sc_core::sc_time_stamp();
+  CollectiveWorkload& coll = *collectives_[it.algorithm].p2p[link];
+  coll.start(0, [this, &it, &l, &coll, link] {
+    const sc_core::sc_time took = sc_core::sc_time_stamp() - l.start;
+    std::ostringstream ignored;
+    it.wrong += coll.finish(0, ignored).wrong();
+    ++it.p2p;
+    it.p2p_us += us(took);
+    const int stage = gpus_ / pp_, from = link / 2, to = from + stage;
+    const bool forward = link % 2 == 0;
+    span(gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size()) + link,
+         (forward ? "activations " : "gradients ") + std::to_string(l.queue.front()), took);
+    l.queue.pop_front();
+    l.busy = false;
+    const int receiver = forward ? to : from;
+    ++(forward ? it.activations : it.gradients)[receiver];
+    if (it.blocked[receiver]) {
+      it.blocked[receiver] = false;
+      issue(receiver);
+    }
+    // The next transfer from the launcher: this call comes from inside the collective.
+    launch_.after(sc_core::SC_ZERO_TIME);
+  });
+}
 
 // The group's buckets in order, each once every GPU of the group has its
 // gradients and the one before has been reduced.
 void TrainWorkload::reduce(int t) {
   Iteration& it = *running_;
   Iteration::Dp& dp = it.dp[t];
-  if (dp.reducing || dp.next == buckets_.size() || dp.waiting[dp.next] > 0) return;
+  const std::vector<uint64_t>& buckets = buckets_[t / tp_];
+  if (dp.reducing || dp.next == buckets.size() || dp.waiting[dp.next] > 0) return;
   dp.reducing = true;
   dp.comm_start = sc_core::sc_time_stamp();
   CollectiveWorkload& coll = *collectives_[it.algorithm].dp[t];
-  coll.start(dp.next, [this, &it, &dp, &coll, t] {
+  coll.start(dp.next, [this, &it, &dp, &coll, &buckets, t] {
     const sc_core::sc_time took = sc_core::sc_time_stamp() - dp.comm_start;
     std::ostringstream ignored;
     const Row row = coll.finish(dp.next, ignored);
@@ -357,7 +493,7 @@ void TrainWorkload::reduce(int t) {
       counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
       counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
     }
-    span(gpus_ + t, "all-reduce bucket " + std::to_string(dp.next) + " (" + mib(buckets_[dp.next]) + ")", took);
+    span(gpus_ + t, "all-reduce bucket " + std::to_string(dp.next) + " (" + mib(buckets[dp.next]) + ")", took);
     dp.reducing = false;
     ++dp.next;
     // The next bucket starts from the launcher: this call comes from inside
@@ -370,9 +506,10 @@ void TrainWorkload::reduce(int t) {
 void TrainWorkload::finish(int t) {
   Iteration& it = *running_;
   Iteration::Dp& dp = it.dp[t];
-  if (dp.updating || dp.through < gpus_ / tp_ || dp.next < buckets_.size()) return;
+  if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size()) return;
   dp.updating = true;
-  for (int g = t; g < gpus_; g += tp_)
+  for (int r = 0; r < replicas(); ++r) {
+    const int g = group_gpu(t, r);
     platform_->gpus()[g]->compute().run(Phase::Update, -1, update_, [this, &it, g] {
       span(g, "optimizer", update_);
       if (--it.update_left > 0) return;
@@ -380,38 +517,58 @@ void TrainWorkload::finish(int t) {
       it.t_end = sc_core::sc_time_stamp();
       sc_core::sc_pause();
     });
+  }
 }
 
 std::string TrainWorkload::error(size_t a) const {
-  for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp})
+  for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].p2p})
     for (const auto& c : *groups)
       if (!c->error().empty()) return c->error();
   return "";
 }
 
 Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool record) {
-  const int n = gpus_, replicas = gpus_ / tp_;
+  const int n = gpus_, tp_groups = gpus_ / tp_;
   running_ = std::make_unique<Iteration>(a, record);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.dp.resize(tp_);
-  for (auto& dp : it.dp) {
-    dp.waiting.assign(buckets_.size(), 0);
-    for (int b : bucket_of_)
-      if (b >= 0) dp.waiting[b] += replicas;
+  it.dp.resize(tp_ * pp_);
+  for (int t = 0; t < tp_ * pp_; ++t) {
+    const int s = t / tp_;
+    it.dp[t].waiting.assign(buckets_[s].size(), 0);
+    // Every replica runs each layer's backward once per micro-batch.
+    for (int k = first_[s]; k < first_[s + 1]; ++k)
+      if (bucket_of_[k] >= 0) it.dp[t].waiting[bucket_of_[k]] += replicas() * micro_;
   }
-  it.tp.resize(tp_ > 1 ? replicas : 0);
+  it.tp.resize(tp_ > 1 ? tp_groups : 0);
+  it.links.resize(collectives_[a].p2p.size());
   it.cursor.assign(n, 0);
+  it.activations.assign(n, 0);
+  it.gradients.assign(n, 0);
+  it.blocked.assign(n, false);
+  it.busy_us.assign(n, 0);
+  it.last_end.assign(n, it.t0);
   it.waiting_since.resize(n);
   it.update_left = n;
   for (int g = 0; g < n; ++g) issue(g);
   run.run_until([&] { return it.done || !error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
   if (const std::string e = error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
+  // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
   double compute = 0;
-  for (const auto& t : times_) compute += t.forward_s + t.backward_s;
+  for (int s = 0; s < pp_; ++s) {
+    double mine = 0;
+    for (int k = first_[s]; k < first_[s + 1]; ++k) mine += times_[k].forward_s + times_[k].backward_s;
+    compute = std::max(compute, mine * micro_);
+  }
   compute = compute * 1e6 + us(update_);
   const double time = us(it.t_end - it.t0);
+  // The bubble: each GPU's idle time until the pipeline's last kernel
+  // before the optimizer steps (the flush) ended, on average.
+  const sc_core::sc_time flushed = *std::max_element(it.last_end.begin(), it.last_end.end());
+  double bubble = 0;
+  for (int g = 0; g < n; ++g) bubble += us(flushed - it.t0) - it.busy_us[g];
+  bubble /= n;
   double dp_comm = 0, tp_comm = 0;
   uint64_t tp_done = 0;
   for (const auto& dp : it.dp) dp_comm += dp.comm_us;
@@ -424,12 +581,19 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
-      .set("comm_us", dp_comm / tp_)
-      .set("exposed_us", std::max(0.0, time - compute - tp_exposed))
-      .set("buckets", static_cast<uint64_t>(buckets_.size()))
+      .set("comm_us", dp_comm / (tp_ * pp_))
+      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - (pp_ > 1 ? bubble : 0.0)))
+      .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", it.wrong);
   if (tp_ > 1)
-    r.set("tp_allreduces", tp_done / replicas).set("tp_comm_us", tp_comm / replicas).set("tp_exposed_us", tp_exposed);
+    r.set("tp_allreduces", tp_done / tp_groups).set("tp_comm_us", tp_comm / tp_groups).set("tp_exposed_us", tp_exposed);
+  // Per pipeline: its transfers and their time.
+  const int pipelines = gpus_ / pp_;
+  if (pp_ > 1)
+    r.set("microbatches", static_cast<uint64_t>(micro_))
+        .set("p2p", it.p2p / pipelines)
+        .set("p2p_us", it.p2p_us / pipelines)
+        .set("bubble_us", bubble);
   running_.reset();
   return r;
 }
@@ -459,18 +623,25 @@ std::vector<Row> TrainWorkload::run_point(size_t i, Runner& run, std::ostream&) 
 void TrainWorkload::write_timeline() const {
   using json = nlohmann::ordered_json;
   json events = json::array();
-  const int n = gpus_, replicas = gpus_ / tp_;
-  // Data-parallel group t is GPUs t, t + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
+  const int n = gpus_, tp_groups = gpus_ / tp_;
+  // Data-parallel group t is GPUs group_gpu(t, 0), + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
   const auto gpu_list = [](int first, int stride, int count) {
     std::string text;
     for (int r = 0; r < count; ++r) text += (r ? "," : "") + std::to_string(first + r * stride);
     return text;
   };
   std::vector<std::string> tracks;
-  for (int g = 0; g < n; ++g) tracks.push_back("gpu" + std::to_string(g) + ".compute");
-  for (int t = 0; t < tp_; ++t)
-    tracks.push_back(tp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(t, tp_, replicas));
-  for (int g = 0; tp_ > 1 && g < replicas; ++g) tracks.push_back("activations, GPUs " + gpu_list(g * tp_, 1, tp_));
+  for (int g = 0; g < n; ++g)
+    tracks.push_back((pp_ > 1 ? "stage " + std::to_string(stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
+                     ".compute");
+  for (int t = 0; t < tp_ * pp_; ++t)
+    tracks.push_back(tp_ * pp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(group_gpu(t, 0), tp_, replicas()));
+  for (int g = 0; tp_ > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(g * tp_, 1, tp_));
+  for (size_t l = 0; l < collectives_[0].p2p.size(); ++l) {
+    const int from = static_cast<int>(l) / 2, to = from + n / pp_;
+    tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
+                           : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
+  }
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", a}, {"args", {{"name", algorithms_[a]}}}});
     for (size_t k = 0; k < tracks.size(); ++k)
@@ -489,21 +660,26 @@ void TrainWorkload::write_timeline() const {
 
 void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
-  const int replicas = gpus_ / tp_;
+  const int tp_groups = gpus_ / tp_;
   double forward = 0, backward = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s;
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
      << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
   if (tp_ > 1)
-    os << "tensor parallel in " << count_of(replicas, "group", "groups") << " of " << tp_
+    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_
        << " consecutive GPUs, data parallel over "
-       << count_of(replicas, "replica", "replicas") << ",";
+       << count_of(tp_groups, "replica", "replicas") << ",";
+  else if (pp_ > 1)
+    os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
+       << ", data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
   else
     os << "data parallel";
   os << " on " << gpus_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
      << "\n"
-     << "# compute: " << compute_->describe() << "; batch " << opt_.batch << " per GPU: forward " << forward * 1e3
+     << "# compute: " << compute_->describe() << "; batch " << opt_.batch
+     << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
+     << ": forward " << forward * 1e3
      << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms"
      << (tp_ > 1 ? " (each GPU its shard: 1/" + std::to_string(tp_) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
@@ -515,13 +691,21 @@ void TrainWorkload::print_header(std::ostream& os) const {
     for (uint64_t b : tp_sizes_) os << " " << size_label(b);
     os << ", each before the next kernel\n";
   }
+  if (pp_ > 1) {
+    os << "# pipeline: 1F1B (PipeDream-Flush), stage s the layers";
+    for (int s = 0; s < pp_; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
+    os << "; each micro-batch's activations to the next stage and their gradients back, of";
+    for (uint64_t b : p2p_bytes_) os << " " << size_label(b);
+    os << ", a 2-rank broadcast on the GPUs' cores\n";
+  }
   const std::string per_group = tp_ > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
                                               " per GPU in each group of the GPUs with the same place in theirs"
                                         : "";
-  if (buckets_.empty())
+  if (bucket_count() == 0)
     os << "# gradients: none to all-reduce, the model has one replica\n";
   else
-    os << "# gradients: " << count_of(buckets_.size(), "all-reduce", "all-reduces") << " per iteration" << per_group
+    os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
+       << (pp_ > 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs" : per_group)
        << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
        << "), by " << algorithms_[0] << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
        << "\n";
@@ -537,7 +721,11 @@ void TrainWorkload::print_header(std::ostream& os) const {
         if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
     }
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
-     << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "") << "\n";
+     << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
+     << (pp_ > 1 ? "; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p transfers "
+                   "included), not counted as exposed; p2p: a pipeline's transfers and their summed time"
+                 : "")
+     << "\n";
 }
 
 void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
@@ -551,16 +739,27 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
   config["gpus"] = gpus_;
   config["tp"] = tp_;
-  config["buckets_bytes"] = buckets_;
+  config["buckets_bytes"] = pp_ > 1 ? nlohmann::ordered_json(buckets_) : nlohmann::ordered_json(buckets_[0]);
+  if (pp_ > 1) {
+    config["pp"] = pp_;
+    config["microbatches"] = micro_;
+    config["p2p_bytes"] = p2p_bytes_;
+  }
   if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
 }
 
+size_t TrainWorkload::bucket_count() const {
+  size_t n = 0;
+  for (const auto& b : buckets_) n += b.size();
+  return n;
+}
+
 sc_core::sc_time TrainWorkload::default_stall_timeout() const {
   sc_core::sc_time t = sc_core::SC_ZERO_TIME;
   for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp})
+    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
       for (const auto& c : *groups) t = std::max(t, c->default_stall_timeout());
   return t;
 }
@@ -570,14 +769,15 @@ double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
   double buckets = 0;
   for (const auto& dp : running_->dp) buckets += static_cast<double>(dp.next);
-  const double kernels = static_cast<double>(gpus_) * static_cast<double>(kernels_.size());
+  double kernels = 0;
+  for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /
-         (kernels + static_cast<double>(buckets_.size() * running_->dp.size()));
+         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(tp_)));
 }
 
 void TrainWorkload::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp})
+    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
       for (const auto& c : *groups) c->trace(tf);
 }
 

@@ -18,6 +18,16 @@
 // the gradients, 1/N of the blocks' on each GPU, are all-reduced among the
 // GPUs with the same place in their group (data parallel over the replicas).
 // Every group is a collective on its own share of the one machine.
+//
+// --pp N adds pipeline parallelism (PipeDream-Flush's 1F1B, Narayanan et al.
+// 2021, §2.2): N stages over consecutive blocks of GPUs, stage s the layers
+// [s L / N, (s + 1) L / N) of any model, the batch cut into
+// train.microbatches; each stage runs its warm-up forwards, then one forward
+// and one backward in turn, then its cool-down backwards, and sends each
+// micro-batch's activations to the next stage and their gradients back to
+// the previous one: a 2-rank broadcast program on the cores of the two GPUs.
+// Each stage's GPUs (pipelines side by side) all-reduce that stage's
+// gradients among themselves. --pp with --tp is refused for now.
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +80,14 @@ class TrainWorkload : public Workload {
   // last kernel; data-parallel group t reduces its next bucket if it is
   // ready, and runs the optimizer step once it has reduced them all.
   void issue(int g);
+  void send(int link, int micro);
+  void pump(int link);
+  int stage_of(int g) const { return g / (gpus_ / pp_); }
+  // Data-parallel group t: stage t / tp, place t % tp in its tensor-parallel groups.
+  int group_of(int g) const { return stage_of(g) * tp_ + g % tp_; }
+  int group_gpu(int t, int r) const { return t / tp_ * (gpus_ / pp_) + t % tp_ + r * tp_; }
+  int replicas() const { return gpus_ / pp_ / tp_; }
+  size_t bucket_count() const;  // all stages'
   void arrive(int g, int size);
   void through(int g);
   void reduce(int t);
@@ -78,18 +96,26 @@ class TrainWorkload : public Workload {
   std::string error(size_t a) const;  // the first error of algorithm a's collectives
   void write_timeline() const;
 
-  // A GPU's kernels in order, forward then backward; `tp_size` (an index
-  // into tp_sizes_, -1: none) is the all-reduce its group runs after it.
+  // A stage's kernels in order (without --pp, forward then backward);
+  // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its
+  // group runs after it; a pipeline stage's first kernel of a micro-batch
+  // waits for what the neighbour sends, its last sends on.
+  enum class Edge : uint8_t { none, activation, gradient };
   struct Kernel {
     gpu::ComputeEngine::Phase phase;
     int layer;
     sc_core::sc_time duration;
     int tp_size;
+    int micro = 0;
+    Edge wait = Edge::none, send = Edge::none;
   };
+  bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
   // An algorithm's collectives: one per data-parallel group (none with a
-  // single replica) and one per tensor-parallel group (none without --tp).
+  // single replica), one per tensor-parallel group (none without --tp), and
+  // under --pp two per pair of neighbouring GPUs of a pipeline: link 2g
+  // carries GPU g's activations to g + gpus / pp, link 2g + 1 the gradients back.
   struct Groups {
-    std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp;
+    std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
   };
 
   Options opt_;
@@ -98,14 +124,18 @@ class TrainWorkload : public Workload {
   std::unique_ptr<training::ComputeModel> compute_;
   int gpus_ = 0;                             // taking part: the platform's first
   int tp_ = 1;                               // GPUs per tensor-parallel group
-  std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp)
-  std::vector<Kernel> kernels_;
+  int pp_ = 1;                               // pipeline stages
+  int micro_ = 1;                            // micro-batches per iteration
+  std::vector<int> first_;                   // [stage]: its first layer; [pp]: the layer count
+  std::vector<uint64_t> p2p_bytes_;          // [stage s]: activations from s to s + 1, per micro-batch
+  std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp), per micro-batch
+  std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   int tp_per_iteration_ = 0;                 // a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
-  std::vector<uint64_t> buckets_;            // bytes, in the order they are reduced
-  std::vector<int> bucket_of_;               // [layer]: its bucket, -1 for a layer without weights
+  std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
+  std::vector<int> bucket_of_;               // [layer]: its bucket in its stage, -1 for a layer without weights
   bool overlap_ = true;
   std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::string> algorithms_;      // --algorithm, then --baseline
