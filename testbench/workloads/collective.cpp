@@ -106,7 +106,7 @@ const Param<std::string> kRingEngine{
     "ring.engine", "software", Range::none(),
     "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
     "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
-    "fattree, bigraph, but for a broadcast)"};
+    "fattree, bigraph, for an all-reduce; other collectives' rings run on the cores)"};
 const Param<int> kDbtreePieces{
     "dbtree.pieces", 16, Range::at_least(1).at_most(1024),
     "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
@@ -306,14 +306,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   bool software_ring = false;
   if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(t);
-    // The NICs' ring table is an all-reduce's; a broadcast's chain runs on the cores.
-    const bool broadcast = opt_.collective == "broadcast";
-    const std::string engine = cfg_.get(kRingEngine, multitree_platform && !broadcast ? "nic" : "software");
+    // The NICs' ring table is an all-reduce's; the other collectives' rings run on the cores.
+    const bool allreduce = opt_.collective == "allreduce";
+    const std::string engine = cfg_.get(kRingEngine, multitree_platform && allreduce ? "nic" : "software");
     if (engine != "software" && engine != "nic")
       throw UserError("ring.engine must be software or nic, not '" + engine + "'");
-    if (broadcast && engine == "nic")
-      throw UserError("a ring broadcast runs on the GPUs' cores (ring.engine=software); the NICs' ring table is an "
-                      "all-reduce's");
+    if (!allreduce && engine == "nic")
+      throw UserError("a ring " + opt_.collective + " runs on the GPUs' cores (ring.engine=software); the NICs' ring "
+                      "table is an all-reduce's");
     software_ring = engine == "software";
   }
   if (copy_engines_) make_copy(n, fattree);
