@@ -60,9 +60,6 @@ struct CopyCollective::Group {
   uint64_t in_addr(uint64_t b) const { return base + kInOffset + b * kBlock; }
   uint64_t out_addr(uint64_t b) const { return base + kOutOffset + b * kBlock; }
   uint64_t flag_addr() const { return base + kFlagOffset; }
-  int position(int rank) const {
-    return static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
-  }
 };
 
 // One GPU's part of the program: it hands its copy engine a descriptor per
@@ -130,6 +127,7 @@ class CopyCollective::Rank : public Program {
     uint16_t flag_count = 0;
     uint8_t flag_data[kBlock] = {};
     int barrier = -1;  // the barrier operation in flight
+    int position = -1;  // this rank's among the group's members; -1: not one
   };
 
   const Group& group(const Op& op) const { return c_.groups_[op.group]; }
@@ -244,8 +242,13 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
   flag_acks_.rank = this;
   sends_ = std::any_of(ops_.begin(), ops_.end(), [](const Op& op) { return op.o->kind == OpKind::Send; });
   if (sends_) gpu_.add_stream(&flag_acks_);
-  for (const Group& g : c.groups_)
-    if (g.position(rank) < static_cast<int>(g.members.size())) gpu_.serve_region(*this, g.base, g.base + kWindowBytes);
+  for (size_t g = 0; g < c.groups_.size(); ++g) {
+    const Group& gr = c.groups_[g];
+    const auto at = std::find(gr.members.begin(), gr.members.end(), rank);
+    if (at == gr.members.end()) continue;
+    homes_[g].position = static_cast<int>(at - gr.members.begin());
+    gpu_.serve_region(*this, gr.base, gr.base + kWindowBytes);
+  }
   left_ = n;
 }
 
@@ -523,7 +526,7 @@ void CopyCollective::Rank::partial(int g, const net::Packet& p) {
   const uint16_t members = static_cast<uint16_t>(gr.members.size());
   const bool flag = p.addr >= gr.flag_addr();
   const uint64_t b = flag ? 0 : (p.addr - gr.out_addr(0)) / kBlock;
-  sc_assert(flag || static_cast<int>(b % members) == gr.position(rank_));
+  sc_assert(flag || static_cast<int>(b % members) == h.position);
   if (!flag && h.count.empty()) h.count.assign((blocks_ + members - 1) / members, 0);
   uint16_t& count = flag ? h.flag_count : h.count[b / members];
   if (!flag && h.data.empty()) h.data.resize(h.count.size() * kBlock);

@@ -217,11 +217,6 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
       throw UserError(path + ": " + why);
     copy_engines_ = copy;
     if (copy) innet_ = collectives::in_network_method(program_);
-    if (program_.engine() == collectives::Engine::NicTable) try {
-        (void)collectives::schedule_of(program_);
-      } catch (const UserError& e) {
-        throw UserError(path + ": " + e.what());
-      }
     if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
       throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
                       ", not the --collective " + opt_.collective + " asked for");
@@ -488,9 +483,16 @@ void CollectiveWorkload::make_scheduled(int n) {
     const auto& f = platform_->format();
     endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
   }
-  auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
-                                                      message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                      est, endpoint_GBps_);
+  // The NICs compile the program to tables here, once; a file that does not
+  // compile (schedule_of) is refused naming it, before anything runs.
+  std::unique_ptr<nic::ScheduledCollective> c;
+  try {
+    c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
+                                                   message ? nic::FlowControl::Message : nic::FlowControl::Packet,
+                                                   est, endpoint_GBps_);
+  } catch (const UserError& e) {
+    throw UserError(opt_.algorithm + ": " + e.what());
+  }
   scheduled_ = c.get();
   collective_ = std::move(c);
 }
