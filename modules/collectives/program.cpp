@@ -64,8 +64,10 @@ bool engine_can(Engine e, OpKind k) {
              k == OpKind::MulticastWrite || k == OpKind::ReduceWrite || k == OpKind::ReduceRead || k == OpKind::Barrier;
     case Engine::NicTable:  // Reduce entries add and forward, Gather entries forward (MultiTree §IV-A)
       return !in_network(k) && k != OpKind::Copy && k != OpKind::Reduce;
-    case Engine::RoceNic:
-      return k == OpKind::Nop || k == OpKind::Send || k == OpKind::Recv || k == OpKind::Aggregate;
+    case Engine::RoceNic:  // RDMA writes between hosts, which add what they receive; NetReduce's aggregation
+      return k == OpKind::Nop || k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduceSend ||
+             k == OpKind::RecvReduceCopy || k == OpKind::RecvReduceCopySend || k == OpKind::RecvCopySend ||
+             k == OpKind::Aggregate;
   }
   return false;
 }

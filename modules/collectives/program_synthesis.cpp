@@ -5,7 +5,9 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
+#include "collectives/composition.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -325,6 +327,148 @@ Program in_network_program(const std::string& name, Collective c, InNetMethod m,
         pb.add(r == 0 ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
                       : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, 0)));
         break;
+    }
+  }
+  return pb.build();
+}
+
+}  // namespace incsim::collectives
+
+namespace incsim::collectives {
+
+namespace {
+// A host's all-reduce buffers in place, `chunks` of them.
+Buffers in_place_buffers(uint32_t chunks) {
+  Buffers b;
+  b.input = b.output = chunks;
+  return b;
+}
+}  // namespace
+
+Program netreduce_program(int n) {
+  if (n < 2) throw UserError("NetReduce needs at least 2 ranks");
+  ProgramBuilder pb("netreduce", Collective::AllReduce, n, true);
+  std::vector<int> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  const int group = pb.add_group(all);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, in_place_buffers(1));
+    Operation o = make_op(OpKind::Aggregate, Engine::RoceNic, 0, 0);
+    o.group = group;
+    o.src = o.dst = chunk(Buffer::Input, 0);
+    pb.add(o);
+  }
+  return pb.build();
+}
+
+Program roce_ring_program(int n) {
+  const Program ring = ring_program(Collective::AllReduce, n, 1, {}, true);
+  Placement pl;
+  pl.part = &ring;
+  pl.ranks.resize(n);
+  std::iota(pl.ranks.begin(), pl.ranks.end(), 0);
+  pl.engine = Engine::RoceNic;
+  ProgramBuilder pb("ring", Collective::AllReduce, n, true);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, ring.buffers[r]);
+    append_part(pb, pl, r, {});
+  }
+  return pb.build();
+}
+
+namespace {
+// The ring inside machine m of a machines x per_machine layout, on channel 1.
+Placement machine_ring(const Program& ring, int m, int per_machine, uint32_t scale) {
+  Placement pl;
+  pl.part = &ring;
+  for (int i = 0; i < per_machine; ++i) pl.ranks.push_back(m * per_machine + i);
+  pl.channel = 1;
+  pl.scale = scale;
+  pl.engine = Engine::RoceNic;
+  return pl;
+}
+
+void check_machines(const char* what, int machines, int per_machine) {
+  if (machines < 2 || per_machine < 2)
+    throw UserError(std::string(what) + " needs at least 2 machines of at least 2 GPUs");
+}
+}  // namespace
+
+Program parallel_netreduce_program(int machines, int per_machine) {
+  check_machines("Parallel NetReduce", machines, per_machine);
+  const int R = machines, H = per_machine;
+  const Program ring = ring_program(Collective::AllReduce, H, 1, {}, true);
+  ProgramBuilder pb("pnetreduce", Collective::AllReduce, R * H, true);
+  for (int i = 0; i < H; ++i) {  // group i: GPU i of every machine, its NetReduce ring (§3.4)
+    std::vector<int> g;
+    for (int m = 0; m < R; ++m) g.push_back(m * H + i);
+    pb.add_group(std::move(g));
+  }
+  for (int m = 0; m < R; ++m) {
+    const Placement pl = machine_ring(ring, m, H, 1);
+    for (int i = 0; i < H; ++i) {
+      pb.begin_rank(m * H + i, ring.buffers[i]);
+      uint16_t gathers = 0;  // the all-gather's receives after the split
+      for (int k = 0; k < ring.op_count(i); ++k) {
+        Operation o = place(pl, ring.op(i, k));
+        if (o.kind != OpKind::RecvReduceCopySend) {
+          // Once this GPU's block waits for the machines' sum, the others'
+          // blocks overtake it around the ring: each is forwarded as it
+          // comes, on a queue of its own.
+          if (gathers) o.queue = static_cast<uint16_t>(2 + gathers++);
+          pb.add(o);
+          continue;
+        }
+        gathers = 1;
+        // The reduce-scatter completes this GPU's block: sum it across the
+        // machines before the all-gather sends it on.
+        const int peer = o.send_peer;
+        o.kind = OpKind::RecvReduceCopy;
+        o.send_peer = kNone;
+        const uint32_t rrc = static_cast<uint32_t>(pb.add(o));
+        Operation a = make_op(OpKind::Aggregate, Engine::RoceNic, 2, 1);
+        a.group = i;
+        a.src = a.dst = o.dst;
+        const uint32_t agg = static_cast<uint32_t>(pb.add(a, {rrc}));
+        Operation s = make_op(OpKind::Send, Engine::RoceNic, o.channel, 2);
+        s.send_peer = peer;
+        s.src = o.dst;
+        pb.add(s, {agg});
+      }
+    }
+  }
+  return pb.build();
+}
+
+Program tencent_program(int machines, int per_machine) {
+  check_machines("Tencent's all-reduce", machines, per_machine);
+  const int R = machines, H = per_machine;
+  // A chunk per machine of the masters' ring and per GPU of a machine's:
+  // lcm(R, H) chunks (by hand: g++ 12's std::lcm gave -2 for lcm(2, 2) at -O2).
+  uint32_t a = static_cast<uint32_t>(R), b = static_cast<uint32_t>(H);
+  while (b) a = std::exchange(b, a % b);
+  const uint32_t chunks = static_cast<uint32_t>(R) / a * static_cast<uint32_t>(H);
+  const Program intra = ring_program(Collective::AllReduce, H, 1, {}, true);
+  const Program masters = ring_program(Collective::AllReduce, R, 1, {}, true);
+  const Program chain = ring_program(Collective::Broadcast, H, 1, {}, true, 0);
+  Placement among;
+  among.part = &masters;
+  for (int m = 0; m < R; ++m) among.ranks.push_back(m * H);
+  among.channel = 2;
+  among.queue = 1;
+  among.scale = chunks / R;
+  among.engine = Engine::RoceNic;
+  ProgramBuilder pb("tencent", Collective::AllReduce, R * H, true);
+  for (int m = 0; m < R; ++m) {
+    const Placement in_machine = machine_ring(intra, m, H, chunks / H), down = machine_ring(chain, m, H, chunks);
+    for (int i = 0; i < H; ++i) {
+      const int r = m * H + i;
+      pb.begin_rank(r, in_place_buffers(chunks));
+      std::vector<uint32_t> last = {append_part(pb, in_machine, r, {}).back()};
+      if (i == 0) last = {append_part(pb, among, r, last).back()};
+      // GPU 0 broadcasts once the machines' sum is in; the others forward it
+      // after their ring (the chain follows it on the same queue).
+      append_part(pb, down, r, i == 0 ? last : std::vector<uint32_t>{});
     }
   }
   return pb.build();

@@ -59,4 +59,25 @@ const char* method_name(InNetMethod m);  // push, pull, multicast
 std::optional<InNetMethod> in_network_method(const Program& p);
 Program in_network_program(const std::string& name, Collective c, InNetMethod m, int n, bool barrier);
 
+// NetReduce (§3) as programs of the RoCE hosts (Engine::RoceNic), all-reduce
+// in place, one chunk per ring rank:
+//  - netreduce: every rank aggregates its whole buffer in group 0, channel
+//    0 (a group lists its ranks in ring order: each sends to its successor
+//    and receives the results from its predecessor, §3.1);
+//  - flat ring: ring_program on the hosts, channel 0;
+//  - Parallel NetReduce (§3.4, Fig. 6B), rank m * per_machine + i being GPU
+//    i of machine m: the ring inside each machine (channel 1), whose
+//    reduce-scatter's last receive completes the GPU's block; that block is
+//    aggregated across the machines in group i (GPU i of every machine,
+//    channel 2); the ring's all-gather then sends it on, and forwards the
+//    other GPUs' blocks as they come, each on a queue of its own (they
+//    overtake the GPU's own block, which waits for the machines' sum);
+//  - Tencent's (Fig. 6A): the ring all-reduce inside each machine (channel
+//    1), then among the machines' GPU 0 (channel 2), then a chain broadcast
+//    from GPU 0 down the machine's ring (channel 1).
+Program netreduce_program(int n);
+Program roce_ring_program(int n);
+Program parallel_netreduce_program(int machines, int per_machine);
+Program tencent_program(int machines, int per_machine);
+
 }  // namespace incsim::collectives

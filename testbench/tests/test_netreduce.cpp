@@ -857,7 +857,7 @@ TEST_CASE("incsim --platform rack: same seed, same bytes (table and waveform), u
   CHECK(w1 == w2);
   // The waveform shows the blocks' state.
   for (const char* sig : {"$scope module clt", " occupancy ", "aggregators_busy", "bitmap_bits", "completions",
-                          "$scope module host0", " window ", "retransmissions", "unacked_packets"})
+                          "$scope module host0", " op ", "retransmissions", "unacked_packets"})
     CHECK(w1.find(sig) != std::string::npos);
   std::remove(vcd1.c_str());
   std::remove(vcd2.c_str());
@@ -889,6 +889,56 @@ TEST_CASE("Tencent at 1% loss: every seed finishes exactly (the masters' ring st
     CHECK(run_incsim("--platform multigpu --machines 3 --gpus-per-machine 4 --algorithm tencent --sizes 256K "
                      "-c link.loss=0.01 --quiet --seed " + std::to_string(seed), out) == 0);
   }
+}
+TEST_CASE("a printed RoCE program runs back from its file to the same rows, under loss too", "[netreduce][cli][programs]") {
+  struct Case {
+    const char *platform, *algorithm;
+  };
+  for (const Case& k : {Case{"rack --hosts 4 -c link.loss=0.002", "netreduce"}, Case{"rack --hosts 3", "ring"},
+                        Case{"multigpu --machines 2 --gpus-per-machine 3 -c link.loss=0.002", "pnetreduce"},
+                        Case{"multigpu --machines 3 --gpus-per-machine 2", "tencent"}}) {
+    INFO(k.algorithm << " on " << k.platform);
+    const std::string base = std::string("--platform ") + k.platform + " --quiet --algorithm ";
+    const std::string file = std::string("/tmp/incsim_test_roce_") + k.algorithm + ".prog";
+    std::string program, a, b;
+    REQUIRE(run_incsim(base + k.algorithm + " --print-program", program) == 0);
+    CHECK(program.find(" roce ch ") != std::string::npos);
+    std::ofstream(file) << program;
+    REQUIRE(run_incsim(base + k.algorithm + " --sizes 64K,999996", a) == 0);
+    REQUIRE(run_incsim(base + file + " --sizes 64K,999996", b) == 0);
+    // The header names the file; every row and note is the same.
+    CHECK(a.substr(a.find("\n#   ")) == b.substr(b.find("\n#   ")));
+    std::remove(file.c_str());
+  }
+}
+
+TEST_CASE("a program file the RoCE hosts cannot run is one clear error", "[netreduce][cli][programs]") {
+  std::string six, ring16, out;
+  REQUIRE(run_incsim("--platform rack --algorithm netreduce --print-program", six) == 0);
+  REQUIRE(run_incsim("--platform dgx2 --algorithm ring --print-program", ring16) == 0);
+  const std::string f6 = "/tmp/incsim_test_roce_six.prog", f16 = "/tmp/incsim_test_roce_ring16.prog";
+  std::ofstream(f6) << six;
+  std::ofstream(f16) << ring16;
+  const auto error = [](const std::string& args) {
+    const std::string cmd = std::string(INCSIM_BINARY) + " " + args + " 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, f)) text.append(buf, n);
+    const int st = pclose(f);
+    CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 2));
+    return text;
+  };
+  CHECK_THAT(error("--platform rack --hosts 4 --algorithm " + f6), Catch::Contains("has 6 ranks, but platform rack runs 4 hosts"));
+  CHECK_THAT(error("--platform multigpu --machines 2 --algorithm " + f16), Catch::Contains("runs on the GPUs' cores engine"));
+  CHECK_THAT(error("--platform dgx2 --algorithm " + f6), Catch::Contains("runs on RoCE hosts"));
+  // Aggregating over another ring than the FPGA's: the whole rack, in order.
+  std::string swapped = six;
+  swapped.replace(swapped.find("group 0 1 2 3 4 5"), 17, "group 0 2 1 3 4 5");
+  std::ofstream(f6) << swapped;
+  CHECK_THAT(error("--platform rack --algorithm " + f6), Catch::Contains("group 0 is not a ring the FPGA aggregates"));
+  std::remove(f6.c_str());
+  std::remove(f16.c_str());
 }
 #endif
 

@@ -272,9 +272,9 @@ TEST_CASE("the checker names a peer out of range, an unpaired send, a cycle and 
   REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) depends on operation 7, which rank 0 does not have");
 
   bad = p;
-  bad.ops[0].engine = Engine::RoceNic;
-  bad.ops[1].engine = Engine::RoceNic;
-  REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) runs on the roce engine, which cannot do rrc");
+  bad.ops[0].engine = Engine::CopyEngine;
+  bad.ops[1].engine = Engine::CopyEngine;
+  REQUIRE(first_problem(bad) == "rank 0 operation 1 (rrc) runs on the copy engine, which cannot do rrc");
 
   bad = ring_program(Collective::AllGather, 4, 2);
   for (Buffers& b : bad.buffers) b.output = 10;
@@ -498,4 +498,56 @@ TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselin
   std::sort(messages.begin(), messages.end());
   REQUIRE(sent == messages);
   REQUIRE(read_program(write_program(p), "multitree.prog") == p);
+}
+
+TEST_CASE("NetReduce's algorithms as RoCE host programs are correct and round-trip", "[programs][netreduce]") {
+  std::vector<Program> ps;
+  for (int n : {2, 3, 6, 8}) {
+    ps.push_back(netreduce_program(n));
+    ps.push_back(roce_ring_program(n));
+  }
+  for (int machines : {2, 3, 4})
+    for (int gpus : {2, 3, 8}) {
+      ps.push_back(parallel_netreduce_program(machines, gpus));
+      ps.push_back(tencent_program(machines, gpus));
+    }
+  for (const Program& p : ps) {
+    INFO(p.name << " on " << p.ranks << " ranks");
+    require_ok(p);
+    for (const Operation& o : p.ops) CHECK(o.engine == Engine::RoceNic);
+    REQUIRE(read_program(write_program(p), "roce.prog") == p);
+  }
+  // Parallel NetReduce on 2 machines of 4 GPUs: GPU 1 of machine 1 (rank 5)
+  // runs the ring of its machine, its block's aggregation in group 1 (GPU 1
+  // of both machines) once the reduce-scatter completes it, then sends it on.
+  const Program pn = parallel_netreduce_program(2, 4);
+  REQUIRE(pn.groups.size() == 4);
+  CHECK(pn.groups[1] == std::vector<int>{1, 5});
+  std::vector<OpKind> kinds;
+  for (int i = 0; i < pn.op_count(5); ++i) kinds.push_back(pn.op(5, i).kind);
+  CHECK(kinds == std::vector<OpKind>{OpKind::Send, OpKind::RecvReduceSend, OpKind::RecvReduceSend, OpKind::RecvReduceCopy,
+                                     OpKind::Aggregate, OpKind::Send, OpKind::RecvCopySend, OpKind::RecvCopySend,
+                                     OpKind::Recv});
+  const Operation& agg = pn.op(5, 4);
+  CHECK(agg.group == 1);
+  CHECK(agg.channel == 2);
+  CHECK(agg.src == pn.op(5, 3).dst);
+  REQUIRE(agg.dep_count == 1);
+  CHECK(pn.deps_of(agg)[0] == 3);
+  CHECK(pn.deps_of(pn.op(5, 5))[0] == 4);
+  CHECK(pn.op(5, 1).send_peer == 6);
+  CHECK(pn.op(5, 1).recv_peer == 4);
+  // Tencent on 2 machines of 3 GPUs: lcm(2, 3) = 6 chunks; the masters'
+  // ring moves 3 of them at a time, the chain all 6.
+  const Program t = tencent_program(2, 3);
+  CHECK(t.buffers[0].input == 6);
+  bool masters = false, chain = false;
+  for (int i = 0; i < t.op_count(3); ++i) {
+    const Operation& o = t.op(3, i);
+    masters |= o.channel == 2 && o.src.count == 3;
+    chain |= o.channel == 1 && o.src.count == 6;
+  }
+  CHECK(masters);
+  CHECK(chain);
+  for (int i = 0; i < t.op_count(4); ++i) CHECK(t.op(4, i).channel == 1);  // GPU 1 never leaves its machine
 }

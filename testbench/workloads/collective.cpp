@@ -195,6 +195,18 @@ platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topolog
   return d;
 }
 
+bool is_program_file(const std::string& algorithm) { return algorithm.find_first_of("./") != std::string::npos; }
+
+collectives::Program read_checked_program(const std::string& path) {
+  const bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
+  collectives::Program p = xml ? collectives::read_msccl_file(path) : collectives::read_program_file(path);
+  const collectives::ProgramCheck check = collectives::check_program(p);
+  if (!check.ok())
+    throw UserError(path + " is not a correct " + collectives::collective_name(p.collective) + ": " +
+                    check.problems.front());
+  return p;
+}
+
 CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
@@ -202,16 +214,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
-  // --algorithm FILE: a program, MSCCL's XML or incsim's text format (no
-  // algorithm's name has a dot or a slash), checked before anything is built.
-  if (opt_.algorithm.find_first_of("./") != std::string::npos) {
+  if (is_program_file(opt_.algorithm)) {
     const std::string& path = opt_.algorithm;
-    const bool xml = path.size() > 4 && path.compare(path.size() - 4, 4, ".xml") == 0;
-    program_ = xml ? collectives::read_msccl_file(path) : collectives::read_program_file(path);
-    const collectives::ProgramCheck check = collectives::check_program(program_);
-    if (!check.ok())
-      throw UserError(path + " is not a correct " + collectives::collective_name(program_.collective) + ": " +
-                      check.problems.front());
+    program_ = read_checked_program(path);
+    if (program_.engine() == collectives::Engine::RoceNic)
+      throw UserError(path + " runs on RoCE hosts: run it on platform rack, spineleaf or multigpu");
     const bool copy = program_.engine() == collectives::Engine::CopyEngine;
     if (const std::string why = copy ? gpu::CopyCollective::cannot_run(program_) : ""; !why.empty())
       throw UserError(path + ": " + why);
@@ -710,7 +717,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (reduces_in_switches()) print_sizing(os);
-  if (opt_.algorithm.find_first_of("./") != std::string::npos) {  // a program file
+  if (is_program_file(opt_.algorithm)) {  // a program file
     bool other_proto = false;
     for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "

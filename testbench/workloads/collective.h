@@ -35,6 +35,13 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
 // the largest size fit in this machine's memory.
 void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind);
 
+// --algorithm FILE (a name with a dot or a slash: no algorithm's has one).
+bool is_program_file(const std::string& algorithm);
+// A program file, MSCCL's XML or incsim's text format, read and checked
+// symbolically before anything is built: one sentence naming the file if it
+// is not a correct collective.
+collectives::Program read_checked_program(const std::string& path);
+
 // The algorithm a collective runs when none is named.
 std::string default_algorithm(const std::string& collective);
 // The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).

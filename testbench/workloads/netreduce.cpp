@@ -11,7 +11,9 @@
 #include "core/units.h"
 #include "platforms/platform.h"
 #include "platforms/netreduce_machines.h"
-#include "roce/flow_control.h"
+#include "collectives/program_check.h"
+#include "collectives/program_synthesis.h"
+#include "roce/host_program.h"
 
 namespace incsim::tb {
 
@@ -52,14 +54,30 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
     multigpu_ = opt_.platform == "multigpu";
   }
   const std::string accepted = algorithms_for("allreduce", multigpu_ ? Family::MultiGpu : Family::Rack);
-  if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
-  check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
-  if (!one_of(opt_.algorithm, accepted))
-    throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
-                    "; choose one of " + accepted);
+  if (is_program_file(opt_.algorithm)) {
+    // A program the RoCE hosts run; the model and bound are those of the
+    // algorithm it is (or, by what it does, the ring or NetReduce).
+    file_program_ = read_checked_program(opt_.algorithm);
+    if (file_program_.engine() != collectives::Engine::RoceNic)
+      throw UserError(opt_.algorithm + " runs on the GPUs' " +
+                      std::string(collectives::engine_name(file_program_.engine())) + " engine; the hosts of platform " +
+                      opt_.platform + " run programs of roce operations");
+    bool aggregates = false;
+    for (const auto& op : file_program_.ops) aggregates |= op.kind == collectives::OpKind::Aggregate;
+    algorithm_ = one_of(file_program_.name, accepted) ? file_program_.name
+                 : aggregates                          ? (multigpu_ ? "pnetreduce" : "netreduce")
+                                                       : (multigpu_ ? "flatring" : "ring");
+  } else {
+    if (opt_.algorithm.empty()) opt_.algorithm = accepted.substr(0, accepted.find(','));
+    check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+    if (!one_of(opt_.algorithm, accepted))
+      throw UserError("algorithm '" + opt_.algorithm + "' does not run on platform " + opt_.platform +
+                      "; choose one of " + accepted);
+    algorithm_ = opt_.algorithm;
+  }
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
-  const bool in_network = opt_.algorithm == "netreduce" || opt_.algorithm == "pnetreduce";
+  const bool in_network = algorithm_ == "netreduce" || algorithm_ == "pnetreduce";
   platforms::NetReduceShape shape;
   if (file) {
     shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
@@ -85,7 +103,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
     graph = platforms::netreduce_topology(shape);
   }
   if (in_network && !shape.with_fpga)
-    throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + opt_.algorithm +
+    throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + algorithm_ +
                     " on; add one, or run --algorithm " + (multigpu_ ? "flatring" : "ring"));
   const int racks = shape.racks, per_rack = shape.hosts_per_rack;
   check_memory(sizes_, shape.hosts(), multigpu_ ? "GPUs" : "hosts");
@@ -112,29 +130,24 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
-  for (int i = 0; i < ranks; ++i) {  // the worker of ring rank i (multigpu: of GPU i)
+  program_ = make_program();
+  for (int i = 0; i < ranks; ++i) {  // the host of ring rank i (multigpu: GPU i)
     roce::RoceNic& nic = job_->nic(job_->ring_host(i));
-    const roce::GpuPlace place{i,
-                               i % per_rack,
-                               per_rack,
-                               i / per_rack,
-                               racks,
-                               job_->intra_send_qp(),
-                               job_->intra_recv_qp(),
-                               job_->inter_send_qp(),
-                               job_->inter_recv_qp()};
-    if (multigpu_ && in_network)
-      workers_.push_back(
-          std::make_unique<roce::ParallelNetReduceWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
-    else if (multigpu_ && opt_.algorithm == "tencent")
-      workers_.push_back(std::make_unique<roce::TencentWorker>(&nic, place, hc, pattern_.get(), dtype_, redop_));
-    else if (in_network)
-      workers_.push_back(std::make_unique<roce::NetReduceWorker>(
-          i, pattern_.get(), dtype_, redop_, roce::NetReducePhase(&nic, job_->send_qp(), 0, i, hc)));
-    else
-      workers_.push_back(std::make_unique<roce::RingWorker>(
-          i, pattern_.get(), dtype_, redop_, roce::RingPhase(&nic, job_->send_qp(), i, ranks, hc, dtype_, redop_)));
-    nic.set_client(workers_.back().get());
+    // Its connections: the ring (channel 0); on multigpu also the ring inside
+    // its machine (channel 1) and the ring of its GPU index across the
+    // machines (channel 2).
+    std::vector<roce::Connection> sends{{0, (i + 1) % ranks, job_->send_qp()}};
+    std::vector<roce::Connection> receives{{0, (i + ranks - 1) % ranks, job_->recv_qp()}};
+    if (multigpu_) {
+      const int m = i / per_rack, k = i % per_rack;
+      sends.push_back({1, m * per_rack + (k + 1) % per_rack, job_->intra_send_qp()});
+      receives.push_back({1, m * per_rack + (k + per_rack - 1) % per_rack, job_->intra_recv_qp()});
+      sends.push_back({2, ((m + 1) % racks) * per_rack + k, job_->inter_send_qp()});
+      receives.push_back({2, ((m + racks - 1) % racks) * per_rack + k, job_->inter_recv_qp()});
+    }
+    hosts_.push_back(std::make_unique<roce::HostProgram>(&nic, &program_, i, std::move(sends), std::move(receives), hc,
+                                                         pattern_.get(), dtype_, redop_));
+    nic.set_client(hosts_.back().get());
   }
   if (in_network) job_->add_ring(window_, msg_len_, dtype_, redop_);
 
@@ -156,7 +169,7 @@ sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return job_-
 
 void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
   for (int i = 0; i < job_->ring_size(); ++i)
-    sc_core::sc_trace(tf, workers_[i]->progress_ref(), "host" + std::to_string(job_->ring_host(i)) + progress_suffix());
+    sc_core::sc_trace(tf, hosts_[i]->progress_ref(), "host" + std::to_string(job_->ring_host(i)) + ".op");
 }
 
 // The bandwidth term alone (the bound) or with the latency term (the
@@ -168,11 +181,11 @@ double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
   const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
   if (!multigpu_)
     return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
-  if (opt_.algorithm == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
+  if (algorithm_ == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
     const double m_count = job_->racks();
     return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
   }
-  if (opt_.algorithm == "tencent") {  // Eq. (2)
+  if (algorithm_ == "tencent") {  // Eq. (2)
     const double lat = (n * n + 3.0 * n * std::log2(n) - 3.0 * n + 2.0 * p) / n * a;
     return lat + (4.0 * (n - 1) * p * b_inter + 2.0 * (p - n) * n * b_intra) / (n * p * b_intra * b_inter) * bytes;
   }
@@ -180,12 +193,44 @@ double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
   return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
 }
 
-// What a worker's progress signal counts: NetReduce's window position, a
-// ring's step, or the stage of a hierarchical algorithm.
-std::string NetReduceWorkload::progress_suffix() const {
-  if (opt_.algorithm == "netreduce") return ".window";
-  if (opt_.algorithm == "ring" || opt_.algorithm == "flatring") return ".step";
-  return ".stage";
+// The algorithm's program (collectives/program_synthesis.h), or the file's,
+// on the ring's ranks.
+collectives::Program NetReduceWorkload::make_program() const {
+  const int ranks = job_->ring_size();
+  const int machines = job_->racks(), per_machine = ranks / machines;
+  if (!file_program_.ops.empty()) {
+    const collectives::Program& p = file_program_;
+    const std::string& path = opt_.algorithm;
+    if (p.ranks != ranks)
+      throw UserError(path + " has " + std::to_string(p.ranks) + " ranks, but platform " + opt_.platform + " runs " +
+                      std::to_string(ranks) + " hosts");
+    // An aggregation runs on the FPGA's rings as the job installs them: the
+    // whole ring (channel 0), or on multigpu GPU i of every machine (group
+    // i, channel 2).
+    for (size_t g = 0; g < p.groups.size(); ++g) {
+      std::vector<int> ring;
+      for (int k = 0; k < (multigpu_ ? machines : ranks); ++k)
+        ring.push_back(multigpu_ ? k * per_machine + static_cast<int>(g) : k);
+      if (p.groups[g] != ring)
+        throw UserError(path + ": group " + std::to_string(g) + " is not a ring the FPGA aggregates (" +
+                        (multigpu_ ? "GPU " + std::to_string(g) + " of every machine" : std::string("every host")) +
+                        ", in order)");
+    }
+    for (const auto& o : p.ops)
+      if (o.kind == collectives::OpKind::Aggregate && o.channel != (multigpu_ ? 2 : 0))
+        throw UserError(path + ": an aggregation on channel " + std::to_string(o.channel) +
+                        " bypasses the FPGA, which sees channel " + (multigpu_ ? "2" : "0"));
+    return p;
+  }
+  if (algorithm_ == "netreduce") return collectives::netreduce_program(ranks);
+  if (algorithm_ == "pnetreduce") return collectives::parallel_netreduce_program(machines, per_machine);
+  if (algorithm_ == "tencent") return collectives::tencent_program(machines, per_machine);
+  return collectives::roce_ring_program(ranks);  // ring, flatring
+}
+
+void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
+  if (what != "program") Workload::print(what, os);
+  os << collectives::write_program(program_);
 }
 
 NetReduceWorkload::Totals NetReduceWorkload::totals() const {
@@ -223,7 +268,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
       sc_core::sc_pause();
     }
   };
-  for (auto& w : workers_) w->start(bytes, done);
+  for (auto& h : hosts_) h->start(bytes, done);
   const std::string what = "size " + size_label(bytes);
   run.run_until([&] { return finished == hosts; }, what);
   // The last ACKs: every connection drains before the next size starts,
@@ -238,7 +283,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
   Row r(schema_);
   const double time_us = (end - start).to_seconds() * 1e6;
   uint64_t wrong = 0;
-  for (const auto& w : workers_) wrong += w->wrong();
+  for (const auto& h : hosts_) wrong += h->wrong();
   fill_nccl(r, bytes, collectives::dtype_name(dtype_), collectives::redop_name(redop_), time_us,
             2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
   const double model = model_us(bytes, true);
@@ -262,7 +307,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
       .set("results_sent_again", t1.resent - t0.resent)
       .set("packet_hops", hops);
   if (multigpu_)
-    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : opt_.algorithm == "tencent" ? 2 : 1)
+    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : algorithm_ == "tencent" ? 2 : 1)
           << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
   // On multigpu a host is a GPU: its frames cross the machine's fabric, not only the NIC.
   notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput
@@ -280,9 +325,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
 // Beside the blocks' held packets: which hosts are not done, and where.
 void NetReduceWorkload::report_stall(std::ostream& os) const {
   for (int i = 0; i < job_->ring_size(); ++i)
-    if (!workers_[i]->finished())
-      os << "  host" << job_->ring_host(i) << ": not done, at" << progress_suffix().substr(1) << " "
-         << workers_[i]->progress_ref() << "\n";
+    if (!hosts_[i]->finished()) os << "  host" << job_->ring_host(i) << ": not done, at " << hosts_[i]->where() << "\n";
 }
 
 void NetReduceWorkload::print_header(std::ostream& os) const {

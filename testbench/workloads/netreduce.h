@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/program.h"
 #include "netreduce_job.h"
 #include "platforms/machine.h"
 #include "workload.h"
 
 namespace incsim::roce {
-class Worker;
+class HostProgram;
 }  // namespace incsim::roce
 
 namespace incsim::tb {
@@ -37,6 +38,7 @@ class NetReduceWorkload : public Workload {
   std::string stall_cause() const override { return job_->stall_cause(); }
   void report_stall(std::ostream& os) const override;
   void trace(sc_core::sc_trace_file* tf) const override;
+  void print(const std::string& what, std::ostream& os) const override;
 
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
@@ -47,7 +49,7 @@ class NetReduceWorkload : public Workload {
   struct Totals;
   Totals totals() const;
   double model_us(uint64_t bytes, bool with_alpha) const;
-  std::string progress_suffix() const;
+  collectives::Program make_program() const;
   Options opt_;
   Config& cfg_;
   bool multigpu_ = false;
@@ -60,7 +62,10 @@ class NetReduceWorkload : public Workload {
   std::unique_ptr<collectives::DataPattern> pattern_;
   std::unique_ptr<platforms::Machine> machine_;
   std::unique_ptr<NetReduceJob> job_;
-  std::vector<std::unique_ptr<roce::Worker>> workers_;
+  std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
+  collectives::Program file_program_;   // --algorithm FILE
+  collectives::Program program_;        // what the hosts run
+  std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]
   bool in_network_ = false;
 };
 

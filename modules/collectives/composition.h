@@ -1,0 +1,37 @@
+#pragma once
+// Programs composed of programs (docs/programs.md): a hierarchical algorithm
+// is its parts' programs, each placed on a subset of the ranks, on its own
+// channels and queues, over a coarser division of the buffer, with
+// dependencies between the parts. NetReduce's Parallel NetReduce and
+// Tencent's all-reduce (§3.4, Fig. 6) are written this way; so are NCCL's
+// algorithms across nodes. Plain C++, no SystemC.
+#include <optional>
+#include <vector>
+
+#include "collectives/program.h"
+
+namespace incsim::collectives {
+
+struct Placement {
+  const Program* part = nullptr;
+  std::vector<int> ranks;       // part rank k runs on rank ranks[k] of the whole
+  uint16_t channel = 0;         // the part's channel c becomes channel + c
+  uint16_t queue = 0;           // its queue q becomes queue + q
+  uint32_t scale = 1;           // its chunk c is the whole's chunks [c * scale, (c + 1) * scale)
+  std::optional<Engine> engine; // the engine that runs it, if not the part's own
+  int group_base = 0;           // where add_groups put the part's groups
+};
+
+// Adds the placement's groups, mapped, to the whole; once per placement,
+// before its operations.
+void add_groups(ProgramBuilder& b, Placement& pl);
+// The part's operation as the whole runs it: peers, channel, queue, chunks,
+// group and engine mapped (dependencies are the caller's).
+Operation place(const Placement& pl, const Operation& o);
+// Appends the operations of the part's rank that runs on whole rank `rank`
+// (the builder's current rank; nothing if the part has no rank there), its
+// dependencies mapped, the first operation of each of its queues also
+// depending on `after`. Returns the new operations' indices, in part order.
+std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int rank, const std::vector<uint32_t>& after);
+
+}  // namespace incsim::collectives

@@ -1,0 +1,362 @@
+#include "host_program.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace incsim::roce {
+
+using collectives::OpKind;
+
+namespace {
+constexpr uint64_t kElement = 4;  // float32 and int32, the types the RoCE hosts add
+constexpr uint64_t kOffsetMask = (1ull << 40) - 1;
+constexpr uint64_t kSeqMask = (1ull << 22) - 1;
+
+int connection(const std::vector<Connection>& cs, uint16_t channel, int peer) {
+  for (const Connection& c : cs)
+    if (c.channel == channel && c.peer == peer) return c.qp;
+  return -1;
+}
+}  // namespace
+
+HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int rank, std::vector<Connection> sends,
+                         std::vector<Connection> receives, const HostConfig& cfg,
+                         const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
+    : nic_(nic), program_(program), rank_(rank), cfg_(cfg), pattern_(pattern), dtype_(dtype), redop_(op),
+      sends_(std::move(sends)), receives_(std::move(receives)) {
+  const collectives::Program& p = *program_;
+  if (p.collective != collectives::Collective::AllReduce || !p.in_place || p.buffers[rank_].scratch)
+    throw UserError("program " + p.name + ": the RoCE hosts run in-place all-reduces without scratch buffers");
+  const int n = p.op_count(rank_);
+  ops_.resize(n);
+  dependents_.resize(n);
+  int qps = 0;
+  for (const Connection& c : sends_) qps = std::max(qps, c.qp + 1);
+  for (const Connection& c : receives_) qps = std::max(qps, c.qp + 1);
+  by_seq_.resize(qps);
+  aggregate_on_.assign(qps, -1);
+  std::vector<uint32_t> sent_on(qps);  // sequence numbers of the sending operations per queue pair
+  std::vector<int> last_of_queue;
+  const auto missing = [&](const char* dir, int peer, uint16_t ch) {
+    return UserError("program " + p.name + ": rank " + std::to_string(rank_) + " " + dir + " rank " +
+                     std::to_string(peer) + " on channel " + std::to_string(ch) +
+                     ", but this platform connects no such pair of hosts on that channel");
+  };
+  for (int i = 0; i < n; ++i) {
+    const collectives::Operation& o = p.op(rank_, i);
+    Op& s = ops_[i];
+    s.kind = o.kind;
+    if (o.queue >= last_of_queue.size()) last_of_queue.resize(o.queue + 1, -1);
+    s.prev = last_of_queue[o.queue];
+    if (s.prev >= 0) ops_[s.prev].next = i;
+    last_of_queue[o.queue] = i;
+    s.dep_count = o.dep_count;
+    for (uint16_t d = 0; d < o.dep_count; ++d) dependents_[p.deps_of(o)[d]].push_back(i);
+    const bool agg = o.kind == OpKind::Aggregate;
+    // An aggregation travels its group's ring (§3.1): to the successor, its
+    // results back from the predecessor.
+    int send_peer = o.send_peer, recv_peer = o.recv_peer;
+    if (agg) {
+      const auto& g = p.groups[o.group];
+      const int at = static_cast<int>(std::find(g.begin(), g.end(), rank_) - g.begin()), size = static_cast<int>(g.size());
+      send_peer = g[(at + 1) % size];
+      recv_peer = g[(at + size - 1) % size];
+      s.ring_id = static_cast<uint16_t>(o.group);
+      s.ina_rank = static_cast<uint16_t>(at);
+    }
+    if (collectives::sends(o.kind) || agg) {
+      s.send_qp = connection(sends_, o.channel, send_peer);
+      if (s.send_qp < 0) throw missing("sends to", send_peer, o.channel);
+      // An aggregation's address is its offset alone: the FPGA rebuilds a
+      // resent result's address from a later message's, and one before the
+      // chunk's start must come out negative (CLT::locate).
+      if (!agg) s.va_tag = kPointBit | (uint64_t{sent_on[s.send_qp]++} << kSeqShift);
+    }
+    if (collectives::receives(o.kind) || agg) {
+      const int qp = connection(receives_, o.channel, recv_peer);
+      if (qp < 0) throw missing("receives from", recv_peer, o.channel);
+      if (agg && aggregate_on_[qp] >= 0)
+        throw UserError("program " + p.name + ": rank " + std::to_string(rank_) +
+                        " has two aggregations on one connection; their results carry no address tag to tell "
+                        "them apart");
+      if (agg) aggregate_on_[qp] = i;
+      else by_seq_[qp].push_back(i);
+    }
+  }
+  for (const Connection& c : sends_) send_qps_.push_back(c.qp);
+  work_.reserve(4 * static_cast<size_t>(n) + 4);
+  blocked_.resize(n);
+}
+
+void HostProgram::layout(uint64_t bytes) {
+  const collectives::Program& p = *program_;
+  elements_ = bytes / kElement;
+  chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
+  // Chunk c starts at element c * E / C: the buffer split by elements, as
+  // NCCL splits it (input and output are one buffer: in place).
+  const auto begin = [this](uint64_t c) { return c * elements_ / chunks_ * kElement; };
+  const auto range = [&](const collectives::ChunkRef& c, uint64_t* at) {
+    *at = begin(c.index);
+    return begin(c.index + c.count) - *at;
+  };
+  uint64_t sums = bytes;  // receive-reduce-sends' results follow the buffer
+  uint64_t may_wait = 0;  // receive bytes that may arrive before their operation may take them
+  std::vector<char> waits(ops_.size());
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const collectives::Operation& o = p.op(rank_, static_cast<int>(i));
+    Op& s = ops_[i];
+    s.src = s.dst = s.operand = s.sum = kNoAddr;
+    s.bytes = 0;
+    if (!o.src.empty()) s.bytes = range(o.src, &s.src);
+    if (!o.dst.empty()) s.bytes = range(o.dst, &s.dst);
+    const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
+                         o.kind == OpKind::RecvReduceCopySend;
+    if (reduces) s.operand = o.src.empty() ? s.dst : s.src;
+    if (o.kind == OpKind::RecvReduceSend) {
+      s.sum = sums;
+      sums += s.bytes;
+    }
+    const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
+    s.messages = static_cast<uint32_t>((s.bytes + msg_bytes - 1) / msg_bytes);
+    waits[i] = s.dep_count > 0 || (s.prev >= 0 && waits[s.prev]);
+    if (waits[i] && collectives::receives(o.kind)) may_wait += s.bytes;
+  }
+  mem_.assign(sums, 0);
+  staging_.resize(may_wait);
+  staged_.clear();
+  staged_.reserve(may_wait / cfg_.mtu_payload + ops_.size());
+  staged_bytes_ = 0;
+}
+
+void HostProgram::start(uint64_t bytes, std::function<void()> done) {
+  layout(bytes);
+  pattern_->fill(dtype_, rank_, 0, elements_, mem_.data());
+  finished_ = false;
+  wrong_ = 0;
+  done_ = std::move(done);
+  left_ = static_cast<int>(ops_.size());
+  oldest_ = 0;
+  std::vector<uint32_t> work_requests(by_seq_.size());
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    Op& s = ops_[i];
+    s.done_msgs = s.posted = s.staged = 0;
+    s.packets_in = 0;
+    s.complete = false;
+    s.deps_left = s.dep_count;
+    if (s.send_qp >= 0) work_requests[s.send_qp] += s.messages;
+    if (s.kind == OpKind::Aggregate) {  // MsgIDs continue across collectives: the aggregator array remembers them
+      s.msg_id_base = msg_ids_.size() > s.ring_id ? msg_ids_[s.ring_id] : 0;
+      if (msg_ids_.size() <= s.ring_id) msg_ids_.resize(s.ring_id + 1u, 0);
+      msg_ids_[s.ring_id] = s.msg_id_base + s.messages;
+    }
+  }
+  for (int qp : send_qps_) {
+    nic_->reset_work(qp);
+    nic_->reserve(qp, work_requests[qp]);
+  }
+  if (ops_.empty()) {
+    finish();
+    return;
+  }
+  for (size_t i = 0; i < ops_.size(); ++i) work_.push_back(static_cast<int>(i));
+  run();
+}
+
+bool HostProgram::may_take(const Op& o, uint32_t msg) const {
+  if (o.deps_left) return false;
+  if (o.prev < 0) return true;
+  const Op& before = ops_[o.prev];
+  return before.complete || (before.messages > 0 && before.done_msgs > std::min(msg, before.messages - 1));
+}
+
+void HostProgram::run() {
+  while (!work_.empty()) {
+    const int i = work_.back();
+    work_.pop_back();
+    advance(i);
+  }
+}
+
+void HostProgram::advance(int i) {
+  Op& o = ops_[i];
+  if (o.complete || o.deps_left) return;
+  if (o.kind == OpKind::Send) {
+    const uint32_t was = o.done_msgs;
+    while (o.done_msgs < o.messages && may_take(o, o.done_msgs)) post(i, o.done_msgs++);
+    if (o.done_msgs != was && o.next >= 0) work_.push_back(o.next);
+  } else if (o.kind == OpKind::Aggregate) {
+    while (o.posted < o.messages && o.posted < o.done_msgs + cfg_.window && may_take(o, o.posted)) post(i, o.posted++);
+  } else if (o.staged) {
+    replay();
+  }
+  const bool before_done = o.prev < 0 || ops_[o.prev].complete;
+  if (o.done_msgs == o.messages && before_done && !o.complete) complete(i);
+}
+
+void HostProgram::replay() {
+  // In arrival order, as the data came: an operation takes its packets in
+  // order, so once one of its packets must wait, its later ones do too.
+  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
+  bool progress = true;
+  while (progress && !staged_.empty()) {
+    progress = false;
+    std::fill(blocked_.begin(), blocked_.end(), 0);
+    for (Staged& e : staged_) {
+      if (e.op < 0 || blocked_[e.op]) continue;
+      Op& o = ops_[e.op];
+      if (!may_take(o, static_cast<uint32_t>(e.offset / msg_bytes))) {
+        blocked_[e.op] = 1;
+        continue;
+      }
+      const int i = e.op;
+      e.op = -1;
+      --o.staged;
+      take(i, e.offset, staging_.data() + e.at, e.bytes);
+      progress = true;
+    }
+    staged_.erase(std::remove_if(staged_.begin(), staged_.end(), [](const Staged& e) { return e.op < 0; }),
+                  staged_.end());
+  }
+  if (staged_.empty()) staged_bytes_ = 0;
+}
+
+void HostProgram::take(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes) {
+  Op& o = ops_[i];
+  uint8_t* const m = mem_.data();
+  switch (o.kind) {
+    case OpKind::Recv:
+    case OpKind::RecvCopySend:
+      std::memcpy(m + o.dst + offset, payload, bytes);
+      break;
+    case OpKind::RecvReduceCopy:
+    case OpKind::RecvReduceCopySend:
+      if (o.operand != o.dst) std::memcpy(m + o.dst + offset, m + o.operand + offset, bytes);
+      collectives::reduce_bytes(dtype_, redop_, m + o.dst + offset, payload, bytes);
+      break;
+    case OpKind::RecvReduceSend:
+      std::memcpy(m + o.sum + offset, m + o.operand + offset, bytes);
+      collectives::reduce_bytes(dtype_, redop_, m + o.sum + offset, payload, bytes);
+      break;
+    default:
+      sc_assert(false && "a RoCE host receives only for receiving operations");
+  }
+  ++o.packets_in;
+  // A message is whole when its last packet is in (RC delivers in order).
+  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
+  const uint64_t end = offset + bytes;
+  if (end % msg_bytes == 0 || end == o.bytes) message_done(i);
+}
+
+void HostProgram::message_done(int i) {
+  Op& o = ops_[i];
+  ++o.done_msgs;
+  // Forward what just arrived (reduced with ours, or final).
+  if (collectives::sends(o.kind)) post(i, o.done_msgs - 1);
+  if (o.next >= 0) work_.push_back(o.next);
+  work_.push_back(i);  // it may be complete
+}
+
+void HostProgram::post(int i, uint32_t msg) {
+  const Op& o = ops_[i];
+  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
+  const uint64_t off = msg * msg_bytes;
+  const uint64_t len = std::min(msg_bytes, o.bytes - off);
+  WorkRequest w;
+  w.id = (static_cast<uint64_t>(i) << 32) | msg;
+  w.packets = static_cast<uint32_t>((len + cfg_.mtu_payload - 1) / cfg_.mtu_payload);
+  w.last_bytes = static_cast<uint32_t>(len - (w.packets - 1) * uint64_t{cfg_.mtu_payload});
+  w.remote_va = o.va_tag | off;  // the result of an aggregation lands where the gradient came from
+  if (o.kind == OpKind::Aggregate) {
+    w.has_ina = true;
+    w.ina.inet_tag = eth::kInetTag;
+    w.ina.ring_id = o.ring_id;
+    w.ina.rank = o.ina_rank;
+    w.ina.msg_id = o.msg_id_base + msg;
+    w.ina.msg_len = w.packets;
+  }
+  nic_->post(o.send_qp, w);
+}
+
+void HostProgram::complete(int i) {
+  Op& o = ops_[i];
+  o.complete = true;
+  while (oldest_ < static_cast<int>(ops_.size()) && ops_[oldest_].complete) ++oldest_;
+  for (int d : dependents_[i])
+    if (--ops_[d].deps_left == 0) work_.push_back(d);
+  if (o.next >= 0) work_.push_back(o.next);
+  if (--left_ == 0) finish();
+}
+
+void HostProgram::finish() {
+  finished_ = true;
+  // Every element, against the closed-form reference: an element that never
+  // arrived still holds this rank's input and counts as wrong.
+  wrong_ = pattern_->mismatches(dtype_, redop_, mem_.data(), 0, elements_, -1);
+  if (done_) done_();
+}
+
+void HostProgram::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) {
+  const Op& o = ops_[wr.id >> 32];
+  const uint64_t msg = wr.id & 0xFFFFFFFFu;
+  const uint64_t from = o.kind == OpKind::Send || o.kind == OpKind::Aggregate ? o.src
+                        : o.kind == OpKind::RecvReduceSend                   ? o.sum
+                                                                             : o.dst;
+  std::memcpy(payload, mem_.data() + from + msg * cfg_.msg_len * cfg_.mtu_payload + uint64_t{index} * cfg_.mtu_payload,
+              bytes);
+}
+
+void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+  const uint64_t offset = va & kOffsetMask;
+  if (!(va & kPointBit)) {
+    // A result: the FPGA wrote it back over the chunk (§3.1). Its address
+    // comes from a RETH the FPGA may have rebuilt (§3.3); one outside the
+    // chunk is a model error (a NIC would refuse it).
+    const int i = aggregate_on_[qp];
+    Op& o = ops_[i];
+    sc_assert(offset <= o.bytes && bytes <= o.bytes - offset);
+    std::memcpy(mem_.data() + o.dst + offset, payload, bytes);
+    const uint64_t packets = (o.bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+    if (++o.packets_in % cfg_.msg_len == 0 || o.packets_in == packets) {
+      ++o.done_msgs;
+      if (o.next >= 0) work_.push_back(o.next);
+      work_.push_back(i);  // the window moves on; it may be complete
+    }
+  } else {
+    const int i = by_seq_[qp][(va >> kSeqShift) & kSeqMask];
+    Op& o = ops_[i];
+    const uint32_t msg = static_cast<uint32_t>(offset / (uint64_t{cfg_.msg_len} * cfg_.mtu_payload));
+    if (o.staged || !may_take(o, msg)) {
+      stage(i, offset, payload, bytes);
+      return;
+    }
+    take(i, offset, payload, bytes);
+  }
+  run();
+}
+
+void HostProgram::stage(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes) {
+  // Sized by layout() for every receive that may come early; beyond it (a
+  // program whose data overtakes its order some other way) it grows.
+  if (staged_bytes_ + bytes > staging_.size()) staging_.resize(staged_bytes_ + bytes);
+  std::memcpy(staging_.data() + staged_bytes_, payload, bytes);
+  staged_.push_back({i, offset, staged_bytes_, bytes});
+  staged_bytes_ += bytes;
+  ++ops_[i].staged;
+}
+
+std::string HostProgram::where() const {
+  std::ostringstream os;
+  if (oldest_ >= static_cast<int>(ops_.size())) return "done";
+  const collectives::Operation& p = program_->op(rank_, oldest_);
+  const Op& o = ops_[oldest_];
+  os << "operation " << oldest_ << " of " << ops_.size() << " (" << collectives::op_name(p.kind) << " on channel "
+     << p.channel << "), " << o.done_msgs << " of " << o.messages << " messages done";
+  if (o.deps_left) os << ", waiting for " << o.deps_left << " of its dependencies";
+  if (!staged_.empty()) os << ", " << staged_.size() << " packets staged";
+  return os.str();
+}
+
+}  // namespace incsim::roce

@@ -1,0 +1,137 @@
+#pragma once
+// The host software above a RoCE NIC executing its rank's operations of a
+// collective program (docs/programs.md) on real data in host (GPU) memory:
+// the engine of Engine::RoceNic. NetReduce, the ring and the hierarchical
+// all-reduces of NetReduce §3 are programs (collectives/program_synthesis.h);
+// this runs any program of these operations:
+//  - send, receive and the receive-reduce kinds over RC connections: every
+//    operation's bytes are cut into messages of MsgLen packets, each one
+//    RDMA WRITE; a receive-and-send forwards a message as soon as the whole
+//    of it has arrived (and been reduced), as NCCL's ring over RDMA does;
+//  - aggregate: NetReduce's flow control (§3.1, §3.2): each message carries
+//    an INA header (RingID = the group, MsgID, Rank = position in the group,
+//    MsgLen) on the connection to the group's successor, N messages are in
+//    flight, and the window advances each time a whole result message has
+//    arrived from the predecessor, written over the operation's chunk.
+// Order: the operations of one queue stream message by message (the k-th
+// message of an operation goes after the k-th of the one before it in the
+// queue, and an operation completes after the one before it); a dependency
+// waits for the whole operation. Data that arrives for an operation not yet
+// allowed to take it waits in a staging area (NCCL's receive FIFO) and is
+// taken, in arrival order, once it may be.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectives/data_pattern.h"
+#include "collectives/program.h"
+#include "roce/roce_nic.h"
+
+namespace incsim::roce {
+
+struct HostConfig {
+  uint32_t mtu_payload;  // bytes of tensor per packet
+  uint32_t msg_len;      // packets per message (MsgLen)
+  uint32_t window;       // messages in flight (N) of an aggregation
+};
+
+// A queue pair of this host and what it carries: the program's channel to
+// (or from) one peer rank.
+struct Connection {
+  uint16_t channel;
+  int peer;
+  int qp;
+};
+
+class HostProgram : public NicClient {
+ public:
+  // Runs rank `rank` of `program` (an in-place all-reduce of RoCE
+  // operations, which the caller has checked) on `nic`; `sends` and
+  // `receives` are the host's connections. Throws UserError if an operation
+  // needs a connection the host lacks.
+  HostProgram(RoceNic* nic, const collectives::Program* program, int rank, std::vector<Connection> sends,
+              std::vector<Connection> receives, const HostConfig& cfg, const collectives::DataPattern* pattern,
+              collectives::DType dtype, collectives::RedOp op);
+  // An all-reduce of `bytes`: fills the input from the pattern, runs the
+  // operations, checks every element of the output at the end (#wrong).
+  void start(uint64_t bytes, std::function<void()> done);
+  bool finished() const { return finished_; }
+  uint64_t wrong() const { return wrong_; }
+  // The oldest operation not complete, for the waveform (hostI.op).
+  const int& progress_ref() const { return oldest_; }
+  // Where a stalled host is: its oldest incomplete operation and what it waits for.
+  std::string where() const;
+
+  void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+
+ private:
+  static constexpr uint64_t kNoAddr = ~0ull;
+  struct Op {
+    collectives::OpKind kind;
+    uint64_t src = kNoAddr, dst = kNoAddr, bytes = 0;  // offsets in mem_ of its chunks; its bytes
+    uint64_t operand = kNoAddr;                        // a receive-reduce's local operand
+    uint64_t sum = kNoAddr;                            // a receive-reduce-send's result, sent from mem_
+    uint32_t messages = 0, done_msgs = 0;              // done: handled (sent, received, result in)
+    uint32_t posted = 0;                               // aggregate: messages sent
+    uint64_t packets_in = 0;                           // packets received (aggregate: of results)
+    uint64_t va_tag = 0;                               // its writes' address tag
+    int send_qp = -1;
+    int prev = -1, next = -1;                          // in its queue
+    uint32_t deps_left = 0, dep_count = 0;
+    uint32_t msg_id_base = 0;                          // aggregate: MsgIDs continue across collectives
+    uint16_t ina_rank = 0, ring_id = 0;
+    uint32_t staged = 0;                               // packets waiting in staged_
+    bool complete = false;
+  };
+  struct Staged {
+    int op;
+    uint64_t offset, at;  // in the operation's bytes; in staging_
+    uint32_t bytes;
+  };
+  // A write's address: [point-to-point bit][sequence][offset]; an
+  // aggregation's is its offset alone (its results come back from the FPGA).
+  static constexpr int kSeqShift = 40;
+  static constexpr uint64_t kPointBit = 1ull << 62;
+
+  void layout(uint64_t bytes);
+  bool may_take(const Op& o, uint32_t msg) const;  // may it handle its message msg now?
+  void take(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes);
+  void message_done(int i);
+  void post(int i, uint32_t msg);
+  void run();           // advances the operations on work_ until none is left
+  void advance(int i);  // handles what operation i may now
+  void stage(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes);
+  void replay();        // staged packets that may now be taken, in arrival order
+  void complete(int i);
+  void finish();
+
+  RoceNic* nic_;
+  const collectives::Program* program_;
+  int rank_;
+  HostConfig cfg_;
+  const collectives::DataPattern* pattern_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  std::vector<Connection> sends_, receives_;
+  std::vector<Op> ops_;
+  std::vector<std::vector<int>> dependents_;      // [op]: the operations that wait for it
+  std::vector<std::vector<int>> by_seq_;          // [qp][sequence]: the receiving operation
+  std::vector<int> aggregate_on_;                 // [qp]: the aggregation whose results it brings, or -1
+  std::vector<int> send_qps_;                     // the queue pairs it sends on
+  std::vector<uint8_t> mem_;                      // input (= output), then receive-reduce-sends' sums
+  std::vector<uint8_t> staging_;
+  std::vector<Staged> staged_;
+  std::vector<int> work_;                         // operations to advance
+  std::vector<char> blocked_;                     // replay(): operations whose next staged packet must wait
+  std::vector<uint32_t> msg_ids_;                 // [group]: the next MsgID (the aggregator array remembers them)
+  uint64_t staged_bytes_ = 0, elements_ = 0;
+  uint32_t chunks_ = 0;
+  int left_ = 0, oldest_ = 0;
+  bool finished_ = true;
+  uint64_t wrong_ = 0;
+  std::function<void()> done_;
+};
+
+}  // namespace incsim::roce
