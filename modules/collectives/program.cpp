@@ -42,6 +42,11 @@ std::string list(const char* const (&names)[N]) {
 const char* collective_name(Collective c) { return kCollectives[static_cast<int>(c)]; }
 const char* engine_name(Engine e) { return kEngines[static_cast<int>(e)]; }
 const char* protocol_name(Protocol p) { return kProtocols[static_cast<int>(p)]; }
+Protocol parse_protocol(const std::string& text, const std::string& what) {
+  for (int p = 0; p < 3; ++p)
+    if (text == kProtocols[p]) return static_cast<Protocol>(p);
+  throw UserError(what + " must be simple, ll or ll128, not '" + text + "'");
+}
 const char* op_name(OpKind k) { return kOps[static_cast<int>(k)]; }
 char buffer_letter(Buffer b) { return "ios"[static_cast<int>(b)]; }
 

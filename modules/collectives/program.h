@@ -33,9 +33,11 @@ enum class Engine : uint8_t {
 };
 const char* engine_name(Engine e);
 
-// How the cores move data. Only Simple is modelled today.
+// How the cores move data: NCCL's protocols (gpu/cores_collective.h).
 enum class Protocol : uint8_t { Simple, LL, LL128 };
 const char* protocol_name(Protocol p);
+// "simple", "ll" or "ll128"; anything else is a UserError naming `what`.
+Protocol parse_protocol(const std::string& text, const std::string& what);
 
 enum class Buffer : uint8_t { Input, Output, Scratch };
 char buffer_letter(Buffer b);  // i, o, s as MSCCL writes them

@@ -21,6 +21,9 @@ using collectives::Operation;
 namespace {
 constexpr uint32_t kElem = 4;  // float32 and int32
 
+constexpr uint32_t kLlLine = 16, kLlData = 8;          // st.volatile.v4.u32 {data, flag, data, flag}
+constexpr uint32_t kLl128Line = 128, kLl128Data = 120;  // 15 data words and a flag word per line
+
 bool local(OpKind k) { return !collectives::sends(k) && !collectives::receives(k); }
 
 // The buffer that holds rank r's chunk (in place, the output and the input
@@ -101,7 +104,9 @@ class CoresCollective::Rank : public gpu::Program {
   void start() {
     for (auto& q : queues_) progress(*q);
   }
-  void on_timer(uint64_t) override {}
+  // An unfenced transfer (LL, LL128) is done once its last store has left:
+  // its queue's send, one delta after (not from inside the port's fill).
+  void on_timer(uint64_t queue) override { finish_send(*queues_[queue], false); }
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   void transfers(uint64_t& sent, uint64_t& all) const {
@@ -130,6 +135,7 @@ class CoresCollective::Rank : public gpu::Program {
     uint64_t done = 0;       // flags stored (send) or slots freed (receive)
     uint64_t seen = 0;       // the other side's flag: slots freed (send) or transfers landed (receive)
     std::vector<uint64_t> slot_len;  // receive: elements in each slot
+    std::vector<uint32_t> landed;    // receive, LL and LL128: packets landed in each slot
   };
   // A run of a chunk reference: one chunk's elements in this pass.
   struct Segment {
@@ -149,6 +155,7 @@ class CoresCollective::Rank : public gpu::Program {
     int index;
     std::vector<int> ops;  // rank-local operation indices, in order
     uint64_t passes = 1, next = 0, total = 0;
+    size_t at = 0;  // its place in queues_
     uint64_t transfers = 0, sent = 0;
     // The transfer being sent.
     bool sending = false;
@@ -175,7 +182,11 @@ class CoresCollective::Rank : public gpu::Program {
   void progress(Queue& q);
   bool deps_done(const Operation& o, uint64_t pass) const;
   void start_send(Queue& q, int op, uint64_t pass);
-  void finish_send(Queue& q);
+  // The transfer is done: with `flag`, after the fence, the flag store that tells the receiver (Simple).
+  void finish_send(Queue& q, bool flag = true);
+  // LL, LL128: a data packet landed in receive connection c's mailbox at addr.
+  void landed(Conn& c, uint64_t addr);
+  bool data_ack(const Queue& q, const net::Packet* p) const;
   void issued_all(Queue& q) {
     if (collectives::receives(op(q.op).kind)) consume(q, *q.in);
   }
@@ -324,6 +335,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     max_count = std::max<uint32_t>(max_count, std::max(o.src.count, o.dst.count));
   }
   std::sort(queues_.begin(), queues_.end(), [](const auto& a, const auto& b) { return a->index < b->index; });
+  for (size_t k = 0; k < queues_.size(); ++k) queues_[k]->at = k;
   for (int i = 0; i < n_ops; ++i) {
     const Operation& o = op(i);
     for (size_t k = 0; k < queues_.size(); ++k)
@@ -371,9 +383,15 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   slot_bytes_ = lay.largest_chunk() * kElem * max_count;
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
-    recv_[k]->mailbox_bytes = slot_bytes_ * coll.params_.slots;
+    recv_[k]->mailbox_bytes = slot_bytes_ * coll.slot_params_.slots;
     recv_[k]->mailbox = gpu_.memory().alloc(recv_[k]->mailbox_bytes);
-    recv_[k]->slot_len.assign(coll.params_.slots, 0);
+    recv_[k]->slot_len.assign(coll.slot_params_.slots, 0);
+    // LL and LL128 carry their flags in the data: the receiver polls the
+    // mailbox's lines themselves.
+    if (coll.proto_ != collectives::Protocol::Simple) {
+      recv_[k]->landed.assign(coll.slot_params_.slots, 0);
+      gpu_.watch(*this, recv_[k]->mailbox, recv_[k]->mailbox_bytes);
+    }
   }
   for (size_t k = 0; k < send_.size(); ++k) send_[k]->flag = flags_base_ + 16 * k + 8;
   for (auto& q : queues_) gpu_.add_stream(q.get());
@@ -427,6 +445,11 @@ void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) 
 }
 
 void CoresCollective::Rank::on_flag(uint64_t addr) {
+  if (addr - flags_base_ >= flags_bytes_) {
+    for (auto& c : recv_)
+      if (addr - c->mailbox < c->mailbox_bytes) return landed(*c, addr);
+    sc_assert(false && "a watched write outside the flags and the mailboxes");
+  }
   const uint64_t k = (addr - flags_base_) / 16;
   uint64_t v = 0;
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);
@@ -445,7 +468,7 @@ void CoresCollective::Rank::on_flag(uint64_t addr) {
 // Does whatever queue q can do now: complete trailing receives whose data
 // has landed, then run its next operations until one must wait.
 void CoresCollective::Rank::progress(Queue& q) {
-  const uint64_t slots = static_cast<uint64_t>(coll_.params_.slots);
+  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   for (;;) {
     while (!q.pending.empty()) {
       const Pending pd = q.pending.front();
@@ -480,7 +503,8 @@ void CoresCollective::Rank::progress(Queue& q) {
     ++q.next;
     start_send(q, i, pass);
   }
-  if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.flag_acks_due == 0) {
+  if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.flag_acks_due == 0 &&
+      q.data_acks_due == 0) {
     q.finished = true;
     INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: done, {} transfers", q.index, q.transfers);
     if (--unfinished_ == 0) coll_.rank_done();
@@ -489,7 +513,7 @@ void CoresCollective::Rank::progress(Queue& q) {
 
 void CoresCollective::Rank::start_send(Queue& q, int i, uint64_t pass) {
   const Operation& o = op(i);
-  const uint64_t slots = static_cast<uint64_t>(coll_.params_.slots);
+  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   q.sending = true;
   q.op = i;
   q.pass = pass;
@@ -527,18 +551,38 @@ void CoresCollective::Rank::start_send(Queue& q, int i, uint64_t pass) {
   }
 }
 
-void CoresCollective::Rank::finish_send(Queue& q) {
-  // The fence has completed: every data write is acknowledged; now the flag.
+void CoresCollective::Rank::finish_send(Queue& q, bool flag) {
   Conn& out = *q.out;
-  INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: transfer {} acknowledged, flag to rank {}", q.index, out.done,
-             out.peer);
-  ++q.flag_acks_due;
-  gpu_.store_word(out.port, static_cast<uint32_t>(coll_.gpus_[out.peer]->index()), out.peer_flag, out.done + 1, q.id);
+  if (flag) {  // the fence has completed: every data write is acknowledged; now the flag
+    INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: transfer {} acknowledged, flag to rank {}", q.index, out.done,
+               out.peer);
+    ++q.flag_acks_due;
+    gpu_.store_word(out.port, static_cast<uint32_t>(coll_.gpus_[out.peer]->index()), out.peer_flag, out.done + 1,
+                    q.id);
+  }
   ++out.done;
   q.sending = false;
   ++q.sent;
   op_done(q.op, q.pass);
   progress(q);
+}
+
+void CoresCollective::Rank::landed(Conn& c, uint64_t addr) {
+  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
+  ++c.landed[(addr - c.mailbox) / slot_bytes_];
+  // Transfers land whole, in order: the next one's slot is full once every
+  // packet its length takes is in.
+  const uint64_t per_packet = coll_.packet_data_ / kElem;
+  bool any = false;
+  for (;;) {
+    const uint64_t s = c.seen % slots;
+    const uint64_t packets = (c.slot_len[s] + per_packet - 1) / per_packet;
+    if (packets == 0 || c.landed[s] < packets) break;
+    c.landed[s] = 0;
+    ++c.seen;
+    any = true;
+  }
+  if (any) progress(*c.queue);
 }
 
 void CoresCollective::Rank::consume(Queue& q, Conn& c) {
@@ -550,7 +594,7 @@ void CoresCollective::Rank::consume(Queue& q, Conn& c) {
 void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
   const Operation& o = op(pd.op);
   Conn& c = conn_in(pd.op);
-  const uint64_t slots = static_cast<uint64_t>(coll_.params_.slots);
+  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   const uint64_t len = c.slot_len[pd.idx % slots];
   const uint8_t* in = gpu_.memory().at(c.mailbox + (pd.idx % slots) * slot_bytes_, len * kElem);
   INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: pass {} operation {} ({}) reads {} elements from rank {}", q.index,
@@ -672,12 +716,12 @@ void CoresCollective::Rank::write(const std::vector<Segment>& s, uint64_t off, u
 
 uint64_t CoresCollective::Rank::Queue::next_elems() const {
   if (!sending || pos >= len) return 0;
-  return std::min<uint64_t>(rank->gpu_.pool().format().max_payload_bytes / kElem, len - pos);
+  return std::min<uint64_t>(rank->coll_.packet_data_ / kElem, len - pos);
 }
 
 uint32_t CoresCollective::Rank::Queue::next_wire_bytes(const net::PacketFormat& f) const {
   const uint64_t m = next_elems();
-  return m ? f.wire_bytes(static_cast<uint32_t>(m * kElem)) : 0;
+  return m ? f.wire_bytes(protocol_wire_payload(rank->coll_.proto_, static_cast<uint32_t>(m * kElem))) : 0;
 }
 
 void CoresCollective::Rank::Queue::fill(net::Packet* p) {
@@ -700,27 +744,54 @@ void CoresCollective::Rank::Queue::fill(net::Packet* p) {
   }
   pos += m;
   ++data_acks_due;
-  if (pos == len) r.issued_all(*this);
+  if (pos < len) return;
+  r.issued_all(*this);
+  if (r.coll_.proto_ != collectives::Protocol::Simple) r.gpu_.call_after(r, sc_core::SC_ZERO_TIME, at);
+}
+
+bool CoresCollective::Rank::data_ack(const Queue& q, const net::Packet* p) const {
+  // A data write's ack comes from a mailbox this queue writes to, any other
+  // is a flag's. Both addresses are the peer's own: with other programs on
+  // the GPUs (a tensor-parallel and a data-parallel group's), its flags need
+  // not sit where ours do.
+  const auto writes = [&](const Conn& c) {
+    return p->src == static_cast<uint32_t>(coll_.gpus_[c.peer]->index()) && p->addr - c.mailbox < c.mailbox_bytes;
+  };
+  if (q.out && writes(*q.out)) return true;
+  for (const auto& c : send_)
+    if (c->queue == &q && writes(*c)) return true;
+  return false;
 }
 
 void CoresCollective::Rank::Queue::on_response(net::Packet* p) {
-  // A data write's ack comes from the mailbox it wrote to, any other is a
-  // flag's. Both addresses are the peer's own: with other programs on the
-  // GPUs (a tensor-parallel and a data-parallel group's), its flags need not
-  // sit where ours do.
-  const bool data = sending && p->src == static_cast<uint32_t>(rank->coll_.gpus_[out->peer]->index()) &&
-                    p->addr - out->mailbox < out->mailbox_bytes;
-  if (!data) {
+  if (!rank->data_ack(*this, p)) {
     sc_assert(flag_acks_due > 0);
     --flag_acks_due;
   } else {
     sc_assert(data_acks_due > 0);
-    if (--data_acks_due == 0 && sending && pos == len) {
+    // Simple's fence: the last ack releases the flag.
+    if (--data_acks_due == 0 && sending && pos == len && rank->coll_.proto_ == collectives::Protocol::Simple) {
       rank->finish_send(*this);
       return;
     }
   }
   rank->progress(*this);
+}
+
+uint32_t protocol_data_bytes(collectives::Protocol p, uint32_t max_payload) {
+  switch (p) {
+    case collectives::Protocol::LL: return max_payload / kLlLine * kLlData;
+    case collectives::Protocol::LL128: return max_payload / kLl128Line * kLl128Data;
+    default: return max_payload;
+  }
+}
+
+uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data) {
+  switch (p) {
+    case collectives::Protocol::LL: return (data + kLlData - 1) / kLlData * kLlLine;
+    case collectives::Protocol::LL128: return (data + kLl128Data - 1) / kLl128Data * kLl128Line;
+    default: return data;
+  }
 }
 
 CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*> gpus,
@@ -736,6 +807,20 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       params_(params),
       endpoint_GBps_(endpoint_GBps) {
   for (Gpu* g : gpus_) cores_.emplace_back(std::string(g->basename()) + ".cores");
+  proto_ = program_.ops.empty() ? collectives::Protocol::Simple : program_.ops.front().proto;
+  for (const Operation& o : program_.ops)
+    if (o.proto != proto_)
+      throw UserError("program " + program_.name + " mixes the " + collectives::protocol_name(proto_) + " and " +
+                      collectives::protocol_name(o.proto) + " protocols; the GPUs' cores run one per program");
+  slot_params_ = proto_ == collectives::Protocol::LL     ? params_.ll
+                 : proto_ == collectives::Protocol::LL128 ? params_.ll128
+                                                          : params_.simple;
+  const uint32_t max_payload = gpus_.front()->pool().format().max_payload_bytes;
+  packet_data_ = protocol_data_bytes(proto_, max_payload) / kElem * kElem;
+  if (packet_data_ == 0)
+    throw UserError(std::string("the ") + collectives::protocol_name(proto_) + " protocol's lines (" +
+                    std::to_string(proto_ == collectives::Protocol::LL ? kLlLine : kLl128Line) +
+                    " B) do not fit a packet of net.max_payload_bytes = " + std::to_string(max_payload));
   const collectives::Buffers& b = program_.buffers[0];
   message_chunks_ = program_.collective == Kind::AllGather ? b.output : b.input;
   // The channels split the message when each touches only its own chunks.
@@ -772,7 +857,7 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
-                                     params_.chunk_bytes / kElem, bytes / kElem);
+                                     slot_params_.chunk_bytes / kElem, bytes / kElem);
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
   for (auto& r : ranks_) r->link(ranks_);
   running_ = static_cast<int>(ranks_.size());

@@ -27,10 +27,44 @@
 
 namespace incsim::gpu {
 
-struct CoresParams {
-  uint64_t chunk_bytes;  // a chunk per pass, at most: one mailbox slot between flags
-  int slots;             // mailbox slots per connection (pipelining depth)
+// The mailbox of one protocol: a pass's chunk (one slot) and the slots per
+// connection (the pipelining depth).
+struct SlotParams {
+  uint64_t chunk_bytes;
+  int slots;
 };
+struct CoresParams {
+  SlotParams simple;  // ring.chunk_bytes, ring.slots
+  SlotParams ll, ll128;
+};
+// NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
+// al., "Demystifying NCCL", arXiv 2507.04786, §3):
+//  - Simple: the data's stores, a fence that waits for every write ack,
+//    then a flag store the receiver polls;
+//  - LL: 16-byte stores of 8 bytes of data and two 4-byte flags, which the
+//    receiver polls line by line: half the payload, no fence, no flag;
+//  - LL128: 128-byte lines of 120 bytes of data and an 8-byte flag, relying
+//    on NVLink's 128-byte store atomicity: 15/16 of the payload, no fence.
+// The data bytes one packet of `max_payload` wire bytes carries, and the
+// wire payload `data` bytes take.
+uint32_t protocol_data_bytes(collectives::Protocol p, uint32_t max_payload);
+uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data);
+inline const Param<std::string> kRingProtocol{
+    "ring.protocol", "simple", Range::none(),
+    "how the GPUs' cores move a program's data: simple, ll or ll128 (NCCL's protocols; the papers' baselines "
+    "are Simple); a program file's proto takes precedence"};
+// NCCL's LL buffer: NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
+// (512) lines of 16 B per step, half of it data; NCCL_STEPS (8) steps.
+inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::at_least(8).at_most(1ull << 30),
+                                      "data bytes per LL slot (NCCL: 8 x 512 lines of 16 B per step, 8 B of "
+                                      "each data)"};
+// NCCL's LL128 buffer: NCCL_LL128_ELEMS_PER_THREAD (120) x
+// NCCL_LL128_MAX_NTHREADS (640) 8-byte words per step, 15 of 16 data.
+inline const Param<uint64_t> kLl128Chunk{"ring.ll128.chunk_bytes", 576000, Range::at_least(120).at_most(1ull << 30),
+                                         "data bytes per LL128 slot (NCCL: 120 x 640 words of 8 B per step, 15 of "
+                                         "every 16 data)"};
+// LL and LL128 use every one of NCCL_STEPS (8) as a slot.
+constexpr int kLlSlots = 8;
 inline const Param<int> kRingChannels{
     "ring.channels", 12, Range::at_least(1).at_most(256),
     "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100 and "
@@ -80,6 +114,9 @@ class CoresCollective : public Collective {
   std::vector<collectives::Alu> cores_;
   bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
   CoresParams params_;
+  collectives::Protocol proto_;  // every operation's
+  SlotParams slot_params_;       // the protocol's
+  uint32_t packet_data_ = 0;     // data bytes per packet
   double endpoint_GBps_;
   uint32_t message_chunks_ = 0;  // chunks of the message per pass
   int parts_ = 1;                // the message's parts, one per channel or one

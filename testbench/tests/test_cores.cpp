@@ -272,10 +272,85 @@ TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the e
                 {kAllPairs, "its collective is allreduce, not the --collective allgather"});
 }
 
-TEST_CASE("an XML that asks for LL runs Simple and says so in the header", "[cores][msccl]") {
+TEST_CASE("an XML's proto takes effect: LL and LL128 move exactly their lines' bytes, without fences or tail flags",
+          "[cores][msccl][protocols]") {
   TempDir d;
-  const std::string ll = edited(d, "ll.xml", "proto=\"Simple\"", "proto=\"LL\"");
-  const Result r = incsim("--platform star --gpus 4 --sizes 4K --algorithm " + ll);
-  REQUIRE(r.code == 0);
-  CHECK(r.out.find("Simple protocol (the file asks for LL or LL128") != std::string::npos);
+  struct Proto {
+    const char* name;
+    uint64_t line, data;  // bytes of a line and of data in it
+  };
+  for (const Proto& p : {Proto{"LL", 16, 8}, Proto{"LL128", 128, 120}}) {
+    INFO(p.name);
+    const std::string xml = edited(d, std::string(p.name) + ".xml", "proto=\"Simple\"", std::string("proto=\"") + p.name + "\"");
+    const Result r = incsim("--platform star --gpus 4 --algorithm " + xml + " --sizes 4K,64K --json " + d.file("r.json"));
+    REQUIRE(r.code == 0);
+    CHECK(r.out.find(std::string("cores, ") + (p.line == 16 ? "ll" : "ll128") + " protocol") != std::string::npos);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    for (const auto& row : j["rows"]) {
+      CHECK(row["wrong"] == 0);
+      // 128-byte packets (16-byte header) of whole lines: a quarter of the
+      // message per send. No tail flags: the receiver polls the lines. Head
+      // flags still free the sender's slots (32 bytes on the wire), and
+      // every packet that comes in is acknowledged (16 bytes).
+      const uint64_t chunk = row["size_bytes"].get<uint64_t>() / 4, per_packet = 128 / p.line * p.data;
+      const uint64_t full = chunk / per_packet, rest = chunk % per_packet;
+      const uint64_t packets = full + (rest ? 1 : 0);
+      const uint64_t send_bytes = full * (16 + 128) + (rest ? 16 + (rest + p.data - 1) / p.data * p.line : 0);
+      const uint64_t sends = 6, receives = 6;
+      const uint64_t out = sends * send_bytes + receives * 32 + (receives * packets + sends) * 16;
+      for (const auto& l : row["links"]) {
+        const std::string from = l["from"];
+        if (from.rfind("gpu", 0) == 0 && from.substr(from.size() - 2) == ".0") CHECK(l["bytes"].get<uint64_t>() == out);
+      }
+    }
+  }
+}
+
+TEST_CASE("NCCL's protocols on the ring: exact, LL lowest latency at half the bandwidth, LL128 both, #wrong bites",
+          "[cores][protocols]") {
+  TempDir d;
+  const auto time_us = [&d](const std::string& args) {
+    const Result r = incsim(args + " --quiet --csv " + d.file("r.csv"));
+    REQUIRE(r.code == 0);
+    const auto rows = lines(slurp(d.file("r.csv")));
+    std::vector<double> t;
+    for (size_t k = 1; k < rows.size(); ++k) {
+      std::vector<std::string> f;
+      std::istringstream is(rows[k]);
+      for (std::string x; std::getline(is, x, ',');) f.push_back(x);
+      CHECK(f[7] == "0");  // #wrong
+      t.push_back(std::stod(f[4]));
+    }
+    return t;
+  };
+  for (const char* c : {"allreduce", "allgather", "reducescatter"}) {
+    INFO(c);
+    for (const char* p : {"ll", "ll128"})
+      time_us(std::string("--platform dgx2 --collective ") + c + " --sizes 8K,999996 -c ring.protocol=" + p);
+  }
+  const std::string h = "--platform hgx-h100 --sizes 8K,16M -c ring.protocol=";
+  const auto simple = time_us(h + "simple"), ll = time_us(h + "ll"), ll128 = time_us(h + "ll128");
+  CHECK(ll[0] < 0.7 * simple[0]);       // no fence round trip per step
+  CHECK(ll128[0] < 0.7 * simple[0]);
+  CHECK(ll[1] > 1.8 * simple[1]);       // 8 of every 16 bytes are data
+  CHECK(ll128[1] < 1.05 * simple[1]);   // 120 of every 128
+  const Result f = incsim("--platform dgx2 --sizes 1M -c ring.protocol=ll -c fault.alu.block=gpu3.cores "
+                          "-c fault.alu.elements=5 --quiet");
+  CHECK(f.code != 0);
+  CHECK_THAT(f.err, Catch::Contains("80 elements differ"));  // as with Simple: 5 per GPU of 16
+}
+
+TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a program that mixes protocols",
+          "[cores][protocols]") {
+  require_error("--platform dgx2 -c ring.protocol=fast", {"ring.protocol must be simple, ll or ll128, not 'fast'"});
+  require_error("--platform dgx2 -c ring.protocol=ll128 -c net.max_payload_bytes=64",
+                {"ll128 protocol's lines (128 B) do not fit a packet of net.max_payload_bytes = 64"});
+  TempDir d;
+  const Result p = incsim("--platform star --gpus 4 --algorithm ring --collective allgather --print-program");
+  REQUIRE(p.code == 0);
+  std::string text = p.out;
+  const size_t at = text.find(" cores ch ");
+  REQUIRE(at != std::string::npos);
+  text.insert(at + 6, " proto ll");  // after "cores"
+  require_error("--platform star --gpus 4 --algorithm " + d.write("mixed.prog", text), {"mixes the ll and simple protocols"});
 }

@@ -356,6 +356,8 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = collective_kind(opt_.collective);
   const int channels = platform_->defaults().ring_channels;
   program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
+  const collectives::Protocol proto = collectives::parse_protocol(cfg_.get(gpu::kRingProtocol), "ring.protocol");
+  for (collectives::Operation& o : program_.ops) o.proto = proto;
   make_cores(program_);
 }
 
@@ -367,9 +369,13 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   endpoint_GBps_ = least_endpoint_GBps(n, true);
   gpu::CoresParams cp;
   const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
-  cp.chunk_bytes = cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value());
-  cp.slots = cfg_.get(gpu::kRingSlots);
-  if (cp.chunk_bytes % 4 != 0) throw UserError("ring.chunk_bytes must be a positive multiple of 4");
+  cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()), cfg_.get(gpu::kRingSlots)};
+  cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kLlSlots};
+  cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kLlSlots};
+  for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
+                                   std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
+                                   std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
+    if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[participants_[r]->index()];
@@ -718,11 +724,10 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   }
   if (reduces_in_switches()) print_sizing(os);
   if (is_program_file(opt_.algorithm)) {  // a program file
-    bool other_proto = false;
-    for (const auto& o : program_.ops) other_proto |= o.proto != collectives::Protocol::Simple;
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
-       << (copy_engines_ ? "copy engines" : "cores, Simple protocol")
-       << (other_proto ? " (the file asks for LL or LL128, which incsim does not model yet)" : "") << "\n";
+       << (copy_engines_ ? std::string("copy engines")
+                         : std::string("cores, ") + collectives::protocol_name(program_.ops.front().proto) + " protocol")
+       << "\n";
   }
 }
 
