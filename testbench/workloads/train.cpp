@@ -51,8 +51,6 @@ const Param<double> kAstraClock{"train.astra_clock_ghz", 1.0, Range::above(0).at
                                 "ticks 1 cycle per ns: 1 GHz)"};
 
 using Phase = gpu::ComputeEngine::Phase;
-sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC); }
-double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
 // 97.5 MiB: a size that is no whole number of units.
 std::string mib(uint64_t bytes) {
   std::ostringstream os;
@@ -69,9 +67,8 @@ bool is_file(const std::string& name) { return name.find('/') != std::string::np
 // each data-parallel group's buckets reduced in order as they fill, each
 // tensor-parallel group's activations reduced as its GPUs reach them.
 struct TrainWorkload::Iteration {
-  Iteration(size_t a, bool r) : algorithm(a), record(r) {}
+  explicit Iteration(size_t a) : algorithm(a) {}
   size_t algorithm;
-  bool record;
   sc_core::sc_time t0, t_end;
   struct Dp {
     std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
@@ -111,7 +108,7 @@ struct TrainWorkload::Iteration {
   bool done = false;
 };
 
-TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
+TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
   refuse_options(opt_, {"traffic", "load"}, "applies to synthetic traffic, not to training");
   if (opt_.was_given("collective") && opt_.collective != "allreduce")
     throw UserError("training all-reduces its gradients; --collective " + opt_.collective + " is not for --workload train");
@@ -255,12 +252,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       bucket_of_[k] = static_cast<int>(mine.size()) - 1;
     }
 
-  algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
-  if (!opt_.baseline.empty()) {
-    if (opt_.baseline == algorithms_[0])
-      throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
-    algorithms_.push_back(opt_.baseline);
-  }
+  choose_algorithms();
   // Groups that are not GPUs 0 to k-1 (all but the first tensor-parallel
   // group, the strided data-parallel ones) need ranks of their own.
   if ((tp_ > 1 && replicas > 1) || pp_ > 1)
@@ -271,11 +263,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
                         "data-parallel groups of --tp or the stages of --pp");
   // One machine for all.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
-  const auto list = [](const std::vector<uint64_t>& sizes) {
-    std::string text;
-    for (uint64_t b : sizes) text += (text.empty() ? "" : ",") + std::to_string(b);
-    return text;
-  };
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: GPUs first, first + stride, ... (count of them), all-reducing `sizes`.
@@ -283,17 +270,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
                            const std::string& kind, const std::string& collective = "allreduce") {
       std::vector<int> gpus;
       for (int r = 0; r < count; ++r) gpus.push_back(first + r * stride);
-      const CollectiveWorkload::Share share{platform_.get(), gpus};
-      Options oc = opt_;
-      oc.collective = collective;
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
-      oc.algorithm = collective == "broadcast" ? "ring" : algorithms_[a];
-      oc.sizes = list(sizes);
-      try {
-        return std::make_unique<CollectiveWorkload>(oc, cfg, &share);
-      } catch (const UserError& e) {
-        throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + kind + ": " + e.what());
-      }
+      return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
     for (int t = 0; replicas > 1 && t < pp_ * tp_; ++t)
       collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
@@ -344,12 +322,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
 }
 
 TrainWorkload::~TrainWorkload() = default;
-
-void TrainWorkload::span(int track, std::string name, const sc_core::sc_time& took) {
-  if (!running_->record) return;
-  const double end = us(sc_core::sc_time_stamp());
-  spans_.push_back({static_cast<int>(running_->algorithm), track, std::move(name), end - us(took), end});
-}
 
 bool TrainWorkload::ready(int g, const Kernel& k) const {
   const Iteration& it = *running_;
@@ -475,7 +447,7 @@ void TrainWorkload::reduce(int t) {
     const Row row = coll.finish(dp.next, ignored);
     it.wrong += row.wrong();
     dp.comm_us += us(took);
-    if (it.record && t == 0) {
+    if (recording() && t == 0) {
       // The links' utilisation while the bucket was reduced: the mean over
       // the links that carried any of it, and the busiest (under --tp, the
       // other groups' traffic meanwhile too).
@@ -527,9 +499,9 @@ std::string TrainWorkload::error(size_t a) const {
   return "";
 }
 
-Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool record) {
+Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   const int n = gpus_, tp_groups = gpus_ / tp_;
-  running_ = std::make_unique<Iteration>(a, record);
+  running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
   it.dp.resize(tp_ * pp_);
@@ -598,31 +570,10 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
   return r;
 }
 
-std::vector<Row> TrainWorkload::run_point(size_t i, Runner& run, std::ostream&) {
-  uint64_t warmup_wrong = 0;
-  if (i == 0)
-    for (uint32_t w = 0; w < opt_.warmup; ++w)
-      for (size_t a = 0; a < collectives_.size(); ++a) warmup_wrong += iterate(a, w, run, false).wrong();
-  std::vector<Row> rows;
-  const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
-  for (size_t a = 0; a < collectives_.size(); ++a) rows.push_back(iterate(a, static_cast<uint32_t>(i), run, record));
-  rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too
-  if (rows.size() > 1) {
-    rows[0].set("speedup", rows[1]["time_us"] / rows[0]["time_us"]);
-    rows[1].set("speedup", 1.0);
-  }
-  if (record) write_timeline();
-  return rows;
-}
-
-// Chrome's trace-event format (Perfetto, chrome://tracing): a process per
-// algorithm, a thread per GPU's compute, one for each data-parallel group's
-// all-reduces and one for each tensor-parallel group's, and a counter of the
-// links' utilisation during the first data-parallel group's all-reduces;
-// times in us.
-void TrainWorkload::write_timeline() const {
-  using json = nlohmann::ordered_json;
-  json events = json::array();
+// A track per GPU's compute, one for each data-parallel group's all-reduces,
+// one for each tensor-parallel group's, and one per direction of each pair
+// of pipeline neighbours.
+std::vector<std::string> TrainWorkload::timeline_tracks() const {
   const int n = gpus_, tp_groups = gpus_ / tp_;
   // Data-parallel group t is GPUs group_gpu(t, 0), + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
   const auto gpu_list = [](int first, int stride, int count) {
@@ -642,20 +593,7 @@ void TrainWorkload::write_timeline() const {
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
                            : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
   }
-  for (size_t a = 0; a < algorithms_.size(); ++a) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", a}, {"args", {{"name", algorithms_[a]}}}});
-    for (size_t k = 0; k < tracks.size(); ++k)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", a}, {"tid", k}, {"args", {{"name", tracks[k]}}}});
-  }
-  for (const Span& s : spans_)
-    events.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.algorithm}, {"tid", s.track}, {"ts", s.start_us},
-                      {"dur", s.end_us - s.start_us}});
-  for (const Counter& c : counters_)
-    events.push_back({{"name", "link utilisation"}, {"ph", "C"}, {"pid", c.algorithm}, {"ts", c.ts},
-                      {"args", {{"mean", c.mean}, {"busiest", c.busiest}}}});
-  std::ofstream f(opt_.timeline);
-  if (!f) throw UserError("cannot write the timeline '" + opt_.timeline + "'");
-  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";
+  return tracks;
 }
 
 void TrainWorkload::print_header(std::ostream& os) const {
@@ -713,12 +651,8 @@ void TrainWorkload::print_header(std::ostream& os) const {
   for (size_t a = 0; a < collectives_.size(); ++a)
     for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp}) {
       if (groups->empty()) continue;
-      const std::string who = algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)");
-      std::ostringstream mine;
-      groups->front()->print_header(mine);
-      std::istringstream in(mine.str());
-      for (std::string line; std::getline(in, line);)
-        if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
+      print_collective_lines(os, algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)"),
+                             *groups->front());
     }
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
      << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
