@@ -83,6 +83,7 @@ struct ChakraWorkload::Iteration {
     sc_core::sc_time start;
   };
   std::vector<LinkRun> links;
+  std::vector<int> due_groups, due_links;  // for the launcher to try
   uint64_t collectives = 0, transfers = 0, wrong = 0;
   std::string error;
   bool done = false;
@@ -275,8 +276,15 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   spawn_method("chakra_launch", [this] {
     launch_.fired();
     if (!running_) return;
-    for (size_t g = 0; g < groups_.size(); ++g) start_group(static_cast<int>(g));
-    for (size_t l = 0; l < links_.size(); ++l) pump(static_cast<int>(l));
+    Iteration& it = *running_;
+    // What they start may make more groups and links due.
+    while (!it.due_groups.empty() || !it.due_links.empty()) {
+      std::vector<int>& due = it.due_groups.empty() ? it.due_links : it.due_groups;
+      const int k = due.back();
+      due.pop_back();
+      if (&due == &it.due_groups) start_group(k);
+      else pump(k);
+    }
   }, &launch_.event);
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
@@ -338,6 +346,13 @@ void ChakraWorkload::stop() {
   if (sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
 }
 
+// Groups and links start from the launcher, never from inside a collective
+// (which starting again would tear down), and only those that may start.
+void ChakraWorkload::due(std::vector<int>& list, int k) {
+  list.push_back(k);
+  launch_.after(sc_core::SC_ZERO_TIME);
+}
+
 void ChakraWorkload::comm(int r, bool begin) {
   Iteration& it = *running_;
   const sc_core::sc_time now = sc_core::sc_time_stamp();
@@ -365,7 +380,7 @@ void ChakraWorkload::arrive(int r, uint32_t i) {
   in.size = n.size;
   in.node[place] = i;
   ++in.arrived;
-  launch_.after(sc_core::SC_ZERO_TIME);
+  due(it.due_groups, n.group);
 }
 
 // The group's collectives in order, each once all its members have issued it.
@@ -408,7 +423,7 @@ void ChakraWorkload::end_group(int g) {
     complete(group.ranks[p], in.node[p]);
   }
   // The next one from the launcher: this call may come from inside the collective.
-  launch_.after(sc_core::SC_ZERO_TIME);
+  due(it.due_groups, g);
 }
 
 void ChakraWorkload::post(int r, uint32_t i) {
@@ -421,7 +436,7 @@ void ChakraWorkload::post(int r, uint32_t i) {
   it.links[keys_[n.op].link].queue.push_back({sends.front(), recvs.front(), n.size});
   sends.pop_front();
   recvs.pop_front();
-  launch_.after(sc_core::SC_ZERO_TIME);
+  due(it.due_links, keys_[n.op].link);
 }
 
 // A link's transfers one at a time, in the order they matched, as NCCL's sends on one stream.
@@ -448,7 +463,7 @@ void ChakraWorkload::pump(int l) {
     comm(link.dst, false);
     complete(link.src, t.send);
     complete(link.dst, t.recv);
-    launch_.after(sc_core::SC_ZERO_TIME);
+    due(it.due_links, l);
   });
 }
 
@@ -526,7 +541,7 @@ void ChakraWorkload::print_header(std::ostream& os) const {
   size_t nodes = 0;
   for (const auto& r : nodes_) nodes += r.size();
   os << std::fixed << std::setprecision(1) << "# incsim: running chakra trace set " << name_ << " ("
-     << count_of(ranks_, "rank", "ranks") << ", " << count_of(nodes, "node", "nodes") << "), one iteration each, on "
+     << count_of(ranks_, "rank", "ranks") << ", " << count_of(nodes, "node", "nodes") << ", an iteration), on "
      << ranks_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed << "\n"
      << "# compute: each compute node on its GPU's compute block for " << compute_note_
      << "; memory and metadata nodes take no time; the busiest rank computes "

@@ -87,6 +87,7 @@ class ChakraWorkload : public TrainingWorkload {
   void start_group(int g);           // the group's next collective, once all its members issued it
   void end_group(int g);
   void pump(int l);                  // the link's next transfer
+  void due(std::vector<int>& list, int k);  // a group or link the launcher tries
   void comm(int r, bool begin);      // a communication of rank r begins or ends
   static void stop();                // the iteration ended or failed
   std::string error(size_t a) const;
