@@ -11,6 +11,7 @@
 #include "experiment.h"
 #include "run_checked.h"
 #include "train.h"
+#include "chakra_nodes.h"
 #include "training/chakra_trace.h"
 
 using namespace incsim;
@@ -332,16 +333,6 @@ using training::ChakraCollective;
 using training::ChakraNode;
 using training::ChakraNodeType;
 using training::ChakraTrace;
-
-ChakraNode chakra_node(uint64_t id, ChakraNodeType type, std::vector<uint64_t> deps = {}) {
-  ChakraNode n;
-  n.id = id;
-  n.name = "n" + std::to_string(id);
-  n.type = type;
-  n.data_deps = std::move(deps);
-  n.is_cpu_op = false;
-  return n;
-}
 
 // Four ranks: 100 us of compute, an all-reduce of 1 MiB among all, then each
 // rank sends 64 KiB to the next (a ring of sends, a custom collective's step)

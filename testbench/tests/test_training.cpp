@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "training/astra_workload.h"
+#include "chakra_nodes.h"
 #include "training/chakra_trace.h"
 #include "training/compute.h"
 #include "training/layer_file.h"
@@ -419,31 +420,22 @@ TEST_CASE("a layer file's errors name the file and the line") {
 
 namespace {
 
-ChakraNode node(uint64_t id, ChakraNodeType type, std::vector<uint64_t> deps = {}) {
-  ChakraNode n;
-  n.id = id;
-  n.name = "n" + std::to_string(id);
-  n.type = type;
-  n.data_deps = std::move(deps);
-  return n;
-}
-
 // Two ranks: each computes, all-reduces 1 MiB, then rank 0 sends 4 KiB to
 // rank 1 (a custom collective's point-to-point step).
 std::vector<ChakraTrace> two_ranks() {
   std::vector<ChakraTrace> ranks(2);
   for (int r = 0; r < 2; ++r) {
     ranks[r].version = "0.0.4";
-    ChakraNode comp = node(1, ChakraNodeType::compute);
+    ChakraNode comp = chakra_node(1, ChakraNodeType::compute);
     comp.duration_micros = 150;
     comp.num_ops = 1000000;
     comp.tensor_size = 4096;
     comp.is_cpu_op = false;
-    ChakraNode coll = node(2, ChakraNodeType::collective, {1});
+    ChakraNode coll = chakra_node(2, ChakraNodeType::collective, {1});
     coll.comm_type = ChakraCollective::all_reduce;
     coll.comm_size = 1 << 20;
     coll.pg_name = "0";
-    ChakraNode p2p = node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
+    ChakraNode p2p = chakra_node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
     (r == 0 ? p2p.comm_dst : p2p.comm_src) = 1 - r;
     p2p.comm_size = 4096;
     p2p.comm_tag = 7;

@@ -468,13 +468,7 @@ void ChakraWorkload::pump(int l) {
 }
 
 std::string ChakraWorkload::error(size_t a) const {
-  if (running_ && !running_->error.empty()) return running_->error;
-  for (const auto& ops : collectives_[a].group)
-    for (const auto& c : ops)
-      if (!c->error().empty()) return c->error();
-  for (const auto& c : collectives_[a].link)
-    if (!c->error().empty()) return c->error();
-  return "";
+  return running_ && !running_->error.empty() ? running_->error : collective_error(a);
 }
 
 Row ChakraWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
@@ -580,16 +574,6 @@ void ChakraWorkload::config_json(nlohmann::ordered_json& config) const {
   config["warmup"] = opt_.warmup;
 }
 
-sc_core::sc_time ChakraWorkload::default_stall_timeout() const {
-  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
-  for (const auto& a : collectives_) {
-    for (const auto& ops : a.group)
-      for (const auto& c : ops) t = std::max(t, c->default_stall_timeout());
-    for (const auto& c : a.link) t = std::max(t, c->default_stall_timeout());
-  }
-  return t;
-}
-
 // A group whose next collective some members have not issued, or a send or
 // receive without its match: the traces wait for each other.
 std::string ChakraWorkload::stall_cause() const {
@@ -619,14 +603,6 @@ double ChakraWorkload::done_fraction() const {
   size_t nodes = 0;
   for (const auto& r : nodes_) nodes += r.size();
   return nodes ? 1.0 - static_cast<double>(running_->left) / static_cast<double>(nodes) : 1.0;
-}
-
-void ChakraWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (const auto& a : collectives_) {
-    for (const auto& ops : a.group)
-      for (const auto& c : ops) c->trace(tf);
-    for (const auto& c : a.link) c->trace(tf);
-  }
 }
 
 }  // namespace incsim::tb

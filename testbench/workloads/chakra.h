@@ -32,10 +32,8 @@ class ChakraWorkload : public TrainingWorkload {
 
   void print_header(std::ostream& os) const override;
   void config_json(nlohmann::ordered_json& config) const override;
-  sc_core::sc_time default_stall_timeout() const override;
   std::string stall_cause() const override;
   double done_fraction() const override;
-  void trace(sc_core::sc_trace_file* tf) const override;
 
  private:
   struct Iteration;

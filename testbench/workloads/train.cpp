@@ -492,13 +492,6 @@ void TrainWorkload::finish(int t) {
   }
 }
 
-std::string TrainWorkload::error(size_t a) const {
-  for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].p2p})
-    for (const auto& c : *groups)
-      if (!c->error().empty()) return c->error();
-  return "";
-}
-
 Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   const int n = gpus_, tp_groups = gpus_ / tp_;
   running_ = std::make_unique<Iteration>(a);
@@ -523,9 +516,9 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   it.waiting_since.resize(n);
   it.update_left = n;
   for (int g = 0; g < n; ++g) issue(g);
-  run.run_until([&] { return it.done || !error(a).empty(); },
+  run.run_until([&] { return it.done || !collective_error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
-  if (const std::string e = error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
+  if (const std::string e = collective_error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
   double compute = 0;
   for (int s = 0; s < pp_; ++s) {
@@ -690,14 +683,6 @@ size_t TrainWorkload::bucket_count() const {
   return n;
 }
 
-sc_core::sc_time TrainWorkload::default_stall_timeout() const {
-  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
-  for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
-      for (const auto& c : *groups) t = std::max(t, c->default_stall_timeout());
-  return t;
-}
-
 // Kernels and buckets done, of all.
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
@@ -707,12 +692,6 @@ double TrainWorkload::done_fraction() const {
   for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /
          (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(tp_)));
-}
-
-void TrainWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
-      for (const auto& c : *groups) c->trace(tf);
 }
 
 }  // namespace incsim::tb

@@ -46,9 +46,7 @@ class TrainWorkload : public TrainingWorkload {
 
   void print_header(std::ostream& os) const override;
   void config_json(nlohmann::ordered_json& config) const override;
-  sc_core::sc_time default_stall_timeout() const override;
   double done_fraction() const override;
-  void trace(sc_core::sc_trace_file* tf) const override;
 
  private:
   struct Iteration;
@@ -74,7 +72,6 @@ class TrainWorkload : public TrainingWorkload {
   void through(int g);
   void reduce(int t);
   void finish(int t);
-  std::string error(size_t a) const;  // the first error of algorithm a's collectives
 
   // A stage's kernels in order (without --pp, forward then backward);
   // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its

@@ -24,18 +24,41 @@ std::unique_ptr<CollectiveWorkload> TrainingWorkload::group_collective(Config& c
                                                                        const std::vector<uint64_t>& sizes,
                                                                        const std::string& what,
                                                                        const std::string& collective,
-                                                                       const std::string& algorithm) const {
+                                                                       const std::string& algorithm) {
   const CollectiveWorkload::Share share{platform_.get(), gpus};
   Options oc = opt_;
   oc.collective = collective;
   oc.algorithm = algorithm.empty() ? algorithms_[a] : algorithm;
   oc.sizes.clear();
   for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
+  std::unique_ptr<CollectiveWorkload> c;
   try {
-    return std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+    c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
   } catch (const UserError& e) {
     throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + what + ": " + e.what());
   }
+  if (made_.size() <= a) made_.resize(a + 1);
+  made_[a].push_back(c.get());
+  return c;
+}
+
+std::string TrainingWorkload::collective_error(size_t a) const {
+  if (a >= made_.size()) return "";
+  for (const CollectiveWorkload* c : made_[a])
+    if (!c->error().empty()) return c->error();
+  return "";
+}
+
+sc_core::sc_time TrainingWorkload::default_stall_timeout() const {
+  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+  for (const auto& a : made_)
+    for (const CollectiveWorkload* c : a) t = std::max(t, c->default_stall_timeout());
+  return t;
+}
+
+void TrainingWorkload::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& a : made_)
+    for (const CollectiveWorkload* c : a) c->trace(tf);
 }
 
 void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c) {

@@ -22,6 +22,9 @@ class TrainingWorkload : public Workload {
   // The warm-up iterations (before the first point), then one iteration of
   // each algorithm; #wrong of the warm-up counts in the first row.
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  // Over every collective group_collective() made.
+  sc_core::sc_time default_stall_timeout() const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
 
   // One span of the timeline: of algorithm a, on `track`, from start to end.
   struct Span {
@@ -52,7 +55,9 @@ class TrainingWorkload : public Workload {
   std::unique_ptr<CollectiveWorkload> group_collective(Config& cfg, size_t a, const std::vector<int>& gpus,
                                                        const std::vector<uint64_t>& sizes, const std::string& what,
                                                        const std::string& collective = "allreduce",
-                                                       const std::string& algorithm = "") const;
+                                                       const std::string& algorithm = "");
+  // The first error of algorithm a's collectives, in the order they were made.
+  std::string collective_error(size_t a) const;
   // The collective's header lines but its first, as "#   who: ...".
   static void print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c);
   // A span on `track` that ends now and took `took`, when the running
@@ -68,6 +73,7 @@ class TrainingWorkload : public Workload {
 
  private:
   void write_timeline() const;
+  std::vector<std::vector<const CollectiveWorkload*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
 };
