@@ -200,9 +200,19 @@ AstraWorkload read_astra_workload(const std::string& path) {
 
 Model data_parallel_model(const AstraWorkload& w, const std::string& file, double clock_hz, double& update_s) {
   const auto at = [&](int line) { return "workload file " + file + ", line " + std::to_string(line) + ": "; };
+  // What a model-parallel file needs: its forward and input-gradient
+  // collectives run in model-parallel groups (the file's
+  // model_parallel_NPU_group, or the network's dimensions), which the
+  // conversion to a Model (a layer's split, its activations by batch) cannot
+  // carry yet.
+  const bool model_parallel = w.parallelism.find("MODEL") != std::string::npos ||
+                              w.parallelism.rfind("HYBRID_TRANSFORMER", 0) == 0;
   if (w.parallelism != "DATA")
-    throw UserError("workload file " + file + " is " + w.parallelism +
-                    " parallel; incsim runs DATA-parallel workloads (tensor and pipeline parallelism come later)");
+    throw UserError("workload file " + file + " is " + w.parallelism + " parallel, and incsim runs ASTRA-sim's " +
+                    "DATA-parallel files only" +
+                    (model_parallel ? ": it does not yet map their model-parallel groups' forward and "
+                                      "input-gradient collectives onto its --tp groups"
+                                    : ""));
   Model m;
   m.name = file;
   m.source = "ASTRA-sim workload file";

@@ -257,7 +257,10 @@ TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient siz
 TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][astra][errors]") {
   const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel; incsim runs DATA-parallel workloads"));
+  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel, and incsim runs ASTRA-sim's "
+                                    "DATA-parallel files only: it does not yet map their model-parallel groups' "
+                                    "forward and input-gradient collectives onto its --tp groups"));
+  CHECK(cli::lines(r.err).size() == 1);
 }
 
 const std::string kPipeline = TEST_DATA "/toy4_pipeline_layers.yaml";
