@@ -258,8 +258,8 @@ TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][ast
   const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel, and incsim runs ASTRA-sim's "
-                                    "DATA-parallel files only: it does not yet map their model-parallel groups' "
-                                    "forward and input-gradient collectives onto its --tp groups"));
+                                    "DATA, MODEL, HYBRID_DATA_MODEL and HYBRID_TRANSFORMER files only: it does not "
+                                    "recompute the forward pass at checkpoints"));
   CHECK(cli::lines(r.err).size() == 1);
 }
 
@@ -493,4 +493,26 @@ TEST_CASE("bad Chakra input is one sentence and exit 2", "[train][chakra][errors
   for (auto& t : set) t.nodes[2].data_deps = {4};
   refused("--model " + write_set(d, set) + " --platform star --gpus 4",
           "never issues (the traces wait for each other)");
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-reduces in --tp groups", "[train][astra][tp]") {
+  // astra_hybrid.txt: model_parallel_NPU_group 2, so on 4 GPUs 2 groups of 2
+  // and 2 replicas; fc1 and fc2 each 100 + 200 us of compute, 2 all-reduces
+  // of 256 KiB per group on the critical path, 1 MiB of gradient each.
+  const auto rows = train(TEST_DATA "/astra_hybrid.txt", "star", 4, "ring", "", {});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  CHECK(r["compute_us"] == Approx(600.02).margin(1e-6));  // and the updates: 20 cycles at 1 GHz
+  CHECK(r["tp_allreduces"] == 2);
+  CHECK(r["buckets"] == 1);  // 2 MiB: one 25 MiB bucket
+  // Each group's all-reduces take at least what one takes alone on 2 GPUs
+  // of a star; the input gradient's meets the gradients' all-reduce.
+  const double alone = collective_us("--collective allreduce --sizes 262144 --platform star --gpus 2 --algorithm ring");
+  CHECK(r["tp_comm_us"] >= 2 * alone - 0.01);
+  CHECK(r["tp_comm_us"] < 4 * alone);
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).margin(0.01));
+  // --tp other than the file's group is refused.
+  const cli::Result bad = cli::incsim("--model " TEST_DATA "/astra_hybrid.txt --platform star --gpus 4 --tp 4");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--tp 4: workload file " TEST_DATA "/astra_hybrid.txt runs model-parallel groups of 2 NPUs"));
 }

@@ -332,6 +332,35 @@ TEST_CASE("ASTRA-sim workloads: DATA, transformer checkpoints, customised and DL
   CHECK(w.model_parallel_group == 0);
 }
 
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all-reduces are its layers' model-parallel ones") {
+  // astra_hybrid.txt: groups of 2; fc1 all-reduces its input gradient, fc2 its output, both 256 KiB.
+  const AstraModel m = astra_model(read_astra_workload(kData + "astra_hybrid.txt"), "h", 1e9);
+  CHECK(m.model_parallel_group == 2);
+  CHECK(m.update_s == Approx(20e-9));
+  REQUIRE(m.model.layers.size() == 2);
+  const Layer& fc1 = m.model.layers[0];
+  const Layer& fc2 = m.model.layers[1];
+  CHECK(fc1.params == (1 << 20) / 4);
+  CHECK(fc1.measured->forward_s == Approx(100e-6));
+  CHECK(fc1.measured->backward_s == Approx(200e-6));
+  // The file's bytes, whatever the batch.
+  CHECK(fc1.tp_forward_bytes(32, 4) == 0);
+  CHECK(fc1.tp_backward_bytes(32, 4) == 256 << 10);
+  CHECK(fc2.tp_forward_bytes(8, 4) == 256 << 10);
+  CHECK(fc2.tp_backward_bytes(8, 4) == 0);
+  CHECK(tensor_shard(fc1, 2).measured->forward_s == fc1.measured->forward_s);  // the file's times are per NPU
+
+  const auto refusal = [](const std::string& text) {
+    return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
+  };
+  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
+        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced, not ALLGATHER");
+  CHECK(refusal("DATA\n1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n") ==
+        "workload file t, line 3: a DATA-parallel layer communicates only its weight gradient");
+  CHECK_THAT(refusal("HYBRID_MODEL_DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n"),
+             Catch::Contains("its model-parallel groups are strided"));
+}
+
 TEST_CASE("a malformed ASTRA-sim workload names its file and line") {
   const std::string bad = kData + "astra_bad_collective.txt";
   CHECK(error_of([&] { read_astra_workload(bad); }) ==

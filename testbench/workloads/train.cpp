@@ -126,17 +126,32 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     shape.decoder = {cfg.get(kLayers), cfg.get(kHidden), cfg.get(kHeads), cfg.get(kSequence), cfg.get(kVocabulary)};
   // ASTRA-sim's text workloads (FILE.txt) bring their own times.
   const bool astra = ends_with(opt_.model, ".txt");
-  double astra_update_s = 0;
-  if (astra)
-    model_ = training::data_parallel_model(training::read_astra_workload(opt_.model), opt_.model,
-                                           cfg.get(kAstraClock) * 1e9, astra_update_s);
-  else
+  training::AstraModel astra_file;
+  if (astra) {
+    astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
+    model_ = astra_file.model;
+  } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
-  if (model_.parameters() == 0) throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
+  }
+  const double element = training::bytes_per_element(precision_);
+  const bool splits = std::any_of(model_.layers.begin(), model_.layers.end(), [&](const training::Layer& l) {
+    return l.tp_forward_bytes(opt_.batch, element) > 0 || l.tp_backward_bytes(opt_.batch, element) > 0;
+  });
+  if (model_.parameters() == 0 && !splits)
+    throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
   tp_ = static_cast<int>(opt_.tp);
-  if (tp_ > 1 && std::none_of(model_.layers.begin(), model_.layers.end(), [](const training::Layer& l) {
-        return l.tp_forward_elements() > 0 || l.tp_backward_elements() > 0;
-      }))
+  // An ASTRA-sim model-parallel file: its groups are the tensor-parallel ones.
+  if (const uint32_t group = astra_file.model_parallel_group; group > 0) {
+    if (opt_.was_given("tp") && opt_.tp != group)
+      throw UserError("--tp " + std::to_string(opt_.tp) + ": workload file " + opt_.model +
+                      " runs model-parallel groups of " + std::to_string(group) + " NPUs");
+    tp_ = static_cast<int>(group);
+  }
+  astra_groups_ = astra && splits;
+  if (astra_groups_ && tp_ == 1)
+    throw UserError("workload file " + opt_.model + " all-reduces activations in model-parallel groups and does not "
+                    "say their size (model_parallel_NPU_group): give it with --tp");
+  if (tp_ > 1 && !splits)
     throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(opt_.compute);
@@ -155,10 +170,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
-  const double element = training::bytes_per_element(precision_);
-  const auto activations = [&](double elements) {
-    if (elements <= 0) return -1;
-    const uint64_t bytes = static_cast<uint64_t>(std::llround(elements * opt_.batch * element));
+  const auto activations = [&](uint64_t bytes) {
+    if (bytes == 0) return -1;
     const auto at = std::find(tp_sizes_.begin(), tp_sizes_.end(), bytes);
     if (at != tp_sizes_.end()) return static_cast<int>(at - tp_sizes_.begin());
     tp_sizes_.push_back(bytes);
@@ -166,7 +179,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   };
   std::vector<training::Layer> shards;
   for (const auto& layer : model_.layers) {
-    shards.push_back(training::tensor_shard(layer, opt_.tp));
+    shards.push_back(training::tensor_shard(layer, tp_));
     times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
   // Each stage: its warm-up forwards, then a forward and a backward in turn,
@@ -179,8 +192,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
         Kernel kn{phase, k, seconds(forward ? times_[k].forward_s : times_[k].backward_s),
-                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_elements()
-                                                : model_.layers[k].tp_backward_elements())
+                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_bytes(opt_.batch, element)
+                                                : model_.layers[k].tp_backward_bytes(opt_.batch, element))
                           : -1,
                   micro};
         if (q == 0) kn.wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
@@ -215,7 +228,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step.forward_flops = 2.0 * static_cast<double>(gpu_params_);
   step.input_elements = 2.0 * static_cast<double>(gpu_params_);
   step.output_elements = static_cast<double>(gpu_params_);
-  update_ = seconds(astra ? astra_update_s : compute_->compute(step, 1, precision_).forward_s);
+  update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
 
   const topo::Topology t =
       opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
@@ -273,7 +286,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
       return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
-    for (int t = 0; replicas > 1 && t < pp_ * tp_; ++t)
+    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
       collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
     if (tp_ > 1)
@@ -612,13 +625,16 @@ void TrainWorkload::print_header(std::ostream& os) const {
      << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
      << ": forward " << forward * 1e3
      << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms"
-     << (tp_ > 1 ? " (each GPU its shard: 1/" + std::to_string(tp_) +
+     << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
      << "\n";
   if (tp_ > 1) {
     os << "# activations: " << tp_per_iteration_ << " all-reduces per iteration in each group of " << tp_
-       << " GPUs (Megatron: a row-split layer's output forward, a column-split layer's input gradient backward), of";
+       << " GPUs ("
+       << (astra_groups_ ? "the workload file's forward and input-gradient all-reduces"
+                         : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
+       << "), of";
     for (uint64_t b : tp_sizes_) os << " " << size_label(b);
     os << ", each before the next kernel\n";
   }
@@ -633,7 +649,8 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                               " per GPU in each group of the GPUs with the same place in theirs"
                                         : "";
   if (bucket_count() == 0)
-    os << "# gradients: none to all-reduce, the model has one replica\n";
+    os << "# gradients: none to all-reduce, "
+       << (replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
   else
     os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
        << (pp_ > 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs" : per_group)

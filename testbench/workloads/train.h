@@ -100,6 +100,7 @@ class TrainWorkload : public TrainingWorkload {
   std::unique_ptr<training::ComputeModel> compute_;
   int gpus_ = 0;                             // taking part: the platform's first
   int tp_ = 1;                               // GPUs per tensor-parallel group
+  bool astra_groups_ = false;                // the groups are an ASTRA-sim file's model-parallel ones
   int pp_ = 1;                               // pipeline stages
   int micro_ = 1;                            // micro-batches per iteration
   std::vector<int> first_;                   // [stage]: its first layer; [pp]: the layer count
