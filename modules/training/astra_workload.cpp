@@ -230,7 +230,9 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
     layer.name = l.name;
     layer.params = all_reduce(l, l.weight_grad.comm, "weight gradient") / 4;
     layer.tp_forward_batch_bytes = all_reduce(l, l.forward.comm, "forward output");
-    layer.tp_backward_batch_bytes = all_reduce(l, l.input_grad.comm, "input gradient");
+    // ASTRA-sim issues no input-gradient collective for the first layer: nobody needs that gradient.
+    const uint64_t input_grad = all_reduce(l, l.input_grad.comm, "input gradient");
+    layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
     layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
                                    static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
     m.layers.push_back(layer);

@@ -70,7 +70,8 @@ AstraWorkload read_astra_workload(const std::string& path);
 // replicas. DATA: no other collective. HYBRID_TRANSFORMER, HYBRID_DATA_MODEL
 // and MODEL: the forward and input-gradient all-reduces are the layer's
 // activation all-reduces in its model-parallel group (tp_forward_batch_bytes,
-// tp_backward_batch_bytes), groups of consecutive NPUs as ASTRA-sim's first
+// tp_backward_batch_bytes; none for the first layer's input gradient, as
+// ASTRA-sim issues none), groups of consecutive NPUs as ASTRA-sim's first
 // dimensions are. UserError "workload file F[, line N]: ..." for another
 // parallelism (HYBRID_TRANSFORMER_FWD_IN_BCKWD's recomputation,
 // HYBRID_MODEL_DATA's strided groups, DLRM, customised, micro and inference

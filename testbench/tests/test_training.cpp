@@ -333,7 +333,7 @@ TEST_CASE("ASTRA-sim workloads: DATA, transformer checkpoints, customised and DL
 }
 
 TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all-reduces are its layers' model-parallel ones") {
-  // astra_hybrid.txt: groups of 2; fc1 all-reduces its input gradient, fc2 its output, both 256 KiB.
+  // astra_hybrid.txt: groups of 2; fc1 all-reduces its output, fc2 its input gradient, both 256 KiB.
   const AstraModel m = astra_model(read_astra_workload(kData + "astra_hybrid.txt"), "h", 1e9);
   CHECK(m.model_parallel_group == 2);
   CHECK(m.update_s == Approx(20e-9));
@@ -344,10 +344,10 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   CHECK(fc1.measured->forward_s == Approx(100e-6));
   CHECK(fc1.measured->backward_s == Approx(200e-6));
   // The file's bytes, whatever the batch.
-  CHECK(fc1.tp_forward_bytes(32, 4) == 0);
-  CHECK(fc1.tp_backward_bytes(32, 4) == 256 << 10);
-  CHECK(fc2.tp_forward_bytes(8, 4) == 256 << 10);
-  CHECK(fc2.tp_backward_bytes(8, 4) == 0);
+  CHECK(fc1.tp_forward_bytes(32, 4) == 256 << 10);
+  CHECK(fc1.tp_backward_bytes(32, 4) == 0);
+  CHECK(fc2.tp_forward_bytes(8, 4) == 0);
+  CHECK(fc2.tp_backward_bytes(8, 4) == 256 << 10);
   CHECK(tensor_shard(fc1, 2).measured->forward_s == fc1.measured->forward_s);  // the file's times are per NPU
 
   const auto refusal = [](const std::string& text) {
@@ -355,6 +355,10 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   };
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
         "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced, not ALLGATHER");
+  // ASTRA-sim issues no input-gradient collective for the first layer.
+  CHECK(astra_model(parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLREDUCE 8 1 NONE 0 1\n", "t"), "t", 1e9)
+            .model.layers[0]
+            .tp_backward_bytes(1, 4) == 0);
   CHECK(refusal("DATA\n1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n") ==
         "workload file t, line 3: a DATA-parallel layer communicates only its weight gradient");
   CHECK_THAT(refusal("HYBRID_MODEL_DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n"),
