@@ -545,8 +545,13 @@ void ChakraWorkload::print_header(std::ostream& os) const {
   for (const Group& g : groups_) {
     os << (&g == &groups_[0] ? " (" : "; ") << (g.name.empty() ? "all ranks" : "'" + g.name + "'") << ":";
     for (size_t k = 0; k < g.ops.size(); ++k) {
+      const auto& sizes = g.sizes[k];
       os << (k ? "," : "") << " " << g.ops[k] << " of";
-      for (uint64_t b : g.sizes[k]) os << " " << size_label(b);
+      if (sizes.size() > 4)  // a large trace's sizes, in short
+        os << " " << sizes.size() << " sizes, " << size_label(*std::min_element(sizes.begin(), sizes.end()))
+           << " to " << size_label(*std::max_element(sizes.begin(), sizes.end()));
+      else
+        for (uint64_t b : sizes) os << " " << size_label(b);
     }
   }
   os << (groups_.empty() ? "" : ")") << ", each once all its ranks issued it, by " << algorithms_[0]
