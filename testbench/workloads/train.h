@@ -17,7 +17,9 @@
 // each column-split layer's backward kernel, the next kernel waiting for it;
 // the gradients, 1/N of the blocks' on each GPU, are all-reduced among the
 // GPUs with the same place in their group (data parallel over the replicas).
-// Every group is a collective on its own share of the one machine.
+// Every group is a collective on its own share of the one machine. An
+// ASTRA-sim model-parallel file (HYBRID_TRANSFORMER, HYBRID_DATA_MODEL,
+// MODEL) runs its own forward and input-gradient all-reduces in these groups.
 //
 // --pp N adds pipeline parallelism (PipeDream-Flush's 1F1B, Narayanan et al.
 // 2021, §2.2): N stages over consecutive blocks of GPUs, stage s the layers
