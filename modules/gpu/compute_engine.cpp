@@ -48,9 +48,10 @@ void ComputeEngine::trace(sc_core::sc_trace_file* tf) const {
 
 void ComputeEngine::report(std::ostream& os) const {
   if (!running_) return;
-  static const char* const kPhase[] = {"idle", "forward", "backward", "update"};
+  static const char* const kPhase[] = {"idle", "forward", "backward", "update", "trace"};
   const Kernel& k = queue_.front();
-  os << "  " << name() << ": " << kPhase[static_cast<int>(k.phase)] << " kernel of layer " << k.layer
+  os << "  " << name() << ": " << kPhase[static_cast<int>(k.phase)] << " kernel of "
+     << (k.phase == Phase::Node ? "node " : "layer ") << k.layer
      << " runs until " << (started_ + k.duration).to_string() << ", " << queue_.size() - 1 << " kernels queued\n";
 }
 

@@ -21,8 +21,9 @@ namespace incsim::gpu {
 
 class ComputeEngine : public sc_core::sc_module, public Traceable {
  public:
-  // What a kernel computes, for the waveform.
-  enum class Phase : int { Idle = 0, Forward = 1, Backward = 2, Update = 3 };
+  // What a kernel computes, for the waveform (Node: a Chakra trace's
+  // compute node, whose index in its rank's file is the `layer`).
+  enum class Phase : int { Idle = 0, Forward = 1, Backward = 2, Update = 3, Node = 4 };
 
   explicit ComputeEngine(sc_core::sc_module_name name);
 

@@ -198,34 +198,47 @@ AstraWorkload read_astra_workload(const std::string& path) {
   return parse_astra_workload(read_user_file(path, "workload file", 64u << 20), path);
 }
 
-Model data_parallel_model(const AstraWorkload& w, const std::string& file, double clock_hz, double& update_s) {
+AstraModel astra_model(const AstraWorkload& w, const std::string& file, double clock_hz) {
   const auto at = [&](int line) { return "workload file " + file + ", line " + std::to_string(line) + ": "; };
-  if (w.parallelism != "DATA")
-    throw UserError("workload file " + file + " is " + w.parallelism +
-                    " parallel; incsim runs DATA-parallel workloads (tensor and pipeline parallelism come later)");
-  Model m;
+  const std::string& p = w.parallelism;
+  const bool model_parallel = p == "HYBRID_TRANSFORMER" || p == "HYBRID_DATA_MODEL" || p == "MODEL";
+  if (p != "DATA" && !model_parallel)
+    throw UserError("workload file " + file + " is " + p + " parallel, and incsim runs ASTRA-sim's DATA, MODEL, " +
+                    "HYBRID_DATA_MODEL and HYBRID_TRANSFORMER files only" +
+                    (p == "HYBRID_TRANSFORMER_FWD_IN_BCKWD" ? ": it does not recompute the forward pass at checkpoints"
+                     : p == "HYBRID_MODEL_DATA"
+                         ? ": its model-parallel groups are strided, and incsim's --tp groups are consecutive GPUs"
+                         : ""));
+  AstraModel out;
+  Model& m = out.model;
   m.name = file;
   m.source = "ASTRA-sim workload file";
-  update_s = 0;
-  for (const AstraLayer& l : w.layers) {
-    if (l.forward.comm.type != AstraCollective::none || l.input_grad.comm.type != AstraCollective::none)
-      throw UserError(at(l.line) + "a DATA-parallel layer communicates only its weight gradient");
-    const AstraComm& g = l.weight_grad.comm;
-    if (g.type != AstraCollective::none && g.type != AstraCollective::allreduce)
-      throw UserError(at(l.line) + "a DATA-parallel weight gradient is all-reduced, not " +
-                      std::string(to_string(g.type)));
-    if (g.bytes % 4 != 0)
-      throw UserError(at(l.line) + "a weight gradient of " + std::to_string(g.bytes) +
+  out.model_parallel_group = w.model_parallel_group;
+  const auto all_reduce = [&](const AstraLayer& l, const AstraComm& c, const char* what) -> uint64_t {
+    if (c.type == AstraCollective::none) return 0;
+    if (c.type != AstraCollective::allreduce)
+      throw UserError(at(l.line) + "a " + p + " " + what + " is all-reduced, not " + std::string(to_string(c.type)));
+    if (c.bytes % 4 != 0)
+      throw UserError(at(l.line) + "a " + what + " of " + std::to_string(c.bytes) +
                       " bytes is no whole number of 4-byte fp32 elements");
+    return c.bytes;
+  };
+  for (const AstraLayer& l : w.layers) {
+    if (!model_parallel && (l.forward.comm.type != AstraCollective::none || l.input_grad.comm.type != AstraCollective::none))
+      throw UserError(at(l.line) + "a DATA-parallel layer communicates only its weight gradient");
     Layer layer;
     layer.name = l.name;
-    layer.params = g.type == AstraCollective::none ? 0 : g.bytes / 4;
+    layer.params = all_reduce(l, l.weight_grad.comm, "weight gradient") / 4;
+    layer.tp_forward_batch_bytes = all_reduce(l, l.forward.comm, "forward output");
+    // ASTRA-sim issues no input-gradient collective for the first layer: nobody needs that gradient.
+    const uint64_t input_grad = all_reduce(l, l.input_grad.comm, "input gradient");
+    layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
     layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
                                    static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
     m.layers.push_back(layer);
-    update_s += static_cast<double>(l.update_cycles) / clock_hz;
+    out.update_s += static_cast<double>(l.update_cycles) / clock_hz;
   }
-  return m;
+  return out;
 }
 
 }  // namespace incsim::training

@@ -63,13 +63,26 @@ struct AstraWorkload {
 AstraWorkload parse_astra_workload(const std::string& text, const std::string& file);
 AstraWorkload read_astra_workload(const std::string& path);
 
-// A DATA-parallel workload as a Model a data-parallel iteration runs: each
-// layer's forward time, its input- and weight-gradient times together as its
-// backward time (cycles at clock_hz), and its weight-gradient all-reduce as
-// its fp32 gradient (bytes / 4 weights). UserError "workload file F, line N:
-// ..." for another parallelism, a forward or input-gradient collective, a
+// A workload as a Model a training iteration runs: each layer's forward
+// time, its input- and weight-gradient times together as its backward time
+// (cycles at clock_hz), and its weight-gradient all-reduce as its fp32
+// gradient (bytes / 4 weights), all-reduced among the data-parallel
+// replicas. DATA: no other collective. HYBRID_TRANSFORMER, HYBRID_DATA_MODEL
+// and MODEL: the forward and input-gradient all-reduces are the layer's
+// activation all-reduces in its model-parallel group (tp_forward_batch_bytes,
+// tp_backward_batch_bytes; none for the first layer's input gradient, as
+// ASTRA-sim issues none), groups of consecutive NPUs as ASTRA-sim's first
+// dimensions are. UserError "workload file F[, line N]: ..." for another
+// parallelism (HYBRID_TRANSFORMER_FWD_IN_BCKWD's recomputation,
+// HYBRID_MODEL_DATA's strided groups, DLRM, customised, micro and inference
+// files), a model-parallel collective other than an all-reduce, a
 // weight-gradient collective other than an all-reduce, or bytes that are no
-// whole number of fp32 elements. update_s: the layers' update times summed.
-Model data_parallel_model(const AstraWorkload& w, const std::string& file, double clock_hz, double& update_s);
+// whole number of fp32 elements.
+struct AstraModel {
+  Model model;
+  double update_s = 0;             // the layers' update times summed
+  uint32_t model_parallel_group = 0;  // the file's model_parallel_NPU_group; 0: none given
+};
+AstraModel astra_model(const AstraWorkload& w, const std::string& file, double clock_hz);
 
 }  // namespace incsim::training

@@ -54,10 +54,10 @@ class RooflineModel : public ComputeModel {
   LayerTimes compute(const Layer& layer, uint32_t batch, Precision p) const override;
   std::string describe() const override;
   const Roofline& device() const { return d_; }
-
- private:
   // One kernel of `flops` and `bytes`.
   double kernel_s(double flops, double bytes, Precision p) const;
+
+ private:
   Roofline d_;
 };
 

@@ -1,6 +1,7 @@
 #include "training/model.h"
 
 #include <array>
+#include <cmath>
 #include <utility>
 
 #include "core/error.h"
@@ -67,6 +68,16 @@ double Layer::forward_bytes(uint32_t batch, Precision p) const {
   // An embedding reads the rows it looks up (its output), not its table.
   const double weights = kind == LayerKind::embedding ? output_elements * batch : static_cast<double>(params);
   return ((input_elements + output_elements) * batch + weights) * b;
+}
+
+uint64_t Layer::tp_forward_bytes(uint32_t batch, double element) const {
+  return tp_forward_batch_bytes ? tp_forward_batch_bytes
+                                : static_cast<uint64_t>(std::llround(tp_forward_elements() * batch * element));
+}
+
+uint64_t Layer::tp_backward_bytes(uint32_t batch, double element) const {
+  return tp_backward_batch_bytes ? tp_backward_batch_bytes
+                                 : static_cast<uint64_t>(std::llround(tp_backward_elements() * batch * element));
 }
 
 Layer tensor_shard(const Layer& layer, uint32_t ways) {

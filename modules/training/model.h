@@ -79,6 +79,12 @@ struct Layer {
   double tp_backward_elements() const {
     return transformer_block() && split == TensorSplit::column ? input_elements : 0;
   }
+  // Or the bytes of those all-reduces for the whole batch, as ASTRA-sim's
+  // model-parallel files give them (0: from the split).
+  uint64_t tp_forward_batch_bytes = 0, tp_backward_batch_bytes = 0;
+  // The bytes each all-reduces for `batch` samples of `element` bytes (0: none).
+  uint64_t tp_forward_bytes(uint32_t batch, double element) const;
+  uint64_t tp_backward_bytes(uint32_t batch, double element) const;
 };
 
 // What one GPU of a tensor-parallel group of `ways` runs of `layer`: a

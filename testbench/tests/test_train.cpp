@@ -11,6 +11,8 @@
 #include "experiment.h"
 #include "run_checked.h"
 #include "train.h"
+#include "chakra_nodes.h"
+#include "training/chakra_trace.h"
 
 using namespace incsim;
 
@@ -255,7 +257,10 @@ TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient siz
 TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][astra][errors]") {
   const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel; incsim runs DATA-parallel workloads"));
+  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel, and incsim runs ASTRA-sim's "
+                                    "DATA, MODEL, HYBRID_DATA_MODEL and HYBRID_TRANSFORMER files only: it does not "
+                                    "recompute the forward pass at checkpoints"));
+  CHECK(cli::lines(r.err).size() == 1);
 }
 
 const std::string kPipeline = TEST_DATA "/toy4_pipeline_layers.yaml";
@@ -324,4 +329,189 @@ TEST_CASE("the 1F1B bubble is (pp - 1) / (m + pp - 1) of the pipeline when compu
     CHECK(bubble / (bubble + busy) == Approx(3.0 / (m + 3)).epsilon(0.03));
     CHECK(bubble >= 3 * 600);
   }
+}
+
+namespace {
+using training::ChakraCollective;
+using training::ChakraNode;
+using training::ChakraNodeType;
+using training::ChakraTrace;
+
+// Four ranks: 100 us of compute, an all-reduce of 1 MiB among all, then each
+// rank sends 64 KiB to the next (a ring of sends, a custom collective's step)
+// and, once its receive is in, computes 50 us and then (a control
+// dependency on the send too) 50 us more.
+std::vector<ChakraTrace> chakra_step(int ranks) {
+  std::vector<ChakraTrace> set(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    ChakraNode forward = chakra_node(1, ChakraNodeType::compute);
+    forward.duration_micros = 100;
+    ChakraNode all_reduce = chakra_node(2, ChakraNodeType::collective, {1});
+    all_reduce.comm_type = ChakraCollective::all_reduce;
+    all_reduce.comm_size = 1 << 20;
+    ChakraNode send = chakra_node(3, ChakraNodeType::send, {2});
+    send.comm_dst = (r + 1) % ranks;
+    ChakraNode recv = chakra_node(4, ChakraNodeType::recv, {2});
+    recv.comm_src = (r + ranks - 1) % ranks;
+    for (ChakraNode* p2p : {&send, &recv}) p2p->comm_size = 64 << 10, p2p->comm_tag = 1;
+    ChakraNode first = chakra_node(5, ChakraNodeType::compute, {4});
+    first.duration_micros = 50;
+    ChakraNode second = chakra_node(6, ChakraNodeType::compute);
+    second.ctrl_deps = {5, 3};
+    second.duration_micros = 50;
+    set[r].version = "0.0.4";
+    set[r].nodes = {forward, all_reduce, send, recv, first, second};
+  }
+  return set;
+}
+
+std::string write_set(const cli::TempDir& d, const std::vector<ChakraTrace>& set) {
+  const std::string name = d.file("step");
+  for (size_t r = 0; r < set.size(); ++r) training::write_chakra_trace(name + "." + std::to_string(r) + ".et", set[r]);
+  return name + ".et";
+}
+
+// One collective alone on the same platform, through the binary: its time.
+double collective_us(const std::string& args) {
+  cli::TempDir d;
+  const cli::Result r = cli::incsim(args + " --quiet --json " + d.file("r.json"));
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0).at("time_us");
+}
+}  // namespace
+
+TEST_CASE("a Chakra trace set runs on a 4-GPU star: compute, an all-reduce, sends and a dependency chain",
+          "[train][chakra]") {
+  cli::TempDir d;
+  const std::string model = write_set(d, chakra_step(4));
+  const cli::Result r = cli::incsim("--model " + model + " --platform star --gpus 4 --algorithm ring --quiet --json " +
+                                    d.file("r.json") + " --timeline " + d.file("t.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["collectives"] == 1);
+  CHECK(row["p2p"] == 4);
+  CHECK(row["compute_us"] == Approx(200).margin(1e-9));
+  // The timeline: a span per compute node, the all-reduce, each transfer.
+  std::map<int, std::vector<std::pair<double, double>>> spans;  // [track]: (start, duration)
+  const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+  for (const auto& e : timeline.at("traceEvents"))
+    if (e.at("ph") == "X") spans[e.at("tid").get<int>()].emplace_back(e.at("ts").get<double>(), e.at("dur").get<double>());
+  REQUIRE(spans.size() == 4 + 1 + 4);
+  for (int g = 0; g < 4; ++g) CHECK(spans[g].size() == 3);
+  REQUIRE(spans[4].size() == 1);
+  // The all-reduce starts when the forward compute ends and takes what it
+  // takes alone on the star; the sends go side by side (each GPU's port
+  // sends one and receives one), then the 50 + 50 us chain.
+  const double all_reduce = collective_us("--collective allreduce --sizes 1048576 --platform star --gpus 4 --algorithm ring");
+  CHECK(spans[4][0].first == Approx(100).margin(1e-6));
+  CHECK(spans[4][0].second == Approx(all_reduce).margin(0.01));
+  double transfer = 0;
+  for (int l = 5; l < 9; ++l) {
+    REQUIRE(spans[l].size() == 1);
+    CHECK(spans[l][0].first == Approx(100 + all_reduce).margin(0.01));
+    transfer = std::max(transfer, spans[l][0].second);
+  }
+  const double alone = collective_us("--collective broadcast --sizes 65536 --platform star --gpus 2 --algorithm ring");
+  CHECK(transfer >= alone - 0.01);
+  CHECK(transfer < 1.2 * alone);
+  CHECK(row["time_us"] == Approx(100 + all_reduce + transfer + 50 + 50).margin(0.01));
+  CHECK(row["comm_us"] == Approx(all_reduce + transfer).margin(0.01));
+  CHECK(row["exposed_us"] == Approx(row["time_us"].get<double>() - 200).margin(1e-6));
+}
+
+TEST_CASE("Chakra process groups run side by side, and a compute node without a duration takes the roofline's time",
+          "[train][chakra]") {
+  // Ranks 0,1 all-reduce 256 KiB in group 'a' while 2,3 all-gather it in
+  // 'b'; each computes 785 MFLOP first: 100 us at V100's 15.7 TFLOP/s x
+  // 0.5, and the 6 us launch.
+  std::vector<ChakraTrace> set(4);
+  for (int r = 0; r < 4; ++r) {
+    ChakraNode compute = chakra_node(1, ChakraNodeType::compute);
+    compute.num_ops = 785000000;
+    compute.tensor_size = 4096;
+    ChakraNode coll = chakra_node(2, ChakraNodeType::collective, {1});
+    coll.comm_type = r < 2 ? ChakraCollective::all_reduce : ChakraCollective::all_gather;
+    coll.comm_size = 256 << 10;
+    coll.pg_name = r < 2 ? "a" : "b";
+    set[r].nodes = {compute, coll};
+  }
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--model " + write_set(d, set) + " --platform star --gpus 4 --algorithm ring " +
+                                    "--baseline nvls --quiet --json " + d.file("r.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("2 process groups ('a': allreduce of 256K; 'b': allgather of 256K)"));
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows");
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["collectives"] == 2);
+    CHECK(row["compute_us"] == Approx(106).margin(1e-6));
+    CHECK(row["time_us"] == Approx(106 + row["comm_us"].get<double>()).margin(0.01));
+  }
+  CHECK(rows[0]["speedup"] == Approx(rows[1]["time_us"].get<double>() / rows[0]["time_us"].get<double>()));
+}
+
+TEST_CASE("a Chakra all-reduce summed wrong shows in #wrong", "[train][chakra][fault]") {
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--model " + write_set(d, chakra_step(4)) + " --platform star --gpus 4 " +
+                                    "--algorithm ring -c fault.alu.block=gpu1.cores -c fault.alu.elements=7 --quiet " +
+                                    "--json " + d.file("r.json"));
+  INFO(r.out << r.err);
+  CHECK(r.code == 1);
+  CHECK(nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0).at("wrong") > 0);
+}
+
+TEST_CASE("bad Chakra input is one sentence and exit 2", "[train][chakra][errors]") {
+  cli::TempDir d;
+  const auto refused = [](const std::string& args, const std::string& sentence) {
+    const cli::Result r = cli::incsim(args);
+    INFO(args << "\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(cli::lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::Contains(sentence));
+  };
+  const std::string model = "--model " + write_set(d, chakra_step(4)) + " --platform star ";
+  refused(model + "--gpus 8", "has 4 ranks (" + d.file("step") + ".0.et to " + d.file("step") +
+                                  ".3.et) and platform 'star' runs 8 GPUs");
+  refused(model + "--gpus 4 --batch 8", "--batch is not for a Chakra trace");
+  refused(model + "--gpus 4 --tp 2", "--tp is not for a Chakra trace");
+  // An all-to-all incsim cannot run.
+  std::vector<ChakraTrace> set = chakra_step(4);
+  for (auto& t : set) t.nodes[1].comm_type = ChakraCollective::all_to_all;
+  const std::string name = write_set(d, set);
+  refused("--model " + name + " --platform star --gpus 4", "node 2: collective type ALL_TO_ALL, which incsim does not run");
+  // Rank 3 all-reduces another size.
+  set = chakra_step(4);
+  set[3].nodes[1].comm_size = 1 << 10;
+  refused("--model " + write_set(d, set) + " --platform star --gpus 4",
+          "step.3.et, node 2: collective 1 of the process group of all ranks on this rank is not rank 0's");
+  // Each rank receives before it sends: the traces wait for each other.
+  set = chakra_step(4);
+  for (auto& t : set) t.nodes[2].data_deps = {4};
+  refused("--model " + write_set(d, set) + " --platform star --gpus 4",
+          "never issues (the traces wait for each other)");
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-reduces in --tp groups", "[train][astra][tp]") {
+  // astra_hybrid.txt: model_parallel_NPU_group 2, so on 4 GPUs 2 groups of 2
+  // and 2 replicas; fc1 and fc2 each 100 + 200 us of compute, 2 all-reduces
+  // of 256 KiB per group on the critical path, 1 MiB of gradient each.
+  const auto rows = train(TEST_DATA "/astra_hybrid.txt", "star", 4, "ring", "", {});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  CHECK(r["compute_us"] == Approx(600.02).margin(1e-6));  // and the updates: 20 cycles at 1 GHz
+  CHECK(r["tp_allreduces"] == 2);
+  CHECK(r["buckets"] == 1);  // 2 MiB: one 25 MiB bucket
+  // Each group's all-reduces take what one takes alone on 2 GPUs of a star
+  // (fc2's input gradient comes before the gradients are all-reduced).
+  const double alone = collective_us("--collective allreduce --sizes 262144 --platform star --gpus 2 --algorithm ring");
+  CHECK(r["tp_comm_us"] == Approx(2 * alone).epsilon(0.02));
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).margin(0.01));
+  // --tp other than the file's group is refused.
+  const cli::Result bad = cli::incsim("--model " TEST_DATA "/astra_hybrid.txt --platform star --gpus 4 --tp 4");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--tp 4: workload file " TEST_DATA "/astra_hybrid.txt runs model-parallel groups of 2 NPUs"));
 }

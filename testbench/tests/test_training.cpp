@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "training/astra_workload.h"
+#include "chakra_nodes.h"
 #include "training/chakra_trace.h"
 #include "training/compute.h"
 #include "training/layer_file.h"
@@ -331,6 +332,39 @@ TEST_CASE("ASTRA-sim workloads: DATA, transformer checkpoints, customised and DL
   CHECK(w.model_parallel_group == 0);
 }
 
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all-reduces are its layers' model-parallel ones") {
+  // astra_hybrid.txt: groups of 2; fc1 all-reduces its output, fc2 its input gradient, both 256 KiB.
+  const AstraModel m = astra_model(read_astra_workload(kData + "astra_hybrid.txt"), "h", 1e9);
+  CHECK(m.model_parallel_group == 2);
+  CHECK(m.update_s == Approx(20e-9));
+  REQUIRE(m.model.layers.size() == 2);
+  const Layer& fc1 = m.model.layers[0];
+  const Layer& fc2 = m.model.layers[1];
+  CHECK(fc1.params == (1 << 20) / 4);
+  CHECK(fc1.measured->forward_s == Approx(100e-6));
+  CHECK(fc1.measured->backward_s == Approx(200e-6));
+  // The file's bytes, whatever the batch.
+  CHECK(fc1.tp_forward_bytes(32, 4) == 256 << 10);
+  CHECK(fc1.tp_backward_bytes(32, 4) == 0);
+  CHECK(fc2.tp_forward_bytes(8, 4) == 0);
+  CHECK(fc2.tp_backward_bytes(8, 4) == 256 << 10);
+  CHECK(tensor_shard(fc1, 2).measured->forward_s == fc1.measured->forward_s);  // the file's times are per NPU
+
+  const auto refusal = [](const std::string& text) {
+    return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
+  };
+  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
+        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced, not ALLGATHER");
+  // ASTRA-sim issues no input-gradient collective for the first layer.
+  CHECK(astra_model(parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLREDUCE 8 1 NONE 0 1\n", "t"), "t", 1e9)
+            .model.layers[0]
+            .tp_backward_bytes(1, 4) == 0);
+  CHECK(refusal("DATA\n1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n") ==
+        "workload file t, line 3: a DATA-parallel layer communicates only its weight gradient");
+  CHECK_THAT(refusal("HYBRID_MODEL_DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n"),
+             Catch::Contains("its model-parallel groups are strided"));
+}
+
 TEST_CASE("a malformed ASTRA-sim workload names its file and line") {
   const std::string bad = kData + "astra_bad_collective.txt";
   CHECK(error_of([&] { read_astra_workload(bad); }) ==
@@ -419,31 +453,22 @@ TEST_CASE("a layer file's errors name the file and the line") {
 
 namespace {
 
-ChakraNode node(uint64_t id, ChakraNodeType type, std::vector<uint64_t> deps = {}) {
-  ChakraNode n;
-  n.id = id;
-  n.name = "n" + std::to_string(id);
-  n.type = type;
-  n.data_deps = std::move(deps);
-  return n;
-}
-
 // Two ranks: each computes, all-reduces 1 MiB, then rank 0 sends 4 KiB to
 // rank 1 (a custom collective's point-to-point step).
 std::vector<ChakraTrace> two_ranks() {
   std::vector<ChakraTrace> ranks(2);
   for (int r = 0; r < 2; ++r) {
     ranks[r].version = "0.0.4";
-    ChakraNode comp = node(1, ChakraNodeType::compute);
+    ChakraNode comp = chakra_node(1, ChakraNodeType::compute);
     comp.duration_micros = 150;
     comp.num_ops = 1000000;
     comp.tensor_size = 4096;
     comp.is_cpu_op = false;
-    ChakraNode coll = node(2, ChakraNodeType::collective, {1});
+    ChakraNode coll = chakra_node(2, ChakraNodeType::collective, {1});
     coll.comm_type = ChakraCollective::all_reduce;
     coll.comm_size = 1 << 20;
     coll.pg_name = "0";
-    ChakraNode p2p = node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
+    ChakraNode p2p = chakra_node(3, r == 0 ? ChakraNodeType::send : ChakraNodeType::recv, {2});
     (r == 0 ? p2p.comm_dst : p2p.comm_src) = 1 - r;
     p2p.comm_size = 4096;
     p2p.comm_tag = 7;

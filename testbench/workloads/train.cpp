@@ -51,8 +51,6 @@ const Param<double> kAstraClock{"train.astra_clock_ghz", 1.0, Range::above(0).at
                                 "ticks 1 cycle per ns: 1 GHz)"};
 
 using Phase = gpu::ComputeEngine::Phase;
-sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC); }
-double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
 // 97.5 MiB: a size that is no whole number of units.
 std::string mib(uint64_t bytes) {
   std::ostringstream os;
@@ -69,9 +67,8 @@ bool is_file(const std::string& name) { return name.find('/') != std::string::np
 // each data-parallel group's buckets reduced in order as they fill, each
 // tensor-parallel group's activations reduced as its GPUs reach them.
 struct TrainWorkload::Iteration {
-  Iteration(size_t a, bool r) : algorithm(a), record(r) {}
+  explicit Iteration(size_t a) : algorithm(a) {}
   size_t algorithm;
-  bool record;
   sc_core::sc_time t0, t_end;
   struct Dp {
     std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
@@ -111,7 +108,7 @@ struct TrainWorkload::Iteration {
   bool done = false;
 };
 
-TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
+TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
   refuse_options(opt_, {"traffic", "load"}, "applies to synthetic traffic, not to training");
   if (opt_.was_given("collective") && opt_.collective != "allreduce")
     throw UserError("training all-reduces its gradients; --collective " + opt_.collective + " is not for --workload train");
@@ -129,17 +126,32 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
     shape.decoder = {cfg.get(kLayers), cfg.get(kHidden), cfg.get(kHeads), cfg.get(kSequence), cfg.get(kVocabulary)};
   // ASTRA-sim's text workloads (FILE.txt) bring their own times.
   const bool astra = ends_with(opt_.model, ".txt");
-  double astra_update_s = 0;
-  if (astra)
-    model_ = training::data_parallel_model(training::read_astra_workload(opt_.model), opt_.model,
-                                           cfg.get(kAstraClock) * 1e9, astra_update_s);
-  else
+  training::AstraModel astra_file;
+  if (astra) {
+    astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
+    model_ = astra_file.model;
+  } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
-  if (model_.parameters() == 0) throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
+  }
+  const double element = training::bytes_per_element(precision_);
+  const bool splits = std::any_of(model_.layers.begin(), model_.layers.end(), [&](const training::Layer& l) {
+    return l.tp_forward_bytes(opt_.batch, element) > 0 || l.tp_backward_bytes(opt_.batch, element) > 0;
+  });
+  if (model_.parameters() == 0 && !splits)
+    throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
   tp_ = static_cast<int>(opt_.tp);
-  if (tp_ > 1 && std::none_of(model_.layers.begin(), model_.layers.end(), [](const training::Layer& l) {
-        return l.tp_forward_elements() > 0 || l.tp_backward_elements() > 0;
-      }))
+  // An ASTRA-sim model-parallel file: its groups are the tensor-parallel ones.
+  if (const uint32_t group = astra_file.model_parallel_group; group > 0) {
+    if (opt_.was_given("tp") && opt_.tp != group)
+      throw UserError("--tp " + std::to_string(opt_.tp) + ": workload file " + opt_.model +
+                      " runs model-parallel groups of " + std::to_string(group) + " NPUs");
+    tp_ = static_cast<int>(group);
+  }
+  astra_groups_ = astra && splits;
+  if (astra_groups_ && tp_ == 1)
+    throw UserError("workload file " + opt_.model + " all-reduces activations in model-parallel groups and does not "
+                    "say their size (model_parallel_NPU_group): give it with --tp");
+  if (tp_ > 1 && !splits)
     throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(opt_.compute);
@@ -158,10 +170,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
-  const double element = training::bytes_per_element(precision_);
-  const auto activations = [&](double elements) {
-    if (elements <= 0) return -1;
-    const uint64_t bytes = static_cast<uint64_t>(std::llround(elements * opt_.batch * element));
+  const auto activations = [&](uint64_t bytes) {
+    if (bytes == 0) return -1;
     const auto at = std::find(tp_sizes_.begin(), tp_sizes_.end(), bytes);
     if (at != tp_sizes_.end()) return static_cast<int>(at - tp_sizes_.begin());
     tp_sizes_.push_back(bytes);
@@ -169,7 +179,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   };
   std::vector<training::Layer> shards;
   for (const auto& layer : model_.layers) {
-    shards.push_back(training::tensor_shard(layer, opt_.tp));
+    shards.push_back(training::tensor_shard(layer, tp_));
     times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
   // Each stage: its warm-up forwards, then a forward and a backward in turn,
@@ -182,8 +192,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
         Kernel kn{phase, k, seconds(forward ? times_[k].forward_s : times_[k].backward_s),
-                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_elements()
-                                                : model_.layers[k].tp_backward_elements())
+                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_bytes(opt_.batch, element)
+                                                : model_.layers[k].tp_backward_bytes(opt_.batch, element))
                           : -1,
                   micro};
         if (q == 0) kn.wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
@@ -218,7 +228,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
   step.forward_flops = 2.0 * static_cast<double>(gpu_params_);
   step.input_elements = 2.0 * static_cast<double>(gpu_params_);
   step.output_elements = static_cast<double>(gpu_params_);
-  update_ = seconds(astra ? astra_update_s : compute_->compute(step, 1, precision_).forward_s);
+  update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
 
   const topo::Topology t =
       opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
@@ -255,12 +265,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
       bucket_of_[k] = static_cast<int>(mine.size()) - 1;
     }
 
-  algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
-  if (!opt_.baseline.empty()) {
-    if (opt_.baseline == algorithms_[0])
-      throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
-    algorithms_.push_back(opt_.baseline);
-  }
+  choose_algorithms();
   // Groups that are not GPUs 0 to k-1 (all but the first tensor-parallel
   // group, the strided data-parallel ones) need ranks of their own.
   if ((tp_ > 1 && replicas > 1) || pp_ > 1)
@@ -271,11 +276,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
                         "data-parallel groups of --tp or the stages of --pp");
   // One machine for all.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
-  const auto list = [](const std::vector<uint64_t>& sizes) {
-    std::string text;
-    for (uint64_t b : sizes) text += (text.empty() ? "" : ",") + std::to_string(b);
-    return text;
-  };
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: GPUs first, first + stride, ... (count of them), all-reducing `sizes`.
@@ -283,19 +283,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
                            const std::string& kind, const std::string& collective = "allreduce") {
       std::vector<int> gpus;
       for (int r = 0; r < count; ++r) gpus.push_back(first + r * stride);
-      const CollectiveWorkload::Share share{platform_.get(), gpus};
-      Options oc = opt_;
-      oc.collective = collective;
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
-      oc.algorithm = collective == "broadcast" ? "ring" : algorithms_[a];
-      oc.sizes = list(sizes);
-      try {
-        return std::make_unique<CollectiveWorkload>(oc, cfg, &share);
-      } catch (const UserError& e) {
-        throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + kind + ": " + e.what());
-      }
+      return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
-    for (int t = 0; replicas > 1 && t < pp_ * tp_; ++t)
+    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
       collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
     if (tp_ > 1)
@@ -344,12 +335,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : opt_(o) {
 }
 
 TrainWorkload::~TrainWorkload() = default;
-
-void TrainWorkload::span(int track, std::string name, const sc_core::sc_time& took) {
-  if (!running_->record) return;
-  const double end = us(sc_core::sc_time_stamp());
-  spans_.push_back({static_cast<int>(running_->algorithm), track, std::move(name), end - us(took), end});
-}
 
 bool TrainWorkload::ready(int g, const Kernel& k) const {
   const Iteration& it = *running_;
@@ -475,7 +460,7 @@ void TrainWorkload::reduce(int t) {
     const Row row = coll.finish(dp.next, ignored);
     it.wrong += row.wrong();
     dp.comm_us += us(took);
-    if (it.record && t == 0) {
+    if (recording() && t == 0) {
       // The links' utilisation while the bucket was reduced: the mean over
       // the links that carried any of it, and the busiest (under --tp, the
       // other groups' traffic meanwhile too).
@@ -520,16 +505,9 @@ void TrainWorkload::finish(int t) {
   }
 }
 
-std::string TrainWorkload::error(size_t a) const {
-  for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].p2p})
-    for (const auto& c : *groups)
-      if (!c->error().empty()) return c->error();
-  return "";
-}
-
-Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool record) {
+Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   const int n = gpus_, tp_groups = gpus_ / tp_;
-  running_ = std::make_unique<Iteration>(a, record);
+  running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
   it.dp.resize(tp_ * pp_);
@@ -551,9 +529,9 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
   it.waiting_since.resize(n);
   it.update_left = n;
   for (int g = 0; g < n; ++g) issue(g);
-  run.run_until([&] { return it.done || !error(a).empty(); },
+  run.run_until([&] { return it.done || !collective_error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
-  if (const std::string e = error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
+  if (const std::string e = collective_error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
   double compute = 0;
   for (int s = 0; s < pp_; ++s) {
@@ -598,31 +576,10 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run, bool recor
   return r;
 }
 
-std::vector<Row> TrainWorkload::run_point(size_t i, Runner& run, std::ostream&) {
-  uint64_t warmup_wrong = 0;
-  if (i == 0)
-    for (uint32_t w = 0; w < opt_.warmup; ++w)
-      for (size_t a = 0; a < collectives_.size(); ++a) warmup_wrong += iterate(a, w, run, false).wrong();
-  std::vector<Row> rows;
-  const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
-  for (size_t a = 0; a < collectives_.size(); ++a) rows.push_back(iterate(a, static_cast<uint32_t>(i), run, record));
-  rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too
-  if (rows.size() > 1) {
-    rows[0].set("speedup", rows[1]["time_us"] / rows[0]["time_us"]);
-    rows[1].set("speedup", 1.0);
-  }
-  if (record) write_timeline();
-  return rows;
-}
-
-// Chrome's trace-event format (Perfetto, chrome://tracing): a process per
-// algorithm, a thread per GPU's compute, one for each data-parallel group's
-// all-reduces and one for each tensor-parallel group's, and a counter of the
-// links' utilisation during the first data-parallel group's all-reduces;
-// times in us.
-void TrainWorkload::write_timeline() const {
-  using json = nlohmann::ordered_json;
-  json events = json::array();
+// A track per GPU's compute, one for each data-parallel group's all-reduces,
+// one for each tensor-parallel group's, and one per direction of each pair
+// of pipeline neighbours.
+std::vector<std::string> TrainWorkload::timeline_tracks() const {
   const int n = gpus_, tp_groups = gpus_ / tp_;
   // Data-parallel group t is GPUs group_gpu(t, 0), + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
   const auto gpu_list = [](int first, int stride, int count) {
@@ -642,20 +599,7 @@ void TrainWorkload::write_timeline() const {
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
                            : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
   }
-  for (size_t a = 0; a < algorithms_.size(); ++a) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", a}, {"args", {{"name", algorithms_[a]}}}});
-    for (size_t k = 0; k < tracks.size(); ++k)
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", a}, {"tid", k}, {"args", {{"name", tracks[k]}}}});
-  }
-  for (const Span& s : spans_)
-    events.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.algorithm}, {"tid", s.track}, {"ts", s.start_us},
-                      {"dur", s.end_us - s.start_us}});
-  for (const Counter& c : counters_)
-    events.push_back({{"name", "link utilisation"}, {"ph", "C"}, {"pid", c.algorithm}, {"ts", c.ts},
-                      {"args", {{"mean", c.mean}, {"busiest", c.busiest}}}});
-  std::ofstream f(opt_.timeline);
-  if (!f) throw UserError("cannot write the timeline '" + opt_.timeline + "'");
-  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";
+  return tracks;
 }
 
 void TrainWorkload::print_header(std::ostream& os) const {
@@ -681,13 +625,16 @@ void TrainWorkload::print_header(std::ostream& os) const {
      << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
      << ": forward " << forward * 1e3
      << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms"
-     << (tp_ > 1 ? " (each GPU its shard: 1/" + std::to_string(tp_) +
+     << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
      << "\n";
   if (tp_ > 1) {
     os << "# activations: " << tp_per_iteration_ << " all-reduces per iteration in each group of " << tp_
-       << " GPUs (Megatron: a row-split layer's output forward, a column-split layer's input gradient backward), of";
+       << " GPUs ("
+       << (astra_groups_ ? "the workload file's forward and input-gradient all-reduces"
+                         : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
+       << "), of";
     for (uint64_t b : tp_sizes_) os << " " << size_label(b);
     os << ", each before the next kernel\n";
   }
@@ -702,7 +649,8 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                               " per GPU in each group of the GPUs with the same place in theirs"
                                         : "";
   if (bucket_count() == 0)
-    os << "# gradients: none to all-reduce, the model has one replica\n";
+    os << "# gradients: none to all-reduce, "
+       << (replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
   else
     os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
        << (pp_ > 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs" : per_group)
@@ -713,12 +661,8 @@ void TrainWorkload::print_header(std::ostream& os) const {
   for (size_t a = 0; a < collectives_.size(); ++a)
     for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp}) {
       if (groups->empty()) continue;
-      const std::string who = algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)");
-      std::ostringstream mine;
-      groups->front()->print_header(mine);
-      std::istringstream in(mine.str());
-      for (std::string line; std::getline(in, line);)
-        if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
+      print_collective_lines(os, algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)"),
+                             *groups->front());
     }
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
      << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
@@ -756,14 +700,6 @@ size_t TrainWorkload::bucket_count() const {
   return n;
 }
 
-sc_core::sc_time TrainWorkload::default_stall_timeout() const {
-  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
-  for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
-      for (const auto& c : *groups) t = std::max(t, c->default_stall_timeout());
-  return t;
-}
-
 // Kernels and buckets done, of all.
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
@@ -773,12 +709,6 @@ double TrainWorkload::done_fraction() const {
   for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /
          (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(tp_)));
-}
-
-void TrainWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (const auto& a : collectives_)
-    for (const auto* groups : {&a.dp, &a.tp, &a.p2p})
-      for (const auto& c : *groups) c->trace(tf);
 }
 
 }  // namespace incsim::tb

@@ -17,7 +17,9 @@
 // each column-split layer's backward kernel, the next kernel waiting for it;
 // the gradients, 1/N of the blocks' on each GPU, are all-reduced among the
 // GPUs with the same place in their group (data parallel over the replicas).
-// Every group is a collective on its own share of the one machine.
+// Every group is a collective on its own share of the one machine. An
+// ASTRA-sim model-parallel file (HYBRID_TRANSFORMER, HYBRID_DATA_MODEL,
+// MODEL) runs its own forward and input-gradient all-reduces in these groups.
 //
 // --pp N adds pipeline parallelism (PipeDream-Flush's 1F1B, Narayanan et al.
 // 2021, §2.2): N stages over consecutive blocks of GPUs, stage s the layers
@@ -32,49 +34,29 @@
 #include <string>
 #include <vector>
 
-#include "collective.h"
-#include "core/process.h"
 #include "gpu/compute_engine.h"
 #include "training/compute.h"
 #include "training/model.h"
-#include "workload.h"
+#include "training_workload.h"
 
 namespace incsim::tb {
 
-class TrainWorkload : public Workload {
+class TrainWorkload : public TrainingWorkload {
  public:
   TrainWorkload(const Options& o, Config& cfg);
   ~TrainWorkload() override;
 
-  platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
-  size_t points() const override { return opt_.iterations; }
-  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
-  sc_core::sc_time default_stall_timeout() const override;
   double done_fraction() const override;
-  void trace(sc_core::sc_trace_file* tf) const override;
-
-  // One kernel or all-reduce of the timeline: of algorithm a, on GPU
-  // `track`'s compute (from the GPUs' count on: each data-parallel group's
-  // gradient all-reduces, then each tensor-parallel group's), from start to end.
-  struct Span {
-    int algorithm;
-    int track;
-    std::string name;
-    double start_us, end_us;
-  };
-  const std::vector<Span>& spans() const { return spans_; }
-  // The links' utilisation from ts on (0 after an all-reduce ends).
-  struct Counter {
-    int algorithm;
-    double ts, mean, busiest;
-  };
 
  private:
   struct Iteration;
   // Runs one iteration of `algorithm` (index into collectives_), returns its row.
-  Row iterate(size_t a, uint32_t iteration, Runner& run, bool record);
+  Row iterate(size_t a, uint32_t iteration, Runner& run) override;
+  // A track per GPU's compute, then each data-parallel group's gradient
+  // all-reduces, each tensor-parallel group's, each pipeline link's.
+  std::vector<std::string> timeline_tracks() const override;
   // The steps of the running iteration: GPU g queues its kernels up to the
   // next tensor-parallel all-reduce; g reached that all-reduce; g ran its
   // last kernel; data-parallel group t reduces its next bucket if it is
@@ -92,9 +74,6 @@ class TrainWorkload : public Workload {
   void through(int g);
   void reduce(int t);
   void finish(int t);
-  void span(int track, std::string name, const sc_core::sc_time& took);
-  std::string error(size_t a) const;  // the first error of algorithm a's collectives
-  void write_timeline() const;
 
   // A stage's kernels in order (without --pp, forward then backward);
   // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its
@@ -118,12 +97,12 @@ class TrainWorkload : public Workload {
     std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
   };
 
-  Options opt_;
   training::Model model_;
   training::Precision precision_;
   std::unique_ptr<training::ComputeModel> compute_;
   int gpus_ = 0;                             // taking part: the platform's first
   int tp_ = 1;                               // GPUs per tensor-parallel group
+  bool astra_groups_ = false;                // the groups are an ASTRA-sim file's model-parallel ones
   int pp_ = 1;                               // pipeline stages
   int micro_ = 1;                            // micro-batches per iteration
   std::vector<int> first_;                   // [stage]: its first layer; [pp]: the layer count
@@ -137,13 +116,8 @@ class TrainWorkload : public Workload {
   std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket in its stage, -1 for a layer without weights
   bool overlap_ = true;
-  std::unique_ptr<platforms::GpuMachine> platform_;
-  std::vector<std::string> algorithms_;      // --algorithm, then --baseline
   std::vector<Groups> collectives_;          // [algorithm]
   std::unique_ptr<Iteration> running_;
-  std::vector<Span> spans_;
-  std::vector<Counter> counters_;
-  Wakeup launch_;
 };
 
 }  // namespace incsim::tb

@@ -1,6 +1,7 @@
 // The one place that knows every workload: a new one is a class and a line here.
 #include <memory>
 
+#include "chakra.h"
 #include "choices.h"
 #include "collective.h"
 #include "core/error.h"
@@ -38,6 +39,8 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
+  if (w == "train" && o.model.size() > 3 && o.model.compare(o.model.size() - 3, 3, ".et") == 0)
+    return std::make_unique<ChakraWorkload>(o, cfg);
   if (w == "train") return std::make_unique<TrainWorkload>(o, cfg);
   if (w == "netreduce") return std::make_unique<NetReduceWorkload>(o, cfg);
   return std::make_unique<CollectiveWorkload>(o, cfg);

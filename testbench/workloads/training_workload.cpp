@@ -1,0 +1,122 @@
+#include "training_workload.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace incsim::tb {
+
+sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC); }
+double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
+
+void TrainingWorkload::choose_algorithms() {
+  algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
+  if (!opt_.baseline.empty()) {
+    if (opt_.baseline == algorithms_[0])
+      throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
+    algorithms_.push_back(opt_.baseline);
+  }
+}
+
+std::unique_ptr<CollectiveWorkload> TrainingWorkload::group_collective(Config& cfg, size_t a,
+                                                                       const std::vector<int>& gpus,
+                                                                       const std::vector<uint64_t>& sizes,
+                                                                       const std::string& what,
+                                                                       const std::string& collective,
+                                                                       const std::string& algorithm) {
+  const CollectiveWorkload::Share share{platform_.get(), gpus};
+  Options oc = opt_;
+  oc.collective = collective;
+  oc.algorithm = algorithm.empty() ? algorithms_[a] : algorithm;
+  oc.sizes.clear();
+  for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
+  std::unique_ptr<CollectiveWorkload> c;
+  try {
+    c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+  } catch (const UserError& e) {
+    throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + what + ": " + e.what());
+  }
+  if (made_.size() <= a) made_.resize(a + 1);
+  made_[a].push_back(c.get());
+  return c;
+}
+
+std::string TrainingWorkload::collective_error(size_t a) const {
+  if (a >= made_.size()) return "";
+  for (const CollectiveWorkload* c : made_[a])
+    if (!c->error().empty()) return c->error();
+  return "";
+}
+
+sc_core::sc_time TrainingWorkload::default_stall_timeout() const {
+  sc_core::sc_time t = sc_core::SC_ZERO_TIME;
+  for (const auto& a : made_)
+    for (const CollectiveWorkload* c : a) t = std::max(t, c->default_stall_timeout());
+  return t;
+}
+
+void TrainingWorkload::trace(sc_core::sc_trace_file* tf) const {
+  for (const auto& a : made_)
+    for (const CollectiveWorkload* c : a) c->trace(tf);
+}
+
+void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c) {
+  std::ostringstream mine;
+  c.print_header(mine);
+  std::istringstream in(mine.str());
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
+}
+
+void TrainingWorkload::span(int track, std::string name, const sc_core::sc_time& took) {
+  if (recording_ < 0) return;
+  const double end = us(sc_core::sc_time_stamp());
+  spans_.push_back({recording_, track, std::move(name), end - us(took), end});
+}
+
+std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream&) {
+  uint64_t warmup_wrong = 0;
+  if (i == 0)
+    for (uint32_t w = 0; w < opt_.warmup; ++w)
+      for (size_t a = 0; a < algorithms_.size(); ++a) warmup_wrong += iterate(a, w, run).wrong();
+  std::vector<Row> rows;
+  const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
+  for (size_t a = 0; a < algorithms_.size(); ++a) {
+    recording_ = record ? static_cast<int>(a) : -1;
+    rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
+  }
+  recording_ = -1;
+  rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too
+  if (rows.size() > 1) {
+    rows[0].set("speedup", rows[1]["time_us"] / rows[0]["time_us"]);
+    rows[1].set("speedup", 1.0);
+  }
+  if (record) write_timeline();
+  return rows;
+}
+
+// Chrome's trace-event format (Perfetto, chrome://tracing): a process per
+// algorithm, a thread per track, the spans, and the counters of the links'
+// utilisation; times in us.
+void TrainingWorkload::write_timeline() const {
+  using json = nlohmann::ordered_json;
+  json events = json::array();
+  const std::vector<std::string> tracks = timeline_tracks();
+  for (size_t a = 0; a < algorithms_.size(); ++a) {
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", a}, {"args", {{"name", algorithms_[a]}}}});
+    for (size_t k = 0; k < tracks.size(); ++k)
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", a}, {"tid", k}, {"args", {{"name", tracks[k]}}}});
+  }
+  for (const Span& s : spans_)
+    events.push_back({{"name", s.name}, {"ph", "X"}, {"pid", s.algorithm}, {"tid", s.track}, {"ts", s.start_us},
+                      {"dur", s.end_us - s.start_us}});
+  for (const Counter& c : counters_)
+    events.push_back({{"name", "link utilisation"}, {"ph", "C"}, {"pid", c.algorithm}, {"ts", c.ts},
+                      {"args", {{"mean", c.mean}, {"busiest", c.busiest}}}});
+  std::ofstream f(opt_.timeline);
+  if (!f) throw UserError("cannot write the timeline '" + opt_.timeline + "'");
+  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";
+}
+
+}  // namespace incsim::tb

@@ -1,0 +1,84 @@
+#pragma once
+// What the training workloads share (train.h's iterations of a model,
+// chakra.h's Chakra traces; docs/training.md): --algorithm and --baseline
+// run one after the other on one machine, every collective a CollectiveWorkload
+// on its group's share of it; a row per algorithm and iteration after the
+// warm-up, the speed-up over the baseline; the last iteration as a Chrome
+// trace-event timeline (--timeline).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collective.h"
+#include "core/process.h"
+#include "workload.h"
+
+namespace incsim::tb {
+
+class TrainingWorkload : public Workload {
+ public:
+  platforms::Machine& machine() override { return *platform_; }
+  size_t points() const override { return opt_.iterations; }
+  // The warm-up iterations (before the first point), then one iteration of
+  // each algorithm; #wrong of the warm-up counts in the first row.
+  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  // Over every collective group_collective() made.
+  sc_core::sc_time default_stall_timeout() const override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+
+  // One span of the timeline: of algorithm a, on `track`, from start to end.
+  struct Span {
+    int algorithm;
+    int track;
+    std::string name;
+    double start_us, end_us;
+  };
+  const std::vector<Span>& spans() const { return spans_; }
+  // The links' utilisation from ts on (0 after a collective ends).
+  struct Counter {
+    int algorithm;
+    double ts, mean, busiest;
+  };
+
+ protected:
+  explicit TrainingWorkload(const Options& o) : opt_(o) {}
+  // --algorithm (the all-reduce's default when none), then --baseline.
+  void choose_algorithms();
+  // One iteration of algorithm a (an index into algorithms_); its row.
+  virtual Row iterate(size_t a, uint32_t iteration, Runner& run) = 0;
+  // The timeline's tracks (threads), by index, the same for every algorithm.
+  virtual std::vector<std::string> timeline_tracks() const = 0;
+
+  // A collective of algorithms_[a] (or `algorithm` when given) on the GPUs
+  // `gpus` of platform_, in rank order, over `sizes`; `what` names the group
+  // in its refusal.
+  std::unique_ptr<CollectiveWorkload> group_collective(Config& cfg, size_t a, const std::vector<int>& gpus,
+                                                       const std::vector<uint64_t>& sizes, const std::string& what,
+                                                       const std::string& collective = "allreduce",
+                                                       const std::string& algorithm = "");
+  // The first error of algorithm a's collectives, in the order they were made.
+  std::string collective_error(size_t a) const;
+  // The collective's header lines but its first, as "#   who: ...".
+  static void print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c);
+  // A span on `track` that ends now and took `took`, when the running
+  // iteration is recorded.
+  void span(int track, std::string name, const sc_core::sc_time& took);
+  bool recording() const { return recording_ >= 0; }
+
+  Options opt_;
+  std::unique_ptr<platforms::GpuMachine> platform_;
+  std::vector<std::string> algorithms_;  // --algorithm, then --baseline
+  std::vector<Counter> counters_;
+  Wakeup launch_;
+
+ private:
+  void write_timeline() const;
+  std::vector<std::vector<const CollectiveWorkload*>> made_;  // [algorithm]: by group_collective()
+  std::vector<Span> spans_;
+  int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
+};
+
+sc_core::sc_time seconds(double s);
+double us(const sc_core::sc_time& t);
+
+}  // namespace incsim::tb
