@@ -33,10 +33,22 @@ RedOp parse_redop(const std::string& text) {
   throw UserError("unknown reduction operator '" + text + "'; choose one of " + kRedOps);
 }
 
+namespace {
+// The type and the operator are fixed outside the element loop.
+template <RedOp kOp, class E>
+void reduce_as(uint8_t* acc, const uint8_t* in, uint32_t bytes) {
+  for (uint32_t i = 0; i < bytes; i += E::kBytes) E::store(acc + i, reduce(kOp, E::load(acc + i), E::load(in + i)));
+}
+}  // namespace
+
 void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
   with_elements(t, [&](auto e) {
     using E = decltype(e);
-    for (uint32_t i = 0; i < bytes; i += E::kBytes) E::store(acc + i, reduce(op, E::load(acc + i), E::load(in + i)));
+    switch (op) {
+      case RedOp::Min: return reduce_as<RedOp::Min, E>(acc, in, bytes);
+      case RedOp::Max: return reduce_as<RedOp::Max, E>(acc, in, bytes);
+      default: return reduce_as<RedOp::Sum, E>(acc, in, bytes);
+    }
   });
 }
 

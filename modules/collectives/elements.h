@@ -44,8 +44,8 @@ inline float bits_float(uint32_t x) {
 inline float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
-  if (exp == 0x1F) return bits_float(sign | 0x7F800000 | frac << 13);    // infinity, NaN
-  if (exp != 0) return bits_float(sign | (exp + 112) << 23 | frac << 13);  // rebias 15 -> 127
+  if (exp - 1 < 30) return bits_float(sign | (exp + 112) << 23 | frac << 13);  // normal: rebias 15 -> 127
+  if (exp == 0x1F) return bits_float(sign | 0x7F800000 | frac << 13);         // infinity, NaN
   if (frac == 0) return bits_float(sign);
   // Subnormal: frac x 2^-24, normalised.
   uint32_t e = 113, m = frac;
@@ -57,14 +57,14 @@ inline uint16_t float_to_half(float f) {
   const uint32_t x = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>(x >> 16 & 0x8000);
   const uint32_t ax = x & 0x7FFFFFFF;
-  if (ax > 0x7F800000) return sign | 0x7E00 | (ax >> 13 & 0x3FF);  // NaN, made quiet
-  if (ax >= 0x477FF000) return sign | 0x7C00;  // 65520 and beyond (and infinity) round to infinity
-  if (ax >= 0x38800000) {                      // a normal binary16 (2^-14 and above)
+  if (ax - 0x38800000 < 0x477FF000 - 0x38800000) {  // a normal binary16: [2^-14, 65520)
     // Rebias the exponent, add just under half a unit of the last place and
     // the last kept bit (so a tie rounds to even), truncate; a carry out of
     // the fraction correctly bumps the exponent.
     return sign | static_cast<uint16_t>((ax - 0x38000000 + 0xFFF + (ax >> 13 & 1)) >> 13);
   }
+  if (ax > 0x7F800000) return sign | 0x7E00 | (ax >> 13 & 0x3FF);  // NaN, made quiet
+  if (ax >= 0x477FF000) return sign | 0x7C00;  // 65520 and beyond (and infinity) round to infinity
   // Subnormal or zero: |f| / 2^-24 = m / 2^s with the implicit bit in m.
   const int s = 126 - static_cast<int>(ax >> 23);
   if (s > 24) return sign;  // below 2^-25 (and float subnormals): to zero
