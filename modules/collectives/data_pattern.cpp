@@ -77,7 +77,7 @@ uint64_t DataPattern::mismatches(DType t, RedOp op, const uint8_t* bytes, uint64
     using E = decltype(e);
     uint64_t wrong = 0;
     for (uint64_t i = 0; i < n; ++i)
-      wrong += E::whole(E::load(bytes + i * E::kBytes)) !=
+      wrong += whole_number(E::load(bytes + i * E::kBytes)) !=
                (owner < 0 ? reduced(op, first + i) : value(owner, first + i));
     return wrong;
   });

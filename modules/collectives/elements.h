@@ -81,36 +81,31 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>((x + 0x7FFF + (x >> 16 & 1)) >> 16);
 }
 
+// The whole number an element holds, or INT32_MIN if it holds none (the
+// data pattern's values are whole numbers).
+inline int32_t whole_number(int32_t v) { return v; }
+inline int32_t whole_number(float f) {
+  if (!(f > -2147483648.f && f < 2147483648.f)) return INT32_MIN;  // also NaN
+  const int32_t v = static_cast<int32_t>(f);
+  return static_cast<float>(v) == f ? v : INT32_MIN;
+}
+
 // How an ALU handles elements of each type: load widens an element to the
 // type it computes in (T), store narrows a result back (rounding, for the
-// 16-bit types), whole gives the whole number an element holds or INT32_MIN
-// if it holds none (the data pattern's values are whole numbers).
-struct Float32Elem {
-  using T = float;
+// 16-bit types).
+template <class V>
+struct Word32Elem {  // float32 and int32, computed as they are
+  using T = V;
   static constexpr uint32_t kBytes = 4;
-  static float load(const uint8_t* p) {
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
-  }
-  static void store(uint8_t* p, float f) { std::memcpy(p, &f, 4); }
-  static int32_t whole(float f) {
-    if (!(f > -2147483648.f && f < 2147483648.f)) return INT32_MIN;  // also NaN
-    const int32_t v = static_cast<int32_t>(f);
-    return static_cast<float>(v) == f ? v : INT32_MIN;
-  }
-};
-struct Int32Elem {
-  using T = int32_t;
-  static constexpr uint32_t kBytes = 4;
-  static int32_t load(const uint8_t* p) {
-    int32_t v;
+  static V load(const uint8_t* p) {
+    V v;
     std::memcpy(&v, p, 4);
     return v;
   }
-  static void store(uint8_t* p, int32_t v) { std::memcpy(p, &v, 4); }
-  static int32_t whole(int32_t v) { return v; }
+  static void store(uint8_t* p, V v) { std::memcpy(p, &v, 4); }
 };
+using Float32Elem = Word32Elem<float>;
+using Int32Elem = Word32Elem<int32_t>;
 template <float (*Widen)(uint16_t), uint16_t (*Narrow)(float)>
 struct Float16Elem {
   using T = float;
@@ -124,7 +119,6 @@ struct Float16Elem {
     const uint16_t h = Narrow(f);
     std::memcpy(p, &h, 2);
   }
-  static int32_t whole(float f) { return Float32Elem::whole(f); }
 };
 using HalfElem = Float16Elem<half_to_float, float_to_half>;
 using BFloat16Elem = Float16Elem<bf16_to_float, float_to_bf16>;
