@@ -41,7 +41,8 @@ inline float bits_float(uint32_t x) {
   return f;
 }
 
-inline float half_to_float(uint16_t h) {
+// binary16 to float32 computed (half_to_float, below, reads it from a table).
+inline float half_to_float_bits(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
   const uint32_t exp = (h >> 10) & 0x1F, frac = h & 0x3FF;
   if (exp - 1 < 30) return bits_float(sign | (exp + 112) << 23 | frac << 13);  // normal: rebias 15 -> 127
@@ -52,6 +53,18 @@ inline float half_to_float(uint16_t h) {
   while (!(m & 0x400)) m <<= 1, --e;
   return bits_float(sign | e << 23 | (m & 0x3FF) << 13);
 }
+
+// The same from a table of all 65536 (256 KiB, built at start-up): the ALU's
+// hot loop widens two elements per result, and a data pattern's few values
+// keep their entries in cache.
+struct HalfTable {
+  float f[65536];
+  HalfTable() {
+    for (uint32_t h = 0; h < 65536; ++h) f[h] = half_to_float_bits(static_cast<uint16_t>(h));
+  }
+};
+inline const HalfTable kHalfTable;
+inline float half_to_float(uint16_t h) { return kHalfTable.f[h]; }
 
 inline uint16_t float_to_half(float f) {
   const uint32_t x = float_bits(f);
