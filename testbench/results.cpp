@@ -67,6 +67,9 @@ void print_row(std::ostream& os, const Row& r) {
     if (c.width < 0) {
       os << "  ";
     } else {
+      // A text as wide as its column (bfloat16 under type) is still set apart.
+      const auto* text = std::get_if<std::string>(&r.values[i]);
+      if (text && text->size() >= static_cast<size_t>(c.width)) os << ' ';
       os << std::setw(c.width);
     }
     std::visit([&](const auto& v) {

@@ -1,6 +1,5 @@
 #include "alu.h"
 
-#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -41,19 +40,10 @@ void Alu::check_matched() {
 }
 
 void Alu::corrupt(DType t, uint8_t* acc, uint32_t bytes) {
-  for (uint32_t i = 0; i < bytes && faults_; i += 4, --faults_) {
-    if (t == DType::Float32) {
-      float f;
-      std::memcpy(&f, acc + i, 4);
-      f += 1;
-      std::memcpy(acc + i, &f, 4);
-    } else {
-      int32_t v;
-      std::memcpy(&v, acc + i, 4);
-      v += 1;
-      std::memcpy(acc + i, &v, 4);
-    }
-  }
+  with_elements(t, [&](auto e) {
+    using E = decltype(e);
+    for (uint32_t i = 0; i < bytes && faults_; i += E::kBytes, --faults_) E::store(acc + i, E::load(acc + i) + 1);
+  });
 }
 
 }  // namespace incsim::collectives

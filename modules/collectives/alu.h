@@ -16,7 +16,7 @@ class Alu {
   Alu() = default;
   // Takes the faults configured for the block of that hierarchical name.
   explicit Alu(const std::string& block);
-  // acc[i] = op(acc[i], in[i]) over bytes of 4-byte elements of type t.
+  // acc[i] = op(acc[i], in[i]) over bytes of elements of type t.
   void reduce(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
     reduce_bytes(t, op, acc, in, bytes);
     if (faults_) corrupt(t, acc, bytes);
@@ -24,7 +24,7 @@ class Alu {
   // out[i] = op(out[i], rank's element first + i): a rank adding its own data.
   void reduce_own(const DataPattern& d, DType t, RedOp op, int rank, uint64_t first, uint64_t n, uint8_t* out) {
     d.reduce_own(t, op, rank, first, n, out);
-    if (faults_) corrupt(t, out, static_cast<uint32_t>(n * 4));
+    if (faults_) corrupt(t, out, static_cast<uint32_t>(n * dtype_bytes(t)));
   }
   // Data the block moves without reducing it (a GPU's cores copying a
   // chunk along): where a collective reduces nothing, its copies are the
@@ -35,7 +35,8 @@ class Alu {
   bool faulty() const { return faults_ != 0; }
 
   // Before the blocks are built: the next ALUs built for `block` get its
-  // first `elements` results one too high; "" injects nothing.
+  // first `elements` results one too high (1 added in the element's type,
+  // rounded as the ALU rounds); "" injects nothing.
   static void inject(const std::string& block, uint64_t elements);
   // Throws UserError if fault.alu.block named no block with an ALU.
   static void check_matched();

@@ -7,11 +7,20 @@
 
 namespace incsim::collectives {
 
-const char* dtype_name(DType t) { return t == DType::Float32 ? "float" : "int32"; }
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::Int32: return "int32";
+    case DType::Float16: return "half";
+    case DType::BFloat16: return "bfloat16";
+    default: return "float";
+  }
+}
 
 DType parse_dtype(const std::string& text) {
   if (text == "float" || text == "float32") return DType::Float32;
   if (text == "int32" || text == "int") return DType::Int32;
+  if (text == "half" || text == "float16" || text == "fp16") return DType::Float16;
+  if (text == "bfloat16" || text == "bf16") return DType::BFloat16;
   throw UserError("unknown data type '" + text + "'; choose one of " + kDTypes);
 }
 
@@ -25,66 +34,71 @@ RedOp parse_redop(const std::string& text) {
 }
 
 namespace {
-template <class T>
-void reduce_as(RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
-  for (uint32_t i = 0; i < bytes; i += sizeof(T)) {
-    T a, b;
-    std::memcpy(&a, acc + i, sizeof(T));
-    std::memcpy(&b, in + i, sizeof(T));
-    a = reduce(op, a, b);
-    std::memcpy(acc + i, &a, sizeof(T));
-  }
+// The type and the operator are fixed outside the element loop.
+template <RedOp kOp, class E>
+void reduce_as(uint8_t* acc, const uint8_t* in, uint32_t bytes) {
+  for (uint32_t i = 0; i < bytes; i += E::kBytes) E::store(acc + i, reduce(kOp, E::load(acc + i), E::load(in + i)));
 }
 }  // namespace
 
 void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes) {
-  if (t == DType::Float32) reduce_as<float>(op, acc, in, bytes);
-  else reduce_as<int32_t>(op, acc, in, bytes);
+  with_elements(t, [&](auto e) {
+    using E = decltype(e);
+    switch (op) {
+      case RedOp::Min: return reduce_as<RedOp::Min, E>(acc, in, bytes);
+      case RedOp::Max: return reduce_as<RedOp::Max, E>(acc, in, bytes);
+      default: return reduce_as<RedOp::Sum, E>(acc, in, bytes);
+    }
+  });
 }
 
 void DataPattern::fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const {
-  for (uint64_t i = 0; i < n; ++i) {
-    const int32_t v = value(rank, first + i);
-    if (t == DType::Float32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(out + i * 4, &f, 4);
-    } else {
-      std::memcpy(out + i * 4, &v, 4);
-    }
-  }
+  with_elements(t, [&](auto e) {
+    using E = decltype(e);
+    for (uint64_t i = 0; i < n; ++i)
+      E::store(out + i * E::kBytes, static_cast<typename E::T>(value(rank, first + i)));
+  });
 }
 
 void DataPattern::reduce_own(DType t, RedOp op, int rank, uint64_t first, uint64_t n, uint8_t* out) const {
   constexpr uint64_t kStep = 256;
+  const uint32_t size = dtype_bytes(t);
   uint8_t own[kStep * 4];
   for (uint64_t done = 0; done < n; done += kStep) {
     const uint64_t m = std::min(kStep, n - done);
     fill(t, rank, first + done, m, own);
-    reduce_bytes(t, op, out + done * 4, own, static_cast<uint32_t>(m * 4));
+    reduce_bytes(t, op, out + done * size, own, static_cast<uint32_t>(m * size));
   }
 }
 
 uint64_t DataPattern::mismatches(DType t, RedOp op, const uint8_t* bytes, uint64_t first, uint64_t n,
                                  int owner) const {
-  uint64_t wrong = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    int32_t v;
-    if (t == DType::Float32) {
-      float f;
-      std::memcpy(&f, bytes + i * 4, 4);
-      v = static_cast<int32_t>(f);
-      if (static_cast<float>(v) != f) v = INT32_MIN;
-    } else {
-      std::memcpy(&v, bytes + i * 4, 4);
-    }
-    wrong += v != (owner < 0 ? reduced(op, first + i) : value(owner, first + i));
-  }
-  return wrong;
+  return with_elements(t, [&](auto e) {
+    using E = decltype(e);
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < n; ++i)
+      wrong += whole_number(E::load(bytes + i * E::kBytes)) !=
+               (owner < 0 ? reduced(op, first + i) : value(owner, first + i));
+    return wrong;
+  });
 }
 
-DataPattern::DataPattern(uint64_t seed, int ranks) : seed_(mix(seed)) {
+DataPattern::DataPattern(uint64_t seed, int ranks, DType t, RedOp op) : seed_(mix(seed)) {
+  int32_t m = 200;  // the bound on |f| (data_pattern.h)
+  if ((t == DType::Float16 || t == DType::BFloat16) && op == RedOp::Sum) {
+    const int32_t exact = t == DType::Float16 ? 2048 : 256;  // 2^p: every whole number up to it is exact
+    m = std::min<int32_t>(m, (exact - 1) / std::max(ranks, 1));
+    if (m == 0)
+      throw UserError(std::string("--dtype ") + dtype_name(t) + " cannot sum " + std::to_string(ranks) +
+                      " ranks exactly (it holds every whole number only up to " + std::to_string(exact) +
+                      "), so its results could not be checked; use at most " + std::to_string(exact - 1) +
+                      " ranks or --dtype float");
+  }
+  const int32_t a = std::max(1, m / 4), b = m / 4, s = std::min(3, (m - b) / a);
+  for (int k = 0; k < 3; ++k) s_[k] = 1 + k * (s - 1) / 2;
+  for (int k = 0; k < 101; ++k) b_[k] = (k - 50) * b / 50;
   for (int r = 0; r < ranks; ++r) {
-    a_.push_back(1 + static_cast<int32_t>(mix(seed_ + 0x5851F42D4C957F2Dull * (r + 1)) % 50));
+    a_.push_back(1 + static_cast<int32_t>(mix(seed_ + 0x5851F42D4C957F2Dull * (r + 1)) % static_cast<uint64_t>(a)));
     a_sum_ += a_.back();
     a_min_ = r == 0 ? a_.back() : std::min(a_min_, a_.back());
     a_max_ = r == 0 ? a_.back() : std::max(a_max_, a_.back());

@@ -1,26 +1,35 @@
 #pragma once
 // Real input data for collectives, and the reference result.
 //
-// Element i of rank r holds f(r, i) = a(r) * s(i) + b(i) with a(r) in [1, 50],
-// s(i) in [1, 3] and b(i) in [-50, 50], all hashed from the seed. Every rank's
+// Element i of rank r holds f(r, i) = a(r) * s(i) + b(i) with a(r) in [1, A],
+// s(i) in [1, S] and b(i) in [-B, B], all hashed from the seed. Every rank's
 // contribution differs and no index pattern repeats, so a lost, doubled or
 // misplaced contribution changes the result; yet the reference has a closed
 // form (sum = s(i) * sum_r a(r) + n * b(i); since s(i) > 0, min and max are
 // s(i) * min_r a(r) + b(i) and likewise), so checking costs O(1) per element
-// and nothing of size message x ranks is stored. |f| <= 200 keeps every
-// partial sum of up to 2^16 ranks exact in float32, whatever the order.
+// and nothing of size message x ranks is stored.
+//
+// The result must be exact in whatever order the hardware adds, so every
+// partial sum must be a whole number the type represents: |f| <= M with
+// n * M < 2^p, where a float type of p significant bits holds every whole
+// number up to 2^p (float32 2^24, half 2^11 = 2048, bfloat16 2^8 = 256).
+// The strict bound keeps a result plus one (an injected fault) exact too.
+// float32 and int32 take M = 200 (A = 50, S = 3, B = 50: exact up to 83886
+// ranks), and so do min and max in every type (they add nothing). half and
+// bfloat16 sums take M = min(200, (2^p - 1) / n), A = max(1, M / 4),
+// B = M / 4 and S = min(3, (M - B) / A): M = 127 for half on 16 ranks, 15
+// for bfloat16 on 16, 3 for bfloat16 on 64 (a(r) = 1 there: the check still
+// sees a lost or doubled contribution, no longer one from the wrong rank). A
+// bfloat16 sum over 256 ranks or more, or a half one over 2048 or more,
+// cannot be checked exactly and is refused.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/hash.h"
+#include "elements.h"
 
 namespace incsim::collectives {
-
-enum class DType { Float32, Int32 };
-const char* dtype_name(DType t);
-DType parse_dtype(const std::string& text);  // throws UserError
-constexpr const char* kDTypes = "float, int32";
 
 // Reduction operators (nccl-tests -o; Klenk §IV-D: sum, min, max).
 enum class RedOp { Sum, Min, Max };
@@ -33,17 +42,21 @@ T reduce(RedOp op, T a, T b) {
 }
 
 // The ALU of a reduction table or endpoint: acc[i] = op(acc[i], in[i]) over
-// `bytes` of 4-byte elements of type t.
+// `bytes` of elements of type t (dtype_bytes(t) each), a 16-bit float
+// computed in float32 and rounded back (elements.h).
 void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes);
 
 class DataPattern {
  public:
-  DataPattern(uint64_t seed, int ranks);
+  // Values for reductions under op of elements of type t (see above; min
+  // and max are exact with M = 200 in every type); throws UserError if sums
+  // of that many ranks cannot be exact in t.
+  DataPattern(uint64_t seed, int ranks, DType t = DType::Float32, RedOp op = RedOp::Sum);
   int32_t value(int rank, uint64_t i) const {
     const uint64_t h = mix(seed_ ^ i);
     return a_[rank] * s(h) + b(h);
   }
-  // Writes rank's elements [first, first + n) as type t (4 bytes each).
+  // Writes rank's elements [first, first + n) as type t (dtype_bytes(t) each).
   void fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const;
   // out[i] = op(out[i], rank's element first + i): a rank adding its own data.
   void reduce_own(DType t, RedOp op, int rank, uint64_t first, uint64_t n, uint8_t* out) const;
@@ -63,10 +76,12 @@ class DataPattern {
 
  private:
   static uint64_t mix(uint64_t x) { return splitmix64(x); }
-  // s and b of an element from its hash.
-  static int32_t s(uint64_t h) { return 1 + static_cast<int32_t>(h % 3); }
-  static int32_t b(uint64_t h) { return static_cast<int32_t>((h >> 8) % 101) - 50; }
+  // s and b of an element from its hash: 3 and 101 values, scaled to the type's bound.
+  int32_t s(uint64_t h) const { return s_[h % 3]; }
+  int32_t b(uint64_t h) const { return b_[(h >> 8) % 101]; }
   uint64_t seed_;
+  int32_t s_[3];
+  int32_t b_[101];
   std::vector<int32_t> a_;
   int32_t a_sum_ = 0, a_min_ = 0, a_max_ = 0;
 };

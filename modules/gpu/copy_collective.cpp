@@ -17,7 +17,7 @@ using collectives::OpKind;
 using CollectiveKind = collectives::Collective;
 
 namespace {
-constexpr uint32_t kElem = 4;  // float32 and int32
+constexpr uint32_t kFlagBytes = 4;  // a barrier's flag: one int32
 constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
 // Region addresses in the global address space (Klenk Fig. 2), in a group's
 // window of it: where reads are served from, where results land, the flag.
@@ -134,7 +134,7 @@ class CopyCollective::Rank : public Program {
   uint64_t block_of_chunk(uint64_t m) const { return blocks_ * m / chunks_; }
   uint64_t chunk_of_block(uint64_t b) const;
   uint64_t elements(uint64_t lo, uint64_t hi) const {
-    return (std::min(bytes_, hi * kBlock) - std::min(bytes_, lo * kBlock)) / kElem;
+    return (std::min(bytes_, hi * kBlock) - std::min(bytes_, lo * kBlock)) / c_.elem_;
   }
   uint32_t block_bytes(uint64_t b) const {
     return static_cast<uint32_t>(std::min<uint64_t>(kBlock, bytes_ - b * kBlock));
@@ -299,7 +299,7 @@ int CopyCollective::Rank::owner(uint64_t b) const {
 }
 
 void CopyCollective::Rank::own_data(uint64_t b, uint8_t* out) const {
-  c_.data_.fill(c_.dtype_, rank_, b * (kBlock / kElem), block_bytes(b) / kElem, out);
+  c_.data_.fill(c_.dtype_, rank_, b * (kBlock / c_.elem_), block_bytes(b) / c_.elem_, out);
 }
 
 int CopyCollective::Rank::group_of(uint64_t addr) const {
@@ -345,12 +345,12 @@ void CopyCollective::Rank::begin(Op& op) {
     p->dst = static_cast<uint32_t>(c_.fabric_.home_gpu(g->flag, g->flag_addr()));
     p->home_switch = home.sw;
     p->home_port = static_cast<int16_t>(home.port);
-    p->payload_bytes = kElem;
+    p->payload_bytes = kFlagBytes;
     p->count = 1;
     p->dtype = static_cast<uint8_t>(DType::Int32);
     p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
     const int32_t one = 1;
-    std::memcpy(p->data, &one, kElem);
+    std::memcpy(p->data, &one, kFlagBytes);
     gpu_.post(port_to_home(home), p);
     return;
   }
@@ -447,8 +447,8 @@ void CopyCollective::Rank::on_response(Op& op, net::Packet* p) {
   const uint64_t b = (p->addr - g.in_addr(0)) / kBlock;
   const uint32_t n = p->payload_bytes;
   const int members = static_cast<int>(g.members.size());
-  if (p->count != members - 1) wrong_ += n / kElem;  // a contribution lost or doubled
-  c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / kElem), n / kElem, p->data);
+  if (p->count != members - 1) wrong_ += n / c_.elem_;  // a contribution lost or doubled
+  c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / c_.elem_), n / c_.elem_, p->data);
   accept(op, b, p->data, n);
   if (op.stream_to >= 0) {
     const Op& mc = ops_[op.stream_to];
@@ -494,7 +494,7 @@ void CopyCollective::Rank::on_region_write(const net::Packet& p) {
   }
   const bool reduces = c_.program_.collective == CollectiveKind::AllReduce ||
                        c_.program_.collective == CollectiveKind::ReduceScatter;
-  if (reduces && p.count != c_.groups_[g].members.size()) wrong_ += p.payload_bytes / kElem;
+  if (reduces && p.count != c_.groups_[g].members.size()) wrong_ += p.payload_bytes / c_.elem_;
   land(g, (p.addr - c_.groups_[g].out_addr(0)) / kBlock, p.data, p.payload_bytes);
 }
 
@@ -503,7 +503,7 @@ void CopyCollective::Rank::land(int g, uint64_t b, const uint8_t* data, uint32_t
   const std::vector<int>& r = receiver_[g];
   const int i = r.empty() ? -1 : r[chunk_of_block(b)];
   if (i < 0) {
-    wrong_ += bytes / kElem;  // nothing here expects it
+    wrong_ += bytes / c_.elem_;  // nothing here expects it
     return;
   }
   Op& op = ops_[i];
@@ -513,8 +513,8 @@ void CopyCollective::Rank::land(int g, uint64_t b, const uint8_t* data, uint32_t
 }
 
 void CopyCollective::Rank::accept(Op& op, uint64_t b, const uint8_t* data, uint32_t bytes) {
-  wrong_ += c_.data_.mismatches(c_.dtype_, c_.redop_, data, b * (kBlock / kElem), bytes / kElem, owner(b));
-  op.got += bytes / kElem;
+  wrong_ += c_.data_.mismatches(c_.dtype_, c_.redop_, data, b * (kBlock / c_.elem_), bytes / c_.elem_, owner(b));
+  op.got += bytes / c_.elem_;
 }
 
 // This GPU is the block's home (Klenk §IV-C, second strategy): it adds the
@@ -537,7 +537,7 @@ void CopyCollective::Rank::partial(int g, const net::Packet& p) {
                               p.payload_bytes);
   count = static_cast<uint16_t>(count + p.count);
   if (count < members) return;
-  if (count > members) wrong_ += p.payload_bytes / kElem;
+  if (count > members) wrong_ += p.payload_bytes / c_.elem_;
   multicast(gr, p.addr, acc, p.payload_bytes, count);
   if (flag) {
     const uint16_t got = count;
@@ -550,7 +550,7 @@ void CopyCollective::Rank::partial(int g, const net::Packet& p) {
 
 void CopyCollective::Rank::barrier_done(int g, const uint8_t* flag, uint16_t count) {
   int32_t v = 0;
-  std::memcpy(&v, flag, kElem);
+  std::memcpy(&v, flag, kFlagBytes);
   const int members = static_cast<int>(c_.groups_[g].members.size());
   if (v != members || count != members) ++wrong_;
   const int i = std::exchange(homes_[g].barrier, -1);
@@ -616,8 +616,9 @@ CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> g
       topo_(topo),
       fabric_(fabric),
       dtype_(dtype),
+      elem_(collectives::dtype_bytes(dtype)),
       redop_(redop),
-      data_(seed, static_cast<int>(gpus_.size())),
+      data_(seed, static_cast<int>(gpus_.size()), dtype, redop),
       seed_(seed),
       waves_(waves),
       endpoint_GBps_(endpoint_GBps) {

@@ -71,6 +71,7 @@ class CopyCollective : public Collective {
   const topo::Topology& topo_;
   topo::MulticastFabric& fabric_;
   collectives::DType dtype_;
+  uint32_t elem_;  // bytes of an element of dtype_
   collectives::RedOp redop_;
   collectives::DataPattern data_;
   uint64_t seed_;

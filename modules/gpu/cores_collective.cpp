@@ -19,7 +19,6 @@ using collectives::OpKind;
 using collectives::Operation;
 
 namespace {
-constexpr uint32_t kElem = 4;  // float32 and int32
 
 constexpr uint32_t kLlLine = 16, kLlData = 8;          // st.volatile.v4.u32 {data, flag, data, flag}
 constexpr uint32_t kLl128Line = 128, kLl128Data = 120;  // 15 data words and a flag word per line
@@ -222,7 +221,7 @@ class CoresCollective::Rank : public gpu::Program {
   void reduce_into(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* acc);
   void write(const std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data);
   void garble(uint8_t* data, uint64_t n) {
-    if (coll_.copies_are_results_) coll_.cores_[rank_].pass(coll_.dtype_, data, static_cast<uint32_t>(n * kElem));
+    if (coll_.copies_are_results_) coll_.cores_[rank_].pass(coll_.dtype_, data, static_cast<uint32_t>(n * coll_.elem_));
   }
   static uint64_t key(Buffer b, uint32_t index, uint64_t pass) {
     return (pass << 34) | (static_cast<uint64_t>(b) << 32) | index;
@@ -380,7 +379,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   gpu_.watch(*this, flags_base_, flags_bytes_);
   // A slot as large as the largest chunk this message moves: 72 GPUs' 18
   // channels of 4 slots of 512 KiB would take 2.6 GB however small the message.
-  slot_bytes_ = lay.largest_chunk() * kElem * max_count;
+  slot_bytes_ = lay.largest_chunk() * coll_.elem_ * max_count;
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
     recv_[k]->mailbox_bytes = slot_bytes_ * coll.slot_params_.slots;
@@ -572,7 +571,7 @@ void CoresCollective::Rank::landed(Conn& c, uint64_t addr) {
   ++c.landed[(addr - c.mailbox) / slot_bytes_];
   // Transfers land whole, in order: the next one's slot is full once every
   // packet its length takes is in.
-  const uint64_t per_packet = coll_.packet_data_ / kElem;
+  const uint64_t per_packet = coll_.packet_data_ / coll_.elem_;
   bool any = false;
   for (;;) {
     const uint64_t s = c.seen % slots;
@@ -596,16 +595,16 @@ void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
   Conn& c = conn_in(pd.op);
   const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   const uint64_t len = c.slot_len[pd.idx % slots];
-  const uint8_t* in = gpu_.memory().at(c.mailbox + (pd.idx % slots) * slot_bytes_, len * kElem);
+  const uint8_t* in = gpu_.memory().at(c.mailbox + (pd.idx % slots) * slot_bytes_, len * coll_.elem_);
   INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: pass {} operation {} ({}) reads {} elements from rank {}", q.index,
              pd.pass, pd.op, collectives::op_name(o.kind), len, c.peer);
   if (o.kind == OpKind::RecvReduceCopy) {
     segments(o.src.empty() ? o.dst : o.src, pd.pass, false, len, local_src_);
-    scratch_.assign(in, in + len * kElem);
+    scratch_.assign(in, in + len * coll_.elem_);
     reduce_into(local_src_, 0, len, scratch_.data());
     in = scratch_.data();
   } else if (coll_.copies_are_results_ && coll_.cores_[rank_].faulty()) {
-    scratch_.assign(in, in + len * kElem);
+    scratch_.assign(in, in + len * coll_.elem_);
     garble(scratch_.data(), len);
     in = scratch_.data();
   }
@@ -620,7 +619,7 @@ void CoresCollective::Rank::run_local(int i, uint64_t pass) {
   if (o.kind != OpKind::Nop) {
     segments(o.src, pass, false, 0, local_src_);
     const uint64_t len = total_len(local_src_);
-    scratch_.resize(len * kElem);
+    scratch_.resize(len * coll_.elem_);
     if (o.kind == OpKind::Reduce) {
       segments(o.dst, pass, false, len, local_dst_);
       read(local_dst_, 0, len, scratch_.data());
@@ -663,11 +662,11 @@ void CoresCollective::Rank::segments(const ChunkRef& ref, uint64_t pass, bool wr
     auto it = store_.find(at);
     if (write && (read_[b][s.index] || s.buf == Buffer::Scratch)) {
       std::vector<uint8_t>& v = store_[at];
-      v.resize(s.len * kElem);
+      v.resize(s.len * coll_.elem_);
       s.stored = &v;
     } else if (it != store_.end()) {
       s.stored = &it->second;
-      if (m < 0) s.len = it->second.size() / kElem;
+      if (m < 0) s.len = it->second.size() / coll_.elem_;
     }
     if (write && result_owner_[b][s.index] != -2) {
       s.check = writers_[b][s.index] <= 1 || ++writes_[at] == writers_[b][s.index];
@@ -685,10 +684,10 @@ uint64_t CoresCollective::Rank::total_len(const std::vector<Segment>& s) {
 
 void CoresCollective::Rank::read(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* out) const {
   walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
-    if (x.stored) std::memcpy(out, x.stored->data() + at * kElem, m * kElem);
+    if (x.stored) std::memcpy(out, x.stored->data() + at * coll_.elem_, m * coll_.elem_);
     else if (x.buf == Buffer::Input) coll_.data_.fill(coll_.dtype_, rank_, x.first + at, m, out);
-    else std::memset(out, 0, m * kElem);
-    out += m * kElem;
+    else std::memset(out, 0, m * coll_.elem_);
+    out += m * coll_.elem_;
   });
 }
 
@@ -696,32 +695,33 @@ void CoresCollective::Rank::reduce_into(const std::vector<Segment>& s, uint64_t 
   collectives::Alu& alu = coll_.cores_[rank_];
   walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
     if (x.stored)
-      alu.reduce(coll_.dtype_, coll_.redop_, acc, x.stored->data() + at * kElem, static_cast<uint32_t>(m * kElem));
+      alu.reduce(coll_.dtype_, coll_.redop_, acc, x.stored->data() + at * coll_.elem_,
+                 static_cast<uint32_t>(m * coll_.elem_));
     else if (x.buf == Buffer::Input)
       alu.reduce_own(coll_.data_, coll_.dtype_, coll_.redop_, rank_, x.first + at, m, acc);
-    acc += m * kElem;
+    acc += m * coll_.elem_;
   });
 }
 
 void CoresCollective::Rank::write(const std::vector<Segment>& s, uint64_t off, uint64_t n, const uint8_t* data) {
   walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
-    if (x.stored) std::memcpy(x.stored->data() + at * kElem, data, m * kElem);
+    if (x.stored) std::memcpy(x.stored->data() + at * coll_.elem_, data, m * coll_.elem_);
     if (x.check) {
       wrong_ += coll_.data_.mismatches(coll_.dtype_, coll_.redop_, data, x.first + at, m, x.owner);
       checked_ += m;
     }
-    data += m * kElem;
+    data += m * coll_.elem_;
   });
 }
 
 uint64_t CoresCollective::Rank::Queue::next_elems() const {
   if (!sending || pos >= len) return 0;
-  return std::min<uint64_t>(rank->coll_.packet_data_ / kElem, len - pos);
+  return std::min<uint64_t>(rank->coll_.packet_data_ / rank->coll_.elem_, len - pos);
 }
 
 uint32_t CoresCollective::Rank::Queue::next_wire_bytes(const net::PacketFormat& f) const {
   const uint64_t m = next_elems();
-  return m ? f.wire_bytes(protocol_wire_payload(rank->coll_.proto_, static_cast<uint32_t>(m * kElem))) : 0;
+  return m ? f.wire_bytes(protocol_wire_payload(rank->coll_.proto_, static_cast<uint32_t>(m * rank->coll_.elem_))) : 0;
 }
 
 void CoresCollective::Rank::Queue::fill(net::Packet* p) {
@@ -730,12 +730,12 @@ void CoresCollective::Rank::Queue::fill(net::Packet* p) {
   const uint64_t m = next_elems();
   p->dst = static_cast<uint32_t>(r.coll_.gpus_[out->peer]->index());
   p->op = net::Op::Write;
-  p->addr = out_addr + pos * kElem;
-  p->payload_bytes = static_cast<uint16_t>(m * kElem);
+  p->addr = out_addr + pos * r.coll_.elem_;
+  p->payload_bytes = static_cast<uint16_t>(m * r.coll_.elem_);
   // The data: what was received (plus the operand where the operation
   // reduces), or the source chunk; kept where the operation writes it.
   if (in) {
-    std::memcpy(p->data, r.gpu_.memory().at(in_addr + pos * kElem, m * kElem), m * kElem);
+    std::memcpy(p->data, r.gpu_.memory().at(in_addr + pos * r.coll_.elem_, m * r.coll_.elem_), m * r.coll_.elem_);
     if (k != OpKind::RecvCopySend) r.reduce_into(operand, pos, m, p->data);
     else r.garble(p->data, m);
     if (!dst.empty()) r.write(dst, pos, m, p->data);
@@ -801,8 +801,9 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       gpus_(std::move(gpus)),
       ports_(std::move(ports)),
       dtype_(dtype),
+      elem_(collectives::dtype_bytes(dtype)),
       redop_(redop),
-      data_(seed, program_.ranks),
+      data_(seed, program_.ranks, dtype, redop),
       copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast),
       params_(params),
       endpoint_GBps_(endpoint_GBps) {
@@ -816,7 +817,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
                  : proto_ == collectives::Protocol::LL128 ? params_.ll128
                                                           : params_.simple;
   const uint32_t max_payload = gpus_.front()->pool().format().max_payload_bytes;
-  packet_data_ = protocol_data_bytes(proto_, max_payload) / kElem * kElem;
+  packet_data_ = protocol_data_bytes(proto_, max_payload) / elem_ * elem_;
   if (packet_data_ == 0)
     throw UserError(std::string("the ") + collectives::protocol_name(proto_) + " protocol's lines (" +
                     std::to_string(proto_ == collectives::Protocol::LL ? kLlLine : kLl128Line) +
@@ -857,7 +858,7 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
-                                     slot_params_.chunk_bytes / kElem, bytes / kElem);
+                                     slot_params_.chunk_bytes / elem_, bytes / elem_);
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
   for (auto& r : ranks_) r->link(ranks_);
   running_ = static_cast<int>(ranks_.size());

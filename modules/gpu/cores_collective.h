@@ -108,6 +108,7 @@ class CoresCollective : public Collective {
   std::vector<Gpu*> gpus_;
   std::vector<std::vector<std::vector<int>>> ports_;
   collectives::DType dtype_;
+  uint32_t elem_;  // bytes of an element of dtype_
   collectives::RedOp redop_;
   collectives::DataPattern data_;
   // Each GPU's cores, which add its data (gpu3.cores); kept across sizes.

@@ -13,10 +13,6 @@ using collectives::Entry;
 using collectives::kNil;
 using collectives::Op;
 
-namespace {
-constexpr uint32_t kElem = 4;  // float32 and int32
-}  // namespace
-
 int Layout::flow_at(uint64_t offset) const {
   const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
   return starts_flow[static_cast<size_t>(it - starts.begin()) - 1];
@@ -60,7 +56,7 @@ struct Table::Stream : gpu::TxStream {
     p->table = dst_table;
     p->payload_bytes = static_cast<uint16_t>(n);
     if (from_buffer) std::memcpy(p->data, t.buffers_[t.flows_[flow].buffer].data() + (pos - r.offset), n);
-    else t.job_.data->fill(t.job_.dtype, t.job_.rank, pos / kElem, n / kElem, p->data);
+    else t.job_.data->fill(t.job_.dtype, t.job_.rank, pos / t.elem_bytes(), n / t.elem_bytes(), p->data);
     pos += n;
     head = false;
     if (t.params_.dataflow) t.port_tree_[port] = tree;
@@ -213,9 +209,9 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
     for (auto& s : streams) {
       // Parts end on element boundaries.
       const collectives::ByteRange& r = layout.flows[s->flow];
-      const uint64_t elems = r.length / kElem;
-      s->pos = r.offset + elems * s->part / s->parts * kElem;
-      s->end = r.offset + elems * (s->part + 1) / s->parts * kElem;
+      const uint64_t elems = r.length / elem_bytes();
+      s->pos = r.offset + elems * s->part / s->parts * elem_bytes();
+      s->end = r.offset + elems * (s->part + 1) / s->parts * elem_bytes();
       s->head = true;
       nic_.gpu_.add_stream(s.get());
     }
@@ -230,7 +226,7 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
   wrong_ = checked_ = 0;
   expect_checked_ = 0;
   if (job_.rank != owner_)
-    for (const auto& r : layout.flows) expect_checked_ += r.length / kElem;
+    for (const auto& r : layout.flows) expect_checked_ += r.length / elem_bytes();
   for (Lane& l : lanes_) {
     l.queue.clear();
     l.head = 0;
@@ -405,7 +401,7 @@ uint8_t* Table::hold(int flow, bool own_data) {
     auto& b = buffers_[f.buffer];
     b.resize(r.length);
     // A partial sum starts as this node's own input; a result as nothing.
-    if (own_data) job_.data->fill(job_.dtype, job_.rank, r.offset / kElem, r.length / kElem, b.data());
+    if (own_data) job_.data->fill(job_.dtype, job_.rank, r.offset / elem_bytes(), r.length / elem_bytes(), b.data());
     f.readers_left = own_data && !f.root ? f.reduce_readers : f.gather_readers;
   }
   return buffers_[f.buffer].data();
@@ -419,8 +415,8 @@ void Table::release(int flow) {
 }
 
 void Table::check(const uint8_t* bytes, uint64_t offset, uint64_t len) {
-  wrong_ += job_.data->mismatches(job_.dtype, job_.redop, bytes, offset / kElem, len / kElem, owner_);
-  checked_ += len / kElem;
+  wrong_ += job_.data->mismatches(job_.dtype, job_.redop, bytes, offset / elem_bytes(), len / elem_bytes(), owner_);
+  checked_ += len / elem_bytes();
 }
 
 // Every element of the result is checked once, where it arrives (or, at a

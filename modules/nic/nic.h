@@ -146,6 +146,7 @@ class Table : public Traceable {
   };
 
   const std::vector<collectives::Entry>& table() const { return job_.schedule->tables[job_.rank]; }
+  uint32_t elem_bytes() const { return collectives::dtype_bytes(job_.dtype); }
 
   Nic& nic_;
   uint16_t id_;

@@ -17,7 +17,7 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
       nics_(std::move(nics)),
       dtype_(dtype),
       redop_(redop),
-      data_(seed, static_cast<int>(nics_.size())),
+      data_(seed, static_cast<int>(nics_.size()), dtype, redop),
       flow_control_(flow_control),
       estimate_(estimate),
       endpoint_GBps_(endpoint_GBps),
@@ -67,9 +67,10 @@ ScheduledCollective::~ScheduledCollective() {
 
 NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   // The largest flow is the step's message.
+  const uint32_t elem = collectives::dtype_bytes(dtype_);
   uint64_t len = 0;
   for (const auto& c : schedule_.flows)
-    len = std::max(len, collectives::slice_bytes(bytes, 4, schedule_.slices, c.start, c.size).length);
+    len = std::max(len, collectives::slice_bytes(bytes, elem, schedule_.slices, c.start, c.size).length);
   const uint64_t packets = (len + max_payload_ - 1) / max_payload_;
   const uint64_t payload_flits = (len + flit_bytes_ - 1) / flit_bytes_;
   const uint64_t head_flits = flow_control_ == FlowControl::Message ? 1 : packets;
@@ -88,8 +89,9 @@ NicParams ScheduledCollective::params_for(uint64_t bytes) const {
 void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   layout_ = {};
+  const uint32_t elem = collectives::dtype_bytes(dtype_);
   for (const auto& c : schedule_.flows)
-    layout_.flows.push_back(collectives::slice_bytes(bytes, 4, schedule_.slices, c.start, c.size));
+    layout_.flows.push_back(collectives::slice_bytes(bytes, elem, schedule_.slices, c.start, c.size));
   std::vector<int> order(schedule_.flows.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(),

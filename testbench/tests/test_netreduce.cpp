@@ -232,6 +232,48 @@ TEST_CASE("aggregator array: MsgID % 2N x MsgLen addressing, deallocation one wi
   CHECK(a.dropped() == 1);
 }
 
+// The FPGA's adders on 16-bit floats: each step in float32 rounded back to
+// nearest even (2048 + 1 + 1 stays 2048 in half, 256 + 1 + 1 stays 256 in
+// bfloat16, where one rounding of 2050 or 258 would not), and a fault adds 1
+// in the element's type.
+TEST_CASE("aggregator array: half and bfloat16 rounded at every step, a fault counted", "[netreduce][aggregator]") {
+  for (const collectives::DType t : {collectives::DType::Float16, collectives::DType::BFloat16}) {
+    INFO(collectives::dtype_name(t));
+    const auto narrow = [t](float f) {
+      return t == collectives::DType::Float16 ? collectives::float_to_half(f) : collectives::float_to_bf16(f);
+    };
+    const auto widen = [t](const net::Packet* p, int i) {
+      uint16_t h;
+      std::memcpy(&h, eth::payload(p) + 2 * i, 2);
+      return t == collectives::DType::Float16 ? collectives::half_to_float(h) : collectives::bf16_to_float(h);
+    };
+    const float big = t == collectives::DType::Float16 ? 2048 : 256;
+    Bench b;
+    // Eight elements a packet: 1 + 2 + 3 and big + 1 + 1, four times over.
+    const auto packet = [&](float first, float second, int src) {
+      net::Packet* p = b.pool.get();
+      p->src = static_cast<uint32_t>(src);
+      p->payload_bytes = 16;
+      for (int i = 0; i < 8; ++i) {
+        const uint16_t h = narrow(i % 2 ? second : first);
+        std::memcpy(eth::payload(p) + 2 * i, &h, 2);
+      }
+      return p;
+    };
+    collectives::Alu::inject("fpga.aggregator", 1);
+    AggregatorArray a(3, 1, 1, 16, t, collectives::RedOp::Sum, &b.pool, collectives::Alu("fpga.aggregator"));
+    a.accept(packet(1, big, 0), 0, 0, 0, b.out);
+    a.accept(packet(2, 1, 1), 1, 0, 0, b.out);
+    CHECK(a.accept(packet(3, 1, 2), 2, 0, 0, b.out) == AggregatorArray::Completed);
+    REQUIRE(b.out.size() == 3);
+    // The first result got 1 more.
+    const std::vector<float> want{7, big, 6, big, 6, big, 6, big};
+    for (int i = 0; i < 8; ++i) CHECK(widen(b.out[0], i) == want[i]);
+    for (auto* p : b.out) b.pool.put(p);
+    collectives::Alu::inject("", 0);
+  }
+}
+
 TEST_CASE("ICRC: a flipped bit fails the check, a recomputed one passes", "[netreduce][frame]") {
   net::PacketPool pool(net::PacketFormat{0, 1, eth::kPayloadOffset + 64});
   net::Packet* p = pool.get();

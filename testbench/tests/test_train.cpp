@@ -124,7 +124,7 @@ TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
   refused("--model resnet51", "resnet50");
   refused("--model resnet50 --batch 0", "--batch must be between 1");
   refused("--model resnet50 -c train.bucket_bytes=0", "train.bucket_bytes");
-  refused("--model resnet50 --precision fp16", "the switch ALUs, NICs and aggregators add float32");
+  refused("--model resnet50 --precision fp16 --dtype int32", "--precision fp16 sets the gradients' type");
   refused("--model resnet50 --collective broadcast", "training all-reduces its gradients");
   refused("--model resnet50 --algorithm ring --baseline ring", "--baseline ring is the --algorithm too");
   refused("--model resnet50 --compute tpu", "v100");
@@ -242,6 +242,26 @@ TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fa
   const auto rows = e.run(&table);
   INFO(table.str());
   CHECK(rows[0].wrong() > 0);
+}
+
+// 4 layers of 262144 weights: 2 MiB of fp16 or bf16 gradients, all-reduced
+// as half or bfloat16 elements; 7 wrong results in GPU 1's cores reach all
+// 4 GPUs, as they do in fp32.
+TEST_CASE("fp16 and bf16 gradients are all-reduced as half and bfloat16, and a fault in them counts",
+          "[train][precision][fault]") {
+  for (const std::string precision : {"fp16", "bf16"})
+    for (const bool fault : {false, true}) {
+      const std::string args = "--model " + kToy + " --platform star --gpus 4 --algorithm ring --compute a100 " +
+                               "--precision " + precision +
+                               (fault ? " -c fault.alu.block=gpu1.cores -c fault.alu.elements=7" : "");
+      INFO(args);
+      const cli::Result r = cli::incsim(args + " --quiet");
+      INFO(r.err);
+      CHECK(r.code == (fault ? 1 : 0));
+      CHECK_THAT(r.out, Catch::Contains("2.0 MiB of " + precision + " gradients"));
+      const auto rows = cli::lines(r.out);
+      CHECK_THAT(rows.back(), Catch::EndsWith(fault ? " 28" : " 0"));
+    }
 }
 
 TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient sizes", "[train][astra]") {

@@ -64,7 +64,7 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
                double busbw_factor, uint64_t wrong, double bound_us) {
   const double algbw = static_cast<double>(bytes) / (time_us * 1e3);
   r.set("size_bytes", bytes)
-      .set("count", bytes / 4)
+      .set("count", bytes / collectives::dtype_bytes(collectives::parse_dtype(type)))
       .set("type", type)
       .set("redop", redop)
       .set("time_us", time_us)
@@ -95,10 +95,13 @@ void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* ran
 
 std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
   const auto sizes = parse_sizes(o.sizes);
+  const collectives::DType t = collectives::parse_dtype(o.dtype);
+  const uint32_t elem = collectives::dtype_bytes(t);
   for (uint64_t s : sizes)
-    if (s % 4 != 0)
-      throw UserError("size " + std::to_string(s) + " is not a multiple of the 4-byte element size of " + o.dtype);
-  return {collectives::parse_dtype(o.dtype), collectives::parse_redop(o.redop), sizes};
+    if (s % elem != 0)
+      throw UserError("size " + std::to_string(s) + " is not a multiple of the " + std::to_string(elem) +
+                      "-byte element size of " + o.dtype);
+  return {t, collectives::parse_redop(o.redop), sizes};
 }
 
 namespace {

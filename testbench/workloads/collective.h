@@ -25,11 +25,12 @@ namespace incsim::tb {
 // nccl-tests' columns (size, count, type, redop, time, algbw, busbw, #wrong,
 // bound), which every collective workload's rows start with.
 Schema nccl_schema();
-// Fills those columns; bound_us 0 leaves the bound empty.
+// Fills those columns (type: a dtype name, whose element size gives the
+// count); bound_us 0 leaves the bound empty.
 void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::string& redop, double time_us,
                double busbw_factor, uint64_t wrong, double bound_us);
 
-// --dtype, --redop and --sizes, each checked (sizes: whole 4-byte elements).
+// --dtype, --redop and --sizes, each checked (sizes: whole elements of the dtype).
 std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
 // Throws UserError, saying which sizes would fit, unless `ranks` buffers of
 // the largest size fit in this machine's memory.

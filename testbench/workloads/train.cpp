@@ -118,9 +118,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     throw UserError("--workload train needs --model: " + training::name_list(training::zoo_names()) +
                     ", or a YAML layer list");
   precision_ = training::parse_precision(opt_.precision);
-  if (precision_ != training::Precision::fp32)
-    throw UserError("--precision " + opt_.precision + ": the switch ALUs, NICs and aggregators add float32 and int32 "
-                    "only, so gradients are fp32 (fp16 and bf16 come with their ALUs)");
+  // fp16 and bf16 gradients are all-reduced as half and bfloat16 elements.
+  if (precision_ != training::Precision::fp32) {
+    if (opt_.was_given("dtype"))
+      throw UserError("--precision " + opt_.precision + " sets the gradients' type; leave out --dtype " + opt_.dtype);
+    opt_.dtype = precision_ == training::Precision::fp16 ? "half" : "bfloat16";
+  }
   training::ZooOptions shape;
   if (opt_.model == "transformer")
     shape.decoder = {cfg.get(kLayers), cfg.get(kHidden), cfg.get(kHeads), cfg.get(kSequence), cfg.get(kVocabulary)};
