@@ -11,7 +11,6 @@ namespace incsim::roce {
 using collectives::OpKind;
 
 namespace {
-constexpr uint64_t kElement = 4;  // float32 and int32, the types the RoCE hosts add
 constexpr uint64_t kOffsetMask = (1ull << 40) - 1;
 constexpr uint64_t kSeqMask = (1ull << 22) - 1;
 
@@ -93,11 +92,12 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
 
 void HostProgram::layout(uint64_t bytes) {
   const collectives::Program& p = *program_;
-  elements_ = bytes / kElement;
+  const uint64_t element = collectives::dtype_bytes(dtype_);
+  elements_ = bytes / element;
   chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
   // Chunk c starts at element c * E / C: the buffer split by elements, as
   // NCCL splits it (input and output are one buffer: in place).
-  const auto begin = [this](uint64_t c) { return c * elements_ / chunks_ * kElement; };
+  const auto begin = [this, element](uint64_t c) { return c * elements_ / chunks_ * element; };
   const auto range = [&](const collectives::ChunkRef& c, uint64_t* at) {
     *at = begin(c.index);
     return begin(c.index + c.count) - *at;

@@ -4,7 +4,8 @@
 // a 4x4 torus). Each runs --dtype half and bfloat16 with #wrong 0 and the
 // nccl-tests count and type columns of 2-byte elements, and a faulty ALU
 // shows exactly as many wrong elements as in float32: the faults reach all
-// 16 GPUs, 7 x 16. NetReduce's RoCE hosts refuse them.
+// 16 GPUs, 7 x 16. NetReduce's RoCE hosts and FPGA aggregator too: the
+// hosts' ring, NetReduce on a rack and Parallel NetReduce.
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,22 @@ TEST_CASE("half and bfloat16 all-reduce with #wrong 0 on the cores, the copy eng
       }
 }
 
+TEST_CASE("half and bfloat16 on NetReduce's RoCE hosts and FPGA aggregator: #wrong 0, and a faulty aggregator counted",
+          "[dtypes][netreduce]") {
+  for (const std::string run : {"--platform rack --algorithm ring", "--platform rack --algorithm netreduce",
+                                "--platform multigpu --machines 2 --gpus-per-machine 3 --algorithm pnetreduce"})
+    for (const std::string type : {"half", "bfloat16"}) {
+      INFO(run << " " << type);
+      for (const auto& row : rows(run + " --sizes 4K,12290,64K --dtype " + type)) {
+        CHECK(row["wrong"] == 0);
+        CHECK(row["count"] == row["size_bytes"].get<uint64_t>() / 2);
+      }
+      // Each of the 6 hosts gets the aggregator's 5 wrong sums.
+      CHECK(rows("--platform rack --algorithm netreduce --sizes 64K --dtype " + type +
+                 " -c fault.alu.block=fpga.aggregator -c fault.alu.elements=5")[0]["wrong"] == 5 * 6);
+    }
+}
+
 TEST_CASE("a faulty ALU adding half or bfloat16 shows as exactly its wrong elements, as in float", "[dtypes][fault]") {
   for (const Engine& e : kEngines)
     for (const std::string type : {"float", "half", "bfloat16"}) {
@@ -71,8 +88,6 @@ TEST_CASE("the aliases of the 16-bit types, and what refuses them", "[dtypes][er
   CHECK(rows("--platform star --gpus 4 --sizes 4K --dtype bf16")[0]["type"] == "bfloat16");
   cli::require_error("--platform star --gpus 4 --dtype half --sizes 4K,6,7",
                      {"size 7 is not a multiple of the 2-byte element size of half"});
-  cli::require_error("--platform rack --dtype bfloat16 --sizes 4K",
-                     {"--dtype bfloat16 is not for --workload netreduce"});
   cli::require_error("--platform torus --dims 16x16 --algorithm multitree --dtype bfloat16 --sizes 4K",
                      {"--dtype bfloat16 cannot sum 256 ranks exactly", "at most 255 ranks"});
 }

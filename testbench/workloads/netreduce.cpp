@@ -127,7 +127,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   payload_GBps_ = job_->ring_GBps() * mtu / per_packet;
   intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
   const int ranks = job_->ring_size();
-  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks);
+  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks, dtype_, redop_);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
   program_ = make_program();

@@ -36,10 +36,6 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
                     ", or a file of their family), not on " + o.platform);
   if (w != "netreduce" && ethernet)
     throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce, not " + w);
-  // NetReduce's RoCE hosts (modules/roce) count 4-byte elements; its FPGA
-  // aggregator adds every type, but 16-bit ones wait for the hosts.
-  if (w == "netreduce" && collectives::dtype_bytes(collectives::parse_dtype(o.dtype)) != 4)
-    throw UserError("--dtype " + o.dtype + " is not for --workload netreduce, whose hosts add float or int32 only");
   if (!o.jobs.empty() && w != "collective")
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
