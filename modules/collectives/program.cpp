@@ -43,8 +43,10 @@ const char* collective_name(Collective c) { return kCollectives[static_cast<int>
 const char* engine_name(Engine e) { return kEngines[static_cast<int>(e)]; }
 const char* protocol_name(Protocol p) { return kProtocols[static_cast<int>(p)]; }
 Protocol parse_protocol(const std::string& text, const std::string& what) {
+  std::string lower = text;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (int p = 0; p < 3; ++p)
-    if (text == kProtocols[p]) return static_cast<Protocol>(p);
+    if (lower == kProtocols[p]) return static_cast<Protocol>(p);
   throw UserError(what + " must be simple, ll or ll128, not '" + text + "'");
 }
 const char* op_name(OpKind k) { return kOps[static_cast<int>(k)]; }

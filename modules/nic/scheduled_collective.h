@@ -71,6 +71,11 @@ class ScheduledCollective : public gpu::Collective {
   double bound_us(uint64_t bytes) const override;
   double busbw_factor() const override;
   double done_fraction() const override;  // schedule entries issued of all NICs' entries
+  // An all-reduce's operator; a broadcast keeps the base's label (its rows
+  // in docs/figures say "sum"; nccl-tests would say "none").
+  std::string redop() const override {
+    return schedule_.broadcast_root == collectives::kNil ? collectives::redop_name(redop_) : gpu::Collective::redop();
+  }
   void trace(sc_core::sc_trace_file* tf) const override;
 
   const collectives::Schedule& schedule() const { return schedule_; }

@@ -50,6 +50,7 @@ TEST_CASE("half and bfloat16 all-reduce with #wrong 0 on the cores, the copy eng
         for (const auto& row : r) {
           CHECK(row["wrong"] == 0);
           CHECK(row["type"] == type);
+          CHECK(row["redop"] == redop);  // the NICs' too (they once printed sum)
           CHECK(row["count"] == row["size_bytes"].get<uint64_t>() / 2);
         }
       }
