@@ -813,15 +813,9 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     if (o.proto != proto_)
       throw UserError("program " + program_.name + " mixes the " + collectives::protocol_name(proto_) + " and " +
                       collectives::protocol_name(o.proto) + " protocols; the GPUs' cores run one per program");
-  slot_params_ = proto_ == collectives::Protocol::LL     ? params_.ll
-                 : proto_ == collectives::Protocol::LL128 ? params_.ll128
-                                                          : params_.simple;
-  const uint32_t max_payload = gpus_.front()->pool().format().max_payload_bytes;
-  packet_data_ = protocol_data_bytes(proto_, max_payload) / elem_ * elem_;
-  if (packet_data_ == 0)
-    throw UserError(std::string("the ") + collectives::protocol_name(proto_) + " protocol's lines (" +
-                    std::to_string(proto_ == collectives::Protocol::LL ? kLlLine : kLl128Line) +
-                    " B) do not fit a packet of net.max_payload_bytes = " + std::to_string(max_payload));
+  // By size: every protocol it may pick must fit a packet, checked now.
+  if (params_.by_size && params_.ll128_max_bytes > params_.ll_max_bytes) use_protocol(collectives::Protocol::LL128);
+  use_protocol(proto_);
   const collectives::Buffers& b = program_.buffers[0];
   message_chunks_ = program_.collective == Kind::AllGather ? b.output : b.input;
   // The channels split the message when each touches only its own chunks.
@@ -854,9 +848,24 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
 
 CoresCollective::~CoresCollective() = default;
 
+void CoresCollective::use_protocol(collectives::Protocol p) {
+  proto_ = p;
+  slot_params_ = p == collectives::Protocol::LL ? params_.ll : p == collectives::Protocol::LL128 ? params_.ll128 : params_.simple;
+  const uint32_t max_payload = gpus_.front()->pool().format().max_payload_bytes;
+  packet_data_ = protocol_data_bytes(p, max_payload) / elem_ * elem_;
+  if (packet_data_ == 0)
+    throw UserError(std::string("the ") + collectives::protocol_name(p) + " protocol's lines (" +
+                    std::to_string(p == collectives::Protocol::LL ? kLlLine : kLl128Line) +
+                    " B) do not fit a packet of net.max_payload_bytes = " + std::to_string(max_payload));
+}
+
 void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
+  if (params_.by_size)
+    use_protocol(bytes <= params_.ll_max_bytes      ? collectives::Protocol::LL
+                 : bytes <= params_.ll128_max_bytes ? collectives::Protocol::LL128
+                                                    : collectives::Protocol::Simple);
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));

@@ -36,6 +36,10 @@ struct SlotParams {
 struct CoresParams {
   SlotParams simple;  // ring.chunk_bytes, ring.slots
   SlotParams ll, ll128;
+  // ring.protocol=auto: each size picks its protocol as NCCL's tuner does,
+  // LL up to ll_max_bytes, LL128 up to ll128_max_bytes, Simple above.
+  bool by_size = false;
+  uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
 };
 // NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
 // al., "Demystifying NCCL", arXiv 2507.04786, §3):
@@ -51,8 +55,16 @@ uint32_t protocol_data_bytes(collectives::Protocol p, uint32_t max_payload);
 uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data);
 inline const Param<std::string> kRingProtocol{
     "ring.protocol", "simple", Range::none(),
-    "how the GPUs' cores move a program's data: simple, ll or ll128 (NCCL's protocols; the papers' baselines "
-    "are Simple); a program file's proto takes precedence"};
+    "how the GPUs' cores move the ring's data: simple, ll, ll128 (NCCL's protocols; the papers' baselines are "
+    "Simple), or auto: by size, ring.auto.*; a program file's proto is its own"};
+// ring.protocol=auto's thresholds, from a sweep of the three on hgx-h100
+// (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB,
+// Simple at 32 MiB); NCCL's tuner (src/graph/tuning.cc) picks the same order.
+inline const Param<uint64_t> kAutoLlMax{"ring.auto.ll_max_bytes", 32 * 1024, Range::at_least(0).at_most(1ull << 40),
+                                        "ring.protocol=auto: LL up to this message size, bytes (hgx-h100 sweep)"};
+inline const Param<uint64_t> kAutoLl128Max{"ring.auto.ll128_max_bytes", 16ull << 20, Range::at_least(0).at_most(1ull << 40),
+                                           "ring.protocol=auto: LL128 up to this size, then Simple, bytes (hgx-h100 "
+                                           "sweep)"};
 // NCCL's LL buffer: NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
 // (512) lines of 16 B per step, half of it data; NCCL_STEPS (8) steps.
 inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::at_least(8).at_most(1ull << 30),
@@ -114,8 +126,11 @@ class CoresCollective : public Collective {
   // Each GPU's cores, which add its data (gpu3.cores); kept across sizes.
   std::vector<collectives::Alu> cores_;
   bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
+  // Takes protocol p for the next collective (UserError if its lines do
+  // not fit a packet).
+  void use_protocol(collectives::Protocol p);
   CoresParams params_;
-  collectives::Protocol proto_;  // every operation's
+  collectives::Protocol proto_;  // every operation's, or this size's by ring.protocol=auto
   SlotParams slot_params_;       // the protocol's
   uint32_t packet_data_ = 0;     // data bytes per packet
   double endpoint_GBps_;

@@ -340,9 +340,24 @@ TEST_CASE("NCCL's protocols on the ring: exact, LL lowest latency at half the ba
   CHECK_THAT(f.err, Catch::Contains("80 elements differ"));  // as with Simple: 5 per GPU of 16
 }
 
+TEST_CASE("ring.protocol=auto runs each size as the protocol its thresholds pick would alone", "[cores][protocols]") {
+  const std::string base = "--platform dgx2 --quiet ";
+  for (const auto& [size, proto] : {std::pair{"8K", "ll"}, std::pair{"64K", "ll128"}, std::pair{"1M", "simple"}}) {
+    INFO(size << " " << proto);
+    const Result a = incsim(base + "--sizes " + size +
+                            " -c ring.protocol=auto -c ring.auto.ll_max_bytes=8192 -c ring.auto.ll128_max_bytes=65536");
+    const Result b = incsim(base + "--sizes " + size + " -c ring.protocol=" + proto);
+    REQUIRE(a.code == 0);
+    REQUIRE(b.code == 0);
+    CHECK(a.out.find("protocol by size (ring.protocol=auto): LL up to 8K, LL128 up to 64K") != std::string::npos);
+    CHECK(lines(a.out).back() == lines(b.out).back());
+  }
+  require_error("--platform dgx2 -c ring.protocol=auto -c net.max_payload_bytes=64", {"ll128 protocol's lines"});
+}
+
 TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a program that mixes protocols",
           "[cores][protocols]") {
-  require_error("--platform dgx2 -c ring.protocol=fast", {"ring.protocol must be simple, ll or ll128, not 'fast'"});
+  require_error("--platform dgx2 -c ring.protocol=fast", {"ring.protocol (or auto) must be simple, ll or ll128, not 'fast'"});
   require_error("--platform dgx2 -c ring.protocol=ll128 -c net.max_payload_bytes=64",
                 {"ll128 protocol's lines (128 B) do not fit a packet of net.max_payload_bytes = 64"});
   TempDir d;

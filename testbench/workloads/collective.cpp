@@ -359,8 +359,11 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = collective_kind(opt_.collective);
   const int channels = platform_->defaults().ring_channels;
   program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
-  const collectives::Protocol proto = collectives::parse_protocol(cfg_.get(gpu::kRingProtocol), "ring.protocol");
-  for (collectives::Operation& o : program_.ops) o.proto = proto;
+  std::string proto = cfg_.get(gpu::kRingProtocol);
+  for (char& ch : proto) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  by_size_ = proto == "auto";
+  if (!by_size_)
+    for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
   make_cores(program_);
 }
 
@@ -375,6 +378,11 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()), cfg_.get(gpu::kRingSlots)};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kLlSlots};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kLlSlots};
+  if (by_size_) {
+    cp.by_size = true;
+    cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
+    cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
+  }
   for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
                                    std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
@@ -726,6 +734,9 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (reduces_in_switches()) print_sizing(os);
+  if (by_size_)
+    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
+       << size_label(auto_ll128_max_) << ", Simple above\n";
   if (is_program_file(opt_.algorithm)) {  // a program file
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
        << (copy_engines_ ? std::string("copy engines")
