@@ -378,11 +378,9 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()), cfg_.get(gpu::kRingSlots)};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kLlSlots};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kLlSlots};
-  if (by_size_) {
-    cp.by_size = true;
-    cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
-    cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
-  }
+  cp.by_size = by_size_;
+  cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
+  cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
   for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
                                    std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
