@@ -10,6 +10,7 @@
 #include <boost/property_tree/xml_parser.hpp>
 
 #include "core/error.h"
+#include "core/nearest.h"
 
 namespace incsim::collectives {
 
@@ -46,11 +47,6 @@ class Reader {
  private:
   std::string file_;
 };
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 struct Step {
   OpKind kind;
@@ -100,7 +96,7 @@ Program read_msccl_xml(const std::string& xml, const std::string& file) {
   const int n = static_cast<int>(in.integer(algo, a, "ngpus", 1, 1 << 16));
   const long nchannels = in.integer(algo, a, "nchannels", 1, 65535);
   in.integer(algo, a, "nchunksperloop", 1, 1L << 30);
-  const std::string coll = lower(in.text(algo, a, "coll"));
+  const std::string coll = to_lower(in.text(algo, a, "coll"));
   Collective c;
   if (coll == "allreduce") c = Collective::AllReduce;
   else if (coll == "reduce_scatter" || coll == "reducescatter") c = Collective::ReduceScatter;
@@ -108,13 +104,9 @@ Program read_msccl_xml(const std::string& xml, const std::string& file) {
   else if (coll == "broadcast") c = Collective::Broadcast;
   else
     in.fail(a, "coll \"" + coll + "\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, broadcast)");
-  const std::string proto_text = lower(in.text(algo, a, "proto"));
+  const std::string proto_text = in.text(algo, a, "proto");
   Protocol proto;
-  if (proto_text == "simple") proto = Protocol::Simple;
-  else if (proto_text == "ll") proto = Protocol::LL;
-  else if (proto_text == "ll128") proto = Protocol::LL128;
-  else
-    in.fail(a, "proto \"" + proto_text + "\" is not Simple, LL or LL128");
+  if (!protocol_of(proto_text, proto)) in.fail(a, "proto \"" + to_lower(proto_text) + "\" is not Simple, LL or LL128");
   // inplace names the layout the steps assume; outofplace alone says the
   // algorithm is out of place.
   const bool in_place = in.optional(algo, a, "inplace", in.optional(algo, a, "outofplace", 0) ? 0 : 1) == 1;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/nearest.h"
 #include "core/user_file.h"
 
 namespace incsim::collectives {
@@ -42,12 +43,11 @@ std::string list(const char* const (&names)[N]) {
 const char* collective_name(Collective c) { return kCollectives[static_cast<int>(c)]; }
 const char* engine_name(Engine e) { return kEngines[static_cast<int>(e)]; }
 const char* protocol_name(Protocol p) { return kProtocols[static_cast<int>(p)]; }
+bool protocol_of(const std::string& text, Protocol& out) { return parse_name(kProtocols, to_lower(text), out); }
 Protocol parse_protocol(const std::string& text, const std::string& what) {
-  std::string lower = text;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (int p = 0; p < 3; ++p)
-    if (lower == kProtocols[p]) return static_cast<Protocol>(p);
-  throw UserError(what + " must be simple, ll or ll128, not '" + text + "'");
+  Protocol p;
+  if (!protocol_of(text, p)) throw UserError(what + " must be simple, ll or ll128, not '" + text + "'");
+  return p;
 }
 const char* op_name(OpKind k) { return kOps[static_cast<int>(k)]; }
 char buffer_letter(Buffer b) { return "ios"[static_cast<int>(b)]; }

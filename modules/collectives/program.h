@@ -36,7 +36,9 @@ const char* engine_name(Engine e);
 // How the cores move data: NCCL's protocols (gpu/cores_collective.h).
 enum class Protocol : uint8_t { Simple, LL, LL128 };
 const char* protocol_name(Protocol p);
-// "simple", "ll" or "ll128"; anything else is a UserError naming `what`.
+// "simple", "ll" or "ll128", case aside: false for anything else.
+bool protocol_of(const std::string& text, Protocol& out);
+// The same, anything else a UserError naming `what`.
 Protocol parse_protocol(const std::string& text, const std::string& what);
 
 enum class Buffer : uint8_t { Input, Output, Scratch };

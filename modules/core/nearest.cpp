@@ -6,7 +6,7 @@
 namespace incsim {
 
 namespace {
-bool same(char a, char b) {
+bool same(char a, char b) {  // case aside
   return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
 }
 
@@ -50,6 +50,11 @@ std::string nearest_in_list(const std::string& word, const std::string& list) {
     at = end + 2;
   }
   return nearest(word, names);
+}
+
+std::string to_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 }  // namespace incsim

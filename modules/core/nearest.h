@@ -11,5 +11,7 @@ namespace incsim {
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
 // The same among the names of a list such as "dgx2, star, torus".
 std::string nearest_in_list(const std::string& word, const std::string& list);
+// A name as typed, case aside (LL128 is ll128).
+std::string to_lower(std::string s);
 
 }  // namespace incsim

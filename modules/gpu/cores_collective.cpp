@@ -758,6 +758,9 @@ bool CoresCollective::Rank::data_ack(const Queue& q, const net::Packet* p) const
     return p->src == static_cast<uint32_t>(coll_.gpus_[c.peer]->index()) && p->addr - c.mailbox < c.mailbox_bytes;
   };
   if (q.out && writes(*q.out)) return true;
+  // Simple's data acks all come while its transfer is out (its fence); LL's
+  // and LL128's may come after the queue has moved on to another connection.
+  if (coll_.proto_ == collectives::Protocol::Simple) return false;
   for (const auto& c : send_)
     if (c->queue == &q && writes(*c)) return true;
   return false;

@@ -21,11 +21,12 @@ int connection(const std::vector<Connection>& cs, uint16_t channel, int peer) {
 }
 }  // namespace
 
-HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int rank, std::vector<Connection> sends,
-                         std::vector<Connection> receives, const HostConfig& cfg,
+HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int rank,
+                         const std::vector<Connection>& sends, const std::vector<Connection>& receives,
+                         const HostConfig& cfg,
                          const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
     : nic_(nic), program_(program), rank_(rank), cfg_(cfg), pattern_(pattern), dtype_(dtype), redop_(op),
-      sends_(std::move(sends)), receives_(std::move(receives)) {
+      msg_bytes_(uint64_t{cfg.msg_len} * cfg.mtu_payload) {
   const collectives::Program& p = *program_;
   if (p.collective != collectives::Collective::AllReduce || !p.in_place || p.buffers[rank_].scratch)
     throw UserError("program " + p.name + ": the RoCE hosts run in-place all-reduces without scratch buffers");
@@ -33,8 +34,8 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
   ops_.resize(n);
   dependents_.resize(n);
   int qps = 0;
-  for (const Connection& c : sends_) qps = std::max(qps, c.qp + 1);
-  for (const Connection& c : receives_) qps = std::max(qps, c.qp + 1);
+  for (const Connection& c : sends) qps = std::max(qps, c.qp + 1);
+  for (const Connection& c : receives) qps = std::max(qps, c.qp + 1);
   by_seq_.resize(qps);
   aggregate_on_.assign(qps, -1);
   std::vector<uint32_t> sent_on(qps);  // sequence numbers of the sending operations per queue pair
@@ -67,7 +68,7 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
       s.ina_rank = static_cast<uint16_t>(at);
     }
     if (collectives::sends(o.kind) || agg) {
-      s.send_qp = connection(sends_, o.channel, send_peer);
+      s.send_qp = connection(sends, o.channel, send_peer);
       if (s.send_qp < 0) throw missing("sends to", send_peer, o.channel);
       // An aggregation's address is its offset alone: the FPGA rebuilds a
       // resent result's address from a later message's, and one before the
@@ -75,7 +76,7 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
       if (!agg) s.va_tag = kPointBit | (uint64_t{sent_on[s.send_qp]++} << kSeqShift);
     }
     if (collectives::receives(o.kind) || agg) {
-      const int qp = connection(receives_, o.channel, recv_peer);
+      const int qp = connection(receives, o.channel, recv_peer);
       if (qp < 0) throw missing("receives from", recv_peer, o.channel);
       if (agg && aggregate_on_[qp] >= 0)
         throw UserError("program " + p.name + ": rank " + std::to_string(rank_) +
@@ -85,7 +86,7 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
       else by_seq_[qp].push_back(i);
     }
   }
-  for (const Connection& c : sends_) send_qps_.push_back(c.qp);
+  for (const Connection& c : sends) send_qps_.push_back(c.qp);
   work_.reserve(4 * static_cast<size_t>(n) + 4);
   blocked_.resize(n);
 }
@@ -119,8 +120,8 @@ void HostProgram::layout(uint64_t bytes) {
       s.sum = sums;
       sums += s.bytes;
     }
-    const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
-    s.messages = static_cast<uint32_t>((s.bytes + msg_bytes - 1) / msg_bytes);
+    s.messages = static_cast<uint32_t>((s.bytes + msg_bytes_ - 1) / msg_bytes_);
+    s.packets = (s.bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
     waits[i] = s.dep_count > 0 || (s.prev >= 0 && waits[s.prev]);
     if (waits[i] && collectives::receives(o.kind)) may_wait += s.bytes;
   }
@@ -199,7 +200,6 @@ void HostProgram::advance(int i) {
 void HostProgram::replay() {
   // In arrival order, as the data came: an operation takes its packets in
   // order, so once one of its packets must wait, its later ones do too.
-  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
   bool progress = true;
   while (progress && !staged_.empty()) {
     progress = false;
@@ -207,7 +207,7 @@ void HostProgram::replay() {
     for (Staged& e : staged_) {
       if (e.op < 0 || blocked_[e.op]) continue;
       Op& o = ops_[e.op];
-      if (!may_take(o, static_cast<uint32_t>(e.offset / msg_bytes))) {
+      if (!may_take(o, static_cast<uint32_t>(e.offset / msg_bytes_))) {
         blocked_[e.op] = 1;
         continue;
       }
@@ -245,9 +245,8 @@ void HostProgram::take(int i, uint64_t offset, const uint8_t* payload, uint32_t 
   }
   ++o.packets_in;
   // A message is whole when its last packet is in (RC delivers in order).
-  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
   const uint64_t end = offset + bytes;
-  if (end % msg_bytes == 0 || end == o.bytes) message_done(i);
+  if (end % msg_bytes_ == 0 || end == o.bytes) message_done(i);
 }
 
 void HostProgram::message_done(int i) {
@@ -261,9 +260,8 @@ void HostProgram::message_done(int i) {
 
 void HostProgram::post(int i, uint32_t msg) {
   const Op& o = ops_[i];
-  const uint64_t msg_bytes = uint64_t{cfg_.msg_len} * cfg_.mtu_payload;
-  const uint64_t off = msg * msg_bytes;
-  const uint64_t len = std::min(msg_bytes, o.bytes - off);
+  const uint64_t off = msg * msg_bytes_;
+  const uint64_t len = std::min(msg_bytes_, o.bytes - off);
   WorkRequest w;
   w.id = (static_cast<uint64_t>(i) << 32) | msg;
   w.packets = static_cast<uint32_t>((len + cfg_.mtu_payload - 1) / cfg_.mtu_payload);
@@ -304,7 +302,7 @@ void HostProgram::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payl
   const uint64_t from = o.kind == OpKind::Send || o.kind == OpKind::Aggregate ? o.src
                         : o.kind == OpKind::RecvReduceSend                   ? o.sum
                                                                              : o.dst;
-  std::memcpy(payload, mem_.data() + from + msg * cfg_.msg_len * cfg_.mtu_payload + uint64_t{index} * cfg_.mtu_payload,
+  std::memcpy(payload, mem_.data() + from + msg * msg_bytes_ + uint64_t{index} * cfg_.mtu_payload,
               bytes);
 }
 
@@ -318,8 +316,7 @@ void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t 
     Op& o = ops_[i];
     sc_assert(offset <= o.bytes && bytes <= o.bytes - offset);
     std::memcpy(mem_.data() + o.dst + offset, payload, bytes);
-    const uint64_t packets = (o.bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
-    if (++o.packets_in % cfg_.msg_len == 0 || o.packets_in == packets) {
+    if (++o.packets_in % cfg_.msg_len == 0 || o.packets_in == o.packets) {
       ++o.done_msgs;
       if (o.next >= 0) work_.push_back(o.next);
       work_.push_back(i);  // the window moves on; it may be complete
@@ -327,7 +324,7 @@ void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t 
   } else {
     const int i = by_seq_[qp][(va >> kSeqShift) & kSeqMask];
     Op& o = ops_[i];
-    const uint32_t msg = static_cast<uint32_t>(offset / (uint64_t{cfg_.msg_len} * cfg_.mtu_payload));
+    const uint32_t msg = static_cast<uint32_t>(offset / msg_bytes_);
     if (o.staged || !may_take(o, msg)) {
       stage(i, offset, payload, bytes);
       return;

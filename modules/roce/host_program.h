@@ -50,8 +50,8 @@ class HostProgram : public NicClient {
   // operations, which the caller has checked) on `nic`; `sends` and
   // `receives` are the host's connections. Throws UserError if an operation
   // needs a connection the host lacks.
-  HostProgram(RoceNic* nic, const collectives::Program* program, int rank, std::vector<Connection> sends,
-              std::vector<Connection> receives, const HostConfig& cfg, const collectives::DataPattern* pattern,
+  HostProgram(RoceNic* nic, const collectives::Program* program, int rank, const std::vector<Connection>& sends,
+              const std::vector<Connection>& receives, const HostConfig& cfg, const collectives::DataPattern* pattern,
               collectives::DType dtype, collectives::RedOp op);
   // An all-reduce of `bytes`: fills the input from the pattern, runs the
   // operations, checks every element of the output at the end (#wrong).
@@ -76,6 +76,7 @@ class HostProgram : public NicClient {
     uint32_t messages = 0, done_msgs = 0;              // done: handled (sent, received, result in)
     uint32_t posted = 0;                               // aggregate: messages sent
     uint64_t packets_in = 0;                           // packets received (aggregate: of results)
+    uint64_t packets = 0;                              // its bytes' packets
     uint64_t va_tag = 0;                               // its writes' address tag
     int send_qp = -1;
     int prev = -1, next = -1;                          // in its queue
@@ -114,7 +115,7 @@ class HostProgram : public NicClient {
   const collectives::DataPattern* pattern_;
   collectives::DType dtype_;
   collectives::RedOp redop_;
-  std::vector<Connection> sends_, receives_;
+  uint64_t msg_bytes_;  // MsgLen packets of payload
   std::vector<Op> ops_;
   std::vector<std::vector<int>> dependents_;      // [op]: the operations that wait for it
   std::vector<std::vector<int>> by_seq_;          // [qp][sequence]: the receiving operation

@@ -20,6 +20,7 @@
 #include "collectives/program_synthesis.h"
 #include "collectives/tree_schedule.h"
 #include "core/error.h"
+#include "core/nearest.h"
 #include "core/units.h"
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
@@ -359,9 +360,8 @@ void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = collective_kind(opt_.collective);
   const int channels = platform_->defaults().ring_channels;
   program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
-  std::string proto = cfg_.get(gpu::kRingProtocol);
-  for (char& ch : proto) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  by_size_ = proto == "auto";
+  const std::string proto = cfg_.get(gpu::kRingProtocol);
+  by_size_ = to_lower(proto) == "auto";
   if (!by_size_)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
   make_cores(program_);

@@ -145,7 +145,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
       sends.push_back({2, ((m + 1) % racks) * per_rack + k, job_->inter_send_qp()});
       receives.push_back({2, ((m + racks - 1) % racks) * per_rack + k, job_->inter_recv_qp()});
     }
-    hosts_.push_back(std::make_unique<roce::HostProgram>(&nic, &program_, i, std::move(sends), std::move(receives), hc,
+    hosts_.push_back(std::make_unique<roce::HostProgram>(&nic, &program_, i, sends, receives, hc,
                                                          pattern_.get(), dtype_, redop_));
     nic.set_client(hosts_.back().get());
   }
