@@ -17,6 +17,15 @@ const Param<std::string> kHomePorts{
     "on consecutive switches then ports, as address-sliced caches do; or hash, a mixing hash of the block address"};
 }  // namespace
 
+namespace {
+// A node of this fabric alone: not another fabric's, nor a bridge's (an
+// adapter sizes its own buffers).
+bool is_nvlink(const topo::Topology& t, int node) {
+  const std::string& kind = t.node(node).block;
+  return fabric_of_kind(kind) == GpuFabric::kName && !is_bridge_kind(kind);
+}
+}  // namespace
+
 GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) : t_(t) {
   const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")
@@ -60,6 +69,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     const int node = t_.endpoints()[0];
     double link_ns = 0, ser_ns = 0;
     for (int p = 0; p < t_.node(node).ports; ++p) {
+      if (!is_nvlink(t_, t_.peer({node, p}).node)) continue;  // a cluster's GPU's adapter
       const auto& l = t_.links()[t_.link_at({node, p})];
       little_law_.b_in_GBps += l.bw_GBps;
       link_ns = std::max(link_ns, l.latency_ns);
@@ -76,6 +86,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
 
   double max_bw = 0, max_link_ns = 0;
   for (const auto& l : t_.links()) {
+    if (!is_nvlink(t_, l.a.node) && !is_nvlink(t_, l.b.node)) continue;
     max_bw = std::max(max_bw, l.bw_GBps);
     max_link_ns = std::max(max_link_ns, l.latency_ns);
   }
@@ -102,6 +113,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   table_bytes_.resize(nodes);
   latency_ns_.assign(nodes, sw_latency_ns);
   for (int s : t_.switches()) {
+    if (!is_nvlink(t_, s)) continue;
     const auto& node = t_.node(s);
     for (int p = 0; p < node.ports; ++p) {
       in_bytes_[s].push_back(in_buf ? in_buf : buffer_for_port({s, p}, sw_.latency));
@@ -125,7 +137,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   }
 }
 
-std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool) const {
+nvswitch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {
   const auto& node = t_.node(s);
   nvswitch::SwitchWiring w;
   w.index = node.index;
@@ -149,6 +161,12 @@ std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool)
   if (t_.vc_policy != topo::VcPolicy::None)
     for (int i = 0; i < node.ports; ++i)
       for (int o = 0; o < node.ports; ++o) w.vc_rule.push_back(t_.vc_rule(s, i, o));
+  return w;
+}
+
+std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool) const {
+  const auto& node = t_.node(s);
+  nvswitch::SwitchWiring w = switch_wiring(t_, s);
   nvswitch::SwitchConfig c = sw_;
   c.latency = sc_time(latency_ns_[s], sc_core::SC_NS);
   c.in_buffer_bytes = *std::max_element(in_bytes_[s].begin(), in_bytes_[s].end());

@@ -65,6 +65,10 @@ class GpuFabric : public Fabric {
   std::vector<double> latency_ns_;
 };
 
+// A switch node's routing tables and what each port faces, from the graph
+// (every fabric's switches are routed by the graph's shortest paths).
+nvswitch::SwitchWiring switch_wiring(const topo::Topology& t, int node);
+
 void register_nvlink_fabric();
 
 }  // namespace incsim::platforms

@@ -1,18 +1,22 @@
 #include "machine.h"
 
+#include <algorithm>
 #include <map>
 
 #include "ethernet/roce_frame.h"
 #include "ethernet_fabric.h"
 #include "gpu_fabric.h"
+#include "infiniband_fabric.h"
 
 namespace incsim::platforms {
 
 namespace {
 struct KindEntry {
   std::string fabric;
+  std::string fabric_b;  // a bridge's second fabric; empty for any other kind
   topo::NodeKind role;
   NodeFactory make;
+  BridgeFactory make_bridge;
 };
 std::map<std::string, FabricFactory>& fabrics() {
   static std::map<std::string, FabricFactory> f;
@@ -29,6 +33,7 @@ void register_builtins() {
   if (done) return;
   done = true;  // first: the built-ins' own registrations come back here
   register_nvlink_fabric();
+  register_infiniband_fabric();
   register_ethernet_fabric();
 }
 }  // namespace
@@ -42,7 +47,22 @@ void register_node_kind(const std::string& kind, const std::string& fabric, topo
   register_builtins();
   if (kind.empty()) throw UserError("a node kind needs a name");
   if (!fabrics().count(fabric)) throw UserError("node kind " + kind + " names an unknown fabric '" + fabric + "'");
-  kinds()[kind] = {fabric, role, std::move(make)};
+  kinds()[kind] = {fabric, "", role, std::move(make), {}};
+}
+
+void register_bridge_kind(const std::string& kind, const std::string& fabric_a, const std::string& fabric_b,
+                          topo::NodeKind role, BridgeFactory make) {
+  register_builtins();
+  if (kind.empty()) throw UserError("a node kind needs a name");
+  for (const std::string& f : {fabric_a, fabric_b})
+    if (!fabrics().count(f)) throw UserError("node kind " + kind + " names an unknown fabric '" + f + "'");
+  if (fabric_a == fabric_b) throw UserError("bridge kind " + kind + " joins " + fabric_a + " to itself");
+  kinds()[kind] = {fabric_a, fabric_b, role, {}, std::move(make)};
+}
+
+const std::string& bridged_fabric(const std::string& kind) {
+  fabric_of_kind(kind);
+  return kinds().at(kind).fabric_b;
 }
 
 const std::string& fabric_of_kind(const std::string& kind) {
@@ -55,54 +75,110 @@ const std::string& fabric_of_kind(const std::string& kind) {
 }
 
 Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const PlatformDefaults& d) : topo_(std::move(graph)) {
-  // Every node's kind is known and all are of one fabric, before anything is built.
+  // Every node's kind is known and in its role, and every link joins nodes
+  // of one fabric or a bridge to one of its two, before anything is built.
   order_ = topo_.switches();
   order_.insert(order_.end(), topo_.endpoints().begin(), topo_.endpoints().end());
-  int first = -1;
+  if (order_.empty()) throw UserError("platform " + topo_.name + " has no nodes");
+  auto entry = [](int id, const topo::Topology& t) -> const KindEntry& {
+    fabric_of_kind(t.node(id).block);
+    return kinds().at(t.node(id).block);
+  };
+  auto add_fabric = [this](const std::string& f) {
+    if (std::find(fabric_names_.begin(), fabric_names_.end(), f) == fabric_names_.end()) fabric_names_.push_back(f);
+  };
+  // The endpoints' fabric first: the one workloads drive.
+  add_fabric(entry(topo_.endpoints().empty() ? order_[0] : topo_.endpoints()[0], topo_).fabric);
   for (const int id : order_) {
     const topo::Node& node = topo_.node(id);
-    const std::string& f = fabric_of_kind(node.block);
-    if (kinds().at(node.block).role != node.kind)
+    const KindEntry& k = entry(id, topo_);
+    if (k.role != node.kind)
       throw UserError("node " + node.name + " is a " + node.block + ", which is " +
                       (node.kind == topo::NodeKind::Switch ? "an endpoint, not a switch" : "a switch, not an endpoint"));
-    if (first < 0) {
-      first = id;
-      fabric_name_ = f;
-    } else if (f != fabric_name_) {
-      throw UserError("node " + topo_.node(id).name + " is a " + topo_.node(id).block + " of the " + f +
-                      " fabric, but " + topo_.node(first).name + " is a " + topo_.node(first).block + " of the " +
-                      fabric_name_ + " fabric; a machine's links all carry one fabric's packets");
-    }
+    add_fabric(k.fabric);
+    if (!k.fabric_b.empty()) add_fabric(k.fabric_b);
   }
-  if (first < 0) throw UserError("platform " + topo_.name + " has no nodes");
-  fabric_ = fabrics().at(fabric_name_)(topo_, cfg, seed, d);
-  pool_ = std::make_unique<net::PacketPool>(fabric_->packet_format());
+  // The fabric whose packets link k carries.
+  std::vector<size_t> link_fabric;
+  for (const topo::Link& l : topo_.links()) {
+    const KindEntry& a = entry(l.a.node, topo_);
+    const KindEntry& b = entry(l.b.node, topo_);
+    const topo::Node& na = topo_.node(l.a.node);
+    const topo::Node& nb = topo_.node(l.b.node);
+    if (!a.fabric_b.empty() && !b.fabric_b.empty())
+      throw UserError("bridges " + na.name + " and " + nb.name + " are linked to each other; a bridge's links lead into its fabrics");
+    std::string f = a.fabric;
+    if (!a.fabric_b.empty() || !b.fabric_b.empty()) {
+      const KindEntry& bridge = a.fabric_b.empty() ? b : a;
+      const topo::Node& nbridge = a.fabric_b.empty() ? nb : na;
+      const KindEntry& other = a.fabric_b.empty() ? a : b;
+      const topo::Node& nother = a.fabric_b.empty() ? na : nb;
+      if (other.fabric != bridge.fabric && other.fabric != bridge.fabric_b)
+        throw UserError("node " + nother.name + " is a " + nother.block + " of the " + other.fabric + " fabric, but " +
+                        nbridge.name + ", a " + nbridge.block + ", bridges " + bridge.fabric + " and " +
+                        bridge.fabric_b);
+      f = other.fabric;
+    } else if (a.fabric != b.fabric) {
+      // Name the endpoint's side first, as a user reads a link from a GPU.
+      const bool swap = na.kind == topo::NodeKind::Switch && nb.kind == topo::NodeKind::Endpoint;
+      const topo::Node& x = swap ? nb : na;
+      const topo::Node& y = swap ? na : nb;
+      throw UserError("node " + x.name + " is a " + x.block + " of the " + (swap ? b : a).fabric + " fabric, but " +
+                      y.name + " is a " + y.block + " of the " + (swap ? a : b).fabric +
+                      " fabric; a link carries one fabric's packets, and only a bridge (such as hca) joins two");
+    }
+    link_fabric.push_back(static_cast<size_t>(
+        std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin()));
+  }
+  for (const std::string& f : fabric_names_) {
+    fabrics_.push_back(fabrics().at(f)(topo_, cfg, seed, d));
+    pools_.push_back(std::make_unique<net::PacketPool>(fabrics_.back()->packet_format()));
+  }
+  auto index_of = [this](const std::string& f) {
+    return static_cast<size_t>(std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin());
+  };
 
   // A module per node, switches first (module order is SystemC's process order).
   blocks_.resize(topo_.nodes().size());
-  for (const int id : order_) blocks_[id] = kinds().at(topo_.node(id).block).make(topo_, id, *fabric_, *pool_);
+  for (const int id : order_) {
+    const KindEntry& k = entry(id, topo_);
+    const size_t a = index_of(k.fabric);
+    if (k.fabric_b.empty()) {
+      blocks_[id] = k.make(topo_, id, *fabrics_[a], *pools_[a]);
+    } else {
+      const size_t b = index_of(k.fabric_b);
+      blocks_[id] = k.make_bridge(topo_, id, *fabrics_[a], *pools_[a], *fabrics_[b], *pools_[b]);
+    }
+  }
 
   // Each link as two one-way channels: the sender's port takes the link's
   // rate and latency and the receiver's buffer as credits. Lossy links get
   // faults drawn per link and direction from the seed.
-  auto bind = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l, uint64_t stream) {
+  auto bind = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l, const Fabric& fabric, uint64_t stream) {
     net::Block& a = *blocks_[from.node];
     net::Block& b = *blocks_[to.node];
     a.configure_port(from.port, l.bw_GBps, sc_core::sc_time(l.latency_ns, sc_core::SC_NS), b.buffer_bytes(to.port));
     a.out(from.port).socket.bind(b.in(to.port).socket);
     eth::LinkFaults* f = b.link_faults(to.port);
-    if (f) *f = eth::LinkFaults(fabric_->link_loss(), fabric_->link_corruption(), seed, stream);
+    if (f) *f = eth::LinkFaults(fabric.link_loss(), fabric.link_corruption(), seed, stream);
     ends_.push_back({topo_.port_name(from), topo_.port_name(to), &a.out(from.port)});
     faults_.push_back(f);
   };
   for (size_t k = 0; k < topo_.links().size(); ++k) {
     const topo::Link& l = topo_.links()[k];
-    bind(l.a, l.b, l, 2 * k + 1);  // link k's stream into its a end is 2k, into its b end 2k + 1
-    bind(l.b, l.a, l, 2 * k);
+    const Fabric& f = *fabrics_[link_fabric[k]];
+    bind(l.a, l.b, l, f, 2 * k + 1);  // link k's stream into its a end is 2k, into its b end 2k + 1
+    bind(l.b, l.a, l, f, 2 * k);
   }
 }
 
 Machine::~Machine() = default;
+
+uint64_t Machine::packets_in_use() const {
+  uint64_t n = 0;
+  for (const auto& p : pools_) n += p->in_use();
+  return n;
+}
 
 uint64_t Machine::progress() const {
   uint64_t n = 0;

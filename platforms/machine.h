@@ -73,7 +73,10 @@ struct PlatformDefaults {
 // The blocks of one link protocol: the packet format they share and the
 // parameters all blocks of its kinds read once (a GPU fabric's switch and
 // GPU settings and buffer sizes; an Ethernet network's MTU, timeouts and
-// link faults). A Machine's nodes all belong to one fabric.
+// link faults). Every link carries one fabric's packets; a machine of
+// several fabrics (a cluster: NVLink inside each node, InfiniBand between
+// them) joins them only at bridge blocks (a GPU's NIC), which turn one
+// fabric's packets into the other's.
 class Fabric {
  public:
   virtual ~Fabric() = default;
@@ -82,7 +85,8 @@ class Fabric {
   virtual double link_loss() const { return 0; }
   virtual double link_corruption() const { return 0; }
 };
-// Reads a fabric's parameters for `graph`; may throw UserError.
+// Reads a fabric's parameters for `graph` (its nodes are those whose kinds
+// are the fabric's; a bridge's belong to both); may throw UserError.
 using FabricFactory =
     std::function<std::unique_ptr<Fabric>(const topo::Topology& graph, Config& cfg, uint64_t seed, const PlatformDefaults& d)>;
 // Makes the module of `node`, named after it; may throw UserError (before
@@ -90,16 +94,32 @@ using FabricFactory =
 using NodeFactory =
     std::function<std::unique_ptr<net::Block>(const topo::Topology& graph, int node, Fabric& fabric, net::PacketPool& pool)>;
 
+// A bridge's module, given the fabrics (and their packet pools) its ports
+// lead into, in the order its kind was registered with.
+using BridgeFactory = std::function<std::unique_ptr<net::Block>(const topo::Topology& graph, int node, Fabric& a,
+                                                                net::PacketPool& pool_a, Fabric& b,
+                                                                net::PacketPool& pool_b)>;
+
 // The built-in fabrics are "nvlink" (platforms/gpu_fabric.h: gpu, nvswitch,
-// router, nvlink_bridge, pcie_switch, cpu_socket, network_switch) and
-// "ethernet" (platforms/ethernet_fabric.h: ethernet_switch, roce_host,
+// router, nvlink_bridge, pcie_switch, cpu_socket, network_switch),
+// "infiniband" (platforms/infiniband_fabric.h: ib_switch; and the bridge
+// hca, a GPU's NIC between nvlink and infiniband) and "ethernet"
+// (platforms/ethernet_fabric.h: ethernet_switch, roce_host,
 // fpga_aggregator). An sc_main adds its own, or its own kinds to one, before
 // it elaborates a platform.
 void register_fabric(const std::string& name, FabricFactory make);
 // `role`: whether nodes of this kind are endpoints or switches in the graph.
 void register_node_kind(const std::string& kind, const std::string& fabric, topo::NodeKind role, NodeFactory make);
-// The fabric a kind belongs to; UserError naming the registered kinds if none.
+// A kind whose ports lead into two fabrics: each of its links carries the
+// packets of the fabric of the node at the other end, a or b.
+void register_bridge_kind(const std::string& kind, const std::string& fabric_a, const std::string& fabric_b,
+                          topo::NodeKind role, BridgeFactory make);
+// The fabric a kind belongs to (a bridge: its first); UserError naming the
+// registered kinds if none.
 const std::string& fabric_of_kind(const std::string& kind);
+// A bridge kind's second fabric; empty for any other kind.
+const std::string& bridged_fabric(const std::string& kind);
+inline bool is_bridge_kind(const std::string& kind) { return !bridged_fabric(kind).empty(); }
 
 class Machine {
  public:
@@ -109,10 +129,16 @@ class Machine {
   Machine& operator=(const Machine&) = delete;
 
   const topo::Topology& topology() const { return topo_; }
-  const std::string& fabric_name() const { return fabric_name_; }
+  // The fabric of its endpoints (a cluster's GPUs: nvlink); the others, if
+  // any, come after it in fabric_names().
+  const std::string& fabric_name() const { return fabric_names_.front(); }
+  const std::vector<std::string>& fabric_names() const { return fabric_names_; }
+  // The machine's fabric of type F (std::bad_cast if it has none).
   template <class F>
   const F& fabric_as() const {
-    return dynamic_cast<const F&>(*fabric_);
+    for (const auto& f : fabrics_)
+      if (const F* x = dynamic_cast<const F*>(f.get())) return *x;
+    throw std::bad_cast();
   }
   // The modules of type B, in graph order: switches, then endpoints.
   template <class B>
@@ -124,8 +150,12 @@ class Machine {
   }
 
   const std::vector<LinkEnd>& link_ends() const { return ends_; }
-  net::PacketPool& pool() { return *pool_; }
-  const net::PacketPool& pool() const { return *pool_; }
+  // The packet pool of its endpoints' fabric; each fabric has its own, of
+  // its own packet format.
+  net::PacketPool& pool() { return *pools_.front(); }
+  const net::PacketPool& pool() const { return *pools_.front(); }
+  // Packets taken from every fabric's pool and not yet returned.
+  uint64_t packets_in_use() const;
   // What the stall detector watches: the sum of every block's progress
   // (packets GPUs received, reductions switch tables completed, packets
   // hosts accepted or saw acknowledged, gradients FPGAs gathered). Links busy
@@ -144,9 +174,9 @@ class Machine {
 
  private:
   topo::Topology topo_;
-  std::string fabric_name_;
-  std::unique_ptr<Fabric> fabric_;
-  std::unique_ptr<net::PacketPool> pool_;
+  std::vector<std::string> fabric_names_;  // [fabric]: its endpoints' first
+  std::vector<std::unique_ptr<Fabric>> fabrics_;
+  std::vector<std::unique_ptr<net::PacketPool>> pools_;
   std::vector<std::unique_ptr<net::Block>> blocks_;  // [node id]
   std::vector<int> order_;  // switches, then endpoints: the order modules are built, traced and reported
   std::vector<LinkEnd> ends_;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/nearest.h"
 #include "core/yaml_file.h"
+#include "topology/cluster.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
@@ -16,7 +17,7 @@ using sc_core::sc_time;
 using topo::NodeKind;
 
 std::string builtin_platforms() {
-  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
+  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster";
 }
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
@@ -72,6 +73,11 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // 25 GB/s link idle for the fence and flag of every chunk.
     d.ring_chunk_bytes = 512 * 1024;
   }
+  // A cluster's rings leave each node through a different adapter per
+  // channel (cluster_ring_program): two per adapter, so each carries an
+  // equal share (16 on hgx-h100 nodes, which then use 16 of 18 NVLinks).
+  if (const auto nodes = topo::cluster_nodes(t); !nodes.empty())
+    d.ring_channels = 2 * static_cast<int>(nodes[0].size());
   return d;
 }
 
@@ -138,6 +144,49 @@ topo::Topology make_dgx1_topology(const std::string& platform, const PlatformSha
 }
 }  // namespace
 
+namespace {
+// A cluster's links (docs/modern-machines.md, "Clusters").
+const Param<double> kClusterPcieGBps{
+    "cluster.pcie_GBps", 63.0, Range::at_least(0.001).at_most(1e5),
+    "a GPU's PCIe link to its InfiniBand adapter, each direction, GB/s (PCIe 5.0 x16: 32 GT/s x 16 lanes x "
+    "128/130; H100 SXM and ConnectX-7 are both Gen5 x16, NVIDIA datasheets)"};
+const Param<double> kClusterPcieLatency{
+    "cluster.pcie_latency_ns", 250.0, Range::at_least(0).at_most(1e9),
+    "a GPU to its adapter over PCIe, ns, the PCIe switch between them included (a guess: DGX H100 puts a PCIe "
+    "switch there; PCIe switches forward in the order of 100 ns)"};
+const Param<double> kClusterNetGbps{
+    "cluster.net_Gbps", 400.0, Range::at_least(0.01).at_most(8e5),
+    "each InfiniBand link, each direction, Gbit/s (NDR: ConnectX-7 and Quantum-2 ports, 400 Gb/s; DGX H100: 8 "
+    "adapters of 400 Gb/s)"};
+const Param<double> kClusterNetLatency{
+    "cluster.net_latency_ns", 50.0, Range::at_least(0).at_most(1e9),
+    "each InfiniBand cable, ns (10 m at 5 ns/m: within a row of racks; a guess)"};
+const Param<uint32_t> kClusterOversubscription{
+    "cluster.oversubscription", 1, Range::at_least(1).at_most(64),
+    "a rail leaf's down-links over its up-links (1: non-blocking, as NVIDIA's DGX SuperPOD reference "
+    "architecture builds the compute fabric)"};
+constexpr int kQuantum2Ports = 64;  // NVIDIA Quantum-2 QM9700: 64 ports of 400 Gb/s
+
+topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
+  const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
+  if (node != "hgx-h100" && node != "nvl72")
+    throw UserError("a cluster's nodes are hgx-h100 or nvl72, whose GPUs each have an InfiniBand adapter; " +
+                    (node == "cluster" ? std::string("a cluster is not a node") : node + " has none modelled"));
+  if (shape.gpus) throw UserError("the cluster platform is shaped by --nodes and --node, not --gpus");
+  topo::ClusterShape s;
+  s.nodes = shape.nodes ? shape.nodes : 4;
+  if (s.nodes < 2 || s.nodes > 1024)
+    throw UserError("a cluster has 2 to 1024 nodes: --nodes must be in that range, not " + std::to_string(s.nodes));
+  s.pcie_GBps = cfg.get(kClusterPcieGBps);
+  s.pcie_latency_ns = cfg.get(kClusterPcieLatency);
+  s.net_GBps = cfg.get(kClusterNetGbps) / 8;
+  s.net_latency_ns = cfg.get(kClusterNetLatency);
+  s.oversubscription = static_cast<int>(cfg.get(kClusterOversubscription));
+  s.spine_ports = kQuantum2Ports;
+  return topo::make_cluster(make_topology(node, PlatformShape{}, cfg), s);
+}
+}  // namespace
+
 bool is_platform_file(const std::string& platform) {
   auto ends = [&](const std::string& e) {
     return platform.size() > e.size() && platform.compare(platform.size() - e.size(), e.size(), e) == 0;
@@ -156,6 +205,9 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     throw UserError("--gpus takes a list of GPUs only on the dgx1v and dgx1p platforms; on " + platform +
                     " give a count");
   if (is_dgx1_platform(platform)) return make_dgx1_topology(platform, shape, cfg);
+  if (!shape.node.empty() && platform != "cluster")
+    throw UserError("--node applies to the cluster platform, not to " + platform);
+  if (platform == "cluster") return make_cluster_topology(shape, cfg);
   // link.* with the family's defaults: a YAML file's, or the built-in's.
   auto link_defaults = [&cfg](const std::string& family) {
     if (family == topo::Topology::kNetReduce || family == topo::Topology::kNetReduceMultiGpu)
@@ -173,7 +225,7 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     throw UserError("--dims applies to the torus, mesh and bigraph platforms, not to " + platform +
                     (platform == "fattree" ? "; give --nodes instead" : ""));
   if (shape.nodes != 0 && platform != "fattree")
-    throw UserError("--nodes applies to the fattree platform, not to " + platform +
+    throw UserError("--nodes applies to the fattree and cluster platforms, not to " + platform +
                     (platform == "torus" || platform == "mesh" || platform == "bigraph" ? "; give --dims instead"
                      : platform == "star" || platform == "fattree2l"                  ? "; give --gpus instead"
                                                                                       : ""));
@@ -237,10 +289,16 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
 }
 
 namespace {
-// The collective and traffic workloads drive GPUs: every node must be of the GPU fabric.
+// The collective and traffic workloads drive GPUs: every node must be of the
+// GPU fabric, a bridge from it (a cluster's adapters) or of the network beyond.
 const topo::Topology& check_fabric(const topo::Topology& t) {
+  std::vector<std::string> reached{GpuFabric::kName};
   for (const auto& node : t.nodes())
-    if (const std::string& f = fabric_of_kind(node.block); f != GpuFabric::kName)
+    if (is_bridge_kind(node.block) && fabric_of_kind(node.block) == GpuFabric::kName)
+      reached.push_back(bridged_fabric(node.block));
+  for (const auto& node : t.nodes())
+    if (const std::string& f = fabric_of_kind(node.block);
+        std::find(reached.begin(), reached.end(), f) == reached.end())
       throw UserError("node " + node.name + " is a " + node.block + ", a block of the " +
                       (f == EthernetFabric::kName ? "Ethernet platforms (rack, spineleaf, multigpu)" : f + " fabric") +
                       ", not of the GPU fabric that collectives and traffic run on");

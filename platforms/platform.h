@@ -26,7 +26,8 @@ struct PlatformShape {
   std::optional<int> gpus;  // --gpus: GPUs built on star and fattree2l (elsewhere the run takes the first N)
   bool dims = false;  // --dims AxB given: torus and mesh KX x KY; bigraph nodes per switch x switches
   int dims_x = 0, dims_y = 0;
-  int nodes = 0;   // --nodes: fattree
+  int nodes = 0;   // --nodes: fattree, cluster
+  std::string node;  // --node: a cluster's node platform
   std::vector<int> gpu_list;  // --gpus 1,4,5,6: the GPUs allocated on a DGX-1 (physical numbers)
   std::vector<std::vector<int>> gpu_servers;  // --gpus 0,1,2/0,1,2,3,4: several DGX-1s on a network
 };

@@ -120,7 +120,8 @@ std::string choices() {
     out += std::string(o) + "\t" + choice_list(o) + "\n";
   out += "dims\t2x2 to 16x16 (torus, mesh); AxB with B even, at most 8192 nodes, such as 4x8, 4x16 (bigraph: nodes per "
          "switch x switches)\n";
-  out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16)\n";
+  out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16); 2 to 1024 (cluster)\n";
+  out += "node\thgx-h100, nvl72 (cluster)\n";
   for (const Algorithm& a : algorithms())
     out += std::string("algorithm ") + a.name + "\t" + a.collectives + (*a.default_for ? " (default for " : "") +
            a.default_for + (*a.default_for ? ")" : "") + "; on " + a.runs_on + "; run by " + a.engine + "; " +

@@ -146,6 +146,7 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   config["platform"] = opt_.platform;
   if (!opt_.dims.empty()) config["dims"] = opt_.dims;
   if (opt_.nodes) config["nodes"] = opt_.nodes;
+  if (!opt_.node.empty()) config["node"] = opt_.node;
   workload_->config_json(config);
   config["seed"] = opt_.seed;
   if (!opt_.config_files.empty()) config["config_files"] = opt_.config_files;

@@ -41,7 +41,9 @@ const po::options_description& declaration() {
         ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
                               "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
                               "4x8 and 4x16; default 4x8)")
-        ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16)")
+        ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16); cluster: "
+                             "nodes on the InfiniBand network, 2 to 1024 (default 4)")
+        ("node", text("NAME"), "cluster: the platform of each node, hgx-h100 or nvl72 (default hgx-h100)")
         ("gpus", text("N|LIST"), "GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count or the "
                                  "allocated GPUs, such as 1,4,5,6; one list per server joined by a network: "
                                  "0,1,2/0,1,2,3,4)")
@@ -169,6 +171,7 @@ class Parser {
       parse_dims(value);
       o_.dims = value;
     } else if (name == "nodes") o_.nodes = parse_count(flag, value, 1, 1000000);
+    else if (name == "node") o_.node = value;
     else if (name == "sizes") o_.sizes = value;
     else if (name == "dtype") o_.dtype = value;
     else if (name == "redop") o_.redop = value;

@@ -35,7 +35,8 @@ struct Options {
   int machines = 0, gpus_per_machine = 0;  // --machines, --gpus-per-machine (multigpu)
   std::vector<int> ring;                    // --ring (rack): hosts in ring order; empty: all, in order
   std::string dims;  // --dims AxB (torus, mesh, bigraph); empty: the platform's default
-  int nodes = 0;     // --nodes (fattree); 0: the platform's default
+  int nodes = 0;     // --nodes (fattree, cluster); 0: the platform's default
+  std::string node;  // --node (cluster): the node platform
   std::string sizes = "8K:64M";
   std::string dtype = "float";
   std::string redop = "sum";

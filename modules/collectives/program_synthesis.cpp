@@ -25,18 +25,25 @@ Operation make_op(OpKind k, Engine e, uint16_t channel, uint16_t queue) {
 
 }  // namespace
 
-Program ring_program(Collective c, int n, int channels, const std::vector<int>& order_in, bool in_place, int root) {
-  if (n < 2) throw UserError("a ring needs at least 2 ranks");
+Program ring_program(Collective c, int n, int channels, const std::vector<int>& order, bool in_place, int root) {
   if (channels < 1 || channels > 65535) throw UserError("a ring needs between 1 and 65535 channels");
-  std::vector<int> order = order_in;
-  if (order.empty()) {
-    order.resize(n);
-    std::iota(order.begin(), order.end(), 0);
+  return ring_program(c, n, std::vector<std::vector<int>>(static_cast<size_t>(channels), order), in_place, root);
+}
+
+Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, bool in_place, int root) {
+  if (n < 2) throw UserError("a ring needs at least 2 ranks");
+  const int channels = static_cast<int>(orders.size());
+  if (channels < 1 || channels > 65535) throw UserError("a ring needs between 1 and 65535 channels");
+  for (std::vector<int>& order : orders) {
+    if (order.empty()) {
+      order.resize(n);
+      std::iota(order.begin(), order.end(), 0);
+    }
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < n; ++i)
+      if (static_cast<int>(sorted.size()) != n || sorted[i] != i) throw UserError("a ring order must list every rank once");
   }
-  std::vector<int> sorted = order;
-  std::sort(sorted.begin(), sorted.end());
-  for (int i = 0; i < n; ++i)
-    if (static_cast<int>(sorted.size()) != n || sorted[i] != i) throw UserError("a ring order must list every rank once");
   if (c == Collective::Broadcast && (root < 0 || root >= n)) throw UserError("the broadcast root is not a rank");
 
   const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
@@ -47,15 +54,19 @@ Program ring_program(Collective c, int n, int channels, const std::vector<int>& 
     case Collective::AllGather: b.input = ch_n, b.output = un * ch_n; break;
     case Collective::Broadcast: b.input = b.output = ch_n; break;
   }
-  std::vector<int> pos(n);
-  for (int i = 0; i < n; ++i) pos[order[i]] = i;
+  // [channel][rank]: the rank's position in the channel's ring.
+  std::vector<std::vector<int>> positions(channels, std::vector<int>(n));
+  for (int chan = 0; chan < channels; ++chan)
+    for (int i = 0; i < n; ++i) positions[chan][orders[chan][i]] = i;
   ProgramBuilder pb(std::string("ring"), c, n, in_place);
   pb.program().root = root;
   for (int r = 0; r < n; ++r) {
     pb.begin_rank(r, b);
-    const int i = pos[r];
-    const int next = order[(i + 1) % n], prev = order[(i + n - 1) % n];
     for (int chan = 0; chan < channels; ++chan) {
+      const std::vector<int>& order = orders[chan];
+      const std::vector<int>& pos = positions[chan];
+      const int i = pos[r];
+      const int next = order[(i + 1) % n], prev = order[(i + n - 1) % n];
       const uint16_t ch = static_cast<uint16_t>(chan);
       // Rank order[j]'s block on this channel.
       const auto block = [&](int j) { return static_cast<uint32_t>(order[((j % n) + n) % n]) * ch_n + ch; };
@@ -344,6 +355,15 @@ Buffers in_place_buffers(uint32_t chunks) {
   return b;
 }
 }  // namespace
+
+Program cluster_ring_program(Collective c, int nodes, int per_node, int channels) {
+  if (channels < 1 || channels > 65535) throw UserError("a ring needs between 1 and 65535 channels");
+  std::vector<std::vector<int>> orders(static_cast<size_t>(channels));
+  for (int ch = 0; ch < channels; ++ch)
+    for (int k = 0; k < nodes; ++k)
+      for (int i = 0; i < per_node; ++i) orders[ch].push_back(k * per_node + (ch + i) % per_node);
+  return ring_program(c, nodes * per_node, std::move(orders));
+}
 
 Program netreduce_program(int n) {
   if (n < 2) throw UserError("NetReduce needs at least 2 ranks");

@@ -1,5 +1,6 @@
 #pragma once
 // Algorithms synthesized as Programs (docs/programs.md). Plain C++, no SystemC.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,17 @@ namespace incsim::collectives {
 //    (a chain: the last rank only receives).
 Program ring_program(Collective c, int n, int channels = 1, const std::vector<int>& order = {},
                      bool in_place = false, int root = 0);
+// The same with a ring order per channel (orders[c] for channel c; an empty
+// one is 0, 1, ..., n - 1): NCCL's rings on a cluster, which leave and enter
+// each node through a different GPU's adapter per channel.
+Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, bool in_place = false, int root = 0);
+// NCCL's rings over a rail-optimised cluster of `nodes` nodes of `per_node`
+// GPUs each (rank k * per_node + g is GPU g of node k): channel c visits
+// every node's GPUs in turn from GPU c mod per_node on, so it leaves node k
+// from GPU (c - 1) mod per_node's adapter and enters node k + 1 at GPU
+// c mod per_node's: over the channels, every adapter sends and receives an
+// equal share.
+Program cluster_ring_program(Collective c, int nodes, int per_node, int channels);
 
 // A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
 // schedule-table engine, in place: each node's operations in table order

@@ -70,11 +70,14 @@ struct Packet {
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
   // ReduceMsg, GatherMsg: the schedule table that takes the message at the
   // destination NIC, as an RDMA header names the destination queue pair.
+  // Between InfiniBand adapters: the packet's sequence number in its
+  // connection (its source and destination GPUs), modulo 2^16.
   uint16_t table = 0;
   int32_t home_switch = -1; // ReduceWrite: switch index and port of the home table
   int16_t home_port = -1;
   // Ethernet: the port a frame came in on at the switch or FPGA holding it
-  // (whose ingress buffer it holds, where an answer goes); fits in padding.
+  // (whose ingress buffer it holds, where an answer goes); an InfiniBand
+  // adapter's: the port whose buffer it holds, -1 once freed; fits in padding.
   int16_t in_port = -1;
   sc_core::sc_time t_head;  // first flit arrives at the current hop
   sc_core::sc_time t_tail;  // last flit arrives at the current hop

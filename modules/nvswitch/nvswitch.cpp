@@ -10,12 +10,12 @@ namespace incsim::nvswitch {
 
 using sc_core::sc_time;
 
-Spread parse_spread(const std::string& name) {
+Spread parse_spread(const std::string& name, const std::string& key) {
   if (name == "destination") return Spread::Destination;
   if (name == "rotate") return Spread::Rotate;
   if (name == "adaptive") return Spread::Adaptive;
   if (name == "flow") return Spread::Flow;
-  throw UserError("switch.spread must be destination, rotate, adaptive or flow, not '" + name + "'");
+  throw UserError(key + " must be destination, rotate, adaptive or flow, not '" + name + "'");
 }
 
 NvSwitch::Port::Port(sc_core::sc_module_name name, NvSwitch* sw, int index)

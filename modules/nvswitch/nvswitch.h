@@ -46,8 +46,9 @@ enum class Spread : uint8_t {
   Adaptive,     // per packet, the port with the fewest bytes queued or claimed
   Flow,         // per flow, a hash of source, destination and stream (ECMP)
 };
-// Spread by name (destination, rotate, adaptive, flow); UserError naming the choices otherwise.
-Spread parse_spread(const std::string& name);
+// Spread by name (destination, rotate, adaptive, flow); UserError naming
+// the key it came from and the choices otherwise.
+Spread parse_spread(const std::string& name, const std::string& key = "switch.spread");
 
 struct SwitchConfig {
   sc_core::sc_time latency;    // input to output, first flit (Klenk §V: 150 ns)

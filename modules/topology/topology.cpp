@@ -243,6 +243,12 @@ bool Topology::port_reaches(PortRef p, int dst) const {
   return dist_[at(v.node, dst)] >= 0;
 }
 
+bool Topology::port_on_shortest_path(PortRef p, int dst) const {
+  if (!port_reaches(p, dst)) return false;
+  const PortRef v = peer(p);
+  return nodes_[v.node].kind == NodeKind::Endpoint || dist_[at(v.node, dst)] + 1 == dist_[at(p.node, dst)];
+}
+
 Topology make_dgx2(double bw, double lat) {
   Topology t;
   t.name = "dgx2";

@@ -27,6 +27,8 @@ constexpr const char* kNetworkSwitch = "network_switch";  // between DGX-1 serve
 constexpr const char* kEthernetSwitch = "ethernet_switch";  // NetReduce's platforms
 constexpr const char* kRoceHost = "roce_host";
 constexpr const char* kFpgaAggregator = "fpga_aggregator";
+constexpr const char* kIbSwitch = "ib_switch";  // a cluster's InfiniBand rail leaf or spine
+constexpr const char* kHca = "hca";             // a GPU's InfiniBand adapter, bridging its node and the network
 }  // namespace kinds
 
 struct Node {
@@ -180,6 +182,10 @@ class Topology {
   // Can a packet leaving endpoint port p reach endpoint number dst? (Not
   // always: on a DGX-1 an NVLink leads to one neighbour only.)
   bool port_reaches(PortRef p, int dst) const;
+  // Whether a shortest route from endpoint port p's node to dst leaves by p:
+  // the ports a GPU sends on (a cluster's GPU reaches its node's GPUs over
+  // NVLink, not the long way through its adapter and the network).
+  bool port_on_shortest_path(PortRef p, int dst) const;
 
   // The VC rule at switch `node` from in_port to out_port. Dateline: a
   // packet leaving on a dateline link takes its class's second VC; one

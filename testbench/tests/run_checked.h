@@ -56,7 +56,7 @@ inline std::vector<Row> run_checked(Experiment& e, const std::string& what) {
     CHECK(row["bound_fraction"] > 0);
     CHECK(row["bound_fraction"] <= 1.0);
   }
-  CHECK(e.machine().pool().in_use() == 0);
+  CHECK(e.machine().packets_in_use() == 0);
   return rows;
 }
 
@@ -72,7 +72,7 @@ inline uint64_t wrong_with_alu_fault(Options o, const std::string& block, uint64
   uint64_t wrong = 0;
   for (const auto& r : e.run(&table)) wrong += r.wrong();
   INFO(table.str());
-  CHECK(e.machine().pool().in_use() == 0);
+  CHECK(e.machine().packets_in_use() == 0);
   return wrong;
 }
 

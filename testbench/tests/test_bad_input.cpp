@@ -62,6 +62,7 @@ std::string run_reading(const std::string& key) {
   if (starts("train.") || starts("transformer.")) return "--platform star --gpus 4 --quiet --model transformer";
   if (key == "ring.pieces") return "--platform dgx1v --algorithm ring" + base;
   if (starts("dgx1.")) return "--platform dgx1v" + base;
+  if (starts("cluster.") || starts("ib.") || starts("hca.")) return "--platform cluster --nodes 2" + base;
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";

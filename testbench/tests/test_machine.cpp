@@ -10,9 +10,11 @@
 #include "core/error.h"
 #include "ethernet/ethernet_switch.h"
 #include "gpu/gpu.h"
+#include "hca/hca.h"
 #include "netreduce/fpga_aggregator.h"
 #include "nvswitch/nvswitch.h"
 #include "platforms/gpu_fabric.h"
+#include "platforms/infiniband_fabric.h"
 #include "platforms/machine.h"
 #include "platforms/netreduce_machines.h"
 #include "roce/roce_nic.h"
@@ -67,12 +69,49 @@ TEST_CASE("a graph of two fabrics is refused before the first module is built", 
   CHECK(sc_core::sc_find_object("a") == nullptr);
 }
 
+TEST_CASE("two fabrics joined by a bridge: each link takes its fabric's packets, and a link across without one is refused",
+          "[machine]") {
+  // gpu a -- hca -- ib_switch -- hca -- gpu b: NVLink-side links and InfiniBand links.
+  auto graph = [](bool bridged) {
+    topo::Topology t;
+    t.name = "two_fabrics";
+    const int a = t.add_endpoint("a", 1), b = t.add_endpoint("b", 1);
+    const int sw = t.add_switch("ib", 2, topo::kinds::kIbSwitch);
+    if (bridged) {
+      const int ha = t.add_switch("ha", 2, topo::kinds::kHca), hb = t.add_switch("hb", 2, topo::kinds::kHca);
+      t.connect({a, 0}, {ha, 0}, 63, 100);
+      t.connect({ha, 1}, {sw, 0}, 50, 10);
+      t.connect({b, 0}, {hb, 0}, 63, 100);
+      t.connect({hb, 1}, {sw, 1}, 50, 10);
+    } else {
+      t.connect({a, 0}, {sw, 0}, 50, 10);
+      t.connect({b, 0}, {sw, 1}, 50, 10);
+    }
+    t.finalize();
+    return t;
+  };
+  Config cfg;
+  CHECK_THROWS_WITH(Machine(graph(false), cfg, 1),
+                    Catch::Contains("node a is a gpu of the nvlink fabric, but ib is a ib_switch of the infiniband "
+                                    "fabric; a link carries one fabric's packets, and only a bridge (such as hca) joins two"));
+  Machine m(graph(true), cfg, 1);
+  CHECK(m.fabric_names() == std::vector<std::string>{"nvlink", "infiniband"});
+  CHECK(m.pool().format().max_payload_bytes == 128);  // the GPUs' fabric's
+  CHECK(m.fabric_as<platforms::InfinibandFabric>().packet_format().max_payload_bytes == 4096);
+  CHECK(m.blocks_of<hca::Hca>().size() == 2);
+  // Each adapter's ports take their own link's rate.
+  CHECK(sc_core::sc_find_object("ha") != nullptr);
+  CHECK(m.packets_in_use() == 0);
+  CHECK(platforms::is_bridge_kind("hca"));
+  CHECK(platforms::bridged_fabric("hca") == "infiniband");
+}
+
 TEST_CASE("a kind in the wrong place, or of an unknown fabric, is refused", "[machine]") {
   Config cfg;
   CHECK_THROWS_WITH(Machine(pair_on_switch(topo::kinds::kNvSwitch, topo::kinds::kNvSwitch), cfg, 1),
                     Catch::Contains("node a is a nvswitch, which is a switch, not an endpoint"));
-  CHECK_THROWS_WITH(platforms::register_node_kind("x", "infiniband", topo::NodeKind::Switch, {}),
-                    Catch::Contains("unknown fabric 'infiniband'"));
+  CHECK_THROWS_WITH(platforms::register_node_kind("x", "fibre_channel", topo::NodeKind::Switch, {}),
+                    Catch::Contains("unknown fabric 'fibre_channel'"));
   CHECK_THROWS_WITH(platforms::fabric_of_kind("toaster"), Catch::Contains("unknown node kind 'toaster'"));
 }
 

@@ -24,6 +24,9 @@
 #include "core/units.h"
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
+#include "hca/hca.h"
+#include "platforms/infiniband_fabric.h"
+#include "topology/cluster.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
@@ -155,6 +158,7 @@ platforms::PlatformShape platform_shape(const Options& o) {
   shape.gpu_list = o.gpu_list;
   shape.gpu_servers = o.gpu_servers;
   shape.nodes = o.nodes;
+  shape.node = o.node;
   if (!o.dims.empty()) {
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(o.dims);
@@ -275,6 +279,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                                                                                : collectives::InNetMethod::Pull;
   }
   const bool in_network = innet_.has_value();
+  cluster_ = topo::cluster_nodes(t);
+  const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
+  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring")
+    throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
+                    "carry the cores' writes: run ring or a program for the GPUs' cores; " + opt_.algorithm +
+                    " across nodes is not modelled yet");
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -320,6 +330,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     if (!allreduce && engine == "nic")
       throw UserError("a ring " + opt_.collective + " runs on the GPUs' cores (ring.engine=software); the NICs' ring "
                       "table is an all-reduce's");
+    if (!cluster_.empty() && engine == "nic")
+      throw UserError("on a cluster the ring runs on the GPUs' cores (ring.engine=software): the InfiniBand adapters "
+                      "carry the cores' writes, not the NICs' schedule-table messages");
     software_ring = engine == "software";
   }
   if (copy_engines_) make_copy(n, fattree);
@@ -356,10 +369,67 @@ double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
   return b;
 }
 
+double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
+  const topo::Topology& t = platform_->topology();
+  const net::PacketFormat& gf = platform_->format();
+  const net::PacketFormat nf = platform_->fabric_as<platforms::InfinibandFabric>().packet_format();
+  std::vector<int> node_of(platform_->gpus().size());
+  for (size_t k = 0; k < cluster_.size(); ++k)
+    for (int g : cluster_[k]) node_of[g] = static_cast<int>(k);
+  double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
+  bool adapter_limits = false;
+  for (int r = 0; r < program.ranks; ++r) {
+    const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
+    // Its links: NVLink's payload, each write acknowledged; the adapter's,
+    // the slower of its PCIe link (acknowledged there) and its network link.
+    double nvl = 0, hca = 0;
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      const topo::PortRef peer = t.peer({node, p});
+      const double bw = t.links()[t.link_at({node, p})].bw_GBps;
+      if (t.node(peer.node).block != topo::kinds::kHca) {
+        nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
+        continue;
+      }
+      const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
+      hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
+                     collectives::payload_bandwidth_GBps(net, nf.max_payload_bytes, nf.header_bytes, 0));
+    }
+    // The shares of its sends (in chunks) within its node and to other nodes.
+    double inside = 0, across = 0;
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      if (o.send_peer == collectives::kNone) continue;
+      const double chunks = o.src.empty() ? o.dst.count : o.src.count;
+      (node_of[participants_[o.send_peer]->index()] == node_of[gpu] ? inside : across) += chunks;
+    }
+    const double total = inside + across;
+    if (total == 0) continue;
+    const double t_nvl = inside / total / nvl, t_hca = across / total / hca;
+    const double g = 1 / std::max(t_nvl, t_hca);
+    if (best == 0 || g < best) {
+      best = g;
+      nvlink_GBps = nvl;
+      adapter_GBps = hca;
+      adapter_limits = t_hca > t_nvl;
+    }
+  }
+  std::ostringstream note;
+  note << std::fixed << std::setprecision(1) << cluster_.size() << " nodes of " << cluster_[0].size()
+       << " GPUs; each GPU's sends within its node over NVLink (" << nvlink_GBps << " GB/s payload) and to other "
+       << "nodes through its adapter (" << adapter_GBps << " GB/s): the " << (adapter_limits ? "adapters" : "NVLinks")
+       << " limit the bound";
+  cluster_note_ = note.str();
+  return best;
+}
+
 void CollectiveWorkload::make_ring(int n) {
   const collectives::Collective c = collective_kind(opt_.collective);
-  const int channels = platform_->defaults().ring_channels;
-  program_ = collectives::ring_program(c, n, cfg_.get(gpu::kRingChannels, channels ? channels : gpu::kRingChannels.default_value()));
+  const int dflt = platform_->defaults().ring_channels;
+  const int channels = static_cast<int>(cfg_.get(gpu::kRingChannels, dflt ? dflt : gpu::kRingChannels.default_value()));
+  const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
+  program_ = whole_cluster ? collectives::cluster_ring_program(c, static_cast<int>(cluster_.size()),
+                                                               static_cast<int>(cluster_[0].size()), channels)
+                           : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol);
   by_size_ = to_lower(proto) == "auto";
   if (!by_size_)
@@ -372,7 +442,7 @@ void CollectiveWorkload::make_ring(int n) {
 void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const int n = program.ranks;
-  endpoint_GBps_ = least_endpoint_GBps(n, true);
+  endpoint_GBps_ = cluster_.empty() ? least_endpoint_GBps(n, true) : cluster_endpoint_GBps(program);
   gpu::CoresParams cp;
   const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
   cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()), cfg_.get(gpu::kRingSlots)};
@@ -391,7 +461,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       for (int p = 0; p < t.node(node).ports; ++p)
-        if (t.port_reaches({node, p}, participants_[q]->index())) ports[r][q].push_back(p);
+        if (t.port_on_shortest_path({node, p}, participants_[q]->index())) ports[r][q].push_back(p);
       // Topology::finalize checked that every endpoint reaches every other.
       assert(!ports[r][q].empty());
     }
@@ -676,6 +746,12 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
     if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
     std::ostringstream table_note;
     r = finish(i, table_note);
+    // A cluster's adapters acknowledge writes before they land, so the
+    // last slot-freeing flags may still cross the network: they land before
+    // the next size starts (its time counts from then).
+    if (platform_->packets_in_use() != 0)
+      run.run_until([&] { return platform_->packets_in_use() == 0; }, "the network draining after size " + size_label(bytes),
+                    sc_core::sc_time(100, sc_core::SC_NS));
     if (miad_iterations_ > 0) {
       const double algbw = (*r)["algbw_GBps"];
       notes << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
@@ -710,6 +786,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
+  if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
   if (!bound_note_.empty()) {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
   } else {

@@ -107,6 +107,9 @@ class CollectiveWorkload : public Workload {
   // chunks > 0 overrides blink.chunks (the MIAD search of run_point()).
   void make_trees(int n, int chunks = 0);
   double least_endpoint_GBps(int n, bool acked) const;
+  // On a cluster: the payload bandwidth per GPU that the program's sends
+  // within its node (NVLink) and to other nodes (its adapter) allow at most.
+  double cluster_endpoint_GBps(const collectives::Program& program);
   std::vector<nic::Nic*> participant_nics() const;  // the NICs inside the participants, in rank order
   // Push, pull and NVLS reduce in the switches' tables (multicast only replicates).
   bool reduces_in_switches() const;
@@ -119,6 +122,8 @@ class CollectiveWorkload : public Workload {
   std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
   platforms::GpuMachine* platform_ = nullptr;
   std::vector<gpu::Gpu*> participants_;
+  std::vector<std::vector<int>> cluster_;  // a cluster's nodes' GPUs (topo::cluster_nodes); empty elsewhere
+  std::string cluster_note_;               // what limits a cluster's bound
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;

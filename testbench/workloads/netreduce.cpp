@@ -39,7 +39,7 @@ struct NetReduceWorkload::Totals {
 NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   refuse_options(opt_, {"load"}, "applies to --traffic only");
-  refuse_options(opt_, {"dims", "nodes"}, "shapes the GPU fabrics, not platform " + opt_.platform);
+  refuse_options(opt_, {"dims", "nodes", "node"}, "shapes the GPU fabrics, not platform " + opt_.platform);
   if (opt_.collective != "allreduce")
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
   // A file gives the machine whole; a built-in name takes its shape from the flags.

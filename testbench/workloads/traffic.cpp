@@ -122,6 +122,7 @@ TrafficWorkload::TrafficWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(
   platforms::PlatformShape shape;
   shape.gpus = opt_.gpus;
   shape.nodes = opt_.nodes;
+  shape.node = opt_.node;
   if (!opt_.dims.empty()) {
     shape.dims = true;
     std::tie(shape.dims_x, shape.dims_y) = parse_dims(opt_.dims);

@@ -1,0 +1,262 @@
+#include "hca/hca.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace incsim::hca {
+
+using sc_core::sc_time;
+
+Hca::Hca(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool)
+    : sc_module(name),
+      cfg_(cfg),
+      gpu_pool_(gpu_pool),
+      net_pool_(net_pool),
+      pcie_in_("pcie_in", this, kPcie),
+      net_in_("net_in", this, kNet),
+      pcie_out_("pcie_out"),
+      net_out_("net_out"),
+      log_(this->name()) {
+  open_.reserve(64);  // a GPU's streams at once; more only grow it once
+  next_psn_.assign(cfg.endpoints, 0);
+  expected_psn_.assign(cfg.endpoints, 0);
+  early_.resize(cfg.endpoints);
+  spawn_method((std::string(basename()) + "_to_network").c_str(), [this] { to_network(); }, &up_wake_.event);
+  spawn_method((std::string(basename()) + "_to_gpu").c_str(), [this] { to_gpu(); }, &down_wake_.event);
+}
+
+void Hca::configure_port(int p, double bw_GBps, sc_time latency, uint32_t peer_buffer_bytes) {
+  if (p == kPcie) pcie_out_.configure(bw_GBps, latency, peer_buffer_bytes, &down_wake_);
+  else net_out_.configure(bw_GBps, latency, peer_buffer_bytes, &up_wake_);
+}
+
+void Hca::receive(int port, net::Packet* p) {
+  const sc_time now = sc_core::sc_time_stamp();
+  if (port == kNet) {
+    p->in_port = kNet;  // it holds that port's buffer space
+    if (p->table == expected_psn_[p->src]) {
+      deliver(p);
+      // The packets it held up follow, in sequence.
+      net::PacketFifo& early = early_[p->src];
+      for (bool found = true; found && !early.empty();) {
+        found = false;
+        for (size_t k = 0, n = early.size(); k < n; ++k) {
+          net::Packet* q = early.pop();
+          if (!found && q->table == expected_psn_[q->src]) {
+            --early_count_;
+            deliver(q);
+            found = true;
+          } else {
+            early.push(q);
+          }
+        }
+      }
+    } else {
+      // It overtook one of its connection's: held apart, its buffer space
+      // freed (held in the link's buffer, it could block the one it waits for).
+      net_in_.release(p, p->t_tail - now);
+      p->in_port = -1;
+      early_[p->src].push(p);
+      ++early_count_;
+    }
+    return;
+  }
+  if (p->op == net::Op::WriteAck) {
+    // The GPU memory acknowledges a write this adapter delivered: the
+    // network acknowledgement went when it was issued.
+    pcie_in_.release(p, p->t_tail - now);
+    gpu_pool_.put(p);
+    return;
+  }
+  if (p->op != net::Op::Write && p->op != net::Op::PostedWrite)
+    SC_REPORT_ERROR("incsim/hca", (std::string(name()) + " carries writes between nodes, not " +
+                                   net::op_name(p->op) + " (the workload should have refused this algorithm)")
+                                      .c_str());
+  from_gpu_.push(p);
+  ++held_up_;
+  if (from_gpu_.front() == p) up_wake_.at(p->t_tail + cfg_.latency);
+}
+
+// Store and forward: the packet's check covers all of it.
+void Hca::deliver(net::Packet* p) {
+  ++expected_psn_[p->src];
+  from_net_.push(p);
+  ++held_down_;
+  if (from_net_.front() == p) down_wake_.at(p->t_tail + cfg_.latency);
+}
+
+// Gathers write w into its stream's open packet, closing that packet first
+// if w does not continue it; w's buffer space is free once its data is copied.
+void Hca::take(net::Packet* w) {
+  size_t k = 0;
+  while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream ||
+                              open_[k].packet->op != w->op))
+    ++k;
+  if (k < open_.size()) {
+    const net::Packet& o = *open_[k].packet;
+    if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.payload_bytes + w->payload_bytes > cfg_.mtu_bytes) {
+      close(k);
+      k = open_.size();
+    }
+  }
+  if (k == open_.size()) {
+    net::Packet* n = net_pool_.get();
+    n->src = w->src;
+    n->dst = w->dst;
+    n->addr = w->addr;
+    n->stream = w->stream;
+    n->op = w->op;
+    n->vc = net::kRequestVc;
+    n->payload_bytes = 0;
+    n->t_inject = w->t_inject;
+    open_.push_back({n, {}});
+  }
+  net::Packet& n = *open_[k].packet;
+  std::memcpy(n.data + n.payload_bytes, w->data, w->payload_bytes);
+  n.payload_bytes = static_cast<uint16_t>(n.payload_bytes + w->payload_bytes);
+  queued_bytes_ += w->payload_bytes;
+  pcie_in_.release(w, sc_core::SC_ZERO_TIME);
+  open_[k].writes.push(w);
+  ++writes_sent_;
+  if (n.payload_bytes == cfg_.mtu_bytes) close(k);
+}
+
+// Queues open packet k for the wire, numbered in its connection, and turns
+// its writes into their acknowledgements (posted writes have none).
+void Hca::close(size_t k) {
+  Open o = open_[k];
+  open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(k));
+  net::Packet* n = o.packet;
+  n->wire_bytes = net_pool_.format().wire_bytes(n->payload_bytes);
+  n->table = next_psn_[n->dst]++;
+  to_net_.push(n);
+  while (!o.writes.empty()) {
+    net::Packet* a = o.writes.pop();
+    if (a->op == net::Op::PostedWrite) {
+      gpu_pool_.put(a);
+      continue;
+    }
+    std::swap(a->src, a->dst);
+    a->op = net::Op::WriteAck;
+    a->vc = net::kResponseVc;
+    a->payload_bytes = 0;
+    a->wire_bytes = gpu_pool_.format().wire_bytes(net::Op::WriteAck, 0);
+    acks_.push(a);
+  }
+  down_wake_.at(sc_core::sc_time_stamp());
+}
+
+void Hca::to_network() {
+  up_wake_.fired();
+  const sc_time now = sc_core::sc_time_stamp();
+  net_out_.absorb_credits(now);
+  for (;;) {
+    // Take the GPU's writes whose time has come while the send buffer has room.
+    while (!from_gpu_.empty() && from_gpu_.front()->t_tail + cfg_.latency <= now &&
+           queued_bytes_ + from_gpu_.front()->payload_bytes <= cfg_.send_queue_bytes) {
+      --held_up_;
+      take(from_gpu_.pop());
+    }
+    if (!from_gpu_.empty() && from_gpu_.front()->t_tail + cfg_.latency > now)
+      up_wake_.at(from_gpu_.front()->t_tail + cfg_.latency);
+    if (!net_out_.can_pick(now)) {
+      up_wake_.at(net_pick_at_);
+      return;
+    }
+    // An idle wire sends what is gathered rather than wait for more.
+    if (to_net_.empty() && !open_.empty()) close(0);
+    if (to_net_.empty()) return;
+    net::Packet* n = to_net_.front();
+    if (!net_out_.has_credit(n->vc, n->wire_bytes)) {
+      net_out_.wait_for_credit(now);
+      return;
+    }
+    to_net_.pop();
+    queued_bytes_ -= n->payload_bytes;
+    ++packets_sent_;
+    payload_sent_ += n->payload_bytes;
+    net_pick_at_ = net_out_.next_start(now);
+    net_out_.send(n, net_pick_at_, now);
+    if (net_pick_at_ > now) {
+      up_wake_.at(net_pick_at_);
+      return;
+    }
+  }
+}
+
+void Hca::to_gpu() {
+  down_wake_.fired();
+  const sc_time now = sc_core::sc_time_stamp();
+  pcie_out_.absorb_credits(now);
+  if (!pcie_out_.can_pick(now)) down_wake_.at(pcie_pick_at_);
+  while (pcie_out_.can_pick(now)) {
+    net::Packet* p = nullptr;
+    // Acknowledgements first: they free the GPU's streams.
+    if (!acks_.empty() && pcie_out_.has_credit(acks_.front()->vc, acks_.front()->wire_bytes)) {
+      p = acks_.pop();
+    } else if (!from_net_.empty() && from_net_.front()->t_tail + cfg_.latency <= now) {
+      net::Packet* n = from_net_.front();
+      const uint32_t bytes = std::min(gpu_pool_.format().max_payload_bytes, n->payload_bytes - split_offset_);
+      const uint16_t wire = gpu_pool_.format().wire_bytes(bytes);
+      if (!pcie_out_.has_credit(net::kRequestVc, wire)) break;
+      p = gpu_pool_.get();
+      p->src = n->src;
+      p->dst = n->dst;
+      p->addr = n->addr + split_offset_;
+      p->stream = n->stream;
+      p->op = n->op;
+      p->vc = net::kRequestVc;
+      p->payload_bytes = static_cast<uint16_t>(bytes);
+      p->wire_bytes = wire;
+      p->t_inject = n->t_inject;
+      std::memcpy(p->data, n->data + split_offset_, bytes);
+      ++writes_delivered_;
+      split_offset_ += bytes;
+      if (split_offset_ == n->payload_bytes) {
+        from_net_.pop();
+        --held_down_;
+        split_offset_ = 0;
+        if (n->in_port == kNet) net_in_.release(n, sc_core::SC_ZERO_TIME);
+        net_pool_.put(n);
+        if (!from_net_.empty()) down_wake_.at(from_net_.front()->t_tail + cfg_.latency);
+      }
+    } else {
+      if (!from_net_.empty() && from_net_.front()->t_tail + cfg_.latency > now)
+        down_wake_.at(from_net_.front()->t_tail + cfg_.latency);
+      break;
+    }
+    pcie_pick_at_ = pcie_out_.next_start(now);
+    pcie_out_.send(p, pcie_pick_at_, now);
+    if (pcie_pick_at_ > now) {
+      down_wake_.at(pcie_pick_at_);
+      return;
+    }
+  }
+  if (!acks_.empty() || (!from_net_.empty() && from_net_.front()->t_tail + cfg_.latency <= now))
+    pcie_out_.wait_for_credit(now);
+}
+
+void Hca::trace(sc_core::sc_trace_file* tf) const {
+  const std::string me = name();
+  sc_core::sc_trace(tf, held_up_, me + ".to_network_writes");
+  sc_core::sc_trace(tf, held_down_, me + ".to_gpu_packets");
+  sc_core::sc_trace(tf, queued_bytes_, me + ".send_queue_bytes");
+  pcie_out_.trace(tf, me + ".pcie");
+  net_out_.trace(tf, me + ".net");
+}
+
+uint64_t Hca::report_held(std::ostream& os) const {
+  const uint64_t acks = acks_.size(), open = open_.size(), queued = to_net_.size();
+  if (held_up_ || open || queued)
+    os << "  " << name() << ": " << held_up_ << " GPU writes waiting, " << open << " packets gathering, " << queued
+       << " queued for the network (" << queued_bytes_ << " B)\n";
+  if (early_count_)
+    os << "  " << name() << ": " << early_count_ << " network packets that overtook another, waiting for it\n";
+  if (held_down_ || acks)
+    os << "  " << name() << ": " << held_down_ << " network packets being written to the GPU, " << acks
+       << " acknowledgements to send\n";
+  return static_cast<uint64_t>(held_up_) + open + queued + static_cast<uint64_t>(held_down_) + acks + early_count_;
+}
+
+}  // namespace incsim::hca

@@ -1,0 +1,115 @@
+#pragma once
+// A GPU's InfiniBand adapter (HCA, a ConnectX-7 in a DGX H100): the bridge
+// between the GPU's fabric, which it sits on over PCIe, and the scale-out
+// network (docs/modern-machines.md, "Clusters"). Port 0 faces the GPU and
+// carries the GPU fabric's packets; port 1 faces the network's rail leaf and
+// carries InfiniBand packets of up to an MTU.
+//
+// Towards the network it is GPUDirect RDMA's send side over a reliable
+// connection: it takes the GPU's writes to a GPU in another node (and
+// synthetic traffic's posted writes), gathers consecutive ones of a stream
+// into one network packet (up to the MTU, as the NIC's DMA reads a message
+// in MTU-sized pieces), numbers it in its connection (the packet sequence
+// number, here Packet::table, one connection per pair of GPUs), and
+// acknowledges each write to the GPU once its packet is queued: the adapter
+// now owns its delivery, as the reliable connection does. Towards the GPU
+// it delivers each connection's packets in sequence, holding the ones that
+// overtook another on the network's adaptive routes, splits them into the
+// GPU fabric's writes (PCIe keeps them in order) and absorbs the GPU
+// memory's acknowledgements. So the software ring's flag, written after its
+// data's acknowledgements, lands after the data. The network is lossless
+// and credit-based: nothing is retransmitted, and the connection's own
+// acknowledgements (a header per message or so, back) are left out.
+#include <cstdint>
+#include <ostream>
+#include <systemc>
+#include <vector>
+
+#include "core/log.h"
+#include "core/param.h"
+#include "core/process.h"
+#include "net/block.h"
+#include "net/packet.h"
+#include "net/port.h"
+
+namespace incsim::hca {
+
+inline const Param<double> kHcaLatency{
+    "hca.latency_ns", 300.0, Range::at_least(0).at_most(1e9),
+    "an InfiniBand adapter's pipeline, each direction, ns (half the 'sub 0.6 usec' end-to-end latency of "
+    "NVIDIA's ConnectX-6 VPI product brief; NVIDIA gives none for ConnectX-7: a guess)"};
+inline const Param<uint32_t> kHcaSendQueue{
+    "hca.send_queue_bytes", 64 * 1024, Range::at_least(4096).at_most(64 << 20),
+    "data an adapter has taken from its GPU and not yet put on the wire, bytes: its send buffering (our "
+    "choice, 16 MTU-sized packets; the adapter reads GPU memory on demand)"};
+
+struct HcaConfig {
+  sc_core::sc_time latency;          // hca.latency_ns, each direction
+  uint32_t endpoints = 0;            // GPUs on the machine: the connections' peers
+  uint32_t mtu_bytes = 4096;         // network packet payload
+  uint32_t send_queue_bytes = 0;     // hca.send_queue_bytes
+  uint32_t pcie_buffer_bytes = 0;    // input buffer per VC facing the GPU
+  uint32_t net_buffer_bytes = 0;     // input buffer per VC facing the network
+};
+
+class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block {
+ public:
+  static constexpr int kPcie = 0, kNet = 1;
+  // gpu_pool: the GPU fabric's packets; net_pool: the network's.
+  Hca(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool);
+
+  int num_ports() const override { return 2; }
+  net::InPort& in(int p) override { return p == kPcie ? pcie_in_ : net_in_; }
+  net::OutPort& out(int p) override { return p == kPcie ? pcie_out_ : net_out_; }
+  void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override;
+  uint32_t buffer_bytes(int p) const override { return p == kPcie ? cfg_.pcie_buffer_bytes : cfg_.net_buffer_bytes; }
+  uint64_t progress() const override { return writes_sent_ + writes_delivered_; }
+  void receive(int port, net::Packet* p) override;
+  void trace(sc_core::sc_trace_file* tf) const override;
+  uint64_t report_held(std::ostream& os) const override;
+
+  // Network packets sent, their payload bytes, and the GPU writes they
+  // carried; GPU writes delivered from the network.
+  uint64_t packets_sent() const { return packets_sent_; }
+  uint64_t payload_sent() const { return payload_sent_; }
+  uint64_t writes_sent() const { return writes_sent_; }
+  uint64_t writes_delivered() const { return writes_delivered_; }
+
+ private:
+  // A network packet being filled from one stream's writes, and those
+  // writes, kept to become their acknowledgements.
+  struct Open {
+    net::Packet* packet;
+    net::PacketFifo writes;
+  };
+
+  void to_network();  // serves port 1's wire
+  void to_gpu();      // serves port 0's wire
+  void take(net::Packet* w);
+  void close(size_t open);
+  void deliver(net::Packet* p);  // p is next in its connection: to the GPU
+
+  HcaConfig cfg_;
+  net::PacketPool& gpu_pool_;
+  net::PacketPool& net_pool_;
+  net::InPort pcie_in_, net_in_;
+  net::OutPort pcie_out_, net_out_;
+  Wakeup up_wake_, down_wake_;
+  sc_core::sc_time net_pick_at_, pcie_pick_at_;  // when the packet each wire picked ahead starts
+  net::PacketFifo from_gpu_;    // the GPU's writes, arrived, not yet taken
+  std::vector<Open> open_;      // oldest first
+  net::PacketFifo to_net_;      // closed network packets, in order
+  std::vector<uint16_t> next_psn_;      // [destination GPU]: the sequence number its next packet takes
+  std::vector<uint16_t> expected_psn_;  // [source GPU]: the one delivered next
+  std::vector<net::PacketFifo> early_;  // [source GPU]: packets that overtook, their buffer space freed
+  uint64_t early_count_ = 0;
+  net::PacketFifo acks_;        // acknowledgements for the GPU
+  net::PacketFifo from_net_;    // network packets being split for the GPU
+  uint32_t split_offset_ = 0;   // bytes of from_net_'s head already sent on
+  uint64_t queued_bytes_ = 0;   // taken from the GPU, not yet on the wire
+  uint64_t packets_sent_ = 0, payload_sent_ = 0, writes_sent_ = 0, writes_delivered_ = 0;
+  int held_up_ = 0, held_down_ = 0;  // for the waveform and stall report
+  log::Logger log_;
+};
+
+}  // namespace incsim::hca

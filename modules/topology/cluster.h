@@ -1,0 +1,34 @@
+#pragma once
+// A multi-node cluster (docs/modern-machines.md, "Clusters"): copies of a
+// node's GPU fabric, each GPU with an InfiniBand adapter (kinds::kHca) on
+// PCIe, adapter i of every node on rail leaf i, and the rail leaves joined
+// by spines. Plain C++, no SystemC.
+#include <vector>
+
+#include "topology/topology.h"
+
+namespace incsim::topo {
+
+struct ClusterShape {
+  int nodes = 0;
+  double pcie_GBps = 0, pcie_latency_ns = 0;  // a GPU to its adapter
+  double net_GBps = 0, net_latency_ns = 0;    // every network link
+  int oversubscription = 1;                   // a leaf's down-links over its up-links
+  int spine_ports = 64;                       // ports of a spine switch
+};
+
+// `node`'s nodes and links, once per node k, named n<k>_<name>; GPU g of
+// node k is endpoint k * G + g, and gets one more port (its last) to its
+// adapter n<k>_hca<g> (port 0; port 1 to leaf g). Leaf g (rail g) has a
+// port per node and ceil(nodes / oversubscription) up-links, spread evenly
+// over the fewest spines of spine_ports ports that divide them. The family
+// is the node's (its parameter defaults). UserError for fewer than 2 nodes
+// or a node without GPUs.
+Topology make_cluster(const Topology& node, const ClusterShape& s);
+
+// A cluster's nodes: the endpoints each node's own fabric joins, without
+// crossing an adapter or the network, in endpoint order, the nodes ordered
+// by their first endpoint. Empty for a graph without adapters.
+std::vector<std::vector<int>> cluster_nodes(const Topology& t);
+
+}  // namespace incsim::topo

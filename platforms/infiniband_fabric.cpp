@@ -1,0 +1,82 @@
+#include "infiniband_fabric.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "gpu_fabric.h"
+#include "nvswitch/eviction.h"
+
+namespace incsim::platforms {
+
+using sc_core::sc_time;
+
+InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t) {
+  const uint32_t mtu = cfg.get(kIbMtu);
+  if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
+    throw UserError("ib.mtu_bytes must be one of InfiniBand's MTUs, 256, 512, 1024, 2048 or 4096, not " +
+                    std::to_string(mtu));
+  fmt_.header_bytes = cfg.get(kIbHeader);
+  fmt_.flit_bytes = 4;  // a payload is padded to whole 4-byte words (BTH PadCnt)
+  fmt_.max_payload_bytes = mtu;
+  sw_.latency = sc_time(cfg.get(kIbSwitchLatency), sc_core::SC_NS);
+  sw_.spread = nvswitch::parse_spread(cfg.get(kIbSpread), kIbSpread.key());
+  sw_.entry_bytes = mtu;
+  sw_.eviction = nvswitch::make_eviction_policy("lru");
+  hca_.latency = sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
+  hca_.mtu_bytes = mtu;
+  hca_.send_queue_bytes = cfg.get(hca::kHcaSendQueue);
+  if (hca_.send_queue_bytes < mtu)
+    throw UserError("hca.send_queue_bytes must hold at least one " + std::to_string(mtu) + "-byte packet, not " +
+                    std::to_string(hca_.send_queue_bytes));
+}
+
+namespace {
+// Bytes that keep the link at `p` busy over its credit loop, at least one packet.
+uint32_t round_trip_at(const topo::Topology& t, topo::PortRef p, sc_time holding, uint32_t max_packet) {
+  const auto& l = t.links()[t.link_at(p)];
+  return std::max(net::round_trip_bytes(l.bw_GBps, sc_time(l.latency_ns, sc_core::SC_NS), holding, max_packet),
+                  max_packet);
+}
+}  // namespace
+
+std::unique_ptr<net::Block> InfinibandFabric::make_switch(int s, net::PacketPool& pool) const {
+  const auto& node = t_.node(s);
+  const uint32_t max_packet = fmt_.wire_bytes(fmt_.max_payload_bytes);
+  nvswitch::SwitchConfig c = sw_;
+  std::vector<uint32_t> bytes;
+  for (int p = 0; p < node.ports; ++p) bytes.push_back(round_trip_at(t_, {s, p}, sw_.latency, max_packet));
+  c.in_buffer_bytes = c.out_queue_bytes = *std::max_element(bytes.begin(), bytes.end());
+  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, pool, nullptr);
+  for (int p = 0; p < node.ports; ++p) sw->size_port(p, bytes[p], bytes[p]);
+  return sw;
+}
+
+std::unique_ptr<net::Block> InfinibandFabric::make_hca(int node, net::PacketPool& gpu_pool,
+                                                       net::PacketPool& net_pool) const {
+  const auto& n = t_.node(node);
+  if (n.ports != 2 || t_.link_at({node, hca::Hca::kPcie}) < 0 || t_.link_at({node, hca::Hca::kNet}) < 0)
+    throw UserError("hca " + n.name + " needs 2 linked ports, port 0 to its GPU and port 1 to the network");
+  hca::HcaConfig c = hca_;
+  c.endpoints = static_cast<uint32_t>(t_.endpoints().size());
+  const net::PacketFormat& g = gpu_pool.format();
+  c.pcie_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kPcie}, c.latency, g.wire_bytes(g.max_payload_bytes));
+  c.net_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kNet}, c.latency, fmt_.wire_bytes(fmt_.max_payload_bytes));
+  return std::make_unique<hca::Hca>(n.name.c_str(), c, gpu_pool, net_pool);
+}
+
+void register_infiniband_fabric() {
+  register_fabric(InfinibandFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t, const PlatformDefaults&) {
+    return std::make_unique<InfinibandFabric>(t, cfg);
+  });
+  register_node_kind(topo::kinds::kIbSwitch, InfinibandFabric::kName, topo::NodeKind::Switch,
+                     [](const topo::Topology&, int node, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<InfinibandFabric&>(f).make_switch(node, pool);
+                     });
+  register_bridge_kind(topo::kinds::kHca, GpuFabric::kName, InfinibandFabric::kName, topo::NodeKind::Switch,
+                       [](const topo::Topology&, int node, Fabric&, net::PacketPool& gpu_pool, Fabric& net,
+                          net::PacketPool& net_pool) {
+                         return dynamic_cast<InfinibandFabric&>(net).make_hca(node, gpu_pool, net_pool);
+                       });
+}
+
+}  // namespace incsim::platforms

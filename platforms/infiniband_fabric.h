@@ -1,0 +1,59 @@
+#pragma once
+// The scale-out fabric ("infiniband"): a cluster's rail leaves and spines,
+// lossless with credit flow control per virtual lane as InfiniBand links
+// are, carrying packets of up to an MTU; and the bridge kind hca, each GPU's
+// adapter between its node's GPU fabric (over PCIe) and this network
+// (docs/modern-machines.md, "Clusters"). A switch is the same credit-based
+// crossbar module as the GPU fabric's (nvswitch::NvSwitch) with InfiniBand's
+// packet format, latency and buffers; its reduction tables are left off
+// (the network's own aggregation is SHARP, not modelled yet).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "hca/hca.h"
+#include "machine.h"
+#include "nvswitch/nvswitch.h"
+
+namespace incsim::platforms {
+
+inline const Param<uint32_t> kIbMtu{
+    "ib.mtu_bytes", 4096, Range::at_least(256).at_most(4096),
+    "InfiniBand MTU, payload bytes per packet: 256, 512, 1024, 2048 or 4096 (InfiniBand Architecture "
+    "Specification Vol. 1, 7.7.1; 4096, the largest, as NCCL uses on InfiniBand)"};
+inline const Param<uint32_t> kIbHeader{
+    "ib.header_bytes", 26, Range::at_least(1).at_most(1024),
+    "bytes each InfiniBand packet adds to its payload: LRH 8, BTH 12, ICRC 4, VCRC 2 (InfiniBand Architecture "
+    "Specification Vol. 1, ch. 7 and 9; an RDMA write's first packet's 16-byte RETH is left out)"};
+inline const Param<double> kIbSwitchLatency{
+    "ib.switch_latency_ns", 200.0, Range::at_least(0).at_most(1e9),
+    "an InfiniBand switch's port-to-port latency, ns (NVIDIA publishes none for Quantum-2; third-party pages "
+    "give from under 150 to about 330 ns: a guess between them)"};
+inline const Param<std::string> kIbSpread{
+    "ib.spread", "adaptive", Range::none(),
+    "how the network's switches spread packets over equal-cost ports (switch.spread's choices): adaptive, per "
+    "packet to the least loaded (Quantum-2's adaptive routing, which DGX SuperPODs enable; the receiving adapter "
+    "puts each connection's packets back in sequence); destination, the subnet manager's static routes; flow, a "
+    "hash per stream"};
+
+class InfinibandFabric : public Fabric {
+ public:
+  static constexpr const char* kName = "infiniband";
+  InfinibandFabric(const topo::Topology& t, Config& cfg);
+
+  net::PacketFormat packet_format() const override { return fmt_; }
+  std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
+  // An hca node's adapter: gpu_pool holds the GPU fabric's packets, whose
+  // format the PCIe side's buffer is sized for.
+  std::unique_ptr<net::Block> make_hca(int node, net::PacketPool& gpu_pool, net::PacketPool& net_pool) const;
+
+ private:
+  const topo::Topology& t_;
+  net::PacketFormat fmt_;
+  nvswitch::SwitchConfig sw_;
+  hca::HcaConfig hca_;
+};
+
+void register_infiniband_fabric();
+
+}  // namespace incsim::platforms

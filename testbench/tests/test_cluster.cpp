@@ -1,0 +1,79 @@
+// A multi-node cluster (docs/modern-machines.md, "Clusters"): HGX H100
+// nodes whose GPUs reach the other nodes through their InfiniBand adapters
+// on a rail-optimised network. NCCL's rings across the nodes are exact for
+// every collective, each adapter carries the bytes the rings predict, and a
+// wrong sum in one GPU of one node is counted.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiment.h"
+#include "hca/hca.h"
+#include "options.h"
+#include "run_checked.h"
+
+using namespace incsim;
+
+namespace {
+tb::Options cluster(int nodes, const std::string& collective, const std::string& sizes, const std::string& dtype = "float",
+                    const std::string& redop = "sum") {
+  tb::Options o = tb::run_options("cluster", collective, "ring", sizes, {}, dtype, redop);
+  o.nodes = nodes;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("cluster: the rings' all-reduce is exact and every adapter sends the share the rings predict", "[cluster]") {
+  // 2 nodes of 8 GPUs, 16 rings: n = 16 ranks, each ring a sixteenth of M.
+  constexpr uint64_t m = 1 << 20;
+  tb::Experiment e(cluster(2, "allreduce", "1M"));
+  tb::run_checked(e, "cluster ring");
+  std::ostringstream held;
+  e.machine().report_held(held);
+  CHECK(held.str() == "");
+  CHECK(e.machine().pool().in_use() == 0);
+  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  REQUIRE(hcas.size() == 16);
+  // Ring c leaves each node from GPU (c - 1) mod 8 and enters the next at
+  // GPU c mod 8: each adapter is the exit of 2 rings, whose edge carries
+  // 2 (n - 1) blocks of M / (16 n) bytes, each followed by its 8-byte flag,
+  // and the entry of 2, whose receiver frees each block's slot with an
+  // 8-byte flag back across.
+  constexpr uint64_t n = 16, rings_per_adapter = 2;
+  constexpr uint64_t data = rings_per_adapter * 2 * (n - 1) * (m / 16 / n);
+  constexpr uint64_t flags = 2 * rings_per_adapter * 2 * (n - 1) * 8;
+  for (const hca::Hca* h : hcas) {
+    INFO(h->name());
+    CHECK(h->payload_sent() == data + flags);
+    CHECK(h->writes_delivered() > 0);
+  }
+}
+
+TEST_CASE("cluster: reduce-scatter is exact across nodes", "[cluster]") {
+  tb::Experiment e(cluster(2, "reducescatter", "64K,1000000"));
+  tb::run_checked(e, "reduce-scatter");
+}
+TEST_CASE("cluster: all-gather is exact across nodes", "[cluster]") {
+  tb::Experiment e(cluster(2, "allgather", "64K,1000000"));
+  tb::run_checked(e, "all-gather");
+}
+TEST_CASE("cluster: a 16-bit max all-reduce is exact across nodes", "[cluster]") {
+  tb::Experiment e(cluster(2, "allreduce", "4,256K,1000000", "half", "max"));
+  tb::run_checked(e, "half max");
+}
+
+TEST_CASE("cluster: a wrong sum in one GPU of the second node is counted", "[cluster]") {
+  CHECK(tb::wrong_with_alu_fault(cluster(2, "allreduce", "256K"), "n1_gpu3.cores", 10) == 10 * 16);
+}
+
+TEST_CASE("cluster: 4 nodes, the rings cross the spines and every rail carries the same", "[cluster]") {
+  tb::Experiment e(cluster(4, "allreduce", "1M"));
+  tb::run_checked(e, "4 nodes");
+  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  REQUIRE(hcas.size() == 32);
+  // n = 32: each adapter the exit of 2 rings (data and flags) and the entry of 2 (slot flags).
+  constexpr uint64_t m = 1 << 20, n = 32;
+  for (const hca::Hca* h : hcas) CHECK(h->payload_sent() == 2 * 2 * (n - 1) * (m / 16 / n) + 2 * 2 * 2 * (n - 1) * 8);
+}
