@@ -54,6 +54,9 @@ const std::vector<Algorithm>& algorithms() {
       {"blink", "allreduce, broadcast", "", Family::GpuFabric,
        "dgx1v, dgx1p (also several servers) and switch fabrics", "the NICs' schedule tables, dataflow",
        "spanning trees packed over NVLink, or one-hop trees on a switch fabric (Blink, MLSys 2020, §3)"},
+      {"hring", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
+       "hierarchical: each node's rings reduce-scatter, a ring per rail across the nodes all-reduces each GPU's "
+       "block, the node's rings all-gather (NCCL's NVLSTree with rings in place of NVLS)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},

@@ -26,7 +26,7 @@ Operation place(const Placement& pl, const Operation& o) {
   const auto scale = [&pl](ChunkRef& c) {
     if (c.empty()) return;
     if (uint64_t{c.count} * pl.scale > 65535) throw UserError("a placed chunk spans more than 65535 chunks");
-    c.index *= pl.scale;
+    c.index = c.index * pl.scale + pl.offset;
     c.count = static_cast<uint16_t>(c.count * pl.scale);
   };
   scale(w.src);

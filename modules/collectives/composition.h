@@ -17,7 +17,8 @@ struct Placement {
   std::vector<int> ranks;       // part rank k runs on rank ranks[k] of the whole
   uint16_t channel = 0;         // the part's channel c becomes channel + c
   uint16_t queue = 0;           // its queue q becomes queue + q
-  uint32_t scale = 1;           // its chunk c is the whole's chunks [c * scale, (c + 1) * scale)
+  uint32_t scale = 1;           // its chunk c is the whole's chunks [offset + c * scale, offset + (c + 1) * scale)
+  uint32_t offset = 0;
   std::optional<Engine> engine; // the engine that runs it, if not the part's own
   int group_base = 0;           // where add_groups put the part's groups
 };

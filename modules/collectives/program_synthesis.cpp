@@ -365,6 +365,50 @@ Program cluster_ring_program(Collective c, int nodes, int per_node, int channels
   return ring_program(c, nodes * per_node, std::move(orders));
 }
 
+Program hierarchical_ring_program(int nodes, int per_node, int channels) {
+  if (nodes < 2 || per_node < 2) throw UserError("a hierarchical ring needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("a ring needs between 1 and 32767 channels here");
+  const int N = nodes, G = per_node, C = channels;
+  const Program node = ring_program(Collective::AllReduce, G, C, {}, true);
+  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
+  // Every block of the node's ring is N chunks, one per rank of a rail's ring.
+  const uint32_t chunks = static_cast<uint32_t>(G) * static_cast<uint32_t>(C) * static_cast<uint32_t>(N);
+  ProgramBuilder pb("hring", Collective::AllReduce, N * G, true);
+  for (int m = 0; m < N; ++m) {
+    Placement in_node;
+    in_node.part = &node;
+    for (int i = 0; i < G; ++i) in_node.ranks.push_back(m * G + i);
+    in_node.scale = static_cast<uint32_t>(N);
+    for (int i = 0; i < G; ++i) {
+      pb.begin_rank(m * G + i, Buffers{chunks, chunks, 0});
+      for (int k = 0; k < node.op_count(i); ++k) {
+        Operation o = place(in_node, node.op(i, k));
+        if (o.kind != OpKind::RecvReduceCopySend) {
+          pb.add(o);
+          continue;
+        }
+        // The node's reduce-scatter completes this GPU's block: the rail sums it, then the all-gather sends it on.
+        const int next = o.send_peer;
+        o.kind = OpKind::RecvReduceCopy;
+        o.send_peer = kNone;
+        const uint32_t rrc = static_cast<uint32_t>(pb.add(o));
+        Placement across;
+        across.part = &rail;
+        for (int r = 0; r < N; ++r) across.ranks.push_back(r * G + i);
+        across.channel = static_cast<uint16_t>(C + o.channel);
+        across.queue = static_cast<uint16_t>(C + o.channel);
+        across.offset = o.dst.index;
+        const std::vector<uint32_t> summed = append_part(pb, across, m * G + i, {rrc});
+        Operation s = make_op(OpKind::Send, Engine::Cores, o.channel, o.queue);
+        s.send_peer = next;
+        s.src = o.dst;
+        pb.add(s, {summed.back()});
+      }
+    }
+  }
+  return pb.build();
+}
+
 Program netreduce_program(int n) {
   if (n < 2) throw UserError("NetReduce needs at least 2 ranks");
   ProgramBuilder pb("netreduce", Collective::AllReduce, n, true);

@@ -36,6 +36,13 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
 // c mod per_node's: over the channels, every adapter sends and receives an
 // equal share.
 Program cluster_ring_program(Collective c, int nodes, int per_node, int channels);
+// A hierarchical all-reduce on such a cluster (in place): each node's ring
+// on `channels` channels reduce-scatters its data; where the reduce-scatter
+// completes GPU g's block on a channel, a ring over GPU g of every node (its
+// rail) all-reduces that block (on channel channels + c); then the node's
+// ring all-gathers the sums. Each GPU sends as much as on the flat ring,
+// but only (N - 1) / (N G - 1) of it to other nodes, all on its own rail.
+Program hierarchical_ring_program(int nodes, int per_node, int channels);
 
 // A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
 // schedule-table engine, in place: each node's operations in table order

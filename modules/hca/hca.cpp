@@ -57,6 +57,8 @@ void Hca::receive(int port, net::Packet* p) {
       // freed (held in the link's buffer, it could block the one it waits for).
       net_in_.release(p, p->t_tail - now);
       p->in_port = -1;
+      INCSIM_LOG(log_, Debug, "packet {} from GPU {} overtook packet {}: held", p->table, p->src,
+                 expected_psn_[p->src]);
       early_[p->src].push(p);
       ++early_count_;
     }
@@ -173,6 +175,8 @@ void Hca::to_network() {
       return;
     }
     to_net_.pop();
+    INCSIM_LOG(log_, Trace, "sends packet {} of GPU {} to GPU {}: {} B at {:#x}", n->table, n->src, n->dst,
+               n->payload_bytes, n->addr);
     queued_bytes_ -= n->payload_bytes;
     ++packets_sent_;
     payload_sent_ += n->payload_bytes;

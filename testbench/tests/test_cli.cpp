@@ -821,9 +821,9 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, netreduce, pnetreduce, flatring, tencent\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
-             Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, rack, spineleaf, multigpu, FILE.yaml\n"));
+             Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
   // The algorithm table: each algorithm's collectives, platforms, engine and source.
   CHECK_THAT(r.out, Catch::Contains("algorithm multicast\tallgather, broadcast (default for broadcast); on switch "

@@ -77,3 +77,20 @@ TEST_CASE("cluster: 4 nodes, the rings cross the spines and every rail carries t
   constexpr uint64_t m = 1 << 20, n = 32;
   for (const hca::Hca* h : hcas) CHECK(h->payload_sent() == 2 * 2 * (n - 1) * (m / 16 / n) + 2 * 2 * 2 * (n - 1) * 8);
 }
+
+TEST_CASE("cluster: the hierarchical ring is exact and keeps each GPU's traffic on its rail", "[cluster]") {
+  constexpr uint64_t m = 1 << 20, nodes = 2, g = 8, channels = 16;
+  tb::Options o = cluster(2, "allreduce", "1M");
+  o.algorithm = "hring";
+  tb::Experiment e(o);
+  tb::run_checked(e, "hring");
+  // Each GPU's block on each channel, M / (G C), is all-reduced by a ring of
+  // the N GPUs of its rail: 2 (N - 1) pieces of M / (G C N), each with its
+  // flag and its slot's flag back.
+  constexpr uint64_t data = channels * 2 * (nodes - 1) * (m / g / channels / nodes);
+  constexpr uint64_t flags = channels * 2 * 2 * (nodes - 1) * 8;
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) CHECK(h->payload_sent() == data + flags);
+  // Nothing crosses from one rail to another.
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}

@@ -105,6 +105,30 @@ TEST_CASE("ring programs are correct collectives for 2 to 16 ranks") {
           "each rank's result holds the root's input exactly once");
 }
 
+TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring are correct programs", "[programs]") {
+  for (const Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+    for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {3, 4, 8}, {2, 8, 16}})
+      require_ok(cluster_ring_program(c, nodes, per_node, channels));
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {3, 4, 2}, {4, 8, 16}, {5, 3, 3}})
+    require_ok(hierarchical_ring_program(nodes, per_node, channels));
+  // Channel c of a cluster's rings enters each node at GPU c mod 4 and leaves it from GPU c - 1.
+  const Program p = cluster_ring_program(Collective::AllReduce, 2, 4, 4);
+  for (int r = 0; r < 8; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      if (o.send_peer == kNone) continue;
+      const bool crosses = o.send_peer / 4 != r / 4;
+      CHECK(crosses == (r % 4 == (o.channel + 3) % 4));
+      if (crosses) CHECK(o.send_peer % 4 == o.channel);
+    }
+  // The hierarchical ring's sends across nodes stay on their rail.
+  const Program h = hierarchical_ring_program(3, 4, 2);
+  for (int r = 0; r < 12; ++r)
+    for (int i = 0; i < h.op_count(r); ++i)
+      if (const Operation& o = h.op(r, i); o.send_peer != kNone && o.send_peer / 4 != r / 4) CHECK(o.send_peer % 4 == r % 4);
+  CHECK_THROWS_WITH(hierarchical_ring_program(1, 8, 2), Catch::Contains("at least 2 nodes"));
+}
+
 TEST_CASE("a ring all-reduce has NCCL's operations, 2(n-1) sends per rank and channel") {
   const Program p = ring_program(Collective::AllReduce, 4, 2);
   REQUIRE(p.op_count(0) == 2 * (2 * 4 - 1));

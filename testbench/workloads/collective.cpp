@@ -281,10 +281,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const bool in_network = innet_.has_value();
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
-  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring")
+  const bool hring = !program_.ranks && opt_.algorithm == "hring";
+  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !hring)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, hring or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
+  if (hring && (cluster_.empty() || n != built))
+    throw UserError("hring runs on all the GPUs of a cluster (--platform cluster), rings inside its nodes and across "
+                    "them per rail");
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -339,7 +343,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
-  else if (software_ring) make_ring(n);
+  else if (software_ring || hring) make_ring(n);
   else make_scheduled(n);
 
 }
@@ -427,9 +431,10 @@ void CollectiveWorkload::make_ring(int n) {
   const int dflt = platform_->defaults().ring_channels;
   const int channels = static_cast<int>(cfg_.get(gpu::kRingChannels, dflt ? dflt : gpu::kRingChannels.default_value()));
   const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
-  program_ = whole_cluster ? collectives::cluster_ring_program(c, static_cast<int>(cluster_.size()),
-                                                               static_cast<int>(cluster_[0].size()), channels)
-                           : collectives::ring_program(c, n, channels);
+  const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
+  program_ = opt_.algorithm == "hring" ? collectives::hierarchical_ring_program(nodes, per_node, channels)
+             : whole_cluster           ? collectives::cluster_ring_program(c, nodes, per_node, channels)
+                                       : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol);
   by_size_ = to_lower(proto) == "auto";
   if (!by_size_)

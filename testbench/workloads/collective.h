@@ -97,6 +97,7 @@ class CollectiveWorkload : public Workload {
 
  private:
   void print_sizing(std::ostream& os) const;
+  // The software ring (on a whole cluster, NCCL's rings across its nodes), or hring.
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
   void make_copy(int n, bool fattree);
