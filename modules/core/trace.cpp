@@ -39,11 +39,13 @@ bool analog(const std::string& leaf) {
   return false;
 }
 
-// The kind of a block: its name up to its index (sw12: sw, leaf3_1: leaf).
+// The kind of a block: its name without its indices (sw12: sw, leaf3_1:
+// leaf_, a cluster's n1_hca5: n_hca).
 std::string kind_of(const std::string& block) {
-  size_t n = 0;
-  while (n < block.size() && !std::isdigit(static_cast<unsigned char>(block[n]))) ++n;
-  return block.substr(0, n);
+  std::string kind;
+  for (const char c : block)
+    if (!std::isdigit(static_cast<unsigned char>(c))) kind += c;
+  return kind;
 }
 
 // Names with their numbers compared as numbers (port2 before port10):
