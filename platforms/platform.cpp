@@ -74,9 +74,11 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     d.ring_chunk_bytes = 512 * 1024;
   }
   // A cluster's rings leave each node through a different adapter per
-  // channel (cluster_ring_program): two per adapter, so each carries an
-  // equal share (16 on hgx-h100 nodes, which then use 16 of 18 NVLinks).
-  if (const auto nodes = topo::cluster_nodes(t); !nodes.empty())
+  // channel (cluster_ring_program): on hgx-h100 nodes two per adapter, so
+  // each carries an equal share (16, which use 16 of 18 NVLinks). NVL72
+  // nodes keep their 18: 144 channels over 144 GPUs cost 11 GB and 4 minutes
+  // of CPU at 1 MiB, and their rings then use 18 of a node's 72 adapters.
+  if (const auto nodes = topo::cluster_nodes(t); !nodes.empty() && nodes[0].size() <= 8)
     d.ring_channels = 2 * static_cast<int>(nodes[0].size());
   return d;
 }

@@ -27,6 +27,7 @@ Operation place(const Placement& pl, const Operation& o) {
     if (c.empty()) return;
     if (uint64_t{c.count} * pl.scale > 65535) throw UserError("a placed chunk spans more than 65535 chunks");
     c.index = c.index * pl.scale + pl.offset;
+    if (pl.buffer) c.buf = *pl.buffer;
     c.count = static_cast<uint16_t>(c.count * pl.scale);
   };
   scale(w.src);

@@ -19,6 +19,8 @@ struct Placement {
   uint16_t queue = 0;           // its queue q becomes queue + q
   uint32_t scale = 1;           // its chunk c is the whole's chunks [offset + c * scale, offset + (c + 1) * scale)
   uint32_t offset = 0;
+  std::optional<Buffer> buffer; // every chunk the part touches in this buffer of the whole, if set
+                                // (a part that runs in place on the whole's output)
   std::optional<Engine> engine; // the engine that runs it, if not the part's own
   int group_base = 0;           // where add_groups put the part's groups
 };

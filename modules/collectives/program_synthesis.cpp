@@ -369,11 +369,13 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
   if (nodes < 2 || per_node < 2) throw UserError("a hierarchical ring needs at least 2 nodes of at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("a ring needs between 1 and 32767 channels here");
   const int N = nodes, G = per_node, C = channels;
-  const Program node = ring_program(Collective::AllReduce, G, C, {}, true);
+  // Out of place: only the blocks the rails sum are read back, so only they
+  // are stored (an in-place program keeps every chunk it overwrites).
+  const Program node = ring_program(Collective::AllReduce, G, C);
   const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
   // Every block of the node's ring is N chunks, one per rank of a rail's ring.
   const uint32_t chunks = static_cast<uint32_t>(G) * static_cast<uint32_t>(C) * static_cast<uint32_t>(N);
-  ProgramBuilder pb("hring", Collective::AllReduce, N * G, true);
+  ProgramBuilder pb("hring", Collective::AllReduce, N * G, false);
   for (int m = 0; m < N; ++m) {
     Placement in_node;
     in_node.part = &node;
@@ -398,6 +400,7 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
         across.channel = static_cast<uint16_t>(C + o.channel);
         across.queue = static_cast<uint16_t>(C + o.channel);
         across.offset = o.dst.index;
+        across.buffer = Buffer::Output;  // the rail sums the block in the output, in place
         const std::vector<uint32_t> summed = append_part(pb, across, m * G + i, {rrc});
         Operation s = make_op(OpKind::Send, Engine::Cores, o.channel, o.queue);
         s.send_peer = next;

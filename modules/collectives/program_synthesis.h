@@ -36,7 +36,7 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
 // c mod per_node's: over the channels, every adapter sends and receives an
 // equal share.
 Program cluster_ring_program(Collective c, int nodes, int per_node, int channels);
-// A hierarchical all-reduce on such a cluster (in place): each node's ring
+// A hierarchical all-reduce on such a cluster: each node's ring
 // on `channels` channels reduce-scatters its data; where the reduce-scatter
 // completes GPU g's block on a channel, a ring over GPU g of every node (its
 // rail) all-reduces that block (on channel channels + c); then the node's

@@ -15,8 +15,16 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
     if (n.block == kinds::kHca || n.block == kinds::kIbSwitch)
       throw UserError("node platform " + node.name + " is itself a cluster");
   const int up = (s.nodes + s.oversubscription - 1) / s.oversubscription;
-  int spines = (g * up + s.spine_ports - 1) / s.spine_ports;
-  while (up % spines != 0) ++spines;
+  // The fewest spines of spine_ports ports that divide the up-links; with
+  // more rails than that allows (72 on NVL72 nodes), one spine per up-link,
+  // each wider than a switch: it stands for a group of them.
+  const int need = (g * up + s.spine_ports - 1) / s.spine_ports;
+  int spines = up;
+  for (int k = std::max(1, need); k <= up; ++k)
+    if (up % k == 0) {
+      spines = k;
+      break;
+    }
   Topology t;
   t.name = "cluster";
   t.family = node.family;

@@ -21,7 +21,8 @@ struct ClusterShape {
 // node k is endpoint k * G + g, and gets one more port (its last) to its
 // adapter n<k>_hca<g> (port 0; port 1 to leaf g). Leaf g (rail g) has a
 // port per node and ceil(nodes / oversubscription) up-links, spread evenly
-// over the fewest spines of spine_ports ports that divide them. The family
+// over the fewest spines of spine_ports ports that divide them (or one spine
+// per up-link, wider than spine_ports, when the rails need more). The family
 // is the node's (its parameter defaults). UserError for fewer than 2 nodes
 // or a node without GPUs.
 Topology make_cluster(const Topology& node, const ClusterShape& s);

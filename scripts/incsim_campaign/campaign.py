@@ -25,7 +25,7 @@ import os
 import re
 
 # Settings that are incsim flags rather than `-c key=value` parameters.
-FLAGS = ("platform", "dims", "nodes", "collective", "algorithm", "gpus",
+FLAGS = ("platform", "dims", "nodes", "node", "collective", "algorithm", "gpus",
          "sizes", "dtype", "redop", "seed", "config", "hosts", "ring", "racks",
          "hosts-per-rack", "machines", "gpus-per-machine", "traffic", "load")
 # Settings whose value may name a file (resolved against the campaign file).
