@@ -3,8 +3,10 @@
 # time of data-parallel AlexNet, ResNet-18, ResNet-50 and VGG-16 with
 # Blink's all-reduce against the ring's, on DGX-1V allocations of 3 to 8
 # GPUs (one per count; FULL=1 adds a second) and on two DGX-1V servers with
-# 3 + 5 GPUs over 40 Gbps. Runs scripts/figures/blink{,-full,-multiserver}-training.yaml
-# (resumable) and writes docs/figures/blink-training.{csv,png} and
+# 3 + 5 GPUs over 40 Gbps, with and without overlap: 22 minutes of CPU,
+# measured (FULL=1: about 15 more). Runs
+# scripts/figures/blink{,-full,-multiserver}-training.yaml (resumable) and
+# writes docs/figures/blink-training.{csv,png} and
 # blink-training-summary.csv. Set INCSIM to use another binary (nothing is
 # built).
 set -eu

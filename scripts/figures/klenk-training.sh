@@ -3,8 +3,8 @@
 # the ring on DGX-2 against the sub-batch, the best of one-shot and
 # layer-wise overlap, Volta and the 4x projection. By default a subset
 # (ResNet-50 at 8 and 64 images on both GPUs, Transformer at 1280 tokens on
-# Volta: about 20 minutes of CPU); FULL=1 adds the rest (Transformer from
-# 320 to 10240 tokens, BERT, more ResNet-50 sub-batches: some 4 hours).
+# Volta: 26 minutes of CPU, measured); FULL=1 adds the rest (Transformer from
+# 320 to 10240 tokens, BERT, more ResNet-50 sub-batches: some 7 hours).
 # Runs scripts/figures/klenk{,-full}-training.yaml (resumable) and writes
 # docs/figures/klenk-training.{csv,png} and klenk-training-summary.csv.
 # Set INCSIM to use another binary (nothing is built).

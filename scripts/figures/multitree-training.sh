@@ -3,8 +3,8 @@
 # iteration on the 8x8 torus, 16 samples per accelerator, the systolic
 # accelerator, non-overlapped and layer-wise overlapped, MultiTree's
 # all-reduce against the ring. By default NCF, GoogLeNet, FasterRCNN and
-# ResNet-50 (about 15 minutes of CPU); FULL=1 adds AlphaGoZero, AlexNet and
-# Transformer (about 40 minutes more). Runs
+# ResNet-50 (23 minutes of CPU, measured); FULL=1 adds AlphaGoZero, AlexNet and
+# Transformer (about an hour more). Runs
 # scripts/figures/multitree{,-full}-training.yaml (resumable) and writes
 # docs/figures/multitree-training.{csv,png} and multitree-training-summary.csv.
 # Set INCSIM to use another binary (nothing is built).

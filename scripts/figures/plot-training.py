@@ -106,7 +106,10 @@ def klenk(rows, out, ref):
             if model == "transformer-big":
                 pays = [b * per for b in batches if t(b, True, "ring") < t(b, False, "ring")]
                 key = "ring_overlap_from_tokens_%s" % comp
-                if pays:
+                if pays and pays[0] == xs[0]:
+                    print("    the ring's overlap pays at every sub-batch run, from the smallest, %d tokens "
+                          "(paper: above %g)" % (xs[0], ref[key]))
+                elif pays:
                     claim("%s: the ring's overlap pays from (tokens)" % cname, pays[0], ref[key])
                 else:
                     print("    the ring's overlap pays at none of these sub-batches (paper: above %g tokens)" % ref[key])
