@@ -27,7 +27,9 @@ import re
 # Settings that are incsim flags rather than `-c key=value` parameters.
 FLAGS = ("platform", "dims", "nodes", "node", "collective", "algorithm", "gpus",
          "sizes", "dtype", "redop", "seed", "config", "hosts", "ring", "racks",
-         "hosts-per-rack", "machines", "gpus-per-machine", "traffic", "load")
+         "hosts-per-rack", "machines", "gpus-per-machine", "traffic", "load",
+         "workload", "model", "batch", "iterations", "warmup", "tp", "pp",
+         "baseline", "compute", "precision")
 # Settings whose value may name a file (resolved against the campaign file).
 FILE_FLAGS = ("platform", "config")
 

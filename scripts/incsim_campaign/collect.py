@@ -173,6 +173,10 @@ def collect(campaign, csv_path=None, stream=sys.stderr):
                     base[c] = ""
             for r in data["rows"]:
                 row = dict(base)
+                # a row's own value of a setting wins: a training run's
+                # baseline row names its algorithm
+                row.update((c, _cell(r[c])) for c in setting_cols
+                           if c in r and not isinstance(r[c], (list, dict)))
                 for k in row_keys:
                     row[k] = _cell(r.get(k))
                 w.writerow([row.get(c, "") for c in columns])

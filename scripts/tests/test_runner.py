@@ -506,6 +506,24 @@ class Columns(TempDirCase):
                              [("uniform", "0.1"), ("uniform", "0.2"),
                               ("hotspot", "0.1"), ("hotspot", "0.2")])
 
+    def test_a_rows_own_setting_wins(self):
+        # a training run's rows: --algorithm's, then --baseline's
+        data = self.run_campaign()
+        for f in results(os.path.join(self.tmp, "out")):
+            with open(f) as fh:
+                d = json.load(fh)
+            d["columns"].insert(0, {"name": "algorithm", "unit": "",
+                                    "kind": "setting"})
+            base = dict(d["rows"][0], algorithm="tree")
+            d["rows"] = [dict(d["rows"][0], algorithm="ring"), base]
+            with open(f, "w") as fh:
+                json.dump(d, fh)
+        self.sweep("collect", os.path.join(self.tmp, "c.yaml"), check=0)
+        with open(data) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({r["algorithm"] for r in rows[1::2]}, {"tree"})
+        self.assertEqual({r["algorithm"] for r in rows[::2]}, {"ring"})
+
     def test_results_from_before_columns(self):
         data = self.run_campaign()
         for f in results(os.path.join(self.tmp, "out")):

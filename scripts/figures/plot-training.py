@@ -1,0 +1,341 @@
+#!/usr/bin/python3
+"""Training figures of the four papers (docs/training.md, Figures), from
+the campaign CSVs of scripts/figures/*-training.yaml. Called by
+scripts/figures/klenk-training.sh, multitree-training.sh and
+blink-training.sh.
+
+  plot-training.py klenk     --csv RESULTS.csv ... --out docs/figures
+  plot-training.py multitree --csv RESULTS.csv ... --out docs/figures
+  plot-training.py blink     --csv SINGLE.csv --csv MULTI.csv --out docs/figures
+
+Each writes docs/figures/<paper>-training.csv (every simulated row),
+<paper>-training.png and <paper>-training-summary.csv; prints the paper's
+numbers (scripts/figures/reference/<paper>-training.csv) beside ours; exits
+1 when a row has wrong elements (#wrong != 0).
+
+klenk: Klenk et al. ISCA 2020 Fig. 11, push over the ring on DGX-2, the
+best of one-shot and layer-wise overlap for each, against the sub-batch,
+Volta and the 4x projection. multitree: MultiTree ISCA 2021 Fig. 11 (a)
+and (b), the iteration's breakdown normalised to the ring's. blink: Blink
+MLSys 2020 Fig. 17 and 19(a), the iteration-time reduction of Blink over
+the ring on DGX-1V allocations and on two DGX-1V servers.
+"""
+
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+from incsim_campaign.figures import (FigError, _plt, claim, figure_main,  # noqa: E402
+                                     paper, save, write_table)
+
+OVERLAP = "train.overlap"
+COLORS = {"ring": "#444444", "push": "#d62728", "multitree": "#1f77b4", "blink": "#d62728"}
+
+
+def _overlapped(r):
+    return str(r.get(OVERLAP, "true")).lower() == "true"
+
+
+def _runs(rows, keys):
+    """{(key values..., algorithm): row}: one row per run and algorithm
+    (each point has the algorithm's row and the baseline's)."""
+    out = {}
+    for r in rows:
+        k = tuple(r[c] if c != OVERLAP else _overlapped(r) for c in keys) + (r["algorithm"],)
+        if k in out:
+            raise FigError("two rows for %s" % (k,))
+        out[k] = r
+    return out
+
+
+def _geo(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+# --------------------------------------------------------------------------
+# Klenk Fig. 11
+
+KLENK_MODELS = [("transformer-big", "(a) Transformer (sentence length 80)", "tokens per GPU", 80),
+                ("resnet50", "(b) ResNet-50", "images per GPU", 1),
+                ("bert-large", "(c) BERT (sentence length 512)", "sequences per GPU", 1)]
+KLENK_COMPUTE = [("v100", "Volta", "-"), ("v100x4", "Volta 4:1", "--")]
+
+
+def klenk(rows, out, ref):
+    plt = _plt()
+    runs = _runs(rows, ("model", "compute", "batch", OVERLAP))
+    fig, axes = plt.subplots(2, 3, figsize=(16, 8.5))
+    table = []
+    best_speedup = (0, None)
+    print("Klenk Fig. 11 (push over the ring on DGX-2, fp16, best of one-shot and layer-wise overlap):")
+    for col, (model, title, xlabel, per) in enumerate(KLENK_MODELS):
+        top, bottom = axes[0][col], axes[1][col]
+        drawn, ticks = False, set()
+        for comp, cname, ls in KLENK_COMPUTE:
+            batches = sorted({k[2] for k in runs if k[0] == model and k[1] == comp})
+            batches = [b for b in batches if all((model, comp, b, o, a) in runs
+                                                 for o in (False, True) for a in ("push", "ring"))]
+            if not batches:
+                continue
+            drawn = True
+            t = lambda b, o, a: runs[(model, comp, b, o, a)]["time_us"]  # noqa: E731
+            xs = [b * per for b in batches]
+            ticks |= set(xs)
+            speed = []
+            for b in batches:
+                s = min(t(b, False, "ring"), t(b, True, "ring")) / min(t(b, False, "push"), t(b, True, "push"))
+                speed.append(s)
+                share = runs[(model, comp, b, False, "ring")]["comm_us"] / t(b, False, "ring")
+                table.append([model, comp, b, b * per, t(b, False, "push"), t(b, True, "push"),
+                              t(b, False, "ring"), t(b, True, "ring"),
+                              runs[(model, comp, b, False, "ring")]["compute_us"], share, s])
+                if s > best_speedup[0]:
+                    best_speedup = (s, "%s %s sub-batch %d" % (model, cname, b))
+            top.plot(xs, speed, marker="o", ls=ls, color=COLORS["push"], label="push / ring, %s" % cname)
+            for a in ("ring", "push"):
+                gain = [t(b, False, a) / t(b, True, a) for b in batches]
+                bottom.plot(xs, gain, marker="o", ls=ls, color=COLORS[a], label="%s, %s" % (a, cname))
+            print("  %s, %s:" % (title, cname))
+            for b, s in zip(batches, speed):
+                print("    sub-batch %5d (%s %d): push over ring %.2fx; one-shot/overlap ring %.2f, push %.2f" % (
+                    b, xlabel.split()[0], b * per, s, t(b, False, "ring") / t(b, True, "ring"),
+                    t(b, False, "push") / t(b, True, "push")))
+            if model == "transformer-big":
+                pays = [b * per for b in batches if t(b, True, "ring") < t(b, False, "ring")]
+                key = "ring_overlap_from_tokens_%s" % comp
+                if pays and pays[0] == xs[0]:
+                    print("    the ring's overlap pays at every sub-batch run, from the smallest, %d tokens "
+                          "(paper: above %g)" % (xs[0], ref[key]))
+                elif pays:
+                    claim("%s: the ring's overlap pays from (tokens)" % cname, pays[0], ref[key])
+                else:
+                    print("    the ring's overlap pays at none of these sub-batches (paper: above %g tokens)" % ref[key])
+                share = max(runs[(model, comp, b, False, "ring")]["comm_us"] / t(b, False, "ring") for b in batches)
+                claim("%s: ring one-shot all-reduce share, largest (Fig. 1b)" % cname, share,
+                      ref["ring_comm_share_%s" % comp])
+        if not drawn:
+            for ax in (top, bottom):
+                ax.set_axis_off()
+                ax.text(0.5, 0.5, "%s:\nnot run (FULL=1 runs it)" % title, ha="center", va="center",
+                        transform=ax.transAxes, fontsize=9)
+            continue
+        top.axhline(ref["train_max_speedup_nvlink"], color="gray", ls=":",
+                    label="paper: up to %gx (Transformer)" % ref["train_max_speedup_nvlink"])
+        top.axhline(1.0, color="black", lw=0.8)
+        top.set_title(title, fontsize=10)
+        top.set_ylabel("training speed-up, push over ring")
+        bottom.axhline(1.0, color="black", lw=0.8)
+        bottom.set_ylabel("one-shot time / overlapped time")
+        if model == "transformer-big":
+            for comp, cname, ls in KLENK_COMPUTE:
+                v = ref["ring_overlap_from_tokens_%s" % comp]
+                bottom.axvline(v, color="gray", ls=ls, lw=0.8,
+                               label="paper: ring's overlap pays above %g (%s)" % (v, cname))
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted(ticks))
+            ax.set_xticklabels([str(v) for v in sorted(ticks)])
+            ax.set_xlabel(xlabel)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+    if best_speedup[1]:
+        claim("largest training speed-up of push (%s)" % best_speedup[1], best_speedup[0],
+              ref["train_max_speedup_nvlink"], "x")
+    fig.suptitle("Klenk Fig. 11: push vs ring on DGX-2 (16 V100s, fp16, 6 us per kernel); "
+                 "top: best of one-shot and overlap; bottom: what layer-wise overlap buys", fontsize=11)
+    save(fig, os.path.join(out, "klenk-training.png"))
+    write_table(os.path.join(out, "klenk-training-summary.csv"),
+                ["model", "compute", "sub_batch", "sub_batch_tokens_or_samples", "push_oneshot_us",
+                 "push_overlap_us", "ring_oneshot_us", "ring_overlap_us", "compute_us",
+                 "ring_oneshot_comm_share", "speedup_best_of_both"], table)
+
+
+# --------------------------------------------------------------------------
+# MultiTree Fig. 11
+
+MULTITREE_MODELS = ["alexnet", "alphagozero", "fasterrcnn", "googlenet", "ncf", "resnet50", "transformer-base"]
+
+
+def multitree(rows, out, ref):
+    plt = _plt()
+    runs = _runs(rows, ("model", OVERLAP))
+    models = [m for m in MULTITREE_MODELS
+              if all((m, o, a) in runs for o in (False, True) for a in ("ring", "multitree"))]
+    if not models:
+        raise FigError("no model has both algorithms, one-shot and overlapped")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(16, 5.5))
+    x = list(range(len(models)))
+    w = 0.38
+    table = []
+    ar_speed, gains = [], {}
+    print("MultiTree Fig. 11 (8x8 torus, 16 samples per accelerator, systolic accelerator):")
+    for k, alg in enumerate(("ring", "multitree")):
+        xs = [i + (k - 0.5) * w for i in x]
+        # (a) non-overlapped: compute + all-reduce, over the ring's iteration
+        base = [runs[(m, False, "ring")]["time_us"] for m in models]
+        comp = [runs[(m, False, alg)]["compute_us"] / b for m, b in zip(models, base)]
+        comm = [runs[(m, False, alg)]["comm_us"] / b for m, b in zip(models, base)]
+        ax.bar(xs, comp, w, color="#9ecae1" if k else "#bbbbbb", edgecolor=COLORS[alg],
+               label="%s: compute" % alg)
+        ax.bar(xs, comm, w, bottom=comp, color=COLORS[alg], label="%s: all-reduce" % alg)
+        # (b) overlapped: compute alone, overlapped, exposed communication
+        base = [runs[(m, True, "ring")]["time_us"] for m in models]
+        rs = [runs[(m, True, alg)] for m in models]
+        hidden = [(r["comm_us"] - r["exposed_us"]) / b for r, b in zip(rs, base)]
+        alone = [r["compute_us"] / b - h for r, b, h in zip(rs, base, hidden)]
+        exposed = [r["exposed_us"] / b for r, b in zip(rs, base)]
+        bx.bar(xs, alone, w, color="#bbbbbb" if not k else "#9ecae1", edgecolor=COLORS[alg],
+               label="%s: computation" % alg)
+        bx.bar(xs, hidden, w, bottom=alone, color=COLORS[alg], alpha=0.45, hatch="//", label="%s: overlapped" % alg)
+        bx.bar(xs, exposed, w, bottom=[a + h for a, h in zip(alone, hidden)], color=COLORS[alg],
+               label="%s: communication" % alg)
+    for i, m in enumerate(models):
+        ring0, mt0 = runs[(m, False, "ring")], runs[(m, False, "multitree")]
+        ring1, mt1 = runs[(m, True, "ring")], runs[(m, True, "multitree")]
+        s = ring0["comm_us"] / mt0["comm_us"]
+        ar_speed.append(s)
+        ax.annotate("%.2fx" % s, (i + 0.5 * w, 1.0), ha="center", va="bottom", fontsize=8)
+        gains[m] = (ring0["time_us"] / mt0["time_us"], ring1["time_us"] / mt1["time_us"])
+        share = ring0["comm_us"] / ring0["time_us"]
+        table.append([m, ring0["compute_us"], ring0["comm_us"], mt0["comm_us"], s, share,
+                      ring0["time_us"], mt0["time_us"], gains[m][0], ring1["time_us"], mt1["time_us"],
+                      gains[m][1]])
+        print("  %-17s ring's all-reduce %4.0f%% of its iteration; all-reduce %.2fx; "
+              "training %.2fx non-overlapped, %.2fx overlapped" % (m, 100 * share, s, gains[m][0], gains[m][1]))
+    claim("mean all-reduce speed-up over the ring (Fig. 11a)", sum(ar_speed) / len(ar_speed),
+          ref["allreduce_mean_over_ring"], "x")
+    print("  paper with message flow control (MultiTreeMsg, not run here): %gx" % ref["allreduce_msg_mean_over_ring"])
+    shares = [t[5] for t in table]
+    print("  the ring's all-reduce share: %.0f%% to %.0f%% (paper: %.0f%% to %.0f%%)" % (
+        100 * min(shares), 100 * max(shares), 100 * ref["ring_comm_share_min"], 100 * ref["ring_comm_share_max"]))
+    cnn = [m for m in models if m in ("alexnet", "fasterrcnn", "googlenet", "resnet50")]
+    bound = [m for m in models if m in ("ncf", "transformer-base")]
+    for group, name, k0, k1 in ((cnn, "compute-bound CNNs", "train_cnn_over_ring", "train_cnn_overlap_over_ring"),
+                                (bound, "communication-bound models", "train_commbound_over_ring",
+                                 "train_commbound_overlap_over_ring")):
+        if group:
+            claim("%s: largest training speed-up, non-overlapped" % name, max(gains[m][0] for m in group),
+                  ref[k0], "x")
+            claim("%s: largest training speed-up, overlapped" % name, max(gains[m][1] for m in group),
+                  ref[k1], "x")
+    for a, title in ((ax, "(a) non-overlapped: computation and all-reduce, over the ring's iteration "
+                          "(all-reduce speed-up above)"),
+                     (bx, "(b) layer-wise overlapped: computation, overlap, communication, over the ring's")):
+        a.set_xticks(x)
+        a.set_xticklabels(models, fontsize=8)
+        a.set_ylabel("time / ring's iteration")
+        a.set_title(title, fontsize=9)
+        a.axhline(1.0, color="black", lw=0.6)
+        a.grid(True, axis="y", alpha=0.3)
+        a.legend(fontsize=7, loc="lower left")
+    fig.suptitle("MultiTree Fig. 11: one training iteration on the 8x8 torus, MultiTree vs ring", fontsize=11)
+    save(fig, os.path.join(out, "multitree-training.png"))
+    write_table(os.path.join(out, "multitree-training-summary.csv"),
+                ["model", "compute_us", "ring_allreduce_us", "multitree_allreduce_us", "allreduce_speedup",
+                 "ring_comm_share", "ring_oneshot_us", "multitree_oneshot_us", "train_speedup_oneshot",
+                 "ring_overlap_us", "multitree_overlap_us", "train_speedup_overlap"], table)
+
+
+# --------------------------------------------------------------------------
+# Blink Fig. 17 and 19(a)
+
+BLINK_MODELS = ["alexnet", "resnet18", "resnet50", "vgg16"]
+BLINK_COLORS = {"alexnet": "#1f77b4", "resnet18": "#2ca02c", "resnet50": "#ff7f0e", "vgg16": "#9467bd"}
+
+
+def _alloc_key(gpus):
+    g = [int(v) for v in str(gpus).replace("/", ",").split(",")]
+    return (len(g), g)
+
+
+def blink(rows, out, ref):
+    plt = _plt()
+    runs = _runs(rows, ("model", "gpus", OVERLAP))
+    allocs = sorted({k[1] for k in runs}, key=_alloc_key)
+    single = [a for a in allocs if "/" not in str(a)]
+    multi = [a for a in allocs if "/" in str(a)]
+    fig, axes = plt.subplots(1, 2, figsize=(16, 5.5), gridspec_kw={"width_ratios": [max(len(single), 1), 1.6]})
+    table = []
+    print("Blink Fig. 17 and 19(a) (iteration-time reduction of Blink over the ring):")
+    for ax, group, title in ((axes[0], single, "Fig. 17: one DGX-1V, allocations of 3 to 8 GPUs"),
+                             (axes[1], multi, "Fig. 19(a): two DGX-1V, 3 + 5 GPUs, 40 Gbps")):
+        if not group:
+            ax.set_visible(False)
+            continue
+        models = [m for m in BLINK_MODELS if any((m, a, o, "ring") in runs for a in group for o in (True, False))]
+        w = 0.8 / (2 * len(models))
+        for k, m in enumerate(models):
+            for j, o in enumerate((True, False)):
+                xs, ys = [], []
+                for i, a in enumerate(group):
+                    if (m, a, o, "blink") not in runs or (m, a, o, "ring") not in runs:
+                        continue
+                    b, r = runs[(m, a, o, "blink")], runs[(m, a, o, "ring")]
+                    cut = 1 - b["time_us"] / r["time_us"]
+                    xs.append(i + (2 * k + j - len(models) + 0.5) * w)
+                    ys.append(100 * cut)
+                    table.append([m, a, "overlapped" if o else "one-shot", r["compute_us"], r["comm_us"],
+                                  b["comm_us"], r["time_us"], b["time_us"], cut, 1 - b["comm_us"] / r["comm_us"]])
+                ax.bar(xs, ys, w, color=BLINK_COLORS[m], hatch=None if o else "//",
+                       alpha=1.0 if o else 0.55,
+                       label="%s, %s" % (m, "25 MiB buckets overlapped" if o else "one-shot"))
+        ax.set_xticks(range(len(group)))
+        ax.set_xticklabels(group, fontsize=8, rotation=30)
+        ax.set_ylabel("iteration time reduction, Blink over ring (%)")
+        ax.axhline(0, color="black", lw=0.6)
+        key = "train_cut_max_single" if group is single else "train_cut_max_multi"
+        ax.axhline(100 * ref[key], color="gray", ls=":", label="paper: up to %g%%" % (100 * ref[key]))
+        if group is single:
+            ax.axhline(100 * ref["train_cut_geo_single"], color="gray", ls="--", lw=0.8,
+                       label="paper: geometric mean %g%%" % (100 * ref["train_cut_geo_single"]))
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=6.5, ncol=2 if group is single else 1)
+    for mode in ("overlapped", "one-shot"):
+        one = [t for t in table if t[2] == mode and "/" not in str(t[1])]
+        two = [t for t in table if t[2] == mode and "/" in str(t[1])]
+        if one:
+            print(" one server, %s:" % mode)
+            best = max(one, key=lambda t: t[8])
+            claim("largest iteration-time reduction (%s, %s)" % (best[0], best[1]), 100 * best[8],
+                  100 * ref["train_cut_max_single"], " %")
+            claim("geometric-mean iteration-time reduction", 100 * (1 - _geo([1 - t[8] for t in one])),
+                  100 * ref["train_cut_geo_single"], " %")
+            best = max(one, key=lambda t: t[9])
+            claim("largest communication-time reduction (%s, %s)" % (best[0], best[1]), 100 * best[9],
+                  100 * ref["comm_cut_max_single"], " %")
+            claim("geometric-mean communication-time reduction", 100 * (1 - _geo([1 - t[9] for t in one])),
+                  100 * ref["comm_cut_geo_single"], " %")
+        if two:
+            print(" two servers, %s:" % mode)
+            for t in two:
+                print("  %-8s iteration %.1f%% shorter, communication %.0f%% shorter" % (t[0], 100 * t[8], 100 * t[9]))
+            claim("largest iteration-time reduction", 100 * max(t[8] for t in two),
+                  100 * ref["train_cut_max_multi"], " %")
+    fig.suptitle("Blink Fig. 17 and 19(a): data-parallel training on DGX-1V (V100 roofline, fp32), Blink vs ring; "
+                 "solid: PyTorch DDP's 25 MiB buckets overlapped, hatched: one all-reduce after the backward pass",
+                 fontsize=10)
+    save(fig, os.path.join(out, "blink-training.png"))
+    write_table(os.path.join(out, "blink-training-summary.csv"),
+                ["model", "gpus", "mode", "compute_us", "ring_comm_us", "blink_comm_us", "ring_us", "blink_us",
+                 "iteration_cut", "comm_cut"], table)
+
+
+FIGS = {"klenk": klenk, "multitree": multitree, "blink": blink}
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in FIGS:
+        name = argv[0]
+        figs = {"training": lambda rows, out, args: FIGS[name](rows, out, paper(name))}
+        return figure_main(__doc__, name, figs, ["training"] + argv[1:])
+    sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+    return 0 if argv and argv[0] in ("-h", "--help") else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
