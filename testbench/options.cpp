@@ -81,7 +81,7 @@ const po::options_description& declaration() {
                           "data parallel over each stage's GPUs (default 1)")
         ("baseline", text("ALGORITHM"), "train: also run every iteration with this algorithm, for the speed-up")
         ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default v100)").c_str())
-        ("precision", text("TYPE"), "train: fp32 (the reduction hardware adds float32; fp16 and bf16 are refused)")
+        ("precision", text("TYPE"), "train: fp32, fp16 or bf16: gradient bytes, the compute peak that applies, and the dtype the reduction hardware adds (default fp32)")
         ("timeline", text("FILE.json"), "train: write a Chrome trace-event timeline (Perfetto, chrome://tracing)")
         ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")
         (",c", po::value<std::string>()->value_name("key=value"), "set a parameter (incsim --list-params shows them)")
