@@ -71,7 +71,7 @@ void Hca::receive(int port, net::Packet* p) {
     gpu_pool_.put(p);
     return;
   }
-  if (p->op != net::Op::Write && p->op != net::Op::PostedWrite)
+  if (p->op != net::Op::Write)
     SC_REPORT_ERROR("incsim/hca", (std::string(name()) + " carries writes between nodes, not " +
                                    net::op_name(p->op) + " (the workload should have refused this algorithm)")
                                       .c_str());
@@ -92,9 +92,7 @@ void Hca::deliver(net::Packet* p) {
 // if w does not continue it; w's buffer space is free once its data is copied.
 void Hca::take(net::Packet* w) {
   size_t k = 0;
-  while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream ||
-                              open_[k].packet->op != w->op))
-    ++k;
+  while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream)) ++k;
   if (k < open_.size()) {
     const net::Packet& o = *open_[k].packet;
     if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.payload_bytes + w->payload_bytes > cfg_.mtu_bytes) {
@@ -108,7 +106,7 @@ void Hca::take(net::Packet* w) {
     n->dst = w->dst;
     n->addr = w->addr;
     n->stream = w->stream;
-    n->op = w->op;
+    n->op = net::Op::Write;
     n->vc = net::kRequestVc;
     n->payload_bytes = 0;
     n->t_inject = w->t_inject;
@@ -125,7 +123,7 @@ void Hca::take(net::Packet* w) {
 }
 
 // Queues open packet k for the wire, numbered in its connection, and turns
-// its writes into their acknowledgements (posted writes have none).
+// its writes into their acknowledgements.
 void Hca::close(size_t k) {
   Open o = open_[k];
   open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(k));
@@ -135,10 +133,6 @@ void Hca::close(size_t k) {
   to_net_.push(n);
   while (!o.writes.empty()) {
     net::Packet* a = o.writes.pop();
-    if (a->op == net::Op::PostedWrite) {
-      gpu_pool_.put(a);
-      continue;
-    }
     std::swap(a->src, a->dst);
     a->op = net::Op::WriteAck;
     a->vc = net::kResponseVc;
@@ -209,7 +203,7 @@ void Hca::to_gpu() {
       p->dst = n->dst;
       p->addr = n->addr + split_offset_;
       p->stream = n->stream;
-      p->op = n->op;
+      p->op = net::Op::Write;
       p->vc = net::kRequestVc;
       p->payload_bytes = static_cast<uint16_t>(bytes);
       p->wire_bytes = wire;

@@ -6,20 +6,20 @@
 // carries InfiniBand packets of up to an MTU.
 //
 // Towards the network it is GPUDirect RDMA's send side over a reliable
-// connection: it takes the GPU's writes to a GPU in another node (and
-// synthetic traffic's posted writes), gathers consecutive ones of a stream
-// into one network packet (up to the MTU, as the NIC's DMA reads a message
-// in MTU-sized pieces), numbers it in its connection (the packet sequence
-// number, here Packet::table, one connection per pair of GPUs), and
-// acknowledges each write to the GPU once its packet is queued: the adapter
-// now owns its delivery, as the reliable connection does. Towards the GPU
-// it delivers each connection's packets in sequence, holding the ones that
-// overtook another on the network's adaptive routes, splits them into the
-// GPU fabric's writes (PCIe keeps them in order) and absorbs the GPU
-// memory's acknowledgements. So the software ring's flag, written after its
-// data's acknowledgements, lands after the data. The network is lossless
-// and credit-based: nothing is retransmitted, and the connection's own
-// acknowledgements (a header per message or so, back) are left out.
+// connection: it takes the GPU's writes to a GPU in another node, gathers
+// consecutive ones of a stream into one network packet (up to the MTU, as the
+// NIC's DMA reads a message in MTU-sized pieces), numbers it in its
+// connection (the packet sequence number, here Packet::table, one connection
+// per pair of GPUs), and acknowledges each write to the GPU once its packet
+// is queued: the adapter now owns its delivery, as the reliable connection
+// does. Towards the GPU it delivers each connection's packets in sequence,
+// holding the ones that overtook another on the network's adaptive routes,
+// splits them into the GPU fabric's writes (PCIe keeps them in order) and
+// absorbs the GPU memory's acknowledgements. So the software ring's flag,
+// written after its data's acknowledgements, lands after the data. The
+// network is lossless and credit-based: nothing is retransmitted, and the
+// connection's own acknowledgements (a header per message or so, back) are
+// left out.
 #include <cstdint>
 #include <ostream>
 #include <systemc>
