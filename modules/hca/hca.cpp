@@ -61,6 +61,7 @@ void Hca::receive(int port, net::Packet* p) {
                  expected_psn_[p->src]);
       early_[p->src].push(p);
       ++early_count_;
+      ++reordered_;
     }
     return;
   }

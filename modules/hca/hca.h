@@ -74,6 +74,8 @@ class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block
   uint64_t payload_sent() const { return payload_sent_; }
   uint64_t writes_sent() const { return writes_sent_; }
   uint64_t writes_delivered() const { return writes_delivered_; }
+  // Network packets that arrived ahead of one sent before them in their connection.
+  uint64_t reordered() const { return reordered_; }
 
  private:
   // A network packet being filled from one stream's writes, and those
@@ -102,7 +104,7 @@ class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block
   std::vector<uint16_t> next_psn_;      // [destination GPU]: the sequence number its next packet takes
   std::vector<uint16_t> expected_psn_;  // [source GPU]: the one delivered next
   std::vector<net::PacketFifo> early_;  // [source GPU]: packets that overtook, their buffer space freed
-  uint64_t early_count_ = 0;
+  uint64_t early_count_ = 0, reordered_ = 0;
   net::PacketFifo acks_;        // acknowledgements for the GPU
   net::PacketFifo from_net_;    // network packets being split for the GPU
   uint32_t split_offset_ = 0;   // bytes of from_net_'s head already sent on
