@@ -96,7 +96,11 @@ void Hca::take(net::Packet* w) {
   while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream)) ++k;
   if (k < open_.size()) {
     const net::Packet& o = *open_[k].packet;
-    if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.payload_bytes + w->payload_bytes > cfg_.mtu_bytes) {
+    // Only after whole writes: the far side splits at whole writes from the
+    // packet's start, so each write lands as it was sent (LL128's lines,
+    // with their flags, must not straddle two).
+    if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.payload_bytes + w->payload_bytes > cfg_.mtu_bytes ||
+        o.payload_bytes % gpu_pool_.format().max_payload_bytes != 0) {
       close(k);
       k = open_.size();
     }

@@ -64,6 +64,20 @@ TEST_CASE("cluster: a 16-bit max all-reduce is exact across nodes", "[cluster]")
   tb::run_checked(e, "half max");
 }
 
+TEST_CASE("cluster: NCCL's LL128 is exact across nodes", "[cluster]") {
+  // Its 128-byte lines carry their flags: each must land in one write, as it was sent.
+  tb::Options o = cluster(2, "allreduce", "64K,1M");
+  tb::set_params(o, {{"ring.protocol", "ll128"}});
+  tb::Experiment e(o);
+  tb::run_checked(e, "ll128");
+}
+TEST_CASE("cluster: NCCL's LL is exact across nodes", "[cluster]") {
+  tb::Options o = cluster(2, "allreduce", "64K,100000");
+  tb::set_params(o, {{"ring.protocol", "ll"}});
+  tb::Experiment e(o);
+  tb::run_checked(e, "ll");
+}
+
 TEST_CASE("cluster: a wrong sum in one GPU of the second node is counted", "[cluster]") {
   CHECK(tb::wrong_with_alu_fault(cluster(2, "allreduce", "256K"), "n1_gpu3.cores", 10) == 10 * 16);
 }
