@@ -154,21 +154,20 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
   // Each link as two one-way channels: the sender's port takes the link's
   // rate and latency and the receiver's buffer as credits. Lossy links get
   // faults drawn per link and direction from the seed.
-  auto bind = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l, const Fabric& fabric, uint64_t stream) {
+  auto bind = [&](topo::PortRef from, topo::PortRef to, const topo::Link& l, size_t fabric, uint64_t stream) {
     net::Block& a = *blocks_[from.node];
     net::Block& b = *blocks_[to.node];
     a.configure_port(from.port, l.bw_GBps, sc_core::sc_time(l.latency_ns, sc_core::SC_NS), b.buffer_bytes(to.port));
     a.out(from.port).socket.bind(b.in(to.port).socket);
     eth::LinkFaults* f = b.link_faults(to.port);
-    if (f) *f = eth::LinkFaults(fabric.link_loss(), fabric.link_corruption(), seed, stream);
-    ends_.push_back({topo_.port_name(from), topo_.port_name(to), &a.out(from.port)});
+    if (f) *f = eth::LinkFaults(fabrics_[fabric]->link_loss(), fabrics_[fabric]->link_corruption(), seed, stream);
+    ends_.push_back({topo_.port_name(from), topo_.port_name(to), &a.out(from.port), fabric});
     faults_.push_back(f);
   };
   for (size_t k = 0; k < topo_.links().size(); ++k) {
     const topo::Link& l = topo_.links()[k];
-    const Fabric& f = *fabrics_[link_fabric[k]];
-    bind(l.a, l.b, l, f, 2 * k + 1);  // link k's stream into its a end is 2k, into its b end 2k + 1
-    bind(l.b, l.a, l, f, 2 * k);
+    bind(l.a, l.b, l, link_fabric[k], 2 * k + 1);  // link k's stream into its a end is 2k, into its b end 2k + 1
+    bind(l.b, l.a, l, link_fabric[k], 2 * k);
   }
 }
 

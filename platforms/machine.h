@@ -56,6 +56,7 @@ inline const Param<double> kLinkCorruption{"link.corruption", 0.0, Range::at_lea
 struct LinkEnd {
   std::string from, to;
   const net::OutPort* port;
+  size_t fabric = 0;  // index into Machine::fabric_names(): whose packets it carries
 };
 
 // Defaults that depend on the platform family (platform.h,

@@ -29,7 +29,13 @@ TEST_CASE("cluster: the rings' all-reduce is exact and every adapter sends the s
   // 2 nodes of 8 GPUs, 16 rings: n = 16 ranks, each ring a sixteenth of M.
   constexpr uint64_t m = 1 << 20;
   tb::Experiment e(cluster(2, "allreduce", "1M"));
-  tb::run_checked(e, "cluster ring");
+  const auto rows = tb::run_checked(e, "cluster ring");
+  // The row says how busy the busiest link of each network was.
+  REQUIRE(rows.size() == 1);
+  for (const char* col : {"nvlink_busiest", "network_busiest"}) {
+    CHECK(rows[0][col] > 0.05);
+    CHECK(rows[0][col] <= 1.0);
+  }
   std::ostringstream held;
   e.machine().report_held(held);
   CHECK(held.str() == "");

@@ -286,6 +286,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
                     "carry the cores' writes: run ring, hring or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
+  if (!cluster_.empty())
+    schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
+        .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
   if (hring && (cluster_.empty() || n != built))
     throw UserError("hring runs on all the GPUs of a cluster (--platform cluster), rings inside its nodes and across "
                     "them per rail");
@@ -707,6 +710,21 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
             collective_->wrong(), collective_->bound_us(bytes));
   const auto& ends = platform_->link_ends();
   for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - running_.link_bytes[k]);
+  if (!cluster_.empty()) {
+    // Which network limited the time: the busiest link direction inside the
+    // nodes (NVLink) and on the way between them (a GPU's PCIe link to its
+    // adapter, the network), as a fraction of the time.
+    const topo::Topology& t = platform_->topology();
+    auto crosses = [&](const std::string& port) {
+      return platforms::is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
+    };
+    double busiest[2] = {0, 0};
+    for (size_t k = 0; k < ends.size(); ++k) {
+      double& b = busiest[ends[k].fabric != 0 || crosses(ends[k].from) || crosses(ends[k].to)];
+      b = std::max(b, static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * time_us * 1e3));
+    }
+    r.set("nvlink_busiest", busiest[0]).set("network_busiest", busiest[1]);
+  }
   const auto tables1 = platform_->table_totals();
   const auto latency1 = platform_->packet_latency();
   const uint64_t packets = latency1.first - running_.latency.first;
