@@ -84,8 +84,11 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
     fabric_of_kind(t.node(id).block);
     return kinds().at(t.node(id).block);
   };
-  auto add_fabric = [this](const std::string& f) {
-    if (std::find(fabric_names_.begin(), fabric_names_.end(), f) == fabric_names_.end()) fabric_names_.push_back(f);
+  auto index_of = [this](const std::string& f) {
+    return static_cast<size_t>(std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin());
+  };
+  auto add_fabric = [this, &index_of](const std::string& f) {
+    if (index_of(f) == fabric_names_.size()) fabric_names_.push_back(f);
   };
   // The endpoints' fabric first: the one workloads drive.
   add_fabric(entry(topo_.endpoints().empty() ? order_[0] : topo_.endpoints()[0], topo_).fabric);
@@ -127,16 +130,12 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
                       y.name + " is a " + y.block + " of the " + (swap ? a : b).fabric +
                       " fabric; a link carries one fabric's packets, and only a bridge (such as hca) joins two");
     }
-    link_fabric.push_back(static_cast<size_t>(
-        std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin()));
+    link_fabric.push_back(index_of(f));
   }
   for (const std::string& f : fabric_names_) {
     fabrics_.push_back(fabrics().at(f)(topo_, cfg, seed, d));
     pools_.push_back(std::make_unique<net::PacketPool>(fabrics_.back()->packet_format()));
   }
-  auto index_of = [this](const std::string& f) {
-    return static_cast<size_t>(std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin());
-  };
 
   // A module per node, switches first (module order is SystemC's process order).
   blocks_.resize(topo_.nodes().size());

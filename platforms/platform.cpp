@@ -296,7 +296,8 @@ namespace {
 const topo::Topology& check_fabric(const topo::Topology& t) {
   std::vector<std::string> reached{GpuFabric::kName};
   for (const auto& node : t.nodes())
-    if (is_bridge_kind(node.block) && fabric_of_kind(node.block) == GpuFabric::kName)
+    if (is_bridge_kind(node.block) && fabric_of_kind(node.block) == GpuFabric::kName &&
+        std::find(reached.begin(), reached.end(), bridged_fabric(node.block)) == reached.end())
       reached.push_back(bridged_fabric(node.block));
   for (const auto& node : t.nodes())
     if (const std::string& f = fabric_of_kind(node.block);

@@ -44,7 +44,6 @@ void Hca::receive(int port, net::Packet* p) {
         for (size_t k = 0, n = early.size(); k < n; ++k) {
           net::Packet* q = early.pop();
           if (!found && q->table == expected_psn_[q->src]) {
-            --early_count_;
             deliver(q);
             found = true;
           } else {
@@ -60,7 +59,6 @@ void Hca::receive(int port, net::Packet* p) {
       INCSIM_LOG(log_, Debug, "packet {} from GPU {} overtook packet {}: held", p->table, p->src,
                  expected_psn_[p->src]);
       early_[p->src].push(p);
-      ++early_count_;
       ++reordered_;
     }
     return;
@@ -251,15 +249,17 @@ void Hca::trace(sc_core::sc_trace_file* tf) const {
 
 uint64_t Hca::report_held(std::ostream& os) const {
   const uint64_t acks = acks_.size(), open = open_.size(), queued = to_net_.size();
+  uint64_t early = 0;
+  for (const net::PacketFifo& f : early_) early += f.size();
   if (held_up_ || open || queued)
     os << "  " << name() << ": " << held_up_ << " GPU writes waiting, " << open << " packets gathering, " << queued
        << " queued for the network (" << queued_bytes_ << " B)\n";
-  if (early_count_)
-    os << "  " << name() << ": " << early_count_ << " network packets that overtook another, waiting for it\n";
+  if (early)
+    os << "  " << name() << ": " << early << " network packets that overtook another, waiting for it\n";
   if (held_down_ || acks)
     os << "  " << name() << ": " << held_down_ << " network packets being written to the GPU, " << acks
        << " acknowledgements to send\n";
-  return static_cast<uint64_t>(held_up_) + open + queued + static_cast<uint64_t>(held_down_) + acks + early_count_;
+  return static_cast<uint64_t>(held_up_) + open + queued + static_cast<uint64_t>(held_down_) + acks + early;
 }
 
 }  // namespace incsim::hca

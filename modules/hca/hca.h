@@ -104,13 +104,13 @@ class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block
   std::vector<uint16_t> next_psn_;      // [destination GPU]: the sequence number its next packet takes
   std::vector<uint16_t> expected_psn_;  // [source GPU]: the one delivered next
   std::vector<net::PacketFifo> early_;  // [source GPU]: packets that overtook, their buffer space freed
-  uint64_t early_count_ = 0, reordered_ = 0;
+  uint64_t reordered_ = 0;
   net::PacketFifo acks_;        // acknowledgements for the GPU
   net::PacketFifo from_net_;    // network packets being split for the GPU
   uint32_t split_offset_ = 0;   // bytes of from_net_'s head already sent on
   uint64_t queued_bytes_ = 0;   // taken from the GPU, not yet on the wire
   uint64_t packets_sent_ = 0, payload_sent_ = 0, writes_sent_ = 0, writes_delivered_ = 0;
-  int held_up_ = 0, held_down_ = 0;  // for the waveform and stall report
+  int held_up_ = 0, held_down_ = 0;  // from_gpu_'s and from_net_'s sizes, as signals for the waveform
   log::Logger log_;
 };
 

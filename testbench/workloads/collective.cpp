@@ -326,6 +326,13 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
+  // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
+  auto bridge = [&t](const std::string& port) {
+    return platforms::is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
+  };
+  if (!cluster_.empty())
+    for (const platforms::LinkEnd& e : platform_->link_ends())
+      between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
   bool software_ring = false;
   if (opt_.algorithm == "ring" && !trees) {
     const bool multitree_platform = platforms::is_multitree_platform(t);
@@ -712,15 +719,10 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - running_.link_bytes[k]);
   if (!cluster_.empty()) {
     // Which network limited the time: the busiest link direction inside the
-    // nodes (NVLink) and on the way between them (a GPU's PCIe link to its
-    // adapter, the network), as a fraction of the time.
-    const topo::Topology& t = platform_->topology();
-    auto crosses = [&](const std::string& port) {
-      return platforms::is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
-    };
+    // nodes (NVLink) and between them, as a fraction of the time.
     double busiest[2] = {0, 0};
     for (size_t k = 0; k < ends.size(); ++k) {
-      double& b = busiest[ends[k].fabric != 0 || crosses(ends[k].from) || crosses(ends[k].to)];
+      double& b = busiest[between_nodes_[k]];
       b = std::max(b, static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * time_us * 1e3));
     }
     r.set("nvlink_busiest", busiest[0]).set("network_busiest", busiest[1]);

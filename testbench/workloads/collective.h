@@ -125,6 +125,7 @@ class CollectiveWorkload : public Workload {
   std::vector<gpu::Gpu*> participants_;
   std::vector<std::vector<int>> cluster_;  // a cluster's nodes' GPUs (topo::cluster_nodes); empty elsewhere
   std::string cluster_note_;               // what limits a cluster's bound
+  std::vector<bool> between_nodes_;        // [link end] on a cluster: the network's, or a GPU's link to its adapter
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
