@@ -57,6 +57,9 @@ const std::vector<Algorithm>& algorithms() {
       {"hring", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
        "hierarchical: each node's rings reduce-scatter, a ring per rail across the nodes all-reduces each GPU's "
        "block, the node's rings all-gather (NCCL's NVLSTree with rings in place of NVLS)"},
+      {"tree", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
+       "NCCL's trees across nodes: a chain through each node's GPUs, NCCL's double binary tree over the nodes "
+       "(NCCL 2.4+, src/graph/trees.cc, connect.cc)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},

@@ -87,7 +87,7 @@ bool Operation::operator==(const Operation& o) const {
 
 bool Program::operator==(const Program& o) const {
   return name == o.name && collective == o.collective && ranks == o.ranks && root == o.root &&
-         in_place == o.in_place && buffers == o.buffers && groups == o.groups && ops == o.ops &&
+         in_place == o.in_place && tree_depth == o.tree_depth && buffers == o.buffers && groups == o.groups && ops == o.ops &&
          rank_begin == o.rank_begin && deps == o.deps;
 }
 
@@ -163,6 +163,7 @@ std::string write_program(const Program& p) {
   os << "name " << p.name << '\n';
   os << "collective " << collective_name(p.collective) << " ranks " << p.ranks << " root " << p.root << " inplace "
      << (p.in_place ? 1 : 0) << '\n';
+  if (p.tree_depth) os << "treedepth " << p.tree_depth << '\n';
   for (const auto& g : p.groups) {
     os << "group";
     for (int r : g) os << ' ' << r;
@@ -291,6 +292,10 @@ Program read_program(const std::string& text, const std::string& file) {
       have_coll = true;
       b = std::make_unique<ProgramBuilder>(p.name, p.collective, p.ranks, p.in_place);
       b->program().root = p.root;
+    } else if (key == "treedepth" && have_coll && rank < 0) {
+      in.word("treedepth");
+      b->program().tree_depth = static_cast<int>(in.number("a tree depth", 1, 1 << 20));
+      in.end();
     } else if (key == "group" && have_coll && rank < 0) {
       in.word("group");
       std::vector<int> g;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "collectives/baselines.h"
 #include "collectives/composition.h"
 #include "core/error.h"
 
@@ -410,6 +411,93 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
     }
   }
   return pb.build();
+}
+
+Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees) {
+  const int channels = static_cast<int>(trees.size());
+  if (n < 2) throw UserError("a tree needs at least 2 ranks");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("a tree needs between 1 and 32767 channels");
+  const uint32_t C = static_cast<uint32_t>(channels);
+  ProgramBuilder pb("tree", Collective::AllReduce, n, false);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, Buffers{C, C, C});
+    for (int chan = 0; chan < channels; ++chan) {
+      const TreeNode& t = trees[chan][r];
+      const std::vector<int>& down = t.children;
+      const uint16_t ch = static_cast<uint16_t>(chan), up_q = static_cast<uint16_t>(2 * chan);
+      const ChunkRef in = chunk(Buffer::Input, ch), out = chunk(Buffer::Output, ch), part = chunk(Buffer::Scratch, ch);
+      const auto op = [&](OpKind k, uint16_t queue, int from, int to, ChunkRef src, ChunkRef dst) {
+        Operation o = make_op(k, Engine::Cores, ch, queue);
+        o.recv_peer = from;
+        o.send_peer = to;
+        o.src = src;
+        o.dst = dst;
+        pb.add(o);
+      };
+      const ChunkRef none;
+      if (t.parent == kNone) {  // the root: the sum into the output, then down
+        if (down.empty()) throw UserError("a tree's root has no children");
+        for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, out);
+        op(OpKind::RecvReduceCopySend, up_q, down.back(), down[0], down.size() == 1 ? in : none, out);
+        for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, up_q, kNone, down[k], out, none);
+        continue;
+      }
+      // Reduce: the children's sums and its own input, up to the parent.
+      if (down.empty()) op(OpKind::Send, up_q, kNone, t.parent, in, none);
+      for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, part);
+      if (!down.empty()) op(OpKind::RecvReduceSend, up_q, down.back(), t.parent, down.size() == 1 ? in : part, none);
+      // Broadcast: the sum from the parent, down to the children.
+      const uint16_t down_q = static_cast<uint16_t>(up_q + 1);
+      if (down.empty()) {
+        op(OpKind::Recv, down_q, t.parent, kNone, none, out);
+        continue;
+      }
+      op(OpKind::RecvCopySend, down_q, t.parent, down[0], none, out);
+      for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, down_q, kNone, down[k], out, none);
+    }
+  }
+  return pb.build();
+}
+
+Program cluster_tree_program(int nodes, int per_node, int channels) {
+  if (nodes < 2 || per_node < 1) throw UserError("a cluster's trees need at least 2 nodes");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("a tree needs between 1 and 32767 channels");
+  const int N = nodes, G = per_node;
+  std::vector<std::vector<TreeNode>> trees(static_cast<size_t>(channels), std::vector<TreeNode>(N * G));
+  for (int c = 0; c < channels; ++c) {
+    const int first = (c / 2) % G;
+    const auto gpu = [&](int node, int i) { return node * G + (first + i) % G; };
+    std::vector<TreeNode>& t = trees[c];
+    for (int k = 0; k < N; ++k) {
+      // The chain: each GPU's parent is the one before it, its child the one after.
+      for (int i = 1; i < G; ++i) {
+        t[gpu(k, i)].parent = gpu(k, i - 1);
+        t[gpu(k, i - 1)].children.push_back(gpu(k, i));
+      }
+      // The chain's first GPU joins its node to the tree over the nodes.
+      const TreeLinks l = c % 2 == 0 ? nccl_tree0(N, k) : nccl_tree1(N, k);
+      if (l.parent != kNil) t[gpu(k, 0)].parent = gpu(l.parent, 0);
+      for (int child : {l.child0, l.child1})
+        if (child != kNil) t[gpu(k, 0)].children.push_back(gpu(child, 0));
+    }
+  }
+  Program p = tree_program(N * G, trees);
+  int log2_nodes = 0;
+  while ((2 << log2_nodes) <= N) ++log2_nodes;
+  p.tree_depth = G - 1 + log2_nodes;  // NCCL's approximation (connectTrees)
+  return p;
+}
+
+uint64_t tree_chunk_bytes(uint64_t bytes, int channels, int depth, uint64_t step) {
+  const uint64_t d = static_cast<uint64_t>(depth), c = static_cast<uint64_t>(channels);
+  uint64_t chunk = step;
+  const auto halve = [&](uint64_t chunks, uint64_t floor) {
+    while (bytes / (c * chunk) < chunks && chunk > floor) chunk /= 2;
+  };
+  halve(d * 8, 128 * 1024);
+  halve(d * 4, 64 * 1024);
+  halve(d, 32 * 1024);
+  return chunk;
 }
 
 Program netreduce_program(int n) {

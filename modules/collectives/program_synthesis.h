@@ -44,6 +44,35 @@ Program cluster_ring_program(Collective c, int nodes, int per_node, int channels
 // but only (N - 1) / (N G - 1) of it to other nodes, all on its own rail.
 Program hierarchical_ring_program(int nodes, int per_node, int channels);
 
+// NCCL's tree all-reduce (src/device/all_reduce.h, runTreeSplit), one tree
+// per channel: trees[c][r] lists rank r's parent on channel c (kNone at the
+// root) and its children. Chunk c of the buffer is channel c's. A rank's
+// reduce (queue 2c) receives and adds its children's sums (a scratch chunk
+// holds the partial sum between two receives, where NCCL receives from all
+// children at once) and sends up; its broadcast (queue 2c + 1) receives the
+// sum from the parent and sends it down, so both run at once, pass after
+// pass, as NCCL's two thread groups do. The root receives, reduces and sends
+// back down on one queue (NCCL's recvReduceCopySend).
+struct TreeNode {
+  int parent = kNone;
+  std::vector<int> children;
+};
+Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees);
+// NCCL's trees over a rail-optimised cluster (src/graph/connect.cc,
+// trees.cc): channel c's chain runs through every node's GPUs from GPU
+// (c / 2) mod per_node on, and the chains' first GPUs, one per node and all
+// on the same rail, form NCCL's double binary tree over the nodes (tree 0
+// on even channels, tree 1, mirrored or shifted, on odd ones; NCCL numbers
+// them c and c + C/2). The first GPU of a chain talks to the other nodes
+// (NCCL's NCCL_TOPO_PATTERN_TREE).
+Program cluster_tree_program(int nodes, int per_node, int channels);
+// NCCL's chunk for a tree of `depth` (src/enqueue.cc): one step (`step`
+// bytes) of its buffer, halved while the message gives each of the
+// `channels` fewer than depth x 8 chunks (down to 128 KiB), depth x 4 (down
+// to 64 KiB) or depth (down to 32 KiB), so that small messages still fill
+// the tree's pipeline.
+uint64_t tree_chunk_bytes(uint64_t bytes, int channels, int depth, uint64_t step);
+
 // A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
 // schedule-table engine, in place: each node's operations in table order
 // (step by step, within a step its sends and NOPs before its receives),

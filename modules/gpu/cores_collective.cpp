@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "collectives/bounds.h"
+#include "collectives/program_synthesis.h"
 #include "core/error.h"
 
 namespace incsim::gpu {
@@ -869,6 +870,9 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
     use_protocol(bytes <= params_.ll_max_bytes      ? collectives::Protocol::LL
                  : bytes <= params_.ll128_max_bytes ? collectives::Protocol::LL128
                                                     : collectives::Protocol::Simple);
+  if (program_.tree_depth && proto_ == collectives::Protocol::Simple)
+    slot_params_.chunk_bytes = collectives::tree_chunk_bytes(bytes, static_cast<int>(message_chunks_),
+                                                             program_.tree_depth, params_.simple.chunk_bytes);
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));

@@ -75,8 +75,9 @@ inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::a
 inline const Param<uint64_t> kLl128Chunk{"ring.ll128.chunk_bytes", 576000, Range::at_least(120).at_most(1ull << 30),
                                          "data bytes per LL128 slot (NCCL: 120 x 640 words of 8 B per step, 15 of "
                                          "every 16 data)"};
-// LL and LL128 use every one of NCCL_STEPS (8) as a slot.
-constexpr int kLlSlots = 8;
+// LL, LL128 and the tree's Simple (one step per chunk) use every one of
+// NCCL_STEPS (8) as a slot.
+constexpr int kNcclSteps = 8;
 inline const Param<int> kRingChannels{
     "ring.channels", 12, Range::at_least(1).at_most(256),
     "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100 and "

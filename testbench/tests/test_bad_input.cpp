@@ -243,6 +243,8 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 --gpus 4", "the cluster platform is shaped by --nodes and --node, not --gpus"},
       {"--platform cluster --nodes 2 --algorithm nvls", "nvls across nodes is not modelled yet"},
       {"--platform cluster --nodes 2 -c ring.engine=nic", "on a cluster the ring runs on the GPUs' cores"},
+      {"--platform hgx-h100 --algorithm tree", "tree runs on all the GPUs of a cluster (--platform cluster)"},
+      {"--platform cluster --nodes 2 --algorithm tree --collective allgather", "tree"},
       {"--platform cluster --nodes 2 -c ib.mtu_bytes=1000", "ib.mtu_bytes must be one of InfiniBand's MTUs"},
       {"--platform cluster --nodes 2 -c ib.spread=ecmp", "ib.spread must be destination, rotate, adaptive or flow"},
       {"--gpus 0", "the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not 0"},

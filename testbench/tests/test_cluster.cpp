@@ -121,3 +121,46 @@ TEST_CASE("cluster: the hierarchical ring is exact and keeps each GPU's traffic 
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
 }
+
+TEST_CASE("cluster: NCCL's trees are exact and keep every byte between nodes on its rail", "[cluster]") {
+  constexpr uint64_t m = 1 << 20, channels = 16;
+  tb::Options o = cluster(2, "allreduce", "1M");
+  o.algorithm = "tree";
+  tb::Experiment e(o);
+  tb::run_checked(e, "tree");
+  // Channels 2k and 2k + 1 run their chains from GPU k, whose adapter joins
+  // the node to the other: tree 0 from node 0's root down to node 1, tree 1
+  // the mirror. Each adapter sends one channel's M / C up and one's down, in
+  // NCCL's tree chunks (2 levels of 8 GPUs: depth 8, so 1 MiB over 16
+  // channels is 32 KiB chunks, 2 per channel), each with its 8-byte flag,
+  // and frees the slot of each chunk it receives with a flag back.
+  constexpr uint64_t passes = m / channels / (32 * 1024);
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+    INFO(h->name());
+    CHECK(h->payload_sent() == 2 * (m / channels + passes * (8 + 8)));
+  }
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: NCCL's trees over 4 nodes are exact and cross the network 2(N-1) times per channel", "[cluster]") {
+  constexpr uint64_t m = 1 << 20, channels = 16, nodes = 4;
+  tb::Options o = cluster(4, "allreduce", "1M");
+  o.algorithm = "tree";
+  tb::Experiment e(o);
+  tb::run_checked(e, "tree");
+  // A channel's tree over the nodes has N - 1 edges, each carrying the
+  // channel's M / C up and down; depth 7 + 2 = 9 cuts 64 KiB per channel into 2 chunks of 32 KiB.
+  constexpr uint64_t passes = 2;
+  uint64_t sent = 0;
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) sent += h->payload_sent();
+  CHECK(sent == channels * 2 * (nodes - 1) * (m / channels + passes * (8 + 8)));
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: a wrong sum on a tree's chain is counted", "[cluster]") {
+  tb::Options o = cluster(2, "allreduce", "256K");
+  o.algorithm = "tree";
+  CHECK(tb::wrong_with_alu_fault(o, "n1_gpu3.cores", 10) == 10 * 16);
+}

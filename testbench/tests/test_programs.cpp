@@ -129,6 +129,30 @@ TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring a
   CHECK_THROWS_WITH(hierarchical_ring_program(1, 8, 2), Catch::Contains("at least 2 nodes"));
 }
 
+TEST_CASE("NCCL's trees across a cluster are correct programs, their chunks NCCL's", "[programs]") {
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 1, 1}, {2, 2, 2}, {3, 4, 8}, {4, 8, 16}, {5, 3, 3}})
+    require_ok(cluster_tree_program(nodes, per_node, channels));
+  // Channel c's chain starts at GPU (c / 2) mod 4 of every node, and only it talks to other nodes, on its rail.
+  const Program p = cluster_tree_program(4, 4, 8);
+  CHECK(p.tree_depth == 3 + 2);
+  for (int r = 0; r < 16; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      for (const int peer : {o.send_peer, o.recv_peer})
+        if (peer != kNone && peer / 4 != r / 4) {
+          CHECK(r % 4 == (o.channel / 2) % 4);
+          CHECK(peer % 4 == r % 4);
+        }
+    }
+  CHECK(read_program(write_program(p), "tree.txt") == p);
+  // NCCL's rule (enqueue.cc): 512 KiB steps, halved toward 8, 4 and 1 chunks per level of the tree.
+  CHECK(tree_chunk_bytes(1ull << 30, 16, 8, 512 * 1024) == 512 * 1024);
+  CHECK(tree_chunk_bytes(64ull << 20, 16, 8, 512 * 1024) == 128 * 1024);
+  CHECK(tree_chunk_bytes(8ull << 20, 16, 8, 512 * 1024) == 64 * 1024);
+  CHECK(tree_chunk_bytes(1ull << 20, 16, 8, 512 * 1024) == 32 * 1024);
+  CHECK_THROWS_WITH(cluster_tree_program(1, 8, 2), Catch::Contains("at least 2 nodes"));
+}
+
 TEST_CASE("a ring all-reduce has NCCL's operations, 2(n-1) sends per rank and channel") {
   const Program p = ring_program(Collective::AllReduce, 4, 2);
   REQUIRE(p.op_count(0) == 2 * (2 * 4 - 1));

@@ -281,17 +281,19 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const bool in_network = innet_.has_value();
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
-  const bool hring = !program_.ranks && opt_.algorithm == "hring";
-  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !hring)
+  // NCCL's algorithms across a cluster's nodes, on the cores.
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree");
+  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, hring or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, tree, hring or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
-  if (hring && (cluster_.empty() || n != built))
-    throw UserError("hring runs on all the GPUs of a cluster (--platform cluster), rings inside its nodes and across "
-                    "them per rail");
+  if (across_nodes && (cluster_.empty() || n != built))
+    throw UserError(opt_.algorithm + " runs on all the GPUs of a cluster (--platform cluster): " +
+                    (opt_.algorithm == "tree" ? "a chain through each node's GPUs, a tree over the nodes"
+                                              : "rings inside its nodes and across them per rail"));
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -353,7 +355,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
-  else if (software_ring || hring) make_ring(n);
+  else if (software_ring || across_nodes) make_ring(n);
   else make_scheduled(n);
 
 }
@@ -443,8 +445,9 @@ void CollectiveWorkload::make_ring(int n) {
   const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
   const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
   program_ = opt_.algorithm == "hring" ? collectives::hierarchical_ring_program(nodes, per_node, channels)
-             : whole_cluster           ? collectives::cluster_ring_program(c, nodes, per_node, channels)
-                                       : collectives::ring_program(c, n, channels);
+             : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
+             : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
+                                        : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol);
   by_size_ = to_lower(proto) == "auto";
   if (!by_size_)
@@ -460,9 +463,10 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   endpoint_GBps_ = cluster_.empty() ? least_endpoint_GBps(n, true) : cluster_endpoint_GBps(program);
   gpu::CoresParams cp;
   const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
-  cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()), cfg_.get(gpu::kRingSlots)};
-  cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kLlSlots};
-  cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kLlSlots};
+  cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
+               cfg_.get(gpu::kRingSlots, program.tree_depth ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
+  cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
+  cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
   cp.by_size = by_size_;
   cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
   cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
