@@ -115,6 +115,22 @@ void Gpu::detach(Program& p) {
 }
 
 void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
+  // A stream sends on one port at a time. A program's queue whose next
+  // transfer goes to a peer behind another port leaves the port of its last
+  // one, which need not have found it empty yet (LL and LL128 start the next
+  // transfer as soon as the last is issued, with no fence between).
+  for (size_t k = 0; k < ports_.size(); ++k) {
+    if (static_cast<int>(k) == port) continue;
+    Port& pt = *ports_[k];
+    for (size_t i = 0; i < pt.active.size();) {
+      if (pt.active[i] != s) {
+        ++i;
+        continue;
+      }
+      pt.active.erase(pt.active.begin() + static_cast<std::ptrdiff_t>(i));
+      if (i < pt.stream_rr) --pt.stream_rr;
+    }
+  }
   push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 
