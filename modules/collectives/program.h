@@ -120,11 +120,11 @@ struct Program {
   // rank r's window output[r * input, ...) (all-gather), or the output is
   // input[r * output, ...) (reduce-scatter).
   bool in_place = false;
-  // NCCL's tree (nRanks / nNodes - 1 + log2 nNodes, src/graph/connect.cc),
-  // for its chunk rule: the GPUs' cores cut a Simple program into smaller
-  // chunks for smaller messages so that each channel's pipeline has 8 per
-  // level of the tree (tree_chunk_bytes). 0: the protocol's fixed chunk.
-  int tree_depth = 0;
+  // NCCL's tree over this many nodes (of ranks / tree_nodes GPUs each), for
+  // its chunk rules: the GPUs' cores cut the chunks of smaller messages
+  // smaller, so that they still fill the tree's pipeline
+  // (tree_chunk_bytes). 0: not a tree, the protocol's fixed chunk.
+  int tree_nodes = 0;
   std::vector<Buffers> buffers;            // [rank]
   std::vector<std::vector<int>> groups;    // in-network groups: their ranks
   std::vector<Operation> ops;                     // grouped by rank

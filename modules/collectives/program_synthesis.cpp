@@ -482,22 +482,34 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
     }
   }
   Program p = tree_program(N * G, trees);
-  int log2_nodes = 0;
-  while ((2 << log2_nodes) <= N) ++log2_nodes;
-  p.tree_depth = G - 1 + log2_nodes;  // NCCL's approximation (connectTrees)
+  p.tree_nodes = N;
   return p;
 }
 
-uint64_t tree_chunk_bytes(uint64_t bytes, int channels, int depth, uint64_t step) {
-  const uint64_t d = static_cast<uint64_t>(depth), c = static_cast<uint64_t>(channels);
-  uint64_t chunk = step;
-  const auto halve = [&](uint64_t chunks, uint64_t floor) {
-    while (bytes / (c * chunk) < chunks && chunk > floor) chunk /= 2;
+uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step) {
+  int log2_nodes = 0;  // NCCL's log2i
+  while ((2 << log2_nodes) <= nodes) ++log2_nodes;
+  const double ppn = static_cast<double>(ranks) / nodes, c = channels;
+  // Integer chunks per channel against NCCL's (possibly fractional) target.
+  const auto halve = [&](uint64_t& chunk, double chunks, uint64_t floor) {
+    while (static_cast<double>(bytes / (static_cast<uint64_t>(c) * chunk)) < chunks && chunk > floor) chunk /= 2;
   };
-  halve(d * 8, 128 * 1024);
-  halve(d * 4, 64 * 1024);
-  halve(d, 32 * 1024);
-  return chunk;
+  if (p == Protocol::Simple) {
+    const double depth = ranks / nodes - 1 + log2_nodes;  // NCCL's approximation (connectTrees)
+    uint64_t chunk = step;
+    halve(chunk, depth * 8, 128 * 1024);
+    halve(chunk, depth * 4, 64 * 1024);
+    halve(chunk, depth, 32 * 1024);
+    return chunk;
+  }
+  if (p == Protocol::LL128) {
+    const double steps = 1 + log2_nodes + 0.1 * ppn;
+    uint64_t wire = step / 120 * 128;  // the rule counts the buffer's bytes, 128 for every 120 of data
+    halve(wire, steps * 64 / ppn, 131072);
+    halve(wire, steps * 16 / ppn, 32768);
+    return wire / 128 * 120;
+  }
+  return step;
 }
 
 Program netreduce_program(int n) {

@@ -66,12 +66,15 @@ Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees);
 // them c and c + C/2). The first GPU of a chain talks to the other nodes
 // (NCCL's NCCL_TOPO_PATTERN_TREE).
 Program cluster_tree_program(int nodes, int per_node, int channels);
-// NCCL's chunk for a tree of `depth` (src/enqueue.cc): one step (`step`
-// bytes) of its buffer, halved while the message gives each of the
-// `channels` fewer than depth x 8 chunks (down to 128 KiB), depth x 4 (down
-// to 64 KiB) or depth (down to 32 KiB), so that small messages still fill
-// the tree's pipeline.
-uint64_t tree_chunk_bytes(uint64_t bytes, int channels, int depth, uint64_t step);
+// NCCL's chunk for its tree over `nodes` nodes of `ranks` (src/enqueue.cc),
+// in data bytes, from one step of the protocol's buffer (`step` data bytes),
+// so that small messages still fill the tree's pipeline. Simple: with depth
+// D = ranks / nodes - 1 + log2 nodes, halved while each of the `channels`
+// would get fewer than 8 D chunks (down to 128 KiB), 4 D (down to 64 KiB)
+// or D (down to 32 KiB). LL128: with s = 1 + log2 nodes + 0.1 ppn (ppn =
+// ranks / nodes), its wire bytes halved while fewer than 64 s / ppn chunks
+// (down to 128 KiB) or 16 s / ppn (down to 32 KiB). LL: the step.
+uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step);
 
 // A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
 // schedule-table engine, in place: each node's operations in table order

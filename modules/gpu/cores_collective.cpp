@@ -870,9 +870,13 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
     use_protocol(bytes <= params_.ll_max_bytes      ? collectives::Protocol::LL
                  : bytes <= params_.ll128_max_bytes ? collectives::Protocol::LL128
                                                     : collectives::Protocol::Simple);
-  if (program_.tree_depth && proto_ == collectives::Protocol::Simple)
-    slot_params_.chunk_bytes = collectives::tree_chunk_bytes(bytes, static_cast<int>(message_chunks_),
-                                                             program_.tree_depth, params_.simple.chunk_bytes);
+  if (program_.tree_nodes) {
+    const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
+                             : proto_ == collectives::Protocol::LL128 ? params_.ll128
+                                                                      : params_.simple;
+    slot_params_.chunk_bytes = collectives::tree_chunk_bytes(proto_, bytes, static_cast<int>(message_chunks_),
+                                                             program_.ranks, program_.tree_nodes, step.chunk_bytes);
+  }
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));

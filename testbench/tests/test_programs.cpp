@@ -134,7 +134,7 @@ TEST_CASE("NCCL's trees across a cluster are correct programs, their chunks NCCL
     require_ok(cluster_tree_program(nodes, per_node, channels));
   // Channel c's chain starts at GPU (c / 2) mod 4 of every node, and only it talks to other nodes, on its rail.
   const Program p = cluster_tree_program(4, 4, 8);
-  CHECK(p.tree_depth == 3 + 2);
+  CHECK(p.tree_nodes == 4);
   for (int r = 0; r < 16; ++r)
     for (int i = 0; i < p.op_count(r); ++i) {
       const Operation& o = p.op(r, i);
@@ -145,11 +145,20 @@ TEST_CASE("NCCL's trees across a cluster are correct programs, their chunks NCCL
         }
     }
   CHECK(read_program(write_program(p), "tree.txt") == p);
-  // NCCL's rule (enqueue.cc): 512 KiB steps, halved toward 8, 4 and 1 chunks per level of the tree.
-  CHECK(tree_chunk_bytes(1ull << 30, 16, 8, 512 * 1024) == 512 * 1024);
-  CHECK(tree_chunk_bytes(64ull << 20, 16, 8, 512 * 1024) == 128 * 1024);
-  CHECK(tree_chunk_bytes(8ull << 20, 16, 8, 512 * 1024) == 64 * 1024);
-  CHECK(tree_chunk_bytes(1ull << 20, 16, 8, 512 * 1024) == 32 * 1024);
+  // NCCL's rules (enqueue.cc), 2 nodes of 8 GPUs on 16 channels. Simple
+  // (depth 8): 512 KiB steps, halved toward 64, 32 and 8 chunks per channel.
+  const auto simple = [](uint64_t bytes) { return tree_chunk_bytes(Protocol::Simple, bytes, 16, 16, 2, 512 * 1024); };
+  CHECK(simple(1ull << 30) == 512 * 1024);
+  CHECK(simple(64ull << 20) == 128 * 1024);
+  CHECK(simple(8ull << 20) == 64 * 1024);
+  CHECK(simple(1ull << 20) == 32 * 1024);
+  // LL128 (s = 1 + 1 + 0.8): the 614,400-byte step halved toward 22.4 then
+  // 5.6 chunks per channel, 120 of every 128 bytes data.
+  const auto ll128 = [](uint64_t bytes) { return tree_chunk_bytes(Protocol::LL128, bytes, 16, 16, 2, 576000); };
+  CHECK(ll128(1ull << 30) == 576000);
+  CHECK(ll128(64ull << 20) == 144000);  // 64 MiB / (16 x 153,600) = 27 chunks
+  CHECK(ll128(1ull << 20) == 18000);
+  CHECK(tree_chunk_bytes(Protocol::LL, 1ull << 20, 16, 16, 2, 32768) == 32768);
   CHECK_THROWS_WITH(cluster_tree_program(1, 8, 2), Catch::Contains("at least 2 nodes"));
 }
 
