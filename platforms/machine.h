@@ -69,6 +69,7 @@ struct PlatformDefaults {
   double gpu_clock_ghz = 0;            // gpu.clock_ghz; 0: its default (V100, Klenk's GPUs)
   int ring_channels = 0;               // ring.channels; 0: its default
   uint64_t ring_chunk_bytes = 0;       // ring.chunk_bytes; 0: its default
+  std::string ring_protocol = "simple";  // ring.protocol: the papers' baseline; today's machines: auto
 };
 
 // The blocks of one link protocol: the packet format they share and the

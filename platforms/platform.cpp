@@ -72,6 +72,10 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // (NCCL src/include/device.h); ring.chunk_bytes' 128 KiB leaves a
     // 25 GB/s link idle for the fence and flag of every chunk.
     d.ring_chunk_bytes = 512 * 1024;
+    // NCCL picks its protocol by size (src/graph/tuning.cc), so small
+    // messages on these machines are compared against LL and LL128, not
+    // Simple (issue 21, part 6); a cluster of them inherits this.
+    d.ring_protocol = "auto";
   }
   // A cluster's rings leave each node through a different adapter per
   // channel (cluster_ring_program): on hgx-h100 nodes two per adapter, so

@@ -56,7 +56,8 @@ uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data);
 inline const Param<std::string> kRingProtocol{
     "ring.protocol", "simple", Range::none(),
     "how the GPUs' cores move the ring's data: simple, ll, ll128 (NCCL's protocols; the papers' baselines are "
-    "Simple), or auto: by size, ring.auto.*; a program file's proto is its own"};
+    "Simple), or auto: by size, ring.auto.* (the default on hgx-h100, nvl72 and clusters, as NCCL picks); a "
+    "program file's proto is its own"};
 // ring.protocol=auto's thresholds, from a sweep of the three on hgx-h100
 // (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB,
 // Simple at 32 MiB); NCCL's tuner (src/graph/tuning.cc) picks the same order.

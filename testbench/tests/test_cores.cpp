@@ -355,6 +355,21 @@ TEST_CASE("ring.protocol=auto runs each size as the protocol its thresholds pick
   require_error("--platform dgx2 -c ring.protocol=auto -c net.max_payload_bytes=64", {"ll128 protocol's lines"});
 }
 
+TEST_CASE("today's machines pick the protocol by size as NCCL does, the papers' platforms keep Simple", "[cores][protocols]") {
+  const auto last_row = [](const std::string& args) {
+    const Result r = incsim(args + " --quiet");
+    REQUIRE(r.code == 0);
+    return std::pair{r.out.find("protocol by size (ring.protocol=auto)") != std::string::npos, lines(r.out).back()};
+  };
+  for (const char* platform : {"hgx-h100", "cluster --nodes 2"}) {
+    INFO(platform);
+    const auto [by_size, row] = last_row(std::string("--platform ") + platform + " --sizes 8K");
+    CHECK(by_size);
+    CHECK(row == last_row(std::string("--platform ") + platform + " --sizes 8K -c ring.protocol=ll").second);
+  }
+  CHECK_FALSE(last_row("--platform dgx2 --sizes 8K").first);
+}
+
 TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a program that mixes protocols",
           "[cores][protocols]") {
   require_error("--platform dgx2 -c ring.protocol=fast", {"ring.protocol (or auto) must be simple, ll or ll128, not 'fast'"});

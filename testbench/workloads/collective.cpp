@@ -448,7 +448,7 @@ void CollectiveWorkload::make_ring(int n) {
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
-  const std::string proto = cfg_.get(gpu::kRingProtocol);
+  const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
   by_size_ = to_lower(proto) == "auto";
   if (!by_size_)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
@@ -464,7 +464,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   gpu::CoresParams cp;
   const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
   cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
-               cfg_.get(gpu::kRingSlots, program.tree_depth ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
+               cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
   cp.by_size = by_size_;
