@@ -209,25 +209,33 @@ TEST_CASE("push reduces a tensor-parallel group's activations faster than the ri
   CHECK(rows[0]["time_us"] < rows[1]["time_us"]);
 }
 
-// One tensor-parallel group of all 4 GPUs: one replica, so no gradients to
-// all-reduce, and only the activations' all-reduces can go wrong.
-TEST_CASE("an activation summed wrong under --tp shows in #wrong", "[train][tp][fault]") {
+namespace {
+// The small transformer on a 4-GPU star with the ring, 7 elements summed
+// wrong by the ALU of `cores` (gpuN.cores): the row.
+tb::Row faulty_run(const std::string& cores, uint32_t tp, uint32_t pp) {
   tb::KeyValues params = kSmallTransformer;
-  params.push_back({"fault.alu.block", "gpu1.cores"});
+  params.push_back({"fault.alu.block", cores});
   params.push_back({"fault.alu.elements", "7"});
   tb::Options o = tb::run_options("star", "allreduce", "ring", "", params);
   o.workload = "train";
   o.model = "transformer";
   o.batch = 2;
   o.gpus = 4;
-  o.tp = 4;
+  o.tp = tp;
+  o.pp = pp;
   tb::Experiment e(o);
   std::ostringstream table;
-  const auto rows = e.run(&table);
-  INFO(table.str());
-  CHECK(rows[0]["buckets"] == 0);
-  CHECK(rows[0]["tp_allreduces"] == 8);
-  CHECK(rows[0].wrong() > 0);
+  return e.run(&table).at(0);
+}
+}  // namespace
+
+// One tensor-parallel group of all 4 GPUs: one replica, so no gradients to
+// all-reduce, and only the activations' all-reduces can go wrong.
+TEST_CASE("an activation summed wrong under --tp shows in #wrong", "[train][tp][fault]") {
+  const tb::Row r = faulty_run("gpu1.cores", 4, 1);
+  CHECK(r["buckets"] == 0);
+  CHECK(r["tp_allreduces"] == 8);
+  CHECK(r.wrong() > 0);
 }
 
 TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fault]") {
@@ -607,21 +615,9 @@ TEST_CASE("pipeline and tensor parallelism of 2: the iteration is the stages' co
 }
 
 TEST_CASE("an activation summed wrong in a later stage's tensor-parallel group shows in #wrong", "[train][tp][pp][fault]") {
-  tb::KeyValues params = kSmallTransformer;
-  params.push_back({"fault.alu.block", "gpu3.cores"});
-  params.push_back({"fault.alu.elements", "7"});
-  tb::Options o = tb::run_options("star", "allreduce", "ring", "", params);
-  o.workload = "train";
-  o.model = "transformer";
-  o.batch = 2;
-  o.gpus = 4;
-  o.tp = 2;
-  o.pp = 2;
-  tb::Experiment e(o);
-  std::ostringstream table;
-  const auto rows = e.run(&table);
-  INFO(table.str());
-  CHECK(rows[0]["buckets"] == 0);  // one replica: only the activations' all-reduces add
-  CHECK(rows[0]["tp_allreduces"] == 2 * 4 * 2);
-  CHECK(rows[0].wrong() > 0);
+  // Stage 1's group: GPUs 2 and 3; one replica, so only the activations' all-reduces add.
+  const tb::Row r = faulty_run("gpu3.cores", 2, 2);
+  CHECK(r["buckets"] == 0);
+  CHECK(r["tp_allreduces"] == 2 * 4 * 2);
+  CHECK(r.wrong() > 0);
 }
