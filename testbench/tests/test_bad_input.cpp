@@ -255,6 +255,8 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform spineleaf --hosts-per-rack 0", "--hosts-per-rack must be between 1 and 1024, not 0"},
       {"--platform multigpu --machines 0", "--machines must be between 1 and 1024, not 0"},
       {"--platform multigpu --gpus-per-machine 0", "--gpus-per-machine must be between 1 and 1024, not 0"},
+      {"--model transformer --platform star --gpus 6 --pp 2 --tp 2",
+       "--pp 2 with --tp 2 does not divide the 6 GPUs into 2 pipeline stages of whole tensor-parallel groups"},
       {"--collective nope", "unknown collective 'nope'"},
       {"--algorithm nope", "unknown algorithm 'nope'; choose one of ring, push"},
       {"--algorithm multicast", "algorithm 'multicast' does not run allreduce"},

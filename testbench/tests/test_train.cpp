@@ -142,7 +142,6 @@ TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
   refused(pipe + "--gpus 4 --pp 3 --batch 6", "--pp 3 does not divide the 4 GPUs");
   refused(pipe + "--gpus 8 --pp 8", "--pp 8 makes more stages than model 'toy4pipe' has layers (4)");
   refused(pipe + "--gpus 4 --pp 2 --batch 6 -c train.microbatches=4", "train.microbatches 4 does not divide the batch of 6");
-  refused("--model transformer --platform star --gpus 4 --pp 2 --tp 2", "--pp with --tp is not modelled yet");
   refused("--model " TEST_DATA "/toy4_layers.yaml --platform star --gpus 4 --pp 2",
           "gives layer 'l2' no output size, so --pp cannot size the activations");
 }
@@ -210,25 +209,33 @@ TEST_CASE("push reduces a tensor-parallel group's activations faster than the ri
   CHECK(rows[0]["time_us"] < rows[1]["time_us"]);
 }
 
-// One tensor-parallel group of all 4 GPUs: one replica, so no gradients to
-// all-reduce, and only the activations' all-reduces can go wrong.
-TEST_CASE("an activation summed wrong under --tp shows in #wrong", "[train][tp][fault]") {
+namespace {
+// The small transformer on a 4-GPU star with the ring, 7 elements summed
+// wrong by the ALU of `cores` (gpuN.cores): the row.
+tb::Row faulty_run(const std::string& cores, uint32_t tp, uint32_t pp) {
   tb::KeyValues params = kSmallTransformer;
-  params.push_back({"fault.alu.block", "gpu1.cores"});
+  params.push_back({"fault.alu.block", cores});
   params.push_back({"fault.alu.elements", "7"});
   tb::Options o = tb::run_options("star", "allreduce", "ring", "", params);
   o.workload = "train";
   o.model = "transformer";
   o.batch = 2;
   o.gpus = 4;
-  o.tp = 4;
+  o.tp = tp;
+  o.pp = pp;
   tb::Experiment e(o);
   std::ostringstream table;
-  const auto rows = e.run(&table);
-  INFO(table.str());
-  CHECK(rows[0]["buckets"] == 0);
-  CHECK(rows[0]["tp_allreduces"] == 8);
-  CHECK(rows[0].wrong() > 0);
+  return e.run(&table).at(0);
+}
+}  // namespace
+
+// One tensor-parallel group of all 4 GPUs: one replica, so no gradients to
+// all-reduce, and only the activations' all-reduces can go wrong.
+TEST_CASE("an activation summed wrong under --tp shows in #wrong", "[train][tp][fault]") {
+  const tb::Row r = faulty_run("gpu1.cores", 4, 1);
+  CHECK(r["buckets"] == 0);
+  CHECK(r["tp_allreduces"] == 8);
+  CHECK(r.wrong() > 0);
 }
 
 TEST_CASE("a gradient summed wrong shows in the iteration's #wrong", "[train][fault]") {
@@ -293,11 +300,9 @@ struct PipelineRun {
   std::map<int, std::string> tracks;
   std::map<int, int> spans;
 };
-PipelineRun pipeline(int pp, int m) {
+PipelineRun pipeline_run(const std::string& args) {
   cli::TempDir d;
-  const cli::Result r = cli::incsim("--workload train --model " + kPipeline + " --platform star --gpus 4 --algorithm ring" +
-                                    " --pp " + std::to_string(pp) + " -c train.microbatches=" + std::to_string(m) +
-                                    " --batch 16 --quiet --json " + d.file("r.json") + " --timeline " + d.file("t.json"));
+  const cli::Result r = cli::incsim(args + " --quiet --json " + d.file("r.json") + " --timeline " + d.file("t.json"));
   INFO(r.err);
   REQUIRE(r.code == 0);
   PipelineRun run;
@@ -310,6 +315,10 @@ PipelineRun pipeline(int pp, int m) {
     if (e.at("ph") == "X") ++run.spans[e.at("tid").get<int>()];
   }
   return run;
+}
+PipelineRun pipeline(int pp, int m) {
+  return pipeline_run("--workload train --model " + kPipeline + " --platform star --gpus 4 --algorithm ring --pp " +
+                      std::to_string(pp) + " -c train.microbatches=" + std::to_string(m) + " --batch 16");
 }
 }  // namespace
 
@@ -534,4 +543,81 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-
   const cli::Result bad = cli::incsim("--model " TEST_DATA "/astra_hybrid.txt --platform star --gpus 4 --tp 4");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--tp 4: workload file " TEST_DATA "/astra_hybrid.txt runs model-parallel groups of 2 NPUs"));
+}
+
+TEST_CASE("pipeline and tensor parallelism of 2 on an 8-GPU star: every stage's groups all-reduce activations 4 times per block and "
+          "micro-batch, every GPU sends, gradients per stage and place",
+          "[train][tp][pp]") {
+  // Stage 0 GPUs 0-3 (the embedding and block 0), stage 1 GPUs 4-7 (block 1
+  // and the output); tensor-parallel groups 0,1 2,3 4,5 6,7; pipelines
+  // (replicas) 0,1-4,5 and 2,3-6,7; gradients over 0,2 1,3 4,6 5,7.
+  const int m = 2;
+  const PipelineRun run = pipeline_run(kSmallTransformerArgs + " --platform star --gpus 8 --algorithm ring --pp 2 --tp 2");
+  const auto& r = run.row;
+  CHECK(r["wrong"] == 0);
+  CHECK(r["microbatches"] == m);
+  CHECK(r["tp_allreduces"] == 2 * 4 * m);  // a pipeline's: 2 stages of 1 block, 2 forward and 2 backward each
+  CHECK(r["p2p"] == 2 * m * (2 - 1) * 2);  // every GPU of a stage's group sends
+  // A GPU waits for all of its group's all-reduces, and a little more: the
+  // GPUs of a group receive their micro-batches over their own links, ns apart.
+  CHECK(r["tp_exposed_us"].get<double>() >= r["tp_comm_us"].get<double>());
+  CHECK(r["tp_exposed_us"].get<double>() == Approx(r["tp_comm_us"].get<double>()).epsilon(0.01));
+  CHECK(r["bubble_us"] > 0);
+  REQUIRE(run.tracks.size() == 8 + 4 + 4 + 8);  // compute, gradients, activations' all-reduces, links
+  CHECK(run.tracks.at(0) == "stage 0, gpu0.compute");
+  CHECK(run.tracks.at(7) == "stage 1, gpu7.compute");
+  const std::vector<std::string> gradients{"gradients, GPUs 0,2", "gradients, GPUs 1,3", "gradients, GPUs 4,6",
+                                           "gradients, GPUs 5,7"};
+  int buckets = 0;
+  for (int t = 0; t < 4; ++t) {
+    CHECK(run.tracks.at(8 + t) == gradients[t]);
+    CHECK(run.tracks.at(12 + t) == "activations, GPUs " + std::to_string(2 * t) + "," + std::to_string(2 * t + 1));
+    CHECK(run.spans.at(12 + t) == 4 * m);
+    buckets += run.spans.at(8 + t);
+  }
+  CHECK(buckets == 2 * r["buckets"].get<int>());  // each stage's buckets, in each of its 2 places
+  CHECK(run.tracks.at(16) == "activations, GPU 0 to 4");
+  CHECK(run.tracks.at(23) == "gradients, GPU 7 to 3");
+  for (int link = 16; link < 24; ++link) CHECK(run.spans.at(link) == m);
+}
+
+TEST_CASE("pipeline and tensor parallelism of 2: the iteration is the stages' compute, the bubble and the activations' all-reduces",
+          "[train][tp][pp]") {
+  // toy2_tp_pipeline_layers.yaml: one layer a stage, 200 + 400 us measured,
+  // 100 + 200 us on each GPU of a group of 2; one replica, so no gradients.
+  // Each micro-batch: one all-reduce of 1024 x 4 samples x 4 B in each
+  // group (l1's output forward, l2's input gradient backward), each as long
+  // as one alone on 2 GPUs of a star.
+  const int m = 4;
+  const auto r = pipeline_run("--workload train --model " TEST_DATA "/toy2_tp_pipeline_layers.yaml --platform star "
+                              "--gpus 4 --algorithm ring --pp 2 --tp 2 --batch 16 -c train.microbatches=4")
+                     .row;
+  CHECK(r["wrong"] == 0);
+  CHECK(r["buckets"] == 0);
+  CHECK(r["tp_allreduces"] == 2 * m);
+  CHECK(r["p2p"] == 2 * m * 2);
+  // The optimizer over a GPU's 128K weights: 12 B each at 900 GB/s and a 6 us launch.
+  const double optimizer = 12.0 * 131072 / 900e9 * 1e6 + 6;
+  CHECK(r["compute_us"].get<double>() == Approx(m * 300 + optimizer).margin(0.01));
+  const double alone = collective_us("--collective allreduce --sizes 16384 --platform star --gpus 2 --algorithm ring");
+  CHECK(r["tp_comm_us"].get<double>() == Approx(m * alone).epsilon(0.05));
+  CHECK(r["tp_exposed_us"].get<double>() >= r["tp_comm_us"].get<double>());
+  CHECK(r["tp_exposed_us"].get<double>() == Approx(r["tp_comm_us"].get<double>()).epsilon(0.01));
+  // 1F1B's bubble: (pp - 1) / (m + pp - 1) of the pipeline, the transfers
+  // and the other stage's all-reduces on the critical path a few us more.
+  const double bubble = r["bubble_us"], busy = 300.0 * m;
+  CHECK(bubble >= 300);
+  CHECK(bubble / (bubble + busy) == Approx(1.0 / (m + 1)).epsilon(0.05));
+  // Balanced stages and no gradients: nothing else is exposed.
+  CHECK(r["exposed_us"].get<double>() == Approx(0).margin(0.01));
+  CHECK(r["time_us"].get<double>() ==
+        Approx(r["compute_us"].get<double>() + r["tp_exposed_us"].get<double>() + bubble).margin(0.01));
+}
+
+TEST_CASE("an activation summed wrong in a later stage's tensor-parallel group shows in #wrong", "[train][tp][pp][fault]") {
+  // Stage 1's group: GPUs 2 and 3; one replica, so only the activations' all-reduces add.
+  const tb::Row r = faulty_run("gpu3.cores", 2, 2);
+  CHECK(r["buckets"] == 0);
+  CHECK(r["tp_allreduces"] == 2 * 4 * 2);
+  CHECK(r.wrong() > 0);
 }

@@ -160,8 +160,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   compute_ = training::make_compute_model(opt_.compute);
   const int layers = static_cast<int>(model_.layers.size());
   pp_ = static_cast<int>(opt_.pp);
-  if (pp_ > 1 && tp_ > 1)
-    throw UserError("--pp with --tp is not modelled yet; run the pipeline data parallel (--tp 1)");
   if (pp_ > layers)
     throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
@@ -195,8 +193,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
         Kernel kn{phase, k, seconds(forward ? times_[k].forward_s : times_[k].backward_s),
-                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_bytes(opt_.batch, element)
-                                                : model_.layers[k].tp_backward_bytes(opt_.batch, element))
+                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_bytes(micro_batch, element)
+                                                : model_.layers[k].tp_backward_bytes(micro_batch, element))
                           : -1,
                   micro};
         if (q == 0) kn.wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
@@ -222,7 +220,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                       "' no output size, so --pp cannot size the activations its stage sends");
     p2p_bytes_.push_back(static_cast<uint64_t>(std::llround(elements * micro_batch * element)));
   }
-  for (const Kernel& k : kernels_[0]) tp_per_iteration_ += k.tp_size >= 0;
+  tp_per_iteration_.assign(pp_, 0);
+  for (int s = 0; s < pp_; ++s)
+    for (const Kernel& k : kernels_[s]) tp_per_iteration_[s] += k.tp_size >= 0;
   // The optimizer step: one fused elementwise kernel over the weights
   // (SGD: read weights and gradients, write weights).
   training::Layer step;
@@ -247,6 +247,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (n % pp_ != 0)
     throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
                     " GPUs of the run into pipeline stages of consecutive GPUs");
+  if (n % (pp_ * tp_) != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
+                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
+                    " pipeline stages of whole tensor-parallel groups");
   const int replicas = n / pp_ / tp_;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
@@ -292,10 +296,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
       collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
-    if (tp_ > 1)
-      for (int g = 0; g < replicas; ++g)
-        collectives_[a].tp.push_back(
-            group(g * tp_, 1, tp_, tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
+    for (int g = 0; tp_ > 1 && g < n / tp_; ++g)
+      collectives_[a].tp.push_back(
+          group(g * tp_, 1, tp_, tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
     const int stage = n / pp_;
     for (int g = 0; g + stage < n; ++g) {
@@ -369,11 +372,13 @@ void TrainWorkload::issue(int g) {
       it.last_end[g] = sc_core::sc_time_stamp();
       // A bucket is ready when every GPU of the group has every gradient in it.
       if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
-      const int stage = gpus_ / pp_;
-      if (k.send == Edge::activation) send(2 * g, k.micro);
-      if (k.send == Edge::gradient) send(2 * (g - stage) + 1, k.micro);
-      if (k.tp_size >= 0) arrive(g, k.tp_size);
-      else if (i + 1 == kernels.size()) through(g);
+      // A kernel an all-reduce of activations follows sends on once that has ended.
+      if (k.tp_size >= 0) {
+        arrive(g, k.tp_size);
+      } else {
+        send(g, k);
+        if (i + 1 == kernels.size()) through(g);
+      }
       if (backward) {
         reduce(t);
         finish(t);
@@ -401,7 +406,10 @@ void TrainWorkload::arrive(int g, int size) {
     span(gpus_ + tp_ * pp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
     for (int g = group * tp_; g < (group + 1) * tp_; ++g) {
       it.tp_wait_us += us(now - it.waiting_since[g]);
-      if (it.cursor[g] < kernels_[stage_of(g)].size()) issue(g);
+      it.last_end[g] = now;
+      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+      send(g, kernels[it.cursor[g] - 1]);
+      if (it.cursor[g] < kernels.size()) issue(g);
       else through(g);
     }
     // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
@@ -411,8 +419,12 @@ void TrainWorkload::arrive(int g, int size) {
 
 void TrainWorkload::through(int g) { ++running_->dp[group_of(g)].through; }
 
-void TrainWorkload::send(int link, int micro) {
-  running_->links[link].queue.push_back(micro);
+// Under --pp: a micro-batch's activations to GPU g's counterpart in the next
+// stage, or its gradient back to the previous one.
+void TrainWorkload::send(int g, const Kernel& k) {
+  if (k.send == Edge::none) return;
+  const int link = k.send == Edge::activation ? 2 * g : 2 * (g - gpus_ / pp_) + 1;
+  running_->links[link].queue.push_back(k.micro);
   pump(link);
 }
 
@@ -544,10 +556,11 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   }
   compute = compute * 1e6 + us(update_);
   const double time = us(it.t_end - it.t0);
-  // The bubble: each GPU's idle time until the pipeline's last kernel
-  // before the optimizer steps (the flush) ended, on average.
+  // The bubble: each GPU's idle time until the pipeline's last kernel (or
+  // all-reduce of activations) before the optimizer steps (the flush) ended,
+  // on average, less its waits for those all-reduces.
   const sc_core::sc_time flushed = *std::max_element(it.last_end.begin(), it.last_end.end());
-  double bubble = 0;
+  double bubble = -it.tp_wait_us;
   for (int g = 0; g < n; ++g) bubble += us(flushed - it.t0) - it.busy_us[g];
   bubble /= n;
   double dp_comm = 0, tp_comm = 0;
@@ -566,14 +579,17 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("exposed_us", std::max(0.0, time - compute - tp_exposed - (pp_ > 1 ? bubble : 0.0)))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", it.wrong);
+  // Per pipeline (a replica: its stages' tensor-parallel groups): the
+  // all-reduces of activations, and its transfers and their time; per group,
+  // the all-reduces' time.
   if (tp_ > 1)
-    r.set("tp_allreduces", tp_done / tp_groups).set("tp_comm_us", tp_comm / tp_groups).set("tp_exposed_us", tp_exposed);
-  // Per pipeline: its transfers and their time.
-  const int pipelines = gpus_ / pp_;
+    r.set("tp_allreduces", tp_done / static_cast<uint64_t>(replicas()))
+        .set("tp_comm_us", tp_comm / tp_groups)
+        .set("tp_exposed_us", tp_exposed);
   if (pp_ > 1)
     r.set("microbatches", static_cast<uint64_t>(micro_))
-        .set("p2p", it.p2p / pipelines)
-        .set("p2p_us", it.p2p_us / pipelines)
+        .set("p2p", it.p2p / static_cast<uint64_t>(replicas()))
+        .set("p2p_us", it.p2p_us / replicas())
         .set("bubble_us", bubble);
   running_.reset();
   return r;
@@ -613,13 +629,14 @@ void TrainWorkload::print_header(std::ostream& os) const {
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
      << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
-  if (tp_ > 1)
+  if (pp_ > 1)
+    os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
+       << ", " << (tp_ > 1 ? "each tensor parallel in groups of " + std::to_string(tp_) + " consecutive GPUs, " : "")
+       << "data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
+  else if (tp_ > 1)
     os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_
        << " consecutive GPUs, data parallel over "
        << count_of(tp_groups, "replica", "replicas") << ",";
-  else if (pp_ > 1)
-    os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
-       << ", data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
   else
     os << "data parallel";
   os << " on " << gpus_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
@@ -633,8 +650,10 @@ void TrainWorkload::print_header(std::ostream& os) const {
                  : "")
      << "\n";
   if (tp_ > 1) {
-    os << "# activations: " << tp_per_iteration_ << " all-reduces per iteration in each group of " << tp_
-       << " GPUs ("
+    os << "# activations: " << tp_per_iteration_[0] << " all-reduces per iteration in each group of " << tp_ << " GPUs";
+    for (int s = 0; pp_ > 1 && s < pp_; ++s)
+      os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
+    os << " ("
        << (astra_groups_ ? "the workload file's forward and input-gradient all-reduces"
                          : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
        << "), of";
@@ -646,7 +665,11 @@ void TrainWorkload::print_header(std::ostream& os) const {
     for (int s = 0; s < pp_; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
     os << "; each micro-batch's activations to the next stage and their gradients back, of";
     for (uint64_t b : p2p_bytes_) os << " " << size_label(b);
-    os << ", a 2-rank broadcast on the GPUs' cores\n";
+    os << ", a 2-rank broadcast on the GPUs' cores"
+       << (tp_ > 1 ? ", from each GPU to the one in its place in the next stage, the whole activations once its group "
+                     "has all-reduced them (no scatter/gather)"
+                   : "")
+       << "\n";
   }
   const std::string per_group = tp_ > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
                                               " per GPU in each group of the GPUs with the same place in theirs"
@@ -656,7 +679,10 @@ void TrainWorkload::print_header(std::ostream& os) const {
        << (replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
   else
     os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
-       << (pp_ > 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs" : per_group)
+       << (pp_ == 1   ? per_group
+           : tp_ == 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs"
+                      : " over the stages, each stage's among the " + std::to_string(replicas()) +
+                            " GPUs in each place of its tensor-parallel groups")
        << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
        << "), by " << algorithms_[0] << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
        << "\n";
@@ -669,9 +695,12 @@ void TrainWorkload::print_header(std::ostream& os) const {
     }
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
      << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
-     << (pp_ > 1 ? "; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p transfers "
-                   "included), not counted as exposed; p2p: a pipeline's transfers and their summed time"
+     << (pp_ > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
+                               "transfers included") +
+                       (tp_ > 1 ? ", for the activations not" : "") +
+                       "), not counted as exposed; p2p: a pipeline's transfers and their summed time"
                  : "")
+     << (pp_ > 1 && tp_ > 1 ? "; tp ars: a pipeline's, over its stages' groups; tp comm: a group's" : "")
      << "\n";
 }
 

@@ -29,7 +29,17 @@
 // micro-batch's activations to the next stage and their gradients back to
 // the previous one: a 2-rank broadcast program on the cores of the two GPUs.
 // Each stage's GPUs (pipelines side by side) all-reduce that stage's
-// gradients among themselves. --pp with --tp is refused for now.
+// gradients among themselves.
+//
+// --pp and --tp together lay the GPUs out as Megatron-LM does (Narayanan et
+// al. 2021, §3; its initialize_model_parallel numbering): GPU = stage x
+// (GPUs / pp) + replica x tp + place, so tensor-parallel groups are
+// consecutive GPUs as under --tp alone, stages consecutive blocks as under
+// --pp alone. Each stage's layers are split over its groups as --tp splits
+// them; every GPU sends a micro-batch's whole activations to the GPU in its
+// place of the next stage once its group has all-reduced them (Megatron
+// without §4.1's scatter/gather); data-parallel group (stage, place)
+// all-reduces that stage's shards' gradients.
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,7 +72,6 @@ class TrainWorkload : public TrainingWorkload {
   // last kernel; data-parallel group t reduces its next bucket if it is
   // ready, and runs the optimizer step once it has reduced them all.
   void issue(int g);
-  void send(int link, int micro);
   void pump(int link);
   int stage_of(int g) const { return g / (gpus_ / pp_); }
   // Data-parallel group t: stage t / tp, place t % tp in its tensor-parallel groups.
@@ -78,7 +87,8 @@ class TrainWorkload : public TrainingWorkload {
   // A stage's kernels in order (without --pp, forward then backward);
   // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its
   // group runs after it; a pipeline stage's first kernel of a micro-batch
-  // waits for what the neighbour sends, its last sends on.
+  // waits for what the neighbour sends, its last sends on (once its group's
+  // all-reduce, if it has one, has ended).
   enum class Edge : uint8_t { none, activation, gradient };
   struct Kernel {
     gpu::ComputeEngine::Phase phase;
@@ -89,6 +99,7 @@ class TrainWorkload : public TrainingWorkload {
     Edge wait = Edge::none, send = Edge::none;
   };
   bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
+  void send(int g, const Kernel& k);         // what the kernel sends on, if anything
   // An algorithm's collectives: one per data-parallel group (none with a
   // single replica), one per tensor-parallel group (none without --tp), and
   // under --pp two per pair of neighbouring GPUs of a pipeline: link 2g
@@ -110,7 +121,7 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp), per micro-batch
   std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
-  int tp_per_iteration_ = 0;                 // a group's activation all-reduces per iteration
+  std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
   std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
