@@ -188,6 +188,8 @@ class CoresCollective::Rank : public gpu::Program {
   void landed(Conn& c, uint64_t addr);
   bool data_ack(const Queue& q, const net::Packet* p) const;
   void issued_all(Queue& q) {
+    done_reading(q.src, q.pass);
+    done_reading(q.operand, q.pass);
     if (collectives::receives(op(q.op).kind)) consume(q, *q.in);
   }
   void consume(Queue& q, Conn& c);
@@ -238,12 +240,21 @@ class CoresCollective::Rank : public gpu::Program {
   std::vector<int> queue_of_;                  // [op]
   std::vector<int> send_pos_;                  // [op]: sending operations before it in its queue
   std::vector<Conn*> in_of_, out_of_;          // [op]: the connections it receives and sends on
-  // Per canonical chunk (buffer x chunk): writers, whether it is read, and
-  // the result's owner (-2: not a result chunk; -1: a reduction; else a rank).
-  std::vector<int> writers_[3], result_owner_[3];
-  std::vector<bool> read_[3];
-  std::unordered_map<uint64_t, std::vector<uint8_t>> store_;
-  std::unordered_map<uint64_t, int> writes_;  // (chunk, pass) of chunks with several writers
+  // Per canonical chunk (buffer x chunk): writers, readers (operations that
+  // read it in a pass) and the result's owner (-2: not a result chunk; -1: a
+  // reduction; else a rank).
+  std::vector<int> writers_[3], readers_[3], result_owner_[3];
+  // The chunks written in a pass that an operation reads later, until the
+  // last of their readers has read them: what is in flight, not the message.
+  struct Stored {
+    std::vector<uint8_t> bytes;
+    int readers_left = 0;
+  };
+  std::unordered_map<uint64_t, Stored> store_;
+  // The operation has read these segments: frees a stored chunk no later
+  // operation of the pass reads.
+  void done_reading(const std::vector<Segment>& s, uint64_t pass);
+  std::unordered_map<uint64_t, int> writes_;  // (chunk, pass) of chunks with several writers, until the last
   uint64_t flags_base_ = 0, flags_bytes_ = 0, slot_bytes_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
   // A local operation or a trailing receive: its chunks and data.
@@ -301,7 +312,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     const uint32_t n = std::max(sizes[0], std::max(sizes[1], sizes[2])) * static_cast<uint32_t>(p.ranks);
     writers_[b].assign(n, 0);
     result_owner_[b].assign(n, -2);
-    read_[b].assign(n, false);
+    readers_[b].assign(n, 0);
   }
   uint32_t max_count = 1;
   // Queues in id order, each its operations in program order.
@@ -324,14 +335,14 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
         int64_t m;
         canon(buf, index, m);
         if (write) ++writers_[static_cast<int>(buf)][index];
-        else read_[static_cast<int>(buf)][index] = true;
+        else ++readers_[static_cast<int>(buf)][index];
       }
     };
     const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
                          o.kind == OpKind::RecvReduceCopySend || o.kind == OpKind::Reduce;
     if (!o.src.empty()) mark(o.src, false);
     if (!o.dst.empty() && o.kind != OpKind::RecvReduceSend) mark(o.dst, true);
-    if (reduces && o.src.empty()) mark(o.dst, false);
+    if (reduces && (o.src.empty() || o.kind == OpKind::Reduce)) mark(o.dst, false);  // dst the operand
     max_count = std::max<uint32_t>(max_count, std::max(o.src.count, o.dst.count));
   }
   std::sort(queues_.begin(), queues_.end(), [](const auto& a, const auto& b) { return a->index < b->index; });
@@ -611,6 +622,7 @@ void CoresCollective::Rank::complete_recv(Queue& q, const Pending& pd) {
   }
   segments(o.dst, pd.pass, true, len, local_dst_);
   write(local_dst_, 0, len, in);
+  if (o.kind == OpKind::RecvReduceCopy) done_reading(local_src_, pd.pass);
   consume(q, c);
   op_done(pd.op, pd.pass);
 }
@@ -631,6 +643,8 @@ void CoresCollective::Rank::run_local(int i, uint64_t pass) {
     }
     segments(o.dst, pass, true, len, local_dst_);
     write(local_dst_, 0, len, scratch_.data());
+    done_reading(local_src_, pass);
+    if (o.kind == OpKind::Reduce) done_reading(local_dst_, pass);
   }
   op_done(i, pass);
 }
@@ -661,19 +675,32 @@ void CoresCollective::Rank::segments(const ChunkRef& ref, uint64_t pass, bool wr
     }
     const uint64_t at = key(s.buf, s.index, pass);
     auto it = store_.find(at);
-    if (write && (read_[b][s.index] || s.buf == Buffer::Scratch)) {
-      std::vector<uint8_t>& v = store_[at];
-      v.resize(s.len * coll_.elem_);
-      s.stored = &v;
+    if (write && (readers_[b][s.index] || s.buf == Buffer::Scratch)) {
+      if (it == store_.end()) it = store_.emplace(at, Stored{{}, readers_[b][s.index]}).first;
+      it->second.bytes.resize(s.len * coll_.elem_);
+      s.stored = &it->second.bytes;
     } else if (it != store_.end()) {
-      s.stored = &it->second;
-      if (m < 0) s.len = it->second.size() / coll_.elem_;
+      s.stored = &it->second.bytes;
+      if (m < 0) s.len = it->second.bytes.size() / coll_.elem_;
     }
     if (write && result_owner_[b][s.index] != -2) {
-      s.check = writers_[b][s.index] <= 1 || ++writes_[at] == writers_[b][s.index];
+      s.check = writers_[b][s.index] <= 1;
+      if (!s.check) {
+        const auto w = writes_.try_emplace(at, 0).first;
+        s.check = ++w->second == writers_[b][s.index];
+        if (s.check) writes_.erase(w);
+      }
       s.owner = result_owner_[b][s.index];
     }
     out.push_back(s);
+  }
+}
+
+void CoresCollective::Rank::done_reading(const std::vector<Segment>& s, uint64_t pass) {
+  for (const Segment& x : s) {
+    if (!x.stored) continue;
+    const auto it = store_.find(key(x.buf, x.index, pass));
+    if (it != store_.end() && --it->second.readers_left == 0) store_.erase(it);
   }
 }
 

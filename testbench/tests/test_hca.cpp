@@ -251,7 +251,7 @@ TEST_CASE("packets that overtook another of their connection wait for it and are
   sc_core::sc_start(5, SC_US);
   const auto& got = b.gpu.arrivals();
   REQUIRE(got.size() == 4);
-  for (uint16_t k = 0; k < 3; ++k) CHECK(got[1 + k].pkt.addr == 0x1000 * (9 * 4 + k));
+  for (uint16_t k = 0; k < 3; ++k) CHECK(got[1 + k].pkt.addr == uint64_t{0x1000} * (9 * 4 + k));
   std::ostringstream after;
   CHECK(b.hca.report_held(after) == 0);
   CHECK(b.net_pool.in_use() == 0);
