@@ -306,10 +306,22 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   in_of_.assign(n_ops, nullptr);
   out_of_.assign(n_ops, nullptr);
   const collectives::Buffers& bufs = p.buffers[rank];
-  const uint32_t sizes[3] = {collectives::chunk_limit(p, rank, Buffer::Input),
-                             collectives::chunk_limit(p, rank, Buffer::Output), bufs.scratch};
+  // Per canonical buffer, one past the largest chunk this rank's operations
+  // and results name (a rank's in-place window can lie anywhere in the
+  // buffer, but only these are ever looked up: 512 ranks' rings would
+  // otherwise take 50 MB of counts per rank).
+  uint32_t extent[3] = {0, 0, 0};
+  const auto extend = [&](Buffer buf, uint32_t index) {
+    int64_t m;
+    canon(buf, index, m);
+    extent[static_cast<int>(buf)] = std::max(extent[static_cast<int>(buf)], index + 1);
+  };
+  for (int i = 0; i < n_ops; ++i)
+    for (const ChunkRef& ref : {op(i).src, op(i).dst})
+      for (uint32_t k = 0; k < ref.count; ++k) extend(ref.buf, ref.index + k);
+  for (uint32_t k = 0; k < collectives::chunk_limit(p, rank, Buffer::Output); ++k) extend(Buffer::Output, k);
   for (int b = 0; b < 3; ++b) {
-    const uint32_t n = std::max(sizes[0], std::max(sizes[1], sizes[2])) * static_cast<uint32_t>(p.ranks);
+    const uint32_t n = extent[b];
     writers_[b].assign(n, 0);
     result_owner_[b].assign(n, -2);
     readers_[b].assign(n, 0);
