@@ -87,7 +87,7 @@ bool Operation::operator==(const Operation& o) const {
 
 bool Program::operator==(const Program& o) const {
   return name == o.name && collective == o.collective && ranks == o.ranks && root == o.root &&
-         in_place == o.in_place && tree_nodes == o.tree_nodes && buffers == o.buffers && groups == o.groups && ops == o.ops &&
+         in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && buffers == o.buffers && groups == o.groups && ops == o.ops &&
          rank_begin == o.rank_begin && deps == o.deps;
 }
 
@@ -164,6 +164,7 @@ std::string write_program(const Program& p) {
   os << "collective " << collective_name(p.collective) << " ranks " << p.ranks << " root " << p.root << " inplace "
      << (p.in_place ? 1 : 0) << '\n';
   if (p.tree_nodes) os << "treenodes " << p.tree_nodes << '\n';
+  if (p.multimem) os << "multimem 1\n";
   for (const auto& g : p.groups) {
     os << "group";
     for (int r : g) os << ' ' << r;
@@ -292,6 +293,10 @@ Program read_program(const std::string& text, const std::string& file) {
       have_coll = true;
       b = std::make_unique<ProgramBuilder>(p.name, p.collective, p.ranks, p.in_place);
       b->program().root = p.root;
+    } else if (key == "multimem" && have_coll && rank < 0) {
+      in.word("multimem");
+      b->program().multimem = in.number("multimem (0 or 1)", 0, 1) == 1;
+      in.end();
     } else if (key == "treenodes" && have_coll && rank < 0) {
       in.word("treenodes");
       const int nodes = static_cast<int>(in.number("a node count", 1, p.ranks));

@@ -125,6 +125,11 @@ struct Program {
   // smaller, so that they still fill the tree's pipeline
   // (tree_chunk_bytes). 0: not a tree, the protocol's fixed chunk.
   int tree_nodes = 0;
+  // In-network reads and multicasts as NVSwitch's multimem loads and stores
+  // (NVLS): a reducing read takes the reader's own copy through the
+  // switches too, and the multicast of its result comes back to it. false:
+  // Klenk's pull and multicast, the GPU's own data stays local.
+  bool multimem = false;
   std::vector<Buffers> buffers;            // [rank]
   std::vector<std::vector<int>> groups;    // in-network groups: their ranks
   std::vector<Operation> ops;                     // grouped by rank

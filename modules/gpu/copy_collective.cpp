@@ -393,7 +393,10 @@ void CopyCollective::Rank::finish(Op& op) {
   --left_;
   for (int d : op.dependents)
     if (!ops_[d].streamed) --ops_[d].deps_left;
-  if (op.stream_to >= 0) finish(ops_[op.stream_to]);
+  // The multicast that forwards a read's results ends with it, unless it
+  // ended first (multimem: the read ends when its own copies come back);
+  // finishing it goes on from there.
+  if (op.stream_to >= 0 && !ops_[op.stream_to].done) return finish(ops_[op.stream_to]);
   if (left_ == 0) {
     c_.rank_done();
     return;
@@ -440,16 +443,19 @@ void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const 
 
 // A pull response (Klenk §IV-B): the group's data less this GPU's, reduced
 // by the switches; this GPU adds its own and forwards the sum if a
-// multicast follows the read.
+// multicast follows the read. Under multimem the switches read this GPU's
+// copy too, and the sum lands here from the multicast, as for the others.
 void CopyCollective::Rank::on_response(Op& op, net::Packet* p) {
   if (op.o->kind == OpKind::Send) return;  // a write's ack: the engine counts it
   const Group& g = group(op);
   const uint64_t b = (p->addr - g.in_addr(0)) / kBlock;
   const uint32_t n = p->payload_bytes;
   const int members = static_cast<int>(g.members.size());
-  if (p->count != members - 1) wrong_ += n / c_.elem_;  // a contribution lost or doubled
-  c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / c_.elem_), n / c_.elem_, p->data);
-  accept(op, b, p->data, n);
+  const bool own_through_switch = c_.program_.multimem;  // a read's group keeps its own copy
+  if (p->count != (own_through_switch ? members : members - 1)) wrong_ += n / c_.elem_;  // one lost or doubled
+  if (!own_through_switch)
+    c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / c_.elem_), n / c_.elem_, p->data);
+  if (!own_through_switch || op.stream_to < 0) accept(op, b, p->data, n);
   if (op.stream_to >= 0) {
     const Op& mc = ops_[op.stream_to];
     multicast(group(mc), group(mc).out_addr(b), p->data, n, static_cast<uint16_t>(members));
@@ -653,9 +659,11 @@ void CopyCollective::start(uint64_t bytes, std::function<void()> on_done) {
   for (Group& g : groups_) {
     std::vector<int> gpus;
     for (int r : g.members) gpus.push_back(gpus_[r]->index());
-    g.out = fabric_.add_region(g.out_addr(0), bytes, gpus, true);
+    // multimem: a group that is read reads and writes its members' own copies through the switches.
+    const bool own_through_switch = program_.multimem && g.reads;
+    g.out = fabric_.add_region(g.out_addr(0), bytes, gpus, !own_through_switch);
     if (g.reads) {
-      g.in = fabric_.add_region(g.in_addr(0), bytes, gpus, true);
+      g.in = fabric_.add_region(g.in_addr(0), bytes, gpus, !own_through_switch);
       g.flag = fabric_.add_region(g.flag_addr(), kBlock, gpus, true);
     }
   }
@@ -691,12 +699,22 @@ double CopyCollective::done_fraction() const {
 
 // Push and pull move M in and out of each GPU (Klenk §III: half the traffic
 // of a software all-reduce); all-gather receives (n-1)/n M, broadcast M;
-// reduce-scatter sends (n-1)/n M, its answers to the others' pulls.
+// reduce-scatter sends (n-1)/n M, its answers to the others' pulls. Under
+// multimem a GPU also answers its own reads and multicasts to itself:
+// all-reduce M (n + 1) / n, reduce-scatter M.
 double CopyCollective::bound_us(uint64_t bytes) const {
-  const int n = program_.ranks;
-  const bool gather = program_.collective == CollectiveKind::AllGather ||
-                      program_.collective == CollectiveKind::ReduceScatter;
-  return collectives::bandwidth_bound_us(bytes, gather ? collectives::gather_busbw_factor(n) : 1.0, endpoint_GBps_);
+  const double n = program_.ranks;
+  const bool reads = std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.reads; });
+  double moved = 1.0;  // of M, per GPU and direction
+  switch (program_.collective) {
+    case CollectiveKind::AllGather: moved = collectives::gather_busbw_factor(program_.ranks); break;
+    case CollectiveKind::ReduceScatter:
+      moved = program_.multimem && reads ? 1.0 : collectives::gather_busbw_factor(program_.ranks);
+      break;
+    case CollectiveKind::AllReduce: moved = program_.multimem && reads ? (n + 1) / n : 1.0; break;
+    default: break;
+  }
+  return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
 }
 
 double CopyCollective::busbw_factor() const {

@@ -40,6 +40,15 @@ inline const Param<bool> kPullBarrier{"pull.barrier", true, Range::none(),
                                       "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
                                       "§IV-B, §VI-A: without it pulls may read stale data)"};
 
+// NCCL's NVLS (NVIDIA H100 whitepaper, "NVLink SHARP"; NCCL
+// src/device/all_reduce.h, NCCL_ALGO_NVLS): multimem.ld_reduce reads every
+// member's copy through the switches, the reader's own too, and multimem.st
+// writes every member's, its own too, so each GPU moves M (n + 1) / n.
+inline const Param<bool> kNvlsMultimem{
+    "nvls.multimem", true, Range::none(),
+    "nvls reads and writes each GPU's own copy through the switches, as multimem loads and stores do (each GPU "
+    "moves M(n+1)/n); false: Klenk's pull, the reader adds its own data locally"};
+
 class CopyCollective : public Collective {
  public:
   // gpus in rank order; endpoint_GBps is one GPU's payload injection

@@ -251,7 +251,7 @@ void MulticastFabric::build(Region& g) const {
         list(s).push_back({static_cast<int16_t>(port), t});
         for (int x = s; x >= 0; x = parent[x]) {
           ++below[x];
-          if (t != h) ++g.subtree[static_cast<size_t>(x) * T + pos];
+          if (t != h || !g.def.exclude_source) ++g.subtree[static_cast<size_t>(x) * T + pos];
         }
       }
     }

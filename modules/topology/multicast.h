@@ -62,7 +62,7 @@ class MulticastFabric {
   // sw by (before excluding the port it came in on).
   const Fanout* fanout_begin(int r, int sw, int pivot) const;
   const Fanout* fanout_end(int r, int sw, int pivot) const;
-  // Targets (other than the pivot) in the subtree below switch sw on pivot's
+  // Targets (other than the pivot, unless the region keeps the source) in the subtree below switch sw on pivot's
   // tree: the responses a pull request's table entry there waits for.
   int subtree_targets(int r, int sw, int pivot) const;
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli_run.h"
 #include "core/error.h"
 #include "experiment.h"
 #include "options.h"
@@ -90,6 +91,21 @@ TEST_CASE("HGX H100: NVLS reduce-scatter is exact", "[links][hgx][nvls]") {
 TEST_CASE("HGX H100: NVLS all-gather is exact", "[links][hgx][nvls]") {
   run(tb::run_options("hgx-h100", "allgather", "nvls", "4,12292,256K"), "nvls all-gather");
 }
+// NCCL's NVLS reads every GPU's copy through the switches, the reader's own
+// too (multimem.ld_reduce), and its store comes back to the writer
+// (multimem.st): one more response per block than Klenk's pull, where the
+// reader adds its own. 1 MiB is 8192 blocks of 128 B, each read once.
+TEST_CASE("HGX H100: NVLS reads the reader's own copy through the switches, unlike Klenk's pull", "[links][hgx][nvls]") {
+  const auto hits = [](const std::string& extra) {
+    const cli::Result r = cli::incsim("--platform hgx-h100 --algorithm nvls --sizes 1M" + extra);
+    REQUIRE(r.code == 0);  // #wrong 0
+    const size_t at = r.out.find("reduction tables: ");
+    REQUIRE(at != std::string::npos);
+    return std::stoull(r.out.substr(at + 18));
+  };
+  CHECK(hits("") - hits(" -c nvls.multimem=false") == 8192);
+}
+
 // A reduce-scatter keeps each reduced block at its puller: 3 corrupted
 // reductions are 3 wrong elements (without the barrier, whose flag would
 // take the first fault).

@@ -530,9 +530,11 @@ void CollectiveWorkload::make_copy(int n, bool fattree) {
                       "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
   endpoint_GBps_ = least_endpoint_GBps(n, !innet_);  // unicast writes are acknowledged
-  if (!program_.ranks)
+  if (!program_.ranks) {
     program_ = collectives::in_network_program(opt_.algorithm, collective_kind(opt_.collective), *innet_, n,
                                                pull && cfg_.get(gpu::kPullBarrier));
+    program_.multimem = opt_.algorithm == "nvls" && cfg_.get(gpu::kNvlsMultimem);
+  }
   collective_ = std::make_unique<gpu::CopyCollective>(program_, participants_, t, platform_->multicast(), dtype_,
                                                      redop_, opt_.seed, wp, endpoint_GBps_);
 }
