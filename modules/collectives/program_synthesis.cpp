@@ -461,7 +461,7 @@ Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees) {
 
 Program cluster_tree_program(int nodes, int per_node, int channels) {
   if (nodes < 2 || per_node < 1) throw UserError("a cluster's trees need at least 2 nodes");
-  if (channels < 1 || 2 * channels > 65535) throw UserError("a tree needs between 1 and 32767 channels");
+  if (channels < 1) throw UserError("a tree needs at least 1 channel");
   const int N = nodes, G = per_node;
   std::vector<std::vector<TreeNode>> trees(static_cast<size_t>(channels), std::vector<TreeNode>(N * G));
   for (int c = 0; c < channels; ++c) {
@@ -489,10 +489,11 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
 uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step) {
   int log2_nodes = 0;  // NCCL's log2i
   while ((2 << log2_nodes) <= nodes) ++log2_nodes;
-  const double ppn = static_cast<double>(ranks) / nodes, c = channels;
-  // Integer chunks per channel against NCCL's (possibly fractional) target.
+  const double ppn = static_cast<double>(ranks) / nodes;
+  const uint64_t per = static_cast<uint64_t>(channels);
+  // Whole chunks per channel against NCCL's (possibly fractional) target.
   const auto halve = [&](uint64_t& chunk, double chunks, uint64_t floor) {
-    while (static_cast<double>(bytes / (static_cast<uint64_t>(c) * chunk)) < chunks && chunk > floor) chunk /= 2;
+    while (static_cast<double>(bytes / (per * chunk)) < chunks && chunk > floor) chunk /= 2;
   };
   if (p == Protocol::Simple) {
     const double depth = ranks / nodes - 1 + log2_nodes;  // NCCL's approximation (connectTrees)
