@@ -359,6 +359,7 @@ TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds
   gpu::ComputeEngine shared("shared"), alone("alone");
   shared.set_sms(80);  // a V100; `alone` keeps 0: collectives take nothing from it
   std::vector<double> ends, took, alone_ends;
+  std::ostringstream stall;
   const auto record = [&](gpu::ComputeEngine& c, std::vector<double>& e) {
     return [&, engine = &c, list = &e] {
       list->push_back(sc_core::sc_time_stamp() / us);
@@ -373,6 +374,7 @@ TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds
     sc_core::wait(100 * us);
     shared.share(12);
     alone.share(12);
+    shared.report(stall);  // what the stall report says meanwhile
     sc_core::wait(200 * us);
     shared.share(-12);
     alone.share(-12);
@@ -392,4 +394,7 @@ TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds
   REQUIRE(alone_ends.size() == 1);
   CHECK(alone_ends[0] == 1000);
   CHECK(shared.kernels() == 2);
+  // At 100 us: 100 us done, 900 left at 68/80 of the speed.
+  CHECK_THAT(stall.str(), Catch::Contains("backward kernel of layer 0 runs until 1158823529") &&
+                              Catch::Contains("(at 68 of its 80 SMs: collectives hold 12)"));
 }
