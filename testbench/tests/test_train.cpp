@@ -693,3 +693,40 @@ TEST_CASE("train.contention=none gives the rows of before, and push on the copy 
   REQUIRE(on.size() == 1);
   CHECK(on[0] == "        ring         1      1628.0      1536.5       155.6        91.5       3        0");
 }
+
+TEST_CASE("a Chakra compute node beside a ring all-reduce on its GPU loses 12 of 80 SMs while it runs",
+          "[train][chakra][contention]") {
+  // Each of 4 ranks issues a compute node of 1000 us and an all-reduce of
+  // 1 MiB at once: the ring (12 channels) runs inside the compute.
+  std::vector<ChakraTrace> set(4);
+  for (auto& t : set) {
+    ChakraNode compute = chakra_node(1, ChakraNodeType::compute);
+    compute.duration_micros = 1000;
+    ChakraNode all_reduce = chakra_node(2, ChakraNodeType::collective);
+    all_reduce.comm_type = ChakraCollective::all_reduce;
+    all_reduce.comm_size = 1 << 20;
+    t.version = "0.0.4";
+    t.nodes = {compute, all_reduce};
+  }
+  cli::TempDir d;
+  const std::string model = write_set(d, set);
+  const auto spans = [&](const std::string& more) {
+    const cli::Result r = cli::incsim("--model " + model + " --platform star --gpus 4 --algorithm ring --quiet" + more +
+                                      " --timeline " + d.file("t.json"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::map<int, double> dur;  // [track]: the span's time
+    const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+    for (const auto& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "X") dur[e.at("tid").get<int>()] = e.at("dur").get<double>();
+    return dur;
+  };
+  const auto on = spans(""), off = spans(" -c train.contention=none");
+  const double all_reduce = on.at(4);
+  REQUIRE(all_reduce < 1000);
+  for (int g = 0; g < 4; ++g) {
+    CHECK(on.at(g) == Approx(1000 + all_reduce * 12 / 80).margin(1e-3));
+    CHECK(off.at(g) == Approx(1000).margin(1e-6));
+  }
+  CHECK(off.at(4) == Approx(all_reduce).margin(1e-6));  // the all-reduce itself is as fast
+}
