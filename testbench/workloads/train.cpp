@@ -363,14 +363,14 @@ void TrainWorkload::issue(int g) {
     }
     const size_t i = it.cursor[g]++;
     more = k.tp_size < 0;
-    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, &c, g, t, i] {
+    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
       const bool backward = k.phase == Phase::Backward;
       // As long as it took: longer while collectives on the cores held SMs.
       span(g, model_.layers[k.layer].name + (backward ? " backward" : "") +
                   (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
-           c.took());
+           engine->took());
       ++it.kernels_done;
-      it.busy_us[g] += us(c.took());
+      it.busy_us[g] += us(engine->took());
       it.last_end[g] = sc_core::sc_time_stamp();
       // A bucket is ready when every GPU of the group has every gradient in it.
       if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
@@ -513,8 +513,8 @@ void TrainWorkload::finish(int t) {
   for (int r = 0; r < replicas(); ++r) {
     const int g = group_gpu(t, r);
     gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-    c.run(Phase::Update, -1, update_, [this, &it, &c, g] {
-      span(g, "optimizer", c.took());
+    c.run(Phase::Update, -1, update_, [this, &it, engine = &c, g] {
+      span(g, "optimizer", engine->took());
       if (--it.update_left > 0) return;
       it.done = true;
       it.t_end = sc_core::sc_time_stamp();
