@@ -27,6 +27,10 @@ class Collective {
   // flags and partials vary with the run) nor the bound (a lower bound the
   // time exceeds by 1.1-3x, so it would pass 100%) gives that.
   virtual double done_fraction() const = 0;
+  // Thread blocks the operation holds on each of its GPUs' SMs while it
+  // runs: the cores' channels (NCCL launches one block per channel); none
+  // for the copy engines and the NICs, which leave the SMs to compute.
+  virtual int sm_blocks() const { return 0; }
   // Waveform state of the collective's own blocks (a NIC's counters).
   virtual void trace(sc_core::sc_trace_file*) const {}
 };

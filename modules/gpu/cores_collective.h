@@ -14,6 +14,7 @@
 // one exception that pipelines the passes: the next pass may start while a
 // trailing receive of the previous one (an operation that only receives)
 // waits for its data; receives still complete first in, first out.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -111,6 +112,12 @@ class CoresCollective : public Collective {
   double busbw_factor() const override;
   double done_fraction() const override;  // transfers sent of all queues' transfers
   std::string redop() const override;
+  // Read-only: the program's channels, a thread block each.
+  int sm_blocks() const override {
+    int channels = 1;
+    for (const collectives::Operation& o : program_.ops) channels = std::max<int>(channels, o.channel + 1);
+    return channels;
+  }
 
   class Rank;
   // Where a pass's chunks lie in the message (the buffer nccl-tests counts).

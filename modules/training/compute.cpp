@@ -74,22 +74,28 @@ const std::vector<std::string>& compute_names() {
 
 Roofline roofline_preset(const std::string& name) {
   // NVIDIA Tesla V100 SXM2 datasheet (2017): 15.7 TFLOP/s FP32, 125 TFLOP/s
-  // tensor (FP16), no BF16, 900 GB/s HBM2.
-  if (name == "v100") return {"v100", 15.7e12, 125e12, 0, 900e9};
+  // tensor (FP16), no BF16, 900 GB/s HBM2. NVIDIA Tesla V100 GPU Architecture
+  // whitepaper (2017): 80 SMs (of GV100's 84).
+  if (name == "v100") return {"v100", 15.7e12, 125e12, 0, 900e9, 80};
   // Klenk §II-B "Volta 4:1": four times Volta's compute at the same network
   // bandwidth; the whole GPU (memory too) four times faster, so every layer
-  // takes a quarter of the time but its launch.
-  if (name == "v100x4") return {"v100x4", 4 * 15.7e12, 4 * 125e12, 0, 4 * 900e9};
+  // takes a quarter of the time but its launch; Volta's 80 SMs, each faster.
+  if (name == "v100x4") return {"v100x4", 4 * 15.7e12, 4 * 125e12, 0, 4 * 900e9, 80};
   // NVIDIA A100 Tensor Core GPU datasheet (SXM4 80GB): 19.5 TFLOP/s FP32,
-  // 312 TFLOP/s FP16 and BF16 tensor (dense), 2039 GB/s HBM2e.
-  if (name == "a100") return {"a100", 19.5e12, 312e12, 312e12, 2039e9};
+  // 312 TFLOP/s FP16 and BF16 tensor (dense), 2039 GB/s HBM2e. NVIDIA A100
+  // Tensor Core GPU Architecture whitepaper (2020): 108 SMs (of GA100's 128).
+  if (name == "a100") return {"a100", 19.5e12, 312e12, 312e12, 2039e9, 108};
   // NVIDIA H100 Tensor Core GPU datasheet (SXM5): 67 TFLOP/s FP32, 989.4
   // TFLOP/s FP16 and BF16 tensor (dense; 1979 with sparsity), 3.35 TB/s HBM3.
-  if (name == "h100") return {"h100", 67e12, 989.4e12, 989.4e12, 3.35e12};
+  // NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs in
+  // the SXM5 H100 (of GH100's 144).
+  if (name == "h100") return {"h100", 67e12, 989.4e12, 989.4e12, 3.35e12, 132};
   // NVIDIA HGX B200 datasheet, per GPU (the 8-GPU figures / 8): 75 TFLOP/s
   // FP32, 2.25 PFLOP/s FP16 and BF16 tensor (dense; 4.5 with sparsity),
-  // 8 TB/s HBM3e.
-  if (name == "b200") return {"b200", 75e12, 2.25e15, 2.25e15, 8e12};
+  // 8 TB/s HBM3e. 148 SMs: two dies of 74 enabled SMs each (NVIDIA's
+  // Blackwell datasheets give no count; Chips and Cheese, "Nvidia's B200:
+  // Keeping the CUDA Juggernaut Rolling", 2025, from the device query).
+  if (name == "b200") return {"b200", 75e12, 2.25e15, 2.25e15, 8e12, 148};
   throw UserError("unknown GPU '" + name + "'; the GPUs are v100, a100, h100, b200, v100x4");
 }
 

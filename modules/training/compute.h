@@ -24,6 +24,10 @@ class ComputeModel {
   // measured times gets those instead (layer_times below).
   virtual LayerTimes compute(const Layer& layer, uint32_t batch, Precision p) const = 0;
   virtual std::string describe() const = 0;
+  // The streaming multiprocessors a kernel spreads over, of which a
+  // collective on the GPU's cores takes one per thread block while it runs;
+  // 0: the device has none (collectives take nothing from its compute).
+  virtual int sms() const { return 0; }
 };
 
 // The measured times when the layer has them, else the model's.
@@ -40,6 +44,7 @@ struct Roofline {
   double peak_fp16_flops = 0;  // dense tensor cores
   double peak_bf16_flops = 0;  // 0: the device has no bf16
   double memory_bytes_per_s = 0;
+  int sms = 0;  // streaming multiprocessors (the architecture whitepapers)
   // The fraction of peak a training kernel reaches. 0.5: Megatron-LM reaches
   // 52% of A100 peak over a whole GPT run (Narayanan et al., SC 2021, §5.1).
   double efficiency = 0.5;
@@ -53,6 +58,7 @@ class RooflineModel : public ComputeModel {
   explicit RooflineModel(Roofline device) : d_(std::move(device)) {}
   LayerTimes compute(const Layer& layer, uint32_t batch, Precision p) const override;
   std::string describe() const override;
+  int sms() const override { return d_.sms; }
   const Roofline& device() const { return d_; }
   // One kernel of `flops` and `bytes`.
   double kernel_s(double flops, double bytes, Precision p) const;

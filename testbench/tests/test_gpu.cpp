@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "gpu/compute_engine.h"
 #include "gpu/copy_engine.h"
 #include "gpu/memory.h"
 #include "platforms/platform.h"
@@ -350,4 +351,50 @@ TEST_CASE("the copy engine alone: its wave controller issues a wave only when a 
   sc_core::sc_start();
   CHECK(client.error == "gpu0.copy_engine: the copy engine found no wave counter free for 50 us "
                         "(gpu.copy_engine.counter_timeout_us); wave 4 could not start");
+}
+
+TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds up when they end", "[gpu][compute]") {
+  using Phase = gpu::ComputeEngine::Phase;
+  const sc_time us(1, sc_core::SC_US);
+  gpu::ComputeEngine shared("shared"), alone("alone");
+  shared.set_sms(80);  // a V100; `alone` keeps 0: collectives take nothing from it
+  std::vector<double> ends, took, alone_ends;
+  std::ostringstream stall;
+  const auto record = [&](gpu::ComputeEngine& c, std::vector<double>& e) {
+    return [&, engine = &c, list = &e] {
+      list->push_back(sc_core::sc_time_stamp() / us);
+      if (list == &ends) took.push_back(engine->took() / us);
+    };
+  };
+  shared.run(Phase::Backward, 0, 1000 * us, record(shared, ends));
+  alone.run(Phase::Backward, 0, 1000 * us, record(alone, alone_ends));
+  sc_core::sc_spawn([&] {
+    // A ring of 12 channels from 100 to 300 us inside the 1000 us kernel:
+    // 200 us at 68/80 of its speed leave 200 x 12/80 = 30 us of work over.
+    sc_core::wait(100 * us);
+    shared.share(12);
+    alone.share(12);
+    shared.report(stall);  // what the stall report says meanwhile
+    sc_core::wait(200 * us);
+    shared.share(-12);
+    alone.share(-12);
+    // A kernel of 68 us queued while a collective holds 12 SMs all along: 80 us.
+    sc_core::wait(800 * us);
+    shared.share(12);
+    shared.run(Phase::Forward, 1, 68 * us, record(shared, ends));
+    sc_core::wait(200 * us);
+    shared.share(-12);
+  });
+  sc_core::sc_start();
+  REQUIRE(ends.size() == 2);
+  CHECK(ends[0] == Approx(1030).margin(1e-6));
+  CHECK(took[0] == Approx(1030).margin(1e-6));
+  CHECK(ends[1] == Approx(1180).margin(1e-6));
+  CHECK(took[1] == Approx(80).margin(1e-6));
+  REQUIRE(alone_ends.size() == 1);
+  CHECK(alone_ends[0] == 1000);
+  CHECK(shared.kernels() == 2);
+  // At 100 us: 100 us done, 900 left at 68/80 of the speed.
+  CHECK_THAT(stall.str(), Catch::Contains("backward kernel of layer 0 runs until 1158823529") &&
+                              Catch::Contains("(at 68 of its 80 SMs: collectives hold 12)"));
 }

@@ -128,6 +128,7 @@ TEST_CASE("bad training input is one sentence and exit 2", "[train][errors]") {
   refused("--model resnet50 --collective broadcast", "training all-reduces its gradients");
   refused("--model resnet50 --algorithm ring --baseline ring", "--baseline ring is the --algorithm too");
   refused("--model resnet50 --compute tpu", "v100");
+  refused("--model resnet50 -c train.contention=dma", "train.contention must be sm");
   refused("--workload train", "--workload train needs --model");
   refused("--batch 8", "--batch is for --workload train");
   refused("--model resnet50 --baseline rign", "did you mean 'ring'");
@@ -171,7 +172,10 @@ TEST_CASE("tensor parallelism of 2: each group all-reduces its activations 4 tim
   // The software ring's ranks run two collectives on each GPU at once.
   cli::TempDir d;
   const std::string file = d.file("timeline.json");
+  // Without SM contention: the gradients' ring, slowing one GPU of a group
+  // more than the other, would skew the group's arrivals.
   tb::KeyValues params = kSmallTransformer;
+  params.emplace_back("train.contention", "none");
   const auto rows = train("transformer", "star", 4, "ring", "", params, file, 2);
   REQUIRE(rows.size() == 1);
   const auto& r = rows[0];
@@ -587,10 +591,13 @@ TEST_CASE("pipeline and tensor parallelism of 2: the iteration is the stages' co
   // 100 + 200 us on each GPU of a group of 2; one replica, so no gradients.
   // Each micro-batch: one all-reduce of 1024 x 4 samples x 4 B in each
   // group (l1's output forward, l2's input gradient backward), each as long
-  // as one alone on 2 GPUs of a star.
+  // as one alone on 2 GPUs of a star. Without SM contention: the transfers
+  // and one stage's all-reduces on the cores would slow the other stage's
+  // kernels.
   const int m = 4;
   const auto r = pipeline_run("--workload train --model " TEST_DATA "/toy2_tp_pipeline_layers.yaml --platform star "
-                              "--gpus 4 --algorithm ring --pp 2 --tp 2 --batch 16 -c train.microbatches=4")
+                              "--gpus 4 --algorithm ring --pp 2 --tp 2 --batch 16 -c train.microbatches=4 "
+                              "-c train.contention=none")
                      .row;
   CHECK(r["wrong"] == 0);
   CHECK(r["buckets"] == 0);
@@ -620,4 +627,106 @@ TEST_CASE("an activation summed wrong in a later stage's tensor-parallel group s
   CHECK(r["buckets"] == 0);
   CHECK(r["tp_allreduces"] == 2 * 4 * 2);
   CHECK(r.wrong() > 0);
+}
+
+// SM contention (train.contention, docs/training.md): toy3_contention_layers.yaml
+// on DGX-2, one all-reduce of 1 MiB per layer. The ring's 12 channels
+// (ring.channels on dgx2) hold 12 of each V100's 80 SMs while it runs.
+const std::string kToy3 = TEST_DATA "/toy3_contention_layers.yaml";
+
+TEST_CASE("the ring holds 12 of 80 SMs: a kernel it overlaps ends d x 12/80 later, one it covers runs at 68/80",
+          "[train][contention]") {
+  cli::TempDir d;
+  const std::string file = d.file("timeline.json");
+  const auto rows = train(kToy3, "dgx2", 0, "ring", "", {{"train.bucket_bytes", "1"}}, file);
+  std::map<std::string, double> kernel, reduce;  // GPU 0's kernels and the all-reduces, by name: their time
+  const auto j = nlohmann::json::parse(cli::slurp(file));
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("tid") == 0) kernel[e.at("name")] = e.at("dur");
+    if (e.at("tid") == 16) reduce[e.at("name")] = e.at("dur");
+  }
+  const double d3 = reduce.at("all-reduce bucket 0 (1.0 MiB)"), d2 = reduce.at("all-reduce bucket 1 (1.0 MiB)"),
+               d1 = reduce.at("all-reduce bucket 2 (1.0 MiB)");
+  // Nothing runs beside the forward kernels and l3's backward.
+  CHECK(kernel.at("l1") == Approx(100).margin(1e-6));
+  CHECK(kernel.at("l3 backward") == Approx(200).margin(1e-6));
+  // l3's all-reduce (d3 us) inside l2's backward kernel of 1000 us: d3 us at
+  // 68/80 of its speed leave d3 x 12/80 us of its work over.
+  REQUIRE(d3 < 1000);
+  CHECK(kernel.at("l2 backward") == Approx(1000 + d3 * 12 / 80).margin(1e-3));
+  // l2's all-reduce covers l1's backward kernel of 20 us: all of it at 68/80.
+  REQUIRE(d2 > 20 * 80.0 / 68);
+  CHECK(kernel.at("l1 backward") == Approx(20 * 80.0 / 68).margin(1e-3));
+  // The critical path: forward, l3's and l2's backward, l2's and l1's
+  // all-reduces, then the optimizer (786432 weights, 12 B each at 900 GB/s,
+  // and its launch), which nothing slows.
+  const double optimizer = 12.0 * 786432 / 900e9 * 1e6 + 6;
+  CHECK(kernel.at("optimizer") == Approx(optimizer).margin(1e-3));
+  CHECK(rows[0]["time_us"] == Approx(300 + 200 + 1000 + d3 * 12 / 80 + d2 + d1 + optimizer).margin(0.01));
+  // The compute column stays the kernels' time at full speed.
+  CHECK(rows[0]["compute_us"] == Approx(300 + 1220 + optimizer).margin(0.01));
+}
+
+TEST_CASE("train.contention=none gives the rows of before, and push on the copy engines takes no SMs", "[train][contention]") {
+  const std::string args = "--model " + kToy3 + " --platform dgx2 -c train.bucket_bytes=1 --quiet";
+  const auto rows = [&](const std::string& more) {
+    const cli::Result r = cli::incsim(args + more);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto all = cli::lines(r.out);
+    std::vector<std::string> out;
+    for (const auto& l : all)
+      if (l[0] != '#') out.push_back(l);
+    return out;
+  };
+  // incsim's rows before contention was modelled (main at c86bcee), byte for byte.
+  const auto off = rows(" --algorithm push --baseline ring -c train.contention=none");
+  REQUIRE(off.size() == 2);
+  CHECK(off[0] == "        push         1      1545.0      1536.5        25.7         8.6       3    1.05        0");
+  CHECK(off[1] == "        ring         1      1620.2      1536.5       155.6        83.7       3    1.00        0");
+  // Push: the same row with and without contention.
+  CHECK(rows(" --algorithm push") == rows(" --algorithm push -c train.contention=none"));
+  // The ring's iteration grows by l3's all-reduce x 12/80 (the first test):
+  // 155.6 / 3 x 12 / 80 = 7.8 us.
+  const auto on = rows(" --algorithm ring");
+  REQUIRE(on.size() == 1);
+  CHECK(on[0] == "        ring         1      1628.0      1536.5       155.6        91.5       3        0");
+}
+
+TEST_CASE("a Chakra compute node beside a ring all-reduce on its GPU loses 12 of 80 SMs while it runs",
+          "[train][chakra][contention]") {
+  // Each of 4 ranks issues a compute node of 1000 us and an all-reduce of
+  // 1 MiB at once: the ring (12 channels) runs inside the compute.
+  std::vector<ChakraTrace> set(4);
+  for (auto& t : set) {
+    ChakraNode compute = chakra_node(1, ChakraNodeType::compute);
+    compute.duration_micros = 1000;
+    ChakraNode all_reduce = chakra_node(2, ChakraNodeType::collective);
+    all_reduce.comm_type = ChakraCollective::all_reduce;
+    all_reduce.comm_size = 1 << 20;
+    t.version = "0.0.4";
+    t.nodes = {compute, all_reduce};
+  }
+  cli::TempDir d;
+  const std::string model = write_set(d, set);
+  const auto spans = [&](const std::string& more) {
+    const cli::Result r = cli::incsim("--model " + model + " --platform star --gpus 4 --algorithm ring --quiet" + more +
+                                      " --timeline " + d.file("t.json"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    std::map<int, double> dur;  // [track]: the span's time
+    const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+    for (const auto& e : timeline.at("traceEvents"))
+      if (e.at("ph") == "X") dur[e.at("tid").get<int>()] = e.at("dur").get<double>();
+    return dur;
+  };
+  const auto on = spans(""), off = spans(" -c train.contention=none");
+  const double all_reduce = on.at(4);
+  REQUIRE(all_reduce < 1000);
+  for (int g = 0; g < 4; ++g) {
+    CHECK(on.at(g) == Approx(1000 + all_reduce * 12 / 80).margin(1e-3));
+    CHECK(off.at(g) == Approx(1000).margin(1e-6));
+  }
+  CHECK(off.at(4) == Approx(all_reduce).margin(1e-6));  // the all-reduce itself is as fast
 }

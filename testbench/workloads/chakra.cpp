@@ -273,6 +273,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
                                                       "broadcast", "ring"));
   }
   for (int g = 0; g < ranks_; ++g) platform_->gpus()[g]->compute().use();
+  contend(cfg, model->sms());
   spawn_method("chakra_launch", [this] {
     launch_.fired();
     if (!running_) return;
@@ -307,7 +308,7 @@ void ChakraWorkload::ready(int r, uint32_t i) {
     case Kind::compute:
       platform_->gpus()[r]->compute().run(gpu::ComputeEngine::Phase::Node, static_cast<int>(i), n.duration,
                                           [this, r, i] {
-                                            span(r, nodes_[r][i].label, nodes_[r][i].duration);
+                                            span(r, nodes_[r][i].label, platform_->gpus()[r]->compute().took());
                                             complete(r, i);
                                           });
       break;
@@ -400,7 +401,7 @@ void ChakraWorkload::start_group(int g) {
     return;
   }
   CollectiveWorkload& coll = *collectives_[it.algorithm].group[g][in.op];
-  coll.start(in.size, [this, &it, &coll, g] {
+  start_collective(coll, in.size, [this, &it, &coll, g] {
     const Iteration::Instance& in = it.groups[g].instances[it.groups[g].next];
     std::ostringstream ignored;
     it.wrong += coll.finish(in.size, ignored).wrong();
@@ -450,7 +451,7 @@ void ChakraWorkload::pump(int l) {
   comm(link.src, true);
   comm(link.dst, true);
   CollectiveWorkload& coll = *collectives_[it.algorithm].link[l];
-  coll.start(run.queue.front().size, [this, &it, &run, &coll, &link, l] {
+  start_collective(coll, run.queue.front().size, [this, &it, &run, &coll, &link, l] {
     const Iteration::Transfer t = run.queue.front();
     run.queue.pop_front();
     std::ostringstream ignored;
@@ -539,7 +540,7 @@ void ChakraWorkload::print_header(std::ostream& os) const {
      << ranks_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed << "\n"
      << "# compute: each compute node on its GPU's compute block for " << compute_note_
      << "; memory and metadata nodes take no time; the busiest rank computes "
-     << *std::max_element(compute_us_.begin(), compute_us_.end()) << " us\n";
+     << *std::max_element(compute_us_.begin(), compute_us_.end()) << " us" << contention_note() << "\n";
   os << "# communication: " << count_of(collectives_per_iteration_, "collective", "collectives") << " per iteration in "
      << count_of(groups_.size(), "process group", "process groups");
   for (const Group& g : groups_) {

@@ -81,6 +81,8 @@ class CollectiveWorkload : public Workload {
   void start(size_t i, std::function<void()> on_done);
   Row finish(size_t i, std::ostream& notes);
   std::string error() const { return collective_->error(); }
+  // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
+  int sm_blocks() const { return collective_->sm_blocks(); }
   const std::vector<uint64_t>& sizes() const { return sizes_; }
   const std::vector<gpu::Gpu*>& gpus() const { return participants_; }
   const Options& options() const { return opt_; }

@@ -309,6 +309,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     }
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
+  contend(cfg, compute_->sms());
   spawn_method("train_launch", [this] {
     launch_.fired();
     if (!running_) return;
@@ -362,13 +363,14 @@ void TrainWorkload::issue(int g) {
     }
     const size_t i = it.cursor[g]++;
     more = k.tp_size < 0;
-    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, g, t, i] {
+    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
       const bool backward = k.phase == Phase::Backward;
+      // As long as it took: longer while collectives on the cores held SMs.
       span(g, model_.layers[k.layer].name + (backward ? " backward" : "") +
                   (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
-           k.duration);
+           engine->took());
       ++it.kernels_done;
-      it.busy_us[g] += us(k.duration);
+      it.busy_us[g] += us(engine->took());
       it.last_end[g] = sc_core::sc_time_stamp();
       // A bucket is ready when every GPU of the group has every gradient in it.
       if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
@@ -397,7 +399,7 @@ void TrainWorkload::arrive(int g, int size) {
   tp.arrived = 0;
   tp.comm_start = sc_core::sc_time_stamp();
   CollectiveWorkload& coll = *collectives_[it.algorithm].tp[group];
-  coll.start(size, [this, &it, &tp, &coll, group, size] {
+  start_collective(coll, size, [this, &it, &tp, &coll, group, size] {
     const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
     std::ostringstream ignored;
     it.wrong += coll.finish(size, ignored).wrong();
@@ -436,7 +438,7 @@ void TrainWorkload::pump(int link) {
   l.busy = true;
   l.start = sc_core::sc_time_stamp();
   CollectiveWorkload& coll = *collectives_[it.algorithm].p2p[link];
-  coll.start(0, [this, &it, &l, &coll, link] {
+  start_collective(coll, 0, [this, &it, &l, &coll, link] {
     const sc_core::sc_time took = sc_core::sc_time_stamp() - l.start;
     std::ostringstream ignored;
     it.wrong += coll.finish(0, ignored).wrong();
@@ -469,7 +471,7 @@ void TrainWorkload::reduce(int t) {
   dp.reducing = true;
   dp.comm_start = sc_core::sc_time_stamp();
   CollectiveWorkload& coll = *collectives_[it.algorithm].dp[t];
-  coll.start(dp.next, [this, &it, &dp, &coll, &buckets, t] {
+  start_collective(coll, dp.next, [this, &it, &dp, &coll, &buckets, t] {
     const sc_core::sc_time took = sc_core::sc_time_stamp() - dp.comm_start;
     std::ostringstream ignored;
     const Row row = coll.finish(dp.next, ignored);
@@ -510,8 +512,9 @@ void TrainWorkload::finish(int t) {
   dp.updating = true;
   for (int r = 0; r < replicas(); ++r) {
     const int g = group_gpu(t, r);
-    platform_->gpus()[g]->compute().run(Phase::Update, -1, update_, [this, &it, g] {
-      span(g, "optimizer", update_);
+    gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
+    c.run(Phase::Update, -1, update_, [this, &it, engine = &c, g] {
+      span(g, "optimizer", engine->took());
       if (--it.update_left > 0) return;
       it.done = true;
       it.t_end = sc_core::sc_time_stamp();
@@ -648,7 +651,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
      << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
-     << "\n";
+     << contention_note() << "\n";
   if (tp_ > 1) {
     os << "# activations: " << tp_per_iteration_[0] << " all-reduces per iteration in each group of " << tp_ << " GPUs";
     for (int s = 0; pp_ > 1 && s < pp_; ++s)

@@ -4,8 +4,19 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/param.h"
+#include "gpu/compute_engine.h"
 
 namespace incsim::tb {
+
+namespace {
+const Param<std::string> kContention{
+    "train.contention", "sm", Range::none(),
+    "what a collective on the GPUs' cores (the ring, NCCL's protocols, a program file) takes from the kernels it "
+    "overlaps: sm, one of the GPU's SMs per channel (NCCL runs a thread block per channel; software collectives "
+    "take GPU resources from the backward pass, Klenk §II-B), so a kernel runs at (SMs - blocks) / SMs of its "
+    "speed while one runs; none: nothing. Copy engines and NICs take none either way"};
+}  // namespace
 
 sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC); }
 double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
@@ -59,6 +70,29 @@ sc_core::sc_time TrainingWorkload::default_stall_timeout() const {
 void TrainingWorkload::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& a : made_)
     for (const CollectiveWorkload* c : a) c->trace(tf);
+}
+
+void TrainingWorkload::contend(Config& cfg, int sms) {
+  const std::string mode = cfg.get(kContention);
+  if (mode != "sm" && mode != "none")
+    throw UserError("train.contention must be sm (collectives on the cores take SMs) or none, not '" + mode + "'");
+  sms_ = mode == "sm" ? sms : 0;
+  for (const auto& g : platform_->gpus()) g->compute().set_sms(sms_);
+}
+
+void TrainingWorkload::start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done) {
+  const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
+  for (gpu::Gpu* g : coll.gpus()) g->compute().share(blocks);
+  coll.start(i, [&coll, blocks, on_done = std::move(on_done)] {
+    for (gpu::Gpu* g : coll.gpus()) g->compute().share(-blocks);
+    on_done();
+  });
+}
+
+std::string TrainingWorkload::contention_note() const {
+  if (sms_ == 0) return "";
+  return "; a collective on the GPUs' cores holds one of the " + std::to_string(sms_) +
+         " SMs per channel while it runs, slowing the kernels (train.contention=sm)";
 }
 
 void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c) {

@@ -5,6 +5,7 @@
 // on its group's share of it; a row per algorithm and iteration after the
 // warm-up, the speed-up over the baseline; the last iteration as a Chrome
 // trace-event timeline (--timeline).
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,15 @@ class TrainingWorkload : public Workload {
   std::string collective_error(size_t a) const;
   // The collective's header lines but its first, as "#   who: ...".
   static void print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c);
+  // train.contention: with sm, every GPU's compute runs on `sms` SMs (the
+  // compute model's; 0: none to share), of which a collective on its cores
+  // holds one per thread block while it runs.
+  void contend(Config& cfg, int sms);
+  // Point i of coll starts now; while it runs its thread blocks hold SMs of
+  // its GPUs' compute (train.contention), given back before on_done.
+  void start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done);
+  // "; ..." for the header's compute line when collectives take SMs, else "".
+  std::string contention_note() const;
   // A span on `track` that ends now and took `took`, when the running
   // iteration is recorded.
   void span(int track, std::string name, const sc_core::sc_time& took);
@@ -75,6 +85,7 @@ class TrainingWorkload : public Workload {
   void write_timeline() const;
   std::vector<std::vector<const CollectiveWorkload*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;
+  int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
 };
 
