@@ -87,7 +87,7 @@ bool Operation::operator==(const Operation& o) const {
 
 bool Program::operator==(const Program& o) const {
   return name == o.name && collective == o.collective && ranks == o.ranks && root == o.root &&
-         in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && buffers == o.buffers && groups == o.groups && ops == o.ops &&
+         in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && protocol_by_size == o.protocol_by_size && buffers == o.buffers && groups == o.groups && ops == o.ops &&
          rank_begin == o.rank_begin && deps == o.deps;
 }
 
@@ -165,6 +165,7 @@ std::string write_program(const Program& p) {
      << (p.in_place ? 1 : 0) << '\n';
   if (p.tree_nodes) os << "treenodes " << p.tree_nodes << '\n';
   if (p.multimem) os << "multimem 1\n";
+  if (p.protocol_by_size) os << "protocol auto\n";
   for (const auto& g : p.groups) {
     os << "group";
     for (int r : g) os << ' ' << r;
@@ -293,6 +294,11 @@ Program read_program(const std::string& text, const std::string& file) {
       have_coll = true;
       b = std::make_unique<ProgramBuilder>(p.name, p.collective, p.ranks, p.in_place);
       b->program().root = p.root;
+    } else if (key == "protocol" && have_coll && rank < 0) {
+      in.word("protocol");
+      if (in.word("auto") != "auto") in.fail("the program-wide protocol is auto (by size); an operation names its own");
+      b->program().protocol_by_size = true;
+      in.end();
     } else if (key == "multimem" && have_coll && rank < 0) {
       in.word("multimem");
       b->program().multimem = in.number("multimem (0 or 1)", 0, 1) == 1;

@@ -130,6 +130,9 @@ struct Program {
   // switches too, and the multicast of its result comes back to it. false:
   // Klenk's pull and multicast, the GPU's own data stays local.
   bool multimem = false;
+  // The GPUs' cores pick each message size's protocol as NCCL's tuner does
+  // (ring.protocol=auto's thresholds); the operations' proto is then unused.
+  bool protocol_by_size = false;
   std::vector<Buffers> buffers;            // [rank]
   std::vector<std::vector<int>> groups;    // in-network groups: their ranks
   std::vector<Operation> ops;                     // grouped by rank

@@ -130,7 +130,10 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform dgx2 --collective broadcast --sizes 64K,1M", " -c ring.channels=3", "ring"},
                         Case{"--platform torus --sizes 64K", " -c nic.lockstep=true", "multitree"},
                         Case{"--platform fattree --sizes 64K", " -c dbtree.pieces=2", "dbtree"},
-                        Case{"--platform dgx2 --sizes 64K", " -c ring.engine=nic", "ring"}}) {
+                        Case{"--platform dgx2 --sizes 64K", " -c ring.engine=nic", "ring"},
+                        // NCCL's protocol by size (LL, then LL128), and a tree's chunk rules.
+                        Case{"--platform hgx-h100 --sizes 8K,64K", "", "ring"},
+                        Case{"--platform cluster --nodes 2 --sizes 64K,1M", "", "tree"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);

@@ -449,8 +449,8 @@ void CollectiveWorkload::make_ring(int n) {
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
-  by_size_ = to_lower(proto) == "auto";
-  if (!by_size_)
+  program_.protocol_by_size = to_lower(proto) == "auto";
+  if (!program_.protocol_by_size)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
   make_cores(program_);
 }
@@ -467,7 +467,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
-  cp.by_size = by_size_;
+  cp.by_size = by_size_ = program.protocol_by_size;
   cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
   cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
   for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
@@ -846,7 +846,8 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   if (is_program_file(opt_.algorithm)) {  // a program file
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
        << (copy_engines_ ? std::string("copy engines")
-                         : std::string("cores, ") + collectives::protocol_name(program_.ops.front().proto) + " protocol")
+                         : std::string("cores, ") + (by_size_ ? std::string("protocol by size")
+                                                             : std::string(collectives::protocol_name(program_.ops.front().proto)) + " protocol"))
        << "\n";
   }
 }
