@@ -857,7 +857,8 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       throw UserError("program " + program_.name + " mixes the " + collectives::protocol_name(proto_) + " and " +
                       collectives::protocol_name(o.proto) + " protocols; the GPUs' cores run one per program");
   // By size: every protocol it may pick must fit a packet, checked now.
-  if (params_.by_size && params_.ll128_max_bytes > params_.ll_max_bytes) use_protocol(collectives::Protocol::LL128);
+  if (program_.protocol_by_size && params_.ll128_max_bytes > params_.ll_max_bytes)
+    use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
   const collectives::Buffers& b = program_.buffers[0];
   message_chunks_ = program_.collective == Kind::AllGather ? b.output : b.input;
@@ -905,7 +906,7 @@ void CoresCollective::use_protocol(collectives::Protocol p) {
 void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
-  if (params_.by_size)
+  if (program_.protocol_by_size)
     use_protocol(bytes <= params_.ll_max_bytes      ? collectives::Protocol::LL
                  : bytes <= params_.ll128_max_bytes ? collectives::Protocol::LL128
                                                     : collectives::Protocol::Simple);

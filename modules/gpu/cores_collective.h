@@ -37,9 +37,9 @@ struct SlotParams {
 struct CoresParams {
   SlotParams simple;  // ring.chunk_bytes, ring.slots
   SlotParams ll, ll128;
-  // ring.protocol=auto: each size picks its protocol as NCCL's tuner does,
-  // LL up to ll_max_bytes, LL128 up to ll128_max_bytes, Simple above.
-  bool by_size = false;
+  // A program whose protocol is picked by size (Program::protocol_by_size,
+  // ring.protocol=auto) runs LL up to ll_max_bytes, LL128 up to
+  // ll128_max_bytes, Simple above, as NCCL's tuner orders them.
   uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
 };
 // NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et

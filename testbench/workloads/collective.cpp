@@ -467,7 +467,6 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
-  cp.by_size = by_size_ = program.protocol_by_size;
   cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
   cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
   for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
@@ -840,13 +839,13 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
   if (reduces_in_switches()) print_sizing(os);
-  if (by_size_)
+  if (program_.protocol_by_size)
     os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
        << size_label(auto_ll128_max_) << ", Simple above\n";
   if (is_program_file(opt_.algorithm)) {  // a program file
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
        << (copy_engines_ ? std::string("copy engines")
-                         : std::string("cores, ") + (by_size_ ? std::string("protocol by size")
+                         : std::string("cores, ") + (program_.protocol_by_size ? std::string("protocol by size")
                                                              : std::string(collectives::protocol_name(program_.ops.front().proto)) + " protocol"))
        << "\n";
   }
