@@ -863,9 +863,8 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   const collectives::Buffers& b = program_.buffers[0];
   message_chunks_ = program_.collective == Kind::AllGather ? b.output : b.input;
   // The channels split the message when each touches only its own chunks.
-  int channels = 1;
-  for (const Operation& o : program_.ops) channels = std::max(channels, o.channel + 1);
-  parts_ = message_chunks_ % static_cast<uint32_t>(channels) == 0 ? channels : 1;
+  for (const Operation& o : program_.ops) channels_ = std::max(channels_, o.channel + 1);
+  parts_ = message_chunks_ % static_cast<uint32_t>(channels_) == 0 ? channels_ : 1;
   for (int r = 0; r < program_.ranks; ++r) {
     std::vector<std::pair<int, int>> in, out;
     std::map<int, int> queue_channel;  // queue: its channel

@@ -14,7 +14,6 @@
 // one exception that pipelines the passes: the next pass may start while a
 // trailing receive of the previous one (an operation that only receives)
 // waits for its data; receives still complete first in, first out.
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -112,12 +111,7 @@ class CoresCollective : public Collective {
   double busbw_factor() const override;
   double done_fraction() const override;  // transfers sent of all queues' transfers
   std::string redop() const override;
-  // Read-only: the program's channels, a thread block each.
-  int sm_blocks() const override {
-    int channels = 1;
-    for (const collectives::Operation& o : program_.ops) channels = std::max<int>(channels, o.channel + 1);
-    return channels;
-  }
+  int sm_blocks() const override { return channels_; }  // a thread block per channel
 
   class Rank;
   // Where a pass's chunks lie in the message (the buffer nccl-tests counts).
@@ -144,6 +138,7 @@ class CoresCollective : public Collective {
   uint32_t packet_data_ = 0;     // data bytes per packet
   double endpoint_GBps_;
   uint32_t message_chunks_ = 0;  // chunks of the message per pass
+  int channels_ = 1;             // the program's channels
   int parts_ = 1;                // the message's parts, one per channel or one
   size_t max_conns_ = 0;         // connections of one direction on any rank: the flags' records
   std::unique_ptr<Layout> layout_;

@@ -89,6 +89,7 @@ void Gpu::remove_stream(TxStream* s) {
   drop_timers([id](const Timed& t) { return (t.value & kActivateTag) && (t.value & 0xffffffffu) == id; });
   streams_[id] = nullptr;
   free_ids_.push_back(s->id);
+  s->port = -1;
 }
 
 template <class Pred>
@@ -119,9 +120,8 @@ void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
   // transfer goes to a peer behind another port leaves the port of its last
   // one, which need not have found it empty yet (LL and LL128 start the next
   // transfer as soon as the last is issued, with no fence between).
-  for (size_t k = 0; k < ports_.size(); ++k) {
-    if (static_cast<int>(k) == port) continue;
-    Port& pt = *ports_[k];
+  if (s->port >= 0 && s->port != port) {
+    Port& pt = *ports_[s->port];
     for (size_t i = 0; i < pt.active.size();) {
       if (pt.active[i] != s) {
         ++i;
@@ -131,6 +131,7 @@ void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
       if (i < pt.stream_rr) --pt.stream_rr;
     }
   }
+  s->port = port;
   push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 

@@ -59,6 +59,7 @@ class TxStream {
   virtual void fill(net::Packet* p) = 0;  // dst, addr, op, payload_bytes and data
   virtual void on_response(net::Packet* p) = 0;     // an ack or read data came back
   uint32_t id = 0;                                  // set by Gpu::add_stream
+  int port = -1;                                    // the port it last sent on (Gpu::activate)
 };
 
 // The code a GPU runs (a collective's per-GPU program).
