@@ -60,6 +60,10 @@ const std::vector<Algorithm>& algorithms() {
       {"tree", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
        "NCCL's trees across nodes: a chain through each node's GPUs, NCCL's double binary tree over the nodes "
        "(NCCL 2.4+, src/graph/trees.cc, connect.cc)"},
+      {"nvlstree", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+       "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
+       "NCCL's NVLSTree: NVLS reduce-scatter in each node, NCCL's trees per rail across the nodes, NVLS multicast "
+       "(NCCL 2.18+, src/device/all_reduce.h)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},

@@ -21,4 +21,12 @@ double pull_table_bytes(double b_in_GBps, int p, int d_max, double l_hop_ns, dou
 
 double push_table_bytes(double b_in_GBps, int d_max, double l_hop_ns) { return b_in_GBps * d_max * l_hop_ns; }
 
+double busbw_factor(Collective c, int n) {
+  switch (c) {
+    case Collective::AllReduce: return allreduce_busbw_factor(n);
+    case Collective::Broadcast: return 1.0;
+    default: return gather_busbw_factor(n);
+  }
+}
+
 }  // namespace incsim::collectives

@@ -123,7 +123,8 @@ struct Program {
   // NCCL's tree over this many nodes (of ranks / tree_nodes GPUs each), for
   // its chunk rules: the GPUs' cores cut the chunks of smaller messages
   // smaller, so that they still fill the tree's pipeline
-  // (tree_chunk_bytes). 0: not a tree, the protocol's fixed chunk.
+  // (tree_chunk_bytes; nvls_tree_chunk_bytes where its GPUs reduce in the
+  // switches too: NVLSTree). 0: not a tree, the protocol's fixed chunk.
   int tree_nodes = 0;
   // In-network reads and multicasts as NVSwitch's multimem loads and stores
   // (NVLS): a reducing read takes the reader's own copy through the

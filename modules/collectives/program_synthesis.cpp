@@ -413,6 +413,51 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
   return pb.build();
 }
 
+namespace {
+
+// One rank's part of NCCL's tree all-reduce on one channel (runTreeSplit):
+// on queue `up_q` it adds its children's sums to `in` (a partial in `part`
+// between two children) and sends the sum to its parent, or, at the root,
+// takes the total into `out` and sends it down; on queue up_q + 1 it takes
+// the total from its parent into `out` and sends it to its children.
+// Returns the index of the operation that writes the total into `out`.
+int add_tree_rank(ProgramBuilder& pb, const TreeNode& t, uint16_t ch, uint16_t up_q, ChunkRef in, ChunkRef part,
+                  ChunkRef out) {
+  const std::vector<int>& down = t.children;
+  const auto op = [&](OpKind k, uint16_t queue, int from, int to, ChunkRef src, ChunkRef dst) {
+    Operation o = make_op(k, Engine::Cores, ch, queue);
+    o.recv_peer = from;
+    o.send_peer = to;
+    o.src = src;
+    o.dst = dst;
+    return pb.add(o);
+  };
+  const ChunkRef none;
+  if (t.parent == kNone) {  // the root: the sum into the output, then down
+    if (down.empty()) throw UserError("a tree's root has no children");
+    for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, out);
+    const int total = op(OpKind::RecvReduceCopySend, up_q, down.back(), down[0], down.size() == 1 ? in : none, out);
+    for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, up_q, kNone, down[k], out, none);
+    return total;
+  }
+  // Reduce: the children's sums and its own input, up to the parent.
+  if (down.empty()) op(OpKind::Send, up_q, kNone, t.parent, in, none);
+  for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, part);
+  if (!down.empty()) op(OpKind::RecvReduceSend, up_q, down.back(), t.parent, down.size() == 1 ? in : part, none);
+  // Broadcast: the sum from the parent, down to the children.
+  const uint16_t down_q = static_cast<uint16_t>(up_q + 1);
+  if (down.empty()) return op(OpKind::Recv, down_q, t.parent, kNone, none, out);
+  const int total = op(OpKind::RecvCopySend, down_q, t.parent, down[0], none, out);
+  for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, down_q, kNone, down[k], out, none);
+  return total;
+}
+
+// NCCL's double binary tree over the nodes on channel c (tree 0 on even
+// channels, tree 1 on odd ones), node k's place in it.
+TreeLinks node_tree(int nodes, int k, int c) { return c % 2 == 0 ? nccl_tree0(nodes, k) : nccl_tree1(nodes, k); }
+
+}  // namespace
+
 Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees) {
   const int channels = static_cast<int>(trees.size());
   if (n < 2) throw UserError("a tree needs at least 2 ranks");
@@ -422,38 +467,9 @@ Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees) {
   for (int r = 0; r < n; ++r) {
     pb.begin_rank(r, Buffers{C, C, C});
     for (int chan = 0; chan < channels; ++chan) {
-      const TreeNode& t = trees[chan][r];
-      const std::vector<int>& down = t.children;
-      const uint16_t ch = static_cast<uint16_t>(chan), up_q = static_cast<uint16_t>(2 * chan);
-      const ChunkRef in = chunk(Buffer::Input, ch), out = chunk(Buffer::Output, ch), part = chunk(Buffer::Scratch, ch);
-      const auto op = [&](OpKind k, uint16_t queue, int from, int to, ChunkRef src, ChunkRef dst) {
-        Operation o = make_op(k, Engine::Cores, ch, queue);
-        o.recv_peer = from;
-        o.send_peer = to;
-        o.src = src;
-        o.dst = dst;
-        pb.add(o);
-      };
-      const ChunkRef none;
-      if (t.parent == kNone) {  // the root: the sum into the output, then down
-        if (down.empty()) throw UserError("a tree's root has no children");
-        for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, out);
-        op(OpKind::RecvReduceCopySend, up_q, down.back(), down[0], down.size() == 1 ? in : none, out);
-        for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, up_q, kNone, down[k], out, none);
-        continue;
-      }
-      // Reduce: the children's sums and its own input, up to the parent.
-      if (down.empty()) op(OpKind::Send, up_q, kNone, t.parent, in, none);
-      for (size_t k = 0; k + 1 < down.size(); ++k) op(OpKind::RecvReduceCopy, up_q, down[k], kNone, k ? none : in, part);
-      if (!down.empty()) op(OpKind::RecvReduceSend, up_q, down.back(), t.parent, down.size() == 1 ? in : part, none);
-      // Broadcast: the sum from the parent, down to the children.
-      const uint16_t down_q = static_cast<uint16_t>(up_q + 1);
-      if (down.empty()) {
-        op(OpKind::Recv, down_q, t.parent, kNone, none, out);
-        continue;
-      }
-      op(OpKind::RecvCopySend, down_q, t.parent, down[0], none, out);
-      for (size_t k = 1; k < down.size(); ++k) op(OpKind::Send, down_q, kNone, down[k], out, none);
+      const uint16_t ch = static_cast<uint16_t>(chan);
+      add_tree_rank(pb, trees[chan][r], ch, static_cast<uint16_t>(2 * chan), chunk(Buffer::Input, ch),
+                    chunk(Buffer::Scratch, ch), chunk(Buffer::Output, ch));
     }
   }
   return pb.build();
@@ -475,7 +491,7 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
         t[gpu(k, i - 1)].children.push_back(gpu(k, i));
       }
       // The chain's first GPU joins its node to the tree over the nodes.
-      const TreeLinks l = c % 2 == 0 ? nccl_tree0(N, k) : nccl_tree1(N, k);
+      const TreeLinks l = node_tree(N, k, c);
       if (l.parent != kNil) t[gpu(k, 0)].parent = gpu(l.parent, 0);
       for (int child : {l.child0, l.child1})
         if (child != kNil) t[gpu(k, 0)].children.push_back(gpu(child, 0));
@@ -484,6 +500,64 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
   Program p = tree_program(N * G, trees);
   p.tree_nodes = N;
   return p;
+}
+
+Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) {
+  if (nodes < 2 || per_node < 2) throw UserError("NVLSTree needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("NVLSTree needs between 1 and 32767 channels");
+  const int N = nodes, G = per_node;
+  const uint32_t C = static_cast<uint32_t>(channels), chunks = C * static_cast<uint32_t>(G);
+  ProgramBuilder pb("nvlstree", Collective::AllReduce, N * G, false);
+  Program& p = pb.program();
+  p.multimem = multimem;
+  p.tree_nodes = N;
+  for (int k = 0; k < N; ++k) {
+    std::vector<int> node;
+    for (int i = 0; i < G; ++i) node.push_back(k * G + i);
+    pb.add_group(node);
+  }
+  // Head h's chunk of channel c: h C + c, so that channel c touches chunks c mod C (the message's part c).
+  const auto share = [&](int h, uint32_t c) { return static_cast<uint32_t>(h) * C + c; };
+  for (int k = 0; k < N; ++k)
+    for (int h = 0; h < G; ++h) {
+      pb.begin_rank(k * G + h, Buffers{chunks, chunks, 2 * C});
+      for (uint32_t c = 0; c < C; ++c) {
+        const uint16_t ch = static_cast<uint16_t>(c), up_q = static_cast<uint16_t>(2 * c), down_q = up_q + 1;
+        const auto innet = [&](OpKind kind, uint16_t queue, ChunkRef src, ChunkRef dst) {
+          Operation o = make_op(kind, Engine::Cores, ch, queue);
+          o.group = k;
+          o.src = src;
+          o.dst = dst;
+          return o;
+        };
+        // NVLS reduce-scatter: every head's multimem load of its chunk reads every GPU of the node.
+        for (int i = 0; i < G; ++i)
+          pb.add(innet(OpKind::ReduceRead, up_q, chunk(Buffer::Input, share(i, c)),
+                       i == h ? chunk(Buffer::Scratch, c) : ChunkRef{}));
+        // The node's sums of chunk h C + c, all-reduced over the nodes by GPU h of each: its rail.
+        const TreeLinks l = node_tree(N, k, static_cast<int>(c));
+        TreeNode t;
+        if (l.parent != kNil) t.parent = l.parent * G + h;
+        for (int child : {l.child0, l.child1})
+          if (child != kNil) t.children.push_back(child * G + h);
+        const int total = add_tree_rank(pb, t, ch, up_q, chunk(Buffer::Scratch, c), chunk(Buffer::Scratch, C + c),
+                                        chunk(Buffer::Output, share(h, c)));
+        // NVLS all-gather: each head's multimem store of the total to every GPU of the node.
+        for (int i = 0; i < G; ++i)
+          if (i == h) pb.add(innet(OpKind::MulticastWrite, down_q, chunk(Buffer::Output, share(i, c)), ChunkRef{}),
+                             {static_cast<uint32_t>(total)});
+          else pb.add(innet(OpKind::MulticastWrite, down_q, ChunkRef{}, chunk(Buffer::Output, share(i, c))));
+      }
+    }
+  return pb.build();
+}
+
+uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {
+  uint64_t chunk = step;
+  for (const auto& [times, floor] : {std::pair<uint64_t, uint64_t>{32, 256 * 1024}, {16, 128 * 1024}, {4, 64 * 1024},
+                                     {1, 32 * 1024}})
+    if (bytes < times * concurrent_ops * chunk && chunk > floor) chunk = floor;
+  return chunk;
 }
 
 uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step) {

@@ -66,6 +66,17 @@ Program tree_program(int n, const std::vector<std::vector<TreeNode>>& trees);
 // them c and c + C/2). The first GPU of a chain talks to the other nodes
 // (NCCL's NCCL_TOPO_PATTERN_TREE).
 Program cluster_tree_program(int nodes, int per_node, int channels);
+// NCCL's NVLSTree all-reduce (src/device/all_reduce.h, NCCL_ALGO_NVLS_TREE)
+// over `nodes` nodes of `per_node` GPUs, on the GPUs' cores: GPU h of each
+// node is the head of chunk h C + c of channel c. On queue 2c it reads its
+// chunk's node sum with one reducing read of the node's inputs (NVLS's
+// multimem.ld_reduce; group k is node k) and all-reduces it with the GPU h
+// of the other nodes over NCCL's double binary tree (tree 0 on even
+// channels, tree 1 on odd ones): every inter-node byte stays on rail h. On
+// queue 2c + 1 it takes the total from its parent, sends it to its
+// children and multicasts it to its node (multimem.st). multimem: the
+// switches read and write the head's own copy too (Program::multimem).
+Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem);
 // NCCL's chunk for its tree over `nodes` nodes of `ranks` (src/enqueue.cc),
 // in data bytes, from one step of the protocol's buffer (`step` data bytes),
 // so that small messages still fill the tree's pipeline. Simple: with depth
@@ -75,6 +86,11 @@ Program cluster_tree_program(int nodes, int per_node, int channels);
 // ranks / nodes), its wire bytes halved while fewer than 64 s / ppn chunks
 // (down to 128 KiB) or 16 s / ppn (down to 32 KiB). LL: the step.
 uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step);
+// NCCL's chunk for NVLSTree (src/enqueue.cc, NCCL_ALGO_NVLS_TREE): from one
+// Simple step, cut to 256 KiB, 128, 64 or 32 KiB while the message is
+// smaller than 32, 16, 4 or 1 times that chunk on each of the
+// `concurrent_ops` (channels x heads) chunks a pass moves.
+uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step);
 
 // A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
 // schedule-table engine, in place: each node's operations in table order

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "collectives/bounds.h"
+#include "gpu/group_window.h"
 
 namespace incsim::gpu {
 
@@ -19,10 +20,6 @@ using CollectiveKind = collectives::Collective;
 namespace {
 constexpr uint32_t kFlagBytes = 4;  // a barrier's flag: one int32
 constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
-// Region addresses in the global address space (Klenk Fig. 2), in a group's
-// window of it: where reads are served from, where results land, the flag.
-constexpr uint64_t kWindowBytes = 1ull << 46;
-constexpr uint64_t kInOffset = 0, kOutOffset = 1ull << 44, kFlagOffset = 2ull << 44;
 
 // The message (the buffer nccl-tests counts) is cut into this many chunks.
 uint32_t message_chunks(const collectives::Program& p) {
@@ -57,9 +54,9 @@ struct CopyCollective::Group {
   std::vector<int> members;
   bool reads = false;  // reducing reads or barriers: a region to read from and a flag
   int out = -1, in = -1, flag = -1;
-  uint64_t in_addr(uint64_t b) const { return base + kInOffset + b * kBlock; }
-  uint64_t out_addr(uint64_t b) const { return base + kOutOffset + b * kBlock; }
-  uint64_t flag_addr() const { return base + kFlagOffset; }
+  uint64_t in_addr(uint64_t b) const { return base + GroupWindow::kIn + b * kBlock; }
+  uint64_t out_addr(uint64_t b) const { return base + GroupWindow::kOut + b * kBlock; }
+  uint64_t flag_addr() const { return base + GroupWindow::kFlag; }
 };
 
 // One GPU's part of the program: it hands its copy engine a descriptor per
@@ -247,7 +244,7 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     const auto at = std::find(gr.members.begin(), gr.members.end(), rank);
     if (at == gr.members.end()) continue;
     homes_[g].position = static_cast<int>(at - gr.members.begin());
-    gpu_.serve_region(*this, gr.base, gr.base + kWindowBytes);
+    gpu_.serve_region(*this, gr.base, gr.base + GroupWindow::kBytes);
   }
   left_ = n;
 }
@@ -304,7 +301,7 @@ void CopyCollective::Rank::own_data(uint64_t b, uint8_t* out) const {
 
 int CopyCollective::Rank::group_of(uint64_t addr) const {
   for (size_t g = 0; g < c_.groups_.size(); ++g)
-    if (addr >= c_.groups_[g].base && addr - c_.groups_[g].base < kWindowBytes) return static_cast<int>(g);
+    if (addr >= c_.groups_[g].base && addr - c_.groups_[g].base < GroupWindow::kBytes) return static_cast<int>(g);
   sc_assert(false);
   return -1;
 }
@@ -632,7 +629,7 @@ CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> g
   for (size_t g = 0; g < groups_.size(); ++g) {
     Group& gr = groups_[g];
     gr.window = fabric_.claim_window();
-    gr.base = net::kMulticastBase + kWindowBytes * static_cast<uint64_t>(gr.window);
+    gr.base = GroupWindow::base(gr.window);
     gr.members = program_.groups[g];
   }
   for (const collectives::Operation& o : program_.ops)
@@ -717,15 +714,7 @@ double CopyCollective::bound_us(uint64_t bytes) const {
   return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
 }
 
-double CopyCollective::busbw_factor() const {
-  const int n = program_.ranks;
-  switch (program_.collective) {
-    case CollectiveKind::AllGather:
-    case CollectiveKind::ReduceScatter: return collectives::gather_busbw_factor(n);
-    case CollectiveKind::Broadcast: return 1.0;
-    default: return collectives::allreduce_busbw_factor(n);
-  }
-}
+double CopyCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }
 
 std::string CopyCollective::redop() const {
   const bool reduces = program_.collective == CollectiveKind::AllReduce ||

@@ -5,11 +5,14 @@
 #include <deque>
 #include <map>
 #include <ostream>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "collectives/bounds.h"
 #include "collectives/program_synthesis.h"
 #include "core/error.h"
+#include "gpu/group_window.h"
 
 namespace incsim::gpu {
 
@@ -24,7 +27,14 @@ namespace {
 constexpr uint32_t kLlLine = 16, kLlData = 8;          // st.volatile.v4.u32 {data, flag, data, flag}
 constexpr uint32_t kLl128Line = 128, kLl128Data = 120;  // 15 data words and a flag word per line
 
-bool local(OpKind k) { return !collectives::sends(k) && !collectives::receives(k); }
+constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;  // an in-network packet's most data
+
+bool local(OpKind k) { return !collectives::sends(k) && !collectives::receives(k) && !collectives::in_network(k); }
+// An in-network operation that issues nothing here: a member's lending of
+// its data to another's reducing read, or its receiving of a multicast.
+bool passive(const collectives::Operation& o) {
+  return (o.kind == OpKind::ReduceRead && o.dst.empty()) || (o.kind == OpKind::MulticastWrite && o.src.empty());
+}
 
 // The buffer that holds rank r's chunk (in place, the output and the input
 // overlap) and the chunk of the message it is, or -1 for scratch.
@@ -82,6 +92,17 @@ struct CoresCollective::Layout {
     for (uint64_t n : count) most = std::max(most, std::min(chunk_elems, (n + blocks - 1) / blocks));
     return most;
   }
+  // The message chunk and the pass element e lies in: the inverse of range.
+  void locate(uint64_t e, uint32_t& m, uint64_t& pass) const {
+    int g = parts - 1;
+    while (g > 0 && off[g] > e) --g;
+    const uint64_t per_pass = chunk_elems * blocks, rel = e - off[g];
+    pass = rel / per_pass;
+    const uint64_t pass_len = std::min(per_pass, count[g] - pass * per_pass);
+    const uint64_t base = pass_len / blocks, rem = pass_len % blocks, x = rel - pass * per_pass;
+    const uint64_t b = x < rem * (base + 1) ? x / (base + 1) : rem + (x - rem * (base + 1)) / base;
+    m = static_cast<uint32_t>(b * static_cast<uint64_t>(parts) + static_cast<uint64_t>(g));
+  }
   // Elements [first, first + len) of message chunk m in pass `pass`.
   void range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len) const {
     const int g = static_cast<int>(m % parts);
@@ -106,7 +127,16 @@ class CoresCollective::Rank : public gpu::Program {
   }
   // An unfenced transfer (LL, LL128) is done once its last store has left:
   // its queue's send, one delta after (not from inside the port's fill).
-  void on_timer(uint64_t queue) override { finish_send(*queues_[queue], false); }
+  // An in-network transfer's multicast stores, likewise.
+  void on_timer(uint64_t queue) override {
+    Queue& q = *queues_[queue];
+    if (q.innet) finish_innet(q);
+    else finish_send(q, false);
+  }
+  // A reducing read of this GPU's input, through the switches.
+  void read_region(uint64_t addr, uint32_t bytes, uint8_t* out) override;
+  // A multicast store of a result lands here.
+  void on_region_write(const net::Packet& p) override;
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   void transfers(uint64_t& sent, uint64_t& all) const {
@@ -150,6 +180,20 @@ class CoresCollective::Rank : public gpu::Program {
     int op;
     uint64_t pass, idx;
   };
+  // A queue's in-network blocks that go out on one port: the GPU spreads a
+  // transfer's blocks over its ports toward the group, block k on port k mod P.
+  struct Lane : TxStream {
+    Queue* q = nullptr;
+    uint64_t next = 0, stride = 1;  // the next block it sends, and its step
+    uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
+    void fill(net::Packet* p) override;
+    void on_response(net::Packet* p) override;
+  };
+  // A multicast being received in one pass: its chunks and what has landed.
+  struct Landing {
+    std::vector<Segment> dst;
+    uint64_t got = 0, len = 0;
+  };
   struct Queue : TxStream {
     Rank* rank;
     int index;
@@ -166,6 +210,13 @@ class CoresCollective::Rank : public gpu::Program {
     uint32_t data_acks_due = 0, flag_acks_due = 0;
     std::deque<Pending> pending;  // operations that only receive, waiting for their data
     bool finished = false;
+    // An in-network transfer: blocks of at most 128 bytes, none across two
+    // segments, issued over lanes (one per port, made at first use).
+    bool innet = false;
+    int group = -1;
+    uint64_t blocks = 0, issued = 0, reads_due = 0;
+    std::vector<uint64_t> seg_blocks;  // [segment of src]: blocks before it
+    std::vector<std::unique_ptr<Lane>> lanes;  // [port]
 
     uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
     uint64_t next_elems() const;
@@ -196,6 +247,17 @@ class CoresCollective::Rank : public gpu::Program {
   void complete_recv(Queue& q, const Pending& pd);
   void run_local(int op, uint64_t pass);
   void op_done(int op, uint64_t pass);
+  // In-network operations.
+  void start_innet(Queue& q, int op, uint64_t pass);
+  void fill_block(Queue& q, uint64_t block, net::Packet* p);
+  void read_back(Queue& q, const net::Packet* p);  // a reducing read's sum came back
+  void finish_innet(Queue& q);
+  // The position in segments s (message chunks) of message element e.
+  static uint64_t position(const std::vector<Segment>& s, uint64_t e);
+  int group_of(uint64_t addr) const;
+  uint64_t passes_of(const Operation& o) const;
+  // Completes the passes of passive operation i whose multicasts have landed, in order.
+  void landed_passes(int i);
   // The segments of ref in this pass; a write (len: the data's elements)
   // also marks the last write of a result chunk for checking and makes the
   // store of a chunk that something reads later.
@@ -261,6 +323,10 @@ class CoresCollective::Rank : public gpu::Program {
   std::vector<Segment> local_src_, local_dst_;
   std::vector<uint8_t> scratch_;
   int unfinished_ = 0;
+  // In-network groups: the ports toward each, and per message chunk the
+  // operation that receives its multicast (-1: none; -2: this rank's own).
+  std::vector<std::vector<int>> group_ports_, mc_receiver_;
+  std::unordered_map<uint64_t, Landing> landing_;  // (operation << 32 | pass)
 };
 
 size_t CoresCollective::Rank::conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer) {
@@ -333,7 +399,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     if (o.engine != collectives::Engine::Cores)
       throw UserError(std::string("the GPU's cores cannot run a ") + collectives::engine_name(o.engine) +
                       " operation (rank " + std::to_string(rank) + " operation " + std::to_string(i) + ")");
-    if (std::none_of(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; })) {
+    if (!passive(o) && std::none_of(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; })) {
       auto q = std::make_unique<Queue>();
       q->rank = this;
       q->index = o.queue;
@@ -352,7 +418,7 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     };
     const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
                          o.kind == OpKind::RecvReduceCopySend || o.kind == OpKind::Reduce;
-    if (!o.src.empty()) mark(o.src, false);
+    if (!o.src.empty() && o.kind != OpKind::ReduceRead) mark(o.src, false);  // the switches read a read's src
     if (!o.dst.empty() && o.kind != OpKind::RecvReduceSend) mark(o.dst, true);
     if (reduces && (o.src.empty() || o.kind == OpKind::Reduce)) mark(o.dst, false);  // dst the operand
     max_count = std::max<uint32_t>(max_count, std::max(o.src.count, o.dst.count));
@@ -361,7 +427,8 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   for (size_t k = 0; k < queues_.size(); ++k) queues_[k]->at = k;
   for (int i = 0; i < n_ops; ++i) {
     const Operation& o = op(i);
-    for (size_t k = 0; k < queues_.size(); ++k)
+    queue_of_[i] = -1;
+    for (size_t k = 0; k < queues_.size() && !passive(o); ++k)
       if (queues_[k]->index == o.queue) {
         Queue& q = *queues_[k];
         queue_of_[i] = static_cast<int>(k);
@@ -392,7 +459,35 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     const Operation& first = op(q->ops.front());
     q->passes = lay.parts > 1 ? lay.passes[first.channel % lay.parts] : lay.passes[0];
     q->total = q->passes * q->ops.size();
-    for (int i : q->ops) q->transfers += collectives::sends(op(i).kind) ? q->passes : 0;
+    for (int i : q->ops)
+      q->transfers += collectives::sends(op(i).kind) || collectives::in_network(op(i).kind) ? q->passes : 0;
+  }
+  // In-network groups: the ports toward the other members, and who receives each chunk's multicast.
+  group_ports_.resize(p.groups.size());
+  mc_receiver_.resize(p.groups.size());
+  for (size_t g = 0; g < p.groups.size(); ++g)
+    for (int m : p.groups[g])
+      if (m != rank && std::find(p.groups[g].begin(), p.groups[g].end(), rank) != p.groups[g].end()) {
+        group_ports_[g] = coll.ports_[rank][m];
+        mc_receiver_[g].assign(coll.message_chunks_, -1);
+        break;
+      }
+  int receiving = 0;
+  for (int i = 0; i < n_ops; ++i) {
+    const Operation& o = op(i);
+    if (o.kind == OpKind::ReduceRead && o.dst.empty()) done_passes_[i] = passes_of(o);  // its memory answers
+    if (o.kind != OpKind::MulticastWrite) continue;
+    receiving += o.src.empty() ? 1 : 0;
+    const ChunkRef ref = o.src.empty() ? o.dst : o.src;
+    for (uint32_t k = 0; k < ref.count; ++k) {
+      Buffer buf = ref.buf;
+      uint32_t index = ref.index + k;
+      int64_t m;
+      canon(buf, index, m);
+      int& at = mc_receiver_[o.group][static_cast<uint32_t>(m)];
+      if (o.src.empty()) at = i;
+      else if (at == -1) at = -2;
+    }
   }
 
   // Receive connection k's tail flag at 16k, send connection k's head flag
@@ -418,11 +513,18 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   }
   for (size_t k = 0; k < send_.size(); ++k) send_[k]->flag = flags_base_ + 16 * k + 8;
   for (auto& q : queues_) gpu_.add_stream(q.get());
-  unfinished_ = static_cast<int>(queues_.size());
+  for (size_t g = 0; g < coll.groups_.size(); ++g)
+    if (!group_ports_[g].empty())
+      gpu_.serve_region(*this, coll.groups_[g].base, coll.groups_[g].base + GroupWindow::kBytes);
+  unfinished_ = static_cast<int>(queues_.size()) + receiving;
 }
 
 CoresCollective::Rank::~Rank() {
-  for (auto& q : queues_) gpu_.remove_stream(q.get());
+  for (auto& q : queues_) {
+    gpu_.remove_stream(q.get());
+    for (auto& lane : q->lanes)
+      if (lane) gpu_.remove_stream(lane.get());
+  }
   for (auto& c : recv_) gpu_.memory().free(c->mailbox);
   gpu_.memory().free(flags_base_);
   gpu_.detach(*this);
@@ -462,9 +564,14 @@ void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) 
     } else {
       os << "all operations started";
     }
+    if (q->innet)
+      os << " (" << q->issued << " of " << q->blocks << " blocks issued, " << q->reads_due << " reads due)";
     if (!q->pending.empty()) os << ", " << q->pending.size() << " receives waiting for data";
     os << ", " << q->flag_acks_due << " flag acks due\n";
   }
+  for (const auto& [key, l] : landing_)
+    os << prefix << " operation " << (key >> 32) << " (" << collectives::op_name(op(static_cast<int>(key >> 32)).kind)
+       << ") pass " << (key & 0xffffffffu) << ": " << l.got << " of " << l.len << " elements of its multicast landed\n";
 }
 
 void CoresCollective::Rank::on_flag(uint64_t addr) {
@@ -507,6 +614,11 @@ void CoresCollective::Rank::progress(Queue& q) {
     // Within a pass a receive holds the queue; the next pass may go ahead.
     if (!q.pending.empty() && q.pending.back().pass == pass) break;
     if (!deps_done(o, pass)) break;
+    if (collectives::in_network(o.kind)) {
+      ++q.next;
+      start_innet(q, i, pass);
+      continue;
+    }
     if (local(o.kind)) {
       ++q.next;
       run_local(i, pass);
@@ -663,11 +775,191 @@ void CoresCollective::Rank::run_local(int i, uint64_t pass) {
 
 void CoresCollective::Rank::op_done(int i, uint64_t pass) {
   done_passes_[i] = pass + 1;
-  for (int d : dependents_[i]) {
-    Queue& q = *queues_[queue_of_[d]];
-    if (&q != queues_[queue_of_[i]].get()) progress(q);
+  for (int d : dependents_[i])
+    if (queue_of_[d] >= 0 && queue_of_[d] != queue_of_[i]) progress(*queues_[queue_of_[d]]);
+}
+
+uint64_t CoresCollective::Rank::passes_of(const Operation& o) const {
+  const Layout& lay = *coll_.layout_;
+  return lay.parts > 1 ? lay.passes[o.channel % lay.parts] : lay.passes[0];
+}
+
+int CoresCollective::Rank::group_of(uint64_t addr) const {
+  for (size_t g = 0; g < coll_.groups_.size(); ++g)
+    if (addr - coll_.groups_[g].base < GroupWindow::kBytes) return static_cast<int>(g);
+  sc_assert(false && "an address in no group's window");
+  return -1;
+}
+
+uint64_t CoresCollective::Rank::position(const std::vector<Segment>& s, uint64_t e) {
+  uint64_t pos = 0;
+  for (const Segment& x : s) {
+    if (e - x.first < x.len) return pos + (e - x.first);
+    pos += x.len;
+  }
+  sc_assert(false && "an element outside the operation's chunks");
+  return 0;
+}
+
+// NVLS (multimem.ld_reduce or multimem.st) over the operation's chunks:
+// blocks of at most 128 bytes, each within one chunk, addressed by their
+// place in the message, spread over the ports toward the group.
+void CoresCollective::Rank::start_innet(Queue& q, int i, uint64_t pass) {
+  const Operation& o = op(i);
+  q.sending = true;
+  q.innet = true;
+  q.op = i;
+  q.pass = pass;
+  q.group = o.group;
+  segments(o.src, pass, false, 0, q.src);
+  q.len = total_len(q.src);
+  q.dst.clear();
+  if (o.kind == OpKind::ReduceRead) segments(o.dst, pass, true, q.len, q.dst);
+  const uint64_t per_block = kBlock / coll_.elem_;
+  q.seg_blocks.clear();
+  q.blocks = 0;
+  for (const Segment& x : q.src) {
+    q.seg_blocks.push_back(q.blocks);
+    q.blocks += (x.len + per_block - 1) / per_block;
+  }
+  q.issued = q.reads_due = 0;
+  INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: pass {} operation {} ({}) issues {} blocks in group {}", q.index, pass,
+             i, collectives::op_name(o.kind), q.blocks, o.group);
+  if (q.blocks == 0) {
+    q.innet = q.sending = false;
+    ++q.sent;
+    op_done(i, pass);
+    return;
+  }
+  const std::vector<int>& ports = group_ports_[o.group];
+  if (q.lanes.empty()) q.lanes.resize(static_cast<size_t>(gpu_.num_ports()));
+  const uint64_t lanes = std::min<uint64_t>(ports.size(), q.blocks);
+  for (uint64_t k = 0; k < lanes; ++k) {
+    const int port = ports[k];
+    auto& lane = q.lanes[static_cast<size_t>(port)];
+    if (!lane) {
+      lane = std::make_unique<Lane>();
+      lane->q = &q;
+      gpu_.add_stream(lane.get());
+    }
+    lane->next = k;
+    lane->stride = ports.size();
+    // A store reads its data first; a load's requests go at once.
+    gpu_.activate(port, lane.get(),
+                  o.kind == OpKind::MulticastWrite ? gpu_.first_read(port, q.index + 1) : sc_core::SC_ZERO_TIME);
   }
 }
+
+void CoresCollective::Rank::fill_block(Queue& q, uint64_t block, net::Packet* p) {
+  const Operation& o = op(q.op);
+  const uint64_t per_block = kBlock / coll_.elem_;
+  size_t j = q.seg_blocks.size() - 1;
+  while (q.seg_blocks[j] > block) --j;
+  const Segment& x = q.src[j];
+  const uint64_t at = (block - q.seg_blocks[j]) * per_block, n = std::min(per_block, x.len - at);
+  const Group& g = coll_.groups_[static_cast<size_t>(q.group)];
+  p->dst = 0;  // multicast: the region says where
+  p->dtype = static_cast<uint8_t>(coll_.dtype_);
+  p->redop = static_cast<uint8_t>(coll_.redop_);
+  p->payload_bytes = static_cast<uint16_t>(n * coll_.elem_);
+  if (o.kind == OpKind::ReduceRead) {
+    p->op = net::Op::PullRead;
+    p->addr = g.base + GroupWindow::kIn + (x.first + at) * coll_.elem_;
+    ++q.reads_due;
+  } else {
+    p->op = net::Op::Write;
+    p->addr = g.base + GroupWindow::kOut + (x.first + at) * coll_.elem_;
+    p->count = 1;
+    uint64_t pos = at;
+    for (size_t k = 0; k < j; ++k) pos += q.src[k].len;
+    read(q.src, pos, n, p->data);
+  }
+  if (++q.issued < q.blocks || o.kind == OpKind::ReduceRead) return;
+  // The last store has left: posted, nothing comes back (one delta on, not from inside the port's fill).
+  done_reading(q.src, q.pass);
+  gpu_.call_after(*this, sc_core::SC_ZERO_TIME, q.at);
+}
+
+// A reducing read's block: the group's sum, less this GPU's own data unless
+// the switches read it too (multimem).
+void CoresCollective::Rank::read_back(Queue& q, const net::Packet* p) {
+  const Group& g = coll_.groups_[static_cast<size_t>(q.group)];
+  const uint64_t e = (p->addr - g.base - GroupWindow::kIn) / coll_.elem_, n = p->payload_bytes / coll_.elem_;
+  const bool own_through_switch = coll_.program_.multimem;
+  const size_t members = g.members.size();
+  if (p->count != (own_through_switch ? members : members - 1)) wrong_ += n;  // one lost or doubled
+  scratch_.assign(p->data, p->data + n * coll_.elem_);
+  if (!own_through_switch)
+    coll_.cores_[rank_].reduce_own(coll_.data_, coll_.dtype_, coll_.redop_, rank_, e, n, scratch_.data());
+  write(q.dst, position(q.src, e), n, scratch_.data());
+  --q.reads_due;
+  if (q.issued == q.blocks && q.reads_due == 0) finish_innet(q);
+}
+
+void CoresCollective::Rank::finish_innet(Queue& q) {
+  q.innet = q.sending = false;
+  ++q.sent;
+  op_done(q.op, q.pass);
+  progress(q);
+}
+
+void CoresCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* out) {
+  const Group& g = coll_.groups_[static_cast<size_t>(group_of(addr))];
+  sc_assert(addr - g.base < GroupWindow::kOut);
+  coll_.data_.fill(coll_.dtype_, rank_, (addr - g.base - GroupWindow::kIn) / coll_.elem_, bytes / coll_.elem_, out);
+}
+
+void CoresCollective::Rank::on_region_write(const net::Packet& p) {
+  const int g = group_of(p.addr);
+  const uint64_t e = (p.addr - coll_.groups_[g].base - GroupWindow::kOut) / coll_.elem_, n = p.payload_bytes / coll_.elem_;
+  uint32_t m;
+  uint64_t pass;
+  coll_.layout_->locate(e, m, pass);
+  const int i = mc_receiver_[g].empty() ? -1 : mc_receiver_[g][m];
+  if (i == -2) return;  // its own store, back through the switches (multimem): its result is checked already
+  if (i < 0) {
+    wrong_ += n;  // nothing here expects it
+    return;
+  }
+  Landing& l = landing_[static_cast<uint64_t>(i) << 32 | pass];
+  if (l.dst.empty()) {
+    segments(op(i).dst, pass, true, 0, l.dst);
+    l.len = total_len(l.dst);
+  }
+  write(l.dst, position(l.dst, e), n, p.data);
+  l.got += n;
+  if (l.got == l.len) landed_passes(i);
+}
+
+void CoresCollective::Rank::landed_passes(int i) {
+  for (;;) {
+    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | done_passes_[i]);
+    if (it == landing_.end() || it->second.got < it->second.len) return;
+    landing_.erase(it);
+    op_done(i, done_passes_[i]);
+    if (done_passes_[i] == passes_of(op(i)) && --unfinished_ == 0) coll_.rank_done();
+  }
+}
+
+uint32_t CoresCollective::Rank::Lane::next_wire_bytes(const net::PacketFormat& f) const {
+  if (!q->innet || next >= q->blocks) return 0;
+  const Rank& r = *q->rank;
+  const uint64_t per_block = kBlock / r.coll_.elem_;
+  size_t j = q->seg_blocks.size() - 1;
+  while (q->seg_blocks[j] > next) --j;
+  const uint64_t at = (next - q->seg_blocks[j]) * per_block;
+  const uint64_t n = std::min(per_block, q->src[j].len - at);
+  const bool read = r.op(q->op).kind == OpKind::ReduceRead;
+  return f.wire_bytes(read ? net::Op::PullRead : net::Op::Write, static_cast<uint32_t>(n * r.coll_.elem_));
+}
+
+void CoresCollective::Rank::Lane::fill(net::Packet* p) {
+  const uint64_t b = next;
+  next += stride;
+  q->rank->fill_block(*q, b, p);
+}
+
+void CoresCollective::Rank::Lane::on_response(net::Packet* p) { q->rank->read_back(*q, p); }
 
 void CoresCollective::Rank::segments(const ChunkRef& ref, uint64_t pass, bool write, uint64_t len,
                                      std::vector<Segment>& out) {
@@ -755,7 +1047,7 @@ void CoresCollective::Rank::write(const std::vector<Segment>& s, uint64_t off, u
 }
 
 uint64_t CoresCollective::Rank::Queue::next_elems() const {
-  if (!sending || pos >= len) return 0;
+  if (!sending || innet || pos >= len) return 0;
   return std::min<uint64_t>(rank->coll_.packet_data_ / rank->coll_.elem_, len - pos);
 }
 
@@ -839,8 +1131,10 @@ uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data) {
 
 CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*> gpus,
                                  std::vector<std::vector<std::vector<int>>> ports, collectives::DType dtype,
-                                 collectives::RedOp redop, uint64_t seed, CoresParams params, double endpoint_GBps)
-    : program_(std::move(program)),
+                                 collectives::RedOp redop, uint64_t seed, CoresParams params, double endpoint_GBps,
+                                 topo::MulticastFabric* fabric)
+    : fabric_(fabric),
+      program_(std::move(program)),
       gpus_(std::move(gpus)),
       ports_(std::move(ports)),
       dtype_(dtype),
@@ -887,9 +1181,70 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     }
     max_conns_ = std::max(max_conns_, std::max(in.size(), out.size()));
   }
+  check_in_network();
+  for (const std::vector<int>& members : program_.groups) {
+    Group g;
+    g.window = fabric_->claim_window();
+    g.base = GroupWindow::base(g.window);
+    g.members = members;
+    groups_.push_back(std::move(g));
+  }
+  for (const Operation& o : program_.ops) {
+    if (o.kind == OpKind::ReduceRead) groups_[o.group].reads = true;
+    if (o.kind == OpKind::MulticastWrite) groups_[o.group].writes = true;
+  }
 }
 
-CoresCollective::~CoresCollective() = default;
+// The cores run NVLS's in-network operations over message chunks that every
+// member addresses alike: a block's address is its place in the message.
+void CoresCollective::check_in_network() const {
+  if (program_.groups.empty()) return;
+  const std::string name = "program " + program_.name + ": ";
+  if (!fabric_) throw UserError(name + "its in-network operations need switches with multicast regions");
+  if (program_.in_place) throw UserError(name + "the GPUs' cores run in-network operations only out of place");
+  std::map<std::tuple<int, int, int>, int64_t> written;  // (group, channel, position): the writer's message chunk
+  for (int r = 0; r < program_.ranks; ++r) {
+    std::map<std::pair<int, int>, int> position;  // (group, channel): in-network operations so far
+    for (int i = 0; i < program_.op_count(r); ++i) {
+      const Operation& o = program_.op(r, i);
+      if (!collectives::in_network(o.kind)) continue;
+      const std::string what = name + "rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                               collectives::op_name(o.kind) + ")";
+      if (o.kind != OpKind::ReduceRead && o.kind != OpKind::MulticastWrite)
+        throw UserError(what + ": the GPUs' cores issue NVLS's reducing reads (multimem.ld_reduce) and multicast "
+                               "writes (multimem.st); push and barriers are the copy engines'");
+      const auto message = [&](ChunkRef ref) {
+        Buffer buf = ref.buf;
+        uint32_t index = ref.index;
+        int64_t m;
+        canonical(program_, r, buf, index, m);
+        return ref.count == 1 ? m : -1;
+      };
+      if (o.kind == OpKind::ReduceRead && !o.src.empty() && (o.src.buf != Buffer::Input || message(o.src) < 0))
+        throw UserError(what + " reads no single input chunk; the switches read one chunk of the members' inputs");
+      const int pos = position[{o.group, o.channel}]++;
+      if (o.kind != OpKind::MulticastWrite) continue;
+      const int64_t m = message(o.src.empty() ? o.dst : o.src);
+      if (m < 0) throw UserError(what + " multicasts no single chunk of the message");
+      const auto at = written.try_emplace({o.group, o.channel, pos}, m).first;
+      if (at->second != m)
+        throw UserError(what + " takes message chunk " + std::to_string(m) + " where its writer stores chunk " +
+                        std::to_string(at->second) + "; a multicast lands where it was stored");
+    }
+  }
+}
+
+CoresCollective::~CoresCollective() {
+  ranks_.clear();
+  remove_regions();
+  for (const Group& g : groups_) fabric_->release_window(g.window);
+}
+
+void CoresCollective::remove_regions() {
+  for (Group& g : groups_)
+    for (int* r : {&g.in, &g.out})
+      if (*r >= 0) fabric_->remove_region(std::exchange(*r, -1));
+}
 
 void CoresCollective::use_protocol(collectives::Protocol p) {
   proto_ = p;
@@ -913,11 +1268,22 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
     const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
                              : proto_ == collectives::Protocol::LL128 ? params_.ll128
                                                                       : params_.simple;
-    slot_params_.chunk_bytes = collectives::tree_chunk_bytes(proto_, bytes, static_cast<int>(message_chunks_),
-                                                             program_.ranks, program_.tree_nodes, step.chunk_bytes);
+    slot_params_.chunk_bytes =
+        groups_.empty() ? collectives::tree_chunk_bytes(proto_, bytes, static_cast<int>(message_chunks_), program_.ranks,
+                                                        program_.tree_nodes, step.chunk_bytes)
+                        : collectives::nvls_tree_chunk_bytes(bytes, message_chunks_, step.chunk_bytes);
   }
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
+  // The fabric manager registers this size's regions (Klenk Fig. 2); under
+  // multimem the switches read and write each member's own copy too.
+  remove_regions();
+  for (Group& g : groups_) {
+    std::vector<int> gpus;
+    for (int r : g.members) gpus.push_back(gpus_[r]->index());
+    if (g.reads) g.in = fabric_->add_region(g.base + GroupWindow::kIn, bytes, gpus, !program_.multimem);
+    if (g.writes) g.out = fabric_->add_region(g.base + GroupWindow::kOut, bytes, gpus, !program_.multimem);
+  }
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
   for (auto& r : ranks_) r->link(ranks_);
   running_ = static_cast<int>(ranks_.size());
@@ -944,13 +1310,7 @@ double CoresCollective::bound_us(uint64_t bytes) const {
   return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
 }
 
-double CoresCollective::busbw_factor() const {
-  switch (program_.collective) {
-    case Kind::AllReduce: return collectives::allreduce_busbw_factor(program_.ranks);
-    case Kind::Broadcast: return 1.0;  // nccl-tests: every byte crosses each rank's link once
-    default: return collectives::gather_busbw_factor(program_.ranks);
-  }
-}
+double CoresCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }
 
 std::string CoresCollective::redop() const {
   return program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast

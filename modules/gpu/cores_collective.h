@@ -8,6 +8,16 @@
 // slot with a flag back to the sender. The software ring is ring_program run
 // by this engine.
 //
+// In-network operations are NVLS's, which the cores issue (NCCL's NVLS
+// kernels, src/device/all_reduce.h): a reducing read is multimem.ld_reduce,
+// loads of a group's region that the NVSwitches fan out to every member and
+// answer with the sum (Klenk's pull); a multicast write is multimem.st,
+// stores the switches copy to every member. Their packets carry blocks of at
+// most 128 bytes, spread over the GPU's ports toward the group as the GPU
+// interleaves addresses over its links. A member that only lends its data to
+// a read, or only receives a multicast, runs nothing: its memory answers
+// the reads, and the multicast's data is taken as it lands.
+//
 // A program describes one pass over the message; the message is cut into
 // passes of the program's chunks, each chunk_bytes at most, and every queue
 // runs its operations once per pass. A queue's operations run in order, with
@@ -24,6 +34,7 @@
 #include "gpu/collective.h"
 #include "gpu/gpu.h"
 #include "core/param.h"
+#include "topology/multicast.h"
 
 namespace incsim::gpu {
 
@@ -100,10 +111,11 @@ class CoresCollective : public Collective {
   // size is nccl-tests': the whole buffer, of which each rank owns 1/n in
   // reduce-scatter (output) and all-gather (input). endpoint_GBps is one
   // GPU's payload bandwidth, for the bound. The program must have passed
-  // check_program; its operations must all be the cores'.
+  // check_program; its operations must all be the cores'. fabric: the
+  // switches' multicast regions, for a program with in-network operations.
   CoresCollective(collectives::Program program, std::vector<Gpu*> gpus, std::vector<std::vector<std::vector<int>>> ports,
                   collectives::DType dtype, collectives::RedOp redop, uint64_t seed, CoresParams params,
-                  double endpoint_GBps);
+                  double endpoint_GBps, topo::MulticastFabric* fabric = nullptr);
   ~CoresCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -116,9 +128,22 @@ class CoresCollective : public Collective {
   class Rank;
   // Where a pass's chunks lie in the message (the buffer nccl-tests counts).
   struct Layout;
+  // An in-network group: its window of the multicast address space and its regions there.
+  struct Group {
+    int window = -1;
+    uint64_t base = 0;
+    std::vector<int> members;
+    bool reads = false, writes = false;  // has reducing reads, multicast writes
+    int in = -1, out = -1;               // their regions in this size's run
+  };
 
  private:
   void rank_done();
+  // UserError if the cores cannot run the program's in-network operations.
+  void check_in_network() const;
+  void remove_regions();
+  topo::MulticastFabric* fabric_;
+  std::vector<Group> groups_;
   collectives::Program program_;
   std::vector<Gpu*> gpus_;
   std::vector<std::vector<std::vector<int>>> ports_;

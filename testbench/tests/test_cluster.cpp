@@ -181,3 +181,50 @@ TEST_CASE("cluster: NCCL's trees are exact under LL and LL128, whose queues send
   tb::Experiment e(o);
   tb::run_checked(e, "tree ll, ll128");
 }
+
+TEST_CASE("cluster: NVLSTree is exact and each adapter carries its head's share up or down its rail's tree",
+          "[cluster][nvls]") {
+  constexpr uint64_t m = 1 << 20, g = 8, channels = 16;
+  tb::Options o = cluster(2, "allreduce", "1M");
+  o.algorithm = "nvlstree";
+  tb::Experiment e(o);
+  tb::run_checked(e, "nvlstree");
+  std::ostringstream held;
+  e.machine().report_held(held);
+  CHECK(held.str() == "");
+  // GPU h of each node heads chunk h C + c of each channel c, M / (G C): the
+  // child node's head sends its node's sum up, the root's sends the total
+  // down, each with its 8-byte flag, and each frees the slot of the chunk it
+  // received with an 8-byte flag back. 1 MiB is one pass (NCCL's 32 KiB chunks).
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+    INFO(h->name());
+    CHECK(h->payload_sent() == channels * (m / g / channels + 8 + 8));
+  }
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: NVLSTree is exact for a 16-bit max over several passes", "[cluster][nvls]") {
+  // 16 KiB steps: 2 passes of 16 channels x 8 heads x 16 KiB.
+  tb::Options o = cluster(2, "allreduce", "4M", "bfloat16", "max");
+  o.algorithm = "nvlstree";
+  tb::set_params(o, {{"ring.chunk_bytes", "16384"}});
+  tb::Experiment e(o);
+  tb::run_checked(e, "nvlstree bf16 max");
+}
+
+TEST_CASE("cluster: NVLSTree with Klenk's pull in place of multimem is exact on an odd size", "[cluster][nvls]") {
+  tb::Options o = cluster(2, "allreduce", "1000000", "int32", "sum");
+  o.algorithm = "nvlstree";
+  tb::set_params(o, {{"nvls.multimem", "false"}});
+  tb::Experiment e(o);
+  tb::run_checked(e, "nvlstree without multimem");
+}
+
+// A faulty reduction in a switch of node 1 corrupts that node's sum of a
+// chunk, which the trees carry to every GPU of both nodes.
+TEST_CASE("cluster: a wrong sum in an NVSwitch's table under NVLSTree is counted on every GPU", "[cluster][nvls]") {
+  tb::Options o = cluster(2, "allreduce", "256K");
+  o.algorithm = "nvlstree";
+  CHECK(tb::wrong_with_alu_fault(o, "n1_sw0.port0.reduction_table", 10) == 10 * 16);
+}

@@ -133,7 +133,9 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform dgx2 --sizes 64K", " -c ring.engine=nic", "ring"},
                         // NCCL's protocol by size (LL, then LL128), and a tree's chunk rules.
                         Case{"--platform hgx-h100 --sizes 8K,64K", "", "ring"},
-                        Case{"--platform cluster --nodes 2 --sizes 64K,1M", "", "tree"}}) {
+                        Case{"--platform cluster --nodes 2 --sizes 64K,1M", "", "tree"},
+                        // NVLSTree: the cores' multimem loads and stores, the switches' tables.
+                        Case{"--platform cluster --nodes 2 --sizes 1M,12292", " -c ring.channels=2", "nvlstree"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);

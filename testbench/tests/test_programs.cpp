@@ -162,6 +162,49 @@ TEST_CASE("NCCL's trees across a cluster are correct programs, their chunks NCCL
   CHECK_THROWS_WITH(cluster_tree_program(1, 8, 2), Catch::Contains("at least 2 nodes"));
 }
 
+TEST_CASE("NCCL's NVLSTree is a correct program that reads and multicasts in its node and crosses only its rail",
+          "[programs]") {
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}, {5, 3, 3}})
+    for (const bool multimem : {true, false}) require_ok(nvls_tree_program(nodes, per_node, channels, multimem));
+  const Program p = nvls_tree_program(4, 4, 2, true);
+  CHECK(p.multimem);
+  CHECK(p.tree_nodes == 4);
+  REQUIRE(p.groups.size() == 4);
+  CHECK(p.groups[1] == std::vector<int>{4, 5, 6, 7});
+  for (int r = 0; r < 16; ++r) {
+    int reads = 0, stores = 0;
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      CHECK(o.engine == Engine::Cores);
+      if (in_network(o.kind)) CHECK(o.group == r / 4);
+      // Rank r heads chunk (r mod 4) x 2 + c of channel c: its read's sum, its store's data.
+      if (o.kind == OpKind::ReduceRead && !o.dst.empty()) {
+        ++reads;
+        CHECK(o.src.index == (r % 4) * 2u + o.channel);
+      }
+      if (o.kind == OpKind::MulticastWrite && !o.src.empty()) {
+        ++stores;
+        CHECK(o.src.index == (r % 4) * 2u + o.channel);
+      }
+      // Between nodes only GPU h of each: its rail.
+      for (const int peer : {o.send_peer, o.recv_peer})
+        if (peer != kNone) CHECK(peer % 4 == r % 4);
+    }
+    CHECK(reads == 2);
+    CHECK(stores == 2);
+  }
+  CHECK(read_program(write_program(p), "nvlstree.txt") == p);
+  // NCCL's chunk rule (enqueue.cc), 16 channels x 8 heads: 512 KiB steps cut
+  // to 256, 128, 64 and 32 KiB below 32, 16, 4 and 1 times the pass.
+  const auto chunk = [](uint64_t bytes) { return nvls_tree_chunk_bytes(bytes, 128, 512 * 1024); };
+  CHECK(chunk(16ull << 30) == 512 * 1024);
+  CHECK(chunk(1ull << 30) == 256 * 1024);
+  CHECK(chunk(256ull << 20) == 128 * 1024);
+  CHECK(chunk(16ull << 20) == 64 * 1024);
+  CHECK(chunk(1ull << 20) == 32 * 1024);
+  CHECK_THROWS_WITH(nvls_tree_program(1, 8, 2, true), Catch::Contains("at least 2 nodes"));
+}
+
 TEST_CASE("a ring all-reduce has NCCL's operations, 2(n-1) sends per rank and channel") {
   const Program p = ring_program(Collective::AllReduce, 4, 2);
   REQUIRE(p.op_count(0) == 2 * (2 * 4 - 1));

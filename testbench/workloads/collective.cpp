@@ -178,12 +178,12 @@ collectives::Collective collective_kind(const std::string& name) {
 }  // namespace
 
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = algorithm == "pull" || algorithm == "nvls";
+  const bool push = algorithm == "push", pull = algorithm == "pull" || algorithm == "nvls" || algorithm == "nvlstree";
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
   // MultiTree's fat tree, whose own packets carry 256 B (Table III).
-  if (push || pull || algorithm == "multicast") d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
+  if (push || algorithm == "pull" || algorithm == "nvls" || algorithm == "multicast") d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
   return d;
 }
 
@@ -282,18 +282,19 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree");
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree");
   if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, tree, hring or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, tree, hring, nvlstree or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
   if (across_nodes && (cluster_.empty() || n != built))
     throw UserError(opt_.algorithm + " runs on all the GPUs of a cluster (--platform cluster): " +
-                    (opt_.algorithm == "tree" ? "a chain through each node's GPUs, a tree over the nodes"
-                                              : "rings inside its nodes and across them per rail"));
+                    (opt_.algorithm == "tree"       ? "a chain through each node's GPUs, a tree over the nodes"
+                     : opt_.algorithm == "nvlstree" ? "NVLS inside its nodes, trees across them per rail"
+                                                    : "rings inside its nodes and across them per rail"));
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -324,6 +325,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     own_platform_ =
         std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, in_network       ? collectives::method_name(*innet_)
                                                      : copy_engines_ ? "multicast"  // the copy engines' 128-byte blocks
+                                                     // a program for the cores that reduces in the switches: NVLS's tables
+                                                     : program_.ranks && collectives::in_network_method(program_) ? "nvlstree"
                                                                      : opt_.algorithm));
     platform_ = own_platform_.get();
   }
@@ -394,6 +397,9 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
     for (int g : cluster_[k]) node_of[g] = static_cast<int>(k);
   double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
   bool adapter_limits = false;
+  const collectives::Buffers& b = program.buffers[0];
+  const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
+  const double factor = collectives::busbw_factor(program.collective, program.ranks);
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
@@ -410,18 +416,27 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
                      collectives::payload_bandwidth_GBps(net, nf.max_payload_bytes, nf.header_bytes, 0));
     }
-    // The shares of its sends (in chunks) within its node and to other nodes.
+    // What it sends within its node and to other nodes, in chunks of the
+    // message: its sends, its multicast stores, and its data the switches
+    // read for a group's reducing reads (its own read's too under multimem).
     double inside = 0, across = 0;
     for (int i = 0; i < program.op_count(r); ++i) {
       const collectives::Operation& o = program.op(r, i);
+      if (collectives::in_network(o.kind)) {
+        const bool out = o.kind == collectives::OpKind::MulticastWrite
+                             ? !o.src.empty()
+                             : o.kind == collectives::OpKind::ReduceRead && (program.multimem || o.dst.empty());
+        if (out) inside += o.src.count;
+        continue;
+      }
       if (o.send_peer == collectives::kNone) continue;
       const double chunks = o.src.empty() ? o.dst.count : o.src.count;
       (node_of[participants_[o.send_peer]->index()] == node_of[gpu] ? inside : across) += chunks;
     }
-    const double total = inside + across;
-    if (total == 0) continue;
-    const double t_nvl = inside / total / nvl, t_hca = across / total / hca;
-    const double g = 1 / std::max(t_nvl, t_hca);
+    // Its time per byte of the message, against the busbw convention's bytes.
+    const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
+    if (t_nvl + t_hca == 0) continue;
+    const double g = factor / std::max(t_nvl, t_hca);
     if (best == 0 || g < best) {
       best = g;
       nvlink_GBps = nvl;
@@ -446,13 +461,24 @@ void CollectiveWorkload::make_ring(int n) {
   const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
   program_ = opt_.algorithm == "hring" ? collectives::hierarchical_ring_program(nodes, per_node, channels)
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
+             : opt_.algorithm == "nvlstree"
+                 ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
-  program_.protocol_by_size = to_lower(proto) == "auto";
-  if (!program_.protocol_by_size)
+  // NVLS, and so NVLSTree, runs NCCL's Simple protocol only (src/device/all_reduce.h).
+  const bool by_size = to_lower(proto) == "auto", nvls = opt_.algorithm == "nvlstree";
+  if (nvls && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
+    throw UserError("nvlstree runs NCCL's Simple protocol only, as NCCL's NVLS kernels do: ring.protocol=" + proto);
+  program_.protocol_by_size = by_size && !nvls;
+  if (!by_size)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
   make_cores(program_);
+}
+
+void CollectiveWorkload::require_reduction_tables(const std::string& what) const {
+  if (platform_->switch_config().table_bytes == 0)
+    throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
 // Runs a program on the GPUs' cores; each rank sends on the ports that lead
@@ -473,6 +499,9 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                    std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
     if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
+  const bool reads = std::any_of(program.ops.begin(), program.ops.end(),
+                                 [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceRead; });
+  if (reads) require_reduction_tables(program.name);
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[participants_[r]->index()];
@@ -484,8 +513,9 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
       assert(!ports[r][q].empty());
     }
   }
-  collective_ = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_,
-                                                      redop_, opt_.seed, cp, endpoint_GBps_);
+  collective_ = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_, redop_,
+                                                      opt_.seed, cp, endpoint_GBps_,
+                                                      program.groups.empty() ? nullptr : &platform_->multicast());
 }
 
 void CollectiveWorkload::make_copy(int n, bool fattree) {
@@ -518,9 +548,7 @@ void CollectiveWorkload::make_copy(int n, bool fattree) {
     throw UserError("the copy engines reduce, multicast and write 128-byte blocks (Klenk §IV-D); "
                     "net.max_payload_bytes must be 128, not " + std::to_string(platform_->format().max_payload_bytes));
   if (push || pull) {
-    const uint64_t table = platform_->switch_config().table_bytes;
-    if (table == 0)
-      throw UserError(opt_.algorithm + " reduces in the switches: switch.reduction_table.bytes must be above 0");
+    require_reduction_tables(opt_.algorithm);
     // Klenk §IV-F1: waves are C/k of the network's table capacity C.
     if (wp.waves > 0 && wp.wave_bytes > platform_->total_table_bytes())
       throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +

@@ -99,9 +99,11 @@ class CollectiveWorkload : public Workload {
 
  private:
   void print_sizing(std::ostream& os) const;
-  // The software ring (on a whole cluster, NCCL's rings across its nodes), or hring.
+  // The software ring (on a whole cluster, NCCL's rings across its nodes), hring, tree or nvlstree.
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
+  // UserError naming `what` if the switches have no reduction tables.
+  void require_reduction_tables(const std::string& what) const;
   void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
