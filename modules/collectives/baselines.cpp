@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "collectives/program_synthesis.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -29,15 +30,61 @@ Schedule ring(int n, const std::vector<int>& order_in) {
       if (static_cast<int>(sorted.size()) != n || sorted[i] != i)
         throw UserError("a ring order must list every node once");
   }
-  ScheduleBuilder b("ring", n, n);
-  // Reduce-scatter: in step s position i sends chunk i - s to position i + 1,
-  // so chunk c ends reduced at position c.
-  for (int s = 1; s <= n - 1; ++s)
-    for (int i = 0; i < n; ++i) b.reduce(mod(i - s, n), order[i], order[mod(i + 1, n)], s);
-  // All-gather: in step n - 1 + s position i sends chunk i - s + 1 onward.
-  for (int s = 1; s <= n - 1; ++s)
-    for (int i = 0; i < n; ++i) b.gather(mod(i - s + 1, n), order[i], order[mod(i + 1, n)], n - 1 + s);
-  return b.build();
+  // ring_program's rank i sends its block i first and completes block i + 1;
+  // run by node order[i + 1], flow i ends reduced at order[i], where NCCL's
+  // rank completes its own block.
+  std::vector<int> node_of(n);
+  for (int i = 0; i < n; ++i) node_of[i] = order[mod(i + 1, n)];
+  return relabel(ring_schedule(ring_program(Collective::AllReduce, n, 1, {}, true)), node_of);
+}
+
+Schedule ring_schedule(const Program& ring) {
+  if (ring.collective != Collective::AllReduce)
+    throw UserError(std::string("a NIC ring runs an all-reduce, not a ") + collective_name(ring.collective));
+  ProgramBuilder pb(ring.name, Collective::AllReduce, ring.ranks, true);
+  for (int r = 0; r < ring.ranks; ++r) {
+    const uint32_t chunks = ring.buffers[r].output;
+    pb.begin_rank(r, Buffers{chunks, chunks, 0});
+    for (int k = 0; k < ring.op_count(r); ++k) {
+      const Operation& o = ring.op(r, k);
+      const auto which = [&] { return "rank " + std::to_string(r) + "'s operation " + std::to_string(k); };
+      if (o.channel != ring.ops[0].channel)
+        throw UserError("a NIC ring runs on one channel, and " + which() + " is on another");
+      const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopySend;
+      if (!reduces && o.kind != OpKind::Send && o.kind != OpKind::RecvCopySend && o.kind != OpKind::Recv)
+        throw UserError("a NIC ring sends, receive-reduce-sends, receive-reduce-copy-sends, receive-copy-sends and "
+                        "receives, and " + which() + " is a " + op_name(o.kind));
+      if (k == 0 && receives(o.kind)) throw UserError("a NIC ring starts with a send, and " + which() + " receives");
+      if (o.src.empty() && o.dst.empty())
+        throw UserError("a NIC ring moves a chunk in every step, and " + which() + " names none");
+      if (!o.src.empty() && !o.dst.empty() && o.src.index != o.dst.index)
+        throw UserError("a NIC ring reduces each chunk in place, and " + which() +
+                        " reads one chunk and writes another");
+      // Each chunk is a flow of its own, on a channel of its own (schedule_program's numbering).
+      const ChunkRef& moved = o.src.empty() ? o.dst : o.src;
+      const ChunkRef c = chunk(Buffer::Output, moved.index, moved.count);
+      Operation t;
+      t.engine = Engine::NicTable;
+      t.channel = static_cast<uint16_t>(c.index);
+      if (receives(o.kind)) {
+        Operation in = t;
+        in.kind = reduces ? OpKind::RecvReduceCopy : OpKind::Recv;
+        in.recv_peer = o.recv_peer;
+        in.dst = c;
+        in.timestep = static_cast<uint16_t>(k);
+        pb.add(in);
+      }
+      if (sends(o.kind)) {
+        Operation out = t;
+        out.kind = OpKind::Send;
+        out.send_peer = o.send_peer;
+        out.src = c;
+        out.timestep = static_cast<uint16_t>(k + 1);
+        pb.add(out);
+      }
+    }
+  }
+  return schedule_of(pb.build());
 }
 
 TreeLinks nccl_tree0(int n, int rank) {

@@ -4,14 +4,27 @@
 // (§V-A). Plain C++, no SystemC; node i is endpoint i of the topology.
 #include <vector>
 
+#include "collectives/program.h"
 #include "collectives/schedule.h"
 
 namespace incsim::collectives {
 
 // Ring (NCCL): n chunks; reduce-scatter in steps 1..n-1, all-gather in steps
 // n..2(n-1). order[i] is the node at ring position i (empty: 0, 1, ..., n-1);
-// flow i ends reduced at order[i].
+// flow i ends reduced at order[i]. It is ring_program's all-reduce on one
+// channel (program_synthesis.h) as ring_schedule compiles it, its rank i run
+// by node order[i + 1]: ring_program's position i completes block i + 1.
 Schedule ring(int n, const std::vector<int>& order = {});
+
+// The schedule table a NIC runs for a ring all-reduce program on one channel
+// (ring_program's: a send, receive-reduce-sends, a receive-reduce-copy-send,
+// receive-copy-sends and a receive per rank): in lockstep, a rank's k-th
+// operation (from 1) receives the message of step k - 1 and sends in step k;
+// a message whose receiver reduces it is a Reduce message, one it copies a
+// Gather message; each chunk is a flow of its own. The table program this
+// makes is compiled by schedule_of, as a NIC compiles any. Throws UserError
+// naming what is not such a ring.
+Schedule ring_schedule(const Program& ring);
 
 // NCCL's binary trees (NCCL 2.4, src/graph/trees.cc), for rank r of n:
 // tree 0: with b the lowest set bit of r, parent (r ^ b) | (b << 1), or r ^ b

@@ -5,11 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
 #include "collectives/baselines.h"
 #include "collectives/multitree.h"
+#include "collectives/program_synthesis.h"
 #include "collectives/schedule.h"
 #include "core/error.h"
 #include "topology/direct_networks.h"
@@ -237,6 +239,78 @@ TEST_CASE("ring: verified for n = 2..17 with 2(n-1) steps", "[baselines]") {
   opt.exclusive_links = true;
   require_ok(ring(16, snake), 16, opt);
   CHECK_THROWS_AS(ring(4, {0, 1, 1, 2}), UserError);
+}
+
+bool has_entry(const Schedule& s, int node, const Entry& e) {
+  const auto& t = s.tables[node];
+  return std::find(t.begin(), t.end(), e) != t.end();
+}
+
+// The NIC ring is ring_program compiled to a table (ring_schedule): its
+// messages are the ones the ring was written as by hand, for any order. In
+// step s the node at position i sends flow i - s to position i + 1 (Reduce),
+// in step n - 1 + s flow i - s + 1 (Gather).
+TEST_CASE("ring: the NIC ring is ring_program's, step for step, for every order", "[baselines][programs]") {
+  for (int n : {2, 3, 5, 8, 16, 17}) {
+    std::vector<int> id(n);
+    for (int i = 0; i < n; ++i) id[i] = i;
+    std::vector<int> reversed(id.rbegin(), id.rend()), rotated = id, shuffled = id;
+    std::rotate(rotated.begin(), rotated.begin() + n / 2, rotated.end());
+    for (int k = 0; k < n; ++k) std::swap(shuffled[k], shuffled[(7 * k + 1) % n]);
+    for (const auto& order : {id, reversed, rotated, shuffled}) {
+      const Schedule s = ring(n, order);
+      require_ok(s, n);
+      CHECK(s.reduce_steps == n - 1);
+      std::vector<std::array<int, 5>> want, got;  // (step, src, dst, op, flow)
+      for (int st = 1; st <= n - 1; ++st)
+        for (int i = 0; i < n; ++i) {
+          const int to = order[(i + 1) % n];
+          want.push_back({st, order[i], to, static_cast<int>(Op::Reduce), (i - st + n) % n});
+          want.push_back({n - 1 + st, order[i], to, static_cast<int>(Op::Gather), (i - st + 1 + n) % n});
+        }
+      for (const Message& m : s.messages()) got.push_back({m.step, m.src, m.dst, static_cast<int>(m.op), m.flow});
+      std::sort(want.begin(), want.end());
+      INFO("ring of " << n << " nodes");
+      CHECK(got == want);
+    }
+  }
+  // Entries as the hand-written ring had them (incsim --platform torus --dims
+  // 2x2 --algorithm ring --print-schedule): node 0 first sends flow 3, ends
+  // flow 0 reduced and gathers flow 1 last.
+  const Schedule s4 = ring(4);
+  CHECK(s4.tables[0].size() == 8);
+  CHECK(s4.tables[0][0] == E(Op::Reduce, 3, 1, {}, 1));
+  CHECK(s4.tables[0][2] == E(Op::Reduce, 0, kNil, {3}, 3));
+  CHECK(s4.tables[0][5] == E(Op::Gather, 3, 3, {1}, 5));
+  CHECK(s4.tables[0][6] == E(Op::Gather, 1, 3, {}, 6));
+  // A custom order: flow i ends reduced at order[i].
+  const Schedule c4 = ring(4, {2, 0, 3, 1});
+  CHECK(has_entry(c4, 2, E(Op::Reduce, 0, kNil, {1}, 3)));
+  CHECK(has_entry(c4, 1, E(Op::Reduce, 2, 2, {}, 1)));
+  CHECK(has_entry(c4, 0, E(Op::Gather, 2, 2, {}, 6)));
+  // ring_program itself: each chunk a flow, rank r completes chunk r + 1.
+  const Schedule p4 = ring_schedule(ring_program(Collective::AllReduce, 4));
+  require_ok(p4, 4);
+  CHECK(has_entry(p4, 0, E(Op::Reduce, 1, kNil, {3}, 3)));
+  CHECK(has_entry(p4, 3, E(Op::Reduce, 0, kNil, {2}, 3)));
+}
+
+TEST_CASE("ring_schedule refuses what a NIC ring cannot run in one sentence", "[baselines][programs]") {
+  CHECK_THROWS_WITH(ring_schedule(ring_program(Collective::ReduceScatter, 4)),
+                    "a NIC ring runs an all-reduce, not a reducescatter");
+  CHECK_THROWS_WITH(ring_schedule(ring_program(Collective::AllReduce, 4, 2)),
+                    "a NIC ring runs on one channel, and rank 0's operation 7 is on another");
+  CHECK_THROWS_WITH(ring_schedule(tree_program(3, {{{kNone, {1, 2}}, {0, {}}, {0, {}}}})),
+                    Catch::StartsWith("a NIC ring sends, receive-reduce-sends,"));
+  // A rank that skips its first send: its first receive has no step before it.
+  Program p = ring_program(Collective::AllReduce, 3);
+  p.ops.erase(p.ops.begin());
+  for (size_t r = 1; r < p.rank_begin.size(); ++r) --p.rank_begin[r];
+  CHECK_THROWS_WITH(ring_schedule(p), "a NIC ring starts with a send, and rank 0's operation 0 receives");
+  // A rank that sends a step late is refused as schedule_of refuses it.
+  Program late = ring_program(Collective::AllReduce, 3);
+  std::swap(late.ops[0], late.ops[1]);
+  CHECK_THROWS_AS(ring_schedule(late), UserError);
 }
 
 TEST_CASE("double binary tree: NCCL's trees and verified for n = 2..33", "[baselines]") {
