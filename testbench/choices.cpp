@@ -64,6 +64,10 @@ const std::vector<Algorithm>& algorithms() {
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NCCL's NVLSTree: NVLS reduce-scatter in each node, NCCL's trees per rail across the nodes, NVLS multicast "
        "(NCCL 2.18+, src/device/all_reduce.h)"},
+      {"nvlsring", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+       "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
+       "NVLS reduce-scatter in each node, a ring per rail across the nodes, NVLS multicast (hring with NVLS in "
+       "place of the node's rings; not one of NCCL's algorithms)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},

@@ -552,6 +552,56 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) 
   return pb.build();
 }
 
+Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) {
+  if (nodes < 2 || per_node < 2) throw UserError("NVLS with rings across needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 3 * channels > 65535) throw UserError("NVLS with rings across needs between 1 and 21845 channels");
+  const int N = nodes, G = per_node;
+  const uint32_t C = static_cast<uint32_t>(channels), n = static_cast<uint32_t>(N);
+  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
+  ProgramBuilder pb("nvlsring", Collective::AllReduce, N * G, false);
+  pb.program().multimem = multimem;
+  for (int k = 0; k < N; ++k) {
+    std::vector<int> node;
+    for (int i = 0; i < G; ++i) node.push_back(k * G + i);
+    pb.add_group(node);
+  }
+  // Head h's block of channel c: N chunks from (h C + c) N, one per rank of its rail's ring.
+  const auto block = [&](int h, uint32_t c, Buffer b) { return chunk(b, (static_cast<uint32_t>(h) * C + c) * n, static_cast<uint16_t>(n)); };
+  for (int k = 0; k < N; ++k)
+    for (int h = 0; h < G; ++h) {
+      pb.begin_rank(k * G + h, Buffers{C * G * n, C * G * n, 0});
+      for (uint32_t c = 0; c < C; ++c) {
+        const uint16_t ch = static_cast<uint16_t>(c), read_q = static_cast<uint16_t>(2 * c), store_q = read_q + 1;
+        const auto innet = [&](OpKind kind, uint16_t queue, ChunkRef src, ChunkRef dst) {
+          Operation o = make_op(kind, Engine::Cores, ch, queue);
+          o.group = k;
+          o.src = src;
+          o.dst = dst;
+          return o;
+        };
+        int read = 0;
+        for (int i = 0; i < G; ++i) {
+          const int at = pb.add(innet(OpKind::ReduceRead, read_q, block(i, c, Buffer::Input),
+                                      i == h ? block(h, c, Buffer::Output) : ChunkRef{}));
+          if (i == h) read = at;
+        }
+        // The node's sum, all-reduced in place by the ring of GPU h of every node.
+        Placement across;
+        across.part = &rail;
+        for (int r = 0; r < N; ++r) across.ranks.push_back(r * G + h);
+        across.channel = static_cast<uint16_t>(C + c);
+        across.queue = static_cast<uint16_t>(2 * C + c);
+        across.offset = block(h, c, Buffer::Output).index;
+        across.buffer = Buffer::Output;
+        const std::vector<uint32_t> summed = append_part(pb, across, k * G + h, {static_cast<uint32_t>(read)});
+        for (int i = 0; i < G; ++i)
+          if (i == h) pb.add(innet(OpKind::MulticastWrite, store_q, block(h, c, Buffer::Output), ChunkRef{}), {summed.back()});
+          else pb.add(innet(OpKind::MulticastWrite, store_q, ChunkRef{}, block(i, c, Buffer::Output)));
+      }
+    }
+  return pb.build();
+}
+
 uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {
   uint64_t chunk = step;
   for (const auto& [times, floor] : {std::pair<uint64_t, uint64_t>{32, 256 * 1024}, {16, 128 * 1024}, {4, 64 * 1024},

@@ -77,6 +77,14 @@ Program cluster_tree_program(int nodes, int per_node, int channels);
 // children and multicasts it to its node (multimem.st). multimem: the
 // switches read and write the head's own copy too (Program::multimem).
 Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem);
+// NVLS inside each node and a ring per rail across the nodes (hring with
+// NVLS in place of the node's rings; NCCL has no such algorithm, its NVLS
+// crosses nodes by CollNet or its trees): GPU h heads block h C + c of
+// channel c, N chunks; it reads the block's node sum (multimem.ld_reduce,
+// queue 2c), all-reduces it in place by a ring of GPU h of every node
+// (channel C + c, queue 2C + c), and multicasts the total to its node
+// (multimem.st, queue 2c + 1).
+Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem);
 // NCCL's chunk for its tree over `nodes` nodes of `ranks` (src/enqueue.cc),
 // in data bytes, from one step of the protocol's buffer (`step` data bytes),
 // so that small messages still fill the tree's pipeline. Simple: with depth

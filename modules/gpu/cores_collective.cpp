@@ -1202,7 +1202,8 @@ void CoresCollective::check_in_network() const {
   const std::string name = "program " + program_.name + ": ";
   if (!fabric_) throw UserError(name + "its in-network operations need switches with multicast regions");
   if (program_.in_place) throw UserError(name + "the GPUs' cores run in-network operations only out of place");
-  std::map<std::tuple<int, int, int>, int64_t> written;  // (group, channel, position): the writer's message chunk
+  // (group, channel, position): the writer's first message chunk and its count.
+  std::map<std::tuple<int, int, int>, std::pair<int64_t, uint16_t>> written;
   for (int r = 0; r < program_.ranks; ++r) {
     std::map<std::pair<int, int>, int> position;  // (group, channel): in-network operations so far
     for (int i = 0; i < program_.op_count(r); ++i) {
@@ -1218,18 +1219,19 @@ void CoresCollective::check_in_network() const {
         uint32_t index = ref.index;
         int64_t m;
         canonical(program_, r, buf, index, m);
-        return ref.count == 1 ? m : -1;
+        return m;
       };
-      if (o.kind == OpKind::ReduceRead && !o.src.empty() && (o.src.buf != Buffer::Input || message(o.src) < 0))
-        throw UserError(what + " reads no single input chunk; the switches read one chunk of the members' inputs");
+      if (o.kind == OpKind::ReduceRead && !o.src.empty() && o.src.buf != Buffer::Input)
+        throw UserError(what + " reads no input chunk; the switches read the members' inputs");
       const int pos = position[{o.group, o.channel}]++;
       if (o.kind != OpKind::MulticastWrite) continue;
-      const int64_t m = message(o.src.empty() ? o.dst : o.src);
-      if (m < 0) throw UserError(what + " multicasts no single chunk of the message");
+      const ChunkRef ref = o.src.empty() ? o.dst : o.src;
+      const std::pair<int64_t, uint16_t> m{message(ref), ref.count};
+      if (m.first < 0) throw UserError(what + " multicasts a scratch chunk; a multicast lands at its place in the message");
       const auto at = written.try_emplace({o.group, o.channel, pos}, m).first;
       if (at->second != m)
-        throw UserError(what + " takes message chunk " + std::to_string(m) + " where its writer stores chunk " +
-                        std::to_string(at->second) + "; a multicast lands where it was stored");
+        throw UserError(what + " takes message chunk " + std::to_string(m.first) + " where its writer stores chunk " +
+                        std::to_string(at->second.first) + "; a multicast lands where it was stored");
     }
   }
 }

@@ -228,3 +228,18 @@ TEST_CASE("cluster: a wrong sum in an NVSwitch's table under NVLSTree is counted
   o.algorithm = "nvlstree";
   CHECK(tb::wrong_with_alu_fault(o, "n1_sw0.port0.reduction_table", 10) == 10 * 16);
 }
+
+TEST_CASE("cluster: NVLS with rings across is exact and each rail's ring carries its head's block", "[cluster][nvls]") {
+  constexpr uint64_t m = 1 << 20, nodes = 2, g = 8, channels = 16;
+  tb::Options o = cluster(2, "allreduce", "1M");
+  o.algorithm = "nvlsring";
+  tb::Experiment e(o);
+  tb::run_checked(e, "nvlsring");
+  // Head h's block of each channel, M / (G C), is all-reduced by the ring of
+  // GPU h of each node: 2 (N - 1) pieces of M / (G C N), each with its flag
+  // and its slot's flag back.
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>())
+    CHECK(h->payload_sent() == channels * 2 * (nodes - 1) * (m / g / channels / nodes + 8 + 8));
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}

@@ -203,6 +203,18 @@ TEST_CASE("NCCL's NVLSTree is a correct program that reads and multicasts in its
   CHECK(chunk(16ull << 20) == 64 * 1024);
   CHECK(chunk(1ull << 20) == 32 * 1024);
   CHECK_THROWS_WITH(nvls_tree_program(1, 8, 2, true), Catch::Contains("at least 2 nodes"));
+  // NVLS with rings across: each head's block is one chunk per rank of its rail's ring.
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})
+    for (const bool multimem : {true, false}) require_ok(nvls_ring_program(nodes, per_node, channels, multimem));
+  const Program ring = nvls_ring_program(3, 4, 2, true);
+  for (int r = 0; r < 12; ++r)
+    for (int i = 0; i < ring.op_count(r); ++i) {
+      const Operation& o = ring.op(r, i);
+      for (const int peer : {o.send_peer, o.recv_peer})
+        if (peer != kNone) CHECK(peer % 4 == r % 4);
+      if (in_network(o.kind)) CHECK((o.src.empty() ? o.dst : o.src).count == 3);
+    }
+  CHECK(read_program(write_program(ring), "nvlsring.txt") == ring);
 }
 
 TEST_CASE("a ring all-reduce has NCCL's operations, 2(n-1) sends per rank and channel") {

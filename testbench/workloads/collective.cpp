@@ -178,7 +178,7 @@ collectives::Collective collective_kind(const std::string& name) {
 }  // namespace
 
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = algorithm == "pull" || algorithm == "nvls" || algorithm == "nvlstree";
+  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring");
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
@@ -282,10 +282,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree");
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring");
   if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, tree, hring, nvlstree or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, tree, hring, nvlstree, nvlsring or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
@@ -294,6 +294,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError(opt_.algorithm + " runs on all the GPUs of a cluster (--platform cluster): " +
                     (opt_.algorithm == "tree"       ? "a chain through each node's GPUs, a tree over the nodes"
                      : opt_.algorithm == "nvlstree" ? "NVLS inside its nodes, trees across them per rail"
+                     : opt_.algorithm == "nvlsring" ? "NVLS inside its nodes, rings across them per rail"
                                                     : "rings inside its nodes and across them per rail"));
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
@@ -463,13 +464,16 @@ void CollectiveWorkload::make_ring(int n) {
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
              : opt_.algorithm == "nvlstree"
                  ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
+             : opt_.algorithm == "nvlsring"
+                 ? collectives::nvls_ring_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
   // NVLS, and so NVLSTree, runs NCCL's Simple protocol only (src/device/all_reduce.h).
-  const bool by_size = to_lower(proto) == "auto", nvls = opt_.algorithm == "nvlstree";
+  const bool by_size = to_lower(proto) == "auto", nvls = one_of(opt_.algorithm, "nvlstree, nvlsring");
   if (nvls && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
-    throw UserError("nvlstree runs NCCL's Simple protocol only, as NCCL's NVLS kernels do: ring.protocol=" + proto);
+    throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS kernels do: ring.protocol=" +
+                    proto);
   program_.protocol_by_size = by_size && !nvls;
   if (!by_size)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
