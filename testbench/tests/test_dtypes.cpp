@@ -1,7 +1,8 @@
 // The 16-bit element types through the real binary, on every engine family
 // that reduces: the GPUs' cores (ring on DGX-2), the copy engines and the
 // NVSwitch reduction tables (push and pull on DGX-2), the NICs (MultiTree on
-// a 4x4 torus). Each runs --dtype half and bfloat16 with #wrong 0 and the
+// a 4x4 torus), NVLS on the cores (NVLSTree on 2 HGX H100 nodes). Each runs
+// --dtype half and bfloat16 with #wrong 0 and the
 // nccl-tests count and type columns of 2-byte elements, and a faulty ALU
 // shows exactly as many wrong elements as in float32: the faults reach all
 // 16 GPUs, 7 x 16. NetReduce's RoCE hosts and FPGA aggregator too: the
@@ -26,6 +27,8 @@ const Engine kEngines[] = {
     // Without its barrier, pull's first results are data, not the barrier's flag.
     {"--platform dgx2 --algorithm pull -c pull.barrier=false", "sw0.port0.reduction_table"},
     {"--platform torus --dims 4x4 --algorithm multitree", "n5.nic"},
+    // The cores' NVLS (multimem loads and stores) in 2 nodes of 8: a node's fault reaches all 16 GPUs.
+    {"--platform cluster --nodes 2 --algorithm nvlstree", "n1_sw0.port0.reduction_table"},
 };
 
 nlohmann::json rows(const std::string& args) {
