@@ -123,6 +123,8 @@ class CoresCollective::Rank : public gpu::Program {
   // Resolves the peers' mailbox and flag addresses, once every rank has allocated them.
   void link(const std::vector<std::unique_ptr<Rank>>& ranks);
   void start() {
+    for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i)
+      if (op(i).kind == OpKind::MulticastWrite && op(i).src.empty()) landed_passes(i);  // passes with nothing to land
     for (auto& q : queues_) progress(*q);
   }
   // An unfenced transfer (LL, LL128) is done once its last store has left:
@@ -258,6 +260,8 @@ class CoresCollective::Rank : public gpu::Program {
   uint64_t passes_of(const Operation& o) const;
   // Completes the passes of passive operation i whose multicasts have landed, in order.
   void landed_passes(int i);
+  // The elements of message chunks ref in this pass.
+  uint64_t elements(const ChunkRef& ref, uint64_t pass) const;
   // The segments of ref in this pass; a write (len: the data's elements)
   // also marks the last write of a result chunk for checking and makes the
   // store of a chunk that something reads later.
@@ -569,9 +573,14 @@ void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) 
     if (!q->pending.empty()) os << ", " << q->pending.size() << " receives waiting for data";
     os << ", " << q->flag_acks_due << " flag acks due\n";
   }
-  for (const auto& [key, l] : landing_)
-    os << prefix << " operation " << (key >> 32) << " (" << collectives::op_name(op(static_cast<int>(key >> 32)).kind)
-       << ") pass " << (key & 0xffffffffu) << ": " << l.got << " of " << l.len << " elements of its multicast landed\n";
+  for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i) {
+    if (op(i).kind != OpKind::MulticastWrite || !op(i).src.empty() || done_passes_[i] == passes_of(op(i))) continue;
+    const uint64_t pass = done_passes_[i];
+    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | pass);
+    os << prefix << " operation " << i << " (mcast) pass " << pass << ": "
+       << (it == landing_.end() ? 0 : it->second.got) << " of " << elements(op(i).dst, pass)
+       << " elements of its multicast landed\n";
+  }
 }
 
 void CoresCollective::Rank::on_flag(uint64_t addr) {
@@ -932,13 +941,32 @@ void CoresCollective::Rank::on_region_write(const net::Packet& p) {
 }
 
 void CoresCollective::Rank::landed_passes(int i) {
-  for (;;) {
-    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | done_passes_[i]);
-    if (it == landing_.end() || it->second.got < it->second.len) return;
-    landing_.erase(it);
-    op_done(i, done_passes_[i]);
+  while (done_passes_[i] < passes_of(op(i))) {
+    const uint64_t pass = done_passes_[i];
+    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | pass);
+    if (it != landing_.end()) {
+      if (it->second.got < it->second.len) return;
+      landing_.erase(it);
+    } else if (elements(op(i).dst, pass) > 0) {
+      return;  // nothing has landed yet; a pass of a small message may have nothing to land
+    }
+    op_done(i, pass);
     if (done_passes_[i] == passes_of(op(i)) && --unfinished_ == 0) coll_.rank_done();
   }
+}
+
+uint64_t CoresCollective::Rank::elements(const ChunkRef& ref, uint64_t pass) const {
+  uint64_t len = 0;
+  for (uint32_t k = 0; k < ref.count; ++k) {
+    Buffer buf = ref.buf;
+    uint32_t index = ref.index + k;
+    int64_t m;
+    canon(buf, index, m);
+    uint64_t first, n;
+    coll_.layout_->range(pass, static_cast<uint32_t>(m), first, n);
+    len += n;
+  }
+  return len;
 }
 
 uint32_t CoresCollective::Rank::Lane::next_wire_bytes(const net::PacketFormat& f) const {

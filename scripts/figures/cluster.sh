@@ -1,7 +1,8 @@
 #!/bin/sh
 # The cluster figure of docs/modern-machines.md: all-reduce busbw on 2 and 4
-# HGX H100 nodes, NCCL's rings and trees across the nodes and the
-# hierarchical ring, 64 KiB to 64 MiB, NCCL's protocol by size. Runs scripts/campaigns/cluster-allreduce.yaml
+# HGX H100 nodes, NCCL's rings and trees across the nodes, the hierarchical
+# ring, and NVLS inside the nodes with trees (NVLSTree) or rings across,
+# 64 KiB to 64 MiB, NCCL's protocol by size (NVLS: Simple). Runs scripts/campaigns/cluster-allreduce.yaml
 # (resumable) and writes docs/figures/cluster-allreduce.png and its CSV.
 set -eu
 cd "$(dirname "$0")/../.."
