@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -502,75 +503,37 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
   return p;
 }
 
-Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) {
-  if (nodes < 2 || per_node < 2) throw UserError("NVLSTree needs at least 2 nodes of at least 2 GPUs");
-  if (channels < 1 || 2 * channels > 65535) throw UserError("NVLSTree needs between 1 and 32767 channels");
-  const int N = nodes, G = per_node;
-  const uint32_t C = static_cast<uint32_t>(channels), chunks = C * static_cast<uint32_t>(G);
-  ProgramBuilder pb("nvlstree", Collective::AllReduce, N * G, false);
-  Program& p = pb.program();
-  p.multimem = multimem;
-  p.tree_nodes = N;
-  for (int k = 0; k < N; ++k) {
-    std::vector<int> node;
-    for (int i = 0; i < G; ++i) node.push_back(k * G + i);
-    pb.add_group(node);
-  }
-  // Head h's chunk of channel c: h C + c, so that channel c touches chunks c mod C (the message's part c).
-  const auto share = [&](int h, uint32_t c) { return static_cast<uint32_t>(h) * C + c; };
-  for (int k = 0; k < N; ++k)
-    for (int h = 0; h < G; ++h) {
-      pb.begin_rank(k * G + h, Buffers{chunks, chunks, 2 * C});
-      for (uint32_t c = 0; c < C; ++c) {
-        const uint16_t ch = static_cast<uint16_t>(c), up_q = static_cast<uint16_t>(2 * c), down_q = up_q + 1;
-        const auto innet = [&](OpKind kind, uint16_t queue, ChunkRef src, ChunkRef dst) {
-          Operation o = make_op(kind, Engine::Cores, ch, queue);
-          o.group = k;
-          o.src = src;
-          o.dst = dst;
-          return o;
-        };
-        // NVLS reduce-scatter: every head's multimem load of its chunk reads every GPU of the node.
-        for (int i = 0; i < G; ++i)
-          pb.add(innet(OpKind::ReduceRead, up_q, chunk(Buffer::Input, share(i, c)),
-                       i == h ? chunk(Buffer::Scratch, c) : ChunkRef{}));
-        // The node's sums of chunk h C + c, all-reduced over the nodes by GPU h of each: its rail.
-        const TreeLinks l = node_tree(N, k, static_cast<int>(c));
-        TreeNode t;
-        if (l.parent != kNil) t.parent = l.parent * G + h;
-        for (int child : {l.child0, l.child1})
-          if (child != kNil) t.children.push_back(child * G + h);
-        const int total = add_tree_rank(pb, t, ch, up_q, chunk(Buffer::Scratch, c), chunk(Buffer::Scratch, C + c),
-                                        chunk(Buffer::Output, share(h, c)));
-        // NVLS all-gather: each head's multimem store of the total to every GPU of the node.
-        for (int i = 0; i < G; ++i)
-          if (i == h) pb.add(innet(OpKind::MulticastWrite, down_q, chunk(Buffer::Output, share(i, c)), ChunkRef{}),
-                             {static_cast<uint32_t>(total)});
-          else pb.add(innet(OpKind::MulticastWrite, down_q, ChunkRef{}, chunk(Buffer::Output, share(i, c))));
-      }
-    }
-  return pb.build();
-}
+namespace {
 
-Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) {
-  if (nodes < 2 || per_node < 2) throw UserError("NVLS with rings across needs at least 2 nodes of at least 2 GPUs");
-  if (channels < 1 || 3 * channels > 65535) throw UserError("NVLS with rings across needs between 1 and 21845 channels");
-  const int N = nodes, G = per_node;
-  const uint32_t C = static_cast<uint32_t>(channels), n = static_cast<uint32_t>(N);
-  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
-  ProgramBuilder pb("nvlsring", Collective::AllReduce, N * G, false);
+// NVLS inside each node around an all-reduce per rail across the nodes. On
+// channel c, GPU h of each node heads block h C + c of the message
+// (`per_block` chunks from (h C + c) per_block, so that channel c touches
+// the message's part c). On queue 2c it reads the block's node sum with one
+// reducing read of the node's inputs (NVLS's multimem.ld_reduce; group k is
+// node k's GPUs) into `sum(h, c)`; across(k, h, c, read) appends the rail's
+// all-reduce of it, after that read, and returns the operation that writes
+// the total into the head's output block; on queue 2c + 1 the head
+// multicasts the total to its node (multimem.st). Every member lists every
+// head's reads and multicasts in the same order, so the k-th of one meets
+// the k-th of the others.
+Program nvls_program(const std::string& name, int N, int G, int C, bool multimem, uint16_t per_block,
+                     uint32_t scratch, const std::function<ChunkRef(int, uint32_t)>& sum,
+                     const std::function<int(ProgramBuilder&, int, int, uint32_t, int)>& across) {
+  const uint32_t blocks = static_cast<uint32_t>(C) * static_cast<uint32_t>(G), chunks = blocks * per_block;
+  ProgramBuilder pb(name, Collective::AllReduce, N * G, false);
   pb.program().multimem = multimem;
   for (int k = 0; k < N; ++k) {
     std::vector<int> node;
     for (int i = 0; i < G; ++i) node.push_back(k * G + i);
     pb.add_group(node);
   }
-  // Head h's block of channel c: N chunks from (h C + c) N, one per rank of its rail's ring.
-  const auto block = [&](int h, uint32_t c, Buffer b) { return chunk(b, (static_cast<uint32_t>(h) * C + c) * n, static_cast<uint16_t>(n)); };
+  const auto block = [&](int h, uint32_t c, Buffer b) {
+    return chunk(b, (static_cast<uint32_t>(h) * static_cast<uint32_t>(C) + c) * per_block, per_block);
+  };
   for (int k = 0; k < N; ++k)
     for (int h = 0; h < G; ++h) {
-      pb.begin_rank(k * G + h, Buffers{C * G * n, C * G * n, 0});
-      for (uint32_t c = 0; c < C; ++c) {
+      pb.begin_rank(k * G + h, Buffers{chunks, chunks, scratch});
+      for (uint32_t c = 0; c < static_cast<uint32_t>(C); ++c) {
         const uint16_t ch = static_cast<uint16_t>(c), read_q = static_cast<uint16_t>(2 * c), store_q = read_q + 1;
         const auto innet = [&](OpKind kind, uint16_t queue, ChunkRef src, ChunkRef dst) {
           Operation o = make_op(kind, Engine::Cores, ch, queue);
@@ -581,25 +544,67 @@ Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) 
         };
         int read = 0;
         for (int i = 0; i < G; ++i) {
-          const int at = pb.add(innet(OpKind::ReduceRead, read_q, block(i, c, Buffer::Input),
-                                      i == h ? block(h, c, Buffer::Output) : ChunkRef{}));
+          const ChunkRef to = i == h ? sum(h, c) : ChunkRef{};
+          const int at = pb.add(innet(OpKind::ReduceRead, read_q, block(i, c, Buffer::Input), to));
           if (i == h) read = at;
         }
-        // The node's sum, all-reduced in place by the ring of GPU h of every node.
-        Placement across;
-        across.part = &rail;
-        for (int r = 0; r < N; ++r) across.ranks.push_back(r * G + h);
-        across.channel = static_cast<uint16_t>(C + c);
-        across.queue = static_cast<uint16_t>(2 * C + c);
-        across.offset = block(h, c, Buffer::Output).index;
-        across.buffer = Buffer::Output;
-        const std::vector<uint32_t> summed = append_part(pb, across, k * G + h, {static_cast<uint32_t>(read)});
+        const int total = across(pb, k, h, c, read);
         for (int i = 0; i < G; ++i)
-          if (i == h) pb.add(innet(OpKind::MulticastWrite, store_q, block(h, c, Buffer::Output), ChunkRef{}), {summed.back()});
+          if (i == h) pb.add(innet(OpKind::MulticastWrite, store_q, block(h, c, Buffer::Output), ChunkRef{}),
+                             {static_cast<uint32_t>(total)});
           else pb.add(innet(OpKind::MulticastWrite, store_q, ChunkRef{}, block(i, c, Buffer::Output)));
       }
     }
   return pb.build();
+}
+
+}  // namespace
+
+Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) {
+  if (nodes < 2 || per_node < 2) throw UserError("NVLSTree needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("NVLSTree needs between 1 and 32767 channels");
+  const int N = nodes, G = per_node;
+  const uint32_t C = static_cast<uint32_t>(channels);
+  // The node's sum of block h C + c in scratch c (a partial between two children in C + c), all-reduced over
+  // NCCL's double binary tree of the nodes by GPU h of each: its rail.
+  const auto across = [&](ProgramBuilder& pb, int k, int h, uint32_t c, int) {
+    const TreeLinks l = node_tree(N, k, static_cast<int>(c));
+    TreeNode t;
+    if (l.parent != kNil) t.parent = l.parent * G + h;
+    for (int child : {l.child0, l.child1})
+      if (child != kNil) t.children.push_back(child * G + h);
+    return add_tree_rank(pb, t, static_cast<uint16_t>(c), static_cast<uint16_t>(2 * c), chunk(Buffer::Scratch, c),
+                         chunk(Buffer::Scratch, C + c), chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c));
+  };
+  Program p = nvls_program("nvlstree", N, G, channels, multimem, 1, 2 * C,
+                           [](int, uint32_t c) { return chunk(Buffer::Scratch, c); }, across);
+  p.tree_nodes = N;
+  return p;
+}
+
+Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) {
+  if (nodes < 2 || per_node < 2) throw UserError("NVLS with rings across needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 3 * channels > 65535)
+    throw UserError("NVLS with rings across needs between 1 and 21845 channels");
+  const int N = nodes, G = per_node;
+  const uint32_t C = static_cast<uint32_t>(channels), n = static_cast<uint32_t>(N);
+  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
+  const auto output = [&](int h, uint32_t c) {
+    return chunk(Buffer::Output, (static_cast<uint32_t>(h) * C + c) * n, static_cast<uint16_t>(n));
+  };
+  // The node's sum of block h C + c, one chunk per rank of the ring of GPU h of every node, which
+  // all-reduces it in place (channel C + c, queue 2C + c).
+  const auto across = [&](ProgramBuilder& pb, int k, int h, uint32_t c, int read) {
+    Placement pl;
+    pl.part = &rail;
+    for (int r = 0; r < N; ++r) pl.ranks.push_back(r * G + h);
+    pl.channel = static_cast<uint16_t>(C + c);
+    pl.queue = static_cast<uint16_t>(2 * C + c);
+    pl.offset = output(h, c).index;
+    pl.buffer = Buffer::Output;
+    return static_cast<int>(append_part(pb, pl, k * G + h, {static_cast<uint32_t>(read)}).back());
+  };
+  return nvls_program("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
 }
 
 uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {

@@ -403,7 +403,9 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     if (o.engine != collectives::Engine::Cores)
       throw UserError(std::string("the GPU's cores cannot run a ") + collectives::engine_name(o.engine) +
                       " operation (rank " + std::to_string(rank) + " operation " + std::to_string(i) + ")");
-    if (!passive(o) && std::none_of(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; })) {
+    const bool new_queue =
+        std::none_of(queues_.begin(), queues_.end(), [&](const auto& q) { return q->index == o.queue; });
+    if (!passive(o) && new_queue) {
       auto q = std::make_unique<Queue>();
       q->rank = this;
       q->index = o.queue;
@@ -920,7 +922,8 @@ void CoresCollective::Rank::read_region(uint64_t addr, uint32_t bytes, uint8_t* 
 
 void CoresCollective::Rank::on_region_write(const net::Packet& p) {
   const int g = group_of(p.addr);
-  const uint64_t e = (p.addr - coll_.groups_[g].base - GroupWindow::kOut) / coll_.elem_, n = p.payload_bytes / coll_.elem_;
+  const uint64_t e = (p.addr - coll_.groups_[g].base - GroupWindow::kOut) / coll_.elem_;
+  const uint64_t n = p.payload_bytes / coll_.elem_;
   uint32_t m;
   uint64_t pass;
   coll_.layout_->locate(e, m, pass);
@@ -1255,7 +1258,8 @@ void CoresCollective::check_in_network() const {
       if (o.kind != OpKind::MulticastWrite) continue;
       const ChunkRef ref = o.src.empty() ? o.dst : o.src;
       const std::pair<int64_t, uint16_t> m{message(ref), ref.count};
-      if (m.first < 0) throw UserError(what + " multicasts a scratch chunk; a multicast lands at its place in the message");
+      if (m.first < 0)
+        throw UserError(what + " multicasts a scratch chunk; a multicast lands at its place in the message");
       const auto at = written.try_emplace({o.group, o.channel, pos}, m).first;
       if (at->second != m)
         throw UserError(what + " takes message chunk " + std::to_string(m.first) + " where its writer stores chunk " +

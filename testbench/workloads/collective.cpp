@@ -323,12 +323,13 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (share) {
     platform_ = share->platform;
   } else {
-    own_platform_ =
-        std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, in_network       ? collectives::method_name(*innet_)
-                                                     : copy_engines_ ? "multicast"  // the copy engines' 128-byte blocks
-                                                     // a program for the cores that reduces in the switches: NVLS's tables
-                                                     : program_.ranks && collectives::in_network_method(program_) ? "nvlstree"
-                                                                     : opt_.algorithm));
+    // The copy engines take 128-byte blocks; a program for the cores that
+    // reduces in the switches, the tables NVLS takes.
+    const std::string defaults = in_network                                                  ? collectives::method_name(*innet_)
+                                 : copy_engines_                                             ? "multicast"
+                                 : program_.ranks && collectives::in_network_method(program_) ? "nvlstree"
+                                                                                             : opt_.algorithm;
+    own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
     platform_ = own_platform_.get();
   }
   for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
