@@ -86,15 +86,14 @@ class TrainWorkload : public TrainingWorkload {
   int gpu_at(int s, int r, int p) const {
     return s * (gpus_ / pp_) + (strided_ ? p * replicas() + r : r * tp_ + p);
   }
-  int local(int g) const { return g % (gpus_ / pp_); }  // in its stage
-  // Data-parallel group t: stage t / tp, place t % tp in its tensor-parallel
-  // groups; its GPUs by replica.
-  int group_of(int g) const { return stage_of(g) * tp_ + (strided_ ? local(g) / replicas() : local(g) % tp_); }
+  // gpu_at's inverse: GPU g's replica and place.
+  int replica_of(int g) const { return strided_ ? g % (gpus_ / pp_) % replicas() : g % (gpus_ / pp_) / tp_; }
+  int place_of(int g) const { return strided_ ? g % (gpus_ / pp_) / replicas() : g % (gpus_ / pp_) % tp_; }
+  // Data-parallel group t: stage t / tp, place t % tp; its GPUs by replica.
+  int group_of(int g) const { return stage_of(g) * tp_ + place_of(g); }
   std::vector<int> dp_gpus(int t) const;
   // Tensor-parallel group k: stage k / replicas, replica k % replicas; its GPUs by place.
-  int tp_group_of(int g) const {
-    return stage_of(g) * replicas() + (strided_ ? local(g) % replicas() : local(g) / tp_);
-  }
+  int tp_group_of(int g) const { return stage_of(g) * replicas() + replica_of(g); }
   std::vector<int> tp_gpus(int k) const;
   size_t bucket_count() const;  // all stages'
   void arrive(int g, int size);
