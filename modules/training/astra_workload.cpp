@@ -201,19 +201,21 @@ AstraWorkload read_astra_workload(const std::string& path) {
 AstraModel astra_model(const AstraWorkload& w, const std::string& file, double clock_hz) {
   const auto at = [&](int line) { return "workload file " + file + ", line " + std::to_string(line) + ": "; };
   const std::string& p = w.parallelism;
-  const bool model_parallel = p == "HYBRID_TRANSFORMER" || p == "HYBRID_DATA_MODEL" || p == "MODEL";
+  const bool model_parallel = p == "HYBRID_TRANSFORMER" || p == "HYBRID_TRANSFORMER_FWD_IN_BCKWD" ||
+                              p == "HYBRID_DATA_MODEL" || p == "HYBRID_MODEL_DATA" || p == "MODEL";
   if (p != "DATA" && !model_parallel)
     throw UserError("workload file " + file + " is " + p + " parallel, and incsim runs ASTRA-sim's DATA, MODEL, " +
-                    "HYBRID_DATA_MODEL and HYBRID_TRANSFORMER files only" +
-                    (p == "HYBRID_TRANSFORMER_FWD_IN_BCKWD" ? ": it does not recompute the forward pass at checkpoints"
-                     : p == "HYBRID_MODEL_DATA"
-                         ? ": its model-parallel groups are strided, and incsim's --tp groups are consecutive GPUs"
-                         : ""));
+                    "HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD " +
+                    "files only");
   AstraModel out;
   Model& m = out.model;
   m.name = file;
   m.source = "ASTRA-sim workload file";
   out.model_parallel_group = w.model_parallel_group;
+  // Workload::decode_involved_dimensions: HYBRID_MODEL_DATA's data-parallel
+  // collectives span the first network dimension, its model-parallel ones
+  // the others.
+  out.strided_groups = p == "HYBRID_MODEL_DATA";
   const auto all_reduce = [&](const AstraLayer& l, const AstraComm& c, const char* what) -> uint64_t {
     if (c.type == AstraCollective::none) return 0;
     if (c.type != AstraCollective::allreduce)
@@ -237,6 +239,30 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
                                    static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
     m.layers.push_back(layer);
     out.update_s += static_cast<double>(l.update_cycles) / clock_hz;
+  }
+  // Workload::iterate_hybrid_parallel_Transformer_fwd_in_bckwd: on reaching
+  // the input gradient of a layer that initiates a recomputation, the
+  // backward pass walks down to the nearest checkpoint at or below it and
+  // runs the forward pass (compute and blocking forward collective) from
+  // there up to the first layer that initiates one, then goes on with that
+  // layer's input gradient.
+  const auto layer_name = [&](size_t i) { return "layer " + std::to_string(i) + " (" + w.layers[i].name + ")"; };
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    if (!w.layers[i].checkpoint_initiates) continue;
+    size_t c = i;
+    while (c > 0 && !w.layers[c].checkpoint) --c;
+    if (!w.layers[c].checkpoint)
+      throw UserError(at(1) + layer_name(i) + " initiates a recomputation with no checkpoint at or below it, so " +
+                      "ASTRA-sim would look for one below layer 0");
+    if (c == i)
+      throw UserError(at(1) + layer_name(i) + " both is a checkpoint and initiates a recomputation, which ASTRA-sim " +
+                      "would carry on past it into layers whose backward pass has run");
+    for (size_t j = c + 1; j < i; ++j)
+      if (w.layers[j].checkpoint_initiates)
+        throw UserError(at(1) + layer_name(j) + " and " + layer_name(i) + " both recompute from the checkpoint at " +
+                        layer_name(c) + ", and ASTRA-sim would stop the second one's recomputation at the first and " +
+                        "skip the backward pass of the layers above the first up to the second");
+    m.layers[i].recompute_from = static_cast<int>(c);
   }
   return out;
 }

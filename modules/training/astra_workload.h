@@ -67,21 +67,31 @@ AstraWorkload read_astra_workload(const std::string& path);
 // time, its input- and weight-gradient times together as its backward time
 // (cycles at clock_hz), and its weight-gradient all-reduce as its fp32
 // gradient (bytes / 4 weights), all-reduced among the data-parallel
-// replicas. DATA: no other collective. HYBRID_TRANSFORMER, HYBRID_DATA_MODEL
-// and MODEL: the forward and input-gradient all-reduces are the layer's
-// activation all-reduces in its model-parallel group (tp_forward_batch_bytes,
+// replicas. DATA: no other collective. MODEL, HYBRID_DATA_MODEL,
+// HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD:
+// the forward and input-gradient all-reduces are the layer's activation
+// all-reduces in its model-parallel group (tp_forward_batch_bytes,
 // tp_backward_batch_bytes; none for the first layer's input gradient, as
-// ASTRA-sim issues none), groups of consecutive NPUs as ASTRA-sim's first
-// dimensions are. UserError "workload file F[, line N]: ..." for another
-// parallelism (HYBRID_TRANSFORMER_FWD_IN_BCKWD's recomputation,
-// HYBRID_MODEL_DATA's strided groups, DLRM, customised, micro and inference
-// files), a model-parallel collective other than an all-reduce, a
-// weight-gradient collective other than an all-reduce, or bytes that are no
-// whole number of fp32 elements.
+// ASTRA-sim issues none). Workload::decode_involved_dimensions puts the
+// model-parallel group on ASTRA-sim's first network dimensions, so
+// consecutive NPUs, except for HYBRID_MODEL_DATA, whose data-parallel group
+// is the first dimension and whose model-parallel groups are therefore
+// strided (strided_groups). FWD_IN_BCKWD: each layer that initiates a
+// recomputation reruns the forward pass from the nearest checkpoint at or
+// below it (Layer::recompute_from), as
+// Workload::iterate_hybrid_parallel_Transformer_fwd_in_bckwd does.
+// UserError "workload file F[, line N]: ..." for another parallelism (DLRM,
+// customised, micro and inference files), a model-parallel collective other
+// than an all-reduce, a weight-gradient collective other than an
+// all-reduce, bytes that are no whole number of fp32 elements, or
+// checkpoints ASTRA-sim would misread: a layer that initiates a
+// recomputation with no checkpoint at or below it, or that is itself a
+// checkpoint, or two that recompute from the same checkpoint.
 struct AstraModel {
   Model model;
   double update_s = 0;             // the layers' update times summed
   uint32_t model_parallel_group = 0;  // the file's model_parallel_NPU_group; 0: none given
+  bool strided_groups = false;     // HYBRID_MODEL_DATA: model-parallel groups strided, data-parallel consecutive
 };
 AstraModel astra_model(const AstraWorkload& w, const std::string& file, double clock_hz);
 

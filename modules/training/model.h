@@ -82,6 +82,11 @@ struct Layer {
   // Or the bytes of those all-reduces for the whole batch, as ASTRA-sim's
   // model-parallel files give them (0: from the split).
   uint64_t tp_forward_batch_bytes = 0, tp_backward_batch_bytes = 0;
+  // Activation checkpointing (ASTRA-sim's HYBRID_TRANSFORMER_FWD_IN_BCKWD):
+  // before this layer's backward kernel, the forward kernels of layers
+  // [recompute_from, this one) run again, each with its forward all-reduce;
+  // -1: none.
+  int recompute_from = -1;
   // The bytes each all-reduces for `batch` samples of `element` bytes (0: none).
   uint64_t tp_forward_bytes(uint32_t batch, double element) const;
   uint64_t tp_backward_bytes(uint32_t batch, double element) const;

@@ -285,12 +285,12 @@ TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient siz
   CHECK(rows[0]["comm_us"] > 0);
 }
 
-TEST_CASE("a non-DATA ASTRA-sim workload is refused with its file", "[train][astra][errors]") {
-  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_transformer.txt");
+TEST_CASE("an ASTRA-sim workload incsim does not run is refused with its file", "[train][astra][errors]") {
+  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_dlrm.txt");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains("is HYBRID_TRANSFORMER_FWD_IN_BCKWD parallel, and incsim runs ASTRA-sim's "
-                                    "DATA, MODEL, HYBRID_DATA_MODEL and HYBRID_TRANSFORMER files only: it does not "
-                                    "recompute the forward pass at checkpoints"));
+  CHECK_THAT(r.err, Catch::Contains("astra_dlrm.txt is HYBRID_DLRM parallel, and incsim runs ASTRA-sim's DATA, MODEL, "
+                                    "HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and "
+                                    "HYBRID_TRANSFORMER_FWD_IN_BCKWD files only"));
   CHECK(cli::lines(r.err).size() == 1);
 }
 
@@ -547,6 +547,58 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-
   const cli::Result bad = cli::incsim("--model " TEST_DATA "/astra_hybrid.txt --platform star --gpus 4 --tp 4");
   CHECK(bad.code == 2);
   CHECK_THAT(bad.err, Catch::Contains("--tp 4: workload file " TEST_DATA "/astra_hybrid.txt runs model-parallel groups of 2 NPUs"));
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER_FWD_IN_BCKWD workload recomputes its layers from the checkpoint in the backward pass",
+          "[train][astra][tp]") {
+  // astra_recompute.txt: groups of 2 on 4 GPUs; checkpoint fc1, fc3
+  // initiates: before fc3's backward, fc1 and fc2 run forward again (100 us
+  // each) and fc1 all-reduces its output again. The same file read as
+  // HYBRID_TRANSFORMER does neither.
+  cli::TempDir d;
+  const std::string text = cli::slurp(TEST_DATA "/astra_recompute.txt");
+  const std::string plain_file =
+      d.write("plain.txt", "HYBRID_TRANSFORMER model_parallel_NPU_group: 2" + text.substr(text.find('\n')));
+  const std::string args = " --platform star --gpus 4 --algorithm ring";
+  const PipelineRun recomputed = pipeline_run("--model " TEST_DATA "/astra_recompute.txt" + args);
+  const PipelineRun plain = pipeline_run("--model " + plain_file + args);
+  for (const auto* run : {&recomputed, &plain}) {
+    CHECK(run->row["wrong"] == 0);
+    CHECK(run->tracks.at(6) == "activations, GPUs 0,1");
+  }
+  // Forward fc1 and fc3, input gradient fc2 and fc3; and fc1's forward again.
+  CHECK(plain.row["tp_allreduces"] == 4);
+  CHECK(recomputed.row["tp_allreduces"] == 5);
+  CHECK(recomputed.row["compute_us"].get<double>() - plain.row["compute_us"].get<double>() == Approx(200).margin(1e-6));
+  CHECK(recomputed.row["time_us"].get<double>() > plain.row["time_us"].get<double>() + 200);
+  // Each GPU: 4 layers forward and backward and the optimizer, and 2 recomputed; each group 1 more all-reduce.
+  for (int g = 0; g < 4; ++g) {
+    CHECK(plain.spans.at(g) == 9);
+    CHECK(recomputed.spans.at(g) == 11);
+  }
+  for (const int group : {6, 7}) CHECK(recomputed.spans.at(group) == plain.spans.at(group) + 1);
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_MODEL_DATA workload runs its model-parallel all-reduces in strided groups",
+          "[train][astra][tp]") {
+  // astra_model_data.txt with --tp 4 on 8 GPUs: model-parallel groups
+  // 0,2,4,6 and 1,3,5,7; data-parallel groups of consecutive GPUs 0,1 2,3 4,5 6,7.
+  const PipelineRun run =
+      pipeline_run("--model " TEST_DATA "/astra_model_data.txt --platform star --gpus 8 --tp 4 --algorithm ring");
+  CHECK(run.row["wrong"] == 0);
+  CHECK(run.row["tp_allreduces"] == 2);
+  CHECK(run.row["buckets"] == 1);
+  for (int t = 0; t < 4; ++t)
+    CHECK(run.tracks.at(8 + t) == "gradients, GPUs " + std::to_string(2 * t) + "," + std::to_string(2 * t + 1));
+  CHECK(run.tracks.at(12) == "activations, GPUs 0,2,4,6");
+  CHECK(run.tracks.at(13) == "activations, GPUs 1,3,5,7");
+  for (const int track : {12, 13}) CHECK(run.spans.at(track) == 2);
+  for (int t = 8; t < 12; ++t) CHECK(run.spans.at(t) == 1);
+  // The header says so.
+  const cli::Result r =
+      cli::incsim("--model " TEST_DATA "/astra_model_data.txt --platform star --gpus 8 --tp 4 --algorithm ring");
+  CHECK_THAT(r.out, Catch::Contains("tensor parallel in 2 groups of 4 GPUs strided by 2 (0,2,4,6 the first, as "
+                                    "ASTRA-sim's HYBRID_MODEL_DATA lays them out), data parallel over 2 replicas"));
 }
 
 TEST_CASE("pipeline and tensor parallelism of 2 on an 8-GPU star: every stage's groups all-reduce activations 4 times per block and "

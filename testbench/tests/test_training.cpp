@@ -361,8 +361,53 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
             .tp_backward_bytes(1, 4) == 0);
   CHECK(refusal("DATA\n1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 NONE 0 1\n") ==
         "workload file t, line 3: a DATA-parallel layer communicates only its weight gradient");
-  CHECK_THAT(refusal("HYBRID_MODEL_DATA\n1\nfc -1 1 NONE 0 1 NONE 0 1 NONE 0 1\n"),
-             Catch::Contains("its model-parallel groups are strided"));
+  // HYBRID_MODEL_DATA's model-parallel groups are strided, HYBRID_DATA_MODEL's consecutive.
+  const std::string layer = "1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 ALLREDUCE 8 1\n";
+  CHECK(astra_model(parse_astra_workload("HYBRID_MODEL_DATA\n" + layer, "t"), "t", 1e9).strided_groups);
+  CHECK_FALSE(astra_model(parse_astra_workload("HYBRID_DATA_MODEL\n" + layer, "t"), "t", 1e9).strided_groups);
+  CHECK_THAT(refusal("HYBRID_DLRM 0\n" + layer),
+             Catch::Contains("is HYBRID_DLRM parallel, and incsim runs ASTRA-sim's DATA, MODEL, HYBRID_DATA_MODEL, "
+                             "HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD files only"));
+}
+
+TEST_CASE("an ASTRA-sim FWD_IN_BCKWD file recomputes from the nearest checkpoint at or below each layer that initiates one") {
+  // astra_recompute.txt: checkpoint 1, fc3 (layer 3) initiates: fc1 and fc2 again before fc3's backward.
+  const AstraModel m = astra_model(read_astra_workload(kData + "astra_recompute.txt"), "r", 1e9);
+  CHECK(m.model_parallel_group == 2);
+  CHECK_FALSE(m.strided_groups);
+  REQUIRE(m.model.layers.size() == 4);
+  CHECK(m.model.layers[0].recompute_from == -1);
+  CHECK(m.model.layers[1].recompute_from == -1);
+  CHECK(m.model.layers[2].recompute_from == -1);
+  CHECK(m.model.layers[3].recompute_from == 1);
+
+  // ASTRA-sim's own Transformer_HybridParallel_Fwd_In_Bckwd.txt header, on 21 layers.
+  const auto file = [](const std::string& head, int layers) {
+    std::string text = "HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: 4 " + head + "\n" +
+                       std::to_string(layers) + "\n";
+    for (int i = 0; i < layers; ++i) text += "l" + std::to_string(i) + " -1 1 ALLREDUCE 8 1 NONE 0 1 ALLREDUCE 8 1\n";
+    return text;
+  };
+  const AstraModel t = astra_model(parse_astra_workload(file("checkpoints: 2 2 11 checkpoint_initiates: 2 19 10", 21), "t"), "t", 1e9);
+  for (int i = 0; i < 21; ++i) {
+    INFO("layer " << i);
+    CHECK(t.model.layers[i].recompute_from == (i == 19 ? 11 : i == 10 ? 2 : -1));
+  }
+
+  // Checkpoints ASTRA-sim's walk would misread.
+  const auto refusal = [&](const std::string& head, int layers) {
+    return error_of([&] { astra_model(parse_astra_workload(file(head, layers), "t"), "t", 1e9); });
+  };
+  CHECK(refusal("checkpoints: 1 2 checkpoint_initiates: 1 1", 3) ==
+        "workload file t, line 1: layer 1 (l1) initiates a recomputation with no checkpoint at or below it, so "
+        "ASTRA-sim would look for one below layer 0");
+  CHECK(refusal("checkpoints: 1 1 checkpoint_initiates: 1 1", 3) ==
+        "workload file t, line 1: layer 1 (l1) both is a checkpoint and initiates a recomputation, which ASTRA-sim "
+        "would carry on past it into layers whose backward pass has run");
+  CHECK(refusal("checkpoints: 1 0 checkpoint_initiates: 2 1 2", 3) ==
+        "workload file t, line 1: layer 1 (l1) and layer 2 (l2) both recompute from the checkpoint at layer 0 (l0), "
+        "and ASTRA-sim would stop the second one's recomputation at the first and skip the backward pass of the "
+        "layers above the first up to the second");
 }
 
 TEST_CASE("a malformed ASTRA-sim workload names its file and line") {

@@ -61,6 +61,12 @@ bool ends_with(const std::string& s, const std::string& end) {
   return s.size() > end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
 bool is_file(const std::string& name) { return name.find('/') != std::string::npos || ends_with(name, ".yaml"); }
+// "0,2,4,6"
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::string text;
+  for (size_t r = 0; r < gpus.size(); ++r) text += (r ? "," : "") + std::to_string(gpus[r]);
+  return text;
+}
 }  // namespace
 
 // One iteration of one algorithm in flight: kernels queued on every GPU,
@@ -133,6 +139,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (astra) {
     astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
     model_ = astra_file.model;
+    strided_ = astra_file.strided_groups;
   } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
   }
@@ -186,21 +193,32 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // Each stage: its warm-up forwards, then a forward and a backward in turn,
   // then its cool-down backwards (1F1B); one stage: forward then backward.
   kernels_.resize(pp_);
+  recompute_s_.assign(pp_, 0);
   for (int s = 0; s < pp_; ++s) {
+    const int lo = first_[s], hi = first_[s + 1];
+    // Recomputation from a checkpoint (ASTRA-sim files, which run no --pp:
+    // their layers give no activation sizes to send).
+    for (int k = lo; k < hi; ++k)
+      for (int j = model_.layers[k].recompute_from; j >= 0 && j < k; ++j) recompute_s_[s] += times_[j].forward_s;
     const auto pass = [&](Phase phase, int micro) {
       const bool forward = phase == Phase::Forward;
-      const int lo = first_[s], hi = first_[s + 1];
+      const size_t start = kernels_[s].size();
+      const auto kernel = [&](Phase ph, int k, bool recompute) {
+        const bool f = ph == Phase::Forward;
+        kernels_[s].push_back({ph, k, seconds(f ? times_[k].forward_s : times_[k].backward_s),
+                               tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
+                                                       : model_.layers[k].tp_backward_bytes(micro_batch, element))
+                                       : -1,
+                               micro, Edge::none, Edge::none, recompute});
+      };
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
-        Kernel kn{phase, k, seconds(forward ? times_[k].forward_s : times_[k].backward_s),
-                  tp_ > 1 ? activations(forward ? model_.layers[k].tp_forward_bytes(micro_batch, element)
-                                                : model_.layers[k].tp_backward_bytes(micro_batch, element))
-                          : -1,
-                  micro};
-        if (q == 0) kn.wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
-        if (q + 1 == hi - lo) kn.send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
-        kernels_[s].push_back(kn);
+        // Activation checkpointing: the forward kernels from the checkpoint again first.
+        for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
+        kernel(phase, k, false);
       }
+      kernels_[s][start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
+      kernels_[s].back().send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
     };
     const int warm = std::min(pp_ - s - 1, micro_);
     for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
@@ -243,7 +261,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   if (n % tp_ != 0)
     throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into tensor-parallel groups of consecutive GPUs");
+                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
+                    " GPUs");
   if (n % pp_ != 0)
     throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
                     " GPUs of the run into pipeline stages of consecutive GPUs");
@@ -285,27 +304,24 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
-    // A group: GPUs first, first + stride, ... (count of them), all-reducing `sizes`.
-    const auto group = [&](int first, int stride, int count, const std::vector<uint64_t>& sizes,
-                           const std::string& kind, const std::string& collective = "allreduce") {
-      std::vector<int> gpus;
-      for (int r = 0; r < count; ++r) gpus.push_back(first + r * stride);
+    // A group: `gpus` in rank order, all-reducing `sizes`.
+    const auto group = [&](const std::vector<int>& gpus, const std::vector<uint64_t>& sizes, const std::string& kind,
+                           const std::string& collective = "allreduce") {
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
       return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
     for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
-      collectives_[a].dp.push_back(group(group_gpu(t, 0), tp_, replicas, buckets_[t / tp_],
+      collectives_[a].dp.push_back(group(dp_gpus(t), buckets_[t / tp_],
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
     for (int g = 0; tp_ > 1 && g < n / tp_; ++g)
-      collectives_[a].tp.push_back(
-          group(g * tp_, 1, tp_, tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
+      collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
     const int stage = n / pp_;
     for (int g = 0; g + stage < n; ++g) {
       const std::vector<uint64_t> size{p2p_bytes_[stage_of(g)]};
       const std::string gpus = " (pipeline GPUs " + std::to_string(g) + " and " + std::to_string(g + stage) + ")";
-      collectives_[a].p2p.push_back(group(g, stage, 2, size, gpus, "broadcast"));
-      collectives_[a].p2p.push_back(group(g + stage, -stage, 2, size, gpus, "broadcast"));
+      collectives_[a].p2p.push_back(group({g, g + stage}, size, gpus, "broadcast"));
+      collectives_[a].p2p.push_back(group({g + stage, g}, size, gpus, "broadcast"));
     }
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
@@ -343,6 +359,18 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
 
 TrainWorkload::~TrainWorkload() = default;
 
+std::vector<int> TrainWorkload::dp_gpus(int t) const {
+  std::vector<int> gpus;
+  for (int r = 0; r < replicas(); ++r) gpus.push_back(gpu_at(t / tp_, r, t % tp_));
+  return gpus;
+}
+
+std::vector<int> TrainWorkload::tp_gpus(int k) const {
+  std::vector<int> gpus;
+  for (int p = 0; p < tp_; ++p) gpus.push_back(gpu_at(k / replicas(), k % replicas(), p));
+  return gpus;
+}
+
 bool TrainWorkload::ready(int g, const Kernel& k) const {
   const Iteration& it = *running_;
   return k.wait == Edge::activation ? it.activations[g] > k.micro
@@ -366,7 +394,7 @@ void TrainWorkload::issue(int g) {
     c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
       const bool backward = k.phase == Phase::Backward;
       // As long as it took: longer while collectives on the cores held SMs.
-      span(g, model_.layers[k.layer].name + (backward ? " backward" : "") +
+      span(g, model_.layers[k.layer].name + (backward ? " backward" : k.recompute ? " recomputed" : "") +
                   (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
            engine->took());
       ++it.kernels_done;
@@ -392,7 +420,7 @@ void TrainWorkload::issue(int g) {
 // The group's all-reduce starts once all its GPUs have reached it; they go on when it ends.
 void TrainWorkload::arrive(int g, int size) {
   Iteration& it = *running_;
-  const int group = g / tp_;
+  const int group = tp_group_of(g);
   Iteration::Tp& tp = it.tp[group];
   it.waiting_since[g] = sc_core::sc_time_stamp();
   if (++tp.arrived < tp_) return;
@@ -406,7 +434,7 @@ void TrainWorkload::arrive(int g, int size) {
     tp.comm_us += us(took);
     ++tp.done;
     span(gpus_ + tp_ * pp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
-    for (int g = group * tp_; g < (group + 1) * tp_; ++g) {
+    for (const int g : tp_gpus(group)) {
       it.tp_wait_us += us(now - it.waiting_since[g]);
       it.last_end[g] = now;
       const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
@@ -510,8 +538,7 @@ void TrainWorkload::finish(int t) {
   Iteration::Dp& dp = it.dp[t];
   if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size()) return;
   dp.updating = true;
-  for (int r = 0; r < replicas(); ++r) {
-    const int g = group_gpu(t, r);
+  for (const int g : dp_gpus(t)) {
     gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
     c.run(Phase::Update, -1, update_, [this, &it, engine = &c, g] {
       span(g, "optimizer", engine->took());
@@ -555,6 +582,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   for (int s = 0; s < pp_; ++s) {
     double mine = 0;
     for (int k = first_[s]; k < first_[s + 1]; ++k) mine += times_[k].forward_s + times_[k].backward_s;
+    mine += recompute_s_[s];
     compute = std::max(compute, mine * micro_);
   }
   compute = compute * 1e6 + us(update_);
@@ -603,19 +631,13 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
 // of pipeline neighbours.
 std::vector<std::string> TrainWorkload::timeline_tracks() const {
   const int n = gpus_, tp_groups = gpus_ / tp_;
-  // Data-parallel group t is GPUs group_gpu(t, 0), + tp, ...; tensor-parallel group g is GPUs g x tp to g x tp + tp - 1.
-  const auto gpu_list = [](int first, int stride, int count) {
-    std::string text;
-    for (int r = 0; r < count; ++r) text += (r ? "," : "") + std::to_string(first + r * stride);
-    return text;
-  };
   std::vector<std::string> tracks;
   for (int g = 0; g < n; ++g)
     tracks.push_back((pp_ > 1 ? "stage " + std::to_string(stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
                      ".compute");
   for (int t = 0; t < tp_ * pp_; ++t)
-    tracks.push_back(tp_ * pp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(group_gpu(t, 0), tp_, replicas()));
-  for (int g = 0; tp_ > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(g * tp_, 1, tp_));
+    tracks.push_back(tp_ * pp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(dp_gpus(t)));
+  for (int g = 0; tp_ > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(tp_gpus(g)));
   for (size_t l = 0; l < collectives_[0].p2p.size(); ++l) {
     const int from = static_cast<int>(l) / 2, to = from + n / pp_;
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
@@ -627,18 +649,22 @@ std::vector<std::string> TrainWorkload::timeline_tracks() const {
 void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
   const int tp_groups = gpus_ / tp_;
-  double forward = 0, backward = 0;
+  double forward = 0, backward = 0, recompute = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s;
+  for (const double r : recompute_s_) recompute += r;
+  const std::string layout = strided_ ? "GPUs strided by " + std::to_string(replicas()) + " (" + gpu_list(tp_gpus(0)) +
+                                            " the first, as ASTRA-sim's HYBRID_MODEL_DATA lays them out)"
+                                      : "consecutive GPUs";
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
      << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
   if (pp_ > 1)
     os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
-       << ", " << (tp_ > 1 ? "each tensor parallel in groups of " + std::to_string(tp_) + " consecutive GPUs, " : "")
+       << ", " << (tp_ > 1 ? "each tensor parallel in groups of " + std::to_string(tp_) + " " + layout + ", " : "")
        << "data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
   else if (tp_ > 1)
-    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_
-       << " consecutive GPUs, data parallel over "
+    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_ << " " << layout
+       << ", data parallel over "
        << count_of(tp_groups, "replica", "replicas") << ",";
   else
     os << "data parallel";
@@ -647,7 +673,9 @@ void TrainWorkload::print_header(std::ostream& os) const {
      << "# compute: " << compute_->describe() << "; batch " << opt_.batch
      << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
      << ": forward " << forward * 1e3
-     << " ms, backward " << backward * 1e3 << " ms, optimizer " << update_.to_seconds() * 1e3 << " ms"
+     << " ms, backward " << backward * 1e3 << " ms";
+  if (recompute > 0) os << ", recomputed forward " << recompute * 1e3 << " ms";
+  os << ", optimizer " << update_.to_seconds() * 1e3 << " ms"
      << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
@@ -657,7 +685,8 @@ void TrainWorkload::print_header(std::ostream& os) const {
     for (int s = 0; pp_ > 1 && s < pp_; ++s)
       os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
     os << " ("
-       << (astra_groups_ ? "the workload file's forward and input-gradient all-reduces"
+       << (astra_groups_ ? std::string("the workload file's forward and input-gradient all-reduces") +
+                               (recompute > 0 ? ", the forward ones again where the backward pass recomputes" : "")
                          : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
        << "), of";
     for (uint64_t b : tp_sizes_) os << " " << size_label(b);

@@ -19,7 +19,12 @@
 // GPUs with the same place in their group (data parallel over the replicas).
 // Every group is a collective on its own share of the one machine. An
 // ASTRA-sim model-parallel file (HYBRID_TRANSFORMER, HYBRID_DATA_MODEL,
-// MODEL) runs its own forward and input-gradient all-reduces in these groups.
+// MODEL) runs its own forward and input-gradient all-reduces in these groups;
+// a HYBRID_MODEL_DATA file in strided groups (GPUs k, k + D, k + 2D, ...,
+// with D = GPUs / N), its data-parallel groups D consecutive GPUs; a
+// HYBRID_TRANSFORMER_FWD_IN_BCKWD file reruns the forward kernels (and their
+// all-reduces) from a checkpoint before the backward kernel of the layer
+// that initiates it (training::Layer::recompute_from).
 //
 // --pp N adds pipeline parallelism (PipeDream-Flush's 1F1B, Narayanan et al.
 // 2021, §2.2): N stages over consecutive blocks of GPUs, stage s the layers
@@ -74,10 +79,22 @@ class TrainWorkload : public TrainingWorkload {
   void issue(int g);
   void pump(int link);
   int stage_of(int g) const { return g / (gpus_ / pp_); }
-  // Data-parallel group t: stage t / tp, place t % tp in its tensor-parallel groups.
-  int group_of(int g) const { return stage_of(g) * tp_ + g % tp_; }
-  int group_gpu(int t, int r) const { return t / tp_ * (gpus_ / pp_) + t % tp_ + r * tp_; }
   int replicas() const { return gpus_ / pp_ / tp_; }
+  // The GPU of stage s, replica r and place p in its tensor-parallel group:
+  // Megatron's numbering, a tensor-parallel group consecutive GPUs; strided_
+  // swaps replica and place, so a place's replicas are consecutive.
+  int gpu_at(int s, int r, int p) const {
+    return s * (gpus_ / pp_) + (strided_ ? p * replicas() + r : r * tp_ + p);
+  }
+  // gpu_at's inverse: GPU g's replica and place.
+  int replica_of(int g) const { return strided_ ? g % (gpus_ / pp_) % replicas() : g % (gpus_ / pp_) / tp_; }
+  int place_of(int g) const { return strided_ ? g % (gpus_ / pp_) / replicas() : g % (gpus_ / pp_) % tp_; }
+  // Data-parallel group t: stage t / tp, place t % tp; its GPUs by replica.
+  int group_of(int g) const { return stage_of(g) * tp_ + place_of(g); }
+  std::vector<int> dp_gpus(int t) const;
+  // Tensor-parallel group k: stage k / replicas, replica k % replicas; its GPUs by place.
+  int tp_group_of(int g) const { return stage_of(g) * replicas() + replica_of(g); }
+  std::vector<int> tp_gpus(int k) const;
   size_t bucket_count() const;  // all stages'
   void arrive(int g, int size);
   void through(int g);
@@ -97,6 +114,7 @@ class TrainWorkload : public TrainingWorkload {
     int tp_size;
     int micro = 0;
     Edge wait = Edge::none, send = Edge::none;
+    bool recompute = false;  // a forward kernel run again in the backward pass
   };
   bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
   void send(int g, const Kernel& k);         // what the kernel sends on, if anything
@@ -114,11 +132,13 @@ class TrainWorkload : public TrainingWorkload {
   int gpus_ = 0;                             // taking part: the platform's first
   int tp_ = 1;                               // GPUs per tensor-parallel group
   bool astra_groups_ = false;                // the groups are an ASTRA-sim file's model-parallel ones
+  bool strided_ = false;                     // tensor-parallel groups strided (ASTRA-sim's HYBRID_MODEL_DATA)
   int pp_ = 1;                               // pipeline stages
   int micro_ = 1;                            // micro-batches per iteration
   std::vector<int> first_;                   // [stage]: its first layer; [pp]: the layer count
   std::vector<uint64_t> p2p_bytes_;          // [stage s]: activations from s to s + 1, per micro-batch
   std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp), per micro-batch
+  std::vector<double> recompute_s_;          // [stage]: its forward kernels run again, per micro-batch
   std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
