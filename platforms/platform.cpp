@@ -87,6 +87,11 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
   return d;
 }
 
+std::string default_compute(const std::string& platform, const std::string& node) {
+  const std::string& gpu_platform = platform == "cluster" ? (node.empty() ? "hgx-h100" : node) : platform;
+  return gpu_platform == "hgx-h100" ? "h100" : gpu_platform == "nvl72" ? "b200" : "v100";
+}
+
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
   PlatformShape shape;
   if (gpus) shape.gpus = gpus;

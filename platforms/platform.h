@@ -56,6 +56,10 @@ bool is_multitree_platform(const topo::Topology& t);
 // fattree2l, star; MultiTree's for torus, mesh, fattree and bigraph; the
 // DGX-1's for dgx1v and dgx1p. A YAML file takes its `family:`'s.
 PlatformDefaults platform_defaults(const topo::Topology& t);
+// The compute model (--compute) of the platform's GPU: h100 on hgx-h100, b200
+// on nvl72 and on clusters of either (--node), v100 elsewhere (the papers'
+// machines are V100s: Klenk, Blink, NetReduce's).
+std::string default_compute(const std::string& platform, const std::string& node);
 
 // A Machine of the GPU fabric, as its workloads see it: the Machine (any
 // fabric's netlist, elaborated by the one builder, machine.h) of a graph whose

@@ -80,7 +80,8 @@ const po::options_description& declaration() {
                           "share of the layers, micro-batches in PipeDream-Flush's 1F1B schedule (train.microbatches), "
                           "data parallel over each stage's GPUs (default 1)")
         ("baseline", text("ALGORITHM"), "train: also run every iteration with this algorithm, for the speed-up")
-        ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default v100)").c_str())
+        ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default the platform's GPU: h100 on hgx-h100, b200 on nvl72, and on clusters of "
+                                          "them; v100 elsewhere, the papers')").c_str())
         ("precision", text("TYPE"), "train: fp32, fp16 or bf16: gradient bytes, the compute peak that applies, and the dtype the reduction hardware adds (default fp32)")
         ("timeline", text("FILE.json"), "train: write a Chrome trace-event timeline (Perfetto, chrome://tracing)")
         ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")

@@ -67,7 +67,9 @@ struct Options {
   uint32_t tp = 1;             // --tp: tensor-parallel group size (1: data parallel only)
   uint32_t pp = 1;             // --pp: pipeline stages (1: none)
   std::string baseline;        // --baseline ALGORITHM: run beside --algorithm, for the speed-up
-  std::string compute = "v100";  // --compute: the compute model (modules/training/compute.h)
+  // --compute: the compute model (modules/training/compute.h); empty: the
+  // platform's GPU's (platforms::default_compute, TrainingWorkload::compute_model).
+  std::string compute;
   std::string precision = "fp32";
   std::string timeline;        // --timeline FILE.json: a Chrome trace-event file
   std::string vcd, json, csv, dump_platform;

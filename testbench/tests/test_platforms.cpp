@@ -223,3 +223,12 @@ TEST_CASE("ring all-reduce is exact on fat tree 64", "[platforms][ring]") { ring
 TEST_CASE("ring all-reduce is exact on BiGraph 4x8", "[platforms][ring]") {
   ring_exact("bigraph", "4x8", 0, "4,12292,96K,1M", 4);
 }
+
+TEST_CASE("a training run's compute model is its platform's GPU unless --compute names one", "[platforms][training]") {
+  CHECK(platforms::default_compute("hgx-h100", "") == "h100");
+  CHECK(platforms::default_compute("nvl72", "") == "b200");
+  CHECK(platforms::default_compute("cluster", "") == "h100");  // hgx-h100 nodes by default
+  CHECK(platforms::default_compute("cluster", "nvl72") == "b200");
+  for (const char* paper : {"dgx2", "dgx1v", "torus", "star", "multigpu", "my_board.yaml"})
+    CHECK(platforms::default_compute(paper, "") == "v100");
+}

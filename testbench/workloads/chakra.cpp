@@ -108,7 +108,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
 
   // Compute nodes without a duration take the roofline time of their
   // operations and bytes (ASTRA-sim 2's roofline mode).
-  const std::unique_ptr<training::ComputeModel> model = training::make_compute_model(opt_.compute);
+  const std::unique_ptr<training::ComputeModel> model = training::make_compute_model(compute_model());
   const auto* roofline = dynamic_cast<const training::RooflineModel*>(model.get());
   bool measured = false, modelled = false;
 
@@ -167,7 +167,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
           } else if (c.num_ops > 0) {
             if (!roofline)
               throw UserError(node_error(trace, c, "a compute node without duration_micros takes the roofline time "
-                                                   "of its num_ops, and --compute " + opt_.compute +
+                                                   "of its num_ops, and --compute " + compute_model() +
                                                    " is no roofline"));
             s = roofline->kernel_s(static_cast<double>(c.num_ops), static_cast<double>(c.tensor_size),
                                    training::Precision::fp32);
@@ -570,7 +570,7 @@ void ChakraWorkload::config_json(nlohmann::ordered_json& config) const {
   config["workload"] = "train";
   config["model"] = opt_.model;
   config["ranks"] = ranks_;
-  config["compute"] = opt_.compute;
+  config["compute"] = compute_model();
   config["algorithm"] = algorithms_[0];
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
   config["gpus"] = ranks_;

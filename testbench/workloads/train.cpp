@@ -164,7 +164,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (tp_ > 1 && !splits)
     throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
-  compute_ = training::make_compute_model(opt_.compute);
+  compute_ = training::make_compute_model(compute_model());
   const int layers = static_cast<int>(model_.layers.size());
   pp_ = static_cast<int>(opt_.pp);
   if (pp_ > layers)
@@ -742,7 +742,7 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   config["parameters"] = model_.parameters();
   config["batch"] = opt_.batch;
   config["precision"] = training::to_string(precision_);
-  config["compute"] = opt_.compute;
+  config["compute"] = compute_model();
   config["algorithm"] = algorithms_[0];
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
   config["gpus"] = gpus_;

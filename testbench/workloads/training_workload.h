@@ -43,6 +43,10 @@ class TrainingWorkload : public Workload {
 
  protected:
   explicit TrainingWorkload(const Options& o) : opt_(o) {}
+  // --compute, or the platform's GPU's model (platforms::default_compute).
+  std::string compute_model() const {
+    return opt_.compute.empty() ? platforms::default_compute(opt_.platform, opt_.node) : opt_.compute;
+  }
   // --algorithm (the all-reduce's default when none), then --baseline.
   void choose_algorithms();
   // One iteration of algorithm a (an index into algorithms_); its row.
