@@ -505,7 +505,8 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
 
 namespace {
 
-// NVLS inside each node around an all-reduce per rail across the nodes. On
+// NVLS inside each node around an all-reduce per rail across the nodes (on
+// one node, none: the read's sum is the total). On
 // channel c, GPU h of each node heads block h C + c of the message
 // (`per_block` chunks from (h C + c) per_block, so that channel c touches
 // the message's part c). On queue 2c it reads the block's node sum with one
@@ -516,7 +517,7 @@ namespace {
 // multicasts the total to its node (multimem.st). Every member lists every
 // head's reads and multicasts in the same order, so the k-th of one meets
 // the k-th of the others.
-Program nvls_program(const std::string& name, int N, int G, int C, bool multimem, uint16_t per_block,
+Program nvls_skeleton(const std::string& name, int N, int G, int C, bool multimem, uint16_t per_block,
                      uint32_t scratch, const std::function<ChunkRef(int, uint32_t)>& sum,
                      const std::function<int(ProgramBuilder&, int, int, uint32_t, int)>& across) {
   const uint32_t blocks = static_cast<uint32_t>(C) * static_cast<uint32_t>(G), chunks = blocks * per_block;
@@ -576,7 +577,7 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) 
     return add_tree_rank(pb, t, static_cast<uint16_t>(c), static_cast<uint16_t>(2 * c), chunk(Buffer::Scratch, c),
                          chunk(Buffer::Scratch, C + c), chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c));
   };
-  Program p = nvls_program("nvlstree", N, G, channels, multimem, 1, 2 * C,
+  Program p = nvls_skeleton("nvlstree", N, G, channels, multimem, 1, 2 * C,
                            [](int, uint32_t c) { return chunk(Buffer::Scratch, c); }, across);
   p.tree_nodes = N;
   return p;
@@ -604,7 +605,25 @@ Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) 
     pl.buffer = Buffer::Output;
     return static_cast<int>(append_part(pb, pl, k * G + h, {static_cast<uint32_t>(read)}).back());
   };
-  return nvls_program("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
+  return nvls_skeleton("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
+}
+
+Program nvls_program(int n, int channels, bool multimem) {
+  if (n < 2) throw UserError("NVLS needs at least 2 GPUs");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("NVLS needs between 1 and 32767 channels");
+  const uint32_t C = static_cast<uint32_t>(channels);
+  // One node: the read's sum is the total, multicast at once.
+  return nvls_skeleton(
+      "nvls", 1, n, channels, multimem, 1, 0,
+      [C](int h, uint32_t c) { return chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c); },
+      [](ProgramBuilder&, int, int, uint32_t, int read) { return read; });
+}
+
+uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {
+  uint64_t chunk = std::min<uint64_t>(step, 128 * 1024);
+  for (const auto& [times, floor] : {std::pair<uint64_t, uint64_t>{64, 64 * 1024}, {8, 32 * 1024}, {2, 16 * 1024}})
+    if (bytes < times * concurrent_ops * chunk && chunk > floor) chunk = floor;
+  return chunk;
 }
 
 uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {

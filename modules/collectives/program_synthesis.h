@@ -85,6 +85,14 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem);
 // (channel C + c, queue 2C + c), and multicasts the total to its node
 // (multimem.st, queue 2c + 1).
 Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem);
+// NCCL's NVLS all-reduce on one node's n GPUs, on their cores
+// (NCCL_ALGO_NVLS): on channel c, GPU h reads chunk h C + c's sum with one
+// reducing read (multimem.ld_reduce) and multicasts it (multimem.st).
+Program nvls_program(int n, int channels, bool multimem);
+// NCCL's chunk for NVLS (src/enqueue.cc, NCCL_ALGO_NVLS): at most 128 KiB of
+// a step, cut to 64, 32 and 16 KiB while the message is smaller than 64, 8
+// and 2 times that chunk on each of the `concurrent_ops` (channels x heads).
+uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step);
 // NCCL's chunk for its tree over `nodes` nodes of `ranks` (src/enqueue.cc),
 // in data bytes, from one step of the protocol's buffer (`step` data bytes),
 // so that small messages still fill the tree's pipeline. Simple: with depth

@@ -1213,6 +1213,10 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     max_conns_ = std::max(max_conns_, std::max(in.size(), out.size()));
   }
   check_in_network();
+  nvls_only_ = !program_.groups.empty() &&
+               std::none_of(program_.ops.begin(), program_.ops.end(), [](const Operation& o) {
+                 return collectives::sends(o.kind) || collectives::receives(o.kind);
+               });
   for (const std::vector<int>& members : program_.groups) {
     Group g;
     g.window = fabric_->claim_window();
@@ -1307,6 +1311,8 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
                                                         program_.tree_nodes, step.chunk_bytes)
                         : collectives::nvls_tree_chunk_bytes(bytes, message_chunks_, step.chunk_bytes);
   }
+  if (nvls_only_)
+    slot_params_.chunk_bytes = collectives::nvls_chunk_bytes(bytes, message_chunks_, params_.simple.chunk_bytes);
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
   // The fabric manager registers this size's regions (Klenk Fig. 2); under
@@ -1341,7 +1347,7 @@ double CoresCollective::done_fraction() const {
 }
 
 double CoresCollective::bound_us(uint64_t bytes) const {
-  return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
+  return collectives::bandwidth_bound_us(bytes, bound_moved_ > 0 ? bound_moved_ : busbw_factor(), endpoint_GBps_);
 }
 
 double CoresCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }

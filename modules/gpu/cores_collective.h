@@ -124,6 +124,9 @@ class CoresCollective : public Collective {
   double done_fraction() const override;  // transfers sent of all queues' transfers
   std::string redop() const override;
   int sm_blocks() const override { return channels_; }  // a thread block per channel
+  // The bound charges each GPU `moved` bytes per byte of the message over
+  // its links (default: the busbw factor, as a ring moves): NVLS's M (n+1)/n.
+  void bound_moved(double moved) { bound_moved_ = moved; }
 
   class Rank;
   // Where a pass's chunks lie in the message (the buffer nccl-tests counts).
@@ -162,8 +165,10 @@ class CoresCollective : public Collective {
   SlotParams slot_params_;       // the protocol's
   uint32_t packet_data_ = 0;     // data bytes per packet
   double endpoint_GBps_;
+  double bound_moved_ = 0;        // 0: the busbw factor
   uint32_t message_chunks_ = 0;  // chunks of the message per pass
   int channels_ = 1;             // the program's channels
+  bool nvls_only_ = false;       // in-network operations only: NCCL's NVLS kernel, its chunk rule
   int parts_ = 1;                // the message's parts, one per channel or one
   size_t max_conns_ = 0;         // connections of one direction on any rank: the flags' records
   std::unique_ptr<Layout> layout_;

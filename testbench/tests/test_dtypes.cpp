@@ -29,6 +29,7 @@ const Engine kEngines[] = {
     {"--platform torus --dims 4x4 --algorithm multitree", "n5.nic"},
     // The cores' NVLS (multimem loads and stores) in 2 nodes of 8: a node's fault reaches all 16 GPUs.
     {"--platform cluster --nodes 2 --algorithm nvlstree", "n1_sw0.port0.reduction_table"},
+    {"--platform dgx2 --algorithm nvls -c nvls.engine=cores", "sw0.port0.reduction_table"},
 };
 
 nlohmann::json rows(const std::string& args) {

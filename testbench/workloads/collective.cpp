@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <cassert>
 #include <iomanip>
 #include <optional>
@@ -273,7 +274,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
   if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls")) {
-    copy_engines_ = true;
+    // NVLS issued by the SMs' thread blocks, as NCCL runs it, or by the copy engines.
+    const std::string engine = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsEngine) : "copy";
+    if (engine != "copy" && engine != "cores")
+      throw UserError("nvls.engine must be copy or cores, not '" + engine + "'");
+    nvls_channels_ = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsChannels) : 0;
+    if (engine == "cores" && opt_.collective != "allreduce")
+      throw UserError("nvls.engine=cores runs NVLS's all-reduce; its " + opt_.collective + " runs on the copy engines");
+    copy_engines_ = engine == "copy";
     innet_ = opt_.algorithm == "push"                                     ? collectives::InNetMethod::Push
              : opt_.algorithm == "multicast" || opt_.collective == "allgather" ? collectives::InNetMethod::Multicast
                                                                                : collectives::InNetMethod::Pull;
@@ -324,10 +332,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     platform_ = share->platform;
   } else {
     // The copy engines take 128-byte blocks; a program for the cores that
-    // reduces in the switches, the tables NVLS takes.
+    // reduces in the switches, the tables NVLS takes (and, if nothing else
+    // moves, NVLS's 128-byte blocks).
+    const bool cores_sends = std::any_of(program_.ops.begin(), program_.ops.end(),
+                                         [](const collectives::Operation& o) { return collectives::sends(o.kind); });
     const std::string defaults = in_network                                                  ? collectives::method_name(*innet_)
                                  : copy_engines_                                             ? "multicast"
-                                 : program_.ranks && collectives::in_network_method(program_) ? "nvlstree"
+                                 : program_.ranks && collectives::in_network_method(program_) ? (cores_sends ? "nvlstree"
+                                                                                                             : "nvls")
                                                                                              : opt_.algorithm;
     own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
     platform_ = own_platform_.get();
@@ -357,6 +369,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     software_ring = engine == "software";
   }
   if (copy_engines_) make_copy(n, fattree);
+  else if (in_network) make_cores(program_ = collectives::nvls_program(n, nvls_channels_, cfg_.get(gpu::kNvlsMultimem)));
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
@@ -390,6 +403,39 @@ double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
   return b;
 }
 
+namespace {
+// What rank r of program p sends, in chunks of the message, to the peers
+// `near` accepts and to the others: its sends, its multicast stores, and its
+// data the switches read for a group's reducing reads (its own read's too
+// under multimem), which are near.
+void sent_chunks(const collectives::Program& p, int r, const std::function<bool(int)>& near, double& inside,
+                 double& across) {
+  for (int i = 0; i < p.op_count(r); ++i) {
+    const collectives::Operation& o = p.op(r, i);
+    if (collectives::in_network(o.kind)) {
+      const bool out = o.kind == collectives::OpKind::MulticastWrite
+                           ? !o.src.empty()
+                           : o.kind == collectives::OpKind::ReduceRead && (p.multimem || o.dst.empty());
+      if (out) inside += o.src.count;
+      continue;
+    }
+    if (o.send_peer == collectives::kNone) continue;
+    (near(o.send_peer) ? inside : across) += o.src.empty() ? o.dst.count : o.src.count;
+  }
+}
+}  // namespace
+
+// NVLS on the cores: the busiest GPU's bytes per byte of the message.
+double nvls_moved(const collectives::Program& program) {
+  double most = 0;
+  for (int r = 0; r < program.ranks; ++r) {
+    double inside = 0, across = 0;
+    sent_chunks(program, r, [](int) { return true; }, inside, across);
+    most = std::max(most, inside / program.buffers[0].input);
+  }
+  return most;
+}
+
 double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const net::PacketFormat& gf = platform_->format();
@@ -418,23 +464,9 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
                      collectives::payload_bandwidth_GBps(net, nf.max_payload_bytes, nf.header_bytes, 0));
     }
-    // What it sends within its node and to other nodes, in chunks of the
-    // message: its sends, its multicast stores, and its data the switches
-    // read for a group's reducing reads (its own read's too under multimem).
     double inside = 0, across = 0;
-    for (int i = 0; i < program.op_count(r); ++i) {
-      const collectives::Operation& o = program.op(r, i);
-      if (collectives::in_network(o.kind)) {
-        const bool out = o.kind == collectives::OpKind::MulticastWrite
-                             ? !o.src.empty()
-                             : o.kind == collectives::OpKind::ReduceRead && (program.multimem || o.dst.empty());
-        if (out) inside += o.src.count;
-        continue;
-      }
-      if (o.send_peer == collectives::kNone) continue;
-      const double chunks = o.src.empty() ? o.dst.count : o.src.count;
-      (node_of[participants_[o.send_peer]->index()] == node_of[gpu] ? inside : across) += chunks;
-    }
+    sent_chunks(program, r, [&](int peer) { return node_of[participants_[peer]->index()] == node_of[gpu]; }, inside,
+                across);
     // Its time per byte of the message, against the busbw convention's bytes.
     const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
     if (t_nvl + t_hca == 0) continue;
@@ -491,7 +523,8 @@ void CollectiveWorkload::require_reduction_tables(const std::string& what) const
 void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const int n = program.ranks;
-  endpoint_GBps_ = cluster_.empty() ? least_endpoint_GBps(n, true) : cluster_endpoint_GBps(program);
+  // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
+  endpoint_GBps_ = cluster_.empty() ? least_endpoint_GBps(n, program.groups.empty()) : cluster_endpoint_GBps(program);
   gpu::CoresParams cp;
   const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
   cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
@@ -518,9 +551,11 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
       assert(!ports[r][q].empty());
     }
   }
-  collective_ = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_, redop_,
+  auto cores = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_, redop_,
                                                       opt_.seed, cp, endpoint_GBps_,
                                                       program.groups.empty() ? nullptr : &platform_->multicast());
+  if (!program.groups.empty() && cluster_.empty()) cores->bound_moved(nvls_moved(program));
+  collective_ = std::move(cores);
 }
 
 void CollectiveWorkload::make_copy(int n, bool fattree) {

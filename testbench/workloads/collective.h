@@ -137,6 +137,7 @@ class CollectiveWorkload : public Workload {
   collectives::Program program_;  // what the GPUs' cores or copy engines run (--algorithm FILE too); none: 0 ranks
   // The copy engines run program_ (push, pull, multicast, nvls, a copy-engine file) ...
   bool copy_engines_ = false;
+  int nvls_channels_ = 0;      // nvls.channels: the thread blocks of nvls on the cores
   uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;   // its thresholds
   // ... and how it uses the switches (none: unicast writes only).
   std::optional<collectives::InNetMethod> innet_;
