@@ -7,6 +7,7 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiment.h"
@@ -21,6 +22,14 @@ tb::Options cluster(int nodes, const std::string& collective, const std::string&
                     const std::string& redop = "sum") {
   tb::Options o = tb::run_options("cluster", collective, "ring", sizes, {}, dtype, redop);
   o.nodes = nodes;
+  return o;
+}
+// NVLSTree on 2 nodes.
+tb::Options nvlstree(const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum",
+                     const tb::KeyValues& params = {}) {
+  tb::Options o = cluster(2, "allreduce", sizes, dtype, redop);
+  o.algorithm = "nvlstree";
+  tb::set_params(o, params);
   return o;
 }
 // The byte counts below are the Simple protocol's (data, then an 8-byte
@@ -185,9 +194,7 @@ TEST_CASE("cluster: NCCL's trees are exact under LL and LL128, whose queues send
 TEST_CASE("cluster: NVLSTree is exact and each adapter carries its head's share up or down its rail's tree",
           "[cluster][nvls]") {
   constexpr uint64_t m = 1 << 20, g = 8, channels = 16;
-  tb::Options o = cluster(2, "allreduce", "1M");
-  o.algorithm = "nvlstree";
-  tb::Experiment e(o);
+  tb::Experiment e(nvlstree("1M"));
   tb::run_checked(e, "nvlstree");
   std::ostringstream held;
   e.machine().report_held(held);
@@ -206,28 +213,20 @@ TEST_CASE("cluster: NVLSTree is exact and each adapter carries its head's share 
 
 TEST_CASE("cluster: NVLSTree is exact for a 16-bit max over several passes", "[cluster][nvls]") {
   // 16 KiB steps: 2 passes of 16 channels x 8 heads x 16 KiB.
-  tb::Options o = cluster(2, "allreduce", "4M", "bfloat16", "max");
-  o.algorithm = "nvlstree";
-  tb::set_params(o, {{"ring.chunk_bytes", "16384"}});
-  tb::Experiment e(o);
+  tb::Experiment e(nvlstree("4M", "bfloat16", "max", {{"ring.chunk_bytes", "16384"}}));
   tb::run_checked(e, "nvlstree bf16 max");
 }
 
 TEST_CASE("cluster: NVLSTree with Klenk's pull in place of multimem is exact on an odd size", "[cluster][nvls]") {
   // 256 B: most of the 128 chunks are 0 or 1 elements, and some multicasts land nothing.
-  tb::Options o = cluster(2, "allreduce", "256,1000000", "int32", "sum");
-  o.algorithm = "nvlstree";
-  tb::set_params(o, {{"nvls.multimem", "false"}});
-  tb::Experiment e(o);
+  tb::Experiment e(nvlstree("256,1000000", "int32", "sum", {{"nvls.multimem", "false"}}));
   tb::run_checked(e, "nvlstree without multimem");
 }
 
 // A faulty reduction in a switch of node 1 corrupts that node's sum of a
 // chunk, which the trees carry to every GPU of both nodes.
 TEST_CASE("cluster: a wrong sum in an NVSwitch's table under NVLSTree is counted on every GPU", "[cluster][nvls]") {
-  tb::Options o = cluster(2, "allreduce", "256K");
-  o.algorithm = "nvlstree";
-  CHECK(tb::wrong_with_alu_fault(o, "n1_sw0.port0.reduction_table", 10) == 10 * 16);
+  CHECK(tb::wrong_with_alu_fault(nvlstree("256K"), "n1_sw0.port0.reduction_table", 10) == 10 * 16);
 }
 
 TEST_CASE("cluster: NVLS with rings across is exact and each rail's ring carries its head's block", "[cluster][nvls]") {
