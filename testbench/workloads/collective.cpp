@@ -184,7 +184,7 @@ platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topolog
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
   // MultiTree's fat tree, whose own packets carry 256 B (Table III).
-  if (push || algorithm == "pull" || algorithm == "nvls" || algorithm == "multicast") d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
+  if (push || one_of(algorithm, "pull, nvls, multicast")) d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
   return d;
 }
 
@@ -336,11 +336,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     // moves, NVLS's 128-byte blocks).
     const bool cores_sends = std::any_of(program_.ops.begin(), program_.ops.end(),
                                          [](const collectives::Operation& o) { return collectives::sends(o.kind); });
-    const std::string defaults = in_network                                                  ? collectives::method_name(*innet_)
-                                 : copy_engines_                                             ? "multicast"
-                                 : program_.ranks && collectives::in_network_method(program_) ? (cores_sends ? "nvlstree"
-                                                                                                             : "nvls")
-                                                                                             : opt_.algorithm;
+    const bool cores_innet = program_.ranks && collectives::in_network_method(program_);
+    const std::string defaults = in_network      ? collectives::method_name(*innet_)
+                                 : copy_engines_ ? "multicast"
+                                 : cores_innet   ? (cores_sends ? "nvlstree" : "nvls")
+                                                 : opt_.algorithm;
     own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
     platform_ = own_platform_.get();
   }
@@ -369,7 +369,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     software_ring = engine == "software";
   }
   if (copy_engines_) make_copy(n, fattree);
-  else if (in_network) make_cores(program_ = collectives::nvls_program(n, nvls_channels_, cfg_.get(gpu::kNvlsMultimem)));
+  else if (in_network) {  // nvls on the cores
+    program_ = collectives::nvls_program(n, nvls_channels_, cfg_.get(gpu::kNvlsMultimem));
+    make_cores(program_);
+  }
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
@@ -423,7 +426,6 @@ void sent_chunks(const collectives::Program& p, int r, const std::function<bool(
     (near(o.send_peer) ? inside : across) += o.src.empty() ? o.dst.count : o.src.count;
   }
 }
-}  // namespace
 
 // NVLS on the cores: the busiest GPU's bytes per byte of the message.
 double nvls_moved(const collectives::Program& program) {
@@ -435,6 +437,7 @@ double nvls_moved(const collectives::Program& program) {
   }
   return most;
 }
+}  // namespace
 
 double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
