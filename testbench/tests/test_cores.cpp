@@ -396,7 +396,7 @@ TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines'
   TempDir d;
   const auto run = [&](const std::string& engine) {
     const Result r = incsim("--platform hgx-h100 --algorithm nvls -c nvls.engine=" + engine +
-                            " --sizes 64K,3000000 --quiet --json " + d.file(engine + ".json"));
+                            " --sizes 64K,1000000 --quiet --json " + d.file(engine + ".json"));
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(slurp(d.file(engine + ".json")))["rows"];
   };
@@ -412,8 +412,10 @@ TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines'
   // while they run, slowing the backward kernels they overlap; on the copy
   // engines it holds none.
   const auto iteration = [](const std::string& engine, const std::string& contention) {
-    const Result t = incsim("--model resnet18 --batch 8 --platform hgx-h100 --algorithm nvls -c nvls.engine=" + engine +
-                            " -c train.contention=" + contention + " --quiet");
+    const Result t = incsim("--model transformer -c transformer.layers=2 -c transformer.hidden=256 "
+                            "-c transformer.heads=4 -c transformer.sequence=64 -c transformer.vocabulary=1000 "
+                            "--batch 8 --platform star --gpus 4 --algorithm nvls -c train.bucket_bytes=1 "
+                            "-c nvls.engine=" + engine + " -c train.contention=" + contention + " --quiet");
     REQUIRE(t.code == 0);
     return lines(t.out).back();
   };
