@@ -608,15 +608,47 @@ Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) 
   return nvls_skeleton("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
 }
 
-Program nvls_program(int n, int channels, bool multimem) {
+Program nvls_program(Collective coll, int n, int channels, bool multimem) {
   if (n < 2) throw UserError("NVLS needs at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("NVLS needs between 1 and 32767 channels");
   const uint32_t C = static_cast<uint32_t>(channels);
-  // One node: the read's sum is the total, multicast at once.
-  return nvls_skeleton(
-      "nvls", 1, n, channels, multimem, 1, 0,
-      [C](int h, uint32_t c) { return chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c); },
-      [](ProgramBuilder&, int, int, uint32_t, int read) { return read; });
+  // All-reduce, one node: the read's sum is the total, multicast at once.
+  if (coll == Collective::AllReduce)
+    return nvls_skeleton(
+        "nvls", 1, n, channels, multimem, 1, 0,
+        [C](int h, uint32_t c) { return chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c); },
+        [](ProgramBuilder&, int, int, uint32_t, int read) { return read; });
+  if (coll != Collective::ReduceScatter && coll != Collective::AllGather)
+    throw UserError(std::string("NVLS runs all-reduce, reduce-scatter and all-gather, not ") + collective_name(coll));
+  // Reduce-scatter: rank h's read of its chunk of each channel; all-gather:
+  // its copy of its input into its output, and its store of it to the others.
+  const bool rs = coll == Collective::ReduceScatter;
+  const uint32_t all = C * static_cast<uint32_t>(n);
+  ProgramBuilder pb("nvls", coll, n, false);
+  pb.program().multimem = multimem;
+  std::vector<int> ranks(static_cast<size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  pb.add_group(ranks);
+  for (int h = 0; h < n; ++h) {
+    pb.begin_rank(h, rs ? Buffers{all, C, 0} : Buffers{C, all, 0});
+    for (uint32_t c = 0; c < C; ++c) {
+      const auto op = [&](OpKind kind, ChunkRef src, ChunkRef dst) {
+        Operation o = make_op(kind, Engine::Cores, static_cast<uint16_t>(c), static_cast<uint16_t>(c));
+        o.group = in_network(kind) ? 0 : kNone;
+        o.src = src;
+        o.dst = dst;
+        return o;
+      };
+      if (!rs) pb.add(op(OpKind::Copy, chunk(Buffer::Input, c), chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c)));
+      for (int i = 0; i < n; ++i) {
+        const uint32_t m = static_cast<uint32_t>(i) * C + c;
+        if (rs) pb.add(op(OpKind::ReduceRead, chunk(Buffer::Input, m), i == h ? chunk(Buffer::Output, c) : ChunkRef{}));
+        else pb.add(i == h ? op(OpKind::MulticastWrite, chunk(Buffer::Input, c), ChunkRef{})
+                           : op(OpKind::MulticastWrite, ChunkRef{}, chunk(Buffer::Output, m)));
+      }
+    }
+  }
+  return pb.build();
 }
 
 uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {

@@ -85,10 +85,11 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem);
 // (channel C + c, queue 2C + c), and multicasts the total to its node
 // (multimem.st, queue 2c + 1).
 Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem);
-// NCCL's NVLS all-reduce on one node's n GPUs, on their cores
-// (NCCL_ALGO_NVLS): on channel c, GPU h reads chunk h C + c's sum with one
-// reducing read (multimem.ld_reduce) and multicasts it (multimem.st).
-Program nvls_program(int n, int channels, bool multimem);
+// NCCL's NVLS on one node's n GPUs, on their cores (NCCL_ALGO_NVLS): on
+// channel c, GPU h reads chunk h C + c's sum with one reducing read
+// (multimem.ld_reduce) and, for all-reduce, multicasts it (multimem.st);
+// all-gather is each GPU's multicast of its chunks.
+Program nvls_program(Collective c, int n, int channels, bool multimem);
 // NCCL's chunk for NVLS (src/enqueue.cc, NCCL_ALGO_NVLS): at most 128 KiB of
 // a step, cut to 64, 32 and 16 KiB while the message is smaller than 64, 8
 // and 2 times that chunk on each of the `concurrent_ops` (channels x heads).

@@ -55,7 +55,7 @@ inline const Param<bool> kNvlsMultimem{
 inline const Param<std::string> kNvlsEngine{
     "nvls.engine", "copy", Range::none(),
     "what issues nvls's multimem loads and stores: copy (the copy engines, Klenk's DMA) or cores (the SMs' thread "
-    "blocks, as NCCL runs it; all-reduce, nvls.channels of them)"};
+    "blocks, as NCCL runs it, nvls.channels of them)"};
 // NCCL_NVLS_NCHANNELS' default on H100 (NCCL src/transport/nvls.cc).
 inline const Param<int> kNvlsChannels{"nvls.channels", 16, Range::at_least(1).at_most(1024),
                                       "thread blocks that run nvls on the cores (nvls.engine=cores; NCCL's "

@@ -248,8 +248,6 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 --algorithm tree --collective allgather", "tree"},
       {"--platform hgx-h100 --algorithm nvlstree", "nvlstree runs on all the GPUs of a cluster (--platform cluster)"},
       {"--platform hgx-h100 --algorithm nvls -c nvls.engine=gpu", "nvls.engine must be copy or cores, not 'gpu'"},
-      {"--platform hgx-h100 --algorithm nvls -c nvls.engine=cores --collective allgather",
-       "nvls.engine=cores runs NVLS's all-reduce; its allgather runs on the copy engines"},
       {"--platform cluster --nodes 2 --algorithm nvlstree -c ring.protocol=ll128",
        "nvlstree runs NCCL's Simple protocol only"},
       {"--platform cluster --nodes 2 --algorithm nvlstree -c switch.reduction_table.bytes=0",

@@ -136,7 +136,11 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform cluster --nodes 2 --sizes 64K,1M", "", "tree"},
                         // NVLSTree: the cores' multimem loads and stores, the switches' tables.
                         Case{"--platform cluster --nodes 2 --sizes 1M,12292", " -c ring.channels=2", "nvlstree"},
-                        Case{"--platform hgx-h100 --sizes 64K,12292", " -c nvls.engine=cores", "nvls"}}) {
+                        Case{"--platform hgx-h100 --sizes 64K,12292", " -c nvls.engine=cores", "nvls"},
+                        Case{"--platform hgx-h100 --collective reducescatter --sizes 64K", " -c nvls.engine=cores",
+                             "nvls"},
+                        Case{"--platform star --gpus 4 --collective allgather --sizes 12288", " -c nvls.engine=cores",
+                             "nvls"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);
@@ -394,19 +398,24 @@ TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a p
 TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines' bound, and holds NCCL's 16 blocks",
           "[cores][nvls]") {
   TempDir d;
-  const auto run = [&](const std::string& engine) {
-    const Result r = incsim("--platform hgx-h100 --algorithm nvls -c nvls.engine=" + engine +
-                            " --sizes 64K,1000000 --quiet --json " + d.file(engine + ".json"));
+  const auto run = [&](const std::string& engine, const std::string& collective) {
+    const Result r = incsim("--platform hgx-h100 --algorithm nvls -c nvls.engine=" + engine + " --collective " +
+                            collective + " --sizes 64K,1000000 --quiet --json " + d.file(engine + ".json"));
     REQUIRE(r.code == 0);
     return nlohmann::json::parse(slurp(d.file(engine + ".json")))["rows"];
   };
-  const auto cores = run("cores"), copy = run("copy");
-  REQUIRE(cores.size() == 2);
-  for (size_t i = 0; i < 2; ++i) {
-    CHECK(cores[i]["wrong"] == 0);
-    CHECK(copy[i]["wrong"] == 0);
-    // Both move M (n + 1) / n per GPU over links that carry no acknowledgements.
-    CHECK(cores[i]["bound_us"].get<double>() == Approx(copy[i]["bound_us"].get<double>()).epsilon(1e-9));
+  for (const char* collective : {"allreduce", "reducescatter", "allgather"}) {
+    INFO(collective);
+    const auto cores = run("cores", collective), copy = run("copy", collective);
+    REQUIRE(cores.size() == 2);
+    for (size_t i = 0; i < 2; ++i) {
+      CHECK(cores[i]["wrong"] == 0);
+      CHECK(copy[i]["wrong"] == 0);
+      // All-reduce and reduce-scatter move M (n + 1) / n and M per GPU over links that carry no
+      // acknowledgements, whoever issues them; the cores' all-gather takes its own store back too (M).
+      const double ratio = std::string(collective) == "allgather" ? 8.0 / 7.0 : 1.0;
+      CHECK(cores[i]["bound_us"].get<double>() == Approx(ratio * copy[i]["bound_us"].get<double>()).epsilon(1e-9));
+    }
   }
   // On the cores NVLS's NCCL_NVLS_NCHANNELS thread blocks each hold an SM
   // while they run, slowing the backward kernels they overlap; on the copy

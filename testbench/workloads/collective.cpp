@@ -279,8 +279,6 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     if (engine != "copy" && engine != "cores")
       throw UserError("nvls.engine must be copy or cores, not '" + engine + "'");
     nvls_channels_ = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsChannels) : 0;
-    if (engine == "cores" && opt_.collective != "allreduce")
-      throw UserError("nvls.engine=cores runs NVLS's all-reduce; its " + opt_.collective + " runs on the copy engines");
     copy_engines_ = engine == "copy";
     innet_ = opt_.algorithm == "push"                                     ? collectives::InNetMethod::Push
              : opt_.algorithm == "multicast" || opt_.collective == "allgather" ? collectives::InNetMethod::Multicast
@@ -370,7 +368,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   }
   if (copy_engines_) make_copy(n, fattree);
   else if (in_network) {  // nvls on the cores
-    program_ = collectives::nvls_program(n, nvls_channels_, cfg_.get(gpu::kNvlsMultimem));
+    program_ = collectives::nvls_program(collective_kind(opt_.collective), n, nvls_channels_,
+                                         cfg_.get(gpu::kNvlsMultimem));
     make_cores(program_);
   }
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
@@ -427,13 +426,21 @@ void sent_chunks(const collectives::Program& p, int r, const std::function<bool(
   }
 }
 
-// NVLS on the cores: the busiest GPU's bytes per byte of the message.
+// NVLS on the cores: the busiest GPU's bytes in or out per byte of the
+// message (an all-gather's GPU sends its share and takes everyone's).
 double nvls_moved(const collectives::Program& program) {
+  const collectives::Buffers& b = program.buffers[0];
+  const double message = program.collective == collectives::Collective::AllGather ? b.output : b.input;
   double most = 0;
   for (int r = 0; r < program.ranks; ++r) {
-    double inside = 0, across = 0;
-    sent_chunks(program, r, [](int) { return true; }, inside, across);
-    most = std::max(most, inside / program.buffers[0].input);
+    double sent = 0, across = 0, got = 0;
+    sent_chunks(program, r, [](int) { return true; }, sent, across);
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      const bool own_back = program.multimem && o.kind == collectives::OpKind::MulticastWrite && !o.src.empty();
+      if (collectives::in_network(o.kind)) got += own_back ? o.src.count : o.dst.count;
+    }
+    most = std::max(most, std::max(sent, got) / message);
   }
   return most;
 }
