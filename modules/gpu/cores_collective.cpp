@@ -251,6 +251,11 @@ class CoresCollective::Rank : public gpu::Program {
   void op_done(int op, uint64_t pass);
   // In-network operations.
   void start_innet(Queue& q, int op, uint64_t pass);
+  // A transfer's block: its first message element and its element count.
+  struct Block {
+    uint64_t element, n;
+  };
+  Block block_at(const Queue& q, uint64_t block) const;
   void fill_block(Queue& q, uint64_t block, net::Packet* p);
   void read_back(Queue& q, const net::Packet* p);  // a reducing read's sum came back
   void finish_innet(Queue& q);
@@ -330,7 +335,8 @@ class CoresCollective::Rank : public gpu::Program {
   // In-network groups: the ports toward each, and per message chunk the
   // operation that receives its multicast (-1: none; -2: this rank's own).
   std::vector<std::vector<int>> group_ports_, mc_receiver_;
-  std::unordered_map<uint64_t, Landing> landing_;  // (operation << 32 | pass)
+  std::unordered_map<uint64_t, Landing> landing_;  // by landing_key
+  static uint64_t landing_key(int op, uint64_t pass) { return static_cast<uint64_t>(op) << 32 | pass; }
 };
 
 size_t CoresCollective::Rank::conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer) {
@@ -578,7 +584,7 @@ void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) 
   for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i) {
     if (op(i).kind != OpKind::MulticastWrite || !op(i).src.empty() || done_passes_[i] == passes_of(op(i))) continue;
     const uint64_t pass = done_passes_[i];
-    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | pass);
+    const auto it = landing_.find(landing_key(i, pass));
     os << prefix << " operation " << i << " (mcast) pass " << pass << ": "
        << (it == landing_.end() ? 0 : it->second.got) << " of " << elements(op(i).dst, pass)
        << " elements of its multicast landed\n";
@@ -861,29 +867,32 @@ void CoresCollective::Rank::start_innet(Queue& q, int i, uint64_t pass) {
   }
 }
 
-void CoresCollective::Rank::fill_block(Queue& q, uint64_t block, net::Packet* p) {
-  const Operation& o = op(q.op);
+CoresCollective::Rank::Block CoresCollective::Rank::block_at(const Queue& q, uint64_t block) const {
   const uint64_t per_block = kBlock / coll_.elem_;
   size_t j = q.seg_blocks.size() - 1;
   while (q.seg_blocks[j] > block) --j;
   const Segment& x = q.src[j];
-  const uint64_t at = (block - q.seg_blocks[j]) * per_block, n = std::min(per_block, x.len - at);
+  const uint64_t at = (block - q.seg_blocks[j]) * per_block;
+  return {x.first + at, std::min(per_block, x.len - at)};
+}
+
+void CoresCollective::Rank::fill_block(Queue& q, uint64_t block, net::Packet* p) {
+  const Operation& o = op(q.op);
+  const Block b = block_at(q, block);
   const Group& g = coll_.groups_[static_cast<size_t>(q.group)];
   p->dst = 0;  // multicast: the region says where
   p->dtype = static_cast<uint8_t>(coll_.dtype_);
   p->redop = static_cast<uint8_t>(coll_.redop_);
-  p->payload_bytes = static_cast<uint16_t>(n * coll_.elem_);
+  p->payload_bytes = static_cast<uint16_t>(b.n * coll_.elem_);
   if (o.kind == OpKind::ReduceRead) {
     p->op = net::Op::PullRead;
-    p->addr = g.base + GroupWindow::kIn + (x.first + at) * coll_.elem_;
+    p->addr = g.base + GroupWindow::kIn + b.element * coll_.elem_;
     ++q.reads_due;
   } else {
     p->op = net::Op::Write;
-    p->addr = g.base + GroupWindow::kOut + (x.first + at) * coll_.elem_;
+    p->addr = g.base + GroupWindow::kOut + b.element * coll_.elem_;
     p->count = 1;
-    uint64_t pos = at;
-    for (size_t k = 0; k < j; ++k) pos += q.src[k].len;
-    read(q.src, pos, n, p->data);
+    read(q.src, position(q.src, b.element), b.n, p->data);
   }
   if (++q.issued < q.blocks || o.kind == OpKind::ReduceRead) return;
   // The last store has left: posted, nothing comes back (one delta on, not from inside the port's fill).
@@ -899,10 +908,13 @@ void CoresCollective::Rank::read_back(Queue& q, const net::Packet* p) {
   const bool own_through_switch = coll_.program_.multimem;
   const size_t members = g.members.size();
   if (p->count != (own_through_switch ? members : members - 1)) wrong_ += n;  // one lost or doubled
-  scratch_.assign(p->data, p->data + n * coll_.elem_);
-  if (!own_through_switch)
+  const uint8_t* sum = p->data;
+  if (!own_through_switch) {  // the others' sum: add its own
+    scratch_.assign(p->data, p->data + n * coll_.elem_);
     coll_.cores_[rank_].reduce_own(coll_.data_, coll_.dtype_, coll_.redop_, rank_, e, n, scratch_.data());
-  write(q.dst, position(q.src, e), n, scratch_.data());
+    sum = scratch_.data();
+  }
+  write(q.dst, position(q.src, e), n, sum);
   --q.reads_due;
   if (q.issued == q.blocks && q.reads_due == 0) finish_innet(q);
 }
@@ -933,7 +945,7 @@ void CoresCollective::Rank::on_region_write(const net::Packet& p) {
     wrong_ += n;  // nothing here expects it
     return;
   }
-  Landing& l = landing_[static_cast<uint64_t>(i) << 32 | pass];
+  Landing& l = landing_[landing_key(i, pass)];
   if (l.dst.empty()) {
     segments(op(i).dst, pass, true, 0, l.dst);
     l.len = total_len(l.dst);
@@ -946,7 +958,7 @@ void CoresCollective::Rank::on_region_write(const net::Packet& p) {
 void CoresCollective::Rank::landed_passes(int i) {
   while (done_passes_[i] < passes_of(op(i))) {
     const uint64_t pass = done_passes_[i];
-    const auto it = landing_.find(static_cast<uint64_t>(i) << 32 | pass);
+    const auto it = landing_.find(landing_key(i, pass));
     if (it != landing_.end()) {
       if (it->second.got < it->second.len) return;
       landing_.erase(it);
@@ -975,13 +987,9 @@ uint64_t CoresCollective::Rank::elements(const ChunkRef& ref, uint64_t pass) con
 uint32_t CoresCollective::Rank::Lane::next_wire_bytes(const net::PacketFormat& f) const {
   if (!q->innet || next >= q->blocks) return 0;
   const Rank& r = *q->rank;
-  const uint64_t per_block = kBlock / r.coll_.elem_;
-  size_t j = q->seg_blocks.size() - 1;
-  while (q->seg_blocks[j] > next) --j;
-  const uint64_t at = (next - q->seg_blocks[j]) * per_block;
-  const uint64_t n = std::min(per_block, q->src[j].len - at);
   const bool read = r.op(q->op).kind == OpKind::ReduceRead;
-  return f.wire_bytes(read ? net::Op::PullRead : net::Op::Write, static_cast<uint32_t>(n * r.coll_.elem_));
+  return f.wire_bytes(read ? net::Op::PullRead : net::Op::Write,
+                      static_cast<uint32_t>(r.block_at(*q, next).n * r.coll_.elem_));
 }
 
 void CoresCollective::Rank::Lane::fill(net::Packet* p) {
@@ -1310,9 +1318,9 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
         groups_.empty() ? collectives::tree_chunk_bytes(proto_, bytes, static_cast<int>(message_chunks_), program_.ranks,
                                                         program_.tree_nodes, step.chunk_bytes)
                         : collectives::nvls_tree_chunk_bytes(bytes, message_chunks_, step.chunk_bytes);
-  }
-  if (nvls_only_)
+  } else if (nvls_only_) {
     slot_params_.chunk_bytes = collectives::nvls_chunk_bytes(bytes, message_chunks_, params_.simple.chunk_bytes);
+  }
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, bytes / elem_);
   // The fabric manager registers this size's regions (Klenk Fig. 2); under
