@@ -30,8 +30,10 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")
     throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
+  // A bridge (a GPU's adapter) routes like a switch but has no reduction tables.
   multicast_ = std::make_unique<topo::MulticastFabric>(
-      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave);
+      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave,
+      [&t](int node) { return !is_bridge_kind(t.node(node).block); });
   fmt_.header_bytes = cfg.get(net::kHeaderBytes);
   fmt_.flit_bytes = cfg.get(net::kFlitBytes);
   fmt_.max_payload_bytes = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);

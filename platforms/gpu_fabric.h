@@ -38,6 +38,7 @@ class GpuFabric : public Fabric {
   net::PacketFormat packet_format() const override { return fmt_; }
   // The fabric manager's multicast regions, which every switch reads.
   topo::MulticastFabric& multicast() const { return *multicast_; }
+  topo::MulticastFabric* multicast_manager() override { return multicast_.get(); }
   const nvswitch::SwitchConfig& switch_config() const { return sw_; }
   const gpu::GpuConfig& gpu_config() const { return gc_; }
   const LittleLaw& little_law() const { return little_law_; }

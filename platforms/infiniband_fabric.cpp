@@ -20,7 +20,14 @@ InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t)
   fmt_.max_payload_bytes = mtu;
   sw_.latency = sc_time(cfg.get(kIbSwitchLatency), sc_core::SC_NS);
   sw_.spread = nvswitch::parse_spread(cfg.get(kIbSpread), kIbSpread.key());
-  sw_.entry_bytes = mtu;
+  sw_.entry_bytes = topo::MulticastFabric::kBlockBytes;
+  sw_.table_bytes = cfg.get(kSharpTableBytes);
+  if (sw_.table_bytes > 0 && sw_.table_bytes < sw_.entry_bytes)
+    throw UserError("ib.sharp.table_bytes must hold at least one " + std::to_string(sw_.entry_bytes) +
+                    "-byte block, not " + std::to_string(sw_.table_bytes) + " bytes");
+  sw_.holds = true;
+  const double alu = cfg.get(kSharpAluGBps);
+  sw_.alu_ps_per_byte = alu > 0 ? 1000.0 / alu : 0;
   sw_.eviction = nvswitch::make_eviction_policy("lru");
   hca_.latency = sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
   hca_.mtu_bytes = mtu;
@@ -46,7 +53,7 @@ std::unique_ptr<net::Block> InfinibandFabric::make_switch(int s, net::PacketPool
   std::vector<uint32_t> bytes;
   for (int p = 0; p < node.ports; ++p) bytes.push_back(round_trip_at(t_, {s, p}, sw_.latency, max_packet));
   c.in_buffer_bytes = c.out_queue_bytes = *std::max_element(bytes.begin(), bytes.end());
-  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, pool, nullptr);
+  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, pool, multicast_);
   for (int p = 0; p < node.ports; ++p) sw->size_port(p, bytes[p], bytes[p]);
   return sw;
 }
@@ -58,6 +65,7 @@ std::unique_ptr<net::Block> InfinibandFabric::make_hca(int node, net::PacketPool
     throw UserError("hca " + n.name + " needs 2 linked ports, port 0 to its GPU and port 1 to the network");
   hca::HcaConfig c = hca_;
   c.endpoints = static_cast<uint32_t>(t_.endpoints().size());
+  c.gpu = static_cast<uint32_t>(t_.node(t_.peer({node, hca::Hca::kPcie}).node).index);
   const net::PacketFormat& g = gpu_pool.format();
   c.pcie_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kPcie}, c.latency, g.wire_bytes(g.max_payload_bytes));
   c.net_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kNet}, c.latency, fmt_.wire_bytes(fmt_.max_payload_bytes));

@@ -5,8 +5,8 @@
 // adapter between its node's GPU fabric (over PCIe) and this network
 // (docs/modern-machines.md, "Clusters"). A switch is the same credit-based
 // crossbar module as the GPU fabric's (nvswitch::NvSwitch) with InfiniBand's
-// packet format, latency and buffers; its reduction tables are left off
-// (the network's own aggregation is SHARP, not modelled yet).
+// packet format, latency and buffers; its reduction tables are SHARP's
+// aggregation buffers, which hold contributions rather than evict them.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -36,12 +36,35 @@ inline const Param<std::string> kIbSpread{
     "puts each connection's packets back in sequence); destination, the subnet manager's static routes; flow, a "
     "hash per stream"};
 
+// SHARP (Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP)",
+// COMHPC 2016; NVIDIA Quantum-2's SHARPv3): the switches add the members'
+// contributions in aggregation buffers and send the sum back down the tree;
+// each group holds a share of the buffers, and its hosts may have only as
+// many requests outstanding as that share (its "outstanding transactions").
+// Quantum-2 publishes neither size: both are guesses, swept in
+// docs/modern-machines.md.
+inline const Param<uint32_t> kSharpTableBytes{
+    "ib.sharp.table_bytes", 128 * 1024, Range::at_least(0).at_most(64 << 20),
+    "SHARP aggregation buffer per network switch port, bytes, one 128-byte block per entry (not public for "
+    "Quantum-2: a guess, 16 groups x 64 credits of 128 B; 0: the network does not aggregate)"};
+inline const Param<double> kSharpAluGBps{
+    "ib.sharp.alu_GBps", 0.0, Range::at_least(0).at_most(1e5),
+    "GB/s of contributions each port's aggregation ALU adds; 0: it keeps up with its port (NVIDIA describes "
+    "SHARPv3's aggregation as at line rate, without a figure: a guess, swept)"};
+inline const Param<int> kSharpCredits{
+    "ib.sharp.credits", 64, Range::at_least(1).at_most(1 << 20),
+    "SHARP blocks of 128 B a GPU's thread block may have in its switch's aggregation buffers (its group's "
+    "outstanding transactions: not public, a guess that covers a 400 Gb/s adapter's round trip over 16 channels)"};
+
 class InfinibandFabric : public Fabric {
  public:
   static constexpr const char* kName = "infiniband";
   InfinibandFabric(const topo::Topology& t, Config& cfg);
 
   net::PacketFormat packet_format() const override { return fmt_; }
+  void use_multicast_manager(topo::MulticastFabric* m) override { multicast_ = m; }
+  // Its switches' aggregation tables (ib.sharp.*).
+  const nvswitch::SwitchConfig& switch_config() const { return sw_; }
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
   // An hca node's adapter: gpu_pool holds the GPU fabric's packets, whose
   // format the PCIe side's buffer is sized for.
@@ -52,6 +75,7 @@ class InfinibandFabric : public Fabric {
   net::PacketFormat fmt_;
   nvswitch::SwitchConfig sw_;
   hca::HcaConfig hca_;
+  topo::MulticastFabric* multicast_ = nullptr;  // the machine's fabric manager
 };
 
 void register_infiniband_fabric();

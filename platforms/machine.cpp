@@ -136,6 +136,9 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
     fabrics_.push_back(fabrics().at(f)(topo_, cfg, seed, d));
     pools_.push_back(std::make_unique<net::PacketPool>(fabrics_.back()->packet_format()));
   }
+  topo::MulticastFabric* manager = nullptr;
+  for (const auto& f : fabrics_) manager = manager ? manager : f->multicast_manager();
+  for (const auto& f : fabrics_) f->use_multicast_manager(manager);
 
   // A module per node, switches first (module order is SystemC's process order).
   blocks_.resize(topo_.nodes().size());

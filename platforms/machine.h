@@ -22,6 +22,7 @@
 #include "net/block.h"
 #include "net/packet.h"
 #include "net/port.h"
+#include "topology/multicast.h"
 #include "topology/topology.h"
 
 namespace incsim::platforms {
@@ -86,6 +87,12 @@ class Fabric {
   // Loss and corruption per frame on links whose blocks model faults (net::Block::link_faults).
   virtual double link_loss() const { return 0; }
   virtual double link_corruption() const { return 0; }
+  // The machine's one fabric manager (multicast regions span fabrics: a
+  // rail's aggregation group reaches its GPUs through their adapters): the
+  // fabric that keeps it returns it, and every fabric is shown it before
+  // any module is built.
+  virtual topo::MulticastFabric* multicast_manager() { return nullptr; }
+  virtual void use_multicast_manager(topo::MulticastFabric*) {}
 };
 // Reads a fabric's parameters for `graph` (its nodes are those whose kinds
 // are the fabric's; a bridge's belong to both); may throw UserError.

@@ -68,6 +68,11 @@ const std::vector<Algorithm>& algorithms() {
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NVLS reduce-scatter in each node, a ring per rail across the nodes, NVLS multicast (hring with NVLS in "
        "place of the node's rings; not one of NCCL's algorithms)"},
+      {"nvlssharp", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+       "the GPUs' cores (multimem loads, stores and reducing writes), the NVSwitches' tables and the InfiniBand "
+       "leaves' SHARP aggregation buffers",
+       "NCCL's NVLS across nodes with SHARP: NVLS reduce-scatter in each node, the rail's leaf adds the nodes' "
+       "sums (CollNet), NVLS multicast (NCCL 2.17+, NCCL_ALGO_NVLS)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},

@@ -608,6 +608,28 @@ Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) 
   return nvls_skeleton("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
 }
 
+Program nvls_sharp_program(int nodes, int per_node, int channels, bool multimem) {
+  if (nodes < 2 || per_node < 2) throw UserError("NVLS with SHARP needs at least 2 nodes of at least 2 GPUs");
+  if (channels < 1 || 2 * channels > 65535) throw UserError("NVLS with SHARP needs between 1 and 32767 channels");
+  const int N = nodes, G = per_node;
+  const uint32_t C = static_cast<uint32_t>(channels);
+  const auto total = [C](int h, uint32_t c) { return chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c); };
+  std::vector<int> rail(static_cast<size_t>(G) * C, -1);  // [h C + c]: the group of GPU h of every node on channel c
+  const auto across = [&](ProgramBuilder& pb, int, int h, uint32_t c, int) {
+    int& g = rail[static_cast<size_t>(h) * C + c];
+    if (g < 0) {
+      std::vector<int> members;
+      for (int k = 0; k < N; ++k) members.push_back(k * G + h);
+      g = pb.add_group(members);
+    }
+    Operation o = make_op(OpKind::ReduceWrite, Engine::Cores, static_cast<uint16_t>(c), static_cast<uint16_t>(2 * c));
+    o.group = g;
+    o.src = o.dst = total(h, c);
+    return pb.add(o);
+  };
+  return nvls_skeleton("nvlssharp", N, G, channels, multimem, 1, 0, total, across);
+}
+
 Program nvls_program(Collective coll, int n, int channels, bool multimem) {
   if (n < 2) throw UserError("NVLS needs at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("NVLS needs between 1 and 32767 channels");

@@ -85,6 +85,15 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem);
 // (channel C + c, queue 2C + c), and multicasts the total to its node
 // (multimem.st, queue 2c + 1).
 Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem);
+// NCCL's NVLS across nodes with SHARP (NCCL_ALGO_NVLS with CollNet, the
+// default on a SuperPOD whose InfiniBand switches aggregate): GPU h heads
+// block h C + c of channel c; on queue 2c it reads the block's node sum into
+// its output (multimem.ld_reduce), then pushes it to its rail's leaf, where
+// the switch adds the nodes' sums and multicasts the total back to every
+// GPU h (a reducing write, group per rail and channel: its host-side credits
+// are per queue); on queue 2c + 1 it multicasts the total to its node
+// (multimem.st).
+Program nvls_sharp_program(int nodes, int per_node, int channels, bool multimem);
 // NCCL's NVLS on one node's n GPUs, on their cores (NCCL_ALGO_NVLS): on
 // channel c, GPU h reads chunk h C + c's sum with one reducing read
 // (multimem.ld_reduce) and, for all-reduce, multicasts it (multimem.st);

@@ -124,7 +124,7 @@ class CoresCollective::Rank : public gpu::Program {
   void link(const std::vector<std::unique_ptr<Rank>>& ranks);
   void start() {
     for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i)
-      if (op(i).kind == OpKind::MulticastWrite && op(i).src.empty()) landed_passes(i);  // passes with nothing to land
+      if (receives_landing(op(i))) landed_passes(i);  // passes with nothing to land
     for (auto& q : queues_) progress(*q);
   }
   // An unfenced transfer (LL, LL128) is done once its last store has left:
@@ -187,6 +187,7 @@ class CoresCollective::Rank : public gpu::Program {
   struct Lane : TxStream {
     Queue* q = nullptr;
     uint64_t next = 0, stride = 1;  // the next block it sends, and its step
+    mutable bool starved = false;   // it had a push ready but no credit: its port has dropped it
     uint32_t next_wire_bytes(const net::PacketFormat& f) const override;
     void fill(net::Packet* p) override;
     void on_response(net::Packet* p) override;
@@ -217,6 +218,7 @@ class CoresCollective::Rank : public gpu::Program {
     bool innet = false;
     int group = -1;
     uint64_t blocks = 0, issued = 0, reads_due = 0;
+    int pushes_out = 0;  // reducing writes whose result has not landed (CoresParams::push_credits)
     std::vector<uint64_t> seg_blocks;  // [segment of src]: blocks before it
     std::vector<std::unique_ptr<Lane>> lanes;  // [port]
 
@@ -263,7 +265,12 @@ class CoresCollective::Rank : public gpu::Program {
   static uint64_t position(const std::vector<Segment>& s, uint64_t e);
   int group_of(uint64_t addr) const;
   uint64_t passes_of(const Operation& o) const;
-  // Completes the passes of passive operation i whose multicasts have landed, in order.
+  // An operation that completes as its results land: a multicast's
+  // receiver, a reducing write.
+  static bool receives_landing(const Operation& o) {
+    return (o.kind == OpKind::MulticastWrite && o.src.empty()) || o.kind == OpKind::ReduceWrite;
+  }
+  // Completes the passes of operation i whose results have landed, in order.
   void landed_passes(int i);
   // The elements of message chunks ref in this pass.
   uint64_t elements(const ChunkRef& ref, uint64_t pass) const;
@@ -488,16 +495,16 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
   for (int i = 0; i < n_ops; ++i) {
     const Operation& o = op(i);
     if (o.kind == OpKind::ReduceRead && o.dst.empty()) done_passes_[i] = passes_of(o);  // its memory answers
-    if (o.kind != OpKind::MulticastWrite) continue;
-    receiving += o.src.empty() ? 1 : 0;
-    const ChunkRef ref = o.src.empty() ? o.dst : o.src;
+    if (o.kind != OpKind::MulticastWrite && o.kind != OpKind::ReduceWrite) continue;
+    receiving += receives_landing(o) ? 1 : 0;
+    const ChunkRef ref = o.src.empty() || o.kind == OpKind::ReduceWrite ? o.dst : o.src;
     for (uint32_t k = 0; k < ref.count; ++k) {
       Buffer buf = ref.buf;
       uint32_t index = ref.index + k;
       int64_t m;
       canon(buf, index, m);
       int& at = mc_receiver_[o.group][static_cast<uint32_t>(m)];
-      if (o.src.empty()) at = i;
+      if (receives_landing(o)) at = i;
       else if (at == -1) at = -2;
     }
   }
@@ -578,16 +585,17 @@ void CoresCollective::Rank::report(std::ostream& os, const std::string& prefix) 
     }
     if (q->innet)
       os << " (" << q->issued << " of " << q->blocks << " blocks issued, " << q->reads_due << " reads due)";
+    if (q->pushes_out) os << ", " << q->pushes_out << " reducing writes awaiting their sums";
     if (!q->pending.empty()) os << ", " << q->pending.size() << " receives waiting for data";
     os << ", " << q->flag_acks_due << " flag acks due\n";
   }
   for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i) {
-    if (op(i).kind != OpKind::MulticastWrite || !op(i).src.empty() || done_passes_[i] == passes_of(op(i))) continue;
+    if (!receives_landing(op(i)) || done_passes_[i] == passes_of(op(i))) continue;
     const uint64_t pass = done_passes_[i];
     const auto it = landing_.find(landing_key(i, pass));
-    os << prefix << " operation " << i << " (mcast) pass " << pass << ": "
-       << (it == landing_.end() ? 0 : it->second.got) << " of " << elements(op(i).dst, pass)
-       << " elements of its multicast landed\n";
+    os << prefix << " operation " << i << " (" << collectives::op_name(op(i).kind) << ") pass " << pass << ": "
+       << (it == landing_.end() ? 0 : it->second.got) << " of " << elements(op(i).dst, pass) << " elements of its "
+       << (op(i).kind == OpKind::ReduceWrite ? "sum" : "multicast") << " landed\n";
   }
 }
 
@@ -845,7 +853,7 @@ void CoresCollective::Rank::start_innet(Queue& q, int i, uint64_t pass) {
   if (q.blocks == 0) {
     q.innet = q.sending = false;
     ++q.sent;
-    op_done(i, pass);
+    if (o.kind != OpKind::ReduceWrite) op_done(i, pass);  // a push's passes complete as they land, in order
     return;
   }
   const std::vector<int>& ports = group_ports_[o.group];
@@ -862,8 +870,9 @@ void CoresCollective::Rank::start_innet(Queue& q, int i, uint64_t pass) {
     lane->next = k;
     lane->stride = ports.size();
     // A store reads its data first; a load's requests go at once.
+    lane->starved = false;
     gpu_.activate(port, lane.get(),
-                  o.kind == OpKind::MulticastWrite ? gpu_.first_read(port, q.index + 1) : sc_core::SC_ZERO_TIME);
+                  o.kind != OpKind::ReduceRead ? gpu_.first_read(port, q.index + 1) : sc_core::SC_ZERO_TIME);
   }
 }
 
@@ -889,10 +898,16 @@ void CoresCollective::Rank::fill_block(Queue& q, uint64_t block, net::Packet* p)
     p->addr = g.base + GroupWindow::kIn + b.element * coll_.elem_;
     ++q.reads_due;
   } else {
-    p->op = net::Op::Write;
+    p->op = o.kind == OpKind::ReduceWrite ? net::Op::ReduceWrite : net::Op::Write;
     p->addr = g.base + GroupWindow::kOut + b.element * coll_.elem_;
     p->count = 1;
     read(q.src, position(q.src, b.element), b.n, p->data);
+    if (o.kind == OpKind::ReduceWrite) {
+      const topo::MulticastFabric::HomePort home = coll_.fabric_->home_port(g.out, p->addr);
+      p->home_switch = home.sw;
+      p->home_port = static_cast<int16_t>(home.port);
+      ++q.pushes_out;
+    }
   }
   if (++q.issued < q.blocks || o.kind == OpKind::ReduceRead) return;
   // The last store has left: posted, nothing comes back (one delta on, not from inside the port's fill).
@@ -922,7 +937,7 @@ void CoresCollective::Rank::read_back(Queue& q, const net::Packet* p) {
 void CoresCollective::Rank::finish_innet(Queue& q) {
   q.innet = q.sending = false;
   ++q.sent;
-  op_done(q.op, q.pass);
+  if (op(q.op).kind != OpKind::ReduceWrite) op_done(q.op, q.pass);
   progress(q);
 }
 
@@ -944,6 +959,17 @@ void CoresCollective::Rank::on_region_write(const net::Packet& p) {
   if (i < 0) {
     wrong_ += n;  // nothing here expects it
     return;
+  }
+  if (op(i).kind == OpKind::ReduceWrite) {
+    if (p.count != coll_.groups_[g].members.size()) wrong_ += n;  // a contribution lost or doubled
+    // Its credit is back: a lane that waited for one goes on.
+    Queue& q = *queues_[queue_of_[i]];
+    --q.pushes_out;
+    for (auto& lane : q.lanes)
+      if (lane && lane->starved) {
+        lane->starved = false;
+        gpu_.activate(lane->port, lane.get(), sc_core::SC_ZERO_TIME);
+      }
   }
   Landing& l = landing_[landing_key(i, pass)];
   if (l.dst.empty()) {
@@ -987,8 +1013,12 @@ uint64_t CoresCollective::Rank::elements(const ChunkRef& ref, uint64_t pass) con
 uint32_t CoresCollective::Rank::Lane::next_wire_bytes(const net::PacketFormat& f) const {
   if (!q->innet || next >= q->blocks) return 0;
   const Rank& r = *q->rank;
-  const bool read = r.op(q->op).kind == OpKind::ReduceRead;
-  return f.wire_bytes(read ? net::Op::PullRead : net::Op::Write,
+  const OpKind kind = r.op(q->op).kind;
+  if (kind == OpKind::ReduceWrite && q->pushes_out >= r.coll_.params_.push_credits) {
+    starved = true;
+    return 0;
+  }
+  return f.wire_bytes(kind == OpKind::ReduceRead ? net::Op::PullRead : kind == OpKind::ReduceWrite ? net::Op::ReduceWrite : net::Op::Write,
                       static_cast<uint32_t>(r.block_at(*q, next).n * r.coll_.elem_));
 }
 
@@ -1235,7 +1265,12 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   for (const Operation& o : program_.ops) {
     if (o.kind == OpKind::ReduceRead) groups_[o.group].reads = true;
     if (o.kind == OpKind::MulticastWrite) groups_[o.group].writes = true;
+    if (o.kind == OpKind::ReduceWrite) groups_[o.group].pushes = true;
   }
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (groups_[g].pushes && groups_[g].writes)
+      throw UserError("program " + program_.name + ": group " + std::to_string(g) + " both pushes and multicasts; a "
+                      "push's sum comes back to its writers, a multicast does not, so they need groups of their own");
 }
 
 // The cores run NVLS's in-network operations over message chunks that every
@@ -1254,9 +1289,14 @@ void CoresCollective::check_in_network() const {
       if (!collectives::in_network(o.kind)) continue;
       const std::string what = name + "rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
                                collectives::op_name(o.kind) + ")";
-      if (o.kind != OpKind::ReduceRead && o.kind != OpKind::MulticastWrite)
-        throw UserError(what + ": the GPUs' cores issue NVLS's reducing reads (multimem.ld_reduce) and multicast "
-                               "writes (multimem.st); push and barriers are the copy engines'");
+      if (o.kind == OpKind::Barrier)
+        throw UserError(what + ": the GPUs' cores issue NVLS's reducing reads (multimem.ld_reduce), multicast "
+                               "writes (multimem.st) and reducing writes; barriers are the copy engines'");
+      if (o.kind == OpKind::ReduceWrite && params_.push_credits == 0)
+        throw UserError(what + ": the GPUs' cores push only to switches that hold a contribution until its "
+                               "block is complete (SHARP's aggregation tables on a cluster's network, ib.sharp.*); "
+                               "this platform's tables evict partial sums to a home GPU, which the copy engines' "
+                               "push takes");
       const auto message = [&](ChunkRef ref) {
         Buffer buf = ref.buf;
         uint32_t index = ref.index;
@@ -1267,6 +1307,12 @@ void CoresCollective::check_in_network() const {
       if (o.kind == OpKind::ReduceRead && !o.src.empty() && o.src.buf != Buffer::Input)
         throw UserError(what + " reads no input chunk; the switches read the members' inputs");
       const int pos = position[{o.group, o.channel}]++;
+      if (o.kind == OpKind::ReduceWrite) {
+        if (o.src.empty() || !(o.src == o.dst) || message(o.src) < 0)
+          throw UserError(what + " must push a chunk of the message and take its sum in the same chunk: its "
+                                 "blocks are addressed by their place in the message");
+        continue;
+      }
       if (o.kind != OpKind::MulticastWrite) continue;
       const ChunkRef ref = o.src.empty() ? o.dst : o.src;
       const std::pair<int64_t, uint16_t> m{message(ref), ref.count};
@@ -1330,7 +1376,9 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
     std::vector<int> gpus;
     for (int r : g.members) gpus.push_back(gpus_[r]->index());
     if (g.reads) g.in = fabric_->add_region(g.base + GroupWindow::kIn, bytes, gpus, !program_.multimem);
-    if (g.writes) g.out = fabric_->add_region(g.base + GroupWindow::kOut, bytes, gpus, !program_.multimem);
+    // A push's sum comes back to every member, its writers too.
+    if (g.writes || g.pushes)
+      g.out = fabric_->add_region(g.base + GroupWindow::kOut, bytes, gpus, !g.pushes && !program_.multimem);
   }
   for (int r = 0; r < program_.ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
   for (auto& r : ranks_) r->link(ranks_);

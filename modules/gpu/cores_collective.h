@@ -16,7 +16,11 @@
 // most 128 bytes, spread over the GPU's ports toward the group as the GPU
 // interleaves addresses over its links. A member that only lends its data to
 // a read, or only receives a multicast, runs nothing: its memory answers
-// the reads, and the multicast's data is taken as it lands.
+// the reads, and the multicast's data is taken as it lands. A reducing
+// write (push; SHARP across a cluster's network) sends the GPU's blocks to
+// their home switch, which adds the group's and multicasts the sum back to
+// every member, the writer too; the queue goes on once its last block has
+// left, the operation completes as its results land.
 //
 // A program describes one pass over the message; the message is cut into
 // passes of the program's chunks, each chunk_bytes at most, and every queue
@@ -51,6 +55,11 @@ struct CoresParams {
   // ring.protocol=auto) runs LL up to ll_max_bytes, LL128 up to
   // ll128_max_bytes, Simple above, as NCCL's tuner orders them.
   uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
+  // Reducing writes (push) a queue may have in flight, each a block whose
+  // result has not come back: the host's credits for the switches'
+  // aggregation buffers (SHARP's outstanding transactions). 0: the
+  // platform's switches evict rather than hold, and the cores do not push.
+  int push_credits = 0;
 };
 // NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
 // al., "Demystifying NCCL", arXiv 2507.04786, §3):
@@ -136,7 +145,7 @@ class CoresCollective : public Collective {
     int window = -1;
     uint64_t base = 0;
     std::vector<int> members;
-    bool reads = false, writes = false;  // has reducing reads, multicast writes
+    bool reads = false, writes = false, pushes = false;  // has reducing reads, multicast writes, reducing writes
     int in = -1, out = -1;               // their regions in this size's run
   };
 

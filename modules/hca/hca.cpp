@@ -35,6 +35,10 @@ void Hca::receive(int port, net::Packet* p) {
   const sc_time now = sc_core::sc_time_stamp();
   if (port == kNet) {
     p->in_port = kNet;  // it holds that port's buffer space
+    if (net::is_multicast(p->addr)) {  // a switch's sum, outside any connection
+      to_gpu_queue(p);
+      return;
+    }
     if (p->table == expected_psn_[p->src]) {
       deliver(p);
       // The packets it held up follow, in sequence.
@@ -70,8 +74,8 @@ void Hca::receive(int port, net::Packet* p) {
     gpu_pool_.put(p);
     return;
   }
-  if (p->op != net::Op::Write)
-    SC_REPORT_ERROR("incsim/hca", (std::string(name()) + " carries writes between nodes, not " +
+  if (p->op != net::Op::Write && p->op != net::Op::ReduceWrite)
+    SC_REPORT_ERROR("incsim/hca", (std::string(name()) + " carries writes and reducing writes, not " +
                                    net::op_name(p->op) + " (the workload should have refused this algorithm)")
                                       .c_str());
   from_gpu_.push(p);
@@ -82,6 +86,10 @@ void Hca::receive(int port, net::Packet* p) {
 // Store and forward: the packet's check covers all of it.
 void Hca::deliver(net::Packet* p) {
   ++expected_psn_[p->src];
+  to_gpu_queue(p);
+}
+
+void Hca::to_gpu_queue(net::Packet* p) {
   from_net_.push(p);
   ++held_down_;
   if (from_net_.front() == p) down_wake_.at(p->t_tail + cfg_.latency);
@@ -90,6 +98,10 @@ void Hca::deliver(net::Packet* p) {
 // Gathers write w into its stream's open packet, closing that packet first
 // if w does not continue it; w's buffer space is free once its data is copied.
 void Hca::take(net::Packet* w) {
+  if (w->op == net::Op::ReduceWrite) {
+    push_out(w);
+    return;
+  }
   size_t k = 0;
   while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream)) ++k;
   if (k < open_.size()) {
@@ -123,6 +135,33 @@ void Hca::take(net::Packet* w) {
   open_[k].writes.push(w);
   ++writes_sent_;
   if (n.payload_bytes == cfg_.mtu_bytes) close(k);
+}
+
+// SHARP's packets are the GPU's blocks: the switch's aggregation table
+// entries are aligned blocks, the same at every member, so the adapter
+// neither gathers nor numbers them; posted, nothing is acknowledged.
+void Hca::push_out(net::Packet* w) {
+  net::Packet* n = net_pool_.get();
+  n->src = w->src;
+  n->dst = w->dst;
+  n->addr = w->addr;
+  n->stream = w->stream;
+  n->op = net::Op::ReduceWrite;
+  n->vc = net::kRequestVc;
+  n->payload_bytes = w->payload_bytes;
+  n->count = w->count;
+  n->dtype = w->dtype;
+  n->redop = w->redop;
+  n->home_switch = w->home_switch;
+  n->home_port = w->home_port;
+  n->t_inject = w->t_inject;
+  std::memcpy(n->data, w->data, w->payload_bytes);
+  n->wire_bytes = net_pool_.format().wire_bytes(net::Op::ReduceWrite, n->payload_bytes);
+  queued_bytes_ += w->payload_bytes;
+  pcie_in_.release(w, sc_core::SC_ZERO_TIME);
+  gpu_pool_.put(w);
+  ++writes_sent_;
+  to_net_.push(n);
 }
 
 // Queues open packet k for the wire, numbered in its connection, and turns
@@ -203,7 +242,10 @@ void Hca::to_gpu() {
       if (!pcie_out_.has_credit(net::kRequestVc, wire)) break;
       p = gpu_pool_.get();
       p->src = n->src;
-      p->dst = n->dst;
+      p->dst = net::is_multicast(n->addr) ? cfg_.gpu : n->dst;
+      p->count = n->count;  // a switch's sum: the contributions in it
+      p->dtype = n->dtype;
+      p->redop = n->redop;
       p->addr = n->addr + split_offset_;
       p->stream = n->stream;
       p->op = net::Op::Write;

@@ -20,6 +20,12 @@
 // network is lossless and credit-based: nothing is retransmitted, and the
 // connection's own acknowledgements (a header per message or so, back) are
 // left out.
+//
+// In-network aggregation (SHARP): a GPU's reducing write to a multicast
+// region goes out as one network packet of its own toward its home switch,
+// posted, outside any connection; the sum the switch multicasts back reaches
+// the GPU as a multicast write. The GPU's cores hold the credits that keep
+// the switch's aggregation buffers from overflowing.
 #include <cstdint>
 #include <ostream>
 #include <systemc>
@@ -50,6 +56,7 @@ struct HcaConfig {
   uint32_t send_queue_bytes = 0;     // hca.send_queue_bytes
   uint32_t pcie_buffer_bytes = 0;    // input buffer per VC facing the GPU
   uint32_t net_buffer_bytes = 0;     // input buffer per VC facing the network
+  uint32_t gpu = 0;                  // the GPU on its PCIe side (an endpoint index)
 };
 
 class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block {
@@ -90,6 +97,8 @@ class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block
   void take(net::Packet* w);
   void close(size_t open);
   void deliver(net::Packet* p);  // p is next in its connection: to the GPU
+  void to_gpu_queue(net::Packet* p);  // p goes to the GPU in its turn
+  void push_out(net::Packet* w);  // a reducing write goes out as a network packet of its own
 
   HcaConfig cfg_;
   net::PacketPool& gpu_pool_;

@@ -260,8 +260,11 @@ bool NvSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
         next = std::min(next, ready);
         continue;
       }
-      // A push write at its home port goes into the table, which never stalls.
+      // A push write at its home port goes into the table, which never stalls
+      // (Klenk's evicts); one that holds keeps a write that would need a new
+      // entry while it is full, until one frees.
       const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
+      if (absorbed && cfg_.holds && out.table.full() && out.table.find(h->addr, net::kNoEndpoint) < 0) continue;
       // The VC it takes on the next link (a dateline moves it to its class's second VC).
       const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
       if (!absorbed && out.bytes[ovc] + h->wire_bytes > out.limit) continue;  // the link frees space
@@ -324,7 +327,7 @@ void NvSwitch::output_process(int o) {
     moved = transmit(o, now) || moved;
   }
   if (out.queued && !out.link.link_free(now)) next = std::min(next, out.link.busy_until());
-  if (out.table.push_entries) expire(o, now, next);
+  if (out.table.push_entries && !cfg_.holds) expire(o, now, next);
   if (next != never) out.wake.at(next);
 }
 
@@ -348,7 +351,12 @@ void NvSwitch::deliver(int o, net::Packet* p, int vc, const sc_time& now) {
 void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
   ReductionTable& t = outputs_[o]->table;
   const uint64_t now_ps = now.value();
-  const sc_time at = std::max(now, p->t_tail);  // what it makes leaves once its last flit is in
+  sc_time at = std::max(now, p->t_tail);  // what it makes leaves once its last flit is in
+  if (cfg_.alu_ps_per_byte > 0) {  // and once the ALU has added it, in turn
+    sc_time& alu = outputs_[o]->alu_free;
+    alu = std::max(at, alu) + sc_time::from_value(static_cast<sc_dt::uint64>(p->payload_bytes * cfg_.alu_ps_per_byte + 0.5));
+    at = alu;
+  }
   int e = t.find(p->addr, net::kNoEndpoint);
   if (e >= 0) {
     ++t.hits;
@@ -363,6 +371,7 @@ void NvSwitch::push_reduce(int o, net::Packet* p, const sc_time& now) {
     // The victim, by the eviction policy (Klenk §IV-C: LRU); pull entries
     // wait for responses and are never evicted.
     static_assert(EvictionPolicy::kPushOwner == net::kNoEndpoint, "push entries are owned by no endpoint");
+    sc_assert(!(cfg_.holds && t.full()));  // crossbar_move held it
     const int victim = t.full() ? cfg_.eviction->victim(t) : -1;
     sc_assert(victim < 0 || t.entry(victim).owner == net::kNoEndpoint);
     if (t.full() && victim < 0) {

@@ -62,6 +62,14 @@ struct SwitchConfig {
   // Whom a push miss on a full table evicts (eviction.h); shared by the platform's switches.
   std::shared_ptr<EvictionPolicy> eviction;
   Spread spread = Spread::Destination;
+  // SHARP's aggregation tables (an InfiniBand switch): a push that finds its
+  // port's table full waits at its input for an entry, entries neither
+  // time out nor are evicted, and no partial sum ever leaves; the hosts'
+  // credits keep the tables from filling (CoresParams::push_credits).
+  bool holds = false;
+  // ps a port's table ALU takes per byte it adds; 0: it keeps up with its
+  // port and adds no time (Klenk's tables).
+  double alu_ps_per_byte = 0;
 };
 
 // Its parameters. Latencies stay far below what simulated time (64-bit ps) holds.
@@ -161,6 +169,7 @@ class NvSwitch : public sc_core::sc_module, public net::PacketSink, public net::
     uint32_t queued = 0;  // packets in all VCs' queues
     uint32_t claimed = 0;  // bytes of input heads that have chosen this output and not crossed yet
     sc_core::sc_time xbar_free;
+    sc_core::sc_time alu_free;  // its table's ALU is busy until then (SwitchConfig::alu_ps_per_byte)
     std::vector<uint64_t> requests;  // bit (input * VCs + vc): that head packet wants this output
     double xbar_ps_per_byte = 0;
     unsigned xbar_rr = 0, vc_rr = 0;

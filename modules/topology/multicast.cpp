@@ -21,7 +21,8 @@ int MulticastFabric::channel(int node, int port) const {
   return 2 * l + (k.a.node == node && k.a.port == port ? 0 : 1);
 }
 
-MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes) : topo_(t), homes_(homes) {
+MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::function<bool(int node)> can_reduce)
+    : topo_(t), homes_(homes), can_reduce_(std::move(can_reduce)) {
   // Dependencies between switch-to-switch channels along the paths packets
   // really take: toward every GPU from every switch (GPUs inject there,
   // tables emit partials there), and push writes toward every switch from
@@ -222,27 +223,45 @@ void MulticastFabric::build(Region& g) const {
       root[s] = root[parent[s]];
     }
     // Each target is delivered, in every tree component, by the adjacent
-    // switch nearest the pivot (lowest number on a tie).
+    // switch nearest the pivot (lowest number on a tie). A component that
+    // reaches no switch linked to some target is left out of the tree (one
+    // node's NVSwitches, for a group across nodes), unless every one is.
     std::vector<int> components, below(S, 0);  // below: deliveries in a switch's subtree
     for (int s : order)
       if (root[s] == s) components.push_back(s);
-    for (int t : g.def.targets) {
-      const int tnode = topo_.endpoints()[t];
-      std::vector<int> best(S, -1);  // per component root: the delivering switch
+    std::vector<std::vector<int>> best(g.def.targets.size(), std::vector<int>(S, -1));  // [target][root]: the deliverer
+    for (size_t i = 0; i < g.def.targets.size(); ++i) {
+      const int tnode = topo_.endpoints()[g.def.targets[i]];
       for (int p = 0; p < topo_.node(tnode).ports; ++p) {
         const int s = sw_of_node[topo_.peer({tnode, p}).node];
         if (s < 0 || root[s] < 0) continue;
-        int& b = best[root[s]];
+        int& b = best[i][root[s]];
         const auto key = [&](int x) { return std::make_pair(topo_.hops_from(sws[x], h), x); };
         if (b < 0 || key(s) < key(b)) b = s;
       }
-      for (int c : components) {
-        const int s = best[c];
-        if (s < 0)
-          throw UserError("platform '" + topo_.name + "' cannot multicast to " + topo_.node(tnode).name + ": " +
-                          "a multicast entering at " + topo_.node(sws[c]).name + " reaches no switch linked to it "
-                          "(in-network collectives need each GPU linked into every part of the fabric a multicast "
-                          "can enter)");
+    }
+    std::vector<int> whole;  // components that deliver to every target
+    for (int c : components) {
+      bool all = true;
+      for (size_t i = 0; i < best.size(); ++i) all = all && best[i][c] >= 0;
+      if (all) whole.push_back(c);
+    }
+    if (whole.empty()) {
+      for (size_t i = 0; i < best.size(); ++i)
+        for (int c : components)
+          if (best[i][c] < 0)
+            throw UserError("platform '" + topo_.name + "' cannot multicast to " +
+                            topo_.node(topo_.endpoints()[g.def.targets[i]]).name + ": a multicast entering at " +
+                            topo_.node(sws[c]).name + " reaches no switch linked to it (in-network collectives "
+                            "need each GPU linked into every part of the fabric a multicast can enter)");
+    }
+    for (int s : order)
+      if (std::find(whole.begin(), whole.end(), root[s]) == whole.end()) root[s] = -1;  // left out
+    for (size_t i = 0; i < best.size(); ++i) {
+      const int t = g.def.targets[i];
+      const int tnode = topo_.endpoints()[t];
+      for (int c : whole) {
+        const int s = best[i][c];
         int port = topo_.route(sws[s], t);
         if (topo_.peer({sws[s], port}).node != tnode) {
           for (port = 0; topo_.peer({sws[s], port}).node != tnode; ++port) {
@@ -259,6 +278,7 @@ void MulticastFabric::build(Region& g) const {
     // climbs to a switch only to turn back, which keeps its paths those of
     // unicast packets on two-level fabrics (up, then down; Klenk §IV-E2).
     for (int s : order) {
+      if (root[s] < 0) continue;
       if (below[s] > 0) g.result_pivots[s].push_back(h);
       if (parent[s] < 0) continue;
       const PortRef up = topo_.peer({sws[s], up_port[s]});
@@ -288,7 +308,7 @@ void MulticastFabric::build(Region& g) const {
       for (int s = 0; s < S; ++s) between[s] = between[s] || (best > 0 && dist(a, s) > 0 && dist(a, s) + dist(b, s) == best);
     }
   for (int s = 0; s < S; ++s) {
-    bool reached = between[s];
+    bool reached = between[s] && (!can_reduce_ || can_reduce_(sws[s]));
     for (int t : g.def.targets) reached = reached && dist(t, s) > 0;
     if (!reached) continue;
     if (g.result_pivots[s].empty()) continue;  // it delivers to no target on any tree

@@ -15,7 +15,14 @@
 // reduction tables see every response of their subtree. A write's pivot is
 // the block's home GPU, which spreads blocks over trees (and, in a fat tree,
 // over spine switches).
+//
+// Several fabrics. On a cluster the GPUs' adapters (bridges, routed as
+// 2-port switches) join each node's NVSwitches to the network's switches. A
+// group of one GPU per node (a rail's SHARP group) is reached only through
+// the network: of a pivot's tree, the parts that cannot deliver to every
+// target (a node's NVSwitches) are left out, and a bridge is never a home.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "topology.h"
@@ -37,7 +44,10 @@ class MulticastFabric {
  public:
   static constexpr uint32_t kBlockBytes = 128;  // reduction alignment (Klenk §IV-D: 128 B packets)
 
-  explicit MulticastFabric(const Topology& t, HomeMapping homes = HomeMapping::Interleave);
+  // can_reduce: whether a switch node may hold home ports (one with reduction
+  // tables, not a bridge); empty: every switch.
+  explicit MulticastFabric(const Topology& t, HomeMapping homes = HomeMapping::Interleave,
+                           std::function<bool(int node)> can_reduce = {});
 
   // Registers a region and fills the tables; throws UserError if it overlaps
   // another, names a GPU the platform lacks, has fewer than two targets, or
@@ -108,6 +118,7 @@ class MulticastFabric {
 
   const Topology& topo_;
   HomeMapping homes_;
+  std::function<bool(int node)> can_reduce_;
   std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
   std::vector<Region> regions_;  // removed ones have size 0 and are reused
   std::vector<bool> windows_;    // [window]: claimed

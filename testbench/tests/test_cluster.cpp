@@ -12,6 +12,7 @@
 
 #include "experiment.h"
 #include "hca/hca.h"
+#include "nvswitch/nvswitch.h"
 #include "options.h"
 #include "run_checked.h"
 
@@ -30,6 +31,13 @@ tb::Options nvlstree(const std::string& sizes, const std::string& dtype = "float
   tb::Options o = cluster(2, "allreduce", sizes, dtype, redop);
   o.algorithm = "nvlstree";
   tb::set_params(o, params);
+  return o;
+}
+// NCCL's NVLS with SHARP across 2 nodes.
+tb::Options nvlssharp(const std::string& sizes, const std::string& dtype = "float", const std::string& redop = "sum",
+                      const tb::KeyValues& params = {}) {
+  tb::Options o = nvlstree(sizes, dtype, redop, params);
+  o.algorithm = "nvlssharp";
   return o;
 }
 // The byte counts below are the Simple protocol's (data, then an 8-byte
@@ -242,4 +250,52 @@ TEST_CASE("cluster: NVLS with rings across is exact and each rail's ring carries
     CHECK(h->payload_sent() == channels * 2 * (nodes - 1) * (m / g / channels / nodes + 8 + 8));
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: NVLS with SHARP is exact, each adapter takes its head's share to the rail's leaf and its sum back, once",
+          "[cluster][nvls][sharp]") {
+  constexpr uint64_t m = 1 << 20, g = 8, block = 128;
+  tb::Experiment e(nvlssharp("1M"));
+  tb::run_checked(e, "nvlssharp");
+  std::ostringstream held;
+  e.machine().report_held(held);
+  CHECK(held.str() == "");
+  // GPU h's share, M / G, goes up as 128-byte reducing writes, nothing else;
+  // each block's sum comes back once.
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+    INFO(h->name());
+    CHECK(h->payload_sent() == m / g);
+    CHECK(h->packets_sent() == m / g / block);
+    CHECK(h->writes_delivered() == m / g / block);
+  }
+  // Every block completes once in its rail's leaf, which evicts nothing;
+  // the spines carry nothing.
+  for (const nvswitch::NvSwitch* sw : e.machine().blocks_of<nvswitch::NvSwitch>()) {
+    const std::string name = sw->name();
+    uint64_t completions = 0, evictions = 0;
+    for (int p = 0; p < sw->num_ports(); ++p) {
+      completions += sw->table(p).completions;
+      evictions += sw->table(p).evictions;
+    }
+    CHECK(evictions == 0);
+    if (name.rfind("leaf", 0) == 0) CHECK(completions == m / g / block);
+  }
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: NVLS with SHARP is exact for a 16-bit max over several passes and with one credit", "[cluster][nvls][sharp]") {
+  tb::Experiment e(nvlssharp("4M", "bfloat16", "max", {{"ring.chunk_bytes", "16384"}, {"ib.sharp.credits", "1"}}));
+  tb::run_checked(e, "nvlssharp bf16 max, one credit");
+}
+
+TEST_CASE("cluster: NVLS with SHARP and Klenk's pull in place of multimem is exact on odd sizes", "[cluster][nvls][sharp]") {
+  tb::Experiment e(nvlssharp("256,1000000", "int32", "sum", {{"nvls.multimem", "false"}}));
+  tb::run_checked(e, "nvlssharp without multimem");
+}
+
+// A faulty sum in the leaf of rail 0 reaches GPU 0 of both nodes, and each
+// multicasts it to its node.
+TEST_CASE("cluster: a wrong sum in a leaf's aggregation buffer is counted on every GPU", "[cluster][nvls][sharp]") {
+  CHECK(tb::wrong_with_alu_fault(nvlssharp("256K"), "leaf0.port0.reduction_table", 5) == 5 * 16);
 }

@@ -270,6 +270,26 @@ TEST_CASE("copy-engine programs of one's own run exact, #wrong bites, and what t
   require_error("--platform torus --algorithm " + groups, {"reduces or multicasts in the switches", "torus"});
 }
 
+// SHARP's aggregation buffers hold a contribution until its block is
+// complete; Klenk's tables evict partial sums to a home GPU, which only the
+// copy engines' push takes.
+TEST_CASE("the cores push only to switches that hold contributions: refused on Klenk's tables, rerun from a file on a cluster",
+          "[cores][sharp]") {
+  TempDir d;
+  std::string cores = two_groups();
+  for (size_t at; (at = cores.find("redwrite copy")) != std::string::npos;) cores.replace(at, 13, "redwrite cores");
+  require_error("--platform star --gpus 4 --algorithm " + d.write("cores.txt", cores),
+                {"rank 0's operation 0 (redwrite)", "push only to switches that hold a contribution"});
+  const std::string run = "--platform cluster --nodes 2 --sizes 64K,1000000";
+  const Result printed = incsim(run + " --algorithm nvlssharp --print-program");
+  REQUIRE(printed.code == 0);
+  const Result a = incsim(run + " --algorithm nvlssharp --csv -");
+  const Result b = incsim(run + " --algorithm " + d.write("sharp.txt", printed.out) + " --csv -");
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(rows(a) == rows(b));
+}
+
 TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",
           "[cores][msccl][errors]") {
   TempDir d;

@@ -5,6 +5,8 @@
 // acknowledges each write once its packet is queued; it delivers each
 // connection's packets in sequence, split into the GPU fabric's writes, and
 // absorbs their acknowledgements; its send buffer bounds what it takes.
+// SHARP's reducing writes and the sums that come back pass outside the
+// connections, unacknowledged.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -30,7 +32,7 @@ net::PacketFormat net_format() { return {26, 4, kMtu}; }
 
 struct Bench {
   net::PacketPool gpu_pool{gpu_format()}, net_pool{net_format()};
-  hca::HcaConfig cfg{sc_time(300, SC_NS), 16, kMtu, 64 * 1024, 16 * 1024, 32 * 1024};
+  hca::HcaConfig cfg{sc_time(300, SC_NS), 16, kMtu, 64 * 1024, 16 * 1024, 32 * 1024, 2};
   hca::Hca hca{"hca", cfg, gpu_pool, net_pool};
   test::StubPort gpu{"gpu", gpu_pool}, leaf{"leaf", net_pool};
   explicit Bench(double net_GBps = kNetGBps, uint32_t leaf_buffer = 64 * 1024) {
@@ -254,5 +256,59 @@ TEST_CASE("packets that overtook another of their connection wait for it and are
   for (uint16_t k = 0; k < 3; ++k) CHECK(got[1 + k].pkt.addr == uint64_t{0x1000} * (9 * 4 + k));
   std::ostringstream after;
   CHECK(b.hca.report_held(after) == 0);
+  CHECK(b.net_pool.in_use() == 0);
+}
+
+TEST_CASE("a reducing write leaves as a network packet of its own, and a switch's sum reaches the GPU, neither acknowledged",
+          "[hca][sharp]") {
+  Bench b;
+  constexpr uint64_t kRegion = net::kMulticastBase + 0x8000;
+  for (uint32_t k = 0; k < 3; ++k) {
+    net::Packet* w = b.write(k, 1, kRegion, 128);
+    w->op = net::Op::ReduceWrite;
+    w->dst = 0;
+    w->count = 1;
+    w->home_switch = 5;
+    w->home_port = static_cast<int16_t>(k);
+    w->wire_bytes = b.gpu_pool.format().wire_bytes(net::Op::ReduceWrite, 128);
+    b.gpu.send_at(sc_core::SC_ZERO_TIME, w);
+  }
+  net::Packet* sum = b.net_pool.get();
+  sum->src = net::kNoEndpoint;
+  sum->dst = 0;
+  sum->addr = kRegion + 0x80;
+  sum->op = net::Op::Write;
+  sum->vc = net::kRequestVc;
+  sum->count = 4;
+  sum->payload_bytes = 128;
+  sum->wire_bytes = b.net_pool.format().wire_bytes(128);
+  for (uint32_t i = 0; i < 32; ++i) std::memcpy(sum->data + 4 * i, &i, 4);
+  b.leaf.send_at(sc_core::SC_ZERO_TIME, sum);
+  sc_core::sc_start(10, SC_US);
+  // Each block its own packet, in order, with its home and count; not gathered, not numbered.
+  const auto& out = b.leaf.arrivals();
+  REQUIRE(out.size() == 3);
+  for (uint32_t k = 0; k < 3; ++k) {
+    CHECK(out[k].pkt.op == net::Op::ReduceWrite);
+    CHECK(out[k].pkt.addr == kRegion + 256 * k);
+    CHECK(out[k].pkt.payload_bytes == 128);
+    CHECK(out[k].pkt.wire_bytes == 128 + 26);
+    CHECK(out[k].pkt.home_switch == 5);
+    CHECK(out[k].pkt.home_port == static_cast<int16_t>(k));
+    CHECK(out[k].pkt.count == 1);
+    uint32_t v;
+    std::memcpy(&v, out[k].data.data() + 4, 4);
+    CHECK(v == 1000 * k + 1);
+  }
+  // The sum goes to this adapter's GPU (2), its count kept; no acknowledgement either way.
+  const auto& in = b.gpu.arrivals();
+  REQUIRE(in.size() == 1);
+  CHECK(in[0].pkt.op == net::Op::Write);
+  CHECK(in[0].pkt.dst == 2);
+  CHECK(in[0].pkt.addr == kRegion + 0x80);
+  CHECK(in[0].pkt.count == 4);
+  CHECK(b.acks().empty());
+  CHECK(b.hca.packets_sent() == 3);
+  CHECK(b.gpu_pool.in_use() == 0);
   CHECK(b.net_pool.in_use() == 0);
 }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "topology/cluster.h"
 #include "topology/multicast.h"
 
 using namespace incsim;
@@ -196,6 +197,38 @@ TEST_CASE("home ports cover every port of every switch, evenly", "[multicast][pu
   // Home GPUs interleave blocks.
   CHECK(f.home_gpu(r, 0) == 0);
   CHECK(f.home_gpu(r, 17 * MulticastFabric::kBlockBytes) == 1);
+}
+
+// A rail's SHARP group on a cluster: GPU 1 of each node, reached only
+// through the adapters (2-port switches to routing, but no homes) and the
+// rail's leaf. The nodes' own switches cannot deliver to the other nodes and
+// stay out of the group's trees.
+TEST_CASE("a group of one GPU per node is reached through the network, and only the rail's leaf holds its homes",
+          "[multicast][push][cluster]") {
+  topo::ClusterShape shape;
+  shape.nodes = 3;
+  shape.pcie_GBps = shape.net_GBps = 50;
+  const Topology t = topo::make_cluster(topo::make_star(4, 25, 0), shape);
+  MulticastFabric f(t, topo::HomeMapping::Interleave,
+                    [&t](int node) { return t.node(node).block != topo::kinds::kHca; });
+  const std::vector<int> rail{1, 5, 9};
+  const int r = f.add_region(0, 1 << 20, rail, false);
+  const int leaf = t.find("leaf1");
+  for (uint64_t b = 0; b < 64; ++b) {
+    const uint64_t addr = b * MulticastFabric::kBlockBytes;
+    const auto home = f.home_port(r, addr);
+    REQUIRE(t.switches()[home.sw] == leaf);
+    INFO("block " << b);
+    // The sum, multicast from the leaf, reaches each member once, the writer too.
+    require_each_once(flood(t, f, r, f.result_pivot(r, addr), leaf, -1, -1), rail, -1);
+  }
+  // A node's switch has no part in the trees.
+  const int sw = t.node(t.find("n0_sw0")).index;
+  for (int pivot : rail) CHECK(f.fanout_begin(r, sw, pivot) == f.fanout_end(r, sw, pivot));
+  // The group of one node's GPUs keeps its switch.
+  const int node = f.add_region(2 << 20, 1 << 20, {0, 1, 2, 3}, true);
+  CHECK(f.fanout_begin(node, sw, 0) != f.fanout_end(node, sw, 0));
+  CHECK(t.node(t.switches()[f.home_port(node, 0).sw]).name == "n0_sw0");
 }
 
 TEST_CASE("a ring of switches is refused: its multicast trees could deadlock", "[multicast][errors]") {

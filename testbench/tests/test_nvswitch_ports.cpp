@@ -307,6 +307,65 @@ TEST_CASE("a push miss on a full table evicts the least recently used entry to i
   CHECK(b.pool.in_use() == 0);
 }
 
+// SHARP's aggregation buffers (an InfiniBand switch's, SwitchConfig::holds):
+// a push that needs a new entry of a full table waits at its input until
+// one frees; nothing is evicted, no partial sum leaves.
+TEST_CASE("a table that holds keeps a push that finds it full at its input until an entry frees", "[nvswitch][ports][reduction]") {
+  Fabric fab;
+  const uint64_t a = fab.block(2), c = fab.block(6);  // both homed at port 2
+  REQUIRE(fab.f.home_port(fab.region, a).port == 2);
+  REQUIRE(fab.f.home_port(fab.region, c).port == 2);
+  nvswitch::SwitchConfig cfg = config(kPayload);  // one entry per table
+  cfg.holds = true;
+  Bench b(fab.wiring(), cfg, &fab.f);
+  b.gpu[1]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, fab, 1, a, 100));
+  b.gpu[1]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, fab, 1, c, 200));
+  const sc_time later(1, sc_core::SC_US), last(2, sc_core::SC_US);
+  b.gpu[0]->send_at(later, reduce_write(b.pool, fab, 0, a, 300));
+  b.gpu[0]->send_at(last, reduce_write(b.pool, fab, 0, c, 400));
+  sc_core::sc_start();
+  // a completes with GPU 0's write; c, held until then, takes the freed
+  // entry and completes with GPU 0's second.
+  for (int g = 0; g < 2; ++g) {
+    const auto& got = b.gpu[g]->arrivals();
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].pkt.op == net::Op::Write);
+    CHECK(got[0].pkt.addr == a);
+    CHECK(got[0].pkt.count == 2);
+    CHECK(element(got[0], 5) == 400 + 2 * 5);
+    CHECK(got[0].head == later + kLink + kSwitch + kXbar + kLink);
+    CHECK(got[1].pkt.addr == c);
+    CHECK(got[1].pkt.count == 2);
+    CHECK(element(got[1], 7) == 600 + 2 * 7);
+    CHECK(got[1].head == last + kLink + kSwitch + kXbar + kLink);
+  }
+  const nvswitch::ReductionTable& t = b.sw->table(2);
+  CHECK(t.evictions == 0);
+  CHECK(t.completions == 2);
+  CHECK(b.pool.in_use() == 0);
+}
+
+TEST_CASE("a table's ALU adds each contribution in turn at its rate before the sum leaves", "[nvswitch][ports][reduction]") {
+  Fabric fab;
+  const uint64_t addr = fab.block(2);
+  nvswitch::SwitchConfig cfg = config(4 * kPayload);
+  cfg.alu_ps_per_byte = 1000;  // 1 GB/s: 128 ns per block
+  Bench b(fab.wiring(), cfg, &fab.f);
+  b.gpu[0]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, fab, 0, addr, 1));
+  b.gpu[1]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, fab, 1, addr, 1000));
+  sc_core::sc_start();
+  // The first is in one crossbar move after the switch latency; the ALU
+  // takes 128 ns for it, then 128 ns for the second (in by then).
+  const sc_time alu(128, SC_NS), result = kLink + kSwitch + kXbar + 2 * alu;
+  for (int g = 0; g < 2; ++g) {
+    const auto& got = b.gpu[g]->arrivals();
+    REQUIRE(got.size() == 1);
+    CHECK(got[0].pkt.count == 2);
+    CHECK(element(got[0], 3) == 1001 + 2 * 3);
+    CHECK(got[0].head == result + kLink);
+  }
+}
+
 TEST_CASE("a switch's ports, their reduction tables and its MCR table are modules without processes; a table "
           "holding an entry tells the stall report", "[nvswitch][ports][reduction][hierarchy]") {
   Fabric fab;

@@ -203,6 +203,25 @@ TEST_CASE("NCCL's NVLSTree is a correct program that reads and multicasts in its
   CHECK(chunk(16ull << 20) == 64 * 1024);
   CHECK(chunk(1ull << 20) == 32 * 1024);
   CHECK_THROWS_WITH(nvls_tree_program(1, 8, 2, true), Catch::Contains("at least 2 nodes"));
+  // NVLS with SHARP: each head pushes its read's sum to its rail's group of its channel, and multicasts what comes back.
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})
+    for (const bool multimem : {true, false}) require_ok(nvls_sharp_program(nodes, per_node, channels, multimem));
+  const Program sharp = nvls_sharp_program(3, 4, 2, true);
+  REQUIRE(sharp.groups.size() == 3 + 4 * 2);
+  for (int r = 0; r < 12; ++r) {
+    int pushes = 0;
+    for (int i = 0; i < sharp.op_count(r); ++i) {
+      const Operation& o = sharp.op(r, i);
+      if (o.kind != OpKind::ReduceWrite) continue;
+      ++pushes;
+      CHECK(o.src == o.dst);
+      CHECK(o.src.index == (r % 4) * 2u + o.channel);
+      CHECK(sharp.groups[o.group] == std::vector<int>{r % 4, 4 + r % 4, 8 + r % 4});
+    }
+    CHECK(pushes == 2);
+  }
+  CHECK(read_program(write_program(sharp), "nvlssharp.txt") == sharp);
+  CHECK_THROWS_WITH(nvls_sharp_program(2, 1, 2, true), Catch::Contains("at least 2 nodes of at least 2 GPUs"));
   // NVLS with rings across: each head's block is one chunk per rank of its rail's ring.
   for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})
     for (const bool multimem : {true, false}) require_ok(nvls_ring_program(nodes, per_node, channels, multimem));

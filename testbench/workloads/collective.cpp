@@ -179,7 +179,7 @@ collectives::Collective collective_kind(const std::string& name) {
 }  // namespace
 
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring");
+  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring, nvlssharp");
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
@@ -288,10 +288,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring");
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp");
   if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, tree, hring, nvlstree, nvlsring or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, tree, hring, nvlstree, nvlsring, nvlssharp or a program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
@@ -301,6 +301,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                     (opt_.algorithm == "tree"       ? "a chain through each node's GPUs, a tree over the nodes"
                      : opt_.algorithm == "nvlstree" ? "NVLS inside its nodes, trees across them per rail"
                      : opt_.algorithm == "nvlsring" ? "NVLS inside its nodes, rings across them per rail"
+                     : opt_.algorithm == "nvlssharp" ? "NVLS inside its nodes, SHARP across them per rail"
                                                     : "rings inside its nodes and across them per rail"));
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
@@ -335,9 +336,12 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     const bool cores_sends = std::any_of(program_.ops.begin(), program_.ops.end(),
                                          [](const collectives::Operation& o) { return collectives::sends(o.kind); });
     const bool cores_innet = program_.ranks && collectives::in_network_method(program_);
+    const bool cores_push = std::any_of(program_.ops.begin(), program_.ops.end(), [](const collectives::Operation& o) {
+      return o.kind == collectives::OpKind::ReduceWrite;
+    });
     const std::string defaults = in_network      ? collectives::method_name(*innet_)
                                  : copy_engines_ ? "multicast"
-                                 : cores_innet   ? (cores_sends ? "nvlstree" : "nvls")
+                                 : cores_innet   ? (cores_sends ? "nvlstree" : cores_push ? "nvlssharp" : "nvls")
                                                  : opt_.algorithm;
     own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
     platform_ = own_platform_.get();
@@ -414,6 +418,12 @@ void sent_chunks(const collectives::Program& p, int r, const std::function<bool(
                  double& across) {
   for (int i = 0; i < p.op_count(r); ++i) {
     const collectives::Operation& o = p.op(r, i);
+    if (o.kind == collectives::OpKind::ReduceWrite) {  // to its group's home switch, through the adapter if the group is far
+      const auto& g = p.groups[o.group];
+      const bool far = std::any_of(g.begin(), g.end(), [&](int m) { return m != r && !near(m); });
+      (far ? across : inside) += o.src.count;
+      continue;
+    }
     if (collectives::in_network(o.kind)) {
       const bool out = o.kind == collectives::OpKind::MulticastWrite
                            ? !o.src.empty()
@@ -509,11 +519,13 @@ void CollectiveWorkload::make_ring(int n) {
                  ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : opt_.algorithm == "nvlsring"
                  ? collectives::nvls_ring_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
+             : opt_.algorithm == "nvlssharp"
+                 ? collectives::nvls_sharp_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
   // NVLS, and so NVLSTree, runs NCCL's Simple protocol only (src/device/all_reduce.h).
-  const bool by_size = to_lower(proto) == "auto", nvls = one_of(opt_.algorithm, "nvlstree, nvlsring");
+  const bool by_size = to_lower(proto) == "auto", nvls = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp");
   if (nvls && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
     throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS kernels do: ring.protocol=" +
                     proto);
@@ -526,6 +538,27 @@ void CollectiveWorkload::make_ring(int n) {
 void CollectiveWorkload::require_reduction_tables(const std::string& what) const {
   if (platform_->switch_config().table_bytes == 0)
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
+}
+
+// SHARP reserves each group's share of a switch's aggregation buffers (its
+// credits) when the group is made: a rail's leaf holds every group of its
+// GPUs, and any one port may have to take all their blocks in flight.
+void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
+  const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().switch_config().table_bytes;
+  if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
+  std::vector<int> groups(static_cast<size_t>(program.ranks), 0);  // [rank]: its groups that push
+  int most = 0;
+  for (size_t g = 0; g < program.groups.size(); ++g)
+    if (std::any_of(program.ops.begin(), program.ops.end(), [&](const collectives::Operation& o) {
+          return o.kind == collectives::OpKind::ReduceWrite && o.group == static_cast<int>(g);
+        }))
+      for (int r : program.groups[g]) most = std::max(most, ++groups[static_cast<size_t>(r)]);
+  const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
+  if (entries < need)
+    throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
+                    std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
+                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
+                    std::to_string(entries));
 }
 
 // Runs a program on the GPUs' cores; each rank sends on the ports that lead
@@ -550,6 +583,11 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
   const bool reads = std::any_of(program.ops.begin(), program.ops.end(),
                                  [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceRead; });
   if (reads) require_reduction_tables(program.name);
+  if (!cluster_.empty()) cp.push_credits = cfg_.get(platforms::kSharpCredits);
+  if (!cluster_.empty() && std::any_of(program.ops.begin(), program.ops.end(), [](const collectives::Operation& o) {
+        return o.kind == collectives::OpKind::ReduceWrite;
+      }))
+    require_aggregation_buffers(program, cp.push_credits);
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[participants_[r]->index()];

@@ -104,6 +104,7 @@ class CollectiveWorkload : public Workload {
   void make_cores(const collectives::Program& program);
   // UserError naming `what` if the switches have no reduction tables.
   void require_reduction_tables(const std::string& what) const;
+  void require_aggregation_buffers(const collectives::Program& program, int credits) const;
   void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
