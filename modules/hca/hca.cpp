@@ -115,52 +115,47 @@ void Hca::take(net::Packet* w) {
       k = open_.size();
     }
   }
-  if (k == open_.size()) {
-    net::Packet* n = net_pool_.get();
-    n->src = w->src;
-    n->dst = w->dst;
-    n->addr = w->addr;
-    n->stream = w->stream;
-    n->op = net::Op::Write;
-    n->vc = net::kRequestVc;
-    n->payload_bytes = 0;
-    n->t_inject = w->t_inject;
-    open_.push_back({n, {}});
-  }
+  if (k == open_.size()) open_.push_back({network_packet(*w), {}});
   net::Packet& n = *open_[k].packet;
+  append(n, w);
+  open_[k].writes.push(w);
+  if (n.payload_bytes == cfg_.mtu_bytes) close(k);
+}
+
+net::Packet* Hca::network_packet(const net::Packet& w) {
+  net::Packet* n = net_pool_.get();
+  n->src = w.src;
+  n->dst = w.dst;
+  n->addr = w.addr;
+  n->stream = w.stream;
+  n->op = w.op;
+  n->vc = net::kRequestVc;
+  n->payload_bytes = 0;
+  n->count = w.count;
+  n->dtype = w.dtype;
+  n->redop = w.redop;
+  n->home_switch = w.home_switch;
+  n->home_port = w.home_port;
+  n->t_inject = w.t_inject;
+  return n;
+}
+
+void Hca::append(net::Packet& n, net::Packet* w) {
   std::memcpy(n.data + n.payload_bytes, w->data, w->payload_bytes);
   n.payload_bytes = static_cast<uint16_t>(n.payload_bytes + w->payload_bytes);
   queued_bytes_ += w->payload_bytes;
   pcie_in_.release(w, sc_core::SC_ZERO_TIME);
-  open_[k].writes.push(w);
   ++writes_sent_;
-  if (n.payload_bytes == cfg_.mtu_bytes) close(k);
 }
 
 // SHARP's packets are the GPU's blocks: the switch's aggregation table
 // entries are aligned blocks, the same at every member, so the adapter
 // neither gathers nor numbers them; posted, nothing is acknowledged.
 void Hca::push_out(net::Packet* w) {
-  net::Packet* n = net_pool_.get();
-  n->src = w->src;
-  n->dst = w->dst;
-  n->addr = w->addr;
-  n->stream = w->stream;
-  n->op = net::Op::ReduceWrite;
-  n->vc = net::kRequestVc;
-  n->payload_bytes = w->payload_bytes;
-  n->count = w->count;
-  n->dtype = w->dtype;
-  n->redop = w->redop;
-  n->home_switch = w->home_switch;
-  n->home_port = w->home_port;
-  n->t_inject = w->t_inject;
-  std::memcpy(n->data, w->data, w->payload_bytes);
-  n->wire_bytes = net_pool_.format().wire_bytes(net::Op::ReduceWrite, n->payload_bytes);
-  queued_bytes_ += w->payload_bytes;
-  pcie_in_.release(w, sc_core::SC_ZERO_TIME);
+  net::Packet* n = network_packet(*w);
+  append(*n, w);
   gpu_pool_.put(w);
-  ++writes_sent_;
+  n->wire_bytes = net_pool_.format().wire_bytes(net::Op::ReduceWrite, n->payload_bytes);
   to_net_.push(n);
 }
 

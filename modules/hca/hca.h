@@ -99,6 +99,8 @@ class Hca : public sc_core::sc_module, public net::PacketSink, public net::Block
   void deliver(net::Packet* p);  // p is next in its connection: to the GPU
   void to_gpu_queue(net::Packet* p);  // p goes to the GPU in its turn
   void push_out(net::Packet* w);  // a reducing write goes out as a network packet of its own
+  net::Packet* network_packet(const net::Packet& w);  // w's header as a network packet's, no payload yet
+  void append(net::Packet& n, net::Packet* w);          // w's data to n's payload; w's buffer space is free
 
   HcaConfig cfg_;
   net::PacketPool& gpu_pool_;
