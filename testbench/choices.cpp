@@ -60,6 +60,9 @@ const std::vector<Algorithm>& algorithms() {
       {"tree", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
        "NCCL's trees across nodes: a chain through each node's GPUs, NCCL's double binary tree over the nodes "
        "(NCCL 2.4+, src/graph/trees.cc, connect.cc)"},
+      {"collnet", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
+       "NCCL's CollNet: each node's rings reduce-scatter, every GPU's block is added by its rail's leaf (SHARP), the "
+       "node's rings all-gather (NCCL's CollNetDirect with rings inside the node)"},
       {"nvlstree", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NCCL's NVLSTree: NVLS reduce-scatter in each node, NCCL's trees per rail across the nodes, NVLS multicast "

@@ -367,22 +367,26 @@ Program cluster_ring_program(Collective c, int nodes, int per_node, int channels
   return ring_program(c, nodes * per_node, std::move(orders));
 }
 
-Program hierarchical_ring_program(int nodes, int per_node, int channels) {
-  if (nodes < 2 || per_node < 2) throw UserError("a hierarchical ring needs at least 2 nodes of at least 2 GPUs");
+namespace {
+// Each node's ring reduce-scatters (its blocks `scale` chunks each); where it
+// completes GPU g's block on channel c, across(pb, node, g, block, done)
+// all-reduces the block over GPU g of every node (its rail) after operation
+// `done` and returns its last operation; then the node's ring all-gathers.
+Program hierarchical_program(const std::string& name, int nodes, int per_node, int channels, uint32_t scale,
+                             const std::function<int(ProgramBuilder&, int, int, const Operation&, uint32_t)>& across) {
+  if (nodes < 2 || per_node < 2) throw UserError(name + " needs at least 2 nodes of at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("a ring needs between 1 and 32767 channels here");
   const int N = nodes, G = per_node, C = channels;
   // Out of place: only the blocks the rails sum are read back, so only they
   // are stored (an in-place program keeps every chunk it overwrites).
   const Program node = ring_program(Collective::AllReduce, G, C);
-  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
-  // Every block of the node's ring is N chunks, one per rank of a rail's ring.
-  const uint32_t chunks = static_cast<uint32_t>(G) * static_cast<uint32_t>(C) * static_cast<uint32_t>(N);
-  ProgramBuilder pb("hring", Collective::AllReduce, N * G, false);
+  const uint32_t chunks = static_cast<uint32_t>(G) * static_cast<uint32_t>(C) * scale;
+  ProgramBuilder pb(name, Collective::AllReduce, N * G, false);
   for (int m = 0; m < N; ++m) {
     Placement in_node;
     in_node.part = &node;
     for (int i = 0; i < G; ++i) in_node.ranks.push_back(m * G + i);
-    in_node.scale = static_cast<uint32_t>(N);
+    in_node.scale = scale;
     for (int i = 0; i < G; ++i) {
       pb.begin_rank(m * G + i, Buffers{chunks, chunks, 0});
       for (int k = 0; k < node.op_count(i); ++k) {
@@ -396,22 +400,52 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
         o.kind = OpKind::RecvReduceCopy;
         o.send_peer = kNone;
         const uint32_t rrc = static_cast<uint32_t>(pb.add(o));
-        Placement across;
-        across.part = &rail;
-        for (int r = 0; r < N; ++r) across.ranks.push_back(r * G + i);
-        across.channel = static_cast<uint16_t>(C + o.channel);
-        across.queue = static_cast<uint16_t>(C + o.channel);
-        across.offset = o.dst.index;
-        across.buffer = Buffer::Output;  // the rail sums the block in the output, in place
-        const std::vector<uint32_t> summed = append_part(pb, across, m * G + i, {rrc});
+        const int summed = across(pb, m, i, o, rrc);
         Operation s = make_op(OpKind::Send, Engine::Cores, o.channel, o.queue);
         s.send_peer = next;
         s.src = o.dst;
-        pb.add(s, {summed.back()});
+        pb.add(s, {static_cast<uint32_t>(summed)});
       }
     }
   }
   return pb.build();
+}
+}  // namespace
+
+Program hierarchical_ring_program(int nodes, int per_node, int channels) {
+  const int N = nodes, G = per_node, C = channels;
+  const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
+  // Every block of the node's ring is N chunks, one per rank of a rail's ring.
+  return hierarchical_program(
+      "hring", nodes, per_node, channels, static_cast<uint32_t>(N),
+      [&](ProgramBuilder& pb, int m, int i, const Operation& block, uint32_t done) {
+        Placement across;
+        across.part = &rail;
+        for (int r = 0; r < N; ++r) across.ranks.push_back(r * G + i);
+        across.channel = static_cast<uint16_t>(C + block.channel);
+        across.queue = static_cast<uint16_t>(C + block.channel);
+        across.offset = block.dst.index;
+        across.buffer = Buffer::Output;  // the rail sums the block in the output, in place
+        return static_cast<int>(append_part(pb, across, m * G + i, {done}).back());
+      });
+}
+
+Program collnet_program(int nodes, int per_node, int channels) {
+  const int N = nodes, G = per_node, C = channels;
+  std::vector<int> rail(static_cast<size_t>(G) * static_cast<size_t>(C), -1);  // [i C + c]: its group
+  return hierarchical_program(
+      "collnet", nodes, per_node, channels, 1, [&](ProgramBuilder& pb, int, int i, const Operation& block, uint32_t done) {
+        int& g = rail[static_cast<size_t>(i) * static_cast<size_t>(C) + block.channel];
+        if (g < 0) {
+          std::vector<int> members;
+          for (int r = 0; r < N; ++r) members.push_back(r * G + i);
+          g = pb.add_group(members);
+        }
+        Operation o = make_op(OpKind::ReduceWrite, Engine::Cores, block.channel, static_cast<uint16_t>(C + block.channel));
+        o.group = g;
+        o.src = o.dst = block.dst;
+        return pb.add(o, {done});
+      });
 }
 
 namespace {

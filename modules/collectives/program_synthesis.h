@@ -43,6 +43,13 @@ Program cluster_ring_program(Collective c, int nodes, int per_node, int channels
 // ring all-gathers the sums. Each GPU sends as much as on the flat ring,
 // but only (N - 1) / (N G - 1) of it to other nodes, all on its own rail.
 Program hierarchical_ring_program(int nodes, int per_node, int channels);
+// NCCL's CollNet with the node's rings: the same reduce-scatter and
+// all-gather, and between them every GPU pushes its block to its rail's
+// leaf (a reducing write, SHARP; group per rail and channel, queue
+// channels + c), which adds the nodes' and sends the sum back to each.
+// NCCL's CollNetDirect reduce-scatters and all-gathers within the node
+// directly, every GPU to every other, where this keeps the ring.
+Program collnet_program(int nodes, int per_node, int channels);
 
 // NCCL's tree all-reduce (src/device/all_reduce.h, runTreeSplit), one tree
 // per channel: trees[c][r] lists rank r's parent on channel c (kNone at the

@@ -299,3 +299,26 @@ TEST_CASE("cluster: NVLS with SHARP and Klenk's pull in place of multimem is exa
 TEST_CASE("cluster: a wrong sum in a leaf's aggregation buffer is counted on every GPU", "[cluster][nvls][sharp]") {
   CHECK(tb::wrong_with_alu_fault(nvlssharp("256K"), "leaf0.port0.reduction_table", 5) == 5 * 16);
 }
+
+TEST_CASE("cluster: CollNet is exact and each adapter takes its GPU's block to its rail's leaf and back, once",
+          "[cluster][sharp]") {
+  constexpr uint64_t m = 1 << 20, g = 8;
+  tb::Options o = cluster(2, "allreduce", "1M,1000000");
+  o.algorithm = "collnet";
+  tb::Experiment e(o);
+  tb::run_checked(e, "collnet");
+  // After the node's reduce-scatter each GPU holds its share of the node's
+  // sum and pushes it once: 1 MiB splits evenly, M / G each; 1000000 B
+  // nearly, each node's GPUs pushing all of it. Each block's sum comes back.
+  uint64_t pushed = 0;
+  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+    INFO(h->name());
+    CHECK(h->payload_sent() >= m / g + 1000000 / g - 64);
+    CHECK(h->payload_sent() <= m / g + 1000000 / g + 64);
+    CHECK(h->writes_delivered() == h->packets_sent());
+    pushed += h->payload_sent();
+  }
+  CHECK(pushed == 2 * (m + 1000000));
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}

@@ -222,6 +222,19 @@ TEST_CASE("NCCL's NVLSTree is a correct program that reads and multicasts in its
   }
   CHECK(read_program(write_program(sharp), "nvlssharp.txt") == sharp);
   CHECK_THROWS_WITH(nvls_sharp_program(2, 1, 2, true), Catch::Contains("at least 2 nodes of at least 2 GPUs"));
+  // CollNet: the node's rings with a reducing write of each GPU's block in its rail's group of its channel.
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})
+    require_ok(collnet_program(nodes, per_node, channels));
+  const Program collnet = collnet_program(3, 4, 2);
+  REQUIRE(collnet.groups.size() == 4 * 2);
+  for (int r = 0; r < 12; ++r)
+    for (int i = 0; i < collnet.op_count(r); ++i) {
+      const Operation& o = collnet.op(r, i);
+      if (o.kind != OpKind::ReduceWrite) continue;
+      CHECK(o.queue == 2 + o.channel);
+      CHECK(collnet.groups[o.group] == std::vector<int>{r % 4, 4 + r % 4, 8 + r % 4});
+    }
+  CHECK(read_program(write_program(collnet), "collnet.txt") == collnet);
   // NVLS with rings across: each head's block is one chunk per rank of its rail's ring.
   for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})
     for (const bool multimem : {true, false}) require_ok(nvls_ring_program(nodes, per_node, channels, multimem));

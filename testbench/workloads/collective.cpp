@@ -288,10 +288,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp");
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet");
   if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, tree, hring, nvlstree, nvlsring, nvlssharp or a program for the GPUs' cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, tree, hring, collnet, nvlstree, nvlsring, nvlssharp or a program for the GPUs' "
+                    "cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
@@ -302,6 +303,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                      : opt_.algorithm == "nvlstree" ? "NVLS inside its nodes, trees across them per rail"
                      : opt_.algorithm == "nvlsring" ? "NVLS inside its nodes, rings across them per rail"
                      : opt_.algorithm == "nvlssharp" ? "NVLS inside its nodes, SHARP across them per rail"
+                     : opt_.algorithm == "collnet"   ? "rings inside its nodes, SHARP across them per rail"
                                                     : "rings inside its nodes and across them per rail"));
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
@@ -513,7 +515,8 @@ void CollectiveWorkload::make_ring(int n) {
   const int channels = static_cast<int>(cfg_.get(gpu::kRingChannels, dflt ? dflt : gpu::kRingChannels.default_value()));
   const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
   const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
-  program_ = opt_.algorithm == "hring" ? collectives::hierarchical_ring_program(nodes, per_node, channels)
+  program_ = opt_.algorithm == "hring"     ? collectives::hierarchical_ring_program(nodes, per_node, channels)
+             : opt_.algorithm == "collnet" ? collectives::collnet_program(nodes, per_node, channels)
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
              : opt_.algorithm == "nvlstree"
                  ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
@@ -524,12 +527,13 @@ void CollectiveWorkload::make_ring(int n) {
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
-  // NVLS, and so NVLSTree, runs NCCL's Simple protocol only (src/device/all_reduce.h).
-  const bool by_size = to_lower(proto) == "auto", nvls = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp");
-  if (nvls && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
-    throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS kernels do: ring.protocol=" +
-                    proto);
-  program_.protocol_by_size = by_size && !nvls;
+  // NVLS, and so NVLSTree, and CollNet run NCCL's Simple protocol only
+  // (src/device/all_reduce.h; the tuner gives CollNet no LL or LL128).
+  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet");
+  if (simple && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
+    throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS and CollNet kernels do: "
+                    "ring.protocol=" + proto);
+  program_.protocol_by_size = by_size && !simple;
   if (!by_size)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
   make_cores(program_);
