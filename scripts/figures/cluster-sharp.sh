@@ -11,5 +11,5 @@ scripts/sweep run scripts/campaigns/cluster-sharp.yaml -j "${JOBS:-2}"
 csv=scripts/campaigns/results/cluster-sharp/results.csv
 cp "$csv" docs/figures/cluster-sharp.csv
 scripts/plot "$csv" --kind heatmap --metric busbw --x ib.sharp.credits --y ib.sharp.alu_GBps --size 16M \
-  --title "NVLS with SHARP, 2 HGX H100 nodes, 16 MiB: busbw against SHARP's credits and ALU rate" \
+  --title "nvlssharp on 2 HGX H100 nodes, 16 MiB: busbw" \
   -o docs/figures/cluster-sharp.png
