@@ -168,6 +168,7 @@ class CoresCollective::Rank : public gpu::Program {
     uint64_t seen = 0;       // the other side's flag: slots freed (send) or transfers landed (receive)
     std::vector<uint64_t> slot_len;  // receive: elements in each slot
     std::vector<uint32_t> landed;    // receive, LL and LL128: packets landed in each slot
+    uint64_t flagged = 0;            // receive, LL and LL128: the last empty transfer's flag (its count)
   };
   // A run of a chunk reference: one chunk's elements in this pass.
   struct Segment {
@@ -241,6 +242,7 @@ class CoresCollective::Rank : public gpu::Program {
   void finish_send(Queue& q, bool flag = true);
   // LL, LL128: a data packet landed in receive connection c's mailbox at addr.
   void landed(Conn& c, uint64_t addr);
+  void take_landed(Conn& c);  // completes c's transfers that have landed, in order
   bool data_ack(const Queue& q, const net::Packet* p) const;
   void issued_all(Queue& q) {
     done_reading(q.src, q.pass);
@@ -610,6 +612,11 @@ void CoresCollective::Rank::on_flag(uint64_t addr) {
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);
   const bool tail = (addr - flags_base_) % 16 == 0;
   Conn& c = tail ? *recv_[k] : *send_[k];
+  if (tail && !c.landed.empty()) {  // LL, LL128: only an empty transfer stores a flag; it completes in its turn
+    c.flagged = std::max(c.flagged, v);
+    take_landed(c);
+    return;
+  }
   c.seen = std::max(c.seen, v);
   if (tail)
     INCSIM_LOG(gpu_.log(), Debug, "cores queue {}: receives transfer {} from rank {} on channel {} (its flag)",
@@ -728,16 +735,21 @@ void CoresCollective::Rank::finish_send(Queue& q, bool flag) {
 }
 
 void CoresCollective::Rank::landed(Conn& c, uint64_t addr) {
-  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   ++c.landed[(addr - c.mailbox) / slot_bytes_];
-  // Transfers land whole, in order: the next one's slot is full once every
-  // packet its length takes is in.
+  take_landed(c);
+}
+
+// Transfers complete in order: the next one once every packet its length
+// takes is in, or, empty, once its flag is (a later transfer's flag has
+// started every earlier one, so their lengths are current).
+void CoresCollective::Rank::take_landed(Conn& c) {
+  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
   const uint64_t per_packet = coll_.packet_data_ / coll_.elem_;
   bool any = false;
   for (;;) {
     const uint64_t s = c.seen % slots;
     const uint64_t packets = (c.slot_len[s] + per_packet - 1) / per_packet;
-    if (packets == 0 || c.landed[s] < packets) break;
+    if (packets == 0 ? c.flagged <= c.seen : c.landed[s] < packets) break;
     c.landed[s] = 0;
     ++c.seen;
     any = true;

@@ -400,6 +400,19 @@ TEST_CASE("today's machines pick the protocol by size as NCCL does, the papers' 
   CHECK_FALSE(last_row("--platform dgx2 --sizes 8K").first);
 }
 
+// An empty transfer stores a flag under LL and LL128 too; it must not
+// complete the transfers before it that are still landing (found on NVL72 at
+// 4 KiB: 72 GPUs x 18 channels leave most chunks empty, 20031 wrong).
+TEST_CASE("LL and LL128 are exact where most of the ring's chunks are empty", "[cores][protocols]") {
+  for (const char* proto : {"ll", "ll128"})
+    for (const char* channels : {"4", "9"}) {
+      const Result r = incsim(std::string("--platform star --gpus 8 --sizes 64,128,256 -c ring.protocol=") + proto +
+                              " -c ring.channels=" + channels + " --csv -");
+      INFO(proto << ", " << channels << " channels: " << r.err);
+      CHECK(r.code == 0);
+    }
+}
+
 TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a program that mixes protocols",
           "[cores][protocols]") {
   require_error("--platform dgx2 -c ring.protocol=fast", {"ring.protocol (or auto) must be simple, ll or ll128, not 'fast'"});
