@@ -12,14 +12,16 @@ namespace incsim::tb {
 
 const std::vector<Algorithm>& algorithms() {
   // Where the switches' tables work (Klenk §IV-E2: multicast paths follow
-  // unicast routes backwards), where a DGX-1 is left out (blink and ring
-  // only), and the engine of the schedules.
-  constexpr const char* kUpDown = "switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)";
-  constexpr const char* kNotDgx1 = "every GPU fabric but dgx1v, dgx1p";
+  // unicast routes backwards: switch fabrics whose routes go up then down),
+  // where a DGX-1 is left out (blink and ring only), and the engine of the
+  // schedules. YAML files run their family's algorithms where their graph allows.
+  constexpr const char* kUpDown = "dgx2, fattree2l, star, fattree, hgx-h100, nvl72";
+  constexpr const char* kNotDgx1 = "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
+  constexpr const char* kEveryFabric = "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
   constexpr const char* kNicTables = "the NICs' schedule tables";
   static const std::vector<Algorithm> table = {
       {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
-       "every GPU fabric",
+       "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster",
        "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
        "Blink §5)"},
@@ -33,8 +35,7 @@ const std::vector<Algorithm>& algorithms() {
        kUpDown,
        "the GPUs' copy engines and the switches' multicast tables",
        "one write reaches every GPU through the switches' multicast (Klenk §IV-A)"},
-      {"nvls", "allreduce, reducescatter, allgather", "", Family::GpuFabric,
-       "hgx-h100, nvl72 and the switch fabrics whose routes go up then down (dgx2, fattree2l, star, fattree)",
+      {"nvls", "allreduce, reducescatter, allgather", "", Family::GpuFabric, kUpDown,
        "the GPUs' copy engines and the switches' reduction and multicast tables",
        "NVLink SHARP as NCCL 2.17+ runs it (NVIDIA H100 whitepaper, NVSwitch3): each GPU reduces its 1/n in the "
        "switches with a multimem load (Klenk's pull) and, for all-reduce, multicasts it with a multimem store"},
@@ -46,14 +47,14 @@ const std::vector<Algorithm>& algorithms() {
        "rings along the rows, then the columns (Ying et al. 2018; a MultiTree §V-A baseline)"},
       {"hdrm", "allreduce", "", Family::GpuFabric, "bigraph", kNicTables,
        "halving-doubling with a contention-free rank mapping (EFLOPS; MultiTree §II-C, docs/multitree.md)"},
-      {"multitree", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p, on all its nodes",
-       "the NICs' schedule tables, in lockstep", "topology-aware trees built step by step (MultiTree §III, §IV)"},
-      {"multitree-msg", "allreduce", "", Family::GpuFabric, "every GPU fabric but dgx1v, dgx1p, on all its nodes",
+      {"multitree", "allreduce", "", Family::GpuFabric, kNotDgx1, "the NICs' schedule tables, in lockstep",
+       "topology-aware trees built step by step, over all of the platform's GPUs (MultiTree §III, §IV)"},
+      {"multitree-msg", "allreduce", "", Family::GpuFabric, kNotDgx1,
        "the NICs' schedule tables, one head flit per message",
-       "MultiTree's trees with message-based flow control (MultiTree §IV-B)"},
-      {"blink", "allreduce, broadcast", "", Family::GpuFabric,
-       "dgx1v, dgx1p (also several servers) and switch fabrics", "the NICs' schedule tables, dataflow",
-       "spanning trees packed over NVLink, or one-hop trees on a switch fabric (Blink, MLSys 2020, §3)"},
+       "MultiTree's trees with message-based flow control, over all of the platform's GPUs (MultiTree §IV-B)"},
+      {"blink", "allreduce, broadcast", "", Family::GpuFabric, kEveryFabric, "the NICs' schedule tables, dataflow",
+       "spanning trees packed over NVLink (DGX-1, also several servers), or one-hop trees through a switch (Blink, "
+       "MLSys 2020, §3)"},
       {"hring", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
        "hierarchical: each node's rings reduce-scatter, a ring per rail across the nodes all-reduces each GPU's "
        "block, the node's rings all-gather (NCCL's NVLSTree with rings in place of NVLS)"},
@@ -63,15 +64,15 @@ const std::vector<Algorithm>& algorithms() {
       {"collnet", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
        "NCCL's CollNet: each node's rings reduce-scatter, every GPU's block is added by its rail's leaf (SHARP), the "
        "node's rings all-gather (NCCL's CollNetDirect with rings inside the node)"},
-      {"nvlstree", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+      {"nvlstree", "allreduce", "", Family::GpuFabric, "cluster",
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NCCL's NVLSTree: NVLS reduce-scatter in each node, NCCL's trees per rail across the nodes, NVLS multicast "
        "(NCCL 2.18+, src/device/all_reduce.h)"},
-      {"nvlsring", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+      {"nvlsring", "allreduce", "", Family::GpuFabric, "cluster",
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NVLS reduce-scatter in each node, a ring per rail across the nodes, NVLS multicast (hring with NVLS in "
        "place of the node's rings; not one of NCCL's algorithms)"},
-      {"nvlssharp", "allreduce", "", Family::GpuFabric, "cluster of hgx-h100 or nvl72 nodes",
+      {"nvlssharp", "allreduce", "", Family::GpuFabric, "cluster",
        "the GPUs' cores (multimem loads, stores and reducing writes), the NVSwitches' tables and the InfiniBand "
        "leaves' SHARP aggregation buffers",
        "NCCL's NVLS across nodes with SHARP: NVLS reduce-scatter in each node, the rail's leaf adds the nodes' "
@@ -136,16 +137,28 @@ std::string choice_list(const std::string& option) {
   return "";
 }
 
-std::string choices() {
+std::string choices(const std::string& platform) {
+  // A built-in platform's algorithms only; a YAML file's depend on its graph.
+  const bool filter = !platform.empty() && !platforms::is_platform_file(platform);
+  if (filter) check_choice("platform", platform, choice_list("platform"));
+  const auto runs_here = [&](const Algorithm& a) { return !filter || one_of(platform, a.runs_on); };
   std::string out;
-  for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic", "model", "compute"})
-    out += std::string(o) + "\t" + choice_list(o) + "\n";
+  for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic", "model", "compute"}) {
+    std::string list = choice_list(o);
+    if (std::string(o) == "algorithm" && filter) {
+      list.clear();
+      for (const Algorithm& a : algorithms())
+        if (runs_here(a) && !one_of(a.name, list)) list = join(list, a.name);
+    }
+    out += std::string(o) + "\t" + list + "\n";
+  }
   out += "dims\t2x2 to 16x16 (torus, mesh); AxB with B even, at most 8192 nodes, such as 4x8, 4x16 (bigraph: nodes per "
          "switch x switches)\n";
   out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 16); 2 to 1024 (cluster)\n";
   out += "node\thgx-h100, nvl72 (cluster)\n";
   for (const Algorithm& a : algorithms())
-    out += std::string("algorithm ") + a.name + "\t" + a.collectives + (*a.default_for ? " (default for " : "") +
+    if (runs_here(a))
+      out += std::string("algorithm ") + a.name + "\t" + a.collectives + (*a.default_for ? " (default for " : "") +
            a.default_for + (*a.default_for ? ")" : "") + "; on " + a.runs_on + "; run by " + a.engine + "; " +
            a.description + "\n";
   return out;

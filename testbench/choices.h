@@ -10,8 +10,10 @@ namespace incsim::tb {
 // "traffic": the accepted values, comma-separated.
 std::string choice_list(const std::string& option);
 // --list-choices: one line per option, "option<TAB>a, b, c", then one per
-// algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source".
-std::string choices();
+// algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source";
+// with a built-in platform, only the algorithms that run on it (UserError
+// for a platform incsim does not have).
+std::string choices(const std::string& platform = "");
 
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
@@ -28,7 +30,7 @@ struct Algorithm {
   const char* collectives;  // those it runs
   const char* default_for;  // the collectives whose default it is on its family's platforms
   Family family;
-  const char* runs_on;      // which platforms of its family, when not all
+  const char* runs_on;      // the built-in platforms it runs on, comma-separated
   const char* engine;       // the hardware that executes it
   const char* description;  // one line, with its source
 };

@@ -197,7 +197,7 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       return 0;
     }
     if (o.list_choices) {
-      out << choices();
+      out << choices(o.was_given("platform") ? o.platform : "");
       return 0;
     }
     if (o.list_all) {

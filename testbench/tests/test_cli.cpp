@@ -38,6 +38,46 @@ const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
 
 }  // namespace
 
+namespace {
+// --list-choices --platform P names exactly the algorithms that run on P:
+// each algorithm (with the first collective it lists) at 4 KiB, run or refused.
+void require_listed_algorithms_run(const std::string& platform, const std::string& shape = "") {
+  const Result all = incsim("--list-choices");
+  REQUIRE(all.code == 0);
+  std::vector<std::pair<std::string, std::string>> algorithms;  // name, a collective it runs
+  std::istringstream lines(all.out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("algorithm ", 0) != 0) continue;
+    const size_t tab = line.find('\t');
+    const std::string name = line.substr(10, tab - 10), rest = line.substr(tab + 1);
+    algorithms.push_back({name, rest.substr(0, rest.find_first_of(",; "))});
+  }
+  const Result here = incsim("--list-choices --platform " + platform);
+  REQUIRE(here.code == 0);
+  const size_t at = here.out.find("\nalgorithm\t");
+  REQUIRE(at != std::string::npos);
+  const std::string listed = ", " + here.out.substr(at + 11, here.out.find('\n', at + 1) - at - 11) + ",";
+  for (const auto& [name, collective] : algorithms) {
+    const Result r = incsim("--platform " + platform + " " + shape + " --algorithm " + name + " --collective " + collective +
+                            " --sizes 4K");
+    const bool named = listed.find(", " + name + ",") != std::string::npos;
+    INFO(platform << " " << name << " " << collective << ": " << r.err);
+    CHECK((r.code == 0) == named);
+  }
+}
+}  // namespace
+
+TEST_CASE("list-choices with a platform names the algorithms that run there: the GPU fabrics", "[cli]") {
+  for (const char* p : {"star", "torus", "bigraph", "dgx1v", "hgx-h100"}) require_listed_algorithms_run(p);
+}
+
+TEST_CASE("list-choices with a platform names the algorithms that run there: a cluster and the Ethernet platforms", "[cli]") {
+  require_listed_algorithms_run("cluster", "--nodes 2");
+  require_listed_algorithms_run("rack");
+  require_listed_algorithms_run("multigpu", "--machines 2 --gpus-per-machine 2");
+  require_error("--list-choices --platform clustr", {"unknown platform 'clustr'; did you mean 'cluster'?"});
+}
+
 TEST_CASE("bad input: unknown flag", "[cli][errors]") { require_error("--bogus 3", {"--bogus"}); }
 
 TEST_CASE("bad input: unknown platform", "[cli][errors]") {
