@@ -470,6 +470,11 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
   const collectives::Buffers& b = program.buffers[0];
   const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
+  // SHARP's reducing writes cross the network as the GPU's 128-byte blocks, not in MTU packets.
+  const bool pushes = std::any_of(program.ops.begin(), program.ops.end(), [](const collectives::Operation& o) {
+    return o.kind == collectives::OpKind::ReduceWrite;
+  });
+  const uint32_t net_payload = pushes ? topo::MulticastFabric::kBlockBytes : nf.max_payload_bytes;
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
@@ -484,7 +489,7 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
       }
       const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
-                     collectives::payload_bandwidth_GBps(net, nf.max_payload_bytes, nf.header_bytes, 0));
+                     collectives::payload_bandwidth_GBps(net, net_payload, nf.header_bytes, 0));
     }
     double inside = 0, across = 0;
     sent_chunks(program, r, [&](int peer) { return node_of[participants_[peer]->index()] == node_of[gpu]; }, inside,
