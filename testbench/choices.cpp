@@ -18,11 +18,14 @@ const std::vector<Algorithm>& algorithms() {
   constexpr const char* kNotDgx1 = "every GPU fabric but dgx1v, dgx1p";
   constexpr const char* kNicTables = "the NICs' schedule tables";
   static const std::vector<Algorithm> table = {
-      {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
+      {"ring", "allreduce, reducescatter, allgather, broadcast", "allreduce, reducescatter, allgather", Family::GpuFabric,
        "every GPU fabric",
        "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
        "Blink §5)"},
+      {"p2p", "alltoall", "alltoall", Family::GpuFabric, kNotDgx1, "the GPUs' cores",
+       "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "
+       "channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)"},
       {"push", "allreduce", "", Family::GpuFabric, kUpDown,
        "the GPUs' copy engines and the switches' reduction and multicast tables",
        "each GPU writes its data into the switches, which reduce it and multicast the sum back (Klenk §IV-C)"},
@@ -95,7 +98,7 @@ std::string algorithms_for(const std::string& collective, Family family) {
     if (first.empty() && one_of(collective, a.default_for)) first = a.name;
     else rest = join(rest, a.name);
   }
-  return join(first, rest);
+  return rest.empty() ? first : join(first, rest);
 }
 
 std::string algorithm_defaults() {

@@ -13,7 +13,7 @@ std::string choice_list(const std::string& option);
 // algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source".
 std::string choices();
 
-constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
+constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
 
 // The platforms an algorithm is written for: the GPU fabrics (dgx2, dgx1v,

@@ -25,6 +25,15 @@ namespace incsim::collectives {
 //    (a chain: the last rank only receives).
 Program ring_program(Collective c, int n, int channels = 1, const std::vector<int>& order = {},
                      bool in_place = false, int root = 0);
+// NCCL's all-to-all (nccl-tests' alltoall: ncclSend and ncclRecv to every
+// peer in one group; NCCL's p2p schedule, src/init.cc, sends in round k to
+// rank + k and receives from rank - k) on `channels` channels: every
+// peer's block is split over the channels, chunk j * channels + c being
+// rank j's part on channel c. On channel c a rank copies its own part
+// (queue 2c, first), sends to each peer in round order (queue 2c) and
+// receives from each (queue 2c + 1, NCCL's receiving warps beside the
+// sending ones).
+Program alltoall_program(int n, int channels);
 // The same with a ring order per channel (orders[c] for channel c; an empty
 // one is 0, 1, ..., n - 1): NCCL's rings on a cluster, which leave and enter
 // each node through a different GPU's adapter per channel.
