@@ -137,8 +137,7 @@ Program alltoall_program(int n, int channels) {
       copy.dst = chunk(Buffer::Output, block(r, chan));
       pb.add(copy);
       // Round k: to rank + k, from rank - k (NCCL's p2p schedule); channel c
-      // starts at round c + 1, so that a rank's channels talk to different
-      // peers at once, as NCCL spreads the rounds over its channels.
+      // starts at round c + 1, as NCCL spreads the rounds over its channels.
       for (int i = 0; i < n - 1; ++i) {
         const int k = (chan + i) % (n - 1) + 1;
         const int to = (r + k) % n, from = (r - k + n) % n;

@@ -29,10 +29,14 @@ Program ring_program(Collective c, int n, int channels = 1, const std::vector<in
 // peer in one group; NCCL's p2p schedule, src/init.cc, sends in round k to
 // rank + k and receives from rank - k) on `channels` channels: every
 // peer's block is split over the channels, chunk j * channels + c being
-// rank j's part on channel c. On channel c a rank copies its own part
-// (queue 2c, first), sends to each peer in round order (queue 2c) and
-// receives from each (queue 2c + 1, NCCL's receiving warps beside the
-// sending ones).
+// rank j's part on channel c. On channel c a rank copies its own part and
+// sends to and receives from each peer, each peer's send and receive a
+// queue of their own (NCCL's thread block gives each peer of its batch its
+// own warps, sending and receiving at once): the send of round k, to
+// rank + k, on queue 2((n - 1)c + i) and the receive from rank - k on the
+// next, with k = (c + i) mod (n - 1) + 1, so that channel c starts at round
+// c + 1 as NCCL spreads its rounds over the channels. The copy comes first
+// on queue 2(n - 1)c.
 Program alltoall_program(int n, int channels);
 // The same with a ring order per channel (orders[c] for channel c; an empty
 // one is 0, 1, ..., n - 1): NCCL's rings on a cluster, which leave and enter
