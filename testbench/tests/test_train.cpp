@@ -508,6 +508,29 @@ TEST_CASE("a Chakra ALL_TO_ALL runs as NCCL's all-to-all, exact, and takes what 
   CHECK(span == Approx(collective_us("--collective alltoall --sizes 1048576 --platform star --gpus 4")).margin(0.01));
 }
 
+TEST_CASE("an ASTRA-sim ALLTOALL runs as NCCL's all-to-all in its model-parallel group, exact", "[train][astra][tp]") {
+  // astra_alltoall.txt on 8 GPUs: 2 groups of 4, 2 replicas; per group fc's
+  // 256 KiB all-reduce forward, experts' 1 MiB all-to-all forward and backward.
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_alltoall.txt --platform star --gpus 8 --json " +
+                                    d.file("r.json") + " --timeline " + d.file("t.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("of 256K 1M (all-to-all)"));
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["tp_allreduces"] == 3);  // the group's activation collectives, all-to-alls too
+  const double alone = collective_us("--collective alltoall --sizes 1048576 --platform star --gpus 4");
+  int alltoalls = 0;
+  const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+  for (const auto& e : timeline.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("name") == "all-to-all activations (1M)") {
+      ++alltoalls;
+      CHECK(e.at("dur").get<double>() == Approx(alone).epsilon(0.02));
+    }
+  CHECK(alltoalls == 2 * 2);
+}
+
 TEST_CASE("a Chakra all-reduce summed wrong shows in #wrong", "[train][chakra][fault]") {
   cli::TempDir d;
   const cli::Result r = cli::incsim("--model " + write_set(d, chakra_step(4)) + " --platform star --gpus 4 " +

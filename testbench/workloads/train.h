@@ -124,6 +124,7 @@ class TrainWorkload : public TrainingWorkload {
   // carries GPU g's activations to g + gpus / pp, link 2g + 1 the gradients back.
   struct Groups {
     std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
+    std::vector<std::unique_ptr<CollectiveWorkload>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
   };
 
   training::Model model_;
@@ -141,6 +142,7 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<double> recompute_s_;          // [stage]: its forward kernels run again, per micro-batch
   std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
+  std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
