@@ -168,6 +168,7 @@ TEST_CASE("an MSCCL alltoall XML of msccl-tools' layout runs with #wrong 0, and 
                 {"algorithm 'ring' does not run alltoall; choose one of p2p"});
   require_error("--platform star --gpus 4 --collective allreduce --algorithm p2p",
                 {"algorithm 'p2p' does not run allreduce"});
+  require_error("--platform dgx1v --collective alltoall", {"sends between GPUs that no NVLink joins"});
   require_error("--platform star --gpus 3 --collective allreduce --algorithm " + kAllToAll,
                 {"its collective is alltoall, not the --collective allreduce asked for"});
 }

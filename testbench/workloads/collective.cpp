@@ -306,6 +306,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
+  if (dgx1 && opt_.algorithm == "p2p")
+    throw UserError("NCCL's all-to-all on " + opt_.platform + " sends between GPUs that no NVLink joins (over PCIe), "
+                    "which incsim does not model: run it on a switch fabric");
   if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
