@@ -23,9 +23,6 @@ const std::vector<Algorithm>& algorithms() {
        "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
        "Blink §5)"},
-      {"p2p", "alltoall", "alltoall", Family::GpuFabric, kNotDgx1, "the GPUs' cores",
-       "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "
-       "channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)"},
       {"push", "allreduce", "", Family::GpuFabric, kUpDown,
        "the GPUs' copy engines and the switches' reduction and multicast tables",
        "each GPU writes its data into the switches, which reduce it and multicast the sum back (Klenk §IV-C)"},
@@ -71,6 +68,9 @@ const std::vector<Algorithm>& algorithms() {
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NVLS reduce-scatter in each node, a ring per rail across the nodes, NVLS multicast (hring with NVLS in "
        "place of the node's rings; not one of NCCL's algorithms)"},
+      {"p2p", "alltoall", "alltoall", Family::GpuFabric, kNotDgx1, "the GPUs' cores",
+       "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "
+       "channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},
