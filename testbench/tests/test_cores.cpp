@@ -158,12 +158,16 @@ TEST_CASE("#wrong bites on an all-to-all: a faulty GPU's copies are counted, ele
 TEST_CASE("an MSCCL alltoall XML of msccl-tools' layout runs with #wrong 0, and all-to-all refuses the ring",
           "[cores][alltoall][msccl]") {
   TempDir d;
-  const Result r = incsim("--platform star --gpus 3 --algorithm " + kAllToAll + " --sizes 4K,12292,1M --quiet --json " +
-                          d.file("r.json"));
-  REQUIRE(r.code == 0);
-  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
-  REQUIRE(j["rows"].size() == 3);
-  for (const auto& row : j["rows"]) CHECK(row["wrong"] == 0);
+  // One step (a thread block per peer), and two (a relay through scratch, as msccl-tools' two-step).
+  for (const std::string& run : {"--gpus 3 --algorithm " + kAllToAll,
+                                 "--gpus 4 --algorithm " + std::string(TEST_DATA) + "/alltoall_two_step_4.xml"}) {
+    INFO(run);
+    const Result r = incsim("--platform star " + run + " --sizes 4K,12292,1M --quiet --json " + d.file("r.json"));
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    REQUIRE(j["rows"].size() == 3);
+    for (const auto& row : j["rows"]) CHECK(row["wrong"] == 0);
+  }
   require_error("--platform star --gpus 4 --collective alltoall --algorithm ring",
                 {"algorithm 'ring' does not run alltoall; choose one of p2p"});
   require_error("--platform star --gpus 4 --collective allreduce --algorithm p2p",

@@ -183,6 +183,11 @@ TEST_CASE("an MSCCL alltoall XML reads in msccl-tools' layout, checks and round-
   const ProgramCheck b = check_program(read_msccl_xml(bad, "bad.xml"));
   REQUIRE_FALSE(b.ok());
   REQUIRE(b.problems.front() == "rank 0's output chunk 3 is never delivered");
+  // Two steps, as msccl-tools' alltoall_a100_two_step relays: a block for the
+  // other node through the sender's rail peer, kept in its scratch.
+  const Program two = read_msccl_file(std::string(TEST_DATA) + "/alltoall_two_step_4.xml");
+  REQUIRE(two.buffers[0] == Buffers{4, 4, 1});
+  require_ok(two);
 }
 
 TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring are correct programs", "[programs]") {
