@@ -377,7 +377,7 @@ Program in_network_program(const std::string& name, Collective c, InNetMethod m,
         pb.add(r == 0 ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
                       : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, 0)));
         break;
-      case Collective::AllToAll: break;  // refused above (ok)
+      case Collective::AllToAll: break;  // refused above: no method runs it
     }
   }
   return pb.build();

@@ -58,7 +58,7 @@ void canonical(const collectives::Program& p, int rank, Buffer& buf, uint32_t& i
       if (buf == Buffer::Input) message = r * b.input + index;
       if (buf == Buffer::Output) message = index;
       break;
-    case Kind::AllToAll: {  // out of place; the message is every rank's input, rank s's block for j chunk s n + j
+    case Kind::AllToAll: {  // out of place: rank j's output chunk s per + c is rank s's input chunk j per + c
       const uint32_t per = b.input / static_cast<uint32_t>(p.ranks);
       if (buf == Buffer::Input) message = r * b.input + index;
       if (buf == Buffer::Output) message = index / per * b.input + r * per + index % per;
@@ -83,10 +83,10 @@ uint64_t message_elems(const collectives::Program& p, uint64_t elems) {
 // The message (the buffer nccl-tests counts: all-reduce's, reduce-scatter's
 // input, all-gather's output; for an all-to-all every rank's input, each
 // block met by its destination's output chunk) is `blocks x parts` chunks
-// per pass. A program
-// whose channel c touches only chunks c mod parts (the ring's channels) gets
-// a part of the message per channel, each cut into its own passes, as NCCL
-// splits a message over channels; any other program one part.
+// per pass. A program whose channel c touches only chunks c mod parts (the
+// ring's channels) gets a part of the message per channel, each cut into
+// its own passes, as NCCL splits a message over channels; any other program
+// one part.
 struct CoresCollective::Layout {
   int parts = 1;
   uint32_t blocks = 1;

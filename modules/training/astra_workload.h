@@ -73,8 +73,9 @@ AstraWorkload read_astra_workload(const std::string& path);
 // all-reduces in its model-parallel group (tp_forward_batch_bytes,
 // tp_backward_batch_bytes; none for the first layer's input gradient, as
 // ASTRA-sim issues none), an ALLTOALL there an all-to-all of those bytes in
-// the group (tp_forward_alltoall, tp_backward_alltoall). Workload::decode_involved_dimensions puts the
-// model-parallel group on ASTRA-sim's first network dimensions, so
+// the group (tp_forward_alltoall, tp_backward_alltoall).
+// Workload::decode_involved_dimensions puts the model-parallel group on
+// ASTRA-sim's first network dimensions, so
 // consecutive NPUs, except for HYBRID_MODEL_DATA, whose data-parallel group
 // is the first dimension and whose model-parallel groups are therefore
 // strided (strided_groups). FWD_IN_BCKWD: each layer that initiates a
@@ -84,7 +85,8 @@ AstraWorkload read_astra_workload(const std::string& path);
 // UserError "workload file F[, line N]: ..." for another parallelism (DLRM,
 // customised, micro and inference files), a model-parallel collective other
 // than an all-reduce or all-to-all, a weight-gradient collective other than
-// an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim's per network dimension), bytes that are no whole number of fp32 elements, or
+// an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim's, per network dimension),
+// bytes that are no whole number of fp32 elements, or
 // checkpoints ASTRA-sim would misread: a layer that initiates a
 // recomputation with no checkpoint at or below it, or that is itself a
 // checkpoint, or two that recompute from the same checkpoint.

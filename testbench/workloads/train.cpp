@@ -318,7 +318,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
     // A group's all-reduces, and its all-to-alls (NCCL's, p2p) where a workload file has any: each one
     // collective over every size, of which the kernels' tp_size picks theirs.
-    const bool alltoall = std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end();
+    const bool alltoall = tp_alltoalls();
     for (int g = 0; tp_ > 1 && g < n / tp_; ++g) {
       const std::string what = " (tensor-parallel group " + std::to_string(g) + ")";
       collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, what));
@@ -693,7 +693,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
                  : "")
      << contention_note() << "\n";
   if (tp_ > 1) {
-    const bool alltoall = std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end();
+    const bool alltoall = tp_alltoalls();
     os << "# activations: " << tp_per_iteration_[0] << (alltoall ? " all-reduces and all-to-alls" : " all-reduces")
        << " per iteration in each group of " << tp_ << " GPUs";
     for (int s = 0; pp_ > 1 && s < pp_; ++s)
@@ -773,7 +773,7 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
     config["p2p_bytes"] = p2p_bytes_;
   }
   if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
-  if (std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end()) config["tp_alltoall"] = tp_alltoall_;
+  if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
 }

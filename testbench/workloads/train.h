@@ -45,6 +45,7 @@
 // place of the next stage once its group has all-reduced them (Megatron
 // without §4.1's scatter/gather); data-parallel group (stage, place)
 // all-reduces that stage's shards' gradients.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -143,6 +144,7 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
+  bool tp_alltoalls() const { return std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end(); }
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
