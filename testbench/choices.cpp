@@ -20,7 +20,7 @@ const std::vector<Algorithm>& algorithms() {
   constexpr const char* kEveryFabric = "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
   constexpr const char* kNicTables = "the NICs' schedule tables";
   static const std::vector<Algorithm> table = {
-      {"ring", kCollectives, "allreduce, reducescatter, allgather", Family::GpuFabric,
+      {"ring", "allreduce, reducescatter, allgather, broadcast", "allreduce, reducescatter, allgather", Family::GpuFabric,
        "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster",
        "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, dgx1p)",
        "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink rings, "
@@ -77,6 +77,10 @@ const std::vector<Algorithm>& algorithms() {
        "leaves' SHARP aggregation buffers",
        "NCCL's NVLS across nodes with SHARP: NVLS reduce-scatter in each node, the rail's leaf adds the nodes' "
        "sums (CollNet), NVLS multicast (NCCL 2.17+, NCCL_ALGO_NVLS)"},
+      {"p2p", "alltoall", "alltoall", Family::GpuFabric,
+       "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
+       "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "
+       "channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)"},
       {"netreduce", "allreduce", "allreduce", Family::Rack, "rack, spineleaf",
        "the hosts' RoCE NICs and the switches' FPGA aggregators",
        "a ring of hosts whose packets the switch's FPGA sums in flight (NetReduce §3)"},
@@ -104,7 +108,7 @@ std::string algorithms_for(const std::string& collective, Family family) {
     if (first.empty() && one_of(collective, a.default_for)) first = a.name;
     else rest = join(rest, a.name);
   }
-  return join(first, rest);
+  return rest.empty() ? first : join(first, rest);
 }
 
 std::string algorithm_defaults() {

@@ -15,7 +15,7 @@ std::string choice_list(const std::string& option);
 // for a platform incsim does not have).
 std::string choices(const std::string& platform = "");
 
-constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast";
+constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
 
 // The platforms an algorithm is written for: the GPU fabrics (dgx2, dgx1v,

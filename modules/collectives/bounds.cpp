@@ -25,7 +25,7 @@ double busbw_factor(Collective c, int n) {
   switch (c) {
     case Collective::AllReduce: return allreduce_busbw_factor(n);
     case Collective::Broadcast: return 1.0;
-    default: return gather_busbw_factor(n);
+    default: return gather_busbw_factor(n);  // reduce-scatter, all-gather, all-to-all (nccl-tests' alltoall)
   }
 }
 

@@ -20,7 +20,8 @@ double payload_bandwidth_GBps(double link_bw_GBps, uint32_t max_payload, uint32_
 double bandwidth_bound_us(uint64_t bytes, double busbw_factor, double endpoint_GBps);
 double allreduce_busbw_factor(int n);
 double gather_busbw_factor(int n);  // reduce-scatter, all-gather
-// The collective's: broadcast 1 (every byte crosses each rank's link once).
+// The collective's: broadcast 1 (every byte crosses each rank's link once),
+// all-to-all (n-1)/n (each rank sends all but its own block).
 double busbw_factor(Collective c, int n);
 
 // Reduction table sizes from Little's law (Klenk §IV-B, §IV-C), bytes, with

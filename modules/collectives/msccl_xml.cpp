@@ -102,8 +102,10 @@ Program read_msccl_xml(const std::string& xml, const std::string& file) {
   else if (coll == "reduce_scatter" || coll == "reducescatter") c = Collective::ReduceScatter;
   else if (coll == "allgather") c = Collective::AllGather;
   else if (coll == "broadcast") c = Collective::Broadcast;
+  else if (coll == "alltoall") c = Collective::AllToAll;
   else
-    in.fail(a, "coll \"" + coll + "\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, broadcast)");
+    in.fail(a, "coll \"" + coll + "\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, broadcast, "
+               "alltoall)");
   const std::string proto_text = in.text(algo, a, "proto");
   Protocol proto;
   if (!protocol_of(proto_text, proto)) in.fail(a, "proto \"" + to_lower(proto_text) + "\" is not Simple, LL or LL128");

@@ -15,7 +15,7 @@ namespace incsim::collectives {
 
 namespace {
 
-const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast"};
+const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast", "alltoall"};
 const char* const kEngines[] = {"cores", "copy", "table", "roce"};
 const char* const kProtocols[] = {"simple", "ll", "ll128"};
 const char* const kOps[] = {"nop",  "s",     "r",        "rrs",     "rrc",    "rrcs",     "rcs",

@@ -21,7 +21,11 @@
 
 namespace incsim::collectives {
 
-enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast };
+// AllToAll: rank r's input chunk j x k + c (k = input chunks / ranks) goes
+// to rank j's output chunk r x k + c, as msccl-tools' AllToAll lays it out
+// (msccl/language/collectives.py) and nccl-tests' alltoall moves it (each
+// rank sends 1/n of its buffer to each peer); out of place only.
+enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
 const char* collective_name(Collective c);
 
 // What executes an operation on its rank.

@@ -168,6 +168,13 @@ class Checker {
         break;
       case Collective::ReduceScatter: need(n, "output", out, "input", in); break;
       case Collective::AllGather: need(n, "input", in, "output", out); break;
+      case Collective::AllToAll:
+        need(1, "input", in, "output", out);
+        if (in % n != 0)
+          problem("alltoall on " + std::to_string(n_) + " ranks needs input chunks in whole blocks per rank, a " +
+                  "multiple of " + std::to_string(n_) + ", not " + std::to_string(in));
+        if (p_.in_place) problem("an alltoall runs out of place: a rank's output would overwrite input it has yet to send");
+        break;
     }
     chunks_ = in;
     if (chunks_ == 0) problem("the program's input has no chunks");
@@ -282,6 +289,7 @@ class Checker {
     switch (p_.collective) {
       case Collective::AllReduce:
       case Collective::Broadcast:
+      case Collective::AllToAll:  // refused in place (sizes)
         return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? std::max(in, out) : 0) + k);
       case Collective::AllGather:  // the input is rank r's window of the output
         return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? out : b == Buffer::Input ? r * in : 0) + k);
@@ -486,6 +494,11 @@ class Checker {
             break;
           case Collective::AllGather: want.push_back(k); break;
           case Collective::Broadcast: want.push_back(static_cast<uint32_t>(p_.root) * chunks_ + k); break;
+          case Collective::AllToAll: {  // rank s's block for r: its input chunks r x per + c
+            const uint32_t per = chunks_ / n;
+            want.push_back(k / per * chunks_ + static_cast<uint32_t>(r) * per + k % per);
+            break;
+          }
         }
         const Contribs& have = state_[slot(r, Buffer::Output, k)];
         const std::string where = "rank " + std::to_string(r) + "'s output chunk " + std::to_string(k);
@@ -516,6 +529,7 @@ class Checker {
         break;
       case Collective::AllGather: out_.summary = "each rank's result holds every rank's input exactly once"; break;
       case Collective::Broadcast: out_.summary = "each rank's result holds the root's input exactly once"; break;
+      case Collective::AllToAll: out_.summary = "each rank's result holds every rank's block for it exactly once"; break;
     }
   }
 

@@ -47,6 +47,7 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
       if (static_cast<int>(sorted.size()) != n || sorted[i] != i) throw UserError("a ring order must list every rank once");
   }
   if (c == Collective::Broadcast && (root < 0 || root >= n)) throw UserError("the broadcast root is not a rank");
+  if (c == Collective::AllToAll) throw UserError("an alltoall runs no ring: NCCL sends each peer its block (p2p)");
 
   const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
   Buffers b;
@@ -54,7 +55,8 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
     case Collective::AllReduce: b.input = b.output = un * ch_n; break;
     case Collective::ReduceScatter: b.input = un * ch_n, b.output = ch_n; break;
     case Collective::AllGather: b.input = ch_n, b.output = un * ch_n; break;
-    case Collective::Broadcast: b.input = b.output = ch_n; break;
+    case Collective::Broadcast:
+    case Collective::AllToAll: b.input = b.output = ch_n; break;
   }
   // [channel][rank]: the rank's position in the channel's ring.
   std::vector<std::vector<int>> positions(channels, std::vector<int>(n));
@@ -112,6 +114,41 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
           }
           break;
         }
+        case Collective::AllToAll: break;  // refused above
+      }
+    }
+  }
+  return pb.build();
+}
+
+Program alltoall_program(int n, int channels) {
+  if (n < 2) throw UserError("an alltoall needs at least 2 ranks");
+  if (channels < 1 || channels > 32767) throw UserError("an alltoall needs between 1 and 32767 channels");
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb("p2p", Collective::AllToAll, n);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, Buffers{un * ch_n, un * ch_n, 0});
+    const auto block = [&](int rank, int chan) { return static_cast<uint32_t>(rank) * ch_n + static_cast<uint32_t>(chan); };
+    for (int chan = 0; chan < channels; ++chan) {
+      const uint16_t ch = static_cast<uint16_t>(chan);
+      const auto queue = [&](int i, int dir) { return static_cast<uint16_t>(2 * (chan * (n - 1) + i) + dir); };
+      Operation copy = make_op(OpKind::Copy, Engine::Cores, ch, queue(0, 0));
+      copy.src = chunk(Buffer::Input, block(r, chan));
+      copy.dst = chunk(Buffer::Output, block(r, chan));
+      pb.add(copy);
+      // Round k: to rank + k, from rank - k (NCCL's p2p schedule); channel c
+      // starts at round c + 1, as NCCL spreads the rounds over its channels.
+      for (int i = 0; i < n - 1; ++i) {
+        const int k = (chan + i) % (n - 1) + 1;
+        const int to = (r + k) % n, from = (r - k + n) % n;
+        Operation send = make_op(OpKind::Send, Engine::Cores, ch, queue(i, 0));
+        send.send_peer = to;
+        send.src = chunk(Buffer::Input, block(to, chan));
+        pb.add(send);
+        Operation recv = make_op(OpKind::Recv, Engine::Cores, ch, queue(i, 1));
+        recv.recv_peer = from;
+        recv.dst = chunk(Buffer::Output, block(from, chan));
+        pb.add(recv);
       }
     }
   }
@@ -340,6 +377,7 @@ Program in_network_program(const std::string& name, Collective c, InNetMethod m,
         pb.add(r == 0 ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
                       : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, 0)));
         break;
+      case Collective::AllToAll: break;  // refused above: no method runs it
     }
   }
   return pb.build();

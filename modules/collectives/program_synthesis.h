@@ -25,6 +25,19 @@ namespace incsim::collectives {
 //    (a chain: the last rank only receives).
 Program ring_program(Collective c, int n, int channels = 1, const std::vector<int>& order = {},
                      bool in_place = false, int root = 0);
+// NCCL's all-to-all (nccl-tests' alltoall: ncclSend and ncclRecv to every
+// peer in one group; NCCL's p2p schedule, src/init.cc, sends in round k to
+// rank + k and receives from rank - k) on `channels` channels: every
+// peer's block is split over the channels, chunk j * channels + c being
+// rank j's part on channel c. On channel c a rank copies its own part and
+// sends to and receives from each peer, each peer's send and receive a
+// queue of their own (NCCL's thread block gives each peer of its batch its
+// own warps, sending and receiving at once): the send of round k, to
+// rank + k, on queue 2((n - 1)c + i) and the receive from rank - k on the
+// next, with k = (c + i) mod (n - 1) + 1, so that channel c starts at round
+// c + 1 as NCCL spreads its rounds over the channels. The copy comes first
+// on queue 2(n - 1)c.
+Program alltoall_program(int n, int channels);
 // The same with a ring order per channel (orders[c] for channel c; an empty
 // one is 0, 1, ..., n - 1): NCCL's rings on a cluster, which leave and enter
 // each node through a different GPU's adapter per channel.

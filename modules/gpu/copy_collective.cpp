@@ -723,6 +723,9 @@ std::string CopyCollective::redop() const {
 }
 
 std::string CopyCollective::cannot_run(const collectives::Program& p) {
+  if (p.collective == CollectiveKind::AllToAll)
+    return "the copy engines run no alltoall (their blocks land where they lie in the message, and an alltoall's "
+           "move to another rank's place); give its operations to the cores";
   const uint32_t chunks = message_chunks(p);
   for (int r = 0; r < p.ranks; ++r) {
     const collectives::Buffers& b = p.buffers[r];

@@ -58,15 +58,35 @@ void canonical(const collectives::Program& p, int rank, Buffer& buf, uint32_t& i
       if (buf == Buffer::Input) message = r * b.input + index;
       if (buf == Buffer::Output) message = index;
       break;
+    case Kind::AllToAll: {  // out of place: rank j's output chunk s per + c is rank s's input chunk j per + c
+      const uint32_t per = b.input / static_cast<uint32_t>(p.ranks);
+      if (buf == Buffer::Input) message = r * b.input + index;
+      if (buf == Buffer::Output) message = index / per * b.input + r * per + index % per;
+      break;
+    }
   }
+}
+
+// The chunks of the message per pass, and its elements for a size of
+// `elems`: an all-to-all's message is every rank's input, whose blocks meet
+// their destinations' output chunks (canonical), n times the size.
+uint32_t message_chunks(const collectives::Program& p) {
+  const collectives::Buffers& b = p.buffers[0];
+  if (p.collective == Kind::AllToAll) return b.input * static_cast<uint32_t>(p.ranks);
+  return p.collective == Kind::AllGather ? b.output : b.input;
+}
+uint64_t message_elems(const collectives::Program& p, uint64_t elems) {
+  return p.collective == Kind::AllToAll ? elems * static_cast<uint64_t>(p.ranks) : elems;
 }
 }  // namespace
 
 // The message (the buffer nccl-tests counts: all-reduce's, reduce-scatter's
-// input, all-gather's output) is `blocks x parts` chunks per pass. A program
-// whose channel c touches only chunks c mod parts (the ring's channels) gets
-// a part of the message per channel, each cut into its own passes, as NCCL
-// splits a message over channels; any other program one part.
+// input, all-gather's output; for an all-to-all every rank's input, each
+// block met by its destination's output chunk) is `blocks x parts` chunks
+// per pass. A program whose channel c touches only chunks c mod parts (the
+// ring's channels) gets a part of the message per channel, each cut into
+// its own passes, as NCCL splits a message over channels; any other program
+// one part.
 struct CoresCollective::Layout {
   int parts = 1;
   uint32_t blocks = 1;
@@ -466,8 +486,10 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     uint32_t index = k;
     int64_t m;
     canon(buf, index, m);
-    const uint32_t per_rank = p.collective == Kind::AllGather ? bufs.input : 0;
-    result_owner_[static_cast<int>(buf)][index] = p.collective == Kind::AllGather ? static_cast<int>(m / per_rank)
+    // The rank whose input the chunk is: an all-gather's block's, an
+    // all-to-all's sender (whose input is message chunks r x input on), a broadcast's root.
+    const uint32_t per_rank = p.collective == Kind::AllGather || p.collective == Kind::AllToAll ? bufs.input : 0;
+    result_owner_[static_cast<int>(buf)][index] = per_rank ? static_cast<int>(m / per_rank)
                                                   : p.collective == Kind::Broadcast ? p.root
                                                                                            : -1;
     for (uint64_t pass = 0; pass < lay.passes[m % lay.parts]; ++pass) {
@@ -1222,7 +1244,8 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       elem_(collectives::dtype_bytes(dtype)),
       redop_(redop),
       data_(seed, program_.ranks, dtype, redop),
-      copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast),
+      copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast ||
+                          program_.collective == Kind::AllToAll),
       params_(params),
       endpoint_GBps_(endpoint_GBps) {
   for (Gpu* g : gpus_) cores_.emplace_back(std::string(g->basename()) + ".cores");
@@ -1235,8 +1258,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   if (program_.protocol_by_size && params_.ll128_max_bytes > params_.ll_max_bytes)
     use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
-  const collectives::Buffers& b = program_.buffers[0];
-  message_chunks_ = program_.collective == Kind::AllGather ? b.output : b.input;
+  message_chunks_ = message_chunks(program_);
   // The channels split the message when each touches only its own chunks.
   for (const Operation& o : program_.ops) channels_ = std::max(channels_, o.channel + 1);
   parts_ = message_chunks_ % static_cast<uint32_t>(channels_) == 0 ? channels_ : 1;
@@ -1380,7 +1402,7 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
     slot_params_.chunk_bytes = collectives::nvls_chunk_bytes(bytes, message_chunks_, params_.simple.chunk_bytes);
   }
   layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
-                                     slot_params_.chunk_bytes / elem_, bytes / elem_);
+                                     slot_params_.chunk_bytes / elem_, message_elems(program_, bytes / elem_));
   // The fabric manager registers this size's regions (Klenk Fig. 2); under
   // multimem the switches read and write each member's own copy too.
   remove_regions();
@@ -1421,7 +1443,7 @@ double CoresCollective::bound_us(uint64_t bytes) const {
 double CoresCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }
 
 std::string CoresCollective::redop() const {
-  return program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast
+  return copies_are_results_
              ? "none"
              : collectives::redop_name(redop_);
 }

@@ -118,7 +118,8 @@ class CoresCollective : public Collective {
   // gpus[r] runs rank r; ports[r][q] are the ports of rank r's GPU that
   // reach rank q's (connections take them in turn by channel). The message
   // size is nccl-tests': the whole buffer, of which each rank owns 1/n in
-  // reduce-scatter (output) and all-gather (input). endpoint_GBps is one
+  // reduce-scatter (output) and all-gather (input), and of which an
+  // all-to-all's rank sends 1/n to each peer. endpoint_GBps is one
   // GPU's payload bandwidth, for the bound. The program must have passed
   // check_program; its operations must all be the cores'. fabric: the
   // switches' multicast regions, for a program with in-network operations.

@@ -216,10 +216,17 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
   // collectives span the first network dimension, its model-parallel ones
   // the others.
   out.strided_groups = p == "HYBRID_MODEL_DATA";
-  const auto all_reduce = [&](const AstraLayer& l, const AstraComm& c, const char* what) -> uint64_t {
+  // A collective's bytes; an all-to-all only where `alltoall` may say so (a model-parallel one).
+  const auto comm_bytes = [&](const AstraLayer& l, const AstraComm& c, const char* what,
+                              bool* alltoall = nullptr) -> uint64_t {
     if (c.type == AstraCollective::none) return 0;
-    if (c.type != AstraCollective::allreduce)
-      throw UserError(at(l.line) + "a " + p + " " + what + " is all-reduced, not " + std::string(to_string(c.type)));
+    if (c.type == AstraCollective::allreduce_alltoall)
+      throw UserError(at(l.line) + "a " + what + "'s ALLREDUCEALLTOALL is ASTRA-sim's all-reduce in the first network "
+                      "dimension and all-to-all across the others, and incsim's machines are not cut into dimensions");
+    if (alltoall) *alltoall = c.type == AstraCollective::alltoall;
+    if (c.type != AstraCollective::allreduce && !(alltoall && *alltoall))
+      throw UserError(at(l.line) + "a " + p + " " + what + " is all-reduced" + (alltoall ? " or all-to-all" : "") +
+                      ", not " + std::string(to_string(c.type)));
     if (c.bytes % 4 != 0)
       throw UserError(at(l.line) + "a " + what + " of " + std::to_string(c.bytes) +
                       " bytes is no whole number of 4-byte fp32 elements");
@@ -230,11 +237,12 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
       throw UserError(at(l.line) + "a DATA-parallel layer communicates only its weight gradient");
     Layer layer;
     layer.name = l.name;
-    layer.params = all_reduce(l, l.weight_grad.comm, "weight gradient") / 4;
-    layer.tp_forward_batch_bytes = all_reduce(l, l.forward.comm, "forward output");
+    layer.params = comm_bytes(l, l.weight_grad.comm, "weight gradient") / 4;
+    layer.tp_forward_batch_bytes = comm_bytes(l, l.forward.comm, "forward output", &layer.tp_forward_alltoall);
     // ASTRA-sim issues no input-gradient collective for the first layer: nobody needs that gradient.
-    const uint64_t input_grad = all_reduce(l, l.input_grad.comm, "input gradient");
+    const uint64_t input_grad = comm_bytes(l, l.input_grad.comm, "input gradient", &layer.tp_backward_alltoall);
     layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
+    layer.tp_backward_alltoall = layer.tp_backward_alltoall && layer.tp_backward_batch_bytes > 0;
     layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
                                    static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
     m.layers.push_back(layer);

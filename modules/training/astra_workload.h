@@ -72,8 +72,10 @@ AstraWorkload read_astra_workload(const std::string& path);
 // the forward and input-gradient all-reduces are the layer's activation
 // all-reduces in its model-parallel group (tp_forward_batch_bytes,
 // tp_backward_batch_bytes; none for the first layer's input gradient, as
-// ASTRA-sim issues none). Workload::decode_involved_dimensions puts the
-// model-parallel group on ASTRA-sim's first network dimensions, so
+// ASTRA-sim issues none), an ALLTOALL there an all-to-all of those bytes in
+// the group (tp_forward_alltoall, tp_backward_alltoall).
+// Workload::decode_involved_dimensions puts the model-parallel group on
+// ASTRA-sim's first network dimensions, so
 // consecutive NPUs, except for HYBRID_MODEL_DATA, whose data-parallel group
 // is the first dimension and whose model-parallel groups are therefore
 // strided (strided_groups). FWD_IN_BCKWD: each layer that initiates a
@@ -82,8 +84,9 @@ AstraWorkload read_astra_workload(const std::string& path);
 // Workload::iterate_hybrid_parallel_Transformer_fwd_in_bckwd does.
 // UserError "workload file F[, line N]: ..." for another parallelism (DLRM,
 // customised, micro and inference files), a model-parallel collective other
-// than an all-reduce, a weight-gradient collective other than an
-// all-reduce, bytes that are no whole number of fp32 elements, or
+// than an all-reduce or all-to-all, a weight-gradient collective other than
+// an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim's, per network dimension),
+// bytes that are no whole number of fp32 elements, or
 // checkpoints ASTRA-sim would misread: a layer that initiates a
 // recomputation with no checkpoint at or below it, or that is itself a
 // checkpoint, or two that recompute from the same checkpoint.

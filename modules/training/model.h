@@ -82,6 +82,9 @@ struct Layer {
   // Or the bytes of those all-reduces for the whole batch, as ASTRA-sim's
   // model-parallel files give them (0: from the split).
   uint64_t tp_forward_batch_bytes = 0, tp_backward_batch_bytes = 0;
+  // An ASTRA-sim file's ALLTOALL in their place (an expert layer's or an
+  // embedding's exchange): the group runs an all-to-all of those bytes.
+  bool tp_forward_alltoall = false, tp_backward_alltoall = false;
   // Activation checkpointing (ASTRA-sim's HYBRID_TRANSFORMER_FWD_IN_BCKWD):
   // before this layer's backward kernel, the forward kernels of layers
   // [recompute_from, this one) run again, each with its forward all-reduce;

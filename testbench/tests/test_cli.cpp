@@ -325,7 +325,7 @@ TEST_CASE("bad input: missing value", "[cli][errors]") {
 }
 
 TEST_CASE("bad input: unknown collective and algorithm", "[cli][errors]") {
-  require_error("--platform star --gpus 4 --sizes 8K --collective alltoall", {"alltoall"});
+  require_error("--platform star --gpus 4 --sizes 8K --collective gather", {"gather"});
   require_error("--platform star --gpus 4 --sizes 8K --algorithm trees", {"trees"});
 }
 
@@ -860,8 +860,8 @@ TEST_CASE("tiny buffers and a one-deep memory pipeline slow the ring but never b
 TEST_CASE("option list-choices prints the values each run option accepts", "[cli]") {
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, nvlstree, nvlsring, netreduce, pnetreduce, flatring, tencent\n"));
+  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, nvlstree, nvlsring, p2p, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
@@ -914,11 +914,12 @@ TEST_CASE("the algorithm table's defaults are the runs' defaults", "[cli]") {
     if (!space) flat += c;
     else if (!flat.empty() && flat.back() != ' ') flat += ' ';
   }
-  CHECK_THAT(flat, Catch::Contains("(default: ring; broadcast: multicast; rack, spineleaf: netreduce;"));
+  CHECK_THAT(flat, Catch::Contains("(default: ring; broadcast: multicast; alltoall: p2p; rack, spineleaf: netreduce;"));
   CHECK_THAT(help.out, Catch::Contains("\n  hdrm           halving-doubling"));
   for (const auto& [args, header] : std::vector<std::pair<std::string, std::string>>{
            {"--platform star --gpus 4", "# incsim: allreduce ring on 4"},
            {"--platform star --gpus 4 --collective broadcast", "# incsim: broadcast multicast on 4"},
+           {"--platform star --gpus 4 --collective alltoall", "# incsim: alltoall p2p on 4"},
            {"--platform rack --hosts 2", "netreduce"},
            {"--platform multigpu --machines 2 --gpus-per-machine 2", "pnetreduce"}}) {
     const Result r = incsim(args + " --sizes 4K --quiet");

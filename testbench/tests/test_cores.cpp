@@ -21,6 +21,7 @@ using namespace cli;
 namespace {
 
 const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
+const std::string kAllToAll = std::string(TEST_DATA) + "/alltoall_pairs_3.xml";
 
 // The all-pairs XML with its first `from` replaced by `to`, written to d.
 std::string edited(const TempDir& d, const std::string& name, const std::string& from, const std::string& to) {
@@ -113,6 +114,69 @@ TEST_CASE("the cores run NCCL's ring broadcast: the root's data reaches every GP
   CHECK(r.out.find(",21,") != std::string::npos);
 }
 
+TEST_CASE("NCCL's all-to-all on the cores is exact at every size, type and GPU count, its busbw (n-1)/n of algbw",
+          "[cores][alltoall]") {
+  TempDir d;
+  // 5 GPUs and 12292 B: blocks that split unevenly; 2 channels on star, 12 on dgx2.
+  struct Case {
+    std::string run;
+    int n;
+  };
+  for (const Case& c : {Case{"star --gpus 2 --dtype half", 2}, Case{"star --gpus 5 -c ring.channels=2", 5},
+                        Case{"star --gpus 5 --dtype bfloat16", 5}, Case{"star --gpus 4 --dtype int32", 4},
+                        Case{"dgx2", 16}}) {
+    INFO(c.run);
+    const Result r = incsim("--platform " + c.run + " --collective alltoall --sizes 4K,12292,1M --quiet --json " +
+                            d.file("r.json"));
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    REQUIRE(j["rows"].size() == 3);
+    const double n = c.n;
+    for (const auto& row : j["rows"]) {
+      CHECK(row["wrong"] == 0);
+      CHECK(row["redop"] == "none");
+      CHECK(row["busbw_GBps"].get<double>() == Approx(row["algbw_GBps"].get<double>() * (n - 1) / n));
+      CHECK(row["bound_fraction"].get<double>() <= 1.0);
+    }
+    // Large enough to stream: near the bound of (n-1)/n M per GPU's links.
+    CHECK(j["rows"][2]["bound_fraction"].get<double>() > (c.n == 16 ? 0.7 : 0.85));
+  }
+}
+
+TEST_CASE("#wrong bites on an all-to-all: a faulty GPU's copies are counted, element by element", "[cores][alltoall]") {
+  // GPU 1's cores garble the first 7 elements they copy (its own block, or
+  // a block received), which no one forwards: 7 differ.
+  for (const std::string& run : {std::string("--gpus 4 --collective alltoall"), "--gpus 3 --algorithm " + kAllToAll}) {
+    INFO(run);
+    const Result r = incsim("--platform star " + run + " --sizes 64K --csv - -c fault.alu.block=gpu1.cores "
+                            "-c fault.alu.elements=7");
+    CHECK(r.code == 1);
+    CHECK(r.out.find(",7,") != std::string::npos);
+  }
+}
+
+TEST_CASE("an MSCCL alltoall XML of msccl-tools' layout runs with #wrong 0, and all-to-all refuses the ring",
+          "[cores][alltoall][msccl]") {
+  TempDir d;
+  // One step (a thread block per peer), and two (a relay through scratch, as msccl-tools' two-step).
+  for (const std::string& run : {"--gpus 3 --algorithm " + kAllToAll,
+                                 "--gpus 4 --algorithm " + std::string(TEST_DATA) + "/alltoall_two_step_4.xml"}) {
+    INFO(run);
+    const Result r = incsim("--platform star " + run + " --sizes 4K,12292,1M --quiet --json " + d.file("r.json"));
+    REQUIRE(r.code == 0);
+    const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+    REQUIRE(j["rows"].size() == 3);
+    for (const auto& row : j["rows"]) CHECK(row["wrong"] == 0);
+  }
+  require_error("--platform star --gpus 4 --collective alltoall --algorithm ring",
+                {"algorithm 'ring' does not run alltoall; choose one of p2p"});
+  require_error("--platform star --gpus 4 --collective allreduce --algorithm p2p",
+                {"algorithm 'p2p' does not run allreduce"});
+  require_error("--platform dgx1v --collective alltoall", {"sends between GPUs that no NVLink joins"});
+  require_error("--platform star --gpus 3 --collective allreduce --algorithm " + kAllToAll,
+                {"its collective is alltoall, not the --collective allreduce asked for"});
+}
+
 TEST_CASE("a printed program runs back from its file with identical rows", "[cores][programs]") {
   TempDir d;
   // The ring's settings shape its program; the file's run reads none of them.
@@ -140,7 +204,11 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform hgx-h100 --collective reducescatter --sizes 64K", " -c nvls.engine=cores",
                              "nvls"},
                         Case{"--platform star --gpus 4 --collective allgather --sizes 12288", " -c nvls.engine=cores",
-                             "nvls"}}) {
+                             "nvls"},
+                        // NCCL's all-to-all, and on hgx-h100 by size (LL, then LL128).
+                        Case{"--platform star --gpus 5 --collective alltoall --sizes 12292,96K", " -c ring.channels=3",
+                             "p2p"},
+                        Case{"--platform hgx-h100 --collective alltoall --sizes 8K,64K", "", "p2p"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);

@@ -71,6 +71,20 @@ TEST_CASE("mismatches: a rank's own input (all-gather, broadcast) and its flips"
   }
 }
 
+TEST_CASE("mismatches: an all-to-all block from the wrong rank or the wrong place counts nearly all its elements",
+          "[data][wrong]") {
+  // An all-to-all's output element is checked against its sender's input at
+  // its place in the message; a misrouted block holds another rank's data,
+  // or the right rank's from elsewhere.
+  const DataPattern d(3, kRanks);
+  std::vector<uint8_t> buf(kCount * 4);
+  d.fill(DType::Float32, 1, kFirst, kCount, buf.data());
+  CHECK(d.mismatches(DType::Float32, RedOp::Sum, buf.data(), kFirst, kCount, 1) == 0);
+  CHECK(d.mismatches(DType::Float32, RedOp::Sum, buf.data(), kFirst + kCount, kCount, 1) > kCount * 9 / 10);
+  // Another rank's data at the right place.
+  CHECK(d.mismatches(DType::Float32, RedOp::Sum, buf.data(), kFirst, kCount, 4) > kCount * 9 / 10);
+}
+
 TEST_CASE("mismatches: a float that is not a whole number never matches", "[data][wrong]") {
   const DataPattern d(1, kRanks);
   std::vector<uint8_t> buf = reduced_by_alu(d, DType::Float32, RedOp::Sum);

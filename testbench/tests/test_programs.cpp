@@ -26,6 +26,7 @@ using namespace incsim::collectives;
 namespace {
 
 const std::string kAllPairs = std::string(TEST_DATA) + "/allpairs_allreduce_4.xml";
+const std::string kAllToAll = std::string(TEST_DATA) + "/alltoall_pairs_3.xml";
 
 void require_ok(const Program& p) {
   const ProgramCheck c = check_program(p);
@@ -103,6 +104,90 @@ TEST_CASE("ring programs are correct collectives for 2 to 16 ranks") {
           "each rank's result holds every rank's input exactly once");
   REQUIRE(check_program(ring_program(Collective::Broadcast, 8, 2, {}, false, 3)).summary ==
           "each rank's result holds the root's input exactly once");
+}
+
+TEST_CASE("NCCL's all-to-all is a correct program: per channel a copy, a send and a receive per peer", "[programs]") {
+  for (int n = 2; n <= 17; ++n)
+    for (int channels : {1, 2, 3}) require_ok(alltoall_program(n, channels));
+  const Program p = alltoall_program(5, 2);
+  REQUIRE(check_program(p).summary == "each rank's result holds every rank's block for it exactly once");
+  REQUIRE(p.collective == Collective::AllToAll);
+  REQUIRE_FALSE(p.in_place);
+  for (int r = 0; r < 5; ++r) {
+    REQUIRE(p.buffers[r] == Buffers{10, 10, 0});
+    REQUIRE(p.op_count(r) == 2 * (1 + 2 * 4));
+    std::vector<int> sent(5, 0), received(5, 0);
+    std::vector<uint16_t> queues;
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      queues.push_back(o.queue);
+      if (o.kind == OpKind::Copy) {  // its own part of the channel: input chunk r x 2 + c to the same output chunk
+        REQUIRE(o.src == chunk(Buffer::Input, static_cast<uint32_t>(r * 2 + o.channel)));
+        REQUIRE(o.dst == chunk(Buffer::Output, static_cast<uint32_t>(r * 2 + o.channel)));
+      } else if (o.kind == OpKind::Send) {
+        ++sent[o.send_peer];
+        REQUIRE(o.src == chunk(Buffer::Input, static_cast<uint32_t>(o.send_peer * 2 + o.channel)));
+      } else {
+        REQUIRE(o.kind == OpKind::Recv);
+        ++received[o.recv_peer];
+        REQUIRE(o.dst == chunk(Buffer::Output, static_cast<uint32_t>(o.recv_peer * 2 + o.channel)));
+      }
+    }
+    for (int q = 0; q < 5; ++q) {
+      REQUIRE(sent[q] == (q == r ? 0 : 2));
+      REQUIRE(received[q] == (q == r ? 0 : 2));
+    }
+    // Each peer's sends and receives on a channel are a queue of their own: 2 x 4 per channel.
+    std::sort(queues.begin(), queues.end());
+    REQUIRE(std::unique(queues.begin(), queues.end()) - queues.begin() == 16);
+  }
+  // Round k of channel c (from c + 1 on): rank 0's first send on channel 1 goes to rank 2.
+  REQUIRE(p.op(0, p.op_count(0) / 2 + 1).send_peer == 2);
+  const std::string text = write_program(p);
+  REQUIRE(text.find("collective alltoall ranks 5 root 0 inplace 0") != std::string::npos);
+  REQUIRE(read_program(text, "a2a.prog") == p);
+  REQUIRE_THROWS_WITH(ring_program(Collective::AllToAll, 4), "an alltoall runs no ring: NCCL sends each peer its block (p2p)");
+}
+
+TEST_CASE("the checker holds an all-to-all to its layout: a misrouted block, in place, blocks that do not divide",
+          "[programs]") {
+  // Rank 1 receives rank 0's block into rank 2's place, and rank 2's into rank 0's.
+  Program p = alltoall_program(3, 1);
+  for (uint32_t k = p.rank_begin[1]; k < p.rank_begin[2]; ++k)
+    if (p.ops[k].kind == OpKind::Recv) p.ops[k].dst.index = 2 - p.ops[k].dst.index;
+  REQUIRE(first_problem(p) == "rank 1's output chunk 0 lacks rank 0's input chunk 1");
+  Program in_place = alltoall_program(3, 1);
+  in_place.in_place = true;
+  REQUIRE(first_problem(in_place) ==
+          "an alltoall runs out of place: a rank's output would overwrite input it has yet to send");
+  Program uneven = alltoall_program(3, 1);
+  for (Buffers& b : uneven.buffers) b.input = b.output = 4;
+  REQUIRE(first_problem(uneven) ==
+          "alltoall on 3 ranks needs input chunks in whole blocks per rank, a multiple of 3, not 4");
+}
+
+TEST_CASE("an MSCCL alltoall XML reads in msccl-tools' layout, checks and round-trips", "[programs]") {
+  const Program p = read_msccl_file(kAllToAll);
+  REQUIRE(p.collective == Collective::AllToAll);
+  REQUIRE(p.ranks == 3);
+  REQUIRE_FALSE(p.in_place);
+  REQUIRE(p.buffers[1] == Buffers{6, 6, 0});
+  const ProgramCheck c = check_program(p);
+  INFO(c.report());
+  REQUIRE(c.ok());
+  REQUIRE(read_program(write_program(p), "a2a.prog") == p);
+  // GPU 0 receiving GPU 1's second chunk into the place of GPU 2's.
+  const std::string xml = read_text_file(kAllToAll, "test file");
+  const std::string bad = replaced(xml, "type=\"r\" srcbuf=\"i\" srcoff=\"1\" dstbuf=\"o\" dstoff=\"3\"",
+                                   "type=\"r\" srcbuf=\"i\" srcoff=\"1\" dstbuf=\"o\" dstoff=\"5\"");
+  const ProgramCheck b = check_program(read_msccl_xml(bad, "bad.xml"));
+  REQUIRE_FALSE(b.ok());
+  REQUIRE(b.problems.front() == "rank 0's output chunk 3 is never delivered");
+  // Two steps, as msccl-tools' alltoall_a100_two_step relays: a block for the
+  // other node through the sender's rail peer, kept in its scratch.
+  const Program two = read_msccl_file(std::string(TEST_DATA) + "/alltoall_two_step_4.xml");
+  REQUIRE(two.buffers[0] == Buffers{4, 4, 1});
+  require_ok(two);
 }
 
 TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring are correct programs", "[programs]") {
@@ -357,9 +442,9 @@ TEST_CASE("malformed MSCCL XML is refused naming the file and the element") {
           "bad.xml: gpu 0 tb 0 step 2: comes where step 1 belongs");
   REQUIRE(refusal(replaced(xml, "type=\"re\"", "type=\"put\"")) ==
           "bad.xml: gpu 0 tb 0 step 0: step type \"put\" is not one of s, r, rrs, rrc, rrcs, rcs, cpy, re, nop");
-  REQUIRE(refusal(replaced(xml, "coll=\"allreduce\"", "coll=\"alltoall\"")) ==
-          "bad.xml: algo: coll \"alltoall\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
-          "broadcast)");
+  REQUIRE(refusal(replaced(xml, "coll=\"allreduce\"", "coll=\"gather\"")) ==
+          "bad.xml: algo: coll \"gather\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
+          "broadcast, alltoall)");
   REQUIRE(refusal(replaced(xml, " cnt=\"1\" depid=\"1\"", " depid=\"1\"")) == "bad.xml: gpu 0 tb 0 step 0: has no attribute cnt");
   REQUIRE(refusal(replaced(xml, "<gpu id=\"3\"", "<gpu id=\"2\"")) == "bad.xml: gpu 2: appears twice");
   REQUIRE(refusal(replaced(xml, "</algo>", "")).rfind("bad.xml:", 0) == 0);  // Boost's parser: file and line

@@ -487,6 +487,50 @@ TEST_CASE("Chakra process groups run side by side, and a compute node without a 
   CHECK(rows[0]["speedup"] == Approx(rows[1]["time_us"].get<double>() / rows[0]["time_us"].get<double>()));
 }
 
+TEST_CASE("a Chakra ALL_TO_ALL runs as NCCL's all-to-all, exact, and takes what it takes alone", "[train][chakra]") {
+  // chakra_step with its all-reduce an all-to-all of 1 MiB per rank (NCCL's under --algorithm ring too).
+  std::vector<ChakraTrace> set = chakra_step(4);
+  for (auto& t : set) t.nodes[1].comm_type = ChakraCollective::all_to_all;
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--model " + write_set(d, set) + " --platform star --gpus 4 --algorithm ring " +
+                                    "--json " + d.file("r.json") + " --timeline " + d.file("t.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("alltoall of 1M"));
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["collectives"] == 1);
+  // Its span on the group's track (after the 4 ranks') is what it takes alone.
+  double span = -1;
+  const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+  for (const auto& e : timeline.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("tid") == 4) span = e.at("dur").get<double>();
+  CHECK(span == Approx(collective_us("--collective alltoall --sizes 1048576 --platform star --gpus 4")).margin(0.01));
+}
+
+TEST_CASE("an ASTRA-sim ALLTOALL runs as NCCL's all-to-all in its model-parallel group, exact", "[train][astra][tp]") {
+  // astra_alltoall.txt on 8 GPUs: 2 groups of 4, 2 replicas; per group fc's
+  // 256 KiB all-reduce forward, experts' 1 MiB all-to-all forward and backward.
+  cli::TempDir d;
+  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_alltoall.txt --platform star --gpus 8 --json " +
+                                    d.file("r.json") + " --timeline " + d.file("t.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("of 256K 1M (all-to-all)"));
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["tp_allreduces"] == 3);  // the group's activation collectives, all-to-alls too
+  const double alone = collective_us("--collective alltoall --sizes 1048576 --platform star --gpus 4");
+  int alltoalls = 0;
+  const auto timeline = nlohmann::json::parse(cli::slurp(d.file("t.json")));
+  for (const auto& e : timeline.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("name") == "all-to-all activations (1M)") {
+      ++alltoalls;
+      CHECK(e.at("dur").get<double>() == Approx(alone).epsilon(0.02));
+    }
+  CHECK(alltoalls == 2 * 2);
+}
+
 TEST_CASE("a Chakra all-reduce summed wrong shows in #wrong", "[train][chakra][fault]") {
   cli::TempDir d;
   const cli::Result r = cli::incsim("--model " + write_set(d, chakra_step(4)) + " --platform star --gpus 4 " +
@@ -511,11 +555,11 @@ TEST_CASE("bad Chakra input is one sentence and exit 2", "[train][chakra][errors
                                   ".3.et) and platform 'star' runs 8 GPUs");
   refused(model + "--gpus 4 --batch 8", "--batch is not for a Chakra trace");
   refused(model + "--gpus 4 --tp 2", "--tp is not for a Chakra trace");
-  // An all-to-all incsim cannot run.
+  // A gather incsim cannot run.
   std::vector<ChakraTrace> set = chakra_step(4);
-  for (auto& t : set) t.nodes[1].comm_type = ChakraCollective::all_to_all;
+  for (auto& t : set) t.nodes[1].comm_type = ChakraCollective::gather;
   const std::string name = write_set(d, set);
-  refused("--model " + name + " --platform star --gpus 4", "node 2: collective type ALL_TO_ALL, which incsim does not run");
+  refused("--model " + name + " --platform star --gpus 4", "node 2: collective type GATHER, which incsim does not run");
   // Rank 3 all-reduces another size.
   set = chakra_step(4);
   set[3].nodes[1].comm_size = 1 << 10;

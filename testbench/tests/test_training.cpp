@@ -354,7 +354,12 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
     return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
   };
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
-        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced, not ALLGATHER");
+        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced or all-to-all, not ALLGATHER");
+  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
+        "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced, not ALLTOALL");
+  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1\n") ==
+        "workload file t, line 3: a forward output's ALLREDUCEALLTOALL is ASTRA-sim's all-reduce in the first network "
+        "dimension and all-to-all across the others, and incsim's machines are not cut into dimensions");
   // ASTRA-sim issues no input-gradient collective for the first layer.
   CHECK(astra_model(parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLREDUCE 8 1 NONE 0 1\n", "t"), "t", 1e9)
             .model.layers[0]
@@ -368,6 +373,26 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   CHECK_THAT(refusal("HYBRID_DLRM 0\n" + layer),
              Catch::Contains("is HYBRID_DLRM parallel, and incsim runs ASTRA-sim's DATA, MODEL, HYBRID_DATA_MODEL, "
                              "HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD files only"));
+}
+
+TEST_CASE("an ASTRA-sim model-parallel ALLTOALL is an all-to-all of its bytes in the layer's group") {
+  // astra_alltoall.txt: fc all-reduces 256 KiB forward; experts all-to-alls 1 MiB forward and backward.
+  const AstraModel m = astra_model(read_astra_workload(kData + "astra_alltoall.txt"), "a", 1e9);
+  CHECK(m.model_parallel_group == 4);
+  REQUIRE(m.model.layers.size() == 2);
+  const Layer& fc = m.model.layers[0];
+  const Layer& experts = m.model.layers[1];
+  CHECK_FALSE(fc.tp_forward_alltoall);
+  CHECK(fc.tp_forward_bytes(32, 4) == 256 << 10);
+  CHECK(experts.tp_forward_alltoall);
+  CHECK(experts.tp_backward_alltoall);
+  CHECK(experts.tp_forward_bytes(32, 4) == 1 << 20);
+  CHECK(experts.tp_backward_bytes(32, 4) == 1 << 20);
+  // The first layer's input gradient is never exchanged, all-to-all or not.
+  const AstraModel first = astra_model(
+      parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLTOALL 8 1 NONE 0 1\n", "t"), "t", 1e9);
+  CHECK(first.model.layers[0].tp_backward_bytes(1, 4) == 0);
+  CHECK_FALSE(first.model.layers[0].tp_backward_alltoall);
 }
 
 TEST_CASE("an ASTRA-sim FWD_IN_BCKWD file recomputes from the nearest checkpoint at or below each layer that initiates one") {

@@ -28,6 +28,7 @@ std::string collective_name(ChakraCollective c) {
     case ChakraCollective::all_gather: return "allgather";
     case ChakraCollective::reduce_scatter: return "reducescatter";
     case ChakraCollective::broadcast: return "broadcast";
+    case ChakraCollective::all_to_all: return "alltoall";
     default: return "";
   }
 }
@@ -183,7 +184,8 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
           if (kind.empty() && c.comm_type != ChakraCollective::barrier)
             throw UserError(node_error(trace, c, std::string("collective type ") + training::to_string(c.comm_type) +
                                                      ", which incsim does not run (it runs ALL_REDUCE, "
-                                                     "ALL_GATHER, REDUCE_SCATTER, BROADCAST and BARRIER)"));
+                                                     "ALL_GATHER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL and "
+                                                     "BARRIER)"));
           n.group = group_of.at(group_name(c));
           Group& g = groups_[n.group];
           if (!kind.empty() && c.comm_size > 0) {
@@ -262,8 +264,9 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
     for (const Group& g : groups_) {
       collectives_[a].group.emplace_back();
       for (size_t k = 0; k < g.ops.size(); ++k)
-        collectives_[a].group.back().push_back(
-            group_collective(cfg, a, g.ranks, g.sizes[k], " (" + g.label() + ")", g.ops[k]));
+        // An all-to-all runs NCCL's (p2p) under every --algorithm and --baseline.
+        collectives_[a].group.back().push_back(group_collective(cfg, a, g.ranks, g.sizes[k], " (" + g.label() + ")",
+                                                                g.ops[k], g.ops[k] == "alltoall" ? "p2p" : ""));
     }
     // A send and its receive: NCCL's send/recv, a copy on the GPUs' cores.
     for (const Link& l : links_)

@@ -172,7 +172,8 @@ platforms::PlatformShape platform_shape(const Options& o) {
 namespace {
 collectives::Collective collective_kind(const std::string& name) {
   for (auto c : {collectives::Collective::AllReduce, collectives::Collective::ReduceScatter,
-                 collectives::Collective::AllGather, collectives::Collective::Broadcast})
+                 collectives::Collective::AllGather, collectives::Collective::Broadcast,
+                 collectives::Collective::AllToAll})
     if (name == collectives::collective_name(c)) return c;
   throw UserError("no collective '" + name + "'");
 }
@@ -289,10 +290,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
   const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet");
-  if (!cluster_.empty() && !cores_program && opt_.algorithm != "ring" && !across_nodes)
+  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p") && !across_nodes)
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, tree, hring, collnet, nvlstree, nvlsring, nvlssharp or a program for the GPUs' "
-                    "cores; " + opt_.algorithm +
+                    "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp or a "
+                    "program for the GPUs' cores; " + opt_.algorithm +
                     " across nodes is not modelled yet");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
@@ -308,6 +309,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
+  if (dgx1 && opt_.algorithm == "p2p")
+    throw UserError("NCCL's all-to-all on " + opt_.platform + " sends between GPUs that no NVLink joins (over PCIe), "
+                    "which incsim does not model: run it on a switch fabric");
   if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
     throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
   // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
@@ -381,7 +385,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
   else if (program_.ranks) make_cores(program_);
   else if (trees) make_trees(n);
-  else if (software_ring || across_nodes) make_ring(n);
+  else if (software_ring || across_nodes || opt_.algorithm == "p2p") make_ring(n);
   else make_scheduled(n);
 
 }
@@ -520,7 +524,8 @@ void CollectiveWorkload::make_ring(int n) {
   const int channels = static_cast<int>(cfg_.get(gpu::kRingChannels, dflt ? dflt : gpu::kRingChannels.default_value()));
   const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
   const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
-  program_ = opt_.algorithm == "hring"     ? collectives::hierarchical_ring_program(nodes, per_node, channels)
+  program_ = opt_.algorithm == "p2p"       ? collectives::alltoall_program(n, channels)
+             : opt_.algorithm == "hring"   ? collectives::hierarchical_ring_program(nodes, per_node, channels)
              : opt_.algorithm == "collnet" ? collectives::collnet_program(nodes, per_node, channels)
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
              : opt_.algorithm == "nvlstree"

@@ -99,7 +99,8 @@ class CollectiveWorkload : public Workload {
 
  private:
   void print_sizing(std::ostream& os) const;
-  // The software ring (on a whole cluster, NCCL's rings across its nodes), hring, tree or nvlstree.
+  // The software ring (on a whole cluster, NCCL's rings across its nodes), hring, tree, nvlstree, nvlsring, or
+  // p2p (an all-to-all): the programs on the GPUs' cores with ring.channels and ring.protocol.
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
   // UserError naming `what` if the switches have no reduction tables.

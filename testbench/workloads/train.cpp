@@ -178,11 +178,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
-  const auto activations = [&](uint64_t bytes) {
+  const auto activations = [&](uint64_t bytes, bool alltoall) {
     if (bytes == 0) return -1;
-    const auto at = std::find(tp_sizes_.begin(), tp_sizes_.end(), bytes);
-    if (at != tp_sizes_.end()) return static_cast<int>(at - tp_sizes_.begin());
+    for (size_t k = 0; k < tp_sizes_.size(); ++k)
+      if (tp_sizes_[k] == bytes && tp_alltoall_[k] == alltoall) return static_cast<int>(k);
     tp_sizes_.push_back(bytes);
+    tp_alltoall_.push_back(alltoall);
     return static_cast<int>(tp_sizes_.size()) - 1;
   };
   std::vector<training::Layer> shards;
@@ -207,7 +208,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         const bool f = ph == Phase::Forward;
         kernels_[s].push_back({ph, k, seconds(f ? times_[k].forward_s : times_[k].backward_s),
                                tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
-                                                       : model_.layers[k].tp_backward_bytes(micro_batch, element))
+                                                       : model_.layers[k].tp_backward_bytes(micro_batch, element),
+                                                     f ? model_.layers[k].tp_forward_alltoall
+                                                       : model_.layers[k].tp_backward_alltoall)
                                        : -1,
                                micro, Edge::none, Edge::none, recompute});
       };
@@ -313,8 +316,15 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
       collectives_[a].dp.push_back(group(dp_gpus(t), buckets_[t / tp_],
                                          tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
-    for (int g = 0; tp_ > 1 && g < n / tp_; ++g)
-      collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, " (tensor-parallel group " + std::to_string(g) + ")"));
+    // A group's all-reduces, and its all-to-alls (NCCL's, p2p) where a workload file has any: each one
+    // collective over every size, of which the kernels' tp_size picks theirs.
+    const bool alltoall = tp_alltoalls();
+    for (int g = 0; tp_ > 1 && g < n / tp_; ++g) {
+      const std::string what = " (tensor-parallel group " + std::to_string(g) + ")";
+      collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, what));
+      if (alltoall)
+        collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
+    }
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
     const int stage = n / pp_;
     for (int g = 0; g + stage < n; ++g) {
@@ -426,14 +436,16 @@ void TrainWorkload::arrive(int g, int size) {
   if (++tp.arrived < tp_) return;
   tp.arrived = 0;
   tp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].tp[group];
+  CollectiveWorkload& coll = *(tp_alltoall_[size] ? collectives_[it.algorithm].tp_alltoall : collectives_[it.algorithm].tp)[group];
   start_collective(coll, size, [this, &it, &tp, &coll, group, size] {
     const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
     std::ostringstream ignored;
     it.wrong += coll.finish(size, ignored).wrong();
     tp.comm_us += us(took);
     ++tp.done;
-    span(gpus_ + tp_ * pp_ + group, "all-reduce activations (" + size_label(tp_sizes_[size]) + ")", took);
+    span(gpus_ + tp_ * pp_ + group,
+         std::string(tp_alltoall_[size] ? "all-to-all" : "all-reduce") + " activations (" + size_label(tp_sizes_[size]) + ")",
+         took);
     for (const int g : tp_gpus(group)) {
       it.tp_wait_us += us(now - it.waiting_since[g]);
       it.last_end[g] = now;
@@ -681,15 +693,18 @@ void TrainWorkload::print_header(std::ostream& os) const {
                  : "")
      << contention_note() << "\n";
   if (tp_ > 1) {
-    os << "# activations: " << tp_per_iteration_[0] << " all-reduces per iteration in each group of " << tp_ << " GPUs";
+    const bool alltoall = tp_alltoalls();
+    os << "# activations: " << tp_per_iteration_[0] << (alltoall ? " all-reduces and all-to-alls" : " all-reduces")
+       << " per iteration in each group of " << tp_ << " GPUs";
     for (int s = 0; pp_ > 1 && s < pp_; ++s)
       os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
     os << " ("
-       << (astra_groups_ ? std::string("the workload file's forward and input-gradient all-reduces") +
+       << (astra_groups_ ? std::string("the workload file's forward and input-gradient ") +
+                               (alltoall ? "collectives" : "all-reduces") +
                                (recompute > 0 ? ", the forward ones again where the backward pass recomputes" : "")
                          : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
        << "), of";
-    for (uint64_t b : tp_sizes_) os << " " << size_label(b);
+    for (size_t k = 0; k < tp_sizes_.size(); ++k) os << " " << size_label(tp_sizes_[k]) << (tp_alltoall_[k] ? " (all-to-all)" : "");
     os << ", each before the next kernel\n";
   }
   if (pp_ > 1) {
@@ -720,9 +735,13 @@ void TrainWorkload::print_header(std::ostream& os) const {
        << "\n";
   // Each algorithm's first group of each kind says what it runs.
   for (size_t a = 0; a < collectives_.size(); ++a)
-    for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp}) {
+    for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].tp_alltoall}) {
       if (groups->empty()) continue;
-      print_collective_lines(os, algorithms_[a] + (tp_ == 1 ? "" : groups == &collectives_[a].dp ? " (dp)" : " (tp)"),
+      print_collective_lines(os,
+                             groups == &collectives_[a].tp_alltoall ? "p2p (tp all-to-all)"
+                                                                    : algorithms_[a] + (tp_ == 1                        ? ""
+                                                                                        : groups == &collectives_[a].dp ? " (dp)"
+                                                                                                                        : " (tp)"),
                              *groups->front());
     }
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
@@ -754,6 +773,7 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
     config["p2p_bytes"] = p2p_bytes_;
   }
   if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
+  if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
 }

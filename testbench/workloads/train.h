@@ -45,6 +45,7 @@
 // place of the next stage once its group has all-reduced them (Megatron
 // without §4.1's scatter/gather); data-parallel group (stage, place)
 // all-reduces that stage's shards' gradients.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -124,6 +125,7 @@ class TrainWorkload : public TrainingWorkload {
   // carries GPU g's activations to g + gpus / pp, link 2g + 1 the gradients back.
   struct Groups {
     std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
+    std::vector<std::unique_ptr<CollectiveWorkload>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
   };
 
   training::Model model_;
@@ -141,6 +143,8 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<double> recompute_s_;          // [stage]: its forward kernels run again, per micro-batch
   std::vector<std::vector<Kernel>> kernels_;  // [stage]
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
+  std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
+  bool tp_alltoalls() const { return std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end(); }
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
