@@ -101,10 +101,11 @@ namespace {
 std::string join(std::string list, const std::string& item) { return list.empty() ? item : list + ", " + item; }
 }  // namespace
 
-std::string algorithms_for(const std::string& collective, Family family) {
+std::string algorithms_for(const std::string& collective, Family family, const std::string& platform) {
+  const bool any = platform.empty() || platforms::is_platform_file(platform);
   std::string first, rest;
   for (const Algorithm& a : algorithms()) {
-    if (a.family != family || !one_of(collective, a.collectives)) continue;
+    if (a.family != family || !one_of(collective, a.collectives) || !(any || one_of(platform, a.runs_on))) continue;
     if (first.empty() && one_of(collective, a.default_for)) first = a.name;
     else rest = join(rest, a.name);
   }

@@ -35,8 +35,9 @@ struct Algorithm {
   const char* description;  // one line, with its source
 };
 const std::vector<Algorithm>& algorithms();
-// The algorithms of `family` that run `collective`, the default first, comma-separated.
-std::string algorithms_for(const std::string& collective, Family family);
+// The algorithms of `family` that run `collective`, the default first,
+// comma-separated; with a built-in platform, those that run on it.
+std::string algorithms_for(const std::string& collective, Family family, const std::string& platform = "");
 // The defaults, for --help: "ring; broadcast: multicast; rack, spineleaf: netreduce; ...".
 std::string algorithm_defaults();
 

@@ -189,8 +189,9 @@ platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topolog
   return d;
 }
 
-std::string default_algorithm(const std::string& collective) {
-  const std::string all = algorithms_for(collective, Family::GpuFabric);
+std::string default_algorithm(const std::string& collective, const std::string& platform) {
+  std::string all = algorithms_for(collective, Family::GpuFabric, platform);
+  if (all.empty()) all = algorithms_for(collective, Family::GpuFabric);  // the workload names why none runs there
   return all.substr(0, all.find(','));
 }
 
@@ -241,7 +242,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   }
   check_choice("collective", opt_.collective, kCollectives);
   const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
-  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective);
+  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
   if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);

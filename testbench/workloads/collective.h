@@ -43,8 +43,10 @@ bool is_program_file(const std::string& algorithm);
 // is not a correct collective.
 collectives::Program read_checked_program(const std::string& path);
 
-// The algorithm a collective runs when none is named.
-std::string default_algorithm(const std::string& collective);
+// The algorithm a collective runs when none is named: its default, or on a
+// built-in platform the default doesn't run on (broadcast on a cluster), the
+// first that does.
+std::string default_algorithm(const std::string& collective, const std::string& platform = "");
 // The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).
 platforms::PlatformShape platform_shape(const Options& o);
 

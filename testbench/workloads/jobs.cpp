@@ -63,7 +63,8 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     algorithms.push_back(!job.algorithm.empty()    ? job.algorithm
                          : !opt_.algorithm.empty() ? opt_.algorithm
                                                    : default_algorithm(job.collective.empty() ? opt_.collective
-                                                                                              : job.collective));
+                                                                                              : job.collective,
+                                                                       opt_.platform));
   }
   // The machine is built once for all the jobs' algorithms.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms));
