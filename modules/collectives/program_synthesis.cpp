@@ -410,10 +410,13 @@ namespace {
 // completes GPU g's block on channel c, across(pb, node, g, block, done)
 // all-reduces the block over GPU g of every node (its rail) after operation
 // `done` and returns its last operation; then the node's ring all-gathers.
-Program hierarchical_program(const std::string& name, int nodes, int per_node, int channels, uint32_t scale,
-                             const std::function<int(ProgramBuilder&, int, int, const Operation&, uint32_t)>& across) {
+void check_hierarchy(const std::string& name, int nodes, int per_node, int channels) {
   if (nodes < 2 || per_node < 2) throw UserError(name + " needs at least 2 nodes of at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("a ring needs between 1 and 32767 channels here");
+}
+
+Program hierarchical_program(const std::string& name, int nodes, int per_node, int channels, uint32_t scale,
+                             const std::function<int(ProgramBuilder&, int, int, const Operation&, uint32_t)>& across) {
   const int N = nodes, G = per_node, C = channels;
   // Out of place: only the blocks the rails sum are read back, so only they
   // are stored (an in-place program keeps every chunk it overwrites).
@@ -451,6 +454,7 @@ Program hierarchical_program(const std::string& name, int nodes, int per_node, i
 }  // namespace
 
 Program hierarchical_ring_program(int nodes, int per_node, int channels) {
+  check_hierarchy("a hierarchical ring", nodes, per_node, channels);
   const int N = nodes, G = per_node, C = channels;
   const Program rail = ring_program(Collective::AllReduce, N, 1, {}, true);
   // Every block of the node's ring is N chunks, one per rank of a rail's ring.
@@ -469,6 +473,7 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels) {
 }
 
 Program collnet_program(int nodes, int per_node, int channels) {
+  check_hierarchy("CollNet", nodes, per_node, channels);
   const int N = nodes, G = per_node, C = channels;
   std::vector<int> rail(static_cast<size_t>(G) * static_cast<size_t>(C), -1);  // [i C + c]: its group
   return hierarchical_program(

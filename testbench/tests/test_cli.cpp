@@ -73,6 +73,10 @@ TEST_CASE("list-choices with a platform names the algorithms that run there: the
 
 TEST_CASE("list-choices with a platform names the algorithms that run there: a cluster and the Ethernet platforms", "[cli]") {
   require_listed_algorithms_run("cluster", "--nodes 2");
+  // Broadcast's default elsewhere, multicast, does not run on a cluster; the ring does.
+  const Result broadcast = incsim("--platform cluster --nodes 2 --collective broadcast --sizes 4K");
+  CHECK(broadcast.code == 0);
+  CHECK_THAT(broadcast.out, Catch::StartsWith("# incsim: broadcast ring on 16 of 16 GPUs"));
   require_listed_algorithms_run("rack");
   require_listed_algorithms_run("multigpu", "--machines 2 --gpus-per-machine 2");
   require_error("--list-choices --platform clustr", {"unknown platform 'clustr'; did you mean 'cluster'?"});
@@ -861,13 +865,13 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, nvlstree, nvlsring, p2p, netreduce, pnetreduce, flatring, tencent\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, nvlstree, nvlsring, nvlssharp, p2p, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));
   // The algorithm table: each algorithm's collectives, platforms, engine and source.
-  CHECK_THAT(r.out, Catch::Contains("algorithm multicast\tallgather, broadcast (default for broadcast); on switch "
-                                    "fabrics whose routes go up then down"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm multicast\tallgather, broadcast (default for broadcast); on dgx2, "
+                                    "fattree2l, star, fattree, hgx-h100, nvl72;"));
   CHECK_THAT(r.out, Catch::Contains("algorithm ring2d\tallreduce; on torus, mesh; run by the NICs' schedule tables;"));
   CHECK_THAT(r.out, Catch::Contains("algorithm ring\tallreduce; on rack, spineleaf; run by the hosts' RoCE NICs;"));
   CHECK_THAT(r.out, Catch::Contains("algorithm pnetreduce\tallreduce (default for allreduce); on multigpu;"));
