@@ -183,6 +183,13 @@ void NvSwitch::multicast_request(net::Packet* h, int input) {
       return;
     }
   }
+  // Every switch on a tree has an edge or a target; the fabric manager
+  // leaves out only parts of the fabric that cannot reach every member.
+  if (mcr_->fanout_begin(r, pivot) == mcr_->fanout_end(r, pivot))
+    SC_REPORT_ERROR("incsim/nvswitch", (std::string(name()) + ": a multicast to " + std::to_string(h->addr) +
+                                        " entered a switch its group's trees leave out (the group's members are "
+                                        "reached through another part of the fabric)")
+                                           .c_str());
   const uint32_t excluded = mcr_->region(r).exclude_source ? h->src : net::kNoEndpoint;
   const unsigned bit = static_cast<unsigned>(input) * net::kNumVcs + h->vc;
   const sc_time ready = std::max(h->t_head + cfg_.latency, inputs_[input].xbar_free);

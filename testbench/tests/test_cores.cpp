@@ -10,6 +10,7 @@
 #include "cli_run.h"
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #ifndef TEST_DATA
@@ -356,6 +357,32 @@ TEST_CASE("the cores push only to switches that hold contributions: refused on K
   REQUIRE(a.code == 0);
   REQUIRE(b.code == 0);
   CHECK(rows(a) == rows(b));
+  // Ranks 1 and 8 swapped: node 0's NVLS group now spans both nodes, and
+  // rail 0's SHARP group lies in node 0.
+  const auto swap = [](const std::string& w) { return w == "1" ? std::string("8") : w == "8" ? std::string("1") : w; };
+  std::istringstream in(printed.out);
+  std::string head;
+  std::vector<std::string> ranks;  // each rank's block, its first line without the rank's number
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("rank ", 0) == 0) {
+      ranks.push_back(line.substr(line.find(' ', 5)) + "\n");
+    } else if (!ranks.empty()) {
+      ranks.back() += line + "\n";
+    } else if (line.rfind("group ", 0) == 0) {
+      std::istringstream words(line.substr(6));
+      head += "group";
+      for (std::string w; words >> w;) head += " " + swap(w);
+      head += "\n";
+    } else {
+      head += line + "\n";
+    }
+  }
+  REQUIRE(ranks.size() == 16);
+  std::swap(ranks[1], ranks[8]);
+  std::string swapped = head;
+  for (size_t r = 0; r < ranks.size(); ++r) swapped += "rank " + std::to_string(r) + ranks[r];
+  require_error(run + " --algorithm " + d.write("swapped.txt", swapped),
+                {"(redread) is in a group across the cluster's nodes, which takes only reducing writes"});
 }
 
 TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the element, and a file that does not fit",

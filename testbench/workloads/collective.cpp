@@ -555,6 +555,31 @@ void CollectiveWorkload::require_reduction_tables(const std::string& what) const
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
+// On a cluster the adapters carry a group's traffic only as SHARP's: a group
+// across nodes takes reducing writes, which the network's switches hold; a
+// group inside a node NVLS's reads and multicasts, which its NVSwitches take.
+void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& program) const {
+  std::vector<int> node_of(platform_->gpus().size());
+  for (size_t k = 0; k < cluster_.size(); ++k)
+    for (int g : cluster_[k]) node_of[static_cast<size_t>(g)] = static_cast<int>(k);
+  for (int r = 0; r < program.ranks; ++r)
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      if (!collectives::in_network(o.kind)) continue;
+      const auto& g = program.groups[static_cast<size_t>(o.group)];
+      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
+        return node_of[participants_[m]->index()] != node_of[participants_[g[0]]->index()];
+      });
+      const bool push = o.kind == collectives::OpKind::ReduceWrite;
+      if (across != push)
+        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
+                        " the cluster's nodes, which takes " +
+                        (across ? "only reducing writes (SHARP in the network's switches)"
+                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
+    }
+}
+
 // SHARP reserves each group's share of a switch's aggregation buffers (its
 // credits) when the group is made: a rail's leaf holds every group of its
 // GPUs, and any one port may have to take all their blocks in flight.
@@ -599,10 +624,12 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                  [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceRead; });
   if (reads) require_reduction_tables(program.name);
   if (!cluster_.empty()) cp.push_credits = cfg_.get(platforms::kSharpCredits);
-  if (!cluster_.empty() && std::any_of(program.ops.begin(), program.ops.end(), [](const collectives::Operation& o) {
-        return o.kind == collectives::OpKind::ReduceWrite;
-      }))
-    require_aggregation_buffers(program, cp.push_credits);
+  if (!cluster_.empty()) {
+    require_groups_fit_cluster(program);
+    if (std::any_of(program.ops.begin(), program.ops.end(),
+                    [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceWrite; }))
+      require_aggregation_buffers(program, cp.push_credits);
+  }
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[participants_[r]->index()];

@@ -108,6 +108,7 @@ class CollectiveWorkload : public Workload {
   // UserError naming `what` if the switches have no reduction tables.
   void require_reduction_tables(const std::string& what) const;
   void require_aggregation_buffers(const collectives::Program& program, int credits) const;
+  void require_groups_fit_cluster(const collectives::Program& program) const;
   void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
