@@ -149,6 +149,12 @@ struct Program {
   const uint32_t* deps_of(const Operation& o) const { return deps.data() + o.dep_begin; }
   // The engine that runs it: a program runs on one, named by its first operation.
   Engine engine() const { return ops.empty() ? Engine::Cores : ops[0].engine; }
+  // Has any rank an operation of this kind?
+  bool has(OpKind k) const {
+    for (const Operation& o : ops)
+      if (o.kind == k) return true;
+    return false;
+  }
   bool operator==(const Program& o) const;
 };
 

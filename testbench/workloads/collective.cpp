@@ -343,12 +343,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     const bool cores_sends = std::any_of(program_.ops.begin(), program_.ops.end(),
                                          [](const collectives::Operation& o) { return collectives::sends(o.kind); });
     const bool cores_innet = program_.ranks && collectives::in_network_method(program_);
-    const bool cores_push = std::any_of(program_.ops.begin(), program_.ops.end(), [](const collectives::Operation& o) {
-      return o.kind == collectives::OpKind::ReduceWrite;
-    });
     const std::string defaults = in_network      ? collectives::method_name(*innet_)
                                  : copy_engines_ ? "multicast"
-                                 : cores_innet   ? (cores_sends ? "nvlstree" : cores_push ? "nvlssharp" : "nvls")
+                                 : cores_innet   ? (cores_sends                                           ? "nvlstree"
+                                                    : program_.has(collectives::OpKind::ReduceWrite) ? "nvlssharp"
+                                                                                                     : "nvls")
                                                  : opt_.algorithm;
     own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
     platform_ = own_platform_.get();
@@ -476,10 +475,8 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
   const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
   // SHARP's reducing writes cross the network as the GPU's 128-byte blocks, not in MTU packets.
-  const bool pushes = std::any_of(program.ops.begin(), program.ops.end(), [](const collectives::Operation& o) {
-    return o.kind == collectives::OpKind::ReduceWrite;
-  });
-  const uint32_t net_payload = pushes ? topo::MulticastFabric::kBlockBytes : nf.max_payload_bytes;
+  const uint32_t net_payload =
+      program.has(collectives::OpKind::ReduceWrite) ? topo::MulticastFabric::kBlockBytes : nf.max_payload_bytes;
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
@@ -620,15 +617,11 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                    std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
     if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
-  const bool reads = std::any_of(program.ops.begin(), program.ops.end(),
-                                 [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceRead; });
-  if (reads) require_reduction_tables(program.name);
+  if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
   if (!cluster_.empty()) cp.push_credits = cfg_.get(platforms::kSharpCredits);
   if (!cluster_.empty()) {
     require_groups_fit_cluster(program);
-    if (std::any_of(program.ops.begin(), program.ops.end(),
-                    [](const collectives::Operation& o) { return o.kind == collectives::OpKind::ReduceWrite; }))
-      require_aggregation_buffers(program, cp.push_credits);
+    if (program.has(collectives::OpKind::ReduceWrite)) require_aggregation_buffers(program, cp.push_credits);
   }
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
