@@ -44,9 +44,9 @@ inline const Param<std::string> kIbSpread{
 // Quantum-2 publishes neither size: both are guesses, swept in
 // docs/modern-machines.md.
 inline const Param<uint32_t> kSharpTableBytes{
-    "ib.sharp.table_bytes", 128 * 1024, Range::at_least(0).at_most(64 << 20),
+    "ib.sharp.table_bytes", 256 * 1024, Range::at_least(0).at_most(64 << 20),
     "SHARP aggregation buffer per network switch port, bytes, one 128-byte block per entry (not public for "
-    "Quantum-2: a guess, 16 groups x 64 credits of 128 B; 0: the network does not aggregate)"};
+    "Quantum-2: a guess, room for 32 groups (channels) x 64 credits of 128 B; 0: the network does not aggregate)"};
 inline const Param<double> kSharpAluGBps{
     "ib.sharp.alu_GBps", 0.0, Range::at_least(0).at_most(1e5),
     "GB/s of contributions each port's aggregation ALU adds; 0: it keeps up with its port (NVIDIA describes "
