@@ -462,13 +462,18 @@ double nvls_moved(const collectives::Program& program) {
 }
 }  // namespace
 
+std::vector<int> CollectiveWorkload::cluster_node_of() const {
+  std::vector<int> node_of(platform_->gpus().size());
+  for (size_t k = 0; k < cluster_.size(); ++k)
+    for (int g : cluster_[k]) node_of[static_cast<size_t>(g)] = static_cast<int>(k);
+  return node_of;
+}
+
 double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const net::PacketFormat& gf = platform_->format();
   const net::PacketFormat nf = platform_->fabric_as<platforms::InfinibandFabric>().packet_format();
-  std::vector<int> node_of(platform_->gpus().size());
-  for (size_t k = 0; k < cluster_.size(); ++k)
-    for (int g : cluster_[k]) node_of[g] = static_cast<int>(k);
+  const std::vector<int> node_of = cluster_node_of();
   double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
   bool adapter_limits = false;
   const collectives::Buffers& b = program.buffers[0];
@@ -556,9 +561,7 @@ void CollectiveWorkload::require_reduction_tables(const std::string& what) const
 // across nodes takes reducing writes, which the network's switches hold; a
 // group inside a node NVLS's reads and multicasts, which its NVSwitches take.
 void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& program) const {
-  std::vector<int> node_of(platform_->gpus().size());
-  for (size_t k = 0; k < cluster_.size(); ++k)
-    for (int g : cluster_[k]) node_of[static_cast<size_t>(g)] = static_cast<int>(k);
+  const std::vector<int> node_of = cluster_node_of();
   for (int r = 0; r < program.ranks; ++r)
     for (int i = 0; i < program.op_count(r); ++i) {
       const collectives::Operation& o = program.op(r, i);
@@ -583,12 +586,13 @@ void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& 
 void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
   const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().switch_config().table_bytes;
   if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
+  std::vector<bool> pushes(program.groups.size(), false);
+  for (const collectives::Operation& o : program.ops)
+    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
   std::vector<int> groups(static_cast<size_t>(program.ranks), 0);  // [rank]: its groups that push
   int most = 0;
   for (size_t g = 0; g < program.groups.size(); ++g)
-    if (std::any_of(program.ops.begin(), program.ops.end(), [&](const collectives::Operation& o) {
-          return o.kind == collectives::OpKind::ReduceWrite && o.group == static_cast<int>(g);
-        }))
+    if (pushes[g])
       for (int r : program.groups[g]) most = std::max(most, ++groups[static_cast<size_t>(r)]);
   const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
   if (entries < need)

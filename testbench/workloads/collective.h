@@ -109,6 +109,7 @@ class CollectiveWorkload : public Workload {
   void require_reduction_tables(const std::string& what) const;
   void require_aggregation_buffers(const collectives::Program& program, int credits) const;
   void require_groups_fit_cluster(const collectives::Program& program) const;
+  std::vector<int> cluster_node_of() const;  // [GPU]: its node in cluster_
   void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
