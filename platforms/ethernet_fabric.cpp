@@ -23,7 +23,7 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
                     "-byte frame (roce.mtu_payload " + std::to_string(mtu_) + " plus headers), not " +
                     std::to_string(buffer));
   // NetReduce §5.1 does not give its switch's latency: 400 ns, a commodity 100 GbE switch (nvswitch.h).
-  const sc_core::sc_time sw_latency(cfg.get(nvswitch::kSwitchLatency, 400.0), sc_core::SC_NS);
+  const sc_core::sc_time sw_latency(cfg.get(credit_switch::kSwitchLatency, 400.0), sc_core::SC_NS);
   const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
   const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
   sw_ = {sw_latency, buffer};

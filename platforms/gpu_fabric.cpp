@@ -24,16 +24,34 @@ bool is_nvlink(const topo::Topology& t, int node) {
   const std::string& kind = t.node(node).block;
   return fabric_of_kind(kind) == GpuFabric::kName && !is_bridge_kind(kind);
 }
+
+// The switches with NVSwitch's multicast and reduction tables: NVSwitches,
+// and a MultiTree network's routers where multicasts can follow unicast
+// routes backwards (its fat tree, whose routes go up then down), so that
+// Klenk's push and pull run on MultiTree's topology. Torus, mesh and
+// BiGraph routers and DGX-1's bridges, PCIe switches, CPU sockets and
+// network switch are plain credit-based switches.
+bool in_network(const topo::Topology& t, int node) {
+  const std::string& kind = t.node(node).block;
+  return kind == topo::kinds::kNvSwitch || (kind == topo::kinds::kRouter && t.vc_policy == topo::VcPolicy::None);
+}
 }  // namespace
+
+bool is_plain_switch(const topo::Topology& t, int node) {
+  return t.node(node).kind == NodeKind::Switch && is_nvlink(t, node) && !in_network(t, node);
+}
 
 GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) : t_(t) {
   const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")
     throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
-  // A bridge (a GPU's adapter) routes like a switch but has no reduction tables.
+  // Homes go to switches with reduction tables: this fabric's in-network
+  // ones, and another fabric's switches (a cluster's InfiniBand switches,
+  // SHARP's), never a bridge (a GPU's adapter routes like a switch).
   multicast_ = std::make_unique<topo::MulticastFabric>(
-      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave,
-      [&t](int node) { return !is_bridge_kind(t.node(node).block); });
+      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave, [&t](int node) {
+        return is_nvlink(t, node) ? in_network(t, node) : !is_bridge_kind(t.node(node).block);
+      });
   fmt_.header_bytes = cfg.get(net::kHeaderBytes);
   fmt_.flit_bytes = cfg.get(net::kFlitBytes);
   fmt_.max_payload_bytes = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
@@ -41,24 +59,24 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     throw UserError("net.max_payload_bytes must be a multiple of 4, not " + std::to_string(fmt_.max_payload_bytes));
   const uint32_t max_packet = fmt_.wire_bytes(fmt_.max_payload_bytes);
 
-  const double sw_latency_ns = cfg.get(nvswitch::kSwitchLatency, d.switch_latency_ns);
+  const double sw_latency_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
   sw_.latency = sc_time(sw_latency_ns, sc_core::SC_NS);
-  sw_.speedup = cfg.get(nvswitch::kSwitchSpeedup);
-  const uint32_t in_buf = cfg.get(nvswitch::kSwitchInBuffer);
-  const uint32_t out_q = cfg.get(nvswitch::kSwitchOutQueue);
-  sw_.table_bytes = cfg.get(nvswitch::kTableBytes, d.table_bytes);
+  sw_.speedup = cfg.get(credit_switch::kSwitchSpeedup);
+  const uint32_t in_buf = cfg.get(credit_switch::kSwitchInBuffer);
+  const uint32_t out_q = cfg.get(credit_switch::kSwitchOutQueue);
+  tables_.table_bytes = cfg.get(nvswitch::kTableBytes, d.table_bytes);
   const double timeout_ns = cfg.get(nvswitch::kTableTimeout);
   const std::string eviction = cfg.get(nvswitch::kTableEviction);
-  sw_.entry_bytes = fmt_.max_payload_bytes;
-  sw_.eviction = nvswitch::make_eviction_policy(eviction);
-  sw_.spread = nvswitch::parse_spread(cfg.get(nvswitch::kSwitchSpread, d.spread));
+  tables_.entry_bytes = fmt_.max_payload_bytes;
+  tables_.eviction = nvswitch::make_eviction_policy(eviction);
+  sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
-    if (b != 0 && b < sw_.entry_bytes)
-      throw UserError(key + " must hold at least one " + std::to_string(sw_.entry_bytes) +
+    if (b != 0 && b < tables_.entry_bytes)
+      throw UserError(key + " must hold at least one " + std::to_string(tables_.entry_bytes) +
                       "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
     return b;
   };
-  check_table("switch.reduction_table.bytes", sw_.table_bytes);
+  check_table("switch.reduction_table.bytes", tables_.table_bytes);
 
   gc_.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
   gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
@@ -83,7 +101,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     little_law_.l_hop_ns = sw_latency_ns + link_ns + ser_ns;
     little_law_.l_gpu_ns = (gc_.mem_latency_cycles + gc_.mem_jitter_cycles / 2.0) / gc_.clock_ghz;
   }
-  sw_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
+  tables_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
                                      : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
 
   double max_bw = 0, max_link_ns = 0;
@@ -123,14 +141,14 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
       // A switch's or a port's own key may override the table size (sw3.reduction_table.bytes,
       // sw3.port5.reduction_table.bytes) and a switch's its latency.
       const std::string port = node.name + ".port" + std::to_string(p);
-      const uint32_t b = check_table(port + ".reduction_table.bytes", cfg.instance(port, nvswitch::kTableBytes, sw_.table_bytes));
+      const uint32_t b = check_table(port + ".reduction_table.bytes", cfg.instance(port, nvswitch::kTableBytes, tables_.table_bytes));
       table_bytes_[s].push_back(b);
-      table_bytes_total_ += b / sw_.entry_bytes * sw_.entry_bytes;
+      table_bytes_total_ += b / tables_.entry_bytes * tables_.entry_bytes;
     }
     if (*std::min_element(in_bytes_[s].begin(), in_bytes_[s].end()) < max_packet ||
         *std::min_element(out_bytes_[s].begin(), out_bytes_[s].end()) < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
-    latency_ns_[s] = cfg.instance(node.name, nvswitch::kSwitchLatency, sw_latency_ns);
+    latency_ns_[s] = cfg.instance(node.name, credit_switch::kSwitchLatency, sw_latency_ns);
   }
   for (int e : t_.endpoints()) {
     in_bytes_[e].assign(t_.node(e).ports, rx_buf ? rx_buf : buffer_for(e, sc_core::SC_ZERO_TIME));
@@ -139,9 +157,9 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   }
 }
 
-nvswitch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {
+credit_switch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {
   const auto& node = t_.node(s);
-  nvswitch::SwitchWiring w;
+  credit_switch::SwitchWiring w;
   w.index = node.index;
   for (size_t d = 0; d < t_.endpoints().size(); ++d) {
     w.route.push_back(static_cast<int16_t>(t_.route(s, static_cast<int>(d))));
@@ -168,15 +186,20 @@ nvswitch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {
 
 std::unique_ptr<net::Block> GpuFabric::make_switch(int s, net::PacketPool& pool) const {
   const auto& node = t_.node(s);
-  nvswitch::SwitchWiring w = switch_wiring(t_, s);
-  nvswitch::SwitchConfig c = sw_;
+  credit_switch::SwitchConfig c = sw_;
   c.latency = sc_time(latency_ns_[s], sc_core::SC_NS);
   c.in_buffer_bytes = *std::max_element(in_bytes_[s].begin(), in_bytes_[s].end());
   c.out_queue_bytes = *std::max_element(out_bytes_[s].begin(), out_bytes_[s].end());
-  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, std::move(w), c, pool, multicast_.get());
+  if (is_plain_switch(t_, s)) {
+    auto sw = std::make_unique<credit_switch::CreditSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, pool);
+    for (int p = 0; p < node.ports; ++p) sw->size_port(p, in_bytes_[s][p], out_bytes_[s][p]);
+    return sw;
+  }
+  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, tables_, pool,
+                                                 multicast_.get());
   for (int p = 0; p < node.ports; ++p) {
     sw->size_port(p, in_bytes_[s][p], out_bytes_[s][p]);
-    if (table_bytes_[s][p] != sw_.table_bytes) sw->set_table_bytes(p, table_bytes_[s][p]);
+    if (table_bytes_[s][p] != tables_.table_bytes) sw->set_table_bytes(p, table_bytes_[s][p]);
   }
   return sw;
 }

@@ -1,11 +1,12 @@
 #pragma once
-// The GPU fabric ("nvlink"): GPUs and NVSwitch-like switches exchanging
+// The GPU fabric ("nvlink"): GPUs and credit-based switches exchanging
 // flit-sized packets on four VCs with credit flow control (Klenk §V;
-// docs/architecture.md, "The packet and its protocol"). One NvSwitch per
-// switch node (an NVSwitch; a MultiTree network's router; a DGX-1's NVLink
-// bridges, PCIe switches, CPU sockets and network switch, each with that
-// node's links and the family's latency), one Gpu per endpoint, with a
-// schedule-table NIC inside as gpuN.nic. Buffers are sized from each link's
+// docs/architecture.md, "The packet and its protocol"). One switch per
+// switch node, each with that node's links and the family's latency: an
+// NvSwitch (multicast and reduction tables) for an NVSwitch and a fat
+// tree's router, a CreditSwitch for the other routers and a DGX-1's NVLink
+// bridges, PCIe switches, CPU sockets and network switch. One Gpu per
+// endpoint, with a schedule-table NIC inside as gpuN.nic. Buffers are sized from each link's
 // round trip; routes, VC rules and multicast regions come from the graph.
 #include <cstdint>
 #include <memory>
@@ -39,7 +40,8 @@ class GpuFabric : public Fabric {
   // The fabric manager's multicast regions, which every switch reads.
   topo::MulticastFabric& multicast() const { return *multicast_; }
   topo::MulticastFabric* multicast_manager() override { return multicast_.get(); }
-  const nvswitch::SwitchConfig& switch_config() const { return sw_; }
+  const credit_switch::SwitchConfig& switch_config() const { return sw_; }
+  const nvswitch::TableConfig& table_config() const { return tables_; }
   const gpu::GpuConfig& gpu_config() const { return gc_; }
   const LittleLaw& little_law() const { return little_law_; }
   // The slowest request-response loop: the longest link there and back, a
@@ -55,7 +57,8 @@ class GpuFabric : public Fabric {
   const topo::Topology& t_;
   net::PacketFormat fmt_;
   std::unique_ptr<topo::MulticastFabric> multicast_;
-  nvswitch::SwitchConfig sw_;
+  credit_switch::SwitchConfig sw_;
+  nvswitch::TableConfig tables_;
   gpu::GpuConfig gc_{};
   LittleLaw little_law_;
   sc_core::sc_time longest_round_trip_;
@@ -68,7 +71,11 @@ class GpuFabric : public Fabric {
 
 // A switch node's routing tables and what each port faces, from the graph
 // (every fabric's switches are routed by the graph's shortest paths).
-nvswitch::SwitchWiring switch_wiring(const topo::Topology& t, int node);
+credit_switch::SwitchWiring switch_wiring(const topo::Topology& t, int node);
+
+// A switch node of this fabric built as a plain credit-based switch, without
+// multicast or reduction tables (a torus router, a DGX-1's PCIe switch).
+bool is_plain_switch(const topo::Topology& t, int node);
 
 void register_nvlink_fabric();
 

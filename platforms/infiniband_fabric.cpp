@@ -19,16 +19,16 @@ InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t)
   fmt_.flit_bytes = 4;  // a payload is padded to whole 4-byte words (BTH PadCnt)
   fmt_.max_payload_bytes = mtu;
   sw_.latency = sc_time(cfg.get(kIbSwitchLatency), sc_core::SC_NS);
-  sw_.spread = nvswitch::parse_spread(cfg.get(kIbSpread), kIbSpread.key());
-  sw_.entry_bytes = topo::MulticastFabric::kBlockBytes;
-  sw_.table_bytes = cfg.get(kSharpTableBytes);
-  if (sw_.table_bytes > 0 && sw_.table_bytes < sw_.entry_bytes)
-    throw UserError("ib.sharp.table_bytes must hold at least one " + std::to_string(sw_.entry_bytes) +
-                    "-byte block, not " + std::to_string(sw_.table_bytes) + " bytes");
-  sw_.holds = true;
+  sw_.spread = credit_switch::parse_spread(cfg.get(kIbSpread), kIbSpread.key());
+  tables_.entry_bytes = topo::MulticastFabric::kBlockBytes;
+  tables_.table_bytes = cfg.get(kSharpTableBytes);
+  if (tables_.table_bytes > 0 && tables_.table_bytes < tables_.entry_bytes)
+    throw UserError("ib.sharp.table_bytes must hold at least one " + std::to_string(tables_.entry_bytes) +
+                    "-byte block, not " + std::to_string(tables_.table_bytes) + " bytes");
+  tables_.holds = true;
   const double alu = cfg.get(kSharpAluGBps);
-  sw_.alu_ps_per_byte = alu > 0 ? 1000.0 / alu : 0;
-  sw_.eviction = nvswitch::make_eviction_policy("lru");
+  tables_.alu_ps_per_byte = alu > 0 ? 1000.0 / alu : 0;
+  tables_.eviction = nvswitch::make_eviction_policy("lru");
   hca_.latency = sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
   hca_.mtu_bytes = mtu;
   hca_.send_queue_bytes = cfg.get(hca::kHcaSendQueue);
@@ -49,11 +49,12 @@ uint32_t round_trip_at(const topo::Topology& t, topo::PortRef p, sc_time holding
 std::unique_ptr<net::Block> InfinibandFabric::make_switch(int s, net::PacketPool& pool) const {
   const auto& node = t_.node(s);
   const uint32_t max_packet = fmt_.wire_bytes(fmt_.max_payload_bytes);
-  nvswitch::SwitchConfig c = sw_;
+  credit_switch::SwitchConfig c = sw_;
   std::vector<uint32_t> bytes;
   for (int p = 0; p < node.ports; ++p) bytes.push_back(round_trip_at(t_, {s, p}, sw_.latency, max_packet));
   c.in_buffer_bytes = c.out_queue_bytes = *std::max_element(bytes.begin(), bytes.end());
-  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, pool, multicast_);
+  auto sw = std::make_unique<nvswitch::NvSwitch>(node.name.c_str(), node.ports, switch_wiring(t_, s), c, tables_, pool,
+                                                 multicast_);
   for (int p = 0; p < node.ports; ++p) sw->size_port(p, bytes[p], bytes[p]);
   return sw;
 }

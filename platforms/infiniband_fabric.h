@@ -4,9 +4,9 @@
 // are, carrying packets of up to an MTU; and the bridge kind hca, each GPU's
 // adapter between its node's GPU fabric (over PCIe) and this network
 // (docs/modern-machines.md, "Clusters"). A switch is the same credit-based
-// crossbar module as the GPU fabric's (nvswitch::NvSwitch) with InfiniBand's
-// packet format, latency and buffers; its reduction tables are SHARP's
-// aggregation buffers, which hold contributions rather than evict them.
+// crossbar as the GPU fabric's (credit_switch::CreditSwitch) with InfiniBand's
+// packet format, latency and buffers, and NVSwitch's tables (nvswitch::NvSwitch)
+// as SHARP's aggregation buffers, which hold contributions rather than evict them.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -64,7 +64,7 @@ class InfinibandFabric : public Fabric {
   net::PacketFormat packet_format() const override { return fmt_; }
   void use_multicast_manager(topo::MulticastFabric* m) override { multicast_ = m; }
   // Its switches' aggregation tables (ib.sharp.*).
-  const nvswitch::SwitchConfig& switch_config() const { return sw_; }
+  const nvswitch::TableConfig& table_config() const { return tables_; }
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
   // An hca node's adapter: gpu_pool holds the GPU fabric's packets, whose
   // format the PCIe side's buffer is sized for.
@@ -73,7 +73,8 @@ class InfinibandFabric : public Fabric {
  private:
   const topo::Topology& t_;
   net::PacketFormat fmt_;
-  nvswitch::SwitchConfig sw_;
+  credit_switch::SwitchConfig sw_;
+  nvswitch::TableConfig tables_;
   hca::HcaConfig hca_;
   topo::MulticastFabric* multicast_ = nullptr;  // the machine's fabric manager
 };

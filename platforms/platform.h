@@ -79,7 +79,8 @@ class GpuMachine : public Machine {
   const GpuFabric& settings() const { return fabric_as<GpuFabric>(); }
   // The fabric manager's multicast regions, which every switch reads.
   topo::MulticastFabric& multicast() { return settings().multicast(); }
-  const nvswitch::SwitchConfig& switch_config() const { return settings().switch_config(); }
+  const credit_switch::SwitchConfig& switch_config() const { return settings().switch_config(); }
+  const nvswitch::TableConfig& table_config() const { return settings().table_config(); }
   const LittleLaw& little_law() const { return settings().little_law(); }
   uint64_t total_table_bytes() const { return settings().total_table_bytes(); }
   sc_core::sc_time longest_round_trip() const { return settings().longest_round_trip(); }

@@ -4,6 +4,14 @@
 
 namespace incsim::net {
 
+uint64_t report_queue(std::ostream& os, const char* who, const char* what, int vc, const PacketFifo& f) {
+  if (f.empty()) return 0;
+  const Packet* h = f.front();
+  os << "  " << who << " " << what << " vc" << vc << ": " << f.size() << " packets, head #" << h->id << " "
+     << op_name(h->op) << " from endpoint " << h->src << " to endpoint " << h->dst << "\n";
+  return f.size();
+}
+
 const char* op_name(Op op) {
   switch (op) {
     case Op::Write: return "write";

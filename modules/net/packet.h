@@ -2,6 +2,7 @@
 // The one packet type every block exchanges (STYLE.md, convention 3): a header
 // flit plus up to max_payload bytes of real data, taken from a PacketPool.
 #include <cstdint>
+#include <ostream>
 #include <systemc>
 
 #include "core/param.h"
@@ -139,6 +140,9 @@ class PacketFifo {
   Packet* tail_ = nullptr;
   uint32_t size_ = 0;
 };
+// "  <who> <what> vc<k>: n packets, head #id ..." if f holds packets (a
+// stall report's line); returns how many it holds.
+uint64_t report_queue(std::ostream& os, const char* who, const char* what, int vc, const PacketFifo& f);
 
 // Packets are recycled: get() allocates only while the pool grows to the
 // number of packets ever in flight at once.

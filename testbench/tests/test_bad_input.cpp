@@ -282,6 +282,8 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--collective nope", "unknown collective 'nope'"},
       {"--algorithm nope", "unknown algorithm 'nope'; choose one of ring, push"},
       {"--algorithm multicast", "algorithm 'multicast' does not run allreduce"},
+      {"--platform " TEST_DATA "/pcie_switch_star.yaml --algorithm push",
+       "algorithm 'push' reduces or multicasts in the switches, and pcie0 (a pcie_switch) has no multicast or reduction tables"},
       {"--sizes 0", "size '0' is not a positive size"},
       {"--sizes 8K:", "is not a positive size"},
       {"--sizes 6", "size 6 is not a multiple of the 4-byte element size"},

@@ -47,7 +47,9 @@ TEST_CASE("the builder makes a kind an sc_main registers with that kind's factor
   Machine m(pair_on_switch("probe_switch"), cfg, 1);
   CHECK(made == 1);
   CHECK(m.fabric_name() == "nvlink");
-  CHECK(m.blocks_of<nvswitch::NvSwitch>().size() == 1);
+  // A kind of its own is a plain credit-based switch: no multicast or reduction tables.
+  CHECK(m.blocks_of<credit_switch::CreditSwitch>().size() == 1);
+  CHECK(m.blocks_of<nvswitch::NvSwitch>().empty());
   CHECK(m.blocks_of<gpu::Gpu>().size() == 2);
   CHECK(sc_core::sc_find_object("sw.port1") != nullptr);
   // Each link end takes its link's rate and its far end's buffer as credits.

@@ -326,6 +326,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
                     "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
                     " use ring");
+  if (in_network)
+    for (int s : t.switches())
+      if (platforms::is_plain_switch(t, s))
+        throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, and " +
+                        t.node(s).name + " (a " + t.node(s).block + ") has no multicast or reduction tables");
   const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
   const bool by_gpu_number = ranks_are_gpu_numbers(opt_.algorithm, t);
   if (share)
@@ -402,7 +407,7 @@ bool CollectiveWorkload::reduces_in_switches() const {
 // A push table may hold an entry for its whole timeout with no link moving.
 sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
   const double us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
-                              4 * platform_->switch_config().table_timeout.to_seconds() * 1e6});
+                              4 * platform_->table_config().table_timeout.to_seconds() * 1e6});
   return sc_core::sc_time(us, sc_core::SC_US);
 }
 
@@ -553,7 +558,7 @@ void CollectiveWorkload::make_ring(int n) {
 }
 
 void CollectiveWorkload::require_reduction_tables(const std::string& what) const {
-  if (platform_->switch_config().table_bytes == 0)
+  if (platform_->table_config().table_bytes == 0)
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
@@ -584,7 +589,7 @@ void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& 
 // credits) when the group is made: a rail's leaf holds every group of its
 // GPUs, and any one port may have to take all their blocks in flight.
 void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
-  const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().switch_config().table_bytes;
+  const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().table_config().table_bytes;
   if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
   std::vector<bool> pushes(program.groups.size(), false);
   for (const collectives::Operation& o : program.ops)
@@ -1014,7 +1019,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
 void CollectiveWorkload::print_sizing(std::ostream& os) const {
   const auto& t = platform_->topology();
   const int n = participants();
-  const auto& sw = platform_->switch_config();
+  const auto& sw = platform_->table_config();
   const auto& ll = platform_->little_law();
   const int node = t.endpoints()[0];
   uint64_t ports = 0;
