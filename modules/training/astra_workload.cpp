@@ -104,6 +104,41 @@ size_t layer_list(const Reader& r, size_t i, const char* key, std::vector<int64_
   return i + 2 + n;
 }
 
+// Workload::iterate_hybrid_parallel_DLRM: in the forward pass, layer 0 (the
+// embedding) issues its forward ALLTOALL without waiting and the layers up
+// to the last bottom one run meanwhile; the next one waits for it. In the
+// backward pass, the first top layer's input gradient issues layer 0's
+// input-gradient ALLTOALL, the bottom layers run meanwhile, and
+// HYBRID_DLRM waits for it at layer 0. What the loop would misrun is refused.
+AstraDlrm dlrm_exchange(const AstraWorkload& w, const std::string& file) {
+  const auto at = [&](int line) { return "workload file " + file + ", line " + std::to_string(line) + ": "; };
+  const int64_t last = w.dlrm_last_bottom_layer, layers = static_cast<int64_t>(w.layers.size());
+  if (last < 1)
+    throw UserError(at(1) + "the last bottom layer " + std::to_string(last) + " is not above the embedding (layer 0), " +
+                    "and ASTRA-sim would issue the embedding's all-to-all and never wait for it");
+  if (last >= layers - 1)
+    throw UserError(at(1) + "the last bottom layer " + std::to_string(last) + " leaves no top layer of the " +
+                    std::to_string(layers) + " (numbered from 0), and ASTRA-sim issues the embedding's backward " +
+                    "all-to-all from the first top layer's input gradient");
+  const AstraLayer& embedding = w.layers.front();
+  const auto bytes = [&](const AstraComm& c, const char* what) -> uint64_t {
+    if (c.type == AstraCollective::none) return 0;
+    if (c.type != AstraCollective::alltoall)
+      throw UserError(at(embedding.line) + "the embedding's " + what + " collective is ALLTOALL or NONE in a " +
+                      w.parallelism + " file, not " + to_string(c.type));
+    if (c.bytes % 4 != 0)
+      throw UserError(at(embedding.line) + "the embedding's " + what + " all-to-all of " + std::to_string(c.bytes) +
+                      " bytes is no whole number of 4-byte fp32 elements");
+    return c.bytes;
+  };
+  AstraDlrm d;
+  d.forward_bytes = bytes(embedding.forward.comm, "forward");
+  d.backward_bytes = bytes(embedding.input_grad.comm, "input-gradient");
+  d.last_bottom = static_cast<int>(last);
+  d.embedding_waits = w.parallelism == "HYBRID_DLRM";
+  return d;
+}
+
 }  // namespace
 
 const char* to_string(AstraCollective c) {
@@ -134,6 +169,7 @@ AstraWorkload parse_astra_workload(const std::string& text, const std::string& f
       used = layer_list(r, used, "checkpoint_initiates:", initiates);
     }
   } else if (w.parallelism == "HYBRID_DLRM" || w.parallelism == "HYBRID_DLRM_ENHANCED") {
+    if (used >= head.size()) r.fail("the parallelism " + w.parallelism + " needs the number of its last bottom layer");
     w.dlrm_last_bottom_layer = r.number<int64_t>(used++, "the last bottom layer");
   }
   if (used < head.size()) r.fail("unexpected '" + head[used] + "' after the parallelism " + w.parallelism);
@@ -203,10 +239,11 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
   const std::string& p = w.parallelism;
   const bool model_parallel = p == "HYBRID_TRANSFORMER" || p == "HYBRID_TRANSFORMER_FWD_IN_BCKWD" ||
                               p == "HYBRID_DATA_MODEL" || p == "HYBRID_MODEL_DATA" || p == "MODEL";
-  if (p != "DATA" && !model_parallel)
+  const bool dlrm = p == "HYBRID_DLRM" || p == "HYBRID_DLRM_ENHANCED";
+  if (p != "DATA" && !model_parallel && !dlrm)
     throw UserError("workload file " + file + " is " + p + " parallel, and incsim runs ASTRA-sim's DATA, MODEL, " +
-                    "HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD " +
-                    "files only");
+                    "HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER, HYBRID_TRANSFORMER_FWD_IN_BCKWD, " +
+                    "HYBRID_DLRM and HYBRID_DLRM_ENHANCED files only");
   AstraModel out;
   Model& m = out.model;
   m.name = file;
@@ -221,8 +258,9 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
                               bool* alltoall = nullptr) -> uint64_t {
     if (c.type == AstraCollective::none) return 0;
     if (c.type == AstraCollective::allreduce_alltoall)
-      throw UserError(at(l.line) + "a " + what + "'s ALLREDUCEALLTOALL is ASTRA-sim's all-reduce in the first network "
-                      "dimension and all-to-all across the others, and incsim's machines are not cut into dimensions");
+      throw UserError(at(l.line) + "a " + what + "'s ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none " +
+                      "of its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no " +
+                      "meaning to run");
     if (alltoall) *alltoall = c.type == AstraCollective::alltoall;
     if (c.type != AstraCollective::allreduce && !(alltoall && *alltoall))
       throw UserError(at(l.line) + "a " + p + " " + what + " is all-reduced" + (alltoall ? " or all-to-all" : "") +
@@ -232,19 +270,31 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
                       " bytes is no whole number of 4-byte fp32 elements");
     return c.bytes;
   };
+  if (dlrm) out.dlrm = dlrm_exchange(w, file);
   for (const AstraLayer& l : w.layers) {
-    if (!model_parallel && (l.forward.comm.type != AstraCollective::none || l.input_grad.comm.type != AstraCollective::none))
-      throw UserError(at(l.line) + "a DATA-parallel layer communicates only its weight gradient");
+    // A DLRM file's embedding exchanges run apart (out.dlrm).
+    if (!model_parallel && !(dlrm && m.layers.empty()) &&
+        (l.forward.comm.type != AstraCollective::none || l.input_grad.comm.type != AstraCollective::none))
+      throw UserError(at(l.line) + (dlrm ? "a " + p + " layer above the embedding (layer 0) has a forward or " +
+                                               "input-gradient collective, which ASTRA-sim's DLRM loop never issues " +
+                                               "or never waits for"
+                                         : std::string("a DATA-parallel layer communicates only its weight gradient")));
     Layer layer;
     layer.name = l.name;
     layer.params = comm_bytes(l, l.weight_grad.comm, "weight gradient") / 4;
-    layer.tp_forward_batch_bytes = comm_bytes(l, l.forward.comm, "forward output", &layer.tp_forward_alltoall);
-    // ASTRA-sim issues no input-gradient collective for the first layer: nobody needs that gradient.
-    const uint64_t input_grad = comm_bytes(l, l.input_grad.comm, "input gradient", &layer.tp_backward_alltoall);
-    layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
-    layer.tp_backward_alltoall = layer.tp_backward_alltoall && layer.tp_backward_batch_bytes > 0;
+    if (model_parallel) {
+      layer.tp_forward_batch_bytes = comm_bytes(l, l.forward.comm, "forward output", &layer.tp_forward_alltoall);
+      // ASTRA-sim issues no input-gradient collective for the first layer: nobody needs that gradient.
+      const uint64_t input_grad = comm_bytes(l, l.input_grad.comm, "input gradient", &layer.tp_backward_alltoall);
+      layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
+      layer.tp_backward_alltoall = layer.tp_backward_alltoall && layer.tp_backward_batch_bytes > 0;
+    }
+    // Workload::iterate_hybrid_parallel_DLRM ends the backward pass with
+    // the embedding's weight gradient: its input gradient (of the lookup
+    // indices) is never computed.
+    const uint64_t input_grad_cycles = dlrm && m.layers.empty() ? 0 : l.input_grad.cycles;
     layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
-                                   static_cast<double>(l.input_grad.cycles + l.weight_grad.cycles) / clock_hz};
+                                   static_cast<double>(input_grad_cycles + l.weight_grad.cycles) / clock_hz};
     m.layers.push_back(layer);
     out.update_s += static_cast<double>(l.update_cycles) / clock_hz;
   }

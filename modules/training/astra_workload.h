@@ -17,6 +17,7 @@
 // HYBRID_CUSTOMIZED adds the layer's own parallelism. Fields are separated
 // by any whitespace. Plain C++, no SystemC.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,19 +83,36 @@ AstraWorkload read_astra_workload(const std::string& path);
 // recomputation reruns the forward pass from the nearest checkpoint at or
 // below it (Layer::recompute_from), as
 // Workload::iterate_hybrid_parallel_Transformer_fwd_in_bckwd does.
-// UserError "workload file F[, line N]: ..." for another parallelism (DLRM,
-// customised, micro and inference files), a model-parallel collective other
-// than an all-reduce or all-to-all, a weight-gradient collective other than
-// an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim's, per network dimension),
-// bytes that are no whole number of fp32 elements, or
-// checkpoints ASTRA-sim would misread: a layer that initiates a
-// recomputation with no checkpoint at or below it, or that is itself a
-// checkpoint, or two that recompute from the same checkpoint.
+// HYBRID_DLRM and HYBRID_DLRM_ENHANCED: layer 0 is the embedding, whose
+// forward and input-gradient ALLTOALLs exchange its lookups among all NPUs
+// (AstraModel::dlrm); its backward time is its weight gradient's alone, as
+// Workload::iterate_hybrid_parallel_DLRM never runs layer 0's input
+// gradient.
+// UserError "workload file F[, line N]: ..." for another parallelism
+// (customised, micro and inference files), a model-parallel collective
+// other than an all-reduce or all-to-all, a weight-gradient collective other
+// than an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim 1.0's Layer stops on it),
+// bytes that are no whole number of fp32 elements, checkpoints ASTRA-sim
+// would misread: a layer that initiates a recomputation with no checkpoint
+// at or below it, or that is itself a checkpoint, or two that recompute
+// from the same checkpoint; and DLRM files ASTRA-sim's loop would misrun: a
+// last bottom layer that is the embedding or leaves no top layer, an
+// embedding collective other than ALLTOALL, or a forward or input-gradient
+// collective on a layer above the embedding.
+struct AstraDlrm {
+  uint64_t forward_bytes = 0;   // the embedding's forward all-to-all (0: NONE)
+  uint64_t backward_bytes = 0;  // its input-gradient all-to-all (0: NONE)
+  int last_bottom = 0;          // layers above it wait for the forward all-to-all
+  // HYBRID_DLRM: the embedding's backward kernel waits for the backward
+  // all-to-all; HYBRID_DLRM_ENHANCED: it does not.
+  bool embedding_waits = true;
+};
 struct AstraModel {
   Model model;
   double update_s = 0;             // the layers' update times summed
   uint32_t model_parallel_group = 0;  // the file's model_parallel_NPU_group; 0: none given
   bool strided_groups = false;     // HYBRID_MODEL_DATA: model-parallel groups strided, data-parallel consecutive
+  std::optional<AstraDlrm> dlrm;   // HYBRID_DLRM*
 };
 AstraModel astra_model(const AstraWorkload& w, const std::string& file, double clock_hz);
 

@@ -3,6 +3,7 @@
 // the ring for a transformer on DGX-2, the timeline file, and bad input.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -286,12 +287,17 @@ TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient siz
 }
 
 TEST_CASE("an ASTRA-sim workload incsim does not run is refused with its file", "[train][astra][errors]") {
-  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_dlrm.txt");
+  const cli::Result r = cli::incsim("--model " TEST_DATA "/astra_customized.txt");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains("astra_dlrm.txt is HYBRID_DLRM parallel, and incsim runs ASTRA-sim's DATA, MODEL, "
-                                    "HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and "
-                                    "HYBRID_TRANSFORMER_FWD_IN_BCKWD files only"));
+  CHECK_THAT(r.err, Catch::Contains("astra_customized.txt is HYBRID_CUSTOMIZED parallel, and incsim runs ASTRA-sim's "
+                                    "DATA, MODEL, HYBRID_DATA_MODEL, HYBRID_MODEL_DATA, HYBRID_TRANSFORMER, "
+                                    "HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DLRM and HYBRID_DLRM_ENHANCED files only"));
   CHECK(cli::lines(r.err).size() == 1);
+  // A DLRM file whose last bottom layer is its last layer.
+  const cli::Result dlrm = cli::incsim("--model " TEST_DATA "/astra_dlrm.txt");
+  CHECK(dlrm.code == 2);
+  CHECK_THAT(dlrm.err, Catch::Contains("astra_dlrm.txt, line 1: the last bottom layer 1 leaves no top layer of the 2"));
+  CHECK(cli::lines(dlrm.err).size() == 1);
 }
 
 const std::string kPipeline = TEST_DATA "/toy4_pipeline_layers.yaml";
@@ -643,6 +649,97 @@ TEST_CASE("an ASTRA-sim HYBRID_MODEL_DATA workload runs its model-parallel all-r
       cli::incsim("--model " TEST_DATA "/astra_model_data.txt --platform star --gpus 8 --tp 4 --algorithm ring");
   CHECK_THAT(r.out, Catch::Contains("tensor parallel in 2 groups of 4 GPUs strided by 2 (0,2,4,6 the first, as "
                                     "ASTRA-sim's HYBRID_MODEL_DATA lays them out), data parallel over 2 replicas"));
+}
+
+namespace {
+// astra_dlrm_run.txt (layer 0 the embedding, last bottom layer 1): emb 10 us
+// forward and 50 us weight gradient (its 20 us input gradient never runs),
+// bot 10 + 10 us, top 100 + 200 us, so 380 us of compute and 30 ns of
+// updates; a 1 MiB all-to-all forward and backward, 3 MiB of gradients
+// (one bucket, ready once the embedding's backward kernel has run).
+const std::string kDlrm = TEST_DATA "/astra_dlrm_run.txt";
+// One all-to-all of 1 MiB and the gradients' all-reduce, alone on a 4-GPU star.
+double dlrm_alltoall_us() { return collective_us("--collective alltoall --sizes 1048576 --platform star --gpus 4"); }
+double dlrm_allreduce_us() {
+  return collective_us("--collective allreduce --sizes 3145728 --platform star --gpus 4 --algorithm ring");
+}
+}  // namespace
+
+TEST_CASE("an ASTRA-sim HYBRID_DLRM workload hides its embedding all-to-alls behind the bottom layers and waits for "
+          "them at the top layer and the embedding",
+          "[train][astra][dlrm]") {
+  // Without SM contention, every GPU: emb forward (10 us), the all-to-all
+  // (A) beside bot's forward (10 us), top forward and backward (300 us), the
+  // all-to-all beside bot's backward (10 us), emb's backward (50 us), the
+  // gradients' all-reduce (R), the updates: 360.03 + 2A + R, of which
+  // 2 (A - 10) waits for the all-to-alls.
+  const auto rows = train(kDlrm, "star", 4, "ring", "", {{"train.contention", "none"}});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  const double a = dlrm_alltoall_us(), ar = dlrm_allreduce_us();
+  CHECK(r["compute_us"] == Approx(380.03).margin(1e-6));
+  CHECK(r["alltoalls"] == 2);
+  CHECK(r["buckets"] == 1);
+  CHECK(r["a2a_comm_us"] == Approx(2 * a).epsilon(0.01));
+  CHECK(r["a2a_exposed_us"] == Approx(2 * (a - 10)).epsilon(0.01));
+  CHECK(r["comm_us"] == Approx(ar).epsilon(0.01));
+  CHECK(r["time_us"] == Approx(360.03 + 2 * a + ar).epsilon(0.002));
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["a2a_exposed_us"] + r["exposed_us"]).margin(0.01));
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_DLRM_ENHANCED workload runs the embedding's backward without waiting for its all-to-all",
+          "[train][astra][dlrm]") {
+  // As HYBRID_DLRM, but emb's backward runs beside the backward all-to-all
+  // with bot's (60 us, longer than A), so only the forward one waits:
+  // 370.03 + A + R.
+  cli::TempDir d;
+  const std::string text = cli::slurp(kDlrm);
+  {
+    std::ofstream out(d.file("enhanced.txt"));
+    out << "HYBRID_DLRM_ENHANCED" << text.substr(text.find(' '));
+  }
+  const auto rows = train(d.file("enhanced.txt"), "star", 4, "ring", "", {{"train.contention", "none"}});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  const double a = dlrm_alltoall_us(), ar = dlrm_allreduce_us();
+  CHECK(r["alltoalls"] == 2);
+  CHECK(r["a2a_comm_us"] == Approx(2 * a).epsilon(0.01));
+  CHECK(r["a2a_exposed_us"] == Approx(a - 10).epsilon(0.01));
+  CHECK(r["time_us"] == Approx(370.03 + a + ar).epsilon(0.002));
+}
+
+TEST_CASE("ASTRA-sim's published DLRM_HybridParallel.txt runs unchanged on DGX-2, exact, and its all-to-alls' data count "
+          "in #wrong",
+          "[train][astra][dlrm]") {
+  const std::string model = "--model " TEST_DATA "/astra_dlrm_published.txt ";
+  cli::TempDir d;
+  const cli::Result r = cli::incsim(model + "--platform dgx2 --quiet --json " + d.file("r.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["alltoalls"] == 2);
+  // 19020 cycles forward, 32358 backward (the embedding's input gradient
+  // not run), 3288 of updates, at 1 GHz.
+  CHECK(row["compute_us"].get<double>() == Approx(54.666).margin(1e-6));
+  CHECK(row["a2a_comm_us"].get<double>() > 0);
+  // Push reduces the gradients on the copy engines, so only the all-to-alls
+  // run on GPU 1's cores, whose fault garbles 7 elements.
+  const cli::Result faulty = cli::incsim(model + "--platform star --gpus 4 --algorithm push --quiet --json " +
+                                         d.file("f.json") + " -c fault.alu.block=gpu1.cores -c fault.alu.elements=7");
+  CHECK(faulty.code == 1);
+  CHECK(nlohmann::json::parse(cli::slurp(d.file("f.json"))).at("rows").at(0).at("wrong") == 7);
+  // Its all-to-alls span every GPU: no --tp.
+  const cli::Result tp = cli::incsim(model + "--platform star --gpus 8 --tp 2");
+  CHECK(tp.code == 2);
+  CHECK(cli::lines(tp.err).size() == 1);
+  CHECK_THAT(tp.err, Catch::Contains("astra_dlrm_published.txt is a DLRM one, whose embedding all-to-alls and "
+                                     "weight-gradient all-reduces span every GPU, so it runs without --tp and --pp"));
+  const cli::Result micro = cli::incsim(model + "--platform star --gpus 4 -c train.microbatches=2");
+  CHECK(micro.code == 2);
+  CHECK_THAT(micro.err, Catch::Contains("train.microbatches 2: workload file " TEST_DATA
+                                        "/astra_dlrm_published.txt is a DLRM one, whose embedding all-to-alls run once "
+                                        "per iteration"));
 }
 
 TEST_CASE("pipeline and tensor parallelism of 2 on an 8-GPU star: every stage's groups all-reduce activations 4 times per block and "

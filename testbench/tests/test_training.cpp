@@ -358,8 +358,8 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
         "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced, not ALLTOALL");
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1\n") ==
-        "workload file t, line 3: a forward output's ALLREDUCEALLTOALL is ASTRA-sim's all-reduce in the first network "
-        "dimension and all-to-all across the others, and incsim's machines are not cut into dimensions");
+        "workload file t, line 3: a forward output's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none of "
+        "its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
   // ASTRA-sim issues no input-gradient collective for the first layer.
   CHECK(astra_model(parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLREDUCE 8 1 NONE 0 1\n", "t"), "t", 1e9)
             .model.layers[0]
@@ -370,9 +370,100 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   const std::string layer = "1\nfc -1 1 ALLREDUCE 8 1 NONE 0 1 ALLREDUCE 8 1\n";
   CHECK(astra_model(parse_astra_workload("HYBRID_MODEL_DATA\n" + layer, "t"), "t", 1e9).strided_groups);
   CHECK_FALSE(astra_model(parse_astra_workload("HYBRID_DATA_MODEL\n" + layer, "t"), "t", 1e9).strided_groups);
-  CHECK_THAT(refusal("HYBRID_DLRM 0\n" + layer),
-             Catch::Contains("is HYBRID_DLRM parallel, and incsim runs ASTRA-sim's DATA, MODEL, HYBRID_DATA_MODEL, "
-                             "HYBRID_MODEL_DATA, HYBRID_TRANSFORMER and HYBRID_TRANSFORMER_FWD_IN_BCKWD files only"));
+  CHECK_THAT(refusal("MICRO\n" + layer),
+             Catch::Contains("is MICRO parallel, and incsim runs ASTRA-sim's DATA, MODEL, HYBRID_DATA_MODEL, "
+                             "HYBRID_MODEL_DATA, HYBRID_TRANSFORMER, HYBRID_TRANSFORMER_FWD_IN_BCKWD, HYBRID_DLRM and "
+                             "HYBRID_DLRM_ENHANCED files only"));
+}
+
+TEST_CASE("an ASTRA-sim HYBRID_DLRM file: the embedding's all-to-alls apart, every layer's weight gradient all-reduced") {
+  // astra_dlrm_run.txt: last bottom layer 1; emb 10 us forward, 20 us input
+  // gradient, 50 us weight gradient, 1 MiB all-to-all forward and backward,
+  // 1 MiB of gradient; bot 10 + 5 + 5 us, top 100 + 100 + 100 us, 1 MiB each.
+  const AstraWorkload w = read_astra_workload(kData + "astra_dlrm_run.txt");
+  CHECK(w.parallelism == "HYBRID_DLRM");
+  CHECK(w.dlrm_last_bottom_layer == 1);
+  REQUIRE(w.layers.size() == 3);
+  const AstraModel m = astra_model(w, "d", 1e9);
+  REQUIRE(m.dlrm);
+  CHECK(m.dlrm->forward_bytes == 1 << 20);
+  CHECK(m.dlrm->backward_bytes == 1 << 20);
+  CHECK(m.dlrm->last_bottom == 1);
+  CHECK(m.dlrm->embedding_waits);
+  CHECK(m.model_parallel_group == 0);
+  CHECK(m.update_s == Approx(30e-9));
+  REQUIRE(m.model.layers.size() == 3);
+  const Layer& emb = m.model.layers[0];
+  const Layer& bot = m.model.layers[1];
+  const Layer& top = m.model.layers[2];
+  for (const Layer* l : {&emb, &bot, &top}) {
+    INFO(l->name);
+    CHECK(l->params == (1 << 20) / 4);
+    // No model-parallel collective: the all-to-alls are the embedding's, among all GPUs.
+    CHECK(l->tp_forward_bytes(32, 4) == 0);
+    CHECK(l->tp_backward_bytes(32, 4) == 0);
+  }
+  CHECK(emb.measured->forward_s == Approx(10e-6));
+  // ASTRA-sim's DLRM loop never computes the embedding's input gradient.
+  CHECK(emb.measured->backward_s == Approx(50e-6));
+  CHECK(bot.measured->backward_s == Approx(10e-6));
+  CHECK(top.measured->backward_s == Approx(200e-6));
+
+  AstraWorkload relaxed = w;
+  relaxed.parallelism = "HYBRID_DLRM_ENHANCED";
+  const AstraModel enhanced = astra_model(relaxed, "e", 1e9);
+  REQUIRE(enhanced.dlrm);
+  CHECK_FALSE(enhanced.dlrm->embedding_waits);
+
+  // ASTRA-sim's published DLRM_HybridParallel.txt: 8 layers, the bottom MLP
+  // layers 1-4, 96 KiB all-to-alls, 3191808 B of MLP gradients.
+  const AstraModel published = astra_model(read_astra_workload(kData + "astra_dlrm_published.txt"), "p", 1e9);
+  REQUIRE(published.dlrm);
+  CHECK(published.dlrm->last_bottom == 4);
+  CHECK(published.dlrm->forward_bytes == 98304);
+  CHECK(published.dlrm->backward_bytes == 98304);
+  CHECK(published.model.layers.size() == 8);
+  CHECK(published.model.layers[0].params == 0);
+  CHECK(published.model.parameters() == 3191808 / 4);
+}
+
+TEST_CASE("an ASTRA-sim DLRM file its loop would misrun is refused with its file and line") {
+  const auto refusal = [](const std::string& text) {
+    return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
+  };
+  const std::string emb = "emb -1 1 ALLTOALL 64 1 ALLTOALL 64 1 NONE 0 1\n";
+  const std::string fc = "fc -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n";
+  CHECK(refusal("HYBRID_DLRM 0\n3\n" + emb + fc + fc) ==
+        "workload file t, line 1: the last bottom layer 0 is not above the embedding (layer 0), and ASTRA-sim would "
+        "issue the embedding's all-to-all and never wait for it");
+  CHECK(refusal("HYBRID_DLRM_ENHANCED 2\n3\n" + emb + fc + fc) ==
+        "workload file t, line 1: the last bottom layer 2 leaves no top layer of the 3 (numbered from 0), and "
+        "ASTRA-sim issues the embedding's backward all-to-all from the first top layer's input gradient");
+  CHECK(refusal("HYBRID_DLRM 1\n3\nemb -1 1 ALLREDUCE 64 1 ALLTOALL 64 1 NONE 0 1\n" + fc + fc) ==
+        "workload file t, line 3: the embedding's forward collective is ALLTOALL or NONE in a HYBRID_DLRM file, not "
+        "ALLREDUCE");
+  CHECK(refusal("HYBRID_DLRM 1\n3\nemb -1 1 ALLTOALL 64 1 ALLTOALL 66 1 NONE 0 1\n" + fc + fc) ==
+        "workload file t, line 3: the embedding's input-gradient all-to-all of 66 bytes is no whole number of 4-byte "
+        "fp32 elements");
+  CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 ALLTOALL 64 1 NONE 0 1 ALLREDUCE 8 1\n") ==
+        "workload file t, line 5: a HYBRID_DLRM layer above the embedding (layer 0) has a forward or input-gradient "
+        "collective, which ASTRA-sim's DLRM loop never issues or never waits for");
+  CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
+        "workload file t, line 5: a HYBRID_DLRM weight gradient is all-reduced, not ALLTOALL");
+  CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLREDUCEALLTOALL 8 1\n") ==
+        "workload file t, line 5: a weight gradient's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none "
+        "of its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
+  // astra_dlrm.txt: 2 layers, the last bottom one the top one.
+  const std::string file = kData + "astra_dlrm.txt";
+  CHECK(error_of([&] { astra_model(read_astra_workload(file), file, 1e9); }) ==
+        "workload file " + file + ", line 1: the last bottom layer 1 leaves no top layer of the 2 (numbered from 0), "
+        "and ASTRA-sim issues the embedding's backward all-to-all from the first top layer's input gradient");
+  // The header's last bottom layer.
+  auto parse_error = [](const std::string& text) { return error_of([&] { parse_astra_workload(text, "w.txt"); }); };
+  CHECK(parse_error("HYBRID_DLRM\n1\n" + fc) ==
+        "workload file w.txt, line 1: the parallelism HYBRID_DLRM needs the number of its last bottom layer");
+  CHECK(parse_error("HYBRID_DLRM four\n1\n" + fc) ==
+        "workload file w.txt, line 1: the last bottom layer must be a whole number, not 'four'");
 }
 
 TEST_CASE("an ASTRA-sim model-parallel ALLTOALL is an all-to-all of its bytes in the layer's group") {

@@ -108,6 +108,12 @@ struct TrainWorkload::Iteration {
   double p2p_us = 0;
   std::vector<sc_core::sc_time> waiting_since;  // [GPU]: when it reached its group's all-reduce
   double tp_wait_us = 0;                      // summed over the GPUs
+  std::vector<size_t> ended;                  // [GPU]: its kernels that ended (of those queued: cursor)
+  std::vector<bool> exchanged;                // [embedding all-to-all]: it has ended
+  int exchange_arrived = 0;                   // GPUs that reached the next embedding all-to-all
+  sc_core::sc_time exchange_start;
+  double exchange_us = 0;                     // the embedding all-to-alls' time, summed
+  double exchange_wait_us = 0;                // the GPUs' idle time waiting for them, summed over the GPUs
   uint64_t kernels_done = 0;
   uint64_t wrong = 0;
   int update_left = 0;
@@ -140,6 +146,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
     model_ = astra_file.model;
     strided_ = astra_file.strided_groups;
+    dlrm_ = astra_file.dlrm;
   } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
   }
@@ -158,6 +165,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     tp_ = static_cast<int>(group);
   }
   astra_groups_ = astra && splits;
+  if (dlrm_ && (tp_ > 1 || opt_.pp > 1))
+    throw UserError("workload file " + opt_.model + " is a DLRM one, whose embedding all-to-alls and weight-gradient "
+                    "all-reduces span every GPU, so it runs without --tp and --pp");
   if (astra_groups_ && tp_ == 1)
     throw UserError("workload file " + opt_.model + " all-reduces activations in model-parallel groups and does not "
                     "say their size (model_parallel_NPU_group): give it with --tp");
@@ -171,6 +181,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
   micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
+  if (dlrm_ && micro_ > 1)
+    throw UserError("train.microbatches " + std::to_string(micro_) + ": workload file " + opt_.model +
+                    " is a DLRM one, whose embedding all-to-alls run once per iteration");
   if (opt_.batch % micro_ != 0)
     throw UserError("train.microbatches " + std::to_string(micro_) + " does not divide the batch of " +
                     std::to_string(opt_.batch) + " samples");
@@ -240,6 +253,28 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       throw UserError("model '" + model_.name + "' gives layer '" + model_.layers[first_[s + 1] - 1].name +
                       "' no output size, so --pp cannot size the activations its stage sends");
     p2p_bytes_.push_back(static_cast<uint64_t>(std::llround(elements * micro_batch * element)));
+  }
+  // A DLRM file's embedding exchanges (Workload::iterate_hybrid_parallel_DLRM):
+  // the forward one from the embedding's forward kernel to the first top
+  // layer's, the backward one from the first top layer's backward kernel
+  // to the embedding's (HYBRID_DLRM) or the iteration's end.
+  if (dlrm_) {
+    const auto kernel = [&](Phase phase, int layer) -> Kernel& {
+      return *std::find_if(kernels_[0].begin(), kernels_[0].end(),
+                           [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
+    };
+    const int top = dlrm_->last_bottom + 1;
+    if (dlrm_->forward_bytes > 0) {
+      kernel(Phase::Forward, 0).exchange = kernel(Phase::Forward, top).exchange_wait =
+          static_cast<int>(exchange_sizes_.size());
+      exchange_sizes_.push_back(dlrm_->forward_bytes);
+    }
+    if (dlrm_->backward_bytes > 0) {
+      const int e = static_cast<int>(exchange_sizes_.size());
+      kernel(Phase::Backward, top).exchange = e;
+      if (dlrm_->embedding_waits) kernel(Phase::Backward, 0).exchange_wait = e;
+      exchange_sizes_.push_back(dlrm_->backward_bytes);
+    }
   }
   tp_per_iteration_.assign(pp_, 0);
   for (int s = 0; s < pp_; ++s)
@@ -325,6 +360,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       if (alltoall)
         collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
     }
+    if (!exchange_sizes_.empty()) {
+      std::vector<int> all(static_cast<size_t>(n));
+      for (int g = 0; g < n; ++g) all[g] = g;
+      collectives_[a].embedding = group_collective(cfg, a, all, exchange_sizes_, " (the embedding's all-to-alls)",
+                                                   "alltoall", "p2p");
+    }
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
     const int stage = n / pp_;
     for (int g = 0; g + stage < n; ++g) {
@@ -359,7 +400,11 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     schema_->add({"tp_allreduces", "", ColumnKind::Measurement, "tp ars", "", 7})
         .add({"tp_comm_us", "us", ColumnKind::Measurement, "tp comm", "(us)", 12, 1})
         .add({"tp_exposed_us", "us", ColumnKind::Measurement, "tp exposed", "(us)", 12, 1});
-  const std::string dp = tp_ > 1 ? "dp " : "";
+  if (!exchange_sizes_.empty())
+    schema_->add({"alltoalls", "", ColumnKind::Measurement, "a2a", "", 4})
+        .add({"a2a_comm_us", "us", ColumnKind::Measurement, "a2a comm", "(us)", 12, 1})
+        .add({"a2a_exposed_us", "us", ColumnKind::Measurement, "a2a exposed", "(us)", 12, 1});
+  const std::string dp = tp_ > 1 || !exchange_sizes_.empty() ? "dp " : "";
   schema_->add({"comm_us", "us", ColumnKind::Measurement, dp + "comm", "(us)", 12, 1})
       .add({"exposed_us", "us", ColumnKind::Measurement, dp + "exposed", "(us)", 12, 1})
       .add({"buckets", "", ColumnKind::Setting, "buckets", "", 8});
@@ -383,6 +428,7 @@ std::vector<int> TrainWorkload::tp_gpus(int k) const {
 
 bool TrainWorkload::ready(int g, const Kernel& k) const {
   const Iteration& it = *running_;
+  if (k.exchange_wait >= 0 && !it.exchanged[k.exchange_wait]) return false;
   return k.wait == Edge::activation ? it.activations[g] > k.micro
          : k.wait == Edge::gradient ? it.gradients[g] > k.micro
                                     : true;
@@ -408,8 +454,10 @@ void TrainWorkload::issue(int g) {
                   (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
            engine->took());
       ++it.kernels_done;
+      it.ended[g] = i + 1;
       it.busy_us[g] += us(engine->took());
       it.last_end[g] = sc_core::sc_time_stamp();
+      if (k.exchange >= 0) exchange(k.exchange);
       // A bucket is ready when every GPU of the group has every gradient in it.
       if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
       // A kernel an all-reduce of activations follows sends on once that has ended.
@@ -455,6 +503,36 @@ void TrainWorkload::arrive(int g, int size) {
       else through(g);
     }
     // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
+    launch_.after(sc_core::SC_ZERO_TIME);
+  });
+}
+
+// The embedding's all-to-all starts once every GPU has reached it; none
+// waits for it until a kernel that needs it (ready()).
+void TrainWorkload::exchange(int e) {
+  Iteration& it = *running_;
+  if (++it.exchange_arrived < gpus_) return;
+  it.exchange_arrived = 0;
+  it.exchange_start = sc_core::sc_time_stamp();
+  CollectiveWorkload& coll = *collectives_[it.algorithm].embedding;
+  start_collective(coll, static_cast<size_t>(e), [this, &it, &coll, e] {
+    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - it.exchange_start;
+    std::ostringstream ignored;
+    it.wrong += coll.finish(static_cast<size_t>(e), ignored).wrong();
+    it.exchange_us += us(took);
+    it.exchanged[e] = true;
+    // Its track: after the GPUs', the groups' and the pipeline links'.
+    const int track = gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size() + it.links.size());
+    span(track, "all-to-all embeddings (" + size_label(exchange_sizes_[e]) + ")", took);
+    for (int g = 0; g < gpus_; ++g) {
+      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+      if (!it.blocked[g] || kernels[it.cursor[g]].exchange_wait != e) continue;
+      // Idle since its last kernel ended, unless one still runs.
+      if (it.ended[g] == it.cursor[g]) it.exchange_wait_us += us(now - it.last_end[g]);
+      it.blocked[g] = false;
+      issue(g);
+    }
+    // The optimizer step from the launcher: this call comes from inside the collective.
     launch_.after(sc_core::SC_ZERO_TIME);
   });
 }
@@ -548,7 +626,9 @@ void TrainWorkload::reduce(int t) {
 void TrainWorkload::finish(int t) {
   Iteration& it = *running_;
   Iteration::Dp& dp = it.dp[t];
-  if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size()) return;
+  if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size() ||
+      std::find(it.exchanged.begin(), it.exchanged.end(), false) != it.exchanged.end())
+    return;
   dp.updating = true;
   for (const int g : dp_gpus(t)) {
     gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
@@ -584,6 +664,8 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   it.busy_us.assign(n, 0);
   it.last_end.assign(n, it.t0);
   it.waiting_since.resize(n);
+  it.ended.assign(n, 0);
+  it.exchanged.assign(exchange_sizes_.size(), false);
   it.update_left = n;
   for (int g = 0; g < n; ++g) issue(g);
   run.run_until([&] { return it.done || !collective_error(a).empty(); },
@@ -613,13 +695,15 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   // Every GPU waits for its group's all-reduces of activations: exposed, all
   // of it; the gradients' exposed time is what remains.
   const double tp_exposed = it.tp_wait_us / n;
+  // So do they for the embedding's all-to-alls, where they wait at all.
+  const double a2a_exposed = it.exchange_wait_us / n;
   Row r(schema_);
   r.set("algorithm", algorithms_[a])
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
       .set("comm_us", dp_comm / (tp_ * pp_))
-      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - (pp_ > 1 ? bubble : 0.0)))
+      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (pp_ > 1 ? bubble : 0.0)))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", it.wrong);
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
@@ -629,6 +713,10 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
     r.set("tp_allreduces", tp_done / static_cast<uint64_t>(replicas()))
         .set("tp_comm_us", tp_comm / tp_groups)
         .set("tp_exposed_us", tp_exposed);
+  if (!exchange_sizes_.empty())
+    r.set("alltoalls", static_cast<uint64_t>(std::count(it.exchanged.begin(), it.exchanged.end(), true)))
+        .set("a2a_comm_us", it.exchange_us)
+        .set("a2a_exposed_us", a2a_exposed);
   if (pp_ > 1)
     r.set("microbatches", static_cast<uint64_t>(micro_))
         .set("p2p", it.p2p / static_cast<uint64_t>(replicas()))
@@ -655,6 +743,7 @@ std::vector<std::string> TrainWorkload::timeline_tracks() const {
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
                            : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
   }
+  if (!exchange_sizes_.empty()) tracks.push_back("embedding all-to-alls");
   return tracks;
 }
 
@@ -707,6 +796,19 @@ void TrainWorkload::print_header(std::ostream& os) const {
     for (size_t k = 0; k < tp_sizes_.size(); ++k) os << " " << size_label(tp_sizes_[k]) << (tp_alltoall_[k] ? " (all-to-all)" : "");
     os << ", each before the next kernel\n";
   }
+  if (dlrm_ && !exchange_sizes_.empty()) {
+    const int top = dlrm_->last_bottom + 1;
+    os << "# embedding: " << count_of(exchange_sizes_.size(), "all-to-all", "all-to-alls") << " per iteration among the "
+       << gpus_ << " GPUs, of";
+    for (uint64_t b : exchange_sizes_) os << " " << size_label(b);
+    os << " (the workload file's layer 0";
+    if (dlrm_->forward_bytes > 0)
+      os << "; forward after its kernel, layers 1-" << top - 1 << " running meanwhile, layer " << top << " waiting for it";
+    if (dlrm_->backward_bytes > 0)
+      os << "; backward after layer " << top << "'s kernel, layers " << top - 1 << "-1 running meanwhile, "
+         << (dlrm_->embedding_waits ? "layer 0 waiting for it" : "layer 0 not waiting for it (HYBRID_DLRM_ENHANCED)");
+    os << ")\n";
+  }
   if (pp_ > 1) {
     os << "# pipeline: 1F1B (PipeDream-Flush), stage s the layers";
     for (int s = 0; s < pp_; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
@@ -744,8 +846,11 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                                                                                                         : " (tp)"),
                              *groups->front());
     }
+  for (const auto& c : collectives_)
+    if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding);
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
      << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
+     << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls, dp: what remains")
      << (pp_ > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
                                "transfers included") +
                        (tp_ > 1 ? ", for the activations not" : "") +
@@ -774,6 +879,7 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   }
   if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
+  if (!exchange_sizes_.empty()) config["embedding_alltoall_bytes"] = exchange_sizes_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
 }

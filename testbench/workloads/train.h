@@ -26,6 +26,15 @@
 // all-reduces) from a checkpoint before the backward kernel of the layer
 // that initiates it (training::Layer::recompute_from).
 //
+// An ASTRA-sim HYBRID_DLRM or HYBRID_DLRM_ENHANCED file (training::AstraDlrm)
+// runs data parallel over all GPUs, and its embedding (layer 0) exchanges
+// its lookups among all of them, NCCL's all-to-all (p2p) on a collective of
+// its own: after the embedding's forward kernel, without waiting, the
+// bottom layers' kernels running meanwhile and the first top layer's
+// waiting for it; after the first top layer's backward kernel, the bottom
+// layers' running meanwhile and, for HYBRID_DLRM, the embedding's waiting
+// for it (Workload::iterate_hybrid_parallel_DLRM).
+//
 // --pp N adds pipeline parallelism (PipeDream-Flush's 1F1B, Narayanan et al.
 // 2021, §2.2): N stages over consecutive blocks of GPUs, stage s the layers
 // [s L / N, (s + 1) L / N) of any model, the batch cut into
@@ -47,10 +56,12 @@
 // all-reduces that stage's shards' gradients.
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpu/compute_engine.h"
+#include "training/astra_workload.h"
 #include "training/compute.h"
 #include "training/model.h"
 #include "training_workload.h"
@@ -98,6 +109,7 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<int> tp_gpus(int k) const;
   size_t bucket_count() const;  // all stages'
   void arrive(int g, int size);
+  void exchange(int e);  // GPU reached the start of the embedding's all-to-all e (an index into exchange_sizes_)
   void through(int g);
   void reduce(int t);
   void finish(int t);
@@ -116,6 +128,8 @@ class TrainWorkload : public TrainingWorkload {
     int micro = 0;
     Edge wait = Edge::none, send = Edge::none;
     bool recompute = false;  // a forward kernel run again in the backward pass
+    int exchange = -1;       // once it ends, the embedding's all-to-all with this index starts (the GPU goes on)
+    int exchange_wait = -1;  // it starts once the embedding's all-to-all with this index has ended
   };
   bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
   void send(int g, const Kernel& k);         // what the kernel sends on, if anything
@@ -126,6 +140,7 @@ class TrainWorkload : public TrainingWorkload {
   struct Groups {
     std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
     std::vector<std::unique_ptr<CollectiveWorkload>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
+    std::unique_ptr<CollectiveWorkload> embedding;                 // a DLRM file's all-to-alls, among all GPUs
   };
 
   training::Model model_;
@@ -145,6 +160,8 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
   bool tp_alltoalls() const { return std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end(); }
+  std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
+  std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
   sc_core::sc_time update_;                  // the optimizer step
