@@ -62,8 +62,10 @@ struct Bench : SwitchBench<nvswitch::NvSwitch> {
         }) {}
 };
 
-// GPU `src`'s contribution to a block, elements base + i, as its copy engine sends it (Klenk §IV-C).
-net::Packet* reduce_write(net::PacketPool& pool, const Fabric& fab, uint32_t src, uint64_t addr, int32_t base) {
+// GPU `src`'s contribution to a block, elements base + i, as its copy engine sends it (Klenk §IV-C);
+// fab: a fabric manager f with the group's region.
+template <class Fab>
+net::Packet* reduce_write(net::PacketPool& pool, const Fab& fab, uint32_t src, uint64_t addr, int32_t base) {
   net::Packet* p = packet(pool, net::Op::ReduceWrite, src, 0, addr);
   const auto home = fab.f.home_port(fab.region, addr);
   p->home_switch = home.sw;
@@ -303,20 +305,6 @@ struct TwoLevel {
     for (uint64_t a = net::kMulticastBase;; a += kPayload)
       if (f.home_port(region, a).sw == kSpine) return a;
   }
-  net::Packet* write(net::PacketPool& pool, uint32_t src, uint64_t addr, int32_t base) const {
-    net::Packet* p = packet(pool, net::Op::ReduceWrite, src, 0, addr);
-    const auto home = f.home_port(region, addr);
-    p->home_switch = home.sw;
-    p->home_port = static_cast<int16_t>(home.port);
-    p->count = 1;
-    p->dtype = static_cast<uint8_t>(collectives::DType::Int32);
-    p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
-    for (int i = 0; i < static_cast<int>(kPayload / 4); ++i) {
-      const int32_t v = base + i;
-      std::memcpy(p->data + 4 * i, &v, 4);
-    }
-    return p;
-  }
 };
 
 // The two GPUs' writes to a block homed at the spine, through the leaf with `cfg`; what reaches the up-link.
@@ -328,8 +316,8 @@ std::vector<Arrival> up_the_leaf(const nvswitch::TableConfig& cfg) {
   SwitchBench<nvswitch::NvSwitch> b([&](net::PacketPool& pool) {
     return std::make_unique<nvswitch::NvSwitch>("leaf", kPorts, two.wiring(), switch_config(), cfg, pool, &two.f);
   });
-  b.gpu[0]->send_at(sc_core::SC_ZERO_TIME, two.write(b.pool, 0, a, 100));
-  b.gpu[1]->send_at(sc_time(100, SC_NS), two.write(b.pool, 1, a, 1000));
+  b.gpu[0]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, two, 0, a, 100));
+  b.gpu[1]->send_at(sc_time(100, SC_NS), reduce_write(b.pool, two, 1, a, 1000));
   sc_core::sc_start();
   CHECK(b.gpu[0]->arrivals().empty());
   CHECK(b.gpu[1]->arrivals().empty());
