@@ -333,12 +333,15 @@ namespace {
 // partial, and the result on its way to the other leaf); without the
 // leaves' aggregation it would be 4 or 3 times. A spine port holds entries
 // for all 8 rails' 16 groups: ib.sharp.table_bytes of 128 x 64 blocks.
-void two_leaves_per_rail(const std::string& algorithm) {
-  constexpr uint64_t m = 1 << 20, g = 8, block = 128;
-  tb::Options o = cluster(4, "allreduce", "1M");
+tb::Options two_leaves(const std::string& algorithm, const std::string& sizes) {
+  tb::Options o = cluster(4, "allreduce", sizes);
   o.algorithm = algorithm;
   tb::set_params(o, {{"cluster.leaf_ports", "4"}, {"ib.sharp.table_bytes", "1048576"}});
-  tb::Experiment e(o);
+  return o;
+}
+void two_leaves_per_rail(const std::string& algorithm) {
+  constexpr uint64_t m = 1 << 20, g = 8, block = 128;
+  tb::Experiment e(two_leaves(algorithm, "1M"));
   tb::run_checked(e, algorithm + " on two leaves per rail");
   std::ostringstream held;
   e.machine().report_held(held);
@@ -363,4 +366,10 @@ TEST_CASE("cluster: NVLS with SHARP over two leaves per rail is exact and each l
 TEST_CASE("cluster: CollNet over two leaves per rail is exact and each leaf sends one partial per block up",
           "[cluster][sharp]") {
   two_leaves_per_rail("collnet");
+}
+
+// A faulty sum in an up-link's table of rail 0's first leaf, a merge point
+// or a root, reaches GPU 0 of all 4 nodes, and each multicasts it to its node.
+TEST_CASE("cluster: a wrong sum in a leaf's table on a two-level tree is counted on every GPU", "[cluster][nvls][sharp]") {
+  CHECK(tb::wrong_with_alu_fault(two_leaves("nvlssharp", "256K"), "leaf0_0.port2.reduction_table", 5) == 5 * 32);
 }
