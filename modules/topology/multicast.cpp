@@ -343,8 +343,9 @@ void MulticastFabric::build_merges(Region& g) const {
         at = x;
       }
       one_way = one_way && at.node >= 0 && sw_of_node[at.node] >= 0;
+      if (!one_way) break;
       // Up the tree to the home: a switch entered by a second port is a merge point.
-      for (int s = sw_of_node[at.node]; one_way && s != h.sw; ) {
+      for (int s = sw_of_node[at.node]; s != h.sw;) {
         if (count[s]++ == 0) {
           touched.push_back(s);
           in_port[s] = at.port;
