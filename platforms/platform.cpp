@@ -176,7 +176,12 @@ const Param<uint32_t> kClusterOversubscription{
     "cluster.oversubscription", 1, Range::at_least(1).at_most(64),
     "a rail leaf's down-links over its up-links (1: non-blocking, as NVIDIA's DGX SuperPOD reference "
     "architecture builds the compute fabric)"};
-constexpr int kQuantum2Ports = 64;  // NVIDIA Quantum-2 QM9700: 64 ports of 400 Gb/s
+// NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s (32 OSFP cages).
+constexpr int kQuantum2Ports = 64;
+const Param<uint32_t> kClusterLeafPorts{
+    "cluster.leaf_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
+    "ports of a rail leaf switch; a rail whose nodes and up-links need more is several leaves joined through "
+    "the spines (NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s)"};
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
@@ -194,6 +199,7 @@ topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   s.net_latency_ns = cfg.get(kClusterNetLatency);
   s.oversubscription = static_cast<int>(cfg.get(kClusterOversubscription));
   s.spine_ports = kQuantum2Ports;
+  s.leaf_ports = static_cast<int>(cfg.get(kClusterLeafPorts));
   return topo::make_cluster(make_topology(node, PlatformShape{}, cfg), s);
 }
 }  // namespace

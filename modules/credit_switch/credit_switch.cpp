@@ -63,16 +63,7 @@ void CreditSwitch::receive(int port, net::Packet* p) {
 void CreditSwitch::enqueue(int input, net::Packet* p) {
   switch (p->op) {
     case net::Op::ReduceWrite:  // to its home port (Klenk §IV-C)
-      if (p->home_switch == wiring_.index) {
-        p->out_port = p->home_port;
-      } else {
-        // Over the equal-cost links toward that switch, spread by home port
-        // and source: the group's writes to one block converge on its home
-        // by different links instead of queueing on one.
-        const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
-        const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
-        p->out_port = wiring_.route_to_switch[first + (static_cast<uint32_t>(p->home_port) + p->src) % n];
-      }
+      p->out_port = p->home_switch == wiring_.index ? p->home_port : reduce_route(p, input);
       break;
     case net::Op::Write:
     case net::Op::PullRead:
@@ -132,6 +123,16 @@ int CreditSwitch::spread(const net::Packet* p, uint32_t dst) {
     default:
       return wiring_.route[dst];
   }
+}
+
+// Over the equal-cost links toward the home switch, spread by home port and
+// source: the group's writes to one block converge on its home by different
+// links instead of queueing on one.
+int16_t CreditSwitch::reduce_route(net::Packet* p, int) {
+  p->merge = false;
+  const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
+  const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
+  return wiring_.route_to_switch[first + (static_cast<uint32_t>(p->home_port) + p->src) % n];
 }
 
 namespace {
@@ -206,8 +207,9 @@ bool CreditSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
         next = std::min(next, ready);
         continue;
       }
-      // A reducing write at its home port goes to the port's table, not its queue.
-      const bool absorbed = h->op == net::Op::ReduceWrite && h->home_switch == wiring_.index;
+      // A reducing write at its home port, or at a merge point on its way,
+      // goes to the port's table, not its queue.
+      const bool absorbed = h->op == net::Op::ReduceWrite && (h->home_switch == wiring_.index || h->merge);
       if (absorbed && !can_absorb(o, h)) continue;
       // The VC it takes on the next link (a dateline moves it to its class's second VC).
       const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);

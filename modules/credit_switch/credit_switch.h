@@ -153,6 +153,10 @@ class CreditSwitch : public sc_core::sc_module, public net::PacketSink, public n
   // refuses in-network algorithms where switches lack it).
   // A multicast head at `input` (out_port kMulticast): request its outputs (request_output).
   virtual void replicate(net::Packet* head, int input);
+  // The port a reducing write homed at another switch leaves by, and
+  // whether this switch reduces it on the way (Packet::merge); by default
+  // the equal-cost links toward the home, spread by home port and source.
+  virtual int16_t reduce_route(net::Packet* p, int input);
   // Whether output o may take the reducing write h homed at its port now.
   virtual bool can_absorb(int o, const net::Packet* h);
   // The reducing write p homed at output o's port has crossed.

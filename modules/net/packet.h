@@ -69,6 +69,9 @@ struct Packet {
   uint16_t count = 0;       // contributions reduced into the payload (reduction ops)
   uint8_t dtype = 0, redop = 0;  // collectives::DType and RedOp of a reduction
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
+  // ReduceWrite: reduced at the switch holding it on its way to a home
+  // elsewhere (a merge point of a SHARP aggregation tree, set as it enters).
+  bool merge = false;
   // ReduceMsg, GatherMsg: the schedule table that takes the message at the
   // destination NIC, as an RDMA header names the destination queue pair.
   // Between InfiniBand adapters: the packet's sequence number in its

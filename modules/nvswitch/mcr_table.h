@@ -34,7 +34,10 @@ class McrTable : public sc_core::sc_module, public Traceable {
   const topo::MulticastFabric::Fanout* fanout_end(int r, int pivot) const { return fabric_.fanout_end(r, sw_, pivot); }
   int subtree_targets(int r, int pivot) const { return fabric_.subtree_targets(r, sw_, pivot); }
   int home_gpu(int r, uint64_t addr) const { return fabric_.home_gpu(r, addr); }
+  topo::MulticastFabric::HomePort home_port(int r, uint64_t addr) const { return fabric_.home_port(r, addr); }
   int result_pivot(int r, uint64_t addr) const { return fabric_.result_pivot(r, addr); }
+  // Contributions to addr's block that meet here on their way home (SHARP's tree), or 0.
+  int merge_count(int r, uint64_t addr) const { return fabric_.merge_count(r, addr, sw_); }
 
   void trace(sc_core::sc_trace_file* tf) const override {
     sc_core::sc_trace(tf, lookups, std::string(name()) + ".lookups");

@@ -93,6 +93,17 @@ void NvSwitch::replicate(net::Packet* h, int input) {
   if (pending == 0) pool_.put(pop_head(input, h->vc, sc_core::sc_time_stamp()));  // nothing beyond here needs it
 }
 
+// Every ReduceWrite toward one block takes the same link at every holding
+// switch (the fabric manager's tree); where the tree's branches meet, the
+// port's table reduces them, except the partial that table itself emits.
+int16_t NvSwitch::reduce_route(net::Packet* p, int input) {
+  if (!tables_.holds || !mcr_) return CreditSwitch::reduce_route(p, input);
+  p->merge = input < ports_ && mcr_->merge_count(mcr_->region_of(p->addr), p->addr) > 0;
+  const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
+  const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
+  return wiring_.route_to_switch[first + static_cast<uint32_t>(p->home_port) % n];
+}
+
 // A push write at its home port goes into the table, which never stalls
 // (Klenk's evicts); one that holds keeps a write that would need a new
 // entry while it is full, until one frees.
@@ -147,7 +158,9 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
     }
     if (victim >= 0) emit(o, victim, false, at, false);
     const int r = mcr_->region_of(p->addr);
-    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(mcr_->region(r).targets.size()), now_ps);
+    const int expected = p->home_switch == wiring_.index ? static_cast<int>(mcr_->region(r).targets.size())
+                                                         : mcr_->merge_count(r, p->addr);
+    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(expected), now_ps);
     ++port_of(o).table.push_entries;
     ReductionTable::Entry& en = t.entry(e);
     en.bytes = p->payload_bytes;
@@ -206,7 +219,17 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
   p->dtype = en.dtype;
   p->redop = en.redop;
   std::memcpy(p->data, t.data(e), en.bytes);
-  if (complete) {
+  const int r = mcr_->region_of(en.addr);
+  const topo::MulticastFabric::HomePort home = mcr_->home_port(r, en.addr);
+  if (complete && home.sw != wiring_.index) {
+    ++t.completions;
+    p->op = net::Op::ReduceWrite;  // the merged contributions go on toward the home port
+    p->dst = 0;
+    p->home_switch = home.sw;
+    p->home_port = static_cast<int16_t>(home.port);
+    INCSIM_LOG(port_of(o).table.log, Debug, "merge {:#x}: {} contributions go on to switch {} port {}", en.addr,
+               en.count, home.sw, home.port);
+  } else if (complete) {
     ++t.completions;
     p->op = net::Op::Write;  // a multicast write of the final result
     p->dst = 0;
@@ -214,7 +237,7 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
   } else {
     ++t.evictions;
     p->op = net::Op::Partial;
-    p->dst = static_cast<uint32_t>(mcr_->home_gpu(mcr_->region_of(en.addr), en.addr));
+    p->dst = static_cast<uint32_t>(mcr_->home_gpu(r, en.addr));
     INCSIM_LOG(port_of(o).table.log, Debug, "evict {:#x} ({}): {} of {} contributions go to gpu {}", en.addr,
                retry ? "timeout" : "lru", en.count, en.expected, p->dst);
   }

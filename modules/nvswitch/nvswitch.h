@@ -11,7 +11,10 @@
 // processes: the port's method calls them directly.
 //
 // An InfiniBand switch with SHARP's aggregation is this switch with tables
-// that hold instead of evicting (TableConfig::holds).
+// that hold instead of evicting (TableConfig::holds), and that reduce, where
+// the fabric manager's aggregation tree makes the switch a merge point
+// (MulticastFabric::merge_count), the contributions passing toward a home
+// elsewhere into one partial, a reducing write carrying their count.
 #include <memory>
 #include <ostream>
 #include <string>
@@ -75,6 +78,9 @@ class NvSwitch : public credit_switch::CreditSwitch {
 
   // The MCR table lookup: the multicast head's outputs.
   void replicate(net::Packet* head, int input) override;
+  // Holding tables: toward the home by the aggregation tree's link, reduced
+  // here at a merge point unless a table here made it.
+  int16_t reduce_route(net::Packet* p, int input) override;
   bool can_absorb(int o, const net::Packet* h) override;
   // Push: reduces p into its entry (Klenk §IV-C).
   void absorb(int o, net::Packet* p, const sc_core::sc_time& now) override;
@@ -88,8 +94,9 @@ class NvSwitch : public credit_switch::CreditSwitch {
   // trunk the block address picks the link, so that request and responses agree.
   int pull_port(uint32_t src, uint64_t addr) const;
   net::Packet* pull_reduce(int o, net::Packet* p);
-  // Port o's table emits entry e: a completed push result (multicast) or a
-  // partial for the home GPU.
+  // Port o's table emits entry e: a completed push result (multicast), a
+  // completed merge (a partial toward the home port) or an evicted partial
+  // for the home GPU.
   void emit(int o, int e, bool complete, const sc_core::sc_time& now, bool retry = true);
   void release_entry(int o, int e, bool retry);
   void retry_stalled(int o);

@@ -14,11 +14,19 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   for (const Node& n : node.nodes())
     if (n.block == kinds::kHca || n.block == kinds::kIbSwitch)
       throw UserError("node platform " + node.name + " is itself a cluster");
-  const int up = (s.nodes + s.oversubscription - 1) / s.oversubscription;
+  const auto up_of = [&s](int down) { return (down + s.oversubscription - 1) / s.oversubscription; };
+  int most = s.leaf_ports;  // nodes a leaf holds with their up-links
+  while (most > 0 && most + up_of(most) > s.leaf_ports) --most;
+  if (most == 0)
+    throw UserError("a rail leaf of cluster.leaf_ports=" + std::to_string(s.leaf_ports) +
+                    " ports cannot hold one node and its up-link");
+  const int per_rail = (s.nodes + most - 1) / most;  // leaves of a rail
+  const int up = up_of((s.nodes + per_rail - 1) / per_rail);  // up-links of each leaf
+  const int leaves_total = g * per_rail;
   // The fewest spines of spine_ports ports that divide the up-links; with
   // more rails than that allows (72 on NVL72 nodes), one spine per up-link,
   // each wider than a switch: it stands for a group of them.
-  const int need = (g * up + s.spine_ports - 1) / s.spine_ports;
+  const int need = (leaves_total * up + s.spine_ports - 1) / s.spine_ports;
   int spines = up;
   for (int k = std::max(1, need); k <= up; ++k)
     if (up % k == 0) {
@@ -38,27 +46,37 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
       else t.add_switch(prefix + n.name, n.ports, n.block);
     }
   }
-  std::vector<int> leaves, spine_ids;
-  for (int r = 0; r < g; ++r) leaves.push_back(t.add_switch("leaf" + std::to_string(r), s.nodes + up, kinds::kIbSwitch));
+  // Leaf i of a rail takes nodes first(i) to first(i + 1) - 1.
+  const auto first = [&s, per_rail](int i) { return i * s.nodes / per_rail; };
+  std::vector<int> leaves, spine_ids;  // leaves: [rail * per_rail + i]
+  for (int r = 0; r < g; ++r)
+    for (int i = 0; i < per_rail; ++i)
+      leaves.push_back(t.add_switch("leaf" + std::to_string(r) + (per_rail > 1 ? "_" + std::to_string(i) : ""),
+                                    first(i + 1) - first(i) + up, kinds::kIbSwitch));
+  const int trunk = up / spines;
   for (int j = 0; j < spines; ++j)
-    spine_ids.push_back(t.add_switch("spine" + std::to_string(j), g * (up / spines), kinds::kIbSwitch));
+    spine_ids.push_back(t.add_switch("spine" + std::to_string(j), leaves_total * trunk, kinds::kIbSwitch));
   for (int k = 0; k < s.nodes; ++k) {
     const int base = k * per;
     for (const Link& l : node.links())
       t.connect({base + l.a.node, l.a.port}, {base + l.b.node, l.b.port}, l.bw_GBps, l.latency_ns, l.dim, l.dateline);
+    int i = 0;  // k's leaf in its rail
+    while (first(i + 1) <= k) ++i;
     for (int r = 0; r < g; ++r) {
       const int gpu = base + node.endpoints()[r];
       const int hca = t.add_switch("n" + std::to_string(k) + "_hca" + std::to_string(r), 2, kinds::kHca);
       t.connect({gpu, node.node(node.endpoints()[r]).ports}, {hca, 0}, s.pcie_GBps, s.pcie_latency_ns);
-      t.connect({hca, 1}, {leaves[r], k}, s.net_GBps, s.net_latency_ns);
+      t.connect({hca, 1}, {leaves[r * per_rail + i], k - first(i)}, s.net_GBps, s.net_latency_ns);
     }
   }
-  // Leaf r's up-links: up / spines to each spine, on the spine's ports r * (up / spines) on.
-  const int trunk = up / spines;
-  for (int r = 0; r < g; ++r)
+  // A leaf's up-links: trunk to each spine, after its node ports, on the
+  // spine's ports leaf * trunk on.
+  for (int l = 0; l < leaves_total; ++l) {
+    const int down = first(l % per_rail + 1) - first(l % per_rail);
     for (int j = 0; j < spines; ++j)
       for (int x = 0; x < trunk; ++x)
-        t.connect({leaves[r], s.nodes + j * trunk + x}, {spine_ids[j], r * trunk + x}, s.net_GBps, s.net_latency_ns);
+        t.connect({leaves[l], down + j * trunk + x}, {spine_ids[j], l * trunk + x}, s.net_GBps, s.net_latency_ns);
+  }
   t.finalize();
   return t;
 }

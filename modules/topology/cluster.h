@@ -15,16 +15,20 @@ struct ClusterShape {
   double net_GBps = 0, net_latency_ns = 0;    // every network link
   int oversubscription = 1;                   // a leaf's down-links over its up-links
   int spine_ports = 64;                       // ports of a spine switch
+  int leaf_ports = 64;                        // ports of a rail leaf switch
 };
 
 // `node`'s nodes and links, once per node k, named n<k>_<name>; GPU g of
 // node k is endpoint k * G + g, and gets one more port (its last) to its
-// adapter n<k>_hca<g> (port 0; port 1 to leaf g). Leaf g (rail g) has a
-// port per node and ceil(nodes / oversubscription) up-links, spread evenly
-// over the fewest spines of spine_ports ports that divide them (or one spine
-// per up-link, wider than spine_ports, when the rails need more). The family
-// is the node's (its parameter defaults). UserError for fewer than 2 nodes
-// or a node without GPUs.
+// adapter n<k>_hca<g> (port 0; port 1 to a leaf of rail g). A rail is the
+// fewest leaves of leaf_ports ports that hold its nodes, each with a port
+// per node and ceil(nodes / oversubscription) up-links: one leaf, leaf<g>,
+// or several, leaf<g>_<i>, the nodes split evenly in order, each with the
+// up-links of its largest share. The up-links are spread evenly over the
+// fewest spines of spine_ports ports that divide them (or one spine per
+// up-link, wider than spine_ports, when the rails need more). The family is
+// the node's (its parameter defaults). UserError for fewer than 2 nodes, a
+// node without GPUs or a leaf too small for one node and an up-link.
 Topology make_cluster(const Topology& node, const ClusterShape& s);
 
 // A cluster's nodes: the endpoints each node's own fabric joins, without

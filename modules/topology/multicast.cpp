@@ -319,6 +319,61 @@ void MulticastFabric::build(Region& g) const {
     return a.port != b.port ? a.port < b.port : a.sw < b.sw;
   });
   if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
+  build_merges(g);
+}
+
+void MulticastFabric::build_merges(Region& g) const {
+  const auto& sws = topo_.switches();
+  std::vector<int> sw_of_node(topo_.nodes().size(), -1);
+  for (size_t s = 0; s < sws.size(); ++s) sw_of_node[sws[s]] = static_cast<int>(s);
+  std::vector<int> count(sws.size(), 0), in_port(sws.size(), -1);
+  std::vector<char> merges(sws.size(), 0);
+  std::vector<int> touched;
+  g.merge_first.assign(1, 0);
+  for (const HomePort& h : g.homes) {
+    bool one_way = true;  // every target enters the network at one switch toward h
+    for (int t : g.def.targets) {
+      const int e = topo_.endpoints()[t];
+      PortRef at{-1, -1};
+      for (int p = 0; p < topo_.node(e).ports; ++p) {
+        const PortRef x = topo_.peer({e, p});
+        const int d = x.node >= 0 ? topo_.distance_to_switch(x.node, h.sw) : -1;
+        if (d < 0 || d + 1 != topo_.distance_to_switch(e, h.sw)) continue;
+        one_way = one_way && at.node < 0;
+        at = x;
+      }
+      one_way = one_way && at.node >= 0 && sw_of_node[at.node] >= 0;
+      if (!one_way) break;
+      // Up the tree to the home: a switch entered by a second port is a merge point.
+      for (int s = sw_of_node[at.node]; s != h.sw;) {
+        if (count[s]++ == 0) {
+          touched.push_back(s);
+          in_port[s] = at.port;
+        } else if (in_port[s] != at.port) {
+          merges[s] = 1;
+        }
+        const PortSpan up = topo_.routes_to_switch(sws[s], h.sw);
+        at = topo_.peer({sws[s], up[static_cast<size_t>(h.port) % up.size()]});
+        s = sw_of_node[at.node];
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    for (int s : touched) {
+      if (one_way && merges[s]) g.merges.push_back({s, static_cast<uint16_t>(count[s])});
+      count[s] = 0;
+      merges[s] = 0;
+    }
+    touched.clear();
+    g.merge_first.push_back(static_cast<uint32_t>(g.merges.size()));
+  }
+}
+
+int MulticastFabric::merge_count(int r, uint64_t addr, int sw) const {
+  const Region& g = regions_[r];
+  const size_t h = home_index(g, addr);
+  for (uint32_t i = g.merge_first[h]; i < g.merge_first[h + 1]; ++i)
+    if (g.merges[i].sw == sw) return g.merges[i].count;
+  return 0;
 }
 
 const MulticastFabric::Fanout* MulticastFabric::fanout_begin(int r, int sw, int pivot) const {
@@ -346,10 +401,13 @@ int MulticastFabric::result_pivot(int r, uint64_t addr) const {
   return p[block(r, addr) % p.size()];
 }
 
+size_t MulticastFabric::home_index(const Region& g, uint64_t addr) const {
+  const uint64_t b = (addr - g.def.start) / kBlockBytes;
+  return static_cast<size_t>((homes_ == HomeMapping::Hash ? mix(b) : b) % g.homes.size());
+}
+
 MulticastFabric::HomePort MulticastFabric::home_port(int r, uint64_t addr) const {
-  const auto& h = regions_[r].homes;
-  const uint64_t b = block(r, addr);
-  return h[(homes_ == HomeMapping::Hash ? mix(b) : b) % h.size()];
+  return regions_[r].homes[home_index(regions_[r], addr)];
 }
 
 }  // namespace incsim::topo

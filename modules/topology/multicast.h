@@ -94,6 +94,15 @@ class MulticastFabric {
   // paths that keeps multicast deadlock-free, Klenk §IV-E2).
   int result_pivot(int r, uint64_t addr) const;
   uint64_t home_ports(int r) const { return regions_[r].homes.size(); }
+  // SHARP's aggregation tree (Graham et al. 2016): the contributions
+  // of a block that meet at switch sw on their way to its home switch, to
+  // be reduced there into one partial, or 0 where they do not meet (sw
+  // forwards what enters it by one port, and the home itself counts the
+  // whole group). The way up is the one switches with holding tables take
+  // (nvswitch::TableConfig::holds): of the equal-cost links toward the home,
+  // the home port picks one, at every switch. A group whose members reach
+  // the home from several of their switches has no merge points.
+  int merge_count(int r, uint64_t addr, int sw) const;
 
  private:
   struct Region {
@@ -104,11 +113,19 @@ class MulticastFabric {
     std::vector<uint16_t> subtree;       // [(sw * T + pivot position)]
     std::vector<HomePort> homes;
     std::vector<std::vector<int>> result_pivots;  // [sw]: pivots whose tree has targets below sw
+    struct Merge {
+      int32_t sw;
+      uint16_t count;
+    };
+    std::vector<uint32_t> merge_first;  // [home index] into merges, one past the last home
+    std::vector<Merge> merges;
   };
   size_t slot(const Region& g, int sw, int pivot) const {
     return static_cast<size_t>(sw) * g.def.targets.size() + static_cast<size_t>(g.target_pos[pivot]);
   }
   void build(Region& g) const;
+  void build_merges(Region& g) const;
+  size_t home_index(const Region& g, uint64_t addr) const;
   // Channels are directed switch-to-switch links, 2 x link (+1 from its b end).
   int channel(int node, int port) const;
   // Throws UserError if the region's trees, with the unicast and home routes

@@ -14,6 +14,7 @@
 #include "hca/hca.h"
 #include "nvswitch/nvswitch.h"
 #include "options.h"
+#include "platforms/infiniband_fabric.h"
 #include "run_checked.h"
 
 using namespace incsim;
@@ -321,4 +322,54 @@ TEST_CASE("cluster: CollNet is exact and each adapter takes its GPU's block to i
   CHECK(pushed == 2 * (m + 1000000));
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+namespace {
+// A rail over two leaves (4 nodes on leaves of 4 ports: 2 nodes and 2
+// up-links each) aggregates at every level of SHARP's tree: each leaf
+// reduces its two members' contributions to a block into one partial, so
+// each block crosses from the leaves to the spine twice, whether its home
+// is the spine (a partial from each leaf) or a leaf (the other leaf's
+// partial, and the result on its way to the other leaf); without the
+// leaves' aggregation it would be 4 or 3 times. A spine port holds entries
+// for all 8 rails' 16 groups: ib.sharp.table_bytes of 128 x 64 blocks.
+tb::Options two_leaves(const std::string& algorithm, const std::string& sizes) {
+  tb::Options o = cluster(4, "allreduce", sizes);
+  o.algorithm = algorithm;
+  tb::set_params(o, {{"cluster.leaf_ports", "4"}, {"ib.sharp.table_bytes", "1048576"}});
+  return o;
+}
+void two_leaves_per_rail(const std::string& algorithm) {
+  constexpr uint64_t m = 1 << 20, g = 8, block = 128;
+  tb::Experiment e(two_leaves(algorithm, "1M"));
+  tb::run_checked(e, algorithm + " on two leaves per rail");
+  std::ostringstream held;
+  e.machine().report_held(held);
+  CHECK(held.str() == "");
+  // Every rail's 4 GPUs push M / G, blocks of 128 B, each its IB header more on the wire.
+  const uint64_t wire = block + platforms::kIbHeader.default_value();
+  uint64_t up = 0, leaves = 0;
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("leaf", 0) == 0 && end.to.rfind("spine", 0) == 0) up += end.port->bytes_sent();
+  CHECK(up == g * 2 * (m / g / block) * wire);
+  for (const nvswitch::NvSwitch* sw : e.machine().blocks_of<nvswitch::NvSwitch>())
+    leaves += std::string(sw->name()).rfind("leaf", 0) == 0;
+  CHECK(leaves == g * 2);
+}
+}  // namespace
+
+TEST_CASE("cluster: NVLS with SHARP over two leaves per rail is exact and each leaf sends one partial per block up",
+          "[cluster][nvls][sharp]") {
+  two_leaves_per_rail("nvlssharp");
+}
+
+TEST_CASE("cluster: CollNet over two leaves per rail is exact and each leaf sends one partial per block up",
+          "[cluster][sharp]") {
+  two_leaves_per_rail("collnet");
+}
+
+// A faulty sum in an up-link's table of rail 0's first leaf, a merge point
+// or a root, reaches GPU 0 of all 4 nodes, and each multicasts it to its node.
+TEST_CASE("cluster: a wrong sum in a leaf's table on a two-level tree is counted on every GPU", "[cluster][nvls][sharp]") {
+  CHECK(tb::wrong_with_alu_fault(two_leaves("nvlssharp", "256K"), "leaf0_0.port2.reduction_table", 5) == 5 * 32);
 }

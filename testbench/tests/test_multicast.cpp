@@ -276,3 +276,43 @@ TEST_CASE("bad multicast regions are refused with a sentence naming the problem"
   CHECK(f.find(0x1800) == 0);
   CHECK(f.find(0x2000) == -1);
 }
+
+// A rail over two leaves (5 nodes on leaves of 6 ports: 3 nodes and 3
+// up-links at most, so 2 and 3 nodes): SHARP's tree of switches. Every
+// block's contributions meet in each leaf holding two or more of its
+// members, which counts them; the root (a spine, or a leaf) counts the
+// whole group; nothing else reduces.
+TEST_CASE("a rail over two leaves: each leaf is a merge point counting its members, the root the group",
+          "[multicast][push][cluster][sharp]") {
+  topo::ClusterShape shape;
+  shape.nodes = 5;
+  shape.pcie_GBps = shape.net_GBps = 50;
+  shape.leaf_ports = 6;
+  const Topology t = topo::make_cluster(topo::make_star(4, 25, 0), shape);
+  const int a = t.find("leaf1_0"), b = t.find("leaf1_1");
+  REQUIRE(a >= 0);
+  REQUIRE(b >= 0);
+  CHECK(t.find("leaf1") < 0);
+  CHECK(t.node(a).ports == 2 + 3);
+  CHECK(t.node(b).ports == 3 + 3);
+  MulticastFabric f(t, topo::HomeMapping::Interleave,
+                    [&t](int node) { return t.node(node).block != topo::kinds::kHca; });
+  const std::vector<int> rail{1, 5, 9, 13, 17};
+  const int r = f.add_region(0, 1 << 20, rail, false);
+  const int sa = t.node(a).index, sb = t.node(b).index;
+  bool spine_root = false, leaf_root = false;
+  for (uint64_t k = 0; k < 256; ++k) {
+    const uint64_t addr = k * MulticastFabric::kBlockBytes;
+    const int root = f.home_port(r, addr).sw;
+    INFO("block " << k << " homed at " << t.node(t.switches()[root]).name);
+    CHECK(f.merge_count(r, addr, root) == 0);  // the home counts the whole group
+    CHECK(f.merge_count(r, addr, sa) == (root == sa ? 0 : 2));
+    CHECK(f.merge_count(r, addr, sb) == (root == sb ? 0 : 3));
+    spine_root = spine_root || t.node(t.switches()[root]).name.rfind("spine", 0) == 0;
+    leaf_root = leaf_root || root == sa || root == sb;
+    for (int s = 0; s < static_cast<int>(t.switches().size()); ++s)
+      if (s != sa && s != sb) CHECK(f.merge_count(r, addr, s) == 0);
+  }
+  CHECK(spine_root);
+  CHECK(leaf_root);
+}

@@ -62,8 +62,10 @@ struct Bench : SwitchBench<nvswitch::NvSwitch> {
         }) {}
 };
 
-// GPU `src`'s contribution to a block, elements base + i, as its copy engine sends it (Klenk §IV-C).
-net::Packet* reduce_write(net::PacketPool& pool, const Fabric& fab, uint32_t src, uint64_t addr, int32_t base) {
+// GPU `src`'s contribution to a block, elements base + i, as its copy engine sends it (Klenk §IV-C);
+// fab: a fabric manager f with the group's region.
+template <class Fab>
+net::Packet* reduce_write(net::PacketPool& pool, const Fab& fab, uint32_t src, uint64_t addr, int32_t base) {
   net::Packet* p = packet(pool, net::Op::ReduceWrite, src, 0, addr);
   const auto home = fab.f.home_port(fab.region, addr);
   p->home_switch = home.sw;
@@ -258,4 +260,96 @@ TEST_CASE("a switch's ports, their reduction tables and its MCR table are module
   sc_core::sc_start(sc_time(2, sc_core::SC_US));
   CHECK(mcr->lookups == 1);
   CHECK(b.gpu[0]->arrivals().size() + b.gpu[1]->arrivals().size() == 2);
+}
+
+namespace {
+
+// A leaf under test between two stub GPUs of a group (ports 0 and 1), a
+// stub on its up-link to a spine (port 2) and one GPU outside the group
+// (port 3); the group's third GPU sits on the spine, beyond the bench.
+struct TwoLevel {
+  topo::Topology t = [] {
+    topo::Topology x;
+    for (int g = 0; g < 4; ++g) x.add_endpoint("gpu" + std::to_string(g), 1);
+    const int leaf = x.add_switch("leaf", kPorts), spine = x.add_switch("spine", 2);
+    const double ns = kLink.to_seconds() * 1e9;
+    x.connect({0, 0}, {leaf, 0}, kBw, ns);
+    x.connect({1, 0}, {leaf, 1}, kBw, ns);
+    x.connect({leaf, 2}, {spine, 0}, kBw, ns);
+    x.connect({3, 0}, {leaf, 3}, kBw, ns);
+    x.connect({2, 0}, {spine, 1}, kBw, ns);
+    x.finalize();
+    return x;
+  }();
+  topo::MulticastFabric f{t};
+  int region = f.add_region(net::kMulticastBase, 64 * kPayload, {0, 1, 2}, true);
+  static constexpr int kLeaf = 0, kSpine = 1;  // switch numbers
+  credit_switch::SwitchWiring wiring() const {
+    credit_switch::SwitchWiring w;
+    const int s = t.switches()[kLeaf];
+    w.index = kLeaf;
+    for (int d = 0; d < 4; ++d) w.route.push_back(static_cast<int16_t>(t.route(s, d)));
+    for (int k = 0; k < 2; ++k) {
+      w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
+      for (int16_t p : t.routes_to_switch(s, k)) w.route_to_switch.push_back(p);
+    }
+    w.route_to_switch_first.push_back(static_cast<uint32_t>(w.route_to_switch.size()));
+    for (int p = 0; p < kPorts; ++p) {
+      const int peer = t.peer({s, p}).node;
+      w.port_endpoint.push_back(t.node(peer).kind == topo::NodeKind::Endpoint ? t.node(peer).index : -1);
+    }
+    return w;
+  }
+  // The first block homed at the spine.
+  uint64_t spine_block() const {
+    for (uint64_t a = net::kMulticastBase;; a += kPayload)
+      if (f.home_port(region, a).sw == kSpine) return a;
+  }
+};
+
+// The two GPUs' writes to a block homed at the spine, through the leaf with `cfg`; what reaches the up-link.
+std::vector<Arrival> up_the_leaf(const nvswitch::TableConfig& cfg) {
+  TwoLevel two;
+  const uint64_t a = two.spine_block();
+  REQUIRE(two.f.merge_count(two.region, a, TwoLevel::kLeaf) == 2);
+  REQUIRE(two.f.merge_count(two.region, a, TwoLevel::kSpine) == 0);  // the home counts the whole group
+  SwitchBench<nvswitch::NvSwitch> b([&](net::PacketPool& pool) {
+    return std::make_unique<nvswitch::NvSwitch>("leaf", kPorts, two.wiring(), switch_config(), cfg, pool, &two.f);
+  });
+  b.gpu[0]->send_at(sc_core::SC_ZERO_TIME, reduce_write(b.pool, two, 0, a, 100));
+  b.gpu[1]->send_at(sc_time(100, SC_NS), reduce_write(b.pool, two, 1, a, 1000));
+  sc_core::sc_start();
+  CHECK(b.gpu[0]->arrivals().empty());
+  CHECK(b.gpu[1]->arrivals().empty());
+  CHECK(b.pool.in_use() == 0);
+  return b.gpu[2]->arrivals();
+}
+
+}  // namespace
+
+// SHARP's aggregation tree (Graham et al. 2016): the leaf is a merge point
+// of the block's tree, its two members' contributions meet there on their
+// way to the spine and go on as one partial, a reducing write counting both.
+TEST_CASE("a table that holds reduces two writes passing toward a home elsewhere into one partial with their count",
+          "[nvswitch][ports][reduction][sharp]") {
+  nvswitch::TableConfig cfg = tables(4 * kPayload);
+  cfg.holds = true;
+  const auto got = up_the_leaf(cfg);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].pkt.op == net::Op::ReduceWrite);
+  CHECK(got[0].pkt.count == 2);
+  CHECK(got[0].pkt.home_switch == TwoLevel::kSpine);
+  CHECK(element(got[0], 9) == 1100 + 2 * 9);
+  // It leaves once the second write has crossed into the table, through
+  // the port's injector, as a completed push's result does.
+  CHECK(got[0].head == sc_time(100, SC_NS) + kLink + kSwitch + kXbar + kLink);
+}
+
+TEST_CASE("Klenk's tables pass writes homed at another switch on unreduced", "[nvswitch][ports][reduction]") {
+  const auto got = up_the_leaf(tables(4 * kPayload));
+  REQUIRE(got.size() == 2);
+  for (const auto& a : got) {
+    CHECK(a.pkt.op == net::Op::ReduceWrite);
+    CHECK(a.pkt.count == 1);
+  }
 }

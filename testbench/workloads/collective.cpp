@@ -586,8 +586,10 @@ void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& 
 }
 
 // SHARP reserves each group's share of a switch's aggregation buffers (its
-// credits) when the group is made: a rail's leaf holds every group of its
-// GPUs, and any one port may have to take all their blocks in flight.
+// credits) when the group is made, on every switch of its tree: a rail's leaf
+// holds every group of its GPUs, a spine every group with members under
+// several leaves (it reaches every leaf), and any one port may have to take
+// all their blocks in flight.
 void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
   const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().table_config().table_bytes;
   if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
@@ -600,6 +602,29 @@ void CollectiveWorkload::require_aggregation_buffers(const collectives::Program&
     if (pushes[g])
       for (int r : program.groups[g]) most = std::max(most, ++groups[static_cast<size_t>(r)]);
   const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
+  const topo::Topology& t = platform_->topology();
+  const auto leaf_of = [&t, this](int rank) {  // the leaf of the rank's adapter
+    const int gpu = t.endpoints()[participants_[rank]->index()];
+    for (int p = 0; p < t.node(gpu).ports; ++p) {
+      const int hca = t.peer({gpu, p}).node;
+      if (hca >= 0 && t.node(hca).block == topo::kinds::kHca) return t.peer({hca, hca::Hca::kNet}).node;
+    }
+    return -1;
+  };
+  uint64_t spanning = 0;  // pushing groups under several leaves
+  for (size_t g = 0; g < program.groups.size(); ++g) {
+    if (!pushes[g]) continue;
+    const int first = leaf_of(program.groups[g].front());
+    bool several = false;
+    for (int r : program.groups[g]) several = several || leaf_of(r) != first;
+    spanning += several;
+  }
+  if (entries < spanning * credits)
+    throw UserError(program.name + " needs " + std::to_string(spanning * credits) +
+                    " aggregation entries per spine port (" + std::to_string(spanning) +
+                    " groups across several leaves of ib.sharp.credits=" + std::to_string(credits) +
+                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
+                    std::to_string(entries));
   if (entries < need)
     throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
                     std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
