@@ -94,6 +94,7 @@ class MulticastFabric {
   // paths that keeps multicast deadlock-free, Klenk §IV-E2).
   int result_pivot(int r, uint64_t addr) const;
   uint64_t home_ports(int r) const { return regions_[r].homes.size(); }
+  HomeMapping home_mapping() const { return homes_; }
   // SHARP's aggregation tree (Graham et al. 2016): the contributions
   // of a block that meet at switch sw on their way to its home switch, to
   // be reduced there into one partial, or 0 where they do not meet (sw

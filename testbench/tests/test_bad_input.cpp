@@ -263,9 +263,9 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 --algorithm nvlssharp -c ib.sharp.table_bytes=65536",
        "nvlssharp needs 1024 aggregation entries per switch port (16 groups on a rail of ib.sharp.credits=64 blocks "
        "each), but ib.sharp.table_bytes=65536 holds 512"},
-      {"--platform cluster --nodes 4 --algorithm nvlssharp -c cluster.leaf_ports=4",
-       "nvlssharp needs 8192 aggregation entries per spine port (128 groups across several leaves of "
-       "ib.sharp.credits=64 blocks each), but ib.sharp.table_bytes=262144 holds 2048"},
+      {"--platform cluster --nodes 4 --algorithm nvlssharp -c cluster.leaf_ports=4 -c ib.sharp.table_bytes=65536",
+       "nvlssharp needs 1024 aggregation entries per spine port (128 groups across several leaves, up to 8 of each "
+       "one's ib.sharp.credits=64 blocks at one port), but ib.sharp.table_bytes=65536 holds 512"},
       {"--platform cluster --nodes 2 -c cluster.leaf_ports=1",
        "a rail leaf of cluster.leaf_ports=1 ports cannot hold one node and its up-link"},
       {"--platform cluster --nodes 2 -c ib.mtu_bytes=1000", "ib.mtu_bytes must be one of InfiniBand's MTUs"},

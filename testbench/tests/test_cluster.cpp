@@ -332,7 +332,8 @@ namespace {
 // is the spine (a partial from each leaf) or a leaf (the other leaf's
 // partial, and the result on its way to the other leaf); without the
 // leaves' aggregation it would be 4 or 3 times. A spine port holds entries
-// for all 8 rails' 16 groups: ib.sharp.table_bytes of 128 x 64 blocks.
+// for all 8 rails' 16 groups, at most 8 blocks of each (64 credits over 8
+// home ports); the test gives it room for all their credits.
 tb::Options two_leaves(const std::string& algorithm, const std::string& sizes) {
   tb::Options o = cluster(4, "allreduce", sizes);
   o.algorithm = algorithm;

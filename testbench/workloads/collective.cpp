@@ -586,10 +586,13 @@ void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& 
 }
 
 // SHARP reserves each group's share of a switch's aggregation buffers (its
-// credits) when the group is made, on every switch of its tree: a rail's leaf
-// holds every group of its GPUs, a spine every group with members under
-// several leaves (it reaches every leaf), and any one port may have to take
-// all their blocks in flight.
+// credits) when the group is made, on every switch of its tree. A rail's
+// leaf holds every group of its GPUs, as homes and merge points, and any one
+// port may have to take all their blocks in flight. A spine is only a home,
+// for every group with members under several leaves; a group's blocks are
+// interleaved over its home ports (at least every port of its leaves), so of
+// its `credits` consecutive blocks in flight one port holds at most
+// credits / homes, rounded up (all of them under fabric.home_ports=hash).
 void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
   const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().table_config().table_bytes;
   if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
@@ -611,19 +614,26 @@ void CollectiveWorkload::require_aggregation_buffers(const collectives::Program&
     }
     return -1;
   };
-  uint64_t spanning = 0;  // pushing groups under several leaves
+  const bool interleave = platform_->multicast().home_mapping() == topo::HomeMapping::Interleave;
+  uint64_t spanning = 0, spine_need = 0, at_one_port = 0;  // pushing groups under several leaves
   for (size_t g = 0; g < program.groups.size(); ++g) {
     if (!pushes[g]) continue;
-    const int first = leaf_of(program.groups[g].front());
-    bool several = false;
-    for (int r : program.groups[g]) several = several || leaf_of(r) != first;
-    spanning += several;
+    std::vector<int> leaves;
+    for (int r : program.groups[g])
+      if (std::find(leaves.begin(), leaves.end(), leaf_of(r)) == leaves.end()) leaves.push_back(leaf_of(r));
+    if (leaves.size() < 2) continue;
+    uint64_t homes = 0;
+    for (int leaf : leaves) homes += static_cast<uint64_t>(t.node(leaf).ports);
+    const uint64_t here = interleave ? (credits + homes - 1) / homes : static_cast<uint64_t>(credits);
+    ++spanning;
+    spine_need += here;
+    at_one_port = std::max(at_one_port, here);
   }
-  if (entries < spanning * credits)
-    throw UserError(program.name + " needs " + std::to_string(spanning * credits) +
-                    " aggregation entries per spine port (" + std::to_string(spanning) +
-                    " groups across several leaves of ib.sharp.credits=" + std::to_string(credits) +
-                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
+  if (entries < spine_need)
+    throw UserError(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
+                    std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
+                    " of each one's ib.sharp.credits=" + std::to_string(credits) +
+                    " blocks at one port), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
                     std::to_string(entries));
   if (entries < need)
     throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
