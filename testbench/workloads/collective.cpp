@@ -588,11 +588,14 @@ void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& 
 // SHARP reserves each group's share of a switch's aggregation buffers (its
 // credits) when the group is made, on every switch of its tree. A rail's
 // leaf holds every group of its GPUs, as homes and merge points, and any one
-// port may have to take all their blocks in flight. A spine is only a home,
-// for every group with members under several leaves; a group's blocks are
-// interleaved over its home ports (at least every port of its leaves), so of
-// its `credits` consecutive blocks in flight one port holds at most
-// credits / homes, rounded up (all of them under fabric.home_ports=hash).
+// port may have to take all their blocks in flight. A spine is on the tree
+// of every group with members under several leaves. Of a group on two
+// leaves it is only a home (partials from the two leaves meet at the home
+// alone), and its blocks are interleaved over its home ports (at least
+// every port of its leaves), so of its `credits` consecutive blocks in
+// flight one port holds at most credits / homes, rounded up. On three or
+// more leaves a spine also merges partials bound for a leaf, and under
+// fabric.home_ports=hash homes collide: then a port may hold all of them.
 void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
   const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().table_config().table_bytes;
   if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
@@ -624,7 +627,8 @@ void CollectiveWorkload::require_aggregation_buffers(const collectives::Program&
     if (leaves.size() < 2) continue;
     uint64_t homes = 0;
     for (int leaf : leaves) homes += static_cast<uint64_t>(t.node(leaf).ports);
-    const uint64_t here = interleave ? (credits + homes - 1) / homes : static_cast<uint64_t>(credits);
+    const uint64_t here =
+        interleave && leaves.size() == 2 ? (credits + homes - 1) / homes : static_cast<uint64_t>(credits);
     ++spanning;
     spine_need += here;
     at_one_port = std::max(at_one_port, here);
