@@ -62,7 +62,11 @@ class InfinibandFabric : public Fabric {
   InfinibandFabric(const topo::Topology& t, Config& cfg);
 
   net::PacketFormat packet_format() const override { return fmt_; }
-  void use_multicast_manager(topo::MulticastFabric* m) override { multicast_ = m; }
+  // Its switches' holding tables reduce on the way up (SHARP's trees).
+  void use_multicast_manager(topo::MulticastFabric* m) override {
+    multicast_ = m;
+    m->aggregate_on_the_way();
+  }
   // Its switches' aggregation tables (ib.sharp.*).
   const nvswitch::TableConfig& table_config() const { return tables_; }
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;

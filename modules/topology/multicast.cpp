@@ -319,7 +319,7 @@ void MulticastFabric::build(Region& g) const {
     return a.port != b.port ? a.port < b.port : a.sw < b.sw;
   });
   if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
-  build_merges(g);
+  if (aggregation_trees_) build_merges(g);
 }
 
 void MulticastFabric::build_merges(Region& g) const {
@@ -370,6 +370,7 @@ void MulticastFabric::build_merges(Region& g) const {
 
 int MulticastFabric::merge_count(int r, uint64_t addr, int sw) const {
   const Region& g = regions_[r];
+  if (g.merge_first.empty()) return 0;  // no aggregation trees (aggregate_on_the_way)
   const size_t h = home_index(g, addr);
   for (uint32_t i = g.merge_first[h]; i < g.merge_first[h + 1]; ++i)
     if (g.merges[i].sw == sw) return g.merges[i].count;

@@ -104,6 +104,10 @@ class MulticastFabric {
   // the home port picks one, at every switch. A group whose members reach
   // the home from several of their switches has no merge points.
   int merge_count(int r, uint64_t addr, int sw) const;
+  // Regions added from now on get their aggregation trees (merge_count);
+  // a fabric whose switches reduce on the way (SHARP's) asks for them, and
+  // Klenk's tables, which reduce at the home alone, are spared the cost.
+  void aggregate_on_the_way() { aggregation_trees_ = true; }
 
  private:
   struct Region {
@@ -136,6 +140,7 @@ class MulticastFabric {
 
   const Topology& topo_;
   HomeMapping homes_;
+  bool aggregation_trees_ = false;
   std::function<bool(int node)> can_reduce_;
   std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
   std::vector<Region> regions_;  // removed ones have size 0 and are reused

@@ -281,7 +281,11 @@ struct TwoLevel {
     x.finalize();
     return x;
   }();
-  topo::MulticastFabric f{t};
+  topo::MulticastFabric f = [this] {
+    topo::MulticastFabric m(t);
+    m.aggregate_on_the_way();  // SHARP's trees
+    return m;
+  }();
   int region = f.add_region(net::kMulticastBase, 64 * kPayload, {0, 1, 2}, true);
   static constexpr int kLeaf = 0, kSpine = 1;  // switch numbers
   credit_switch::SwitchWiring wiring() const {
