@@ -4,10 +4,10 @@
 // queues per virtual channel, and round-robin arbitration at both the
 // crossbar and the output link. A packet is never dropped: a full output
 // queue holds it in its input buffer, and a full input buffer withholds the
-// upstream credits. It is MultiTree's routers, DGX-1's PCIe switches, CPU
-// sockets and inter-server switch, an InfiniBand switch, and the switching
-// part of an NVSwitch (nvswitch/nvswitch.h adds what NVSwitch adds:
-// multicast and reduction tables).
+// upstream credits. It is MultiTree's torus, mesh and BiGraph routers,
+// DGX-1's PCIe switches, CPU sockets and inter-server switch, and the
+// switching part of an NVSwitch, of an InfiniBand switch with SHARP and of a
+// fat tree's router (nvswitch/nvswitch.h adds multicast and reduction tables).
 //
 // Ports (sw3.port5) are sc_modules without processes: the switch spawns one
 // method per port, which arbitrates its crossbar output and its link.

@@ -1,10 +1,7 @@
 #include "nvswitch.h"
 
 #include <algorithm>
-#include "collectives/data_pattern.h"
-#include "core/error.h"
-#include "core/hash.h"
-#include "core/process.h"
+#include <cstring>
 
 namespace incsim::nvswitch {
 
