@@ -130,9 +130,13 @@ int CreditSwitch::spread(const net::Packet* p, uint32_t dst) {
 // links instead of queueing on one.
 int16_t CreditSwitch::reduce_route(net::Packet* p, int) {
   p->merge = false;
-  const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
-  const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
-  return wiring_.route_to_switch[first + (static_cast<uint32_t>(p->home_port) + p->src) % n];
+  return toward_switch(p->home_switch, static_cast<uint32_t>(p->home_port) + p->src);
+}
+
+int16_t CreditSwitch::toward_switch(int sw, uint32_t key) const {
+  const uint32_t first = wiring_.route_to_switch_first[sw];
+  const uint32_t n = wiring_.route_to_switch_first[sw + 1] - first;
+  return wiring_.route_to_switch[first + key % n];
 }
 
 namespace {

@@ -181,6 +181,8 @@ class CreditSwitch : public sc_core::sc_module, public net::PacketSink, public n
   net::Packet* pop_head(int input, int vc, const sc_core::sc_time& now);
   // Feeds p into the crossbar through output o's injector at `now` (fresh: the port's hardware made it).
   void inject(int o, net::Packet* p, const sc_core::sc_time& now, bool fresh);
+  // Of the equal-cost ports toward switch sw, the one `key` picks (key mod their count).
+  int16_t toward_switch(int sw, uint32_t key) const;
   // Among the equal-cost ports toward endpoint dst, the one p takes (cfg_.spread).
   int spread(const net::Packet* p, uint32_t dst);
   const sc_core::sc_time& head_ready(int input) const { return inputs_[input].xbar_free; }

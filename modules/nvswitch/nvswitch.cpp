@@ -96,9 +96,7 @@ void NvSwitch::replicate(net::Packet* h, int input) {
 int16_t NvSwitch::reduce_route(net::Packet* p, int input) {
   if (!tables_.holds || !mcr_) return CreditSwitch::reduce_route(p, input);
   p->merge = input < ports_ && mcr_->merge_count(mcr_->region_of(p->addr), p->addr) > 0;
-  const uint32_t first = wiring_.route_to_switch_first[p->home_switch];
-  const uint32_t n = wiring_.route_to_switch_first[p->home_switch + 1] - first;
-  return wiring_.route_to_switch[first + static_cast<uint32_t>(p->home_port) % n];
+  return toward_switch(p->home_switch, static_cast<uint32_t>(p->home_port));
 }
 
 // A push write at its home port goes into the table, which never stalls
