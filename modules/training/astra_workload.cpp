@@ -289,12 +289,17 @@ AstraModel astra_model(const AstraWorkload& w, const std::string& file, double c
       layer.tp_backward_batch_bytes = m.layers.empty() ? 0 : input_grad;
       layer.tp_backward_alltoall = layer.tp_backward_alltoall && layer.tp_backward_batch_bytes > 0;
     }
-    // Workload::iterate_hybrid_parallel_DLRM ends the backward pass with
-    // the embedding's weight gradient: its input gradient (of the lookup
-    // indices) is never computed.
-    const uint64_t input_grad_cycles = dlrm && m.layers.empty() ? 0 : l.input_grad.cycles;
-    layer.measured = MeasuredTimes{static_cast<double>(l.forward.cycles) / clock_hz,
-                                   static_cast<double>(input_grad_cycles + l.weight_grad.cycles) / clock_hz};
+    // Workload::iterate_data_parallel and iterate_hybrid_parallel_DLRM run
+    // a layer's weight gradient, issue its all-reduce, then run its input
+    // gradient, and end the backward pass with layer 0's weight gradient:
+    // layer 0's input gradient (nobody's output gradient; the embedding's
+    // lookup indices under DLRM) is never computed. The other loops run the
+    // input gradient first, layer 0's included.
+    const auto s = [&](uint64_t cycles) { return static_cast<double>(cycles) / clock_hz; };
+    if (model_parallel)
+      layer.measured = MeasuredTimes{s(l.forward.cycles), s(l.input_grad.cycles + l.weight_grad.cycles), 0};
+    else
+      layer.measured = MeasuredTimes{s(l.forward.cycles), s(l.weight_grad.cycles), m.layers.empty() ? 0 : s(l.input_grad.cycles)};
     m.layers.push_back(layer);
     out.update_s += static_cast<double>(l.update_cycles) / clock_hz;
   }

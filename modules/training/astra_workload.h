@@ -85,9 +85,10 @@ AstraWorkload read_astra_workload(const std::string& path);
 // Workload::iterate_hybrid_parallel_Transformer_fwd_in_bckwd does.
 // HYBRID_DLRM and HYBRID_DLRM_ENHANCED: layer 0 is the embedding, whose
 // forward and input-gradient ALLTOALLs exchange its lookups among all NPUs
-// (AstraModel::dlrm); its backward time is its weight gradient's alone, as
-// Workload::iterate_hybrid_parallel_DLRM never runs layer 0's input
-// gradient.
+// (AstraModel::dlrm). DATA and DLRM: a layer's input gradient is a kernel
+// after its weight gradient's (MeasuredTimes::input_grad_after_s), and
+// layer 0 has none, as Workload::iterate_data_parallel and
+// iterate_hybrid_parallel_DLRM run them.
 // UserError "workload file F[, line N]: ..." for another parallelism
 // (customised, micro and inference files), a model-parallel collective
 // other than an all-reduce or all-to-all, a weight-gradient collective other

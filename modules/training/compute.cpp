@@ -9,7 +9,7 @@
 namespace incsim::training {
 
 LayerTimes layer_times(const ComputeModel& model, const Layer& layer, uint32_t batch, Precision p) {
-  if (layer.measured) return {layer.measured->forward_s, layer.measured->backward_s};
+  if (layer.measured) return {layer.measured->forward_s, layer.measured->backward_s, layer.measured->input_grad_after_s};
   return model.compute(layer, batch, p);
 }
 

@@ -15,6 +15,7 @@ namespace incsim::training {
 struct LayerTimes {
   double forward_s = 0;
   double backward_s = 0;
+  double input_grad_after_s = 0;  // MeasuredTimes::input_grad_after_s
 };
 
 class ComputeModel {

@@ -91,7 +91,7 @@ Layer tensor_shard(const Layer& layer, uint32_t ways) {
   if (row || heads) s.input_elements /= w;
   if (column || heads) s.output_elements /= w;
   for (Gemm& g : s.gemms) (column ? g.n : row ? g.k : g.count) /= w;
-  if (s.measured) s.measured->forward_s /= w, s.measured->backward_s /= w;
+  if (s.measured) s.measured->forward_s /= w, s.measured->backward_s /= w, s.measured->input_grad_after_s /= w;
   return s;
 }
 

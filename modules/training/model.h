@@ -50,7 +50,11 @@ struct Gemm {
 // whole per-GPU batch the file gives; they replace the compute model's.
 struct MeasuredTimes {
   double forward_s = 0;
-  double backward_s = 0;  // input gradient and weight gradient together
+  double backward_s = 0;  // input gradient and weight gradient together, or the weight gradient alone:
+  // the input gradient as a kernel of its own after the weight gradient's
+  // (ASTRA-sim's DATA and DLRM loops, which all-reduce a layer's gradient
+  // before computing its input gradient); 0: none, or in backward_s.
+  double input_grad_after_s = 0;
 };
 
 struct Layer {

@@ -232,6 +232,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         // Activation checkpointing: the forward kernels from the checkpoint again first.
         for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
         kernel(phase, k, false);
+        if (!forward && times_[k].input_grad_after_s > 0)
+          kernels_[s].push_back({Phase::Backward, k, seconds(times_[k].input_grad_after_s), -1, micro, Edge::none,
+                                 Edge::none, false, true});
       }
       kernels_[s][start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
       kernels_[s].back().send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
@@ -256,12 +259,16 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   }
   // A DLRM file's embedding exchanges (Workload::iterate_hybrid_parallel_DLRM):
   // the forward one from the embedding's forward kernel to the first top
-  // layer's, the backward one from the first top layer's backward kernel
-  // to the embedding's (HYBRID_DLRM) or the iteration's end.
+  // layer's, the backward one from the first top layer's last backward
+  // kernel (its input gradient's) to the embedding's (HYBRID_DLRM) or the
+  // iteration's end.
   if (dlrm_) {
     const auto kernel = [&](Phase phase, int layer) -> Kernel& {
-      return *std::find_if(kernels_[0].begin(), kernels_[0].end(),
-                           [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
+      const auto last = std::find_if(kernels_[0].rbegin(), kernels_[0].rend(),
+                                     [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
+      return phase == Phase::Backward ? *last : *std::find_if(kernels_[0].begin(), kernels_[0].end(), [&](const Kernel& k) {
+        return k.phase == phase && k.layer == layer;
+      });
     };
     const int top = dlrm_->last_bottom + 1;
     if (dlrm_->forward_bytes > 0) {
@@ -448,9 +455,13 @@ void TrainWorkload::issue(int g) {
     const size_t i = it.cursor[g]++;
     more = k.tp_size < 0;
     c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
-      const bool backward = k.phase == Phase::Backward;
+      const bool backward = k.phase == Phase::Backward && !k.input_grad;
       // As long as it took: longer while collectives on the cores held SMs.
-      span(g, model_.layers[k.layer].name + (backward ? " backward" : k.recompute ? " recomputed" : "") +
+      const bool split = times_[k.layer].input_grad_after_s > 0;
+      span(g, model_.layers[k.layer].name +
+                  (k.input_grad ? " input gradient"
+                   : backward   ? (split ? " weight gradient" : " backward")
+                   : k.recompute ? " recomputed" : "") +
                   (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
            engine->took());
       ++it.kernels_done;
@@ -467,7 +478,7 @@ void TrainWorkload::issue(int g) {
         send(g, k);
         if (i + 1 == kernels.size()) through(g);
       }
-      if (backward) {
+      if (k.phase == Phase::Backward) {
         reduce(t);
         finish(t);
       }
@@ -675,7 +686,8 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   double compute = 0;
   for (int s = 0; s < pp_; ++s) {
     double mine = 0;
-    for (int k = first_[s]; k < first_[s + 1]; ++k) mine += times_[k].forward_s + times_[k].backward_s;
+    for (int k = first_[s]; k < first_[s + 1]; ++k)
+      mine += times_[k].forward_s + times_[k].backward_s + times_[k].input_grad_after_s;
     mine += recompute_s_[s];
     compute = std::max(compute, mine * micro_);
   }
@@ -751,7 +763,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
   const int tp_groups = gpus_ / tp_;
   double forward = 0, backward = 0, recompute = 0;
-  for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s;
+  for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s + x.input_grad_after_s;
   for (const double r : recompute_s_) recompute += r;
   const std::string layout = strided_ ? "GPUs strided by " + std::to_string(replicas()) + " (" + gpu_list(tp_gpus(0)) +
                                             " the first, as ASTRA-sim's HYBRID_MODEL_DATA lays them out)"

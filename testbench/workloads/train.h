@@ -128,6 +128,7 @@ class TrainWorkload : public TrainingWorkload {
     int micro = 0;
     Edge wait = Edge::none, send = Edge::none;
     bool recompute = false;  // a forward kernel run again in the backward pass
+    bool input_grad = false;  // a backward kernel of the input gradient alone, after the weight gradient's
     int exchange = -1;       // once it ends, the embedding's all-to-all with this index starts (the GPU goes on)
     int exchange_wait = -1;  // it starts once the embedding's all-to-all with this index has ended
   };
