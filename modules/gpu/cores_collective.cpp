@@ -1266,7 +1266,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   parts_ = message_chunks_ % static_cast<uint32_t>(channels_) == 0 ? channels_ : 1;
   for (int r = 0; r < program_.ranks; ++r) {
     std::vector<std::pair<int, int>> in, out;
-    std::map<int, int> queue_channel;  // queue: its channel
+    std::map<int, int> queue_channel;  // queue: its data channel
     for (int i = 0; i < program_.op_count(r); ++i) {
       const Operation& o = program_.op(r, i);
       const auto add = [](std::vector<std::pair<int, int>>& v, int channel, int peer) {
@@ -1274,7 +1274,8 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       };
       if (collectives::sends(o.kind)) add(out, o.channel, o.send_peer);
       if (collectives::receives(o.kind)) add(in, o.channel, o.recv_peer);
-      if (queue_channel.emplace(o.queue, o.channel).first->second != o.channel) parts_ = 1;
+      const int data_channel = o.channel % channels_;
+      if (queue_channel.emplace(o.queue, data_channel).first->second != data_channel) parts_ = 1;
       for (ChunkRef ref : {o.src, o.dst})
         for (uint32_t k = 0; k < ref.count; ++k) {
           Buffer buf = ref.buf;
