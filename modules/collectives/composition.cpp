@@ -1,7 +1,9 @@
 #include "collectives/composition.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 
@@ -52,6 +54,97 @@ std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int ra
     added.push_back(static_cast<uint32_t>(b.add(place(pl, o), deps)));
   }
   return added;
+}
+
+Program pxn_program(const Program& p, const std::vector<int>& node, const std::vector<int>& rail) {
+  if (p.engine() != Engine::Cores) return p;
+  const int n = p.ranks;
+  int nodes = 0, rails = 0, first = 0;  // first: the first channel the program does not use
+  for (int r = 0; r < n; ++r) nodes = std::max(nodes, node[r] + 1), rails = std::max(rails, rail[r] + 1);
+  for (const Operation& o : p.ops) first = std::max(first, o.channel + 1);
+  std::map<std::pair<int, int>, int> rank_at;  // (node, rail) -> rank
+  for (int r = 0; r < n; ++r) rank_at.emplace(std::make_pair(node[r], rail[r]), r);
+  // Pair the k-th send from a to b on a channel with b's k-th receive from a on it.
+  std::map<std::tuple<int, int, int>, std::vector<int>> sent, got;  // (a, b, channel) -> operation indices
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      if (sends(o.kind)) sent[{r, o.send_peer, o.channel}].push_back(i);
+      if (receives(o.kind)) got[{o.recv_peer, r, o.channel}].push_back(i);
+    }
+  // A relay channel carries its data channel's chunks (Program::data_channels)
+  // in a block of S channels per relay connection: at the sender, one per
+  // node it sends to through an intermediate; at the receiver, one per rail
+  // it receives from through one.
+  const int data = p.data_channels ? p.data_channels : first;
+  const int S = (first + data - 1) / data * data;
+  if (static_cast<int64_t>(S) * (1 + (rails - 1) * (nodes - 1)) > 65536)
+    throw UserError("PXN's relays of " + p.name + " need more than 65536 channels; run it with cluster.pxn=0");
+  struct Relay {
+    int a, b, via, channel;
+    const Operation* send;  // the sender's, relayed
+    uint32_t scratch = 0;
+    uint16_t queue = 0;
+  };
+  std::vector<Relay> relays;
+  std::map<std::pair<int, int>, int> send_relay, recv_relay;  // (rank, operation) -> index in relays
+  for (const auto& [key, sends_of] : sent) {
+    const auto [a, b, channel] = key;
+    const auto via = rank_at.find({node[a], rail[b]});
+    const auto recvs = got.find(key);
+    if (node[a] == node[b] || rail[a] == rail[b] || via == rank_at.end() || recvs == got.end()) continue;
+    const int relative = ((rail[a] - rail[b] + rails) % rails - 1) * (nodes - 1) + (node[b] - node[a] + nodes) % nodes - 1;
+    const int relay_channel = S * (1 + relative) + channel;
+    for (size_t k = 0; k < std::min(sends_of.size(), recvs->second.size()); ++k) {
+      const Operation &s = p.op(a, sends_of[k]), &r = p.op(b, recvs->second[k]);
+      if (receives(s.kind) || sends(r.kind)) continue;
+      send_relay[{a, sends_of[k]}] = recv_relay[{b, recvs->second[k]}] = static_cast<int>(relays.size());
+      relays.push_back({a, b, via->second, relay_channel, &s});
+    }
+  }
+  if (relays.empty()) return p;
+  // The intermediates' relays: a scratch chunk each, and a queue per relay connection after the rank's own.
+  std::vector<Buffers> buffers = p.buffers;
+  std::vector<int> next_queue(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) next_queue[r] = std::max(next_queue[r], p.op(r, i).queue + 1);
+  std::map<std::tuple<int, int, int>, uint16_t> relay_queue;  // (intermediate, channel, sender) -> queue
+  for (Relay& x : relays) {
+    const auto q = relay_queue.try_emplace({x.via, x.channel, x.a}, static_cast<uint16_t>(next_queue[x.via]));
+    if (q.second && ++next_queue[x.via] > 65535) throw UserError("PXN's relays of " + p.name + " need more than 65536 queues");
+    x.queue = q.first->second;
+    x.scratch = buffers[x.via].scratch;
+    buffers[x.via].scratch += x.send->src.count;
+  }
+  ProgramBuilder pb(p.name, p.collective, n, p.in_place);
+  Program& w = pb.program();
+  w.root = p.root, w.tree_nodes = p.tree_nodes, w.multimem = p.multimem, w.protocol_by_size = p.protocol_by_size;
+  w.data_channels = data;
+  for (const auto& g : p.groups) pb.add_group(g);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, buffers[r]);
+    for (int i = 0; i < p.op_count(r); ++i) {
+      Operation o = p.op(r, i);
+      if (const auto it = send_relay.find({r, i}); it != send_relay.end())
+        o.send_peer = relays[it->second].via, o.channel = static_cast<uint16_t>(relays[it->second].channel);
+      if (const auto it = recv_relay.find({r, i}); it != recv_relay.end())
+        o.recv_peer = relays[it->second].via, o.channel = static_cast<uint16_t>(relays[it->second].channel);
+      pb.add(o, std::vector<uint32_t>(p.deps_of(o), p.deps_of(o) + o.dep_count));
+    }
+    for (const Relay& x : relays) {
+      if (x.via != r) continue;
+      Operation o;
+      o.kind = OpKind::RecvCopySend;
+      o.proto = x.send->proto;
+      o.channel = static_cast<uint16_t>(x.channel);
+      o.queue = x.queue;
+      o.recv_peer = x.a;
+      o.send_peer = x.b;
+      o.dst = chunk(Buffer::Scratch, x.scratch, x.send->src.count);
+      pb.add(o);
+    }
+  }
+  return pb.build();
 }
 
 }  // namespace incsim::collectives

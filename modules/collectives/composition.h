@@ -37,4 +37,22 @@ Operation place(const Placement& pl, const Operation& o);
 // depending on `after`. Returns the new operations' indices, in part order.
 std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int rank, const std::vector<uint32_t>& after);
 
+// NCCL's PXN ("PCI x NVLink", NCCL 2.12+, on unless NCCL_PXN_DISABLE=1;
+// src/graph/paths.cc, src/transport/net.cc) on a rail-optimised cluster,
+// where rank r is on node node[r] and rail rail[r]: a transfer from rank a
+// to a rank b on another node and another rail goes over the node's NVLink
+// to the intermediate, the rank on a's node and b's rail, whose adapter
+// sends it to b on b's rail, so it never crosses the spines. A cores
+// program's send and the receive it pairs with (the k-th from a to b on a
+// channel) become a send to the intermediate, its receive-copy-send into a
+// scratch chunk of its own, and b's receive from it, on a relay channel of
+// their own (a connection per original sender and receiver, as NCCL's PXN
+// connection is a's to b with its buffer in the intermediate's memory).
+// Only a pair whose send does not also receive and whose receive does not
+// also send is relayed (its operations then change only their peer and
+// channel): NCCL's all-to-all entirely, a ring's hops (which receive and
+// send in one operation) not. A program with nothing to relay, or with no
+// rank on the way, comes back unchanged.
+Program pxn_program(const Program& p, const std::vector<int>& node, const std::vector<int>& rail);
+
 }  // namespace incsim::collectives

@@ -87,7 +87,8 @@ bool Operation::operator==(const Operation& o) const {
 
 bool Program::operator==(const Program& o) const {
   return name == o.name && collective == o.collective && ranks == o.ranks && root == o.root &&
-         in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && protocol_by_size == o.protocol_by_size && buffers == o.buffers && groups == o.groups && ops == o.ops &&
+         in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && protocol_by_size == o.protocol_by_size &&
+         data_channels == o.data_channels && buffers == o.buffers && groups == o.groups && ops == o.ops &&
          rank_begin == o.rank_begin && deps == o.deps;
 }
 
@@ -166,6 +167,7 @@ std::string write_program(const Program& p) {
   if (p.tree_nodes) os << "treenodes " << p.tree_nodes << '\n';
   if (p.multimem) os << "multimem 1\n";
   if (p.protocol_by_size) os << "protocol auto\n";
+  if (p.data_channels) os << "datachannels " << p.data_channels << '\n';
   for (const auto& g : p.groups) {
     os << "group";
     for (int r : g) os << ' ' << r;
@@ -302,6 +304,10 @@ Program read_program(const std::string& text, const std::string& file) {
     } else if (key == "multimem" && have_coll && rank < 0) {
       in.word("multimem");
       b->program().multimem = in.number("multimem (0 or 1)", 0, 1) == 1;
+      in.end();
+    } else if (key == "datachannels" && have_coll && rank < 0) {
+      in.word("datachannels");
+      b->program().data_channels = static_cast<int>(in.number("a channel count", 1, 65535));
       in.end();
     } else if (key == "treenodes" && have_coll && rank < 0) {
       in.word("treenodes");

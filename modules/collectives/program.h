@@ -138,6 +138,11 @@ struct Program {
   // The GPUs' cores pick each message size's protocol as NCCL's tuner does
   // (ring.protocol=auto's thresholds); the operations' proto is then unused.
   bool protocol_by_size = false;
+  // The channels that split the message (the cores' layout, and their thread
+  // blocks): channel X from here on carries channel X mod data_channels's data
+  // on connections of its own, as PXN's relays do (pxn_program). 0: every
+  // channel is one of them.
+  int data_channels = 0;
   std::vector<Buffers> buffers;            // [rank]
   std::vector<std::vector<int>> groups;    // in-network groups: their ranks
   std::vector<Operation> ops;                     // grouped by rank

@@ -1082,7 +1082,7 @@ void CoresCollective::Rank::segments(const ChunkRef& ref, uint64_t pass, bool wr
     }
     const uint64_t at = key(s.buf, s.index, pass);
     auto it = store_.find(at);
-    if (write && (readers_[b][s.index] || s.buf == Buffer::Scratch)) {
+    if (write && readers_[b][s.index]) {  // kept for its readers (a relay's scratch has none)
       if (it == store_.end()) it = store_.emplace(at, Stored{{}, readers_[b][s.index]}).first;
       it->second.bytes.resize(s.len * coll_.elem_);
       s.stored = &it->second.bytes;
@@ -1259,12 +1259,14 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
   message_chunks_ = message_chunks(program_);
-  // The channels split the message when each touches only its own chunks.
+  // The channels split the message when each touches only its own chunks
+  // (a relay channel, its data channel's).
   for (const Operation& o : program_.ops) channels_ = std::max(channels_, o.channel + 1);
+  if (program_.data_channels) channels_ = program_.data_channels;
   parts_ = message_chunks_ % static_cast<uint32_t>(channels_) == 0 ? channels_ : 1;
   for (int r = 0; r < program_.ranks; ++r) {
     std::vector<std::pair<int, int>> in, out;
-    std::map<int, int> queue_channel;  // queue: its channel
+    std::map<int, int> queue_channel;  // queue: its data channel
     for (int i = 0; i < program_.op_count(r); ++i) {
       const Operation& o = program_.op(r, i);
       const auto add = [](std::vector<std::pair<int, int>>& v, int channel, int peer) {
@@ -1272,14 +1274,15 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       };
       if (collectives::sends(o.kind)) add(out, o.channel, o.send_peer);
       if (collectives::receives(o.kind)) add(in, o.channel, o.recv_peer);
-      if (queue_channel.emplace(o.queue, o.channel).first->second != o.channel) parts_ = 1;
+      const int data_channel = o.channel % channels_;
+      if (queue_channel.emplace(o.queue, data_channel).first->second != data_channel) parts_ = 1;
       for (ChunkRef ref : {o.src, o.dst})
         for (uint32_t k = 0; k < ref.count; ++k) {
           Buffer buf = ref.buf;
           uint32_t index = ref.index + k;
           int64_t m;
           canonical(program_, r, buf, index, m);
-          if (m >= 0 && m % parts_ != o.channel) parts_ = 1;
+          if (m >= 0 && m % parts_ != o.channel % static_cast<uint32_t>(parts_)) parts_ = 1;
         }
     }
     max_conns_ = std::max(max_conns_, std::max(in.size(), out.size()));

@@ -269,6 +269,8 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 -c cluster.leaf_ports=1",
        "a rail leaf of cluster.leaf_ports=1 ports cannot hold one node and its up-link"},
       {"--platform cluster --nodes 2 -c ib.mtu_bytes=1000", "ib.mtu_bytes must be one of InfiniBand's MTUs"},
+      {"--platform cluster --nodes 2 --collective alltoall -c cluster.pxn=maybe",
+       "configuration key 'cluster.pxn' expects true or false, got 'maybe'"},
       {"--platform cluster --nodes 2 -c ib.spread=ecmp", "ib.spread must be destination, rotate, adaptive or flow"},
       {"--gpus 0", "the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not 0"},
       {"--platform dgx1v --gpus 1,x", "--gpus expects a whole number, got 'x'"},

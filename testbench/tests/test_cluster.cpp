@@ -325,6 +325,68 @@ TEST_CASE("cluster: CollNet is exact and each adapter takes its GPU's block to i
 }
 
 namespace {
+// nccl-tests' alltoall on 2 nodes under NCCL's Simple protocol, PXN on or off.
+tb::Options alltoall(const std::string& sizes, const std::string& pxn) {
+  tb::Options o = cluster(2, "alltoall", sizes);
+  o.algorithm = "p2p";
+  tb::set_params(o, {{"ring.protocol", "simple"}, {"cluster.pxn", pxn}});
+  return o;
+}
+// Payload bytes on the links from the leaves to the spines: what crosses from one rail to another.
+uint64_t spine_payload(tb::Experiment& e) {
+  uint64_t payload = 0;
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("leaf", 0) == 0 && end.to.rfind("spine", 0) == 0)
+      payload += end.port->bytes_sent() - end.port->packets_sent() * platforms::kIbHeader.default_value();
+  return payload;
+}
+// Each of the 16 GPUs sends M / 16 to every GPU, on 16 channels: with PXN
+// or without, each adapter sends 8 blocks to the other node (with PXN its
+// node's to its rail's GPU there, without its own to every GPU there), 128
+// transfers each followed by its 8-byte flag, and frees the slots of the 128
+// it receives with an 8-byte flag back.
+constexpr uint64_t kA2aBytes = 1 << 20, kA2aBlock = kA2aBytes / 16;
+void alltoall_adapters(tb::Experiment& e) {
+  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  REQUIRE(hcas.size() == 16);
+  for (const hca::Hca* h : hcas) {
+    INFO(h->name());
+    CHECK(h->payload_sent() == 8 * kA2aBlock + 2 * 8 * 16 * 8);
+  }
+}
+}  // namespace
+
+TEST_CASE("cluster: alltoall with PXN is exact and every byte between nodes stays on the destination's rail",
+          "[cluster][pxn]") {
+  tb::Experiment e(alltoall("1M", "1"));
+  tb::run_checked(e, "alltoall with PXN");
+  alltoall_adapters(e);
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("cluster: alltoall without PXN is exact and its transfers across rails climb to the spines",
+          "[cluster][pxn]") {
+  tb::Experiment e(alltoall("1M", "0"));
+  tb::run_checked(e, "alltoall without PXN");
+  alltoall_adapters(e);
+  // Each way, 8 x 7 pairs of GPUs on different rails: their blocks, on 16
+  // channels each with its flag, and the flags that free the other way's slots.
+  CHECK(spine_payload(e) == 2 * (8 * 7 * kA2aBlock + 2 * 8 * 7 * 16 * 8));
+}
+
+// Every element n0_gpu1's cores copy comes out wrong: its own block and the
+// 15 it receives, and with PXN the 7 it relays from its node's other GPUs to
+// n1_gpu1. 256 KiB: blocks of 16 KiB, 4096 floats.
+constexpr uint64_t kA2aFaultBlock = 4096;
+TEST_CASE("cluster: a faulty GPU's copies in alltoall's PXN relays are counted", "[cluster][pxn]") {
+  CHECK(tb::wrong_with_alu_fault(alltoall("256K", "1"), "n0_gpu1.cores", 1000000) == (16 + 7) * kA2aFaultBlock);
+}
+TEST_CASE("cluster: a faulty GPU's copies in alltoall without PXN are its own and what it receives", "[cluster][pxn]") {
+  CHECK(tb::wrong_with_alu_fault(alltoall("256K", "0"), "n0_gpu1.cores", 1000000) == 16 * kA2aFaultBlock);
+}
+
+namespace {
 // A rail over two leaves (4 nodes on leaves of 4 ports: 2 nodes and 2
 // up-links each) aggregates at every level of SHARP's tree: each leaf
 // reduces its two members' contributions to a block into one partial, so

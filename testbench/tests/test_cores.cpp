@@ -209,7 +209,9 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         // NCCL's all-to-all, and on hgx-h100 by size (LL, then LL128).
                         Case{"--platform star --gpus 5 --collective alltoall --sizes 12292,96K", " -c ring.channels=3",
                              "p2p"},
-                        Case{"--platform hgx-h100 --collective alltoall --sizes 8K,64K", "", "p2p"}}) {
+                        Case{"--platform hgx-h100 --collective alltoall --sizes 8K,64K", "", "p2p"},
+                        // On a cluster, relayed by PXN: its relay channels (datachannels) and scratch.
+                        Case{"--platform cluster --nodes 2 --collective alltoall --sizes 64K,1M", "", "p2p"}}) {
     INFO(c.run << c.ring_settings << " " << c.algorithm);
     const Result printed = incsim(c.run + c.ring_settings + " --algorithm " + c.algorithm + " --print-program");
     REQUIRE(printed.code == 0);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collectives/baselines.h"
+#include "collectives/composition.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program.h"
@@ -188,6 +189,46 @@ TEST_CASE("an MSCCL alltoall XML reads in msccl-tools' layout, checks and round-
   const Program two = read_msccl_file(std::string(TEST_DATA) + "/alltoall_two_step_4.xml");
   REQUIRE(two.buffers[0] == Buffers{4, 4, 1});
   require_ok(two);
+}
+
+TEST_CASE("PXN relays an all-to-all's transfers across rails and nodes through the GPU on the destination's rail",
+          "[programs]") {
+  // Rank k G + g is GPU g of node k.
+  const auto place = [](int nodes, int per_node, std::vector<int>& node, std::vector<int>& rail) {
+    for (int r = 0; r < nodes * per_node; ++r) node.push_back(r / per_node), rail.push_back(r % per_node);
+  };
+  for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 4, 3}, {3, 4, 2}, {4, 2, 16}}) {
+    std::vector<int> node, rail;
+    place(nodes, per_node, node, rail);
+    const Program a = alltoall_program(nodes * per_node, channels);
+    const Program p = pxn_program(a, node, rail);
+    require_ok(p);
+    REQUIRE(p.data_channels == channels);
+    // Nothing crosses both a rail and a node: a transfer to another node
+    // leaves from the destination's rail, and each intermediate relays what
+    // its node's other GPUs send to its rail on the other nodes.
+    for (int r = 0; r < p.ranks; ++r) {
+      int relays = 0;
+      for (int i = 0; i < p.op_count(r); ++i) {
+        const Operation& o = p.op(r, i);
+        if (o.send_peer != kNone && node[o.send_peer] != node[r]) CHECK(rail[o.send_peer] == rail[r]);
+        if (o.kind != OpKind::RecvCopySend) continue;
+        ++relays;
+        CHECK(node[o.recv_peer] == node[r]);
+        CHECK(o.dst.buf == Buffer::Scratch);
+      }
+      CHECK(relays == channels * (per_node - 1) * (nodes - 1));
+      CHECK(p.buffers[r].scratch == static_cast<uint32_t>(relays));
+    }
+    // Relayed again, or printed and read back, it is the same program.
+    CHECK(pxn_program(p, node, rail) == p);
+    CHECK(read_program(write_program(p), "pxn") == p);
+  }
+  // A ring's hops receive and send in one operation: nothing to relay.
+  std::vector<int> node, rail;
+  place(2, 4, node, rail);
+  const Program ring = cluster_ring_program(Collective::AllReduce, 2, 4, 4);
+  CHECK(pxn_program(ring, node, rail) == ring);
 }
 
 TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring are correct programs", "[programs]") {

@@ -15,6 +15,7 @@
 #include "collectives/baselines.h"
 #include "collectives/blink_synthesis.h"
 #include "collectives/bounds.h"
+#include "collectives/composition.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program_check.h"
@@ -151,6 +152,14 @@ const Param<bool> kBlinkHybrid{
     "blink.hybrid", false, Range::none(),
     "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, Eq. "
     "8, with T_dpa = 0: no driver call to switch links here)"};
+// NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
+// variables documentation, and NVIDIA's blog "Doubling all2all Performance
+// with NVIDIA Collective Communication Library 2.12", 2022).
+const Param<bool> kClusterPxn{
+    "cluster.pxn", true, Range::none(),
+    "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
+    "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
+    "its own adapter and the spines"};
 }  // namespace
 
 platforms::PlatformShape platform_shape(const Options& o) {
@@ -388,7 +397,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     make_cores(program_);
   }
   else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
-  else if (program_.ranks) make_cores(program_);
+  else if (program_.ranks) {
+    relay_across_rails();
+    make_cores(program_);
+  }
   else if (trees) make_trees(n);
   else if (software_ring || across_nodes || opt_.algorithm == "p2p") make_ring(n);
   else make_scheduled(n);
@@ -554,7 +566,26 @@ void CollectiveWorkload::make_ring(int n) {
   program_.protocol_by_size = by_size && !simple;
   if (!by_size)
     for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
+  relay_across_rails();
   make_cores(program_);
+}
+
+void CollectiveWorkload::relay_across_rails() {
+  if (cluster_.empty() || !cfg_.get(kClusterPxn)) return;
+  std::vector<int> node_of(platform_->gpus().size()), rail_of(node_of.size());
+  for (size_t k = 0; k < cluster_.size(); ++k)
+    for (size_t g = 0; g < cluster_[k].size(); ++g) {
+      node_of[static_cast<size_t>(cluster_[k][g])] = static_cast<int>(k);
+      rail_of[static_cast<size_t>(cluster_[k][g])] = static_cast<int>(g);
+    }
+  std::vector<int> node, rail;
+  for (const gpu::Gpu* p : participants_) {
+    node.push_back(node_of[static_cast<size_t>(p->index())]);
+    rail.push_back(rail_of[static_cast<size_t>(p->index())]);
+  }
+  const size_t ops = program_.ops.size();
+  program_ = collectives::pxn_program(program_, node, rail);
+  pxn_relays_ = program_.ops.size() - ops;  // one receive-copy-send each
 }
 
 void CollectiveWorkload::require_reduction_tables(const std::string& what) const {
@@ -1044,6 +1075,9 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   if (program_.protocol_by_size)
     os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
        << size_label(auto_ll128_max_) << ", Simple above\n";
+  if (pxn_relays_)
+    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
+       << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
   if (is_program_file(opt_.algorithm)) {  // a program file
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
        << (copy_engines_ ? std::string("copy engines")

@@ -105,6 +105,9 @@ class CollectiveWorkload : public Workload {
   // p2p (an all-to-all): the programs on the GPUs' cores with ring.channels and ring.protocol.
   void make_ring(int n);
   void make_cores(const collectives::Program& program);
+  // On a cluster under cluster.pxn, program_'s transfers across rails and
+  // nodes relayed through the GPU on the destination's rail (NCCL's PXN).
+  void relay_across_rails();
   // UserError naming `what` if the switches have no reduction tables.
   void require_reduction_tables(const std::string& what) const;
   void require_aggregation_buffers(const collectives::Program& program, int credits) const;
@@ -133,6 +136,7 @@ class CollectiveWorkload : public Workload {
   std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
   platforms::GpuMachine* platform_ = nullptr;
   std::vector<gpu::Gpu*> participants_;
+  size_t pxn_relays_ = 0;  // relay_across_rails' relays
   std::vector<std::vector<int>> cluster_;  // a cluster's nodes' GPUs (topo::cluster_nodes); empty elsewhere
   std::string cluster_note_;               // what limits a cluster's bound
   std::vector<bool> between_nodes_;        // [link end] on a cluster: the network's, or a GPU's link to its adapter
