@@ -164,6 +164,10 @@ class CopyCollective::Rank : public Program {
   int rank_;
   uint64_t bytes_, blocks_, chunks_;
   int node_;  // in the topology
+  // The ports that reach every other GPU of the collective, which pull reads
+  // and multicast stores take in turn: all of a switch fabric's; on a
+  // cluster a node's NVLinks, not the PCIe link to the GPU's adapter.
+  std::vector<int> spread_;
   std::vector<Op> ops_;
   std::vector<std::vector<int>> receiver_;  // [group][message chunk]: the operation whose dst it is, or -1
   std::vector<Home> homes_;                 // [group]
@@ -184,6 +188,10 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
       blocks_((bytes + kBlock - 1) / kBlock),
       chunks_(message_chunks(c.program_)),
       node_(c.topo_.endpoints()[gpu_.index()]) {
+  for (int port = 0; port < c.topo_.node(node_).ports; ++port)
+    if (std::all_of(c.gpus_.begin(), c.gpus_.end(),
+                    [&](const Gpu* g) { return g == &gpu_ || c.topo_.port_on_shortest_path({node_, port}, g->index()); }))
+      spread_.push_back(port);
   const collectives::Program& p = c.program_;
   const int n = p.op_count(rank);
   ops_.resize(n);
@@ -405,7 +413,7 @@ int CopyCollective::Rank::port_of(const Op& op, uint64_t b) const {
   if (op.o->kind == OpKind::Send) return op.ports[b % op.ports.size()];
   const Group& g = group(op);
   if (op.o->kind == OpKind::ReduceWrite) return port_to_home(c_.fabric_.home_port(g.out, g.out_addr(b)));
-  return static_cast<int>(b % gpu_.num_ports());
+  return spread_[b % spread_.size()];
 }
 
 void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const {
@@ -482,7 +490,7 @@ void CopyCollective::Rank::multicast(const Group& g, uint64_t addr, const uint8_
   // Ports in turn by block, as window 0 numbers it: a collective's traffic
   // does not depend on which window it holds.
   const uint64_t block = (addr - g.base + net::kMulticastBase) / kBlock;
-  gpu_.post(static_cast<int>(block % gpu_.num_ports()), p);
+  gpu_.post(spread_[block % spread_.size()], p);
 }
 
 void CopyCollective::Rank::on_region_write(const net::Packet& p) {

@@ -40,7 +40,40 @@ std::vector<tb::Row> train(const std::string& model, const std::string& platform
   CHECK(e.machine().pool().in_use() == 0);
   return rows;
 }
+
+// Bytes the adapters' PCIe links carried, both ways, in a cluster training
+// run of `tp_algorithm` in the nodes' tensor-parallel groups and the ring
+// across them (its own process: each builds a machine).
+uint64_t adapter_bytes(const std::string& tp_algorithm, const std::string& json) {
+  const cli::Result r = cli::incsim("--platform cluster --nodes 2 --model transformer --tp 8 --batch 2 --quiet "
+                                    "-c transformer.layers=1 -c transformer.hidden=256 -c transformer.heads=4 "
+                                    "-c transformer.sequence=64 -c transformer.vocabulary=1000 -c train.dp_algorithm=ring "
+                                    "--algorithm " + tp_algorithm + " --json " + json);
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(cli::slurp(json))["rows"][0];
+  CHECK(row["wrong"] == 0);
+  CHECK(row["tp_allreduces"] == 4);
+  uint64_t bytes = 0;
+  for (const auto& l : row["links"])
+    if (l["from"].get<std::string>().find("hca") != std::string::npos ||
+        l["to"].get<std::string>().find("hca") != std::string::npos)
+      bytes += l["bytes"].get<uint64_t>();
+  return bytes;
+}
 }  // namespace
+
+TEST_CASE("on a cluster the copy engines' nvls push and pull run each node's tensor-parallel all-reduces inside it", "[train][cluster]") {
+  // The data-parallel ring across the nodes alone crosses the adapters: as
+  // many bytes as when the tensor-parallel groups run the ring too, in the
+  // copy engines' 128-byte packets.
+  cli::TempDir d;
+  const uint64_t ring = adapter_bytes("ring -c net.max_payload_bytes=128", d.file("ring.json"));
+  CHECK(ring > 0);
+  for (const std::string a : {"nvls", "push", "pull"}) {
+    INFO(a);
+    CHECK(adapter_bytes(a, d.file(a + ".json")) == ring);
+  }
+}
 
 TEST_CASE("one-shot: the iteration is its compute and then its one all-reduce", "[train]") {
   const auto rows = train(kToy, "star", 4, "push", "", {{"train.overlap", "false"}});

@@ -300,11 +300,20 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
   const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet");
-  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p") && !across_nodes)
+  const auto in_one_node = [&] {
+    if (!share) return false;
+    for (const auto& node : cluster_)
+      if (std::all_of(share->gpus.begin(), share->gpus.end(),
+                      [&](int g) { return std::find(node.begin(), node.end(), g) != node.end(); }))
+        return true;
+    return false;
+  };
+  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p") && !across_nodes &&
+      !(in_network && in_one_node()))
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
                     "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp or a "
                     "program for the GPUs' cores; " + opt_.algorithm +
-                    " across nodes is not modelled yet");
+                    " runs on the GPUs of one node only (a job's, or --tp's groups with -c train.dp_algorithm=ring)");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});

@@ -24,6 +24,11 @@ const Param<uint64_t> kBucketBytes{
     "gradients are all-reduced in buckets as the backward pass fills them, last layer first; a bucket closes once "
     "it holds this many bytes (PyTorch DDP's bucket_cap_mb, 25 MiB); 1: one all-reduce per layer, as Klenk §VI-E "
     "and MultiTree §VI-C overlap them"};
+const Param<std::string> kDpAlgorithm{
+    "train.dp_algorithm", "", Range::none(),
+    "the data-parallel groups' all-reduce algorithm in every run, --algorithm's and --baseline's, so that the two "
+    "compare the tensor-parallel groups' algorithms alone (on a cluster with --tp G: nvls, push or pull inside "
+    "each node, ring across); empty: each run's own"};
 const Param<bool> kOverlap{"train.overlap", true, Range::none(),
                            "all-reduce the buckets while the backward pass goes on; false: one all-reduce of every "
                            "gradient after it (Klenk §VI-E's one-shot)"};
@@ -320,6 +325,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // Buckets fill from the last layer back, as the backward pass makes them;
   // a single replica has no gradients to all-reduce.
   overlap_ = cfg.get(kOverlap);
+  dp_algorithm_ = cfg.get(kDpAlgorithm);
   const uint64_t bucket_bytes = cfg.get(kBucketBytes);
   const uint64_t cap = overlap_ ? bucket_bytes : ~0ull;
   bucket_of_.assign(model_.layers.size(), -1);
@@ -339,14 +345,16 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   choose_algorithms();
   // Groups that are not GPUs 0 to k-1 (all but the first tensor-parallel
   // group, the strided data-parallel ones) need ranks of their own.
+  std::vector<std::string> used = algorithms_;
+  if (!dp_algorithm_.empty()) used.push_back(dp_algorithm_);
   if ((tp_ > 1 && replicas > 1) || pp_ > 1)
-    for (size_t a = 0; a < algorithms_.size(); ++a)
-      if (CollectiveWorkload::ranks_are_gpu_numbers(algorithms_[a], t))
-        throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + " numbers its ranks as platform '" +
+    for (size_t a = 0; a < used.size(); ++a)
+      if (CollectiveWorkload::ranks_are_gpu_numbers(used[a], t))
+        throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
                         "data-parallel groups of --tp or the stages of --pp");
   // One machine for all.
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, used));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: `gpus` in rank order, all-reducing `sizes`.
@@ -356,8 +364,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
     for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
-      collectives_[a].dp.push_back(group(dp_gpus(t), buckets_[t / tp_],
-                                         tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : ""));
+      collectives_[a].dp.push_back(group_collective(cfg, a, dp_gpus(t), buckets_[t / tp_],
+                                                    tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : "",
+                                                    "allreduce", dp_algorithm_));
     // A group's all-reduces, and its all-to-alls (NCCL's, p2p) where a workload file has any: each one
     // collective over every size, of which the kernels' tp_size picks theirs.
     const bool alltoall = tp_alltoalls();
@@ -845,7 +854,9 @@ void TrainWorkload::print_header(std::ostream& os) const {
                       : " over the stages, each stage's among the " + std::to_string(replicas()) +
                             " GPUs in each place of its tensor-parallel groups")
        << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
-       << "), by " << algorithms_[0] << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
+       << "), by "
+       << (dp_algorithm_.empty() ? algorithms_[0] + (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "")
+                                 : dp_algorithm_ + " in every run (train.dp_algorithm)")
        << "\n";
   // Each algorithm's first group of each kind says what it runs.
   for (size_t a = 0; a < collectives_.size(); ++a)
@@ -853,7 +864,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
       if (groups->empty()) continue;
       print_collective_lines(os,
                              groups == &collectives_[a].tp_alltoall ? "p2p (tp all-to-all)"
-                                                                    : algorithms_[a] + (tp_ == 1                        ? ""
+                                                                    : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (tp_ == 1                        ? ""
                                                                                         : groups == &collectives_[a].dp ? " (dp)"
                                                                                                                         : " (tp)"),
                              *groups->front());

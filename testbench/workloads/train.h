@@ -169,6 +169,7 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket in its stage, -1 for a layer without weights
   bool overlap_ = true;
+  std::string dp_algorithm_;  // train.dp_algorithm; empty: each run's own
   std::vector<Groups> collectives_;          // [algorithm]
   std::unique_ptr<Iteration> running_;
 };

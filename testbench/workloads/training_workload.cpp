@@ -46,7 +46,10 @@ std::unique_ptr<CollectiveWorkload> TrainingWorkload::group_collective(Config& c
   try {
     c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
   } catch (const UserError& e) {
-    throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + what + ": " + e.what());
+    // An all-reduce with an algorithm of its own: train.dp_algorithm's.
+    throw UserError((collective == "allreduce" && !algorithm.empty() ? "train.dp_algorithm=" + algorithm
+                                                                      : (a ? "--baseline " : "--algorithm ") + algorithms_[a]) +
+                    what + ": " + e.what());
   }
   if (made_.size() <= a) made_.resize(a + 1);
   made_[a].push_back(c.get());
