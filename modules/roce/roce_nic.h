@@ -77,6 +77,10 @@ class NicClient {
   // The responder accepted packet `psn` of `qp` in order and wrote its
   // payload at `va` of host memory (the RETH address plus the offset in the write).
   virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) = 0;
+  // The responder has acknowledged every packet of `qp` before PSN `una`.
+  virtual void acknowledged(int /*qp*/, uint32_t /*una*/) {}
+  // A data packet left; has_unsent() may now be false.
+  virtual void sent() {}
 };
 
 class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::Block {
@@ -120,6 +124,8 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::B
   // the connections are stuck (go-back-N can keep the links busy without).
   uint64_t progress() const override { return progress_; }
   bool idle() const;
+  // Some posted packet has not been sent yet (or is to be sent again).
+  bool has_unsent() const;
 
  private:
   struct Qp {

@@ -62,6 +62,7 @@ std::string run_reading(const std::string& key) {
   if (starts("train.") || starts("transformer.")) return "--platform star --gpus 4 --quiet --model transformer";
   if (key == "ring.pieces") return "--platform dgx1v --algorithm ring" + base;
   if (starts("dgx1.")) return "--platform dgx1v" + base;
+  if (key == "roce.adapter_window_bytes") return "--platform cluster --nodes 2 -c cluster.network=roce" + base;
   if (starts("cluster.") || starts("ib.") || starts("hca.")) return "--platform cluster --nodes 2" + base;
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
@@ -269,6 +270,12 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 -c cluster.leaf_ports=1",
        "a rail leaf of cluster.leaf_ports=1 ports cannot hold one node and its up-link"},
       {"--platform cluster --nodes 2 -c ib.mtu_bytes=1000", "ib.mtu_bytes must be one of InfiniBand's MTUs"},
+      {"--platform cluster --nodes 2 -c cluster.network=ethernet",
+       "cluster.network must be infiniband or roce, not 'ethernet'"},
+      {"--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlssharp",
+       "aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster (cluster.network=roce) does not have"},
+      {"--platform cluster --nodes 2 -c cluster.network=roce --algorithm collnet",
+       "aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster (cluster.network=roce) does not have"},
       {"--platform cluster --nodes 2 -c ib.spread=ecmp", "ib.spread must be destination, rotate, adaptive or flow"},
       {"--gpus 0", "the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not 0"},
       {"--platform dgx1v --gpus 1,x", "--gpus expects a whole number, got 'x'"},

@@ -26,6 +26,8 @@
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
 #include "hca/hca.h"
+#include "ethernet/roce_frame.h"
+#include "platforms/ethernet_fabric.h"
 #include "platforms/infiniband_fabric.h"
 #include "topology/cluster.h"
 #include "topology/dgx1.h"
@@ -474,10 +476,35 @@ std::vector<int> CollectiveWorkload::cluster_node_of() const {
   return node_of;
 }
 
+namespace {
+// A scale-out network's data packet: its payload, the bytes it adds on the
+// wire, and what acknowledging it costs the other way.
+struct NetPacket {
+  uint32_t payload, header, ack;
+};
+// A cluster whose scale-out network is RoCE (cluster.network=roce).
+bool is_roce_cluster(const platforms::Machine& m) {
+  const auto& nodes = m.topology().nodes();
+  return std::any_of(nodes.begin(), nodes.end(),
+                     [](const topo::Node& n) { return n.block == topo::kinds::kRoceBridge; });
+}
+NetPacket scale_out_packet(const platforms::GpuMachine& m) {
+  if (is_roce_cluster(m)) {
+    // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
+    // by an ACK frame (hca/roce_bridge.h).
+    return {m.fabric_as<platforms::EthernetFabric>().mtu_payload(),
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes,
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes};
+  }
+  const net::PacketFormat f = m.fabric_as<platforms::InfinibandFabric>().packet_format();
+  return {f.max_payload_bytes, f.header_bytes, 0};
+}
+}  // namespace
+
 double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const net::PacketFormat& gf = platform_->format();
-  const net::PacketFormat nf = platform_->fabric_as<platforms::InfinibandFabric>().packet_format();
+  const NetPacket nf = scale_out_packet(*platform_);
   const std::vector<int> node_of = cluster_node_of();
   double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
   bool adapter_limits = false;
@@ -486,7 +513,7 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
   // SHARP's reducing writes cross the network as the GPU's 128-byte blocks, not in MTU packets.
   const uint32_t net_payload =
-      program.has(collectives::OpKind::ReduceWrite) ? topo::MulticastFabric::kBlockBytes : nf.max_payload_bytes;
+      program.has(collectives::OpKind::ReduceWrite) ? topo::MulticastFabric::kBlockBytes : nf.payload;
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
@@ -495,13 +522,13 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
     for (int p = 0; p < t.node(node).ports; ++p) {
       const topo::PortRef peer = t.peer({node, p});
       const double bw = t.links()[t.link_at({node, p})].bw_GBps;
-      if (t.node(peer.node).block != topo::kinds::kHca) {
+      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
         nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
         continue;
       }
       const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
-                     collectives::payload_bandwidth_GBps(net, net_payload, nf.header_bytes, 0));
+                     collectives::payload_bandwidth_GBps(net, net_payload, nf.header, nf.ack));
     }
     double inside = 0, across = 0;
     sent_chunks(program, r, [&](int peer) { return node_of[participants_[peer]->index()] == node_of[gpu]; }, inside,
@@ -666,6 +693,9 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
     if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
+  if (!cluster_.empty() && program.has(collectives::OpKind::ReduceWrite) && is_roce_cluster(*platform_))
+    throw UserError(program.name + " aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster "
+                    "(cluster.network=roce) does not have");
   if (!cluster_.empty()) cp.push_credits = cfg_.get(platforms::kSharpCredits);
   if (!cluster_.empty()) {
     require_groups_fit_cluster(program);
