@@ -48,9 +48,10 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
   fpga_.buffer_bytes = buffer;
   fpga_.mtu_payload = mtu_;
   bool fpgas = false;
+  for (const topo::Node& node : t_.nodes())
+    fpgas = fpgas || node.block == topo::kinds::kFpgaAggregator || node.block == topo::kinds::kLeafFpga;
   for (int e : t_.endpoints()) {
     const auto& node = t_.node(e);
-    fpgas = fpgas || node.block == topo::kinds::kFpgaAggregator;
     if (node.block == topo::kinds::kRoceHost && node.ports != 1)  // a NIC has one Ethernet port
       throw UserError("node " + node.name + " is a roce_host, which has 1 port, not " + std::to_string(node.ports));
   }
@@ -107,6 +108,10 @@ void register_ethernet_fabric() {
                        return dynamic_cast<EthernetFabric&>(f).make_host(n, pool);
                      });
   register_node_kind(topo::kinds::kFpgaAggregator, EthernetFabric::kName, NodeKind::Endpoint,
+                     [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<EthernetFabric&>(f).make_fpga(n, pool);
+                     });
+  register_node_kind(topo::kinds::kLeafFpga, EthernetFabric::kName, NodeKind::Switch,
                      [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
                        return dynamic_cast<EthernetFabric&>(f).make_fpga(n, pool);
                      });

@@ -77,6 +77,11 @@ const std::vector<Algorithm>& algorithms() {
        "leaves' SHARP aggregation buffers",
        "NCCL's NVLS across nodes with SHARP: NVLS reduce-scatter in each node, the rail's leaf adds the nodes' "
        "sums (CollNet), NVLS multicast (NCCL 2.17+, NCCL_ALGO_NVLS)"},
+      {"nvlsnetreduce", "allreduce", "", Family::GpuFabric, "cluster",
+       "the GPUs' cores (multimem loads, stores and reducing writes), the NVSwitches' tables and NetReduce's FPGA "
+       "beside each Ethernet rail leaf (cluster.network=roce)",
+       "NVLS reduce-scatter in each node, each GPU's share all-reduced over its rail by NetReduce's FPGA aggregator "
+       "(ASPLOS 2023), NVLS multicast"},
       {"p2p", "alltoall", "alltoall", Family::GpuFabric,
        "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
        "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "

@@ -1,6 +1,7 @@
 #include "hca/roce_bridge.h"
 
 #include <cstring>
+#include <string>
 
 #include "ethernet/roce_frame.h"
 
@@ -26,14 +27,43 @@ void RoceBridge::configure_port(int p, double bw_GBps, sc_core::sc_time latency,
 // The next packet is posted once the NIC has sent every earlier one (sent() wakes us).
 bool RoceBridge::network_ready(sc_core::sc_time) { return !nic_.has_unsent(); }
 
+bool RoceBridge::join_ring(uint16_t ring, uint64_t start, uint64_t bytes, uint16_t rank, uint16_t ranks,
+                           uint32_t next, uint32_t prev) {
+  if (ring < rings_.size()) {
+    rings_[ring] = {start, start + bytes, rank, ranks, 0};
+    return false;
+  }
+  sc_assert(ring == rings_.size());  // joined in order
+  rings_.push_back({start, start + bytes, rank, ranks, 0});
+  const int s = nic_.create_qp(next, eth::ip_of(next), roce::RoceNic::qpn_of(recv_qp(ring)), 0);
+  const int r = nic_.create_qp(prev, eth::ip_of(prev), roce::RoceNic::qpn_of(send_qp(ring)), 0);
+  sc_assert(s == send_qp(ring) && r == recv_qp(ring));
+  unacked_.resize(unacked_.size() + 2);
+  una_.resize(una_.size() + 2, 0);
+  return true;
+}
+
 bool RoceBridge::transmit(net::Packet* n, sc_core::sc_time) {
   roce::WorkRequest wr;
   wr.id = reinterpret_cast<uintptr_t>(n);  // fill() copies its payload, at every (re)transmission
   wr.packets = 1;
   wr.last_bytes = n->payload_bytes;
   wr.remote_va = n->addr;
-  unacked_[n->dst].push(n);
-  nic_.post(static_cast<int>(n->dst), wr);
+  int qp = static_cast<int>(n->dst);
+  if (n->op == net::Op::ReduceWrite) {
+    uint16_t k = 0;
+    while (k < rings_.size() && (n->addr < rings_[k].start || n->addr >= rings_[k].end)) ++k;
+    if (k == rings_.size())
+      SC_REPORT_ERROR("incsim/roce_bridge", (std::string(name()) + ": a reducing write to a region of no ring "
+                                                                   "(the workload should have joined its group)")
+                                                .c_str());
+    Ring& g = rings_[k];
+    qp = send_qp(k);
+    wr.has_ina = true;
+    wr.ina = {eth::kInetTag, k, g.rank, g.next_msg++, 1};
+  }
+  unacked_[static_cast<size_t>(qp)].push(n);
+  nic_.post(qp, wr);
   return false;
 }
 
@@ -56,7 +86,9 @@ void RoceBridge::acknowledged(int qp, uint32_t una) {
 void RoceBridge::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   net::Packet* p = net_pool().get();
-  p->src = static_cast<uint32_t>(qp);
+  const bool sum = qp >= static_cast<int>(config().endpoints);  // a ring's: its members' sum, from the FPGA
+  p->src = sum ? nic_.remote_endpoint(qp) : static_cast<uint32_t>(qp);
+  p->count = sum ? rings_[static_cast<size_t>((qp - send_qp(0)) / 2)].ranks : 0;
   p->dst = config().gpu;
   p->addr = va;
   p->stream = 0;

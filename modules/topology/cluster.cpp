@@ -55,7 +55,7 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   for (int r = 0; r < g; ++r)
     for (int i = 0; i < per_rail; ++i)
       leaves.push_back(t.add_switch("leaf" + std::to_string(r) + (per_rail > 1 ? "_" + std::to_string(i) : ""),
-                                    first(i + 1) - first(i) + up, net_switch));
+                                    (roce ? 2 : 1) * (first(i + 1) - first(i)) + up, net_switch));
   const int trunk = up / spines;
   for (int j = 0; j < spines; ++j)
     spine_ids.push_back(t.add_switch("spine" + std::to_string(j), leaves_total * trunk, net_switch));
@@ -79,6 +79,13 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
     for (int j = 0; j < spines; ++j)
       for (int x = 0; x < trunk; ++x)
         t.connect({leaves[l], down + j * trunk + x}, {spine_ids[j], l * trunk + x}, s.net_GBps, s.net_latency_ns);
+  }
+  // On RoCE, NetReduce's FPGA beside each leaf (§4, Fig. 10B): a port per
+  // node, port k on the leaf's port after its up-links and k earlier ones.
+  for (int l = 0; l < leaves_total && roce; ++l) {
+    const int down = first(l % per_rail + 1) - first(l % per_rail);
+    const int fpga = t.add_switch(t.node(leaves[l]).name + "_fpga", down, kinds::kLeafFpga);
+    for (int k = 0; k < down; ++k) t.connect({leaves[l], down + up + k}, {fpga, k}, s.net_GBps, s.net_latency_ns);
   }
   t.finalize();
   return t;

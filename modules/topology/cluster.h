@@ -27,7 +27,9 @@ struct ClusterShape {
 // `node`'s nodes and links, once per node k, named n<k>_<name>; GPU g of
 // node k is endpoint k * G + g, and gets one more port (its last) to its
 // adapter n<k>_hca<g> (port 0; port 1 to a leaf of rail g; on RoCE the
-// adapter is a roce_bridge and the switches ethernet_switch). A rail is the
+// adapter is a roce_bridge, the switches ethernet_switch, and beside each
+// leaf L is NetReduce's FPGA L_fpga, a leaf_fpga with a port per node of
+// the leaf, on ports the leaf has beyond cluster.leaf_ports). A rail is the
 // fewest leaves of leaf_ports ports that hold its nodes, each with a port
 // per node and ceil(nodes / oversubscription) up-links: one leaf, leaf<g>,
 // or several, leaf<g>_<i>, the nodes split evenly in order, each with the

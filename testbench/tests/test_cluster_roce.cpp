@@ -4,7 +4,10 @@
 // (hca::RoceBridge) on Ethernet rail leaves and spines, ECMP per connection.
 // NCCL's rings and trees across the nodes are exact, each adapter carries
 // the bytes the rings predict, a wrong sum is counted, and lost frames are
-// sent again by go-back-N without a wrong element.
+// sent again by go-back-N without a wrong element. NVLS with NetReduce's
+// FPGA beside each rail leaf (nvlsnetreduce) is exact, each adapter takes
+// its head's share to the FPGA and its sum back once, and the FPGA's adders
+// count a wrong sum.
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -13,6 +16,7 @@
 #include "ethernet/ethernet_switch.h"
 #include "experiment.h"
 #include "hca/roce_bridge.h"
+#include "netreduce/fpga_aggregator.h"
 #include "options.h"
 #include "run_checked.h"
 
@@ -85,5 +89,57 @@ TEST_CASE("roce cluster: frames lost on the network are sent again by go-back-N 
   for (const eth::EthernetSwitch* s : e.machine().blocks_of<eth::EthernetSwitch>()) lost += s->lost();
   INFO(lost << " frames lost, " << retransmitted << " sent again");
   CHECK(lost > 0);
+  CHECK(retransmitted > 0);
+}
+
+TEST_CASE("roce cluster: NVLS with NetReduce is exact, each adapter takes its head's share to the rail's FPGA and its sum back, once",
+          "[cluster_roce][netreduce]") {
+  constexpr uint64_t m = 1 << 20, g = 8, block = 128;
+  tb::Experiment e(on_roce(2, "nvlsnetreduce", "1M"));
+  tb::run_checked(e, "nvlsnetreduce");
+  std::ostringstream held;  // (the FPGAs' CLTs list their connections, holding nothing)
+  CHECK(e.machine().report_held(held) == 0);
+  // GPU h's share, M / G, goes out as one 128-byte block per RDMA WRITE,
+  // nothing else; each block's sum comes back once.
+  for (const hca::RoceBridge* b : e.machine().blocks_of<hca::RoceBridge>()) {
+    INFO(b->name());
+    CHECK(b->payload_sent() == m / g);
+    CHECK(b->packets_sent() == m / g / block);
+    CHECK(b->writes_delivered() == m / g / block);
+    CHECK(b->nic().retransmitted() == 0);
+  }
+  // Rail h's FPGA completes each block of GPU h's share once, over its 16
+  // rings (one per channel); the spines carry nothing.
+  const auto fpgas = e.machine().blocks_of<netreduce::FpgaAggregator>();
+  REQUIRE(fpgas.size() == 8);
+  for (const netreduce::FpgaAggregator* f : fpgas) {
+    INFO(f->name());
+    uint64_t completions = 0;
+    for (uint16_t ring = 0; ring < 16; ++ring) completions += f->ring(ring).completions();
+    CHECK(completions == m / g / block);
+    CHECK(f->counters().no_entry_drops == 0);
+  }
+  for (const auto& end : e.machine().link_ends())
+    if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
+}
+
+TEST_CASE("roce cluster: NVLS with NetReduce on 4 nodes is exact", "[cluster_roce][netreduce]") {
+  tb::Experiment e(on_roce(4, "nvlsnetreduce", "64K,1M"));
+  tb::run_checked(e, "nvlsnetreduce 4 nodes");
+}
+
+TEST_CASE("roce cluster: a wrong sum in a rail's FPGA is counted in every GPU it reaches", "[cluster_roce][netreduce]") {
+  // Rail 0's FPGA has an aggregator array per ring (16, one per channel),
+  // each with its adders: 5 wrong elements in each ring's sums reach both
+  // heads 0, which multicast them to their nodes' 8 GPUs.
+  CHECK(tb::wrong_with_alu_fault(on_roce(2, "nvlsnetreduce", "256K"), "leaf0_fpga.aggregator", 5) == 16 * 5 * 16);
+}
+
+TEST_CASE("roce cluster: NVLS with NetReduce under loss is exact, go-back-N repairing what the FPGA missed",
+          "[cluster_roce][netreduce]") {
+  tb::Experiment e(on_roce(2, "nvlsnetreduce", "1M", {{"link.loss", "0.001"}}));
+  tb::run_checked(e, "nvlsnetreduce under loss");
+  uint64_t retransmitted = 0;
+  for (const hca::RoceBridge* b : e.machine().blocks_of<hca::RoceBridge>()) retransmitted += b->nic().retransmitted();
   CHECK(retransmitted > 0);
 }
