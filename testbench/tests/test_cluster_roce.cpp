@@ -29,6 +29,11 @@ tb::Options on_roce(int nodes, const std::string& algorithm, const std::string& 
   o.nodes = nodes;
   return o;
 }
+// The run is exact, within its bound, every packet back in its pool.
+void exact(int nodes, const std::string& algorithm, const std::string& sizes) {
+  tb::Experiment e(on_roce(nodes, algorithm, sizes));
+  tb::run_checked(e, algorithm + " on " + std::to_string(nodes) + " nodes");
+}
 }  // namespace
 
 TEST_CASE("roce cluster: the rings' all-reduce is exact and every adapter sends the share the rings predict", "[cluster_roce]") {
@@ -55,24 +60,14 @@ TEST_CASE("roce cluster: the rings' all-reduce is exact and every adapter sends 
 }
 
 TEST_CASE("roce cluster: 4 nodes, the rings cross the spines by ECMP and stay exact", "[cluster_roce]") {
-  tb::Experiment e(on_roce(4, "ring", "64K,1M"));
-  tb::run_checked(e, "roce ring 4 nodes");
+  exact(4, "ring", "64K,1M");
 }
 
-TEST_CASE("roce cluster: NCCL's tree across 4 nodes is exact", "[cluster_roce]") {
-  tb::Experiment e(on_roce(4, "tree", "64K,1M"));
-  tb::run_checked(e, "roce tree");
-}
+TEST_CASE("roce cluster: NCCL's tree across 4 nodes is exact", "[cluster_roce]") { exact(4, "tree", "64K,1M"); }
 
-TEST_CASE("roce cluster: NVLSTree is exact", "[cluster_roce]") {
-  tb::Experiment tree(on_roce(2, "nvlstree", "64K,1M"));
-  tb::run_checked(tree, "roce nvlstree");
-}
+TEST_CASE("roce cluster: NVLSTree is exact", "[cluster_roce]") { exact(2, "nvlstree", "64K,1M"); }
 
-TEST_CASE("roce cluster: NVLS with rings across is exact", "[cluster_roce]") {
-  tb::Experiment ring(on_roce(2, "nvlsring", "1M"));
-  tb::run_checked(ring, "roce nvlsring");
-}
+TEST_CASE("roce cluster: NVLS with rings across is exact", "[cluster_roce]") { exact(2, "nvlsring", "1M"); }
 
 TEST_CASE("roce cluster: a wrong sum in one GPU of the second node is counted", "[cluster_roce]") {
   CHECK(tb::wrong_with_alu_fault(on_roce(2, "ring", "256K"), "n1_gpu3.cores", 10) == 10 * 16);
@@ -124,8 +119,7 @@ TEST_CASE("roce cluster: NVLS with NetReduce is exact, each adapter takes its he
 }
 
 TEST_CASE("roce cluster: NVLS with NetReduce on 4 nodes is exact", "[cluster_roce][netreduce]") {
-  tb::Experiment e(on_roce(4, "nvlsnetreduce", "64K,1M"));
-  tb::run_checked(e, "nvlsnetreduce 4 nodes");
+  exact(4, "nvlsnetreduce", "64K,1M");
 }
 
 TEST_CASE("roce cluster: a wrong sum in a rail's FPGA is counted in every GPU it reaches", "[cluster_roce][netreduce]") {
