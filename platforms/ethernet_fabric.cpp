@@ -1,14 +1,22 @@
 #include "ethernet_fabric.h"
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "gpu_fabric.h"
+#include "infiniband_fabric.h"
 #include "nvswitch/nvswitch.h"
 
 namespace incsim::platforms {
 
 EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*seed*/) : t_(t) {
+  // A cluster's RoCE network (its GPUs' adapters are roce_bridges) or NetReduce's platforms.
+  const bool cluster = std::any_of(t.nodes().begin(), t.nodes().end(),
+                                   [](const topo::Node& n) { return n.block == topo::kinds::kRoceBridge; });
   loss_ = cfg.get(kLinkLoss);
   corruption_ = cfg.get(kLinkCorruption);
-  mtu_ = cfg.get(roce::kMtuPayload);
+  // RoCE's largest MTU, 4096 (IBA's, which RoCEv2 keeps; ConnectX-7 on 400 GbE), on a cluster.
+  mtu_ = cluster ? cfg.get(roce::kMtuPayload, 4096u) : cfg.get(roce::kMtuPayload);
   if (mtu_ % 4)
     throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu_));
   const uint32_t ack_every = cfg.get(roce::kAckEvery);
@@ -24,16 +32,26 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
                     std::to_string(buffer));
   // NetReduce §5.1 does not give its switch's latency: 400 ns, a commodity 100 GbE switch (nvswitch.h).
   const sc_core::sc_time sw_latency(cfg.get(credit_switch::kSwitchLatency, 400.0), sc_core::SC_NS);
-  const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
-  const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
   sw_ = {sw_latency, buffer};
-  nic_ = {buffer, mtu_, ack_every, rto, tx_latency, rx_latency};
+  if (cluster) {
+    // The adapter's own latency, on its GPU side, stands for the NIC's: the
+    // NetReduce hosts' posting and delivery latencies (software) do not apply.
+    nic_ = {buffer, mtu_, ack_every, rto, sc_core::SC_ZERO_TIME, sc_core::SC_ZERO_TIME};
+    bridge_.latency = sc_core::sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
+    bridge_.mtu_bytes = mtu_;
+    bridge_.send_queue_bytes = cfg.get(hca::kRoceWindow);  // at least 4096 bytes: one packet of the largest MTU
+  } else {
+    const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
+    const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
+    nic_ = {buffer, mtu_, ack_every, rto, tx_latency, rx_latency};
+  }
   fpga_.buffer_bytes = buffer;
   fpga_.mtu_payload = mtu_;
   bool fpgas = false;
+  for (const topo::Node& node : t_.nodes())
+    fpgas = fpgas || node.block == topo::kinds::kFpgaAggregator || node.block == topo::kinds::kLeafFpga;
   for (int e : t_.endpoints()) {
     const auto& node = t_.node(e);
-    fpgas = fpgas || node.block == topo::kinds::kFpgaAggregator;
     if (node.block == topo::kinds::kRoceHost && node.ports != 1)  // a NIC has one Ethernet port
       throw UserError("node " + node.name + " is a roce_host, which has 1 port, not " + std::to_string(node.ports));
   }
@@ -50,13 +68,25 @@ std::unique_ptr<net::Block> EthernetFabric::make_switch(int s, net::PacketPool& 
   auto sw = std::make_unique<eth::EthernetSwitch>(node.name.c_str(), node.ports, sw_, &pool);
   // The forwarding database: every endpoint by the graph's route. A job may
   // add ACL rules and override an entry (netreduce_job.h).
-  for (size_t d = 0; d < t_.endpoints().size(); ++d) sw->set_route(static_cast<uint32_t>(d), t_.route(s, static_cast<int>(d)));
+  // Equal-cost ports (a cluster's leaf to its spines) are chosen per flow.
+  for (size_t d = 0; d < t_.endpoints().size(); ++d) {
+    const int first = t_.route(s, static_cast<int>(d));
+    sw->set_route(static_cast<uint32_t>(d), first);
+    for (int16_t port : t_.routes(s, static_cast<int>(d)))
+      if (port != first) sw->add_route(static_cast<uint32_t>(d), port);
+  }
   return sw;
 }
 
 std::unique_ptr<net::Block> EthernetFabric::make_host(int e, net::PacketPool& pool) const {
   const auto& node = t_.node(e);
   return std::make_unique<roce::RoceNic>(node.name.c_str(), node.index, ip_of(node.index), nic_, &pool);
+}
+
+std::unique_ptr<net::Block> EthernetFabric::make_bridge(int node, net::PacketPool& gpu_pool,
+                                                        net::PacketPool& eth_pool) const {
+  const hca::HcaConfig c = adapter_config(t_, node, bridge_, gpu_pool.format(), 0);
+  return std::make_unique<hca::RoceBridge>(t_.node(node).name.c_str(), c, nic_, gpu_pool, eth_pool);
 }
 
 std::unique_ptr<net::Block> EthernetFabric::make_fpga(int e, net::PacketPool& pool) const {
@@ -81,6 +111,15 @@ void register_ethernet_fabric() {
                      [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
                        return dynamic_cast<EthernetFabric&>(f).make_fpga(n, pool);
                      });
+  register_node_kind(topo::kinds::kLeafFpga, EthernetFabric::kName, NodeKind::Switch,
+                     [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {
+                       return dynamic_cast<EthernetFabric&>(f).make_fpga(n, pool);
+                     });
+  register_bridge_kind(topo::kinds::kRoceBridge, GpuFabric::kName, EthernetFabric::kName, NodeKind::Switch,
+                       [](const topo::Topology&, int node, Fabric&, net::PacketPool& gpu_pool, Fabric& net,
+                          net::PacketPool& eth_pool) {
+                         return dynamic_cast<EthernetFabric&>(net).make_bridge(node, gpu_pool, eth_pool);
+                       });
 }
 
 }  // namespace incsim::platforms

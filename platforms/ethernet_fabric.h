@@ -1,14 +1,17 @@
 #pragma once
 // The Ethernet fabric ("ethernet", NetReduce §4, Fig. 10B): RoCE frames
 // between 100 GbE hosts (RoceNic), commodity switches (EthernetSwitch,
-// forwarding by the graph's routes) and FPGA aggregators
-// (FpgaAggregator), with per-link loss and corruption. What a job needs
+// forwarding by the graph's routes, ECMP per connection) and FPGA
+// aggregators (FpgaAggregator), with per-link loss and corruption; and a
+// cluster's RoCE scale-out network, whose bridge kind roce_bridge is each
+// GPU's adapter (hca::RoceBridge, docs/modern-machines.md). What a job needs
 // beyond the wiring (queue pairs, ACL rules, the aggregation hierarchy) its
 // workload programs into these blocks (testbench/workloads/netreduce_job.h).
 #include <cstdint>
 #include <memory>
 
 #include "ethernet/ethernet_switch.h"
+#include "hca/roce_bridge.h"
 #include "machine.h"
 #include "netreduce/fpga_aggregator.h"
 #include "roce/roce_nic.h"
@@ -34,11 +37,13 @@ class EthernetFabric : public Fabric {
   sc_core::sc_time tx_latency() const { return nic_.tx_latency; }
   sc_core::sc_time rx_latency() const { return nic_.rx_latency; }
   // The IP address of endpoint e: 10.0.0.1 for endpoint 0, and so on.
-  static uint32_t ip_of(int endpoint) { return 0x0A000001u + static_cast<uint32_t>(endpoint); }
+  static uint32_t ip_of(int endpoint) { return eth::ip_of(static_cast<uint32_t>(endpoint)); }
 
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
   std::unique_ptr<net::Block> make_host(int node, net::PacketPool& pool) const;
   std::unique_ptr<net::Block> make_fpga(int node, net::PacketPool& pool) const;
+  // A cluster's roce_bridge node: gpu_pool holds the GPU fabric's packets.
+  std::unique_ptr<net::Block> make_bridge(int node, net::PacketPool& gpu_pool, net::PacketPool& eth_pool) const;
 
  private:
   const topo::Topology& t_;
@@ -47,6 +52,7 @@ class EthernetFabric : public Fabric {
   eth::SwitchConfig sw_{};
   roce::NicConfig nic_{};
   netreduce::FpgaConfig fpga_{};
+  hca::HcaConfig bridge_{};  // a cluster's adapters (roce_bridge)
 };
 
 void register_ethernet_fabric();

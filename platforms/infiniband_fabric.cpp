@@ -59,18 +59,22 @@ std::unique_ptr<net::Block> InfinibandFabric::make_switch(int s, net::PacketPool
   return sw;
 }
 
+hca::HcaConfig adapter_config(const topo::Topology& t, int node, hca::HcaConfig c, const net::PacketFormat& gpu,
+                              uint32_t net_packet_bytes) {
+  const auto& n = t.node(node);
+  if (n.ports != 2 || t.link_at({node, hca::Hca::kPcie}) < 0 || t.link_at({node, hca::Hca::kNet}) < 0)
+    throw UserError(n.block + " " + n.name + " needs 2 linked ports, port 0 to its GPU and port 1 to the network");
+  c.endpoints = static_cast<uint32_t>(t.endpoints().size());
+  c.gpu = static_cast<uint32_t>(t.node(t.peer({node, hca::Hca::kPcie}).node).index);
+  c.pcie_buffer_bytes = round_trip_at(t, {node, hca::Hca::kPcie}, c.latency, gpu.wire_bytes(gpu.max_payload_bytes));
+  if (net_packet_bytes) c.net_buffer_bytes = round_trip_at(t, {node, hca::Hca::kNet}, c.latency, net_packet_bytes);
+  return c;
+}
+
 std::unique_ptr<net::Block> InfinibandFabric::make_hca(int node, net::PacketPool& gpu_pool,
                                                        net::PacketPool& net_pool) const {
-  const auto& n = t_.node(node);
-  if (n.ports != 2 || t_.link_at({node, hca::Hca::kPcie}) < 0 || t_.link_at({node, hca::Hca::kNet}) < 0)
-    throw UserError("hca " + n.name + " needs 2 linked ports, port 0 to its GPU and port 1 to the network");
-  hca::HcaConfig c = hca_;
-  c.endpoints = static_cast<uint32_t>(t_.endpoints().size());
-  c.gpu = static_cast<uint32_t>(t_.node(t_.peer({node, hca::Hca::kPcie}).node).index);
-  const net::PacketFormat& g = gpu_pool.format();
-  c.pcie_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kPcie}, c.latency, g.wire_bytes(g.max_payload_bytes));
-  c.net_buffer_bytes = round_trip_at(t_, {node, hca::Hca::kNet}, c.latency, fmt_.wire_bytes(fmt_.max_payload_bytes));
-  return std::make_unique<hca::Hca>(n.name.c_str(), c, gpu_pool, net_pool);
+  const hca::HcaConfig c = adapter_config(t_, node, hca_, gpu_pool.format(), fmt_.wire_bytes(fmt_.max_payload_bytes));
+  return std::make_unique<hca::Hca>(t_.node(node).name.c_str(), c, gpu_pool, net_pool);
 }
 
 void register_infiniband_fabric() {

@@ -83,6 +83,13 @@ class InfinibandFabric : public Fabric {
   topo::MulticastFabric* multicast_ = nullptr;  // the machine's fabric manager
 };
 
+// An adapter node's configuration (an hca's or a roce_bridge's): its GPU,
+// its peers, and the buffer facing its GPU sized for the PCIe link's round
+// trip (and, given a network packet's bytes, the one facing the network);
+// UserError unless port 0 leads to its GPU and port 1 to the network.
+hca::HcaConfig adapter_config(const topo::Topology& t, int node, hca::HcaConfig c, const net::PacketFormat& gpu,
+                              uint32_t net_packet_bytes);
+
 void register_infiniband_fabric();
 
 }  // namespace incsim::platforms

@@ -149,6 +149,8 @@ class Machine {
       if (const F* x = dynamic_cast<const F*>(f.get())) return *x;
     throw std::bad_cast();
   }
+  // The module of graph node `node`.
+  net::Block& block(int node) const { return *blocks_[static_cast<size_t>(node)]; }
   // The modules of type B, in graph order: switches, then endpoints.
   template <class B>
   std::vector<B*> blocks_of() const {

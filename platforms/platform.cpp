@@ -167,8 +167,8 @@ const Param<double> kClusterPcieLatency{
     "switch there; PCIe switches forward in the order of 100 ns)"};
 const Param<double> kClusterNetGbps{
     "cluster.net_Gbps", 400.0, Range::at_least(0.01).at_most(8e5),
-    "each InfiniBand link, each direction, Gbit/s (NDR: ConnectX-7 and Quantum-2 ports, 400 Gb/s; DGX H100: 8 "
-    "adapters of 400 Gb/s)"};
+    "each network link, each direction, Gbit/s (NDR InfiniBand or 400 GbE: ConnectX-7, Quantum-2 and Spectrum-4 "
+    "ports, 400 Gb/s; DGX H100: 8 adapters of 400 Gb/s)"};
 const Param<double> kClusterNetLatency{
     "cluster.net_latency_ns", 50.0, Range::at_least(0).at_most(1e9),
     "each InfiniBand cable, ns (10 m at 5 ns/m: within a row of racks; a guess)"};
@@ -182,6 +182,11 @@ const Param<uint32_t> kClusterLeafPorts{
     "cluster.leaf_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
     "ports of a rail leaf switch; a rail whose nodes and up-links need more is several leaves joined through "
     "the spines (NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s)"};
+
+const Param<std::string> kClusterNetwork{
+    "cluster.network", "infiniband", Range::none(),
+    "the scale-out network: infiniband (NDR, credit-based lossless links, as NVIDIA's DGX SuperPOD) or roce "
+    "(RoCEv2 on 400 GbE, reliable connections with go-back-N, as NetReduce's hosts use; issue 21)"};
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
@@ -200,6 +205,10 @@ topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   s.oversubscription = static_cast<int>(cfg.get(kClusterOversubscription));
   s.spine_ports = kQuantum2Ports;
   s.leaf_ports = static_cast<int>(cfg.get(kClusterLeafPorts));
+  const std::string network = cfg.get(kClusterNetwork);
+  if (network != "infiniband" && network != "roce")
+    throw UserError("cluster.network must be infiniband or roce, not '" + network + "'");
+  s.network = network == "roce" ? topo::ScaleOut::Roce : topo::ScaleOut::InfiniBand;
   return topo::make_cluster(make_topology(node, PlatformShape{}, cfg), s);
 }
 }  // namespace

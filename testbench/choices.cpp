@@ -61,7 +61,7 @@ const std::vector<Algorithm>& algorithms() {
       {"tree", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores",
        "NCCL's trees across nodes: a chain through each node's GPUs, NCCL's double binary tree over the nodes "
        "(NCCL 2.4+, src/graph/trees.cc, connect.cc)"},
-      {"collnet", "allreduce", "", Family::GpuFabric, "cluster", "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
+      {"collnet", "allreduce", "", Family::GpuFabric, "cluster (infiniband)", "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
        "NCCL's CollNet: each node's rings reduce-scatter, every GPU's block is added by its rail's leaf (SHARP), the "
        "node's rings all-gather (NCCL's CollNetDirect with rings inside the node)"},
       {"nvlstree", "allreduce", "", Family::GpuFabric, "cluster",
@@ -72,11 +72,16 @@ const std::vector<Algorithm>& algorithms() {
        "the GPUs' cores (multimem loads and stores) and the NVSwitches' reduction and multicast tables",
        "NVLS reduce-scatter in each node, a ring per rail across the nodes, NVLS multicast (hring with NVLS in "
        "place of the node's rings; not one of NCCL's algorithms)"},
-      {"nvlssharp", "allreduce", "", Family::GpuFabric, "cluster",
+      {"nvlssharp", "allreduce", "", Family::GpuFabric, "cluster (infiniband)",
        "the GPUs' cores (multimem loads, stores and reducing writes), the NVSwitches' tables and the InfiniBand "
        "leaves' SHARP aggregation buffers",
        "NCCL's NVLS across nodes with SHARP: NVLS reduce-scatter in each node, the rail's leaf adds the nodes' "
        "sums (CollNet), NVLS multicast (NCCL 2.17+, NCCL_ALGO_NVLS)"},
+      {"nvlsnetreduce", "allreduce", "", Family::GpuFabric, "cluster (roce)",
+       "the GPUs' cores (multimem loads, stores and reducing writes), the NVSwitches' tables and NetReduce's FPGA "
+       "beside each Ethernet rail leaf (cluster.network=roce)",
+       "NVLS reduce-scatter in each node, each GPU's share all-reduced over its rail by NetReduce's FPGA aggregator "
+       "(ASPLOS 2023), NVLS multicast"},
       {"p2p", "alltoall", "alltoall", Family::GpuFabric,
        "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
        "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread over the "
@@ -101,11 +106,20 @@ namespace {
 std::string join(std::string list, const std::string& item) { return list.empty() ? item : list + ", " + item; }
 }  // namespace
 
+namespace {
+// Whether a runs on a built-in platform; one that needs a cluster's
+// scale-out network names it: "cluster (roce)" (network "": infiniband, the default).
+bool runs_on(const Algorithm& a, const std::string& platform, const std::string& network) {
+  return one_of(platform, a.runs_on) ||
+         one_of(platform + " (" + (network.empty() ? "infiniband" : network) + ")", a.runs_on);
+}
+}  // namespace
+
 std::string algorithms_for(const std::string& collective, Family family, const std::string& platform) {
   const bool any = platform.empty() || platforms::is_platform_file(platform);
   std::string first, rest;
   for (const Algorithm& a : algorithms()) {
-    if (a.family != family || !one_of(collective, a.collectives) || !(any || one_of(platform, a.runs_on))) continue;
+    if (a.family != family || !one_of(collective, a.collectives) || !(any || runs_on(a, platform, ""))) continue;
     if (first.empty() && one_of(collective, a.default_for)) first = a.name;
     else rest = join(rest, a.name);
   }
@@ -142,11 +156,11 @@ std::string choice_list(const std::string& option) {
   return "";
 }
 
-std::string choices(const std::string& platform) {
+std::string choices(const std::string& platform, const std::string& network) {
   // A built-in platform's algorithms only; a YAML file's depend on its graph.
   const bool filter = !platform.empty() && !platforms::is_platform_file(platform);
   if (filter) check_choice("platform", platform, choice_list("platform"));
-  const auto runs_here = [&](const Algorithm& a) { return !filter || one_of(platform, a.runs_on); };
+  const auto runs_here = [&](const Algorithm& a) { return !filter || runs_on(a, platform, network); };
   std::string out;
   for (const char* o : {"workload", "platform", "collective", "algorithm", "dtype", "redop", "traffic", "model", "compute"}) {
     std::string list = choice_list(o);

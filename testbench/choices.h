@@ -13,7 +13,8 @@ std::string choice_list(const std::string& option);
 // algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source";
 // with a built-in platform, only the algorithms that run on it (UserError
 // for a platform incsim does not have).
-std::string choices(const std::string& platform = "");
+// network: a cluster's cluster.network if given (infiniband otherwise).
+std::string choices(const std::string& platform = "", const std::string& network = "");
 
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";

@@ -197,7 +197,10 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       return 0;
     }
     if (o.list_choices) {
-      out << choices(o.was_given("platform") ? o.platform : "");
+      std::string network;  // a cluster's, if given (-c cluster.network=roce)
+      for (const auto& setting : o.params)
+        if (setting.key == "cluster.network") network = setting.value;
+      out << choices(o.was_given("platform") ? o.platform : "", network);
       return 0;
     }
     if (o.list_all) {

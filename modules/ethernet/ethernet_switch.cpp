@@ -1,5 +1,7 @@
 #include "ethernet_switch.h"
 
+#include "core/hash.h"
+
 namespace incsim::eth {
 
 EthernetSwitch::Port::Port(const std::string& name, EthernetSwitch* owner, int index)
@@ -21,8 +23,8 @@ EthernetSwitch::EthernetSwitch(sc_core::sc_module_name name, int ports, const Sw
 EthernetSwitch::~EthernetSwitch() = default;
 
 void EthernetSwitch::set_route(uint32_t endpoint, int port) {
-  if (endpoint >= fdb_.size()) fdb_.resize(endpoint + 1, -1);
-  fdb_[endpoint] = port;
+  if (endpoint >= fdb_.size()) fdb_.resize(endpoint + 1);
+  fdb_[endpoint].assign(1, port);
 }
 
 uint64_t EthernetSwitch::lost() const {
@@ -31,21 +33,31 @@ uint64_t EthernetSwitch::lost() const {
   return n;
 }
 
-int EthernetSwitch::route(int in_port, const net::Packet* p) const {
+int EthernetSwitch::forward(const net::Packet* p) const {
+  if (p->dst >= fdb_.size() || fdb_[p->dst].empty()) return -1;
+  const std::vector<int>& ports = fdb_[p->dst];
+  if (ports.size() == 1) return ports[0];
+  const RoceHeader& h = header(p);
+  const uint64_t flow = (static_cast<uint64_t>(h.src_ip) << 32 | h.dst_ip) ^ static_cast<uint64_t>(h.dst_qp) << 16;
+  return ports[splitmix64(flow) % ports.size()];
+}
+
+int EthernetSwitch::redirect(int in_port, const net::Packet* p) const {
   const RoceHeader& h = header(p);
   if (is_data(h.opcode))
     for (const AclRule& r : acl_)
       if (r.src_ip == h.src_ip && r.dst_ip == h.dst_ip && r.dst_qp == h.dst_qp && in_port != r.to_port)
         return r.to_port;
-  return p->dst < fdb_.size() ? fdb_[p->dst] : -1;
+  return -1;
 }
 
 void EthernetSwitch::receive(int port, net::Packet* p) {
   Port& in = *ports_[port];
   if (in.faults.lose(p, in.in, *pool_)) return;
-  const int out = route(port, p);
+  const int by_destination = forward(p), by_acl = redirect(port, p);
+  const int out = by_acl >= 0 ? by_acl : by_destination;
   sc_assert(out >= 0 && out < num_ports());
-  if (p->dst >= fdb_.size() || out != fdb_[p->dst]) ++redirected_;
+  if (out != by_destination) ++redirected_;
   p->in_port = static_cast<int16_t>(port);  // the ingress buffer it holds until it leaves
   ports_[out]->egress.push(p);
 }

@@ -1,7 +1,12 @@
 #pragma once
 // A commodity Ethernet switch (NetReduce §4, Fig. 10B): output-queued,
 // cut-through, forwarding by destination, with ACL rules that redirect a
-// training connection's data frames to the port where the FPGA sits.
+// training connection's data frames to the port where the FPGA sits. Where
+// several ports lead to a destination at equal cost (a leaf's up-links to
+// the spines), ECMP picks one per flow by a hash of the connection (source
+// and destination IP, destination QP; RoCEv2 sets the UDP source port per
+// QP for the same purpose), so a reliable connection's frames keep their
+// order on one path, as go-back-N needs.
 // Lossless (PFC-like) between hops: a frame leaves only when the next hop's
 // ingress buffer has room, modelled with the link credits of net::OutPort.
 #include <cstdint>
@@ -45,8 +50,10 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
   EthernetSwitch(sc_core::sc_module_name name, int ports, const SwitchConfig& cfg, net::PacketPool* pool);
   ~EthernetSwitch() override;
 
-  // Forwarding database: frames for `endpoint` leave by `port`.
+  // Forwarding database: frames for `endpoint` leave by `port`; add_route
+  // gives it another port at equal cost (ECMP, one per connection).
   void set_route(uint32_t endpoint, int port);
+  void add_route(uint32_t endpoint, int port) { fdb_[endpoint].push_back(port); }
   void add_acl(const AclRule& r) { acl_.push_back(r); }
   void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override {
     ports_[port]->egress.configure(bw_GBps, latency, peer_buffer_bytes, cfg_.latency);
@@ -74,13 +81,14 @@ class EthernetSwitch : public sc_core::sc_module, public net::PacketSink, public
     Egress egress;
     LinkFaults faults;
   };
-  int route(int in_port, const net::Packet* p) const;
+  int forward(const net::Packet* p) const;           // by destination: -1 if unknown
+  int redirect(int in_port, const net::Packet* p) const;  // an ACL rule's port, or -1
 
   SwitchConfig cfg_;
   net::PacketPool* pool_;
   std::vector<std::unique_ptr<Port>> ports_;
   std::vector<net::InPort*> ingress_;
-  std::vector<int> fdb_;
+  std::vector<std::vector<int>> fdb_;  // [endpoint]: its equal-cost ports
   std::vector<AclRule> acl_;
   uint64_t redirected_ = 0;
 };

@@ -53,6 +53,9 @@ constexpr uint32_t kInetTag = 0x4e455452;  // "NETR"
 // header in every packet, with the offset in the message as the PSN.
 constexpr uint32_t kInetTagSwitch = 0x4e455453;  // "NETS"
 
+// The IP address of Ethernet endpoint e: 10.0.0.1 for endpoint 0, and so on.
+inline uint32_t ip_of(uint32_t endpoint) { return 0x0A000001u + endpoint; }
+
 constexpr uint32_t kInaOffset = 48;
 constexpr uint32_t kPayloadOffset = 64;
 static_assert(sizeof(RoceHeader) <= kInaOffset && kInaOffset + sizeof(InaHeader) <= kPayloadOffset,

@@ -1423,6 +1423,8 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   for (auto& r : ranks_) r->start();
 }
 
+uint64_t CoresCollective::group_out(int g) const { return groups_[static_cast<size_t>(g)].base + GroupWindow::kOut; }
+
 void CoresCollective::rank_done() {
   if (--running_ == 0 && on_done_) on_done_();
 }

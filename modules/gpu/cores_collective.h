@@ -137,6 +137,9 @@ class CoresCollective : public Collective {
   // The bound charges each GPU `moved` bytes per byte of the message over
   // its links (default: the busbw factor, as a ring moves): NVLS's M (n+1)/n.
   void bound_moved(double moved) { bound_moved_ = moved; }
+  // Where group g's result region starts (its reducing writes' and
+  // multicast stores' addresses, GroupWindow::kOut into its window).
+  uint64_t group_out(int g) const;
 
   class Rank;
   // Where a pass's chunks lie in the message (the buffer nccl-tests counts).

@@ -8,65 +8,73 @@ namespace incsim::hca {
 
 using sc_core::sc_time;
 
-Hca::Hca(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool)
+Adapter::Adapter(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool,
+                 net::PacketPool& net_pool)
     : sc_module(name),
       cfg_(cfg),
       gpu_pool_(gpu_pool),
       net_pool_(net_pool),
       pcie_in_("pcie_in", this, kPcie),
-      net_in_("net_in", this, kNet),
       pcie_out_("pcie_out"),
-      net_out_("net_out"),
       log_(this->name()) {
   open_.reserve(64);  // a GPU's streams at once; more only grow it once
   next_psn_.assign(cfg.endpoints, 0);
-  expected_psn_.assign(cfg.endpoints, 0);
-  early_.resize(cfg.endpoints);
   spawn_method((std::string(basename()) + "_to_network").c_str(), [this] { to_network(); }, &up_wake_.event);
   spawn_method((std::string(basename()) + "_to_gpu").c_str(), [this] { to_gpu(); }, &down_wake_.event);
 }
 
+Hca::Hca(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool)
+    : Adapter(name, cfg, gpu_pool, net_pool), net_in_("net_in", this, kNet), net_out_("net_out") {
+  expected_psn_.assign(cfg.endpoints, 0);
+  early_.resize(cfg.endpoints);
+}
+
 void Hca::configure_port(int p, double bw_GBps, sc_time latency, uint32_t peer_buffer_bytes) {
-  if (p == kPcie) pcie_out_.configure(bw_GBps, latency, peer_buffer_bytes, &down_wake_);
-  else net_out_.configure(bw_GBps, latency, peer_buffer_bytes, &up_wake_);
+  if (p == kPcie) configure_pcie(bw_GBps, latency, peer_buffer_bytes);
+  else net_out_.configure(bw_GBps, latency, peer_buffer_bytes, &network_wake());
 }
 
 void Hca::receive(int port, net::Packet* p) {
   const sc_time now = sc_core::sc_time_stamp();
-  if (port == kNet) {
-    p->in_port = kNet;  // it holds that port's buffer space
-    if (net::is_multicast(p->addr)) {  // a switch's sum, outside any connection
-      to_gpu_queue(p);
-      return;
-    }
-    if (p->table == expected_psn_[p->src]) {
-      deliver(p);
-      // The packets it held up follow, in sequence.
-      net::PacketFifo& early = early_[p->src];
-      for (bool found = true; found && !early.empty();) {
-        found = false;
-        for (size_t k = 0, n = early.size(); k < n; ++k) {
-          net::Packet* q = early.pop();
-          if (!found && q->table == expected_psn_[q->src]) {
-            deliver(q);
-            found = true;
-          } else {
-            early.push(q);
-          }
-        }
-      }
-    } else {
-      // It overtook one of its connection's: held apart, its buffer space
-      // freed (held in the link's buffer, it could block the one it waits for).
-      net_in_.release(p, p->t_tail - now);
-      p->in_port = -1;
-      INCSIM_LOG(log_, Debug, "packet {} from GPU {} overtook packet {}: held", p->table, p->src,
-                 expected_psn_[p->src]);
-      early_[p->src].push(p);
-      ++reordered_;
-    }
+  if (port != kNet) {
+    from_gpu(p);
     return;
   }
+  p->in_port = kNet;  // it holds that port's buffer space
+  if (net::is_multicast(p->addr)) {  // a switch's sum, outside any connection
+    to_gpu_queue(p);
+    return;
+  }
+  if (p->table == expected_psn_[p->src]) {
+    deliver(p);
+    // The packets it held up follow, in sequence.
+    net::PacketFifo& early = early_[p->src];
+    for (bool found = true; found && !early.empty();) {
+      found = false;
+      for (size_t k = 0, n = early.size(); k < n; ++k) {
+        net::Packet* q = early.pop();
+        if (!found && q->table == expected_psn_[q->src]) {
+          deliver(q);
+          found = true;
+        } else {
+          early.push(q);
+        }
+      }
+    }
+  } else {
+    // It overtook one of its connection's: held apart, its buffer space
+    // freed (held in the link's buffer, it could block the one it waits for).
+    net_in_.release(p, p->t_tail - now);
+    p->in_port = -1;
+    INCSIM_LOG(logger(), Debug, "packet {} from GPU {} overtook packet {}: held", p->table, p->src,
+               expected_psn_[p->src]);
+    early_[p->src].push(p);
+    ++reordered_;
+  }
+}
+
+void Adapter::from_gpu(net::Packet* p) {
+  const sc_time now = sc_core::sc_time_stamp();
   if (p->op == net::Op::WriteAck) {
     // The GPU memory acknowledges a write this adapter delivered: the
     // network acknowledgement went when it was issued.
@@ -89,7 +97,12 @@ void Hca::deliver(net::Packet* p) {
   to_gpu_queue(p);
 }
 
-void Hca::to_gpu_queue(net::Packet* p) {
+void Hca::done_with(net::Packet* n) {
+  if (n->in_port == kNet) net_in_.release(n, sc_core::SC_ZERO_TIME);
+  Adapter::done_with(n);
+}
+
+void Adapter::to_gpu_queue(net::Packet* p) {
   from_net_.push(p);
   ++held_down_;
   if (from_net_.front() == p) down_wake_.at(p->t_tail + cfg_.latency);
@@ -97,7 +110,7 @@ void Hca::to_gpu_queue(net::Packet* p) {
 
 // Gathers write w into its stream's open packet, closing that packet first
 // if w does not continue it; w's buffer space is free once its data is copied.
-void Hca::take(net::Packet* w) {
+void Adapter::take(net::Packet* w) {
   if (w->op == net::Op::ReduceWrite) {
     push_out(w);
     return;
@@ -122,7 +135,7 @@ void Hca::take(net::Packet* w) {
   if (n.payload_bytes == cfg_.mtu_bytes) close(k);
 }
 
-net::Packet* Hca::network_packet(const net::Packet& w) {
+net::Packet* Adapter::network_packet(const net::Packet& w) {
   net::Packet* n = net_pool_.get();
   n->src = w.src;
   n->dst = w.dst;
@@ -140,7 +153,7 @@ net::Packet* Hca::network_packet(const net::Packet& w) {
   return n;
 }
 
-void Hca::append(net::Packet& n, net::Packet* w) {
+void Adapter::append(net::Packet& n, net::Packet* w) {
   std::memcpy(n.data + n.payload_bytes, w->data, w->payload_bytes);
   n.payload_bytes = static_cast<uint16_t>(n.payload_bytes + w->payload_bytes);
   queued_bytes_ += w->payload_bytes;
@@ -151,7 +164,7 @@ void Hca::append(net::Packet& n, net::Packet* w) {
 // SHARP's packets are the GPU's blocks: the switch's aggregation table
 // entries are aligned blocks, the same at every member, so the adapter
 // neither gathers nor numbers them; posted, nothing is acknowledged.
-void Hca::push_out(net::Packet* w) {
+void Adapter::push_out(net::Packet* w) {
   net::Packet* n = network_packet(*w);
   append(*n, w);
   gpu_pool_.put(w);
@@ -161,7 +174,7 @@ void Hca::push_out(net::Packet* w) {
 
 // Queues open packet k for the wire, numbered in its connection, and turns
 // its writes into their acknowledgements.
-void Hca::close(size_t k) {
+void Adapter::close(size_t k) {
   Open o = open_[k];
   open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(k));
   net::Packet* n = o.packet;
@@ -180,10 +193,9 @@ void Hca::close(size_t k) {
   down_wake_.at(sc_core::sc_time_stamp());
 }
 
-void Hca::to_network() {
+void Adapter::to_network() {
   up_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
-  net_out_.absorb_credits(now);
   for (;;) {
     // Take the GPU's writes whose time has come while the send buffer has room.
     while (!from_gpu_.empty() && from_gpu_.front()->t_tail + cfg_.latency <= now &&
@@ -193,34 +205,44 @@ void Hca::to_network() {
     }
     if (!from_gpu_.empty() && from_gpu_.front()->t_tail + cfg_.latency > now)
       up_wake_.at(from_gpu_.front()->t_tail + cfg_.latency);
-    if (!net_out_.can_pick(now)) {
-      up_wake_.at(net_pick_at_);
-      return;
-    }
+    if (!network_ready(now)) return;
     // An idle wire sends what is gathered rather than wait for more.
     if (to_net_.empty() && !open_.empty()) close(0);
     if (to_net_.empty()) return;
     net::Packet* n = to_net_.front();
-    if (!net_out_.has_credit(n->vc, n->wire_bytes)) {
-      net_out_.wait_for_credit(now);
-      return;
-    }
+    if (!can_transmit(*n, now)) return;
     to_net_.pop();
     INCSIM_LOG(log_, Trace, "sends packet {} of GPU {} to GPU {}: {} B at {:#x}", n->table, n->src, n->dst,
                n->payload_bytes, n->addr);
-    queued_bytes_ -= n->payload_bytes;
     ++packets_sent_;
     payload_sent_ += n->payload_bytes;
-    net_pick_at_ = net_out_.next_start(now);
-    net_out_.send(n, net_pick_at_, now);
-    if (net_pick_at_ > now) {
-      up_wake_.at(net_pick_at_);
-      return;
-    }
+    if (!transmit(n, now)) return;
   }
 }
 
-void Hca::to_gpu() {
+bool Hca::network_ready(sc_time now) {
+  net_out_.absorb_credits(now);
+  if (net_out_.can_pick(now)) return true;
+  wake_to_network(net_pick_at_);
+  return false;
+}
+
+bool Hca::can_transmit(const net::Packet& n, sc_time now) {
+  if (net_out_.has_credit(n.vc, n.wire_bytes)) return true;
+  net_out_.wait_for_credit(now);
+  return false;
+}
+
+bool Hca::transmit(net::Packet* n, sc_time now) {
+  free_send_bytes(n->payload_bytes);
+  net_pick_at_ = net_out_.next_start(now);
+  net_out_.send(n, net_pick_at_, now);
+  if (net_pick_at_ == now) return true;
+  wake_to_network(net_pick_at_);
+  return false;
+}
+
+void Adapter::to_gpu() {
   down_wake_.fired();
   const sc_time now = sc_core::sc_time_stamp();
   pcie_out_.absorb_credits(now);
@@ -255,8 +277,7 @@ void Hca::to_gpu() {
         from_net_.pop();
         --held_down_;
         split_offset_ = 0;
-        if (n->in_port == kNet) net_in_.release(n, sc_core::SC_ZERO_TIME);
-        net_pool_.put(n);
+        done_with(n);
         if (!from_net_.empty()) down_wake_.at(from_net_.front()->t_tail + cfg_.latency);
       }
     } else {
@@ -275,28 +296,37 @@ void Hca::to_gpu() {
     pcie_out_.wait_for_credit(now);
 }
 
-void Hca::trace(sc_core::sc_trace_file* tf) const {
+void Adapter::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
   sc_core::sc_trace(tf, held_up_, me + ".to_network_writes");
   sc_core::sc_trace(tf, held_down_, me + ".to_gpu_packets");
   sc_core::sc_trace(tf, queued_bytes_, me + ".send_queue_bytes");
   pcie_out_.trace(tf, me + ".pcie");
-  net_out_.trace(tf, me + ".net");
 }
 
-uint64_t Hca::report_held(std::ostream& os) const {
+void Hca::trace(sc_core::sc_trace_file* tf) const {
+  Adapter::trace(tf);
+  net_out_.trace(tf, std::string(name()) + ".net");
+}
+
+uint64_t Adapter::report_held(std::ostream& os) const {
   const uint64_t acks = acks_.size(), open = open_.size(), queued = to_net_.size();
-  uint64_t early = 0;
-  for (const net::PacketFifo& f : early_) early += f.size();
   if (held_up_ || open || queued)
     os << "  " << name() << ": " << held_up_ << " GPU writes waiting, " << open << " packets gathering, " << queued
        << " queued for the network (" << queued_bytes_ << " B)\n";
-  if (early)
-    os << "  " << name() << ": " << early << " network packets that overtook another, waiting for it\n";
   if (held_down_ || acks)
     os << "  " << name() << ": " << held_down_ << " network packets being written to the GPU, " << acks
        << " acknowledgements to send\n";
-  return static_cast<uint64_t>(held_up_) + open + queued + static_cast<uint64_t>(held_down_) + acks + early;
+  return static_cast<uint64_t>(held_up_) + open + queued + static_cast<uint64_t>(held_down_) + acks;
+}
+
+uint64_t Hca::report_held(std::ostream& os) const {
+  uint64_t early = 0;
+  for (const net::PacketFifo& f : early_) early += f.size();
+  const uint64_t n = Adapter::report_held(os);
+  if (early)
+    os << "  " << name() << ": " << early << " network packets that overtook another, waiting for it\n";
+  return n + early;
 }
 
 }  // namespace incsim::hca

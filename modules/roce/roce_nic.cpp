@@ -52,6 +52,12 @@ bool RoceNic::idle() const {
   return true;
 }
 
+bool RoceNic::has_unsent() const {
+  for (const Qp& q : qps_)
+    if (q.next_psn != q.end_psn) return true;
+  return false;
+}
+
 const WorkRequest& RoceNic::current(Qp& q) {
   while (q.next_psn >= q.wrs[q.cursor].first_psn + q.wrs[q.cursor].packets) ++q.cursor;
   return q.wrs[q.cursor];
@@ -198,6 +204,7 @@ void RoceNic::tx() {
     frame_bytes_ += p->wire_bytes - eth::kPreambleIfg;
     out_.send(p, now, now);
     tx_wake_.at(out_.busy_until());
+    client_->sent();
     return;
   }
   if (blocked) out_.wait_for_credit(now);
@@ -284,6 +291,7 @@ void RoceNic::on_ack(net::Packet* p) {
     q.una = acked;
     if (q.next_psn < q.una) seek(q, q.una);
     q.deadline = sc_core::sc_time_stamp() + cfg_.rto;
+    client_->acknowledged(static_cast<int>(h.dst_qp - 1), q.una);
   }
   if (h.opcode == Opcode::Nak && h.psn < q.next_psn && h.psn >= q.una) rewind(q, h.psn);
 }

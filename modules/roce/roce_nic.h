@@ -77,6 +77,10 @@ class NicClient {
   // The responder accepted packet `psn` of `qp` in order and wrote its
   // payload at `va` of host memory (the RETH address plus the offset in the write).
   virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) = 0;
+  // The responder has acknowledged every packet of `qp` before PSN `una`.
+  virtual void acknowledged(int /*qp*/, uint32_t /*una*/) {}
+  // A data packet left; has_unsent() may now be false.
+  virtual void sent() {}
 };
 
 class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::Block {
@@ -116,10 +120,13 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::B
   uint64_t lost() const { return faults_.lost(); }
   uint64_t frame_bytes_sent() const { return frame_bytes_; }
   uint32_t expected_psn(int qp) const { return qps_[qp].expected; }
+  uint32_t remote_endpoint(int qp) const { return qps_[qp].remote_ep; }
   // Packets delivered to the host plus packets acknowledged: grows unless
   // the connections are stuck (go-back-N can keep the links busy without).
   uint64_t progress() const override { return progress_; }
   bool idle() const;
+  // Some posted packet has not been sent yet (or is to be sent again).
+  bool has_unsent() const;
 
  private:
   struct Qp {

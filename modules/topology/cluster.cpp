@@ -11,8 +11,11 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   const int g = static_cast<int>(node.endpoints().size());
   if (s.nodes < 2) throw UserError("a cluster needs at least 2 nodes, not " + std::to_string(s.nodes));
   if (g == 0) throw UserError("node platform " + node.name + " has no GPUs");
+  const bool roce = s.network == ScaleOut::Roce;
+  const char* const net_switch = roce ? kinds::kEthernetSwitch : kinds::kIbSwitch;
+  const char* const adapter = roce ? kinds::kRoceBridge : kinds::kHca;
   for (const Node& n : node.nodes())
-    if (n.block == kinds::kHca || n.block == kinds::kIbSwitch)
+    if (kinds::is_adapter(n.block) || n.block == kinds::kIbSwitch)
       throw UserError("node platform " + node.name + " is itself a cluster");
   const auto up_of = [&s](int down) { return (down + s.oversubscription - 1) / s.oversubscription; };
   int most = s.leaf_ports;  // nodes a leaf holds with their up-links
@@ -52,10 +55,10 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   for (int r = 0; r < g; ++r)
     for (int i = 0; i < per_rail; ++i)
       leaves.push_back(t.add_switch("leaf" + std::to_string(r) + (per_rail > 1 ? "_" + std::to_string(i) : ""),
-                                    first(i + 1) - first(i) + up, kinds::kIbSwitch));
+                                    (roce ? 2 : 1) * (first(i + 1) - first(i)) + up, net_switch));
   const int trunk = up / spines;
   for (int j = 0; j < spines; ++j)
-    spine_ids.push_back(t.add_switch("spine" + std::to_string(j), leaves_total * trunk, kinds::kIbSwitch));
+    spine_ids.push_back(t.add_switch("spine" + std::to_string(j), leaves_total * trunk, net_switch));
   for (int k = 0; k < s.nodes; ++k) {
     const int base = k * per;
     for (const Link& l : node.links())
@@ -64,7 +67,7 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
     while (first(i + 1) <= k) ++i;
     for (int r = 0; r < g; ++r) {
       const int gpu = base + node.endpoints()[r];
-      const int hca = t.add_switch("n" + std::to_string(k) + "_hca" + std::to_string(r), 2, kinds::kHca);
+      const int hca = t.add_switch("n" + std::to_string(k) + "_hca" + std::to_string(r), 2, adapter);
       t.connect({gpu, node.node(node.endpoints()[r]).ports}, {hca, 0}, s.pcie_GBps, s.pcie_latency_ns);
       t.connect({hca, 1}, {leaves[r * per_rail + i], k - first(i)}, s.net_GBps, s.net_latency_ns);
     }
@@ -77,14 +80,24 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
       for (int x = 0; x < trunk; ++x)
         t.connect({leaves[l], down + j * trunk + x}, {spine_ids[j], l * trunk + x}, s.net_GBps, s.net_latency_ns);
   }
+  // On RoCE, NetReduce's FPGA beside each leaf (§4, Fig. 10B): a port per
+  // node, port k on the leaf's port after its up-links and k earlier ones.
+  for (int l = 0; l < leaves_total && roce; ++l) {
+    const int down = first(l % per_rail + 1) - first(l % per_rail);
+    const int fpga = t.add_switch(t.node(leaves[l]).name + "_fpga", down, kinds::kLeafFpga);
+    for (int k = 0; k < down; ++k) t.connect({leaves[l], down + up + k}, {fpga, k}, s.net_GBps, s.net_latency_ns);
+  }
   t.finalize();
   return t;
 }
 
 std::vector<std::vector<int>> cluster_nodes(const Topology& t) {
-  auto scale_out = [&t](int id) { return t.node(id).block == kinds::kHca || t.node(id).block == kinds::kIbSwitch; };
+  auto scale_out = [&t](int id) {
+    const std::string& b = t.node(id).block;
+    return kinds::is_adapter(b) || b == kinds::kIbSwitch || b == kinds::kEthernetSwitch;
+  };
   bool any = false;
-  for (size_t id = 0; id < t.nodes().size(); ++id) any = any || t.node(static_cast<int>(id)).block == kinds::kHca;
+  for (size_t id = 0; id < t.nodes().size(); ++id) any = any || kinds::is_adapter(t.node(static_cast<int>(id)).block);
   if (!any) return {};
   std::vector<int> seen(t.nodes().size(), 0);
   std::vector<std::vector<int>> nodes;

@@ -1,7 +1,7 @@
 #pragma once
 // A multi-node cluster (docs/modern-machines.md, "Clusters"): copies of a
-// node's GPU fabric, each GPU with an InfiniBand adapter (kinds::kHca) on
-// PCIe, adapter i of every node on rail leaf i, and the rail leaves joined
+// node's GPU fabric, each GPU with an adapter (kinds::kHca, or kRoceBridge
+// on RoCE) on PCIe, adapter i of every node on rail leaf i, and the rail leaves joined
 // by spines. Plain C++, no SystemC.
 #include <vector>
 
@@ -9,8 +9,14 @@
 
 namespace incsim::topo {
 
+// The scale-out network: InfiniBand (ib_switch leaves and spines, hca
+// adapters) or RoCE on Ethernet (ethernet_switch leaves and spines,
+// roce_bridge adapters).
+enum class ScaleOut { InfiniBand, Roce };
+
 struct ClusterShape {
   int nodes = 0;
+  ScaleOut network = ScaleOut::InfiniBand;
   double pcie_GBps = 0, pcie_latency_ns = 0;  // a GPU to its adapter
   double net_GBps = 0, net_latency_ns = 0;    // every network link
   int oversubscription = 1;                   // a leaf's down-links over its up-links
@@ -20,7 +26,10 @@ struct ClusterShape {
 
 // `node`'s nodes and links, once per node k, named n<k>_<name>; GPU g of
 // node k is endpoint k * G + g, and gets one more port (its last) to its
-// adapter n<k>_hca<g> (port 0; port 1 to a leaf of rail g). A rail is the
+// adapter n<k>_hca<g> (port 0; port 1 to a leaf of rail g; on RoCE the
+// adapter is a roce_bridge, the switches ethernet_switch, and beside each
+// leaf L is NetReduce's FPGA L_fpga, a leaf_fpga with a port per node of
+// the leaf, on ports the leaf has beyond cluster.leaf_ports). A rail is the
 // fewest leaves of leaf_ports ports that hold its nodes, each with a port
 // per node and ceil(nodes / oversubscription) up-links: one leaf, leaf<g>,
 // or several, leaf<g>_<i>, the nodes split evenly in order, each with the

@@ -29,6 +29,12 @@ constexpr const char* kRoceHost = "roce_host";
 constexpr const char* kFpgaAggregator = "fpga_aggregator";
 constexpr const char* kIbSwitch = "ib_switch";  // a cluster's InfiniBand rail leaf or spine
 constexpr const char* kHca = "hca";             // a GPU's InfiniBand adapter, bridging its node and the network
+constexpr const char* kRoceBridge = "roce_bridge";  // a GPU's RoCE adapter, bridging its node and an Ethernet network
+// NetReduce's FPGA beside a RoCE cluster's rail leaf: frames reach it by the
+// leaf's ACL, never by address, so in the graph it is a switch.
+constexpr const char* kLeafFpga = "leaf_fpga";
+// A cluster's adapter between a GPU and the scale-out network, of either kind.
+inline bool is_adapter(const std::string& block) { return block == kHca || block == kRoceBridge; }
 }  // namespace kinds
 
 struct Node {

@@ -62,6 +62,9 @@ std::string run_reading(const std::string& key) {
   if (starts("train.") || starts("transformer.")) return "--platform star --gpus 4 --quiet --model transformer";
   if (key == "ring.pieces") return "--platform dgx1v --algorithm ring" + base;
   if (starts("dgx1.")) return "--platform dgx1v" + base;
+  if (key == "roce.adapter_window_bytes") return "--platform cluster --nodes 2 -c cluster.network=roce" + base;
+  if (key == "roce.netreduce_window")
+    return "--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce" + base;
   if (starts("cluster.") || starts("ib.") || starts("hca.")) return "--platform cluster --nodes 2" + base;
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
@@ -274,6 +277,22 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 -c ib.mtu_bytes=1000", "ib.mtu_bytes must be one of InfiniBand's MTUs"},
       {"--platform cluster --nodes 2 --collective alltoall -c cluster.pxn=maybe",
        "configuration key 'cluster.pxn' expects true or false, got 'maybe'"},
+      {"--platform cluster --nodes 2 -c cluster.network=ethernet",
+       "cluster.network must be infiniband or roce, not 'ethernet'"},
+      {"--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlssharp",
+       "aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster (cluster.network=roce) does not have: "
+       "run nvlsnetreduce there"},
+      {"--platform cluster --nodes 2 -c cluster.network=roce --algorithm collnet",
+       "aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster (cluster.network=roce) does not have: "
+       "run nvlsnetreduce there"},
+      {"--platform cluster --nodes 2 --algorithm nvlsnetreduce",
+       "nvlsnetreduce aggregates in NetReduce's FPGA beside each Ethernet rail leaf, which an InfiniBand cluster does "
+       "not have"},
+      {"--platform hgx-h100 --algorithm nvlsnetreduce", "nvlsnetreduce runs on all the GPUs of a cluster"},
+      {"--platform cluster --nodes 4 -c cluster.network=roce -c cluster.leaf_ports=4 --algorithm nvlsnetreduce",
+       "nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and spine FPGAs"},
+      {"--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce -c fpga.clt.entries=16",
+       "nvlsnetreduce needs a CLT entry per connection of each ring at its rail's FPGA"},
       {"--platform cluster --nodes 2 -c ib.spread=ecmp", "ib.spread must be destination, rotate, adaptive or flow"},
       {"--gpus 0", "the dgx2 platform has 16 GPUs; --gpus must be between 1 and 16, not 0"},
       {"--platform dgx1v --gpus 1,x", "--gpus expects a whole number, got 'x'"},

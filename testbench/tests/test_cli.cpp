@@ -52,7 +52,7 @@ void require_listed_algorithms_run(const std::string& platform, const std::strin
     const std::string name = line.substr(10, tab - 10), rest = line.substr(tab + 1);
     algorithms.push_back({name, rest.substr(0, rest.find_first_of(",; "))});
   }
-  const Result here = incsim("--list-choices --platform " + platform);
+  const Result here = incsim("--list-choices --platform " + platform + " " + shape);
   REQUIRE(here.code == 0);
   const size_t at = here.out.find("\nalgorithm\t");
   REQUIRE(at != std::string::npos);
@@ -73,6 +73,7 @@ TEST_CASE("list-choices with a platform names the algorithms that run there: the
 
 TEST_CASE("list-choices with a platform names the algorithms that run there: a cluster and the Ethernet platforms", "[cli]") {
   require_listed_algorithms_run("cluster", "--nodes 2");
+  require_listed_algorithms_run("cluster", "--nodes 2 -c cluster.network=roce");
   // Broadcast's default elsewhere, multicast, does not run on a cluster; the ring does.
   const Result broadcast = incsim("--platform cluster --nodes 2 --collective broadcast --sizes 4K");
   CHECK(broadcast.code == 0);
@@ -865,7 +866,7 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, nvlstree, nvlsring, nvlssharp, p2p, netreduce, pnetreduce, flatring, tencent\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, nvlstree, nvlsring, nvlssharp, nvlsnetreduce, p2p, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));

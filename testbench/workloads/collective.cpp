@@ -6,6 +6,7 @@
 #include <functional>
 #include <cassert>
 #include <iomanip>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <sstream>
@@ -26,7 +27,12 @@
 #include "core/units.h"
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
+#include "gpu/group_window.h"
 #include "hca/hca.h"
+#include "hca/roce_bridge.h"
+#include "netreduce/fpga_aggregator.h"
+#include "ethernet/roce_frame.h"
+#include "platforms/ethernet_fabric.h"
 #include "platforms/infiniband_fabric.h"
 #include "topology/cluster.h"
 #include "topology/dgx1.h"
@@ -188,8 +194,16 @@ collectives::Collective collective_kind(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// A cluster whose scale-out network is RoCE (cluster.network=roce).
+bool is_roce_cluster(const topo::Topology& t) {
+  return std::any_of(t.nodes().begin(), t.nodes().end(),
+                     [](const topo::Node& n) { return n.block == topo::kinds::kRoceBridge; });
+}
+}  // namespace
+
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring, nvlssharp");
+  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring, nvlssharp, nvlsnetreduce");
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
   d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
@@ -299,7 +313,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   cluster_ = topo::cluster_nodes(t);
   const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
   // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet");
+  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce");
   const auto in_one_node = [&] {
     if (!share) return false;
     for (const auto& node : cluster_)
@@ -311,7 +325,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p") && !across_nodes &&
       !(in_network && in_one_node()))
     throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
-                    "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp or a "
+                    "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp, nvlsnetreduce or a "
                     "program for the GPUs' cores; " + opt_.algorithm +
                     " runs on the GPUs of one node only (a job's, or --tp's groups with -c train.dp_algorithm=ring)");
   if (!cluster_.empty())
@@ -324,7 +338,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                      : opt_.algorithm == "nvlsring" ? "NVLS inside its nodes, rings across them per rail"
                      : opt_.algorithm == "nvlssharp" ? "NVLS inside its nodes, SHARP across them per rail"
                      : opt_.algorithm == "collnet"   ? "rings inside its nodes, SHARP across them per rail"
+                     : opt_.algorithm == "nvlsnetreduce" ? "NVLS inside its nodes, NetReduce's FPGA across them per rail"
                                                     : "rings inside its nodes and across them per rail"));
+  if (!cluster_.empty() && is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet"))
+    throw UserError(opt_.algorithm + " aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster "
+                    "(cluster.network=roce) does not have: run nvlsnetreduce there");
+  if (!cluster_.empty() && !is_roce_cluster(t) && opt_.algorithm == "nvlsnetreduce")
+    throw UserError("nvlsnetreduce aggregates in NetReduce's FPGA beside each Ethernet rail leaf, which an "
+                    "InfiniBand cluster does not have: add -c cluster.network=roce");
   if (in_network && dgx1)
     throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
                     "lacks; use blink or ring");
@@ -495,19 +516,39 @@ std::vector<int> CollectiveWorkload::cluster_node_of() const {
   return node_of;
 }
 
+namespace {
+// A scale-out network's data packet: its payload, the bytes it adds on the
+// wire, and what acknowledging it costs the other way.
+struct NetPacket {
+  uint32_t payload, header, ack;
+};
+
+// In-network aggregation (pushes) sends the GPU's 128-byte blocks, each
+// its own packet: SHARP's, or NetReduce's one-packet messages with their INA
+// header.
+NetPacket scale_out_packet(const platforms::GpuMachine& m, bool pushes) {
+  if (is_roce_cluster(m.topology())) {
+    // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
+    // by an ACK frame (hca/roce_bridge.h).
+    return {pushes ? topo::MulticastFabric::kBlockBytes : m.fabric_as<platforms::EthernetFabric>().mtu_payload(),
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes + (pushes ? eth::kInaBytes : 0),
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes};
+  }
+  const net::PacketFormat f = m.fabric_as<platforms::InfinibandFabric>().packet_format();
+  return {pushes ? topo::MulticastFabric::kBlockBytes : f.max_payload_bytes, f.header_bytes, 0};
+}
+}  // namespace
+
 double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
   const topo::Topology& t = platform_->topology();
   const net::PacketFormat& gf = platform_->format();
-  const net::PacketFormat nf = platform_->fabric_as<platforms::InfinibandFabric>().packet_format();
+  const NetPacket nf = scale_out_packet(*platform_, program.has(collectives::OpKind::ReduceWrite));
   const std::vector<int> node_of = cluster_node_of();
   double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
   bool adapter_limits = false;
   const collectives::Buffers& b = program.buffers[0];
   const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
-  // SHARP's reducing writes cross the network as the GPU's 128-byte blocks, not in MTU packets.
-  const uint32_t net_payload =
-      program.has(collectives::OpKind::ReduceWrite) ? topo::MulticastFabric::kBlockBytes : nf.max_payload_bytes;
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
@@ -516,13 +557,13 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
     for (int p = 0; p < t.node(node).ports; ++p) {
       const topo::PortRef peer = t.peer({node, p});
       const double bw = t.links()[t.link_at({node, p})].bw_GBps;
-      if (t.node(peer.node).block != topo::kinds::kHca) {
+      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
         nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
         continue;
       }
       const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
-                     collectives::payload_bandwidth_GBps(net, net_payload, nf.header_bytes, 0));
+                     collectives::payload_bandwidth_GBps(net, nf.payload, nf.header, nf.ack));
     }
     double inside = 0, across = 0;
     sent_chunks(program, r, [&](int peer) { return node_of[participants_[peer]->index()] == node_of[gpu]; }, inside,
@@ -561,14 +602,16 @@ void CollectiveWorkload::make_ring(int n) {
                  ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : opt_.algorithm == "nvlsring"
                  ? collectives::nvls_ring_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
-             : opt_.algorithm == "nvlssharp"
+             : one_of(opt_.algorithm, "nvlssharp, nvlsnetreduce")
                  ? collectives::nvls_sharp_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
              : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
                                         : collectives::ring_program(c, n, channels);
+  // NetReduce's FPGA in place of SHARP's switches: the same program, the network's aggregation differs.
+  if (opt_.algorithm == "nvlsnetreduce") program_.name = "nvlsnetreduce";
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
   // NVLS, and so NVLSTree, and CollNet run NCCL's Simple protocol only
   // (src/device/all_reduce.h; the tuner gives CollNet no LL or LL128).
-  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet");
+  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce");
   if (simple && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
     throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS and CollNet kernels do: "
                     "ring.protocol=" + proto);
@@ -686,6 +729,73 @@ void CollectiveWorkload::require_aggregation_buffers(const collectives::Program&
                     std::to_string(entries));
 }
 
+// NetReduce on a RoCE cluster (docs/modern-machines.md, "RoCE and NetReduce
+// across nodes"): each group that pushes across the nodes is a ring of its
+// members in the group's order, aggregated by the FPGA beside their rail's
+// leaf: the FPGA gets an aggregator array per ring (2 x window one-block
+// messages), each member's adapter a queue pair to the next member and one
+// from the previous, and the leaf an ACL rule per member that turns its
+// connection's data to the FPGA port of its own leaf port (§4, Fig. 10B).
+void CollectiveWorkload::join_netreduce_rings(const collectives::Program& program, const gpu::CoresCollective& cores,
+                                              uint32_t window) {
+  const topo::Topology& t = platform_->topology();
+  const uint32_t clt = cfg_.get(netreduce::kCltEntries);
+  const auto bridge_of = [&t](int gpu) {  // the adapter node of endpoint gpu
+    const int node = t.endpoints()[gpu];
+    for (int p = 0; p < t.node(node).ports; ++p)
+      if (const int b = t.peer({node, p}).node; b >= 0 && t.node(b).block == topo::kinds::kRoceBridge) return b;
+    return -1;
+  };
+  const auto bridge = [&](int gpu) -> hca::RoceBridge& {
+    return dynamic_cast<hca::RoceBridge&>(platform_->block(bridge_of(gpu)));
+  };
+  std::vector<bool> pushes(program.groups.size(), false);
+  for (const collectives::Operation& o : program.ops)
+    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
+  std::map<int, uint16_t> rings;  // [FPGA node]: its rings so far
+  for (size_t g = 0; g < program.groups.size(); ++g) {
+    if (!pushes[g]) continue;
+    std::vector<int> gpus;
+    for (int r : program.groups[g]) gpus.push_back(participants_[r]->index());
+    const int ranks = static_cast<int>(gpus.size());
+    const int leaf = t.peer({bridge_of(gpus[0]), hca::Adapter::kNet}).node;
+    for (int gpu : gpus)
+      if (t.peer({bridge_of(gpu), hca::Adapter::kNet}).node != leaf)
+        throw UserError(program.name + " aggregates each rail in NetReduce's FPGA beside its leaf, but a rail of " +
+                        std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
+                        "spine FPGAs (§3.3) is not built on a cluster");
+    // The leaf port facing FPGA port k, for k its k-th node port.
+    std::vector<int> to_fpga(static_cast<size_t>(t.node(leaf).ports), -1);
+    int fpga = -1;
+    for (int p = 0; p < t.node(leaf).ports; ++p)
+      if (const topo::PortRef f = t.peer({leaf, p}); f.node >= 0 && t.node(f.node).block == topo::kinds::kLeafFpga) {
+        fpga = f.node;
+        to_fpga[static_cast<size_t>(f.port)] = p;
+      }
+    const uint16_t ring = rings[fpga]++;
+    if (static_cast<uint64_t>(ring + 1) * static_cast<uint64_t>(ranks) > clt)
+      throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
+                      std::to_string(ring + 1) + " rings of " + std::to_string(ranks) + ", but fpga.clt.entries=" +
+                      std::to_string(clt));
+    dynamic_cast<netreduce::FpgaAggregator&>(platform_->block(fpga))
+        .add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype_, redop_);
+    for (int k = 0; k < ranks; ++k) {
+      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],
+                prev = gpus[static_cast<size_t>((k + ranks - 1) % ranks)];
+      bridge(gpu).join_ring(ring, cores.group_out(static_cast<int>(g)), gpu::GroupWindow::kFlag - gpu::GroupWindow::kOut,
+                            static_cast<uint16_t>(k), static_cast<uint16_t>(ranks), static_cast<uint32_t>(next),
+                            static_cast<uint32_t>(prev));
+    }
+    auto& sw = dynamic_cast<eth::EthernetSwitch&>(platform_->block(leaf));
+    for (int k = 0; k < ranks; ++k) {
+      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)];
+      const int port = t.peer({bridge_of(gpu), hca::Adapter::kNet}).port;
+      sw.add_acl({eth::ip_of(static_cast<uint32_t>(gpu)), eth::ip_of(static_cast<uint32_t>(next)),
+                  bridge(next).ring_qpn(ring), to_fpga[static_cast<size_t>(port)]});
+    }
+  }
+}
+
 // Runs a program on the GPUs' cores; each rank sends on the ports that lead
 // to its peer (all of them on a switched fabric; on a direct network only some do).
 void CollectiveWorkload::make_cores(const collectives::Program& program) {
@@ -706,10 +816,12 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
     if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
-  if (!cluster_.empty()) cp.push_credits = cfg_.get(platforms::kSharpCredits);
+  const bool roce = !cluster_.empty() && is_roce_cluster(t);
+  const bool pushes = program.has(collectives::OpKind::ReduceWrite);
+  if (!cluster_.empty()) cp.push_credits = cfg_.get(roce ? hca::kNetReduceWindow : platforms::kSharpCredits);
   if (!cluster_.empty()) {
     require_groups_fit_cluster(program);
-    if (program.has(collectives::OpKind::ReduceWrite)) require_aggregation_buffers(program, cp.push_credits);
+    if (pushes && !roce) require_aggregation_buffers(program, cp.push_credits);
   }
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
@@ -726,6 +838,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                                       opt_.seed, cp, endpoint_GBps_,
                                                       program.groups.empty() ? nullptr : &platform_->multicast());
   if (!program.groups.empty() && cluster_.empty()) cores->bound_moved(nvls_moved(program));
+  if (roce && pushes) join_netreduce_rings(program, *cores, static_cast<uint32_t>(cp.push_credits));
   collective_ = std::move(cores);
 }
 

@@ -17,6 +17,10 @@
 #include "collectives/program_synthesis.h"
 #include "gpu/collective.h"
 #include "nic/scheduled_collective.h"
+
+namespace incsim::gpu {
+class CoresCollective;
+}
 #include "platforms/platform.h"
 #include "workload.h"
 
@@ -111,6 +115,7 @@ class CollectiveWorkload : public Workload {
   // UserError naming `what` if the switches have no reduction tables.
   void require_reduction_tables(const std::string& what) const;
   void require_aggregation_buffers(const collectives::Program& program, int credits) const;
+  void join_netreduce_rings(const collectives::Program& program, const gpu::CoresCollective& cores, uint32_t window);
   void require_groups_fit_cluster(const collectives::Program& program) const;
   std::vector<int> cluster_node_of() const;  // [GPU]: its node in cluster_
   void make_copy(int n, bool fattree);
