@@ -346,7 +346,7 @@ double GpuMachine::endpoint_payload_GBps(int g, const std::vector<int>& peers, b
   double b = 0;
   for (int p = 0; p < topo_.node(node).ports; ++p) {
     bool useful = false;
-    for (int d : peers) useful = useful || (d != g && topo_.port_reaches({node, p}, d));
+    for (int d : peers) useful = useful || (d != g && topo_.port_on_shortest_path({node, p}, d));
     if (!useful) continue;
     b += collectives::payload_bandwidth_GBps(topo_.links()[topo_.link_at({node, p})].bw_GBps,
                                              format().max_payload_bytes, format().header_bytes,

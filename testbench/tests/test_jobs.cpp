@@ -99,6 +99,25 @@ TEST_CASE("two jobs on the two halves of DGX-2 each give the rows they give alon
   }
 }
 
+TEST_CASE("on a cluster a push inside one node and a ring across the nodes each give the rows they give alone", "[jobs][cluster]") {
+  cli::TempDir d;
+  // The copy engines' 128-byte packets for the ring alone too (the machine
+  // takes the packet size every job's algorithm can run with).
+  const std::string common = "platform: cluster\nnodes: 2\nsizes: 64K\nnet.max_payload_bytes: 128\njobs:\n";
+  // The push's packets stay on node 0's NVLinks and switches (its copy
+  // engines leave the adapters alone); the ring's cross GPU 0's and 8's
+  // adapters and the network only.
+  const std::string a = "  - {name: a, gpus: 1-7, algorithm: push}\n";
+  const std::string c = "  - {name: c, gpus: \"0,8\", algorithm: ring}\n";
+  const auto both = own_rows(d, "both.yaml", common + a + c);
+  const auto alone_a = own_rows(d, "a.yaml", common + a);
+  const auto alone_c = own_rows(d, "c.yaml", common + c);
+  REQUIRE(both.size() == 2);
+  CHECK(both[0] == alone_a.at(0));
+  CHECK(both[1] == alone_c.at(0));
+  for (const auto& row : both) CHECK(row.find(",0,") != std::string::npos);  // #wrong 0
+}
+
 TEST_CASE("a job on GPUs the platform lacks, overlapping jobs and an algorithm its GPUs cannot run are refused",
           "[jobs][errors]") {
   cli::TempDir d;

@@ -1171,7 +1171,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
   if (!bound_note_.empty()) {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
-  } else if (!cluster_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
+  } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
        << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
   } else {
