@@ -685,6 +685,30 @@ Program nvls_ring_program(int nodes, int per_node, int channels, bool multimem) 
   return nvls_skeleton("nvlsring", N, G, channels, multimem, static_cast<uint16_t>(n), 0, output, across);
 }
 
+Program sharp_program(int n, int channels) {
+  if (n < 2) throw UserError("SHARP needs at least 2 GPUs");
+  if (channels < 1 || channels > 65535) throw UserError("SHARP needs between 1 and 65535 channels");
+  const uint32_t C = static_cast<uint32_t>(channels);
+  ProgramBuilder pb("sharp", Collective::AllReduce, n, false);
+  std::vector<int> ranks(static_cast<size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  for (uint32_t c = 0; c < C; ++c) pb.add_group(ranks);
+  for (int h = 0; h < n; ++h) {
+    pb.begin_rank(h, Buffers{C, C, 0});
+    for (uint32_t c = 0; c < C; ++c) {
+      Operation copy = make_op(OpKind::Copy, Engine::Cores, static_cast<uint16_t>(c), static_cast<uint16_t>(c));
+      copy.src = chunk(Buffer::Input, c);
+      copy.dst = chunk(Buffer::Output, c);
+      const uint32_t copied = static_cast<uint32_t>(pb.add(copy));
+      Operation o = make_op(OpKind::ReduceWrite, Engine::Cores, static_cast<uint16_t>(c), static_cast<uint16_t>(c));
+      o.group = static_cast<int>(c);
+      o.src = o.dst = chunk(Buffer::Output, c);
+      pb.add(o, {copied});
+    }
+  }
+  return pb.build();
+}
+
 Program nvls_sharp_program(int nodes, int per_node, int channels, bool multimem) {
   if (nodes < 2 || per_node < 2) throw UserError("NVLS with SHARP needs at least 2 nodes of at least 2 GPUs");
   if (channels < 1 || 2 * channels > 65535) throw UserError("NVLS with SHARP needs between 1 and 32767 channels");

@@ -63,6 +63,12 @@ Program hierarchical_ring_program(int nodes, int per_node, int channels);
 // NCCL's CollNetDirect reduce-scatters and all-gathers within the node
 // directly, every GPU to every other, where this keeps the ring.
 Program collnet_program(int nodes, int per_node, int channels);
+// SHARP alone, for n GPUs of different nodes on one rail (a --tp run's
+// data-parallel groups): on channel c (queue c) each copies chunk c of its
+// input to its output and pushes it to the rail's leaf switches (a reducing
+// write, a group per channel), which add every GPU's and send the sum back
+// into the same chunk: NCCL's CollNet with one GPU per node.
+Program sharp_program(int n, int channels);
 
 // NCCL's tree all-reduce (src/device/all_reduce.h, runTreeSplit), one tree
 // per channel: trees[c][r] lists rank r's parent on channel c (kNone at the

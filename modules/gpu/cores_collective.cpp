@@ -462,6 +462,10 @@ CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     if (!o.src.empty() && o.kind != OpKind::ReduceRead) mark(o.src, false);  // the switches read a read's src
     if (!o.dst.empty() && o.kind != OpKind::RecvReduceSend) mark(o.dst, true);
     if (reduces && (o.src.empty() || o.kind == OpKind::Reduce)) mark(o.dst, false);  // dst the operand
+    // A reducing write's sums land in its dst while its src, the same
+    // chunk, is read: the landing holds the chunk until the last is in
+    // (landed_passes), whether or not a later operation reads it.
+    if (o.kind == OpKind::ReduceWrite) mark(o.dst, false);
     max_count = std::max<uint32_t>(max_count, std::max(o.src.count, o.dst.count));
   }
   std::sort(queues_.begin(), queues_.end(), [](const auto& a, const auto& b) { return a->index < b->index; });
@@ -1021,6 +1025,7 @@ void CoresCollective::Rank::landed_passes(int i) {
     const auto it = landing_.find(landing_key(i, pass));
     if (it != landing_.end()) {
       if (it->second.got < it->second.len) return;
+      if (op(i).kind == OpKind::ReduceWrite) done_reading(it->second.dst, pass);
       landing_.erase(it);
     } else if (elements(op(i).dst, pass) > 0) {
       return;  // nothing has landed yet; a pass of a small message may have nothing to land

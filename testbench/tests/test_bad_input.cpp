@@ -247,6 +247,8 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform cluster --nodes 2 --gpus 4", "the cluster platform is shaped by --nodes and --node, not --gpus"},
       {"--platform cluster --nodes 2 --algorithm nvls",
        "nvls runs on the GPUs of one node only (a job's, or --tp's groups with -c train.dp_algorithm=ring)"},
+      {"--platform cluster --nodes 2 --algorithm sharp",
+       "sharp adds the data of one GPU per node on one rail in the rail's leaf switches"},
       {"--platform cluster --nodes 2 --model transformer --tp 8 --algorithm push -c train.dp_algorithm=maybe",
        "train.dp_algorithm=maybe (data-parallel group 0): "},
       {"--platform cluster --nodes 2 -c ring.engine=nic", "on a cluster the ring runs on the GPUs' cores"},

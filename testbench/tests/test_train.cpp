@@ -44,13 +44,18 @@ std::vector<tb::Row> train(const std::string& model, const std::string& platform
 // Bytes the adapters' PCIe links carried, both ways, in a cluster training
 // run of `tp_algorithm` in the nodes' tensor-parallel groups and the ring
 // across them (its own process: each builds a machine).
-uint64_t adapter_bytes(const std::string& tp_algorithm, const std::string& json) {
+nlohmann::json tp_cluster_row(const std::string& tp_algorithm, const std::string& dp_algorithm, const std::string& json,
+                              const std::string& extra = "") {
   const cli::Result r = cli::incsim("--platform cluster --nodes 2 --model transformer --tp 8 --batch 2 --quiet "
                                     "-c transformer.layers=1 -c transformer.hidden=256 -c transformer.heads=4 "
-                                    "-c transformer.sequence=64 -c transformer.vocabulary=1000 -c train.dp_algorithm=ring "
-                                    "--algorithm " + tp_algorithm + " --json " + json);
-  REQUIRE(r.code == 0);
-  const auto row = nlohmann::json::parse(cli::slurp(json))["rows"][0];
+                                    "-c transformer.sequence=64 -c transformer.vocabulary=1000 -c train.dp_algorithm=" +
+                                    dp_algorithm + " --algorithm " + tp_algorithm + " --json " + json + " " + extra);
+  INFO(r.err);
+  REQUIRE(r.code == (extra.empty() ? 0 : 1));  // 1: elements differ
+  return nlohmann::json::parse(cli::slurp(json))["rows"][0];
+}
+uint64_t adapter_bytes(const std::string& tp_algorithm, const std::string& json) {
+  const auto row = tp_cluster_row(tp_algorithm, "ring", json);
   CHECK(row["wrong"] == 0);
   CHECK(row["tp_allreduces"] == 4);
   uint64_t bytes = 0;
@@ -61,6 +66,20 @@ uint64_t adapter_bytes(const std::string& tp_algorithm, const std::string& json)
   return bytes;
 }
 }  // namespace
+
+TEST_CASE("on a cluster the data-parallel groups of one GPU per node all-reduce in the rail's leaf with train.dp_algorithm=sharp", "[train][cluster]") {
+  cli::TempDir d;
+  const auto sharp = tp_cluster_row("nvls", "sharp", d.file("sharp.json"));
+  const auto ring = tp_cluster_row("nvls", "ring", d.file("ring.json"));
+  CHECK(sharp["wrong"] == 0);
+  CHECK(sharp["tp_allreduces"] == 4);
+  // One trip to the leaf and back, against the 2-GPU ring's two steps.
+  CHECK(sharp["comm_us"].get<double>() < ring["comm_us"].get<double>());
+  // The count bites: a faulty adder in rail 0's leaf corrupts sums both GPUs 0 take.
+  const auto faulty = tp_cluster_row("nvls", "sharp", d.file("faulty.json"),
+                                     "-c fault.alu.block=leaf0.port0.reduction_table -c fault.alu.elements=5");
+  CHECK(faulty["wrong"] == 2 * 5);
+}
 
 TEST_CASE("on a cluster the copy engines' nvls push and pull run each node's tensor-parallel all-reduces inside it", "[train][cluster]") {
   // The data-parallel ring across the nodes alone crosses the adapters: as

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -322,9 +323,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
         return true;
     return false;
   };
-  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p") && !across_nodes &&
+  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p, sharp") && !across_nodes &&
       !(in_network && in_one_node()))
-    throw UserError("on a cluster, GPUs in different nodes reach each other through their InfiniBand adapters, which "
+    throw UserError("on a cluster, GPUs in different nodes reach each other through their network adapters, which "
                     "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp, nvlsnetreduce or a "
                     "program for the GPUs' cores; " + opt_.algorithm +
                     " runs on the GPUs of one node only (a job's, or --tp's groups with -c train.dp_algorithm=ring)");
@@ -340,7 +341,21 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                      : opt_.algorithm == "collnet"   ? "rings inside its nodes, SHARP across them per rail"
                      : opt_.algorithm == "nvlsnetreduce" ? "NVLS inside its nodes, NetReduce's FPGA across them per rail"
                                                     : "rings inside its nodes and across them per rail"));
-  if (!cluster_.empty() && is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet"))
+  if (opt_.algorithm == "sharp") {
+    // One GPU of each of n nodes, all in the same place of their node (one rail).
+    std::set<size_t> nodes, places;
+    for (int r = 0; r < n; ++r) {
+      const int g = share ? share->gpus[r] : r;
+      for (size_t k = 0; k < cluster_.size(); ++k)
+        for (size_t p = 0; p < cluster_[k].size(); ++p)
+          if (cluster_[k][p] == g) nodes.insert(k), places.insert(p);
+    }
+    if (cluster_.empty() || places.size() != 1 || nodes.size() != static_cast<size_t>(n))
+      throw UserError("sharp adds the data of one GPU per node on one rail in the rail's leaf switches: its GPUs must "
+                      "be GPU h of different nodes of a cluster, as --tp's data-parallel groups are "
+                      "(-c train.dp_algorithm=sharp)");
+  }
+  if (!cluster_.empty() && is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet, sharp"))
     throw UserError(opt_.algorithm + " aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster "
                     "(cluster.network=roce) does not have: run nvlsnetreduce there");
   if (!cluster_.empty() && !is_roce_cluster(t) && opt_.algorithm == "nvlsnetreduce")
@@ -432,7 +447,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     make_cores(program_);
   }
   else if (trees) make_trees(n);
-  else if (software_ring || across_nodes || opt_.algorithm == "p2p") make_ring(n);
+  else if (software_ring || across_nodes || one_of(opt_.algorithm, "p2p, sharp")) make_ring(n);
   else make_scheduled(n);
 
 }
@@ -597,6 +612,7 @@ void CollectiveWorkload::make_ring(int n) {
   program_ = opt_.algorithm == "p2p"       ? collectives::alltoall_program(n, channels)
              : opt_.algorithm == "hring"   ? collectives::hierarchical_ring_program(nodes, per_node, channels)
              : opt_.algorithm == "collnet" ? collectives::collnet_program(nodes, per_node, channels)
+             : opt_.algorithm == "sharp"   ? collectives::sharp_program(n, channels)
              : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
              : opt_.algorithm == "nvlstree"
                  ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
@@ -611,7 +627,7 @@ void CollectiveWorkload::make_ring(int n) {
   const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
   // NVLS, and so NVLSTree, and CollNet run NCCL's Simple protocol only
   // (src/device/all_reduce.h; the tuner gives CollNet no LL or LL128).
-  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce");
+  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce, sharp");
   if (simple && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
     throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS and CollNet kernels do: "
                     "ring.protocol=" + proto);
