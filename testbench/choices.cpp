@@ -64,7 +64,7 @@ const std::vector<Algorithm>& algorithms() {
       {"collnet", "allreduce", "", Family::GpuFabric, "cluster (infiniband)", "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
        "NCCL's CollNet: each node's rings reduce-scatter, every GPU's block is added by its rail's leaf (SHARP), the "
        "node's rings all-gather (NCCL's CollNetDirect with rings inside the node)"},
-      {"sharp", "allreduce", "", Family::GpuFabric, "cluster (infiniband)",
+      {"sharp", "allreduce", "", Family::GpuFabric, "one GPU per node on a rail of a cluster (infiniband)",
        "the GPUs' cores and the InfiniBand leaves' SHARP aggregation buffers",
        "SHARP alone, for one GPU per node on one rail (--tp's data-parallel groups, -c train.dp_algorithm=sharp): "
        "each GPU's data added by the rail's leaf switches and sent back (NCCL's CollNet with one GPU per node)"},
