@@ -1,18 +1,16 @@
 #include "ethernet_fabric.h"
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "gpu_fabric.h"
 #include "infiniband_fabric.h"
 #include "nvswitch/nvswitch.h"
+#include "topology/cluster.h"
 
 namespace incsim::platforms {
 
 EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*seed*/) : t_(t) {
-  // A cluster's RoCE network (its GPUs' adapters are roce_bridges) or NetReduce's platforms.
-  const bool cluster = std::any_of(t.nodes().begin(), t.nodes().end(),
-                                   [](const topo::Node& n) { return n.block == topo::kinds::kRoceBridge; });
+  // A cluster's RoCE network or NetReduce's platforms.
+  const bool cluster = topo::is_roce_cluster(t);
   loss_ = cfg.get(kLinkLoss);
   corruption_ = cfg.get(kLinkCorruption);
   // RoCE's largest MTU, 4096 (IBA's, which RoCEv2 keeps; ConnectX-7 on 400 GbE), on a cluster.

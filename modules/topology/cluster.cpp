@@ -91,6 +91,10 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   return t;
 }
 
+bool is_roce_cluster(const Topology& t) {
+  return std::any_of(t.nodes().begin(), t.nodes().end(), [](const Node& n) { return n.block == kinds::kRoceBridge; });
+}
+
 std::vector<std::vector<int>> cluster_nodes(const Topology& t) {
   auto scale_out = [&t](int id) {
     const std::string& b = t.node(id).block;

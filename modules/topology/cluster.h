@@ -40,6 +40,9 @@ struct ClusterShape {
 // node without GPUs or a leaf too small for one node and an up-link.
 Topology make_cluster(const Topology& node, const ClusterShape& s);
 
+// Whether t is a cluster on RoCE (its GPUs' adapters are roce_bridges).
+bool is_roce_cluster(const Topology& t);
+
 // A cluster's nodes: the endpoints each node's own fabric joins, without
 // crossing an adapter or the network, in endpoint order, the nodes ordered
 // by their first endpoint. Empty for a graph without adapters.

@@ -195,14 +195,6 @@ collectives::Collective collective_kind(const std::string& name) {
 }
 }  // namespace
 
-namespace {
-// A cluster whose scale-out network is RoCE (cluster.network=roce).
-bool is_roce_cluster(const topo::Topology& t) {
-  return std::any_of(t.nodes().begin(), t.nodes().end(),
-                     [](const topo::Node& n) { return n.block == topo::kinds::kRoceBridge; });
-}
-}  // namespace
-
 platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
   const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring, nvlssharp, nvlsnetreduce");
   platforms::PlatformDefaults d = platforms::platform_defaults(t);
@@ -317,11 +309,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce");
   const auto in_one_node = [&] {
     if (!share) return false;
-    for (const auto& node : cluster_)
-      if (std::all_of(share->gpus.begin(), share->gpus.end(),
-                      [&](int g) { return std::find(node.begin(), node.end(), g) != node.end(); }))
-        return true;
-    return false;
+    const std::vector<int> node_of = cluster_node_of();
+    return std::all_of(share->gpus.begin(), share->gpus.end(),
+                       [&](int g) { return node_of[static_cast<size_t>(g)] == node_of[static_cast<size_t>(share->gpus[0])]; });
   };
   if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p, sharp") && !across_nodes &&
       !(in_network && in_one_node()))
@@ -343,22 +333,21 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
                                                     : "rings inside its nodes and across them per rail"));
   if (opt_.algorithm == "sharp") {
     // One GPU of each of n nodes, all in the same place of their node (one rail).
-    std::set<size_t> nodes, places;
+    const std::vector<int> node_of = cluster_node_of(), rail_of = cluster_rail_of();
+    std::set<int> nodes, places;
     for (int r = 0; r < n; ++r) {
-      const int g = share ? share->gpus[r] : r;
-      for (size_t k = 0; k < cluster_.size(); ++k)
-        for (size_t p = 0; p < cluster_[k].size(); ++p)
-          if (cluster_[k][p] == g) nodes.insert(k), places.insert(p);
+      const size_t g = static_cast<size_t>(share ? share->gpus[r] : r);
+      if (g < node_of.size()) nodes.insert(node_of[g]), places.insert(rail_of[g]);
     }
     if (cluster_.empty() || places.size() != 1 || nodes.size() != static_cast<size_t>(n))
       throw UserError("sharp adds the data of one GPU per node on one rail in the rail's leaf switches: its GPUs must "
                       "be GPU h of different nodes of a cluster, as --tp's data-parallel groups are "
                       "(-c train.dp_algorithm=sharp)");
   }
-  if (!cluster_.empty() && is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet, sharp"))
+  if (!cluster_.empty() && topo::is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet, sharp"))
     throw UserError(opt_.algorithm + " aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster "
                     "(cluster.network=roce) does not have: run nvlsnetreduce there");
-  if (!cluster_.empty() && !is_roce_cluster(t) && opt_.algorithm == "nvlsnetreduce")
+  if (!cluster_.empty() && !topo::is_roce_cluster(t) && opt_.algorithm == "nvlsnetreduce")
     throw UserError("nvlsnetreduce aggregates in NetReduce's FPGA beside each Ethernet rail leaf, which an "
                     "InfiniBand cluster does not have: add -c cluster.network=roce");
   if (in_network && dgx1)
@@ -525,10 +514,31 @@ double nvls_moved(const collectives::Program& program) {
 }  // namespace
 
 std::vector<int> CollectiveWorkload::cluster_node_of() const {
-  std::vector<int> node_of(platform_->gpus().size());
+  std::vector<int> node_of(cluster_gpus());
   for (size_t k = 0; k < cluster_.size(); ++k)
     for (int g : cluster_[k]) node_of[static_cast<size_t>(g)] = static_cast<int>(k);
   return node_of;
+}
+
+std::vector<int> CollectiveWorkload::cluster_rail_of() const {
+  std::vector<int> rail_of(cluster_gpus());
+  for (const auto& node : cluster_)
+    for (size_t h = 0; h < node.size(); ++h) rail_of[static_cast<size_t>(node[h])] = static_cast<int>(h);
+  return rail_of;
+}
+
+size_t CollectiveWorkload::cluster_gpus() const {
+  size_t n = 0;
+  for (const auto& node : cluster_) n += node.size();
+  return n;
+}
+
+int CollectiveWorkload::adapter_of(int gpu) const {
+  const topo::Topology& t = platform_->topology();
+  const int node = t.endpoints()[gpu];
+  for (int p = 0; p < t.node(node).ports; ++p)
+    if (const int a = t.peer({node, p}).node; a >= 0 && topo::kinds::is_adapter(t.node(a).block)) return a;
+  return -1;
 }
 
 namespace {
@@ -542,7 +552,7 @@ struct NetPacket {
 // its own packet: SHARP's, or NetReduce's one-packet messages with their INA
 // header.
 NetPacket scale_out_packet(const platforms::GpuMachine& m, bool pushes) {
-  if (is_roce_cluster(m.topology())) {
+  if (topo::is_roce_cluster(m.topology())) {
     // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
     // by an ACK frame (hca/roce_bridge.h).
     return {pushes ? topo::MulticastFabric::kBlockBytes : m.fabric_as<platforms::EthernetFabric>().mtu_payload(),
@@ -640,12 +650,7 @@ void CollectiveWorkload::make_ring(int n) {
 
 void CollectiveWorkload::relay_across_rails() {
   if (cluster_.empty() || !cfg_.get(kClusterPxn)) return;
-  std::vector<int> node_of(platform_->gpus().size()), rail_of(node_of.size());
-  for (size_t k = 0; k < cluster_.size(); ++k)
-    for (size_t g = 0; g < cluster_[k].size(); ++g) {
-      node_of[static_cast<size_t>(cluster_[k][g])] = static_cast<int>(k);
-      rail_of[static_cast<size_t>(cluster_[k][g])] = static_cast<int>(g);
-    }
+  const std::vector<int> node_of = cluster_node_of(), rail_of = cluster_rail_of();
   std::vector<int> node, rail;
   for (const gpu::Gpu* p : participants_) {
     node.push_back(node_of[static_cast<size_t>(p->index())]);
@@ -709,12 +714,7 @@ void CollectiveWorkload::require_aggregation_buffers(const collectives::Program&
   const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
   const topo::Topology& t = platform_->topology();
   const auto leaf_of = [&t, this](int rank) {  // the leaf of the rank's adapter
-    const int gpu = t.endpoints()[participants_[rank]->index()];
-    for (int p = 0; p < t.node(gpu).ports; ++p) {
-      const int hca = t.peer({gpu, p}).node;
-      if (hca >= 0 && t.node(hca).block == topo::kinds::kHca) return t.peer({hca, hca::Hca::kNet}).node;
-    }
-    return -1;
+    return t.peer({adapter_of(participants_[rank]->index()), hca::Adapter::kNet}).node;
   };
   const bool interleave = platform_->multicast().home_mapping() == topo::HomeMapping::Interleave;
   uint64_t spanning = 0, spine_need = 0, at_one_port = 0;  // pushing groups under several leaves
@@ -756,14 +756,8 @@ void CollectiveWorkload::join_netreduce_rings(const collectives::Program& progra
                                               uint32_t window) {
   const topo::Topology& t = platform_->topology();
   const uint32_t clt = cfg_.get(netreduce::kCltEntries);
-  const auto bridge_of = [&t](int gpu) {  // the adapter node of endpoint gpu
-    const int node = t.endpoints()[gpu];
-    for (int p = 0; p < t.node(node).ports; ++p)
-      if (const int b = t.peer({node, p}).node; b >= 0 && t.node(b).block == topo::kinds::kRoceBridge) return b;
-    return -1;
-  };
   const auto bridge = [&](int gpu) -> hca::RoceBridge& {
-    return dynamic_cast<hca::RoceBridge&>(platform_->block(bridge_of(gpu)));
+    return dynamic_cast<hca::RoceBridge&>(platform_->block(adapter_of(gpu)));
   };
   std::vector<bool> pushes(program.groups.size(), false);
   for (const collectives::Operation& o : program.ops)
@@ -774,9 +768,9 @@ void CollectiveWorkload::join_netreduce_rings(const collectives::Program& progra
     std::vector<int> gpus;
     for (int r : program.groups[g]) gpus.push_back(participants_[r]->index());
     const int ranks = static_cast<int>(gpus.size());
-    const int leaf = t.peer({bridge_of(gpus[0]), hca::Adapter::kNet}).node;
+    const int leaf = t.peer({adapter_of(gpus[0]), hca::Adapter::kNet}).node;
     for (int gpu : gpus)
-      if (t.peer({bridge_of(gpu), hca::Adapter::kNet}).node != leaf)
+      if (t.peer({adapter_of(gpu), hca::Adapter::kNet}).node != leaf)
         throw UserError(program.name + " aggregates each rail in NetReduce's FPGA beside its leaf, but a rail of " +
                         std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
                         "spine FPGAs (§3.3) is not built on a cluster");
@@ -805,7 +799,7 @@ void CollectiveWorkload::join_netreduce_rings(const collectives::Program& progra
     auto& sw = dynamic_cast<eth::EthernetSwitch&>(platform_->block(leaf));
     for (int k = 0; k < ranks; ++k) {
       const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)];
-      const int port = t.peer({bridge_of(gpu), hca::Adapter::kNet}).port;
+      const int port = t.peer({adapter_of(gpu), hca::Adapter::kNet}).port;
       sw.add_acl({eth::ip_of(static_cast<uint32_t>(gpu)), eth::ip_of(static_cast<uint32_t>(next)),
                   bridge(next).ring_qpn(ring), to_fpga[static_cast<size_t>(port)]});
     }
@@ -832,7 +826,7 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
     if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
-  const bool roce = !cluster_.empty() && is_roce_cluster(t);
+  const bool roce = !cluster_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
   if (!cluster_.empty()) cp.push_credits = cfg_.get(roce ? hca::kNetReduceWindow : platforms::kSharpCredits);
   if (!cluster_.empty()) {

@@ -118,6 +118,9 @@ class CollectiveWorkload : public Workload {
   void join_netreduce_rings(const collectives::Program& program, const gpu::CoresCollective& cores, uint32_t window);
   void require_groups_fit_cluster(const collectives::Program& program) const;
   std::vector<int> cluster_node_of() const;  // [GPU]: its node in cluster_
+  std::vector<int> cluster_rail_of() const;  // [GPU]: its place in its node, the rail of its adapter
+  size_t cluster_gpus() const;               // the GPUs in cluster_
+  int adapter_of(int gpu) const;             // the node of endpoint gpu's network adapter, or -1
   void make_copy(int n, bool fattree);
   collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);

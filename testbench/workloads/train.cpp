@@ -268,12 +268,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // kernel (its input gradient's) to the embedding's (HYBRID_DLRM) or the
   // iteration's end.
   if (dlrm_) {
+    // A layer's last kernel of the phase (a DLRM file runs one forward kernel per layer).
     const auto kernel = [&](Phase phase, int layer) -> Kernel& {
-      const auto last = std::find_if(kernels_[0].rbegin(), kernels_[0].rend(),
-                                     [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
-      return phase == Phase::Backward ? *last : *std::find_if(kernels_[0].begin(), kernels_[0].end(), [&](const Kernel& k) {
-        return k.phase == phase && k.layer == layer;
-      });
+      return *std::find_if(kernels_[0].rbegin(), kernels_[0].rend(),
+                           [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
     };
     const int top = dlrm_->last_bottom + 1;
     if (dlrm_->forward_bytes > 0) {
