@@ -87,6 +87,31 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
   return d;
 }
 
+PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<collectives::Needs>& needs) {
+  PlatformDefaults d = platform_defaults(t);
+  for (const collectives::Needs& n : needs) {
+    d.table_bytes = std::max(d.table_bytes, n.table_bytes);
+    // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also
+    // on MultiTree's fat tree, whose own packets carry 256 B (Table III).
+    if (n.block_packets) d.max_payload_bytes = std::min(d.max_payload_bytes, topo::MulticastFabric::kBlockBytes);
+  }
+  return d;
+}
+
+collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
+                       std::vector<int> gpus, bool share, Config& cfg) {
+  collectives::Site s{t, platform, c, std::move(gpus), share, -1, topo::cluster_nodes(t), 0, "simple", 0, 0, cfg};
+  for (int sw : t.switches())
+    if (is_plain_switch(t, sw)) {
+      s.plain_switch = sw;
+      break;
+    }
+  const PlatformDefaults d = platform_defaults(t);
+  s.channels_default = d.ring_channels;
+  s.protocol_default = d.ring_protocol;
+  return s;
+}
+
 std::string default_compute(const std::string& platform, const std::string& node) {
   const std::string& gpu_platform = platform == "cluster" ? (node.empty() ? "hgx-h100" : node) : platform;
   return gpu_platform == "hgx-h100" ? "h100" : gpu_platform == "nvl72" ? "b200" : "v100";

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithm.h"
 #include "core/config.h"
 #include "gpu/gpu.h"
 #include "gpu_fabric.h"
@@ -56,6 +57,14 @@ bool is_multitree_platform(const topo::Topology& t);
 // fattree2l, star; MultiTree's for torus, mesh, fattree and bigraph; the
 // DGX-1's for dgx1v and dgx1p. A YAML file takes its `family:`'s.
 PlatformDefaults platform_defaults(const topo::Topology& t);
+// The same with what the algorithms that will run on it need: the largest
+// reduction table and, if any reduces or multicasts 128-byte blocks, those.
+PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<collectives::Needs>& needs);
+// Where the collective runs: graph t's GPUs `gpus` (endpoints, in rank
+// order), with what the platform layer knows of the machine (its switches'
+// tables, a cluster's nodes, its family's NCCL settings).
+collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
+                       std::vector<int> gpus, bool share, Config& cfg);
 // The compute model (--compute) of the platform's GPU: h100 on hgx-h100, b200
 // on nvl72 and on clusters of either (--node), v100 elsewhere (the papers'
 // machines are V100s: Klenk, Blink, NetReduce's).

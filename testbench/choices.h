@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithm.h"
+
 namespace incsim::tb {
 
 // "workload", "platform", "collective", "algorithm", "dtype", "redop",
@@ -19,28 +21,15 @@ std::string choices(const std::string& platform = "", const std::string& network
 constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
 
-// The platforms an algorithm is written for: the GPU fabrics (dgx2, dgx1v,
-// torus, YAML files, ...) or NetReduce's Ethernet platforms.
-enum class Family { GpuFabric, Rack, MultiGpu };
-
-// One algorithm, as incsim runs it: the table of every algorithm is the one
-// list --help, --list-choices, check_choice and the workloads read. A name
-// may stand in two families (ring: the GPUs' ring, the hosts' RoCE ring).
-struct Algorithm {
-  const char* name;
-  const char* collectives;  // those it runs
-  const char* default_for;  // the collectives whose default it is on its family's platforms
-  Family family;
-  const char* runs_on;      // the built-in platforms it runs on, comma-separated
-  const char* engine;       // the hardware that executes it
-  const char* description;  // one line, with its source
-};
-const std::vector<Algorithm>& algorithms();
-// The algorithms of `family` that run `collective`, the default first,
-// comma-separated; with a built-in platform, those that run on it.
+using collectives::Family;
+// The algorithms of `family` that run `collective` (the registry's,
+// collectives/algorithm.h), the default first, comma-separated; with a
+// built-in platform, those that run on it.
 std::string algorithms_for(const std::string& collective, Family family, const std::string& platform = "");
 // The defaults, for --help: "ring; broadcast: multicast; rack, spineleaf: netreduce; ...".
 std::string algorithm_defaults();
+// --help's list of the algorithms, each name and its description wrapped at 100 columns.
+std::string algorithm_help();
 
 // True if `item` is one of the comma-separated `list`.
 bool one_of(const std::string& item, const std::string& list);

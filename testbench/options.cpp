@@ -434,23 +434,7 @@ class Parser {
 std::string usage() {
   std::ostringstream os;
   os << declaration() << "\nalgorithms (incsim --list-choices says which collectives and platforms each runs on):\n";
-  // Each description wrapped at --help's 100 columns, under its name.
-  for (const Algorithm& a : algorithms()) {
-    std::istringstream words(a.description);
-    std::string line = "  " + std::string(a.name), word;
-    line.resize(17, ' ');
-    bool first = true;
-    while (words >> word) {
-      if (!first && line.size() + 1 + word.size() > 100) {
-        os << line << "\n";
-        line = std::string(17, ' ');
-        first = true;
-      }
-      line += (first ? "" : " ") + word;
-      first = false;
-    }
-    os << line << "\n";
-  }
+  os << algorithm_help();
   os << "\n"
      << "Parameters (-c key=value, or keys of a --config file) are listed by incsim --list-params;\n"
      << "README.md shows examples and docs/ describes each model.\n";

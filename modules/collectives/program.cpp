@@ -41,6 +41,7 @@ std::string list(const char* const (&names)[N]) {
 }  // namespace
 
 const char* collective_name(Collective c) { return kCollectives[static_cast<int>(c)]; }
+bool collective_of(const std::string& name, Collective& out) { return parse_name(kCollectives, name, out); }
 const char* engine_name(Engine e) { return kEngines[static_cast<int>(e)]; }
 const char* protocol_name(Protocol p) { return kProtocols[static_cast<int>(p)]; }
 bool protocol_of(const std::string& text, Protocol& out) { return parse_name(kProtocols, to_lower(text), out); }

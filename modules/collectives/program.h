@@ -27,6 +27,8 @@ namespace incsim::collectives {
 // rank sends 1/n of its buffer to each peer); out of place only.
 enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
 const char* collective_name(Collective c);
+// The collective of that name; false if none is.
+bool collective_of(const std::string& name, Collective& out);
 
 // What executes an operation on its rank.
 enum class Engine : uint8_t {

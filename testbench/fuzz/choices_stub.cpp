@@ -6,10 +6,7 @@
 namespace incsim::tb {
 
 std::string choice_list(const std::string& option) { return "(" + option + ")"; }
-const std::vector<Algorithm>& algorithms() {
-  static const std::vector<Algorithm> none;
-  return none;
-}
 std::string algorithm_defaults() { return "(defaults)"; }
+std::string algorithm_help() { return "(algorithms)\n"; }
 
 }  // namespace incsim::tb

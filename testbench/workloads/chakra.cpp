@@ -253,12 +253,12 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
     for (const Group& g : groups_) {
       bool first_ranks = true;
       for (size_t p = 0; p < g.ranks.size(); ++p) first_ranks = first_ranks && g.ranks[p] == static_cast<int>(p);
-      if (!first_ranks && CollectiveWorkload::ranks_are_gpu_numbers(algorithms_[a], t))
+      if (!first_ranks && gpu_numbered(algorithms_[a], t))
         throw UserError((a ? "--baseline " : "--algorithm ") + algorithms_[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run " + g.label() + " of " +
                         name_ + ", which is not ranks 0 to " + std::to_string(g.ranks.size() - 1));
     }
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms_));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, algorithms_)));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     for (const Group& g : groups_) {

@@ -118,47 +118,6 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
 }
 
 namespace {
-const Param<std::string> kRingEngine{
-    "ring.engine", "software", Range::none(),
-    "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
-    "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
-    "fattree, bigraph, for an all-reduce; other collectives' rings run on the cores)"};
-const Param<int> kDbtreePieces{
-    "dbtree.pieces", 16, Range::at_least(1).at_most(1024),
-    "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
-    "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
-    "unpipelined trees of MultiTree Fig. 4b)"};
-const Param<double> kBlinkEps{"blink.eps", 0.05, Range::above(0).below(1),
-                              "MWU packing approximation: the packed rate is at least (1 - eps) of the optimum (Blink "
-                              "§3.2 gives none; 0.05 matches its 5% threshold)"};
-const Param<double> kBlinkThreshold{
-    "blink.threshold", 0.05, Range::at_least(0).below(1),
-    "tree minimisation stops relaxing once the rate is within this fraction of the packed rate (Blink §3.2: 5%)"};
-const Param<int> kBlinkChunks{
-    "blink.chunks", 32, Range::at_least(1).at_most(1024),
-    "chunks each tree's share is cut into; a node forwards a chunk once it holds it all (Blink §4.1, §4.2.1: its "
-    "MIAD search settles near 1-16 MB chunks, about 1/32 of a tree's share at the sizes of Fig. 14); on a switch "
-    "fabric 1, its one-hop trees (Blink §3.4: one hop, so nothing to pipeline along a tree; on DGX-2 more chunks "
-    "only add per-message latency, measured)"};
-const Param<int> kRingPieces{
-    "ring.pieces", 32, Range::at_least(1).at_most(1024),
-    "pieces each ring segment (broadcast: each ring's share) is cut into and pipelined around the ring, as NCCL "
-    "pipelines its slices (NCCL 2.4: 8 slots per channel); 32 gives the rings the pipelining blink.chunks gives "
-    "the trees"};
-const Param<int> kMiadIterations{
-    "blink.miad_iterations", 0, Range::at_least(0).at_most(64),
-    "iterations per size that search the chunk size by multiplicative increase, additive decrease, the last one "
-    "reported (Blink §4.2.1, Fig. 11: about 4 to settle); 0: blink.chunks fixed"};
-const Param<uint64_t> kMiadStart{"blink.miad_start_bytes", 1 << 20, Range::at_least(4).at_most(1ull << 40),
-                                 "the MIAD search's first chunk size, doubled while throughput rises (Blink §4.2.1, "
-                                 "Fig. 11: 1 MB, x2)"};
-const Param<uint64_t> kMiadStep{"blink.miad_step_bytes", 256 << 10, Range::at_least(4).at_most(1ull << 40),
-                                "the MIAD search's additive decrease once throughput falls (Blink §4.2.1 gives no "
-                                "step: a quarter of the first size)"};
-const Param<bool> kBlinkHybrid{
-    "blink.hybrid", false, Range::none(),
-    "broadcast over NVLink trees and a PCIe chain at once, the data split so both finish together (Blink A.3, Eq. "
-    "8, with T_dpa = 0: no driver call to switch links here)"};
 // NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
 // variables documentation, and NVIDIA's blog "Doubling all2all Performance
 // with NVIDIA Collective Communication Library 2.12", 2022).
@@ -183,43 +142,26 @@ platforms::PlatformShape platform_shape(const Options& o) {
   return shape;
 }
 
-// Defaults from the paper's figure for this algorithm and platform (Klenk
-// Fig. 7: DGX-2; Fig. 8: the fat tree).
-namespace {
-collectives::Collective collective_kind(const std::string& name) {
-  for (auto c : {collectives::Collective::AllReduce, collectives::Collective::ReduceScatter,
-                 collectives::Collective::AllGather, collectives::Collective::Broadcast,
-                 collectives::Collective::AllToAll})
-    if (name == collectives::collective_name(c)) return c;
-  throw UserError("no collective '" + name + "'");
-}
-}  // namespace
-
-platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t, const std::string& algorithm) {
-  const bool push = algorithm == "push", pull = one_of(algorithm, "pull, nvls, nvlstree, nvlsring, nvlssharp, nvlsnetreduce");
-  platforms::PlatformDefaults d = platforms::platform_defaults(t);
-  d.table_bytes = push ? 256 : pull ? (is_fattree2l(t) ? 1024 : 4096) : 0;
-  // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also on
-  // MultiTree's fat tree, whose own packets carry 256 B (Table III).
-  if (push || one_of(algorithm, "pull, nvls, multicast")) d.max_payload_bytes = topo::MulticastFabric::kBlockBytes;
-  return d;
-}
-
 std::string default_algorithm(const std::string& collective, const std::string& platform) {
   std::string all = algorithms_for(collective, Family::GpuFabric, platform);
   if (all.empty()) all = algorithms_for(collective, Family::GpuFabric);  // the workload names why none runs there
   return all.substr(0, all.find(','));
 }
 
-platforms::PlatformDefaults CollectiveWorkload::defaults_for(const topo::Topology& t,
-                                                             const std::vector<std::string>& algorithms) {
-  platforms::PlatformDefaults d = platforms::platform_defaults(t);
-  for (const auto& a : algorithms) {
-    const platforms::PlatformDefaults mine = defaults_for(t, a);
-    d.table_bytes = std::max(d.table_bytes, mine.table_bytes);
-    d.max_payload_bytes = std::min(d.max_payload_bytes, mine.max_payload_bytes);
-  }
-  return d;
+std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
+                                         const std::string& collective) {
+  collectives::Collective c = collectives::Collective::AllReduce;
+  collectives::collective_of(collective, c);
+  std::vector<collectives::Needs> needs;
+  for (const std::string& name : algorithms)
+    if (const collectives::Algorithm* a = collectives::find_algorithm(name, collectives::Family::GpuFabric))
+      needs.push_back(a->needs(t, c));
+  return needs;
+}
+
+bool gpu_numbered(const std::string& algorithm, const topo::Topology& t) {
+  const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);
+  return a && a->gpu_numbered(t);
 }
 
 bool is_program_file(const std::string& algorithm) { return algorithm.find_first_of("./") != std::string::npos; }
@@ -241,30 +183,33 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
+  collectives::Program file;
   if (is_program_file(opt_.algorithm)) {
     const std::string& path = opt_.algorithm;
-    program_ = read_checked_program(path);
-    if (program_.engine() == collectives::Engine::RoceNic)
+    file = read_checked_program(path);
+    if (file.engine() == collectives::Engine::RoceNic)
       throw UserError(path + " runs on RoCE hosts: run it on platform rack, spineleaf or multigpu");
-    const bool copy = program_.engine() == collectives::Engine::CopyEngine;
-    if (const std::string why = copy ? gpu::CopyCollective::cannot_run(program_) : ""; !why.empty())
+    const bool copy = file.engine() == collectives::Engine::CopyEngine;
+    if (const std::string why = copy ? gpu::CopyCollective::cannot_run(file) : ""; !why.empty())
       throw UserError(path + ": " + why);
-    copy_engines_ = copy;
-    if (copy) innet_ = collectives::in_network_method(program_);
-    if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(program_.collective))
-      throw UserError(path + ": its collective is " + collectives::collective_name(program_.collective) +
+    if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(file.collective))
+      throw UserError(path + ": its collective is " + collectives::collective_name(file.collective) +
                       ", not the --collective " + opt_.collective + " asked for");
-    opt_.collective = collectives::collective_name(program_.collective);
+    opt_.collective = collectives::collective_name(file.collective);
   }
   check_choice("collective", opt_.collective, kCollectives);
-  const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
+  const std::string accepted = file.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+  if (!file.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
     throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
+  const int file_ranks = file.ranks;
+  if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));
+  algorithm_ = file_ranks ? file_algorithm_.get()
+                          : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
 
   // A collective alone builds its machine; a job (jobs.h) runs on its share of one.
   topo::Topology own;
@@ -275,132 +220,41 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   const int built = static_cast<int>(t.endpoints().size());
   if (built < 2)
     throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
-  if (program_.ranks > built)
+  if (file_ranks > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs, fewer than the " +
-                    std::to_string(program_.ranks) + " ranks of " + opt_.algorithm);
-  if (program_.ranks == 1) throw UserError(opt_.algorithm + " has 1 rank; a collective needs at least 2");
+                    std::to_string(file_ranks) + " ranks of " + opt_.algorithm);
+  if (file_ranks == 1) throw UserError(opt_.algorithm + " has 1 rank; a collective needs at least 2");
   const int n = share ? static_cast<int>(share->gpus.size())
-                : program_.ranks ? program_.ranks
+                : file_ranks ? file_ranks
                 : opt_.gpus && !dgx1 ? *opt_.gpus
                                      : built;
   if (share && n < 2) throw UserError("a collective needs at least 2 GPUs, and this job has " + std::to_string(n));
-  if (share && program_.ranks && program_.ranks != n)
-    throw UserError(opt_.algorithm + " has " + std::to_string(program_.ranks) + " ranks, and this job " +
+  if (share && file_ranks && file_ranks != n)
+    throw UserError(opt_.algorithm + " has " + std::to_string(file_ranks) + " ranks, and this job " +
                     std::to_string(n) + " GPUs");
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls")) {
-    // NVLS issued by the SMs' thread blocks, as NCCL runs it, or by the copy engines.
-    const std::string engine = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsEngine) : "copy";
-    if (engine != "copy" && engine != "cores")
-      throw UserError("nvls.engine must be copy or cores, not '" + engine + "'");
-    nvls_channels_ = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsChannels) : 0;
-    copy_engines_ = engine == "copy";
-    innet_ = opt_.algorithm == "push"                                     ? collectives::InNetMethod::Push
-             : opt_.algorithm == "multicast" || opt_.collective == "allgather" ? collectives::InNetMethod::Multicast
-                                                                               : collectives::InNetMethod::Pull;
-  }
-  const bool in_network = innet_.has_value();
+  std::vector<int> gpus;
+  for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
+  collectives::Collective c = collectives::Collective::AllReduce;
+  collectives::collective_of(opt_.collective, c);
+  if (const std::string why = algorithm_->cannot_run(platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_));
+      !why.empty())
+    throw UserError(why);
   cluster_ = topo::cluster_nodes(t);
-  const bool cores_program = program_.ranks && program_.engine() == collectives::Engine::Cores;
-  // NCCL's algorithms across a cluster's nodes, on the cores.
-  const bool across_nodes = !program_.ranks && one_of(opt_.algorithm, "hring, tree, nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce");
-  const auto in_one_node = [&] {
-    if (!share) return false;
-    const std::vector<int> node_of = cluster_node_of();
-    return std::all_of(share->gpus.begin(), share->gpus.end(),
-                       [&](int g) { return node_of[static_cast<size_t>(g)] == node_of[static_cast<size_t>(share->gpus[0])]; });
-  };
-  if (!cluster_.empty() && !cores_program && !one_of(opt_.algorithm, "ring, p2p, sharp") && !across_nodes &&
-      !(in_network && in_one_node()))
-    throw UserError("on a cluster, GPUs in different nodes reach each other through their network adapters, which "
-                    "carry the cores' writes: run ring, p2p, tree, hring, collnet, nvlstree, nvlsring, nvlssharp, nvlsnetreduce or a "
-                    "program for the GPUs' cores; " + opt_.algorithm +
-                    " runs on the GPUs of one node only (a job's, or --tp's groups with -c train.dp_algorithm=ring)");
   if (!cluster_.empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
-  if (across_nodes && (cluster_.empty() || n != built))
-    throw UserError(opt_.algorithm + " runs on all the GPUs of a cluster (--platform cluster): " +
-                    (opt_.algorithm == "tree"       ? "a chain through each node's GPUs, a tree over the nodes"
-                     : opt_.algorithm == "nvlstree" ? "NVLS inside its nodes, trees across them per rail"
-                     : opt_.algorithm == "nvlsring" ? "NVLS inside its nodes, rings across them per rail"
-                     : opt_.algorithm == "nvlssharp" ? "NVLS inside its nodes, SHARP across them per rail"
-                     : opt_.algorithm == "collnet"   ? "rings inside its nodes, SHARP across them per rail"
-                     : opt_.algorithm == "nvlsnetreduce" ? "NVLS inside its nodes, NetReduce's FPGA across them per rail"
-                                                    : "rings inside its nodes and across them per rail"));
-  if (opt_.algorithm == "sharp") {
-    // One GPU of each of n nodes, all in the same place of their node (one rail).
-    const std::vector<int> node_of = cluster_node_of(), rail_of = cluster_rail_of();
-    std::set<int> nodes, places;
-    for (int r = 0; r < n; ++r) {
-      const size_t g = static_cast<size_t>(share ? share->gpus[r] : r);
-      if (g < node_of.size()) nodes.insert(node_of[g]), places.insert(rail_of[g]);
-    }
-    if (cluster_.empty() || places.size() != 1 || nodes.size() != static_cast<size_t>(n))
-      throw UserError("sharp adds the data of one GPU per node on one rail in the rail's leaf switches: its GPUs must "
-                      "be GPU h of different nodes of a cluster, as --tp's data-parallel groups are "
-                      "(-c train.dp_algorithm=sharp)");
-  }
-  if (!cluster_.empty() && topo::is_roce_cluster(t) && one_of(opt_.algorithm, "nvlssharp, collnet, sharp"))
-    throw UserError(opt_.algorithm + " aggregates in the InfiniBand switches' SHARP buffers, which a RoCE cluster "
-                    "(cluster.network=roce) does not have: run nvlsnetreduce there");
-  if (!cluster_.empty() && !topo::is_roce_cluster(t) && opt_.algorithm == "nvlsnetreduce")
-    throw UserError("nvlsnetreduce aggregates in NetReduce's FPGA beside each Ethernet rail leaf, which an "
-                    "InfiniBand cluster does not have: add -c cluster.network=roce");
-  if (in_network && dgx1)
-    throw UserError("algorithm '" + opt_.algorithm + "' needs NVSwitch reduction or multicast tables, which a DGX-1 " +
-                    "lacks; use blink or ring");
-  if (dgx1 && opt_.algorithm == "p2p")
-    throw UserError("NCCL's all-to-all on " + opt_.platform + " sends between GPUs that no NVLink joins (over PCIe), "
-                    "which incsim does not model: run it on a switch fabric");
-  if (dgx1 && !in_network && !program_.ranks && opt_.algorithm != "ring" && opt_.algorithm != "blink")
-    throw UserError("on " + opt_.platform + " the algorithms are blink and ring (NCCL-style), not " + opt_.algorithm);
-  // Klenk §IV-E2 keeps multicast free of routing deadlock by making its
-  // paths conform to unicast routes. Our multicast trees run the routes
-  // toward their root backwards: routes on a fabric that goes up, then down,
-  // but not under dimension order (X then Y backwards is Y then X) nor on
-  // BiGraph (ties broken by destination: the way back differs), and there
-  // runs stall (measured: push on a 4x4 torus
-  // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
-  if (in_network && t.vc_policy != topo::VcPolicy::None)
-    throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
-                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
-                    " use ring");
-  if (in_network)
-    for (int s : t.switches())
-      if (platforms::is_plain_switch(t, s))
-        throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, and " +
-                        t.node(s).name + " (a " + t.node(s).block + ") has no multicast or reduction tables");
-  const bool trees = opt_.algorithm == "blink" || (dgx1 && opt_.algorithm == "ring");
-  const bool by_gpu_number = ranks_are_gpu_numbers(opt_.algorithm, t);
-  if (share)
-    for (int r = 0; r < n; ++r)
-      if (share->gpus[r] != r && by_gpu_number)
-        throw UserError("algorithm '" + opt_.algorithm + "' builds its " + (trees ? "trees" : "schedule") +
-                        " over GPUs 0 to n-1 of the platform; a job running it must have those GPUs, in order");
-  const bool fattree = copy_engines_ && is_fattree2l(t);
   if (share) {
     platform_ = share->platform;
   } else {
-    // The copy engines take 128-byte blocks; a program for the cores that
-    // reduces in the switches, the tables NVLS takes (and, if nothing else
-    // moves, NVLS's 128-byte blocks).
-    const bool cores_sends = std::any_of(program_.ops.begin(), program_.ops.end(),
-                                         [](const collectives::Operation& o) { return collectives::sends(o.kind); });
-    const bool cores_innet = program_.ranks && collectives::in_network_method(program_);
-    const std::string defaults = in_network      ? collectives::method_name(*innet_)
-                                 : copy_engines_ ? "multicast"
-                                 : cores_innet   ? (cores_sends                                           ? "nvlstree"
-                                                    : program_.has(collectives::OpKind::ReduceWrite) ? "nvlssharp"
-                                                                                                     : "nvls")
-                                                 : opt_.algorithm;
-    own_platform_ = std::make_unique<platforms::GpuMachine>(t, cfg_, opt_.seed, defaults_for(t, defaults));
+    own_platform_ = std::make_unique<platforms::GpuMachine>(
+        t, cfg_, opt_.seed, platforms::platform_defaults(t, {algorithm_->needs(t, c)}));
     platform_ = own_platform_.get();
   }
-  for (int r = 0; r < n; ++r) participants_.push_back(platform_->gpus()[share ? share->gpus[r] : r]);
+  for (int g : gpus) participants_.push_back(platform_->gpus()[g]);
   // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
   auto bridge = [&t](const std::string& port) {
     return platforms::is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
@@ -408,42 +262,35 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (!cluster_.empty())
     for (const platforms::LinkEnd& e : platform_->link_ends())
       between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
-  bool software_ring = false;
-  if (opt_.algorithm == "ring" && !trees) {
-    const bool multitree_platform = platforms::is_multitree_platform(t);
-    // The NICs' ring table is an all-reduce's; the other collectives' rings run on the cores.
-    const bool allreduce = opt_.collective == "allreduce";
-    const std::string engine = cfg_.get(kRingEngine, multitree_platform && allreduce ? "nic" : "software");
-    if (engine != "software" && engine != "nic")
-      throw UserError("ring.engine must be software or nic, not '" + engine + "'");
-    if (!allreduce && engine == "nic")
-      throw UserError("a ring " + opt_.collective + " runs on the GPUs' cores (ring.engine=software); the NICs' ring "
-                      "table is an all-reduce's");
-    if (!cluster_.empty() && engine == "nic")
-      throw UserError("on a cluster the ring runs on the GPUs' cores (ring.engine=software): the InfiniBand adapters "
-                      "carry the cores' writes, not the NICs' schedule-table messages");
-    software_ring = engine == "software";
-  }
-  if (copy_engines_) make_copy(n, fattree);
-  else if (in_network) {  // nvls on the cores
-    program_ = collectives::nvls_program(collective_kind(opt_.collective), n, nvls_channels_,
-                                         cfg_.get(gpu::kNvlsMultimem));
-    make_cores(program_);
-  }
-  else if (program_.ranks && program_.engine() == collectives::Engine::NicTable) make_scheduled(n);
-  else if (program_.ranks) {
-    relay_across_rails();
-    make_cores(program_);
-  }
-  else if (trees) make_trees(n);
-  else if (software_ring || across_nodes || one_of(opt_.algorithm, "p2p, sharp")) make_ring(n);
-  else make_scheduled(n);
-
+  // Where it runs, on the machine's graph (which outlives the one the options gave).
+  site_ = std::make_unique<collectives::Site>(
+      platforms::site(platform_->topology(), opt_.platform, c, gpus, share != nullptr, cfg_));
+  site_->packet_payload = platform_->format().max_payload_bytes;
+  site_->packet_header = platform_->format().header_bytes;
+  synthesis_ = algorithm_->synthesize(*site_);
+  tuner_ = algorithm_->tuner(*site_, synthesis_);
+  if (tuner_ && !opt_.vcd.empty())
+    throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
+                    "cannot follow; leave out one of them");
+  program_ = synthesis_.program;
+  if (algorithm_->in_switches()) innet_ = collectives::in_network_method(program_);
+  launch();
 }
 
-bool CollectiveWorkload::ranks_are_gpu_numbers(const std::string& algorithm, const topo::Topology& t) {
-  return algorithm == "blink" || (platforms::is_dgx1(t) && algorithm == "ring") ||
-         one_of(algorithm, "multitree, multitree-msg, ring2d, hdrm");
+// Hands program_ to the engine that runs it.
+void CollectiveWorkload::launch() {
+  const int n = participants();
+  switch (program_.engine()) {
+    case collectives::Engine::CopyEngine: make_copy(n, collectives::is_fattree2l(platform_->topology())); break;
+    case collectives::Engine::NicTable:
+      if (synthesis_.trees.shares.empty()) make_scheduled(n);
+      else make_trees(n);
+      break;
+    default:
+      // NCCL's PXN relays the transfers of the algorithms that cross a cluster's nodes.
+      if (algorithm_->crosses_nodes()) relay_across_rails();
+      make_cores(program_);
+  }
 }
 
 bool CollectiveWorkload::reduces_in_switches() const {
@@ -611,41 +458,6 @@ double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& pro
        << " limit the bound";
   cluster_note_ = note.str();
   return best;
-}
-
-void CollectiveWorkload::make_ring(int n) {
-  const collectives::Collective c = collective_kind(opt_.collective);
-  const int dflt = platform_->defaults().ring_channels;
-  const int channels = static_cast<int>(cfg_.get(gpu::kRingChannels, dflt ? dflt : gpu::kRingChannels.default_value()));
-  const bool whole_cluster = !cluster_.empty() && n == static_cast<int>(platform_->gpus().size());
-  const int nodes = static_cast<int>(cluster_.size()), per_node = whole_cluster ? static_cast<int>(cluster_[0].size()) : 0;
-  program_ = opt_.algorithm == "p2p"       ? collectives::alltoall_program(n, channels)
-             : opt_.algorithm == "hring"   ? collectives::hierarchical_ring_program(nodes, per_node, channels)
-             : opt_.algorithm == "collnet" ? collectives::collnet_program(nodes, per_node, channels)
-             : opt_.algorithm == "sharp"   ? collectives::sharp_program(n, channels)
-             : opt_.algorithm == "tree" ? collectives::cluster_tree_program(nodes, per_node, channels)
-             : opt_.algorithm == "nvlstree"
-                 ? collectives::nvls_tree_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
-             : opt_.algorithm == "nvlsring"
-                 ? collectives::nvls_ring_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
-             : one_of(opt_.algorithm, "nvlssharp, nvlsnetreduce")
-                 ? collectives::nvls_sharp_program(nodes, per_node, channels, cfg_.get(gpu::kNvlsMultimem))
-             : whole_cluster            ? collectives::cluster_ring_program(c, nodes, per_node, channels)
-                                        : collectives::ring_program(c, n, channels);
-  // NetReduce's FPGA in place of SHARP's switches: the same program, the network's aggregation differs.
-  if (opt_.algorithm == "nvlsnetreduce") program_.name = "nvlsnetreduce";
-  const std::string proto = cfg_.get(gpu::kRingProtocol, platform_->defaults().ring_protocol);
-  // NVLS, and so NVLSTree, and CollNet run NCCL's Simple protocol only
-  // (src/device/all_reduce.h; the tuner gives CollNet no LL or LL128).
-  const bool by_size = to_lower(proto) == "auto", simple = one_of(opt_.algorithm, "nvlstree, nvlsring, nvlssharp, collnet, nvlsnetreduce, sharp");
-  if (simple && !by_size && collectives::parse_protocol(proto, "ring.protocol (or auto)") != collectives::Protocol::Simple)
-    throw UserError(opt_.algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS and CollNet kernels do: "
-                    "ring.protocol=" + proto);
-  program_.protocol_by_size = by_size && !simple;
-  if (!by_size)
-    for (collectives::Operation& o : program_.ops) o.proto = collectives::parse_protocol(proto, "ring.protocol (or auto)");
-  relay_across_rails();
-  make_cores(program_);
 }
 
 void CollectiveWorkload::relay_across_rails() {
@@ -819,8 +631,8 @@ void CollectiveWorkload::make_cores(const collectives::Program& program) {
                cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
   cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
   cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
-  cp.ll_max_bytes = auto_ll_max_ = cfg_.get(gpu::kAutoLlMax);
-  cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(gpu::kAutoLl128Max);
+  cp.ll_max_bytes = auto_ll_max_ = cfg_.get(collectives::kAutoLlMax);
+  cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(collectives::kAutoLl128Max);
   for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
                                    std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
                                    std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
@@ -891,59 +703,15 @@ void CollectiveWorkload::make_copy(int n, bool fattree) {
                       "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
   endpoint_GBps_ = least_endpoint_GBps(n, !innet_);  // unicast writes are acknowledged
-  if (!program_.ranks) {
-    program_ = collectives::in_network_program(opt_.algorithm, collective_kind(opt_.collective), *innet_, n,
-                                               pull && cfg_.get(gpu::kPullBarrier));
-    program_.multimem = opt_.algorithm == "nvls" && cfg_.get(gpu::kNvlsMultimem);
-  }
   collective_ = std::make_unique<gpu::CopyCollective>(program_, participants_, t, platform_->multicast(), dtype_,
                                                      redop_, opt_.seed, wp, endpoint_GBps_);
-}
-
-// An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
-collectives::Schedule CollectiveWorkload::synthesize_schedule(int n) const {
-  const topo::Topology& t = platform_->topology();
-  const std::string& a = opt_.algorithm;
-  const bool whole = n == static_cast<int>(t.endpoints().size());
-  const bool grid = t.grid.kx > 0;
-  const bool lockstep = cfg_.get(nic::kNicLockstep);
-  if (!whole && (a == "multitree" || a == "multitree-msg" || a == "ring2d" || a == "hdrm"))
-    throw UserError(a + " builds its schedule from the whole network; run it on all " +
-                    std::to_string(t.endpoints().size()) + " nodes (leave out --gpus)");
-  collectives::Schedule s;
-  if (a == "ring") {
-    s = collectives::ring(n);
-  } else if (a == "dbtree") {
-    const int pieces = cfg_.get(kDbtreePieces);
-    s = collectives::double_binary_tree(n, true, pieces);
-  } else if (a == "hd") {
-    s = collectives::halving_doubling(n);
-  } else if (a == "ring2d") {
-    if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
-    s = collectives::ring2d(t.grid.kx, t.grid.ky);
-  } else if (a == "hdrm") {
-    const int switches = static_cast<int>(t.switches().size());
-    if (!is_bigraph(t))
-      throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on a BiGraph "
-                      "(the bigraph platform, or a file with its nodes and links)");
-    s = collectives::hdrm(static_cast<int>(t.endpoints().size()) / switches, switches);
-  } else {
-    collectives::MultiTreeOptions mo;
-    mo.nops = lockstep;
-    s = collectives::multitree(t, mo);
-  }
-  if (a != "multitree" && a != "multitree-msg" && !lockstep) s = collectives::without_nops(s);
-  const collectives::VerifyResult v = collectives::verify(s, n);
-  if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
-  return s;
 }
 
 // The NICs run the schedule as a program (or a program file of table
 // operations), which each compiles to its table.
 void CollectiveWorkload::make_scheduled(int n) {
   const topo::Topology& t = platform_->topology();
-  if (!program_.ranks) program_ = collectives::schedule_program(synthesize_schedule(n));
-  const std::string fc = cfg_.get(nic::kNicFlowControl, opt_.algorithm == "multitree-msg" ? "message" : "packet");
+  const std::string fc = cfg_.get(nic::kNicFlowControl, synthesis_.message_flow_control ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
   nic::StepEstimate est;
   est.buffer_flits = cfg_.get(nic::kNicBufferFlits);
@@ -971,59 +739,19 @@ void CollectiveWorkload::make_scheduled(int n) {
   collective_ = std::move(c);
 }
 
-void CollectiveWorkload::make_trees(int n, int chunks_override) {
+void CollectiveWorkload::make_trees(int n) {
   const topo::Topology& t = platform_->topology();
-  const bool dgx1 = platforms::is_dgx1(t);
-  const bool blink = opt_.algorithm == "blink";
-  collectives::TreeSynthesisOptions so;
-  so.rings = !blink;
-  so.allreduce = opt_.collective == "allreduce";
-  so.platform = opt_.platform;
-  so.max_payload_bytes = platform_->format().max_payload_bytes;
-  so.header_bytes = platform_->format().header_bytes;
-  int chunks = 1;
-  if (dgx1) {
-    so.blink.eps = cfg_.get(kBlinkEps);
-    so.blink.minimize.threshold = cfg_.get(kBlinkThreshold);
-    chunks = cfg_.get(blink ? kBlinkChunks : kRingPieces);
-    if (blink) {
-      miad_iterations_ = cfg_.get(kMiadIterations);
-      miad_start_bytes_ = cfg_.get(kMiadStart);
-      miad_step_bytes_ = cfg_.get(kMiadStep);
-      if (miad_iterations_ > 0 && !opt_.vcd.empty())
-        throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
-                        "cannot follow; leave out one of them");
-      // Blink A.3's hybrid is a broadcast within one server.
-      if (topo::dgx1_servers(t).size() == 1) so.hybrid = cfg_.get(kBlinkHybrid);
-    }
-    if (chunks_override > 0) chunks = chunks_override;
-  } else {
-    chunks = cfg_.get(kBlinkChunks, 1);
-  }
-  collectives::TreeSynthesis ts = collectives::synthesize_trees(t, n, so);
-  bound_note_ = ts.bound_note;
-  trees_text_ = ts.text;
-  endpoint_GBps_ = dgx1 ? ts.algbw_bound_GBps : least_endpoint_GBps(n, false);
-  int units = 0, most = 0;
-  for (const auto& sh : ts.shares) {
-    units += sh.units;
-    most = std::max(most, sh.units);
-  }
-  max_tree_share_ = static_cast<double>(most) / units;
-  collectives::Schedule s = collectives::tree_schedule(opt_.algorithm, n, ts.shares, chunks,
-                                                       so.allreduce ? collectives::kNil : collectives::kTreeRoot);
-  const collectives::VerifyResult v = so.allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
-  if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
+  collectives::TreeSynthesis& ts = synthesis_.trees;
+  endpoint_GBps_ = platforms::is_dgx1(t) ? ts.algbw_bound_GBps : least_endpoint_GBps(n, false);
   nic::Execution x;
   x.dataflow = true;
-  x.ports_to = std::move(ts.ports_to);
-  x.tree_ports = std::move(ts.tree_ports);
+  x.ports_to = ts.ports_to;
+  x.tree_ports = ts.tree_ports;
   x.algbw_bound_GBps = ts.algbw_bound_GBps;
   nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
-  program_ = collectives::schedule_program(s);
   auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
                                                       nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
   scheduled_ = c.get();
@@ -1038,18 +766,14 @@ std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
 
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
   if (what == "program") {
-    if (!program_.ranks)
-      throw UserError("--print-program shows the programs the GPUs' cores and copy engines run (the software ring, "
-                      "push, pull, multicast, nvls, --algorithm FILE); algorithm '" + opt_.algorithm + "' on " +
-                      opt_.platform + " has none yet");
     os << collectives::write_program(program_);
     return;
   }
   if (what == "trees") {
-    if (trees_text_.empty())
+    if (synthesis_.trees.text.empty())
       throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
                       opt_.platform + " builds none");
-    os << trees_text_;
+    os << synthesis_.trees.text;
     return;
   }
   if (!scheduled_)
@@ -1118,20 +842,17 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
 
 std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
-  // One run, or Blink's MIAD chunk search over several (§4.2.1): the last
+  // One run, or an algorithm's tuning runs (Blink's chunk search): the last
   // is reported; every run's wrong elements count.
-  const int iterations = miad_iterations_ > 0 ? miad_iterations_ : 1;
-  uint64_t chunk = miad_start_bytes_, best_chunk = 0, wrong_before = 0;
-  double best_GBps = 0;
-  enum class Miad { Increase, Decrease, Steady } phase = Miad::Increase;
+  const int runs = tuner_ ? tuner_->runs() : 1;
+  uint64_t wrong_before = 0;
   std::optional<Row> r;
-  for (int it = 0; it < iterations; ++it) {
-    int chunks = 0;
-    if (miad_iterations_ > 0) {
-      const double per_tree = static_cast<double>(bytes) * max_tree_share_ / static_cast<double>(chunk);
-      chunks = static_cast<int>(std::min(1024.0, std::max(1.0, std::round(per_tree))));
+  for (int k = 0; k < runs; ++k) {
+    if (tuner_) {
+      synthesis_ = tuner_->next(k, bytes);
+      program_ = synthesis_.program;
       collective_.reset();
-      make_trees(participants(), chunks);
+      launch();
     }
     start(i, [] { sc_core::sc_pause(); });
     run.run_until([&] { return running_.done || !collective_->error().empty(); }, "size " + size_label(bytes));
@@ -1144,30 +865,11 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
     if (platform_->packets_in_use() != 0)
       run.run_until([&] { return platform_->packets_in_use() == 0; }, "the network draining after size " + size_label(bytes),
                     sc_core::sc_time(100, sc_core::SC_NS));
-    if (miad_iterations_ > 0) {
-      const double algbw = (*r)["algbw_GBps"];
-      notes << "# MIAD iteration " << it + 1 << ": chunk " << chunk << " B (" << chunks << " per tree), "
-            << std::fixed << std::setprecision(2) << (*r)["time_us"] << " us, " << algbw << " GB/s\n";
-      // Multiplicative increase while throughput rises; once it falls,
-      // additive decrease from the best size while it rises; then steady.
-      const bool better = algbw > best_GBps;
-      if (better) {
-        best_GBps = algbw;
-        best_chunk = chunk;
-      }
-      if (phase == Miad::Increase && better) {
-        chunk *= 2;
-      } else if (phase != Miad::Steady && (better || phase == Miad::Increase) && chunk > miad_step_bytes_ &&
-                 best_chunk > miad_step_bytes_) {
-        chunk = (phase == Miad::Increase ? best_chunk : chunk) - miad_step_bytes_;
-        phase = Miad::Decrease;
-      } else {
-        phase = Miad::Steady;
-        chunk = best_chunk;
-      }
-      if (it + 1 < iterations) wrong_before += r->wrong();
+    if (tuner_) {
+      notes << tuner_->ran(k, (*r)["time_us"], (*r)["algbw_GBps"]);
+      if (k + 1 < runs) wrong_before += r->wrong();
     }
-    if (it + 1 == iterations) notes << table_note.str();
+    if (k + 1 == runs) notes << table_note.str();
   }
   r->set("wrong", r->wrong() + wrong_before);
   return {std::move(*r)};
@@ -1179,8 +881,9 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
-  if (!bound_note_.empty()) {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
+  if (!synthesis_.trees.bound_note.empty()) {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
+       << synthesis_.trees.bound_note << ")\n";
   } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
        << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
@@ -1212,7 +915,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
   if (is_program_file(opt_.algorithm)) {  // a program file
     os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
-       << (copy_engines_ ? std::string("copy engines")
+       << (program_.engine() == collectives::Engine::CopyEngine ? std::string("copy engines")
                          : std::string("cores, ") + (program_.protocol_by_size ? std::string("protocol by size")
                                                              : std::string(collectives::protocol_name(program_.ops.front().proto)) + " protocol"))
        << "\n";

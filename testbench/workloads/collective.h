@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/algorithm.h"
 #include "collectives/data_pattern.h"
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
@@ -51,6 +52,14 @@ collectives::Program read_checked_program(const std::string& path);
 // built-in platform the default doesn't run on (broadcast on a cluster), the
 // first that does.
 std::string default_algorithm(const std::string& collective, const std::string& platform = "");
+// What the algorithms named (the registry's; a program file needs nothing
+// ahead) need of a machine on graph t, each running `collective`.
+std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
+                                         const std::string& collective = "allreduce");
+// Whether `algorithm` numbers its ranks as the platform numbers its GPUs
+// (Blink's trees, a DGX-1's rings, MultiTree, ring2d, hdrm), so that it
+// runs only on GPUs 0 to n-1, in order: on a share it needs those.
+bool gpu_numbered(const std::string& algorithm, const topo::Topology& t);
 // The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).
 platforms::PlatformShape platform_shape(const Options& o);
 
@@ -65,17 +74,6 @@ class CollectiveWorkload : public Workload {
   };
   // Without a share the collective builds its own machine from the options.
   CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
-  // The platform defaults `algorithm` asks for on the graph t (the papers'
-  // table sizes and packet payloads for the in-network algorithms).
-  static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::string& algorithm);
-  // A machine several algorithms share (jobs, a training run and its
-  // baseline): the largest reduction table and the smallest payload any asks for.
-  static platforms::PlatformDefaults defaults_for(const topo::Topology& t, const std::vector<std::string>& algorithms);
-
-  // Whether `algorithm` numbers its ranks as the platform numbers its GPUs
-  // (Blink's trees, a DGX-1's rings, MultiTree, ring2d, hdrm), so that it
-  // runs only on GPUs 0 to n-1, in order: on a share it needs those.
-  static bool ranks_are_gpu_numbers(const std::string& algorithm, const topo::Topology& t);
 
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
@@ -105,9 +103,8 @@ class CollectiveWorkload : public Workload {
 
  private:
   void print_sizing(std::ostream& os) const;
-  // The software ring (on a whole cluster, NCCL's rings across its nodes), hring, tree, nvlstree, nvlsring, or
-  // p2p (an all-to-all): the programs on the GPUs' cores with ring.channels and ring.protocol.
-  void make_ring(int n);
+  // Hands program_ to the engine that runs it.
+  void launch();
   void make_cores(const collectives::Program& program);
   // On a cluster under cluster.pxn, program_'s transfers across rails and
   // nodes relayed through the GPU on the destination's rail (NCCL's PXN).
@@ -122,12 +119,9 @@ class CollectiveWorkload : public Workload {
   size_t cluster_gpus() const;               // the GPUs in cluster_
   int adapter_of(int gpu) const;             // the node of endpoint gpu's network adapter, or -1
   void make_copy(int n, bool fattree);
-  collectives::Schedule synthesize_schedule(int n) const;
   void make_scheduled(int n);
-  // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
-  // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
-  // chunks > 0 overrides blink.chunks (the MIAD search of run_point()).
-  void make_trees(int n, int chunks = 0);
+  // Trees (Blink's, a DGX-1's rings) on the NICs in dataflow mode.
+  void make_trees(int n);
   double least_endpoint_GBps(int n, bool acked) const;
   // On a cluster: the payload bandwidth per GPU that the program's sends
   // within its node (NVLink) and to other nodes (its adapter) allow at most.
@@ -151,21 +145,17 @@ class CollectiveWorkload : public Workload {
   double endpoint_GBps_ = 0;
   std::unique_ptr<gpu::Collective> collective_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
-  std::string trees_text_;  // what --print-trees prints
-  collectives::Program program_;  // what the GPUs' cores or copy engines run (--algorithm FILE too); none: 0 ranks
-  // The copy engines run program_ (push, pull, multicast, nvls, a copy-engine file) ...
-  bool copy_engines_ = false;
-  int nvls_channels_ = 0;      // nvls.channels: the thread blocks of nvls on the cores
-  uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;   // its thresholds
-  // ... and how it uses the switches (none: unicast writes only).
+  // The algorithm (a program file's, or the registry's), where it runs, and
+  // its synthesis; a tuning algorithm's tuner.
+  std::unique_ptr<collectives::Algorithm> file_algorithm_;
+  const collectives::Algorithm* algorithm_ = nullptr;
+  std::unique_ptr<collectives::Site> site_;
+  collectives::Synthesis synthesis_;
+  std::unique_ptr<collectives::Tuner> tuner_;
+  collectives::Program program_;  // what the engines run
+  uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;   // ring.protocol=auto's thresholds
+  // How the program uses the switches (none: unicast writes only).
   std::optional<collectives::InNetMethod> innet_;
-  std::string bound_note_;  // the header's bound line, when not per GPU
-  // Blink's automatic chunk size (§4.2.1): iterations per size (0: off), the
-  // first chunk size and the additive step; the largest tree's share of the
-  // buffer turns a chunk size into chunks per tree.
-  int miad_iterations_ = 0;
-  uint64_t miad_start_bytes_ = 0, miad_step_bytes_ = 0;
-  double max_tree_share_ = 1;  // collective_, when it runs on the NICs
   // The running point: when it started and ended, and the machine's counters then.
   struct Running {
     sc_core::sc_time t0, t1;

@@ -48,7 +48,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                     "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
   // Each GPU in one job: a job's share of the machine is its GPUs.
   std::vector<int> owner(n, -1);
-  std::vector<std::string> algorithms;
+  std::vector<collectives::Needs> needs;
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
     for (int g : job.gpus) {
@@ -60,14 +60,14 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
                         std::to_string(g) + "; each GPU belongs to one job");
       owner[g] = static_cast<int>(j);
     }
-    algorithms.push_back(!job.algorithm.empty()    ? job.algorithm
-                         : !opt_.algorithm.empty() ? opt_.algorithm
-                                                   : default_algorithm(job.collective.empty() ? opt_.collective
-                                                                                              : job.collective,
-                                                                       opt_.platform));
+    const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
+    const std::string algorithm = !job.algorithm.empty()    ? job.algorithm
+                                  : !opt_.algorithm.empty() ? opt_.algorithm
+                                                            : default_algorithm(collective, opt_.platform);
+    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) needs.push_back(mine);
   }
   // The machine is built once for all the jobs' algorithms.
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, algorithms));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
   const Schema nccl = nccl_schema();

@@ -1,8 +1,11 @@
 #include "netreduce.h"
 
+#include <numeric>
+
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <numeric>
 #include <ostream>
 
 #include "choices.h"
@@ -77,7 +80,9 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   }
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
-  const bool in_network = algorithm_ == "netreduce" || algorithm_ == "pnetreduce";
+  const collectives::Algorithm& algorithm =
+      *collectives::find_algorithm(algorithm_, multigpu_ ? Family::MultiGpu : Family::Rack);
+  const bool in_network = algorithm.in_switches();
   platforms::NetReduceShape shape;
   if (file) {
     shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
@@ -130,7 +135,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks, dtype_, redop_);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
-  program_ = make_program();
+  program_ = make_program(algorithm, cfg_);
   for (int i = 0; i < ranks; ++i) {  // the host of ring rank i (multigpu: GPU i)
     roce::RoceNic& nic = job_->nic(job_->ring_host(i));
     // Its connections: the ring (channel 0); on multigpu also the ring inside
@@ -195,7 +200,7 @@ double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
 
 // The algorithm's program (collectives/program_synthesis.h), or the file's,
 // on the ring's ranks.
-collectives::Program NetReduceWorkload::make_program() const {
+collectives::Program NetReduceWorkload::make_program(const collectives::Algorithm& algorithm, Config& cfg) const {
   const int ranks = job_->ring_size();
   const int machines = job_->racks(), per_machine = ranks / machines;
   if (!file_program_.ops.empty()) {
@@ -222,10 +227,15 @@ collectives::Program NetReduceWorkload::make_program() const {
                         " bypasses the FPGA, which sees channel " + (multigpu_ ? "2" : "0"));
     return p;
   }
-  if (algorithm_ == "netreduce") return collectives::netreduce_program(ranks);
-  if (algorithm_ == "pnetreduce") return collectives::parallel_netreduce_program(machines, per_machine);
-  if (algorithm_ == "tencent") return collectives::tencent_program(machines, per_machine);
-  return collectives::roce_ring_program(ranks);  // ring, flatring
+  // The ring's ranks, by machine on multigpu.
+  std::vector<int> ring(static_cast<size_t>(ranks));
+  std::iota(ring.begin(), ring.end(), 0);
+  std::vector<std::vector<int>> by_machine;
+  for (int m = 0; multigpu_ && m < machines; ++m)
+    by_machine.emplace_back(ring.begin() + m * per_machine, ring.begin() + (m + 1) * per_machine);
+  const collectives::Site site{machine_->topology(), opt_.platform, collectives::Collective::AllReduce, ring, false,
+                               -1, by_machine, 0, "simple", 0, 0, cfg};
+  return algorithm.synthesize(site).program;
 }
 
 void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {

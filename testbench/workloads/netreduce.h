@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/algorithm.h"
 #include "collectives/data_pattern.h"
 #include "collectives/program.h"
 #include "netreduce_job.h"
@@ -49,7 +50,7 @@ class NetReduceWorkload : public Workload {
   struct Totals;
   Totals totals() const;
   double model_us(uint64_t bytes, bool with_alpha) const;
-  collectives::Program make_program() const;
+  collectives::Program make_program(const collectives::Algorithm& algorithm, Config& cfg) const;
   Options opt_;
   Config& cfg_;
   bool multigpu_ = false;

@@ -347,12 +347,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (!dp_algorithm_.empty()) used.push_back(dp_algorithm_);
   if ((tp_ > 1 && replicas > 1) || pp_ > 1)
     for (size_t a = 0; a < used.size(); ++a)
-      if (CollectiveWorkload::ranks_are_gpu_numbers(used[a], t))
+      if (gpu_numbered(used[a], t))
         throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
                         "data-parallel groups of --tp or the stages of --pp");
   // One machine for all.
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, used));
+  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, used)));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: `gpus` in rank order, all-reducing `sizes`.

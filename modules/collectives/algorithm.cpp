@@ -1,0 +1,119 @@
+#include "collectives/algorithm.h"
+
+#include <algorithm>
+
+#include "collectives/program_synthesis.h"
+#include "topology/cluster.h"
+#include "topology/direct_networks.h"
+
+namespace incsim::collectives {
+
+// The build's list of the families in modules/collectives/algorithms/ (builtin_algorithms.cpp).
+void register_builtin_algorithms(Registry& r);
+
+bool Site::dgx1() const { return graph.family == "dgx1v" || graph.family == "dgx1p"; }
+
+bool Site::multitree_platform() const { return graph.family == topo::Topology::kMultiTree; }
+
+bool Site::roce() const { return cluster() && topo::is_roce_cluster(graph); }
+
+std::vector<int> Site::node_of() const {
+  size_t gpus = 0;
+  for (const auto& node : nodes) gpus += node.size();
+  std::vector<int> of(gpus);
+  for (size_t k = 0; k < nodes.size(); ++k)
+    for (int g : nodes[k]) of[static_cast<size_t>(g)] = static_cast<int>(k);
+  return of;
+}
+
+std::vector<int> Site::rail_of() const {
+  size_t gpus = 0;
+  for (const auto& node : nodes) gpus += node.size();
+  std::vector<int> of(gpus);
+  for (const auto& node : nodes)
+    for (size_t h = 0; h < node.size(); ++h) of[static_cast<size_t>(node[h])] = static_cast<int>(h);
+  return of;
+}
+
+bool Site::gpu_numbered() const {
+  for (int r = 0; r < ranks(); ++r)
+    if (gpus[static_cast<size_t>(r)] != r) return false;
+  return true;
+}
+
+bool is_bigraph(const topo::Topology& t) {
+  const int switches = static_cast<int>(t.switches().size()), n = static_cast<int>(t.endpoints().size());
+  if (switches < 2 || switches % 2 || n % switches || n > 8192) return false;
+  return topo::netlist_difference(t, topo::make_bigraph(n / switches, switches, 1, 0)).empty();
+}
+
+bool is_fattree2l(const topo::Topology& t) {
+  const int n = static_cast<int>(t.endpoints().size());
+  if (n % 8 || n < 8 || n > 128) return false;
+  return topo::netlist_difference(t, topo::make_fattree2l(n / 8, 1, 0)).empty();
+}
+
+uint32_t push_table_bytes() { return 256; }
+
+uint32_t pull_table_bytes(const topo::Topology& t) { return is_fattree2l(t) ? 1024 : 4096; }
+
+Needs needs_of(const Program& p, const topo::Topology& t) {
+  const std::optional<InNetMethod> m = in_network_method(p);
+  if (p.engine() == Engine::CopyEngine)
+    return {m == InNetMethod::Push ? push_table_bytes() : m == InNetMethod::Pull ? pull_table_bytes(t) : 0, true};
+  if (p.engine() != Engine::Cores || !m) return {};
+  // NVLSTree's, NVLS with SHARP's, or NVLS's alone.
+  const bool sends = std::any_of(p.ops.begin(), p.ops.end(), [](const Operation& o) { return collectives::sends(o.kind); });
+  return {pull_table_bytes(t), !sends && !p.has(OpKind::ReduceWrite)};
+}
+
+bool Algorithm::runs(Collective c) const {
+  const std::string list = std::string(", ") + info_.collectives + ",";
+  return list.find(std::string(", ") + collective_name(c) + ",") != std::string::npos;
+}
+
+void Registry::add(std::unique_ptr<Algorithm> a) { all_.push_back(std::move(a)); }
+
+const std::vector<const Algorithm*>& algorithms() {
+  static const std::vector<const Algorithm*> sorted = [] {
+    static Registry registry;
+    register_builtin_algorithms(registry);
+    std::vector<const Algorithm*> v;
+    for (const auto& a : registry.all_) v.push_back(a.get());
+    std::stable_sort(v.begin(), v.end(),
+                     [](const Algorithm* a, const Algorithm* b) { return a->info().listing < b->info().listing; });
+    return v;
+  }();
+  return sorted;
+}
+
+const Algorithm* find_algorithm(const std::string& name, Family family) {
+  for (const Algorithm* a : algorithms())
+    if (a->name() == name && a->info().family == family) return a;
+  return nullptr;
+}
+
+std::vector<const Algorithm*> algorithms_for(Collective c, Family family) {
+  std::vector<const Algorithm*> first, rest;
+  const std::string me = std::string(", ") + collective_name(c) + ",";
+  for (const Algorithm* a : algorithms()) {
+    if (a->info().family != family || !a->runs(c)) continue;
+    const bool dflt = (std::string(", ") + a->info().default_for + ",").find(me) != std::string::npos;
+    (dflt && first.empty() ? first : rest).push_back(a);
+  }
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
+}
+
+std::string algorithm_names() {
+  std::vector<std::string> seen;
+  std::string out;
+  for (const Algorithm* a : algorithms()) {
+    if (std::find(seen.begin(), seen.end(), a->name()) != seen.end()) continue;
+    seen.push_back(a->name());
+    out += (out.empty() ? "" : ", ") + seen.back();
+  }
+  return out;
+}
+
+}  // namespace incsim::collectives

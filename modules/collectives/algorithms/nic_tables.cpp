@@ -1,0 +1,132 @@
+// The all-reduces MultiTree compares with on its NICs' schedule tables
+// (MultiTree §V-A runs every baseline there, for fairness), and MultiTree's
+// own trees (§III, §IV).
+#include "collectives/algorithms/common.h"
+#include "collectives/baselines.h"
+#include "collectives/multitree.h"
+#include "core/error.h"
+
+namespace incsim::collectives::builtin {
+
+namespace {
+
+const Param<int> kDbtreePieces{
+    "dbtree.pieces", 16, Range::at_least(1).at_most(1024),
+    "pieces each tree's half of the buffer is cut into and pipelined down the tree, as NCCL pipelines its trees "
+    "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
+    "unpipelined trees of MultiTree Fig. 4b)"};
+
+constexpr const char* kNotDgx1 = "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
+constexpr const char* kNicTables = "the NICs' schedule tables";
+
+// An all-reduce schedule for the NICs.
+class Table : public Algorithm {
+ public:
+  using Algorithm::Algorithm;
+  std::string cannot_run(const Site& s) const override {
+    for (const std::string& why : {cluster_refusal(s, name(), false), dgx1_refusal(s, name()),
+                                   gpu_numbered_refusal(s, *this, "schedule")})
+      if (!why.empty()) return why;
+    if (gpu_numbered(s.graph) && !s.whole())
+      return std::string(name()) + " builds its schedule from the whole network; run it on all " +
+             std::to_string(s.graph.endpoints().size()) + " nodes (leave out --gpus)";
+    return where_not(s);
+  }
+  Synthesis synthesize(const Site& s) const override {
+    const bool lockstep = s.cfg.get(kNicLockstep);
+    Synthesis out = table_program(name(), schedule(s, lockstep), s.ranks(), lockstep);
+    out.message_flow_control = messages_;
+    return out;
+  }
+
+ protected:
+  bool messages_ = false;  // message-based flow control (MultiTree §IV-B)
+  // Why the schedule cannot be built for this machine, or "".
+  virtual std::string where_not(const Site&) const { return {}; }
+  // The schedule, with NOPs under the lockstep or without.
+  virtual Schedule schedule(const Site& s, bool lockstep) const = 0;
+};
+
+class DoubleBinaryTree : public Table {
+ public:
+  DoubleBinaryTree()
+      : Table({"dbtree", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
+               "NCCL's double binary tree, pipelined (Sanders et al. 2009; a MultiTree §V-A baseline)", 60}) {}
+  Schedule schedule(const Site& s, bool) const override {
+    return double_binary_tree(s.ranks(), true, s.cfg.get(kDbtreePieces));
+  }
+};
+
+class HalvingDoubling : public Table {
+ public:
+  HalvingDoubling()
+      : Table({"hd", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
+               "recursive halving-doubling (Rabenseifner; a MultiTree §V-A baseline)", 70}) {}
+  Schedule schedule(const Site& s, bool) const override { return halving_doubling(s.ranks()); }
+};
+
+class Ring2d : public Table {
+ public:
+  Ring2d()
+      : Table({"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
+               "rings along the rows, then the columns (Ying et al. 2018; a MultiTree §V-A baseline)", 80}) {}
+  bool gpu_numbered(const topo::Topology&) const override { return true; }
+  std::string where_not(const Site& s) const override {
+    if (s.graph.grid.kx > 0) return {};
+    return "ring2d runs along the rows and columns of a torus or mesh, and " + s.platform + " has none";
+  }
+  Schedule schedule(const Site& s, bool) const override { return ring2d(s.graph.grid.kx, s.graph.grid.ky); }
+};
+
+class Hdrm : public Table {
+ public:
+  Hdrm()
+      : Table({"hdrm", "allreduce", "", Family::GpuFabric, "bigraph", kNicTables,
+               "halving-doubling with a contention-free rank mapping (EFLOPS; MultiTree §II-C, docs/multitree.md)",
+               90}) {}
+  bool gpu_numbered(const topo::Topology&) const override { return true; }
+  std::string where_not(const Site& s) const override {
+    if (is_bigraph(s.graph)) return {};
+    return "hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on a BiGraph (the bigraph "
+           "platform, or a file with its nodes and links)";
+  }
+  Schedule schedule(const Site& s, bool) const override {
+    const int switches = static_cast<int>(s.graph.switches().size());
+    return hdrm(static_cast<int>(s.graph.endpoints().size()) / switches, switches);
+  }
+};
+
+class MultiTree : public Table {
+ public:
+  MultiTree(Info info, bool messages) : Table(info) { messages_ = messages; }
+  bool gpu_numbered(const topo::Topology&) const override { return true; }
+  Schedule schedule(const Site& s, bool lockstep) const override {
+    MultiTreeOptions mo;
+    mo.nops = lockstep;
+    return multitree(s.graph, mo);
+  }
+};
+
+}  // namespace
+
+INCSIM_ALGORITHMS(nic_tables) {
+  r.add(std::make_unique<DoubleBinaryTree>());
+  r.add(std::make_unique<HalvingDoubling>());
+  r.add(std::make_unique<Ring2d>());
+  r.add(std::make_unique<Hdrm>());
+  r.add(std::make_unique<MultiTree>(
+      Algorithm::Info{"multitree", "allreduce", "", Family::GpuFabric, kNotDgx1,
+                      "the NICs' schedule tables, in lockstep",
+                      "topology-aware trees built step by step, over all of the platform's GPUs (MultiTree §III, §IV)",
+                      100},
+      false));
+  r.add(std::make_unique<MultiTree>(
+      Algorithm::Info{"multitree-msg", "allreduce", "", Family::GpuFabric, kNotDgx1,
+                      "the NICs' schedule tables, one head flit per message",
+                      "MultiTree's trees with message-based flow control, over all of the platform's GPUs (MultiTree "
+                      "§IV-B)",
+                      110},
+      true));
+}
+
+}  // namespace incsim::collectives::builtin

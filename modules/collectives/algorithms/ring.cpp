@@ -1,0 +1,96 @@
+// NCCL's ring (Klenk §III's software baseline), wherever the GPU fabrics run
+// it: on the GPUs' cores (on a cluster, NCCL's rings across its nodes), as
+// a schedule table on MultiTree's NICs (§V-A runs every baseline there), and
+// on a DGX-1 as NCCL's NVLink rings, which Blink compares with (§5).
+#include "collectives/algorithms/common.h"
+#include "collectives/baselines.h"
+#include "collectives/nccl.h"
+#include "collectives/program_synthesis.h"
+#include "core/error.h"
+
+namespace incsim::collectives::builtin {
+
+namespace {
+
+const Param<std::string> kRingEngine{
+    "ring.engine", "software", Range::none(),
+    "software: the GPUs' data-fence-flag ring (Klenk §III; default on dgx2, fattree2l, star and YAML files); "
+    "nic: the ring's schedule table on the NIC, as MultiTree runs every baseline (§V-A; default on torus, mesh, "
+    "fattree, bigraph, for an all-reduce; other collectives' rings run on the cores)"};
+
+class Ring : public Algorithm {
+ public:
+  Ring()
+      : Algorithm({"ring", "allreduce, reducescatter, allgather, broadcast", "allreduce, reducescatter, allgather",
+                   Family::GpuFabric,
+                   "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster",
+                   "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, "
+                   "dgx1p)",
+                   "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink "
+                   "rings, Blink §5)",
+                   10}) {}
+  bool crosses_nodes() const override { return true; }
+  // A DGX-1's rings are packed over its NVLinks, GPU by GPU.
+  bool gpu_numbered(const topo::Topology& t) const override { return t.family == "dgx1v" || t.family == "dgx1p"; }
+  std::string cannot_run(const Site& s) const override { return gpu_numbered_refusal(s, *this, "trees"); }
+
+  Synthesis synthesize(const Site& s) const override {
+    if (s.dgx1()) return tree_program(s, true);
+    // The NICs' ring table is an all-reduce's; the other collectives' rings run on the cores.
+    const bool allreduce = s.collective == Collective::AllReduce;
+    const std::string engine = s.cfg.get(kRingEngine, s.multitree_platform() && allreduce ? "nic" : "software");
+    if (engine != "software" && engine != "nic")
+      throw UserError("ring.engine must be software or nic, not '" + engine + "'");
+    if (!allreduce && engine == "nic")
+      throw UserError(std::string("a ring ") + collective_name(s.collective) + " runs on the GPUs' cores "
+                      "(ring.engine=software); the NICs' ring table is an all-reduce's");
+    if (s.cluster() && engine == "nic")
+      throw UserError("on a cluster the ring runs on the GPUs' cores (ring.engine=software): the InfiniBand adapters "
+                      "carry the cores' writes, not the NICs' schedule-table messages");
+    if (engine == "nic") {
+      const bool lockstep = s.cfg.get(kNicLockstep);
+      return table_program("ring", ring(s.ranks()), s.ranks(), lockstep);
+    }
+    const int channels = nccl_channels(s);
+    Synthesis out;
+    out.program = s.cluster() && s.whole()
+                      ? cluster_ring_program(s.collective, static_cast<int>(s.nodes.size()),
+                                             static_cast<int>(s.nodes[0].size()), channels)
+                      : ring_program(s.collective, s.ranks(), channels);
+    apply_protocol(out.program, name(), s.cfg.get(kRingProtocol, s.protocol_default), false);
+    return out;
+  }
+};
+
+// NCCL's all-to-all (nccl-tests' alltoall).
+class P2p : public Algorithm {
+ public:
+  P2p()
+      : Algorithm({"p2p", "alltoall", "alltoall", Family::GpuFabric,
+                   "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
+                   "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread "
+                   "over the channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)",
+                   210}) {}
+  bool crosses_nodes() const override { return true; }
+  std::string cannot_run(const Site& s) const override {
+    if (s.dgx1())
+      return "NCCL's all-to-all on " + s.platform + " sends between GPUs that no NVLink joins (over PCIe), which "
+             "incsim does not model: run it on a switch fabric";
+    return {};
+  }
+  Synthesis synthesize(const Site& s) const override {
+    Synthesis out;
+    out.program = alltoall_program(s.ranks(), nccl_channels(s));
+    apply_protocol(out.program, name(), s.cfg.get(kRingProtocol, s.protocol_default), false);
+    return out;
+  }
+};
+
+}  // namespace
+
+INCSIM_ALGORITHMS(ring) {
+  r.add(std::make_unique<Ring>());
+  r.add(std::make_unique<P2p>());
+}
+
+}  // namespace incsim::collectives::builtin

@@ -1,0 +1,18 @@
+#include "collectives/nccl.h"
+
+#include "core/error.h"
+#include "core/nearest.h"
+
+namespace incsim::collectives {
+
+void apply_protocol(Program& p, const std::string& algorithm, const std::string& proto, bool simple_only) {
+  const bool by_size = to_lower(proto) == "auto";
+  if (simple_only && !by_size && parse_protocol(proto, "ring.protocol (or auto)") != Protocol::Simple)
+    throw UserError(algorithm + " runs NCCL's Simple protocol only, as NCCL's NVLS and CollNet kernels do: "
+                    "ring.protocol=" + proto);
+  p.protocol_by_size = by_size && !simple_only;
+  if (!by_size)
+    for (Operation& o : p.ops) o.proto = parse_protocol(proto, "ring.protocol (or auto)");
+}
+
+}  // namespace incsim::collectives

@@ -1,0 +1,58 @@
+#pragma once
+// What NCCL's runtime decides for every algorithm it runs on the GPUs'
+// cores, whichever algorithm that is: how many channels split the message,
+// which protocol moves it (picked by size, as NCCL's tuner does), and how
+// its NVLS kernels reach the switches. The algorithms of
+// modules/collectives/algorithms/ read these. Plain C++, no SystemC.
+#include <cstdint>
+#include <string>
+
+#include "collectives/program.h"
+#include "core/param.h"
+
+namespace incsim::collectives {
+
+inline const Param<int> kRingChannels{
+    "ring.channels", 12, Range::at_least(1).at_most(256),
+    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100 and "
+    "nvl72: 18, one per link)"};
+inline const Param<std::string> kRingProtocol{
+    "ring.protocol", "simple", Range::none(),
+    "how the GPUs' cores move the ring's data: simple, ll, ll128 (NCCL's protocols; the papers' baselines are "
+    "Simple), or auto: by size, ring.auto.* (the default on hgx-h100, nvl72 and clusters, as NCCL picks); a "
+    "program file's proto is its own"};
+// ring.protocol=auto's thresholds, from a sweep of the three on hgx-h100
+// (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB,
+// Simple at 32 MiB); NCCL's tuner (src/graph/tuning.cc) picks the same order.
+inline const Param<uint64_t> kAutoLlMax{"ring.auto.ll_max_bytes", 32 * 1024, Range::at_least(0).at_most(1ull << 40),
+                                        "ring.protocol=auto: LL up to this message size, bytes (hgx-h100 sweep)"};
+inline const Param<uint64_t> kAutoLl128Max{"ring.auto.ll128_max_bytes", 16ull << 20, Range::at_least(0).at_most(1ull << 40),
+                                           "ring.protocol=auto: LL128 up to this size, then Simple, bytes (hgx-h100 "
+                                           "sweep)"};
+
+// NCCL's NVLS (NVIDIA H100 whitepaper, "NVLink SHARP"; NCCL
+// src/device/all_reduce.h, NCCL_ALGO_NVLS): multimem.ld_reduce reads every
+// member's copy through the switches, the reader's own too, and multimem.st
+// writes every member's, its own too, so each GPU moves M (n + 1) / n.
+inline const Param<bool> kNvlsMultimem{
+    "nvls.multimem", true, Range::none(),
+    "nvls reads and writes each GPU's own copy through the switches, as multimem loads and stores do (each GPU "
+    "moves M(n+1)/n); false: Klenk's pull, the reader adds its own data locally"};
+
+// The protocol thresholds of ring.protocol=auto.
+struct ProtocolBySize {
+  uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
+  // LL up to ll_max_bytes, LL128 up to ll128_max_bytes, Simple above, as
+  // NCCL's tuner orders them.
+  Protocol for_size(uint64_t bytes) const {
+    return bytes <= ll_max_bytes ? Protocol::LL : bytes <= ll128_max_bytes ? Protocol::LL128 : Protocol::Simple;
+  }
+};
+
+// Gives algorithm's program for the cores the protocol `proto` (the run's
+// ring.protocol): every operation's, or by size under auto. simple_only:
+// NCCL runs the algorithm's kernels with Simple only (NVLS, NVLSTree,
+// CollNet), and another protocol is a UserError naming it.
+void apply_protocol(Program& p, const std::string& algorithm, const std::string& proto, bool simple_only);
+
+}  // namespace incsim::collectives
