@@ -1,5 +1,7 @@
 #include "bounds.h"
 
+#include <algorithm>
+
 namespace incsim::collectives {
 
 double payload_bandwidth_GBps(double link_bw_GBps, uint32_t max_payload, uint32_t header_bytes,
@@ -27,6 +29,44 @@ double busbw_factor(Collective c, int n) {
     case Collective::Broadcast: return 1.0;
     default: return gather_busbw_factor(n);  // reduce-scatter, all-gather, all-to-all (nccl-tests' alltoall)
   }
+}
+
+void sent_chunks(const Program& p, int r, const std::function<bool(int)>& near, double& inside, double& across) {
+  for (int i = 0; i < p.op_count(r); ++i) {
+    const Operation& o = p.op(r, i);
+    if (o.kind == OpKind::ReduceWrite) {  // to its group's home switch, through the adapter if the group is far
+      const auto& g = p.groups[o.group];
+      const bool far = std::any_of(g.begin(), g.end(), [&](int m) { return m != r && !near(m); });
+      (far ? across : inside) += o.src.count;
+      continue;
+    }
+    if (in_network(o.kind)) {
+      const bool out = o.kind == OpKind::MulticastWrite
+                           ? !o.src.empty()
+                           : o.kind == OpKind::ReduceRead && (p.multimem || o.dst.empty());
+      if (out) inside += o.src.count;
+      continue;
+    }
+    if (o.send_peer == kNone) continue;
+    (near(o.send_peer) ? inside : across) += o.src.empty() ? o.dst.count : o.src.count;
+  }
+}
+
+double busiest_moved(const Program& program) {
+  const Buffers& b = program.buffers[0];
+  const double message = program.collective == Collective::AllGather ? b.output : b.input;
+  double most = 0;
+  for (int r = 0; r < program.ranks; ++r) {
+    double sent = 0, across = 0, got = 0;
+    sent_chunks(program, r, [](int) { return true; }, sent, across);
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const Operation& o = program.op(r, i);
+      const bool own_back = program.multimem && o.kind == OpKind::MulticastWrite && !o.src.empty();
+      if (in_network(o.kind)) got += own_back ? o.src.count : o.dst.count;
+    }
+    most = std::max(most, std::max(sent, got) / message);
+  }
+  return most;
 }
 
 }  // namespace incsim::collectives

@@ -2,6 +2,7 @@
 // Analytical bounds (DESIGN.md, "Reporting and bounds") and the nccl-tests
 // bus-bandwidth factors (NVIDIA/nccl-tests doc/PERFORMANCE.md).
 #include <cstdint>
+#include <functional>
 
 #include "collectives/program.h"
 
@@ -23,6 +24,18 @@ double gather_busbw_factor(int n);  // reduce-scatter, all-gather
 // The collective's: broadcast 1 (every byte crosses each rank's link once),
 // all-to-all (n-1)/n (each rank sends all but its own block).
 double busbw_factor(Collective c, int n);
+
+// A program's own traffic. What rank r of program p sends, in chunks of
+// the message, to the peers `near` accepts (inside) and to the others
+// (across): its sends, its multicast stores, its reducing writes (across if
+// any member of the group is not near), and its data the switches read for
+// a group's reducing reads (its own read's too under multimem), which are
+// near.
+void sent_chunks(const Program& p, int r, const std::function<bool(int)>& near, double& inside, double& across);
+// The busiest rank's chunks in or out per chunk of the message, over its
+// own links, where the switches reduce and multicast (NVLS on the cores:
+// an all-gather's GPU sends its share and takes everyone's).
+double busiest_moved(const Program& p);
 
 // Reduction table sizes from Little's law (Klenk §IV-B, §IV-C), bytes, with
 // GB/s x ns = bytes. B_in: a GPU's injection bandwidth; d_max: the most

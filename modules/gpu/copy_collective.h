@@ -36,31 +36,6 @@
 
 namespace incsim::gpu {
 
-inline const Param<bool> kPullBarrier{"pull.barrier", true, Range::none(),
-                                      "pull all-reduce starts with a barrier, an all-reduce on a flag (Klenk "
-                                      "§IV-B, §VI-A: without it pulls may read stale data)"};
-
-// NCCL's NVLS (NVIDIA H100 whitepaper, "NVLink SHARP"; NCCL
-// src/device/all_reduce.h, NCCL_ALGO_NVLS): multimem.ld_reduce reads every
-// member's copy through the switches, the reader's own too, and multimem.st
-// writes every member's, its own too, so each GPU moves M (n + 1) / n.
-inline const Param<bool> kNvlsMultimem{
-    "nvls.multimem", true, Range::none(),
-    "nvls reads and writes each GPU's own copy through the switches, as multimem loads and stores do (each GPU "
-    "moves M(n+1)/n); false: Klenk's pull, the reader adds its own data locally"};
-
-// Who issues NVLS's multimem loads and stores: NCCL's kernels on the SMs
-// (the cores, NCCL_NVLS_NCHANNELS thread blocks), or the copy engines as
-// Klenk's DMA-initiated pull and multicast.
-inline const Param<std::string> kNvlsEngine{
-    "nvls.engine", "copy", Range::none(),
-    "what issues nvls's multimem loads and stores: copy (the copy engines, Klenk's DMA) or cores (the SMs' thread "
-    "blocks, as NCCL runs it, nvls.channels of them)"};
-// NCCL_NVLS_NCHANNELS' default on H100 (NCCL src/transport/nvls.cc).
-inline const Param<int> kNvlsChannels{"nvls.channels", 16, Range::at_least(1).at_most(1024),
-                                      "thread blocks that run nvls on the cores (nvls.engine=cores; NCCL's "
-                                      "NCCL_NVLS_NCHANNELS default on H100)"};
-
 class CopyCollective : public Collective {
  public:
   // gpus in rank order; endpoint_GBps is one GPU's payload injection

@@ -34,6 +34,7 @@
 
 #include "collectives/alu.h"
 #include "collectives/data_pattern.h"
+#include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "gpu/collective.h"
 #include "gpu/gpu.h"
@@ -73,19 +74,6 @@ struct CoresParams {
 // wire payload `data` bytes take.
 uint32_t protocol_data_bytes(collectives::Protocol p, uint32_t max_payload);
 uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data);
-inline const Param<std::string> kRingProtocol{
-    "ring.protocol", "simple", Range::none(),
-    "how the GPUs' cores move the ring's data: simple, ll, ll128 (NCCL's protocols; the papers' baselines are "
-    "Simple), or auto: by size, ring.auto.* (the default on hgx-h100, nvl72 and clusters, as NCCL picks); a "
-    "program file's proto is its own"};
-// ring.protocol=auto's thresholds, from a sweep of the three on hgx-h100
-// (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB,
-// Simple at 32 MiB); NCCL's tuner (src/graph/tuning.cc) picks the same order.
-inline const Param<uint64_t> kAutoLlMax{"ring.auto.ll_max_bytes", 32 * 1024, Range::at_least(0).at_most(1ull << 40),
-                                        "ring.protocol=auto: LL up to this message size, bytes (hgx-h100 sweep)"};
-inline const Param<uint64_t> kAutoLl128Max{"ring.auto.ll128_max_bytes", 16ull << 20, Range::at_least(0).at_most(1ull << 40),
-                                           "ring.protocol=auto: LL128 up to this size, then Simple, bytes (hgx-h100 "
-                                           "sweep)"};
 // NCCL's LL buffer: NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
 // (512) lines of 16 B per step, half of it data; NCCL_STEPS (8) steps.
 inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::at_least(8).at_most(1ull << 30),
@@ -99,10 +87,6 @@ inline const Param<uint64_t> kLl128Chunk{"ring.ll128.chunk_bytes", 576000, Range
 // LL, LL128 and the tree's Simple (one step per chunk) use every one of
 // NCCL_STEPS (8) as a slot.
 constexpr int kNcclSteps = 8;
-inline const Param<int> kRingChannels{
-    "ring.channels", 12, Range::at_least(1).at_most(256),
-    "parallel rings, spread over a GPU's ports (NCCL runs several per link; 2 per DGX-2 link; hgx-h100 and "
-    "nvl72: 18, one per link)"};
 inline const Param<uint64_t> kRingChunk{
     "ring.chunk_bytes", 128 * 1024, Range::at_least(4).at_most(1ull << 30),
     "bytes per chunk of a pass of a program on the GPU's cores, one mailbox slot between flags (NCCL 2.4 uses "

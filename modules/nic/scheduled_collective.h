@@ -27,9 +27,6 @@ struct StepEstimate {
   uint32_t buffer_flits;  // the NI buffer
   double clock_ghz;     // router cycles, for the waveform
 };
-inline const Param<bool> kNicLockstep{
-    "nic.lockstep", true, Range::none(),
-    "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)"};
 inline const Param<std::string> kNicFlowControl{
     "nic.flow_control", "packet", Range::none(),
     "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "

@@ -117,17 +117,6 @@ std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_
   return {t, collectives::parse_redop(o.redop), sizes};
 }
 
-namespace {
-// NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
-// variables documentation, and NVIDIA's blog "Doubling all2all Performance
-// with NVIDIA Collective Communication Library 2.12", 2022).
-const Param<bool> kClusterPxn{
-    "cluster.pxn", true, Range::none(),
-    "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
-    "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
-    "its own adapter and the spines"};
-}  // namespace
-
 platforms::PlatformShape platform_shape(const Options& o) {
   platforms::PlatformShape shape;
   shape.gpus = o.gpus;
@@ -243,8 +232,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (const std::string why = algorithm_->cannot_run(platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_));
       !why.empty())
     throw UserError(why);
-  cluster_ = topo::cluster_nodes(t);
-  if (!cluster_.empty())
+  if (!topo::cluster_nodes(t).empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
   if (share) {
@@ -254,14 +242,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
         t, cfg_, opt_.seed, platforms::platform_defaults(t, {algorithm_->needs(t, c)}));
     platform_ = own_platform_.get();
   }
-  for (int g : gpus) participants_.push_back(platform_->gpus()[g]);
-  // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
-  auto bridge = [&t](const std::string& port) {
-    return platforms::is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
-  };
-  if (!cluster_.empty())
-    for (const platforms::LinkEnd& e : platform_->link_ends())
-      between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
+  comm_ = std::make_unique<platforms::Communicator>(*platform_, gpus, cfg_, opt_.seed);
   // Where it runs, on the machine's graph (which outlives the one the options gave).
   site_ = std::make_unique<collectives::Site>(
       platforms::site(platform_->topology(), opt_.platform, c, gpus, share != nullptr, cfg_));
@@ -272,29 +253,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (tuner_ && !opt_.vcd.empty())
     throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
                     "cannot follow; leave out one of them");
-  program_ = synthesis_.program;
-  if (algorithm_->in_switches()) innet_ = collectives::in_network_method(program_);
-  launch();
-}
-
-// Hands program_ to the engine that runs it.
-void CollectiveWorkload::launch() {
-  const int n = participants();
-  switch (program_.engine()) {
-    case collectives::Engine::CopyEngine: make_copy(n, collectives::is_fattree2l(platform_->topology())); break;
-    case collectives::Engine::NicTable:
-      if (synthesis_.trees.shares.empty()) make_scheduled(n);
-      else make_trees(n);
-      break;
-    default:
-      // NCCL's PXN relays the transfers of the algorithms that cross a cluster's nodes.
-      if (algorithm_->crosses_nodes()) relay_across_rails();
-      make_cores(program_);
-  }
-}
-
-bool CollectiveWorkload::reduces_in_switches() const {
-  return innet_ && *innet_ != collectives::InNetMethod::Multicast;
+  call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
 }
 
 // A push table may hold an entry for its whole timeout with no link moving.
@@ -304,469 +263,9 @@ sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
   return sc_core::sc_time(us, sc_core::SC_US);
 }
 
-// The bound takes the GPU with the least bandwidth toward the others.
-double CollectiveWorkload::least_endpoint_GBps(int n, bool acked) const {
-  std::vector<int> gpus;
-  for (int r = 0; r < n; ++r) gpus.push_back(participants_[r]->index());
-  double b = platform_->endpoint_payload_GBps(gpus[0], gpus, acked);
-  for (int r = 1; r < n; ++r) b = std::min(b, platform_->endpoint_payload_GBps(gpus[r], gpus, acked));
-  return b;
-}
-
-namespace {
-// What rank r of program p sends, in chunks of the message, to the peers
-// `near` accepts and to the others: its sends, its multicast stores, and its
-// data the switches read for a group's reducing reads (its own read's too
-// under multimem), which are near.
-void sent_chunks(const collectives::Program& p, int r, const std::function<bool(int)>& near, double& inside,
-                 double& across) {
-  for (int i = 0; i < p.op_count(r); ++i) {
-    const collectives::Operation& o = p.op(r, i);
-    if (o.kind == collectives::OpKind::ReduceWrite) {  // to its group's home switch, through the adapter if the group is far
-      const auto& g = p.groups[o.group];
-      const bool far = std::any_of(g.begin(), g.end(), [&](int m) { return m != r && !near(m); });
-      (far ? across : inside) += o.src.count;
-      continue;
-    }
-    if (collectives::in_network(o.kind)) {
-      const bool out = o.kind == collectives::OpKind::MulticastWrite
-                           ? !o.src.empty()
-                           : o.kind == collectives::OpKind::ReduceRead && (p.multimem || o.dst.empty());
-      if (out) inside += o.src.count;
-      continue;
-    }
-    if (o.send_peer == collectives::kNone) continue;
-    (near(o.send_peer) ? inside : across) += o.src.empty() ? o.dst.count : o.src.count;
-  }
-}
-
-// NVLS on the cores: the busiest GPU's bytes in or out per byte of the
-// message (an all-gather's GPU sends its share and takes everyone's).
-double nvls_moved(const collectives::Program& program) {
-  const collectives::Buffers& b = program.buffers[0];
-  const double message = program.collective == collectives::Collective::AllGather ? b.output : b.input;
-  double most = 0;
-  for (int r = 0; r < program.ranks; ++r) {
-    double sent = 0, across = 0, got = 0;
-    sent_chunks(program, r, [](int) { return true; }, sent, across);
-    for (int i = 0; i < program.op_count(r); ++i) {
-      const collectives::Operation& o = program.op(r, i);
-      const bool own_back = program.multimem && o.kind == collectives::OpKind::MulticastWrite && !o.src.empty();
-      if (collectives::in_network(o.kind)) got += own_back ? o.src.count : o.dst.count;
-    }
-    most = std::max(most, std::max(sent, got) / message);
-  }
-  return most;
-}
-}  // namespace
-
-std::vector<int> CollectiveWorkload::cluster_node_of() const {
-  std::vector<int> node_of(cluster_gpus());
-  for (size_t k = 0; k < cluster_.size(); ++k)
-    for (int g : cluster_[k]) node_of[static_cast<size_t>(g)] = static_cast<int>(k);
-  return node_of;
-}
-
-std::vector<int> CollectiveWorkload::cluster_rail_of() const {
-  std::vector<int> rail_of(cluster_gpus());
-  for (const auto& node : cluster_)
-    for (size_t h = 0; h < node.size(); ++h) rail_of[static_cast<size_t>(node[h])] = static_cast<int>(h);
-  return rail_of;
-}
-
-size_t CollectiveWorkload::cluster_gpus() const {
-  size_t n = 0;
-  for (const auto& node : cluster_) n += node.size();
-  return n;
-}
-
-int CollectiveWorkload::adapter_of(int gpu) const {
-  const topo::Topology& t = platform_->topology();
-  const int node = t.endpoints()[gpu];
-  for (int p = 0; p < t.node(node).ports; ++p)
-    if (const int a = t.peer({node, p}).node; a >= 0 && topo::kinds::is_adapter(t.node(a).block)) return a;
-  return -1;
-}
-
-namespace {
-// A scale-out network's data packet: its payload, the bytes it adds on the
-// wire, and what acknowledging it costs the other way.
-struct NetPacket {
-  uint32_t payload, header, ack;
-};
-
-// In-network aggregation (pushes) sends the GPU's 128-byte blocks, each
-// its own packet: SHARP's, or NetReduce's one-packet messages with their INA
-// header.
-NetPacket scale_out_packet(const platforms::GpuMachine& m, bool pushes) {
-  if (topo::is_roce_cluster(m.topology())) {
-    // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
-    // by an ACK frame (hca/roce_bridge.h).
-    return {pushes ? topo::MulticastFabric::kBlockBytes : m.fabric_as<platforms::EthernetFabric>().mtu_payload(),
-            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes + (pushes ? eth::kInaBytes : 0),
-            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes};
-  }
-  const net::PacketFormat f = m.fabric_as<platforms::InfinibandFabric>().packet_format();
-  return {pushes ? topo::MulticastFabric::kBlockBytes : f.max_payload_bytes, f.header_bytes, 0};
-}
-}  // namespace
-
-double CollectiveWorkload::cluster_endpoint_GBps(const collectives::Program& program) {
-  const topo::Topology& t = platform_->topology();
-  const net::PacketFormat& gf = platform_->format();
-  const NetPacket nf = scale_out_packet(*platform_, program.has(collectives::OpKind::ReduceWrite));
-  const std::vector<int> node_of = cluster_node_of();
-  double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
-  bool adapter_limits = false;
-  const collectives::Buffers& b = program.buffers[0];
-  const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
-  const double factor = collectives::busbw_factor(program.collective, program.ranks);
-  for (int r = 0; r < program.ranks; ++r) {
-    const int gpu = participants_[r]->index(), node = t.endpoints()[gpu];
-    // Its links: NVLink's payload, each write acknowledged; the adapter's,
-    // the slower of its PCIe link (acknowledged there) and its network link.
-    double nvl = 0, hca = 0;
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      const topo::PortRef peer = t.peer({node, p});
-      const double bw = t.links()[t.link_at({node, p})].bw_GBps;
-      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
-        nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
-        continue;
-      }
-      const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
-      hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
-                     collectives::payload_bandwidth_GBps(net, nf.payload, nf.header, nf.ack));
-    }
-    double inside = 0, across = 0;
-    sent_chunks(program, r, [&](int peer) { return node_of[participants_[peer]->index()] == node_of[gpu]; }, inside,
-                across);
-    // Its time per byte of the message, against the busbw convention's bytes.
-    const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
-    if (t_nvl + t_hca == 0) continue;
-    const double g = factor / std::max(t_nvl, t_hca);
-    if (best == 0 || g < best) {
-      best = g;
-      nvlink_GBps = nvl;
-      adapter_GBps = hca;
-      adapter_limits = t_hca > t_nvl;
-    }
-  }
-  std::ostringstream note;
-  note << std::fixed << std::setprecision(1) << cluster_.size() << " nodes of " << cluster_[0].size()
-       << " GPUs; each GPU's sends within its node over NVLink (" << nvlink_GBps << " GB/s payload) and to other "
-       << "nodes through its adapter (" << adapter_GBps << " GB/s): the " << (adapter_limits ? "adapters" : "NVLinks")
-       << " limit the bound";
-  cluster_note_ = note.str();
-  return best;
-}
-
-void CollectiveWorkload::relay_across_rails() {
-  if (cluster_.empty() || !cfg_.get(kClusterPxn)) return;
-  const std::vector<int> node_of = cluster_node_of(), rail_of = cluster_rail_of();
-  std::vector<int> node, rail;
-  for (const gpu::Gpu* p : participants_) {
-    node.push_back(node_of[static_cast<size_t>(p->index())]);
-    rail.push_back(rail_of[static_cast<size_t>(p->index())]);
-  }
-  const size_t ops = program_.ops.size();
-  program_ = collectives::pxn_program(program_, node, rail);
-  pxn_relays_ = program_.ops.size() - ops;  // one receive-copy-send each
-}
-
-void CollectiveWorkload::require_reduction_tables(const std::string& what) const {
-  if (platform_->table_config().table_bytes == 0)
-    throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
-}
-
-// On a cluster the adapters carry a group's traffic only as SHARP's: a group
-// across nodes takes reducing writes, which the network's switches hold; a
-// group inside a node NVLS's reads and multicasts, which its NVSwitches take.
-void CollectiveWorkload::require_groups_fit_cluster(const collectives::Program& program) const {
-  const std::vector<int> node_of = cluster_node_of();
-  for (int r = 0; r < program.ranks; ++r)
-    for (int i = 0; i < program.op_count(r); ++i) {
-      const collectives::Operation& o = program.op(r, i);
-      if (!collectives::in_network(o.kind)) continue;
-      const auto& g = program.groups[static_cast<size_t>(o.group)];
-      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
-        return node_of[participants_[m]->index()] != node_of[participants_[g[0]]->index()];
-      });
-      const bool push = o.kind == collectives::OpKind::ReduceWrite;
-      if (across != push)
-        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
-                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
-                        " the cluster's nodes, which takes " +
-                        (across ? "only reducing writes (SHARP in the network's switches)"
-                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
-    }
-}
-
-// SHARP reserves each group's share of a switch's aggregation buffers (its
-// credits) when the group is made, on every switch of its tree. A rail's
-// leaf holds every group of its GPUs, as homes and merge points, and any one
-// port may have to take all their blocks in flight. A spine is on the tree
-// of every group with members under several leaves. Of a group on two
-// leaves it is only a home (partials from the two leaves meet at the home
-// alone), and its blocks are interleaved over its home ports (at least
-// every port of its leaves), so of its `credits` consecutive blocks in
-// flight one port holds at most credits / homes, rounded up. On three or
-// more leaves a spine also merges partials bound for a leaf, and under
-// fabric.home_ports=hash homes collide: then a port may hold all of them.
-void CollectiveWorkload::require_aggregation_buffers(const collectives::Program& program, int credits) const {
-  const uint32_t bytes = platform_->fabric_as<platforms::InfinibandFabric>().table_config().table_bytes;
-  if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
-  std::vector<bool> pushes(program.groups.size(), false);
-  for (const collectives::Operation& o : program.ops)
-    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
-  std::vector<int> groups(static_cast<size_t>(program.ranks), 0);  // [rank]: its groups that push
-  int most = 0;
-  for (size_t g = 0; g < program.groups.size(); ++g)
-    if (pushes[g])
-      for (int r : program.groups[g]) most = std::max(most, ++groups[static_cast<size_t>(r)]);
-  const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
-  const topo::Topology& t = platform_->topology();
-  const auto leaf_of = [&t, this](int rank) {  // the leaf of the rank's adapter
-    return t.peer({adapter_of(participants_[rank]->index()), hca::Adapter::kNet}).node;
-  };
-  const bool interleave = platform_->multicast().home_mapping() == topo::HomeMapping::Interleave;
-  uint64_t spanning = 0, spine_need = 0, at_one_port = 0;  // pushing groups under several leaves
-  for (size_t g = 0; g < program.groups.size(); ++g) {
-    if (!pushes[g]) continue;
-    std::vector<int> leaves;
-    for (int r : program.groups[g])
-      if (std::find(leaves.begin(), leaves.end(), leaf_of(r)) == leaves.end()) leaves.push_back(leaf_of(r));
-    if (leaves.size() < 2) continue;
-    uint64_t homes = 0;
-    for (int leaf : leaves) homes += static_cast<uint64_t>(t.node(leaf).ports);
-    const uint64_t here =
-        interleave && leaves.size() == 2 ? (credits + homes - 1) / homes : static_cast<uint64_t>(credits);
-    ++spanning;
-    spine_need += here;
-    at_one_port = std::max(at_one_port, here);
-  }
-  if (entries < spine_need)
-    throw UserError(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
-                    std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
-                    " of each one's ib.sharp.credits=" + std::to_string(credits) +
-                    " blocks at one port), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
-                    std::to_string(entries));
-  if (entries < need)
-    throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
-                    std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
-                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
-                    std::to_string(entries));
-}
-
-// NetReduce on a RoCE cluster (docs/modern-machines.md, "RoCE and NetReduce
-// across nodes"): each group that pushes across the nodes is a ring of its
-// members in the group's order, aggregated by the FPGA beside their rail's
-// leaf: the FPGA gets an aggregator array per ring (2 x window one-block
-// messages), each member's adapter a queue pair to the next member and one
-// from the previous, and the leaf an ACL rule per member that turns its
-// connection's data to the FPGA port of its own leaf port (§4, Fig. 10B).
-void CollectiveWorkload::join_netreduce_rings(const collectives::Program& program, const gpu::CoresCollective& cores,
-                                              uint32_t window) {
-  const topo::Topology& t = platform_->topology();
-  const uint32_t clt = cfg_.get(netreduce::kCltEntries);
-  const auto bridge = [&](int gpu) -> hca::RoceBridge& {
-    return dynamic_cast<hca::RoceBridge&>(platform_->block(adapter_of(gpu)));
-  };
-  std::vector<bool> pushes(program.groups.size(), false);
-  for (const collectives::Operation& o : program.ops)
-    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
-  std::map<int, uint16_t> rings;  // [FPGA node]: its rings so far
-  for (size_t g = 0; g < program.groups.size(); ++g) {
-    if (!pushes[g]) continue;
-    std::vector<int> gpus;
-    for (int r : program.groups[g]) gpus.push_back(participants_[r]->index());
-    const int ranks = static_cast<int>(gpus.size());
-    const int leaf = t.peer({adapter_of(gpus[0]), hca::Adapter::kNet}).node;
-    for (int gpu : gpus)
-      if (t.peer({adapter_of(gpu), hca::Adapter::kNet}).node != leaf)
-        throw UserError(program.name + " aggregates each rail in NetReduce's FPGA beside its leaf, but a rail of " +
-                        std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
-                        "spine FPGAs (§3.3) is not built on a cluster");
-    // The leaf port facing FPGA port k, for k its k-th node port.
-    std::vector<int> to_fpga(static_cast<size_t>(t.node(leaf).ports), -1);
-    int fpga = -1;
-    for (int p = 0; p < t.node(leaf).ports; ++p)
-      if (const topo::PortRef f = t.peer({leaf, p}); f.node >= 0 && t.node(f.node).block == topo::kinds::kLeafFpga) {
-        fpga = f.node;
-        to_fpga[static_cast<size_t>(f.port)] = p;
-      }
-    const uint16_t ring = rings[fpga]++;
-    if (static_cast<uint64_t>(ring + 1) * static_cast<uint64_t>(ranks) > clt)
-      throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
-                      std::to_string(ring + 1) + " rings of " + std::to_string(ranks) + ", but fpga.clt.entries=" +
-                      std::to_string(clt));
-    dynamic_cast<netreduce::FpgaAggregator&>(platform_->block(fpga))
-        .add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype_, redop_);
-    for (int k = 0; k < ranks; ++k) {
-      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],
-                prev = gpus[static_cast<size_t>((k + ranks - 1) % ranks)];
-      bridge(gpu).join_ring(ring, cores.group_out(static_cast<int>(g)), gpu::GroupWindow::kFlag - gpu::GroupWindow::kOut,
-                            static_cast<uint16_t>(k), static_cast<uint16_t>(ranks), static_cast<uint32_t>(next),
-                            static_cast<uint32_t>(prev));
-    }
-    auto& sw = dynamic_cast<eth::EthernetSwitch&>(platform_->block(leaf));
-    for (int k = 0; k < ranks; ++k) {
-      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)];
-      const int port = t.peer({adapter_of(gpu), hca::Adapter::kNet}).port;
-      sw.add_acl({eth::ip_of(static_cast<uint32_t>(gpu)), eth::ip_of(static_cast<uint32_t>(next)),
-                  bridge(next).ring_qpn(ring), to_fpga[static_cast<size_t>(port)]});
-    }
-  }
-}
-
-// Runs a program on the GPUs' cores; each rank sends on the ports that lead
-// to its peer (all of them on a switched fabric; on a direct network only some do).
-void CollectiveWorkload::make_cores(const collectives::Program& program) {
-  const topo::Topology& t = platform_->topology();
-  const int n = program.ranks;
-  // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
-  endpoint_GBps_ = cluster_.empty() ? least_endpoint_GBps(n, program.groups.empty()) : cluster_endpoint_GBps(program);
-  gpu::CoresParams cp;
-  const uint64_t chunk = platform_->defaults().ring_chunk_bytes;
-  cp.simple = {cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
-               cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
-  cp.ll = {cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
-  cp.ll128 = {cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
-  cp.ll_max_bytes = auto_ll_max_ = cfg_.get(collectives::kAutoLlMax);
-  cp.ll128_max_bytes = auto_ll128_max_ = cfg_.get(collectives::kAutoLl128Max);
-  for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
-                                   std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
-                                   std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
-    if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
-  if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
-  const bool roce = !cluster_.empty() && topo::is_roce_cluster(t);
-  const bool pushes = program.has(collectives::OpKind::ReduceWrite);
-  if (!cluster_.empty()) cp.push_credits = cfg_.get(roce ? hca::kNetReduceWindow : platforms::kSharpCredits);
-  if (!cluster_.empty()) {
-    require_groups_fit_cluster(program);
-    if (pushes && !roce) require_aggregation_buffers(program, cp.push_credits);
-  }
-  std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
-  for (int r = 0; r < n; ++r) {
-    const int node = t.endpoints()[participants_[r]->index()];
-    for (int q = 0; q < n; ++q) {
-      if (q == r) continue;
-      for (int p = 0; p < t.node(node).ports; ++p)
-        if (t.port_on_shortest_path({node, p}, participants_[q]->index())) ports[r][q].push_back(p);
-      // Topology::finalize checked that every endpoint reaches every other.
-      assert(!ports[r][q].empty());
-    }
-  }
-  auto cores = std::make_unique<gpu::CoresCollective>(program, participants_, std::move(ports), dtype_, redop_,
-                                                      opt_.seed, cp, endpoint_GBps_,
-                                                      program.groups.empty() ? nullptr : &platform_->multicast());
-  if (!program.groups.empty() && cluster_.empty()) cores->bound_moved(nvls_moved(program));
-  if (roce && pushes) join_netreduce_rings(program, *cores, static_cast<uint32_t>(cp.push_credits));
-  collective_ = std::move(cores);
-}
-
-void CollectiveWorkload::make_copy(int n, bool fattree) {
-  const topo::Topology& t = platform_->topology();
-  // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
-  const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
-  gpu::WaveParams wp;
-  wp.waves = cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
-  // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
-  // paper's 8 kB waves (Fig. 7, 8, 10) where C holds one, else C itself in
-  // whole blocks (a 4-GPU star has 4 x 256 B of table).
-  const uint64_t capacity = platform_->total_table_bytes() / topo::MulticastFabric::kBlockBytes *
-                            topo::MulticastFabric::kBlockBytes;
-  const uint32_t paper_wave = gpu::kWaveBytes.default_value();
-  wp.wave_bytes = cfg_.get(gpu::kWaveBytes, (push || pull) && capacity > 0 && capacity < paper_wave
-                                                ? static_cast<uint32_t>(capacity)
-                                                : paper_wave);
-  const double timeout_us = cfg_.get(gpu::kCounterTimeout);
-  const std::string order = cfg_.get(gpu::kCopyOrder);
-  if (order != "arbitrary" && order != "address")
-    throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
-  wp.arbitrary_order = order == "arbitrary";
-  if (wp.wave_bytes < platform_->format().max_payload_bytes)
-    throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
-                    std::to_string(platform_->format().max_payload_bytes) + " B) and 64 MiB");
-  wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
-  // Blocks, table entries and the packets that carry them are the 128-byte
-  // aligned unit of Klenk §IV-D.
-  if (platform_->format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
-    throw UserError("the copy engines reduce, multicast and write 128-byte blocks (Klenk §IV-D); "
-                    "net.max_payload_bytes must be 128, not " + std::to_string(platform_->format().max_payload_bytes));
-  if (push || pull) {
-    require_reduction_tables(opt_.algorithm);
-    // Klenk §IV-F1: waves are C/k of the network's table capacity C.
-    if (wp.waves > 0 && wp.wave_bytes > platform_->total_table_bytes())
-      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +
-                      "than the " + std::to_string(platform_->total_table_bytes()) +
-                      " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
-                      "§IV-F1 sizes waves to C/k): lower the first or raise the second");
-  }
-  endpoint_GBps_ = least_endpoint_GBps(n, !innet_);  // unicast writes are acknowledged
-  collective_ = std::make_unique<gpu::CopyCollective>(program_, participants_, t, platform_->multicast(), dtype_,
-                                                     redop_, opt_.seed, wp, endpoint_GBps_);
-}
-
-// The NICs run the schedule as a program (or a program file of table
-// operations), which each compiles to its table.
-void CollectiveWorkload::make_scheduled(int n) {
-  const topo::Topology& t = platform_->topology();
-  const std::string fc = cfg_.get(nic::kNicFlowControl, synthesis_.message_flow_control ? "message" : "packet");
-  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
-  nic::StepEstimate est;
-  est.buffer_flits = cfg_.get(nic::kNicBufferFlits);
-  est.clock_ghz = cfg_.get(nic::kNicClock);
-  est.link_GBps = t.links().front().bw_GBps;
-  for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
-  const bool message = fc == "message";
-  endpoint_GBps_ = least_endpoint_GBps(n, false);
-  if (message) {
-    // One head flit per message instead of per packet.
-    const auto& f = platform_->format();
-    endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
-  }
-  // The NICs compile the program to tables here, once; a file that does not
-  // compile (schedule_of) is refused naming it, before anything runs.
-  std::unique_ptr<nic::ScheduledCollective> c;
-  try {
-    c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
-                                                   message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                   est, endpoint_GBps_);
-  } catch (const UserError& e) {
-    throw UserError(opt_.algorithm + ": " + e.what());
-  }
-  scheduled_ = c.get();
-  collective_ = std::move(c);
-}
-
-void CollectiveWorkload::make_trees(int n) {
-  const topo::Topology& t = platform_->topology();
-  collectives::TreeSynthesis& ts = synthesis_.trees;
-  endpoint_GBps_ = platforms::is_dgx1(t) ? ts.algbw_bound_GBps : least_endpoint_GBps(n, false);
-  nic::Execution x;
-  x.dataflow = true;
-  x.ports_to = ts.ports_to;
-  x.tree_ports = ts.tree_ports;
-  x.algbw_bound_GBps = ts.algbw_bound_GBps;
-  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
-  est.buffer_flits = 318;
-  est.clock_ghz = 1.0;
-  est.link_GBps = t.links().front().bw_GBps;
-  auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
-                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
-  scheduled_ = c.get();
-  collective_ = std::move(c);
-}
-
-std::vector<nic::Nic*> CollectiveWorkload::participant_nics() const {
-  std::vector<nic::Nic*> nics;
-  for (gpu::Gpu* g : participants_) nics.push_back(&platform_->nic(g->index()));
-  return nics;
-}
-
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
   if (what == "program") {
-    os << collectives::write_program(program_);
+    os << collectives::write_program(call_->program());
     return;
   }
   if (what == "trees") {
@@ -776,67 +275,33 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
     os << synthesis_.trees.text;
     return;
   }
-  if (!scheduled_)
+  if (!call_->schedule())
     throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
                     "' runs none (use ring with -c ring.engine=nic, dbtree, hd, ring2d, hdrm, multitree)");
-  os << collectives::format_tables(scheduled_->schedule());
+  os << collectives::format_tables(call_->schedule()->schedule());
 }
 
-void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  const auto& ends = platform_->link_ends();
-  running_.link_bytes.resize(ends.size());
-  for (size_t k = 0; k < ends.size(); ++k) running_.link_bytes[k] = ends[k].port->bytes_sent();
-  running_.t0 = sc_core::sc_time_stamp();
-  for (gpu::Gpu* g : participants_) g->memory().set_origin(running_.t0);
-  running_.tables = platform_->table_totals();
-  running_.latency = platform_->packet_latency();
-  running_.done = false;
-  collective_->start(sizes_[i], [this, on_done = std::move(on_done)] {
-    running_.done = true;
-    running_.t1 = sc_core::sc_time_stamp();
-    on_done();
-  });
-}
+void CollectiveWorkload::start(size_t i, std::function<void()> on_done) { call_->start(sizes_[i], std::move(on_done)); }
 
-// The row of the point that ended: the machine's counters (links, tables,
-// packets) count everything on it in the meantime, another job's traffic too.
 Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
+  const platforms::Measures m = call_->measures();
   Row r(schema_);
-  const double time_us = (running_.t1 - running_.t0).to_seconds() * 1e6;
-  fill_nccl(r, bytes, collectives::dtype_name(dtype_), collective_->redop(), time_us, collective_->busbw_factor(),
-            collective_->wrong(), collective_->bound_us(bytes));
-  const auto& ends = platform_->link_ends();
-  for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - running_.link_bytes[k]);
-  if (!cluster_.empty()) {
-    // Which network limited the time: the busiest link direction inside the
-    // nodes (NVLink) and between them, as a fraction of the time.
-    double busiest[2] = {0, 0};
-    for (size_t k = 0; k < ends.size(); ++k) {
-      double& b = busiest[between_nodes_[k]];
-      b = std::max(b, static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * time_us * 1e3));
-    }
-    r.set("nvlink_busiest", busiest[0]).set("network_busiest", busiest[1]);
-  }
-  const auto tables1 = platform_->table_totals();
-  const auto latency1 = platform_->packet_latency();
-  const uint64_t packets = latency1.first - running_.latency.first;
-  r.set("packets", packets);
-  r.set("avg_packet_latency_ns", packets ? (latency1.second - running_.latency.second) / packets : 0.0);
-  const auto& t0 = running_.tables;
-  const platforms::GpuMachine::TableTotals tables{tables1.hits - t0.hits, tables1.misses - t0.misses,
-                                                tables1.evictions - t0.evictions, tables1.stalls - t0.stalls,
-                                                tables1.completions - t0.completions};
-  r.details["reduction_tables"] = {{"hits", tables.hits},
-                                   {"misses", tables.misses},
-                                   {"evictions", tables.evictions},
-                                   {"stalls", tables.stalls},
-                                   {"completions", tables.completions}};
-  if (reduces_in_switches())
-    notes << "#   reduction tables: " << tables.hits << " hits, " << tables.misses << " misses, " << tables.evictions
-          << " evictions, " << tables.stalls << " stalls, " << tables.completions << " completions; packets: "
-          << packets << " delivered, " << std::fixed << std::setprecision(0) << r["avg_packet_latency_ns"]
-          << " ns mean latency\n";
+  fill_nccl(r, bytes, collectives::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, m.wrong, m.bound_us);
+  r.link_bytes = m.link_bytes;
+  if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
+  r.set("packets", m.packets);
+  r.set("avg_packet_latency_ns", m.packets ? m.latency_ns_sum / m.packets : 0.0);
+  r.details["reduction_tables"] = {{"hits", m.tables.hits},
+                                   {"misses", m.tables.misses},
+                                   {"evictions", m.tables.evictions},
+                                   {"stalls", m.tables.stalls},
+                                   {"completions", m.tables.completions}};
+  if (call_->reduces_in_switches())
+    notes << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
+          << m.tables.evictions << " evictions, " << m.tables.stalls << " stalls, " << m.tables.completions
+          << " completions; packets: " << m.packets << " delivered, " << std::fixed << std::setprecision(0)
+          << r["avg_packet_latency_ns"] << " ns mean latency\n";
   return r;
 }
 
@@ -849,14 +314,13 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
   std::optional<Row> r;
   for (int k = 0; k < runs; ++k) {
     if (tuner_) {
+      call_.reset();
       synthesis_ = tuner_->next(k, bytes);
-      program_ = synthesis_.program;
-      collective_.reset();
-      launch();
+      call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
     }
     start(i, [] { sc_core::sc_pause(); });
-    run.run_until([&] { return running_.done || !collective_->error().empty(); }, "size " + size_label(bytes));
-    if (!collective_->error().empty()) throw UserError(collective_->error() + " during size " + size_label(bytes));
+    run.run_until([&] { return call_->done() || !call_->error().empty(); }, "size " + size_label(bytes));
+    if (!call_->error().empty()) throw UserError(call_->error() + " during size " + size_label(bytes));
     std::ostringstream table_note;
     r = finish(i, table_note);
     // A cluster's adapters acknowledge writes before they land, so the
@@ -880,84 +344,29 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
-  if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
-  if (!synthesis_.trees.bound_note.empty()) {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
-       << synthesis_.trees.bound_note << ")\n";
-  } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
-       << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
-  } else {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-       << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
-                             ? "links, one head flit per message; NIC messages are posted"
-                             : "links less header flits; NIC messages are posted")
-           : !innet_ ? "links less header flits and write acks"
-                                      : "links less header flits; multicast writes are posted")
-       << ")\n";
-  }
-  if (scheduled_) {
-    const auto& s = scheduled_->schedule();
-    uint64_t entries = 0;
-    for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
-    os << "# schedule: " << s.algorithm << " on the NICs, "
-       << (scheduled_->dataflow() ? "dataflow (no lockstep), " : "") << s.steps << " steps";
-    if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
-    os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
-       << s.count(collectives::Op::Nop) << " NOPs in all)\n";
-  }
-  if (reduces_in_switches()) print_sizing(os);
-  if (program_.protocol_by_size)
-    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
-       << size_label(auto_ll128_max_) << ", Simple above\n";
-  if (pxn_relays_)
-    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
-       << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
-  if (is_program_file(opt_.algorithm)) {  // a program file
-    os << "# program: " << program_.name << ", " << program_.ops.size() << " operations on the GPUs' "
-       << (program_.engine() == collectives::Engine::CopyEngine ? std::string("copy engines")
-                         : std::string("cores, ") + (program_.protocol_by_size ? std::string("protocol by size")
-                                                             : std::string(collectives::protocol_name(program_.ops.front().proto)) + " protocol"))
+  call_->describe(os);
+  const collectives::Program& p = call_->program();
+  if (file_algorithm_)
+    os << "# program: " << p.name << ", " << p.ops.size() << " operations on the GPUs' "
+       << (p.engine() == collectives::Engine::CopyEngine
+               ? std::string("copy engines")
+               : std::string("cores, ") + (p.protocol_by_size ? std::string("protocol by size")
+                                                             : std::string(collectives::protocol_name(p.ops.front().proto)) +
+                                                                   " protocol"))
        << "\n";
-  }
 }
-
-// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
-// beside the configured size, so a sensitivity sweep can be read against them.
-void CollectiveWorkload::print_sizing(std::ostream& os) const {
-  const auto& t = platform_->topology();
-  const int n = participants();
-  const auto& sw = platform_->table_config();
-  const auto& ll = platform_->little_law();
-  const int node = t.endpoints()[0];
-  uint64_t ports = 0;
-  for (int s : t.switches()) ports += t.node(s).ports;
-  const int access = t.node(node).ports;
-  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
-     << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU " << ll.l_gpu_ns << " ns): ";
-  if (innet_ == collectives::InNetMethod::Pull) {
-    const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
-    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
-  } else {
-    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
-    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
-       << " ports";
-  }
-  os << "; configured " << sw.table_bytes << " B per port\n";
-}
-
 
 void CollectiveWorkload::config_json(nlohmann::ordered_json& config) const {
   config["collective"] = opt_.collective;
   config["algorithm"] = opt_.algorithm;
   config["gpus"] = participants();
   config["dtype"] = collectives::dtype_name(dtype_);
-  config["redop"] = collective_->redop();
+  config["redop"] = call_->redop();
   config["sizes"] = opt_.sizes;
 }
 
 void CollectiveWorkload::summary_json(nlohmann::ordered_json& top) const {
-  top["endpoint_payload_GBps"] = endpoint_GBps_;
+  top["endpoint_payload_GBps"] = call_->endpoint_GBps();
 }
 
 }  // namespace incsim::tb

@@ -16,12 +16,7 @@
 #include "collectives/data_pattern.h"
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
-#include "gpu/collective.h"
-#include "nic/scheduled_collective.h"
-
-namespace incsim::gpu {
-class CoresCollective;
-}
+#include "platforms/communicator.h"
 #include "platforms/platform.h"
 #include "workload.h"
 
@@ -84,52 +79,24 @@ class CollectiveWorkload : public Workload {
   // finish() then gives its row and the notes run_point prints.
   void start(size_t i, std::function<void()> on_done);
   Row finish(size_t i, std::ostream& notes);
-  std::string error() const { return collective_->error(); }
+  std::string error() const { return call_->error(); }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
-  int sm_blocks() const { return collective_->sm_blocks(); }
+  int sm_blocks() const { return call_->sm_blocks(); }
   const std::vector<uint64_t>& sizes() const { return sizes_; }
-  const std::vector<gpu::Gpu*>& gpus() const { return participants_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
   const Options& options() const { return opt_; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
-  void trace(sc_core::sc_trace_file* tf) const override { collective_->trace(tf); }
-  double done_fraction() const override { return collective_ ? collective_->done_fraction() : -1; }
+  void trace(sc_core::sc_trace_file* tf) const override { call_->trace(tf); }
+  double done_fraction() const override { return call_ ? call_->done_fraction() : -1; }
   void print(const std::string& what, std::ostream& os) const override;
 
   platforms::GpuMachine& platform() { return *platform_; }
-  int participants() const { return static_cast<int>(participants_.size()); }
-  double endpoint_GBps() const { return endpoint_GBps_; }
+  int participants() const { return comm_->size(); }
+  double endpoint_GBps() const { return call_->endpoint_GBps(); }
 
  private:
-  void print_sizing(std::ostream& os) const;
-  // Hands program_ to the engine that runs it.
-  void launch();
-  void make_cores(const collectives::Program& program);
-  // On a cluster under cluster.pxn, program_'s transfers across rails and
-  // nodes relayed through the GPU on the destination's rail (NCCL's PXN).
-  void relay_across_rails();
-  // UserError naming `what` if the switches have no reduction tables.
-  void require_reduction_tables(const std::string& what) const;
-  void require_aggregation_buffers(const collectives::Program& program, int credits) const;
-  void join_netreduce_rings(const collectives::Program& program, const gpu::CoresCollective& cores, uint32_t window);
-  void require_groups_fit_cluster(const collectives::Program& program) const;
-  std::vector<int> cluster_node_of() const;  // [GPU]: its node in cluster_
-  std::vector<int> cluster_rail_of() const;  // [GPU]: its place in its node, the rail of its adapter
-  size_t cluster_gpus() const;               // the GPUs in cluster_
-  int adapter_of(int gpu) const;             // the node of endpoint gpu's network adapter, or -1
-  void make_copy(int n, bool fattree);
-  void make_scheduled(int n);
-  // Trees (Blink's, a DGX-1's rings) on the NICs in dataflow mode.
-  void make_trees(int n);
-  double least_endpoint_GBps(int n, bool acked) const;
-  // On a cluster: the payload bandwidth per GPU that the program's sends
-  // within its node (NVLink) and to other nodes (its adapter) allow at most.
-  double cluster_endpoint_GBps(const collectives::Program& program);
-  std::vector<nic::Nic*> participant_nics() const;  // the NICs inside the participants, in rank order
-  // Push, pull and NVLS reduce in the switches' tables (multicast only replicates).
-  bool reduces_in_switches() const;
-
   Options opt_;
   Config& cfg_;
   std::vector<uint64_t> sizes_;
@@ -137,14 +104,6 @@ class CollectiveWorkload : public Workload {
   collectives::RedOp redop_;
   std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
   platforms::GpuMachine* platform_ = nullptr;
-  std::vector<gpu::Gpu*> participants_;
-  size_t pxn_relays_ = 0;  // relay_across_rails' relays
-  std::vector<std::vector<int>> cluster_;  // a cluster's nodes' GPUs (topo::cluster_nodes); empty elsewhere
-  std::string cluster_note_;               // what limits a cluster's bound
-  std::vector<bool> between_nodes_;        // [link end] on a cluster: the network's, or a GPU's link to its adapter
-  double endpoint_GBps_ = 0;
-  std::unique_ptr<gpu::Collective> collective_;
-  const nic::ScheduledCollective* scheduled_ = nullptr;
   // The algorithm (a program file's, or the registry's), where it runs, and
   // its synthesis; a tuning algorithm's tuner.
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
@@ -152,18 +111,9 @@ class CollectiveWorkload : public Workload {
   std::unique_ptr<collectives::Site> site_;
   collectives::Synthesis synthesis_;
   std::unique_ptr<collectives::Tuner> tuner_;
-  collectives::Program program_;  // what the engines run
-  uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;   // ring.protocol=auto's thresholds
-  // How the program uses the switches (none: unicast writes only).
-  std::optional<collectives::InNetMethod> innet_;
-  // The running point: when it started and ended, and the machine's counters then.
-  struct Running {
-    sc_core::sc_time t0, t1;
-    bool done = false;
-    std::vector<uint64_t> link_bytes;
-    platforms::GpuMachine::TableTotals tables;
-    std::pair<uint64_t, double> latency;
-  } running_;
+  // Its GPUs and the program set up on them.
+  std::unique_ptr<platforms::Communicator> comm_;
+  std::unique_ptr<platforms::CollectiveCall> call_;
 };
 
 }  // namespace incsim::tb

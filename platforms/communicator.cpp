@@ -1,0 +1,483 @@
+#include "communicator.h"
+
+#include <algorithm>
+#include <cassert>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "collectives/bounds.h"
+#include "collectives/composition.h"
+#include "collectives/program_synthesis.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "ethernet/roce_frame.h"
+#include "ethernet_fabric.h"
+#include "gpu/copy_collective.h"
+#include "gpu/cores_collective.h"
+#include "hca/roce_bridge.h"
+#include "infiniband_fabric.h"
+#include "netreduce/clt.h"
+#include "scale_out_groups.h"
+#include "topology/cluster.h"
+
+namespace incsim::platforms {
+
+namespace {
+// NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
+// variables documentation, and NVIDIA's blog "Doubling all2all Performance
+// with NVIDIA Collective Communication Library 2.12", 2022).
+const Param<bool> kClusterPxn{
+    "cluster.pxn", true, Range::none(),
+    "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
+    "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
+    "its own adapter and the spines"};
+}  // namespace
+
+Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed)
+    : machine_(machine), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(machine.topology())) {
+  for (int g : gpus) gpus_.push_back(machine.gpus()[static_cast<size_t>(g)]);
+  // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
+  const topo::Topology& t = machine.topology();
+  auto bridge = [&t](const std::string& port) {
+    return is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
+  };
+  if (!nodes_.empty())
+    for (const LinkEnd& e : machine.link_ends()) between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
+}
+
+std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
+                                                      collectives::DType dtype, collectives::RedOp redop) {
+  return std::unique_ptr<CollectiveCall>(new CollectiveCall(*this, a, s, dtype, redop));
+}
+
+// The bound takes the GPU with the least bandwidth toward the others.
+double Communicator::least_endpoint_GBps(bool acked) const {
+  const std::vector<int> gpus = endpoints();
+  double b = machine_.endpoint_payload_GBps(gpus[0], gpus, acked);
+  for (size_t r = 1; r < gpus.size(); ++r) b = std::min(b, machine_.endpoint_payload_GBps(gpus[r], gpus, acked));
+  return b;
+}
+
+std::vector<int> Communicator::endpoints() const {
+  std::vector<int> gpus;
+  for (const gpu::Gpu* g : gpus_) gpus.push_back(g->index());
+  return gpus;
+}
+
+std::vector<nic::Nic*> Communicator::nics() const {
+  std::vector<nic::Nic*> nics;
+  for (gpu::Gpu* g : gpus_) nics.push_back(&machine_.nic(g->index()));
+  return nics;
+}
+
+std::vector<int> Communicator::node_of() const {
+  size_t gpus = 0;
+  for (const auto& node : nodes_) gpus += node.size();
+  std::vector<int> of(gpus);
+  for (size_t k = 0; k < nodes_.size(); ++k)
+    for (int g : nodes_[k]) of[static_cast<size_t>(g)] = static_cast<int>(k);
+  return of;
+}
+
+std::vector<int> Communicator::rail_of() const {
+  size_t gpus = 0;
+  for (const auto& node : nodes_) gpus += node.size();
+  std::vector<int> of(gpus);
+  for (const auto& node : nodes_)
+    for (size_t h = 0; h < node.size(); ++h) of[static_cast<size_t>(node[h])] = static_cast<int>(h);
+  return of;
+}
+
+CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
+                               collectives::DType dtype, collectives::RedOp redop)
+    : comm_(comm), algorithm_(a), synthesis_(s), program_(s.program), dtype_(dtype), redop_(redop) {
+  if (a.in_switches()) innet_ = collectives::in_network_method(program_);
+  switch (program_.engine()) {
+    case collectives::Engine::CopyEngine: make_copy(); break;
+    case collectives::Engine::NicTable:
+      if (synthesis_.trees.shares.empty()) make_schedule();
+      else make_trees();
+      break;
+    default:
+      // NCCL's PXN relays the transfers of the algorithms that cross a cluster's nodes.
+      if (a.crosses_nodes()) relay_across_rails();
+      make_cores();
+  }
+}
+
+CollectiveCall::~CollectiveCall() = default;
+
+namespace {
+// A scale-out network's data packet: its payload, the bytes it adds on the
+// wire, and what acknowledging it costs the other way.
+struct NetPacket {
+  uint32_t payload, header, ack;
+};
+
+// In-network aggregation (pushes) sends the GPU's 128-byte blocks, each
+// its own packet: SHARP's, or NetReduce's one-packet messages with their INA
+// header.
+NetPacket scale_out_packet(const GpuMachine& m, bool pushes) {
+  if (topo::is_roce_cluster(m.topology())) {
+    // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
+    // by an ACK frame (hca/roce_bridge.h).
+    return {pushes ? topo::MulticastFabric::kBlockBytes : m.fabric_as<EthernetFabric>().mtu_payload(),
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes + (pushes ? eth::kInaBytes : 0),
+            eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes};
+  }
+  const net::PacketFormat f = m.fabric_as<InfinibandFabric>().packet_format();
+  return {pushes ? topo::MulticastFabric::kBlockBytes : f.max_payload_bytes, f.header_bytes, 0};
+}
+}  // namespace
+
+double CollectiveCall::cluster_endpoint_GBps() {
+  const collectives::Program& program = program_;
+  const topo::Topology& t = comm_.machine_.topology();
+  const net::PacketFormat& gf = comm_.machine_.format();
+  const NetPacket nf = scale_out_packet(comm_.machine_, program.has(collectives::OpKind::ReduceWrite));
+  const std::vector<int> node_of = comm_.node_of();
+  double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
+  bool adapter_limits = false;
+  const collectives::Buffers& b = program.buffers[0];
+  const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
+  const double factor = collectives::busbw_factor(program.collective, program.ranks);
+  for (int r = 0; r < program.ranks; ++r) {
+    const int gpu = comm_.gpus_[r]->index(), node = t.endpoints()[gpu];
+    // Its links: NVLink's payload, each write acknowledged; the adapter's,
+    // the slower of its PCIe link (acknowledged there) and its network link.
+    double nvl = 0, hca = 0;
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      const topo::PortRef peer = t.peer({node, p});
+      const double bw = t.links()[t.link_at({node, p})].bw_GBps;
+      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
+        nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
+        continue;
+      }
+      const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
+      hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
+                     collectives::payload_bandwidth_GBps(net, nf.payload, nf.header, nf.ack));
+    }
+    double inside = 0, across = 0;
+    sent_chunks(program, r, [&](int peer) { return node_of[comm_.gpus_[peer]->index()] == node_of[gpu]; }, inside,
+                across);
+    // Its time per byte of the message, against the busbw convention's bytes.
+    const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
+    if (t_nvl + t_hca == 0) continue;
+    const double g = factor / std::max(t_nvl, t_hca);
+    if (best == 0 || g < best) {
+      best = g;
+      nvlink_GBps = nvl;
+      adapter_GBps = hca;
+      adapter_limits = t_hca > t_nvl;
+    }
+  }
+  std::ostringstream note;
+  note << std::fixed << std::setprecision(1) << comm_.nodes_.size() << " nodes of " << comm_.nodes_[0].size()
+       << " GPUs; each GPU's sends within its node over NVLink (" << nvlink_GBps << " GB/s payload) and to other "
+       << "nodes through its adapter (" << adapter_GBps << " GB/s): the " << (adapter_limits ? "adapters" : "NVLinks")
+       << " limit the bound";
+  cluster_note_ = note.str();
+  return best;
+}
+
+void CollectiveCall::relay_across_rails() {
+  if (comm_.nodes_.empty() || !comm_.cfg_.get(kClusterPxn)) return;
+  const std::vector<int> node_of = comm_.node_of(), rail_of = comm_.rail_of();
+  std::vector<int> node, rail;
+  for (const gpu::Gpu* p : comm_.gpus_) {
+    node.push_back(node_of[static_cast<size_t>(p->index())]);
+    rail.push_back(rail_of[static_cast<size_t>(p->index())]);
+  }
+  const size_t ops = program_.ops.size();
+  program_ = collectives::pxn_program(program_, node, rail);
+  pxn_relays_ = program_.ops.size() - ops;  // one receive-copy-send each
+}
+
+void CollectiveCall::require_reduction_tables(const std::string& what) const {
+  if (comm_.machine_.table_config().table_bytes == 0)
+    throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
+}
+
+// On a cluster the adapters carry a group's traffic only as SHARP's: a group
+// across nodes takes reducing writes, which the network's switches hold; a
+// group inside a node NVLS's reads and multicasts, which its NVSwitches take.
+void CollectiveCall::require_groups_fit_cluster() const {
+  const collectives::Program& program = program_;
+  const std::vector<int> node_of = comm_.node_of();
+  for (int r = 0; r < program.ranks; ++r)
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      if (!collectives::in_network(o.kind)) continue;
+      const auto& g = program.groups[static_cast<size_t>(o.group)];
+      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
+        return node_of[comm_.gpus_[m]->index()] != node_of[comm_.gpus_[g[0]]->index()];
+      });
+      const bool push = o.kind == collectives::OpKind::ReduceWrite;
+      if (across != push)
+        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
+                        " the cluster's nodes, which takes " +
+                        (across ? "only reducing writes (SHARP in the network's switches)"
+                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
+    }
+}
+
+// Runs a program on the GPUs' cores; each rank sends on the ports that lead
+// to its peer (all of them on a switched fabric; on a direct network only some do).
+void CollectiveCall::make_cores() {
+  const collectives::Program& program = program_;
+  const topo::Topology& t = comm_.machine_.topology();
+  const int n = program.ranks;
+  // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
+  endpoint_GBps_ = comm_.nodes_.empty() ? comm_.least_endpoint_GBps(program.groups.empty()) : cluster_endpoint_GBps();
+  gpu::CoresParams cp;
+  const uint64_t chunk = comm_.machine_.defaults().ring_chunk_bytes;
+  cp.simple = {comm_.cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
+               comm_.cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
+  cp.ll = {comm_.cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
+  cp.ll128 = {comm_.cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
+  cp.ll_max_bytes = auto_ll_max_ = comm_.cfg_.get(collectives::kAutoLlMax);
+  cp.ll128_max_bytes = auto_ll128_max_ = comm_.cfg_.get(collectives::kAutoLl128Max);
+  for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
+                                   std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
+                                   std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
+    if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
+  if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
+  const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
+  const bool pushes = program.has(collectives::OpKind::ReduceWrite);
+  if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? hca::kNetReduceWindow : kSharpCredits);
+  if (!comm_.nodes_.empty()) {
+    require_groups_fit_cluster();
+    if (pushes && !roce) SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
+  }
+  std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
+  for (int r = 0; r < n; ++r) {
+    const int node = t.endpoints()[comm_.gpus_[r]->index()];
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      for (int p = 0; p < t.node(node).ports; ++p)
+        if (t.port_on_shortest_path({node, p}, comm_.gpus_[q]->index())) ports[r][q].push_back(p);
+      // Topology::finalize checked that every endpoint reaches every other.
+      assert(!ports[r][q].empty());
+    }
+  }
+  auto cores = std::make_unique<gpu::CoresCollective>(program, comm_.gpus_, std::move(ports), dtype_, redop_,
+                                                      comm_.seed_, cp, endpoint_GBps_,
+                                                      program.groups.empty() ? nullptr : &comm_.machine_.multicast());
+  if (!program.groups.empty() && comm_.nodes_.empty()) cores->bound_moved(collectives::busiest_moved(program));
+  if (roce && pushes)
+    NetReduceRings(comm_.machine_)
+        .join(program, comm_.endpoints(), [&cores](int g) { return cores->group_out(g); },
+              static_cast<uint32_t>(cp.push_credits), comm_.cfg_.get(netreduce::kCltEntries), dtype_, redop_);
+  engines_ = std::move(cores);
+}
+
+void CollectiveCall::make_copy() {
+  const topo::Topology& t = comm_.machine_.topology();
+  const bool fattree = collectives::is_fattree2l(t);
+  // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
+  const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
+  gpu::WaveParams wp;
+  wp.waves = comm_.cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
+  // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
+  // paper's 8 kB waves (Fig. 7, 8, 10) where C holds one, else C itself in
+  // whole blocks (a 4-GPU star has 4 x 256 B of table).
+  const uint64_t capacity = comm_.machine_.total_table_bytes() / topo::MulticastFabric::kBlockBytes *
+                            topo::MulticastFabric::kBlockBytes;
+  const uint32_t paper_wave = gpu::kWaveBytes.default_value();
+  wp.wave_bytes = comm_.cfg_.get(gpu::kWaveBytes, (push || pull) && capacity > 0 && capacity < paper_wave
+                                                ? static_cast<uint32_t>(capacity)
+                                                : paper_wave);
+  const double timeout_us = comm_.cfg_.get(gpu::kCounterTimeout);
+  const std::string order = comm_.cfg_.get(gpu::kCopyOrder);
+  if (order != "arbitrary" && order != "address")
+    throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
+  wp.arbitrary_order = order == "arbitrary";
+  if (wp.wave_bytes < comm_.machine_.format().max_payload_bytes)
+    throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
+                    std::to_string(comm_.machine_.format().max_payload_bytes) + " B) and 64 MiB");
+  wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
+  // Blocks, table entries and the packets that carry them are the 128-byte
+  // aligned unit of Klenk §IV-D.
+  if (comm_.machine_.format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
+    throw UserError("the copy engines reduce, multicast and write 128-byte blocks (Klenk §IV-D); "
+                    "net.max_payload_bytes must be 128, not " + std::to_string(comm_.machine_.format().max_payload_bytes));
+  if (push || pull) {
+    require_reduction_tables(algorithm_.name());
+    // Klenk §IV-F1: waves are C/k of the network's table capacity C.
+    if (wp.waves > 0 && wp.wave_bytes > comm_.machine_.total_table_bytes())
+      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +
+                      "than the " + std::to_string(comm_.machine_.total_table_bytes()) +
+                      " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
+                      "§IV-F1 sizes waves to C/k): lower the first or raise the second");
+  }
+  endpoint_GBps_ = comm_.least_endpoint_GBps(!innet_);  // unicast writes are acknowledged
+  engines_ = std::make_unique<gpu::CopyCollective>(program_, comm_.gpus_, t, comm_.machine_.multicast(), dtype_,
+                                                     redop_, comm_.seed_, wp, endpoint_GBps_);
+}
+
+// The NICs run the schedule as a program (or a program file of table
+// operations), which each compiles to its table.
+void CollectiveCall::make_schedule() {
+  const topo::Topology& t = comm_.machine_.topology();
+  const std::string fc = comm_.cfg_.get(nic::kNicFlowControl, synthesis_.message_flow_control ? "message" : "packet");
+  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
+  nic::StepEstimate est;
+  est.buffer_flits = comm_.cfg_.get(nic::kNicBufferFlits);
+  est.clock_ghz = comm_.cfg_.get(nic::kNicClock);
+  est.link_GBps = t.links().front().bw_GBps;
+  for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
+  const bool message = fc == "message";
+  endpoint_GBps_ = comm_.least_endpoint_GBps(false);
+  if (message) {
+    // One head flit per message instead of per packet.
+    const auto& f = comm_.machine_.format();
+    endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
+  }
+  // The NICs compile the program to tables here, once; a file that does not
+  // compile (schedule_of) is refused naming it, before anything runs.
+  std::unique_ptr<nic::ScheduledCollective> c;
+  try {
+    c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
+                                                   message ? nic::FlowControl::Message : nic::FlowControl::Packet,
+                                                   est, endpoint_GBps_);
+  } catch (const UserError& e) {
+    throw UserError(std::string(algorithm_.name()) + ": " + e.what());
+  }
+  scheduled_ = c.get();
+  engines_ = std::move(c);
+}
+
+void CollectiveCall::make_trees() {
+  const topo::Topology& t = comm_.machine_.topology();
+  collectives::TreeSynthesis& ts = synthesis_.trees;
+  endpoint_GBps_ = is_dgx1(t) ? ts.algbw_bound_GBps : comm_.least_endpoint_GBps(false);
+  nic::Execution x;
+  x.dataflow = true;
+  x.ports_to = ts.ports_to;
+  x.tree_ports = ts.tree_ports;
+  x.algbw_bound_GBps = ts.algbw_bound_GBps;
+  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
+  est.buffer_flits = 318;
+  est.clock_ghz = 1.0;
+  est.link_GBps = t.links().front().bw_GBps;
+  auto c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
+                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
+  scheduled_ = c.get();
+  engines_ = std::move(c);
+}
+
+void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
+  GpuMachine& m = comm_.machine_;
+  const auto& ends = m.link_ends();
+  link_bytes_.resize(ends.size());
+  for (size_t k = 0; k < ends.size(); ++k) link_bytes_[k] = ends[k].port->bytes_sent();
+  t0_ = sc_core::sc_time_stamp();
+  for (gpu::Gpu* g : comm_.gpus_) g->memory().set_origin(t0_);
+  tables_ = m.table_totals();
+  latency_ = m.packet_latency();
+  done_ = false;
+  bytes_ = bytes;
+  engines_->start(bytes, [this, on_done = std::move(on_done)] {
+    done_ = true;
+    t1_ = sc_core::sc_time_stamp();
+    on_done();
+  });
+}
+
+// The machine's counters (links, tables, packets) count everything on it
+// while the collective ran, another job's traffic too.
+Measures CollectiveCall::measures() const {
+  const GpuMachine& m = comm_.machine_;
+  Measures r;
+  r.time_us = (t1_ - t0_).to_seconds() * 1e6;
+  r.wrong = engines_->wrong();
+  r.bound_us = engines_->bound_us(bytes_);
+  r.busbw_factor = engines_->busbw_factor();
+  r.redop = engines_->redop();
+  const auto& ends = m.link_ends();
+  for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - link_bytes_[k]);
+  if (!comm_.nodes_.empty()) {
+    // Which network limited the time: the busiest link direction inside the
+    // nodes (NVLink) and between them, as a fraction of the time.
+    double busiest[2] = {0, 0};
+    for (size_t k = 0; k < ends.size(); ++k) {
+      double& b = busiest[comm_.between_nodes_[k]];
+      b = std::max(b, static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * r.time_us * 1e3));
+    }
+    r.nvlink_busiest = busiest[0];
+    r.network_busiest = busiest[1];
+  }
+  const auto tables1 = m.table_totals();
+  const auto latency1 = m.packet_latency();
+  r.packets = latency1.first - latency_.first;
+  r.latency_ns_sum = latency1.second - latency_.second;
+  r.tables = {tables1.hits - tables_.hits, tables1.misses - tables_.misses, tables1.evictions - tables_.evictions,
+              tables1.stalls - tables_.stalls, tables1.completions - tables_.completions};
+  return r;
+}
+
+void CollectiveCall::describe(std::ostream& os) const {
+  if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
+  if (!synthesis_.trees.bound_note.empty()) {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
+       << synthesis_.trees.bound_note << ")\n";
+  } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
+       << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
+  } else {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
+       << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
+                             ? "links, one head flit per message; NIC messages are posted"
+                             : "links less header flits; NIC messages are posted")
+           : !innet_ ? "links less header flits and write acks"
+                     : "links less header flits; multicast writes are posted")
+       << ")\n";
+  }
+  if (scheduled_) {
+    const auto& s = scheduled_->schedule();
+    uint64_t entries = 0;
+    for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
+    os << "# schedule: " << s.algorithm << " on the NICs, "
+       << (scheduled_->dataflow() ? "dataflow (no lockstep), " : "") << s.steps << " steps";
+    if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
+    os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
+       << s.count(collectives::Op::Nop) << " NOPs in all)\n";
+  }
+  if (reduces_in_switches()) describe_sizing(os);
+  if (program_.protocol_by_size)
+    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
+       << size_label(auto_ll128_max_) << ", Simple above\n";
+  if (pxn_relays_)
+    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
+       << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
+}
+
+// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
+// beside the configured size, so a sensitivity sweep can be read against them.
+void CollectiveCall::describe_sizing(std::ostream& os) const {
+  const GpuMachine& m = comm_.machine_;
+  const auto& t = m.topology();
+  const int n = comm_.size();
+  const auto& sw = m.table_config();
+  const auto& ll = m.little_law();
+  const int node = t.endpoints()[0];
+  uint64_t ports = 0;
+  for (int s : t.switches()) ports += t.node(s).ports;
+  const int access = t.node(node).ports;
+  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
+     << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU "
+     << ll.l_gpu_ns << " ns): ";
+  if (innet_ == collectives::InNetMethod::Pull) {
+    const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
+    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
+  } else {
+    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
+    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
+       << " ports";
+  }
+  os << "; configured " << sw.table_bytes << " B per port\n";
+}
+
+}  // namespace incsim::platforms

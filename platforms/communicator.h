@@ -1,0 +1,151 @@
+#pragma once
+// The communicator (docs/architecture.md, "One way to run a program"): the
+// GPUs of a machine that run collectives together, as NCCL's communicator
+// groups its ranks. It sets an algorithm's program up on the engines its
+// operations name (the GPUs' cores, their copy engines, the NICs' schedule
+// tables), makes its in-network groups with the fabrics' owners (the
+// fabric manager's multicast windows, SHARP's aggregation manager,
+// NetReduce's controller on a RoCE cluster), and starts it per message
+// size. The collective workload, jobs, training, Chakra traces and an
+// sc_main of one's own start collectives this way.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "collectives/data_pattern.h"
+#include "collectives/program_synthesis.h"
+#include "core/config.h"
+#include "gpu/collective.h"
+#include "nic/scheduled_collective.h"
+#include "platform.h"
+
+namespace incsim::platforms {
+
+// What one run of a collective measured: nccl-tests' row (time, #wrong,
+// the bound and the busbw factor) and what a bus bandwidth hides for
+// in-network designs (bytes per link end, the reduction tables' events,
+// packets and their latency), over the run.
+struct Measures {
+  double time_us = 0;
+  uint64_t wrong = 0;
+  double bound_us = 0, busbw_factor = 0;
+  std::string redop;
+  std::vector<uint64_t> link_bytes;  // [link end of the machine]
+  GpuMachine::TableTotals tables;
+  uint64_t packets = 0;
+  double latency_ns_sum = 0;
+  // On a cluster: the busiest link direction inside the nodes (NVLink) and
+  // between them, as a fraction of the time; -1 elsewhere.
+  double nvlink_busiest = -1, network_busiest = -1;
+};
+
+// A program set up on a communicator's GPUs and engines, run once per
+// message size: start() begins it now, on_done follows when every rank has
+// finished (or the run failed: error()); measures() then says what it did.
+class CollectiveCall {
+ public:
+  ~CollectiveCall();
+  void start(uint64_t bytes, std::function<void()> on_done);
+  bool done() const { return done_; }
+  std::string error() const { return engines_->error(); }
+  Measures measures() const;
+  // Its operator's name, "none" where nothing is reduced (nccl-tests' redop column).
+  std::string redop() const { return engines_->redop(); }
+
+  const collectives::Program& program() const { return program_; }
+  // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
+  double endpoint_GBps() const { return endpoint_GBps_; }
+  // The header's lines: the cluster's links, the bound and where it comes
+  // from, the NICs' schedule, the Little's-law table sizing, NCCL's
+  // protocol by size, PXN's relays.
+  void describe(std::ostream& os) const;
+  // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
+  // what the tables did.
+  bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
+  const nic::ScheduledCollective* schedule() const { return scheduled_; }
+  // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
+  int sm_blocks() const { return engines_->sm_blocks(); }
+  double done_fraction() const { return engines_->done_fraction(); }
+  void trace(sc_core::sc_trace_file* tf) const { engines_->trace(tf); }
+
+ private:
+  friend class Communicator;
+  CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
+                 collectives::DType dtype, collectives::RedOp redop);
+  void describe_sizing(std::ostream& os) const;
+  void make_cores();
+  void make_copy();
+  void make_schedule();
+  void make_trees();
+  // NCCL's PXN on a cluster (cluster.pxn): the program's transfers across
+  // rails and nodes relayed through the GPU on the destination's rail.
+  void relay_across_rails();
+  // On a cluster: the payload bandwidth per GPU that the program's sends
+  // within its node (NVLink) and to other nodes (its adapter) allow at most.
+  double cluster_endpoint_GBps();
+  void require_reduction_tables(const std::string& what) const;
+  void require_groups_fit_cluster() const;
+
+  Communicator& comm_;
+  const collectives::Algorithm& algorithm_;
+  collectives::Synthesis synthesis_;
+  collectives::Program program_;
+  collectives::DType dtype_;
+  collectives::RedOp redop_;
+  std::optional<collectives::InNetMethod> innet_;  // how the program uses the switches
+  std::unique_ptr<gpu::Collective> engines_;
+  const nic::ScheduledCollective* scheduled_ = nullptr;
+  double endpoint_GBps_ = 0;
+  uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;  // ring.protocol=auto's thresholds
+  size_t pxn_relays_ = 0;                          // relay_across_rails' relays
+  std::string cluster_note_;                       // what limits a cluster's bound
+  // The running size: when it started and ended, and the machine's counters then.
+  sc_core::sc_time t0_, t1_;
+  uint64_t bytes_ = 0;
+  bool done_ = false;
+  std::vector<uint64_t> link_bytes_;
+  GpuMachine::TableTotals tables_;
+  std::pair<uint64_t, double> latency_;
+};
+
+class Communicator {
+ public:
+  // gpus: the machine's GPUs (endpoint indices) that take part, rank r on
+  // gpus[r]; a job's share, or all of them.
+  Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed);
+  // Sets up what algorithm `a` (which must outlive the call) synthesized for
+  // these GPUs, on the engines its operations name. UserError if the
+  // machine cannot run it (no tables, too few aggregation buffers, ...).
+  std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
+                                          collectives::DType dtype, collectives::RedOp redop);
+
+  GpuMachine& machine() { return machine_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  int size() const { return static_cast<int>(gpus_.size()); }
+  Config& config() { return cfg_; }
+  uint64_t seed() const { return seed_; }
+  // A cluster's nodes (topo::cluster_nodes); empty elsewhere.
+  const std::vector<std::vector<int>>& nodes() const { return nodes_; }
+  // The payload bandwidth of the GPU with the least toward the others
+  // (acked: each write costs an acknowledgement on the link back).
+  double least_endpoint_GBps(bool acked) const;
+
+ private:
+  std::vector<int> endpoints() const;    // [rank]: its GPU's endpoint index
+  std::vector<nic::Nic*> nics() const;   // [rank]: the NIC inside its GPU
+  std::vector<int> node_of() const;      // [endpoint]: its node in nodes_
+  std::vector<int> rail_of() const;      // [endpoint]: its place in its node, the rail of its adapter
+  GpuMachine& machine_;
+  std::vector<gpu::Gpu*> gpus_;
+  Config& cfg_;
+  uint64_t seed_;
+  std::vector<std::vector<int>> nodes_;
+  std::vector<bool> between_nodes_;  // [link end] on a cluster: the network's, or a GPU's link to its adapter
+  friend class CollectiveCall;
+};
+
+}  // namespace incsim::platforms

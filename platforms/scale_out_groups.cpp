@@ -1,0 +1,141 @@
+#include "scale_out_groups.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "ethernet/ethernet_switch.h"
+#include "ethernet/roce_frame.h"
+#include "gpu/group_window.h"
+#include "hca/roce_bridge.h"
+#include "infiniband_fabric.h"
+#include "netreduce/fpga_aggregator.h"
+
+namespace incsim::platforms {
+
+int adapter_of(const topo::Topology& t, int gpu) {
+  const int node = t.endpoints()[gpu];
+  for (int p = 0; p < t.node(node).ports; ++p)
+    if (const int a = t.peer({node, p}).node; a >= 0 && topo::kinds::is_adapter(t.node(a).block)) return a;
+  return -1;
+}
+
+// SHARP reserves each group's share of a switch's aggregation buffers (its
+// credits) when the group is made, on every switch of its tree. A rail's
+// leaf holds every group of its GPUs, as homes and merge points, and any one
+// port may have to take all their blocks in flight. A spine is on the tree
+// of every group with members under several leaves. Of a group on two
+// leaves it is only a home (partials from the two leaves meet at the home
+// alone), and its blocks are interleaved over its home ports (at least
+// every port of its leaves), so of its `credits` consecutive blocks in
+// flight one port holds at most credits / homes, rounded up. On three or
+// more leaves a spine also merges partials bound for a leaf, and under
+// fabric.home_ports=hash homes collide: then a port may hold all of them.
+void SharpManager::admit(const collectives::Program& program, const std::vector<int>& gpus, int credits) const {
+  const uint32_t bytes = m_.fabric_as<InfinibandFabric>().table_config().table_bytes;
+  if (bytes == 0) throw UserError(program.name + " reduces in the network's switches: ib.sharp.table_bytes must be above 0");
+  std::vector<bool> pushes(program.groups.size(), false);
+  for (const collectives::Operation& o : program.ops)
+    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
+  std::vector<int> groups(static_cast<size_t>(program.ranks), 0);  // [rank]: its groups that push
+  int most = 0;
+  for (size_t g = 0; g < program.groups.size(); ++g)
+    if (pushes[g])
+      for (int r : program.groups[g]) most = std::max(most, ++groups[static_cast<size_t>(r)]);
+  const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
+  const topo::Topology& t = m_.topology();
+  const auto leaf_of = [&](int rank) {  // the leaf of the rank's adapter
+    return t.peer({adapter_of(t, gpus[static_cast<size_t>(rank)]), hca::Adapter::kNet}).node;
+  };
+  const bool interleave = m_.multicast().home_mapping() == topo::HomeMapping::Interleave;
+  uint64_t spanning = 0, spine_need = 0, at_one_port = 0;  // pushing groups under several leaves
+  for (size_t g = 0; g < program.groups.size(); ++g) {
+    if (!pushes[g]) continue;
+    std::vector<int> leaves;
+    for (int r : program.groups[g])
+      if (std::find(leaves.begin(), leaves.end(), leaf_of(r)) == leaves.end()) leaves.push_back(leaf_of(r));
+    if (leaves.size() < 2) continue;
+    uint64_t homes = 0;
+    for (int leaf : leaves) homes += static_cast<uint64_t>(t.node(leaf).ports);
+    const uint64_t here =
+        interleave && leaves.size() == 2 ? (credits + homes - 1) / homes : static_cast<uint64_t>(credits);
+    ++spanning;
+    spine_need += here;
+    at_one_port = std::max(at_one_port, here);
+  }
+  if (entries < spine_need)
+    throw UserError(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
+                    std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
+                    " of each one's ib.sharp.credits=" + std::to_string(credits) +
+                    " blocks at one port), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
+                    std::to_string(entries));
+  if (entries < need)
+    throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
+                    std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
+                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
+                    std::to_string(entries));
+}
+
+// NetReduce on a RoCE cluster (docs/modern-machines.md, "RoCE and NetReduce
+// across nodes"): each group that pushes across the nodes is a ring of its
+// members in the group's order, aggregated by the FPGA beside their rail's
+// leaf: the FPGA gets an aggregator array per ring (2 x window one-block
+// messages), each member's adapter a queue pair to the next member and one
+// from the previous, and the leaf an ACL rule per member that turns its
+// connection's data to the FPGA port of its own leaf port (§4, Fig. 10B).
+void NetReduceRings::join(const collectives::Program& program, const std::vector<int>& members,
+                          const std::function<uint64_t(int)>& out, uint32_t window, uint32_t clt,
+                          collectives::DType dtype, collectives::RedOp redop) const {
+  const topo::Topology& t = m_.topology();
+  const auto bridge = [&](int gpu) -> hca::RoceBridge& {
+    return dynamic_cast<hca::RoceBridge&>(m_.block(adapter_of(t, gpu)));
+  };
+  std::vector<bool> pushes(program.groups.size(), false);
+  for (const collectives::Operation& o : program.ops)
+    if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
+  std::map<int, uint16_t> rings;  // [FPGA node]: its rings so far
+  for (size_t g = 0; g < program.groups.size(); ++g) {
+    if (!pushes[g]) continue;
+    std::vector<int> gpus;
+    for (int r : program.groups[g]) gpus.push_back(members[static_cast<size_t>(r)]);
+    const int ranks = static_cast<int>(gpus.size());
+    const int leaf = t.peer({adapter_of(t, gpus[0]), hca::Adapter::kNet}).node;
+    for (int gpu : gpus)
+      if (t.peer({adapter_of(t, gpu), hca::Adapter::kNet}).node != leaf)
+        throw UserError(program.name + " aggregates each rail in NetReduce's FPGA beside its leaf, but a rail of " +
+                        std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
+                        "spine FPGAs (§3.3) is not built on a cluster");
+    // The leaf port facing FPGA port k, for k its k-th node port.
+    std::vector<int> to_fpga(static_cast<size_t>(t.node(leaf).ports), -1);
+    int fpga = -1;
+    for (int p = 0; p < t.node(leaf).ports; ++p)
+      if (const topo::PortRef f = t.peer({leaf, p}); f.node >= 0 && t.node(f.node).block == topo::kinds::kLeafFpga) {
+        fpga = f.node;
+        to_fpga[static_cast<size_t>(f.port)] = p;
+      }
+    const uint16_t ring = rings[fpga]++;
+    if (static_cast<uint64_t>(ring + 1) * static_cast<uint64_t>(ranks) > clt)
+      throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
+                      std::to_string(ring + 1) + " rings of " + std::to_string(ranks) + ", but fpga.clt.entries=" +
+                      std::to_string(clt));
+    dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga))
+        .add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop);
+    for (int k = 0; k < ranks; ++k) {
+      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],
+                prev = gpus[static_cast<size_t>((k + ranks - 1) % ranks)];
+      bridge(gpu).join_ring(ring, out(static_cast<int>(g)), gpu::GroupWindow::kFlag - gpu::GroupWindow::kOut,
+                            static_cast<uint16_t>(k), static_cast<uint16_t>(ranks), static_cast<uint32_t>(next),
+                            static_cast<uint32_t>(prev));
+    }
+    auto& sw = dynamic_cast<eth::EthernetSwitch&>(m_.block(leaf));
+    for (int k = 0; k < ranks; ++k) {
+      const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)];
+      const int port = t.peer({adapter_of(t, gpu), hca::Adapter::kNet}).port;
+      sw.add_acl({eth::ip_of(static_cast<uint32_t>(gpu)), eth::ip_of(static_cast<uint32_t>(next)),
+                  bridge(next).ring_qpn(ring), to_fpga[static_cast<size_t>(port)]});
+    }
+  }
+}
+
+}  // namespace incsim::platforms
