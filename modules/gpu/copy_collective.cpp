@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "collectives/bounds.h"
+#include "collectives/layout.h"
 #include "gpu/group_window.h"
 
 namespace incsim::gpu {
@@ -20,21 +21,6 @@ using CollectiveKind = collectives::Collective;
 namespace {
 constexpr uint32_t kFlagBytes = 4;  // a barrier's flag: one int32
 constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
-
-// The message (the buffer nccl-tests counts) is cut into this many chunks.
-uint32_t message_chunks(const collectives::Program& p) {
-  return p.collective == CollectiveKind::AllGather ? p.buffers[0].output : p.buffers[0].input;
-}
-
-// Which chunk of the message rank r's chunk c is (docs/programs.md, "Chunks
-// and buffers"): the small buffer of a reduce-scatter or all-gather is rank
-// r's window of the message.
-uint32_t message_chunk(const collectives::Program& p, int r, ChunkRef c) {
-  const collectives::Buffers& b = p.buffers[r];
-  if (p.collective == CollectiveKind::AllGather && c.buf == Buffer::Input) return r * b.input + c.index;
-  if (p.collective == CollectiveKind::ReduceScatter && c.buf == Buffer::Output) return r * b.output + c.index;
-  return c.index;
-}
 
 bool issues(const collectives::Operation& o) {
   switch (o.kind) {
@@ -186,7 +172,7 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
       rank_(rank),
       bytes_(bytes),
       blocks_((bytes + kBlock - 1) / kBlock),
-      chunks_(message_chunks(c.program_)),
+      chunks_(collectives::message_chunks(c.program_)),
       node_(c.topo_.endpoints()[gpu_.index()]) {
   for (int port = 0; port < c.topo_.node(node_).ports; ++port)
     if (std::all_of(c.gpus_.begin(), c.gpus_.end(),
@@ -206,7 +192,7 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     op.issues = issues(o);
     const ChunkRef moved = op.issues && !o.src.empty() ? o.src : !o.dst.empty() ? o.dst : o.src;
     if (!moved.empty()) {
-      const uint32_t m = message_chunk(p, rank, moved);
+      const uint32_t m = static_cast<uint32_t>(collectives::message_chunk(p, rank, moved));
       op.lo = block_of_chunk(m);
       op.hi = block_of_chunk(m + moved.count);
     }
@@ -215,7 +201,7 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
       if (op.group >= 0) {
         std::vector<int>& r = receiver_[op.group];
         if (r.empty()) r.assign(chunks_, -1);
-        const uint32_t m = message_chunk(p, rank, o.dst);
+        const uint32_t m = static_cast<uint32_t>(collectives::message_chunk(p, rank, o.dst));
         for (uint32_t k = m; k < m + o.dst.count; ++k) r[k] = i;
       }
     }
@@ -734,7 +720,7 @@ std::string CopyCollective::cannot_run(const collectives::Program& p) {
   if (p.collective == CollectiveKind::AllToAll)
     return "the copy engines run no alltoall (their blocks land where they lie in the message, and an alltoall's "
            "move to another rank's place); give its operations to the cores";
-  const uint32_t chunks = message_chunks(p);
+  const uint32_t chunks = collectives::message_chunks(p);
   for (int r = 0; r < p.ranks; ++r) {
     const collectives::Buffers& b = p.buffers[r];
     if ((p.collective == CollectiveKind::AllGather ? b.output : b.input) != chunks)
@@ -767,7 +753,7 @@ std::string CopyCollective::cannot_run(const collectives::Program& p) {
       if (in_network(o.kind) && !o.dst.empty()) {
         std::vector<char>& got = received[o.group];
         got.resize(chunks, 0);
-        const uint32_t m = message_chunk(p, r, o.dst);
+        const uint32_t m = static_cast<uint32_t>(collectives::message_chunk(p, r, o.dst));
         for (uint32_t k = m; k < m + o.dst.count && k < chunks; ++k)
           if (got[k]++) return what + " receives message chunk " + std::to_string(k) + " a second time in group " +
                                std::to_string(o.group) + "; the copy engine takes a chunk once per group";

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "collectives/bounds.h"
+#include "collectives/layout.h"
 #include "collectives/program_synthesis.h"
 #include "core/error.h"
 #include "gpu/group_window.h"
@@ -36,103 +37,7 @@ bool passive(const collectives::Operation& o) {
   return (o.kind == OpKind::ReduceRead && o.dst.empty()) || (o.kind == OpKind::MulticastWrite && o.src.empty());
 }
 
-// The buffer that holds rank r's chunk (in place, the output and the input
-// overlap) and the chunk of the message it is, or -1 for scratch.
-void canonical(const collectives::Program& p, int rank, Buffer& buf, uint32_t& index, int64_t& message) {
-  const collectives::Buffers& b = p.buffers[rank];
-  const uint32_t r = static_cast<uint32_t>(rank);
-  message = -1;
-  switch (p.collective) {
-    case Kind::AllReduce:
-    case Kind::Broadcast:
-      if (buf == Buffer::Output && p.in_place) buf = Buffer::Input;
-      if (buf != Buffer::Scratch) message = index;
-      break;
-    case Kind::ReduceScatter:
-      if (buf == Buffer::Output && p.in_place) buf = Buffer::Input, index += r * b.output;
-      if (buf == Buffer::Input) message = index;
-      if (buf == Buffer::Output) message = r * b.output + index;
-      break;
-    case Kind::AllGather:
-      if (buf == Buffer::Input && p.in_place) buf = Buffer::Output, index += r * b.input;
-      if (buf == Buffer::Input) message = r * b.input + index;
-      if (buf == Buffer::Output) message = index;
-      break;
-    case Kind::AllToAll: {  // out of place: rank j's output chunk s per + c is rank s's input chunk j per + c
-      const uint32_t per = b.input / static_cast<uint32_t>(p.ranks);
-      if (buf == Buffer::Input) message = r * b.input + index;
-      if (buf == Buffer::Output) message = index / per * b.input + r * per + index % per;
-      break;
-    }
-  }
-}
-
-// The chunks of the message per pass, and its elements for a size of
-// `elems`: an all-to-all's message is every rank's input, whose blocks meet
-// their destinations' output chunks (canonical), n times the size.
-uint32_t message_chunks(const collectives::Program& p) {
-  const collectives::Buffers& b = p.buffers[0];
-  if (p.collective == Kind::AllToAll) return b.input * static_cast<uint32_t>(p.ranks);
-  return p.collective == Kind::AllGather ? b.output : b.input;
-}
-uint64_t message_elems(const collectives::Program& p, uint64_t elems) {
-  return p.collective == Kind::AllToAll ? elems * static_cast<uint64_t>(p.ranks) : elems;
-}
 }  // namespace
-
-// The message (the buffer nccl-tests counts: all-reduce's, reduce-scatter's
-// input, all-gather's output; for an all-to-all every rank's input, each
-// block met by its destination's output chunk) is `blocks x parts` chunks
-// per pass. A program whose channel c touches only chunks c mod parts (the
-// ring's channels) gets a part of the message per channel, each cut into
-// its own passes, as NCCL splits a message over channels; any other program
-// one part.
-struct CoresCollective::Layout {
-  int parts = 1;
-  uint32_t blocks = 1;
-  uint64_t chunk_elems = 1;
-  std::vector<uint64_t> off, count, passes;  // [part]
-
-  Layout(int parts_, uint32_t blocks_, uint64_t chunk_elems_, uint64_t elems)
-      : parts(parts_), blocks(blocks_), chunk_elems(chunk_elems_) {
-    const uint64_t per_pass = chunk_elems * blocks;
-    uint64_t at = 0;
-    for (int g = 0; g < parts; ++g) {
-      const uint64_t n = elems / parts + (static_cast<uint64_t>(g) < elems % parts ? 1 : 0);
-      off.push_back(at);
-      count.push_back(n);
-      passes.push_back(std::max<uint64_t>(1, (n + per_pass - 1) / per_pass));
-      at += n;
-    }
-  }
-  // The most elements a chunk holds in any pass: chunk_elems, or fewer where
-  // a part of the message is smaller than a pass.
-  uint64_t largest_chunk() const {
-    uint64_t most = 1;
-    for (uint64_t n : count) most = std::max(most, std::min(chunk_elems, (n + blocks - 1) / blocks));
-    return most;
-  }
-  // The message chunk and the pass element e lies in: the inverse of range.
-  void locate(uint64_t e, uint32_t& m, uint64_t& pass) const {
-    int g = parts - 1;
-    while (g > 0 && off[g] > e) --g;
-    const uint64_t per_pass = chunk_elems * blocks, rel = e - off[g];
-    pass = rel / per_pass;
-    const uint64_t pass_len = std::min(per_pass, count[g] - pass * per_pass);
-    const uint64_t base = pass_len / blocks, rem = pass_len % blocks, x = rel - pass * per_pass;
-    const uint64_t b = x < rem * (base + 1) ? x / (base + 1) : rem + (x - rem * (base + 1)) / base;
-    m = static_cast<uint32_t>(b * static_cast<uint64_t>(parts) + static_cast<uint64_t>(g));
-  }
-  // Elements [first, first + len) of message chunk m in pass `pass`.
-  void range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len) const {
-    const int g = static_cast<int>(m % parts);
-    const uint64_t b = m / parts, per_pass = chunk_elems * blocks, pass_off = pass * per_pass;
-    const uint64_t pass_len = count[g] > pass_off ? std::min(per_pass, count[g] - pass_off) : 0;
-    const uint64_t base = pass_len / blocks, rem = pass_len % blocks;
-    len = base + (b < rem ? 1 : 0);
-    first = off[g] + pass_off + b * base + std::min(b, rem);
-  }
-};
 
 // One GPU's part: a TxStream per queue, a connection per (channel, peer) and
 // direction, and the chunks written that a later operation reads.
@@ -396,13 +301,13 @@ CoresCollective::Rank::Conn& CoresCollective::Rank::add_conn(std::vector<std::un
 }
 
 void CoresCollective::Rank::canon(Buffer& buf, uint32_t& index, int64_t& message) const {
-  canonical(coll_.program_, rank_, buf, index, message);
+  message = collectives::message_chunk(coll_.program_, rank_, buf, index);
 }
 
 CoresCollective::Rank::Rank(CoresCollective& coll, int rank)
     : coll_(coll), gpu_(*coll.gpus_[rank]), rank_(rank) {
   const collectives::Program& p = coll.program_;
-  const Layout& lay = *coll.layout_;
+  const collectives::PassLayout& lay = *coll.layout_;
   const int n_ops = p.op_count(rank);
   done_passes_.assign(n_ops, 0);
   dependents_.assign(n_ops, {});
@@ -843,7 +748,7 @@ void CoresCollective::Rank::op_done(int i, uint64_t pass) {
 }
 
 uint64_t CoresCollective::Rank::passes_of(const Operation& o) const {
-  const Layout& lay = *coll_.layout_;
+  const collectives::PassLayout& lay = *coll_.layout_;
   return lay.parts > 1 ? lay.passes[o.channel % lay.parts] : lay.passes[0];
 }
 
@@ -1071,7 +976,7 @@ void CoresCollective::Rank::Lane::on_response(net::Packet* p) { q->rank->read_ba
 
 void CoresCollective::Rank::segments(const ChunkRef& ref, uint64_t pass, bool write, uint64_t len,
                                      std::vector<Segment>& out) {
-  const Layout& lay = *coll_.layout_;
+  const collectives::PassLayout& lay = *coll_.layout_;
   out.clear();
   for (uint32_t k = 0; k < ref.count; ++k) {
     Segment s;
@@ -1263,7 +1168,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
   if (program_.protocol_by_size && params_.ll128_max_bytes > params_.ll_max_bytes)
     use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
-  message_chunks_ = message_chunks(program_);
+  message_chunks_ = collectives::message_chunks(program_);
   // The channels split the message when each touches only its own chunks
   // (a relay channel, its data channel's).
   for (const Operation& o : program_.ops) channels_ = std::max(channels_, o.channel + 1);
@@ -1286,7 +1191,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
           Buffer buf = ref.buf;
           uint32_t index = ref.index + k;
           int64_t m;
-          canonical(program_, r, buf, index, m);
+          m = collectives::message_chunk(program_, r, buf, index);
           if (m >= 0 && m % parts_ != o.channel % static_cast<uint32_t>(parts_)) parts_ = 1;
         }
     }
@@ -1339,13 +1244,7 @@ void CoresCollective::check_in_network() const {
                                "block is complete (SHARP's aggregation tables on a cluster's network, ib.sharp.*); "
                                "this platform's tables evict partial sums to a home GPU, which the copy engines' "
                                "push takes");
-      const auto message = [&](ChunkRef ref) {
-        Buffer buf = ref.buf;
-        uint32_t index = ref.index;
-        int64_t m;
-        canonical(program_, r, buf, index, m);
-        return m;
-      };
+      const auto message = [&](ChunkRef ref) { return collectives::message_chunk(program_, r, ref); };
       if (o.kind == OpKind::ReduceRead && !o.src.empty() && o.src.buf != Buffer::Input)
         throw UserError(what + " reads no input chunk; the switches read the members' inputs");
       const int pos = position[{o.group, o.channel}]++;
@@ -1409,8 +1308,8 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   } else if (nvls_only_) {
     slot_params_.chunk_bytes = collectives::nvls_chunk_bytes(bytes, message_chunks_, params_.simple.chunk_bytes);
   }
-  layout_ = std::make_unique<Layout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
-                                     slot_params_.chunk_bytes / elem_, message_elems(program_, bytes / elem_));
+  layout_ = std::make_unique<collectives::PassLayout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
+                                     slot_params_.chunk_bytes / elem_, collectives::message_elems(program_, bytes / elem_));
   // The fabric manager registers this size's regions (Klenk Fig. 2); under
   // multimem the switches read and write each member's own copy too.
   remove_regions();

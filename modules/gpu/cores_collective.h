@@ -34,6 +34,7 @@
 
 #include "collectives/alu.h"
 #include "collectives/data_pattern.h"
+#include "collectives/layout.h"
 #include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "gpu/collective.h"
@@ -126,8 +127,6 @@ class CoresCollective : public Collective {
   uint64_t group_out(int g) const;
 
   class Rank;
-  // Where a pass's chunks lie in the message (the buffer nccl-tests counts).
-  struct Layout;
   // An in-network group: its window of the multicast address space and its regions there.
   struct Group {
     int window = -1;
@@ -168,7 +167,7 @@ class CoresCollective : public Collective {
   bool nvls_only_ = false;       // in-network operations only: NCCL's NVLS kernel, its chunk rule
   int parts_ = 1;                // the message's parts, one per channel or one
   size_t max_conns_ = 0;         // connections of one direction on any rank: the flags' records
-  std::unique_ptr<Layout> layout_;
+  std::unique_ptr<collectives::PassLayout> layout_;  // this size's passes
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::function<void()> on_done_;
   int running_ = 0;

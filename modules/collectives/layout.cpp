@@ -1,0 +1,88 @@
+#include "collectives/layout.h"
+
+#include <algorithm>
+
+namespace incsim::collectives {
+
+uint32_t message_chunks(const Program& p) {
+  const Buffers& b = p.buffers[0];
+  if (p.collective == Collective::AllToAll) return b.input * static_cast<uint32_t>(p.ranks);
+  return p.collective == Collective::AllGather ? b.output : b.input;
+}
+
+uint64_t message_elems(const Program& p, uint64_t elems) {
+  return p.collective == Collective::AllToAll ? elems * static_cast<uint64_t>(p.ranks) : elems;
+}
+
+int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index) {
+  const Buffers& b = p.buffers[rank];
+  const uint32_t r = static_cast<uint32_t>(rank);
+  int64_t message = -1;
+  switch (p.collective) {
+    case Collective::AllReduce:
+    case Collective::Broadcast:
+      if (buf == Buffer::Output && p.in_place) buf = Buffer::Input;
+      if (buf != Buffer::Scratch) message = index;
+      break;
+    case Collective::ReduceScatter:
+      if (buf == Buffer::Output && p.in_place) buf = Buffer::Input, index += r * b.output;
+      if (buf == Buffer::Input) message = index;
+      if (buf == Buffer::Output) message = r * b.output + index;
+      break;
+    case Collective::AllGather:
+      if (buf == Buffer::Input && p.in_place) buf = Buffer::Output, index += r * b.input;
+      if (buf == Buffer::Input) message = r * b.input + index;
+      if (buf == Buffer::Output) message = index;
+      break;
+    case Collective::AllToAll: {  // out of place: rank j's output chunk s per + c is rank s's input chunk j per + c
+      const uint32_t per = b.input / static_cast<uint32_t>(p.ranks);
+      if (buf == Buffer::Input) message = r * b.input + index;
+      if (buf == Buffer::Output) message = index / per * b.input + r * per + index % per;
+      break;
+    }
+  }
+  return message;
+}
+
+int64_t message_chunk(const Program& p, int rank, ChunkRef c) { return message_chunk(p, rank, c.buf, c.index); }
+
+PassLayout::PassLayout(int parts_, uint32_t blocks_, uint64_t chunk_elems_, uint64_t elems)
+    : parts(parts_), blocks(blocks_), chunk_elems(chunk_elems_) {
+  const uint64_t per_pass = chunk_elems * blocks;
+  uint64_t at = 0;
+  for (int g = 0; g < parts; ++g) {
+    const uint64_t n = elems / parts + (static_cast<uint64_t>(g) < elems % parts ? 1 : 0);
+    off.push_back(at);
+    count.push_back(n);
+    passes.push_back(std::max<uint64_t>(1, (n + per_pass - 1) / per_pass));
+    at += n;
+  }
+}
+
+uint64_t PassLayout::largest_chunk() const {
+  uint64_t most = 1;
+  for (uint64_t n : count) most = std::max(most, std::min(chunk_elems, (n + blocks - 1) / blocks));
+  return most;
+}
+
+void PassLayout::locate(uint64_t e, uint32_t& m, uint64_t& pass) const {
+  int g = parts - 1;
+  while (g > 0 && off[g] > e) --g;
+  const uint64_t per_pass = chunk_elems * blocks, rel = e - off[g];
+  pass = rel / per_pass;
+  const uint64_t pass_len = std::min(per_pass, count[g] - pass * per_pass);
+  const uint64_t base = pass_len / blocks, rem = pass_len % blocks, x = rel - pass * per_pass;
+  const uint64_t b = x < rem * (base + 1) ? x / (base + 1) : rem + (x - rem * (base + 1)) / base;
+  m = static_cast<uint32_t>(b * static_cast<uint64_t>(parts) + static_cast<uint64_t>(g));
+}
+
+void PassLayout::range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len) const {
+  const int g = static_cast<int>(m % parts);
+  const uint64_t b = m / parts, per_pass = chunk_elems * blocks, pass_off = pass * per_pass;
+  const uint64_t pass_len = count[g] > pass_off ? std::min(per_pass, count[g] - pass_off) : 0;
+  const uint64_t base = pass_len / blocks, rem = pass_len % blocks;
+  len = base + (b < rem ? 1 : 0);
+  first = off[g] + pass_off + b * base + std::min(b, rem);
+}
+
+}  // namespace incsim::collectives

@@ -1,0 +1,50 @@
+#pragma once
+// Where a program's chunks lie in the message (docs/programs.md, "Chunks
+// and buffers"): which chunk of the buffer nccl-tests counts a rank's chunk
+// is, and how the engines that run a program pass by pass (the GPUs' cores,
+// as NCCL does) cut the message into passes. Every engine and the bound
+// read these; plain C++, no SystemC.
+#include <cstdint>
+#include <vector>
+
+#include "collectives/program.h"
+
+namespace incsim::collectives {
+
+// The chunks of the message per pass: the buffer nccl-tests counts (all-
+// reduce's, reduce-scatter's input, all-gather's output), or for an
+// all-to-all every rank's input, each block met by its destination's
+// output chunk, n times the size.
+uint32_t message_chunks(const Program& p);
+// The elements of the message for a size of `elems` elements per rank.
+uint64_t message_elems(const Program& p, uint64_t elems);
+
+// The buffer that holds rank r's chunk `index` of buffer `buf` (in place,
+// the output and the input overlap: both are turned into the canonical
+// one), and the chunk of the message it is, or -1 for scratch.
+int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index);
+// The same for a chunk reference's first chunk, leaving it as it is.
+int64_t message_chunk(const Program& p, int rank, ChunkRef c);
+
+// The message cut into passes: it is `blocks x parts` chunks per pass. A
+// program whose channel c touches only chunks c mod parts (the ring's
+// channels) gets a part of the message per channel, each cut into its own
+// passes, as NCCL splits a message over channels; any other program one
+// part. A chunk holds chunk_elems elements of a pass at most.
+struct PassLayout {
+  int parts = 1;
+  uint32_t blocks = 1;
+  uint64_t chunk_elems = 1;
+  std::vector<uint64_t> off, count, passes;  // [part]
+
+  PassLayout(int parts, uint32_t blocks, uint64_t chunk_elems, uint64_t elems);
+  // The most elements a chunk holds in any pass: chunk_elems, or fewer where
+  // a part of the message is smaller than a pass.
+  uint64_t largest_chunk() const;
+  // The message chunk and the pass element e lies in: the inverse of range.
+  void locate(uint64_t e, uint32_t& m, uint64_t& pass) const;
+  // Elements [first, first + len) of message chunk m in pass `pass`.
+  void range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len) const;
+};
+
+}  // namespace incsim::collectives
