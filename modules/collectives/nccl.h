@@ -49,6 +49,23 @@ struct ProtocolBySize {
   }
 };
 
+// NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
+// al., "Demystifying NCCL", arXiv 2507.04786, §3):
+//  - Simple: the data's stores, a fence that waits for every write ack,
+//    then a flag store the receiver polls;
+//  - LL: 16-byte stores of 8 bytes of data and two 4-byte flags, which the
+//    receiver polls line by line: half the payload, no fence, no flag;
+//  - LL128: 128-byte lines of 120 bytes of data and an 8-byte flag, relying
+//    on NVLink's 128-byte store atomicity: 15/16 of the payload, no fence.
+// The data bytes one packet of `max_payload` wire bytes carries, and the
+// wire payload `data` bytes take.
+uint32_t protocol_data_bytes(Protocol p, uint32_t max_payload);
+uint32_t protocol_wire_payload(Protocol p, uint32_t data);
+// The line of LL (st.volatile.v4.u32 {data, flag, data, flag}) and of
+// LL128 (15 data words and a flag word), bytes.
+constexpr uint32_t kLlLine = 16, kLlData = 8;
+constexpr uint32_t kLl128Line = 128, kLl128Data = 120;
+
 // Gives algorithm's program for the cores the protocol `proto` (the run's
 // ring.protocol): every operation's, or by size under auto. simple_only:
 // NCCL runs the algorithm's kernels with Simple only (NVLS, NVLSTree,

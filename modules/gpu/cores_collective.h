@@ -63,18 +63,6 @@ struct CoresParams {
   // platform's switches evict rather than hold, and the cores do not push.
   int push_credits = 0;
 };
-// NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
-// al., "Demystifying NCCL", arXiv 2507.04786, §3):
-//  - Simple: the data's stores, a fence that waits for every write ack,
-//    then a flag store the receiver polls;
-//  - LL: 16-byte stores of 8 bytes of data and two 4-byte flags, which the
-//    receiver polls line by line: half the payload, no fence, no flag;
-//  - LL128: 128-byte lines of 120 bytes of data and an 8-byte flag, relying
-//    on NVLink's 128-byte store atomicity: 15/16 of the payload, no fence.
-// The data bytes one packet of `max_payload` wire bytes carries, and the
-// wire payload `data` bytes take.
-uint32_t protocol_data_bytes(collectives::Protocol p, uint32_t max_payload);
-uint32_t protocol_wire_payload(collectives::Protocol p, uint32_t data);
 // NCCL's LL buffer: NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
 // (512) lines of 16 B per step, half of it data; NCCL_STEPS (8) steps.
 inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::at_least(8).at_most(1ull << 30),
@@ -97,6 +85,8 @@ inline const Param<uint64_t> kRingChunk{
 // the next rank's single slot, around the whole ring (NCCL needs 2 steps too).
 inline const Param<int> kRingSlots{"ring.slots", 4, Range::at_least(2).at_most(64),
                                    "mailbox slots per connection (NCCL 2.4: NCCL_STEPS / slice steps = 4)"};
+
+class CoresRank;
 
 class CoresCollective : public Collective {
  public:
@@ -126,7 +116,6 @@ class CoresCollective : public Collective {
   // multicast stores' addresses, GroupWindow::kOut into its window).
   uint64_t group_out(int g) const;
 
-  class Rank;
   // An in-network group: its window of the multicast address space and its regions there.
   struct Group {
     int window = -1;
@@ -137,6 +126,7 @@ class CoresCollective : public Collective {
   };
 
  private:
+  friend class CoresRank;
   void rank_done();
   // UserError if the cores cannot run the program's in-network operations.
   void check_in_network() const;
@@ -150,8 +140,6 @@ class CoresCollective : public Collective {
   uint32_t elem_;  // bytes of an element of dtype_
   collectives::RedOp redop_;
   collectives::DataPattern data_;
-  // Each GPU's cores, which add its data (gpu3.cores); kept across sizes.
-  std::vector<collectives::Alu> cores_;
   bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
   // Takes protocol p for the next collective (UserError if its lines do
   // not fit a packet).
@@ -168,7 +156,7 @@ class CoresCollective : public Collective {
   int parts_ = 1;                // the message's parts, one per channel or one
   size_t max_conns_ = 0;         // connections of one direction on any rank: the flags' records
   std::unique_ptr<collectives::PassLayout> layout_;  // this size's passes
-  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::vector<std::unique_ptr<CoresRank>> ranks_;
   std::function<void()> on_done_;
   int running_ = 0;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include "core/process.h"
 #include "gpu/compute_engine.h"
+#include "gpu/cores.h"
 #include "gpu/copy_engine.h"
 
 namespace incsim::gpu {
@@ -53,6 +54,7 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   }
   spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
   spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
+  cores_ = std::make_unique<Cores>("cores", basename());
   copy_engine_ = std::make_unique<CopyEngine>("copy_engine", *this);
   compute_ = std::make_unique<ComputeEngine>("compute");
   if (attach) attached_ = attach(*this);
@@ -375,8 +377,7 @@ void Gpu::tx_process(int port) {
 
 void Gpu::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
-  sc_core::sc_trace(tf, trace_step, me + ".step");
-  sc_core::sc_trace(tf, trace_chunk, me + ".chunk");
+  cores_->trace(tf);
   copy_engine_->trace(tf);
   compute_->trace(tf);
   for (size_t p = 0; p < ports_.size(); ++p) {

@@ -83,6 +83,7 @@ class Program {
 
 class CopyEngine;
 class ComputeEngine;
+class Cores;
 
 class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
@@ -104,6 +105,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
   CopyEngine& copy_engine() { return *copy_engine_; }
+  Cores& cores() { return *cores_; }
   ComputeEngine& compute() { return *compute_; }
   sc_core::sc_module* attached() { return attached_.get(); }  // what attach made, or nullptr
   // Its logger (gpu3): the programs it runs log their steps here, its ports each packet at trace.
@@ -151,9 +153,6 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   uint64_t packets_received() const { return packets_received_; }
   double latency_sum_ns() const { return latency_sum_ns_; }
 
-  // Waveform state a program updates (Traceable): step and chunk in progress.
-  int trace_step = -1;
-  int trace_chunk = -1;
 
  private:
   struct Timed {
@@ -200,6 +199,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   std::vector<Program*> programs_;  // attached, in order
   std::vector<Range> watches_, regions_;  // a few: one per program in flight
   Program* messages_ = nullptr;
+  std::unique_ptr<Cores> cores_;
   std::unique_ptr<CopyEngine> copy_engine_;
   std::unique_ptr<ComputeEngine> compute_;
   TimedHeap timers_;
