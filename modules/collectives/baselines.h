@@ -15,6 +15,7 @@ namespace incsim::collectives {
 // channel (program_synthesis.h) as ring_schedule compiles it, its rank i run
 // by node order[i + 1]: ring_program's position i completes block i + 1.
 Schedule ring(int n, const std::vector<int>& order = {});
+Program nic_ring_program(int n, const std::vector<int>& order = {});
 
 // The schedule table a NIC runs for a ring all-reduce program on one channel
 // (ring_program's: a send, receive-reduce-sends, a receive-reduce-copy-send,
@@ -25,6 +26,7 @@ Schedule ring(int n, const std::vector<int>& order = {});
 // makes is compiled by schedule_of, as a NIC compiles any. Throws UserError
 // naming what is not such a ring.
 Schedule ring_schedule(const Program& ring);
+Program ring_table_program(const Program& ring);
 
 // NCCL's binary trees (NCCL 2.4, src/graph/trees.cc), for rank r of n:
 // tree 0: with b the lowest set bit of r, parent (r ^ b) | (b << 1), or r ^ b
@@ -47,11 +49,13 @@ TreeLinks nccl_tree1(int n, int rank);
 // uses odd and tree 1 even steps, so that a node never sends in both trees at
 // once (MultiTree §III-B, Fig. 4b, which has one piece per tree).
 Schedule double_binary_tree(int n, bool interleave = true, int pieces = 1);
+Program dbtree_program(int n, int pieces = 1, bool nops = true, bool interleave = true);
 
 // 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018): reduce-scatter
 // along the rows, then along the columns, all-gather along the columns, then
 // along the rows. kx * ky chunks; 2(kx - 1) + 2(ky - 1) steps.
 Schedule ring2d(int kx, int ky);
+Program ring2d_program(int kx, int ky, bool nops = true);
 
 // Recursive halving-doubling (Rabenseifner; Thakur et al. 2005) for any n:
 // with p the largest power of two <= n and r = n - p, the even ranks below 2r
@@ -60,6 +64,7 @@ Schedule ring2d(int kx, int ky);
 // reduce-scatter (partner distance p/2 first) and recursive-doubling
 // all-gather (distance 1 first). p chunks; 2 log2 p steps, plus 2 when r > 0.
 Schedule halving_doubling(int n);
+Program hd_program(int n, bool nops = true);
 
 // HDRM: halving-doubling with rank mapping on BiGraph (EFLOPS, Dong et al.
 // HPCA 2020), for per_switch x switches nodes numbered as topo::make_bigraph
@@ -74,5 +79,6 @@ Schedule halving_doubling(int n);
 // pair: every step is free of link contention. Needs per_switch <= switches/2,
 // both powers of two.
 Schedule hdrm(int per_switch, int switches);
+Program hdrm_program(int per_switch, int switches, bool nops = true);
 
 }  // namespace incsim::collectives

@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 
+#include "collectives/table_program.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -190,6 +191,22 @@ Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops) {
     b.gather(e.tree, e.parent, e.child, T + e.step);
   }
   return b.build(nops);
+}
+
+Program multitree_program(const MultiTreeTrees& trees, bool nops) {
+  const int n = trees.nodes, T = trees.steps;
+  TableProgramBuilder b(trees.direct ? "multitree" : "multitree-indirect", n, n);
+  for (const TreeEdge& e : trees.edges) {
+    // Line 17: reduce-scatter reverses the edge at T - t0 + 1.
+    b.reduce(e.tree, e.child, e.parent, T - e.step + 1);
+    // Line 18: all-gather runs after reduce-scatter.
+    b.gather(e.tree, e.parent, e.child, T + e.step);
+  }
+  return b.build(nops);
+}
+
+Program multitree_program(const Topology& t, const MultiTreeOptions& opt) {
+  return multitree_program(multitree_trees(t, opt), opt.nops);
 }
 
 Schedule multitree(const Topology& t, const MultiTreeOptions& opt) {

@@ -34,6 +34,7 @@
 //    (c->p, T - t0 + 1), and all-gather runs at T + t0 (lines 15-18).
 #include <vector>
 
+#include "collectives/program.h"
 #include "collectives/schedule.h"
 #include "topology/topology.h"
 
@@ -67,6 +68,11 @@ MultiTreeTrees multitree_trees(const topo::Topology& t, const MultiTreeOptions& 
 // Lines 15-18 on top: the all-reduce schedule (flow i = tree i = chunk i).
 Schedule multitree(const topo::Topology& t, const MultiTreeOptions& opt = {});
 Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops = true);
+// The same as a program of the NICs' table operations (table_program.h),
+// MultiTree's name on a direct network, multitree-indirect elsewhere; opt.nops
+// holds a node in every step it sends nothing (§IV-A).
+Program multitree_program(const topo::Topology& t, const MultiTreeOptions& opt = {});
+Program multitree_program(const MultiTreeTrees& trees, bool nops = true);
 
 // True when every switch has exactly one endpoint and every endpoint one link.
 bool is_direct_network(const topo::Topology& t);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "collectives/table_program.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -86,6 +87,46 @@ Schedule tree_schedule(const std::string& algorithm, int n, const std::vector<Tr
     }
   s.broadcast_root = broadcast_root;
   return s;
+}
+
+Program tree_shares_program(const std::string& name, int n, const std::vector<TreeShare>& trees, int chunks,
+                            int broadcast_root) {
+  if (trees.empty() || chunks < 1) throw UserError("a tree schedule needs at least one tree and one chunk");
+  // Tree t's chunks take units_t chunks of the buffer each, trees side by side.
+  std::vector<TableProgramBuilder::Flow> flows;
+  int units = 0;
+  for (size_t t = 0; t < trees.size(); ++t) {
+    if (trees[t].units < 1) throw UserError("every tree needs a positive share of the buffer");
+    for (int c = 0; c < chunks; ++c) flows.push_back({units * chunks + c * trees[t].units, trees[t].units, static_cast<int>(t)});
+    units += trees[t].units;
+  }
+  TableProgramBuilder b(name, n, std::move(flows), units * chunks);
+  const bool allreduce = broadcast_root == kNone;
+  if (!allreduce) b.broadcast_from(broadcast_root);
+  for (size_t t = 0; t < trees.size(); ++t) {
+    const TreeShare& tr = trees[t];
+    const std::vector<int> gd = depths(tr.gather_parent, tr.root);
+    for (int v = 0; v < n; ++v)
+      if (gd[v] < 0) throw UserError("tree " + std::to_string(t) + " does not span rank " + std::to_string(v));
+    int h_root = 0;
+    std::vector<int> rh;
+    if (allreduce) {
+      const std::vector<int> rd = depths(tr.reduce_parent, tr.root);
+      for (int v = 0; v < n; ++v)
+        if (rd[v] < 0) throw UserError("tree " + std::to_string(t) + " does not reduce rank " + std::to_string(v));
+      rh = heights(tr.reduce_parent, rd);
+      h_root = rh[tr.root];
+    }
+    // Chunk c goes one step behind chunk c - 1.
+    for (int c = 0; c < chunks; ++c) {
+      const int f = static_cast<int>(t) * chunks + c;
+      for (int v = 0; v < n; ++v) {
+        if (allreduce && tr.reduce_parent[v] != kNone) b.reduce(f, v, tr.reduce_parent[v], c + rh[v] + 1);
+        if (tr.gather_parent[v] != kNone) b.gather(f, tr.gather_parent[v], v, c + h_root + gd[v]);
+      }
+    }
+  }
+  return b.build(false);
 }
 
 std::vector<TreeShare> blink_shares(const CapGraph& g, const Packing& p, bool allreduce) {

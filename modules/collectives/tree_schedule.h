@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectives/packing.h"
+#include "collectives/program.h"
 #include "collectives/schedule.h"
 
 namespace incsim::collectives {
@@ -28,6 +29,9 @@ struct TreeShare {
 // lockstep NIC could run them. broadcast_root = kNil: an all-reduce.
 Schedule tree_schedule(const std::string& algorithm, int n, const std::vector<TreeShare>& trees, int chunks,
                        int broadcast_root);
+
+Program tree_shares_program(const std::string& name, int n, const std::vector<TreeShare>& trees, int chunks,
+                            int broadcast_root);
 
 // Blink's trees from a packing (vertex i = rank i): a tree of weight w gets
 // max(1, round(16 w)) units (the minimised weights are multiples of 1/16 or
