@@ -71,6 +71,12 @@ Program relabel(const Program& p, const std::vector<int>& node_of) {
   w.multimem = p.multimem;
   w.protocol_by_size = p.protocol_by_size;
   w.data_channels = p.data_channels;
+  w.dataflow = p.dataflow;
+  for (LinkHint h : p.links) {
+    h.rank = node_of.at(h.rank);
+    h.peer = node_of.at(h.peer);
+    w.links.push_back(std::move(h));
+  }
   Placement pl;
   pl.part = &p;
   pl.ranks = node_of;

@@ -38,8 +38,8 @@ Operation place(const Placement& pl, const Operation& o);
 std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int rank, const std::vector<uint32_t>& after);
 
 // The program with its rank k run by rank node_of[k] (a rank mapping), its
-// peers, groups and a broadcast's root renamed alike: the whole program placed
-// on a permutation of its ranks.
+// peers, groups, link hints and a broadcast's root renamed alike: the whole
+// program placed on a permutation of its ranks.
 Program relabel(const Program& p, const std::vector<int>& node_of);
 
 // NCCL's PXN ("PCI x NVLink", NCCL 2.12+, on unless NCCL_PXN_DISABLE=1;

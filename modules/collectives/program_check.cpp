@@ -4,6 +4,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace incsim::collectives {
@@ -88,6 +89,7 @@ class Checker {
       else if (std::adjacent_find(m.begin(), m.end()) != m.end())
         problem("group " + std::to_string(g) + " names a rank twice");
     }
+    hints();
     rank_of_.resize(p_.ops.size());
     for (int r = 0; r < n_; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
@@ -141,6 +143,28 @@ class Checker {
         }
       }
     return out_.problems.empty();
+  }
+
+  // Link hints and dataflow issue are the NICs' tables' (program.h).
+  void hints() {
+    const auto other = std::find_if(p_.ops.begin(), p_.ops.end(),
+                                    [](const Operation& o) { return o.engine != Engine::NicTable; });
+    if ((p_.dataflow || !p_.links.empty()) && other != p_.ops.end())
+      problem(std::string("only the NICs' schedule tables read dataflow issue and link hints, and the program has ") +
+              engine_name(other->engine) + " operations");
+    std::set<std::array<int32_t, 3>> hinted;
+    for (size_t k = 0; k < p_.links.size(); ++k) {
+      const LinkHint& h = p_.links[k];
+      const std::string what = "the link hint of rank " + std::to_string(h.rank) + " to rank " + std::to_string(h.peer);
+      if (h.rank < 0 || h.rank >= n_ || h.peer < 0 || h.peer >= n_)
+        problem(what + " names a rank out of range (" + std::to_string(n_) + " ranks)");
+      else if (h.rank == h.peer)
+        problem(what + " leads a rank to itself");
+      if (h.channel < kNone) problem(what + " names channel " + std::to_string(h.channel));
+      if (h.ports.empty()) problem(what + " names no port");
+      if (!hinted.insert({h.rank, h.peer, h.channel}).second)
+        problem(what + (h.channel == kNone ? "" : " on channel " + std::to_string(h.channel)) + " is given twice");
+    }
   }
 
   // The collective's buffers: every rank the same input and output chunks,

@@ -22,7 +22,7 @@
 #include "collectives/multitree.h"
 #include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
-#include "collectives/tree_schedule.h"
+#include "collectives/tree_shares.h"
 #include "core/error.h"
 #include "core/nearest.h"
 #include "core/units.h"
@@ -901,7 +901,7 @@ void CollectiveWorkload::make_copy(int n, bool fattree) {
 }
 
 // An all-reduce schedule (MultiTree §III, or a baseline) for the NICs.
-collectives::Schedule CollectiveWorkload::synthesize_schedule(int n) const {
+collectives::Program CollectiveWorkload::synthesize_schedule(int n) const {
   const topo::Topology& t = platform_->topology();
   const std::string& a = opt_.algorithm;
   const bool whole = n == static_cast<int>(t.endpoints().size());
@@ -910,39 +910,38 @@ collectives::Schedule CollectiveWorkload::synthesize_schedule(int n) const {
   if (!whole && (a == "multitree" || a == "multitree-msg" || a == "ring2d" || a == "hdrm"))
     throw UserError(a + " builds its schedule from the whole network; run it on all " +
                     std::to_string(t.endpoints().size()) + " nodes (leave out --gpus)");
-  collectives::Schedule s;
+  collectives::Program p;
   if (a == "ring") {
-    s = collectives::ring(n);
+    p = collectives::nic_ring_program(n);
   } else if (a == "dbtree") {
     const int pieces = cfg_.get(kDbtreePieces);
-    s = collectives::double_binary_tree(n, true, pieces);
+    p = collectives::dbtree_program(n, pieces, lockstep);
   } else if (a == "hd") {
-    s = collectives::halving_doubling(n);
+    p = collectives::hd_program(n, lockstep);
   } else if (a == "ring2d") {
     if (!grid) throw UserError("ring2d runs along the rows and columns of a torus or mesh, and " + opt_.platform + " has none");
-    s = collectives::ring2d(t.grid.kx, t.grid.ky);
+    p = collectives::ring2d_program(t.grid.kx, t.grid.ky, lockstep);
   } else if (a == "hdrm") {
     const int switches = static_cast<int>(t.switches().size());
     if (!is_bigraph(t))
       throw UserError("hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on a BiGraph "
                       "(the bigraph platform, or a file with its nodes and links)");
-    s = collectives::hdrm(static_cast<int>(t.endpoints().size()) / switches, switches);
+    p = collectives::hdrm_program(static_cast<int>(t.endpoints().size()) / switches, switches, lockstep);
   } else {
     collectives::MultiTreeOptions mo;
     mo.nops = lockstep;
-    s = collectives::multitree(t, mo);
+    p = collectives::multitree_program(t, mo);
   }
-  if (a != "multitree" && a != "multitree-msg" && !lockstep) s = collectives::without_nops(s);
-  const collectives::VerifyResult v = collectives::verify(s, n);
+  const collectives::ProgramCheck v = collectives::check_program(p);
   if (!v.ok()) throw UserError("the " + a + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" + v.report());
-  return s;
+  return p;
 }
 
 // The NICs run the schedule as a program (or a program file of table
 // operations), which each compiles to its table.
 void CollectiveWorkload::make_scheduled(int n) {
   const topo::Topology& t = platform_->topology();
-  if (!program_.ranks) program_ = collectives::schedule_program(synthesize_schedule(n));
+  if (!program_.ranks) program_ = synthesize_schedule(n);
   const std::string fc = cfg_.get(nic::kNicFlowControl, opt_.algorithm == "multitree-msg" ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
   nic::StepEstimate est;
@@ -1000,32 +999,21 @@ void CollectiveWorkload::make_trees(int n, int chunks_override) {
   } else {
     chunks = cfg_.get(kBlinkChunks, 1);
   }
+  so.chunks = chunks;
   collectives::TreeSynthesis ts = collectives::synthesize_trees(t, n, so);
   bound_note_ = ts.bound_note;
   trees_text_ = ts.text;
   endpoint_GBps_ = dgx1 ? ts.algbw_bound_GBps : least_endpoint_GBps(n, false);
-  int units = 0, most = 0;
-  for (const auto& sh : ts.shares) {
-    units += sh.units;
-    most = std::max(most, sh.units);
-  }
-  max_tree_share_ = static_cast<double>(most) / units;
-  collectives::Schedule s = collectives::tree_schedule(opt_.algorithm, n, ts.shares, chunks,
-                                                       so.allreduce ? collectives::kNil : collectives::kTreeRoot);
-  const collectives::VerifyResult v = so.allreduce ? collectives::verify(s, n) : collectives::verify_broadcast(s, n);
+  max_tree_share_ = ts.largest_share;
+  const collectives::ProgramCheck v = collectives::check_program(ts.program);
   if (!v.ok()) throw UserError("the " + opt_.algorithm + " schedule is not a correct " + opt_.collective + ":\n" + v.report());
-  nic::Execution x;
-  x.dataflow = true;
-  x.ports_to = std::move(ts.ports_to);
-  x.tree_ports = std::move(ts.tree_ports);
-  x.algbw_bound_GBps = ts.algbw_bound_GBps;
   nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
-  program_ = collectives::schedule_program(s);
+  program_ = std::move(ts.program);
   auto c = std::make_unique<nic::ScheduledCollective>(program_, participant_nics(), t, dtype_, redop_, opt_.seed,
-                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
+                                                      nic::FlowControl::Packet, est, endpoint_GBps_, ts.algbw_bound_GBps);
   scheduled_ = c.get();
   collective_ = std::move(c);
 }

@@ -122,7 +122,7 @@ class CollectiveWorkload : public Workload {
   size_t cluster_gpus() const;               // the GPUs in cluster_
   int adapter_of(int gpu) const;             // the node of endpoint gpu's network adapter, or -1
   void make_copy(int n, bool fattree);
-  collectives::Schedule synthesize_schedule(int n) const;
+  collectives::Program synthesize_schedule(int n) const;
   void make_scheduled(int n);
   // Blink's trees (DGX-1: packed over NVLink; switch fabrics: one-hop trees,
   // §3.4) and, on a DGX-1, NCCL-style rings, run on the NICs in dataflow mode.
