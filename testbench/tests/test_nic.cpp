@@ -163,6 +163,13 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   ring.links = {{0, 1, collectives::kNone, {0}}, {1, 0, collectives::kNone, {0}}};
   CHECK(std::string(nics[1]->name()) == "n1.nic");
   nic::StepEstimate est{bw, 318, 1.0};
+  // A hint naming a port the endpoint lacks is refused before anything loads.
+  collectives::Program wrong_port = ring;
+  wrong_port.links[1].ports = {1};
+  CHECK_THROWS_WITH(nic::ScheduledCollective(wrong_port, {nics[0], nics[1]}, topo::Topology{},
+                                             collectives::DType::Float32, collectives::RedOp::Sum, 7,
+                                             nic::FlowControl::Packet, est, bw * 128 / 144),
+                    "rank 1's link hint to rank 0 names port 1 of n1, which does not lead there");
   nic::ScheduledCollective c(ring, {nics[0], nics[1]}, topo::Topology{}, collectives::DType::Float32,
                              collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est, bw * 128 / 144);
   const uint64_t bytes = 64 * 1024;
