@@ -783,6 +783,16 @@ TEST_CASE("the checker holds link hints and dataflow issue to the NICs' tables, 
   CHECK(first_problem(with({{0, 1, kNone, {}}})) == "the link hint of rank 0 to rank 1 names no port");
   CHECK(first_problem(with({{0, 1, 2, {0}}, {0, 1, 2, {1}}})) ==
         "the link hint of rank 0 to rank 1 on channel 2 is given twice");
+  // A program placed on a rank mapping takes its hints along.
+  const Program moved = relabel(with({{0, 1, 2, {5}}}), {2, 0, 1});
+  require_ok(moved);
+  REQUIRE(moved.links.size() == 1);
+  CHECK(moved.links[0] == LinkHint{2, 0, 2, {5}});
+  CHECK(moved.op(2, 0) == [&] {
+    Operation o = ring.op(0, 0);
+    o.send_peer = 0;
+    return o;
+  }());
 }
 
 TEST_CASE("NetReduce's algorithms as RoCE host programs are correct and round-trip", "[programs][netreduce]") {
