@@ -96,8 +96,8 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
   switch (program_.engine()) {
     case collectives::Engine::CopyEngine: make_copy(); break;
     case collectives::Engine::NicTable:
-      if (synthesis_.trees.shares.empty()) make_schedule();
-      else make_trees();
+      if (synthesis_.trees()) make_trees();
+      else make_schedule();
       break;
     default:
       // NCCL's PXN relays the transfers of the algorithms that cross a cluster's nodes.
@@ -351,19 +351,13 @@ void CollectiveCall::make_schedule() {
 
 void CollectiveCall::make_trees() {
   const topo::Topology& t = comm_.machine_.topology();
-  collectives::TreeSynthesis& ts = synthesis_.trees;
-  endpoint_GBps_ = is_dgx1(t) ? ts.algbw_bound_GBps : comm_.least_endpoint_GBps(false);
-  nic::Execution x;
-  x.dataflow = true;
-  x.ports_to = ts.ports_to;
-  x.tree_ports = ts.tree_ports;
-  x.algbw_bound_GBps = ts.algbw_bound_GBps;
+  endpoint_GBps_ = is_dgx1(t) ? synthesis_.algbw_bound_GBps : comm_.least_endpoint_GBps(false);
   nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
   auto c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
-                                                      nic::FlowControl::Packet, est, endpoint_GBps_, std::move(x));
+                                                      nic::FlowControl::Packet, est, endpoint_GBps_, synthesis_.algbw_bound_GBps);
   scheduled_ = c.get();
   engines_ = std::move(c);
 }
@@ -420,9 +414,9 @@ Measures CollectiveCall::measures() const {
 
 void CollectiveCall::describe(std::ostream& os) const {
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
-  if (!synthesis_.trees.bound_note.empty()) {
+  if (!synthesis_.bound_note.empty()) {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
-       << synthesis_.trees.bound_note << ")\n";
+       << synthesis_.bound_note << ")\n";
   } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
        << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";

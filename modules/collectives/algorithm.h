@@ -89,10 +89,12 @@ struct Synthesis {
   // The NICs run it with message-based flow control by default
   // (nic.flow_control=message, MultiTree §IV-B).
   bool message_flow_control = false;
-  // Trees the NICs run in dataflow mode (Blink's, a DGX-1's rings): their
-  // links, bound and text (blink_synthesis.h); empty shares: none.
-  TreeSynthesis trees;
-  int tree_chunks = 0;  // chunks each tree's share is cut into
+  // Trees the NICs run in dataflow mode (Blink's, a DGX-1's rings): the
+  // largest tree's share of the buffer, the algbw bound their packing allows
+  // (0: the endpoints' payload bound) and what it is, and --print-trees' text.
+  double largest_share = 0, algbw_bound_GBps = 0;
+  std::string bound_note, trees_text;
+  bool trees() const { return !trees_text.empty(); }
 };
 
 // An algorithm that tunes itself over several runs of each size, the last

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <functional>
 
+#include "collectives/composition.h"
 #include "collectives/program_synthesis.h"
+#include "collectives/table_program.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -18,27 +20,24 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 
 }  // namespace
 
-Schedule ring(int n, const std::vector<int>& order_in) {
+Program nic_ring_program(int n, const std::vector<int>& order_in) {
   need_nodes(n, "ring all-reduce");
   std::vector<int> order = order_in;
   if (order.empty())
     for (int i = 0; i < n; ++i) order.push_back(i);
-  {
-    std::vector<int> sorted = order;
-    std::sort(sorted.begin(), sorted.end());
-    for (int i = 0; i < n; ++i)
-      if (static_cast<int>(sorted.size()) != n || sorted[i] != i)
-        throw UserError("a ring order must list every node once");
-  }
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < n; ++i)
+    if (static_cast<int>(sorted.size()) != n || sorted[i] != i) throw UserError("a ring order must list every node once");
   // ring_program's rank i sends its block i first and completes block i + 1;
   // run by node order[i + 1], flow i ends reduced at order[i], where NCCL's
   // rank completes its own block.
   std::vector<int> node_of(n);
   for (int i = 0; i < n; ++i) node_of[i] = order[mod(i + 1, n)];
-  return relabel(ring_schedule(ring_program(Collective::AllReduce, n, 1, {}, true)), node_of);
+  return relabel(ring_table_program(ring_program(Collective::AllReduce, n, 1, {}, true)), node_of);
 }
 
-Schedule ring_schedule(const Program& ring) {
+Program ring_table_program(const Program& ring) {
   if (ring.collective != Collective::AllReduce)
     throw UserError(std::string("a NIC ring runs an all-reduce, not a ") + collective_name(ring.collective));
   ProgramBuilder pb(ring.name, Collective::AllReduce, ring.ranks, true);
@@ -60,7 +59,7 @@ Schedule ring_schedule(const Program& ring) {
       if (!o.src.empty() && !o.dst.empty() && o.src.index != o.dst.index)
         throw UserError("a NIC ring reduces each chunk in place, and " + which() +
                         " reads one chunk and writes another");
-      // Each chunk is a flow of its own, on a channel of its own (schedule_program's numbering).
+      // Each chunk is a flow of its own, on a channel of its own.
       const ChunkRef& moved = o.src.empty() ? o.dst : o.src;
       const ChunkRef c = chunk(Buffer::Output, moved.index, moved.count);
       Operation t;
@@ -84,7 +83,7 @@ Schedule ring_schedule(const Program& ring) {
       }
     }
   }
-  return schedule_of(pb.build());
+  return pb.build();
 }
 
 TreeLinks nccl_tree0(int n, int rank) {
@@ -112,7 +111,7 @@ TreeLinks nccl_tree0(int n, int rank) {
 }
 
 TreeLinks nccl_tree1(int n, int rank) {
-  auto map = [](int x, auto f) { return x == kNil ? kNil : f(x); };
+  auto map = [](int x, auto f) { return x == kNone ? kNone : f(x); };
   TreeLinks l;
   if (n % 2 == 1) {  // shifted
     TreeLinks s = nccl_tree0(n, mod(rank - 1, n));
@@ -126,21 +125,21 @@ TreeLinks nccl_tree1(int n, int rank) {
   return l;
 }
 
-Schedule double_binary_tree(int n, bool interleave, int pieces) {
+Program dbtree_program(int n, int pieces, bool nops, bool interleave) {
   need_nodes(n, "double binary tree all-reduce");
   if (pieces < 1 || pieces > 1024) throw UserError("a double binary tree cuts each half into 1 to 1024 pieces");
-  ScheduleBuilder b(interleave ? "dbtree" : "dbtree-flat", n, 2 * pieces);
+  TableProgramBuilder b(interleave ? "dbtree" : "dbtree-flat", n, 2 * pieces);
   for (int j = 0; j < 2; ++j) {
-    std::vector<int> parent(n, kNil);
+    std::vector<int> parent(n, kNone);
     std::vector<std::vector<int>> children(n);
-    int root = kNil;
+    int root = kNone;
     for (int r = 0; r < n; ++r) {
       TreeLinks l = j == 0 ? nccl_tree0(n, r) : nccl_tree1(n, r);
       parent[r] = l.parent;
-      if (l.parent == kNil) root = r;
+      if (l.parent == kNone) root = r;
     }
     for (int r = 0; r < n; ++r)
-      if (parent[r] != kNil) children[parent[r]].push_back(r);
+      if (parent[r] != kNone) children[parent[r]].push_back(r);
     auto step = [&](int logical) { return interleave ? 2 * logical - 1 + j : logical; };
     // Reduce: a node sends a piece one step after its last child sent it
     // (leaves send piece c in step 1 + c).
@@ -160,18 +159,18 @@ Schedule double_binary_tree(int n, bool interleave, int pieces) {
     for (int c = 0; c < pieces; ++c) {
       const int flow = j * pieces + c;
       for (int r = 0; r < n; ++r)
-        if (parent[r] != kNil) b.reduce(flow, r, parent[r], step(up[r] + c));
+        if (parent[r] != kNone) b.reduce(flow, r, parent[r], step(up[r] + c));
       down(flow, root, H + 1 + c);
     }
   }
-  return b.build();
+  return b.build(nops);
 }
 
-Schedule ring2d(int kx, int ky) {
+Program ring2d_program(int kx, int ky, bool nops) {
   if (kx < 1 || ky < 1 || kx * ky < 2) throw UserError("a 2D ring needs a grid of at least 2 nodes");
   const int n = kx * ky;
   auto node = [kx](int x, int y) { return y * kx + x; };
-  ScheduleBuilder b("ring2d", n, n);
+  TableProgramBuilder b("ring2d", n, n);
   // Chunk c = block (c / ky) of the row phase, piece (c % ky) of the column phase.
   int base = 0;
   for (int s = 1; s <= kx - 1; ++s)  // row reduce-scatter: block x ends at column x
@@ -194,10 +193,10 @@ Schedule ring2d(int kx, int ky) {
       for (int x = 0; x < kx; ++x)
         for (int j = 0; j < ky; ++j)
           b.gather(mod(x - s + 1, kx) * ky + j, node(x, y), node(mod(x + 1, kx), y), base + s);
-  return b.build();
+  return b.build(nops);
 }
 
-Schedule halving_doubling(int n) {
+Program hd_program(int n, bool nops) {
   need_nodes(n, "halving-doubling all-reduce");
   int p = 1, m = 0;
   while (p * 2 <= n) {
@@ -207,7 +206,7 @@ Schedule halving_doubling(int n) {
   const int r = n - p, pre = r > 0 ? 1 : 0;
   // Participant v in [0, p) is real rank 2v + 1 for v < r, else v + r.
   auto real = [r](int v) { return v < r ? 2 * v + 1 : v + r; };
-  ScheduleBuilder b("hd", n, p);
+  TableProgramBuilder b("hd", n, p);
   for (int i = 0; i < r; ++i)
     for (int c = 0; c < p; ++c) b.reduce(c, 2 * i, 2 * i + 1, 1);
   // Recursive halving: in step k (distance d = p >> (k + 1)) v keeps the half
@@ -229,10 +228,10 @@ Schedule halving_doubling(int n) {
         if ((c >> k) == (v >> k)) b.gather(c, real(v), real(v ^ (1 << k)), pre + m + k + 1);
   for (int i = 0; i < r; ++i)
     for (int c = 0; c < p; ++c) b.gather(c, 2 * i + 1, 2 * i, pre + 2 * m + 1);
-  return b.build();
+  return b.build(nops);
 }
 
-Schedule hdrm(int per_switch, int switches) {
+Program hdrm_program(int per_switch, int switches, bool nops) {
   auto log2_exact = [](int v) {
     int b = 0;
     while ((1 << b) < v) ++b;
@@ -252,9 +251,9 @@ Schedule hdrm(int per_switch, int switches) {
       node_of[rank] = (half + (x >> p)) * per_switch + (x & (per_switch - 1));  // lower switch: x's high bits
     }
   }
-  Schedule s = relabel(halving_doubling(n), node_of);
-  s.algorithm = "hdrm";
-  return s;
+  Program mapped = relabel(hd_program(n, nops), node_of);
+  mapped.name = "hdrm";
+  return mapped;
 }
 
 }  // namespace incsim::collectives

@@ -18,7 +18,10 @@ TreeSynthesis synthesize_trees(const topo::Topology& t, int n, const TreeSynthes
   constexpr int kRoot = kTreeRoot;
   auto payload = [&](double bw) { return payload_bandwidth_GBps(bw, o.max_payload_bytes, o.header_bytes, 0); };
   TreeSynthesis out;
-  std::vector<TreeShare>& shares = out.shares;
+  std::vector<TreeShare> shares;
+  // DGX-1 only (elsewhere every port that reaches the peer): the ports a
+  // rank's messages to a peer take (program.h).
+  std::vector<LinkHint> hints;
   std::ostringstream txt;
   txt << std::fixed << std::setprecision(3);
   if (dgx1) {
@@ -89,7 +92,7 @@ TreeSynthesis synthesize_trees(const topo::Topology& t, int n, const TreeSynthes
           for (;;) {
             TreeShare sh;
             sh.root = offset[j];
-            sh.gather_parent.assign(n, kNil);
+            sh.gather_parent.assign(n, kNone);
             for (int sv = 0; sv < k; ++sv) {
               const Tree& tr = local[sv].trees.trees[pick[sv]];
               for (size_t v = 0; v < servers[sv].size(); ++v)
@@ -166,14 +169,13 @@ TreeSynthesis synthesize_trees(const topo::Topology& t, int n, const TreeSynthes
             for (const auto& sh : shares) nvl_units += sh.units;
             TreeShare chain;
             chain.root = kRoot;
-            chain.gather_parent.assign(n, kNil);
+            chain.gather_parent.assign(n, kNone);
             for (int k = 1; k < n; ++k) chain.gather_parent[(kRoot + k) % n] = (kRoot + k - 1) % n;
             chain.units = std::max(1, static_cast<int>(std::lround(nvl_units * bw_pcie / bw_nvl)));
-            out.tree_ports.assign(n, std::vector<std::vector<std::vector<int>>>(shares.size() + 1,
-                                                                                std::vector<std::vector<int>>(n)));
+            // Its messages take the PCIe port, on the chain's channel.
             for (int r = 0; r < n; ++r)
               for (int d = 0; d < n; ++d)
-                if (d != r) out.tree_ports[r][shares.size()][d] = {topo::dgx1_pcie_port(t, r)};
+                if (d != r) hints.push_back({r, d, static_cast<int32_t>(shares.size()), {topo::dgx1_pcie_port(t, r)}});
             // Bound: what reaches the GPU with the fewest NVLinks in, plus its PCIe link.
             double least_in = 1e300;
             for (int v = 0; v < n; ++v) {
@@ -219,12 +221,12 @@ TreeSynthesis synthesize_trees(const topo::Topology& t, int n, const TreeSynthes
     }
     // Each message takes the NVLinks to its peer (split over a doubled pair),
     // or the PCIe port when the run uses PCIe or the pair has no NVLink.
-    out.ports_to.assign(n, std::vector<std::vector<int>>(n));
     for (int r = 0; r < n; ++r)
       for (int d = 0; d < n; ++d) {
         if (d == r) continue;
-        if (nvlink) out.ports_to[r][d] = topo::dgx1_nvlink_ports(t, r, d);
-        if (out.ports_to[r][d].empty()) out.ports_to[r][d] = {topo::dgx1_pcie_port(t, r)};
+        std::vector<int> ports = nvlink ? topo::dgx1_nvlink_ports(t, r, d) : std::vector<int>{};
+        if (ports.empty()) ports = {topo::dgx1_pcie_port(t, r)};
+        hints.push_back({r, d, kNone, std::move(ports)});
       }
   } else {
     // A switch fabric: m one-hop trees (§3.4); a broadcast is the root's one.
@@ -237,6 +239,18 @@ TreeSynthesis synthesize_trees(const topo::Topology& t, int n, const TreeSynthes
         << n - 1 << " children one switch away\n";
   }
   out.text = txt.str();
+  // Each tree a channel of its own; a NIC forwards a chunk as soon as it has
+  // it (§4.1-4.2), a tree's chunks in order on each link.
+  Program& p = out.program = tree_shares_program(blink ? "blink" : "ring", n, shares, o.chunks,
+                                                 allreduce ? kNone : kRoot);
+  p.dataflow = true;
+  p.links = std::move(hints);
+  int units = 0, most = 0;
+  for (const TreeShare& sh : shares) {
+    units += sh.units;
+    most = std::max(most, sh.units);
+  }
+  out.largest_share = static_cast<double>(most) / units;
   return out;
 }
 

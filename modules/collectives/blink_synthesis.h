@@ -5,12 +5,12 @@
 // hybrid NVLink and PCIe broadcast (A.3), or NCCL's rings with its PCIe
 // fallback; on a switch fabric Blink's one-hop trees (§3.4). Each comes with
 // the links its messages take, its bound and the text --print-trees shows.
-// Plain C++: tree_schedule() turns the shares into schedule tables.
+// Plain C++.
 #include <string>
 #include <vector>
 
 #include "collectives/blink_trees.h"
-#include "collectives/tree_schedule.h"
+#include "collectives/tree_shares.h"
 #include "topology/topology.h"
 
 namespace incsim::collectives {
@@ -20,18 +20,20 @@ struct TreeSynthesisOptions {
   bool allreduce = true;   // false: a broadcast from rank 0
   bool hybrid = false;     // Blink A.3: a PCIe chain beside the NVLink trees (broadcast on one DGX-1)
   BlinkOptions blink;
+  int chunks = 1;          // each tree's share cut into this many chunks, pipelined (blink.chunks, §4.2.1)
   std::string platform;    // names the machine in the text
   // A link's payload bandwidth is its rate less the header per packet.
   uint32_t max_payload_bytes = 0, header_bytes = 0;
 };
 
+// A program and what its synthesis says beside it, for the run's header.
 struct TreeSynthesis {
-  std::vector<TreeShare> shares;
-  // DGX-1 only (empty elsewhere: every port reaching the peer): [rank][dst]
-  // the ports rank's messages to dst take, the NVLinks to it or else PCIe;
-  // with hybrid, [rank][tree][dst] the PCIe chain's (the last tree's) ports.
-  std::vector<std::vector<std::vector<int>>> ports_to;
-  std::vector<std::vector<std::vector<std::vector<int>>>> tree_ports;
+  // The trees (tree_shares_program) in dataflow issue on the NICs, tree t on
+  // channel t; on a DGX-1 with link hints: a message takes the NVLinks to its
+  // peer, or PCIe where the run uses PCIe or the pair has no NVLink, and the
+  // hybrid's PCIe chain its PCIe port.
+  Program program;
+  double largest_share = 0;     // the largest tree's part of the buffer (Blink's MIAD sizes chunks by it)
   double algbw_bound_GBps = 0;  // 0: the endpoints' payload bound
   std::string bound_note;       // what algbw_bound_GBps is, for the header
   std::string text;             // --print-trees

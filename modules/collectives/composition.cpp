@@ -56,6 +56,38 @@ std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int ra
   return added;
 }
 
+Program relabel(const Program& p, const std::vector<int>& node_of) {
+  std::vector<int> sorted = node_of;
+  std::sort(sorted.begin(), sorted.end());
+  for (int k = 0; k < p.ranks; ++k)
+    if (static_cast<int>(sorted.size()) != p.ranks || sorted[k] != k)
+      throw UserError("a rank mapping must name every rank once");
+  std::vector<int> rank_of(p.ranks);
+  for (int k = 0; k < p.ranks; ++k) rank_of[node_of[k]] = k;
+  ProgramBuilder b(p.name, p.collective, p.ranks, p.in_place);
+  Program& w = b.program();
+  w.root = p.collective == Collective::Broadcast ? node_of[p.root] : p.root;
+  w.tree_nodes = p.tree_nodes;
+  w.multimem = p.multimem;
+  w.protocol_by_size = p.protocol_by_size;
+  w.data_channels = p.data_channels;
+  w.dataflow = p.dataflow;
+  for (LinkHint h : p.links) {
+    h.rank = node_of.at(h.rank);
+    h.peer = node_of.at(h.peer);
+    w.links.push_back(std::move(h));
+  }
+  Placement pl;
+  pl.part = &p;
+  pl.ranks = node_of;
+  add_groups(b, pl);
+  for (int r = 0; r < p.ranks; ++r) {
+    b.begin_rank(r, p.buffers[rank_of[r]]);
+    append_part(b, pl, r, {});
+  }
+  return b.build();
+}
+
 Program pxn_program(const Program& p, const std::vector<int>& node, const std::vector<int>& rail) {
   if (p.engine() != Engine::Cores) return p;
   const int n = p.ranks;

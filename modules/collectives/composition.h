@@ -37,6 +37,11 @@ Operation place(const Placement& pl, const Operation& o);
 // depending on `after`. Returns the new operations' indices, in part order.
 std::vector<uint32_t> append_part(ProgramBuilder& b, const Placement& pl, int rank, const std::vector<uint32_t>& after);
 
+// The program with its rank k run by rank node_of[k] (a rank mapping), its
+// peers, groups, link hints and a broadcast's root renamed alike: the whole
+// program placed on a permutation of its ranks.
+Program relabel(const Program& p, const std::vector<int>& node_of);
+
 // NCCL's PXN ("PCI x NVLink", NCCL 2.12+, on unless NCCL_PXN_DISABLE=1;
 // src/graph/paths.cc, src/transport/net.cc) on a rail-optimised cluster,
 // where rank r is on node node[r] and rail rail[r]: a transfer from rank a

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <set>
+#include <tuple>
 
+#include "collectives/table_program.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -57,16 +60,7 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     if (hops_so_far >= max_hops) return false;
     return opt.max_switch_hops > 0 || hops_so_far == 0 || !has_endpoint[sw];
   };
-  // Per-step capacity of every directed link (see multitree.h).
-  double base = 0;
-  for (const auto& l : t.links())
-    if (t.node(l.a.node).kind == NodeKind::Switch && t.node(l.b.node).kind == NodeKind::Switch)
-      base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
-  if (base == 0)
-    for (const auto& l : t.links()) base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
-  std::vector<int> full_cap(2 * t.links().size());
-  for (size_t i = 0; i < full_cap.size(); ++i)
-    full_cap[i] = std::max(1, static_cast<int>(std::floor(t.links()[i / 2].bw_GBps / base + 1e-9)));
+  const std::vector<int> full_cap = step_capacities(t);
 
   // Endpoint index of every node (-1 for switches).
   std::vector<int> ep_of(t.nodes().size(), -1);
@@ -86,8 +80,10 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   std::vector<PortRef> via(t.nodes().size());
   int stamp = 0;
 
-  // Finds a child for parent p in tree T; fills path; -1 if none.
-  auto find_child = [&](int T, int p, std::vector<PortRef>& path) -> int {
+  // Finds a child for parent p in tree T and takes the links of its path
+  // for the step; -1 if none.
+  std::vector<PortRef> path;
+  auto find_child = [&](int T, int p) -> int {
     ++stamp;
     std::deque<int> q;
     const int src = t.endpoints()[p];
@@ -159,13 +155,12 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
         bool added = false;
         for (size_t i = 0; i < frontier[T] && !added; ++i) {  // breadth first (line 9)
           const int p = order[T][i];
-          std::vector<PortRef> path;
-          const int c = find_child(T, p, path);
+          const int c = find_child(T, p);
           if (c < 0) continue;
           in_tree[T][c] = 1;
           order[T].push_back(c);
           added_at[T][c] = step;
-          out.edges.push_back({T, p, c, step, seq++, std::move(path)});
+          out.edges.push_back({T, p, c, step, seq++});
           --remaining;
           added = progress = true;
         }
@@ -180,9 +175,9 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   return out;
 }
 
-Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops) {
+Program multitree_program(const MultiTreeTrees& trees, bool nops) {
   const int n = trees.nodes, T = trees.steps;
-  ScheduleBuilder b(trees.direct ? "multitree" : "multitree-indirect", n, n);
+  TableProgramBuilder b(trees.direct ? "multitree" : "multitree-indirect", n, n);
   for (const TreeEdge& e : trees.edges) {
     // Line 17: reduce-scatter reverses the edge at T - t0 + 1.
     b.reduce(e.tree, e.child, e.parent, T - e.step + 1);
@@ -192,18 +187,61 @@ Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops) {
   return b.build(nops);
 }
 
-Schedule multitree(const Topology& t, const MultiTreeOptions& opt) {
-  MultiTreeTrees trees = multitree_trees(t, opt);
-  Schedule s = multitree_schedule(trees, opt.nops);
-  // The paths each message takes: the allocated one for all-gather, its
-  // reverse for reduce-scatter.
-  for (const TreeEdge& e : trees.edges) {
-    s.paths.push_back({trees.steps + e.step, e.parent, e.child, e.path});
-    std::vector<PortRef> back;
-    for (auto it = e.path.rbegin(); it != e.path.rend(); ++it) back.push_back(t.peer(*it));
-    s.paths.push_back({trees.steps - e.step + 1, e.child, e.parent, std::move(back)});
+Program multitree_program(const Topology& t, const MultiTreeOptions& opt) {
+  return multitree_program(multitree_trees(t, opt), opt.nops);
+}
+
+std::vector<int> step_capacities(const Topology& t) {
+  double base = 0;
+  for (const auto& l : t.links())
+    if (t.node(l.a.node).kind == NodeKind::Switch && t.node(l.b.node).kind == NodeKind::Switch)
+      base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
+  if (base == 0)
+    for (const auto& l : t.links()) base = base == 0 ? l.bw_GBps : std::min(base, l.bw_GBps);
+  std::vector<int> cap(2 * t.links().size());
+  for (size_t i = 0; i < cap.size(); ++i)
+    cap[i] = std::max(1, static_cast<int>(std::floor(t.links()[i / 2].bw_GBps / base + 1e-9)));
+  return cap;
+}
+
+LinkLoad link_load(const Schedule& s, const Topology& t) {
+  const int n = static_cast<int>(t.endpoints().size());
+  if (s.nodes != n)
+    throw UserError("a schedule of " + std::to_string(s.nodes) + " nodes on a topology of " + std::to_string(n) +
+                    " endpoints");
+  const std::vector<int> cap = step_capacities(t);
+  LinkLoad load;
+  load.per_step.assign(s.steps, 0.0);
+  std::vector<int> use(cap.size());
+  const std::vector<Message> messages = s.messages();  // by step
+  for (size_t m = 0; m < messages.size();) {
+    const int step = messages[m].step;
+    std::fill(use.begin(), use.end(), 0);
+    std::set<std::tuple<int, int, Op>> crossed;  // (src, dst, op): a message of several flows crosses once
+    for (; m < messages.size() && messages[m].step == step; ++m) {
+      const Message& x = messages[m];
+      if (!crossed.insert({x.src, x.dst, x.op}).second) continue;
+      int node = t.endpoints()[x.src];
+      for (int guard = 0; node != t.endpoints()[x.dst] && guard < 10000; ++guard) {
+        const PortRef out{node, t.route(node, x.dst)};
+        if (out.port < 0 || t.link_at(out) < 0) break;
+        ++use[dlink(t, out)];
+        node = t.peer(out).node;
+      }
+    }
+    for (size_t i = 0; i < use.size(); ++i) {
+      const double l = static_cast<double>(use[i]) / cap[i];
+      load.per_step[step - 1] = std::max(load.per_step[step - 1], l);
+      if (l <= 1) continue;
+      const auto& L = t.links()[i / 2];
+      const PortRef from = i % 2 ? L.b : L.a;
+      load.over.push_back("in step " + std::to_string(step) + " link " + t.port_name(from) + " -> " +
+                          t.port_name(t.peer(from)) + " carries " + std::to_string(use[i]) +
+                          " messages for a capacity of " + std::to_string(cap[i]));
+    }
+    load.max = std::max(load.max, load.per_step[step - 1]);
   }
-  return s;
+  return load;
 }
 
 }  // namespace incsim::collectives

@@ -32,8 +32,10 @@
 //    ends when no tree can add a node (lines 4-14).
 //  - Reduce-scatter reverses the all-gather edges: (p->c, t0) becomes
 //    (c->p, T - t0 + 1), and all-gather runs at T + t0 (lines 15-18).
+#include <string>
 #include <vector>
 
+#include "collectives/program.h"
 #include "collectives/schedule.h"
 #include "topology/topology.h"
 
@@ -52,7 +54,6 @@ struct TreeEdge {
   int parent, child;
   int step;    // all-gather time step before the adjustment of line 18 (1-based)
   int seq;     // global allocation sequence, 0-based (the "(i)" labels of Fig. 3)
-  std::vector<topo::PortRef> path;  // output ports from the parent's endpoint on
 };
 
 struct MultiTreeTrees {
@@ -64,11 +65,33 @@ struct MultiTreeTrees {
 
 // Lines 1-14: the all-gather trees.
 MultiTreeTrees multitree_trees(const topo::Topology& t, const MultiTreeOptions& opt = {});
-// Lines 15-18 on top: the all-reduce schedule (flow i = tree i = chunk i).
-Schedule multitree(const topo::Topology& t, const MultiTreeOptions& opt = {});
-Schedule multitree_schedule(const MultiTreeTrees& trees, bool nops = true);
+// Lines 15-18 on top: the all-reduce (flow i = tree i = chunk i) as a program
+// of the NICs' table operations (table_program.h), named multitree on a
+// direct network and multitree-indirect elsewhere; opt.nops holds a node in
+// every step it sends nothing (§IV-A).
+Program multitree_program(const topo::Topology& t, const MultiTreeOptions& opt = {});
+Program multitree_program(const MultiTreeTrees& trees, bool nops = true);
 
 // True when every switch has exactly one endpoint and every endpoint one link.
 bool is_direct_network(const topo::Topology& t);
+
+// What each directed link carries in one step (see above): its bandwidth
+// over the slowest switch-to-switch link's (the slowest link's where no two
+// switches meet), at least 1. [2 * link + direction], direction 0 leaving
+// the link's end a.
+std::vector<int> step_capacities(const topo::Topology& t);
+
+// How full a table's steps keep the links: in every step, the messages on
+// each directed link over its step capacity, each message following the
+// topology's routes (endpoint i = node i), the flows of one op between one
+// pair in one step crossing as one message. MultiTree's trees promise at most
+// 1 in every step (§III: a link is allocated once per step); a ring on a
+// torus keeps its links below that, a double binary tree on a mesh does not.
+struct LinkLoad {
+  std::vector<double> per_step;   // [step - 1]: the most loaded link's load
+  double max = 0;
+  std::vector<std::string> over;  // each link above its capacity in a step, one sentence each
+};
+LinkLoad link_load(const Schedule& s, const topo::Topology& t);
 
 }  // namespace incsim::collectives

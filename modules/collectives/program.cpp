@@ -89,7 +89,7 @@ bool Operation::operator==(const Operation& o) const {
 bool Program::operator==(const Program& o) const {
   return name == o.name && collective == o.collective && ranks == o.ranks && root == o.root &&
          in_place == o.in_place && tree_nodes == o.tree_nodes && multimem == o.multimem && protocol_by_size == o.protocol_by_size &&
-         data_channels == o.data_channels && buffers == o.buffers && groups == o.groups && ops == o.ops &&
+         data_channels == o.data_channels && dataflow == o.dataflow && links == o.links && buffers == o.buffers && groups == o.groups && ops == o.ops &&
          rank_begin == o.rank_begin && deps == o.deps;
 }
 
@@ -169,6 +169,14 @@ std::string write_program(const Program& p) {
   if (p.multimem) os << "multimem 1\n";
   if (p.protocol_by_size) os << "protocol auto\n";
   if (p.data_channels) os << "datachannels " << p.data_channels << '\n';
+  if (p.dataflow) os << "dataflow 1\n";
+  for (const LinkHint& h : p.links) {
+    os << "link " << h.rank << " to " << h.peer;
+    if (h.channel != kNone) os << " ch " << h.channel;
+    os << " ports ";
+    for (size_t k = 0; k < h.ports.size(); ++k) os << (k ? "," : "") << h.ports[k];
+    os << '\n';
+  }
   for (const auto& g : p.groups) {
     os << "group";
     for (int r : g) os << ' ' << r;
@@ -310,6 +318,31 @@ Program read_program(const std::string& text, const std::string& file) {
       in.word("datachannels");
       b->program().data_channels = static_cast<int>(in.number("a channel count", 1, 65535));
       in.end();
+    } else if (key == "dataflow" && have_coll && rank < 0) {
+      in.word("dataflow");
+      b->program().dataflow = in.number("dataflow (0 or 1)", 0, 1) == 1;
+      in.end();
+    } else if (key == "link" && have_coll && rank < 0) {
+      in.word("link");
+      LinkHint h;
+      h.rank = static_cast<int32_t>(in.number("rank", 0, p.ranks - 1));
+      std::vector<std::string> seen;
+      while (!in.done()) {
+        const std::string f = in.word("a field");
+        if (std::find(seen.begin(), seen.end(), f) != seen.end()) in.fail("field \"" + f + "\" given twice");
+        seen.push_back(f);
+        if (f == "to") h.peer = static_cast<int32_t>(in.number("to", 0, p.ranks - 1));
+        else if (f == "ch") h.channel = static_cast<int32_t>(in.number("ch", 0, 65535));
+        else if (f == "ports") {
+          std::istringstream ps(in.word("ports"));
+          for (std::string port; std::getline(ps, port, ',');)
+            h.ports.push_back(static_cast<int>(in.integer(port, "port", 0, 65535)));
+        } else
+          in.fail("unknown field \"" + f + "\" (to, ch, ports)");
+      }
+      if (std::find(seen.begin(), seen.end(), "to") == seen.end()) in.fail("a link names its peer (to R)");
+      if (h.ports.empty()) in.fail("a link names its ports (ports P,Q,...)");
+      b->program().links.push_back(std::move(h));
     } else if (key == "treenodes" && have_coll && rank < 0) {
       in.word("treenodes");
       const int nodes = static_cast<int>(in.number("a node count", 1, p.ranks));

@@ -117,6 +117,21 @@ struct Buffers {
   }
 };
 
+// Which of a rank's ports its messages to a peer take, a message split
+// evenly over them: on one channel, or with channel kNone on every channel
+// without a hint of its own. A message with no hint takes every port whose
+// routes reach the peer. Only the NICs' tables read hints: Blink names its
+// links this way (an NVLink, not the PCIe tree that reaches the same GPU;
+// its hybrid broadcast's PCIe chain, a channel of its own, Blink A.3).
+struct LinkHint {
+  int32_t rank = 0, peer = 0;
+  int32_t channel = kNone;
+  std::vector<int> ports;  // the rank's port indices
+  bool operator==(const LinkHint& o) const {
+    return rank == o.rank && peer == o.peer && channel == o.channel && ports == o.ports;
+  }
+};
+
 struct Program {
   std::string name;
   Collective collective = Collective::AllReduce;
@@ -145,6 +160,12 @@ struct Program {
   // on connections of its own, as PXN's relays do (pxn_program). 0: every
   // channel is one of them.
   int data_channels = 0;
+  // The NICs issue each operation as soon as its data is in, in any order,
+  // keeping one ordered stream per port, peer and channel (Blink §4.1-4.2);
+  // the timesteps then only order each NIC's table, nothing waits for a step.
+  // false: MultiTree's lockstep decoder (§IV-A).
+  bool dataflow = false;
+  std::vector<LinkHint> links;             // at most one per rank, peer and channel
   std::vector<Buffers> buffers;            // [rank]
   std::vector<std::vector<int>> groups;    // in-network groups: their ranks
   std::vector<Operation> ops;                     // grouped by rank

@@ -4,6 +4,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace incsim::collectives {
@@ -88,6 +89,7 @@ class Checker {
       else if (std::adjacent_find(m.begin(), m.end()) != m.end())
         problem("group " + std::to_string(g) + " names a rank twice");
     }
+    hints();
     rank_of_.resize(p_.ops.size());
     for (int r = 0; r < n_; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
@@ -141,6 +143,28 @@ class Checker {
         }
       }
     return out_.problems.empty();
+  }
+
+  // Link hints and dataflow issue are the NICs' tables' (program.h).
+  void hints() {
+    const auto other = std::find_if(p_.ops.begin(), p_.ops.end(),
+                                    [](const Operation& o) { return o.engine != Engine::NicTable; });
+    if ((p_.dataflow || !p_.links.empty()) && other != p_.ops.end())
+      problem(std::string("only the NICs' schedule tables read dataflow issue and link hints, and the program has ") +
+              engine_name(other->engine) + " operations");
+    std::set<std::array<int32_t, 3>> hinted;
+    for (size_t k = 0; k < p_.links.size(); ++k) {
+      const LinkHint& h = p_.links[k];
+      const std::string what = "the link hint of rank " + std::to_string(h.rank) + " to rank " + std::to_string(h.peer);
+      if (h.rank < 0 || h.rank >= n_ || h.peer < 0 || h.peer >= n_)
+        problem(what + " names a rank out of range (" + std::to_string(n_) + " ranks)");
+      else if (h.rank == h.peer)
+        problem(what + " leads a rank to itself");
+      if (h.channel < kNone) problem(what + " names channel " + std::to_string(h.channel));
+      if (h.ports.empty()) problem(what + " names no port");
+      if (!hinted.insert({h.rank, h.peer, h.channel}).second)
+        problem(what + (h.channel == kNone ? "" : " on channel " + std::to_string(h.channel)) + " is given twice");
+    }
   }
 
   // The collective's buffers: every rank the same input and output chunks,
@@ -321,6 +345,9 @@ class Checker {
   void write(int g, const ChunkRef& c, const std::vector<Contribs>& v) {
     for (uint32_t j = 0; j < c.count && j < v.size(); ++j) state_[slot(rank_of_[g], c.buf, c.index + j)] = v[j];
   }
+  void write(int g, const ChunkRef& c, std::vector<Contribs>&& v) {
+    for (uint32_t j = 0; j < c.count && j < v.size(); ++j) state_[slot(rank_of_[g], c.buf, c.index + j)] = std::move(v[j]);
+  }
   std::deque<Message>& fifo(int from, int to, int ch) { return fifos_[{from, to, ch}]; }
 
   bool deps_done(int g) const {
@@ -346,20 +373,22 @@ class Checker {
     switch (o.kind) {
       case OpKind::Send: result = read(g, o.src); break;
       case OpKind::Recv:
-      case OpKind::RecvCopySend: result = got; break;
+      case OpKind::RecvCopySend: result = std::move(got); break;
       case OpKind::RecvReduceSend:
       case OpKind::RecvReduceCopy:
       case OpKind::RecvReduceCopySend:
       case OpKind::Reduce: {
         result = read(g, o.kind != OpKind::Reduce && !o.src.empty() ? o.src : o.dst);
-        const std::vector<Contribs> other = o.kind == OpKind::Reduce ? read(g, o.src) : got;
+        const std::vector<Contribs> other = o.kind == OpKind::Reduce ? read(g, o.src) : std::move(got);
         for (size_t j = 0; j < result.size(); ++j) result[j] = merged(result[j], other[j]);
         break;
       }
       case OpKind::Copy: result = read(g, o.src); break;
       default: break;
     }
-    if (o.kind != OpKind::Send && o.kind != OpKind::RecvReduceSend && !in_network(o.kind)) write(g, o.dst, result);
+    const bool writes = o.kind != OpKind::Send && o.kind != OpKind::RecvReduceSend && !in_network(o.kind);
+    if (writes && sends(o.kind)) write(g, o.dst, result);
+    else if (writes) write(g, o.dst, std::move(result));
     if (sends(o.kind)) fifo(r, o.send_peer, o.channel).push_back({g, std::move(result)});
     done_[g] = 1;
   }
@@ -485,6 +514,7 @@ class Checker {
     for (int r = 0; r < n_; ++r)
       for (uint32_t k = 0; k < out_chunks; ++k) {
         Contribs want;
+        want.reserve(n);
         switch (p_.collective) {
           case Collective::AllReduce:
             for (uint32_t q = 0; q < n; ++q) want.push_back(q * chunks_ + k);
@@ -501,6 +531,7 @@ class Checker {
           }
         }
         const Contribs& have = state_[slot(r, Buffer::Output, k)];
+        if (have == want) continue;  // what a correct program's every chunk says: nothing to report
         const std::string where = "rank " + std::to_string(r) + "'s output chunk " + std::to_string(k);
         if (have.empty()) {
           problem(where + " is never " + (want.size() > 1 ? "reduced or " : "") + "delivered");

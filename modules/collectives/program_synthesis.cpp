@@ -1,11 +1,8 @@
 #include "collectives/program_synthesis.h"
 
 #include <algorithm>
-#include <array>
 #include <functional>
-#include <map>
 #include <numeric>
-#include <tuple>
 #include <utility>
 
 #include "collectives/baselines.h"
@@ -153,153 +150,6 @@ Program alltoall_program(int n, int channels) {
     }
   }
   return pb.build();
-}
-
-Program schedule_program(const Schedule& s) {
-  const bool bcast = s.broadcast_root != kNil;
-  ProgramBuilder pb(s.algorithm, bcast ? Collective::Broadcast : Collective::AllReduce, s.nodes, true);
-  pb.program().root = bcast ? s.broadcast_root : 0;
-  // The step in which node u sends flow f to v in a Reduce or a Gather entry.
-  std::vector<std::map<std::array<int, 3>, int>> sent(s.nodes);  // [u][(op, flow, v)] -> step
-  for (int u = 0; u < s.nodes; ++u)
-    for (const Entry& e : s.tables[u])
-      if (e.sends())
-        for (int v : e.op == collectives::Op::Reduce ? std::vector<int>{e.parent} : e.children)
-          sent[u][{static_cast<int>(e.op), e.flow, v}] = e.step;
-  const uint32_t slices = static_cast<uint32_t>(s.slices);
-  for (int node = 0; node < s.nodes; ++node) {
-    pb.begin_rank(node, Buffers{slices, slices, 0});
-    // The node's operations in table order, then stably by (step, receives
-    // after sends and NOPs, Reduce before Gather, flow): the order of a
-    // Reduce entry's children and of a Gather entry's is kept, so the table
-    // can be compiled back (schedule_of).
-    struct Event {
-      int step, recv, op, flow;
-      Operation o;
-    };
-    std::vector<Event> events;
-    std::vector<bool> gathered(s.flows.size(), false);
-    for (const Entry& e : s.tables[node]) {
-      Operation o = make_op(OpKind::Nop, Engine::NicTable, 0, 0);
-      if (e.op == collectives::Op::Nop) {
-        o.timestep = static_cast<uint16_t>(e.step);
-        events.push_back({e.step, 0, static_cast<int>(e.op), kNil, o});
-        continue;
-      }
-      // A flow's messages travel on the channel of its tree: a NIC in
-      // dataflow mode keeps a tree's chunks in order on a link (Blink §4.1).
-      o.channel = static_cast<uint16_t>(s.flow_tree.empty() ? e.flow : s.flow_tree[e.flow]);
-      const ChunkRef c = chunk(Buffer::Output, static_cast<uint32_t>(e.start), static_cast<uint16_t>(e.size));
-      const int op = static_cast<int>(e.op);
-      auto receive = [&](OpKind k, int from) {
-        Operation r = o;
-        r.kind = k;
-        r.recv_peer = from;
-        r.dst = c;
-        r.timestep = static_cast<uint16_t>(sent[from].at({op, e.flow, node}));
-        events.push_back({r.timestep, 1, op, e.flow, r});
-      };
-      auto send = [&](int to) {
-        Operation x = o;
-        x.kind = OpKind::Send;
-        x.send_peer = to;
-        x.src = c;
-        x.timestep = static_cast<uint16_t>(e.step);
-        events.push_back({e.step, 0, op, e.flow, x});
-      };
-      if (e.op == collectives::Op::Reduce) {
-        for (int child : e.children) receive(OpKind::RecvReduceCopy, child);
-        if (e.parent != kNil) send(e.parent);
-      } else {
-        if (e.parent != kNil && !gathered[e.flow]) receive(OpKind::Recv, e.parent);
-        gathered[e.flow] = true;
-        for (int child : e.children) send(child);
-      }
-    }
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return std::tie(a.step, a.recv, a.op, a.flow) < std::tie(b.step, b.recv, b.op, b.flow);
-    });
-    for (const Event& ev : events) pb.add(ev.o);
-  }
-  return pb.build();
-}
-
-Schedule schedule_of(const Program& p) {
-  if (p.collective != Collective::AllReduce && p.collective != Collective::Broadcast)
-    throw UserError("a NIC schedule table runs an all-reduce or a broadcast, not a " +
-                    std::string(collective_name(p.collective)));
-  // Flows are the chunks the operations move, in buffer order.
-  std::map<uint32_t, std::pair<uint16_t, uint16_t>> chunks;  // start -> (size, channel)
-  bool nops = false;
-  for (const Operation& o : p.ops) {
-    if (o.engine != Engine::NicTable)
-      throw UserError(std::string("a NIC schedule table holds table operations, not ") + engine_name(o.engine) +
-                      " ones");
-    if (o.kind != OpKind::Nop && o.kind != OpKind::Send && o.kind != OpKind::Recv && o.kind != OpKind::RecvReduceCopy)
-      throw UserError(std::string("a NIC schedule table sends, receives and receive-reduces whole chunks; it has no ") +
-                      op_name(o.kind));
-    if (o.timestep == 0)
-      throw UserError("a NIC schedule table runs in lockstep steps: every operation needs its timestep");
-    nops |= o.kind == OpKind::Nop;
-    const ChunkRef c = o.src.empty() ? o.dst : o.src;
-    if (c.empty()) continue;
-    if (c.buf != Buffer::Output)
-      throw UserError("a NIC schedule table works in place: name output chunks (o), not input or scratch ones");
-    const auto [it, fresh] = chunks.try_emplace(c.index, std::make_pair(c.count, o.channel));
-    if (!fresh && it->second != std::make_pair(c.count, o.channel))
-      throw UserError("chunk " + std::to_string(c.index) + " is moved in two sizes or on two channels; a flow of a "
-                      "schedule table is one chunk on one channel");
-  }
-  std::map<uint32_t, int> flow_of;
-  for (const auto& [start, sc] : chunks) flow_of[start] = static_cast<int>(flow_of.size());
-  uint32_t next = 0;
-  for (const auto& [start, sc] : chunks) {
-    if (start < next) throw UserError("chunks " + std::to_string(start) + " and before overlap; a schedule table's flows do not");
-    next = start + sc.first;
-  }
-  ScheduleBuilder b(p.name, p.ranks, 0);
-  Schedule& s = b.schedule();
-  s.slices = static_cast<int>(p.buffers.empty() ? 0 : p.buffers[0].output);
-  for (const auto& [start, sc] : chunks) {
-    s.flows.push_back({static_cast<int>(start), sc.first});
-    s.flow_tree.push_back(sc.second);
-  }
-  bool identity = true;
-  for (size_t f = 0; f < s.flow_tree.size(); ++f) identity &= s.flow_tree[f] == static_cast<int>(f);
-  if (identity) s.flow_tree.clear();
-  if (p.collective == Collective::Broadcast) s.broadcast_root = p.root;
-  // A send is a Reduce message if its receiver reduces it. Receives of a
-  // pair of ranks meet their sends in order, per channel (docs/programs.md).
-  std::map<std::array<int, 3>, std::vector<const Operation*>> recvs;  // (from, to, channel)
-  for (int r = 0; r < p.ranks; ++r)
-    for (int i = 0; i < p.op_count(r); ++i)
-      if (receives(p.op(r, i).kind)) recvs[{p.op(r, i).recv_peer, r, p.op(r, i).channel}].push_back(&p.op(r, i));
-  std::map<std::array<int, 3>, size_t> paired;
-  // Reduce messages in each receiver's order, Gather messages in each
-  // sender's: the builder keeps that order in the entries' children.
-  std::vector<std::array<int, 4>> reduce, gather;  // (flow, src, dst, step)
-  for (int r = 0; r < p.ranks; ++r)
-    for (int i = 0; i < p.op_count(r); ++i) {
-      const Operation& o = p.op(r, i);
-      if (o.kind != OpKind::Send) continue;
-      const std::array<int, 3> key{r, o.send_peer, o.channel};
-      const auto& rs = recvs[key];
-      const size_t k = paired[key]++;
-      if (k >= rs.size()) throw UserError("rank " + std::to_string(r) + "'s send to rank " + std::to_string(o.send_peer) + " is never received");
-      if (rs[k]->timestep != o.timestep || !(rs[k]->dst == o.src))
-        throw UserError("rank " + std::to_string(o.send_peer) + " receives rank " + std::to_string(r) +
-                        "'s message in another step or chunk than it is sent");
-      const std::array<int, 4> m{flow_of.at(o.src.index), r, o.send_peer, o.timestep};
-      if (rs[k]->kind == OpKind::Recv) gather.push_back(m);
-    }
-  for (int r = 0; r < p.ranks; ++r)
-    for (int i = 0; i < p.op_count(r); ++i) {
-      const Operation& o = p.op(r, i);
-      if (o.kind == OpKind::RecvReduceCopy) reduce.push_back({flow_of.at(o.dst.index), o.recv_peer, r, o.timestep});
-    }
-  for (const auto& [flow, src, dst, step] : reduce) b.reduce(flow, src, dst, step);
-  for (const auto& [flow, src, dst, step] : gather) b.gather(flow, src, dst, step);
-  return b.build(nops);
 }
 
 const char* method_name(InNetMethod m) {
@@ -570,9 +420,9 @@ Program cluster_tree_program(int nodes, int per_node, int channels) {
       }
       // The chain's first GPU joins its node to the tree over the nodes.
       const TreeLinks l = node_tree(N, k, c);
-      if (l.parent != kNil) t[gpu(k, 0)].parent = gpu(l.parent, 0);
+      if (l.parent != kNone) t[gpu(k, 0)].parent = gpu(l.parent, 0);
       for (int child : {l.child0, l.child1})
-        if (child != kNil) t[gpu(k, 0)].children.push_back(gpu(child, 0));
+        if (child != kNone) t[gpu(k, 0)].children.push_back(gpu(child, 0));
     }
   }
   Program p = tree_program(N * G, trees);
@@ -648,9 +498,9 @@ Program nvls_tree_program(int nodes, int per_node, int channels, bool multimem) 
   const auto across = [&](ProgramBuilder& pb, int k, int h, uint32_t c, int) {
     const TreeLinks l = node_tree(N, k, static_cast<int>(c));
     TreeNode t;
-    if (l.parent != kNil) t.parent = l.parent * G + h;
+    if (l.parent != kNone) t.parent = l.parent * G + h;
     for (int child : {l.child0, l.child1})
-      if (child != kNil) t.children.push_back(child * G + h);
+      if (child != kNone) t.children.push_back(child * G + h);
     return add_tree_rank(pb, t, static_cast<uint16_t>(c), static_cast<uint16_t>(2 * c), chunk(Buffer::Scratch, c),
                          chunk(Buffer::Scratch, C + c), chunk(Buffer::Output, static_cast<uint32_t>(h) * C + c));
   };

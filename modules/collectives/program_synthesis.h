@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "collectives/program.h"
-#include "collectives/schedule.h"
 
 namespace incsim::collectives {
 
@@ -143,19 +142,6 @@ uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, i
 // smaller than 32, 16, 4 or 1 times that chunk on each of the
 // `concurrent_ops` (channels x heads) chunks a pass moves.
 uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step);
-
-// A schedule table (MultiTree's NIC, schedule.h) as a program on the NIC's
-// schedule-table engine, in place: each node's operations in table order
-// (step by step, within a step its sends and NOPs before its receives),
-// one queue; a Reduce message received becomes a recv-reduce-copy into the
-// node's buffer, a Gather message a receive, each message sent a send, in
-// the timestep of its entry. Chunks are the schedule's slices; a flow's
-// operations are on the channel of its tree (Schedule::flow_tree).
-Program schedule_program(const Schedule& s);
-// The schedule table a NIC program compiles to, the inverse of
-// schedule_program (its tables, flows and trees; explicit paths are routing,
-// not part of a program). Throws UserError naming what a table cannot hold.
-Schedule schedule_of(const Program& p);
 
 // Klenk's in-network collectives (§IV) as copy-engine programs over one group
 // of all n ranks:

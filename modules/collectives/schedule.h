@@ -1,14 +1,14 @@
 #pragma once
-// All-reduce schedules as per-node schedule tables (MultiTree §IV-A, Fig. 5),
-// for MultiTree and for every baseline, and a symbolic checker for them.
-// Plain C++, no SystemC.
+// Per-node schedule tables (MultiTree §IV-A, Fig. 5): what a NIC compiles a
+// program of table operations into (schedule_of) and --print-schedule
+// shows. Algorithms are programs (table_program.h builds them from their
+// messages); a table is their lockstep view. Plain C++, no SystemC.
 //
-// The model. The buffer of every node is cut into `slices` equal slices; a
-// flow (FlowID) is one chunk of the buffer, slices [start, start + size),
-// reduced along one tree and broadcast back along a tree (for MultiTree flow
-// i is tree i, rooted at node i). Time advances in lockstep steps 1, 2, ...:
-// a message sent in step s arrives by the end of step s, and a node can only
-// send in step s what it held at the start of step s.
+// The buffer of every node is cut into `slices` equal slices; a flow
+// (FlowID) is one chunk of the buffer, slices [start, start + size),
+// reduced along one tree and broadcast back along a tree (for MultiTree
+// flow i is tree i, rooted at node i). Time advances in lockstep steps 1,
+// 2, ...: a message sent in step s arrives by the end of step s.
 //
 // Table entries (one Reduce entry per node and flow; Gather entries per node,
 // flow and sending step):
@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/topology.h"
+#include "collectives/program.h"
 
 namespace incsim::collectives {
 
@@ -76,15 +76,6 @@ struct Schedule {
   std::vector<Chunk> flows;                 // [flow]
   std::vector<std::vector<Entry>> tables;   // [node], sorted by (step, op, flow)
 
-  // Optional explicit paths (directed links) for messages whose synthesis
-  // chose one, e.g. MultiTree on indirect networks (§III-C3). Messages
-  // without one follow the topology's routing tables.
-  struct Path {
-    int step, src, dst;
-    std::vector<topo::PortRef> out;  // output port at each node from src on
-  };
-  std::vector<Path> paths;
-
   // Broadcast (Blink §4.1): the rank whose input every node receives; the
   // tables hold Gather entries only. kNil: an all-reduce.
   int broadcast_root = kNil;
@@ -97,72 +88,18 @@ struct Schedule {
   int count(Op op) const;
 };
 
-// Builds a Schedule from the messages an algorithm sends; derives every
-// node's entries (parents, children, steps, receive-only entries) from them.
-class ScheduleBuilder {
- public:
-  // `flows` chunks, each `slices_per_flow` slices, in flow order.
-  ScheduleBuilder(std::string algorithm, int nodes, int flows, int slices_per_flow = 1);
-  void reduce(int flow, int src, int dst, int step);
-  void gather(int flow, int src, int dst, int step);
-  void path(int step, int src, int dst, std::vector<topo::PortRef> out);
-  // The schedule being built: its flows, trees and broadcast root may be set before build.
-  Schedule& schedule() { return s_; }
-  // Derives the tables; with nops, adds a Nop entry in every step 1..steps in
-  // which a node sends nothing (the lockstep of §IV-A).
-  Schedule build(bool nops = true) const;
-
- private:
-  struct Msg {
-    int flow, src, dst, step;
-    Op op;
-  };
-  Schedule s_;
-  std::vector<Msg> msgs_;
-};
-
-struct VerifyOptions {
-  // With a topology (endpoint i = node i), verify counts the messages on every
-  // directed link in every step, following Schedule::paths or the routes.
-  const topo::Topology* topology = nullptr;
-  // Then report every directed link that carries more messages in one step
-  // than its capacity: its bandwidth over the slowest switch-to-switch link's
-  // (at least 1). MultiTree promises this; ring on a torus does not.
-  bool exclusive_links = false;
-};
-
-struct VerifyResult {
-  std::vector<std::string> problems;  // empty: the schedule is a correct all-reduce
-  int steps = 0;
-  int messages = 0;
-  // With a topology: the largest messages-over-capacity on any directed link,
-  // per step (index 0 = step 1) and overall.
-  std::vector<double> link_load;
-  double max_link_load = 0;
-  bool ok() const { return problems.empty(); }
-  std::string report() const;  // the problems, one a line (at most 20)
-};
-
-// Simulates the schedule symbolically, step by step: which nodes' data each
-// node's copy of each flow holds. Reports: malformed entries (ids, steps,
-// duplicates), a node sending what it does not hold at that step (a partial
-// sum passed on twice, a Gather before the full sum), a message the receiving
-// table does not expect (or expects later than it sends on), a node's data
-// counted twice in a sum, a flow reduced at other than one root, a node ending
-// without the full sum of every flow, the flows not tiling the buffer, and,
-// with options, links over capacity.
-VerifyResult verify(const Schedule& s, int n, const VerifyOptions& opt = {});
-// The same for a broadcast (s.broadcast_root set): only Gather entries; every
-// other node receives every flow exactly once, from a node that held it in
-// an earlier step (the root holds all from the start), as its table expects.
-VerifyResult verify_broadcast(const Schedule& s, int n);
-
-// The same schedule with rank r's table run by node node_of[r] (a rank
-// mapping), parents and children renamed alike. Explicit paths are dropped.
-Schedule relabel(const Schedule& s, const std::vector<int>& node_of);
-// The same schedule without its NOP entries: no node holds back for the
-// lockstep (MultiTree §IV-A's NOP, switched off for comparison).
-Schedule without_nops(Schedule s);
+// The tables a NIC program compiles to (docs/programs.md, "How the NICs
+// execute a program"): a flow is a chunk the operations move, on the channel
+// of its tree; a send is a Reduce message if its receiver reduces it (an
+// `rrc`), a Gather message if it copies it (an `r`), each receive meeting
+// its send in order per channel and pair, in the send's step; every entry
+// is derived from the messages, and NOP entries fill the steps in which a
+// node sends nothing if the program has NOPs. Throws UserError naming what a
+// table cannot hold: another collective or engine, an operation a table
+// has no entry for, one without its timestep, chunks moved in two sizes or
+// on two channels, overlapping flows, a send never received or received in
+// another step or chunk.
+Schedule schedule_of(const Program& p);
 
 // Each node's table in the layout of Fig. 5 (Op FlowID Parent Children Step
 // Start Size), one block per node.

@@ -5,14 +5,14 @@
 #include <numeric>
 
 #include "collectives/bounds.h"
-#include "collectives/program_synthesis.h"
+#include "core/error.h"
 
 namespace incsim::nic {
 
 ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
                                          const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
                                          uint64_t seed, FlowControl flow_control, StepEstimate estimate,
-                                         double endpoint_GBps, Execution execution)
+                                         double endpoint_GBps, double algbw_bound_GBps)
     : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
       dtype_(dtype),
@@ -21,7 +21,8 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
       flow_control_(flow_control),
       estimate_(estimate),
       endpoint_GBps_(endpoint_GBps),
-      execution_(std::move(execution)) {
+      algbw_bound_GBps_(algbw_bound_GBps),
+      dataflow_(program.dataflow) {
   const int n = static_cast<int>(nics_.size());
   assert(schedule_.nodes == n);
   const net::PacketFormat& f = nics_[0]->endpoint().pool().format();
@@ -36,14 +37,39 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
     endpoint_of[r] = static_cast<uint32_t>(nics_[r]->endpoint().index());
     table_of[r] = nics_[r]->free_table();
   }
+  // A message to rank d is split over the ports that lead to d: those the
+  // program's hint names (on the message's channel, the flow's tree, or on
+  // every channel), else every port whose routes reach d.
+  std::vector<std::vector<std::vector<int>>> ports_to(n, std::vector<std::vector<int>>(n));
+  std::vector<std::vector<std::vector<std::vector<int>>>> tree_ports(n);
+  for (const collectives::LinkHint& h : program.links) {
+    if (h.rank < 0 || h.rank >= n || h.peer < 0 || h.peer >= n || h.rank == h.peer)
+      throw UserError("a link hint leads rank " + std::to_string(h.rank) + " to rank " + std::to_string(h.peer) +
+                      " of " + std::to_string(n));
+    // A NIC tested alone, its endpoint in no topology, trusts its hints.
+    const gpu::Gpu& from = nics_[h.rank]->endpoint();
+    const bool placed = endpoint_of[h.rank] < t.endpoints().size();
+    for (int p : h.ports)
+      if (p >= from.num_ports() ||
+          (placed && !t.port_reaches({t.endpoints()[endpoint_of[h.rank]], p}, static_cast<int>(endpoint_of[h.peer]))))
+        throw UserError("rank " + std::to_string(h.rank) + "'s link hint to rank " + std::to_string(h.peer) +
+                        " names port " + std::to_string(p) + " of " + from.name() + ", which does not lead there");
+    if (h.channel == collectives::kNone) {
+      ports_to[h.rank][h.peer] = h.ports;
+      continue;
+    }
+    auto& trees = tree_ports[h.rank];
+    if (static_cast<int>(trees.size()) <= h.channel) trees.resize(h.channel + 1, std::vector<std::vector<int>>(n));
+    trees[h.channel][h.peer] = h.ports;
+  }
+  for (int r = 0; r < n; ++r)
+    for (int d = 0; d < n; ++d) {
+      if (d == r || !ports_to[r][d].empty()) continue;
+      const int node = t.endpoints()[endpoint_of[r]];
+      for (int p = 0; p < t.node(node).ports; ++p)
+        if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[r][d].push_back(p);
+    }
   for (int r = 0; r < n; ++r) {
-    // A message to rank d is split over the ports that lead to d.
-    std::vector<std::vector<int>> ports_to(n);
-    if (!execution_.ports_to.empty()) ports_to = execution_.ports_to[r];
-    else
-      for (int d = 0, node = t.endpoints()[endpoint_of[r]]; d < n; ++d)
-        for (int p = 0; p < t.node(node).ports && d != r; ++p)
-          if (t.port_reaches({node, p}, static_cast<int>(endpoint_of[d]))) ports_to[d].push_back(p);
     // The schedule table and where rank r's messages go (MultiTree §IV-A: the
     // table is initialized before the all-reduce).
     NicJob job;
@@ -51,8 +77,8 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
     job.schedule = &schedule_;
     job.endpoint_of = endpoint_of;
     job.table_of = table_of;
-    job.ports_to = std::move(ports_to);
-    if (!execution_.tree_ports.empty()) job.tree_ports = execution_.tree_ports[r];
+    job.ports_to = std::move(ports_to[r]);
+    job.tree_ports = std::move(tree_ports[r]);
     job.data = &data_;
     job.dtype = dtype_;
     job.redop = redop_;
@@ -82,7 +108,7 @@ NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   const double ns = static_cast<double>(counted) * flit_bytes_ / estimate_.link_GBps;
   p.step_time = sc_core::sc_time(ns, sc_core::SC_NS);
   p.step_cycles = static_cast<uint32_t>(ns * estimate_.clock_ghz + 0.5);
-  p.dataflow = execution_.dataflow;
+  p.dataflow = dataflow_;
   return p;
 }
 
@@ -122,7 +148,7 @@ double ScheduledCollective::done_fraction() const {
 }
 
 double ScheduledCollective::bound_us(uint64_t bytes) const {
-  if (execution_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (execution_.algbw_bound_GBps * 1e3);
+  if (algbw_bound_GBps_ > 0) return static_cast<double>(bytes) / (algbw_bound_GBps_ * 1e3);
   return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
 }
 

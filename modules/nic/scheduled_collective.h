@@ -38,30 +38,20 @@ inline const Param<uint32_t> kNicBufferFlits{
 inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01).at_most(100),
                                      "NIC and router clock, GHz (MultiTree Table III: 1 GHz)"};
 
-// How the tables run, beyond MultiTree's defaults.
-struct Execution {
-  bool dataflow = false;  // NicParams::dataflow (Blink); false: MultiTree's lockstep decoder
-  // [rank][dst]: the ports rank's messages to dst take (split evenly). Empty:
-  // every port whose routes reach dst in the topology. Blink names its links (an NVLink, not
-  // the PCIe tree that also reaches the peer).
-  std::vector<std::vector<std::vector<int>>> ports_to;
-  // [rank][tree][dst]: where not empty, the ports of that tree's messages
-  // (Nic's tree_ports), e.g. Blink's PCIe trees (A.3).
-  std::vector<std::vector<std::vector<std::vector<int>>>> tree_ports;
-  // > 0: the bound is size / this (algbw), e.g. Blink's packed rate times a
-  // link's payload bandwidth; 0: the all-reduce or broadcast bound on
-  // endpoint_GBps.
-  double algbw_bound_GBps = 0;
-};
-
 class ScheduledCollective : public gpu::Collective {
  public:
   // nics[r] runs rank r of the program; endpoint_GBps is one node's payload
-  // injection bandwidth for the bound. A broadcast program runs a broadcast.
-  // Throws UserError if the program does not compile to tables (schedule_of).
+  // injection bandwidth for the bound. A broadcast program runs a broadcast;
+  // a dataflow program in NicParams::dataflow mode; a message takes the ports
+  // the program's link hints name, else every port whose routes reach its
+  // destination in t. algbw_bound_GBps > 0: the bound is size / this (e.g.
+  // Blink's packed rate times a link's payload bandwidth); 0: the all-reduce
+  // or broadcast bound on endpoint_GBps. Throws UserError if the program does
+  // not compile to tables (schedule_of) or a hint names a port that does not
+  // reach its peer.
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      StepEstimate estimate, double endpoint_GBps, Execution execution = {});
+                      StepEstimate estimate, double endpoint_GBps, double algbw_bound_GBps = 0);
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -77,7 +67,7 @@ class ScheduledCollective : public gpu::Collective {
 
   const collectives::Schedule& schedule() const { return schedule_; }
   FlowControl flow_control() const { return flow_control_; }
-  bool dataflow() const { return execution_.dataflow; }
+  bool dataflow() const { return dataflow_; }
   // The lockstep down-counter's load for this size (a NOP's step).
   NicParams params_for(uint64_t bytes) const;
 
@@ -91,8 +81,8 @@ class ScheduledCollective : public gpu::Collective {
   FlowControl flow_control_;
   StepEstimate estimate_;
   uint32_t header_bytes_, flit_bytes_, max_payload_;
-  double endpoint_GBps_;
-  Execution execution_;
+  double endpoint_GBps_, algbw_bound_GBps_;
+  bool dataflow_;
   Layout layout_;
   std::function<void()> on_done_;
   int running_ = 0;

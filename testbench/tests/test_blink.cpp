@@ -17,8 +17,12 @@
 #include "collectives/blink_synthesis.h"
 #include "collectives/blink_trees.h"
 #include "collectives/packing.h"
+#include "collectives/program_check.h"
+#include "collectives/program_synthesis.h"
 #include "collectives/multitree.h"
-#include "collectives/tree_schedule.h"
+#include "collectives/schedule.h"
+#include "collectives/table_program.h"
+#include "collectives/tree_shares.h"
 #include "core/error.h"
 #include "topology/dgx1.h"
 
@@ -444,25 +448,31 @@ bool hamiltonian(const CapGraph& g) {
 
 }  // namespace
 
-TEST_CASE("Blink trees as schedule tables: all-reduce and broadcast verify for every unique allocation",
+namespace {
+
+// A correct program of its collective; its tables.
+Schedule require_ok(const Program& p) {
+  const ProgramCheck c = check_program(p);
+  INFO(p.name << " on " << p.ranks << " ranks:\n" << c.report());
+  REQUIRE(c.ok());
+  return schedule_of(p);
+}
+
+}  // namespace
+
+TEST_CASE("Blink trees as programs: all-reduce and broadcast are correct for every unique allocation",
           "[blink][schedule]") {
   for (Dgx1Gen gen : {Dgx1Gen::V100, Dgx1Gen::P100})
     for (const auto& alloc : topo::dgx1_unique_allocations(gen, 3, 8)) {
       INFO(topo::to_string(gen) << " allocation of " << alloc.size() << " from gpu" << alloc[0]);
       const BlinkTrees b = blink_dgx1_trees(gen, alloc, alloc[0]);
       const int n = static_cast<int>(alloc.size());
-      const Schedule ar = tree_schedule("blink", n, blink_shares(b.graph, b.trees, true), 4, kNil);
-      const VerifyResult va = verify(ar, n);
-      INFO(va.report());
-      CHECK(va.ok());
+      const Schedule ar = require_ok(tree_shares_program("blink", n, blink_shares(b.graph, b.trees, true), 4, kNone));
       CHECK(ar.flows.size() == 4 * b.trees.trees.size());
       CHECK(ar.flow_tree.size() == ar.flows.size());
-      const Schedule bc = tree_schedule("blink", n, blink_shares(b.graph, b.trees, false), 4, 0);
-      const VerifyResult vb = verify_broadcast(bc, n);
-      INFO(vb.report());
-      CHECK(vb.ok());
+      const Schedule bc = require_ok(tree_shares_program("blink", n, blink_shares(b.graph, b.trees, false), 4, 0));
       // Every tree's messages use only NVLink-joined pairs: n-1 per chunk.
-      CHECK(vb.messages == static_cast<int>(bc.flows.size()) * (n - 1));
+      CHECK(bc.messages().size() == bc.flows.size() * (n - 1));
       for (const Message& m : bc.messages()) CHECK(topo::dgx1_nvlinks(gen, alloc[m.src], alloc[m.dst]) > 0);
       // Shares follow the weights: a tree of weight w holds 16 w units per chunk.
       for (size_t t = 0; t < b.trees.trees.size(); ++t)
@@ -493,12 +503,8 @@ TEST_CASE("NCCL-style rings: one per direction of every packed NVLink cycle, non
       }
       for (const auto& [e, k] : use) CHECK(k <= topo::dgx1_nvlinks(gen, alloc[e.first], alloc[e.second]));
       if (rings.empty()) continue;
-      const VerifyResult va = verify(tree_schedule("ring", n, ring_shares(n, rings, true, 0), 3, kNil), n);
-      INFO(va.report());
-      CHECK(va.ok());
-      const VerifyResult vb = verify_broadcast(tree_schedule("ring", n, ring_shares(n, rings, false, 0), 3, 0), n);
-      INFO(vb.report());
-      CHECK(vb.ok());
+      require_ok(tree_shares_program("ring", n, ring_shares(n, rings, true, 0), 3, kNone));
+      require_ok(tree_shares_program("ring", n, ring_shares(n, rings, false, 0), 3, 0));
     }
 }
 
@@ -517,10 +523,7 @@ TEST_CASE("Cut bounds: broadcast equals Edmonds' optimum, all-reduce the ring's 
 }
 
 TEST_CASE("One-hop trees: m trees, each rooted at one rank with every other rank one hop away", "[blink][schedule]") {
-  const Schedule s = tree_schedule("blink", 16, one_hop_shares(16), 2, kNil);
-  const VerifyResult v = verify(s, 16);
-  INFO(v.report());
-  CHECK(v.ok());
+  const Schedule s = require_ok(tree_shares_program("blink", 16, one_hop_shares(16), 2, kNone));
   CHECK(s.flows.size() == 32);
   for (const Message& m : s.messages()) CHECK((m.op == Op::Reduce ? m.dst : m.src) == s.flow_tree[m.flow]);
 }
@@ -528,7 +531,7 @@ TEST_CASE("One-hop trees: m trees, each rooted at one rank with every other rank
 // MultiTree §III-C3 says it builds Blink's trees on a switch: on DGX-2 each
 // of its flows is reduced straight to one root and sent straight back.
 TEST_CASE("MultiTree's DGX-2 trees are Blink's one-hop trees, in more lockstep steps", "[blink][schedule]") {
-  const Schedule mt = multitree(topo::make_dgx2(25, 0));
+  const Schedule mt = schedule_of(multitree_program(topo::make_dgx2(25, 0)));
   REQUIRE(mt.flows.size() == 16);
   std::vector<int> root(16, kNil);
   for (const Message& m : mt.messages()) {
@@ -537,29 +540,28 @@ TEST_CASE("MultiTree's DGX-2 trees are Blink's one-hop trees, in more lockstep s
     CHECK(r == root[m.flow]);  // one hop: every message has the root at one end
   }
   CHECK(std::set<int>(root.begin(), root.end()).size() == 16);  // each GPU roots one flow
-  const Schedule oh = tree_schedule("blink", 16, one_hop_shares(16), 1, kNil);
+  const Schedule oh = schedule_of(tree_shares_program("blink", 16, one_hop_shares(16), 1, kNone));
   CHECK(mt.messages().size() == oh.messages().size());
   CHECK(oh.steps == 2);
   CHECK(mt.steps > oh.steps);  // MultiTree spreads the 15 children over steps of 6 (one per port)
 }
 
-TEST_CASE("verify_broadcast finds a node that forwards what it does not hold yet", "[blink][schedule]") {
-  // A chain 0 -> 1 -> 2 where node 1 forwards in the step it receives.
-  ScheduleBuilder b("bad", 3, 1);
+TEST_CASE("The checker finds a node that forwards a broadcast in the step it receives it", "[blink][schedule]") {
+  // A chain 0 -> 1 -> 2 where node 1 forwards in the step it receives: its
+  // send comes before its receive, so node 2 gets node 1's own data.
+  TableProgramBuilder b("bad", 3, 1);
+  b.broadcast_from(0);
   b.gather(0, 0, 1, 1);
   b.gather(0, 1, 2, 1);
-  Schedule s = b.build(false);
-  s.broadcast_root = 0;
-  const VerifyResult v = verify_broadcast(s, 3);
+  const ProgramCheck v = check_program(b.build(false));
   REQUIRE_FALSE(v.ok());
-  CHECK_THAT(v.report(), Catch::Contains("before the sender holds it"));
+  CHECK_THAT(v.report(), Catch::Contains("rank 2's output chunk 0"));
   // The same chain a step later is fine.
-  ScheduleBuilder g("good", 3, 1);
+  TableProgramBuilder g("good", 3, 1);
+  g.broadcast_from(0);
   g.gather(0, 0, 1, 1);
   g.gather(0, 1, 2, 2);
-  Schedule ok = g.build(false);
-  ok.broadcast_root = 0;
-  CHECK(verify_broadcast(ok, 3).ok());
+  require_ok(g.build(false));
 }
 
 TEST_CASE("DGX-1 cluster: servers' GPUs in order, one NIC per server into the network switch", "[blink][dgx1]") {
@@ -586,34 +588,59 @@ TEST_CASE("DGX-1 cluster: servers' GPUs in order, one NIC per server into the ne
 }
 
 // synthesize_trees picks the trees or rings for a machine and says which
-// links they take, without SystemC: every form verifies as its collective.
+// links they take, without SystemC: every form is a correct program of its
+// collective, in dataflow issue, its links in its hints.
+namespace {
+
+// The ports rank r's messages to d take on channel ch, as the program's hints say (empty: the routes').
+std::vector<int> hinted(const Program& p, int r, int d, int ch = kNone) {
+  for (const LinkHint& h : p.links)
+    if (h.rank == r && h.peer == d && h.channel == ch) return h.ports;
+  return {};
+}
+
+// Trees: each on a channel of its own.
+size_t trees(const Program& p) {
+  std::set<int> channels;
+  for (const Operation& o : p.ops)
+    if (o.kind != OpKind::Nop) channels.insert(o.channel);
+  return channels.size();
+}
+
+}  // namespace
+
 TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-phase; one-hop trees on a switch",
           "[blink][synthesis]") {
   TreeSynthesisOptions o;
   o.platform = "dgx1v";
   o.max_payload_bytes = 256;
   o.header_bytes = 16;
+  o.chunks = 2;
   auto check = [](const TreeSynthesis& s, int n, bool allreduce) {
-    const Schedule sc = tree_schedule("blink", n, s.shares, 2, allreduce ? kNil : kTreeRoot);
-    const VerifyResult v = allreduce ? verify(sc, n) : verify_broadcast(sc, n);
+    const ProgramCheck v = check_program(s.program);
     INFO(v.report());
     CHECK(v.ok());
+    CHECK(s.program.ranks == n);
+    CHECK(s.program.collective == (allreduce ? Collective::AllReduce : Collective::Broadcast));
+    CHECK(s.program.dataflow);
+    CHECK(schedule_of(s.program).flows.size() == 2 * trees(s.program));
   };
   const topo::Topology v8 = topo::make_dgx1(Dgx1Gen::V100, {0, 1, 2, 3, 4, 5, 6, 7});
   TreeSynthesis s = synthesize_trees(v8, 8, o);
-  CHECK(s.shares.size() == 6);  // Blink §3.2: 6 trees of rate 1
+  CHECK(trees(s.program) == 6);  // Blink §3.2: 6 trees of rate 1
   CHECK(s.text.rfind("# blink on dgx1v GPUs 0,1,2,3,4,5,6,7, root gpu0: 6 trees", 0) == 0);
   CHECK(s.algbw_bound_GBps > 0);
-  REQUIRE(s.ports_to.size() == 8);
-  CHECK(s.ports_to[0][1] == topo::dgx1_nvlink_ports(v8, 0, 1));
-  CHECK(s.tree_ports.empty());
+  CHECK(s.program.links.size() == 8 * 7);  // every pair: its NVLinks, or PCIe
+  CHECK(hinted(s.program, 0, 1) == topo::dgx1_nvlink_ports(v8, 0, 1));
+  CHECK(hinted(s.program, 0, 7) == std::vector<int>{topo::dgx1_pcie_port(v8, 0)});  // no NVLink between 0 and 7
   check(s, 8, true);
   o.allreduce = false;
   o.hybrid = true;
   s = synthesize_trees(v8, 8, o);
-  CHECK(s.shares.size() == 7);  // the PCIe chain beside the 6 trees (A.3)
-  REQUIRE(s.tree_ports.size() == 8);
-  CHECK(s.tree_ports[1][6][2] == std::vector<int>{topo::dgx1_pcie_port(v8, 1)});
+  CHECK(trees(s.program) == 7);  // the PCIe chain beside the 6 trees (A.3), on channel 6
+  CHECK(s.program.links.size() == 2 * 8 * 7);
+  CHECK(hinted(s.program, 1, 2, 6) == std::vector<int>{topo::dgx1_pcie_port(v8, 1)});
+  CHECK(hinted(s.program, 1, 2) == topo::dgx1_nvlink_ports(v8, 1, 2));
   check(s, 8, false);
   o.allreduce = true;
   CHECK_THROWS_AS(synthesize_trees(v8, 8, o), UserError);  // hybrid is a broadcast
@@ -621,12 +648,13 @@ TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-ph
   o.rings = true;
   s = synthesize_trees(v8, 8, o);
   CHECK(s.text.rfind("# ring on dgx1v GPUs 0,1,2,3,4,5,6,7: 6 rings over NVLink", 0) == 0);
+  CHECK(s.program.name == "ring");
   check(s, 8, true);
   // Blink §5.2: no NVLink ring on 1,4,5,6, so NCCL's ring takes PCIe; Blink's trees do not exist.
   const topo::Topology v4 = topo::make_dgx1(Dgx1Gen::V100, {1, 4, 5, 6});
   s = synthesize_trees(v4, 4, o);
   CHECK(s.text.find("1 rings over PCIe") != std::string::npos);
-  CHECK(s.ports_to[0][1] == std::vector<int>{topo::dgx1_pcie_port(v4, 0)});
+  CHECK(hinted(s.program, 0, 1) == std::vector<int>{topo::dgx1_pcie_port(v4, 0)});
   check(s, 4, true);
   o.rings = false;
   const topo::Topology v3 = topo::make_dgx1(Dgx1Gen::V100, {0, 3, 5});
@@ -636,8 +664,9 @@ TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-ph
   CHECK(s.text.rfind("# blink three-phase", 0) == 0);
   check(s, 8, true);
   const TreeSynthesis star = synthesize_trees(topo::make_star(4, 25, 0), 4, o);
-  CHECK(star.shares.size() == 4);
+  CHECK(trees(star.program) == 4);
+  CHECK(star.largest_share == 0.25);
   CHECK(star.algbw_bound_GBps == 0);
-  CHECK(star.ports_to.empty());
+  CHECK(star.program.links.empty());  // the routes reach every peer
   check(star, 4, true);
 }

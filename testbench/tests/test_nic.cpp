@@ -7,12 +7,9 @@
 #include <sstream>
 
 #include "collectives/baselines.h"
-#include "collectives/multitree.h"
-#include "collectives/program_synthesis.h"
 #include "gpu/gpu.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
-#include "topology/direct_networks.h"
 #include "experiment.h"
 #include "run_checked.h"
 
@@ -128,19 +125,6 @@ TEST_CASE("halving-doubling without the rank mapping contends on BiGraph", "[nic
   CHECK(run("bigraph", "4x8", "hd", "4M").rows[0]["bound_fraction"] < 0.5);
 }
 
-TEST_CASE("HDRM pairs every rank with one on the other group's switches, one pair per link", "[nic][schedule]") {
-  const auto t = topo::make_bigraph(4, 8);
-  const auto s = collectives::hdrm(4, 8);
-  collectives::VerifyOptions vo;
-  vo.topology = &t;
-  vo.exclusive_links = true;
-  const auto v = collectives::verify(s, 32, vo);
-  INFO(v.report());
-  CHECK(v.ok());
-  CHECK(v.max_link_load <= 1.0);
-  for (const auto& msg : s.messages()) CHECK((msg.src / 4 < 4) != (msg.dst / 4 < 4));  // upper <-> lower
-}
-
 // A node's NIC reduces a flow's partial sum on its way to the root; the
 // root's result is gathered to all 16 nodes of the 4x4 torus.
 TEST_CASE("NIC schedules: a faulty ALU in one NIC shows as exactly that many wrong elements on every node",
@@ -174,13 +158,20 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
     gpus[i]->configure_port(0, bw, sc_core::sc_time(lat_ns, sc_core::SC_NS), gc.rx_buffer_bytes);
     gpus[i]->out(0).socket.bind(gpus[1 - i]->in(0).socket);
   }
-  nic::Execution x;
-  x.ports_to = {{{}, {0}}, {{0}, {}}};  // [rank][peer]: the link, no topology
+  // The program names the link (no topology routes it): port 0 to the peer.
+  collectives::Program ring = collectives::nic_ring_program(2);
+  ring.links = {{0, 1, collectives::kNone, {0}}, {1, 0, collectives::kNone, {0}}};
   CHECK(std::string(nics[1]->name()) == "n1.nic");
   nic::StepEstimate est{bw, 318, 1.0};
-  nic::ScheduledCollective c(collectives::schedule_program(collectives::ring(2)), {nics[0], nics[1]}, topo::Topology{},
-                             collectives::DType::Float32, collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est,
-                             bw * 128 / 144, x);
+  // A hint naming a port the endpoint lacks is refused before anything loads.
+  collectives::Program wrong_port = ring;
+  wrong_port.links[1].ports = {1};
+  CHECK_THROWS_WITH(nic::ScheduledCollective(wrong_port, {nics[0], nics[1]}, topo::Topology{},
+                                             collectives::DType::Float32, collectives::RedOp::Sum, 7,
+                                             nic::FlowControl::Packet, est, bw * 128 / 144),
+                    "rank 1's link hint to rank 0 names port 1 of n1, which does not lead there");
+  nic::ScheduledCollective c(ring, {nics[0], nics[1]}, topo::Topology{}, collectives::DType::Float32,
+                             collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est, bw * 128 / 144);
   const uint64_t bytes = 64 * 1024;
   bool done = false;
   c.start(bytes, [&] { done = true; });

@@ -11,14 +11,17 @@
 #include <vector>
 
 #include "collectives/baselines.h"
+#include "collectives/blink_synthesis.h"
 #include "collectives/composition.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program.h"
 #include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
-#include "collectives/tree_schedule.h"
+#include "collectives/schedule.h"
+#include "collectives/tree_shares.h"
 #include "core/error.h"
+#include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 
 using namespace incsim;
@@ -436,6 +439,16 @@ TEST_CASE("the text format reader names the file, the line and what is wrong") {
   REQUIRE(error(replaced(good, "ch 0 q 0 to 1 src", "ch 0 q 0 to 1 ch 1 src")) == "p.prog:6: field \"ch\" given twice");
   REQUIRE(error(good.substr(0, good.find("rank 1"))) == "p.prog:8: the program ends after rank 0 of 2");
   REQUIRE(error(replaced(good, "ranks 2 root 0", "ranks 2 root 5")) == "p.prog:4: root 5 is out of range [0, 1]");
+  // Link hints (the NICs' ports to a peer) come before the ranks.
+  const auto link = [&](const std::string& line) { return error(replaced(good, "rank 0 input", line + "\nrank 0 input")); };
+  REQUIRE(link("link 0 to 1 ch 3 ports 2,5") == "accepted");
+  REQUIRE(link("link 0 ports 2") == "p.prog:5: a link names its peer (to R)");
+  REQUIRE(link("link 0 to 1") == "p.prog:5: a link names its ports (ports P,Q,...)");
+  REQUIRE(link("link 0 to 2 ports 1") == "p.prog:5: to 2 is out of range [0, 1]");
+  REQUIRE(link("link 0 to 1 ports 1,x") == "p.prog:5: port \"x\" is not a whole number");
+  REQUIRE(link("link 0 to 1 ch 1 ch 2 ports 1") == "p.prog:5: field \"ch\" given twice");
+  REQUIRE(link("link 0 to 1 lane 2 ports 1") == "p.prog:5: unknown field \"lane\" (to, ch, ports)");
+  REQUIRE(link("dataflow 2") == "p.prog:5: dataflow (0 or 1) 2 is out of range [0, 1]");
 }
 
 TEST_CASE("the hand-made MSCCL all-pairs all-reduce reads, checks and round-trips") {
@@ -682,92 +695,104 @@ TEST_CASE("Klenk's in-network collectives as copy-engine programs are correct an
 }
 
 namespace {
-// The schedule a NIC compiles from s's program is s (less its explicit
-// paths; a tree per flow may be left implicit).
-void require_round_trip(const Schedule& s) {
-  INFO(s.algorithm << " on " << s.nodes << " nodes");
-  const Program p = schedule_program(s);
+// A program of the NICs' tables: correct, compiled to tables whose messages
+// are its sends, each in its timestep, and written and read back unchanged.
+void require_nic_program(const Program& p) {
+  INFO(p.name << " on " << p.ranks << " nodes");
   require_ok(p);
-  const Schedule back = schedule_of(p);
-  CHECK(back.algorithm == s.algorithm);
-  CHECK(back.nodes == s.nodes);
-  CHECK(back.slices == s.slices);
-  CHECK(back.steps == s.steps);
-  CHECK(back.reduce_steps == s.reduce_steps);
-  CHECK(back.broadcast_root == s.broadcast_root);
-  REQUIRE(back.flows.size() == s.flows.size());
-  for (size_t f = 0; f < s.flows.size(); ++f) {
-    CHECK(back.flows[f].start == s.flows[f].start);
-    CHECK(back.flows[f].size == s.flows[f].size);
-    const int tree = s.flow_tree.empty() ? static_cast<int>(f) : s.flow_tree[f];
-    CHECK((back.flow_tree.empty() ? static_cast<int>(f) : back.flow_tree[f]) == tree);
-  }
-  REQUIRE(back.tables.size() == s.tables.size());
-  for (size_t u = 0; u < s.tables.size(); ++u) {
-    INFO("node " << u);
-    REQUIRE(back.tables[u] == s.tables[u]);
-  }
-  // And the program the compiled table gives is the program.
-  CHECK(schedule_program(back) == p);
+  const Schedule s = schedule_of(p);
+  CHECK(s.algorithm == p.name);
+  CHECK(s.nodes == p.ranks);
+  CHECK(s.broadcast_root == (p.collective == Collective::Broadcast ? p.root : kNil));
+  std::vector<std::array<int, 3>> sent, messages;  // (step, src, dst)
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i)
+      if (p.op(r, i).kind == OpKind::Send) sent.push_back({p.op(r, i).timestep, r, p.op(r, i).send_peer});
+  for (const Message& m : s.messages()) messages.push_back({m.step, m.src, m.dst});
+  std::sort(sent.begin(), sent.end());
+  std::sort(messages.begin(), messages.end());
+  CHECK(sent == messages);
+  const std::string text = write_program(p);
+  const Program back = read_program(text, "nic.prog");
+  CHECK(back == p);
+  CHECK(write_program(back) == text);
 }
 }  // namespace
 
-TEST_CASE("a schedule table compiles from its program exactly: MultiTree, the baselines and Blink's trees",
-          "[programs][nic]") {
-  require_round_trip(multitree(topo::make_torus(4, 4)));
-  require_round_trip(multitree(topo::make_torus(4, 4), MultiTreeOptions{0, false}));
-  require_round_trip(multitree(topo::make_mesh(3, 3)));
-  require_round_trip(multitree(topo::make_fattree(16, 4)));
+TEST_CASE("the NICs' algorithms are correct programs that compile to their tables and round-trip", "[programs][nic]") {
+  require_nic_program(multitree_program(topo::make_torus(4, 4)));
+  require_nic_program(multitree_program(topo::make_torus(4, 4), MultiTreeOptions{0, false}));
+  require_nic_program(multitree_program(topo::make_mesh(3, 3)));
+  require_nic_program(multitree_program(topo::make_fattree(16, 4)));
   for (int n : {2, 3, 8, 16}) {
-    require_round_trip(ring(n));
-    require_round_trip(without_nops(ring(n)));
-    require_round_trip(double_binary_tree(n, true, 3));
-    require_round_trip(double_binary_tree(n, false, 1));
-    require_round_trip(halving_doubling(n));
+    require_nic_program(nic_ring_program(n));
+    require_nic_program(dbtree_program(n, 3));
+    require_nic_program(dbtree_program(n, 1, false, false));
+    require_nic_program(hd_program(n));
   }
-  require_round_trip(ring2d(4, 2));
-  require_round_trip(hdrm(4, 8));
-  require_round_trip(tree_schedule("blink", 16, one_hop_shares(16), 2, kNil));
-  require_round_trip(tree_schedule("blink", 16, one_hop_shares(16), 1, kNil));
-  require_round_trip(tree_schedule("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3));
+  require_nic_program(ring2d_program(4, 2));
+  require_nic_program(hdrm_program(4, 8));
+  require_nic_program(tree_shares_program("blink", 16, one_hop_shares(16), 2, kNone));
+  const Program bc = tree_shares_program("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3);
+  REQUIRE(bc.collective == Collective::Broadcast);
+  REQUIRE(bc.root == 3);
+  require_nic_program(bc);
+  // Blink's hybrid broadcast on a DGX-1: dataflow issue and its link hints,
+  // every pair's NVLinks (or PCIe) and the PCIe chain's channel.
+  TreeSynthesisOptions o;
+  o.platform = "dgx1v";
+  o.allreduce = false;
+  o.hybrid = true;
+  o.chunks = 2;
+  const Program hybrid = synthesize_trees(topo::make_dgx1(topo::Dgx1Gen::V100, {0, 1, 4}), 3, o).program;
+  require_nic_program(hybrid);
+  REQUIRE(hybrid.dataflow);
+  REQUIRE(hybrid.links.size() == 2 * 3 * 2);
+  const LinkHint& chain = hybrid.links.front();  // the PCIe chain's, on the last tree's channel
+  REQUIRE(chain.channel == std::max_element(hybrid.ops.begin(), hybrid.ops.end(), [](const Operation& a, const Operation& b) {
+                             return a.channel < b.channel;
+                           })->channel);
+  const std::string text = write_program(hybrid);
+  CHECK_THAT(text, Catch::Contains("\ndataflow 1\nlink 0 to 1 ch ") && Catch::Contains("\nlink 0 to 1 ports ") &&
+                       Catch::Contains("\nlink 0 to 1 ch " + std::to_string(chain.channel) + " ports " +
+                                       std::to_string(chain.ports[0]) + "\n"));
 
   // What a table cannot hold is one sentence.
-  Program p = schedule_program(ring(4));
+  Program p = nic_ring_program(4);
   p.ops[0].timestep = 0;
   CHECK_THROWS_WITH(schedule_of(p), "a NIC schedule table runs in lockstep steps: every operation needs its timestep");
   CHECK_THROWS_WITH(schedule_of(ring_program(Collective::AllReduce, 4)),
                     "a NIC schedule table holds table operations, not cores ones");
 }
 
-TEST_CASE("schedule tables as programs: MultiTree on a 4x4 torus and the baselines pass the checker") {
-  const Schedule mt = multitree(topo::make_torus(4, 4));
-  const Program p = schedule_program(mt);
-  REQUIRE(p.ranks == 16);
-  require_ok(p);
-  require_ok(schedule_program(multitree(topo::make_torus(4, 4), MultiTreeOptions{0, false})));
-  require_ok(schedule_program(multitree(topo::make_mesh(3, 3))));
-  for (int n : {2, 3, 8, 16}) {
-    require_ok(schedule_program(ring(n)));
-    require_ok(schedule_program(double_binary_tree(n, true, 3)));
-    require_ok(schedule_program(halving_doubling(n)));
-  }
-  require_ok(schedule_program(ring2d(4, 2)));
-  // Blink's trees (tree_schedule.h): all-reduce and broadcast.
-  require_ok(schedule_program(tree_schedule("blink", 16, one_hop_shares(16), 2, kNil)));
-  const Program bc = schedule_program(tree_schedule("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3));
-  REQUIRE(bc.collective == Collective::Broadcast);
-  REQUIRE(bc.root == 3);
-  require_ok(bc);
-  // Every message of the table is one send of the program, in its timestep.
-  std::vector<std::array<int, 3>> sent, messages;  // (step, src, dst)
-  for (int r = 0; r < p.ranks; ++r)
-    for (int i = 0; i < p.op_count(r); ++i)
-      if (p.op(r, i).kind == OpKind::Send) sent.push_back({p.op(r, i).timestep, r, p.op(r, i).send_peer});
-  for (const Message& m : mt.messages()) messages.push_back({m.step, m.src, m.dst});
-  std::sort(sent.begin(), sent.end());
-  std::sort(messages.begin(), messages.end());
-  REQUIRE(sent == messages);
-  REQUIRE(read_program(write_program(p), "multitree.prog") == p);
+TEST_CASE("the checker holds link hints and dataflow issue to the NICs' tables, one hint per rank, peer and channel",
+          "[programs][nic]") {
+  Program cores = ring_program(Collective::AllReduce, 2);
+  cores.dataflow = true;
+  CHECK(first_problem(cores) ==
+        "only the NICs' schedule tables read dataflow issue and link hints, and the program has cores operations");
+  const Program ring = nic_ring_program(3);
+  const auto with = [&](std::vector<LinkHint> links) {
+    Program p = ring;
+    p.links = std::move(links);
+    return p;
+  };
+  require_ok(with({{0, 1, kNone, {0}}, {0, 1, 2, {1, 2}}, {1, 0, kNone, {0}}}));
+  CHECK(first_problem(with({{0, 0, kNone, {0}}})) == "the link hint of rank 0 to rank 0 leads a rank to itself");
+  CHECK(first_problem(with({{0, 3, kNone, {0}}})) == "the link hint of rank 0 to rank 3 names a rank out of range (3 ranks)");
+  CHECK(first_problem(with({{0, 1, kNone, {}}})) == "the link hint of rank 0 to rank 1 names no port");
+  CHECK(first_problem(with({{0, 1, 2, {0}}, {0, 1, 2, {1}}})) ==
+        "the link hint of rank 0 to rank 1 on channel 2 is given twice");
+  // A program placed on a rank mapping takes its hints along.
+  const Program moved = relabel(with({{0, 1, 2, {5}}}), {2, 0, 1});
+  require_ok(moved);
+  REQUIRE(moved.links.size() == 1);
+  CHECK(moved.links[0] == LinkHint{2, 0, 2, {5}});
+  CHECK(moved.op(2, 0) == [&] {
+    Operation o = ring.op(0, 0);
+    o.send_peer = 0;
+    return o;
+  }());
 }
 
 TEST_CASE("NetReduce's algorithms as RoCE host programs are correct and round-trip", "[programs][netreduce]") {

@@ -1,7 +1,9 @@
-// Schedule synthesis (plain C++, STYLE.md convention 9): MultiTree (Huang et
-// al., ISCA 2021, Algorithm 1) and the baselines as schedule tables, each
-// checked by the symbolic verify(); the 2x2 mesh against Fig. 3 and Fig. 5;
-// step counts; verify() catching broken schedules; the network builders.
+// MultiTree (Huang et al., ISCA 2021, Algorithm 1) and the baselines as
+// programs of the NICs' table operations (plain C++, STYLE.md convention 9):
+// each a correct all-reduce by the program checker, compiled to the tables of
+// Fig. 5 (the 2x2 mesh against Fig. 3 and Fig. 5); step counts, NOPs and
+// table sizes; MultiTree's steps free of link contention; broken programs
+// caught by the checker and the compile step; the network builders.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,8 +13,10 @@
 
 #include "collectives/baselines.h"
 #include "collectives/multitree.h"
+#include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
 #include "collectives/schedule.h"
+#include "collectives/table_program.h"
 #include "core/error.h"
 #include "topology/direct_networks.h"
 
@@ -22,10 +26,28 @@ using namespace incsim::topo;
 
 namespace {
 
-void require_ok(const Schedule& s, int n, const VerifyOptions& opt = {}) {
-  VerifyResult r = verify(s, n, opt);
-  INFO(s.algorithm << " on " << n << " nodes:\n" << r.report());
-  REQUIRE(r.ok());
+// The program is a correct all-reduce; its tables.
+Schedule require_ok(const Program& p) {
+  const ProgramCheck c = check_program(p);
+  INFO(p.name << " on " << p.ranks << " nodes:\n" << c.report());
+  REQUIRE(c.ok());
+  return schedule_of(p);
+}
+
+// No link carries more messages in a step than its capacity.
+void require_exclusive_links(const Schedule& s, const Topology& t) {
+  const LinkLoad l = link_load(s, t);
+  INFO(s.algorithm << " on " << t.name);
+  for (const auto& o : l.over) INFO(o);
+  CHECK(l.over.empty());
+  CHECK(l.max <= 1.0);
+}
+
+// The first problem the checker reports.
+std::string first_problem(const Program& p) {
+  const ProgramCheck c = check_program(p);
+  REQUIRE_FALSE(c.ok());
+  return c.problems.front();
 }
 
 // Switch-to-switch links between two endpoints (Topology::hops counts the
@@ -113,7 +135,7 @@ TEST_CASE("MultiTree on the 2x2 mesh builds the trees of Fig. 3", "[multitree]")
 
 TEST_CASE("MultiTree on the 2x2 mesh yields the schedule tables of Fig. 5", "[multitree]") {
   Topology m = make_mesh(2, 2);
-  Schedule s = multitree(m);
+  Schedule s = require_ok(multitree_program(m));
   CHECK(s.steps == 4);
   CHECK(s.reduce_steps == 2);
   const Op R = Op::Reduce, G = Op::Gather;
@@ -143,13 +165,10 @@ TEST_CASE("MultiTree on the 2x2 mesh yields the schedule tables of Fig. 5", "[mu
     REQUIRE(got.size() == exp.size());  // 2N entries, no NOP: every node sends in every step
     for (size_t i = 0; i < exp.size(); ++i) CHECK(got[i] == exp[i]);
   }
-  VerifyOptions opt;
-  opt.topology = &m;
-  opt.exclusive_links = true;
-  require_ok(s, 4, opt);
+  require_exclusive_links(s, m);
 }
 
-TEST_CASE("MultiTree verifies on mesh, torus, fat tree and BiGraph with exclusive links", "[multitree]") {
+TEST_CASE("MultiTree is a correct all-reduce on mesh, torus, fat tree and BiGraph with exclusive links", "[multitree]") {
   struct Case {
     const char* name;
     Topology t;
@@ -171,13 +190,32 @@ TEST_CASE("MultiTree verifies on mesh, torus, fat tree and BiGraph with exclusiv
     const int n = static_cast<int>(c.t.endpoints().size());
     MultiTreeTrees tr = multitree_trees(c.t);
     CHECK(tr.direct == c.direct);
-    Schedule s = multitree(c.t);
+    const Program p = multitree_program(c.t);
+    CHECK(p.name == (c.direct ? "multitree" : "multitree-indirect"));
+    const Schedule s = require_ok(p);
     CHECK(s.steps == 2 * tr.steps);
-    VerifyOptions opt;
-    opt.topology = &c.t;
-    opt.exclusive_links = true;
-    require_ok(s, n, opt);
+    CHECK(s.reduce_steps == tr.steps);
+    require_exclusive_links(s, c.t);
     CHECK(s.count(Op::Reduce) == n * n);
+    // §V-A counts 2N entries a table: a Reduce and a Gather entry per flow,
+    // more Gather entries where a node sends a flow in several steps (one
+    // child a step through a fat tree's NIC link); and a NOP in every step a
+    // node sends nothing, which are all that go without NOPs.
+    for (const auto& table : s.tables)
+      CHECK(std::count_if(table.begin(), table.end(), [](const Entry& e) { return e.op != Op::Nop; }) >= 2 * n);
+    MultiTreeOptions bare;
+    bare.nops = false;
+    const Schedule without = require_ok(multitree_program(c.t, bare));
+    CHECK(without.count(Op::Nop) == 0);
+    CHECK(without.messages().size() == s.messages().size());
+    int idle = 0;  // node-steps without a send
+    for (int u = 0; u < n; ++u)
+      for (int t = 1; t <= s.steps; ++t) {
+        bool sends = false;
+        for (const Entry& e : s.tables[u]) sends |= e.step == t && e.sends();
+        idle += !sends;
+      }
+    CHECK(s.count(Op::Nop) == idle);
     if (c.direct) {
       // Tree edges are one physical hop, so all-gather needs at least the
       // diameter, and a node with d links takes in at most d chunks a step,
@@ -190,11 +228,9 @@ TEST_CASE("MultiTree verifies on mesh, torus, fat tree and BiGraph with exclusiv
       CHECK(tr.steps >= bound);
       if (c.square && c.mesh) CHECK(tr.steps == bound);
       if (c.square && !c.mesh) CHECK(tr.steps <= bound + 1);
-    } else if (c.fattree) {
+    } else {
       // One NIC link: each node adds one child per step, n - 1 steps as ring
       // (MultiTree §VI-A: "both MULTITREE and RING derive the same number of steps").
-      CHECK(tr.steps == n - 1);
-    } else {
       CHECK(tr.steps == n - 1);
     }
   }
@@ -210,12 +246,7 @@ TEST_CASE("MultiTree on BiGraph takes n - 1 all-gather steps like ring", "[multi
     // Tree edges join nodes of one switch or of the two groups, never two
     // switches of one group.
     for (const auto& e : tr.edges) CHECK(switch_hops(g, e.parent, e.child) <= 1);
-    if (sw == 16) {
-      VerifyOptions opt;
-      opt.topology = &g;
-      opt.exclusive_links = true;
-      require_ok(multitree(g), 64, opt);
-    }
+    if (sw == 16) require_exclusive_links(require_ok(multitree_program(g)), g);
   }
   // Paths through switches that have endpoints (upper-lower-upper) do worse.
   MultiTreeOptions any;
@@ -223,22 +254,18 @@ TEST_CASE("MultiTree on BiGraph takes n - 1 all-gather steps like ring", "[multi
   CHECK(multitree_trees(make_bigraph(4, 8), any).steps > 31);
 }
 
-TEST_CASE("ring: verified for n = 2..17 with 2(n-1) steps", "[baselines]") {
+TEST_CASE("ring: a correct all-reduce for n = 2..17 in 2(n-1) steps", "[baselines]") {
   for (int n = 2; n <= 17; ++n) {
-    Schedule s = ring(n);
+    const Schedule s = require_ok(nic_ring_program(n));
     CHECK(s.steps == 2 * (n - 1));
-    require_ok(s, n);
+    CHECK(s.count(Op::Nop) == 0);  // every node sends in every step
   }
   // A custom order, on a 4x4 torus: a snake ring uses each link once per step.
   std::vector<int> snake;
   for (int y = 0; y < 4; ++y)
     for (int i = 0; i < 4; ++i) snake.push_back(y * 4 + (y % 2 ? 3 - i : i));
-  Topology t = make_torus(4, 4);
-  VerifyOptions opt;
-  opt.topology = &t;
-  opt.exclusive_links = true;
-  require_ok(ring(16, snake), 16, opt);
-  CHECK_THROWS_AS(ring(4, {0, 1, 1, 2}), UserError);
+  require_exclusive_links(require_ok(nic_ring_program(16, snake)), make_torus(4, 4));
+  CHECK_THROWS_WITH(nic_ring_program(4, {0, 1, 1, 2}), "a ring order must list every node once");
 }
 
 bool has_entry(const Schedule& s, int node, const Entry& e) {
@@ -246,10 +273,10 @@ bool has_entry(const Schedule& s, int node, const Entry& e) {
   return std::find(t.begin(), t.end(), e) != t.end();
 }
 
-// The NIC ring is ring_program compiled to a table (ring_schedule): its
-// messages are the ones the ring was written as by hand, for any order. In
-// step s the node at position i sends flow i - s to position i + 1 (Reduce),
-// in step n - 1 + s flow i - s + 1 (Gather).
+// The NIC ring is ring_program's, compiled for the NIC (ring_table_program):
+// its messages are the ones the ring was written as by hand, for any order.
+// In step s the node at position i sends flow i - s to position i + 1
+// (Reduce), in step n - 1 + s flow i - s + 1 (Gather).
 TEST_CASE("ring: the NIC ring is ring_program's, step for step, for every order", "[baselines][programs]") {
   for (int n : {2, 3, 5, 8, 16, 17}) {
     std::vector<int> id(n);
@@ -258,8 +285,7 @@ TEST_CASE("ring: the NIC ring is ring_program's, step for step, for every order"
     std::rotate(rotated.begin(), rotated.begin() + n / 2, rotated.end());
     for (int k = 0; k < n; ++k) std::swap(shuffled[k], shuffled[(7 * k + 1) % n]);
     for (const auto& order : {id, reversed, rotated, shuffled}) {
-      const Schedule s = ring(n, order);
-      require_ok(s, n);
+      const Schedule s = require_ok(nic_ring_program(n, order));
       CHECK(s.reduce_steps == n - 1);
       std::vector<std::array<int, 5>> want, got;  // (step, src, dst, op, flow)
       for (int st = 1; st <= n - 1; ++st)
@@ -277,43 +303,42 @@ TEST_CASE("ring: the NIC ring is ring_program's, step for step, for every order"
   // Entries as the hand-written ring had them (incsim --platform torus --dims
   // 2x2 --algorithm ring --print-schedule): node 0 first sends flow 3, ends
   // flow 0 reduced and gathers flow 1 last.
-  const Schedule s4 = ring(4);
+  const Schedule s4 = schedule_of(nic_ring_program(4));
   CHECK(s4.tables[0].size() == 8);
   CHECK(s4.tables[0][0] == E(Op::Reduce, 3, 1, {}, 1));
   CHECK(s4.tables[0][2] == E(Op::Reduce, 0, kNil, {3}, 3));
   CHECK(s4.tables[0][5] == E(Op::Gather, 3, 3, {1}, 5));
   CHECK(s4.tables[0][6] == E(Op::Gather, 1, 3, {}, 6));
   // A custom order: flow i ends reduced at order[i].
-  const Schedule c4 = ring(4, {2, 0, 3, 1});
+  const Schedule c4 = schedule_of(nic_ring_program(4, {2, 0, 3, 1}));
   CHECK(has_entry(c4, 2, E(Op::Reduce, 0, kNil, {1}, 3)));
   CHECK(has_entry(c4, 1, E(Op::Reduce, 2, 2, {}, 1)));
   CHECK(has_entry(c4, 0, E(Op::Gather, 2, 2, {}, 6)));
   // ring_program itself: each chunk a flow, rank r completes chunk r + 1.
-  const Schedule p4 = ring_schedule(ring_program(Collective::AllReduce, 4));
-  require_ok(p4, 4);
+  const Schedule p4 = require_ok(ring_table_program(ring_program(Collective::AllReduce, 4)));
   CHECK(has_entry(p4, 0, E(Op::Reduce, 1, kNil, {3}, 3)));
   CHECK(has_entry(p4, 3, E(Op::Reduce, 0, kNil, {2}, 3)));
 }
 
-TEST_CASE("ring_schedule refuses what a NIC ring cannot run in one sentence", "[baselines][programs]") {
-  CHECK_THROWS_WITH(ring_schedule(ring_program(Collective::ReduceScatter, 4)),
+TEST_CASE("ring_table_program refuses what a NIC ring cannot run in one sentence", "[baselines][programs]") {
+  CHECK_THROWS_WITH(ring_table_program(ring_program(Collective::ReduceScatter, 4)),
                     "a NIC ring runs an all-reduce, not a reducescatter");
-  CHECK_THROWS_WITH(ring_schedule(ring_program(Collective::AllReduce, 4, 2)),
+  CHECK_THROWS_WITH(ring_table_program(ring_program(Collective::AllReduce, 4, 2)),
                     "a NIC ring runs on one channel, and rank 0's operation 7 is on another");
-  CHECK_THROWS_WITH(ring_schedule(tree_program(3, {{{kNone, {1, 2}}, {0, {}}, {0, {}}}})),
+  CHECK_THROWS_WITH(ring_table_program(tree_program(3, {{{kNone, {1, 2}}, {0, {}}, {0, {}}}})),
                     Catch::StartsWith("a NIC ring sends, receive-reduce-sends,"));
   // A rank that skips its first send: its first receive has no step before it.
   Program p = ring_program(Collective::AllReduce, 3);
   p.ops.erase(p.ops.begin());
   for (size_t r = 1; r < p.rank_begin.size(); ++r) --p.rank_begin[r];
-  CHECK_THROWS_WITH(ring_schedule(p), "a NIC ring starts with a send, and rank 0's operation 0 receives");
-  // A rank that sends a step late is refused as schedule_of refuses it.
+  CHECK_THROWS_WITH(ring_table_program(p), "a NIC ring starts with a send, and rank 0's operation 0 receives");
+  // A rank that sends a step late compiles to no table.
   Program late = ring_program(Collective::AllReduce, 3);
   std::swap(late.ops[0], late.ops[1]);
-  CHECK_THROWS_AS(ring_schedule(late), UserError);
+  CHECK_THROWS_AS(schedule_of(ring_table_program(late)), UserError);
 }
 
-TEST_CASE("double binary tree: NCCL's trees and verified for n = 2..33", "[baselines]") {
+TEST_CASE("double binary tree: NCCL's trees, a correct all-reduce for n = 2..33", "[baselines]") {
   // NCCL's tree 0 for 8 ranks: 0 -> 4; 4 -> 2, 6; 2 -> 1, 3; 6 -> 5, 7.
   CHECK(nccl_tree0(8, 0).child1 == 4);
   CHECK(nccl_tree0(8, 4).parent == 0);
@@ -335,134 +360,144 @@ TEST_CASE("double binary tree: NCCL's trees and verified for n = 2..33", "[basel
       for (int r = 0; r < n; ++r) {
         TreeLinks l = j ? nccl_tree1(n, r) : nccl_tree0(n, r);
         for (int c : {l.child0, l.child1})
-          if (c != kNil) CHECK((j ? nccl_tree1(n, c) : nccl_tree0(n, c)).parent == r);
+          if (c != kNone) CHECK((j ? nccl_tree1(n, c) : nccl_tree0(n, c)).parent == r);
       }
     for (bool inter : {true, false}) {
-      Schedule s = double_binary_tree(n, inter);
-      require_ok(s, n);
+      const Schedule s = require_ok(dbtree_program(n, 1, true, inter));
+      CHECK(s.algorithm == (inter ? "dbtree" : "dbtree-flat"));
       CHECK(s.flows.size() == 2);
       // Pipelined: k pieces per tree take k - 1 more (logical) steps than one.
-      Schedule p = double_binary_tree(n, inter, 5);
-      require_ok(p, n);
+      const Schedule p = require_ok(dbtree_program(n, 5, true, inter));
       CHECK(p.flows.size() == 10);
       CHECK(p.steps == s.steps + (inter ? 2 : 1) * 4);
+      // Interleaved, a node sends in at most every other step of each tree.
+      if (inter && n > 2) CHECK(p.count(Op::Nop) > 0);
+      CHECK(require_ok(dbtree_program(n, 5, false, inter)).count(Op::Nop) == 0);
     }
   }
 }
 
-TEST_CASE("halving-doubling: verified for n = 2..33, 2 log2 p steps (+2)", "[baselines]") {
+TEST_CASE("halving-doubling: a correct all-reduce for n = 2..33, 2 log2 p steps (+2)", "[baselines]") {
   for (int n = 2; n <= 33; ++n) {
     INFO("n = " << n);
     int p = 1, m = 0;
     while (p * 2 <= n) p *= 2, ++m;
-    Schedule s = halving_doubling(n);
+    const Schedule s = require_ok(hd_program(n));
     CHECK(s.steps == 2 * m + (n > p ? 2 : 0));
     CHECK(static_cast<int>(s.flows.size()) == p);
-    require_ok(s, n);
+    // With r = n - p > 0, the r ranks that hand their data over idle in the
+    // 2m steps between; the p others in step 1 and, but for the r that hand
+    // the result back, in the last step.
+    const int r = n - p;
+    CHECK(s.count(Op::Nop) == (r > 0 ? 2 * r * m + 2 * p : 0));
   }
 }
 
-TEST_CASE("2D ring: verified on grids, one message per torus link and step", "[baselines]") {
+TEST_CASE("2D ring: a correct all-reduce on grids, one message per torus link and step", "[baselines]") {
   for (auto [kx, ky] : std::vector<std::pair<int, int>>{{2, 2}, {4, 4}, {8, 8}, {4, 2}, {1, 5}, {3, 1}, {3, 5}}) {
     INFO(kx << "x" << ky);
-    Schedule s = ring2d(kx, ky);
+    const Schedule s = require_ok(ring2d_program(kx, ky));
     CHECK(s.steps == 2 * (kx - 1) + 2 * (ky - 1));
-    require_ok(s, kx * ky);
   }
-  Topology t = make_torus(4, 4);
-  VerifyOptions opt;
-  opt.topology = &t;
-  opt.exclusive_links = true;
-  require_ok(ring2d(4, 4), 16, opt);
+  require_exclusive_links(schedule_of(ring2d_program(4, 4)), make_torus(4, 4));
 }
 
-TEST_CASE("verify catches broken schedules", "[verify]") {
-  Topology m = make_mesh(4, 4);
-  const Schedule good = multitree(m);
-  require_ok(good, 16);
-  auto find = [](const Schedule& s, int node, Op op, bool sends) {
-    const auto& t = s.tables[node];
-    for (size_t i = 0; i < t.size(); ++i)
-      if (t[i].op == op && t[i].sends() == sends && !t[i].children.empty()) return static_cast<long>(i);
-    return -1L;
-  };
-  SECTION("an internal Reduce entry dropped") {
-    Schedule s = good;
-    long i = find(s, 5, Op::Reduce, true);
-    REQUIRE(i >= 0);
-    s.tables[5].erase(s.tables[5].begin() + i);
-    VerifyResult r = verify(s, 16);
-    CHECK_FALSE(r.ok());
-    INFO(r.report());
-    CHECK(r.report().find("not expected") != std::string::npos);
-    CHECK(r.report().find("ends without the full sum") != std::string::npos);
-  }
-  SECTION("a Gather entry dropped") {
-    Schedule s = good;
-    long i = find(s, 0, Op::Gather, true);
-    REQUIRE(i >= 0);
-    s.tables[0].erase(s.tables[0].begin() + i);
-    CHECK_FALSE(verify(s, 16).ok());
-  }
-  SECTION("a Reduce entry duplicated") {
-    Schedule s = good;
-    long i = find(s, 5, Op::Reduce, true);
-    s.tables[5].push_back(s.tables[5][i]);
-    VerifyResult r = verify(s, 16);
-    CHECK_FALSE(r.ok());
-    CHECK(r.report().find("2 Reduce entries") != std::string::npos);
-  }
-  SECTION("a Gather entry duplicated") {
-    Schedule s = good;
-    long i = find(s, 0, Op::Gather, true);
-    s.tables[0].push_back(s.tables[0][i]);
-    CHECK_FALSE(verify(s, 16).ok());
-  }
-  SECTION("a send in the step its child's Reduce arrives") {
-    Schedule s = good;
-    for (auto& e : s.tables[5])
-      if (e.op == Op::Reduce && e.parent != kNil && !e.children.empty()) {
-        e.step = 1;  // children send in step 1 at the earliest
-        break;
+TEST_CASE("HDRM: halving-doubling mapped onto BiGraph, every pair across the groups, one pair per link", "[baselines]") {
+  const Topology g = make_bigraph(4, 8);
+  const Schedule s = require_ok(hdrm_program(4, 8));
+  CHECK(s.algorithm == "hdrm");
+  require_exclusive_links(s, g);
+  for (const Message& m : s.messages()) CHECK((m.src / 4 < 4) != (m.dst / 4 < 4));  // upper <-> lower
+  // Without the mapping halving-doubling contends on BiGraph's links.
+  CHECK(link_load(schedule_of(hd_program(32)), g).max > 1);
+  CHECK_THROWS_WITH(hdrm_program(4, 6), Catch::StartsWith("hdrm needs a power of two of nodes per switch"));
+}
+
+TEST_CASE("broken table programs: the checker names wrong results, the compile step what a table cannot hold",
+          "[tables]") {
+  const Program good = multitree_program(make_mesh(4, 4));
+  require_ok(good);
+  // Rank 5's first send whose receiver reduces it (a Reduce message) and
+  // whose receiver copies it (a Gather message).
+  auto find_send = [&](OpKind receiver_kind) {
+    for (int i = 0; i < good.op_count(5); ++i) {
+      const Operation& o = good.op(5, i);
+      if (o.kind != OpKind::Send) continue;
+      const int peer = o.send_peer;
+      for (int k = 0; k < good.op_count(peer); ++k) {
+        const Operation& r = good.op(peer, k);
+        if (r.kind == receiver_kind && r.recv_peer == 5 && r.dst == o.src && r.timestep == o.timestep) return i;
       }
-    VerifyResult r = verify(s, 16);
-    CHECK_FALSE(r.ok());
-    CHECK(r.report().find("before child") != std::string::npos);
+    }
+    return -1;
+  };
+  auto without = [&](int i) {
+    Program p = good;
+    p.ops.erase(p.ops.begin() + p.rank_begin[5] + i);
+    for (size_t r = 6; r < p.rank_begin.size(); ++r) --p.rank_begin[r];
+    return p;
+  };
+  SECTION("a Reduce message dropped") {
+    const int i = find_send(OpKind::RecvReduceCopy);
+    REQUIRE(i >= 0);
+    CHECK_THAT(first_problem(without(i)), Catch::StartsWith("rank 5 sends ") && Catch::Contains("but rank"));
+  }
+  SECTION("a Gather message dropped") {
+    const int i = find_send(OpKind::Recv);
+    REQUIRE(i >= 0);
+    CHECK_THAT(first_problem(without(i)), Catch::StartsWith("rank 5 sends "));
+  }
+  SECTION("a message received in another step than it is sent") {
+    Program p = good;
+    const int i = find_send(OpKind::RecvReduceCopy);
+    p.ops[p.rank_begin[5] + i].timestep += 1;
+    CHECK_THROWS_WITH(schedule_of(p), Catch::EndsWith("'s message in another step or chunk than it is sent"));
+  }
+  SECTION("a partial sum sent in the step its child's arrives") {
+    // 2 -> 1 -> 0 in one step: node 1 passes on its partial sum before node 2's is in.
+    TableProgramBuilder b("early", 3, 1);
+    b.reduce(0, 2, 1, 1);
+    b.reduce(0, 1, 0, 1);
+    b.gather(0, 0, 1, 2);
+    b.gather(0, 1, 2, 3);
+    CHECK_THAT(first_problem(b.build()), Catch::Contains("lacks rank 2's input chunk 0"));
+    TableProgramBuilder late("late", 3, 1);  // a step later it is an all-reduce
+    late.reduce(0, 2, 1, 1);
+    late.reduce(0, 1, 0, 2);
+    late.gather(0, 0, 1, 3);
+    late.gather(0, 1, 2, 4);
+    require_ok(late.build());
   }
   SECTION("a node's data counted twice") {
     // Two nodes, one flow: 0 sends to 1 and 1 sends back to 0, both reduce.
-    ScheduleBuilder b("bad", 2, 1);
+    TableProgramBuilder b("twice", 2, 1);
     b.reduce(0, 0, 1, 1);
     b.reduce(0, 1, 0, 2);
-    VerifyResult r = verify(b.build(), 2);
-    CHECK_FALSE(r.ok());
+    CHECK_THAT(first_problem(b.build()), Catch::Contains("twice"));
   }
   SECTION("a Gather before the full sum") {
-    ScheduleBuilder b("bad", 3, 1);
+    TableProgramBuilder b("early gather", 3, 1);
     b.reduce(0, 1, 0, 1);
     b.gather(0, 0, 1, 2);
     b.gather(0, 0, 2, 2);
-    VerifyResult r = verify(b.build(), 3);
-    CHECK_FALSE(r.ok());
-    CHECK(r.report().find("without holding the full sum") != std::string::npos);
+    CHECK_THAT(first_problem(b.build()), Catch::Contains("lacks rank 2's input chunk 0"));
   }
   SECTION("link contention is reported") {
     // Under dimension-order routing the double binary tree's messages of a
     // step share no link on the 4x4 torus, but two share one on the mesh.
-    Topology t = make_mesh(4, 4);
-    VerifyOptions opt;
-    opt.topology = &t;
-    opt.exclusive_links = true;
-    VerifyResult r = verify(double_binary_tree(16), 16, opt);
-    CHECK_FALSE(r.ok());
-    CHECK(r.max_link_load > 1);
-    CHECK(r.report().find("carries") != std::string::npos);
+    const LinkLoad l = link_load(schedule_of(dbtree_program(16)), make_mesh(4, 4));
+    CHECK(l.max > 1);
+    REQUIRE_FALSE(l.over.empty());
+    CHECK_THAT(l.over.front(), Catch::StartsWith("in step ") && Catch::Contains(" carries 2 messages for a capacity of 1"));
+    require_exclusive_links(schedule_of(dbtree_program(16)), make_torus(4, 4));
   }
-  SECTION("wrong node count") { CHECK_FALSE(verify(good, 15).ok()); }
+  SECTION("a topology of another size") {
+    CHECK_THROWS_WITH(link_load(schedule_of(good), make_mesh(3, 3)), "a schedule of 16 nodes on a topology of 9 endpoints");
+  }
 }
 
 TEST_CASE("schedule tables print in the Fig. 5 layout and slices map to bytes", "[schedule]") {
-  Schedule s = multitree(make_mesh(2, 2));
+  Schedule s = schedule_of(multitree_program(make_mesh(2, 2)));
   std::string text = format_tables(s);
   CHECK(text.find("Accelerator 3") != std::string::npos);
   CHECK(text.find("Reduce  3       1       nil") != std::string::npos);

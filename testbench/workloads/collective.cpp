@@ -3,60 +3,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
-#include <cassert>
 #include <iomanip>
-#include <map>
 #include <optional>
 #include <ostream>
-#include <set>
 #include <sstream>
 #include <tuple>
 
 #include "choices.h"
-#include "collectives/baselines.h"
-#include "collectives/blink_synthesis.h"
-#include "collectives/bounds.h"
-#include "collectives/composition.h"
 #include "collectives/msccl_xml.h"
-#include "collectives/multitree.h"
 #include "collectives/program_check.h"
-#include "collectives/program_synthesis.h"
-#include "collectives/tree_schedule.h"
 #include "core/error.h"
-#include "core/nearest.h"
 #include "core/units.h"
 #include "gpu/copy_collective.h"
-#include "gpu/cores_collective.h"
-#include "gpu/group_window.h"
-#include "hca/hca.h"
-#include "hca/roce_bridge.h"
-#include "netreduce/fpga_aggregator.h"
-#include "ethernet/roce_frame.h"
-#include "platforms/ethernet_fabric.h"
-#include "platforms/infiniband_fabric.h"
 #include "topology/cluster.h"
-#include "topology/dgx1.h"
-#include "topology/direct_networks.h"
 
 namespace incsim::tb {
-
-namespace {
-// A graph with the netlist of a built-in (any names, rates and link order):
-// the workload then uses that built-in's numbering and paper defaults.
-// make_bigraph's numbering: the same number of nodes on every switch.
-bool is_bigraph(const topo::Topology& t) {
-  const int switches = static_cast<int>(t.switches().size()), n = static_cast<int>(t.endpoints().size());
-  if (switches < 2 || switches % 2 || n % switches || n > 8192) return false;
-  return topo::netlist_difference(t, topo::make_bigraph(n / switches, switches, 1, 0)).empty();
-}
-// Klenk §V's 2-level fat tree of leaf groups of 8 GPUs.
-bool is_fattree2l(const topo::Topology& t) {
-  const int n = static_cast<int>(t.endpoints().size());
-  if (n % 8 || n < 8 || n > 128) return false;
-  return topo::netlist_difference(t, topo::make_fattree2l(n / 8, 1, 0)).empty();
-}
-}  // namespace
 
 Schema nccl_schema() {
   Schema s;
@@ -269,10 +230,10 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
     return;
   }
   if (what == "trees") {
-    if (synthesis_.trees.text.empty())
+    if (synthesis_.trees_text.empty())
       throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
                       opt_.platform + " builds none");
-    os << synthesis_.trees.text;
+    os << synthesis_.trees_text;
     return;
   }
   if (!call_->schedule())

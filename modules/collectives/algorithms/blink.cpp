@@ -30,14 +30,7 @@ const Param<uint64_t> kMiadStep{"blink.miad_step_bytes", 256 << 10, Range::at_le
 class Miad : public Tuner {
  public:
   Miad(const Site& s, const Synthesis& first, int runs, uint64_t start, uint64_t step)
-      : site_(s), runs_(runs), start_(start), step_(step) {
-    int units = 0, most = 0;
-    for (const TreeShare& sh : first.trees.shares) {
-      units += sh.units;
-      most = std::max(most, sh.units);
-    }
-    largest_share_ = static_cast<double>(most) / units;
-  }
+      : site_(s), runs_(runs), start_(start), step_(step), largest_share_(first.largest_share) {}
   int runs() const override { return runs_; }
   Synthesis next(int k, uint64_t bytes) override {
     if (k == 0) {
@@ -77,7 +70,7 @@ class Miad : public Tuner {
   const Site& site_;
   int runs_;
   uint64_t start_, step_;
-  double largest_share_ = 1;  // the largest tree's share of the buffer
+  double largest_share_;  // the largest tree's share of the buffer
   uint64_t chunk_ = 0, best_chunk_ = 0;
   int chunks_ = 0;
   double best_GBps_ = 0;

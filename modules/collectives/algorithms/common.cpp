@@ -1,6 +1,7 @@
 #include "collectives/algorithms/common.h"
 
 #include "collectives/blink_synthesis.h"
+#include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
 #include "core/error.h"
 #include "topology/dgx1.h"
@@ -31,14 +32,13 @@ const Param<bool> kBlinkHybrid{
     "8, with T_dpa = 0: no driver call to switch links here)"};
 }  // namespace
 
-Synthesis table_program(const std::string& algorithm, Schedule s, int n, bool keep_nops) {
-  if (!keep_nops) s = without_nops(s);
-  const VerifyResult v = verify(s, n);
+Synthesis table_program(const std::string& algorithm, Program p) {
+  const ProgramCheck v = check_program(p);
   if (!v.ok())
-    throw UserError("the " + algorithm + " schedule for " + std::to_string(n) + " nodes is not an all-reduce:\n" +
+    throw UserError("the " + algorithm + " schedule for " + std::to_string(p.ranks) + " nodes is not an all-reduce:\n" +
                     v.report());
   Synthesis out;
-  out.program = schedule_program(s);
+  out.program = std::move(p);
   return out;
 }
 
@@ -51,26 +51,27 @@ Synthesis tree_program(const Site& s, bool rings, int chunks_override) {
   so.platform = s.platform;
   so.max_payload_bytes = s.packet_payload;
   so.header_bytes = s.packet_header;
-  int chunks = 1;
   if (s.dgx1()) {
     so.blink.eps = s.cfg.get(kBlinkEps);
     so.blink.minimize.threshold = s.cfg.get(kBlinkThreshold);
-    chunks = s.cfg.get(rings ? kRingPieces : kBlinkChunks);
+    so.chunks = s.cfg.get(rings ? kRingPieces : kBlinkChunks);
     // Blink A.3's hybrid is a broadcast within one server.
     if (!rings && topo::dgx1_servers(t).size() == 1) so.hybrid = s.cfg.get(kBlinkHybrid);
-    if (chunks_override > 0) chunks = chunks_override;
+    if (chunks_override > 0) so.chunks = chunks_override;
   } else {
-    chunks = s.cfg.get(kBlinkChunks, 1);
+    so.chunks = s.cfg.get(kBlinkChunks, 1);
   }
-  Synthesis out;
-  out.trees = synthesize_trees(t, n, so);
-  out.tree_chunks = chunks;
-  const std::string name = rings ? "ring" : "blink";
-  const Schedule sched = tree_schedule(name, n, out.trees.shares, chunks, so.allreduce ? kNil : kTreeRoot);
-  const VerifyResult v = so.allreduce ? verify(sched, n) : verify_broadcast(sched, n);
+  TreeSynthesis ts = synthesize_trees(t, n, so);
+  const ProgramCheck v = check_program(ts.program);
   if (!v.ok())
-    throw UserError("the " + name + " schedule is not a correct " + collective_name(s.collective) + ":\n" + v.report());
-  out.program = schedule_program(sched);
+    throw UserError(std::string("the ") + (rings ? "ring" : "blink") + " schedule is not a correct " +
+                    collective_name(s.collective) + ":\n" + v.report());
+  Synthesis out;
+  out.program = std::move(ts.program);
+  out.largest_share = ts.largest_share;
+  out.algbw_bound_GBps = ts.algbw_bound_GBps;
+  out.bound_note = std::move(ts.bound_note);
+  out.trees_text = std::move(ts.text);
   return out;
 }
 

@@ -6,7 +6,6 @@
 
 #include "collectives/algorithm.h"
 #include "collectives/nccl.h"
-#include "collectives/schedule.h"
 #include "core/param.h"
 
 namespace incsim::collectives::builtin {
@@ -15,11 +14,10 @@ inline const Param<bool> kNicLockstep{
     "nic.lockstep", true, Range::none(),
     "NOP entries hold a node that sends nothing in a step for the estimated step time (MultiTree §IV-A)"};
 
-// The program of an all-reduce schedule for the NICs (MultiTree §III, or a
-// baseline), checked; without the lockstep, a schedule other than
-// MultiTree's loses its NOPs (keep_nops: it was built with or without them).
-// UserError, naming the algorithm, if it is not an all-reduce of n nodes.
-Synthesis table_program(const std::string& algorithm, Schedule s, int n, bool keep_nops);
+// An all-reduce program for the NICs' schedule tables (MultiTree §III, or a
+// baseline), checked: UserError, naming the algorithm, if it is not an
+// all-reduce of its nodes.
+Synthesis table_program(const std::string& algorithm, Program p);
 
 // Trees on the NICs in dataflow mode (Blink §4.1): Blink's (rings false) or,
 // on a DGX-1, NCCL-style rings; chunks > 0 overrides the configured chunks.

@@ -34,7 +34,7 @@ class Table : public Algorithm {
   }
   Synthesis synthesize(const Site& s) const override {
     const bool lockstep = s.cfg.get(kNicLockstep);
-    Synthesis out = table_program(name(), schedule(s, lockstep), s.ranks(), lockstep);
+    Synthesis out = table_program(name(), schedule(s, lockstep));
     out.message_flow_control = messages_;
     return out;
   }
@@ -43,8 +43,8 @@ class Table : public Algorithm {
   bool messages_ = false;  // message-based flow control (MultiTree §IV-B)
   // Why the schedule cannot be built for this machine, or "".
   virtual std::string where_not(const Site&) const { return {}; }
-  // The schedule, with NOPs under the lockstep or without.
-  virtual Schedule schedule(const Site& s, bool lockstep) const = 0;
+  // The program, with NOPs under the lockstep or without.
+  virtual Program schedule(const Site& s, bool lockstep) const = 0;
 };
 
 class DoubleBinaryTree : public Table {
@@ -52,8 +52,8 @@ class DoubleBinaryTree : public Table {
   DoubleBinaryTree()
       : Table({"dbtree", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
                "NCCL's double binary tree, pipelined (Sanders et al. 2009; a MultiTree §V-A baseline)", 60}) {}
-  Schedule schedule(const Site& s, bool) const override {
-    return double_binary_tree(s.ranks(), true, s.cfg.get(kDbtreePieces));
+  Program schedule(const Site& s, bool lockstep) const override {
+    return dbtree_program(s.ranks(), s.cfg.get(kDbtreePieces), lockstep);
   }
 };
 
@@ -62,7 +62,7 @@ class HalvingDoubling : public Table {
   HalvingDoubling()
       : Table({"hd", "allreduce", "", Family::GpuFabric, kNotDgx1, kNicTables,
                "recursive halving-doubling (Rabenseifner; a MultiTree §V-A baseline)", 70}) {}
-  Schedule schedule(const Site& s, bool) const override { return halving_doubling(s.ranks()); }
+  Program schedule(const Site& s, bool lockstep) const override { return hd_program(s.ranks(), lockstep); }
 };
 
 class Ring2d : public Table {
@@ -75,7 +75,9 @@ class Ring2d : public Table {
     if (s.graph.grid.kx > 0) return {};
     return "ring2d runs along the rows and columns of a torus or mesh, and " + s.platform + " has none";
   }
-  Schedule schedule(const Site& s, bool) const override { return ring2d(s.graph.grid.kx, s.graph.grid.ky); }
+  Program schedule(const Site& s, bool lockstep) const override {
+    return ring2d_program(s.graph.grid.kx, s.graph.grid.ky, lockstep);
+  }
 };
 
 class Hdrm : public Table {
@@ -90,9 +92,9 @@ class Hdrm : public Table {
     return "hdrm maps halving-doubling's ranks onto BiGraph's switches and runs only on a BiGraph (the bigraph "
            "platform, or a file with its nodes and links)";
   }
-  Schedule schedule(const Site& s, bool) const override {
+  Program schedule(const Site& s, bool lockstep) const override {
     const int switches = static_cast<int>(s.graph.switches().size());
-    return hdrm(static_cast<int>(s.graph.endpoints().size()) / switches, switches);
+    return hdrm_program(static_cast<int>(s.graph.endpoints().size()) / switches, switches, lockstep);
   }
 };
 
@@ -100,10 +102,10 @@ class MultiTree : public Table {
  public:
   MultiTree(Info info, bool messages) : Table(info) { messages_ = messages; }
   bool gpu_numbered(const topo::Topology&) const override { return true; }
-  Schedule schedule(const Site& s, bool lockstep) const override {
+  Program schedule(const Site& s, bool lockstep) const override {
     MultiTreeOptions mo;
     mo.nops = lockstep;
-    return multitree(s.graph, mo);
+    return multitree_program(s.graph, mo);
   }
 };
 

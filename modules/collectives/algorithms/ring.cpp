@@ -48,8 +48,8 @@ class Ring : public Algorithm {
       throw UserError("on a cluster the ring runs on the GPUs' cores (ring.engine=software): the InfiniBand adapters "
                       "carry the cores' writes, not the NICs' schedule-table messages");
     if (engine == "nic") {
-      const bool lockstep = s.cfg.get(kNicLockstep);
-      return table_program("ring", ring(s.ranks()), s.ranks(), lockstep);
+      s.cfg.get(kNicLockstep);  // read as for every schedule table; a ring's steps all send
+      return table_program("ring", nic_ring_program(s.ranks()));
     }
     const int channels = nccl_channels(s);
     Synthesis out;

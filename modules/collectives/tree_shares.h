@@ -1,33 +1,33 @@
 #pragma once
-// Tree collectives as schedule tables (schedule.h) for Blink (MLSys 2020) and
-// the NCCL-style rings it is compared with: every flow is one chunk of one
-// tree, reduced toward the tree's root and broadcast back (§3.3), or only
-// broadcast from a root (§4.1). Chunks of a tree follow each other, so a node
-// forwards a chunk as soon as it has it (§4.2.1) when the NIC runs in
-// dataflow mode. Plain C++.
+// Tree collectives as programs of the NICs' table operations
+// (table_program.h), for Blink (MLSys 2020) and the NCCL-style rings it is
+// compared with: every flow is one chunk of one tree, reduced toward the
+// tree's root and broadcast back (§3.3), or only broadcast from a root
+// (§4.1). Chunks of a tree follow each other, so a node forwards a chunk as
+// soon as it has it (§4.2.1) when the NIC issues in dataflow mode. Plain C++.
 #include <string>
 #include <vector>
 
 #include "collectives/packing.h"
-#include "collectives/schedule.h"
+#include "collectives/program.h"
 
 namespace incsim::collectives {
 
 // One tree over ranks 0..n-1, carrying `units` slices of every chunk round.
 struct TreeShare {
-  int root = kNil;
-  std::vector<int> reduce_parent;  // [rank]: where its partial sum goes (kNil at the root); empty for a broadcast
-  std::vector<int> gather_parent;  // [rank]: where its result comes from (kNil at the root)
+  int root = kNone;
+  std::vector<int> reduce_parent;  // [rank]: where its partial sum goes (kNone at the root); empty for a broadcast
+  std::vector<int> gather_parent;  // [rank]: where its result comes from (kNone at the root)
   int units = 1;                   // the tree's share of the buffer, relative to the others
 };
 
-// flows = trees x chunks: flow t * chunks + c is chunk c of tree t; tree t
-// covers a contiguous part of the buffer in proportion to its units. Steps
-// follow the tree depth plus the chunk index (chunk c goes one step behind
-// chunk c-1), so verify() and verify_broadcast() check the tables and a
-// lockstep NIC could run them. broadcast_root = kNil: an all-reduce.
-Schedule tree_schedule(const std::string& algorithm, int n, const std::vector<TreeShare>& trees, int chunks,
-                       int broadcast_root);
+// flows = trees x chunks: flow t * chunks + c is chunk c of tree t, on
+// channel t; tree t covers a contiguous part of the buffer in proportion to
+// its units. Steps follow the tree depth plus the chunk index (chunk c goes
+// one step behind chunk c - 1), so a lockstep NIC could run the tables as
+// well. broadcast_root = kNone: an all-reduce. No NOPs.
+Program tree_shares_program(const std::string& name, int n, const std::vector<TreeShare>& trees, int chunks,
+                            int broadcast_root);
 
 // Blink's trees from a packing (vertex i = rank i): a tree of weight w gets
 // max(1, round(16 w)) units (the minimised weights are multiples of 1/16 or

@@ -1,9 +1,10 @@
-#include "collectives/tree_schedule.h"
+#include "collectives/tree_shares.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 
+#include "collectives/table_program.h"
 #include "core/error.h"
 
 namespace incsim::collectives {
@@ -17,7 +18,7 @@ std::vector<int> depths(const std::vector<int>& parent, int root) {
   d[root] = 0;
   for (int pass = 0; pass < n; ++pass)
     for (int v = 0; v < n; ++v)
-      if (d[v] < 0 && parent[v] != kNil && d[parent[v]] >= 0) d[v] = d[parent[v]] + 1;
+      if (d[v] < 0 && parent[v] != kNone && d[parent[v]] >= 0) d[v] = d[parent[v]] + 1;
   return d;
 }
 
@@ -28,25 +29,28 @@ std::vector<int> heights(const std::vector<int>& parent, const std::vector<int>&
   for (int v = 0; v < n; ++v) order[v] = v;
   std::sort(order.begin(), order.end(), [&](int a, int b) { return depth[a] > depth[b]; });
   for (int v : order)
-    if (parent[v] != kNil) h[parent[v]] = std::max(h[parent[v]], h[v] + 1);
+    if (parent[v] != kNone) h[parent[v]] = std::max(h[parent[v]], h[v] + 1);
   return h;
 }
 
 }  // namespace
 
-Schedule tree_schedule(const std::string& algorithm, int n, const std::vector<TreeShare>& trees, int chunks,
-                       int broadcast_root) {
-  if (trees.empty() || chunks < 1) throw UserError("a tree schedule needs at least one tree and one chunk");
+Program tree_shares_program(const std::string& name, int n, const std::vector<TreeShare>& trees, int chunks,
+                            int broadcast_root) {
+  if (trees.empty() || chunks < 1) throw UserError("a tree program needs at least one tree and one chunk");
+  // Tree t's chunks take units_t chunks of the buffer each, trees side by side.
+  std::vector<TableProgramBuilder::Flow> flows;
   int units = 0;
-  for (const TreeShare& t : trees) {
-    if (t.units < 1) throw UserError("every tree needs a positive share of the buffer");
-    units += t.units;
+  for (size_t t = 0; t < trees.size(); ++t) {
+    if (trees[t].units < 1) throw UserError("every tree needs a positive share of the buffer");
+    for (int c = 0; c < chunks; ++c) flows.push_back({units * chunks + c * trees[t].units, trees[t].units, static_cast<int>(t)});
+    units += trees[t].units;
   }
-  ScheduleBuilder b(algorithm, n, static_cast<int>(trees.size()) * chunks, 1);
-  Schedule flows;  // the chunk layout, set on the result below
+  TableProgramBuilder b(name, n, std::move(flows), units * chunks);
+  const bool allreduce = broadcast_root == kNone;
+  if (!allreduce) b.broadcast_from(broadcast_root);
   for (size_t t = 0; t < trees.size(); ++t) {
     const TreeShare& tr = trees[t];
-    const bool allreduce = broadcast_root == kNil;
     const std::vector<int> gd = depths(tr.gather_parent, tr.root);
     for (int v = 0; v < n; ++v)
       if (gd[v] < 0) throw UserError("tree " + std::to_string(t) + " does not span rank " + std::to_string(v));
@@ -59,33 +63,16 @@ Schedule tree_schedule(const std::string& algorithm, int n, const std::vector<Tr
       rh = heights(tr.reduce_parent, rd);
       h_root = rh[tr.root];
     }
+    // Chunk c goes one step behind chunk c - 1.
     for (int c = 0; c < chunks; ++c) {
       const int f = static_cast<int>(t) * chunks + c;
       for (int v = 0; v < n; ++v) {
-        if (allreduce && tr.reduce_parent[v] != kNil) b.reduce(f, v, tr.reduce_parent[v], c + rh[v] + 1);
-        if (tr.gather_parent[v] != kNil) b.gather(f, tr.gather_parent[v], v, c + h_root + gd[v]);
+        if (allreduce && tr.reduce_parent[v] != kNone) b.reduce(f, v, tr.reduce_parent[v], c + rh[v] + 1);
+        if (tr.gather_parent[v] != kNone) b.gather(f, tr.gather_parent[v], v, c + h_root + gd[v]);
       }
     }
   }
-  Schedule s = b.build(false);
-  // Tree t's chunks take units_t slices each, trees side by side.
-  s.slices = units * chunks;
-  int at = 0;
-  s.flow_tree.clear();
-  for (size_t t = 0; t < trees.size(); ++t)
-    for (int c = 0; c < chunks; ++c) {
-      const int f = static_cast<int>(t) * chunks + c;
-      s.flows[f] = {at, trees[t].units};
-      at += trees[t].units;
-      s.flow_tree.push_back(static_cast<int>(t));
-    }
-  for (auto& table : s.tables)
-    for (Entry& e : table) {
-      e.start = s.flows[e.flow].start;
-      e.size = s.flows[e.flow].size;
-    }
-  s.broadcast_root = broadcast_root;
-  return s;
+  return b.build(false);
 }
 
 std::vector<TreeShare> blink_shares(const CapGraph& g, const Packing& p, bool allreduce) {
@@ -93,7 +80,7 @@ std::vector<TreeShare> blink_shares(const CapGraph& g, const Packing& p, bool al
   for (const Tree& t : p.trees) {
     TreeShare s;
     s.root = p.root;
-    s.gather_parent.assign(g.n, kNil);
+    s.gather_parent.assign(g.n, kNone);
     for (int v = 0; v < g.n; ++v)
       if (t.parent_edge[v] >= 0) s.gather_parent[v] = g.edges[t.parent_edge[v]].from;
     if (allreduce) s.reduce_parent = s.gather_parent;
@@ -109,7 +96,7 @@ std::vector<TreeShare> one_hop_shares(int n) {
     TreeShare s;
     s.root = r;
     s.gather_parent.assign(n, r);
-    s.gather_parent[r] = kNil;
+    s.gather_parent[r] = kNone;
     s.reduce_parent = s.gather_parent;
     out.push_back(std::move(s));
   }
@@ -188,7 +175,7 @@ std::vector<TreeShare> ring_shares(int n, const std::vector<std::vector<int>>& r
       const int at = static_cast<int>(std::find(o.begin(), o.end(), root) - o.begin());
       TreeShare s;
       s.root = root;
-      s.gather_parent.assign(n, kNil);
+      s.gather_parent.assign(n, kNone);
       for (int k = 1; k < n; ++k) s.gather_parent[o[(at + k) % n]] = o[(at + k - 1) % n];
       out.push_back(std::move(s));
       continue;
@@ -197,8 +184,8 @@ std::vector<TreeShare> ring_shares(int n, const std::vector<std::vector<int>>& r
       // Reduced from order[seg+1] along the ring to order[seg], then passed on from it.
       TreeShare s;
       s.root = o[seg];
-      s.reduce_parent.assign(n, kNil);
-      s.gather_parent.assign(n, kNil);
+      s.reduce_parent.assign(n, kNone);
+      s.gather_parent.assign(n, kNone);
       for (int k = 1; k < n; ++k) {
         s.reduce_parent[o[(seg + k) % n]] = o[(seg + k + 1) % n];
         s.gather_parent[o[(seg + k) % n]] = o[(seg + k - 1) % n];
