@@ -308,12 +308,13 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   call_->describe(os);
   const collectives::Program& p = call_->program();
   if (file_algorithm_)
-    os << "# program: " << p.name << ", " << p.ops.size() << " operations on the GPUs' "
-       << (p.engine() == collectives::Engine::CopyEngine
-               ? std::string("copy engines")
-               : std::string("cores, ") + (p.protocol_by_size ? std::string("protocol by size")
-                                                             : std::string(collectives::protocol_name(p.ops.front().proto)) +
-                                                                   " protocol"))
+    os << "# program: " << p.name << ", " << p.ops.size() << " operations on the "
+       << (p.engine() == collectives::Engine::CopyEngine ? std::string("GPUs' copy engines")
+           : p.engine() == collectives::Engine::NicTable
+               ? std::string("NICs' schedule tables")
+               : std::string("GPUs' cores, ") +
+                     (p.protocol_by_size ? std::string("protocol by size")
+                                         : std::string(collectives::protocol_name(p.ops.front().proto)) + " protocol"))
        << "\n";
 }
 
