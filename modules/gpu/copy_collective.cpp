@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "collectives/bounds.h"
+#include "collectives/executor.h"
 #include "collectives/layout.h"
 #include "gpu/group_window.h"
 
@@ -48,7 +49,7 @@ struct CopyCollective::Group {
 // One GPU's part of the program: it hands its copy engine a descriptor per
 // operation that issues blocks, translates their addresses (which port,
 // which home), and takes what arrives.
-class CopyCollective::Rank : public Program {
+class CopyCollective::Rank : public Program, public collectives::RankExecutor {
  public:
   Rank(CopyCollective& c, int rank, uint64_t bytes);
   ~Rank() override;
@@ -61,10 +62,11 @@ class CopyCollective::Rank : public Program {
   void report(std::ostream& os, const std::string& prefix) const override;
   void read_region(uint64_t addr, uint32_t bytes, uint8_t* out) override;
   void on_region_write(const net::Packet& p) override;
-  uint64_t received() const;  // output elements landed, at most what each operation expects
-  uint64_t count() const;     // output elements the program lands here
+  // Output elements landed (at most what each operation expects) of all
+  // the program lands here.
+  Progress progress() const override;
   // Mismatches plus elements each operation received too few or too many times.
-  uint64_t wrong() const;
+  uint64_t wrong() const override;
 
  private:
   // An operation's state; the copy-engine client of one that issues.
@@ -580,16 +582,13 @@ void CopyCollective::Rank::on_flag(uint64_t addr) {
   }
 }
 
-uint64_t CopyCollective::Rank::received() const {
-  uint64_t n = 0;
-  for (const Op& op : ops_) n += std::min(op.got, op.expect);
-  return n;
-}
-
-uint64_t CopyCollective::Rank::count() const {
-  uint64_t n = 0;
-  for (const Op& op : ops_) n += op.expect;
-  return n;
+collectives::RankExecutor::Progress CopyCollective::Rank::progress() const {
+  Progress p;
+  for (const Op& op : ops_) {
+    p.done += std::min(op.got, op.expect);
+    p.all += op.expect;
+  }
+  return p;
 }
 
 uint64_t CopyCollective::Rank::wrong() const {
@@ -601,8 +600,8 @@ uint64_t CopyCollective::Rank::wrong() const {
 void CopyCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
   if (left_ == 0) return;
   const bool barrier = std::any_of(homes_.begin(), homes_.end(), [](const Home& h) { return h.barrier >= 0; });
-  os << prefix << (barrier ? " in the barrier; " : " ") << received() << " of " << count()
-     << " output elements received\n";
+  const Progress p = progress();
+  os << prefix << (barrier ? " in the barrier; " : " ") << p.done << " of " << p.all << " output elements received\n";
 }
 
 CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
@@ -673,20 +672,9 @@ void CopyCollective::fail(const std::string& why) {
   sc_core::sc_pause();
 }
 
-uint64_t CopyCollective::wrong() const {
-  uint64_t w = 0;
-  for (const auto& r : ranks_) w += r->wrong();
-  return w;
-}
+uint64_t CopyCollective::wrong() const { return collectives::wrong(ranks_); }
 
-double CopyCollective::done_fraction() const {
-  uint64_t got = 0, all = 0;
-  for (const auto& r : ranks_) {
-    got += r->received();
-    all += r->count();
-  }
-  return all ? static_cast<double>(got) / static_cast<double>(all) : -1;
-}
+double CopyCollective::done_fraction() const { return collectives::done_fraction(ranks_); }
 
 // Push and pull move M in and out of each GPU (Klenk §III: half the traffic
 // of a software all-reduce); all-gather receives (n-1)/n M, broadcast M;

@@ -210,17 +210,9 @@ void CoresCollective::rank_done() {
   if (--running_ == 0 && on_done_) on_done_();
 }
 
-uint64_t CoresCollective::wrong() const {
-  uint64_t w = 0;
-  for (const auto& r : ranks_) w += r->wrong();
-  return w;
-}
+uint64_t CoresCollective::wrong() const { return collectives::wrong(ranks_); }
 
-double CoresCollective::done_fraction() const {
-  uint64_t sent = 0, all = 0;
-  for (const auto& r : ranks_) r->transfers(sent, all);
-  return all ? static_cast<double>(sent) / static_cast<double>(all) : -1;
-}
+double CoresCollective::done_fraction() const { return collectives::done_fraction(ranks_); }
 
 double CoresCollective::bound_us(uint64_t bytes) const {
   return collectives::bandwidth_bound_us(bytes, bound_moved_ > 0 ? bound_moved_ : busbw_factor(), endpoint_GBps_);

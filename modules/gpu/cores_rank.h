@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/executor.h"
 #include "collectives/program.h"
 #include "gpu/cores.h"
 #include "gpu/cores_collective.h"
@@ -22,7 +23,7 @@
 
 namespace incsim::gpu {
 
-class CoresRank : public gpu::Program {
+class CoresRank : public gpu::Program, public collectives::RankExecutor {
   using Buffer = collectives::Buffer;
   using ChunkRef = collectives::ChunkRef;
   using Operation = collectives::Operation;
@@ -52,14 +53,17 @@ class CoresRank : public gpu::Program {
   void on_region_write(const net::Packet& p) override;
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
-  void transfers(uint64_t& sent, uint64_t& all) const {
+  // Transfers sent of all its queues' transfers.
+  Progress progress() const override {
+    Progress p;
     for (const auto& q : queues_) {
-      sent += q->sent;
-      all += q->transfers;
+      p.done += q->sent;
+      p.all += q->transfers;
     }
+    return p;
   }
   // Mismatches plus elements checked too few or too many times.
-  uint64_t wrong() const {
+  uint64_t wrong() const override {
     return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
   }
 

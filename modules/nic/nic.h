@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/executor.h"
 #include "collectives/schedule.h"
 #include "collectives/alu.h"
 #include "core/log.h"
@@ -83,7 +84,7 @@ class Nic;
 // One schedule table loaded in a NIC: one collective's rank there, with its
 // own flows, buffers, message streams, lanes and decoder counters (Fig. 6),
 // so it runs beside the NIC's other tables without touching them.
-class Table : public Traceable {
+class Table : public Traceable, public collectives::RankExecutor {
  public:
   Table(Nic& nic, uint16_t id);
   ~Table() override;
@@ -95,13 +96,12 @@ class Table : public Traceable {
   // lockstep counters are reset"); on_done once every entry has issued, every
   // message has left and every expected message has arrived.
   void start(const Layout& layout, const NicParams& params, std::function<void()> on_done);
-  uint64_t wrong() const;
+  uint64_t wrong() const override;
   uint64_t messages_sent() const { return messages_sent_; }
-  // Adds the table's entries issued so far and in all (none unloaded).
-  void entries(uint64_t& issued, uint64_t& all) const {
-    if (!loaded()) return;
-    issued += static_cast<uint64_t>(head_);
-    all += table().size();
+  // The table's entries issued so far and in all (none unloaded).
+  Progress progress() const override {
+    if (!loaded()) return {};
+    return {static_cast<uint64_t>(head_), table().size()};
   }
   // Table 0 as gpu3.nic.timestep and so on, table k as gpu3.nic.tablek.timestep.
   void trace(sc_core::sc_trace_file* tf) const override;

@@ -135,17 +135,9 @@ void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
     });
 }
 
-uint64_t ScheduledCollective::wrong() const {
-  uint64_t w = 0;
-  for (const Table* t : tables_) w += t->wrong();
-  return w;
-}
+uint64_t ScheduledCollective::wrong() const { return collectives::wrong(tables_); }
 
-double ScheduledCollective::done_fraction() const {
-  uint64_t issued = 0, all = 0;
-  for (const Table* t : tables_) t->entries(issued, all);
-  return all ? static_cast<double>(issued) / static_cast<double>(all) : -1;
-}
+double ScheduledCollective::done_fraction() const { return collectives::done_fraction(tables_); }
 
 double ScheduledCollective::bound_us(uint64_t bytes) const {
   if (algbw_bound_GBps_ > 0) return static_cast<double>(bytes) / (algbw_bound_GBps_ * 1e3);

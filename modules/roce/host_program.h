@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "collectives/data_pattern.h"
+#include "collectives/executor.h"
 #include "collectives/program.h"
 #include "roce/roce_nic.h"
 
@@ -44,7 +45,7 @@ struct Connection {
   int qp;
 };
 
-class HostProgram : public NicClient {
+class HostProgram : public NicClient, public collectives::RankExecutor {
  public:
   // Runs rank `rank` of `program` (an in-place all-reduce of RoCE
   // operations, which the caller has checked) on `nic`; `sends` and
@@ -57,7 +58,16 @@ class HostProgram : public NicClient {
   // operations, checks every element of the output at the end (#wrong).
   void start(uint64_t bytes, std::function<void()> done);
   bool finished() const { return finished_; }
-  uint64_t wrong() const { return wrong_; }
+  uint64_t wrong() const override { return wrong_; }
+  // Messages handled (sent, received, their results in) of all its operations'.
+  Progress progress() const override {
+    Progress p;
+    for (const Op& o : ops_) {
+      p.done += o.done_msgs;
+      p.all += o.messages;
+    }
+    return p;
+  }
   // The oldest operation not complete, for the waveform (hostI.op).
   const int& progress_ref() const { return oldest_; }
   // Where a stalled host is: its oldest incomplete operation and what it waits for.

@@ -14,6 +14,7 @@
 #include "core/units.h"
 #include "platforms/platform.h"
 #include "platforms/netreduce_machines.h"
+#include "collectives/executor.h"
 #include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
 #include "roce/host_program.h"
@@ -243,6 +244,8 @@ void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
   os << collectives::write_program(program_);
 }
 
+double NetReduceWorkload::done_fraction() const { return collectives::done_fraction(hosts_); }
+
 NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   Totals t;
   for (int i = 0; i < job_->hosts(); ++i) {
@@ -292,8 +295,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
   const Totals t1 = totals();
   Row r(schema_);
   const double time_us = (end - start).to_seconds() * 1e6;
-  uint64_t wrong = 0;
-  for (const auto& h : hosts_) wrong += h->wrong();
+  const uint64_t wrong = collectives::wrong(hosts_);
   fill_nccl(r, bytes, collectives::dtype_name(dtype_), collectives::redop_name(redop_), time_us,
             2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
   const double model = model_us(bytes, true);

@@ -40,6 +40,7 @@ class NetReduceWorkload : public Workload {
   void report_stall(std::ostream& os) const override;
   void trace(sc_core::sc_trace_file* tf) const override;
   void print(const std::string& what, std::ostream& os) const override;
+  double done_fraction() const override;  // messages the hosts have handled, of all
 
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
