@@ -621,3 +621,16 @@ TEST_CASE("a cluster's routes, computed from its structure, are its tables' answ
     require_structure_matches_tables(make_cluster(star, s));
   }
 }
+
+TEST_CASE("a grid's and a fat tree's routes, computed from their coordinates, are their tables' answers",
+          "[topology][routing]") {
+  for (int kx : {1, 2, 3, 4, 5})
+    for (int ky : {2, 3, 4}) {
+      require_structure_matches_tables(make_torus(kx, ky));
+      require_structure_matches_tables(make_mesh(kx, ky));
+    }
+  require_structure_matches_tables(make_torus(8, 8));
+  require_structure_matches_tables(make_mesh(6, 5));
+  for (int k : {2, 3, 4, 8}) require_structure_matches_tables(make_fattree(k * k, k));
+  require_structure_matches_tables(make_fattree(12, 4));
+}
