@@ -82,6 +82,8 @@ ClusterLayout cluster_layout(const Topology& node, const ClusterShape& s) {
   return c;
 }
 
+int cluster_levels(const Topology& node, const ClusterShape& s) { return cluster_layout(node, s).levels; }
+
 Topology make_cluster(const Topology& node, const ClusterShape& s) {
   const ClusterLayout c = cluster_layout(node, s);
   const char* const net_switch = c.roce ? kinds::kEthernetSwitch : kinds::kIbSwitch;

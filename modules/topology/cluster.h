@@ -57,6 +57,9 @@ struct ClusterShape {
 // port for port, so that a cluster of 16,384 nodes needs no table per
 // (node, endpoint) pair.
 Topology make_cluster(const Topology& node, const ClusterShape& s);
+// The switch levels make_cluster builds for s (2 or 3), which
+// core_ports and spine_oversubscription do not change.
+int cluster_levels(const Topology& node, const ClusterShape& s);
 
 // Whether t is a cluster on RoCE (its GPUs' adapters are roce_bridges).
 bool is_roce_cluster(const Topology& t);
