@@ -634,3 +634,67 @@ TEST_CASE("a grid's and a fat tree's routes, computed from their coordinates, ar
   for (int k : {2, 3, 4, 8}) require_structure_matches_tables(make_fattree(k * k, k));
   require_structure_matches_tables(make_fattree(12, 4));
 }
+
+namespace {
+// Switches of each kind in a cluster of hgx-h100 nodes, by name.
+struct Switches {
+  int leaves = 0, spines = 0, cores = 0;
+};
+Switches switches_of(const Topology& t) {
+  Switches s;
+  for (int sw : t.switches()) {
+    const std::string& n = t.node(sw).name;
+    s.leaves += n.rfind("leaf", 0) == 0;
+    s.spines += n.rfind("spine", 0) == 0;
+    s.cores += n.rfind("core", 0) == 0;
+  }
+  return s;
+}
+}  // namespace
+
+// NVIDIA DGX SuperPOD reference architectures, of 64-port QM9700 switches at
+// 1:1: DGX H100 (Table 4: 1 SU of 32 nodes, 8 leaves and 4 spines; 4 SUs, 32
+// and 16) and DGX B200 (its table of larger SuperPODs: 8 SUs, 64 leaves and
+// 32 spines; 16 SUs, 128 leaves, 128 spines and 64 cores; 64 SUs, 512, 512
+// and 256).
+TEST_CASE("a cluster has the switches of NVIDIA's DGX SuperPOD reference architectures", "[topology][cluster]") {
+  const Topology hgx = make_hgx_h100(25, 0);
+  const auto counts = [&](int nodes) {
+    const Switches s = switches_of(make_cluster(hgx, cluster_shape(nodes)));
+    return std::vector<int>{s.leaves, s.spines, s.cores};
+  };
+  CHECK(counts(32) == std::vector<int>{8, 4, 0});
+  CHECK(counts(128) == std::vector<int>{32, 16, 0});
+  CHECK(counts(256) == std::vector<int>{64, 32, 0});
+  CHECK(counts(512) == std::vector<int>{128, 128, 64});
+  CHECK(counts(2048) == std::vector<int>{512, 512, 256});
+}
+
+// The graphs a flow-level run of 1,024 and 16,384 nodes works on: built in
+// well under a second (test_topology's timeout bounds it), and every route
+// between nodes in another pod climbs to a core and down: 8 links.
+TEST_CASE("clusters of 1,024 and 16,384 nodes build and answer routes", "[topology][cluster][scale]") {
+  const Topology hgx = make_hgx_h100(25, 0);
+  for (int nodes : {1024, 16384}) {
+    INFO(nodes << " nodes");
+    const Topology t = make_cluster(hgx, cluster_shape(nodes));
+    const int gpus = static_cast<int>(t.endpoints().size());
+    REQUIRE(gpus == nodes * 8);
+    CHECK(t.nodes().size() == static_cast<size_t>(nodes) * 20 + switches_of(t).leaves + switches_of(t).spines + switches_of(t).cores);
+    uint64_t wrong = 0;
+    for (int s = 0; s < gpus; s += 7) {
+      // Its own node's GPU over NVLink; the same GPU of a node half the cluster away, in another pod (of
+      // 128 nodes), and another GPU of that node.
+      const int node = (s / 8 + nodes / 2) % nodes;
+      const int same_node = s / 8 * 8 + (s + 1) % 8, far = node * 8 + s % 8, other_rail = node * 8 + (s + 3) % 8;
+      wrong += t.links_on_route(s, same_node).size() != 2;
+      wrong += t.links_on_route(s, far).size() != 8 || t.hops(s, far) != 8;
+      wrong += t.links_on_route(s, other_rail).size() != 8;
+      // A route ends where it should.
+      const std::vector<int> links = t.links_on_route(s, other_rail);
+      const Link& last = t.links()[links.back()];
+      wrong += last.a.node != t.endpoints()[other_rail] && last.b.node != t.endpoints()[other_rail];
+    }
+    CHECK(wrong == 0);
+  }
+}
