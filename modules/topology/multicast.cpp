@@ -30,6 +30,7 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
   unicast_deps_.assign(2 * topo_.links().size(), {});
   const auto is_switch = [&](int node) { return topo_.node(node).kind == NodeKind::Switch; };
   std::vector<int> seen;  // channels already followed for this destination
+  std::vector<char> followed(unicast_deps_.size(), 0);  // [channel]: in seen
   // From switch x (entered by channel `in`, -1 at the source), toward a destination.
   std::function<void(int, int, const std::function<std::vector<int16_t>(int)>&)> walk =
       [&](int x, int in, const std::function<std::vector<int16_t>(int)>& next) {
@@ -38,13 +39,18 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
           if (!is_switch(y.node)) continue;
           const int c = channel(x, q);
           if (in >= 0) unicast_deps_[in].push_back(c);
-          if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+          if (followed[c]) continue;
+          followed[c] = 1;
           seen.push_back(c);
           walk(y.node, c, next);
         }
       };
-  for (size_t d = 0; d < topo_.endpoints().size(); ++d) {
+  const auto forget = [&] {
+    for (int c : seen) followed[c] = 0;
     seen.clear();
+  };
+  for (size_t d = 0; d < topo_.endpoints().size(); ++d) {
+    forget();
     const auto next = [&](int x) {
       const int q = topo_.route(x, static_cast<int>(d));
       return q < 0 ? std::vector<int16_t>{} : std::vector<int16_t>{static_cast<int16_t>(q)};
@@ -52,7 +58,7 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
     for (int x : topo_.switches()) walk(x, -1, next);
   }
   for (size_t h = 0; h < topo_.switches().size(); ++h) {
-    seen.clear();
+    forget();
     const auto next = [&](int x) {
       const PortSpan r = topo_.routes_to_switch(x, static_cast<int>(h));
       return std::vector<int16_t>(r.begin(), r.end());
