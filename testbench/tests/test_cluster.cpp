@@ -16,6 +16,7 @@
 #include "options.h"
 #include "platforms/infiniband_fabric.h"
 #include "run_checked.h"
+#include "temp_file.h"
 
 using namespace incsim;
 
@@ -537,4 +538,13 @@ TEST_CASE("cluster: GB200 NVL72 racks: NVLSTree is exact", "[cluster][nodes][nvl
 TEST_CASE("cluster: GB200 NVL72 racks: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
   tb::Experiment e(nodes_of("nvl72", "nvlssharp", "64K"));
   tb::run_checked(e, "nvlssharp on NVL72 racks");
+}
+
+TEST_CASE("cluster: nodes from a platform file (4 GPUs on one switch): the rings are exact", "[cluster][nodes]") {
+  std::ostringstream os;
+  topo::save_yaml(topo::make_star(4, 25, 0), os);
+  TempFile node(os.str());
+  tb::Experiment e(nodes_of(node.path, "ring", "64K,1M"));
+  tb::run_checked(e, "ring on nodes of a file");
+  CHECK(e.machine().blocks_of<hca::Hca>().size() == 8);
 }

@@ -588,6 +588,14 @@ TEST_CASE("a cluster's routes, computed from its structure, are its tables' answ
     roce.network = ScaleOut::Roce;
     require_structure_matches_tables(make_cluster(hgx, roce));
   }
+  SECTION("nodes from a platform file") {
+    std::ostringstream os;
+    save_yaml(hgx, os);
+    TempFile f(os.str());
+    const Topology from_file = make_cluster(load_yaml(f.path, 25, 0), cluster_shape(3));
+    CHECK(netlist_difference(from_file, make_cluster(hgx, cluster_shape(3))) == "");
+    require_structure_matches_tables(from_file);
+  }
   SECTION("two levels, several leaves per rail, oversubscribed") {
     require_structure_matches_tables(make_cluster(hgx, cluster_shape(4, 4)));
     require_structure_matches_tables(make_cluster(star, cluster_shape(5, 6)));
