@@ -24,6 +24,8 @@ int Topology::add_node(const std::string& n, int ports, NodeKind kind, const std
   if (static_cast<int>(nodes_.size()) >= max_nodes_)
     throw UserError("platform '" + name + "' has more than " + std::to_string(max_nodes_) +
                     " nodes (endpoints and switches), the most a platform may have");
+  if (port_link_.size() + static_cast<size_t>(ports) > UINT32_MAX)
+    throw UserError("platform '" + name + "' has more than " + std::to_string(UINT32_MAX) + " ports in all");
   if (!by_name_.emplace(n, static_cast<int>(nodes_.size())).second)
     throw UserError("node name '" + n + "' is used twice");
   auto& ids = kind == NodeKind::Endpoint ? endpoints_ : switches_;
