@@ -48,6 +48,11 @@ ClusterLayout cluster_layout(const Topology& node, const ClusterShape& s) {
   c.up = up_of((s.nodes + c.per_rail - 1) / c.per_rail);  // of the largest share
   for (int i = 0; i <= c.per_rail; ++i) c.first.push_back(static_cast<int>(int64_t{i} * s.nodes / c.per_rail));
   for (int i = 0; i < c.per_rail; ++i) c.slot_of.insert(c.slot_of.end(), c.first[i + 1] - c.first[i], i);
+  // Two levels while every leaf reaches every spine: up to 64 leaves of
+  // 64-port switches, 8 SUs of 32 DGX nodes; three beyond (the DGX SuperPOD
+  // B200 reference architecture: 8 SUs on leaves and spines, 16 and more
+  // with cores). A rail of one leaf (NVL72's 72 rails) keeps two levels, its
+  // spines wider than a switch.
   c.levels = c.leaves() > s.spine_ports && c.per_rail > 1 ? 3 : 2;
   if (c.levels == 2) {
     c.pod_first = {0, c.per_rail};
