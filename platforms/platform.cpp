@@ -207,34 +207,69 @@ const Param<uint32_t> kClusterLeafPorts{
     "cluster.leaf_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
     "ports of a rail leaf switch; a rail whose nodes and up-links need more is several leaves joined through "
     "the spines (NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s)"};
+const Param<uint32_t> kClusterSpinePorts{
+    "cluster.spine_ports", kQuantum2Ports, Range::at_least(2).at_most(4096),
+    "ports of a spine switch; more leaves than that, several per rail, are joined by three levels: pods of "
+    "leaves under their spines, the spines joined by cores (NVIDIA Quantum-2 QM9700 datasheet: 64 NDR ports; DGX "
+    "SuperPOD reference architectures for H100 and B200: QM9700 leaves, spines and cores)"};
+const Param<uint32_t> kClusterCorePorts{
+    "cluster.core_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
+    "ports of a core switch, the third level (NVIDIA Quantum-2 QM9700 datasheet: 64 NDR ports; DGX SuperPOD "
+    "reference architecture for B200: 64 QM9700 cores for 512 nodes, 256 for 2,048)"};
+const Param<uint32_t> kClusterSpineOversubscription{
+    "cluster.spine_oversubscription", 1, Range::at_least(1).at_most(64),
+    "on three levels, a spine's down-links over its up-links to the cores (1: non-blocking, as the DGX SuperPOD "
+    "reference architecture for B200 wires its 3-level compute fabric: as many spine-core cables as leaf-spine ones)"};
 
 const Param<std::string> kClusterNetwork{
     "cluster.network", "infiniband", Range::none(),
     "the scale-out network: infiniband (NDR, credit-based lossless links, as NVIDIA's DGX SuperPOD) or roce "
     "(RoCEv2 on 400 GbE, reliable connections with go-back-N, as NetReduce's hosts use; issue 21)"};
 
+// A cluster of 16,384 DGX H100s (131,072 GPUs): the largest the routes are
+// computed for (issue 38); a node platform with more GPUs allows fewer nodes.
+constexpr int kMaxClusterNodes = 16384;
+constexpr int kMaxClusterGpus = 131072;
+
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
-  if (node != "hgx-h100" && node != "nvl72")
-    throw UserError("a cluster's nodes are hgx-h100 or nvl72, whose GPUs each have an InfiniBand adapter; " +
-                    (node == "cluster" ? std::string("a cluster is not a node") : node + " has none modelled"));
+  if (node != "hgx-h100" && node != "nvl72" && node != "dgx2" && !is_platform_file(node))
+    throw UserError("a cluster's nodes are hgx-h100, nvl72, dgx2 or a GPU platform file (FILE.yaml), each GPU with "
+                    "an InfiniBand adapter; " +
+                    (node == "cluster" ? std::string("a cluster is not a node") : "not " + node));
   if (shape.gpus) throw UserError("the cluster platform is shaped by --nodes and --node, not --gpus");
   topo::ClusterShape s;
   s.nodes = shape.nodes ? shape.nodes : 4;
-  if (s.nodes < 2 || s.nodes > 1024)
-    throw UserError("a cluster has 2 to 1024 nodes: --nodes must be in that range, not " + std::to_string(s.nodes));
+  if (s.nodes < 2 || s.nodes > kMaxClusterNodes)
+    throw UserError("a cluster has 2 to " + std::to_string(kMaxClusterNodes) +
+                    " nodes: --nodes must be in that range, not " + std::to_string(s.nodes));
+  const topo::Topology machine = make_topology(node, PlatformShape{}, cfg);
+  if (is_dgx1(machine))
+    throw UserError("a cluster's nodes have an adapter per GPU; DGX-1 servers on a network are --platform " +
+                    machine.family + " --gpus 0,1,2/0,1,2,3,4");
+  const uint64_t gpus = static_cast<uint64_t>(s.nodes) * machine.endpoints().size();
+  if (gpus > kMaxClusterGpus)
+    throw UserError("a cluster has at most " + std::to_string(kMaxClusterGpus) + " GPUs: " +
+                    std::to_string(s.nodes) + " nodes of " + std::to_string(machine.endpoints().size()) + " make " +
+                    std::to_string(gpus) + "; --nodes must be at most " +
+                    std::to_string(kMaxClusterGpus / machine.endpoints().size()) + " with --node " + node);
   s.pcie_GBps = cfg.get(kClusterPcieGBps);
   s.pcie_latency_ns = cfg.get(kClusterPcieLatency);
   s.net_GBps = cfg.get(kClusterNetGbps) / 8;
   s.net_latency_ns = cfg.get(kClusterNetLatency);
   s.oversubscription = static_cast<int>(cfg.get(kClusterOversubscription));
-  s.spine_ports = kQuantum2Ports;
   s.leaf_ports = static_cast<int>(cfg.get(kClusterLeafPorts));
+  s.spine_ports = static_cast<int>(cfg.get(kClusterSpinePorts));
   const std::string network = cfg.get(kClusterNetwork);
   if (network != "infiniband" && network != "roce")
     throw UserError("cluster.network must be infiniband or roce, not '" + network + "'");
   s.network = network == "roce" ? topo::ScaleOut::Roce : topo::ScaleOut::InfiniBand;
-  return topo::make_cluster(make_topology(node, PlatformShape{}, cfg), s);
+  // The cores' keys are read only where there are cores.
+  if (topo::cluster_levels(machine, s) == 3) {
+    s.core_ports = static_cast<int>(cfg.get(kClusterCorePorts));
+    s.spine_oversubscription = static_cast<int>(cfg.get(kClusterSpineOversubscription));
+  }
+  return topo::make_cluster(machine, s);
 }
 }  // namespace
 
@@ -314,8 +349,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   }
   if (platform == "torus" || platform == "mesh") {
     const int kx = dims ? shape.dims_x : 4, ky = dims ? shape.dims_y : 4;
-    if (kx < 2 || ky < 2 || kx > 16 || ky > 16)
-      throw UserError("a " + platform + " of " + dims_text + " is not built: --dims takes 2 to 16 routers per dimension, 2x2 up to 16x16");
+    if (kx < 2 || ky < 2 || kx > 64 || ky > 64)
+      throw UserError("a " + platform + " of " + dims_text + " is not built: --dims takes 2 to 64 routers per dimension, 2x2 up to 64x64");
     return platform == "torus" ? topo::make_torus(kx, ky, bw, lat) : topo::make_mesh(kx, ky, bw, lat);
   }
   if (platform == "fattree") {
@@ -323,9 +358,9 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     const int n = shape.nodes ? shape.nodes : 16;
     int k = 2;
     while (k * k < n) ++k;
-    if (k * k != n || k > 16)
+    if (k * k != n || k > 64)
       throw UserError("a k-ary 2-level fat tree has k x k nodes: --nodes takes 16 (4-ary), 64 (8-ary) or another "
-                      "square from 4 to 256, not " + std::to_string(n));
+                      "square from 4 to 4096, not " + std::to_string(n));
     return topo::make_fattree(n, k, bw, lat);
   }
   if (platform == "bigraph") {

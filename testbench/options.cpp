@@ -38,12 +38,13 @@ const po::options_description& declaration() {
         ("workload", text("NAME"), (choice_list("workload") + ": what runs (default: traffic with --traffic, train "
                                      "with --model, netreduce on rack, spineleaf and multigpu, else collective)").c_str())
         ("platform", text("NAME|FILE.yaml"), ("the machine: " + choice_list("platform") + " (default dgx2)").c_str())
-        ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 16x16 (default 4x4); bigraph: nodes per "
+        ("dims", text("AxB"), "torus, mesh: routers per dimension, 2x2 to 64x64 (default 4x4); bigraph: nodes per "
                               "switch x switches, an even number of switches and at most 8192 nodes (MultiTree's "
                               "4x8 and 4x16; default 4x8)")
-        ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64 (default 16); cluster: "
-                             "nodes on the InfiniBand network, 2 to 1024 (default 4)")
-        ("node", text("NAME"), "cluster: the platform of each node, hgx-h100 or nvl72 (default hgx-h100)")
+        ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64, up to 4096 (default 16); "
+                             "cluster: nodes on the InfiniBand network, 2 to 16384, at most 131072 GPUs (default 4)")
+        ("node", text("NAME|FILE.yaml"), "cluster: the platform of each node, hgx-h100, nvl72, dgx2 or a GPU "
+                                         "platform file (default hgx-h100)")
         ("gpus", text("N|LIST"), "GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count or the "
                                  "allocated GPUs, such as 1,4,5,6; one list per server joined by a network: "
                                  "0,1,2/0,1,2,3,4)")

@@ -1,8 +1,9 @@
 #pragma once
 // A multi-node cluster (docs/modern-machines.md, "Clusters"): copies of a
 // node's GPU fabric, each GPU with an adapter (kinds::kHca, or kRoceBridge
-// on RoCE) on PCIe, adapter i of every node on rail leaf i, and the rail leaves joined
-// by spines. Plain C++, no SystemC.
+// on RoCE) on PCIe, adapter i of every node on rail leaf i, and the rail
+// leaves joined by spines, and on a large cluster the spines by cores.
+// Plain C++, no SystemC.
 #include <vector>
 
 #include "topology/topology.h"
@@ -22,6 +23,8 @@ struct ClusterShape {
   int oversubscription = 1;                   // a leaf's down-links over its up-links
   int spine_ports = 64;                       // ports of a spine switch
   int leaf_ports = 64;                        // ports of a rail leaf switch
+  int spine_oversubscription = 1;             // on three levels, a spine's down-links over its up-links
+  int core_ports = 64;                        // ports of a core switch
 };
 
 // `node`'s nodes and links, once per node k, named n<k>_<name>; GPU g of
@@ -38,7 +41,25 @@ struct ClusterShape {
 // up-link, wider than spine_ports, when the rails need more). The family is
 // the node's (its parameter defaults). UserError for fewer than 2 nodes, a
 // node without GPUs or a leaf too small for one node and an up-link.
+//
+// Three levels where one layer of spines cannot hold the leaves (more
+// leaves than spine_ports, and more than one per rail): the slots (the i of
+// leaf<g>_<i>) are grouped into pods of as many slots as a spine's
+// down-links hold every rail's leaf of, at least one; each pod's leaves are
+// joined by the pod's spines spine<p>_<j> as two levels join them (the
+// fewest spines that divide a leaf's up-links, the down-links of a spine at
+// most its ports less its up-links, ceil(down / spine_oversubscription)),
+// and spine j of every pod by core group j, core<j>_<c>: the fewest cores
+// of core_ports ports that divide a spine's up-links (or one per up-link,
+// wider than core_ports, when the pods need more). Node numbers: the
+// nodes' copies, leaves, spines, cores, adapters, then on RoCE the FPGAs.
+// Routes come from this structure (RouteStructure), the tables' answers
+// port for port, so that a cluster of 16,384 nodes needs no table per
+// (node, endpoint) pair.
 Topology make_cluster(const Topology& node, const ClusterShape& s);
+// The switch levels make_cluster builds for s (2 or 3), which
+// core_ports and spine_oversubscription do not change.
+int cluster_levels(const Topology& node, const ClusterShape& s);
 
 // Whether t is a cluster on RoCE (its GPUs' adapters are roce_bridges).
 bool is_roce_cluster(const Topology& t);

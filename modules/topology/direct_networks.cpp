@@ -1,6 +1,8 @@
 #include "topology/direct_networks.h"
 
+#include <algorithm>
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,140 @@ bool plus_direction(int c, int dc, int k, int o, bool wrap) {
   if (forward != backward) return forward < backward;
   return (c + o) % 2 == 0;
 }
+
+// Per router: the port of each direction (-1: none) and its endpoint's port.
+struct RouterPorts {
+  std::array<int, 4> dir{-1, -1, -1, -1};
+  int endpoint = -1;
+};
+
+// Each router's ports by direction, from the links' dims and the grid's
+// coordinates; UserError for a graph that is not a grid of kx x ky routers
+// with an endpoint each.
+std::vector<RouterPorts> grid_ports(const Topology& t) {
+  const Grid g = t.grid;
+  if (g.kx < 1 || g.ky < 1 || static_cast<int>(t.switches().size()) != g.kx * g.ky ||
+      t.endpoints().size() != t.switches().size())
+    throw UserError("platform '" + t.name + "': dimension-order routing needs a grid of kx x ky routers and as many "
+                    "endpoints, one per router");
+  std::vector<RouterPorts> ports(t.switches().size());
+  for (size_t i = 0; i < ports.size(); ++i) {
+    const int node = t.switches()[i], x = static_cast<int>(i) % g.kx, y = static_cast<int>(i) / g.kx;
+    for (int p = 0; p < t.node(node).ports; ++p) {
+      const Link& l = t.links()[t.link_at({node, p})];
+      const Node& peer = t.node(t.peer({node, p}).node);
+      if (peer.kind == NodeKind::Endpoint) {
+        if (peer.index != static_cast<int>(i))
+          throw UserError("platform '" + t.name + "': router " + t.node(node).name + " must hold endpoint " +
+                          std::to_string(i) + " for dimension-order routing, not " + peer.name);
+        ports[i].endpoint = p;
+        continue;
+      }
+      if (l.dim != 0 && l.dim != 1)
+        throw UserError("platform '" + t.name + "': link at " + t.port_name({node, p}) +
+                        " joins two routers but has no dim (0 = X, 1 = Y) for dimension-order routing");
+      const int k = l.dim == 0 ? g.kx : g.ky, c = l.dim == 0 ? x : y;
+      const int pc = l.dim == 0 ? peer.index % g.kx : peer.index / g.kx;
+      const int minus = g.wrap ? (c + k - 1) % k : c - 1;
+      int& slot = ports[i].dir[l.dim == 0 ? (pc == minus && ports[i].dir[kMinusX] < 0 ? kMinusX : kPlusX)
+                                          : (pc == minus && ports[i].dir[kMinusY] < 0 ? kMinusY : kPlusY)];
+      slot = p;
+    }
+  }
+  return ports;
+}
+
+// node id -> router number, -1 for an endpoint.
+std::vector<int> router_numbers(const Topology& t) {
+  std::vector<int> router(t.nodes().size(), -1);
+  for (size_t i = 0; i < t.switches().size(); ++i) router[t.switches()[i]] = static_cast<int>(i);
+  return router;
+}
+
+// Router i's port toward endpoint d: X first, then Y, each the shorter way round.
+int dimension_order_port(const Grid& g, const RouterPorts& ports, int i, int d) {
+  if (i == d) return ports.endpoint;
+  const int x = i % g.kx, y = i / g.kx, dx = d % g.kx, dy = d / g.kx;
+  if (x != dx) return ports.dir[plus_direction(x, dx, g.kx, dy, g.wrap) ? kPlusX : kMinusX];
+  return ports.dir[plus_direction(y, dy, g.ky, dx, g.wrap) ? kPlusY : kMinusY];
+}
+
+// Links along one dimension of size k from coordinate a to b.
+int ring_hops(int a, int b, int k, bool wrap) {
+  const int d = a > b ? a - b : b - a;
+  return wrap ? std::min(d, k - d) : d;
+}
+
+// Every subset of a router's first 5 ports, in port order, by bit mask: the
+// equal-cost ports toward a router (one or two directions in one or two
+// dimensions) are not always consecutive.
+const std::array<std::array<int16_t, 5>, 32>& port_subsets() {
+  static const auto subsets = [] {
+    std::array<std::array<int16_t, 5>, 32> s{};
+    for (int m = 0; m < 32; ++m)
+      for (int p = 0, n = 0; p < 5; ++p)
+        if (m >> p & 1) s[m][n++] = static_cast<int16_t>(p);
+    return s;
+  }();
+  return subsets;
+}
+
+// A mesh's or torus's routes from its coordinates: toward endpoints
+// dimension order (dimension_order_port), over the parallel links of a
+// torus dimension of size 2; toward routers every port of a shortest path.
+// Endpoint i is node i, router i node n + i.
+class GridRoutes final : public RouteStructure {
+ public:
+  explicit GridRoutes(const Topology& t) : g_(t.grid), n_(g_.kx * g_.ky), ports_(grid_ports(t)) {}
+
+  int hops_from(int node, int dst) const override {
+    if (node == dst) return 0;
+    return (node < n_ ? 2 : 1) + router_hops(node % n_, dst);
+  }
+  int route(int node, int dst) const override {
+    if (node < n_) return node == dst ? -1 : 0;
+    return dimension_order_port(g_, ports_[node - n_], node - n_, dst);
+  }
+  PortSpan routes(int node, int dst) const override {
+    if (node == dst) return {};
+    const int p = route(node, dst);
+    if (node < n_ || node - n_ == dst) return port_range(p, p + 1);
+    // A torus dimension of size 2: its two links lead to the same router, on adjacent ports.
+    const auto& dir = ports_[node - n_].dir;
+    const bool x = p == dir[kMinusX] || p == dir[kPlusX];
+    const int a = dir[x ? kMinusX : kMinusY], b = dir[x ? kPlusX : kPlusY];
+    const bool parallel = g_.wrap && (x ? g_.kx : g_.ky) == 2 && a >= 0 && b >= 0;
+    return parallel ? port_range(std::min(a, b), std::max(a, b) + 1) : port_range(p, p + 1);
+  }
+  int distance_to_switch(int node, int sw) const override {
+    return (node < n_ ? 1 : 0) + router_hops(node % n_, sw);
+  }
+  PortSpan routes_to_switch(int node, int sw) const override {
+    if (node < n_) return port_range(0, 1);
+    const int i = node - n_, d = router_hops(i, sw);
+    if (d == 0) return {};
+    int mask = 0;
+    const int x = i % g_.kx, y = i / g_.kx;
+    for (int dir = 0; dir < 4; ++dir) {
+      const int p = ports_[i].dir[dir];
+      if (p < 0) continue;
+      const bool in_x = dir == kMinusX || dir == kPlusX, plus = dir == kPlusX || dir == kPlusY;
+      const int k = in_x ? g_.kx : g_.ky, c = ((in_x ? x : y) + (plus ? 1 : k - 1)) % k;
+      const int z = in_x ? y * g_.kx + c : c * g_.kx + x;
+      if (router_hops(z, sw) == d - 1) mask |= 1 << p;
+    }
+    const auto& s = port_subsets()[static_cast<size_t>(mask)];
+    return {s.data(), s.data() + __builtin_popcount(static_cast<unsigned>(mask))};
+  }
+
+ private:
+  int router_hops(int i, int j) const {
+    return ring_hops(i % g_.kx, j % g_.kx, g_.kx, g_.wrap) + ring_hops(i / g_.kx, j / g_.kx, g_.ky, g_.wrap);
+  }
+  Grid g_;
+  int n_;
+  std::vector<RouterPorts> ports_;
+};
 
 // Shared by mesh and torus.
 Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, double lat,
@@ -70,6 +206,7 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   t.vc_policy = VcPolicy::Dateline;
   t.routing = "dimension-order";
   std::vector<int> ep(n), rt(n);
+  t.reserve(2 * n, 3 * static_cast<size_t>(n));  // up to 128 x 128: routes from the structure
   for (int i = 0; i < n; ++i) ep[i] = t.add_endpoint("n" + std::to_string(i), 1);
   for (int i = 0; i < n; ++i)
     rt[i] = t.add_switch("r" + std::to_string(i), static_cast<int>(nbr[i].size()) + 1, kinds::kRouter);
@@ -103,55 +240,15 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
     const double b = nic_bw > 0 ? nic_bw : bw * deg;  // MultiTree §V-A
     t.connect({ep[i], 0}, {rt[i], deg}, b, lat);
   }
-  t.finalize(dimension_order_routes(t));
+  t.finalize(std::make_shared<GridRoutes>(t));
   return t;
 }
 
 }  // namespace
 
 Topology::RouteFn dimension_order_routes(const Topology& t) {
-  const Grid g = t.grid;
-  if (g.kx < 1 || g.ky < 1 || static_cast<int>(t.switches().size()) != g.kx * g.ky ||
-      t.endpoints().size() != t.switches().size())
-    throw UserError("platform '" + t.name + "': dimension-order routing needs a grid of kx x ky routers and as many "
-                    "endpoints, one per router");
-  // Per router: the port of each direction (-1: none) and its endpoint's port.
-  struct Ports {
-    std::array<int, 4> dir{-1, -1, -1, -1};
-    int endpoint = -1;
-  };
-  std::vector<Ports> ports(t.switches().size());
-  for (size_t i = 0; i < ports.size(); ++i) {
-    const int node = t.switches()[i], x = static_cast<int>(i) % g.kx, y = static_cast<int>(i) / g.kx;
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      const Link& l = t.links()[t.link_at({node, p})];
-      const Node& peer = t.node(t.peer({node, p}).node);
-      if (peer.kind == NodeKind::Endpoint) {
-        if (peer.index != static_cast<int>(i))
-          throw UserError("platform '" + t.name + "': router " + t.node(node).name + " must hold endpoint " +
-                          std::to_string(i) + " for dimension-order routing, not " + peer.name);
-        ports[i].endpoint = p;
-        continue;
-      }
-      if (l.dim != 0 && l.dim != 1)
-        throw UserError("platform '" + t.name + "': link at " + t.port_name({node, p}) +
-                        " joins two routers but has no dim (0 = X, 1 = Y) for dimension-order routing");
-      const int k = l.dim == 0 ? g.kx : g.ky, c = l.dim == 0 ? x : y;
-      const int pc = l.dim == 0 ? peer.index % g.kx : peer.index / g.kx;
-      const int minus = g.wrap ? (c + k - 1) % k : c - 1;
-      int& slot = ports[i].dir[l.dim == 0 ? (pc == minus && ports[i].dir[kMinusX] < 0 ? kMinusX : kPlusX)
-                                          : (pc == minus && ports[i].dir[kMinusY] < 0 ? kMinusY : kPlusY)];
-      slot = p;
-    }
-  }
-  std::vector<int> router(t.nodes().size(), -1);  // node id -> router number
-  for (size_t i = 0; i < ports.size(); ++i) router[t.switches()[i]] = static_cast<int>(i);
-  return [g, ports = std::move(ports), router = std::move(router)](int node, int d) {
-    const int i = router[node];
-    if (i == d) return ports[i].endpoint;
-    const int x = i % g.kx, y = i / g.kx, dx = d % g.kx, dy = d / g.kx;
-    if (x != dx) return ports[i].dir[plus_direction(x, dx, g.kx, dy, g.wrap) ? kPlusX : kMinusX];
-    return ports[i].dir[plus_direction(y, dy, g.ky, dx, g.wrap) ? kPlusY : kMinusY];
+  return [g = t.grid, ports = grid_ports(t), router = router_numbers(t)](int node, int d) {
+    return dimension_order_port(g, ports[router[node]], router[node], d);
   };
 }
 
@@ -162,6 +259,43 @@ Topology make_mesh(int kx, int ky, double bw, double lat, double nic_bw) {
 Topology make_torus(int kx, int ky, double bw, double lat, double nic_bw) {
   return make_grid("torus", kx, ky, true, bw, lat, nic_bw);
 }
+
+namespace {
+// A 2-level fat tree's routes from its numbering (make_fattree): endpoint
+// i is node i on leaf i / k, port i % k; leaf l is node n + l with its
+// spine s on port k + s; spine s is node n + leaves + s with leaf l on port l.
+class FatTreeRoutes final : public RouteStructure {
+ public:
+  FatTreeRoutes(int nodes, int k) : n_(nodes), k_(k), leaves_(nodes / k) {}
+
+  int hops_from(int node, int dst) const override {
+    if (node < n_) return node == dst ? 0 : node / k_ == dst / k_ ? 2 : 4;
+    if (node < n_ + leaves_) return node - n_ == dst / k_ ? 1 : 3;
+    return 2;
+  }
+  PortSpan routes(int node, int dst) const override {
+    if (node < n_) return node == dst ? PortSpan{} : port_range(0, 1);
+    if (node >= n_ + leaves_) return port_range(dst / k_, dst / k_ + 1);
+    return node - n_ == dst / k_ ? port_range(dst % k_, dst % k_ + 1) : port_range(k_, 2 * k_);
+  }
+  int distance_to_switch(int node, int sw) const override {
+    const bool leaf = sw < leaves_;
+    if (node < n_) return leaf ? (node / k_ == sw ? 1 : 3) : 2;
+    if (node - n_ == sw) return 0;  // a switch's number is its node's less n
+    return (node < n_ + leaves_) == leaf ? 2 : 1;
+  }
+  PortSpan routes_to_switch(int node, int sw) const override {
+    if (node < n_) return port_range(0, 1);
+    const bool at_leaf = node < n_ + leaves_, leaf = sw < leaves_;
+    if (node - n_ == sw) return {};
+    if (at_leaf) return leaf ? port_range(k_, 2 * k_) : port_range(k_ + sw - leaves_, k_ + sw - leaves_ + 1);
+    return leaf ? port_range(sw, sw + 1) : port_range(0, leaves_);
+  }
+
+ private:
+  int n_, k_, leaves_;
+};
+}  // namespace
 
 Topology make_fattree(int nodes, int k, double bw, double lat) {
   const std::string what = "a fat tree of " + std::to_string(nodes) + " nodes with " +
@@ -180,7 +314,7 @@ Topology make_fattree(int nodes, int k, double bw, double lat) {
   for (int i = 0; i < nodes; ++i) t.connect({ep[i], 0}, {leaf[i / k], i % k}, bw, lat);
   for (int l = 0; l < leaves; ++l)
     for (int s = 0; s < k; ++s) t.connect({leaf[l], k + s}, {spine[s], l}, bw, lat);
-  t.finalize();
+  t.finalize(std::make_shared<FatTreeRoutes>(nodes, k));
   return t;
 }
 

@@ -30,6 +30,14 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
   unicast_deps_.assign(2 * topo_.links().size(), {});
   const auto is_switch = [&](int node) { return topo_.node(node).kind == NodeKind::Switch; };
   std::vector<int> seen;  // channels already followed for this destination
+  std::vector<char> followed(unicast_deps_.size(), 0);  // [channel]: in seen
+  // A channel's dependencies repeat for every destination: sorted and made
+  // unique whenever they double, they stay within twice what they end as.
+  std::vector<size_t> compact_at(unicast_deps_.size(), 16);
+  const auto compact = [](std::vector<int>& deps) {
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  };
   // From switch x (entered by channel `in`, -1 at the source), toward a destination.
   std::function<void(int, int, const std::function<std::vector<int16_t>(int)>&)> walk =
       [&](int x, int in, const std::function<std::vector<int16_t>(int)>& next) {
@@ -37,14 +45,26 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
           const PortRef y = topo_.peer({x, q});
           if (!is_switch(y.node)) continue;
           const int c = channel(x, q);
-          if (in >= 0) unicast_deps_[in].push_back(c);
-          if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+          if (in >= 0) {
+            std::vector<int>& deps = unicast_deps_[in];
+            deps.push_back(c);
+            if (deps.size() >= compact_at[in]) {
+              compact(deps);
+              compact_at[in] = 2 * deps.size() + 16;
+            }
+          }
+          if (followed[c]) continue;
+          followed[c] = 1;
           seen.push_back(c);
           walk(y.node, c, next);
         }
       };
-  for (size_t d = 0; d < topo_.endpoints().size(); ++d) {
+  const auto forget = [&] {
+    for (int c : seen) followed[c] = 0;
     seen.clear();
+  };
+  for (size_t d = 0; d < topo_.endpoints().size(); ++d) {
+    forget();
     const auto next = [&](int x) {
       const int q = topo_.route(x, static_cast<int>(d));
       return q < 0 ? std::vector<int16_t>{} : std::vector<int16_t>{static_cast<int16_t>(q)};
@@ -52,7 +72,7 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
     for (int x : topo_.switches()) walk(x, -1, next);
   }
   for (size_t h = 0; h < topo_.switches().size(); ++h) {
-    seen.clear();
+    forget();
     const auto next = [&](int x) {
       const PortSpan r = topo_.routes_to_switch(x, static_cast<int>(h));
       return std::vector<int16_t>(r.begin(), r.end());
@@ -60,10 +80,7 @@ MulticastFabric::MulticastFabric(const Topology& t, HomeMapping homes, std::func
     for (int e : topo_.endpoints())
       for (int p = 0; p < topo_.node(e).ports; ++p) walk(topo_.peer({e, p}).node, -1, next);
   }
-  for (auto& deps : unicast_deps_) {
-    std::sort(deps.begin(), deps.end());
-    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  }
+  for (auto& deps : unicast_deps_) compact(deps);
 }
 
 void MulticastFabric::check_deadlock_free(const Region& g) const {

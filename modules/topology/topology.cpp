@@ -21,17 +21,32 @@ int Topology::add_node(const std::string& n, int ports, NodeKind kind, const std
   if (ports > kMaxPorts)
     throw UserError(std::string(what) + " '" + n + "' has " + std::to_string(ports) + " ports; a node has at most " +
                     std::to_string(kMaxPorts));
-  if (static_cast<int>(nodes_.size()) >= kMaxNodes)
-    throw UserError("platform '" + name + "' has more than " + std::to_string(kMaxNodes) +
+  if (static_cast<int>(nodes_.size()) >= max_nodes_)
+    throw UserError("platform '" + name + "' has more than " + std::to_string(max_nodes_) +
                     " nodes (endpoints and switches), the most a platform may have");
+  if (port_link_.size() + static_cast<size_t>(ports) > UINT32_MAX)
+    throw UserError("platform '" + name + "' has more than " + std::to_string(UINT32_MAX) + " ports in all");
   if (!by_name_.emplace(n, static_cast<int>(nodes_.size())).second)
     throw UserError("node name '" + n + "' is used twice");
   auto& ids = kind == NodeKind::Endpoint ? endpoints_ : switches_;
   if (block.empty()) throw UserError(std::string(what) + " '" + n + "' has no kind");
   nodes_.push_back({n, kind, ports, static_cast<int>(ids.size()), block});
   ids.push_back(static_cast<int>(nodes_.size()) - 1);
-  port_link_.emplace_back(ports, -1);
+  port_first_.push_back(static_cast<uint32_t>(port_link_.size()));
+  port_link_.resize(port_link_.size() + static_cast<size_t>(ports), -1);
   return ids.back();
+}
+
+void Topology::reserve(int nodes, size_t links) {
+  if (nodes > kMaxStructuredNodes)
+    throw UserError("platform '" + name + "' would have " + std::to_string(nodes) + " nodes (endpoints and switches); at most " +
+                    std::to_string(kMaxStructuredNodes) + " fit");
+  max_nodes_ = std::max(max_nodes_, nodes);
+  nodes_.reserve(static_cast<size_t>(nodes));
+  by_name_.reserve(static_cast<size_t>(nodes));
+  port_first_.reserve(static_cast<size_t>(nodes));
+  port_link_.reserve(2 * links);
+  links_.reserve(links);
 }
 
 int Topology::find(const std::string& n) const {
@@ -49,7 +64,7 @@ void Topology::check_port(PortRef p, const char* what) const {
   if (p.port < 0 || p.port >= nodes_[p.node].ports)
     throw UserError("port " + port_name(p) + " does not exist: " + nodes_[p.node].name + " has " +
                     std::to_string(nodes_[p.node].ports) + " ports");
-  if (port_link_[p.node][p.port] >= 0) throw UserError("port " + port_name(p) + " is linked twice");
+  if (link_at(p) >= 0) throw UserError("port " + port_name(p) + " is linked twice");
 }
 
 void check_link(const std::string& what, double bw, double lat) {
@@ -69,33 +84,44 @@ void check_link(const std::string& what, double bw, double lat) {
 void Topology::connect(PortRef a, PortRef b, double bw, double lat, int dim, bool dateline) {
   check_port(a, "first end");
   check_port(b, "second end");
-  const std::string what = "link " + port_name(a) + " - " + port_name(b);
-  if (a.node == b.node) throw UserError(what + " joins " + nodes_[a.node].name + " to itself");
-  check_link(what, bw, lat);
+  // The link's name only when something is wrong: a cluster makes millions of links.
+  const auto what = [&] { return "link " + port_name(a) + " - " + port_name(b); };
+  if (a.node == b.node) throw UserError(what() + " joins " + nodes_[a.node].name + " to itself");
+  if (!(bw >= kMinBwGBps && bw <= kMaxBwGBps && lat >= 0 && lat <= kMaxLatencyNs)) check_link(what(), bw, lat);
   if (nodes_[a.node].kind == NodeKind::Endpoint && nodes_[b.node].kind == NodeKind::Endpoint)
-    throw UserError(what + " joins two endpoints; endpoints connect through switches");
-  port_link_[a.node][a.port] = static_cast<int>(links_.size());
-  port_link_[b.node][b.port] = static_cast<int>(links_.size());
+    throw UserError(what() + " joins two endpoints; endpoints connect through switches");
+  port_link_[port_first_[a.node] + a.port] = static_cast<int>(links_.size());
+  port_link_[port_first_[b.node] + b.port] = static_cast<int>(links_.size());
   links_.push_back({a, b, bw, lat, dim, dateline});
 }
 
 PortRef Topology::peer(PortRef p) const {
-  int l = port_link_[p.node][p.port];
+  const int l = link_at(p);
   if (l < 0) return {};
   const Link& k = links_[l];
   return (k.a.node == p.node && k.a.port == p.port) ? k.b : k.a;
 }
 
-void Topology::finalize(const RouteFn& route_fn) {
+void Topology::check_linked() const {
   if (endpoints_.size() < 1) throw UserError("platform '" + name + "' has no endpoints");
+  // Every declared port carries a link: the elaborated modules bind every socket.
+  for (size_t u = 0; u < nodes_.size(); ++u)
+    for (int p = 0; p < nodes_[u].ports; ++p)
+      if (port_link_[port_first_[u] + p] < 0)
+        throw UserError("platform '" + name + "': port " + port_name({static_cast<int>(u), p}) +
+                        " is not linked; declare only the ports a node uses");
+}
+
+void Topology::finalize(std::shared_ptr<const RouteStructure> routes) {
+  check_linked();
+  structure_ = std::move(routes);
+}
+
+void Topology::finalize(const RouteFn& route_fn) {
+  check_linked();
+  structure_.reset();
   const int n = static_cast<int>(nodes_.size());
   const int m = static_cast<int>(endpoints_.size());
-  // Every declared port carries a link: the elaborated modules bind every socket.
-  for (int u = 0; u < n; ++u)
-    for (int p = 0; p < nodes_[u].ports; ++p)
-      if (port_link_[u][p] < 0)
-        throw UserError("platform '" + name + "': port " + port_name({u, p}) +
-                        " is not linked; declare only the ports a node uses");
   check_table_size();
   dist_.assign(static_cast<size_t>(n) * m, -1);
   route_.assign(static_cast<size_t>(n) * m, -1);
@@ -202,8 +228,8 @@ void Topology::check_table_size() const {
 }
 
 VcRule Topology::vc_rule(int node, int in_port, int out_port) const {
-  const int out = port_link_[node][out_port];
-  const int in = port_link_[node][in_port];
+  const int out = link_at({node, out_port});
+  const int in = link_at({node, in_port});
   if (out < 0 || in < 0) return VcRule::First;
   switch (vc_policy) {
     case VcPolicy::Dateline:
@@ -234,19 +260,48 @@ VcPolicy parse_vc_policy(const std::string& name) {
   throw UserError("vc_policy must be none, dateline or switch-hop, not '" + name + "'");
 }
 
-int Topology::hops(int src, int dst) const { return dist_[at(endpoints_[src], dst)]; }
+int Topology::hops(int src, int dst) const { return hops_from(endpoints_[src], dst); }
+
+std::vector<int> Topology::links_on_route(int src, int dst) const {
+  std::vector<int> links;
+  int node = endpoints_[src];
+  while (node != endpoints_[dst]) {
+    const int port = route(node, dst);
+    if (port < 0) return {};
+    links.push_back(link_at({node, port}));
+    node = peer({node, port}).node;
+  }
+  return links;
+}
 
 bool Topology::port_reaches(PortRef p, int dst) const {
   const PortRef v = peer(p);
   if (v.node < 0) return false;
   if (nodes_[v.node].kind == NodeKind::Endpoint) return v.node == endpoints_[dst];
-  return dist_[at(v.node, dst)] >= 0;
+  return hops_from(v.node, dst) >= 0;
 }
 
 bool Topology::port_on_shortest_path(PortRef p, int dst) const {
   if (!port_reaches(p, dst)) return false;
   const PortRef v = peer(p);
-  return nodes_[v.node].kind == NodeKind::Endpoint || dist_[at(v.node, dst)] + 1 == dist_[at(p.node, dst)];
+  return nodes_[v.node].kind == NodeKind::Endpoint || hops_from(v.node, dst) + 1 == hops_from(p.node, dst);
+}
+
+namespace {
+// 0, 1, 2, ...: every run of consecutive ports is a slice of it.
+const std::vector<int16_t>& port_numbers() {
+  static const std::vector<int16_t> numbers = [] {
+    std::vector<int16_t> v(kMaxPorts);
+    std::iota(v.begin(), v.end(), int16_t{0});
+    return v;
+  }();
+  return numbers;
+}
+}  // namespace
+
+PortSpan port_range(int lo, int hi) {
+  const int16_t* first = port_numbers().data();
+  return {first + lo, first + hi};
 }
 
 Topology make_dgx2(double bw, double lat) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -86,6 +87,10 @@ struct Grid {
 constexpr int kMaxPorts = 4096;      // per node; port numbers are int16 in routing tables
 constexpr int kMaxNodes = 30000;     // endpoints plus switches; hop counts are int16
 constexpr uint64_t kMaxRouteTableBytes = uint64_t{512} << 20;
+// A builder that computes its routes from the graph's structure
+// (RouteStructure) may reserve up to this many nodes: a cluster of 16,384
+// nodes of 20 blocks each, with its network.
+constexpr int kMaxStructuredNodes = 1 << 23;
 // A link's bandwidth and latency: finite, and small enough that serialising a
 // packet and crossing the wire stay far inside 64-bit picosecond time.
 constexpr double kMinBwGBps = 1e-3, kMaxBwGBps = 1e5;  // 1 MB/s to 100 TB/s
@@ -103,6 +108,30 @@ struct PortSpan {
   bool empty() const { return first == last; }
   int16_t operator[](size_t i) const { return first[i]; }
 };
+// Ports lo to hi - 1, consecutive equal-cost ports (a trunk, a leaf's
+// up-links), as a PortSpan of static storage; 0 <= lo <= hi <= kMaxPorts.
+PortSpan port_range(int lo, int hi);
+
+// Routes a platform's builder computes from its structure, in place of
+// finalize()'s tables (docs/platforms.md, "Limits"): a cluster's up-down
+// routes, dimension order on a grid. Each query answers what the tables
+// would, port for port, in constant time; its memory grows with the graph,
+// not with nodes x endpoints. It owns what it reads (a Topology is copied
+// with it).
+class RouteStructure {
+ public:
+  virtual ~RouteStructure() = default;
+  // As Topology's queries of the same names.
+  virtual int hops_from(int node, int dst) const = 0;
+  virtual PortSpan routes(int node, int dst) const = 0;
+  // The tables' choice among routes(): port number dst mod count.
+  virtual int route(int node, int dst) const {
+    const PortSpan r = routes(node, dst);
+    return r.empty() ? -1 : r[static_cast<size_t>(dst) % r.size()];
+  }
+  virtual int distance_to_switch(int node, int sw) const = 0;
+  virtual PortSpan routes_to_switch(int node, int sw) const = 0;
+};
 
 class Topology {
  public:
@@ -115,6 +144,10 @@ class Topology {
     return add_node(name, ports, NodeKind::Switch, block);
   }
   void connect(PortRef a, PortRef b, double bw_GBps, double latency_ns, int dim = -1, bool dateline = false);
+  // Room for a builder that knows its size: `nodes` nodes (up to
+  // kMaxStructuredNodes, beyond kMaxNodes only for a graph finalized with
+  // a RouteStructure) and `links` links.
+  void reserve(int nodes, size_t links);
 
   // At switch `node`, the output port toward endpoint number `dst`, or -1 to
   // leave the choice to the shortest-path rule below.
@@ -124,6 +157,10 @@ class Topology {
   // routing function (dimension order on a grid) must choose a port on a
   // shortest path; anything else is a bug in the builder (std::logic_error).
   void finalize(const RouteFn& route_fn = {});
+  // The same checks, with routes from the builder's structure instead of tables.
+  void finalize(std::shared_ptr<const RouteStructure> routes);
+  // Whether routes come from tables (finalize(RouteFn)) rather than a RouteStructure.
+  bool has_route_tables() const { return !structure_; }
 
   // Which built-in platform family's parameter defaults and algorithms the
   // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
@@ -152,18 +189,19 @@ class Topology {
   int find(const std::string& name) const;  // -1 if absent
 
   // The link at a port (-1 if unconnected) and the port at its other end.
-  int link_at(PortRef p) const { return port_link_[p.node][p.port]; }
+  int link_at(PortRef p) const { return port_link_[port_first_[p.node] + p.port]; }
   PortRef peer(PortRef p) const;
 
   // Output port at `node` toward endpoint number `dst` (index into endpoints()):
   // shortest path, ties between equal-cost ports broken by dst, so the table is
   // deterministic and spreads destinations over parallel links.
-  int route(int node, int dst) const { return route_[at(node, dst)]; }
+  int route(int node, int dst) const { return structure_ ? structure_->route(node, dst) : route_[at(node, dst)]; }
   // Every output port at `node` on a shortest path toward endpoint number
   // dst, in port order (the links of a trunk, several up-links): the ports a
   // switch may spread packets over (docs/modern-machines.md). route() is one
   // of them, or the routing function's choice on a grid.
   PortSpan routes(int node, int dst) const {
+    if (structure_) return structure_->routes(node, dst);
     const size_t i = at(node, dst);
     return {ep_ports_.data() + ep_first_[i], ep_ports_.data() + ep_first_[i + 1]};
   }
@@ -176,15 +214,22 @@ class Topology {
     return c.empty() ? -1 : c[spread % c.size()];
   }
   PortSpan routes_to_switch(int node, int sw) const {
+    if (structure_) return structure_->routes_to_switch(node, sw);
     const size_t i = sw_at(node, sw);
     return {sw_ports_.data() + sw_first_[i], sw_ports_.data() + sw_first_[i + 1]};
   }
   // Links from node to switch number sw, -1 if unreachable.
-  int distance_to_switch(int node, int sw) const { return sw_dist_[sw_at(node, sw)]; }
+  int distance_to_switch(int node, int sw) const {
+    return structure_ ? structure_->distance_to_switch(node, sw) : sw_dist_[sw_at(node, sw)];
+  }
   // Links from node to endpoint number dst, -1 if unreachable.
-  int hops_from(int node, int dst) const { return dist_[at(node, dst)]; }
+  int hops_from(int node, int dst) const { return structure_ ? structure_->hops_from(node, dst) : dist_[at(node, dst)]; }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
+  // The links a packet from endpoint number src to endpoint number dst
+  // crosses, in order, following route() at every node (empty for src ==
+  // dst, or if it cannot get there).
+  std::vector<int> links_on_route(int src, int dst) const;
   // Can a packet leaving endpoint port p reach endpoint number dst? (Not
   // always: on a DGX-1 an NVLink leads to one neighbour only.)
   bool port_reaches(PortRef p, int dst) const;
@@ -207,6 +252,7 @@ class Topology {
  private:
   int add_node(const std::string& name, int ports, NodeKind kind, const std::string& block);
   void check_port(PortRef p, const char* what) const;
+  void check_linked() const;
   void check_table_size() const;
   size_t at(int node, int dst) const { return static_cast<size_t>(node) * endpoints_.size() + dst; }
   size_t sw_at(int node, int sw) const { return static_cast<size_t>(node) * switches_.size() + sw; }
@@ -214,7 +260,11 @@ class Topology {
   std::unordered_map<std::string, int> by_name_;
   std::vector<Link> links_;
   std::vector<int> endpoints_, switches_;
-  std::vector<std::vector<int>> port_link_;
+  // The link at each port: port_link_[port_first_[node] + port], -1 unlinked.
+  std::vector<int> port_link_;
+  std::vector<uint32_t> port_first_;
+  int max_nodes_ = kMaxNodes;
+  std::shared_ptr<const RouteStructure> structure_;  // routes without tables, or null
   // Routing tables, one flat array each (a vector per row cost 24 B of header
   // plus an allocation per (node, switch) pair: 8 GB for a chain of 20,000 switches).
   std::vector<int16_t> route_, dist_;  // [node * endpoints + dst endpoint]

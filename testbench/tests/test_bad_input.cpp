@@ -65,6 +65,8 @@ std::string run_reading(const std::string& key) {
   if (key == "roce.adapter_window_bytes") return "--platform cluster --nodes 2 -c cluster.network=roce" + base;
   if (key == "roce.netreduce_window")
     return "--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce" + base;
+  if (key == "cluster.core_ports" || key == "cluster.spine_oversubscription")  // read where there are cores
+    return "--platform cluster --nodes 3 -c cluster.leaf_ports=2 -c cluster.spine_ports=16" + base;
   if (starts("cluster.") || starts("ib.") || starts("hca.")) return "--platform cluster --nodes 2" + base;
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
@@ -239,10 +241,12 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform rack --traffic uniform", "platform rack is NetReduce's Ethernet, which runs --workload netreduce, not traffic"},
       {"--platform nope", "unknown platform 'nope'"},
       {"--platform torus --dims 3", "--dims expects two whole numbers joined by x"},
-      {"--platform torus --dims 20x20", "--dims takes 2 to 16 routers per dimension"},
+      {"--platform torus --dims 65x65", "--dims takes 2 to 64 routers per dimension"},
       {"--platform fattree --nodes 0", "--nodes must be between 1 and 1000000, not 0"},
-      {"--platform cluster --node star", "a cluster's nodes are hgx-h100 or nvl72, whose GPUs each have an InfiniBand adapter; star has none"},
-      {"--platform cluster --nodes 1", "a cluster has 2 to 1024 nodes: --nodes must be in that range, not 1"},
+      {"--platform cluster --node star", "a cluster's nodes are hgx-h100, nvl72, dgx2 or a GPU platform file (FILE.yaml), each GPU with an InfiniBand adapter; not star"},
+      {"--platform cluster --nodes 1", "a cluster has 2 to 16384 nodes: --nodes must be in that range, not 1"},
+      {"--platform cluster --nodes 16384 --node nvl72", "a cluster has at most 131072 GPUs: 16384 nodes of 72 make 1179648; --nodes must be at most 1820 with --node nvl72"},
+      {"--platform cluster --node dgx1v", "a cluster's nodes are hgx-h100, nvl72, dgx2 or a GPU platform file (FILE.yaml), each GPU with an InfiniBand adapter; not dgx1v"},
       {"--platform dgx2 --node hgx-h100", "--node applies to the cluster platform, not to dgx2"},
       {"--platform cluster --nodes 2 --gpus 4", "the cluster platform is shaped by --nodes and --node, not --gpus"},
       {"--platform cluster --nodes 2 --algorithm nvls",

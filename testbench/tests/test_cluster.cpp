@@ -16,6 +16,7 @@
 #include "options.h"
 #include "platforms/infiniband_fabric.h"
 #include "run_checked.h"
+#include "temp_file.h"
 
 using namespace incsim;
 
@@ -435,4 +436,115 @@ TEST_CASE("cluster: CollNet over two leaves per rail is exact and each leaf send
 // or a root, reaches GPU 0 of all 4 nodes, and each multicasts it to its node.
 TEST_CASE("cluster: a wrong sum in a leaf's table on a two-level tree is counted on every GPU", "[cluster][nvls][sharp]") {
   CHECK(tb::wrong_with_alu_fault(two_leaves("nvlssharp", "256K"), "leaf0_0.port2.reduction_table", 5) == 5 * 32);
+}
+
+namespace {
+// Three levels of switches: 3 nodes on leaves of 2 ports (a node and its
+// up-link) make 24 leaves, more than a spine of 16 ports reaches, so the
+// slots form 3 pods (a leaf per rail each, under one spine of 8 down-links
+// and 8 up-links) and the spines are joined by a core. Every rail's leaves
+// sit in different pods: whatever crosses the nodes crosses the core. The
+// leaves' aggregation buffers get room for every group's credits, as on
+// two leaves per rail (below).
+tb::Options three_levels(const std::string& algorithm, const std::string& sizes) {
+  tb::Options o = cluster(3, "allreduce", sizes);
+  o.algorithm = algorithm;
+  tb::set_params(o, {{"cluster.leaf_ports", "2"}, {"cluster.spine_ports", "16"}, {"ib.sharp.table_bytes", "1048576"}});
+  return o;
+}
+void exact_across_the_core(const std::string& algorithm) {
+  tb::Experiment e(three_levels(algorithm, "64K,1M"));
+  tb::run_checked(e, algorithm + " on three levels");
+  const topo::Topology& t = e.machine().topology();
+  REQUIRE(t.find("core0_0") >= 0);
+  REQUIRE(t.find("spine2_0") >= 0);
+  uint64_t up = 0, down = 0;
+  for (const auto& end : e.machine().link_ends()) {
+    if (end.from.rfind("spine", 0) == 0 && end.to.rfind("core", 0) == 0) up += end.port->bytes_sent();
+    if (end.from.rfind("core", 0) == 0 && end.to.rfind("spine", 0) == 0) down += end.port->bytes_sent();
+  }
+  CHECK(up > 0);
+  CHECK(down > 0);
+}
+// A cluster of 2 nodes of another platform.
+tb::Options nodes_of(const std::string& node, const std::string& algorithm, const std::string& sizes) {
+  tb::Options o = cluster(2, "allreduce", sizes);
+  o.node = node;
+  o.algorithm = algorithm;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("cluster: the rings are exact on three levels of switches, between pods through the core", "[cluster][levels]") {
+  exact_across_the_core("ring");
+}
+
+TEST_CASE("cluster: NCCL's trees are exact on three levels of switches", "[cluster][levels]") {
+  exact_across_the_core("tree");
+}
+
+TEST_CASE("cluster: NVLSTree is exact on three levels of switches", "[cluster][levels][nvls]") {
+  exact_across_the_core("nvlstree");
+}
+
+TEST_CASE("cluster: NVLS with SHARP is exact on three levels of switches, its aggregation trees through the core",
+          "[cluster][levels][nvls][sharp]") {
+  exact_across_the_core("nvlssharp");
+}
+
+TEST_CASE("cluster: a wrong sum in one GPU of the third node is counted on three levels of switches", "[cluster][levels]") {
+  CHECK(tb::wrong_with_alu_fault(three_levels("ring", "256K"), "n2_gpu3.cores", 10) == 10 * 24);
+}
+
+TEST_CASE("cluster: DGX-2 nodes: the rings are exact", "[cluster][nodes]") {
+  tb::Experiment e(nodes_of("dgx2", "ring", "64K,1M"));
+  tb::run_checked(e, "ring on DGX-2 nodes");
+  CHECK(e.machine().blocks_of<hca::Hca>().size() == 32);
+}
+
+TEST_CASE("cluster: DGX-2 nodes: NCCL's trees are exact", "[cluster][nodes]") {
+  tb::Experiment e(nodes_of("dgx2", "tree", "64K,1M"));
+  tb::run_checked(e, "tree on DGX-2 nodes");
+}
+
+TEST_CASE("cluster: DGX-2 nodes: NVLSTree is exact, Klenk's NVSwitches reducing inside each node", "[cluster][nodes][nvls]") {
+  tb::Experiment e(nodes_of("dgx2", "nvlstree", "64K,1M"));
+  tb::run_checked(e, "nvlstree on DGX-2 nodes");
+}
+
+TEST_CASE("cluster: DGX-2 nodes: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
+  tb::Experiment e(nodes_of("dgx2", "nvlssharp", "64K,1M"));
+  tb::run_checked(e, "nvlssharp on DGX-2 nodes");
+}
+
+TEST_CASE("cluster: GB200 NVL72 racks: the rings are exact", "[cluster][nodes]") {
+  // Two rings: 144 GPUs' 18 rings take 20 s of CPU at 64 KiB.
+  tb::Options o = nodes_of("nvl72", "ring", "8K");
+  tb::set_params(o, {{"ring.channels", "2"}});
+  tb::Experiment e(o);
+  tb::run_checked(e, "ring on NVL72 racks");
+}
+
+TEST_CASE("cluster: GB200 NVL72 racks: NCCL's trees are exact", "[cluster][nodes]") {
+  tb::Experiment e(nodes_of("nvl72", "tree", "64K"));
+  tb::run_checked(e, "tree on NVL72 racks");
+}
+
+TEST_CASE("cluster: GB200 NVL72 racks: NVLSTree is exact", "[cluster][nodes][nvls]") {
+  tb::Experiment e(nodes_of("nvl72", "nvlstree", "64K"));
+  tb::run_checked(e, "nvlstree on NVL72 racks");
+}
+
+TEST_CASE("cluster: GB200 NVL72 racks: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
+  tb::Experiment e(nodes_of("nvl72", "nvlssharp", "64K"));
+  tb::run_checked(e, "nvlssharp on NVL72 racks");
+}
+
+TEST_CASE("cluster: nodes from a platform file (4 GPUs on one switch): the rings are exact", "[cluster][nodes]") {
+  std::ostringstream os;
+  topo::save_yaml(topo::make_star(4, 25, 0), os);
+  TempFile node(os.str());
+  tb::Experiment e(nodes_of(node.path, "ring", "64K,1M"));
+  tb::run_checked(e, "ring on nodes of a file");
+  CHECK(e.machine().blocks_of<hca::Hca>().size() == 8);
 }

@@ -1,6 +1,8 @@
 // The one netlist builder (platforms/machine.h): a module per node by the
 // factory its kind is registered with, links bound with the far end's
 // buffer as credits, one fabric per machine, faults on lossy links only.
+#include <sys/resource.h>
+
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -17,6 +19,8 @@
 #include "platforms/infiniband_fabric.h"
 #include "platforms/machine.h"
 #include "platforms/netreduce_machines.h"
+#include "platforms/packet_memory.h"
+#include "platforms/platform.h"
 #include "roce/roce_nic.h"
 
 using namespace incsim;
@@ -146,4 +150,58 @@ TEST_CASE("an Ethernet graph the fabric cannot build is refused before the first
   t.finalize();
   CHECK_THROWS_WITH(Machine(t, cfg, 1), Catch::Contains("node b is a roce_host, which has 1 port, not 2"));
   CHECK(sc_core::sc_find_object("sw") == nullptr);
+}
+
+namespace {
+uint64_t peak_resident_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
+// The estimate of `platform`'s packet-level memory against what building it
+// takes; returns the estimate.
+platforms::PacketMemory estimate_then_build(const std::string& platform, const platforms::PlatformShape& shape) {
+  Config cfg;
+  const topo::Topology t = platforms::make_topology(platform, shape, cfg);
+  const platforms::PlatformDefaults d = platforms::platform_defaults(t);
+  const platforms::PacketMemory estimate = platforms::packet_memory(t, cfg, d);
+  const uint64_t before = peak_resident_bytes();
+  const platforms::GpuMachine m(t, cfg, 1, d);
+  const double built = static_cast<double>(peak_resident_bytes() - before);
+  INFO(platform << ": estimated " << estimate.total() << " B (blocks " << estimate.blocks << ", routes "
+                << estimate.routes << ", tables " << estimate.tables << "), built " << built << " B");
+  CHECK(estimate.total() > 0.8 * built);
+  CHECK(estimate.total() < 1.25 * built);
+  return estimate;
+}
+}  // namespace
+
+// Refusing a platform too large for packet level needs its memory before
+// it is built (platforms/packet_memory.h).
+TEST_CASE("a cluster's packet-level memory, SHARP's buffers most of it, is estimated within 25% before it is built",
+          "[machine][memory]") {
+  platforms::PlatformShape shape;
+  shape.nodes = 16;
+  const platforms::PacketMemory m = estimate_then_build("cluster", shape);
+  CHECK(m.tables > m.blocks + m.routes);
+}
+
+TEST_CASE("a 32x32 torus's packet-level memory is estimated within 25% before it is built", "[machine][memory]") {
+  platforms::PlatformShape shape;
+  shape.dims = true;
+  shape.dims_x = shape.dims_y = 32;
+  const platforms::PacketMemory m = estimate_then_build("torus", shape);
+  CHECK(m.tables == 0);
+}
+
+TEST_CASE("a cluster of 16,384 nodes is estimated at far more memory than packet level can have", "[machine][memory]") {
+  Config cfg;
+  platforms::PlatformShape shape;
+  shape.nodes = 16384;
+  const topo::Topology t = platforms::make_topology("cluster", shape, cfg);
+  const platforms::PacketMemory m = platforms::packet_memory(t, cfg, platforms::platform_defaults(t));
+  // 75,776 switches with a route toward each of 131,072 GPUs, and 655,360 ports of SHARP buffers.
+  CHECK(m.routes > uint64_t{75776} * 131072 * 6);
+  CHECK(m.tables > uint64_t{655360} * 262144);
 }

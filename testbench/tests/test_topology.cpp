@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "topology/cluster.h"
 #include "topology/dgx1.h"
 #include "topology/direct_networks.h"
 #include "topology/topology.h"
@@ -75,6 +76,38 @@ void require_same(const Topology& a, const Topology& b) {
   for (int s : a.switches())
     for (int i = 0; i < a.node(s).ports; ++i)
       for (int o = 0; o < a.node(s).ports; ++o) CHECK(a.vc_rule(s, i, o) == b.vc_rule(s, i, o));
+}
+
+// Every query of t, which its builder routes by structure, gives what
+// finalize()'s tables give on the same graph: distances, and the same
+// ports in the same order, toward every endpoint and every switch.
+void require_structure_matches_tables(const Topology& t) {
+  REQUIRE_FALSE(t.has_route_tables());
+  Topology tables = t;
+  if (t.routing == "dimension-order") tables.finalize(dimension_order_routes(tables));
+  else tables.finalize();
+  REQUIRE(tables.has_route_tables());
+  const auto same = [](PortSpan a, PortSpan b) { return std::vector<int16_t>(a.begin(), a.end()) == std::vector<int16_t>(b.begin(), b.end()); };
+  uint64_t queries = 0, wrong = 0;
+  std::string first;
+  const auto check = [&](bool ok, int u, const char* what, int to) {
+    ++queries;
+    if (ok || wrong++) return;
+    first = std::string(what) + " at " + t.node(u).name + " toward " + std::to_string(to);
+  };
+  for (int u = 0; u < static_cast<int>(t.nodes().size()); ++u) {
+    for (int d = 0; d < static_cast<int>(t.endpoints().size()); ++d) {
+      check(t.hops_from(u, d) == tables.hops_from(u, d), u, "hops_from", d);
+      check(t.route(u, d) == tables.route(u, d), u, "route", d);
+      check(same(t.routes(u, d), tables.routes(u, d)), u, "routes", d);
+    }
+    for (int s = 0; s < static_cast<int>(t.switches().size()); ++s) {
+      check(t.distance_to_switch(u, s) == tables.distance_to_switch(u, s), u, "distance_to_switch", s);
+      check(same(t.routes_to_switch(u, s), tables.routes_to_switch(u, s)), u, "routes_to_switch", s);
+    }
+  }
+  INFO(t.name << ": " << wrong << " of " << queries << " queries differ, the first " << first);
+  CHECK(wrong == 0);
 }
 
 // Loading `text` as a platform file fails with a UserError containing `needle`.
@@ -530,5 +563,146 @@ TEST_CASE("a platform that would not fit is refused saying what would", "[topolo
     for (int i = 0; i + 1 < 20000; ++i) t.connect({s[i], 1}, {s[i + 1], 0}, 25, 0);
     t.connect({s.back(), 1}, {b, 0}, 25, 0);
     REQUIRE_THROWS_WITH(t.finalize(), Catch::Contains("MiB of routing tables") && Catch::Contains("at most 512 MiB fit"));
+  }
+}
+
+namespace {
+ClusterShape cluster_shape(int nodes, int leaf_ports = 64, int spine_ports = 64) {
+  ClusterShape s;
+  s.nodes = nodes;
+  s.pcie_GBps = 63;
+  s.net_GBps = 50;
+  s.leaf_ports = leaf_ports;
+  s.spine_ports = spine_ports;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a cluster's routes, computed from its structure, are its tables' answers port for port", "[topology][cluster]") {
+  const Topology hgx = make_hgx_h100(25, 0), nvl72 = make_nvl72(50, 0), dgx2 = make_dgx2(25, 0), star = make_star(4, 25, 0);
+  SECTION("two levels, the reference runs' shapes") {
+    require_structure_matches_tables(make_cluster(hgx, cluster_shape(2)));
+    require_structure_matches_tables(make_cluster(hgx, cluster_shape(3)));
+    require_structure_matches_tables(make_cluster(nvl72, cluster_shape(2)));
+    ClusterShape roce = cluster_shape(2);
+    roce.network = ScaleOut::Roce;
+    require_structure_matches_tables(make_cluster(hgx, roce));
+  }
+  SECTION("nodes from a platform file") {
+    std::ostringstream os;
+    save_yaml(hgx, os);
+    TempFile f(os.str());
+    const Topology from_file = make_cluster(load_yaml(f.path, 25, 0), cluster_shape(3));
+    CHECK(netlist_difference(from_file, make_cluster(hgx, cluster_shape(3))) == "");
+    require_structure_matches_tables(from_file);
+  }
+  SECTION("two levels, several leaves per rail, oversubscribed") {
+    require_structure_matches_tables(make_cluster(hgx, cluster_shape(4, 4)));
+    require_structure_matches_tables(make_cluster(star, cluster_shape(5, 6)));
+    ClusterShape s = cluster_shape(7, 5);
+    s.oversubscription = 2;
+    s.network = ScaleOut::Roce;
+    require_structure_matches_tables(make_cluster(star, s));
+    require_structure_matches_tables(make_cluster(dgx2, cluster_shape(3)));
+  }
+  SECTION("three levels") {
+    const Topology t = make_cluster(hgx, cluster_shape(3, 2, 16));
+    CHECK(t.find("core0_0") >= 0);
+    require_structure_matches_tables(t);
+    ClusterShape s = cluster_shape(7, 3, 6);
+    s.spine_oversubscription = 2;
+    s.core_ports = 5;
+    require_structure_matches_tables(make_cluster(star, s));
+    s.network = ScaleOut::Roce;
+    require_structure_matches_tables(make_cluster(star, s));
+    require_structure_matches_tables(make_cluster(nvl72, cluster_shape(3, 4)));
+    // Pods of two slots and two spines, two core groups of two cores.
+    s = cluster_shape(12, 4, 16);
+    s.core_ports = 16;
+    const Topology pods = make_cluster(star, s);
+    CHECK(pods.find("spine2_1") >= 0);
+    CHECK(pods.find("core1_1") >= 0);
+    require_structure_matches_tables(pods);
+    // Pods of 1, 2 and 2 slots, on RoCE.
+    s = cluster_shape(10, 4, 16);
+    s.network = ScaleOut::Roce;
+    require_structure_matches_tables(make_cluster(star, s));
+  }
+}
+
+TEST_CASE("a grid's and a fat tree's routes, computed from their coordinates, are their tables' answers",
+          "[topology][routing]") {
+  for (int kx : {1, 2, 3, 4, 5})
+    for (int ky : {2, 3, 4}) {
+      require_structure_matches_tables(make_torus(kx, ky));
+      require_structure_matches_tables(make_mesh(kx, ky));
+    }
+  require_structure_matches_tables(make_torus(8, 8));
+  require_structure_matches_tables(make_mesh(6, 5));
+  for (int k : {2, 3, 4, 8}) require_structure_matches_tables(make_fattree(k * k, k));
+  require_structure_matches_tables(make_fattree(12, 4));
+}
+
+namespace {
+// Switches of each kind in a cluster of hgx-h100 nodes, by name.
+struct Switches {
+  int leaves = 0, spines = 0, cores = 0;
+};
+Switches switches_of(const Topology& t) {
+  Switches s;
+  for (int sw : t.switches()) {
+    const std::string& n = t.node(sw).name;
+    s.leaves += n.rfind("leaf", 0) == 0;
+    s.spines += n.rfind("spine", 0) == 0;
+    s.cores += n.rfind("core", 0) == 0;
+  }
+  return s;
+}
+}  // namespace
+
+// NVIDIA DGX SuperPOD reference architectures, of 64-port QM9700 switches at
+// 1:1: DGX H100 (Table 4: 1 SU of 32 nodes, 8 leaves and 4 spines; 4 SUs, 32
+// and 16) and DGX B200 (its table of larger SuperPODs: 8 SUs, 64 leaves and
+// 32 spines; 16 SUs, 128 leaves, 128 spines and 64 cores; 64 SUs, 512, 512
+// and 256).
+TEST_CASE("a cluster has the switches of NVIDIA's DGX SuperPOD reference architectures", "[topology][cluster]") {
+  const Topology hgx = make_hgx_h100(25, 0);
+  const auto counts = [&](int nodes) {
+    const Switches s = switches_of(make_cluster(hgx, cluster_shape(nodes)));
+    return std::vector<int>{s.leaves, s.spines, s.cores};
+  };
+  CHECK(counts(32) == std::vector<int>{8, 4, 0});
+  CHECK(counts(128) == std::vector<int>{32, 16, 0});
+  CHECK(counts(256) == std::vector<int>{64, 32, 0});
+  CHECK(counts(512) == std::vector<int>{128, 128, 64});
+  CHECK(counts(2048) == std::vector<int>{512, 512, 256});
+}
+
+// The graphs a flow-level run of 1,024 and 16,384 nodes works on: built in
+// well under a second (test_topology's timeout bounds it), and every route
+// between nodes in another pod climbs to a core and down: 8 links.
+TEST_CASE("clusters of 1,024 and 16,384 nodes build and answer routes", "[topology][cluster][scale]") {
+  const Topology hgx = make_hgx_h100(25, 0);
+  for (int nodes : {1024, 16384}) {
+    INFO(nodes << " nodes");
+    const Topology t = make_cluster(hgx, cluster_shape(nodes));
+    const int gpus = static_cast<int>(t.endpoints().size());
+    REQUIRE(gpus == nodes * 8);
+    CHECK(t.nodes().size() == static_cast<size_t>(nodes) * 20 + switches_of(t).leaves + switches_of(t).spines + switches_of(t).cores);
+    uint64_t wrong = 0;
+    for (int s = 0; s < gpus; s += 7) {
+      // Its own node's GPU over NVLink; the same GPU of a node half the cluster away, in another pod (of
+      // 128 nodes), and another GPU of that node.
+      const int node = (s / 8 + nodes / 2) % nodes;
+      const int same_node = s / 8 * 8 + (s + 1) % 8, far = node * 8 + s % 8, other_rail = node * 8 + (s + 3) % 8;
+      wrong += t.links_on_route(s, same_node).size() != 2;
+      wrong += t.links_on_route(s, far).size() != 8 || t.hops(s, far) != 8;
+      wrong += t.links_on_route(s, other_rail).size() != 8;
+      // A route ends where it should.
+      const std::vector<int> links = t.links_on_route(s, other_rail);
+      const Link& last = t.links()[links.back()];
+      wrong += last.a.node != t.endpoints()[other_rail] && last.b.node != t.endpoints()[other_rail];
+    }
+    CHECK(wrong == 0);
   }
 }
