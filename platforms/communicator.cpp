@@ -231,18 +231,10 @@ void CollectiveCall::make_cores() {
   const int n = program.ranks;
   // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
   endpoint_GBps_ = comm_.nodes_.empty() ? comm_.least_endpoint_GBps(program.groups.empty()) : cluster_endpoint_GBps();
-  gpu::CoresParams cp;
-  const uint64_t chunk = comm_.machine_.defaults().ring_chunk_bytes;
-  cp.simple = {comm_.cfg_.get(gpu::kRingChunk, chunk ? chunk : gpu::kRingChunk.default_value()),
-               comm_.cfg_.get(gpu::kRingSlots, program.tree_nodes ? gpu::kNcclSteps : gpu::kRingSlots.default_value())};
-  cp.ll = {comm_.cfg_.get(gpu::kLlChunk), gpu::kNcclSteps};
-  cp.ll128 = {comm_.cfg_.get(gpu::kLl128Chunk), gpu::kNcclSteps};
-  cp.ll_max_bytes = auto_ll_max_ = comm_.cfg_.get(collectives::kAutoLlMax);
-  cp.ll128_max_bytes = auto_ll128_max_ = comm_.cfg_.get(collectives::kAutoLl128Max);
-  for (const auto& [key, bytes] : {std::pair{"ring.chunk_bytes", cp.simple.chunk_bytes},
-                                   std::pair{"ring.ll.chunk_bytes", cp.ll.chunk_bytes},
-                                   std::pair{"ring.ll128.chunk_bytes", cp.ll128.chunk_bytes}})
-    if (bytes % 4 != 0) throw UserError(std::string(key) + " must be a positive multiple of 4");
+  gpu::CoresParams cp =
+      gpu::cores_params(comm_.cfg_, comm_.machine_.defaults().cores_chunk_bytes, program.tree_nodes != 0);
+  auto_ll_max_ = cp.ll_max_bytes;
+  auto_ll128_max_ = cp.ll128_max_bytes;
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);

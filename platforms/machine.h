@@ -69,7 +69,7 @@ struct PlatformDefaults {
   std::string spread = "destination";  // switch.spread: the papers' tables; hgx-h100: adaptive
   double gpu_clock_ghz = 0;            // gpu.clock_ghz; 0: its default (V100, Klenk's GPUs)
   int ring_channels = 0;               // ring.channels; 0: its default
-  uint64_t ring_chunk_bytes = 0;       // ring.chunk_bytes; 0: its default
+  uint64_t cores_chunk_bytes = 0;      // cores.chunk_bytes; 0: its default
   std::string ring_protocol = "simple";  // ring.protocol: the papers' baseline; today's machines: auto
 };
 

@@ -69,9 +69,9 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // 12 counts two per DGX-2 link; 12 of 18 would leave 6 idle).
     d.ring_channels = 18;
     // NCCL's Simple protocol step: its 4 MiB buffer over NCCL_STEPS = 8
-    // (NCCL src/include/device.h); ring.chunk_bytes' 128 KiB leaves a
+    // (NCCL src/include/device.h); cores.chunk_bytes' 128 KiB leaves a
     // 25 GB/s link idle for the fence and flag of every chunk.
-    d.ring_chunk_bytes = 512 * 1024;
+    d.cores_chunk_bytes = 512 * 1024;
     // NCCL picks its protocol by size (src/graph/tuning.cc), so small
     // messages on these machines are compared against LL and LL128, not
     // Simple (issue 21, part 6); a cluster of them inherits this.

@@ -54,6 +54,7 @@ const char* git_commit() { return kGitCommit; }
 Experiment::Experiment(const Options& o) : opt_(o) {
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
+  for (const std::string& note : cfg_.notes()) std::cerr << "incsim: note: " << note << "\n";
   cfg_.check_known();
   const std::string fault_block = cfg_.get(kFaultBlock);
   const uint64_t fault_elements = cfg_.get(kFaultElements);

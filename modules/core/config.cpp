@@ -1,5 +1,6 @@
 #include "config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,12 @@ namespace incsim {
 
 void Config::set(const std::string& key, const std::string& value, const std::string& source) {
   if (key.empty()) throw UserError("an empty configuration key was given in " + source);
+  if (const ParamDecl* now = renamed_param(key)) {
+    const std::string note = key + " is renamed " + now->key() + "; the old name still sets it";
+    if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
+    overrides_[now->key()] = Override{value, source, false};
+    return;
+  }
   overrides_[key] = Override{value, source, false};
 }
 

@@ -14,6 +14,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "error.h"
 #include "param.h"
@@ -31,8 +32,11 @@ class Config {
     std::string range;               // "0 to 1e9 ns"; empty for strings and bools
   };
 
-  // Sets key=value from a source ("-c", a file name); later sources win.
+  // Sets key=value from a source ("-c", a file name); later sources win. A
+  // renamed key (RenamedParam) sets the parameter's key, and notes() says so.
   void set(const std::string& key, const std::string& value, const std::string& source);
+  // What the run should tell its user about its configuration (renamed keys), one sentence each.
+  const std::vector<std::string>& notes() const { return notes_; }
 
   // The value of a declared parameter, checked against its range.
   template <class T>
@@ -90,6 +94,7 @@ class Config {
 
   std::map<std::string, Param> params_;
   std::map<std::string, Override> overrides_;
+  std::vector<std::string> notes_;
 };
 
 // Parses a number, int or float, naming the key on failure; YAML's .inf and

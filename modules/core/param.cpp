@@ -18,6 +18,20 @@ std::map<std::string, const ParamDecl*>& registry() {
 
 const std::map<std::string, const ParamDecl*>& param_registry() { return registry(); }
 
+namespace {
+std::map<std::string, const ParamDecl*>& renamed() {
+  static std::map<std::string, const ParamDecl*> r;
+  return r;
+}
+}  // namespace
+
+RenamedParam::RenamedParam(const char* old_key, const ParamDecl& now) { renamed()[old_key] = &now; }
+
+const ParamDecl* renamed_param(const std::string& old_key) {
+  const auto it = renamed().find(old_key);
+  return it == renamed().end() ? nullptr : it->second;
+}
+
 bool Range::contains(double v) const {
   if (!std::isfinite(v)) return false;
   if (zero_ && v == 0) return true;

@@ -119,6 +119,16 @@ class Param : public ParamDecl {
 
 // Every declared parameter by key (filled at static initialisation).
 const std::map<std::string, const ParamDecl*>& param_registry();
+
+// A parameter's earlier key: a -c or --config that still names it sets the
+// parameter, and the run says that it is renamed (Config::notes). Declared
+// beside the parameter, at namespace scope.
+class RenamedParam {
+ public:
+  RenamedParam(const char* old_key, const ParamDecl& now);
+};
+// The parameter an earlier key now names, or nullptr.
+const ParamDecl* renamed_param(const std::string& old_key);
 // incsim --list-params --all: one line per parameter, sorted by key: key,
 // type, default, range, description, tab-separated.
 void list_all_params(std::ostream& os);

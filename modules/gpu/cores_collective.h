@@ -38,53 +38,12 @@
 #include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "gpu/collective.h"
+#include "gpu/cores.h"
 #include "gpu/gpu.h"
 #include "core/param.h"
 #include "topology/multicast.h"
 
 namespace incsim::gpu {
-
-// The mailbox of one protocol: a pass's chunk (one slot) and the slots per
-// connection (the pipelining depth).
-struct SlotParams {
-  uint64_t chunk_bytes;
-  int slots;
-};
-struct CoresParams {
-  SlotParams simple;  // ring.chunk_bytes, ring.slots
-  SlotParams ll, ll128;
-  // A program whose protocol is picked by size (Program::protocol_by_size,
-  // ring.protocol=auto) runs LL up to ll_max_bytes, LL128 up to
-  // ll128_max_bytes, Simple above, as NCCL's tuner orders them.
-  uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
-  // Reducing writes (push) a queue may have in flight, each a block whose
-  // result has not come back: the host's credits for the switches'
-  // aggregation buffers (SHARP's outstanding transactions). 0: the
-  // platform's switches evict rather than hold, and the cores do not push.
-  int push_credits = 0;
-};
-// NCCL's LL buffer: NCCL_LL_LINES_PER_THREAD (8) x NCCL_LL_MAX_NTHREADS
-// (512) lines of 16 B per step, half of it data; NCCL_STEPS (8) steps.
-inline const Param<uint64_t> kLlChunk{"ring.ll.chunk_bytes", 32 * 1024, Range::at_least(8).at_most(1ull << 30),
-                                      "data bytes per LL slot (NCCL: 8 x 512 lines of 16 B per step, 8 B of "
-                                      "each data)"};
-// NCCL's LL128 buffer: NCCL_LL128_ELEMS_PER_THREAD (120) x
-// NCCL_LL128_MAX_NTHREADS (640) 8-byte words per step, 15 of 16 data.
-inline const Param<uint64_t> kLl128Chunk{"ring.ll128.chunk_bytes", 576000, Range::at_least(120).at_most(1ull << 30),
-                                         "data bytes per LL128 slot (NCCL: 120 x 640 words of 8 B per step, 15 of "
-                                         "every 16 data)"};
-// LL, LL128 and the tree's Simple (one step per chunk) use every one of
-// NCCL_STEPS (8) as a slot.
-constexpr int kNcclSteps = 8;
-inline const Param<uint64_t> kRingChunk{
-    "ring.chunk_bytes", 128 * 1024, Range::at_least(4).at_most(1ull << 30),
-    "bytes per chunk of a pass of a program on the GPU's cores, one mailbox slot between flags (NCCL 2.4 uses "
-    "1 MiB slices; smaller keeps simulated mailboxes small, docs/validation.md; hgx-h100 and nvl72: 512 KiB, NCCL's Simple "
-    "step)"};
-// One slot deadlocks a ring: a rank frees its slot only by forwarding into
-// the next rank's single slot, around the whole ring (NCCL needs 2 steps too).
-inline const Param<int> kRingSlots{"ring.slots", 4, Range::at_least(2).at_most(64),
-                                   "mailbox slots per connection (NCCL 2.4: NCCL_STEPS / slice steps = 4)"};
 
 class CoresRank;
 

@@ -799,7 +799,7 @@ links:
 TEST_CASE("bad input: parameters out of their range", "[cli][errors]") {
   require_error("--platform star --gpus 4 -c net.max_payload_bytes=4", {"net.max_payload_bytes = 4 is outside its range (8 to 4096 bytes)"});
   require_error("--platform star --gpus 4 -c net.header_bytes=70000", {"net.header_bytes"});
-  require_error("--platform star --gpus 4 -c ring.slots=1", {"ring.slots = 1 is outside its range (2 to 64)"});
+  require_error("--platform star --gpus 4 -c cores.slots=1", {"cores.slots = 1 is outside its range (2 to 64)"});
   require_error("--platform star --gpus 4 -c switch.latency_ns=-5", {"switch.latency_ns = -5 is outside its range (0 to 1e9 ns)"});
   require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=99999999999", {"switch.in_buffer_bytes", "range"});
   require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=100000000", {"switch.in_buffer_bytes = 100000000 is outside its range (0 to 16777216 bytes)"});

@@ -223,7 +223,7 @@ TEST_CASE("cluster: NVLSTree is exact and each adapter carries its head's share 
 
 TEST_CASE("cluster: NVLSTree is exact for a 16-bit max over several passes", "[cluster][nvls]") {
   // 16 KiB steps: 2 passes of 16 channels x 8 heads x 16 KiB.
-  tb::Experiment e(nvlstree("4M", "bfloat16", "max", {{"ring.chunk_bytes", "16384"}}));
+  tb::Experiment e(nvlstree("4M", "bfloat16", "max", {{"cores.chunk_bytes", "16384"}}));
   tb::run_checked(e, "nvlstree bf16 max");
 }
 
@@ -287,7 +287,7 @@ TEST_CASE("cluster: NVLS with SHARP is exact, each adapter takes its head's shar
 }
 
 TEST_CASE("cluster: NVLS with SHARP is exact for a 16-bit max over several passes and with one credit", "[cluster][nvls][sharp]") {
-  tb::Experiment e(nvlssharp("4M", "bfloat16", "max", {{"ring.chunk_bytes", "16384"}, {"ib.sharp.credits", "1"}}));
+  tb::Experiment e(nvlssharp("4M", "bfloat16", "max", {{"cores.chunk_bytes", "16384"}, {"ib.sharp.credits", "1"}}));
   tb::run_checked(e, "nvlssharp bf16 max, one credit");
 }
 

@@ -561,3 +561,18 @@ TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines'
   CHECK(iteration("cores", "sm") != iteration("cores", "none"));
   CHECK(iteration("copy", "sm") == iteration("copy", "none"));
 }
+
+TEST_CASE("the cores' parameters are cores.*: the ring.* names they had still set them, and the run says so",
+          "[cores][params]") {
+  const Result now = incsim("--platform star --gpus 4 --sizes 64K --csv - -c cores.chunk_bytes=16384 -c cores.slots=2");
+  const Result old = incsim("--platform star --gpus 4 --sizes 64K --csv - -c ring.chunk_bytes=16384 -c ring.slots=2");
+  REQUIRE(now.code == 0);
+  REQUIRE(old.code == 0);
+  CHECK(rows(old) == rows(now));
+  CHECK(now.err.find("renamed") == std::string::npos);
+  CHECK_THAT(old.err, Catch::Contains("incsim: note: ring.chunk_bytes is renamed cores.chunk_bytes"));
+  CHECK_THAT(old.err, Catch::Contains("incsim: note: ring.slots is renamed cores.slots"));
+  // A chunk of 16 KiB makes more flags than 128 KiB's: the key took effect.
+  const Result dflt = incsim("--platform star --gpus 4 --sizes 64K --csv -");
+  CHECK(rows(dflt) != rows(now));
+}

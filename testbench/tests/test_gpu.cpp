@@ -15,6 +15,9 @@
 #include "core/config.h"
 #include "gpu/compute_engine.h"
 #include "gpu/copy_engine.h"
+#include "gpu/cores.h"
+#include "gpu/cores_collective.h"
+#include "collectives/program_synthesis.h"
 #include "gpu/memory.h"
 #include "platforms/platform.h"
 #include "streams.h"
@@ -397,4 +400,115 @@ TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds
   // At 100 us: 100 us done, 900 left at 68/80 of the speed.
   CHECK_THAT(stall.str(), Catch::Contains("backward kernel of layer 0 runs until 1158823529") &&
                               Catch::Contains("(at 68 of its 80 SMs: collectives hold 12)"));
+}
+
+namespace {
+// Two GPUs, each one port to a stub: the test is the network between them.
+// Their cores run NCCL's ring broadcast on 2 ranks (rank 0 copies its input
+// and sends it, rank 1 receives it) on 4 KiB: 32 data packets of 128 B, one
+// chunk.
+struct CoresPair {
+  net::PacketPool pool{net::PacketFormat{}};
+  gpu::GpuConfig gc = [] {
+    gpu::GpuConfig c{};
+    c.clock_ghz = 1.0;
+    c.mem_latency_cycles = 100;
+    c.rx_buffer_bytes = 1 << 16;
+    c.max_responses = 64;
+    return c;
+  }();
+  gpu::Gpu g0{"gpu0", 0, 1, gc, pool}, g1{"gpu1", 1, 1, gc, pool};
+  test::StubPort s0{"s0", pool}, s1{"s1", pool};
+  collectives::Program program = collectives::ring_program(collectives::Collective::Broadcast, 2, 1);
+  std::unique_ptr<gpu::CoresCollective> c;
+  bool done = false;
+  size_t sent0 = 0, sent1 = 0;  // arrivals forwarded so far
+
+  CoresPair() {
+    for (auto [g, s] : {std::pair{&g0, &s0}, std::pair{&g1, &s1}}) {
+      s->configure(25.0, sc_time(10, SC_NS), gc.rx_buffer_bytes);
+      g->configure_port(0, 25.0, sc_time(10, SC_NS), 1 << 20);
+      s->connect(g->in(0), g->out(0));
+    }
+    gpu::CoresParams cp;
+    cp.simple = {64 * 1024, 2};
+    cp.ll = cp.ll128 = cp.simple;
+    c = std::make_unique<gpu::CoresCollective>(program, std::vector<gpu::Gpu*>{&g0, &g1},
+                                               std::vector<std::vector<std::vector<int>>>{{{}, {0}}, {{0}, {}}},
+                                               collectives::DType::Float32, collectives::RedOp::Sum, 7, cp, 25.0);
+    c->start(4096, [this] { done = true; });
+  }
+  // A copy of packet `a` as it arrived, queued at `to` to leave now;
+  // `edit` may change it on the way.
+  void forward(const test::Arrival& a, test::StubPort& to, const std::function<void(net::Packet*)>& edit = {}) {
+    net::Packet* p = pool.get();
+    uint8_t* data = p->data;
+    *p = a.pkt;
+    p->data = data;
+    p->next = nullptr;
+    std::memcpy(data, a.data.data(), a.data.size());
+    if (edit) edit(p);
+    to.send_at(sc_core::sc_time_stamp(), p);
+  }
+  // Forwards what arrived since the last call, each way, and runs on.
+  void relay(int rounds) {
+    for (int round = 0; round < rounds && !done; ++round) {
+      for (; sent0 < s0.arrivals().size(); ++sent0) forward(s0.arrivals()[sent0], s1);
+      for (; sent1 < s1.arrivals().size(); ++sent1) forward(s1.arrivals()[sent1], s0);
+      sc_core::sc_start(sc_time(5, sc_core::SC_US));
+    }
+  }
+};
+}  // namespace
+
+TEST_CASE("the cores alone: a chunk goes as its data, a fence on every ack, then the flag; the receiver checks it",
+          "[gpu][cores]") {
+  CoresPair t;
+  CHECK(std::string(t.g0.cores().name()) == "gpu0.cores");
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  // Rank 0's data, all of it, and no flag: the fence waits for the acks.
+  REQUIRE(t.s0.arrivals().size() == 32);
+  for (const test::Arrival& a : t.s0.arrivals()) {
+    CHECK(a.pkt.op == net::Op::Write);
+    CHECK(a.pkt.dst == 1);
+    CHECK(a.pkt.payload_bytes == 128);
+  }
+  std::ostringstream waiting;
+  t.g0.report_held(waiting);
+  CHECK_THAT(waiting.str(), Catch::Contains("gpu0 cores queue 0: pass 0 operation 1 (s) sending"));
+  CHECK_THAT(waiting.str(), Catch::Contains("32 acks due"));
+  // The data reaches rank 1, whose memory acknowledges every write; the
+  // acks wait in the test until it lets them go.
+  for (; t.sent0 < 32; ++t.sent0) t.forward(t.s0.arrivals()[t.sent0], t.s1);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  REQUIRE(t.s1.arrivals().size() == 32);
+  CHECK(t.s0.arrivals().size() == 32);  // still no flag
+  for (const test::Arrival& a : t.s1.arrivals()) CHECK(a.pkt.op == net::Op::WriteAck);
+  for (; t.sent1 < 32; ++t.sent1) t.forward(t.s1.arrivals()[t.sent1], t.s0);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  // The last ack releases the flag: one 8-byte store of transfer count 1.
+  REQUIRE(t.s0.arrivals().size() == 33);
+  const test::Arrival& flag = t.s0.arrivals().back();
+  CHECK(flag.pkt.payload_bytes == 8);
+  CHECK(flag.as<uint64_t>() == 1);
+  // The flag lands; rank 1 takes the data, checks it, frees the slot with a
+  // flag back; each flag's ack returns to its sender.
+  t.relay(8);
+  CHECK(t.done);
+  CHECK(t.c->wrong() == 0);
+  CHECK(t.c->done_fraction() == 1.0);
+}
+
+TEST_CASE("the cores alone: an element changed on the wire is one wrong element at the receiver", "[gpu][cores]") {
+  CoresPair t;
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));
+  REQUIRE(t.s0.arrivals().size() == 32);
+  // The third packet's fifth float arrives one higher.
+  t.forward(t.s0.arrivals()[0], t.s1);
+  t.forward(t.s0.arrivals()[1], t.s1);
+  t.forward(t.s0.arrivals()[2], t.s1, [](net::Packet* p) { reinterpret_cast<float*>(p->data)[4] += 1; });
+  t.sent0 = 3;
+  t.relay(10);
+  CHECK(t.done);
+  CHECK(t.c->wrong() == 1);
 }

@@ -143,7 +143,7 @@ TEST_CASE("one-packet switch buffers throttle a 1 MiB all-reduce and keep it exa
 
 TEST_CASE("GPU memory holds the mailboxes only, whatever the message size", "[ring][memory]") {
   // 16 KiB chunks: a channel's 4 MiB step (21.8 KiB) takes two.
-  tb::Experiment e(tb::run_options("dgx2", "allreduce", "ring", "8K,4M", {{"ring.chunk_bytes", "16384"}}));
+  tb::Experiment e(tb::run_options("dgx2", "allreduce", "ring", "8K,4M", {{"cores.chunk_bytes", "16384"}}));
   const auto rows = e.run(nullptr);
   CHECK(rows[1].wrong() == 0);
   // 12 channels x 4 slots x 16 KiB of mailboxes plus 16 B of flags per channel.
