@@ -255,9 +255,8 @@ void CollectiveCall::make_cores() {
     }
   }
   auto cores = std::make_unique<gpu::CoresCollective>(program, comm_.gpus_, std::move(ports), dtype_, redop_,
-                                                      comm_.seed_, cp, endpoint_GBps_,
+                                                      comm_.seed_, cp,
                                                       program.groups.empty() ? nullptr : &comm_.machine_.multicast());
-  if (!program.groups.empty() && comm_.nodes_.empty()) cores->bound_moved(collectives::busiest_moved(program));
   if (roce && pushes)
     NetReduceRings(comm_.machine_)
         .join(program, comm_.endpoints(), [&cores](int g) { return cores->group_out(g); },
@@ -306,7 +305,7 @@ void CollectiveCall::make_copy() {
   }
   endpoint_GBps_ = comm_.least_endpoint_GBps(!innet_);  // unicast writes are acknowledged
   engines_ = std::make_unique<gpu::CopyCollective>(program_, comm_.gpus_, t, comm_.machine_.multicast(), dtype_,
-                                                     redop_, comm_.seed_, wp, endpoint_GBps_);
+                                                     redop_, comm_.seed_, wp);
 }
 
 // The NICs run the schedule as a program (or a program file of table
@@ -333,7 +332,7 @@ void CollectiveCall::make_schedule() {
   try {
     c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
                                                    message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                   est, endpoint_GBps_);
+                                                   est);
   } catch (const UserError& e) {
     throw UserError(std::string(algorithm_.name()) + ": " + e.what());
   }
@@ -349,7 +348,7 @@ void CollectiveCall::make_trees() {
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
   auto c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
-                                                      nic::FlowControl::Packet, est, endpoint_GBps_, synthesis_.algbw_bound_GBps);
+                                                      nic::FlowControl::Packet, est);
   scheduled_ = c.get();
   engines_ = std::move(c);
 }
@@ -379,8 +378,8 @@ Measures CollectiveCall::measures() const {
   Measures r;
   r.time_us = (t1_ - t0_).to_seconds() * 1e6;
   r.wrong = engines_->wrong();
-  r.bound_us = engines_->bound_us(bytes_);
-  r.busbw_factor = engines_->busbw_factor();
+  r.bound_us = bound_us(bytes_);
+  r.busbw_factor = collectives::busbw_factor(program_.collective, program_.ranks);
   r.redop = engines_->redop();
   const auto& ends = m.link_ends();
   for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - link_bytes_[k]);
@@ -402,6 +401,17 @@ Measures CollectiveCall::measures() const {
   r.tables = {tables1.hits - tables_.hits, tables1.misses - tables_.misses, tables1.evictions - tables_.evictions,
               tables1.stalls - tables_.stalls, tables1.completions - tables_.completions};
   return r;
+}
+
+// Packed trees' own rate (Blink's), or what the busiest GPU's links allow it
+// to move: a cluster's cores by their links inside and across the nodes
+// (cluster_endpoint_GBps, already the busbw), else by the program's traffic.
+double CollectiveCall::bound_us(uint64_t bytes) const {
+  if (synthesis_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (synthesis_.algbw_bound_GBps * 1e3);
+  const bool cluster_cores = !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores;
+  const double moved = cluster_cores ? collectives::busbw_factor(program_.collective, program_.ranks)
+                                     : collectives::moved_per_byte(program_);
+  return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
 }
 
 void CollectiveCall::describe(std::ostream& os) const {

@@ -59,6 +59,9 @@ class CollectiveCall {
   const collectives::Program& program() const { return program_; }
   // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
   double endpoint_GBps() const { return endpoint_GBps_; }
+  // The analytical bound on a size's time, us (DESIGN.md, "Reporting and
+  // bounds"): what the busiest GPU must move over what its links carry.
+  double bound_us(uint64_t bytes) const;
   // The header's lines: the cluster's links, the bound and where it comes
   // from, the NICs' schedule, the Little's-law table sizing, NCCL's
   // protocol by size, PXN's relays.

@@ -1,6 +1,7 @@
 #include "bounds.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace incsim::collectives {
 
@@ -53,6 +54,9 @@ void sent_chunks(const Program& p, int r, const std::function<bool(int)>& near, 
 }
 
 double busiest_moved(const Program& program) {
+  std::vector<bool> reads(program.groups.size(), false);
+  for (const Operation& o : program.ops)
+    if (o.kind == OpKind::ReduceRead) reads[static_cast<size_t>(o.group)] = true;
   const Buffers& b = program.buffers[0];
   const double message = program.collective == Collective::AllGather ? b.output : b.input;
   double most = 0;
@@ -61,12 +65,22 @@ double busiest_moved(const Program& program) {
     sent_chunks(program, r, [](int) { return true; }, sent, across);
     for (int i = 0; i < program.op_count(r); ++i) {
       const Operation& o = program.op(r, i);
-      const bool own_back = program.multimem && o.kind == OpKind::MulticastWrite && !o.src.empty();
+      // Under multimem the cores' stores (multimem.st) reach every member,
+      // the writer too; the copy engines' multicast comes back only with the
+      // results of a read the switches took its own copy for.
+      const bool own_back = program.multimem && o.kind == OpKind::MulticastWrite && !o.src.empty() &&
+                            (o.engine == Engine::Cores || reads[static_cast<size_t>(o.group)]);
       if (in_network(o.kind)) got += own_back ? o.src.count : o.dst.count;
     }
     most = std::max(most, std::max(sent, got) / message);
   }
   return most;
+}
+
+double moved_per_byte(const Program& p) {
+  for (const Operation& o : p.ops)
+    if (in_network(o.kind)) return busiest_moved(p);
+  return busbw_factor(p.collective, p.ranks);
 }
 
 }  // namespace incsim::collectives

@@ -36,6 +36,12 @@ void sent_chunks(const Program& p, int r, const std::function<bool(int)>& near, 
 // own links, where the switches reduce and multicast (NVLS on the cores:
 // an all-gather's GPU sends its share and takes everyone's).
 double busiest_moved(const Program& p);
+// What the bound charges each GPU per byte of the message: the busiest
+// rank's traffic where the switches reduce or multicast (Klenk §III: push
+// and pull move M in and out, NVLS M (n + 1) / n), else the collective's
+// busbw factor, the least any algorithm without in-network compute moves
+// (Patarasuk and Yuan 2009).
+double moved_per_byte(const Program& p);
 
 // Reduction table sizes from Little's law (Klenk §IV-B, §IV-C), bytes, with
 // GB/s x ns = bytes. B_in: a GPU's injection bandwidth; d_max: the most

@@ -14,8 +14,6 @@ class Collective {
   // has finished and every write it issued is acknowledged.
   virtual void start(uint64_t bytes, std::function<void()> on_done) = 0;
   virtual uint64_t wrong() const = 0;       // elements that differ from the reference
-  virtual double bound_us(uint64_t bytes) const = 0;
-  virtual double busbw_factor() const = 0;  // nccl-tests convention
   virtual std::string redop() const { return "sum"; }
   // Non-empty when the run failed in a way the hardware reports (a copy
   // engine error, Klenk §IV-F3); the simulation pauses.

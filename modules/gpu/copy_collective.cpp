@@ -606,7 +606,7 @@ void CopyCollective::Rank::report(std::ostream& os, const std::string& prefix) c
 
 CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
                                topo::MulticastFabric& fabric, DType dtype, collectives::RedOp redop, uint64_t seed,
-                               WaveParams waves, double endpoint_GBps)
+                               WaveParams waves)
     : program_(std::move(program)),
       gpus_(std::move(gpus)),
       topo_(topo),
@@ -616,8 +616,7 @@ CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> g
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size()), dtype, redop),
       seed_(seed),
-      waves_(waves),
-      endpoint_GBps_(endpoint_GBps) {
+      waves_(waves) {
   groups_.resize(program_.groups.size());
   for (size_t g = 0; g < groups_.size(); ++g) {
     Group& gr = groups_[g];
@@ -675,28 +674,6 @@ void CopyCollective::fail(const std::string& why) {
 uint64_t CopyCollective::wrong() const { return collectives::wrong(ranks_); }
 
 double CopyCollective::done_fraction() const { return collectives::done_fraction(ranks_); }
-
-// Push and pull move M in and out of each GPU (Klenk §III: half the traffic
-// of a software all-reduce); all-gather receives (n-1)/n M, broadcast M;
-// reduce-scatter sends (n-1)/n M, its answers to the others' pulls. Under
-// multimem a GPU also answers its own reads and multicasts to itself:
-// all-reduce M (n + 1) / n, reduce-scatter M.
-double CopyCollective::bound_us(uint64_t bytes) const {
-  const double n = program_.ranks;
-  const bool reads = std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.reads; });
-  double moved = 1.0;  // of M, per GPU and direction
-  switch (program_.collective) {
-    case CollectiveKind::AllGather: moved = collectives::gather_busbw_factor(program_.ranks); break;
-    case CollectiveKind::ReduceScatter:
-      moved = program_.multimem && reads ? 1.0 : collectives::gather_busbw_factor(program_.ranks);
-      break;
-    case CollectiveKind::AllReduce: moved = program_.multimem && reads ? (n + 1) / n : 1.0; break;
-    default: break;
-  }
-  return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
-}
-
-double CopyCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }
 
 std::string CopyCollective::redop() const {
   const bool reduces = program_.collective == CollectiveKind::AllReduce ||

@@ -38,19 +38,17 @@ namespace incsim::gpu {
 
 class CopyCollective : public Collective {
  public:
-  // gpus in rank order; endpoint_GBps is one GPU's payload injection
-  // bandwidth. The program must have passed check_program and cannot_run.
+  // gpus in rank order. The program must have passed check_program and
+  // cannot_run.
   CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
                  topo::MulticastFabric& fabric, collectives::DType dtype, collectives::RedOp redop, uint64_t seed,
-                 WaveParams waves, double endpoint_GBps);
+                 WaveParams waves);
   ~CopyCollective() override;
   // Why the copy engines cannot run a checked program, or "".
   static std::string cannot_run(const collectives::Program& p);
 
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
-  double bound_us(uint64_t bytes) const override;
-  double busbw_factor() const override;
   double done_fraction() const override;  // output elements landed of all GPUs' outputs
   std::string redop() const override;
   std::string error() const override { return error_; }
@@ -72,7 +70,6 @@ class CopyCollective : public Collective {
   collectives::DataPattern data_;
   uint64_t seed_;
   WaveParams waves_;
-  double endpoint_GBps_;
   std::vector<Group> groups_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::function<void()> on_done_;

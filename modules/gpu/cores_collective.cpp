@@ -22,7 +22,7 @@ using collectives::Operation;
 
 CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*> gpus,
                                  std::vector<std::vector<std::vector<int>>> ports, collectives::DType dtype,
-                                 collectives::RedOp redop, uint64_t seed, CoresParams params, double endpoint_GBps,
+                                 collectives::RedOp redop, uint64_t seed, CoresParams params,
                                  topo::MulticastFabric* fabric)
     : fabric_(fabric),
       program_(std::move(program)),
@@ -34,8 +34,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       data_(seed, program_.ranks, dtype, redop),
       copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast ||
                           program_.collective == Kind::AllToAll),
-      params_(params),
-      endpoint_GBps_(endpoint_GBps) {
+      params_(params) {
   proto_ = program_.ops.empty() ? collectives::Protocol::Simple : program_.ops.front().proto;
   for (const Operation& o : program_.ops)
     if (o.proto != proto_)
@@ -213,12 +212,6 @@ void CoresCollective::rank_done() {
 uint64_t CoresCollective::wrong() const { return collectives::wrong(ranks_); }
 
 double CoresCollective::done_fraction() const { return collectives::done_fraction(ranks_); }
-
-double CoresCollective::bound_us(uint64_t bytes) const {
-  return collectives::bandwidth_bound_us(bytes, bound_moved_ > 0 ? bound_moved_ : busbw_factor(), endpoint_GBps_);
-}
-
-double CoresCollective::busbw_factor() const { return collectives::busbw_factor(program_.collective, program_.ranks); }
 
 std::string CoresCollective::redop() const {
   return copies_are_results_

@@ -53,24 +53,18 @@ class CoresCollective : public Collective {
   // reach rank q's (connections take them in turn by channel). The message
   // size is nccl-tests': the whole buffer, of which each rank owns 1/n in
   // reduce-scatter (output) and all-gather (input), and of which an
-  // all-to-all's rank sends 1/n to each peer. endpoint_GBps is one
-  // GPU's payload bandwidth, for the bound. The program must have passed
+  // all-to-all's rank sends 1/n to each peer. The program must have passed
   // check_program; its operations must all be the cores'. fabric: the
   // switches' multicast regions, for a program with in-network operations.
   CoresCollective(collectives::Program program, std::vector<Gpu*> gpus, std::vector<std::vector<std::vector<int>>> ports,
                   collectives::DType dtype, collectives::RedOp redop, uint64_t seed, CoresParams params,
-                  double endpoint_GBps, topo::MulticastFabric* fabric = nullptr);
+                  topo::MulticastFabric* fabric = nullptr);
   ~CoresCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
-  double bound_us(uint64_t bytes) const override;
-  double busbw_factor() const override;
   double done_fraction() const override;  // transfers sent of all queues' transfers
   std::string redop() const override;
   int sm_blocks() const override { return channels_; }  // a thread block per channel
-  // The bound charges each GPU `moved` bytes per byte of the message over
-  // its links (default: the busbw factor, as a ring moves): NVLS's M (n+1)/n.
-  void bound_moved(double moved) { bound_moved_ = moved; }
   // Where group g's result region starts (its reducing writes' and
   // multicast stores' addresses, GroupWindow::kOut into its window).
   uint64_t group_out(int g) const;
@@ -107,8 +101,6 @@ class CoresCollective : public Collective {
   collectives::Protocol proto_;  // every operation's, or this size's by ring.protocol=auto
   SlotParams slot_params_;       // the protocol's
   uint32_t packet_data_ = 0;     // data bytes per packet
-  double endpoint_GBps_;
-  double bound_moved_ = 0;        // 0: the busbw factor
   uint32_t message_chunks_ = 0;  // chunks of the message per pass
   int channels_ = 1;             // the program's channels
   bool nvls_only_ = false;       // in-network operations only: NCCL's NVLS kernel, its chunk rule

@@ -11,8 +11,7 @@ namespace incsim::nic {
 
 ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
                                          const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
-                                         uint64_t seed, FlowControl flow_control, StepEstimate estimate,
-                                         double endpoint_GBps, double algbw_bound_GBps)
+                                         uint64_t seed, FlowControl flow_control, StepEstimate estimate)
     : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
       dtype_(dtype),
@@ -20,8 +19,6 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
       data_(seed, static_cast<int>(nics_.size()), dtype, redop),
       flow_control_(flow_control),
       estimate_(estimate),
-      endpoint_GBps_(endpoint_GBps),
-      algbw_bound_GBps_(algbw_bound_GBps),
       dataflow_(program.dataflow) {
   const int n = static_cast<int>(nics_.size());
   assert(schedule_.nodes == n);
@@ -138,16 +135,6 @@ void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
 uint64_t ScheduledCollective::wrong() const { return collectives::wrong(tables_); }
 
 double ScheduledCollective::done_fraction() const { return collectives::done_fraction(tables_); }
-
-double ScheduledCollective::bound_us(uint64_t bytes) const {
-  if (algbw_bound_GBps_ > 0) return static_cast<double>(bytes) / (algbw_bound_GBps_ * 1e3);
-  return collectives::bandwidth_bound_us(bytes, busbw_factor(), endpoint_GBps_);
-}
-
-double ScheduledCollective::busbw_factor() const {
-  if (schedule_.broadcast_root != collectives::kNil) return 1.0;  // nccl-tests: broadcast
-  return collectives::allreduce_busbw_factor(static_cast<int>(nics_.size()));
-}
 
 void ScheduledCollective::trace(sc_core::sc_trace_file* tf) const {
   for (const Table* t : tables_) t->trace(tf);

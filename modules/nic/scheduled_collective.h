@@ -40,23 +40,18 @@ inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01)
 
 class ScheduledCollective : public gpu::Collective {
  public:
-  // nics[r] runs rank r of the program; endpoint_GBps is one node's payload
-  // injection bandwidth for the bound. A broadcast program runs a broadcast;
-  // a dataflow program in NicParams::dataflow mode; a message takes the ports
-  // the program's link hints name, else every port whose routes reach its
-  // destination in t. algbw_bound_GBps > 0: the bound is size / this (e.g.
-  // Blink's packed rate times a link's payload bandwidth); 0: the all-reduce
-  // or broadcast bound on endpoint_GBps. Throws UserError if the program does
+  // nics[r] runs rank r of the program. A broadcast program runs a
+  // broadcast; a dataflow program in NicParams::dataflow mode; a message
+  // takes the ports the program's link hints name, else every port whose
+  // routes reach its destination in t. Throws UserError if the program does
   // not compile to tables (schedule_of) or a hint names a port that does not
   // reach its peer.
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      StepEstimate estimate, double endpoint_GBps, double algbw_bound_GBps = 0);
+                      StepEstimate estimate);
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
-  double bound_us(uint64_t bytes) const override;
-  double busbw_factor() const override;
   double done_fraction() const override;  // schedule entries issued of all NICs' entries
   // An all-reduce's operator; a broadcast keeps the base's label (its rows
   // in docs/figures say "sum"; nccl-tests would say "none").
@@ -81,7 +76,6 @@ class ScheduledCollective : public gpu::Collective {
   FlowControl flow_control_;
   StepEstimate estimate_;
   uint32_t header_bytes_, flit_bytes_, max_payload_;
-  double endpoint_GBps_, algbw_bound_GBps_;
   bool dataflow_;
   Layout layout_;
   std::function<void()> on_done_;
