@@ -233,8 +233,7 @@ void CollectiveCall::make_cores() {
   endpoint_GBps_ = comm_.nodes_.empty() ? comm_.least_endpoint_GBps(program.groups.empty()) : cluster_endpoint_GBps();
   gpu::CoresParams cp =
       gpu::cores_params(comm_.cfg_, comm_.machine_.defaults().cores_chunk_bytes, program.tree_nodes != 0);
-  auto_ll_max_ = cp.ll_max_bytes;
-  auto_ll128_max_ = cp.ll128_max_bytes;
+  by_size_ = cp.by_size;
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
@@ -443,8 +442,8 @@ void CollectiveCall::describe(std::ostream& os) const {
   }
   if (reduces_in_switches()) describe_sizing(os);
   if (program_.protocol_by_size)
-    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(auto_ll_max_) << ", LL128 up to "
-       << size_label(auto_ll128_max_) << ", Simple above\n";
+    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(by_size_.ll_max_bytes) << ", LL128 up to "
+       << size_label(by_size_.ll128_max_bytes) << ", Simple above\n";
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

@@ -17,6 +17,7 @@
 
 #include "collectives/algorithm.h"
 #include "collectives/data_pattern.h"
+#include "collectives/nccl.h"
 #include "collectives/program_synthesis.h"
 #include "core/config.h"
 #include "gpu/collective.h"
@@ -103,7 +104,7 @@ class CollectiveCall {
   std::unique_ptr<gpu::Collective> engines_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   double endpoint_GBps_ = 0;
-  uint64_t auto_ll_max_ = 0, auto_ll128_max_ = 0;  // ring.protocol=auto's thresholds
+  collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
   std::string cluster_note_;                       // what limits a cluster's bound
   // The running size: when it started and ended, and the machine's counters then.

@@ -13,8 +13,7 @@ CoresParams cores_params(Config& cfg, uint64_t family_chunk, bool tree) {
                cfg.get(kCoresSlots, tree ? kNcclSteps : kCoresSlots.default_value())};
   cp.ll = {cfg.get(kLlChunk), kNcclSteps};
   cp.ll128 = {cfg.get(kLl128Chunk), kNcclSteps};
-  cp.ll_max_bytes = cfg.get(collectives::kAutoLlMax);
-  cp.ll128_max_bytes = cfg.get(collectives::kAutoLl128Max);
+  cp.by_size = {cfg.get(collectives::kAutoLlMax), cfg.get(collectives::kAutoLl128Max)};
   for (const auto& [key, bytes] : {std::pair{kCoresChunk.key(), cp.simple.chunk_bytes},
                                    std::pair{kLlChunk.key(), cp.ll.chunk_bytes},
                                    std::pair{kLl128Chunk.key(), cp.ll128.chunk_bytes}})

@@ -11,6 +11,7 @@
 #include <systemc>
 
 #include "collectives/alu.h"
+#include "collectives/nccl.h"
 #include "core/config.h"
 #include "core/param.h"
 #include "core/trace.h"
@@ -53,9 +54,8 @@ struct CoresParams {
   SlotParams simple;  // cores.chunk_bytes, cores.slots
   SlotParams ll, ll128;
   // A program whose protocol is picked by size (Program::protocol_by_size,
-  // ring.protocol=auto) runs LL up to ll_max_bytes, LL128 up to
-  // ll128_max_bytes, Simple above, as NCCL's tuner orders them.
-  uint64_t ll_max_bytes = 0, ll128_max_bytes = 0;
+  // ring.protocol=auto) runs the one these thresholds pick.
+  collectives::ProtocolBySize by_size;
   // Reducing writes (push) a queue may have in flight, each a block whose
   // result has not come back: the host's credits for the switches'
   // aggregation buffers (SHARP's outstanding transactions). 0: the

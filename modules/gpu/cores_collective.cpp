@@ -41,7 +41,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       throw UserError("program " + program_.name + " mixes the " + collectives::protocol_name(proto_) + " and " +
                       collectives::protocol_name(o.proto) + " protocols; the GPUs' cores run one per program");
   // By size: every protocol it may pick must fit a packet, checked now.
-  if (program_.protocol_by_size && params_.ll128_max_bytes > params_.ll_max_bytes)
+  if (program_.protocol_by_size && params_.by_size.ll128_max_bytes > params_.by_size.ll_max_bytes)
     use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
   message_chunks_ = collectives::message_chunks(program_);
@@ -170,9 +170,7 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
   if (program_.protocol_by_size)
-    use_protocol(bytes <= params_.ll_max_bytes      ? collectives::Protocol::LL
-                 : bytes <= params_.ll128_max_bytes ? collectives::Protocol::LL128
-                                                    : collectives::Protocol::Simple);
+    use_protocol(params_.by_size.for_size(bytes));
   if (program_.tree_nodes) {
     const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
                              : proto_ == collectives::Protocol::LL128 ? params_.ll128
