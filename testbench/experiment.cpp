@@ -1,7 +1,7 @@
 #include "experiment.h"
 
 #include <cmath>
-#include <fstream>
+#include <fmt/format.h>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -10,6 +10,7 @@
 #include "collectives/alu.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "core/report.h"
 #include "core/trace.h"
 #include "topology/topology.h"
@@ -46,12 +47,28 @@ nlohmann::ordered_json param_json(const std::string& key, const Config::Param& p
   if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
   return v;
 }
+
+
+// The files this run will write, each checked before anything is built:
+// --list-params and --print-* write none, --dump-platform only itself.
+void check_outputs(const Options& o) {
+  if (o.list_params || o.print_schedule || o.print_trees || o.print_program) return;
+  if (!o.dump_platform.empty()) {
+    check_writable(o.dump_platform, "platform file");
+    return;
+  }
+  if (!o.vcd.empty()) check_vcd_path(o.vcd);
+  if (!o.json.empty()) check_writable(o.json, "results file");
+  if (!o.csv.empty()) check_writable(o.csv, "CSV file");
+  if (!o.timeline.empty()) check_writable(o.timeline, "timeline");
+}
 }  // namespace
 
 const char* version() { return kVersion; }
 const char* git_commit() { return kGitCommit; }
 
 Experiment::Experiment(const Options& o) : opt_(o) {
+  check_outputs(opt_);
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
   cfg_.check_known();
@@ -73,9 +90,9 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   collectives::Alu::check_matched();
 
   if (!opt_.dump_platform.empty()) {
-    std::ofstream f(opt_.dump_platform);
-    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
+    std::ostringstream f;
     topo::save_yaml(m.topology(), f);
+    write_user_file(opt_.dump_platform, f.str(), "platform file");
   }
   if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
     vcd_ = open_vcd(opt_.vcd);
@@ -85,7 +102,22 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 }
 
 Experiment::~Experiment() {
-  if (vcd_) close_vcd(vcd_, opt_.vcd);
+  // A destructor may not throw: the error is said here instead.
+  if (vcd_) try {
+      finish_vcd();
+    } catch (const UserError& e) {
+      std::cerr << "incsim: error: " << e.what() << "\n";
+    }
+}
+
+void Experiment::finish_vcd() {
+  if (!vcd_) return;
+  sc_core::sc_trace_file* tf = vcd_;
+  vcd_ = nullptr;
+  const uint64_t bytes = close_vcd(tf, opt_.vcd);
+  if (!opt_.quiet)
+    std::cerr << fmt::format("incsim: wrote the waveform {} ({:.1f} MB) and its GTKWave save file: gtkwave {}\n",
+                             vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6, gtkw_file(opt_.vcd));
 }
 
 void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
@@ -177,52 +209,65 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
 }
 
 void Experiment::write_results(const std::vector<Row>& rows) const {
-  if (!opt_.json.empty()) write_output(opt_.json, results_json(rows).dump(1) + "\n", "results");
+  if (!opt_.json.empty()) write_user_file(opt_.json, results_json(rows).dump(1) + "\n", "results file");
   if (!opt_.csv.empty()) {
     std::ostringstream os;
     write_csv(os, workload_->schema(), rows);
-    write_output(opt_.csv, os.str(), "CSV");
+    write_user_file(opt_.csv, os.str(), "CSV file");
   }
 }
 
 int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     const Options o = parse_command_line(argc, argv);
+    // What goes to stdout is checked as it ends (a full device, a closed pipe).
+    const auto done = [&out](const char* what) {
+      check_stream(out, what);
+      return 0;
+    };
     if (o.help) {
       out << usage();
-      return 0;
+      return done("the help to stdout");
     }
     if (o.version) {
       out << "incsim " << version() << " (commit " << git_commit() << ")\n";
-      return 0;
+      return done("the version to stdout");
     }
     if (o.list_choices) {
       std::string network;  // a cluster's, if given (-c cluster.network=roce)
       for (const auto& setting : o.params)
         if (setting.key == "cluster.network") network = setting.value;
       out << choices(o.was_given("platform") ? o.platform : "", network);
-      return 0;
+      return done("the choices to stdout");
     }
     if (o.list_all) {
       list_all_params(out);
-      return 0;
+      return done("the parameters to stdout");
     }
     install_report_handler(false);
     Experiment e(o);
     if (o.list_params) {
       e.list_params(out);
-      return 0;
+      return done("the parameters to stdout");
     }
     if (!o.dump_platform.empty()) return 0;
     if (o.print_schedule || o.print_trees || o.print_program) {
       e.workload().print(o.print_trees ? "trees" : o.print_program ? "program" : "schedule", out);
-      return 0;
+      return done(o.print_trees ? "the trees to stdout" : o.print_program ? "the program to stdout"
+                                                                           : "the schedule to stdout");
     }
-    // A result file on stdout replaces the table there.
+    // A result file on stdout replaces the table there. The header is
+    // written before anything is simulated, so a stdout that takes nothing
+    // costs no simulation.
     const bool table = o.json != "-" && o.csv != "-";
-    if (table) e.print_header(out);
+    if (table) {
+      e.print_header(out);
+      check_stream(out, "the table to stdout");
+    }
     const auto rows = e.run(table ? &out : nullptr);
+    if (table) check_stream(out, "the table to stdout");
     e.write_results(rows);
+    e.finish_vcd();
     uint64_t wrong = 0;
     for (const auto& r : rows) wrong += r.wrong();
     if (wrong) {

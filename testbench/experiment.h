@@ -37,6 +37,9 @@ class Experiment : private Runner {
   nlohmann::ordered_json results_json(const std::vector<Row>& rows) const;
   // Writes --json and --csv if the options ask for them.
   void write_results(const std::vector<Row>& rows) const;
+  // Closes --vcd's waveform and writes its save file (the destructor does,
+  // if this was not called); throws UserError if either cannot be written.
+  void finish_vcd();
   // --list-params: every parameter this run reads.
   void list_params(std::ostream& os) const { cfg_.list(os); }
 

@@ -147,6 +147,13 @@ class Parser {
   void apply(const std::string& name, const std::string& value, const std::string& source) {
     const std::string flag = name == "c" ? "-c" : "--" + name;
     if (name != "c" && name != "config") o_.given.push_back(name);
+    // An empty file name or level would mean "not given", silently.
+    for (const char* named : {"vcd", "json", "csv", "timeline", "dump-platform", "config"})
+      if (name == named && value.empty())
+        throw UserError("option " + flag + " needs a file name" +
+                        (name == "json" || name == "csv" ? std::string(", or - for stdout") : "") + ", not ''");
+    if (name == "log" && value.empty())
+      throw UserError("option --log needs a level (trace, debug, info, warn or off) or BLOCK=LEVEL items, not ''");
     if (name == "workload") o_.workload = value;
     else if (name == "platform") o_.platform = value;
     else if (name == "collective") o_.collective = value;

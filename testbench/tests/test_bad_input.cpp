@@ -335,6 +335,11 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--all", "--all goes with --list-params"},
       {"--sizes", "option --sizes needs a value"},
       {"--vcd", "option --vcd needs a value"},
+      {"--json ''", "option --json needs a file name, or - for stdout, not ''"},
+      {"--csv ''", "option --csv needs a file name, or - for stdout, not ''"},
+      {"--vcd ''", "option --vcd needs a file name, not ''"},
+      {"--log ''", "option --log needs a level"},
+      {"--sizes 2T", "size '2T' is larger than 1 TiB, the largest size incsim takes"},
       {"--bogus", "unknown option '--bogus'"}};
   for (const auto& [args, sentence] : cases) DYNAMIC_SECTION(args) { require_refused(args + " --quiet", sentence); }
 }
