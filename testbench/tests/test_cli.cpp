@@ -1466,8 +1466,8 @@ TEST_CASE("config file: an include or a platform file is read relative to the in
   REQUIRE(r.code == 0);
   CHECK(lines(r.out).back().find("8192") != std::string::npos);
   const std::string missing = d.write("sub/missing.yaml", "config: nowhere.yaml\n");
-  require_error("--config " + missing, {"cannot read config file '" + d.file("sub/nowhere.yaml") +
-                                        "' (included by " + missing + ")"});
+  require_error("--config " + missing, {"config file '" + d.file("sub/nowhere.yaml") + "' does not exist (included by " +
+                                        missing + ")"});
   CHECK(incsim("--config " + missing).code == 2);
   // So is a platform file.
   fs::copy_file(PLATFORM_EXAMPLES "/dual-switch.yaml", d.path / "sub/machine.yaml");

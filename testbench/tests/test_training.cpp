@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -723,6 +724,48 @@ TEST_CASE("a malformed Chakra trace names the file and the node") {
              Catch::Contains("cut.0.et: message 3 of") && Catch::Contains("does not parse: the file is truncated"));
   TempFile text("DATA\n1\n", ".et");
   CHECK_THAT(error_of([&] { read_chakra_trace(text.path); }), Catch::Contains("does not parse"));
+}
+
+TEST_CASE("a Chakra trace too large, inflating too far or corrupt is one sentence naming the file or node") {
+  TempDir dir;
+  // comm_size 2^62: over incsim's largest collective, said with the file and node.
+  auto ranks = two_ranks();
+  ranks[1].nodes[1].comm_size = uint64_t{1} << 62;
+  write_all(dir.file("huge"), ranks);
+  CHECK(error_of([&] { read_chakra_traces(dir.file("huge")); }) ==
+        "chakra trace " + dir.file("huge.1.et") + ", node 2: comm_size 4611686018427387904 B is larger than 1 TiB, the "
+        "largest collective incsim runs");
+  // A gzip stream with its deflate data damaged: corrupt, not empty.
+  const std::string z = dir.file("z.0.et");
+  write_chakra_trace(z, two_ranks()[0]);
+  REQUIRE(std::system(("gzip -n " + z + " && mv " + z + ".gz " + z).c_str()) == 0);
+  {
+    std::fstream f(z, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(12);
+    f.write("\xff\xff\xff\xff\xff\xff", 6);
+  }
+  CHECK_THAT(error_of([&] { read_chakra_trace(z); }),
+             Catch::StartsWith("chakra trace " + z + ": the gzip stream is corrupt or truncated (zlib: "));
+  // Over 64 MiB: refused from its size before a byte is read.
+  const std::string big = dir.write("big.0.et", "");
+  std::filesystem::resize_file(big, (std::uintmax_t{64} << 20) + 1);
+  CHECK(error_of([&] { read_chakra_trace(big); }) ==
+        "chakra trace " + big + " is 64.0 MiB; a chakra trace is at most 64 MiB");
+  // Empty nodes two bytes each: refused at the node cap, not after gigabytes.
+  const std::string many = dir.write("many.0.et", std::string("\x07\x0a\x05" "0.0.4", 8) + std::string(2 * 300000, '\0'));
+  CHECK(error_of([&] { read_chakra_trace(many); }) ==
+        "chakra trace " + many + ": the trace has more than 262144 nodes, the most incsim runs of one rank");
+  // And a gzip file under 1 MiB that would inflate past 64 MiB: nodes
+  // named by 65,533 bytes of 'a' (a message of 65,537 bytes: its length, a
+  // varint of 3 bytes, then the name's tag, length and bytes).
+  std::string inflated("\x07\x0a\x05" "0.0.4", 8);
+  const std::string node = std::string("\x81\x80\x04\x12\xfd\xff\x03", 7) + std::string(65533, 'a');
+  while (inflated.size() <= (std::size_t{65} << 20)) inflated += node;
+  const std::string bomb = dir.write("bomb.0.et", inflated);
+  REQUIRE(std::system(("gzip -n " + bomb + " && mv " + bomb + ".gz " + bomb).c_str()) == 0);
+  CHECK(std::filesystem::file_size(bomb) < (1u << 20));
+  CHECK(error_of([&] { read_chakra_trace(bomb); }) ==
+        "chakra trace " + bomb + ": the gzip stream inflates to more than 64 MiB, the most a trace holds");
 }
 
 TEST_CASE("a Chakra trace encoded by hand reads as Chakra's schema says") {

@@ -18,6 +18,7 @@
 #include "collectives/blink_synthesis.h"
 #include "collectives/bounds.h"
 #include "collectives/composition.h"
+#include "collectives/data_pattern.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program_check.h"
@@ -291,6 +292,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
+  collectives::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
   if (!program_.ranks && one_of(opt_.algorithm, "push, pull, multicast, nvls")) {
     // NVLS issued by the SMs' thread blocks, as NCCL runs it, or by the copy engines.
     const std::string engine = opt_.algorithm == "nvls" ? cfg_.get(gpu::kNvlsEngine) : "copy";

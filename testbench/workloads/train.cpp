@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "collectives/data_pattern.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "core/units.h"
@@ -351,6 +352,17 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
                         "data-parallel groups of --tp or the stages of --pp");
+  // A group's fp16 or bf16 sums are checked only if exact (data_pattern.h):
+  // the largest group is refused before the machine is built.
+  if (const int largest = std::max({replicas, tp_, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
+      collectives::DataPattern(opt_.seed, largest, collectives::parse_dtype(opt_.dtype));
+    } catch (const UserError&) {
+      const int exact = precision_ == training::Precision::fp16 ? 2048 : 256;
+      throw UserError("--precision " + opt_.precision + " cannot sum a group of " + std::to_string(largest) +
+                      " GPUs exactly (it holds every whole number only up to " + std::to_string(exact) +
+                      "), so its results could not be checked; use groups of at most " + std::to_string(exact - 1) +
+                      " GPUs or --precision fp32");
+    }
   // One machine for all.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, CollectiveWorkload::defaults_for(t, used));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
