@@ -1556,3 +1556,25 @@ TEST_CASE("the table's notes: singular for one, whole numbers, what a host is", 
   CHECK_THAT(incsim("--help").out, Catch::Contains("at most 8192 nodes"));
   CHECK(incsim("--platform bigraph --dims 2x4 --list-params").code == 0);
 }
+
+TEST_CASE("a platform file's partly populated switches run as the switches of the ports they use", "[cli][platform]") {
+  // dual-switch.yaml's two 8-port switches declared with 64 ports, the
+  // trunk's last link moved to port 63 of one and 40 of the other.
+  std::string text = slurp(PLATFORM_EXAMPLES "/dual-switch.yaml");
+  const auto swap = [&](const std::string& from, const std::string& to) {
+    for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+  };
+  TempDir d;
+  swap("ports: 8}", "ports: 64}");
+  swap("{a: swA.7, b: swB.7,", "{a: swA.63, b: swB.40,");
+  const std::string wide = d.write("wide.yaml", text);
+  for (const char* algorithm : {"ring", "push"}) {
+    INFO(algorithm);
+    const std::string args = std::string(" --sizes 64K,1M --quiet --algorithm ") + algorithm;
+    const Result a = incsim("--platform " PLATFORM_EXAMPLES "/dual-switch.yaml" + args);
+    const Result b = incsim("--platform " + wide + args);
+    INFO(b.err);
+    REQUIRE(b.code == 0);
+    CHECK(b.out.substr(b.out.find("\n#")) == a.out.substr(a.out.find("\n#")));  // all but the header's first line
+  }
+}
