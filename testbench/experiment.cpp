@@ -1,6 +1,7 @@
 #include "experiment.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <sstream>
@@ -82,9 +83,22 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get(kProgress);
   platforms::Machine& m = workload_->machine();
-  watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); },
-                                         [this] { return workload_->done_fraction(); }, std::cerr, opt_.quiet,
-                                         isatty(STDERR_FILENO) && !log::any_enabled(), progress_s);
+  // A VCD's size so far, on each progress line: it grows with the run.
+  std::function<std::string()> note;
+  if (!opt_.vcd.empty())
+    note = [file = vcd_file(opt_.vcd)] {
+      std::error_code ec;
+      const auto bytes = std::filesystem::file_size(file, ec);
+      return ec ? std::string() : fmt::format("VCD {:.1f} MB so far", static_cast<double>(bytes) / 1e6);
+    };
+  watchdog_ = std::make_unique<Watchdog>(
+      timeout, [&m] { return m.progress(); },
+      [this] {
+        RunShare s = share_;
+        s.fraction = workload_->done_fraction();
+        return s;
+      },
+      std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
   cfg_.check_unused();
   log::check_matched();
   collectives::Alu::check_matched();
@@ -146,8 +160,14 @@ std::vector<Row> Experiment::run(std::ostream* table) {
   const auto& ends = machine().link_ends();
   std::vector<uint64_t> before(ends.size());
   const size_t n = workload_->points();
+  std::vector<double> weight(n);
+  for (size_t i = 0; i < n; ++i) weight[i] = workload_->point_weight(i);
   for (size_t i = 0; i < n; ++i) {
     point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + ")";
+    share_.weight = weight[i];
+    share_.later_weight = 0;
+    for (size_t j = i + 1; j < n; ++j) share_.later_weight += weight[j];
+    const sc_core::sc_time began = sc_core::sc_time_stamp();
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     std::ostringstream notes;
     for (Row& r : workload_->run_point(i, *this, notes)) {
@@ -160,6 +180,8 @@ std::vector<Row> Experiment::run(std::ostream* table) {
       *table << notes.str();
       table->flush();
     }
+    // This point's pace predicts the next ones'.
+    if (weight[i] > 0) share_.us_per_weight = (sc_core::sc_time_stamp() - began).to_seconds() * 1e6 / weight[i];
   }
   point_of_.clear();
   return rows;

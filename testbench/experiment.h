@@ -13,11 +13,10 @@
 #include "core/config.h"
 #include "options.h"
 #include "results.h"
+#include "watchdog.h"
 #include "workload.h"
 
 namespace incsim::tb {
-
-class Watchdog;
 
 class Experiment : private Runner {
  public:
@@ -58,6 +57,7 @@ class Experiment : private Runner {
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<Watchdog> watchdog_;
   std::string point_of_;  // " (2 of 5)" while a point runs, for progress lines
+  RunShare share_;        // the running point's share of the run, for progress lines
   sc_core::sc_trace_file* vcd_ = nullptr;
 };
 
