@@ -347,9 +347,12 @@ class Parser {
     const auto line = [&](const YAML::Node& n) {
       return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
     };
-    if (!list.IsSequence() || list.size() == 0)
+    if (!list.IsSequence())
       throw UserError(line(list) + ": jobs is a list of jobs, each a map with gpus and optionally name, collective, "
                       "algorithm, sizes and start_us");
+    if (list.size() == 0)
+      throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with gpus and optionally "
+                      "name, collective, algorithm, sizes and start_us");
     o_.jobs.clear();
     static const std::vector<std::string> keys = {"name", "gpus", "collective", "algorithm", "sizes", "start_us"};
     for (const auto& item : list) {

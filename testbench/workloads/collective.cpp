@@ -260,7 +260,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   check_choice("collective", opt_.collective, kCollectives);
   const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!program_.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+  // A name no platform knows: the choices are the ones that run here, not NetReduce's.
+  if (!program_.ranks && !one_of(opt_.algorithm, choice_list("algorithm"))) check_choice("algorithm", opt_.algorithm, accepted);
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
@@ -369,7 +370,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   // and mesh at 64 KiB, pull and multicast on BiGraph 4x8 at 1 MiB).
   if (in_network && t.vc_policy != topo::VcPolicy::None)
     throw UserError("algorithm '" + opt_.algorithm + "' reduces or multicasts in the switches, which only works on " +
-                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree); on " + opt_.platform +
+                    "fabrics whose routes go up then down (dgx2, fattree2l, star, fattree, hgx-h100, nvl72 and YAML "
+                    "platforms of NVSwitches built so); on " + opt_.platform +
                     " use ring");
   if (in_network)
     for (int s : t.switches())
@@ -1193,7 +1195,14 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
                              : "links less header flits; NIC messages are posted")
            : !innet_ ? "links less header flits and write acks"
                                       : "links less header flits; multicast writes are posted")
-       << ")\n";
+       << ")";
+    // What that allows this algorithm (the bound column's 100%): a ring
+    // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
+    if (collective_ && collective_->bound_us(sizes_.back()) > 0)
+      os << ", so " << opt_.algorithm << "'s busbw is at most "
+         << static_cast<double>(sizes_.back()) / (collective_->bound_us(sizes_.back()) * 1e3) * collective_->busbw_factor()
+         << " GB/s";
+    os << "\n";
   }
   if (scheduled_) {
     const auto& s = scheduled_->schedule();

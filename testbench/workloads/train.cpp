@@ -186,13 +186,35 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (pp_ > layers)
     throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
+  // The GPUs first: a --pp or --tp that does not divide them is the
+  // problem, not the micro-batches --pp implies.
+  const topo::Topology t =
+      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+  const int built = static_cast<int>(t.endpoints().size());
+  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = gpus_;
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  if (n % tp_ != 0)
+    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
+                    " GPUs");
+  if (n % pp_ != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into pipeline stages of consecutive GPUs");
+  if (n % (pp_ * tp_) != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
+                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
+                    " pipeline stages of whole tensor-parallel groups");
   micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
   if (dlrm_ && micro_ > 1)
     throw UserError("train.microbatches " + std::to_string(micro_) + ": workload file " + opt_.model +
                     " is a DLRM one, whose embedding all-to-alls run once per iteration");
   if (opt_.batch % micro_ != 0)
-    throw UserError("train.microbatches " + std::to_string(micro_) + " does not divide the batch of " +
-                    std::to_string(opt_.batch) + " samples");
+    throw UserError("train.microbatches " + std::to_string(micro_) +
+                    (cfg.has_override(kMicrobatches) ? "" : " (by default --pp's stages)") + " does not divide the batch of " +
+                    std::to_string(opt_.batch) + " samples; set --batch or train.microbatches");
   const uint32_t micro_batch = opt_.batch / static_cast<uint32_t>(micro_);
   for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
@@ -300,25 +322,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step.output_elements = static_cast<double>(gpu_params_);
   update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
 
-  const topo::Topology t =
-      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
-  const int built = static_cast<int>(t.endpoints().size());
-  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
-  const int n = gpus_;
-  if (n < 2 || n > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
-                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  if (n % tp_ != 0)
-    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
-                    " GPUs");
-  if (n % pp_ != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into pipeline stages of consecutive GPUs");
-  if (n % (pp_ * tp_) != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
-                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
-                    " pipeline stages of whole tensor-parallel groups");
   const int replicas = n / pp_ / tp_;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
