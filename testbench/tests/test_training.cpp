@@ -354,10 +354,25 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   const auto refusal = [](const std::string& text) {
     return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
   };
-  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
-        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced or all-to-all, not ALLGATHER");
+  // Every collective ASTRA-sim's Layer issues in a model-parallel pass.
+  for (const char* kind : {"ALLREDUCE", "ALLTOALL", "ALLGATHER", "REDUCESCATTER"}) {
+    const AstraModel k = astra_model(
+        parse_astra_workload(std::string("HYBRID_TRANSFORMER\n2\na -1 1 NONE 0 1 NONE 0 1 NONE 0 1\nfc -1 1 ") + kind +
+                                 " 8 1 " + kind + " 16 1 NONE 0 1\n",
+                             "t"),
+        "t", 1e9);
+    const TpCollective want = std::string(kind) == "ALLTOALL"        ? TpCollective::alltoall
+                              : std::string(kind) == "ALLGATHER"     ? TpCollective::allgather
+                              : std::string(kind) == "REDUCESCATTER" ? TpCollective::reducescatter
+                                                                     : TpCollective::allreduce;
+    CHECK(k.model.layers[1].tp_forward_kind == want);
+    CHECK(k.model.layers[1].tp_backward_kind == want);
+    CHECK(k.model.layers[1].tp_forward_bytes(1, 4) == 8);
+    CHECK(k.model.layers[1].tp_backward_bytes(1, 4) == 16);
+  }
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
-        "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced, not ALLTOALL");
+        "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced here, not ALLTOALL: incsim "
+        "all-reduces the weight gradients in buckets (ASTRA-sim would run it)");
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1\n") ==
         "workload file t, line 3: a forward output's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none of "
         "its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
@@ -454,7 +469,8 @@ TEST_CASE("an ASTRA-sim DLRM file its loop would misrun is refused with its file
         "workload file t, line 5: a HYBRID_DLRM layer above the embedding (layer 0) has a forward or input-gradient "
         "collective, which ASTRA-sim's DLRM loop never issues or never waits for");
   CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
-        "workload file t, line 5: a HYBRID_DLRM weight gradient is all-reduced, not ALLTOALL");
+        "workload file t, line 5: a HYBRID_DLRM weight gradient is all-reduced here, not ALLTOALL: incsim all-reduces "
+        "the weight gradients in buckets (ASTRA-sim would run it)");
   CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLREDUCEALLTOALL 8 1\n") ==
         "workload file t, line 5: a weight gradient's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none "
         "of its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
@@ -478,17 +494,17 @@ TEST_CASE("an ASTRA-sim model-parallel ALLTOALL is an all-to-all of its bytes in
   REQUIRE(m.model.layers.size() == 2);
   const Layer& fc = m.model.layers[0];
   const Layer& experts = m.model.layers[1];
-  CHECK_FALSE(fc.tp_forward_alltoall);
+  CHECK(fc.tp_forward_kind == TpCollective::allreduce);
   CHECK(fc.tp_forward_bytes(32, 4) == 256 << 10);
-  CHECK(experts.tp_forward_alltoall);
-  CHECK(experts.tp_backward_alltoall);
+  CHECK(experts.tp_forward_kind == TpCollective::alltoall);
+  CHECK(experts.tp_backward_kind == TpCollective::alltoall);
   CHECK(experts.tp_forward_bytes(32, 4) == 1 << 20);
   CHECK(experts.tp_backward_bytes(32, 4) == 1 << 20);
   // The first layer's input gradient is never exchanged, all-to-all or not.
   const AstraModel first = astra_model(
       parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLTOALL 8 1 NONE 0 1\n", "t"), "t", 1e9);
   CHECK(first.model.layers[0].tp_backward_bytes(1, 4) == 0);
-  CHECK_FALSE(first.model.layers[0].tp_backward_alltoall);
+  CHECK(first.model.layers[0].tp_backward_kind == TpCollective::allreduce);
 }
 
 TEST_CASE("an ASTRA-sim FWD_IN_BCKWD file recomputes from the nearest checkpoint at or below each layer that initiates one") {
@@ -612,7 +628,7 @@ TEST_CASE("a layer file's errors name the file and the line") {
         ", line 3: a GEMM is a list [m, n, k] or [m, n, k, count]");
   CHECK(error("layers:\n  - name: a\n    forward_us: 3\n") ==
         ", line 2: a layer gives forward_us and backward_us together, or neither");
-  CHECK(error("name: x\nlayers: []\n") == ", line 1: a layer file needs a list of layers");
+  CHECK(error("name: x\nlayers: []\n") == ", line 2: the list of layers is empty; a model has at least one layer");
   CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
         ", line 3: 'forward_flops' must be a number of at least 0");
 }
