@@ -266,6 +266,30 @@ TEST_CASE("bad input corpus: a reader refuses what is too large, too deep or too
   }
 }
 
+TEST_CASE("bad input corpus: each message names the real problem and the choices that apply", "[cli][errors]") {
+  TempDir d;
+  const std::pair<std::string, std::string> cases[] = {
+      {"--config " + d.write("jobs.yaml", "platform: dgx2\njobs: []\n"),
+       "config file " + d.file("jobs.yaml") + ", line 2: the list of jobs is empty"},
+      {"--model " + d.write("layers.yaml", "name: x\nlayers: []\n") + " --platform star --gpus 4",
+       "layer file " + d.file("layers.yaml") + ", line 2: the list of layers is empty"},
+      // The GPUs --pp cannot divide, not the micro-batches the user never set.
+      {"--model resnet50 --platform star --gpus 4 --pp 3",
+       "--pp 3 does not divide the 4 GPUs of the run into pipeline stages"},
+      {"--model resnet50 --platform star --gpus 6 --pp 3",
+       "train.microbatches 3 (by default --pp's stages) does not divide the batch of 32 samples"},
+      {"--platform torus --algorithm push --sizes 8K",
+       "(dgx2, fattree2l, star, fattree, hgx-h100, nvl72 and YAML platforms of NVSwitches built so)"},
+      {"--sizes 8K --platform " + d.path.string(), "platform file '" + d.path.string() + "' is not a file"}};
+  // No sections: their names would hold the temporary folder, new each time Catch enters the case.
+  for (const auto& [args, sentence] : cases) require_refused(args + " --quiet", sentence);
+  // An unknown algorithm lists those that run on the platform, not NetReduce's.
+  const Result r = incsim("--platform hgx-h100 --algorithm ring,push --sizes 8K --quiet");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("incsim: error: unknown algorithm 'ring,push'; choose one of ring, push"));
+  CHECK_THAT(r.err, !Catch::Contains("netreduce") && !Catch::Contains("tencent"));
+}
+
 TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
   for (const char* platform : {"dgx2", "rack", "multigpu", "torus"}) {
     DYNAMIC_SECTION(platform) {

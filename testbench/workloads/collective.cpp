@@ -260,8 +260,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   check_choice("collective", opt_.collective, kCollectives);
   const std::string accepted = program_.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  // A name no platform knows: the choices are the ones that run here, not NetReduce's.
-  if (!program_.ranks && !one_of(opt_.algorithm, choice_list("algorithm"))) check_choice("algorithm", opt_.algorithm, accepted);
+  // A name no platform knows: the choices are the ones that run here.
+  if (!program_.ranks && !one_of(opt_.algorithm, choice_list("algorithm")))
+    check_choice("algorithm", opt_.algorithm, algorithms_for(opt_.collective, Family::GpuFabric, opt_.platform));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
