@@ -1200,7 +1200,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
     // What that allows this algorithm (the bound column's 100%): a ring
     // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
     if (collective_ && collective_->bound_us(sizes_.back()) > 0)
-      os << ", so " << opt_.algorithm << "'s busbw is at most "
+      os << ", so " << (is_program_file(opt_.algorithm) ? std::string("the program") : opt_.algorithm) << "'s busbw is at most "
          << static_cast<double>(sizes_.back()) / (collective_->bound_us(sizes_.back()) * 1e3) * collective_->busbw_factor()
          << " GB/s";
     os << "\n";
