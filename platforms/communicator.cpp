@@ -413,7 +413,7 @@ double CollectiveCall::bound_us(uint64_t bytes) const {
   return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
 }
 
-void CollectiveCall::describe(std::ostream& os) const {
+void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::string& name) const {
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
   if (!synthesis_.bound_note.empty()) {
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
@@ -428,7 +428,15 @@ void CollectiveCall::describe(std::ostream& os) const {
                              : "links less header flits; NIC messages are posted")
            : !innet_ ? "links less header flits and write acks"
                      : "links less header flits; multicast writes are posted")
-       << ")\n";
+       << ")";
+    // What that allows this algorithm (the bound column's 100%): a ring
+    // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
+    if (bound_us(bytes) > 0)
+      os << ", so " << name << "'s busbw is at most "
+         << static_cast<double>(bytes) / (bound_us(bytes) * 1e3) *
+                collectives::busbw_factor(program_.collective, program_.ranks)
+         << " GB/s";
+    os << "\n";
   }
   if (scheduled_) {
     const auto& s = scheduled_->schedule();

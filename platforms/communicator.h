@@ -64,9 +64,10 @@ class CollectiveCall {
   // bounds"): what the busiest GPU must move over what its links carry.
   double bound_us(uint64_t bytes) const;
   // The header's lines: the cluster's links, the bound and where it comes
-  // from, the NICs' schedule, the Little's-law table sizing, NCCL's
-  // protocol by size, PXN's relays.
-  void describe(std::ostream& os) const;
+  // from (and what it allows `name` in busbw at `bytes`), the NICs'
+  // schedule, the Little's-law table sizing, NCCL's protocol by size, PXN's
+  // relays.
+  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const;
   // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
   // what the tables did.
   bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }

@@ -1,6 +1,7 @@
 #include "platform.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "collectives/bounds.h"
 #include "ethernet_fabric.h"
@@ -277,7 +278,10 @@ bool is_platform_file(const std::string& platform) {
   auto ends = [&](const std::string& e) {
     return platform.size() > e.size() && platform.compare(platform.size() - e.size(), e.size(), e) == 0;
   };
-  return ends(".yaml") || ends(".yml");
+  // A path, or a folder (which the reader refuses as no file), names a file, not a built-in platform.
+  std::error_code ec;
+  return ends(".yaml") || ends(".yml") || platform.find('/') != std::string::npos ||
+         std::filesystem::is_directory(platform, ec);
 }
 
 std::string file_family(const std::string& path) {

@@ -1,7 +1,8 @@
 #include "experiment.h"
 
 #include <cmath>
-#include <fstream>
+#include <filesystem>
+#include <fmt/format.h>
 #include <iostream>
 #include <sstream>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "collectives/alu.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/output_file.h"
 #include "core/report.h"
 #include "core/trace.h"
 #include "topology/topology.h"
@@ -46,12 +48,28 @@ nlohmann::ordered_json param_json(const std::string& key, const Config::Param& p
   if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
   return v;
 }
+
+
+// The files this run will write, each checked before anything is built:
+// --list-params and --print-* write none, --dump-platform only itself.
+void check_outputs(const Options& o) {
+  if (o.list_params || o.print_schedule || o.print_trees || o.print_program) return;
+  if (!o.dump_platform.empty()) {
+    check_writable(o.dump_platform, "platform file");
+    return;
+  }
+  if (!o.vcd.empty()) check_vcd_path(o.vcd);
+  if (!o.json.empty()) check_writable(o.json, "results file");
+  if (!o.csv.empty()) check_writable(o.csv, "CSV file");
+  if (!o.timeline.empty()) check_writable(o.timeline, "timeline");
+}
 }  // namespace
 
 const char* version() { return kVersion; }
 const char* git_commit() { return kGitCommit; }
 
 Experiment::Experiment(const Options& o) : opt_(o) {
+  check_outputs(opt_);
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
   for (const std::string& note : cfg_.notes()) std::cerr << "incsim: note: " << note << "\n";
@@ -66,17 +84,30 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get(kProgress);
   platforms::Machine& m = workload_->machine();
-  watchdog_ = std::make_unique<Watchdog>(timeout, [&m] { return m.progress(); },
-                                         [this] { return workload_->done_fraction(); }, std::cerr, opt_.quiet,
-                                         isatty(STDERR_FILENO) && !log::any_enabled(), progress_s);
+  // A VCD's size so far, on each progress line: it grows with the run.
+  std::function<std::string()> note;
+  if (!opt_.vcd.empty())
+    note = [file = vcd_file(opt_.vcd)] {
+      std::error_code ec;
+      const auto bytes = std::filesystem::file_size(file, ec);
+      return ec ? std::string() : fmt::format("VCD {:.1f} MB so far", static_cast<double>(bytes) / 1e6);
+    };
+  watchdog_ = std::make_unique<Watchdog>(
+      timeout, [&m] { return m.progress(); },
+      [this] {
+        RunShare s = share_;
+        s.fraction = workload_->done_fraction();
+        return s;
+      },
+      std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
   cfg_.check_unused();
   log::check_matched();
   collectives::Alu::check_matched();
 
   if (!opt_.dump_platform.empty()) {
-    std::ofstream f(opt_.dump_platform);
-    if (!f) throw UserError("cannot write '" + opt_.dump_platform + "'");
+    std::ostringstream f;
     topo::save_yaml(m.topology(), f);
+    write_user_file(opt_.dump_platform, f.str(), "platform file");
   }
   if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
     vcd_ = open_vcd(opt_.vcd);
@@ -86,7 +117,22 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 }
 
 Experiment::~Experiment() {
-  if (vcd_) close_vcd(vcd_, opt_.vcd);
+  // A destructor may not throw: the error is said here instead.
+  if (vcd_) try {
+      finish_vcd();
+    } catch (const UserError& e) {
+      std::cerr << "incsim: error: " << e.what() << "\n";
+    }
+}
+
+void Experiment::finish_vcd() {
+  if (!vcd_) return;
+  sc_core::sc_trace_file* tf = vcd_;
+  vcd_ = nullptr;
+  const uint64_t bytes = close_vcd(tf, opt_.vcd);
+  if (!opt_.quiet)
+    std::cerr << fmt::format("incsim: wrote the waveform {} ({:.1f} MB) and its GTKWave save file: gtkwave {}\n",
+                             vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6, gtkw_file(opt_.vcd));
 }
 
 void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
@@ -115,8 +161,14 @@ std::vector<Row> Experiment::run(std::ostream* table) {
   const auto& ends = machine().link_ends();
   std::vector<uint64_t> before(ends.size());
   const size_t n = workload_->points();
+  std::vector<double> weight(n);
+  for (size_t i = 0; i < n; ++i) weight[i] = workload_->point_weight(i);
   for (size_t i = 0; i < n; ++i) {
     point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + ")";
+    share_.weight = weight[i];
+    share_.later_weight = 0;
+    for (size_t j = i + 1; j < n; ++j) share_.later_weight += weight[j];
+    const sc_core::sc_time began = sc_core::sc_time_stamp();
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     std::ostringstream notes;
     for (Row& r : workload_->run_point(i, *this, notes)) {
@@ -129,6 +181,8 @@ std::vector<Row> Experiment::run(std::ostream* table) {
       *table << notes.str();
       table->flush();
     }
+    // This point's pace predicts the next ones'.
+    if (weight[i] > 0) share_.us_per_weight = (sc_core::sc_time_stamp() - began).to_seconds() * 1e6 / weight[i];
   }
   point_of_.clear();
   return rows;
@@ -178,52 +232,65 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
 }
 
 void Experiment::write_results(const std::vector<Row>& rows) const {
-  if (!opt_.json.empty()) write_output(opt_.json, results_json(rows).dump(1) + "\n", "results");
+  if (!opt_.json.empty()) write_user_file(opt_.json, results_json(rows).dump(1) + "\n", "results file");
   if (!opt_.csv.empty()) {
     std::ostringstream os;
     write_csv(os, workload_->schema(), rows);
-    write_output(opt_.csv, os.str(), "CSV");
+    write_user_file(opt_.csv, os.str(), "CSV file");
   }
 }
 
 int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     const Options o = parse_command_line(argc, argv);
+    // What goes to stdout is checked as it ends (a full device, a closed pipe).
+    const auto done = [&out](const char* what) {
+      check_stream(out, what);
+      return 0;
+    };
     if (o.help) {
       out << usage();
-      return 0;
+      return done("the help to stdout");
     }
     if (o.version) {
       out << "incsim " << version() << " (commit " << git_commit() << ")\n";
-      return 0;
+      return done("the version to stdout");
     }
     if (o.list_choices) {
       std::string network;  // a cluster's, if given (-c cluster.network=roce)
       for (const auto& setting : o.params)
         if (setting.key == "cluster.network") network = setting.value;
       out << choices(o.was_given("platform") ? o.platform : "", network);
-      return 0;
+      return done("the choices to stdout");
     }
     if (o.list_all) {
       list_all_params(out);
-      return 0;
+      return done("the parameters to stdout");
     }
     install_report_handler(false);
     Experiment e(o);
     if (o.list_params) {
       e.list_params(out);
-      return 0;
+      return done("the parameters to stdout");
     }
     if (!o.dump_platform.empty()) return 0;
     if (o.print_schedule || o.print_trees || o.print_program) {
       e.workload().print(o.print_trees ? "trees" : o.print_program ? "program" : "schedule", out);
-      return 0;
+      return done(o.print_trees ? "the trees to stdout" : o.print_program ? "the program to stdout"
+                                                                           : "the schedule to stdout");
     }
-    // A result file on stdout replaces the table there.
+    // A result file on stdout replaces the table there. The header is
+    // written before anything is simulated, so a stdout that takes nothing
+    // costs no simulation.
     const bool table = o.json != "-" && o.csv != "-";
-    if (table) e.print_header(out);
+    if (table) {
+      e.print_header(out);
+      check_stream(out, "the table to stdout");
+    }
     const auto rows = e.run(table ? &out : nullptr);
+    if (table) check_stream(out, "the table to stdout");
     e.write_results(rows);
+    e.finish_vcd();
     uint64_t wrong = 0;
     for (const auto& r : rows) wrong += r.wrong();
     if (wrong) {

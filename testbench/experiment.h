@@ -13,11 +13,10 @@
 #include "core/config.h"
 #include "options.h"
 #include "results.h"
+#include "watchdog.h"
 #include "workload.h"
 
 namespace incsim::tb {
-
-class Watchdog;
 
 class Experiment : private Runner {
  public:
@@ -37,6 +36,9 @@ class Experiment : private Runner {
   nlohmann::ordered_json results_json(const std::vector<Row>& rows) const;
   // Writes --json and --csv if the options ask for them.
   void write_results(const std::vector<Row>& rows) const;
+  // Closes --vcd's waveform and writes its save file (the destructor does,
+  // if this was not called); throws UserError if either cannot be written.
+  void finish_vcd();
   // --list-params: every parameter this run reads.
   void list_params(std::ostream& os) const { cfg_.list(os); }
 
@@ -55,6 +57,7 @@ class Experiment : private Runner {
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<Watchdog> watchdog_;
   std::string point_of_;  // " (2 of 5)" while a point runs, for progress lines
+  RunShare share_;        // the running point's share of the run, for progress lines
   sc_core::sc_trace_file* vcd_ = nullptr;
 };
 

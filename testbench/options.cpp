@@ -148,6 +148,13 @@ class Parser {
   void apply(const std::string& name, const std::string& value, const std::string& source) {
     const std::string flag = name == "c" ? "-c" : "--" + name;
     if (name != "c" && name != "config") o_.given.push_back(name);
+    // An empty file name or level would mean "not given", silently.
+    for (const char* named : {"vcd", "json", "csv", "timeline", "dump-platform", "config"})
+      if (name == named && value.empty())
+        throw UserError("option " + flag + " needs a file name" +
+                        (name == "json" || name == "csv" ? std::string(", or - for stdout") : "") + ", not ''");
+    if (name == "log" && value.empty())
+      throw UserError("option --log needs a level (trace, debug, info, warn or off) or BLOCK=LEVEL items, not ''");
     if (name == "workload") o_.workload = value;
     else if (name == "platform") o_.platform = value;
     else if (name == "collective") o_.collective = value;
@@ -341,9 +348,12 @@ class Parser {
     const auto line = [&](const YAML::Node& n) {
       return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
     };
-    if (!list.IsSequence() || list.size() == 0)
+    if (!list.IsSequence())
       throw UserError(line(list) + ": jobs is a list of jobs, each a map with gpus and optionally name, collective, "
                       "algorithm, sizes and start_us");
+    if (list.size() == 0)
+      throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with gpus and optionally "
+                      "name, collective, algorithm, sizes and start_us");
     o_.jobs.clear();
     static const std::vector<std::string> keys = {"name", "gpus", "collective", "algorithm", "sizes", "start_us"};
     for (const auto& item : list) {

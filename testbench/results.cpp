@@ -1,8 +1,6 @@
 #include "results.h"
 
-#include <fstream>
 #include <iomanip>
-#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -143,17 +141,6 @@ nlohmann::ordered_json row_json(const Row& r) {
   if (r.details.is_object())
     for (const auto& [k, v] : r.details.items()) j[k] = v;
   return j;
-}
-
-void write_output(const std::string& path, const std::string& text, const char* what) {
-  if (path == "-") {
-    std::cout << text;
-    std::cout.flush();
-    return;
-  }
-  std::ofstream f(path);
-  if (!f) throw UserError(std::string("cannot write the ") + what + " file '" + path + "'");
-  f << text;
 }
 
 }  // namespace incsim::tb

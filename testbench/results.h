@@ -71,7 +71,4 @@ nlohmann::ordered_json columns_json(const Schema& s);
 // A row's scalar columns then its details, as a JSON object.
 nlohmann::ordered_json row_json(const Row& r);
 
-// Writes `text` to `path`, or to stdout when path is "-".
-void write_output(const std::string& path, const std::string& text, const char* what);
-
 }  // namespace incsim::tb

@@ -15,27 +15,46 @@ std::string duration(double s) {
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
 }
-
-// The report line for a point `what` that has run `sim` of simulated time in
-// `wall` seconds and is `fraction` done (negative: unknown).
-std::string line(const std::string& what, const sc_core::sc_time& sim, double wall, double fraction) {
-  const double us = sim.to_seconds() * 1e6;
-  std::string s = fmt::format("incsim: {}: ", what);
-  if (fraction >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(fraction, 1.0) * 100));
-  s += fmt::format("simulated {:.4g} us", us);
-  if (wall > 0) s += fmt::format(" at {:.3g} us/s", us / wall);
-  // The ETA assumes the rest goes as fast as what is done.
-  if (fraction > 0 && fraction < 1) s += ", ETA " + duration(wall * (1 - fraction) / fraction);
-  return s;
-}
 }  // namespace
 
-Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<double()> done_fraction,
-                   std::ostream& err, bool quiet, bool terminal, double report_every_s)
+std::string sim_time_text(double us) {
+  if (us >= 1e6) return fmt::format("{:.2f} s", us / 1e6);
+  if (us >= 1e3) return fmt::format("{:.1f} ms", us / 1e3);
+  return fmt::format("{:.4g} us", us);
+}
+
+std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
+                          const RunShare& r) {
+  std::string s = fmt::format("incsim: {}: ", what);
+  const double f = r.fraction;
+  if (f >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(f, 1.0) * 100));
+  s += "simulated " + sim_time_text(sim_us);
+  if (wall_s > 0) s += " at " + sim_time_text(sim_us / wall_s) + "/s";
+  // The rest of this point: what the last point's pace predicts for its
+  // weight, or what its own fraction extrapolates, the less of the two
+  // (each overestimates where the other does not: a small, latency-bound
+  // point's pace; a fraction of bytes sent, which lags while a pipeline
+  // fills); then the later points at the last one's pace, or at this one's.
+  double left = -1;
+  const double predicted = r.us_per_weight * r.weight;
+  if (predicted > sim_us) left = predicted - sim_us;
+  if (f > 0 && f < 1) left = left < 0 ? sim_us * (1 - f) / f : std::min(left, sim_us * (1 - f) / f);
+  double per_weight = r.us_per_weight;
+  if (per_weight <= 0 && left >= 0 && r.weight > 0) per_weight = (sim_us + left) / r.weight;
+  const double rate = (run_sim_us + sim_us) / (run_wall_s + wall_s);  // simulated us per wall second, this run
+  if (left >= 0 && run_wall_s + wall_s > 0 && rate > 0 && (r.later_weight == 0 || per_weight > 0))
+    s += ", ETA " + duration((left + per_weight * r.later_weight) / rate);
+  return s;
+}
+
+Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
+                   std::ostream& err, bool quiet, bool terminal, double report_every_s,
+                   std::function<std::string()> note)
     // A timeout below the time resolution would judge without time passing.
     : timeout_(std::max(timeout, sc_core::sc_get_time_resolution())),
       progress_(std::move(progress)),
-      done_fraction_(std::move(done_fraction)),
+      share_(std::move(share)),
+      note_(std::move(note)),
       err_(err),
       quiet_(quiet),
       terminal_(terminal),
@@ -52,6 +71,10 @@ void Watchdog::arm(const std::string& what) {
 }
 
 void Watchdog::disarm() {
+  if (armed_) {
+    run_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    run_sim_us_ += (sc_core::sc_time_stamp() - start_).to_seconds() * 1e6;
+  }
   armed_ = false;
   clear_line();
 }
@@ -94,7 +117,10 @@ void Watchdog::judge() {
 
 void Watchdog::report() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  std::string s = line(what_, sc_core::sc_time_stamp() - start_, wall, done_fraction_());
+  std::string s = progress_line(what_, (sc_core::sc_time_stamp() - start_).to_seconds() * 1e6, wall, run_sim_us_,
+                                run_wall_s_, share_());
+  if (note_)
+    if (const std::string n = note_(); !n.empty()) s += ", " + n;
   if (!terminal_) {
     err_ << s << '\n';
     return;

@@ -6,7 +6,7 @@
 // with the last one; unchanged means the run has stalled. Every few
 // wall-clock seconds it reports the point's progress on stderr: on a
 // terminal one line rewritten in place (the point, % done, simulated time,
-// rate and ETA), elsewhere one line per report.
+// rate and the whole run's ETA), elsewhere one line per report.
 //
 // It has no process and notifies no event: a timed event of its own would
 // sit in the kernel's event queue, whose order among events at the same time
@@ -21,14 +21,36 @@
 
 namespace incsim::tb {
 
+// What the progress line knows of the run: the running point's share of it
+// and how far it has come, for an ETA of the whole run.
+struct RunShare {
+  // How much of the running point is done, in [0, 1], or negative when the
+  // workload cannot tell (then no % and no ETA).
+  double fraction = -1;
+  // The point's weight and the later points' together (a collective's bytes:
+  // Workload::point_weight), and the simulated time per weight the last
+  // finished point took (0: none has finished).
+  double weight = 1, later_weight = 0, us_per_weight = 0;
+};
+
+// A simulated time as one reads it: 38.22 us, 160.1 ms, 2.50 s.
+std::string sim_time_text(double us);
+// The report line for a point `what` that has run `sim_us` of simulated
+// time in `wall_s` seconds, after `run_sim_us` and `run_wall_s` of the run's
+// earlier points: the point's % done, simulated time and rate, and the ETA
+// of the whole run.
+std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
+                          const RunShare& share);
+
 class Watchdog {
  public:
   // Reports progress to `err` every `report_every` of wall-clock time unless
   // quiet; `terminal`: err is one, so the report is one line kept up to date.
-  // done_fraction: how much of the running point is done, in [0, 1], or
-  // negative when the workload cannot tell (then no % and no ETA).
-  Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<double()> done_fraction,
-           std::ostream& err, bool quiet, bool terminal, double report_every_s);
+  // `share` says where the run is; `note`, if given, adds to each line
+  // (the VCD's size so far).
+  Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
+           std::ostream& err, bool quiet, bool terminal, double report_every_s,
+           std::function<std::string()> note = {});
   ~Watchdog() { clear_line(); }
   void arm(const std::string& what);
   // Ends the point: a progress line on the terminal is cleared.
@@ -47,7 +69,11 @@ class Watchdog {
   void clear_line();
   sc_core::sc_time timeout_, next_, start_;
   std::function<uint64_t()> progress_;
-  std::function<double()> done_fraction_;
+  std::function<RunShare()> share_;
+  std::function<std::string()> note_;
+  // The run so far, before the running point: wall seconds armed and
+  // simulated us, for the rate the ETA assumes.
+  double run_wall_s_ = 0, run_sim_us_ = 0;
   std::ostream& err_;
   bool quiet_, terminal_, armed_ = false, stalled_ = false, shown_ = false;
   std::chrono::duration<double> report_every_;

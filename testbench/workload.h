@@ -72,6 +72,9 @@ class Workload {
   // How much of the running point is done, in [0, 1], for the progress
   // line; negative when the workload cannot tell.
   virtual double done_fraction() const { return -1; }
+  // How point i's simulated time compares with the others' (a collective's:
+  // its bytes), for the progress line's estimate of when the run ends.
+  virtual double point_weight(size_t i) const { return 1; }
   // Workload state for the VCD beyond the machine's (engines' progress).
   virtual void trace(sc_core::sc_trace_file* tf) const {}
   // --print-schedule, --print-trees: UserError if this workload has none.

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <queue>
 #include <sstream>
 
 namespace incsim::collectives {
@@ -350,11 +351,6 @@ class Checker {
   }
   std::deque<Message>& fifo(int from, int to, int ch) { return fifos_[{from, to, ch}]; }
 
-  bool deps_done(int g) const {
-    for (int q : preds(g))
-      if (!done_[q]) return false;
-    return true;
-  }
 
   void execute(int g) {
     const Operation& o = p_.ops[g];
@@ -486,20 +482,61 @@ class Checker {
     }
     done_.assign(p_.ops.size(), 0);
     ready_.assign(p_.ops.size(), 0);
-    for (bool progress = true; progress;) {
-      progress = false;
-      for (size_t g = 0; g < p_.ops.size(); ++g) {
-        if (done_[g] || !deps_done(static_cast<int>(g))) continue;
-        const Operation& o = p_.ops[g];
-        if (receives(o.kind) && fifo(o.recv_peer, rank_of_[g], o.channel).empty()) continue;
-        if (in_network(o.kind)) {
-          ready_[g] = 1;
-          const std::vector<int>& m = group_members_[group_pos_[g]];
-          if (!std::all_of(m.begin(), m.end(), [&](int x) { return ready_[x]; })) continue;
-          execute_group(m);
-        } else
-          execute(static_cast<int>(g));
-        progress = true;
+    // Sweeps over the operations in order, each running every operation that
+    // may run when the sweep reaches it, until a sweep runs none; an
+    // operation is looked at only when its last predecessor has run (and,
+    // if it receives, again when a message arrives): in this sweep if it
+    // lies ahead, else in the next. The pairing of receives with messages
+    // is a full sweep's, in time linear in the operations.
+    std::vector<std::vector<int>> succ(p_.ops.size());
+    std::vector<uint32_t> waiting(p_.ops.size(), 0);
+    for (size_t g = 0; g < p_.ops.size(); ++g)
+      for (int q : preds(static_cast<int>(g))) {
+        succ[q].push_back(static_cast<int>(g));
+        ++waiting[g];
+      }
+    std::vector<int> reached(group_members_.size(), 0);  // members ready, per group operation
+    std::map<std::array<int, 3>, std::vector<int>> parked;  // (from, to, channel) -> receives waiting for a message
+    using Heap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
+    Heap sweep, later;
+    for (size_t g = 0; g < p_.ops.size(); ++g)
+      if (!waiting[g]) sweep.push(static_cast<int>(g));
+    int at = -1;  // where the sweep is
+    const auto look = [&](int g) { (g > at ? sweep : later).push(g); };
+    const auto ran = [&](int g) {
+      for (int s : succ[g])
+        if (!--waiting[s]) look(s);
+      const Operation& o = p_.ops[g];
+      if (!sends(o.kind)) return;
+      const auto it = parked.find({rank_of_[g], o.send_peer, o.channel});
+      if (it == parked.end()) return;
+      for (int w : it->second) look(w);
+      parked.erase(it);
+    };
+    while (!sweep.empty() || !later.empty()) {
+      if (sweep.empty()) {
+        std::swap(sweep, later);
+        at = -1;
+      }
+      const int g = sweep.top();
+      sweep.pop();
+      if (done_[g]) continue;
+      at = g;
+      const Operation& o = p_.ops[g];
+      if (receives(o.kind) && fifo(o.recv_peer, rank_of_[g], o.channel).empty()) {
+        parked[{o.recv_peer, rank_of_[g], o.channel}].push_back(g);
+        continue;
+      }
+      if (in_network(o.kind)) {
+        if (ready_[g]) continue;
+        ready_[g] = 1;
+        const std::vector<int>& m = group_members_[group_pos_[g]];
+        if (++reached[group_pos_[g]] < static_cast<int>(m.size())) continue;
+        execute_group(m);
+        for (int x : m) ran(x);
+      } else {
+        execute(g);
+        ran(g);
       }
     }
     if (std::find(done_.begin(), done_.end(), 0) != done_.end()) deadlock();

@@ -12,14 +12,11 @@
 #include <vector>
 
 #include "error.h"
+#include "output_file.h"
 
 namespace incsim {
 
 namespace {
-std::string vcd_file(const std::string& path) {
-  return path.size() >= 4 && path.substr(path.size() - 4) == ".vcd" ? path : path + ".vcd";
-}
-
 bool ends_with(const std::string& s, const std::string& end) {
   return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
 }
@@ -96,22 +93,35 @@ void group(std::string& out, const std::string& name, bool open, const std::vect
 }
 }  // namespace
 
+std::string vcd_file(const std::string& path) { return ends_with(path, ".vcd") ? path : path + ".vcd"; }
+
+std::string gtkw_file(const std::string& path) {
+  const std::string file = vcd_file(path);
+  return file.substr(0, file.size() - 4) + ".gtkw";
+}
+
+void check_vcd_path(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || path.back() == '/' || std::filesystem::is_directory(path, ec))
+    throw UserError("--vcd names the folder '" + path + "'; name a file in it, such as " +
+                    (std::filesystem::path(path) / "wave.vcd").lexically_normal().string());
+  check_writable(vcd_file(path), "waveform file");
+  check_writable(gtkw_file(path), "GTKWave save file");
+}
+
 sc_core::sc_trace_file* open_vcd(const std::string& path) {
-  std::string base = path;
-  if (base.size() > 4 && base.substr(base.size() - 4) == ".vcd") base.resize(base.size() - 4);
-  {
-    std::ofstream probe(base + ".vcd");
-    if (!probe) throw UserError("cannot write the waveform file '" + base + ".vcd'");
-  }
-  sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(base.c_str());
+  check_vcd_path(path);
+  const std::string file = vcd_file(path);
+  sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(file.substr(0, file.size() - 4).c_str());
   tf->set_time_unit(1, sc_core::SC_PS);
   return tf;
 }
 
-void close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
+uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
   sc_core::sc_close_vcd_trace_file(tf);
   const std::string file = vcd_file(path);
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  if (!f) throw UserError("cannot read back the waveform file '" + file + "'");
   std::string line;
   std::streampos pos = 0;
   bool in_date = false;
@@ -139,15 +149,18 @@ void close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
   if (const size_t at = tail.rfind("\n#"); at != std::string::npos) end_ps = std::strtoull(tail.c_str() + at + 2, nullptr, 10);
   f.clear();
   f.seekg(0);
-  const std::string base = file.substr(0, file.size() - 4);
-  // GTKWave reads a relative [dumpfile] from the current folder, not the save file's.
-  const std::string text = gtkw_for(f, std::filesystem::absolute(file).lexically_normal().string(), end_ps);
-  std::ofstream g(base + ".gtkw", std::ios::binary);
-  g << text;
-  if (!g) throw UserError("cannot write the GTKWave save file '" + base + ".gtkw'");
+  // GTKWave finds a relative [dumpfile] from the current folder or, failing
+  // that, from where the save file now is, by the path from the [savefile]
+  // it names (its savefile.c, find_dumpfile): the two are written beside
+  // each other, so the pair may be moved or opened from any folder.
+  const std::string gtkw = gtkw_file(path);
+  const auto name = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
+  write_user_file(gtkw, gtkw_for(f, name(file), name(gtkw), end_ps), "GTKWave save file");
+  if (f.bad()) throw UserError("cannot read back the waveform file '" + file + "'");
+  return static_cast<uint64_t>(size);
 }
 
-std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t end_ps) {
+std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::string& gtkw_path, uint64_t end_ps) {
   std::vector<Var> vars;
   std::vector<std::string> scope;
   for (std::string tok; vcd >> tok && tok != "$enddefinitions";) {
@@ -193,13 +206,13 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t en
   std::stable_partition(blocks.begin(), blocks.end(), [&](const std::string& b) { return open_blocks.count(b) > 0; });
 
   std::string out = fmt::format(
-      "[*] GTKWave save file that incsim wrote beside the VCD below: gtkwave w.gtkw (or w.vcd w.gtkw).\n"
+      "[*] GTKWave save file that incsim wrote beside the VCD below: gtkwave {1} (or gtkwave {0} {1}).\n"
       "[*] One group per block, in decimal; occupancies and queues are analog steps. The first two\n"
       "[*] blocks of each kind come first, open; the next six follow, closed, as does every part of a\n"
       "[*] block after its first four: select one and Edit > Toggle Group Open|Close. Further blocks,\n"
       "[*] parts past a block's 32nd and per-VC link counters are in the signal tree (SST) only.\n"
-      "[dumpfile] \"{}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
-      vcd_path);
+      "[dumpfile] \"{0}\"\n[savefile] \"{1}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
+      vcd_path, gtkw_path);
   // The zoom: GTKWave shows 2^-zoom time units per 200 pixels (measured on
   // 3.3.118); the whole run across the 900 pixels of the wave pane. Then the
   // marker and 26 named markers, none set.

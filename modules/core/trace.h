@@ -16,10 +16,16 @@ class Traceable {
   virtual void trace(sc_core::sc_trace_file* tf) const = 0;
 };
 
+// The files --vcd PATH writes: PATH (PATH.vcd if it does not end in .vcd)
+// and the GTKWave save file beside it (w.vcd: w.gtkw).
+std::string vcd_file(const std::string& path);
+std::string gtkw_file(const std::string& path);
+// Throws UserError unless both can be written; a folder is refused.
+void check_vcd_path(const std::string& path);
 sc_core::sc_trace_file* open_vcd(const std::string& path);
 // Closes the file, blanks the $date SystemC writes (keeping byte offsets)
-// and writes the save file beside it (w.vcd: w.gtkw).
-void close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
+// and writes the save file beside it; returns the VCD's size in bytes.
+uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
 
 // GTKWave's save file for a VCD, from the VCD's own declarations, so every
 // name is the one GTKWave reads: a group per block (gpu3, sw0, fpga, host1)
@@ -28,8 +34,9 @@ void close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
 // block has many; the per-VC link counters stay in the signal tree only.
 // Groups past the first two blocks of a kind, and past a block's first four
 // parts, start closed, and none past the eighth block of a kind or a block's
-// 32nd part is listed, so a 16-switch or 128-GPU platform stays readable. vcd_path
-// goes in as the save file's [dumpfile]; end_ps, the run's end, sets the zoom.
-std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, uint64_t end_ps);
+// 32nd part is listed, so a 16-switch or 128-GPU platform stays readable.
+// vcd_path goes in as the save file's [dumpfile] and gtkw_path as its
+// [savefile], each as the user gave it; end_ps, the run's end, sets the zoom.
+std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::string& gtkw_path, uint64_t end_ps);
 
 }  // namespace incsim

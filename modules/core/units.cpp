@@ -7,7 +7,7 @@
 namespace incsim {
 
 uint64_t parse_size(const std::string& text, const std::string& what) {
-  const std::string bad = what + " '" + text + "' is not a positive size (examples: 4096, 8K, 64M, 1G)";
+  const std::string bad = what + " '" + text + "' is not a positive size (examples: 4096, 8K, 64M, 1G, 1T)";
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) throw UserError(bad);
   size_t pos = 0;
   uint64_t v = 0;
@@ -20,8 +20,10 @@ uint64_t parse_size(const std::string& text, const std::string& what) {
   if (suffix == "K" || suffix == "k" || suffix == "KiB") mul = 1ull << 10;
   else if (suffix == "M" || suffix == "MiB") mul = 1ull << 20;
   else if (suffix == "G" || suffix == "GiB") mul = 1ull << 30;
+  else if (suffix == "T" || suffix == "TiB") mul = 1ull << 40;
   else if (!suffix.empty() && suffix != "B") throw UserError(bad);
-  if (v == 0 || v > (1ull << 40) / mul) throw UserError(bad);
+  if (v == 0) throw UserError(bad);
+  if (v > (1ull << 40) / mul) throw UserError(what + " '" + text + "' is larger than 1 TiB, the largest size incsim takes");
   return v * mul;
 }
 

@@ -2,6 +2,7 @@
 // Reads a YAML file the user named (a platform, a configuration), turning
 // yaml-cpp's exceptions into one-sentence UserErrors. Header-only, so only
 // the libraries that read YAML link yaml-cpp.
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -26,6 +27,10 @@ inline YAML::Node load_yaml_file(const std::string& path, const std::string& wha
   const std::string text = read_user_file(path, what, kMaxYamlFileBytes);
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own depth cap (its depthguard.h): no stack overflow.
+    throw UserError(what + " " + path + " nests maps or lists more than 2000 deep (line " +
+                    std::to_string(e.mark.line + 1) + ")");
   } catch (const YAML::Exception& e) {
     throw UserError(what + " " + path + " is not valid YAML (line " + std::to_string(e.mark.line + 1) + ")");
   }

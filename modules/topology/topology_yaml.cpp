@@ -1,10 +1,12 @@
 // YAML platform files: the same description the built-in platforms produce.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "core/error.h"
 #include "core/yaml_file.h"
@@ -32,7 +34,8 @@ PortRef parse_port(const Topology& t, const YAML::Node& link, const char* end, c
   }
 }
 
-void add_nodes(Topology& t, const YAML::Node& list, bool sw, const YamlChecker& in) {
+// Adds a list's nodes; `at` gets each node's item, for messages.
+void add_nodes(Topology& t, const YAML::Node& list, bool sw, const YamlChecker& in, std::vector<YAML::Node>& at) {
   if (!list) return;
   const std::string what = sw ? "switches" : "endpoints";
   if (!list.IsSequence()) in.fail(list, "'" + what + "' must be a list");
@@ -47,7 +50,52 @@ void add_nodes(Topology& t, const YAML::Node& list, bool sw, const YamlChecker& 
     int ports = in.scalar<int>(n, "ports", 0);
     const auto kind = in.scalar<std::string>(n, "kind", sw ? kinds::kNvSwitch : kinds::kGpu);
     in.at_line(n, [&] { return sw ? t.add_switch(name, ports, kind) : t.add_endpoint(name, ports, kind); });
+    at.push_back(n);
   }
+}
+
+// A switch's ports that no link uses are left out (a partly populated
+// 64-port switch): the switch keeps the ports its links use, in order, so
+// where the used ones come first their numbers stay. An endpoint sends on
+// every port it has, so each must be linked.
+Topology without_unused_ports(const Topology& t, const std::vector<YAML::Node>& at, const YamlChecker& in) {
+  const int n = static_cast<int>(t.nodes().size());
+  std::vector<std::vector<int>> renumbered(n);  // [node][declared port]: the port kept, -1: left out
+  bool unused = false;
+  for (int u = 0; u < n; ++u) {
+    const Node& node = t.node(u);
+    int kept = 0;
+    renumbered[u].assign(node.ports, -1);
+    for (int p = 0; p < node.ports; ++p) {
+      if (t.peer({u, p}).node >= 0) {
+        renumbered[u][p] = kept++;
+        continue;
+      }
+      if (node.kind == NodeKind::Endpoint)
+        in.fail(at[u], "endpoint " + node.name + "'s port " + std::to_string(p) + " is not linked; an endpoint sends on " +
+                           "every port it declares, so declare only the ports its links use");
+      unused = true;
+    }
+    if (kept == 0 && node.kind == NodeKind::Switch)
+      in.fail(at[u], "switch " + node.name + " has no link; a switch needs at least one");
+  }
+  if (!unused) return t;
+  Topology out;
+  out.name = t.name;
+  out.family = t.family;
+  out.grid = t.grid;
+  out.routing = t.routing;
+  out.vc_policy = t.vc_policy;
+  for (int u = 0; u < n; ++u) {
+    const Node& node = t.node(u);
+    const int kept = static_cast<int>(std::count_if(renumbered[u].begin(), renumbered[u].end(), [](int p) { return p >= 0; }));
+    if (node.kind == NodeKind::Switch) out.add_switch(node.name, kept, node.block);
+    else out.add_endpoint(node.name, kept, node.block);
+  }
+  for (const Link& l : t.links())
+    out.connect({l.a.node, renumbered[l.a.node][l.a.port]}, {l.b.node, renumbered[l.b.node][l.b.port]}, l.bw_GBps,
+                l.latency_ns, l.dim, l.dateline);
+  return out;
 }
 
 // The shortest text that reads back as the same double, so a dump loads
@@ -98,8 +146,9 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
     lat = in.scalar<double>(link, "latency_ns", lat);
     in.at_line(link, [&] { check_link("the default link", bw, lat); });
   }
-  add_nodes(t, root["endpoints"], false, in);
-  add_nodes(t, root["switches"], true, in);
+  std::vector<YAML::Node> node_at;
+  add_nodes(t, root["endpoints"], false, in, node_at);
+  add_nodes(t, root["switches"], true, in, node_at);
   const YAML::Node links = root["links"];
   if (!links || !links.IsSequence()) throw UserError("platform file " + file + " has no list of links");
   for (const auto& l : links) {
@@ -112,12 +161,13 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
     const bool dateline = in.scalar<bool>(l, "dateline", false);
     in.at_line(l, [&] { t.connect(a, b, link_bw, link_lat, dim, dateline); });
   }
-  if (t.routing != "dimension-order") {
-    t.finalize();
-    return t;
-  }
+  t = without_unused_ports(t, node_at, in);
   try {
-    t.finalize(dimension_order_routes(t));
+    if (t.routing != "dimension-order") t.finalize();
+    else t.finalize(dimension_order_routes(t));
+  } catch (const UserError& e) {  // what the whole graph has (an endpoint that cannot reach another): the file says it
+    const std::string what = e.what(), prefix = "platform '" + t.name + "': ";
+    throw UserError("platform file " + file + ": " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what));
   } catch (const std::logic_error& e) {  // a route off a shortest path: the file's grid does not fit its links
     throw UserError("platform file " + file + ": dimension-order routing does not fit its grid and links (" +
                     e.what() + ")");

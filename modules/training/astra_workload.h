@@ -73,8 +73,9 @@ AstraWorkload read_astra_workload(const std::string& path);
 // the forward and input-gradient all-reduces are the layer's activation
 // all-reduces in its model-parallel group (tp_forward_batch_bytes,
 // tp_backward_batch_bytes; none for the first layer's input gradient, as
-// ASTRA-sim issues none), an ALLTOALL there an all-to-all of those bytes in
-// the group (tp_forward_alltoall, tp_backward_alltoall).
+// ASTRA-sim issues none), an ALLTOALL, ALLGATHER or REDUCESCATTER there that
+// collective of those bytes in the group (tp_forward_kind, tp_backward_kind;
+// ASTRA-sim's sizes: an all-gather's each NPU's share).
 // Workload::decode_involved_dimensions puts the model-parallel group on
 // ASTRA-sim's first network dimensions, so
 // consecutive NPUs, except for HYBRID_MODEL_DATA, whose data-parallel group
@@ -90,9 +91,8 @@ AstraWorkload read_astra_workload(const std::string& path);
 // layer 0 has none, as Workload::iterate_data_parallel and
 // iterate_hybrid_parallel_DLRM run them.
 // UserError "workload file F[, line N]: ..." for another parallelism
-// (customised, micro and inference files), a model-parallel collective
-// other than an all-reduce or all-to-all, a weight-gradient collective other
-// than an all-reduce, ALLREDUCEALLTOALL (ASTRA-sim 1.0's Layer stops on it),
+// (customised, micro and inference files), a weight-gradient collective
+// other than an all-reduce (incsim all-reduces gradients in buckets), ALLREDUCEALLTOALL (ASTRA-sim 1.0's Layer stops on it),
 // bytes that are no whole number of fp32 elements, checkpoints ASTRA-sim
 // would misread: a layer that initiates a recomputation with no checkpoint
 // at or below it, or that is itself a checkpoint, or two that recompute

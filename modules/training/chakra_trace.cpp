@@ -2,6 +2,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
@@ -13,6 +14,9 @@
 #include <tuple>
 #include <unordered_map>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "chakra_et.pb.h"
 #include "core/error.h"
 #include "core/user_file.h"
@@ -22,8 +26,15 @@ namespace {
 
 namespace pb = google::protobuf;
 
-// Traces are read whole, and protobuf reads at most 2 GiB from memory.
-constexpr std::uintmax_t kMaxTraceBytes = INT32_MAX;
+// A rank's trace is read as a stream and held as nodes of about 200 B each
+// (an empty node takes 2 bytes of the file): at most 64 MiB of trace,
+// compressed or inflated, and 2^18 nodes, so that refusing a bad file takes
+// under a second and 100 MB, and a small gzip file cannot inflate to
+// gigabytes. An iteration of that many nodes simulates for many minutes.
+constexpr std::uintmax_t kMaxTraceBytes = std::uintmax_t{64} << 20;
+constexpr size_t kMaxNodes = size_t{1} << 18;
+// incsim's largest collective (parse_size's limit).
+constexpr uint64_t kMaxCommBytes = uint64_t{1} << 40;
 
 const char* const kNodeTypes[] = {"INVALID_NODE", "METADATA_NODE", "MEM_LOAD_NODE",  "MEM_STORE_NODE",
                                   "COMP_NODE",    "COMM_SEND_NODE", "COMM_RECV_NODE", "COMM_COLL_NODE",
@@ -96,6 +107,9 @@ ChakraNode from_proto(const chakra::Node& p, const TraceError& err) {
       n.comm_type = static_cast<ChakraCollective>(c);
     }
   }
+  if (n.comm_size > kMaxCommBytes)
+    err.node(n.id, "comm_size " + std::to_string(n.comm_size) + " B is larger than 1 TiB, the largest " +
+                       (n.type == ChakraNodeType::collective ? "collective" : "transfer") + " incsim runs");
   if (n.type == ChakraNodeType::send && n.comm_dst < 0) err.node(n.id, "a send has no comm_dst");
   if (n.type == ChakraNodeType::recv && n.comm_src < 0) err.node(n.id, "a receive has no comm_src");
   return n;
@@ -141,11 +155,22 @@ const char* to_string(ChakraCollective c) { return kCollectives[static_cast<int>
 
 ChakraTrace read_chakra_trace(const std::string& path) {
   const TraceError err(path);
-  const std::string bytes = read_user_file(path, "chakra trace", kMaxTraceBytes);
-  pb::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  check_user_file(path, "chakra trace", kMaxTraceBytes);
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError("cannot read chakra trace '" + path + "'");
+  pb::io::FileInputStream raw(fd);
+  raw.SetCloseOnDelete(true);
+  // gzip's magic number: the first two bytes, read and put back.
+  const void* head = nullptr;
+  int got = 0;
+  while (got == 0 && raw.Next(&head, &got)) {
+  }
+  const bool gzipped = got >= 2 && static_cast<const unsigned char*>(head)[0] == 0x1f &&
+                       static_cast<const unsigned char*>(head)[1] == 0x8b;
+  if (got > 0) raw.BackUp(got);
   std::unique_ptr<pb::io::GzipInputStream> gzip;
   pb::io::ZeroCopyInputStream* in = &raw;
-  if (bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f && static_cast<unsigned char>(bytes[1]) == 0x8b) {
+  if (gzipped) {
     gzip = std::make_unique<pb::io::GzipInputStream>(&raw);
     in = gzip.get();
   }
@@ -153,14 +178,34 @@ ChakraTrace read_chakra_trace(const std::string& path) {
   t.file = path;
   // One CodedInputStream per message, as Chakra's protoio does, so no
   // stream-wide byte limit applies.
+  // A gzip stream that stopped on an error: said as such, not as the end
+  // of the trace or a message that does not parse.
+  const auto corrupt = [&] {
+    if (gzip && gzip->ZlibErrorCode() < 0)
+      err.file(std::string("the gzip stream is corrupt or truncated (zlib: ") +
+               (gzip->ZlibErrorMessage() ? gzip->ZlibErrorMessage() : "error " + std::to_string(gzip->ZlibErrorCode())) +
+               ")");
+  };
   auto next = [&](pb::MessageLite& msg, size_t index) {
+    // A pipe has no size to check first: what it gives is counted.
+    if (static_cast<std::uintmax_t>(in->ByteCount()) > kMaxTraceBytes)
+      err.file(std::string(gzip ? "the gzip stream inflates to" : "the trace holds") + " more than " +
+               std::to_string(kMaxTraceBytes >> 20) + " MiB, the most a trace holds");
     pb::io::CodedInputStream coded(in);
     uint32_t size = 0;
-    if (!coded.ReadVarint32(&size)) return false;
+    if (!coded.ReadVarint32(&size)) {
+      corrupt();
+      return false;
+    }
+    if (size > kMaxTraceBytes)
+      err.file("message " + std::to_string(index) + " claims " + std::to_string(size) +
+               " bytes, more than a trace holds: the file is not a Chakra trace");
     const auto limit = coded.PushLimit(static_cast<int>(size));
-    if (!msg.ParseFromCodedStream(&coded) || coded.BytesUntilLimit() != 0)
+    if (!msg.ParseFromCodedStream(&coded) || coded.BytesUntilLimit() != 0) {
+      corrupt();
       err.file("message " + std::to_string(index) + (index == 0 ? " (the metadata)" : "") + " of " +
                std::to_string(size) + " bytes does not parse: the file is truncated or not a Chakra trace");
+    }
     coded.PopLimit(limit);
     return true;
   };
@@ -169,6 +214,8 @@ ChakraTrace read_chakra_trace(const std::string& path) {
   t.version = meta.version();
   chakra::Node node;
   for (size_t i = 1; next(node, i); ++i) {
+    if (t.nodes.size() == kMaxNodes)
+      err.file("the trace has more than " + std::to_string(kMaxNodes) + " nodes, the most incsim runs of one rank");
     t.nodes.push_back(from_proto(node, err));
     node.Clear();
   }

@@ -77,7 +77,8 @@ Model read_layer_file(const std::string& path) {
   if (sequence > (1u << 20)) in.fail(root["sequence_length"], "'sequence_length' must be at most 1048576 tokens");
   m.sequence_length = static_cast<uint32_t>(sequence);
   const YAML::Node layers = root["layers"];
-  if (!layers || !layers.IsSequence() || layers.size() == 0) in.fail(root, "a layer file needs a list of layers");
+  if (!layers || !layers.IsSequence()) in.fail(root, "a layer file needs a list of layers");
+  if (layers.size() == 0) in.fail(layers, "the list of layers is empty; a model has at least one layer");
   for (const auto& n : layers) m.layers.push_back(layer(in, n));
   return m;
 }

@@ -70,6 +70,16 @@ double Layer::forward_bytes(uint32_t batch, Precision p) const {
   return ((input_elements + output_elements) * batch + weights) * b;
 }
 
+const char* to_string(TpCollective c) {
+  switch (c) {
+    case TpCollective::allreduce: return "all-reduce";
+    case TpCollective::alltoall: return "all-to-all";
+    case TpCollective::allgather: return "all-gather";
+    case TpCollective::reducescatter: return "reduce-scatter";
+  }
+  return "?";
+}
+
 uint64_t Layer::tp_forward_bytes(uint32_t batch, double element) const {
   return tp_forward_batch_bytes ? tp_forward_batch_bytes
                                 : static_cast<uint64_t>(std::llround(tp_forward_elements() * batch * element));

@@ -23,6 +23,12 @@ const char* to_string(LayerKind k);
 // The names to_string gives; anything else is a UserError naming `where`.
 LayerKind parse_layer_kind(const std::string& text, const std::string& where);
 
+// The collective a tensor-parallel group runs on a layer's activations:
+// Megatron's all-reduce, or what an ASTRA-sim file names (its ALLTOALL,
+// ALLGATHER, REDUCESCATTER).
+enum class TpCollective : uint8_t { allreduce, alltoall, allgather, reducescatter };
+const char* to_string(TpCollective c);  // "all-reduce", "all-to-all", "all-gather", "reduce-scatter"
+
 // How Megatron-LM (Shoeybi et al. 2019, §3) splits a transformer block's
 // layer over a tensor-parallel group: `column` splits the output features
 // (QKV, first FFN matrix) and needs an all-reduce of the input gradient in
@@ -86,9 +92,11 @@ struct Layer {
   // Or the bytes of those all-reduces for the whole batch, as ASTRA-sim's
   // model-parallel files give them (0: from the split).
   uint64_t tp_forward_batch_bytes = 0, tp_backward_batch_bytes = 0;
-  // An ASTRA-sim file's ALLTOALL in their place (an expert layer's or an
-  // embedding's exchange): the group runs an all-to-all of those bytes.
-  bool tp_forward_alltoall = false, tp_backward_alltoall = false;
+  // An ASTRA-sim file's other collective in their place, of those bytes
+  // (ASTRA-sim's sizes: an all-gather's bytes are each GPU's share, a
+  // reduce-scatter's and an all-to-all's each GPU's whole buffer): an expert
+  // layer's all-to-all, a sequence-parallel all-gather.
+  TpCollective tp_forward_kind = TpCollective::allreduce, tp_backward_kind = TpCollective::allreduce;
   // Activation checkpointing (ASTRA-sim's HYBRID_TRANSFORMER_FWD_IN_BCKWD):
   // before this layer's backward kernel, the forward kernels of layers
   // [recompute_from, this one) run again, each with its forward all-reduce;

@@ -281,7 +281,9 @@ class Campaign:
         if not isinstance(self.fixed, dict):
             raise CampaignError("'fixed' must be a mapping of settings")
         for k, v in self.fixed.items():
-            value_text(v)           # rejects null and mappings
+            if v is None:
+                raise CampaignError(_no_value(path, "fixed", k))
+            value_text(v)           # rejects mappings
         self.axes = []              # [(names tuple, [values tuple, ...])]
         axes = data.get("axes") or {}
         if not isinstance(axes, dict):
@@ -417,6 +419,44 @@ class Campaign:
                                     "excluded?)")
             self._points = pts
         return self._points
+
+
+def _key_line(path, section, key):
+    """The line of `key` in the file's top-level mapping `section`, or None
+    (a campaign made in code, a file that no longer reads)."""
+    try:
+        import yaml
+        with open(path) as f:
+            root = yaml.compose(f)
+    except Exception:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for k, v in root.value:
+        if k.value == section and isinstance(v, yaml.MappingNode):
+            for kk, _ in v.value:
+                if kk.value == str(key):
+                    return kk.start_mark.line + 1
+    return None
+
+
+def _no_value(path, section, key):
+    """The sentence for a setting of `section` whose value is null, naming
+    the file, the line and the key; a key that looks like a value is the
+    comma of a flow mapping ({sizes: 1M,4M} is sizes: 1M and 4M: null)."""
+    line = _key_line(path, section, key)
+    where = "%s, line %d" % (path, line) if line else path
+    text = "%s: %s setting '%s' has no value" % (where, section, key)
+    try:
+        parse_size(str(key))
+        looks_like_value = True
+    except ValueError:
+        looks_like_value = False
+    if looks_like_value:
+        text += ("; in a {...} mapping a comma starts the next key, so "
+                 "'%s' became a key of its own: write the value as a list "
+                 "([1M, %s]) or in quotes ('1M,%s')" % (key, key, key))
+    return text
 
 
 def load(path):

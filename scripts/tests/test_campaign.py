@@ -120,7 +120,7 @@ class Expansion(unittest.TestCase):
         cases = [({"axes": {"gpus": []}}, "axis 'gpus' is empty"),
                  ({"axes": {"gpus": None}}, "axis 'gpus' is empty"),
                  ({"axes": {"gpus": [4, None]}}, "null"),
-                 ({"fixed": {"gpus": None}}, "null"),
+                 ({"fixed": {"gpus": None}}, "fixed setting 'gpus' has no value"),
                  ({"fixed": {"gpus": 4}, "axes": {"gpus": [4]}},
                   "given twice"),
                  ({"axis": {"gpus": [4]}}, "unknown campaign key"),
@@ -242,6 +242,13 @@ class FileDigests(TempDirCase):
         argv = pmod.argv_for(c.dir, c.points()[0].settings, "i", "j")
         self.assertEqual(argv[1:3], ["--config",
                                      os.path.join(self.tmp, "cfg.yaml")])
+
+    def test_a_setting_without_a_value_names_the_file_line_and_key(self):
+        # {sizes: 1M,4M} is YAML for sizes: 1M and 4M: null.
+        path = self.write("c.yaml", "name: x\nfixed: {platform: star,\n        sizes: 1M,4M}\n")
+        with self.assertRaisesRegex(CampaignError, r"c\.yaml, line 3: fixed setting '4M' has no value; in a "
+                                    r"\{\.\.\.\} mapping a comma starts the next key"):
+            cmod.load(path)
 
     def test_yaml_errors_are_one_line(self):
         path = self.write("c.yaml", "axes: [unclosed\n")

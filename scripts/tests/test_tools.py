@@ -8,7 +8,7 @@ import shutil
 import stat
 import subprocess
 
-from common import PYTHON, SCRIPTS, TempDirCase, read
+from common import PYTHON, REPO, SCRIPTS, TempDirCase, read
 from incsim_campaign import figures as fmod
 from incsim_campaign import plot as pmod
 
@@ -104,3 +104,16 @@ class Tools(TempDirCase):
         with self.assertRaises(pmod.PlotError):
             pmod.read_reference(ref)
 
+
+    def test_docs_stand_alone(self):
+        # README.md and docs/ are read from a clone, which has no ../shared/
+        # folder and no issue tracker: neither may be named.
+        import re
+        pages = [os.path.join(REPO, "README.md")] + sorted(glob.glob(os.path.join(REPO, "docs", "*.md")))
+        pattern = re.compile(r"\.\./shared|\b[Ii]ssues? #?\d+|\bstop \d+\b")
+        found = []
+        for page in pages:
+            for n, line in enumerate(read(page).splitlines(), 1):
+                if pattern.search(line):
+                    found.append("%s:%d: %s" % (os.path.relpath(page, REPO), n, line.strip()))
+        self.assertEqual(found, [])

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -213,11 +214,82 @@ TEST_CASE("bad input corpus: a device or a folder given as a config, platform or
   const std::string nested = d.write("nested.yaml", "config: /dev/urandom\n");
   require_refused("--config " + nested, "config file '/dev/urandom' is not a file");
   const std::string platform = d.write("platform.yaml", "platform: /dev/zero\n");
-  require_refused("--sizes 8K --config " + platform, "unknown platform '/dev/zero'");
+  require_refused("--sizes 8K --config " + platform, "platform file '/dev/zero' is not a file");
+  // A folder as the platform is no file, as for --config, not an unknown platform's name.
+  require_refused("--sizes 8K --platform " + d.path.string(), "platform file '" + d.path.string() + "' is not a file");
+  require_refused("--sizes 8K --platform /nonexistent/p.yaml", "platform file '/nonexistent/p.yaml' does not exist");
   // Program files too, MSCCL's XML and incsim's own.
   require_refused("--sizes 8K --algorithm /dev/zero", "program file '/dev/zero' is not a file");
-  require_refused("--sizes 8K --algorithm /dev/zero.xml", "cannot read MSCCL algorithm file '/dev/zero.xml'");
+  require_refused("--sizes 8K --algorithm /dev/zero.xml", "MSCCL algorithm file '/dev/zero.xml' does not exist");
   require_refused("--sizes 8K --algorithm " + d.path.string(), "is not a file");
+}
+
+TEST_CASE("bad input corpus: a reader refuses what is too large, too deep or too many before it costs a second",
+          "[cli][errors][readers]") {
+  // Each run is under `timeout`: a refusal that came only after building a
+  // platform or reading gigabytes would be killed (exit 124), not pass.
+  const std::string run = "timeout 20 env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' --quiet ";
+  TempDir d;
+  // ASTRA-sim: a million layers is refused from the count on line 2, a file
+  // over 16 MiB from its size.
+  const std::string million = d.write("million.txt", "DATA\n1000000\nl0 -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 4 1\n");
+  const std::string wide = d.write("wide.txt", "");
+  std::filesystem::resize_file(wide, (std::uintmax_t{16} << 20) + 1);
+  // MSCCL: 50,000 nested elements, and a file over 64 MiB.
+  std::string nested = "<algo name=\"x\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"1\" ngpus=\"2\" coll=\"allreduce\">\n";
+  for (int i = 0; i < 50000; ++i) nested += "<x>";
+  const std::string deep = d.write("deep.xml", nested);
+  const std::string huge = d.write("huge.xml", "");
+  std::filesystem::resize_file(huge, (std::uintmax_t{64} << 20) + 1);
+  // YAML: maps nested past yaml-cpp's depth guard.
+  const std::string yaml = d.write("deep.yaml", "a: " + std::string(50000, '[') + "\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {"--model " + million + " --platform star --gpus 4",
+       "workload file " + million + ", line 2: the layer count 1000000 is more than the 100000 layers incsim runs in one model"},
+      {"--model " + wide + " --platform star --gpus 4", "workload file " + wide + " is 16.0 MiB; a workload file is at most 16 MiB"},
+      {"--algorithm " + deep + " --platform star --gpus 2",
+       deep + ":2: elements are nested more than 64 deep; an algorithm's are 4 (algo, gpu, tb, step)"},
+      {"--algorithm " + huge + " --platform star --gpus 2",
+       "MSCCL algorithm file " + huge + " is 64.0 MiB; a MSCCL algorithm file is at most 64 MiB"},
+      {"--config " + yaml, "config file " + yaml + " nests maps or lists more than 2000 deep"},
+      // A type that cannot sum the GPUs exactly, said before their platform is built (it takes seconds and 500 MB).
+      {"--platform cluster --nodes 32 --dtype bfloat16 --sizes 8K",
+       "--dtype bfloat16 cannot sum 256 ranks exactly (it holds every whole number only up to 256)"},
+      {"--platform cluster --nodes 32 --model resnet50 --precision bf16",
+       "--precision bf16 cannot sum a group of 256 GPUs exactly (it holds every whole number only up to 256), so its "
+       "results could not be checked; use groups of at most 255 GPUs or --precision fp32"}};
+  for (const auto& [args, sentence] : cases) {
+    INFO("incsim " << args);
+    const Result r = sh(run + args);
+    INFO("exit " << r.code << "\nstderr:\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("incsim: error: " + sentence));
+  }
+}
+
+TEST_CASE("bad input corpus: each message names the real problem and the choices that apply", "[cli][errors]") {
+  TempDir d;
+  const std::pair<std::string, std::string> cases[] = {
+      {"--config " + d.write("jobs.yaml", "platform: dgx2\njobs: []\n"),
+       "config file " + d.file("jobs.yaml") + ", line 2: the list of jobs is empty"},
+      {"--model " + d.write("layers.yaml", "name: x\nlayers: []\n") + " --platform star --gpus 4",
+       "layer file " + d.file("layers.yaml") + ", line 2: the list of layers is empty"},
+      // The GPUs --pp cannot divide, not the micro-batches the user never set.
+      {"--model resnet50 --platform star --gpus 4 --pp 3",
+       "--pp 3 does not divide the 4 GPUs of the run into pipeline stages"},
+      {"--model resnet50 --platform star --gpus 6 --pp 3",
+       "train.microbatches 3 (by default --pp's stages) does not divide the batch of 32 samples"},
+      {"--platform torus --algorithm push --sizes 8K",
+       "(dgx2, fattree2l, star, fattree, hgx-h100, nvl72 and YAML platforms of NVSwitches built so)"},
+      {"--sizes 8K --platform " + d.path.string(), "platform file '" + d.path.string() + "' is not a file"}};
+  // No sections: their names would hold the temporary folder, new each time Catch enters the case.
+  for (const auto& [args, sentence] : cases) require_refused(args + " --quiet", sentence);
+  // An unknown algorithm lists those that run on the platform, not NetReduce's.
+  const Result r = incsim("--platform hgx-h100 --algorithm ring,push --sizes 8K --quiet");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::StartsWith("incsim: error: unknown algorithm 'ring,push'; choose one of ring, push"));
+  CHECK_THAT(r.err, !Catch::Contains("netreduce") && !Catch::Contains("tencent"));
 }
 
 TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
@@ -329,7 +401,7 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--traffic nope", "unknown traffic pattern 'nope'"},
       {"--platform torus --traffic uniform --load 2", "outside (0, 1]"},
       {"--load 0.5", "--load applies to --traffic only"},
-      {"--config /nonexistent.yaml", "cannot read config file '/nonexistent.yaml'"},
+      {"--config /nonexistent.yaml", "config file '/nonexistent.yaml' does not exist"},
       {"-c noequals", "-c expects key=value, got 'noequals'"},
       {"-c bogus.key=1", "unknown key 'bogus.key'"},
       {"-c switch.latency=1", "did you mean 'switch.latency_ns'?"},
@@ -339,6 +411,11 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--all", "--all goes with --list-params"},
       {"--sizes", "option --sizes needs a value"},
       {"--vcd", "option --vcd needs a value"},
+      {"--json ''", "option --json needs a file name, or - for stdout, not ''"},
+      {"--csv ''", "option --csv needs a file name, or - for stdout, not ''"},
+      {"--vcd ''", "option --vcd needs a file name, not ''"},
+      {"--log ''", "option --log needs a level"},
+      {"--sizes 2T", "size '2T' is larger than 1 TiB, the largest size incsim takes"},
       {"--bogus", "unknown option '--bogus'"}};
   for (const auto& [args, sentence] : cases) DYNAMIC_SECTION(args) { require_refused(args + " --quiet", sentence); }
 }

@@ -339,6 +339,79 @@ TEST_CASE("bad input: unwritable output files", "[cli][errors]") {
   require_error(std::string(kQuickRun) + " --vcd /nonexistent/dir/w.vcd", {"/nonexistent/dir/w"});
 }
 
+TEST_CASE("every output is checked before anything is built or simulated", "[cli][errors][outputs]") {
+  // Runs that would take minutes to build and simulate: under `timeout`, a
+  // check made after the run is killed (exit 124) instead of refusing.
+  const std::string big = "timeout 30 env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                          "' --platform fattree2l --gpus 128 --algorithm push --sizes 64M:256M --quiet ";
+  const std::string train = "timeout 30 env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                            "' --model resnet50 --platform fattree2l --gpus 128 --iterations 20 --quiet ";
+  const std::pair<std::string, std::string> cases[] = {
+      {big + "--json /nonexistent/dir/r.json", "cannot write the results file '/nonexistent/dir/r.json' (its folder does not exist)"},
+      {big + "--csv /nonexistent/dir/r.csv", "cannot write the CSV file '/nonexistent/dir/r.csv' (its folder does not exist)"},
+      {big + "--vcd /nonexistent/dir/w.vcd", "cannot write the waveform file '/nonexistent/dir/w.vcd' (its folder does not exist)"},
+      {big + "--vcd /tmp", "--vcd names the folder '/tmp'; name a file in it, such as /tmp/wave.vcd"},
+      {big + "--vcd /tmp/", "--vcd names the folder '/tmp/'"},
+      {big + "--json /tmp", "cannot write the results file '/tmp' (it is a folder)"},
+      {big + "--dump-platform /nonexistent/dir/p.yaml", "cannot write the platform file '/nonexistent/dir/p.yaml'"},
+      {train + "--timeline /nonexistent/dir/t.json", "cannot write the timeline '/nonexistent/dir/t.json'"}};
+  for (const auto& [command, sentence] : cases) {
+    INFO(command);
+    const Result r = sh(command);
+    INFO("exit " << r.code << "\nstderr:\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("incsim: error: ") && Catch::Contains(sentence));
+  }
+  // A file the check had to create is not left behind.
+  TempDir d;
+  const Result r = incsim(std::string(kQuickRun) + " --json " + d.file("r.json") + " --csv /nonexistent/x.csv");
+  CHECK(r.code == 2);
+  CHECK_FALSE(fs::exists(d.file("r.json")));
+}
+
+namespace {
+// incsim with stdout on a device that takes nothing: what it says on stderr.
+Result full_stdout(const std::string& args) {
+  TempDir d;
+  const std::string cmd = "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' " + args + " >/dev/full 2>'" +
+                          d.file("err") + "' </dev/null";
+  const int st = std::system(cmd.c_str());
+  Result r;
+  r.exited = st != -1 && WIFEXITED(st);
+  r.code = r.exited ? WEXITSTATUS(st) : -1;
+  r.err = slurp(d.file("err"));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("every write is checked: a full device is an error, not exit 0", "[cli][errors][outputs]") {
+  const std::pair<std::string, std::string> to_file[] = {
+      {" --json /dev/full", "cannot write the results file '/dev/full' (no space left on the device)"},
+      {" --csv /dev/full", "cannot write the CSV file '/dev/full' (no space left on the device)"},
+      {" --dump-platform /dev/full", "cannot write the platform file '/dev/full' (no space left on the device)"}};
+  for (const auto& [args, sentence] : to_file) require_error(std::string(kQuickRun) + args, {sentence});
+  const std::pair<std::string, std::string> to_stdout[] = {
+      {kQuickRun, "cannot write the table to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --csv -", "cannot write the CSV file to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --json -", "cannot write the results file to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --print-program", "cannot write the program to stdout"},
+      {std::string(kQuickRun) + " --list-params", "cannot write the parameters to stdout"},
+      {"--help", "cannot write the help to stdout"},
+      {"--list-choices", "cannot write the choices to stdout"}};
+  for (const auto& [args, sentence] : to_stdout) {
+    INFO(args);
+    const Result r = full_stdout(args);
+    INFO("stderr:\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("incsim: error: " + sentence));
+  }
+  // The table is refused before anything is simulated: its header is written first.
+  const Result big = full_stdout("--platform fattree2l --gpus 128 --algorithm push --sizes 64M:256M --quiet");
+  CHECK(big.code == 2);
+}
+
 TEST_CASE("a good run exits 0 with a row per size and nothing on stderr", "[cli]") {
   const Result r = incsim(kQuickRun);
   INFO("stderr:\n" << r.err);
@@ -1393,8 +1466,8 @@ TEST_CASE("config file: an include or a platform file is read relative to the in
   REQUIRE(r.code == 0);
   CHECK(lines(r.out).back().find("8192") != std::string::npos);
   const std::string missing = d.write("sub/missing.yaml", "config: nowhere.yaml\n");
-  require_error("--config " + missing, {"cannot read config file '" + d.file("sub/nowhere.yaml") +
-                                        "' (included by " + missing + ")"});
+  require_error("--config " + missing, {"config file '" + d.file("sub/nowhere.yaml") + "' does not exist (included by " +
+                                        missing + ")"});
   CHECK(incsim("--config " + missing).code == 2);
   // So is a platform file.
   fs::copy_file(PLATFORM_EXAMPLES "/dual-switch.yaml", d.path / "sub/machine.yaml");
@@ -1482,4 +1555,26 @@ TEST_CASE("the table's notes: singular for one, whole numbers, what a host is", 
   CHECK_THAT(multigpu.out, Catch::Contains(" Gbps per GPU (frames it sends into its machine, toward a GPU or the NIC)"));
   CHECK_THAT(incsim("--help").out, Catch::Contains("at most 8192 nodes"));
   CHECK(incsim("--platform bigraph --dims 2x4 --list-params").code == 0);
+}
+
+TEST_CASE("a platform file's partly populated switches run as the switches of the ports they use", "[cli][platform]") {
+  // dual-switch.yaml's two 8-port switches declared with 64 ports, the
+  // trunk's last link moved to port 63 of one and 40 of the other.
+  std::string text = slurp(PLATFORM_EXAMPLES "/dual-switch.yaml");
+  const auto swap = [&](const std::string& from, const std::string& to) {
+    for (size_t at; (at = text.find(from)) != std::string::npos;) text.replace(at, from.size(), to);
+  };
+  TempDir d;
+  swap("ports: 8}", "ports: 64}");
+  swap("{a: swA.7, b: swB.7,", "{a: swA.63, b: swB.40,");
+  const std::string wide = d.write("wide.yaml", text);
+  for (const char* algorithm : {"ring", "push"}) {
+    INFO(algorithm);
+    const std::string args = std::string(" --sizes 64K,1M --quiet --algorithm ") + algorithm;
+    const Result a = incsim("--platform " PLATFORM_EXAMPLES "/dual-switch.yaml" + args);
+    const Result b = incsim("--platform " + wide + args);
+    INFO(b.err);
+    REQUIRE(b.code == 0);
+    CHECK(b.out.substr(b.out.find("\n#")) == a.out.substr(a.out.find("\n#")));  // all but the header's first line
+  }
 }

@@ -73,6 +73,38 @@ TEST_CASE("an MSCCL all-pairs all-reduce runs with #wrong 0 and moves exactly th
   }
 }
 
+TEST_CASE("an MSCCL XML whose rrs and rrc add to a src other than their dst runs as MSCCL's runtime runs it",
+          "[cores][msccl]") {
+  // testbench/tests/data/msccl_src_dst_3.xml: each chunk's partial sums
+  // added to the input chunk an rrs or rrc names as src, the rrc's sum
+  // written to the output chunk it names as dst. Every element of every
+  // GPU's output is checked against its exact sum (#wrong), and each GPU
+  // sends 4 chunks (s, rrs, s, rcs) and receives 4, one connection each way.
+  TempDir d;
+  const std::string xml = std::string(TEST_DATA) + "/msccl_src_dst_3.xml";
+  const Result r = incsim("--platform star --gpus 3 --algorithm " + xml + " --sizes 3K,96K --quiet --json " +
+                          d.file("r.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+  REQUIRE(j["rows"].size() == 2);
+  for (const auto& row : j["rows"]) {
+    CHECK(row["wrong"] == 0);
+    const uint64_t packets = row["size_bytes"].get<uint64_t>() / 3 / 128, sends = 4, receives = 4;
+    const uint64_t out = sends * packets * (128 + 16) + (sends + receives) * 32 + (receives * packets + sends + receives) * 16;
+    for (const auto& l : row["links"]) {
+      const std::string from = l["from"];
+      if (from.rfind("gpu", 0) == 0) CHECK(l["bytes"].get<uint64_t>() == out);
+    }
+  }
+  // The count bites: GPU 1's cores add one too many to its first results.
+  const Result f = incsim("--platform star --gpus 3 --algorithm " + xml + " --sizes 96K --quiet -c fault.alu.block=gpu1.cores "
+                          "-c fault.alu.elements=5");
+  CHECK(f.code == 1);
+  // Its 5 wrong sums reach all three GPUs: 15 elements.
+  CHECK_THAT(f.out, Catch::Contains("      15    54.9"));
+}
+
 TEST_CASE("#wrong bites: a reduction that reads the wrong chunk is refused, a faulty ALU is counted",
           "[cores][msccl]") {
   TempDir d;

@@ -104,12 +104,12 @@ TEST_CASE("on a terminal the progress line is rewritten in place and cleared bef
   std::vector<std::string> args = words(kProgressRun);
   const std::string out = on_terminal(args);
   // Each report: carriage return, the line, clear to the end of the line.
-  const std::regex report("\r(incsim: size 1M \\((\\d) of 2\\): (\\d+)%, simulated [0-9.e+-]+ us at [0-9.e+-]+ us/s"
+  const std::regex report("\r(incsim: size 1M \\((\\d) of 2\\): (\\d+)%, simulated [0-9.]+ (us|ms) at [0-9.]+ (us|ms|s)/s"
                           "(, ETA \\d+s)?)\x1b\\[K");
   int reports = 0, with_eta = 0;
   for (std::sregex_iterator it(out.begin(), out.end(), report), end; it != end; ++it) {
     ++reports;
-    with_eta += (*it)[4].matched;
+    with_eta += (*it)[6].matched;
     CHECK(std::stoi((*it)[3]) <= 100);
   }
   CHECK(reports >= 4);
@@ -165,7 +165,11 @@ TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, gr
   CHECK(vcd == slurp(d.file("b.vcd")));  // deterministic, the entry counts included
   CHECK_THAT(vcd, Catch::Contains("entry0_count"));
   REQUIRE_FALSE(gtkw.empty());
-  CHECK_THAT(gtkw, Catch::Contains("[dumpfile] \"" + d.file("a.vcd") + "\""));
+  // The save file names its own files, as given: GTKWave finds the VCD
+  // beside the save file wherever the two are opened from.
+  CHECK_THAT(gtkw, Catch::StartsWith("[*] GTKWave save file that incsim wrote beside the VCD below: gtkwave a.gtkw "
+                                     "(or gtkwave a.vcd a.gtkw)."));
+  CHECK_THAT(gtkw, Catch::Contains("\n[dumpfile] \"a.vcd\"\n[savefile] \"a.gtkw\"\n"));
   const std::set<std::string> names = vcd_names(vcd);
   std::vector<std::string> groups;  // open groups, innermost last
   std::map<std::string, std::string> flags_of;
@@ -214,4 +218,33 @@ TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, gr
   // Eight blocks of a kind at most: the others are in the signal tree only.
   CHECK(closed.count("gpu7") == 1);
   CHECK(flags_of.count("SystemC.gpu8.cores.step[31:0]") == 0);
+}
+
+TEST_CASE("GTKWave opens the save file from any folder and finds the VCD beside it", "[observe][vcd]") {
+  if (access("/usr/bin/gtkwave", X_OK) != 0 || access("/usr/bin/xvfb-run", X_OK) != 0) {
+    // Catch2 2.13 has no SKIP: warn and stop here (the test passes).
+    WARN("gtkwave or xvfb-run is not installed (Debian packages gtkwave, xvfb): GTKWave itself was not run");
+    return;
+  }
+  TempDir d;
+  std::filesystem::create_directories(d.file("waves"));
+  const Result r = sh("cd '" + d.file("waves") + "' && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                      "' --platform star --gpus 4 --sizes 8K --vcd w.vcd");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // Not --quiet: it says where it wrote both files and how large the VCD is.
+  CHECK_THAT(r.err, Catch::Matches("incsim: wrote the waveform w\\.vcd \\([0-9.]+ MB\\) and its GTKWave save file: "
+                                   "gtkwave w\\.gtkw\n"));
+  std::ofstream(d.file("ask.tcl")) << "puts \"DUMP [gtkwave::getDumpFileName]\"\ngtkwave::/File/Quit\n";
+  // From the folder above, and after both moved elsewhere.
+  const auto dump = [&](const std::string& dir, const std::string& save) {
+    const Result g = sh("cd '" + dir + "' && timeout 60 xvfb-run -a gtkwave -S '" + d.file("ask.tcl") + "' " + save);
+    const size_t at = g.out.find("DUMP ");
+    return at == std::string::npos ? "(none: " + g.out + g.err + ")" : g.out.substr(at + 5, g.out.find('\n', at) - at - 5);
+  };
+  CHECK(dump(d.path.string(), "waves/w.gtkw") == std::filesystem::canonical(d.file("waves/w.vcd")).string());
+  std::filesystem::create_directories(d.file("moved/deeper"));
+  std::filesystem::rename(d.file("waves/w.vcd"), d.file("moved/deeper/w.vcd"));
+  std::filesystem::rename(d.file("waves/w.gtkw"), d.file("moved/deeper/w.gtkw"));
+  CHECK(dump(d.file("moved"), "deeper/w.gtkw") == std::filesystem::canonical(d.file("moved/deeper/w.vcd")).string());
 }

@@ -4,6 +4,8 @@
 // sentence of the checker.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -22,6 +24,7 @@
 #include "collectives/tree_shares.h"
 #include "core/error.h"
 #include "topology/dgx1.h"
+#include "temp_file.h"
 #include "topology/direct_networks.h"
 
 using namespace incsim;
@@ -478,30 +481,30 @@ TEST_CASE("malformed MSCCL XML is refused naming the file and the element") {
   const std::string xml = read_text_file(kAllPairs, "test file");
   // A send in the thread block that sends to no one.
   REQUIRE(refusal(replaced(xml, "<step s=\"0\" type=\"re\"", "<step s=\"0\" type=\"s\"")) ==
-          "bad.xml: gpu 0 tb 0 step 0: sends (type s) but thread block 0 sends to no peer (send=-1)");
+          "bad.xml:8: gpu 0 tb 0 step 0: sends (type s) but thread block 0 sends to no peer (send=-1)");
   REQUIRE(refusal(replaced(xml, "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"1\"",
                            "type=\"re\" srcbuf=\"s\" srcoff=\"0\" dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\" deps=\"9\"")) ==
-          "bad.xml: gpu 0 tb 0 step 0: depends on tb 1 step 9, which does not exist");
+          "bad.xml:8: gpu 0 tb 0 step 0: depends on tb 1 step 9, which does not exist");
   REQUIRE(refusal(replaced(xml, "depid=\"1\" deps=\"1\"", "depid=\"7\" deps=\"1\"")) ==
-          "bad.xml: gpu 0 tb 0 step 0: depends on tb 7 step 1, which does not exist");
+          "bad.xml:8: gpu 0 tb 0 step 0: depends on tb 7 step 1, which does not exist");
   REQUIRE(refusal(replaced(xml, "srcbuf=\"s\" srcoff=\"2\"", "srcbuf=\"s\" srcoff=\"3\"")) ==
-          "bad.xml: gpu 0 tb 0 step 2: src chunks [3, 4) of buffer s lie outside its 3 chunks");
+          "bad.xml:10: gpu 0 tb 0 step 2: src chunks [3, 4) of buffer s lie outside its 3 chunks");
   REQUIRE(refusal(replaced(xml, "dstbuf=\"i\" dstoff=\"0\" cnt=\"1\" depid=\"1\"", "dstbuf=\"q\" dstoff=\"0\" cnt=\"1\" depid=\"1\"")) ==
-          "bad.xml: gpu 0 tb 0 step 0: dstbuf \"q\" is not i, o or s");
+          "bad.xml:8: gpu 0 tb 0 step 0: dstbuf \"q\" is not i, o or s");
   REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\"", "<tb id=\"1\" send=\"4\"")) ==
-          "bad.xml: gpu 0 tb 1: send 4 is out of range [-1, 3]");
+          "bad.xml:12: gpu 0 tb 1: send 4 is out of range [-1, 3]");
   REQUIRE(refusal(replaced(xml, "<tb id=\"1\" send=\"1\" recv=\"1\"", "<tb id=\"1\" send=\"0\" recv=\"1\"")) ==
-          "bad.xml: gpu 0 tb 1: names its own gpu as a peer");
+          "bad.xml:12: gpu 0 tb 1: names its own gpu as a peer");
   REQUIRE(refusal(replaced(xml, "<step s=\"1\" type=\"re\"", "<step s=\"2\" type=\"re\"")) ==
-          "bad.xml: gpu 0 tb 0 step 2: comes where step 1 belongs");
+          "bad.xml:9: gpu 0 tb 0 step 2: comes where step 1 belongs");
   REQUIRE(refusal(replaced(xml, "type=\"re\"", "type=\"put\"")) ==
-          "bad.xml: gpu 0 tb 0 step 0: step type \"put\" is not one of s, r, rrs, rrc, rrcs, rcs, cpy, re, nop");
+          "bad.xml:8: gpu 0 tb 0 step 0: step type \"put\" is not one of s, r, rrs, rrc, rrcs, rcs, cpy, re, nop");
   REQUIRE(refusal(replaced(xml, "coll=\"allreduce\"", "coll=\"gather\"")) ==
-          "bad.xml: algo: coll \"gather\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
+          "bad.xml:5: algo: coll \"gather\" is not a collective incsim runs (allreduce, reduce_scatter, allgather, "
           "broadcast, alltoall)");
-  REQUIRE(refusal(replaced(xml, " cnt=\"1\" depid=\"1\"", " depid=\"1\"")) == "bad.xml: gpu 0 tb 0 step 0: has no attribute cnt");
-  REQUIRE(refusal(replaced(xml, "<gpu id=\"3\"", "<gpu id=\"2\"")) == "bad.xml: gpu 2: appears twice");
-  REQUIRE(refusal(replaced(xml, "</algo>", "")).rfind("bad.xml:", 0) == 0);  // Boost's parser: file and line
+  REQUIRE(refusal(replaced(xml, " cnt=\"1\" depid=\"1\"", " depid=\"1\"")) == "bad.xml:8: gpu 0 tb 0 step 0: has no attribute cnt");
+  REQUIRE(refusal(replaced(xml, "<gpu id=\"3\"", "<gpu id=\"2\"")) == "bad.xml:81: gpu 2: appears twice");
+  REQUIRE(refusal(replaced(xml, "</algo>", "")).rfind("bad.xml:", 0) == 0);  // the parser: file and line
   // Well formed, but a wrong algorithm: the checker finds it.
   const Program no_reduce = read_msccl_xml(
       replaced(xml, "srcbuf=\"s\" srcoff=\"2\" dstbuf=\"i\" dstoff=\"0\"", "srcbuf=\"s\" srcoff=\"1\" dstbuf=\"i\" dstoff=\"0\""),
@@ -845,4 +848,143 @@ TEST_CASE("NetReduce's algorithms as RoCE host programs are correct and round-tr
   CHECK(masters);
   CHECK(chain);
   for (int i = 0; i < t.op_count(4); ++i) CHECK(t.op(4, i).channel == 1);  // GPU 1 never leaves its machine
+}
+
+namespace {
+const std::string kSrcDst = std::string(TEST_DATA) + "/msccl_src_dst_3.xml";
+}  // namespace
+
+TEST_CASE("MSCCL's receive-reduce steps add what arrives to their src and write their dst, as its runtime does",
+          "[msccl]") {
+  // msccl_interpreter.h: recvReduceSend(src), recvReduceCopy(src, dst), recvReduceCopySend(src, dst).
+  const Program p = read_msccl_file(kSrcDst);
+  for (int r = 0; r < 3; ++r) {
+    const Operation& rrs = p.op(r, 1);
+    REQUIRE(rrs.kind == OpKind::RecvReduceSend);
+    CHECK(rrs.src == chunk(Buffer::Input, static_cast<uint32_t>((r + 1) % 3)));
+    CHECK(rrs.dst.empty());  // the XML's dst (scratch 0) is unused, as in the runtime
+    const Operation& rrc = p.op(r, 2);
+    REQUIRE(rrc.kind == OpKind::RecvReduceCopy);
+    CHECK(rrc.src == chunk(Buffer::Input, static_cast<uint32_t>(r)));
+    CHECK(rrc.dst == chunk(Buffer::Output, static_cast<uint32_t>(r)));
+  }
+  const ProgramCheck c = check_program(p);
+  INFO(c.report());
+  REQUIRE(c.ok());
+  CHECK(c.summary == "each rank's result holds each element of every rank exactly once");
+  // rrcs: reduce into dst and send dst on, in place of rrc and s.
+  std::string xml = read_text_file(kSrcDst, "test file");
+  for (int r = 0; r < 3; ++r) {
+    const std::string o = std::to_string(r);
+    xml = replaced(xml, "type=\"rrc\" srcbuf=\"i\" srcoff=\"" + o + "\"", "type=\"rrcs\" srcbuf=\"i\" srcoff=\"" + o + "\"");
+    xml = replaced(xml, "<step s=\"3\" type=\"s\"", "<step s=\"3\" type=\"nop\"");
+  }
+  const Program q = read_msccl_xml(xml, "rrcs.xml");
+  CHECK(q.op(1, 2).kind == OpKind::RecvReduceCopySend);
+  CHECK(q.op(1, 2).src == chunk(Buffer::Input, 1));
+  CHECK(q.op(1, 2).dst == chunk(Buffer::Output, 1));
+  require_ok(q);
+  // Reducing with dst, as incsim once read these steps, adds to a chunk
+  // that holds nothing: the checker refuses the file written that way.
+  const std::string with_dst = replaced(read_text_file(kSrcDst, "test file"),
+                                        "type=\"rrc\" srcbuf=\"i\" srcoff=\"0\"", "type=\"rrc\" srcbuf=\"o\" srcoff=\"0\"");
+  CHECK(first_problem(read_msccl_xml(with_dst, "dst.xml")) ==
+        "rank 0 operation 2 (rrc) reads output chunk 0, which holds nothing yet");
+}
+
+TEST_CASE("an MSCCL dependency waits for the step after which the runtime signals: the first with hasdep", "[msccl]") {
+  const std::string xml = read_text_file(kAllPairs, "test file");
+  // gpu 0 tb 0 step 0 depends on tb 1 step 1, which has hasdep="1".
+  const std::string tb1_step1 =
+      "<step s=\"1\" type=\"r\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"s\" dstoff=\"0\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"1\"/>";
+  const std::string tb1_step3 =
+      "<step s=\"3\" type=\"r\" srcbuf=\"i\" srcoff=\"1\" dstbuf=\"i\" dstoff=\"1\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>";
+  const Program p = read_msccl_xml(xml, "a.xml");
+  REQUIRE(p.op(0, 0).dep_count == 1);
+  CHECK(p.deps_of(p.op(0, 0))[0] == 3 + 1);  // tb 1 starts at operation 3
+  // Without hasdep there, the runtime's flag passes step 1 only after step
+  // 3 signals: the dependency is on step 3, which waits (through tb 1's own
+  // step 2) for tb 0: the runtime would hang, and the checker says why.
+  const std::string later = replaced(replaced(xml, tb1_step1, replaced(tb1_step1, "hasdep=\"1\"", "hasdep=\"0\"")),
+                                     tb1_step3, replaced(tb1_step3, "hasdep=\"0\"", "hasdep=\"1\""));
+  const Program q = read_msccl_xml(later, "later.xml");
+  CHECK(q.deps_of(q.op(0, 0))[0] == 3 + 3);
+  CHECK(first_problem(q) == "rank 0's operations 0, 1, 2, 5, 6 wait for each other in a cycle");
+  // No step signals at or after it: refused, naming the file and line.
+  CHECK(refusal(replaced(xml, tb1_step1, replaced(tb1_step1, "hasdep=\"1\"", "hasdep=\"0\""))) ==
+        "bad.xml:8: gpu 0 tb 0 step 0: depends on tb 1 step 1, and neither it nor a later step of tb 1 has "
+        "hasdep=\"1\": MSCCL's runtime signals a thread block's progress only after such a step, so this one would "
+        "wait forever");
+  // The runtime reads hasdep on every step.
+  CHECK(refusal(replaced(xml, " hasdep=\"0\"/>", "/>")) == "bad.xml:8: gpu 0 tb 0 step 0: has no attribute hasdep");
+}
+
+TEST_CASE("two MSCCL thread blocks on one connection are refused, naming the file and line", "[msccl]") {
+  try {
+    read_msccl_file(std::string(TEST_DATA) + "/msccl_shared_connection_3.xml");
+    FAIL("accepted");
+  } catch (const UserError& e) {
+    CHECK_THAT(e.what(), Catch::EndsWith(
+                             "msccl_shared_connection_3.xml:12: gpu 0: thread blocks 0 and 1 both send to gpu 1 on "
+                             "channel 0, one connection, which MSCCL's runtime does not order between thread blocks "
+                             "(what arrives where is undefined); give each its own channel"));
+  }
+}
+
+TEST_CASE("the MSCCL reader refuses malformed and outsized XML in one sentence, without recursion", "[msccl]") {
+  // 50,000 nested elements: a depth cap, not a stack overflow.
+  const std::string head =
+      "<algo name=\"x\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"1\" ngpus=\"1\" coll=\"allreduce\">\n";
+  std::string deep = head;
+  for (int i = 0; i < 50000; ++i) deep += "<x>";
+  CHECK(refusal(deep) == "bad.xml:2: elements are nested more than 64 deep; an algorithm's are 4 (algo, gpu, tb, step)");
+  const std::pair<std::string, std::string> cases[] = {
+      {"", "bad.xml:1: has no <algo> element"},
+      {"<algo", "bad.xml:1: <algo> is never closed"},
+      {"<algo name=x>", "bad.xml:1: attribute name's value is not in quotes"},
+      {"<algo name=\"x>", "bad.xml:1: attribute name's value is never closed"},
+      {"<algo a=\"1\" a=\"2\"/>", "bad.xml:1: <algo> has attribute a twice"},
+      {"<!-- a comment\n", "bad.xml:1: a comment is never closed"},
+      {head + "<x>\n</tb>", "bad.xml:3: </tb> closes <x> (line 2)"},
+      {head + "<x>\n", "bad.xml:3: the file ends inside <x> (line 2)"},
+      {"<!DOCTYPE algo>", "bad.xml:1: a <! declaration (DOCTYPE, ENTITY) is not part of an MSCCL algorithm"},
+      {"<algo name=\"&bogus;\">", "bad.xml:1: attribute name's value holds '&bogus', which is no entity an algorithm uses"},
+      {"<tb/>", "bad.xml:1: its top element is <tb>, not <algo>"}};
+  for (const auto& [xml, sentence] : cases) {
+    INFO(xml);
+    CHECK(refusal(xml) == sentence);
+  }
+  // Over 64 MiB: refused from its size, before a byte is read.
+  TempDir d;
+  const std::string big = d.file("big.xml");
+  std::filesystem::resize_file(d.write("big.xml", ""), (std::uintmax_t{64} << 20) + 1);
+  try {
+    read_msccl_file(big);
+    FAIL("accepted");
+  } catch (const UserError& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith("MSCCL algorithm file " + big + " is 64.0 MiB; a MSCCL algorithm file is at most 64 MiB"));
+  }
+}
+
+TEST_CASE("a 200,000-step MSCCL algorithm reads and checks in time linear in its steps", "[msccl]") {
+  // Two GPUs exchange 50,000 chunks, each sent and reduced in turn. The
+  // checker's sweeps and the reader's lookups were quadratic (100,000
+  // steps: 21 s); ctest's time limit guards what this cannot assert.
+  const int k = 50000;
+  std::string xml = "<algo name=\"big\" proto=\"Simple\" nchannels=\"1\" nchunksperloop=\"" + std::to_string(k) +
+                    "\" ngpus=\"2\" coll=\"allreduce\" inplace=\"1\">\n";
+  for (int g = 0; g < 2; ++g) {
+    xml += "<gpu id=\"" + std::to_string(g) + "\" i_chunks=\"" + std::to_string(k) + "\" o_chunks=\"0\" s_chunks=\"0\">\n";
+    xml += "<tb id=\"0\" send=\"" + std::to_string(1 - g) + "\" recv=\"" + std::to_string(1 - g) + "\" chan=\"0\">\n";
+    for (int c = 0; c < k; ++c)
+      for (const char* type : {"s", "rrc"})
+        xml += "<step s=\"" + std::to_string(2 * c + (type[0] == 'r')) + "\" type=\"" + type + "\" srcbuf=\"i\" srcoff=\"" +
+               std::to_string(c) + "\" dstbuf=\"i\" dstoff=\"" + std::to_string(c) +
+               "\" cnt=\"1\" depid=\"-1\" deps=\"-1\" hasdep=\"0\"/>\n";
+    xml += "</tb>\n</gpu>\n";
+  }
+  xml += "</algo>\n";
+  const Program p = read_msccl_xml(xml, "big.xml");
+  CHECK(p.ops.size() == 4 * static_cast<size_t>(k));
+  require_ok(p);
 }

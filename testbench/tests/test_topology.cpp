@@ -451,7 +451,8 @@ TEST_CASE("bad platform files give a UserError naming the problem", "[topology][
       "switches:\n  - {name: s, ports: 2}\n";
   SECTION("not YAML") { require_yaml_error("links: [a.0, {b: [\n", "not valid YAML"); }
   SECTION("missing file") {
-    REQUIRE_THROWS_WITH(load_yaml("/nonexistent/incsim/p.yaml", 25, 0), Catch::Contains("cannot read"));
+    REQUIRE_THROWS_WITH(load_yaml("/nonexistent/incsim/p.yaml", 25, 0),
+                        "platform file '/nonexistent/incsim/p.yaml' does not exist");
   }
   SECTION("zero bandwidth") {
     require_yaml_error(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: 0}\n  - {a: b.0, b: s.1}\n", "bandwidth");
@@ -499,6 +500,16 @@ TEST_CASE("platform file structure errors name the file and the line", "[topolog
   SECTION("a port linked to itself") { require_at(nodes + two + "  - {a: t.0, b: t.0}\n", 10, "joins t to itself"); }
   SECTION("a switch linked to itself") { require_at(nodes + two + "  - {a: t.0, b: t.1}\n", 10, "joins t to itself"); }
   SECTION("a link without b") { require_at(nodes + "links:\n  - {a: a.0}\n", 8, "a link has no 'b'"); }
+  SECTION("an endpoint's port no link uses") {
+    require_at("endpoints:\n  - {name: a, ports: 2}\n  - {name: b, ports: 1}\nswitches:\n  - {name: s, ports: 2}\n" + two,
+               2, "endpoint a's port 1 is not linked; an endpoint sends on every port it declares");
+  }
+  SECTION("a switch no link uses") { require_at(nodes + two, 6, "switch t has no link; a switch needs at least one"); }
+  SECTION("what only the whole graph shows names the file") {
+    TempFile f("endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\nswitches:\n  - {name: s, ports: 1}\n"
+               "  - {name: t, ports: 1}\nlinks:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: t.0}\n");
+    REQUIRE_THROWS_WITH(load_yaml(f.path, 25, 0), "platform file " + f.path + ": b cannot reach a");
+  }
   SECTION("bandwidth out of range") {
     for (const char* bw : {".inf", ".nan", "-1", "0", "1e-300", "1e30"})
       require_at(nodes + "links:\n  - {a: a.0, b: s.0, bw_GBps: " + bw + "}\n", 8,
@@ -705,4 +716,33 @@ TEST_CASE("clusters of 1,024 and 16,384 nodes build and answer routes", "[topolo
     }
     CHECK(wrong == 0);
   }
+}
+
+TEST_CASE("a switch port that no link uses is left out: a partly populated 64-port switch", "[topology][yaml]") {
+  // Two 64-port switches, each with two GPUs on its first ports and one
+  // trunk link on port 63 (s) and 40 (t): the switches keep the ports their
+  // links use, in order, so s.0 and s.1 stay, s.63 becomes s.2.
+  TempFile f(
+      "name: part\nendpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n  - {name: c, ports: 1}\n  - {name: d, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 64}\n  - {name: t, ports: 64}\n"
+      "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n  - {a: c.0, b: t.0}\n  - {a: d.0, b: t.1}\n"
+      "  - {a: s.63, b: t.40, latency_ns: 20}\n");
+  const Topology t = load_yaml(f.path, 25, 10);
+  CHECK(t.node(t.find("s")).ports == 3);
+  CHECK(t.node(t.find("t")).ports == 3);
+  REQUIRE(t.links().size() == 5);
+  CHECK(t.port_name(t.links()[0].b) == "s.0");
+  CHECK(t.port_name(t.links()[4].a) == "s.2");
+  CHECK(t.port_name(t.links()[4].b) == "t.2");
+  CHECK(t.links()[4].latency_ns == 20);
+  // The same machine as one declared with only those ports: its dump is that file's.
+  TempFile compact(
+      "name: part\nendpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n  - {name: c, ports: 1}\n  - {name: d, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 3}\n  - {name: t, ports: 3}\n"
+      "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n  - {a: c.0, b: t.0}\n  - {a: d.0, b: t.1}\n"
+      "  - {a: s.2, b: t.2, latency_ns: 20}\n");
+  std::ostringstream mine, theirs;
+  save_yaml(t, mine);
+  save_yaml(load_yaml(compact.path, 25, 10), theirs);
+  CHECK(mine.str() == theirs.str());
 }

@@ -664,6 +664,37 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-
   CHECK_THAT(bad.err, Catch::Contains("--tp 4: workload file " TEST_DATA "/astra_hybrid.txt runs model-parallel groups of 2 NPUs"));
 }
 
+TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its forward ALLGATHER and REDUCESCATTER as ASTRA-sim does",
+          "[train][astra][tp]") {
+  // astra_allgather.txt: groups of 2 on 4 GPUs. Per group and iteration,
+  // by hand: embed's forward ALLGATHER of 131072 B per NPU (ASTRA-sim's
+  // size: each NPU's share, so incsim's all-gather of 262144 B), fc1's
+  // forward ALLREDUCE of 262144 B and input-gradient ALLGATHER of 131072
+  // B per NPU, fc2's forward REDUCESCATTER of 262144 B (each NPU's input)
+  // and input-gradient ALLREDUCE of 262144 B: 2 all-gathers, 1
+  // reduce-scatter and 2 all-reduces, each what it takes alone on 2 GPUs.
+  const auto rows = train(TEST_DATA "/astra_allgather.txt", "star", 4, "ring", "", {});
+  REQUIRE(rows.size() == 1);
+  const auto& r = rows[0];
+  CHECK(r["wrong"] == 0);
+  CHECK(r["tp_allreduces"] == 5);
+  CHECK(r["compute_us"] == Approx(750.03).margin(1e-6));  // 50 + 100 + 100 us each way, and 30 cycles of updates
+  const std::string two = " --sizes 262144 --platform star --gpus 2 --algorithm ring";
+  const double gather = collective_us("--collective allgather" + two);
+  const double scatter = collective_us("--collective reducescatter" + two);
+  const double reduce = collective_us("--collective allreduce" + two);
+  CHECK(r["tp_comm_us"] == Approx(2 * gather + scatter + 2 * reduce).epsilon(0.02));
+  // A REDUCESCATTER that does not split over the group's GPUs is refused, naming the file.
+  cli::TempDir d;
+  const std::string odd = d.write("odd.txt", "HYBRID_TRANSFORMER model_parallel_NPU_group: 2\n2\n"
+                                             "a -1 1 NONE 0 1 NONE 0 1 ALLREDUCE 8 1\n"
+                                             "b -1 1 REDUCESCATTER 12 1 NONE 0 1 ALLREDUCE 8 1\n");
+  const cli::Result bad = cli::incsim("--model " + odd + " --platform star --gpus 4 --quiet");
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("workload file " + odd + ": a REDUCESCATTER of 12 bytes does not split into "
+                                      "whole 4-byte elements over the 2 GPUs of a model-parallel group"));
+}
+
 TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER_FWD_IN_BCKWD workload recomputes its layers from the checkpoint in the backward pass",
           "[train][astra][tp]") {
   // astra_recompute.txt: groups of 2 on 4 GPUs; checkpoint fc1, fc3

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -353,10 +354,25 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER file's forward and input-gradient all
   const auto refusal = [](const std::string& text) {
     return error_of([&] { astra_model(parse_astra_workload(text, "t"), "t", 1e9); });
   };
-  CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLGATHER 8 1 NONE 0 1 NONE 0 1\n") ==
-        "workload file t, line 3: a HYBRID_TRANSFORMER forward output is all-reduced or all-to-all, not ALLGATHER");
+  // Every collective ASTRA-sim's Layer issues in a model-parallel pass.
+  for (const char* kind : {"ALLREDUCE", "ALLTOALL", "ALLGATHER", "REDUCESCATTER"}) {
+    const AstraModel k = astra_model(
+        parse_astra_workload(std::string("HYBRID_TRANSFORMER\n2\na -1 1 NONE 0 1 NONE 0 1 NONE 0 1\nfc -1 1 ") + kind +
+                                 " 8 1 " + kind + " 16 1 NONE 0 1\n",
+                             "t"),
+        "t", 1e9);
+    const TpCollective want = std::string(kind) == "ALLTOALL"        ? TpCollective::alltoall
+                              : std::string(kind) == "ALLGATHER"     ? TpCollective::allgather
+                              : std::string(kind) == "REDUCESCATTER" ? TpCollective::reducescatter
+                                                                     : TpCollective::allreduce;
+    CHECK(k.model.layers[1].tp_forward_kind == want);
+    CHECK(k.model.layers[1].tp_backward_kind == want);
+    CHECK(k.model.layers[1].tp_forward_bytes(1, 4) == 8);
+    CHECK(k.model.layers[1].tp_backward_bytes(1, 4) == 16);
+  }
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
-        "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced, not ALLTOALL");
+        "workload file t, line 3: a HYBRID_TRANSFORMER weight gradient is all-reduced here, not ALLTOALL: incsim "
+        "all-reduces the weight gradients in buckets (ASTRA-sim would run it)");
   CHECK(refusal("HYBRID_TRANSFORMER\n1\nfc -1 1 ALLREDUCEALLTOALL 8 1 NONE 0 1 NONE 0 1\n") ==
         "workload file t, line 3: a forward output's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none of "
         "its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
@@ -453,7 +469,8 @@ TEST_CASE("an ASTRA-sim DLRM file its loop would misrun is refused with its file
         "workload file t, line 5: a HYBRID_DLRM layer above the embedding (layer 0) has a forward or input-gradient "
         "collective, which ASTRA-sim's DLRM loop never issues or never waits for");
   CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLTOALL 8 1\n") ==
-        "workload file t, line 5: a HYBRID_DLRM weight gradient is all-reduced, not ALLTOALL");
+        "workload file t, line 5: a HYBRID_DLRM weight gradient is all-reduced here, not ALLTOALL: incsim all-reduces "
+        "the weight gradients in buckets (ASTRA-sim would run it)");
   CHECK(refusal("HYBRID_DLRM 1\n3\n" + emb + fc + "top -1 1 NONE 0 1 NONE 0 1 ALLREDUCEALLTOALL 8 1\n") ==
         "workload file t, line 5: a weight gradient's ALLREDUCEALLTOALL is read by ASTRA-sim 1.0 but issued by none "
         "of its layers (Layer::issue_*_comm stops with 'no known collective operation'), so it has no meaning to run");
@@ -477,17 +494,17 @@ TEST_CASE("an ASTRA-sim model-parallel ALLTOALL is an all-to-all of its bytes in
   REQUIRE(m.model.layers.size() == 2);
   const Layer& fc = m.model.layers[0];
   const Layer& experts = m.model.layers[1];
-  CHECK_FALSE(fc.tp_forward_alltoall);
+  CHECK(fc.tp_forward_kind == TpCollective::allreduce);
   CHECK(fc.tp_forward_bytes(32, 4) == 256 << 10);
-  CHECK(experts.tp_forward_alltoall);
-  CHECK(experts.tp_backward_alltoall);
+  CHECK(experts.tp_forward_kind == TpCollective::alltoall);
+  CHECK(experts.tp_backward_kind == TpCollective::alltoall);
   CHECK(experts.tp_forward_bytes(32, 4) == 1 << 20);
   CHECK(experts.tp_backward_bytes(32, 4) == 1 << 20);
   // The first layer's input gradient is never exchanged, all-to-all or not.
   const AstraModel first = astra_model(
       parse_astra_workload("MODEL\n1\nfc -1 1 NONE 0 1 ALLTOALL 8 1 NONE 0 1\n", "t"), "t", 1e9);
   CHECK(first.model.layers[0].tp_backward_bytes(1, 4) == 0);
-  CHECK_FALSE(first.model.layers[0].tp_backward_alltoall);
+  CHECK(first.model.layers[0].tp_backward_kind == TpCollective::allreduce);
 }
 
 TEST_CASE("an ASTRA-sim FWD_IN_BCKWD file recomputes from the nearest checkpoint at or below each layer that initiates one") {
@@ -611,7 +628,7 @@ TEST_CASE("a layer file's errors name the file and the line") {
         ", line 3: a GEMM is a list [m, n, k] or [m, n, k, count]");
   CHECK(error("layers:\n  - name: a\n    forward_us: 3\n") ==
         ", line 2: a layer gives forward_us and backward_us together, or neither");
-  CHECK(error("name: x\nlayers: []\n") == ", line 1: a layer file needs a list of layers");
+  CHECK(error("name: x\nlayers: []\n") == ", line 2: the list of layers is empty; a model has at least one layer");
   CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
         ", line 3: 'forward_flops' must be a number of at least 0");
 }
@@ -723,6 +740,48 @@ TEST_CASE("a malformed Chakra trace names the file and the node") {
              Catch::Contains("cut.0.et: message 3 of") && Catch::Contains("does not parse: the file is truncated"));
   TempFile text("DATA\n1\n", ".et");
   CHECK_THAT(error_of([&] { read_chakra_trace(text.path); }), Catch::Contains("does not parse"));
+}
+
+TEST_CASE("a Chakra trace too large, inflating too far or corrupt is one sentence naming the file or node") {
+  TempDir dir;
+  // comm_size 2^62: over incsim's largest collective, said with the file and node.
+  auto ranks = two_ranks();
+  ranks[1].nodes[1].comm_size = uint64_t{1} << 62;
+  write_all(dir.file("huge"), ranks);
+  CHECK(error_of([&] { read_chakra_traces(dir.file("huge")); }) ==
+        "chakra trace " + dir.file("huge.1.et") + ", node 2: comm_size 4611686018427387904 B is larger than 1 TiB, the "
+        "largest collective incsim runs");
+  // A gzip stream with its deflate data damaged: corrupt, not empty.
+  const std::string z = dir.file("z.0.et");
+  write_chakra_trace(z, two_ranks()[0]);
+  REQUIRE(std::system(("gzip -n " + z + " && mv " + z + ".gz " + z).c_str()) == 0);
+  {
+    std::fstream f(z, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(12);
+    f.write("\xff\xff\xff\xff\xff\xff", 6);
+  }
+  CHECK_THAT(error_of([&] { read_chakra_trace(z); }),
+             Catch::StartsWith("chakra trace " + z + ": the gzip stream is corrupt or truncated (zlib: "));
+  // Over 64 MiB: refused from its size before a byte is read.
+  const std::string big = dir.write("big.0.et", "");
+  std::filesystem::resize_file(big, (std::uintmax_t{64} << 20) + 1);
+  CHECK(error_of([&] { read_chakra_trace(big); }) ==
+        "chakra trace " + big + " is 64.0 MiB; a chakra trace is at most 64 MiB");
+  // Empty nodes two bytes each: refused at the node cap, not after gigabytes.
+  const std::string many = dir.write("many.0.et", std::string("\x07\x0a\x05" "0.0.4", 8) + std::string(2 * 300000, '\0'));
+  CHECK(error_of([&] { read_chakra_trace(many); }) ==
+        "chakra trace " + many + ": the trace has more than 262144 nodes, the most incsim runs of one rank");
+  // And a gzip file under 1 MiB that would inflate past 64 MiB: nodes
+  // named by 65,533 bytes of 'a' (a message of 65,537 bytes: its length, a
+  // varint of 3 bytes, then the name's tag, length and bytes).
+  std::string inflated("\x07\x0a\x05" "0.0.4", 8);
+  const std::string node = std::string("\x81\x80\x04\x12\xfd\xff\x03", 7) + std::string(65533, 'a');
+  while (inflated.size() <= (std::size_t{65} << 20)) inflated += node;
+  const std::string bomb = dir.write("bomb.0.et", inflated);
+  REQUIRE(std::system(("gzip -n " + bomb + " && mv " + bomb + ".gz " + bomb).c_str()) == 0);
+  CHECK(std::filesystem::file_size(bomb) < (1u << 20));
+  CHECK(error_of([&] { read_chakra_trace(bomb); }) ==
+        "chakra trace " + bomb + ": the gzip stream inflates to more than 64 MiB, the most a trace holds");
 }
 
 TEST_CASE("a Chakra trace encoded by hand reads as Chakra's schema says") {

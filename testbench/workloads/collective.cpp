@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "choices.h"
+#include "collectives/data_pattern.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/program_check.h"
 #include "core/error.h"
@@ -150,7 +151,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   check_choice("collective", opt_.collective, kCollectives);
   const std::string accepted = file.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!file.ranks) check_choice("algorithm", opt_.algorithm, choice_list("algorithm"));
+  // A name no platform knows: the choices are the ones that run here.
+  if (!file.ranks && !one_of(opt_.algorithm, choice_list("algorithm")))
+    check_choice("algorithm", opt_.algorithm, algorithms_for(opt_.collective, Family::GpuFabric, opt_.platform));
   if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
     throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
   if (!one_of(opt_.algorithm, accepted))
@@ -186,6 +189,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
+  collectives::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
   std::vector<int> gpus;
   for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
   collectives::Collective c = collectives::Collective::AllReduce;
@@ -305,7 +309,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
-  call_->describe(os);
+  call_->describe(os, sizes_.back(), file_algorithm_ ? "the program" : opt_.algorithm);
   const collectives::Program& p = call_->program();
   if (file_algorithm_)
     os << "# program: " << p.name << ", " << p.ops.size() << " operations on the "

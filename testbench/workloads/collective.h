@@ -73,6 +73,7 @@ class CollectiveWorkload : public Workload {
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
+  double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   // Point i as one of several collectives in flight (jobs.h): start()
   // begins it now and calls on_done when it ends (or fails: error());

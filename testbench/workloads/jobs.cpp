@@ -99,6 +99,13 @@ size_t JobsWorkload::points() const {
   return n;
 }
 
+double JobsWorkload::point_weight(size_t i) const {
+  double w = 0;
+  for (const auto& j : jobs_)
+    if (i < j->sizes().size()) w = std::max(w, static_cast<double>(j->sizes()[i]));
+  return w;
+}
+
 void JobsWorkload::launch() {
   launch_.fired();
   const sc_core::sc_time now = sc_core::sc_time_stamp();

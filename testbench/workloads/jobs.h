@@ -24,6 +24,7 @@ class JobsWorkload : public Workload {
   platforms::Machine& machine() override { return *platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override;
+  double point_weight(size_t i) const override;  // the largest job's size
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   sc_core::sc_time default_stall_timeout() const override;

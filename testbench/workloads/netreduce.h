@@ -32,6 +32,7 @@ class NetReduceWorkload : public Workload {
   platforms::Machine& machine() override { return *machine_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
+  double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;

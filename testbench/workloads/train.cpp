@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "collectives/data_pattern.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "core/units.h"
@@ -185,23 +186,55 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (pp_ > layers)
     throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
+  // The GPUs first: a --pp or --tp that does not divide them is the
+  // problem, not the micro-batches --pp implies.
+  const topo::Topology t =
+      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+  const int built = static_cast<int>(t.endpoints().size());
+  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = gpus_;
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  if (n % tp_ != 0)
+    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
+                    " GPUs");
+  if (n % pp_ != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into pipeline stages of consecutive GPUs");
+  if (n % (pp_ * tp_) != 0)
+    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
+                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
+                    " pipeline stages of whole tensor-parallel groups");
   micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
   if (dlrm_ && micro_ > 1)
     throw UserError("train.microbatches " + std::to_string(micro_) + ": workload file " + opt_.model +
                     " is a DLRM one, whose embedding all-to-alls run once per iteration");
   if (opt_.batch % micro_ != 0)
-    throw UserError("train.microbatches " + std::to_string(micro_) + " does not divide the batch of " +
-                    std::to_string(opt_.batch) + " samples");
+    throw UserError("train.microbatches " + std::to_string(micro_) +
+                    (cfg.has_override(kMicrobatches) ? "" : " (by default --pp's stages)") + " does not divide the batch of " +
+                    std::to_string(opt_.batch) + " samples; set --batch or train.microbatches");
   const uint32_t micro_batch = opt_.batch / static_cast<uint32_t>(micro_);
   for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
-  const auto activations = [&](uint64_t bytes, bool alltoall) {
-    if (bytes == 0) return -1;
+  // An ASTRA-sim all-gather's bytes are each GPU's share: incsim's size is
+  // the whole gathered buffer (docs/training.md).
+  const auto activations = [&](uint64_t file_bytes, training::TpCollective kind) {
+    if (file_bytes == 0) return -1;
+    const uint64_t bytes = kind == training::TpCollective::allgather ? file_bytes * static_cast<uint64_t>(tp_) : file_bytes;
     for (size_t k = 0; k < tp_sizes_.size(); ++k)
-      if (tp_sizes_[k] == bytes && tp_alltoall_[k] == alltoall) return static_cast<int>(k);
+      if (tp_sizes_[k] == bytes && tp_kind_[k] == kind) return static_cast<int>(k);
+    if (kind == training::TpCollective::reducescatter && bytes % (4 * static_cast<uint64_t>(tp_)) != 0)
+      throw UserError("workload file " + opt_.model + ": a REDUCESCATTER of " + std::to_string(bytes) +
+                      " bytes does not split into whole 4-byte elements over the " + std::to_string(tp_) +
+                      " GPUs of a model-parallel group");
     tp_sizes_.push_back(bytes);
-    tp_alltoall_.push_back(alltoall);
+    tp_alltoall_.push_back(kind == training::TpCollective::alltoall);
+    tp_kind_.push_back(kind);
+    tp_local_.push_back(0);
+    for (size_t k = 0; k + 1 < tp_sizes_.size(); ++k) tp_local_.back() += tp_kind_[k] == kind;
     return static_cast<int>(tp_sizes_.size()) - 1;
   };
   std::vector<training::Layer> shards;
@@ -227,8 +260,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         kernels_[s].push_back({ph, k, seconds(f ? times_[k].forward_s : times_[k].backward_s),
                                tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
                                                        : model_.layers[k].tp_backward_bytes(micro_batch, element),
-                                                     f ? model_.layers[k].tp_forward_alltoall
-                                                       : model_.layers[k].tp_backward_alltoall)
+                                                     f ? model_.layers[k].tp_forward_kind
+                                                       : model_.layers[k].tp_backward_kind)
                                        : -1,
                                micro, Edge::none, Edge::none, recompute});
       };
@@ -299,25 +332,6 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step.output_elements = static_cast<double>(gpu_params_);
   update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
 
-  const topo::Topology t =
-      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
-  const int built = static_cast<int>(t.endpoints().size());
-  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
-  const int n = gpus_;
-  if (n < 2 || n > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
-                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  if (n % tp_ != 0)
-    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
-                    " GPUs");
-  if (n % pp_ != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into pipeline stages of consecutive GPUs");
-  if (n % (pp_ * tp_) != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
-                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
-                    " pipeline stages of whole tensor-parallel groups");
   const int replicas = n / pp_ / tp_;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
@@ -351,6 +365,17 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
                         t.name + "' numbers its GPUs, so it cannot run on the tensor-parallel groups and strided "
                         "data-parallel groups of --tp or the stages of --pp");
+  // A group's fp16 or bf16 sums are checked only if exact (data_pattern.h):
+  // the largest group is refused before the machine is built.
+  if (const int largest = std::max({replicas, tp_, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
+      collectives::DataPattern(opt_.seed, largest, collectives::parse_dtype(opt_.dtype));
+    } catch (const UserError&) {
+      const int exact = precision_ == training::Precision::fp16 ? 2048 : 256;
+      throw UserError("--precision " + opt_.precision + " cannot sum a group of " + std::to_string(largest) +
+                      " GPUs exactly (it holds every whole number only up to " + std::to_string(exact) +
+                      "), so its results could not be checked; use groups of at most " + std::to_string(exact - 1) +
+                      " GPUs or --precision fp32");
+    }
   // One machine for all.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, used)));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
@@ -373,6 +398,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, what));
       if (alltoall)
         collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
+      // A file's all-gathers and reduce-scatters: NCCL's ring on the GPUs' cores.
+      if (const auto sizes = tp_sizes_of(training::TpCollective::allgather); !sizes.empty())
+        collectives_[a].tp_allgather.push_back(group_collective(cfg, a, tp_gpus(g), sizes, what, "allgather", "ring"));
+      if (const auto sizes = tp_sizes_of(training::TpCollective::reducescatter); !sizes.empty())
+        collectives_[a].tp_reducescatter.push_back(
+            group_collective(cfg, a, tp_gpus(g), sizes, what, "reducescatter", "ring"));
     }
     if (!exchange_sizes_.empty()) {
       std::vector<int> all(static_cast<size_t>(n));
@@ -502,16 +533,18 @@ void TrainWorkload::arrive(int g, int size) {
   if (++tp.arrived < tp_) return;
   tp.arrived = 0;
   tp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *(tp_alltoall_[size] ? collectives_[it.algorithm].tp_alltoall : collectives_[it.algorithm].tp)[group];
-  start_collective(coll, size, [this, &it, &tp, &coll, group, size] {
+  CollectiveWorkload& coll = tp_collective(it.algorithm, group, size);
+  const int local = tp_gathers() ? tp_local_[size] : size;  // its index in its kind's collective
+  const bool own_sizes = tp_kind_[size] == training::TpCollective::allgather ||
+                         tp_kind_[size] == training::TpCollective::reducescatter;
+  start_collective(coll, own_sizes ? local : size, [this, &it, &tp, &coll, group, size, own_sizes, local] {
     const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
     std::ostringstream ignored;
-    it.wrong += coll.finish(size, ignored).wrong();
+    it.wrong += coll.finish(own_sizes ? local : size, ignored).wrong();
     tp.comm_us += us(took);
     ++tp.done;
     span(gpus_ + tp_ * pp_ + group,
-         std::string(tp_alltoall_[size] ? "all-to-all" : "all-reduce") + " activations (" + size_label(tp_sizes_[size]) + ")",
-         took);
+         std::string(training::to_string(tp_kind_[size])) + " activations (" + size_label(tp_sizes_[size]) + ")", took);
     for (const int g : tp_gpus(group)) {
       it.tp_wait_us += us(now - it.waiting_since[g]);
       it.last_end[g] = now;
@@ -801,8 +834,9 @@ void TrainWorkload::print_header(std::ostream& os) const {
                  : "")
      << contention_note() << "\n";
   if (tp_ > 1) {
-    const bool alltoall = tp_alltoalls();
-    os << "# activations: " << tp_per_iteration_[0] << (alltoall ? " all-reduces and all-to-alls" : " all-reduces")
+    const bool alltoall = tp_alltoalls() || tp_gathers();
+    os << "# activations: " << tp_per_iteration_[0]
+       << (tp_gathers() ? " collectives" : alltoall ? " all-reduces and all-to-alls" : " all-reduces")
        << " per iteration in each group of " << tp_ << " GPUs";
     for (int s = 0; pp_ > 1 && s < pp_; ++s)
       os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
@@ -812,7 +846,9 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                (recompute > 0 ? ", the forward ones again where the backward pass recomputes" : "")
                          : "Megatron: a row-split layer's output forward, a column-split layer's input gradient backward")
        << "), of";
-    for (size_t k = 0; k < tp_sizes_.size(); ++k) os << " " << size_label(tp_sizes_[k]) << (tp_alltoall_[k] ? " (all-to-all)" : "");
+    for (size_t k = 0; k < tp_sizes_.size(); ++k)
+      os << " " << size_label(tp_sizes_[k])
+         << (tp_kind_[k] == training::TpCollective::allreduce ? "" : std::string(" (") + training::to_string(tp_kind_[k]) + ")");
     os << ", each before the next kernel\n";
   }
   if (dlrm_ && !exchange_sizes_.empty()) {
@@ -858,10 +894,13 @@ void TrainWorkload::print_header(std::ostream& os) const {
        << "\n";
   // Each algorithm's first group of each kind says what it runs.
   for (size_t a = 0; a < collectives_.size(); ++a)
-    for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].tp_alltoall}) {
+    for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].tp_alltoall,
+                               &collectives_[a].tp_allgather, &collectives_[a].tp_reducescatter}) {
       if (groups->empty()) continue;
       print_collective_lines(os,
-                             groups == &collectives_[a].tp_alltoall ? "p2p (tp all-to-all)"
+                             groups == &collectives_[a].tp_alltoall        ? "p2p (tp all-to-all)"
+                             : groups == &collectives_[a].tp_allgather     ? "ring (tp all-gather)"
+                             : groups == &collectives_[a].tp_reducescatter ? "ring (tp reduce-scatter)"
                                                                     : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (tp_ == 1                        ? ""
                                                                                         : groups == &collectives_[a].dp ? " (dp)"
                                                                                                                         : " (tp)"),
@@ -900,6 +939,11 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   }
   if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
+  if (tp_gathers()) {
+    nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
+    for (const auto k : tp_kind_) kinds.push_back(training::to_string(k));
+    config["tp_collective"] = kinds;
+  }
   if (!exchange_sizes_.empty()) config["embedding_alltoall_bytes"] = exchange_sizes_;
   config["iterations"] = opt_.iterations;
   config["warmup"] = opt_.warmup;
@@ -912,6 +956,29 @@ size_t TrainWorkload::bucket_count() const {
 }
 
 // Kernels and buckets done, of all.
+bool TrainWorkload::tp_gathers() const {
+  return std::any_of(tp_kind_.begin(), tp_kind_.end(), [](training::TpCollective k) {
+    return k == training::TpCollective::allgather || k == training::TpCollective::reducescatter;
+  });
+}
+
+std::vector<uint64_t> TrainWorkload::tp_sizes_of(training::TpCollective kind) const {
+  std::vector<uint64_t> sizes;
+  for (size_t k = 0; k < tp_sizes_.size(); ++k)
+    if (tp_kind_[k] == kind) sizes.push_back(tp_sizes_[k]);
+  return sizes;
+}
+
+CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, int size) {
+  Groups& c = collectives_[algorithm];
+  switch (tp_kind_[static_cast<size_t>(size)]) {
+    case training::TpCollective::alltoall: return *c.tp_alltoall[group];
+    case training::TpCollective::allgather: return *c.tp_allgather[group];
+    case training::TpCollective::reducescatter: return *c.tp_reducescatter[group];
+    default: return *c.tp[group];
+  }
+}
+
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
   double buckets = 0;

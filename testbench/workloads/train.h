@@ -19,7 +19,7 @@
 // GPUs with the same place in their group (data parallel over the replicas).
 // Every group is a collective on its own share of the one machine. An
 // ASTRA-sim model-parallel file (HYBRID_TRANSFORMER, HYBRID_DATA_MODEL,
-// MODEL) runs its own forward and input-gradient all-reduces in these groups;
+// MODEL) runs its own forward and input-gradient collectives in these groups;
 // a HYBRID_MODEL_DATA file in strided groups (GPUs k, k + D, k + 2D, ...,
 // with D = GPUs / N), its data-parallel groups D consecutive GPUs; a
 // HYBRID_TRANSFORMER_FWD_IN_BCKWD file reruns the forward kernels (and their
@@ -141,6 +141,8 @@ class TrainWorkload : public TrainingWorkload {
   struct Groups {
     std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
     std::vector<std::unique_ptr<CollectiveWorkload>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
+    // Its ALLGATHERs and REDUCESCATTERs, per tp group, each over only its own sizes.
+    std::vector<std::unique_ptr<CollectiveWorkload>> tp_allgather, tp_reducescatter;
     std::unique_ptr<CollectiveWorkload> embedding;                 // a DLRM file's all-to-alls, among all GPUs
   };
 
@@ -161,6 +163,15 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
   bool tp_alltoalls() const { return std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end(); }
+  // [tp size]: the collective it is (an ASTRA-sim file's), and its index
+  // among the sizes of its kind where that kind's collectives take only
+  // theirs (all-gathers, reduce-scatters; the others take every size).
+  std::vector<training::TpCollective> tp_kind_;
+  std::vector<int> tp_local_;
+  bool tp_gathers() const;  // any all-gather or reduce-scatter
+  // The sizes of one kind, in the collectives' order.
+  std::vector<uint64_t> tp_sizes_of(training::TpCollective kind) const;
+  CollectiveWorkload& tp_collective(size_t algorithm, int group, int size);
   std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration

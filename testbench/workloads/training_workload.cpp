@@ -1,9 +1,9 @@
 #include "training_workload.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/output_file.h"
 #include "core/param.h"
 #include "gpu/compute_engine.h"
 
@@ -151,9 +151,7 @@ void TrainingWorkload::write_timeline() const {
   for (const Counter& c : counters_)
     events.push_back({{"name", "link utilisation"}, {"ph", "C"}, {"pid", c.algorithm}, {"ts", c.ts},
                       {"args", {{"mean", c.mean}, {"busiest", c.busiest}}}});
-  std::ofstream f(opt_.timeline);
-  if (!f) throw UserError("cannot write the timeline '" + opt_.timeline + "'");
-  f << json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) << "\n";
+  write_user_file(opt_.timeline, json{{"traceEvents", events}, {"displayTimeUnit", "ns"}}.dump(1) + "\n", "timeline");
 }
 
 }  // namespace incsim::tb

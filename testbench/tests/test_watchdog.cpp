@@ -1,0 +1,42 @@
+// The stall detector's progress line as plain text (watchdog.h): times in
+// the unit one reads them in, and the ETA of the whole run from the points'
+// weights and the last point's pace.
+#include <catch2/catch.hpp>
+
+#include "watchdog.h"
+
+TEST_CASE("the progress line reads as a person would: times in their unit, the whole run's ETA", "[observe][progress]") {
+  using incsim::tb::progress_line;
+  using incsim::tb::RunShare;
+  using incsim::tb::sim_time_text;
+  CHECK(sim_time_text(38.22) == "38.22 us");
+  CHECK(sim_time_text(160123.4) == "160.1 ms");
+  CHECK(sim_time_text(2.5e6) == "2.50 s");
+  // A point of weight 2 after one of weight 1 that took 100 us in 10 s, a
+  // quarter done after 50 us in 5 s, two later points of weight 4 in all:
+  // 150 us left of it (its predecessor's pace and its own fraction agree),
+  // 400 us after it, at 10 us/s.
+  RunShare r;
+  r.fraction = 0.25;
+  r.weight = 2;
+  r.later_weight = 4;
+  r.us_per_weight = 100;
+  CHECK(progress_line("size 2M (2 of 4)", 50, 5, 100, 10, r) ==
+        "incsim: size 2M (2 of 4): 25%, simulated 50 us at 10 us/s, ETA 55s");
+  // The first point: its own fraction predicts it and the later ones.
+  r = RunShare{};
+  r.fraction = 0.5;
+  r.later_weight = 3;
+  CHECK(progress_line("size 1M (1 of 4)", 100, 10, 0, 0, r) ==
+        "incsim: size 1M (1 of 4): 50%, simulated 100 us at 10 us/s, ETA 1m10s");
+  // A fraction that lags (a pipeline filling) is capped by the last point's pace.
+  r = RunShare{};
+  r.fraction = 0.01;
+  r.us_per_weight = 100;
+  CHECK(progress_line("size 1M (2 of 2)", 50, 5, 100, 10, r) ==
+        "incsim: size 1M (2 of 2): 1%, simulated 50 us at 10 us/s, ETA 5s");
+  // Long runs read in ms and s, not 1.601e+05 us.
+  r = RunShare{};
+  CHECK(progress_line("iteration 1 (1 of 1)", 160123.4, 2, 0, 0, r) ==
+        "incsim: iteration 1 (1 of 1): simulated 160.1 ms at 80.1 ms/s");
+}
