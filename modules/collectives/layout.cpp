@@ -46,6 +46,15 @@ int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index) 
 
 int64_t message_chunk(const Program& p, int rank, ChunkRef c) { return message_chunk(p, rank, c.buf, c.index); }
 
+int result_owner(const Program& p, int64_t m) {
+  switch (p.collective) {
+    case Collective::AllGather:
+    case Collective::AllToAll: return static_cast<int>(m / p.buffers[0].input);
+    case Collective::Broadcast: return p.root;
+    default: return -1;
+  }
+}
+
 PassLayout::PassLayout(int parts_, uint32_t blocks_, uint64_t chunk_elems_, uint64_t elems)
     : parts(parts_), blocks(blocks_), chunk_elems(chunk_elems_) {
   const uint64_t per_pass = chunk_elems * blocks;

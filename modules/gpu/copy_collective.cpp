@@ -285,10 +285,7 @@ uint64_t CopyCollective::Rank::chunk_of_block(uint64_t b) const {
 }
 
 int CopyCollective::Rank::owner(uint64_t b) const {
-  const collectives::Program& p = c_.program_;
-  if (p.collective == CollectiveKind::Broadcast) return p.root;
-  if (p.collective == CollectiveKind::AllGather) return static_cast<int>(chunk_of_block(b) / p.buffers[0].input);
-  return -1;
+  return collectives::result_owner(c_.program_, static_cast<int64_t>(chunk_of_block(b)));
 }
 
 void CopyCollective::Rank::own_data(uint64_t b, uint8_t* out) const {

@@ -70,7 +70,6 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
   send_pos_.assign(n_ops, 0);
   in_of_.assign(n_ops, nullptr);
   out_of_.assign(n_ops, nullptr);
-  const collectives::Buffers& bufs = p.buffers[rank];
   // Per canonical buffer, one past the largest chunk this rank's operations
   // and results name (a rank's in-place window can lie anywhere in the
   // buffer, but only these are ever looked up: 512 ranks' rings would
@@ -150,12 +149,7 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
     uint32_t index = k;
     int64_t m;
     canon(buf, index, m);
-    // The rank whose input the chunk is: an all-gather's block's, an
-    // all-to-all's sender (whose input is message chunks r x input on), a broadcast's root.
-    const uint32_t per_rank = p.collective == Kind::AllGather || p.collective == Kind::AllToAll ? bufs.input : 0;
-    result_owner_[static_cast<int>(buf)][index] = per_rank ? static_cast<int>(m / per_rank)
-                                                  : p.collective == Kind::Broadcast ? p.root
-                                                                                           : -1;
+    result_owner_[static_cast<int>(buf)][index] = collectives::result_owner(p, m);
     for (uint64_t pass = 0; pass < lay.passes[m % lay.parts]; ++pass) {
       uint64_t first, len;
       lay.range(pass, static_cast<uint32_t>(m), first, len);
