@@ -72,20 +72,38 @@ bool Algorithm::runs(Collective c) const {
   return list.find(std::string(", ") + collective_name(c) + ",") != std::string::npos;
 }
 
-void Registry::add(std::unique_ptr<Algorithm> a) { all_.push_back(std::move(a)); }
-
-const std::vector<const Algorithm*>& algorithms() {
-  static const std::vector<const Algorithm*> sorted = [] {
-    static Registry registry;
-    register_builtin_algorithms(registry);
-    std::vector<const Algorithm*> v;
-    for (const auto& a : registry.all_) v.push_back(a.get());
-    std::stable_sort(v.begin(), v.end(),
-                     [](const Algorithm* a, const Algorithm* b) { return a->info().listing < b->info().listing; });
-    return v;
+namespace {
+// Every algorithm, owned, and in listing order (built-ins first at equal
+// places, then in the order they were added).
+struct Algorithms {
+  std::vector<std::unique_ptr<Algorithm>> owned;
+  std::vector<const Algorithm*> listed;
+  void add(std::unique_ptr<Algorithm> a) {
+    const Algorithm* at = a.get();
+    owned.push_back(std::move(a));
+    listed.insert(std::upper_bound(listed.begin(), listed.end(), at,
+                                   [](const Algorithm* x, const Algorithm* y) {
+                                     return x->info().listing < y->info().listing;
+                                   }),
+                  at);
+  }
+};
+Algorithms& registry() {
+  static Algorithms all = [] {
+    std::vector<std::unique_ptr<Algorithm>> builtin;
+    Registry r(builtin);
+    register_builtin_algorithms(r);
+    Algorithms a;
+    for (auto& b : builtin) a.add(std::move(b));
+    return a;
   }();
-  return sorted;
+  return all;
 }
+}  // namespace
+
+void register_algorithm(std::unique_ptr<Algorithm> a) { registry().add(std::move(a)); }
+
+const std::vector<const Algorithm*>& algorithms() { return registry().listed; }
 
 const Algorithm* find_algorithm(const std::string& name, Family family) {
   for (const Algorithm* a : algorithms())

@@ -155,16 +155,18 @@ class Algorithm {
 
 // The registry. Each file of modules/collectives/algorithms/ registers its
 // family with INCSIM_ALGORITHMS(file_stem) { r.add(...); } (the build lists
-// the files, so adding a family is adding a file).
+// the files, so adding a family is adding a file); an sc_main of one's own
+// adds its algorithms with register_algorithm before it runs anything.
 class Registry {
  public:
-  void add(std::unique_ptr<Algorithm> a);
+  explicit Registry(std::vector<std::unique_ptr<Algorithm>>& into) : into_(into) {}
+  void add(std::unique_ptr<Algorithm> a) { into_.push_back(std::move(a)); }
 
  private:
-  friend const std::vector<const Algorithm*>& algorithms();
-  std::vector<std::unique_ptr<Algorithm>> all_;
+  std::vector<std::unique_ptr<Algorithm>>& into_;
 };
 #define INCSIM_ALGORITHMS(stem) void register_algorithms_##stem(::incsim::collectives::Registry& r)
+void register_algorithm(std::unique_ptr<Algorithm> a);
 
 // A program file's (MSCCL's XML, incsim's format, checked), run as an
 // algorithm named by its path: its engine says where it runs.
