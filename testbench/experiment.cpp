@@ -114,18 +114,31 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     m.trace(vcd_);
     workload_->trace(vcd_);
   }
+  if (!opt_.timeline.empty() && !opt_.list_params && opt_.dump_platform.empty() && !workload_->writes_timeline()) {
+    timeline_ = std::make_unique<Timeline>();
+    m.trace(timeline_.get());
+    workload_->trace(timeline_.get());
+    for (const platforms::LinkEnd& e : m.link_ends())
+      timeline_->add_link(e.from, e.to, [port = e.port] { return port->bytes_sent(); });
+  }
 }
 
 Experiment::~Experiment() {
   // A destructor may not throw: the error is said here instead.
-  if (vcd_) try {
-      finish_vcd();
+  if (vcd_ || timeline_) try {
+      finish_outputs();
     } catch (const UserError& e) {
       std::cerr << "incsim: error: " << e.what() << "\n";
     }
 }
 
-void Experiment::finish_vcd() {
+void Experiment::finish_outputs() {
+  if (timeline_) {
+    const std::string text = timeline_->json();
+    timeline_.reset();
+    write_user_file(opt_.timeline, text, "timeline");
+    if (!opt_.quiet) std::cerr << "incsim: wrote the timeline " << opt_.timeline << " (open it in ui.perfetto.dev)\n";
+  }
   if (!vcd_) return;
   sc_core::sc_trace_file* tf = vcd_;
   vcd_ = nullptr;
@@ -290,7 +303,7 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
     const auto rows = e.run(table ? &out : nullptr);
     if (table) check_stream(out, "the table to stdout");
     e.write_results(rows);
-    e.finish_vcd();
+    e.finish_outputs();
     uint64_t wrong = 0;
     for (const auto& r : rows) wrong += r.wrong();
     if (wrong) {

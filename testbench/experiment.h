@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/timeline.h"
 #include "options.h"
 #include "results.h"
 #include "watchdog.h"
@@ -36,9 +37,10 @@ class Experiment : private Runner {
   nlohmann::ordered_json results_json(const std::vector<Row>& rows) const;
   // Writes --json and --csv if the options ask for them.
   void write_results(const std::vector<Row>& rows) const;
-  // Closes --vcd's waveform and writes its save file (the destructor does,
-  // if this was not called); throws UserError if either cannot be written.
-  void finish_vcd();
+  // Closes --vcd's waveform and writes its save file, and writes
+  // --timeline's (the destructor does, if this was not called); throws
+  // UserError if one cannot be written.
+  void finish_outputs();
   // --list-params: every parameter this run reads.
   void list_params(std::ostream& os) const { cfg_.list(os); }
 
@@ -59,6 +61,7 @@ class Experiment : private Runner {
   std::string point_of_;  // " (2 of 5)" while a point runs, for progress lines
   RunShare share_;        // the running point's share of the run, for progress lines
   sc_core::sc_trace_file* vcd_ = nullptr;
+  std::unique_ptr<Timeline> timeline_;  // a workload that has no timeline of its own
 };
 
 // The version and the git commit this binary was built from.

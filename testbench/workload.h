@@ -77,6 +77,9 @@ class Workload {
   virtual double point_weight(size_t i) const { return 1; }
   // Workload state for the VCD beyond the machine's (engines' progress).
   virtual void trace(sc_core::sc_trace_file* tf) const {}
+  // True if it writes --timeline itself (training: its operations per
+  // stream); any other run's timeline is the machine's (core/timeline.h).
+  virtual bool writes_timeline() const { return false; }
   // --print-schedule, --print-trees: UserError if this workload has none.
   virtual void print(const std::string& what, std::ostream& os) const;
   // The one sentence for a run with wrong results (exit status 1).

@@ -29,13 +29,16 @@ bool link_counter(const std::string& leaf) {
   return false;
 }
 
-// Levels whose shape tells more than their digits.
-bool analog(const std::string& leaf) {
+
+}  // namespace
+
+bool level_signal(const std::string& leaf) {
   for (const char* end : {"occupancy", "queue", "outstanding", "busy", "unacked_packets"})
     if (ends_with(leaf, end)) return true;
   return false;
 }
 
+namespace {
 // The kind of a block: its name without its indices (sw12: sw, leaf3_1:
 // leaf_, a cluster's n1_hca5: n_hca).
 std::string kind_of(const std::string& block) {
@@ -179,7 +182,7 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::
       std::string path, part;
       for (size_t i = 0; i < scope.size(); ++i) path += scope[i] + ".";
       for (size_t i = 2; i < scope.size(); ++i) part += (part.empty() ? "" : ".") + scope[i];
-      vars.push_back({scope[1], part, path + ref + range, analog(ref)});
+      vars.push_back({scope[1], part, path + ref + range, level_signal(ref)});
     }
   }
   // Blocks by kind in the order the VCD declares the kinds, then by index.

@@ -16,6 +16,11 @@ class Traceable {
   virtual void trace(sc_core::sc_trace_file* tf) const = 0;
 };
 
+// A traced value that is a level (an occupancy, a queue, outstanding work),
+// by its name's last part: the save file draws it as an analog step and the
+// timeline as a counter.
+bool level_signal(const std::string& leaf);
+
 // The files --vcd PATH writes: PATH (PATH.vcd if it does not end in .vcd)
 // and the GTKWave save file beside it (w.vcd: w.gtkw).
 std::string vcd_file(const std::string& path);

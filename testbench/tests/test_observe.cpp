@@ -6,6 +6,8 @@
 
 #include "cli_run.h"
 
+#include <nlohmann/json.hpp>
+
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,4 +249,88 @@ TEST_CASE("GTKWave opens the save file from any folder and finds the VCD beside 
   std::filesystem::rename(d.file("waves/w.vcd"), d.file("moved/deeper/w.vcd"));
   std::filesystem::rename(d.file("waves/w.gtkw"), d.file("moved/deeper/w.gtkw"));
   CHECK(dump(d.file("moved"), "deeper/w.gtkw") == std::filesystem::canonical(d.file("moved/deeper/w.vcd")).string());
+}
+
+namespace {
+// A --timeline document: its processes by name, and the run's rows (--json).
+struct TimelineRun {
+  nlohmann::json events, rows;
+  std::map<int, std::string> process;
+};
+
+TimelineRun timeline_of(const std::string& args, TempDir& d, const std::string& tag) {
+  const Result r = incsim(args + " --quiet --timeline " + d.file(tag + ".json") + " --json " + d.file(tag + "-rows.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  TimelineRun t;
+  t.events = nlohmann::json::parse(slurp(d.file(tag + ".json")))["traceEvents"];
+  t.rows = nlohmann::json::parse(slurp(d.file(tag + "-rows.json")))["rows"];
+  for (const auto& e : t.events)
+    if (e["ph"] == "M" && e["name"] == "process_name") t.process[e["pid"].get<int>()] = e["args"]["name"];
+  return t;
+}
+}  // namespace
+
+TEST_CASE("any run's timeline: each GPU's steps cover its collective, the links' counters add up to their bytes",
+          "[observe][timeline]") {
+  TempDir d;
+  const TimelineRun t = timeline_of("--platform dgx2 --algorithm ring --sizes 256K", d, "ring");
+  REQUIRE(t.rows.size() == 1);
+  const double time_us = t.rows[0]["time_us"];
+  // Per GPU, the cores' steps: from 0, one after another, the last ending
+  // when the GPU finishes; the slowest ends with the collective.
+  std::map<std::string, std::vector<std::pair<double, double>>> steps;
+  for (const auto& e : t.events)
+    if (e["ph"] == "X" && e["name"].get<std::string>().rfind("step ", 0) == 0)
+      steps[t.process.at(e["pid"].get<int>())].push_back({e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+  REQUIRE(steps.size() == 16);
+  double last = 0;
+  for (auto& [gpu, spans] : steps) {
+    INFO(gpu);
+    CHECK(spans.size() == 30);  // the ring's 2(n - 1) steps
+    CHECK(spans.front().first == 0);
+    for (size_t k = 1; k < spans.size(); ++k) CHECK(spans[k].first == Approx(spans[k - 1].second).margin(1e-6));
+    last = std::max(last, spans.back().second);
+  }
+  CHECK(last == Approx(time_us).margin(1e-6));
+  // Each link's counter, integrated, is the bytes the row says it carried.
+  std::map<std::string, double> bytes;
+  std::map<std::string, std::pair<double, double>> at;  // the last point: time, GB/s
+  for (const auto& e : t.events)
+    if (e["ph"] == "C") {
+      const std::string name = t.process.at(e["pid"].get<int>()) + "." + e["name"].get<std::string>();
+      const double ts = e["ts"], v = e["args"]["value"];
+      if (at.count(name)) bytes[name] += (ts - at[name].first) * 1e3 * at[name].second;
+      at[name] = {ts, v};
+    }
+  size_t links = 0;
+  for (const auto& l : t.rows[0]["links"]) {
+    const std::string from = l["from"], to = l["to"];
+    const std::string name = from.substr(0, from.find('.')) + ".port" + from.substr(from.find('.') + 1) + " to " + to + " (GB/s)";
+    INFO(name);
+    CHECK(bytes[name] == Approx(l["bytes"].get<double>()).epsilon(1e-6));
+    links += l["bytes"].get<double>() > 0;
+  }
+  size_t counters = 0;  // a counter for each link that carried bytes, and none for an idle one
+  for (const auto& [name, point] : at) counters += name.find(" (GB/s)") != std::string::npos;
+  CHECK(counters == links);
+  CHECK(links > 0);
+}
+
+TEST_CASE("a push's timeline has each reduction table's occupancy, and the same run gives the same bytes",
+          "[observe][timeline]") {
+  TempDir d;
+  const TimelineRun t = timeline_of("--platform dgx2 --algorithm push --sizes 64K", d, "a");
+  timeline_of("--platform dgx2 --algorithm push --sizes 64K", d, "b");
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  double peak = 0;
+  std::set<std::string> seen;
+  for (const auto& e : t.events)
+    if (e["ph"] == "C" && e["name"].get<std::string>().find("reduction_table.occupancy") != std::string::npos) {
+      seen.insert(t.process.at(e["pid"].get<int>()) + e["name"].get<std::string>());
+      peak = std::max(peak, e["args"]["value"].get<double>());
+    }
+  CHECK(seen.size() == 192);  // every port of the 12 switches has a table
+  CHECK(peak > 0);
+  CHECK(peak <= 2);  // a mean never exceeds the table's entries: 256 B of 128 B entries (Klenk Fig. 7)
 }

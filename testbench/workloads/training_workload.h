@@ -26,6 +26,7 @@ class TrainingWorkload : public Workload {
   // Over every collective group_collective() made.
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override;
+  bool writes_timeline() const override { return true; }
 
   // One span of the timeline: of algorithm a, on `track`, from start to end.
   struct Span {

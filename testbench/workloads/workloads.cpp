@@ -24,7 +24,7 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
                         : ethernet           ? "netreduce"
                                              : "collective";
   if (w != "train")
-    refuse_options(o, {"model", "batch", "iterations", "warmup", "tp", "pp", "baseline", "compute", "precision", "timeline"},
+    refuse_options(o, {"model", "batch", "iterations", "warmup", "tp", "pp", "baseline", "compute", "precision"},
                    "is for --workload train");
   check_choice("workload", w, choice_list("workload"));
   if (w == "traffic" && o.traffic.empty())
