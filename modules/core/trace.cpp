@@ -9,6 +9,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "error.h"
@@ -73,7 +74,27 @@ bool natural_less(const std::string& a, const std::string& b) {
 struct Var {
   std::string block, part, name;  // part: the scopes below the block, dot-joined; name: GTKWave's
   bool analog;
+  std::string id;  // the VCD's identifier code
 };
+
+// The identifiers of the values that change after time 0: a value that
+// never does (a ring's step on a push run) stays out of the wave pane.
+// False if the run never advanced past time 0 (then every value is shown).
+bool read_changes(std::istream& vcd, std::unordered_set<std::string>& changed) {
+  bool past_zero = false;
+  for (std::string line; std::getline(vcd, line);) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      past_zero = past_zero || std::strtoull(line.c_str() + 1, nullptr, 10) > 0;
+      continue;
+    }
+    if (!past_zero || line[0] == '$') continue;
+    // "b1010 id" and "r1.5 id" for vectors and reals, "1id" for a bit.
+    const size_t space = line.find(' ');
+    changed.insert(line[0] == 'b' || line[0] == 'r' ? line.substr(space + 1) : line.substr(1));
+  }
+  return past_zero;
+}
 
 // GTKWave's trace flags (its analyzer.h): signed decimal (the blocks trace ints, -1 for none), right-justified, as an analog step, a blank row that
 // stretches the analog trace above it, and group begin/end (blank rows), closed or open.
@@ -182,9 +203,13 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::
       std::string path, part;
       for (size_t i = 0; i < scope.size(); ++i) path += scope[i] + ".";
       for (size_t i = 2; i < scope.size(); ++i) part += (part.empty() ? "" : ".") + scope[i];
-      vars.push_back({scope[1], part, path + ref + range, level_signal(ref)});
+      vars.push_back({scope[1], part, path + ref + range, level_signal(ref), id});
     }
   }
+  std::unordered_set<std::string> changed;
+  if (read_changes(vcd, changed))
+    vars.erase(std::remove_if(vars.begin(), vars.end(), [&](const Var& v) { return changed.count(v.id) == 0; }),
+               vars.end());
   // Blocks by kind in the order the VCD declares the kinds, then by index.
   std::vector<std::string> blocks, kinds;
   for (const Var& v : vars) {
@@ -213,7 +238,8 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::
       "[*] One group per block, in decimal; occupancies and queues are analog steps. The first two\n"
       "[*] blocks of each kind come first, open; the next six follow, closed, as does every part of a\n"
       "[*] block after its first four: select one and Edit > Toggle Group Open|Close. Further blocks,\n"
-      "[*] parts past a block's 32nd and per-VC link counters are in the signal tree (SST) only.\n"
+      "[*] parts past a block's 32nd, values that never change and per-VC link counters are in the\n"
+      "[*] signal tree (SST) only.\n"
       "[dumpfile] \"{0}\"\n[savefile] \"{1}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
       vcd_path, gtkw_path);
   // The zoom: GTKWave shows 2^-zoom time units per 200 pixels (measured on

@@ -36,7 +36,8 @@ uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path);
 // name is the one GTKWave reads: a group per block (gpu3, sw0, fpga, host1)
 // holding its state in decimal, occupancies and queues drawn as analog steps,
 // a subgroup per part (sw0.port5.reduction_table, gpu3.copy_engine) where a
-// block has many; the per-VC link counters stay in the signal tree only.
+// block has many; the per-VC link counters, and values that never change
+// after time 0 (a ring's step on a push run), stay in the signal tree only.
 // Groups past the first two blocks of a kind, and past a block's first four
 // parts, start closed, and none past the eighth block of a kind or a block's
 // 32nd part is listed, so a 16-switch or 128-GPU platform stays readable.
