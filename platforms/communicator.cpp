@@ -47,7 +47,7 @@ Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& c
 }
 
 std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
-                                                      collectives::DType dtype, collectives::RedOp redop) {
+                                                      elements::DType dtype, elements::RedOp redop) {
   return std::unique_ptr<CollectiveCall>(new CollectiveCall(*this, a, s, dtype, redop));
 }
 
@@ -90,7 +90,7 @@ std::vector<int> Communicator::rail_of() const {
 }
 
 CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
-                               collectives::DType dtype, collectives::RedOp redop)
+                               elements::DType dtype, elements::RedOp redop)
     : comm_(comm), algorithm_(a), synthesis_(s), program_(s.program), dtype_(dtype), redop_(redop) {
   if (a.in_switches()) innet_ = collectives::in_network_method(program_);
   switch (program_.engine()) {

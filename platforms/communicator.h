@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/nccl.h"
 #include "collectives/program_synthesis.h"
 #include "core/config.h"
@@ -80,7 +80,7 @@ class CollectiveCall {
  private:
   friend class Communicator;
   CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
-                 collectives::DType dtype, collectives::RedOp redop);
+                 elements::DType dtype, elements::RedOp redop);
   void describe_sizing(std::ostream& os) const;
   void make_cores();
   void make_copy();
@@ -99,8 +99,8 @@ class CollectiveCall {
   const collectives::Algorithm& algorithm_;
   collectives::Synthesis synthesis_;
   collectives::Program program_;
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
   std::optional<collectives::InNetMethod> innet_;  // how the program uses the switches
   std::unique_ptr<gpu::Collective> engines_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
@@ -126,7 +126,7 @@ class Communicator {
   // these GPUs, on the engines its operations name. UserError if the
   // machine cannot run it (no tables, too few aggregation buffers, ...).
   std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
-                                          collectives::DType dtype, collectives::RedOp redop);
+                                          elements::DType dtype, elements::RedOp redop);
 
   GpuMachine& machine() { return machine_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }

@@ -86,7 +86,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
 // connection's data to the FPGA port of its own leaf port (§4, Fig. 10B).
 void NetReduceRings::join(const collectives::Program& program, const std::vector<int>& members,
                           const std::function<uint64_t(int)>& out, uint32_t window, uint32_t clt,
-                          collectives::DType dtype, collectives::RedOp redop) const {
+                          elements::DType dtype, elements::RedOp redop) const {
   const topo::Topology& t = m_.topology();
   const auto bridge = [&](int gpu) -> hca::RoceBridge& {
     return dynamic_cast<hca::RoceBridge&>(m_.block(adapter_of(t, gpu)));

@@ -11,7 +11,7 @@
 #include <functional>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/program.h"
 #include "platform.h"
 
@@ -45,7 +45,7 @@ class NetReduceRings {
   // UserError if a rail spans several leaves or its FPGA's CLT (clt_entries)
   // cannot hold the rings' connections.
   void join(const collectives::Program& p, const std::vector<int>& gpus, const std::function<uint64_t(int)>& out,
-            uint32_t window, uint32_t clt_entries, collectives::DType dtype, collectives::RedOp redop) const;
+            uint32_t window, uint32_t clt_entries, elements::DType dtype, elements::RedOp redop) const;
 
  private:
   GpuMachine& m_;

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "core/error.h"
 #include "core/nearest.h"
 #include "platforms/platform.h"
@@ -77,8 +77,8 @@ std::string choice_list(const std::string& option) {
     return platforms::builtin_platforms() + ", " + kEthernetPlatforms + ", FILE.yaml";
   if (option == "collective") return kCollectives;
   if (option == "algorithm") return collectives::algorithm_names();
-  if (option == "dtype") return collectives::kDTypes;
-  if (option == "redop") return collectives::kRedOps;
+  if (option == "dtype") return elements::kDTypes;
+  if (option == "redop") return elements::kRedOps;
   if (option == "traffic") return traffic::kPatternNames;
   if (option == "workload") return "collective, traffic, netreduce, train";
   if (option == "model") return training::name_list(training::zoo_names());

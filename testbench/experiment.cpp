@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "choices.h"
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/output_file.h"
@@ -76,7 +76,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   cfg_.check_known();
   const std::string fault_block = cfg_.get(kFaultBlock);
   const uint64_t fault_elements = cfg_.get(kFaultElements);
-  collectives::Alu::inject(fault_block, fault_elements);  // before any block is built
+  elements::Alu::inject(fault_block, fault_elements);  // before any block is built
   workload_ = make_workload(opt_, cfg_);
 
   const double stall_us = cfg_.get(kStallTimeout);
@@ -102,7 +102,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
   cfg_.check_unused();
   log::check_matched();
-  collectives::Alu::check_matched();
+  elements::Alu::check_matched();
 
   if (!opt_.dump_platform.empty()) {
     std::ostringstream f;

@@ -15,7 +15,7 @@ namespace incsim::gpu {
 
 using collectives::Buffer;
 using collectives::ChunkRef;
-using collectives::DType;
+using elements::DType;
 using collectives::OpKind;
 using CollectiveKind = collectives::Collective;
 
@@ -338,7 +338,7 @@ void CopyCollective::Rank::begin(Op& op) {
     p->payload_bytes = kFlagBytes;
     p->count = 1;
     p->dtype = static_cast<uint8_t>(DType::Int32);
-    p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
+    p->redop = static_cast<uint8_t>(elements::RedOp::Sum);
     const int32_t one = 1;
     std::memcpy(p->data, &one, kFlagBytes);
     gpu_.post(port_to_home(home), p);
@@ -529,7 +529,7 @@ void CopyCollective::Rank::partial(int g, const net::Packet& p) {
   uint8_t* acc = flag ? h.flag_data : h.data.data() + (b / members) * kBlock;
   if (count == 0) std::memcpy(acc, p.data, p.payload_bytes);
   else
-    collectives::reduce_bytes(static_cast<DType>(p.dtype), static_cast<collectives::RedOp>(p.redop), acc, p.data,
+    elements::reduce_bytes(static_cast<DType>(p.dtype), static_cast<elements::RedOp>(p.redop), acc, p.data,
                               p.payload_bytes);
   count = static_cast<uint16_t>(count + p.count);
   if (count < members) return;
@@ -602,14 +602,14 @@ void CopyCollective::Rank::report(std::ostream& os, const std::string& prefix) c
 }
 
 CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
-                               topo::MulticastFabric& fabric, DType dtype, collectives::RedOp redop, uint64_t seed,
+                               topo::MulticastFabric& fabric, DType dtype, elements::RedOp redop, uint64_t seed,
                                WaveParams waves)
     : program_(std::move(program)),
       gpus_(std::move(gpus)),
       topo_(topo),
       fabric_(fabric),
       dtype_(dtype),
-      elem_(collectives::dtype_bytes(dtype)),
+      elem_(elements::dtype_bytes(dtype)),
       redop_(redop),
       data_(seed, static_cast<int>(gpus_.size()), dtype, redop),
       seed_(seed),
@@ -675,7 +675,7 @@ double CopyCollective::done_fraction() const { return collectives::done_fraction
 std::string CopyCollective::redop() const {
   const bool reduces = program_.collective == CollectiveKind::AllReduce ||
                        program_.collective == CollectiveKind::ReduceScatter;
-  return reduces ? collectives::redop_name(redop_) : "none";
+  return reduces ? elements::redop_name(redop_) : "none";
 }
 
 std::string CopyCollective::cannot_run(const collectives::Program& p) {

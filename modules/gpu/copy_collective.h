@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/program.h"
 #include "gpu/collective.h"
 #include "gpu/copy_engine.h"
@@ -41,7 +41,7 @@ class CopyCollective : public Collective {
   // gpus in rank order. The program must have passed check_program and
   // cannot_run.
   CopyCollective(collectives::Program program, std::vector<Gpu*> gpus, const topo::Topology& topo,
-                 topo::MulticastFabric& fabric, collectives::DType dtype, collectives::RedOp redop, uint64_t seed,
+                 topo::MulticastFabric& fabric, elements::DType dtype, elements::RedOp redop, uint64_t seed,
                  WaveParams waves);
   ~CopyCollective() override;
   // Why the copy engines cannot run a checked program, or "".
@@ -64,10 +64,10 @@ class CopyCollective : public Collective {
   std::vector<Gpu*> gpus_;
   const topo::Topology& topo_;
   topo::MulticastFabric& fabric_;
-  collectives::DType dtype_;
+  elements::DType dtype_;
   uint32_t elem_;  // bytes of an element of dtype_
-  collectives::RedOp redop_;
-  collectives::DataPattern data_;
+  elements::RedOp redop_;
+  elements::DataPattern data_;
   uint64_t seed_;
   WaveParams waves_;
   std::vector<Group> groups_;

@@ -10,7 +10,7 @@
 #include <string>
 #include <systemc>
 
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "collectives/nccl.h"
 #include "core/config.h"
 #include "core/param.h"
@@ -72,7 +72,7 @@ class Cores : public sc_core::sc_module, public Traceable {
  public:
   // name: "cores", a child of the GPU named gpu_name.
   Cores(sc_core::sc_module_name name, const std::string& gpu_name);
-  collectives::Alu& alu() { return alu_; }
+  elements::Alu& alu() { return alu_; }
   // gpu3.cores.step and .chunk: the running transfer's place in its queue
   // (its sends so far) and its pass, -1 before the first.
   void trace(sc_core::sc_trace_file* tf) const override;
@@ -82,7 +82,7 @@ class Cores : public sc_core::sc_module, public Traceable {
   }
 
  private:
-  collectives::Alu alu_;
+  elements::Alu alu_;
   int step_ = -1, pass_ = -1;
 };
 

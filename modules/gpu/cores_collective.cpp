@@ -21,15 +21,15 @@ using collectives::OpKind;
 using collectives::Operation;
 
 CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*> gpus,
-                                 std::vector<std::vector<std::vector<int>>> ports, collectives::DType dtype,
-                                 collectives::RedOp redop, uint64_t seed, CoresParams params,
+                                 std::vector<std::vector<std::vector<int>>> ports, elements::DType dtype,
+                                 elements::RedOp redop, uint64_t seed, CoresParams params,
                                  topo::MulticastFabric* fabric)
     : fabric_(fabric),
       program_(std::move(program)),
       gpus_(std::move(gpus)),
       ports_(std::move(ports)),
       dtype_(dtype),
-      elem_(collectives::dtype_bytes(dtype)),
+      elem_(elements::dtype_bytes(dtype)),
       redop_(redop),
       data_(seed, program_.ranks, dtype, redop),
       copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast ||
@@ -214,7 +214,7 @@ double CoresCollective::done_fraction() const { return collectives::done_fractio
 std::string CoresCollective::redop() const {
   return copies_are_results_
              ? "none"
-             : collectives::redop_name(redop_);
+             : elements::redop_name(redop_);
 }
 
 }  // namespace incsim::gpu

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "collectives/alu.h"
-#include "collectives/data_pattern.h"
+#include "elements/alu.h"
+#include "elements/data_pattern.h"
 #include "collectives/layout.h"
 #include "collectives/nccl.h"
 #include "collectives/program.h"
@@ -57,7 +57,7 @@ class CoresCollective : public Collective {
   // check_program; its operations must all be the cores'. fabric: the
   // switches' multicast regions, for a program with in-network operations.
   CoresCollective(collectives::Program program, std::vector<Gpu*> gpus, std::vector<std::vector<std::vector<int>>> ports,
-                  collectives::DType dtype, collectives::RedOp redop, uint64_t seed, CoresParams params,
+                  elements::DType dtype, elements::RedOp redop, uint64_t seed, CoresParams params,
                   topo::MulticastFabric* fabric = nullptr);
   ~CoresCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
@@ -89,10 +89,10 @@ class CoresCollective : public Collective {
   collectives::Program program_;
   std::vector<Gpu*> gpus_;
   std::vector<std::vector<std::vector<int>>> ports_;
-  collectives::DType dtype_;
+  elements::DType dtype_;
   uint32_t elem_;  // bytes of an element of dtype_
-  collectives::RedOp redop_;
-  collectives::DataPattern data_;
+  elements::RedOp redop_;
+  elements::DataPattern data_;
   bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
   // Takes protocol p for the next collective (UserError if its lines do
   // not fit a packet).

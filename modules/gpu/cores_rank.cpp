@@ -592,7 +592,7 @@ void CoresRank::read(const std::vector<Segment>& s, uint64_t off, uint64_t n, ui
 }
 
 void CoresRank::reduce_into(const std::vector<Segment>& s, uint64_t off, uint64_t n, uint8_t* acc) {
-  collectives::Alu& alu = gpu_.cores().alu();
+  elements::Alu& alu = gpu_.cores().alu();
   walk(s, off, n, [&](const Segment& x, uint64_t at, uint64_t m) {
     if (x.stored)
       alu.reduce(coll_.dtype_, coll_.redop_, acc, x.stored->data() + at * coll_.elem_,

@@ -67,7 +67,7 @@ struct Packet {
   uint16_t wire_bytes = 0;  // header + payload rounded up to flits
   int16_t out_port = -1;    // routing decision at the switch holding it
   uint16_t count = 0;       // contributions reduced into the payload (reduction ops)
-  uint8_t dtype = 0, redop = 0;  // collectives::DType and RedOp of a reduction
+  uint8_t dtype = 0, redop = 0;  // elements::DType and RedOp of a reduction
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
   // ReduceWrite: reduced at the switch holding it on its way to a home
   // elsewhere (a merge point of a SHARP aggregation tree, set as it enters).

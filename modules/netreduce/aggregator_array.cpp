@@ -8,8 +8,8 @@
 namespace incsim::netreduce {
 
 AggregatorArray::AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                                 collectives::DType dtype, collectives::RedOp op, net::PacketPool* pool,
-                                 collectives::Alu alu)
+                                 elements::DType dtype, elements::RedOp op, net::PacketPool* pool,
+                                 elements::Alu alu)
     : ranks_(ranks), window_(window), msg_len_(msg_len), max_payload_(max_payload), dtype_(dtype), op_(op),
       alu_(alu), pool_(pool) {
   if (ranks < 1 || ranks > kMaxRanks)

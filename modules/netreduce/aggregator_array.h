@@ -19,8 +19,8 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/alu.h"
-#include "collectives/data_pattern.h"
+#include "elements/alu.h"
+#include "elements/data_pattern.h"
 #include "net/packet.h"
 
 namespace incsim::netreduce {
@@ -35,8 +35,8 @@ class AggregatorArray {
   // single-GPU hosts); the INA header's Rank field has 16 bits.
   static constexpr int kMaxRanks = 1024;
   // alu: the aggregator's adders (fault injection names them fpga.aggregator).
-  AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload, collectives::DType dtype,
-                  collectives::RedOp op, net::PacketPool* pool, collectives::Alu alu = {});
+  AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload, elements::DType dtype,
+                  elements::RedOp op, net::PacketPool* pool, elements::Alu alu = {});
 
   // Takes packet p (its payload at eth::payload(p)) of `rank` for (msg,
   // offset); appends the packets to emit to `out` (capacity >= ranks).
@@ -80,9 +80,9 @@ class AggregatorArray {
 
   int ranks_;
   uint32_t window_, msg_len_, max_payload_;
-  collectives::DType dtype_;
-  collectives::RedOp op_;
-  collectives::Alu alu_;
+  elements::DType dtype_;
+  elements::RedOp op_;
+  elements::Alu alu_;
   net::PacketPool* pool_;
   std::vector<Slot> slots_;
   std::vector<net::Packet*> held_;

@@ -24,9 +24,9 @@ FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const Fp
 FpgaAggregator::~FpgaAggregator() = default;
 
 void FpgaAggregator::add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                              collectives::DType dtype, collectives::RedOp op, int rank_base) {
+                              elements::DType dtype, elements::RedOp op, int rank_base) {
   rings_[ring] = std::make_unique<AggregatorArray>(ranks, window, msg_len, max_payload, dtype, op, pool_,
-                                                   collectives::Alu(std::string(basename()) + ".aggregator"));
+                                                   elements::Alu(std::string(basename()) + ".aggregator"));
   clt_.add_ring(ring, msg_len);
   dest_.add_ring(ring, msg_len);
   if (ring >= ring_by_id_.size()) {

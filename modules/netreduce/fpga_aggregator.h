@@ -69,7 +69,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   // Job initialisation (§3.1 ❶): an aggregator array of 2N x MsgLen per ring.
   // `rank_base`: the ring rank of this FPGA's first rank (a leaf's rack).
   void add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                collectives::DType dtype, collectives::RedOp op, int rank_base = 0);
+                elements::DType dtype, elements::RedOp op, int rank_base = 0);
   void set_hierarchy(const Hierarchy& h);
   eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
   // Results are built when the last byte of the completing frame is in and

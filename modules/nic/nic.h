@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/executor.h"
 #include "collectives/schedule.h"
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "gpu/gpu.h"
@@ -73,9 +73,9 @@ struct NicJob {
   // [t][r], where given and not empty, replaces ports_to[r] for the flows of
   // tree t (Schedule::flow_tree), e.g. Blink's PCIe trees beside its NVLink trees.
   std::vector<std::vector<std::vector<int>>> tree_ports;
-  const collectives::DataPattern* data = nullptr;  // the node's input and the expected result
-  collectives::DType dtype = collectives::DType::Float32;
-  collectives::RedOp redop = collectives::RedOp::Sum;
+  const elements::DataPattern* data = nullptr;  // the node's input and the expected result
+  elements::DType dtype = elements::DType::Float32;
+  elements::RedOp redop = elements::RedOp::Sum;
   NicParams params;
 };
 
@@ -146,7 +146,7 @@ class Table : public Traceable, public collectives::RankExecutor {
   };
 
   const std::vector<collectives::Entry>& table() const { return job_.schedule->tables[job_.rank]; }
-  uint32_t elem_bytes() const { return collectives::dtype_bytes(job_.dtype); }
+  uint32_t elem_bytes() const { return elements::dtype_bytes(job_.dtype); }
 
   Nic& nic_;
   uint16_t id_;
@@ -210,7 +210,7 @@ class Nic : public sc_core::sc_module, public gpu::Program {
   friend class Table;
   gpu::Gpu& gpu_;
   log::Logger log_;       // gpu3.nic
-  collectives::Alu alu_;  // the endpoint reduction logic, shared by the tables
+  elements::Alu alu_;  // the endpoint reduction logic, shared by the tables
   // [id]; an unloaded table stays (a VCD may trace its counters) for the next load.
   std::vector<std::unique_ptr<Table>> tables_;
   int loaded_ = 0;

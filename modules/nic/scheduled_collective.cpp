@@ -10,7 +10,7 @@
 namespace incsim::nic {
 
 ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
-                                         const topo::Topology& t, collectives::DType dtype, collectives::RedOp redop,
+                                         const topo::Topology& t, elements::DType dtype, elements::RedOp redop,
                                          uint64_t seed, FlowControl flow_control, StepEstimate estimate)
     : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
@@ -90,7 +90,7 @@ ScheduledCollective::~ScheduledCollective() {
 
 NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   // The largest flow is the step's message.
-  const uint32_t elem = collectives::dtype_bytes(dtype_);
+  const uint32_t elem = elements::dtype_bytes(dtype_);
   uint64_t len = 0;
   for (const auto& c : schedule_.flows)
     len = std::max(len, collectives::slice_bytes(bytes, elem, schedule_.slices, c.start, c.size).length);
@@ -112,7 +112,7 @@ NicParams ScheduledCollective::params_for(uint64_t bytes) const {
 void ScheduledCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   layout_ = {};
-  const uint32_t elem = collectives::dtype_bytes(dtype_);
+  const uint32_t elem = elements::dtype_bytes(dtype_);
   for (const auto& c : schedule_.flows)
     layout_.flows.push_back(collectives::slice_bytes(bytes, elem, schedule_.slices, c.start, c.size));
   std::vector<int> order(schedule_.flows.size());

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/program.h"
 #include "collectives/schedule.h"
 #include "gpu/collective.h"
@@ -47,7 +47,7 @@ class ScheduledCollective : public gpu::Collective {
   // not compile to tables (schedule_of) or a hint names a port that does not
   // reach its peer.
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
-                      collectives::DType dtype, collectives::RedOp redop, uint64_t seed, FlowControl flow_control,
+                      elements::DType dtype, elements::RedOp redop, uint64_t seed, FlowControl flow_control,
                       StepEstimate estimate);
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
@@ -56,7 +56,7 @@ class ScheduledCollective : public gpu::Collective {
   // An all-reduce's operator; a broadcast keeps the base's label (its rows
   // in docs/figures say "sum"; nccl-tests would say "none").
   std::string redop() const override {
-    return schedule_.broadcast_root == collectives::kNil ? collectives::redop_name(redop_) : gpu::Collective::redop();
+    return schedule_.broadcast_root == collectives::kNil ? elements::redop_name(redop_) : gpu::Collective::redop();
   }
   void trace(sc_core::sc_trace_file* tf) const override;
 
@@ -70,9 +70,9 @@ class ScheduledCollective : public gpu::Collective {
   collectives::Schedule schedule_;
   std::vector<Nic*> nics_;
   std::vector<Table*> tables_;  // [r]: the table rank r runs on nics_[r]
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
-  collectives::DataPattern data_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
+  elements::DataPattern data_;
   FlowControl flow_control_;
   StepEstimate estimate_;
   uint32_t header_bytes_, flit_bytes_, max_payload_;

@@ -129,7 +129,7 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
   if (e >= 0) {
     ++t.hits;
     ReductionTable::Entry& en = t.entry(e);
-    port_of(o).table.alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+    port_of(o).table.alu.reduce(static_cast<elements::DType>(en.dtype), static_cast<elements::RedOp>(en.redop),
                             t.data(e), p->data, en.bytes);
     en.count = static_cast<uint16_t>(en.count + p->count);
     t.touch(e, now_ps);
@@ -187,7 +187,7 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   ReductionTable::Entry& en = t.entry(e);
   if (en.count == 0) std::memcpy(t.data(e), p->data, en.bytes);
   else
-    port_of(o).table.alu.reduce(static_cast<collectives::DType>(en.dtype), static_cast<collectives::RedOp>(en.redop),
+    port_of(o).table.alu.reduce(static_cast<elements::DType>(en.dtype), static_cast<elements::RedOp>(en.redop),
                             t.data(e), p->data, en.bytes);
   en.count = static_cast<uint16_t>(en.count + p->count);
   if (en.count < en.expected) {

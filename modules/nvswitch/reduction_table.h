@@ -18,7 +18,7 @@
 #include <systemc>
 #include <vector>
 
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "core/log.h"
 #include "core/param.h"
 #include "core/trace.h"
@@ -82,7 +82,7 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
   // One line if it holds entries.
   void report(std::ostream& os) const;
 
-  collectives::Alu alu;   // the table's ALU array
+  elements::Alu alu;   // the table's ALU array
   log::Logger log;        // its name: sw3.port5.reduction_table
   uint32_t push_entries = 0;  // entries that can time out
   std::vector<int> stalled;   // switch inputs whose pull request waits for an entry here

@@ -24,7 +24,7 @@ int connection(const std::vector<Connection>& cs, uint16_t channel, int peer) {
 HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int rank,
                          const std::vector<Connection>& sends, const std::vector<Connection>& receives,
                          const HostConfig& cfg,
-                         const collectives::DataPattern* pattern, collectives::DType dtype, collectives::RedOp op)
+                         const elements::DataPattern* pattern, elements::DType dtype, elements::RedOp op)
     : nic_(nic), program_(program), rank_(rank), cfg_(cfg), pattern_(pattern), dtype_(dtype), redop_(op),
       msg_bytes_(uint64_t{cfg.msg_len} * cfg.mtu_payload) {
   const collectives::Program& p = *program_;
@@ -93,7 +93,7 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
 
 void HostProgram::layout(uint64_t bytes) {
   const collectives::Program& p = *program_;
-  const uint64_t element = collectives::dtype_bytes(dtype_);
+  const uint64_t element = elements::dtype_bytes(dtype_);
   elements_ = bytes / element;
   chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
   // Chunk c starts at element c * E / C: the buffer split by elements, as
@@ -234,11 +234,11 @@ void HostProgram::take(int i, uint64_t offset, const uint8_t* payload, uint32_t 
     case OpKind::RecvReduceCopy:
     case OpKind::RecvReduceCopySend:
       if (o.operand != o.dst) std::memcpy(m + o.dst + offset, m + o.operand + offset, bytes);
-      collectives::reduce_bytes(dtype_, redop_, m + o.dst + offset, payload, bytes);
+      elements::reduce_bytes(dtype_, redop_, m + o.dst + offset, payload, bytes);
       break;
     case OpKind::RecvReduceSend:
       std::memcpy(m + o.sum + offset, m + o.operand + offset, bytes);
-      collectives::reduce_bytes(dtype_, redop_, m + o.sum + offset, payload, bytes);
+      elements::reduce_bytes(dtype_, redop_, m + o.sum + offset, payload, bytes);
       break;
     default:
       sc_assert(false && "a RoCE host receives only for receiving operations");

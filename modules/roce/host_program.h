@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/executor.h"
 #include "collectives/program.h"
 #include "roce/roce_nic.h"
@@ -52,8 +52,8 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   // `receives` are the host's connections. Throws UserError if an operation
   // needs a connection the host lacks.
   HostProgram(RoceNic* nic, const collectives::Program* program, int rank, const std::vector<Connection>& sends,
-              const std::vector<Connection>& receives, const HostConfig& cfg, const collectives::DataPattern* pattern,
-              collectives::DType dtype, collectives::RedOp op);
+              const std::vector<Connection>& receives, const HostConfig& cfg, const elements::DataPattern* pattern,
+              elements::DType dtype, elements::RedOp op);
   // An all-reduce of `bytes`: fills the input from the pattern, runs the
   // operations, checks every element of the output at the end (#wrong).
   void start(uint64_t bytes, std::function<void()> done);
@@ -122,9 +122,9 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   const collectives::Program* program_;
   int rank_;
   HostConfig cfg_;
-  const collectives::DataPattern* pattern_;
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
+  const elements::DataPattern* pattern_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
   uint64_t msg_bytes_;  // MsgLen packets of payload
   std::vector<Op> ops_;
   std::vector<std::vector<int>> dependents_;      // [op]: the operations that wait for it

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 
-using namespace incsim::collectives;
+using namespace incsim::elements;
 
 namespace {
 constexpr int kRanks = 5;

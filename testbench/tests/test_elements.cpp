@@ -10,11 +10,11 @@
 #include <limits>
 #include <vector>
 
-#include "collectives/alu.h"
-#include "collectives/data_pattern.h"
+#include "elements/alu.h"
+#include "elements/data_pattern.h"
 #include "core/error.h"
 
-using namespace incsim::collectives;
+using namespace incsim::elements;
 
 namespace {
 const float kInf = std::numeric_limits<float>::infinity();

@@ -53,7 +53,7 @@ struct Bench {
   explicit Bench(uint32_t msg_len = kMsgLen) {
     netreduce::FpgaConfig c{kPipeline, 64 * 1024, 16, kMtu};
     fpga = std::make_unique<netreduce::FpgaAggregator>("fpga", kRanks, c, &pool);
-    fpga->add_ring(0, kRanks, kWindow, msg_len, kMtu, collectives::DType::Int32, collectives::RedOp::Sum);
+    fpga->add_ring(0, kRanks, kWindow, msg_len, kMtu, elements::DType::Int32, elements::RedOp::Sum);
     for (int r = 0; r < kRanks; ++r) {
       port.push_back(std::make_unique<test::StubPort>(("switch_port" + std::to_string(r)).c_str(), pool));
       fpga->configure_port(r, kBw, kLink, c.buffer_bytes);

@@ -435,7 +435,7 @@ struct CoresPair {
     cp.ll = cp.ll128 = cp.simple;
     c = std::make_unique<gpu::CoresCollective>(program, std::vector<gpu::Gpu*>{&g0, &g1},
                                                std::vector<std::vector<std::vector<int>>>{{{}, {0}}, {{0}, {}}},
-                                               collectives::DType::Float32, collectives::RedOp::Sum, 7, cp);
+                                               elements::DType::Float32, elements::RedOp::Sum, 7, cp);
     c->start(4096, [this] { done = true; });
   }
   // A copy of packet `a` as it arrived, queued at `to` to leave now;

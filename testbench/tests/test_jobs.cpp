@@ -12,7 +12,7 @@
 
 #include "cli_run.h"
 #include "collective.h"
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "core/error.h"
 #include "experiment.h"
 #include "jobs.h"
@@ -248,7 +248,7 @@ TEST_CASE("the count of wrong elements bites for NIC tables: a faulty NIC ALU sh
   // The NIC's one ALU serves both tables; its first 7 results (all in the
   // first Reduce message it takes, 64 elements) go to one table, whose wrong
   // partial sums reach all 16 nodes.
-  collectives::Alu::inject("n5.nic", 7);
+  elements::Alu::inject("n5.nic", 7);
   const auto runs = together("torus", 16, {"dbtree", "hd"}, "64K");
   CHECK(runs[0].wrong() + runs[1].wrong() == 7 * 16);
   CHECK(std::min(runs[0].wrong(), runs[1].wrong()) == 0);

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "core/error.h"
 #include "ethernet/roce_frame.h"
 #include "netreduce/aggregator_array.h"
@@ -146,7 +146,7 @@ struct Bench {
 TEST_CASE("aggregator array: completes when every rank is in, each result under its rank's header",
           "[netreduce][aggregator]") {
   Bench b;
-  AggregatorArray a(3, 2, 4, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  AggregatorArray a(3, 2, 4, 16, elements::DType::Int32, elements::RedOp::Sum, &b.pool);
   CHECK(a.aggregators() == 2 * 2 * 4);
   CHECK(a.accept(b.packet(1, 10), 0, 0, 2, b.out) == AggregatorArray::Stored);
   CHECK(a.accept(b.packet(20, 11), 1, 0, 2, b.out) == AggregatorArray::Stored);
@@ -169,7 +169,7 @@ TEST_CASE("aggregator array: completes when every rank is in, each result under 
 
 TEST_CASE("aggregator array: retransmitted packets are aggregated exactly once", "[netreduce][aggregator]") {
   Bench b;
-  AggregatorArray a(3, 1, 2, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  AggregatorArray a(3, 1, 2, 16, elements::DType::Int32, elements::RedOp::Sum, &b.pool);
   a.accept(b.packet(1, 0), 0, 0, 1, b.out);
   // Rank 0 retransmits before the others are in: its buffer is overwritten,
   // not added again.
@@ -202,7 +202,7 @@ TEST_CASE("aggregator array: MsgID % 2N x MsgLen addressing, deallocation one wi
           "[netreduce][aggregator]") {
   Bench b;
   const uint32_t n = 2, len = 3;
-  AggregatorArray a(2, n, len, 16, collectives::DType::Int32, collectives::RedOp::Sum, &b.pool);
+  AggregatorArray a(2, n, len, 16, elements::DType::Int32, elements::RedOp::Sum, &b.pool);
   // Messages 0..3 fill the 2N = 4 message slots.
   for (int m = 0; m < 4; ++m) {
     a.accept(b.packet(m, 0), 0, m, 1, b.out);
@@ -237,17 +237,17 @@ TEST_CASE("aggregator array: MsgID % 2N x MsgLen addressing, deallocation one wi
 // bfloat16, where one rounding of 2050 or 258 would not), and a fault adds 1
 // in the element's type.
 TEST_CASE("aggregator array: half and bfloat16 rounded at every step, a fault counted", "[netreduce][aggregator]") {
-  for (const collectives::DType t : {collectives::DType::Float16, collectives::DType::BFloat16}) {
-    INFO(collectives::dtype_name(t));
+  for (const elements::DType t : {elements::DType::Float16, elements::DType::BFloat16}) {
+    INFO(elements::dtype_name(t));
     const auto narrow = [t](float f) {
-      return t == collectives::DType::Float16 ? collectives::float_to_half(f) : collectives::float_to_bf16(f);
+      return t == elements::DType::Float16 ? elements::float_to_half(f) : elements::float_to_bf16(f);
     };
     const auto widen = [t](const net::Packet* p, int i) {
       uint16_t h;
       std::memcpy(&h, eth::payload(p) + 2 * i, 2);
-      return t == collectives::DType::Float16 ? collectives::half_to_float(h) : collectives::bf16_to_float(h);
+      return t == elements::DType::Float16 ? elements::half_to_float(h) : elements::bf16_to_float(h);
     };
-    const float big = t == collectives::DType::Float16 ? 2048 : 256;
+    const float big = t == elements::DType::Float16 ? 2048 : 256;
     Bench b;
     // Eight elements a packet: 1 + 2 + 3 and big + 1 + 1, four times over.
     const auto packet = [&](float first, float second, int src) {
@@ -260,8 +260,8 @@ TEST_CASE("aggregator array: half and bfloat16 rounded at every step, a fault co
       }
       return p;
     };
-    collectives::Alu::inject("fpga.aggregator", 1);
-    AggregatorArray a(3, 1, 1, 16, t, collectives::RedOp::Sum, &b.pool, collectives::Alu("fpga.aggregator"));
+    elements::Alu::inject("fpga.aggregator", 1);
+    AggregatorArray a(3, 1, 1, 16, t, elements::RedOp::Sum, &b.pool, elements::Alu("fpga.aggregator"));
     a.accept(packet(1, big, 0), 0, 0, 0, b.out);
     a.accept(packet(2, 1, 1), 1, 0, 0, b.out);
     CHECK(a.accept(packet(3, 1, 2), 2, 0, 0, b.out) == AggregatorArray::Completed);
@@ -270,7 +270,7 @@ TEST_CASE("aggregator array: half and bfloat16 rounded at every step, a fault co
     const std::vector<float> want{7, big, 6, big, 6, big, 6, big};
     for (int i = 0; i < 8; ++i) CHECK(widen(b.out[0], i) == want[i]);
     for (auto* p : b.out) b.pool.put(p);
-    collectives::Alu::inject("", 0);
+    elements::Alu::inject("", 0);
   }
 }
 

@@ -167,11 +167,11 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   collectives::Program wrong_port = ring;
   wrong_port.links[1].ports = {1};
   CHECK_THROWS_WITH(nic::ScheduledCollective(wrong_port, {nics[0], nics[1]}, topo::Topology{},
-                                             collectives::DType::Float32, collectives::RedOp::Sum, 7,
+                                             elements::DType::Float32, elements::RedOp::Sum, 7,
                                              nic::FlowControl::Packet, est),
                     "rank 1's link hint to rank 0 names port 1 of n1, which does not lead there");
-  nic::ScheduledCollective c(ring, {nics[0], nics[1]}, topo::Topology{}, collectives::DType::Float32,
-                             collectives::RedOp::Sum, 7, nic::FlowControl::Packet, est);
+  nic::ScheduledCollective c(ring, {nics[0], nics[1]}, topo::Topology{}, elements::DType::Float32,
+                             elements::RedOp::Sum, 7, nic::FlowControl::Packet, est);
   const uint64_t bytes = 64 * 1024;
   bool done = false;
   c.start(bytes, [&] { done = true; });

@@ -72,8 +72,8 @@ net::Packet* reduce_write(net::PacketPool& pool, const Fab& fab, uint32_t src, u
   p->home_port = static_cast<int16_t>(home.port);
   p->dst = static_cast<uint32_t>(fab.f.home_gpu(fab.region, addr));
   p->count = 1;
-  p->dtype = static_cast<uint8_t>(collectives::DType::Int32);
-  p->redop = static_cast<uint8_t>(collectives::RedOp::Sum);
+  p->dtype = static_cast<uint8_t>(elements::DType::Int32);
+  p->redop = static_cast<uint8_t>(elements::RedOp::Sum);
   for (int i = 0; i < static_cast<int>(kPayload / 4); ++i) {
     const int32_t v = base + i;
     std::memcpy(p->data + 4 * i, &v, 4);

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "choices.h"
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/program_check.h"
 #include "core/error.h"
@@ -39,7 +39,7 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
                double busbw_factor, uint64_t wrong, double bound_us) {
   const double algbw = static_cast<double>(bytes) / (time_us * 1e3);
   r.set("size_bytes", bytes)
-      .set("count", bytes / collectives::dtype_bytes(collectives::parse_dtype(type)))
+      .set("count", bytes / elements::dtype_bytes(elements::parse_dtype(type)))
       .set("type", type)
       .set("redop", redop)
       .set("time_us", time_us)
@@ -68,15 +68,15 @@ void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* ran
   throw UserError(os.str());
 }
 
-std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
+std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
   const auto sizes = parse_sizes(o.sizes);
-  const collectives::DType t = collectives::parse_dtype(o.dtype);
-  const uint32_t elem = collectives::dtype_bytes(t);
+  const elements::DType t = elements::parse_dtype(o.dtype);
+  const uint32_t elem = elements::dtype_bytes(t);
   for (uint64_t s : sizes)
     if (s % elem != 0)
       throw UserError("size " + std::to_string(s) + " is not a multiple of the " + std::to_string(elem) +
                       "-byte element size of " + o.dtype);
-  return {t, collectives::parse_redop(o.redop), sizes};
+  return {t, elements::parse_redop(o.redop), sizes};
 }
 
 platforms::PlatformShape platform_shape(const Options& o) {
@@ -189,7 +189,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   check_memory(sizes_, n, "GPUs");
-  collectives::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
+  elements::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
   std::vector<int> gpus;
   for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
   collectives::Collective c = collectives::Collective::AllReduce;
@@ -252,7 +252,7 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
   const platforms::Measures m = call_->measures();
   Row r(schema_);
-  fill_nccl(r, bytes, collectives::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, m.wrong, m.bound_us);
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, m.wrong, m.bound_us);
   r.link_bytes = m.link_bytes;
   if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
   r.set("packets", m.packets);
@@ -326,7 +326,7 @@ void CollectiveWorkload::config_json(nlohmann::ordered_json& config) const {
   config["collective"] = opt_.collective;
   config["algorithm"] = opt_.algorithm;
   config["gpus"] = participants();
-  config["dtype"] = collectives::dtype_name(dtype_);
+  config["dtype"] = elements::dtype_name(dtype_);
   config["redop"] = call_->redop();
   config["sizes"] = opt_.sizes;
 }

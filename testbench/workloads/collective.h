@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
 #include "platforms/communicator.h"
@@ -31,7 +31,7 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
                double busbw_factor, uint64_t wrong, double bound_us);
 
 // --dtype, --redop and --sizes, each checked (sizes: whole elements of the dtype).
-std::tuple<collectives::DType, collectives::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
+std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
 // Throws UserError, saying which sizes would fit, unless `ranks` buffers of
 // the largest size fit in this machine's memory.
 void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind);
@@ -101,8 +101,8 @@ class CollectiveWorkload : public Workload {
   Options opt_;
   Config& cfg_;
   std::vector<uint64_t> sizes_;
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
   std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
   platforms::GpuMachine* platform_ = nullptr;
   // The algorithm (a program file's, or the registry's), where it runs, and

@@ -133,7 +133,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   payload_GBps_ = job_->ring_GBps() * mtu / per_packet;
   intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
   const int ranks = job_->ring_size();
-  pattern_ = std::make_unique<collectives::DataPattern>(opt_.seed, ranks, dtype_, redop_);
+  pattern_ = std::make_unique<elements::DataPattern>(opt_.seed, ranks, dtype_, redop_);
   roce::HostConfig hc{mtu, msg_len_, window_};
   in_network_ = in_network;
   program_ = make_program(algorithm, cfg_);
@@ -296,7 +296,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
   Row r(schema_);
   const double time_us = (end - start).to_seconds() * 1e6;
   const uint64_t wrong = collectives::wrong(hosts_);
-  fill_nccl(r, bytes, collectives::dtype_name(dtype_), collectives::redop_name(redop_), time_us,
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), elements::redop_name(redop_), time_us,
             2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
   const double model = model_us(bytes, true);
   if (multigpu_)
@@ -391,8 +391,8 @@ void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
     config["ring"] = nlohmann::ordered_json::array();
     for (int k = 0; k < job_->ring_size(); ++k) config["ring"].push_back(job_->ring_host(k));
   }
-  config["dtype"] = collectives::dtype_name(dtype_);
-  config["redop"] = collectives::redop_name(redop_);
+  config["dtype"] = elements::dtype_name(dtype_);
+  config["redop"] = elements::redop_name(redop_);
   config["sizes"] = opt_.sizes;
 }
 

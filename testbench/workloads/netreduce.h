@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "collectives/program.h"
 #include "netreduce_job.h"
 #include "platforms/machine.h"
@@ -58,11 +58,11 @@ class NetReduceWorkload : public Workload {
   bool multigpu_ = false;
   double intra_payload_GBps_ = 0;
   std::vector<uint64_t> sizes_;
-  collectives::DType dtype_;
-  collectives::RedOp redop_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
   uint32_t window_ = 0, msg_len_ = 0;
   double payload_GBps_ = 0;
-  std::unique_ptr<collectives::DataPattern> pattern_;
+  std::unique_ptr<elements::DataPattern> pattern_;
   std::unique_ptr<platforms::Machine> machine_;
   std::unique_ptr<NetReduceJob> job_;
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)

@@ -145,7 +145,7 @@ void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
   }
 }
 
-void NetReduceJob::add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op) {
+void NetReduceJob::add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op) {
   const int R = racks(), H = shape_.hosts_per_rack;
   const uint32_t mtu = mtu_payload();
   if (shape_.layout == Layout::MultiGpu) {  // one ring per GPU index, the machines its ranks

@@ -12,7 +12,7 @@
 #include <systemc>
 #include <vector>
 
-#include "collectives/alu.h"
+#include "elements/alu.h"
 #include "ethernet/ethernet_switch.h"
 #include "netreduce/fpga_aggregator.h"
 #include "platforms/ethernet_fabric.h"
@@ -33,7 +33,7 @@ class NetReduceJob {
   // Programs the machine elaborated from the shape's graph.
   void program(platforms::Machine& m, uint64_t seed);
   // An aggregator array for ring 0 (multi-GPU: one per GPU index) on every FPGA.
-  void add_ring(uint32_t window, uint32_t msg_len, collectives::DType dtype, collectives::RedOp op);
+  void add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op);
 
   int hosts() const { return shape_.hosts(); }
   int racks() const { return shape_.racks; }

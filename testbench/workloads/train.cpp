@@ -8,7 +8,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "core/error.h"
 #include "core/param.h"
 #include "core/units.h"
@@ -368,7 +368,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // A group's fp16 or bf16 sums are checked only if exact (data_pattern.h):
   // the largest group is refused before the machine is built.
   if (const int largest = std::max({replicas, tp_, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
-      collectives::DataPattern(opt_.seed, largest, collectives::parse_dtype(opt_.dtype));
+      elements::DataPattern(opt_.seed, largest, elements::parse_dtype(opt_.dtype));
     } catch (const UserError&) {
       const int exact = precision_ == training::Precision::fp16 ? 2048 : 256;
       throw UserError("--precision " + opt_.precision + " cannot sum a group of " + std::to_string(largest) +

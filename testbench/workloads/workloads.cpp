@@ -4,7 +4,7 @@
 #include "chakra.h"
 #include "choices.h"
 #include "collective.h"
-#include "collectives/data_pattern.h"
+#include "elements/data_pattern.h"
 #include "core/error.h"
 #include "jobs.h"
 #include "netreduce.h"

@@ -9,7 +9,7 @@
 
 #include "data_pattern.h"
 
-namespace incsim::collectives {
+namespace incsim::elements {
 
 class Alu {
  public:
@@ -46,4 +46,4 @@ class Alu {
   uint64_t faults_ = 0;  // results still to get wrong
 };
 
-}  // namespace incsim::collectives
+}  // namespace incsim::elements

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace incsim::collectives {
+namespace incsim::elements {
 
 const char* dtype_name(DType t) {
   switch (t) {
@@ -105,4 +105,4 @@ DataPattern::DataPattern(uint64_t seed, int ranks, DType t, RedOp op) : seed_(mi
   }
 }
 
-}  // namespace incsim::collectives
+}  // namespace incsim::elements

@@ -21,7 +21,7 @@
 #include <cstring>
 #include <string>
 
-namespace incsim::collectives {
+namespace incsim::elements {
 
 // The order is the packets' dtype field: append only.
 enum class DType { Float32, Int32, Float16, BFloat16 };
@@ -148,4 +148,4 @@ decltype(auto) with_elements(DType t, F&& f) {
   }
 }
 
-}  // namespace incsim::collectives
+}  // namespace incsim::elements

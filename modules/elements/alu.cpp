@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/nearest.h"
 
-namespace incsim::collectives {
+namespace incsim::elements {
 
 namespace {
 struct Injected {
@@ -46,4 +46,4 @@ void Alu::corrupt(DType t, uint8_t* acc, uint32_t bytes) {
   });
 }
 
-}  // namespace incsim::collectives
+}  // namespace incsim::elements

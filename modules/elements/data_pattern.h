@@ -29,7 +29,7 @@
 #include "core/hash.h"
 #include "elements.h"
 
-namespace incsim::collectives {
+namespace incsim::elements {
 
 // Reduction operators (nccl-tests -o; Klenk §IV-D: sum, min, max).
 enum class RedOp { Sum, Min, Max };
@@ -86,4 +86,4 @@ class DataPattern {
   int32_t a_sum_ = 0, a_min_ = 0, a_max_ = 0;
 };
 
-}  // namespace incsim::collectives
+}  // namespace incsim::elements
