@@ -49,14 +49,14 @@ struct CopyCollective::Group {
 // One GPU's part of the program: it hands its copy engine a descriptor per
 // operation that issues blocks, translates their addresses (which port,
 // which home), and takes what arrives.
-class CopyCollective::Rank : public Program, public collectives::RankExecutor {
+class CopyCollective::Rank : public EventHandler, public collectives::RankExecutor {
  public:
   Rank(CopyCollective& c, int rank, uint64_t bytes);
   ~Rank() override;
   void start() { advance(); }
   // A unicast receive's buffer and flag in this GPU's memory, for its sender.
   void link(const std::vector<std::unique_ptr<Rank>>& ranks);
-  // Program
+  // EventHandler
   void on_timer(uint64_t) override {}
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;

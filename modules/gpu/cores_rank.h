@@ -23,7 +23,7 @@
 
 namespace incsim::gpu {
 
-class CoresRank : public gpu::Program, public collectives::RankExecutor {
+class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   using Buffer = collectives::Buffer;
   using ChunkRef = collectives::ChunkRef;
   using Operation = collectives::Operation;

@@ -29,13 +29,13 @@ bool posted(const net::Packet* p) {
 }
 }  // namespace
 
-void Program::read_region(uint64_t, uint32_t, uint8_t*) {
+void EventHandler::read_region(uint64_t, uint32_t, uint8_t*) {
   SC_REPORT_ERROR("incsim/gpu", "a pull request reached a GPU whose program registered no multicast region");
 }
-void Program::on_region_write(const net::Packet&) {
+void EventHandler::on_region_write(const net::Packet&) {
   SC_REPORT_ERROR("incsim/gpu", "a multicast write reached a GPU whose program registered no multicast region");
 }
-void Program::on_message(const net::Packet&) {
+void EventHandler::on_message(const net::Packet&) {
   SC_REPORT_ERROR("incsim/gpu", "a NIC message reached a GPU whose program runs no schedule table");
 }
 
@@ -103,12 +103,12 @@ void Gpu::drop_timers(Pred drop) {
   for (const Timed& t : keep) timers_.push(t);
 }
 
-void Gpu::attach(Program& p) {
+void Gpu::attach(EventHandler& p) {
   sc_assert(std::find(programs_.begin(), programs_.end(), &p) == programs_.end());
   programs_.push_back(&p);
 }
 
-void Gpu::detach(Program& p) {
+void Gpu::detach(EventHandler& p) {
   programs_.erase(std::remove(programs_.begin(), programs_.end(), &p), programs_.end());
   drop_timers([&p](const Timed& t) { return t.owner == &p; });
   const auto mine = [&p](const Range& r) { return r.p == &p; };
@@ -165,22 +165,22 @@ void Gpu::post(int port, net::Packet* p) {
   ports_[port]->wake.after(sc_core::SC_ZERO_TIME);
 }
 
-void Gpu::watch(Program& p, uint64_t addr, uint64_t bytes) { watches_.push_back({addr, addr + bytes, &p}); }
+void Gpu::watch(EventHandler& p, uint64_t addr, uint64_t bytes) { watches_.push_back({addr, addr + bytes, &p}); }
 
-void Gpu::serve_region(Program& p, uint64_t lo, uint64_t hi) { regions_.push_back({lo, hi, &p}); }
+void Gpu::serve_region(EventHandler& p, uint64_t lo, uint64_t hi) { regions_.push_back({lo, hi, &p}); }
 
-Program* Gpu::region_program(uint64_t addr) const {
+EventHandler* Gpu::region_program(uint64_t addr) const {
   for (const Range& r : regions_)
     if (addr >= r.lo && addr < r.hi) return r.p;
   return nullptr;
 }
 
-void Gpu::push_timer(const sc_time& at, uint64_t value, Program* owner) {
+void Gpu::push_timer(const sc_time& at, uint64_t value, EventHandler* owner) {
   timers_.push({at, seq_++, value, owner});
   timer_wake_.after(at - sc_core::sc_time_stamp());
 }
 
-void Gpu::call_after(Program& p, const sc_time& delay, uint64_t tag) {
+void Gpu::call_after(EventHandler& p, const sc_time& delay, uint64_t tag) {
   push_timer(sc_core::sc_time_stamp() + delay, tag, &p);
 }
 
@@ -193,7 +193,7 @@ void Gpu::timer_process() {
   const sc_time now = sc_core::sc_time_stamp();
   while (!timers_.empty() && timers_.top().at <= now) {
     const uint64_t v = timers_.top().value;
-    Program* owner = timers_.top().owner;
+    EventHandler* owner = timers_.top().owner;
     timers_.pop();
     if (v & kActivateTag) {
       Port& pt = *ports_[(v & kTagMask) >> 32];
@@ -252,7 +252,7 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
     p->op = net::Op::WriteAck;
     p->payload_bytes = 0;
   } else if (p->op == net::Op::PullRead) {
-    Program* owner = region_program(p->addr);
+    EventHandler* owner = region_program(p->addr);
     if (!owner) SC_REPORT_FATAL("incsim/gpu", "a pull request reached a GPU with no program serving its multicast region");
     owner->read_region(p->addr, p->payload_bytes, p->data);
     p->dst = static_cast<uint32_t>(index_);  // it was multicast: the response comes from here
@@ -298,7 +298,7 @@ void Gpu::rx_process() {
         }
         if (!posted(p)) streams_[p->stream]->on_response(p);
         else if (message(p) && messages_) messages_->on_message(*p);
-        else if (Program* owner = message(p) ? nullptr : region_program(p->addr)) owner->on_region_write(*p);
+        else if (EventHandler* owner = message(p) ? nullptr : region_program(p->addr)) owner->on_region_write(*p);
         else SC_REPORT_ERROR("incsim/gpu", "a posted, multicast or NIC message write reached a GPU with no program for it");
         pool_.put(p);
       }
@@ -403,7 +403,7 @@ uint64_t Gpu::report_held(std::ostream& os) const {
   }
   copy_engine_->report(os);
   compute_->report(os);
-  for (Program* p : programs_) p->report(os, std::string("  ") + name());
+  for (EventHandler* p : programs_) p->report(os, std::string("  ") + name());
   return total;
 }
 

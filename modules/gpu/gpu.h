@@ -3,7 +3,8 @@
 // loads and stores and acknowledges writes (Klenk §V), a copy engine (DMA,
 // its own module: gpu3.copy_engine), a compute engine for a training step's
 // kernels (gpu3.compute), and core-initiated traffic for software
-// collectives, run by a Program.
+// collectives, run by an EventHandler (what takes the GPU's events for one
+// program: timers, flags, regions).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,10 +63,12 @@ class TxStream {
   int port = -1;                                    // the port it last sent on (Gpu::activate)
 };
 
-// The code a GPU runs (a collective's per-GPU program).
-class Program {
+// What runs on a GPU for one program (a collective rank, a NIC table, a
+// traffic generator): it takes the GPU's events, timers, watched flags,
+// region reads and writes, NIC messages.
+class EventHandler {
  public:
-  virtual ~Program() = default;
+  virtual ~EventHandler() = default;
   virtual void on_timer(uint64_t tag) = 0;
   // A watched word was written and a polling load has seen it.
   virtual void on_flag(uint64_t addr) = 0;
@@ -118,8 +121,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   // nothing one does touches another's. A program attaches before it uses
   // the GPU (the stall report asks what it waits for); detach forgets its
   // timers, watches and regions. A program removes its streams itself.
-  void attach(Program& p);
-  void detach(Program& p);
+  void attach(EventHandler& p);
+  void detach(EventHandler& p);
   uint32_t add_stream(TxStream* s);  // returns its id; the id is reused once the stream is removed
   void remove_stream(TxStream* s);   // it sends no more; its pending activation is dropped
   // The port starts pulling s's packets after `delay` (the time to read the
@@ -135,13 +138,13 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   // Sends a packet the program built (op, dst, addr, payload set) on the
   // request VC, ahead of the streams.
   void post(int port, net::Packet* p);
-  void watch(Program& p, uint64_t addr, uint64_t bytes);  // p.on_flag for writes in range
+  void watch(EventHandler& p, uint64_t addr, uint64_t bytes);  // p.on_flag for writes in range
   // Pull reads of [lo, hi) (multicast addresses) and posted writes there go to p.
-  void serve_region(Program& p, uint64_t lo, uint64_t hi);
+  void serve_region(EventHandler& p, uint64_t lo, uint64_t hi);
   // NIC messages (MultiTree's Reduce and Gather) go to p, the NIC's loaded
   // schedule table; nullptr: none.
-  void take_messages(Program* p) { messages_ = p; }
-  void call_after(Program& p, const sc_core::sc_time& delay, uint64_t tag);
+  void take_messages(EventHandler* p) { messages_ = p; }
+  void call_after(EventHandler& p, const sc_core::sc_time& delay, uint64_t tag);
   // The same timer unit serves the copy engine (CopyEngine::on_timer).
   void call_engine_after(const sc_core::sc_time& delay, uint64_t tag);
 
@@ -158,8 +161,8 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   struct Timed {
     sc_core::sc_time at;
     uint64_t seq;
-    uint64_t value;            // a Packet* for responses, a tag for timers
-    Program* owner = nullptr;  // a program's timer or flag: whom it goes to
+    uint64_t value;                 // a Packet* for responses, a tag for timers
+    EventHandler* owner = nullptr;  // a program's timer or flag: whom it goes to
     bool operator>(const Timed& o) const { return at != o.at ? at > o.at : seq > o.seq; }
   };
   using TimedHeap = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
@@ -179,14 +182,14 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   void rx_process();
   void timer_process();
   void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& at);
-  void push_timer(const sc_core::sc_time& at, uint64_t value, Program* owner);
+  void push_timer(const sc_core::sc_time& at, uint64_t value, EventHandler* owner);
   // Drops the pending timers `drop` selects.
   template <class Pred>
   void drop_timers(Pred drop);
-  Program* region_program(uint64_t addr) const;
+  EventHandler* region_program(uint64_t addr) const;
   struct Range {
     uint64_t lo, hi;
-    Program* p;
+    EventHandler* p;
   };
 
   int index_;
@@ -196,9 +199,9 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   std::vector<std::unique_ptr<Port>> ports_;
   std::vector<TxStream*> streams_;  // [id]; nullptr: removed
   std::vector<uint32_t> free_ids_;
-  std::vector<Program*> programs_;  // attached, in order
+  std::vector<EventHandler*> programs_;  // attached, in order
   std::vector<Range> watches_, regions_;  // a few: one per program in flight
-  Program* messages_ = nullptr;
+  EventHandler* messages_ = nullptr;
   std::unique_ptr<Cores> cores_;
   std::unique_ptr<CopyEngine> copy_engine_;
   std::unique_ptr<ComputeEngine> compute_;

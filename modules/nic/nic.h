@@ -186,7 +186,7 @@ class Table : public Traceable, public collectives::RankExecutor {
 // arriving message to that table. The tables' decoders run independently;
 // their message streams share the endpoint's ports, which take the active
 // streams in turn, and its one reduction ALU.
-class Nic : public sc_core::sc_module, public gpu::Program {
+class Nic : public sc_core::sc_module, public gpu::EventHandler {
  public:
   Nic(sc_core::sc_module_name name, gpu::Gpu& gpu);
   ~Nic() override;
@@ -200,7 +200,7 @@ class Nic : public sc_core::sc_module, public gpu::Program {
   void unload(Table& t);
   gpu::Gpu& endpoint() { return gpu_; }
 
-  // gpu::Program: a timer's tag is the table whose lockstep counter it ends.
+  // gpu::EventHandler: a timer's tag is the table whose lockstep counter it ends.
   void on_timer(uint64_t tag) override;
   void on_flag(uint64_t) override {}
   void on_message(const net::Packet& p) override;

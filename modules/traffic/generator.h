@@ -100,7 +100,7 @@ struct GeneratorConfig {
 // GPU, which its generator takes (it carries no buffer: the payload is checked).
 constexpr uint64_t kSinkAddr = 0;
 
-class TrafficGenerator : public gpu::Program {
+class TrafficGenerator : public gpu::EventHandler {
  public:
   TrafficGenerator(gpu::Gpu& gpu, const GeneratorConfig& cfg, Measurement& m, double inject_GBps);
   ~TrafficGenerator() override;
@@ -126,7 +126,7 @@ class TrafficGenerator : public gpu::Program {
   size_t queued() const { return size_; }
   uint32_t wire_bytes() const { return wire_bytes_; }
 
-  // gpu::Program
+  // gpu::EventHandler
   void on_timer(uint64_t) override {}
   void on_flag(uint64_t) override {}
   void report(std::ostream& os, const std::string& prefix) const override;
