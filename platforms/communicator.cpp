@@ -15,7 +15,7 @@
 #include "ethernet_fabric.h"
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 #include "infiniband_fabric.h"
 #include "netreduce/clt.h"
 #include "scale_out_groups.h"
@@ -154,7 +154,7 @@ double CollectiveCall::cluster_endpoint_GBps() {
         nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
         continue;
       }
-      const double net = t.links()[t.link_at({peer.node, hca::Hca::kNet})].bw_GBps;
+      const double net = t.links()[t.link_at({peer.node, adapter::Hca::kNet})].bw_GBps;
       hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
                      collectives::payload_bandwidth_GBps(net, nf.payload, nf.header, nf.ack));
     }
@@ -237,7 +237,7 @@ void CollectiveCall::make_cores() {
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
-  if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? hca::kNetReduceWindow : kSharpCredits);
+  if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
   if (!comm_.nodes_.empty()) {
     require_groups_fit_cluster();
     if (pushes && !roce) SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);

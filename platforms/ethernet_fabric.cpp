@@ -35,9 +35,9 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
     // The adapter's own latency, on its GPU side, stands for the NIC's: the
     // NetReduce hosts' posting and delivery latencies (software) do not apply.
     nic_ = {buffer, mtu_, ack_every, rto, sc_core::SC_ZERO_TIME, sc_core::SC_ZERO_TIME};
-    bridge_.latency = sc_core::sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
+    bridge_.latency = sc_core::sc_time(cfg.get(adapter::kHcaLatency), sc_core::SC_NS);
     bridge_.mtu_bytes = mtu_;
-    bridge_.send_queue_bytes = cfg.get(hca::kRoceWindow);  // at least 4096 bytes: one packet of the largest MTU
+    bridge_.send_queue_bytes = cfg.get(adapter::kRoceWindow);  // at least 4096 bytes: one packet of the largest MTU
   } else {
     const sc_core::sc_time tx_latency(cfg.get(roce::kTxLatency), sc_core::SC_NS);
     const sc_core::sc_time rx_latency(cfg.get(roce::kRxLatency), sc_core::SC_NS);
@@ -83,8 +83,8 @@ std::unique_ptr<net::Block> EthernetFabric::make_host(int e, net::PacketPool& po
 
 std::unique_ptr<net::Block> EthernetFabric::make_bridge(int node, net::PacketPool& gpu_pool,
                                                         net::PacketPool& eth_pool) const {
-  const hca::HcaConfig c = adapter_config(t_, node, bridge_, gpu_pool.format(), 0);
-  return std::make_unique<hca::RoceBridge>(t_.node(node).name.c_str(), c, nic_, gpu_pool, eth_pool);
+  const adapter::HcaConfig c = adapter_config(t_, node, bridge_, gpu_pool.format(), 0);
+  return std::make_unique<adapter::RoceBridge>(t_.node(node).name.c_str(), c, nic_, gpu_pool, eth_pool);
 }
 
 std::unique_ptr<net::Block> EthernetFabric::make_fpga(int e, net::PacketPool& pool) const {

@@ -4,14 +4,14 @@
 // forwarding by the graph's routes, ECMP per connection) and FPGA
 // aggregators (FpgaAggregator), with per-link loss and corruption; and a
 // cluster's RoCE scale-out network, whose bridge kind roce_bridge is each
-// GPU's adapter (hca::RoceBridge, docs/modern-machines.md). What a job needs
+// GPU's adapter (adapter::RoceBridge, docs/modern-machines.md). What a job needs
 // beyond the wiring (queue pairs, ACL rules, the aggregation hierarchy) its
 // workload programs into these blocks (testbench/workloads/netreduce_job.h).
 #include <cstdint>
 #include <memory>
 
 #include "ethernet/ethernet_switch.h"
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 #include "machine.h"
 #include "netreduce/fpga_aggregator.h"
 #include "roce/roce_nic.h"
@@ -52,7 +52,7 @@ class EthernetFabric : public Fabric {
   eth::SwitchConfig sw_{};
   roce::NicConfig nic_{};
   netreduce::FpgaConfig fpga_{};
-  hca::HcaConfig bridge_{};  // a cluster's adapters (roce_bridge)
+  adapter::HcaConfig bridge_{};  // a cluster's adapters (roce_bridge)
 };
 
 void register_ethernet_fabric();

@@ -29,9 +29,9 @@ InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t)
   const double alu = cfg.get(kSharpAluGBps);
   tables_.alu_ps_per_byte = alu > 0 ? 1000.0 / alu : 0;
   tables_.eviction = nvswitch::make_eviction_policy("lru");
-  hca_.latency = sc_time(cfg.get(hca::kHcaLatency), sc_core::SC_NS);
+  hca_.latency = sc_time(cfg.get(adapter::kHcaLatency), sc_core::SC_NS);
   hca_.mtu_bytes = mtu;
-  hca_.send_queue_bytes = cfg.get(hca::kHcaSendQueue);
+  hca_.send_queue_bytes = cfg.get(adapter::kHcaSendQueue);
   if (hca_.send_queue_bytes < mtu)
     throw UserError("hca.send_queue_bytes must hold at least one " + std::to_string(mtu) + "-byte packet, not " +
                     std::to_string(hca_.send_queue_bytes));
@@ -59,22 +59,22 @@ std::unique_ptr<net::Block> InfinibandFabric::make_switch(int s, net::PacketPool
   return sw;
 }
 
-hca::HcaConfig adapter_config(const topo::Topology& t, int node, hca::HcaConfig c, const net::PacketFormat& gpu,
+adapter::HcaConfig adapter_config(const topo::Topology& t, int node, adapter::HcaConfig c, const net::PacketFormat& gpu,
                               uint32_t net_packet_bytes) {
   const auto& n = t.node(node);
-  if (n.ports != 2 || t.link_at({node, hca::Hca::kPcie}) < 0 || t.link_at({node, hca::Hca::kNet}) < 0)
+  if (n.ports != 2 || t.link_at({node, adapter::Hca::kPcie}) < 0 || t.link_at({node, adapter::Hca::kNet}) < 0)
     throw UserError(n.block + " " + n.name + " needs 2 linked ports, port 0 to its GPU and port 1 to the network");
   c.endpoints = static_cast<uint32_t>(t.endpoints().size());
-  c.gpu = static_cast<uint32_t>(t.node(t.peer({node, hca::Hca::kPcie}).node).index);
-  c.pcie_buffer_bytes = round_trip_at(t, {node, hca::Hca::kPcie}, c.latency, gpu.wire_bytes(gpu.max_payload_bytes));
-  if (net_packet_bytes) c.net_buffer_bytes = round_trip_at(t, {node, hca::Hca::kNet}, c.latency, net_packet_bytes);
+  c.gpu = static_cast<uint32_t>(t.node(t.peer({node, adapter::Hca::kPcie}).node).index);
+  c.pcie_buffer_bytes = round_trip_at(t, {node, adapter::Hca::kPcie}, c.latency, gpu.wire_bytes(gpu.max_payload_bytes));
+  if (net_packet_bytes) c.net_buffer_bytes = round_trip_at(t, {node, adapter::Hca::kNet}, c.latency, net_packet_bytes);
   return c;
 }
 
 std::unique_ptr<net::Block> InfinibandFabric::make_hca(int node, net::PacketPool& gpu_pool,
                                                        net::PacketPool& net_pool) const {
-  const hca::HcaConfig c = adapter_config(t_, node, hca_, gpu_pool.format(), fmt_.wire_bytes(fmt_.max_payload_bytes));
-  return std::make_unique<hca::Hca>(t_.node(node).name.c_str(), c, gpu_pool, net_pool);
+  const adapter::HcaConfig c = adapter_config(t_, node, hca_, gpu_pool.format(), fmt_.wire_bytes(fmt_.max_payload_bytes));
+  return std::make_unique<adapter::Hca>(t_.node(node).name.c_str(), c, gpu_pool, net_pool);
 }
 
 void register_infiniband_fabric() {

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "hca/hca.h"
+#include "adapter/hca.h"
 #include "machine.h"
 #include "nvswitch/nvswitch.h"
 
@@ -79,7 +79,7 @@ class InfinibandFabric : public Fabric {
   net::PacketFormat fmt_;
   credit_switch::SwitchConfig sw_;
   nvswitch::TableConfig tables_;
-  hca::HcaConfig hca_;
+  adapter::HcaConfig hca_;
   topo::MulticastFabric* multicast_ = nullptr;  // the machine's fabric manager
 };
 
@@ -87,7 +87,7 @@ class InfinibandFabric : public Fabric {
 // its peers, and the buffer facing its GPU sized for the PCIe link's round
 // trip (and, given a network packet's bytes, the one facing the network);
 // UserError unless port 0 leads to its GPU and port 1 to the network.
-hca::HcaConfig adapter_config(const topo::Topology& t, int node, hca::HcaConfig c, const net::PacketFormat& gpu,
+adapter::HcaConfig adapter_config(const topo::Topology& t, int node, adapter::HcaConfig c, const net::PacketFormat& gpu,
                               uint32_t net_packet_bytes);
 
 void register_infiniband_fabric();

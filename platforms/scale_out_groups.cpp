@@ -8,7 +8,7 @@
 #include "ethernet/ethernet_switch.h"
 #include "ethernet/roce_frame.h"
 #include "gpu/group_window.h"
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 #include "infiniband_fabric.h"
 #include "netreduce/fpga_aggregator.h"
 
@@ -46,7 +46,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   const uint64_t entries = bytes / topo::MulticastFabric::kBlockBytes, need = static_cast<uint64_t>(most) * credits;
   const topo::Topology& t = m_.topology();
   const auto leaf_of = [&](int rank) {  // the leaf of the rank's adapter
-    return t.peer({adapter_of(t, gpus[static_cast<size_t>(rank)]), hca::Adapter::kNet}).node;
+    return t.peer({adapter_of(t, gpus[static_cast<size_t>(rank)]), adapter::Adapter::kNet}).node;
   };
   const bool interleave = m_.multicast().home_mapping() == topo::HomeMapping::Interleave;
   uint64_t spanning = 0, spine_need = 0, at_one_port = 0;  // pushing groups under several leaves
@@ -88,8 +88,8 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
                           const std::function<uint64_t(int)>& out, uint32_t window, uint32_t clt,
                           elements::DType dtype, elements::RedOp redop) const {
   const topo::Topology& t = m_.topology();
-  const auto bridge = [&](int gpu) -> hca::RoceBridge& {
-    return dynamic_cast<hca::RoceBridge&>(m_.block(adapter_of(t, gpu)));
+  const auto bridge = [&](int gpu) -> adapter::RoceBridge& {
+    return dynamic_cast<adapter::RoceBridge&>(m_.block(adapter_of(t, gpu)));
   };
   std::vector<bool> pushes(program.groups.size(), false);
   for (const collectives::Operation& o : program.ops)
@@ -100,9 +100,9 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
     std::vector<int> gpus;
     for (int r : program.groups[g]) gpus.push_back(members[static_cast<size_t>(r)]);
     const int ranks = static_cast<int>(gpus.size());
-    const int leaf = t.peer({adapter_of(t, gpus[0]), hca::Adapter::kNet}).node;
+    const int leaf = t.peer({adapter_of(t, gpus[0]), adapter::Adapter::kNet}).node;
     for (int gpu : gpus)
-      if (t.peer({adapter_of(t, gpu), hca::Adapter::kNet}).node != leaf)
+      if (t.peer({adapter_of(t, gpu), adapter::Adapter::kNet}).node != leaf)
         throw UserError(program.name + " aggregates each rail in NetReduce's FPGA beside its leaf, but a rail of " +
                         std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
                         "spine FPGAs (§3.3) is not built on a cluster");
@@ -131,7 +131,7 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
     auto& sw = dynamic_cast<eth::EthernetSwitch&>(m_.block(leaf));
     for (int k = 0; k < ranks; ++k) {
       const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)];
-      const int port = t.peer({adapter_of(t, gpu), hca::Adapter::kNet}).port;
+      const int port = t.peer({adapter_of(t, gpu), adapter::Adapter::kNet}).port;
       sw.add_acl({eth::ip_of(static_cast<uint32_t>(gpu)), eth::ip_of(static_cast<uint32_t>(next)),
                   bridge(next).ring_qpn(ring), to_fpga[static_cast<size_t>(port)]});
     }

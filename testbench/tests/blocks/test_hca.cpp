@@ -13,7 +13,7 @@
 #include <sstream>
 #include <vector>
 
-#include "hca/hca.h"
+#include "adapter/hca.h"
 #include "stub_port.h"
 
 using namespace incsim;
@@ -32,16 +32,16 @@ net::PacketFormat net_format() { return {26, 4, kMtu}; }
 
 struct Bench {
   net::PacketPool gpu_pool{gpu_format()}, net_pool{net_format()};
-  hca::HcaConfig cfg{sc_time(300, SC_NS), 16, kMtu, 64 * 1024, 16 * 1024, 32 * 1024, 2};
-  hca::Hca hca{"hca", cfg, gpu_pool, net_pool};
+  adapter::HcaConfig cfg{sc_time(300, SC_NS), 16, kMtu, 64 * 1024, 16 * 1024, 32 * 1024, 2};
+  adapter::Hca hca{"hca", cfg, gpu_pool, net_pool};
   test::StubPort gpu{"gpu", gpu_pool}, leaf{"leaf", net_pool};
   explicit Bench(double net_GBps = kNetGBps, uint32_t leaf_buffer = 64 * 1024) {
-    hca.configure_port(hca::Hca::kPcie, kPcieGBps, kWire, 16 * 1024);
-    hca.configure_port(hca::Hca::kNet, net_GBps, kWire, leaf_buffer);
+    hca.configure_port(adapter::Hca::kPcie, kPcieGBps, kWire, 16 * 1024);
+    hca.configure_port(adapter::Hca::kNet, net_GBps, kWire, leaf_buffer);
     gpu.configure(kPcieGBps, kWire, cfg.pcie_buffer_bytes);
     leaf.configure(net_GBps, kWire, cfg.net_buffer_bytes);
-    gpu.connect(hca.in(hca::Hca::kPcie), hca.out(hca::Hca::kPcie));
-    leaf.connect(hca.in(hca::Hca::kNet), hca.out(hca::Hca::kNet));
+    gpu.connect(hca.in(adapter::Hca::kPcie), hca.out(adapter::Hca::kPcie));
+    leaf.connect(hca.in(adapter::Hca::kNet), hca.out(adapter::Hca::kNet));
   }
   // GPU 2's write k of stream `stream` to GPU 9, at base + 256 k; its
   // payload's words are 1000 k + i.

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ethernet/roce_frame.h"
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 #include "stub_port.h"
 
 using namespace incsim;
@@ -25,7 +25,7 @@ constexpr double kPcieGBps = 63, kNetGBps = 50;
 const sc_time kWire(10, SC_NS);
 constexpr uint32_t kMtu = 4096, kWrite = 256, kEndpoints = 16;
 
-hca::HcaConfig config(uint32_t gpu) {
+adapter::HcaConfig config(uint32_t gpu) {
   return {sc_time(300, SC_NS), kEndpoints, kMtu, 512 * 1024, 16 * 1024, 0, gpu};
 }
 roce::NicConfig nic_config() {
@@ -35,19 +35,19 @@ roce::NicConfig nic_config() {
 struct Bench {
   net::PacketPool gpu_pool{net::PacketFormat{16, 16, kWrite}};
   net::PacketPool eth_pool{net::PacketFormat{0, 1, eth::kPayloadOffset + kMtu}};
-  hca::RoceBridge a{"a", config(2), nic_config(), gpu_pool, eth_pool};
-  hca::RoceBridge b{"b", config(9), nic_config(), gpu_pool, eth_pool};
+  adapter::RoceBridge a{"a", config(2), nic_config(), gpu_pool, eth_pool};
+  adapter::RoceBridge b{"b", config(9), nic_config(), gpu_pool, eth_pool};
   test::StubPort gpu_a{"gpu_a", gpu_pool}, gpu_b{"gpu_b", gpu_pool};
   Bench() {
-    for (hca::RoceBridge* x : {&a, &b}) x->configure_port(hca::Adapter::kPcie, kPcieGBps, kWire, 16 * 1024);
-    a.configure_port(hca::Adapter::kNet, kNetGBps, kWire, b.buffer_bytes(hca::Adapter::kNet));
-    b.configure_port(hca::Adapter::kNet, kNetGBps, kWire, a.buffer_bytes(hca::Adapter::kNet));
+    for (adapter::RoceBridge* x : {&a, &b}) x->configure_port(adapter::Adapter::kPcie, kPcieGBps, kWire, 16 * 1024);
+    a.configure_port(adapter::Adapter::kNet, kNetGBps, kWire, b.buffer_bytes(adapter::Adapter::kNet));
+    b.configure_port(adapter::Adapter::kNet, kNetGBps, kWire, a.buffer_bytes(adapter::Adapter::kNet));
     gpu_a.configure(kPcieGBps, kWire, 16 * 1024);
     gpu_b.configure(kPcieGBps, kWire, 16 * 1024);
-    gpu_a.connect(a.in(hca::Adapter::kPcie), a.out(hca::Adapter::kPcie));
-    gpu_b.connect(b.in(hca::Adapter::kPcie), b.out(hca::Adapter::kPcie));
-    a.out(hca::Adapter::kNet).socket.bind(b.in(hca::Adapter::kNet).socket);
-    b.out(hca::Adapter::kNet).socket.bind(a.in(hca::Adapter::kNet).socket);
+    gpu_a.connect(a.in(adapter::Adapter::kPcie), a.out(adapter::Adapter::kPcie));
+    gpu_b.connect(b.in(adapter::Adapter::kPcie), b.out(adapter::Adapter::kPcie));
+    a.out(adapter::Adapter::kNet).socket.bind(b.in(adapter::Adapter::kNet).socket);
+    b.out(adapter::Adapter::kNet).socket.bind(a.in(adapter::Adapter::kNet).socket);
   }
   // GPU 2's write k to GPU 9 at 0x10000 + 256 k; its words are 1000 k + i.
   net::Packet* write(uint32_t k) {
@@ -115,7 +115,7 @@ TEST_CASE("a frame lost between RoCE adapters is sent again and the writes still
   Bench b;
   // The link into b loses the third data frame once.
   int data_frames = 0;
-  b.b.link_faults(hca::Adapter::kNet)->set_hook([&data_frames](const net::Packet* p) {
+  b.b.link_faults(adapter::Adapter::kNet)->set_hook([&data_frames](const net::Packet* p) {
     return eth::is_data(eth::header(p).opcode) && ++data_frames == 3 ? eth::FrameFault::Lose : eth::FrameFault::Keep;
   });
   constexpr uint32_t n = 256;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "experiment.h"
-#include "hca/hca.h"
+#include "adapter/hca.h"
 #include "nvswitch/nvswitch.h"
 #include "options.h"
 #include "platforms/infiniband_fabric.h"
@@ -65,7 +65,7 @@ TEST_CASE("cluster: the rings' all-reduce is exact and every adapter sends the s
   e.machine().report_held(held);
   CHECK(held.str() == "");
   CHECK(e.machine().pool().in_use() == 0);
-  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  const auto hcas = e.machine().blocks_of<adapter::Hca>();
   REQUIRE(hcas.size() == 16);
   // Ring c leaves each node from GPU (c - 1) mod 8 and enters the next at
   // GPU c mod 8: each adapter is the exit of 2 rings, whose edge carries
@@ -75,7 +75,7 @@ TEST_CASE("cluster: the rings' all-reduce is exact and every adapter sends the s
   constexpr uint64_t n = 16, rings_per_adapter = 2;
   constexpr uint64_t data = rings_per_adapter * 2 * (n - 1) * (m / 16 / n);
   constexpr uint64_t flags = 2 * rings_per_adapter * 2 * (n - 1) * 8;
-  for (const hca::Hca* h : hcas) {
+  for (const adapter::Hca* h : hcas) {
     INFO(h->name());
     CHECK(h->payload_sent() == data + flags);
     CHECK(h->writes_delivered() > 0);
@@ -116,12 +116,12 @@ TEST_CASE("cluster: a wrong sum in one GPU of the second node is counted", "[clu
 TEST_CASE("cluster: 4 nodes, the rings cross the spines and every rail carries the same", "[cluster]") {
   tb::Experiment e(simple(cluster(4, "allreduce", "1M")));
   tb::run_checked(e, "4 nodes");
-  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  const auto hcas = e.machine().blocks_of<adapter::Hca>();
   REQUIRE(hcas.size() == 32);
   // n = 32: each adapter the exit of 2 rings (data and flags) and the entry of 2 (slot flags).
   constexpr uint64_t m = 1 << 20, n = 32;
   uint64_t reordered = 0;
-  for (const hca::Hca* h : hcas) {
+  for (const adapter::Hca* h : hcas) {
     CHECK(h->payload_sent() == 2 * 2 * (n - 1) * (m / 16 / n) + 2 * 2 * 2 * (n - 1) * 8);
     reordered += h->reordered();
   }
@@ -141,7 +141,7 @@ TEST_CASE("cluster: the hierarchical ring is exact and keeps each GPU's traffic 
   // flag and its slot's flag back.
   constexpr uint64_t data = channels * 2 * (nodes - 1) * (m / g / channels / nodes);
   constexpr uint64_t flags = channels * 2 * 2 * (nodes - 1) * 8;
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) CHECK(h->payload_sent() == data + flags);
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) CHECK(h->payload_sent() == data + flags);
   // Nothing crosses from one rail to another.
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
@@ -160,7 +160,7 @@ TEST_CASE("cluster: NCCL's trees are exact and keep every byte between nodes on 
   // channels is 32 KiB chunks, 2 per channel), each with its 8-byte flag,
   // and frees the slot of each chunk it receives with a flag back.
   constexpr uint64_t passes = m / channels / (32 * 1024);
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) {
     INFO(h->name());
     CHECK(h->payload_sent() == 2 * (m / channels + passes * (8 + 8)));
   }
@@ -178,7 +178,7 @@ TEST_CASE("cluster: NCCL's trees over 4 nodes are exact and cross the network 2(
   // channel's M / C up and down; depth 7 + 2 = 9 cuts 64 KiB per channel into 2 chunks of 32 KiB.
   constexpr uint64_t passes = 2;
   uint64_t sent = 0;
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) sent += h->payload_sent();
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) sent += h->payload_sent();
   CHECK(sent == channels * 2 * (nodes - 1) * (m / channels + passes * (8 + 8)));
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
@@ -213,7 +213,7 @@ TEST_CASE("cluster: NVLSTree is exact and each adapter carries its head's share 
   // child node's head sends its node's sum up, the root's sends the total
   // down, each with its 8-byte flag, and each frees the slot of the chunk it
   // received with an 8-byte flag back. 1 MiB is one pass (NCCL's 32 KiB chunks).
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) {
     INFO(h->name());
     CHECK(h->payload_sent() == channels * (m / g / channels + 8 + 8));
   }
@@ -248,7 +248,7 @@ TEST_CASE("cluster: NVLS with rings across is exact and each rail's ring carries
   // Head h's block of each channel, M / (G C), is all-reduced by the ring of
   // GPU h of each node: 2 (N - 1) pieces of M / (G C N), each with its flag
   // and its slot's flag back.
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>())
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>())
     CHECK(h->payload_sent() == channels * 2 * (nodes - 1) * (m / g / channels / nodes + 8 + 8));
   for (const auto& end : e.machine().link_ends())
     if (end.from.rfind("spine", 0) == 0 || end.to.rfind("spine", 0) == 0) CHECK(end.port->bytes_sent() == 0);
@@ -264,7 +264,7 @@ TEST_CASE("cluster: NVLS with SHARP is exact, each adapter takes its head's shar
   CHECK(held.str() == "");
   // GPU h's share, M / G, goes up as 128-byte reducing writes, nothing else;
   // each block's sum comes back once.
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) {
     INFO(h->name());
     CHECK(h->payload_sent() == m / g);
     CHECK(h->packets_sent() == m / g / block);
@@ -313,7 +313,7 @@ TEST_CASE("cluster: CollNet is exact and each adapter takes its GPU's block to i
   // sum and pushes it once: 1 MiB splits evenly, M / G each; 1000000 B
   // nearly, each node's GPUs pushing all of it. Each block's sum comes back.
   uint64_t pushed = 0;
-  for (const hca::Hca* h : e.machine().blocks_of<hca::Hca>()) {
+  for (const adapter::Hca* h : e.machine().blocks_of<adapter::Hca>()) {
     INFO(h->name());
     CHECK(h->payload_sent() >= m / g + 1000000 / g - 64);
     CHECK(h->payload_sent() <= m / g + 1000000 / g + 64);
@@ -348,9 +348,9 @@ uint64_t spine_payload(tb::Experiment& e) {
 // it receives with an 8-byte flag back.
 constexpr uint64_t kA2aBytes = 1 << 20, kA2aBlock = kA2aBytes / 16;
 void alltoall_adapters(tb::Experiment& e) {
-  const auto hcas = e.machine().blocks_of<hca::Hca>();
+  const auto hcas = e.machine().blocks_of<adapter::Hca>();
   REQUIRE(hcas.size() == 16);
-  for (const hca::Hca* h : hcas) {
+  for (const adapter::Hca* h : hcas) {
     INFO(h->name());
     CHECK(h->payload_sent() == 8 * kA2aBlock + 2 * 8 * 16 * 8);
   }
@@ -499,7 +499,7 @@ TEST_CASE("cluster: a wrong sum in one GPU of the third node is counted on three
 TEST_CASE("cluster: DGX-2 nodes: the rings are exact", "[cluster][nodes]") {
   tb::Experiment e(nodes_of("dgx2", "ring", "64K,1M"));
   tb::run_checked(e, "ring on DGX-2 nodes");
-  CHECK(e.machine().blocks_of<hca::Hca>().size() == 32);
+  CHECK(e.machine().blocks_of<adapter::Hca>().size() == 32);
 }
 
 TEST_CASE("cluster: DGX-2 nodes: NCCL's trees are exact", "[cluster][nodes]") {
@@ -546,5 +546,5 @@ TEST_CASE("cluster: nodes from a platform file (4 GPUs on one switch): the rings
   TempFile node(os.str());
   tb::Experiment e(nodes_of(node.path, "ring", "64K,1M"));
   tb::run_checked(e, "ring on nodes of a file");
-  CHECK(e.machine().blocks_of<hca::Hca>().size() == 8);
+  CHECK(e.machine().blocks_of<adapter::Hca>().size() == 8);
 }

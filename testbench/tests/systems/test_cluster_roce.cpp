@@ -1,7 +1,7 @@
 // A cluster whose scale-out network is RoCE (cluster.network=roce,
 // docs/modern-machines.md, "RoCE and NetReduce across nodes"): HGX H100
 // nodes whose GPUs reach the other nodes through RoCE adapters
-// (hca::RoceBridge) on Ethernet rail leaves and spines, ECMP per connection.
+// (adapter::RoceBridge) on Ethernet rail leaves and spines, ECMP per connection.
 // NCCL's rings and trees across the nodes are exact, each adapter carries
 // the bytes the rings predict, a wrong sum is counted, and lost frames are
 // sent again by go-back-N without a wrong element. NVLS with NetReduce's
@@ -15,7 +15,7 @@
 
 #include "ethernet/ethernet_switch.h"
 #include "experiment.h"
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 #include "netreduce/fpga_aggregator.h"
 #include "options.h"
 #include "run_checked.h"
@@ -46,11 +46,11 @@ TEST_CASE("roce cluster: the rings' all-reduce is exact and every adapter sends 
   std::ostringstream held;
   e.machine().report_held(held);
   CHECK(held.str() == "");
-  const auto bridges = e.machine().blocks_of<hca::RoceBridge>();
+  const auto bridges = e.machine().blocks_of<adapter::RoceBridge>();
   REQUIRE(bridges.size() == 16);
   constexpr uint64_t data = rings_per_adapter * 2 * (n - 1) * (m / 16 / n);
   constexpr uint64_t flags = 2 * rings_per_adapter * 2 * (n - 1) * 8;
-  for (const hca::RoceBridge* b : bridges) {
+  for (const adapter::RoceBridge* b : bridges) {
     INFO(b->name());
     CHECK(b->payload_sent() == data + flags);
     CHECK(b->nic().retransmitted() == 0);
@@ -77,7 +77,7 @@ TEST_CASE("roce cluster: frames lost on the network are sent again by go-back-N 
   tb::Experiment e(on_roce(2, "ring", "1M", {{"link.loss", "0.001"}}));
   tb::run_checked(e, "roce ring under loss");
   uint64_t lost = 0, retransmitted = 0;
-  for (const hca::RoceBridge* b : e.machine().blocks_of<hca::RoceBridge>()) {
+  for (const adapter::RoceBridge* b : e.machine().blocks_of<adapter::RoceBridge>()) {
     lost += b->nic().lost();
     retransmitted += b->nic().retransmitted();
   }
@@ -96,7 +96,7 @@ TEST_CASE("roce cluster: NVLS with NetReduce is exact, each adapter takes its he
   CHECK(e.machine().report_held(held) == 0);
   // GPU h's share, M / G, goes out as one 128-byte block per RDMA WRITE,
   // nothing else; each block's sum comes back once.
-  for (const hca::RoceBridge* b : e.machine().blocks_of<hca::RoceBridge>()) {
+  for (const adapter::RoceBridge* b : e.machine().blocks_of<adapter::RoceBridge>()) {
     INFO(b->name());
     CHECK(b->payload_sent() == m / g);
     CHECK(b->packets_sent() == m / g / block);
@@ -134,6 +134,6 @@ TEST_CASE("roce cluster: NVLS with NetReduce under loss is exact, go-back-N repa
   tb::Experiment e(on_roce(2, "nvlsnetreduce", "1M", {{"link.loss", "0.001"}}));
   tb::run_checked(e, "nvlsnetreduce under loss");
   uint64_t retransmitted = 0;
-  for (const hca::RoceBridge* b : e.machine().blocks_of<hca::RoceBridge>()) retransmitted += b->nic().retransmitted();
+  for (const adapter::RoceBridge* b : e.machine().blocks_of<adapter::RoceBridge>()) retransmitted += b->nic().retransmitted();
   CHECK(retransmitted > 0);
 }

@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "ethernet/ethernet_switch.h"
 #include "gpu/gpu.h"
-#include "hca/hca.h"
+#include "adapter/hca.h"
 #include "netreduce/fpga_aggregator.h"
 #include "nvswitch/nvswitch.h"
 #include "platforms/gpu_fabric.h"
@@ -104,7 +104,7 @@ TEST_CASE("two fabrics joined by a bridge: each link takes its fabric's packets,
   CHECK(m.fabric_names() == std::vector<std::string>{"nvlink", "infiniband"});
   CHECK(m.pool().format().max_payload_bytes == 128);  // the GPUs' fabric's
   CHECK(m.fabric_as<platforms::InfinibandFabric>().packet_format().max_payload_bytes == 4096);
-  CHECK(m.blocks_of<hca::Hca>().size() == 2);
+  CHECK(m.blocks_of<adapter::Hca>().size() == 2);
   // Each adapter's ports take their own link's rate.
   CHECK(sc_core::sc_find_object("ha") != nullptr);
   CHECK(m.packets_in_use() == 0);

@@ -1,11 +1,11 @@
-#include "hca/roce_bridge.h"
+#include "adapter/roce_bridge.h"
 
 #include <cstring>
 #include <string>
 
 #include "ethernet/roce_frame.h"
 
-namespace incsim::hca {
+namespace incsim::adapter {
 
 RoceBridge::RoceBridge(sc_core::sc_module_name name, const HcaConfig& cfg, const roce::NicConfig& nic,
                        net::PacketPool& gpu_pool, net::PacketPool& eth_pool)
@@ -115,4 +115,4 @@ uint64_t RoceBridge::report_held(std::ostream& os) const {
   return n + kept + nic_.report_held(os);
 }
 
-}  // namespace incsim::hca
+}  // namespace incsim::adapter

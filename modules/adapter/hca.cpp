@@ -1,10 +1,10 @@
-#include "hca/hca.h"
+#include "adapter/hca.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-namespace incsim::hca {
+namespace incsim::adapter {
 
 using sc_core::sc_time;
 
@@ -329,4 +329,4 @@ uint64_t Hca::report_held(std::ostream& os) const {
   return n + early;
 }
 
-}  // namespace incsim::hca
+}  // namespace incsim::adapter

@@ -38,7 +38,7 @@
 #include "net/packet.h"
 #include "net/port.h"
 
-namespace incsim::hca {
+namespace incsim::adapter {
 
 inline const Param<double> kHcaLatency{
     "hca.latency_ns", 300.0, Range::at_least(0).at_most(1e9),
@@ -178,4 +178,4 @@ class Hca : public Adapter {
   uint64_t reordered_ = 0;
 };
 
-}  // namespace incsim::hca
+}  // namespace incsim::adapter

@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "core/param.h"
-#include "hca/hca.h"
+#include "adapter/hca.h"
 #include "roce/roce_nic.h"
 
-namespace incsim::hca {
+namespace incsim::adapter {
 
 inline const Param<uint32_t> kRoceWindow{
     "roce.adapter_window_bytes", 512 * 1024, Range::at_least(4096).at_most(64 << 20),
@@ -105,4 +105,4 @@ class RoceBridge : private StagingPool, public Adapter, private roce::NicClient 
   std::vector<Ring> rings_;
 };
 
-}  // namespace incsim::hca
+}  // namespace incsim::adapter
