@@ -140,7 +140,8 @@ double CollectiveCall::cluster_endpoint_GBps() {
   double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
   bool adapter_limits = false;
   const collectives::Buffers& b = program.buffers[0];
-  const double message_chunks = program.collective == collectives::Collective::AllGather ? b.output : b.input;
+  const double message_chunks =
+      collectives::buffer_shape(program.collective) == collectives::Collective::AllGather ? b.output : b.input;
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = comm_.gpus_[r]->index(), node = t.endpoints()[gpu];

@@ -18,7 +18,7 @@ std::string choice_list(const std::string& option);
 // network: a cluster's cluster.network if given (infiniband otherwise).
 std::string choices(const std::string& platform = "", const std::string& network = "");
 
-constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall";
+constexpr const char* kCollectives = "allreduce, reducescatter, allgather, broadcast, alltoall, reduce, gather, scatter";
 constexpr const char* kEthernetPlatforms = "rack, spineleaf, multigpu";
 
 using collectives::Family;

@@ -27,8 +27,10 @@ double push_table_bytes(double b_in_GBps, int d_max, double l_hop_ns) { return b
 double busbw_factor(Collective c, int n) {
   switch (c) {
     case Collective::AllReduce: return allreduce_busbw_factor(n);
-    case Collective::Broadcast: return 1.0;
-    default: return gather_busbw_factor(n);  // reduce-scatter, all-gather, all-to-all (nccl-tests' alltoall)
+    case Collective::Broadcast:
+    case Collective::Reduce: return 1.0;
+    // reduce-scatter, all-gather, all-to-all, gather, scatter (nccl-tests' factor (n-1)/n for each)
+    default: return gather_busbw_factor(n);
   }
 }
 
@@ -58,7 +60,7 @@ double busiest_moved(const Program& program) {
   for (const Operation& o : program.ops)
     if (o.kind == OpKind::ReduceRead) reads[static_cast<size_t>(o.group)] = true;
   const Buffers& b = program.buffers[0];
-  const double message = program.collective == Collective::AllGather ? b.output : b.input;
+  const double message = buffer_shape(program.collective) == Collective::AllGather ? b.output : b.input;
   double most = 0;
   for (int r = 0; r < program.ranks; ++r) {
     double sent = 0, across = 0, got = 0;

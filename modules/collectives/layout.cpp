@@ -7,7 +7,7 @@ namespace incsim::collectives {
 uint32_t message_chunks(const Program& p) {
   const Buffers& b = p.buffers[0];
   if (p.collective == Collective::AllToAll) return b.input * static_cast<uint32_t>(p.ranks);
-  return p.collective == Collective::AllGather ? b.output : b.input;
+  return buffer_shape(p.collective) == Collective::AllGather ? b.output : b.input;
 }
 
 uint64_t message_elems(const Program& p, uint64_t elems) {
@@ -18,7 +18,7 @@ int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index) 
   const Buffers& b = p.buffers[rank];
   const uint32_t r = static_cast<uint32_t>(rank);
   int64_t message = -1;
-  switch (p.collective) {
+  switch (buffer_shape(p.collective)) {
     case Collective::AllReduce:
     case Collective::Broadcast:
       if (buf == Buffer::Output && p.in_place) buf = Buffer::Input;
@@ -40,6 +40,7 @@ int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index) 
       if (buf == Buffer::Output) message = index / per * b.input + r * per + index % per;
       break;
     }
+    default: break;  // buffer_shape gives the unrooted collectives only
   }
   return message;
 }
@@ -49,10 +50,16 @@ int64_t message_chunk(const Program& p, int rank, ChunkRef c) { return message_c
 int result_owner(const Program& p, int64_t m) {
   switch (p.collective) {
     case Collective::AllGather:
+    case Collective::Gather:
     case Collective::AllToAll: return static_cast<int>(m / p.buffers[0].input);
-    case Collective::Broadcast: return p.root;
+    case Collective::Broadcast:
+    case Collective::Scatter: return p.root;
     default: return -1;
   }
+}
+
+bool has_result(const Program& p, int r) {
+  return (p.collective != Collective::Reduce && p.collective != Collective::Gather) || r == p.root;
 }
 
 PassLayout::PassLayout(int parts_, uint32_t blocks_, uint64_t chunk_elems_, uint64_t elems)

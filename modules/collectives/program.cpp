@@ -15,7 +15,8 @@ namespace incsim::collectives {
 
 namespace {
 
-const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast", "alltoall"};
+const char* const kCollectives[] = {"allreduce", "reducescatter", "allgather", "broadcast",
+                                    "alltoall",  "reduce",        "gather",    "scatter"};
 const char* const kEngines[] = {"cores", "copy", "table", "roce"};
 const char* const kProtocols[] = {"simple", "ll", "ll128"};
 const char* const kOps[] = {"nop",  "s",     "r",        "rrs",     "rrc",    "rrcs",     "rcs",
@@ -41,6 +42,20 @@ std::string list(const char* const (&names)[N]) {
 }  // namespace
 
 const char* collective_name(Collective c) { return kCollectives[static_cast<int>(c)]; }
+bool reduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+}
+bool rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce || c == Collective::Gather || c == Collective::Scatter;
+}
+Collective buffer_shape(Collective c) {
+  switch (c) {
+    case Collective::Reduce: return Collective::AllReduce;
+    case Collective::Gather: return Collective::AllGather;
+    case Collective::Scatter: return Collective::ReduceScatter;
+    default: return c;
+  }
+}
 bool collective_of(const std::string& name, Collective& out) { return parse_name(kCollectives, name, out); }
 const char* engine_name(Engine e) { return kEngines[static_cast<int>(e)]; }
 const char* protocol_name(Protocol p) { return kProtocols[static_cast<int>(p)]; }
@@ -105,7 +120,8 @@ uint32_t chunk_limit(const Program& p, int r, Buffer b) {
   const Buffers& s = p.buffers[r];
   if (b == Buffer::Input) return s.input;
   if (b == Buffer::Scratch) return s.scratch;
-  const bool aliased = p.in_place && (p.collective == Collective::AllReduce || p.collective == Collective::Broadcast);
+  const Collective shape = buffer_shape(p.collective);
+  const bool aliased = p.in_place && (shape == Collective::AllReduce || shape == Collective::Broadcast);
   return aliased ? std::max(s.input, s.output) : s.output;
 }
 

@@ -25,7 +25,24 @@ namespace incsim::collectives {
 // to rank j's output chunk r x k + c, as msccl-tools' AllToAll lays it out
 // (msccl/language/collectives.py) and nccl-tests' alltoall moves it (each
 // rank sends 1/n of its buffer to each peer); out of place only.
-enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
+//
+// Reduce, Gather and Scatter are rooted (NCCL's ncclReduce, and the gather
+// and scatter nccl-tests builds of grouped sends and receives): Reduce
+// leaves every rank's sum at the root only, Gather every rank's input at
+// the root only (rank r's input is the root's output window r), Scatter
+// sends the root's input window r to rank r. Every rank has the same
+// buffers, as nccl-tests allocates them; a rank with no result leaves its
+// output alone.
+enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll, Reduce, Gather, Scatter };
+// The unrooted collective whose buffers and chunk numbering a collective
+// shares: Reduce an all-reduce's, Gather an all-gather's, Scatter a
+// reduce-scatter's; the others their own.
+Collective buffer_shape(Collective c);
+// Whether the collective reduces (all-reduce, reduce-scatter, reduce); the
+// others copy, and their results are their inputs (nccl-tests' redop none).
+bool reduces(Collective c);
+// Whether the collective has a root (Program::root): broadcast, reduce, gather, scatter.
+bool rooted(Collective c);
 const char* collective_name(Collective c);
 // The collective of that name; false if none is.
 bool collective_of(const std::string& name, Collective& out);
@@ -136,7 +153,7 @@ struct Program {
   std::string name;
   Collective collective = Collective::AllReduce;
   int ranks = 0;
-  int root = 0;  // broadcast
+  int root = 0;  // broadcast, reduce, gather, scatter
   // In place: the output is the input (all-reduce, broadcast), the input is
   // rank r's window output[r * input, ...) (all-gather), or the output is
   // input[r * output, ...) (reduce-scatter).

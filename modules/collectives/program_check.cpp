@@ -8,6 +8,8 @@
 #include <queue>
 #include <sstream>
 
+#include "collectives/layout.h"
+
 namespace incsim::collectives {
 
 std::string ProgramCheck::report() const {
@@ -80,8 +82,9 @@ class Checker {
       problem("the program's rank tables do not match its " + std::to_string(n_) + " ranks");
       return false;
     }
-    if (p_.collective == Collective::Broadcast && (p_.root < 0 || p_.root >= n_))
-      problem("the broadcast root " + std::to_string(p_.root) + " is not a rank of " + std::to_string(n_));
+    if (rooted(p_.collective) && (p_.root < 0 || p_.root >= n_))
+      problem(std::string("the ") + collective_name(p_.collective) + " root " + std::to_string(p_.root) +
+              " is not a rank of " + std::to_string(n_));
     for (size_t g = 0; g < p_.groups.size(); ++g) {
       std::vector<int> m = p_.groups[g];
       std::sort(m.begin(), m.end());
@@ -186,7 +189,7 @@ class Checker {
         problem(c + " on " + std::to_string(n_) + " ranks needs " + large + " chunks = " + std::to_string(times) + " x " +
                 small + " chunks (" + std::to_string(s) + "), not " + std::to_string(l));
     };
-    switch (p_.collective) {
+    switch (buffer_shape(p_.collective)) {
       case Collective::AllReduce:
       case Collective::Broadcast:
         if (!(p_.in_place && out == 0)) need(1, "input", in, "output", out);
@@ -200,6 +203,7 @@ class Checker {
                   "multiple of " + std::to_string(n_) + ", not " + std::to_string(in));
         if (p_.in_place) problem("an alltoall runs out of place: a rank's output would overwrite input it has yet to send");
         break;
+      default: break;  // buffer_shape gives the unrooted collectives only
     }
     chunks_ = in;
     if (chunks_ == 0) problem("the program's input has no chunks");
@@ -311,7 +315,7 @@ class Checker {
       const uint32_t base = b == Buffer::Input ? 0 : b == Buffer::Output ? in : in + out;
       return static_cast<int>(slot_base_[r] + base + k);
     }
-    switch (p_.collective) {
+    switch (buffer_shape(p_.collective)) {
       case Collective::AllReduce:
       case Collective::Broadcast:
       case Collective::AllToAll:  // refused in place (sizes)
@@ -320,13 +324,15 @@ class Checker {
         return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? out : b == Buffer::Input ? r * in : 0) + k);
       case Collective::ReduceScatter:  // the output is rank r's window of the input
         return static_cast<int>(slot_base_[r] + (b == Buffer::Scratch ? in : b == Buffer::Output ? r * out : 0) + k);
+      default: break;
     }
     return -1;
   }
   uint32_t region(int r) const {
     const Buffers& s = p_.buffers[r];
     if (!p_.in_place) return s.input + s.output + s.scratch;
-    const bool ag = p_.collective == Collective::AllGather, rs = p_.collective == Collective::ReduceScatter;
+    const Collective shape = buffer_shape(p_.collective);
+    const bool ag = shape == Collective::AllGather, rs = shape == Collective::ReduceScatter;
     return (ag ? s.output : rs ? s.input : std::max(s.input, s.output)) + s.scratch;
   }
 
@@ -545,22 +551,27 @@ class Checker {
   // ---- Stage 5: what each rank's output holds ----
   void result() {
     const uint32_t n = static_cast<uint32_t>(n_);
-    const uint32_t out_chunks = p_.collective == Collective::AllGather       ? n * chunks_
-                                : p_.collective == Collective::ReduceScatter ? chunks_ / n
-                                                                             : chunks_;
+    const Collective shape = buffer_shape(p_.collective);
+    const uint32_t out_chunks = shape == Collective::AllGather       ? n * chunks_
+                                : shape == Collective::ReduceScatter ? chunks_ / n
+                                                                     : chunks_;
+    const uint32_t root = static_cast<uint32_t>(p_.root);
     for (int r = 0; r < n_; ++r)
-      for (uint32_t k = 0; k < out_chunks; ++k) {
+      for (uint32_t k = 0; has_result(p_, r) && k < out_chunks; ++k) {
         Contribs want;
         want.reserve(n);
         switch (p_.collective) {
           case Collective::AllReduce:
+          case Collective::Reduce:
             for (uint32_t q = 0; q < n; ++q) want.push_back(q * chunks_ + k);
             break;
           case Collective::ReduceScatter:
             for (uint32_t q = 0; q < n; ++q) want.push_back(q * chunks_ + static_cast<uint32_t>(r) * out_chunks + k);
             break;
-          case Collective::AllGather: want.push_back(k); break;
-          case Collective::Broadcast: want.push_back(static_cast<uint32_t>(p_.root) * chunks_ + k); break;
+          case Collective::Scatter: want.push_back(root * chunks_ + static_cast<uint32_t>(r) * out_chunks + k); break;
+          case Collective::AllGather:
+          case Collective::Gather: want.push_back(k); break;
+          case Collective::Broadcast: want.push_back(root * chunks_ + k); break;
           case Collective::AllToAll: {  // rank s's block for r: its input chunks r x per + c
             const uint32_t per = chunks_ / n;
             want.push_back(k / per * chunks_ + static_cast<uint32_t>(r) * per + k % per);
@@ -598,6 +609,9 @@ class Checker {
       case Collective::AllGather: out_.summary = "each rank's result holds every rank's input exactly once"; break;
       case Collective::Broadcast: out_.summary = "each rank's result holds the root's input exactly once"; break;
       case Collective::AllToAll: out_.summary = "each rank's result holds every rank's block for it exactly once"; break;
+      case Collective::Reduce: out_.summary = "the root's result holds each element of every rank exactly once"; break;
+      case Collective::Gather: out_.summary = "the root's result holds every rank's input exactly once"; break;
+      case Collective::Scatter: out_.summary = "each rank's result holds its own part of the root's input exactly once"; break;
     }
   }
 

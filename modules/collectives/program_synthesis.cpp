@@ -43,8 +43,11 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
     for (int i = 0; i < n; ++i)
       if (static_cast<int>(sorted.size()) != n || sorted[i] != i) throw UserError("a ring order must list every rank once");
   }
-  if (c == Collective::Broadcast && (root < 0 || root >= n)) throw UserError("the broadcast root is not a rank");
-  if (c == Collective::AllToAll) throw UserError("an alltoall runs no ring: NCCL sends each peer its block (p2p)");
+  if (rooted(c) && (root < 0 || root >= n))
+    throw UserError(std::string("the ") + collective_name(c) + " root is not a rank");
+  if (c == Collective::AllToAll || c == Collective::Gather || c == Collective::Scatter)
+    throw UserError(std::string(c == Collective::AllToAll ? "an " : "a ") + collective_name(c) +
+                    " runs no ring: NCCL sends each peer its block (p2p)");
 
   const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
   Buffers b;
@@ -53,7 +56,10 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
     case Collective::ReduceScatter: b.input = un * ch_n, b.output = ch_n; break;
     case Collective::AllGather: b.input = ch_n, b.output = un * ch_n; break;
     case Collective::Broadcast:
-    case Collective::AllToAll: b.input = b.output = ch_n; break;
+    case Collective::Reduce:
+    case Collective::AllToAll:
+    case Collective::Gather:
+    case Collective::Scatter: b.input = b.output = ch_n; break;  // all-to-all, gather, scatter: refused above
   }
   // [channel][rank]: the rank's position in the channel's ring.
   std::vector<std::vector<int>> positions(channels, std::vector<int>(n));
@@ -111,7 +117,19 @@ Program ring_program(Collective c, int n, std::vector<std::vector<int>> orders, 
           }
           break;
         }
-        case Collective::AllToAll: break;  // refused above
+        case Collective::Reduce: {
+          const int from_root = (i - pos[root] + n) % n;
+          if (from_root == 1)
+            op(OpKind::Send, chunk(Buffer::Input, ch), none);
+          else if (from_root != 0)
+            op(OpKind::RecvReduceSend, chunk(Buffer::Input, ch), none);
+          else
+            op(OpKind::RecvReduceCopy, chunk(Buffer::Input, ch), chunk(Buffer::Output, ch));
+          break;
+        }
+        case Collective::AllToAll:
+        case Collective::Gather:
+        case Collective::Scatter: break;  // refused above
       }
     }
   }
@@ -146,6 +164,51 @@ Program alltoall_program(int n, int channels) {
         recv.recv_peer = from;
         recv.dst = chunk(Buffer::Output, block(from, chan));
         pb.add(recv);
+      }
+    }
+  }
+  return pb.build();
+}
+
+Program gather_scatter_program(Collective c, int n, int channels, int root, bool in_place) {
+  if (c != Collective::Gather && c != Collective::Scatter) throw UserError("gather_scatter_program: not a gather or scatter");
+  if (n < 2) throw UserError(std::string("a ") + collective_name(c) + " needs at least 2 ranks");
+  if (channels < 1 || channels > 65535 / n) throw UserError(std::string("a ") + collective_name(c) +
+                                                            " on " + std::to_string(n) + " ranks needs between 1 and " +
+                                                            std::to_string(65535 / n) + " channels");
+  if (root < 0 || root >= n) throw UserError(std::string("the ") + collective_name(c) + " root is not a rank");
+  const bool gather = c == Collective::Gather;
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb(std::string("p2p"), c, n, in_place);
+  pb.program().root = root;
+  // The root's window of rank j on channel chan; the rank's own block.
+  const auto window = [&](int j, int chan) { return static_cast<uint32_t>(j) * ch_n + static_cast<uint32_t>(chan); };
+  const Buffer whole = gather ? Buffer::Output : Buffer::Input, own = gather ? Buffer::Input : Buffer::Output;
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, gather ? Buffers{ch_n, un * ch_n, 0} : Buffers{un * ch_n, ch_n, 0});
+    for (int chan = 0; chan < channels; ++chan) {
+      const uint16_t ch = static_cast<uint16_t>(chan);
+      if (r != root) {
+        Operation o = make_op(gather ? OpKind::Send : OpKind::Recv, Engine::Cores, ch, ch);
+        (gather ? o.send_peer : o.recv_peer) = root;
+        (gather ? o.src : o.dst) = chunk(own, ch);
+        pb.add(o);
+        continue;
+      }
+      for (int j = 0; j < n; ++j) {
+        const uint16_t q = static_cast<uint16_t>(chan * n + j);
+        if (j == root) {
+          if (in_place) continue;
+          Operation copy = make_op(OpKind::Copy, Engine::Cores, ch, q);
+          copy.src = gather ? chunk(own, ch) : chunk(whole, window(j, chan));
+          copy.dst = gather ? chunk(whole, window(j, chan)) : chunk(own, ch);
+          pb.add(copy);
+          continue;
+        }
+        Operation o = make_op(gather ? OpKind::Recv : OpKind::Send, Engine::Cores, ch, q);
+        (gather ? o.recv_peer : o.send_peer) = j;
+        (gather ? o.dst : o.src) = chunk(whole, window(j, chan));
+        pb.add(o);
       }
     }
   }
@@ -227,7 +290,10 @@ Program in_network_program(const std::string& name, Collective c, InNetMethod m,
         pb.add(r == 0 ? op(OpKind::MulticastWrite, chunk(Buffer::Input, 0), none)
                       : op(OpKind::MulticastWrite, none, chunk(Buffer::Output, 0)));
         break;
-      case Collective::AllToAll: break;  // refused above: no method runs it
+      case Collective::AllToAll:
+      case Collective::Reduce:
+      case Collective::Gather:
+      case Collective::Scatter: break;  // refused above: no method runs them
     }
   }
   return pb.build();

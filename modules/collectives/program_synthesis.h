@@ -21,7 +21,11 @@ namespace incsim::collectives {
 //  - all-gather: `channels` input chunks; a copy of the own input into the
 //    output (out of place), send, n - 2 recv-copy-sends, a final receive;
 //  - broadcast: `channels` chunks down the ring from the root's position
-//    (a chain: the last rank only receives).
+//    (a chain: the last rank only receives);
+//  - reduce: `channels` chunks up the chain that ends at the root, as
+//    NCCL's ring reduce runs it (src/device/reduce.h): the rank after the
+//    root sends its input, the next ones receive, add theirs and send, the
+//    root receives, adds its own and writes its output.
 Program ring_program(Collective c, int n, int channels = 1, const std::vector<int>& order = {},
                      bool in_place = false, int root = 0);
 // NCCL's all-to-all (nccl-tests' alltoall: ncclSend and ncclRecv to every
@@ -37,6 +41,14 @@ Program ring_program(Collective c, int n, int channels = 1, const std::vector<in
 // c + 1 as NCCL spreads its rounds over the channels. The copy comes first
 // on queue 2(n - 1)c.
 Program alltoall_program(int n, int channels);
+// Gather and scatter as nccl-tests builds them (grouped ncclSend and
+// ncclRecv between the root and every rank): gather sends each rank's
+// input to the root's output window of that rank, scatter the root's
+// input window r to rank r; the root's own window is a local copy (none in
+// place). Each peer's block is split over `channels` channels, chunk
+// j * channels + c its part on channel c, and each peer of the root has a
+// queue of its own per channel, as in the all-to-all.
+Program gather_scatter_program(Collective c, int n, int channels, int root, bool in_place = false);
 // The same with a ring order per channel (orders[c] for channel c; an empty
 // one is 0, 1, ..., n - 1): NCCL's rings on a cluster, which leave and enter
 // each node through a different GPU's adapter per channel.

@@ -488,9 +488,7 @@ void CopyCollective::Rank::on_region_write(const net::Packet& p) {
     barrier_done(g, p.data, p.count);
     return;
   }
-  const bool reduces = c_.program_.collective == CollectiveKind::AllReduce ||
-                       c_.program_.collective == CollectiveKind::ReduceScatter;
-  if (reduces && p.count != c_.groups_[g].members.size()) wrong_ += p.payload_bytes / c_.elem_;
+  if (collectives::reduces(c_.program_.collective) && p.count != c_.groups_[g].members.size()) wrong_ += p.payload_bytes / c_.elem_;
   land(g, (p.addr - c_.groups_[g].out_addr(0)) / kBlock, p.data, p.payload_bytes);
 }
 
@@ -673,19 +671,22 @@ uint64_t CopyCollective::wrong() const { return collectives::wrong(ranks_); }
 double CopyCollective::done_fraction() const { return collectives::done_fraction(ranks_); }
 
 std::string CopyCollective::redop() const {
-  const bool reduces = program_.collective == CollectiveKind::AllReduce ||
-                       program_.collective == CollectiveKind::ReduceScatter;
-  return reduces ? elements::redop_name(redop_) : "none";
+  return collectives::reduces(program_.collective) ? elements::redop_name(redop_) : "none";
 }
 
 std::string CopyCollective::cannot_run(const collectives::Program& p) {
   if (p.collective == CollectiveKind::AllToAll)
     return "the copy engines run no alltoall (their blocks land where they lie in the message, and an alltoall's "
            "move to another rank's place); give its operations to the cores";
+  // Their in-network operations give every member the result.
+  if (p.collective == CollectiveKind::Reduce || p.collective == CollectiveKind::Gather ||
+      p.collective == CollectiveKind::Scatter)
+    return std::string("the copy engines run no ") + collectives::collective_name(p.collective) +
+           " (their in-network operations give every member the result); give its operations to the cores";
   const uint32_t chunks = collectives::message_chunks(p);
   for (int r = 0; r < p.ranks; ++r) {
     const collectives::Buffers& b = p.buffers[r];
-    if ((p.collective == CollectiveKind::AllGather ? b.output : b.input) != chunks)
+    if ((collectives::buffer_shape(p.collective) == CollectiveKind::AllGather ? b.output : b.input) != chunks)
       return "rank " + std::to_string(r) + "'s buffers cut the message into other chunks than rank 0's";
     std::vector<std::vector<char>> received(p.groups.size());
     for (int i = 0; i < p.op_count(r); ++i) {

@@ -32,8 +32,7 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       elem_(elements::dtype_bytes(dtype)),
       redop_(redop),
       data_(seed, program_.ranks, dtype, redop),
-      copies_are_results_(program_.collective == Kind::AllGather || program_.collective == Kind::Broadcast ||
-                          program_.collective == Kind::AllToAll),
+      copies_are_results_(!collectives::reduces(program_.collective)),
       params_(params) {
   proto_ = program_.ops.empty() ? collectives::Protocol::Simple : program_.ops.front().proto;
   for (const Operation& o : program_.ops)

@@ -93,7 +93,7 @@ class CoresCollective : public Collective {
   uint32_t elem_;  // bytes of an element of dtype_
   elements::RedOp redop_;
   elements::DataPattern data_;
-  bool copies_are_results_;  // all-gather, broadcast: a fault garbles the cores' copies
+  bool copies_are_results_;  // nothing is reduced (all-gather, broadcast, ...): a fault garbles the cores' copies
   // Takes protocol p for the next collective (UserError if its lines do
   // not fit a packet).
   void use_protocol(collectives::Protocol p);

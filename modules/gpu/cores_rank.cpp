@@ -143,8 +143,9 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
         if (collectives::receives(o.kind)) in_of_[i] = &add_conn(recv_, o.channel, o.recv_peer, q);
       }
   }
-  // The result chunks: the canonical image of each output chunk.
-  for (uint32_t k = 0; k < collectives::chunk_limit(p, rank, Buffer::Output); ++k) {
+  // The result chunks: the canonical image of each output chunk (none
+  // where the rank has no result: a reduce's or a gather's other ranks).
+  for (uint32_t k = 0; collectives::has_result(p, rank) && k < collectives::chunk_limit(p, rank, Buffer::Output); ++k) {
     Buffer buf = Buffer::Output;
     uint32_t index = k;
     int64_t m;

@@ -21,10 +21,11 @@ const Param<std::string> kRingEngine{
 class Ring : public Algorithm {
  public:
   Ring()
-      : Algorithm({"ring", "allreduce, reducescatter, allgather, broadcast", "allreduce, reducescatter, allgather",
+      : Algorithm({"ring", "allreduce, reducescatter, allgather, broadcast, reduce",
+                   "allreduce, reducescatter, allgather, reduce",
                    Family::GpuFabric,
                    "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster",
-                   "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic but for a broadcast, and on dgx1v, "
+                   "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic, an all-reduce's ring, and on dgx1v, "
                    "dgx1p)",
                    "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink "
                    "rings, Blink §5)",
@@ -32,7 +33,13 @@ class Ring : public Algorithm {
   bool crosses_nodes() const override { return true; }
   // A DGX-1's rings are packed over its NVLinks, GPU by GPU.
   bool gpu_numbered(const topo::Topology& t) const override { return t.family == "dgx1v" || t.family == "dgx1p"; }
-  std::string cannot_run(const Site& s) const override { return gpu_numbered_refusal(s, *this, "trees"); }
+  std::string cannot_run(const Site& s) const override {
+    // Blink's packing gives NVLink rings for an all-reduce and a broadcast.
+    if (s.dgx1() && s.collective == Collective::Reduce)
+      return "a ring reduce on " + s.platform + " would need NCCL's NVLink rings for a reduce, which incsim packs "
+             "only for an all-reduce and a broadcast: run it on a switch fabric";
+    return gpu_numbered_refusal(s, *this, "trees");
+  }
 
   Synthesis synthesize(const Site& s) const override {
     if (s.dgx1()) return tree_program(s, true);
@@ -62,25 +69,29 @@ class Ring : public Algorithm {
   }
 };
 
-// NCCL's all-to-all (nccl-tests' alltoall).
+// NCCL's point-to-point collectives: nccl-tests' alltoall, gather and scatter.
 class P2p : public Algorithm {
  public:
   P2p()
-      : Algorithm({"p2p", "alltoall", "alltoall", Family::GpuFabric,
+      : Algorithm({"p2p", "alltoall, gather, scatter", "alltoall, gather, scatter", Family::GpuFabric,
                    "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
-                   "NCCL's all-to-all: each GPU sends every peer its block directly and receives the peer's, spread "
-                   "over the channels, its own block a local copy (nccl-tests' alltoall, grouped ncclSend and ncclRecv)",
+                   "NCCL's grouped sends and receives: all-to-all (each GPU sends every peer its block directly and "
+                   "receives the peer's), gather and scatter (every GPU to or from the root), spread over the "
+                   "channels, a GPU's own block a local copy (nccl-tests' alltoall, gather, scatter)",
                    210}) {}
   bool crosses_nodes() const override { return true; }
   std::string cannot_run(const Site& s) const override {
     if (s.dgx1())
-      return "NCCL's all-to-all on " + s.platform + " sends between GPUs that no NVLink joins (over PCIe), which "
+      return "NCCL's " + std::string(s.collective == Collective::AllToAll ? "all-to-all" : collective_name(s.collective)) +
+             " on " + s.platform + " sends between GPUs that no NVLink joins (over PCIe), which "
              "incsim does not model: run it on a switch fabric";
     return {};
   }
   Synthesis synthesize(const Site& s) const override {
     Synthesis out;
-    out.program = alltoall_program(s.ranks(), nccl_channels(s));
+    out.program = s.collective == Collective::AllToAll
+                      ? alltoall_program(s.ranks(), nccl_channels(s))
+                      : gather_scatter_program(s.collective, s.ranks(), nccl_channels(s), 0);
     apply_protocol(out.program, name(), s.cfg.get(kRingProtocol, s.protocol_default), false);
     return out;
   }

@@ -330,7 +330,7 @@ TEST_CASE("bad input: missing value", "[cli][errors]") {
 }
 
 TEST_CASE("bad input: unknown collective and algorithm", "[cli][errors]") {
-  require_error("--platform star --gpus 4 --sizes 8K --collective gather", {"gather"});
+  require_error("--platform star --gpus 4 --sizes 8K --collective gatherr", {"gatherr", "did you mean 'gather'"});
   require_error("--platform star --gpus 4 --sizes 8K --algorithm trees", {"trees"});
 }
 
@@ -938,7 +938,7 @@ TEST_CASE("tiny buffers and a one-deep memory pipeline slow the ring but never b
 TEST_CASE("option list-choices prints the values each run option accepts", "[cli]") {
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall\n"));
+  CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall, reduce, gather, scatter\n"));
   CHECK_THAT(r.out, Catch::Contains("algorithm\tring, push, pull, multicast, nvls, dbtree, hd, ring2d, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, sharp, nvlstree, nvlsring, nvlssharp, nvlsnetreduce, p2p, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
@@ -992,12 +992,14 @@ TEST_CASE("the algorithm table's defaults are the runs' defaults", "[cli]") {
     if (!space) flat += c;
     else if (!flat.empty() && flat.back() != ' ') flat += ' ';
   }
-  CHECK_THAT(flat, Catch::Contains("(default: ring; broadcast: multicast; alltoall: p2p; rack, spineleaf: netreduce;"));
+  CHECK_THAT(flat, Catch::Contains("(default: ring; broadcast: multicast; alltoall, gather, scatter: p2p; rack, spineleaf: netreduce;"));
   CHECK_THAT(help.out, Catch::Contains("\n  hdrm           halving-doubling"));
   for (const auto& [args, header] : std::vector<std::pair<std::string, std::string>>{
            {"--platform star --gpus 4", "# incsim: allreduce ring on 4"},
            {"--platform star --gpus 4 --collective broadcast", "# incsim: broadcast multicast on 4"},
            {"--platform star --gpus 4 --collective alltoall", "# incsim: alltoall p2p on 4"},
+           {"--platform star --gpus 4 --collective reduce", "# incsim: reduce ring on 4"},
+           {"--platform star --gpus 4 --collective gather", "# incsim: gather p2p on 4"},
            {"--platform rack --hosts 2", "netreduce"},
            {"--platform multigpu --machines 2 --gpus-per-machine 2", "pnetreduce"}}) {
     const Result r = incsim(args + " --sizes 4K --quiet");

@@ -147,6 +147,49 @@ TEST_CASE("the cores run NCCL's ring broadcast: the root's data reaches every GP
   CHECK(r.out.find(",21,") != std::string::npos);
 }
 
+TEST_CASE("reduce, gather and scatter run on the cores, exact, with nccl-tests' busbw factors", "[cores][rooted]") {
+  TempDir d;
+  struct Case {
+    std::string collective, algorithm, redop;
+    double factor;  // busbw over algbw on n GPUs: 1 for a reduce, (n-1)/n for gather and scatter
+  };
+  for (const std::string platform : {"star --gpus 3", "dgx2", "cluster --nodes 2"})
+    for (const Case& c : {Case{"reduce", "ring", "sum", 0}, Case{"gather", "p2p", "none", 1},
+                          Case{"scatter", "p2p", "none", 1}}) {
+      INFO(platform << " " << c.collective);
+      // 12288 B on 3 GPUs: blocks that split unevenly over the channels.
+      const Result r = incsim("--platform " + platform + " --collective " + c.collective + " --sizes 4K,12288,1M " +
+                              "--quiet --json " + d.file("r.json"));
+      REQUIRE(r.code == 0);
+      const auto j = nlohmann::json::parse(slurp(d.file("r.json")));
+      REQUIRE(j["config"]["algorithm"] == c.algorithm);
+      REQUIRE(j["rows"].size() == 3);
+      const double n = j["config"]["gpus"].get<double>();
+      for (const auto& row : j["rows"]) {
+        CHECK(row["wrong"] == 0);
+        CHECK(row["redop"] == c.redop);
+        CHECK(row["busbw_GBps"].get<double>() ==
+              Approx(row["algbw_GBps"].get<double>() * (c.factor == 0 ? 1.0 : (n - 1) / n)));
+      }
+    }
+}
+
+TEST_CASE("#wrong bites on reduce, gather and scatter: a faulty GPU on the way to the root is counted",
+          "[cores][rooted]") {
+  // The reduce's chain on 4 GPUs runs 1, 2, 3, 0: GPU 2's cores add 7
+  // wrong elements, which reach the root's result. Gather: GPU 0's cores
+  // copy their own block wrongly; scatter: GPU 2's copy of what it receives
+  // is wrong. Either way 7 elements differ.
+  for (const std::string c : {"reduce", "gather", "scatter"}) {
+    INFO(c);
+    const std::string gpu = c == "gather" ? "gpu0" : "gpu2";
+    const Result r = incsim("--platform star --gpus 4 --collective " + c + " --sizes 64K --csv - -c fault.alu.block=" +
+                            gpu + ".cores -c fault.alu.elements=7");
+    CHECK(r.code == 1);
+    CHECK(r.out.find(",7,") != std::string::npos);
+  }
+}
+
 TEST_CASE("NCCL's all-to-all on the cores is exact at every size, type and GPU count, its busbw (n-1)/n of algbw",
           "[cores][alltoall]") {
   TempDir d;

@@ -91,7 +91,8 @@ Program pair_allreduce(bool in_place = true) {
 }  // namespace
 
 TEST_CASE("ring programs are correct collectives for 2 to 16 ranks") {
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast})
+  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
+                       Collective::Reduce})
     for (int n = 2; n <= 16; ++n)
       for (int channels : {1, 2, 3})
         for (bool in_place : {false, true}) {
@@ -111,6 +112,54 @@ TEST_CASE("ring programs are correct collectives for 2 to 16 ranks") {
           "each rank's result holds every rank's input exactly once");
   REQUIRE(check_program(ring_program(Collective::Broadcast, 8, 2, {}, false, 3)).summary ==
           "each rank's result holds the root's input exactly once");
+  REQUIRE(check_program(ring_program(Collective::Reduce, 8, 2, {}, false, 3)).summary ==
+          "the root's result holds each element of every rank exactly once");
+}
+
+TEST_CASE("gather and scatter programs are correct for 2 to 16 ranks, every root, in and out of place") {
+  for (Collective c : {Collective::Gather, Collective::Scatter})
+    for (int n = 2; n <= 16; ++n)
+      for (int root : {0, n / 2, n - 1})
+        for (int channels : {1, 3})
+          for (bool in_place : {false, true}) require_ok(gather_scatter_program(c, n, channels, root, in_place));
+  REQUIRE(check_program(gather_scatter_program(Collective::Gather, 5, 2, 4)).summary ==
+          "the root's result holds every rank's input exactly once");
+  REQUIRE(check_program(gather_scatter_program(Collective::Scatter, 5, 2, 4)).summary ==
+          "each rank's result holds its own part of the root's input exactly once");
+}
+
+TEST_CASE("the checker bites on rooted collectives: a reduce that leaves a rank out, a gather or scatter "
+          "that sends a block to the wrong place, a root that is not a rank") {
+  // Rank 2 forwards what it receives without adding its own input.
+  Program reduce = ring_program(Collective::Reduce, 4, 1);
+  for (Operation& o : reduce.ops)
+    if (o.kind == OpKind::RecvReduceSend && o.recv_peer == 1) {
+      o.kind = OpKind::RecvCopySend;
+      o.dst = ChunkRef{o.src.index, o.src.count, Buffer::Output};
+      o.src = ChunkRef{};
+    }
+  ProgramCheck v = check_program(reduce);
+  INFO(v.report());
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.problems.front().find("rank 0's output chunk 0 lacks") != std::string::npos);
+  // Rank 2's block lands in the root's window of rank 3.
+  Program gather = gather_scatter_program(Collective::Gather, 4, 1, 0);
+  for (Operation& o : gather.ops)
+    if (o.kind == OpKind::Recv && o.recv_peer == 2) o.dst.index = 3;
+  v = check_program(gather);
+  REQUIRE_FALSE(v.ok());
+  // Rank 1 is sent the root's window of rank 2.
+  Program scatter = gather_scatter_program(Collective::Scatter, 4, 1, 0);
+  for (Operation& o : scatter.ops)
+    if (o.kind == OpKind::Send && o.send_peer == 1) o.src.index = 2;
+  v = check_program(scatter);
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.problems.front().find("rank 1's output chunk 0") != std::string::npos);
+  Program rootless = ring_program(Collective::Reduce, 4, 1);
+  rootless.root = 4;
+  v = check_program(rootless);
+  REQUIRE_FALSE(v.ok());
+  CHECK(v.problems.front() == "the reduce root 4 is not a rank of 4");
 }
 
 TEST_CASE("NCCL's all-to-all is a correct program: per channel a copy, a send and a receive per peer", "[programs]") {
