@@ -75,55 +75,27 @@ std::string gpu_list(const std::vector<int>& gpus) {
 }
 }  // namespace
 
-// One iteration of one algorithm in flight: kernels queued on every GPU,
-// each data-parallel group's buckets reduced in order as they fill, each
-// tensor-parallel group's activations reduced as its GPUs reach them.
+// One iteration of one algorithm in flight (the runner holds its state):
+// what the rows measure.
 struct TrainWorkload::Iteration {
   explicit Iteration(size_t a) : algorithm(a) {}
   size_t algorithm;
-  sc_core::sc_time t0, t_end;
-  struct Dp {
-    std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
-    size_t next = 0;           // the bucket to reduce next
-    bool reducing = false;
-    sc_core::sc_time comm_start;
-    double comm_us = 0;
-    int through = 0;  // GPUs that ran their last kernel
-    bool updating = false;
-  };
-  struct Tp {
-    int arrived = 0;  // GPUs waiting for the next all-reduce
-    int done = 0;     // all-reduces this iteration
-    sc_core::sc_time comm_start;
-    double comm_us = 0;
-  };
-  struct Link {
-    std::deque<int> queue;  // micro-batches to send, the first in flight while busy
-    bool busy = false;
-    sc_core::sc_time start;
-  };
-  std::vector<Dp> dp;
-  std::vector<Tp> tp;
-  std::vector<Link> links;
-  std::vector<size_t> cursor;                 // [GPU]: its next kernel to queue
-  std::vector<int> activations, gradients;    // [GPU]: micro-batches' data received from its neighbours
-  std::vector<bool> blocked;                  // [GPU]: its next kernel waits for that data
-  std::vector<double> busy_us;                // [GPU]: its kernels' time before the optimizer step
-  std::vector<sc_core::sc_time> last_end;     // [GPU]: when its last kernel before the optimizer ended
+  sc_core::sc_time t0;
+  std::vector<double> dp_comm_us;           // [data-parallel group]
+  std::vector<double> tp_comm_us;           // [tensor-parallel group]
+  uint64_t tp_done = 0;                     // all-reduces of activations
+  uint64_t buckets_done = 0;
+  std::vector<double> busy_us;              // [GPU]: its kernels' time before the optimizer step
+  std::vector<sc_core::sc_time> last_end;   // [GPU]: when its last kernel (or all-reduce of activations) ended
+  std::vector<size_t> ended;                // [GPU]: its kernels that ended
   uint64_t p2p = 0;
   double p2p_us = 0;
-  std::vector<sc_core::sc_time> waiting_since;  // [GPU]: when it reached its group's all-reduce
-  double tp_wait_us = 0;                      // summed over the GPUs
-  std::vector<size_t> ended;                  // [GPU]: its kernels that ended (of those queued: cursor)
-  std::vector<bool> exchanged;                // [embedding all-to-all]: it has ended
-  int exchange_arrived = 0;                   // GPUs that reached the next embedding all-to-all
-  sc_core::sc_time exchange_start;
-  double exchange_us = 0;                     // the embedding all-to-alls' time, summed
-  double exchange_wait_us = 0;                // the GPUs' idle time waiting for them, summed over the GPUs
+  double tp_wait_us = 0;                    // summed over the GPUs
+  uint64_t exchanged = 0;                   // embedding all-to-alls that ended
+  double exchange_us = 0;                   // their time, summed
+  double exchange_wait_us = 0;              // the GPUs' idle time waiting for them, summed over the GPUs
   uint64_t kernels_done = 0;
   uint64_t wrong = 0;
-  int update_left = 0;
-  bool done = false;
 };
 
 TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
@@ -257,7 +229,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       const size_t start = kernels_[s].size();
       const auto kernel = [&](Phase ph, int k, bool recompute) {
         const bool f = ph == Phase::Forward;
-        kernels_[s].push_back({ph, k, seconds(f ? times_[k].forward_s : times_[k].backward_s),
+        kernels_[s].push_back({ph, k, f ? times_[k].forward_s : times_[k].backward_s,
                                tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
                                                        : model_.layers[k].tp_backward_bytes(micro_batch, element),
                                                      f ? model_.layers[k].tp_forward_kind
@@ -271,7 +243,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
         kernel(phase, k, false);
         if (!forward && times_[k].input_grad_after_s > 0)
-          kernels_[s].push_back({Phase::Backward, k, seconds(times_[k].input_grad_after_s), -1, micro, Edge::none,
+          kernels_[s].push_back({Phase::Backward, k, times_[k].input_grad_after_s, -1, micro, Edge::none,
                                  Edge::none, false, true});
       }
       kernels_[s][start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
@@ -330,7 +302,8 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step.forward_flops = 2.0 * static_cast<double>(gpu_params_);
   step.input_elements = 2.0 * static_cast<double>(gpu_params_);
   step.output_elements = static_cast<double>(gpu_params_);
-  update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
+  update_s_ = astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s;
+  update_ = seconds(update_s_);
 
   const int replicas = n / pp_ / tp_;
 
@@ -422,15 +395,11 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
   contend(cfg, compute_->sms());
-  spawn_method("train_launch", [this] {
-    launch_.fired();
-    if (!running_) return;
-    for (size_t l = 0; l < running_->links.size(); ++l) pump(static_cast<int>(l));
-    for (int t = 0; t < tp_ * pp_; ++t) {
-      reduce(t);
-      finish(t);
-    }
-  }, &launch_.event);
+  lower();
+  std::vector<gpu::ComputeEngine*> engines;
+  for (int g = 0; g < n; ++g) engines.push_back(&platform_->gpus()[g]->compute());
+  runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
+                                                    static_cast<training::GraphRunner::Owner&>(*this));
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
@@ -471,185 +440,137 @@ std::vector<int> TrainWorkload::tp_gpus(int k) const {
   return gpus;
 }
 
-bool TrainWorkload::ready(int g, const Kernel& k) const {
-  const Iteration& it = *running_;
-  if (k.exchange_wait >= 0 && !it.exchanged[k.exchange_wait]) return false;
-  return k.wait == Edge::activation ? it.activations[g] > k.micro
-         : k.wait == Edge::gradient ? it.gradients[g] > k.micro
-                                    : true;
-}
-
-void TrainWorkload::issue(int g) {
-  Iteration& it = *running_;
-  gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-  const int t = group_of(g);
-  const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-  for (bool more = true; more && it.cursor[g] < kernels.size();) {
-    const Kernel& k = kernels[it.cursor[g]];
-    if (!ready(g, k)) {
-      it.blocked[g] = true;  // the neighbour's transfer issues it
-      return;
+// The iteration as one graph (training::GraphRunner runs it). Each GPU's
+// kernels are queued on its compute engine in order, a kernel that waits
+// for something (its group's all-reduce of activations, a neighbour stage's
+// transfer, an embedding all-to-all) only once that has ended. Streams: the
+// pipeline links (link 2g carries GPU g's activations to g + gpus / pp,
+// 2g + 1 the gradients back), the data-parallel groups' buckets (in order,
+// each once every GPU of the group has its gradients), the tensor-parallel
+// groups' all-reduces, the embedding's all-to-alls. A GPU's optimizer step
+// waits for its data-parallel group's GPUs to run their last kernel, its
+// group's last bucket and every all-to-all. A node's children are told in
+// the order the hardware sees the work start: the all-to-all a kernel
+// begins, its all-reduce of activations or its transfer, its bucket.
+void TrainWorkload::lower() {
+  using Kind = training::Graph::Kind;
+  training::Graph& graph = graph_;
+  const int n = gpus_, stage = n / pp_, links = static_cast<int>(collectives_[0].p2p.size());
+  for (int l = 0; l < links; ++l) graph.add_stream(2);
+  graph.keys = links;  // a link's sends match its receives in order
+  dp_stream_ = links;
+  for (int t = 0; t < tp_ * pp_; ++t) graph.add_stream(replicas());
+  tp_stream_ = dp_stream_ + tp_ * pp_;
+  for (int k = 0; tp_ > 1 && k < n / tp_; ++k) graph.add_stream(tp_);
+  exchange_stream_ = graph.add_stream(n);
+  const auto node = [&](Kind kind, int g, int stream, int place, int size, int what) {
+    training::Graph::Node c;
+    c.kind = kind;
+    c.rank = g;
+    c.stream = stream;
+    c.place = place;
+    c.op = 0;
+    c.size = size;
+    c.key = kind == Kind::collective ? -1 : stream;
+    what_.push_back(what);
+    return graph.add(std::move(c));
+  };
+  std::vector<uint32_t> optimizer(n), through(n);
+  std::vector<std::vector<uint32_t>> buckets(n), exchanges(n);
+  for (int g = 0; g < n; ++g) {
+    training::Graph::Node step;
+    step.kind = Kind::compute;
+    step.rank = g;
+    step.seconds = update_s_;
+    step.phase = static_cast<int>(Phase::Update);
+    what_.push_back(-1);
+    optimizer[g] = graph.add(std::move(step));
+    const std::vector<uint64_t>& mine = buckets_[stage_of(g)];
+    for (size_t b = 0; b < mine.size(); ++b) {
+      buckets[g].push_back(node(Kind::collective, g, dp_stream_ + group_of(g), replica_of(g), static_cast<int>(b), -1));
+      if (b > 0) graph.depend(buckets[g][b - 1], buckets[g][b]);  // reduced in order
     }
-    const size_t i = it.cursor[g]++;
-    more = k.tp_size < 0;
-    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
-      const bool backward = k.phase == Phase::Backward && !k.input_grad;
-      // As long as it took: longer while collectives on the cores held SMs.
-      const bool split = times_[k.layer].input_grad_after_s > 0;
-      span(g, model_.layers[k.layer].name +
-                  (k.input_grad ? " input gradient"
-                   : backward   ? (split ? " weight gradient" : " backward")
-                   : k.recompute ? " recomputed" : "") +
-                  (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
-           engine->took());
-      ++it.kernels_done;
-      it.ended[g] = i + 1;
-      it.busy_us[g] += us(engine->took());
-      it.last_end[g] = sc_core::sc_time_stamp();
-      if (k.exchange >= 0) exchange(k.exchange);
-      // A bucket is ready when every GPU of the group has every gradient in it.
-      if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
-      // A kernel an all-reduce of activations follows sends on once that has ended.
+  }
+  for (int g = 0; g < n; ++g) {
+    const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+    // What the neighbour stages send it, one receive per micro-batch.
+    std::vector<uint32_t> activations, gradients;
+    for (int m = 0; m < micro_; ++m) {
+      if (stage_of(g) > 0) activations.push_back(node(Kind::recv, g, 2 * (g - stage), 1, 0, m));
+      if (stage_of(g) + 1 < pp_) gradients.push_back(node(Kind::recv, g, 2 * g + 1, 1, 0, m));
+    }
+    uint32_t previous = training::Graph::kNone, reduced = training::Graph::kNone;
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const Kernel& k = kernels[i];
+      training::Graph::Node c;
+      c.kind = Kind::compute;
+      c.rank = g;
+      c.seconds = k.seconds;
+      c.phase = static_cast<int>(k.phase);
+      c.layer = k.layer;
+      what_.push_back(static_cast<int>(i));
+      const uint32_t kernel = graph.add(std::move(c));
+      if (previous != training::Graph::kNone) graph.queue_behind(previous, kernel);
+      if (reduced != training::Graph::kNone) graph.depend(reduced, kernel);
+      if (k.wait != Edge::none) graph.depend((k.wait == Edge::activation ? activations : gradients)[k.micro], kernel);
+      if (k.exchange_wait >= 0) graph.depend(exchanges[g][k.exchange_wait], kernel);
+      if (k.exchange >= 0) {
+        exchanges[g].push_back(node(Kind::collective, g, exchange_stream_, g, k.exchange, -1));
+        graph.depend(kernel, exchanges[g].back());
+      }
+      uint32_t after = kernel;
+      reduced = training::Graph::kNone;
       if (k.tp_size >= 0) {
-        arrive(g, k.tp_size);
-      } else {
-        send(g, k);
-        if (i + 1 == kernels.size()) through(g);
+        reduced = after = node(Kind::collective, g, tp_stream_ + tp_group_of(g), place_of(g), k.tp_size, -1);
+        graph.depend(kernel, after);
       }
-      if (k.phase == Phase::Backward) {
-        reduce(t);
-        finish(t);
-      }
-    });
+      if (k.send != Edge::none)
+        graph.depend(after, node(Kind::send, g, k.send == Edge::activation ? 2 * g : 2 * (g - stage) + 1, 0, 0, k.micro));
+      if (k.phase == Phase::Backward && !k.input_grad && !buckets[g].empty() && bucket_of_[k.layer] >= 0)
+        graph.depend(kernel, buckets[g][bucket_of_[k.layer]]);
+      previous = kernel;
+      through[g] = after;
+    }
+  }
+  for (int t = 0; t < tp_ * pp_; ++t)
+    for (const int h : dp_gpus(t))
+      for (const int g : dp_gpus(t)) graph.depend(through[h], optimizer[g]);
+  for (int g = 0; g < n; ++g) {
+    if (!buckets[g].empty()) graph.depend(buckets[g].back(), optimizer[g]);
+    for (const uint32_t e : exchanges[g]) graph.depend(e, optimizer[g]);
   }
 }
 
-// The group's all-reduce starts once all its GPUs have reached it; they go on when it ends.
-void TrainWorkload::arrive(int g, int size) {
+void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
-  const int group = tp_group_of(g);
-  Iteration::Tp& tp = it.tp[group];
-  it.waiting_since[g] = sc_core::sc_time_stamp();
-  if (++tp.arrived < tp_) return;
-  tp.arrived = 0;
-  tp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = tp_collective(it.algorithm, group, size);
-  const int local = tp_gathers() ? tp_local_[size] : size;  // its index in its kind's collective
-  const bool own_sizes = tp_kind_[size] == training::TpCollective::allgather ||
-                         tp_kind_[size] == training::TpCollective::reducescatter;
-  start_collective(coll, own_sizes ? local : size, [this, &it, &tp, &coll, group, size, own_sizes, local] {
-    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
+  Groups& c = collectives_[it.algorithm];
+  const int t = stream - dp_stream_, group = stream - tp_stream_;
+  const bool dp = stream >= dp_stream_ && stream < tp_stream_;
+  CollectiveWorkload* coll = nullptr;
+  size_t index = static_cast<size_t>(in.size);
+  if (stream < dp_stream_) {
+    coll = c.p2p[stream].get();
+  } else if (dp) {
+    coll = c.dp[t].get();
+  } else if (stream < exchange_stream_) {
+    coll = &tp_collective(it.algorithm, group, in.size);
+    // An all-gather or reduce-scatter is its index among its kind's sizes.
+    const training::TpCollective kind = tp_kind_[in.size];
+    if (kind == training::TpCollective::allgather || kind == training::TpCollective::reducescatter)
+      index = static_cast<size_t>(tp_local_[in.size]);
+  } else {
+    coll = c.embedding.get();
+  }
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  start_collective(*coll, index, [this, &it, coll, index, dp, t, start, done = std::move(done)] {
     std::ostringstream ignored;
-    it.wrong += coll.finish(own_sizes ? local : size, ignored).wrong();
-    tp.comm_us += us(took);
-    ++tp.done;
-    span(gpus_ + tp_ * pp_ + group,
-         std::string(training::to_string(tp_kind_[size])) + " activations (" + size_label(tp_sizes_[size]) + ")", took);
-    for (const int g : tp_gpus(group)) {
-      it.tp_wait_us += us(now - it.waiting_since[g]);
-      it.last_end[g] = now;
-      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-      send(g, kernels[it.cursor[g] - 1]);
-      if (it.cursor[g] < kernels.size()) issue(g);
-      else through(g);
-    }
-    // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-// The embedding's all-to-all starts once every GPU has reached it; none
-// waits for it until a kernel that needs it (ready()).
-void TrainWorkload::exchange(int e) {
-  Iteration& it = *running_;
-  if (++it.exchange_arrived < gpus_) return;
-  it.exchange_arrived = 0;
-  it.exchange_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].embedding;
-  start_collective(coll, static_cast<size_t>(e), [this, &it, &coll, e] {
-    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - it.exchange_start;
-    std::ostringstream ignored;
-    it.wrong += coll.finish(static_cast<size_t>(e), ignored).wrong();
-    it.exchange_us += us(took);
-    it.exchanged[e] = true;
-    // Its track: after the GPUs', the groups' and the pipeline links'.
-    const int track = gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size() + it.links.size());
-    span(track, "all-to-all embeddings (" + size_label(exchange_sizes_[e]) + ")", took);
-    for (int g = 0; g < gpus_; ++g) {
-      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-      if (!it.blocked[g] || kernels[it.cursor[g]].exchange_wait != e) continue;
-      // Idle since its last kernel ended, unless one still runs.
-      if (it.ended[g] == it.cursor[g]) it.exchange_wait_us += us(now - it.last_end[g]);
-      it.blocked[g] = false;
-      issue(g);
-    }
-    // The optimizer step from the launcher: this call comes from inside the collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-void TrainWorkload::through(int g) { ++running_->dp[group_of(g)].through; }
-
-// Under --pp: a micro-batch's activations to GPU g's counterpart in the next
-// stage, or its gradient back to the previous one.
-void TrainWorkload::send(int g, const Kernel& k) {
-  if (k.send == Edge::none) return;
-  const int link = k.send == Edge::activation ? 2 * g : 2 * (g - gpus_ / pp_) + 1;
-  running_->links[link].queue.push_back(k.micro);
-  pump(link);
-}
-
-// A link's transfers one at a time, in order, as NCCL's sends on one stream.
-void TrainWorkload::pump(int link) {
-  Iteration& it = *running_;
-  Iteration::Link& l = it.links[link];
-  if (l.busy || l.queue.empty()) return;
-  l.busy = true;
-  l.start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].p2p[link];
-  start_collective(coll, 0, [this, &it, &l, &coll, link] {
-    const sc_core::sc_time took = sc_core::sc_time_stamp() - l.start;
-    std::ostringstream ignored;
-    it.wrong += coll.finish(0, ignored).wrong();
-    ++it.p2p;
-    it.p2p_us += us(took);
-    const int stage = gpus_ / pp_, from = link / 2, to = from + stage;
-    const bool forward = link % 2 == 0;
-    span(gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size()) + link,
-         (forward ? "activations " : "gradients ") + std::to_string(l.queue.front()), took);
-    l.queue.pop_front();
-    l.busy = false;
-    const int receiver = forward ? to : from;
-    ++(forward ? it.activations : it.gradients)[receiver];
-    if (it.blocked[receiver]) {
-      it.blocked[receiver] = false;
-      issue(receiver);
-    }
-    // The next transfer from the launcher: this call comes from inside the collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-// The group's buckets in order, each once every GPU of the group has its
-// gradients and the one before has been reduced.
-void TrainWorkload::reduce(int t) {
-  Iteration& it = *running_;
-  Iteration::Dp& dp = it.dp[t];
-  const std::vector<uint64_t>& buckets = buckets_[t / tp_];
-  if (dp.reducing || dp.next == buckets.size() || dp.waiting[dp.next] > 0) return;
-  dp.reducing = true;
-  dp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].dp[t];
-  start_collective(coll, dp.next, [this, &it, &dp, &coll, &buckets, t] {
-    const sc_core::sc_time took = sc_core::sc_time_stamp() - dp.comm_start;
-    std::ostringstream ignored;
-    const Row row = coll.finish(dp.next, ignored);
+    const Row row = coll->finish(index, ignored);
     it.wrong += row.wrong();
-    dp.comm_us += us(took);
-    if (recording() && t == 0) {
+    if (dp && recording() && t == 0) {
       // The links' utilisation while the bucket was reduced: the mean over
       // the links that carried any of it, and the busiest (under --tp, the
       // other groups' traffic meanwhile too).
+      const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
       const auto& ends = platform_->link_ends();
       double sum = 0, most = 0;
       int used = 0;
@@ -660,36 +581,76 @@ void TrainWorkload::reduce(int t) {
         most = std::max(most, u);
         ++used;
       }
-      const double start = us(dp.comm_start), end = us(sc_core::sc_time_stamp());
-      counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
-      counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
+      counters_.push_back({static_cast<int>(it.algorithm), us(start), used ? sum / used : 0.0, most});
+      counters_.push_back({static_cast<int>(it.algorithm), us(sc_core::sc_time_stamp()), 0.0, 0.0});
     }
-    span(gpus_ + t, "all-reduce bucket " + std::to_string(dp.next) + " (" + mib(buckets[dp.next]) + ")", took);
-    dp.reducing = false;
-    ++dp.next;
-    // The next bucket starts from the launcher: this call comes from inside
-    // the collective, which starting it again would tear down.
-    launch_.after(sc_core::SC_ZERO_TIME);
+    done();
   });
 }
 
-// After the group's backward passes and its last all-reduce: the optimizer step on its GPUs.
-void TrainWorkload::finish(int t) {
+void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
   Iteration& it = *running_;
-  Iteration::Dp& dp = it.dp[t];
-  if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size() ||
-      std::find(it.exchanged.begin(), it.exchanged.end(), false) != it.exchanged.end())
+  const int g = graph_.nodes[node].rank;
+  if (what_[node] < 0) {
+    span(g, "optimizer", took);
     return;
-  dp.updating = true;
-  for (const int g : dp_gpus(t)) {
-    gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-    c.run(Phase::Update, -1, update_, [this, &it, engine = &c, g] {
-      span(g, "optimizer", engine->took());
-      if (--it.update_left > 0) return;
-      it.done = true;
-      it.t_end = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    });
+  }
+  const size_t i = static_cast<size_t>(what_[node]);
+  const Kernel& k = kernels_[stage_of(g)][i];
+  const bool backward = k.phase == Phase::Backward && !k.input_grad;
+  // As long as it took: longer while collectives on the cores held SMs.
+  const bool split = times_[k.layer].input_grad_after_s > 0;
+  span(g, model_.layers[k.layer].name +
+              (k.input_grad ? " input gradient"
+               : backward   ? (split ? " weight gradient" : " backward")
+               : k.recompute ? " recomputed" : "") +
+              (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
+       took);
+  ++it.kernels_done;
+  it.ended[g] = i + 1;
+  it.busy_us[g] += us(took);
+  it.last_end[g] = sc_core::sc_time_stamp();
+}
+
+void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) {
+  Iteration& it = *running_;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const int tp_groups = static_cast<int>(it.tp_comm_us.size()), links = dp_stream_;
+  if (stream < links) {
+    ++it.p2p;
+    it.p2p_us += us(took);
+    span(gpus_ + tp_ * pp_ + tp_groups + stream,
+         (stream % 2 == 0 ? "activations " : "gradients ") + std::to_string(what_[in.nodes[0]]), took);
+  } else if (stream < tp_stream_) {
+    const int t = stream - dp_stream_;
+    it.dp_comm_us[t] += us(took);
+    ++it.buckets_done;
+    span(gpus_ + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / tp_][in.size]) + ")", took);
+  } else if (stream < exchange_stream_) {
+    const int group = stream - tp_stream_;
+    it.tp_comm_us[group] += us(took);
+    ++it.tp_done;
+    span(gpus_ + tp_ * pp_ + group,
+         std::string(training::to_string(tp_kind_[in.size])) + " activations (" + size_label(tp_sizes_[in.size]) + ")",
+         took);
+    // Every GPU of the group waited for it since its kernel ended.
+    for (const int g : tp_gpus(group)) {
+      it.tp_wait_us += us(now - it.last_end[g]);
+      it.last_end[g] = now;
+    }
+  } else {
+    it.exchange_us += us(took);
+    ++it.exchanged;
+    span(gpus_ + tp_ * pp_ + tp_groups + links, "all-to-all embeddings (" + size_label(exchange_sizes_[in.size]) + ")",
+         took);
+    // A GPU whose kernels all ended before the one that waits for it was idle since the last.
+    for (int g = 0; g < gpus_; ++g) {
+      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+      const auto waiter = std::find_if(kernels.begin(), kernels.end(),
+                                       [&](const Kernel& k) { return k.exchange_wait == in.size; });
+      if (waiter != kernels.end() && it.ended[g] == static_cast<size_t>(waiter - kernels.begin()))
+        it.exchange_wait_us += us(now - it.last_end[g]);
+    }
   }
 }
 
@@ -698,28 +659,13 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.dp.resize(tp_ * pp_);
-  for (int t = 0; t < tp_ * pp_; ++t) {
-    const int s = t / tp_;
-    it.dp[t].waiting.assign(buckets_[s].size(), 0);
-    // Every replica runs each layer's backward once per micro-batch.
-    for (int k = first_[s]; k < first_[s + 1]; ++k)
-      if (bucket_of_[k] >= 0) it.dp[t].waiting[bucket_of_[k]] += replicas() * micro_;
-  }
-  it.tp.resize(tp_ > 1 ? tp_groups : 0);
-  it.links.resize(collectives_[a].p2p.size());
-  it.cursor.assign(n, 0);
-  it.activations.assign(n, 0);
-  it.gradients.assign(n, 0);
-  it.blocked.assign(n, false);
+  it.dp_comm_us.assign(tp_ * pp_, 0);
+  it.tp_comm_us.assign(tp_ > 1 ? tp_groups : 0, 0);
   it.busy_us.assign(n, 0);
   it.last_end.assign(n, it.t0);
-  it.waiting_since.resize(n);
   it.ended.assign(n, 0);
-  it.exchanged.assign(exchange_sizes_.size(), false);
-  it.update_left = n;
-  for (int g = 0; g < n; ++g) issue(g);
-  run.run_until([&] { return it.done || !collective_error(a).empty(); },
+  runner_->start(graph_);
+  run.run_until([&] { return runner_->done() || !collective_error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
   if (const std::string e = collective_error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
@@ -732,7 +678,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
     compute = std::max(compute, mine * micro_);
   }
   compute = compute * 1e6 + us(update_);
-  const double time = us(it.t_end - it.t0);
+  const double time = us(runner_->ended_at() - it.t0);
   // The bubble: each GPU's idle time until the pipeline's last kernel (or
   // all-reduce of activations) before the optimizer steps (the flush) ended,
   // on average, less its waits for those all-reduces.
@@ -741,9 +687,8 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   for (int g = 0; g < n; ++g) bubble += us(flushed - it.t0) - it.busy_us[g];
   bubble /= n;
   double dp_comm = 0, tp_comm = 0;
-  uint64_t tp_done = 0;
-  for (const auto& dp : it.dp) dp_comm += dp.comm_us;
-  for (const auto& tp : it.tp) tp_comm += tp.comm_us, tp_done += tp.done;
+  for (const double c : it.dp_comm_us) dp_comm += c;
+  for (const double c : it.tp_comm_us) tp_comm += c;
   // Every GPU waits for its group's all-reduces of activations: exposed, all
   // of it; the gradients' exposed time is what remains.
   const double tp_exposed = it.tp_wait_us / n;
@@ -762,11 +707,11 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   // all-reduces of activations, and its transfers and their time; per group,
   // the all-reduces' time.
   if (tp_ > 1)
-    r.set("tp_allreduces", tp_done / static_cast<uint64_t>(replicas()))
+    r.set("tp_allreduces", it.tp_done / static_cast<uint64_t>(replicas()))
         .set("tp_comm_us", tp_comm / tp_groups)
         .set("tp_exposed_us", tp_exposed);
   if (!exchange_sizes_.empty())
-    r.set("alltoalls", static_cast<uint64_t>(std::count(it.exchanged.begin(), it.exchanged.end(), true)))
+    r.set("alltoalls", it.exchanged)
         .set("a2a_comm_us", it.exchange_us)
         .set("a2a_exposed_us", a2a_exposed);
   if (pp_ > 1)
@@ -981,8 +926,7 @@ CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, in
 
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
-  double buckets = 0;
-  for (const auto& dp : running_->dp) buckets += static_cast<double>(dp.next);
+  const double buckets = static_cast<double>(running_->buckets_done);
   double kernels = 0;
   for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /

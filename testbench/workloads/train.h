@@ -63,12 +63,13 @@
 #include "gpu/compute_engine.h"
 #include "training/astra_workload.h"
 #include "training/compute.h"
+#include "training/graph_runner.h"
 #include "training/model.h"
 #include "training_workload.h"
 
 namespace incsim::tb {
 
-class TrainWorkload : public TrainingWorkload {
+class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Owner {
  public:
   TrainWorkload(const Options& o, Config& cfg);
   ~TrainWorkload() override;
@@ -84,12 +85,6 @@ class TrainWorkload : public TrainingWorkload {
   // A track per GPU's compute, then each data-parallel group's gradient
   // all-reduces, each tensor-parallel group's, each pipeline link's.
   std::vector<std::string> timeline_tracks() const override;
-  // The steps of the running iteration: GPU g queues its kernels up to the
-  // next tensor-parallel all-reduce; g reached that all-reduce; g ran its
-  // last kernel; data-parallel group t reduces its next bucket if it is
-  // ready, and runs the optimizer step once it has reduced them all.
-  void issue(int g);
-  void pump(int link);
   int stage_of(int g) const { return g / (gpus_ / pp_); }
   int replicas() const { return gpus_ / pp_ / tp_; }
   // The GPU of stage s, replica r and place p in its tensor-parallel group:
@@ -108,11 +103,6 @@ class TrainWorkload : public TrainingWorkload {
   int tp_group_of(int g) const { return stage_of(g) * replicas() + replica_of(g); }
   std::vector<int> tp_gpus(int k) const;
   size_t bucket_count() const;  // all stages'
-  void arrive(int g, int size);
-  void exchange(int e);  // GPU reached the start of the embedding's all-to-all e (an index into exchange_sizes_)
-  void through(int g);
-  void reduce(int t);
-  void finish(int t);
 
   // A stage's kernels in order (without --pp, forward then backward);
   // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its
@@ -123,7 +113,7 @@ class TrainWorkload : public TrainingWorkload {
   struct Kernel {
     gpu::ComputeEngine::Phase phase;
     int layer;
-    sc_core::sc_time duration;
+    double seconds;
     int tp_size;
     int micro = 0;
     Edge wait = Edge::none, send = Edge::none;
@@ -132,8 +122,13 @@ class TrainWorkload : public TrainingWorkload {
     int exchange = -1;       // once it ends, the embedding's all-to-all with this index starts (the GPU goes on)
     int exchange_wait = -1;  // it starts once the embedding's all-to-all with this index has ended
   };
-  bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
-  void send(int g, const Kernel& k);         // what the kernel sends on, if anything
+  // The kernels, collectives and transfers of an iteration as one graph
+  // (graph_), and the runner's owner: starts a stream's collective,
+  // measures what ended.
+  void lower();
+  void launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) override;
+  void computed(uint32_t node, const sc_core::sc_time& took) override;
+  void ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) override;
   // An algorithm's collectives: one per data-parallel group (none with a
   // single replica), one per tensor-parallel group (none without --tp), and
   // under --pp two per pair of neighbouring GPUs of a pipeline: link 2g
@@ -176,12 +171,21 @@ class TrainWorkload : public TrainingWorkload {
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
-  sc_core::sc_time update_;                  // the optimizer step
+  double update_s_ = 0;                      // the optimizer step
+  sc_core::sc_time update_;
   std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket in its stage, -1 for a layer without weights
   bool overlap_ = true;
   std::string dp_algorithm_;  // train.dp_algorithm; empty: each run's own
   std::vector<Groups> collectives_;          // [algorithm]
+  // The graph: its streams the pipeline links from 0, the data-parallel
+  // groups from dp_stream_, the tensor-parallel ones from tp_stream_, the
+  // embedding's all-to-alls at exchange_stream_; what_[node]: a kernel's
+  // index in its stage's (-1: the optimizer step), a transfer's micro-batch.
+  training::Graph graph_;
+  int dp_stream_ = 0, tp_stream_ = 0, exchange_stream_ = 0;
+  std::vector<int> what_;
+  std::unique_ptr<training::GraphRunner> runner_;
   std::unique_ptr<Iteration> running_;
 };
 
