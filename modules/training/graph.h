@@ -36,6 +36,9 @@ struct Graph {
     // are issued (a CUDA stream's next kernel: it need not wait for this one
     // to end, the engine runs them in order).
     uint32_t next_on_engine = kNone;
+    // Released by a communication's end, it is issued from the launcher
+    // once that has started the streams due (training's optimizer step).
+    bool after_launch = false;
   };
   // When a communication starts once all its members have issued it. Never
   // from inside its own stream's completion: the stream's next one starts

@@ -1,5 +1,6 @@
 #include "graph_runner.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace incsim::training {
@@ -22,6 +23,7 @@ void GraphRunner::start(const Graph& graph) {
   for (size_t s = 0; s < graph.streams.size(); ++s) streams_[s].issued.assign(graph.streams[s], 0);
   sends_.assign(graph.keys, {});
   recvs_.assign(graph.keys, {});
+  released_.clear();
   due_groups_.clear();
   due_links_.clear();
   mismatch_.reset();
@@ -70,6 +72,7 @@ void GraphRunner::complete(uint32_t i) {
     for (uint32_t c : graph_->nodes[k].children)
       if (--parents_[c] == 0) {
         if (graph_->nodes[c].kind == Kind::none) stack_.push_back(c);
+        else if (graph_->nodes[c].after_launch && ending_ > 0) released_.push_back(c);
         else issue(c);
       }
   }
@@ -148,9 +151,9 @@ void GraphRunner::end(int s) {
   owner_.ended(s, in, sc_core::sc_time_stamp() - run.start);
   run.busy = false;
   ++run.next;
-  ++run.ending;
+  ++run.ending, ++ending_;
   for (uint32_t node : in.nodes) complete(node);
-  --run.ending;
+  --run.ending, --ending_;
   // The next one from the launcher: this call may come from inside the collective.
   make_due(s);
 }
@@ -174,6 +177,8 @@ void GraphRunner::launch() {
     due.pop_back();
     start_now(s);
   }
+  std::sort(released_.begin(), released_.end());
+  for (const uint32_t i : std::exchange(released_, {})) issue(i);
 }
 
 std::optional<GraphRunner::Missing> GraphRunner::missing_member() const {

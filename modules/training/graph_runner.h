@@ -106,6 +106,8 @@ class GraphRunner {
   std::vector<uint32_t> stack_;  // ended nodes whose children to visit
   std::vector<Stream> streams_;
   std::vector<std::deque<uint32_t>> sends_, recvs_;  // [key]
+  int ending_ = 0;                    // streams inside their completion
+  std::vector<uint32_t> released_;    // after_launch nodes for the launcher, in node order
   std::vector<int> due_groups_, due_links_;  // Start::from_launcher: the last made due on top
   std::optional<Mismatch> mismatch_;
   bool done_ = true;

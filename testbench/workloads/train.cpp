@@ -475,16 +475,22 @@ void TrainWorkload::lower() {
     what_.push_back(what);
     return graph.add(std::move(c));
   };
+  // The optimizer steps group by group: a communication's end releases
+  // them to the launcher, which queues them in this order.
   std::vector<uint32_t> optimizer(n), through(n);
+  for (int t = 0; t < tp_ * pp_; ++t)
+    for (const int g : dp_gpus(t)) {
+      training::Graph::Node step;
+      step.kind = Kind::compute;
+      step.rank = g;
+      step.seconds = update_s_;
+      step.phase = static_cast<int>(Phase::Update);
+      step.after_launch = true;
+      what_.push_back(-1);
+      optimizer[g] = graph.add(std::move(step));
+    }
   std::vector<std::vector<uint32_t>> buckets(n), exchanges(n);
   for (int g = 0; g < n; ++g) {
-    training::Graph::Node step;
-    step.kind = Kind::compute;
-    step.rank = g;
-    step.seconds = update_s_;
-    step.phase = static_cast<int>(Phase::Update);
-    what_.push_back(-1);
-    optimizer[g] = graph.add(std::move(step));
     const std::vector<uint64_t>& mine = buckets_[stage_of(g)];
     for (size_t b = 0; b < mine.size(); ++b) {
       buckets[g].push_back(node(Kind::collective, g, dp_stream_ + group_of(g), replica_of(g), static_cast<int>(b), -1));
