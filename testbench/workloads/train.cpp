@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <fstream>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -123,7 +121,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (astra) {
     astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
     model_ = astra_file.model;
-    strided_ = astra_file.strided_groups;
+    layout_.strided = astra_file.strided_groups;
     dlrm_ = astra_file.dlrm;
   } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
@@ -134,52 +132,52 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   });
   if (model_.parameters() == 0 && !splits)
     throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
-  tp_ = static_cast<int>(opt_.tp);
+  layout_.tp = static_cast<int>(opt_.tp);
   // An ASTRA-sim model-parallel file: its groups are the tensor-parallel ones.
   if (const uint32_t group = astra_file.model_parallel_group; group > 0) {
     if (opt_.was_given("tp") && opt_.tp != group)
       throw UserError("--tp " + std::to_string(opt_.tp) + ": workload file " + opt_.model +
                       " runs model-parallel groups of " + std::to_string(group) + " NPUs");
-    tp_ = static_cast<int>(group);
+    layout_.tp = static_cast<int>(group);
   }
   astra_groups_ = astra && splits;
-  if (dlrm_ && (tp_ > 1 || opt_.pp > 1))
+  if (dlrm_ && (layout_.tp > 1 || opt_.pp > 1))
     throw UserError("workload file " + opt_.model + " is a DLRM one, whose embedding all-to-alls and weight-gradient "
                     "all-reduces span every GPU, so it runs without --tp and --pp");
-  if (astra_groups_ && tp_ == 1)
+  if (astra_groups_ && layout_.tp == 1)
     throw UserError("workload file " + opt_.model + " all-reduces activations in model-parallel groups and does not "
                     "say their size (model_parallel_NPU_group): give it with --tp");
-  if (tp_ > 1 && !splits)
-    throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
+  if (layout_.tp > 1 && !splits)
+    throw UserError("--tp " + std::to_string(layout_.tp) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(compute_model());
   const int layers = static_cast<int>(model_.layers.size());
-  pp_ = static_cast<int>(opt_.pp);
-  if (pp_ > layers)
-    throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
+  layout_.pp = static_cast<int>(opt_.pp);
+  if (layout_.pp > layers)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
   // The GPUs first: a --pp or --tp that does not divide them is the
   // problem, not the micro-batches --pp implies.
   const topo::Topology t =
       opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
   const int built = static_cast<int>(t.endpoints().size());
-  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
-  const int n = gpus_;
+  layout_.gpus = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = layout_.gpus;
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  if (n % tp_ != 0)
-    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
+  if (n % layout_.tp != 0)
+    throw UserError("--tp " + std::to_string(layout_.tp) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into tensor-parallel groups of " + (layout_.strided ? "strided" : "consecutive") +
                     " GPUs");
-  if (n % pp_ != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
+  if (n % layout_.pp != 0)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " does not divide the " + std::to_string(n) +
                     " GPUs of the run into pipeline stages of consecutive GPUs");
-  if (n % (pp_ * tp_) != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
-                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
+  if (n % (layout_.pp * layout_.tp) != 0)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " with --tp " + std::to_string(layout_.tp) + " does not divide the " +
+                    std::to_string(n) + " GPUs into " + std::to_string(layout_.pp) +
                     " pipeline stages of whole tensor-parallel groups");
-  micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
+  micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(layout_.pp)));
   if (dlrm_ && micro_ > 1)
     throw UserError("train.microbatches " + std::to_string(micro_) + ": workload file " + opt_.model +
                     " is a DLRM one, whose embedding all-to-alls run once per iteration");
@@ -188,19 +186,19 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                     (cfg.has_override(kMicrobatches) ? "" : " (by default --pp's stages)") + " does not divide the batch of " +
                     std::to_string(opt_.batch) + " samples; set --batch or train.microbatches");
   const uint32_t micro_batch = opt_.batch / static_cast<uint32_t>(micro_);
-  for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
+  for (int s = 0; s <= layout_.pp; ++s) first_.push_back(s * layers / layout_.pp);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
   // An ASTRA-sim all-gather's bytes are each GPU's share: incsim's size is
   // the whole gathered buffer (docs/training.md).
   const auto activations = [&](uint64_t file_bytes, training::TpCollective kind) {
     if (file_bytes == 0) return -1;
-    const uint64_t bytes = kind == training::TpCollective::allgather ? file_bytes * static_cast<uint64_t>(tp_) : file_bytes;
+    const uint64_t bytes = kind == training::TpCollective::allgather ? file_bytes * static_cast<uint64_t>(layout_.tp) : file_bytes;
     for (size_t k = 0; k < tp_sizes_.size(); ++k)
       if (tp_sizes_[k] == bytes && tp_kind_[k] == kind) return static_cast<int>(k);
-    if (kind == training::TpCollective::reducescatter && bytes % (4 * static_cast<uint64_t>(tp_)) != 0)
+    if (kind == training::TpCollective::reducescatter && bytes % (4 * static_cast<uint64_t>(layout_.tp)) != 0)
       throw UserError("workload file " + opt_.model + ": a REDUCESCATTER of " + std::to_string(bytes) +
-                      " bytes does not split into whole 4-byte elements over the " + std::to_string(tp_) +
+                      " bytes does not split into whole 4-byte elements over the " + std::to_string(layout_.tp) +
                       " GPUs of a model-parallel group");
     tp_sizes_.push_back(bytes);
     tp_alltoall_.push_back(kind == training::TpCollective::alltoall);
@@ -211,14 +209,14 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   };
   std::vector<training::Layer> shards;
   for (const auto& layer : model_.layers) {
-    shards.push_back(training::tensor_shard(layer, tp_));
+    shards.push_back(training::tensor_shard(layer, layout_.tp));
     times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
   // Each stage: its warm-up forwards, then a forward and a backward in turn,
   // then its cool-down backwards (1F1B); one stage: forward then backward.
-  kernels_.resize(pp_);
-  recompute_s_.assign(pp_, 0);
-  for (int s = 0; s < pp_; ++s) {
+  kernels_.resize(layout_.pp);
+  recompute_s_.assign(layout_.pp, 0);
+  for (int s = 0; s < layout_.pp; ++s) {
     const int lo = first_[s], hi = first_[s + 1];
     // Recomputation from a checkpoint (ASTRA-sim files, which run no --pp:
     // their layers give no activation sizes to send).
@@ -230,12 +228,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       const auto kernel = [&](Phase ph, int k, bool recompute) {
         const bool f = ph == Phase::Forward;
         kernels_[s].push_back({ph, k, f ? times_[k].forward_s : times_[k].backward_s,
-                               tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
+                               layout_.tp > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
                                                        : model_.layers[k].tp_backward_bytes(micro_batch, element),
                                                      f ? model_.layers[k].tp_forward_kind
                                                        : model_.layers[k].tp_backward_kind)
                                        : -1,
-                               micro, Edge::none, Edge::none, recompute});
+                               micro, training::StepKernel::Edge::none, training::StepKernel::Edge::none, recompute});
       };
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
@@ -243,13 +241,13 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
         kernel(phase, k, false);
         if (!forward && times_[k].input_grad_after_s > 0)
-          kernels_[s].push_back({Phase::Backward, k, times_[k].input_grad_after_s, -1, micro, Edge::none,
-                                 Edge::none, false, true});
+          kernels_[s].push_back({Phase::Backward, k, times_[k].input_grad_after_s, -1, micro, training::StepKernel::Edge::none,
+                                 training::StepKernel::Edge::none, false, true});
       }
-      kernels_[s][start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
-      kernels_[s].back().send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
+      kernels_[s][start].wait = forward ? (s > 0 ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s + 1 < layout_.pp ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
+      kernels_[s].back().send = forward ? (s + 1 < layout_.pp ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s > 0 ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
     };
-    const int warm = std::min(pp_ - s - 1, micro_);
+    const int warm = std::min(layout_.pp - s - 1, micro_);
     for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
     for (int j = 0; j < micro_ - warm; ++j) pass(Phase::Forward, warm + j), pass(Phase::Backward, j);
     for (int j = micro_ - warm; j < micro_; ++j) pass(Phase::Backward, j);
@@ -258,7 +256,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     for (int k = first_[s]; k < first_[s + 1]; ++k) params += shards[k].params;
     gpu_params_ = std::max(gpu_params_, params);
   }
-  for (int s = 0; s + 1 < pp_; ++s) {
+  for (int s = 0; s + 1 < layout_.pp; ++s) {
     // The activations the stage's last layer writes (or its successor reads), per micro-batch.
     const double elements = std::max(model_.layers[first_[s + 1] - 1].output_elements,
                                      model_.layers[first_[s + 1]].input_elements);
@@ -274,9 +272,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // iteration's end.
   if (dlrm_) {
     // A layer's last kernel of the phase (a DLRM file runs one forward kernel per layer).
-    const auto kernel = [&](Phase phase, int layer) -> Kernel& {
+    const auto kernel = [&](Phase phase, int layer) -> training::StepKernel& {
       return *std::find_if(kernels_[0].rbegin(), kernels_[0].rend(),
-                           [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
+                           [&](const training::StepKernel& k) { return k.phase == phase && k.layer == layer; });
     };
     const int top = dlrm_->last_bottom + 1;
     if (dlrm_->forward_bytes > 0) {
@@ -291,9 +289,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       exchange_sizes_.push_back(dlrm_->backward_bytes);
     }
   }
-  tp_per_iteration_.assign(pp_, 0);
-  for (int s = 0; s < pp_; ++s)
-    for (const Kernel& k : kernels_[s]) tp_per_iteration_[s] += k.tp_size >= 0;
+  tp_per_iteration_.assign(layout_.pp, 0);
+  for (int s = 0; s < layout_.pp; ++s)
+    for (const training::StepKernel& k : kernels_[s]) tp_per_iteration_[s] += k.tp_size >= 0;
   // The optimizer step: one fused elementwise kernel over the weights
   // (SGD: read weights and gradients, write weights).
   training::Layer step;
@@ -305,7 +303,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   update_s_ = astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s;
   update_ = seconds(update_s_);
 
-  const int replicas = n / pp_ / tp_;
+  const int replicas = n / layout_.pp / layout_.tp;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
   // a single replica has no gradients to all-reduce.
@@ -314,9 +312,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   const uint64_t bucket_bytes = cfg.get(kBucketBytes);
   const uint64_t cap = overlap_ ? bucket_bytes : ~0ull;
   bucket_of_.assign(model_.layers.size(), -1);
-  buckets_.resize(pp_);
+  buckets_.resize(layout_.pp);
   uint64_t open = 0;
-  for (int s = pp_; s-- > 0;)
+  for (int s = layout_.pp; s-- > 0;)
     for (int k = first_[s + 1]; replicas > 1 && k-- > first_[s];) {
       const uint64_t bytes = shards[k].gradient_bytes(precision_);
       if (bytes == 0) continue;
@@ -332,7 +330,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // group, the strided data-parallel ones) need ranks of their own.
   std::vector<std::string> used = algorithms_;
   if (!dp_algorithm_.empty()) used.push_back(dp_algorithm_);
-  if ((tp_ > 1 && replicas > 1) || pp_ > 1)
+  if ((layout_.tp > 1 && replicas > 1) || layout_.pp > 1)
     for (size_t a = 0; a < used.size(); ++a)
       if (gpu_numbered(used[a], t))
         throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
@@ -340,7 +338,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                         "data-parallel groups of --tp or the stages of --pp");
   // A group's fp16 or bf16 sums are checked only if exact (data_pattern.h):
   // the largest group is refused before the machine is built.
-  if (const int largest = std::max({replicas, tp_, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
+  if (const int largest = std::max({replicas, layout_.tp, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
       elements::DataPattern(opt_.seed, largest, elements::parse_dtype(opt_.dtype));
     } catch (const UserError&) {
       const int exact = precision_ == training::Precision::fp16 ? 2048 : 256;
@@ -359,24 +357,24 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
       return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
-    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
-      collectives_[a].dp.push_back(group_collective(cfg, a, dp_gpus(t), buckets_[t / tp_],
-                                                    tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : "",
+    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < layout_.pp * layout_.tp; ++t)
+      collectives_[a].dp.push_back(group_collective(cfg, a, layout_.dp_gpus(t), buckets_[t / layout_.tp],
+                                                    layout_.tp * layout_.pp > 1 ? " (data-parallel group " + std::to_string(t) + ")" : "",
                                                     "allreduce", dp_algorithm_));
     // A group's all-reduces, and its all-to-alls (NCCL's, p2p) where a workload file has any: each one
     // collective over every size, of which the kernels' tp_size picks theirs.
     const bool alltoall = tp_alltoalls();
-    for (int g = 0; tp_ > 1 && g < n / tp_; ++g) {
+    for (int g = 0; layout_.tp > 1 && g < n / layout_.tp; ++g) {
       const std::string what = " (tensor-parallel group " + std::to_string(g) + ")";
-      collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, what));
+      collectives_[a].tp.push_back(group(layout_.tp_gpus(g), tp_sizes_, what));
       if (alltoall)
-        collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
+        collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, layout_.tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
       // A file's all-gathers and reduce-scatters: NCCL's ring on the GPUs' cores.
       if (const auto sizes = tp_sizes_of(training::TpCollective::allgather); !sizes.empty())
-        collectives_[a].tp_allgather.push_back(group_collective(cfg, a, tp_gpus(g), sizes, what, "allgather", "ring"));
+        collectives_[a].tp_allgather.push_back(group_collective(cfg, a, layout_.tp_gpus(g), sizes, what, "allgather", "ring"));
       if (const auto sizes = tp_sizes_of(training::TpCollective::reducescatter); !sizes.empty())
         collectives_[a].tp_reducescatter.push_back(
-            group_collective(cfg, a, tp_gpus(g), sizes, what, "reducescatter", "ring"));
+            group_collective(cfg, a, layout_.tp_gpus(g), sizes, what, "reducescatter", "ring"));
     }
     if (!exchange_sizes_.empty()) {
       std::vector<int> all(static_cast<size_t>(n));
@@ -385,9 +383,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                                                    "alltoall", "p2p");
     }
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
-    const int stage = n / pp_;
+    const int stage = n / layout_.pp;
     for (int g = 0; g + stage < n; ++g) {
-      const std::vector<uint64_t> size{p2p_bytes_[stage_of(g)]};
+      const std::vector<uint64_t> size{p2p_bytes_[layout_.stage_of(g)]};
       const std::string gpus = " (pipeline GPUs " + std::to_string(g) + " and " + std::to_string(g + stage) + ")";
       collectives_[a].p2p.push_back(group({g, g + stage}, size, gpus, "broadcast"));
       collectives_[a].p2p.push_back(group({g + stage, g}, size, gpus, "broadcast"));
@@ -395,7 +393,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
   contend(cfg, compute_->sms());
-  lower();
+  step_ = training::lower_step(layout_, micro_, kernels_, buckets_, bucket_of_, update_s_);
   std::vector<gpu::ComputeEngine*> engines;
   for (int g = 0; g < n; ++g) engines.push_back(&platform_->gpus()[g]->compute());
   runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
@@ -405,12 +403,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
       .add({"time_us", "us", ColumnKind::Measurement, "iteration", "(us)", 12, 1})
       .add({"compute_us", "us", ColumnKind::Measurement, "compute", "(us)", 12, 1});
-  if (pp_ > 1)
+  if (layout_.pp > 1)
     schema_->add({"microbatches", "", ColumnKind::Setting, "micro", "", 6})
         .add({"p2p", "", ColumnKind::Measurement, "p2p", "", 6})
         .add({"p2p_us", "us", ColumnKind::Measurement, "p2p", "(us)", 12, 1})
         .add({"bubble_us", "us", ColumnKind::Measurement, "bubble", "(us)", 12, 1});
-  if (tp_ > 1)
+  if (layout_.tp > 1)
     schema_->add({"tp_allreduces", "", ColumnKind::Measurement, "tp ars", "", 7})
         .add({"tp_comm_us", "us", ColumnKind::Measurement, "tp comm", "(us)", 12, 1})
         .add({"tp_exposed_us", "us", ColumnKind::Measurement, "tp exposed", "(us)", 12, 1});
@@ -418,7 +416,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     schema_->add({"alltoalls", "", ColumnKind::Measurement, "a2a", "", 4})
         .add({"a2a_comm_us", "us", ColumnKind::Measurement, "a2a comm", "(us)", 12, 1})
         .add({"a2a_exposed_us", "us", ColumnKind::Measurement, "a2a exposed", "(us)", 12, 1});
-  const std::string dp = tp_ > 1 || !exchange_sizes_.empty() ? "dp " : "";
+  const std::string dp = layout_.tp > 1 || !exchange_sizes_.empty() ? "dp " : "";
   schema_->add({"comm_us", "us", ColumnKind::Measurement, dp + "comm", "(us)", 12, 1})
       .add({"exposed_us", "us", ColumnKind::Measurement, dp + "exposed", "(us)", 12, 1})
       .add({"buckets", "", ColumnKind::Setting, "buckets", "", 8});
@@ -428,181 +426,36 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
 
 TrainWorkload::~TrainWorkload() = default;
 
-std::vector<int> TrainWorkload::dp_gpus(int t) const {
-  std::vector<int> gpus;
-  for (int r = 0; r < replicas(); ++r) gpus.push_back(gpu_at(t / tp_, r, t % tp_));
-  return gpus;
-}
-
-std::vector<int> TrainWorkload::tp_gpus(int k) const {
-  std::vector<int> gpus;
-  for (int p = 0; p < tp_; ++p) gpus.push_back(gpu_at(k / replicas(), k % replicas(), p));
-  return gpus;
-}
-
-// The iteration as one graph (training::GraphRunner runs it). Each GPU's
-// kernels are queued on its compute engine in order, a kernel that waits
-// for something (its group's all-reduce of activations, a neighbour stage's
-// transfer, an embedding all-to-all) only once that has ended. Streams: the
-// pipeline links (link 2g carries GPU g's activations to g + gpus / pp,
-// 2g + 1 the gradients back), the data-parallel groups' buckets (in order,
-// each once every GPU of the group has its gradients), the tensor-parallel
-// groups' all-reduces, the embedding's all-to-alls. A GPU's optimizer step
-// waits for its data-parallel group's GPUs to run their last kernel, its
-// group's last bucket and every all-to-all. A node's children are told in
-// the order the hardware sees the work start: the all-to-all a kernel
-// begins, its all-reduce of activations or its transfer, its bucket.
-void TrainWorkload::lower() {
-  using Kind = training::Graph::Kind;
-  training::Graph& graph = graph_;
-  const int n = gpus_, stage = n / pp_, links = static_cast<int>(collectives_[0].p2p.size());
-  for (int l = 0; l < links; ++l) graph.add_stream(2);
-  graph.keys = links;  // a link's sends match its receives in order
-  dp_stream_ = links;
-  for (int t = 0; t < tp_ * pp_; ++t) graph.add_stream(replicas());
-  tp_stream_ = dp_stream_ + tp_ * pp_;
-  for (int k = 0; tp_ > 1 && k < n / tp_; ++k) graph.add_stream(tp_);
-  exchange_stream_ = graph.add_stream(n);
-  const auto node = [&](Kind kind, int g, int stream, int place, int size, int what) {
-    training::Graph::Node c;
-    c.kind = kind;
-    c.rank = g;
-    c.stream = stream;
-    c.place = place;
-    c.op = 0;
-    c.size = size;
-    c.key = kind == Kind::collective ? -1 : stream;
-    what_.push_back(what);
-    return graph.add(std::move(c));
-  };
-  // The optimizer steps group by group: a communication's end releases
-  // them to the launcher, which queues them in this order.
-  std::vector<uint32_t> optimizer(n), through(n);
-  for (int t = 0; t < tp_ * pp_; ++t)
-    for (const int g : dp_gpus(t)) {
-      training::Graph::Node step;
-      step.kind = Kind::compute;
-      step.rank = g;
-      step.seconds = update_s_;
-      step.phase = static_cast<int>(Phase::Update);
-      step.after_launch = true;
-      what_.push_back(-1);
-      optimizer[g] = graph.add(std::move(step));
-    }
-  std::vector<std::vector<uint32_t>> buckets(n), exchanges(n);
-  for (int g = 0; g < n; ++g) {
-    const std::vector<uint64_t>& mine = buckets_[stage_of(g)];
-    for (size_t b = 0; b < mine.size(); ++b) {
-      buckets[g].push_back(node(Kind::collective, g, dp_stream_ + group_of(g), replica_of(g), static_cast<int>(b), -1));
-      if (b > 0) graph.depend(buckets[g][b - 1], buckets[g][b]);  // reduced in order
-    }
-  }
-  for (int g = 0; g < n; ++g) {
-    const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-    // What the neighbour stages send it, one receive per micro-batch.
-    std::vector<uint32_t> activations, gradients;
-    for (int m = 0; m < micro_; ++m) {
-      if (stage_of(g) > 0) activations.push_back(node(Kind::recv, g, 2 * (g - stage), 1, 0, m));
-      if (stage_of(g) + 1 < pp_) gradients.push_back(node(Kind::recv, g, 2 * g + 1, 1, 0, m));
-    }
-    uint32_t previous = training::Graph::kNone, reduced = training::Graph::kNone;
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const Kernel& k = kernels[i];
-      training::Graph::Node c;
-      c.kind = Kind::compute;
-      c.rank = g;
-      c.seconds = k.seconds;
-      c.phase = static_cast<int>(k.phase);
-      c.layer = k.layer;
-      what_.push_back(static_cast<int>(i));
-      const uint32_t kernel = graph.add(std::move(c));
-      if (previous != training::Graph::kNone) graph.queue_behind(previous, kernel);
-      if (reduced != training::Graph::kNone) graph.depend(reduced, kernel);
-      if (k.wait != Edge::none) graph.depend((k.wait == Edge::activation ? activations : gradients)[k.micro], kernel);
-      if (k.exchange_wait >= 0) graph.depend(exchanges[g][k.exchange_wait], kernel);
-      if (k.exchange >= 0) {
-        exchanges[g].push_back(node(Kind::collective, g, exchange_stream_, g, k.exchange, -1));
-        graph.depend(kernel, exchanges[g].back());
-      }
-      uint32_t after = kernel;
-      reduced = training::Graph::kNone;
-      if (k.tp_size >= 0) {
-        reduced = after = node(Kind::collective, g, tp_stream_ + tp_group_of(g), place_of(g), k.tp_size, -1);
-        graph.depend(kernel, after);
-      }
-      if (k.send != Edge::none)
-        graph.depend(after, node(Kind::send, g, k.send == Edge::activation ? 2 * g : 2 * (g - stage) + 1, 0, 0, k.micro));
-      if (k.phase == Phase::Backward && !k.input_grad && !buckets[g].empty() && bucket_of_[k.layer] >= 0)
-        graph.depend(kernel, buckets[g][bucket_of_[k.layer]]);
-      previous = kernel;
-      through[g] = after;
-    }
-  }
-  for (int t = 0; t < tp_ * pp_; ++t)
-    for (const int h : dp_gpus(t))
-      for (const int g : dp_gpus(t)) graph.depend(through[h], optimizer[g]);
-  for (int g = 0; g < n; ++g) {
-    if (!buckets[g].empty()) graph.depend(buckets[g].back(), optimizer[g]);
-    for (const uint32_t e : exchanges[g]) graph.depend(e, optimizer[g]);
-  }
-}
-
 void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
   Groups& c = collectives_[it.algorithm];
-  const int t = stream - dp_stream_, group = stream - tp_stream_;
-  const bool dp = stream >= dp_stream_ && stream < tp_stream_;
-  CollectiveWorkload* coll = nullptr;
+  const bool dp = stream >= step_.dp_stream && stream < step_.tp_stream;
   size_t index = static_cast<size_t>(in.size);
-  if (stream < dp_stream_) {
-    coll = c.p2p[stream].get();
-  } else if (dp) {
-    coll = c.dp[t].get();
-  } else if (stream < exchange_stream_) {
-    coll = &tp_collective(it.algorithm, group, in.size);
-    // An all-gather or reduce-scatter is its index among its kind's sizes.
-    const training::TpCollective kind = tp_kind_[in.size];
-    if (kind == training::TpCollective::allgather || kind == training::TpCollective::reducescatter)
-      index = static_cast<size_t>(tp_local_[in.size]);
-  } else {
-    coll = c.embedding.get();
-  }
+  CollectiveWorkload& coll = stream < step_.dp_stream             ? *c.p2p[stream]
+                             : dp                                 ? *c.dp[stream - step_.dp_stream]
+                             : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
+                                                                  : *c.embedding;
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  start_collective(*coll, index, [this, &it, coll, index, dp, t, start, done = std::move(done)] {
+  start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
+                                 counted = dp && stream == step_.dp_stream && recording()] {
     std::ostringstream ignored;
-    const Row row = coll->finish(index, ignored);
+    const Row row = coll.finish(index, ignored);
     it.wrong += row.wrong();
-    if (dp && recording() && t == 0) {
-      // The links' utilisation while the bucket was reduced: the mean over
-      // the links that carried any of it, and the busiest (under --tp, the
-      // other groups' traffic meanwhile too).
-      const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
-      const auto& ends = platform_->link_ends();
-      double sum = 0, most = 0;
-      int used = 0;
-      for (size_t k = 0; k < ends.size(); ++k) {
-        if (row.link_bytes[k] == 0) continue;
-        const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
-        sum += u;
-        most = std::max(most, u);
-        ++used;
-      }
-      counters_.push_back({static_cast<int>(it.algorithm), us(start), used ? sum / used : 0.0, most});
-      counters_.push_back({static_cast<int>(it.algorithm), us(sc_core::sc_time_stamp()), 0.0, 0.0});
-    }
+    // The links' utilisation while data-parallel group 0 reduced a bucket.
+    if (counted) count_utilisation(it.algorithm, row, start);
     done();
   });
 }
 
 void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
   Iteration& it = *running_;
-  const int g = graph_.nodes[node].rank;
-  if (what_[node] < 0) {
+  const int g = step_.graph.nodes[node].rank;
+  if (step_.what[node] < 0) {
     span(g, "optimizer", took);
     return;
   }
-  const size_t i = static_cast<size_t>(what_[node]);
-  const Kernel& k = kernels_[stage_of(g)][i];
+  const size_t i = static_cast<size_t>(step_.what[node]);
+  const training::StepKernel& k = kernels_[layout_.stage_of(g)][i];
   const bool backward = k.phase == Phase::Backward && !k.input_grad;
   // As long as it took: longer while collectives on the cores held SMs.
   const bool split = times_[k.layer].input_grad_after_s > 0;
@@ -610,7 +463,7 @@ void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
               (k.input_grad ? " input gradient"
                : backward   ? (split ? " weight gradient" : " backward")
                : k.recompute ? " recomputed" : "") +
-              (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
+              (layout_.pp > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
        took);
   ++it.kernels_done;
   it.ended[g] = i + 1;
@@ -621,39 +474,39 @@ void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
 void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) {
   Iteration& it = *running_;
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  const int tp_groups = static_cast<int>(it.tp_comm_us.size()), links = dp_stream_;
+  const int tp_groups = static_cast<int>(it.tp_comm_us.size()), links = step_.dp_stream;
   if (stream < links) {
     ++it.p2p;
     it.p2p_us += us(took);
-    span(gpus_ + tp_ * pp_ + tp_groups + stream,
-         (stream % 2 == 0 ? "activations " : "gradients ") + std::to_string(what_[in.nodes[0]]), took);
-  } else if (stream < tp_stream_) {
-    const int t = stream - dp_stream_;
+    span(layout_.gpus + layout_.tp * layout_.pp + tp_groups + stream,
+         (stream % 2 == 0 ? "activations " : "gradients ") + std::to_string(step_.what[in.nodes[0]]), took);
+  } else if (stream < step_.tp_stream) {
+    const int t = stream - step_.dp_stream;
     it.dp_comm_us[t] += us(took);
     ++it.buckets_done;
-    span(gpus_ + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / tp_][in.size]) + ")", took);
-  } else if (stream < exchange_stream_) {
-    const int group = stream - tp_stream_;
+    span(layout_.gpus + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / layout_.tp][in.size]) + ")", took);
+  } else if (stream < step_.exchange_stream) {
+    const int group = stream - step_.tp_stream;
     it.tp_comm_us[group] += us(took);
     ++it.tp_done;
-    span(gpus_ + tp_ * pp_ + group,
+    span(layout_.gpus + layout_.tp * layout_.pp + group,
          std::string(training::to_string(tp_kind_[in.size])) + " activations (" + size_label(tp_sizes_[in.size]) + ")",
          took);
     // Every GPU of the group waited for it since its kernel ended.
-    for (const int g : tp_gpus(group)) {
+    for (const int g : layout_.tp_gpus(group)) {
       it.tp_wait_us += us(now - it.last_end[g]);
       it.last_end[g] = now;
     }
   } else {
     it.exchange_us += us(took);
     ++it.exchanged;
-    span(gpus_ + tp_ * pp_ + tp_groups + links, "all-to-all embeddings (" + size_label(exchange_sizes_[in.size]) + ")",
+    span(layout_.gpus + layout_.tp * layout_.pp + tp_groups + links, "all-to-all embeddings (" + size_label(exchange_sizes_[in.size]) + ")",
          took);
     // A GPU whose kernels all ended before the one that waits for it was idle since the last.
-    for (int g = 0; g < gpus_; ++g) {
-      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
+    for (int g = 0; g < layout_.gpus; ++g) {
+      const std::vector<training::StepKernel>& kernels = kernels_[layout_.stage_of(g)];
       const auto waiter = std::find_if(kernels.begin(), kernels.end(),
-                                       [&](const Kernel& k) { return k.exchange_wait == in.size; });
+                                       [&](const training::StepKernel& k) { return k.exchange_wait == in.size; });
       if (waiter != kernels.end() && it.ended[g] == static_cast<size_t>(waiter - kernels.begin()))
         it.exchange_wait_us += us(now - it.last_end[g]);
     }
@@ -661,22 +514,22 @@ void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in,
 }
 
 Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
-  const int n = gpus_, tp_groups = gpus_ / tp_;
+  const int n = layout_.gpus, tp_groups = layout_.gpus / layout_.tp;
   running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.dp_comm_us.assign(tp_ * pp_, 0);
-  it.tp_comm_us.assign(tp_ > 1 ? tp_groups : 0, 0);
+  it.dp_comm_us.assign(layout_.tp * layout_.pp, 0);
+  it.tp_comm_us.assign(layout_.tp > 1 ? tp_groups : 0, 0);
   it.busy_us.assign(n, 0);
   it.last_end.assign(n, it.t0);
   it.ended.assign(n, 0);
-  runner_->start(graph_);
+  runner_->start(step_.graph);
   run.run_until([&] { return runner_->done() || !collective_error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
   if (const std::string e = collective_error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
   double compute = 0;
-  for (int s = 0; s < pp_; ++s) {
+  for (int s = 0; s < layout_.pp; ++s) {
     double mine = 0;
     for (int k = first_[s]; k < first_[s + 1]; ++k)
       mine += times_[k].forward_s + times_[k].backward_s + times_[k].input_grad_after_s;
@@ -705,25 +558,25 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
-      .set("comm_us", dp_comm / (tp_ * pp_))
-      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (pp_ > 1 ? bubble : 0.0)))
+      .set("comm_us", dp_comm / (layout_.tp * layout_.pp))
+      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (layout_.pp > 1 ? bubble : 0.0)))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", it.wrong);
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
   // all-reduces of activations, and its transfers and their time; per group,
   // the all-reduces' time.
-  if (tp_ > 1)
-    r.set("tp_allreduces", it.tp_done / static_cast<uint64_t>(replicas()))
+  if (layout_.tp > 1)
+    r.set("tp_allreduces", it.tp_done / static_cast<uint64_t>(layout_.replicas()))
         .set("tp_comm_us", tp_comm / tp_groups)
         .set("tp_exposed_us", tp_exposed);
   if (!exchange_sizes_.empty())
     r.set("alltoalls", it.exchanged)
         .set("a2a_comm_us", it.exchange_us)
         .set("a2a_exposed_us", a2a_exposed);
-  if (pp_ > 1)
+  if (layout_.pp > 1)
     r.set("microbatches", static_cast<uint64_t>(micro_))
-        .set("p2p", it.p2p / static_cast<uint64_t>(replicas()))
-        .set("p2p_us", it.p2p_us / replicas())
+        .set("p2p", it.p2p / static_cast<uint64_t>(layout_.replicas()))
+        .set("p2p_us", it.p2p_us / layout_.replicas())
         .set("bubble_us", bubble);
   running_.reset();
   return r;
@@ -733,16 +586,16 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
 // one for each tensor-parallel group's, and one per direction of each pair
 // of pipeline neighbours.
 std::vector<std::string> TrainWorkload::timeline_tracks() const {
-  const int n = gpus_, tp_groups = gpus_ / tp_;
+  const int n = layout_.gpus, tp_groups = layout_.gpus / layout_.tp;
   std::vector<std::string> tracks;
   for (int g = 0; g < n; ++g)
-    tracks.push_back((pp_ > 1 ? "stage " + std::to_string(stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
+    tracks.push_back((layout_.pp > 1 ? "stage " + std::to_string(layout_.stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
                      ".compute");
-  for (int t = 0; t < tp_ * pp_; ++t)
-    tracks.push_back(tp_ * pp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(dp_gpus(t)));
-  for (int g = 0; tp_ > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(tp_gpus(g)));
+  for (int t = 0; t < layout_.tp * layout_.pp; ++t)
+    tracks.push_back(layout_.tp * layout_.pp == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(layout_.dp_gpus(t)));
+  for (int g = 0; layout_.tp > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(layout_.tp_gpus(g)));
   for (size_t l = 0; l < collectives_[0].p2p.size(); ++l) {
-    const int from = static_cast<int>(l) / 2, to = from + n / pp_;
+    const int from = static_cast<int>(l) / 2, to = from + n / layout_.pp;
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
                            : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
   }
@@ -752,44 +605,44 @@ std::vector<std::string> TrainWorkload::timeline_tracks() const {
 
 void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
-  const int tp_groups = gpus_ / tp_;
+  const int tp_groups = layout_.gpus / layout_.tp;
   double forward = 0, backward = 0, recompute = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s + x.input_grad_after_s;
   for (const double r : recompute_s_) recompute += r;
-  const std::string layout = strided_ ? "GPUs strided by " + std::to_string(replicas()) + " (" + gpu_list(tp_gpus(0)) +
+  const std::string layout = layout_.strided ? "GPUs strided by " + std::to_string(layout_.replicas()) + " (" + gpu_list(layout_.tp_gpus(0)) +
                                             " the first, as ASTRA-sim's HYBRID_MODEL_DATA lays them out)"
                                       : "consecutive GPUs";
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
      << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
-  if (pp_ > 1)
-    os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
-       << ", " << (tp_ > 1 ? "each tensor parallel in groups of " + std::to_string(tp_) + " " + layout + ", " : "")
-       << "data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
-  else if (tp_ > 1)
-    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_ << " " << layout
+  if (layout_.pp > 1)
+    os << "pipeline parallel in " << layout_.pp << " stages of " << count_of(layout_.gpus / layout_.pp, "consecutive GPU", "consecutive GPUs")
+       << ", " << (layout_.tp > 1 ? "each tensor parallel in groups of " + std::to_string(layout_.tp) + " " + layout + ", " : "")
+       << "data parallel over " << count_of(layout_.replicas(), "pipeline", "pipelines") << ",";
+  else if (layout_.tp > 1)
+    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << layout_.tp << " " << layout
        << ", data parallel over "
        << count_of(tp_groups, "replica", "replicas") << ",";
   else
     os << "data parallel";
-  os << " on " << gpus_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
+  os << " on " << layout_.gpus << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
      << "\n"
      << "# compute: " << compute_->describe() << "; batch " << opt_.batch
-     << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
+     << (layout_.pp > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
      << ": forward " << forward * 1e3
      << " ms, backward " << backward * 1e3 << " ms";
   if (recompute > 0) os << ", recomputed forward " << recompute * 1e3 << " ms";
   os << ", optimizer " << update_.to_seconds() * 1e3 << " ms"
-     << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
+     << (layout_.tp > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(layout_.tp) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
      << contention_note() << "\n";
-  if (tp_ > 1) {
+  if (layout_.tp > 1) {
     const bool alltoall = tp_alltoalls() || tp_gathers();
     os << "# activations: " << tp_per_iteration_[0]
        << (tp_gathers() ? " collectives" : alltoall ? " all-reduces and all-to-alls" : " all-reduces")
-       << " per iteration in each group of " << tp_ << " GPUs";
-    for (int s = 0; pp_ > 1 && s < pp_; ++s)
+       << " per iteration in each group of " << layout_.tp << " GPUs";
+    for (int s = 0; layout_.pp > 1 && s < layout_.pp; ++s)
       os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
     os << " ("
        << (astra_groups_ ? std::string("the workload file's forward and input-gradient ") +
@@ -805,7 +658,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
   if (dlrm_ && !exchange_sizes_.empty()) {
     const int top = dlrm_->last_bottom + 1;
     os << "# embedding: " << count_of(exchange_sizes_.size(), "all-to-all", "all-to-alls") << " per iteration among the "
-       << gpus_ << " GPUs, of";
+       << layout_.gpus << " GPUs, of";
     for (uint64_t b : exchange_sizes_) os << " " << size_label(b);
     os << " (the workload file's layer 0";
     if (dlrm_->forward_bytes > 0)
@@ -815,28 +668,28 @@ void TrainWorkload::print_header(std::ostream& os) const {
          << (dlrm_->embedding_waits ? "layer 0 waiting for it" : "layer 0 not waiting for it (HYBRID_DLRM_ENHANCED)");
     os << ")\n";
   }
-  if (pp_ > 1) {
+  if (layout_.pp > 1) {
     os << "# pipeline: 1F1B (PipeDream-Flush), stage s the layers";
-    for (int s = 0; s < pp_; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
+    for (int s = 0; s < layout_.pp; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
     os << "; each micro-batch's activations to the next stage and their gradients back, of";
     for (uint64_t b : p2p_bytes_) os << " " << size_label(b);
     os << ", a 2-rank broadcast on the GPUs' cores"
-       << (tp_ > 1 ? ", from each GPU to the one in its place in the next stage, the whole activations once its group "
+       << (layout_.tp > 1 ? ", from each GPU to the one in its place in the next stage, the whole activations once its group "
                      "has all-reduced them (no scatter/gather)"
                    : "")
        << "\n";
   }
-  const std::string per_group = tp_ > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
+  const std::string per_group = layout_.tp > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
                                               " per GPU in each group of the GPUs with the same place in theirs"
                                         : "";
   if (bucket_count() == 0)
     os << "# gradients: none to all-reduce, "
-       << (replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
+       << (layout_.replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
   else
     os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
-       << (pp_ == 1   ? per_group
-           : tp_ == 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs"
-                      : " over the stages, each stage's among the " + std::to_string(replicas()) +
+       << (layout_.pp == 1   ? per_group
+           : layout_.tp == 1 ? " over the stages, each stage's among its " + std::to_string(layout_.replicas()) + " GPUs"
+                      : " over the stages, each stage's among the " + std::to_string(layout_.replicas()) +
                             " GPUs in each place of its tensor-parallel groups")
        << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
        << "), by "
@@ -852,7 +705,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
                              groups == &collectives_[a].tp_alltoall        ? "p2p (tp all-to-all)"
                              : groups == &collectives_[a].tp_allgather     ? "ring (tp all-gather)"
                              : groups == &collectives_[a].tp_reducescatter ? "ring (tp reduce-scatter)"
-                                                                    : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (tp_ == 1                        ? ""
+                                                                    : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (layout_.tp == 1                        ? ""
                                                                                         : groups == &collectives_[a].dp ? " (dp)"
                                                                                                                         : " (tp)"),
                              *groups->front());
@@ -860,14 +713,14 @@ void TrainWorkload::print_header(std::ostream& os) const {
   for (const auto& c : collectives_)
     if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding);
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
-     << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
+     << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
      << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls, dp: what remains")
-     << (pp_ > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
+     << (layout_.pp > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
                                "transfers included") +
-                       (tp_ > 1 ? ", for the activations not" : "") +
+                       (layout_.tp > 1 ? ", for the activations not" : "") +
                        "), not counted as exposed; p2p: a pipeline's transfers and their summed time"
                  : "")
-     << (pp_ > 1 && tp_ > 1 ? "; tp ars: a pipeline's, over its stages' groups; tp comm: a group's" : "")
+     << (layout_.pp > 1 && layout_.tp > 1 ? "; tp ars: a pipeline's, over its stages' groups; tp comm: a group's" : "")
      << "\n";
 }
 
@@ -880,15 +733,15 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   config["compute"] = compute_model();
   config["algorithm"] = algorithms_[0];
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
-  config["gpus"] = gpus_;
-  config["tp"] = tp_;
-  config["buckets_bytes"] = pp_ > 1 ? nlohmann::ordered_json(buckets_) : nlohmann::ordered_json(buckets_[0]);
-  if (pp_ > 1) {
-    config["pp"] = pp_;
+  config["gpus"] = layout_.gpus;
+  config["tp"] = layout_.tp;
+  config["buckets_bytes"] = layout_.pp > 1 ? nlohmann::ordered_json(buckets_) : nlohmann::ordered_json(buckets_[0]);
+  if (layout_.pp > 1) {
+    config["pp"] = layout_.pp;
     config["microbatches"] = micro_;
     config["p2p_bytes"] = p2p_bytes_;
   }
-  if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
+  if (layout_.tp > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
   if (tp_gathers()) {
     nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
@@ -920,12 +773,15 @@ std::vector<uint64_t> TrainWorkload::tp_sizes_of(training::TpCollective kind) co
   return sizes;
 }
 
-CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, int size) {
+CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, size_t& size) {
   Groups& c = collectives_[algorithm];
-  switch (tp_kind_[static_cast<size_t>(size)]) {
+  // An all-gather or reduce-scatter is its index among its kind's sizes.
+  switch (tp_kind_[size]) {
     case training::TpCollective::alltoall: return *c.tp_alltoall[group];
-    case training::TpCollective::allgather: return *c.tp_allgather[group];
-    case training::TpCollective::reducescatter: return *c.tp_reducescatter[group];
+    case training::TpCollective::allgather: size = static_cast<size_t>(tp_local_[size]); return *c.tp_allgather[group];
+    case training::TpCollective::reducescatter:
+      size = static_cast<size_t>(tp_local_[size]);
+      return *c.tp_reducescatter[group];
     default: return *c.tp[group];
   }
 }
@@ -934,9 +790,9 @@ double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
   const double buckets = static_cast<double>(running_->buckets_done);
   double kernels = 0;
-  for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
+  for (int g = 0; g < layout_.gpus; ++g) kernels += static_cast<double>(kernels_[layout_.stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /
-         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(tp_)));
+         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(layout_.tp)));
 }
 
 }  // namespace incsim::tb

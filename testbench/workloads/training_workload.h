@@ -73,6 +73,11 @@ class TrainingWorkload : public Workload {
   // Point i of coll starts now; while it runs its thread blocks hold SMs of
   // its GPUs' compute (train.contention), given back before on_done.
   void start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done);
+  // The links' utilisation while a collective of algorithm a ran, from
+  // `start` until now (its row's link bytes): the mean over the links that
+  // carried any of it and the busiest (other collectives' traffic
+  // meanwhile too), then 0, when the running iteration is recorded.
+  void count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start);
   // "; ..." for the header's compute line when collectives take SMs, else "".
   std::string contention_note() const;
   // A span on `track` that ends now and took `took`, when the running
