@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "collective.h"
-#include "core/process.h"
 #include "workload.h"
 
 namespace incsim::tb {
@@ -89,7 +88,6 @@ class TrainingWorkload : public Workload {
   std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline
   std::vector<Counter> counters_;
-  Wakeup launch_;
 
  private:
   void write_timeline() const;
