@@ -59,6 +59,28 @@ struct Graph {
     nodes.push_back(std::move(n));
     return static_cast<uint32_t>(nodes.size() - 1);
   }
+  // A kernel of `seconds` on GPU `rank`'s compute engine.
+  uint32_t add_compute(int rank, double seconds, int phase, int layer = -1) {
+    Node n;
+    n.kind = Kind::compute;
+    n.rank = rank;
+    n.seconds = seconds;
+    n.phase = phase;
+    n.layer = layer;
+    return add(std::move(n));
+  }
+  // Rank `rank`'s part in a communication of `stream`.
+  uint32_t add_communication(Kind kind, int rank, int stream, int place, int op, int size, int key = -1) {
+    Node n;
+    n.kind = kind;
+    n.rank = rank;
+    n.stream = stream;
+    n.place = place;
+    n.op = op;
+    n.size = size;
+    n.key = key;
+    return add(std::move(n));
+  }
   // `child` waits for `parent` to end.
   void depend(uint32_t parent, uint32_t child) {
     nodes[parent].children.push_back(child);

@@ -45,30 +45,17 @@ StepGraph lower_step(const Layout& layout, int micro, const std::vector<std::vec
   for (int k = 0; layout.tp > 1 && k < n / layout.tp; ++k) graph.add_stream(layout.tp);
   out.exchange_stream = graph.add_stream(n);
   const auto node = [&](Kind kind, int g, int stream, int place, int size, int what) {
-    Graph::Node c;
-    c.kind = kind;
-    c.rank = g;
-    c.stream = stream;
-    c.place = place;
-    c.op = 0;
-    c.size = size;
-    c.key = kind == Kind::collective ? -1 : stream;
     out.what.push_back(what);
-    return graph.add(std::move(c));
+    return graph.add_communication(kind, g, stream, place, 0, size, kind == Kind::collective ? -1 : stream);
   };
   // The optimizer steps group by group: a communication's end releases
   // them to the launcher, which queues them in this order.
   std::vector<uint32_t> optimizer(n), through(n);
   for (int t = 0; t < layout.tp * layout.pp; ++t)
     for (const int g : layout.dp_gpus(t)) {
-      Graph::Node step;
-      step.kind = Kind::compute;
-      step.rank = g;
-      step.seconds = update_s;
-      step.phase = static_cast<int>(Phase::Update);
-      step.after_launch = true;
+      optimizer[g] = graph.add_compute(g, update_s, static_cast<int>(Phase::Update));
+      graph.nodes[optimizer[g]].after_launch = true;
       out.what.push_back(-1);
-      optimizer[g] = graph.add(std::move(step));
     }
   std::vector<std::vector<uint32_t>> buckets(n), exchanges(n);
   for (int g = 0; g < n; ++g) {
@@ -90,14 +77,8 @@ StepGraph lower_step(const Layout& layout, int micro, const std::vector<std::vec
     uint32_t previous = Graph::kNone, reduced = Graph::kNone;
     for (size_t i = 0; i < kernels.size(); ++i) {
       const StepKernel& k = kernels[i];
-      Graph::Node c;
-      c.kind = Kind::compute;
-      c.rank = g;
-      c.seconds = k.seconds;
-      c.phase = static_cast<int>(k.phase);
-      c.layer = k.layer;
+      const uint32_t kernel = graph.add_compute(g, k.seconds, static_cast<int>(k.phase), k.layer);
       out.what.push_back(static_cast<int>(i));
-      const uint32_t kernel = graph.add(std::move(c));
       if (previous != Graph::kNone) graph.queue_behind(previous, kernel);
       if (reduced != Graph::kNone) graph.depend(reduced, kernel);
       if (k.wait != Edge::none) graph.depend((k.wait == Edge::activation ? activations : gradients)[k.micro], kernel);

@@ -3,6 +3,7 @@
 // times are test_platforms'): every end time below is worked out by hand.
 #include <catch2/catch.hpp>
 #include <map>
+#include <tuple>
 #include <systemc>
 
 #include "gpu/compute_engine.h"
@@ -43,32 +44,26 @@ struct StubOwner : GraphRunner::Owner {
   }
 };
 
+// Two GPUs' compute engines, the stub and the runner.
+struct Bench {
+  gpu::ComputeEngine gpu0{"gpu0_compute"}, gpu1{"gpu1_compute"};
+  StubOwner owner;
+  GraphRunner runner{"runner", {&gpu0, &gpu1}, owner};
+  Graph graph;
+  std::tuple<StubOwner&, GraphRunner&, Graph&> parts() { return {owner, runner, graph}; }
+};
+
 uint32_t compute(Graph& g, int rank, double us) {
-  Graph::Node n;
-  n.kind = Kind::compute;
-  n.rank = rank;
-  n.seconds = us * 1e-6;
-  n.phase = static_cast<int>(gpu::ComputeEngine::Phase::Node);
-  return g.add(n);
+  return g.add_compute(rank, us * 1e-6, static_cast<int>(gpu::ComputeEngine::Phase::Node));
 }
 uint32_t comm(Graph& g, Kind kind, int rank, int stream, int place, int size, int key = -1) {
-  Graph::Node n;
-  n.kind = kind;
-  n.rank = rank;
-  n.stream = stream;
-  n.place = place;
-  n.op = 0;
-  n.size = size;
-  n.key = key;
-  return g.add(n);
+  return g.add_communication(kind, rank, stream, place, 0, size, key);
 }
 }  // namespace
 
 TEST_CASE("a diamond of kernels and a collective ends when worked out by hand", "[graph]") {
-  gpu::ComputeEngine gpu0("gpu0_compute"), gpu1("gpu1_compute");
-  StubOwner owner;
-  GraphRunner runner("runner", {&gpu0, &gpu1}, owner);
-  Graph g;
+  Bench bench;
+  auto [owner, runner, g] = bench.parts();
   const int group = g.add_stream(2);
   // a (2 us, GPU 0) -> b (3 us, GPU 0) and c (5 us, GPU 1) -> the two ranks'
   // all-reduce (4 us) -> d (1 us, GPU 0), with e (6 us) queued behind it.
@@ -99,10 +94,8 @@ TEST_CASE("a diamond of kernels and a collective ends when worked out by hand", 
 }
 
 TEST_CASE("sends match receives by key, a link's transfers run one at a time", "[graph]") {
-  gpu::ComputeEngine gpu0("gpu0_compute"), gpu1("gpu1_compute");
-  StubOwner owner;
-  GraphRunner runner("runner", {&gpu0, &gpu1}, owner);
-  Graph g;
+  Bench bench;
+  auto [owner, runner, g] = bench.parts();
   const int link = g.add_stream(2);
   g.keys = 2;
   // GPU 0 computes 1 us, then sends key 0 (4 us) and key 1 (8 us); GPU 1
@@ -129,10 +122,8 @@ TEST_CASE("sends match receives by key, a link's transfers run one at a time", "
 }
 
 TEST_CASE("members issuing different collectives as the same one stop the run", "[graph]") {
-  gpu::ComputeEngine gpu0("gpu0_compute"), gpu1("gpu1_compute");
-  StubOwner owner;
-  GraphRunner runner("runner", {&gpu0, &gpu1}, owner);
-  Graph g;
+  Bench bench;
+  auto [owner, runner, g] = bench.parts();
   const int group = g.add_stream(2);
   comm(g, Kind::collective, 0, group, 0, 0);
   const uint32_t other = comm(g, Kind::collective, 1, group, 1, 1);
