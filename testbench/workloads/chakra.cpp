@@ -19,6 +19,7 @@ namespace {
 using training::ChakraCollective;
 using training::ChakraNode;
 using training::ChakraNodeType;
+using training::Graph;
 
 // incsim's name of a collective it runs with data; empty: none (a barrier
 // or a collective incsim cannot run, which the caller tells apart).
@@ -48,46 +49,14 @@ std::string node_error(const training::ChakraTrace& t, const ChakraNode& n, cons
 }
 }  // namespace
 
-// The running iteration: each node's dependencies still to end, each
-// group's collectives as its members issue them, the sends and receives
-// waiting for their match, each link's transfers in order.
+// The running iteration's measures (the runner holds its state).
 struct ChakraWorkload::Iteration {
   size_t algorithm = 0;
-  sc_core::sc_time t0, t_end;
-  std::vector<std::vector<uint32_t>> parents;  // [rank][node]
-  size_t left = 0;                             // nodes not yet ended
-  std::vector<uint32_t> stack;                 // ended nodes whose children to visit
-  std::vector<int> in_flight;                  // [rank]: its communications under way
-  std::vector<sc_core::sc_time> since;         // [rank]: when the first of them began
-  std::vector<double> comm_us;                 // [rank]: time with a communication under way
-  struct Instance {
-    int op = -1, size = -1;
-    int arrived = 0;
-    std::vector<uint32_t> node;  // [place]
-  };
-  struct GroupRun {
-    std::vector<size_t> issued;  // [place]: collectives issued
-    std::vector<Instance> instances;
-    size_t next = 0;
-    bool busy = false;
-    sc_core::sc_time start;
-  };
-  std::vector<GroupRun> groups;
-  std::vector<std::deque<uint32_t>> sends, recvs;  // [key]
-  struct Transfer {
-    uint32_t send, recv;
-    int size;
-  };
-  struct LinkRun {
-    std::deque<Transfer> queue;  // the front in flight while busy
-    bool busy = false;
-    sc_core::sc_time start;
-  };
-  std::vector<LinkRun> links;
-  std::vector<int> due_groups, due_links;  // for the launcher to try
+  sc_core::sc_time t0;
+  std::vector<int> in_flight;           // [rank]: its communications under way
+  std::vector<sc_core::sc_time> since;  // [rank]: when the first of them began
+  std::vector<double> comm_us;          // [rank]: time with a communication under way
   uint64_t collectives = 0, transfers = 0, wrong = 0;
-  std::string error;
-  bool done = false;
 };
 
 ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
@@ -137,8 +106,9 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
 
   std::map<std::tuple<int, int, int64_t, uint64_t>, int> key_of;  // (source, destination, tag, bytes)
   std::map<std::pair<int, int>, int> link_of;
-  nodes_.resize(ranks_);
+  base_.resize(ranks_);
   compute_us_.assign(ranks_, 0);
+  const int links_from = static_cast<int>(groups_.size());  // the links' streams follow the groups'
   // Each group's collectives in file order on its first member, which every member's must repeat.
   std::vector<std::vector<std::pair<int, uint64_t>>> order(groups_.size());
   std::vector<std::vector<size_t>> seen(groups_.size());
@@ -147,20 +117,22 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
     const training::ChakraTrace& trace = traces_[r];
     std::unordered_map<uint64_t, uint32_t> index;
     for (size_t i = 0; i < trace.nodes.size(); ++i) index.emplace(trace.nodes[i].id, static_cast<uint32_t>(i));
-    std::vector<Node>& mine = nodes_[r];
-    mine.resize(trace.nodes.size());
+    const uint32_t base = base_[r] = static_cast<uint32_t>(graph_.nodes.size());
+    graph_.nodes.resize(base + trace.nodes.size());
+    labels_.resize(graph_.nodes.size());
     for (size_t i = 0; i < trace.nodes.size(); ++i) {
       const ChakraNode& c = trace.nodes[i];
-      Node& n = mine[i];
-      n.label = c.name.empty() ? "node " + std::to_string(c.id) : c.name;
+      Graph::Node& n = graph_.nodes[base + i];
+      std::string& label = labels_[base + i];
+      n.rank = r;
+      label = c.name.empty() ? "node " + std::to_string(c.id) : c.name;
       for (const auto* deps : {&c.data_deps, &c.ctrl_deps})
-        for (uint64_t d : *deps) {
-          mine[index.at(d)].children.push_back(static_cast<uint32_t>(i));
-          ++n.parents;
-        }
+        for (uint64_t d : *deps) graph_.depend(base + index.at(d), base + static_cast<uint32_t>(i));
       switch (c.type) {
         case ChakraNodeType::compute: {
-          n.kind = Kind::compute;
+          n.kind = Graph::Kind::compute;
+          n.phase = static_cast<int>(gpu::ComputeEngine::Phase::Node);
+          n.layer = static_cast<int>(i);
           double s = 0;
           if (c.duration_micros > 0) {
             s = static_cast<double>(c.duration_micros) * 1e-6;
@@ -174,55 +146,56 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
                                    training::Precision::fp32);
             modelled = true;
           }
-          n.duration = seconds(s);
-          compute_us_[r] += us(n.duration);
+          n.seconds = s;
+          compute_us_[r] += us(seconds(s));
           break;
         }
         case ChakraNodeType::collective: {
-          n.kind = Kind::collective;
+          n.kind = Graph::Kind::collective;
           const std::string kind = collective_name(c.comm_type);
           if (kind.empty() && c.comm_type != ChakraCollective::barrier)
             throw UserError(node_error(trace, c, std::string("collective type ") + training::to_string(c.comm_type) +
                                                      ", which incsim does not run (it runs ALL_REDUCE, "
                                                      "ALL_GATHER, REDUCE_SCATTER, BROADCAST, ALL_TO_ALL and "
                                                      "BARRIER)"));
-          n.group = group_of.at(group_name(c));
-          Group& g = groups_[n.group];
+          const int group = n.stream = group_of.at(group_name(c));
+          Group& g = groups_[group];
           if (!kind.empty() && c.comm_size > 0) {
             const auto at = std::find(g.ops.begin(), g.ops.end(), kind);
             n.op = static_cast<int>(at - g.ops.begin());
             if (at == g.ops.end()) g.ops.push_back(kind), g.sizes.emplace_back();
             n.size = index_of(g.sizes[n.op], elements_bytes(c.comm_size));
           }
-          const int place = g.place[r];
-          const size_t k = seen[n.group][place]++;
+          const int place = n.place = g.place[r];
+          const size_t k = seen[group][place]++;
           const std::pair<int, uint64_t> what{n.op, n.op < 0 ? 0 : g.sizes[n.op][n.size]};
-          if (place == 0) order[n.group].push_back(what);
-          else if (k >= order[n.group].size() || order[n.group][k] != what)
+          if (place == 0) order[group].push_back(what);
+          else if (k >= order[group].size() || order[group][k] != what)
             throw UserError(node_error(trace, c, "collective " + std::to_string(k + 1) + " of " + g.label() +
                                                      " on this rank is not rank " +
                                                      std::to_string(g.ranks[0]) + "'s (" +
-                                                     (k < order[n.group].size() ? "another kind or size"
+                                                     (k < order[group].size() ? "another kind or size"
                                                                                  : "which has fewer") +
                                                      "): a group's ranks run the same collectives in the same order"));
-          n.label += std::string(" (") + training::to_string(c.comm_type) +
+          label += std::string(" (") + training::to_string(c.comm_type) +
                      (n.op < 0 ? "" : ", " + size_label(g.sizes[n.op][n.size])) + ")";
           break;
         }
         case ChakraNodeType::send:
         case ChakraNodeType::recv: {
           const bool send = c.type == ChakraNodeType::send;
-          n.kind = send ? Kind::send : Kind::recv;
+          n.kind = send ? Graph::Kind::send : Graph::Kind::recv;
           const int src = send ? r : static_cast<int>(c.comm_src), dst = send ? static_cast<int>(c.comm_dst) : r;
           const auto [lk, new_link] = link_of.emplace(std::make_pair(src, dst), static_cast<int>(links_.size()));
           if (new_link) links_.push_back({src, dst, {}});
           const auto [kk, new_key] = key_of.emplace(std::make_tuple(src, dst, c.comm_tag, c.comm_size),
                                                     static_cast<int>(keys_.size()));
           if (new_key) keys_.push_back({lk->second, index_of(links_[lk->second].sizes, elements_bytes(c.comm_size))});
-          n.op = kk->second;
-          n.size = keys_[n.op].size;
+          n.key = n.op = kk->second;
+          n.size = keys_[n.key].size;
+          n.stream = links_from + keys_[n.key].link;
           transfers_per_iteration_ += send;
-          n.label += std::string(send ? " (send " : " (receive ") + size_label(c.comm_size) + ")";
+          label += std::string(send ? " (send " : " (receive ") + size_label(c.comm_size) + ")";
           break;
         }
         case ChakraNodeType::storage:
@@ -230,7 +203,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
         case ChakraNodeType::checkpoint:
           throw UserError(node_error(trace, c, std::string("a ") + training::to_string(c.type) +
                                                    ", which incsim does not run (nor does ASTRA-sim 2)"));
-        default: n.kind = Kind::skip;  // memory (ASTRA-sim's remote memory, not modelled), metadata, invalid
+        default: break;  // memory (ASTRA-sim's remote memory, not modelled), metadata, invalid: nothing to do
       }
     }
   }
@@ -277,19 +250,14 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   }
   for (int g = 0; g < ranks_; ++g) platform_->gpus()[g]->compute().use();
   contend(cfg, model->sms());
-  spawn_method("chakra_launch", [this] {
-    launch_.fired();
-    if (!running_) return;
-    Iteration& it = *running_;
-    // What they start may make more groups and links due.
-    while (!it.due_groups.empty() || !it.due_links.empty()) {
-      std::vector<int>& due = it.due_groups.empty() ? it.due_links : it.due_groups;
-      const int k = due.back();
-      due.pop_back();
-      if (&due == &it.due_groups) start_group(k);
-      else pump(k);
-    }
-  }, &launch_.event);
+  for (const Group& g : groups_) graph_.add_stream(static_cast<int>(g.ranks.size()));
+  for (size_t l = 0; l < links_.size(); ++l) graph_.add_stream(2);
+  graph_.keys = static_cast<int>(keys_.size());
+  std::vector<gpu::ComputeEngine*> engines;
+  for (int r = 0; r < ranks_; ++r) engines.push_back(&platform_->gpus()[r]->compute());
+  graph_.start = training::Graph::Start::from_launcher;
+  runner_ = std::make_unique<training::GraphRunner>(
+      "chakra_launch", engines, static_cast<training::GraphRunner::Owner&>(*this));
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
@@ -305,56 +273,40 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
 
 ChakraWorkload::~ChakraWorkload() = default;
 
-void ChakraWorkload::ready(int r, uint32_t i) {
-  const Node& n = nodes_[r][i];
-  switch (n.kind) {
-    case Kind::compute:
-      platform_->gpus()[r]->compute().run(gpu::ComputeEngine::Phase::Node, static_cast<int>(i), n.duration,
-                                          [this, r, i] {
-                                            span(r, nodes_[r][i].label, platform_->gpus()[r]->compute().took());
-                                            complete(r, i);
-                                          });
-      break;
-    case Kind::collective: arrive(r, i); break;
-    case Kind::send:
-    case Kind::recv: post(r, i); break;
-    case Kind::skip: complete(r, i); break;
-  }
-}
-
-// Nodes that do nothing end at once, so their children are visited here
-// rather than by recursion.
-void ChakraWorkload::complete(int r, uint32_t i) {
+void ChakraWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
-  std::vector<uint32_t>& stack = it.stack;
-  const size_t bottom = stack.size();
-  stack.push_back(i);
-  while (stack.size() > bottom) {
-    const uint32_t k = stack.back();
-    stack.pop_back();
-    --it.left;
-    for (uint32_t c : nodes_[r][k].children)
-      if (--it.parents[r][c] == 0) {
-        if (nodes_[r][c].kind == Kind::skip) stack.push_back(c);
-        else ready(r, c);
-      }
-  }
-  if (it.left > 0) return;
-  it.done = true;
-  it.t_end = sc_core::sc_time_stamp();
-  stop();
+  const int groups = static_cast<int>(groups_.size());
+  CollectiveWorkload& coll = stream < groups ? *collectives_[it.algorithm].group[stream][in.op]
+                                             : *collectives_[it.algorithm].link[stream - groups];
+  start_collective(coll, in.size, [&it, &coll, size = in.size, done = std::move(done)] {
+    std::ostringstream ignored;
+    it.wrong += coll.finish(size, ignored).wrong();
+    done();
+  });
 }
 
-// Back to iterate(): when the simulation runs (not while it issues the first nodes).
-void ChakraWorkload::stop() {
-  if (sc_core::sc_get_status() == sc_core::SC_RUNNING) sc_core::sc_pause();
+void ChakraWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
+  span(graph_.nodes[node].rank, labels_[node], took);
 }
 
-// Groups and links start from the launcher, never from inside a collective
-// (which starting again would tear down), and only those that may start.
-void ChakraWorkload::due(std::vector<int>& list, int k) {
-  list.push_back(k);
-  launch_.after(sc_core::SC_ZERO_TIME);
+// A group's members, or a link's sender and receiver.
+std::vector<int> ChakraWorkload::members(int stream) const {
+  const int groups = static_cast<int>(groups_.size());
+  if (stream < groups) return groups_[stream].ranks;
+  const Link& l = links_[stream - groups];
+  return {l.src, l.dst};
+}
+
+void ChakraWorkload::began(int stream, const training::GraphRunner::Instance&) {
+  for (int r : members(stream)) comm(r, true);
+}
+
+void ChakraWorkload::ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) {
+  Iteration& it = *running_;
+  // A group's collective on its track by its first member's node; a transfer by its send.
+  span(ranks_ + stream, labels_[in.nodes[0]], took);
+  ++(stream < static_cast<int>(groups_.size()) ? it.collectives : it.transfers);
+  for (int r : members(stream)) comm(r, false);
 }
 
 void ChakraWorkload::comm(int r, bool begin) {
@@ -364,115 +316,16 @@ void ChakraWorkload::comm(int r, bool begin) {
   if (!begin && --it.in_flight[r] == 0) it.comm_us[r] += us(now - it.since[r]);
 }
 
-// The member's next collective of the group, matched with the others' in
-// the order each issues them.
-void ChakraWorkload::arrive(int r, uint32_t i) {
-  Iteration& it = *running_;
-  const Node& n = nodes_[r][i];
-  const Group& g = groups_[n.group];
-  const int place = g.place[r];
-  Iteration::GroupRun& run = it.groups[n.group];
-  const size_t k = run.issued[place]++;
-  Iteration::Instance& in = run.instances[k];
-  if (in.arrived > 0 && (in.op != n.op || in.size != n.size) && it.error.empty()) {
-    it.error = "chakra trace " + traces_[r].file + ", node " + std::to_string(traces_[r].nodes[i].id) +
-               ": rank " + std::to_string(r) + " issues it as collective " + std::to_string(k + 1) +
-               " of " + g.label() + ", where another member issued a collective of another kind or size";
-    stop();
-  }
-  in.op = n.op;
-  in.size = n.size;
-  in.node[place] = i;
-  ++in.arrived;
-  due(it.due_groups, n.group);
-}
-
-// The group's collectives in order, each once all its members have issued it.
-void ChakraWorkload::start_group(int g) {
-  Iteration& it = *running_;
-  Iteration::GroupRun& run = it.groups[g];
-  const Group& group = groups_[g];
-  if (run.busy || run.next == run.instances.size() ||
-      run.instances[run.next].arrived < static_cast<int>(group.ranks.size()))
-    return;
-  run.busy = true;
-  run.start = sc_core::sc_time_stamp();
-  for (int r : group.ranks) comm(r, true);
-  const Iteration::Instance& in = run.instances[run.next];
-  if (in.op < 0) {  // a barrier, or no data: it ends once all have issued it
-    end_group(g);
-    return;
-  }
-  CollectiveWorkload& coll = *collectives_[it.algorithm].group[g][in.op];
-  start_collective(coll, in.size, [this, &it, &coll, g] {
-    const Iteration::Instance& in = it.groups[g].instances[it.groups[g].next];
-    std::ostringstream ignored;
-    it.wrong += coll.finish(in.size, ignored).wrong();
-    end_group(g);
-  });
-}
-
-void ChakraWorkload::end_group(int g) {
-  Iteration& it = *running_;
-  Iteration::GroupRun& run = it.groups[g];
-  const Group& group = groups_[g];
-  const Iteration::Instance& in = run.instances[run.next];
-  const int first = group.ranks[0];
-  span(ranks_ + g, nodes_[first][in.node[0]].label, sc_core::sc_time_stamp() - run.start);
-  ++it.collectives;
-  run.busy = false;
-  ++run.next;
-  for (size_t p = 0; p < group.ranks.size(); ++p) {
-    comm(group.ranks[p], false);
-    complete(group.ranks[p], in.node[p]);
-  }
-  // The next one from the launcher: this call may come from inside the collective.
-  due(it.due_groups, g);
-}
-
-void ChakraWorkload::post(int r, uint32_t i) {
-  Iteration& it = *running_;
-  const Node& n = nodes_[r][i];
-  (n.kind == Kind::send ? it.sends : it.recvs)[n.op].push_back(i);
-  auto& sends = it.sends[n.op];
-  auto& recvs = it.recvs[n.op];
-  if (sends.empty() || recvs.empty()) return;
-  it.links[keys_[n.op].link].queue.push_back({sends.front(), recvs.front(), n.size});
-  sends.pop_front();
-  recvs.pop_front();
-  due(it.due_links, keys_[n.op].link);
-}
-
-// A link's transfers one at a time, in the order they matched, as NCCL's sends on one stream.
-void ChakraWorkload::pump(int l) {
-  Iteration& it = *running_;
-  Iteration::LinkRun& run = it.links[l];
-  if (run.busy || run.queue.empty()) return;
-  run.busy = true;
-  run.start = sc_core::sc_time_stamp();
-  const Link& link = links_[l];
-  comm(link.src, true);
-  comm(link.dst, true);
-  CollectiveWorkload& coll = *collectives_[it.algorithm].link[l];
-  start_collective(coll, run.queue.front().size, [this, &it, &run, &coll, &link, l] {
-    const Iteration::Transfer t = run.queue.front();
-    run.queue.pop_front();
-    std::ostringstream ignored;
-    it.wrong += coll.finish(t.size, ignored).wrong();
-    span(ranks_ + static_cast<int>(groups_.size()) + l, nodes_[link.src][t.send].label,
-         sc_core::sc_time_stamp() - run.start);
-    ++it.transfers;
-    run.busy = false;
-    comm(link.src, false);
-    comm(link.dst, false);
-    complete(link.src, t.send);
-    complete(link.dst, t.recv);
-    due(it.due_links, l);
-  });
-}
-
 std::string ChakraWorkload::error(size_t a) const {
-  return running_ && !running_->error.empty() ? running_->error : collective_error(a);
+  if (const auto& m = runner_->mismatch(); running_ && m) {
+    const Graph::Node& n = graph_.nodes[m->node];
+    const training::ChakraTrace& trace = traces_[n.rank];
+    return node_error(trace, trace.nodes[m->node - base_[n.rank]],
+                      "rank " + std::to_string(n.rank) + " issues it as collective " + std::to_string(m->k + 1) +
+                          " of " + groups_[n.stream].label() +
+                          ", where another member issued a collective of another kind or size");
+  }
+  return collective_error(a);
 }
 
 Row ChakraWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
@@ -480,32 +333,14 @@ Row ChakraWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   Iteration& it = *running_;
   it.algorithm = a;
   it.t0 = sc_core::sc_time_stamp();
-  it.parents.resize(ranks_);
-  std::vector<std::pair<int, uint32_t>> roots;
-  for (int r = 0; r < ranks_; ++r) {
-    for (const Node& n : nodes_[r]) it.parents[r].push_back(n.parents);
-    for (uint32_t i = 0; i < nodes_[r].size(); ++i)
-      if (nodes_[r][i].parents == 0) roots.emplace_back(r, i);
-    it.left += nodes_[r].size();
-  }
   it.in_flight.assign(ranks_, 0);
   it.since.resize(ranks_);
   it.comm_us.assign(ranks_, 0);
-  it.groups.resize(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    it.groups[g].issued.assign(groups_[g].ranks.size(), 0);
-    it.groups[g].instances.resize(groups_[g].per_iteration);
-    for (auto& in : it.groups[g].instances) in.node.resize(groups_[g].ranks.size());
-  }
-  it.sends.resize(keys_.size());
-  it.recvs.resize(keys_.size());
-  it.links.resize(links_.size());
-  if (it.left == 0) it.done = true;
-  for (const auto& [r, i] : roots) ready(r, i);
-  run.run_until([&] { return it.done || !error(a).empty(); },
+  runner_->start(graph_);
+  run.run_until([&] { return runner_->done() || !error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
   if (const std::string e = error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s iteration");
-  const double time = us(it.t_end - it.t0);
+  const double time = us(runner_->ended_at() - it.t0);
   const double compute = *std::max_element(compute_us_.begin(), compute_us_.end());
   Row row(schema_);
   row.set("algorithm", algorithms_[a])
@@ -536,8 +371,7 @@ std::vector<std::string> ChakraWorkload::timeline_tracks() const {
 
 void ChakraWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
-  size_t nodes = 0;
-  for (const auto& r : nodes_) nodes += r.size();
+  const size_t nodes = graph_.nodes.size();
   os << std::fixed << std::setprecision(1) << "# incsim: running chakra trace set " << name_ << " ("
      << count_of(ranks_, "rank", "ranks") << ", " << count_of(nodes, "node", "nodes") << ", an iteration), on "
      << ranks_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed << "\n"
@@ -587,31 +421,26 @@ void ChakraWorkload::config_json(nlohmann::ordered_json& config) const {
 // receive without its match: the traces wait for each other.
 std::string ChakraWorkload::stall_cause() const {
   if (!running_) return "";
-  const Iteration& it = *running_;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const Iteration::GroupRun& run = it.groups[g];
-    if (run.busy || run.next == run.instances.size() || run.instances[run.next].arrived == 0) continue;
-    for (size_t p = 0; p < groups_[g].ranks.size(); ++p)
-      if (run.issued[p] <= run.next)
-        return "collective " + std::to_string(run.next + 1) + " of " + groups_[g].label() + " waits for rank " + std::to_string(groups_[g].ranks[p]) + ", which never issues it";
+  if (const auto m = runner_->missing_member()) {
+    const Group& g = groups_[m->stream];
+    return "collective " + std::to_string(m->k + 1) + " of " + g.label() + " waits for rank " +
+           std::to_string(g.ranks[m->place]) + ", which never issues it";
   }
-  for (size_t k = 0; k < keys_.size(); ++k) {
-    const Link& l = links_[keys_[k].link];
-    if (!it.sends[k].empty())
+  if (const uint32_t node = runner_->unmatched(); node != Graph::kNone) {
+    const Link& l = links_[keys_[graph_.nodes[node].key].link];
+    if (graph_.nodes[node].kind == Graph::Kind::send)
       return "rank " + std::to_string(l.src) + "'s send to rank " + std::to_string(l.dst) +
              " waits for a receive rank " + std::to_string(l.dst) + " never issues (the traces wait for each other)";
-    if (!it.recvs[k].empty())
-      return "rank " + std::to_string(l.dst) + "'s receive from rank " + std::to_string(l.src) +
-             " waits for a send rank " + std::to_string(l.src) + " never issues (the traces wait for each other)";
+    return "rank " + std::to_string(l.dst) + "'s receive from rank " + std::to_string(l.src) +
+           " waits for a send rank " + std::to_string(l.src) + " never issues (the traces wait for each other)";
   }
   return "";
 }
 
 double ChakraWorkload::done_fraction() const {
   if (!running_) return -1;
-  size_t nodes = 0;
-  for (const auto& r : nodes_) nodes += r.size();
-  return nodes ? 1.0 - static_cast<double>(running_->left) / static_cast<double>(nodes) : 1.0;
+  const size_t nodes = graph_.nodes.size();
+  return nodes ? 1.0 - static_cast<double>(runner_->left()) / static_cast<double>(nodes) : 1.0;
 }
 
 }  // namespace incsim::tb

@@ -1,9 +1,10 @@
 #pragma once
 // Chakra execution traces run on a machine (issue 22; docs/training.md):
 // --model NAME.et runs NAME.0.et .. NAME.(n-1).et, rank r on GPU r of a
-// platform of n GPUs, one iteration per point. Each rank walks its graph as
-// ASTRA-sim 2's feeder does: a node is issued once all its data and control
-// dependencies have completed. A compute node runs on the GPU's compute
+// platform of n GPUs, one iteration per point. The traces lower to one
+// training::Graph, which training::GraphRunner walks as ASTRA-sim 2's
+// feeder does: a node is issued once all its data and control dependencies
+// have completed; this workload keeps the options, rows and output. A compute node runs on the GPU's compute
 // block (gpuN.compute) for its duration_micros, or, without one, for the
 // roofline time of its num_ops and tensor_size; memory and metadata nodes
 // complete at once. A collective node is a real collective of --algorithm on
@@ -15,17 +16,17 @@
 // broadcast on the two GPUs' cores once both are issued, one at a time per
 // direction of a pair, as NCCL's send and receive. Real data: #wrong counts
 // every collective's and transfer's elements.
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "training/chakra_trace.h"
+#include "training/graph_runner.h"
 #include "training_workload.h"
 
 namespace incsim::tb {
 
-class ChakraWorkload : public TrainingWorkload {
+class ChakraWorkload : public TrainingWorkload, private training::GraphRunner::Owner {
  public:
   ChakraWorkload(const Options& o, Config& cfg);
   ~ChakraWorkload() override;
@@ -42,18 +43,6 @@ class ChakraWorkload : public TrainingWorkload {
   // each direction of each pair that sends.
   std::vector<std::string> timeline_tracks() const override;
 
-  // A node as it runs: what it does, and the nodes that wait for it.
-  enum class Kind : uint8_t { skip, compute, collective, send, recv };
-  struct Node {
-    Kind kind = Kind::skip;
-    sc_core::sc_time duration;  // compute
-    int group = -1;             // collective: its process group
-    int op = -1;                // collective: its kind in the group (-1: no data, a barrier); send, recv: its key
-    int size = -1;              // collective: its size in the op's; send, recv: in the link's
-    uint32_t parents = 0;       // dependencies
-    std::vector<uint32_t> children;
-    std::string label;          // the timeline's span
-  };
   // A process group: its ranks and each kind of collective they run.
   struct Group {
     std::string name;
@@ -78,22 +67,25 @@ class ChakraWorkload : public TrainingWorkload {
     std::vector<std::unique_ptr<CollectiveWorkload>> link;
   };
 
-  void ready(int r, uint32_t i);     // node i of rank r has no dependency left
-  void complete(int r, uint32_t i);  // it ended: its children may be ready
-  void arrive(int r, uint32_t i);    // a collective node issued
-  void post(int r, uint32_t i);      // a send or receive issued
-  void start_group(int g);           // the group's next collective, once all its members issued it
-  void end_group(int g);
-  void pump(int l);                  // the link's next transfer
-  void due(std::vector<int>& list, int k);  // a group or link the launcher tries
-  void comm(int r, bool begin);      // a communication of rank r begins or ends
-  static void stop();                // the iteration ended or failed
+  // The graph runner's owner: starts a group's collective or a link's
+  // transfer, spans what ended, counts each rank's communication time.
+  void launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) override;
+  void computed(uint32_t node, const sc_core::sc_time& took) override;
+  void began(int stream, const training::GraphRunner::Instance& in) override;
+  void ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) override;
+  std::vector<int> members(int stream) const;  // a group's ranks, a link's sender and receiver
+  void comm(int r, bool begin);  // a communication of rank r begins or ends
   std::string error(size_t a) const;
 
   std::string name_;  // NAME of NAME.0.et ...
   std::vector<training::ChakraTrace> traces_;
   int ranks_ = 0;
-  std::vector<std::vector<Node>> nodes_;  // [rank]
+  // The traces as one graph: rank r's nodes from base_[r] on, in file
+  // order; its streams the process groups, then the links; a send's and
+  // receive's key an index into keys_.
+  training::Graph graph_;
+  std::vector<uint32_t> base_;
+  std::vector<std::string> labels_;        // [node]: the timeline's span
   std::vector<double> compute_us_;        // [rank]: its compute nodes' time
   std::vector<Group> groups_;
   std::vector<Link> links_;
@@ -101,6 +93,7 @@ class ChakraWorkload : public TrainingWorkload {
   uint64_t collectives_per_iteration_ = 0, transfers_per_iteration_ = 0;
   std::string compute_note_;
   std::vector<Collectives> collectives_;  // [algorithm]
+  std::unique_ptr<training::GraphRunner> runner_;
   std::unique_ptr<Iteration> running_;
 };
 

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <fstream>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -75,55 +73,27 @@ std::string gpu_list(const std::vector<int>& gpus) {
 }
 }  // namespace
 
-// One iteration of one algorithm in flight: kernels queued on every GPU,
-// each data-parallel group's buckets reduced in order as they fill, each
-// tensor-parallel group's activations reduced as its GPUs reach them.
+// One iteration of one algorithm in flight (the runner holds its state):
+// what the rows measure.
 struct TrainWorkload::Iteration {
   explicit Iteration(size_t a) : algorithm(a) {}
   size_t algorithm;
-  sc_core::sc_time t0, t_end;
-  struct Dp {
-    std::vector<int> waiting;  // [bucket]: backward kernels of its layers still to end on some GPU; 0: ready
-    size_t next = 0;           // the bucket to reduce next
-    bool reducing = false;
-    sc_core::sc_time comm_start;
-    double comm_us = 0;
-    int through = 0;  // GPUs that ran their last kernel
-    bool updating = false;
-  };
-  struct Tp {
-    int arrived = 0;  // GPUs waiting for the next all-reduce
-    int done = 0;     // all-reduces this iteration
-    sc_core::sc_time comm_start;
-    double comm_us = 0;
-  };
-  struct Link {
-    std::deque<int> queue;  // micro-batches to send, the first in flight while busy
-    bool busy = false;
-    sc_core::sc_time start;
-  };
-  std::vector<Dp> dp;
-  std::vector<Tp> tp;
-  std::vector<Link> links;
-  std::vector<size_t> cursor;                 // [GPU]: its next kernel to queue
-  std::vector<int> activations, gradients;    // [GPU]: micro-batches' data received from its neighbours
-  std::vector<bool> blocked;                  // [GPU]: its next kernel waits for that data
-  std::vector<double> busy_us;                // [GPU]: its kernels' time before the optimizer step
-  std::vector<sc_core::sc_time> last_end;     // [GPU]: when its last kernel before the optimizer ended
+  sc_core::sc_time t0;
+  std::vector<double> dp_comm_us;           // [data-parallel group]
+  std::vector<double> tp_comm_us;           // [tensor-parallel group]
+  uint64_t tp_done = 0;                     // all-reduces of activations
+  uint64_t buckets_done = 0;
+  std::vector<double> busy_us;              // [GPU]: its kernels' time before the optimizer step
+  std::vector<sc_core::sc_time> last_end;   // [GPU]: when its last kernel (or all-reduce of activations) ended
+  std::vector<size_t> ended;                // [GPU]: its kernels that ended
   uint64_t p2p = 0;
   double p2p_us = 0;
-  std::vector<sc_core::sc_time> waiting_since;  // [GPU]: when it reached its group's all-reduce
-  double tp_wait_us = 0;                      // summed over the GPUs
-  std::vector<size_t> ended;                  // [GPU]: its kernels that ended (of those queued: cursor)
-  std::vector<bool> exchanged;                // [embedding all-to-all]: it has ended
-  int exchange_arrived = 0;                   // GPUs that reached the next embedding all-to-all
-  sc_core::sc_time exchange_start;
-  double exchange_us = 0;                     // the embedding all-to-alls' time, summed
-  double exchange_wait_us = 0;                // the GPUs' idle time waiting for them, summed over the GPUs
+  double tp_wait_us = 0;                    // summed over the GPUs
+  uint64_t exchanged = 0;                   // embedding all-to-alls that ended
+  double exchange_us = 0;                   // their time, summed
+  double exchange_wait_us = 0;              // the GPUs' idle time waiting for them, summed over the GPUs
   uint64_t kernels_done = 0;
   uint64_t wrong = 0;
-  int update_left = 0;
-  bool done = false;
 };
 
 TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
@@ -151,7 +121,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (astra) {
     astra_file = training::astra_model(training::read_astra_workload(opt_.model), opt_.model, cfg.get(kAstraClock) * 1e9);
     model_ = astra_file.model;
-    strided_ = astra_file.strided_groups;
+    layout_.strided = astra_file.strided_groups;
     dlrm_ = astra_file.dlrm;
   } else {
     model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
@@ -162,52 +132,52 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   });
   if (model_.parameters() == 0 && !splits)
     throw UserError("model '" + model_.name + "' has no weights, so nothing to all-reduce");
-  tp_ = static_cast<int>(opt_.tp);
+  layout_.tp = static_cast<int>(opt_.tp);
   // An ASTRA-sim model-parallel file: its groups are the tensor-parallel ones.
   if (const uint32_t group = astra_file.model_parallel_group; group > 0) {
     if (opt_.was_given("tp") && opt_.tp != group)
       throw UserError("--tp " + std::to_string(opt_.tp) + ": workload file " + opt_.model +
                       " runs model-parallel groups of " + std::to_string(group) + " NPUs");
-    tp_ = static_cast<int>(group);
+    layout_.tp = static_cast<int>(group);
   }
   astra_groups_ = astra && splits;
-  if (dlrm_ && (tp_ > 1 || opt_.pp > 1))
+  if (dlrm_ && (layout_.tp > 1 || opt_.pp > 1))
     throw UserError("workload file " + opt_.model + " is a DLRM one, whose embedding all-to-alls and weight-gradient "
                     "all-reduces span every GPU, so it runs without --tp and --pp");
-  if (astra_groups_ && tp_ == 1)
+  if (astra_groups_ && layout_.tp == 1)
     throw UserError("workload file " + opt_.model + " all-reduces activations in model-parallel groups and does not "
                     "say their size (model_parallel_NPU_group): give it with --tp");
-  if (tp_ > 1 && !splits)
-    throw UserError("--tp " + std::to_string(tp_) + " splits transformer blocks as Megatron-LM does, and model '" +
+  if (layout_.tp > 1 && !splits)
+    throw UserError("--tp " + std::to_string(layout_.tp) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
   compute_ = training::make_compute_model(compute_model());
   const int layers = static_cast<int>(model_.layers.size());
-  pp_ = static_cast<int>(opt_.pp);
-  if (pp_ > layers)
-    throw UserError("--pp " + std::to_string(pp_) + " makes more stages than model '" + model_.name + "' has layers (" +
+  layout_.pp = static_cast<int>(opt_.pp);
+  if (layout_.pp > layers)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " makes more stages than model '" + model_.name + "' has layers (" +
                     std::to_string(layers) + ")");
   // The GPUs first: a --pp or --tp that does not divide them is the
   // problem, not the micro-batches --pp implies.
   const topo::Topology t =
       opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
   const int built = static_cast<int>(t.endpoints().size());
-  gpus_ = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
-  const int n = gpus_;
+  layout_.gpus = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = layout_.gpus;
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and data parallelism needs 2 or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  if (n % tp_ != 0)
-    throw UserError("--tp " + std::to_string(tp_) + " does not divide the " + std::to_string(n) +
-                    " GPUs of the run into tensor-parallel groups of " + (strided_ ? "strided" : "consecutive") +
+  if (n % layout_.tp != 0)
+    throw UserError("--tp " + std::to_string(layout_.tp) + " does not divide the " + std::to_string(n) +
+                    " GPUs of the run into tensor-parallel groups of " + (layout_.strided ? "strided" : "consecutive") +
                     " GPUs");
-  if (n % pp_ != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " does not divide the " + std::to_string(n) +
+  if (n % layout_.pp != 0)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " does not divide the " + std::to_string(n) +
                     " GPUs of the run into pipeline stages of consecutive GPUs");
-  if (n % (pp_ * tp_) != 0)
-    throw UserError("--pp " + std::to_string(pp_) + " with --tp " + std::to_string(tp_) + " does not divide the " +
-                    std::to_string(n) + " GPUs into " + std::to_string(pp_) +
+  if (n % (layout_.pp * layout_.tp) != 0)
+    throw UserError("--pp " + std::to_string(layout_.pp) + " with --tp " + std::to_string(layout_.tp) + " does not divide the " +
+                    std::to_string(n) + " GPUs into " + std::to_string(layout_.pp) +
                     " pipeline stages of whole tensor-parallel groups");
-  micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(pp_)));
+  micro_ = static_cast<int>(cfg.get(kMicrobatches, static_cast<uint32_t>(layout_.pp)));
   if (dlrm_ && micro_ > 1)
     throw UserError("train.microbatches " + std::to_string(micro_) + ": workload file " + opt_.model +
                     " is a DLRM one, whose embedding all-to-alls run once per iteration");
@@ -216,19 +186,19 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                     (cfg.has_override(kMicrobatches) ? "" : " (by default --pp's stages)") + " does not divide the batch of " +
                     std::to_string(opt_.batch) + " samples; set --batch or train.microbatches");
   const uint32_t micro_batch = opt_.batch / static_cast<uint32_t>(micro_);
-  for (int s = 0; s <= pp_; ++s) first_.push_back(s * layers / pp_);
+  for (int s = 0; s <= layout_.pp; ++s) first_.push_back(s * layers / layout_.pp);
   // Each GPU runs its shard of every layer; a group's all-reduces of
   // activations come after the kernels that need them.
   // An ASTRA-sim all-gather's bytes are each GPU's share: incsim's size is
   // the whole gathered buffer (docs/training.md).
   const auto activations = [&](uint64_t file_bytes, training::TpCollective kind) {
     if (file_bytes == 0) return -1;
-    const uint64_t bytes = kind == training::TpCollective::allgather ? file_bytes * static_cast<uint64_t>(tp_) : file_bytes;
+    const uint64_t bytes = kind == training::TpCollective::allgather ? file_bytes * static_cast<uint64_t>(layout_.tp) : file_bytes;
     for (size_t k = 0; k < tp_sizes_.size(); ++k)
       if (tp_sizes_[k] == bytes && tp_kind_[k] == kind) return static_cast<int>(k);
-    if (kind == training::TpCollective::reducescatter && bytes % (4 * static_cast<uint64_t>(tp_)) != 0)
+    if (kind == training::TpCollective::reducescatter && bytes % (4 * static_cast<uint64_t>(layout_.tp)) != 0)
       throw UserError("workload file " + opt_.model + ": a REDUCESCATTER of " + std::to_string(bytes) +
-                      " bytes does not split into whole 4-byte elements over the " + std::to_string(tp_) +
+                      " bytes does not split into whole 4-byte elements over the " + std::to_string(layout_.tp) +
                       " GPUs of a model-parallel group");
     tp_sizes_.push_back(bytes);
     tp_alltoall_.push_back(kind == training::TpCollective::alltoall);
@@ -239,14 +209,14 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   };
   std::vector<training::Layer> shards;
   for (const auto& layer : model_.layers) {
-    shards.push_back(training::tensor_shard(layer, tp_));
+    shards.push_back(training::tensor_shard(layer, layout_.tp));
     times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
   // Each stage: its warm-up forwards, then a forward and a backward in turn,
   // then its cool-down backwards (1F1B); one stage: forward then backward.
-  kernels_.resize(pp_);
-  recompute_s_.assign(pp_, 0);
-  for (int s = 0; s < pp_; ++s) {
+  kernels_.resize(layout_.pp);
+  recompute_s_.assign(layout_.pp, 0);
+  for (int s = 0; s < layout_.pp; ++s) {
     const int lo = first_[s], hi = first_[s + 1];
     // Recomputation from a checkpoint (ASTRA-sim files, which run no --pp:
     // their layers give no activation sizes to send).
@@ -257,13 +227,13 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       const size_t start = kernels_[s].size();
       const auto kernel = [&](Phase ph, int k, bool recompute) {
         const bool f = ph == Phase::Forward;
-        kernels_[s].push_back({ph, k, seconds(f ? times_[k].forward_s : times_[k].backward_s),
-                               tp_ > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
+        kernels_[s].push_back({ph, k, f ? times_[k].forward_s : times_[k].backward_s,
+                               layout_.tp > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
                                                        : model_.layers[k].tp_backward_bytes(micro_batch, element),
                                                      f ? model_.layers[k].tp_forward_kind
                                                        : model_.layers[k].tp_backward_kind)
                                        : -1,
-                               micro, Edge::none, Edge::none, recompute});
+                               micro, training::StepKernel::Edge::none, training::StepKernel::Edge::none, recompute});
       };
       for (int q = 0; q < hi - lo; ++q) {
         const int k = forward ? lo + q : hi - 1 - q;
@@ -271,13 +241,13 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
         for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
         kernel(phase, k, false);
         if (!forward && times_[k].input_grad_after_s > 0)
-          kernels_[s].push_back({Phase::Backward, k, seconds(times_[k].input_grad_after_s), -1, micro, Edge::none,
-                                 Edge::none, false, true});
+          kernels_[s].push_back({Phase::Backward, k, times_[k].input_grad_after_s, -1, micro, training::StepKernel::Edge::none,
+                                 training::StepKernel::Edge::none, false, true});
       }
-      kernels_[s][start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp_ ? Edge::gradient : Edge::none);
-      kernels_[s].back().send = forward ? (s + 1 < pp_ ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
+      kernels_[s][start].wait = forward ? (s > 0 ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s + 1 < layout_.pp ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
+      kernels_[s].back().send = forward ? (s + 1 < layout_.pp ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s > 0 ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
     };
-    const int warm = std::min(pp_ - s - 1, micro_);
+    const int warm = std::min(layout_.pp - s - 1, micro_);
     for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
     for (int j = 0; j < micro_ - warm; ++j) pass(Phase::Forward, warm + j), pass(Phase::Backward, j);
     for (int j = micro_ - warm; j < micro_; ++j) pass(Phase::Backward, j);
@@ -286,7 +256,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     for (int k = first_[s]; k < first_[s + 1]; ++k) params += shards[k].params;
     gpu_params_ = std::max(gpu_params_, params);
   }
-  for (int s = 0; s + 1 < pp_; ++s) {
+  for (int s = 0; s + 1 < layout_.pp; ++s) {
     // The activations the stage's last layer writes (or its successor reads), per micro-batch.
     const double elements = std::max(model_.layers[first_[s + 1] - 1].output_elements,
                                      model_.layers[first_[s + 1]].input_elements);
@@ -302,9 +272,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // iteration's end.
   if (dlrm_) {
     // A layer's last kernel of the phase (a DLRM file runs one forward kernel per layer).
-    const auto kernel = [&](Phase phase, int layer) -> Kernel& {
+    const auto kernel = [&](Phase phase, int layer) -> training::StepKernel& {
       return *std::find_if(kernels_[0].rbegin(), kernels_[0].rend(),
-                           [&](const Kernel& k) { return k.phase == phase && k.layer == layer; });
+                           [&](const training::StepKernel& k) { return k.phase == phase && k.layer == layer; });
     };
     const int top = dlrm_->last_bottom + 1;
     if (dlrm_->forward_bytes > 0) {
@@ -319,9 +289,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       exchange_sizes_.push_back(dlrm_->backward_bytes);
     }
   }
-  tp_per_iteration_.assign(pp_, 0);
-  for (int s = 0; s < pp_; ++s)
-    for (const Kernel& k : kernels_[s]) tp_per_iteration_[s] += k.tp_size >= 0;
+  tp_per_iteration_.assign(layout_.pp, 0);
+  for (int s = 0; s < layout_.pp; ++s)
+    for (const training::StepKernel& k : kernels_[s]) tp_per_iteration_[s] += k.tp_size >= 0;
   // The optimizer step: one fused elementwise kernel over the weights
   // (SGD: read weights and gradients, write weights).
   training::Layer step;
@@ -330,9 +300,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step.forward_flops = 2.0 * static_cast<double>(gpu_params_);
   step.input_elements = 2.0 * static_cast<double>(gpu_params_);
   step.output_elements = static_cast<double>(gpu_params_);
-  update_ = seconds(astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s);
+  update_s_ = astra ? astra_file.update_s : compute_->compute(step, 1, precision_).forward_s;
+  update_ = seconds(update_s_);
 
-  const int replicas = n / pp_ / tp_;
+  const int replicas = n / layout_.pp / layout_.tp;
 
   // Buckets fill from the last layer back, as the backward pass makes them;
   // a single replica has no gradients to all-reduce.
@@ -341,9 +312,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   const uint64_t bucket_bytes = cfg.get(kBucketBytes);
   const uint64_t cap = overlap_ ? bucket_bytes : ~0ull;
   bucket_of_.assign(model_.layers.size(), -1);
-  buckets_.resize(pp_);
+  buckets_.resize(layout_.pp);
   uint64_t open = 0;
-  for (int s = pp_; s-- > 0;)
+  for (int s = layout_.pp; s-- > 0;)
     for (int k = first_[s + 1]; replicas > 1 && k-- > first_[s];) {
       const uint64_t bytes = shards[k].gradient_bytes(precision_);
       if (bytes == 0) continue;
@@ -359,7 +330,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   // group, the strided data-parallel ones) need ranks of their own.
   std::vector<std::string> used = algorithms_;
   if (!dp_algorithm_.empty()) used.push_back(dp_algorithm_);
-  if ((tp_ > 1 && replicas > 1) || pp_ > 1)
+  if ((layout_.tp > 1 && replicas > 1) || layout_.pp > 1)
     for (size_t a = 0; a < used.size(); ++a)
       if (gpu_numbered(used[a], t))
         throw UserError((a == algorithms_.size() ? "train.dp_algorithm=" : a ? "--baseline " : "--algorithm ") + used[a] + " numbers its ranks as platform '" +
@@ -367,7 +338,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                         "data-parallel groups of --tp or the stages of --pp");
   // A group's fp16 or bf16 sums are checked only if exact (data_pattern.h):
   // the largest group is refused before the machine is built.
-  if (const int largest = std::max({replicas, tp_, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
+  if (const int largest = std::max({replicas, layout_.tp, exchange_sizes_.empty() ? 1 : n}); largest > 1) try {
       elements::DataPattern(opt_.seed, largest, elements::parse_dtype(opt_.dtype));
     } catch (const UserError&) {
       const int exact = precision_ == training::Precision::fp16 ? 2048 : 256;
@@ -386,24 +357,24 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       // Pipeline stages send as NCCL's send and receive do, on the GPUs' cores.
       return group_collective(cfg, a, gpus, sizes, kind, collective, collective == "broadcast" ? "ring" : "");
     };
-    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < pp_ * tp_; ++t)
-      collectives_[a].dp.push_back(group_collective(cfg, a, dp_gpus(t), buckets_[t / tp_],
-                                                    tp_ * pp_ > 1 ? " (data-parallel group " + std::to_string(t) + ")" : "",
+    for (int t = 0; replicas > 1 && bucket_count() > 0 && t < layout_.pp * layout_.tp; ++t)
+      collectives_[a].dp.push_back(group_collective(cfg, a, layout_.dp_gpus(t), buckets_[t / layout_.tp],
+                                                    layout_.tp * layout_.pp > 1 ? " (data-parallel group " + std::to_string(t) + ")" : "",
                                                     "allreduce", dp_algorithm_));
     // A group's all-reduces, and its all-to-alls (NCCL's, p2p) where a workload file has any: each one
     // collective over every size, of which the kernels' tp_size picks theirs.
     const bool alltoall = tp_alltoalls();
-    for (int g = 0; tp_ > 1 && g < n / tp_; ++g) {
+    for (int g = 0; layout_.tp > 1 && g < n / layout_.tp; ++g) {
       const std::string what = " (tensor-parallel group " + std::to_string(g) + ")";
-      collectives_[a].tp.push_back(group(tp_gpus(g), tp_sizes_, what));
+      collectives_[a].tp.push_back(group(layout_.tp_gpus(g), tp_sizes_, what));
       if (alltoall)
-        collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
+        collectives_[a].tp_alltoall.push_back(group_collective(cfg, a, layout_.tp_gpus(g), tp_sizes_, what, "alltoall", "p2p"));
       // A file's all-gathers and reduce-scatters: NCCL's ring on the GPUs' cores.
       if (const auto sizes = tp_sizes_of(training::TpCollective::allgather); !sizes.empty())
-        collectives_[a].tp_allgather.push_back(group_collective(cfg, a, tp_gpus(g), sizes, what, "allgather", "ring"));
+        collectives_[a].tp_allgather.push_back(group_collective(cfg, a, layout_.tp_gpus(g), sizes, what, "allgather", "ring"));
       if (const auto sizes = tp_sizes_of(training::TpCollective::reducescatter); !sizes.empty())
         collectives_[a].tp_reducescatter.push_back(
-            group_collective(cfg, a, tp_gpus(g), sizes, what, "reducescatter", "ring"));
+            group_collective(cfg, a, layout_.tp_gpus(g), sizes, what, "reducescatter", "ring"));
     }
     if (!exchange_sizes_.empty()) {
       std::vector<int> all(static_cast<size_t>(n));
@@ -412,9 +383,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                                                    "alltoall", "p2p");
     }
     // Link 2g: GPU g to the next stage's; 2g + 1 back (a broadcast from rank 0, the sender).
-    const int stage = n / pp_;
+    const int stage = n / layout_.pp;
     for (int g = 0; g + stage < n; ++g) {
-      const std::vector<uint64_t> size{p2p_bytes_[stage_of(g)]};
+      const std::vector<uint64_t> size{p2p_bytes_[layout_.stage_of(g)]};
       const std::string gpus = " (pipeline GPUs " + std::to_string(g) + " and " + std::to_string(g + stage) + ")";
       collectives_[a].p2p.push_back(group({g, g + stage}, size, gpus, "broadcast"));
       collectives_[a].p2p.push_back(group({g + stage, g}, size, gpus, "broadcast"));
@@ -422,26 +393,22 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   }
   for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
   contend(cfg, compute_->sms());
-  spawn_method("train_launch", [this] {
-    launch_.fired();
-    if (!running_) return;
-    for (size_t l = 0; l < running_->links.size(); ++l) pump(static_cast<int>(l));
-    for (int t = 0; t < tp_ * pp_; ++t) {
-      reduce(t);
-      finish(t);
-    }
-  }, &launch_.event);
+  step_ = training::lower_step(layout_, micro_, kernels_, buckets_, bucket_of_, update_s_);
+  std::vector<gpu::ComputeEngine*> engines;
+  for (int g = 0; g < n; ++g) engines.push_back(&platform_->gpus()[g]->compute());
+  runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
+                                                    static_cast<training::GraphRunner::Owner&>(*this));
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
       .add({"time_us", "us", ColumnKind::Measurement, "iteration", "(us)", 12, 1})
       .add({"compute_us", "us", ColumnKind::Measurement, "compute", "(us)", 12, 1});
-  if (pp_ > 1)
+  if (layout_.pp > 1)
     schema_->add({"microbatches", "", ColumnKind::Setting, "micro", "", 6})
         .add({"p2p", "", ColumnKind::Measurement, "p2p", "", 6})
         .add({"p2p_us", "us", ColumnKind::Measurement, "p2p", "(us)", 12, 1})
         .add({"bubble_us", "us", ColumnKind::Measurement, "bubble", "(us)", 12, 1});
-  if (tp_ > 1)
+  if (layout_.tp > 1)
     schema_->add({"tp_allreduces", "", ColumnKind::Measurement, "tp ars", "", 7})
         .add({"tp_comm_us", "us", ColumnKind::Measurement, "tp comm", "(us)", 12, 1})
         .add({"tp_exposed_us", "us", ColumnKind::Measurement, "tp exposed", "(us)", 12, 1});
@@ -449,7 +416,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     schema_->add({"alltoalls", "", ColumnKind::Measurement, "a2a", "", 4})
         .add({"a2a_comm_us", "us", ColumnKind::Measurement, "a2a comm", "(us)", 12, 1})
         .add({"a2a_exposed_us", "us", ColumnKind::Measurement, "a2a exposed", "(us)", 12, 1});
-  const std::string dp = tp_ > 1 || !exchange_sizes_.empty() ? "dp " : "";
+  const std::string dp = layout_.tp > 1 || !exchange_sizes_.empty() ? "dp " : "";
   schema_->add({"comm_us", "us", ColumnKind::Measurement, dp + "comm", "(us)", 12, 1})
       .add({"exposed_us", "us", ColumnKind::Measurement, dp + "exposed", "(us)", 12, 1})
       .add({"buckets", "", ColumnKind::Setting, "buckets", "", 8});
@@ -459,272 +426,110 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
 
 TrainWorkload::~TrainWorkload() = default;
 
-std::vector<int> TrainWorkload::dp_gpus(int t) const {
-  std::vector<int> gpus;
-  for (int r = 0; r < replicas(); ++r) gpus.push_back(gpu_at(t / tp_, r, t % tp_));
-  return gpus;
-}
-
-std::vector<int> TrainWorkload::tp_gpus(int k) const {
-  std::vector<int> gpus;
-  for (int p = 0; p < tp_; ++p) gpus.push_back(gpu_at(k / replicas(), k % replicas(), p));
-  return gpus;
-}
-
-bool TrainWorkload::ready(int g, const Kernel& k) const {
-  const Iteration& it = *running_;
-  if (k.exchange_wait >= 0 && !it.exchanged[k.exchange_wait]) return false;
-  return k.wait == Edge::activation ? it.activations[g] > k.micro
-         : k.wait == Edge::gradient ? it.gradients[g] > k.micro
-                                    : true;
-}
-
-void TrainWorkload::issue(int g) {
+void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
-  gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-  const int t = group_of(g);
-  const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-  for (bool more = true; more && it.cursor[g] < kernels.size();) {
-    const Kernel& k = kernels[it.cursor[g]];
-    if (!ready(g, k)) {
-      it.blocked[g] = true;  // the neighbour's transfer issues it
-      return;
-    }
-    const size_t i = it.cursor[g]++;
-    more = k.tp_size < 0;
-    c.run(k.phase, k.layer, k.duration, [this, &it, &k, &kernels, engine = &c, g, t, i] {
-      const bool backward = k.phase == Phase::Backward && !k.input_grad;
-      // As long as it took: longer while collectives on the cores held SMs.
-      const bool split = times_[k.layer].input_grad_after_s > 0;
-      span(g, model_.layers[k.layer].name +
-                  (k.input_grad ? " input gradient"
-                   : backward   ? (split ? " weight gradient" : " backward")
-                   : k.recompute ? " recomputed" : "") +
-                  (pp_ > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
-           engine->took());
-      ++it.kernels_done;
-      it.ended[g] = i + 1;
-      it.busy_us[g] += us(engine->took());
-      it.last_end[g] = sc_core::sc_time_stamp();
-      if (k.exchange >= 0) exchange(k.exchange);
-      // A bucket is ready when every GPU of the group has every gradient in it.
-      if (backward && bucket_of_[k.layer] >= 0) --it.dp[t].waiting[bucket_of_[k.layer]];
-      // A kernel an all-reduce of activations follows sends on once that has ended.
-      if (k.tp_size >= 0) {
-        arrive(g, k.tp_size);
-      } else {
-        send(g, k);
-        if (i + 1 == kernels.size()) through(g);
-      }
-      if (k.phase == Phase::Backward) {
-        reduce(t);
-        finish(t);
-      }
-    });
+  Groups& c = collectives_[it.algorithm];
+  const bool dp = stream >= step_.dp_stream && stream < step_.tp_stream;
+  size_t index = static_cast<size_t>(in.size);
+  CollectiveWorkload& coll = stream < step_.dp_stream             ? *c.p2p[stream]
+                             : dp                                 ? *c.dp[stream - step_.dp_stream]
+                             : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
+                                                                  : *c.embedding;
+  const sc_core::sc_time start = sc_core::sc_time_stamp();
+  start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
+                                 counted = dp && stream == step_.dp_stream && recording()] {
+    std::ostringstream ignored;
+    const Row row = coll.finish(index, ignored);
+    it.wrong += row.wrong();
+    // The links' utilisation while data-parallel group 0 reduced a bucket.
+    if (counted) count_utilisation(it.algorithm, row, start);
+    done();
+  });
+}
+
+void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
+  Iteration& it = *running_;
+  const int g = step_.graph.nodes[node].rank;
+  if (step_.what[node] < 0) {
+    span(g, "optimizer", took);
+    return;
   }
+  const size_t i = static_cast<size_t>(step_.what[node]);
+  const training::StepKernel& k = kernels_[layout_.stage_of(g)][i];
+  const bool backward = k.phase == Phase::Backward && !k.input_grad;
+  // As long as it took: longer while collectives on the cores held SMs.
+  const bool split = times_[k.layer].input_grad_after_s > 0;
+  span(g, model_.layers[k.layer].name +
+              (k.input_grad ? " input gradient"
+               : backward   ? (split ? " weight gradient" : " backward")
+               : k.recompute ? " recomputed" : "") +
+              (layout_.pp > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
+       took);
+  ++it.kernels_done;
+  it.ended[g] = i + 1;
+  it.busy_us[g] += us(took);
+  it.last_end[g] = sc_core::sc_time_stamp();
 }
 
-// The group's all-reduce starts once all its GPUs have reached it; they go on when it ends.
-void TrainWorkload::arrive(int g, int size) {
+void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) {
   Iteration& it = *running_;
-  const int group = tp_group_of(g);
-  Iteration::Tp& tp = it.tp[group];
-  it.waiting_since[g] = sc_core::sc_time_stamp();
-  if (++tp.arrived < tp_) return;
-  tp.arrived = 0;
-  tp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = tp_collective(it.algorithm, group, size);
-  const int local = tp_gathers() ? tp_local_[size] : size;  // its index in its kind's collective
-  const bool own_sizes = tp_kind_[size] == training::TpCollective::allgather ||
-                         tp_kind_[size] == training::TpCollective::reducescatter;
-  start_collective(coll, own_sizes ? local : size, [this, &it, &tp, &coll, group, size, own_sizes, local] {
-    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - tp.comm_start;
-    std::ostringstream ignored;
-    it.wrong += coll.finish(own_sizes ? local : size, ignored).wrong();
-    tp.comm_us += us(took);
-    ++tp.done;
-    span(gpus_ + tp_ * pp_ + group,
-         std::string(training::to_string(tp_kind_[size])) + " activations (" + size_label(tp_sizes_[size]) + ")", took);
-    for (const int g : tp_gpus(group)) {
-      it.tp_wait_us += us(now - it.waiting_since[g]);
-      it.last_end[g] = now;
-      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-      send(g, kernels[it.cursor[g] - 1]);
-      if (it.cursor[g] < kernels.size()) issue(g);
-      else through(g);
-    }
-    // Gradients and the optimizer step from the launcher: this call comes from inside a collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-// The embedding's all-to-all starts once every GPU has reached it; none
-// waits for it until a kernel that needs it (ready()).
-void TrainWorkload::exchange(int e) {
-  Iteration& it = *running_;
-  if (++it.exchange_arrived < gpus_) return;
-  it.exchange_arrived = 0;
-  it.exchange_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].embedding;
-  start_collective(coll, static_cast<size_t>(e), [this, &it, &coll, e] {
-    const sc_core::sc_time now = sc_core::sc_time_stamp(), took = now - it.exchange_start;
-    std::ostringstream ignored;
-    it.wrong += coll.finish(static_cast<size_t>(e), ignored).wrong();
-    it.exchange_us += us(took);
-    it.exchanged[e] = true;
-    // Its track: after the GPUs', the groups' and the pipeline links'.
-    const int track = gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size() + it.links.size());
-    span(track, "all-to-all embeddings (" + size_label(exchange_sizes_[e]) + ")", took);
-    for (int g = 0; g < gpus_; ++g) {
-      const std::vector<Kernel>& kernels = kernels_[stage_of(g)];
-      if (!it.blocked[g] || kernels[it.cursor[g]].exchange_wait != e) continue;
-      // Idle since its last kernel ended, unless one still runs.
-      if (it.ended[g] == it.cursor[g]) it.exchange_wait_us += us(now - it.last_end[g]);
-      it.blocked[g] = false;
-      issue(g);
-    }
-    // The optimizer step from the launcher: this call comes from inside the collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-void TrainWorkload::through(int g) { ++running_->dp[group_of(g)].through; }
-
-// Under --pp: a micro-batch's activations to GPU g's counterpart in the next
-// stage, or its gradient back to the previous one.
-void TrainWorkload::send(int g, const Kernel& k) {
-  if (k.send == Edge::none) return;
-  const int link = k.send == Edge::activation ? 2 * g : 2 * (g - gpus_ / pp_) + 1;
-  running_->links[link].queue.push_back(k.micro);
-  pump(link);
-}
-
-// A link's transfers one at a time, in order, as NCCL's sends on one stream.
-void TrainWorkload::pump(int link) {
-  Iteration& it = *running_;
-  Iteration::Link& l = it.links[link];
-  if (l.busy || l.queue.empty()) return;
-  l.busy = true;
-  l.start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].p2p[link];
-  start_collective(coll, 0, [this, &it, &l, &coll, link] {
-    const sc_core::sc_time took = sc_core::sc_time_stamp() - l.start;
-    std::ostringstream ignored;
-    it.wrong += coll.finish(0, ignored).wrong();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const int tp_groups = static_cast<int>(it.tp_comm_us.size()), links = step_.dp_stream;
+  if (stream < links) {
     ++it.p2p;
     it.p2p_us += us(took);
-    const int stage = gpus_ / pp_, from = link / 2, to = from + stage;
-    const bool forward = link % 2 == 0;
-    span(gpus_ + tp_ * pp_ + static_cast<int>(it.tp.size()) + link,
-         (forward ? "activations " : "gradients ") + std::to_string(l.queue.front()), took);
-    l.queue.pop_front();
-    l.busy = false;
-    const int receiver = forward ? to : from;
-    ++(forward ? it.activations : it.gradients)[receiver];
-    if (it.blocked[receiver]) {
-      it.blocked[receiver] = false;
-      issue(receiver);
+    span(layout_.gpus + layout_.tp * layout_.pp + tp_groups + stream,
+         (stream % 2 == 0 ? "activations " : "gradients ") + std::to_string(step_.what[in.nodes[0]]), took);
+  } else if (stream < step_.tp_stream) {
+    const int t = stream - step_.dp_stream;
+    it.dp_comm_us[t] += us(took);
+    ++it.buckets_done;
+    span(layout_.gpus + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / layout_.tp][in.size]) + ")", took);
+  } else if (stream < step_.exchange_stream) {
+    const int group = stream - step_.tp_stream;
+    it.tp_comm_us[group] += us(took);
+    ++it.tp_done;
+    span(layout_.gpus + layout_.tp * layout_.pp + group,
+         std::string(training::to_string(tp_kind_[in.size])) + " activations (" + size_label(tp_sizes_[in.size]) + ")",
+         took);
+    // Every GPU of the group waited for it since its kernel ended.
+    for (const int g : layout_.tp_gpus(group)) {
+      it.tp_wait_us += us(now - it.last_end[g]);
+      it.last_end[g] = now;
     }
-    // The next transfer from the launcher: this call comes from inside the collective.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-// The group's buckets in order, each once every GPU of the group has its
-// gradients and the one before has been reduced.
-void TrainWorkload::reduce(int t) {
-  Iteration& it = *running_;
-  Iteration::Dp& dp = it.dp[t];
-  const std::vector<uint64_t>& buckets = buckets_[t / tp_];
-  if (dp.reducing || dp.next == buckets.size() || dp.waiting[dp.next] > 0) return;
-  dp.reducing = true;
-  dp.comm_start = sc_core::sc_time_stamp();
-  CollectiveWorkload& coll = *collectives_[it.algorithm].dp[t];
-  start_collective(coll, dp.next, [this, &it, &dp, &coll, &buckets, t] {
-    const sc_core::sc_time took = sc_core::sc_time_stamp() - dp.comm_start;
-    std::ostringstream ignored;
-    const Row row = coll.finish(dp.next, ignored);
-    it.wrong += row.wrong();
-    dp.comm_us += us(took);
-    if (recording() && t == 0) {
-      // The links' utilisation while the bucket was reduced: the mean over
-      // the links that carried any of it, and the busiest (under --tp, the
-      // other groups' traffic meanwhile too).
-      const auto& ends = platform_->link_ends();
-      double sum = 0, most = 0;
-      int used = 0;
-      for (size_t k = 0; k < ends.size(); ++k) {
-        if (row.link_bytes[k] == 0) continue;
-        const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
-        sum += u;
-        most = std::max(most, u);
-        ++used;
-      }
-      const double start = us(dp.comm_start), end = us(sc_core::sc_time_stamp());
-      counters_.push_back({static_cast<int>(it.algorithm), start, used ? sum / used : 0.0, most});
-      counters_.push_back({static_cast<int>(it.algorithm), end, 0.0, 0.0});
+  } else {
+    it.exchange_us += us(took);
+    ++it.exchanged;
+    span(layout_.gpus + layout_.tp * layout_.pp + tp_groups + links, "all-to-all embeddings (" + size_label(exchange_sizes_[in.size]) + ")",
+         took);
+    // A GPU whose kernels all ended before the one that waits for it was idle since the last.
+    for (int g = 0; g < layout_.gpus; ++g) {
+      const std::vector<training::StepKernel>& kernels = kernels_[layout_.stage_of(g)];
+      const auto waiter = std::find_if(kernels.begin(), kernels.end(),
+                                       [&](const training::StepKernel& k) { return k.exchange_wait == in.size; });
+      if (waiter != kernels.end() && it.ended[g] == static_cast<size_t>(waiter - kernels.begin()))
+        it.exchange_wait_us += us(now - it.last_end[g]);
     }
-    span(gpus_ + t, "all-reduce bucket " + std::to_string(dp.next) + " (" + mib(buckets[dp.next]) + ")", took);
-    dp.reducing = false;
-    ++dp.next;
-    // The next bucket starts from the launcher: this call comes from inside
-    // the collective, which starting it again would tear down.
-    launch_.after(sc_core::SC_ZERO_TIME);
-  });
-}
-
-// After the group's backward passes and its last all-reduce: the optimizer step on its GPUs.
-void TrainWorkload::finish(int t) {
-  Iteration& it = *running_;
-  Iteration::Dp& dp = it.dp[t];
-  if (dp.updating || dp.through < replicas() || dp.next < buckets_[t / tp_].size() ||
-      std::find(it.exchanged.begin(), it.exchanged.end(), false) != it.exchanged.end())
-    return;
-  dp.updating = true;
-  for (const int g : dp_gpus(t)) {
-    gpu::ComputeEngine& c = platform_->gpus()[g]->compute();
-    c.run(Phase::Update, -1, update_, [this, &it, engine = &c, g] {
-      span(g, "optimizer", engine->took());
-      if (--it.update_left > 0) return;
-      it.done = true;
-      it.t_end = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    });
   }
 }
 
 Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
-  const int n = gpus_, tp_groups = gpus_ / tp_;
+  const int n = layout_.gpus, tp_groups = layout_.gpus / layout_.tp;
   running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
   it.t0 = sc_core::sc_time_stamp();
-  it.dp.resize(tp_ * pp_);
-  for (int t = 0; t < tp_ * pp_; ++t) {
-    const int s = t / tp_;
-    it.dp[t].waiting.assign(buckets_[s].size(), 0);
-    // Every replica runs each layer's backward once per micro-batch.
-    for (int k = first_[s]; k < first_[s + 1]; ++k)
-      if (bucket_of_[k] >= 0) it.dp[t].waiting[bucket_of_[k]] += replicas() * micro_;
-  }
-  it.tp.resize(tp_ > 1 ? tp_groups : 0);
-  it.links.resize(collectives_[a].p2p.size());
-  it.cursor.assign(n, 0);
-  it.activations.assign(n, 0);
-  it.gradients.assign(n, 0);
-  it.blocked.assign(n, false);
+  it.dp_comm_us.assign(layout_.tp * layout_.pp, 0);
+  it.tp_comm_us.assign(layout_.tp > 1 ? tp_groups : 0, 0);
   it.busy_us.assign(n, 0);
   it.last_end.assign(n, it.t0);
-  it.waiting_since.resize(n);
   it.ended.assign(n, 0);
-  it.exchanged.assign(exchange_sizes_.size(), false);
-  it.update_left = n;
-  for (int g = 0; g < n; ++g) issue(g);
-  run.run_until([&] { return it.done || !collective_error(a).empty(); },
+  runner_->start(step_.graph);
+  run.run_until([&] { return runner_->done() || !collective_error(a).empty(); },
                 algorithms_[a] + " iteration " + std::to_string(iteration + 1));
   if (const std::string e = collective_error(a); !e.empty()) throw UserError(e + " during " + algorithms_[a] + "'s all-reduces");
   // A GPU's compute: its stage's layers once per micro-batch; the busiest stage's.
   double compute = 0;
-  for (int s = 0; s < pp_; ++s) {
+  for (int s = 0; s < layout_.pp; ++s) {
     double mine = 0;
     for (int k = first_[s]; k < first_[s + 1]; ++k)
       mine += times_[k].forward_s + times_[k].backward_s + times_[k].input_grad_after_s;
@@ -732,7 +537,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
     compute = std::max(compute, mine * micro_);
   }
   compute = compute * 1e6 + us(update_);
-  const double time = us(it.t_end - it.t0);
+  const double time = us(runner_->ended_at() - it.t0);
   // The bubble: each GPU's idle time until the pipeline's last kernel (or
   // all-reduce of activations) before the optimizer steps (the flush) ended,
   // on average, less its waits for those all-reduces.
@@ -741,9 +546,8 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   for (int g = 0; g < n; ++g) bubble += us(flushed - it.t0) - it.busy_us[g];
   bubble /= n;
   double dp_comm = 0, tp_comm = 0;
-  uint64_t tp_done = 0;
-  for (const auto& dp : it.dp) dp_comm += dp.comm_us;
-  for (const auto& tp : it.tp) tp_comm += tp.comm_us, tp_done += tp.done;
+  for (const double c : it.dp_comm_us) dp_comm += c;
+  for (const double c : it.tp_comm_us) tp_comm += c;
   // Every GPU waits for its group's all-reduces of activations: exposed, all
   // of it; the gradients' exposed time is what remains.
   const double tp_exposed = it.tp_wait_us / n;
@@ -754,25 +558,25 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
-      .set("comm_us", dp_comm / (tp_ * pp_))
-      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (pp_ > 1 ? bubble : 0.0)))
+      .set("comm_us", dp_comm / (layout_.tp * layout_.pp))
+      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (layout_.pp > 1 ? bubble : 0.0)))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", it.wrong);
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
   // all-reduces of activations, and its transfers and their time; per group,
   // the all-reduces' time.
-  if (tp_ > 1)
-    r.set("tp_allreduces", tp_done / static_cast<uint64_t>(replicas()))
+  if (layout_.tp > 1)
+    r.set("tp_allreduces", it.tp_done / static_cast<uint64_t>(layout_.replicas()))
         .set("tp_comm_us", tp_comm / tp_groups)
         .set("tp_exposed_us", tp_exposed);
   if (!exchange_sizes_.empty())
-    r.set("alltoalls", static_cast<uint64_t>(std::count(it.exchanged.begin(), it.exchanged.end(), true)))
+    r.set("alltoalls", it.exchanged)
         .set("a2a_comm_us", it.exchange_us)
         .set("a2a_exposed_us", a2a_exposed);
-  if (pp_ > 1)
+  if (layout_.pp > 1)
     r.set("microbatches", static_cast<uint64_t>(micro_))
-        .set("p2p", it.p2p / static_cast<uint64_t>(replicas()))
-        .set("p2p_us", it.p2p_us / replicas())
+        .set("p2p", it.p2p / static_cast<uint64_t>(layout_.replicas()))
+        .set("p2p_us", it.p2p_us / layout_.replicas())
         .set("bubble_us", bubble);
   running_.reset();
   return r;
@@ -782,16 +586,16 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
 // one for each tensor-parallel group's, and one per direction of each pair
 // of pipeline neighbours.
 std::vector<std::string> TrainWorkload::timeline_tracks() const {
-  const int n = gpus_, tp_groups = gpus_ / tp_;
+  const int n = layout_.gpus, tp_groups = layout_.gpus / layout_.tp;
   std::vector<std::string> tracks;
   for (int g = 0; g < n; ++g)
-    tracks.push_back((pp_ > 1 ? "stage " + std::to_string(stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
+    tracks.push_back((layout_.pp > 1 ? "stage " + std::to_string(layout_.stage_of(g)) + ", " : "") + "gpu" + std::to_string(g) +
                      ".compute");
-  for (int t = 0; t < tp_ * pp_; ++t)
-    tracks.push_back(tp_ * pp_ == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(dp_gpus(t)));
-  for (int g = 0; tp_ > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(tp_gpus(g)));
+  for (int t = 0; t < layout_.tp * layout_.pp; ++t)
+    tracks.push_back(layout_.tp * layout_.pp == 1 ? "all-reduces" : "gradients, GPUs " + gpu_list(layout_.dp_gpus(t)));
+  for (int g = 0; layout_.tp > 1 && g < tp_groups; ++g) tracks.push_back("activations, GPUs " + gpu_list(layout_.tp_gpus(g)));
   for (size_t l = 0; l < collectives_[0].p2p.size(); ++l) {
-    const int from = static_cast<int>(l) / 2, to = from + n / pp_;
+    const int from = static_cast<int>(l) / 2, to = from + n / layout_.pp;
     tracks.push_back(l % 2 ? "gradients, GPU " + std::to_string(to) + " to " + std::to_string(from)
                            : "activations, GPU " + std::to_string(from) + " to " + std::to_string(to));
   }
@@ -801,44 +605,44 @@ std::vector<std::string> TrainWorkload::timeline_tracks() const {
 
 void TrainWorkload::print_header(std::ostream& os) const {
   const auto& t = platform_->topology();
-  const int tp_groups = gpus_ / tp_;
+  const int tp_groups = layout_.gpus / layout_.tp;
   double forward = 0, backward = 0, recompute = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s + x.input_grad_after_s;
   for (const double r : recompute_s_) recompute += r;
-  const std::string layout = strided_ ? "GPUs strided by " + std::to_string(replicas()) + " (" + gpu_list(tp_gpus(0)) +
+  const std::string layout = layout_.strided ? "GPUs strided by " + std::to_string(layout_.replicas()) + " (" + gpu_list(layout_.tp_gpus(0)) +
                                             " the first, as ASTRA-sim's HYBRID_MODEL_DATA lays them out)"
                                       : "consecutive GPUs";
   os << std::fixed << std::setprecision(1) << "# incsim: training " << model_.name << " ("
      << static_cast<double>(model_.parameters()) / 1e6 << "M parameters, "
      << mib(model_.gradient_bytes(precision_)) << " of " << training::to_string(precision_) << " gradients), ";
-  if (pp_ > 1)
-    os << "pipeline parallel in " << pp_ << " stages of " << count_of(gpus_ / pp_, "consecutive GPU", "consecutive GPUs")
-       << ", " << (tp_ > 1 ? "each tensor parallel in groups of " + std::to_string(tp_) + " " + layout + ", " : "")
-       << "data parallel over " << count_of(replicas(), "pipeline", "pipelines") << ",";
-  else if (tp_ > 1)
-    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << tp_ << " " << layout
+  if (layout_.pp > 1)
+    os << "pipeline parallel in " << layout_.pp << " stages of " << count_of(layout_.gpus / layout_.pp, "consecutive GPU", "consecutive GPUs")
+       << ", " << (layout_.tp > 1 ? "each tensor parallel in groups of " + std::to_string(layout_.tp) + " " + layout + ", " : "")
+       << "data parallel over " << count_of(layout_.replicas(), "pipeline", "pipelines") << ",";
+  else if (layout_.tp > 1)
+    os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << layout_.tp << " " << layout
        << ", data parallel over "
        << count_of(tp_groups, "replica", "replicas") << ",";
   else
     os << "data parallel";
-  os << " on " << gpus_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
+  os << " on " << layout_.gpus << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
      << "\n"
      << "# compute: " << compute_->describe() << "; batch " << opt_.batch
-     << (pp_ > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
+     << (layout_.pp > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
      << ": forward " << forward * 1e3
      << " ms, backward " << backward * 1e3 << " ms";
   if (recompute > 0) os << ", recomputed forward " << recompute * 1e3 << " ms";
   os << ", optimizer " << update_.to_seconds() * 1e3 << " ms"
-     << (tp_ > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(tp_) +
+     << (layout_.tp > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(layout_.tp) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
      << contention_note() << "\n";
-  if (tp_ > 1) {
+  if (layout_.tp > 1) {
     const bool alltoall = tp_alltoalls() || tp_gathers();
     os << "# activations: " << tp_per_iteration_[0]
        << (tp_gathers() ? " collectives" : alltoall ? " all-reduces and all-to-alls" : " all-reduces")
-       << " per iteration in each group of " << tp_ << " GPUs";
-    for (int s = 0; pp_ > 1 && s < pp_; ++s)
+       << " per iteration in each group of " << layout_.tp << " GPUs";
+    for (int s = 0; layout_.pp > 1 && s < layout_.pp; ++s)
       os << (s ? ", " + std::to_string(tp_per_iteration_[s]) + " in stage " : " in stage ") << s;
     os << " ("
        << (astra_groups_ ? std::string("the workload file's forward and input-gradient ") +
@@ -854,7 +658,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
   if (dlrm_ && !exchange_sizes_.empty()) {
     const int top = dlrm_->last_bottom + 1;
     os << "# embedding: " << count_of(exchange_sizes_.size(), "all-to-all", "all-to-alls") << " per iteration among the "
-       << gpus_ << " GPUs, of";
+       << layout_.gpus << " GPUs, of";
     for (uint64_t b : exchange_sizes_) os << " " << size_label(b);
     os << " (the workload file's layer 0";
     if (dlrm_->forward_bytes > 0)
@@ -864,28 +668,28 @@ void TrainWorkload::print_header(std::ostream& os) const {
          << (dlrm_->embedding_waits ? "layer 0 waiting for it" : "layer 0 not waiting for it (HYBRID_DLRM_ENHANCED)");
     os << ")\n";
   }
-  if (pp_ > 1) {
+  if (layout_.pp > 1) {
     os << "# pipeline: 1F1B (PipeDream-Flush), stage s the layers";
-    for (int s = 0; s < pp_; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
+    for (int s = 0; s < layout_.pp; ++s) os << (s ? ", " : " ") << first_[s] << "-" << first_[s + 1] - 1;
     os << "; each micro-batch's activations to the next stage and their gradients back, of";
     for (uint64_t b : p2p_bytes_) os << " " << size_label(b);
     os << ", a 2-rank broadcast on the GPUs' cores"
-       << (tp_ > 1 ? ", from each GPU to the one in its place in the next stage, the whole activations once its group "
+       << (layout_.tp > 1 ? ", from each GPU to the one in its place in the next stage, the whole activations once its group "
                      "has all-reduced them (no scatter/gather)"
                    : "")
        << "\n";
   }
-  const std::string per_group = tp_ > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
+  const std::string per_group = layout_.tp > 1 ? " of " + mib(gpu_params_ * training::bytes_per_element(precision_)) +
                                               " per GPU in each group of the GPUs with the same place in theirs"
                                         : "";
   if (bucket_count() == 0)
     os << "# gradients: none to all-reduce, "
-       << (replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
+       << (layout_.replicas() == 1 ? "the model has one replica" : "the workload file all-reduces no weight gradient") << "\n";
   else
     os << "# gradients: " << count_of(bucket_count(), "all-reduce", "all-reduces") << " per iteration"
-       << (pp_ == 1   ? per_group
-           : tp_ == 1 ? " over the stages, each stage's among its " + std::to_string(replicas()) + " GPUs"
-                      : " over the stages, each stage's among the " + std::to_string(replicas()) +
+       << (layout_.pp == 1   ? per_group
+           : layout_.tp == 1 ? " over the stages, each stage's among its " + std::to_string(layout_.replicas()) + " GPUs"
+                      : " over the stages, each stage's among the " + std::to_string(layout_.replicas()) +
                             " GPUs in each place of its tensor-parallel groups")
        << " (" << (overlap_ ? "buckets of train.bucket_bytes, each as soon as the backward pass fills it" : "one, after the backward pass")
        << "), by "
@@ -901,7 +705,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
                              groups == &collectives_[a].tp_alltoall        ? "p2p (tp all-to-all)"
                              : groups == &collectives_[a].tp_allgather     ? "ring (tp all-gather)"
                              : groups == &collectives_[a].tp_reducescatter ? "ring (tp reduce-scatter)"
-                                                                    : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (tp_ == 1                        ? ""
+                                                                    : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (layout_.tp == 1                        ? ""
                                                                                         : groups == &collectives_[a].dp ? " (dp)"
                                                                                                                         : " (tp)"),
                              *groups->front());
@@ -909,14 +713,14 @@ void TrainWorkload::print_header(std::ostream& os) const {
   for (const auto& c : collectives_)
     if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding);
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
-     << (tp_ > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
+     << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
      << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls, dp: what remains")
-     << (pp_ > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
+     << (layout_.pp > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
                                "transfers included") +
-                       (tp_ > 1 ? ", for the activations not" : "") +
+                       (layout_.tp > 1 ? ", for the activations not" : "") +
                        "), not counted as exposed; p2p: a pipeline's transfers and their summed time"
                  : "")
-     << (pp_ > 1 && tp_ > 1 ? "; tp ars: a pipeline's, over its stages' groups; tp comm: a group's" : "")
+     << (layout_.pp > 1 && layout_.tp > 1 ? "; tp ars: a pipeline's, over its stages' groups; tp comm: a group's" : "")
      << "\n";
 }
 
@@ -929,15 +733,15 @@ void TrainWorkload::config_json(nlohmann::ordered_json& config) const {
   config["compute"] = compute_model();
   config["algorithm"] = algorithms_[0];
   if (algorithms_.size() > 1) config["baseline"] = algorithms_[1];
-  config["gpus"] = gpus_;
-  config["tp"] = tp_;
-  config["buckets_bytes"] = pp_ > 1 ? nlohmann::ordered_json(buckets_) : nlohmann::ordered_json(buckets_[0]);
-  if (pp_ > 1) {
-    config["pp"] = pp_;
+  config["gpus"] = layout_.gpus;
+  config["tp"] = layout_.tp;
+  config["buckets_bytes"] = layout_.pp > 1 ? nlohmann::ordered_json(buckets_) : nlohmann::ordered_json(buckets_[0]);
+  if (layout_.pp > 1) {
+    config["pp"] = layout_.pp;
     config["microbatches"] = micro_;
     config["p2p_bytes"] = p2p_bytes_;
   }
-  if (tp_ > 1) config["tp_allreduce_bytes"] = tp_sizes_;
+  if (layout_.tp > 1) config["tp_allreduce_bytes"] = tp_sizes_;
   if (tp_alltoalls()) config["tp_alltoall"] = tp_alltoall_;
   if (tp_gathers()) {
     nlohmann::ordered_json kinds = nlohmann::ordered_json::array();
@@ -969,24 +773,26 @@ std::vector<uint64_t> TrainWorkload::tp_sizes_of(training::TpCollective kind) co
   return sizes;
 }
 
-CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, int size) {
+CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, size_t& size) {
   Groups& c = collectives_[algorithm];
-  switch (tp_kind_[static_cast<size_t>(size)]) {
+  // An all-gather or reduce-scatter is its index among its kind's sizes.
+  switch (tp_kind_[size]) {
     case training::TpCollective::alltoall: return *c.tp_alltoall[group];
-    case training::TpCollective::allgather: return *c.tp_allgather[group];
-    case training::TpCollective::reducescatter: return *c.tp_reducescatter[group];
+    case training::TpCollective::allgather: size = static_cast<size_t>(tp_local_[size]); return *c.tp_allgather[group];
+    case training::TpCollective::reducescatter:
+      size = static_cast<size_t>(tp_local_[size]);
+      return *c.tp_reducescatter[group];
     default: return *c.tp[group];
   }
 }
 
 double TrainWorkload::done_fraction() const {
   if (!running_) return -1;
-  double buckets = 0;
-  for (const auto& dp : running_->dp) buckets += static_cast<double>(dp.next);
+  const double buckets = static_cast<double>(running_->buckets_done);
   double kernels = 0;
-  for (int g = 0; g < gpus_; ++g) kernels += static_cast<double>(kernels_[stage_of(g)].size());
+  for (int g = 0; g < layout_.gpus; ++g) kernels += static_cast<double>(kernels_[layout_.stage_of(g)].size());
   return (static_cast<double>(running_->kernels_done) + buckets) /
-         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(tp_)));
+         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(layout_.tp)));
 }
 
 }  // namespace incsim::tb

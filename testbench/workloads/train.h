@@ -63,12 +63,14 @@
 #include "gpu/compute_engine.h"
 #include "training/astra_workload.h"
 #include "training/compute.h"
+#include "training/graph_runner.h"
+#include "training/step_graph.h"
 #include "training/model.h"
 #include "training_workload.h"
 
 namespace incsim::tb {
 
-class TrainWorkload : public TrainingWorkload {
+class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Owner {
  public:
   TrainWorkload(const Options& o, Config& cfg);
   ~TrainWorkload() override;
@@ -84,56 +86,12 @@ class TrainWorkload : public TrainingWorkload {
   // A track per GPU's compute, then each data-parallel group's gradient
   // all-reduces, each tensor-parallel group's, each pipeline link's.
   std::vector<std::string> timeline_tracks() const override;
-  // The steps of the running iteration: GPU g queues its kernels up to the
-  // next tensor-parallel all-reduce; g reached that all-reduce; g ran its
-  // last kernel; data-parallel group t reduces its next bucket if it is
-  // ready, and runs the optimizer step once it has reduced them all.
-  void issue(int g);
-  void pump(int link);
-  int stage_of(int g) const { return g / (gpus_ / pp_); }
-  int replicas() const { return gpus_ / pp_ / tp_; }
-  // The GPU of stage s, replica r and place p in its tensor-parallel group:
-  // Megatron's numbering, a tensor-parallel group consecutive GPUs; strided_
-  // swaps replica and place, so a place's replicas are consecutive.
-  int gpu_at(int s, int r, int p) const {
-    return s * (gpus_ / pp_) + (strided_ ? p * replicas() + r : r * tp_ + p);
-  }
-  // gpu_at's inverse: GPU g's replica and place.
-  int replica_of(int g) const { return strided_ ? g % (gpus_ / pp_) % replicas() : g % (gpus_ / pp_) / tp_; }
-  int place_of(int g) const { return strided_ ? g % (gpus_ / pp_) / replicas() : g % (gpus_ / pp_) % tp_; }
-  // Data-parallel group t: stage t / tp, place t % tp; its GPUs by replica.
-  int group_of(int g) const { return stage_of(g) * tp_ + place_of(g); }
-  std::vector<int> dp_gpus(int t) const;
-  // Tensor-parallel group k: stage k / replicas, replica k % replicas; its GPUs by place.
-  int tp_group_of(int g) const { return stage_of(g) * replicas() + replica_of(g); }
-  std::vector<int> tp_gpus(int k) const;
   size_t bucket_count() const;  // all stages'
-  void arrive(int g, int size);
-  void exchange(int e);  // GPU reached the start of the embedding's all-to-all e (an index into exchange_sizes_)
-  void through(int g);
-  void reduce(int t);
-  void finish(int t);
 
-  // A stage's kernels in order (without --pp, forward then backward);
-  // `tp_size` (an index into tp_sizes_, -1: none) is the all-reduce its
-  // group runs after it; a pipeline stage's first kernel of a micro-batch
-  // waits for what the neighbour sends, its last sends on (once its group's
-  // all-reduce, if it has one, has ended).
-  enum class Edge : uint8_t { none, activation, gradient };
-  struct Kernel {
-    gpu::ComputeEngine::Phase phase;
-    int layer;
-    sc_core::sc_time duration;
-    int tp_size;
-    int micro = 0;
-    Edge wait = Edge::none, send = Edge::none;
-    bool recompute = false;  // a forward kernel run again in the backward pass
-    bool input_grad = false;  // a backward kernel of the input gradient alone, after the weight gradient's
-    int exchange = -1;       // once it ends, the embedding's all-to-all with this index starts (the GPU goes on)
-    int exchange_wait = -1;  // it starts once the embedding's all-to-all with this index has ended
-  };
-  bool ready(int g, const Kernel& k) const;  // has what the kernel waits for arrived?
-  void send(int g, const Kernel& k);         // what the kernel sends on, if anything
+  // The graph runner's owner: starts a stream's collective, measures what ended.
+  void launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) override;
+  void computed(uint32_t node, const sc_core::sc_time& took) override;
+  void ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) override;
   // An algorithm's collectives: one per data-parallel group (none with a
   // single replica), one per tensor-parallel group (none without --tp), and
   // under --pp two per pair of neighbouring GPUs of a pipeline: link 2g
@@ -149,17 +107,16 @@ class TrainWorkload : public TrainingWorkload {
   training::Model model_;
   training::Precision precision_;
   std::unique_ptr<training::ComputeModel> compute_;
-  int gpus_ = 0;                             // taking part: the platform's first
-  int tp_ = 1;                               // GPUs per tensor-parallel group
+  // The GPUs taking part (the platform's first), per tensor-parallel group
+  // (strided: ASTRA-sim's HYBRID_MODEL_DATA), and the pipeline stages.
+  training::Layout layout_;
   bool astra_groups_ = false;                // the groups are an ASTRA-sim file's model-parallel ones
-  bool strided_ = false;                     // tensor-parallel groups strided (ASTRA-sim's HYBRID_MODEL_DATA)
-  int pp_ = 1;                               // pipeline stages
   int micro_ = 1;                            // micro-batches per iteration
   std::vector<int> first_;                   // [stage]: its first layer; [pp]: the layer count
   std::vector<uint64_t> p2p_bytes_;          // [stage s]: activations from s to s + 1, per micro-batch
   std::vector<training::LayerTimes> times_;  // per layer, on one GPU (its shard under --tp), per micro-batch
   std::vector<double> recompute_s_;          // [stage]: its forward kernels run again, per micro-batch
-  std::vector<std::vector<Kernel>> kernels_;  // [stage]
+  std::vector<std::vector<training::StepKernel>> kernels_;  // [stage], in order
   std::vector<uint64_t> tp_sizes_;           // bytes of the activation all-reduces
   std::vector<bool> tp_alltoall_;            // [tp size]: an all-to-all of those bytes instead (ASTRA-sim's ALLTOALL)
   bool tp_alltoalls() const { return std::find(tp_alltoall_.begin(), tp_alltoall_.end(), true) != tp_alltoall_.end(); }
@@ -171,17 +128,22 @@ class TrainWorkload : public TrainingWorkload {
   bool tp_gathers() const;  // any all-gather or reduce-scatter
   // The sizes of one kind, in the collectives' order.
   std::vector<uint64_t> tp_sizes_of(training::TpCollective kind) const;
-  CollectiveWorkload& tp_collective(size_t algorithm, int group, int size);
+  // Group `group`'s collective of activation size `size`, which becomes
+  // its index in that collective's sizes.
+  CollectiveWorkload& tp_collective(size_t algorithm, int group, size_t& size);
   std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration
   uint64_t gpu_params_ = 0;                  // the weights one GPU holds
-  sc_core::sc_time update_;                  // the optimizer step
+  double update_s_ = 0;                      // the optimizer step
+  sc_core::sc_time update_;
   std::vector<std::vector<uint64_t>> buckets_;  // [stage]: bytes, in the order they are reduced
   std::vector<int> bucket_of_;               // [layer]: its bucket in its stage, -1 for a layer without weights
   bool overlap_ = true;
   std::string dp_algorithm_;  // train.dp_algorithm; empty: each run's own
   std::vector<Groups> collectives_;          // [algorithm]
+  training::StepGraph step_;  // an iteration as one graph
+  std::unique_ptr<training::GraphRunner> runner_;
   std::unique_ptr<Iteration> running_;
 };
 

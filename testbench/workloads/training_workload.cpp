@@ -1,5 +1,6 @@
 #include "training_workload.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
@@ -90,6 +91,22 @@ void TrainingWorkload::start_collective(CollectiveWorkload& coll, size_t i, std:
     for (gpu::Gpu* g : coll.gpus()) g->compute().share(-blocks);
     on_done();
   });
+}
+
+void TrainingWorkload::count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start) {
+  const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
+  const auto& ends = platform_->link_ends();
+  double sum = 0, most = 0;
+  int used = 0;
+  for (size_t k = 0; k < ends.size(); ++k) {
+    if (row.link_bytes[k] == 0) continue;
+    const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
+    sum += u;
+    most = std::max(most, u);
+    ++used;
+  }
+  counters_.push_back({static_cast<int>(a), us(start), used ? sum / used : 0.0, most});
+  counters_.push_back({static_cast<int>(a), us(sc_core::sc_time_stamp()), 0.0, 0.0});
 }
 
 std::string TrainingWorkload::contention_note() const {

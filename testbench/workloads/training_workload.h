@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "collective.h"
-#include "core/process.h"
 #include "workload.h"
 
 namespace incsim::tb {
@@ -73,6 +72,11 @@ class TrainingWorkload : public Workload {
   // Point i of coll starts now; while it runs its thread blocks hold SMs of
   // its GPUs' compute (train.contention), given back before on_done.
   void start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done);
+  // The links' utilisation while a collective of algorithm a ran, from
+  // `start` until now (its row's link bytes): the mean over the links that
+  // carried any of it and the busiest (other collectives' traffic
+  // meanwhile too), then 0, when the running iteration is recorded.
+  void count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start);
   // "; ..." for the header's compute line when collectives take SMs, else "".
   std::string contention_note() const;
   // A span on `track` that ends now and took `took`, when the running
@@ -84,7 +88,6 @@ class TrainingWorkload : public Workload {
   std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline
   std::vector<Counter> counters_;
-  Wakeup launch_;
 
  private:
   void write_timeline() const;
