@@ -33,6 +33,33 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
     : p_(std::move(p)), m_(m), endpoints_(std::move(endpoints)), costs_(costs), elem_(elem_bytes), seed_(seed) {
   assert(cannot_run(p_).empty());
   parts_ = collectives::channel_parts(p_);
+  const topo::Topology& t = *m.t;
+  std::map<std::pair<int, int>, int> trunks;  // (spreading node, neighbour): its trunk's flow link
+  std::vector<int> parallel(t.links().size(), 0);
+  std::map<std::pair<int, int>, int> count;   // (node, neighbour): links between them
+  for (const topo::Link& l : t.links()) ++count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}];
+  for (size_t k = 0; k < t.links().size(); ++k) {
+    const topo::Link& l = t.links()[k];
+    const bool trunk = count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}] > 1;
+    for (int d = 0; d < 2; ++d) {
+      const int from = d == 0 ? l.a.node : l.b.node, to = d == 0 ? l.b.node : l.a.node;
+      int id;
+      if (trunk && m.spreads[static_cast<size_t>(from)]) {
+        const auto [it, fresh] = trunks.try_emplace({from, to}, static_cast<int>(capacity_.size()));
+        id = it->second;
+        if (fresh) {
+          capacity_.push_back(0);
+          format_.push_back(m.link_format[k]);
+        }
+        capacity_[static_cast<size_t>(id)] += l.bw_GBps;
+      } else {
+        id = static_cast<int>(capacity_.size());
+        capacity_.push_back(l.bw_GBps);
+        format_.push_back(m.link_format[k]);
+      }
+      flow_link_.push_back(id);
+    }
+  }
 }
 
 CoresFlows::~CoresFlows() = default;
@@ -47,9 +74,8 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   const int dst = endpoints_[static_cast<size_t>(peer)];
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
-  auto dir = [&t](int link, int from) {
-    return 2 * link + (t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1);
-  };
+  auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
+  std::map<int, double> fwd, back;  // flow link: share
   std::vector<std::pair<int, double>> at{{t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], 1.0}};
   bool first = true;
   while (!at.empty()) {
@@ -64,7 +90,8 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
       for (int q : ports) {
         const int link = t.link_at({node, q});
         const double s = share / static_cast<double>(ports.size());
-        r.hops.emplace_back(dir(link, node), s);
+        fwd[flow_link(link, dir(link, node))] += s;
+        back[flow_link(link, 1 - dir(link, node))] += s;
         next.emplace_back(t.peer({node, q}).node, s);
       }
     }
@@ -75,6 +102,8 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
       if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
       else at.push_back(x);
   }
+  for (const auto& [link, share] : fwd) r.hops.emplace_back(link, share);
+  for (const auto& [link, share] : back) r.hops.emplace_back(link, -share);
   // Latency along the tables' route; the acknowledgement comes from the
   // first adapter on it, or from the peer's memory.
   int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], q = port;
@@ -217,10 +246,7 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
       ack_[k] = x.header / data;
     }
   }
-  for (const auto& l : f.m_.t->links()) {
-    net_.add_link(l.bw_GBps);
-    net_.add_link(l.bw_GBps);
-  }
+  for (double c : f.capacity_) net_.add_link(c);
   for (int r = 0; r < p.ranks; ++r) {
     auto k = std::make_unique<Rank>();
     k->r = r;
@@ -309,9 +335,8 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
 std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
   for (const auto& [link, share] : r.hops) {
-    const size_t format = f_.m_.link_format[static_cast<size_t>(link / 2)];
-    u.push_back({link, share * fwd_[format]});
-    if (ack_[format] > 0) u.push_back({link ^ 1, share * ack_[format]});
+    const size_t format = f_.format_[static_cast<size_t>(link)];
+    u.push_back({link, share > 0 ? share * fwd_[format] : -share * ack_[format]});
   }
   return u;
 }

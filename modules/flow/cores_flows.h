@@ -65,7 +65,7 @@ class CoresFlows {
   ~CoresFlows();
   struct Result {
     double time_ns = 0;
-    std::vector<double> link_bytes;  // [2 x graph link + direction]: bytes on the wire, a to b then b to a
+    std::vector<double> link_bytes;  // [flow link]: bytes on the wire (flow_link names them)
     uint64_t flows = 0;
     size_t most_active = 0;
     collectives::Protocol proto = collectives::Protocol::Simple;
@@ -77,12 +77,18 @@ class CoresFlows {
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
 
-  // A route from a GPU port to a peer: its links with the share of the
+  // The flow network's link of graph link k's direction d (0: a to b): its
+  // own, or where the sending node spreads packets over a trunk of links
+  // to one neighbour, the trunk's, one link of their summed bandwidth (per
+  // packet, adaptive spreading pools them).
+  int flow_link(int k, int d) const { return flow_link_[static_cast<size_t>(2 * k + d)]; }
+
+  // A route from a GPU port to a peer: its flow links with the share of the
   // flow each carries, its one-way latency, and the write acknowledgement's
   // round trip after the last byte lands (at the peer, whose memory adds
   // its latency, or at an adapter on the way).
   struct Route {
-    std::vector<std::pair<int, double>> hops;  // (graph link x 2 + direction, share)
+    std::vector<std::pair<int, double>> hops;  // (flow link, share), the acks' way back beside each: (link, -share)
     double latency_ns = 0, ack_ns = 0;
     bool acked_by_memory = true;
   };
@@ -99,6 +105,9 @@ class CoresFlows {
   uint64_t seed_;
   collectives::ChannelParts parts_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
+  std::vector<int> flow_link_;                         // [2 x graph link + direction]
+  std::vector<double> capacity_;                       // [flow link]: GB/s
+  std::vector<uint8_t> format_;                        // [flow link]: index into FlowMachine::formats
 };
 
 }  // namespace incsim::flow
