@@ -7,7 +7,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(INCSIM_LIBRARIES incsim_util incsim_core incsim_topology incsim_net incsim_elements incsim_collectives incsim_training incsim_credit_switch incsim_nvswitch incsim_adapter
+set(INCSIM_LIBRARIES incsim_util incsim_core incsim_topology incsim_net incsim_elements incsim_collectives incsim_training incsim_flow incsim_credit_switch incsim_nvswitch incsim_adapter
     incsim_gpu incsim_graph_runner incsim_nic incsim_traffic_patterns incsim_traffic incsim_ethernet incsim_roce incsim_netreduce incsim_platforms
     incsim_testbench)
 # The one target an outside project links: the driver and every block.

@@ -23,17 +23,6 @@
 
 namespace incsim::platforms {
 
-namespace {
-// NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
-// variables documentation, and NVIDIA's blog "Doubling all2all Performance
-// with NVIDIA Collective Communication Library 2.12", 2022).
-const Param<bool> kClusterPxn{
-    "cluster.pxn", true, Range::none(),
-    "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
-    "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
-    "its own adapter and the spines"};
-}  // namespace
-
 Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed)
     : machine_(machine), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(machine.topology())) {
   for (int g : gpus) gpus_.push_back(machine.gpus()[static_cast<size_t>(g)]);
@@ -121,7 +110,7 @@ struct NetPacket {
 NetPacket scale_out_packet(const GpuMachine& m, bool pushes) {
   if (topo::is_roce_cluster(m.topology())) {
     // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
-    // by an ACK frame (hca/roce_bridge.h).
+    // by an ACK frame (adapter/roce_bridge.h).
     return {pushes ? topo::MulticastFabric::kBlockBytes : m.fabric_as<EthernetFabric>().mtu_payload(),
             eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes + (pushes ? eth::kInaBytes : 0),
             eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes};

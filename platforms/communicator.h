@@ -26,6 +26,15 @@
 
 namespace incsim::platforms {
 
+// NCCL 2.12 turned PXN on by default (NCCL_PXN_DISABLE=0; NCCL's environment
+// variables documentation, and NVIDIA's blog "Doubling all2all Performance
+// with NVIDIA Collective Communication Library 2.12", 2022).
+inline const Param<bool> kClusterPxn{
+    "cluster.pxn", true, Range::none(),
+    "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
+    "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
+    "its own adapter and the spines"};
+
 // What one run of a collective measured: nccl-tests' row (time, #wrong,
 // the bound and the busbw factor) and what a bus bandwidth hides for
 // in-network designs (bytes per link end, the reduction tables' events,

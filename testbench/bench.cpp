@@ -70,8 +70,10 @@ void usage(std::ostream& os) {
 
 double seconds(const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; }
 
+// Packet-hops over every link; none at --fidelity flow, which builds no link.
 uint64_t packet_hops(tb::Experiment& e) {
   uint64_t hops = 0;
+  if (!e.workload().machine()) return 0;
   for (const auto& l : e.machine().link_ends()) hops += l.port->packets_sent();
   return hops;
 }
@@ -94,7 +96,8 @@ int run_detailed(const std::vector<const char*>& args) {
   getrusage(RUSAGE_SELF, &ru);
   const double user = seconds(ru.ru_utime) - seconds(r0.ru_utime);
   const uint64_t hops = packet_hops(e), wrong = wrong_elements(rows);
-  std::cout << "workload            " << e.machine().link_ends().size() << " link ends, " << rows.size()
+  const platforms::Machine* m = e.workload().machine();
+  std::cout << "workload            " << (m ? m->link_ends().size() : 0) << " link ends, " << rows.size()
             << " point(s), #wrong " << wrong << "\n"
             << "wall time           " << wall << " s\n"
             << "user CPU time       " << user << " s\n"
@@ -104,7 +107,7 @@ int run_detailed(const std::vector<const char*>& args) {
             << "packet-hops/CPU-s   " << hops / user / 1e6 << " M\n"
             << "activations/s       " << activations() / wall / 1e6 << " M (SystemC method runs)\n"
             << "activations/hop     " << static_cast<double>(activations()) / hops << "\n"
-            << "packets pooled      " << e.machine().pool().capacity() << "\n"
+            << "packets pooled      " << (m ? m->pool().capacity() : 0) << "\n"
             << "peak memory         " << ru.ru_maxrss / 1024.0 << " MiB\n";
   return wrong == 0 ? 0 : 1;
 }

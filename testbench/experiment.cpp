@@ -76,6 +76,8 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   cfg_.check_known();
   const std::string fault_block = cfg_.get(kFaultBlock);
   const uint64_t fault_elements = cfg_.get(kFaultElements);
+  if (opt_.fidelity == "flow" && !fault_block.empty())
+    throw UserError("fault.alu.block injects faults into elements, which --fidelity flow does not simulate");
   elements::Alu::inject(fault_block, fault_elements);  // before any block is built
   workload_ = make_workload(opt_, cfg_);
 
@@ -83,7 +85,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
   const sc_core::sc_time timeout =
       stall_us == 0 ? workload_->default_stall_timeout() : sc_core::sc_time(stall_us, sc_core::SC_US);
   const double progress_s = cfg_.get(kProgress);
-  platforms::Machine& m = workload_->machine();
+  platforms::Machine* m = workload_->machine();
   // A VCD's size so far, on each progress line: it grows with the run.
   std::function<std::string()> note;
   if (!opt_.vcd.empty())
@@ -93,7 +95,7 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       return ec ? std::string() : fmt::format("VCD {:.1f} MB so far", static_cast<double>(bytes) / 1e6);
     };
   watchdog_ = std::make_unique<Watchdog>(
-      timeout, [&m] { return m.progress(); },
+      timeout, [m] { return m ? m->progress() : 0; },
       [this] {
         RunShare s = share_;
         s.fraction = workload_->done_fraction();
@@ -106,19 +108,19 @@ Experiment::Experiment(const Options& o) : opt_(o) {
 
   if (!opt_.dump_platform.empty()) {
     std::ostringstream f;
-    topo::save_yaml(m.topology(), f);
+    topo::save_yaml(m->topology(), f);
     write_user_file(opt_.dump_platform, f.str(), "platform file");
   }
   if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
     vcd_ = open_vcd(opt_.vcd);
-    m.trace(vcd_);
+    m->trace(vcd_);
     workload_->trace(vcd_);
   }
   if (!opt_.timeline.empty() && !opt_.list_params && opt_.dump_platform.empty() && !workload_->writes_timeline()) {
     timeline_ = std::make_unique<Timeline>();
-    m.trace(timeline_.get());
+    m->trace(timeline_.get());
     workload_->trace(timeline_.get());
-    for (const platforms::LinkEnd& e : m.link_ends())
+    for (const platforms::LinkEnd& e : m->link_ends())
       timeline_->add_link(e.from, e.to, [port = e.port] { return port->bytes_sent(); });
   }
 }
@@ -161,7 +163,7 @@ void Experiment::run_until(const std::function<bool()>& done, const std::string&
   if (const std::string cause = workload_->stall_cause(); !cause.empty())
     throw UserError(stalled + ": " + cause);
   std::ostringstream os;
-  const uint64_t held = workload_->machine().report_held(os);
+  const uint64_t held = workload_->machine() ? workload_->machine()->report_held(os) : 0;
   workload_->report_stall(os);
   std::string where = os.str();
   if (!where.empty() && where.back() == '\n') where.pop_back();
@@ -171,7 +173,8 @@ void Experiment::run_until(const std::function<bool()>& done, const std::string&
 
 std::vector<Row> Experiment::run(std::ostream* table) {
   std::vector<Row> rows;
-  const auto& ends = machine().link_ends();
+  static const std::vector<platforms::LinkEnd> none;
+  const auto& ends = workload_->machine() ? workload_->machine()->link_ends() : none;
   std::vector<uint64_t> before(ends.size());
   const size_t n = workload_->points();
   std::vector<double> weight(n);
@@ -223,7 +226,8 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   config["params"] = params;
   workload_->summary_json(j);
   j["columns"] = columns_json(workload_->schema());
-  const auto& ends = workload_->machine().link_ends();
+  static const std::vector<platforms::LinkEnd> none;
+  const auto& ends = workload_->machine() ? workload_->machine()->link_ends() : none;
   json rs = json::array();
   for (const auto& r : rows) {
     json row = row_json(r);

@@ -50,7 +50,8 @@ class Experiment : private Runner {
   W& workload_as() {
     return dynamic_cast<W&>(*workload_);
   }
-  platforms::Machine& machine() { return workload_->machine(); }
+  // The packet-level machine (not at --fidelity flow).
+  platforms::Machine& machine() { return *workload_->machine(); }
 
  private:
   void run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) override;

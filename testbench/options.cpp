@@ -87,6 +87,10 @@ const po::options_description& declaration() {
         ("timeline", text("FILE.json"), "write a Chrome trace-event timeline (Perfetto, chrome://tracing): train's operations per stream; any other run's GPU steps, link GB/s and table occupancy")
         ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")
         (",c", po::value<std::string>()->value_name("key=value"), "set a parameter (incsim --list-params shows them)")
+        ("fidelity", text("packet|flow"), "packet: every packet through every block (the default and the "
+                                          "reference); flow: each transfer a flow sharing links max-min fairly, "
+                                          "no element values, for large clusters (the collective workload on the "
+                                          "GPUs' cores; docs/flow.md)")
         ("vcd", text("FILE"), "write a VCD waveform")
         ("json", text("FILE|-"), "write results, configuration and per-link statistics as JSON")
         ("csv", text("FILE|-"), "write the results table as CSV")
@@ -188,6 +192,11 @@ class Parser {
     else if (name == "traffic") o_.traffic = value;
     else if (name == "load") o_.load = value;
     else if (name == "vcd") o_.vcd = value;
+    else if (name == "fidelity") {
+      if (value != "packet" && value != "flow")
+        throw UserError("--fidelity must be packet or flow, not '" + value + "'");
+      o_.fidelity = value;
+    }
     else if (name == "json") o_.json = value;
     else if (name == "csv") o_.csv = value;
     else if (name == "dump-platform") o_.dump_platform = value;

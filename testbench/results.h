@@ -58,7 +58,10 @@ struct Row {
   double operator[](const std::string& name) const;
   const Value& at(const std::string& name) const { return values[schema->index(name)]; }
   bool flag(const std::string& name) const { return std::get<bool>(at(name)); }
-  uint64_t wrong() const { return static_cast<uint64_t>((*this)["wrong"]); }
+  // Wrong elements; 0 where none were simulated ("-", --fidelity flow).
+  uint64_t wrong() const {
+    return std::holds_alternative<std::string>(at("wrong")) ? 0 : static_cast<uint64_t>((*this)["wrong"]);
+  }
 };
 
 // The table's two heading lines, preceded by "#\n".

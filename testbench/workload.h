@@ -43,8 +43,8 @@ class Workload {
  public:
   virtual ~Workload() = default;
 
-  virtual platforms::Machine& machine() = 0;
-  const platforms::Machine& machine() const { return const_cast<Workload*>(this)->machine(); }
+  // The packet-level machine it runs on; null at --fidelity flow, where no block is built.
+  virtual platforms::Machine* machine() = 0;
 
   // Header lines before the table's column headings, each starting with "# ".
   virtual void print_header(std::ostream& os) const = 0;

@@ -1,6 +1,9 @@
 #include "collectives/layout.h"
 
 #include <algorithm>
+#include <map>
+
+#include "collectives/program_synthesis.h"
 
 namespace incsim::collectives {
 
@@ -99,6 +102,43 @@ void PassLayout::range(uint64_t pass, uint32_t m, uint64_t& first, uint64_t& len
   const uint64_t base = pass_len / blocks, rem = pass_len % blocks;
   len = base + (b < rem ? 1 : 0);
   first = off[g] + pass_off + b * base + std::min(b, rem);
+}
+
+ChannelParts channel_parts(const Program& p) {
+  ChannelParts cp;
+  const uint32_t message = message_chunks(p);
+  // The channels split the message when each touches only its own chunks
+  // (a relay channel, its data channel's).
+  for (const Operation& o : p.ops) cp.channels = std::max(cp.channels, o.channel + 1);
+  if (p.data_channels) cp.channels = p.data_channels;
+  cp.parts = message % static_cast<uint32_t>(cp.channels) == 0 ? cp.channels : 1;
+  for (int r = 0; r < p.ranks; ++r) {
+    std::map<int, int> queue_channel;  // queue: its data channel
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      const int data_channel = o.channel % cp.channels;
+      if (queue_channel.emplace(o.queue, data_channel).first->second != data_channel) cp.parts = 1;
+      for (ChunkRef ref : {o.src, o.dst})
+        for (uint32_t k = 0; k < ref.count; ++k) {
+          Buffer buf = ref.buf;
+          uint32_t index = ref.index + k;
+          const int64_t m = message_chunk(p, r, buf, index);
+          if (m >= 0 && m % cp.parts != o.channel % static_cast<uint32_t>(cp.parts)) cp.parts = 1;
+        }
+    }
+  }
+  return cp;
+}
+
+uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple) {
+  const uint32_t message = message_chunks(p);
+  if (p.tree_nodes)
+    return p.groups.empty() ? tree_chunk_bytes(proto, bytes, static_cast<int>(message), p.ranks, p.tree_nodes, step)
+                            : nvls_tree_chunk_bytes(bytes, message, step);
+  const bool nvls_only = !p.groups.empty() && std::none_of(p.ops.begin(), p.ops.end(), [](const Operation& o) {
+    return sends(o.kind) || receives(o.kind);
+  });
+  return nvls_only ? nvls_chunk_bytes(bytes, message, simple) : step;
 }
 
 }  // namespace incsim::collectives

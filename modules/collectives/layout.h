@@ -41,6 +41,20 @@ bool has_result(const Program& p, int r);
 // channels) gets a part of the message per channel, each cut into its own
 // passes, as NCCL splits a message over channels; any other program one
 // part. A chunk holds chunk_elems elements of a pass at most.
+// How the engines that run a program pass by pass split its message: its
+// channels (the data channels, where PXN's relays add others) and its
+// parts, one per channel where each channel's queues touch only its own
+// message chunks (c mod channels), else one.
+struct ChannelParts {
+  int channels = 1, parts = 1;
+};
+ChannelParts channel_parts(const Program& p);
+// The chunk, in data bytes, the GPUs' cores move a size's message in: a
+// tree's (NCCL's rule for its depth), NVLS's where the program runs
+// in-network operations only, else `step`, the protocol's step; `simple`
+// is the Simple protocol's step (NVLS's rule cuts that).
+uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple);
+
 struct PassLayout {
   int parts = 1;
   uint32_t blocks = 1;

@@ -44,14 +44,11 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     use_protocol(collectives::Protocol::LL128);
   use_protocol(proto_);
   message_chunks_ = collectives::message_chunks(program_);
-  // The channels split the message when each touches only its own chunks
-  // (a relay channel, its data channel's).
-  for (const Operation& o : program_.ops) channels_ = std::max(channels_, o.channel + 1);
-  if (program_.data_channels) channels_ = program_.data_channels;
-  parts_ = message_chunks_ % static_cast<uint32_t>(channels_) == 0 ? channels_ : 1;
+  const collectives::ChannelParts cp = collectives::channel_parts(program_);
+  channels_ = cp.channels;
+  parts_ = cp.parts;
   for (int r = 0; r < program_.ranks; ++r) {
     std::vector<std::pair<int, int>> in, out;
-    std::map<int, int> queue_channel;  // queue: its data channel
     for (int i = 0; i < program_.op_count(r); ++i) {
       const Operation& o = program_.op(r, i);
       const auto add = [](std::vector<std::pair<int, int>>& v, int channel, int peer) {
@@ -59,24 +56,10 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
       };
       if (collectives::sends(o.kind)) add(out, o.channel, o.send_peer);
       if (collectives::receives(o.kind)) add(in, o.channel, o.recv_peer);
-      const int data_channel = o.channel % channels_;
-      if (queue_channel.emplace(o.queue, data_channel).first->second != data_channel) parts_ = 1;
-      for (ChunkRef ref : {o.src, o.dst})
-        for (uint32_t k = 0; k < ref.count; ++k) {
-          Buffer buf = ref.buf;
-          uint32_t index = ref.index + k;
-          int64_t m;
-          m = collectives::message_chunk(program_, r, buf, index);
-          if (m >= 0 && m % parts_ != o.channel % static_cast<uint32_t>(parts_)) parts_ = 1;
-        }
     }
     max_conns_ = std::max(max_conns_, std::max(in.size(), out.size()));
   }
   check_in_network();
-  nvls_only_ = !program_.groups.empty() &&
-               std::none_of(program_.ops.begin(), program_.ops.end(), [](const Operation& o) {
-                 return collectives::sends(o.kind) || collectives::receives(o.kind);
-               });
   for (const std::vector<int>& members : program_.groups) {
     Group g;
     g.window = fabric_->claim_window();
@@ -170,17 +153,11 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   ranks_.clear();
   if (program_.protocol_by_size)
     use_protocol(params_.by_size.for_size(bytes));
-  if (program_.tree_nodes) {
-    const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
-                             : proto_ == collectives::Protocol::LL128 ? params_.ll128
-                                                                      : params_.simple;
-    slot_params_.chunk_bytes =
-        groups_.empty() ? collectives::tree_chunk_bytes(proto_, bytes, static_cast<int>(message_chunks_), program_.ranks,
-                                                        program_.tree_nodes, step.chunk_bytes)
-                        : collectives::nvls_tree_chunk_bytes(bytes, message_chunks_, step.chunk_bytes);
-  } else if (nvls_only_) {
-    slot_params_.chunk_bytes = collectives::nvls_chunk_bytes(bytes, message_chunks_, params_.simple.chunk_bytes);
-  }
+  const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
+                           : proto_ == collectives::Protocol::LL128 ? params_.ll128
+                                                                    : params_.simple;
+  slot_params_.chunk_bytes =
+      collectives::cores_chunk_bytes(program_, proto_, bytes, step.chunk_bytes, params_.simple.chunk_bytes);
   layout_ = std::make_unique<collectives::PassLayout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, collectives::message_elems(program_, bytes / elem_));
   // The fabric manager registers this size's regions (Klenk Fig. 2); under

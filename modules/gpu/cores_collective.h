@@ -103,7 +103,6 @@ class CoresCollective : public Collective {
   uint32_t packet_data_ = 0;     // data bytes per packet
   uint32_t message_chunks_ = 0;  // chunks of the message per pass
   int channels_ = 1;             // the program's channels
-  bool nvls_only_ = false;       // in-network operations only: NCCL's NVLS kernel, its chunk rule
   int parts_ = 1;                // the message's parts, one per channel or one
   size_t max_conns_ = 0;         // connections of one direction on any rank: the flags' records
   std::unique_ptr<collectives::PassLayout> layout_;  // this size's passes

@@ -70,7 +70,7 @@ class CollectiveWorkload : public Workload {
   // Without a share the collective builds its own machine from the options.
   CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
 
-  platforms::Machine& machine() override { return *platform_; }
+  platforms::Machine* machine() override { return &*platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }

@@ -21,7 +21,7 @@ class JobsWorkload : public Workload {
  public:
   JobsWorkload(const Options& o, Config& cfg);
 
-  platforms::Machine& machine() override { return *platform_; }
+  platforms::Machine* machine() override { return &*platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override;
   double point_weight(size_t i) const override;  // the largest job's size

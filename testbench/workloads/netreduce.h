@@ -29,7 +29,7 @@ class NetReduceWorkload : public Workload {
   NetReduceWorkload(const Options& o, Config& cfg);
   ~NetReduceWorkload() override;
 
-  platforms::Machine& machine() override { return *machine_; }
+  platforms::Machine* machine() override { return &*machine_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }

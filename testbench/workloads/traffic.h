@@ -30,7 +30,7 @@ class TrafficWorkload : public Workload {
  public:
   TrafficWorkload(const Options& o, Config& cfg);
 
-  platforms::Machine& machine() override { return *platform_; }
+  platforms::Machine* machine() override { return &*platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return loads_.size(); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;

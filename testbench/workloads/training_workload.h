@@ -17,7 +17,7 @@ namespace incsim::tb {
 
 class TrainingWorkload : public Workload {
  public:
-  platforms::Machine& machine() override { return *platform_; }
+  platforms::Machine* machine() override { return &*platform_; }
   size_t points() const override { return opt_.iterations; }
   // The warm-up iterations (before the first point), then one iteration of
   // each algorithm; #wrong of the warm-up counts in the first row.

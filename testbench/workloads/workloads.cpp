@@ -6,6 +6,7 @@
 #include "collective.h"
 #include "elements/data_pattern.h"
 #include "core/error.h"
+#include "flow_collective.h"
 #include "jobs.h"
 #include "netreduce.h"
 #include "traffic.h"
@@ -38,6 +39,12 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
     throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce, not " + w);
   if (!o.jobs.empty() && w != "collective")
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
+  if (o.fidelity == "flow") {
+    if (w != "collective" || !o.jobs.empty())
+      throw UserError("--fidelity flow runs the collective workload only, not " +
+                      (o.jobs.empty() ? "--workload " + w : std::string("a jobs: list")) + " (yet)");
+    return std::make_unique<FlowCollectiveWorkload>(o, cfg);
+  }
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
   if (w == "train" && o.model.size() > 3 && o.model.compare(o.model.size() - 3, 3, ".et") == 0)

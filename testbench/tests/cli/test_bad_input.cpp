@@ -305,6 +305,7 @@ TEST_CASE("bad input corpus: work too large for this machine's memory says what 
 TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--workload nope", "unknown workload 'nope'"},
+      {"--fidelity fluid", "--fidelity must be packet or flow, not 'fluid'"},
       {"--workload netreduce", "--workload netreduce runs on NetReduce's Ethernet platforms"},
       {"--workload netreduce --platform dgx2", "not on dgx2"},
       {"--workload traffic", "--workload traffic needs --traffic PATTERN, one of uniform"},

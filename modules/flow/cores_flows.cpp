@@ -1,0 +1,574 @@
+#include "flow/cores_flows.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <functional>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "core/hash.h"
+
+namespace incsim::flow {
+
+using collectives::Buffer;
+using collectives::ChunkRef;
+using collectives::OpKind;
+using collectives::Operation;
+using collectives::Protocol;
+
+std::string CoresFlows::cannot_run(const collectives::Program& p) {
+  if (p.engine() != collectives::Engine::Cores)
+    return std::string("runs on the ") + collectives::engine_name(p.engine()) +
+           " engine; flows run the GPUs' cores' programs only";
+  for (const Operation& o : p.ops)
+    if (collectives::in_network(o.kind))
+      return std::string("has in-network operations (") + collectives::op_name(o.kind) +
+             "), which flows do not run yet";
+  return "";
+}
+
+CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
+                       uint32_t elem_bytes, uint64_t seed)
+    : p_(std::move(p)), m_(m), endpoints_(std::move(endpoints)), costs_(costs), elem_(elem_bytes), seed_(seed) {
+  assert(cannot_run(p_).empty());
+  parts_ = collectives::channel_parts(p_);
+  const topo::Topology& t = *m.t;
+  std::map<std::pair<int, int>, int> trunks;  // (spreading node, neighbour): its trunk's flow link
+  std::vector<int> parallel(t.links().size(), 0);
+  std::map<std::pair<int, int>, int> count;   // (node, neighbour): links between them
+  for (const topo::Link& l : t.links()) ++count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}];
+  for (size_t k = 0; k < t.links().size(); ++k) {
+    const topo::Link& l = t.links()[k];
+    const bool trunk = count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}] > 1;
+    for (int d = 0; d < 2; ++d) {
+      const int from = d == 0 ? l.a.node : l.b.node, to = d == 0 ? l.b.node : l.a.node;
+      int id;
+      if (trunk && m.spreads[static_cast<size_t>(from)]) {
+        const auto [it, fresh] = trunks.try_emplace({from, to}, static_cast<int>(capacity_.size()));
+        id = it->second;
+        if (fresh) {
+          capacity_.push_back(0);
+          format_.push_back(m.link_format[k]);
+        }
+        capacity_[static_cast<size_t>(id)] += l.bw_GBps;
+      } else {
+        id = static_cast<int>(capacity_.size());
+        capacity_.push_back(l.bw_GBps);
+        format_.push_back(m.link_format[k]);
+      }
+      flow_link_.push_back(id);
+    }
+  }
+}
+
+CoresFlows::~CoresFlows() = default;
+
+// The links from a GPU's port to the peer's GPU: the route every node's
+// table gives, or, where a node spreads packets over equal-cost ports, each
+// of them an equal share of what reaches the node.
+const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
+  const auto key = std::make_tuple(rank, port, peer);
+  if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
+  const topo::Topology& t = *m_.t;
+  const int dst = endpoints_[static_cast<size_t>(peer)];
+  const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
+  Route r;
+  auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
+  std::map<int, double> fwd, back;  // flow link: share
+  std::vector<std::pair<int, double>> at{{t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], 1.0}};
+  bool first = true;
+  while (!at.empty()) {
+    std::vector<std::pair<int, double>> next;
+    for (const auto& [node, share] : at) {
+      if (node == dst_node) continue;
+      std::vector<int> ports;
+      if (first) ports = {port};
+      else if (m_.spreads[static_cast<size_t>(node)])
+        for (int16_t q : t.routes(node, dst)) ports.push_back(q);
+      else ports = {t.route(node, dst)};
+      for (int q : ports) {
+        const int link = t.link_at({node, q});
+        const double s = share / static_cast<double>(ports.size());
+        fwd[flow_link(link, dir(link, node))] += s;
+        back[flow_link(link, 1 - dir(link, node))] += s;
+        next.emplace_back(t.peer({node, q}).node, s);
+      }
+    }
+    first = false;
+    std::sort(next.begin(), next.end());
+    at.clear();
+    for (const auto& x : next)
+      if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
+      else at.push_back(x);
+  }
+  for (const auto& [link, share] : fwd) r.hops.emplace_back(link, share);
+  for (const auto& [link, share] : back) r.hops.emplace_back(link, -share);
+  // Latency along the tables' route; the acknowledgement comes from the
+  // first adapter on it, or from the peer's memory.
+  int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], q = port;
+  double to_ack = -1, ack_turn = 0;
+  for (;;) {
+    r.latency_ns += t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns;
+    node = t.peer({node, q}).node;
+    if (node == dst_node) break;
+    if (to_ack < 0 && m_.acks_early[static_cast<size_t>(node)]) {
+      to_ack = r.latency_ns;
+      ack_turn = m_.node_ns[static_cast<size_t>(node)];
+    }
+    r.latency_ns += m_.node_ns[static_cast<size_t>(node)];
+    q = t.route(node, dst);
+  }
+  r.ack_ns = to_ack < 0 ? 2 * r.latency_ns : 2 * to_ack + ack_turn;
+  r.acked_by_memory = to_ack < 0;
+  return routes_.emplace(key, std::move(r)).first->second;
+}
+
+// One size's run: every rank's queues and connections, as CoresRank has them.
+class CoresFlows::Run {
+ public:
+  Run(CoresFlows& f, uint64_t bytes);
+  Result go();
+
+ private:
+  struct Queue;
+  struct Conn {
+    int channel, peer, port;
+    Queue* queue = nullptr;
+    Conn* remote = nullptr;
+    const Route* route = nullptr;  // to its peer: the data's, or the head flags' back
+    uint64_t claimed = 0, done = 0, seen = 0;
+    std::vector<uint64_t> slot_len;  // receive: elements in each slot
+  };
+  struct Pending {
+    int op;
+    uint64_t pass, idx;
+  };
+  struct Rank;
+  struct Queue {
+    Rank* rank;
+    int index;
+    std::vector<int> ops;
+    uint64_t passes = 1, next = 0, total = 0, transfers = 0, sent = 0;
+    bool sending = false, finished = false;
+    std::deque<Pending> pending;
+    int acks_due = 0;
+  };
+  struct Rank : collectives::RankExecutor {
+    int r;
+    std::vector<std::unique_ptr<Conn>> send, recv;
+    std::vector<std::unique_ptr<Queue>> queues;
+    std::vector<uint64_t> done_passes;
+    std::vector<std::vector<int>> dependents;
+    std::vector<int> queue_of;
+    std::vector<Conn*> in_of, out_of;
+    std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
+    int unfinished = 0;
+    uint64_t wrong() const override { return 0; }  // no element values travel
+    Progress progress() const override {
+      Progress p;
+      for (const auto& q : queues) {
+        p.done += q->sent;
+        p.all += q->transfers;
+      }
+      return p;
+    }
+  };
+  const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
+  Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);
+  void progress(Queue& q);
+  bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
+  void start_send(Queue& q, int i, uint64_t pass);
+  void finish_send(Queue& q, int i, uint64_t pass);
+  void consume(Queue& q, Conn& c);
+  void op_done(Rank& k, int i, uint64_t pass);
+  void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
+  void ack_after(Queue& q, double delay);
+  uint64_t elements(Rank& k, ChunkRef ref, uint64_t pass) const;
+  void wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len);
+  // A memory access's mean time, and the expected last of `packets`
+  // accesses issued evenly over `spread` ns (each its own jitter): a fence
+  // waits for the slowest acknowledgement, a receiver polls every line.
+  // A watched write is stored one access after it lands and seen one polling
+  // load later (gpu/gpu.cpp, serve_request): two accesses.
+  double mem() const { return f_.costs_.mem_ns + f_.costs_.jitter_ns / 2; }
+  // One access's time, its jitter drawn from the seed as packet level draws
+  // it (the draws desynchronise the channels, as they do there).
+  double access() {
+    const double u = static_cast<double>(splitmix64(f_.seed_ ^ splitmix64(draws_++)) >> 11) * 0x1.0p-53;
+    return f_.costs_.mem_ns + u * f_.costs_.jitter_ns;
+  }
+  double last_mem(double spread, uint64_t packets, int accesses) const;
+  // A single store's acknowledgement on route r, from the store.
+  double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
+  uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
+  // The weights of a flow of protocol proto_'s data over route r.
+  std::vector<Network::Use> uses(const Route& r) const;
+
+  CoresFlows& f_;
+  Network net_;
+  Protocol proto_;
+  CoresCosts::Slots slots_;
+  std::unique_ptr<collectives::PassLayout> layout_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unordered_map<uint64_t, std::vector<int>> ports_;  // (rank, peer): ports on a shortest path, found at first use
+  double fwd_[8] = {}, ack_[8] = {};                  // [format]: wire and ack bytes per data byte
+  uint64_t data_ = 1;                                 // data bytes per GPU packet
+  uint64_t draws_ = 0;
+  double end_ = 0;
+  int running_ = 0;
+  uint64_t transfers_ = 0;
+};
+
+CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
+  const collectives::Program& p = f.p_;
+  proto_ = p.protocol_by_size ? f.costs_.by_size.for_size(bytes) : p.ops.empty() ? Protocol::Simple : p.ops.front().proto;
+  slots_ = proto_ == Protocol::LL ? f.costs_.ll : proto_ == Protocol::LL128 ? f.costs_.ll128 : f.costs_.simple;
+  slots_.chunk_bytes = collectives::cores_chunk_bytes(p, proto_, bytes, slots_.chunk_bytes, f.costs_.simple.chunk_bytes);
+  const uint32_t message = collectives::message_chunks(p);
+  layout_ = std::make_unique<collectives::PassLayout>(f.parts_.parts, message / static_cast<uint32_t>(f.parts_.parts),
+                                                      slots_.chunk_bytes / f.elem_,
+                                                      collectives::message_elems(p, bytes / f.elem_));
+  // Per data byte: a packet's wire bytes on the GPUs' fabric (header flit,
+  // the protocol's flags, flits rounded up) and its header-only ack back; a
+  // scale-out network's packets gather the GPU packets' payloads.
+  const LinkFormat& g = f.m_.formats.front();
+  const double data = collectives::protocol_data_bytes(proto_, g.max_payload);
+  data_ = static_cast<uint64_t>(data);
+  const double payload = collectives::protocol_wire_payload(proto_, static_cast<uint32_t>(data));
+  for (size_t k = 0; k < f.m_.formats.size() && k < 8; ++k) {
+    const LinkFormat& x = f.m_.formats[k];
+    if (x.gathers) {
+      fwd_[k] = payload / data * (x.max_payload + x.header) / x.max_payload;
+      ack_[k] = 0;
+    } else {
+      fwd_[k] = (x.header + std::ceil(payload / x.flit) * x.flit) / data;
+      ack_[k] = x.header / data;
+    }
+  }
+  for (double c : f.capacity_) net_.add_link(c);
+  for (int r = 0; r < p.ranks; ++r) {
+    auto k = std::make_unique<Rank>();
+    k->r = r;
+    const int n = p.op_count(r);
+    k->done_passes.assign(static_cast<size_t>(n), 0);
+    k->dependents.assign(static_cast<size_t>(n), {});
+    k->queue_of.assign(static_cast<size_t>(n), -1);
+    k->in_of.assign(static_cast<size_t>(n), nullptr);
+    k->out_of.assign(static_cast<size_t>(n), nullptr);
+    for (int i = 0; i < n; ++i) {
+      const Operation& o = op(r, i);
+      for (uint32_t d = 0; d < o.dep_count; ++d) k->dependents[p.deps_of(o)[d]].push_back(i);
+      auto it = std::find_if(k->queues.begin(), k->queues.end(), [&](const auto& q) { return q->index == o.queue; });
+      if (it == k->queues.end()) {
+        auto q = std::make_unique<Queue>();
+        q->rank = k.get();
+        q->index = o.queue;
+        k->queues.push_back(std::move(q));
+      }
+    }
+    std::sort(k->queues.begin(), k->queues.end(), [](const auto& a, const auto& b) { return a->index < b->index; });
+    for (int i = 0; i < n; ++i) {
+      const Operation& o = op(r, i);
+      for (size_t j = 0; j < k->queues.size(); ++j) {
+        Queue& q = *k->queues[j];
+        if (q.index != o.queue) continue;
+        k->queue_of[static_cast<size_t>(i)] = static_cast<int>(j);
+        q.ops.push_back(i);
+        if (collectives::sends(o.kind)) k->out_of[static_cast<size_t>(i)] = &add_conn(*k, k->send, o.channel, o.send_peer, q, true);
+        if (collectives::receives(o.kind)) k->in_of[static_cast<size_t>(i)] = &add_conn(*k, k->recv, o.channel, o.recv_peer, q, false);
+      }
+    }
+    for (auto& q : k->queues) {
+      const Operation& first = op(r, q->ops.front());
+      q->passes = layout_->parts > 1 ? layout_->passes[first.channel % layout_->parts] : layout_->passes[0];
+      q->total = q->passes * q->ops.size();
+      for (int i : q->ops) q->transfers += collectives::sends(op(r, i).kind) ? q->passes : 0;
+    }
+    k->unfinished = static_cast<int>(k->queues.size());
+    ranks_.push_back(std::move(k));
+  }
+  // Each send connection meets its peer's receive connection.
+  for (auto& k : ranks_)
+    for (auto& c : k->send) {
+      Rank& peer = *ranks_[static_cast<size_t>(c->peer)];
+      for (auto& d : peer.recv)
+        if (d->channel == c->channel && d->peer == k->r) {
+          c->remote = d.get();
+          d->remote = c.get();
+        }
+      if (!c->remote)
+        throw UserError("rank " + std::to_string(k->r) + " sends to rank " + std::to_string(c->peer) +
+                        " on channel " + std::to_string(c->channel) + ", which never receives from it there");
+    }
+  running_ = static_cast<int>(ranks_.size());
+}
+
+CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer,
+                                                 Queue& q, bool sending) {
+  for (auto& c : v)
+    if (c->channel == channel && c->peer == peer) {
+      if (c->queue != &q)
+        throw UserError("rank " + std::to_string(k.r) + "'s queues " + std::to_string(c->queue->index) + " and " +
+                        std::to_string(q.index) + " both " + (sending ? "send to" : "receive from") + " rank " +
+                        std::to_string(peer) + " on channel " + std::to_string(channel) +
+                        ": the GPU's cores run one thread block per connection");
+      return *c;
+    }
+  auto c = std::make_unique<Conn>();
+  c->channel = channel;
+  c->peer = peer;
+  c->queue = &q;
+  std::vector<int>& ports = ports_[static_cast<uint64_t>(k.r) << 32 | static_cast<uint32_t>(peer)];
+  const topo::Topology& t = *f_.m_.t;
+  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
+  if (ports.empty())
+    for (int p = 0; p < t.node(node).ports; ++p)
+      if (t.port_on_shortest_path({node, p}, f_.endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
+  c->port = ports[static_cast<size_t>(channel) % ports.size()];
+  c->route = &f_.route(k.r, c->port, peer);
+  if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
+  v.push_back(std::move(c));
+  return *v.back();
+}
+
+std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
+  std::vector<Network::Use> u;
+  for (const auto& [link, share] : r.hops) {
+    const size_t format = f_.format_[static_cast<size_t>(link)];
+    u.push_back({link, share > 0 ? share * fwd_[format] : -share * ack_[format]});
+  }
+  return u;
+}
+
+uint64_t CoresFlows::Run::elements(Rank& k, ChunkRef ref, uint64_t pass) const {
+  uint64_t len = 0;
+  for (uint32_t j = 0; j < ref.count; ++j) {
+    Buffer buf = ref.buf;
+    uint32_t index = ref.index + j;
+    const int64_t m = collectives::message_chunk(f_.p_, k.r, buf, index);
+    if (m < 0) {
+      const auto it = k.scratch.find(pass << 32 | index);
+      len += it == k.scratch.end() ? 0 : it->second;
+      continue;
+    }
+    uint64_t first, n;
+    layout_->range(pass, static_cast<uint32_t>(m), first, n);
+    len += n;
+  }
+  return len;
+}
+
+// A write of len elements into ref: scratch chunks keep their lengths, split as the message's chunks are.
+void CoresFlows::Run::wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len) {
+  for (uint32_t j = 0; j < ref.count; ++j) {
+    Buffer buf = ref.buf;
+    uint32_t index = ref.index + j;
+    if (collectives::message_chunk(f_.p_, k.r, buf, index) < 0)
+      k.scratch[pass << 32 | index] = len / ref.count + (j < len % ref.count ? 1 : 0);
+  }
+}
+
+bool CoresFlows::Run::deps_done(const Rank& k, const Operation& o, uint64_t pass) const {
+  const uint32_t* d = f_.p_.deps_of(o);
+  for (uint32_t j = 0; j < o.dep_count; ++j)
+    if (k.done_passes[d[j]] <= pass) return false;
+  return true;
+}
+
+// As CoresRank::progress: trailing receives whose data is in, then the
+// queue's next operations until one must wait.
+void CoresFlows::Run::progress(Queue& q) {
+  Rank& k = *q.rank;
+  const uint64_t slots = static_cast<uint64_t>(slots_.slots);
+  for (;;) {
+    while (!q.pending.empty()) {
+      const Pending pd = q.pending.front();
+      Conn& c = *k.in_of[static_cast<size_t>(pd.op)];
+      if (c.seen <= pd.idx || c.done != pd.idx) break;
+      q.pending.pop_front();
+      const Operation& o = op(k.r, pd.op);
+      wrote(k, o.dst, pd.pass, c.slot_len[pd.idx % slots]);
+      consume(q, c);
+      op_done(k, pd.op, pd.pass);
+    }
+    if (q.sending || q.next == q.total) break;
+    const int i = q.ops[q.next % q.ops.size()];
+    const uint64_t pass = q.next / q.ops.size();
+    const Operation& o = op(k.r, i);
+    if (!q.pending.empty() && q.pending.back().pass == pass) break;
+    if (!deps_done(k, o, pass)) break;
+    if (!collectives::sends(o.kind) && !collectives::receives(o.kind)) {  // local: no time
+      ++q.next;
+      if (o.kind != OpKind::Nop) wrote(k, o.dst, pass, elements(k, o.src, pass));
+      op_done(k, i, pass);
+      continue;
+    }
+    if (!collectives::sends(o.kind)) {
+      q.pending.push_back({i, pass, k.in_of[static_cast<size_t>(i)]->claimed++});
+      ++q.next;
+      continue;
+    }
+    if (collectives::receives(o.kind)) {
+      const Conn& in = *k.in_of[static_cast<size_t>(i)];
+      if (in.seen <= in.claimed) break;
+    }
+    const Conn& out = *k.out_of[static_cast<size_t>(i)];
+    if (out.claimed >= out.seen + slots) break;
+    ++q.next;
+    start_send(q, i, pass);
+  }
+  if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.acks_due == 0) {
+    q.finished = true;
+    if (--k.unfinished == 0 && --running_ == 0) end_ = net_.now();
+  }
+}
+
+void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
+  Rank& k = *q.rank;
+  const Operation& o = op(k.r, i);
+  const uint64_t slots = static_cast<uint64_t>(slots_.slots);
+  q.sending = true;
+  Conn& out = *k.out_of[static_cast<size_t>(i)];
+  Conn* in = collectives::receives(o.kind) ? k.in_of[static_cast<size_t>(i)] : nullptr;
+  uint64_t len;
+  if (in) {
+    len = in->slot_len[in->claimed++ % slots];
+    if (o.kind == OpKind::RecvReduceCopySend || o.kind == OpKind::RecvCopySend) wrote(k, o.dst, pass, len);
+  } else {
+    len = elements(k, o.src, pass);
+  }
+  out.remote->slot_len[out.claimed++ % slots] = len;
+  ++transfers_;
+  const Route& r = *out.route;
+  if (len == 0) {  // nothing to store: the flag alone
+    if (in) consume(q, *in);
+    finish_send(q, i, pass);
+    return;
+  }
+  // The cores read the first data, then store it at the rate the route gives.
+  net_.after(access(), [this, &q, i, pass, in, &r, len] {
+    const double began = net_.now();
+    net_.start(uses(r), static_cast<double>(len * f_.elem_), 0, [this, &q, i, pass, in, &r, len, began] {
+      // The last store has left: the input slot is read out.
+      if (in) consume(q, *in);
+      const double spread = net_.now() - began;
+      const double last = last_mem(spread, packets(len), 1);
+      if (proto_ == Protocol::Simple) {
+        // The fence: every write acknowledged, then the flag.
+        ++q.acks_due;
+        net_.after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q, i, pass] {
+          --q.acks_due;
+          finish_send(q, i, pass);
+        });
+      } else {
+        // LL, LL128: the flags are in the data; the receiver polls every line.
+        Conn& out = *q.rank->out_of[static_cast<size_t>(i)];
+        landed(*out.remote, r.latency_ns + last_mem(spread, packets(len), 2));
+        ack_after(q, r.ack_ns + (r.acked_by_memory ? last : 0));
+        finish_send(q, i, pass);
+      }
+    });
+  });
+}
+
+double CoresFlows::Run::last_mem(double spread, uint64_t packets, int accesses) const {
+  const double j = f_.costs_.jitter_ns;
+  const double base = accesses * f_.costs_.mem_ns;
+  if (j <= 0 || packets <= 1) return base + accesses * j / 2;
+  // E[max_k (X_k - k s)], X_k the sum of `accesses` jitters uniform in
+  // [0, j), s the spacing: the integral of 1 - F over [0, accesses j),
+  // F(x) = prod_k P(X_k <= x + k s).
+  const double s = spread / static_cast<double>(packets), top = accesses * j;
+  const auto cdf = [j, accesses](double x) {
+    if (accesses == 1) return std::min(1.0, x / j);
+    const double u = x / j;  // the sum of two: triangular on [0, 2)
+    return u >= 2 ? 1.0 : u <= 1 ? u * u / 2 : 1 - (2 - u) * (2 - u) / 2;
+  };
+  constexpr int kSteps = 32;
+  double sum = 0;
+  for (int step = 0; step < kSteps; ++step) {
+    const double x = (step + 0.5) * top / kSteps;
+    double f = 1;
+    for (uint64_t k = 0; k < packets && x + static_cast<double>(k) * s < top; ++k)
+      f *= cdf(x + static_cast<double>(k) * s);
+    sum += 1 - f;
+  }
+  return base + sum * top / kSteps;
+}
+
+// The transfer is done at the sender: under Simple its flag goes out now,
+// which the receiver sees one poll after it lands.
+void CoresFlows::Run::finish_send(Queue& q, int i, uint64_t pass) {
+  Conn& out = *q.rank->out_of[static_cast<size_t>(i)];
+  if (proto_ == Protocol::Simple || out.remote->slot_len[(out.claimed - 1) % static_cast<uint64_t>(slots_.slots)] == 0) {
+    landed(*out.remote, out.route->latency_ns + access() + access());
+    ack_after(q, acked(*out.route));
+  }
+  ++out.done;
+  q.sending = false;
+  ++q.sent;
+  op_done(*q.rank, i, pass);
+  progress(q);
+}
+
+void CoresFlows::Run::landed(Conn& c, double delay) {
+  net_.after(delay, [this, &c] {
+    ++c.seen;
+    progress(*c.queue);
+  });
+}
+
+// A store this queue made is acknowledged `delay` from now; the queue ends only after.
+void CoresFlows::Run::ack_after(Queue& q, double delay) {
+  ++q.acks_due;
+  net_.after(delay, [this, &q] {
+    --q.acks_due;
+    progress(q);
+  });
+}
+
+// The receiving operation has read its slot: the head flag frees it at the sender.
+void CoresFlows::Run::consume(Queue& q, Conn& c) {
+  ++c.done;
+  const Route& back = *c.route;
+  net_.after(back.latency_ns + access() + access(), [this, &c] {
+    Conn& s = *c.remote;
+    ++s.seen;
+    progress(*s.queue);
+  });
+  ack_after(q, acked(back));
+}
+
+void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
+  k.done_passes[static_cast<size_t>(i)] = pass + 1;
+  for (int d : k.dependents[static_cast<size_t>(i)])
+    if (k.queue_of[static_cast<size_t>(d)] != k.queue_of[static_cast<size_t>(i)])
+      progress(*k.queues[static_cast<size_t>(k.queue_of[static_cast<size_t>(d)])]);
+}
+
+CoresFlows::Result CoresFlows::Run::go() {
+  for (auto& k : ranks_)
+    for (auto& q : k->queues) progress(*q);
+  net_.run();
+  Result out;
+  if (running_ != 0) {
+    for (auto& k : ranks_)
+      for (auto& q : k->queues)
+        if (!q->finished)
+          throw UserError("the program stalls as flows: rank " + std::to_string(k->r) + "'s queue " +
+                          std::to_string(q->index) + " waits forever (" + std::to_string(q->sent) + " of " +
+                          std::to_string(q->transfers) + " transfers sent)");
+  }
+  out.time_ns = end_;
+  for (size_t l = 0; l < net_.links(); ++l) out.link_bytes.push_back(net_.carried(static_cast<int>(l)));
+  out.flows = net_.flows_started();
+  out.most_active = net_.most_active();
+  out.proto = proto_;
+  out.transfers = transfers_;
+  return out;
+}
+
+CoresFlows::Result CoresFlows::run(uint64_t bytes) { return Run(*this, bytes).go(); }
+
+}  // namespace incsim::flow

@@ -1,0 +1,113 @@
+#pragma once
+// The GPUs' cores' programs run as flows (--fidelity flow, docs/flow.md):
+// the same operations, queues, connections, mailbox slots and passes as the
+// packet-level executor (gpu/cores_rank.h), with each transfer a flow on
+// its route through the platform's graph (NVLink, a GPU's PCIe link to its
+// adapter, InfiniBand) and the protocol's fixed costs as latencies: the
+// first memory read, the fence's acknowledgement round trip and the flag
+// store (Simple), the receiver's poll, the head flag that frees a slot.
+// No element values travel. Plain C++, no SystemC.
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "collectives/executor.h"
+#include "collectives/layout.h"
+#include "collectives/nccl.h"
+#include "collectives/program.h"
+#include "flow/network.h"
+#include "topology/topology.h"
+
+namespace incsim::flow {
+
+// A fabric's packets, as its links carry them.
+struct LinkFormat {
+  uint32_t header = 16, flit = 16, max_payload = 128;
+  // A scale-out network: the adapter gathers the GPU's writes (their
+  // payloads, protocol flags included) into packets of max_payload bytes,
+  // which nothing acknowledges packet by packet (adapter/hca.h).
+  bool gathers = false;
+};
+
+// What the flows run on: the platform's graph with, per link and node, what
+// packet level pays there.
+struct FlowMachine {
+  const topo::Topology* t = nullptr;
+  std::vector<LinkFormat> formats;   // [0]: the GPUs' fabric
+  std::vector<uint8_t> link_format;  // [graph link]: index into formats
+  std::vector<double> node_ns;       // [node]: a switch's or an adapter's latency; 0 at an endpoint
+  std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
+  std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
+};
+
+// The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
+struct CoresCosts {
+  // A memory access: its latency and a uniform jitter on top (Klenk §V:
+  // 180 cycles plus [0, 180)).
+  double mem_ns = 0, jitter_ns = 0;
+  struct Slots {
+    uint64_t chunk_bytes = 0;
+    int slots = 0;
+  } simple, ll, ll128;
+  collectives::ProtocolBySize by_size;
+};
+
+class CoresFlows {
+ public:
+  // endpoints[r]: the endpoint index rank r runs on. The program must have
+  // passed check_program and be the cores' without in-network operations.
+  // seed: the memory's jitter draws.
+  CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
+             uint32_t elem_bytes, uint64_t seed);
+  ~CoresFlows();
+  struct Result {
+    double time_ns = 0;
+    std::vector<double> link_bytes;  // [flow link]: bytes on the wire (flow_link names them)
+    uint64_t flows = 0;
+    size_t most_active = 0;
+    collectives::Protocol proto = collectives::Protocol::Simple;
+    uint64_t transfers = 0;
+  };
+  // Runs one message of `bytes` from time 0 to the last rank's end.
+  Result run(uint64_t bytes);
+  const collectives::Program& program() const { return p_; }
+  // Why a program cannot run as flows, or empty.
+  static std::string cannot_run(const collectives::Program& p);
+
+  // The flow network's link of graph link k's direction d (0: a to b): its
+  // own, or where the sending node spreads packets over a trunk of links
+  // to one neighbour, the trunk's, one link of their summed bandwidth (per
+  // packet, adaptive spreading pools them).
+  int flow_link(int k, int d) const { return flow_link_[static_cast<size_t>(2 * k + d)]; }
+
+  // A route from a GPU port to a peer: its flow links with the share of the
+  // flow each carries, its one-way latency, and the write acknowledgement's
+  // round trip after the last byte lands (at the peer, whose memory adds
+  // its latency, or at an adapter on the way).
+  struct Route {
+    std::vector<std::pair<int, double>> hops;  // (flow link, share), the acks' way back beside each: (link, -share)
+    double latency_ns = 0, ack_ns = 0;
+    bool acked_by_memory = true;
+  };
+
+ private:
+  class Run;
+  const Route& route(int rank, int port, int peer);
+
+  collectives::Program p_;
+  const FlowMachine& m_;
+  std::vector<int> endpoints_;
+  CoresCosts costs_;
+  uint32_t elem_;
+  uint64_t seed_;
+  collectives::ChannelParts parts_;
+  std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
+  std::vector<int> flow_link_;                         // [2 x graph link + direction]
+  std::vector<double> capacity_;                       // [flow link]: GB/s
+  std::vector<uint8_t> format_;                        // [flow link]: index into FlowMachine::formats
+};
+
+}  // namespace incsim::flow

@@ -1,0 +1,91 @@
+#pragma once
+// A flow network (docs/flow.md): links of a capacity, flows of a byte count
+// over weighted link uses, and the rates max-min fairness gives them by
+// progressive filling, recomputed only for the flows connected to a start
+// or an end (the component it touches) and only once per instant. A flow
+// is done its path's latency after its last byte left: time = latency +
+// bytes / rate while its rate holds. Time is in ns, capacity in bytes per
+// ns (= GB/s). Plain C++, no SystemC: --fidelity flow runs on this alone.
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <vector>
+
+namespace incsim::flow {
+
+class Network {
+ public:
+  // A flow's use of a link: `weight` bytes cross the link per byte of the
+  // flow (a packet's header over its payload, a fraction of a flow spread
+  // over equal-cost links, the acknowledgements on the way back).
+  struct Use {
+    int link;
+    double weight;
+  };
+  using Callback = std::function<void()>;
+
+  int add_link(double bytes_per_ns);
+  // Starts a flow of `bytes` over `uses` now; `done` runs latency_ns after
+  // its last byte has left. A flow with no uses or no bytes takes its latency only.
+  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done);
+  // Runs `f` delay_ns from now.
+  void after(double delay_ns, Callback f);
+  // Processes events in time order (same time: in the order they were made)
+  // until none is left.
+  void run();
+
+  double now() const { return now_; }
+  // Bytes each link carried (every flow started over it, by its weight).
+  double carried(int link) const { return links_[static_cast<size_t>(link)].carried; }
+  double capacity(int link) const { return links_[static_cast<size_t>(link)].cap; }
+  size_t links() const { return links_.size(); }
+  // Flows started so far, and the most in flight at once.
+  uint64_t flows_started() const { return started_; }
+  size_t most_active() const { return most_active_; }
+
+ private:
+  struct Link {
+    double cap;
+    double carried = 0;
+    std::vector<std::pair<int, int>> flows;  // (flow, its use index)
+    // Progressive filling's state, valid while `epoch` is the current one.
+    uint64_t epoch = 0;
+    double left = 0, weights = 0;
+    uint32_t stamp = 0;
+  };
+  struct Flow {
+    std::vector<Use> uses;
+    std::vector<uint32_t> pos;  // [use]: its place in the link's flows
+    double left = 0, rate = 0, since = 0, latency = 0;
+    Callback done;
+    uint32_t version = 0;
+    uint64_t epoch = 0;
+    bool active = false, frozen = false;
+  };
+  struct Event {
+    double t;
+    uint64_t seq;
+    int flow;          // a drain, or -1: callback `call`
+    uint32_t version;  // the flow's, when it was scheduled
+    size_t call;
+    bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  };
+  void push(double t, int flow, uint32_t version, size_t call);
+  void drain(int f);
+  // Max-min rates for every flow connected to the dirty links, and their drain events.
+  void recompute();
+
+  std::vector<Link> links_;
+  std::vector<Flow> flows_;
+  std::vector<int> free_flows_;
+  std::vector<Callback> calls_;
+  std::vector<size_t> free_calls_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<int> dirty_;  // links whose flows changed this instant
+  double now_ = 0;
+  uint64_t seq_ = 0, epoch_ = 0, started_ = 0;
+  size_t active_ = 0, most_active_ = 0;
+  std::vector<int> comp_links_, comp_flows_;  // recompute's scratch
+};
+
+}  // namespace incsim::flow

@@ -1,0 +1,46 @@
+#!/bin/sh
+# --fidelity flow against packet level (docs/flow.md, "Cross-check"): runs
+# both fidelities on each case below at each size, and prints every point's
+# time and the flow's error, with the CPU seconds each took; writes
+# docs/figures/flow-vs-packet.csv. CASES and SIZES override the lists (one
+# case a line: a label, then incsim's options). Set INCSIM to use another
+# binary (nothing is built then). About 10 minutes with the defaults.
+set -eu
+cd "$(dirname "$0")/../.."
+[ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
+bin=${INCSIM:-build/incsim}
+sizes=${SIZES:-64K,1M,16M,64M}
+cases=${CASES:-"dgx2-ring --platform dgx2 --algorithm ring
+star8-ring --platform star --gpus 8 --algorithm ring
+fattree2l-ring --platform fattree2l --algorithm ring
+hgx-h100-ring --platform hgx-h100 --algorithm ring
+cluster2-ring --platform cluster --nodes 2 --algorithm ring
+cluster2-tree --platform cluster --nodes 2 --algorithm tree
+cluster4-ring --platform cluster --nodes 4 --algorithm ring
+cluster4-hring --platform cluster --nodes 4 --algorithm hring
+cluster4-tree --platform cluster --nodes 4 --algorithm tree"}
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+out=docs/figures/flow-vs-packet.csv
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
+printf '%-16s %10s %12s %12s %8s %9s %8s\n' case size packet_us flow_us error pkt_cpu flow_cpu
+echo "$cases" | while read -r label opts; do
+  [ -n "$label" ] || continue
+  for f in packet flow; do
+    # shellcheck disable=SC2086
+    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --sizes "$sizes" --fidelity $f --quiet --csv "$tmp/$f.csv" >/dev/null
+  done
+  /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
+import csv, sys
+label, tmp, out = sys.argv[1:4]
+rows = {f: list(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in ("packet", "flow")}
+cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in ("packet", "flow")}
+with open(out, "a") as o:
+    for p, q in zip(rows["packet"], rows["flow"]):
+        tp, tf = float(p["time_us"]), float(q["time_us"])
+        err = tf / tp - 1
+        print(f"{label:<16} {p['size_bytes']:>10} {tp:12.2f} {tf:12.2f} {100 * err:+7.1f}% {cpu['packet']:9.2f} {cpu['flow']:8.2f}")
+        o.write(f"{label},{p['size_bytes']},{tp:.3f},{tf:.3f},{err:.4f},{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
+PY
+done

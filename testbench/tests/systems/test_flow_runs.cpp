@@ -1,0 +1,70 @@
+// --fidelity flow through the real incsim binary (docs/flow.md): what it
+// refuses, that it is deterministic, that it agrees with packet level
+// within 5% at 1 MiB, and that a 1,024-node cluster builds and runs.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_run.h"
+
+using namespace cli;
+
+namespace {
+// The run's time_us per row, from its JSON on stdout.
+std::vector<double> times(const std::string& args) {
+  INFO("incsim " << args);
+  const Result r = incsim(args + " --quiet --json -");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exited);
+  REQUIRE(r.code == 0);
+  std::vector<double> t;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& row : j["rows"]) t.push_back(row["time_us"].get<double>());
+  return t;
+}
+
+void require_refused(const std::string& args, const std::string& sentence) {
+  require_error(args, {sentence});
+  CHECK(incsim(args).code == 2);
+}
+}  // namespace
+
+TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow][errors]") {
+  require_refused("--fidelity bogus", "--fidelity must be packet or flow, not 'bogus'");
+  require_refused("--fidelity flow --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
+  require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
+  require_refused("--fidelity flow --traffic uniform", "runs the collective workload only");
+  require_refused("--fidelity flow --algorithm push", "flows run the GPUs' cores' programs only");
+  require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=cores",
+                  "has in-network operations (redread), which flows do not run yet");
+}
+
+TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
+  const std::string args = "--fidelity flow --sizes 64K,1M --seed 3";
+  const Result a = incsim(args), b = incsim(args);
+  REQUIRE(a.code == 0);
+  CHECK(a.out == b.out);
+  CHECK_THAT(a.out, Catch::Contains("elements were not simulated"));
+  const auto rows = lines(a.out);
+  CHECK_THAT(rows.back(), Catch::Contains(" - "));
+}
+
+TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and a 2-node cluster", "[flow][accuracy]") {
+  for (const std::string platform : {"--platform dgx2", "--platform cluster --nodes 2"}) {
+    const double packet = times(platform + " --sizes 1M").at(0);
+    const double flow = times(platform + " --sizes 1M --fidelity flow").at(0);
+    INFO(platform << ": packet " << packet << " us, flow " << flow << " us");
+    CHECK(std::abs(flow / packet - 1) < 0.05);
+  }
+}
+
+TEST_CASE("flow: a cluster of 1,024 nodes (8,192 GPUs) builds and runs a tree all-reduce in seconds", "[flow][scale]") {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto t = times("--fidelity flow --platform cluster --nodes 1024 --algorithm tree --sizes 8K -c cluster.pxn=0");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE(t.size() == 1);
+  CHECK(t[0] > 0);
+  CHECK(s < 30);  // about 5 CPU-seconds on one core of the development machine
+}

@@ -1,0 +1,197 @@
+#include "flow_collective.h"
+
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "choices.h"
+#include "collective.h"
+#include "collectives/bounds.h"
+#include "collectives/composition.h"
+#include "core/error.h"
+#include "core/units.h"
+#include "credit_switch/credit_switch.h"
+#include "gpu/cores.h"
+#include "gpu/gpu.h"
+#include "adapter/hca.h"
+#include "net/packet.h"
+#include "platforms/communicator.h"
+#include "platforms/infiniband_fabric.h"
+#include "platforms/platform.h"
+#include "topology/cluster.h"
+
+namespace incsim::tb {
+
+namespace {
+// What packet level pays on graph t's links and nodes, from the parameters
+// its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp).
+flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d) {
+  flow::FlowMachine m;
+  m.t = &t;
+  flow::LinkFormat gpu;
+  gpu.header = cfg.get(net::kHeaderBytes);
+  gpu.flit = cfg.get(net::kFlitBytes);
+  gpu.max_payload = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
+  m.formats.push_back(gpu);
+  const bool cluster = !topo::cluster_nodes(t).empty();
+  double ib_switch_ns = 0, hca_ns = 0;
+  bool ib_spreads = false;
+  if (cluster) {
+    flow::LinkFormat ib;
+    ib.header = cfg.get(platforms::kIbHeader);
+    ib.flit = 4;  // whole 4-byte words (BTH PadCnt)
+    ib.max_payload = cfg.get(platforms::kIbMtu);
+    ib.gathers = true;
+    m.formats.push_back(ib);
+    ib_switch_ns = cfg.get(platforms::kIbSwitchLatency);
+    ib_spreads = credit_switch::parse_spread(cfg.get(platforms::kIbSpread), platforms::kIbSpread.key()) !=
+                 credit_switch::Spread::Destination;
+    hca_ns = cfg.get(adapter::kHcaLatency);
+  }
+  const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
+  const bool sw_spreads =
+      credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread)) != credit_switch::Spread::Destination;
+  const size_t nodes = t.nodes().size();
+  m.node_ns.assign(nodes, 0);
+  m.spreads.assign(nodes, 0);
+  m.acks_early.assign(nodes, 0);
+  for (size_t k = 0; k < nodes; ++k) {
+    const topo::Node& n = t.node(static_cast<int>(k));
+    if (n.kind == topo::NodeKind::Endpoint) continue;
+    if (n.block == topo::kinds::kIbSwitch) {
+      m.node_ns[k] = ib_switch_ns;
+      m.spreads[k] = ib_spreads;
+    } else if (n.block == topo::kinds::kHca) {
+      m.node_ns[k] = hca_ns;
+      m.acks_early[k] = 1;
+    } else {
+      m.node_ns[k] = sw_ns;
+      m.spreads[k] = sw_spreads;
+    }
+  }
+  for (const topo::Link& l : t.links())
+    m.link_format.push_back(t.node(l.a.node).block == topo::kinds::kIbSwitch ||
+                                    t.node(l.b.node).block == topo::kinds::kIbSwitch
+                                ? 1
+                                : 0);
+  return m;
+}
+}  // namespace
+
+FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+  *schema_ = nccl_schema();
+  schema_->add({"flows", "flows", ColumnKind::Measurement});
+  for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
+                                    std::pair{"dump-platform", "the packet-level machine's graph"},
+                                    std::pair{"print-schedule", "the NICs' schedule tables"}})
+    if (opt_.was_given(given))
+      throw UserError(std::string("--") + given + " shows " + what + ", which --fidelity flow does not build");
+  refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine", "load"},
+                 "does not apply to a collective");
+  collectives::Program file;
+  if (is_program_file(opt_.algorithm)) {
+    file = read_checked_program(opt_.algorithm);
+    opt_.collective = collectives::collective_name(file.collective);
+  }
+  check_choice("collective", opt_.collective, kCollectives);
+  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
+  if (!file.ranks)
+    check_choice("algorithm", opt_.algorithm, algorithms_for(opt_.collective, Family::GpuFabric, opt_.platform));
+  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
+  const int file_ranks = file.ranks;
+  if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));
+  algorithm_ = file_ranks ? file_algorithm_.get()
+                          : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
+
+  graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
+  const topo::Topology& t = graph_;
+  if (topo::is_roce_cluster(t))
+    throw UserError("--fidelity flow models InfiniBand clusters; cluster.network=roce runs at packet level only");
+  const int built = static_cast<int>(t.endpoints().size());
+  const int n = file_ranks ? file_ranks : opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  std::vector<int> gpus;
+  for (int r = 0; r < n; ++r) gpus.push_back(r);
+  collectives::Collective c = collectives::Collective::AllReduce;
+  collectives::collective_of(opt_.collective, c);
+  collectives::Site site = platforms::site(t, opt_.platform, c, gpus, false, cfg_);
+  if (const std::string why = algorithm_->cannot_run(site); !why.empty()) throw UserError(why);
+  const platforms::PlatformDefaults d = platforms::platform_defaults(t, {algorithm_->needs(t, c)});
+  machine_ = flow_machine(t, cfg_, d);
+  site.packet_payload = machine_.formats.front().max_payload;
+  site.packet_header = machine_.formats.front().header;
+  synthesis_ = algorithm_->synthesize(site);
+  collectives::Program program = synthesis_.program;
+  if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
+    throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
+  // NCCL's PXN relays, as the communicator applies them (platforms/communicator.cpp).
+  if (site.cluster() && algorithm_->crosses_nodes() && cfg_.get(platforms::kClusterPxn)) {
+    const std::vector<int> node_of = site.node_of(), rail_of = site.rail_of();
+    std::vector<int> node, rail;
+    for (int g : gpus) {
+      node.push_back(node_of[static_cast<size_t>(g)]);
+      rail.push_back(rail_of[static_cast<size_t>(g)]);
+    }
+    const size_t ops = program.ops.size();
+    program = collectives::pxn_program(program, node, rail);
+    pxn_relays_ = program.ops.size() - ops;
+  }
+  const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, program.tree_nodes != 0);
+  flow::CoresCosts costs;
+  const double clock = cfg_.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
+  costs.mem_ns = cfg_.get(gpu::kGpuMemLatency) / clock;
+  costs.jitter_ns = cfg_.get(gpu::kGpuMemJitter) / clock;
+  costs.simple = {cp.simple.chunk_bytes, cp.simple.slots};
+  costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
+  costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
+  costs.by_size = cp.by_size;
+  flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus, costs,
+                                              elements::dtype_bytes(dtype_), opt_.seed);
+}
+
+FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
+
+void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) const {
+  if (what != "program") Workload::print(what, os);
+  os << collectives::write_program(flows_->program());
+}
+
+std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostream&) {
+  const uint64_t bytes = sizes_[i];
+  const flow::CoresFlows::Result res = flows_->run(bytes);
+  const collectives::Program& p = flows_->program();
+  Row r(schema_);
+  const bool reduces = p.collective == collectives::Collective::AllReduce ||
+                       p.collective == collectives::Collective::ReduceScatter;
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), reduces ? elements::redop_name(redop_) : "none",
+            res.time_ns / 1e3, collectives::busbw_factor(p.collective, p.ranks), 0, 0);
+  r.set("wrong", std::string("-"));
+  r.set("flows", res.flows);
+  return {std::move(r)};
+}
+
+void FlowCollectiveWorkload::print_header(std::ostream& os) const {
+  const topo::Topology& t = graph_;
+  os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << flows_->program().ranks << " of "
+     << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches")
+     << ", " << t.links().size() << " links), seed " << opt_.seed << "\n"
+     << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the cores' "
+        "fixed costs; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit "
+        "stalls, loss, head-of-line blocking\n";
+  if (pxn_relays_)
+    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
+       << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
+}
+
+void FlowCollectiveWorkload::config_json(nlohmann::ordered_json& config) const {
+  config["fidelity"] = "flow";
+  config["collective"] = opt_.collective;
+  config["algorithm"] = opt_.algorithm;
+  config["gpus"] = flows_->program().ranks;
+  config["dtype"] = elements::dtype_name(dtype_);
+  config["sizes"] = opt_.sizes;
+}
+
+}  // namespace incsim::tb

@@ -1,0 +1,49 @@
+#pragma once
+// The collective workload at --fidelity flow (docs/flow.md): the same
+// registry, algorithms, programs and platforms as CollectiveWorkload, with
+// no packet-level block built. Each size's program runs on the GPUs' cores
+// as flows over the platform's graph (flow/cores_flows.h); nccl-tests'
+// columns, with #wrong "-": no element values travel.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "elements/data_pattern.h"
+#include "flow/cores_flows.h"
+#include "topology/topology.h"
+#include "workload.h"
+
+namespace incsim::tb {
+
+class FlowCollectiveWorkload : public Workload {
+ public:
+  FlowCollectiveWorkload(const Options& o, Config& cfg);
+  ~FlowCollectiveWorkload() override;
+
+  platforms::Machine* machine() override { return nullptr; }
+  void print_header(std::ostream& os) const override;
+  size_t points() const override { return sizes_.size(); }
+  double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
+  std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  void config_json(nlohmann::ordered_json& config) const override;
+  sc_core::sc_time default_stall_timeout() const override { return sc_core::sc_time(1, sc_core::SC_SEC); }
+  void print(const std::string& what, std::ostream& os) const override;
+
+ private:
+  Options opt_;
+  Config& cfg_;
+  std::vector<uint64_t> sizes_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
+  topo::Topology graph_;
+  std::unique_ptr<collectives::Algorithm> file_algorithm_;
+  const collectives::Algorithm* algorithm_ = nullptr;
+  collectives::Synthesis synthesis_;
+  flow::FlowMachine machine_;
+  std::unique_ptr<flow::CoresFlows> flows_;
+  double endpoint_GBps_ = 0;  // the bound's payload bandwidth per GPU
+  size_t pxn_relays_ = 0;
+};
+
+}  // namespace incsim::tb
