@@ -1,5 +1,6 @@
 #include "step_graph.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace incsim::training {
@@ -14,6 +15,39 @@ std::vector<int> Layout::tp_gpus(int k) const {
   std::vector<int> gpus;
   for (int p = 0; p < tp; ++p) gpus.push_back(gpu_at(k / replicas(), k % replicas(), p));
   return gpus;
+}
+
+std::vector<StepKernel> stage_kernels(int s, int pp, int micro, int lo, int hi, const std::vector<Layer>& layers,
+                                      const std::vector<LayerTimes>& times,
+                                      const std::function<int(int layer, bool forward)>& tp_size) {
+  using Edge = StepKernel::Edge;
+  using Phase = gpu::ComputeEngine::Phase;
+  std::vector<StepKernel> kernels;
+  const auto pass = [&](Phase phase, int m) {
+    const bool forward = phase == Phase::Forward;
+    const size_t start = kernels.size();
+    const auto kernel = [&](Phase ph, int k, bool recompute) {
+      const bool f = ph == Phase::Forward;
+      kernels.push_back({ph, k, f ? times[k].forward_s : times[k].backward_s, tp_size(k, f), m, Edge::none, Edge::none,
+                         recompute});
+    };
+    for (int q = 0; q < hi - lo; ++q) {
+      const int k = forward ? lo + q : hi - 1 - q;
+      // Activation checkpointing: the forward kernels from the checkpoint again first.
+      for (int j = layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
+      kernel(phase, k, false);
+      if (!forward && times[k].input_grad_after_s > 0)
+        kernels.push_back({Phase::Backward, k, times[k].input_grad_after_s, -1, m, Edge::none, Edge::none, false, true});
+    }
+    // A micro-batch's first kernel waits for the neighbour's data, its last sends on.
+    kernels[start].wait = forward ? (s > 0 ? Edge::activation : Edge::none) : (s + 1 < pp ? Edge::gradient : Edge::none);
+    kernels.back().send = forward ? (s + 1 < pp ? Edge::activation : Edge::none) : (s > 0 ? Edge::gradient : Edge::none);
+  };
+  const int warm = std::min(pp - s - 1, micro);
+  for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
+  for (int j = 0; j < micro - warm; ++j) pass(Phase::Forward, warm + j), pass(Phase::Backward, j);
+  for (int j = micro - warm; j < micro; ++j) pass(Phase::Backward, j);
+  return kernels;
 }
 
 // The iteration as one graph (training::GraphRunner runs it). Each GPU's

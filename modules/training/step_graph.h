@@ -4,10 +4,13 @@
 // (docs/training.md; docs/architecture.md, "One graph runner"): the GPUs'
 // layout, each stage's kernels in order, and their lowering.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
+#include "compute.h"
 #include "gpu/compute_engine.h"
 #include "graph.h"
+#include "model.h"
 
 namespace incsim::training {
 
@@ -52,6 +55,17 @@ struct StepKernel {
   int exchange = -1;        // once it ends, the embedding's all-to-all with this index starts (the GPU goes on)
   int exchange_wait = -1;   // it starts once the embedding's all-to-all with this index has ended
 };
+
+// Stage s's kernels over its layers [lo, hi) (PipeDream-Flush's 1F1B,
+// Narayanan et al. 2021 §2.2): its warm-up forwards, then a forward and a
+// backward in turn, then its cool-down backwards; one stage: forward then
+// backward. A backward kernel runs the forward kernels from its layer's
+// checkpoint again first (Layer::recompute_from) and is followed by its
+// input gradient's where the layer times one apart. tp_size(layer, forward):
+// the kernel's tensor-parallel collective (-1: none), asked in kernel order.
+std::vector<StepKernel> stage_kernels(int s, int pp, int micro, int lo, int hi, const std::vector<Layer>& layers,
+                                      const std::vector<LayerTimes>& times,
+                                      const std::function<int(int layer, bool forward)>& tp_size);
 
 // The iteration's graph. Streams: the pipeline links from 0 (link 2g
 // carries GPU g's activations to g + gpus / pp, 2g + 1 the gradients back;

@@ -212,8 +212,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     shards.push_back(training::tensor_shard(layer, layout_.tp));
     times_.push_back(training::layer_times(*compute_, shards.back(), micro_batch, precision_));
   }
-  // Each stage: its warm-up forwards, then a forward and a backward in turn,
-  // then its cool-down backwards (1F1B); one stage: forward then backward.
+  // Each stage's kernels in 1F1B order.
   kernels_.resize(layout_.pp);
   recompute_s_.assign(layout_.pp, 0);
   for (int s = 0; s < layout_.pp; ++s) {
@@ -222,35 +221,12 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     // their layers give no activation sizes to send).
     for (int k = lo; k < hi; ++k)
       for (int j = model_.layers[k].recompute_from; j >= 0 && j < k; ++j) recompute_s_[s] += times_[j].forward_s;
-    const auto pass = [&](Phase phase, int micro) {
-      const bool forward = phase == Phase::Forward;
-      const size_t start = kernels_[s].size();
-      const auto kernel = [&](Phase ph, int k, bool recompute) {
-        const bool f = ph == Phase::Forward;
-        kernels_[s].push_back({ph, k, f ? times_[k].forward_s : times_[k].backward_s,
-                               layout_.tp > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
-                                                       : model_.layers[k].tp_backward_bytes(micro_batch, element),
-                                                     f ? model_.layers[k].tp_forward_kind
-                                                       : model_.layers[k].tp_backward_kind)
-                                       : -1,
-                               micro, training::StepKernel::Edge::none, training::StepKernel::Edge::none, recompute});
-      };
-      for (int q = 0; q < hi - lo; ++q) {
-        const int k = forward ? lo + q : hi - 1 - q;
-        // Activation checkpointing: the forward kernels from the checkpoint again first.
-        for (int j = model_.layers[k].recompute_from; !forward && j >= 0 && j < k; ++j) kernel(Phase::Forward, j, true);
-        kernel(phase, k, false);
-        if (!forward && times_[k].input_grad_after_s > 0)
-          kernels_[s].push_back({Phase::Backward, k, times_[k].input_grad_after_s, -1, micro, training::StepKernel::Edge::none,
-                                 training::StepKernel::Edge::none, false, true});
-      }
-      kernels_[s][start].wait = forward ? (s > 0 ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s + 1 < layout_.pp ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
-      kernels_[s].back().send = forward ? (s + 1 < layout_.pp ? training::StepKernel::Edge::activation : training::StepKernel::Edge::none) : (s > 0 ? training::StepKernel::Edge::gradient : training::StepKernel::Edge::none);
-    };
-    const int warm = std::min(layout_.pp - s - 1, micro_);
-    for (int j = 0; j < warm; ++j) pass(Phase::Forward, j);
-    for (int j = 0; j < micro_ - warm; ++j) pass(Phase::Forward, warm + j), pass(Phase::Backward, j);
-    for (int j = micro_ - warm; j < micro_; ++j) pass(Phase::Backward, j);
+    kernels_[s] = training::stage_kernels(s, layout_.pp, micro_, lo, hi, model_.layers, times_, [&](int k, bool f) {
+      return layout_.tp > 1 ? activations(f ? model_.layers[k].tp_forward_bytes(micro_batch, element)
+                                            : model_.layers[k].tp_backward_bytes(micro_batch, element),
+                                          f ? model_.layers[k].tp_forward_kind : model_.layers[k].tp_backward_kind)
+                            : -1;
+    });
     // A stage's GPU holds its layers' weights; the optimizer steps over the largest stage's.
     uint64_t params = 0;
     for (int k = first_[s]; k < first_[s + 1]; ++k) params += shards[k].params;
