@@ -336,7 +336,8 @@ std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
   for (const auto& [link, share] : r.hops) {
     const size_t format = f_.format_[static_cast<size_t>(link)];
-    u.push_back({link, share > 0 ? share * fwd_[format] : -share * ack_[format]});
+    if (share > 0) u.push_back({link, share * fwd_[format]});
+    else u.push_back({link, -share * ack_[format], false});
   }
   return u;
 }
