@@ -562,7 +562,6 @@ CoresFlows::Result CoresFlows::Run::go() {
                           std::to_string(q->transfers) + " transfers sent)");
   }
   out.time_ns = end_;
-  for (size_t l = 0; l < net_.links(); ++l) out.link_bytes.push_back(net_.carried(static_cast<int>(l)));
   out.flows = net_.flows_started();
   out.most_active = net_.most_active();
   out.proto = proto_;

@@ -42,7 +42,6 @@ class Network {
   double now() const { return now_; }
   // Bytes each link carried (every flow started over it, by its weight).
   double carried(int link) const { return links_[static_cast<size_t>(link)].carried; }
-  double capacity(int link) const { return links_[static_cast<size_t>(link)].cap; }
   size_t links() const { return links_.size(); }
   // Flows started so far, and the most in flight at once.
   uint64_t flows_started() const { return started_; }
