@@ -336,7 +336,8 @@ std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
   for (const auto& [link, share] : r.hops) {
     const size_t format = f_.format_[static_cast<size_t>(link)];
-    u.push_back({link, share > 0 ? share * fwd_[format] : -share * ack_[format]});
+    if (share > 0) u.push_back({link, share * fwd_[format]});
+    else u.push_back({link, -share * ack_[format], false});
   }
   return u;
 }
@@ -561,7 +562,6 @@ CoresFlows::Result CoresFlows::Run::go() {
                           std::to_string(q->transfers) + " transfers sent)");
   }
   out.time_ns = end_;
-  for (size_t l = 0; l < net_.links(); ++l) out.link_bytes.push_back(net_.carried(static_cast<int>(l)));
   out.flows = net_.flows_started();
   out.most_active = net_.most_active();
   out.proto = proto_;

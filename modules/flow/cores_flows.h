@@ -65,9 +65,8 @@ class CoresFlows {
   ~CoresFlows();
   struct Result {
     double time_ns = 0;
-    std::vector<double> link_bytes;  // [flow link]: bytes on the wire (flow_link names them)
     uint64_t flows = 0;
-    size_t most_active = 0;
+    size_t most_active = 0;  // flows in flight at once, at most
     collectives::Protocol proto = collectives::Protocol::Simple;
     uint64_t transfers = 0;
   };

@@ -150,7 +150,7 @@ void Network::recompute() {
     const double level = std::max(0.0, top.level);
     for (const auto& [f, u] : k.flows) {
       Flow& x = flows_[static_cast<size_t>(f)];
-      if (x.frozen) continue;
+      if (x.frozen || !x.uses[static_cast<size_t>(u)].limits) continue;
       x.frozen = true;
       x.rate = level;
       for (const Use& use : x.uses) {

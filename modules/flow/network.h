@@ -18,9 +18,14 @@ class Network {
   // A flow's use of a link: `weight` bytes cross the link per byte of the
   // flow (a packet's header over its payload, a fraction of a flow spread
   // over equal-cost links, the acknowledgements on the way back).
+  // limits: whether the link can bound the flow's rate. A flow's write
+  // acknowledgements on the way back take the capacity they need there,
+  // but a port's round robin never holds them back for a data stream, so
+  // they do not freeze the flow at that link's fair level.
   struct Use {
     int link;
     double weight;
+    bool limits = true;
   };
   using Callback = std::function<void()>;
 
@@ -37,7 +42,6 @@ class Network {
   double now() const { return now_; }
   // Bytes each link carried (every flow started over it, by its weight).
   double carried(int link) const { return links_[static_cast<size_t>(link)].carried; }
-  double capacity(int link) const { return links_[static_cast<size_t>(link)].cap; }
   size_t links() const { return links_.size(); }
   // Flows started so far, and the most in flight at once.
   uint64_t flows_started() const { return started_; }

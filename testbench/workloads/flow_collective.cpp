@@ -158,7 +158,7 @@ void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) co
   os << collectives::write_program(flows_->program());
 }
 
-std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostream&) {
+std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
   const flow::CoresFlows::Result res = flows_->run(bytes);
   const collectives::Program& p = flows_->program();
@@ -169,6 +169,8 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostre
             res.time_ns / 1e3, collectives::busbw_factor(p.collective, p.ranks), 0, 0);
   r.set("wrong", std::string("-"));
   r.set("flows", res.flows);
+  notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
+        << "), at most " << res.most_active << " in flight at once\n";
   return {std::move(r)};
 }
 

@@ -83,3 +83,20 @@ TEST_CASE("a flow without links or bytes takes its latency only") {
   CHECK(done["none"] == Approx(30));
   CHECK(done["empty"] == Approx(40));
 }
+
+TEST_CASE("a flow's acknowledgements take their capacity on a full link but do not hold it to that link's share") {
+  Network n;
+  const int a = n.add_link(10), b = n.add_link(10);
+  std::map<std::string, double> done;
+  // x's data on a, its acks (1/8 of its bytes) on b, which y fills with data.
+  n.start({{a, 1}, {b, 0.125, false}}, 800, 0, [&] { done["x"] = n.now(); });
+  start(n, done, "y", {{b, 1}}, 1000);
+  n.run();
+  // Filling: b's level is 10 / 1.125 = 8.89, where y freezes; x's acks do
+  // not freeze it there: it rises to a's 10 B/ns, its acks taking 1.25 B/ns
+  // of b beside y's 8.89 (b 1.4% over: what acks take above the level at
+  // which y froze is not taken from y): x's 800 B by 80. Then y alone at 10: it
+  // has 1000 - 80 x 8.89 = 288.9 B left, by 80 + 28.9 = 108.9.
+  CHECK(done["x"] == Approx(80));
+  CHECK(done["y"] == Approx(80 + (1000 - 80 * 10 / 1.125) / 10));
+}

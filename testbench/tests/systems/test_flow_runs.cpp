@@ -47,7 +47,10 @@ TEST_CASE("flow: the table says elements were not simulated, and the same seed g
   REQUIRE(a.code == 0);
   CHECK(a.out == b.out);
   CHECK_THAT(a.out, Catch::Contains("elements were not simulated"));
-  const auto rows = lines(a.out);
+  std::vector<std::string> rows;
+  for (const std::string& l : lines(a.out))
+    if (l[0] != '#') rows.push_back(l);
+  REQUIRE(rows.size() == 2);
   CHECK_THAT(rows.back(), Catch::Contains(" - "));
 }
 
