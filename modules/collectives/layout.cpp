@@ -61,10 +61,6 @@ int result_owner(const Program& p, int64_t m) {
   }
 }
 
-bool has_result(const Program& p, int r) {
-  return (p.collective != Collective::Reduce && p.collective != Collective::Gather) || r == p.root;
-}
-
 PassLayout::PassLayout(int parts_, uint32_t blocks_, uint64_t chunk_elems_, uint64_t elems)
     : parts(parts_), blocks(blocks_), chunk_elems(chunk_elems_) {
   const uint64_t per_pass = chunk_elems * blocks;

@@ -32,9 +32,6 @@ int64_t message_chunk(const Program& p, int rank, ChunkRef c);
 // of every rank's (all-reduce, reduce-scatter, reduce). Every engine checks
 // its results against this.
 int result_owner(const Program& p, int64_t m);
-// Whether rank r has a result to check: a reduce's and a gather's only at
-// the root.
-bool has_result(const Program& p, int r);
 
 // The message cut into passes: it is `blocks x parts` chunks per pass. A
 // program whose channel c touches only chunks c mod parts (the ring's

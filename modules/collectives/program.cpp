@@ -116,6 +116,10 @@ ChunkRef chunk(Buffer b, uint32_t index, uint16_t count) {
   return c;
 }
 
+bool has_result(const Program& p, int r) {
+  return (p.collective != Collective::Reduce && p.collective != Collective::Gather) || r == p.root;
+}
+
 uint32_t chunk_limit(const Program& p, int r, Buffer b) {
   const Buffers& s = p.buffers[r];
   if (b == Buffer::Input) return s.input;

@@ -224,6 +224,9 @@ class ProgramBuilder {
 ChunkRef chunk(Buffer b, uint32_t index, uint16_t count = 1);
 // How many chunks of buffer b rank r may name: its count, or for an in-place
 // all-reduce or broadcast's output (the input) the larger of the two.
+// Whether rank r has a result to check: a reduce's and a gather's only at
+// the root.
+bool has_result(const Program& p, int r);
 uint32_t chunk_limit(const Program& p, int r, Buffer b);
 
 // The text format of docs/programs.md.

@@ -8,8 +8,6 @@
 #include <queue>
 #include <sstream>
 
-#include "collectives/layout.h"
-
 namespace incsim::collectives {
 
 std::string ProgramCheck::report() const {

@@ -145,7 +145,8 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
   }
   // The result chunks: the canonical image of each output chunk (none
   // where the rank has no result: a reduce's or a gather's other ranks).
-  for (uint32_t k = 0; collectives::has_result(p, rank) && k < collectives::chunk_limit(p, rank, Buffer::Output); ++k) {
+  const uint32_t results = collectives::has_result(p, rank) ? collectives::chunk_limit(p, rank, Buffer::Output) : 0;
+  for (uint32_t k = 0; k < results; ++k) {
     Buffer buf = Buffer::Output;
     uint32_t index = k;
     int64_t m;
