@@ -90,8 +90,12 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
 
 PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<collectives::Needs>& needs) {
   PlatformDefaults d = platform_defaults(t);
+  d.tables = false;
   for (const collectives::Needs& n : needs) {
+    d.tables = d.tables || n.tables != collectives::TableRule::None;
     d.table_bytes = std::max(d.table_bytes, n.table_bytes);
+    d.push_tables = d.push_tables || n.tables == collectives::TableRule::Push;
+    d.pull_tables = d.pull_tables || n.tables == collectives::TableRule::Pull;
     // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also
     // on MultiTree's fat tree, whose own packets carry 256 B (Table III).
     if (n.block_packets) d.max_payload_bytes = std::min(d.max_payload_bytes, topo::MulticastFabric::kBlockBytes);

@@ -79,7 +79,7 @@ std::string Range::text(const std::string& unit) const {
     if (has_hi) t += (t.empty() ? "" : " and ") + std::string(hi_open_ ? "below " : "at most ") + number_text(hi_);
     t += u;
   }
-  return zero_ ? "0, or " + t : t;
+  return (zero_ ? "0, or " + t : t) + (auto_ ? ", or auto" : "");
 }
 
 ParamDecl::ParamDecl(const char* key, const char* type, std::string default_text, Range range, const char* description)
@@ -113,7 +113,7 @@ double ParamDecl::check(const std::string& key, const std::string& text) const {
     parse_bool(key, text);
     return 0;
   }
-  if (!range_.numeric()) return 0;
+  if (!range_.numeric() || (range_.automatic() && text == "auto")) return 0;
   const double v = parse_number(key, text);
   if (!range_.contains(v))
     throw UserError(key + " = " + text + " is outside its range (" + range_.text(unit()) + ")");

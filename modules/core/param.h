@@ -33,6 +33,13 @@ class Range {
     r.zero_ = true;
     return r;
   }
+  // The word auto is accepted too, read as the type's largest value, which
+  // the block that reads it replaces by the value it derives.
+  Range or_auto() const {
+    Range r = *this;
+    r.auto_ = true;
+    return r;
+  }
   // Strings and bools have no numeric range.
   static Range none() { return Range(-std::numeric_limits<double>::infinity(), false); }
 
@@ -44,6 +51,7 @@ class Range {
   bool lo_open() const { return lo_open_; }
   bool hi_open() const { return hi_open_; }
   bool zero() const { return zero_; }
+  bool automatic() const { return auto_; }
   // "0.001 to 100000 GB/s", "above 0 and below 1", "0, or 1 to 1024".
   std::string text(const std::string& unit) const;
 
@@ -56,7 +64,7 @@ class Range {
     return r;
   }
   double lo_, hi_ = std::numeric_limits<double>::infinity();
-  bool lo_open_, hi_open_ = false, zero_ = false;
+  bool lo_open_, hi_open_ = false, zero_ = false, auto_ = false;
 };
 
 // The shortest text that reads back as v: 0.05, not 0.050000000000000003.
