@@ -5,6 +5,7 @@
 #include "elements/data_pattern.h"
 #include "core/error.h"
 #include "core/nearest.h"
+#include "core/units.h"
 #include "platforms/platform.h"
 #include "traffic/patterns.h"
 #include "training/compute.h"
@@ -75,20 +76,9 @@ std::string algorithm_defaults() {
 std::string algorithm_help() {
   std::string out;
   for (const Algorithm* a : collectives::algorithms()) {
-    std::istringstream words(a->info().description);
-    std::string line = "  " + std::string(a->name()), word;
+    std::string line = "  " + std::string(a->name());
     line.resize(17, ' ');
-    bool first = true;
-    while (words >> word) {
-      if (!first && line.size() + 1 + word.size() > 100) {
-        out += line + "\n";
-        line = std::string(17, ' ');
-        first = true;
-      }
-      line += (first ? "" : " ") + word;
-      first = false;
-    }
-    out += line + "\n";
+    out += wrap(line, a->info().description, 17);
   }
   return out;
 }

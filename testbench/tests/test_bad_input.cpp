@@ -42,12 +42,14 @@ const std::vector<Declared>& declared() {
     const Result r = incsim("--list-params --all");
     REQUIRE(r.code == 0);
     std::vector<Declared> out;
-    for (const auto& l : lines(r.out)) {
+    const auto ls = lines(r.out);
+    for (size_t i = 2; i < ls.size(); ++i) {  // after the header row
+      if (ls[i].rfind("    ", 0) == 0) continue;  // a description
       std::vector<std::string> f;
-      std::istringstream is(l);
+      std::istringstream is(ls[i]);
       for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-      REQUIRE(f.size() == 5);
-      out.push_back({f[0], f[1], f[3]});
+      REQUIRE(f.size() >= 3);
+      out.push_back({f[0], f[1], f.size() > 3 ? f[3] : ""});
     }
     return out;
   }();

@@ -228,6 +228,7 @@ TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli]
   require_error("--platform dgx2 --dims 4x4 --sizes 8K", {"--dims", "dgx2"});
   require_error("--platform star --gpus 4 --dims 4x4 --sizes 8K", {"--dims", "star"});
   require_error("--platform fattree --dims 4x4 --sizes 8K", {"--dims", "fattree", "--nodes"});
+  require_error("--platform cluster --nodes 2 --dims 4x4 --sizes 8K", {"--dims", "not to cluster", "--nodes"});
   require_error("--platform torus --nodes 16 --sizes 8K", {"--nodes", "torus", "--dims"});
   require_error("--platform dgx2 --nodes 16 --sizes 8K", {"--nodes", "dgx2"});
   require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
@@ -550,20 +551,44 @@ TEST_CASE("option list-params --all lists every parameter, sorted, without build
   const Result all = incsim("--list-params --all");
   REQUIRE(all.code == 0);
   CHECK(all.err.empty());
+  const auto ls = lines(all.out);
+  // A header row, then a row per key and its description below, wrapped.
+  REQUIRE(ls.size() > 2);
+  CHECK(ls[0] == "key\ttype\tdefault\trange");
+  CHECK(ls[1] == "    description");
   std::map<std::string, std::vector<std::string>> by_key;
   std::string previous;
-  for (const auto& l : lines(all.out)) {
+  for (size_t i = 2; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
     INFO(l);
+    CHECK(l.size() <= 100);
+    if (l.rfind("    ", 0) == 0) {
+      REQUIRE_FALSE(previous.empty());
+      by_key[previous][4] += (by_key[previous][4].empty() ? "" : " ") + l.substr(4);
+      continue;
+    }
     std::vector<std::string> f;
     std::istringstream is(l);
     for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-    REQUIRE(f.size() == 5);
+    if (f.size() == 3) f.push_back("");  // no range
+    REQUIRE(f.size() == 4);
     CHECK(f[0] > previous);
     previous = f[0];
-    CHECK_FALSE(f[4].empty());
     CHECK(f[3].empty() == (f[1] == "bool" || f[1] == "string"));
+    f.push_back("");
     by_key[f[0]] = f;
   }
+  for (const auto& [key, f] : by_key) {
+    INFO(key);
+    CHECK_FALSE(f[4].empty());
+  }
+  // Defaults that depend on the algorithm say so, per algorithm.
+  CHECK(by_key.at("switch.reduction_table.bytes")[2] == "per algorithm");
+  CHECK_THAT(by_key.at("switch.reduction_table.bytes")[3], Catch::EndsWith(", or auto"));
+  CHECK_THAT(by_key.at("switch.reduction_table.bytes")[4],
+             Catch::StartsWith("defaults: push 256 on dgx2, star and fattree2l, elsewhere auto; pull and nvls 4096"));
+  CHECK_THAT(by_key.at("gpu.copy_engine.waves")[4], Catch::StartsWith("defaults: push 16, pull 4"));
+  CHECK(by_key.at("link.bw_GBps")[2] == "25");
   // Keys a default run does not read are there too.
   for (const char* k : {"roce.mtu_payload", "fpga.latency_ns", "gpu.copy_engine.waves", "traffic.window_ns",
                         "blink.eps", "dgx1.net_Gbps", "nic.clock_ghz"})
