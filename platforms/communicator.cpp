@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -451,26 +452,26 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
 // beside the configured size, so a sensitivity sweep can be read against them.
 void CollectiveCall::describe_sizing(std::ostream& os) const {
   const GpuMachine& m = comm_.machine_;
-  const auto& t = m.topology();
   const int n = comm_.size();
   const auto& sw = m.table_config();
   const auto& ll = m.little_law();
-  const int node = t.endpoints()[0];
-  uint64_t ports = 0;
-  for (int s : t.switches()) ports += t.node(s).ports;
-  const int access = t.node(node).ports;
   os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
      << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU "
      << ll.l_gpu_ns << " ns): ";
-  if (innet_ == collectives::InNetMethod::Pull) {
+  const bool pull = innet_ == collectives::InNetMethod::Pull;
+  const double per_port = pull ? ll.pull_per_port(n) : ll.push_per_port();
+  if (pull) {
     const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
-    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << c / access << " B per access port";
+    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << per_port << " B per access port";
   } else {
     const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
-    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << c / ports << " B per port over " << ports
-       << " ports";
+    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << per_port << " B per port over "
+       << ll.switch_ports << " ports";
   }
   os << "; configured " << sw.table_bytes << " B per port\n";
+  if (sw.table_bytes < std::round(per_port))
+    os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
+          "§VI-C); -c switch.reduction_table.bytes=auto sizes it to C_min\n";
 }
 
 }  // namespace incsim::platforms

@@ -1,7 +1,9 @@
 #include "gpu_fabric.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "collectives/bounds.h"
 #include "core/error.h"
 #include "nic/nic.h"
 
@@ -64,11 +66,12 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   sw_.speedup = cfg.get(credit_switch::kSwitchSpeedup);
   const uint32_t in_buf = cfg.get(credit_switch::kSwitchInBuffer);
   const uint32_t out_q = cfg.get(credit_switch::kSwitchOutQueue);
-  tables_.table_bytes = cfg.get(nvswitch::kTableBytes, d.table_bytes);
-  const double timeout_ns = cfg.get(nvswitch::kTableTimeout);
-  const std::string eviction = cfg.get(nvswitch::kTableEviction);
+  // The tables' keys are read where something reduces in the switches: a
+  // key no block of the run reads is refused.
+  const double timeout_ns = d.tables ? cfg.get(nvswitch::kTableTimeout) : 0;
   tables_.entry_bytes = fmt_.max_payload_bytes;
-  tables_.eviction = nvswitch::make_eviction_policy(eviction);
+  tables_.eviction = nvswitch::make_eviction_policy(d.tables ? cfg.get(nvswitch::kTableEviction)
+                                                             : nvswitch::kTableEviction.default_value());
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < tables_.entry_bytes)
@@ -76,7 +79,6 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
                       "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
     return b;
   };
-  check_table("switch.reduction_table.bytes", tables_.table_bytes);
 
   gc_.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
   gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
@@ -100,7 +102,16 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
       for (int b = 0; b < n; ++b) little_law_.d_max = std::max(little_law_.d_max, t_.hops(a, b) - 1);
     little_law_.l_hop_ns = sw_latency_ns + link_ns + ser_ns;
     little_law_.l_gpu_ns = (gc_.mem_latency_cycles + gc_.mem_jitter_cycles / 2.0) / gc_.clock_ghz;
+    for (int s : t_.switches()) little_law_.switch_ports += t_.node(s).ports;
+    little_law_.access_ports = t_.node(node).ports;
+    little_law_.gpus = n;
   }
+  // The table a run sets, or its algorithm's (a paper's, else C_min by Klenk's
+  // rule); auto: C_min. A switch's or a port's own auto means the same.
+  const uint32_t by_rule = table_by_rule(d);
+  auto resolve = [&](uint32_t b) { return b == nvswitch::kTableAuto ? by_rule : b; };
+  tables_.table_bytes = d.tables ? resolve(cfg.get(nvswitch::kTableBytes, d.table_bytes ? d.table_bytes : by_rule)) : 0;
+  check_table("switch.reduction_table.bytes", tables_.table_bytes);
   tables_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
                                      : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
 
@@ -141,7 +152,9 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
       // A switch's or a port's own key may override the table size (sw3.reduction_table.bytes,
       // sw3.port5.reduction_table.bytes) and a switch's its latency.
       const std::string port = node.name + ".port" + std::to_string(p);
-      const uint32_t b = check_table(port + ".reduction_table.bytes", cfg.instance(port, nvswitch::kTableBytes, tables_.table_bytes));
+      const uint32_t b = d.tables ? check_table(port + ".reduction_table.bytes",
+                                                resolve(cfg.instance(port, nvswitch::kTableBytes, tables_.table_bytes)))
+                                  : 0;
       table_bytes_[s].push_back(b);
       table_bytes_total_ += b / tables_.entry_bytes * tables_.entry_bytes;
     }
@@ -155,6 +168,22 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     if (in_bytes_[e][0] < max_packet)
       throw UserError("gpu.rx_buffer_bytes must hold at least one " + std::to_string(max_packet) + "-byte packet");
   }
+}
+
+double LittleLaw::push_per_port() const {
+  return collectives::push_table_bytes(b_in_GBps, d_max, l_hop_ns) / switch_ports;
+}
+
+double LittleLaw::pull_per_port(int p) const {
+  return collectives::pull_table_bytes(b_in_GBps, p, d_max, l_hop_ns, l_gpu_ns) / access_ports;
+}
+
+uint32_t GpuFabric::table_by_rule(const PlatformDefaults& d) const {
+  double c = 0;
+  if (d.push_tables) c = little_law_.push_per_port();
+  if (d.pull_tables && little_law_.gpus > 1) c = std::max(c, little_law_.pull_per_port(little_law_.gpus));
+  const uint32_t entry = tables_.entry_bytes;
+  return static_cast<uint32_t>(std::min<double>(std::ceil(c / entry) * entry, nvswitch::kTableBytes.range().hi()));
 }
 
 credit_switch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {

@@ -26,6 +26,13 @@ struct LittleLaw {
   int d_max = 0;         // the most switches between two GPUs
   double l_hop_ns = 0;   // a switch, a wire and a packet's serialization
   double l_gpu_ns = 0;   // mean GPU memory response latency
+  int switch_ports = 0;  // over every switch: Eq. (2)'s table is the whole network's
+  int access_ports = 0;  // GPU 0's: Eq. (1)'s is its first-hop switch ports'
+  int gpus = 0;
+  // C_min per switch port: Eq. (2) over every port; Eq. (1) for a reduction
+  // of p GPUs, over a GPU's access ports.
+  double push_per_port() const;
+  double pull_per_port(int p) const;
 };
 
 class GpuFabric : public Fabric {
@@ -54,6 +61,10 @@ class GpuFabric : public Fabric {
   std::unique_ptr<net::Block> make_gpu(int node, net::PacketPool& pool) const;
 
  private:
+  // C_min per port by d's rules (the larger where push and pull both run),
+  // in whole table entries; 0 without a rule.
+  uint32_t table_by_rule(const PlatformDefaults& d) const;
+
   const topo::Topology& t_;
   net::PacketFormat fmt_;
   std::unique_ptr<topo::MulticastFabric> multicast_;

@@ -63,7 +63,13 @@ struct LinkEnd {
 // Defaults that depend on the platform family (platform.h,
 // platform_defaults()) and on what runs on it.
 struct PlatformDefaults {
-  uint32_t table_bytes = 0;  // reduction table per switch port (Klenk Fig. 7, 8)
+  // Reduction tables: whether any are read (false where nothing reduces in
+  // the switches: their keys are then refused), the size per switch port a
+  // paper sets (Klenk Fig. 7, 8), and where none does (0), the rules that
+  // size them: C_min of Klenk's Eq. (2) for push, Eq. (1) for pull.
+  bool tables = true;
+  uint32_t table_bytes = 0;
+  bool push_tables = false, pull_tables = false;
   double switch_latency_ns = 150;     // Klenk §V; MultiTree platforms: platform_defaults()
   uint32_t max_payload_bytes = 128;   // Klenk §V; MultiTree Table III: 256
   std::string spread = "destination";  // switch.spread: the papers' tables; hgx-h100: adaptive

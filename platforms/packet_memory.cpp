@@ -61,7 +61,7 @@ PacketMemory packet_memory(const topo::Topology& t, Config& cfg, const PlatformD
       table = net_table;
       entry = topo::MulticastFabric::kBlockBytes;
     } else if (fabric_of_kind(n.block) == GpuFabric::kName && !is_plain_switch(t, s)) {
-      if (!read_gpu) gpu_table = cfg.get(nvswitch::kTableBytes, d.table_bytes), read_gpu = true;
+      if (!read_gpu) gpu_table = d.tables ? cfg.get(nvswitch::kTableBytes, d.table_bytes) : 0, read_gpu = true;
       table = gpu_table;
       entry = gpu_entry;
     }

@@ -90,8 +90,12 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
 
 PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<collectives::Needs>& needs) {
   PlatformDefaults d = platform_defaults(t);
+  d.tables = false;
   for (const collectives::Needs& n : needs) {
+    d.tables = d.tables || n.tables != collectives::TableRule::None;
     d.table_bytes = std::max(d.table_bytes, n.table_bytes);
+    d.push_tables = d.push_tables || n.tables == collectives::TableRule::Push;
+    d.pull_tables = d.pull_tables || n.tables == collectives::TableRule::Pull;
     // The switches reduce and multicast 128-byte blocks (Klenk §IV-D), also
     // on MultiTree's fat tree, whose own packets carry 256 B (Table III).
     if (n.block_packets) d.max_payload_bytes = std::min(d.max_payload_bytes, topo::MulticastFabric::kBlockBytes);
@@ -297,6 +301,11 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   if (is_dgx1_platform(platform)) return make_dgx1_topology(platform, shape, cfg);
   if (!shape.node.empty() && platform != "cluster")
     throw UserError("--node applies to the cluster platform, not to " + platform);
+  const bool dims = shape.dims;
+  const std::string dims_text = std::to_string(shape.dims_x) + "x" + std::to_string(shape.dims_y);
+  if (dims && platform != "torus" && platform != "mesh" && platform != "bigraph")
+    throw UserError("--dims applies to the torus, mesh and bigraph platforms, not to " + platform +
+                    (platform == "fattree" || platform == "cluster" ? "; give --nodes instead" : ""));
   if (platform == "cluster") return make_cluster_topology(shape, cfg);
   // link.* with the family's defaults: a YAML file's, or the built-in's.
   auto link_defaults = [&cfg](const std::string& family) {
@@ -309,11 +318,6 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
     return topo::LinkDefaults{bw, lat};
   };
-  const bool dims = shape.dims;
-  const std::string dims_text = std::to_string(shape.dims_x) + "x" + std::to_string(shape.dims_y);
-  if (dims && platform != "torus" && platform != "mesh" && platform != "bigraph")
-    throw UserError("--dims applies to the torus, mesh and bigraph platforms, not to " + platform +
-                    (platform == "fattree" ? "; give --nodes instead" : ""));
   if (shape.nodes != 0 && platform != "fattree")
     throw UserError("--nodes applies to the fattree and cluster platforms, not to " + platform +
                     (platform == "torus" || platform == "mesh" || platform == "bigraph" ? "; give --dims instead"

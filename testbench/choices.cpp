@@ -5,6 +5,7 @@
 #include "elements/data_pattern.h"
 #include "core/error.h"
 #include "core/nearest.h"
+#include "core/units.h"
 #include "platforms/platform.h"
 #include "traffic/patterns.h"
 #include "training/compute.h"
@@ -18,6 +19,7 @@ std::string join(std::string list, const std::string& item) { return list.empty(
 
 namespace {
 using collectives::Algorithm;
+using collectives::Collective;
 
 // Whether a runs on a built-in platform; one that needs a cluster's
 // scale-out network names it: "cluster (roce)" (network "": infiniband, the default).
@@ -39,6 +41,26 @@ std::string algorithms_for(const std::string& collective, Family family, const s
   return rest.empty() ? first : join(first, rest);
 }
 
+std::string readers_of(const std::string& key, const topo::Topology& t, const std::string& platform) {
+  const bool tables = key.find("reduction_table.") != std::string::npos;
+  if (!tables && key.rfind("gpu.copy_engine.", 0) != 0) return "";
+  const bool any = platforms::is_platform_file(platform);
+  std::string names;
+  for (const Algorithm* a : collectives::algorithms()) {
+    if (a->info().family != Family::GpuFabric || !(any || runs_on(*a, platform, ""))) continue;
+    bool reads = false;
+    for (const auto c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
+                         Collective::AllToAll, Collective::Reduce, Collective::Gather, Collective::Scatter}) {
+      if (!a->runs(c)) continue;
+      const collectives::Needs n = a->needs(t, c);
+      reads = reads || (tables ? n.tables != collectives::TableRule::None : n.copy_engine);
+    }
+    if (reads) names = join(names, a->name());
+  }
+  if (names.empty()) return "no algorithm on " + platform + " reads it";
+  return names + (tables ? " read it, which reduce in the switches' tables" : " read it, which run on the GPUs' copy engines");
+}
+
 std::string algorithm_defaults() {
   // The GPU fabrics' default for most collectives, then the others by collective, then by family.
   std::string out;
@@ -54,20 +76,9 @@ std::string algorithm_defaults() {
 std::string algorithm_help() {
   std::string out;
   for (const Algorithm* a : collectives::algorithms()) {
-    std::istringstream words(a->info().description);
-    std::string line = "  " + std::string(a->name()), word;
+    std::string line = "  " + std::string(a->name());
     line.resize(17, ' ');
-    bool first = true;
-    while (words >> word) {
-      if (!first && line.size() + 1 + word.size() > 100) {
-        out += line + "\n";
-        line = std::string(17, ' ');
-        first = true;
-      }
-      line += (first ? "" : " ") + word;
-      first = false;
-    }
-    out += line + "\n";
+    out += wrap(line, a->info().description, 17);
   }
   return out;
 }

@@ -31,6 +31,13 @@ std::string algorithm_defaults();
 // --help's list of the algorithms, each name and its description wrapped at 100 columns.
 std::string algorithm_help();
 
+// Who reads a key of the GPUs' hardware that a run does not: for a
+// reduction table's key "push, pull, nvls read it, which reduce in the
+// switches' tables", for a copy engine's those that run on them (the
+// registry's Needs: the algorithms that run on `platform`, graph t); "" for
+// any other key.
+std::string readers_of(const std::string& key, const topo::Topology& t, const std::string& platform);
+
 // True if `item` is one of the comma-separated `list`.
 bool one_of(const std::string& item, const std::string& list);
 // Throws UserError unless `value` is one of `list`, `what` naming the

@@ -40,10 +40,11 @@ const Param<double> kProgress{"sim.progress_s", 2.0, Range::at_least(0).at_most(
                               "wall-clock seconds between progress lines on stderr"};
 
 // A parameter's value as JSON of its type: 2048, 1.53, true, "software";
-// whole numbers as integers, whatever the type, so every reader sees 1000.
+// whole numbers as integers, whatever the type, so every reader sees 1000;
+// auto (a value the block derives) as the word.
 nlohmann::ordered_json param_json(const std::string& key, const Config::Param& p) {
   if (p.type == "bool") return parse_bool(key, p.value);
-  if (p.type != "int" && p.type != "float") return p.value;
+  if ((p.type != "int" && p.type != "float") || p.value == "auto") return p.value;
   const double v = parse_number(key, p.value);
   if (v == std::floor(v) && std::fabs(v) < 9e15) return static_cast<int64_t>(v);
   return v;
@@ -102,7 +103,12 @@ Experiment::Experiment(const Options& o) : opt_(o) {
         return s;
       },
       std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
-  cfg_.check_unused();
+  cfg_.check_unused([this, m](const std::string& key) {
+    // Under --fidelity flow no machine is built, so no algorithm is asked.
+    const std::string who = m ? readers_of(key, m->topology(), opt_.platform) : "";
+    return " (" + (opt_.algorithm.empty() ? std::string("its default algorithm") : opt_.algorithm) + " on " +
+           opt_.platform + ")" + (who.empty() ? "; incsim --list-params shows the keys it reads" : ": " + who);
+  });
   log::check_matched();
   elements::Alu::check_matched();
 

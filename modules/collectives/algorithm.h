@@ -65,18 +65,30 @@ bool is_bigraph(const topo::Topology& t);
 
 // What an algorithm needs of the machine it runs on: the papers' settings,
 // which the machine builder takes where the run sets none.
+enum class TableRule {
+  None,  // no reduction in the switches' tables
+  Push,  // reduces in them, sized by Klenk's Eq. (2): C_min = B_in d_max L_hop over the network
+  Pull,  // reduces in them, sized by Eq. (1): C_min = B_in / (p - 1) (2 d_max L_hop + L_GPU) per GPU
+};
 struct Needs {
-  uint32_t table_bytes = 0;  // reduction table per switch port (0: none)
+  TableRule tables = TableRule::None;
+  // Reduction table per switch port where a paper sets one (Klenk Fig. 7,
+  // 8); 0: the builder sizes it by `tables`' rule (switch.reduction_table.bytes=auto).
+  uint32_t table_bytes = 0;
   // The switches reduce and multicast 128-byte blocks (Klenk §IV-D): packets
   // carry at most one.
   bool block_packets = false;
+  // Its programs run on the GPUs' copy engines (gpu.copy_engine.*).
+  bool copy_engine = false;
 };
 
-// The reduction tables of Klenk's figures: push 256 B per switch port
-// (Fig. 7), pull 4 KiB (Fig. 7: DGX-2), 1 KiB on his 2-level fat tree
-// (Fig. 8).
-uint32_t push_table_bytes();
-uint32_t pull_table_bytes(const topo::Topology& t);
+// Klenk's push and pull on the copy engines, with the reduction tables of
+// his figures: push 256 B per switch port (Fig. 7, 8) on his platforms'
+// graphs (dgx2, fattree2l and star, family klenk), elsewhere (today's
+// machines, other YAML files) 0: Eq. (2)'s C_min; pull 4 KiB (Fig. 7:
+// DGX-2), 1 KiB on his 2-level fat tree (Fig. 8).
+Needs push_tables(const topo::Topology& t);
+Needs pull_tables(const topo::Topology& t);
 // What a program (a file's) needs of the machine, by what it does in the
 // switches: a copy engine's program the push, pull or multicast tables and
 // 128-byte blocks; a program for the cores that reduces in the switches

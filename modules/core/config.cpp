@@ -79,19 +79,20 @@ namespace {
                                 : "; did you mean '" + near + "'?"));
 }
 
-// A declared key, or a block's instance of one (sw3.port5.reduction_table.bytes
-// for switch.reduction_table.bytes): the suffix after the block type's name.
-bool declared(const std::string& key) {
+// The declared key `key` names: itself, or the type's key of a block's
+// instance (switch.reduction_table.bytes for sw3.port5.reduction_table.bytes:
+// the suffix after the block type's name); "" if none.
+std::string declared(const std::string& key) {
   const auto& registry = param_registry();
-  if (registry.count(key)) return true;
+  if (registry.count(key)) return key;
   for (const auto& [k, p] : registry) {
     const auto dot = k.find('.');
     const std::string suffix = dot == std::string::npos ? k : k.substr(dot + 1);
     if (key.size() > suffix.size() && key[key.size() - suffix.size() - 1] == '.' &&
         key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
-      return true;
+      return k;
   }
-  return false;
+  return "";
 }
 }  // namespace
 
@@ -99,14 +100,24 @@ void Config::check_known() const {
   std::vector<std::string> keys;
   for (const auto& kv : param_registry()) keys.push_back(kv.first);
   for (const auto& [key, ov] : overrides_)
-    if (!declared(key)) unknown_key(key, ov.source, keys);
+    if (declared(key).empty()) unknown_key(key, ov.source, keys);
 }
 
-void Config::check_unused() const {
+void Config::check_unused(const std::function<std::string(const std::string& key)>& not_read) const {
   std::vector<std::string> keys;
   for (const auto& kv : params_) keys.push_back(kv.first);
-  for (const auto& [key, ov] : overrides_)
-    if (!ov.used) unknown_key(key, ov.source, keys);
+  for (const auto& [key, ov] : overrides_) {
+    if (ov.used) continue;
+    // A key of incsim's whose type no block of this run read (an instance of
+    // a type it read names a block it does not have: unknown).
+    const std::string type = declared(key);
+    if (!type.empty() && !params_.count(type)) {
+      const std::string why = not_read ? not_read(type) : "";
+      throw UserError(key + (ov.source == "-c" ? "" : " (in " + ov.source + ")") + " is not read by this run" +
+                      (why.empty() ? "; incsim --list-params shows the keys it reads" : why));
+    }
+    unknown_key(key, ov.source, keys);
+  }
 }
 
 double parse_number(const std::string& key, const std::string& text) {

@@ -9,6 +9,7 @@
 // not declared does not compile.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <ostream>
@@ -70,8 +71,11 @@ class Config {
   // the run would meet with its default.
   void check_known() const;
   // Throws UserError if an override named a key that no block declared,
-  // suggesting the nearest declared key.
-  void check_unused() const;
+  // suggesting the nearest declared key. A key of incsim's that this run does
+  // not read (its blocks or algorithms do not: a switch table's on a ring)
+  // is refused too: "K is not read by this run", continued by what
+  // `not_read(K's declared key)` returns (which run, who reads it).
+  void check_unused(const std::function<std::string(const std::string& key)>& not_read = {}) const;
 
   const std::map<std::string, Param>& params() const { return params_; }
   // One line per parameter: key, type, value, default, source, description
@@ -108,6 +112,7 @@ T Config::parse(const ParamDecl& p, const std::string& key, const std::string& t
   if constexpr (std::is_same_v<T, bool>) {
     return parse_bool(key, text);
   } else if constexpr (std::is_integral_v<T>) {
+    if (p.range().automatic() && text == "auto") return std::numeric_limits<T>::max();
     if (v < static_cast<double>(std::numeric_limits<T>::min()) || v > static_cast<double>(std::numeric_limits<T>::max()))
       throw UserError("configuration key '" + key + "' is out of range: '" + text + "'");
     return static_cast<T>(v);

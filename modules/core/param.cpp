@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "units.h"
 
 namespace incsim {
 
@@ -79,11 +80,13 @@ std::string Range::text(const std::string& unit) const {
     if (has_hi) t += (t.empty() ? "" : " and ") + std::string(hi_open_ ? "below " : "at most ") + number_text(hi_);
     t += u;
   }
-  return zero_ ? "0, or " + t : t;
+  return (zero_ ? "0, or " + t : t) + (auto_ ? ", or auto" : "");
 }
 
-ParamDecl::ParamDecl(const char* key, const char* type, std::string default_text, Range range, const char* description)
-    : key_(key), type_(type), default_(std::move(default_text)), range_(range), description_(description) {
+ParamDecl::ParamDecl(const char* key, const char* type, std::string default_text, Range range, const char* description,
+                     const char* defaults)
+    : key_(key), type_(type), default_(std::move(default_text)), range_(range), description_(description),
+      defaults_(defaults) {
   // Declared twice, or a default outside its own range: a programming error,
   // found by any run of any test.
   const bool numeric = std::string(type) == "int" || std::string(type) == "float";
@@ -113,7 +116,7 @@ double ParamDecl::check(const std::string& key, const std::string& text) const {
     parse_bool(key, text);
     return 0;
   }
-  if (!range_.numeric()) return 0;
+  if (!range_.numeric() || (range_.automatic() && text == "auto")) return 0;
   const double v = parse_number(key, text);
   if (!range_.contains(v))
     throw UserError(key + " = " + text + " is outside its range (" + range_.text(unit()) + ")");
@@ -123,9 +126,11 @@ double ParamDecl::check(const std::string& key, const std::string& text) const {
 }
 
 void list_all_params(std::ostream& os) {
+  os << "key\ttype\tdefault\trange\n    description\n";
   for (const auto& [key, p] : registry())
-    os << key << "\t" << p->type() << "\t" << p->default_text() << "\t"
-       << (p->range().numeric() ? p->range().text(p->unit()) : "") << "\t" << p->description() << "\n";
+    os << key << "\t" << p->type() << "\t" << (p->defaults().empty() ? p->default_text() : "per algorithm") << "\t"
+       << (p->range().numeric() ? p->range().text(p->unit()) : "") << "\n"
+       << (p->defaults().empty() ? "" : wrap("    defaults: ", p->defaults(), 4)) << wrap("    ", p->description(), 4);
 }
 
 }  // namespace incsim

@@ -33,6 +33,13 @@ class Range {
     r.zero_ = true;
     return r;
   }
+  // The word auto is accepted too, read as the type's largest value, which
+  // the block that reads it replaces by the value it derives.
+  Range or_auto() const {
+    Range r = *this;
+    r.auto_ = true;
+    return r;
+  }
   // Strings and bools have no numeric range.
   static Range none() { return Range(-std::numeric_limits<double>::infinity(), false); }
 
@@ -44,6 +51,7 @@ class Range {
   bool lo_open() const { return lo_open_; }
   bool hi_open() const { return hi_open_; }
   bool zero() const { return zero_; }
+  bool automatic() const { return auto_; }
   // "0.001 to 100000 GB/s", "above 0 and below 1", "0, or 1 to 1024".
   std::string text(const std::string& unit) const;
 
@@ -56,7 +64,7 @@ class Range {
     return r;
   }
   double lo_, hi_ = std::numeric_limits<double>::infinity();
-  bool lo_open_, hi_open_ = false, zero_ = false;
+  bool lo_open_, hi_open_ = false, zero_ = false, auto_ = false;
 };
 
 // The shortest text that reads back as v: 0.05, not 0.050000000000000003.
@@ -73,6 +81,9 @@ class ParamDecl {
   const std::string& default_text() const { return default_; }
   const Range& range() const { return range_; }
   const std::string& description() const { return description_; }
+  // Where the default depends on the run (the algorithm, the platform), what
+  // it is for each; "" where it is default_text() for every run.
+  const std::string& defaults() const { return defaults_; }
   // From the key's suffix: _ns is "ns", _GBps "GB/s", bytes "bytes"; else "".
   std::string unit() const;
   // Throws UserError unless `text` is a value of this parameter's type within
@@ -81,7 +92,8 @@ class ParamDecl {
   double check(const std::string& key, const std::string& text) const;
 
  protected:
-  ParamDecl(const char* key, const char* type, std::string default_text, Range range, const char* description);
+  ParamDecl(const char* key, const char* type, std::string default_text, Range range, const char* description,
+            const char* defaults);
   ~ParamDecl() = default;
 
  private:
@@ -89,15 +101,17 @@ class ParamDecl {
   const char* type_;
   std::string default_;
   Range range_;
-  std::string description_;
+  std::string description_, defaults_;
 };
 
 template <class T>
 class Param : public ParamDecl {
  public:
   using value_type = T;
-  Param(const char* key, T default_value, Range range, const char* description)
-      : ParamDecl(key, type_name(), text(default_value), range, description), default_(default_value) {}
+  // `defaults`: what the default is for each run where it depends on the run
+  // (--list-params --all shows it in place of default_value).
+  Param(const char* key, T default_value, Range range, const char* description, const char* defaults = "")
+      : ParamDecl(key, type_name(), text(default_value), range, description, defaults), default_(default_value) {}
   const T& default_value() const { return default_; }
 
   static const char* type_name() {
@@ -129,8 +143,10 @@ class RenamedParam {
 };
 // The parameter an earlier key now names, or nullptr.
 const ParamDecl* renamed_param(const std::string& old_key);
-// incsim --list-params --all: one line per parameter, sorted by key: key,
-// type, default, range, description, tab-separated.
+// incsim --list-params --all: a header row, then per parameter, sorted by
+// key, a line of key, type, default ("per algorithm" where it depends on
+// the run), range, tab-separated, and below it, indented and wrapped, its
+// defaults per run if any and its description.
 void list_all_params(std::ostream& os);
 // A bound as a person writes it: 100000, 0.001, 1e9.
 std::string number_text(double v);

@@ -1,6 +1,7 @@
 #include "units.h"
 
 #include <cctype>
+#include <sstream>
 
 #include "error.h"
 
@@ -56,6 +57,22 @@ std::string size_label(uint64_t b) {
 
 std::string count_of(uint64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string wrap(std::string line, const std::string& text, size_t indent, size_t width) {
+  std::istringstream words(text);
+  std::string out, word;
+  bool first = true;
+  while (words >> word) {
+    if (!first && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ');
+      first = true;
+    }
+    line += (first ? "" : " ") + word;
+    first = false;
+  }
+  return out + line + "\n";
 }
 
 }  // namespace incsim

@@ -45,12 +45,14 @@ inline const Param<int> kWaves{
     "gpu.copy_engine.waves", 16, Range::at_least(0).at_most(4096),
     "wave counters, so waves outstanding per copy engine, for push and pull (multicast all-gather and broadcast "
     "have no responses to count); 0: no injection limiting (Klenk Fig. 7: push 16, pull 4 on DGX-2; Fig. 8: push "
-    "64, pull 16 on the fat tree)"};
+    "64, pull 16 on the fat tree)",
+    "push 16, pull 4; on fattree2l push 64, pull 16; multicast and nvls 0"};
 // At least one packet's payload (checked against net.max_payload_bytes where both are known).
 inline const Param<uint32_t> kWaveBytes{
     "gpu.copy_engine.wave_bytes", 8192, Range::at_least(8).at_most(64 << 20),
     "data per wave, bytes (Klenk Fig. 7, 8: waves of 8 kB; where the whole network holds less reduction table, "
-    "that capacity: §IV-F1 sizes waves to C/k)"};
+    "that capacity: §IV-F1 sizes waves to C/k)",
+    "8192; push and pull: the network's whole reduction table where that is less"};
 inline const Param<double> kCounterTimeout{
     "gpu.copy_engine.counter_timeout_us", 1000.0, Range::above(0).at_most(1e6),
     "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "

@@ -13,6 +13,7 @@
 // it holds. The switch does the timing.
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <systemc>
@@ -27,10 +28,17 @@ namespace incsim::nvswitch {
 
 // Its parameters, for every port's table; a switch's or a port's own key
 // overrides the size (sw3.reduction_table.bytes, sw3.port5.reduction_table.bytes).
+// Its default is the run's algorithm's (collectives::Needs): Klenk's tables
+// on his platforms, C_min of his Eq. (2) or (1) elsewhere.
 inline const Param<uint32_t> kTableBytes{
-    "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20),
+    "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20).or_auto(),
     "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
-    "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree; 0: none)"};
+    "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree); auto: Klenk's C_min in whole entries, by "
+    "Eq. (2) for push, Eq. (1) for pull and nvls (the run's header prints it); 0: none",
+    "push 256 on dgx2, star and fattree2l, elsewhere auto; pull and nvls 4096, 1024 on fattree2l; "
+    "other algorithms none (not read)"};
+// switch.reduction_table.bytes=auto, as Config reads it.
+constexpr uint32_t kTableAuto = std::numeric_limits<uint32_t>::max();
 inline const Param<double> kTableTimeout{
     "switch.reduction_table.timeout_ns", 0.0, Range::at_least(0).at_most(1e9),
     "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "

@@ -29,7 +29,10 @@ class Across : public Algorithm {
     return network_refusal(s);
   }
   Needs needs(const topo::Topology& t, Collective) const override {
-    return nvls_ ? Needs{pull_table_bytes(t), false} : Needs{};
+    if (!nvls_) return {};
+    Needs n = pull_tables(t);  // NVLS's multimem loads, on the cores
+    n.block_packets = n.copy_engine = false;
+    return n;
   }
   Synthesis synthesize(const Site& s) const override {
     const int channels = nccl_channels(s);

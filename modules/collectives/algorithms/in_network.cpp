@@ -35,11 +35,11 @@ class InSwitches : public Algorithm {
   }
   Needs needs(const topo::Topology& t, Collective c) const override {
     switch (method(c)) {
-      case InNetMethod::Push: return {push_table_bytes(), true};
-      case InNetMethod::Pull: return {pull_table_bytes(t), true};
+      case InNetMethod::Push: return push_tables(t);
+      case InNetMethod::Pull: return pull_tables(t);
       case InNetMethod::Multicast: break;
     }
-    return {0, true};
+    return {TableRule::None, 0, true, true};
   }
   Synthesis synthesize(const Site& s) const override {
     const InNetMethod m = method(s.collective);

@@ -42,12 +42,14 @@ const std::vector<Declared>& declared() {
     const Result r = incsim("--list-params --all");
     REQUIRE(r.code == 0);
     std::vector<Declared> out;
-    for (const auto& l : lines(r.out)) {
+    const auto ls = lines(r.out);
+    for (size_t i = 2; i < ls.size(); ++i) {  // after the header row
+      if (ls[i].rfind("    ", 0) == 0) continue;  // a description
       std::vector<std::string> f;
-      std::istringstream is(l);
+      std::istringstream is(ls[i]);
       for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-      REQUIRE(f.size() == 5);
-      out.push_back({f[0], f[1], f[3]});
+      REQUIRE(f.size() >= 3);
+      out.push_back({f[0], f[1], f.size() > 3 ? f[3] : ""});
     }
     return out;
   }();
@@ -72,7 +74,7 @@ std::string run_reading(const std::string& key) {
   if (starts("dbtree.")) return "--platform torus --algorithm dbtree" + base;
   if (starts("nic.")) return "--platform torus --algorithm multitree" + base;
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
-  if (starts("gpu.copy_engine.")) return "--platform dgx2 --algorithm push" + base;
+  if (starts("gpu.copy_engine.") || starts("switch.reduction_table.")) return "--platform dgx2 --algorithm push" + base;
   if (starts("nvls.")) return "--platform star --gpus 4 --algorithm nvls" + base;
   if (key == "intra.bw_GBps") return "--platform multigpu" + base;
   if (key == "leaf.uplink_bw_GBps") return "--platform spineleaf" + base;

@@ -228,6 +228,7 @@ TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli]
   require_error("--platform dgx2 --dims 4x4 --sizes 8K", {"--dims", "dgx2"});
   require_error("--platform star --gpus 4 --dims 4x4 --sizes 8K", {"--dims", "star"});
   require_error("--platform fattree --dims 4x4 --sizes 8K", {"--dims", "fattree", "--nodes"});
+  require_error("--platform cluster --nodes 2 --dims 4x4 --sizes 8K", {"--dims", "not to cluster", "--nodes"});
   require_error("--platform torus --nodes 16 --sizes 8K", {"--nodes", "torus", "--dims"});
   require_error("--platform dgx2 --nodes 16 --sizes 8K", {"--nodes", "dgx2"});
   require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
@@ -550,20 +551,44 @@ TEST_CASE("option list-params --all lists every parameter, sorted, without build
   const Result all = incsim("--list-params --all");
   REQUIRE(all.code == 0);
   CHECK(all.err.empty());
+  const auto ls = lines(all.out);
+  // A header row, then a row per key and its description below, wrapped.
+  REQUIRE(ls.size() > 2);
+  CHECK(ls[0] == "key\ttype\tdefault\trange");
+  CHECK(ls[1] == "    description");
   std::map<std::string, std::vector<std::string>> by_key;
   std::string previous;
-  for (const auto& l : lines(all.out)) {
+  for (size_t i = 2; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
     INFO(l);
+    CHECK(l.size() <= 100);
+    if (l.rfind("    ", 0) == 0) {
+      REQUIRE_FALSE(previous.empty());
+      by_key[previous][4] += (by_key[previous][4].empty() ? "" : " ") + l.substr(4);
+      continue;
+    }
     std::vector<std::string> f;
     std::istringstream is(l);
     for (std::string x; std::getline(is, x, '\t');) f.push_back(x);
-    REQUIRE(f.size() == 5);
+    if (f.size() == 3) f.push_back("");  // no range
+    REQUIRE(f.size() == 4);
     CHECK(f[0] > previous);
     previous = f[0];
-    CHECK_FALSE(f[4].empty());
     CHECK(f[3].empty() == (f[1] == "bool" || f[1] == "string"));
+    f.push_back("");
     by_key[f[0]] = f;
   }
+  for (const auto& [key, f] : by_key) {
+    INFO(key);
+    CHECK_FALSE(f[4].empty());
+  }
+  // Defaults that depend on the algorithm say so, per algorithm.
+  CHECK(by_key.at("switch.reduction_table.bytes")[2] == "per algorithm");
+  CHECK_THAT(by_key.at("switch.reduction_table.bytes")[3], Catch::EndsWith(", or auto"));
+  CHECK_THAT(by_key.at("switch.reduction_table.bytes")[4],
+             Catch::StartsWith("defaults: push 256 on dgx2, star and fattree2l, elsewhere auto; pull and nvls 4096"));
+  CHECK_THAT(by_key.at("gpu.copy_engine.waves")[4], Catch::StartsWith("defaults: push 16, pull 4"));
+  CHECK(by_key.at("link.bw_GBps")[2] == "25");
   // Keys a default run does not read are there too.
   for (const char* k : {"roce.mtu_payload", "fpga.latency_ns", "gpu.copy_engine.waves", "traffic.window_ns",
                         "blink.eps", "dgx1.net_Gbps", "nic.clock_ghz"})
@@ -1058,6 +1083,36 @@ TEST_CASE("in-network all-reduce beats the ring by more than 2x at 8 KiB on DGX-
   CHECK(ring / pull > 2.0);
 }
 
+TEST_CASE("where no paper sets the reduction table, C_min does: push reaches its bound at 4 MiB", "[cli][innet]") {
+  // 256 B per port (Klenk's DGX-2 table) on hgx-h100 evicted 12,095 of 15,786
+  // misses at 1 MiB and reached 52.7% of the bound; Eq. (2) asks 487 B.
+  const nlohmann::json h100 = row_of("--platform hgx-h100 --sizes 4M --algorithm push");
+  CHECK(h100["bound_fraction"].get<double>() >= 0.9);
+  CHECK(h100["reduction_tables"]["evictions"] == 0);
+  // Six GPUs, each linked to both of two switches: 42% of the bound with 256 B.
+  TempDir d;
+  std::string yaml = "name: six\nlink: {bw_GBps: 50, latency_ns: 10}\nendpoints:\n";
+  for (int g = 0; g < 6; ++g) yaml += "  - {name: gpu" + std::to_string(g) + ", ports: 2}\n";
+  yaml += "switches:\n  - {name: sw0, ports: 6}\n  - {name: sw1, ports: 6}\nlinks:\n";
+  for (int g = 0; g < 6; ++g)
+    for (int s = 0; s < 2; ++s)
+      yaml += "  - {a: gpu" + std::to_string(g) + "." + std::to_string(s) + ", b: sw" + std::to_string(s) + "." +
+              std::to_string(g) + "}\n";
+  const std::string six = "--platform " + d.write("six.yaml", yaml) + " --sizes 4M --algorithm push";
+  CHECK(row_of(six)["bound_fraction"].get<double>() >= 0.9);
+  // The header says what sized it; a table set below C_min says so.
+  const Result r = incsim(six + " --quiet");
+  CHECK_THAT(r.out, Catch::Contains("C_min = 16288 B = 1357 B per port over 12 ports; configured 1408 B per port"));
+  CHECK_THAT(r.out, !Catch::Contains("below C_min"));
+  const Result small = incsim(six + " --quiet -c switch.reduction_table.bytes=256");
+  CHECK_THAT(small.out, Catch::Contains("# the reduction table is below C_min"));
+  // Klenk's own platforms keep his tables; auto asks C_min there too.
+  CHECK_THAT(incsim("--platform dgx2 --algorithm push --sizes 8K --quiet").out, Catch::Contains("configured 256 B per port"));
+  CHECK_THAT(incsim("--platform dgx2 --algorithm pull --sizes 8K --quiet").out, Catch::Contains("configured 4096 B per port"));
+  CHECK_THAT(incsim("--platform dgx2 --algorithm pull --sizes 8K --quiet -c switch.reduction_table.bytes=auto").out,
+             Catch::Contains("1333 B per access port; configured 1408 B per port"));
+}
+
 TEST_CASE("pull without its barrier is faster for small messages", "[cli][innet]") {
   const double with = row_of("--platform dgx2 --sizes 8K --algorithm pull")["time_us"];
   const double without = row_of("--platform dgx2 --sizes 8K --algorithm pull -c pull.barrier=false")["time_us"];
@@ -1421,6 +1476,25 @@ DEFAULTS_RUN("multigpu", "multigpu", kMultiGpu)
 
 // Issue 23: a mistyped key is named before any conflict the run would meet
 // (here push on a DGX-1), and an instance's key is not taken for a mistyped one.
+TEST_CASE("bad input: a key of incsim's that the run's algorithm does not read names the algorithms that do",
+          "[cli][errors][config]") {
+  // docs/campaigns.md: a sweep over a key its runs do not read would run identical points.
+  const std::string ring = "--platform dgx2 --algorithm ring --sizes 8K --quiet ";
+  require_error(ring + "-c switch.reduction_table.bytes=512",
+                {"switch.reduction_table.bytes is not read by this run (ring on dgx2): push, pull, nvls read it, "
+                 "which reduce in the switches' tables"});
+  require_error(ring + "-c sw3.port5.reduction_table.bytes=512", {"is not read by this run (ring on dgx2)"});
+  require_error(ring + "-c switch.reduction_table.eviction=timeout", {"not read by this run", "nvls read it"});
+  require_error(ring + "-c gpu.copy_engine.waves=4",
+                {"gpu.copy_engine.waves is not read by this run (ring on dgx2): push, pull, multicast, nvls read it, "
+                 "which run on the GPUs' copy engines"});
+  require_error(ring + "-c nvls.channels=4", {"nvls.channels is not read by this run (ring on dgx2); incsim --list-params"});
+  // Where the run reads them, they are accepted.
+  CHECK(incsim("--platform dgx2 --algorithm push --sizes 8K --quiet -c switch.reduction_table.bytes=512").code == 0);
+  CHECK(incsim("--platform dgx2 --algorithm multicast --collective allgather --sizes 8K --quiet "
+               "-c gpu.copy_engine.waves=4").code == 0);
+}
+
 TEST_CASE("bad input: an unknown key is reported before the run's conflicts", "[cli][errors][config]") {
   require_error("--platform dgx1v --algorithm push --sizes 8K -c switch.reduction_table.byte=2048",
                 {"unknown key 'switch.reduction_table.byte'; did you mean 'switch.reduction_table.bytes'?"});

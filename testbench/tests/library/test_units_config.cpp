@@ -188,8 +188,9 @@ TEST_CASE("The registry holds every declaration, with its range", "[config]") {
   CHECK(kInt.unit().empty());
   std::ostringstream os;
   list_all_params(os);
-  CHECK(os.str().find("t.bw_GBps\tfloat\t25\t0.001 to 100000 GB/s\tbw\n") != std::string::npos);
-  CHECK(os.str().find("t.str\tstring\tx\t\ta string\n") != std::string::npos);
+  CHECK(os.str().rfind("key\ttype\tdefault\trange\n    description\n", 0) == 0);
+  CHECK(os.str().find("t.bw_GBps\tfloat\t25\t0.001 to 100000 GB/s\n    bw\n") != std::string::npos);
+  CHECK(os.str().find("t.str\tstring\tx\t\n    a string\n") != std::string::npos);
 }
 
 TEST_CASE("number_text writes bounds as a person would", "[config]") {
