@@ -22,6 +22,9 @@
 
 namespace cli {
 
+// A quick run: two sizes on four GPUs of a star.
+inline constexpr const char* kQuickRun = "--platform star --gpus 4 --sizes 8K,64K --quiet";
+
 namespace fs = std::filesystem;
 
 using ::TempDir;

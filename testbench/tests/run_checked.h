@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "collective.h"
+#include "collective_workload.h"
 #include "experiment.h"
 #include "netreduce.h"
 #include "traffic.h"

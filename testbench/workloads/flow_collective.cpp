@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "choices.h"
-#include "collective.h"
+#include "collective_workload.h"
 #include "collectives/bounds.h"
 #include "collectives/composition.h"
 #include "core/error.h"

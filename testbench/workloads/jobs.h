@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "collective.h"
+#include "collective_workload.h"
 #include "core/process.h"
 #include "workload.h"
 

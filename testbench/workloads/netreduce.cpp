@@ -9,7 +9,7 @@
 #include <ostream>
 
 #include "choices.h"
-#include "collective.h"
+#include "collective_workload.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "platforms/platform.h"

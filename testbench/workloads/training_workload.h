@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collective.h"
+#include "collective_workload.h"
 #include "workload.h"
 
 namespace incsim::tb {

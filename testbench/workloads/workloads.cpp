@@ -3,7 +3,7 @@
 
 #include "chakra.h"
 #include "choices.h"
-#include "collective.h"
+#include "collective_workload.h"
 #include "elements/data_pattern.h"
 #include "core/error.h"
 #include "flow_collective.h"

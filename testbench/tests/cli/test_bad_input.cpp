@@ -16,6 +16,9 @@
 
 #include "cli_run.h"
 
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
 using namespace cli;
 
 namespace {
@@ -421,4 +424,526 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--sizes 2T", "size '2T' is larger than 1 TiB, the largest size incsim takes"},
       {"--bogus", "unknown option '--bogus'"}};
   for (const auto& [args, sentence] : cases) DYNAMIC_SECTION(args) { require_refused(args + " --quiet", sentence); }
+}
+
+// Bad input case by case: each flag, key, size, platform file and engine
+// option refused in one sentence naming it.
+
+TEST_CASE("bad input: unknown flag", "[cli][errors]") { require_error("--bogus 3", {"--bogus"}); }
+
+TEST_CASE("bad input: unknown platform", "[cli][errors]") {
+  require_error("--platform nowhere --sizes 8K", {"nowhere", "platform", "dgx2", "rack, spineleaf, multigpu"});
+}
+
+// Issue 23: a name near a platform's, or an algorithm's, gets that name.
+TEST_CASE("bad input: a mistyped platform or algorithm suggests the nearest", "[cli][errors]") {
+  require_error("--platform dgx3 --sizes 8K", {"unknown platform 'dgx3'; did you mean 'dgx2'?"});
+  require_error("--platform DGX2 --sizes 8K", {"unknown platform 'DGX2'; did you mean 'dgx2'?"});
+  require_error("--algorithm rign --sizes 8K", {"unknown algorithm 'rign'; did you mean 'ring'?"});
+  require_error("--platform rack --algorithm rign --sizes 8K", {"unknown algorithm 'rign'; did you mean 'ring'?"});
+  TempDir d;
+  require_error("--config " + d.write("c.yaml", "platfrom: dgx2\n"),
+                {"c.yaml: unknown option 'platfrom'; did you mean 'platform'?"});
+}
+
+// Issue 23: the reason is the platform, not the collective.
+TEST_CASE("bad input: an Ethernet platform's algorithm on a GPU fabric names the platforms that run it",
+          "[cli][errors]") {
+  require_error("--platform star --algorithm netreduce --sizes 8K",
+                {"algorithm 'netreduce' runs on the Ethernet platforms rack and spineleaf, not on star"});
+  require_error("--algorithm tencent --sizes 8K", {"algorithm 'tencent' runs on the Ethernet platform multigpu, not on dgx2"});
+}
+
+TEST_CASE("bad input: unknown -c key", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " -c switch.colour=red", {"switch.colour"});
+}
+
+TEST_CASE("bad input: unused key in a config file", "[cli][errors]") {
+  TempDir d;
+  const std::string cfg = d.write("run.yaml", "sizes: 8K\nswitch:\n  latency_ns: 100\n  colour: red\n");
+  require_error("--platform star --gpus 4 --quiet --config " + cfg, {"switch.colour"});
+}
+
+TEST_CASE("bad input: bad value of a known key", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " -c switch.latency_ns=fast", {"switch.latency_ns", "fast"});
+}
+
+TEST_CASE("bad input: size zero", "[cli][errors]") { require_error("--platform star --gpus 4 --sizes 0", {"'0'"}); }
+
+TEST_CASE("bad input: negative size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes -8K", {"-8K"});
+}
+
+TEST_CASE("bad input: size not a multiple of the element size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K,6", {"6", "multiple"});
+}
+
+TEST_CASE("bad input: garbage size", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8Q", {"8Q"});
+}
+
+// Found by fuzz_config: an empty key made Boost match every option (exit 3,
+// "option is ambiguous"), a map as a key leaked yaml-cpp's "bad conversion".
+TEST_CASE("bad input: a config file key that is empty or not a name", "[cli][errors]") {
+  TempDir d;
+  for (const char* text : {"\"\": 5\n", "s: 5\n!$lr", "{}: 1\n", "link:\n  {}: 1\n"}) {
+    const std::string cfg = d.write("keys.yaml", text);
+    require_error("--platform star --gpus 4 --quiet --config " + cfg, {cfg, "line", "a key must be a non-empty name"});
+    CHECK(incsim("--platform star --gpus 4 --quiet --config " + cfg).code == 2);
+  }
+}
+
+// A port or switch linked to itself reached SystemC ("interface already
+// bound to port", exit 3); the loader now names the file and line, exit 2.
+TEST_CASE("bad input: YAML platform linking a node to itself", "[cli][errors]") {
+  TempDir d;
+  const std::string nodes =
+      "endpoints:\n  - {name: g0, ports: 1}\n  - {name: g1, ports: 1}\n"
+      "switches:\n  - {name: s, ports: 2}\n  - {name: t, ports: 2}\n"
+      "links:\n  - {a: g0.0, b: s.0}\n  - {a: g1.0, b: s.1}\n";
+  for (const char* self : {"  - {a: t.0, b: t.0}\n", "  - {a: t.0, b: t.1}\n"}) {
+    const std::string p = d.write("self.yaml", nodes + self);
+    require_error("--platform " + p + " --sizes 8K", {p + ", line 10: ", "joins t to itself"});
+    CHECK(incsim("--platform " + p + " --sizes 8K").code == 2);
+  }
+}
+
+TEST_CASE("bad input: YAML platform with a zero-bandwidth link", "[cli][errors]") {
+  TempDir d;
+  const std::string p = d.write("bad.yaml",
+                                "name: bad\n"
+                                "endpoints:\n  - {name: g0, ports: 1}\n  - {name: g1, ports: 1}\n"
+                                "switches:\n  - {name: s, ports: 2}\n"
+                                "links:\n  - {a: g0.0, b: s.0, bw_GBps: 0}\n  - {a: g1.0, b: s.1}\n");
+  require_error("--platform " + p + " --sizes 8K", {"g0.0", "bandwidth"});
+}
+
+TEST_CASE("bad input: YAML platform that is not YAML", "[cli][errors]") {
+  TempDir d;
+  const std::string p = d.write("broken.yaml", "links: [ {a: g0.0\n");
+  require_error("--platform " + p + " --sizes 8K", {"broken.yaml"});
+}
+
+TEST_CASE("bad input: --gpus 17 on dgx2", "[cli][errors]") {
+  require_error("--platform dgx2 --gpus 17 --sizes 8K", {"17"});
+}
+
+TEST_CASE("bad input: --gpus 1", "[cli][errors]") {
+  require_error("--platform dgx2 --gpus 1 --sizes 8K", {"2 GPUs"});
+  require_error("--platform star --gpus 1 --sizes 8K", {"2 GPUs"});
+}
+
+TEST_CASE("bad input: --gpus 0 and non-numbers", "[cli][errors]") {
+  require_error("--platform star --gpus 0 --sizes 8K", {"--gpus must be between 1 and 4096, not 0"});
+  // Issue 23: the platform's own range, as for too many.
+  require_error("--platform dgx2 --gpus 0 --sizes 8K", {"--gpus must be between 1 and 16, not 0"});
+  require_error("--platform torus --gpus 0 --sizes 8K", {"--gpus must be between 2 and 16, not 0"});
+  require_error("--platform dgx1v --gpus 0 --sizes 8K", {"--gpus must be between 2 and 8, not 0"});
+  require_error("--platform star --gpus four --sizes 8K", {"--gpus", "four"});
+}
+
+TEST_CASE("bad input: --dims that are not two numbers", "[cli][errors][platform]") {
+  require_error("--platform torus --dims 4by4 --sizes 8K", {"--dims", "'4by4'"});
+  require_error("--platform torus --dims 0 --sizes 8K", {"--dims", "'0'"});
+  require_error("--platform torus --dims 4x4x4 --sizes 8K", {"--dims", "'4x4x4'"});
+  require_error("--platform torus --dims x4 --sizes 8K", {"--dims", "'x4'"});
+  require_error("--platform torus --dims", {"--dims", "value"});
+}
+
+TEST_CASE("bad input: torus and mesh dims out of 2x2 to 64x64", "[cli][errors][platform]") {
+  require_error("--platform torus --dims 65x65 --sizes 8K", {"65x65", "2x2 up to 64x64"});
+  require_error("--platform mesh --dims 1x1 --sizes 8K", {"mesh", "1x1", "2x2 up to 64x64"});
+  require_error("--platform mesh --dims 1x8 --sizes 8K", {"1x8"});
+  require_error("--platform torus --dims 0x4 --sizes 8K", {"0x4"});
+}
+
+TEST_CASE("bad input: fat tree --nodes not k x k", "[cli][errors][platform]") {
+  require_error("--platform fattree --nodes 20 --sizes 8K", {"k x k", "20"});
+  require_error("--platform fattree --nodes 1 --sizes 8K", {"k x k", "1"});
+  require_error("--platform fattree --nodes 4225 --sizes 8K", {"k x k", "from 4 to 4096", "4225"});
+  require_error("--platform fattree --nodes 0 --sizes 8K", {"--nodes", "0"});
+  require_error("--platform fattree --nodes many --sizes 8K", {"--nodes", "many"});
+}
+
+TEST_CASE("bad input: BiGraph with an odd number of switches", "[cli][errors][platform]") {
+  require_error("--platform bigraph --dims 4x7 --sizes 8K", {"BiGraph", "4x7", "even number of switches"});
+  require_error("--platform bigraph --dims 0x8 --sizes 8K", {"BiGraph", "0x8"});
+}
+
+TEST_CASE("bad input: a shape option on a platform it does not apply to", "[cli][errors][platform]") {
+  require_error("--platform dgx2 --dims 4x4 --sizes 8K", {"--dims", "dgx2"});
+  require_error("--platform star --gpus 4 --dims 4x4 --sizes 8K", {"--dims", "star"});
+  require_error("--platform fattree --dims 4x4 --sizes 8K", {"--dims", "fattree", "--nodes"});
+  require_error("--platform cluster --nodes 2 --dims 4x4 --sizes 8K", {"--dims", "not to cluster", "--nodes"});
+  require_error("--platform torus --nodes 16 --sizes 8K", {"--nodes", "torus", "--dims"});
+  require_error("--platform dgx2 --nodes 16 --sizes 8K", {"--nodes", "dgx2"});
+  require_error("--platform torus --dims 4x4 --gpus 17 --sizes 8K", {"16 GPUs", "17"});
+  require_error("--platform dgx2 --hosts 4 --sizes 8K", {"--hosts", "dgx2"});
+  require_error("--platform torus --ring 0,1 --sizes 8K", {"--ring", "torus"});
+  require_error("--platform star --machines 2 --traffic uniform", {"--machines", "star"});
+  require_error("--platform rack --ring 0,x --sizes 8K", {"--ring", "'x'"});
+}
+
+TEST_CASE("bad input: in-switch reduction or multicast on torus, mesh or BiGraph", "[cli][errors][platform]") {
+  require_error("--platform torus --algorithm push --sizes 8K", {"push", "torus", "ring"});
+  require_error("--platform mesh --algorithm pull --sizes 8K", {"pull", "mesh", "ring"});
+  require_error("--platform bigraph --collective allgather --algorithm multicast --sizes 8K",
+                {"multicast", "bigraph", "ring"});
+  // Up, then down: fine, with Klenk's 128-byte blocks (MultiTree's platforms default to 256 B payloads).
+  const Result r = incsim("--platform fattree --algorithm push --sizes 64K --quiet");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  require_error("--platform fattree --algorithm push --sizes 64K -c net.max_payload_bytes=256",
+                {"net.max_payload_bytes", "128"});
+}
+
+TEST_CASE("bad input: bad reduction operator", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --redop prod", {"'prod'", "sum, min, max"});
+}
+
+TEST_CASE("bad input: bad dtype", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K --dtype double", {"double"});
+}
+
+TEST_CASE("bad input: missing value", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes", {"--sizes", "value"});
+}
+
+TEST_CASE("bad input: unknown collective and algorithm", "[cli][errors]") {
+  require_error("--platform star --gpus 4 --sizes 8K --collective gatherr", {"gatherr", "did you mean 'gather'"});
+  require_error("--platform star --gpus 4 --sizes 8K --algorithm trees", {"trees"});
+}
+
+TEST_CASE("bad input: unwritable output files", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " --json /nonexistent/dir/r.json", {"/nonexistent/dir/r.json"});
+  require_error(std::string(kQuickRun) + " --vcd /nonexistent/dir/w.vcd", {"/nonexistent/dir/w"});
+}
+
+TEST_CASE("every output is checked before anything is built or simulated", "[cli][errors][outputs]") {
+  // Runs that would take minutes to build and simulate: under `timeout`, a
+  // check made after the run is killed (exit 124) instead of refusing.
+  const std::string big = "timeout 30 env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                          "' --platform fattree2l --gpus 128 --algorithm push --sizes 64M:256M --quiet ";
+  const std::string train = "timeout 30 env SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                            "' --model resnet50 --platform fattree2l --gpus 128 --iterations 20 --quiet ";
+  const std::pair<std::string, std::string> cases[] = {
+      {big + "--json /nonexistent/dir/r.json", "cannot write the results file '/nonexistent/dir/r.json' (its folder does not exist)"},
+      {big + "--csv /nonexistent/dir/r.csv", "cannot write the CSV file '/nonexistent/dir/r.csv' (its folder does not exist)"},
+      {big + "--vcd /nonexistent/dir/w.vcd", "cannot write the waveform file '/nonexistent/dir/w.vcd' (its folder does not exist)"},
+      {big + "--vcd /tmp", "--vcd names the folder '/tmp'; name a file in it, such as /tmp/wave.vcd"},
+      {big + "--vcd /tmp/", "--vcd names the folder '/tmp/'"},
+      {big + "--json /tmp", "cannot write the results file '/tmp' (it is a folder)"},
+      {big + "--dump-platform /nonexistent/dir/p.yaml", "cannot write the platform file '/nonexistent/dir/p.yaml'"},
+      {train + "--timeline /nonexistent/dir/t.json", "cannot write the timeline '/nonexistent/dir/t.json'"}};
+  for (const auto& [command, sentence] : cases) {
+    INFO(command);
+    const Result r = sh(command);
+    INFO("exit " << r.code << "\nstderr:\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("incsim: error: ") && Catch::Contains(sentence));
+  }
+  // A file the check had to create is not left behind.
+  TempDir d;
+  const Result r = incsim(std::string(kQuickRun) + " --json " + d.file("r.json") + " --csv /nonexistent/x.csv");
+  CHECK(r.code == 2);
+  CHECK_FALSE(fs::exists(d.file("r.json")));
+}
+
+namespace {
+// incsim with stdout on a device that takes nothing: what it says on stderr.
+Result full_stdout(const std::string& args) {
+  TempDir d;
+  const std::string cmd = "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' " + args + " >/dev/full 2>'" +
+                          d.file("err") + "' </dev/null";
+  const int st = std::system(cmd.c_str());
+  Result r;
+  r.exited = st != -1 && WIFEXITED(st);
+  r.code = r.exited ? WEXITSTATUS(st) : -1;
+  r.err = slurp(d.file("err"));
+  return r;
+}
+}  // namespace
+
+TEST_CASE("every write is checked: a full device is an error, not exit 0", "[cli][errors][outputs]") {
+  const std::pair<std::string, std::string> to_file[] = {
+      {" --json /dev/full", "cannot write the results file '/dev/full' (no space left on the device)"},
+      {" --csv /dev/full", "cannot write the CSV file '/dev/full' (no space left on the device)"},
+      {" --dump-platform /dev/full", "cannot write the platform file '/dev/full' (no space left on the device)"}};
+  for (const auto& [args, sentence] : to_file) require_error(std::string(kQuickRun) + args, {sentence});
+  const std::pair<std::string, std::string> to_stdout[] = {
+      {kQuickRun, "cannot write the table to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --csv -", "cannot write the CSV file to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --json -", "cannot write the results file to stdout (no space left on the device)"},
+      {std::string(kQuickRun) + " --print-program", "cannot write the program to stdout"},
+      {std::string(kQuickRun) + " --list-params", "cannot write the parameters to stdout"},
+      {"--help", "cannot write the help to stdout"},
+      {"--list-choices", "cannot write the choices to stdout"}};
+  for (const auto& [args, sentence] : to_stdout) {
+    INFO(args);
+    const Result r = full_stdout(args);
+    INFO("stderr:\n" << r.err);
+    CHECK(r.code == 2);
+    CHECK(lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("incsim: error: " + sentence));
+  }
+  // The table is refused before anything is simulated: its header is written first.
+  const Result big = full_stdout("--platform fattree2l --gpus 128 --algorithm push --sizes 64M:256M --quiet");
+  CHECK(big.code == 2);
+}
+
+// Issue 14: these ran into "simulation stalled ... 384 packets held" (a buffer
+// below one frame never grants a credit; a negative FPGA latency sends
+// results before their gradients) or gave shrunken times; each is now one
+// sentence naming the key, exit 2.
+TEST_CASE("bad input: Ethernet configurations that could only stall or mean nothing are refused by key",
+          "[cli][errors][stall]") {
+  for (const std::string platform : {"rack", "spineleaf", "multigpu"}) {
+    const std::string run = "--platform " + platform + " --sizes 64K --quiet ";
+    require_error(run + "-c switch.buffer_bytes=1000", {"switch.buffer_bytes must hold at least one 1138-byte frame"});
+    require_error(run + "-c switch.buffer_bytes=0", {"switch.buffer_bytes"});
+    require_error(run + "-c roce.mtu_payload=4096 -c switch.buffer_bytes=4200", {"4210-byte frame"});
+    require_error(run + "-c fpga.latency_ns=-3000", {"fpga.latency_ns = -3000 is outside its range (0 to 1e9 ns)"});
+    require_error(run + "-c link.latency_ns=-40", {"link.latency_ns"});
+    require_error(run + "-c switch.latency_ns=-1000", {"switch.latency_ns"});
+    require_error(run + "-c roce.tx_latency_ns=-1", {"roce.tx_latency_ns"});
+    require_error(run + "-c roce.rx_latency_ns=1e30", {"roce.rx_latency_ns"});
+    CHECK(incsim(run + "-c switch.buffer_bytes=1000").code == 2);
+    // One frame's worth is enough: slow, but it runs.
+    const Result r = incsim(run + "-c switch.buffer_bytes=1138");
+    INFO(r.err);
+    CHECK(r.code == 0);
+  }
+}
+
+// A NetReduce file may name its nodes and order its links as it likes, but
+// its forwarding, ACLs and FPGA hierarchy follow from the layouts incsim
+// knows: anything else is refused naming the first difference.
+TEST_CASE("bad input: a NetReduce platform file that is not a rack, spine-leaf or multi-GPU machine",
+          "[cli][platform][errors]") {
+  TempDir d;
+  const std::string yaml = d.file("s.yaml");
+  REQUIRE(incsim("--platform spineleaf --racks 2 --hosts-per-rack 2 --dump-platform '" + yaml + "'").code == 0);
+  const std::string text = slurp(yaml);
+  auto mutate = [&](std::initializer_list<std::pair<std::string, std::string>> edits) {
+    std::string t = text;
+    for (const auto& [from, to] : edits) {
+      const auto at = t.find(from);
+      REQUIRE(at != std::string::npos);
+      t.replace(at, from.size(), to);
+    }
+    return d.write("m.yaml", t);
+  };
+  const std::string sentence = "is not a NetReduce machine incsim can elaborate";
+  require_error("--platform '" + mutate({{"{a: leaf0.1, b: host1.0", "{a: leaf0.1, b: host2.0"},
+                                          {"{a: leaf1.0, b: host2.0", "{a: leaf1.0, b: host1.0"}}) + "' --sizes 64K",
+                {sentence, "leaf0.1 should be linked to host1.0"});
+  require_error("--platform '" + mutate({{"kind: roce_host", "kind: gpu"}}) + "' --sizes 64K",
+                {sentence, "endpoint host0 is a gpu"});
+  require_error("--platform '" + mutate({{"family: netreduce", "family: netreduce-multigpu"}}) + "' --sizes 64K",
+                {sentence, "it has 7 endpoints, 3 switches and 14 links where 5 endpoints, 3 switches and 8 links are expected"});
+  require_error("--platform '" + yaml + "' --hosts 4 --sizes 64K", {"--hosts shapes a built-in platform"});
+  // The same machine with its links in another order and other names runs.
+  std::string renamed = text;
+  for (std::string::size_type at; (at = renamed.find("spine")) != std::string::npos;) renamed.replace(at, 5, "core");
+  CHECK(incsim("--platform '" + d.write("r.yaml", renamed) + "' --sizes 64K --quiet").code == 0);
+  TempDir e;
+  REQUIRE(incsim("--platform rack --algorithm ring --dump-platform '" + e.file("r.yaml") + "'").code == 0);
+  require_error("--platform '" + e.file("r.yaml") + "' --sizes 64K", {"has no fpga_aggregator to run netreduce"});
+}
+
+TEST_CASE("bad input: a platform file's node kinds must be ones the builder elaborates, in their place",
+          "[cli][platform][errors]") {
+  TempDir d;
+  auto file = [&](const std::string& gpu_kind, const std::string& switch_kind) {
+    return d.write("k.yaml", "endpoints:\n  - {name: a, ports: 1, kind: " + gpu_kind +
+                                 "}\n  - {name: b, ports: 1}\nswitches:\n  - {name: s, ports: 2, kind: " + switch_kind +
+                                 "}\nlinks:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n");
+  };
+  CHECK(incsim("--platform '" + file("gpu", "pcie_switch") + "' --sizes 4K --quiet").code == 0);
+  require_error("--platform '" + file("gpu", "crossbar") + "' --sizes 4K", {"unknown node kind 'crossbar'", "router"});
+  require_error("--platform '" + file("fpga_aggregator", "nvswitch") + "' --sizes 4K",
+                {"node a is a fpga_aggregator", "Ethernet platforms"});
+  require_error("--platform '" + file("nvswitch", "nvswitch") + "' --sizes 4K", {"node a is a nvswitch", "not an endpoint"});
+}
+
+// Regressions from the review of the first version.
+
+TEST_CASE("bad input: parameters out of their range", "[cli][errors]") {
+  require_error("--platform star --gpus 4 -c net.max_payload_bytes=4", {"net.max_payload_bytes = 4 is outside its range (8 to 4096 bytes)"});
+  require_error("--platform star --gpus 4 -c net.header_bytes=70000", {"net.header_bytes"});
+  require_error("--platform star --gpus 4 -c cores.slots=1", {"cores.slots = 1 is outside its range (2 to 64)"});
+  require_error("--platform star --gpus 4 -c switch.latency_ns=-5", {"switch.latency_ns = -5 is outside its range (0 to 1e9 ns)"});
+  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=99999999999", {"switch.in_buffer_bytes", "range"});
+  require_error("--platform star --gpus 4 -c switch.in_buffer_bytes=100000000", {"switch.in_buffer_bytes = 100000000 is outside its range (0 to 16777216 bytes)"});
+  require_error("--platform star --gpus 4294967298", {"--gpus"});
+  require_error("--bogus", {"unknown option '--bogus'"});
+}
+
+// ---- In-network collectives (Klenk §IV): bad input and comparisons between runs.
+
+TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][innet]") {
+  const std::string dgx2 = "--platform dgx2 --sizes 8K --quiet ";
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.bytes=0", {"switch.reduction_table.bytes"});
+  require_error(dgx2 + "--algorithm pull -c switch.reduction_table.bytes=64", {"at least one 128-byte entry"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=1048576", {"larger than", "reduction table"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.wave_bytes=16", {"wave_bytes"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.eviction=fifo", {"one of lru, timeout", "'fifo'"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=-5", {"timeout_ns"});
+  require_error(dgx2 + "--collective broadcast --algorithm ring -c ring.engine=nic", {"ring broadcast", "ring.engine=software"});
+  require_error(dgx2 + "--collective allgather --algorithm push", {"push", "allgather"});
+  require_error(dgx2 + "--collective reducescatter --algorithm pull", {"pull", "reducescatter"});
+  require_error(dgx2 + "--algorithm push -c net.max_payload_bytes=64", {"128-byte", "net.max_payload_bytes"});
+  require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=1e300", {"timeout_ns"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.counter_timeout_us=1e300", {"counter_timeout_us"});
+}
+
+TEST_CASE("bad input: a copy engine that never finds a wave counter", "[cli][errors][innet]") {
+  require_error("--platform dgx2 --sizes 1M --quiet --algorithm push -c gpu.copy_engine.waves=1 "
+                "-c gpu.copy_engine.counter_timeout_us=0.01",
+                {"copy engine", "counter"});
+}
+
+
+TEST_CASE("bad input: NIC schedules on a topology they do not apply to", "[cli][errors][nic]") {
+  require_error("--platform fattree --algorithm ring2d", {"ring2d", "fattree"});
+  require_error("--platform torus --algorithm hdrm", {"hdrm", "bigraph"});
+  require_error("--platform bigraph --dims 4x6 --algorithm hdrm", {"hdrm", "4x6"});
+  require_error("--platform torus --algorithm multitree --gpus 8", {"multitree", "16 nodes"});
+  require_error("--platform torus --algorithm multitree -c nic.flow_control=circuit", {"nic.flow_control", "circuit"});
+  require_error("--platform dgx2 --algorithm ring --print-schedule", {"print-schedule", "ring.engine=nic"});
+}
+
+// ---- synthetic traffic (--traffic, docs/traffic.md) ----
+
+TEST_CASE("bad input: synthetic traffic", "[cli][errors][traffic]") {
+  const std::string torus = "--platform torus --dims 4x4 ";
+  require_error(torus + "--traffic tornado", {"tornado", "uniform, transpose, bitcomp, hotspot, neighbor"});
+  require_error(torus + "--traffic uniform --load 0", {"--load", "(0, 1]", "'0'"});
+  require_error(torus + "--traffic uniform --load 1.5", {"--load", "1.5"});
+  require_error(torus + "--traffic uniform --load 0.1:0.5", {"--load", "start:stop:step"});
+  require_error(torus + "--traffic uniform --load half", {"--load", "half"});
+  require_error("--platform torus --dims 4x8 --traffic transpose", {"transpose", "square", "4x8"});
+  require_error("--platform bigraph --dims 4x6 --traffic bitcomp", {"bit-complement", "power-of-two", "24"});
+  require_error("--platform bigraph --dims 4x8 --traffic transpose", {"transpose", "4^m", "32"});
+  require_error(torus + "--load 0.2", {"--load", "--traffic"});
+  require_error(torus + "--traffic uniform --algorithm push", {"--algorithm", "--traffic"});
+  require_error(torus + "--traffic uniform -c traffic.hotspot.fraction=0.2", {"traffic.hotspot.fraction"});
+  require_error(torus + "--traffic hotspot -c traffic.hotspot.node=16", {"hot endpoint", "16"});
+  require_error(torus + "--traffic uniform -c traffic.payload_bytes=12", {"traffic.payload_bytes", "12"});
+}
+
+TEST_CASE("bad input: DGX-1 allocations, Blink on a disconnected one, Blink's options", "[cli][errors][blink]") {
+  require_error("--platform dgx1v --gpus 1,9 --algorithm blink", {"GPU 9", "0 to 7"});
+  require_error("--platform dgx1p --gpus 1,1,2", {"GPU 1", "twice"});
+  require_error("--platform dgx1v --gpus 1,x", {"--gpus", "'x'"});
+  require_error("--platform dgx1v --gpus 9", {"between 2 and 8"});
+  require_error("--platform dgx1v --gpus 0,5 --algorithm blink", {"not all joined by NVLinks", "ring"});
+  require_error("--platform dgx2 --gpus 1,2,3", {"list", "dgx1v"});
+  require_error("--platform dgx1v --algorithm blink -c blink.eps=1.5", {"blink.eps = 1.5 is outside its range (above 0 and below 1)"});
+  require_error("--platform dgx1v --algorithm blink -c blink.eps=0", {"blink.eps"});
+  require_error("--platform dgx1v --algorithm blink -c blink.chunks=0", {"blink.chunks"});
+  require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=4 --vcd /tmp/x.vcd", {"miad", "--vcd"});
+  require_error("--platform dgx1v --algorithm blink -c blink.miad_iterations=-1", {"blink.miad_iterations"});
+  require_error("--platform dgx1v --algorithm blink -c blink.hybrid=true", {"blink.hybrid", "broadcast"});
+  require_error("--platform dgx1v --gpus 0,1,2 -c dgx1.net_Gbps=100", {"dgx1.net_Gbps", "several servers"});
+  require_error("--platform dgx1v --gpus 0,1/0,5 --algorithm blink", {"server 1", "NVLinks"});
+  require_error("--platform dgx1v --gpus 0,1/9,1", {"GPU 9"});
+  require_error("--platform dgx1v --gpus 0,1/0,1 -c dgx1.net_Gbps=0", {"dgx1.net_Gbps"});
+  require_error("--platform dgx1v --algorithm push", {"push", "blink or ring"});
+  require_error("--platform dgx1v --algorithm multitree", {"multitree", "blink and ring"});
+  require_error("--platform dgx2 --algorithm ring --print-trees", {"--print-trees"});
+}
+
+TEST_CASE("bad input: a config file that names an action, includes itself or sets a flag badly", "[cli][errors][config]") {
+  TempDir d;
+  require_error("--config " + d.write("a.yaml", "help: true\n"), {"a.yaml", "'help'", "action"});
+  const std::string self = d.file("self.yaml");
+  d.write("self.yaml", "config: " + self + "\n");
+  require_error("--config " + self, {"includes itself"});
+  require_error("--config " + d.write("q.yaml", "quiet: maybe\n"), {"'quiet'", "true or false"});
+  require_error("--config " + d.write("k.yaml", "switch:\n  latency: 3\nsizes: 8K\n"),
+                {"unknown key 'switch.latency'", "k.yaml", "did you mean 'switch.latency_ns'?"});
+}
+
+TEST_CASE("bad input: mistyped flags suggest the nearest, flags take no values they do not want", "[cli][errors]") {
+  require_error("--platfrom dgx2", {"unknown option '--platfrom'", "did you mean '--platform'?"});
+  require_error("--quiet=no", {"--quiet", "takes no value"});
+  require_error("--platform star extra", {"unexpected argument 'extra'"});
+  require_error("--sizes --quiet", {"--sizes needs a value"});
+  require_error("--platform star --gpus 4 -c switch.latency=3 --sizes 8K",
+                {"unknown key 'switch.latency'", "did you mean 'switch.latency_ns'?"});
+}
+
+TEST_CASE("bad input: a log level or block that does not exist", "[cli][errors][log]") {
+  require_error("--platform star --gpus 3 --sizes 1K --log loud", {"'loud'", "trace, debug, info, warn and off"});
+  require_error("--platform star --gpus 3 --sizes 1K --log sw0.port1.reduction=debug",
+                {"'sw0.port1.reduction'", "no block of this run", "did you mean 'sw0.port1.reduction_table'?"});
+  require_error("--platform star --gpus 3 --sizes 1K --log =debug", {"names no block"});
+}
+
+TEST_CASE("bad input: fault injection into a block that has no ALU", "[cli][errors]") {
+  require_error("--platform dgx2 --sizes 8K -c fault.alu.block=gpu3.core",
+                {"fault.alu.block", "'gpu3.core'", "did you mean 'gpu3.cores'?"});
+  const Result r = incsim("--platform star --gpus 4 --sizes 8K --quiet -c fault.alu.block=gpu0.cores");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("4 elements differ from the reference result"));  // one element, on 4 GPUs
+}
+
+
+// Issue 23: a mistyped key is named before any conflict the run would meet
+// (here push on a DGX-1), and an instance's key is not taken for a mistyped one.
+TEST_CASE("bad input: a key of incsim's that the run's algorithm does not read names the algorithms that do",
+          "[cli][errors][config]") {
+  // docs/campaigns.md: a sweep over a key its runs do not read would run identical points.
+  const std::string ring = "--platform dgx2 --algorithm ring --sizes 8K --quiet ";
+  require_error(ring + "-c switch.reduction_table.bytes=512",
+                {"switch.reduction_table.bytes is not read by this run (ring on dgx2): push, pull, nvls read it, "
+                 "which reduce in the switches' tables"});
+  require_error(ring + "-c sw3.port5.reduction_table.bytes=512", {"is not read by this run (ring on dgx2)"});
+  require_error(ring + "-c switch.reduction_table.eviction=timeout", {"not read by this run", "nvls read it"});
+  require_error(ring + "-c gpu.copy_engine.waves=4",
+                {"gpu.copy_engine.waves is not read by this run (ring on dgx2): push, pull, multicast, nvls read it, "
+                 "which run on the GPUs' copy engines"});
+  require_error(ring + "-c nvls.channels=4", {"nvls.channels is not read by this run (ring on dgx2); incsim --list-params"});
+  // Where the run reads them, they are accepted.
+  CHECK(incsim("--platform dgx2 --algorithm push --sizes 8K --quiet -c switch.reduction_table.bytes=512").code == 0);
+  CHECK(incsim("--platform dgx2 --algorithm multicast --collective allgather --sizes 8K --quiet "
+               "-c gpu.copy_engine.waves=4").code == 0);
+}
+
+TEST_CASE("bad input: an unknown key is reported before the run's conflicts", "[cli][errors][config]") {
+  require_error("--platform dgx1v --algorithm push --sizes 8K -c switch.reduction_table.byte=2048",
+                {"unknown key 'switch.reduction_table.byte'; did you mean 'switch.reduction_table.bytes'?"});
+  require_error("--platform dgx1v --algorithm push --sizes 8K -c sw0.port1.reduction_table.bytes=2048",
+                {"needs NVSwitch reduction or multicast tables"});
+  TempDir d;
+  require_error("--platform dgx1v --algorithm push --sizes 8K --config " +
+                    d.write("k.yaml", "switch:\n  reduction_table:\n    byte: 2048\n"),
+                {"unknown key 'switch.reduction_table.byte' (in ", "did you mean 'switch.reduction_table.bytes'?"});
+}
+
+TEST_CASE("bad input: --csv - and --json - together", "[cli][errors]") {
+  require_error(std::string(kQuickRun) + " --csv - --json -", {"--csv - and --json - would both write to stdout"});
+}
+
+// Issue 23: a file over the limit is refused before it is read: by its
+// size, or, from a pipe, once the limit is read.
+TEST_CASE("bad input: a config or platform file over 8 MiB is refused unread", "[cli][errors][config]") {
+  TempDir d;
+  const std::string big = d.file("big.yaml");
+  {
+    std::ofstream f(big);
+    f << "sizes: 8K\n";
+    const std::string comment = "# " + std::string(98, 'x') + "\n";
+    for (int i = 0; i < 90000; ++i) f << comment;
+  }
+  require_error("--config " + big, {"config file " + big + " is 8.7 MiB; a config file is at most 8 MiB"});
+  require_error("--platform " + big, {"platform file " + big + " is 8.7 MiB; a platform file is at most 8 MiB"});
+  const std::string fifo = d.file("pipe.yaml");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const Result r = sh("(cat '" + big + "' > '" + fifo + "' 2>/dev/null &); SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                      "' --config '" + fifo + "'");
+  CHECK(r.code == 2);
+  CHECK(r.err == "incsim: error: config file " + fifo + " is larger than 8 MiB; a config file is at most 8 MiB\n");
 }

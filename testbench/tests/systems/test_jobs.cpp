@@ -11,7 +11,7 @@
 #include <systemc>
 
 #include "cli_run.h"
-#include "collective.h"
+#include "collective_workload.h"
 #include "elements/alu.h"
 #include "core/error.h"
 #include "experiment.h"

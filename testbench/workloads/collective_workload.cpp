@@ -1,4 +1,4 @@
-#include "collective.h"
+#include "collective_workload.h"
 
 #include <unistd.h>
 
