@@ -116,6 +116,15 @@ ChunkRef chunk(Buffer b, uint32_t index, uint16_t count) {
   return c;
 }
 
+Operation make_op(OpKind k, Engine e, uint16_t channel, uint16_t queue) {
+  Operation o;
+  o.kind = k;
+  o.engine = e;
+  o.channel = channel;
+  o.queue = queue;
+  return o;
+}
+
 bool has_result(const Program& p, int r) {
   return (p.collective != Collective::Reduce && p.collective != Collective::Gather) || r == p.root;
 }

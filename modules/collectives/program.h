@@ -222,6 +222,8 @@ class ProgramBuilder {
 };
 
 ChunkRef chunk(Buffer b, uint32_t index, uint16_t count = 1);
+// An operation of kind k on engine e, channel and queue; the rest unset.
+Operation make_op(OpKind k, Engine e, uint16_t channel, uint16_t queue);
 // How many chunks of buffer b rank r may name: its count, or for an in-place
 // all-reduce or broadcast's output (the input) the larger of the two.
 // Whether rank r has a result to check: a reduce's and a gather's only at

@@ -1,0 +1,89 @@
+// NCCL's point-to-point collectives as programs on the GPUs' cores:
+// nccl-tests' alltoall, gather and scatter, grouped sends and receives.
+#include <string>
+
+#include "collectives/program_synthesis.h"
+#include "core/error.h"
+
+namespace incsim::collectives {
+
+Program alltoall_program(int n, int channels) {
+  if (n < 2) throw UserError("an alltoall needs at least 2 ranks");
+  if (channels < 1 || channels > 32767) throw UserError("an alltoall needs between 1 and 32767 channels");
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb("p2p", Collective::AllToAll, n);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, Buffers{un * ch_n, un * ch_n, 0});
+    const auto block = [&](int rank, int chan) { return static_cast<uint32_t>(rank) * ch_n + static_cast<uint32_t>(chan); };
+    for (int chan = 0; chan < channels; ++chan) {
+      const uint16_t ch = static_cast<uint16_t>(chan);
+      const auto queue = [&](int i, int dir) { return static_cast<uint16_t>(2 * (chan * (n - 1) + i) + dir); };
+      Operation copy = make_op(OpKind::Copy, Engine::Cores, ch, queue(0, 0));
+      copy.src = chunk(Buffer::Input, block(r, chan));
+      copy.dst = chunk(Buffer::Output, block(r, chan));
+      pb.add(copy);
+      // Round k: to rank + k, from rank - k (NCCL's p2p schedule); channel c
+      // starts at round c + 1, as NCCL spreads the rounds over its channels.
+      for (int i = 0; i < n - 1; ++i) {
+        const int k = (chan + i) % (n - 1) + 1;
+        const int to = (r + k) % n, from = (r - k + n) % n;
+        Operation send = make_op(OpKind::Send, Engine::Cores, ch, queue(i, 0));
+        send.send_peer = to;
+        send.src = chunk(Buffer::Input, block(to, chan));
+        pb.add(send);
+        Operation recv = make_op(OpKind::Recv, Engine::Cores, ch, queue(i, 1));
+        recv.recv_peer = from;
+        recv.dst = chunk(Buffer::Output, block(from, chan));
+        pb.add(recv);
+      }
+    }
+  }
+  return pb.build();
+}
+
+Program gather_scatter_program(Collective c, int n, int channels, int root, bool in_place) {
+  if (c != Collective::Gather && c != Collective::Scatter) throw UserError("gather_scatter_program: not a gather or scatter");
+  if (n < 2) throw UserError(std::string("a ") + collective_name(c) + " needs at least 2 ranks");
+  if (channels < 1 || channels > 65535 / n) throw UserError(std::string("a ") + collective_name(c) +
+                                                            " on " + std::to_string(n) + " ranks needs between 1 and " +
+                                                            std::to_string(65535 / n) + " channels");
+  if (root < 0 || root >= n) throw UserError(std::string("the ") + collective_name(c) + " root is not a rank");
+  const bool gather = c == Collective::Gather;
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb(std::string("p2p"), c, n, in_place);
+  pb.program().root = root;
+  // The root's window of rank j on channel chan; the rank's own block.
+  const auto window = [&](int j, int chan) { return static_cast<uint32_t>(j) * ch_n + static_cast<uint32_t>(chan); };
+  const Buffer whole = gather ? Buffer::Output : Buffer::Input, own = gather ? Buffer::Input : Buffer::Output;
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, gather ? Buffers{ch_n, un * ch_n, 0} : Buffers{un * ch_n, ch_n, 0});
+    for (int chan = 0; chan < channels; ++chan) {
+      const uint16_t ch = static_cast<uint16_t>(chan);
+      if (r != root) {
+        Operation o = make_op(gather ? OpKind::Send : OpKind::Recv, Engine::Cores, ch, ch);
+        (gather ? o.send_peer : o.recv_peer) = root;
+        (gather ? o.src : o.dst) = chunk(own, ch);
+        pb.add(o);
+        continue;
+      }
+      for (int j = 0; j < n; ++j) {
+        const uint16_t q = static_cast<uint16_t>(chan * n + j);
+        if (j == root) {
+          if (in_place) continue;
+          Operation copy = make_op(OpKind::Copy, Engine::Cores, ch, q);
+          copy.src = gather ? chunk(own, ch) : chunk(whole, window(j, chan));
+          copy.dst = gather ? chunk(whole, window(j, chan)) : chunk(own, ch);
+          pb.add(copy);
+          continue;
+        }
+        Operation o = make_op(gather ? OpKind::Recv : OpKind::Send, Engine::Cores, ch, q);
+        (gather ? o.recv_peer : o.send_peer) = j;
+        (gather ? o.dst : o.src) = chunk(whole, window(j, chan));
+        pb.add(o);
+      }
+    }
+  }
+  return pb.build();
+}
+
+}  // namespace incsim::collectives
