@@ -163,11 +163,13 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostre
   const flow::CoresFlows::Result res = flows_->run(bytes);
   const collectives::Program& p = flows_->program();
   Row r(schema_);
-  const bool reduces = p.collective == collectives::Collective::AllReduce ||
-                       p.collective == collectives::Collective::ReduceScatter;
-  fill_nccl(r, bytes, elements::dtype_name(dtype_), reduces ? elements::redop_name(redop_) : "none",
-            res.time_ns / 1e3, collectives::busbw_factor(p.collective, p.ranks), 0, 0);
+  fill_nccl(r, bytes, elements::dtype_name(dtype_),
+            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", res.time_ns / 1e3,
+            collectives::busbw_factor(p.collective, p.ranks), 0, 0);
+  // No element values travel and no bound is computed here (docs/flow.md).
   r.set("wrong", std::string("-"));
+  r.set("bound_us", std::string("-"));
+  r.set("bound_fraction", std::string("-"));
   r.set("flows", res.flows);
   notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
         << "), at most " << res.most_active << " in flight at once\n";
