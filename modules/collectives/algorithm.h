@@ -146,6 +146,10 @@ class Algorithm {
   // Whether it moves data across a cluster's nodes (through the adapters):
   // the others run on one node's GPUs only.
   virtual bool crosses_nodes() const { return false; }
+  // Whether its ring runs in two levels on the hosts, the machines' rings
+  // and one across their masters (Tencent's, NetReduce §3.4), which the
+  // NetReduce appendix models by its Eq. (2).
+  virtual bool masters_ring() const { return false; }
   // Whether it reduces or multicasts in the switches' tables (which need
   // switches that have them, on routes that go up then down).
   virtual bool in_switches() const { return false; }

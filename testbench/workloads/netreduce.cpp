@@ -84,6 +84,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   const collectives::Algorithm& algorithm =
       *collectives::find_algorithm(algorithm_, multigpu_ ? Family::MultiGpu : Family::Rack);
   const bool in_network = algorithm.in_switches();
+  masters_ring_ = algorithm.masters_ring();
   platforms::NetReduceShape shape;
   if (file) {
     shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
@@ -187,11 +188,11 @@ double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
   const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
   if (!multigpu_)
     return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
-  if (algorithm_ == "tencent" && !with_alpha) {  // the masters' ring all-reduce alone
+  if (masters_ring_ && !with_alpha) {  // the masters' ring all-reduce alone
     const double m_count = job_->racks();
     return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
   }
-  if (algorithm_ == "tencent") {  // Eq. (2)
+  if (masters_ring_) {  // Eq. (2)
     const double lat = (n * n + 3.0 * n * std::log2(n) - 3.0 * n + 2.0 * p) / n * a;
     return lat + (4.0 * (n - 1) * p * b_inter + 2.0 * (p - n) * n * b_intra) / (n * p * b_intra * b_inter) * bytes;
   }
@@ -319,7 +320,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
       .set("results_sent_again", t1.resent - t0.resent)
       .set("packet_hops", hops);
   if (multigpu_)
-    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : algorithm_ == "tencent" ? 2 : 1)
+    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
           << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
   // On multigpu a host is a GPU: its frames cross the machine's fabric, not only the NIC.
   notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput

@@ -70,6 +70,7 @@ class NetReduceWorkload : public Workload {
   collectives::Program program_;        // what the hosts run
   std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]
   bool in_network_ = false;
+  bool masters_ring_ = false;  // Tencent's two levels: the appendix's Eq. (2)
 };
 
 }  // namespace incsim::tb

@@ -12,10 +12,13 @@ namespace {
 class OnHosts : public Algorithm {
  public:
   // in_network: the FPGA aggregates; make: the program for the ring's
-  // ranks, grouped by machine (a rack's hosts: one machine each).
+  // ranks, grouped by machine (a rack's hosts: one machine each); masters:
+  // the machines' rings, then one across their masters.
   using Make = Program (*)(int ranks, int machines, int per_machine);
-  OnHosts(Info info, bool in_network, Make make) : Algorithm(info), in_network_(in_network), make_(make) {}
+  OnHosts(Info info, bool in_network, Make make, bool masters = false)
+      : Algorithm(info), in_network_(in_network), masters_(masters), make_(make) {}
   bool in_switches() const override { return in_network_; }
+  bool masters_ring() const override { return masters_; }
   Synthesis synthesize(const Site& s) const override {
     const int machines = s.cluster() ? static_cast<int>(s.nodes.size()) : 1;
     Synthesis out;
@@ -24,7 +27,7 @@ class OnHosts : public Algorithm {
   }
 
  private:
-  bool in_network_;
+  bool in_network_, masters_;
   Make make_;
 };
 
@@ -56,7 +59,7 @@ INCSIM_ALGORITHMS(netreduce) {
                       "machines' rings, the masters' ring across machines, then a broadcast down (NetReduce §3.4, "
                       "Fig. 6A)",
                       260},
-      false, [](int, int machines, int per_machine) { return tencent_program(machines, per_machine); }));
+      false, [](int, int machines, int per_machine) { return tencent_program(machines, per_machine); }, true));
 }
 
 }  // namespace incsim::collectives::builtin
