@@ -16,7 +16,6 @@
 
 #include "cli_run.h"
 
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 
 using namespace cli;

@@ -2,34 +2,19 @@
 // YAML platform files, --dump-platform and its reload, the examples.
 #include <catch2/catch.hpp>
 
-#include <cctype>
-
-#include "cli_run.h"
-
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#ifndef VCD2FST
-#define VCD2FST "/usr/bin/vcd2fst"
-#endif
+#include "cli_run.h"
+
 #ifndef PLATFORM_EXAMPLES
 #error "CMake passes the folder of the example platform files as PLATFORM_EXAMPLES"
 #endif
 
-namespace fs = std::filesystem;
 using namespace cli;
-
 
 TEST_CASE("torus, mesh, fattree and bigraph run from flags and from a config file", "[cli][platform]") {
   for (const char* args : {"--platform torus --dims 2x4", "--platform mesh --dims 3x2", "--platform fattree --nodes 4",

@@ -3,34 +3,16 @@
 // the stall report says.
 #include <catch2/catch.hpp>
 
-#include <cctype>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "cli_run.h"
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdlib>
-#include <filesystem>
-#include <map>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-#include <string>
-#include <vector>
-
-#ifndef VCD2FST
-#define VCD2FST "/usr/bin/vcd2fst"
-#endif
 #ifndef PLATFORM_EXAMPLES
 #error "CMake passes the folder of the example platform files as PLATFORM_EXAMPLES"
 #endif
 
-namespace fs = std::filesystem;
 using namespace cli;
-
 
 namespace {
 // One size of one run, from its JSON results.
