@@ -37,6 +37,18 @@ double done_fraction(const Ranks& ranks) {
   return all ? static_cast<double>(done) / static_cast<double>(all) : -1;
 }
 
+// A rank's progress as transfers: what its queues have sent of all they
+// send (the cores' queues, and their flows at --fidelity flow).
+template <class Queues>
+RankExecutor::Progress transfers_sent(const Queues& queues) {
+  RankExecutor::Progress p;
+  for (const auto& q : queues) {
+    p.done += q->sent;
+    p.all += q->transfers;
+  }
+  return p;
+}
+
 // The ranks' wrong elements, summed.
 template <class Ranks>
 uint64_t wrong(const Ranks& ranks) {

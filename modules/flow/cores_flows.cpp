@@ -165,14 +165,7 @@ class CoresFlows::Run {
     std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
     int unfinished = 0;
     uint64_t wrong() const override { return 0; }  // no element values travel
-    Progress progress() const override {
-      Progress p;
-      for (const auto& q : queues) {
-        p.done += q->sent;
-        p.all += q->transfers;
-      }
-      return p;
-    }
+    Progress progress() const override { return collectives::transfers_sent(queues); }
   };
   const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
   Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);

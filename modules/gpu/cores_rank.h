@@ -54,14 +54,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   void on_flag(uint64_t addr) override;
   void report(std::ostream& os, const std::string& prefix) const override;
   // Transfers sent of all its queues' transfers.
-  Progress progress() const override {
-    Progress p;
-    for (const auto& q : queues_) {
-      p.done += q->sent;
-      p.all += q->transfers;
-    }
-    return p;
-  }
+  Progress progress() const override { return collectives::transfers_sent(queues_); }
   // Mismatches plus elements checked too few or too many times.
   uint64_t wrong() const override {
     return wrong_ + (checked_ > expect_checked_ ? checked_ - expect_checked_ : expect_checked_ - checked_);
