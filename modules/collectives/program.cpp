@@ -78,6 +78,14 @@ bool receives(OpKind k) {
 }
 bool in_network(OpKind k) { return k >= OpKind::MulticastWrite; }
 
+bool passive(const Operation& o) {
+  return (o.kind == OpKind::ReduceRead && o.dst.empty()) || (o.kind == OpKind::MulticastWrite && o.src.empty());
+}
+
+bool receives_landing(const Operation& o) {
+  return (o.kind == OpKind::MulticastWrite && o.src.empty()) || o.kind == OpKind::ReduceWrite;
+}
+
 bool engine_can(Engine e, OpKind k) {
   switch (e) {
     case Engine::Cores:  // everything but an aggregator's protocol (NVLS: multimem st, ld_reduce, red)

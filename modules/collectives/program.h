@@ -224,6 +224,12 @@ class ProgramBuilder {
 ChunkRef chunk(Buffer b, uint32_t index, uint16_t count = 1);
 // An operation of kind k on engine e, channel and queue; the rest unset.
 Operation make_op(OpKind k, Engine e, uint16_t channel, uint16_t queue);
+// An in-network operation that issues nothing at its rank: a member lending
+// its data to another's reducing read, or receiving a multicast.
+bool passive(const Operation& o);
+// An operation done when what the switches send its rank has landed: a
+// multicast's receiver, and every member of a reducing write.
+bool receives_landing(const Operation& o);
 // How many chunks of buffer b rank r may name: its count, or for an in-place
 // all-reduce or broadcast's output (the input) the larger of the two.
 // Whether rank r has a result to check: a reduce's and a gather's only at

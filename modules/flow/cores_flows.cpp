@@ -8,23 +8,28 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "flow/cores_run.h"
 
 namespace incsim::flow {
 
-using collectives::Buffer;
-using collectives::ChunkRef;
-using collectives::OpKind;
-using collectives::Operation;
-using collectives::Protocol;
 
 std::string CoresFlows::cannot_run(const collectives::Program& p) {
   if (p.engine() != collectives::Engine::Cores)
     return std::string("runs on the ") + collectives::engine_name(p.engine()) +
            " engine; flows run the GPUs' cores' programs only";
-  for (const Operation& o : p.ops)
-    if (collectives::in_network(o.kind))
-      return std::string("has in-network operations (") + collectives::op_name(o.kind) +
-             "), which flows do not run yet";
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      if (o.kind == OpKind::Aggregate || o.kind == OpKind::Barrier)
+        return std::string("has in-network operations (") + collectives::op_name(o.kind) +
+               ") that flows do not run yet";
+      // What lands is matched to its receiver by message chunk, as packet level addresses it.
+      const bool lands = o.kind == OpKind::MulticastWrite || o.kind == OpKind::ReduceWrite;
+      for (const ChunkRef& ref : {o.src, o.dst})
+        if (lands && !ref.empty() && collectives::message_chunk(p, r, ref) < 0)
+          return std::string("multicasts or pushes a scratch chunk (rank ") + std::to_string(r) + "'s operation " +
+                 std::to_string(i) + "), which flows do not run";
+    }
   return "";
 }
 
@@ -32,6 +37,9 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
                        uint32_t elem_bytes, uint64_t seed)
     : p_(std::move(p)), m_(m), endpoints_(std::move(endpoints)), costs_(costs), elem_(elem_bytes), seed_(seed) {
   assert(cannot_run(p_).empty());
+  if (p_.has(OpKind::ReduceWrite) && costs_.push_credits <= 0)
+    throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
+                    "contribution until its block is complete (SHARP's aggregation tables on a cluster's network)");
   parts_ = collectives::channel_parts(p_);
   const topo::Topology& t = *m.t;
   std::map<std::pair<int, int>, int> trunks;  // (spreading node, neighbour): its trunk's flow link
@@ -64,20 +72,26 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
 
 CoresFlows::~CoresFlows() = default;
 
-// The links from a GPU's port to the peer's GPU: the route every node's
-// table gives, or, where a node spreads packets over equal-cost ports, each
-// of them an equal share of what reaches the node.
+// The links from a GPU's port to the peer's GPU.
 const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   const auto key = std::make_tuple(rank, port, peer);
   if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
   const topo::Topology& t = *m_.t;
-  const int dst = endpoints_[static_cast<size_t>(peer)];
+  Route r = walk(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], port,
+                 endpoints_[static_cast<size_t>(peer)]);
+  return routes_.emplace(key, std::move(r)).first->second;
+}
+
+// The route every node's table gives, or, where a node spreads packets over
+// equal-cost ports, each of them an equal share of what reaches the node.
+CoresFlows::Route CoresFlows::walk(int from, int port, int dst) const {
+  const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
   auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
   std::map<int, double> fwd, back;  // flow link: share
-  std::vector<std::pair<int, double>> at{{t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], 1.0}};
-  bool first = true;
+  std::vector<std::pair<int, double>> at{{from, 1.0}};
+  bool first = port >= 0;
   while (!at.empty()) {
     std::vector<std::pair<int, double>> next;
     for (const auto& [node, share] : at) {
@@ -106,7 +120,7 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   for (const auto& [link, share] : back) r.hops.emplace_back(link, -share);
   // Latency along the tables' route; the acknowledgement comes from the
   // first adapter on it, or from the peer's memory.
-  int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], q = port;
+  int node = from, q = port >= 0 ? port : t.route(from, dst);
   double to_ack = -1, ack_turn = 0;
   for (;;) {
     r.latency_ns += t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns;
@@ -121,97 +135,9 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   }
   r.ack_ns = to_ack < 0 ? 2 * r.latency_ns : 2 * to_ack + ack_turn;
   r.acked_by_memory = to_ack < 0;
-  return routes_.emplace(key, std::move(r)).first->second;
+  return r;
 }
 
-// One size's run: every rank's queues and connections, as CoresRank has them.
-class CoresFlows::Run {
- public:
-  Run(CoresFlows& f, uint64_t bytes);
-  Result go();
-
- private:
-  struct Queue;
-  struct Conn {
-    int channel, peer, port;
-    Queue* queue = nullptr;
-    Conn* remote = nullptr;
-    const Route* route = nullptr;  // to its peer: the data's, or the head flags' back
-    uint64_t claimed = 0, done = 0, seen = 0;
-    std::vector<uint64_t> slot_len;  // receive: elements in each slot
-  };
-  struct Pending {
-    int op;
-    uint64_t pass, idx;
-  };
-  struct Rank;
-  struct Queue {
-    Rank* rank;
-    int index;
-    std::vector<int> ops;
-    uint64_t passes = 1, next = 0, total = 0, transfers = 0, sent = 0;
-    bool sending = false, finished = false;
-    std::deque<Pending> pending;
-    int acks_due = 0;
-  };
-  struct Rank : collectives::RankExecutor {
-    int r;
-    std::vector<std::unique_ptr<Conn>> send, recv;
-    std::vector<std::unique_ptr<Queue>> queues;
-    std::vector<uint64_t> done_passes;
-    std::vector<std::vector<int>> dependents;
-    std::vector<int> queue_of;
-    std::vector<Conn*> in_of, out_of;
-    std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
-    int unfinished = 0;
-    uint64_t wrong() const override { return 0; }  // no element values travel
-    Progress progress() const override { return collectives::transfers_sent(queues); }
-  };
-  const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
-  Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);
-  void progress(Queue& q);
-  bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
-  void start_send(Queue& q, int i, uint64_t pass);
-  void finish_send(Queue& q, int i, uint64_t pass);
-  void consume(Queue& q, Conn& c);
-  void op_done(Rank& k, int i, uint64_t pass);
-  void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
-  void ack_after(Queue& q, double delay);
-  uint64_t elements(Rank& k, ChunkRef ref, uint64_t pass) const;
-  void wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len);
-  // A memory access's mean time, and the expected last of `packets`
-  // accesses issued evenly over `spread` ns (each its own jitter): a fence
-  // waits for the slowest acknowledgement, a receiver polls every line.
-  // A watched write is stored one access after it lands and seen one polling
-  // load later (gpu/gpu.cpp, serve_request): two accesses.
-  double mem() const { return f_.costs_.mem_ns + f_.costs_.jitter_ns / 2; }
-  // One access's time, its jitter drawn from the seed as packet level draws
-  // it (the draws desynchronise the channels, as they do there).
-  double access() {
-    const double u = static_cast<double>(splitmix64(f_.seed_ ^ splitmix64(draws_++)) >> 11) * 0x1.0p-53;
-    return f_.costs_.mem_ns + u * f_.costs_.jitter_ns;
-  }
-  double last_mem(double spread, uint64_t packets, int accesses) const;
-  // A single store's acknowledgement on route r, from the store.
-  double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
-  uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
-  // The weights of a flow of protocol proto_'s data over route r.
-  std::vector<Network::Use> uses(const Route& r) const;
-
-  CoresFlows& f_;
-  Network net_;
-  Protocol proto_;
-  CoresCosts::Slots slots_;
-  std::unique_ptr<collectives::PassLayout> layout_;
-  std::vector<std::unique_ptr<Rank>> ranks_;
-  std::unordered_map<uint64_t, std::vector<int>> ports_;  // (rank, peer): ports on a shortest path, found at first use
-  double fwd_[8] = {}, ack_[8] = {};                  // [format]: wire and ack bytes per data byte
-  uint64_t data_ = 1;                                 // data bytes per GPU packet
-  uint64_t draws_ = 0;
-  double end_ = 0;
-  int running_ = 0;
-  uint64_t transfers_ = 0;
-};
 
 CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
   const collectives::Program& p = f.p_;
@@ -252,6 +178,7 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
       for (uint32_t d = 0; d < o.dep_count; ++d) k->dependents[p.deps_of(o)[d]].push_back(i);
+      if (passive(o)) continue;
       auto it = std::find_if(k->queues.begin(), k->queues.end(), [&](const auto& q) { return q->index == o.queue; });
       if (it == k->queues.end()) {
         auto q = std::make_unique<Queue>();
@@ -265,7 +192,7 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
       const Operation& o = op(r, i);
       for (size_t j = 0; j < k->queues.size(); ++j) {
         Queue& q = *k->queues[j];
-        if (q.index != o.queue) continue;
+        if (q.index != o.queue || passive(o)) continue;
         k->queue_of[static_cast<size_t>(i)] = static_cast<int>(j);
         q.ops.push_back(i);
         if (collectives::sends(o.kind)) k->out_of[static_cast<size_t>(i)] = &add_conn(*k, k->send, o.channel, o.send_peer, q, true);
@@ -276,9 +203,21 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
       const Operation& first = op(r, q->ops.front());
       q->passes = layout_->parts > 1 ? layout_->passes[first.channel % layout_->parts] : layout_->passes[0];
       q->total = q->passes * q->ops.size();
-      for (int i : q->ops) q->transfers += collectives::sends(op(r, i).kind) ? q->passes : 0;
+      for (int i : q->ops)
+        q->transfers += collectives::sends(op(r, i).kind) || collectives::in_network(op(r, i).kind) ? q->passes : 0;
     }
     k->unfinished = static_cast<int>(k->queues.size());
+    // In-network groups: which operation receives each chunk that lands here.
+    k->receiver.assign(p.groups.size(), std::vector<int>(message, -1));
+    for (int i = 0; i < n; ++i) {
+      const Operation& o = op(r, i);
+      if (o.kind == OpKind::ReduceRead && o.dst.empty()) k->done_passes[static_cast<size_t>(i)] = passes_of(o);
+      if (!receives_landing(o)) continue;
+      ++k->unfinished;
+      for (uint32_t j = 0; j < o.dst.count; ++j)
+        k->receiver[static_cast<size_t>(o.group)][static_cast<size_t>(
+            collectives::message_chunk(p, r, ChunkRef{o.dst.index + j, 1, o.dst.buf}))] = i;
+    }
     ranks_.push_back(std::move(k));
   }
   // Each send connection meets its peer's receive connection.
@@ -312,17 +251,22 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->channel = channel;
   c->peer = peer;
   c->queue = &q;
-  std::vector<int>& ports = ports_[static_cast<uint64_t>(k.r) << 32 | static_cast<uint32_t>(peer)];
-  const topo::Topology& t = *f_.m_.t;
-  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
-  if (ports.empty())
-    for (int p = 0; p < t.node(node).ports; ++p)
-      if (t.port_on_shortest_path({node, p}, f_.endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
+  const std::vector<int>& ports = ports_to(k.r, peer);
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
   c->route = &f_.route(k.r, c->port, peer);
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
+}
+
+const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
+  std::vector<int>& ports = ports_[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
+  const topo::Topology& t = *f_.m_.t;
+  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])];
+  if (ports.empty())
+    for (int p = 0; p < t.node(node).ports; ++p)
+      if (t.port_on_shortest_path({node, p}, f_.endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
+  return ports;
 }
 
 std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
@@ -392,6 +336,11 @@ void CoresFlows::Run::progress(Queue& q) {
     const Operation& o = op(k.r, i);
     if (!q.pending.empty() && q.pending.back().pass == pass) break;
     if (!deps_done(k, o, pass)) break;
+    if (collectives::in_network(o.kind)) {
+      ++q.next;
+      start_innet(q, i, pass);
+      continue;
+    }
     if (!collectives::sends(o.kind) && !collectives::receives(o.kind)) {  // local: no time
       ++q.next;
       if (o.kind != OpKind::Nop) wrote(k, o.dst, pass, elements(k, o.src, pass));
@@ -414,8 +363,12 @@ void CoresFlows::Run::progress(Queue& q) {
   }
   if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.acks_due == 0) {
     q.finished = true;
-    if (--k.unfinished == 0 && --running_ == 0) end_ = net_.now();
+    part_done(k);
   }
+}
+
+void CoresFlows::Run::part_done(Rank& k) {
+  if (--k.unfinished == 0 && --running_ == 0) end_ = net_.now();
 }
 
 void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
@@ -537,13 +490,16 @@ void CoresFlows::Run::consume(Queue& q, Conn& c) {
 void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
   k.done_passes[static_cast<size_t>(i)] = pass + 1;
   for (int d : k.dependents[static_cast<size_t>(i)])
-    if (k.queue_of[static_cast<size_t>(d)] != k.queue_of[static_cast<size_t>(i)])
+    if (k.queue_of[static_cast<size_t>(d)] >= 0 && k.queue_of[static_cast<size_t>(d)] != k.queue_of[static_cast<size_t>(i)])
       progress(*k.queues[static_cast<size_t>(k.queue_of[static_cast<size_t>(d)])]);
 }
 
 CoresFlows::Result CoresFlows::Run::go() {
-  for (auto& k : ranks_)
+  for (auto& k : ranks_) {
+    for (int i = 0; i < f_.p_.op_count(k->r); ++i)
+      if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
+  }
   net_.run();
   Result out;
   if (running_ != 0) {

@@ -41,6 +41,14 @@ struct FlowMachine {
   std::vector<double> node_ns;       // [node]: a switch's or an adapter's latency; 0 at an endpoint
   std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
   std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
+  std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce SHARP's writes (ib.sharp.table_bytes)
+};
+
+// Where the network reduces (docs/flow.md): a group's home switches, each
+// with the share of the group's blocks whose home ports it holds.
+struct Home {
+  int node;
+  double share;
 };
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
@@ -53,12 +61,16 @@ struct CoresCosts {
     int slots = 0;
   } simple, ll, ll128;
   collectives::ProtocolBySize by_size;
+  // Reducing writes (SHARP's) a queue may have in flight, each a 128-byte
+  // block whose sum has not landed (gpu::CoresParams::push_credits).
+  int push_credits = 0;
 };
 
 class CoresFlows {
  public:
   // endpoints[r]: the endpoint index rank r runs on. The program must have
-  // passed check_program and be the cores' without in-network operations.
+  // passed check_program and be the cores', with no in-network operation
+  // cannot_run refuses.
   // seed: the memory's jitter draws.
   CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
              uint32_t elem_bytes, uint64_t seed);
@@ -95,6 +107,16 @@ class CoresFlows {
  private:
   class Run;
   const Route& route(int rank, int port, int peer);
+  // The links from graph node `from` to endpoint dst, leaving by `port`
+  // (or as the tables route, where port < 0).
+  Route walk(int from, int port, int dst) const;
+  // From a switch to rank r's GPU: a multicast's or a sum's way down, and
+  // reversed, a read's answers' or a contribution's way up.
+  const Route& down(int sw, int r);
+  // Group g's home switches for reducing writes (topo::MulticastFabric's
+  // rule: switches that reduce, reached by every member, on a shortest path
+  // between two of them; each takes the blocks of its ports).
+  const std::vector<Home>& homes(int g);
 
   collectives::Program p_;
   const FlowMachine& m_;
@@ -104,6 +126,8 @@ class CoresFlows {
   uint64_t seed_;
   collectives::ChannelParts parts_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
+  std::map<std::pair<int, int>, Route> downs_;         // (switch node, rank)
+  std::map<int, std::vector<Home>> homes_;             // by group
   std::vector<int> flow_link_;                         // [2 x graph link + direction]
   std::vector<double> capacity_;                       // [flow link]: GB/s
   std::vector<uint8_t> format_;                        // [flow link]: index into FlowMachine::formats

@@ -16,16 +16,12 @@ using collectives::ChunkRef;
 using Kind = collectives::Collective;
 using collectives::OpKind;
 using collectives::Operation;
+using collectives::passive;
+using collectives::receives_landing;
 
 namespace {
 
 bool local(OpKind k) { return !collectives::sends(k) && !collectives::receives(k) && !collectives::in_network(k); }
-// An in-network operation that issues nothing here: a member's lending of
-// its data to another's reducing read, or its receiving of a multicast.
-bool passive(const collectives::Operation& o) {
-  return (o.kind == OpKind::ReduceRead && o.dst.empty()) || (o.kind == OpKind::MulticastWrite && o.src.empty());
-}
-
 }  // namespace
 
 size_t CoresRank::conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer) {

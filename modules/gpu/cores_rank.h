@@ -36,7 +36,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   void link(const std::vector<std::unique_ptr<CoresRank>>& ranks);
   void start() {
     for (int i = 0; i < static_cast<int>(done_passes_.size()); ++i)
-      if (receives_landing(op(i))) landed_passes(i);  // passes with nothing to land
+      if (collectives::receives_landing(op(i))) landed_passes(i);  // passes with nothing to land
     for (auto& q : queues_) progress(*q);
   }
   // An unfenced transfer (LL, LL128) is done once its last store has left:
@@ -175,11 +175,6 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   static uint64_t position(const std::vector<Segment>& s, uint64_t e);
   int group_of(uint64_t addr) const;
   uint64_t passes_of(const Operation& o) const;
-  // An operation that completes as its results land: a multicast's
-  // receiver, a reducing write.
-  static bool receives_landing(const Operation& o) {
-    return (o.kind == OpKind::MulticastWrite && o.src.empty()) || o.kind == OpKind::ReduceWrite;
-  }
   // Completes the passes of operation i whose results have landed, in order.
   void landed_passes(int i);
   // The elements of message chunks ref in this pass.

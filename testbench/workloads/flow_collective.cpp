@@ -35,7 +35,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
   m.formats.push_back(gpu);
   const bool cluster = !topo::cluster_nodes(t).empty();
   double ib_switch_ns = 0, hca_ns = 0;
-  bool ib_spreads = false;
+  bool ib_spreads = false, sharp = false;
   if (cluster) {
     flow::LinkFormat ib;
     ib.header = cfg.get(platforms::kIbHeader);
@@ -47,6 +47,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     ib_spreads = credit_switch::parse_spread(cfg.get(platforms::kIbSpread), platforms::kIbSpread.key()) !=
                  credit_switch::Spread::Destination;
     hca_ns = cfg.get(adapter::kHcaLatency);
+    sharp = cfg.get(platforms::kSharpTableBytes) > 0;
   }
   const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
   const bool sw_spreads =
@@ -55,12 +56,14 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
   m.node_ns.assign(nodes, 0);
   m.spreads.assign(nodes, 0);
   m.acks_early.assign(nodes, 0);
+  m.aggregates.assign(nodes, 0);
   for (size_t k = 0; k < nodes; ++k) {
     const topo::Node& n = t.node(static_cast<int>(k));
     if (n.kind == topo::NodeKind::Endpoint) continue;
     if (n.block == topo::kinds::kIbSwitch) {
       m.node_ns[k] = ib_switch_ns;
       m.spreads[k] = ib_spreads;
+      m.aggregates[k] = sharp;
     } else if (n.block == topo::kinds::kHca) {
       m.node_ns[k] = hca_ns;
       m.acks_early[k] = 1;
@@ -147,6 +150,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = cp.by_size;
+  if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed);
 }

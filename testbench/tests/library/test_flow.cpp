@@ -1,9 +1,13 @@
 // The flow network (modules/flow): max-min fair rates by progressive
-// filling and completion times, against times computed by hand.
+// filling and completion times, and the cores' in-network operations as
+// flows, against times computed by hand.
 #include <catch2/catch.hpp>
 #include <map>
 #include <string>
 
+#include "collectives/program.h"
+#include "collectives/program_synthesis.h"
+#include "flow/cores_flows.h"
 #include "flow/network.h"
 
 using incsim::flow::Network;
@@ -99,4 +103,87 @@ TEST_CASE("a flow's acknowledgements take their capacity on a full link but do n
   // has 1000 - 80 x 8.89 = 288.9 B left, by 80 + 28.9 = 108.9.
   CHECK(done["x"] == Approx(80));
   CHECK(done["y"] == Approx(80 + (1000 - 80 * 10 / 1.125) / 10));
+}
+
+// The cores' in-network operations as flows (flow/cores_flows.h) on a star
+// of GPUs around one switch, 25 GB/s links without latency, a 100 ns switch
+// and memory without latency: times by hand.
+namespace {
+using incsim::flow::CoresFlows;
+
+struct Star {
+  incsim::topo::Topology t;
+  incsim::flow::FlowMachine m;
+  explicit Star(int gpus, bool aggregates) {
+    const int sw = t.add_switch("sw", gpus);
+    for (int g = 0; g < gpus; ++g) t.connect({t.add_endpoint("gpu" + std::to_string(g), 1), 0}, {sw, g}, 25, 0);
+    t.finalize();
+    m.t = &t;
+    m.formats.push_back({});  // 16-byte header and flits, 128-byte payloads
+    for (const incsim::topo::Link& l : t.links()) m.link_format.push_back(0);
+    m.node_ns.assign(t.nodes().size(), 0);
+    m.node_ns[static_cast<size_t>(sw)] = 100;
+    m.spreads.assign(t.nodes().size(), 0);
+    m.acks_early.assign(t.nodes().size(), 0);
+    m.aggregates.assign(t.nodes().size(), 0);
+    m.aggregates[static_cast<size_t>(sw)] = aggregates;
+  }
+  double run(const std::string& program, uint64_t bytes, int credits = 0) {
+    incsim::flow::CoresCosts costs;  // no memory latency
+    costs.simple = {1 << 20, 4};     // one pass
+    costs.push_credits = credits;
+    std::vector<int> eps;
+    for (size_t g = 0; g < t.endpoints().size(); ++g) eps.push_back(static_cast<int>(g));
+    CoresFlows f(incsim::collectives::read_program(program, "test"), m, eps, costs, 4, 1);
+    return f.run(bytes).time_ns;
+  }
+};
+}  // namespace
+
+TEST_CASE("cores flows: a multicast crosses its storer's link once and each member's once") {
+  Star s(3, false);
+  // Rank 0 multicasts its input to the others' outputs (a broadcast).
+  const std::string p = "program 1\nname mc\ncollective broadcast ranks 3 root 0 inplace 0\ngroup 0 1 2\n"
+                        "rank 0 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 src i0\n1 cpy cores ch 0 q 0 src i0 dst o0\n"
+                        "rank 1 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n"
+                        "rank 2 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n";
+  // 128 KiB in 128-byte blocks of 144 wire bytes: 25 / 1.125 B/ns on every
+  // link of the tree, the last block lands 100 ns (the switch) later.
+  CHECK(s.run(p, 128 << 10) == Approx((128 << 10) * 1.125 / 25 + 100));
+}
+
+TEST_CASE("cores flows: a reducing write's credits limit it by Little's law, table bytes over the round trip") {
+  Star s(2, true);
+  const std::string p = "program 1\nname push\ncollective allreduce ranks 2 root 0 inplace 0\ngroup 0 1\n"
+                        "rank 0 input 1 output 1 scratch 0\n0 redwrite cores ch 0 q 0 group 0 src i0 dst o0\n"
+                        "rank 1 input 1 output 1 scratch 0\n0 redwrite cores ch 0 q 0 group 0 src i0 dst o0\n";
+  // Each GPU's contributions up its link, the sum down both: 22.2 B/ns on
+  // the links. 8 credits of 128 B per 100 ns round trip (the switch) allow
+  // 10.24 B/ns: that limits it. The sum lands a round trip after the last.
+  CHECK(s.run(p, 1 << 20, 8) == Approx((1 << 20) / 10.24 + 100));
+  // With 64 credits (81.9 B/ns) the links limit it.
+  CHECK(s.run(p, 1 << 20, 64) == Approx((1 << 20) * 1.125 / 25 + 100));
+  // No switch that reduces: refused, naming the group.
+  Star plain(2, false);
+  CHECK_THROWS_WITH(plain.run(p, 1 << 20, 8), Catch::Contains("no switch that reduces"));
+}
+
+TEST_CASE("cores flows: a reducing read takes every member's answers and returns the sum; what flows cannot run is named") {
+  Star s(2, false);
+  const std::string p = "program 1\nname pull\ncollective allreduce ranks 2 root 0 inplace 0\nmultimem 1\ngroup 0 1\n"
+                        "rank 0 input 1 output 1 scratch 0\n0 redread cores ch 0 q 0 group 0 src i0 dst o0\n"
+                        "rank 1 input 1 output 1 scratch 0\n0 redread cores ch 0 q 0 group 0 src i0 dst o0\n";
+  // Both read the whole message, in passes of NCCL's NVLS chunk, each read
+  // when the last one's sum is in. Each GPU's link out carries its requests
+  // (16/128 of the bytes) and its answers to both readers (2 x 1.125), its
+  // link in the same: 25 / 2.375 B/ns; the sum a round trip (2 x 100 ns)
+  // after the last request.
+  for (const uint64_t bytes : {uint64_t{64} << 10, uint64_t{1} << 20}) {
+    const uint64_t chunk = incsim::collectives::nvls_chunk_bytes(bytes, 1, 1 << 20);
+    INFO(bytes << " B in chunks of " << chunk);
+    CHECK(s.run(p, bytes) == Approx(static_cast<double>(bytes / chunk) * (chunk * 2.375 / 25 + 200)));
+  }
+  incsim::collectives::Program b = incsim::collectives::read_program(p, "test");
+  b.ops[0].kind = incsim::collectives::OpKind::Barrier;
+  CHECK_THAT(CoresFlows::cannot_run(b), Catch::Contains("barrier") && Catch::Contains("flows do not run yet"));
 }

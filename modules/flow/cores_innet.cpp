@@ -1,0 +1,305 @@
+// The in-network operations of the GPUs' cores as flows (docs/flow.md): NVLS's
+// multimem loads and stores (gpu/cores_rank_innet.cpp) and SHARP's reducing
+// writes. Each is one flow whose link uses carry what packet level sends per
+// 128-byte block: a reducing read's header-only requests and the members'
+// answers, merged where the switches reduce them; a multicast's stores, once
+// per link of its tree; a reducing write's contributions up to the group's
+// home switches, merged where they meet, and its sum back down.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/error.h"
+#include "flow/cores_flows.h"
+#include "flow/cores_run.h"
+#include "topology/multicast.h"
+
+namespace incsim::flow {
+
+namespace {
+
+constexpr double kBlock = topo::MulticastFabric::kBlockBytes;  // an in-network packet's most data
+
+// Adds a route's links to a tree: a link several members' routes share
+// carries the merged (or multicast) stream once.
+void merge(std::map<int, double>& tree, int link, double share) {
+  double& s = tree[link];
+  s = std::max(s, share);
+}
+
+}  // namespace
+
+const CoresFlows::Route& CoresFlows::down(int sw, int r) {
+  const auto key = std::make_pair(sw, r);
+  if (const auto it = downs_.find(key); it != downs_.end()) return it->second;
+  return downs_.emplace(key, walk(sw, -1, endpoints_[static_cast<size_t>(r)])).first->second;
+}
+
+const std::vector<Home>& CoresFlows::homes(int g) {
+  if (const auto it = homes_.find(g); it != homes_.end()) return it->second;
+  const topo::Topology& t = *m_.t;
+  const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
+  std::vector<int> candidates;
+  for (int s = 0; s < static_cast<int>(t.switches().size()); ++s)
+    if (m_.aggregates[static_cast<size_t>(t.switches()[static_cast<size_t>(s)])]) candidates.push_back(s);
+  const auto dist = [&](int r, int s) {
+    return t.distance_to_switch(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])], s);
+  };
+  // Members at the same distances from every candidate are one for the rule
+  // (the GPUs of a rail under one leaf): pairs of classes, not of members.
+  std::map<std::vector<int>, int> classes;
+  for (int r : members) {
+    std::vector<int> d;
+    for (int s : candidates) d.push_back(dist(r, s));
+    classes.emplace(std::move(d), r);
+  }
+  std::vector<const std::vector<int>*> cls;
+  for (const auto& c : classes) cls.push_back(&c.first);
+  std::vector<bool> between(candidates.size(), false);
+  for (size_t i = 0; i < cls.size(); ++i)
+    for (size_t j = i + (classes.size() > 1 ? 1 : 0); j < cls.size(); ++j) {
+      const std::vector<int>&a = *cls[i], &b = *cls[j];
+      int best = -1;
+      for (size_t s = 0; s < candidates.size(); ++s)
+        if (a[s] > 0 && b[s] > 0 && (best < 0 || a[s] + b[s] < best)) best = a[s] + b[s];
+      for (size_t s = 0; s < candidates.size(); ++s)
+        between[s] = between[s] || (best > 0 && a[s] > 0 && a[s] + b[s] == best);
+    }
+  std::vector<Home> h;
+  double ports = 0;
+  for (size_t s = 0; s < candidates.size(); ++s) {
+    bool reached = between[s];
+    for (const auto* c : cls) reached = reached && (*c)[s] > 0;
+    if (!reached) continue;
+    const int node = t.switches()[static_cast<size_t>(candidates[s])];
+    h.push_back({node, static_cast<double>(t.node(node).ports)});
+    ports += t.node(node).ports;
+  }
+  if (h.empty())
+    throw UserError("platform '" + t.name + "' has no switch that reduces and that every GPU of in-network group " +
+                    std::to_string(g) + " reaches");
+  for (Home& x : h) x.share /= ports;
+  return homes_.emplace(g, std::move(h)).first->second;
+}
+
+double CoresFlows::Run::block_weight(int link, bool header_only) const {
+  const LinkFormat& x = f_.m_.formats[f_.format_[static_cast<size_t>(link)]];
+  return header_only ? x.header / kBlock : (x.header + std::ceil(kBlock / x.flit) * x.flit) / kBlock;
+}
+
+void CoresFlows::Run::start_innet(Queue& q, int i, uint64_t pass) {
+  Rank& k = *q.rank;
+  const Operation& o = op(k.r, i);
+  const uint64_t len = elements(k, o.src, pass);
+  q.sending = true;
+  ++transfers_;
+  if (o.kind == OpKind::ReduceWrite) {
+    join_reduce_write(q, i, pass, len);
+    return;
+  }
+  if (len == 0) {
+    if (o.kind == OpKind::ReduceRead) wrote(k, o.dst, pass, 0);
+    issued_innet(q, i, pass, true);
+    return;
+  }
+  if (o.kind == OpKind::ReduceRead) start_reduce_read(q, i, pass, len);
+  else start_multicast(q, i, pass, len);
+}
+
+// The queue has issued operation i's pass (and, but for a reducing write,
+// which is done as its sum lands, finished it).
+void CoresFlows::Run::issued_innet(Queue& q, int i, uint64_t pass, bool done) {
+  q.sending = false;
+  ++q.sent;
+  if (done) op_done(*q.rank, i, pass);
+  progress(q);
+}
+
+// multimem.ld_reduce: the reader's requests, spread over its ports to the
+// group, go at once; the switch each reaches reads every member (the reader
+// too under multimem), reduces the answers and returns the sum.
+void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
+  Rank& k = *q.rank;
+  const Operation& o = op(k.r, i);
+  const topo::Topology& t = *f_.m_.t;
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
+  const int other = members[0] != k.r ? members[0] : members[1];
+  const std::vector<int>& ports = ports_to(k.r, other);
+  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
+  std::map<int, double> requests, answers;
+  double rtt = 0;
+  for (int p : ports) {
+    const double share = 1.0 / static_cast<double>(ports.size());
+    const int link = t.link_at({node, p});
+    const int sw = t.peer({node, p}).node;
+    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
+    const double up = t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)];
+    // The requests to the switch, the sum back from it.
+    std::map<int, double> req{{f_.flow_link(link, d), 1.0}}, ans;
+    for (const auto& [l, s] : f_.down(sw, k.r).hops)
+      if (s > 0) merge(ans, l, s);
+    for (int m : members) {
+      if (m == k.r && !f_.p_.multimem) continue;
+      const Route& w = f_.down(sw, m);
+      for (const auto& [l, s] : w.hops) merge(s > 0 ? req : ans, l, std::abs(s));
+      rtt = std::max(rtt, 2 * (up + w.latency_ns));
+    }
+    for (const auto& [l, s] : req) requests[l] += share * s;
+    for (const auto& [l, s] : ans) answers[l] += share * s;
+  }
+  std::vector<Network::Use> u;
+  for (const auto& [l, s] : requests) u.push_back({l, s * block_weight(l, true)});
+  for (const auto& [l, s] : answers) u.push_back({l, s * block_weight(l, false)});
+  const double bytes = static_cast<double>(len * f_.elem_);
+  const double began = net_.now();
+  net_.start(std::move(u), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
+    // The last request has left; its answers come back a round trip and a
+    // member's memory access later.
+    const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
+    net_.after(rtt + last_mem(net_.now() - began, blocks, 1), [this, &q, i, pass, len] {
+      wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
+      issued_innet(q, i, pass, true);
+    });
+  });
+}
+
+// multimem.st: the stores, spread over the ports to the group, each
+// multicast by the switch it reaches to every member (the storer too under
+// multimem); posted, so the queue goes on once the last has left.
+void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
+  Rank& k = *q.rank;
+  const Operation& o = op(k.r, i);
+  const topo::Topology& t = *f_.m_.t;
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
+  const int other = members[0] != k.r ? members[0] : members[1];
+  const std::vector<int>& ports = ports_to(k.r, other);
+  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
+  std::map<int, double> stores;
+  std::vector<double> latency(members.size(), 0);  // [member]: from the storer
+  for (int p : ports) {
+    const double share = 1.0 / static_cast<double>(ports.size());
+    const int link = t.link_at({node, p});
+    const int sw = t.peer({node, p}).node;
+    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
+    std::map<int, double> tree{{f_.flow_link(link, d), 1.0}};
+    const double up = t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)];
+    for (size_t j = 0; j < members.size(); ++j) {
+      if (members[j] == k.r && !f_.p_.multimem) continue;
+      const Route& w = f_.down(sw, members[j]);
+      for (const auto& [l, s] : w.hops)
+        if (s > 0) merge(tree, l, s);
+      latency[j] = std::max(latency[j], up + w.latency_ns);
+    }
+    for (const auto& [l, s] : tree) stores[l] += share * s;
+  }
+  std::vector<Network::Use> u;
+  for (const auto& [l, s] : stores) u.push_back({l, s * block_weight(l, false)});
+  const double bytes = static_cast<double>(len * f_.elem_);
+  const double began = access();  // the cores read the data first
+  net_.after(began, [this, &q, i, pass, u = std::move(u), bytes, latency] {
+    const double start = net_.now();
+    net_.start(u, bytes, 0, [this, &q, i, pass, bytes, latency, start] {
+      const int r = q.rank->r;
+      const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(op(r, i).group)];
+      const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
+      for (size_t j = 0; j < members.size(); ++j)
+        if (members[j] != r)
+          net_.after(latency[j] + last_mem(net_.now() - start, blocks, 1),
+                     [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
+      issued_innet(q, i, pass, true);
+    });
+  });
+}
+
+// SHARP: every member's contributions go up to the group's home switches,
+// merging where their ways meet, and the sum comes down to every member. The
+// flow starts once the last member has issued its pass (the switches can sum
+// nothing before); each member's credits cap it by Little's law.
+void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len) {
+  Rank& k = *q.rank;
+  const Operation& o = op(k.r, i);
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
+  auto& joined = joins_[{o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass}];
+  joined.emplace_back(&q, i);
+  if (joined.size() < members.size()) return;
+  const std::vector<std::pair<Queue*, int>> all = std::move(joined);
+  joins_.erase({o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass});
+  std::map<int, double> up, down;
+  double latency = 0;
+  for (const Home& h : f_.homes(o.group)) {
+    std::map<int, double> u, d;
+    for (int m : members) {
+      const Route& w = f_.down(h.node, m);
+      for (const auto& [l, s] : w.hops) merge(s > 0 ? d : u, l, std::abs(s));
+      latency = std::max(latency, 2 * w.latency_ns + f_.m_.node_ns[static_cast<size_t>(h.node)]);
+    }
+    for (const auto& [l, s] : u) up[l] += h.share * s;
+    for (const auto& [l, s] : d) down[l] += h.share * s;
+  }
+  std::vector<Network::Use> uses;
+  for (const auto& [l, s] : up) uses.push_back({l, s * block_weight(l, false)});
+  for (const auto& [l, s] : down) uses.push_back({l, s * block_weight(l, false)});
+  // A block's credit is back when its sum has landed: credits x 128 B per round trip.
+  const double rtt = latency + mem();
+  for (const auto& [queue, op_index] : all) {
+    if (queue->credits_link < 0)
+      queue->credits_link = net_.add_link(f_.costs_.push_credits * kBlock / rtt);
+    uses.push_back({queue->credits_link, 1.0});
+  }
+  // A queue has issued its pass when its last block has left, its credits'
+  // worth still on the way: the flow's last window goes on as a flow of its
+  // own while the queues go on.
+  const double bytes = static_cast<double>(len * f_.elem_);
+  const double window = std::min(bytes, f_.costs_.push_credits * kBlock);
+  net_.after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
+    const double start = net_.now();
+    net_.start(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {
+      for (const auto& [queue, op_index] : all) issued_innet(*queue, op_index, pass, false);
+      net_.start(uses, window, 0, [this, all, bytes, latency, pass, start] {
+        const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
+        const int r = all.front().first->rank->r, i = all.front().second;
+        for (const auto& member : all)
+          net_.after(latency + last_mem(net_.now() - start, blocks, 1),
+                     [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
+      });
+    });
+  });
+}
+
+// Rank `from`'s operation i's pass lands at `member`: each of its chunks at
+// the member's operation that receives it.
+void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
+  const Operation& o = op(from, i);
+  Rank& k = *ranks_[static_cast<size_t>(member)];
+  const ChunkRef ref = o.kind == OpKind::ReduceWrite ? o.dst : o.src;
+  std::set<int> receivers;
+  for (uint32_t j = 0; j < ref.count; ++j) {
+    const ChunkRef c{ref.index + j, 1, ref.buf};
+    const int64_t m = collectives::message_chunk(f_.p_, from, c);
+    const int at = k.receiver[static_cast<size_t>(o.group)][static_cast<size_t>(m)];
+    if (at < 0) continue;  // its own store back (multimem), or nothing here takes it
+    uint64_t first, n;
+    layout_->range(pass, static_cast<uint32_t>(m), first, n);
+    k.landed[static_cast<uint64_t>(at) << 32 | pass] += n;
+    receivers.insert(at);
+  }
+  for (int at : receivers) land_passes(k, at);
+}
+
+void CoresFlows::Run::land_passes(Rank& k, int i) {
+  const Operation& o = op(k.r, i);
+  uint64_t& done = k.done_passes[static_cast<size_t>(i)];
+  const uint64_t passes = passes_of(o);
+  while (done < passes) {
+    const uint64_t pass = done;
+    const auto it = k.landed.find(static_cast<uint64_t>(i) << 32 | pass);
+    const uint64_t need = elements(k, o.dst, pass);
+    if ((it == k.landed.end() ? 0 : it->second) < need) return;
+    if (it != k.landed.end()) k.landed.erase(it);
+    op_done(k, i, pass);
+    if (done == passes) part_done(k);
+  }
+}
+
+}  // namespace incsim::flow

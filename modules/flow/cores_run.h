@@ -1,0 +1,143 @@
+#pragma once
+// One size's run of CoresFlows (cores_flows.h): every rank's queues and
+// connections as the packet-level executor has them (gpu/cores_rank.h).
+// Private to the flow module: cores_flows.cpp runs the point-to-point
+// transfers, cores_innet.cpp the in-network operations.
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/hash.h"
+#include "flow/cores_flows.h"
+
+namespace incsim::flow {
+
+using collectives::Buffer;
+using collectives::ChunkRef;
+using collectives::OpKind;
+using collectives::Operation;
+using collectives::Protocol;
+using collectives::passive;
+using collectives::receives_landing;
+
+// One size's run: every rank's queues and connections, as CoresRank has them.
+class CoresFlows::Run {
+ public:
+  Run(CoresFlows& f, uint64_t bytes);
+  Result go();
+
+ private:
+  struct Queue;
+  struct Conn {
+    int channel, peer, port;
+    Queue* queue = nullptr;
+    Conn* remote = nullptr;
+    const Route* route = nullptr;  // to its peer: the data's, or the head flags' back
+    uint64_t claimed = 0, done = 0, seen = 0;
+    std::vector<uint64_t> slot_len;  // receive: elements in each slot
+  };
+  struct Pending {
+    int op;
+    uint64_t pass, idx;
+  };
+  struct Rank;
+  struct Queue {
+    Rank* rank;
+    int index;
+    std::vector<int> ops;
+    uint64_t passes = 1, next = 0, total = 0, transfers = 0, sent = 0;
+    bool sending = false, finished = false;
+    std::deque<Pending> pending;
+    int acks_due = 0;
+    // Its reducing writes' credits (CoresCosts::push_credits) as a link of
+    // their rate by Little's law, which every such flow of the queue crosses.
+    int credits_link = -1;
+  };
+  struct Rank : collectives::RankExecutor {
+    int r;
+    std::vector<std::unique_ptr<Conn>> send, recv;
+    std::vector<std::unique_ptr<Queue>> queues;
+    std::vector<uint64_t> done_passes;
+    std::vector<std::vector<int>> dependents;
+    std::vector<int> queue_of;
+    std::vector<Conn*> in_of, out_of;
+    std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
+    // In-network groups: [group][message chunk] the operation that receives
+    // its multicast or sum here, or -1.
+    std::vector<std::vector<int>> receiver;
+    std::unordered_map<uint64_t, uint64_t> landed;  // (receiving operation, pass): elements landed
+    int unfinished = 0;  // queues, and operations that receive what lands
+    uint64_t wrong() const override { return 0; }  // no element values travel
+    Progress progress() const override { return collectives::transfers_sent(queues); }
+  };
+  const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
+  Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);
+  void progress(Queue& q);
+  bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
+  void start_send(Queue& q, int i, uint64_t pass);
+  void finish_send(Queue& q, int i, uint64_t pass);
+  void consume(Queue& q, Conn& c);
+  void op_done(Rank& k, int i, uint64_t pass);
+  void part_done(Rank& k);  // a queue or a receiving operation has finished
+  uint64_t passes_of(const Operation& o) const {
+    return layout_->parts > 1 ? layout_->passes[o.channel % layout_->parts] : layout_->passes[0];
+  }
+  const std::vector<int>& ports_to(int r, int peer);  // rank r's ports on a shortest path to peer
+
+  // In-network operations (cores_innet.cpp): NVLS's multimem loads and
+  // stores through the first switch, and SHARP's reducing writes, joined
+  // once every member has issued its pass, through the group's home switches.
+  void start_innet(Queue& q, int i, uint64_t pass);
+  void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
+  void start_multicast(Queue& q, int i, uint64_t pass, uint64_t len);
+  void join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len);
+  void issued_innet(Queue& q, int i, uint64_t pass, bool done);
+  // A multicast or a sum of rank `from`'s operation i's chunks lands at every member of its group.
+  void land(int from, int i, uint64_t pass, int member);
+  void land_passes(Rank& k, int i);  // completes receiving operation i's passes that have landed, in order
+  // Per data byte of a 128-byte block on flow link `link`: its packet's wire bytes, or a header alone.
+  double block_weight(int link, bool header_only) const;
+  void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
+  void ack_after(Queue& q, double delay);
+  uint64_t elements(Rank& k, ChunkRef ref, uint64_t pass) const;
+  void wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len);
+  // A memory access's mean time, and the expected last of `packets`
+  // accesses issued evenly over `spread` ns (each its own jitter): a fence
+  // waits for the slowest acknowledgement, a receiver polls every line.
+  // A watched write is stored one access after it lands and seen one polling
+  // load later (gpu/gpu.cpp, serve_request): two accesses.
+  double mem() const { return f_.costs_.mem_ns + f_.costs_.jitter_ns / 2; }
+  // One access's time, its jitter drawn from the seed as packet level draws
+  // it (the draws desynchronise the channels, as they do there).
+  double access() {
+    const double u = static_cast<double>(splitmix64(f_.seed_ ^ splitmix64(draws_++)) >> 11) * 0x1.0p-53;
+    return f_.costs_.mem_ns + u * f_.costs_.jitter_ns;
+  }
+  double last_mem(double spread, uint64_t packets, int accesses) const;
+  // A single store's acknowledgement on route r, from the store.
+  double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
+  uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
+  // The weights of a flow of protocol proto_'s data over route r.
+  std::vector<Network::Use> uses(const Route& r) const;
+
+  CoresFlows& f_;
+  Network net_;
+  Protocol proto_;
+  CoresCosts::Slots slots_;
+  std::unique_ptr<collectives::PassLayout> layout_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unordered_map<uint64_t, std::vector<int>> ports_;  // (rank, peer): ports on a shortest path, found at first use
+  double fwd_[8] = {}, ack_[8] = {};                  // [format]: wire and ack bytes per data byte
+  uint64_t data_ = 1;                                 // data bytes per GPU packet
+  uint64_t draws_ = 0;
+  double end_ = 0;
+  int running_ = 0;
+  uint64_t transfers_ = 0;
+  // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
+  std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
+};
+
+}  // namespace incsim::flow
