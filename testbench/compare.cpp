@@ -288,6 +288,27 @@ json comparison_json(const std::vector<Run>& runs, const Comparison& c, const Sc
   return j;
 }
 
+// --list-params of a comparison: every parameter some algorithm reads, by
+// key, once where every algorithm that reads it has the same line, else once
+// per algorithm (push's table, pull's); the algorithms that read it follow
+// the description unless all do.
+void list_params(const std::vector<std::vector<std::string>>& params, const std::vector<std::string>& names,
+                 std::ostream& out) {
+  std::map<std::string, std::vector<std::pair<size_t, std::string>>> by_key;
+  for (size_t a = 0; a < params.size(); ++a)
+    for (const std::string& l : params[a]) by_key[l.substr(0, l.find('\t'))].emplace_back(a, l);
+  for (const auto& [key, lines] : by_key) {
+    const bool same =
+        std::all_of(lines.begin(), lines.end(), [&](const auto& l) { return l.second == lines[0].second; });
+    std::vector<std::string> readers;
+    for (const auto& l : lines) readers.push_back(names[l.first]);
+    if (same && lines.size() == params.size()) out << lines[0].second << "\n";
+    else if (same) out << lines[0].second << " (" << joined(readers, ", ") << ")\n";
+    else
+      for (const auto& [a, l] : lines) out << l << " (" << names[a] << ")\n";
+  }
+}
+
 }  // namespace
 
 Comparison comparison_of(const Options& o) {
@@ -325,7 +346,7 @@ Comparison comparison_of(const Options& o) {
       {!o.vcd.empty(), "--vcd"},           {!o.timeline.empty(), "--timeline"},
       {!o.dump_platform.empty(), "--dump-platform"}, {o.print_schedule, "--print-schedule"},
       {o.print_trees, "--print-trees"},    {o.print_program, "--print-program"},
-      {o.list_params, "--list-params"},    {!o.jobs.empty(), "a jobs: list"}};
+      {!o.jobs.empty(), "a jobs: list"}};
   for (const auto& [given, name] : single)
     if (given)
       throw UserError(std::string(name) + " shows one algorithm's run, not a comparison (" + what +
@@ -343,6 +364,7 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
   // input for any of them is refused before anything is simulated, and a
   // parameter is refused only if no algorithm reads it.
   std::vector<std::vector<std::pair<std::string, std::string>>> unread(n);
+  std::vector<std::vector<std::string>> params(n);  // --list-params: each algorithm's lines
   for (size_t a = 0; a < n; ++a) {
     Part check;
     check.refuse_unread = false;
@@ -354,12 +376,16 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
           e.workload().config_json(config);
           json keys = json::array();
           for (const auto& [key, who] : e.unread()) keys.push_back({key, who});
-          return json{{"algorithm", config.value("algorithm", c.algorithms[a])}, {"unread", keys}};
+          std::ostringstream params;
+          if (o.list_params) e.list_params(params);
+          return json{{"algorithm", config.value("algorithm", c.algorithms[a])}, {"unread", keys},
+                      {"params", params.str()}};
         },
         "", out, err);
     if (child.status) return child.status;
     const json r = json::parse(child.reply);
     names[a] = r["algorithm"];
+    params[a] = lines_of(r["params"]);
     for (const json& k : r["unread"]) unread[a].emplace_back(k[0], k[1]);
   }
   for (size_t a = 0; a < n; ++a)
@@ -373,6 +399,11 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
     if (!read)
       throw UserError(key + " is not read by " + joined(names, ", ") + " on " + o.platform +
                       (who.empty() ? "; incsim --list-params shows the keys a run reads" : ": " + who));
+  }
+  if (o.list_params) {
+    list_params(params, names, out);
+    check_stream(out, "the parameters to stdout");
+    return 0;
   }
 
   std::vector<Run> runs;

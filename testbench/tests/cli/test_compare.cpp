@@ -132,3 +132,36 @@ TEST_CASE("a bad list of algorithms is refused in one sentence before anything r
   INFO(read.err);
   CHECK(read.code == 0);
 }
+
+TEST_CASE("a comparison lists each algorithm's parameters and surfaces its stalls and wrong elements") {
+  const std::string run = kQuickRun;
+  // --list-params: a key every algorithm reads alike once; push's and pull's
+  // table sizes each under its algorithm.
+  const Result params = incsim(run + " --algorithm ring,push,pull --list-params");
+  REQUIRE(params.code == 0);
+  std::vector<std::string> tables;
+  for (const std::string& l : lines(params.out))
+    if (l.rfind("switch.reduction_table.bytes\t", 0) == 0) tables.push_back(l);
+  REQUIRE(tables.size() == 2);
+  CHECK_THAT(tables[0], Catch::Contains("\t256\t") && Catch::EndsWith(" (push)"));
+  CHECK_THAT(tables[1], Catch::Contains("\t4096\t") && Catch::EndsWith(" (pull)"));
+  size_t progress = 0;
+  for (const std::string& l : lines(params.out))
+    if (l.rfind("sim.progress_s\t", 0) == 0) {
+      ++progress;
+      CHECK_THAT(l, Catch::EndsWith("[range: 0 to 1e6 s]"));
+    }
+  CHECK(progress == 1);
+  CHECK_THAT(params.out, Catch::Contains("\nring.channels\t"));
+  // A child's stall is the run's: its report, named by the algorithm, and no table.
+  const Result stall = incsim(run + " --algorithm ring,push -c sim.stall_timeout_us=0.01");
+  CHECK(stall.code == 2);
+  CHECK(stall.err.rfind("incsim: error: ring: simulation stalled", 0) == 0);
+  CHECK(stall.out.empty());
+  // Wrong elements in one algorithm's rows: the table, then exit 1 naming it.
+  const Result wrong =
+      incsim(run + " --algorithm ring,push -c fault.alu.block=sw0.port1.reduction_table -c fault.alu.elements=5");
+  CHECK(wrong.code == 1);
+  CHECK(rows_of(wrong.out).size() == 4);
+  CHECK(lines(wrong.err) == std::vector<std::string>{"incsim: error: push: 20 elements differ from the reference result"});
+}
