@@ -153,11 +153,11 @@ TEST_CASE("a comparison lists each algorithm's parameters and surfaces its stall
     }
   CHECK(progress == 1);
   CHECK_THAT(params.out, Catch::Contains("\nring.channels\t"));
-  // A child's stall is the run's: its report, named by the algorithm, and no table.
+  // A child's stall is the run's: its report, named by the algorithm, and no rows.
   const Result stall = incsim(run + " --algorithm ring,push -c sim.stall_timeout_us=0.01");
   CHECK(stall.code == 2);
   CHECK(stall.err.rfind("incsim: error: ring: simulation stalled", 0) == 0);
-  CHECK(stall.out.empty());
+  CHECK(rows_of(stall.out).empty());
   // Wrong elements in one algorithm's rows: the table, then exit 1 naming it.
   const Result wrong =
       incsim(run + " --algorithm ring,push -c fault.alu.block=sw0.port1.reduction_table -c fault.alu.elements=5");
