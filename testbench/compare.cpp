@@ -341,12 +341,14 @@ Comparison comparison_of(const Options& o) {
     c.baseline = it == c.algorithms.end() ? c.algorithms.size() : static_cast<size_t>(it - c.algorithms.begin());
     if (!list) c.algorithms.push_back(o.baseline);
   }
+  if (!o.jobs.empty())
+    throw UserError("a jobs: list runs each job's own algorithm on one machine, not a comparison (" + what +
+                    "); compare algorithms without jobs");
   // What shows one machine's run has no one machine here.
   const std::pair<bool, const char*> single[] = {
       {!o.vcd.empty(), "--vcd"},           {!o.timeline.empty(), "--timeline"},
       {!o.dump_platform.empty(), "--dump-platform"}, {o.print_schedule, "--print-schedule"},
-      {o.print_trees, "--print-trees"},    {o.print_program, "--print-program"},
-      {!o.jobs.empty(), "a jobs: list"}};
+      {o.print_trees, "--print-trees"},    {o.print_program, "--print-program"}};
   for (const auto& [given, name] : single)
     if (given)
       throw UserError(std::string(name) + " shows one algorithm's run, not a comparison (" + what +

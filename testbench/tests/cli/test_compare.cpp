@@ -125,6 +125,10 @@ TEST_CASE("a bad list of algorithms is refused in one sentence before anything r
   require_error(run + " --algorithm ring,push --vcd x", {"--vcd shows one algorithm's run"});
   require_error(run + " --algorithm ring,push --print-program", {"--print-program shows one algorithm's run"});
   require_error(run + " --algorithm ring,push --traffic uniform", {"compares collectives"});
+  require_error(run + " --algorithm ring,push --model resnet50", {"--workload train compares its --algorithm with its --baseline"});
+  TempDir d;
+  require_error(run + " --algorithm ring,push --config " + d.write("jobs.yaml", "jobs:\n  - gpus: [0, 1]\n"),
+                {"a jobs: list runs each job's own algorithm"});
   // A key is refused only if no algorithm of the list reads it.
   require_error(run + " --algorithm ring,blink -c switch.reduction_table.bytes=512",
                 {"switch.reduction_table.bytes is not read by ring, blink on star"});
