@@ -325,7 +325,8 @@ Comparison comparison_of(const Options& o) {
     const size_t end = std::min(o.algorithm.find(',', at), o.algorithm.size());
     const std::string name = o.algorithm.substr(at, end - at);
     if (list && name.empty())
-      throw UserError("--algorithm " + o.algorithm + " has an empty item; name algorithms joined by commas, such as ring,push");
+      throw UserError("--algorithm " + o.algorithm +
+                      " has an empty item; name algorithms joined by commas, such as ring,push");
     if (std::find(c.algorithms.begin(), c.algorithms.end(), name) != c.algorithms.end())
       throw UserError("--algorithm " + o.algorithm + " names " + name + " twice");
     c.algorithms.push_back(name);
@@ -397,7 +398,8 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
   for (const auto& [key, who] : unread[0]) {
     bool read = false;
     for (size_t a = 1; a < n; ++a)
-      read = read || std::none_of(unread[a].begin(), unread[a].end(), [&key = key](const auto& u) { return u.first == key; });
+      read = read || std::none_of(unread[a].begin(), unread[a].end(),
+                                  [&key = key](const auto& u) { return u.first == key; });
     if (!read)
       throw UserError(key + " is not read by " + joined(names, ", ") + " on " + o.platform +
                       (who.empty() ? "; incsim --list-params shows the keys a run reads" : ": " + who));
@@ -424,7 +426,8 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
     part.label = "; " + names[a] + ", " + std::to_string(a + 1) + " of " + std::to_string(n);
     part.later_runs = static_cast<int>(n - 1 - a);
     part.later_run_s = a ? took_s / a : 0;
-    const Child child = in_child([&] { return run_reply(alone(o, c.algorithms[a]), part); }, names[a] + ": ", out, err);
+    const Child child =
+        in_child([&] { return run_reply(alone(o, c.algorithms[a]), part); }, names[a] + ": ", out, err);
     if (child.status) return child.status;
     took_s += child.wall_s;
     runs.push_back(read_run(names[a], child.reply));
@@ -433,7 +436,8 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
   const Schema& one = *runs[0].rows.front().schema;
   for (const Run& r : runs)
     if (r.points.size() != runs[0].points.size() || r.rows.front().schema->columns().size() != one.columns().size())
-      throw UserError(r.algorithm + "'s rows are not " + runs[0].algorithm + "'s points and columns; compare them in runs of their own");
+      throw UserError(r.algorithm + "'s rows are not " + runs[0].algorithm +
+                      "'s points and columns; compare them in runs of their own");
   const auto schema = compared_schema(one, runs);
   std::vector<Row> rows;
   json json_rows = json::array();
