@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -33,11 +34,23 @@ std::string joined(const std::vector<std::string>& items, const std::string& sep
   return s;
 }
 
-// One algorithm's run: the options a run of it alone would have. The
-// comparison writes the result files; the workload never sees --baseline.
-Options alone(const Options& o, const std::string& algorithm) {
+// A file of one algorithm's run: its name before the extension (w.vcd:
+// w-push.vcd; a program file's algorithm by the file's stem).
+std::string suffixed(const std::string& path, const std::string& algorithm) {
+  if (path.empty()) return path;
+  const std::filesystem::path p(path);
+  const std::string name = std::filesystem::path(algorithm).stem().string();
+  return (p.parent_path() / (p.stem().string() + "-" + name + p.extension().string())).string();
+}
+
+// One algorithm's run: the options a run of it alone would have, its
+// waveform and timeline in files of their own. The comparison writes the
+// result files; the workload never sees --baseline.
+Options alone(const Options& o, const std::string& algorithm, const std::string& name) {
   Options one = o;
   one.algorithm = algorithm;
+  one.vcd = suffixed(o.vcd, name);
+  one.timeline = suffixed(o.timeline, name);
   one.baseline.clear();
   one.given.erase(std::remove(one.given.begin(), one.given.end(), "baseline"), one.given.end());
   if (algorithm.empty()) one.given.erase(std::remove(one.given.begin(), one.given.end(), "algorithm"), one.given.end());
@@ -346,10 +359,10 @@ Comparison comparison_of(const Options& o) {
     throw UserError("a jobs: list runs each job's own algorithm on one machine, not a comparison (" + what +
                     "); compare algorithms without jobs");
   // What shows one machine's run has no one machine here.
-  const std::pair<bool, const char*> single[] = {
-      {!o.vcd.empty(), "--vcd"},           {!o.timeline.empty(), "--timeline"},
-      {!o.dump_platform.empty(), "--dump-platform"}, {o.print_schedule, "--print-schedule"},
-      {o.print_trees, "--print-trees"},    {o.print_program, "--print-program"}};
+  const std::pair<bool, const char*> single[] = {{!o.dump_platform.empty(), "--dump-platform"},
+                                                 {o.print_schedule, "--print-schedule"},
+                                                 {o.print_trees, "--print-trees"},
+                                                 {o.print_program, "--print-program"}};
   for (const auto& [given, name] : single)
     if (given)
       throw UserError(std::string(name) + " shows one algorithm's run, not a comparison (" + what +
@@ -370,11 +383,11 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
   std::vector<std::vector<std::string>> params(n);  // --list-params: each algorithm's lines
   for (size_t a = 0; a < n; ++a) {
     Part check;
-    check.refuse_unread = false;
+    check.check_only = true;
     check.notes = a == 0;
     const Child child = in_child(
         [&] {
-          Experiment e(alone(o, c.algorithms[a]), check);
+          Experiment e(alone(o, c.algorithms[a], c.algorithms[a]), check);
           json config;
           e.workload().config_json(config);
           json keys = json::array();
@@ -427,7 +440,7 @@ int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std
     part.later_runs = static_cast<int>(n - 1 - a);
     part.later_run_s = a ? took_s / a : 0;
     const Child child =
-        in_child([&] { return run_reply(alone(o, c.algorithms[a]), part); }, names[a] + ": ", out, err);
+        in_child([&] { return run_reply(alone(o, c.algorithms[a], names[a]), part); }, names[a] + ": ", out, err);
     if (child.status) return child.status;
     took_s += child.wall_s;
     runs.push_back(read_run(names[a], child.reply));

@@ -24,8 +24,9 @@ struct Comparison {
 // The algorithms the options compare: none for a run of one algorithm (and
 // for training, whose --baseline is its own). Throws UserError for a bad
 // list (an empty item, a duplicate, a --baseline not in it) and for options
-// that show one machine (--vcd, --timeline, --print-*, --dump-platform,
-// --list-params, a jobs: list).
+// that show one machine (--print-*, --dump-platform) or take their own
+// algorithms (a jobs: list). --vcd and --timeline write a file per
+// algorithm (w.vcd: w-ring.vcd, w-push.vcd).
 Comparison comparison_of(const Options& o);
 
 // Runs the comparison and writes its table and files; returns the exit

@@ -112,7 +112,7 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
     return m ? readers_of(key, m->topology(), opt_.platform) : std::string();
   };
   for (const auto& [key, type] : cfg_.unread()) unread_.emplace_back(key, readers(type));
-  if (part_.refuse_unread)
+  if (!part_.check_only)
     cfg_.check_unused(
       [this, &readers](const std::string& key) {
         const std::string who = readers(key);
@@ -128,12 +128,13 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
     topo::save_yaml(m->topology(), f);
     write_user_file(opt_.dump_platform, f.str(), "platform file");
   }
-  if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
+  const bool outputs = !opt_.list_params && opt_.dump_platform.empty() && !part_.check_only;
+  if (!opt_.vcd.empty() && outputs) {
     vcd_ = open_vcd(opt_.vcd);
     m->trace(vcd_);
     workload_->trace(vcd_);
   }
-  if (!opt_.timeline.empty() && !opt_.list_params && opt_.dump_platform.empty() && !workload_->writes_timeline()) {
+  if (!opt_.timeline.empty() && outputs && !workload_->writes_timeline()) {
     timeline_ = std::make_unique<Timeline>();
     m->trace(timeline_.get());
     workload_->trace(timeline_.get());

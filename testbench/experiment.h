@@ -22,7 +22,10 @@ namespace incsim::tb {
 
 // What a run that is one algorithm of a comparison (compare.h) takes from it.
 struct Part {
-  bool refuse_unread = true;                 // false: only list them (unread()), for the comparison to judge
+  // Only check the input: list the parameters this run does not read
+  // (unread()) instead of refusing them, for the comparison to judge, and
+  // open no waveform or timeline.
+  bool check_only = false;
   std::vector<std::string> read_elsewhere;  // parameters another algorithm reads: not refused here as unread
   bool notes = true;                        // say the parameters' notes (renamed keys) on stderr
   std::string label;                        // "; push, 2 of 3": added to each progress line's point

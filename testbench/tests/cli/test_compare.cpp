@@ -122,7 +122,6 @@ TEST_CASE("a bad list of algorithms is refused in one sentence before anything r
   require_error(run + " --algorithm ring --baseline ring", {"--baseline ring is the --algorithm too"});
   require_error(run + " --baseline ring", {"--baseline ring is the default algorithm too"});
   require_error("--platform dgx2 --sizes 8K --quiet --algorithm ring --baseline pnetreduce", {"pnetreduce", "not on dgx2"});
-  require_error(run + " --algorithm ring,push --vcd x", {"--vcd shows one algorithm's run"});
   require_error(run + " --algorithm ring,push --print-program", {"--print-program shows one algorithm's run"});
   require_error(run + " --algorithm ring,push --traffic uniform", {"compares collectives"});
   require_error(run + " --algorithm ring,push --model resnet50", {"--workload train compares its --algorithm with its --baseline"});
@@ -168,4 +167,24 @@ TEST_CASE("a comparison lists each algorithm's parameters and surfaces its stall
   CHECK(wrong.code == 1);
   CHECK(rows_of(wrong.out).size() == 4);
   CHECK(lines(wrong.err) == std::vector<std::string>{"incsim: error: push: 20 elements differ from the reference result"});
+}
+
+TEST_CASE("a comparison writes each algorithm's waveform and timeline to a file of its own") {
+  TempDir d;
+  const Result r = incsim(std::string(kQuickRun) + " --algorithm ring,push --vcd " + d.file("w.vcd") + " --timeline " +
+                          d.file("t.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  for (const char* alg : {"ring", "push"}) {
+    const std::string vcd = slurp(d.file(std::string("w-") + alg + ".vcd"));
+    CHECK_THAT(vcd, Catch::Contains("$enddefinitions"));
+    CHECK(fs::exists(d.file(std::string("w-") + alg + ".gtkw")));
+    const auto timeline = nlohmann::json::parse(slurp(d.file(std::string("t-") + alg + ".json")));
+    CHECK(!timeline["traceEvents"].empty());
+    // The waveform is the one a run of the algorithm alone writes.
+    const Result one = incsim(std::string(kQuickRun) + " --algorithm " + alg + " --vcd " + d.file("one.vcd"));
+    REQUIRE(one.code == 0);
+    CHECK(vcd == slurp(d.file("one.vcd")));
+  }
+  CHECK(!fs::exists(d.file("w.vcd")));
 }
