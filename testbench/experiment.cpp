@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "choices.h"
+#include "compare.h"
 #include "elements/alu.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -69,11 +70,12 @@ void check_outputs(const Options& o) {
 const char* version() { return kVersion; }
 const char* git_commit() { return kGitCommit; }
 
-Experiment::Experiment(const Options& o) : opt_(o) {
+Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part) {
   check_outputs(opt_);
   log::configure(opt_.log);  // before any block is built: each reads its level once
   for (const auto& p : opt_.params) cfg_.set(p.key, p.value, p.source);
-  for (const std::string& note : cfg_.notes()) std::cerr << "incsim: note: " << note << "\n";
+  if (part_.notes)
+    for (const std::string& note : cfg_.notes()) std::cerr << "incsim: note: " << note << "\n";
   cfg_.check_known();
   const std::string fault_block = cfg_.get(kFaultBlock);
   const uint64_t fault_elements = cfg_.get(kFaultElements);
@@ -100,15 +102,24 @@ Experiment::Experiment(const Options& o) : opt_(o) {
       [this] {
         RunShare s = share_;
         s.fraction = workload_->done_fraction();
+        s.later_runs = part_.later_runs;
+        s.later_run_s = part_.later_run_s;
         return s;
       },
       std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
-  cfg_.check_unused([this, m](const std::string& key) {
-    // Under --fidelity flow no machine is built, so no algorithm is asked.
-    const std::string who = m ? readers_of(key, m->topology(), opt_.platform) : "";
-    return " (" + (opt_.algorithm.empty() ? std::string("its default algorithm") : opt_.algorithm) + " on " +
-           opt_.platform + ")" + (who.empty() ? "; incsim --list-params shows the keys it reads" : ": " + who);
-  });
+  // Under --fidelity flow no machine is built, so no algorithm is asked.
+  const auto readers = [this, m](const std::string& key) {
+    return m ? readers_of(key, m->topology(), opt_.platform) : std::string();
+  };
+  for (const auto& [key, type] : cfg_.unread()) unread_.emplace_back(key, readers(type));
+  if (!part_.check_only)
+    cfg_.check_unused(
+      [this, &readers](const std::string& key) {
+        const std::string who = readers(key);
+        return " (" + (opt_.algorithm.empty() ? std::string("its default algorithm") : opt_.algorithm) + " on " +
+               opt_.platform + ")" + (who.empty() ? "; incsim --list-params shows the keys it reads" : ": " + who);
+      },
+      part_.read_elsewhere);
   log::check_matched();
   elements::Alu::check_matched();
 
@@ -117,12 +128,13 @@ Experiment::Experiment(const Options& o) : opt_(o) {
     topo::save_yaml(m->topology(), f);
     write_user_file(opt_.dump_platform, f.str(), "platform file");
   }
-  if (!opt_.vcd.empty() && !opt_.list_params && opt_.dump_platform.empty()) {
+  const bool outputs = !opt_.list_params && opt_.dump_platform.empty() && !part_.check_only;
+  if (!opt_.vcd.empty() && outputs) {
     vcd_ = open_vcd(opt_.vcd);
     m->trace(vcd_);
     workload_->trace(vcd_);
   }
-  if (!opt_.timeline.empty() && !opt_.list_params && opt_.dump_platform.empty() && !workload_->writes_timeline()) {
+  if (!opt_.timeline.empty() && outputs && !workload_->writes_timeline()) {
     timeline_ = std::make_unique<Timeline>();
     m->trace(timeline_.get());
     workload_->trace(timeline_.get());
@@ -177,7 +189,7 @@ void Experiment::run_until(const std::function<bool()>& done, const std::string&
                   " packets held:\n" + where);
 }
 
-std::vector<Row> Experiment::run(std::ostream* table) {
+std::vector<Row> Experiment::run(std::ostream* table, std::vector<std::pair<size_t, std::string>>* points) {
   std::vector<Row> rows;
   static const std::vector<platforms::LinkEnd> none;
   const auto& ends = workload_->machine() ? workload_->machine()->link_ends() : none;
@@ -186,13 +198,14 @@ std::vector<Row> Experiment::run(std::ostream* table) {
   std::vector<double> weight(n);
   for (size_t i = 0; i < n; ++i) weight[i] = workload_->point_weight(i);
   for (size_t i = 0; i < n; ++i) {
-    point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + ")";
+    point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + part_.label + ")";
     share_.weight = weight[i];
     share_.later_weight = 0;
     for (size_t j = i + 1; j < n; ++j) share_.later_weight += weight[j];
     const sc_core::sc_time began = sc_core::sc_time_stamp();
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
     std::ostringstream notes;
+    const size_t first = rows.size();
     for (Row& r : workload_->run_point(i, *this, notes)) {
       if (r.link_bytes.empty())
         for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - before[k]);
@@ -203,6 +216,7 @@ std::vector<Row> Experiment::run(std::ostream* table) {
       *table << notes.str();
       table->flush();
     }
+    if (points) points->emplace_back(rows.size() - first, notes.str());
     // This point's pace predicts the next ones'.
     if (weight[i] > 0) share_.us_per_weight = (sc_core::sc_time_stamp() - began).to_seconds() * 1e6 / weight[i];
   }
@@ -290,6 +304,7 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       list_all_params(out);
       return done("the parameters to stdout");
     }
+    if (const Comparison c = comparison_of(o); !c.algorithms.empty()) return run_comparison(o, c, out, err);
     install_report_handler(false);
     Experiment e(o);
     if (o.list_params) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/config.h"
@@ -19,18 +20,33 @@
 
 namespace incsim::tb {
 
+// What a run that is one algorithm of a comparison (compare.h) takes from it.
+struct Part {
+  // Only check the input: list the parameters this run does not read
+  // (unread()) instead of refusing them, for the comparison to judge, and
+  // open no waveform or timeline.
+  bool check_only = false;
+  std::vector<std::string> read_elsewhere;  // parameters another algorithm reads: not refused here as unread
+  bool notes = true;                        // say the parameters' notes (renamed keys) on stderr
+  std::string label;                        // "; push, 2 of 3": added to each progress line's point
+  int later_runs = 0;                       // for the ETA (RunShare)
+  double later_run_s = 0;
+};
+
 class Experiment : private Runner {
  public:
   // Elaborates everything; throws UserError for any bad input, including a
-  // parameter that nothing in this run reads.
-  explicit Experiment(const Options& o);
+  // parameter that nothing in this run reads (unless part says another
+  // algorithm of a comparison reads it).
+  explicit Experiment(const Options& o, const Part& part = {});
   ~Experiment();
   Experiment(const Experiment&) = delete;
   Experiment& operator=(const Experiment&) = delete;
 
   // Runs every point; prints each row (and the workload's notes) to `table`
-  // as it finishes, unless table is null. Throws UserError on a stall.
-  std::vector<Row> run(std::ostream* table);
+  // as it finishes, unless table is null; `points`, if given, receives each
+  // point's number of rows and its notes. Throws UserError on a stall.
+  std::vector<Row> run(std::ostream* table, std::vector<std::pair<size_t, std::string>>* points = nullptr);
 
   void print_header(std::ostream& os) const;
   // The whole --json document for these rows.
@@ -43,6 +59,9 @@ class Experiment : private Runner {
   void finish_outputs();
   // --list-params: every parameter this run reads.
   void list_params(std::ostream& os) const { cfg_.list(os); }
+  // The parameters given that this run does not read, each with who reads
+  // it ("push, pull read it, ..."; empty when the platform cannot tell).
+  const std::vector<std::pair<std::string, std::string>>& unread() const { return unread_; }
 
   const Config& config() const { return cfg_; }
   Workload& workload() { return *workload_; }
@@ -56,7 +75,9 @@ class Experiment : private Runner {
  private:
   void run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) override;
   Options opt_;
+  Part part_;
   Config cfg_;
+  std::vector<std::pair<std::string, std::string>> unread_;
   std::unique_ptr<Workload> workload_;
   std::unique_ptr<Watchdog> watchdog_;
   std::string point_of_;  // " (2 of 5)" while a point runs, for progress lines

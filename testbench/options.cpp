@@ -58,7 +58,8 @@ const po::options_description& declaration() {
         ("algorithm", text("NAME|FILE"),
          (choice_list("algorithm") + " (default: " + algorithm_defaults() +
           "; the algorithms are listed below); or a program for the GPUs' cores: MSCCL's XML (FILE.xml) or "
-          "incsim's format (docs/programs.md)").c_str())
+          "incsim's format (docs/programs.md); a list such as ring,push,pull compares them in one run: one table, "
+          "a size's algorithms together, with each one's speed-up").c_str())
         ("sizes", text("8K:64M|LIST"), "message sizes: a doubling range or a list (default 8K:64M)")
         ("dtype", text("TYPE"), (choice_list("dtype") + " (default float)").c_str())
         ("redop", text("OP"), (choice_list("redop") + " (default sum)").c_str())
@@ -80,7 +81,9 @@ const po::options_description& declaration() {
         ("pp", text("N"), "train: pipeline parallelism, N stages over consecutive blocks of GPUs, each holding its "
                           "share of the layers, micro-batches in PipeDream-Flush's 1F1B schedule (train.microbatches), "
                           "data parallel over each stage's GPUs (default 1)")
-        ("baseline", text("ALGORITHM"), "train: also run every iteration with this algorithm, for the speed-up")
+        ("baseline", text("ALGORITHM"), "the algorithm the speed-ups are against: one of --algorithm's list (default "
+                                        "the first), or beside one --algorithm another to compare with (train: every "
+                                        "iteration runs with it too)")
         ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default the platform's GPU: h100 on hgx-h100, b200 on nvl72, and on clusters of "
                                           "them; v100 elsewhere, the papers')").c_str())
         ("precision", text("TYPE"), "train: fp32, fp16 or bf16: gradient bytes, the compute peak that applies, and the dtype the reduction hardware adds (default fp32)")

@@ -1,5 +1,6 @@
 #include "results.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -113,16 +114,23 @@ void flatten_details(const nlohmann::ordered_json& j, const std::string& name, C
 void write_csv(std::ostream& os, const Schema& s, const std::vector<Row>& rows) {
   const auto& cols = s.columns();
   for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << cols[i].name;
-  // Every row of a workload carries the same details.
-  Cells details;
-  if (!rows.empty()) flatten_details(rows.front().details, "", details);
-  for (const auto& d : details) os << "," << d.first;
+  // The details of every row, in the order they first appear: a workload's
+  // rows all carry the same, a comparison's algorithms may not (push's tables).
+  std::vector<Cells> details(rows.size());
+  std::vector<std::string> names;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    flatten_details(rows[r].details, "", details[r]);
+    for (const auto& d : details[r])
+      if (std::find(names.begin(), names.end(), d.first) == names.end()) names.push_back(d.first);
+  }
+  for (const auto& name : names) os << "," << name;
   os << "\n";
-  for (const auto& r : rows) {
-    for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << csv_cell(r.values[i]);
-    details.clear();
-    flatten_details(r.details, "", details);
-    for (const auto& d : details) os << "," << csv_cell(d.second);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << csv_cell(rows[r].values[i]);
+    for (const auto& name : names) {
+      const auto it = std::find_if(details[r].begin(), details[r].end(), [&](const auto& d) { return d.first == name; });
+      os << "," << (it == details[r].end() ? "" : csv_cell(it->second));
+    }
     os << "\n";
   }
 }

@@ -42,8 +42,11 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
   double per_weight = r.us_per_weight;
   if (per_weight <= 0 && left >= 0 && r.weight > 0) per_weight = (sim_us + left) / r.weight;
   const double rate = (run_sim_us + sim_us) / (run_wall_s + wall_s);  // simulated us per wall second, this run
-  if (left >= 0 && run_wall_s + wall_s > 0 && rate > 0 && (r.later_weight == 0 || per_weight > 0))
-    s += ", ETA " + duration((left + per_weight * r.later_weight) / rate);
+  if (left >= 0 && run_wall_s + wall_s > 0 && rate > 0 && (r.later_weight == 0 || per_weight > 0)) {
+    const double rest_s = (left + per_weight * r.later_weight) / rate;
+    const double run_s = r.later_run_s > 0 ? r.later_run_s : run_wall_s + wall_s + rest_s;
+    s += ", ETA " + duration(rest_s + r.later_runs * run_s);
+  }
   return s;
 }
 

@@ -31,6 +31,11 @@ struct RunShare {
   // Workload::point_weight), and the simulated time per weight the last
   // finished point took (0: none has finished).
   double weight = 1, later_weight = 0, us_per_weight = 0;
+  // Runs of a comparison (compare.h) still to come after this one, each
+  // taking `later_run_s` wall seconds (those finished took that on average;
+  // 0: none has finished, so each is taken to last as long as this one).
+  int later_runs = 0;
+  double later_run_s = 0;
 };
 
 // A simulated time as one reads it: 38.22 us, 160.1 ms, 2.50 s.

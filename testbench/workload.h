@@ -92,6 +92,10 @@ class Workload {
   std::shared_ptr<Schema> schema_ = std::make_shared<Schema>();
 };
 
+// The workload the options ask for: --workload, or the one the others imply
+// (traffic with --traffic, train with --model, netreduce on NetReduce's
+// Ethernet platforms, else collective).
+std::string workload_name(const Options& o);
 // Builds the workload the options ask for: synthetic traffic with
 // --traffic, NetReduce's jobs on the Ethernet platforms, a collective
 // elsewhere.

@@ -103,11 +103,12 @@ void Config::check_known() const {
     if (declared(key).empty()) unknown_key(key, ov.source, keys);
 }
 
-void Config::check_unused(const std::function<std::string(const std::string& key)>& not_read) const {
+void Config::check_unused(const std::function<std::string(const std::string& key)>& not_read,
+                          const std::vector<std::string>& read_elsewhere) const {
   std::vector<std::string> keys;
   for (const auto& kv : params_) keys.push_back(kv.first);
   for (const auto& [key, ov] : overrides_) {
-    if (ov.used) continue;
+    if (ov.used || std::find(read_elsewhere.begin(), read_elsewhere.end(), key) != read_elsewhere.end()) continue;
     // A key of incsim's whose type no block of this run read (an instance of
     // a type it read names a block it does not have: unknown).
     const std::string type = declared(key);
@@ -118,6 +119,15 @@ void Config::check_unused(const std::function<std::string(const std::string& key
     }
     unknown_key(key, ov.source, keys);
   }
+}
+
+std::vector<std::pair<std::string, std::string>> Config::unread() const {
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const auto& [key, ov] : overrides_) {
+    const std::string type = declared(key);
+    if (!ov.used && !type.empty() && !params_.count(type)) keys.emplace_back(key, type);
+  }
+  return keys;
 }
 
 double parse_number(const std::string& key, const std::string& text) {

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "error.h"
@@ -74,8 +75,12 @@ class Config {
   // suggesting the nearest declared key. A key of incsim's that this run does
   // not read (its blocks or algorithms do not: a switch table's on a ring)
   // is refused too: "K is not read by this run", continued by what
-  // `not_read(K's declared key)` returns (which run, who reads it).
-  void check_unused(const std::function<std::string(const std::string& key)>& not_read = {}) const;
+  // `not_read(K's declared key)` returns (which run, who reads it). Keys in
+  // `read_elsewhere` are not refused (another algorithm of a comparison reads them).
+  void check_unused(const std::function<std::string(const std::string& key)>& not_read = {},
+                    const std::vector<std::string>& read_elsewhere = {}) const;
+  // The overrides of incsim's keys that this run did not read, each with its declared key.
+  std::vector<std::pair<std::string, std::string>> unread() const;
 
   const std::map<std::string, Param>& params() const { return params_; }
   // One line per parameter: key, type, value, default, source, description

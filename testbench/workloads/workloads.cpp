@@ -15,15 +15,18 @@
 
 namespace incsim::tb {
 
+std::string workload_name(const Options& o) {
+  // NetReduce's Ethernet platforms run only its workload, a pattern only traffic.
+  return !o.workload.empty()                  ? o.workload
+         : !o.traffic.empty()                 ? "traffic"
+         : !o.model.empty()                   ? "train"
+         : is_netreduce_platform(o.platform)  ? "netreduce"
+                                              : "collective";
+}
+
 std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
-  // --workload, or the one the other options imply: NetReduce's Ethernet
-  // platforms run only its workload, a pattern only traffic.
   const bool ethernet = is_netreduce_platform(o.platform);
-  const std::string w = !o.workload.empty()  ? o.workload
-                        : !o.traffic.empty() ? "traffic"
-                        : !o.model.empty()   ? "train"
-                        : ethernet           ? "netreduce"
-                                             : "collective";
+  const std::string w = workload_name(o);
   if (w != "train")
     refuse_options(o, {"model", "batch", "iterations", "warmup", "tp", "pp", "baseline", "compute", "precision"},
                    "is for --workload train");

@@ -40,3 +40,21 @@ TEST_CASE("the progress line reads as a person would: times in their unit, the w
   CHECK(progress_line("iteration 1 (1 of 1)", 160123.4, 2, 0, 0, r) ==
         "incsim: iteration 1 (1 of 1): simulated 160.1 ms at 80.1 ms/s");
 }
+
+TEST_CASE("a comparison's progress line counts the algorithms still to run in its ETA", "[observe][progress]") {
+  using incsim::tb::progress_line;
+  using incsim::tb::RunShare;
+  // The first algorithm of three, half done after 100 us in 10 s (15 s of
+  // it so far with the earlier point): 10 s left of it, so it takes 25 s,
+  // and the two after it are taken to take as long.
+  RunShare r;
+  r.fraction = 0.5;
+  r.later_runs = 2;
+  CHECK(progress_line("size 1M (2 of 2; ring, 1 of 3)", 100, 10, 50, 5, r) ==
+        "incsim: size 1M (2 of 2; ring, 1 of 3): 50%, simulated 100 us at 10 us/s, ETA 1m00s");
+  // Once one has finished, the later ones take what the finished took on average.
+  r.later_runs = 1;
+  r.later_run_s = 40;
+  CHECK(progress_line("size 1M (2 of 2; push, 2 of 3)", 100, 10, 50, 5, r) ==
+        "incsim: size 1M (2 of 2; push, 2 of 3): 50%, simulated 100 us at 10 us/s, ETA 50s");
+}
