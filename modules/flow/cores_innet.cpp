@@ -88,6 +88,21 @@ double CoresFlows::Run::block_weight(int link, bool header_only) const {
   return header_only ? x.header / kBlock : (x.header + std::ceil(kBlock / x.flit) * x.flit) / kBlock;
 }
 
+std::vector<CoresFlows::Run::GroupPort> CoresFlows::Run::group_ports(int r, int g) {
+  const topo::Topology& t = *f_.m_.t;
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(g)];
+  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])];
+  std::vector<GroupPort> v;
+  for (int p : ports_to(r, members[0] != r ? members[0] : members[1])) {
+    const int link = t.link_at({node, p});
+    const int sw = t.peer({node, p}).node;
+    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
+    v.push_back({f_.flow_link(link, d), sw,
+                 t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)]});
+  }
+  return v;
+}
+
 void CoresFlows::Run::start_innet(Queue& q, int i, uint64_t pass) {
   Rank& k = *q.rank;
   const Operation& o = op(k.r, i);
@@ -122,21 +137,14 @@ void CoresFlows::Run::issued_innet(Queue& q, int i, uint64_t pass, bool done) {
 void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
   Rank& k = *q.rank;
   const Operation& o = op(k.r, i);
-  const topo::Topology& t = *f_.m_.t;
   const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const int other = members[0] != k.r ? members[0] : members[1];
-  const std::vector<int>& ports = ports_to(k.r, other);
-  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
+  const std::vector<GroupPort> ports = group_ports(k.r, o.group);
   std::map<int, double> requests, answers;
   double rtt = 0;
-  for (int p : ports) {
+  for (const auto& [out, sw, up] : ports) {
     const double share = 1.0 / static_cast<double>(ports.size());
-    const int link = t.link_at({node, p});
-    const int sw = t.peer({node, p}).node;
-    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    const double up = t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)];
     // The requests to the switch, the sum back from it.
-    std::map<int, double> req{{f_.flow_link(link, d), 1.0}}, ans;
+    std::map<int, double> req{{out, 1.0}}, ans;
     for (const auto& [l, s] : f_.down(sw, k.r).hops)
       if (s > 0) merge(ans, l, s);
     for (int m : members) {
@@ -170,20 +178,13 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
 void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
   Rank& k = *q.rank;
   const Operation& o = op(k.r, i);
-  const topo::Topology& t = *f_.m_.t;
   const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const int other = members[0] != k.r ? members[0] : members[1];
-  const std::vector<int>& ports = ports_to(k.r, other);
-  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])];
+  const std::vector<GroupPort> ports = group_ports(k.r, o.group);
   std::map<int, double> stores;
   std::vector<double> latency(members.size(), 0);  // [member]: from the storer
-  for (int p : ports) {
+  for (const auto& [out, sw, up] : ports) {
     const double share = 1.0 / static_cast<double>(ports.size());
-    const int link = t.link_at({node, p});
-    const int sw = t.peer({node, p}).node;
-    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    std::map<int, double> tree{{f_.flow_link(link, d), 1.0}};
-    const double up = t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)];
+    std::map<int, double> tree{{out, 1.0}};
     for (size_t j = 0; j < members.size(); ++j) {
       if (members[j] == k.r && !f_.p_.multimem) continue;
       const Route& w = f_.down(sw, members[j]);

@@ -90,6 +90,14 @@ class CoresFlows::Run {
   // In-network operations (cores_innet.cpp): NVLS's multimem loads and
   // stores through the first switch, and SHARP's reducing writes, joined
   // once every member has issued its pass, through the group's home switches.
+  // Rank r's ports toward its group g's switches (the first other member's
+  // shortest paths, as packet level takes them): each one's flow link out,
+  // the switch it reaches and the latency to that switch.
+  struct GroupPort {
+    int out, sw;
+    double up_ns;
+  };
+  std::vector<GroupPort> group_ports(int r, int g);
   void start_innet(Queue& q, int i, uint64_t pass);
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
   void start_multicast(Queue& q, int i, uint64_t pass, uint64_t len);
