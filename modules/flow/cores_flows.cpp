@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -43,16 +44,33 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
   parts_ = collectives::channel_parts(p_);
   const topo::Topology& t = *m.t;
   std::map<std::pair<int, int>, int> trunks;  // (spreading node, neighbour): its trunk's flow link
-  std::vector<int> parallel(t.links().size(), 0);
   std::map<std::pair<int, int>, int> count;   // (node, neighbour): links between them
   for (const topo::Link& l : t.links()) ++count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}];
+  // A GPU's parallel links to a switch that spreads are one link too unless
+  // a connection of the program leaves by one of them: all else on them
+  // (NVLS's loads and stores, and the answers the switch's spread requests
+  // draw) spreads evenly over them. Fewer links per flow, the same rates.
+  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a connection leaves by
+  for (int r = 0; r < p_.ranks; ++r)
+    for (int i = 0; i < p_.op_count(r); ++i) {
+      const Operation& o = p_.op(r, i);
+      for (const int peer : {collectives::sends(o.kind) ? o.send_peer : -1,
+                             collectives::receives(o.kind) ? o.recv_peer : -1}) {
+        if (peer < 0) continue;
+        const std::vector<int> ports = shortest_ports(r, peer);
+        const int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])];
+        pinned.emplace(node, t.peer({node, ports[o.channel % ports.size()]}).node);
+      }
+    }
   for (size_t k = 0; k < t.links().size(); ++k) {
     const topo::Link& l = t.links()[k];
     const bool trunk = count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}] > 1;
     for (int d = 0; d < 2; ++d) {
       const int from = d == 0 ? l.a.node : l.b.node, to = d == 0 ? l.b.node : l.a.node;
+      const bool spread_in = t.node(from).kind == topo::NodeKind::Endpoint && m.spreads[static_cast<size_t>(to)] &&
+                             !pinned.count({from, to});
       int id;
-      if (trunk && m.spreads[static_cast<size_t>(from)]) {
+      if (trunk && (m.spreads[static_cast<size_t>(from)] || spread_in)) {
         const auto [it, fresh] = trunks.try_emplace({from, to}, static_cast<int>(capacity_.size()));
         id = it->second;
         if (fresh) {
@@ -71,6 +89,15 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
 }
 
 CoresFlows::~CoresFlows() = default;
+
+std::vector<int> CoresFlows::shortest_ports(int r, int peer) const {
+  const topo::Topology& t = *m_.t;
+  const int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])];
+  std::vector<int> ports;
+  for (int p = 0; p < t.node(node).ports; ++p)
+    if (t.port_on_shortest_path({node, p}, endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
+  return ports;
+}
 
 // The links from a GPU's port to the peer's GPU.
 const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
@@ -261,11 +288,7 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
 
 const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
   std::vector<int>& ports = ports_[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
-  const topo::Topology& t = *f_.m_.t;
-  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])];
-  if (ports.empty())
-    for (int p = 0; p < t.node(node).ports; ++p)
-      if (t.port_on_shortest_path({node, p}, f_.endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
+  if (ports.empty()) ports = f_.shortest_ports(r, peer);
   return ports;
 }
 

@@ -107,6 +107,8 @@ class CoresFlows {
  private:
   class Run;
   const Route& route(int rank, int port, int peer);
+  // Rank r's ports on a shortest path to rank peer.
+  std::vector<int> shortest_ports(int r, int peer) const;
   // The links from graph node `from` to endpoint dst, leaving by `port`
   // (or as the tables route, where port < 0).
   Route walk(int from, int port, int dst) const;
