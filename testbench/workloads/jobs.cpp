@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "placement.h"
 
 namespace incsim::tb {
 
@@ -22,6 +23,23 @@ std::string gpu_ranges(const std::vector<int>& gpus) {
     i = j + 1;
   }
   return os.str();
+}
+
+// The jobs with each `repeat: K` as K copies, name.1 to name.K, copy k
+// starting (k-1) x interarrival_us after the first and drawing a random
+// placement with the job's seed (the run's if it gives none) plus k-1.
+std::vector<Options::Job> copies(const std::vector<Options::Job>& jobs, uint64_t run_seed) {
+  std::vector<Options::Job> all;
+  for (const Options::Job& job : jobs)
+    for (int k = 0; k < job.repeat; ++k) {
+      Options::Job c = job;
+      if (job.repeat > 1) c.name += "." + std::to_string(k + 1);
+      c.repeat = 1;
+      c.start_us += k * job.interarrival_us;
+      c.seed = job.seed.value_or(run_seed) + k;
+      all.push_back(std::move(c));
+    }
+  return all;
 }
 
 // Each line of `text` with its leading `mark` followed by `prefix`.
@@ -46,19 +64,32 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   if (opt_.gpus && *opt_.gpus != n)
     throw UserError("--gpus " + std::to_string(*opt_.gpus) + " does not shape platform '" + t.name +
                     "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
-  // Each GPU in one job: a job's share of the machine is its GPUs.
+  // Each GPU in one job (unless one of two allows overlap): a job's share of
+  // the machine is its GPUs. Placements take GPUs in list order among those
+  // no earlier job holds.
+  opt_.jobs = copies(opt_.jobs, opt_.seed);
   std::vector<int> owner(n, -1);
   std::vector<collectives::Needs> needs;
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
-    const Options::Job& job = opt_.jobs[j];
+    Options::Job& job = opt_.jobs[j];
+    if (!job.placement.empty()) {
+      std::vector<bool> free(n);
+      for (int g = 0; g < n; ++g) free[g] = owner[g] < 0 || job.allow_overlap;
+      try {
+        job.gpus = place(t, free, job.placement, job.count, *job.seed);
+      } catch (const UserError& e) {
+        throw UserError(job.where + ": job '" + job.name + "' does not fit (placement: " + job.placement +
+                        ", gpus: " + std::to_string(job.count) + "): " + e.what());
+      }
+    }
     for (int g : job.gpus) {
       if (g >= n)
         throw UserError(job.where + ": job '" + job.name + "' names GPU " + std::to_string(g) + ", but platform '" +
                         t.name + "' has GPUs 0 to " + std::to_string(n - 1));
-      if (owner[g] >= 0)
+      if (owner[g] >= 0 && !job.allow_overlap && !opt_.jobs[owner[g]].allow_overlap)
         throw UserError(job.where + ": jobs '" + opt_.jobs[owner[g]].name + "' and '" + job.name + "' both name GPU " +
-                        std::to_string(g) + "; each GPU belongs to one job");
-      owner[g] = static_cast<int>(j);
+                        std::to_string(g) + "; each GPU belongs to one job unless one of them says allow_overlap: true");
+      if (owner[g] < 0) owner[g] = static_cast<int>(j);
     }
     const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
     const std::string algorithm = !job.algorithm.empty()    ? job.algorithm
@@ -168,7 +199,8 @@ void JobsWorkload::print_header(std::ostream& os) const {
      << opt_.seed << "\n";
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
-    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus) << ", starting " << job.start_us
+    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus)
+       << (job.placement.empty() ? "" : " (placement " + job.placement + ")") << ", starting " << job.start_us
        << " us into each point\n";
     std::ostringstream mine;
     jobs_[j]->print_header(mine);
@@ -184,6 +216,8 @@ void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
     nlohmann::ordered_json job;
     job["name"] = opt_.jobs[j].name;
     job["gpu_list"] = opt_.jobs[j].gpus;
+    if (!opt_.jobs[j].placement.empty()) job["placement"] = opt_.jobs[j].placement;
+    if (opt_.jobs[j].placement == "random") job["seed"] = *opt_.jobs[j].seed;
     job["start_us"] = opt_.jobs[j].start_us;
     jobs_[j]->config_json(job);
     list.push_back(job);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "experiment.h"
 #include "jobs.h"
+#include "placement.h"
 #include "platforms/platform.h"
 #include "run_checked.h"
 
@@ -259,4 +260,90 @@ TEST_CASE("two Blink all-reduces on the same GPUs run their dataflow tables side
   const auto runs = together("dgx1v", 8, {"blink", "blink"}, "1M");
   CHECK(runs[0].wrong() == 0);
   CHECK(runs[1].wrong() == 0);
+}
+
+namespace {
+std::vector<int> placed(const std::string& platform, int gpus, const std::string& placement, int count,
+                        const std::vector<int>& held = {}, uint64_t seed = 1) {
+  Config cfg;
+  platforms::PlatformShape shape;
+  if (platform == "cluster") shape.nodes = gpus;
+  else shape.gpus = gpus;
+  const topo::Topology t = platforms::make_topology(platform, shape, cfg);
+  std::vector<bool> free(t.endpoints().size(), true);
+  for (int g : held) free[g] = false;
+  return tb::place(t, free, placement, count, seed);
+}
+}  // namespace
+
+TEST_CASE("placements take the GPUs their rule names among the free ones", "[jobs][placement]") {
+  // Contiguous: first fit of a run of free GPUs.
+  CHECK(placed("star", 8, "contiguous", 3, {2}) == std::vector<int>{3, 4, 5});
+  CHECK(placed("star", 8, "contiguous", 2) == std::vector<int>{0, 1});
+  CHECK_THROWS_WITH(placed("star", 8, "contiguous", 6, {2}),
+                    "no 6 free GPUs are in a row (the longest run free is 5)");
+  CHECK_THROWS_WITH(placed("star", 8, "random", 8, {2}), "7 GPUs are free and it asks for 8");
+  // Fragmented: every other free GPU, then the skipped ones.
+  CHECK(placed("star", 8, "fragmented", 3) == std::vector<int>{0, 2, 4});
+  CHECK(placed("star", 8, "fragmented", 6) == std::vector<int>{0, 1, 2, 3, 4, 6});
+  CHECK(placed("star", 8, "fragmented", 3, {0, 1}) == std::vector<int>{2, 4, 6});
+  // Spread: a GPU of each DGX-2 baseboard (GPUs 0-7 and 8-15) in turn, and
+  // of each node of a cluster.
+  CHECK(placed("dgx2", 16, "spread", 4) == std::vector<int>{0, 1, 8, 9});
+  CHECK(placed("dgx2", 16, "spread", 3, {0, 8, 9}) == std::vector<int>{1, 2, 10});
+  CHECK(placed("cluster", 2, "spread", 4) == std::vector<int>{0, 1, 8, 9});
+  // One fat tree leaf per turn (fattree2l: 8 GPUs per leaf).
+  CHECK(placed("fattree2l", 32, "spread", 5) == std::vector<int>{0, 1, 8, 16, 24});
+  // Random: distinct free GPUs, the same for the same seed.
+  const auto r1 = placed("dgx2", 16, "random", 6, {3, 4}, 7);
+  CHECK(r1 == placed("dgx2", 16, "random", 6, {3, 4}, 7));
+  CHECK(r1 != placed("dgx2", 16, "random", 6, {3, 4}, 8));
+  CHECK(std::is_sorted(r1.begin(), r1.end()));
+  CHECK(std::adjacent_find(r1.begin(), r1.end()) == r1.end());
+  for (int g : r1) CHECK((g != 3 && g != 4));
+}
+
+TEST_CASE("jobs placed in list order, repeated, and sharing GPUs where they allow it", "[jobs][placement]") {
+  cli::TempDir d;
+  const std::string f = d.write("mix.yaml",
+                                "platform: dgx2\nsizes: 64K\njobs:\n"
+                                "  - {name: a, placement: contiguous, gpus: 4, algorithm: ring}\n"
+                                "  - {name: b, placement: fragmented, gpus: 3, repeat: 2, interarrival_us: 1.5}\n"
+                                "  - {name: c, placement: spread, gpus: 2, algorithm: ring, allow_overlap: true}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --json " + d.file("mix.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("# job a: GPUs 0-3 (placement contiguous), starting 0 us"));
+  // b's copies take every other GPU left, the first copy's and then the second's.
+  CHECK_THAT(r.out, Catch::Contains("# job b.1: GPUs 4,6,8 (placement fragmented), starting 0 us"));
+  CHECK_THAT(r.out, Catch::Contains("# job b.2: GPUs 5,9,11 (placement fragmented), starting 1.5 us"));
+  // c may take held GPUs: the lowest of each baseboard.
+  CHECK_THAT(r.out, Catch::Contains("# job c: GPUs 0,8 (placement spread)"));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("mix.json")));
+  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  CHECK(json["rows"].size() == 4);
+}
+
+TEST_CASE("placements that do not fit and their keys' bad values are refused", "[jobs][placement][errors]") {
+  cli::TempDir d;
+  const auto refused = [&](const std::string& jobs, const std::string& sentence) {
+    const std::string f = d.write("bad.yaml", "sizes: 64K\njobs:\n" + jobs);
+    const cli::Result r = cli::incsim("--config " + f);
+    INFO(jobs);
+    CHECK(r.code == 2);
+    CHECK(r.out.empty());
+    CHECK(cli::lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::Contains(sentence));
+  };
+  refused("  - {name: a, gpus: 0-11}\n  - {name: b, placement: contiguous, gpus: 5}\n",
+          "line 4: job 'b' does not fit (placement: contiguous, gpus: 5): 4 GPUs are free and it asks for 5");
+  refused("  - {name: a, gpus: [0, 2, 4, 6, 8, 10, 12, 14]}\n  - {name: b, placement: contiguous, gpus: 2}\n",
+          "job 'b' does not fit (placement: contiguous, gpus: 2): no 2 free GPUs are in a row");
+  refused("  - {name: a, placement: compact, gpus: 4}\n",
+          "line 3: placement must be one of contiguous, random, fragmented, spread, not 'compact'");
+  refused("  - {name: a, placement: spread, gpus: 0-3}\n", "with placement spread, gpus (a count) expects a whole number");
+  refused("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random reads");
+  refused("  - {name: a, gpus: 0-3, repeat: 2}\n", "jobs 'a.1' and 'a.2' both name GPU 0");
+  refused("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
+  refused("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
 }
