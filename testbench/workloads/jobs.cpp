@@ -105,7 +105,9 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   for (const Column& c : nccl.columns()) schema_->add(c);
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement})
-      .add({"start_us", "us", ColumnKind::Setting});
+      .add({"start_us", "us", ColumnKind::Setting})
+      .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
+      .add({"slowdown", "", ColumnKind::Measurement, "slowdown", "(x)", 9, 3});
 
   for (const Options::Job& job : opt_.jobs) {
     Options oj = opt_;
@@ -121,6 +123,8 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     }
   }
   started_.resize(jobs_.size());
+  ended_.resize(jobs_.size());
+  notes_.resize(jobs_.size());
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
 }
 
@@ -149,20 +153,58 @@ void JobsWorkload::launch() {
       continue;
     }
     started_[j] = true;
-    jobs_[j]->start(point_, [this] {
-      if (--running_ == 0) sc_core::sc_pause();
+    ++active_;
+    jobs_[j]->start(point_, [this, j] {
+      // Its row now: the machine's packet and table counters while it ran, not until the point ends.
+      if (jobs_[j]->error().empty()) {
+        std::ostringstream notes;
+        ended_[j].emplace(jobs_[j]->finish(point_, notes));
+        notes_[j] = notes.str();
+      }
+      --running_;
+      if (--active_ == 0) sc_core::sc_pause();
     });
   }
+  next_start_ = next;
   if (next != sc_core::sc_max_time()) launch_.at(next);
+}
+
+double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) {
+  const Options& o = jobs_[j]->options();
+  const auto key = std::make_tuple(o.collective, o.algorithm, opt_.jobs[j].gpus, jobs_[j]->sizes()[i]);
+  if (const auto hit = alone_.find(key); hit != alone_.end()) return hit->second;
+  bool done = false;
+  jobs_[j]->start(i, [&done] {
+    done = true;
+    sc_core::sc_pause();
+  });
+  const std::string what = "job '" + opt_.jobs[j].name + "' alone, size " + size_label(jobs_[j]->sizes()[i]);
+  run.run_until([&] { return done || !jobs_[j]->error().empty(); }, what);
+  if (!jobs_[j]->error().empty()) throw UserError(what + ": " + jobs_[j]->error());
+  std::ostringstream unused;  // its notes are the mix's to print
+  const Row r = jobs_[j]->finish(i, unused);
+  const double us = r["time_us"];
+  wrong = r.wrong();
+  // Its last flags land before the next run starts, as between a collective's sizes.
+  if (platform_->packets_in_use() != 0)
+    run.run_until([&] { return platform_->packets_in_use() == 0; }, what + ": the network draining",
+                  sc_core::sc_time(100, sc_core::SC_NS));
+  return alone_[key] = us;
 }
 
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+  std::vector<double> alone(jobs_.size(), 0);
+  std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    if (i < jobs_[j]->sizes().size()) alone[j] = alone_us(j, i, run, alone_wrong[j]);
   point_ = i;
   running_ = 0;
   point_start_ = sc_core::sc_time_stamp();
+  active_ = 0;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     started_[j] = false;
+    ended_[j].reset();
     running_ += i < jobs_[j]->sizes().size();
   }
   launch();  // those that start at once start now, as a collective alone does
@@ -171,22 +213,29 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
       if (started_[j] && !jobs_[j]->error().empty()) return static_cast<int>(j);
     return -1;
   };
-  run.run_until([&] { return running_ == 0 || failed() >= 0; }, "point " + std::to_string(i + 1) + " of the jobs");
+  for (;;) {
+    run.run_until([&] { return active_ == 0 || failed() >= 0; }, "point " + std::to_string(i + 1) + " of the jobs");
+    if (running_ == 0 || failed() >= 0) break;
+    // Every job started has ended and the next waits for its start: an idle
+    // gap, which the stall detector would take for a stall.
+    sc_core::sc_start(next_start_ - sc_core::sc_time_stamp());
+  }
   if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->error());
   std::vector<Row> rows;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     if (i >= jobs_[j]->sizes().size()) continue;
-    std::ostringstream job_notes;
-    const Row mine = jobs_[j]->finish(i, job_notes);
+    const Row& mine = *ended_[j];
     Row r(schema_);
     r.set("job", opt_.jobs[j].name);
     // Not a cluster's busiest links: their bytes are every job's, not this one's.
     for (const Column& c : mine.schema->columns())
       if (schema_->has(c.name)) r.set(c.name, mine.at(c.name));
     r.set("start_us", opt_.jobs[j].start_us);
+    r.set("alone_us", alone[j]).set("slowdown", r["time_us"] / alone[j]);
+    r.set("wrong", r.wrong() + alone_wrong[j]);  // every run's wrong elements count
     r.details = mine.details;
     r.link_bytes = mine.link_bytes;
-    notes << prefixed(job_notes.str(), "#   ", opt_.jobs[j].name + ": ");
+    notes << prefixed(notes_[j], "#   ", opt_.jobs[j].name + ": ");
     rows.push_back(std::move(r));
   }
   return rows;
@@ -207,7 +256,9 @@ void JobsWorkload::print_header(std::ostream& os) const {
     os << prefixed(mine.str(), "# ", "  ");
   }
   os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
-        "job ran\n";
+        "job ran\n"
+     << "# alone: the job by itself on the machine (same GPUs and size), run first; slowdown: time over alone; #wrong: "
+        "both runs'\n";
 }
 
 void JobsWorkload::config_json(nlohmann::ordered_json& config) const {

@@ -347,3 +347,84 @@ TEST_CASE("placements that do not fit and their keys' bad values are refused", "
   refused("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
   refused("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
 }
+
+namespace {
+// The CSV lines of `config` run by the binary: the heading, then the rows.
+std::vector<std::string> csv_of(const cli::TempDir& d, const std::string& name, const std::string& config) {
+  const cli::Result r = cli::incsim("--config " + d.write(name, config) + " --quiet --csv " + d.file(name + ".csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return cli::lines(cli::slurp(d.file(name + ".csv")));
+}
+
+// Column `name` of CSV line `line` under `heading`.
+std::string cell(const std::string& heading, const std::string& line, const std::string& name) {
+  const auto split = [](const std::string& s) {
+    std::vector<std::string> c;
+    std::stringstream in(s);
+    for (std::string x; std::getline(in, x, ',');) c.push_back(x);
+    return c;
+  };
+  const auto h = split(heading), c = split(line);
+  const size_t k = std::find(h.begin(), h.end(), name) - h.begin();
+  REQUIRE(k < c.size());
+  return c[k];
+}
+}  // namespace
+
+TEST_CASE("two identical jobs on the two halves of DGX-2 finish together, each as fast as alone", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const auto lines = csv_of(d, "halves.yaml",
+                            // Memory latencies without jitter, which each GPU draws from its own seed.
+                            "platform: dgx2\nsizes: 256K\ngpu.mem_jitter_cycles: 0\njobs:\n"
+                            "  - {name: a, gpus: 0-7, algorithm: push}\n  - {name: b, gpus: 8-15, algorithm: push}\n");
+  REQUIRE(lines.size() == 3);
+  const std::string& h = lines[0];
+  CHECK(cell(h, lines[1], "time_us") == cell(h, lines[2], "time_us"));
+  for (size_t i : {1, 2}) {
+    CHECK(cell(h, lines[i], "alone_us") == cell(h, lines[i], "time_us"));
+    CHECK(std::stod(cell(h, lines[i], "slowdown")) == 1.0);
+  }
+}
+
+TEST_CASE("a job alone and a job with an idle partner give byte-identical rows", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const std::string common = "platform: star\ngpus: 8\nsizes: 64K\njobs:\n  - {name: a, gpus: 0-3, algorithm: push}\n";
+  const auto alone = csv_of(d, "alone.yaml", common);
+  // The partner starts long after a has ended.
+  const auto paired = csv_of(d, "paired.yaml", common + "  - {name: b, gpus: 4-7, algorithm: push, start_us: 1000}\n");
+  REQUIRE(alone.size() == 2);
+  REQUIRE(paired.size() == 3);
+  CHECK(paired[0] == alone[0]);
+  // Every cell but the mean packet latency, which the machine's running
+  // double sum of latencies (GpuMachine::packet_latency) differences from
+  // another starting value once b has run alone: it differs in its last bits.
+  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
+  for (std::string a, p, name; std::getline(heading, name, ',');) {
+    std::getline(a_cells, a, ',');
+    std::getline(p_cells, p, ',');
+    INFO(name);
+    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
+    else CHECK(p == a);
+  }
+  CHECK(std::stod(cell(alone[0], alone[1], "slowdown")) == 1.0);
+}
+
+TEST_CASE("two pushes whose homes share one switch's tables are slowed by each other", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const auto lines = csv_of(d, "star.yaml",
+                            "platform: star\ngpus: 8\nsizes: 1M\nswitch.reduction_table.bytes: 256\n"
+                            "gpu.mem_jitter_cycles: 0\njobs:\n"
+                            "  - {name: a, gpus: 0-3, algorithm: push}\n  - {name: b, gpus: 4-7, algorithm: push}\n");
+  REQUIRE(lines.size() == 3);
+  const std::string& h = lines[0];
+  // Both alone take the same time (the star is symmetric); together both are slower.
+  CHECK(cell(h, lines[1], "alone_us") == cell(h, lines[2], "alone_us"));
+  for (size_t i : {1, 2}) {
+    CHECK(cell(h, lines[i], "wrong") == "0");
+    const double slowdown = std::stod(cell(h, lines[i], "slowdown"));
+    CHECK(slowdown > 1.01);
+    CHECK(slowdown == Approx(std::stod(cell(h, lines[i], "time_us")) / std::stod(cell(h, lines[i], "alone_us")))
+                          .epsilon(1e-3));
+  }
+}
