@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/nearest.h"
+#include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
 #include "placement.h"
@@ -359,14 +360,14 @@ class Parser {
       return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
     };
     static const std::string some = "gpus and optionally name, collective, algorithm, sizes, start_us, placement, "
-                                    "seed, repeat, interarrival_us and allow_overlap";
+                                    "seed, repeat, interarrival_us, allow_overlap, weight, quota and fallback";
     if (!list.IsSequence()) throw UserError(line(list) + ": jobs is a list of jobs, each a map with " + some);
     if (list.size() == 0)
       throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with " + some);
     o_.jobs.clear();
     static const std::vector<std::string> keys = {"name",      "gpus", "collective", "algorithm",       "sizes",
                                                   "start_us",  "placement", "seed", "repeat", "interarrival_us",
-                                                  "allow_overlap"};
+                                                  "allow_overlap", "weight", "quota", "fallback"};
     for (const auto& item : list) {
       Options::Job job;
       job.where = line(item);
@@ -398,6 +399,9 @@ class Parser {
         else if (key == "seed") job.seed = parse_uint(at + ": a job's seed", v);
         else if (key == "repeat") job.repeat = parse_count(at + ": a job's repeat", v, 1, 4096);
         else if (key == "allow_overlap") job.allow_overlap = yes_no(v, at);
+        else if (key == "weight") job.weight = parse_share("weight", v, at, 1e6);
+        else if (key == "quota") job.quota = parse_share("quota", v, at, 1);
+        else if (key == "fallback") job.fallback_software = fallback(v, at);
         // A program file named in a config file is found beside it.
         else job.algorithm = v.find_first_of("./") == std::string::npos ? v : beside_open_file(v);
       }
@@ -422,6 +426,22 @@ class Parser {
     if (std::find(placements().begin(), placements().end(), v) == placements().end())
       throw UserError(at + ": placement must be one of " + placement_names() + ", not '" + v + "'");
     return v;
+  }
+
+  // A weight (positive) or a quota (a fraction of a table, more than 0, at most 1).
+  static double parse_share(const std::string& key, const std::string& v, const std::string& at, double hi) {
+    char* end = nullptr;
+    const double x = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(x > 0 && x <= hi))
+      throw UserError(at + ": a job's " + key + " must be more than 0 and at most " + shortest_text(hi) + ", not " + v);
+    return x;
+  }
+
+  static bool fallback(const std::string& v, const std::string& at) {
+    if (v == "software") return true;
+    if (v == "none") return false;
+    throw UserError(at + ": fallback is software (the ring when its share of the reduction tables holds no entry) "
+                    "or none, not '" + v + "'");
   }
 
   static bool yes_no(const std::string& v, const std::string& at) {

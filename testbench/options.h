@@ -65,6 +65,12 @@ struct Options {
     int repeat = 1;
     double interarrival_us = 0;
     bool allow_overlap = false;  // may share GPUs with other jobs (the engines time-share them)
+    // Its share of the switches' reduction tables (nvswitch/table_sharing.h):
+    // weight under switch.reduction_table.policy=partitioned, quota (a
+    // fraction of each table) under quota; unset: 1.
+    std::optional<double> weight, quota;
+    // fallback: software runs the ring if its share holds no table entry.
+    bool fallback_software = false;
     std::string where;      // "config file F, line N", for messages
   };
   std::vector<Job> jobs;

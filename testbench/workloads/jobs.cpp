@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "core/param.h"
+#include "nvswitch/table_sharing.h"
 #include "placement.h"
 
 namespace incsim::tb {
@@ -95,10 +97,16 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     const std::string algorithm = !job.algorithm.empty()    ? job.algorithm
                                   : !opt_.algorithm.empty() ? opt_.algorithm
                                                             : default_algorithm(collective, opt_.platform);
-    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) needs.push_back(mine);
+    bool tables = false;
+    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) {
+      needs.push_back(mine);
+      tables = tables || mine.tables != collectives::TableRule::None;
+    }
+    tables_.push_back(tables);
   }
   // The machine is built once for all the jobs' algorithms.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
+  share_tables();
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
   const Schema nccl = nccl_schema();
@@ -109,23 +117,68 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
       .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
       .add({"slowdown", "", ColumnKind::Measurement, "slowdown", "(x)", 9, 3});
 
-  for (const Options::Job& job : opt_.jobs) {
+  for (size_t j = 0; j < opt_.jobs.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
     Options oj = opt_;
     oj.jobs.clear();
     if (!job.collective.empty()) oj.collective = job.collective, oj.given.push_back("collective");
     if (!job.algorithm.empty()) oj.algorithm = job.algorithm;
+    if (!fallback_[j].empty()) oj.algorithm = "ring";
     if (!job.sizes.empty()) oj.sizes = job.sizes;
     const CollectiveWorkload::Share share{platform_.get(), job.gpus};
+    // The multicast windows its collective claims as it is built are its (the tables' sharing reads them).
+    platform_->multicast().set_tenant(static_cast<int>(j));
     try {
       jobs_.push_back(std::make_unique<CollectiveWorkload>(oj, cfg, &share));
     } catch (const UserError& e) {
       throw UserError(job.where + ": job '" + job.name + "': " + e.what());
     }
   }
+  platform_->multicast().set_tenant(-1);
   started_.resize(jobs_.size());
   ended_.resize(jobs_.size());
   notes_.resize(jobs_.size());
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
+}
+
+// Each job's share of the switches' reduction tables: its weight under
+// partitioned, its quota under quota. A job whose share of the smallest table
+// is no entry cannot reduce in the switches: refused, or with fallback:
+// software it runs the ring.
+void JobsWorkload::share_tables() {
+  using nvswitch::TableSharing;
+  TableSharing& sharing = *platform_->table_config().sharing;
+  const TableSharing::Policy policy = sharing.policy();
+  const std::string key = nvswitch::kTablePolicy.key();
+  std::vector<double> shares;
+  double total = 0;
+  for (const Options::Job& job : opt_.jobs) {
+    const bool weight = policy == TableSharing::Policy::Partitioned, quota = policy == TableSharing::Policy::Quota;
+    if (job.weight && !weight)
+      throw UserError(job.where + ": job '" + job.name + "' gives a weight, which only " + key + "=partitioned reads");
+    if (job.quota && !quota)
+      throw UserError(job.where + ": job '" + job.name + "' gives a quota, which only " + key + "=quota reads");
+    shares.push_back(weight ? job.weight.value_or(1) : job.quota.value_or(1));
+    total += shares.back();
+  }
+  sharing.set_jobs(shares);
+  const uint32_t entries = platform_->smallest_table_entries();
+  fallback_.assign(opt_.jobs.size(), "");
+  for (size_t j = 0; j < opt_.jobs.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
+    if (!tables_[j] || !entries || sharing.limit(static_cast<int>(j), entries) > 0) continue;
+    std::ostringstream why;
+    why << "its " << TableSharing::name(policy) << " share of the switches' reduction tables ("
+        << (policy == TableSharing::Policy::Partitioned ? "weight " + shortest_text(shares[j]) + " of " + shortest_text(total)
+                                                         : "quota " + shortest_text(shares[j]))
+        << ") holds 0 of the smallest table's " << entries << " entries, 1 entry short of what an in-network "
+        << "reduction needs";
+    if (!job.fallback_software)
+      throw UserError(job.where + ": job '" + job.name + "' cannot reduce in the switches: " + why.str() +
+                      " (give it a larger share, or fallback: software)");
+    fallback_[j] = why.str();
+    tables_[j] = false;
+  }
 }
 
 size_t JobsWorkload::points() const {
@@ -159,6 +212,7 @@ void JobsWorkload::launch() {
       if (jobs_[j]->error().empty()) {
         std::ostringstream notes;
         ended_[j].emplace(jobs_[j]->finish(point_, notes));
+        contention(j, *ended_[j], tables_[j] ? &notes : nullptr);
         notes_[j] = notes.str();
       }
       --running_;
@@ -192,12 +246,37 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   return alone_[key] = us;
 }
 
+// Job j's contention in the reduction tables while it ran (TableSharing's
+// counters, zeroed as the jobs start together): in its row's details (every
+// row's, as CSV columns need) and, if it reduces in the switches, a note.
+void JobsWorkload::contention(size_t j, Row& r, std::ostream* notes) const {
+  const nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
+  const nvswitch::TableSharing::Counters& c = sharing.counters(static_cast<int>(j));
+  const uint32_t entries = platform_->smallest_table_entries();
+  r.details["table_sharing"] = {{"policy", nvswitch::TableSharing::name(sharing.policy())},
+                                {"entries", sharing.limit(static_cast<int>(j), entries)},
+                                {"misses", c.misses},
+                                {"evictions_caused", c.evictions_caused},
+                                {"evictions_suffered", c.evictions_suffered},
+                                {"stalls", c.stalls}};
+  if (notes)
+    *notes << "#   its share of the tables (" << nvswitch::TableSharing::name(sharing.policy()) << ", "
+           << sharing.limit(static_cast<int>(j), entries) << " of the smallest's " << entries << " entries): "
+           << c.misses << " misses, " << c.evictions_caused << " evictions caused, " << c.evictions_suffered
+           << " suffered, " << c.stalls << " stalls\n";
+}
+
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+  // Alone, a job may take whole tables; together each keeps to its share.
+  nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
   std::vector<double> alone(jobs_.size(), 0);
   std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
+  sharing.enforce(false);
   for (size_t j = 0; j < jobs_.size(); ++j)
     if (i < jobs_[j]->sizes().size()) alone[j] = alone_us(j, i, run, alone_wrong[j]);
+  sharing.enforce(true);
+  sharing.reset_counters();
   point_ = i;
   running_ = 0;
   point_start_ = sc_core::sc_time_stamp();
@@ -251,6 +330,7 @@ void JobsWorkload::print_header(std::ostream& os) const {
     os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus)
        << (job.placement.empty() ? "" : " (placement " + job.placement + ")") << ", starting " << job.start_us
        << " us into each point\n";
+    if (!fallback_[j].empty()) os << "#   fallback: software, the ring: " << fallback_[j] << "\n";
     std::ostringstream mine;
     jobs_[j]->print_header(mine);
     os << prefixed(mine.str(), "# ", "  ");
@@ -269,6 +349,7 @@ void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
     job["gpu_list"] = opt_.jobs[j].gpus;
     if (!opt_.jobs[j].placement.empty()) job["placement"] = opt_.jobs[j].placement;
     if (opt_.jobs[j].placement == "random") job["seed"] = *opt_.jobs[j].seed;
+    if (!fallback_[j].empty()) job["fallback"] = "software";
     job["start_us"] = opt_.jobs[j].start_us;
     jobs_[j]->config_json(job);
     list.push_back(job);

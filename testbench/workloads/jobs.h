@@ -38,6 +38,8 @@ class JobsWorkload : public Workload {
 
  private:
   void launch();  // starts the jobs whose time has come
+  void share_tables();
+  void contention(size_t j, Row& r, std::ostream* notes) const;
   // Job j's point i by itself, nothing else running: its time, from the
   // cache if the same job ran alone before; `wrong` gets the elements that
   // run got wrong (0 from the cache).
@@ -45,6 +47,8 @@ class JobsWorkload : public Workload {
   Options opt_;
   std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
+  std::vector<bool> tables_;  // [job]: its algorithm reduces in the switches' tables
+  std::vector<std::string> fallback_;  // [job]: why it runs the ring instead, or empty
   // The running point: when it began, whether each job started, how many
   // still run or wait to start, how many started and run, and when the next starts.
   size_t point_ = 0;

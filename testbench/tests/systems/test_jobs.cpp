@@ -428,3 +428,102 @@ TEST_CASE("two pushes whose homes share one switch's tables are slowed by each o
                           .epsilon(1e-3));
   }
 }
+
+TEST_CASE("partitioned tables keep each push job's evictions to its own entries", "[jobs][sharing]") {
+  cli::TempDir d;
+  const std::string common = "platform: star\ngpus: 8\nsizes: 256K\nswitch.reduction_table.bytes: 512\njobs:\n"
+                             "  - {name: a, gpus: 0-3, algorithm: push}\n  - {name: b, gpus: 4-7, algorithm: push}\n";
+  const auto sharing = [&](const std::string& policy) {
+    const std::string f = d.write(policy + ".yaml", "switch.reduction_table.policy: " + policy + "\n" + common);
+    const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file(policy + ".json"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto json = nlohmann::json::parse(cli::slurp(d.file(policy + ".json")));
+    REQUIRE(json["rows"].size() == 2);
+    for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+    return json["rows"];
+  };
+  // Each job 2 of the 4 entries of every table: under LRU every entry a
+  // job's misses evict is its own, so the evictions it suffers are the ones
+  // it causes.
+  for (const auto& row : sharing("partitioned")) {
+    const auto& c = row["table_sharing"];
+    CHECK(c["entries"] == 2);
+    CHECK(c["evictions_caused"].get<uint64_t>() > 0);
+    CHECK(c["evictions_suffered"] == c["evictions_caused"]);
+  }
+  // Shared, first come first served: each job takes the other's entries too.
+  uint64_t cross = 0;
+  for (const auto& row : sharing("shared")) {
+    const auto& c = row["table_sharing"];
+    CHECK(c["entries"] == 4);
+    cross += c["evictions_caused"].get<uint64_t>() != c["evictions_suffered"].get<uint64_t>();
+  }
+  CHECK(cross > 0);
+}
+
+TEST_CASE("a job whose share holds no table entry is refused, or runs the ring with fallback: software",
+          "[jobs][sharing]") {
+  cli::TempDir d;
+  // 256-B tables, 2 entries; weights 1 and 3 give a floor(2 x 1/4) = 0 entries.
+  const std::string common = "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 256\n"
+                             "switch.reduction_table.policy: partitioned\njobs:\n"
+                             "  - {name: b, gpus: 4-7, algorithm: push, weight: 3}\n";
+  const cli::Result refused = cli::incsim("--config " + d.write("r.yaml", common +
+                                                                 "  - {name: a, gpus: 0-3, algorithm: push}\n"));
+  CHECK(refused.code == 2);
+  CHECK(cli::lines(refused.err).size() == 1);
+  CHECK_THAT(refused.err, Catch::Contains("job 'a' cannot reduce in the switches: its partitioned share of the "
+                                          "switches' reduction tables (weight 1 of 4) holds 0 of the smallest "
+                                          "table's 2 entries, 1 entry short"));
+  const cli::Result fell = cli::incsim("--config " + d.write("f.yaml", common +
+                                                              "  - {name: a, gpus: 0-3, algorithm: push, "
+                                                              "fallback: software}\n") + " --json " + d.file("f.json"));
+  INFO(fell.err);
+  REQUIRE(fell.code == 0);
+  CHECK_THAT(fell.out, Catch::Contains("#   fallback: software, the ring: its partitioned share"));
+  CHECK_THAT(fell.out, Catch::Contains("#   incsim: allreduce ring on 4 of 8 GPUs"));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("f.json")));
+  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  CHECK(json["config"]["jobs"][1]["fallback"] == "software");
+}
+
+TEST_CASE("quotas give each job its fraction of every table", "[jobs][sharing]") {
+  cli::TempDir d;
+  const std::string f = d.write("q.yaml",
+                                "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 512\n"
+                                "switch.reduction_table.policy: quota\njobs:\n"
+                                "  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n"
+                                "  - {name: b, gpus: 4-7, algorithm: push, quota: 0.75}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("q.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("q.json")))["rows"];
+  // Of 4 entries: floor(4 x 0.5) = 2 and floor(4 x 0.75) = 3, 5 of a pool of 4.
+  CHECK(rows[0]["table_sharing"]["entries"] == 2);
+  CHECK(rows[1]["table_sharing"]["entries"] == 3);
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+}
+
+TEST_CASE("a sharing policy the tables lack and shares a policy does not read are refused", "[jobs][sharing][errors]") {
+  cli::TempDir d;
+  const auto refused = [&](const std::string& text, const std::string& sentence) {
+    const cli::Result r = cli::incsim("--config " + d.write("bad.yaml", "platform: star\ngpus: 8\nsizes: 64K\n" + text));
+    INFO(text);
+    CHECK(r.code == 2);
+    CHECK(cli::lines(r.err).size() == 1);
+    CHECK_THAT(r.err, Catch::Contains(sentence));
+  };
+  refused("switch.reduction_table.policy: fair\njobs:\n  - {gpus: 0-3, algorithm: push}\n",
+          "switch.reduction_table.policy must be shared, partitioned or quota, not 'fair'");
+  refused("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
+          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned reads");
+  refused("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota reads");
+  refused("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
+          "a job's weight must be more than 0 and at most 1000000, not -1");
+  refused("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
+          "a job's quota must be more than 0 and at most 1, not 1.5");
+  refused("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, fallback: hardware}\n",
+          "fallback is software (the ring when its share of the reduction tables holds no entry) or none, not 'hardware'");
+}
