@@ -77,6 +77,16 @@ std::vector<std::string> own_rows(const cli::TempDir& d, const std::string& name
   return rows;
 }
 
+// `config` run by the binary is refused in one sentence that says `sentence`, printing nothing.
+void refused(const cli::TempDir& d, const std::string& config, const std::string& sentence) {
+  const cli::Result r = cli::incsim("--config " + d.write("bad.yaml", config));
+  INFO(config);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(cli::lines(r.err).size() == 1);
+  CHECK_THAT(r.err, Catch::Contains(sentence));
+}
+
 }  // namespace
 
 TEST_CASE("two jobs on the two halves of DGX-2 each give the rows they give alone", "[jobs]") {
@@ -122,28 +132,22 @@ TEST_CASE("on a cluster a push inside one node and a ring across the nodes each 
 TEST_CASE("a job on GPUs the platform lacks, overlapping jobs and an algorithm its GPUs cannot run are refused",
           "[jobs][errors]") {
   cli::TempDir d;
-  const auto refused = [&](const std::string& jobs, const std::string& sentence) {
-    const std::string f = d.write("bad.yaml", "sizes: 64K\njobs:\n" + jobs);
-    const cli::Result r = cli::incsim("--config " + f);
-    INFO(jobs);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(cli::lines(r.err).size() == 1);
-    CHECK_THAT(r.err, Catch::Contains(sentence));
+  const auto bad = [&](const std::string& jobs, const std::string& sentence) {
+    refused(d, "sizes: 64K\njobs:\n" + jobs, sentence);
   };
-  refused("  - {name: a, gpus: 0-7}\n  - {name: b, gpus: 6-11}\n",
+  bad("  - {name: a, gpus: 0-7}\n  - {name: b, gpus: 6-11}\n",
           "line 4: jobs 'a' and 'b' both name GPU 6; each GPU belongs to one job");
-  refused("  - {name: a, gpus: [0, 16]}\n", "job 'a' names GPU 16, but platform 'dgx2' has GPUs 0 to 15");
-  refused("  - {name: a, gpus: [3]}\n", "job 'a': a collective needs at least 2 GPUs, and this job has 1");
-  refused("  - {name: a, gpus: 0-7, algorithm: blink}\n  - {name: b, gpus: 8-15, algorith: ring}\n",
+  bad("  - {name: a, gpus: [0, 16]}\n", "job 'a' names GPU 16, but platform 'dgx2' has GPUs 0 to 15");
+  bad("  - {name: a, gpus: [3]}\n", "job 'a': a collective needs at least 2 GPUs, and this job has 1");
+  bad("  - {name: a, gpus: 0-7, algorithm: blink}\n  - {name: b, gpus: 8-15, algorith: ring}\n",
           "line 4: a job has no key 'algorith'; did you mean 'algorithm'?");
-  refused("  - {name: a, gpus: 7-0}\n", "'7-0' is not a GPU or a range of GPUs such as 0-7");
-  refused("  - {name: a, gpus: 0-3, start_us: soon}\n", "start_us must be between 0 and 1e9 microseconds, not soon");
-  refused("  - {name: a}\n", "job 'a' names no gpus");
-  refused("  - {name: a, gpus: 8-15, algorithm: blink}\n",
+  bad("  - {name: a, gpus: 7-0}\n", "'7-0' is not a GPU or a range of GPUs such as 0-7");
+  bad("  - {name: a, gpus: 0-3, start_us: soon}\n", "start_us must be between 0 and 1e9 microseconds, not soon");
+  bad("  - {name: a}\n", "job 'a' names no gpus");
+  bad("  - {name: a, gpus: 8-15, algorithm: blink}\n",
           "job 'a': algorithm 'blink' builds its trees over GPUs 0 to n-1 of the platform");
-  refused("  - {name: a, gpus: 0-7, algorithm: netreduce}\n", "job 'a': algorithm 'netreduce' runs on");
-  refused("  - {name: a, gpus: 0-7, algorithm: ring}\n  - {name: a, gpus: 8-9}\n", "two jobs are named 'a'");
+  bad("  - {name: a, gpus: 0-7, algorithm: netreduce}\n", "job 'a': algorithm 'netreduce' runs on");
+  bad("  - {name: a, gpus: 0-7, algorithm: ring}\n  - {name: a, gpus: 8-9}\n", "two jobs are named 'a'");
 }
 
 TEST_CASE("a job that starts while another's push holds reduction table entries gets the right data", "[jobs]") {
@@ -326,26 +330,20 @@ TEST_CASE("jobs placed in list order, repeated, and sharing GPUs where they allo
 
 TEST_CASE("placements that do not fit and their keys' bad values are refused", "[jobs][placement][errors]") {
   cli::TempDir d;
-  const auto refused = [&](const std::string& jobs, const std::string& sentence) {
-    const std::string f = d.write("bad.yaml", "sizes: 64K\njobs:\n" + jobs);
-    const cli::Result r = cli::incsim("--config " + f);
-    INFO(jobs);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(cli::lines(r.err).size() == 1);
-    CHECK_THAT(r.err, Catch::Contains(sentence));
+  const auto bad = [&](const std::string& jobs, const std::string& sentence) {
+    refused(d, "sizes: 64K\njobs:\n" + jobs, sentence);
   };
-  refused("  - {name: a, gpus: 0-11}\n  - {name: b, placement: contiguous, gpus: 5}\n",
+  bad("  - {name: a, gpus: 0-11}\n  - {name: b, placement: contiguous, gpus: 5}\n",
           "line 4: job 'b' does not fit (placement: contiguous, gpus: 5): 4 GPUs are free and it asks for 5");
-  refused("  - {name: a, gpus: [0, 2, 4, 6, 8, 10, 12, 14]}\n  - {name: b, placement: contiguous, gpus: 2}\n",
+  bad("  - {name: a, gpus: [0, 2, 4, 6, 8, 10, 12, 14]}\n  - {name: b, placement: contiguous, gpus: 2}\n",
           "job 'b' does not fit (placement: contiguous, gpus: 2): no 2 free GPUs are in a row");
-  refused("  - {name: a, placement: compact, gpus: 4}\n",
+  bad("  - {name: a, placement: compact, gpus: 4}\n",
           "line 3: placement must be one of contiguous, random, fragmented, spread, not 'compact'");
-  refused("  - {name: a, placement: spread, gpus: 0-3}\n", "with placement spread, gpus (a count) expects a whole number");
-  refused("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random reads");
-  refused("  - {name: a, gpus: 0-3, repeat: 2}\n", "jobs 'a.1' and 'a.2' both name GPU 0");
-  refused("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
-  refused("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
+  bad("  - {name: a, placement: spread, gpus: 0-3}\n", "with placement spread, gpus (a count) expects a whole number");
+  bad("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random reads");
+  bad("  - {name: a, gpus: 0-3, repeat: 2}\n", "jobs 'a.1' and 'a.2' both name GPU 0");
+  bad("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
+  bad("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
 }
 
 namespace {
@@ -507,23 +505,19 @@ TEST_CASE("quotas give each job its fraction of every table", "[jobs][sharing]")
 
 TEST_CASE("a sharing policy the tables lack and shares a policy does not read are refused", "[jobs][sharing][errors]") {
   cli::TempDir d;
-  const auto refused = [&](const std::string& text, const std::string& sentence) {
-    const cli::Result r = cli::incsim("--config " + d.write("bad.yaml", "platform: star\ngpus: 8\nsizes: 64K\n" + text));
-    INFO(text);
-    CHECK(r.code == 2);
-    CHECK(cli::lines(r.err).size() == 1);
-    CHECK_THAT(r.err, Catch::Contains(sentence));
+  const auto bad = [&](const std::string& text, const std::string& sentence) {
+    refused(d, "platform: star\ngpus: 8\nsizes: 64K\n" + text, sentence);
   };
-  refused("switch.reduction_table.policy: fair\njobs:\n  - {gpus: 0-3, algorithm: push}\n",
+  bad("switch.reduction_table.policy: fair\njobs:\n  - {gpus: 0-3, algorithm: push}\n",
           "switch.reduction_table.policy must be shared, partitioned or quota, not 'fair'");
-  refused("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
+  bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
           "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned reads");
-  refused("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
+  bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
           "job 'a' gives a quota, which only switch.reduction_table.policy=quota reads");
-  refused("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
+  bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
           "a job's weight must be more than 0 and at most 1000000, not -1");
-  refused("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
+  bad("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
           "a job's quota must be more than 0 and at most 1, not 1.5");
-  refused("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, fallback: hardware}\n",
+  bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, fallback: hardware}\n",
           "fallback is software (the ring when its share of the reduction tables holds no entry) or none, not 'hardware'");
 }
