@@ -28,7 +28,7 @@ inline const Param<std::string> kTablePolicy{
     "how a jobs: list's jobs share every port's reduction table: shared (first come, first served, Klenk's "
     "tables: no policy); partitioned (each job at most its weight's share, weight / total weight, of every "
     "table; none evicts another's entries); quota (each job at most its quota, a fraction of every table, of "
-    "entries all share); SHARP's switches allot aggregation resources per job in the same way (docs/jobs.md)"};
+    "entries all share); the NVSwitches' tables, not yet a cluster's SHARP tables (docs/jobs.md)"};
 
 class TableSharing {
  public:
