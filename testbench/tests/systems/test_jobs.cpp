@@ -521,3 +521,27 @@ TEST_CASE("a sharing policy the tables lack and shares a policy does not read ar
   bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, fallback: hardware}\n",
           "fallback is software (the ring when its share of the reduction tables holds no entry) or none, not 'hardware'");
 }
+
+TEST_CASE("weighted partitions give NVLS jobs their shares of the pull tables, and the smaller share waits longer",
+          "[jobs][sharing]") {
+  cli::TempDir d;
+  // HGX H100's 4 NVSwitches, 512-B tables (4 entries per port): weights 3
+  // and 1 give 3 and 1 entries; each job's pull requests wait at their
+  // first hop for an entry of their share.
+  const std::string f = d.write("w.yaml",
+                                "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 512\n"
+                                "switch.reduction_table.policy: partitioned\njobs:\n"
+                                "  - {name: a, gpus: 0-3, algorithm: nvls, weight: 3}\n"
+                                "  - {name: b, gpus: 4-7, algorithm: nvls}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("w.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("w.json")))["rows"];
+  CHECK(rows[0]["table_sharing"]["entries"] == 3);
+  CHECK(rows[1]["table_sharing"]["entries"] == 1);
+  for (const auto& row : rows) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["table_sharing"]["stalls"].get<uint64_t>() > 0);
+  }
+  CHECK(rows[1]["slowdown"].get<double>() > 2 * rows[0]["slowdown"].get<double>());
+}
