@@ -72,6 +72,8 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   tables_.entry_bytes = fmt_.max_payload_bytes;
   tables_.eviction = nvswitch::make_eviction_policy(d.tables ? cfg.get(nvswitch::kTableEviction)
                                                              : nvswitch::kTableEviction.default_value());
+  tables_.sharing = std::make_shared<nvswitch::TableSharing>(nvswitch::TableSharing::parse(
+      d.tables ? cfg.get(nvswitch::kTablePolicy) : nvswitch::kTablePolicy.default_value()));
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < tables_.entry_bytes)

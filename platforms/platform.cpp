@@ -437,6 +437,14 @@ GpuMachine::TableTotals GpuMachine::table_totals() const {
   return t;
 }
 
+uint32_t GpuMachine::smallest_table_entries() const {
+  uint32_t least = 0;
+  for (const nvswitch::NvSwitch* s : switches_)
+    for (int p = 0; p < s->num_ports(); ++p)
+      if (const uint32_t c = s->table(p).capacity(); c && (!least || c < least)) least = c;
+  return least;
+}
+
 std::pair<uint64_t, double> GpuMachine::packet_latency() const {
   std::pair<uint64_t, double> r{0, 0.0};
   for (const gpu::Gpu* g : gpus_) {

@@ -12,8 +12,10 @@
 
 #include "core/error.h"
 #include "core/nearest.h"
+#include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
+#include "placement.h"
 
 namespace incsim::tb {
 
@@ -360,32 +362,33 @@ class Parser {
     const auto line = [&](const YAML::Node& n) {
       return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
     };
-    if (!list.IsSequence())
-      throw UserError(line(list) + ": jobs is a list of jobs, each a map with gpus and optionally name, collective, "
-                      "algorithm, sizes and start_us");
+    static const std::string some = "gpus and optionally name, collective, algorithm, sizes, start_us, placement, "
+                                    "seed, repeat, interarrival_us, allow_overlap, weight, quota and fallback";
+    if (!list.IsSequence()) throw UserError(line(list) + ": jobs is a list of jobs, each a map with " + some);
     if (list.size() == 0)
-      throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with gpus and optionally "
-                      "name, collective, algorithm, sizes and start_us");
+      throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with " + some);
     o_.jobs.clear();
-    static const std::vector<std::string> keys = {"name", "gpus", "collective", "algorithm", "sizes", "start_us"};
+    static const std::vector<std::string> keys = {"name",      "gpus", "collective", "algorithm",       "sizes",
+                                                  "start_us",  "placement", "seed", "repeat", "interarrival_us",
+                                                  "allow_overlap", "weight", "quota", "fallback"};
     for (const auto& item : list) {
       Options::Job job;
       job.where = line(item);
       job.name = "job" + std::to_string(o_.jobs.size() + 1);
-      if (!item.IsMap()) throw UserError(job.where + ": a job is a map of name, gpus, collective, algorithm, sizes and start_us");
-      bool gpus = false;
+      if (!item.IsMap()) throw UserError(job.where + ": a job is a map of " + some);
+      YAML::Node gpus;
+      std::string gpus_at;  // empty: no gpus key
       for (const auto& kv : item) {
         const std::string key = key_of(kv.first, path);
         const std::string at = line(kv.first);
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
           const std::string near = nearest(key, keys);
           throw UserError(at + ": a job has no key '" + key + "'" +
-                          (near.empty() ? "; its keys are name, gpus, collective, algorithm, sizes and start_us"
-                                        : "; did you mean '" + near + "'?"));
+                          (near.empty() ? "; its keys are " + some : "; did you mean '" + near + "'?"));
         }
         if (key == "gpus") {
-          gpus = true;
-          job.gpus = gpu_set(kv.second, at);
+          gpus = kv.second;
+          gpus_at = at;
           continue;
         }
         one_value(kv.second, "a job's '" + key + "' takes one value,", path);
@@ -393,16 +396,61 @@ class Parser {
         if (key == "name") job.name = v;
         else if (key == "collective") job.collective = v;
         else if (key == "sizes") job.sizes = v;
-        else if (key == "start_us") job.start_us = parse_start(v, at);
+        else if (key == "start_us") job.start_us = parse_us("start_us", v, at);
+        else if (key == "interarrival_us") job.interarrival_us = parse_us("interarrival_us", v, at);
+        else if (key == "placement") job.placement = placement(v, at);
+        else if (key == "seed") job.seed = parse_uint(at + ": a job's seed", v);
+        else if (key == "repeat") job.repeat = parse_count(at + ": a job's repeat", v, 1, 4096);
+        else if (key == "allow_overlap") job.allow_overlap = yes_no(v, at);
+        else if (key == "weight") job.weight = parse_share("weight", v, at, 1e6);
+        else if (key == "quota") job.quota = parse_share("quota", v, at, 1);
+        else if (key == "fallback") job.fallback_software = fallback(v, at);
         // A program file named in a config file is found beside it.
         else job.algorithm = v.find_first_of("./") == std::string::npos ? v : beside_open_file(v);
       }
-      if (!gpus) throw UserError(job.where + ": job '" + job.name + "' names no gpus (a list such as [0, 1, 2, 3] or 0-7)");
+      if (gpus_at.empty()) throw UserError(job.where + ": job '" + job.name + "' names no gpus (a list such as [0, 1, 2, 3] or 0-7)");
+      if (job.placement.empty()) {
+        job.gpus = gpu_set(gpus, gpus_at);
+      } else {
+        one_value(gpus, "with a placement, a job's 'gpus' is its count of GPUs,", path);
+        job.count = parse_count(gpus_at + ": with placement " + job.placement + ", gpus (a count)", gpus.Scalar(), 1,
+                                1000000);
+      }
+      if (job.seed && job.placement != "random")
+        throw UserError(job.where + ": job '" + job.name + "' gives a seed, which only placement random reads");
       for (const auto& other : o_.jobs)
         if (other.name == job.name) throw UserError(job.where + ": two jobs are named '" + job.name + "'");
       o_.jobs.push_back(std::move(job));
     }
     o_.given.push_back("jobs");
+  }
+
+  static std::string placement(const std::string& v, const std::string& at) {
+    if (std::find(placements().begin(), placements().end(), v) == placements().end())
+      throw UserError(at + ": placement must be one of " + placement_names() + ", not '" + v + "'");
+    return v;
+  }
+
+  // A weight (positive) or a quota (a fraction of a table, more than 0, at most 1).
+  static double parse_share(const std::string& key, const std::string& v, const std::string& at, double hi) {
+    char* end = nullptr;
+    const double x = v.empty() ? -1 : std::strtod(v.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(x > 0 && x <= hi))
+      throw UserError(at + ": a job's " + key + " must be more than 0 and at most " + shortest_text(hi) + ", not " + v);
+    return x;
+  }
+
+  static bool fallback(const std::string& v, const std::string& at) {
+    if (v == "software") return true;
+    if (v == "none") return false;
+    throw UserError(at + ": fallback is software (the ring when its share of the reduction tables holds no entry) "
+                    "or none, not '" + v + "'");
+  }
+
+  static bool yes_no(const std::string& v, const std::string& at) {
+    if (v == "true") return true;
+    if (v == "false") return false;
+    throw UserError(at + ": allow_overlap is true or false, not '" + v + "'");
   }
 
   // A job's GPUs: a list of numbers, or a text of numbers and ranges (0-7,9).
@@ -434,11 +482,11 @@ class Parser {
     return gpus;
   }
 
-  static double parse_start(const std::string& v, const std::string& at) {
+  static double parse_us(const std::string& key, const std::string& v, const std::string& at) {
     char* end = nullptr;
     const double us = v.empty() ? -1 : std::strtod(v.c_str(), &end);
     if (end == nullptr || *end != '\0' || !(us >= 0 && us <= 1e9))
-      throw UserError(at + ": start_us must be between 0 and 1e9 microseconds, not " + v);
+      throw UserError(at + ": " + key + " must be between 0 and 1e9 microseconds, not " + v);
     return us;
   }
 

@@ -53,9 +53,24 @@ struct Options {
   // out it takes from the run's options (collective, algorithm, sizes).
   struct Job {
     std::string name;       // default job1, job2, ...
-    std::vector<int> gpus;  // in rank order
+    std::vector<int> gpus;  // in rank order; with a placement, chosen when the platform is built
     std::string collective, algorithm, sizes;  // empty: the run's
     double start_us = 0;    // after each point begins
+    // A placement (contiguous, random, fragmented, spread: workloads/placement.h)
+    // picks `count` GPUs among those no earlier job holds; empty: gpus lists them.
+    std::string placement;
+    int count = 0;
+    std::optional<uint64_t> seed;  // random placement; the run's --seed if absent
+    // repeat: copies name.1 ... name.K, copy k starting (k-1) x interarrival_us later.
+    int repeat = 1;
+    double interarrival_us = 0;
+    bool allow_overlap = false;  // may share GPUs with other jobs (the engines time-share them)
+    // Its share of the switches' reduction tables (nvswitch/table_sharing.h):
+    // weight under switch.reduction_table.policy=partitioned, quota (a
+    // fraction of each table) under quota; unset: 1.
+    std::optional<double> weight, quota;
+    // fallback: software runs the ring if its share holds no table entry.
+    bool fallback_software = false;
     std::string where;      // "config file F, line N", for messages
   };
   std::vector<Job> jobs;

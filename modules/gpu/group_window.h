@@ -12,7 +12,7 @@
 namespace incsim::gpu {
 
 struct GroupWindow {
-  static constexpr uint64_t kBytes = 1ull << 46;
+  static constexpr uint64_t kBytes = net::kMulticastWindowBytes;
   static constexpr uint64_t kIn = 0, kOut = 1ull << 44, kFlag = 2ull << 44;
   static uint64_t base(int window) { return net::kMulticastBase + kBytes * static_cast<uint64_t>(window); }
 };

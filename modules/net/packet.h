@@ -33,6 +33,13 @@ const char* op_name(Op op);
 // address space (Klenk Fig. 2).
 constexpr uint64_t kMulticastBase = 1ull << 48;
 inline bool is_multicast(uint64_t addr) { return addr >= kMulticastBase; }
+// Each in-network group of a collective in flight holds a window of that
+// space (gpu/group_window.h); a switch finds an address's window, and so its
+// collective's job (topo::MulticastFabric::window_tenant), by this size.
+constexpr uint64_t kMulticastWindowBytes = 1ull << 46;
+inline int multicast_window(uint64_t addr) {
+  return is_multicast(addr) ? static_cast<int>((addr - kMulticastBase) / kMulticastWindowBytes) : -1;
+}
 constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
 
 // Virtual channels. Two message classes, requests and responses, so that

@@ -10,9 +10,9 @@ namespace {
 // Klenk §IV-C: the least recently used push entry.
 class Lru : public EvictionPolicy {
  public:
-  int victim(const ReductionTable& t) override {
+  int victim(const ReductionTable& t, int job) override {
     int v = t.lru();
-    while (v >= 0 && t.entry(v).owner != kPushOwner) v = t.entry(v).next;
+    while (v >= 0 && (t.entry(v).owner != kPushOwner || (job >= 0 && t.entry(v).job != job))) v = t.entry(v).next;
     return v;
   }
 };
@@ -20,7 +20,7 @@ class Lru : public EvictionPolicy {
 // Entries leave only when complete or timed out (switch.reduction_table.timeout_ns).
 class KeepAll : public EvictionPolicy {
  public:
-  int victim(const ReductionTable&) override { return -1; }
+  int victim(const ReductionTable&, int) override { return -1; }
 };
 
 std::map<std::string, EvictionFactory>& registry() {

@@ -12,6 +12,7 @@
 #include <systemc>
 
 #include "core/trace.h"
+#include "net/packet.h"
 #include "topology/multicast.h"
 
 namespace incsim::nvswitch {
@@ -36,6 +37,8 @@ class McrTable : public sc_core::sc_module, public Traceable {
   int home_gpu(int r, uint64_t addr) const { return fabric_.home_gpu(r, addr); }
   topo::MulticastFabric::HomePort home_port(int r, uint64_t addr) const { return fabric_.home_port(r, addr); }
   int result_pivot(int r, uint64_t addr) const { return fabric_.result_pivot(r, addr); }
+  // The job whose collective's window holds addr (TableSharing), -1 if none.
+  int tenant(uint64_t addr) const { return fabric_.window_tenant(net::multicast_window(addr)); }
   // Contributions to addr's block that meet here on their way home (SHARP's tree), or 0.
   int merge_count(int r, uint64_t addr) const { return fabric_.merge_count(r, addr, sw_); }
 

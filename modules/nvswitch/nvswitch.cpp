@@ -17,6 +17,7 @@ NvSwitch::NvSwitch(sc_core::sc_module_name name, int ports, credit_switch::Switc
   if (fabric) mcr_ = std::make_unique<McrTable>("mcr_table", *fabric, wiring_.index);
   for (int p = 0; p < ports; ++p) {
     set_table_bytes(p, tables.table_bytes);
+    port_of(p).table.share(tables.sharing.get());
     port_of(p).table.watch_emitted(&injector_bytes(p, net::kRequestVc));
     if (!tables.holds) port_of(p).timers = &port_of(p).table.push_entries;  // push entries time out
   }
@@ -50,8 +51,9 @@ void NvSwitch::replicate(net::Packet* h, int input) {
   if (pull) {
     const int o = pull_port(h->src, h->addr);
     TablePort& out = port_of(o);
+    const int job = tenant(h->addr);
     const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(mcr_->subtree_targets(r, pivot)),
-                                  sc_core::sc_time_stamp().value());
+                                  sc_core::sc_time_stamp().value(), job);
     if (e >= 0) {
       ReductionTable::Entry& en = out.table.entry(e);
       en.bytes = h->payload_bytes;
@@ -61,6 +63,7 @@ void NvSwitch::replicate(net::Packet* h, int input) {
                  h->addr, h->src, en.expected, out.table.size(), out.table.capacity());
     } else if (input < ports_ && wiring_.port_endpoint[input] == static_cast<int32_t>(h->src)) {
       ++out.table.stalls;
+      if (auto* c = counters_of(job)) ++c->stalls;
       INCSIM_LOG(out.table.log, Debug, "full: pull {:#x} by gpu {} stalls at input {}", h->addr, h->src, input);
       out.table.stalled.push_back(input);
       return;
@@ -104,7 +107,7 @@ int16_t NvSwitch::reduce_route(net::Packet* p, int input) {
 // entry while it is full, until one frees.
 bool NvSwitch::can_absorb(int o, const net::Packet* h) {
   const ReductionTable& t = port_of(o).table;
-  return !(tables_.holds && t.full() && t.find(h->addr, net::kNoEndpoint) < 0);
+  return !(tables_.holds && !t.room(tenant(h->addr)) && t.find(h->addr, net::kNoEndpoint) < 0);
 }
 
 net::Packet* NvSwitch::pass_response(int o, net::Packet* p) {
@@ -136,14 +139,20 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
     INCSIM_LOG(port_of(o).table.log, Debug, "hit {:#x}: {} of {} contributions", p->addr, en.count, en.expected);
   } else {
     ++t.misses;
-    // The victim, by the eviction policy (Klenk §IV-C: LRU); pull entries
-    // wait for responses and are never evicted.
+    const int job = tenant(p->addr);
+    TableSharing::Counters* mine = counters_of(job);
+    if (mine) ++mine->misses;
+    // The victim, by the eviction policy (Klenk §IV-C: LRU): of the job's own
+    // entries if it holds its share (TableSharing), else of the full table;
+    // pull entries wait for responses and are never evicted.
     static_assert(EvictionPolicy::kPushOwner == net::kNoEndpoint, "push entries are owned by no endpoint");
-    sc_assert(!(tables_.holds && t.full()));  // crossbar_move held it
-    const int victim = t.full() ? tables_.eviction->victim(t) : -1;
+    const bool room = t.room(job);
+    sc_assert(!(tables_.holds && !room));  // crossbar_move held it
+    const int victim = evict_for(*tables_.eviction, t, job);
     sc_assert(victim < 0 || t.entry(victim).owner == net::kNoEndpoint);
-    if (t.full() && victim < 0) {
+    if (!room && victim < 0) {
       ++t.evictions;
+      if (mine) ++mine->evictions_suffered;
       INCSIM_LOG(port_of(o).table.log, Debug, "full: push {:#x} goes on as a partial to gpu {}", p->addr,
                  mcr_->home_gpu(mcr_->region_of(p->addr), p->addr));
       p->op = net::Op::Partial;
@@ -151,11 +160,15 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
       inject(o, p, at, false);
       return;
     }
-    if (victim >= 0) emit(o, victim, false, at, false);
+    if (victim >= 0) {
+      if (mine) ++mine->evictions_caused;
+      if (auto* theirs = counters_of(t.entry(victim).job)) ++theirs->evictions_suffered;
+      emit(o, victim, false, at, false);
+    }
     const int r = mcr_->region_of(p->addr);
     const int expected = p->home_switch == wiring_.index ? static_cast<int>(mcr_->region(r).targets.size())
                                                          : mcr_->merge_count(r, p->addr);
-    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(expected), now_ps);
+    e = t.alloc(p->addr, net::kNoEndpoint, static_cast<uint16_t>(expected), now_ps, job);
     ++port_of(o).table.push_entries;
     ReductionTable::Entry& en = t.entry(e);
     en.bytes = p->payload_bytes;
@@ -179,6 +192,7 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
   const int e = t.find(p->addr, p->dst);
   if (e < 0) {
     ++t.misses;
+    if (auto* c = counters_of(tenant(p->addr))) ++c->misses;
     INCSIM_LOG(port_of(o).table.log, Debug, "miss: response {:#x} for gpu {} bypasses", p->addr, p->dst);
     return p;
   }

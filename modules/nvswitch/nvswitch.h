@@ -25,6 +25,7 @@
 #include "eviction.h"
 #include "nvswitch/mcr_table.h"
 #include "nvswitch/reduction_table.h"
+#include "nvswitch/table_sharing.h"
 #include "topology/multicast.h"
 
 namespace incsim::nvswitch {
@@ -36,6 +37,8 @@ struct TableConfig {
   sc_core::sc_time table_timeout; // an idle push entry is evicted to its home GPU
   // Whom a push miss on a full table evicts (eviction.h); shared by the platform's switches.
   std::shared_ptr<EvictionPolicy> eviction;
+  // How jobs share the tables (table_sharing.h); shared by the platform's switches.
+  std::shared_ptr<TableSharing> sharing;
   // SHARP's aggregation tables (an InfiniBand switch): a push that finds its
   // port's table full waits at its input for an entry, entries neither
   // time out nor are evicted, and no partial sum ever leaves; the hosts'
@@ -100,6 +103,13 @@ class NvSwitch : public credit_switch::CreditSwitch {
   void emit(int o, int e, bool complete, const sc_core::sc_time& now, bool retry = true);
   void release_entry(int o, int e, bool retry);
   void retry_stalled(int o);
+  // The job of a table address and its contention counters (TableSharing); null counters: no job.
+  int tenant(uint64_t addr) const { return mcr_ ? mcr_->tenant(addr) : -1; }
+  TableSharing::Counters* counters_of(int job) const {
+    return tables_.sharing && job >= 0 && static_cast<size_t>(job) < tables_.sharing->jobs()
+               ? &tables_.sharing->counters(job)
+               : nullptr;
+  }
 
   TableConfig tables_;
   log::Logger log_;  // multicast replication

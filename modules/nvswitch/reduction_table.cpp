@@ -20,6 +20,7 @@ void ReductionTable::configure(uint32_t entries, uint32_t entry_bytes) {
   for (uint32_t i = entries; i > 0; --i) free_.push_back(static_cast<int32_t>(i - 1));
   size_ = occupancy = 0;
   lru_ = mru_ = -1;
+  held_.clear();
 }
 
 size_t ReductionTable::bucket(uint64_t addr, uint32_t owner) const {
@@ -36,8 +37,8 @@ int ReductionTable::find(uint64_t addr, uint32_t owner) const {
   }
 }
 
-int ReductionTable::alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps) {
-  if (free_.empty()) return -1;
+int ReductionTable::alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps, int job) {
+  if (free_.empty() || capped(job)) return -1;
   const int32_t i = free_.back();
   free_.pop_back();
   Entry& e = entries_[i];
@@ -46,6 +47,11 @@ int ReductionTable::alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint
   e.owner = owner;
   e.expected = expected;
   e.touched = now_ps;
+  e.job = static_cast<int16_t>(job);
+  if (job >= 0) {
+    if (held_.size() <= static_cast<size_t>(job)) held_.resize(job + 1);
+    ++held_[job];
+  }
   size_t b = bucket(addr, owner);
   while (index_[b] >= 0) b = (b + 1) & (index_.size() - 1);
   index_[b] = i;
@@ -75,6 +81,7 @@ void ReductionTable::release(int i) {
   }
   index_[hole] = -1;
   entries_[i].count = 0;  // a free entry holds no contributions (its traced count)
+  if (entries_[i].job >= 0) --held_[entries_[i].job];
   unlink(i);
   free_.push_back(i);
   occupancy = --size_;

@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/param.h"
 #include "core/trace.h"
+#include "table_sharing.h"
 
 namespace incsim::nvswitch {
 
@@ -58,6 +59,7 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
     uint16_t expected = 0;   // contributions that complete it (from the MCR table)
     uint16_t bytes = 0;      // payload held
     uint8_t dtype = 0, redop = 0;
+    int16_t job = -1;        // whose collective's window its address lies in (TableSharing), -1: none
     uint64_t touched = 0;    // time of the last update, ps
     int32_t prev = -1, next = -1;  // LRU list: head is the least recently used
   };
@@ -71,8 +73,15 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
   bool full() const { return size_ == capacity(); }
 
   int find(uint64_t addr, uint32_t owner) const;  // -1 on a miss
-  // A free entry for (addr, owner), empty, most recently used; -1 when full.
-  int alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps);
+  // A free entry for (addr, owner) of `job`, empty, most recently used; -1
+  // when full or when the job holds its limit (capped).
+  int alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps, int job = -1);
+  // The jobs' sharing policy (table_sharing.h), common to the machine's tables; none: shared.
+  void share(const TableSharing* s) { sharing_ = s; }
+  // Whether `job` holds all the entries its share allows here.
+  bool capped(int job) const { return sharing_ && job >= 0 && held(job) >= sharing_->limit(job, capacity()); }
+  bool room(int job) const { return !full() && !capped(job); }
+  uint32_t held(int job) const { return job >= 0 && job < static_cast<int>(held_.size()) ? held_[job] : 0; }
   void touch(int i, uint64_t now_ps);  // moves it to the most recently used end
   void release(int i);
   int lru() const { return lru_; }  // -1 when empty
@@ -109,6 +118,8 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
   uint32_t entry_bytes_ = 0, size_ = 0;
   int32_t lru_ = -1, mru_ = -1;
   const uint32_t* emitted_ = nullptr;
+  const TableSharing* sharing_ = nullptr;
+  std::vector<uint32_t> held_;  // [job]: entries it holds
 };
 
 }  // namespace incsim::nvswitch

@@ -161,15 +161,17 @@ void MulticastFabric::remove_region(int r) { regions_[r] = Region{}; }
 
 int MulticastFabric::claim_window() {
   const auto free = std::find(windows_.begin(), windows_.end(), false);
-  if (free != windows_.end()) {
-    *free = true;
-    return static_cast<int>(free - windows_.begin());
-  }
-  windows_.push_back(true);
-  return static_cast<int>(windows_.size()) - 1;
+  const int w = static_cast<int>(free - windows_.begin());
+  if (free != windows_.end()) *free = true;
+  else windows_.push_back(true), tenants_.push_back(-1);
+  tenants_[w] = tenant_;
+  return w;
 }
 
-void MulticastFabric::release_window(int w) { windows_[w] = false; }
+void MulticastFabric::release_window(int w) {
+  windows_[w] = false;
+  tenants_[w] = -1;
+}
 
 int MulticastFabric::find(uint64_t addr) const {
   for (size_t r = 0; r < regions_.size(); ++r)

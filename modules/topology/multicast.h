@@ -61,6 +61,12 @@ class MulticastFabric {
   // free window first: a collective alone always gets window 0.
   int claim_window();
   void release_window(int w);
+  // Which job holds each window (the switches' table sharing policy reads
+  // it): collectives claim their windows as they are built, and a jobs run
+  // builds job j's collective after set_tenant(j). -1: no job (a run without
+  // jobs, or a window no one holds).
+  void set_tenant(int job) { tenant_ = job; }
+  int window_tenant(int w) const { return w >= 0 && w < static_cast<int>(tenants_.size()) ? tenants_[w] : -1; }
   int find(uint64_t addr) const;  // region holding addr, or -1
   const McRegion& region(int r) const { return regions_[r].def; }
 
@@ -145,6 +151,8 @@ class MulticastFabric {
   std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
   std::vector<Region> regions_;  // removed ones have size 0 and are reused
   std::vector<bool> windows_;    // [window]: claimed
+  std::vector<int> tenants_;     // [window]: the job that claimed it, -1 if none
+  int tenant_ = -1;              // the job whose collectives claim windows now
 };
 
 }  // namespace incsim::topo

@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "core/units.h"
+#include "core/param.h"
+#include "nvswitch/table_sharing.h"
+#include "placement.h"
 
 namespace incsim::tb {
 
@@ -22,6 +25,23 @@ std::string gpu_ranges(const std::vector<int>& gpus) {
     i = j + 1;
   }
   return os.str();
+}
+
+// The jobs with each `repeat: K` as K copies, name.1 to name.K, copy k
+// starting (k-1) x interarrival_us after the first and drawing a random
+// placement with the job's seed (the run's if it gives none) plus k-1.
+std::vector<Options::Job> copies(const std::vector<Options::Job>& jobs, uint64_t run_seed) {
+  std::vector<Options::Job> all;
+  for (const Options::Job& job : jobs)
+    for (int k = 0; k < job.repeat; ++k) {
+      Options::Job c = job;
+      if (job.repeat > 1) c.name += "." + std::to_string(k + 1);
+      c.repeat = 1;
+      c.start_us += k * job.interarrival_us;
+      c.seed = job.seed.value_or(run_seed) + k;
+      all.push_back(std::move(c));
+    }
+  return all;
 }
 
 // Each line of `text` with its leading `mark` followed by `prefix`.
@@ -46,51 +66,119 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   if (opt_.gpus && *opt_.gpus != n)
     throw UserError("--gpus " + std::to_string(*opt_.gpus) + " does not shape platform '" + t.name +
                     "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
-  // Each GPU in one job: a job's share of the machine is its GPUs.
+  // Each GPU in one job (unless one of two allows overlap): a job's share of
+  // the machine is its GPUs. Placements take GPUs in list order among those
+  // no earlier job holds.
+  opt_.jobs = copies(opt_.jobs, opt_.seed);
   std::vector<int> owner(n, -1);
   std::vector<collectives::Needs> needs;
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
-    const Options::Job& job = opt_.jobs[j];
+    Options::Job& job = opt_.jobs[j];
+    if (!job.placement.empty()) {
+      std::vector<bool> free(n);
+      for (int g = 0; g < n; ++g) free[g] = owner[g] < 0 || job.allow_overlap;
+      try {
+        job.gpus = place(t, free, job.placement, job.count, *job.seed);
+      } catch (const UserError& e) {
+        throw UserError(job.where + ": job '" + job.name + "' does not fit (placement: " + job.placement +
+                        ", gpus: " + std::to_string(job.count) + "): " + e.what());
+      }
+    }
     for (int g : job.gpus) {
       if (g >= n)
         throw UserError(job.where + ": job '" + job.name + "' names GPU " + std::to_string(g) + ", but platform '" +
                         t.name + "' has GPUs 0 to " + std::to_string(n - 1));
-      if (owner[g] >= 0)
+      if (owner[g] >= 0 && !job.allow_overlap && !opt_.jobs[owner[g]].allow_overlap)
         throw UserError(job.where + ": jobs '" + opt_.jobs[owner[g]].name + "' and '" + job.name + "' both name GPU " +
-                        std::to_string(g) + "; each GPU belongs to one job");
-      owner[g] = static_cast<int>(j);
+                        std::to_string(g) + "; each GPU belongs to one job unless one of them says allow_overlap: true");
+      if (owner[g] < 0) owner[g] = static_cast<int>(j);
     }
     const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
     const std::string algorithm = !job.algorithm.empty()    ? job.algorithm
                                   : !opt_.algorithm.empty() ? opt_.algorithm
                                                             : default_algorithm(collective, opt_.platform);
-    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) needs.push_back(mine);
+    bool tables = false;
+    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) {
+      needs.push_back(mine);
+      tables = tables || mine.tables != collectives::TableRule::None;
+    }
+    tables_.push_back(tables);
   }
   // The machine is built once for all the jobs' algorithms.
   platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
+  share_tables();
 
   schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
   const Schema nccl = nccl_schema();
   for (const Column& c : nccl.columns()) schema_->add(c);
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement})
-      .add({"start_us", "us", ColumnKind::Setting});
+      .add({"start_us", "us", ColumnKind::Setting})
+      .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
+      .add({"slowdown", "", ColumnKind::Measurement, "slowdown", "(x)", 9, 3});
 
-  for (const Options::Job& job : opt_.jobs) {
+  for (size_t j = 0; j < opt_.jobs.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
     Options oj = opt_;
     oj.jobs.clear();
     if (!job.collective.empty()) oj.collective = job.collective, oj.given.push_back("collective");
     if (!job.algorithm.empty()) oj.algorithm = job.algorithm;
+    if (!fallback_[j].empty()) oj.algorithm = "ring";
     if (!job.sizes.empty()) oj.sizes = job.sizes;
     const CollectiveWorkload::Share share{platform_.get(), job.gpus};
+    // The multicast windows its collective claims as it is built are its (the tables' sharing reads them).
+    platform_->multicast().set_tenant(static_cast<int>(j));
     try {
       jobs_.push_back(std::make_unique<CollectiveWorkload>(oj, cfg, &share));
     } catch (const UserError& e) {
       throw UserError(job.where + ": job '" + job.name + "': " + e.what());
     }
   }
+  platform_->multicast().set_tenant(-1);
   started_.resize(jobs_.size());
+  ended_.resize(jobs_.size());
+  notes_.resize(jobs_.size());
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
+}
+
+// Each job's share of the switches' reduction tables: its weight under
+// partitioned, its quota under quota. A job whose share of the smallest table
+// is no entry cannot reduce in the switches: refused, or with fallback:
+// software it runs the ring.
+void JobsWorkload::share_tables() {
+  using nvswitch::TableSharing;
+  TableSharing& sharing = *platform_->table_config().sharing;
+  const TableSharing::Policy policy = sharing.policy();
+  const std::string key = nvswitch::kTablePolicy.key();
+  std::vector<double> shares;
+  double total = 0;
+  for (const Options::Job& job : opt_.jobs) {
+    const bool weight = policy == TableSharing::Policy::Partitioned, quota = policy == TableSharing::Policy::Quota;
+    if (job.weight && !weight)
+      throw UserError(job.where + ": job '" + job.name + "' gives a weight, which only " + key + "=partitioned reads");
+    if (job.quota && !quota)
+      throw UserError(job.where + ": job '" + job.name + "' gives a quota, which only " + key + "=quota reads");
+    shares.push_back(weight ? job.weight.value_or(1) : job.quota.value_or(1));
+    total += shares.back();
+  }
+  sharing.set_jobs(shares);
+  const uint32_t entries = platform_->smallest_table_entries();
+  fallback_.assign(opt_.jobs.size(), "");
+  for (size_t j = 0; j < opt_.jobs.size(); ++j) {
+    const Options::Job& job = opt_.jobs[j];
+    if (!tables_[j] || !entries || sharing.limit(static_cast<int>(j), entries) > 0) continue;
+    std::ostringstream why;
+    why << "its " << TableSharing::name(policy) << " share of the switches' reduction tables ("
+        << (policy == TableSharing::Policy::Partitioned ? "weight " + shortest_text(shares[j]) + " of " + shortest_text(total)
+                                                         : "quota " + shortest_text(shares[j]))
+        << ") holds 0 of the smallest table's " << entries << " entries, 1 entry short of what an in-network "
+        << "reduction needs";
+    if (!job.fallback_software)
+      throw UserError(job.where + ": job '" + job.name + "' cannot reduce in the switches: " + why.str() +
+                      " (give it a larger share, or fallback: software)");
+    fallback_[j] = why.str();
+    tables_[j] = false;
+  }
 }
 
 size_t JobsWorkload::points() const {
@@ -118,20 +206,84 @@ void JobsWorkload::launch() {
       continue;
     }
     started_[j] = true;
-    jobs_[j]->start(point_, [this] {
-      if (--running_ == 0) sc_core::sc_pause();
+    ++active_;
+    jobs_[j]->start(point_, [this, j] {
+      // Its row now: the machine's packet and table counters while it ran, not until the point ends.
+      if (jobs_[j]->error().empty()) {
+        std::ostringstream notes;
+        ended_[j].emplace(jobs_[j]->finish(point_, notes));
+        contention(j, *ended_[j], tables_[j] ? &notes : nullptr);
+        notes_[j] = notes.str();
+      }
+      --running_;
+      if (--active_ == 0) sc_core::sc_pause();
     });
   }
+  next_start_ = next;
   if (next != sc_core::sc_max_time()) launch_.at(next);
+}
+
+double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) {
+  const Options& o = jobs_[j]->options();
+  const auto key = std::make_tuple(o.collective, o.algorithm, opt_.jobs[j].gpus, jobs_[j]->sizes()[i]);
+  if (const auto hit = alone_.find(key); hit != alone_.end()) return hit->second;
+  bool done = false;
+  jobs_[j]->start(i, [&done] {
+    done = true;
+    sc_core::sc_pause();
+  });
+  const std::string what = "job '" + opt_.jobs[j].name + "' alone, size " + size_label(jobs_[j]->sizes()[i]);
+  run.run_until([&] { return done || !jobs_[j]->error().empty(); }, what);
+  if (!jobs_[j]->error().empty()) throw UserError(what + ": " + jobs_[j]->error());
+  std::ostringstream unused;  // its notes are the mix's to print
+  const Row r = jobs_[j]->finish(i, unused);
+  const double us = r["time_us"];
+  wrong = r.wrong();
+  // Its last flags land before the next run starts, as between a collective's sizes.
+  if (platform_->packets_in_use() != 0)
+    run.run_until([&] { return platform_->packets_in_use() == 0; }, what + ": the network draining",
+                  sc_core::sc_time(100, sc_core::SC_NS));
+  return alone_[key] = us;
+}
+
+// Job j's contention in the reduction tables while it ran (TableSharing's
+// counters, zeroed as the jobs start together): in its row's details (every
+// row's, as CSV columns need) and, if it reduces in the switches, a note.
+void JobsWorkload::contention(size_t j, Row& r, std::ostream* notes) const {
+  const nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
+  const nvswitch::TableSharing::Counters& c = sharing.counters(static_cast<int>(j));
+  const uint32_t entries = platform_->smallest_table_entries();
+  r.details["table_sharing"] = {{"policy", nvswitch::TableSharing::name(sharing.policy())},
+                                {"entries", sharing.limit(static_cast<int>(j), entries)},
+                                {"misses", c.misses},
+                                {"evictions_caused", c.evictions_caused},
+                                {"evictions_suffered", c.evictions_suffered},
+                                {"stalls", c.stalls}};
+  if (notes)
+    *notes << "#   its share of the tables (" << nvswitch::TableSharing::name(sharing.policy()) << ", "
+           << sharing.limit(static_cast<int>(j), entries) << " of the smallest's " << entries << " entries): "
+           << c.misses << " misses, " << c.evictions_caused << " evictions caused, " << c.evictions_suffered
+           << " suffered, " << c.stalls << " stalls\n";
 }
 
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+  // Alone, a job may take whole tables; together each keeps to its share.
+  nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
+  std::vector<double> alone(jobs_.size(), 0);
+  std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
+  sharing.enforce(false);
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    if (i < jobs_[j]->sizes().size()) alone[j] = alone_us(j, i, run, alone_wrong[j]);
+  sharing.enforce(true);
+  sharing.reset_counters();
   point_ = i;
   running_ = 0;
   point_start_ = sc_core::sc_time_stamp();
+  active_ = 0;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     started_[j] = false;
+    ended_[j].reset();
     running_ += i < jobs_[j]->sizes().size();
   }
   launch();  // those that start at once start now, as a collective alone does
@@ -140,22 +292,29 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
       if (started_[j] && !jobs_[j]->error().empty()) return static_cast<int>(j);
     return -1;
   };
-  run.run_until([&] { return running_ == 0 || failed() >= 0; }, "point " + std::to_string(i + 1) + " of the jobs");
+  for (;;) {
+    run.run_until([&] { return active_ == 0 || failed() >= 0; }, "point " + std::to_string(i + 1) + " of the jobs");
+    if (running_ == 0 || failed() >= 0) break;
+    // Every job started has ended and the next waits for its start: an idle
+    // gap, which the stall detector would take for a stall.
+    sc_core::sc_start(next_start_ - sc_core::sc_time_stamp());
+  }
   if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->error());
   std::vector<Row> rows;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     if (i >= jobs_[j]->sizes().size()) continue;
-    std::ostringstream job_notes;
-    const Row mine = jobs_[j]->finish(i, job_notes);
+    const Row& mine = *ended_[j];
     Row r(schema_);
     r.set("job", opt_.jobs[j].name);
     // Not a cluster's busiest links: their bytes are every job's, not this one's.
     for (const Column& c : mine.schema->columns())
       if (schema_->has(c.name)) r.set(c.name, mine.at(c.name));
     r.set("start_us", opt_.jobs[j].start_us);
+    r.set("alone_us", alone[j]).set("slowdown", r["time_us"] / alone[j]);
+    r.set("wrong", r.wrong() + alone_wrong[j]);  // every run's wrong elements count
     r.details = mine.details;
     r.link_bytes = mine.link_bytes;
-    notes << prefixed(job_notes.str(), "#   ", opt_.jobs[j].name + ": ");
+    notes << prefixed(notes_[j], "#   ", opt_.jobs[j].name + ": ");
     rows.push_back(std::move(r));
   }
   return rows;
@@ -168,14 +327,18 @@ void JobsWorkload::print_header(std::ostream& os) const {
      << opt_.seed << "\n";
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
-    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus) << ", starting " << job.start_us
+    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus)
+       << (job.placement.empty() ? "" : " (placement " + job.placement + ")") << ", starting " << job.start_us
        << " us into each point\n";
+    if (!fallback_[j].empty()) os << "#   fallback: software, the ring: " << fallback_[j] << "\n";
     std::ostringstream mine;
     jobs_[j]->print_header(mine);
     os << prefixed(mine.str(), "# ", "  ");
   }
   os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
-        "job ran\n";
+        "job ran\n"
+     << "# alone: the job by itself on the machine (same GPUs and size), run first; slowdown: time over alone; #wrong: "
+        "both runs'\n";
 }
 
 void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
@@ -184,6 +347,9 @@ void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
     nlohmann::ordered_json job;
     job["name"] = opt_.jobs[j].name;
     job["gpu_list"] = opt_.jobs[j].gpus;
+    if (!opt_.jobs[j].placement.empty()) job["placement"] = opt_.jobs[j].placement;
+    if (opt_.jobs[j].placement == "random") job["seed"] = *opt_.jobs[j].seed;
+    if (!fallback_[j].empty()) job["fallback"] = "software";
     job["start_us"] = opt_.jobs[j].start_us;
     jobs_[j]->config_json(job);
     list.push_back(job);

@@ -6,9 +6,14 @@
 // collectives run); the jobs share the switches, their reduction tables and
 // the links between them. Point i starts every job's i-th size, each at its
 // start_us after the point begins, and ends when all have finished: one row
-// per job, with a `job` column.
+// per job, with a `job` column, its time alone on the same machine and its
+// slowdown. Before the jobs run together, each distinct job (its collective,
+// algorithm, GPUs and size) runs by itself on the machine once per run.
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collective_workload.h"
@@ -33,15 +38,29 @@ class JobsWorkload : public Workload {
 
  private:
   void launch();  // starts the jobs whose time has come
+  void share_tables();
+  void contention(size_t j, Row& r, std::ostream* notes) const;
+  // Job j's point i by itself, nothing else running: its time, from the
+  // cache if the same job ran alone before; `wrong` gets the elements that
+  // run got wrong (0 from the cache).
+  double alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong);
   Options opt_;
   std::unique_ptr<platforms::GpuMachine> platform_;
   std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
-  // The running point: when it began, whether each job started, and how many still run.
+  std::vector<bool> tables_;  // [job]: its algorithm reduces in the switches' tables
+  std::vector<std::string> fallback_;  // [job]: why it runs the ring instead, or empty
+  // The running point: when it began, whether each job started, how many
+  // still run or wait to start, how many started and run, and when the next starts.
   size_t point_ = 0;
   sc_core::sc_time point_start_;
   std::vector<bool> started_;
-  int running_ = 0;
+  int running_ = 0, active_ = 0;
+  sc_core::sc_time next_start_;
+  std::vector<std::optional<Row>> ended_;  // each job's row and notes, taken as it ends
+  std::vector<std::string> notes_;
   Wakeup launch_;
+  // Times alone, us, by collective, algorithm, GPUs and size.
+  std::map<std::tuple<std::string, std::string, std::vector<int>, uint64_t>, double> alone_;
 };
 
 }  // namespace incsim::tb

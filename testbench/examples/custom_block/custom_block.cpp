@@ -36,10 +36,13 @@ using namespace incsim;
 
 class FullestFirst : public nvswitch::EvictionPolicy {
  public:
-  int victim(const nvswitch::ReductionTable& t) override {
+  // job >= 0: one of that job's entries (it holds its share of the table).
+  int victim(const nvswitch::ReductionTable& t, int job) override {
     int best = -1;
     for (int e = t.lru(); e >= 0; e = t.entry(e).next)  // every entry in use, least recently used first
-      if (t.entry(e).owner == kPushOwner && (best < 0 || t.entry(e).count > t.entry(best).count)) best = e;
+      if (t.entry(e).owner == kPushOwner && (job < 0 || t.entry(e).job == job) &&
+          (best < 0 || t.entry(e).count > t.entry(best).count))
+        best = e;
     return best;
   }
 };

@@ -1,10 +1,13 @@
 // The reduction table's bookkeeping (Klenk Fig. 5) against a plain model:
-// lookups by (address, owner), LRU order, capacity, release in any order.
+// lookups by (address, owner), LRU order, capacity, release in any order;
+// and the jobs' shares of a table (TableSharing) as a switch's misses use them.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <list>
 #include <random>
 
+#include "nvswitch/eviction.h"
 #include "nvswitch/reduction_table.h"
 
 using incsim::nvswitch::ReductionTable;
@@ -72,4 +75,93 @@ TEST_CASE("a reduction table matches a list model over 100000 random operations"
     }
     REQUIRE(t.size() == model.size());
   }
+}
+
+namespace {
+// Two jobs' push misses in one table as a switch makes them (NvSwitch::absorb):
+// evict_for picks the victim, then alloc. Counts, per job, the entries of
+// the other job its misses evicted.
+std::array<int, 2> hammer(ReductionTable& t, incsim::nvswitch::EvictionPolicy& lru, int steps) {
+  std::array<int, 2> theirs{0, 0};
+  std::mt19937_64 rng(3);
+  for (int step = 0; step < steps; ++step) {
+    const int job = static_cast<int>(rng() % 2);
+    // Each job's addresses in its own multicast window, as collectives hold them.
+    const uint64_t addr = (static_cast<uint64_t>(job) << 46) + (rng() % 24) * 128;
+    const int e = t.find(addr, ~0u);
+    if (e >= 0) {
+      if (rng() % 4 == 0) t.release(e);  // completed
+      else t.touch(e, step);
+      continue;
+    }
+    const int victim = incsim::nvswitch::evict_for(lru, t, job);
+    if (!t.room(job)) {
+      REQUIRE(victim >= 0);  // LRU always gives one up
+      if (t.entry(victim).job != job) ++theirs[job];
+      t.release(victim);
+    }
+    REQUIRE(t.alloc(addr, ~0u, 4, step, job) >= 0);
+    REQUIRE(t.held(0) + t.held(1) == t.size());
+  }
+  return theirs;
+}
+}  // namespace
+
+TEST_CASE("a partitioned table never lets one job evict another's entry; a shared one does", "[reduction_table][sharing]") {
+  using incsim::nvswitch::TableSharing;
+  const auto lru = incsim::nvswitch::make_eviction_policy("lru");
+  TableSharing partitioned(TableSharing::Policy::Partitioned), shared(TableSharing::Policy::Shared);
+  partitioned.set_jobs({1, 3});  // 2 and 6 of 8 entries
+  shared.set_jobs({1, 1});
+  CHECK(partitioned.limit(0, 8) == 2);
+  CHECK(partitioned.limit(1, 8) == 6);
+  ReductionTable p(sc_core::sc_gen_unique_name("reduction_table")), s(sc_core::sc_gen_unique_name("reduction_table"));
+  p.configure(8, 128);
+  s.configure(8, 128);
+  p.share(&partitioned);
+  s.share(&shared);
+  const auto cross = hammer(p, *lru, 20000);
+  CHECK(cross[0] == 0);
+  CHECK(cross[1] == 0);
+  CHECK(p.held(0) <= 2);
+  CHECK(p.held(1) <= 6);
+  // The same misses on a shared table evict each other's entries.
+  const auto shared_cross = hammer(s, *lru, 20000);
+  CHECK(shared_cross[0] > 0);
+  CHECK(shared_cross[1] > 0);
+}
+
+TEST_CASE("quotas cap each job's entries of a pool they share", "[reduction_table][sharing]") {
+  using incsim::nvswitch::TableSharing;
+  const auto lru = incsim::nvswitch::make_eviction_policy("lru");
+  TableSharing quota(TableSharing::Policy::Quota);
+  quota.set_jobs({0.5, 0.75});  // of 8 entries: 4 and 6, together more than the table
+  ReductionTable t(sc_core::sc_gen_unique_name("reduction_table"));
+  t.configure(8, 128);
+  t.share(&quota);
+  CHECK(quota.limit(0, 8) == 4);
+  CHECK(quota.limit(1, 8) == 6);
+  const uint64_t w1 = 1ull << 46;
+  for (int k = 0; k < 6; ++k) REQUIRE(t.alloc(w1 + k * 128, ~0u, 4, k, 1) >= 0);
+  CHECK(t.capped(1));
+  CHECK(!t.room(1));
+  CHECK(t.alloc(w1 + 6 * 128, ~0u, 4, 6, 1) == -1);  // at its quota with 2 entries free
+  // Job 1 at its quota evicts its own least recently used entry.
+  const int own = incsim::nvswitch::evict_for(*lru, t, 1);
+  CHECK(t.entry(own).job == 1);
+  CHECK(t.entry(own).addr == w1);
+  // Job 0 takes the 2 free entries, then, below its quota of 4 in a full
+  // table, evicts the pool's least recently used entry: job 1's.
+  for (int k = 0; k < 2; ++k) REQUIRE(t.alloc(k * 128, ~0u, 4, 10 + k, 0) >= 0);
+  CHECK(t.full());
+  CHECK(!t.capped(0));
+  const int v = incsim::nvswitch::evict_for(*lru, t, 0);
+  CHECK(t.entry(v).job == 1);
+  t.release(v);
+  REQUIRE(t.alloc(2 * 128, ~0u, 4, 12, 0) >= 0);
+  CHECK(t.held(0) == 3);
+  CHECK(t.held(1) == 5);
+  // Lifted (a job run alone), the quota no longer binds.
+  quota.enforce(false);
+  CHECK(quota.limit(0, 8) == 8);
 }

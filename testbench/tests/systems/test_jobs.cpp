@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "experiment.h"
 #include "jobs.h"
+#include "placement.h"
 #include "platforms/platform.h"
 #include "run_checked.h"
 
@@ -76,6 +77,16 @@ std::vector<std::string> own_rows(const cli::TempDir& d, const std::string& name
   return rows;
 }
 
+// `config` run by the binary is refused in one sentence that says `sentence`, printing nothing.
+void refused(const cli::TempDir& d, const std::string& config, const std::string& sentence) {
+  const cli::Result r = cli::incsim("--config " + d.write("bad.yaml", config));
+  INFO(config);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(cli::lines(r.err).size() == 1);
+  CHECK_THAT(r.err, Catch::Contains(sentence));
+}
+
 }  // namespace
 
 TEST_CASE("two jobs on the two halves of DGX-2 each give the rows they give alone", "[jobs]") {
@@ -121,28 +132,22 @@ TEST_CASE("on a cluster a push inside one node and a ring across the nodes each 
 TEST_CASE("a job on GPUs the platform lacks, overlapping jobs and an algorithm its GPUs cannot run are refused",
           "[jobs][errors]") {
   cli::TempDir d;
-  const auto refused = [&](const std::string& jobs, const std::string& sentence) {
-    const std::string f = d.write("bad.yaml", "sizes: 64K\njobs:\n" + jobs);
-    const cli::Result r = cli::incsim("--config " + f);
-    INFO(jobs);
-    CHECK(r.code == 2);
-    CHECK(r.out.empty());
-    CHECK(cli::lines(r.err).size() == 1);
-    CHECK_THAT(r.err, Catch::Contains(sentence));
+  const auto bad = [&](const std::string& jobs, const std::string& sentence) {
+    refused(d, "sizes: 64K\njobs:\n" + jobs, sentence);
   };
-  refused("  - {name: a, gpus: 0-7}\n  - {name: b, gpus: 6-11}\n",
+  bad("  - {name: a, gpus: 0-7}\n  - {name: b, gpus: 6-11}\n",
           "line 4: jobs 'a' and 'b' both name GPU 6; each GPU belongs to one job");
-  refused("  - {name: a, gpus: [0, 16]}\n", "job 'a' names GPU 16, but platform 'dgx2' has GPUs 0 to 15");
-  refused("  - {name: a, gpus: [3]}\n", "job 'a': a collective needs at least 2 GPUs, and this job has 1");
-  refused("  - {name: a, gpus: 0-7, algorithm: blink}\n  - {name: b, gpus: 8-15, algorith: ring}\n",
+  bad("  - {name: a, gpus: [0, 16]}\n", "job 'a' names GPU 16, but platform 'dgx2' has GPUs 0 to 15");
+  bad("  - {name: a, gpus: [3]}\n", "job 'a': a collective needs at least 2 GPUs, and this job has 1");
+  bad("  - {name: a, gpus: 0-7, algorithm: blink}\n  - {name: b, gpus: 8-15, algorith: ring}\n",
           "line 4: a job has no key 'algorith'; did you mean 'algorithm'?");
-  refused("  - {name: a, gpus: 7-0}\n", "'7-0' is not a GPU or a range of GPUs such as 0-7");
-  refused("  - {name: a, gpus: 0-3, start_us: soon}\n", "start_us must be between 0 and 1e9 microseconds, not soon");
-  refused("  - {name: a}\n", "job 'a' names no gpus");
-  refused("  - {name: a, gpus: 8-15, algorithm: blink}\n",
+  bad("  - {name: a, gpus: 7-0}\n", "'7-0' is not a GPU or a range of GPUs such as 0-7");
+  bad("  - {name: a, gpus: 0-3, start_us: soon}\n", "start_us must be between 0 and 1e9 microseconds, not soon");
+  bad("  - {name: a}\n", "job 'a' names no gpus");
+  bad("  - {name: a, gpus: 8-15, algorithm: blink}\n",
           "job 'a': algorithm 'blink' builds its trees over GPUs 0 to n-1 of the platform");
-  refused("  - {name: a, gpus: 0-7, algorithm: netreduce}\n", "job 'a': algorithm 'netreduce' runs on");
-  refused("  - {name: a, gpus: 0-7, algorithm: ring}\n  - {name: a, gpus: 8-9}\n", "two jobs are named 'a'");
+  bad("  - {name: a, gpus: 0-7, algorithm: netreduce}\n", "job 'a': algorithm 'netreduce' runs on");
+  bad("  - {name: a, gpus: 0-7, algorithm: ring}\n  - {name: a, gpus: 8-9}\n", "two jobs are named 'a'");
 }
 
 TEST_CASE("a job that starts while another's push holds reduction table entries gets the right data", "[jobs]") {
@@ -259,4 +264,284 @@ TEST_CASE("two Blink all-reduces on the same GPUs run their dataflow tables side
   const auto runs = together("dgx1v", 8, {"blink", "blink"}, "1M");
   CHECK(runs[0].wrong() == 0);
   CHECK(runs[1].wrong() == 0);
+}
+
+namespace {
+std::vector<int> placed(const std::string& platform, int gpus, const std::string& placement, int count,
+                        const std::vector<int>& held = {}, uint64_t seed = 1) {
+  Config cfg;
+  platforms::PlatformShape shape;
+  if (platform == "cluster") shape.nodes = gpus;
+  else shape.gpus = gpus;
+  const topo::Topology t = platforms::make_topology(platform, shape, cfg);
+  std::vector<bool> free(t.endpoints().size(), true);
+  for (int g : held) free[g] = false;
+  return tb::place(t, free, placement, count, seed);
+}
+}  // namespace
+
+TEST_CASE("placements take the GPUs their rule names among the free ones", "[jobs][placement]") {
+  // Contiguous: first fit of a run of free GPUs.
+  CHECK(placed("star", 8, "contiguous", 3, {2}) == std::vector<int>{3, 4, 5});
+  CHECK(placed("star", 8, "contiguous", 2) == std::vector<int>{0, 1});
+  CHECK_THROWS_WITH(placed("star", 8, "contiguous", 6, {2}),
+                    "no 6 free GPUs are in a row (the longest run free is 5)");
+  CHECK_THROWS_WITH(placed("star", 8, "random", 8, {2}), "7 GPUs are free and it asks for 8");
+  // Fragmented: every other free GPU, then the skipped ones.
+  CHECK(placed("star", 8, "fragmented", 3) == std::vector<int>{0, 2, 4});
+  CHECK(placed("star", 8, "fragmented", 6) == std::vector<int>{0, 1, 2, 3, 4, 6});
+  CHECK(placed("star", 8, "fragmented", 3, {0, 1}) == std::vector<int>{2, 4, 6});
+  // Spread: a GPU of each DGX-2 baseboard (GPUs 0-7 and 8-15) in turn, and
+  // of each node of a cluster.
+  CHECK(placed("dgx2", 16, "spread", 4) == std::vector<int>{0, 1, 8, 9});
+  CHECK(placed("dgx2", 16, "spread", 3, {0, 8, 9}) == std::vector<int>{1, 2, 10});
+  CHECK(placed("cluster", 2, "spread", 4) == std::vector<int>{0, 1, 8, 9});
+  // One fat tree leaf per turn (fattree2l: 8 GPUs per leaf).
+  CHECK(placed("fattree2l", 32, "spread", 5) == std::vector<int>{0, 1, 8, 16, 24});
+  // Random: distinct free GPUs, the same for the same seed.
+  const auto r1 = placed("dgx2", 16, "random", 6, {3, 4}, 7);
+  CHECK(r1 == placed("dgx2", 16, "random", 6, {3, 4}, 7));
+  CHECK(r1 != placed("dgx2", 16, "random", 6, {3, 4}, 8));
+  CHECK(std::is_sorted(r1.begin(), r1.end()));
+  CHECK(std::adjacent_find(r1.begin(), r1.end()) == r1.end());
+  for (int g : r1) CHECK((g != 3 && g != 4));
+}
+
+TEST_CASE("jobs placed in list order, repeated, and sharing GPUs where they allow it", "[jobs][placement]") {
+  cli::TempDir d;
+  const std::string f = d.write("mix.yaml",
+                                "platform: dgx2\nsizes: 64K\njobs:\n"
+                                "  - {name: a, placement: contiguous, gpus: 4, algorithm: ring}\n"
+                                "  - {name: b, placement: fragmented, gpus: 3, repeat: 2, interarrival_us: 1.5}\n"
+                                "  - {name: c, placement: spread, gpus: 2, algorithm: ring, allow_overlap: true}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --json " + d.file("mix.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("# job a: GPUs 0-3 (placement contiguous), starting 0 us"));
+  // b's copies take every other GPU left, the first copy's and then the second's.
+  CHECK_THAT(r.out, Catch::Contains("# job b.1: GPUs 4,6,8 (placement fragmented), starting 0 us"));
+  CHECK_THAT(r.out, Catch::Contains("# job b.2: GPUs 5,9,11 (placement fragmented), starting 1.5 us"));
+  // c may take held GPUs: the lowest of each baseboard.
+  CHECK_THAT(r.out, Catch::Contains("# job c: GPUs 0,8 (placement spread)"));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("mix.json")));
+  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  CHECK(json["rows"].size() == 4);
+}
+
+TEST_CASE("placements that do not fit and their keys' bad values are refused", "[jobs][placement][errors]") {
+  cli::TempDir d;
+  const auto bad = [&](const std::string& jobs, const std::string& sentence) {
+    refused(d, "sizes: 64K\njobs:\n" + jobs, sentence);
+  };
+  bad("  - {name: a, gpus: 0-11}\n  - {name: b, placement: contiguous, gpus: 5}\n",
+          "line 4: job 'b' does not fit (placement: contiguous, gpus: 5): 4 GPUs are free and it asks for 5");
+  bad("  - {name: a, gpus: [0, 2, 4, 6, 8, 10, 12, 14]}\n  - {name: b, placement: contiguous, gpus: 2}\n",
+          "job 'b' does not fit (placement: contiguous, gpus: 2): no 2 free GPUs are in a row");
+  bad("  - {name: a, placement: compact, gpus: 4}\n",
+          "line 3: placement must be one of contiguous, random, fragmented, spread, not 'compact'");
+  bad("  - {name: a, placement: spread, gpus: 0-3}\n", "with placement spread, gpus (a count) expects a whole number");
+  bad("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random reads");
+  bad("  - {name: a, gpus: 0-3, repeat: 2}\n", "jobs 'a.1' and 'a.2' both name GPU 0");
+  bad("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
+  bad("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
+}
+
+namespace {
+// The CSV lines of `config` run by the binary: the heading, then the rows.
+std::vector<std::string> csv_of(const cli::TempDir& d, const std::string& name, const std::string& config) {
+  const cli::Result r = cli::incsim("--config " + d.write(name, config) + " --quiet --csv " + d.file(name + ".csv"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return cli::lines(cli::slurp(d.file(name + ".csv")));
+}
+
+// Column `name` of CSV line `line` under `heading`.
+std::string cell(const std::string& heading, const std::string& line, const std::string& name) {
+  const auto split = [](const std::string& s) {
+    std::vector<std::string> c;
+    std::stringstream in(s);
+    for (std::string x; std::getline(in, x, ',');) c.push_back(x);
+    return c;
+  };
+  const auto h = split(heading), c = split(line);
+  const size_t k = std::find(h.begin(), h.end(), name) - h.begin();
+  REQUIRE(k < c.size());
+  return c[k];
+}
+}  // namespace
+
+TEST_CASE("two identical jobs on the two halves of DGX-2 finish together, each as fast as alone", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const auto lines = csv_of(d, "halves.yaml",
+                            // Memory latencies without jitter, which each GPU draws from its own seed.
+                            "platform: dgx2\nsizes: 256K\ngpu.mem_jitter_cycles: 0\njobs:\n"
+                            "  - {name: a, gpus: 0-7, algorithm: push}\n  - {name: b, gpus: 8-15, algorithm: push}\n");
+  REQUIRE(lines.size() == 3);
+  const std::string& h = lines[0];
+  CHECK(cell(h, lines[1], "time_us") == cell(h, lines[2], "time_us"));
+  for (size_t i : {1, 2}) {
+    CHECK(cell(h, lines[i], "alone_us") == cell(h, lines[i], "time_us"));
+    CHECK(std::stod(cell(h, lines[i], "slowdown")) == 1.0);
+  }
+}
+
+TEST_CASE("a job alone and a job with an idle partner give byte-identical rows", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const std::string common = "platform: star\ngpus: 8\nsizes: 64K\njobs:\n  - {name: a, gpus: 0-3, algorithm: push}\n";
+  const auto alone = csv_of(d, "alone.yaml", common);
+  // The partner starts long after a has ended.
+  const auto paired = csv_of(d, "paired.yaml", common + "  - {name: b, gpus: 4-7, algorithm: push, start_us: 1000}\n");
+  REQUIRE(alone.size() == 2);
+  REQUIRE(paired.size() == 3);
+  CHECK(paired[0] == alone[0]);
+  // Every cell but the mean packet latency, which the machine's running
+  // double sum of latencies (GpuMachine::packet_latency) differences from
+  // another starting value once b has run alone: it differs in its last bits.
+  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
+  for (std::string a, p, name; std::getline(heading, name, ',');) {
+    std::getline(a_cells, a, ',');
+    std::getline(p_cells, p, ',');
+    INFO(name);
+    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
+    else CHECK(p == a);
+  }
+  CHECK(std::stod(cell(alone[0], alone[1], "slowdown")) == 1.0);
+}
+
+TEST_CASE("two pushes whose homes share one switch's tables are slowed by each other", "[jobs][slowdown]") {
+  cli::TempDir d;
+  const auto lines = csv_of(d, "star.yaml",
+                            "platform: star\ngpus: 8\nsizes: 1M\nswitch.reduction_table.bytes: 256\n"
+                            "gpu.mem_jitter_cycles: 0\njobs:\n"
+                            "  - {name: a, gpus: 0-3, algorithm: push}\n  - {name: b, gpus: 4-7, algorithm: push}\n");
+  REQUIRE(lines.size() == 3);
+  const std::string& h = lines[0];
+  // Both alone take the same time (the star is symmetric); together both are slower.
+  CHECK(cell(h, lines[1], "alone_us") == cell(h, lines[2], "alone_us"));
+  for (size_t i : {1, 2}) {
+    CHECK(cell(h, lines[i], "wrong") == "0");
+    const double slowdown = std::stod(cell(h, lines[i], "slowdown"));
+    CHECK(slowdown > 1.01);
+    CHECK(slowdown == Approx(std::stod(cell(h, lines[i], "time_us")) / std::stod(cell(h, lines[i], "alone_us")))
+                          .epsilon(1e-3));
+  }
+}
+
+TEST_CASE("partitioned tables keep each push job's evictions to its own entries", "[jobs][sharing]") {
+  cli::TempDir d;
+  const std::string common = "platform: star\ngpus: 8\nsizes: 256K\nswitch.reduction_table.bytes: 512\njobs:\n"
+                             "  - {name: a, gpus: 0-3, algorithm: push}\n  - {name: b, gpus: 4-7, algorithm: push}\n";
+  const auto sharing = [&](const std::string& policy) {
+    const std::string f = d.write(policy + ".yaml", "switch.reduction_table.policy: " + policy + "\n" + common);
+    const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file(policy + ".json"));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto json = nlohmann::json::parse(cli::slurp(d.file(policy + ".json")));
+    REQUIRE(json["rows"].size() == 2);
+    for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+    return json["rows"];
+  };
+  // Each job 2 of the 4 entries of every table: under LRU every entry a
+  // job's misses evict is its own, so the evictions it suffers are the ones
+  // it causes.
+  for (const auto& row : sharing("partitioned")) {
+    const auto& c = row["table_sharing"];
+    CHECK(c["entries"] == 2);
+    CHECK(c["evictions_caused"].get<uint64_t>() > 0);
+    CHECK(c["evictions_suffered"] == c["evictions_caused"]);
+  }
+  // Shared, first come first served: each job takes the other's entries too.
+  uint64_t cross = 0;
+  for (const auto& row : sharing("shared")) {
+    const auto& c = row["table_sharing"];
+    CHECK(c["entries"] == 4);
+    cross += c["evictions_caused"].get<uint64_t>() != c["evictions_suffered"].get<uint64_t>();
+  }
+  CHECK(cross > 0);
+}
+
+TEST_CASE("a job whose share holds no table entry is refused, or runs the ring with fallback: software",
+          "[jobs][sharing]") {
+  cli::TempDir d;
+  // 256-B tables, 2 entries; weights 1 and 3 give a floor(2 x 1/4) = 0 entries.
+  const std::string common = "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 256\n"
+                             "switch.reduction_table.policy: partitioned\njobs:\n"
+                             "  - {name: b, gpus: 4-7, algorithm: push, weight: 3}\n";
+  const cli::Result refused = cli::incsim("--config " + d.write("r.yaml", common +
+                                                                 "  - {name: a, gpus: 0-3, algorithm: push}\n"));
+  CHECK(refused.code == 2);
+  CHECK(cli::lines(refused.err).size() == 1);
+  CHECK_THAT(refused.err, Catch::Contains("job 'a' cannot reduce in the switches: its partitioned share of the "
+                                          "switches' reduction tables (weight 1 of 4) holds 0 of the smallest "
+                                          "table's 2 entries, 1 entry short"));
+  const cli::Result fell = cli::incsim("--config " + d.write("f.yaml", common +
+                                                              "  - {name: a, gpus: 0-3, algorithm: push, "
+                                                              "fallback: software}\n") + " --json " + d.file("f.json"));
+  INFO(fell.err);
+  REQUIRE(fell.code == 0);
+  CHECK_THAT(fell.out, Catch::Contains("#   fallback: software, the ring: its partitioned share"));
+  CHECK_THAT(fell.out, Catch::Contains("#   incsim: allreduce ring on 4 of 8 GPUs"));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("f.json")));
+  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  CHECK(json["config"]["jobs"][1]["fallback"] == "software");
+}
+
+TEST_CASE("quotas give each job its fraction of every table", "[jobs][sharing]") {
+  cli::TempDir d;
+  const std::string f = d.write("q.yaml",
+                                "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 512\n"
+                                "switch.reduction_table.policy: quota\njobs:\n"
+                                "  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n"
+                                "  - {name: b, gpus: 4-7, algorithm: push, quota: 0.75}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("q.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("q.json")))["rows"];
+  // Of 4 entries: floor(4 x 0.5) = 2 and floor(4 x 0.75) = 3, 5 of a pool of 4.
+  CHECK(rows[0]["table_sharing"]["entries"] == 2);
+  CHECK(rows[1]["table_sharing"]["entries"] == 3);
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+}
+
+TEST_CASE("a sharing policy the tables lack and shares a policy does not read are refused", "[jobs][sharing][errors]") {
+  cli::TempDir d;
+  const auto bad = [&](const std::string& text, const std::string& sentence) {
+    refused(d, "platform: star\ngpus: 8\nsizes: 64K\n" + text, sentence);
+  };
+  bad("switch.reduction_table.policy: fair\njobs:\n  - {gpus: 0-3, algorithm: push}\n",
+          "switch.reduction_table.policy must be shared, partitioned or quota, not 'fair'");
+  bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
+          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned reads");
+  bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota reads");
+  bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
+          "a job's weight must be more than 0 and at most 1000000, not -1");
+  bad("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
+          "a job's quota must be more than 0 and at most 1, not 1.5");
+  bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, fallback: hardware}\n",
+          "fallback is software (the ring when its share of the reduction tables holds no entry) or none, not 'hardware'");
+}
+
+TEST_CASE("weighted partitions give NVLS jobs their shares of the pull tables, and the smaller share waits longer",
+          "[jobs][sharing]") {
+  cli::TempDir d;
+  // HGX H100's 4 NVSwitches, 512-B tables (4 entries per port): weights 3
+  // and 1 give 3 and 1 entries; each job's pull requests wait at their
+  // first hop for an entry of their share.
+  const std::string f = d.write("w.yaml",
+                                "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 512\n"
+                                "switch.reduction_table.policy: partitioned\njobs:\n"
+                                "  - {name: a, gpus: 0-3, algorithm: nvls, weight: 3}\n"
+                                "  - {name: b, gpus: 4-7, algorithm: nvls}\n");
+  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("w.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(cli::slurp(d.file("w.json")))["rows"];
+  CHECK(rows[0]["table_sharing"]["entries"] == 3);
+  CHECK(rows[1]["table_sharing"]["entries"] == 1);
+  for (const auto& row : rows) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["table_sharing"]["stalls"].get<uint64_t>() > 0);
+  }
+  CHECK(rows[1]["slowdown"].get<double>() > 2 * rows[0]["slowdown"].get<double>());
 }

@@ -1,0 +1,37 @@
+#include "table_sharing.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace incsim::nvswitch {
+
+TableSharing::Policy TableSharing::parse(const std::string& name) {
+  for (Policy p : {Policy::Shared, Policy::Partitioned, Policy::Quota})
+    if (name == TableSharing::name(p)) return p;
+  throw UserError(kTablePolicy.key() + " must be shared, partitioned or quota, not '" + name + "'");
+}
+
+const char* TableSharing::name(Policy p) {
+  switch (p) {
+    case Policy::Partitioned: return "partitioned";
+    case Policy::Quota: return "quota";
+    default: return "shared";
+  }
+}
+
+void TableSharing::set_jobs(std::vector<double> shares) {
+  shares_ = std::move(shares);
+  total_ = 0;
+  for (double s : shares_) total_ += s;
+  reset_counters();
+}
+
+uint32_t TableSharing::limit(int job, uint32_t capacity) const {
+  if (job < 0 || policy_ == Policy::Shared || !enforced_) return capacity;
+  const double share = policy_ == Policy::Partitioned ? shares_[job] / total_ : shares_[job];
+  // The small epsilon keeps exact shares (a half of 4 entries) from rounding down.
+  return static_cast<uint32_t>(std::floor(capacity * share + 1e-9));
+}
+
+}  // namespace incsim::nvswitch

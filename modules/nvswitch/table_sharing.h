@@ -1,0 +1,69 @@
+#pragma once
+// How the jobs of one machine share its switches' reduction tables
+// (switch.reduction_table.policy, docs/jobs.md): every table applies the same
+// per-job limit to the entries a job holds in it. A table entry knows its job
+// by its address: each collective's multicast window is claimed for a job
+// (topo::MulticastFabric::window_tenant).
+//   shared: first come, first served; a miss on a full table evicts whatever
+//     entry the eviction policy picks (Klenk §IV-C), another job's too.
+//   partitioned: job j holds at most floor(C x w_j / sum w) of a table's C
+//     entries (its weight:, default 1): static shares that add up to at most
+//     C, so a job never takes or evicts another's entry; a miss at its share
+//     evicts its own (way partitioning, as a shared cache's is).
+//   quota: job j holds at most floor(C x q_j) entries (its quota:, a fraction
+//     of the table, default 1) of a pool all share: quotas may add up to more
+//     than the table, and a miss below its quota on a full table evicts any
+//     job's entry, at its quota its own.
+// Plain C++; the counters are per job over every table of the machine.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/param.h"
+
+namespace incsim::nvswitch {
+
+inline const Param<std::string> kTablePolicy{
+    "switch.reduction_table.policy", "shared", Range::none(),
+    "how a jobs: list's jobs share every port's reduction table: shared (first come, first served, Klenk's "
+    "tables: no policy); partitioned (each job at most its weight's share, weight / total weight, of every "
+    "table; none evicts another's entries); quota (each job at most its quota, a fraction of every table, of "
+    "entries all share); the NVSwitches' tables, not yet a cluster's SHARP tables (docs/jobs.md)"};
+
+class TableSharing {
+ public:
+  enum class Policy { Shared, Partitioned, Quota };
+  // UserError naming the key unless `name` is shared, partitioned or quota.
+  static Policy parse(const std::string& name);
+  static const char* name(Policy p);
+
+  explicit TableSharing(Policy p = Policy::Shared) : policy_(p) {}
+  Policy policy() const { return policy_; }
+  // The jobs' weights (partitioned) or quotas (quota); checked by the caller.
+  void set_jobs(std::vector<double> shares);
+  size_t jobs() const { return shares_.size(); }
+  // The entries job j may hold in a table of `capacity`; all of it for no
+  // job (-1) and while the limits are lifted.
+  uint32_t limit(int job, uint32_t capacity) const;
+  // Off: every job may take the whole table (a job's run alone, jobs.h).
+  void enforce(bool on) { enforced_ = on; }
+
+  // Per job, over every table: misses, entries its misses evicted, its
+  // entries and writes that left as partials for want of room (evicted, or
+  // passed on), pull requests that waited for an entry.
+  struct Counters {
+    uint64_t misses = 0, evictions_caused = 0, evictions_suffered = 0, stalls = 0;
+  };
+  Counters& counters(int job) { return counters_[job]; }
+  const Counters& counters(int job) const { return counters_[job]; }
+  void reset_counters() { counters_.assign(shares_.size(), Counters{}); }
+
+ private:
+  Policy policy_;
+  std::vector<double> shares_;
+  double total_ = 0;
+  bool enforced_ = true;
+  std::vector<Counters> counters_;
+};
+
+}  // namespace incsim::nvswitch
