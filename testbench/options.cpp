@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <filesystem>
+#include <iomanip>
 #include <map>
 #include <sstream>
 
@@ -15,7 +16,7 @@
 #include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
-#include "placement.h"
+#include "workloads/placement.h"
 
 namespace incsim::tb {
 
@@ -436,7 +437,8 @@ class Parser {
     char* end = nullptr;
     const double x = v.empty() ? -1 : std::strtod(v.c_str(), &end);
     if (end == nullptr || *end != '\0' || !(x > 0 && x <= hi))
-      throw UserError(at + ": a job's " + key + " must be more than 0 and at most " + shortest_text(hi) + ", not " + v);
+      throw UserError(at + ": a job's " + key + " must be more than 0 and at most " + (std::ostringstream() << std::fixed << std::setprecision(0) << hi).str() +
+                      ", not " + v);
     return x;
   }
 

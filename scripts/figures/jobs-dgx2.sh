@@ -38,4 +38,4 @@ jobs:
 YAML
   build/incsim --config "$out/run.yaml" --quiet --csv "$out/ring-$n.csv" >"$out/ring-$n.txt"
 done
-/usr/bin/python3 scripts/figures/jobs-plot.py "$out" docs/figures/jobs-dgx2.csv docs/figures/jobs-dgx2.png
+/usr/bin/python3 scripts/figures/jobs-figure.py "$out" docs/figures/jobs-dgx2.csv docs/figures/jobs-dgx2.png

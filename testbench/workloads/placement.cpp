@@ -10,17 +10,6 @@
 
 namespace incsim::tb {
 
-const std::vector<std::string>& placements() {
-  static const std::vector<std::string> names = {"contiguous", "random", "fragmented", "spread"};
-  return names;
-}
-
-std::string placement_names() {
-  std::string s;
-  for (const std::string& p : placements()) s += (s.empty() ? "" : ", ") + p;
-  return s;
-}
-
 namespace {
 // Each endpoint's group: the switches it is linked to, adapters aside.
 std::vector<std::set<int>> groups_of(const topo::Topology& t) {

@@ -10,9 +10,18 @@
 
 namespace incsim::tb {
 
-// contiguous, random, fragmented, spread.
-const std::vector<std::string>& placements();
-std::string placement_names();  // "contiguous, random, fragmented, spread", for messages
+// contiguous, random, fragmented, spread. Inline: the options' parser
+// checks the names without linking the placements (the fuzz targets).
+inline const std::vector<std::string>& placements() {
+  static const std::vector<std::string> names = {"contiguous", "random", "fragmented", "spread"};
+  return names;
+}
+// "contiguous, random, fragmented, spread", for messages
+inline std::string placement_names() {
+  std::string s;
+  for (const std::string& p : placements()) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
 
 // The `count` GPUs (endpoint numbers) that `placement` takes among those
 // with free[g], ascending (the job's ranks in GPU order); UserError saying

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""jobs-plot.py DIR CSV PNG: gathers scripts/figures/jobs-dgx2.sh's runs
+"""jobs-figure.py DIR CSV PNG: gathers scripts/figures/jobs-dgx2.sh's runs
 (push-N-POLICY-BYTES.csv, ring-N.csv and their printed tables) into one CSV,
 a row per job, and plots each policy's mean slowdown against table size, a
 panel per job count, the ring jobs' as a dashed line."""
