@@ -36,7 +36,7 @@ tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core:
     ring_.swap(bigger);
     ring_head_ = 0;
   }
-  const sc_core::sc_time at = sc_core::sc_time_stamp() + delay + latency_;
+  const sc_core::sc_time at = sim_now() + delay + latency_;
   // Credits come back nearly in order; one released earlier on another VC
   // can be due before the last one queued: keep the ring sorted by time.
   size_t i = ring_size_++;
