@@ -74,6 +74,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   int credits_[kNumVcs] = {};
   double ps_per_byte_ = 0;
   size_t ring_head_ = 0, ring_size_ = 0;
+  size_t ring_mask_ = 0;  // its size, a power of two, less one: no division per credit
   bool waiting_ = false;
   std::vector<Credit> ring_;  // credits on their way back, oldest first
   Wakeup* wake_ = nullptr;
