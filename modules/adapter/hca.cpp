@@ -35,7 +35,7 @@ void Hca::configure_port(int p, double bw_GBps, sc_time latency, uint32_t peer_b
 }
 
 void Hca::receive(int port, net::Packet* p) {
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   if (port != kNet) {
     from_gpu(p);
     return;
@@ -74,7 +74,7 @@ void Hca::receive(int port, net::Packet* p) {
 }
 
 void Adapter::from_gpu(net::Packet* p) {
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   if (p->op == net::Op::WriteAck) {
     // The GPU memory acknowledges a write this adapter delivered: the
     // network acknowledgement went when it was issued.
@@ -190,12 +190,12 @@ void Adapter::close(size_t k) {
     a->wire_bytes = gpu_pool_.format().wire_bytes(net::Op::WriteAck, 0);
     acks_.push(a);
   }
-  down_wake_.at(sc_core::sc_time_stamp());
+  down_wake_.at(sim_now());
 }
 
 void Adapter::to_network() {
   up_wake_.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   for (;;) {
     // Take the GPU's writes whose time has come while the send buffer has room.
     while (!from_gpu_.empty() && from_gpu_.front()->t_tail + cfg_.latency <= now &&
@@ -244,7 +244,7 @@ bool Hca::transmit(net::Packet* n, sc_time now) {
 
 void Adapter::to_gpu() {
   down_wake_.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   pcie_out_.absorb_credits(now);
   if (!pcie_out_.can_pick(now)) down_wake_.at(pcie_pick_at_);
   while (pcie_out_.can_pick(now)) {

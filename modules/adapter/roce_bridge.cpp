@@ -79,12 +79,12 @@ void RoceBridge::acknowledged(int qp, uint32_t una) {
     net_pool().put(n);
   }
   nic_.reset_work(qp);  // its work requests, all acknowledged, need not be kept
-  wake_to_network(sc_core::sc_time_stamp());
+  wake_to_network(sim_now());
 }
 
 // Payloads arrive in each connection's order: the GPU side writes them on.
 void RoceBridge::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   net::Packet* p = net_pool().get();
   const bool sum = qp >= static_cast<int>(config().endpoints);  // a ring's: its members' sum, from the FPGA
   p->src = sum ? nic_.remote_endpoint(qp) : static_cast<uint32_t>(qp);

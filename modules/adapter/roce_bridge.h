@@ -88,7 +88,7 @@ class RoceBridge : private StagingPool, public Adapter, private roce::NicClient 
   void fill(int qp, const roce::WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
   void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
   void acknowledged(int qp, uint32_t una) override;
-  void sent() override { wake_to_network(sc_core::sc_time_stamp()); }
+  void sent() override { wake_to_network(sim_now()); }
 
   struct Ring {
     uint64_t start = 0, end = 0;  // the group's region

@@ -14,6 +14,19 @@ inline uint64_t& activations() {
   return n;
 }
 
+// The current simulation time. sc_core::sc_time_stamp() is a call into the
+// SystemC library, made several times per packet-hop (2.5% of a run's
+// instructions); the simulation context's time is read inline.
+inline const sc_core::sc_time& sim_now() { return sc_core::sc_get_curr_simcontext()->time_stamp(); }
+
+// `ps` picoseconds rounded to the nearest, as sc_time::from_value(ps + 0.5)
+// but inline (from_value is a library call): one resolution unit (1 ps,
+// SystemC's default) times ps, which SystemC rounds the same way.
+inline sc_core::sc_time rounded_ps(double ps) {
+  static const sc_core::sc_time one = sc_core::sc_time::from_value(1);
+  return one * ps;
+}
+
 // A process's wake-up event that remembers its earliest pending time, so
 // that asking again for the same or a later time costs nothing: SystemC keeps
 // only the earliest notification anyway, but each notify() touches its
@@ -22,14 +35,14 @@ class Wakeup {
  public:
   sc_core::sc_event event;
   void at(const sc_core::sc_time& t) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time& now = sim_now();
     const sc_core::sc_time when = t > now ? t : now;
     if (armed_ && pending_ >= now && pending_ <= when) return;
     armed_ = true;
     pending_ = when;
     event.notify(when - now);
   }
-  void after(const sc_core::sc_time& delay) { at(sc_core::sc_time_stamp() + delay); }
+  void after(const sc_core::sc_time& delay) { at(sim_now() + delay); }
   // The process calls this first: the notification it woke for is spent.
   void fired() { armed_ = false; }
 

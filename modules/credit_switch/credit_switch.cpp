@@ -218,8 +218,7 @@ bool CreditSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       // The VC it takes on the next link (a dateline moves it to its class's second VC).
       const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
       if (!absorbed && out.bytes[ovc] + h->wire_bytes > out.limit) continue;  // the link frees space
-      const sc_time done =
-          now + sc_time::from_value(static_cast<sc_dt::uint64>(h->wire_bytes * out.xbar_ps_per_byte + 0.5));
+      const sc_time done = now + rounded_ps(h->wire_bytes * out.xbar_ps_per_byte);
       out.requests[idx / 64] &= ~(1ull << (idx % 64));
       out.xbar_free = done;
       in.xbar_free = std::max(in.xbar_free, done);
@@ -267,7 +266,7 @@ bool CreditSwitch::transmit(int o, const sc_time& now) {
 void CreditSwitch::output_process(int o) {
   Port& out = *outputs_[o];
   out.wake.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   out.link.absorb_credits(now);
   static const sc_time never = sc_core::sc_max_time();
   sc_time next = never;

@@ -52,11 +52,41 @@ void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t b
   });
 }
 
+// The remainders in 32-bit lanes, which vectorize (64-bit division does
+// not): 2^16 and 2^32 are 1 modulo 3, and 88 and 68 modulo 101, so folding
+// h's 16- and 32-bit parts with those weights keeps each remainder and
+// leaves a number below 2^31. The AVX2 clone does four hashes at a time
+// (its 64-bit multiplies from 32-bit ones), the x86-64-v4 clone eight with
+// AVX-512's 64-bit multiply (a quarter less time; valgrind offers no
+// AVX-512, so cachegrind counts the AVX2 clone); test_data_pattern checks
+// the remainders against h % 3 and (h >> 8) % 101.
+__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void pattern_keys(
+    uint64_t seed, uint64_t first, uint32_t n, uint8_t* s_index, uint8_t* b_index) {
+  for (uint32_t k = 0; k < n; ++k) {
+    const uint64_t h = splitmix64(seed ^ (first + k));
+    const auto lo = static_cast<uint32_t>(h), hi = static_cast<uint32_t>(h >> 32);
+    s_index[k] = static_cast<uint8_t>(((lo & 0xFFFF) + (lo >> 16) + (hi & 0xFFFF) + (hi >> 16)) % 3);
+    const uint64_t g = h >> 8;  // 56 bits: g2 * 2^32 + g1 * 2^16 + g0
+    const auto g0 = static_cast<uint32_t>(g) & 0xFFFF, g1 = static_cast<uint32_t>(g) >> 16,
+               g2 = static_cast<uint32_t>(g >> 32);
+    b_index[k] = static_cast<uint8_t>((g2 * 68 + g1 * 88 + g0) % 101);
+  }
+}
+
+DataPattern::Coefficients DataPattern::reference(RedOp op, int owner) const {
+  if (owner >= 0) return {a_[owner], 1};
+  switch (op) {
+    case RedOp::Min: return {a_min_, 1};
+    case RedOp::Max: return {a_max_, 1};
+    default: return {a_sum_, static_cast<int32_t>(a_.size())};
+  }
+}
+
 void DataPattern::fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const {
   with_elements(t, [&](auto e) {
     using E = decltype(e);
-    for (uint64_t i = 0; i < n; ++i)
-      E::store(out + i * E::kBytes, static_cast<typename E::T>(value(rank, first + i)));
+    each({a_[rank], 1}, first, n,
+         [out](uint64_t k, int32_t v) { E::store(out + k * E::kBytes, static_cast<typename E::T>(v)); });
   });
 }
 
@@ -76,9 +106,8 @@ uint64_t DataPattern::mismatches(DType t, RedOp op, const uint8_t* bytes, uint64
   return with_elements(t, [&](auto e) {
     using E = decltype(e);
     uint64_t wrong = 0;
-    for (uint64_t i = 0; i < n; ++i)
-      wrong += whole_number(E::load(bytes + i * E::kBytes)) !=
-               (owner < 0 ? reduced(op, first + i) : value(owner, first + i));
+    each(reference(op, owner), first, n,
+         [&wrong, bytes](uint64_t k, int32_t v) { wrong += whole_number(E::load(bytes + k * E::kBytes)) != v; });
     return wrong;
   });
 }

@@ -22,6 +22,7 @@
 // sees a lost or doubled contribution, no longer one from the wrong rank). A
 // bfloat16 sum over 256 ranks or more, or a half one over 2048 or more,
 // cannot be checked exactly and is refused.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,16 +47,17 @@ T reduce(RedOp op, T a, T b) {
 // computed in float32 and rounded back (elements.h).
 void reduce_bytes(DType t, RedOp op, uint8_t* acc, const uint8_t* in, uint32_t bytes);
 
+// For element first + k, k in [0, n): h = splitmix64(seed ^ (first + k)),
+// s_index[k] = h % 3 and b_index[k] = (h >> 8) % 101 (DataPattern::s and b).
+void pattern_keys(uint64_t seed, uint64_t first, uint32_t n, uint8_t* s_index, uint8_t* b_index);
+
 class DataPattern {
  public:
   // Values for reductions under op of elements of type t (see above; min
   // and max are exact with M = 200 in every type); throws UserError if sums
   // of that many ranks cannot be exact in t.
   DataPattern(uint64_t seed, int ranks, DType t = DType::Float32, RedOp op = RedOp::Sum);
-  int32_t value(int rank, uint64_t i) const {
-    const uint64_t h = mix(seed_ ^ i);
-    return a_[rank] * s(h) + b(h);
-  }
+  int32_t value(int rank, uint64_t i) const { return form(a_[rank], 1, mix(seed_ ^ i)); }
   // Writes rank's elements [first, first + n) as type t (dtype_bytes(t) each).
   void fill(DType t, int rank, uint64_t first, uint64_t n, uint8_t* out) const;
   // out[i] = op(out[i], rank's element first + i): a rank adding its own data.
@@ -66,12 +68,8 @@ class DataPattern {
   uint64_t mismatches(DType t, RedOp op, const uint8_t* bytes, uint64_t first, uint64_t n, int owner) const;
   // The reduction of element i over all ranks.
   int32_t reduced(RedOp op, uint64_t i) const {
-    const uint64_t h = mix(seed_ ^ i);
-    switch (op) {
-      case RedOp::Min: return a_min_ * s(h) + b(h);
-      case RedOp::Max: return a_max_ * s(h) + b(h);
-      default: return a_sum_ * s(h) + static_cast<int32_t>(a_.size()) * b(h);
-    }
+    const Coefficients c = reference(op, -1);
+    return form(c.a, c.nb, mix(seed_ ^ i));
   }
 
  private:
@@ -79,6 +77,29 @@ class DataPattern {
   // s and b of an element from its hash: 3 and 101 values, scaled to the type's bound.
   int32_t s(uint64_t h) const { return s_[h % 3]; }
   int32_t b(uint64_t h) const { return b_[(h >> 8) % 101]; }
+  // Every value and reference is a * s(i) + nb * b(i): rank r's input a(r)
+  // and 1; the sum's sum_r a(r) and the rank count; min's and max's
+  // min_r a(r) or max_r a(r) and 1.
+  struct Coefficients {
+    int32_t a, nb;
+  };
+  int32_t form(int32_t a, int32_t nb, uint64_t h) const { return a * s(h) + nb * b(h); }
+  // The reduction under op or, for owner >= 0, rank owner's input.
+  Coefficients reference(RedOp op, int owner) const;
+  // f(k, form(c, element first + k)) for k in [0, n). Generating and
+  // checking elements is a large share of a run: the hashes of a block of
+  // elements are computed by pattern_keys, in vector registers where the
+  // CPU has them.
+  template <class F>
+  void each(Coefficients c, uint64_t first, uint64_t n, F&& f) const {
+    constexpr uint32_t kBlock = 64;
+    uint8_t si[kBlock], bi[kBlock];
+    for (uint64_t done = 0; done < n; done += kBlock) {
+      const uint32_t m = static_cast<uint32_t>(std::min<uint64_t>(kBlock, n - done));
+      pattern_keys(seed_, first + done, m, si, bi);
+      for (uint32_t k = 0; k < m; ++k) f(done + k, c.a * s_[si[k]] + c.nb * b_[bi[k]]);
+    }
+  }
   uint64_t seed_;
   int32_t s_[3];
   int32_t b_[101];

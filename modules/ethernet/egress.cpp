@@ -4,7 +4,7 @@ namespace incsim::eth {
 
 void Egress::serve() {
   wake.fired();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   out.absorb_credits(now);
   if (!out.link_free(now)) {
     wake.at(out.busy_until());

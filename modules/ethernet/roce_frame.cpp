@@ -1,19 +1,19 @@
 #include "roce_frame.h"
 
-#include <zlib.h>
-
 #include <cstddef>
 #include <string>
+
+#include "ethernet/crc32.h"
 
 
 namespace incsim::eth {
 
 uint32_t invariant_crc(const net::Packet* p) {
   const RoceHeader& h = header(p);
-  uLong c = crc32(0L, p->data, offsetof(RoceHeader, icrc));
+  uint32_t c = crc32(0, p->data, offsetof(RoceHeader, icrc));
   if (h.has_ina) c = crc32(c, p->data + kInaOffset, kInaBytes);
   if (p->payload_bytes) c = crc32(c, payload(p), p->payload_bytes);
-  return static_cast<uint32_t>(c);
+  return c;
 }
 
 LinkFaults::LinkFaults(double loss, double corruption, uint64_t seed, uint64_t link)

@@ -160,7 +160,7 @@ void CopyEngine::allocate_waves() {
       if (!waiting_) {
         INCSIM_LOG(log_, Debug, "wave {} waits for a free counter", (next_wave_block_ - d_.first) / per_wave_);
         waiting_ = true;
-        waiting_since_ = sc_core::sc_time_stamp();
+        waiting_since_ = sim_now();
         gpu_.call_engine_after(waves_.counter_timeout, (next_wave_block_ - d_.first) / per_wave_);
       }
       break;
@@ -228,7 +228,7 @@ void CopyEngine::complete(uint64_t b) {
 
 void CopyEngine::on_timer(uint64_t wave) {
   if (client_ == nullptr || !waiting_ || (next_wave_block_ - d_.first) / per_wave_ != wave ||
-      sc_core::sc_time_stamp() - waiting_since_ < waves_.counter_timeout)
+      sim_now() - waiting_since_ < waves_.counter_timeout)
     return;  // the wave found a counter, or a later wait is timing
   client_->on_error(std::string(name()) + ": the copy engine found no wave counter free for " + waves_.counter_timeout.to_string() +
                     " (gpu.copy_engine.counter_timeout_us); wave " + std::to_string(wave) + " could not start");

@@ -134,12 +134,12 @@ void Gpu::activate(int port, TxStream* s, const sc_time& delay) {
     }
   }
   s->port = port;
-  push_timer(sc_core::sc_time_stamp() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
+  push_timer(sim_now() + delay, kActivateTag | static_cast<uint64_t>(port) << 32 | s->id, nullptr);
 }
 
 sc_time Gpu::first_read(int port, uint64_t stream) const {
   return memory_.latency(static_cast<uint64_t>(index_), static_cast<uint64_t>(port) ^ stream << 8,
-                         sc_core::sc_time_stamp());
+                         sim_now());
 }
 
 void Gpu::store_word(int port, uint32_t dst, uint64_t addr, uint64_t value, uint32_t ack_to) {
@@ -177,20 +177,20 @@ EventHandler* Gpu::region_program(uint64_t addr) const {
 
 void Gpu::push_timer(const sc_time& at, uint64_t value, EventHandler* owner) {
   timers_.push({at, seq_++, value, owner});
-  timer_wake_.after(at - sc_core::sc_time_stamp());
+  timer_wake_.after(at - sim_now());
 }
 
 void Gpu::call_after(EventHandler& p, const sc_time& delay, uint64_t tag) {
-  push_timer(sc_core::sc_time_stamp() + delay, tag, &p);
+  push_timer(sim_now() + delay, tag, &p);
 }
 
 void Gpu::call_engine_after(const sc_time& delay, uint64_t tag) {
-  push_timer(sc_core::sc_time_stamp() + delay, kEngineTag | tag, nullptr);
+  push_timer(sim_now() + delay, kEngineTag | tag, nullptr);
 }
 
 void Gpu::timer_process() {
   timer_wake_.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   while (!timers_.empty() && timers_.top().at <= now) {
     const uint64_t v = timers_.top().value;
     EventHandler* owner = timers_.top().owner;
@@ -212,7 +212,7 @@ void Gpu::timer_process() {
 
 void Gpu::receive(int port, net::Packet* p) {
   Port& pt = *ports_[port];
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   INCSIM_LOG(log_, Trace, "port {} receives {} {:#x} from {}, {} B, last flit at {}", port, net::op_name(p->op), p->addr,
              p->src, p->payload_bytes, p->t_tail.to_string());
   ++packets_received_;
@@ -239,7 +239,7 @@ void Gpu::receive(int port, net::Packet* p) {
 // response, which leaves one memory latency after `at` (when the request's
 // last flit is in).
 void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   const sc_time lat = memory_.latency(p->src, p->addr, at);
   if (p->op == net::Op::Write) {
     std::memcpy(memory_.at(p->addr, p->payload_bytes), p->data, p->payload_bytes);
@@ -271,7 +271,7 @@ void Gpu::serve_request(Port& pt, net::Packet* p, const sc_time& at) {
 
 void Gpu::rx_process() {
   rx_wake_.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   rx_blocked_ = false;
   sc_time next = sc_core::sc_max_time();
   for (auto& ptr : ports_) {
@@ -315,7 +315,7 @@ void Gpu::rx_process() {
 void Gpu::tx_process(int port) {
   Port& pt = *ports_[port];
   pt.wake.fired();
-  const sc_time now = sc_core::sc_time_stamp();
+  const sc_time now = sim_now();
   pt.link.absorb_credits(now);
   while (pt.link.can_pick(now)) {
     const sc_time start = pt.link.next_start(now);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/hash.h"
+#include "core/process.h"
 
 namespace incsim::gpu {
 
@@ -39,8 +40,7 @@ uint32_t Memory::latency_cycles(uint64_t who, uint64_t what, const sc_core::sc_t
 }
 
 sc_core::sc_time Memory::latency(uint64_t who, uint64_t what, const sc_core::sc_time& when) const {
-  return sc_core::sc_time::from_value(
-      static_cast<sc_dt::uint64>(latency_cycles(who, what, when) * 1000.0 / clock_ghz_ + 0.5));
+  return rounded_ps(latency_cycles(who, what, when) * 1000.0 / clock_ghz_);
 }
 
 }  // namespace incsim::gpu

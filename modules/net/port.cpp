@@ -9,7 +9,8 @@ void OutPort::configure(double bw_GBps, sc_core::sc_time latency, uint32_t credi
   ps_per_byte_ = 1000.0 / bw_GBps;  // GB/s = bytes per ns
   latency_ = latency;
   for (int v = 0; v < kNumVcs; ++v) credits_[v] = static_cast<int>(credits_per_vc);
-  ring_.resize(16);  // grows to the credits ever in flight at once
+  ring_.resize(16);  // grows to the credits ever in flight at once, doubling
+  ring_mask_ = ring_.size() - 1;
   wake_ = wake;
 }
 
@@ -32,17 +33,18 @@ tlm::tlm_sync_enum OutPort::nb_transport_bw(Packet& p, tlm::tlm_phase&, sc_core:
   if (ring_size_ == ring_.size()) {
     // Grow, keeping the order (only while the in-flight count reaches a new high).
     std::vector<Credit> bigger(ring_.size() * 2);
-    for (size_t i = 0; i < ring_size_; ++i) bigger[i] = ring_[(ring_head_ + i) % ring_.size()];
+    for (size_t i = 0; i < ring_size_; ++i) bigger[i] = ring_[(ring_head_ + i) & ring_mask_];
     ring_.swap(bigger);
     ring_head_ = 0;
+    ring_mask_ = ring_.size() - 1;
   }
-  const sc_core::sc_time at = sc_core::sc_time_stamp() + delay + latency_;
+  const sc_core::sc_time at = sim_now() + delay + latency_;
   // Credits come back nearly in order; one released earlier on another VC
   // can be due before the last one queued: keep the ring sorted by time.
   size_t i = ring_size_++;
-  for (; i > 0 && ring_[(ring_head_ + i - 1) % ring_.size()].at > at; --i)
-    ring_[(ring_head_ + i) % ring_.size()] = ring_[(ring_head_ + i - 1) % ring_.size()];
-  ring_[(ring_head_ + i) % ring_.size()] = Credit{at, p.wire_bytes, p.vc};
+  for (; i > 0 && ring_[(ring_head_ + i - 1) & ring_mask_].at > at; --i)
+    ring_[(ring_head_ + i) & ring_mask_] = ring_[(ring_head_ + i - 1) & ring_mask_];
+  ring_[(ring_head_ + i) & ring_mask_] = Credit{at, p.wire_bytes, p.vc};
   if (waiting_) wake_->at(at);
   return tlm::TLM_ACCEPTED;
 }
@@ -51,7 +53,7 @@ void OutPort::absorb_credits(const sc_core::sc_time& now) {
   waiting_ = false;
   while (ring_size_ && ring_[ring_head_].at <= now) {
     credits_[ring_[ring_head_].vc] += ring_[ring_head_].bytes;
-    ring_head_ = (ring_head_ + 1) % ring_.size();
+    ring_head_ = (ring_head_ + 1) & ring_mask_;
     --ring_size_;
   }
 }

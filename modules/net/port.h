@@ -40,7 +40,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   const sc_core::sc_time& busy_until() const { return busy_until_; }
   bool has_credit(int vc, uint32_t bytes) const { return credits_[vc] >= static_cast<int>(bytes); }
   sc_core::sc_time serialization(uint32_t bytes) const {
-    return sc_core::sc_time::from_value(static_cast<sc_dt::uint64>(bytes * ps_per_byte_ + 0.5));
+    return rounded_ps(bytes * ps_per_byte_);
   }
   // Puts a packet on the wire at `start` (now, or next_start() for a packet
   // picked ahead); `ready` is when its last flit is available here
@@ -74,6 +74,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   int credits_[kNumVcs] = {};
   double ps_per_byte_ = 0;
   size_t ring_head_ = 0, ring_size_ = 0;
+  size_t ring_mask_ = 0;  // its size, a power of two, less one: no division per credit
   bool waiting_ = false;
   std::vector<Credit> ring_;  // credits on their way back, oldest first
   Wakeup* wake_ = nullptr;

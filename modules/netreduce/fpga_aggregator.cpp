@@ -61,7 +61,7 @@ void FpgaAggregator::receive(int port, net::Packet* p) {
 void FpgaAggregator::rx(int port) {
   Port& pt = *ports_[port];
   pt.rx_wake.fired();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   while (!pt.rxq.empty() && pt.rxq.front()->t_tail <= now) {
     net::Packet* p = pt.rxq.pop();
     pt.in.release(p, sc_core::SC_ZERO_TIME);  // into the accelerator's own memories
@@ -72,7 +72,7 @@ void FpgaAggregator::rx(int port) {
 
 void FpgaAggregator::emit(net::Packet* p, int port) {
   eth::seal(p);  // the combinator recomputes the ICRC over the new payload (§3.2)
-  p->t_head = p->t_tail = sc_core::sc_time_stamp();
+  p->t_head = p->t_tail = sim_now();
   ports_[port]->egress.push(p);
 }
 
@@ -98,7 +98,7 @@ void FpgaAggregator::process(net::Packet* p) {
   }
   if (!eth::is_data(h.opcode)) {  // parser: not a gradient frame, straight through
     ++c_.bypassed;
-    p->t_head = p->t_tail = sc_core::sc_time_stamp();
+    p->t_head = p->t_tail = sim_now();
     ports_[p->in_port]->egress.push(p);
     return;
   }

@@ -218,7 +218,7 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
   streams_added_ = true;
   timestep_ = 1;
   lockstep_cycles_ = 0;
-  lockstep_end_ = sc_core::sc_time_stamp();
+  lockstep_end_ = sim_now();
   head_ = 0;
   sending_ = 0;
   finished_ = false;
@@ -255,7 +255,7 @@ void Table::advance() {
     advance_dataflow();
     return;
   }
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   while (!finished_ && head_ < static_cast<int>(table().size())) {
     const Entry& e = table()[head_];
     head_flow_ = e.flow;
@@ -299,7 +299,7 @@ void Table::issue(const Entry& e, size_t index) {
   INCSIM_LOG(nic_.log_, Debug, "issue entry {}: {} flow {} step {}, {} slices from {}", index, collectives::op_name(e.op),
              e.flow, e.step, e.size, e.start);
   if (e.op == Op::Nop) {
-    lockstep_end_ = sc_core::sc_time_stamp() + params_.step_time;
+    lockstep_end_ = sim_now() + params_.step_time;
     lockstep_cycles_ = static_cast<int>(params_.step_cycles);
     nic_.gpu_.call_after(nic_, params_.step_time, id_);
     return;
@@ -347,7 +347,7 @@ void Table::stream_done(Stream& s) {
 }
 
 void Table::on_timer() {
-  if (sc_core::sc_time_stamp() >= lockstep_end_) lockstep_cycles_ = 0;
+  if (sim_now() >= lockstep_end_) lockstep_cycles_ = 0;
   advance();
 }
 

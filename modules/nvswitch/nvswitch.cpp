@@ -53,7 +53,7 @@ void NvSwitch::replicate(net::Packet* h, int input) {
     TablePort& out = port_of(o);
     const int job = tenant(h->addr);
     const int e = out.table.alloc(h->addr, h->src, static_cast<uint16_t>(mcr_->subtree_targets(r, pivot)),
-                                  sc_core::sc_time_stamp().value(), job);
+                                  sim_now().value(), job);
     if (e >= 0) {
       ReductionTable::Entry& en = out.table.entry(e);
       en.bytes = h->payload_bytes;
@@ -90,7 +90,7 @@ void NvSwitch::replicate(net::Packet* h, int input) {
   }
   h->mc_pending = pending;
   INCSIM_LOG(log_, Debug, "multicast {:#x} from port {} replicates to {} ports", h->addr, input, pending);
-  if (pending == 0) pool_.put(pop_head(input, h->vc, sc_core::sc_time_stamp()));  // nothing beyond here needs it
+  if (pending == 0) pool_.put(pop_head(input, h->vc, sim_now()));  // nothing beyond here needs it
 }
 
 // Every ReduceWrite toward one block takes the same link at every holding
@@ -125,7 +125,7 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
   sc_time at = std::max(now, p->t_tail);  // what it makes leaves once its last flit is in
   if (tables_.alu_ps_per_byte > 0) {  // and once the ALU has added it, in turn
     sc_time& alu = port_of(o).alu_free;
-    alu = std::max(at, alu) + sc_time::from_value(static_cast<sc_dt::uint64>(p->payload_bytes * tables_.alu_ps_per_byte + 0.5));
+    alu = std::max(at, alu) + rounded_ps(p->payload_bytes * tables_.alu_ps_per_byte);
     at = alu;
   }
   int e = t.find(p->addr, net::kNoEndpoint);

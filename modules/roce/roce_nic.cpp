@@ -40,7 +40,7 @@ void RoceNic::post(int qp, const WorkRequest& wr) {
   Qp& q = qps_[qp];
   WorkRequest w = wr;
   w.first_psn = q.end_psn;
-  w.ready = sc_core::sc_time_stamp() + cfg_.tx_latency;
+  w.ready = sim_now() + cfg_.tx_latency;
   q.end_psn += w.packets;
   q.wrs.push_back(w);
   tx_wake_.at(w.ready);
@@ -99,7 +99,7 @@ net::Packet* RoceNic::make_data(int qi) {
   client_->fill(qi, w, index, eth::payload(p), p->payload_bytes);
   eth::seal(p);
   p->wire_bytes = eth::wire_bytes_for(p);
-  if (q.una == q.next_psn) q.deadline = sc_core::sc_time_stamp() + cfg_.rto;
+  if (q.una == q.next_psn) q.deadline = sim_now() + cfg_.rto;
   ++q.next_psn;
   return p;
 }
@@ -147,7 +147,7 @@ void RoceNic::seek(Qp& q, uint32_t psn) {
 
 void RoceNic::tx() {
   tx_wake_.fired();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   out_.absorb_credits(now);
   // Retransmission timeouts: go back to the oldest unacknowledged PSN.
   sc_core::sc_time next_deadline = sc_core::SC_ZERO_TIME;
@@ -218,7 +218,7 @@ void RoceNic::receive(int, net::Packet* p) {
 
 void RoceNic::rx() {
   rx_wake_.fired();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   bool wake_tx = false;
   while (!rxq_.empty() && rxq_.front()->t_tail <= now) {
     net::Packet* p = rxq_.pop();
@@ -271,7 +271,7 @@ void RoceNic::on_data(net::Packet* p) {
 
 void RoceNic::to_host() {
   host_wake_.fired();
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time now = sim_now();
   while (!hostq_.empty() && hostq_.front()->t_tail + cfg_.rx_latency <= now) {
     net::Packet* p = hostq_.pop();
     const eth::RoceHeader& h = eth::header(p);
@@ -290,7 +290,7 @@ void RoceNic::on_ack(net::Packet* p) {
     progress_ += acked - q.una;
     q.una = acked;
     if (q.next_psn < q.una) seek(q, q.una);
-    q.deadline = sc_core::sc_time_stamp() + cfg_.rto;
+    q.deadline = sim_now() + cfg_.rto;
     client_->acknowledged(static_cast<int>(h.dst_qp - 1), q.una);
   }
   if (h.opcode == Opcode::Nak && h.psn < q.next_psn && h.psn >= q.una) rewind(q, h.psn);

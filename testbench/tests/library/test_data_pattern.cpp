@@ -114,3 +114,43 @@ TEST_CASE("the reduction has its closed form: a lost or doubled contribution is 
   reduce_bytes(DType::Int32, RedOp::Sum, acc.data(), in.data(), kCount * 4);  // doubled
   CHECK(d.mismatches(DType::Int32, RedOp::Sum, acc.data(), kFirst, kCount, -1) == nonzero);
 }
+
+TEST_CASE("pattern_keys: the folded remainders equal h % 3 and (h >> 8) % 101 (the vectorized hash)", "[data]") {
+  // Random and extreme seeds and starts, runs that end inside a block and
+  // that wrap the 64-bit index.
+  uint8_t s[200], b[200];
+  uint64_t checked = 0, wrong = 0;
+  for (uint64_t trial = 0; trial < 4000; ++trial) {
+    const uint64_t seed = trial < 2 ? ~0ull * trial : incsim::splitmix64(trial);
+    const uint64_t first = trial % 3 == 0 ? ~0ull - trial % 97 : incsim::splitmix64(trial + 17) >> (trial % 64);
+    const uint32_t n = static_cast<uint32_t>(trial % 200);
+    pattern_keys(seed, first, n, s, b);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint64_t h = incsim::splitmix64(seed ^ (first + k));
+      ++checked;
+      wrong += s[k] != h % 3 || b[k] != (h >> 8) % 101;
+    }
+  }
+  CHECK(checked > 390000);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("fill and mismatches agree with value and reduced element by element, across hash blocks", "[data]") {
+  const DataPattern d(5, kRanks);
+  constexpr uint64_t kMany = 1000;  // several blocks of pattern_keys and a partial one
+  std::vector<uint8_t> buf(kMany * 4);
+  d.fill(DType::Int32, 3, kFirst, kMany, buf.data());
+  for (uint64_t i = 0; i < kMany; ++i) {
+    int32_t v;
+    std::memcpy(&v, buf.data() + 4 * i, 4);
+    REQUIRE(v == d.value(3, kFirst + i));
+  }
+  for (RedOp op : {RedOp::Sum, RedOp::Min, RedOp::Max}) {
+    for (uint64_t i = 0; i < kMany; ++i) {
+      const int32_t v = d.reduced(op, kFirst + i);
+      std::memcpy(buf.data() + 4 * i, &v, 4);
+    }
+    CHECK(d.mismatches(DType::Int32, op, buf.data(), kFirst, kMany, -1) == 0);
+    CHECK(d.mismatches(DType::Int32, op, buf.data() + 4, kFirst + 1, kMany - 1, -1) == 0);
+  }
+}
