@@ -133,35 +133,100 @@ void CoresFlows::Run::issued_innet(Queue& q, int i, uint64_t pass, bool done) {
 
 // multimem.ld_reduce: the reader's requests, spread over its ports to the
 // group, go at once; the switch each reaches reads every member (the reader
-// too under multimem), reduces the answers and returns the sum.
-void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
-  Rank& k = *q.rank;
-  const Operation& o = op(k.r, i);
+// too under multimem), reduces the answers and returns the sum. latency: the
+// round trip after the last request.
+CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
+  const Operation& o = op(r, i);
   const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(k.r, o.group);
+  const std::vector<GroupPort> ports = group_ports(r, o.group);
   std::map<int, double> requests, answers;
-  double rtt = 0;
+  Shape shape;
   for (const auto& [out, sw, up] : ports) {
     const double share = 1.0 / static_cast<double>(ports.size());
     // The requests to the switch, the sum back from it.
     std::map<int, double> req{{out, 1.0}}, ans;
-    for (const auto& [l, s] : f_.down(sw, k.r).hops)
-      if (s > 0) merge(ans, l, s);
+    for (const auto& [l, x] : f_.down(sw, r).hops)
+      if (x > 0) merge(ans, l, x);
     for (int m : members) {
-      if (m == k.r && !f_.p_.multimem) continue;
+      if (m == r && !f_.p_.multimem) continue;
       const Route& w = f_.down(sw, m);
-      for (const auto& [l, s] : w.hops) merge(s > 0 ? req : ans, l, std::abs(s));
-      rtt = std::max(rtt, 2 * (up + w.latency_ns));
+      for (const auto& [l, x] : w.hops) merge(x > 0 ? req : ans, l, std::abs(x));
+      shape.latency = std::max(shape.latency, 2 * (up + w.latency_ns));
     }
-    for (const auto& [l, s] : req) requests[l] += share * s;
-    for (const auto& [l, s] : ans) answers[l] += share * s;
+    for (const auto& [l, x] : req) requests[l] += share * x;
+    for (const auto& [l, x] : ans) answers[l] += share * x;
   }
-  std::vector<Network::Use> u;
-  for (const auto& [l, s] : requests) u.push_back({l, s * block_weight(l, true)});
-  for (const auto& [l, s] : answers) u.push_back({l, s * block_weight(l, false)});
+  for (const auto& [l, x] : requests) shape.uses.push_back({l, x * block_weight(l, true)});
+  for (const auto& [l, x] : answers) shape.uses.push_back({l, x * block_weight(l, false)});
+  return shape;
+}
+
+// multimem.st: the stores, spread over the ports to the group, each
+// multicast by the switch it reaches to every member (the storer too under
+// multimem). to_member: the latency to each member.
+CoresFlows::Run::Shape CoresFlows::Run::multicast_shape(int r, int i) {
+  const Operation& o = op(r, i);
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
+  const std::vector<GroupPort> ports = group_ports(r, o.group);
+  std::map<int, double> stores;
+  Shape shape;
+  shape.to_member.assign(members.size(), 0);
+  for (const auto& [out, sw, up] : ports) {
+    const double share = 1.0 / static_cast<double>(ports.size());
+    std::map<int, double> tree{{out, 1.0}};
+    for (size_t j = 0; j < members.size(); ++j) {
+      if (members[j] == r && !f_.p_.multimem) continue;
+      const Route& w = f_.down(sw, members[j]);
+      for (const auto& [l, x] : w.hops)
+        if (x > 0) merge(tree, l, x);
+      shape.to_member[j] = std::max(shape.to_member[j], up + w.latency_ns);
+    }
+    for (const auto& [l, x] : tree) stores[l] += share * x;
+  }
+  for (const auto& [l, x] : stores) shape.uses.push_back({l, x * block_weight(l, false)});
+  return shape;
+}
+
+// SHARP: every member's contributions go up to group g's home switches,
+// merging where their ways meet, and the sum comes down to every member.
+// latency: up and down again.
+CoresFlows::Run::Shape CoresFlows::Run::sum_shape(int g) {
+  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(g)];
+  std::map<int, double> up, down;
+  Shape shape;
+  for (const Home& h : f_.homes(g)) {
+    std::map<int, double> u, d;
+    for (int m : members) {
+      const Route& w = f_.down(h.node, m);
+      for (const auto& [l, x] : w.hops) merge(x > 0 ? d : u, l, std::abs(x));
+      shape.latency = std::max(shape.latency, 2 * w.latency_ns + f_.m_.node_ns[static_cast<size_t>(h.node)]);
+    }
+    for (const auto& [l, x] : u) up[l] += h.share * x;
+    for (const auto& [l, x] : d) down[l] += h.share * x;
+  }
+  for (const auto& [l, x] : up) shape.uses.push_back({l, x * block_weight(l, false)});
+  for (const auto& [l, x] : down) shape.uses.push_back({l, x * block_weight(l, false)});
+  return shape;
+}
+
+// An operation's (or, for a reducing write, its group's) flow is the same
+// every pass: built at its first.
+const CoresFlows::Run::Shape& CoresFlows::Run::shape_of(int r, int i) {
+  const Operation& o = op(r, i);
+  const uint64_t key = o.kind == OpKind::ReduceWrite ? ~static_cast<uint64_t>(o.group)
+                                                     : static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(i);
+  if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
+  Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, i)
+            : o.kind == OpKind::MulticastWrite ? multicast_shape(r, i)
+                                               : sum_shape(o.group);
+  return shapes_.emplace(key, std::move(s)).first->second;
+}
+
+void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
+  const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
-  const double began = net_.now();
-  net_.start(std::move(u), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
+  const double began = net_.now(), rtt = shape.latency;
+  net_.start(shape.uses, bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
     // The last request has left; its answers come back a round trip and a
     // member's memory access later.
     const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
@@ -172,77 +237,41 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   });
 }
 
-// multimem.st: the stores, spread over the ports to the group, each
-// multicast by the switch it reaches to every member (the storer too under
-// multimem); posted, so the queue goes on once the last has left.
+// Posted, so the queue goes on once the last store has left.
 void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
-  Rank& k = *q.rank;
-  const Operation& o = op(k.r, i);
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(k.r, o.group);
-  std::map<int, double> stores;
-  std::vector<double> latency(members.size(), 0);  // [member]: from the storer
-  for (const auto& [out, sw, up] : ports) {
-    const double share = 1.0 / static_cast<double>(ports.size());
-    std::map<int, double> tree{{out, 1.0}};
-    for (size_t j = 0; j < members.size(); ++j) {
-      if (members[j] == k.r && !f_.p_.multimem) continue;
-      const Route& w = f_.down(sw, members[j]);
-      for (const auto& [l, s] : w.hops)
-        if (s > 0) merge(tree, l, s);
-      latency[j] = std::max(latency[j], up + w.latency_ns);
-    }
-    for (const auto& [l, s] : tree) stores[l] += share * s;
-  }
-  std::vector<Network::Use> u;
-  for (const auto& [l, s] : stores) u.push_back({l, s * block_weight(l, false)});
+  const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
-  const double began = access();  // the cores read the data first
-  net_.after(began, [this, &q, i, pass, u = std::move(u), bytes, latency] {
+  net_.after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
     const double start = net_.now();
-    net_.start(u, bytes, 0, [this, &q, i, pass, bytes, latency, start] {
+    net_.start(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
       const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(op(r, i).group)];
       const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
       for (size_t j = 0; j < members.size(); ++j)
         if (members[j] != r)
-          net_.after(latency[j] + last_mem(net_.now() - start, blocks, 1),
+          net_.after(shape.to_member[j] + last_mem(net_.now() - start, blocks, 1),
                      [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
       issued_innet(q, i, pass, true);
     });
   });
 }
 
-// SHARP: every member's contributions go up to the group's home switches,
-// merging where their ways meet, and the sum comes down to every member. The
-// flow starts once the last member has issued its pass (the switches can sum
-// nothing before); each member's credits cap it by Little's law.
+// The flow starts once the last member has issued its pass (the switches can
+// sum nothing before); each member's credits cap it by Little's law.
 void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len) {
   Rank& k = *q.rank;
   const Operation& o = op(k.r, i);
   const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  auto& joined = joins_[{o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass}];
+  const auto key = std::make_tuple(o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass);
+  auto& joined = joins_[key];
   joined.emplace_back(&q, i);
   if (joined.size() < members.size()) return;
   const std::vector<std::pair<Queue*, int>> all = std::move(joined);
-  joins_.erase({o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass});
-  std::map<int, double> up, down;
-  double latency = 0;
-  for (const Home& h : f_.homes(o.group)) {
-    std::map<int, double> u, d;
-    for (int m : members) {
-      const Route& w = f_.down(h.node, m);
-      for (const auto& [l, s] : w.hops) merge(s > 0 ? d : u, l, std::abs(s));
-      latency = std::max(latency, 2 * w.latency_ns + f_.m_.node_ns[static_cast<size_t>(h.node)]);
-    }
-    for (const auto& [l, s] : u) up[l] += h.share * s;
-    for (const auto& [l, s] : d) down[l] += h.share * s;
-  }
-  std::vector<Network::Use> uses;
-  for (const auto& [l, s] : up) uses.push_back({l, s * block_weight(l, false)});
-  for (const auto& [l, s] : down) uses.push_back({l, s * block_weight(l, false)});
+  joins_.erase(key);
+  const Shape& shape = shape_of(k.r, i);
+  std::vector<Network::Use> uses = shape.uses;
   // A block's credit is back when its sum has landed: credits x 128 B per round trip.
-  const double rtt = latency + mem();
+  const double latency = shape.latency, rtt = latency + mem();
   for (const auto& [queue, op_index] : all) {
     if (queue->credits_link < 0)
       queue->credits_link = net_.add_link(f_.costs_.push_credits * kBlock / rtt);

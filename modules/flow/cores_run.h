@@ -99,6 +99,17 @@ class CoresFlows::Run {
   };
   std::vector<GroupPort> group_ports(int r, int g);
   void start_innet(Queue& q, int i, uint64_t pass);
+  // An in-network operation's flow: its link uses per byte, and the latency
+  // after its last byte leaves (to each member, for a multicast).
+  struct Shape {
+    std::vector<Network::Use> uses;
+    double latency = 0;
+    std::vector<double> to_member;
+  };
+  Shape read_shape(int r, int i);
+  Shape multicast_shape(int r, int i);
+  Shape sum_shape(int g);
+  const Shape& shape_of(int r, int i);
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
   void start_multicast(Queue& q, int i, uint64_t pass, uint64_t len);
   void join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len);
@@ -146,6 +157,7 @@ class CoresFlows::Run {
   uint64_t transfers_ = 0;
   // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
+  std::unordered_map<uint64_t, Shape> shapes_;  // shape_of's: (rank, operation), or ~group for a reducing write
 };
 
 }  // namespace incsim::flow
