@@ -110,15 +110,8 @@ Child in_child(const std::function<json()>& work, const std::string& who, std::o
         if (n <= 0) break;  // the parent is gone
         at += static_cast<size_t>(n);
       }
-    } catch (const UserError& e) {
-      err << "incsim: error: " << who << e.what() << "\n";
-      rc = 2;
-    } catch (const sc_core::sc_report& r) {
-      err << "incsim: error: " << who << r.get_msg() << "\n";
-      rc = 3;
-    } catch (const std::exception& e) {
-      err << "incsim: error: " << who << e.what() << "\n";
-      rc = 3;
+    } catch (...) {
+      rc = say_error(err, who);
     }
     err.flush();
     std::_Exit(rc);

@@ -336,14 +336,22 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       return 1;
     }
     return 0;
+  } catch (...) {
+    return say_error(err);
+  }
+}
+
+int say_error(std::ostream& err, const std::string& who) {
+  try {
+    throw;
   } catch (const UserError& e) {
-    err << "incsim: error: " << e.what() << "\n";
+    err << "incsim: error: " << who << e.what() << "\n";
     return 2;
   } catch (const sc_core::sc_report& r) {
-    err << "incsim: error: " << r.get_msg() << "\n";
+    err << "incsim: error: " << who << r.get_msg() << "\n";
     return 3;
   } catch (const std::exception& e) {
-    err << "incsim: error: " << e.what() << "\n";
+    err << "incsim: error: " << who << e.what() << "\n";
     return 3;
   }
 }

@@ -95,5 +95,9 @@ const char* git_commit();
 // rows and result files; returns the exit status (0, 1 for wrong results,
 // 2 for bad input) with one sentence on `err` for anything but 0.
 int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+// Called in a catch block: says the exception being handled on err in one
+// line ("incsim: error: " who, its message) and returns the exit status, 2
+// for bad input and 3 for anything else.
+int say_error(std::ostream& err, const std::string& who = "");
 
 }  // namespace incsim::tb

@@ -26,6 +26,19 @@ nlohmann::json row_of(const std::string& args) {
   CHECK(j["rows"][0]["wrong"] == 0);
   return j["rows"][0];
 }
+
+// Runs `args` twice, each writing its own JSON and VCD into d (a.json,
+// a.vcd; b.json, b.vcd): both must be byte-identical. Returns the VCD.
+std::string run_twice_identical(const TempDir& d, const std::string& args) {
+  const Result a = incsim(args + " --vcd " + d.file("a.vcd") + " --json " + d.file("a.json"));
+  const Result b = incsim(args + " --vcd " + d.file("b.vcd") + " --json " + d.file("b.json"));
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
+  const std::string vcd = slurp(d.file("a.vcd"));
+  CHECK(vcd == slurp(d.file("b.vcd")));
+  return vcd;
+}
 }  // namespace
 
 TEST_CASE("push and pull run with their defaults on a star and on a platform file", "[cli][innet]") {
@@ -161,15 +174,10 @@ TEST_CASE("waves lower the mean packet latency of a push all-reduce", "[cli][inn
 
 TEST_CASE("push runs are deterministic, waveform included", "[cli][innet][determinism]") {
   TempDir d;
-  const std::string args = "--platform dgx2 --sizes 64K --algorithm push --quiet -c switch.reduction_table.bytes=128 --vcd ";
-  const Result a = incsim(args + d.file("a.vcd") + " --json " + d.file("a.json"));
-  const Result b = incsim(args + d.file("b.vcd") + " --json " + d.file("b.json"));
-  REQUIRE(a.code == 0);
-  REQUIRE(b.code == 0);
-  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
-  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  const std::string vcd = run_twice_identical(
+      d, "--platform dgx2 --sizes 64K --algorithm push --quiet -c switch.reduction_table.bytes=128");
   // VCD scopes split the dotted names: port<k>.reduction_table.occupancy.
-  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains("$scope module reduction_table $end") &&
+  CHECK_THAT(vcd, Catch::Contains("$scope module reduction_table $end") &&
                                         Catch::Contains(" occupancy ") && Catch::Contains(" evictions ") &&
                                         Catch::Contains(" waves_outstanding ") && Catch::Contains(" credits "));
 }
@@ -187,14 +195,9 @@ TEST_CASE("print-schedule prints each node's table in the Fig. 5 layout", "[cli]
 
 TEST_CASE("NIC runs are deterministic and the VCD shows the schedule counters", "[cli][nic][determinism]") {
   TempDir d;
-  const std::string args = "--platform torus --dims 4x4 --algorithm multitree-msg --sizes 64K --quiet --vcd ";
-  const Result a = incsim(args + d.file("a.vcd") + " --json " + d.file("a.json"));
-  const Result b = incsim(args + d.file("b.vcd") + " --json " + d.file("b.json"));
-  REQUIRE(a.code == 0);
-  REQUIRE(b.code == 0);
-  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
-  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
-  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains("$scope module nic $end") && Catch::Contains(" timestep ") &&
+  const std::string vcd =
+      run_twice_identical(d, "--platform torus --dims 4x4 --algorithm multitree-msg --sizes 64K --quiet");
+  CHECK_THAT(vcd, Catch::Contains("$scope module nic $end") && Catch::Contains(" timestep ") &&
                                         Catch::Contains(" lockstep ") && Catch::Contains(" entry ") &&
                                         Catch::Contains(" out_bytes_vc0 "));
 }
@@ -249,15 +252,10 @@ TEST_CASE("print-trees shows Blink's 6 trees of weight 1 on DGX-1V and the PCIe 
 
 TEST_CASE("Blink runs are deterministic, waveform included, and exit 0 with exact results", "[cli][blink][determinism]") {
   TempDir d;
-  const std::string args = "--platform dgx1p --gpus 0,1,2,5 --algorithm blink --collective broadcast --sizes 64K --quiet ";
-  const Result a = incsim(args + "--json " + d.file("a.json") + " --vcd " + d.file("a.vcd"));
-  const Result b = incsim(args + "--json " + d.file("b.json") + " --vcd " + d.file("b.vcd"));
-  REQUIRE(a.code == 0);
-  REQUIRE(b.code == 0);
-  CHECK(slurp(d.file("a.json")) == slurp(d.file("b.json")));
-  CHECK(slurp(d.file("a.vcd")) == slurp(d.file("b.vcd")));
+  const std::string vcd = run_twice_identical(
+      d, "--platform dgx1p --gpus 0,1,2,5 --algorithm blink --collective broadcast --sizes 64K --quiet");
   // The VCD shows, per GPU port, which tree's chunk went last.
-  CHECK_THAT(slurp(d.file("a.vcd")), Catch::Contains(" port0_tree ") && Catch::Contains(" port1_tree "));
+  CHECK_THAT(vcd, Catch::Contains(" port0_tree ") && Catch::Contains(" port1_tree "));
   const auto j = nlohmann::json::parse(slurp(d.file("a.json")));
   CHECK(j["rows"][0]["wrong"] == 0);
   CHECK(j["rows"][0]["busbw_GBps"] == j["rows"][0]["algbw_GBps"]);  // broadcast: factor 1
