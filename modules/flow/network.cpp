@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 namespace incsim::flow {
 
@@ -18,8 +19,8 @@ int Network::add_link(double bytes_per_ns) {
   return static_cast<int>(links_.size()) - 1;
 }
 
-void Network::push(double t, int flow, uint32_t version, size_t call) {
-  events_.push(Event{t, seq_++, flow, version, call});
+void Network::push(double t, int path, uint32_t version, size_t call) {
+  events_.push(Event{t, seq_++, path, version, call});
 }
 
 void Network::after(double delay_ns, Callback f) {
@@ -42,6 +43,7 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
     after(latency_ns, std::move(done));
     return;
   }
+  const int p = path_of(std::move(uses));
   int f;
   if (free_flows_.empty()) {
     f = static_cast<int>(flows_.size());
@@ -50,53 +52,107 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
     f = free_flows_.back();
     free_flows_.pop_back();
   }
-  Flow& x = flows_[static_cast<size_t>(f)];
-  x.uses = std::move(uses);
-  x.pos.resize(x.uses.size());
-  x.left = bytes;
-  x.rate = 0;
-  x.since = now_;
-  x.latency = latency_ns;
-  x.done = std::move(done);
-  ++x.version;
-  x.active = true;
-  for (size_t u = 0; u < x.uses.size(); ++u) {
-    Link& l = links_[static_cast<size_t>(x.uses[u].link)];
-    l.carried += bytes * x.uses[u].weight;
-    x.pos[u] = static_cast<uint32_t>(l.flows.size());
-    l.flows.emplace_back(f, static_cast<int>(u));
-    dirty_.push_back(x.uses[u].link);
-  }
+  flows_[static_cast<size_t>(f)] = Flow{latency_ns, std::move(done)};
+  Path& path = paths_[static_cast<size_t>(p)];
+  advance(path);
+  path.flows.push(Member{path.sent + bytes, seq_++, f});
+  path.moved = true;
+  for (const Use& u : path.uses) links_[static_cast<size_t>(u.link)].carried += bytes * u.weight;
+  touch(path);
   most_active_ = std::max(most_active_, ++active_);
 }
 
-// Its last byte has left: its links' other flows share what it frees.
-void Network::drain(int f) {
-  Flow& x = flows_[static_cast<size_t>(f)];
+void Network::advance(Path& p) {
+  if (p.rate > 0) p.sent += p.rate * (now_ - p.since);
+  p.since = now_;
+}
+
+int Network::path_of(std::vector<Use>&& uses) {
+  uint64_t key = 1469598103934665603ull;
+  for (const Use& u : uses) {
+    uint64_t w;
+    static_assert(sizeof w == sizeof u.weight);
+    std::memcpy(&w, &u.weight, sizeof w);
+    for (const uint64_t v : {static_cast<uint64_t>(u.link), w, static_cast<uint64_t>(u.limits)})
+      key = (key ^ v) * 1099511628211ull;
+  }
+  std::vector<int>& same = path_index_[key];
+  for (int p : same) {
+    const std::vector<Use>& v = paths_[static_cast<size_t>(p)].uses;
+    if (std::equal(v.begin(), v.end(), uses.begin(), uses.end(), [](const Use& x, const Use& y) {
+          return x.link == y.link && x.weight == y.weight && x.limits == y.limits;
+        }))
+      return p;
+  }
+  int p;
+  if (free_paths_.empty()) {
+    p = static_cast<int>(paths_.size());
+    paths_.emplace_back();
+  } else {
+    p = free_paths_.back();
+    free_paths_.pop_back();
+  }
+  same.push_back(p);
+  Path& x = paths_[static_cast<size_t>(p)];
+  x.uses = std::move(uses);
+  x.key = key;
+  x.rate = 0;
+  x.sent = 0;
+  x.since = now_;
+  ++x.version;
+  x.pos.resize(x.uses.size());
   for (size_t u = 0; u < x.uses.size(); ++u) {
     Link& l = links_[static_cast<size_t>(x.uses[u].link)];
-    const uint32_t at = x.pos[u];
-    l.flows[at] = l.flows.back();
-    l.flows.pop_back();
-    if (at < l.flows.size()) {
-      const auto [g, v] = l.flows[at];
-      flows_[static_cast<size_t>(g)].pos[static_cast<size_t>(v)] = at;
-    }
-    dirty_.push_back(x.uses[u].link);
+    x.pos[u] = static_cast<uint32_t>(l.paths.size());
+    l.paths.emplace_back(p, static_cast<int>(u));
   }
-  x.active = false;
-  ++x.version;
-  --active_;
-  after(x.latency, std::move(x.done));
-  x.done = nullptr;
-  free_flows_.push_back(f);
+  return p;
+}
+
+void Network::touch(const Path& p) {
+  for (const Use& u : p.uses) dirty_.push_back(u.link);
+}
+
+// Their last bytes have left: the path's and its links' other flows share what they free.
+void Network::drain(int p) {
+  Path& path = paths_[static_cast<size_t>(p)];
+  advance(path);
+  const double end = path.flows.top().end;
+  while (!path.flows.empty() && path.flows.top().end <= end) {  // those that end together
+    const int f = path.flows.top().flow;
+    path.flows.pop();
+    Flow& x = flows_[static_cast<size_t>(f)];
+    after(x.latency, std::move(x.done));
+    x.done = nullptr;
+    free_flows_.push_back(f);
+    --active_;
+  }
+  path.moved = true;
+  ++path.version;
+  touch(path);
+  if (path.flows.empty()) {  // off its links, and free for another list of uses
+    for (size_t u = 0; u < path.uses.size(); ++u) {
+      Link& l = links_[static_cast<size_t>(path.uses[u].link)];
+      const uint32_t at = path.pos[u];
+      l.paths[at] = l.paths.back();
+      l.paths.pop_back();
+      if (at < l.paths.size()) {
+        const auto [q, v] = l.paths[at];
+        paths_[static_cast<size_t>(q)].pos[static_cast<size_t>(v)] = at;
+      }
+    }
+    std::vector<int>& same = path_index_[path.key];
+    same.erase(std::find(same.begin(), same.end(), p));
+    if (same.empty()) path_index_.erase(path.key);
+    free_paths_.push_back(p);
+  }
 }
 
 void Network::recompute() {
-  // The component: every flow reachable from the dirty links through shared links.
+  // The component: every path reachable from the dirty links through shared links.
   ++epoch_;
   comp_links_.clear();
-  comp_flows_.clear();
+  comp_paths_.clear();
   for (int l : dirty_)
     if (links_[static_cast<size_t>(l)].epoch != epoch_) {
       links_[static_cast<size_t>(l)].epoch = epoch_;
@@ -104,11 +160,11 @@ void Network::recompute() {
     }
   dirty_.clear();
   for (size_t i = 0; i < comp_links_.size(); ++i) {
-    for (const auto& [f, u] : links_[static_cast<size_t>(comp_links_[i])].flows) {
-      Flow& x = flows_[static_cast<size_t>(f)];
+    for (const auto& [p, u] : links_[static_cast<size_t>(comp_links_[i])].paths) {
+      Path& x = paths_[static_cast<size_t>(p)];
       if (x.epoch == epoch_) continue;
       x.epoch = epoch_;
-      comp_flows_.push_back(f);
+      comp_paths_.push_back(p);
       for (const Use& use : x.uses) {
         Link& l = links_[static_cast<size_t>(use.link)];
         if (l.epoch == epoch_) continue;
@@ -118,10 +174,10 @@ void Network::recompute() {
     }
   }
   // Bytes sent at the old rates, until now.
-  for (int f : comp_flows_) {
-    Flow& x = flows_[static_cast<size_t>(f)];
-    x.left = std::max(0.0, x.left - x.rate * (now_ - x.since));
-    x.since = now_;
+  for (int p : comp_paths_) {
+    Path& x = paths_[static_cast<size_t>(p)];
+    advance(x);
+    x.old_rate = x.rate;
     x.frozen = false;
   }
   // Progressive filling: every unfrozen flow's rate rises alike until a
@@ -138,7 +194,10 @@ void Network::recompute() {
     Link& k = links_[static_cast<size_t>(l)];
     k.left = k.cap;
     k.weights = 0;
-    for (const auto& [f, u] : k.flows) k.weights += flows_[static_cast<size_t>(f)].uses[static_cast<size_t>(u)].weight;
+    for (const auto& [p, u] : k.paths) {
+      const Path& x = paths_[static_cast<size_t>(p)];
+      k.weights += x.uses[static_cast<size_t>(u)].weight * static_cast<double>(x.flows.size());
+    }
     ++k.stamp;
     if (k.weights > kTiny) heap.push({k.left / k.weights, l, k.stamp});
   }
@@ -148,24 +207,30 @@ void Network::recompute() {
     Link& k = links_[static_cast<size_t>(top.link)];
     if (top.stamp != k.stamp) continue;
     const double level = std::max(0.0, top.level);
-    for (const auto& [f, u] : k.flows) {
-      Flow& x = flows_[static_cast<size_t>(f)];
+    for (const auto& [p, u] : k.paths) {
+      Path& x = paths_[static_cast<size_t>(p)];
       if (x.frozen || !x.uses[static_cast<size_t>(u)].limits) continue;
       x.frozen = true;
       x.rate = level;
+      const double n = static_cast<double>(x.flows.size());
       for (const Use& use : x.uses) {
         Link& m = links_[static_cast<size_t>(use.link)];
-        m.left -= use.weight * level;
-        m.weights -= use.weight;
+        m.left -= use.weight * n * level;
+        m.weights -= use.weight * n;
         ++m.stamp;
         if (&m != &k && m.weights > kTiny) heap.push({m.left / m.weights, use.link, m.stamp});
       }
     }
   }
-  for (int f : comp_flows_) {
-    Flow& x = flows_[static_cast<size_t>(f)];
+  // A path whose rate and first flow to end hold keeps its drain event.
+  for (int p : comp_paths_) {
+    Path& x = paths_[static_cast<size_t>(p)];
+    if (x.rate == x.old_rate && !x.moved) continue;
+    x.moved = false;
     ++x.version;
-    push(x.left <= kTiny ? now_ : now_ + x.left / x.rate, f, x.version, 0);
+    if (x.flows.empty()) continue;
+    const double left = x.flows.top().end - x.sent;
+    push(left <= kTiny ? now_ : now_ + left / x.rate, p, x.version, 0);
   }
 }
 
@@ -176,13 +241,13 @@ void Network::run() {
     const Event e = events_.top();
     events_.pop();
     now_ = std::max(now_, e.t);
-    if (e.flow < 0) {
+    if (e.path < 0) {
       Callback f = std::move(calls_[e.call]);
       calls_[e.call] = nullptr;
       free_calls_.push_back(e.call);
       f();
-    } else if (flows_[static_cast<size_t>(e.flow)].version == e.version) {
-      drain(e.flow);
+    } else if (paths_[static_cast<size_t>(e.path)].version == e.version) {
+      drain(e.path);
     }
   }
 }

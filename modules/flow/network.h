@@ -6,9 +6,16 @@
 // is done its path's latency after its last byte left: time = latency +
 // bytes / rate while its rate holds. Time is in ns, capacity in bytes per
 // ns (= GB/s). Plain C++, no SystemC: --fidelity flow runs on this alone.
+//
+// Flows over the same uses (links, weights, limits) always get the same
+// rate, so the filling works on such paths with a count of flows, not on
+// each flow: the chunks of a program's many channels that take one route
+// are one path, which is what keeps a component of thousands of flows in
+// flight cheap to refill.
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <unordered_map>
 #include <vector>
 
 namespace incsim::flow {
@@ -51,35 +58,61 @@ class Network {
   struct Link {
     double cap;
     double carried = 0;
-    std::vector<std::pair<int, int>> flows;  // (flow, its use index)
+    std::vector<std::pair<int, int>> paths;  // (path, its use index)
     // Progressive filling's state, valid while `epoch` is the current one.
     uint64_t epoch = 0;
     double left = 0, weights = 0;
     uint32_t stamp = 0;
   };
-  struct Flow {
+  // A flow in flight on a path: it has sent its last byte when the path
+  // has sent `end` bytes per flow.
+  struct Member {
+    double end;
+    uint64_t seq;
+    int flow;
+    bool operator>(const Member& o) const { return end != o.end ? end > o.end : seq > o.seq; }
+  };
+  // The flows in flight over one list of uses. They all send at one rate,
+  // so they end in the order of `end` and the path needs one drain event.
+  struct Path {
     std::vector<Use> uses;
-    std::vector<uint32_t> pos;  // [use]: its place in the link's flows
-    double left = 0, rate = 0, since = 0, latency = 0;
-    Callback done;
-    uint32_t version = 0;
+    std::vector<uint32_t> pos;  // [use]: its place in the link's paths
+    std::priority_queue<Member, std::vector<Member>, std::greater<Member>> flows;
+    uint64_t key = 0;  // hash of `uses`
+    double rate = 0, old_rate = 0;
+    double sent = 0, since = 0;  // bytes per flow sent until `since`
+    uint32_t version = 0;        // its drain event's
     uint64_t epoch = 0;
-    bool active = false, frozen = false;
+    bool frozen = false, moved = false;  // moved: its first flow to end may have changed
+  };
+  struct Flow {
+    double latency = 0;
+    Callback done;
   };
   struct Event {
     double t;
     uint64_t seq;
-    int flow;          // a drain, or -1: callback `call`
-    uint32_t version;  // the flow's, when it was scheduled
+    int path;          // a drain, or -1: callback `call`
+    uint32_t version;  // the path's, when it was scheduled
     size_t call;
     bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
-  void push(double t, int flow, uint32_t version, size_t call);
-  void drain(int f);
+  void push(double t, int path, uint32_t version, size_t call);
+  // The path's first flows to end have sent their last byte.
+  void drain(int p);
+  // The path's bytes per flow sent until now, at its rate.
+  void advance(Path& p);
+  // The path of these uses, made (and put on its links) if none is in flight.
+  int path_of(std::vector<Use>&& uses);
+  // Marks a path's links: their flows changed this instant.
+  void touch(const Path& p);
   // Max-min rates for every flow connected to the dirty links, and their drain events.
   void recompute();
 
   std::vector<Link> links_;
+  std::vector<Path> paths_;
+  std::vector<int> free_paths_;
+  std::unordered_map<uint64_t, std::vector<int>> path_index_;  // key -> paths in flight
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
   std::vector<Callback> calls_;
@@ -89,7 +122,7 @@ class Network {
   double now_ = 0;
   uint64_t seq_ = 0, epoch_ = 0, started_ = 0;
   size_t active_ = 0, most_active_ = 0;
-  std::vector<int> comp_links_, comp_flows_;  // recompute's scratch
+  std::vector<int> comp_links_, comp_paths_;  // recompute's scratch
 };
 
 }  // namespace incsim::flow

@@ -78,6 +78,31 @@ TEST_CASE("flows on separate links do not slow each other, and a later start res
   CHECK(done["x"] == Approx(125));
 }
 
+TEST_CASE("flows over the same links end in order of their bytes, one joining midway, beside a flow on a longer path") {
+  Network n;
+  const int a = n.add_link(10), b = n.add_link(10);
+  std::map<std::string, double> done;
+  start(n, done, "f1", {{a, 1}}, 600, 5);
+  start(n, done, "f2", {{a, 1}}, 200);
+  start(n, done, "twin", {{b, 1}}, 100);
+  start(n, done, "twin2", {{b, 1}}, 100);
+  start(n, done, "f3", {{a, 1}, {b, 1}}, 400);
+  n.after(70, [&] { start(n, done, "f4", {{a, 1}}, 100); });
+  n.run();
+  // a: f1, f2, f3 at 10/3 B/ns each (b has room: the twins take the rest of
+  // it, 10/3 each, and end together at 30). f2's 200 B leave by 60; f1 and
+  // f3 then at 5: by 70 each has 250 B sent. f4 joins f1's links: 10/3 each
+  // again, f4's 100 B by 100 (f1 350 -> 250 left, f3 150 -> 50). f3's last
+  // 50 at 5 by 110; f1's last 200 alone at 10 by 130, done 5 later.
+  CHECK(done["twin"] == Approx(30));
+  CHECK(done["twin2"] == Approx(30));
+  CHECK(done["f2"] == Approx(60));
+  CHECK(done["f4"] == Approx(100));
+  CHECK(done["f3"] == Approx(110));
+  CHECK(done["f1"] == Approx(135));
+  CHECK(n.carried(a) == Approx(1300));
+}
+
 TEST_CASE("a flow without links or bytes takes its latency only") {
   Network n;
   std::map<std::string, double> done;
