@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <cstring>
 
 namespace incsim::flow {
@@ -182,14 +183,13 @@ void Network::recompute() {
   }
   // Progressive filling: every unfrozen flow's rate rises alike until a
   // link fills; that link's flows freeze at that rate. A link's level is
-  // its capacity left over its unfrozen flows' weights.
-  struct Level {
-    double level;
-    int link;
-    uint32_t stamp;
-    bool operator>(const Level& o) const { return level != o.level ? level > o.level : link > o.link; }
-  };
-  std::priority_queue<Level, std::vector<Level>, std::greater<Level>> heap;
+  // its capacity left over its unfrozen flows' weights. Freezing flows at
+  // the least level raises their other links' levels (or, by rounding,
+  // lowers them by an ulp), so a link's heap entry is pushed again only
+  // where its level fell below its key; an entry popped below its link's
+  // level goes back with that level. The order, and every rate, is that of
+  // pushing each change.
+  heap_.clear();
   for (int l : comp_links_) {
     Link& k = links_[static_cast<size_t>(l)];
     k.left = k.cap;
@@ -198,14 +198,24 @@ void Network::recompute() {
       const Path& x = paths_[static_cast<size_t>(p)];
       k.weights += x.uses[static_cast<size_t>(u)].weight * static_cast<double>(x.flows.size());
     }
-    ++k.stamp;
-    if (k.weights > kTiny) heap.push({k.left / k.weights, l, k.stamp});
+    k.key = k.left / k.weights;
+    if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
   }
-  while (!heap.empty()) {
-    const Level top = heap.top();
-    heap.pop();
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+    const Level top = heap_.back();
+    heap_.pop_back();
     Link& k = links_[static_cast<size_t>(top.link)];
-    if (top.stamp != k.stamp) continue;
+    if (top.entry != k.entry || k.weights <= kTiny) continue;
+    if (const double now = k.left / k.weights; now > top.level) {
+      k.key = now;
+      heap_.push_back({now, top.link, ++k.entry});
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+      continue;
+    }
+    ++k.entry;  // filled: no entry of it is live
+    k.key = -std::numeric_limits<double>::infinity();
     const double level = std::max(0.0, top.level);
     for (const auto& [p, u] : k.paths) {
       Path& x = paths_[static_cast<size_t>(p)];
@@ -217,8 +227,11 @@ void Network::recompute() {
         Link& m = links_[static_cast<size_t>(use.link)];
         m.left -= use.weight * n * level;
         m.weights -= use.weight * n;
-        ++m.stamp;
-        if (&m != &k && m.weights > kTiny) heap.push({m.left / m.weights, use.link, m.stamp});
+        if (m.weights > kTiny && m.left / m.weights < m.key) {
+          m.key = m.left / m.weights;
+          heap_.push_back({m.key, use.link, ++m.entry});
+          std::push_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+        }
       }
     }
   }

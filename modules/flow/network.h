@@ -62,7 +62,8 @@ class Network {
     // Progressive filling's state, valid while `epoch` is the current one.
     uint64_t epoch = 0;
     double left = 0, weights = 0;
-    uint32_t stamp = 0;
+    double key = 0;      // its live heap entry's level, at most its level
+    uint32_t entry = 0;  // its live heap entry's number
   };
   // A flow in flight on a path: it has sent its last byte when the path
   // has sent `end` bytes per flow.
@@ -88,6 +89,13 @@ class Network {
   struct Flow {
     double latency = 0;
     Callback done;
+  };
+  // A link's heap entry in progressive filling: live while `entry` is the link's.
+  struct Level {
+    double level;
+    int link;
+    uint32_t entry;
+    bool operator>(const Level& o) const { return level != o.level ? level > o.level : link > o.link; }
   };
   struct Event {
     double t;
@@ -123,6 +131,7 @@ class Network {
   uint64_t seq_ = 0, epoch_ = 0, started_ = 0;
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_links_, comp_paths_;  // recompute's scratch
+  std::vector<Level> heap_;
 };
 
 }  // namespace incsim::flow
