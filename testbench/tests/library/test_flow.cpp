@@ -145,7 +145,7 @@ struct Star {
     t.finalize();
     m.t = &t;
     m.formats.push_back({});  // 16-byte header and flits, 128-byte payloads
-    for (const incsim::topo::Link& l : t.links()) m.link_format.push_back(0);
+    m.link_format.assign(t.links().size(), 0);
     m.node_ns.assign(t.nodes().size(), 0);
     m.node_ns[static_cast<size_t>(sw)] = 100;
     m.spreads.assign(t.nodes().size(), 0);
