@@ -20,8 +20,56 @@ int Network::add_link(double bytes_per_ns) {
   return static_cast<int>(links_.size()) - 1;
 }
 
-void Network::push(double t, int path, uint32_t version, size_t call) {
-  events_.push(Event{t, seq_++, path, version, call});
+bool Network::sooner(int a, int b) const {
+  const Path& x = paths_[static_cast<size_t>(a)];
+  const Path& y = paths_[static_cast<size_t>(b)];
+  return x.due != y.due ? x.due < y.due : x.due_seq < y.due_seq;
+}
+
+void Network::place(size_t i, int p) {
+  due_[i] = p;
+  paths_[static_cast<size_t>(p)].at = static_cast<int>(i);
+}
+
+void Network::sift(size_t i) {
+  const int p = due_[i];
+  while (i > 0 && sooner(p, due_[(i - 1) / 2])) {
+    place(i, due_[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= due_.size()) break;
+    if (c + 1 < due_.size() && sooner(due_[c + 1], due_[c])) ++c;
+    if (!sooner(due_[c], p)) break;
+    place(i, due_[c]);
+    i = c;
+  }
+  place(i, p);
+}
+
+void Network::schedule(int p, double t) {
+  Path& x = paths_[static_cast<size_t>(p)];
+  x.due = t;
+  x.due_seq = seq_++;
+  if (x.at < 0) {
+    due_.push_back(p);
+    x.at = static_cast<int>(due_.size()) - 1;
+  }
+  sift(static_cast<size_t>(x.at));
+}
+
+void Network::unschedule(int p) {
+  Path& x = paths_[static_cast<size_t>(p)];
+  if (x.at < 0) return;
+  const size_t i = static_cast<size_t>(x.at);
+  x.at = -1;
+  const int last = due_.back();
+  due_.pop_back();
+  if (i < due_.size()) {
+    place(i, last);
+    sift(i);
+  }
 }
 
 void Network::after(double delay_ns, Callback f) {
@@ -34,7 +82,7 @@ void Network::after(double delay_ns, Callback f) {
     free_calls_.pop_back();
     calls_[k] = std::move(f);
   }
-  push(now_ + delay_ns, -1, 0, k);
+  events_.push(Event{now_ + delay_ns, seq_++, k});
 }
 
 void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done) {
@@ -100,7 +148,6 @@ int Network::path_of(std::vector<Use>&& uses) {
   x.rate = 0;
   x.sent = 0;
   x.since = now_;
-  ++x.version;
   x.pos.resize(x.uses.size());
   for (size_t u = 0; u < x.uses.size(); ++u) {
     Link& l = links_[static_cast<size_t>(x.uses[u].link)];
@@ -129,7 +176,6 @@ void Network::drain(int p) {
     --active_;
   }
   path.moved = true;
-  ++path.version;
   touch(path);
   if (path.flows.empty()) {  // off its links, and free for another list of uses
     for (size_t u = 0; u < path.uses.size(); ++u) {
@@ -240,27 +286,40 @@ void Network::recompute() {
     Path& x = paths_[static_cast<size_t>(p)];
     if (x.rate == x.old_rate && !x.moved) continue;
     x.moved = false;
-    ++x.version;
-    if (x.flows.empty()) continue;
+    if (x.flows.empty()) {
+      unschedule(p);
+      continue;
+    }
     const double left = x.flows.top().end - x.sent;
-    push(left <= kTiny ? now_ : now_ + left / x.rate, p, x.version, 0);
+    schedule(p, left <= kTiny ? now_ : now_ + left / x.rate);
   }
 }
 
 void Network::run() {
   for (;;) {
-    if (!dirty_.empty() && (events_.empty() || events_.top().t > now_)) recompute();
-    if (events_.empty()) return;
-    const Event e = events_.top();
-    events_.pop();
-    now_ = std::max(now_, e.t);
-    if (e.path < 0) {
-      Callback f = std::move(calls_[e.call]);
-      calls_[e.call] = nullptr;
-      free_calls_.push_back(e.call);
+    // The next event: a callback's, or the drain of the path due soonest.
+    const bool drains = !due_.empty(), calls = !events_.empty();
+    const Path* d = drains ? &paths_[static_cast<size_t>(due_[0])] : nullptr;
+    const bool drain_next =
+        drains && (!calls || (d->due != events_.top().t ? d->due < events_.top().t : d->due_seq < events_.top().seq));
+    const double t = drain_next ? d->due : calls ? events_.top().t : now_;
+    if (!dirty_.empty() && (!(drains || calls) || t > now_)) {
+      recompute();
+      continue;
+    }
+    if (!drains && !calls) return;
+    now_ = std::max(now_, t);
+    if (drain_next) {
+      const int p = due_[0];
+      unschedule(p);
+      drain(p);
+    } else {
+      const size_t k = events_.top().call;
+      events_.pop();
+      Callback f = std::move(calls_[k]);
+      calls_[k] = nullptr;
+      free_calls_.push_back(k);
       f();
-    } else if (paths_[static_cast<size_t>(e.path)].version == e.version) {
-      drain(e.path);
     }
   }
 }

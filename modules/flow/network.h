@@ -82,7 +82,9 @@ class Network {
     uint64_t key = 0;  // hash of `uses`
     double rate = 0, old_rate = 0;
     double sent = 0, since = 0;  // bytes per flow sent until `since`
-    uint32_t version = 0;        // its drain event's
+    double due = 0;              // when its first flows to end will have sent their last byte
+    uint64_t due_seq = 0;        // the order among events due at once
+    int at = -1;                 // its place in due_, or -1: no drain due
     uint64_t epoch = 0;
     bool frozen = false, moved = false;  // moved: its first flow to end may have changed
   };
@@ -97,15 +99,21 @@ class Network {
     uint32_t entry;
     bool operator>(const Level& o) const { return level != o.level ? level > o.level : link > o.link; }
   };
+  // A callback's event (paths' drains are in due_).
   struct Event {
     double t;
     uint64_t seq;
-    int path;          // a drain, or -1: callback `call`
-    uint32_t version;  // the path's, when it was scheduled
     size_t call;
     bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
-  void push(double t, int path, uint32_t version, size_t call);
+  // The paths' drains: a binary heap of paths by (due, due_seq), each
+  // knowing its place, so a path whose rate changes moves its one event
+  // rather than leaving a stale one behind.
+  bool sooner(int a, int b) const;
+  void place(size_t i, int p);
+  void sift(size_t i);
+  void schedule(int p, double t);
+  void unschedule(int p);
   // The path's first flows to end have sent their last byte.
   void drain(int p);
   // The path's bytes per flow sent until now, at its rate.
@@ -126,6 +134,7 @@ class Network {
   std::vector<Callback> calls_;
   std::vector<size_t> free_calls_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::vector<int> due_;
   std::vector<int> dirty_;  // links whose flows changed this instant
   double now_ = 0;
   uint64_t seq_ = 0, epoch_ = 0, started_ = 0;
