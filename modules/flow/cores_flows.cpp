@@ -235,15 +235,14 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
     }
     k->unfinished = static_cast<int>(k->queues.size());
     // In-network groups: which operation receives each chunk that lands here.
-    k->receiver.assign(p.groups.size(), std::vector<int>(message, -1));
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
       if (o.kind == OpKind::ReduceRead && o.dst.empty()) k->done_passes[static_cast<size_t>(i)] = passes_of(o);
       if (!receives_landing(o)) continue;
       ++k->unfinished;
+      std::vector<int>& at = k->receiver.try_emplace(o.group, message, -1).first->second;
       for (uint32_t j = 0; j < o.dst.count; ++j)
-        k->receiver[static_cast<size_t>(o.group)][static_cast<size_t>(
-            collectives::message_chunk(p, r, ChunkRef{o.dst.index + j, 1, o.dst.buf}))] = i;
+        at[static_cast<size_t>(collectives::message_chunk(p, r, ChunkRef{o.dst.index + j, 1, o.dst.buf}))] = i;
     }
     ranks_.push_back(std::move(k));
   }

@@ -65,9 +65,10 @@ class CoresFlows::Run {
     std::vector<int> queue_of;
     std::vector<Conn*> in_of, out_of;
     std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
-    // In-network groups: [group][message chunk] the operation that receives
-    // its multicast or sum here, or -1.
-    std::vector<std::vector<int>> receiver;
+    // The in-network groups it receives in (a few of the program's, which
+    // grow with the cluster): [message chunk] the operation that receives
+    // the group's multicast or sum here, or -1.
+    std::unordered_map<int, std::vector<int>> receiver;
     std::unordered_map<uint64_t, uint64_t> landed;  // (receiving operation, pass): elements landed
     int unfinished = 0;  // queues, and operations that receive what lands
     uint64_t wrong() const override { return 0; }  // no element values travel
