@@ -125,8 +125,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   machine_ = flow_machine(t, cfg_, d);
   site.packet_payload = machine_.formats.front().max_payload;
   site.packet_header = machine_.formats.front().header;
-  synthesis_ = algorithm_->synthesize(site);
-  collectives::Program program = synthesis_.program;
+  collectives::Program program = algorithm_->synthesize(site).program;
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
   // NCCL's PXN relays, as the communicator applies them (platforms/communicator.cpp).

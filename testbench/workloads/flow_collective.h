@@ -39,10 +39,8 @@ class FlowCollectiveWorkload : public Workload {
   topo::Topology graph_;
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
-  collectives::Synthesis synthesis_;
   flow::FlowMachine machine_;
   std::unique_ptr<flow::CoresFlows> flows_;
-  double endpoint_GBps_ = 0;  // the bound's payload bandwidth per GPU
   size_t pxn_relays_ = 0;
 };
 
