@@ -240,9 +240,8 @@ CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
       if (o.kind == OpKind::ReduceRead && o.dst.empty()) k->done_passes[static_cast<size_t>(i)] = passes_of(o);
       if (!receives_landing(o)) continue;
       ++k->unfinished;
-      std::vector<int>& at = k->receiver.try_emplace(o.group, message, -1).first->second;
       for (uint32_t j = 0; j < o.dst.count; ++j)
-        at[static_cast<size_t>(collectives::message_chunk(p, r, ChunkRef{o.dst.index + j, 1, o.dst.buf}))] = i;
+        k->receiver[received(o.group, collectives::message_chunk(p, r, ChunkRef{o.dst.index + j, 1, o.dst.buf}))] = i;
     }
     ranks_.push_back(std::move(k));
   }

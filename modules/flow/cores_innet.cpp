@@ -302,15 +302,14 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
 void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
   const Operation& o = op(from, i);
   Rank& k = *ranks_[static_cast<size_t>(member)];
-  const auto takes = k.receiver.find(o.group);
-  if (takes == k.receiver.end()) return;  // no operation of the member receives in this group
   const ChunkRef ref = o.kind == OpKind::ReduceWrite ? o.dst : o.src;
   std::set<int> receivers;
   for (uint32_t j = 0; j < ref.count; ++j) {
     const ChunkRef c{ref.index + j, 1, ref.buf};
     const int64_t m = collectives::message_chunk(f_.p_, from, c);
-    const int at = takes->second[static_cast<size_t>(m)];
-    if (at < 0) continue;  // its own store back (multimem), or nothing here takes it
+    const auto taker = k.receiver.find(received(o.group, m));
+    if (taker == k.receiver.end()) continue;  // its own store back (multimem), or nothing here takes it
+    const int at = taker->second;
     uint64_t first, n;
     layout_->range(pass, static_cast<uint32_t>(m), first, n);
     k.landed[static_cast<uint64_t>(at) << 32 | pass] += n;

@@ -23,6 +23,9 @@ using collectives::Protocol;
 using collectives::passive;
 using collectives::receives_landing;
 
+// The key of what a rank receives of in-network group g: message chunk m.
+inline uint64_t received(int g, int64_t m) { return static_cast<uint64_t>(g) << 32 | static_cast<uint32_t>(m); }
+
 // One size's run: every rank's queues and connections, as CoresRank has them.
 class CoresFlows::Run {
  public:
@@ -65,10 +68,10 @@ class CoresFlows::Run {
     std::vector<int> queue_of;
     std::vector<Conn*> in_of, out_of;
     std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
-    // The in-network groups it receives in (a few of the program's, which
-    // grow with the cluster): [message chunk] the operation that receives
-    // the group's multicast or sum here, or -1.
-    std::unordered_map<int, std::vector<int>> receiver;
+    // (group, message chunk): the operation that receives the group's
+    // multicast or sum of that chunk here; only the chunks it receives, as
+    // groups and message chunks both grow with the cluster.
+    std::unordered_map<uint64_t, int> receiver;
     std::unordered_map<uint64_t, uint64_t> landed;  // (receiving operation, pass): elements landed
     int unfinished = 0;  // queues, and operations that receive what lands
     uint64_t wrong() const override { return 0; }  // no element values travel
