@@ -130,7 +130,7 @@ uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uin
   const uint32_t message = message_chunks(p);
   if (p.tree_nodes)
     return p.groups.empty() ? tree_chunk_bytes(proto, bytes, static_cast<int>(message), p.ranks, p.tree_nodes, step)
-                            : nvls_tree_chunk_bytes(bytes, message, step);
+                            : nvls_tree_chunk_bytes(bytes, message, step, p.tree_nodes);
   const bool nvls_only = !p.groups.empty() && std::none_of(p.ops.begin(), p.ops.end(), [](const Operation& o) {
     return sends(o.kind) || receives(o.kind);
   });

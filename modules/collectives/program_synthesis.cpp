@@ -605,8 +605,11 @@ uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step
   return chunk;
 }
 
-uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step) {
-  uint64_t chunk = step;
+uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step, int nodes) {
+  // NCCL 2.23+ (src/transport/nvls.cc, ncclNvlsTuning; src/enqueue.cc): NCCL_NVLS_CHUNKSIZE (128 KiB), at most
+  // NCCL_NVLSTREE_MAX_CHUNKSIZE, whose default is 64 KiB from 4 nodes on (NCCL 2.19 set 64 KiB there too).
+  const uint64_t nvls_chunk = 128 * 1024, tree_max = nodes >= 4 ? 64 * 1024 : nvls_chunk;
+  uint64_t chunk = std::min({step, nvls_chunk, tree_max});
   for (const auto& [times, floor] : {std::pair<uint64_t, uint64_t>{32, 256 * 1024}, {16, 128 * 1024}, {4, 64 * 1024},
                                      {1, 32 * 1024}})
     if (bytes < times * concurrent_ops * chunk && chunk > floor) chunk = floor;

@@ -149,11 +149,13 @@ uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step
 // ranks / nodes), its wire bytes halved while fewer than 64 s / ppn chunks
 // (down to 128 KiB) or 16 s / ppn (down to 32 KiB). LL: the step.
 uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step);
-// NCCL's chunk for NVLSTree (src/enqueue.cc, NCCL_ALGO_NVLS_TREE): from one
-// Simple step, cut to 256 KiB, 128, 64 or 32 KiB while the message is
-// smaller than 32, 16, 4 or 1 times that chunk on each of the
-// `concurrent_ops` (channels x heads) chunks a pass moves.
-uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step);
+// NCCL's chunk for NVLSTree over `nodes` nodes (src/enqueue.cc,
+// NCCL_ALGO_NVLS_TREE): NVLS's 128 KiB chunk (at most one step), 64 KiB
+// from 4 nodes on (NCCL_NVLSTREE_MAX_CHUNKSIZE's default), cut to 256 KiB,
+// 128, 64 or 32 KiB while the message is smaller than 32, 16, 4 or 1 times
+// that chunk on each of the `concurrent_ops` (channels x heads) chunks a
+// pass moves.
+uint64_t nvls_tree_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step, int nodes);
 
 // Klenk's in-network collectives (§IV) as copy-engine programs over one group
 // of all n ranks:

@@ -1,6 +1,6 @@
 // Klenk's in-network collectives (§IV) and NVLink SHARP: the switches'
-// multicast and reduction tables do the work, the GPUs' copy engines (or,
-// for NVLS as NCCL runs it, their cores) issue it.
+// multicast and reduction tables do the work, the GPUs' copy engines (for
+// NVLS, as NCCL runs it, their cores) issue it.
 #include "collectives/algorithms/common.h"
 #include "collectives/nccl.h"
 #include "collectives/program_synthesis.h"
@@ -15,12 +15,19 @@ const Param<bool> kPullBarrier{"pull.barrier", true, Range::none(),
                                "without it pulls may read stale data)"};
 // Who issues NVLS's multimem loads and stores: NCCL's kernels on the SMs
 // (the cores, NCCL_NVLS_NCHANNELS thread blocks), or the copy engines as
-// Klenk's DMA-initiated pull and multicast.
+// Klenk's DMA-initiated pull and multicast. The cores by default, as NCCL
+// runs it: its NVLS all-reduce (src/device/all_reduce.h, RunWorkColl for
+// NCCL_ALGO_NVLS) gives each channel's thread block reduce warps whose
+// reduceCopy issues multimem.ld_reduce (src/device/reduce_kernel.h,
+// applyLoadMultimem) and multimem.st (src/device/common_kernel.h,
+// multimem_st_global); no copy engine takes part.
 const Param<std::string> kNvlsEngine{
-    "nvls.engine", "copy", Range::none(),
-    "what issues nvls's multimem loads and stores: copy (the copy engines, Klenk's DMA) or cores (the SMs' thread "
-    "blocks, as NCCL runs it, nvls.channels of them)"};
-// NCCL_NVLS_NCHANNELS' default on H100 (NCCL src/transport/nvls.cc).
+    "nvls.engine", "cores", Range::none(),
+    "what issues nvls's multimem loads and stores: cores (the SMs' thread blocks, as NCCL runs it, nvls.channels of "
+    "them) or copy (the copy engines, Klenk's DMA-initiated pull and multicast)"};
+// NCCL's NVLS channels on H100 (NCCL src/transport/nvls.cc: NCCL_NVLS_NCHANNELS'
+// default 16 from 2.17, NVLS_NCHANNELS_SM90 = 16 since 2.25; enqueue.cc runs
+// NVLS on all of them, "NVLS should not need more than 16 channels").
 const Param<int> kNvlsChannels{"nvls.channels", 16, Range::at_least(1).at_most(1024),
                                "thread blocks that run nvls on the cores (nvls.engine=cores; NCCL's "
                                "NCCL_NVLS_NCHANNELS default on H100)"};
@@ -60,14 +67,15 @@ class InSwitches : public Algorithm {
   std::optional<InNetMethod> method_;  // none: by collective (NVLS)
 };
 
-// NVLS as NCCL 2.17+ runs it: on the copy engines (Klenk's pull and
-// multicast with multimem) or on the cores' thread blocks.
+// NVLS as NCCL 2.17+ runs it: on the cores' thread blocks, or (nvls.engine=
+// copy) on the copy engines (Klenk's pull and multicast with multimem).
 class Nvls : public InSwitches {
  public:
   Nvls()
       : InSwitches({"nvls", "allreduce, reducescatter, allgather", "", Family::GpuFabric,
                     "dgx2, fattree2l, star, fattree, hgx-h100, nvl72",
-                    "the GPUs' copy engines and the switches' reduction and multicast tables",
+                    "the GPUs' cores (nvls.engine=copy: their copy engines) and the switches' reduction and "
+                    "multicast tables",
                     "NVLink SHARP as NCCL 2.17+ runs it (NVIDIA H100 whitepaper, NVSwitch3): each GPU reduces its 1/n "
                     "in the switches with a multimem load (Klenk's pull) and, for all-reduce, multicasts it with a "
                     "multimem store",

@@ -264,7 +264,7 @@ TEST_CASE("a printed program runs back from its file with identical rows", "[cor
                         Case{"--platform dgx2 --sizes 64K", "", kAllPairs},
                         Case{"--platform dgx2 --sizes 64K", "", "push"},
                         Case{"--platform star --gpus 4 --sizes 64K,12292", " -c pull.barrier=false", "pull"},
-                        Case{"--platform dgx2 --collective reducescatter --sizes 64K", "", "nvls"},
+                        Case{"--platform dgx2 --collective reducescatter --sizes 64K", " -c nvls.engine=copy", "nvls"},
                         Case{"--platform dgx2 --collective allgather --sizes 64K", "", "multicast"},
                         Case{"--platform dgx2 --collective broadcast --sizes 64K", "", "multicast"},
                         Case{"--platform dgx2 --collective broadcast --sizes 64K,1M", " -c ring.channels=3", "ring"},
@@ -598,6 +598,32 @@ TEST_CASE("bad input: an unknown protocol, LL128 lines larger than a packet, a p
   REQUIRE(at != std::string::npos);
   text.insert(at + 6, " proto ll");  // after "cores"
   require_error("--platform star --gpus 4 --algorithm " + d.write("mixed.prog", text), {"mixes the ll and simple protocols"});
+}
+
+TEST_CASE("NVLS runs on the cores by default, as NCCL runs it, and -c nvls.engine=copy keeps the copy engines' form",
+          "[cores][nvls]") {
+  const std::string run = "--platform hgx-h100 --algorithm nvls --sizes 64K,1M";
+  const auto program = [&](const std::string& extra) {
+    const Result r = incsim(run + extra + " --print-program");
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  const std::string by_default = program(""), cores = program(" -c nvls.engine=cores"),
+                    copy = program(" -c nvls.engine=copy");
+  CHECK(by_default == cores);
+  // The cores' thread blocks: one load-reduce per GPU's chunk, no barrier.
+  CHECK_THAT(by_default, Catch::Contains("0 redread cores ch 0 q 0 group 0"));
+  CHECK_THAT(by_default, !Catch::Contains(" copy ch "));
+  // The copy engines' form: Klenk's pull, after its barrier.
+  CHECK_THAT(copy, Catch::Contains("0 barrier copy ch 0 q 0 group 0"));
+  CHECK_THAT(copy, !Catch::Contains(" cores ch "));
+  const auto csv = [&](const std::string& extra) {
+    const Result r = incsim(run + extra + " --csv -");
+    REQUIRE(r.code == 0);
+    return rows(r);
+  };
+  CHECK(csv("") == csv(" -c nvls.engine=cores"));
+  CHECK(csv("") != csv(" -c nvls.engine=copy"));
 }
 
 TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines' bound, and holds NCCL's 16 blocks",

@@ -375,14 +375,18 @@ TEST_CASE("NCCL's NVLSTree is a correct program that reads and multicasts in its
     CHECK(stores == 2);
   }
   CHECK(read_program(write_program(p), "nvlstree.txt") == p);
-  // NCCL's chunk rule (enqueue.cc), 16 channels x 8 heads: 512 KiB steps cut
-  // to 256, 128, 64 and 32 KiB below 32, 16, 4 and 1 times the pass.
-  const auto chunk = [](uint64_t bytes) { return nvls_tree_chunk_bytes(bytes, 128, 512 * 1024); };
-  CHECK(chunk(16ull << 30) == 512 * 1024);
-  CHECK(chunk(1ull << 30) == 256 * 1024);
-  CHECK(chunk(256ull << 20) == 128 * 1024);
-  CHECK(chunk(16ull << 20) == 64 * 1024);
-  CHECK(chunk(1ull << 20) == 32 * 1024);
+  // NCCL's chunk rule (nvls.cc, enqueue.cc), 16 channels x 8 heads: NVLS's
+  // 128 KiB chunk (64 KiB from 4 nodes on) cut to 64 and 32 KiB below 4
+  // and 1 times the pass; never more than a step.
+  const auto chunk = [](uint64_t bytes, int nodes) { return nvls_tree_chunk_bytes(bytes, 128, 512 * 1024, nodes); };
+  CHECK(chunk(16ull << 30, 2) == 128 * 1024);
+  CHECK(chunk(256ull << 20, 2) == 128 * 1024);
+  CHECK(chunk(16ull << 20, 2) == 64 * 1024);
+  CHECK(chunk(1ull << 20, 2) == 32 * 1024);
+  CHECK(chunk(16ull << 30, 4) == 64 * 1024);
+  CHECK(chunk(64ull << 20, 8) == 64 * 1024);
+  CHECK(chunk(1ull << 20, 8) == 32 * 1024);
+  CHECK(nvls_tree_chunk_bytes(16ull << 30, 128, 16 * 1024, 2) == 16 * 1024);
   CHECK_THROWS_WITH(nvls_tree_program(1, 8, 2, true), Catch::Contains("at least 2 nodes"));
   // NVLS with SHARP: each head pushes its read's sum to its rail's group of its channel, and multicasts what comes back.
   for (const auto& [nodes, per_node, channels] : {std::array<int, 3>{2, 2, 1}, {2, 8, 16}, {3, 4, 2}})

@@ -37,7 +37,7 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
   require_refused("--fidelity flow --traffic uniform", "runs the collective workload only");
   require_refused("--fidelity flow --algorithm push", "flows run the GPUs' cores' programs only");
-  require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls",
+  require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
                   "nvls runs on the copy engine; flows run the GPUs' cores' programs only");
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and a 
 
 TEST_CASE("flow against packet level: NVLS's multimem loads and stores and SHARP's reducing writes at 1 MiB within 5%",
           "[flow][accuracy]") {
-  for (const std::string run : {"--platform hgx-h100 --algorithm nvls -c nvls.engine=cores",
+  for (const std::string run : {"--platform hgx-h100 --algorithm nvls",  // on the cores, NCCL's way
                                 "--platform cluster --nodes 2 --algorithm nvlstree",
                                 "--platform cluster --nodes 2 --algorithm collnet"}) {
     const double packet = times(run + " --sizes 1M").at(0);

@@ -107,11 +107,18 @@ TEST_CASE("HGX H100: NVLS reads the reader's own copy through the switches, unli
 }
 
 // A reduce-scatter keeps each reduced block at its puller: 3 corrupted
-// reductions are 3 wrong elements (without the barrier, whose flag would
-// take the first fault).
+// reductions are 3 wrong elements, whoever issues the loads (the cores have
+// no barrier; the copy engines' is turned off, its flag would take the
+// first fault).
 TEST_CASE("HGX H100: a faulty switch ALU shows in NVLS reduce-scatter's #wrong", "[links][hgx][nvls][wrong]") {
-  const tb::Options o = tb::run_options("hgx-h100", "reducescatter", "nvls", "64K", {{"pull.barrier", "false"}});
-  CHECK(tb::wrong_with_alu_fault(o, "sw0.port0.reduction_table", 3) == 3);
+  const tb::Options cores = tb::run_options("hgx-h100", "reducescatter", "nvls", "64K");
+  CHECK(tb::wrong_with_alu_fault(cores, "sw0.port0.reduction_table", 3) == 3);
+}
+TEST_CASE("HGX H100: a faulty switch ALU shows in the copy engines' NVLS reduce-scatter's #wrong",
+          "[links][hgx][nvls][wrong]") {
+  const tb::Options copy = tb::run_options("hgx-h100", "reducescatter", "nvls", "64K",
+                                           {{"nvls.engine", "copy"}, {"pull.barrier", "false"}});
+  CHECK(tb::wrong_with_alu_fault(copy, "sw0.port0.reduction_table", 3) == 3);
 }
 TEST_CASE("NVLS on a DGX-1, which has no NVSwitch, is refused", "[links][nvls][errors]") {
   REQUIRE_THROWS_WITH(tb::Experiment(tb::run_options("dgx1v", "allreduce", "nvls", "1M")),
