@@ -17,6 +17,7 @@
 #include "gpu/copy_collective.h"
 #include "gpu/cores_collective.h"
 #include "adapter/roce_bridge.h"
+#include "bounds.h"
 #include "infiniband_fabric.h"
 #include "netreduce/clt.h"
 #include "scale_out_groups.h"
@@ -43,10 +44,9 @@ std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorit
 
 // The bound takes the GPU with the least bandwidth toward the others.
 double Communicator::least_endpoint_GBps(bool acked) const {
-  const std::vector<int> gpus = endpoints();
-  double b = machine_.endpoint_payload_GBps(gpus[0], gpus, acked);
-  for (size_t r = 1; r < gpus.size(); ++r) b = std::min(b, machine_.endpoint_payload_GBps(gpus[r], gpus, acked));
-  return b;
+  const net::PacketFormat& f = machine_.format();
+  return platforms::least_endpoint_GBps(machine_.topology(),
+                                        {f.max_payload_bytes, f.header_bytes, acked ? f.header_bytes : 0u}, endpoints());
 }
 
 std::vector<int> Communicator::endpoints() const {
@@ -99,16 +99,10 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
 CollectiveCall::~CollectiveCall() = default;
 
 namespace {
-// A scale-out network's data packet: its payload, the bytes it adds on the
-// wire, and what acknowledging it costs the other way.
-struct NetPacket {
-  uint32_t payload, header, ack;
-};
-
 // In-network aggregation (pushes) sends the GPU's 128-byte blocks, each
 // its own packet: SHARP's, or NetReduce's one-packet messages with their INA
 // header.
-NetPacket scale_out_packet(const GpuMachine& m, bool pushes) {
+WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
   if (topo::is_roce_cluster(m.topology())) {
     // One RDMA WRITE (WriteOnly, with its RETH) per packet, each acknowledged
     // by an ACK frame (adapter/roce_bridge.h).
@@ -122,54 +116,14 @@ NetPacket scale_out_packet(const GpuMachine& m, bool pushes) {
 }  // namespace
 
 double CollectiveCall::cluster_endpoint_GBps() {
-  const collectives::Program& program = program_;
-  const topo::Topology& t = comm_.machine_.topology();
   const net::PacketFormat& gf = comm_.machine_.format();
-  const NetPacket nf = scale_out_packet(comm_.machine_, program.has(collectives::OpKind::ReduceWrite));
-  const std::vector<int> node_of = comm_.node_of();
-  double best = 0, nvlink_GBps = 0, adapter_GBps = 0;
-  bool adapter_limits = false;
-  const collectives::Buffers& b = program.buffers[0];
-  const double message_chunks =
-      collectives::buffer_shape(program.collective) == collectives::Collective::AllGather ? b.output : b.input;
-  const double factor = collectives::busbw_factor(program.collective, program.ranks);
-  for (int r = 0; r < program.ranks; ++r) {
-    const int gpu = comm_.gpus_[r]->index(), node = t.endpoints()[gpu];
-    // Its links: NVLink's payload, each write acknowledged; the adapter's,
-    // the slower of its PCIe link (acknowledged there) and its network link.
-    double nvl = 0, hca = 0;
-    for (int p = 0; p < t.node(node).ports; ++p) {
-      const topo::PortRef peer = t.peer({node, p});
-      const double bw = t.links()[t.link_at({node, p})].bw_GBps;
-      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
-        nvl += collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes);
-        continue;
-      }
-      const double net = t.links()[t.link_at({peer.node, adapter::Hca::kNet})].bw_GBps;
-      hca = std::min(collectives::payload_bandwidth_GBps(bw, gf.max_payload_bytes, gf.header_bytes, gf.header_bytes),
-                     collectives::payload_bandwidth_GBps(net, nf.payload, nf.header, nf.ack));
-    }
-    double inside = 0, across = 0;
-    sent_chunks(program, r, [&](int peer) { return node_of[comm_.gpus_[peer]->index()] == node_of[gpu]; }, inside,
-                across);
-    // Its time per byte of the message, against the busbw convention's bytes.
-    const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
-    if (t_nvl + t_hca == 0) continue;
-    const double g = factor / std::max(t_nvl, t_hca);
-    if (best == 0 || g < best) {
-      best = g;
-      nvlink_GBps = nvl;
-      adapter_GBps = hca;
-      adapter_limits = t_hca > t_nvl;
-    }
-  }
-  std::ostringstream note;
-  note << std::fixed << std::setprecision(1) << comm_.nodes_.size() << " nodes of " << comm_.nodes_[0].size()
-       << " GPUs; each GPU's sends within its node over NVLink (" << nvlink_GBps << " GB/s payload) and to other "
-       << "nodes through its adapter (" << adapter_GBps << " GB/s): the " << (adapter_limits ? "adapters" : "NVLinks")
-       << " limit the bound";
-  cluster_note_ = note.str();
-  return best;
+  std::vector<int> gpus;
+  for (const gpu::Gpu* g : comm_.gpus_) gpus.push_back(g->index());
+  const ClusterBound b = cluster_bound(
+      program_, comm_.machine_.topology(), {gf.max_payload_bytes, gf.header_bytes, gf.header_bytes},
+      scale_out_packet(comm_.machine_, program_.has(collectives::OpKind::ReduceWrite)), gpus, comm_.node_of());
+  cluster_note_ = cluster_note(b, comm_.nodes_.size(), comm_.nodes_[0].size());
+  return b.busbw_GBps;
 }
 
 void CollectiveCall::relay_across_rails() {
@@ -398,10 +352,8 @@ Measures CollectiveCall::measures() const {
 // (cluster_endpoint_GBps, already the busbw), else by the program's traffic.
 double CollectiveCall::bound_us(uint64_t bytes) const {
   if (synthesis_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (synthesis_.algbw_bound_GBps * 1e3);
-  const bool cluster_cores = !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores;
-  const double moved = cluster_cores ? collectives::busbw_factor(program_.collective, program_.ranks)
-                                     : collectives::moved_per_byte(program_);
-  return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps_);
+  return cores_bound_us(program_, bytes, endpoint_GBps_,
+                        !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores);
 }
 
 void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::string& name) const {

@@ -408,21 +408,6 @@ GpuMachine::GpuMachine(const topo::Topology& t, Config& cfg, uint64_t seed, Plat
   for (gpu::Gpu* g : gpus_) nics_.push_back(dynamic_cast<nic::Nic*>(g->attached()));
 }
 
-double GpuMachine::endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked) const {
-  const topo::Topology& topo_ = topology();
-  const int node = topo_.endpoints()[g];
-  double b = 0;
-  for (int p = 0; p < topo_.node(node).ports; ++p) {
-    bool useful = false;
-    for (int d : peers) useful = useful || (d != g && topo_.port_on_shortest_path({node, p}, d));
-    if (!useful) continue;
-    b += collectives::payload_bandwidth_GBps(topo_.links()[topo_.link_at({node, p})].bw_GBps,
-                                             format().max_payload_bytes, format().header_bytes,
-                                             acked ? format().header_bytes : 0);
-  }
-  return b;
-}
-
 GpuMachine::TableTotals GpuMachine::table_totals() const {
   TableTotals t;
   for (const nvswitch::NvSwitch* s : switches_)

@@ -93,11 +93,6 @@ class GpuMachine : public Machine {
   const LittleLaw& little_law() const { return settings().little_law(); }
   uint64_t total_table_bytes() const { return settings().total_table_bytes(); }
   sc_core::sc_time longest_round_trip() const { return settings().longest_round_trip(); }
-  // Payload bandwidth GPU g can inject toward the GPUs `peers` (bounds.h),
-  // GB/s: the ports that lead to none of them do not count. acked: each
-  // incoming write costs a header-only ack on the same link direction
-  // (software collectives); posted multicast writes cost none.
-  double endpoint_payload_GBps(int g, const std::vector<int>& peers, bool acked = true) const;
 
   // Reduction table events summed over every switch port, so far.
   struct TableTotals {

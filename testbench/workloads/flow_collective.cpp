@@ -15,10 +15,12 @@
 #include "gpu/gpu.h"
 #include "adapter/hca.h"
 #include "net/packet.h"
+#include "platforms/bounds.h"
 #include "platforms/communicator.h"
 #include "platforms/infiniband_fabric.h"
 #include "platforms/platform.h"
 #include "topology/cluster.h"
+#include "topology/multicast.h"
 
 namespace incsim::tb {
 
@@ -140,6 +142,22 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
     program = collectives::pxn_program(program, node, rail);
     pxn_relays_ = program.ops.size() - ops;
   }
+  // The bound, as packet level's communicator computes it from the same graph and packets.
+  const flow::LinkFormat& f = machine_.formats.front();
+  if (site.cluster()) {
+    const flow::LinkFormat& ib = machine_.formats.back();
+    const bool pushes = program.has(collectives::OpKind::ReduceWrite);
+    const platforms::ClusterBound b = platforms::cluster_bound(
+        program, t, {f.max_payload, f.header, f.header},
+        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, 0}, gpus, site.node_of());
+    endpoint_GBps_ = b.busbw_GBps;
+    const auto nodes = topo::cluster_nodes(t);
+    cluster_note_ = platforms::cluster_note(b, nodes.size(), nodes.front().size());
+  } else {
+    // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
+    endpoint_GBps_ =
+        platforms::least_endpoint_GBps(t, {f.max_payload, f.header, program.groups.empty() ? f.header : 0u}, gpus);
+  }
   const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, program.tree_nodes != 0);
   flow::CoresCosts costs;
   const double clock = cfg_.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
@@ -168,11 +186,9 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostre
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),
             collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", res.time_ns / 1e3,
-            collectives::busbw_factor(p.collective, p.ranks), 0, 0);
-  // No element values travel and no bound is computed here (docs/flow.md).
-  r.set("wrong", std::string("-"));
-  r.set("bound_us", std::string("-"));
-  r.set("bound_fraction", std::string("-"));
+            collectives::busbw_factor(p.collective, p.ranks), 0,
+            platforms::cores_bound_us(p, bytes, endpoint_GBps_, !cluster_note_.empty()));
+  r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
   notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
         << "), at most " << res.most_active << " in flight at once\n";
@@ -187,6 +203,19 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
      << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the cores' "
         "fixed costs; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit "
         "stalls, loss, head-of-line blocking\n";
+  const collectives::Program& p = flows_->program();
+  os << std::fixed << std::setprecision(1);
+  if (!cluster_note_.empty())
+    os << "# cluster: " << cluster_note_ << "\n# bound: " << endpoint_GBps_
+       << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
+  else
+    os << "# bound: " << endpoint_GBps_ << " GB/s payload per GPU ("
+       << (p.groups.empty() ? "links less header flits and write acks" : "links less header flits; multicast writes are posted")
+       << "), so " << (file_algorithm_ ? "the program" : opt_.algorithm) << "'s busbw is at most "
+       << static_cast<double>(sizes_.back()) / (platforms::cores_bound_us(p, sizes_.back(), endpoint_GBps_, false) * 1e3) *
+              collectives::busbw_factor(p.collective, p.ranks)
+       << " GB/s\n";
+  os << std::defaultfloat;
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

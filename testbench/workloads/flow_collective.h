@@ -42,6 +42,9 @@ class FlowCollectiveWorkload : public Workload {
   flow::FlowMachine machine_;
   std::unique_ptr<flow::CoresFlows> flows_;
   size_t pxn_relays_ = 0;
+  // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
+  double endpoint_GBps_ = 0;
+  std::string cluster_note_;  // empty off a cluster
 };
 
 }  // namespace incsim::tb

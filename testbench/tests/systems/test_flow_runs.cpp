@@ -12,8 +12,8 @@
 using namespace cli;
 
 namespace {
-// The run's time_us per row, from its JSON on stdout.
-std::vector<double> times(const std::string& args) {
+// A column of the run's rows, from its JSON on stdout.
+std::vector<double> column(const std::string& args, const std::string& key) {
   INFO("incsim " << args);
   const Result r = incsim(args + " --quiet --json -");
   INFO("stderr:\n" << r.err);
@@ -21,9 +21,10 @@ std::vector<double> times(const std::string& args) {
   REQUIRE(r.code == 0);
   std::vector<double> t;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  for (const auto& row : j["rows"]) t.push_back(row["time_us"].get<double>());
+  for (const auto& row : j["rows"]) t.push_back(row[key].get<double>());
   return t;
 }
+std::vector<double> times(const std::string& args) { return column(args, "time_us"); }
 
 void require_refused(const std::string& args, const std::string& sentence) {
   require_error(args, {sentence});
@@ -51,7 +52,26 @@ TEST_CASE("flow: the table says elements were not simulated, and the same seed g
   for (const std::string& l : lines(a.out))
     if (l[0] != '#') rows.push_back(l);
   REQUIRE(rows.size() == 2);
-  CHECK_THAT(rows.back(), Catch::Contains(" - "));
+  CHECK_THAT(rows.back(), Catch::Contains(" - "));  // #wrong
+}
+
+TEST_CASE("flow's bound is packet level's: a GPU's payload links, NVLS's posted multicasts, a cluster's busiest GPU",
+          "[flow]") {
+  for (const std::string run : {"--platform dgx2", "--platform hgx-h100 --algorithm nvls",
+                                "--platform cluster --nodes 2 --algorithm tree",
+                                "--platform cluster --nodes 2 --algorithm nvlssharp"}) {
+    const std::vector<double> packet = column(run + " --sizes 64K,1M", "bound_us");
+    const std::vector<double> flow = column(run + " --sizes 64K,1M --fidelity flow", "bound_us");
+    REQUIRE(flow.size() == 2);
+    CHECK(flow[0] > 0);
+    CHECK(flow == packet);
+    const auto bound_line = [](const std::string& out) {
+      for (const std::string& l : lines(out))
+        if (l.rfind("# bound:", 0) == 0) return l;
+      return std::string();
+    };
+    CHECK(bound_line(incsim(run + " --sizes 1M --fidelity flow").out) == bound_line(incsim(run + " --sizes 1M").out));
+  }
 }
 
 TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and a 2-node cluster", "[flow][accuracy]") {

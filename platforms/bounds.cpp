@@ -1,0 +1,95 @@
+#include "bounds.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "adapter/hca.h"
+#include "collectives/bounds.h"
+#include "core/error.h"
+
+namespace incsim::platforms {
+
+double endpoint_payload_GBps(const topo::Topology& t, WirePacket p, int g, const std::vector<int>& peers) {
+  const int node = t.endpoints()[g];
+  double b = 0;
+  for (int port = 0; port < t.node(node).ports; ++port) {
+    bool useful = false;
+    for (int d : peers) useful = useful || (d != g && t.port_on_shortest_path({node, port}, d));
+    if (!useful) continue;
+    b += collectives::payload_bandwidth_GBps(t.links()[t.link_at({node, port})].bw_GBps, p.payload, p.header, p.ack);
+  }
+  return b;
+}
+
+double least_endpoint_GBps(const topo::Topology& t, WirePacket p, const std::vector<int>& gpus) {
+  double b = endpoint_payload_GBps(t, p, gpus[0], gpus);
+  for (size_t r = 1; r < gpus.size(); ++r) b = std::min(b, endpoint_payload_GBps(t, p, gpus[r], gpus));
+  return b;
+}
+
+ClusterBound cluster_bound(const collectives::Program& program, const topo::Topology& t, WirePacket nvlink,
+                           WirePacket net, const std::vector<int>& gpus, const std::vector<int>& node_of) {
+  ClusterBound out;
+  const collectives::Buffers& b = program.buffers[0];
+  const double message_chunks =
+      collectives::buffer_shape(program.collective) == collectives::Collective::AllGather ? b.output : b.input;
+  const double factor = collectives::busbw_factor(program.collective, program.ranks);
+  for (int r = 0; r < program.ranks; ++r) {
+    const int gpu = gpus[static_cast<size_t>(r)], node = t.endpoints()[gpu];
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      if (!collectives::in_network(o.kind)) continue;
+      const auto& g = program.groups[static_cast<size_t>(o.group)];
+      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
+        return node_of[gpus[static_cast<size_t>(m)]] != node_of[gpus[static_cast<size_t>(g[0])]];
+      });
+      const bool push = o.kind == collectives::OpKind::ReduceWrite;
+      if (across != push)
+        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
+                        " the cluster's nodes, which takes " +
+                        (across ? "only reducing writes (SHARP in the network's switches)"
+                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
+    }
+    // Its links: NVLink's payload, each write acknowledged; the adapter's,
+    // the slower of its PCIe link (acknowledged there) and its network link.
+    double nvl = 0, hca = 0;
+    for (int port = 0; port < t.node(node).ports; ++port) {
+      const topo::PortRef peer = t.peer({node, port});
+      const double bw = t.links()[t.link_at({node, port})].bw_GBps;
+      const double own = collectives::payload_bandwidth_GBps(bw, nvlink.payload, nvlink.header, nvlink.ack);
+      if (!topo::kinds::is_adapter(t.node(peer.node).block)) {
+        nvl += own;
+        continue;
+      }
+      const double wire = t.links()[t.link_at({peer.node, adapter::Hca::kNet})].bw_GBps;
+      hca = std::min(own, collectives::payload_bandwidth_GBps(wire, net.payload, net.header, net.ack));
+    }
+    double inside = 0, across = 0;
+    collectives::sent_chunks(
+        program, r, [&](int peer) { return node_of[gpus[static_cast<size_t>(peer)]] == node_of[gpu]; }, inside, across);
+    // Its time per byte of the message, against the busbw convention's bytes.
+    const double t_nvl = inside / message_chunks / nvl, t_hca = across / message_chunks / hca;
+    if (t_nvl + t_hca == 0) continue;
+    const double g = factor / std::max(t_nvl, t_hca);
+    if (out.busbw_GBps == 0 || g < out.busbw_GBps) out = {g, nvl, hca, t_hca > t_nvl};
+  }
+  return out;
+}
+
+std::string cluster_note(const ClusterBound& b, size_t nodes, size_t gpus_per_node) {
+  std::ostringstream note;
+  note << std::fixed << std::setprecision(1) << nodes << " nodes of " << gpus_per_node
+       << " GPUs; each GPU's sends within its node over NVLink (" << b.nvlink_GBps << " GB/s payload) and to other "
+       << "nodes through its adapter (" << b.adapter_GBps << " GB/s): the "
+       << (b.adapter_limits ? "adapters" : "NVLinks") << " limit the bound";
+  return note.str();
+}
+
+double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, bool cluster) {
+  const double moved = cluster ? collectives::busbw_factor(p.collective, p.ranks) : collectives::moved_per_byte(p);
+  return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps);
+}
+
+}  // namespace incsim::platforms
