@@ -6,7 +6,6 @@
 
 #include "adapter/hca.h"
 #include "collectives/bounds.h"
-#include "core/error.h"
 
 namespace incsim::platforms {
 
@@ -37,21 +36,6 @@ ClusterBound cluster_bound(const collectives::Program& program, const topo::Topo
   const double factor = collectives::busbw_factor(program.collective, program.ranks);
   for (int r = 0; r < program.ranks; ++r) {
     const int gpu = gpus[static_cast<size_t>(r)], node = t.endpoints()[gpu];
-    for (int i = 0; i < program.op_count(r); ++i) {
-      const collectives::Operation& o = program.op(r, i);
-      if (!collectives::in_network(o.kind)) continue;
-      const auto& g = program.groups[static_cast<size_t>(o.group)];
-      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
-        return node_of[gpus[static_cast<size_t>(m)]] != node_of[gpus[static_cast<size_t>(g[0])]];
-      });
-      const bool push = o.kind == collectives::OpKind::ReduceWrite;
-      if (across != push)
-        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
-                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
-                        " the cluster's nodes, which takes " +
-                        (across ? "only reducing writes (SHARP in the network's switches)"
-                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
-    }
     // Its links: NVLink's payload, each write acknowledged; the adapter's,
     // the slower of its PCIe link (acknowledged there) and its network link.
     double nvl = 0, hca = 0;

@@ -117,11 +117,11 @@ WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
 
 double CollectiveCall::cluster_endpoint_GBps() {
   const net::PacketFormat& gf = comm_.machine_.format();
-  std::vector<int> gpus;
-  for (const gpu::Gpu* g : comm_.gpus_) gpus.push_back(g->index());
+  const std::vector<int> gpus = comm_.endpoints(), node_of = comm_.node_of();
+  require_groups_fit_cluster(program_, gpus, node_of);
   const ClusterBound b = cluster_bound(
       program_, comm_.machine_.topology(), {gf.max_payload_bytes, gf.header_bytes, gf.header_bytes},
-      scale_out_packet(comm_.machine_, program_.has(collectives::OpKind::ReduceWrite)), gpus, comm_.node_of());
+      scale_out_packet(comm_.machine_, program_.has(collectives::OpKind::ReduceWrite)), gpus, node_of);
   cluster_note_ = cluster_note(b, comm_.nodes_.size(), comm_.nodes_[0].size());
   return b.busbw_GBps;
 }
@@ -144,19 +144,15 @@ void CollectiveCall::require_reduction_tables(const std::string& what) const {
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
-// On a cluster the adapters carry a group's traffic only as SHARP's: a group
-// across nodes takes reducing writes, which the network's switches hold; a
-// group inside a node NVLS's reads and multicasts, which its NVSwitches take.
-void CollectiveCall::require_groups_fit_cluster() const {
-  const collectives::Program& program = program_;
-  const std::vector<int> node_of = comm_.node_of();
+void require_groups_fit_cluster(const collectives::Program& program, const std::vector<int>& gpus,
+                                const std::vector<int>& node_of) {
   for (int r = 0; r < program.ranks; ++r)
     for (int i = 0; i < program.op_count(r); ++i) {
       const collectives::Operation& o = program.op(r, i);
       if (!collectives::in_network(o.kind)) continue;
       const auto& g = program.groups[static_cast<size_t>(o.group)];
       const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
-        return node_of[comm_.gpus_[m]->index()] != node_of[comm_.gpus_[g[0]]->index()];
+        return node_of[gpus[static_cast<size_t>(m)]] != node_of[gpus[static_cast<size_t>(g[0])]];
       });
       const bool push = o.kind == collectives::OpKind::ReduceWrite;
       if (across != push)
@@ -183,10 +179,9 @@ void CollectiveCall::make_cores() {
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
   if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
-  if (!comm_.nodes_.empty()) {
-    require_groups_fit_cluster();
-    if (pushes && !roce) SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
-  }
+  // (cluster_endpoint_GBps has checked that the groups fit the cluster.)
+  if (pushes && !roce && !comm_.nodes_.empty())
+    SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[comm_.gpus_[r]->index()];

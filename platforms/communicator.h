@@ -35,6 +35,13 @@ inline const Param<bool> kClusterPxn{
     "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
     "its own adapter and the spines"};
 
+// On a cluster the adapters carry a group's traffic only as SHARP's: a
+// group across nodes takes reducing writes, which the network's switches
+// hold; a group inside a node NVLS's reads and multicasts, which its
+// NVSwitches take. Rank r runs on GPU gpus[r]; node_of[GPU]: its node.
+void require_groups_fit_cluster(const collectives::Program& p, const std::vector<int>& gpus,
+                                const std::vector<int>& node_of);
+
 // What one run of a collective measured: nccl-tests' row (time, #wrong,
 // the bound and the busbw factor) and what a bus bandwidth hides for
 // in-network designs (bytes per link end, the reduction tables' events,
@@ -102,7 +109,6 @@ class CollectiveCall {
   // within its node (NVLink) and to other nodes (its adapter) allow at most.
   double cluster_endpoint_GBps();
   void require_reduction_tables(const std::string& what) const;
-  void require_groups_fit_cluster() const;
 
   Communicator& comm_;
   const collectives::Algorithm& algorithm_;

@@ -10,6 +10,18 @@ namespace incsim::flow {
 namespace {
 // Below this a flow has no bytes left, a link no weight left (rounding).
 constexpr double kTiny = 1e-9;
+
+// An index of `all` free for use: one freed before, or a new one.
+template <class T>
+int take(std::vector<T>& all, std::vector<int>& free) {
+  if (free.empty()) {
+    all.emplace_back();
+    return static_cast<int>(all.size()) - 1;
+  }
+  const int i = free.back();
+  free.pop_back();
+  return i;
+}
 }  // namespace
 
 int Network::add_link(double bytes_per_ns) {
@@ -93,14 +105,7 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
     return;
   }
   const int p = path_of(std::move(uses));
-  int f;
-  if (free_flows_.empty()) {
-    f = static_cast<int>(flows_.size());
-    flows_.emplace_back();
-  } else {
-    f = free_flows_.back();
-    free_flows_.pop_back();
-  }
+  const int f = take(flows_, free_flows_);
   flows_[static_cast<size_t>(f)] = Flow{latency_ns, std::move(done)};
   Path& path = paths_[static_cast<size_t>(p)];
   advance(path);
@@ -133,14 +138,7 @@ int Network::path_of(std::vector<Use>&& uses) {
         }))
       return p;
   }
-  int p;
-  if (free_paths_.empty()) {
-    p = static_cast<int>(paths_.size());
-    paths_.emplace_back();
-  } else {
-    p = free_paths_.back();
-    free_paths_.pop_back();
-  }
+  const int p = take(paths_, free_paths_);
   same.push_back(p);
   Path& x = paths_[static_cast<size_t>(p)];
   x.uses = std::move(uses);

@@ -147,9 +147,11 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   if (site.cluster()) {
     const flow::LinkFormat& ib = machine_.formats.back();
     const bool pushes = program.has(collectives::OpKind::ReduceWrite);
+    const std::vector<int> node_of = site.node_of();
+    platforms::require_groups_fit_cluster(program, gpus, node_of);
     const platforms::ClusterBound b = platforms::cluster_bound(
         program, t, {f.max_payload, f.header, f.header},
-        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, 0}, gpus, site.node_of());
+        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, 0}, gpus, node_of);
     endpoint_GBps_ = b.busbw_GBps;
     const auto nodes = topo::cluster_nodes(t);
     cluster_note_ = platforms::cluster_note(b, nodes.size(), nodes.front().size());
