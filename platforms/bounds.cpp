@@ -13,9 +13,9 @@ double endpoint_payload_GBps(const topo::Topology& t, WirePacket p, int g, const
   const int node = t.endpoints()[g];
   double b = 0;
   for (int port = 0; port < t.node(node).ports; ++port) {
-    bool useful = false;
-    for (int d : peers) useful = useful || (d != g && t.port_on_shortest_path({node, port}, d));
-    if (!useful) continue;
+    if (std::none_of(peers.begin(), peers.end(),
+                     [&](int d) { return d != g && t.port_on_shortest_path({node, port}, d); }))
+      continue;
     b += collectives::payload_bandwidth_GBps(t.links()[t.link_at({node, port})].bw_GBps, p.payload, p.header, p.ack);
   }
   return b;
@@ -74,6 +74,23 @@ std::string cluster_note(const ClusterBound& b, size_t nodes, size_t gpus_per_no
 double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, bool cluster) {
   const double moved = cluster ? collectives::busbw_factor(p.collective, p.ranks) : collectives::moved_per_byte(p);
   return collectives::bandwidth_bound_us(bytes, moved, endpoint_GBps);
+}
+
+void print_cluster_bound(std::ostream& os, double busbw_GBps) {
+  os << "# bound: " << std::fixed << std::setprecision(1) << busbw_GBps
+     << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
+}
+
+void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* links, const collectives::Program& p,
+                         uint64_t bytes, double bound_us, const std::string& name) {
+  os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps << " GB/s payload per GPU (" << links
+     << ")";
+  // What that allows this algorithm (the bound column's 100%): a ring
+  // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
+  if (bound_us > 0)
+    os << ", so " << name << "'s busbw is at most "
+       << static_cast<double>(bytes) / (bound_us * 1e3) * collectives::busbw_factor(p.collective, p.ranks) << " GB/s";
+  os << "\n";
 }
 
 }  // namespace incsim::platforms

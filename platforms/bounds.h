@@ -4,6 +4,7 @@
 // communicator and --fidelity flow, which builds no block, give the same
 // bound.
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,16 @@ std::string cluster_note(const ClusterBound& b, size_t nodes, size_t gpus_per_no
 // elsewhere the busiest rank's traffic (collectives::moved_per_byte) at the
 // GPU's payload bandwidth.
 double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, bool cluster);
+
+// The header's "# bound:" lines (fixed, one decimal, left so on `os`).
+// A cluster's: the busbw its busiest GPU allows.
+void print_cluster_bound(std::ostream& os, double busbw_GBps);
+// A payload bandwidth per GPU, net of `links` (kAckedLinks, kPostedLinks,
+// the NICs' messages), and the busbw that allows `name` at `bytes` where
+// its bound time is above 0.
+inline constexpr const char* kAckedLinks = "links less header flits and write acks";
+inline constexpr const char* kPostedLinks = "links less header flits; multicast writes are posted";
+void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* links, const collectives::Program& p,
+                         uint64_t bytes, double bound_us, const std::string& name);
 
 }  // namespace incsim::platforms

@@ -357,24 +357,15 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
        << synthesis_.bound_note << ")\n";
   } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_
-       << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
+    print_cluster_bound(os, endpoint_GBps_);
   } else {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s payload per GPU ("
-       << (scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
-                             ? "links, one head flit per message; NIC messages are posted"
-                             : "links less header flits; NIC messages are posted")
-           : !innet_ ? "links less header flits and write acks"
-                     : "links less header flits; multicast writes are posted")
-       << ")";
-    // What that allows this algorithm (the bound column's 100%): a ring
-    // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
-    if (bound_us(bytes) > 0)
-      os << ", so " << name << "'s busbw is at most "
-         << static_cast<double>(bytes) / (bound_us(bytes) * 1e3) *
-                collectives::busbw_factor(program_.collective, program_.ranks)
-         << " GB/s";
-    os << "\n";
+    print_payload_bound(os, endpoint_GBps_,
+                        scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
+                                          ? "links, one head flit per message; NIC messages are posted"
+                                          : "links less header flits; NIC messages are posted")
+                        : !innet_  ? kAckedLinks
+                                   : kPostedLinks,
+                        program_, bytes, bound_us(bytes), name);
   }
   if (scheduled_) {
     const auto& s = scheduled_->schedule();

@@ -206,17 +206,15 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
         "fixed costs; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit "
         "stalls, loss, head-of-line blocking\n";
   const collectives::Program& p = flows_->program();
-  os << std::fixed << std::setprecision(1);
-  if (!cluster_note_.empty())
-    os << "# cluster: " << cluster_note_ << "\n# bound: " << endpoint_GBps_
-       << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
-  else
-    os << "# bound: " << endpoint_GBps_ << " GB/s payload per GPU ("
-       << (p.groups.empty() ? "links less header flits and write acks" : "links less header flits; multicast writes are posted")
-       << "), so " << (file_algorithm_ ? "the program" : opt_.algorithm) << "'s busbw is at most "
-       << static_cast<double>(sizes_.back()) / (platforms::cores_bound_us(p, sizes_.back(), endpoint_GBps_, false) * 1e3) *
-              collectives::busbw_factor(p.collective, p.ranks)
-       << " GB/s\n";
+  const uint64_t bytes = sizes_.back();
+  if (!cluster_note_.empty()) {
+    os << "# cluster: " << cluster_note_ << "\n";
+    platforms::print_cluster_bound(os, endpoint_GBps_);
+  } else {
+    platforms::print_payload_bound(os, endpoint_GBps_, p.groups.empty() ? platforms::kAckedLinks : platforms::kPostedLinks,
+                                   p, bytes, platforms::cores_bound_us(p, bytes, endpoint_GBps_, false),
+                                   file_algorithm_ ? "the program" : opt_.algorithm);
+  }
   os << std::defaultfloat;
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
