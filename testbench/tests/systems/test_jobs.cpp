@@ -77,6 +77,15 @@ std::vector<std::string> own_rows(const cli::TempDir& d, const std::string& name
   return rows;
 }
 
+// The JSON of `config`, written as `name`.yaml and run quietly by the binary, which must succeed.
+nlohmann::json json_of(const cli::TempDir& d, const std::string& name, const std::string& config) {
+  const cli::Result r =
+      cli::incsim("--config " + d.write(name + ".yaml", config) + " --quiet --json " + d.file(name + ".json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(cli::slurp(d.file(name + ".json")));
+}
+
 // `config` run by the binary is refused in one sentence that says `sentence`, printing nothing.
 void refused(const cli::TempDir& d, const std::string& config, const std::string& sentence) {
   const cli::Result r = cli::incsim("--config " + d.write("bad.yaml", config));
@@ -432,11 +441,7 @@ TEST_CASE("partitioned tables keep each push job's evictions to its own entries"
   const std::string common = "platform: star\ngpus: 8\nsizes: 256K\nswitch.reduction_table.bytes: 512\njobs:\n"
                              "  - {name: a, gpus: 0-3, algorithm: push}\n  - {name: b, gpus: 4-7, algorithm: push}\n";
   const auto sharing = [&](const std::string& policy) {
-    const std::string f = d.write(policy + ".yaml", "switch.reduction_table.policy: " + policy + "\n" + common);
-    const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file(policy + ".json"));
-    INFO(r.err);
-    REQUIRE(r.code == 0);
-    const auto json = nlohmann::json::parse(cli::slurp(d.file(policy + ".json")));
+    const auto json = json_of(d, policy, "switch.reduction_table.policy: " + policy + "\n" + common);
     REQUIRE(json["rows"].size() == 2);
     for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
     return json["rows"];
@@ -488,15 +493,11 @@ TEST_CASE("a job whose share holds no table entry is refused, or runs the ring w
 
 TEST_CASE("quotas give each job its fraction of every table", "[jobs][sharing]") {
   cli::TempDir d;
-  const std::string f = d.write("q.yaml",
-                                "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 512\n"
-                                "switch.reduction_table.policy: quota\njobs:\n"
-                                "  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n"
-                                "  - {name: b, gpus: 4-7, algorithm: push, quota: 0.75}\n");
-  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("q.json"));
-  INFO(r.err);
-  REQUIRE(r.code == 0);
-  const auto rows = nlohmann::json::parse(cli::slurp(d.file("q.json")))["rows"];
+  const auto rows = json_of(d, "q",
+                            "platform: star\ngpus: 8\nsizes: 64K\nswitch.reduction_table.bytes: 512\n"
+                            "switch.reduction_table.policy: quota\njobs:\n"
+                            "  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n"
+                            "  - {name: b, gpus: 4-7, algorithm: push, quota: 0.75}\n")["rows"];
   // Of 4 entries: floor(4 x 0.5) = 2 and floor(4 x 0.75) = 3, 5 of a pool of 4.
   CHECK(rows[0]["table_sharing"]["entries"] == 2);
   CHECK(rows[1]["table_sharing"]["entries"] == 3);
@@ -528,15 +529,11 @@ TEST_CASE("weighted partitions give NVLS jobs their shares of the pull tables, a
   // HGX H100's 4 NVSwitches, 512-B tables (4 entries per port): weights 3
   // and 1 give 3 and 1 entries; each job's pull requests wait at their
   // first hop for an entry of their share.
-  const std::string f = d.write("w.yaml",
-                                "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 512\n"
-                                "switch.reduction_table.policy: partitioned\njobs:\n"
-                                "  - {name: a, gpus: 0-3, algorithm: nvls, weight: 3}\n"
-                                "  - {name: b, gpus: 4-7, algorithm: nvls}\n");
-  const cli::Result r = cli::incsim("--config " + f + " --quiet --json " + d.file("w.json"));
-  INFO(r.err);
-  REQUIRE(r.code == 0);
-  const auto rows = nlohmann::json::parse(cli::slurp(d.file("w.json")))["rows"];
+  const auto rows = json_of(d, "w",
+                            "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 512\n"
+                            "switch.reduction_table.policy: partitioned\njobs:\n"
+                            "  - {name: a, gpus: 0-3, algorithm: nvls, weight: 3}\n"
+                            "  - {name: b, gpus: 4-7, algorithm: nvls}\n")["rows"];
   CHECK(rows[0]["table_sharing"]["entries"] == 3);
   CHECK(rows[1]["table_sharing"]["entries"] == 1);
   for (const auto& row : rows) {
