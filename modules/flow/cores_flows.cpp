@@ -35,8 +35,14 @@ std::string CoresFlows::cannot_run(const collectives::Program& p) {
 }
 
 CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-                       uint32_t elem_bytes, uint64_t seed)
-    : p_(std::move(p)), m_(m), endpoints_(std::move(endpoints)), costs_(costs), elem_(elem_bytes), seed_(seed) {
+                       uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes)
+    : p_(std::move(p)),
+      m_(m),
+      endpoints_(std::move(endpoints)),
+      costs_(costs),
+      elem_(elem_bytes),
+      seed_(seed),
+      steady_passes_(steady_passes) {
   assert(cannot_run(p_).empty());
   if (p_.has(OpKind::ReduceWrite) && costs_.push_credits <= 0)
     throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
@@ -166,15 +172,27 @@ CoresFlows::Route CoresFlows::walk(int from, int port, int dst) const {
 }
 
 
-CoresFlows::Run::Run(CoresFlows& f, uint64_t bytes) : f_(f) {
+CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
+  Plan x;
+  x.proto = p_.protocol_by_size ? costs_.by_size.for_size(bytes) : p_.ops.empty() ? Protocol::Simple : p_.ops.front().proto;
+  x.slots = x.proto == Protocol::LL ? costs_.ll : x.proto == Protocol::LL128 ? costs_.ll128 : costs_.simple;
+  x.slots.chunk_bytes = collectives::cores_chunk_bytes(p_, x.proto, bytes, x.slots.chunk_bytes, costs_.simple.chunk_bytes);
+  x.elems = collectives::message_elems(p_, bytes / elem_);
+  x.per_pass = x.slots.chunk_bytes / elem_ * (collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts));
+  x.passes = collectives::PassLayout(parts_.parts, collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts),
+                                     x.slots.chunk_bytes / elem_, x.elems)
+                 .passes.front();
+  return x;
+}
+
+CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
   const collectives::Program& p = f.p_;
-  proto_ = p.protocol_by_size ? f.costs_.by_size.for_size(bytes) : p.ops.empty() ? Protocol::Simple : p.ops.front().proto;
-  slots_ = proto_ == Protocol::LL ? f.costs_.ll : proto_ == Protocol::LL128 ? f.costs_.ll128 : f.costs_.simple;
-  slots_.chunk_bytes = collectives::cores_chunk_bytes(p, proto_, bytes, slots_.chunk_bytes, f.costs_.simple.chunk_bytes);
-  const uint32_t message = collectives::message_chunks(p);
-  layout_ = std::make_unique<collectives::PassLayout>(f.parts_.parts, message / static_cast<uint32_t>(f.parts_.parts),
-                                                      slots_.chunk_bytes / f.elem_,
-                                                      collectives::message_elems(p, bytes / f.elem_));
+  proto_ = plan.proto;
+  slots_ = plan.slots;
+  // Dropping d passes from every part keeps each part's last pass as it is.
+  layout_ = std::make_unique<collectives::PassLayout>(
+      f.parts_.parts, collectives::message_chunks(p) / static_cast<uint32_t>(f.parts_.parts), slots_.chunk_bytes / f.elem_,
+      plan.elems - drop * plan.per_pass * static_cast<uint64_t>(f.parts_.parts));
   // Per data byte: a packet's wire bytes on the GPUs' fabric (header flit,
   // the protocol's flags, flits rounded up) and its header-only ack back; a
   // scale-out network's packets gather the GPU packets' payloads.
@@ -539,6 +557,36 @@ CoresFlows::Result CoresFlows::Run::go() {
   return out;
 }
 
-CoresFlows::Result CoresFlows::run(uint64_t bytes) { return Run(*this, bytes).go(); }
+// A pipelined program's passes settle into a period: past the first few,
+// each more pass adds about the same time. Runs of k = K/4, K/2 and K
+// passes (the message less all - k whole passes, its first and last passes
+// as the whole's) give it, over the span from K/4 to K; the other passes
+// are added at that period. Where the period still wanders (docs/flow.md,
+// "Steady passes"), its two halves differ.
+CoresFlows::Result CoresFlows::run(uint64_t bytes) {
+  const Plan plan = this->plan(bytes);
+  const uint64_t all = plan.passes, K = steady_passes_;
+  const auto passes = [&](uint64_t k) {
+    Result r = Run(*this, plan, all - k).go();
+    r.passes = r.simulated_passes = k;
+    return r;
+  };
+  if (K == 0 || all <= 2 * K) return passes(all);
+  const Result a = passes(K / 4), b = passes(K / 2), c = passes(K);
+  const auto period = [](const Result& x, const Result& y) {
+    return (y.time_ns - x.time_ns) / static_cast<double>(y.passes - x.passes);
+  };
+  const uint64_t rest = all - K, span = K - K / 4;
+  Result r = c;
+  r.pass_ns = period(a, c);
+  r.time_ns += r.pass_ns * static_cast<double>(rest);
+  r.flows += (c.flows - a.flows) / span * rest;  // flows and transfers per pass likewise
+  r.transfers += (c.transfers - a.transfers) / span * rest;
+  r.passes = all;
+  r.simulated_passes = K / 4 + K / 2 + K;
+  r.steady_from = K;
+  r.period_change = std::abs(period(b, c) - period(a, b)) / r.pass_ns;
+  return r;
+}
 
 }  // namespace incsim::flow

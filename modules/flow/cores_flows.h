@@ -18,10 +18,20 @@
 #include "collectives/layout.h"
 #include "collectives/nccl.h"
 #include "collectives/program.h"
+#include "core/param.h"
 #include "flow/network.h"
 #include "topology/topology.h"
 
 namespace incsim::flow {
+
+// A message of many passes costs what a few cost: runs of K/4, K/2 and K
+// passes, and the rest at their period (CoresFlows::run). Off by default:
+// the period wanders by a few percent from span to span (docs/flow.md,
+// "Steady passes"), so it is a choice for sizes a whole run cannot reach.
+inline const Param<uint64_t> kSteadyPasses{
+    "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
+    "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
+    "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
 
 // A fabric's packets, as its links carry them.
 struct LinkFormat {
@@ -72,8 +82,9 @@ class CoresFlows {
   // passed check_program and be the cores', with no in-network operation
   // cannot_run refuses.
   // seed: the memory's jitter draws.
+  // steady_passes: kSteadyPasses (run).
   CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-             uint32_t elem_bytes, uint64_t seed);
+             uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0);
   ~CoresFlows();
   struct Result {
     double time_ns = 0;
@@ -81,6 +92,12 @@ class CoresFlows {
     size_t most_active = 0;  // flows in flight at once, at most
     collectives::Protocol proto = collectives::Protocol::Simple;
     uint64_t transfers = 0;
+    // The message's passes per channel, and the passes the runs simulated
+    // in all; where they extrapolated, the period each pass after the
+    // first steady_from adds (else 0), and how much the periods of the
+    // span's two halves differ, relative to it.
+    uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
+    double pass_ns = 0, period_change = 0;
   };
   // Runs one message of `bytes` from time 0 to the last rank's end.
   Result run(uint64_t bytes);
@@ -106,6 +123,14 @@ class CoresFlows {
 
  private:
   class Run;
+  // A size's protocol, slots and passes: the message's elements, and the
+  // elements a pass takes of it (per part).
+  struct Plan {
+    collectives::Protocol proto = collectives::Protocol::Simple;
+    CoresCosts::Slots slots;
+    uint64_t elems = 0, per_pass = 0, passes = 0;
+  };
+  Plan plan(uint64_t bytes) const;
   const Route& route(int rank, int port, int peer);
   // Rank r's ports on a shortest path to rank peer.
   std::vector<int> shortest_ports(int r, int peer) const;
@@ -125,7 +150,7 @@ class CoresFlows {
   std::vector<int> endpoints_;
   CoresCosts costs_;
   uint32_t elem_;
-  uint64_t seed_;
+  uint64_t seed_, steady_passes_;
   collectives::ChannelParts parts_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
   std::map<std::pair<int, int>, Route> downs_;         // (switch node, rank)

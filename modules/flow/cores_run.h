@@ -29,7 +29,8 @@ inline uint64_t received(int g, int64_t m) { return static_cast<uint64_t>(g) << 
 // One size's run: every rank's queues and connections, as CoresRank has them.
 class CoresFlows::Run {
  public:
-  Run(CoresFlows& f, uint64_t bytes);
+  // The plan's message less `drop` whole passes of every part.
+  Run(CoresFlows& f, const Plan& plan, uint64_t drop);
   Result go();
 
  private:

@@ -171,7 +171,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   costs.by_size = cp.by_size;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus, costs,
-                                              elements::dtype_bytes(dtype_), opt_.seed);
+                                              elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
 }
 
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
@@ -194,6 +194,13 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostre
   r.set("flows", res.flows);
   notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
         << "), at most " << res.most_active << " in flight at once\n";
+  if (res.pass_ns > 0)
+    notes << "#   passes: " << res.passes << " per channel; runs of " << res.steady_from / 4 << ", "
+          << res.steady_from / 2 << " and " << res.steady_from << " simulated " << res.simulated_passes
+          << ", the other " << res.passes - res.steady_from << " are added at their period, " << std::fixed
+          << std::setprecision(1) << res.pass_ns << " ns per pass (its two halves differ by "
+          << 100 * res.period_change << "%; flow.steady_passes)\n"
+          << std::defaultfloat;
   return {std::move(r)};
 }
 

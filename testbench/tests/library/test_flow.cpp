@@ -153,14 +153,17 @@ struct Star {
     m.aggregates.assign(t.nodes().size(), 0);
     m.aggregates[static_cast<size_t>(sw)] = aggregates;
   }
-  double run(const std::string& program, uint64_t bytes, int credits = 0) {
+  CoresFlows::Result result(const std::string& program, uint64_t bytes, int credits = 0, uint64_t steady = 0) {
     incsim::flow::CoresCosts costs;  // no memory latency
     costs.simple = {1 << 20, 4};     // one pass
     costs.push_credits = credits;
     std::vector<int> eps;
     for (size_t g = 0; g < t.endpoints().size(); ++g) eps.push_back(static_cast<int>(g));
-    CoresFlows f(incsim::collectives::read_program(program, "test"), m, eps, costs, 4, 1);
-    return f.run(bytes).time_ns;
+    CoresFlows f(incsim::collectives::read_program(program, "test"), m, eps, costs, 4, 1, steady);
+    return f.run(bytes);
+  }
+  double run(const std::string& program, uint64_t bytes, int credits = 0) {
+    return result(program, bytes, credits).time_ns;
   }
 };
 }  // namespace
@@ -211,4 +214,32 @@ TEST_CASE("cores flows: a reducing read takes every member's answers and returns
   incsim::collectives::Program b = incsim::collectives::read_program(p, "test");
   b.ops[0].kind = incsim::collectives::OpKind::Barrier;
   CHECK_THAT(CoresFlows::cannot_run(b), Catch::Contains("barrier") && Catch::Contains("flows do not run yet"));
+}
+
+TEST_CASE("cores flows: steady passes run K/4, K/2 and K passes and add the others at their period") {
+  Star s(2, false);
+  const std::string p = "program 1\nname pull\ncollective allreduce ranks 2 root 0 inplace 0\nmultimem 1\ngroup 0 1\n"
+                        "rank 0 input 1 output 1 scratch 0\n0 redread cores ch 0 q 0 group 0 src i0 dst o0\n"
+                        "rank 1 input 1 output 1 scratch 0\n0 redread cores ch 0 q 0 group 0 src i0 dst o0\n";
+  // Every pass of the reducing reads takes the same time (the test above):
+  // the period is exact, and so is the whole message's time from 7 passes.
+  const uint64_t bytes = uint64_t{16} << 20;
+  const uint64_t passes = bytes / incsim::collectives::nvls_chunk_bytes(bytes, 1, 1 << 20);
+  REQUIRE(passes > 8);
+  const CoresFlows::Result whole = s.result(p, bytes), steady = s.result(p, bytes, 0, 4);
+  CHECK(whole.passes == passes);
+  CHECK(whole.simulated_passes == passes);
+  CHECK(whole.pass_ns == 0);
+  CHECK(steady.passes == passes);
+  CHECK(steady.simulated_passes == 1 + 2 + 4);
+  CHECK(steady.steady_from == 4);
+  CHECK(steady.period_change == Approx(0).margin(1e-9));
+  CHECK(steady.time_ns == Approx(whole.time_ns).epsilon(1e-9));
+  CHECK(steady.pass_ns == Approx(whole.time_ns / static_cast<double>(passes)).epsilon(1e-9));
+  CHECK(steady.transfers == whole.transfers);
+  CHECK(steady.flows == whole.flows);
+  // A message of at most 2K passes runs whole.
+  const CoresFlows::Result few = s.result(p, bytes, 0, passes / 2);
+  CHECK(few.simulated_passes == passes);
+  CHECK(few.time_ns == whole.time_ns);
 }
