@@ -228,6 +228,9 @@ void CollectiveCall::make_copy() {
   // over the largest memory latency (Klenk §V: 180 + [0, 180) cycles), the
   // most it can complete out of order.
   const uint32_t window = comm_.cfg_.get(gpu::kCopyOrderWindow);
+  if (window > 0 && order != "window")
+    throw UserError("gpu.copy_engine.order_window sets the window of gpu.copy_engine.order=window, not of order=" +
+                    order);
   if (order == "window") {
     const gpu::GpuConfig& gc = comm_.machine_.settings().gpu_config();
     const net::PacketFormat& f = comm_.machine_.format();

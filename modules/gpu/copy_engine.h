@@ -73,9 +73,8 @@ inline const Param<uint32_t> kCopyOrderWindow{
     "gpu.copy_engine.order_window", 0, Range::at_least(0).at_most(1u << 30),
     "blocks in one window of order=window; 0: the memory reads a copy engine holds outstanding to inject at line "
     "rate over the largest memory latency (Little's law: a GPU's link bandwidth x (gpu.mem_latency_cycles + "
-    "gpu.mem_jitter_cycles) / gpu.clock_ghz, over one packet of a block, rounded up; the run's header prints it)",
-    "0: 246 on dgx2 and fattree2l (150 GB/s x 235.3 ns / 144 B), 41 on star (one 25 GB/s link), 569 on hgx-h100, "
-    "1225 on nvl72"};
+    "gpu.mem_jitter_cycles) / gpu.clock_ghz, over one packet of a block, rounded up; the run's header prints it): "
+    "246 on dgx2 and fattree2l (150 GB/s x 235.3 ns / 144 B), 41 on star, 569 on hgx-h100, 1225 on nvl72"};
 
 // The reads a copy engine must hold outstanding to inject b_in_GBps when a
 // read takes mem_ns, each block one packet_bytes packet (Little's law),
