@@ -221,9 +221,24 @@ void CollectiveCall::make_copy() {
                                                 : paper_wave);
   const double timeout_us = comm_.cfg_.get(gpu::kCounterTimeout);
   const std::string order = comm_.cfg_.get(gpu::kCopyOrder);
-  if (order != "arbitrary" && order != "address")
-    throw UserError("gpu.copy_engine.order must be arbitrary or address, not '" + order + "'");
-  wp.arbitrary_order = order == "arbitrary";
+  if (order != "window" && order != "arbitrary" && order != "address")
+    throw UserError("gpu.copy_engine.order must be window, arbitrary or address, not '" + order + "'");
+  wp.arbitrary_order = order != "address";
+  // order=window: the reads an engine holds outstanding to inject at line rate
+  // over the largest memory latency (Klenk §V: 180 + [0, 180) cycles), the
+  // most it can complete out of order.
+  const uint32_t window = comm_.cfg_.get(gpu::kCopyOrderWindow);
+  if (window > 0 && order != "window")
+    throw UserError("gpu.copy_engine.order_window sets the window of gpu.copy_engine.order=window, not of order=" +
+                    order);
+  if (order == "window") {
+    const gpu::GpuConfig& gc = comm_.machine_.settings().gpu_config();
+    const net::PacketFormat& f = comm_.machine_.format();
+    wp.order_window = window > 0 ? window
+                                 : gpu::reads_outstanding(comm_.machine_.little_law().b_in_GBps,
+                                                          (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz,
+                                                          f.wire_bytes(net::Op::Write, f.max_payload_bytes));
+  }
   if (wp.wave_bytes < comm_.machine_.format().max_payload_bytes)
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
                     std::to_string(comm_.machine_.format().max_payload_bytes) + " B) and 64 MiB");
@@ -243,6 +258,11 @@ void CollectiveCall::make_copy() {
                       "§IV-F1 sizes waves to C/k): lower the first or raise the second");
   }
   endpoint_GBps_ = comm_.least_endpoint_GBps(!innet_);  // unicast writes are acknowledged
+  // The window bounds the order where no wave inside it does (the header says so).
+  const bool waved = wp.waves > 0;
+  if (wp.arbitrary_order && wp.order_window > 0 &&
+      (!waved || wp.wave_bytes / topo::MulticastFabric::kBlockBytes > wp.order_window))
+    order_window_ = {wp.order_window, waved};
   engines_ = std::make_unique<gpu::CopyCollective>(program_, comm_.gpus_, t, comm_.machine_.multicast(), dtype_,
                                                      redop_, comm_.seed_, wp);
 }
@@ -377,7 +397,10 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
        << s.count(collectives::Op::Nop) << " NOPs in all)\n";
   }
-  if (reduces_in_switches()) describe_sizing(os);
+  if (reduces_in_switches()) {
+    describe_sizing(os);
+    describe_order(os);
+  }
   if (program_.protocol_by_size)
     os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(by_size_.ll_max_bytes) << ", LL128 up to "
        << size_label(by_size_.ll128_max_bytes) << ", Simple above\n";
@@ -410,6 +433,15 @@ void CollectiveCall::describe_sizing(std::ostream& os) const {
   if (sw.table_bytes < std::round(per_port))
     os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
           "§VI-C); -c switch.reduction_table.bytes=auto sizes it to C_min\n";
+}
+
+// Where the order window binds, it bounds how far apart the GPUs issue one
+// block, so what the tables hold in flight without waves.
+void CollectiveCall::describe_order(std::ostream& os) const {
+  if (order_window_.first == 0) return;
+  os << "# issue order (gpu.copy_engine.order=window): each GPU's own within windows of " << order_window_.first
+     << " blocks (" << order_window_.first * topo::MulticastFabric::kBlockBytes << " B), "
+     << (order_window_.second ? "inside each wave\n" : "no waves\n");
 }
 
 }  // namespace incsim::platforms

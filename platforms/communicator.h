@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/algorithm.h"
@@ -98,6 +99,7 @@ class CollectiveCall {
   CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
                  elements::DType dtype, elements::RedOp redop);
   void describe_sizing(std::ostream& os) const;
+  void describe_order(std::ostream& os) const;
   void make_cores();
   void make_copy();
   void make_schedule();
@@ -123,6 +125,7 @@ class CollectiveCall {
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
   std::string cluster_note_;                       // what limits a cluster's bound
+  std::pair<uint64_t, bool> order_window_{0, false};  // the copy engines' order window where it binds, inside waves
   // The running size: when it started and ended, and the machine's counters then.
   sc_core::sc_time t0_, t1_;
   uint64_t bytes_ = 0;

@@ -139,14 +139,24 @@ void CopyEngine::stop(const CopyClient& client) {
   next();
 }
 
-// DMA streams guarantee no order (Klenk §II-A, §IV-C: "the order in which
-// elements are injected is arbitrary"): the engine issues the blocks of a
-// wave (of its whole range, without waves) in its own pseudo-random order.
+// DMA streams guarantee no order (Klenk §II-A; §IV-C: "the order in which
+// elements are injected is arbitrary"), yet an engine walks its range in
+// order: what completes out of order is what it holds outstanding at once
+// (its reads, returning after 180 to 359 cycles, Klenk §V). So the engine
+// issues each window of WaveParams::order_window blocks, inside each wave,
+// in its own pseudo-random order; without a window, each wave (without
+// waves, the whole range) is one permutation. A window at least a wave long
+// changes nothing: its key is the wave's.
 uint64_t CopyEngine::block_at(uint64_t i) const {
   if (!waves_.arbitrary_order) return i;
   const bool waves = !counters_.empty();
-  const uint64_t first = waves ? d_.first + (i - d_.first) / per_wave_ * per_wave_ : d_.first;
-  const uint64_t end = waves ? std::min(d_.end, first + per_wave_) : d_.end;
+  uint64_t first = waves ? d_.first + (i - d_.first) / per_wave_ * per_wave_ : d_.first;
+  uint64_t end = waves ? std::min(d_.end, first + per_wave_) : d_.end;
+  const uint64_t w = waves_.order_window;
+  if (w > 0 && end - first > w) {
+    first += (i - first) / w * w;
+    end = std::min(end, first + w);
+  }
   const uint64_t key = mix(d_.order_seed ^ mix(static_cast<uint64_t>(d_.order_rank) << 32 ^ first));
   return first + permute(i - first, end - first, key);
 }

@@ -17,6 +17,7 @@
 // programmed the descriptor) says where a block goes and fills its header and
 // data (the GPU's address translation and memory), and is told what comes back.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -39,7 +40,11 @@ struct WaveParams {
   uint32_t wave_bytes = 8192;        // data per wave
   int waves = 0;                     // counters, so waves outstanding; 0: no injection limiting
   sc_core::sc_time counter_timeout;  // a wave that finds no free counter for this long is an error
-  bool arbitrary_order = true;       // issue a wave's blocks in the engine's own order, not by address
+  bool arbitrary_order = true;       // issue blocks in the engine's own order, not by address
+  // With arbitrary_order: that order within consecutive windows of this many
+  // blocks (inside each wave, with waves); 0: no window, the whole wave (the
+  // whole range without waves) is one permutation.
+  uint64_t order_window = 0;
 };
 inline const Param<int> kWaves{
     "gpu.copy_engine.waves", 16, Range::at_least(0).at_most(4096),
@@ -58,9 +63,25 @@ inline const Param<double> kCounterTimeout{
     "a wave that finds no free counter for this long makes the copy engine report an error (Klenk §IV-F3 retries "
     "\"after some time\", no value given)"};
 inline const Param<std::string> kCopyOrder{
-    "gpu.copy_engine.order", "arbitrary", Range::none(),
-    "arbitrary: each GPU issues a wave's blocks (without waves, all its blocks) in its own order, as DMA streams "
-    "guarantee none (Klenk §II-A, §IV-C); address: every GPU in address order, the tables' best case"};
+    "gpu.copy_engine.order", "window", Range::none(),
+    "window: each GPU issues its blocks in its own order within consecutive windows of gpu.copy_engine.order_window "
+    "blocks (and within each wave): DMA streams guarantee no order (Klenk §II-A, §IV-C), but an engine walks its "
+    "range in order and only what it holds outstanding completes out of order; arbitrary: its own order over its "
+    "whole range (each wave, with waves), so without waves the GPUs' writes to one block can be a message apart; "
+    "address: every GPU in address order, the tables' best case"};
+inline const Param<uint32_t> kCopyOrderWindow{
+    "gpu.copy_engine.order_window", 0, Range::at_least(0).at_most(1u << 30),
+    "blocks in one window of order=window; 0: the memory reads a copy engine holds outstanding to inject at line "
+    "rate over the largest memory latency (Little's law: a GPU's link bandwidth x (gpu.mem_latency_cycles + "
+    "gpu.mem_jitter_cycles) / gpu.clock_ghz, over one packet of a block, rounded up; the run's header prints it): "
+    "246 on dgx2 and fattree2l (150 GB/s x 235.3 ns / 144 B), 41 on star, 569 on hgx-h100, 1225 on nvl72"};
+
+// The reads a copy engine must hold outstanding to inject b_in_GBps when a
+// read takes mem_ns, each block one packet_bytes packet (Little's law),
+// rounded up; at least one.
+inline uint64_t reads_outstanding(double b_in_GBps, double mem_ns, uint32_t packet_bytes) {
+  return std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(b_in_GBps * mem_ns / packet_bytes)));
+}
 
 // One transfer: blocks [first, end) of a buffer of `bytes` bytes cut into
 // blocks of block_bytes, each one packet of `op`.

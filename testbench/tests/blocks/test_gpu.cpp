@@ -356,6 +356,116 @@ TEST_CASE("the copy engine alone: its wave controller issues a wave only when a 
                         "(gpu.copy_engine.counter_timeout_us); wave 4 could not start");
 }
 
+namespace {
+// One GPU whose only port leads to a stub that takes everything: the order in
+// which its copy engine issues a descriptor of `blocks` reduction writes
+// under waves w, as the blocks arrive.
+struct OrderRig {
+  net::PacketPool pool{net::PacketFormat{}};
+  gpu::GpuConfig gc = [] {
+    gpu::GpuConfig c{};
+    c.clock_ghz = 1.0;
+    c.mem_latency_cycles = 100;
+    c.rx_buffer_bytes = 4096;
+    c.max_responses = 64;
+    return c;
+  }();
+  gpu::Gpu g;
+  test::StubPort net;
+  struct Client : gpu::CopyClient {
+    int port_of(uint64_t) const override { return 0; }
+    void fill(uint64_t b, net::Packet* p) override {
+      p->dst = 1;
+      p->addr = net::kMulticastBase + b * 128;
+      p->count = 1;
+    }
+    void on_response(net::Packet*) override { FAIL("reduction writes are not answered"); }
+    void on_error(const std::string& why) override { FAIL(why); }
+  } client;
+  OrderRig(const std::string& name, uint64_t blocks, const gpu::WaveParams& w, uint32_t rank)
+      : g(("gpu_" + name).c_str(), 0, 1, gc, pool), net(("net_" + name).c_str(), pool) {
+    net.configure(25.0, sc_time(10, SC_NS), gc.rx_buffer_bytes);
+    g.configure_port(0, 25.0, sc_time(10, SC_NS), 1 << 20);
+    net.connect(g.in(0), g.out(0));
+    gpu::CopyDescriptor d;
+    d.op = net::Op::ReduceWrite;
+    d.bytes = blocks * 128;
+    d.end = blocks;
+    d.counted = w.waves > 0;  // with waves, the counters are enough for every wave at once
+    d.order_seed = 5;
+    d.order_rank = rank;
+    g.copy_engine().start(d, w, client);
+  }
+  std::vector<uint64_t> order() const {
+    std::vector<uint64_t> v;
+    for (const auto& a : net.arrivals()) v.push_back((a.pkt.addr - net::kMulticastBase) / 128);
+    return v;
+  }
+};
+
+// Every block of [0, n) exactly once, the k-th issued inside the window of k.
+bool within_windows(const std::vector<uint64_t>& order, uint64_t n, uint64_t window) {
+  std::vector<int> seen(n, 0);
+  for (uint64_t k = 0; k < order.size(); ++k) {
+    const uint64_t b = order[k];
+    if (b >= n || seen[b]++ || b / window != k / window) return false;
+  }
+  return order.size() == n;
+}
+}  // namespace
+
+TEST_CASE("the copy engine issues each window of blocks in its own order, every block once, and the whole-range order "
+          "does not stay in a window",
+          "[gpu][copy][order]") {
+  // 100 blocks without waves: six windows of 16 and one of 4.
+  const uint64_t n = 100, window = 16;
+  gpu::WaveParams windowed;
+  windowed.order_window = window;
+  gpu::WaveParams whole;  // order_window 0: the whole range is one permutation (order=arbitrary)
+  OrderRig a("a", n, windowed, 0), again("again", n, windowed, 0), other("other", n, windowed, 1),
+      unbounded("unbounded", n, whole, 0);
+  sc_core::sc_start();
+  const auto in_order = [](std::vector<uint64_t> v) { return std::is_sorted(v.begin(), v.end()); };
+  CHECK(within_windows(a.order(), n, window));
+  CHECK(within_windows(other.order(), n, window));
+  CHECK_FALSE(in_order(a.order()));
+  // Deterministic: the same seed and rank give the same order; another rank its own.
+  CHECK(again.order() == a.order());
+  CHECK(other.order() != a.order());
+  // The last window, 4 blocks, is a permutation of 96..99.
+  const std::vector<uint64_t> order = a.order();
+  CHECK(std::vector<uint64_t>(order.begin() + 96, order.end()) != std::vector<uint64_t>{96, 97, 98, 99});
+  // Without a window, blocks leave their window: GPUs can be a message apart on one block.
+  std::vector<uint64_t> u = unbounded.order();
+  CHECK_FALSE(within_windows(u, n, window));
+  std::sort(u.begin(), u.end());
+  for (uint64_t b = 0; b < n; ++b) CHECK(u[b] == b);
+  for (auto* r : {&a, &again, &other, &unbounded}) CHECK(r->pool.in_use() == 0);
+}
+
+TEST_CASE("the copy engine's order window changes nothing where a wave is shorter, and is kept inside a longer wave",
+          "[gpu][copy][order][waves]") {
+  // 96 blocks under waves of 8 blocks, enough counters for every wave at once.
+  const uint64_t n = 96;
+  gpu::WaveParams w;
+  w.waves = 16;
+  w.wave_bytes = 8 * 128;
+  w.counter_timeout = sc_time(50, sc_core::SC_US);
+  gpu::WaveParams wide = w, none = w, narrow = w, long_waves = w;
+  wide.order_window = 32;   // longer than a wave: the wave's own order
+  narrow.order_window = 4;  // two windows in each wave
+  long_waves.wave_bytes = 48 * 128;
+  long_waves.order_window = 16;  // three windows in each wave of 48
+  OrderRig by_wide("wide", n, wide, 0), by_none("none", n, none, 0), by_narrow("narrow", n, narrow, 0),
+      by_long("long", n, long_waves, 0);
+  sc_core::sc_start(sc_time(5, sc_core::SC_US));  // the counters never free: the run stops with them held
+  CHECK(by_wide.order() == by_none.order());
+  CHECK(within_windows(by_none.order(), n, 8));
+  CHECK_FALSE(within_windows(by_none.order(), n, 4));
+  CHECK(within_windows(by_narrow.order(), n, 4));
+  CHECK(within_windows(by_long.order(), n, 16));
+}
+
 TEST_CASE("a kernel's remaining work slows while collectives hold SMs and speeds up when they end", "[gpu][compute]") {
   using Phase = gpu::ComputeEngine::Phase;
   const sc_time us(1, sc_core::SC_US);

@@ -796,6 +796,10 @@ TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][inn
   require_error(dgx2 + "--algorithm push -c net.max_payload_bytes=64", {"128-byte", "net.max_payload_bytes"});
   require_error(dgx2 + "--algorithm push -c switch.reduction_table.timeout_ns=1e300", {"timeout_ns"});
   require_error(dgx2 + "--algorithm push -c gpu.copy_engine.counter_timeout_us=1e300", {"counter_timeout_us"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.order=random",
+                {"gpu.copy_engine.order must be window, arbitrary or address", "'random'"});
+  require_error(dgx2 + "--algorithm push -c gpu.copy_engine.order=address -c gpu.copy_engine.order_window=64",
+                {"gpu.copy_engine.order_window", "order=address"});
 }
 
 TEST_CASE("bad input: a copy engine that never finds a wave counter", "[cli][errors][innet]") {
