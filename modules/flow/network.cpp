@@ -150,7 +150,7 @@ int Network::path_of(std::vector<Use>&& uses) {
   for (size_t u = 0; u < x.uses.size(); ++u) {
     Link& l = links_[static_cast<size_t>(x.uses[u].link)];
     x.pos[u] = static_cast<uint32_t>(l.paths.size());
-    l.paths.emplace_back(p, static_cast<int>(u));
+    l.paths.push_back({p, static_cast<uint32_t>(u), x.uses[u].limits, x.uses[u].weight});
   }
   return p;
 }
@@ -182,8 +182,8 @@ void Network::drain(int p) {
       l.paths[at] = l.paths.back();
       l.paths.pop_back();
       if (at < l.paths.size()) {
-        const auto [q, v] = l.paths[at];
-        paths_[static_cast<size_t>(q)].pos[static_cast<size_t>(v)] = at;
+        const OnLink& o = l.paths[at];
+        paths_[static_cast<size_t>(o.path)].pos[o.use] = at;
       }
     }
     std::vector<int>& same = path_index_[path.key];
@@ -204,12 +204,16 @@ void Network::recompute() {
       comp_links_.push_back(l);
     }
   dirty_.clear();
+  // Each link's weights are summed as its paths are met, in its list's order.
   for (size_t i = 0; i < comp_links_.size(); ++i) {
-    for (const auto& [p, u] : links_[static_cast<size_t>(comp_links_[i])].paths) {
-      Path& x = paths_[static_cast<size_t>(p)];
+    Link& k = links_[static_cast<size_t>(comp_links_[i])];
+    k.weights = 0;
+    for (const OnLink& o : k.paths) {
+      Path& x = paths_[static_cast<size_t>(o.path)];
+      k.weights += o.weight * static_cast<double>(x.flows.size());
       if (x.epoch == epoch_) continue;
       x.epoch = epoch_;
-      comp_paths_.push_back(p);
+      comp_paths_.push_back(o.path);
       for (const Use& use : x.uses) {
         Link& l = links_[static_cast<size_t>(use.link)];
         if (l.epoch == epoch_) continue;
@@ -237,11 +241,6 @@ void Network::recompute() {
   for (int l : comp_links_) {
     Link& k = links_[static_cast<size_t>(l)];
     k.left = k.cap;
-    k.weights = 0;
-    for (const auto& [p, u] : k.paths) {
-      const Path& x = paths_[static_cast<size_t>(p)];
-      k.weights += x.uses[static_cast<size_t>(u)].weight * static_cast<double>(x.flows.size());
-    }
     k.key = k.left / k.weights;
     if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
   }
@@ -261,9 +260,10 @@ void Network::recompute() {
     ++k.entry;  // filled: no entry of it is live
     k.key = -std::numeric_limits<double>::infinity();
     const double level = std::max(0.0, top.level);
-    for (const auto& [p, u] : k.paths) {
-      Path& x = paths_[static_cast<size_t>(p)];
-      if (x.frozen || !x.uses[static_cast<size_t>(u)].limits) continue;
+    for (const OnLink& o : k.paths) {
+      if (!o.limits) continue;
+      Path& x = paths_[static_cast<size_t>(o.path)];
+      if (x.frozen) continue;
       x.frozen = true;
       x.rate = level;
       const double n = static_cast<double>(x.flows.size());

@@ -55,10 +55,19 @@ class Network {
   size_t most_active() const { return most_active_; }
 
  private:
+  // A path on a link, with what the filling reads of its use there: kept
+  // beside the link, so a recomputation reads no path's list of uses to
+  // sum a link's weights or to skip a use that does not limit.
+  struct OnLink {
+    int path;
+    uint32_t use : 31;  // its index in the path's uses
+    uint32_t limits : 1;
+    double weight;
+  };
   struct Link {
     double cap;
     double carried = 0;
-    std::vector<std::pair<int, int>> paths;  // (path, its use index)
+    std::vector<OnLink> paths;
     // Progressive filling's state, valid while `epoch` is the current one.
     uint64_t epoch = 0;
     double left = 0, weights = 0;
