@@ -19,6 +19,14 @@ inline uint64_t& activations() {
 // instructions); the simulation context's time is read inline.
 inline const sc_core::sc_time& sim_now() { return sc_core::sc_get_curr_simcontext()->time_stamp(); }
 
+// The latest time SystemC represents, "no time yet" for a process looking
+// for its next wake-up: sc_core::sc_max_time() is a library call that
+// computes it (1.2% of a DGX-2 ring's instructions when called per packet).
+inline const sc_core::sc_time& sim_never() {
+  static const sc_core::sc_time never = sc_core::sc_max_time();
+  return never;
+}
+
 // `ps` picoseconds rounded to the nearest, as sc_time::from_value(ps + 0.5)
 // but inline (from_value is a library call): one resolution unit (1 ps,
 // SystemC's default) times ps, which SystemC rounds the same way.

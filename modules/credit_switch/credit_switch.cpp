@@ -268,7 +268,7 @@ void CreditSwitch::output_process(int o) {
   out.wake.fired();
   const sc_time now = sim_now();
   out.link.absorb_credits(now);
-  static const sc_time never = sc_core::sc_max_time();
+  const sc_time& never = sim_never();
   sc_time next = never;
   bool moved = true;
   while (moved) {

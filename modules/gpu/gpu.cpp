@@ -273,7 +273,7 @@ void Gpu::rx_process() {
   rx_wake_.fired();
   const sc_time now = sim_now();
   rx_blocked_ = false;
-  sc_time next = sc_core::sc_max_time();
+  sc_time next = sim_never();
   for (auto& ptr : ports_) {
     Port& pt = *ptr;
     // One queue per class, so a request held back never blocks a response.
@@ -305,7 +305,7 @@ void Gpu::rx_process() {
       if (!rx.empty() && rx.front()->t_tail > now) next = std::min(next, rx.front()->t_tail);
     }
   }
-  if (next != sc_core::sc_max_time()) rx_wake_.after(next - now);
+  if (next != sim_never()) rx_wake_.after(next - now);
 }
 
 // Request VC: flag stores first (rare and on the critical path), then the
@@ -368,11 +368,11 @@ void Gpu::tx_process(int port) {
                chosen->dst, chosen->payload_bytes, start.to_string());
     pt.link.send(chosen, start, start);
   }
-  sc_time next = sc_core::sc_max_time();
+  sc_time next = sim_never();
   const bool pending = !pt.control.empty() || !pt.active.empty() || !pt.responses.empty();
   if (pending && !pt.link.link_free(now)) next = pt.link.busy_until();
   if (!pt.responses.empty() && pt.responses.top().at > now) next = std::min(next, pt.responses.top().at);
-  if (next != sc_core::sc_max_time()) pt.wake.after(next - now);
+  if (next != sim_never()) pt.wake.after(next - now);
 }
 
 void Gpu::trace(sc_core::sc_trace_file* tf) const {
