@@ -40,6 +40,17 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow --algorithm push", "flows run the GPUs' cores' programs only");
   require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
                   "nvls runs on the copy engine; flows run the GPUs' cores' programs only");
+  require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
+}
+
+TEST_CASE("flow: steady passes add a ring's later passes at their period, as the whole run takes them", "[flow]") {
+  // DGX-2's ring at 1 GiB makes 43 passes per channel; K = 16 runs 4, 8 and 16.
+  const std::string run = "--fidelity flow --platform dgx2 --sizes 1G";
+  const double whole = times(run).at(0), steady = times(run + " -c flow.steady_passes=16").at(0);
+  CHECK(steady != whole);
+  CHECK(steady == Approx(whole).epsilon(0.001));
+  CHECK_THAT(incsim(run + " -c flow.steady_passes=16").out,
+             Catch::Contains("#   passes: 43 per channel; runs of 4, 8 and 16 simulated 28, the other 27"));
 }
 
 TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
