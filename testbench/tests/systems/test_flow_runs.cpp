@@ -43,6 +43,21 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
 }
 
+TEST_CASE("packet level refuses a platform too large for the memory the process may use, naming flow", "[flow][errors]") {
+  // 128 nodes: 21,504 links, about 1.4 GB at packet level; the process may use 1 GB of address space.
+  const std::string limited = "ulimit -v 1000000 && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' ";
+  const Result r = sh(limited + "--platform cluster --nodes 128 --algorithm tree --sizes 1M");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code == 2);
+  REQUIRE(lines(r.err).size() == 1);
+  CHECK_THAT(r.err, Catch::Contains("platform cluster has 21504 links: packet level needs about 1.41 GB") &&
+                        Catch::Contains("--fidelity flow runs its collectives"));
+  // The same platform as flows fits, and so does a DGX-2 at packet level.
+  CHECK(sh(limited + "--platform cluster --nodes 128 --algorithm tree --sizes 1M --fidelity flow").code == 0);
+  CHECK(sh(limited + "--platform dgx2 --sizes 64K").code == 0);
+}
+
 TEST_CASE("flow: steady passes add a ring's later passes at their period, as the whole run takes them", "[flow]") {
   // DGX-2's ring at 1 GiB makes 43 passes per channel; K = 16 runs 4, 8 and 16.
   const std::string run = "--fidelity flow --platform dgx2 --sizes 1G";
