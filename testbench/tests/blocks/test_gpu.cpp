@@ -42,6 +42,16 @@ std::unique_ptr<platforms::GpuMachine> star(int gpus, Config& cfg) {
 
 double ns(const sc_time& t) { return t.to_seconds() * 1e9; }
 
+// A GPU alone on a stub: 1 GHz, memory 100 ns without jitter, 64 responses.
+gpu::GpuConfig stub_gpu_config(uint32_t rx_buffer_bytes) {
+  gpu::GpuConfig c{};
+  c.clock_ghz = 1.0;
+  c.mem_latency_cycles = 100;
+  c.rx_buffer_bytes = rx_buffer_bytes;
+  c.max_responses = 64;
+  return c;
+}
+
 // The i-th of many accesses, as a run makes them: 16 sources writing 128 B
 // packets over a buffer, one every few nanoseconds.
 uint32_t sample(const gpu::Memory& m, int i) {
@@ -275,11 +285,7 @@ TEST_CASE("the copy engine alone: its wave controller issues a wave only when a 
   // One GPU whose only port leads to a stub: the test plays the network and
   // says when each block's result is back.
   net::PacketPool pool(net::PacketFormat{});
-  gpu::GpuConfig gc{};
-  gc.clock_ghz = 1.0;
-  gc.mem_latency_cycles = 100;  // 100 ns, no jitter
-  gc.rx_buffer_bytes = 4096;
-  gc.max_responses = 64;
+  const gpu::GpuConfig gc = stub_gpu_config(4096);
   gpu::Gpu g("gpu0", 0, 1, gc, pool);
   test::StubPort net("net", pool);
   const double bw = 25.0;
@@ -362,14 +368,7 @@ namespace {
 // under waves w, as the blocks arrive.
 struct OrderRig {
   net::PacketPool pool{net::PacketFormat{}};
-  gpu::GpuConfig gc = [] {
-    gpu::GpuConfig c{};
-    c.clock_ghz = 1.0;
-    c.mem_latency_cycles = 100;
-    c.rx_buffer_bytes = 4096;
-    c.max_responses = 64;
-    return c;
-  }();
+  gpu::GpuConfig gc = stub_gpu_config(4096);
   gpu::Gpu g;
   test::StubPort net;
   struct Client : gpu::CopyClient {
@@ -519,14 +518,7 @@ namespace {
 // chunk.
 struct CoresPair {
   net::PacketPool pool{net::PacketFormat{}};
-  gpu::GpuConfig gc = [] {
-    gpu::GpuConfig c{};
-    c.clock_ghz = 1.0;
-    c.mem_latency_cycles = 100;
-    c.rx_buffer_bytes = 1 << 16;
-    c.max_responses = 64;
-    return c;
-  }();
+  gpu::GpuConfig gc = stub_gpu_config(1 << 16);
   gpu::Gpu g0{"gpu0", 0, 1, gc, pool}, g1{"gpu1", 1, 1, gc, pool};
   test::StubPort s0{"s0", pool}, s1{"s1", pool};
   collectives::Program program = collectives::ring_program(collectives::Collective::Broadcast, 2, 1);
