@@ -194,13 +194,19 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostre
   r.set("flows", res.flows);
   notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
         << "), at most " << res.most_active << " in flight at once\n";
-  if (res.pass_ns > 0)
+  if (res.pass_ns > 0) {
+    r.details["steady_passes"] = {{"passes", res.passes},
+                                  {"simulated", res.simulated_passes},
+                                  {"steady_from", res.steady_from},
+                                  {"pass_ns", res.pass_ns},
+                                  {"halves_differ", res.period_change}};
     notes << "#   passes: " << res.passes << " per channel; runs of " << res.steady_from / 4 << ", "
           << res.steady_from / 2 << " and " << res.steady_from << " simulated " << res.simulated_passes
           << ", the other " << res.passes - res.steady_from << " are added at their period, " << std::fixed
           << std::setprecision(1) << res.pass_ns << " ns per pass (its two halves differ by "
           << 100 * res.period_change << "%; flow.steady_passes)\n"
           << std::defaultfloat;
+  }
   return {std::move(r)};
 }
 

@@ -66,6 +66,14 @@ TEST_CASE("flow: steady passes add a ring's later passes at their period, as the
   CHECK(steady == Approx(whole).epsilon(0.001));
   CHECK_THAT(incsim(run + " -c flow.steady_passes=16").out,
              Catch::Contains("#   passes: 43 per channel; runs of 4, 8 and 16 simulated 28, the other 27"));
+  // The JSON row says which passes ran.
+  const nlohmann::json j = nlohmann::json::parse(incsim(run + " -c flow.steady_passes=16 --quiet --json -").out);
+  const nlohmann::json& s = j["rows"].at(0)["steady_passes"];
+  CHECK(s["passes"] == 43);
+  CHECK(s["simulated"] == 28);
+  CHECK(s["steady_from"] == 16);
+  CHECK(s["pass_ns"].get<double>() > 0);
+  CHECK(nlohmann::json::parse(incsim(run + " --quiet --json -").out)["rows"].at(0).count("steady_passes") == 0);
 }
 
 TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
