@@ -78,6 +78,7 @@ std::string run_reading(const std::string& key) {
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
   if (starts("gpu.copy_engine.") || starts("switch.reduction_table.")) return "--platform dgx2 --algorithm push" + base;
   if (starts("nvls.")) return "--platform star --gpus 4 --algorithm nvls" + base;
+  if (starts("flow.")) return "--platform star --gpus 4 --fidelity flow" + base;
   if (key == "intra.bw_GBps") return "--platform multigpu" + base;
   if (key == "leaf.uplink_bw_GBps") return "--platform spineleaf" + base;
   if (starts("fpga.") || starts("roce.") || starts("netreduce.") ||
