@@ -75,6 +75,25 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
                     std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
                     " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
                     std::to_string(entries));
+  // A job's reservation is its share of every port (ib.sharp.policy): each
+  // port holds each job's own, so the same needs must fit in it.
+  const nvswitch::TableSharing* sharing = m_.fabric_as<InfinibandFabric>().table_sharing();
+  const int job = m_.multicast().tenant();
+  if (!sharing || job < 0 || static_cast<size_t>(job) >= sharing->jobs()) return;
+  const uint64_t mine = sharing->limit(job, static_cast<uint32_t>(entries));
+  const bool spine = mine < spine_need;
+  if (!spine && mine >= need) return;
+  const uint64_t wanted = spine ? spine_need : need;
+  throw nvswitch::ShareShortfall(
+      program.name + " needs " + std::to_string(wanted) + " aggregation entries per " + (spine ? "spine " : "switch ") +
+      "port (" +
+      (spine ? std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
+                   " of each one's ib.sharp.credits=" + std::to_string(credits) + " blocks at one port"
+             : std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
+                   " blocks each") +
+      "), but its " + sharing->share_text(job) + " holds " + std::to_string(mine) + " of ib.sharp.table_bytes=" +
+      std::to_string(bytes) + "'s " + std::to_string(entries) + " entries, " + std::to_string(wanted - mine) +
+      " short");
 }
 
 // NetReduce on a RoCE cluster (docs/modern-machines.md, "RoCE and NetReduce
