@@ -64,22 +64,31 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
     spine_need += here;
     at_one_port = std::max(at_one_port, here);
   }
+  // In a jobs run that sets ib.sharp.policy a job's reservation is its share
+  // of every port (below), and a buffer too small for it alone is as short:
+  // a ShareShortfall, which a job with fallback: software answers with the ring.
+  const nvswitch::TableSharing* sharing = m_.fabric_as<InfinibandFabric>().table_sharing();
+  const int job = m_.multicast().tenant();
+  const bool shared_by_jobs =
+      sharing && sharing->resource().policy_set && job >= 0 && static_cast<size_t>(job) < sharing->jobs();
+  const auto short_of = [&](const std::string& why) {
+    if (shared_by_jobs) throw nvswitch::ShareShortfall(why);
+    throw UserError(why);
+  };
   if (entries < spine_need)
-    throw UserError(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
+    short_of(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
                     std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
                     " of each one's ib.sharp.credits=" + std::to_string(credits) +
                     " blocks at one port), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
                     std::to_string(entries));
   if (entries < need)
-    throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
+    short_of(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
                     std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
                     " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
                     std::to_string(entries));
   // A job's reservation is its share of every port (ib.sharp.policy): each
   // port holds each job's own, so the same needs must fit in it.
-  const nvswitch::TableSharing* sharing = m_.fabric_as<InfinibandFabric>().table_sharing();
-  const int job = m_.multicast().tenant();
-  if (!sharing || job < 0 || static_cast<size_t>(job) >= sharing->jobs()) return;
+  if (!shared_by_jobs) return;
   const uint64_t mine = sharing->limit(job, static_cast<uint32_t>(entries));
   const bool spine = mine < spine_need;
   if (!spine && mine >= need) return;

@@ -44,11 +44,12 @@ class ShareShortfall : public UserError {
 
 // What a sharing's owner calls its tables in sentences ("the switches'
 // reduction tables"), the key of its policy, the name of a job's counters
-// in a row's details (table_sharing), and whether rows report them (a
-// fabric may keep them out of runs that do not set its key).
+// in a row's details (table_sharing), and whether the run set that key:
+// only then do rows report the counters and does the owner hold jobs to
+// their shares (a fabric may keep runs that do not set it as they were).
 struct TableResource {
   std::string tables = "the switches' reduction tables", key = kTablePolicy.key(), details = "table_sharing";
-  bool reported = true;
+  bool policy_set = true;
 };
 
 class TableSharing {

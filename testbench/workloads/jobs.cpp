@@ -280,7 +280,7 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
 // sets ib.sharp.policy) and, for the tables it reduces in, a note.
 void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
   for (const nvswitch::TableSharing* s : platform_->table_sharings()) {
-    if (!s->resource().reported) continue;
+    if (!s->resource().policy_set) continue;
     const nvswitch::TableSharing::Counters& c = s->counters(static_cast<int>(j));
     const uint32_t entries = platform_->smallest_table_entries(s);
     const uint32_t mine = s->limit(static_cast<int>(j), entries);
