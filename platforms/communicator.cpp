@@ -180,8 +180,10 @@ void CollectiveCall::make_cores() {
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
   if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
   // (cluster_endpoint_GBps has checked that the groups fit the cluster.)
-  if (pushes && !roce && !comm_.nodes_.empty())
+  if (pushes && !roce && !comm_.nodes_.empty()) {
     SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
+    sharp_ = true;
+  }
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
   for (int r = 0; r < n; ++r) {
     const int node = t.endpoints()[comm_.gpus_[r]->index()];

@@ -88,6 +88,8 @@ class CollectiveCall {
   // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
   // what the tables did.
   bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
+  // SHARP's aggregation manager admitted its groups (a cluster's network switches aggregate its pushes).
+  bool aggregates_in_sharp() const { return sharp_; }
   const nic::ScheduledCollective* schedule() const { return scheduled_; }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
   int sm_blocks() const { return engines_->sm_blocks(); }
@@ -124,6 +126,7 @@ class CollectiveCall {
   double endpoint_GBps_ = 0;
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
+  bool sharp_ = false;                             // aggregates_in_sharp()
   std::string cluster_note_;                       // what limits a cluster's bound
   std::pair<uint64_t, bool> order_window_{0, false};  // the copy engines' order window where it binds, inside waves
   // The running size: when it started and ended, and the machine's counters then.

@@ -6,6 +6,7 @@
 #include "collectives/bounds.h"
 #include "core/error.h"
 #include "nic/nic.h"
+#include "topology/cluster.h"
 
 namespace incsim::platforms {
 
@@ -72,8 +73,12 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   tables_.entry_bytes = fmt_.max_payload_bytes;
   tables_.eviction = nvswitch::make_eviction_policy(d.tables ? cfg.get(nvswitch::kTableEviction)
                                                              : nvswitch::kTableEviction.default_value());
-  tables_.sharing = std::make_shared<nvswitch::TableSharing>(nvswitch::TableSharing::parse(
-      d.tables ? cfg.get(nvswitch::kTablePolicy) : nvswitch::kTablePolicy.default_value()));
+  // On a cluster its tables are named apart from the network switches' SHARP tables.
+  nvswitch::TableResource named;
+  if (!topo::cluster_nodes(t_).empty()) named.tables = "the NVSwitches' reduction tables";
+  tables_.sharing = std::make_shared<nvswitch::TableSharing>(
+      nvswitch::TableSharing::parse(d.tables ? cfg.get(nvswitch::kTablePolicy) : nvswitch::kTablePolicy.default_value()),
+      named);
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < tables_.entry_bytes)

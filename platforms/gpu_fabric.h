@@ -49,6 +49,7 @@ class GpuFabric : public Fabric {
   topo::MulticastFabric* multicast_manager() override { return multicast_.get(); }
   const credit_switch::SwitchConfig& switch_config() const { return sw_; }
   const nvswitch::TableConfig& table_config() const { return tables_; }
+  nvswitch::TableSharing* table_sharing() const override { return tables_.sharing.get(); }
   const gpu::GpuConfig& gpu_config() const { return gc_; }
   const LittleLaw& little_law() const { return little_law_; }
   // The slowest request-response loop: the longest link there and back, a

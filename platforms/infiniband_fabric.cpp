@@ -26,6 +26,18 @@ InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t)
     throw UserError("ib.sharp.table_bytes must hold at least one " + std::to_string(tables_.entry_bytes) +
                     "-byte block, not " + std::to_string(tables_.table_bytes) + " bytes");
   tables_.holds = true;
+  // The key is read only when set, and only then do the jobs' rows report
+  // these tables' counters: a run that does not set it reads, and reports,
+  // what it always did (shared: first come, first served).
+  const bool given = cfg.has_override(kSharpPolicy);
+  const std::string policy = given ? cfg.get(kSharpPolicy) : kSharpPolicy.default_value();
+  if (given && tables_.table_bytes == 0)
+    throw UserError(kSharpPolicy.key() + "=" + policy + " shares SHARP's aggregation buffers, but " +
+                    kSharpTableBytes.key() + "=0: the network's switches have none");
+  if (tables_.table_bytes > 0)
+    tables_.sharing = std::make_shared<nvswitch::TableSharing>(
+        nvswitch::TableSharing::parse(policy, kSharpPolicy.key()),
+        nvswitch::TableResource{"SHARP's aggregation tables", kSharpPolicy.key(), "sharp_sharing", given});
   const double alu = cfg.get(kSharpAluGBps);
   tables_.alu_ps_per_byte = alu > 0 ? 1000.0 / alu : 0;
   tables_.eviction = nvswitch::make_eviction_policy("lru");

@@ -47,6 +47,19 @@ inline const Param<uint32_t> kSharpTableBytes{
     "ib.sharp.table_bytes", 256 * 1024, Range::at_least(0).at_most(64 << 20),
     "SHARP aggregation buffer per network switch port, bytes, one 128-byte block per entry (not public for "
     "Quantum-2: a guess, room for 32 groups (channels) x 64 credits of 128 B; 0: the network does not aggregate)"};
+// How a jobs: list's jobs share those buffers (nvswitch::TableSharing, the
+// NVSwitches' policies; docs/jobs.md). SHARP's aggregation manager gives
+// each job its own share of every aggregation node's buffers and
+// outstanding transactions: a default percentage per job (sharp_am's
+// per_prio_default_quota, NVIDIA SHARP Rev 3.0.0 release notes) or a
+// tenant's reservation (NVIDIA SHARP Rev 3.8.0, "SHARP Reservation").
+inline const Param<std::string> kSharpPolicy{
+    "ib.sharp.policy", "shared", Range::none(),
+    "how a jobs: list's jobs share every network switch port's SHARP aggregation buffer: shared (first come, first "
+    "served); partitioned (each job its weight's share, weight / total weight, as a SHARP reservation per tenant); "
+    "quota (each job at most its quota, a fraction of every buffer, as sharp_am's per-job quota percentage: NVIDIA "
+    "SHARP Rev 3.0.0 release notes, per_prio_default_quota); a job whose share cannot hold its groups' credits is "
+    "refused or falls back to software (docs/jobs.md). Unset: no policy and no per-job counters"};
 inline const Param<double> kSharpAluGBps{
     "ib.sharp.alu_GBps", 0.0, Range::at_least(0).at_most(1e5),
     "GB/s of contributions each port's aggregation ALU adds; 0: it keeps up with its port (NVIDIA describes "
@@ -69,6 +82,8 @@ class InfinibandFabric : public Fabric {
   }
   // Its switches' aggregation tables (ib.sharp.*).
   const nvswitch::TableConfig& table_config() const { return tables_; }
+  // How jobs share them (ib.sharp.policy); null without tables.
+  nvswitch::TableSharing* table_sharing() const override { return tables_.sharing.get(); }
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
   // An hca node's adapter: gpu_pool holds the GPU fabric's packets, whose
   // format the PCIe side's buffer is sized for.

@@ -214,6 +214,13 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
 
 Machine::~Machine() = default;
 
+std::vector<nvswitch::TableSharing*> Machine::table_sharings() const {
+  std::vector<nvswitch::TableSharing*> all;
+  for (const auto& f : fabrics_)
+    if (nvswitch::TableSharing* s = f->table_sharing()) all.push_back(s);
+  return all;
+}
+
 uint64_t Machine::packets_in_use() const {
   uint64_t n = 0;
   for (const auto& p : pools_) n += p->in_use();

@@ -25,6 +25,10 @@
 #include "topology/multicast.h"
 #include "topology/topology.h"
 
+namespace incsim::nvswitch {
+class TableSharing;
+}
+
 namespace incsim::platforms {
 
 // Links, read where each platform elaborates them. Bandwidths stay positive
@@ -99,6 +103,9 @@ class Fabric {
   // any module is built.
   virtual topo::MulticastFabric* multicast_manager() { return nullptr; }
   virtual void use_multicast_manager(topo::MulticastFabric*) {}
+  // How a jobs: list's jobs share the tables its switches reduce in (each
+  // fabric owns its own: the NVSwitches', SHARP's); null: none to share.
+  virtual nvswitch::TableSharing* table_sharing() const { return nullptr; }
 };
 // Reads a fabric's parameters for `graph` (its nodes are those whose kinds
 // are the fabric's; a bridge's belong to both); may throw UserError.
@@ -148,6 +155,9 @@ class Machine {
   // any, come after it in fabric_names().
   const std::string& fabric_name() const { return fabric_names_.front(); }
   const std::vector<std::string>& fabric_names() const { return fabric_names_; }
+  // Every fabric's table sharing (Fabric::table_sharing), in fabric order:
+  // the GPU fabric's first.
+  std::vector<nvswitch::TableSharing*> table_sharings() const;
   // The machine's fabric of type F (std::bad_cast if it has none).
   template <class F>
   const F& fabric_as() const {

@@ -422,10 +422,10 @@ GpuMachine::TableTotals GpuMachine::table_totals() const {
   return t;
 }
 
-uint32_t GpuMachine::smallest_table_entries() const {
+uint32_t GpuMachine::smallest_table_entries(const nvswitch::TableSharing* of) const {
   uint32_t least = 0;
   for (const nvswitch::NvSwitch* s : switches_)
-    for (int p = 0; p < s->num_ports(); ++p)
+    for (int p = 0; p < s->num_ports() && (!of || s->sharing() == of); ++p)
       if (const uint32_t c = s->table(p).capacity(); c && (!least || c < least)) least = c;
   return least;
 }

@@ -99,8 +99,9 @@ class GpuMachine : public Machine {
     uint64_t hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
   };
   TableTotals table_totals() const;
-  // Entries of the smallest reduction table a switch port has; 0: none has one.
-  uint32_t smallest_table_entries() const;
+  // Entries of the smallest reduction table a switch port has (of the
+  // switches whose tables `of` shares, if given: one fabric's); 0: none has one.
+  uint32_t smallest_table_entries(const nvswitch::TableSharing* of = nullptr) const;
   // Packets the GPUs received so far, and the sum of their latencies, ns.
   std::pair<uint64_t, double> packet_latency() const;
 

@@ -64,17 +64,38 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
     spine_need += here;
     at_one_port = std::max(at_one_port, here);
   }
-  if (entries < spine_need)
-    throw UserError(program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
-                    std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
-                    " of each one's ib.sharp.credits=" + std::to_string(credits) +
-                    " blocks at one port), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
-                    std::to_string(entries));
-  if (entries < need)
-    throw UserError(program.name + " needs " + std::to_string(need) + " aggregation entries per switch port (" +
-                    std::to_string(most) + " groups on a rail of ib.sharp.credits=" + std::to_string(credits) +
-                    " blocks each), but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " +
-                    std::to_string(entries));
+  // What each switch port must hold: a spine's, a leaf's.
+  const std::string spine_needs =
+      program.name + " needs " + std::to_string(spine_need) + " aggregation entries per spine port (" +
+      std::to_string(spanning) + " groups across several leaves, up to " + std::to_string(at_one_port) +
+      " of each one's ib.sharp.credits=" + std::to_string(credits) + " blocks at one port)";
+  const std::string port_needs = program.name + " needs " + std::to_string(need) +
+                                 " aggregation entries per switch port (" + std::to_string(most) +
+                                 " groups on a rail of ib.sharp.credits=" + std::to_string(credits) + " blocks each)";
+  const std::string whole = ", but ib.sharp.table_bytes=" + std::to_string(bytes) + " holds " + std::to_string(entries);
+  // In a jobs run that sets ib.sharp.policy a job's reservation is its share
+  // of every port (below), and a buffer too small for it alone is as short:
+  // a ShareShortfall, which a job with fallback: software answers with the ring.
+  const nvswitch::TableSharing* sharing = m_.fabric_as<InfinibandFabric>().table_sharing();
+  const int job = m_.multicast().tenant();
+  const bool shared_by_jobs =
+      sharing && sharing->resource().policy_set && job >= 0 && static_cast<size_t>(job) < sharing->jobs();
+  const auto short_of = [&](const std::string& why) {
+    if (shared_by_jobs) throw nvswitch::ShareShortfall(why);
+    throw UserError(why);
+  };
+  if (entries < spine_need) short_of(spine_needs + whole);
+  if (entries < need) short_of(port_needs + whole);
+  // A job's reservation is its share of every port: each port holds each
+  // job's own, so the same needs must fit in it.
+  if (!shared_by_jobs) return;
+  const uint64_t mine = sharing->limit(job, static_cast<uint32_t>(entries));
+  if (mine >= spine_need && mine >= need) return;
+  const uint64_t wanted = mine < spine_need ? spine_need : need;
+  throw nvswitch::ShareShortfall((mine < spine_need ? spine_needs : port_needs) + ", but its " +
+                                 sharing->share_text(job) + " holds " + std::to_string(mine) +
+                                 " of ib.sharp.table_bytes=" + std::to_string(bytes) + "'s " +
+                                 std::to_string(entries) + " entries, " + std::to_string(wanted - mine) + " short");
 }
 
 // NetReduce on a RoCE cluster (docs/modern-machines.md, "RoCE and NetReduce

@@ -104,10 +104,17 @@ int16_t NvSwitch::reduce_route(net::Packet* p, int input) {
 
 // A push write at its home port goes into the table, which never stalls
 // (Klenk's evicts); one that holds keeps a write that would need a new
-// entry while it is full, until one frees.
+// entry while it is full (or its job holds its share), until one frees;
+// the first refusal is its job's stall.
 bool NvSwitch::can_absorb(int o, const net::Packet* h) {
-  const ReductionTable& t = port_of(o).table;
-  return !(tables_.holds && !t.room(tenant(h->addr)) && t.find(h->addr, net::kNoEndpoint) < 0);
+  TablePort& port = port_of(o);
+  const int job = tenant(h->addr);
+  if (!tables_.holds || port.table.room(job) || port.table.find(h->addr, net::kNoEndpoint) >= 0) return true;
+  if (auto* c = counters_of(job); c && std::find(port.waiting.begin(), port.waiting.end(), h->id) == port.waiting.end()) {
+    ++c->stalls;
+    port.waiting.push_back(h->id);
+  }
+  return false;
 }
 
 net::Packet* NvSwitch::pass_response(int o, net::Packet* p) {
@@ -127,6 +134,10 @@ void NvSwitch::absorb(int o, net::Packet* p, const sc_time& now) {
     sc_time& alu = port_of(o).alu_free;
     alu = std::max(at, alu) + rounded_ps(p->payload_bytes * tables_.alu_ps_per_byte);
     at = alu;
+  }
+  if (!port_of(o).waiting.empty()) {  // it waited for an entry (can_absorb)
+    auto& w = port_of(o).waiting;
+    w.erase(std::remove(w.begin(), w.end(), p->id), w.end());
   }
   int e = t.find(p->addr, net::kNoEndpoint);
   if (e >= 0) {

@@ -62,6 +62,8 @@ class NvSwitch : public credit_switch::CreditSwitch {
   void set_table_bytes(int p, uint32_t bytes);
   void trace(sc_core::sc_trace_file* tf) const override;
   const ReductionTable& table(int p) const { return port_of(p).table; }
+  // How jobs share its tables: its fabric's policy (TableConfig::sharing), or null.
+  const TableSharing* sharing() const { return tables_.sharing.get(); }
 
  private:
   // A port with its reduction table (sw3.port5.reduction_table) and the
@@ -75,6 +77,9 @@ class NvSwitch : public credit_switch::CreditSwitch {
     uint64_t report_held(std::ostream& os) const override;
     const char* injector_name() const override { return table.name(); }
     sc_core::sc_time alu_free;  // its table's ALU is busy until then (TableConfig::alu_ps_per_byte)
+    // Holding tables: the writes waiting at an input for an entry here, each
+    // counted once as its job's stall (TableSharing::Counters::stalls).
+    std::vector<uint64_t> waiting;
     ReductionTable table;
   };
   TablePort& port_of(int o) const { return static_cast<TablePort&>(port(o)); }

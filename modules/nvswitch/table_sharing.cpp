@@ -6,10 +6,18 @@
 
 namespace incsim::nvswitch {
 
-TableSharing::Policy TableSharing::parse(const std::string& name) {
+TableSharing::Policy TableSharing::parse(const std::string& name, const std::string& key) {
   for (Policy p : {Policy::Shared, Policy::Partitioned, Policy::Quota})
     if (name == TableSharing::name(p)) return p;
-  throw UserError(kTablePolicy.key() + " must be shared, partitioned or quota, not '" + name + "'");
+  throw UserError(key + " must be shared, partitioned or quota, not '" + name + "'");
+}
+
+std::string TableSharing::share_text(int job) const {
+  const double mine = shares_[static_cast<size_t>(job)];
+  std::string s = std::string(name(policy_)) + " share of " + resource_.tables;
+  if (policy_ == Policy::Partitioned) s += " (weight " + shortest_text(mine) + " of " + shortest_text(total_) + ")";
+  if (policy_ == Policy::Quota) s += " (quota " + shortest_text(mine) + ")";
+  return s;
 }
 
 const char* TableSharing::name(Policy p) {

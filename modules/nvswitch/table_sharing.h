@@ -14,11 +14,15 @@
 //     of the table, default 1) of a pool all share: quotas may add up to more
 //     than the table, and a miss below its quota on a full table evicts any
 //     job's entry, at its quota its own.
-// Plain C++; the counters are per job over every table of the machine.
+// Each fabric whose switches reduce owns one, for all its tables (the GPU
+// fabric's NVSwitch tables; a cluster's SHARP tables, ib.sharp.policy), and
+// names them in what it refuses and reports. Plain C++; the counters are per
+// job over every table of that fabric.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/param.h"
 
 namespace incsim::nvswitch {
@@ -28,17 +32,39 @@ inline const Param<std::string> kTablePolicy{
     "how a jobs: list's jobs share every port's reduction table: shared (first come, first served, Klenk's "
     "tables: no policy); partitioned (each job at most its weight's share, weight / total weight, of every "
     "table; none evicts another's entries); quota (each job at most its quota, a fraction of every table, of "
-    "entries all share); the NVSwitches' tables, not yet a cluster's SHARP tables (docs/jobs.md)"};
+    "entries all share); the NVSwitches' tables (a cluster's SHARP tables: ib.sharp.policy; docs/jobs.md)"};
+
+// A job whose share of a fabric's tables cannot hold what its algorithm
+// needs (the owner's admission, e.g. SHARP's aggregation manager): a jobs
+// run refuses it naming the job, or with fallback: software runs the ring.
+class ShareShortfall : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// What a sharing's owner calls its tables in sentences ("the switches'
+// reduction tables"), the key of its policy, the name of a job's counters
+// in a row's details (table_sharing), and whether the run set that key:
+// only then do rows report the counters and does the owner hold jobs to
+// their shares (a fabric may keep runs that do not set it as they were).
+struct TableResource {
+  std::string tables = "the switches' reduction tables", key = kTablePolicy.key(), details = "table_sharing";
+  bool policy_set = true;
+};
 
 class TableSharing {
  public:
   enum class Policy { Shared, Partitioned, Quota };
-  // UserError naming the key unless `name` is shared, partitioned or quota.
-  static Policy parse(const std::string& name);
+  // UserError naming `key` unless `name` is shared, partitioned or quota.
+  static Policy parse(const std::string& name, const std::string& key = kTablePolicy.key());
   static const char* name(Policy p);
 
-  explicit TableSharing(Policy p = Policy::Shared) : policy_(p) {}
+  explicit TableSharing(Policy p = Policy::Shared, TableResource r = {}) : policy_(p), resource_(std::move(r)) {}
   Policy policy() const { return policy_; }
+  const TableResource& resource() const { return resource_; }
+  // "partitioned share of the switches' reduction tables (weight 1 of 4)",
+  // "quota share of ... (quota 0.25)": job j's, in a refusal.
+  std::string share_text(int job) const;
   // The jobs' weights (partitioned) or quotas (quota); checked by the caller.
   void set_jobs(std::vector<double> shares);
   size_t jobs() const { return shares_.size(); }
@@ -60,6 +86,7 @@ class TableSharing {
 
  private:
   Policy policy_;
+  TableResource resource_;
   std::vector<double> shares_;
   double total_ = 0;
   bool enforced_ = true;

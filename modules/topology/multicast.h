@@ -66,6 +66,7 @@ class MulticastFabric {
   // builds job j's collective after set_tenant(j). -1: no job (a run without
   // jobs, or a window no one holds).
   void set_tenant(int job) { tenant_ = job; }
+  int tenant() const { return tenant_; }  // the job whose collectives claim windows now, -1: none
   int window_tenant(int w) const { return w >= 0 && w < static_cast<int>(tenants_.size()) ? tenants_[w] : -1; }
   int find(uint64_t addr) const;  // region holding addr, or -1
   const McRegion& region(int r) const { return regions_[r].def; }

@@ -96,6 +96,8 @@ class CollectiveWorkload : public Workload {
   platforms::GpuMachine& platform() { return *platform_; }
   int participants() const { return comm_->size(); }
   double endpoint_GBps() const { return call_->endpoint_GBps(); }
+  // Its groups hold a reservation in SHARP's aggregation tables (a cluster's network switches).
+  bool aggregates_in_sharp() const { return call_->aggregates_in_sharp(); }
 
  private:
   Options opt_;

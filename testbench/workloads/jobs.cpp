@@ -128,10 +128,27 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     const CollectiveWorkload::Share share{platform_.get(), job.gpus};
     // The multicast windows its collective claims as it is built are its (the tables' sharing reads them).
     platform_->multicast().set_tenant(static_cast<int>(j));
+    const auto build = [&](const Options& o) {
+      try {
+        return std::make_unique<CollectiveWorkload>(o, cfg, &share);
+      } catch (const nvswitch::ShareShortfall&) {
+        throw;
+      } catch (const UserError& e) {
+        throw UserError(job.where + ": job '" + job.name + "': " + e.what());
+      }
+    };
     try {
-      jobs_.push_back(std::make_unique<CollectiveWorkload>(oj, cfg, &share));
-    } catch (const UserError& e) {
-      throw UserError(job.where + ": job '" + job.name + "': " + e.what());
+      jobs_.push_back(build(oj));
+    } catch (const nvswitch::ShareShortfall& e) {
+      // Its share of SHARP's tables cannot hold its groups' reservation
+      // (SharpManager::admit refuses before the collective claims anything).
+      if (!job.fallback_software)
+        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in SHARP's aggregation tables: " +
+                        e.what() + " (give it a larger share, or fallback: software)");
+      fallback_[j] = e.what();
+      tables_[j] = false;
+      oj.algorithm = "ring";
+      jobs_.push_back(build(oj));
     }
   }
   platform_->multicast().set_tenant(-1);
@@ -141,42 +158,53 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
 }
 
-// Each job's share of the switches' reduction tables: its weight under
-// partitioned, its quota under quota. A job whose share of the smallest table
-// is no entry cannot reduce in the switches: refused, or with fallback:
-// software it runs the ring.
+// Each job's share of every fabric's tables (the NVSwitches'; a cluster's
+// SHARP tables, ib.sharp.policy): its weight under partitioned,
+// its quota under quota, the same for each. A job whose share of the
+// smallest NVSwitch table is no entry cannot reduce in the switches:
+// refused, or with fallback: software it runs the ring. (A job's share of
+// SHARP's tables is checked against its groups' reservation as they are
+// made: SharpManager::admit.)
 void JobsWorkload::share_tables() {
   using nvswitch::TableSharing;
-  TableSharing& sharing = *platform_->table_config().sharing;
-  const TableSharing::Policy policy = sharing.policy();
-  const std::string key = nvswitch::kTablePolicy.key();
-  std::vector<double> shares;
-  double total = 0;
+  const std::vector<TableSharing*> all = platform_->table_sharings();
+  const auto reads = [&](TableSharing::Policy p) {
+    std::string keys;
+    bool any = false;
+    for (const TableSharing* s : all) {
+      any = any || s->policy() == p;
+      keys += (keys.empty() ? "" : " or ") + s->resource().key + "=" + TableSharing::name(p);
+    }
+    return std::make_pair(any, keys);
+  };
+  const auto [weights, weight_keys] = reads(TableSharing::Policy::Partitioned);
+  const auto [quotas, quota_keys] = reads(TableSharing::Policy::Quota);
   for (const Options::Job& job : opt_.jobs) {
-    const bool weight = policy == TableSharing::Policy::Partitioned, quota = policy == TableSharing::Policy::Quota;
-    if (job.weight && !weight)
-      throw UserError(job.where + ": job '" + job.name + "' gives a weight, which only " + key + "=partitioned reads");
-    if (job.quota && !quota)
-      throw UserError(job.where + ": job '" + job.name + "' gives a quota, which only " + key + "=quota reads");
-    shares.push_back(weight ? job.weight.value_or(1) : job.quota.value_or(1));
-    total += shares.back();
+    if (job.weight && !weights)
+      throw UserError(job.where + ": job '" + job.name + "' gives a weight, which only " + weight_keys + " reads");
+    if (job.quota && !quotas)
+      throw UserError(job.where + ": job '" + job.name + "' gives a quota, which only " + quota_keys + " reads");
   }
-  sharing.set_jobs(shares);
-  const uint32_t entries = platform_->smallest_table_entries();
+  for (TableSharing* s : all) {
+    std::vector<double> shares;
+    for (const Options::Job& job : opt_.jobs)
+      shares.push_back(s->policy() == TableSharing::Policy::Partitioned ? job.weight.value_or(1)
+                       : s->policy() == TableSharing::Policy::Quota     ? job.quota.value_or(1)
+                                                                        : 1);
+    s->set_jobs(shares);
+  }
+  const TableSharing& sharing = *platform_->table_config().sharing;
+  const uint32_t entries = platform_->smallest_table_entries(&sharing);
   fallback_.assign(opt_.jobs.size(), "");
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
     if (!tables_[j] || !entries || sharing.limit(static_cast<int>(j), entries) > 0) continue;
-    std::ostringstream why;
-    why << "its " << TableSharing::name(policy) << " share of the switches' reduction tables ("
-        << (policy == TableSharing::Policy::Partitioned ? "weight " + shortest_text(shares[j]) + " of " + shortest_text(total)
-                                                         : "quota " + shortest_text(shares[j]))
-        << ") holds 0 of the smallest table's " << entries << " entries, 1 entry short of what an in-network "
-        << "reduction needs";
+    const std::string why = "its " + sharing.share_text(static_cast<int>(j)) + " holds 0 of the smallest table's " +
+                            std::to_string(entries) + " entries, 1 entry short of what an in-network reduction needs";
     if (!job.fallback_software)
-      throw UserError(job.where + ": job '" + job.name + "' cannot reduce in the switches: " + why.str() +
+      throw UserError(job.where + ": job '" + job.name + "' cannot reduce in the switches: " + why +
                       " (give it a larger share, or fallback: software)");
-    fallback_[j] = why.str();
+    fallback_[j] = why;
     tables_[j] = false;
   }
 }
@@ -212,7 +240,7 @@ void JobsWorkload::launch() {
       if (jobs_[j]->error().empty()) {
         std::ostringstream notes;
         ended_[j].emplace(jobs_[j]->finish(point_, notes));
-        contention(j, *ended_[j], tables_[j] ? &notes : nullptr);
+        contention(j, *ended_[j], notes);
         notes_[j] = notes.str();
       }
       --running_;
@@ -246,37 +274,44 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   return alone_[key] = us;
 }
 
-// Job j's contention in the reduction tables while it ran (TableSharing's
+// Job j's contention in each fabric's tables while it ran (TableSharing's
 // counters, zeroed as the jobs start together): in its row's details (every
-// row's, as CSV columns need) and, if it reduces in the switches, a note.
-void JobsWorkload::contention(size_t j, Row& r, std::ostream* notes) const {
-  const nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
-  const nvswitch::TableSharing::Counters& c = sharing.counters(static_cast<int>(j));
-  const uint32_t entries = platform_->smallest_table_entries();
-  r.details["table_sharing"] = {{"policy", nvswitch::TableSharing::name(sharing.policy())},
-                                {"entries", sharing.limit(static_cast<int>(j), entries)},
-                                {"misses", c.misses},
-                                {"evictions_caused", c.evictions_caused},
-                                {"evictions_suffered", c.evictions_suffered},
-                                {"stalls", c.stalls}};
-  if (notes)
-    *notes << "#   its share of the tables (" << nvswitch::TableSharing::name(sharing.policy()) << ", "
-           << sharing.limit(static_cast<int>(j), entries) << " of the smallest's " << entries << " entries): "
-           << c.misses << " misses, " << c.evictions_caused << " evictions caused, " << c.evictions_suffered
-           << " suffered, " << c.stalls << " stalls\n";
+// row's, as CSV columns need: the NVSwitches' always, SHARP's when the run
+// sets ib.sharp.policy) and, for the tables it reduces in, a note.
+void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
+  for (const nvswitch::TableSharing* s : platform_->table_sharings()) {
+    if (!s->resource().policy_set) continue;
+    const nvswitch::TableSharing::Counters& c = s->counters(static_cast<int>(j));
+    const uint32_t entries = platform_->smallest_table_entries(s);
+    const uint32_t mine = s->limit(static_cast<int>(j), entries);
+    const bool sharp = s != platform_->table_config().sharing.get();
+    r.details[s->resource().details] = {{"policy", nvswitch::TableSharing::name(s->policy())},
+                                        {"entries", mine},
+                                        {"misses", c.misses},
+                                        {"evictions_caused", c.evictions_caused},
+                                        {"evictions_suffered", c.evictions_suffered},
+                                        {"stalls", c.stalls}};
+    if (sharp ? !jobs_[j]->aggregates_in_sharp() : !tables_[j]) continue;
+    notes << "#   its share of " << (sharp ? "SHARP's tables" : "the tables") << " ("
+          << nvswitch::TableSharing::name(s->policy()) << ", " << mine << " of the smallest's " << entries
+          << " entries): " << c.misses << " misses, " << c.evictions_caused << " evictions caused, "
+          << c.evictions_suffered << " suffered, " << c.stalls << " stalls\n";
+  }
 }
 
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   // Alone, a job may take whole tables; together each keeps to its share.
-  nvswitch::TableSharing& sharing = *platform_->table_config().sharing;
+  const std::vector<nvswitch::TableSharing*> sharings = platform_->table_sharings();
   std::vector<double> alone(jobs_.size(), 0);
   std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
-  sharing.enforce(false);
+  for (nvswitch::TableSharing* s : sharings) s->enforce(false);
   for (size_t j = 0; j < jobs_.size(); ++j)
     if (i < jobs_[j]->sizes().size()) alone[j] = alone_us(j, i, run, alone_wrong[j]);
-  sharing.enforce(true);
-  sharing.reset_counters();
+  for (nvswitch::TableSharing* s : sharings) {
+    s->enforce(true);
+    s->reset_counters();
+  }
   point_ = i;
   running_ = 0;
   point_start_ = sc_core::sc_time_stamp();

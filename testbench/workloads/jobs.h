@@ -39,7 +39,7 @@ class JobsWorkload : public Workload {
  private:
   void launch();  // starts the jobs whose time has come
   void share_tables();
-  void contention(size_t j, Row& r, std::ostream* notes) const;
+  void contention(size_t j, Row& r, std::ostream& notes) const;
   // Job j's point i by itself, nothing else running: its time, from the
   // cache if the same job ran alone before; `wrong` gets the elements that
   // run got wrong (0 from the cache).

@@ -542,3 +542,139 @@ TEST_CASE("weighted partitions give NVLS jobs their shares of the pull tables, a
   }
   CHECK(rows[1]["slowdown"].get<double>() > 2 * rows[0]["slowdown"].get<double>());
 }
+
+// A cluster of 4 HGX H100 nodes (every rail one leaf): jobs of 2 whole nodes
+// each (16 GPUs), whose nvlssharp groups all aggregate in the rails' leaves.
+// nvlssharp's reservation: 16 channels x ib.sharp.credits=64 = 1024 entries
+// per leaf port (SharpManager::admit).
+namespace {
+const std::string kCluster4 = "platform: cluster\nnodes: 4\nsizes: 256K\n";
+}  // namespace
+
+TEST_CASE("cluster algorithms run on a job's whole nodes, and a job of part of a node is refused", "[jobs][cluster]") {
+  cli::TempDir d;
+  const auto rows = json_of(d, "whole", kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n"
+                                        "  - {name: b, gpus: 16-31, algorithm: collnet}\n")["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  refused(d, kCluster4 + "jobs:\n  - {name: a, gpus: 0-11, algorithm: nvlssharp}\n",
+          "job 'a': nvlssharp runs on all the GPUs of a cluster (--platform cluster), or a job's whole nodes, in order");
+}
+
+TEST_CASE("partitioned SHARP tables give each nvlssharp job its reservation, and no job evicts or waits for another's",
+          "[jobs][sharing][cluster]") {
+  cli::TempDir d;
+  // 256 KiB per port, 2048 entries: each job floor(2048 x 1/2) = 1024, its reservation exactly.
+  const auto rows = json_of(d, "p", kCluster4 + "ib.sharp.policy: partitioned\njobs:\n"
+                                    "  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n"
+                                    "  - {name: b, gpus: 16-31, algorithm: nvlssharp}\n")["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    CHECK(row["wrong"] == 0);
+    // Counters per resource: the NVSwitches' tables keep their own (shared) policy.
+    CHECK(row["table_sharing"]["policy"] == "shared");
+    const auto& c = row["sharp_sharing"];
+    CHECK(c["policy"] == "partitioned");
+    CHECK(c["entries"] == 1024);
+    // Each of the job's 256 KiB / 128 B blocks takes one entry at its home in
+    // its rail's leaf (one leaf per rail: no merge points), once.
+    CHECK(c["misses"] == 256 * 1024 / 128);
+    CHECK(c["evictions_caused"] == 0);
+    CHECK(c["evictions_suffered"] == 0);
+    CHECK(c["stalls"] == 0);
+  }
+}
+
+TEST_CASE("SHARP quotas give each job its fraction, and a job whose quota cannot hold its reservation runs the ring",
+          "[jobs][sharing][cluster]") {
+  cli::TempDir d;
+  // 192 KiB per port, 1536 entries: quota 0.75 holds floor(1536 x 0.75) =
+  // 1152 >= 1024; quota 0.5 holds 768, 256 short of nvlssharp's 1024.
+  const std::string config = kCluster4 + "ib.sharp.table_bytes: 196608\nib.sharp.policy: quota\njobs:\n"
+                                         "  - {name: a, gpus: 0-15, algorithm: nvlssharp, quota: 0.75}\n"
+                                         "  - {name: b, gpus: 16-31, algorithm: nvlssharp, quota: 0.5, fallback: software}\n";
+  const cli::Result r = cli::incsim("--config " + d.write("q.yaml", config) + " --json " + d.file("q.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("#   fallback: software, the ring: nvlssharp needs 1024 aggregation entries per "
+                                    "switch port (16 groups on a rail of ib.sharp.credits=64 blocks each), but its "
+                                    "quota share of SHARP's aggregation tables (quota 0.5) holds 768 of "
+                                    "ib.sharp.table_bytes=196608's 1536 entries, 256 short"));
+  CHECK_THAT(r.out, Catch::Contains("#   incsim: allreduce ring on 16 of 32 GPUs"));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("q.json")));
+  const auto& rows = json["rows"];
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["sharp_sharing"]["entries"] == 1152);
+  CHECK(rows[0]["sharp_sharing"]["misses"] == 256 * 1024 / 128);
+  CHECK(rows[1]["sharp_sharing"]["entries"] == 768);
+  CHECK(rows[1]["sharp_sharing"]["misses"] == 0);  // the ring aggregates nothing
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  CHECK(json["config"]["jobs"][1]["fallback"] == "software");
+}
+
+TEST_CASE("a job whose share of SHARP's tables cannot hold its reservation is refused, naming SHARP and the shortfall",
+          "[jobs][sharing][cluster][errors]") {
+  cli::TempDir d;
+  // 128 KiB per port, 1024 entries: a partitioned half is 512.
+  refused(d,
+          kCluster4 + "ib.sharp.table_bytes: 131072\nib.sharp.policy: partitioned\njobs:\n"
+                      "  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n  - {name: b, gpus: 16-31, algorithm: nvlssharp}\n",
+          "job 'a' cannot aggregate in SHARP's aggregation tables: nvlssharp needs 1024 aggregation entries per switch "
+          "port (16 groups on a rail of ib.sharp.credits=64 blocks each), but its partitioned share of SHARP's "
+          "aggregation tables (weight 1 of 2) holds 512 of ib.sharp.table_bytes=131072's 1024 entries, 512 short "
+          "(give it a larger share, or fallback: software)");
+}
+
+TEST_CASE("an nvlssharp job alone and with an idle partner give the same rows under a SHARP policy",
+          "[jobs][slowdown][cluster]") {
+  cli::TempDir d;
+  // Quotas, so that the job's share (and its row's sharp_sharing.entries)
+  // is the same alone and paired. The NVSwitches spread packets by their
+  // destination: their adaptive spreading (switch.spread's default) breaks
+  // ties by state the partner's run alone changes, and then a's run
+  // together differs from its run alone by about 1%, with or without a
+  // partner or a policy.
+  const std::string common = kCluster4 + "switch.spread: destination\nib.sharp.policy: quota\njobs:\n"
+                                         "  - {name: a, gpus: 0-15, algorithm: nvlssharp, quota: 0.5}\n";
+  const auto alone = csv_of(d, "alone.yaml", common);
+  const auto paired =
+      csv_of(d, "paired.yaml", common + "  - {name: b, gpus: 16-31, algorithm: nvlssharp, quota: 0.5, start_us: 1000}\n");
+  REQUIRE(alone.size() == 2);
+  REQUIRE(paired.size() == 3);
+  CHECK(paired[0] == alone[0]);
+  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
+  for (std::string a, p, name; std::getline(heading, name, ',');) {
+    std::getline(a_cells, a, ',');
+    std::getline(p_cells, p, ',');
+    INFO(name);
+    // The machine's running double sum of latencies (see the DGX-2 case above).
+    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
+    else CHECK(p == a);
+  }
+  // Its run together repeats its run alone on a machine the earlier run left
+  // in another state (the network's adaptive spreading): within 0.1%.
+  CHECK(std::stod(cell(alone[0], alone[1], "slowdown")) == Approx(1.0).epsilon(1e-3));
+}
+
+TEST_CASE("a SHARP policy the tables lack, on a network without them, and shares no policy reads are refused",
+          "[jobs][sharing][cluster][errors]") {
+  cli::TempDir d;
+  const std::string job = "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n";
+  refused(d, kCluster4 + "ib.sharp.policy: fair\n" + job, "ib.sharp.policy must be shared, partitioned or quota, not 'fair'");
+  refused(d, kCluster4 + "ib.sharp.policy: partitioned\nib.sharp.table_bytes: 0\n" + job,
+          "ib.sharp.policy=partitioned shares SHARP's aggregation buffers, but ib.sharp.table_bytes=0: the network's "
+          "switches have none");
+  refused(d, kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, weight: 2}\n",
+          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or ib.sharp.policy=partitioned "
+          "reads");
+  refused(d, kCluster4 + "ib.sharp.policy: partitioned\njobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, quota: 0.5}\n",
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or ib.sharp.policy=quota reads");
+  // A RoCE cluster and DGX-2 have no SHARP switches: no block reads the key.
+  const auto unread = [&](const std::string& config) {
+    refused(d, config, "is not read by this run");
+    CHECK_THAT(cli::incsim("--config " + d.write("bad.yaml", config)).err, Catch::StartsWith("incsim: error: ib.sharp.policy (in "));
+  };
+  unread(kCluster4 + "cluster.network: roce\nib.sharp.policy: partitioned\n"
+                     "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlsnetreduce}\n");
+  unread("platform: dgx2\nsizes: 64K\nib.sharp.policy: quota\njobs:\n  - {name: a, gpus: 0-7, algorithm: push}\n");
+}
