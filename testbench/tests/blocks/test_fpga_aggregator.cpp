@@ -188,7 +188,7 @@ TEST_CASE("a frame that is not a gradient goes straight back out of its port", "
   CHECK(b.fpga->ring(0).contributions() == 0);
 }
 
-TEST_CASE("the CLT and CTT are modules without processes under the FPGA; the CLT's connections show in the stall "
+TEST_CASE("the CLT and CTT are modules without processes under the FPGA, and the CLT's connections show in the stall "
           "report", "[netreduce][fpga][hierarchy]") {
   Bench b;
   for (const char* name : {"fpga.clt", "fpga.ctt", "fpga.dest_clt"}) {

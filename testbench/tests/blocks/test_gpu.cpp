@@ -563,7 +563,7 @@ struct CoresPair {
 };
 }  // namespace
 
-TEST_CASE("the cores alone: a chunk goes as its data, a fence on every ack, then the flag; the receiver checks it",
+TEST_CASE("the cores alone: a chunk goes as its data, a fence on every ack, then the flag, and the receiver checks it",
           "[gpu][cores]") {
   CoresPair t;
   CHECK(std::string(t.g0.cores().name()) == "gpu0.cores");

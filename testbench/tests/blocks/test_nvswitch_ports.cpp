@@ -220,7 +220,7 @@ TEST_CASE("a table's ALU adds each contribution in turn at its rate before the s
   }
 }
 
-TEST_CASE("a switch's ports, their reduction tables and its MCR table are modules without processes; a table "
+TEST_CASE("a switch's ports, their reduction tables and its MCR table are modules without processes, and a table "
           "holding an entry tells the stall report", "[nvswitch][ports][reduction][hierarchy]") {
   Fabric fab;
   const uint64_t a = fab.block(2);  // homed at port 2

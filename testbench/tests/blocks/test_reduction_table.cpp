@@ -107,7 +107,7 @@ std::array<int, 2> hammer(ReductionTable& t, incsim::nvswitch::EvictionPolicy& l
 }
 }  // namespace
 
-TEST_CASE("a partitioned table never lets one job evict another's entry; a shared one does", "[reduction_table][sharing]") {
+TEST_CASE("a partitioned table never lets one job evict another's entry, and a shared one does", "[reduction_table][sharing]") {
   using incsim::nvswitch::TableSharing;
   const auto lru = incsim::nvswitch::make_eviction_policy("lru");
   TableSharing partitioned(TableSharing::Policy::Partitioned), shared(TableSharing::Policy::Shared);

@@ -196,7 +196,7 @@ TEST_CASE("cores flows: a reducing write's credits limit it by Little's law, tab
   CHECK_THROWS_WITH(plain.run(p, 1 << 20, 8), Catch::Contains("no switch that reduces"));
 }
 
-TEST_CASE("cores flows: a reducing read takes every member's answers and returns the sum; what flows cannot run is named") {
+TEST_CASE("cores flows: a reducing read takes every member's answers and returns the sum, and what flows cannot run is named") {
   Star s(2, false);
   const std::string p = "program 1\nname pull\ncollective allreduce ranks 2 root 0 inplace 0\nmultimem 1\ngroup 0 1\n"
                         "rank 0 input 1 output 1 scratch 0\n0 redread cores ch 0 q 0 group 0 src i0 dst o0\n"

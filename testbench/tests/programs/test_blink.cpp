@@ -609,7 +609,7 @@ size_t trees(const Program& p) {
 
 }  // namespace
 
-TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-phase; one-hop trees on a switch",
+TEST_CASE("Tree synthesis for a machine: DGX-1 trees, rings, hybrid and three-phase, and one-hop trees on a switch",
           "[blink][synthesis]") {
   TreeSynthesisOptions o;
   o.platform = "dgx1v";
