@@ -364,6 +364,24 @@ std::vector<std::string> csv_of(const cli::TempDir& d, const std::string& name, 
   return cli::lines(cli::slurp(d.file(name + ".csv")));
 }
 
+// A job's row alone and with a partner that starts after it ended: every
+// cell the same but the mean packet latency, which the machine's running
+// double sum of latencies (GpuMachine::packet_latency) differences from
+// another starting value once the partner has run: its last bits differ.
+void require_same_row(const std::vector<std::string>& alone, const std::vector<std::string>& paired) {
+  REQUIRE(alone.size() == 2);
+  REQUIRE(paired.size() == 3);
+  CHECK(paired[0] == alone[0]);
+  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
+  for (std::string a, p, name; std::getline(heading, name, ',');) {
+    std::getline(a_cells, a, ',');
+    std::getline(p_cells, p, ',');
+    INFO(name);
+    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
+    else CHECK(p == a);
+  }
+}
+
 // Column `name` of CSV line `line` under `heading`.
 std::string cell(const std::string& heading, const std::string& line, const std::string& name) {
   const auto split = [](const std::string& s) {
@@ -400,20 +418,7 @@ TEST_CASE("a job alone and a job with an idle partner give byte-identical rows",
   const auto alone = csv_of(d, "alone.yaml", common);
   // The partner starts long after a has ended.
   const auto paired = csv_of(d, "paired.yaml", common + "  - {name: b, gpus: 4-7, algorithm: push, start_us: 1000}\n");
-  REQUIRE(alone.size() == 2);
-  REQUIRE(paired.size() == 3);
-  CHECK(paired[0] == alone[0]);
-  // Every cell but the mean packet latency, which the machine's running
-  // double sum of latencies (GpuMachine::packet_latency) differences from
-  // another starting value once b has run alone: it differs in its last bits.
-  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
-  for (std::string a, p, name; std::getline(heading, name, ',');) {
-    std::getline(a_cells, a, ',');
-    std::getline(p_cells, p, ',');
-    INFO(name);
-    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
-    else CHECK(p == a);
-  }
+  require_same_row(alone, paired);
   CHECK(std::stod(cell(alone[0], alone[1], "slowdown")) == 1.0);
 }
 
@@ -639,18 +644,7 @@ TEST_CASE("an nvlssharp job alone and with an idle partner give the same rows un
   const auto alone = csv_of(d, "alone.yaml", common);
   const auto paired =
       csv_of(d, "paired.yaml", common + "  - {name: b, gpus: 16-31, algorithm: nvlssharp, quota: 0.5, start_us: 1000}\n");
-  REQUIRE(alone.size() == 2);
-  REQUIRE(paired.size() == 3);
-  CHECK(paired[0] == alone[0]);
-  std::stringstream a_cells(alone[1]), p_cells(paired[1]), heading(alone[0]);
-  for (std::string a, p, name; std::getline(heading, name, ',');) {
-    std::getline(a_cells, a, ',');
-    std::getline(p_cells, p, ',');
-    INFO(name);
-    // The machine's running double sum of latencies (see the DGX-2 case above).
-    if (name == "avg_packet_latency_ns") CHECK(std::stod(p) == Approx(std::stod(a)).epsilon(1e-12));
-    else CHECK(p == a);
-  }
+  require_same_row(alone, paired);
   // Its run together repeats its run alone on a machine the earlier run left
   // in another state (the network's adaptive spreading): within 0.1%.
   CHECK(std::stod(cell(alone[0], alone[1], "slowdown")) == Approx(1.0).epsilon(1e-3));
