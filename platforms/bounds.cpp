@@ -6,8 +6,35 @@
 
 #include "adapter/hca.h"
 #include "collectives/bounds.h"
+#include "core/error.h"
 
 namespace incsim::platforms {
+
+namespace {
+// On a cluster the adapters carry a group's traffic only as SHARP's: a
+// group across nodes takes reducing writes, which the network's switches
+// hold; a group inside a node NVLS's reads and multicasts, which its
+// NVSwitches take.
+void require_groups_fit_cluster(const collectives::Program& program, const std::vector<int>& gpus,
+                                const std::vector<int>& node_of) {
+  for (int r = 0; r < program.ranks; ++r)
+    for (int i = 0; i < program.op_count(r); ++i) {
+      const collectives::Operation& o = program.op(r, i);
+      if (!collectives::in_network(o.kind)) continue;
+      const auto& g = program.groups[static_cast<size_t>(o.group)];
+      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
+        return node_of[gpus[static_cast<size_t>(m)]] != node_of[gpus[static_cast<size_t>(g[0])]];
+      });
+      const bool push = o.kind == collectives::OpKind::ReduceWrite;
+      if (across != push)
+        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
+                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
+                        " the cluster's nodes, which takes " +
+                        (across ? "only reducing writes (SHARP in the network's switches)"
+                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
+    }
+}
+}  // namespace
 
 double endpoint_payload_GBps(const topo::Topology& t, WirePacket p, int g, const std::vector<int>& peers) {
   const int node = t.endpoints()[g];
@@ -29,6 +56,7 @@ double least_endpoint_GBps(const topo::Topology& t, WirePacket p, const std::vec
 
 ClusterBound cluster_bound(const collectives::Program& program, const topo::Topology& t, WirePacket nvlink,
                            WirePacket net, const std::vector<int>& gpus, const std::vector<int>& node_of) {
+  require_groups_fit_cluster(program, gpus, node_of);
   ClusterBound out;
   const collectives::Buffers& b = program.buffers[0];
   const double message_chunks =

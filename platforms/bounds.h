@@ -37,8 +37,9 @@ struct ClusterBound {
   bool adapter_limits = false;
 };
 // Rank r runs on GPU gpus[r]; node_of[GPU]: its node. nvlink: the GPUs'
-// fabric's packet (acknowledged); net: the scale-out network's. The
-// program's groups must fit the cluster (require_groups_fit_cluster).
+// fabric's packet (acknowledged); net: the scale-out network's. UserError
+// if an in-network group does not fit the cluster: one across nodes must
+// push (SHARP), one inside a node must not (NVLS).
 ClusterBound cluster_bound(const collectives::Program& p, const topo::Topology& t, WirePacket nvlink, WirePacket net,
                            const std::vector<int>& gpus, const std::vector<int>& node_of);
 // The header's line on it.

@@ -118,7 +118,6 @@ WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
 double CollectiveCall::cluster_endpoint_GBps() {
   const net::PacketFormat& gf = comm_.machine_.format();
   const std::vector<int> gpus = comm_.endpoints(), node_of = comm_.node_of();
-  require_groups_fit_cluster(program_, gpus, node_of);
   const ClusterBound b = cluster_bound(
       program_, comm_.machine_.topology(), {gf.max_payload_bytes, gf.header_bytes, gf.header_bytes},
       scale_out_packet(comm_.machine_, program_.has(collectives::OpKind::ReduceWrite)), gpus, node_of);
@@ -144,26 +143,6 @@ void CollectiveCall::require_reduction_tables(const std::string& what) const {
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
-void require_groups_fit_cluster(const collectives::Program& program, const std::vector<int>& gpus,
-                                const std::vector<int>& node_of) {
-  for (int r = 0; r < program.ranks; ++r)
-    for (int i = 0; i < program.op_count(r); ++i) {
-      const collectives::Operation& o = program.op(r, i);
-      if (!collectives::in_network(o.kind)) continue;
-      const auto& g = program.groups[static_cast<size_t>(o.group)];
-      const bool across = std::any_of(g.begin(), g.end(), [&](int m) {
-        return node_of[gpus[static_cast<size_t>(m)]] != node_of[gpus[static_cast<size_t>(g[0])]];
-      });
-      const bool push = o.kind == collectives::OpKind::ReduceWrite;
-      if (across != push)
-        throw UserError(program.name + ": rank " + std::to_string(r) + "'s operation " + std::to_string(i) + " (" +
-                        collectives::op_name(o.kind) + ") is in a group " + (across ? "across" : "inside one of") +
-                        " the cluster's nodes, which takes " +
-                        (across ? "only reducing writes (SHARP in the network's switches)"
-                                : "NVLS's reads and multicasts, not reducing writes (its NVSwitches evict partial sums)"));
-    }
-}
-
 // Runs a program on the GPUs' cores; each rank sends on the ports that lead
 // to its peer (all of them on a switched fabric; on a direct network only some do).
 void CollectiveCall::make_cores() {
@@ -179,7 +158,7 @@ void CollectiveCall::make_cores() {
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
   if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
-  // (cluster_endpoint_GBps has checked that the groups fit the cluster.)
+  // (cluster_bound has checked that the groups fit the cluster.)
   if (pushes && !roce && !comm_.nodes_.empty()) {
     SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
     sharp_ = true;
@@ -440,10 +419,10 @@ void CollectiveCall::describe_sizing(std::ostream& os) const {
 // Where the order window binds, it bounds how far apart the GPUs issue one
 // block, so what the tables hold in flight without waves.
 void CollectiveCall::describe_order(std::ostream& os) const {
-  if (order_window_.first == 0) return;
-  os << "# issue order (gpu.copy_engine.order=window): each GPU's own within windows of " << order_window_.first
-     << " blocks (" << order_window_.first * topo::MulticastFabric::kBlockBytes << " B), "
-     << (order_window_.second ? "inside each wave\n" : "no waves\n");
+  if (order_window_.blocks == 0) return;
+  os << "# issue order (gpu.copy_engine.order=window): each GPU's own within windows of " << order_window_.blocks
+     << " blocks (" << order_window_.blocks * topo::MulticastFabric::kBlockBytes << " B), "
+     << (order_window_.in_waves ? "inside each wave\n" : "no waves\n");
 }
 
 }  // namespace incsim::platforms

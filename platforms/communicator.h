@@ -13,7 +13,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "collectives/algorithm.h"
@@ -35,13 +34,6 @@ inline const Param<bool> kClusterPxn{
     "a GPU's transfer to a GPU on another rail of another node goes over NVLink to its node's GPU on that rail, "
     "whose adapter sends it (NCCL's PXN, on by default since NCCL 2.12: NCCL_PXN_DISABLE=0); false: through "
     "its own adapter and the spines"};
-
-// On a cluster the adapters carry a group's traffic only as SHARP's: a
-// group across nodes takes reducing writes, which the network's switches
-// hold; a group inside a node NVLS's reads and multicasts, which its
-// NVSwitches take. Rank r runs on GPU gpus[r]; node_of[GPU]: its node.
-void require_groups_fit_cluster(const collectives::Program& p, const std::vector<int>& gpus,
-                                const std::vector<int>& node_of);
 
 // What one run of a collective measured: nccl-tests' row (time, #wrong,
 // the bound and the busbw factor) and what a bus bandwidth hides for
@@ -128,7 +120,11 @@ class CollectiveCall {
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
   bool sharp_ = false;                             // aggregates_in_sharp()
   std::string cluster_note_;                       // what limits a cluster's bound
-  std::pair<uint64_t, bool> order_window_{0, false};  // the copy engines' order window where it binds, inside waves
+  // The copy engines' order window where it binds (0: nowhere), and whether inside waves.
+  struct {
+    uint64_t blocks = 0;
+    bool in_waves = false;
+  } order_window_;
   // The running size: when it started and ended, and the machine's counters then.
   sc_core::sc_time t0_, t1_;
   uint64_t bytes_ = 0;

@@ -148,7 +148,6 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
     const flow::LinkFormat& ib = machine_.formats.back();
     const bool pushes = program.has(collectives::OpKind::ReduceWrite);
     const std::vector<int> node_of = site.node_of();
-    platforms::require_groups_fit_cluster(program, gpus, node_of);
     const platforms::ClusterBound b = platforms::cluster_bound(
         program, t, {f.max_payload, f.header, f.header},
         {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, 0}, gpus, node_of);
