@@ -178,10 +178,8 @@ CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   x.slots = x.proto == Protocol::LL ? costs_.ll : x.proto == Protocol::LL128 ? costs_.ll128 : costs_.simple;
   x.slots.chunk_bytes = collectives::cores_chunk_bytes(p_, x.proto, bytes, x.slots.chunk_bytes, costs_.simple.chunk_bytes);
   x.elems = collectives::message_elems(p_, bytes / elem_);
-  x.per_pass = x.slots.chunk_bytes / elem_ * (collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts));
-  x.passes = collectives::PassLayout(parts_.parts, collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts),
-                                     x.slots.chunk_bytes / elem_, x.elems)
-                 .passes.front();
+  x.blocks = collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts);
+  x.passes = x.layout(parts_.parts, elem_, 0).passes.front();
   return x;
 }
 
@@ -189,10 +187,7 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
   const collectives::Program& p = f.p_;
   proto_ = plan.proto;
   slots_ = plan.slots;
-  // Dropping d passes from every part keeps each part's last pass as it is.
-  layout_ = std::make_unique<collectives::PassLayout>(
-      f.parts_.parts, collectives::message_chunks(p) / static_cast<uint32_t>(f.parts_.parts), slots_.chunk_bytes / f.elem_,
-      plan.elems - drop * plan.per_pass * static_cast<uint64_t>(f.parts_.parts));
+  layout_ = std::make_unique<collectives::PassLayout>(plan.layout(f.parts_.parts, f.elem_, drop));
   // Per data byte: a packet's wire bytes on the GPUs' fabric (header flit,
   // the protocol's flags, flits rounded up) and its header-only ack back; a
   // scale-out network's packets gather the GPU packets' payloads.

@@ -123,12 +123,19 @@ class CoresFlows {
 
  private:
   class Run;
-  // A size's protocol, slots and passes: the message's elements, and the
-  // elements a pass takes of it (per part).
+  // A size's protocol, slots and passes: the message's elements, its chunks
+  // per pass and part, and the most passes a part makes.
   struct Plan {
     collectives::Protocol proto = collectives::Protocol::Simple;
     CoresCosts::Slots slots;
-    uint64_t elems = 0, per_pass = 0, passes = 0;
+    uint64_t elems = 0, passes = 0;
+    uint32_t blocks = 1;
+    // The message less `drop` whole passes of every part (each part's last
+    // pass stays as it is), cut into `parts` parts of elements of elem bytes.
+    collectives::PassLayout layout(int parts, uint32_t elem, uint64_t drop) const {
+      const uint64_t chunk = slots.chunk_bytes / elem;
+      return collectives::PassLayout(parts, blocks, chunk, elems - drop * chunk * blocks * static_cast<uint64_t>(parts));
+    }
   };
   Plan plan(uint64_t bytes) const;
   const Route& route(int rank, int port, int peer);
