@@ -424,9 +424,11 @@ GpuMachine::TableTotals GpuMachine::table_totals() const {
 
 uint32_t GpuMachine::smallest_table_entries(const nvswitch::TableSharing* of) const {
   uint32_t least = 0;
-  for (const nvswitch::NvSwitch* s : switches_)
-    for (int p = 0; p < s->num_ports() && (!of || s->sharing() == of); ++p)
+  for (const nvswitch::NvSwitch* s : switches_) {
+    if (of && s->sharing() != of) continue;
+    for (int p = 0; p < s->num_ports(); ++p)
       if (const uint32_t c = s->table(p).capacity(); c && (!least || c < least)) least = c;
+  }
   return least;
 }
 
