@@ -105,6 +105,36 @@ class Tools(TempDirCase):
             pmod.read_reference(ref)
 
 
+    def test_fidelity_page_says_what_the_csvs_give(self):
+        script = os.path.join(SCRIPTS, "figures", "fidelity.py")
+        run = lambda *a: subprocess.run([PYTHON, script] + list(a), stdout=subprocess.PIPE,  # noqa: E731
+                                        stderr=subprocess.PIPE, universal_newlines=True,
+                                        timeout=60)
+        p = run("--check")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # The check bites: one number of ours changed in a copy of the CSVs.
+        figures = os.path.join(self.tmp, "figures")
+        shutil.copytree(os.path.join(REPO, "docs", "figures"), figures)
+        doc = self.write("fidelity.md", read(os.path.join(REPO, "docs", "fidelity.md")))
+        path = os.path.join(figures, "netreduce-table6.csv")
+        text = read(path)
+        self.assertIn("92.0092", text)
+
+        def ours(goodput):
+            with open(path, "w") as f:
+                f.write(text.replace("92.0092", goodput))
+        ours("90.0092")
+        p = run("--check", "--figures", figures, "--doc", doc)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("does not say what the CSVs give", p.stderr)
+        self.assertEqual(run("--figures", figures, "--doc", doc).returncode, 0)
+        self.assertIn("| 90 (NetReduce, 6 hosts, 64 MiB", read(doc))
+        # A comparison pushed outside 15% with no reason given is refused.
+        ours("72.0092")
+        p = run("--check", "--figures", figures, "--doc", doc)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("goodput_Gbps is 0.83x the paper's with no explanation", p.stderr)
+
     def test_docs_stand_alone(self):
         # README.md and docs/ are read from a clone, which has no ../shared/
         # folder and no issue tracker: neither may be named.
