@@ -172,6 +172,23 @@ TEST_CASE("waves lower the mean packet latency of a push all-reduce", "[cli][inn
   CHECK(waves < none);
 }
 
+TEST_CASE("without waves push's bandwidth rises with its table size, by a cliff pull does not have", "[cli][innet]") {
+  // Klenk §VI-C (Fig. 9): push is "much more sensitive to the table size
+  // than the pull method". On DGX-2 at 1 MiB one table doubling, 256 B to
+  // 512 B per port, takes push from evicting most blocks to none.
+  const auto algbw = [](const std::string& algorithm, int bytes) {
+    return row_of("--platform dgx2 --sizes 1M --algorithm " + algorithm +
+                  " -c gpu.copy_engine.waves=0 -c switch.reduction_table.bytes=" + std::to_string(bytes))["algbw_GBps"]
+        .get<double>();
+  };
+  const double p128 = algbw("push", 128), p256 = algbw("push", 256), p512 = algbw("push", 512);
+  CHECK(p128 < p256);
+  CHECK(p256 < p512);
+  CHECK(p512 > 2 * p256);
+  const double q256 = algbw("pull", 256), q512 = algbw("pull", 512);
+  CHECK(q512 / q256 < p512 / p256);
+}
+
 TEST_CASE("push runs are deterministic, waveform included", "[cli][innet][determinism]") {
   TempDir d;
   const std::string vcd = run_twice_identical(
