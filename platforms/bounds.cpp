@@ -48,6 +48,10 @@ double endpoint_payload_GBps(const topo::Topology& t, WirePacket p, int g, const
   return b;
 }
 
+const char* cores_links(const collectives::Program& p) {
+  return !p.groups.empty() ? kPostedLinks : collectives::bound_charges_acks(p) ? kAckedLinks : kOneWayLinks;
+}
+
 double least_endpoint_GBps(const topo::Topology& t, WirePacket p, const std::vector<int>& gpus) {
   double b = endpoint_payload_GBps(t, p, gpus[0], gpus);
   for (size_t r = 1; r < gpus.size(); ++r) b = std::min(b, endpoint_payload_GBps(t, p, gpus[r], gpus));

@@ -54,11 +54,14 @@ double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endp
 // The header's "# bound:" lines (fixed, one decimal, left so on `os`).
 // A cluster's: the busbw its busiest GPU allows.
 void print_cluster_bound(std::ostream& os, double busbw_GBps);
-// A payload bandwidth per GPU, net of `links` (kAckedLinks, kPostedLinks,
+// A payload bandwidth per GPU, net of `links` (kAckedLinks, kPostedLinks, kOneWayLinks,
 // the NICs' messages), and the busbw that allows `name` at `bytes` where
 // its bound time is above 0.
 inline constexpr const char* kAckedLinks = "links less header flits and write acks";
 inline constexpr const char* kPostedLinks = "links less header flits; multicast writes are posted";
+inline constexpr const char* kOneWayLinks = "links less header flits; the busiest GPU's write acks go the other way";
+// Which of those a program on the cores is bounded by (collectives::bound_charges_acks).
+const char* cores_links(const collectives::Program& p);
 void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* links, const collectives::Program& p,
                          uint64_t bytes, double bound_us, const std::string& name);
 

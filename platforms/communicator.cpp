@@ -149,8 +149,8 @@ void CollectiveCall::make_cores() {
   const collectives::Program& program = program_;
   const topo::Topology& t = comm_.machine_.topology();
   const int n = program.ranks;
-  // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
-  endpoint_GBps_ = comm_.nodes_.empty() ? comm_.least_endpoint_GBps(program.groups.empty()) : cluster_endpoint_GBps();
+  endpoint_GBps_ =
+      comm_.nodes_.empty() ? comm_.least_endpoint_GBps(collectives::bound_charges_acks(program)) : cluster_endpoint_GBps();
   gpu::CoresParams cp =
       gpu::cores_params(comm_.cfg_, comm_.machine_.defaults().cores_chunk_bytes, program.tree_nodes != 0);
   by_size_ = cp.by_size;
@@ -364,7 +364,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
                         scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
                                           ? "links, one head flit per message; NIC messages are posted"
                                           : "links less header flits; NIC messages are posted")
-                        : !innet_  ? kAckedLinks
+                        : !innet_  ? cores_links(program_)
                                    : kPostedLinks,
                         program_, bytes, bound_us(bytes), name);
   }

@@ -34,6 +34,17 @@ double busbw_factor(Collective c, int n) {
   }
 }
 
+bool bound_charges_acks(const Program& p) {
+  if (!p.groups.empty()) return false;
+  switch (p.collective) {
+    case Collective::Gather:
+    case Collective::Scatter: return false;
+    case Collective::Broadcast:
+    case Collective::Reduce: return p.ranks > 2;
+    default: return true;
+  }
+}
+
 void sent_chunks(const Program& p, int r, const std::function<bool(int)>& near, double& inside, double& across) {
   for (int i = 0; i < p.op_count(r); ++i) {
     const Operation& o = p.op(r, i);

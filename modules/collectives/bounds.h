@@ -25,6 +25,15 @@ double gather_busbw_factor(int n);  // reduce-scatter, all-gather
 // all-to-all (n-1)/n (each rank sends all but its own block).
 double busbw_factor(Collective c, int n);
 
+// Whether the bound charges each GPU's links with the acknowledgements of
+// the writes it takes in: only where the collective's busiest GPU both
+// sends and receives. NVLS's links carry none (multicast stores are posted,
+// reads answered). The root of a gather only receives, that of a scatter
+// only sends, and so does each GPU of a broadcast or a reduce between two:
+// their acknowledgements go the other way, on link directions that carry
+// nothing else.
+bool bound_charges_acks(const Program& p);
+
 // A program's own traffic. What rank r of program p sends, in chunks of
 // the message, to the peers `near` accepts (inside) and to the others
 // (across): its sends, its multicast stores, its reducing writes (across if

@@ -155,9 +155,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
     const auto nodes = topo::cluster_nodes(t);
     cluster_note_ = platforms::cluster_note(b, nodes.size(), nodes.front().size());
   } else {
-    // NVLS's links carry no acknowledgements (multicast stores are posted, reads answered).
-    endpoint_GBps_ =
-        platforms::least_endpoint_GBps(t, {f.max_payload, f.header, program.groups.empty() ? f.header : 0u}, gpus);
+    endpoint_GBps_ = platforms::least_endpoint_GBps(
+        t, {f.max_payload, f.header, collectives::bound_charges_acks(program) ? f.header : 0u}, gpus);
   }
   const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, program.tree_nodes != 0);
   flow::CoresCosts costs;
@@ -223,7 +222,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
     os << "# cluster: " << cluster_note_ << "\n";
     platforms::print_cluster_bound(os, endpoint_GBps_);
   } else {
-    platforms::print_payload_bound(os, endpoint_GBps_, p.groups.empty() ? platforms::kAckedLinks : platforms::kPostedLinks,
+    platforms::print_payload_bound(os, endpoint_GBps_, platforms::cores_links(p),
                                    p, bytes, platforms::cores_bound_us(p, bytes, endpoint_GBps_, false),
                                    file_algorithm_ ? "the program" : opt_.algorithm);
   }
