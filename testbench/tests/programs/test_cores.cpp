@@ -174,6 +174,23 @@ TEST_CASE("reduce, gather and scatter run on the cores, exact, with nccl-tests' 
     }
 }
 
+TEST_CASE("gather and scatter stay under their bound, which charges no acks: the root's go the other way",
+          "[cores][rooted][bound]") {
+  // DGX-2's 6 links x 25 GB/s less header flits: 133.3 GB/s; charged with
+  // acks it would be 120, which both pass at 16 MiB.
+  TempDir d;
+  for (const std::string c : {"gather", "scatter"}) {
+    INFO(c);
+    const Result r = incsim("--platform dgx2 --collective " + c + " --sizes 16M --json " + d.file("r.json"));
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("133.3 GB/s payload per GPU (links less header flits; the busiest GPU's "
+                                      "write acks go the other way)"));
+    const auto row = nlohmann::json::parse(slurp(d.file("r.json")))["rows"][0];
+    CHECK(row["busbw_GBps"].get<double>() > 120.0);
+    CHECK(row["bound_fraction"].get<double>() <= 1.0);
+  }
+}
+
 TEST_CASE("#wrong bites on reduce, gather and scatter: a faulty GPU on the way to the root is counted",
           "[cores][rooted]") {
   // The reduce's chain on 4 GPUs runs 1, 2, 3, 0: GPU 2's cores add 7
