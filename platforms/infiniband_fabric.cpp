@@ -26,11 +26,12 @@ InfinibandFabric::InfinibandFabric(const topo::Topology& t, Config& cfg) : t_(t)
     throw UserError("ib.sharp.table_bytes must hold at least one " + std::to_string(tables_.entry_bytes) +
                     "-byte block, not " + std::to_string(tables_.table_bytes) + " bytes");
   tables_.holds = true;
-  // The key is read only when set, and only then do the jobs' rows report
-  // these tables' counters: a run that does not set it reads, and reports,
-  // what it always did (shared: first come, first served).
+  // Only where the key is set do the jobs' rows report these tables'
+  // counters: a run that does not set it reports what it always did
+  // (shared: first come, first served). It is read either way, so
+  // --list-params lists it.
   const bool given = cfg.has_override(kSharpPolicy);
-  const std::string policy = given ? cfg.get(kSharpPolicy) : kSharpPolicy.default_value();
+  const std::string policy = cfg.get(kSharpPolicy);
   if (given && tables_.table_bytes == 0)
     throw UserError(kSharpPolicy.key() + "=" + policy + " shares SHARP's aggregation buffers, but " +
                     kSharpTableBytes.key() + "=0: the network's switches have none");

@@ -209,6 +209,14 @@ TEST_CASE("option list-params prints key, type, value, default, source and descr
   CHECK(found);
 }
 
+TEST_CASE("option list-params lists how jobs share each fabric's tables, set or not", "[cli][jobs]") {
+  // A cluster's SHARP tables have their own policy key beside the NVSwitches'.
+  const Result r = incsim("--list-params --platform cluster --nodes 2 --algorithm nvlssharp");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("\nib.sharp.policy\tstring\tshared\tshared\tdefault\t") &&
+                        Catch::Contains("\nswitch.reduction_table.policy\tstring\tshared\tshared\tdefault\t"));
+}
+
 TEST_CASE("option list-params --all lists every parameter, sorted, without building anything", "[cli]") {
   const Result all = incsim("--list-params --all");
   REQUIRE(all.code == 0);
