@@ -364,14 +364,14 @@ class Parser {
       return "config file " + path + ", line " + std::to_string(n.Mark().line + 1);
     };
     static const std::string some = "gpus and optionally name, collective, algorithm, sizes, start_us, placement, "
-                                    "seed, repeat, interarrival_us, allow_overlap, weight, quota and fallback";
+                                    "seed, repeat, interarrival_us, arrivals, allow_overlap, weight, quota and fallback";
     if (!list.IsSequence()) throw UserError(line(list) + ": jobs is a list of jobs, each a map with " + some);
     if (list.size() == 0)
       throw UserError(line(list) + ": the list of jobs is empty; give at least one, a map with " + some);
     o_.jobs.clear();
     static const std::vector<std::string> keys = {"name",      "gpus", "collective", "algorithm",       "sizes",
                                                   "start_us",  "placement", "seed", "repeat", "interarrival_us",
-                                                  "allow_overlap", "weight", "quota", "fallback"};
+                                                  "arrivals", "allow_overlap", "weight", "quota", "fallback"};
     for (const auto& item : list) {
       Options::Job job;
       job.where = line(item);
@@ -399,6 +399,7 @@ class Parser {
         else if (key == "sizes") job.sizes = v;
         else if (key == "start_us") job.start_us = parse_us("start_us", v, at);
         else if (key == "interarrival_us") job.interarrival_us = parse_us("interarrival_us", v, at);
+        else if (key == "arrivals") job.poisson = arrivals(v, at);
         else if (key == "placement") job.placement = placement(v, at);
         else if (key == "seed") job.seed = parse_uint(at + ": a job's seed", v);
         else if (key == "repeat") job.repeat = parse_count(at + ": a job's repeat", v, 1, 4096);
@@ -417,13 +418,24 @@ class Parser {
         job.count = parse_count(gpus_at + ": with placement " + job.placement + ", gpus (a count)", gpus.Scalar(), 1,
                                 1000000);
       }
-      if (job.seed && job.placement != "random")
-        throw UserError(job.where + ": job '" + job.name + "' gives a seed, which only placement random reads");
+      if (job.seed && job.placement != "random" && !job.poisson)
+        throw UserError(job.where + ": job '" + job.name +
+                        "' gives a seed, which only placement random and arrivals poisson read");
+      if (job.poisson && !(job.interarrival_us > 0 && job.repeat > 1))
+        throw UserError(job.where + ": job '" + job.name +
+                        "' has arrivals poisson, which needs repeat above 1 and interarrival_us above 0 (the mean gap)");
       for (const auto& other : o_.jobs)
         if (other.name == job.name) throw UserError(job.where + ": two jobs are named '" + job.name + "'");
       o_.jobs.push_back(std::move(job));
     }
     o_.given.push_back("jobs");
+  }
+
+  // arrivals: fixed (copies interarrival_us apart) or poisson (exponential gaps of that mean).
+  static bool arrivals(const std::string& v, const std::string& at) {
+    if (v != "fixed" && v != "poisson")
+      throw UserError(at + ": a job's arrivals must be fixed or poisson, not '" + v + "'");
+    return v == "poisson";
   }
 
   static std::string placement(const std::string& v, const std::string& at) {

@@ -60,10 +60,12 @@ struct Options {
     // picks `count` GPUs among those no earlier job holds; empty: gpus lists them.
     std::string placement;
     int count = 0;
-    std::optional<uint64_t> seed;  // random placement; the run's --seed if absent
-    // repeat: copies name.1 ... name.K, copy k starting (k-1) x interarrival_us later.
+    std::optional<uint64_t> seed;  // random placement, poisson arrivals; the run's --seed if absent
+    // repeat: copies name.1 ... name.K, copy k starting (k-1) x interarrival_us
+    // later, or, with arrivals poisson, after k-1 exponential gaps of that mean.
     int repeat = 1;
     double interarrival_us = 0;
+    bool poisson = false;
     bool allow_overlap = false;  // may share GPUs with other jobs (the engines time-share them)
     // Its share of the switches' reduction tables (nvswitch/table_sharing.h):
     // weight under switch.reduction_table.policy=partitioned, quota (a

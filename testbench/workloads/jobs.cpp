@@ -1,8 +1,10 @@
 #include "jobs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <ostream>
+#include <random>
 #include <sstream>
 
 #include "core/error.h"
@@ -28,19 +30,29 @@ std::string gpu_ranges(const std::vector<int>& gpus) {
 }
 
 // The jobs with each `repeat: K` as K copies, name.1 to name.K, copy k
-// starting (k-1) x interarrival_us after the first and drawing a random
-// placement with the job's seed (the run's if it gives none) plus k-1.
+// starting (k-1) x interarrival_us after the first (with arrivals poisson,
+// after k-1 exponential gaps of that mean: a Poisson stream from the first)
+// and drawing a random placement with the job's seed (the run's if it gives
+// none) plus k-1.
 std::vector<Options::Job> copies(const std::vector<Options::Job>& jobs, uint64_t run_seed) {
   std::vector<Options::Job> all;
-  for (const Options::Job& job : jobs)
+  for (const Options::Job& job : jobs) {
+    // Its own stream of gaps, apart from the placements' draws: u uniform in
+    // [0, 1) from the top 53 bits, the gap -mean ln(1 - u), the same bits
+    // with any standard library.
+    std::mt19937_64 gaps(job.seed.value_or(run_seed) ^ 0x9e3779b97f4a7c15ull);
+    double poisson_at = job.start_us;
     for (int k = 0; k < job.repeat; ++k) {
       Options::Job c = job;
       if (job.repeat > 1) c.name += "." + std::to_string(k + 1);
       c.repeat = 1;
-      c.start_us += k * job.interarrival_us;
+      if (job.poisson && k > 0)
+        poisson_at -= job.interarrival_us * std::log1p(-static_cast<double>(gaps() >> 11) * 0x1.0p-53);
+      c.start_us = job.poisson ? poisson_at : job.start_us + k * job.interarrival_us;
       c.seed = job.seed.value_or(run_seed) + k;
       all.push_back(std::move(c));
     }
+  }
   return all;
 }
 

@@ -6,6 +6,8 @@
 // whole runs go through the binary.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <algorithm>
 #include <sstream>
 #include <systemc>
@@ -337,11 +339,51 @@ TEST_CASE("jobs placed in list order, repeated, and sharing GPUs where they allo
   CHECK(json["rows"].size() == 4);
 }
 
+TEST_CASE("poisson arrivals: a job's copies start after exponential gaps of interarrival_us's mean, by its seed",
+          "[jobs][arrivals]") {
+  cli::TempDir d;
+  const auto starts = [&](const std::string& name, int seed) {
+    const auto json = json_of(d, name,
+                              "platform: star\ngpus: 2\nsizes: 4\njobs:\n  - {name: a, gpus: [0, 1], algorithm: ring, "
+                              "repeat: 64, interarrival_us: 10, arrivals: poisson, allow_overlap: true, seed: " +
+                                  std::to_string(seed) + "}\n");
+    std::vector<double> s;
+    for (const auto& row : json["rows"]) {
+      CHECK(row["wrong"] == 0);
+      s.push_back(row["start_us"].get<double>());
+    }
+    return s;
+  };
+  const std::vector<double> s = starts("a", 7);
+  REQUIRE(s.size() == 64);
+  CHECK(s[0] == 0);
+  double sum = 0, squares = 0;
+  for (size_t k = 1; k < s.size(); ++k) {
+    const double gap = s[k] - s[k - 1];
+    CHECK(gap > 0);
+    sum += gap;
+    squares += gap * gap;
+  }
+  // 63 exponential gaps of mean 10: their mean within three standard
+  // errors (10 / sqrt(63) = 1.26), their spread near their mean.
+  const double mean = sum / 63, sd = std::sqrt(squares / 63 - mean * mean);
+  CHECK(mean > 6.2);
+  CHECK(mean < 13.8);
+  CHECK(sd / mean > 0.6);
+  CHECK(sd / mean < 1.4);
+  CHECK(starts("b", 7) == s);
+  CHECK(starts("c", 8) != s);
+}
+
 TEST_CASE("placements that do not fit and their keys' bad values are refused", "[jobs][placement][errors]") {
   cli::TempDir d;
   const auto bad = [&](const std::string& jobs, const std::string& sentence) {
     refused(d, "sizes: 64K\njobs:\n" + jobs, sentence);
   };
+  bad("  - {name: a, gpus: 0-3, repeat: 2, interarrival_us: 5, arrivals: sometimes}\n",
+      "line 3: a job's arrivals must be fixed or poisson, not 'sometimes'");
+  bad("  - {name: a, gpus: 0-3, repeat: 2, arrivals: poisson}\n",
+      "job 'a' has arrivals poisson, which needs repeat above 1 and interarrival_us above 0 (the mean gap)");
   bad("  - {name: a, gpus: 0-11}\n  - {name: b, placement: contiguous, gpus: 5}\n",
           "line 4: job 'b' does not fit (placement: contiguous, gpus: 5): 4 GPUs are free and it asks for 5");
   bad("  - {name: a, gpus: [0, 2, 4, 6, 8, 10, 12, 14]}\n  - {name: b, placement: contiguous, gpus: 2}\n",
@@ -349,7 +391,7 @@ TEST_CASE("placements that do not fit and their keys' bad values are refused", "
   bad("  - {name: a, placement: compact, gpus: 4}\n",
           "line 3: placement must be one of contiguous, random, fragmented, spread, not 'compact'");
   bad("  - {name: a, placement: spread, gpus: 0-3}\n", "with placement spread, gpus (a count) expects a whole number");
-  bad("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random reads");
+  bad("  - {name: a, gpus: 0-3, seed: 4}\n", "job 'a' gives a seed, which only placement random and arrivals poisson read");
   bad("  - {name: a, gpus: 0-3, repeat: 2}\n", "jobs 'a.1' and 'a.2' both name GPU 0");
   bad("  - {name: a, gpus: 0-3, allow_overlap: maybe}\n", "allow_overlap is true or false, not 'maybe'");
   bad("  - {name: a, gpus: 0-3, repeat: 0}\n", "repeat must be between 1 and 4096, not 0");
