@@ -135,6 +135,22 @@ class Tools(TempDirCase):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         self.assertIn("goodput_Gbps is 0.83x the paper's with no explanation", p.stderr)
 
+    def test_docs_tables_quote_their_csvs(self):
+        script = os.path.join(SCRIPTS, "check-doc-numbers")
+        run = lambda *a: subprocess.run([PYTHON, script] + list(a), stdout=subprocess.PIPE,  # noqa: E731
+                                        stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        p = run()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # It bites: a number the CSV does not hold, at the precision quoted.
+        self.write("r.csv", "size_bytes,busbw_GBps,bound_fraction\n1048576,101.04,0.7571\n")
+        page = self.write("p.md", "<!-- numbers: r.csv -->\n| size | busbw |\n|---|---:|\n"
+                                  "| 1 MiB | 101.0 (75.7%) | 101.04 |\n")
+        self.assertEqual(run(page).returncode, 0, run(page).stderr)
+        page = self.write("p.md", "<!-- numbers: r.csv -->\n| 1 MiB | 101.1 (75.7%) |\n")
+        p = run(page)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("p.md:2: 101.1 is in none of r.csv", p.stderr)
+
     def test_docs_stand_alone(self):
         # README.md and docs/ are read from a clone, which has no ../shared/
         # folder and no issue tracker: neither may be named.
