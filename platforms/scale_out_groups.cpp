@@ -115,7 +115,7 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
   std::vector<bool> pushes(program.groups.size(), false);
   for (const collectives::Operation& o : program.ops)
     if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
-  std::map<int, uint16_t> rings;  // [FPGA node]: its rings so far
+  std::map<std::vector<int>, int> same;  // rings over these GPUs so far
   for (size_t g = 0; g < program.groups.size(); ++g) {
     if (!pushes[g]) continue;
     std::vector<int> gpus;
@@ -135,13 +135,16 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
         fpga = f.node;
         to_fpga[static_cast<size_t>(f.port)] = p;
       }
-    const uint16_t ring = rings[fpga]++;
-    if (static_cast<uint64_t>(ring + 1) * static_cast<uint64_t>(ranks) > clt)
+    // The FPGA numbers its rings, every job's that shares it; this
+    // program's k-th ring over the same GPUs is its k-th there.
+    auto& aggregator = dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga));
+    uint32_t connections = 0;
+    const uint16_t ring = aggregator.ring_id(gpus, same[gpus]++, connections);
+    if (connections > clt)
       throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
-                      std::to_string(ring + 1) + " rings of " + std::to_string(ranks) + ", but fpga.clt.entries=" +
+                      std::to_string(connections) + " for the rings there, but fpga.clt.entries=" +
                       std::to_string(clt));
-    dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga))
-        .add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop);
+    aggregator.add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop);
     for (int k = 0; k < ranks; ++k) {
       const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],
                 prev = gpus[static_cast<size_t>((k + ranks - 1) % ranks)];

@@ -27,17 +27,25 @@ void RoceBridge::configure_port(int p, double bw_GBps, sc_core::sc_time latency,
 // The next packet is posted once the NIC has sent every earlier one (sent() wakes us).
 bool RoceBridge::network_ready(sc_core::sc_time) { return !nic_.has_unsent(); }
 
+uint16_t RoceBridge::local_ring(uint16_t id) const {
+  for (size_t k = 0; k < rings_.size(); ++k)
+    if (rings_[k].id == id) return static_cast<uint16_t>(k);
+  sc_assert(false);  // NetReduceRings joins every member before it asks
+  return 0;
+}
+
 bool RoceBridge::join_ring(uint16_t ring, uint64_t start, uint64_t bytes, uint16_t rank, uint16_t ranks,
                            uint32_t next, uint32_t prev) {
-  if (ring < rings_.size()) {
-    rings_[ring] = {start, start + bytes, rank, ranks, 0};
-    return false;
-  }
-  sc_assert(ring == rings_.size());  // joined in order
-  rings_.push_back({start, start + bytes, rank, ranks, 0});
-  const int s = nic_.create_qp(next, eth::ip_of(next), roce::RoceNic::qpn_of(recv_qp(ring)), 0);
-  const int r = nic_.create_qp(prev, eth::ip_of(prev), roce::RoceNic::qpn_of(send_qp(ring)), 0);
-  sc_assert(s == send_qp(ring) && r == recv_qp(ring));
+  for (Ring& g : rings_)
+    if (g.id == ring) {
+      g = {ring, start, start + bytes, rank, ranks, 0};
+      return false;
+    }
+  const auto k = static_cast<uint16_t>(rings_.size());
+  rings_.push_back({ring, start, start + bytes, rank, ranks, 0});
+  const int s = nic_.create_qp(next, eth::ip_of(next), roce::RoceNic::qpn_of(recv_qp(k)), 0);
+  const int r = nic_.create_qp(prev, eth::ip_of(prev), roce::RoceNic::qpn_of(send_qp(k)), 0);
+  sc_assert(s == send_qp(k) && r == recv_qp(k));
   unacked_.resize(unacked_.size() + 2);
   una_.resize(una_.size() + 2, 0);
   return true;
@@ -60,7 +68,7 @@ bool RoceBridge::transmit(net::Packet* n, sc_core::sc_time) {
     Ring& g = rings_[k];
     qp = send_qp(k);
     wr.has_ina = true;
-    wr.ina = {eth::kInetTag, k, g.rank, g.next_msg++, 1};
+    wr.ina = {eth::kInetTag, g.id, g.rank, g.next_msg++, 1};
   }
   unacked_[static_cast<size_t>(qp)].push(n);
   nic_.post(qp, wr);

@@ -70,15 +70,15 @@ class RoceBridge : private StagingPool, public Adapter, private roce::NicClient 
   void trace(sc_core::sc_trace_file* tf) const override;
   uint64_t report_held(std::ostream& os) const override;
   const roce::RoceNic& nic() const { return nic_; }
-  // Ring `ring` of this adapter's rail (0, 1, ... in the order joined, the
-  // same at every member): reducing writes to [start, start + bytes) go as
-  // its rank `rank` of `ranks` to GPU `next`, sums come from GPU `prev`.
-  // Its queue pairs are made the first time; true then.
+  // Ring `ring` of its rail's FPGA (FpgaAggregator::ring_id, which its INA
+  // headers carry): reducing writes to [start, start + bytes) go as its rank
+  // `rank` of `ranks` to GPU `next`, sums come from GPU `prev`. Its queue
+  // pairs are made the first time it joins that ring; true then.
   bool join_ring(uint16_t ring, uint64_t start, uint64_t bytes, uint16_t rank, uint16_t ranks, uint32_t next,
                  uint32_t prev);
   // The QPN ring `ring`'s contributions from the previous member arrive on:
   // the leaf's ACL rule for that member's connection names it.
-  uint32_t ring_qpn(uint16_t ring) const { return roce::RoceNic::qpn_of(recv_qp(ring)); }
+  uint32_t ring_qpn(uint16_t ring) const { return roce::RoceNic::qpn_of(recv_qp(local_ring(ring))); }
 
  private:
   bool network_ready(sc_core::sc_time now) override;
@@ -91,11 +91,15 @@ class RoceBridge : private StagingPool, public Adapter, private roce::NicClient 
   void sent() override { wake_to_network(sim_now()); }
 
   struct Ring {
+    uint16_t id = 0;              // at the FPGA
     uint64_t start = 0, end = 0;  // the group's region
     uint16_t rank = 0, ranks = 0;
     uint32_t next_msg = 0;  // MsgID of its next block
   };
-  // Queue pairs: one per peer GPU, then two per ring (to the next member, from the previous).
+  // The place in rings_ of the FPGA's ring `id`, which this adapter joined.
+  uint16_t local_ring(uint16_t id) const;
+  // Queue pairs: one per peer GPU, then two per ring joined (to the next
+  // member, from the previous), by its place in rings_.
   int send_qp(uint16_t ring) const { return static_cast<int>(config().endpoints) + 2 * ring; }
   int recv_qp(uint16_t ring) const { return send_qp(ring) + 1; }
 

@@ -38,6 +38,14 @@ void FpgaAggregator::add_ring(uint16_t ring, int ranks, uint32_t window, uint32_
   if (out_.capacity() < static_cast<size_t>(ranks)) out_.reserve(ranks);
 }
 
+uint16_t FpgaAggregator::ring_id(const std::vector<int>& members, int k, uint32_t& connections) {
+  const uint16_t id =
+      ring_ids_.emplace(std::make_pair(members, k), static_cast<uint16_t>(ring_ids_.size())).first->second;
+  connections = 0;
+  for (const auto& kv : ring_ids_) connections += static_cast<uint32_t>(kv.first.first.size());
+  return id;
+}
+
 void FpgaAggregator::set_hierarchy(const Hierarchy& h) {
   hier_ = h;
   out_.reserve(static_cast<size_t>(std::max(h.hosts_per_rack, h.racks)) + out_.capacity());

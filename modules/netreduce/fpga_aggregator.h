@@ -70,6 +70,14 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   // `rank_base`: the ring rank of this FPGA's first rank (a leaf's rack).
   void add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
                 elements::DType dtype, elements::RedOp op, int rank_base = 0);
+  // The id at this FPGA of the k-th ring of these members (GPUs or hosts,
+  // in ring order; a collective may run several rings over the same
+  // members): the one it has if that ring was added before (a collective
+  // prepared again), else the least id no ring holds. The FPGA numbers the
+  // rings of every job that shares it, so two jobs' rings never meet in one
+  // aggregator array; `connections`: what its rings (and the one asked for,
+  // if new) take of its CLT.
+  uint16_t ring_id(const std::vector<int>& members, int k, uint32_t& connections);
   void set_hierarchy(const Hierarchy& h);
   eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
   // Results are built when the last byte of the completing frame is in and
@@ -130,6 +138,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   Hierarchy hier_;
   std::vector<int> rank_base_;
   std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
+  std::map<std::pair<std::vector<int>, int>, uint16_t> ring_ids_;  // ring_id's: (members, k) -> id
   std::vector<AggregatorArray*> ring_by_id_;
   std::vector<net::Packet*> out_;
   std::vector<int16_t> copy_ports_;  // to_destinations: the port each of out_ leaves by

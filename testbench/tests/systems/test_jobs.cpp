@@ -608,6 +608,36 @@ TEST_CASE("cluster algorithms run on a job's whole nodes, and a job of part of a
           "job 'a': nvlssharp runs on all the GPUs of a cluster (--platform cluster), or a job's whole nodes, in order");
 }
 
+TEST_CASE("NCCL's cluster algorithms run as jobs on whole nodes, each as fast as alone", "[jobs][cluster]") {
+  cli::TempDir d;
+  for (const auto& [a, b] : {std::pair<std::string, std::string>{"hring", "tree"}, {"nvlstree", "nvlsring"}}) {
+    INFO(a << " and " << b);
+    const auto rows = json_of(d, a, kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: " + a +
+                                        "}\n  - {name: b, gpus: 16-31, algorithm: " + b + "}\n")["rows"];
+    REQUIRE(rows.size() == 2);
+    for (const auto& row : rows) {
+      CHECK(row["wrong"] == 0);
+      CHECK(row["slowdown"].get<double>() == Approx(1).margin(0.02));
+    }
+  }
+}
+
+TEST_CASE("two NetReduce jobs on one RoCE cluster's rail FPGAs keep their rings apart", "[jobs][cluster][netreduce]") {
+  // Each rail's FPGA numbers the rings of every job (FpgaAggregator::ring_id):
+  // when each job numbered its own from 0, job b's ring took job a's
+  // aggregator array, and both lost a retransmission timeout (131 us against
+  // 5 us alone).
+  cli::TempDir d;
+  const auto rows = json_of(d, "nr", kCluster4 + "cluster.network: roce\njobs:\n"
+                                     "  - {name: a, gpus: 0-15, algorithm: nvlsnetreduce}\n"
+                                     "  - {name: b, gpus: 16-31, algorithm: nvlsnetreduce}\n")["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["slowdown"].get<double>() == Approx(1).margin(0.02));
+  }
+}
+
 TEST_CASE("partitioned SHARP tables give each nvlssharp job its reservation, and no job evicts or waits for another's",
           "[jobs][sharing][cluster]") {
   cli::TempDir d;
