@@ -420,10 +420,10 @@ void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in
   Groups& c = collectives_[it.algorithm];
   const bool dp = stream >= step_.dp_stream && stream < step_.tp_stream;
   size_t index = static_cast<size_t>(in.size);
-  GroupCollective& coll = stream < step_.dp_stream             ? *c.p2p[stream]
-                             : dp                                 ? *c.dp[stream - step_.dp_stream]
-                             : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
-                                                                  : *c.embedding;
+  GroupCollective& coll = stream < step_.dp_stream         ? *c.p2p[stream]
+                          : dp                             ? *c.dp[stream - step_.dp_stream]
+                          : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
+                                                           : *c.embedding;
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
                                  counted = dp && stream == step_.dp_stream && recording()] {

@@ -16,7 +16,7 @@
 namespace incsim::tb {
 
 std::string workload_name(const Options& o) {
-  // NetReduce's Ethernet platforms run only its workload, a pattern only traffic.
+  // NetReduce's Ethernet platforms run its workload (or train, with --model), a pattern only traffic.
   return !o.workload.empty()                  ? o.workload
          : !o.traffic.empty()                 ? "traffic"
          : !o.model.empty()                   ? "train"
