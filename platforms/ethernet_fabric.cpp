@@ -1,6 +1,7 @@
 #include "ethernet_fabric.h"
 
 #include "core/error.h"
+#include "roce/roce_host.h"
 #include "gpu_fabric.h"
 #include "infiniband_fabric.h"
 #include "nvswitch/nvswitch.h"
@@ -78,7 +79,8 @@ std::unique_ptr<net::Block> EthernetFabric::make_switch(int s, net::PacketPool& 
 
 std::unique_ptr<net::Block> EthernetFabric::make_host(int e, net::PacketPool& pool) const {
   const auto& node = t_.node(e);
-  return std::make_unique<roce::RoceNic>(node.name.c_str(), node.index, ip_of(node.index), nic_, &pool);
+  // A host: its NIC and its GPU's compute (roce/roce_host.h).
+  return std::make_unique<roce::RoceHost>(node.name.c_str(), node.index, ip_of(node.index), nic_, &pool);
 }
 
 std::unique_ptr<net::Block> EthernetFabric::make_bridge(int node, net::PacketPool& gpu_pool,

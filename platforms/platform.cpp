@@ -119,6 +119,9 @@ collectives::Site site(const topo::Topology& t, const std::string& platform, col
 
 std::string default_compute(const std::string& platform, const std::string& node) {
   const std::string& gpu_platform = platform == "cluster" ? (node.empty() ? "hgx-h100" : node) : platform;
+  // NetReduce §5.1: Testbed 1 (six machines: the rack, and its racks on
+  // spine-leaf) has an RTX 2080 per machine, Testbed 2 (multigpu) V100s.
+  if (gpu_platform == "rack" || gpu_platform == "spineleaf") return "rtx2080";
   return gpu_platform == "hgx-h100" ? "h100" : gpu_platform == "nvl72" ? "b200" : "v100";
 }
 

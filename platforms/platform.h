@@ -66,8 +66,9 @@ PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<co
 collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
                        std::vector<int> gpus, bool share, Config& cfg);
 // The compute model (--compute) of the platform's GPU: h100 on hgx-h100, b200
-// on nvl72 and on clusters of either (--node), v100 elsewhere (the papers'
-// machines are V100s: Klenk, Blink, NetReduce's).
+// on nvl72 and on clusters of either (--node), rtx2080 on rack and spineleaf
+// (NetReduce's Testbed 1), v100 elsewhere (the papers' machines are V100s:
+// Klenk, Blink, NetReduce's Testbed 2, multigpu).
 std::string default_compute(const std::string& platform, const std::string& node);
 
 // A Machine of the GPU fabric, as its workloads see it: the Machine (any

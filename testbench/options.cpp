@@ -88,7 +88,7 @@ const po::options_description& declaration() {
                                         "the first), or beside one --algorithm another to compare with (train: every "
                                         "iteration runs with it too)")
         ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default the platform's GPU: h100 on hgx-h100, b200 on nvl72, and on clusters of "
-                                          "them; v100 elsewhere, the papers')").c_str())
+                                          "them; rtx2080 on rack and spineleaf, NetReduce's Testbed 1; v100 elsewhere, the papers')").c_str())
         ("precision", text("TYPE"), "train: fp32, fp16 or bf16: gradient bytes, the compute peak that applies, and the dtype the reduction hardware adds (default fp32)")
         ("timeline", text("FILE.json"), "write a Chrome trace-event timeline (Perfetto, chrome://tracing): train's operations per stream; any other run's GPU steps, link GB/s and table occupancy")
         ("config", text("FILE.yaml"), "options and parameters from a file, applied where it stands (later wins)")

@@ -24,6 +24,10 @@
 #include "platforms/machine.h"
 #include "results.h"
 
+namespace incsim::gpu {
+class ComputeEngine;
+}  // namespace incsim::gpu
+
 namespace incsim::tb {
 
 // Simulation control for a workload's run_point: runs under the stall
@@ -90,6 +94,23 @@ class Workload {
  protected:
   // Set by each workload's constructor; every Row it returns shares it.
   std::shared_ptr<Schema> schema_ = std::make_shared<Schema>();
+};
+
+// A collective run point by point among other work in flight on a machine:
+// what training starts for each of its groups (training_workload.h). The
+// GPU fabrics' CollectiveWorkload and NetReduce's Ethernet NetReduceWorkload
+// are the two, so training runs on either without knowing which.
+class GroupCollective : public Workload {
+ public:
+  // Point i starts now; on_done once it has ended (or failed: error());
+  // finish(i) then gives its row and the notes run_point would print.
+  virtual void start(size_t i, std::function<void()> on_done) = 0;
+  virtual Row finish(size_t i, std::ostream& notes) = 0;
+  virtual std::string error() const = 0;
+  // Thread blocks it holds on each of its GPUs' SMs while it runs (0:
+  // none), and those GPUs' compute engines, whose kernels they slow.
+  virtual int sm_blocks() const { return 0; }
+  virtual std::vector<gpu::ComputeEngine*> compute_engines() const { return {}; }
 };
 
 // The workload the options ask for: --workload, or the one the others imply

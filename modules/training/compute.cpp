@@ -68,7 +68,7 @@ std::string SystolicModel::describe() const {
 }
 
 const std::vector<std::string>& compute_names() {
-  static const std::vector<std::string> names{"v100", "a100", "h100", "b200", "v100x4", "systolic"};
+  static const std::vector<std::string> names{"v100", "a100", "h100", "b200", "v100x4", "rtx2080", "systolic"};
   return names;
 }
 
@@ -96,7 +96,14 @@ Roofline roofline_preset(const std::string& name) {
   // Blackwell datasheets give no count; Chips and Cheese, "Nvidia's B200:
   // Keeping the CUDA Juggernaut Rolling", 2025, from the device query).
   if (name == "b200") return {"b200", 75e12, 2.25e15, 2.25e15, 8e12, 148};
-  throw UserError("unknown GPU '" + name + "'; the GPUs are v100, a100, h100, b200, v100x4");
+  // NetReduce §5.1, Testbed 1: "one NVIDIA Geforce RTX 2080 8 GB GPU" per
+  // machine. NVIDIA Turing GPU Architecture whitepaper (2018), Appendix A,
+  // GeForce RTX 2080 (reference clocks, 1710 MHz boost): 10.1 TFLOP/s FP32,
+  // 40.3 TFLOP/s FP16 tensor with FP32 accumulate (mixed-precision training
+  // accumulates in FP32; GeForce runs it at half the FP16-accumulate rate of
+  // 80.5), no BF16, 448 GB/s GDDR6, 46 SMs (TU104: 48, 46 enabled).
+  if (name == "rtx2080") return {"rtx2080", 10.1e12, 40.3e12, 0, 448e9, 46};
+  throw UserError("unknown GPU '" + name + "'; the GPUs are v100, a100, h100, b200, v100x4, rtx2080");
 }
 
 std::unique_ptr<ComputeModel> make_compute_model(const std::string& name) {

@@ -103,8 +103,9 @@ class SystolicModel : public ComputeModel {
   SystolicArray a_;
 };
 
-// The presets: v100, a100, h100, b200 (rooflines from the datasheets named
-// in compute.cpp), v100x4 (Klenk's Volta 4:1: 4x the compute at the same
+// The presets: v100, a100, h100, b200, rtx2080 (rooflines from the
+// datasheets and whitepapers named in compute.cpp; rtx2080 is NetReduce's
+// Testbed 1 GPU), v100x4 (Klenk's Volta 4:1: 4x the compute at the same
 // network, §II-B) and systolic (MultiTree's accelerator).
 const std::vector<std::string>& compute_names();
 Roofline roofline_preset(const std::string& name);  // UserError for an unknown name

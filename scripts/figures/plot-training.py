@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """Training figures of the four papers (docs/training.md, Figures), from
 the campaign CSVs of scripts/figures/*-training.yaml. Called by
-scripts/figures/klenk-training.sh, multitree-training.sh and
-blink-training.sh.
+scripts/figures/klenk-training.sh, multitree-training.sh,
+blink-training.sh and netreduce-training.sh.
 
   plot-training.py klenk     --csv RESULTS.csv ... --out docs/figures
   plot-training.py multitree --csv RESULTS.csv ... --out docs/figures
   plot-training.py blink     --csv SINGLE.csv --csv MULTI.csv --out docs/figures
+  plot-training.py netreduce --csv TABLE7.csv --csv TABLE9.csv --csv FIG11.csv --out docs/figures
 
 Each writes docs/figures/<paper>-training.csv (every simulated row),
 <paper>-training.png and <paper>-training-summary.csv; prints the paper's
@@ -18,7 +19,11 @@ best of one-shot and layer-wise overlap for each, against the sub-batch,
 Volta and the 4x projection. multitree: MultiTree ISCA 2021 Fig. 11 (a)
 and (b), the iteration's breakdown normalised to the ring's. blink: Blink
 MLSys 2020 Fig. 17 and 19(a), the iteration-time reduction of Blink over
-the ring on DGX-1V allocations and on two DGX-1V servers.
+the ring on DGX-1V allocations and on two DGX-1V servers. netreduce:
+NetReduce ASPLOS 2023 Tables 7 and 9 and Fig. 11A, images per second per
+GPU of each algorithm on the rack (4 V100 hosts; 6 RTX 2080 hosts) and on
+4 machines of 8 V100s, the gains over the ring, and Table 7's iteration
+and communication times.
 """
 
 import math
@@ -324,7 +329,126 @@ def blink(rows, out, ref):
                  "iteration_cut", "comm_cut"], table)
 
 
-FIGS = {"klenk": klenk, "multitree": multitree, "blink": blink}
+# --------------------------------------------------------------------------
+# NetReduce Tables 7 and 9, Fig. 11A
+
+NR_MODELS = ["alexnet", "vgg16", "resnet50"]
+# (case, platform, compute, algorithms (the baseline last), title, reference prefix)
+NR_CASES = [("t7", "rack", "v100", ["netreduce", "ring"], "Table 7: 4 machines of 1 V100 (Testbed 2)"),
+            ("t9", "multigpu", "v100", ["pnetreduce", "tencent", "flatring"], "Table 9: 4 machines of 8 V100s (Testbed 2)"),
+            ("f11", "rack", "rtx2080", ["netreduce", "ring"], "Fig. 11A: 6 machines of 1 RTX 2080 (Testbed 1)")]
+NR_REF = {"netreduce": "nr", "ring": "ring", "pnetreduce": "pn", "tencent": "ta", "flatring": "fr"}
+NR_COLORS = {"netreduce": "#d62728", "pnetreduce": "#d62728", "ring": "#444444", "flatring": "#444444",
+             "tencent": "#1f77b4"}
+
+
+def _nr_paper_ratio(ref, case, model, algorithm):
+    """The paper's training speed of `algorithm` over its case's baseline
+    (the ring, the flat ring), or None where it gives none."""
+    if case == "f11":
+        return ref["f11_alexnet_nr_over_rar"] if model == "alexnet" and algorithm == "netreduce" else None
+    if case == "t7":
+        return ref["t7_%s_speedup" % model] + 1
+    pn_fr = ref["t9_%s_pn_over_fr" % model] + 1
+    return pn_fr if algorithm == "pnetreduce" else pn_fr / (ref["t9_%s_pn_over_ta" % model] + 1)
+
+
+def netreduce(rows, out, ref):
+    plt = _plt()
+    # The overlapped runs (the figures'); Table 7's one-shot ones (train.overlap
+    # false) say what the overlap hides.
+    runs, oneshot = {}, {}
+    for r in rows:
+        k = (r["platform"], r.get("compute", ""), r["model"], r["algorithm"])
+        mine = runs if _overlapped(r) else oneshot
+        if k in mine:
+            raise FigError("two rows for %s" % (k,))
+        mine[k] = r
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.5))
+    table = []
+    print("NetReduce Tables 7, 9 and Fig. 11A (images/s per GPU, batch 32, fp16):")
+    for ax, (case, platform, comp, algs, title) in zip(axes, NR_CASES):
+        models = [m for m in NR_MODELS if all((platform, comp, m, a) in runs for a in algs)]
+        if not models:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, "%s:\nnot run" % title, ha="center", va="center", transform=ax.transAxes)
+            continue
+        print(" %s:" % title)
+        width = 0.8 / len(algs)
+        for j, a in enumerate(algs):
+            xs = [i + (j - (len(algs) - 1) / 2) * width for i in range(len(models))]
+            ours = [32e6 / runs[(platform, comp, m, a)]["time_us"] for m in models]
+            ax.bar(xs, ours, width * 0.9, color=NR_COLORS[a], label="incsim: %s" % a)
+            theirs = [ref.get("%s_%s_%s_ips" % (case, m, NR_REF[a])) for m in models]
+            if j < len(algs) - 1:  # its speed over the baseline's, and the paper's
+                for x, m, y in zip(xs, models, ours):
+                    mine = runs[(platform, comp, m, algs[-1])]["time_us"] / runs[(platform, comp, m, a)]["time_us"]
+                    paper_x = _nr_paper_ratio(ref, case, m, a)
+                    ax.text(x, y * 1.05, "%.2fx" % mine + ("\n(%.2fx)" % paper_x if paper_x else ""),
+                            ha="center", va="bottom", fontsize=7)
+            px = [x for x, v in zip(xs, theirs) if v is not None]
+            if px:
+                ax.scatter(px, [v for v in theirs if v is not None], marker="_", s=400, color="black", zorder=3,
+                           label="paper" if j == 0 else None)
+        base = algs[-1]
+        for m in models:
+            for overlap, rs in ((True, runs), (False, oneshot)):
+                if not all((platform, comp, m, a) in rs for a in algs):
+                    continue
+                for a in algs:
+                    r = rs[(platform, comp, m, a)]
+                    ips = 32e6 / r["time_us"]
+                    gain = rs[(platform, comp, m, base)]["time_us"] / r["time_us"] - 1
+                    p_ips = ref.get("%s_%s_%s_ips" % (case, m, NR_REF[a]))
+                    table.append([case, m, "true" if overlap else "false", a, r["time_us"] / 1e3,
+                                  r["compute_us"] / 1e3, r["comm_us"] / 1e3, r["exposed_us"] / 1e3, ips,
+                                  p_ips if p_ips is not None else "", gain if a != base else ""])
+            first = runs[(platform, comp, m, algs[0])]
+            for a in algs[1:]:
+                gain = runs[(platform, comp, m, a)]["time_us"] / first["time_us"] - 1
+                key = {"t7": "t7_%s_speedup" % m, "t9": "t9_%s_pn_over_%s" % (m, NR_REF[a])}.get(case)
+                # Speed ratios (images/s of one over the other's), the paper's gains + 1.
+                if case == "f11" and m == "alexnet":
+                    claim("%s %s: %s / %s training speed" % (case, m, algs[0], a), gain + 1,
+                          ref["f11_alexnet_nr_over_rar"], "x")
+                elif key in ref:
+                    claim("%s %s: %s / %s training speed" % (case, m, algs[0], a), gain + 1, ref[key] + 1, "x")
+                else:
+                    print("  %-58s ours %8.3gx" % ("%s %s: %s / %s training speed" % (case, m, algs[0], a),
+                                                    gain + 1))
+            if case == "t7":
+                for a in algs:
+                    r = runs[(platform, comp, m, a)]
+                    claim("t7 %s %s: iteration (ms)" % (m, a), r["time_us"] / 1e3,
+                          ref["t7_%s_%s_iter_ms" % (m, NR_REF[a])])
+                    claim("t7 %s %s: communication, exposed (ms)" % (m, a), r["exposed_us"] / 1e3,
+                          ref["t7_%s_%s_comm_ms" % (m, NR_REF[a])])
+                    p = ref["t7_%s_%s_iter_ms" % (m, NR_REF[a])] - ref["t7_%s_%s_comm_ms" % (m, NR_REF[a])]
+                    claim("t7 %s %s: compute (ms; paper: iteration - communication)" % (m, a),
+                          r["compute_us"] / 1e3, p)
+                if all((platform, comp, m, a) in oneshot for a in algs):
+                    gain = (oneshot[(platform, comp, m, base)]["time_us"] /
+                            oneshot[(platform, comp, m, algs[0])]["time_us"] - 1)
+                    claim("t7 %s: %s / %s training speed, one-shot (train.overlap=false)" % (m, algs[0], base),
+                          gain + 1, ref["t7_%s_speedup" % m] + 1, "x")
+        ax.set_xticks(range(len(models)))
+        ax.set_xticklabels(models)
+        ax.set_ylabel("images/s per GPU")
+        ax.set_yscale("log")
+        ax.set_ylim(top=ax.get_ylim()[1] * 2.5)  # room for the ratios and the legend
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("NetReduce Tables 7 and 9, Fig. 11A: data-parallel training, batch 32 per GPU, fp16, "
+                 "25 MiB buckets overlapped; bars incsim (roofline compute), black marks the paper; above a bar its speed "
+                 "over the last bar's (the paper's in brackets)", fontsize=10)
+    save(fig, os.path.join(out, "netreduce-training.png"))
+    write_table(os.path.join(out, "netreduce-training-summary.csv"),
+                ["case", "model", "overlap", "algorithm", "iteration_ms", "compute_ms", "comm_ms", "exposed_ms",
+                 "images_per_s", "paper_images_per_s", "gain_over_baseline"], table)
+
+
+FIGS = {"klenk": klenk, "multitree": multitree, "blink": blink, "netreduce": netreduce}
 
 
 def main(argv=None):

@@ -75,19 +75,21 @@ class Tools(TempDirCase):
     def test_training_figures_draw_from_a_campaign_csv(self):
         # plot-training.py on a two-point CSV per paper: each writes its
         # PNG and summary, and a row with wrong elements makes it exit 1.
-        head = "point,algorithm,model,batch,compute,gpus,train.overlap,time_us,compute_us,comm_us,exposed_us,wrong\n"
+        head = "point,platform,algorithm,model,batch,compute,gpus,train.overlap,time_us,compute_us,comm_us,exposed_us,wrong\n"
         points = {"klenk": [("push", "resnet50", 8, "v100", 16), ("ring", "resnet50", 8, "v100", 16)],
                   "multitree": [("multitree", "ncf", 16, "systolic", 64), ("ring", "ncf", 16, "systolic", 64)],
                   "blink": [("blink", "alexnet", 128, "v100", "0,3,4"), ("ring", "alexnet", 128, "v100", "0,3,4"),
                             ("blink", "alexnet", 128, "v100", "0,1,2/0,1,2,3,4"),
-                            ("ring", "alexnet", 128, "v100", "0,1,2/0,1,2,3,4")]}
+                            ("ring", "alexnet", 128, "v100", "0,1,2/0,1,2,3,4")],
+                  "netreduce": [("netreduce", "alexnet", 32, "v100", ""), ("ring", "alexnet", 32, "v100", "")]}
+        platform = {"klenk": "dgx2", "multitree": "torus", "blink": "dgx1v", "netreduce": "rack"}
         for name, rows in points.items():
             text = head
             for i, (alg, model, batch, compute, gpus) in enumerate(rows):
                 for overlap in ("false", "true"):
                     t = 100 if alg == "ring" else 80
-                    text += 'p%d,%s,%s,%d,%s,"%s",%s,%d,60,%d,%d,0\n' % (
-                        i, alg, model, batch, compute, gpus, overlap, t, t - 50, t - 60)
+                    text += 'p%d,%s,%s,%s,%d,%s,"%s",%s,%d,60,%d,%d,0\n' % (
+                        i, platform[name], alg, model, batch, compute, gpus, overlap, t, t - 50, t - 60)
             for wrong, status in ((0, 0), (3, 1)):
                 data = self.write("%s%d.csv" % (name, wrong), text if not wrong else text[:-2] + "3\n")
                 out = os.path.join(self.tmp, "out%d" % wrong)

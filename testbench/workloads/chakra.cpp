@@ -276,8 +276,8 @@ ChakraWorkload::~ChakraWorkload() = default;
 void ChakraWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
   const int groups = static_cast<int>(groups_.size());
-  CollectiveWorkload& coll = stream < groups ? *collectives_[it.algorithm].group[stream][in.op]
-                                             : *collectives_[it.algorithm].link[stream - groups];
+  GroupCollective& coll = stream < groups ? *collectives_[it.algorithm].group[stream][in.op]
+                                          : *collectives_[it.algorithm].link[stream - groups];
   start_collective(coll, in.size, [&it, &coll, size = in.size, done = std::move(done)] {
     std::ostringstream ignored;
     it.wrong += coll.finish(size, ignored).wrong();

@@ -63,8 +63,8 @@ class ChakraWorkload : public TrainingWorkload, private training::GraphRunner::O
     int link, size;
   };
   struct Collectives {
-    std::vector<std::vector<std::unique_ptr<CollectiveWorkload>>> group;  // [group][op]
-    std::vector<std::unique_ptr<CollectiveWorkload>> link;
+    std::vector<std::vector<std::unique_ptr<GroupCollective>>> group;  // [group][op]
+    std::vector<std::unique_ptr<GroupCollective>> link;
   };
 
   // The graph runner's owner: starts a group's collective or a link's

@@ -15,6 +15,7 @@
 #include "collectives/program_check.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "gpu/compute_engine.h"
 #include "gpu/copy_collective.h"
 #include "topology/cluster.h"
 
@@ -247,6 +248,12 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
 }
 
 void CollectiveWorkload::start(size_t i, std::function<void()> on_done) { call_->start(sizes_[i], std::move(on_done)); }
+
+std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
+  std::vector<gpu::ComputeEngine*> engines;
+  for (gpu::Gpu* g : comm_->gpus()) engines.push_back(&g->compute());
+  return engines;
+}
 
 Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];

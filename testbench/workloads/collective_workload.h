@@ -58,7 +58,7 @@ bool gpu_numbered(const std::string& algorithm, const topo::Topology& t);
 // The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).
 platforms::PlatformShape platform_shape(const Options& o);
 
-class CollectiveWorkload : public Workload {
+class CollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a machine it shares with others (jobs.h):
   // the machine and its GPUs in rank order. Its multicast address window,
@@ -78,11 +78,12 @@ class CollectiveWorkload : public Workload {
   // Point i as one of several collectives in flight (jobs.h): start()
   // begins it now and calls on_done when it ends (or fails: error());
   // finish() then gives its row and the notes run_point prints.
-  void start(size_t i, std::function<void()> on_done);
-  Row finish(size_t i, std::ostream& notes);
-  std::string error() const { return call_->error(); }
+  void start(size_t i, std::function<void()> on_done) override;
+  Row finish(size_t i, std::ostream& notes) override;
+  std::string error() const override { return call_->error(); }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
-  int sm_blocks() const { return call_->sm_blocks(); }
+  int sm_blocks() const override { return call_->sm_blocks(); }
+  std::vector<gpu::ComputeEngine*> compute_engines() const override;
   const std::vector<uint64_t>& sizes() const { return sizes_; }
   const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
   const Options& options() const { return opt_; }

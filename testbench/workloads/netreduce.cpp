@@ -28,6 +28,38 @@ const Param<uint32_t> kMsgLen{"netreduce.msg_len", 170, Range::at_least(1).at_mo
                               "packets per message, MsgLen (NetReduce §5.1: \"each message has 170 packets\")"};
 }  // namespace
 
+namespace {
+// A built-in platform's shape from its flags.
+platforms::NetReduceShape builtin_shape(const Options& o, bool in_network, Config& cfg) {
+  const bool spineleaf = o.platform == "spineleaf", multigpu = o.platform == "multigpu";
+  if (!(o.platform == "rack") && o.hosts)
+    throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
+                    "--machines and --gpus-per-machine");
+  if (!spineleaf && (o.racks || o.hosts_per_rack))
+    throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
+  if (!multigpu && (o.machines || o.gpus_per_machine))
+    throw UserError("--machines and --gpus-per-machine are for platform multigpu");
+  // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
+  // here); Testbed 2: four machines of eight GPUs.
+  const int racks = spineleaf ? (o.racks ? o.racks : 2) : multigpu ? (o.machines ? o.machines : 4) : 1;
+  const int per_rack = spineleaf  ? (o.hosts_per_rack ? o.hosts_per_rack : 4)
+                       : multigpu ? (o.gpus_per_machine ? o.gpus_per_machine : 8)
+                                  : (o.hosts ? o.hosts : 6);
+  if (multigpu && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
+  using Layout = platforms::NetReduceShape::Layout;
+  return platforms::netreduce_shape(multigpu ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack, racks,
+                                    per_rack, in_network, cfg);
+}
+}  // namespace
+
+int netreduce_ranks(const Options& o, Config& cfg) {
+  if (!o.ring.empty()) return static_cast<int>(o.ring.size());
+  if (platforms::is_platform_file(o.platform))
+    return platforms::netreduce_shape(platforms::make_topology(o.platform, {}, cfg), "platform file " + o.platform)
+        .hosts();
+  return builtin_shape(o, false, cfg).hosts();
+}
+
 bool is_netreduce_platform(const std::string& platform) {
   if (platforms::is_platform_file(platform)) {
     const std::string family = platforms::file_family(platform);
@@ -38,6 +70,14 @@ bool is_netreduce_platform(const std::string& platform) {
 
 struct NetReduceWorkload::Totals {
   uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
+};
+
+struct NetReduceWorkload::Point {
+  std::vector<uint64_t> before_packets;  // [link end]
+  Totals t0;
+  sc_core::sc_time start, end;
+  int finished = 0;  // hosts with their result
+  std::function<void()> on_done;
 };
 
 NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
@@ -89,24 +129,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   if (file) {
     shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
   } else {
-    const bool spineleaf = opt_.platform == "spineleaf";
-    if (!(opt_.platform == "rack") && opt_.hosts)
-      throw UserError("--hosts is for platform rack; spineleaf takes --racks and --hosts-per-rack, multigpu "
-                      "--machines and --gpus-per-machine");
-    if (!spineleaf && (opt_.racks || opt_.hosts_per_rack))
-      throw UserError("--racks and --hosts-per-rack are for platform spineleaf");
-    if (!multigpu_ && (opt_.machines || opt_.gpus_per_machine))
-      throw UserError("--machines and --gpus-per-machine are for platform multigpu");
-    // NetReduce §5.1, Testbed 1: six machines; Fig. 5: two racks (of two; four
-    // here); Testbed 2: four machines of eight GPUs.
-    const int racks = spineleaf ? (opt_.racks ? opt_.racks : 2) : multigpu_ ? (opt_.machines ? opt_.machines : 4) : 1;
-    const int per_rack = spineleaf   ? (opt_.hosts_per_rack ? opt_.hosts_per_rack : 4)
-                         : multigpu_ ? (opt_.gpus_per_machine ? opt_.gpus_per_machine : 8)
-                                     : (opt_.hosts ? opt_.hosts : 6);
-    if (multigpu_ && racks < 2) throw UserError("platform multigpu needs at least 2 machines");
-    using Layout = platforms::NetReduceShape::Layout;
-    shape = platforms::netreduce_shape(multigpu_ ? Layout::MultiGpu : spineleaf ? Layout::SpineLeaf : Layout::Rack,
-                                       racks, per_rack, in_network, cfg_);
+    shape = builtin_shape(opt_, in_network, cfg_);
     graph = platforms::netreduce_topology(shape);
   }
   if (in_network && !shape.with_fpga)
@@ -168,6 +191,17 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                         "results_sent_again"})
     schema_->add({c, "packets", ColumnKind::Measurement});
   schema_->add({"packet_hops", "packets", ColumnKind::Measurement});
+  spawn_method(
+      "netreduce_drain",
+      [this] {
+        drain_.fired();
+        if (!point_ || !point_->on_done) return;
+        if (!drained()) return drain_.after(sc_core::sc_time(1, sc_core::SC_US));
+        const auto on_done = std::move(point_->on_done);
+        point_->on_done = nullptr;
+        on_done();
+      },
+      &drain_.event);
 }
 
 NetReduceWorkload::~NetReduceWorkload() = default;
@@ -266,36 +300,66 @@ NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   return t;
 }
 
+void NetReduceWorkload::begin(size_t) {
+  point_ = std::make_unique<Point>();
+  const auto& ends = machine_->link_ends();
+  point_->before_packets.resize(ends.size());
+  for (size_t k = 0; k < ends.size(); ++k) point_->before_packets[k] = ends[k].port->packets_sent();
+  point_->t0 = totals();
+  point_->start = sc_core::sc_time_stamp();
+}
+
+bool NetReduceWorkload::drained() const {
+  for (int i = 0; i < job_->hosts(); ++i)
+    if (!job_->nic(i).idle()) return false;
+  return true;
+}
+
 std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   const int hosts = job_->ring_size();  // the workers
-  const uint64_t bytes = sizes_[si];
-  const auto& ends = machine_->link_ends();
-  std::vector<uint64_t> before_packets(ends.size());
-  for (size_t k = 0; k < ends.size(); ++k) before_packets[k] = ends[k].port->packets_sent();
-  const Totals t0 = totals();
-  const sc_core::sc_time start = sc_core::sc_time_stamp();
-  int finished = 0;
-  sc_core::sc_time end;
+  begin(si);
+  Point& p = *point_;
   auto done = [&] {
-    if (++finished == hosts) {
-      end = sc_core::sc_time_stamp();
+    if (++p.finished == hosts) {
+      p.end = sc_core::sc_time_stamp();
       sc_core::sc_pause();
     }
   };
-  for (auto& h : hosts_) h->start(bytes, done);
-  const std::string what = "size " + size_label(bytes);
-  run.run_until([&] { return finished == hosts; }, what);
+  for (auto& h : hosts_) h->start(sizes_[si], done);
+  const std::string what = "size " + size_label(sizes_[si]);
+  run.run_until([&] { return p.finished == hosts; }, what);
   // The last ACKs: every connection drains before the next size starts,
   // so no retransmission of this size meets the next one's messages.
-  auto idle = [&] {
-    for (int i = 0; i < job_->hosts(); ++i)
-      if (!job_->nic(i).idle()) return false;
-    return true;
-  };
-  run.run_until(idle, what, sc_core::sc_time(1, sc_core::SC_US));
+  run.run_until([this] { return drained(); }, what, sc_core::sc_time(1, sc_core::SC_US));
+  return {finish(si, notes)};
+}
+
+void NetReduceWorkload::start(size_t si, std::function<void()> on_done) {
+  begin(si);
+  point_->on_done = std::move(on_done);
+  const platforms::EthernetFabric& f = machine_->fabric_as<platforms::EthernetFabric>();
+  const bool faults = f.link_loss() > 0 || f.link_corruption() > 0;
+  for (auto& h : hosts_)
+    h->start(sizes_[si], [this, faults] {
+      Point& p = *point_;
+      if (++p.finished < job_->ring_size()) return;
+      p.end = sc_core::sc_time_stamp();
+      if (faults) return drain_.after(sc_core::SC_ZERO_TIME);
+      const auto on_done = std::move(p.on_done);
+      p.on_done = nullptr;
+      on_done();
+    });
+}
+
+Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
+  const int hosts = job_->ring_size();  // the workers
+  const uint64_t bytes = sizes_[si];
+  const auto& ends = machine_->link_ends();
+  const Point& p = *point_;
+  const Totals& t0 = p.t0;
   const Totals t1 = totals();
   Row r(schema_);
-  const double time_us = (end - start).to_seconds() * 1e6;
+  const double time_us = (p.end - p.start).to_seconds() * 1e6;
   const uint64_t wrong = collectives::wrong(hosts_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_), elements::redop_name(redop_), time_us,
             2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
@@ -309,7 +373,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
   // Frames the hosts sent up to the end of the collective, per host.
   const double throughput = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (time_us * 1e3);
   uint64_t hops = 0;
-  for (size_t k = 0; k < ends.size(); ++k) hops += ends[k].port->packets_sent() - before_packets[k];
+  for (size_t k = 0; k < ends.size(); ++k) hops += ends[k].port->packets_sent() - p.before_packets[k];
   r.set("goodput_Gbps", goodput)
       .set("throughput_Gbps", throughput)
       .set("frames_lost", t1.lost - t0.lost)
@@ -332,7 +396,7 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
     notes << ", " << t1.first_lost - t0.first_lost << " dropped for a lost first packet, " << t1.resent - t0.resent
           << " results sent again";
   notes << "\n";
-  return {std::move(r)};
+  return r;
 }
 
 // Beside the blocks' held packets: which hosts are not done, and where.

@@ -12,6 +12,7 @@
 #include "collectives/algorithm.h"
 #include "elements/data_pattern.h"
 #include "collectives/program.h"
+#include "core/process.h"
 #include "netreduce_job.h"
 #include "platforms/machine.h"
 #include "workload.h"
@@ -23,8 +24,13 @@ class HostProgram;
 namespace incsim::tb {
 
 bool is_netreduce_platform(const std::string& platform);
+// The ranks of a NetReduce job on the platform the options ask for (its
+// hosts, or --ring's; multigpu: its GPUs), before anything is built.
+int netreduce_ranks(const Options& o, Config& cfg);
 
-class NetReduceWorkload : public Workload {
+// Also a GroupCollective: training's all-reduces on these machines
+// (train.h) start its sizes one after another, each as its bucket is ready.
+class NetReduceWorkload : public GroupCollective {
  public:
   NetReduceWorkload(const Options& o, Config& cfg);
   ~NetReduceWorkload() override;
@@ -34,6 +40,12 @@ class NetReduceWorkload : public Workload {
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
+  // Size i starts now on every host; on_done once all have their result
+  // (under link faults, once every connection has drained too, so that no
+  // retransmission meets the next size's messages); finish(i) gives its row.
+  void start(size_t i, std::function<void()> on_done) override;
+  Row finish(size_t i, std::ostream& notes) override;
+  std::string error() const override { return {}; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
@@ -46,11 +58,15 @@ class NetReduceWorkload : public Workload {
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
   platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
+  const platforms::Machine& platform() const { return *machine_; }
+  const std::string& algorithm() const { return opt_.algorithm; }  // --algorithm, or the platform's default
   const NetReduceJob& job() const { return *job_; }
 
  private:
   struct Totals;
   Totals totals() const;
+  void begin(size_t i);  // the point's counters before it starts
+  bool drained() const;  // every NIC idle: no packet unsent or unacknowledged
   double model_us(uint64_t bytes, bool with_alpha) const;
   collectives::Program make_program(const collectives::Algorithm& algorithm, Config& cfg) const;
   Options opt_;
@@ -71,6 +87,10 @@ class NetReduceWorkload : public Workload {
   std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]
   bool in_network_ = false;
   bool masters_ring_ = false;  // Tencent's two levels: the appendix's Eq. (2)
+  // The running point (begin, start): counters before it, its start and end, hosts done.
+  struct Point;
+  std::unique_ptr<Point> point_;
+  Wakeup drain_;  // start() under link faults: polls for drained()
 };
 
 }  // namespace incsim::tb

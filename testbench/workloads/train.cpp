@@ -102,6 +102,14 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     throw UserError("training all-reduces its gradients; --collective " + opt_.collective + " is not for --workload train");
   if (opt_.was_given("sizes")) throw UserError("--sizes is for collectives; training's sizes are its gradient buckets");
   if (!opt_.jobs.empty()) throw UserError("a jobs: list runs collectives; training runs one data-parallel job");
+  // NetReduce's Ethernet machines: their job (the ring's connections, the
+  // ACL rules, the aggregator arrays) is one ring of every host, set up for
+  // one algorithm.
+  const bool ethernet = is_netreduce_platform(opt_.platform);
+  if (ethernet && !opt_.baseline.empty())
+    throw UserError("platform " + opt_.platform + " trains with one algorithm per run (NetReduce's connections and ACL "
+                    "rules are set up for it); run --algorithm " + opt_.baseline + " in a run of its own");
+  if (ethernet && opt_.gpus) throw UserError("platform " + opt_.platform + " trains on all its hosts: it takes no --gpus");
   if (opt_.model.empty())
     throw UserError("--workload train needs --model: " + training::name_list(training::zoo_names()) +
                     ", or a YAML layer list");
@@ -150,6 +158,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   if (layout_.tp > 1 && !splits)
     throw UserError("--tp " + std::to_string(layout_.tp) + " splits transformer blocks as Megatron-LM does, and model '" +
                     model_.name + "' has none; train it data parallel (--tp 1)");
+  if (ethernet && (layout_.tp > 1 || opt_.pp > 1 || dlrm_))
+    throw UserError("platform " + opt_.platform + " trains data parallel only (no --tp, --pp or DLRM file): NetReduce's "
+                    "job is one ring of every host");
   compute_ = training::make_compute_model(compute_model());
   const int layers = static_cast<int>(model_.layers.size());
   layout_.pp = static_cast<int>(opt_.pp);
@@ -158,9 +169,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                     std::to_string(layers) + ")");
   // The GPUs first: a --pp or --tp that does not divide them is the
   // problem, not the micro-batches --pp implies.
-  const topo::Topology t =
-      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
-  const int built = static_cast<int>(t.endpoints().size());
+  const topo::Topology t = ethernet        ? topo::Topology{}
+                           : opt_.topology ? *opt_.topology
+                                           : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+  const int built = ethernet ? netreduce_ranks(opt_, cfg) : static_cast<int>(t.endpoints().size());
   layout_.gpus = opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
   const int n = layout_.gpus;
   if (n < 2 || n > built)
@@ -323,8 +335,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                       "), so its results could not be checked; use groups of at most " + std::to_string(exact - 1) +
                       " GPUs or --precision fp32");
     }
-  // One machine for all.
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, used)));
+  // One machine for all (on Ethernet, the NetReduce job's: group_collective).
+  if (!ethernet)
+    platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, used)));
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: `gpus` in rank order, all-reducing `sizes`.
@@ -367,11 +380,11 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
       collectives_[a].p2p.push_back(group({g + stage, g}, size, gpus, "broadcast"));
     }
   }
-  for (int g = 0; g < n; ++g) platform_->gpus()[g]->compute().use();
-  contend(cfg, compute_->sms());
+  std::vector<gpu::ComputeEngine*> engines = compute_engines();
+  engines.resize(n);
+  for (gpu::ComputeEngine* e : engines) e->use();
+  contend(cfg, ethernet ? 0 : compute_->sms());  // a RoCE host's collectives take no SMs (roce/roce_host.h)
   step_ = training::lower_step(layout_, micro_, kernels_, buckets_, bucket_of_, update_s_);
-  std::vector<gpu::ComputeEngine*> engines;
-  for (int g = 0; g < n; ++g) engines.push_back(&platform_->gpus()[g]->compute());
   runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
                                                     static_cast<training::GraphRunner::Owner&>(*this));
 
@@ -407,10 +420,10 @@ void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in
   Groups& c = collectives_[it.algorithm];
   const bool dp = stream >= step_.dp_stream && stream < step_.tp_stream;
   size_t index = static_cast<size_t>(in.size);
-  CollectiveWorkload& coll = stream < step_.dp_stream             ? *c.p2p[stream]
-                             : dp                                 ? *c.dp[stream - step_.dp_stream]
-                             : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
-                                                                  : *c.embedding;
+  GroupCollective& coll = stream < step_.dp_stream         ? *c.p2p[stream]
+                          : dp                             ? *c.dp[stream - step_.dp_stream]
+                          : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
+                                                           : *c.embedding;
   const sc_core::sc_time start = sc_core::sc_time_stamp();
   start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
                                  counted = dp && stream == step_.dp_stream && recording()] {
@@ -580,7 +593,7 @@ std::vector<std::string> TrainWorkload::timeline_tracks() const {
 }
 
 void TrainWorkload::print_header(std::ostream& os) const {
-  const auto& t = platform_->topology();
+  const auto& t = topology();
   const int tp_groups = layout_.gpus / layout_.tp;
   double forward = 0, backward = 0, recompute = 0;
   for (const auto& x : times_) forward += x.forward_s, backward += x.backward_s + x.input_grad_after_s;
@@ -601,7 +614,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
        << count_of(tp_groups, "replica", "replicas") << ",";
   else
     os << "data parallel";
-  os << " on " << layout_.gpus << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed
+  os << " on " << layout_.gpus << " of " << machine_gpus() << " GPUs, platform " << t.name << ", seed " << opt_.seed
      << "\n"
      << "# compute: " << compute_->describe() << "; batch " << opt_.batch
      << (layout_.pp > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
@@ -749,7 +762,7 @@ std::vector<uint64_t> TrainWorkload::tp_sizes_of(training::TpCollective kind) co
   return sizes;
 }
 
-CollectiveWorkload& TrainWorkload::tp_collective(size_t algorithm, int group, size_t& size) {
+GroupCollective& TrainWorkload::tp_collective(size_t algorithm, int group, size_t& size) {
   Groups& c = collectives_[algorithm];
   // An all-gather or reduce-scatter is its index among its kind's sizes.
   switch (tp_kind_[size]) {

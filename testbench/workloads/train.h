@@ -97,11 +97,11 @@ class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Ow
   // under --pp two per pair of neighbouring GPUs of a pipeline: link 2g
   // carries GPU g's activations to g + gpus / pp, link 2g + 1 the gradients back.
   struct Groups {
-    std::vector<std::unique_ptr<CollectiveWorkload>> dp, tp, p2p;
-    std::vector<std::unique_ptr<CollectiveWorkload>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
+    std::vector<std::unique_ptr<GroupCollective>> dp, tp, p2p;
+    std::vector<std::unique_ptr<GroupCollective>> tp_alltoall;  // a workload file's ALLTOALLs, per tp group
     // Its ALLGATHERs and REDUCESCATTERs, per tp group, each over only its own sizes.
-    std::vector<std::unique_ptr<CollectiveWorkload>> tp_allgather, tp_reducescatter;
-    std::unique_ptr<CollectiveWorkload> embedding;                 // a DLRM file's all-to-alls, among all GPUs
+    std::vector<std::unique_ptr<GroupCollective>> tp_allgather, tp_reducescatter;
+    std::unique_ptr<GroupCollective> embedding;                 // a DLRM file's all-to-alls, among all GPUs
   };
 
   training::Model model_;
@@ -130,7 +130,7 @@ class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Ow
   std::vector<uint64_t> tp_sizes_of(training::TpCollective kind) const;
   // Group `group`'s collective of activation size `size`, which becomes
   // its index in that collective's sizes.
-  CollectiveWorkload& tp_collective(size_t algorithm, int group, size_t& size);
+  GroupCollective& tp_collective(size_t algorithm, int group, size_t& size);
   std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration

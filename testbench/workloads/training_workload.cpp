@@ -7,6 +7,7 @@
 #include "core/output_file.h"
 #include "core/param.h"
 #include "gpu/compute_engine.h"
+#include "roce/roce_host.h"
 
 namespace incsim::tb {
 
@@ -23,7 +24,10 @@ sc_core::sc_time seconds(double s) { return sc_core::sc_time(s, sc_core::SC_SEC)
 double us(const sc_core::sc_time& t) { return t.to_seconds() * 1e6; }
 
 void TrainingWorkload::choose_algorithms() {
-  algorithms_.push_back(opt_.algorithm.empty() ? default_algorithm("allreduce") : opt_.algorithm);
+  // On NetReduce's Ethernet platforms their job picks it (group_collective).
+  algorithms_.push_back(!opt_.algorithm.empty()                ? opt_.algorithm
+                        : is_netreduce_platform(opt_.platform) ? ""
+                                                               : default_algorithm("allreduce"));
   if (!opt_.baseline.empty()) {
     if (opt_.baseline == algorithms_[0])
       throw UserError("--baseline " + opt_.baseline + " is the --algorithm too; name another to compare with");
@@ -31,21 +35,47 @@ void TrainingWorkload::choose_algorithms() {
   }
 }
 
-std::unique_ptr<CollectiveWorkload> TrainingWorkload::group_collective(Config& cfg, size_t a,
+platforms::Machine* TrainingWorkload::machine() {
+  if (platform_) return platform_.get();
+  return ethernet_ ? ethernet_->machine() : nullptr;
+}
+
+std::vector<gpu::ComputeEngine*> TrainingWorkload::compute_engines() const {
+  std::vector<gpu::ComputeEngine*> engines;
+  if (platform_)
+    for (gpu::Gpu* g : platform_->gpus()) engines.push_back(&g->compute());
+  else if (ethernet_)
+    for (int r = 0; r < ethernet_->job().ring_size(); ++r)
+      engines.push_back(&dynamic_cast<roce::RoceHost&>(ethernet_->job().nic(ethernet_->job().ring_host(r))).compute());
+  return engines;
+}
+
+std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg, size_t a,
                                                                        const std::vector<int>& gpus,
                                                                        const std::vector<uint64_t>& sizes,
                                                                        const std::string& what,
                                                                        const std::string& collective,
                                                                        const std::string& algorithm) {
-  const CollectiveWorkload::Share share{platform_.get(), gpus};
   Options oc = opt_;
   oc.collective = collective;
   oc.algorithm = algorithm.empty() ? algorithms_[a] : algorithm;
   oc.sizes.clear();
   for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
-  std::unique_ptr<CollectiveWorkload> c;
+  std::unique_ptr<GroupCollective> c;
   try {
-    c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+    if (platform_) {
+      const CollectiveWorkload::Share share{platform_.get(), gpus};
+      c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+    } else {
+      // NetReduce's Ethernet machine: its job (connections, ACL rules,
+      // aggregator arrays) is the one ring of every host (train.cpp allows
+      // no other group there).
+      if (ethernet_) throw UserError("platform " + opt_.platform + " runs one data-parallel group, of every host");
+      auto e = std::make_unique<NetReduceWorkload>(oc, cfg);
+      ethernet_ = e.get();
+      if (algorithms_[a].empty()) algorithms_[a] = e->algorithm();
+      c = std::move(e);
+    }
   } catch (const UserError& e) {
     // An all-reduce with an algorithm of its own: train.dp_algorithm's.
     throw UserError((collective == "allreduce" && !algorithm.empty() ? "train.dp_algorithm=" + algorithm
@@ -59,7 +89,7 @@ std::unique_ptr<CollectiveWorkload> TrainingWorkload::group_collective(Config& c
 
 std::string TrainingWorkload::collective_error(size_t a) const {
   if (a >= made_.size()) return "";
-  for (const CollectiveWorkload* c : made_[a])
+  for (const GroupCollective* c : made_[a])
     if (!c->error().empty()) return c->error();
   return "";
 }
@@ -67,13 +97,13 @@ std::string TrainingWorkload::collective_error(size_t a) const {
 sc_core::sc_time TrainingWorkload::default_stall_timeout() const {
   sc_core::sc_time t = sc_core::SC_ZERO_TIME;
   for (const auto& a : made_)
-    for (const CollectiveWorkload* c : a) t = std::max(t, c->default_stall_timeout());
+    for (const GroupCollective* c : a) t = std::max(t, c->default_stall_timeout());
   return t;
 }
 
 void TrainingWorkload::trace(sc_core::sc_trace_file* tf) const {
   for (const auto& a : made_)
-    for (const CollectiveWorkload* c : a) c->trace(tf);
+    for (const GroupCollective* c : a) c->trace(tf);
 }
 
 void TrainingWorkload::contend(Config& cfg, int sms) {
@@ -81,21 +111,22 @@ void TrainingWorkload::contend(Config& cfg, int sms) {
   if (mode != "sm" && mode != "none")
     throw UserError("train.contention must be sm (collectives on the cores take SMs) or none, not '" + mode + "'");
   sms_ = mode == "sm" ? sms : 0;
-  for (const auto& g : platform_->gpus()) g->compute().set_sms(sms_);
+  for (gpu::ComputeEngine* e : compute_engines()) e->set_sms(sms_);
 }
 
-void TrainingWorkload::start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done) {
+void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done) {
   const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
-  for (gpu::Gpu* g : coll.gpus()) g->compute().share(blocks);
+  for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(blocks);
   coll.start(i, [&coll, blocks, on_done = std::move(on_done)] {
-    for (gpu::Gpu* g : coll.gpus()) g->compute().share(-blocks);
+    for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(-blocks);
     on_done();
   });
 }
 
 void TrainingWorkload::count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start) {
   const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
-  const auto& ends = platform_->link_ends();
+  const auto& ends = machine()->link_ends();
+  if (row.link_bytes.size() != ends.size()) return;  // a NetReduce row counts packets, not bytes per link
   double sum = 0, most = 0;
   int used = 0;
   for (size_t k = 0; k < ends.size(); ++k) {
@@ -115,7 +146,7 @@ std::string TrainingWorkload::contention_note() const {
          " SMs per channel while it runs, slowing the kernels (train.contention=sm)";
 }
 
-void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c) {
+void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c) {
   std::ostringstream mine;
   c.print_header(mine);
   std::istringstream in(mine.str());

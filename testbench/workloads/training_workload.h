@@ -1,8 +1,10 @@
 #pragma once
 // What the training workloads share (train.h's iterations of a model,
 // chakra.h's Chakra traces; docs/training.md): --algorithm and --baseline
-// run one after the other on one machine, every collective a CollectiveWorkload
-// on its group's share of it; a row per algorithm and iteration after the
+// run one after the other on one machine, every collective a GroupCollective
+// on its group's share of it (a CollectiveWorkload on a GPU fabric; on
+// NetReduce's Ethernet machines the NetReduceWorkload, whose job is the
+// whole machine's); a row per algorithm and iteration after the
 // warm-up, the speed-up over the baseline; the last iteration as a Chrome
 // trace-event timeline (--timeline).
 #include <functional>
@@ -11,13 +13,14 @@
 #include <vector>
 
 #include "collective_workload.h"
+#include "netreduce.h"
 #include "workload.h"
 
 namespace incsim::tb {
 
 class TrainingWorkload : public Workload {
  public:
-  platforms::Machine* machine() override { return &*platform_; }
+  platforms::Machine* machine() override;
   size_t points() const override { return opt_.iterations; }
   // The warm-up iterations (before the first point), then one iteration of
   // each algorithm; #wrong of the warm-up counts in the first row.
@@ -56,22 +59,32 @@ class TrainingWorkload : public Workload {
 
   // A collective of algorithms_[a] (or `algorithm` when given) on the GPUs
   // `gpus` of platform_, in rank order, over `sizes`; `what` names the group
-  // in its refusal.
-  std::unique_ptr<CollectiveWorkload> group_collective(Config& cfg, size_t a, const std::vector<int>& gpus,
+  // in its refusal. On NetReduce's Ethernet platforms (no platform_) the
+  // first builds the machine, whose hosts are all its ranks.
+  std::unique_ptr<GroupCollective> group_collective(Config& cfg, size_t a, const std::vector<int>& gpus,
                                                        const std::vector<uint64_t>& sizes, const std::string& what,
                                                        const std::string& collective = "allreduce",
                                                        const std::string& algorithm = "");
   // The first error of algorithm a's collectives, in the order they were made.
   std::string collective_error(size_t a) const;
   // The collective's header lines but its first, as "#   who: ...".
-  static void print_collective_lines(std::ostream& os, const std::string& who, const CollectiveWorkload& c);
+  static void print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c);
+  // Each GPU's compute engine, by GPU index (on an Ethernet machine: its
+  // hosts' in ring order).
+  std::vector<gpu::ComputeEngine*> compute_engines() const;
+  // The machine's GPUs (on an Ethernet machine: its hosts, not its FPGAs).
+  int machine_gpus() const {
+    return platform_ ? static_cast<int>(platform_->topology().endpoints().size()) : ethernet_->job().hosts();
+  }
+  // The machine's graph.
+  const topo::Topology& topology() const { return platform_ ? platform_->topology() : ethernet_->platform().topology(); }
   // train.contention: with sm, every GPU's compute runs on `sms` SMs (the
   // compute model's; 0: none to share), of which a collective on its cores
   // holds one per thread block while it runs.
   void contend(Config& cfg, int sms);
   // Point i of coll starts now; while it runs its thread blocks hold SMs of
   // its GPUs' compute (train.contention), given back before on_done.
-  void start_collective(CollectiveWorkload& coll, size_t i, std::function<void()> on_done);
+  void start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done);
   // The links' utilisation while a collective of algorithm a ran, from
   // `start` until now (its row's link bytes): the mean over the links that
   // carried any of it and the busiest (other collectives' traffic
@@ -85,13 +98,14 @@ class TrainingWorkload : public Workload {
   bool recording() const { return recording_ >= 0; }
 
   Options opt_;
-  std::unique_ptr<platforms::GpuMachine> platform_;
+  std::unique_ptr<platforms::GpuMachine> platform_;  // null on NetReduce's Ethernet platforms
+  NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline
   std::vector<Counter> counters_;
 
  private:
   void write_timeline() const;
-  std::vector<std::vector<const CollectiveWorkload*>> made_;  // [algorithm]: by group_collective()
+  std::vector<std::vector<const GroupCollective*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none

@@ -16,7 +16,7 @@
 namespace incsim::tb {
 
 std::string workload_name(const Options& o) {
-  // NetReduce's Ethernet platforms run only its workload, a pattern only traffic.
+  // NetReduce's Ethernet platforms run its workload (or train, with --model), a pattern only traffic.
   return !o.workload.empty()                  ? o.workload
          : !o.traffic.empty()                 ? "traffic"
          : !o.model.empty()                   ? "train"
@@ -38,8 +38,10 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   if (w == "netreduce" && !ethernet)
     throw UserError("--workload netreduce runs on NetReduce's Ethernet platforms (" + std::string(kEthernetPlatforms) +
                     ", or a file of their family), not on " + o.platform);
-  if (w != "netreduce" && ethernet)
-    throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce, not " + w);
+  const bool chakra = o.model.size() > 3 && o.model.compare(o.model.size() - 3, 3, ".et") == 0;
+  if (ethernet && (w == "train" ? chakra : w != "netreduce"))
+    throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce or train (of a "
+                    "model, not a Chakra trace), not " + (w == "train" ? "Chakra trace " + o.model : w));
   if (!o.jobs.empty() && w != "collective")
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (o.fidelity == "flow") {
@@ -50,8 +52,7 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   }
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
-  if (w == "train" && o.model.size() > 3 && o.model.compare(o.model.size() - 3, 3, ".et") == 0)
-    return std::make_unique<ChakraWorkload>(o, cfg);
+  if (w == "train" && chakra) return std::make_unique<ChakraWorkload>(o, cfg);
   if (w == "train") return std::make_unique<TrainWorkload>(o, cfg);
   if (w == "netreduce") return std::make_unique<NetReduceWorkload>(o, cfg);
   return std::make_unique<CollectiveWorkload>(o, cfg);

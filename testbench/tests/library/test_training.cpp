@@ -254,7 +254,7 @@ TEST_CASE("the roofline times a hand-computed layer") {
   CHECK(error_of([] { parse_precision("fp8"); }) == "the precision must be one of fp32, fp16, bf16, not 'fp8'");
   CHECK_THAT(error_of([] { make_compute_model("tpu"); }),
              Catch::Contains("unknown compute model 'tpu'; the compute models are v100, a100, h100, b200, v100x4, "
-                             "systolic"));
+                             "rtx2080, systolic"));
   // Measured times win over the model's.
   gemm.measured = MeasuredTimes{1e-3, 3e-3};
   t = layer_times(v100, gemm, 16, Precision::fp16);

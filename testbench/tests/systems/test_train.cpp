@@ -1019,3 +1019,75 @@ TEST_CASE("a Chakra compute node beside a ring all-reduce on its GPU loses 12 of
   }
   CHECK(off.at(4) == Approx(all_reduce).margin(1e-6));  // the all-reduce itself is as fast
 }
+
+// NetReduce's Ethernet machines run the same training (issue 37): each
+// bucket a real all-reduce by the RoCE hosts (and the FPGA), checked.
+namespace {
+// The rows of a training run on an Ethernet platform, through the binary (a
+// process per run: each builds its machine).
+nlohmann::json ethernet_train(const std::string& args, const std::string& json, std::string* out = nullptr) {
+  const cli::Result r = cli::incsim(args + " --model " + kToy + " -c train.bucket_bytes=1 --quiet --json " + json);
+  INFO(args << "\n" << r.err);
+  REQUIRE(r.code == 0);
+  if (out) *out = r.out;
+  return nlohmann::json::parse(cli::slurp(json))["rows"];
+}
+}  // namespace
+
+TEST_CASE("train on a NetReduce rack of 4 hosts: four 1 MiB buckets in-network, every element right", "[train][netreduce]") {
+  tb::Options o = tb::run_options("rack", "allreduce", "netreduce", "", {{"train.bucket_bytes", "1"}});
+  o.workload = "train";
+  o.model = kToy;
+  o.hosts = 4;
+  o.warmup = 1;
+  o.iterations = 2;
+  tb::Experiment e(o);
+  std::ostringstream table;
+  std::vector<tb::Row> rows;
+  REQUIRE_NOTHROW(rows = e.run(&table));
+  INFO(table.str());
+  REQUIRE(rows.size() == 2);
+  for (const auto& r : rows) {
+    CHECK(r.wrong() == 0);
+    CHECK(r["buckets"] == 4);
+    // Compute: toy4's 4 x 60 us and the optimizer; the last layer's bucket
+    // (the first all-reduced) overlaps the three backward kernels before it.
+    CHECK(r["compute_us"] > 240);
+    CHECK(r["comm_us"] > 4 * 90);  // 1 MiB at 11.57 GB/s of payload: 90.6 us each, at least
+    CHECK(r["time_us"] > r["compute_us"] + 90);
+  }
+  CHECK(rows[0]["time_us"] == Approx(rows[1]["time_us"]).epsilon(1e-3));
+  CHECK(e.machine().pool().in_use() == 0);
+}
+
+TEST_CASE("NetReduce's training iteration is shorter than the ring's on a rack of 4 hosts", "[train][netreduce]") {
+  std::string header;
+  const auto nr = ethernet_train("--platform rack --hosts 4 --algorithm netreduce", "train_nr.json", &header)[0];
+  // The rack's hosts are its GPUs (not its FPGA), with NetReduce Testbed 1's RTX 2080 by default.
+  CHECK_THAT(header, Catch::Contains("data parallel on 4 of 4 GPUs, platform rack"));
+  CHECK_THAT(header, Catch::Contains("# compute: rtx2080 roofline"));
+  const auto ring = ethernet_train("--platform rack --hosts 4 --algorithm ring", "train_ring.json")[0];
+  CHECK(nr["wrong"] == 0);
+  CHECK(ring["wrong"] == 0);
+  CHECK(nr["compute_us"] == ring["compute_us"]);
+  // The ring moves 2(P-1)/P = 1.5 times NetReduce's bytes per host; both
+  // near the line rate, so the all-reduces take about 1.5 times as long.
+  const double comm = ring["comm_us"].get<double>() / nr["comm_us"].get<double>();
+  CHECK(comm > 1.3);
+  CHECK(comm < 1.6);
+  CHECK(nr["time_us"].get<double>() < ring["time_us"].get<double>());
+}
+
+TEST_CASE("train on spine-leaf and on the multi-GPU machines: every algorithm exact, under loss too",
+          "[train][netreduce]") {
+  for (const char* alg : {"netreduce", "ring"})
+    CHECK(ethernet_train(std::string("--platform spineleaf --racks 2 --hosts-per-rack 2 --algorithm ") + alg,
+                         "train_sl.json")[0]["wrong"] == 0);
+  for (const char* alg : {"pnetreduce", "tencent", "flatring"})
+    CHECK(ethernet_train(std::string("--platform multigpu --machines 2 --gpus-per-machine 2 --algorithm ") + alg,
+                         "train_mg.json")[0]["wrong"] == 0);
+  // Loss: each bucket waits for its connections to drain before the next starts.
+  const auto lossy = ethernet_train("--platform rack --hosts 4 --algorithm netreduce -c link.loss=0.001 --iterations 2",
+                                    "train_loss.json");
+  for (const auto& r : lossy) CHECK(r["wrong"] == 0);
+}
