@@ -22,6 +22,7 @@ comparison (or per figure with nothing to compare):
   column, reduce  the column, and one | max | min | mean | geomean |
                   cut_geomean (1 - geomean(1 - x): a geometric-mean time cut)
   scale           multiplies ours (e.g. 0.01 for a percentage)
+  paper_add       added to the paper's number (1 makes a gain a speed ratio)
   explained       for a number outside 15%: the mechanism and where it is
                   measured ("open: ..." if it is not yet); "calibrated: ..."
                   for a number that is an input; for a row without a key,
@@ -158,6 +159,7 @@ def build(figures):
             if m["key"] not in refs:
                 raise FidelityError("%s: no reference number %s" % (where, m["key"]))
             value, quote, _ = refs[m["key"]]
+            value += float(m["paper_add"] or 0)
             try:
                 mine = ours(m, figures)
             except FidelityError as e:
