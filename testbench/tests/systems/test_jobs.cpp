@@ -596,14 +596,27 @@ TEST_CASE("weighted partitions give NVLS jobs their shares of the pull tables, a
 // per leaf port (SharpManager::admit).
 namespace {
 const std::string kCluster4 = "platform: cluster\nnodes: 4\nsizes: 256K\n";
+
+// The rows of job a on nodes 0-1 (GPUs 0-15) running algorithm `a` and job b
+// on nodes 2-3 running `b`, on the 4-node cluster with `settings`.
+nlohmann::json halves(const cli::TempDir& d, const std::string& name, const std::string& settings,
+                      const std::string& a, const std::string& b) {
+  const auto rows = json_of(d, name, kCluster4 + settings + "jobs:\n  - {name: a, gpus: 0-15, algorithm: " + a +
+                                         "}\n  - {name: b, gpus: 16-31, algorithm: " + b + "}\n")["rows"];
+  REQUIRE(rows.size() == 2);
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  return rows;
+}
+
+// Each row's job ran as fast as alone.
+void as_fast_as_alone(const nlohmann::json& rows) {
+  for (const auto& row : rows) CHECK(row["slowdown"].get<double>() == Approx(1).margin(0.02));
+}
 }  // namespace
 
 TEST_CASE("cluster algorithms run on a job's whole nodes, and a job of part of a node is refused", "[jobs][cluster]") {
   cli::TempDir d;
-  const auto rows = json_of(d, "whole", kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n"
-                                        "  - {name: b, gpus: 16-31, algorithm: collnet}\n")["rows"];
-  REQUIRE(rows.size() == 2);
-  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  halves(d, "whole", "", "nvlssharp", "collnet");
   refused(d, kCluster4 + "jobs:\n  - {name: a, gpus: 0-11, algorithm: nvlssharp}\n",
           "job 'a': nvlssharp runs on all the GPUs of a cluster (--platform cluster), or a job's whole nodes, in order");
 }
@@ -612,13 +625,7 @@ TEST_CASE("NCCL's cluster algorithms run as jobs on whole nodes, each as fast as
   cli::TempDir d;
   for (const auto& [a, b] : {std::pair<std::string, std::string>{"hring", "tree"}, {"nvlstree", "nvlsring"}}) {
     INFO(a << " and " << b);
-    const auto rows = json_of(d, a, kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: " + a +
-                                        "}\n  - {name: b, gpus: 16-31, algorithm: " + b + "}\n")["rows"];
-    REQUIRE(rows.size() == 2);
-    for (const auto& row : rows) {
-      CHECK(row["wrong"] == 0);
-      CHECK(row["slowdown"].get<double>() == Approx(1).margin(0.02));
-    }
+    as_fast_as_alone(halves(d, a, "", a, b));
   }
 }
 
@@ -628,26 +635,15 @@ TEST_CASE("two NetReduce jobs on one RoCE cluster's rail FPGAs keep their rings 
   // aggregator array, and both lost a retransmission timeout (131 us against
   // 5 us alone).
   cli::TempDir d;
-  const auto rows = json_of(d, "nr", kCluster4 + "cluster.network: roce\njobs:\n"
-                                     "  - {name: a, gpus: 0-15, algorithm: nvlsnetreduce}\n"
-                                     "  - {name: b, gpus: 16-31, algorithm: nvlsnetreduce}\n")["rows"];
-  REQUIRE(rows.size() == 2);
-  for (const auto& row : rows) {
-    CHECK(row["wrong"] == 0);
-    CHECK(row["slowdown"].get<double>() == Approx(1).margin(0.02));
-  }
+  as_fast_as_alone(halves(d, "nr", "cluster.network: roce\n", "nvlsnetreduce", "nvlsnetreduce"));
 }
 
 TEST_CASE("partitioned SHARP tables give each nvlssharp job its reservation, and no job evicts or waits for another's",
           "[jobs][sharing][cluster]") {
   cli::TempDir d;
   // 256 KiB per port, 2048 entries: each job floor(2048 x 1/2) = 1024, its reservation exactly.
-  const auto rows = json_of(d, "p", kCluster4 + "ib.sharp.policy: partitioned\njobs:\n"
-                                    "  - {name: a, gpus: 0-15, algorithm: nvlssharp}\n"
-                                    "  - {name: b, gpus: 16-31, algorithm: nvlssharp}\n")["rows"];
-  REQUIRE(rows.size() == 2);
+  const auto rows = halves(d, "p", "ib.sharp.policy: partitioned\n", "nvlssharp", "nvlssharp");
   for (const auto& row : rows) {
-    CHECK(row["wrong"] == 0);
     // Counters per resource: the NVSwitches' tables keep their own (shared) policy.
     CHECK(row["table_sharing"]["policy"] == "shared");
     const auto& c = row["sharp_sharing"];
