@@ -93,6 +93,17 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   const uint32_t rx_buf = cfg.get(gpu::kGpuRxBuffer);
   gc_.max_responses = cfg.get(gpu::kGpuMaxResponses);
   gc_.seed = seed;
+  sw_.vc_alloc = credit_switch::parse_vc_alloc(cfg.get(credit_switch::kSwitchVcAlloc));
+  if (sw_.vc_alloc == credit_switch::VcAlloc::Packet) {
+    // A packet keeps to its set where some hop moves packets to a class's
+    // second VC (docs/platforms.md, "Virtual channels and deadlock freedom").
+    if (t_.vc_policy != topo::VcPolicy::None)
+      for (int s : t_.switches())
+        for (int i = 0; i < t_.node(s).ports; ++i)
+          for (int o = 0; o < t_.node(s).ports; ++o)
+            sw_.vc_sets = sw_.vc_sets || t_.vc_rule(s, i, o) == topo::VcRule::Second;
+    gc_.inject_vcs = sw_.vc_sets ? 2 : 4;
+  }
   // Little's law quantities (Klenk Eq. (1), (2)).
   {
     const int node = t_.endpoints()[0];

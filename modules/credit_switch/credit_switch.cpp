@@ -18,6 +18,12 @@ Spread parse_spread(const std::string& name, const std::string& key) {
   throw UserError(key + " must be destination, rotate, adaptive or flow, not '" + name + "'");
 }
 
+VcAlloc parse_vc_alloc(const std::string& name, const std::string& key) {
+  if (name == "class") return VcAlloc::Class;
+  if (name == "packet") return VcAlloc::Packet;
+  throw UserError(key + " must be class or packet, not '" + name + "'");
+}
+
 CreditSwitch::Port::Port(sc_core::sc_module_name name, CreditSwitch* sw, int index)
     : sc_module(name), in("in", sw, index), link("out") {}
 
@@ -36,6 +42,7 @@ CreditSwitch::CreditSwitch(sc_core::sc_module_name name, int ports, SwitchWiring
     inputs_[p].port = &out.in;
     inputs_[p].capacity = cfg.in_buffer_bytes;
     out.limit = cfg.out_queue_bytes;
+    if (cfg.vc_alloc == VcAlloc::Packet) out.vcs = net::kNumVcs;
     out.requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
     spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); }, &out.wake.event);
   }
@@ -215,8 +222,15 @@ bool CreditSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
       // goes to the port's table, not its queue.
       const bool absorbed = h->op == net::Op::ReduceWrite && (h->home_switch == wiring_.index || h->merge);
       if (absorbed && !can_absorb(o, h)) continue;
-      // The VC it takes on the next link (a dateline moves it to its class's second VC).
-      const int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
+      // The VC it takes on the next link (a dateline moves it to its class's
+      // second VC); allocated per packet, one of those the rule allows, and
+      // toward an endpoint the class's first.
+      int ovc = out_vc(static_cast<int>(idx / net::kNumVcs), o, vc);
+      if (cfg_.vc_alloc == VcAlloc::Packet && !absorbed) {
+        const bool to_endpoint = static_cast<size_t>(o) < wiring_.port_endpoint.size() && wiring_.port_endpoint[o] >= 0;
+        ovc = to_endpoint ? net::class_first_vc(ovc) : allocate_vc(o, ovc, h->wire_bytes);
+        if (ovc < 0) continue;  // no VC of its set has room: the link frees space
+      }
       if (!absorbed && out.bytes[ovc] + h->wire_bytes > out.limit) continue;  // the link frees space
       const sc_time done = now + rounded_ps(h->wire_bytes * out.xbar_ps_per_byte);
       out.requests[idx / 64] &= ~(1ull << (idx % 64));
@@ -240,6 +254,26 @@ bool CreditSwitch::crossbar_move(int o, const sc_time& now, sc_time& next) {
     }
   }
   return false;
+}
+
+int CreditSwitch::allocate_vc(int o, int rule_vc, uint32_t bytes) const {
+  const Port& out = *outputs_[o];
+  // Where a rule splits a class into sets: the rule's VC and its set's other
+  // one; otherwise the class's four, the first set's first.
+  const int first = cfg_.vc_sets ? rule_vc & ~net::kExtraVcBit : net::class_first_vc(rule_vc);
+  const int vcs[4] = {first, first | net::kExtraVcBit, first + 1, (first + 1) | net::kExtraVcBit};
+  int best = -1;
+  int64_t most = 0;
+  for (int k = 0; k < (cfg_.vc_sets ? 2 : 4); ++k) {
+    const int vc = vcs[k];
+    if (out.bytes[vc] + bytes > out.limit) continue;
+    const int64_t free = int64_t{out.link.credits(vc)} - out.bytes[vc];
+    if (best < 0 || free > most) {
+      best = vc;
+      most = free;
+    }
+  }
+  return best;
 }
 
 // Starts the next packet on output o's wire, now if it is free or, picked
@@ -307,7 +341,7 @@ void CreditSwitch::trace(sc_core::sc_trace_file* tf) const {
   for (int p = 0; p < ports_; ++p) {
     // The input buffers are the switch's; they show under their port's scope.
     const std::string port = outputs_[p]->name();
-    for (int vc = 0; vc < net::kNumVcs; ++vc)
+    for (int vc = 0; vc < outputs_[p]->vcs; ++vc)
       sc_core::sc_trace(tf, inputs_[p].bytes[vc], port + ".in_bytes_vc" + std::to_string(vc));
     outputs_[p]->trace(tf);
   }
@@ -315,8 +349,8 @@ void CreditSwitch::trace(sc_core::sc_trace_file* tf) const {
 
 void CreditSwitch::Port::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
-  for (int vc = 0; vc < net::kNumVcs; ++vc) sc_core::sc_trace(tf, bytes[vc], me + ".out_bytes_vc" + std::to_string(vc));
-  link.trace(tf, me);
+  for (int vc = 0; vc < vcs; ++vc) sc_core::sc_trace(tf, bytes[vc], me + ".out_bytes_vc" + std::to_string(vc));
+  link.trace(tf, me, vcs);
 }
 
 uint64_t CreditSwitch::Port::report_held(std::ostream& os) const {

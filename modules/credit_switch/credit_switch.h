@@ -40,12 +40,27 @@ enum class Spread : uint8_t {
 // the key it came from and the choices otherwise.
 Spread parse_spread(const std::string& name, const std::string& key = "switch.spread");
 
+// How a switch chooses the VC a packet takes on its next link (docs/platforms.md,
+// "Virtual channels and deadlock freedom").
+enum class VcAlloc : uint8_t {
+  Class,   // the class's first VC, its second where the hop's rule says (VCs 0-3)
+  Packet,  // per packet, the freest of the VCs its class and the hop's rule allow (VCs 0-7, BookSim's VC allocation)
+};
+// VcAlloc by name (class, packet); UserError naming the key otherwise.
+VcAlloc parse_vc_alloc(const std::string& name, const std::string& key = "switch.vc_alloc");
+
 struct SwitchConfig {
   sc_core::sc_time latency;    // input to output, first flit (Klenk §V: 150 ns)
   double speedup = 0;          // crossbar bandwidth over port bandwidth; 0: ports (output-queued, Klenk §V)
   uint32_t in_buffer_bytes = 0;   // per input port and VC
   uint32_t out_queue_bytes = 0;   // per output port and VC
   Spread spread = Spread::Destination;
+  VcAlloc vc_alloc = VcAlloc::Class;
+  // Some hop of the network moves packets to a class's second VC (a torus
+  // dateline, BiGraph's second switch hop): per-packet allocation then keeps
+  // a packet within its set, the rule's VC and that VC | kExtraVcBit;
+  // otherwise any of its class's four will do.
+  bool vc_sets = false;
 };
 
 // Its parameters. Latencies stay far below what simulated time (64-bit ps) holds.
@@ -63,6 +78,10 @@ inline const Param<std::string> kSwitchSpread{
     "adaptive, per packet to the port with the least queued (InfiniBand adaptive routing, NVIDIA Quantum; "
     "default on hgx-h100 and nvl72); flow, per flow by a hash of source, destination and stream (ECMP, RFC 2992). Pull "
     "responses stay on their request's tree: at their last hop the trunk link is chosen by block address"};
+inline const Param<std::string> kSwitchVcAlloc{
+    "switch.vc_alloc", "class", Range::none(),
+    "how a switch picks the VC of a packet's next hop: class, each message class on its first VC and its second only where a route needs it (a torus dateline, BiGraph's second switch hop; Dally and Towles ch. 14); "
+    "packet, per packet the VC with the most room at the next hop among its class's four (two per set where a dateline or BiGraph rule splits them), GPUs injecting alike, as MultiTree Table III's BookSim routers (4 VCs of 318 flits per input) allocate one to each packet; the MultiTree figures use it"};
 inline const Param<double> kSwitchSpeedup{
     "switch.speedup", 0.0, Range::at_least(1).at_most(1024).or_zero(),
     "crossbar bandwidth of an input and of an output over port bandwidth; 0: the switch's port count, an "
@@ -129,6 +148,7 @@ class CreditSwitch : public sc_core::sc_module, public net::PacketSink, public n
     net::PacketFifo queue[net::kNumVcs];
     uint32_t bytes[net::kNumVcs] = {};
     uint32_t limit = 0;  // queue bytes per VC
+    int vcs = net::kClassVcs;  // VCs it traces: all kNumVcs under per-packet allocation
     uint32_t queued = 0;  // packets in all VCs' queues
     uint32_t claimed = 0;  // bytes of input heads that have chosen this output and not crossed yet
     sc_core::sc_time xbar_free;
@@ -220,6 +240,11 @@ class CreditSwitch : public sc_core::sc_module, public net::PacketSink, public n
       default: return vc;
     }
   }
+  // Per-packet allocation: of the VCs a packet whose hop's rule gives `rule_vc`
+  // may take at output o, the one with the most bytes free at the next hop
+  // (its credits less what is queued for it here) that has room in o's queue
+  // for `bytes`, the lowest on a tie; -1 if none has room.
+  int allocate_vc(int o, int rule_vc, uint32_t bytes) const;
   net::Packet* clone(const net::Packet* p);
   // What reaches output o: queued for the link, or taken by its port's hardware.
   void deliver(int o, net::Packet* p, int vc, bool absorbed, const sc_core::sc_time& now);

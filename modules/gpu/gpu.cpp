@@ -278,7 +278,7 @@ void Gpu::rx_process() {
     Port& pt = *ptr;
     // One queue per class, so a request held back never blocks a response.
     // Packets reach a GPU on their class's first VC (the last hop resets it).
-    for (int vc = 0; vc < net::kNumVcs; vc += net::kVcsPerClass) {
+    for (const int vc : {int{net::kRequestVc}, int{net::kResponseVc}}) {
       net::PacketFifo& rx = pt.rx[vc];
       while (!rx.empty() && rx.front()->t_tail <= now) {
         net::Packet* p = rx.front();
@@ -328,13 +328,17 @@ void Gpu::tx_process(int port) {
       if (vc == net::kResponseVc) {
         if (pt.responses.empty() || pt.responses.top().at > start) continue;
         auto* p = reinterpret_cast<net::Packet*>(pt.responses.top().value);
-        if (!pt.link.has_credit(vc, p->wire_bytes)) continue;
+        const int on = inject_vc(pt, vc, p->wire_bytes);
+        if (on < 0) continue;
+        p->vc = static_cast<uint8_t>(on);
         pt.responses.pop();
         if (rx_blocked_) rx_wake_.after(sc_core::SC_ZERO_TIME);  // a request waits for room
         chosen = p;
       } else if (!pt.control.empty()) {
-        if (!pt.link.has_credit(vc, pt.control.front()->wire_bytes)) continue;
+        const int on = inject_vc(pt, vc, pt.control.front()->wire_bytes);
+        if (on < 0) continue;
         chosen = pt.control.pop();
+        chosen->vc = static_cast<uint8_t>(on);
       } else {
         // Active streams in turn; a stream with nothing more leaves the list.
         for (size_t tries = 0; tries < pt.active.size() && !chosen;) {
@@ -346,11 +350,12 @@ void Gpu::tx_process(int port) {
             continue;
           }
           ++tries;
-          if (!pt.link.has_credit(vc, bytes)) break;
+          const int on = inject_vc(pt, vc, bytes);
+          if (on < 0) break;
           chosen = pool_.get();
           chosen->src = static_cast<uint32_t>(index_);
           chosen->stream = s->id;
-          chosen->vc = net::kRequestVc;
+          chosen->vc = static_cast<uint8_t>(on);
           s->fill(chosen);
           chosen->wire_bytes = static_cast<uint16_t>(bytes);  // the stream's framing (a sub-packet may lack a head flit)
           ++pt.stream_rr;
@@ -375,6 +380,15 @@ void Gpu::tx_process(int port) {
   if (next != sim_never()) pt.wake.after(next - now);
 }
 
+int Gpu::inject_vc(const Port& pt, int first, uint32_t bytes) const {
+  const int vcs[4] = {first, first | net::kExtraVcBit, first + 1, (first + 1) | net::kExtraVcBit};
+  int best = -1;
+  for (int k = 0; k < cfg_.inject_vcs; ++k)
+    if (pt.link.has_credit(vcs[k], bytes) && (best < 0 || pt.link.credits(vcs[k]) > pt.link.credits(best)))
+      best = vcs[k];
+  return best;
+}
+
 void Gpu::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
   cores_->trace(tf);
@@ -382,9 +396,10 @@ void Gpu::trace(sc_core::sc_trace_file* tf) const {
   compute_->trace(tf);
   for (size_t p = 0; p < ports_.size(); ++p) {
     const std::string port = me + ".port" + std::to_string(p);
-    for (int vc = 0; vc < net::kNumVcs; ++vc)
+    const int vcs = cfg_.inject_vcs > 1 ? net::kNumVcs : net::kClassVcs;
+    for (int vc = 0; vc < vcs; ++vc)
       sc_core::sc_trace(tf, ports_[p]->rx_bytes[vc], port + ".in_bytes_vc" + std::to_string(vc));
-    ports_[p]->link.trace(tf, port);
+    ports_[p]->link.trace(tf, port, vcs);
   }
 }
 

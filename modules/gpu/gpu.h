@@ -31,6 +31,10 @@ struct GpuConfig {
   uint32_t rx_buffer_bytes = 0;  // per port and VC
   uint32_t max_responses;        // responses a port's memory pipeline holds
   uint64_t seed;
+  // VCs of its class a packet may leave on: 1, the class's first
+  // (switch.vc_alloc=class); under per-packet allocation 2, the first set's
+  // two, where the network's rule splits a class into sets, or 4.
+  int inject_vcs = 1;
 };
 inline const Param<double> kGpuClock{
     "gpu.clock_ghz", 1.53, Range::at_least(0.01).at_most(100),
@@ -179,6 +183,10 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
     net::OutPort link;  // last: its socket is large and rarely touched
   };
   void tx_process(int p);
+  // The VC a packet of the class whose first VC is `first` leaves port pt
+  // on: of the cfg_.inject_vcs it may take, the one with the most credit
+  // that has room for `bytes` (the lowest on a tie); -1 if none has.
+  int inject_vc(const Port& pt, int first, uint32_t bytes) const;
   void rx_process();
   void timer_process();
   void serve_request(Port& port, net::Packet* p, const sc_core::sc_time& at);

@@ -47,19 +47,26 @@ constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
 // each class has two VCs, so that dimension-order routing on a torus stays
 // deadlock-free: a packet crossing a ring's wrap-around link (the dateline)
 // moves to its class's second VC (Dally and Towles, Principles and Practices
-// of Interconnection Networks, ch. 14). 4 VCs, as MultiTree Table III.
+// of Interconnection Networks, ch. 14). These are VCs 0 to 3 (kClassVcs),
+// all that `switch.vc_alloc=class` uses. `packet` gives each class two VCs
+// more, 4 to 7, so that a class has MultiTree Table III's 4: bit 0 of a VC is
+// its set (first or second: before or after a dateline), bit 1 its class,
+// bit 2 which of its set's two it is (docs/platforms.md, "Virtual channels").
 // kRequestVc and kResponseVc are each class's first VC, the one every packet
-// enters and leaves the network on; switches pick the VC per hop
-// (topo::VcRule).
+// leaves the network on; switches pick the VC per hop (topo::VcRule).
 enum Vc : uint8_t { kRequestVc = 0, kResponseVc = 2 };
-constexpr int kVcsPerClass = 2;
-constexpr int kNumVcs = 4;
+constexpr int kVcsPerClass = 2;  // under switch.vc_alloc=class: a first and a second
+constexpr int kClassVcs = 4;     // VCs 0-3: two classes of kVcsPerClass
+constexpr int kNumVcs = 8;       // with the two more per class that switch.vc_alloc=packet adds
+constexpr int kExtraVcBit = 4;   // vc | kExtraVcBit: the other VC of vc's set
 // The first VC of vc's class, and the class's second VC.
-inline constexpr int class_first_vc(int vc) { return vc & ~(kVcsPerClass - 1); }
+inline constexpr int class_first_vc(int vc) { return vc & kResponseVc; }
 inline constexpr int class_second_vc(int vc) { return class_first_vc(vc) + 1; }
 static_assert(class_first_vc(kRequestVc) == kRequestVc && class_first_vc(kResponseVc) == kResponseVc &&
-                  kResponseVc + kVcsPerClass == kNumVcs,
-              "each class owns kVcsPerClass consecutive VCs");
+                  class_first_vc(kRequestVc | kExtraVcBit | 1) == kRequestVc &&
+                  class_first_vc(kResponseVc | kExtraVcBit | 1) == kResponseVc &&
+                  kResponseVc + kVcsPerClass == kClassVcs && 2 * kClassVcs == kNumVcs,
+              "VC bits: 0 the set, 1 the class, 2 the set's second VC under per-packet allocation");
 
 struct Packet {
   Packet* next = nullptr;   // intrusive queue link: queues never allocate

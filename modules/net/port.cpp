@@ -63,8 +63,8 @@ void OutPort::wait_for_credit(const sc_core::sc_time& now) {
   if (ring_size_) wake_->at(ring_[ring_head_].at);
 }
 
-void OutPort::trace(sc_core::sc_trace_file* tf, const std::string& prefix) const {
-  for (int v = 0; v < kNumVcs; ++v) sc_core::sc_trace(tf, credits_[v], prefix + ".credits_vc" + std::to_string(v));
+void OutPort::trace(sc_core::sc_trace_file* tf, const std::string& prefix, int vcs) const {
+  for (int v = 0; v < vcs; ++v) sc_core::sc_trace(tf, credits_[v], prefix + ".credits_vc" + std::to_string(v));
 }
 
 void InPort::b_transport(Packet&, sc_core::sc_time&) {

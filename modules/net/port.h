@@ -39,6 +39,8 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   sc_core::sc_time next_start(const sc_core::sc_time& now) const { return busy_until_ > now ? busy_until_ : now; }
   const sc_core::sc_time& busy_until() const { return busy_until_; }
   bool has_credit(int vc, uint32_t bytes) const { return credits_[vc] >= static_cast<int>(bytes); }
+  // Bytes of the receiver's buffer for vc this end may still fill.
+  int credits(int vc) const { return credits_[vc]; }
   sc_core::sc_time serialization(uint32_t bytes) const {
     return rounded_ps(bytes * ps_per_byte_);
   }
@@ -58,7 +60,8 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   uint64_t packets_sent(int vc) const { return packets_on_vc_[vc]; }
   double bw_GBps() const { return bw_GBps_; }
   sc_core::sc_time latency() const { return latency_; }
-  void trace(sc_core::sc_trace_file* tf, const std::string& prefix) const;
+  // Credits of VCs 0 to vcs - 1 (kClassVcs unless the switches allocate VCs per packet).
+  void trace(sc_core::sc_trace_file* tf, const std::string& prefix, int vcs = kClassVcs) const;
 
  private:
   tlm::tlm_sync_enum nb_transport_bw(Packet& p, tlm::tlm_phase& phase, sc_core::sc_time& delay) override;

@@ -125,3 +125,117 @@ TEST_CASE("a GPU that frees no buffer stops the switch's output, which resumes o
   CHECK(b.pool.in_use() == 0);
 }
 
+
+namespace {
+
+// Two switches in a line: endpoint 0 (stub A) on s1's port 0; s1's port 1
+// to s2's port 0; endpoints 1 (stub X) and 2 (stub Y) on s2's ports 1 and 2.
+// X frees nothing until T: a packet for X that finds s2's queue toward X
+// full waits at the head of its VC at s2's input, and behind it whatever
+// came on that VC. Whether a packet for Y can pass depends on how s1 chose
+// the VCs of s2's input.
+struct Line {
+  net::PacketPool pool{net::PacketFormat{}};
+  std::unique_ptr<credit_switch::CreditSwitch> s1, s2;
+  std::unique_ptr<StubPort> a, x, y;
+  explicit Line(credit_switch::VcAlloc alloc) {
+    credit_switch::SwitchConfig c = switch_config();
+    c.vc_alloc = alloc;
+    credit_switch::SwitchWiring w1;
+    w1.route = {0, 1, 1};
+    w1.route_to_switch_first = {0, 0};
+    w1.port_endpoint = {0, -1};
+    credit_switch::SwitchWiring w2;
+    w2.route = {0, 1, 2};
+    w2.route_to_switch_first = {0, 0};
+    w2.port_endpoint = {-1, 1, 2};
+    s1 = std::make_unique<credit_switch::CreditSwitch>("s1", 2, w1, c, pool);
+    s2 = std::make_unique<credit_switch::CreditSwitch>("s2", 3, w2, c, pool);
+    a = std::make_unique<StubPort>("a", pool);
+    x = std::make_unique<StubPort>("x", pool);
+    y = std::make_unique<StubPort>("y", pool);
+    a->configure(kBw, kLink, s1->buffer_bytes(0));
+    a->connect(s1->in(0), s1->out(0));
+    s1->configure_port(0, kBw, kLink, 8 * kWire);
+    s1->out(1).socket.bind(s2->in(0).socket);
+    s2->out(0).socket.bind(s1->in(1).socket);
+    s1->configure_port(1, kBw, kLink, s2->buffer_bytes(0));
+    s2->configure_port(0, kBw, kLink, s1->buffer_bytes(1));
+    x->configure(kBw, kLink, s2->buffer_bytes(1));
+    x->connect(s2->in(1), s2->out(1));
+    s2->configure_port(1, kBw, kLink, 2 * kWire);  // X takes two packets, then frees none until T
+    y->configure(kBw, kLink, s2->buffer_bytes(2));
+    y->connect(s2->in(2), s2->out(2));
+    s2->configure_port(2, kBw, kLink, 8 * kWire);
+  }
+  std::string held(uint64_t& n) const {
+    std::ostringstream os;
+    n = s1->report_held(os) + s2->report_held(os);
+    return os.str();
+  }
+};
+
+// A sends 11 packets for X, then one for Y. X's stub and s2's queue toward X
+// (8 packets, its VC's limit) take 10; the 11th waits at s2's input.
+struct HeadOfLine {
+  size_t y_before_T = 0;
+  std::string report;  // what the switches hold at T
+  uint64_t held_at_T = 0;
+};
+HeadOfLine head_of_line(credit_switch::VcAlloc alloc) {
+  Line l(alloc);
+  l.x->withhold_credits(true);
+  for (int i = 0; i < 11; ++i) l.a->send_at(sc_core::SC_ZERO_TIME, packet(l.pool, net::Op::Write, 0, 1, 128 * i));
+  l.a->send_at(sc_core::SC_ZERO_TIME, packet(l.pool, net::Op::Write, 0, 2, 0));
+  const sc_time T(5, sc_core::SC_US);
+  sc_core::sc_start(T);
+  HeadOfLine r;
+  r.y_before_T = l.y->arrivals().size();
+  r.report = l.held(r.held_at_T);
+  CHECK(l.x->arrivals().size() == 2);
+  l.x->withhold_credits(false);
+  l.x->return_credits();
+  sc_core::sc_start();
+  CHECK(l.x->arrivals().size() == 11);
+  CHECK(l.y->arrivals().size() == 1);
+  uint64_t after = 0;
+  l.held(after);
+  CHECK(after == 0);
+  CHECK(l.pool.in_use() == 0);
+  // Every VC's credits are back at s1 (once their last one has crossed the
+  // wire), and s1 used only the VCs its mode has.
+  sc_core::sc_start(sc_time(1, sc_core::SC_US));
+  l.s1->out(1).absorb_credits(sc_core::sc_time_stamp());
+  int vcs_used = 0;
+  for (int vc = 0; vc < net::kNumVcs; ++vc) {
+    INFO("vc" << vc);
+    CHECK(l.s1->out(1).credits(vc) == static_cast<int>(l.s2->buffer_bytes(0)));
+    vcs_used += l.s1->out(1).packets_sent(vc) > 0;
+    if (alloc == credit_switch::VcAlloc::Class || net::class_first_vc(vc) != net::kRequestVc)
+      CHECK(l.s1->out(1).packets_sent(vc) == (vc == net::kRequestVc ? 12u : 0u));
+  }
+  CHECK(vcs_used == (alloc == credit_switch::VcAlloc::Class ? 1 : 4));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("one VC per class: a packet for a blocked output holds up the packet behind it for an idle one",
+          "[switch][vc]") {
+  const HeadOfLine r = head_of_line(credit_switch::VcAlloc::Class);
+  CHECK(r.y_before_T == 0);
+  INFO(r.report);
+  CHECK(r.held_at_T == 10);  // 8 in s2's queue toward X, 2 at s2's input: X's 11th and Y's behind it
+  CHECK_THAT(r.report, Catch::Contains("s2.port0 input vc0: 2 packets"));
+}
+
+TEST_CASE("a VC per packet: a packet for a blocked output does not hold up one for an idle output", "[switch][vc]") {
+  // s1 gives each packet the VC of s2's input with the most room, so the
+  // 12 spread over the request class's four (0, 4, 1, 5 in turn) and Y's
+  // does not queue behind X's 11th.
+  const HeadOfLine r = head_of_line(credit_switch::VcAlloc::Packet);
+  CHECK(r.y_before_T == 1);
+  INFO(r.report);
+  CHECK(r.held_at_T == 9);
+  CHECK_THAT(r.report, Catch::Contains("s2.port0 input vc1: 1 packets"));
+}

@@ -58,9 +58,13 @@ std::map<std::string, VcCounts> expected_packets(const topo::Topology& t, int wr
 
 // Every endpoint writes `writes` packets of 256 B to every other, all at
 // once: every write lands with its data, every write is acked, and the
-// packets per link and VC match expected_packets().
-void all_to_all(const std::string& platform, platforms::PlatformShape shape, int writes) {
+// packets per link and VC match expected_packets(). With a VC per packet
+// (switch.vc_alloc=packet) they match it per set (a VC and that VC |
+// kExtraVcBit), or per class where no rule splits one, and the extra VCs
+// carry some.
+void all_to_all(const std::string& platform, platforms::PlatformShape shape, int writes, bool per_packet = false) {
   Config cfg;
+  if (per_packet) cfg.set("switch.vc_alloc", "packet", "test");
   const topo::Topology t = platforms::make_topology(platform, shape, cfg);
   platforms::GpuMachine plat(t, cfg, 1, platforms::platform_defaults(t));
   cfg.check_unused();
@@ -108,21 +112,39 @@ void all_to_all(const std::string& platform, platforms::PlatformShape shape, int
   for (int g = 0; g < n; ++g) CHECK(streams[g]->responses.size() == static_cast<size_t>((n - 1) * writes));
 
   const auto want = expected_packets(t, writes);
-  uint64_t second_vc = 0;
+  uint64_t second_vc = 0, extra_vc = 0;
+  bool sets = false;  // some hop takes a class's second VC: per-packet allocation keeps to sets
+  for (const auto& [from, counts] : want) sets = sets || counts[1] + counts[3] > 0;
   for (const auto& l : plat.link_ends()) {
     const auto it = want.find(l.from);
-    for (int vc = 0; vc < net::kNumVcs; ++vc) {
+    for (int vc = 0; vc < net::kClassVcs; ++vc) {
       const uint64_t w = it == want.end() ? 0 : it->second[vc];
       INFO(l.from << " -> " << l.to << " vc" << vc);
-      CHECK(l.port->packets_sent(vc) == w);
-      if (vc != net::class_first_vc(vc)) second_vc += l.port->packets_sent(vc);
+      uint64_t got = l.port->packets_sent(vc);
+      if (per_packet) {
+        got += l.port->packets_sent(vc | net::kExtraVcBit);
+        extra_vc += l.port->packets_sent(vc | net::kExtraVcBit);
+      }
+      if (!per_packet || sets) CHECK(got == w);
+      if (vc != net::class_first_vc(vc)) second_vc += got;
     }
+    if (per_packet && !sets)
+      for (const int first : {int{net::kRequestVc}, int{net::kResponseVc}}) {
+        INFO(l.from << " -> " << l.to << " class of vc" << first);
+        const uint64_t w = it == want.end() ? 0 : it->second[first];
+        uint64_t got = 0;
+        for (const int vc : {first, first + 1, first | net::kExtraVcBit, (first + 1) | net::kExtraVcBit})
+          got += l.port->packets_sent(vc);
+        CHECK(got == w);
+      }
+    for (int vc = net::kClassVcs; vc < net::kNumVcs && !per_packet; ++vc) CHECK(l.port->packets_sent(vc) == 0);
   }
+  CHECK((extra_vc > 0) == per_packet);
   // Second VCs carry traffic where the rule has something to do: tori with
   // a ring of 3 or more (a dateline), BiGraph; never on mesh or fat tree.
   bool datelines = false;
   for (const auto& l : t.links()) datelines = datelines || l.dateline;
-  CHECK((second_vc > 0) == (datelines || t.vc_policy == topo::VcPolicy::SwitchHop));
+  if (!per_packet || sets) CHECK((second_vc > 0) == (datelines || t.vc_policy == topo::VcPolicy::SwitchHop));
 }
 
 platforms::PlatformShape dims(int a, int b) {
@@ -170,6 +192,21 @@ TEST_CASE("fat tree 16 all-to-all stays on the first VCs", "[platforms][vc]") {
 
 TEST_CASE("BiGraph 4x8 all-to-all: upper-lower-upper paths take the second VC", "[platforms][vc]") {
   all_to_all("bigraph", dims(4, 8), 2);
+}
+
+TEST_CASE("torus 4x4 all-to-all with a VC per packet: each dateline set carries what the rule says", "[platforms][vc]") {
+  all_to_all("torus", dims(4, 4), 4, true);
+}
+
+TEST_CASE("BiGraph 4x8 all-to-all with a VC per packet: each switch-hop set carries what the rule says",
+          "[platforms][vc]") {
+  all_to_all("bigraph", dims(4, 8), 2, true);
+}
+
+TEST_CASE("fat tree 16 all-to-all with a VC per packet spreads each class over its four VCs", "[platforms][vc]") {
+  platforms::PlatformShape s;
+  s.nodes = 16;
+  all_to_all("fattree", s, 4, true);
 }
 
 TEST_CASE("torus buffers cover each link's own credit round trip", "[platforms][buffers]") {
