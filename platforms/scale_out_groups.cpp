@@ -138,9 +138,8 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
     // The FPGA numbers its rings, every job's that shares it; this
     // program's k-th ring over the same GPUs is its k-th there.
     auto& aggregator = dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga));
-    uint32_t connections = 0;
-    const uint16_t ring = aggregator.ring_id(gpus, same[gpus]++, connections);
-    if (connections > clt)
+    const uint16_t ring = aggregator.ring_id(gpus, same[gpus]++);
+    if (const uint32_t connections = aggregator.ring_connections(); connections > clt)
       throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
                       std::to_string(connections) + " for the rings there, but fpga.clt.entries=" +
                       std::to_string(clt));

@@ -261,11 +261,10 @@ int CreditSwitch::allocate_vc(int o, int rule_vc, uint32_t bytes) const {
   // Where a rule splits a class into sets: the rule's VC and its set's other
   // one; otherwise the class's four, the first set's first.
   const int first = cfg_.vc_sets ? rule_vc & ~net::kExtraVcBit : net::class_first_vc(rule_vc);
-  const int vcs[4] = {first, first | net::kExtraVcBit, first + 1, (first + 1) | net::kExtraVcBit};
   int best = -1;
   int64_t most = 0;
   for (int k = 0; k < (cfg_.vc_sets ? 2 : 4); ++k) {
-    const int vc = vcs[k];
+    const int vc = net::allocated_vc(first, k);
     if (out.bytes[vc] + bytes > out.limit) continue;
     const int64_t free = int64_t{out.link.credits(vc)} - out.bytes[vc];
     if (best < 0 || free > most) {

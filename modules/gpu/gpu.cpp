@@ -381,11 +381,11 @@ void Gpu::tx_process(int port) {
 }
 
 int Gpu::inject_vc(const Port& pt, int first, uint32_t bytes) const {
-  const int vcs[4] = {first, first | net::kExtraVcBit, first + 1, (first + 1) | net::kExtraVcBit};
   int best = -1;
   for (int k = 0; k < cfg_.inject_vcs; ++k)
-    if (pt.link.has_credit(vcs[k], bytes) && (best < 0 || pt.link.credits(vcs[k]) > pt.link.credits(best)))
-      best = vcs[k];
+    if (const int vc = net::allocated_vc(first, k);
+        pt.link.has_credit(vc, bytes) && (best < 0 || pt.link.credits(vc) > pt.link.credits(best)))
+      best = vc;
   return best;
 }
 

@@ -59,6 +59,10 @@ constexpr int kVcsPerClass = 2;  // under switch.vc_alloc=class: a first and a s
 constexpr int kClassVcs = 4;     // VCs 0-3: two classes of kVcsPerClass
 constexpr int kNumVcs = 8;       // with the two more per class that switch.vc_alloc=packet adds
 constexpr int kExtraVcBit = 4;   // vc | kExtraVcBit: the other VC of vc's set
+// The k-th VC (k < 4) per-packet allocation tries for a packet whose VC
+// would be `first`: first and the other of its set, then the next set's two
+// (only where no rule splits the class into sets).
+inline constexpr int allocated_vc(int first, int k) { return (first + (k >> 1)) | ((k & 1) ? kExtraVcBit : 0); }
 // The first VC of vc's class, and the class's second VC.
 inline constexpr int class_first_vc(int vc) { return vc & kResponseVc; }
 inline constexpr int class_second_vc(int vc) { return class_first_vc(vc) + 1; }

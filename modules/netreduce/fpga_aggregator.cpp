@@ -38,12 +38,10 @@ void FpgaAggregator::add_ring(uint16_t ring, int ranks, uint32_t window, uint32_
   if (out_.capacity() < static_cast<size_t>(ranks)) out_.reserve(ranks);
 }
 
-uint16_t FpgaAggregator::ring_id(const std::vector<int>& members, int k, uint32_t& connections) {
-  const uint16_t id =
-      ring_ids_.emplace(std::make_pair(members, k), static_cast<uint16_t>(ring_ids_.size())).first->second;
-  connections = 0;
-  for (const auto& kv : ring_ids_) connections += static_cast<uint32_t>(kv.first.first.size());
-  return id;
+uint16_t FpgaAggregator::ring_id(const std::vector<int>& members, int k) {
+  const auto [at, added] = ring_ids_.emplace(std::make_pair(members, k), static_cast<uint16_t>(ring_ids_.size()));
+  if (added) ring_connections_ += static_cast<uint32_t>(members.size());
+  return at->second;
 }
 
 void FpgaAggregator::set_hierarchy(const Hierarchy& h) {

@@ -75,9 +75,10 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   // members): the one it has if that ring was added before (a collective
   // prepared again), else the least id no ring holds. The FPGA numbers the
   // rings of every job that shares it, so two jobs' rings never meet in one
-  // aggregator array; `connections`: what its rings (and the one asked for,
-  // if new) take of its CLT.
-  uint16_t ring_id(const std::vector<int>& members, int k, uint32_t& connections);
+  // aggregator array.
+  uint16_t ring_id(const std::vector<int>& members, int k);
+  // What the rings numbered so far take of its CLT: a connection per member.
+  uint32_t ring_connections() const { return ring_connections_; }
   void set_hierarchy(const Hierarchy& h);
   eth::LinkFaults* link_faults(int port) override { return &ports_[port]->faults; }  // of the link into this port
   // Results are built when the last byte of the completing frame is in and
@@ -139,6 +140,7 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   std::vector<int> rank_base_;
   std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
   std::map<std::pair<std::vector<int>, int>, uint16_t> ring_ids_;  // ring_id's: (members, k) -> id
+  uint32_t ring_connections_ = 0;
   std::vector<AggregatorArray*> ring_by_id_;
   std::vector<net::Packet*> out_;
   std::vector<int16_t> copy_ports_;  // to_destinations: the port each of out_ leaves by
