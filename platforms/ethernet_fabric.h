@@ -30,6 +30,9 @@ class EthernetFabric : public Fabric {
   net::PacketFormat packet_format() const override;
   double link_loss() const override { return loss_; }
   double link_corruption() const override { return corruption_; }
+  // How a jobs: list's rings share the FPGAs' aggregator memory
+  // (fpga.aggregator.policy); null without an FPGA.
+  nvswitch::TableSharing* table_sharing() const override { return sharing_.get(); }
 
   uint32_t mtu_payload() const { return mtu_; }
   sc_core::sc_time rto() const { return nic_.rto; }
@@ -52,6 +55,7 @@ class EthernetFabric : public Fabric {
   eth::SwitchConfig sw_{};
   roce::NicConfig nic_{};
   netreduce::FpgaConfig fpga_{};
+  std::shared_ptr<nvswitch::TableSharing> sharing_;
   adapter::HcaConfig bridge_{};  // a cluster's adapters (roce_bridge)
 };
 

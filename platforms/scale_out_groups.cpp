@@ -81,7 +81,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   const bool shared_by_jobs =
       sharing && sharing->resource().policy_set && job >= 0 && static_cast<size_t>(job) < sharing->jobs();
   const auto short_of = [&](const std::string& why) {
-    if (shared_by_jobs) throw nvswitch::ShareShortfall(why);
+    if (shared_by_jobs) throw nvswitch::ShareShortfall(sharing->resource().tables, why);
     throw UserError(why);
   };
   if (entries < spine_need) short_of(spine_needs + whole);
@@ -92,7 +92,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   const uint64_t mine = sharing->limit(job, static_cast<uint32_t>(entries));
   if (mine >= spine_need && mine >= need) return;
   const uint64_t wanted = mine < spine_need ? spine_need : need;
-  throw nvswitch::ShareShortfall((mine < spine_need ? spine_needs : port_needs) + ", but its " +
+  throw nvswitch::ShareShortfall(sharing->resource().tables, (mine < spine_need ? spine_needs : port_needs) + ", but its " +
                                  sharing->share_text(job) + " holds " + std::to_string(mine) +
                                  " of ib.sharp.table_bytes=" + std::to_string(bytes) + "'s " +
                                  std::to_string(entries) + " entries, " + std::to_string(wanted - mine) + " short");
@@ -143,7 +143,11 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
       throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
                       std::to_string(connections) + " for the rings there, but fpga.clt.entries=" +
                       std::to_string(clt));
-    aggregator.add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop);
+    // Its array in its job's region of the FPGA's memory (fpga.aggregator.policy):
+    // a ring of one-block messages cannot shorten them, so too little is a shortfall.
+    const int job = m_.multicast().tenant();
+    aggregator.msg_len_for(job, ranks, window, 1, topo::MulticastFabric::kBlockBytes);
+    aggregator.add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop, 0, job);
     for (int k = 0; k < ranks; ++k) {
       const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],
                 prev = gpus[static_cast<size_t>((k + ranks - 1) % ranks)];

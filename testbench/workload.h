@@ -107,6 +107,10 @@ class GroupCollective : public Workload {
   virtual void start(size_t i, std::function<void()> on_done) = 0;
   virtual Row finish(size_t i, std::ostream& notes) = 0;
   virtual std::string error() const = 0;
+  virtual const std::vector<uint64_t>& sizes() const = 0;
+  virtual const Options& options() const = 0;
+  // Whether it aggregates in a cluster's SHARP tables (a jobs run's contention lines).
+  virtual bool aggregates_in_sharp() const { return false; }
   // Thread blocks it holds on each of its GPUs' SMs while it runs (0:
   // none), and those GPUs' compute engines, whose kernels they slow.
   virtual int sm_blocks() const { return 0; }

@@ -22,6 +22,11 @@ AggregatorArray::AggregatorArray(int ranks, uint32_t window, uint32_t msg_len, u
   values_.resize(n * max_payload);
 }
 
+uint64_t AggregatorArray::aggregator_bytes(int ranks, uint32_t max_payload) {
+  const uint64_t r = static_cast<uint64_t>(ranks);
+  return r * (eth::kPayloadOffset + max_payload) + max_payload + (r + 7) / 8;
+}
+
 uint64_t AggregatorArray::held() const {
   uint64_t n = 0;
   for (const net::Packet* p : held_) n += p != nullptr;

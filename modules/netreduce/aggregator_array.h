@@ -51,6 +51,11 @@ class AggregatorArray {
   uint32_t window() const { return window_; }
   uint32_t msg_len() const { return msg_len_; }
   uint64_t aggregators() const { return slots_.size(); }
+  // FPGA memory one aggregator takes (Fig. 8's separate arrays): a slot per
+  // rank of the Header Buffer and Payload Buffer, the Aggregation Value, and
+  // its bitmap in the State Record (a bit per rank).
+  static uint64_t aggregator_bytes(int ranks, uint32_t max_payload);
+  uint64_t bytes() const { return aggregators() * aggregator_bytes(ranks_, max_payload_); }
   // For waveforms and tests.
   const int& busy_ref() const { return busy_; }          // aggregators holding a partial bitmap
   const int& bits_ref() const { return bits_; }          // bits set over all partial bitmaps

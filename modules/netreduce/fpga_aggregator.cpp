@@ -24,9 +24,14 @@ FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const Fp
 FpgaAggregator::~FpgaAggregator() = default;
 
 void FpgaAggregator::add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                              elements::DType dtype, elements::RedOp op, int rank_base) {
+                              elements::DType dtype, elements::RedOp op, int rank_base, int job) {
   rings_[ring] = std::make_unique<AggregatorArray>(ranks, window, msg_len, max_payload, dtype, op, pool_,
                                                    elements::Alu(std::string(basename()) + ".aggregator"));
+  used_ += rings_[ring]->bytes();
+  if (job >= 0) {
+    if (used_by_job_.size() <= static_cast<size_t>(job)) used_by_job_.resize(job + 1u, 0);
+    used_by_job_[job] += rings_[ring]->bytes();
+  }
   clt_.add_ring(ring, msg_len);
   dest_.add_ring(ring, msg_len);
   if (ring >= ring_by_id_.size()) {
@@ -42,6 +47,31 @@ uint16_t FpgaAggregator::ring_id(const std::vector<int>& members, int k) {
   const auto [at, added] = ring_ids_.emplace(std::make_pair(members, k), static_cast<uint16_t>(ring_ids_.size()));
   if (added) ring_connections_ += static_cast<uint32_t>(members.size());
   return at->second;
+}
+
+uint32_t FpgaAggregator::msg_len_for(int job, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
+                                     int rings) const {
+  const uint64_t budget = cfg_.aggregator_bytes;
+  if (budget == 0) return msg_len;
+  // What the job may still take: its share less what its rings hold, and no
+  // more than is free (partitioned shares add up to at most the whole).
+  const nvswitch::TableSharing* s = cfg_.sharing;
+  const bool mine = s && job >= 0 && static_cast<size_t>(job) < s->jobs();
+  const uint64_t limit = mine ? s->limit(job, cfg_.aggregator_bytes) : budget;
+  const uint64_t held = mine ? memory_used(job) : 0;
+  const uint64_t left = std::min(limit - std::min(limit, held), budget - std::min(budget, used_));
+  const uint64_t per_message = 2ull * window * AggregatorArray::aggregator_bytes(ranks, max_payload) * rings;
+  const uint64_t fits = std::min<uint64_t>(msg_len, left / per_message);
+  if (fits > 0) return static_cast<uint32_t>(fits);
+  std::string whose = "the free memory";
+  if (mine && limit - std::min(limit, held) <= budget - std::min(budget, used_)) whose = "its " + s->share_text(job);
+  const std::string arrays = rings > 1 ? "arrays for " + std::to_string(rings) + " rings" : "array for a ring";
+  throw nvswitch::ShareShortfall(
+      "the FPGA's aggregator memory",
+      std::string(basename()) + "'s aggregator " + arrays + " of " + std::to_string(ranks) + " with a window of N = " +
+          std::to_string(window) + " need" + (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" +
+          (rings > 1 ? " each" : "") + ", " + std::to_string(per_message) + " bytes, but " + whose + " leaves " +
+          std::to_string(left) + " of " + kAggregatorBytes.key() + "=" + std::to_string(budget));
 }
 
 void FpgaAggregator::set_hierarchy(const Hierarchy& h) {

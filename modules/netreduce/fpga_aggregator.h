@@ -25,6 +25,7 @@
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
 #include "core/param.h"
+#include "nvswitch/table_sharing.h"
 
 namespace incsim::netreduce {
 
@@ -51,6 +52,8 @@ struct FpgaConfig {
   uint32_t buffer_bytes;          // the switch's ingress buffer per port and class
   uint32_t clt_entries;
   uint32_t mtu_payload;  // the ring's payload per packet (RETH addresses of translated results)
+  uint32_t aggregator_bytes = 0;  // memory for every ring's aggregator array; 0: no budget
+  const nvswitch::TableSharing* sharing = nullptr;  // how jobs share it (the fabric's), or none
 };
 inline const Param<double> kFpgaLatency{"fpga.latency_ns", 500.0, Range::at_least(0).at_most(1e9),
                                         "FPGA pipeline latency, last byte in to first result byte out, ns "
@@ -61,15 +64,40 @@ inline const Param<uint32_t> kArrayMessages{
     "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
     "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")"};
 
+inline const Param<uint32_t> kAggregatorBytes{
+    "fpga.aggregator.bytes", 0, Range::at_least(0).at_most(1u << 31),
+    "memory for all rings' aggregator arrays, bytes; 0: each ring gets the 2N x MsgLen its window needs. NetReduce "
+    "gives one ring's use, 993 of the XCVU190's 3,780 36-Kb BRAM blocks (26.27%, §4; Xilinx DS890), so the board's "
+    "BRAM is 17418240 B; jobs declare disjoint memory regions (§6 Multi-Tenancy) under fpga.aggregator.policy"};
+inline const Param<std::string> kAggregatorPolicy{
+    "fpga.aggregator.policy", "shared", Range::none(),
+    "how a jobs: list's rings share fpga.aggregator.bytes: shared (first come, first served: a ring takes what it "
+    "asks of what is free); partitioned (each job at most its weight's share); quota (each job at most its quota, a "
+    "fraction of the memory, of what is free); a ring given less than 2N x MsgLen aggregators runs a shorter MsgLen "
+    "(docs/jobs.md)"};
+
 class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public net::Block {
  public:
   FpgaAggregator(sc_core::sc_module_name name, int ports, const FpgaConfig& cfg, net::PacketPool* pool);
   ~FpgaAggregator() override;
 
-  // Job initialisation (§3.1 ❶): an aggregator array of 2N x MsgLen per ring.
-  // `rank_base`: the ring rank of this FPGA's first rank (a leaf's rack).
+  // Job initialisation (§3.1 ❶): an aggregator array of 2N x MsgLen per ring,
+  // in job `job`'s memory region (-1: none). `rank_base`: the ring rank of
+  // this FPGA's first rank (a leaf's rack).
   void add_ring(uint16_t ring, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
-                elements::DType dtype, elements::RedOp op, int rank_base = 0);
+                elements::DType dtype, elements::RedOp op, int rank_base = 0, int job = -1);
+  // The MsgLen `rings` rings of `ranks` with a window of N = `window`
+  // messages of `max_payload`-byte packets may have in job `job`'s share of
+  // the aggregator memory (-1: no job): `msg_len` if their 2N x MsgLen
+  // aggregators each fit in what the policy leaves the job and what is free,
+  // else the most that do. A ShareShortfall naming the shortfall if not even
+  // MsgLen 1 fits.
+  uint32_t msg_len_for(int job, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
+                       int rings = 1) const;
+  // Aggregator memory the rings added so far take: all, and job j's.
+  uint64_t memory_used() const { return used_; }
+  uint64_t memory_used(int job) const { return job >= 0 && static_cast<size_t>(job) < used_by_job_.size() ? used_by_job_[job] : 0; }
+  uint32_t memory_bytes() const { return cfg_.aggregator_bytes; }
   // The id at this FPGA of the k-th ring of these members (GPUs or hosts,
   // in ring order; a collective may run several rings over the same
   // members): the one it has if that ring was added before (a collective
@@ -141,6 +169,8 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
   std::map<std::pair<std::vector<int>, int>, uint16_t> ring_ids_;  // ring_id's: (members, k) -> id
   uint32_t ring_connections_ = 0;
+  uint64_t used_ = 0;                  // aggregator memory of every ring
+  std::vector<uint64_t> used_by_job_;  // [job]
   std::vector<AggregatorArray*> ring_by_id_;
   std::vector<net::Packet*> out_;
   std::vector<int16_t> copy_ports_;  // to_destinations: the port each of out_ leaves by

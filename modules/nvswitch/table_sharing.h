@@ -39,17 +39,26 @@ inline const Param<std::string> kTablePolicy{
 // run refuses it naming the job, or with fallback: software runs the ring.
 class ShareShortfall : public UserError {
  public:
-  using UserError::UserError;
+  // `tables`: what it cannot aggregate in ("SHARP's aggregation tables").
+  ShareShortfall(std::string tables, const std::string& why) : UserError(why), tables_(std::move(tables)) {}
+  const std::string& tables() const { return tables_; }
+
+ private:
+  std::string tables_;
 };
 
 // What a sharing's owner calls its tables in sentences ("the switches'
 // reduction tables"), the key of its policy, the name of a job's counters
-// in a row's details (table_sharing), and whether the run set that key:
-// only then do rows report the counters and does the owner hold jobs to
-// their shares (a fabric may keep runs that do not set it as they were).
+// in a row's details (table_sharing), whether the run set that key (only
+// then do rows report the counters and does the owner hold jobs to their
+// shares: a fabric may keep runs that do not set it as they were), and
+// whether it counts misses and evictions at all (memory a job is given once,
+// at its start, as an FPGA's aggregator arrays, has none: its job reports
+// its grant).
 struct TableResource {
   std::string tables = "the switches' reduction tables", key = kTablePolicy.key(), details = "table_sharing";
   bool policy_set = true;
+  bool counted = true;
 };
 
 class TableSharing {

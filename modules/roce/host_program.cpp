@@ -64,7 +64,7 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
       const int at = static_cast<int>(std::find(g.begin(), g.end(), rank_) - g.begin()), size = static_cast<int>(g.size());
       send_peer = g[(at + 1) % size];
       recv_peer = g[(at + size - 1) % size];
-      s.ring_id = static_cast<uint16_t>(o.group);
+      s.ring_id = static_cast<uint16_t>(cfg.first_ring + o.group);
       s.ina_rank = static_cast<uint16_t>(at);
     }
     if (collectives::sends(o.kind) || agg) {

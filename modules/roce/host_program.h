@@ -9,7 +9,7 @@
 //    RDMA WRITE; a receive-and-send forwards a message as soon as the whole
 //    of it has arrived (and been reduced), as NCCL's ring over RDMA does;
 //  - aggregate: NetReduce's flow control (§3.1, §3.2): each message carries
-//    an INA header (RingID = the group, MsgID, Rank = position in the group,
+//    an INA header (RingID = the group's at the FPGA, MsgID, Rank = position in the group,
 //    MsgLen) on the connection to the group's successor, N messages are in
 //    flight, and the window advances each time a whole result message has
 //    arrived from the predecessor, written over the operation's chunk.
@@ -35,6 +35,7 @@ struct HostConfig {
   uint32_t mtu_payload;  // bytes of tensor per packet
   uint32_t msg_len;      // packets per message (MsgLen)
   uint32_t window;       // messages in flight (N) of an aggregation
+  uint16_t first_ring = 0;  // the FPGA's RingID of group 0 (it numbers every job's rings), group g's first_ring + g
 };
 
 // A queue pair of this host and what it carries: the program's channel to

@@ -84,9 +84,9 @@ class CollectiveWorkload : public GroupCollective {
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
   int sm_blocks() const override { return call_->sm_blocks(); }
   std::vector<gpu::ComputeEngine*> compute_engines() const override;
-  const std::vector<uint64_t>& sizes() const { return sizes_; }
+  const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
-  const Options& options() const { return opt_; }
+  const Options& options() const override { return opt_; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
@@ -98,7 +98,7 @@ class CollectiveWorkload : public GroupCollective {
   int participants() const { return comm_->size(); }
   double endpoint_GBps() const { return call_->endpoint_GBps(); }
   // Its groups hold a reservation in SHARP's aggregation tables (a cluster's network switches).
-  bool aggregates_in_sharp() const { return call_->aggregates_in_sharp(); }
+  bool aggregates_in_sharp() const override { return call_->aggregates_in_sharp(); }
 
  private:
   Options opt_;

@@ -7,10 +7,12 @@
 #include <random>
 #include <sstream>
 
+#include "choices.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "core/param.h"
 #include "nvswitch/table_sharing.h"
+#include "netreduce.h"
 #include "placement.h"
 
 namespace incsim::tb {
@@ -71,17 +73,43 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   refuse_options(opt_, {"traffic", "load"}, "applies to synthetic traffic, not to jobs");
   if (opt_.print_schedule || opt_.print_trees || opt_.print_program)
     throw UserError("--print-schedule, --print-trees and --print-program show one collective's; run the job alone");
-  const topo::Topology t =
-      opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
-  const int n = static_cast<int>(t.endpoints().size());
-  // --gpus N shapes the platforms built by count (star, fattree2l); elsewhere it would pick GPUs, which jobs do.
-  if (opt_.gpus && *opt_.gpus != n)
-    throw UserError("--gpus " + std::to_string(*opt_.gpus) + " does not shape platform '" + t.name +
-                    "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
-  // Each GPU in one job (unless one of two allows overlap): a job's share of
-  // the machine is its GPUs. Placements take GPUs in list order among those
-  // no earlier job holds.
   opt_.jobs = copies(opt_.jobs, opt_.seed);
+  const bool rack = is_netreduce_platform(opt_.platform);
+  const std::string unit = rack ? "host" : "GPU";
+  const auto algorithm_of = [&](const Options::Job& job) {
+    const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
+    if (!job.algorithm.empty()) return job.algorithm;
+    if (!opt_.algorithm.empty()) return opt_.algorithm;
+    if (!rack) return default_algorithm(collective, opt_.platform);
+    const std::string accepted = algorithms_for(collective, Family::Rack);
+    return accepted.substr(0, accepted.find(','));
+  };
+  topo::Topology t;
+  int n = 0;
+  if (rack) {
+    // NetReduce's jobs are rings of the rack's hosts: with its FPGA if any
+    // job aggregates in the network.
+    bool in_network = false;
+    for (const Options::Job& job : opt_.jobs) {
+      const collectives::Algorithm* a = collectives::find_algorithm(algorithm_of(job), Family::Rack);
+      in_network = in_network || (a && a->in_switches());
+    }
+    std::tie(rack_, t) = netreduce_machine(opt_, in_network, cfg);
+    if (rack_.layout != platforms::NetReduceShape::Layout::Rack)
+      throw UserError("a jobs: list on NetReduce's Ethernet runs rings of the hosts of one rack (platform rack); "
+                      "platform " + opt_.platform + " builds one job's rings itself");
+    n = rack_.hosts();
+  } else {
+    t = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg);
+    n = static_cast<int>(t.endpoints().size());
+    // --gpus N shapes the platforms built by count (star, fattree2l); elsewhere it would pick GPUs, which jobs do.
+    if (opt_.gpus && *opt_.gpus != n)
+      throw UserError("--gpus " + std::to_string(*opt_.gpus) + " does not shape platform '" + t.name +
+                      "', which has " + std::to_string(n) + " GPUs; with jobs: each job names its GPUs");
+  }
+  // Each GPU (host) in one job (unless one of two allows overlap): a job's
+  // share of the machine is its GPUs. Placements take GPUs in list order
+  // among those no earlier job holds.
   std::vector<int> owner(n, -1);
   std::vector<collectives::Needs> needs;
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
@@ -98,36 +126,36 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     }
     for (int g : job.gpus) {
       if (g >= n)
-        throw UserError(job.where + ": job '" + job.name + "' names GPU " + std::to_string(g) + ", but platform '" +
-                        t.name + "' has GPUs 0 to " + std::to_string(n - 1));
+        throw UserError(job.where + ": job '" + job.name + "' names " + unit + " " + std::to_string(g) +
+                        ", but platform '" + t.name + "' has " + unit + "s 0 to " + std::to_string(n - 1));
       if (owner[g] >= 0 && !job.allow_overlap && !opt_.jobs[owner[g]].allow_overlap)
-        throw UserError(job.where + ": jobs '" + opt_.jobs[owner[g]].name + "' and '" + job.name + "' both name GPU " +
-                        std::to_string(g) + "; each GPU belongs to one job unless one of them says allow_overlap: true");
+        throw UserError(job.where + ": jobs '" + opt_.jobs[owner[g]].name + "' and '" + job.name + "' both name " +
+                        unit + " " + std::to_string(g) + "; each " + unit +
+                        " belongs to one job unless one of them says allow_overlap: true");
       if (owner[g] < 0) owner[g] = static_cast<int>(j);
     }
-    const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
-    const std::string algorithm = !job.algorithm.empty()    ? job.algorithm
-                                  : !opt_.algorithm.empty() ? opt_.algorithm
-                                                            : default_algorithm(collective, opt_.platform);
+    if (rack && job.allow_overlap)  // a host's NIC has one ring's queue pairs
+      throw UserError(job.where + ": job '" + job.name + "' says allow_overlap: true, but on platform " +
+                      opt_.platform + " each host runs one ring");
     bool tables = false;
-    for (const collectives::Needs& mine : needs_of(t, {algorithm}, collective)) {
-      needs.push_back(mine);
-      tables = tables || mine.tables != collectives::TableRule::None;
+    if (!rack) {
+      const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
+      for (const collectives::Needs& mine : needs_of(t, {algorithm_of(job)}, collective)) {
+        needs.push_back(mine);
+        tables = tables || mine.tables != collectives::TableRule::None;
+      }
     }
     tables_.push_back(tables);
   }
   // The machine is built once for all the jobs' algorithms.
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
+  if (rack) {
+    machine_ = std::make_unique<platforms::Machine>(std::move(t), cfg, opt_.seed);
+  } else {
+    auto gpu = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
+    gpu_ = gpu.get();
+    machine_ = std::move(gpu);
+  }
   share_tables();
-
-  schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
-  const Schema nccl = nccl_schema();
-  for (const Column& c : nccl.columns()) schema_->add(c);
-  schema_->add({"packets", "packets", ColumnKind::Measurement})
-      .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement})
-      .add({"start_us", "us", ColumnKind::Setting})
-      .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
-      .add({"slowdown", "", ColumnKind::Measurement, "slowdown", "(x)", 9, 3});
 
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
@@ -137,37 +165,58 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     if (!job.algorithm.empty()) oj.algorithm = job.algorithm;
     if (!fallback_[j].empty()) oj.algorithm = "ring";
     if (!job.sizes.empty()) oj.sizes = job.sizes;
-    const CollectiveWorkload::Share share{platform_.get(), job.gpus};
     // The multicast windows its collective claims as it is built are its (the tables' sharing reads them).
-    platform_->multicast().set_tenant(static_cast<int>(j));
-    const auto build = [&](const Options& o) {
-      try {
-        return std::make_unique<CollectiveWorkload>(o, cfg, &share);
-      } catch (const nvswitch::ShareShortfall&) {
-        throw;
-      } catch (const UserError& e) {
-        throw UserError(job.where + ": job '" + job.name + "': " + e.what());
-      }
-    };
+    if (gpu_) gpu_->multicast().set_tenant(static_cast<int>(j));
     try {
-      jobs_.push_back(build(oj));
+      jobs_.push_back(make_job(j, oj, cfg));
     } catch (const nvswitch::ShareShortfall& e) {
       // Its share of SHARP's tables cannot hold its groups' reservation
-      // (SharpManager::admit refuses before the collective claims anything).
+      // (SharpManager::admit refuses before the collective claims anything),
+      // or its share of the FPGA's memory not its aggregator array
+      // (FpgaAggregator::msg_len_for, before the job installs anything).
       if (!job.fallback_software)
-        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in SHARP's aggregation tables: " +
-                        e.what() + " (give it a larger share, or fallback: software)");
+        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in " + e.tables() + ": " + e.what() +
+                        " (give it a larger share, or fallback: software)");
       fallback_[j] = e.what();
       tables_[j] = false;
       oj.algorithm = "ring";
-      jobs_.push_back(build(oj));
+      jobs_.push_back(make_job(j, oj, cfg));
     }
   }
-  platform_->multicast().set_tenant(-1);
+  if (gpu_) gpu_->multicast().set_tenant(-1);
+
+  schema_->add({"job", "", ColumnKind::Setting, "job", "", 8});
+  if (rack) {  // NetReduce's columns: goodput, losses and retransmissions
+    for (const Column& c : jobs_.front()->schema().columns()) schema_->add(c);
+  } else {
+    const Schema nccl = nccl_schema();
+    for (const Column& c : nccl.columns()) schema_->add(c);
+    schema_->add({"packets", "packets", ColumnKind::Measurement})
+        .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
+  }
+  schema_->add({"start_us", "us", ColumnKind::Setting})
+      .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
+      .add({"slowdown", "", ColumnKind::Measurement, "slowdown", "(x)", 9, 3});
   started_.resize(jobs_.size());
   ended_.resize(jobs_.size());
   notes_.resize(jobs_.size());
   spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
+}
+
+std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options& oj, Config& cfg) const {
+  const Options::Job& job = opt_.jobs[j];
+  try {
+    if (!gpu_) {
+      const NetReduceWorkload::Share share{machine_.get(), rack_, job.gpus, static_cast<int>(j)};
+      return std::make_unique<NetReduceWorkload>(oj, cfg, &share);
+    }
+    const CollectiveWorkload::Share share{gpu_, job.gpus};
+    return std::make_unique<CollectiveWorkload>(oj, cfg, &share);
+  } catch (const nvswitch::ShareShortfall&) {
+    throw;
+  } catch (const UserError& e) {
+    throw UserError(job.where + ": job '" + job.name + "': " + e.what());
+  }
 }
 
 // Each job's share of every fabric's tables (the NVSwitches'; a cluster's
@@ -179,7 +228,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
 // made: SharpManager::admit.)
 void JobsWorkload::share_tables() {
   using nvswitch::TableSharing;
-  const std::vector<TableSharing*> all = platform_->table_sharings();
+  const std::vector<TableSharing*> all = machine_->table_sharings();
   const auto reads = [&](TableSharing::Policy p) {
     std::string keys;
     bool any = false;
@@ -205,9 +254,10 @@ void JobsWorkload::share_tables() {
                                                                         : 1);
     s->set_jobs(shares);
   }
-  const TableSharing& sharing = *platform_->table_config().sharing;
-  const uint32_t entries = platform_->smallest_table_entries(&sharing);
   fallback_.assign(opt_.jobs.size(), "");
+  if (!gpu_) return;  // NetReduce's rack: a job's share of the FPGA's memory is checked as its ring is added
+  const TableSharing& sharing = *gpu_->table_config().sharing;
+  const uint32_t entries = gpu_->smallest_table_entries(&sharing);
   for (size_t j = 0; j < opt_.jobs.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
     if (!tables_[j] || !entries || sharing.limit(static_cast<int>(j), entries) > 0) continue;
@@ -280,8 +330,8 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   const double us = r["time_us"];
   wrong = r.wrong();
   // Its last flags land before the next run starts, as between a collective's sizes.
-  if (platform_->packets_in_use() != 0)
-    run.run_until([&] { return platform_->packets_in_use() == 0; }, what + ": the network draining",
+  if (machine_->packets_in_use() != 0)
+    run.run_until([&] { return machine_->packets_in_use() == 0; }, what + ": the network draining",
                   sc_core::sc_time(100, sc_core::SC_NS));
   return alone_[key] = us;
 }
@@ -291,12 +341,12 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
 // row's, as CSV columns need: the NVSwitches' always, SHARP's when the run
 // sets ib.sharp.policy) and, for the tables it reduces in, a note.
 void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
-  for (const nvswitch::TableSharing* s : platform_->table_sharings()) {
-    if (!s->resource().policy_set) continue;
+  for (const nvswitch::TableSharing* s : gpu_ ? gpu_->table_sharings() : std::vector<nvswitch::TableSharing*>{}) {
+    if (!s->resource().policy_set || !s->resource().counted) continue;
     const nvswitch::TableSharing::Counters& c = s->counters(static_cast<int>(j));
-    const uint32_t entries = platform_->smallest_table_entries(s);
+    const uint32_t entries = gpu_->smallest_table_entries(s);
     const uint32_t mine = s->limit(static_cast<int>(j), entries);
-    const bool sharp = s != platform_->table_config().sharing.get();
+    const bool sharp = s != gpu_->table_config().sharing.get();
     r.details[s->resource().details] = {{"policy", nvswitch::TableSharing::name(s->policy())},
                                         {"entries", mine},
                                         {"misses", c.misses},
@@ -314,7 +364,7 @@ void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   // Alone, a job may take whole tables; together each keeps to its share.
-  const std::vector<nvswitch::TableSharing*> sharings = platform_->table_sharings();
+  const std::vector<nvswitch::TableSharing*> sharings = machine_->table_sharings();
   std::vector<double> alone(jobs_.size(), 0);
   std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
   for (nvswitch::TableSharing* s : sharings) s->enforce(false);
@@ -368,13 +418,13 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
 }
 
 void JobsWorkload::print_header(std::ostream& os) const {
-  const auto& t = platform_->topology();
+  const auto& t = machine_->topology();
   os << "# incsim: " << count_of(jobs_.size(), "job", "jobs") << " on platform " << t.name << " ("
      << count_of(t.switches().size(), "switch", "switches") << ", " << t.links().size() << " links), seed "
      << opt_.seed << "\n";
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
-    os << "# job " << job.name << ": GPUs " << gpu_ranges(job.gpus)
+    os << "# job " << job.name << (gpu_ ? ": GPUs " : ": hosts ") << gpu_ranges(job.gpus)
        << (job.placement.empty() ? "" : " (placement " + job.placement + ")") << ", starting " << job.start_us
        << " us into each point\n";
     if (!fallback_[j].empty()) os << "#   fallback: software, the ring: " << fallback_[j] << "\n";
@@ -382,10 +432,16 @@ void JobsWorkload::print_header(std::ostream& os) const {
     jobs_[j]->print_header(mine);
     os << prefixed(mine.str(), "# ", "  ");
   }
-  os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
-        "job ran\n"
-     << "# alone: the job by itself on the machine (same GPUs and size), run first; slowdown: time over alone; #wrong: "
-        "both runs'\n";
+  if (gpu_)
+    os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
+          "job ran\n"
+       << "# alone: the job by itself on the machine (same GPUs and size), run first; slowdown: time over alone; "
+          "#wrong: both runs'\n";
+  else
+    os << "# times: each job's from its own start to its end; frames lost and packet hops: the machine's, while the "
+          "job ran\n"
+       << "# alone: the job by itself on the machine (same hosts, size and aggregator arrays), run first; slowdown: "
+          "time over alone; #wrong: both runs'\n";
 }
 
 void JobsWorkload::config_json(nlohmann::ordered_json& config) const {

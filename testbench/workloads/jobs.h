@@ -9,6 +9,8 @@
 // per job, with a `job` column, its time alone on the same machine and its
 // slowdown. Before the jobs run together, each distinct job (its collective,
 // algorithm, GPUs and size) runs by itself on the machine once per run.
+// On NetReduce's rack the jobs are all-reduces on rings of its hosts, which
+// share the switch and the FPGA (its CLT and aggregator memory).
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 
 #include "collective_workload.h"
 #include "core/process.h"
+#include "platforms/netreduce_machines.h"
 #include "workload.h"
 
 namespace incsim::tb {
@@ -26,7 +29,7 @@ class JobsWorkload : public Workload {
  public:
   JobsWorkload(const Options& o, Config& cfg);
 
-  platforms::Machine* machine() override { return &*platform_; }
+  platforms::Machine* machine() override { return machine_.get(); }
   void print_header(std::ostream& os) const override;
   size_t points() const override;
   double point_weight(size_t i) const override;  // the largest job's size
@@ -44,9 +47,13 @@ class JobsWorkload : public Workload {
   // cache if the same job ran alone before; `wrong` gets the elements that
   // run got wrong (0 from the cache).
   double alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong);
+  // Job j's workload on its share of the machine (CollectiveWorkload, or NetReduceWorkload on the rack).
+  std::unique_ptr<GroupCollective> make_job(size_t j, const Options& oj, Config& cfg) const;
   Options opt_;
-  std::unique_ptr<platforms::GpuMachine> platform_;
-  std::vector<std::unique_ptr<CollectiveWorkload>> jobs_;  // in the order of the list
+  std::unique_ptr<platforms::Machine> machine_;
+  platforms::GpuMachine* gpu_ = nullptr;  // machine_ on a GPU platform; null on NetReduce's rack
+  platforms::NetReduceShape rack_;        // NetReduce's rack
+  std::vector<std::unique_ptr<GroupCollective>> jobs_;  // in the order of the list
   std::vector<bool> tables_;  // [job]: its algorithm reduces in the switches' tables
   std::vector<std::string> fallback_;  // [job]: why it runs the ring instead, or empty
   // The running point: when it began, whether each job started, how many

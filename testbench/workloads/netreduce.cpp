@@ -60,6 +60,16 @@ int netreduce_ranks(const Options& o, Config& cfg) {
   return builtin_shape(o, false, cfg).hosts();
 }
 
+std::pair<platforms::NetReduceShape, topo::Topology> netreduce_machine(const Options& o, bool in_network,
+                                                                      Config& cfg) {
+  if (platforms::is_platform_file(o.platform)) {
+    topo::Topology graph = platforms::make_topology(o.platform, {}, cfg);
+    return {platforms::netreduce_shape(graph, "platform file " + o.platform), std::move(graph)};
+  }
+  const platforms::NetReduceShape shape = builtin_shape(o, in_network, cfg);
+  return {shape, platforms::netreduce_topology(shape)};
+}
+
 bool is_netreduce_platform(const std::string& platform) {
   if (platforms::is_platform_file(platform)) {
     const std::string family = platforms::file_family(platform);
@@ -80,7 +90,8 @@ struct NetReduceWorkload::Point {
   std::function<void()> on_done;
 };
 
-NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
+  if (share) opt_.ring = share->hosts;
   *schema_ = nccl_schema();
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   refuse_options(opt_, {"dims", "nodes", "node"}, "shapes the GPU fabrics, not platform " + opt_.platform);
@@ -88,15 +99,12 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
     throw UserError("platform '" + opt_.platform + "' runs allreduce only, not " + opt_.collective);
   // A file gives the machine whole; a built-in name takes its shape from the flags.
   const bool file = platforms::is_platform_file(opt_.platform);
-  topo::Topology graph;
-  if (file) {
+  if (file)
     refuse_options(opt_, {"hosts", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
                    "shapes a built-in platform; platform file " + opt_.platform + " gives its own");
-    graph = platforms::make_topology(opt_.platform, {}, cfg_);
-    multigpu_ = graph.family == topo::Topology::kNetReduceMultiGpu;
-  } else {
-    multigpu_ = opt_.platform == "multigpu";
-  }
+  multigpu_ = share ? share->shape.layout == platforms::NetReduceShape::Layout::MultiGpu
+              : file ? platforms::file_family(opt_.platform) == topo::Topology::kNetReduceMultiGpu
+                     : opt_.platform == "multigpu";
   const std::string accepted = algorithms_for("allreduce", multigpu_ ? Family::MultiGpu : Family::Rack);
   if (is_program_file(opt_.algorithm)) {
     // A program the RoCE hosts run; the model and bound are those of the
@@ -126,12 +134,11 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   const bool in_network = algorithm.in_switches();
   masters_ring_ = algorithm.masters_ring();
   platforms::NetReduceShape shape;
-  if (file) {
-    shape = platforms::netreduce_shape(graph, "platform file " + opt_.platform);
-  } else {
-    shape = builtin_shape(opt_, in_network, cfg_);
-    graph = platforms::netreduce_topology(shape);
-  }
+  topo::Topology graph;
+  if (share)
+    shape = share->shape;
+  else
+    std::tie(shape, graph) = netreduce_machine(opt_, in_network, cfg_);
   if (in_network && !shape.with_fpga)
     throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + algorithm_ +
                     " on; add one, or run --algorithm " + (multigpu_ ? "flatring" : "ring"));
@@ -139,16 +146,26 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   check_memory(sizes_, shape.hosts(), multigpu_ ? "GPUs" : "hosts");
 
   window_ = cfg_.get(kWindow);
-  msg_len_ = cfg_.get(kMsgLen);
+  msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);
   const uint32_t array_messages = cfg_.get(netreduce::kArrayMessages);
   if (in_network && array_messages && array_messages < 2 * window_)
     throw UserError("a window of N = " + std::to_string(window_) + " messages needs an aggregator array of 2N = " +
                     std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
                     std::to_string(array_messages));
 
-  job_ = std::make_unique<NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0);
-  machine_ = std::make_unique<platforms::Machine>(std::move(graph), cfg_, opt_.seed);
-  job_->program(*machine_, opt_.seed);
+  job_ = std::make_unique<NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0,
+                                        share ? share->job : -1);
+  if (share) {
+    machine_ = share->machine;
+  } else {
+    own_machine_ = std::make_unique<platforms::Machine>(std::move(graph), cfg_, opt_.seed);
+    machine_ = own_machine_.get();
+  }
+  job_->attach(*machine_);
+  // Its aggregator arrays, in what the FPGAs' memory leaves it (fpga.aggregator.bytes).
+  if (in_network) msg_len_ = job_->msg_len_for(window_, msg_len_);
+  job_->program(opt_.seed);
+  if (in_network) ring_id_ = job_->add_ring(window_, msg_len_, dtype_, redop_);
   const uint32_t mtu = job_->mtu_payload();
   // Per packet: the headers of every packet, plus the RETH and INA header of
   // each message's first packet, shared by its MsgLen packets.
@@ -158,7 +175,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
   intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
   const int ranks = job_->ring_size();
   pattern_ = std::make_unique<elements::DataPattern>(opt_.seed, ranks, dtype_, redop_);
-  roce::HostConfig hc{mtu, msg_len_, window_};
+  roce::HostConfig hc{mtu, msg_len_, window_, ring_id_};
   in_network_ = in_network;
   program_ = make_program(algorithm, cfg_);
   for (int i = 0; i < ranks; ++i) {  // the host of ring rank i (multigpu: GPU i)
@@ -179,7 +196,6 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
                                                          pattern_.get(), dtype_, redop_));
     nic.set_client(hosts_.back().get());
   }
-  if (in_network) job_->add_ring(window_, msg_len_, dtype_, redop_);
 
   if (multigpu_)  // the appendix's model and the values it was given
     schema_->add({"model_us", "us", ColumnKind::Measurement})
@@ -192,7 +208,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg) : opt_(o), c
     schema_->add({c, "packets", ColumnKind::Measurement});
   schema_->add({"packet_hops", "packets", ColumnKind::Measurement});
   spawn_method(
-      "netreduce_drain",
+      ("netreduce_drain" + (share ? "_job" + std::to_string(share->job) : std::string())).c_str(),
       [this] {
         drain_.fired();
         if (!point_ || !point_->on_done) return;
@@ -283,8 +299,8 @@ double NetReduceWorkload::done_fraction() const { return collectives::done_fract
 
 NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   Totals t;
-  for (int i = 0; i < job_->hosts(); ++i) {
-    const roce::RoceNic& n = job_->nic(i);
+  for (int k = 0; k < job_->ring_size(); ++k) {
+    const roce::RoceNic& n = job_->nic(job_->ring_host(k));
     t.frame_bytes += n.frame_bytes_sent();
     t.retransmitted += n.retransmitted();
     t.timeouts += n.timeouts();
@@ -295,7 +311,7 @@ NetReduceWorkload::Totals NetReduceWorkload::totals() const {
     const auto c = f->counters();
     t.icrc_drops += c.icrc_drops;
     t.first_lost += c.first_lost_drops;
-    t.resent += f->ring(0).resent();
+    t.resent += f->ring(ring_id_).resent();
   }
   return t;
 }
@@ -310,8 +326,8 @@ void NetReduceWorkload::begin(size_t) {
 }
 
 bool NetReduceWorkload::drained() const {
-  for (int i = 0; i < job_->hosts(); ++i)
-    if (!job_->nic(i).idle()) return false;
+  for (int k = 0; k < job_->ring_size(); ++k)
+    if (!job_->nic(job_->ring_host(k)).idle()) return false;
   return true;
 }
 
@@ -383,6 +399,9 @@ Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
       .set("first_lost_drops", t1.first_lost - t0.first_lost)
       .set("results_sent_again", t1.resent - t0.resent)
       .set("packet_hops", hops);
+  // Under a memory budget, how much its arrays took and the MsgLen that left them (a jobs run's grants).
+  if (in_network_ && job_->fpga()->memory_bytes())
+    r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", msg_len_}};
   if (multigpu_)
     notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
           << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
@@ -440,6 +459,13 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
     os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
        << 2 * window_ * msg_len_ << " packets";
   os << "\n";
+  if (const netreduce::FpgaAggregator* f = job_->fpga(); f && in_network_ && f->memory_bytes()) {
+    os << "# aggregator memory: " << job_->aggregator_memory() << " B of " << netreduce::kAggregatorBytes.key() << "="
+       << f->memory_bytes();
+    if (msg_len_ < msg_len_asked_)
+      os << ", too little for netreduce.msg_len=" << msg_len_asked_ << ": MsgLen " << msg_len_;
+    os << "\n";
+  }
   if (!opt_.ring.empty()) {
     os << "# ring order (hosts):";
     for (int k = 0; k < job_->ring_size(); ++k) os << " " << job_->ring_host(k);

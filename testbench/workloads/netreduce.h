@@ -27,15 +27,29 @@ bool is_netreduce_platform(const std::string& platform);
 // The ranks of a NetReduce job on the platform the options ask for (its
 // hosts, or --ring's; multigpu: its GPUs), before anything is built.
 int netreduce_ranks(const Options& o, Config& cfg);
+// The shape and graph of the platform the options ask for: a file's, or a
+// built-in one's from its flags (with its FPGAs if `in_network`).
+std::pair<platforms::NetReduceShape, topo::Topology> netreduce_machine(const Options& o, bool in_network, Config& cfg);
 
 // Also a GroupCollective: training's all-reduces on these machines
 // (train.h) start its sizes one after another, each as its bucket is ready.
 class NetReduceWorkload : public GroupCollective {
  public:
-  NetReduceWorkload(const Options& o, Config& cfg);
+  // One job's part of a rack that several share (a jobs: list, jobs.h): the
+  // machine, its shape, the job's hosts in ring order and its index.
+  struct Share {
+    platforms::Machine* machine;
+    platforms::NetReduceShape shape;
+    std::vector<int> hosts;
+    int job;
+  };
+  // Alone (share null) it builds its platform.
+  NetReduceWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
   ~NetReduceWorkload() override;
 
-  platforms::Machine* machine() override { return &*machine_; }
+  platforms::Machine* machine() override { return machine_; }
+  const std::vector<uint64_t>& sizes() const override { return sizes_; }
+  const Options& options() const override { return opt_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
@@ -79,8 +93,11 @@ class NetReduceWorkload : public GroupCollective {
   uint32_t window_ = 0, msg_len_ = 0;
   double payload_GBps_ = 0;
   std::unique_ptr<elements::DataPattern> pattern_;
-  std::unique_ptr<platforms::Machine> machine_;
+  std::unique_ptr<platforms::Machine> own_machine_;  // alone; in a jobs run the run's
+  platforms::Machine* machine_ = nullptr;
   std::unique_ptr<NetReduceJob> job_;
+  uint16_t ring_id_ = 0;        // its ring's at the FPGA (the rack's numbers every job's)
+  uint32_t msg_len_asked_ = 0;  // netreduce.msg_len, before the aggregator memory shortened it
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
   collectives::Program file_program_;   // --algorithm FILE
   collectives::Program program_;        // what the hosts run

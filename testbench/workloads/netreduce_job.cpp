@@ -15,8 +15,8 @@ using platforms::EthernetFabric;
 }  // namespace
 
 NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring,
-                           uint32_t clt_entries)
-    : shape_(shape), in_network_(in_network), ring_(std::move(ring)) {
+                           uint32_t clt_entries, int job)
+    : shape_(shape), in_network_(in_network), job_(job), clt_entries_(clt_entries), ring_(std::move(ring)) {
   const int hosts = shape.hosts(), racks = shape.racks;
   if (ring_.empty())
     for (int i = 0; i < hosts; ++i) ring_.push_back(i);
@@ -49,12 +49,16 @@ NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_netwo
   loop_links_ = 2 * one_way;
 }
 
-void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
-  const topo::Topology& g = m.topology();
+void NetReduceJob::attach(platforms::Machine& m) {
+  graph_ = &m.topology();
   fabric_ = &m.fabric_as<EthernetFabric>();
   nics_ = m.blocks_of<roce::RoceNic>();
   switches_ = m.blocks_of<eth::EthernetSwitch>();
   fpgas_ = m.blocks_of<netreduce::FpgaAggregator>();
+}
+
+void NetReduceJob::program(uint64_t seed) {
+  const topo::Topology& g = *graph_;
   const int H = shape_.hosts_per_rack, R = shape_.racks, hosts = shape_.hosts();
   const bool multigpu = shape_.layout == Layout::MultiGpu;
   const bool leaf_fpgas = shape_.leaf_fpga_ports() > 0;
@@ -145,17 +149,45 @@ void NetReduceJob::program(platforms::Machine& m, uint64_t seed) {
   }
 }
 
-void NetReduceJob::add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op) {
+int NetReduceJob::ranks_at(int r) const {
+  const int R = racks();
+  if (shape_.layout == Layout::MultiGpu) return R;  // each GPU index's ring, the machines its ranks
+  return R > 1 && r == R ? R : R == 1 ? ring_size() : shape_.hosts_per_rack;
+}
+
+uint32_t NetReduceJob::msg_len_for(uint32_t window, uint32_t msg_len) const {
+  const int rings = shape_.layout == Layout::MultiGpu ? shape_.hosts_per_rack : 1;
+  for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r)
+    msg_len = fpgas_[r]->msg_len_for(job_, ranks_at(r), window, msg_len, mtu_payload(), rings);
+  return msg_len;
+}
+
+uint16_t NetReduceJob::add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op) {
   const int R = racks(), H = shape_.hosts_per_rack;
   const uint32_t mtu = mtu_payload();
-  if (shape_.layout == Layout::MultiGpu) {  // one ring per GPU index, the machines its ranks
-    for (int i = 0; i < H; ++i) fpgas_[0]->add_ring(static_cast<uint16_t>(i), R, window, msg_len, mtu, dtype, op);
-    return;
+  if (shape_.layout == Layout::MultiGpu) {
+    for (int i = 0; i < H; ++i)
+      fpgas_[0]->add_ring(static_cast<uint16_t>(i), R, window, msg_len, mtu, dtype, op, 0, job_);
+    return 0;
   }
-  for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r) {
-    const bool spine = R > 1 && r == R;
-    fpgas_[r]->add_ring(0, spine ? R : R == 1 ? ring_size() : H, window, msg_len, mtu, dtype, op, spine ? 0 : r * H);
+  if (R == 1) {  // the rack's FPGA: several jobs' rings, each its own id and CLT entries
+    netreduce::FpgaAggregator& f = *fpgas_[0];
+    const uint16_t id = f.ring_id(ring_, 0);
+    if (f.ring_connections() > clt_entries_)
+      throw UserError("the FPGA's CLT holds " + std::to_string(clt_entries_) + " connections, but the rings on it have " +
+                      std::to_string(f.ring_connections()) + "; raise fpga.clt.entries");
+    f.add_ring(id, ring_size(), window, msg_len, mtu, dtype, op, 0, job_);
+    return id;
   }
+  for (int r = 0; r < static_cast<int>(fpgas_.size()); ++r)
+    fpgas_[r]->add_ring(0, ranks_at(r), window, msg_len, mtu, dtype, op, R > 1 && r == R ? 0 : r * H, job_);
+  return 0;
+}
+
+uint64_t NetReduceJob::aggregator_memory() const {
+  uint64_t bytes = 0;
+  for (const netreduce::FpgaAggregator* f : fpgas_) bytes += job_ >= 0 ? f->memory_used(job_) : f->memory_used();
+  return bytes;
 }
 
 sc_core::sc_time NetReduceJob::hop_latency() const {

@@ -28,12 +28,24 @@ class NetReduceJob {
   // Checks the job before anything is built: `in_network` runs it on the
   // FPGAs (the shape must have them); `ring`: the hosts of the ring in ring
   // order (Rack only; empty: all, in order); the FPGAs' CLTs must hold its
-  // connections (clt_entries, fpga.clt.entries).
-  NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring, uint32_t clt_entries);
-  // Programs the machine elaborated from the shape's graph.
-  void program(platforms::Machine& m, uint64_t seed);
-  // An aggregator array for ring 0 (multi-GPU: one per GPU index) on every FPGA.
-  void add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op);
+  // connections (clt_entries, fpga.clt.entries). `job`: its index in a
+  // jobs: list (several rings on one rack), -1 alone.
+  NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring, uint32_t clt_entries,
+               int job = -1);
+  // Finds its blocks in the machine elaborated from the shape's graph.
+  void attach(platforms::Machine& m);
+  // The MsgLen its rings may have in the FPGAs' aggregator memory
+  // (FpgaAggregator::msg_len_for), at most msg_len; before program(), so
+  // that a job refused (or given the ring instead) has installed nothing.
+  uint32_t msg_len_for(uint32_t window, uint32_t msg_len) const;
+  // Programs the machine: the ring's connections, and its workers' ACL rules.
+  void program(uint64_t seed);
+  // An aggregator array for its ring (multi-GPU: one per GPU index) on every
+  // FPGA; the rack's FPGA numbers every job's rings (FpgaAggregator::ring_id).
+  // Returns the ring's id (multi-GPU: of GPU index 0's).
+  uint16_t add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op);
+  // The aggregator memory its rings took, over every FPGA.
+  uint64_t aggregator_memory() const;
 
   int hosts() const { return shape_.hosts(); }
   int racks() const { return shape_.racks; }
@@ -73,10 +85,15 @@ class NetReduceJob {
 
  private:
   double through() const;  // the chance a packet and its ACK cross every link of the loop
+  // The ranks of its rings at FPGA r, and how many rings (multi-GPU: one per GPU index).
+  int ranks_at(int r) const;
   platforms::NetReduceShape shape_;
   bool in_network_;
+  int job_ = -1;
+  uint32_t clt_entries_ = 0;
   std::vector<int> ring_;
   int loop_links_ = 0;  // links a packet crosses from its sender to its receiver and back as ACK
+  const topo::Topology* graph_ = nullptr;
   const platforms::EthernetFabric* fabric_ = nullptr;
   std::vector<roce::RoceNic*> nics_;             // by host
   std::vector<eth::EthernetSwitch*> switches_;   // leaves (or machines), then the spine

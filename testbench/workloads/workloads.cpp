@@ -42,7 +42,7 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   if (ethernet && (w == "train" ? chakra : w != "netreduce"))
     throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce or train (of a "
                     "model, not a Chakra trace), not " + (w == "train" ? "Chakra trace " + o.model : w));
-  if (!o.jobs.empty() && w != "collective")
+  if (!o.jobs.empty() && w != (ethernet ? "netreduce" : "collective"))
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (o.fidelity == "flow") {
     if (w != "collective" || !o.jobs.empty())

@@ -740,3 +740,120 @@ TEST_CASE("a SHARP policy the tables lack, on a network without them, and shares
                      "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlsnetreduce}\n");
   unread("platform: dgx2\nsizes: 64K\nib.sharp.policy: quota\njobs:\n  - {name: a, gpus: 0-7, algorithm: push}\n");
 }
+
+// NetReduce's rack: jobs are rings of its hosts on one switch and one FPGA,
+// each ring its own id, CLT entries and aggregator array (§6 Multi-Tenancy).
+namespace {
+const std::string kRack = "platform: rack\nsizes: 1M\n";
+// A ring of 2 hosts, N = 2, 1 KB packets: an aggregator holds each rank's
+// header and payload, the value and a bitmap byte, 2 x (64 + 1024) + 1024 +
+// 1 = 3201 B; a message of a 2N window 4 x 3201 = 12804 B.
+constexpr int kPerMessage = 12804;
+}  // namespace
+
+TEST_CASE("two NetReduce rings on the halves of a rack finish together, each as fast as it runs alone",
+          "[jobs][rack][netreduce]") {
+  cli::TempDir d;
+  const auto lines = csv_of(d, "rack.yaml", kRack + "jobs:\n  - {name: a, gpus: 0-2}\n  - {name: b, gpus: 3-5}\n");
+  REQUIRE(lines.size() == 3);
+  const std::string& h = lines[0];
+  CHECK(cell(h, lines[1], "time_us") == cell(h, lines[2], "time_us"));
+  for (size_t i : {1, 2}) {
+    CHECK(cell(h, lines[i], "wrong") == "0");
+    CHECK(cell(h, lines[i], "alone_us") == cell(h, lines[i], "time_us"));
+  }
+  // The same ring without a jobs: list, by --ring, takes the same time.
+  const cli::Result alone = cli::incsim("--platform rack --ring 3,4,5 --sizes 1M --quiet --csv " + d.file("b.csv"));
+  REQUIRE(alone.code == 0);
+  const auto b = cli::lines(cli::slurp(d.file("b.csv")));
+  CHECK(cell(b[0], b[1], "time_us") == cell(h, lines[2], "time_us"));
+}
+
+TEST_CASE("the count of wrong elements bites for a rack's job: a faulty aggregator shows in NetReduce's row only",
+          "[jobs][rack][netreduce][fault]") {
+  cli::TempDir d;
+  const std::string config = kRack + "fault.alu.block: fpga.aggregator\nfault.alu.elements: 5\njobs:\n"
+                                     "  - {name: a, gpus: 0-2}\n  - {name: b, gpus: 3-5, algorithm: ring}\n";
+  const cli::Result r = cli::incsim("--config " + d.write("fault.yaml", config) + " --quiet --csv " + d.file("f.csv"));
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("15 elements differ from the reference result"));
+  const auto lines = cli::lines(cli::slurp(d.file("f.csv")));
+  REQUIRE(lines.size() == 3);
+  // The faulty adder's first 5 elements, in each of the 3 hosts' results.
+  CHECK(cell(lines[0], lines[1], "wrong") == "15");
+  CHECK(cell(lines[0], lines[2], "wrong") == "0");
+}
+
+TEST_CASE("partitioned aggregator memory gives each ring its weight's share, and the shorter MsgLen is slower",
+          "[jobs][rack][netreduce][sharing]") {
+  cli::TempDir d;
+  const auto rows = json_of(d, "p",
+                            kRack + "fpga.aggregator.bytes: 2000000\nfpga.aggregator.policy: partitioned\njobs:\n"
+                                    "  - {name: a, gpus: [0, 1], weight: 2}\n  - {name: b, gpus: [2, 3]}\n"
+                                    "  - {name: c, gpus: [4, 5]}\n")["rows"];
+  REQUIRE(rows.size() == 3);
+  // a: 2000000 x 2/4 = 1000000 B, floor(1000000 / 12804) = 78 packets a
+  // message; b and c: 500000 B, 39.
+  CHECK(rows[0]["aggregator"]["msg_len"] == 78);
+  CHECK(rows[0]["aggregator"]["bytes"] == 78 * kPerMessage);
+  for (int j : {1, 2}) {
+    CHECK(rows[j]["aggregator"]["msg_len"] == 39);
+    CHECK(rows[j]["aggregator"]["bytes"] == 39 * kPerMessage);
+  }
+  // 2N x 39 KB in flight is about the 6.3 us round trip at 100 Gb/s (§3.2's
+  // bound); 2N x 78 KB is twice it.
+  CHECK(rows[1]["time_us"].get<double>() > 1.2 * rows[0]["time_us"].get<double>());
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+}
+
+TEST_CASE("shared aggregator memory goes first come, first served; quota caps a ring; fallback: software runs the ring",
+          "[jobs][rack][netreduce][sharing]") {
+  cli::TempDir d;
+  const std::string two = "  - {name: a, gpus: [0, 1]}\n  - {name: b, gpus: [2, 3]";
+  // Shared: a takes floor(1200000 / 12804) = 93 of the 170 it asks, and
+  // leaves 1200000 - 93 x 12804 = 9228 B, less than b's one message.
+  const std::string shared = kRack + "fpga.aggregator.bytes: 1200000\njobs:\n" + two;
+  refused(d, shared + "}\n",
+          "job 'b' cannot aggregate in the FPGA's aggregator memory: fpga's aggregator array for a ring of 2 with a "
+          "window of N = 2 needs at least 2N x 1 aggregators, 12804 bytes, but the free memory leaves 9228 of "
+          "fpga.aggregator.bytes=1200000 (give it a larger share, or fallback: software)");
+  const cli::Result fell = cli::incsim("--config " + d.write("f.yaml", shared + ", fallback: software}\n") +
+                                       " --json " + d.file("f.json"));
+  INFO(fell.err);
+  REQUIRE(fell.code == 0);
+  CHECK_THAT(fell.out, Catch::Contains("#   fallback: software, the ring: fpga's aggregator array"));
+  CHECK_THAT(fell.out, Catch::Contains("#   incsim: allreduce ring on a ring of 2 of the 6 hosts"));
+  const auto f = nlohmann::json::parse(cli::slurp(d.file("f.json")))["rows"];
+  CHECK(f[0]["aggregator"]["msg_len"] == 93);
+  for (const auto& row : f) CHECK(row["wrong"] == 0);
+  // Quota: a at most 2000000 x 0.25 = 500000 B (39 packets); b takes 170 of
+  // what is left, floor((2000000 - 39 x 12804) / 12804) = 117.
+  const auto q = json_of(d, "q",
+                         kRack + "fpga.aggregator.bytes: 2000000\nfpga.aggregator.policy: quota\njobs:\n" +
+                             "  - {name: a, gpus: [0, 1], quota: 0.25}\n  - {name: b, gpus: [2, 3]}\n")["rows"];
+  CHECK(q[0]["aggregator"]["msg_len"] == 39);
+  CHECK(q[1]["aggregator"]["msg_len"] == 117);
+}
+
+TEST_CASE("aggregator memory's bad keys, and jobs the rack cannot run, are refused", "[jobs][rack][errors]") {
+  cli::TempDir d;
+  refused(d, kRack + "fpga.aggregator.policy: partitioned\njobs:\n  - {gpus: 0-2}\n",
+          "fpga.aggregator.policy=partitioned shares the FPGAs' aggregator memory, but fpga.aggregator.bytes=0 gives "
+          "it no budget to share");
+  refused(d, kRack + "fpga.aggregator.bytes: 1000000\nfpga.aggregator.policy: fair\njobs:\n  - {gpus: 0-2}\n",
+          "fpga.aggregator.policy must be shared, partitioned or quota, not 'fair'");
+  refused(d, kRack + "fpga.aggregator.bytes: 1000000\njobs:\n  - {gpus: 0-2, weight: 2}\n",
+          "job 'job1' gives a weight, which only fpga.aggregator.policy=partitioned reads");
+  refused(d, kRack + "jobs:\n  - {gpus: 0-2}\n  - {gpus: 2-3, allow_overlap: true}\n",
+          "job 'job2' says allow_overlap: true, but on platform rack each host runs one ring");
+  refused(d, kRack + "jobs:\n  - {gpus: 0-6}\n", "job 'job1' names host 6, but platform 'rack' has hosts 0 to 5");
+  refused(d, "platform: spineleaf\nsizes: 1M\njobs:\n  - {gpus: 0-3}\n",
+          "a jobs: list on NetReduce's Ethernet runs rings of the hosts of one rack (platform rack); platform "
+          "spineleaf builds one job's rings itself");
+  // Alone, a budget too small for one ring is one sentence too.
+  const cli::Result small = cli::incsim("--platform rack -c fpga.aggregator.bytes=10000");
+  CHECK(small.code == 2);
+  CHECK(cli::lines(small.err).size() == 1);
+  CHECK_THAT(small.err, Catch::Contains("needs at least 2N x 1 aggregators, 30212 bytes, but the free memory leaves "
+                                        "10000 of fpga.aggregator.bytes=10000"));
+}
