@@ -59,11 +59,6 @@ inline const Param<double> kFpgaLatency{"fpga.latency_ns", 500.0, Range::at_leas
                                         "FPGA pipeline latency, last byte in to first result byte out, ns "
                                         "(assumption: parser, CLT, state manager, aggregation and ICRC at "
                                         "~300 MHz; the paper gives only the 6.3 us RTT)"};
-inline const Param<uint32_t> kArrayMessages{
-    "fpga.array_messages", 0, Range::at_least(0).at_most(1 << 20),
-    "aggregator array size per ring, in messages of MsgLen packets; 0: 2N, what the window needs (NetReduce "
-    "§3.1: \"the aggregator array size is set to be 2N messages to guarantee correctness\")"};
-
 inline const Param<uint32_t> kAggregatorBytes{
     "fpga.aggregator.bytes", 0, Range::at_least(0).at_most(1u << 31),
     "memory for all rings' aggregator arrays, bytes; 0: each ring gets the 2N x MsgLen its window needs. NetReduce "

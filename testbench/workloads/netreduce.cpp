@@ -147,11 +147,6 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
 
   window_ = cfg_.get(kWindow);
   msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);
-  const uint32_t array_messages = cfg_.get(netreduce::kArrayMessages);
-  if (in_network && array_messages && array_messages < 2 * window_)
-    throw UserError("a window of N = " + std::to_string(window_) + " messages needs an aggregator array of 2N = " +
-                    std::to_string(2 * window_) + " messages, but fpga.array_messages is " +
-                    std::to_string(array_messages));
 
   job_ = std::make_unique<NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0,
                                         share ? share->job : -1);

@@ -837,8 +837,8 @@ TEST_CASE("recovery on spine-leaf: a lost notification does not translate the ne
 
 TEST_CASE("NetReduce bad input is one clear error", "[netreduce][cli]") {
   using V = std::vector<std::pair<std::string, std::string>>;
-  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.window", "3"}, {"fpga.array_messages", "4"}}),
-                    Catch::Contains("needs an aggregator array of 2N = 6 messages"));
+  CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.window", "3"}, {"fpga.aggregator.bytes", "40000"}}),
+                    Catch::Contains("needs at least 2N x 1 aggregators, 45318 bytes, but the free memory leaves 40000"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"netreduce.msg_len", "0"}}), Catch::Contains("netreduce.msg_len = 0 is outside its range (1 to 1048576)"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.loss", "1"}}), Catch::Contains("at least 0 and below 1"));
   CHECK_THROWS_WITH(run_rack("netreduce", "1M", V{{"link.corruption", "1.5"}}), Catch::Contains("at least 0 and below 1"));
