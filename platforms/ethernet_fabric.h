@@ -32,7 +32,9 @@ class EthernetFabric : public Fabric {
   double link_corruption() const override { return corruption_; }
   // How a jobs: list's rings share the FPGAs' aggregator memory
   // (fpga.aggregator.policy); null without an FPGA.
-  nvswitch::TableSharing* table_sharing() const override { return sharing_.get(); }
+  std::vector<nvswitch::TableSharing*> table_sharings() const override {
+    return sharing_ ? std::vector<nvswitch::TableSharing*>{sharing_.get()} : std::vector<nvswitch::TableSharing*>{};
+  }
 
   uint32_t mtu_payload() const { return mtu_; }
   sc_core::sc_time rto() const { return nic_.rto; }

@@ -79,6 +79,30 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   tables_.sharing = std::make_shared<nvswitch::TableSharing>(
       nvswitch::TableSharing::parse(d.tables ? cfg.get(nvswitch::kTablePolicy) : nvswitch::kTablePolicy.default_value()),
       named);
+  // The switches' multicast groups, read where a switch multicasts: held by
+  // each collective's in-network groups, a job's limited by its share.
+  bool multicasts = false;
+  for (int s : t_.switches()) multicasts = multicasts || in_network(t_, s);
+  const uint32_t groups = multicasts ? cfg.get(nvswitch::kMulticastGroups) : 0;
+  const bool groups_given = multicasts && cfg.has_override(nvswitch::kMulticastPolicy);
+  const std::string groups_policy =
+      multicasts ? cfg.get(nvswitch::kMulticastPolicy) : nvswitch::kMulticastPolicy.default_value();
+  if (groups_given && groups == 0)
+    throw UserError(nvswitch::kMulticastPolicy.key() + "=" + groups_policy +
+                    " shares the switches' multicast groups, but " + nvswitch::kMulticastGroups.key() +
+                    "=0 sets no limit to share");
+  groups_sharing_ = std::make_shared<nvswitch::TableSharing>(
+      nvswitch::TableSharing::parse(groups_policy, nvswitch::kMulticastPolicy.key()),
+      nvswitch::TableResource{"the switches' multicast groups", nvswitch::kMulticastPolicy.key(), "multicast_sharing",
+                              groups_given, false});
+  if (groups) {
+    const nvswitch::TableSharing* s = groups_sharing_.get();
+    multicast_->limit_groups(
+        {groups, [&t](int node) { return in_network(t, node); },
+         [s, groups](int job) { return static_cast<size_t>(job) < s->jobs() ? s->limit(job, groups) : groups; },
+         [s](int job) { return static_cast<size_t>(job) < s->jobs() ? s->share_text(job) : std::string("share"); },
+         "the switches' multicast groups", nvswitch::kMulticastGroups.key()});
+  }
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {
     if (b != 0 && b < tables_.entry_bytes)

@@ -49,7 +49,10 @@ class GpuFabric : public Fabric {
   topo::MulticastFabric* multicast_manager() override { return multicast_.get(); }
   const credit_switch::SwitchConfig& switch_config() const { return sw_; }
   const nvswitch::TableConfig& table_config() const { return tables_; }
-  nvswitch::TableSharing* table_sharing() const override { return tables_.sharing.get(); }
+  // The reduction tables' sharing first, then the multicast groups'.
+  std::vector<nvswitch::TableSharing*> table_sharings() const override {
+    return {tables_.sharing.get(), groups_sharing_.get()};
+  }
   const gpu::GpuConfig& gpu_config() const { return gc_; }
   const LittleLaw& little_law() const { return little_law_; }
   // The slowest request-response loop: the longest link there and back, a
@@ -71,6 +74,7 @@ class GpuFabric : public Fabric {
   std::unique_ptr<topo::MulticastFabric> multicast_;
   credit_switch::SwitchConfig sw_;
   nvswitch::TableConfig tables_;
+  std::shared_ptr<nvswitch::TableSharing> groups_sharing_;  // switch.multicast.policy
   gpu::GpuConfig gc_{};
   LittleLaw little_law_;
   sc_core::sc_time longest_round_trip_;

@@ -83,7 +83,11 @@ class InfinibandFabric : public Fabric {
   // Its switches' aggregation tables (ib.sharp.*).
   const nvswitch::TableConfig& table_config() const { return tables_; }
   // How jobs share them (ib.sharp.policy); null without tables.
-  nvswitch::TableSharing* table_sharing() const override { return tables_.sharing.get(); }
+  nvswitch::TableSharing* table_sharing() const { return tables_.sharing.get(); }
+  std::vector<nvswitch::TableSharing*> table_sharings() const override {
+    return tables_.sharing ? std::vector<nvswitch::TableSharing*>{tables_.sharing.get()}
+                           : std::vector<nvswitch::TableSharing*>{};
+  }
   std::unique_ptr<net::Block> make_switch(int node, net::PacketPool& pool) const;
   // An hca node's adapter: gpu_pool holds the GPU fabric's packets, whose
   // format the PCIe side's buffer is sized for.

@@ -217,7 +217,7 @@ Machine::~Machine() = default;
 std::vector<nvswitch::TableSharing*> Machine::table_sharings() const {
   std::vector<nvswitch::TableSharing*> all;
   for (const auto& f : fabrics_)
-    if (nvswitch::TableSharing* s = f->table_sharing()) all.push_back(s);
+    for (nvswitch::TableSharing* s : f->table_sharings()) all.push_back(s);
   return all;
 }
 

@@ -103,9 +103,10 @@ class Fabric {
   // any module is built.
   virtual topo::MulticastFabric* multicast_manager() { return nullptr; }
   virtual void use_multicast_manager(topo::MulticastFabric*) {}
-  // How a jobs: list's jobs share the tables its switches reduce in (each
-  // fabric owns its own: the NVSwitches', SHARP's); null: none to share.
-  virtual nvswitch::TableSharing* table_sharing() const { return nullptr; }
+  // How a jobs: list's jobs share the in-network resources of its blocks
+  // (each fabric owns its own: the NVSwitches' tables and multicast groups,
+  // SHARP's tables, the FPGAs' memory); none to share: empty.
+  virtual std::vector<nvswitch::TableSharing*> table_sharings() const { return {}; }
 };
 // Reads a fabric's parameters for `graph` (its nodes are those whose kinds
 // are the fabric's; a bridge's belong to both); may throw UserError.

@@ -81,7 +81,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   const bool shared_by_jobs =
       sharing && sharing->resource().policy_set && job >= 0 && static_cast<size_t>(job) < sharing->jobs();
   const auto short_of = [&](const std::string& why) {
-    if (shared_by_jobs) throw nvswitch::ShareShortfall(sharing->resource().tables, why);
+    if (shared_by_jobs) throw ShareShortfall(sharing->resource().tables, why);
     throw UserError(why);
   };
   if (entries < spine_need) short_of(spine_needs + whole);
@@ -92,7 +92,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   const uint64_t mine = sharing->limit(job, static_cast<uint32_t>(entries));
   if (mine >= spine_need && mine >= need) return;
   const uint64_t wanted = mine < spine_need ? spine_need : need;
-  throw nvswitch::ShareShortfall(sharing->resource().tables, (mine < spine_need ? spine_needs : port_needs) + ", but its " +
+  throw ShareShortfall(sharing->resource().tables, (mine < spine_need ? spine_needs : port_needs) + ", but its " +
                                  sharing->share_text(job) + " holds " + std::to_string(mine) +
                                  " of ib.sharp.table_bytes=" + std::to_string(bytes) + "'s " +
                                  std::to_string(entries) + " entries, " + std::to_string(wanted - mine) + " short");

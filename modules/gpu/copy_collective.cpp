@@ -612,13 +612,7 @@ CopyCollective::CopyCollective(collectives::Program program, std::vector<Gpu*> g
       data_(seed, static_cast<int>(gpus_.size()), dtype, redop),
       seed_(seed),
       waves_(waves) {
-  groups_.resize(program_.groups.size());
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    Group& gr = groups_[g];
-    gr.window = fabric_.claim_window();
-    gr.base = GroupWindow::base(gr.window);
-    gr.members = program_.groups[g];
-  }
+  GroupWindow::claim(fabric_, program_.groups, [this](int r) { return gpus_[r]->index(); }, groups_);
   for (const collectives::Operation& o : program_.ops)
     if (o.kind == OpKind::ReduceRead || o.kind == OpKind::Barrier) groups_[o.group].reads = true;
 }

@@ -60,13 +60,8 @@ CoresCollective::CoresCollective(collectives::Program program, std::vector<Gpu*>
     max_conns_ = std::max(max_conns_, std::max(in.size(), out.size()));
   }
   check_in_network();
-  for (const std::vector<int>& members : program_.groups) {
-    Group g;
-    g.window = fabric_->claim_window();
-    g.base = GroupWindow::base(g.window);
-    g.members = members;
-    groups_.push_back(std::move(g));
-  }
+  if (!program_.groups.empty())
+    GroupWindow::claim(*fabric_, program_.groups, [this](int r) { return gpus_[r]->index(); }, groups_);
   for (const Operation& o : program_.ops) {
     if (o.kind == OpKind::ReduceRead) groups_[o.group].reads = true;
     if (o.kind == OpKind::MulticastWrite) groups_[o.group].writes = true;

@@ -66,7 +66,7 @@ uint32_t FpgaAggregator::msg_len_for(int job, int ranks, uint32_t window, uint32
   std::string whose = "the free memory";
   if (mine && limit - std::min(limit, held) <= budget - std::min(budget, used_)) whose = "its " + s->share_text(job);
   const std::string arrays = rings > 1 ? "arrays for " + std::to_string(rings) + " rings" : "array for a ring";
-  throw nvswitch::ShareShortfall(
+  throw ShareShortfall(
       "the FPGA's aggregator memory",
       std::string(basename()) + "'s aggregator " + arrays + " of " + std::to_string(ranks) + " with a window of N = " +
           std::to_string(window) + " need" + (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" +

@@ -11,11 +11,27 @@
 #include <cstdint>
 #include <systemc>
 
+#include "core/param.h"
 #include "core/trace.h"
 #include "net/packet.h"
 #include "topology/multicast.h"
 
 namespace incsim::nvswitch {
+
+// How many multicast groups a switch's MCR table holds
+// (topo::MulticastFabric::GroupLimit): a collective's in-network group takes
+// one from start to end, as NCCL's NVLS communicator holds one multicast
+// object (src/transport/nvls.cc).
+inline const Param<uint32_t> kMulticastGroups{
+    "switch.multicast.groups", 0, Range::at_least(0).at_most(1u << 20),
+    "multicast groups (MCR entries, NVLS multicast objects) a switch holds, each collective's in-network group one at "
+    "every switch between its members; 0: any number. Hopper's NVSwitch: 128 (Fabric Manager's log on HGX H200, "
+    "NVIDIA/nccl issue 2077); a GB200 NVL72 rack: 1024 (NVIDIA GB200 NVL partition guide)"};
+inline const Param<std::string> kMulticastPolicy{
+    "switch.multicast.policy", "shared", Range::none(),
+    "how a jobs: list's collectives share switch.multicast.groups: shared (first come, first served), partitioned "
+    "(each job at most its weight's share of every switch's), quota (each job at most its quota, a fraction of "
+    "every switch's, of what is free); docs/jobs.md"};
 
 class McrTable : public sc_core::sc_module, public Traceable {
  public:

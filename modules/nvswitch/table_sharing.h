@@ -34,19 +34,6 @@ inline const Param<std::string> kTablePolicy{
     "table; none evicts another's entries); quota (each job at most its quota, a fraction of every table, of "
     "entries all share); the NVSwitches' tables (a cluster's SHARP tables: ib.sharp.policy; docs/jobs.md)"};
 
-// A job whose share of a fabric's tables cannot hold what its algorithm
-// needs (the owner's admission, e.g. SHARP's aggregation manager): a jobs
-// run refuses it naming the job, or with fallback: software runs the ring.
-class ShareShortfall : public UserError {
- public:
-  // `tables`: what it cannot aggregate in ("SHARP's aggregation tables").
-  ShareShortfall(std::string tables, const std::string& why) : UserError(why), tables_(std::move(tables)) {}
-  const std::string& tables() const { return tables_; }
-
- private:
-  std::string tables_;
-};
-
 // What a sharing's owner calls its tables in sentences ("the switches'
 // reduction tables"), the key of its policy, the name of a job's counters
 // in a row's details (table_sharing), whether the run set that key (only

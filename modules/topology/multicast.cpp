@@ -159,16 +159,57 @@ void MulticastFabric::check_deadlock_free(const Region& g) const {
 
 void MulticastFabric::remove_region(int r) { regions_[r] = Region{}; }
 
-int MulticastFabric::claim_window() {
+uint32_t MulticastFabric::groups_held(int sw, int job) const {
+  return job >= 0 && static_cast<size_t>(job) < held_by_job_.size() ? held_by_job_[job][sw] : 0;
+}
+
+int MulticastFabric::claim_window(const std::vector<int>& members) {
+  std::vector<int> at;  // the switches its group takes an entry at
+  if (limit_.capacity && members.size() >= 2) {
+    const auto& sws = topo_.switches();
+    const std::vector<bool> on = between(members);
+    for (int s = 0; s < static_cast<int>(sws.size()); ++s)
+      if (on[s] && (!limit_.counts || limit_.counts(sws[s]))) at.push_back(s);
+    if (held_.empty()) held_.assign(sws.size(), 0);
+    if (tenant_ >= 0 && held_by_job_.size() <= static_cast<size_t>(tenant_))
+      held_by_job_.resize(tenant_ + 1u, std::vector<uint32_t>(sws.size(), 0));
+    const std::string of = " of " + limit_.key + "=" + std::to_string(limit_.capacity);
+    for (int s : at) {
+      const std::string name = topo_.node(sws[s]).name;
+      if (held_[s] >= limit_.capacity)
+        throw ShareShortfall(limit_.resource, "a group of " + std::to_string(members.size()) + " GPUs needs a multicast " +
+                                                  "group at " + name + ", which holds all" + of + " already");
+      if (tenant_ >= 0 && held_by_job_[tenant_][s] >= limit_.limit(tenant_))
+        throw ShareShortfall(limit_.resource, "a group of " + std::to_string(members.size()) + " GPUs needs a multicast " +
+                                                  "group at " + name + ", but its " + limit_.share(tenant_) + " is " +
+                                                  std::to_string(limit_.limit(tenant_)) + of + " there, " +
+                                                  std::to_string(held_by_job_[tenant_][s]) + " of them held already");
+    }
+    for (int s : at) {
+      ++held_[s];
+      if (tenant_ >= 0) ++held_by_job_[tenant_][s];
+    }
+  }
   const auto free = std::find(windows_.begin(), windows_.end(), false);
   const int w = static_cast<int>(free - windows_.begin());
-  if (free != windows_.end()) *free = true;
-  else windows_.push_back(true), tenants_.push_back(-1);
+  if (free != windows_.end()) {
+    *free = true;
+  } else {
+    windows_.push_back(true);
+    tenants_.push_back(-1);
+    window_switches_.emplace_back();
+  }
   tenants_[w] = tenant_;
+  window_switches_[w] = std::move(at);
   return w;
 }
 
 void MulticastFabric::release_window(int w) {
+  for (int s : window_switches_[w]) {
+    --held_[s];
+    if (tenants_[w] >= 0) --held_by_job_[tenants_[w]][s];
+  }
+  window_switches_[w].clear();
   windows_[w] = false;
   tenants_[w] = -1;
 }
@@ -316,16 +357,8 @@ void MulticastFabric::build(Region& g) const {
   // meets. On a whole machine that is every switch; a group on part of one
   // (a job on one DGX-2 baseboard) keeps its reductions on its own switches,
   // off the links and tables of groups elsewhere.
-  std::vector<bool> between(S, false);
+  const std::vector<bool> between = this->between(g.def.targets);
   const auto dist = [&](int t, int s) { return topo_.distance_to_switch(topo_.endpoints()[t], s); };
-  for (size_t i = 0; i < g.def.targets.size(); ++i)
-    for (size_t j = i + 1; j < g.def.targets.size(); ++j) {
-      const int a = g.def.targets[i], b = g.def.targets[j];
-      int best = -1;
-      for (int s = 0; s < S; ++s)
-        if (dist(a, s) > 0 && dist(b, s) > 0 && (best < 0 || dist(a, s) + dist(b, s) < best)) best = dist(a, s) + dist(b, s);
-      for (int s = 0; s < S; ++s) between[s] = between[s] || (best > 0 && dist(a, s) > 0 && dist(a, s) + dist(b, s) == best);
-    }
   for (int s = 0; s < S; ++s) {
     bool reached = between[s] && (!can_reduce_ || can_reduce_(sws[s]));
     for (int t : g.def.targets) reached = reached && dist(t, s) > 0;
@@ -339,6 +372,21 @@ void MulticastFabric::build(Region& g) const {
   });
   if (g.homes.empty()) throw UserError("platform '" + topo_.name + "' has no switch every GPU of the group reaches");
   if (aggregation_trees_) build_merges(g);
+}
+
+std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) const {
+  const int S = static_cast<int>(topo_.switches().size());
+  std::vector<bool> on(S, false);
+  const auto dist = [&](int t, int s) { return topo_.distance_to_switch(topo_.endpoints()[t], s); };
+  for (size_t i = 0; i < targets.size(); ++i)
+    for (size_t j = i + 1; j < targets.size(); ++j) {
+      const int a = targets[i], b = targets[j];
+      int best = -1;
+      for (int s = 0; s < S; ++s)
+        if (dist(a, s) > 0 && dist(b, s) > 0 && (best < 0 || dist(a, s) + dist(b, s) < best)) best = dist(a, s) + dist(b, s);
+      for (int s = 0; s < S; ++s) on[s] = on[s] || (best > 0 && dist(a, s) > 0 && dist(a, s) + dist(b, s) == best);
+    }
+  return on;
 }
 
 void MulticastFabric::build_merges(Region& g) const {

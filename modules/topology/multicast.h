@@ -23,6 +23,7 @@
 // target (a node's NVSwitches) are left out, and a bridge is never a home.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "topology.h"
@@ -56,11 +57,32 @@ class MulticastFabric {
   // Removes region r (its collective ended); the others keep their numbers.
   void remove_region(int r);
   // Each collective in flight holds a window of the multicast address space
-  // for its regions, so collectives sharing the machine never share an
-  // address (a switch's reduction table entry is keyed by it). The lowest
-  // free window first: a collective alone always gets window 0.
-  int claim_window();
+  // for each of its in-network groups (`members`: their endpoint indices),
+  // so collectives sharing the machine never share an address (a switch's
+  // reduction table entry is keyed by it). The lowest free window first: a
+  // collective alone always gets window 0. Under a GroupLimit a window that
+  // would take one group more than a switch or the job may hold is refused
+  // with a ShareShortfall, nothing claimed.
+  int claim_window(const std::vector<int>& members = {});
   void release_window(int w);
+  // Multicast groups (a switch's MCR entries; NVLS's multicast objects, of
+  // which NCCL creates one per communicator, src/transport/nvls.cc): a
+  // window holds one, from its claim to its release, at every switch that
+  // `counts` and that lies on a shortest path between two of its members
+  // (a rail's group, one GPU on each node, meets on no NVSwitch). A switch
+  // holds at most `capacity` (0: any number), job j at most limit(j) of a
+  // switch's, share(j) naming that share in a refusal.
+  struct GroupLimit {
+    uint32_t capacity = 0;
+    std::function<bool(int node)> counts;
+    std::function<uint32_t(int job)> limit;
+    std::function<std::string(int job)> share;
+    std::string resource, key;  // "the NVSwitches' multicast groups", the capacity's key
+  };
+  void limit_groups(GroupLimit l) { limit_ = std::move(l); }
+  // Groups switch number sw holds now, all or job j's.
+  uint32_t groups_held(int sw) const { return held_.empty() ? 0 : held_[sw]; }
+  uint32_t groups_held(int sw, int job) const;
   // Which job holds each window (the switches' table sharing policy reads
   // it): collectives claim their windows as they are built, and a jobs run
   // builds job j's collective after set_tenant(j). -1: no job (a run without
@@ -144,6 +166,8 @@ class MulticastFabric {
   // on the same virtual channel, can wait on each other in a cycle: Klenk
   // §IV-E2 avoids deadlock by keeping multicast paths to unicast ones.
   void check_deadlock_free(const Region& g) const;
+  // [switch number]: whether it lies on a shortest path between two of targets.
+  std::vector<bool> between(const std::vector<int>& targets) const;
 
   const Topology& topo_;
   HomeMapping homes_;
@@ -154,6 +178,10 @@ class MulticastFabric {
   std::vector<bool> windows_;    // [window]: claimed
   std::vector<int> tenants_;     // [window]: the job that claimed it, -1 if none
   int tenant_ = -1;              // the job whose collectives claim windows now
+  GroupLimit limit_;
+  std::vector<std::vector<int>> window_switches_;      // [window]: the switches it holds a group at
+  std::vector<uint32_t> held_;                         // [switch number]: groups held
+  std::vector<std::vector<uint32_t>> held_by_job_;     // [job][switch number]
 };
 
 }  // namespace incsim::topo

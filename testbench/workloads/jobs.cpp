@@ -169,13 +169,13 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     if (gpu_) gpu_->multicast().set_tenant(static_cast<int>(j));
     try {
       jobs_.push_back(make_job(j, oj, cfg));
-    } catch (const nvswitch::ShareShortfall& e) {
+    } catch (const ShareShortfall& e) {
       // Its share of SHARP's tables cannot hold its groups' reservation
       // (SharpManager::admit refuses before the collective claims anything),
       // or its share of the FPGA's memory not its aggregator array
       // (FpgaAggregator::msg_len_for, before the job installs anything).
       if (!job.fallback_software)
-        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in " + e.tables() + ": " + e.what() +
+        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in " + e.resource() + ": " + e.what() +
                         " (give it a larger share, or fallback: software)");
       fallback_[j] = e.what();
       tables_[j] = false;
@@ -212,7 +212,7 @@ std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options&
     }
     const CollectiveWorkload::Share share{gpu_, job.gpus};
     return std::make_unique<CollectiveWorkload>(oj, cfg, &share);
-  } catch (const nvswitch::ShareShortfall&) {
+  } catch (const ShareShortfall&) {
     throw;
   } catch (const UserError& e) {
     throw UserError(job.where + ": job '" + job.name + "': " + e.what());

@@ -321,3 +321,42 @@ TEST_CASE("a rail over two leaves: each leaf is a merge point counting its membe
   CHECK(spine_root);
   CHECK(leaf_root);
 }
+
+TEST_CASE("multicast groups: a window holds one at every NVSwitch between its members, up to the limit and the job's share",
+          "[multicast][groups]") {
+  // Three nodes of a 4-GPU star; a rail's group meets on no node switch.
+  topo::ClusterShape shape;
+  shape.nodes = 3;
+  shape.pcie_GBps = shape.net_GBps = 50;
+  const Topology t = topo::make_cluster(topo::make_star(4, 25, 0), shape);
+  MulticastFabric f(t);
+  const auto is_node_switch = [&t](int node) { return t.node(node).block == topo::kinds::kNvSwitch; };
+  f.limit_groups({2, is_node_switch, [](int job) { return job == 1 ? 1u : 2u; },
+                  [](int) { return std::string("partitioned share"); }, "the switches' multicast groups", "groups"});
+  const int n0 = t.node(t.find("n0_sw0")).index, n1 = t.node(t.find("n1_sw0")).index;
+  const int a = f.claim_window({0, 1});
+  const int rail = f.claim_window({1, 5, 9});
+  CHECK(f.groups_held(n0) == 1);
+  CHECK(f.groups_held(n1) == 0);  // the rail's members meet on the network's switches
+  const int b = f.claim_window({2, 3});
+  CHECK(f.groups_held(n0) == 2);
+  // A third on node 0's switch is refused, nothing claimed; node 1's is free.
+  CHECK_THROWS_WITH(f.claim_window({0, 3}), Catch::Contains("needs a multicast group at n0_sw0, which holds all of "
+                                                             "groups=2 already"));
+  CHECK(f.groups_held(n0) == 2);
+  const int c = f.claim_window({4, 5});
+  f.release_window(a);
+  CHECK(f.groups_held(n0) == 1);
+  // Job 1 may hold one of a switch's groups.
+  f.set_tenant(1);
+  const int d = f.claim_window({0, 1});
+  CHECK(f.groups_held(n0, 1) == 1);
+  f.release_window(b);
+  CHECK_THROWS_WITH(f.claim_window({2, 3}), Catch::Contains("but its partitioned share is 1 of groups=2 there, 1 of "
+                                                             "them held already"));
+  f.release_window(d);
+  CHECK(f.groups_held(n0, 1) == 0);
+  CHECK(f.groups_held(n0) == 0);
+  for (int w : {rail, c}) f.release_window(w);
+  CHECK(f.groups_held(n1) == 0);
+}

@@ -98,6 +98,19 @@ void refused(const cli::TempDir& d, const std::string& config, const std::string
   CHECK_THAT(r.err, Catch::Contains(sentence));
 }
 
+// `config`, whose jobs say fallback: software, run by the binary: its header
+// says a job fell back to the ring because `why`, every row has #wrong 0;
+// returns its JSON.
+nlohmann::json fell_back(const cli::TempDir& d, const std::string& config, const std::string& why) {
+  const cli::Result r = cli::incsim("--config " + d.write("f.yaml", config) + " --json " + d.file("f.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("#   fallback: software, the ring: " + why));
+  const auto json = nlohmann::json::parse(cli::slurp(d.file("f.json")));
+  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  return json;
+}
+
 }  // namespace
 
 TEST_CASE("two jobs on the two halves of DGX-2 each give the rows they give alone", "[jobs]") {
@@ -526,16 +539,10 @@ TEST_CASE("a job whose share holds no table entry is refused, or runs the ring w
   CHECK_THAT(refused.err, Catch::Contains("job 'a' cannot reduce in the switches: its partitioned share of the "
                                           "switches' reduction tables (weight 1 of 4) holds 0 of the smallest "
                                           "table's 2 entries, 1 entry short"));
-  const cli::Result fell = cli::incsim("--config " + d.write("f.yaml", common +
-                                                              "  - {name: a, gpus: 0-3, algorithm: push, "
-                                                              "fallback: software}\n") + " --json " + d.file("f.json"));
-  INFO(fell.err);
-  REQUIRE(fell.code == 0);
-  CHECK_THAT(fell.out, Catch::Contains("#   fallback: software, the ring: its partitioned share"));
-  CHECK_THAT(fell.out, Catch::Contains("#   incsim: allreduce ring on 4 of 8 GPUs"));
-  const auto json = nlohmann::json::parse(cli::slurp(d.file("f.json")));
-  for (const auto& row : json["rows"]) CHECK(row["wrong"] == 0);
+  const auto json = fell_back(d, common + "  - {name: a, gpus: 0-3, algorithm: push, fallback: software}\n",
+                              "its partitioned share");
   CHECK(json["config"]["jobs"][1]["fallback"] == "software");
+  CHECK(json["config"]["jobs"][1]["algorithm"] == "ring");
 }
 
 TEST_CASE("quotas give each job its fraction of every table", "[jobs][sharing]") {
@@ -559,9 +566,10 @@ TEST_CASE("a sharing policy the tables lack and shares a policy does not read ar
   bad("switch.reduction_table.policy: fair\njobs:\n  - {gpus: 0-3, algorithm: push}\n",
           "switch.reduction_table.policy must be shared, partitioned or quota, not 'fair'");
   bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
-          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned reads");
+          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or "
+          "switch.multicast.policy=partitioned reads");
   bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
-          "job 'a' gives a quota, which only switch.reduction_table.policy=quota reads");
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or switch.multicast.policy=quota reads");
   bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
           "a job's weight must be more than 0 and at most 1000000, not -1");
   bad("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
@@ -727,10 +735,11 @@ TEST_CASE("a SHARP policy the tables lack, on a network without them, and shares
           "ib.sharp.policy=partitioned shares SHARP's aggregation buffers, but ib.sharp.table_bytes=0: the network's "
           "switches have none");
   refused(d, kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, weight: 2}\n",
-          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or ib.sharp.policy=partitioned "
-          "reads");
+          "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or "
+          "switch.multicast.policy=partitioned or ib.sharp.policy=partitioned reads");
   refused(d, kCluster4 + "ib.sharp.policy: partitioned\njobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, quota: 0.5}\n",
-          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or ib.sharp.policy=quota reads");
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or switch.multicast.policy=quota or "
+          "ib.sharp.policy=quota reads");
   // A RoCE cluster and DGX-2 have no SHARP switches: no block reads the key.
   const auto unread = [&](const std::string& config) {
     refused(d, config, "is not read by this run");
@@ -817,15 +826,9 @@ TEST_CASE("shared aggregator memory goes first come, first served; quota caps a 
           "job 'b' cannot aggregate in the FPGA's aggregator memory: fpga's aggregator array for a ring of 2 with a "
           "window of N = 2 needs at least 2N x 1 aggregators, 12804 bytes, but the free memory leaves 9228 of "
           "fpga.aggregator.bytes=1200000 (give it a larger share, or fallback: software)");
-  const cli::Result fell = cli::incsim("--config " + d.write("f.yaml", shared + ", fallback: software}\n") +
-                                       " --json " + d.file("f.json"));
-  INFO(fell.err);
-  REQUIRE(fell.code == 0);
-  CHECK_THAT(fell.out, Catch::Contains("#   fallback: software, the ring: fpga's aggregator array"));
-  CHECK_THAT(fell.out, Catch::Contains("#   incsim: allreduce ring on a ring of 2 of the 6 hosts"));
-  const auto f = nlohmann::json::parse(cli::slurp(d.file("f.json")))["rows"];
-  CHECK(f[0]["aggregator"]["msg_len"] == 93);
-  for (const auto& row : f) CHECK(row["wrong"] == 0);
+  const auto f = fell_back(d, shared + ", fallback: software}\n", "fpga's aggregator array");
+  CHECK(f["rows"][0]["aggregator"]["msg_len"] == 93);
+  CHECK(f["config"]["jobs"][1]["algorithm"] == "ring");
   // Quota: a at most 2000000 x 0.25 = 500000 B (39 packets); b takes 170 of
   // what is left, floor((2000000 - 39 x 12804) / 12804) = 117.
   const auto q = json_of(d, "q",
@@ -856,4 +859,33 @@ TEST_CASE("aggregator memory's bad keys, and jobs the rack cannot run, are refus
   CHECK(cli::lines(small.err).size() == 1);
   CHECK_THAT(small.err, Catch::Contains("needs at least 2N x 1 aggregators, 30212 bytes, but the free memory leaves "
                                         "10000 of fpga.aggregator.bytes=10000"));
+}
+
+TEST_CASE("multicast groups: the job past the switches' limit is refused, or runs the ring; partitioned shares",
+          "[jobs][sharing][multicast]") {
+  cli::TempDir d;
+  // Four NVLS jobs of 2 GPUs, each a group on all four NVSwitches.
+  const std::string four = "platform: hgx-h100\nsizes: 256K\nswitch.multicast.groups: 3\njobs:\n"
+                           "  - {name: j, placement: contiguous, gpus: 2, algorithm: nvls, repeat: 4";
+  refused(d, four + "}\n",
+          "job 'j.4' cannot aggregate in the switches' multicast groups: a group of 2 GPUs needs a multicast group at "
+          "sw0, which holds all of switch.multicast.groups=3 already (give it a larger share, or fallback: software)");
+  const auto json = fell_back(d, four + ", fallback: software}\n", "a group of 2 GPUs needs a multicast group");
+  CHECK(json["config"]["jobs"][3]["fallback"] == "software");
+  CHECK(!json["config"]["jobs"][2].contains("fallback"));
+  // Partitioned, 4 groups: weights 3 and 1 give the first job 3, the second 1.
+  const auto two = json_of(d, "p",
+                           "platform: hgx-h100\nsizes: 256K\nswitch.multicast.groups: 4\n"
+                           "switch.multicast.policy: partitioned\njobs:\n"
+                           "  - {name: a, gpus: 0-3, algorithm: nvls, weight: 3}\n"
+                           "  - {name: b, gpus: 4-7, algorithm: nvls}\n");
+  for (const auto& row : two["rows"]) CHECK(row["wrong"] == 0);
+  // Equal weights of 3 groups: floor(3/4) = 0 each, so every job runs the ring.
+  refused(d, four + "}\n" + "switch.multicast.policy: partitioned\n",
+          "job 'j.1' cannot aggregate in the switches' multicast groups: a group of 2 GPUs needs a multicast group at "
+          "sw0, but its partitioned share of the switches' multicast groups (weight 1 of 4) is 0 of "
+          "switch.multicast.groups=3 there, 0 of them held already");
+  refused(d, "platform: hgx-h100\nswitch.multicast.policy: quota\njobs:\n  - {gpus: 0-3, algorithm: nvls}\n",
+          "switch.multicast.policy=quota shares the switches' multicast groups, but switch.multicast.groups=0 sets no "
+          "limit to share");
 }
