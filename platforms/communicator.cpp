@@ -268,16 +268,38 @@ void CollectiveCall::make_schedule() {
   }
   // The NICs compile the program to tables here, once; a file that does not
   // compile (schedule_of) is refused naming it, before anything runs.
+  const int job = admit_nic_tables();
   std::unique_ptr<nic::ScheduledCollective> c;
   try {
     c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
                                                    message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                   est);
+                                                   est, job);
   } catch (const UserError& e) {
     throw UserError(std::string(algorithm_.name()) + ": " + e.what());
   }
   scheduled_ = c.get();
   engines_ = std::move(c);
+}
+
+int CollectiveCall::admit_nic_tables() const {
+  const int job = comm_.machine_.multicast().tenant();
+  const GpuFabric& f = comm_.machine_.fabric_as<GpuFabric>();
+  const uint32_t cap = f.nic_tables();
+  if (cap == 0) return job;
+  const nvswitch::TableSharing& s = f.nic_sharing();
+  const bool shared_by_jobs = job >= 0 && static_cast<size_t>(job) < s.jobs();
+  const int limit = static_cast<int>(shared_by_jobs ? s.limit(job, cap) : cap);
+  const std::string of = " of " + nic::kNicTables.key() + "=" + std::to_string(cap);
+  for (const nic::Nic* n : comm_.nics()) {
+    const std::string needs = std::string(algorithm_.name()) + " needs a schedule table on " + n->name();
+    if (n->tables_loaded() >= static_cast<int>(cap))
+      throw ShareShortfall(s.resource().tables, needs + ", which holds all" + of + " already");
+    if (shared_by_jobs && n->tables_loaded(job) >= limit)
+      throw ShareShortfall(s.resource().tables, needs + ", but its " + s.share_text(job) + " is " +
+                                                    std::to_string(limit) + of + " there, " +
+                                                    std::to_string(n->tables_loaded(job)) + " of them held already");
+  }
+  return job;
 }
 
 void CollectiveCall::make_trees() {
@@ -287,8 +309,9 @@ void CollectiveCall::make_trees() {
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
+  const int job = admit_nic_tables();
   auto c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
-                                                      nic::FlowControl::Packet, est);
+                                                      nic::FlowControl::Packet, est, job);
   scheduled_ = c.get();
   engines_ = std::move(c);
 }

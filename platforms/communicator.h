@@ -98,6 +98,10 @@ class CollectiveCall {
   void make_copy();
   void make_schedule();
   void make_trees();
+  // A schedule table on each of its GPUs' NICs under nic.tables and the job's
+  // share (nic.tables.policy), or a ShareShortfall naming the NIC; returns
+  // the job building it (MulticastFabric::tenant), -1 outside a jobs run.
+  int admit_nic_tables() const;
   // NCCL's PXN on a cluster (cluster.pxn): the program's transfers across
   // rails and nodes relayed through the GPU on the destination's rail.
   void relay_across_rails();

@@ -6,6 +6,7 @@
 #include "collectives/bounds.h"
 #include "core/error.h"
 #include "nic/nic.h"
+#include "nic/scheduled_collective.h"
 #include "topology/cluster.h"
 
 namespace incsim::platforms {
@@ -95,6 +96,19 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
       nvswitch::TableSharing::parse(groups_policy, nvswitch::kMulticastPolicy.key()),
       nvswitch::TableResource{"the switches' multicast groups", nvswitch::kMulticastPolicy.key(), "multicast_sharing",
                               groups_given, false});
+  // The NICs' schedule tables (MultiTree's NI), a collective's per NIC from
+  // its construction to its end: the communicator admits it
+  // (CollectiveCall::admit_nic_tables).
+  nic_tables_ = cfg.get(nic::kNicTables);
+  const bool nic_given = cfg.has_override(nic::kNicTablesPolicy);
+  const std::string nic_policy = cfg.get(nic::kNicTablesPolicy);
+  if (nic_given && nic_tables_ == 0)
+    throw UserError(nic::kNicTablesPolicy.key() + "=" + nic_policy + " shares the NICs' schedule tables, but " +
+                    nic::kNicTables.key() + "=0 sets no limit to share");
+  nic_sharing_ = std::make_shared<nvswitch::TableSharing>(
+      nvswitch::TableSharing::parse(nic_policy, nic::kNicTablesPolicy.key()),
+      nvswitch::TableResource{"the NICs' schedule tables", nic::kNicTablesPolicy.key(), "nic_sharing", nic_given,
+                              false});
   if (groups) {
     const nvswitch::TableSharing* s = groups_sharing_.get();
     multicast_->limit_groups(

@@ -49,10 +49,13 @@ class GpuFabric : public Fabric {
   topo::MulticastFabric* multicast_manager() override { return multicast_.get(); }
   const credit_switch::SwitchConfig& switch_config() const { return sw_; }
   const nvswitch::TableConfig& table_config() const { return tables_; }
-  // The reduction tables' sharing first, then the multicast groups'.
+  // The reduction tables' sharing first, then the multicast groups' and the NICs' schedule tables'.
   std::vector<nvswitch::TableSharing*> table_sharings() const override {
-    return {tables_.sharing.get(), groups_sharing_.get()};
+    return {tables_.sharing.get(), groups_sharing_.get(), nic_sharing_.get()};
   }
+  // Schedule tables a NIC holds (nic.tables; 0: any number), and how jobs share them.
+  uint32_t nic_tables() const { return nic_tables_; }
+  const nvswitch::TableSharing& nic_sharing() const { return *nic_sharing_; }
   const gpu::GpuConfig& gpu_config() const { return gc_; }
   const LittleLaw& little_law() const { return little_law_; }
   // The slowest request-response loop: the longest link there and back, a
@@ -75,6 +78,8 @@ class GpuFabric : public Fabric {
   credit_switch::SwitchConfig sw_;
   nvswitch::TableConfig tables_;
   std::shared_ptr<nvswitch::TableSharing> groups_sharing_;  // switch.multicast.policy
+  uint32_t nic_tables_ = 0;
+  std::shared_ptr<nvswitch::TableSharing> nic_sharing_;  // nic.tables.policy
   gpu::GpuConfig gc_{};
   LittleLaw little_law_;
   sc_core::sc_time longest_round_trip_;

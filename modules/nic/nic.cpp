@@ -80,6 +80,12 @@ uint16_t Nic::free_table() const {
   return static_cast<uint16_t>(tables_.size());
 }
 
+int Nic::tables_loaded(int job) const {
+  int n = 0;
+  for (const auto& t : tables_) n += t->loaded() && t->tenant() == job;
+  return n;
+}
+
 Table& Nic::load(NicJob job) {
   const uint16_t id = job.table_of[job.rank];
   sc_assert(id <= tables_.size() && (id == tables_.size() || !tables_[id]->loaded()));

@@ -77,6 +77,7 @@ struct NicJob {
   elements::DType dtype = elements::DType::Float32;
   elements::RedOp redop = elements::RedOp::Sum;
   NicParams params;
+  int tenant = -1;  // the job (of a jobs: list) whose collective loads it; -1: none
 };
 
 class Nic;
@@ -90,6 +91,7 @@ class Table : public Traceable, public collectives::RankExecutor {
   ~Table() override;
   uint16_t id() const { return id_; }
   bool loaded() const { return job_.schedule != nullptr; }
+  int tenant() const { return job_.tenant; }
 
   // Loads the table for one all-reduce of layout's buffer and resets the
   // counters (§IV-A: "the schedule table is initialized; the timestep and
@@ -198,6 +200,9 @@ class Nic : public sc_core::sc_module, public gpu::EventHandler {
   Table& load(NicJob job);
   // The table's job ended: its messages no longer come here.
   void unload(Table& t);
+  // Tables loaded now: all, or job j's (nic.tables.policy).
+  int tables_loaded() const { return loaded_; }
+  int tables_loaded(int job) const;
   gpu::Gpu& endpoint() { return gpu_; }
 
   // gpu::EventHandler: a timer's tag is the table whose lockstep counter it ends.

@@ -11,7 +11,7 @@ namespace incsim::nic {
 
 ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
                                          const topo::Topology& t, elements::DType dtype, elements::RedOp redop,
-                                         uint64_t seed, FlowControl flow_control, StepEstimate estimate)
+                                         uint64_t seed, FlowControl flow_control, StepEstimate estimate, int tenant)
     : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
       dtype_(dtype),
@@ -80,6 +80,7 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
     job.dtype = dtype_;
     job.redop = redop_;
     job.params = params_for(4);
+    job.tenant = tenant;
     tables_.push_back(&nics_[r]->load(std::move(job)));
   }
 }

@@ -37,6 +37,17 @@ inline const Param<uint32_t> kNicBufferFlits{
     "this is Table III's VC buffer depth)"};
 inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01).at_most(100),
                                      "NIC and router clock, GHz (MultiTree Table III: 1 GHz)"};
+// How many collectives' schedule tables a NIC holds at once (the
+// communicator's admission, platforms/communicator.cpp).
+inline const Param<uint32_t> kNicTables{
+    "nic.tables", 0, Range::at_least(0).at_most(1u << 16),
+    "schedule tables a NIC holds, one per collective offloaded to it at once; 0: any number. MultiTree's NI has one "
+    "(§III-D: \"an all-reduce schedule table\", 2N entries, 3.2 KB at 64 nodes)"};
+inline const Param<std::string> kNicTablesPolicy{
+    "nic.tables.policy", "shared", Range::none(),
+    "how a jobs: list's collectives share nic.tables (jobs on the same GPUs, allow_overlap): shared (first come, "
+    "first served), partitioned (each job at most its weight's share of a NIC's), quota (each job at most its "
+    "quota, a fraction of a NIC's, of what is free); docs/jobs.md"};
 
 class ScheduledCollective : public gpu::Collective {
  public:
@@ -45,10 +56,10 @@ class ScheduledCollective : public gpu::Collective {
   // takes the ports the program's link hints name, else every port whose
   // routes reach its destination in t. Throws UserError if the program does
   // not compile to tables (schedule_of) or a hint names a port that does not
-  // reach its peer.
+  // reach its peer. `tenant`: the job whose tables these are (Nic::tables_loaded).
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       elements::DType dtype, elements::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      StepEstimate estimate);
+                      StepEstimate estimate, int tenant = -1);
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;

@@ -170,17 +170,21 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     try {
       jobs_.push_back(make_job(j, oj, cfg));
     } catch (const ShareShortfall& e) {
-      // Its share of SHARP's tables cannot hold its groups' reservation
-      // (SharpManager::admit refuses before the collective claims anything),
-      // or its share of the FPGA's memory not its aggregator array
-      // (FpgaAggregator::msg_len_for, before the job installs anything).
-      if (!job.fallback_software)
-        throw UserError(job.where + ": job '" + job.name + "' cannot aggregate in " + e.resource() + ": " + e.what() +
-                        " (give it a larger share, or fallback: software)");
+      // Its share of an in-network resource cannot hold what it needs (each
+      // owner refuses before the collective claims anything: SHARP's
+      // aggregation manager, the fabric manager's multicast groups, the
+      // NICs' tables, the FPGA's memory).
+      const std::string cannot = job.where + ": job '" + job.name + "' cannot aggregate in " + e.resource() + ": " +
+                                 e.what();
+      if (!job.fallback_software) throw UserError(cannot + " (give it a larger share, or fallback: software)");
       fallback_[j] = e.what();
       tables_[j] = false;
       oj.algorithm = "ring";
-      jobs_.push_back(make_job(j, oj, cfg));
+      try {
+        jobs_.push_back(make_job(j, oj, cfg));
+      } catch (const ShareShortfall& ring) {  // the platform's ring needs the same resource (a torus's NICs)
+        throw UserError(cannot + ", nor can its fallback, the ring: " + ring.what());
+      }
     }
   }
   if (gpu_) gpu_->multicast().set_tenant(-1);

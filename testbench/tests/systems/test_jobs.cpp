@@ -567,9 +567,10 @@ TEST_CASE("a sharing policy the tables lack and shares a policy does not read ar
           "switch.reduction_table.policy must be shared, partitioned or quota, not 'fair'");
   bad("jobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: 2}\n",
           "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or "
-          "switch.multicast.policy=partitioned reads");
+          "switch.multicast.policy=partitioned or nic.tables.policy=partitioned reads");
   bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 0.5}\n",
-          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or switch.multicast.policy=quota reads");
+          "job 'a' gives a quota, which only switch.reduction_table.policy=quota or switch.multicast.policy=quota or "
+          "nic.tables.policy=quota reads");
   bad("switch.reduction_table.policy: partitioned\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, weight: -1}\n",
           "a job's weight must be more than 0 and at most 1000000, not -1");
   bad("switch.reduction_table.policy: quota\njobs:\n  - {name: a, gpus: 0-3, algorithm: push, quota: 1.5}\n",
@@ -736,10 +737,10 @@ TEST_CASE("a SHARP policy the tables lack, on a network without them, and shares
           "switches have none");
   refused(d, kCluster4 + "jobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, weight: 2}\n",
           "job 'a' gives a weight, which only switch.reduction_table.policy=partitioned or "
-          "switch.multicast.policy=partitioned or ib.sharp.policy=partitioned reads");
+          "switch.multicast.policy=partitioned or nic.tables.policy=partitioned or ib.sharp.policy=partitioned reads");
   refused(d, kCluster4 + "ib.sharp.policy: partitioned\njobs:\n  - {name: a, gpus: 0-15, algorithm: nvlssharp, quota: 0.5}\n",
           "job 'a' gives a quota, which only switch.reduction_table.policy=quota or switch.multicast.policy=quota or "
-          "ib.sharp.policy=quota reads");
+          "nic.tables.policy=quota or ib.sharp.policy=quota reads");
   // A RoCE cluster and DGX-2 have no SHARP switches: no block reads the key.
   const auto unread = [&](const std::string& config) {
     refused(d, config, "is not read by this run");
@@ -888,4 +889,32 @@ TEST_CASE("multicast groups: the job past the switches' limit is refused, or run
   refused(d, "platform: hgx-h100\nswitch.multicast.policy: quota\njobs:\n  - {gpus: 0-3, algorithm: nvls}\n",
           "switch.multicast.policy=quota shares the switches' multicast groups, but switch.multicast.groups=0 sets no "
           "limit to share");
+}
+
+TEST_CASE("NIC schedule tables: a collective past a NIC's limit runs the cores' ring, or on a torus is refused",
+          "[jobs][sharing][nic]") {
+  cli::TempDir d;
+  // Two MultiTree all-reduces on the same GPUs, one table per NIC (MultiTree's NI).
+  const std::string star = "platform: star\ngpus: 8\nsizes: 64K\nnic.tables: 1\njobs:\n"
+                           "  - {name: a, gpus: 0-7, algorithm: multitree}\n"
+                           "  - {name: b, gpus: 0-7, algorithm: multitree, allow_overlap: true";
+  refused(d, star + "}\n",
+          "job 'b' cannot aggregate in the NICs' schedule tables: multitree needs a schedule table on gpu0.nic, which "
+          "holds all of nic.tables=1 already (give it a larger share, or fallback: software)");
+  const auto json = fell_back(d, star + ", fallback: software}\n", "multitree needs a schedule table on gpu0.nic");
+  CHECK(json["config"]["jobs"][1]["algorithm"] == "ring");
+  // Partitioned, 2 tables, weights 3 and 1: floor(2 x 1/4) = 0 for b.
+  refused(d, "platform: star\ngpus: 8\nsizes: 64K\nnic.tables: 2\nnic.tables.policy: partitioned\njobs:\n"
+             "  - {name: a, gpus: 0-7, algorithm: multitree, weight: 3}\n"
+             "  - {name: b, gpus: 0-7, algorithm: multitree, allow_overlap: true}\n",
+          "job 'b' cannot aggregate in the NICs' schedule tables: multitree needs a schedule table on gpu0.nic, but its "
+          "partitioned share of the NICs' schedule tables (weight 1 of 4) is 0 of nic.tables=2 there, 0 of them held "
+          "already");
+  // On the torus the ring runs on the NICs too: no fallback.
+  refused(d, "platform: torus\ndims: 4x4\nsizes: 64K\nnic.tables: 1\njobs:\n  - {name: a, gpus: 0-15, algorithm: multitree}\n"
+             "  - {name: b, gpus: 0-15, algorithm: multitree, allow_overlap: true, fallback: software}\n",
+          "job 'b' cannot aggregate in the NICs' schedule tables: multitree needs a schedule table on n0.nic, which "
+          "holds all of nic.tables=1 already, nor can its fallback, the ring: ring needs a schedule table on n0.nic");
+  refused(d, "platform: star\ngpus: 8\nnic.tables.policy: quota\njobs:\n  - {gpus: 0-7, algorithm: multitree}\n",
+          "nic.tables.policy=quota shares the NICs' schedule tables, but nic.tables=0 sets no limit to share");
 }
