@@ -21,6 +21,17 @@ int adapter_of(const topo::Topology& t, int gpu) {
   return -1;
 }
 
+namespace {
+// The FPGA beside the leaf a GPU's adapter is linked to (its rail's), or -1.
+int rail_fpga(const topo::Topology& t, int gpu) {
+  const int leaf = t.peer({adapter_of(t, gpu), adapter::Adapter::kNet}).node;
+  for (int p = 0; p < t.node(leaf).ports; ++p)
+    if (const topo::PortRef f = t.peer({leaf, p}); f.node >= 0 && t.node(f.node).block == topo::kinds::kLeafFpga)
+      return f.node;
+  return -1;
+}
+}  // namespace
+
 // SHARP reserves each group's share of a switch's aggregation buffers (its
 // credits) when the group is made, on every switch of its tree. A rail's
 // leaf holds every group of its GPUs, as homes and merge points, and any one
@@ -116,6 +127,25 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
   for (const collectives::Operation& o : program.ops)
     if (o.kind == collectives::OpKind::ReduceWrite) pushes[static_cast<size_t>(o.group)] = true;
   std::map<std::vector<int>, int> same;  // rings over these GPUs so far
+  // The aggregator memory each FPGA must give this program's rings, admitted
+  // before anything is installed: a ring of one-block messages cannot
+  // shorten them, so too little (fpga.aggregator.policy) is a shortfall.
+  const int job = m_.multicast().tenant();
+  std::map<int, std::pair<uint64_t, int>> needs;  // FPGA node -> (bytes, rings)
+  for (size_t g = 0; g < program.groups.size(); ++g)
+    if (pushes[g]) {
+      const int fpga = rail_fpga(t, members[static_cast<size_t>(program.groups[g][0])]);
+      auto& [bytes, rings] = needs[fpga];
+      bytes += 2ull * window *
+               netreduce::AggregatorArray::aggregator_bytes(static_cast<int>(program.groups[g].size()),
+                                                            topo::MulticastFabric::kBlockBytes);
+      ++rings;
+    }
+  for (const auto& [fpga, need] : needs) {
+    if (fpga < 0) continue;
+    const std::string what = "aggregator arrays for " + std::to_string(need.second) + " rings of " + program.name + " need";
+    dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga)).admit(job, need.first, what);
+  }
   for (size_t g = 0; g < program.groups.size(); ++g) {
     if (!pushes[g]) continue;
     std::vector<int> gpus;
@@ -143,10 +173,6 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
       throw UserError(program.name + " needs a CLT entry per connection of each ring at its rail's FPGA, " +
                       std::to_string(connections) + " for the rings there, but fpga.clt.entries=" +
                       std::to_string(clt));
-    // Its array in its job's region of the FPGA's memory (fpga.aggregator.policy):
-    // a ring of one-block messages cannot shorten them, so too little is a shortfall.
-    const int job = m_.multicast().tenant();
-    aggregator.msg_len_for(job, ranks, window, 1, topo::MulticastFabric::kBlockBytes);
     aggregator.add_ring(ring, ranks, window, 1, topo::MulticastFabric::kBlockBytes, dtype, redop, 0, job);
     for (int k = 0; k < ranks; ++k) {
       const int gpu = gpus[static_cast<size_t>(k)], next = gpus[static_cast<size_t>((k + 1) % ranks)],

@@ -49,29 +49,41 @@ uint16_t FpgaAggregator::ring_id(const std::vector<int>& members, int k) {
   return at->second;
 }
 
+uint64_t FpgaAggregator::memory_left(int job) const {
+  const uint64_t budget = cfg_.aggregator_bytes;
+  // Its share less what its rings hold, and no more than is free
+  // (partitioned shares add up to at most the whole).
+  const uint64_t free = budget - std::min(budget, used_);
+  const nvswitch::TableSharing* s = cfg_.sharing;
+  if (!s || job < 0 || static_cast<size_t>(job) >= s->jobs()) return free;
+  const uint64_t limit = s->limit(job, cfg_.aggregator_bytes);
+  return std::min(free, limit - std::min(limit, memory_used(job)));
+}
+
+void FpgaAggregator::admit(int job, uint64_t bytes, const std::string& what) const {
+  if (cfg_.aggregator_bytes == 0) return;
+  const uint64_t left = memory_left(job);
+  if (bytes <= left) return;
+  const uint64_t budget = cfg_.aggregator_bytes, free = budget - std::min(budget, used_);
+  const nvswitch::TableSharing* s = cfg_.sharing;
+  const bool share = s && job >= 0 && static_cast<size_t>(job) < s->jobs() && left < free;
+  throw ShareShortfall("the FPGA's aggregator memory",
+                       std::string(basename()) + "'s " + what + " " + std::to_string(bytes) + " bytes, but " +
+                           (share ? "its " + s->share_text(job) : std::string("the free memory")) + " leaves " +
+                           std::to_string(left) + " of " + kAggregatorBytes.key() + "=" + std::to_string(budget));
+}
+
 uint32_t FpgaAggregator::msg_len_for(int job, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
                                      int rings) const {
-  const uint64_t budget = cfg_.aggregator_bytes;
-  if (budget == 0) return msg_len;
-  // What the job may still take: its share less what its rings hold, and no
-  // more than is free (partitioned shares add up to at most the whole).
-  const nvswitch::TableSharing* s = cfg_.sharing;
-  const bool mine = s && job >= 0 && static_cast<size_t>(job) < s->jobs();
-  const uint64_t limit = mine ? s->limit(job, cfg_.aggregator_bytes) : budget;
-  const uint64_t held = mine ? memory_used(job) : 0;
-  const uint64_t left = std::min(limit - std::min(limit, held), budget - std::min(budget, used_));
+  if (cfg_.aggregator_bytes == 0) return msg_len;
   const uint64_t per_message = 2ull * window * AggregatorArray::aggregator_bytes(ranks, max_payload) * rings;
-  const uint64_t fits = std::min<uint64_t>(msg_len, left / per_message);
+  const uint64_t fits = std::min<uint64_t>(msg_len, memory_left(job) / per_message);
   if (fits > 0) return static_cast<uint32_t>(fits);
-  std::string whose = "the free memory";
-  if (mine && limit - std::min(limit, held) <= budget - std::min(budget, used_)) whose = "its " + s->share_text(job);
-  const std::string arrays = rings > 1 ? "arrays for " + std::to_string(rings) + " rings" : "array for a ring";
-  throw ShareShortfall(
-      "the FPGA's aggregator memory",
-      std::string(basename()) + "'s aggregator " + arrays + " of " + std::to_string(ranks) + " with a window of N = " +
-          std::to_string(window) + " need" + (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" +
-          (rings > 1 ? " each" : "") + ", " + std::to_string(per_message) + " bytes, but " + whose + " leaves " +
-          std::to_string(left) + " of " + kAggregatorBytes.key() + "=" + std::to_string(budget));
+  admit(job, per_message,
+        (rings > 1 ? "aggregator arrays for " + std::to_string(rings) + " rings" : std::string("aggregator array for a ring")) +
+            " of " + std::to_string(ranks) + " with a window of N = " + std::to_string(window) + " need" +
+            (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" + (rings > 1 ? " each" : "") + ",");
+  return 0;  // admit threw
 }
 
 void FpgaAggregator::set_hierarchy(const Hierarchy& h) {

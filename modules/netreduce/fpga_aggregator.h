@@ -89,6 +89,12 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   // MsgLen 1 fits.
   uint32_t msg_len_for(int job, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
                        int rings = 1) const;
+  // The aggregator memory job `job` may still take (-1: no job): what is
+  // free, within the job's share. admit() throws the ShareShortfall
+  // msg_len_for() does if `bytes` exceed it, `what` saying what needs them
+  // ("aggregator arrays for 4 rings of 2 ... need").
+  uint64_t memory_left(int job) const;
+  void admit(int job, uint64_t bytes, const std::string& what) const;
   // Aggregator memory the rings added so far take: all, and job j's.
   uint64_t memory_used() const { return used_; }
   uint64_t memory_used(int job) const { return job >= 0 && static_cast<size_t>(job) < used_by_job_.size() ? used_by_job_[job] : 0; }

@@ -26,7 +26,7 @@ inline const Param<uint32_t> kMulticastGroups{
     "switch.multicast.groups", 0, Range::at_least(0).at_most(1u << 20),
     "multicast groups (MCR entries, NVLS multicast objects) a switch holds, each collective's in-network group one at "
     "every switch between its members; 0: any number. Hopper's NVSwitch: 128 (Fabric Manager's log on HGX H200, "
-    "NVIDIA/nccl issue 2077); a GB200 NVL72 rack: 1024 (NVIDIA GB200 NVL partition guide)"};
+    "NVIDIA/nccl#2077); a GB200 NVL72 rack: 1024 (NVIDIA GB200 NVL partition guide)"};
 inline const Param<std::string> kMulticastPolicy{
     "switch.multicast.policy", "shared", Range::none(),
     "how a jobs: list's collectives share switch.multicast.groups: shared (first come, first served), partitioned "

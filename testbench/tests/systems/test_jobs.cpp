@@ -816,7 +816,7 @@ TEST_CASE("partitioned aggregator memory gives each ring its weight's share, and
   for (const auto& row : rows) CHECK(row["wrong"] == 0);
 }
 
-TEST_CASE("shared aggregator memory goes first come, first served; quota caps a ring; fallback: software runs the ring",
+TEST_CASE("shared aggregator memory goes first come, first served, quota caps a ring, and fallback: software runs the ring",
           "[jobs][rack][netreduce][sharing]") {
   cli::TempDir d;
   const std::string two = "  - {name: a, gpus: [0, 1]}\n  - {name: b, gpus: [2, 3]";
@@ -862,7 +862,7 @@ TEST_CASE("aggregator memory's bad keys, and jobs the rack cannot run, are refus
                                         "10000 of fpga.aggregator.bytes=10000"));
 }
 
-TEST_CASE("multicast groups: the job past the switches' limit is refused, or runs the ring; partitioned shares",
+TEST_CASE("multicast groups: the job past the switches' limit is refused or runs the ring, and partitioned shares hold",
           "[jobs][sharing][multicast]") {
   cli::TempDir d;
   // Four NVLS jobs of 2 GPUs, each a group on all four NVSwitches.
@@ -917,4 +917,25 @@ TEST_CASE("NIC schedule tables: a collective past a NIC's limit runs the cores' 
           "holds all of nic.tables=1 already, nor can its fallback, the ring: ring needs a schedule table on n0.nic");
   refused(d, "platform: star\ngpus: 8\nnic.tables.policy: quota\njobs:\n  - {gpus: 0-7, algorithm: multitree}\n",
           "nic.tables.policy=quota shares the NICs' schedule tables, but nic.tables=0 sets no limit to share");
+}
+
+TEST_CASE("a RoCE cluster's rail FPGA admits a job's rings only whole: too little memory is refused, or the ring",
+          "[jobs][cluster][netreduce][sharing]") {
+  cli::TempDir d;
+  // nvlsnetreduce puts 16 rings of 2 nodes on each rail's FPGA, each 2 x 64
+  // one-block messages of 2 x (64 + 128) + 128 + 1 = 513 B: 1050624 B.
+  const cli::Result alone = cli::incsim("--platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce "
+                                        "--sizes 256K -c fpga.aggregator.bytes=1000000");
+  CHECK(alone.code == 2);
+  CHECK_THAT(alone.err, Catch::Contains("leaf0_fpga's aggregator arrays for 16 rings of nvlsnetreduce need 1050624 "
+                                        "bytes, but the free memory leaves 1000000 of fpga.aggregator.bytes=1000000"));
+  // Two jobs of two nodes each on 2000000 B partitioned: 1000000 each, short of 1050624: both run the ring.
+  const auto json = fell_back(d,
+                              kCluster4 + "cluster.network: roce\nfpga.aggregator.bytes: 2000000\n"
+                                          "fpga.aggregator.policy: partitioned\njobs:\n"
+                                          "  - {name: a, gpus: 0-15, algorithm: nvlsnetreduce, fallback: software}\n"
+                                          "  - {name: b, gpus: 16-31, algorithm: nvlsnetreduce, fallback: software}\n",
+                              "leaf0_fpga's aggregator arrays for 16 rings of nvlsnetreduce need 1050624 bytes, but its "
+                              "partitioned share");
+  for (int j : {0, 1}) CHECK(json["config"]["jobs"][j]["algorithm"] == "ring");
 }
