@@ -118,7 +118,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
       std::vector<bool> free(n);
       for (int g = 0; g < n; ++g) free[g] = owner[g] < 0 || job.allow_overlap;
       try {
-        job.gpus = place(t, free, job.placement, job.count, *job.seed);
+        job.gpus = place(t, free, job.placement, job.count, *job.seed, unit);
       } catch (const UserError& e) {
         throw UserError(job.where + ": job '" + job.name + "' does not fit (placement: " + job.placement +
                         ", gpus: " + std::to_string(job.count) + "): " + e.what());

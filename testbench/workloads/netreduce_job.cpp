@@ -30,7 +30,7 @@ NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_netwo
     if (seen[h]) throw UserError("--ring names host " + std::to_string(h) + " twice");
     seen[h] = true;
   }
-  if (ring_.size() < 2) throw UserError("--ring needs at least 2 hosts, not " + std::to_string(ring_.size()));
+  if (ring_.size() < 2) throw UserError("a ring needs at least 2 hosts, not " + std::to_string(ring_.size()));
   if (in_network) {
     // A connection takes a CLT entry at its first packet and a full table
     // drops it (§3.2), which would stall the job: refuse it here.

@@ -47,13 +47,13 @@ std::vector<int> spread(const topo::Topology& t, const std::vector<int>& free, i
 }  // namespace
 
 std::vector<int> place(const topo::Topology& t, const std::vector<bool>& is_free, const std::string& placement,
-                       int count, uint64_t seed) {
+                       int count, uint64_t seed, const std::string& unit) {
   std::vector<int> free;
   for (size_t g = 0; g < is_free.size(); ++g)
     if (is_free[g]) free.push_back(static_cast<int>(g));
   const int n = static_cast<int>(free.size());
   if (n < count)
-    throw UserError(count_of(n, "GPU is", "GPUs are") + " free and it asks for " + std::to_string(count));
+    throw UserError(count_of(n, unit + " is", unit + "s are") + " free and it asks for " + std::to_string(count));
   std::vector<int> taken;
   if (placement == "contiguous") {
     int longest = 0;
@@ -63,7 +63,7 @@ std::vector<int> place(const topo::Topology& t, const std::vector<bool>& is_free
       if (run == count) taken.assign(free.begin() + i + 1 - count, free.begin() + i + 1);
     }
     if (taken.empty())
-      throw UserError("no " + std::to_string(count) + " free GPUs are in a row (the longest run free is " +
+      throw UserError("no " + std::to_string(count) + " free " + unit + "s are in a row (the longest run free is " +
                       std::to_string(longest) + ")");
   } else if (placement == "random") {
     std::mt19937_64 rng(seed);

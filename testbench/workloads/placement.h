@@ -25,7 +25,8 @@ inline std::string placement_names() {
 
 // The `count` GPUs (endpoint numbers) that `placement` takes among those
 // with free[g], ascending (the job's ranks in GPU order); UserError saying
-// why when they do not fit. `seed` draws a random placement.
+// why when they do not fit, calling them `unit`s (GPUs; a rack's hosts).
+// `seed` draws a random placement.
 //   contiguous: the lowest `count` free GPUs in a row (first fit).
 //   random: `count` free GPUs drawn uniformly (Fisher-Yates on a
 //     mt19937_64 seeded with `seed`).
@@ -37,6 +38,6 @@ inline std::string placement_names() {
 //     switches (a cluster's node, a DGX-2 baseboard, a fat tree's leaf), the
 //     scale-out adapters aside.
 std::vector<int> place(const topo::Topology& t, const std::vector<bool>& free, const std::string& placement, int count,
-                       uint64_t seed);
+                       uint64_t seed, const std::string& unit = "GPU");
 
 }  // namespace incsim::tb

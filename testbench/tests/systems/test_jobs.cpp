@@ -851,6 +851,9 @@ TEST_CASE("aggregator memory's bad keys, and jobs the rack cannot run, are refus
   refused(d, kRack + "jobs:\n  - {gpus: 0-2}\n  - {gpus: 2-3, allow_overlap: true}\n",
           "job 'job2' says allow_overlap: true, but on platform rack each host runs one ring");
   refused(d, kRack + "jobs:\n  - {gpus: 0-6}\n", "job 'job1' names host 6, but platform 'rack' has hosts 0 to 5");
+  refused(d, kRack + "jobs:\n  - {placement: spread, gpus: 4}\n  - {placement: random, gpus: 3}\n",
+          "job 'job2' does not fit (placement: random, gpus: 3): 2 hosts are free and it asks for 3");
+  refused(d, kRack + "jobs:\n  - {gpus: [0]}\n", "job 'job1': a ring needs at least 2 hosts, not 1");
   refused(d, "platform: spineleaf\nsizes: 1M\njobs:\n  - {gpus: 0-3}\n",
           "a jobs: list on NetReduce's Ethernet runs rings of the hosts of one rack (platform rack); platform "
           "spineleaf builds one job's rings itself");
