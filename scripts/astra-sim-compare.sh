@@ -51,15 +51,19 @@ ASTRA_ALGS=${ASTRA_ALGS-"ring halvingDoubling ring+doubleBinaryTree"}
 # hring is NCCL's hierarchical ring (a ring in each node, a ring per rail
 # across): the same shape as ASTRA-sim's ring on two dimensions under
 # localBWAware (reduce-scatter in the node, all-reduce across, all-gather).
-INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring"}
+# ALG@K runs ALG with flow.steady_passes=K instead of STEADY_PASSES: tree@4
+# prices a pass where K = 16 does not end (4 is too few passes to trust the
+# time: docs/flow.md, "Cost").
+INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4"}
 # Above these GPU counts a run is recorded as skipped(cost), not started:
-# each costs 8 to 70 times more CPU per 4 times the GPUs (measured here, at
+# each costs 5 to 70 times more CPU per 4 times the GPUs (measured here, at
 # 1 GiB: ring 155 s on 256 GPUs; hring 11.7 s on 256, 815 s on 1,024;
-# nvlstree 22 s on 256, 199 s on 1,024), so the next count would not end
-# within TIMEOUT. The flat ring makes 2(n-1) transfers per rank, channel
-# and pass, and its program holds 2(n-1) operations of 44 B per rank and
-# channel (docs/flow.md, "Cost").
-INCSIM_MAX=${INCSIM_MAX:-"ring=256 hring=1024 nvlstree=4096"}
+# nvlstree 22 s on 256, 199 s on 1,024; tree 4.8 s on 256, 24.8 s on
+# 1,024, no end in 900 s on 4,096), so the next count would not end within
+# TIMEOUT. The flat ring makes 2(n-1) transfers per rank, channel and pass,
+# and its program holds 2(n-1) operations of 44 B per rank and channel
+# (docs/flow.md, "Cost").
+INCSIM_MAX=${INCSIM_MAX-"ring=256 hring=1024 nvlstree=1024 tree=4096"}
 INCSIM=${INCSIM:-build/incsim}
 ONLY=${ONLY:-.}
 FORCE=${FORCE:-0}
@@ -231,7 +235,14 @@ timed() {  # timed NAME CMD...: runs CMD niced under timeout and time; sets cpu,
   read -r cpu rss_kb < <(tail -1 "$t")
   rss=$((rss_kb / 1024))
 }
-status_of() { case $1 in 0) echo ok ;; 124) echo timeout ;; 137) echo killed ;; *) echo "failed($1)" ;; esac; }
+status_of() {  # $1: exit status, $2: the run's stderr
+  case $1 in
+    0) echo ok ;;
+    124) echo timeout ;;
+    137) echo killed ;;
+    *) if grep -q "bad_alloc\|address-space limit" "$2"; then echo "memory(>${MEM_LIMIT_GB}GB)"; else echo "failed($1)"; fi ;;
+  esac
+}
 wanted() {
   [ "$FORCE" = 1 ] || [ ! -f "$WORK/rows/$1-$2-$3.csv" ] || return 1
   echo "$1/$2/$3" | grep -Eq "$ONLY"
@@ -248,7 +259,7 @@ for n in $GPUS; do
     # sys[i] finished, T cycles: T in ns; the collective ends with the last rank.
     us=$(sed -n 's/.*sys\[[0-9]*\] finished, \([0-9]*\) cycles.*/\1/p' "$WORK/runs/astra-sim-$alg-$n.out" |
       sort -n | tail -1 | awk '{ if ($1 != "") printf "%.2f", $1 / 1000 }')
-    st=$(status_of $rc)
+    st=$(status_of $rc "$WORK/runs/astra-sim-$alg-$n.err")
     [ "$st" != ok ] || [ -n "$us" ] || st="failed(no time)"
     row astra-sim "$alg" "$n" "$us" "$cpu" "$rss" "$st"
     echo "  $st: ${us:--} us, $cpu s, $rss MB" >&2
@@ -261,13 +272,15 @@ for n in $GPUS; do
       continue
     fi
     echo "incsim $alg $n GPUs ..." >&2
-    timed "incsim-$alg-$n" "$INCSIM" --fidelity flow --platform cluster --nodes $((n / 8)) --algorithm "$alg" \
-      --sizes "$SIZE" -c cluster.pxn=0 -c flow.steady_passes="$STEADY_PASSES" --quiet --csv "$WORK/runs/incsim-$alg-$n.csv"
+    k=$STEADY_PASSES
+    [ "${alg#*@}" = "$alg" ] || k=${alg#*@}
+    timed "incsim-$alg-$n" "$INCSIM" --fidelity flow --platform cluster --nodes $((n / 8)) --algorithm "${alg%@*}" \
+      --sizes "$SIZE" -c cluster.pxn=0 -c flow.steady_passes="$k" --quiet --csv "$WORK/runs/incsim-$alg-$n.csv"
     us=""
     [ ! -s "$WORK/runs/incsim-$alg-$n.csv" ] ||
       us=$(/usr/bin/python3 -c 'import csv,sys; print("%.2f" % float(next(csv.DictReader(open(sys.argv[1])))["time_us"]))' \
         "$WORK/runs/incsim-$alg-$n.csv")
-    st=$(status_of $rc)
+    st=$(status_of $rc "$WORK/runs/incsim-$alg-$n.err")
     row incsim "$alg" "$n" "$us" "$cpu" "$rss" "$st"
     echo "  $st: ${us:--} us, $cpu s, $rss MB" >&2
   done
@@ -295,12 +308,19 @@ for key in sorted({(r["tool"], r["algorithm"]) for r in rows}):
     ax.plot([int(r["gpus"]) for r in cut], [float(r["cpu_s"]) for r in cut], "x", color=line.get_color(), ms=9)
     bx.plot([int(r["gpus"]) for r in ok], [float(r["simulated_us"]) / 1000 for r in ok], style,
             color=line.get_color(), label=f"{key[0]} {key[1]}")
+gpus = sorted({int(r["gpus"]) for r in rows})
+size = int(rows[0]["size"])
+# Without in-network reduction each GPU sends 2(N-1)/N of size/8 through its 50 GB/s adapter.
+bx.plot(gpus, [2 * (g // 8 - 1) / (g // 8) * size / 8 / 50e9 * 1e3 for g in gpus], ":k",
+        label="adapters' bound (no in-network reduction)")
 for a in (ax, bx):
     a.set_xscale("log", base=2); a.set_xlabel("GPUs (8 per node)"); a.grid(True, which="both", alpha=0.3)
+    a.set_xticks(gpus); a.set_xticklabels([f"{g:,}" for g in gpus])
 ax.set_yscale("log"); ax.set_ylabel("CPU time (user s)")
 ax.set_title("Cost of one 1 GiB all-reduce (x: stopped, at its CPU time)", fontsize=9)
 bx.set_ylabel("simulated time (ms)"); bx.set_title("Simulated time", fontsize=9)
 ax.legend(fontsize=7)
+bx.legend(fontsize=7)
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=120)
 PY
