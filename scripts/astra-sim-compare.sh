@@ -21,7 +21,7 @@
 # reused on the next invocation (FORCE=1 reruns), so the script is
 # idempotent and resumable. Writes docs/figures/astra-sim-compare.csv
 # (tool, algorithm, gpus, size, simulated_us, cpu_s, rss_mb, status) and
-# docs/figures/astra-sim-compare.png. Knobs: GPUS, SIZE, TIMEOUT,
+# docs/figures/astra-sim-compare.png (OUT.csv, OUT.png). Knobs: OUT, GPUS, SIZE, TIMEOUT,
 # STEADY_PASSES, MEM_LIMIT_GB, ASTRA_ALGS, INCSIM_ALGS, INCSIM_MAX, INCSIM, ONLY
 # (a regular expression on "tool/algorithm/gpus": run only those).
 set -euo pipefail
@@ -64,12 +64,13 @@ INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4"}
 # and its program holds 2(n-1) operations of 44 B per rank and channel
 # (docs/flow.md, "Cost").
 INCSIM_MAX=${INCSIM_MAX-"ring=256 hring=1024 nvlstree=1024 tree=4096"}
-INCSIM=${INCSIM:-build/incsim}
+INCSIM=$(realpath -m "${INCSIM:-build/incsim}")
 ONLY=${ONLY:-.}
 FORCE=${FORCE:-0}
 WORK=$root/build/astra-sim-compare
-CSV=$root/docs/figures/astra-sim-compare.csv
-PNG=$root/docs/figures/astra-sim-compare.png
+OUT=$(realpath -m "${OUT:-docs/figures/astra-sim-compare}")   # OUT.csv, OUT.png
+CSV=$OUT.csv
+PNG=$OUT.png
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 
 # --- The platform both tools simulate, from incsim's defaults -------------
@@ -144,7 +145,7 @@ build_astra() {
   (cd "$ASTRA_SIM_DIR/build" && nice -n 10 cmake --build . -j2 >/dev/null)
 }
 if [ -n "${ASTRA_SIM_BIN:-}" ]; then
-  astra_bin=$ASTRA_SIM_BIN
+  astra_bin=$(realpath "$ASTRA_SIM_BIN")
 else
   astra_bin=$(find "$ASTRA_SIM_DIR/build" -name AstraSim_Analytical_Congestion_Unaware -type f 2>/dev/null | head -1 || true)
   if [ -z "$astra_bin" ]; then
@@ -224,11 +225,12 @@ PY
 
 # --- One run ----------------------------------------------------------------
 # row TOOL ALG GPUS SIMULATED_US CPU_S RSS_MB STATUS
-row() { echo "$1,$2,$3,$SIZE,$4,$5,$6,$7" >"$WORK/rows/$1-$2-$3.csv"; }
+row() { echo "$1,$2,$3,$SIZE,$4,$5,$6,$7" >"$WORK/rows/$1-$2-$3-$SIZE.csv"; }
 timed() {  # timed NAME CMD...: runs CMD niced under timeout and time; sets cpu, rss, rc
   local t=$WORK/runs/$1.time
   set +e
-  (ulimit -v $((MEM_LIMIT_GB * 1024 * 1024))
+  # In runs/: ASTRA-sim writes log/log.log and log/err.log in its working folder.
+  (cd "$WORK/runs" && ulimit -v $((MEM_LIMIT_GB * 1024 * 1024))
     exec /usr/bin/time -f '%U %M' -o "$t" timeout "$TIMEOUT" nice -n 10 "${@:2}" >"$WORK/runs/$1.out" 2>"$WORK/runs/$1.err")
   rc=$?
   set -e
@@ -244,7 +246,7 @@ status_of() {  # $1: exit status, $2: the run's stderr
   esac
 }
 wanted() {
-  [ "$FORCE" = 1 ] || [ ! -f "$WORK/rows/$1-$2-$3.csv" ] || return 1
+  [ "$FORCE" = 1 ] || [ ! -f "$WORK/rows/$1-$2-$3-$SIZE.csv" ] || return 1
   echo "$1/$2/$3" | grep -Eq "$ONLY"
 }
 
@@ -289,7 +291,7 @@ done
 # --- Table and plot -----------------------------------------------------------
 {
   echo "tool,algorithm,gpus,size,simulated_us,cpu_s,rss_mb,status"
-  cat "$WORK"/rows/*.csv | sort -t, -k1,1 -k2,2 -k3,3n
+  cat "$WORK"/rows/*-"$SIZE".csv | sort -t, -k1,1 -k2,2 -k3,3n
 } >"$CSV"
 column -s, -t "$CSV"
 /usr/bin/python3 - "$CSV" "$PNG" "$TIMEOUT" <<'PY'
