@@ -287,14 +287,13 @@ int CollectiveCall::admit_nic_tables() const {
   const uint32_t cap = f.nic_tables();
   if (cap == 0) return job;
   const nvswitch::TableSharing& s = f.nic_sharing();
-  const bool shared_by_jobs = job >= 0 && static_cast<size_t>(job) < s.jobs();
-  const int limit = static_cast<int>(shared_by_jobs ? s.limit(job, cap) : cap);
+  const int limit = static_cast<int>(s.limit(job, cap));
   const std::string of = " of " + nic::kNicTables.key() + "=" + std::to_string(cap);
   for (const nic::Nic* n : comm_.nics()) {
     const std::string needs = std::string(algorithm_.name()) + " needs a schedule table on " + n->name();
     if (n->tables_loaded() >= static_cast<int>(cap))
       throw ShareShortfall(s.resource().tables, needs + ", which holds all" + of + " already");
-    if (shared_by_jobs && n->tables_loaded(job) >= limit)
+    if (s.holds(job) && n->tables_loaded(job) >= limit)
       throw ShareShortfall(s.resource().tables, needs + ", but its " + s.share_text(job) + " is " +
                                                     std::to_string(limit) + of + " there, " +
                                                     std::to_string(n->tables_loaded(job)) + " of them held already");

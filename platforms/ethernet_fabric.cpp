@@ -58,17 +58,9 @@ EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*
     fpga_.latency = sc_core::sc_time(cfg.get(netreduce::kFpgaLatency), sc_core::SC_NS);
     fpga_.clt_entries = cfg.get(netreduce::kCltEntries);
     fpga_.aggregator_bytes = cfg.get(netreduce::kAggregatorBytes);
-    // As SHARP's (infiniband_fabric.cpp): its counters and its refusals are
-    // a jobs run's that sets the key.
-    const bool given = cfg.has_override(netreduce::kAggregatorPolicy);
-    const std::string policy = cfg.get(netreduce::kAggregatorPolicy);
-    if (given && fpga_.aggregator_bytes == 0)
-      throw UserError(netreduce::kAggregatorPolicy.key() + "=" + policy + " shares the FPGAs' aggregator memory, but " +
-                      netreduce::kAggregatorBytes.key() + "=0 gives it no budget to share");
-    sharing_ = std::make_shared<nvswitch::TableSharing>(
-        nvswitch::TableSharing::parse(policy, netreduce::kAggregatorPolicy.key()),
-        nvswitch::TableResource{"the FPGAs' aggregator memory", netreduce::kAggregatorPolicy.key(),
-                                "aggregator_sharing", given, false});
+    sharing_ = nvswitch::TableSharing::of_capacity(cfg, netreduce::kAggregatorPolicy, "the FPGAs' aggregator memory",
+                                                   "aggregator_sharing", netreduce::kAggregatorBytes.key(),
+                                                   fpga_.aggregator_bytes, "gives it no budget to share");
     fpga_.sharing = sharing_.get();
   }
 }

@@ -85,37 +85,22 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   bool multicasts = false;
   for (int s : t_.switches()) multicasts = multicasts || in_network(t_, s);
   const uint32_t groups = multicasts ? cfg.get(nvswitch::kMulticastGroups) : 0;
-  const bool groups_given = multicasts && cfg.has_override(nvswitch::kMulticastPolicy);
-  const std::string groups_policy =
-      multicasts ? cfg.get(nvswitch::kMulticastPolicy) : nvswitch::kMulticastPolicy.default_value();
-  if (groups_given && groups == 0)
-    throw UserError(nvswitch::kMulticastPolicy.key() + "=" + groups_policy +
-                    " shares the switches' multicast groups, but " + nvswitch::kMulticastGroups.key() +
-                    "=0 sets no limit to share");
-  groups_sharing_ = std::make_shared<nvswitch::TableSharing>(
-      nvswitch::TableSharing::parse(groups_policy, nvswitch::kMulticastPolicy.key()),
-      nvswitch::TableResource{"the switches' multicast groups", nvswitch::kMulticastPolicy.key(), "multicast_sharing",
-                              groups_given, false});
+  groups_sharing_ = nvswitch::TableSharing::of_capacity(cfg, nvswitch::kMulticastPolicy, "the switches' multicast groups",
+                                                        "multicast_sharing", nvswitch::kMulticastGroups.key(), groups,
+                                                        "sets no limit to share", multicasts);
   // The NICs' schedule tables (MultiTree's NI), a collective's per NIC from
   // its construction to its end: the communicator admits it
   // (CollectiveCall::admit_nic_tables).
   nic_tables_ = cfg.get(nic::kNicTables);
-  const bool nic_given = cfg.has_override(nic::kNicTablesPolicy);
-  const std::string nic_policy = cfg.get(nic::kNicTablesPolicy);
-  if (nic_given && nic_tables_ == 0)
-    throw UserError(nic::kNicTablesPolicy.key() + "=" + nic_policy + " shares the NICs' schedule tables, but " +
-                    nic::kNicTables.key() + "=0 sets no limit to share");
-  nic_sharing_ = std::make_shared<nvswitch::TableSharing>(
-      nvswitch::TableSharing::parse(nic_policy, nic::kNicTablesPolicy.key()),
-      nvswitch::TableResource{"the NICs' schedule tables", nic::kNicTablesPolicy.key(), "nic_sharing", nic_given,
-                              false});
+  nic_sharing_ = nvswitch::TableSharing::of_capacity(cfg, nic::kNicTablesPolicy, "the NICs' schedule tables",
+                                                     "nic_sharing", nic::kNicTables.key(), nic_tables_,
+                                                     "sets no limit to share");
   if (groups) {
     const nvswitch::TableSharing* s = groups_sharing_.get();
-    multicast_->limit_groups(
-        {groups, [&t](int node) { return in_network(t, node); },
-         [s, groups](int job) { return static_cast<size_t>(job) < s->jobs() ? s->limit(job, groups) : groups; },
-         [s](int job) { return static_cast<size_t>(job) < s->jobs() ? s->share_text(job) : std::string("share"); },
-         "the switches' multicast groups", nvswitch::kMulticastGroups.key()});
+    multicast_->limit_groups({groups, [&t](int node) { return in_network(t, node); },
+                              [s, groups](int job) { return s->limit(job, groups); },
+                              [s](int job) { return s->share_text(job); }, s->resource().tables,
+                              nvswitch::kMulticastGroups.key()});
   }
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
   auto check_table = [&](const std::string& key, uint32_t b) {

@@ -89,8 +89,7 @@ void SharpManager::admit(const collectives::Program& program, const std::vector<
   // a ShareShortfall, which a job with fallback: software answers with the ring.
   const nvswitch::TableSharing* sharing = m_.fabric_as<InfinibandFabric>().table_sharing();
   const int job = m_.multicast().tenant();
-  const bool shared_by_jobs =
-      sharing && sharing->resource().policy_set && job >= 0 && static_cast<size_t>(job) < sharing->jobs();
+  const bool shared_by_jobs = sharing && sharing->resource().policy_set && sharing->holds(job);
   const auto short_of = [&](const std::string& why) {
     if (shared_by_jobs) throw ShareShortfall(sharing->resource().tables, why);
     throw UserError(why);
@@ -158,13 +157,10 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
                         std::to_string(ranks) + " nodes spans several leaves (cluster.leaf_ports), and NetReduce's hierarchy of leaf and "
                         "spine FPGAs (§3.3) is not built on a cluster");
     // The leaf port facing FPGA port k, for k its k-th node port.
+    const int fpga = rail_fpga(t, gpus[0]);
     std::vector<int> to_fpga(static_cast<size_t>(t.node(leaf).ports), -1);
-    int fpga = -1;
     for (int p = 0; p < t.node(leaf).ports; ++p)
-      if (const topo::PortRef f = t.peer({leaf, p}); f.node >= 0 && t.node(f.node).block == topo::kinds::kLeafFpga) {
-        fpga = f.node;
-        to_fpga[static_cast<size_t>(f.port)] = p;
-      }
+      if (const topo::PortRef f = t.peer({leaf, p}); f.node == fpga) to_fpga[static_cast<size_t>(f.port)] = p;
     // The FPGA numbers its rings, every job's that shares it; this
     // program's k-th ring over the same GPUs is its k-th there.
     auto& aggregator = dynamic_cast<netreduce::FpgaAggregator&>(m_.block(fpga));

@@ -55,18 +55,19 @@ uint64_t FpgaAggregator::memory_left(int job) const {
   // (partitioned shares add up to at most the whole).
   const uint64_t free = budget - std::min(budget, used_);
   const nvswitch::TableSharing* s = cfg_.sharing;
-  if (!s || job < 0 || static_cast<size_t>(job) >= s->jobs()) return free;
+  if (!s || !s->holds(job)) return free;
   const uint64_t limit = s->limit(job, cfg_.aggregator_bytes);
   return std::min(free, limit - std::min(limit, memory_used(job)));
 }
 
 void FpgaAggregator::admit(int job, uint64_t bytes, const std::string& what) const {
-  if (cfg_.aggregator_bytes == 0) return;
-  const uint64_t left = memory_left(job);
-  if (bytes <= left) return;
-  const uint64_t budget = cfg_.aggregator_bytes, free = budget - std::min(budget, used_);
+  if (cfg_.aggregator_bytes != 0 && bytes > memory_left(job)) short_of(job, bytes, what);
+}
+
+void FpgaAggregator::short_of(int job, uint64_t bytes, const std::string& what) const {
+  const uint64_t budget = cfg_.aggregator_bytes, left = memory_left(job);
   const nvswitch::TableSharing* s = cfg_.sharing;
-  const bool share = s && job >= 0 && static_cast<size_t>(job) < s->jobs() && left < free;
+  const bool share = s && s->holds(job) && left < budget - std::min(budget, used_);  // its share binds, not what is free
   throw ShareShortfall("the FPGA's aggregator memory",
                        std::string(basename()) + "'s " + what + " " + std::to_string(bytes) + " bytes, but " +
                            (share ? "its " + s->share_text(job) : std::string("the free memory")) + " leaves " +
@@ -78,12 +79,12 @@ uint32_t FpgaAggregator::msg_len_for(int job, int ranks, uint32_t window, uint32
   if (cfg_.aggregator_bytes == 0) return msg_len;
   const uint64_t per_message = 2ull * window * AggregatorArray::aggregator_bytes(ranks, max_payload) * rings;
   const uint64_t fits = std::min<uint64_t>(msg_len, memory_left(job) / per_message);
-  if (fits > 0) return static_cast<uint32_t>(fits);
-  admit(job, per_message,
-        (rings > 1 ? "aggregator arrays for " + std::to_string(rings) + " rings" : std::string("aggregator array for a ring")) +
-            " of " + std::to_string(ranks) + " with a window of N = " + std::to_string(window) + " need" +
-            (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" + (rings > 1 ? " each" : "") + ",");
-  return 0;  // admit threw
+  if (fits == 0)
+    short_of(job, per_message,
+             (rings > 1 ? "aggregator arrays for " + std::to_string(rings) + " rings" : std::string("aggregator array for a ring")) +
+                 " of " + std::to_string(ranks) + " with a window of N = " + std::to_string(window) + " need" +
+                 (rings > 1 ? "" : "s") + " at least 2N x 1 aggregators" + (rings > 1 ? " each" : "") + ",");
+  return static_cast<uint32_t>(fits);
 }
 
 void FpgaAggregator::set_hierarchy(const Hierarchy& h) {

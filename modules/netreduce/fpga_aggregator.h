@@ -167,6 +167,8 @@ class FpgaAggregator : public sc_core::sc_module, public net::PacketSink, public
   ConnectionTranslationTable ctt_;
   Hierarchy hier_;
   std::vector<int> rank_base_;
+  // Throws the ShareShortfall of `bytes` that job `job` may not take, `what` saying what needs them.
+  [[noreturn]] void short_of(int job, uint64_t bytes, const std::string& what) const;
   std::map<uint16_t, std::unique_ptr<AggregatorArray>> rings_;
   std::map<std::pair<std::vector<int>, int>, uint16_t> ring_ids_;  // ring_id's: (members, k) -> id
   uint32_t ring_connections_ = 0;

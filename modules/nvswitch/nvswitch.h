@@ -111,9 +111,7 @@ class NvSwitch : public credit_switch::CreditSwitch {
   // The job of a table address and its contention counters (TableSharing); null counters: no job.
   int tenant(uint64_t addr) const { return mcr_ ? mcr_->tenant(addr) : -1; }
   TableSharing::Counters* counters_of(int job) const {
-    return tables_.sharing && job >= 0 && static_cast<size_t>(job) < tables_.sharing->jobs()
-               ? &tables_.sharing->counters(job)
-               : nullptr;
+    return tables_.sharing && tables_.sharing->holds(job) ? &tables_.sharing->counters(job) : nullptr;
   }
 
   TableConfig tables_;

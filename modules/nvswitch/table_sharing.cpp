@@ -12,6 +12,18 @@ TableSharing::Policy TableSharing::parse(const std::string& name, const std::str
   throw UserError(key + " must be shared, partitioned or quota, not '" + name + "'");
 }
 
+std::shared_ptr<TableSharing> TableSharing::of_capacity(Config& cfg, const Param<std::string>& policy,
+                                                        const std::string& tables, const std::string& details,
+                                                        const std::string& capacity_key, uint64_t capacity,
+                                                        const std::string& no_limit, bool read) {
+  const bool given = read && cfg.has_override(policy);
+  const std::string name = read ? cfg.get(policy) : policy.default_value();
+  if (given && capacity == 0)
+    throw UserError(policy.key() + "=" + name + " shares " + tables + ", but " + capacity_key + "=0 " + no_limit);
+  return std::make_shared<TableSharing>(parse(name, policy.key()),
+                                        TableResource{tables, policy.key(), details, given, false});
+}
+
 std::string TableSharing::share_text(int job) const {
   const double mine = shares_[static_cast<size_t>(job)];
   std::string s = std::string(name(policy_)) + " share of " + resource_.tables;
@@ -36,7 +48,7 @@ void TableSharing::set_jobs(std::vector<double> shares) {
 }
 
 uint32_t TableSharing::limit(int job, uint32_t capacity) const {
-  if (job < 0 || policy_ == Policy::Shared || !enforced_) return capacity;
+  if (!holds(job) || policy_ == Policy::Shared || !enforced_) return capacity;
   const double share = policy_ == Policy::Partitioned ? shares_[job] / total_ : shares_[job];
   // The small epsilon keeps exact shares (a half of 4 entries) from rounding down.
   return static_cast<uint32_t>(std::floor(capacity * share + 1e-9));

@@ -19,9 +19,11 @@
 // names them in what it refuses and reports. Plain C++; the counters are per
 // job over every table of that fabric.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "core/param.h"
 
@@ -56,6 +58,15 @@ class TableSharing {
   static const char* name(Policy p);
 
   explicit TableSharing(Policy p = Policy::Shared, TableResource r = {}) : policy_(p), resource_(std::move(r)) {}
+  // The sharing of a resource of fixed size that each job is given once, as
+  // it starts (an FPGA's memory, a switch's multicast groups, a NIC's
+  // tables: not `counted`), its policy read from `policy` where `read` (else
+  // shared): a policy set where `capacity_key` is 0, no limit, is refused,
+  // `no_limit` saying so ("sets no limit to share").
+  static std::shared_ptr<TableSharing> of_capacity(Config& cfg, const Param<std::string>& policy,
+                                                   const std::string& tables, const std::string& details,
+                                                   const std::string& capacity_key, uint64_t capacity,
+                                                   const std::string& no_limit, bool read = true);
   Policy policy() const { return policy_; }
   const TableResource& resource() const { return resource_; }
   // "partitioned share of the switches' reduction tables (weight 1 of 4)",
@@ -64,8 +75,10 @@ class TableSharing {
   // The jobs' weights (partitioned) or quotas (quota); checked by the caller.
   void set_jobs(std::vector<double> shares);
   size_t jobs() const { return shares_.size(); }
-  // The entries job j may hold in a table of `capacity`; all of it for no
-  // job (-1) and while the limits are lifted.
+  // Whether job j has a share: a job of the jobs run the shares were set for.
+  bool holds(int job) const { return job >= 0 && static_cast<size_t>(job) < shares_.size(); }
+  // The entries job j may hold in a table of `capacity`; all of it for a
+  // job without a share (-1: none) and while the limits are lifted.
   uint32_t limit(int job, uint32_t capacity) const;
   // Off: every job may take the whole table (a job's run alone, jobs.h).
   void enforce(bool on) { enforced_ = on; }

@@ -160,7 +160,11 @@ void MulticastFabric::check_deadlock_free(const Region& g) const {
 void MulticastFabric::remove_region(int r) { regions_[r] = Region{}; }
 
 uint32_t MulticastFabric::groups_held(int sw, int job) const {
-  return job >= 0 && static_cast<size_t>(job) < held_by_job_.size() ? held_by_job_[job][sw] : 0;
+  uint32_t n = 0;
+  for (size_t w = 0; w < windows_.size(); ++w)
+    if (windows_[w] && (job == kAnyJob || tenants_[w] == job))
+      n += static_cast<uint32_t>(std::count(window_switches_[w].begin(), window_switches_[w].end(), sw));
+  return n;
 }
 
 int MulticastFabric::claim_window(const std::vector<int>& members) {
@@ -170,24 +174,16 @@ int MulticastFabric::claim_window(const std::vector<int>& members) {
     const std::vector<bool> on = between(members);
     for (int s = 0; s < static_cast<int>(sws.size()); ++s)
       if (on[s] && (!limit_.counts || limit_.counts(sws[s]))) at.push_back(s);
-    if (held_.empty()) held_.assign(sws.size(), 0);
-    if (tenant_ >= 0 && held_by_job_.size() <= static_cast<size_t>(tenant_))
-      held_by_job_.resize(tenant_ + 1u, std::vector<uint32_t>(sws.size(), 0));
     const std::string of = " of " + limit_.key + "=" + std::to_string(limit_.capacity);
     for (int s : at) {
-      const std::string name = topo_.node(sws[s]).name;
-      if (held_[s] >= limit_.capacity)
-        throw ShareShortfall(limit_.resource, "a group of " + std::to_string(members.size()) + " GPUs needs a multicast " +
-                                                  "group at " + name + ", which holds all" + of + " already");
-      if (tenant_ >= 0 && held_by_job_[tenant_][s] >= limit_.limit(tenant_))
-        throw ShareShortfall(limit_.resource, "a group of " + std::to_string(members.size()) + " GPUs needs a multicast " +
-                                                  "group at " + name + ", but its " + limit_.share(tenant_) + " is " +
+      const std::string needs = "a group of " + std::to_string(members.size()) + " GPUs needs a multicast group at " +
+                                topo_.node(sws[s]).name;
+      if (groups_held(s) >= limit_.capacity)
+        throw ShareShortfall(limit_.resource, needs + ", which holds all" + of + " already");
+      if (tenant_ >= 0 && groups_held(s, tenant_) >= limit_.limit(tenant_))
+        throw ShareShortfall(limit_.resource, needs + ", but its " + limit_.share(tenant_) + " is " +
                                                   std::to_string(limit_.limit(tenant_)) + of + " there, " +
-                                                  std::to_string(held_by_job_[tenant_][s]) + " of them held already");
-    }
-    for (int s : at) {
-      ++held_[s];
-      if (tenant_ >= 0) ++held_by_job_[tenant_][s];
+                                                  std::to_string(groups_held(s, tenant_)) + " of them held already");
     }
   }
   const auto free = std::find(windows_.begin(), windows_.end(), false);
@@ -205,10 +201,6 @@ int MulticastFabric::claim_window(const std::vector<int>& members) {
 }
 
 void MulticastFabric::release_window(int w) {
-  for (int s : window_switches_[w]) {
-    --held_[s];
-    if (tenants_[w] >= 0) --held_by_job_[tenants_[w]][s];
-  }
   window_switches_[w].clear();
   windows_[w] = false;
   tenants_[w] = -1;

@@ -80,9 +80,9 @@ class MulticastFabric {
     std::string resource, key;  // "the NVSwitches' multicast groups", the capacity's key
   };
   void limit_groups(GroupLimit l) { limit_ = std::move(l); }
-  // Groups switch number sw holds now, all or job j's.
-  uint32_t groups_held(int sw) const { return held_.empty() ? 0 : held_[sw]; }
-  uint32_t groups_held(int sw, int job) const;
+  // Groups switch number sw holds now: every job's, or job j's.
+  static constexpr int kAnyJob = -2;
+  uint32_t groups_held(int sw, int job = kAnyJob) const;
   // Which job holds each window (the switches' table sharing policy reads
   // it): collectives claim their windows as they are built, and a jobs run
   // builds job j's collective after set_tenant(j). -1: no job (a run without
@@ -179,9 +179,7 @@ class MulticastFabric {
   std::vector<int> tenants_;     // [window]: the job that claimed it, -1 if none
   int tenant_ = -1;              // the job whose collectives claim windows now
   GroupLimit limit_;
-  std::vector<std::vector<int>> window_switches_;      // [window]: the switches it holds a group at
-  std::vector<uint32_t> held_;                         // [switch number]: groups held
-  std::vector<std::vector<uint32_t>> held_by_job_;     // [job][switch number]
+  std::vector<std::vector<int>> window_switches_;  // [window]: the switches it holds a group at
 };
 
 }  // namespace incsim::topo

@@ -436,16 +436,10 @@ void JobsWorkload::print_header(std::ostream& os) const {
     jobs_[j]->print_header(mine);
     os << prefixed(mine.str(), "# ", "  ");
   }
-  if (gpu_)
-    os << "# times: each job's from its own start to its end; packets and reduction tables: the machine's, while the "
-          "job ran\n"
-       << "# alone: the job by itself on the machine (same GPUs and size), run first; slowdown: time over alone; "
-          "#wrong: both runs'\n";
-  else
-    os << "# times: each job's from its own start to its end; frames lost and packet hops: the machine's, while the "
-          "job ran\n"
-       << "# alone: the job by itself on the machine (same hosts, size and aggregator arrays), run first; slowdown: "
-          "time over alone; #wrong: both runs'\n";
+  os << "# times: each job's from its own start to its end; "
+     << (gpu_ ? "packets and reduction tables" : "frames lost and packet hops") << ": the machine's, while the job ran\n"
+     << "# alone: the job by itself on the machine (same " << (gpu_ ? "GPUs and size" : "hosts, size and aggregator arrays")
+     << "), run first; slowdown: time over alone; #wrong: both runs'\n";
 }
 
 void JobsWorkload::config_json(nlohmann::ordered_json& config) const {
