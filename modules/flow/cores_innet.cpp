@@ -209,12 +209,15 @@ CoresFlows::Run::Shape CoresFlows::Run::sum_shape(int g) {
   return shape;
 }
 
-// An operation's (or, for a reducing write, its group's) flow is the same
-// every pass: built at its first.
+// An operation's flow depends only on its kind, its rank and its group (a
+// reducing write's on its group alone), the same for every channel and
+// pass: built at the first.
 const CoresFlows::Run::Shape& CoresFlows::Run::shape_of(int r, int i) {
   const Operation& o = op(r, i);
-  const uint64_t key = o.kind == OpKind::ReduceWrite ? ~static_cast<uint64_t>(o.group)
-                                                     : static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(i);
+  const uint64_t key = o.kind == OpKind::ReduceWrite
+                           ? ~static_cast<uint64_t>(o.group)
+                           : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
+                                 (o.kind == OpKind::ReduceRead ? 1u : 0u);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, i)
             : o.kind == OpKind::MulticastWrite ? multicast_shape(r, i)

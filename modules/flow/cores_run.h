@@ -162,7 +162,7 @@ class CoresFlows::Run {
   uint64_t transfers_ = 0;
   // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
-  std::unordered_map<uint64_t, Shape> shapes_;  // shape_of's: (rank, operation), or ~group for a reducing write
+  std::unordered_map<uint64_t, Shape> shapes_;  // shape_of's: (rank, group, kind), or ~group for a reducing write
 };
 
 }  // namespace incsim::flow
