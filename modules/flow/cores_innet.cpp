@@ -249,11 +249,10 @@ void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t l
     net_.start(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
       const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(op(r, i).group)];
-      const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
+      const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
       for (size_t j = 0; j < members.size(); ++j)
         if (members[j] != r)
-          net_.after(shape.to_member[j] + last_mem(net_.now() - start, blocks, 1),
-                     [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
+          net_.after(shape.to_member[j] + last, [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
       issued_innet(q, i, pass, true);
     });
   });
@@ -290,11 +289,10 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
     net_.start(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {
       for (const auto& [queue, op_index] : all) issued_innet(*queue, op_index, pass, false);
       net_.start(uses, window, 0, [this, all, bytes, latency, pass, start] {
-        const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
+        const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
         const int r = all.front().first->rank->r, i = all.front().second;
         for (const auto& member : all)
-          net_.after(latency + last_mem(net_.now() - start, blocks, 1),
-                     [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
+          net_.after(latency + last, [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
       });
     });
   });
