@@ -194,16 +194,43 @@ void Network::drain(int p) {
 }
 
 void Network::recompute() {
-  // The component: every path reachable from the dirty links through shared links.
+  ++fills_;
+  if (!fill(false)) fill(true);
+  dirty_.clear();
+  // A path whose rate and first flow to end hold keeps its drain event.
+  for (int p : comp_paths_) {
+    Path& x = paths_[static_cast<size_t>(p)];
+    if (x.rate == x.old_rate && !x.moved) continue;
+    x.moved = false;
+    if (x.flows.empty()) {
+      unschedule(p);
+      continue;
+    }
+    const double left = x.flows.top().end - x.sent;
+    schedule(p, left <= kTiny ? now_ : now_ + left / x.rate);
+  }
+}
+
+// Max-min rates change only where a link's flows changed, and spread from
+// there only through links that bound a flow (its bottleneck): a link with
+// room to spare couples no rates. So the filling takes the paths reachable
+// from the dirty links through bottlenecks; their other links (edges) enter
+// with the capacity the paths outside leave them, whose rates hold. That is
+// the whole component's answer unless an edge link froze a path inside below
+// the rate of a path outside that shares it, which then is not a bottleneck
+// of its own: the whole component is filled instead. (The two differ from
+// each other by rounding only.)
+bool Network::fill(bool whole) {
   ++epoch_;
   comp_links_.clear();
   comp_paths_.clear();
+  edge_links_.clear();
+  edges_filled_.clear();
   for (int l : dirty_)
     if (links_[static_cast<size_t>(l)].epoch != epoch_) {
       links_[static_cast<size_t>(l)].epoch = epoch_;
       comp_links_.push_back(l);
     }
-  dirty_.clear();
   // Each link's weights are summed as its paths are met, in its list's order.
   for (size_t i = 0; i < comp_links_.size(); ++i) {
     Link& k = links_[static_cast<size_t>(comp_links_[i])];
@@ -216,17 +243,37 @@ void Network::recompute() {
       comp_paths_.push_back(o.path);
       for (const Use& use : x.uses) {
         Link& l = links_[static_cast<size_t>(use.link)];
-        if (l.epoch == epoch_) continue;
-        l.epoch = epoch_;
-        comp_links_.push_back(use.link);
+        if (l.epoch == epoch_ || l.edge == epoch_) continue;
+        if (whole || l.bottleneck) {
+          l.epoch = epoch_;
+          comp_links_.push_back(use.link);
+        } else {
+          l.edge = epoch_;
+          edge_links_.push_back(use.link);
+        }
       }
     }
   }
-  // Bytes sent at the old rates, until now.
+  // An edge link: what the paths outside leave of it, over the inside's weights.
+  for (int l : edge_links_) {
+    Link& k = links_[static_cast<size_t>(l)];
+    k.left = k.cap;
+    k.weights = 0;
+    for (const OnLink& o : k.paths) {
+      const Path& x = paths_[static_cast<size_t>(o.path)];
+      const double w = o.weight * static_cast<double>(x.flows.size());
+      if (x.epoch == epoch_) k.weights += w;
+      else k.left -= w * x.rate;
+    }
+  }
+  // Bytes sent at the old rates, until now (once per recomputation).
   for (int p : comp_paths_) {
     Path& x = paths_[static_cast<size_t>(p)];
-    advance(x);
-    x.old_rate = x.rate;
+    if (x.fill != fills_) {
+      x.fill = fills_;
+      advance(x);
+      x.old_rate = x.rate;
+    }
     x.frozen = false;
   }
   // Progressive filling: every unfrozen flow's rate rises alike until a
@@ -238,12 +285,15 @@ void Network::recompute() {
   // level goes back with that level. The order, and every rate, is that of
   // pushing each change.
   heap_.clear();
-  for (int l : comp_links_) {
+  const auto enter = [this](int l, bool edge) {
     Link& k = links_[static_cast<size_t>(l)];
-    k.left = k.cap;
+    if (!edge) k.left = k.cap;
+    k.bottleneck = false;
     k.key = k.left / k.weights;
     if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
-  }
+  };
+  for (int l : comp_links_) enter(l, false);
+  for (int l : edge_links_) enter(l, true);
   std::make_heap(heap_.begin(), heap_.end(), std::greater<Level>());
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<Level>());
@@ -263,9 +313,10 @@ void Network::recompute() {
     for (const OnLink& o : k.paths) {
       if (!o.limits) continue;
       Path& x = paths_[static_cast<size_t>(o.path)];
-      if (x.frozen) continue;
+      if (x.epoch != epoch_ || x.frozen) continue;
       x.frozen = true;
       x.rate = level;
+      k.bottleneck = true;
       const double n = static_cast<double>(x.flows.size());
       for (const Use& use : x.uses) {
         Link& m = links_[static_cast<size_t>(use.link)];
@@ -278,19 +329,16 @@ void Network::recompute() {
         }
       }
     }
+    if (k.bottleneck && k.edge == epoch_) edges_filled_.emplace_back(top.link, level);
   }
-  // A path whose rate and first flow to end hold keeps its drain event.
-  for (int p : comp_paths_) {
-    Path& x = paths_[static_cast<size_t>(p)];
-    if (x.rate == x.old_rate && !x.moved) continue;
-    x.moved = false;
-    if (x.flows.empty()) {
-      unschedule(p);
-      continue;
+  // A path outside above an edge link's level would have to yield to the
+  // paths inside: that link couples them after all.
+  for (const auto& [l, level] : edges_filled_)
+    for (const OnLink& o : links_[static_cast<size_t>(l)].paths) {
+      const Path& x = paths_[static_cast<size_t>(o.path)];
+      if (o.limits && x.epoch != epoch_ && x.rate > level * (1 + 1e-9) + kTiny) return false;
     }
-    const double left = x.flows.top().end - x.sent;
-    schedule(p, left <= kTiny ? now_ : now_ + left / x.rate);
-  }
+  return true;
 }
 
 void Network::run() {

@@ -2,7 +2,8 @@
 // A flow network (docs/flow.md): links of a capacity, flows of a byte count
 // over weighted link uses, and the rates max-min fairness gives them by
 // progressive filling, recomputed only for the flows connected to a start
-// or an end (the component it touches) and only once per instant. A flow
+// or an end through links that bound a flow (a link with room to spare
+// couples no rates; fill() checks that) and only once per instant. A flow
 // is done its path's latency after its last byte left: time = latency +
 // bytes / rate while its rate holds. Time is in ns, capacity in bytes per
 // ns (= GB/s). Plain C++, no SystemC: --fidelity flow runs on this alone.
@@ -73,6 +74,8 @@ class Network {
     double left = 0, weights = 0;
     double key = 0;      // its live heap entry's level, at most its level
     uint32_t entry = 0;  // its live heap entry's number
+    uint64_t edge = 0;   // the epoch in which it bounds the filled paths from outside (recompute)
+    bool bottleneck = false;  // it froze a flow in the last filling that included it
   };
   // A flow in flight on a path: it has sent its last byte when the path
   // has sent `end` bytes per flow.
@@ -95,6 +98,7 @@ class Network {
     uint64_t due_seq = 0;        // the order among events due at once
     int at = -1;                 // its place in due_, or -1: no drain due
     uint64_t epoch = 0;
+    uint64_t fill = 0;  // the last recomputation (fills_) that advanced it
     bool frozen = false, moved = false;  // moved: its first flow to end may have changed
   };
   struct Flow {
@@ -133,6 +137,12 @@ class Network {
   void touch(const Path& p);
   // Max-min rates for every flow connected to the dirty links, and their drain events.
   void recompute();
+  // Progressive filling over the paths connected to the dirty links: through
+  // every shared link (whole), or only through links that were a flow's
+  // bottleneck, the others bounding it with what the paths outside leave
+  // them. False where that leaves a path outside faster than the level at
+  // which such a link froze one inside: the filling must be whole.
+  bool fill(bool whole);
 
   std::vector<Link> links_;
   std::vector<Path> paths_;
@@ -146,9 +156,10 @@ class Network {
   std::vector<int> due_;
   std::vector<int> dirty_;  // links whose flows changed this instant
   double now_ = 0;
-  uint64_t seq_ = 0, epoch_ = 0, started_ = 0;
+  uint64_t seq_ = 0, epoch_ = 0, fills_ = 0, started_ = 0;
   size_t active_ = 0, most_active_ = 0;
-  std::vector<int> comp_links_, comp_paths_;  // recompute's scratch
+  std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
+  std::vector<std::pair<int, double>> edges_filled_;        // edge links that froze a path, at their level
   std::vector<Level> heap_;
 };
 

@@ -52,6 +52,23 @@ TEST_CASE("a parking lot: the long flow gets the least of its links' fair shares
   CHECK(done["on3"] == Approx(300));
 }
 
+TEST_CASE("an end refills through a link that bounded no flow when a flow beyond it must yield there") {
+  Network n;
+  const int l = n.add_link(10), m = n.add_link(6), k = n.add_link(5);
+  std::map<std::string, double> done;
+  start(n, done, "p", {{l, 1}, {k, 1}}, 75);
+  start(n, done, "q", {{l, 1}, {m, 1}}, 110);
+  start(n, done, "r", {{k, 1}}, 25);
+  n.run();
+  // p and r share k at 2.5; q takes m's 6; l carries 8.5 of 10 and bounds
+  // no one. r's 25 B leave by 10 (p has sent 25, q 60). Then p would take
+  // l's 4 left beside q's 6, but max-min shares l at 5 each (q yields),
+  // which only a filling through l finds: both have 50 B left, done at 20.
+  CHECK(done["r"] == Approx(10));
+  CHECK(done["p"] == Approx(20));
+  CHECK(done["q"] == Approx(20));
+}
+
 TEST_CASE("a flow's weight on a link is its wire bytes per payload byte") {
   Network n;
   const int a = n.add_link(9);
