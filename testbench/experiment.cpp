@@ -168,6 +168,12 @@ void Experiment::finish_outputs() {
                              vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6, gtkw_file(opt_.vcd));
 }
 
+void Experiment::run_plain(const std::string& what, const std::function<void(const Poll&)>& body) {
+  watchdog_->arm(what + point_of_);
+  body([this](double sim_us) { watchdog_->poll(sim_us); });
+  watchdog_->disarm();
+}
+
 void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
   watchdog_->arm(what + point_of_);
   while (!done() && !watchdog_->stalled() && sc_core::sc_pending_activity()) {

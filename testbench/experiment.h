@@ -74,6 +74,7 @@ class Experiment : private Runner {
 
  private:
   void run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) override;
+  void run_plain(const std::string& what, const std::function<void(const Poll&)>& body) override;
   Options opt_;
   Part part_;
   Config cfg_;

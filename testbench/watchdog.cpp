@@ -68,6 +68,7 @@ void Watchdog::arm(const std::string& what) {
   stalled_ = false;
   what_ = what;
   last_ = progress_();
+  plain_us_ = -1;
   start_ = sc_core::sc_time_stamp();
   started_ = last_report_ = std::chrono::steady_clock::now();
   next_ = sc_core::sc_time_stamp() + timeout_;
@@ -76,7 +77,7 @@ void Watchdog::arm(const std::string& what) {
 void Watchdog::disarm() {
   if (armed_) {
     run_wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    run_sim_us_ += (sc_core::sc_time_stamp() - start_).to_seconds() * 1e6;
+    run_sim_us_ += point_us();
   }
   armed_ = false;
   clear_line();
@@ -99,6 +100,16 @@ void Watchdog::run(const sc_core::sc_time& d) {
   judge();
 }
 
+double Watchdog::point_us() const {
+  return plain_us_ >= 0 ? plain_us_ : (sc_core::sc_time_stamp() - start_).to_seconds() * 1e6;
+}
+
+void Watchdog::poll(double sim_us) {
+  if (!armed_) return;
+  plain_us_ = sim_us;
+  report_when_due();
+}
+
 void Watchdog::judge() {
   if (!armed_) return;
   if (sc_core::sc_time_stamp() >= next_) {
@@ -111,6 +122,10 @@ void Watchdog::judge() {
     last_ = now;
     next_ = sc_core::sc_time_stamp() + timeout_;
   }
+  report_when_due();
+}
+
+void Watchdog::report_when_due() {
   const auto wall = std::chrono::steady_clock::now();
   if (!quiet_ && wall - last_report_ >= report_every_) {
     last_report_ = wall;
@@ -120,8 +135,7 @@ void Watchdog::judge() {
 
 void Watchdog::report() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  std::string s = progress_line(what_, (sc_core::sc_time_stamp() - start_).to_seconds() * 1e6, wall, run_sim_us_,
-                                run_wall_s_, share_());
+  std::string s = progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_());
   if (note_)
     if (const std::string n = note_(); !n.empty()) s += ", " + n;
   if (!terminal_) {

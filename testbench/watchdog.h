@@ -60,6 +60,9 @@ class Watchdog {
   void arm(const std::string& what);
   // Ends the point: a progress line on the terminal is cleared.
   void disarm();
+  // In place of run() for a point simulated without SystemC (--fidelity
+  // flow): its simulated time so far, reported as run() would.
+  void poll(double sim_us);
   bool stalled() const { return stalled_; }
   // In place of sc_start(): simulates up to the next judgement (or until
   // something calls sc_pause()), then judges progress if a timeout has
@@ -71,6 +74,8 @@ class Watchdog {
  private:
   void judge();
   void report();
+  void report_when_due();   // report() if report_every_ has passed since the last
+  double point_us() const;  // the armed point's simulated time so far
   void clear_line();
   sc_core::sc_time timeout_, next_, start_;
   std::function<uint64_t()> progress_;
@@ -79,6 +84,7 @@ class Watchdog {
   // The run so far, before the running point: wall seconds armed and
   // simulated us, for the rate the ETA assumes.
   double run_wall_s_ = 0, run_sim_us_ = 0;
+  double plain_us_ = -1;  // poll()'s simulated time, or -1: SystemC's
   std::ostream& err_;
   bool quiet_, terminal_, armed_ = false, stalled_ = false, shown_ = false;
   std::chrono::duration<double> report_every_;

@@ -41,6 +41,11 @@ class Runner {
   // makes no progress for the stall timeout.
   virtual void run_until(const std::function<bool()>& done, const std::string& what,
                          sc_core::sc_time step = sc_core::SC_ZERO_TIME) = 0;
+  // Runs `body`, a point simulated without SystemC (--fidelity flow), with
+  // the same progress lines: body calls `poll` now and then with its
+  // simulated time so far, us (the line's % is Workload::done_fraction).
+  using Poll = std::function<void(double sim_us)>;
+  virtual void run_plain(const std::string& what, const std::function<void(const Poll&)>& body) = 0;
 };
 
 class Workload {

@@ -534,7 +534,17 @@ CoresFlows::Result CoresFlows::Run::go() {
       if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
   }
-  net_.run();
+  const auto tick = [this] {
+    uint64_t issued = 0, all = 0;
+    for (const auto& k : ranks_)
+      for (const auto& q : k->queues) {
+        issued += q->next;
+        all += q->total;
+      }
+    f_.progress_(f_.done_share_ + f_.run_share_ * static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1)),
+                 net_.now());
+  };
+  net_.run(f_.progress_ ? Network::Callback(tick) : Network::Callback());
   Result out;
   if (running_ != 0) {
     for (auto& k : ranks_)
@@ -561,12 +571,17 @@ CoresFlows::Result CoresFlows::Run::go() {
 CoresFlows::Result CoresFlows::run(uint64_t bytes) {
   const Plan plan = this->plan(bytes);
   const uint64_t all = plan.passes, K = steady_passes_;
+  const bool steady = K != 0 && all > 2 * K;
+  const double simulated = steady ? static_cast<double>(K / 4 + K / 2 + K) : static_cast<double>(all);
+  done_share_ = 0;
   const auto passes = [&](uint64_t k) {
+    run_share_ = static_cast<double>(k) / simulated;
     Result r = Run(*this, plan, all - k).go();
+    done_share_ += run_share_;
     r.passes = r.simulated_passes = k;
     return r;
   };
-  if (K == 0 || all <= 2 * K) return passes(all);
+  if (!steady) return passes(all);
   const Result a = passes(K / 4), b = passes(K / 2), c = passes(K);
   const auto period = [](const Result& x, const Result& y) {
     return (y.time_ns - x.time_ns) / static_cast<double>(y.passes - x.passes);

@@ -9,6 +9,7 @@
 // No element values travel. Plain C++, no SystemC.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -101,6 +102,11 @@ class CoresFlows {
   };
   // Runs one message of `bytes` from time 0 to the last rank's end.
   Result run(uint64_t bytes);
+  // Told now and then while run() runs: the share of the operations it
+  // simulates (of every run, under steady passes) issued so far, and the
+  // simulated time of the run under way, ns.
+  using Progress = std::function<void(double fraction, double now_ns)>;
+  void on_progress(Progress p) { progress_ = std::move(p); }
   const collectives::Program& program() const { return p_; }
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
@@ -158,6 +164,8 @@ class CoresFlows {
   CoresCosts costs_;
   uint32_t elem_;
   uint64_t seed_, steady_passes_;
+  Progress progress_;
+  double done_share_ = 0, run_share_ = 1;  // of the simulated passes: those before the run under way, and its own
   collectives::ChannelParts parts_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
   std::map<std::pair<int, int>, Route> downs_;         // (switch node, rank)

@@ -341,8 +341,9 @@ bool Network::fill(bool whole) {
   return true;
 }
 
-void Network::run() {
-  for (;;) {
+void Network::run(const Callback& tick) {
+  for (uint64_t events = 1;; ++events) {
+    if (tick && events % kTickEvents == 0) tick();
     // The next event: a callback's, or the drain of the path due soonest.
     const bool drains = !due_.empty(), calls = !events_.empty();
     const Path* d = drains ? &paths_[static_cast<size_t>(due_[0])] : nullptr;

@@ -44,8 +44,10 @@ class Network {
   // Runs `f` delay_ns from now.
   void after(double delay_ns, Callback f);
   // Processes events in time order (same time: in the order they were made)
-  // until none is left.
-  void run();
+  // until none is left; `tick`, if given, runs after every kTickEvents of
+  // them (a progress report: it must not start flows).
+  static constexpr uint64_t kTickEvents = 1 << 16;
+  void run(const Callback& tick = {});
 
   double now() const { return now_; }
   // Bytes each link carried (every flow started over it, by its weight).

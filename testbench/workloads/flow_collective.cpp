@@ -179,9 +179,18 @@ void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) co
   os << collectives::write_program(flows_->program());
 }
 
-std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner&, std::ostream& notes) {
+std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
-  const flow::CoresFlows::Result res = flows_->run(bytes);
+  flow::CoresFlows::Result res;
+  run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
+    flows_->on_progress([&](double fraction, double now_ns) {
+      fraction_ = fraction;
+      poll(now_ns / 1e3);
+    });
+    res = flows_->run(bytes);
+  });
+  flows_->on_progress({});
+  fraction_ = -1;
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),

@@ -58,6 +58,17 @@ TEST_CASE("packet level refuses a platform too large for the memory the process 
   CHECK(sh(limited + "--platform dgx2 --sizes 64K").code == 0);
 }
 
+TEST_CASE("flow reports its progress as packet level does: the point, % done, simulated time, ETA", "[flow]") {
+  const Result r = incsim("--fidelity flow --platform cluster --nodes 16 --algorithm tree --sizes 64M -c sim.progress_s=0");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.code == 0);
+  const std::vector<std::string> report = lines(r.err);
+  REQUIRE(report.size() >= 2);
+  CHECK_THAT(report.front(), Catch::Matches("incsim: size 64M \\(1 of 1\\): [0-9]+%, simulated .* us at .*/s, ETA .*"));
+  CHECK(incsim("--fidelity flow --platform cluster --nodes 16 --algorithm tree --sizes 64M -c sim.progress_s=0 --quiet")
+            .err.empty());
+}
+
 TEST_CASE("flow: steady passes add a ring's later passes at their period, as the whole run takes them", "[flow]") {
   // DGX-2's ring at 1 GiB makes 43 passes per channel; K = 16 runs 4, 8 and 16.
   const std::string run = "--fidelity flow --platform dgx2 --sizes 1G";
