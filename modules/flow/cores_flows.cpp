@@ -111,13 +111,30 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
   const topo::Topology& t = *m_.t;
   Route r = walk(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], port,
-                 endpoints_[static_cast<size_t>(peer)]);
+                 endpoints_[static_cast<size_t>(peer)], endpoints_[static_cast<size_t>(rank)]);
   return routes_.emplace(key, std::move(r)).first->second;
 }
 
 // The route every node's table gives, or, where a node spreads packets over
 // equal-cost ports, each of them an equal share of what reaches the node.
-CoresFlows::Route CoresFlows::walk(int from, int port, int dst) const {
+// The port of node's equal-cost ports toward endpoint dst that an Ethernet
+// switch gives src's connection: its forwarding entries in their order (the
+// tables' first, then the others), picked by the hash of source IP,
+// destination IP and destination queue pair (RoceBridge: the pair that
+// takes src's packets at dst is src's index + 1).
+int CoresFlows::ecmp_port(int node, int dst, int src) const {
+  const topo::Topology& t = *m_.t;
+  const int first = t.route(node, dst);
+  std::vector<int> ports{first};
+  for (int16_t q : t.routes(node, dst))
+    if (q != first) ports.push_back(q);
+  if (src < 0 || ports.size() == 1) return first;
+  const auto ip = [](int e) { return uint64_t{0x0A000001u} + static_cast<uint64_t>(e); };  // eth::ip_of
+  const uint64_t flow = (ip(src) << 32 | ip(dst)) ^ static_cast<uint64_t>(src + 1) << 16;
+  return ports[splitmix64(flow) % ports.size()];
+}
+
+CoresFlows::Route CoresFlows::walk(int from, int port, int dst, int src) const {
   const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
@@ -133,6 +150,7 @@ CoresFlows::Route CoresFlows::walk(int from, int port, int dst) const {
       if (first) ports = {port};
       else if (m_.spreads[static_cast<size_t>(node)])
         for (int16_t q : t.routes(node, dst)) ports.push_back(q);
+      else if (m_.hashes[static_cast<size_t>(node)]) ports = {ecmp_port(node, dst, src)};
       else ports = {t.route(node, dst)};
       for (int q : ports) {
         const int link = t.link_at({node, q});
@@ -164,7 +182,7 @@ CoresFlows::Route CoresFlows::walk(int from, int port, int dst) const {
       ack_turn = m_.node_ns[static_cast<size_t>(node)];
     }
     r.latency_ns += m_.node_ns[static_cast<size_t>(node)];
-    q = t.route(node, dst);
+    q = m_.hashes[static_cast<size_t>(node)] ? ecmp_port(node, dst, src) : t.route(node, dst);
   }
   r.ack_ns = to_ack < 0 ? 2 * r.latency_ns : 2 * to_ack + ack_turn;
   r.acked_by_memory = to_ack < 0;
@@ -199,7 +217,7 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
     const LinkFormat& x = f.m_.formats[k];
     if (x.gathers) {
       fwd_[k] = payload / data * (x.max_payload + x.header) / x.max_payload;
-      ack_[k] = 0;
+      ack_[k] = payload / data * x.ack_bytes / x.max_payload;
     } else {
       fwd_[k] = (x.header + std::ceil(payload / x.flit) * x.flit) / data;
       ack_[k] = x.header / data;

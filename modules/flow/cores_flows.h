@@ -38,14 +38,24 @@ inline const Param<uint64_t> kSteadyPasses{
 struct LinkFormat {
   uint32_t header = 16, flit = 16, max_payload = 128;
   // A scale-out network: the adapter gathers the GPU's writes (their
-  // payloads, protocol flags included) into packets of max_payload bytes,
-  // which nothing acknowledges packet by packet (adapter/hca.h).
+  // payloads, protocol flags included) into packets of max_payload bytes
+  // (adapter/hca.h, roce_bridge.h).
   bool gathers = false;
+  // What comes back for each gathered packet: RoCE's ACK frame; 0 on
+  // InfiniBand, whose adapters acknowledge nothing packet by packet.
+  uint32_t ack_bytes = 0;
 };
 
 // What the flows run on: the platform's graph with, per link and node, what
 // packet level pays there.
 struct FlowMachine {
+  // Graph g's, each link of the GPUs' fabric and each node paying nothing.
+  void size_for(const topo::Topology& g) {
+    t = &g;
+    link_format.assign(g.links().size(), 0);
+    for (auto* v : {&spreads, &acks_early, &aggregates, &hashes}) v->assign(g.nodes().size(), 0);
+    node_ns.assign(g.nodes().size(), 0);
+  }
   const topo::Topology* t = nullptr;
   std::vector<LinkFormat> formats;   // [0]: the GPUs' fabric
   std::vector<uint8_t> link_format;  // [graph link]: index into formats
@@ -53,6 +63,10 @@ struct FlowMachine {
   std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
   std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
   std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce SHARP's writes (ib.sharp.table_bytes)
+  // [node]: an Ethernet switch, which keeps a connection on one of its
+  // equal-cost ports, by the hash the packet-level switch takes (ECMP,
+  // ethernet/ethernet_switch.cpp).
+  std::vector<uint8_t> hashes;
 };
 
 // Where the network reduces (docs/flow.md): a group's home switches, each
@@ -148,8 +162,10 @@ class CoresFlows {
   // Rank r's ports on a shortest path to rank peer.
   std::vector<int> shortest_ports(int r, int peer) const;
   // The links from graph node `from` to endpoint dst, leaving by `port`
-  // (or as the tables route, where port < 0).
-  Route walk(int from, int port, int dst) const;
+  // (or as the tables route, where port < 0); src: the endpoint whose
+  // connection it is, for ECMP's hash (-1: none, the tables' first port).
+  Route walk(int from, int port, int dst, int src) const;
+  int ecmp_port(int node, int dst, int src) const;
   // From a switch to rank r's GPU: a multicast's or a sum's way down, and
   // reversed, a read's answers' or a contribution's way up.
   const Route& down(int sw, int r);

@@ -33,7 +33,7 @@ void merge(std::map<int, double>& tree, int link, double share) {
 const CoresFlows::Route& CoresFlows::down(int sw, int r) {
   const auto key = std::make_pair(sw, r);
   if (const auto it = downs_.find(key); it != downs_.end()) return it->second;
-  return downs_.emplace(key, walk(sw, -1, endpoints_[static_cast<size_t>(r)])).first->second;
+  return downs_.emplace(key, walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
 }
 
 const std::vector<Home>& CoresFlows::homes(int g) {

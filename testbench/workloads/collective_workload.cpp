@@ -94,6 +94,17 @@ platforms::PlatformShape platform_shape(const Options& o) {
   return shape;
 }
 
+void check_algorithm(const std::string& algorithm, const std::string& collective, const std::string& platform) {
+  // A name no platform knows: the choices are the ones that run here.
+  if (!one_of(algorithm, choice_list("algorithm")))
+    check_choice("algorithm", algorithm, algorithms_for(collective, Family::GpuFabric, platform));
+  if (const std::string ethernet = ethernet_platforms_of(algorithm); !ethernet.empty())
+    throw UserError("algorithm '" + algorithm + "' runs on " + ethernet + ", not on " + platform);
+  const std::string accepted = algorithms_for(collective, Family::GpuFabric);
+  if (!one_of(algorithm, accepted))
+    throw UserError("algorithm '" + algorithm + "' does not run " + collective + "; choose one of " + accepted);
+}
+
 std::string default_algorithm(const std::string& collective, const std::string& platform) {
   std::string all = algorithms_for(collective, Family::GpuFabric, platform);
   if (all.empty()) all = algorithms_for(collective, Family::GpuFabric);  // the workload names why none runs there
@@ -150,15 +161,8 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     opt_.collective = collectives::collective_name(file.collective);
   }
   check_choice("collective", opt_.collective, kCollectives);
-  const std::string accepted = file.ranks ? opt_.algorithm : algorithms_for(opt_.collective, Family::GpuFabric);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  // A name no platform knows: the choices are the ones that run here.
-  if (!file.ranks && !one_of(opt_.algorithm, choice_list("algorithm")))
-    check_choice("algorithm", opt_.algorithm, algorithms_for(opt_.collective, Family::GpuFabric, opt_.platform));
-  if (const std::string ethernet = ethernet_platforms_of(opt_.algorithm); !ethernet.empty())
-    throw UserError("algorithm '" + opt_.algorithm + "' runs on " + ethernet + ", not on " + opt_.platform);
-  if (!one_of(opt_.algorithm, accepted))
-    throw UserError("algorithm '" + opt_.algorithm + "' does not run " + opt_.collective + "; choose one of " + accepted);
+  if (!file.ranks) check_algorithm(opt_.algorithm, opt_.collective, opt_.platform);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
   const int file_ranks = file.ranks;
   if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));

@@ -43,6 +43,12 @@ bool is_program_file(const std::string& algorithm);
 // is not a correct collective.
 collectives::Program read_checked_program(const std::string& path);
 
+// --algorithm NAME for `collective` on `platform`: a name no platform knows
+// gets the choices that run there; one that runs on NetReduce's Ethernet
+// platforms or not this collective, one sentence. A known name that cannot
+// run on this platform is left to the algorithm's own reason (cannot_run).
+void check_algorithm(const std::string& algorithm, const std::string& collective, const std::string& platform);
+
 // The algorithm a collective runs when none is named: its default, or on a
 // built-in platform the default doesn't run on (broadcast on a cluster), the
 // first that does.

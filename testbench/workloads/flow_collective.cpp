@@ -14,6 +14,8 @@
 #include "gpu/cores.h"
 #include "gpu/gpu.h"
 #include "adapter/hca.h"
+#include "ethernet/roce_frame.h"
+#include "roce/roce_nic.h"
 #include "net/packet.h"
 #include "platforms/bounds.h"
 #include "platforms/communicator.h"
@@ -26,19 +28,31 @@ namespace incsim::tb {
 
 namespace {
 // What packet level pays on graph t's links and nodes, from the parameters
-// its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp).
+// its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp,
+// ethernet_fabric.cpp).
 flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d) {
   flow::FlowMachine m;
-  m.t = &t;
+  m.size_for(t);
   flow::LinkFormat gpu;
   gpu.header = cfg.get(net::kHeaderBytes);
   gpu.flit = cfg.get(net::kFlitBytes);
   gpu.max_payload = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
   m.formats.push_back(gpu);
-  const bool cluster = !topo::cluster_nodes(t).empty();
-  double ib_switch_ns = 0, hca_ns = 0;
+  const bool cluster = !topo::cluster_nodes(t).empty(), roce = topo::is_roce_cluster(t);
+  double ib_switch_ns = 0, eth_switch_ns = 0, hca_ns = 0;
   bool ib_spreads = false, sharp = false;
-  if (cluster) {
+  if (roce) {
+    // One RDMA WRITE per gathered packet (WriteOnly, its RETH), each
+    // acknowledged by an ACK frame; the payload a multiple of 4 bytes.
+    flow::LinkFormat eth;
+    eth.header = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes;
+    eth.flit = 4;
+    eth.max_payload = cfg.get(roce::kMtuPayload, 4096u);
+    eth.gathers = true;
+    eth.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
+    m.formats.push_back(eth);
+    hca_ns = cfg.get(adapter::kHcaLatency);
+  } else if (cluster) {
     flow::LinkFormat ib;
     ib.header = cfg.get(platforms::kIbHeader);
     ib.flit = 4;  // whole 4-byte words (BTH PadCnt)
@@ -52,21 +66,22 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     sharp = cfg.get(platforms::kSharpTableBytes) > 0;
   }
   const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
+  // The Ethernet switches read the same key after the GPUs' fabric, whose
+  // default the run's key then has (platforms/ethernet_fabric.cpp).
+  if (roce) eth_switch_ns = cfg.get(credit_switch::kSwitchLatency, 400.0);
   const bool sw_spreads =
       credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread)) != credit_switch::Spread::Destination;
-  const size_t nodes = t.nodes().size();
-  m.node_ns.assign(nodes, 0);
-  m.spreads.assign(nodes, 0);
-  m.acks_early.assign(nodes, 0);
-  m.aggregates.assign(nodes, 0);
-  for (size_t k = 0; k < nodes; ++k) {
+  for (size_t k = 0; k < t.nodes().size(); ++k) {
     const topo::Node& n = t.node(static_cast<int>(k));
     if (n.kind == topo::NodeKind::Endpoint) continue;
     if (n.block == topo::kinds::kIbSwitch) {
       m.node_ns[k] = ib_switch_ns;
       m.spreads[k] = ib_spreads;
       m.aggregates[k] = sharp;
-    } else if (n.block == topo::kinds::kHca) {
+    } else if (n.block == topo::kinds::kEthernetSwitch) {
+      m.node_ns[k] = eth_switch_ns;
+      m.hashes[k] = 1;
+    } else if (topo::kinds::is_adapter(n.block)) {
       m.node_ns[k] = hca_ns;
       m.acks_early[k] = 1;
     } else {
@@ -74,11 +89,14 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
       m.spreads[k] = sw_spreads;
     }
   }
-  for (const topo::Link& l : t.links())
-    m.link_format.push_back(t.node(l.a.node).block == topo::kinds::kIbSwitch ||
-                                    t.node(l.b.node).block == topo::kinds::kIbSwitch
-                                ? 1
-                                : 0);
+  const auto scale_out = [&t](int node) {
+    const std::string& b = t.node(node).block;
+    return b == topo::kinds::kIbSwitch || b == topo::kinds::kEthernetSwitch;
+  };
+  for (size_t k = 0; k < t.links().size(); ++k) {
+    const topo::Link& l = t.links()[k];
+    m.link_format[k] = scale_out(l.a.node) || scale_out(l.b.node) ? 1 : 0;
+  }
   return m;
 }
 }  // namespace
@@ -100,8 +118,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   }
   check_choice("collective", opt_.collective, kCollectives);
   if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!file.ranks)
-    check_choice("algorithm", opt_.algorithm, algorithms_for(opt_.collective, Family::GpuFabric, opt_.platform));
+  if (!file.ranks) check_algorithm(opt_.algorithm, opt_.collective, opt_.platform);
   std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
   const int file_ranks = file.ranks;
   if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));
@@ -111,7 +128,9 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
   const topo::Topology& t = graph_;
   if (topo::is_roce_cluster(t))
-    throw UserError("--fidelity flow models InfiniBand clusters; cluster.network=roce runs at packet level only");
+    for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
+      if (cfg_.get(*p) > 0)
+        throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
   const int built = static_cast<int>(t.endpoints().size());
   const int n = file_ranks ? file_ranks : opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
   if (n < 2 || n > built)
@@ -130,6 +149,9 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   collectives::Program program = algorithm_->synthesize(site).program;
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
+  if (topo::is_roce_cluster(t) && program.has(collectives::OpKind::ReduceWrite))
+    throw UserError("--fidelity flow: " + opt_.algorithm + " adds its reducing writes in NetReduce's FPGA beside each "
+                    "rail leaf, which flows do not model; run it at packet level");
   // NCCL's PXN relays, as the communicator applies them (platforms/communicator.cpp).
   if (site.cluster() && algorithm_->crosses_nodes() && cfg_.get(platforms::kClusterPxn)) {
     const std::vector<int> node_of = site.node_of(), rail_of = site.rail_of();
@@ -150,7 +172,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
     const std::vector<int> node_of = site.node_of();
     const platforms::ClusterBound b = platforms::cluster_bound(
         program, t, {f.max_payload, f.header, f.header},
-        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, 0}, gpus, node_of);
+        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, ib.ack_bytes}, gpus, node_of);
     endpoint_GBps_ = b.busbw_GBps;
     const auto nodes = topo::cluster_nodes(t);
     cluster_note_ = platforms::cluster_note(b, nodes.size(), nodes.front().size());

@@ -160,14 +160,9 @@ struct Star {
     const int sw = t.add_switch("sw", gpus);
     for (int g = 0; g < gpus; ++g) t.connect({t.add_endpoint("gpu" + std::to_string(g), 1), 0}, {sw, g}, 25, 0);
     t.finalize();
-    m.t = &t;
+    m.size_for(t);
     m.formats.push_back({});  // 16-byte header and flits, 128-byte payloads
-    m.link_format.assign(t.links().size(), 0);
-    m.node_ns.assign(t.nodes().size(), 0);
     m.node_ns[static_cast<size_t>(sw)] = 100;
-    m.spreads.assign(t.nodes().size(), 0);
-    m.acks_early.assign(t.nodes().size(), 0);
-    m.aggregates.assign(t.nodes().size(), 0);
     m.aggregates[static_cast<size_t>(sw)] = aggregates;
   }
   CoresFlows::Result result(const std::string& program, uint64_t bytes, int credits = 0, uint64_t steady = 0) {

@@ -41,6 +41,10 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
                   "nvls runs on the copy engine; flows run the GPUs' cores' programs only");
   require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
+  require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce",
+                  "nvlsnetreduce adds its reducing writes in NetReduce's FPGA beside each rail leaf, which flows do not model");
+  require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce -c link.loss=0.001",
+                  "link.loss drops frames for go-back-N to resend, which --fidelity flow does not simulate");
 }
 
 TEST_CASE("packet level refuses a platform too large for the memory the process may use, naming flow", "[flow][errors]") {
@@ -119,8 +123,10 @@ TEST_CASE("flow's bound is packet level's: a GPU's payload links, NVLS's posted 
   }
 }
 
-TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and a 2-node cluster", "[flow][accuracy]") {
-  for (const std::string platform : {"--platform dgx2", "--platform cluster --nodes 2"}) {
+TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and 2-node clusters, InfiniBand and RoCE",
+          "[flow][accuracy]") {
+  for (const std::string platform :
+       {"--platform dgx2", "--platform cluster --nodes 2", "--platform cluster --nodes 2 -c cluster.network=roce"}) {
     const double packet = times(platform + " --sizes 1M").at(0);
     const double flow = times(platform + " --sizes 1M --fidelity flow").at(0);
     INFO(platform << ": packet " << packet << " us, flow " << flow << " us");
