@@ -9,15 +9,19 @@
 
 namespace incsim::platforms {
 
+uint32_t roce_mtu(Config& cfg, bool cluster) {
+  const uint32_t mtu = cluster ? cfg.get(roce::kMtuPayload, 4096u) : cfg.get(roce::kMtuPayload);
+  if (mtu % 4)
+    throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu));
+  return mtu;
+}
+
 EthernetFabric::EthernetFabric(const topo::Topology& t, Config& cfg, uint64_t /*seed*/) : t_(t) {
   // A cluster's RoCE network or NetReduce's platforms.
   const bool cluster = topo::is_roce_cluster(t);
   loss_ = cfg.get(kLinkLoss);
   corruption_ = cfg.get(kLinkCorruption);
-  // RoCE's largest MTU, 4096 (IBA's, which RoCEv2 keeps; ConnectX-7 on 400 GbE), on a cluster.
-  mtu_ = cluster ? cfg.get(roce::kMtuPayload, 4096u) : cfg.get(roce::kMtuPayload);
-  if (mtu_ % 4)
-    throw UserError("roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not " + std::to_string(mtu_));
+  mtu_ = roce_mtu(cfg, cluster);
   const uint32_t ack_every = cfg.get(roce::kAckEvery);
   const sc_core::sc_time rto(cfg.get(roce::kRto), sc_core::SC_US);
   const uint32_t buffer = cfg.get(eth::kEthBufferBytes);

@@ -18,6 +18,10 @@
 
 namespace incsim::platforms {
 
+// roce.mtu_payload, checked: on a cluster RoCE's largest MTU, 4096 (IBA's,
+// which RoCEv2 keeps; ConnectX-7 on 400 GbE), by default.
+uint32_t roce_mtu(Config& cfg, bool cluster);
+
 class EthernetFabric : public Fabric {
  public:
   static constexpr const char* kName = "ethernet";

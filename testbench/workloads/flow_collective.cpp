@@ -15,10 +15,10 @@
 #include "gpu/gpu.h"
 #include "adapter/hca.h"
 #include "ethernet/roce_frame.h"
-#include "roce/roce_nic.h"
 #include "net/packet.h"
 #include "platforms/bounds.h"
 #include "platforms/communicator.h"
+#include "platforms/ethernet_fabric.h"
 #include "platforms/infiniband_fabric.h"
 #include "platforms/platform.h"
 #include "topology/cluster.h"
@@ -47,7 +47,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     flow::LinkFormat eth;
     eth.header = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes;
     eth.flit = 4;
-    eth.max_payload = cfg.get(roce::kMtuPayload, 4096u);
+    eth.max_payload = platforms::roce_mtu(cfg, true);
     eth.gathers = true;
     eth.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
     m.formats.push_back(eth);

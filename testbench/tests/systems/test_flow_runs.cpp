@@ -43,6 +43,8 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce",
                   "nvlsnetreduce adds its reducing writes in NetReduce's FPGA beside each rail leaf, which flows do not model");
+  require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce -c roce.mtu_payload=1002",
+                  "roce.mtu_payload must be a multiple of 4 between 4 and 4096 bytes, not 1002");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce -c link.loss=0.001",
                   "link.loss drops frames for go-back-N to resend, which --fidelity flow does not simulate");
 }
