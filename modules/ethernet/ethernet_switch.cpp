@@ -1,6 +1,6 @@
 #include "ethernet_switch.h"
 
-#include "core/hash.h"
+#include "ethernet/ecmp.h"
 
 namespace incsim::eth {
 
@@ -38,8 +38,7 @@ int EthernetSwitch::forward(const net::Packet* p) const {
   const std::vector<int>& ports = fdb_[p->dst];
   if (ports.size() == 1) return ports[0];
   const RoceHeader& h = header(p);
-  const uint64_t flow = (static_cast<uint64_t>(h.src_ip) << 32 | h.dst_ip) ^ static_cast<uint64_t>(h.dst_qp) << 16;
-  return ports[splitmix64(flow) % ports.size()];
+  return ports[ecmp_pick(h.src_ip, h.dst_ip, h.dst_qp, ports.size())];
 }
 
 int EthernetSwitch::redirect(int in_port, const net::Packet* p) const {

@@ -15,6 +15,7 @@
 #include <functional>
 
 #include "core/hash.h"
+#include "ethernet/ecmp.h"
 #include "net/packet.h"
 #include "net/port.h"
 
@@ -52,9 +53,6 @@ constexpr uint32_t kInetTag = 0x4e455452;  // "NETR"
 // Virtual switch-to-switch connections between FPGAs (§3.3) carry the INA
 // header in every packet, with the offset in the message as the PSN.
 constexpr uint32_t kInetTagSwitch = 0x4e455453;  // "NETS"
-
-// The IP address of Ethernet endpoint e: 10.0.0.1 for endpoint 0, and so on.
-inline uint32_t ip_of(uint32_t endpoint) { return 0x0A000001u + endpoint; }
 
 constexpr uint32_t kInaOffset = 48;
 constexpr uint32_t kPayloadOffset = 64;

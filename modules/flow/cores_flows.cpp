@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/hash.h"
+#include "ethernet/ecmp.h"
 #include "flow/cores_run.h"
 
 namespace incsim::flow {
@@ -115,13 +116,10 @@ const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
   return routes_.emplace(key, std::move(r)).first->second;
 }
 
-// The route every node's table gives, or, where a node spreads packets over
-// equal-cost ports, each of them an equal share of what reaches the node.
 // The port of node's equal-cost ports toward endpoint dst that an Ethernet
-// switch gives src's connection: its forwarding entries in their order (the
-// tables' first, then the others), picked by the hash of source IP,
-// destination IP and destination queue pair (RoceBridge: the pair that
-// takes src's packets at dst is src's index + 1).
+// switch gives src's connection: of its forwarding entries in their order
+// (the tables' first, then the others), ECMP's pick (RoceBridge: the queue
+// pair that takes src's packets at dst is src's index + 1).
 int CoresFlows::ecmp_port(int node, int dst, int src) const {
   const topo::Topology& t = *m_.t;
   const int first = t.route(node, dst);
@@ -129,11 +127,12 @@ int CoresFlows::ecmp_port(int node, int dst, int src) const {
   for (int16_t q : t.routes(node, dst))
     if (q != first) ports.push_back(q);
   if (src < 0 || ports.size() == 1) return first;
-  const auto ip = [](int e) { return uint64_t{0x0A000001u} + static_cast<uint64_t>(e); };  // eth::ip_of
-  const uint64_t flow = (ip(src) << 32 | ip(dst)) ^ static_cast<uint64_t>(src + 1) << 16;
-  return ports[splitmix64(flow) % ports.size()];
+  const auto s = static_cast<uint32_t>(src), d = static_cast<uint32_t>(dst);
+  return ports[eth::ecmp_pick(eth::ip_of(s), eth::ip_of(d), s + 1, ports.size())];
 }
 
+// The route every node's table gives, or, where a node spreads packets over
+// equal-cost ports, each of them an equal share of what reaches the node.
 CoresFlows::Route CoresFlows::walk(int from, int port, int dst, int src) const {
   const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
