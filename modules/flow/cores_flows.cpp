@@ -551,16 +551,16 @@ CoresFlows::Result CoresFlows::Run::go() {
       if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
   }
-  const auto tick = [this] {
+  const std::function<double()> fraction = [this] {
     uint64_t issued = 0, all = 0;
     for (const auto& k : ranks_)
       for (const auto& q : k->queues) {
         issued += q->next;
         all += q->total;
       }
-    f_.progress_(f_.done_share_ + f_.run_share_ * static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1)),
-                 net_.now());
+    return f_.done_share_ + f_.run_share_ * static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1));
   };
+  const auto tick = [this, &fraction] { f_.progress_(fraction, net_.now()); };
   net_.run(f_.progress_ ? Network::Callback(tick) : Network::Callback());
   Result out;
   if (running_ != 0) {

@@ -116,10 +116,11 @@ class CoresFlows {
   };
   // Runs one message of `bytes` from time 0 to the last rank's end.
   Result run(uint64_t bytes);
-  // Told now and then while run() runs: the share of the operations it
-  // simulates (of every run, under steady passes) issued so far, and the
-  // simulated time of the run under way, ns.
-  using Progress = std::function<void(double fraction, double now_ns)>;
+  // Told now and then while run() runs: the simulated time of the run under
+  // way, ns, and how to learn the share of the operations it simulates (of
+  // every run, under steady passes) issued so far, which scans every queue:
+  // only for a progress line that is due.
+  using Progress = std::function<void(const std::function<double()>& fraction, double now_ns)>;
   void on_progress(Progress p) { progress_ = std::move(p); }
   const collectives::Program& program() const { return p_; }
   // Why a program cannot run as flows, or empty.

@@ -205,14 +205,14 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
   const uint64_t bytes = sizes_[i];
   flow::CoresFlows::Result res;
   run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
-    flows_->on_progress([&](double fraction, double now_ns) {
-      fraction_ = fraction;
+    flows_->on_progress([&](const std::function<double()>& fraction, double now_ns) {
+      fraction_ = &fraction;
       poll(now_ns / 1e3);
+      fraction_ = nullptr;
     });
     res = flows_->run(bytes);
   });
   flows_->on_progress({});
-  fraction_ = -1;
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),

@@ -4,6 +4,7 @@
 // no packet-level block built. Each size's program runs on the GPUs' cores
 // as flows over the platform's graph (flow/cores_flows.h); nccl-tests'
 // columns, with #wrong "-": no element values travel.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,7 +26,7 @@ class FlowCollectiveWorkload : public Workload {
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
-  double done_fraction() const override { return fraction_; }
+  double done_fraction() const override { return fraction_ ? (*fraction_)() : -1; }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   sc_core::sc_time default_stall_timeout() const override { return sc_core::sc_time(1, sc_core::SC_SEC); }
@@ -46,7 +47,9 @@ class FlowCollectiveWorkload : public Workload {
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster
-  double fraction_ = -1;      // of the running point's operations issued (CoresFlows::on_progress)
+  // While a progress line may be due: the running point's share of its
+  // operations issued (CoresFlows::on_progress).
+  const std::function<double()>* fraction_ = nullptr;
 };
 
 }  // namespace incsim::tb
