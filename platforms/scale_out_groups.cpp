@@ -135,9 +135,8 @@ void NetReduceRings::join(const collectives::Program& program, const std::vector
     if (pushes[g]) {
       const int fpga = rail_fpga(t, members[static_cast<size_t>(program.groups[g][0])]);
       auto& [bytes, rings] = needs[fpga];
-      bytes += 2ull * window *
-               netreduce::AggregatorArray::aggregator_bytes(static_cast<int>(program.groups[g].size()),
-                                                            topo::MulticastFabric::kBlockBytes);
+      bytes += netreduce::AggregatorArray::memory_bytes(static_cast<int>(program.groups[g].size()), window, 1,
+                                                        topo::MulticastFabric::kBlockBytes);
       ++rings;
     }
   for (const auto& [fpga, need] : needs) {

@@ -545,23 +545,23 @@ void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
       progress(*k.queues[static_cast<size_t>(k.queue_of[static_cast<size_t>(d)])]);
 }
 
-CoresFlows::Result CoresFlows::Run::go() {
+double CoresFlows::Run::issued() const {
+  uint64_t issued = 0, all = 0;
+  for (const auto& k : ranks_)
+    for (const auto& q : k->queues) {
+      issued += q->next;
+      all += q->total;
+    }
+  return static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1));
+}
+
+CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   for (auto& k : ranks_) {
     for (int i = 0; i < f_.p_.op_count(k->r); ++i)
       if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
   }
-  const std::function<double()> fraction = [this] {
-    uint64_t issued = 0, all = 0;
-    for (const auto& k : ranks_)
-      for (const auto& q : k->queues) {
-        issued += q->next;
-        all += q->total;
-      }
-    return f_.done_share_ + f_.run_share_ * static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1));
-  };
-  const auto tick = [this, &fraction] { f_.progress_(fraction, net_.now()); };
-  net_.run(f_.progress_ ? Network::Callback(tick) : Network::Callback());
+  net_.run(tick);
   Result out;
   if (running_ != 0) {
     for (auto& k : ranks_)
@@ -585,16 +585,18 @@ CoresFlows::Result CoresFlows::Run::go() {
 // as the whole's) give it, over the span from K/4 to K; the other passes
 // are added at that period. Where the period still wanders (docs/flow.md,
 // "Steady passes"), its two halves differ.
-CoresFlows::Result CoresFlows::run(uint64_t bytes) {
+CoresFlows::Result CoresFlows::run(uint64_t bytes, const Progress& progress) {
   const Plan plan = this->plan(bytes);
   const uint64_t all = plan.passes, K = steady_passes_;
   const bool steady = K != 0 && all > 2 * K;
   const double simulated = steady ? static_cast<double>(K / 4 + K / 2 + K) : static_cast<double>(all);
-  done_share_ = 0;
+  double done = 0;  // the simulated passes' share the runs before this one took
   const auto passes = [&](uint64_t k) {
-    run_share_ = static_cast<double>(k) / simulated;
-    Result r = Run(*this, plan, all - k).go();
-    done_share_ += run_share_;
+    const double share = static_cast<double>(k) / simulated;
+    Run x(*this, plan, all - k);
+    const std::function<double()> fraction = [&] { return done + share * x.issued(); };
+    Result r = x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
+    done += share;
     r.passes = r.simulated_passes = k;
     return r;
   };

@@ -114,14 +114,13 @@ class CoresFlows {
     uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
     double pass_ns = 0, period_change = 0;
   };
-  // Runs one message of `bytes` from time 0 to the last rank's end.
-  Result run(uint64_t bytes);
   // Told now and then while run() runs: the simulated time of the run under
   // way, ns, and how to learn the share of the operations it simulates (of
   // every run, under steady passes) issued so far, which scans every queue:
   // only for a progress line that is due.
   using Progress = std::function<void(const std::function<double()>& fraction, double now_ns)>;
-  void on_progress(Progress p) { progress_ = std::move(p); }
+  // Runs one message of `bytes` from time 0 to the last rank's end.
+  Result run(uint64_t bytes, const Progress& progress = {});
   const collectives::Program& program() const { return p_; }
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
@@ -181,8 +180,6 @@ class CoresFlows {
   CoresCosts costs_;
   uint32_t elem_;
   uint64_t seed_, steady_passes_;
-  Progress progress_;
-  double done_share_ = 0, run_share_ = 1;  // of the simulated passes: those before the run under way, and its own
   collectives::ChannelParts parts_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
   std::map<std::pair<int, int>, Route> downs_;         // (switch node, rank)

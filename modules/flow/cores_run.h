@@ -31,7 +31,11 @@ class CoresFlows::Run {
  public:
   // The plan's message less `drop` whole passes of every part.
   Run(CoresFlows& f, const Plan& plan, uint64_t drop);
-  Result go();
+  // tick: Network::run's, now and then.
+  Result go(const Network::Callback& tick = {});
+  double now() const { return net_.now(); }
+  // The share of the run's operations its queues have issued.
+  double issued() const;
 
  private:
   struct Queue;

@@ -234,6 +234,7 @@ bool Network::fill(bool whole) {
   // Each link's weights are summed as its paths are met, in its list's order.
   for (size_t i = 0; i < comp_links_.size(); ++i) {
     Link& k = links_[static_cast<size_t>(comp_links_[i])];
+    k.left = k.cap;
     k.weights = 0;
     for (const OnLink& o : k.paths) {
       Path& x = paths_[static_cast<size_t>(o.path)];
@@ -285,15 +286,13 @@ bool Network::fill(bool whole) {
   // level goes back with that level. The order, and every rate, is that of
   // pushing each change.
   heap_.clear();
-  const auto enter = [this](int l, bool edge) {
-    Link& k = links_[static_cast<size_t>(l)];
-    if (!edge) k.left = k.cap;
-    k.bottleneck = false;
-    k.key = k.left / k.weights;
-    if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
-  };
-  for (int l : comp_links_) enter(l, false);
-  for (int l : edge_links_) enter(l, true);
+  for (const std::vector<int>* v : {&comp_links_, &edge_links_})
+    for (int l : *v) {
+      Link& k = links_[static_cast<size_t>(l)];
+      k.bottleneck = false;
+      k.key = k.left / k.weights;
+      if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
+    }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<Level>());
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<Level>());

@@ -55,6 +55,10 @@ class AggregatorArray {
   // rank of the Header Buffer and Payload Buffer, the Aggregation Value, and
   // its bitmap in the State Record (a bit per rank).
   static uint64_t aggregator_bytes(int ranks, uint32_t max_payload);
+  // An array's: 2N x MsgLen aggregators (§3.1).
+  static uint64_t memory_bytes(int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload) {
+    return 2ull * window * msg_len * aggregator_bytes(ranks, max_payload);
+  }
   uint64_t bytes() const { return aggregators() * aggregator_bytes(ranks_, max_payload_); }
   // For waveforms and tests.
   const int& busy_ref() const { return busy_; }          // aggregators holding a partial bitmap

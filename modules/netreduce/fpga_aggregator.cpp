@@ -77,7 +77,7 @@ void FpgaAggregator::short_of(int job, uint64_t bytes, const std::string& what) 
 uint32_t FpgaAggregator::msg_len_for(int job, int ranks, uint32_t window, uint32_t msg_len, uint32_t max_payload,
                                      int rings) const {
   if (cfg_.aggregator_bytes == 0) return msg_len;
-  const uint64_t per_message = 2ull * window * AggregatorArray::aggregator_bytes(ranks, max_payload) * rings;
+  const uint64_t per_message = AggregatorArray::memory_bytes(ranks, window, 1, max_payload) * rings;
   const uint64_t fits = std::min<uint64_t>(msg_len, memory_left(job) / per_message);
   if (fits == 0)
     short_of(job, per_message,

@@ -39,7 +39,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
   gpu.max_payload = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
   m.formats.push_back(gpu);
   const bool cluster = !topo::cluster_nodes(t).empty(), roce = topo::is_roce_cluster(t);
-  double ib_switch_ns = 0, eth_switch_ns = 0, hca_ns = 0;
+  double ib_switch_ns = 0, hca_ns = 0;
   bool ib_spreads = false, sharp = false;
   if (roce) {
     // One RDMA WRITE per gathered packet (WriteOnly, its RETH), each
@@ -65,10 +65,10 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     hca_ns = cfg.get(adapter::kHcaLatency);
     sharp = cfg.get(platforms::kSharpTableBytes) > 0;
   }
+  // A RoCE cluster's Ethernet switches read this key too, after the GPUs'
+  // fabric has declared it with its default, so they take its value
+  // (platforms/ethernet_fabric.cpp).
   const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
-  // The Ethernet switches read the same key after the GPUs' fabric, whose
-  // default the run's key then has (platforms/ethernet_fabric.cpp).
-  if (roce) eth_switch_ns = cfg.get(credit_switch::kSwitchLatency, 400.0);
   const bool sw_spreads =
       credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread)) != credit_switch::Spread::Destination;
   for (size_t k = 0; k < t.nodes().size(); ++k) {
@@ -79,7 +79,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
       m.spreads[k] = ib_spreads;
       m.aggregates[k] = sharp;
     } else if (n.block == topo::kinds::kEthernetSwitch) {
-      m.node_ns[k] = eth_switch_ns;
+      m.node_ns[k] = sw_ns;
       m.hashes[k] = 1;
     } else if (topo::kinds::is_adapter(n.block)) {
       m.node_ns[k] = hca_ns;
@@ -127,7 +127,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
 
   graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
   const topo::Topology& t = graph_;
-  if (topo::is_roce_cluster(t))
+  const bool roce = topo::is_roce_cluster(t);
+  if (roce)
     for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
       if (cfg_.get(*p) > 0)
         throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
@@ -149,7 +150,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   collectives::Program program = algorithm_->synthesize(site).program;
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
-  if (topo::is_roce_cluster(t) && program.has(collectives::OpKind::ReduceWrite))
+  if (roce && program.has(collectives::OpKind::ReduceWrite))
     throw UserError("--fidelity flow: " + opt_.algorithm + " adds its reducing writes in NetReduce's FPGA beside each "
                     "rail leaf, which flows do not model; run it at packet level");
   // NCCL's PXN relays, as the communicator applies them (platforms/communicator.cpp).
@@ -205,14 +206,12 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
   const uint64_t bytes = sizes_[i];
   flow::CoresFlows::Result res;
   run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
-    flows_->on_progress([&](const std::function<double()>& fraction, double now_ns) {
+    res = flows_->run(bytes, [&](const std::function<double()>& fraction, double now_ns) {
       fraction_ = &fraction;
       poll(now_ns / 1e3);
       fraction_ = nullptr;
     });
-    res = flows_->run(bytes);
   });
-  flows_->on_progress({});
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),

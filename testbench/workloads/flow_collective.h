@@ -48,7 +48,7 @@ class FlowCollectiveWorkload : public Workload {
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster
   // While a progress line may be due: the running point's share of its
-  // operations issued (CoresFlows::on_progress).
+  // operations issued (CoresFlows::run's progress).
   const std::function<double()>* fraction_ = nullptr;
 };
 
