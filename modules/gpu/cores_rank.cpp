@@ -201,7 +201,7 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
   for (size_t k = 0; k < recv_.size(); ++k) {
     recv_[k]->flag = flags_base_ + 16 * k;
     recv_[k]->mailbox_bytes = slot_bytes_ * coll.slot_params_.slots;
-    recv_[k]->mailbox = gpu_.memory().alloc(recv_[k]->mailbox_bytes);
+    recv_[k]->mailbox = gpu_.memory().alloc_paged(recv_[k]->mailbox_bytes, std::max<uint64_t>(slot_bytes_, 1));
     recv_[k]->slot_len.assign(coll.slot_params_.slots, 0);
     // LL and LL128 carry their flags in the data: the receiver polls the
     // mailbox's lines themselves.
@@ -433,6 +433,8 @@ void CoresRank::take_landed(Conn& c) {
 }
 
 void CoresRank::consume(Queue& q, Conn& c) {
+  if (slot_bytes_)  // the slot's data is read: its host memory goes back
+    gpu_.memory().release(c.mailbox + (c.done % static_cast<uint64_t>(coll_.slot_params_.slots)) * slot_bytes_);
   ++c.done;
   ++q.flag_acks_due;
   gpu_.store_word(c.port, static_cast<uint32_t>(coll_.gpus_[c.peer]->index()), c.peer_flag, c.done, q.id);

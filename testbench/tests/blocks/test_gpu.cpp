@@ -126,6 +126,32 @@ TEST_CASE("memory allocations are zeroed and 256 B aligned", "[gpu][memory]") {
   CHECK(m.alloc(8) == a);
 }
 
+TEST_CASE("a paged buffer holds host memory for a page only from its first access to its release", "[gpu][memory]") {
+  gpu::Memory m(kClockGhz, 180, 180, 1);
+  const uint64_t dense = m.alloc(256);
+  const uint64_t a = m.alloc_paged(4 * 1000, 1000);  // four slots of 1000 B
+  CHECK(a % 256 == 0);
+  CHECK(m.held() == 256);
+  m.at(a + 1000, 8)[0] = 7;  // slot 1 lands
+  CHECK(m.held() == 256 + 1000);
+  CHECK(m.at(a + 1000, 1)[0] == 7);
+  CHECK(m.at(a + 1999, 1)[0] == 0);
+  m.at(a + 3000, 1000)[999] = 9;  // slot 3
+  CHECK(m.held() == 256 + 2000);
+  m.release(a + 1000);  // slot 1 read
+  CHECK(m.held() == 256 + 1000);
+  CHECK(m.peak_held() == 256 + 2000);
+  // Taken again, the page reads as zeroed, as a new buffer's.
+  CHECK(m.at(a + 1000, 1)[0] == 0);
+  m.release(a + 1000);
+  m.release(a + 2000);  // never held: nothing to give back
+  CHECK(m.held() == 256 + 1000);
+  m.free(a);
+  m.free(dense);
+  CHECK(m.held() == 0);
+  CHECK(m.peak_held() == 256 + 2000);
+}
+
 TEST_CASE("a remote read returns the memory contents", "[gpu][read]") {
   Config cfg;
   auto plat = star(2, cfg);

@@ -159,6 +159,20 @@ TEST_CASE("a mailbox slot holds no more than the largest chunk the message moves
   for (auto* g : tb::collective_of(e).platform().gpus()) CHECK(g->memory().allocated() == 12 * mailbox + 256);
 }
 
+TEST_CASE("a mailbox slot holds host memory only from its data's landing to its reading", "[ring][memory]") {
+  tb::Experiment e(tb::run_options("dgx2", "allreduce", "ring", "4M"));
+  CHECK(e.run(nullptr)[0].wrong() == 0);
+  // 4 slots of 5462 floats per channel (above) and 16 B of flags. Holding
+  // every slot once touched would reach all 12 x 4; a channel's mailbox has
+  // 2 or 3 filled at once here (one landing, one being read).
+  const uint64_t slot = 5462 * 4, flags = 12 * 16;
+  for (auto* g : tb::collective_of(e).platform().gpus()) {
+    INFO("GPU " << g->index() << ": " << g->memory().peak_held() << " B at most");
+    CHECK(g->memory().peak_held() > 12 * slot);
+    CHECK(g->memory().peak_held() <= 12 * 3 * slot + flags);
+  }
+}
+
 TEST_CASE("on DGX-2 the 8 KiB all-reduce is latency-bound", "[ring][bound]") {
   const auto rows = run("dgx2", 0, "float", "8K");
   REQUIRE(rows.size() == 1);
