@@ -22,7 +22,8 @@ struct PacketMemory {
 // and payload from cfg as the fabrics do). The blocks' costs are fitted to
 // what building 26 platforms took (from one star switch of 2,048 ports to
 // clusters of 512 GPUs; within 13% of each, docs/platforms.md); the tables'
-// are what they allocate. Routing tables are sampled, 8 destinations per
+// are what they allocate once a run takes an entry in each (a SHARP run
+// takes nearly all). Routing tables are sampled, 8 destinations per
 // switch, so that a cluster of 131,072 GPUs is estimated in a second.
 PacketMemory packet_memory(const topo::Topology& t, Config& cfg, const PlatformDefaults& d);
 

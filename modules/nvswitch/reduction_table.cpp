@@ -10,17 +10,27 @@ ReductionTable::ReductionTable(sc_core::sc_module_name name)
     : sc_module(name), alu(this->name()), log(this->name()) {}
 
 void ReductionTable::configure(uint32_t entries, uint32_t entry_bytes) {
-  entries_.assign(entries, Entry{});
-  data_.assign(static_cast<size_t>(entries) * entry_bytes, 0);
+  const bool made = !entries_.empty();
+  capacity_ = entries;
   entry_bytes_ = entry_bytes;
-  size_t buckets = 1;
-  while (buckets < 2 * static_cast<size_t>(entries)) buckets *= 2;
-  index_.assign(entries ? buckets : 0, -1);
+  entries_.clear();
+  data_.clear();
+  index_.clear();
   free_.clear();
-  for (uint32_t i = entries; i > 0; --i) free_.push_back(static_cast<int32_t>(i - 1));
+  if (made) make_storage();  // traced entries keep their place
   size_ = occupancy = 0;
   lru_ = mru_ = -1;
   held_.clear();
+}
+
+void ReductionTable::make_storage() const {
+  entries_.assign(capacity_, Entry{});
+  data_.assign(static_cast<size_t>(capacity_) * entry_bytes_, 0);
+  size_t buckets = 1;
+  while (buckets < 2 * static_cast<size_t>(capacity_)) buckets *= 2;
+  index_.assign(capacity_ ? buckets : 0, -1);
+  free_.clear();
+  for (uint32_t i = capacity_; i > 0; --i) free_.push_back(static_cast<int32_t>(i - 1));
 }
 
 size_t ReductionTable::bucket(uint64_t addr, uint32_t owner) const {
@@ -38,6 +48,7 @@ int ReductionTable::find(uint64_t addr, uint32_t owner) const {
 }
 
 int ReductionTable::alloc(uint64_t addr, uint32_t owner, uint16_t expected, uint64_t now_ps, int job) {
+  if (entries_.empty() && capacity_) make_storage();
   if (free_.empty() || capped(job)) return -1;
   const int32_t i = free_.back();
   free_.pop_back();
@@ -107,6 +118,7 @@ void ReductionTable::link_back(int i) {
 
 void ReductionTable::trace(sc_core::sc_trace_file* tf) const {
   if (!capacity()) return;
+  if (entries_.empty()) make_storage();  // the traced counts need their place
   const std::string me = std::string(name()) + ".";
   sc_core::sc_trace(tf, occupancy, me + "occupancy");
   sc_core::sc_trace(tf, hits, me + "hits");

@@ -66,9 +66,12 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
 
   explicit ReductionTable(sc_core::sc_module_name name);
 
-  // entries of entry_bytes each; 0 entries is a port without a table.
+  // entries of entry_bytes each; 0 entries is a port without a table. Its
+  // storage is made at its first entry (or when traced): most of a
+  // cluster's switch ports never hold one (the tables of 64 nodes' InfiniBand
+  // switches took 0.57 GB).
   void configure(uint32_t entries, uint32_t entry_bytes);
-  uint32_t capacity() const { return static_cast<uint32_t>(entries_.size()); }
+  uint32_t capacity() const { return capacity_; }
   uint32_t size() const { return size_; }
   bool full() const { return size_ == capacity(); }
 
@@ -111,11 +114,13 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
   size_t bucket(uint64_t addr, uint32_t owner) const;
   void unlink(int i);
   void link_back(int i);
-  std::vector<Entry> entries_;
-  std::vector<uint8_t> data_;
-  std::vector<int32_t> index_;  // open addressing over entries, -1 empty
-  std::vector<int32_t> free_;
-  uint32_t entry_bytes_ = 0, size_ = 0;
+  void make_storage() const;  // entries_, data_, index_ and free_ for capacity_ entries
+  // Made by make_storage, which a const trace() may call: mutable.
+  mutable std::vector<Entry> entries_;
+  mutable std::vector<uint8_t> data_;
+  mutable std::vector<int32_t> index_;  // open addressing over entries, -1 empty
+  mutable std::vector<int32_t> free_;
+  uint32_t capacity_ = 0, entry_bytes_ = 0, size_ = 0;
   int32_t lru_ = -1, mru_ = -1;
   const uint32_t* emitted_ = nullptr;
   const TableSharing* sharing_ = nullptr;

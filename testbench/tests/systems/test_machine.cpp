@@ -171,8 +171,12 @@ platforms::PacketMemory estimate_then_build(const std::string& platform, const p
   const double built = static_cast<double>(peak_resident_bytes() - before);
   INFO(platform << ": estimated " << estimate.total() << " B (blocks " << estimate.blocks << ", routes "
                 << estimate.routes << ", tables " << estimate.tables << "), built " << built << " B");
-  CHECK(estimate.total() > 0.8 * built);
-  CHECK(estimate.total() < 1.25 * built);
+  // The reduction tables' storage is made when an entry is first taken
+  // (nvswitch::ReductionTable): the estimate counts them for the run that
+  // uses them all, a machine built and not run holds none.
+  const double structure = static_cast<double>(estimate.blocks + estimate.routes);
+  CHECK(structure > 0.8 * built);
+  CHECK(structure < 1.25 * built);
   return estimate;
 }
 }  // namespace
