@@ -128,15 +128,15 @@ void Adapter::take(net::Packet* w) {
       k = open_.size();
     }
   }
-  if (k == open_.size()) open_.push_back({network_packet(*w), {}});
+  if (k == open_.size()) open_.push_back({network_packet(*w, cfg_.mtu_bytes), {}});
   net::Packet& n = *open_[k].packet;
   append(n, w);
   open_[k].writes.push(w);
   if (n.payload_bytes == cfg_.mtu_bytes) close(k);
 }
 
-net::Packet* Adapter::network_packet(const net::Packet& w) {
-  net::Packet* n = net_pool_.get();
+net::Packet* Adapter::network_packet(const net::Packet& w, uint32_t bytes) {
+  net::Packet* n = net_pool_.get(bytes);
   n->src = w.src;
   n->dst = w.dst;
   n->addr = w.addr;
@@ -165,7 +165,7 @@ void Adapter::append(net::Packet& n, net::Packet* w) {
 // entries are aligned blocks, the same at every member, so the adapter
 // neither gathers nor numbers them; posted, nothing is acknowledged.
 void Adapter::push_out(net::Packet* w) {
-  net::Packet* n = network_packet(*w);
+  net::Packet* n = network_packet(*w, w->payload_bytes);
   append(*n, w);
   gpu_pool_.put(w);
   n->wire_bytes = net_pool_.format().wire_bytes(net::Op::ReduceWrite, n->payload_bytes);

@@ -121,7 +121,8 @@ class Adapter : public sc_core::sc_module, public net::PacketSink, public net::B
   void take(net::Packet* w);
   void close(size_t open);
   void push_out(net::Packet* w);  // a reducing write goes out as a network packet of its own
-  net::Packet* network_packet(const net::Packet& w);  // w's header as a network packet's, no payload yet
+  // w's header as a network packet's, no payload yet, for at most `bytes` of it.
+  net::Packet* network_packet(const net::Packet& w, uint32_t bytes);
   void append(net::Packet& n, net::Packet* w);          // w's data to n's payload; w's buffer space is free
 
   HcaConfig cfg_;

@@ -172,12 +172,14 @@ net::Packet* CreditSwitch::pop_head(int input, int vc, const sc_time& now) {
 }
 
 net::Packet* CreditSwitch::clone(const net::Packet* p) {
-  net::Packet* c = pool_.get();
+  net::Packet* c = pool_.get(p->capacity);  // a small packet's clone is small
   const uint64_t id = c->id;
   uint8_t* data = c->data;
+  const uint16_t capacity = c->capacity;
   *c = *p;
   c->id = id;
   c->data = data;
+  c->capacity = capacity;
   c->next = nullptr;
   std::memcpy(data, p->data, p->payload_bytes);
   return c;

@@ -36,13 +36,14 @@ struct PacketPool::Slab {
   std::unique_ptr<uint8_t[]> data;
 };
 
-void PacketPool::grow() {
+void PacketPool::grow(PacketFifo& list, uint32_t bytes) {
   auto* s = new Slab{slabs_, std::make_unique<Packet[]>(Slab::kPackets),
-                     std::make_unique<uint8_t[]>(Slab::kPackets * fmt_.max_payload_bytes)};
+                     std::make_unique<uint8_t[]>(Slab::kPackets * bytes)};
   slabs_ = s;
   for (size_t i = 0; i < Slab::kPackets; ++i) {
-    s->packets[i].data = &s->data[i * fmt_.max_payload_bytes];
-    free_.push(&s->packets[i]);
+    s->packets[i].data = &s->data[i * bytes];
+    s->packets[i].capacity = static_cast<uint16_t>(bytes);
+    list.push(&s->packets[i]);
   }
   capacity_ += Slab::kPackets;
 }

@@ -95,6 +95,9 @@ struct Packet {
   // Between InfiniBand adapters: the packet's sequence number in its
   // connection (its source and destination GPUs), modulo 2^16.
   uint16_t table = 0;
+  // Data bytes it can hold: its pool's max payload, or less for a small
+  // packet (PacketPool::get(bytes)); fits in padding.
+  uint16_t capacity = 0;
   int32_t home_switch = -1; // ReduceWrite: switch index and port of the home table
   int16_t home_port = -1;
   // Ethernet: the port a frame came in on at the switch or FPGA holding it
@@ -174,9 +177,26 @@ class PacketPool {
   PacketPool(const PacketPool&) = delete;
   PacketPool& operator=(const PacketPool&) = delete;
 
-  Packet* get() {
-    if (free_.empty()) grow();
-    Packet* p = free_.pop();
+  Packet* get() { return take(free_, fmt_.max_payload_bytes); }
+  // A packet for at most `bytes` of data, which will not grow: where the
+  // format's packets are large (a 4 KiB MTU), a 128-byte SHARP block takes
+  // a small one (its 4 KiB would make memory follow blocks in flight x 4 KiB).
+  Packet* get(uint32_t bytes) {
+    return bytes <= kSmallBytes && fmt_.max_payload_bytes > kSmallBytes ? take(small_, kSmallBytes) : get();
+  }
+  void put(Packet* p) {
+    --in_use_;
+    (p->capacity < fmt_.max_payload_bytes ? small_ : free_).push(p);
+  }
+  const PacketFormat& format() const { return fmt_; }
+  uint64_t in_use() const { return in_use_; }
+  uint64_t capacity() const { return capacity_; }
+  static constexpr uint32_t kSmallBytes = 256;
+
+ private:
+  Packet* take(PacketFifo& list, uint32_t bytes) {
+    if (list.empty()) grow(list, bytes);
+    Packet* p = list.pop();
     p->id = next_id_++;
     p->count = 0;
     p->mc_pending = 0;
@@ -184,18 +204,9 @@ class PacketPool {
     ++in_use_;
     return p;
   }
-  void put(Packet* p) {
-    --in_use_;
-    free_.push(p);
-  }
-  const PacketFormat& format() const { return fmt_; }
-  uint64_t in_use() const { return in_use_; }
-  uint64_t capacity() const { return capacity_; }
-
- private:
-  void grow();
+  void grow(PacketFifo& list, uint32_t bytes);
   PacketFormat fmt_;
-  PacketFifo free_;
+  PacketFifo free_, small_;
   uint64_t next_id_ = 0, in_use_ = 0, capacity_ = 0;
   struct Slab;
   Slab* slabs_ = nullptr;

@@ -230,7 +230,7 @@ net::Packet* NvSwitch::pull_reduce(int o, net::Packet* p) {
 void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry) {
   ReductionTable& t = port_of(o).table;
   const ReductionTable::Entry& en = t.entry(e);
-  net::Packet* p = pool_.get();
+  net::Packet* p = pool_.get(en.bytes);  // a block: on InfiniBand a small packet
   p->addr = en.addr;
   p->src = net::kNoEndpoint;
   p->vc = net::kRequestVc;

@@ -173,6 +173,33 @@ void require_in_order(const std::vector<Arrival>& got, int vc, uint32_t n) {
 
 }  // namespace
 
+TEST_CASE("a pool of 4 KiB packets gives a small block a small packet, and takes each back to its own kind", "[net][pool]") {
+  net::PacketPool pool{net::PacketFormat{26, 1, 4096}};
+  net::Packet* big = pool.get();
+  net::Packet* block = pool.get(128);
+  CHECK(big->capacity == 4096);
+  CHECK(block->capacity == net::PacketPool::kSmallBytes);
+  CHECK(pool.get(4096)->capacity == 4096);
+  CHECK(pool.get(net::PacketPool::kSmallBytes + 1)->capacity == 4096);
+  std::memset(block->data, 7, block->capacity);  // all of it is its own
+  const uint64_t slabs = pool.capacity();       // a slab of each kind
+  pool.put(block);
+  // The small slab's packets, the one given back among them, without growing.
+  bool again = false;
+  for (int i = 0; i < 1024; ++i) {
+    net::Packet* p = pool.get(64);
+    CHECK(p->capacity == net::PacketPool::kSmallBytes);
+    again = again || p == block;
+  }
+  CHECK(again);
+  CHECK(pool.capacity() == slabs);
+  pool.put(big);  // and a large one goes back to the large ones
+  CHECK(pool.get()->capacity == 4096);
+  // Where every packet is small, there is one kind.
+  net::PacketPool gpu{net::PacketFormat{16, 16, 128}};
+  CHECK(gpu.get(64)->capacity == 128);
+}
+
 TEST_CASE("a 144 B packet on 25 GB/s arrives after the latency, its tail 5.76 ns later", "[net][timing]") {
   Netlist n(4 * kWire);
   n.tx.remaining[0] = 2;
