@@ -595,10 +595,11 @@ class Checker {
         Contribs want;
         const uint64_t rk = static_cast<uint64_t>(r);
         const auto one = [&](uint64_t q, uint64_t c) { want = {Run{key(q, c), key(q, c) + 1}}; };
+        const auto every = [&](uint64_t c) { want = {Run{key(0, c), key(0, c) + n}}; };  // chunk c of every rank
         switch (p_.collective) {
           case Collective::AllReduce:
-          case Collective::Reduce: want = {Run{key(0, k), key(0, k) + n}}; break;
-          case Collective::ReduceScatter: want = {Run{key(0, rk * out_chunks + k), key(0, rk * out_chunks + k) + n}}; break;
+          case Collective::Reduce: every(k); break;
+          case Collective::ReduceScatter: every(rk * out_chunks + k); break;
           case Collective::Scatter: one(root, rk * out_chunks + k); break;
           case Collective::AllGather:
           case Collective::Gather: one(k / chunks_, k % chunks_); break;  // rank q's chunk c is output chunk q x chunks + c

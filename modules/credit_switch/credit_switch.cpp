@@ -172,14 +172,12 @@ net::Packet* CreditSwitch::pop_head(int input, int vc, const sc_time& now) {
 }
 
 net::Packet* CreditSwitch::clone(const net::Packet* p) {
-  net::Packet* c = pool_.get(p->capacity);  // a small packet's clone is small
+  net::Packet* c = pool_.get(p->capacity);  // of p's kind: a small packet's clone is small, its capacity p's
   const uint64_t id = c->id;
   uint8_t* data = c->data;
-  const uint16_t capacity = c->capacity;
   *c = *p;
   c->id = id;
   c->data = data;
-  c->capacity = capacity;
   c->next = nullptr;
   std::memcpy(data, p->data, p->payload_bytes);
   return c;

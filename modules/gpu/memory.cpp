@@ -11,8 +11,7 @@ Memory::Memory(double clock_ghz, uint32_t latency_cycles, uint32_t jitter_cycles
     : clock_ghz_(clock_ghz), latency_cycles_(latency_cycles), jitter_cycles_(jitter_cycles), seed_(seed) {}
 
 uint64_t Memory::alloc(uint64_t bytes) {
-  Region r{top_, bytes, std::make_unique<uint8_t[]>(bytes), 0, {}};
-  std::memset(r.bytes.get(), 0, bytes);
+  Region r{top_, bytes, std::make_unique<uint8_t[]>(bytes), 0, {}};  // value-initialised: zeroed
   hold(bytes);
   top_ += (bytes + 255) / 256 * 256;
   regions_.push_back(std::move(r));
@@ -55,14 +54,17 @@ uint8_t* Memory::page_at(Region& r, uint64_t addr, uint64_t bytes) {
   return r.pages[k].get() + (addr - r.base - k * r.page);
 }
 
-void Memory::release(uint64_t addr) {
+Memory::Region* Memory::region_of(uint64_t addr, uint64_t bytes) {
   for (Region& r : regions_)
-    if (r.page && addr >= r.base && addr < r.base + r.size) {
-      const uint64_t k = (addr - r.base) / r.page;
-      if (r.pages[k]) keep_page(std::move(r.pages[k]), r.page);
-      return;
-    }
-  sc_assert(false && "release outside a paged buffer");
+    if (addr >= r.base && addr + bytes <= r.base + r.size) return &r;
+  return nullptr;
+}
+
+void Memory::release(uint64_t addr) {
+  Region* r = region_of(addr, 1);
+  sc_assert(r && r->page && "release outside a paged buffer");
+  const uint64_t k = (addr - r->base) / r->page;
+  if (r->pages[k]) keep_page(std::move(r->pages[k]), r->page);
 }
 
 void Memory::free(uint64_t addr) {
@@ -77,9 +79,7 @@ void Memory::free(uint64_t addr) {
 }
 
 uint8_t* Memory::at(uint64_t addr, uint64_t bytes) {
-  for (auto& r : regions_)
-    if (addr >= r.base && addr + bytes <= r.base + r.size)
-      return r.page ? page_at(r, addr, bytes) : r.bytes.get() + (addr - r.base);
+  if (Region* r = region_of(addr, bytes)) return r->page ? page_at(*r, addr, bytes) : r->bytes.get() + (addr - r->base);
   SC_REPORT_ERROR("incsim/gpu/memory", "access outside allocated memory");
   return nullptr;
 }

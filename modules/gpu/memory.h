@@ -60,6 +60,7 @@ class Memory {
     uint64_t page = 0;  // paged: bytes is empty and pages hold what exists
     std::vector<std::unique_ptr<uint8_t[]>> pages;
   };
+  Region* region_of(uint64_t addr, uint64_t bytes);  // the one holding [addr, addr + bytes), or nullptr
   uint8_t* page_at(Region& r, uint64_t addr, uint64_t bytes);
   std::unique_ptr<uint8_t[]> take_page(uint64_t page);
   void keep_page(std::unique_ptr<uint8_t[]> p, uint64_t page);

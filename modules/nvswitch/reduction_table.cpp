@@ -10,14 +10,9 @@ ReductionTable::ReductionTable(sc_core::sc_module_name name)
     : sc_module(name), alu(this->name()), log(this->name()) {}
 
 void ReductionTable::configure(uint32_t entries, uint32_t entry_bytes) {
-  const bool made = !entries_.empty();
   capacity_ = entries;
   entry_bytes_ = entry_bytes;
-  entries_.clear();
-  data_.clear();
-  index_.clear();
-  free_.clear();
-  if (made) make_storage();  // traced entries keep their place
+  if (!entries_.empty()) make_storage();  // made already (traced): it is remade, in place where the size holds
   size_ = occupancy = 0;
   lru_ = mru_ = -1;
   held_.clear();
