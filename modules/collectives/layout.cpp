@@ -48,6 +48,27 @@ int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index) 
   return message;
 }
 
+uint64_t cores_kept_bytes(const Program& p, int r, uint64_t elems, uint32_t elem_bytes) {
+  enum : uint8_t { kRead = 1, kWritten = 2 };
+  std::vector<uint8_t> use[3];  // [canonical buffer][chunk]
+  for (int i = 0; i < p.op_count(r); ++i)
+    chunk_uses(p.op(r, i), [&](ChunkRef ref, bool write) {
+      for (uint32_t k = 0; k < ref.count; ++k) {
+        Buffer buf = ref.buf;
+        uint32_t index = ref.index + k;
+        message_chunk(p, r, buf, index);
+        std::vector<uint8_t>& u = use[static_cast<int>(buf)];
+        if (index >= u.size()) u.resize(index + 1, 0);
+        u[index] |= write ? kWritten : kRead;
+      }
+    });
+  uint64_t kept = 0;
+  for (const std::vector<uint8_t>& u : use)
+    kept += static_cast<uint64_t>(std::count(u.begin(), u.end(), kRead | kWritten));
+  const uint64_t chunks = std::max<uint32_t>(message_chunks(p), 1);
+  return kept * ((message_elems(p, elems) + chunks - 1) / chunks) * elem_bytes;
+}
+
 int64_t message_chunk(const Program& p, int rank, ChunkRef c) { return message_chunk(p, rank, c.buf, c.index); }
 
 int result_owner(const Program& p, int64_t m) {

@@ -26,6 +26,13 @@ int64_t message_chunk(const Program& p, int rank, Buffer& buf, uint32_t& index);
 // The same for a chunk reference's first chunk, leaving it as it is.
 int64_t message_chunk(const Program& p, int rank, ChunkRef c);
 
+// At most how many bytes of a message of `elems` elements per rank, of
+// `elem_bytes` each, rank r's cores keep at once: the chunks one operation
+// writes and another reads back, which gpu::CoresRank keeps until their
+// last reader, counted whole (every pass's at once). The rest of the
+// message is made and checked as it moves, and held by no one.
+uint64_t cores_kept_bytes(const Program& p, int r, uint64_t elems, uint32_t elem_bytes);
+
 // What a rank's result chunk must hold: the rank whose input message chunk
 // m is (an all-gather's block's, an all-to-all's sender, whose input is
 // message chunks r x input on, a broadcast's root), or -1 for the reduction

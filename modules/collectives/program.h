@@ -230,6 +230,21 @@ bool passive(const Operation& o);
 // An operation done when what the switches send its rank has landed: a
 // multicast's receiver, and every member of a reducing write.
 bool receives_landing(const Operation& o);
+// The chunks operation o reads and writes of its rank's buffers as the
+// GPUs' cores run it: f(ref, write) for each (gpu::CoresRank counts its
+// readers and writers so; cores_kept_bytes bounds what it keeps).
+template <class F>
+void chunk_uses(const Operation& o, F f) {
+  const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
+                       o.kind == OpKind::RecvReduceCopySend || o.kind == OpKind::Reduce;
+  if (!o.src.empty() && o.kind != OpKind::ReduceRead) f(o.src, false);  // the switches read a read's src
+  if (!o.dst.empty() && o.kind != OpKind::RecvReduceSend) f(o.dst, true);
+  if (reduces && (o.src.empty() || o.kind == OpKind::Reduce)) f(o.dst, false);  // dst the operand
+  // A reducing write's sums land in its dst while its src, the same chunk,
+  // is read: the landing holds the chunk until the last is in, whether or
+  // not a later operation reads it.
+  if (o.kind == OpKind::ReduceWrite) f(o.dst, false);
+}
 // How many chunks of buffer b rank r may name: its count, or for an in-place
 // all-reduce or broadcast's output (the input) the larger of the two.
 // Whether rank r has a result to check: a reduce's and a gather's only at

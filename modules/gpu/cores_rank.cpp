@@ -112,15 +112,7 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
         else ++readers_[static_cast<int>(buf)][index];
       }
     };
-    const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
-                         o.kind == OpKind::RecvReduceCopySend || o.kind == OpKind::Reduce;
-    if (!o.src.empty() && o.kind != OpKind::ReduceRead) mark(o.src, false);  // the switches read a read's src
-    if (!o.dst.empty() && o.kind != OpKind::RecvReduceSend) mark(o.dst, true);
-    if (reduces && (o.src.empty() || o.kind == OpKind::Reduce)) mark(o.dst, false);  // dst the operand
-    // A reducing write's sums land in its dst while its src, the same
-    // chunk, is read: the landing holds the chunk until the last is in
-    // (landed_passes), whether or not a later operation reads it.
-    if (o.kind == OpKind::ReduceWrite) mark(o.dst, false);
+    collectives::chunk_uses(o, mark);  // a reducing write's landing: landed_passes
     max_count = std::max<uint32_t>(max_count, std::max(o.src.count, o.dst.count));
   }
   std::sort(queues_.begin(), queues_.end(), [](const auto& a, const auto& b) { return a->index < b->index; });

@@ -11,6 +11,7 @@
 
 #include "choices.h"
 #include "elements/data_pattern.h"
+#include "collectives/layout.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/program_check.h"
 #include "core/error.h"
@@ -51,21 +52,17 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
       .set("bound_fraction", bound_us / time_us);
 }
 
-void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind) {
-  // Each rank holds its data as a buffer of the message size (a GPU's
-  // memory, a NIC's or a host's buffers; measured: 0.1 to 1 byte per byte per
-  // rank), so a run needs about ranks x size bytes, against the memory of the
-  // machine it runs on.
+void check_memory(const std::vector<uint64_t>& sizes, double per_byte, const std::string& holds, bool flow) {
   const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  const double need = static_cast<double>(largest) * ranks;
+  const double need = static_cast<double>(largest) * per_byte;
   const double have = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (need <= have) return;
   uint64_t fits = 4;
-  while (static_cast<double>(fits) * 2 * ranks <= have) fits *= 2;
+  while (static_cast<double>(fits) * 2 * per_byte <= have) fits *= 2;
   std::ostringstream os;
   os << std::fixed << std::setprecision(0) << "--sizes " << size_label(largest) << " needs about " << need / 1e9
-     << " GB of memory (a buffer of that size on each of " << ranks << " " << rank_kind << "); this machine's "
-     << have / 1e9 << " GB hold sizes up to " << size_label(fits);
+     << " GB of memory (" << holds << "); this machine's " << have / 1e9 << " GB hold sizes up to "
+     << size_label(fits) << (flow ? ", and --fidelity flow holds no elements" : "");
   throw UserError(os.str());
 }
 
@@ -193,7 +190,6 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  check_memory(sizes_, n, "GPUs");
   elements::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
   std::vector<int> gpus;
   for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
@@ -219,11 +215,33 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   site_->packet_payload = platform_->format().max_payload_bytes;
   site_->packet_header = platform_->format().header_bytes;
   synthesis_ = algorithm_->synthesize(*site_);
+  check_memory(synthesis_.program);
   tuner_ = algorithm_->tuner(*site_, synthesis_);
   if (tuner_ && !opt_.vcd.empty())
     throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
                     "cannot follow; leave out one of them");
   call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+}
+
+// The copy engines, the NICs' tables and the RoCE hosts hold each rank's
+// buffers of the message size (measured: 0.1 to 1 byte per byte per rank);
+// the cores make and check the elements as they move, and keep only the
+// chunks a later operation reads back (collectives::cores_kept_bytes).
+void CollectiveWorkload::check_memory(const collectives::Program& p) const {
+  const uint64_t largest = *std::max_element(sizes_.begin(), sizes_.end());
+  const uint32_t elem = elements::dtype_bytes(dtype_);
+  const std::string ranks = std::to_string(p.ranks) + " GPUs";
+  if (p.engine() != collectives::Engine::Cores) {
+    tb::check_memory(sizes_, p.ranks,
+                     "a buffer of that size for each of " + ranks + ", which the " +
+                         collectives::engine_name(p.engine()) + " engine holds",
+                     false);  // flows run the cores' programs only
+    return;
+  }
+  uint64_t kept = 0;
+  for (int r = 0; r < p.ranks; ++r) kept += collectives::cores_kept_bytes(p, r, largest / elem, elem);
+  tb::check_memory(sizes_, static_cast<double>(kept) / static_cast<double>(largest),
+                   "the chunks " + ranks + "' cores keep for a later operation to read", true);
 }
 
 // A push table may hold an entry for its whole timeout with no link moving.

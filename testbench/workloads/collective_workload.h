@@ -32,9 +32,12 @@ void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::strin
 
 // --dtype, --redop and --sizes, each checked (sizes: whole elements of the dtype).
 std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
-// Throws UserError, saying which sizes would fit, unless `ranks` buffers of
-// the largest size fit in this machine's memory.
-void check_memory(const std::vector<uint64_t>& sizes, int ranks, const char* rank_kind);
+// Throws UserError, saying which sizes would fit, unless what a run of the
+// largest size holds, `per_byte` bytes for each byte of it (`holds` says
+// what: each rank's buffer of the size, or the chunks the cores keep),
+// fits in this machine's memory; `flow`: the sentence names --fidelity
+// flow, which holds no elements.
+void check_memory(const std::vector<uint64_t>& sizes, double per_byte, const std::string& holds, bool flow);
 
 // --algorithm FILE (a name with a dot or a slash: no algorithm's has one).
 bool is_program_file(const std::string& algorithm);
@@ -124,6 +127,9 @@ class CollectiveWorkload : public GroupCollective {
   // Its GPUs and the program set up on them.
   std::unique_ptr<platforms::Communicator> comm_;
   std::unique_ptr<platforms::CollectiveCall> call_;
+
+  // Refuses sizes whose elements p's engine would hold beyond this machine's memory.
+  void check_memory(const collectives::Program& p) const;
 };
 
 }  // namespace incsim::tb

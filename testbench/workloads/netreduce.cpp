@@ -143,7 +143,9 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
     throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + algorithm_ +
                     " on; add one, or run --algorithm " + (multigpu_ ? "flatring" : "ring"));
   const int racks = shape.racks, per_rack = shape.hosts_per_rack;
-  check_memory(sizes_, shape.hosts(), multigpu_ ? "GPUs" : "hosts");
+  check_memory(sizes_, shape.hosts(),
+               "a buffer of that size on each of " + std::to_string(shape.hosts()) + (multigpu_ ? " GPUs" : " hosts"),
+               false);
 
   window_ = cfg_.get(kWindow);
   msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);

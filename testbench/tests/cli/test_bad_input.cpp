@@ -298,13 +298,31 @@ TEST_CASE("bad input corpus: each message names the real problem and the choices
   CHECK_THAT(r.err, !Catch::Contains("netreduce") && !Catch::Contains("tencent"));
 }
 
+// Engines that hold each rank's buffers: the copy engine (push), RoCE hosts
+// (rack, multigpu) and the NICs' tables (the torus's MultiTree).
 TEST_CASE("bad input corpus: work too large for this machine's memory says what fits", "[cli][errors]") {
-  for (const char* platform : {"dgx2", "rack", "multigpu", "torus"}) {
+  for (const char* platform : {"dgx2 --algorithm push", "rack", "multigpu", "torus"}) {
     DYNAMIC_SECTION(platform) {
       require_refused(std::string("--platform ") + platform + " --sizes 8K,1024G --quiet", "--sizes 1024G needs about");
       require_refused(std::string("--platform ") + platform + " --sizes 1024G --quiet", "hold sizes up to");
     }
   }
+}
+
+// The cores make and check elements as they move: NCCL's ring keeps none,
+// so no size is too large for its elements; a program that writes a chunk
+// and reads it back keeps that chunk (half the message on each of 2 ranks).
+TEST_CASE("bad input corpus: the cores are refused a size only for the chunks a program keeps", "[cli][errors]") {
+  const Result ring = incsim("--platform dgx2 --algorithm ring --sizes 1024G --print-program");
+  INFO(ring.err);
+  CHECK(ring.code == 0);
+  const std::string keep = "--platform hgx-h100 --algorithm " TEST_DATA "/keep_allreduce_2.txt";
+  require_refused(keep + " --sizes 1024G --quiet",
+                  "--sizes 1024G needs about 1100 GB of memory (the chunks 2 GPUs' cores keep for a later operation to "
+                  "read)");
+  const Result fits = incsim(keep + " --sizes 16G --print-program");
+  INFO(fits.err);
+  CHECK(fits.code == 0);
 }
 
 // Every flag that takes a value, given a bad one.
