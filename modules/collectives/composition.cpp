@@ -110,8 +110,6 @@ Program pxn_program(const Program& p, const std::vector<int>& node, const std::v
   // it receives from through one.
   const int data = p.data_channels ? p.data_channels : first;
   const int S = (first + data - 1) / data * data;
-  if (static_cast<int64_t>(S) * (1 + (rails - 1) * (nodes - 1)) > 65536)
-    throw UserError("PXN's relays of " + p.name + " need more than 65536 channels; run it with cluster.pxn=0");
   struct Relay {
     int a, b, via, channel;
     const Operation* send;  // the sender's, relayed
@@ -125,13 +123,18 @@ Program pxn_program(const Program& p, const std::vector<int>& node, const std::v
     const auto via = rank_at.find({node[a], rail[b]});
     const auto recvs = got.find(key);
     if (node[a] == node[b] || rail[a] == rail[b] || via == rank_at.end() || recvs == got.end()) continue;
-    const int relative = ((rail[a] - rail[b] + rails) % rails - 1) * (nodes - 1) + (node[b] - node[a] + nodes) % nodes - 1;
-    const int relay_channel = S * (1 + relative) + channel;
+    const int64_t relative =
+        int64_t{(rail[a] - rail[b] + rails) % rails - 1} * (nodes - 1) + (node[b] - node[a] + nodes) % nodes - 1;
+    const int64_t relay_channel = S * (1 + relative) + channel;
     for (size_t k = 0; k < std::min(sends_of.size(), recvs->second.size()); ++k) {
       const Operation &s = p.op(a, sends_of[k]), &r = p.op(b, recvs->second[k]);
       if (receives(s.kind) || sends(r.kind)) continue;
+      // Checked only where a relay is made: a program that keeps to its
+      // rails (NVLSTree, the tree) runs on any number of nodes.
+      if (relay_channel > 65535)
+        throw UserError("PXN's relays of " + p.name + " need more than 65536 channels; run it with cluster.pxn=0");
       send_relay[{a, sends_of[k]}] = recv_relay[{b, recvs->second[k]}] = static_cast<int>(relays.size());
-      relays.push_back({a, b, via->second, relay_channel, &s});
+      relays.push_back({a, b, via->second, static_cast<int>(relay_channel), &s});
     }
   }
   if (relays.empty()) return p;

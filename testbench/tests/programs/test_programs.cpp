@@ -284,6 +284,14 @@ TEST_CASE("PXN relays an all-to-all's transfers across rails and nodes through t
   place(2, 4, node, rail);
   const Program ring = cluster_ring_program(Collective::AllReduce, 2, 4, 4);
   CHECK(pxn_program(ring, node, rail) == ring);
+  // Ranks on 1,000 nodes of 8 rails: a relay there would take a channel
+  // beyond 65535, but only a program that relays is refused for it (an
+  // NVLSTree or tree on 1,024 nodes relays nothing and runs).
+  const std::vector<int> far_node{0, 999, 0}, far_rail{0, 0, 7};
+  const Program far_ring = ring_program(Collective::AllReduce, 3, 16);
+  CHECK(pxn_program(far_ring, far_node, far_rail) == far_ring);
+  REQUIRE_THROWS_WITH(pxn_program(alltoall_program(3, 16), far_node, far_rail),
+                      "PXN's relays of p2p need more than 65536 channels; run it with cluster.pxn=0");
 }
 
 TEST_CASE("a cluster's rings, one order per channel, and the hierarchical ring are correct programs", "[programs]") {
