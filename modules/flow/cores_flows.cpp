@@ -69,16 +69,32 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
         pinned.emplace(node, t.peer({node, ports[o.channel % ports.size()]}).node);
       }
     }
+  // Where no connection leaves a GPU by a link to a switch that spreads,
+  // everything on a GPU's links to such switches spreads evenly over them
+  // all, whichever switch each reaches (NVL72's 18 NVSwitch chips, a DGX-2
+  // baseboard's 6): one link up and one down per GPU, each every link's
+  // capacity, give the same rates, where a path of NVLS's loads on NVL72
+  // otherwise crosses some 1,300 links (flow.merge_planes).
+  const auto spreading = [&](int gpu, int sw) {
+    return t.node(gpu).kind == topo::NodeKind::Endpoint && m.spreads[static_cast<size_t>(sw)];
+  };
+  const bool planes = m.merge_planes && std::none_of(pinned.begin(), pinned.end(), [&](const auto& x) {
+                        return spreading(x.first, x.second);
+                      });
   for (size_t k = 0; k < t.links().size(); ++k) {
     const topo::Link& l = t.links()[k];
     const bool trunk = count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}] > 1;
     for (int d = 0; d < 2; ++d) {
       const int from = d == 0 ? l.a.node : l.b.node, to = d == 0 ? l.b.node : l.a.node;
-      const bool spread_in = t.node(from).kind == topo::NodeKind::Endpoint && m.spreads[static_cast<size_t>(to)] &&
-                             !pinned.count({from, to});
+      const bool spread_in = spreading(from, to) && !pinned.count({from, to});
+      // A plane merge's key: the GPU and its direction (up: -1, down: -2).
+      const std::pair<int, int> key = !planes             ? std::pair{from, to}
+                                      : spreading(from, to) ? std::pair{from, -1}
+                                      : spreading(to, from) ? std::pair{to, -2}
+                                                            : std::pair{from, to};
       int id;
-      if (trunk && (m.spreads[static_cast<size_t>(from)] || spread_in)) {
-        const auto [it, fresh] = trunks.try_emplace({from, to}, static_cast<int>(capacity_.size()));
+      if ((trunk || key.second < 0) && (m.spreads[static_cast<size_t>(from)] || spread_in)) {
+        const auto [it, fresh] = trunks.try_emplace(key, static_cast<int>(capacity_.size()));
         id = it->second;
         if (fresh) {
           capacity_.push_back(0);

@@ -29,6 +29,10 @@ namespace incsim::flow {
 // passes, and the rest at their period (CoresFlows::run). Off by default:
 // the period wanders by a few percent from span to span (docs/flow.md,
 // "Steady passes"), so it is a choice for sizes a whole run cannot reach.
+inline const Param<bool> kMergePlanes{
+    "flow.merge_planes", true, Range::none(),
+    "flows: a GPU's links to the switches that spread its packets (NVSwitch chips) are one link each way where "
+    "no connection is pinned to one of them; the same rates, far fewer links per flow (false: a link each)"};
 inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
@@ -67,6 +71,9 @@ struct FlowMachine {
   // equal-cost ports, by the hash the packet-level switch takes (ECMP,
   // ethernet/ethernet_switch.cpp).
   std::vector<uint8_t> hashes;
+  // flow.merge_planes: a GPU's links to the switches that spread its packets
+  // are one link each way where no connection is pinned to one of them.
+  bool merge_planes = true;
 };
 
 // Where the network reduces (docs/flow.md): a group's home switches, each

@@ -33,6 +33,7 @@ namespace {
 flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d) {
   flow::FlowMachine m;
   m.size_for(t);
+  m.merge_planes = cfg.get(flow::kMergePlanes);
   flow::LinkFormat gpu;
   gpu.header = cfg.get(net::kHeaderBytes);
   gpu.flit = cfg.get(net::kFlitBytes);

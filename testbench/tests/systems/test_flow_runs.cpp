@@ -148,9 +148,25 @@ TEST_CASE("flow against packet level: NVLS's multimem loads and stores and SHARP
   }
 }
 
+TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
+          "[flow]") {
+  // NVLS's loads and stores spread over every chip (NVL72's 18, HGX H100's
+  // 4); the ring's connections leave by one link each, so nothing merges.
+  for (const std::string run : {"--platform nvl72 --algorithm nvls", "--platform hgx-h100 --algorithm nvls",
+                                "--platform cluster --nodes 2 --algorithm nvlstree", "--platform nvl72 --algorithm ring"}) {
+    const std::string args = run + " --fidelity flow --sizes 64K,16M -c gpu.mem_jitter_cycles=0";
+    const std::vector<double> merged = times(args), apart = times(args + " -c flow.merge_planes=false");
+    REQUIRE(merged.size() == apart.size());
+    for (size_t k = 0; k < merged.size(); ++k) {
+      INFO(run << ", size " << k << ": merged " << merged[k] << " us, apart " << apart[k] << " us");
+      CHECK(merged[k] == Approx(apart[k]).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("flow: a cluster of 1,024 nodes (8,192 GPUs) builds and runs a tree all-reduce in seconds", "[flow][scale]") {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto t = times("--fidelity flow --platform cluster --nodes 1024 --algorithm tree --sizes 8K -c cluster.pxn=0");
+  const auto t = times("--fidelity flow --platform cluster --nodes 1024 --algorithm tree --sizes 8K");
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(t.size() == 1);
   CHECK(t[0] > 0);
