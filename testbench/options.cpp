@@ -72,9 +72,9 @@ const po::options_description& declaration() {
         ("load", text("0.1:1:0.1|LIST"), "offered loads for --traffic, fractions of each endpoint's injection "
                                          "bandwidth in (0, 1] (default 0.1:1:0.1)")
         ("model", text("NAME|FILE"), ("train: the model, " + choice_list("model") +
-                                           ", a YAML layer list (FILE.yaml), an ASTRA-sim "
-                                           "workload (FILE.txt) or a Chakra trace set (NAME.et: NAME.0.et, "
-                                           "NAME.1.et, ...; docs/training.md)").c_str())
+                                           ", a YAML layer list (FILE.yaml), a SCALE-Sim "
+                                           "topology (FILE.csv), an ASTRA-sim workload (FILE.txt) or a Chakra "
+                                           "trace set (NAME.et: NAME.0.et, NAME.1.et, ...; docs/training.md)").c_str())
         ("batch", text("N"), "train: samples per GPU per iteration (default 32)")
         ("iterations", text("N"), "train: iterations measured, one row each (default 1)")
         ("warmup", text("N"), "train: iterations run before them and not reported (default 0)")

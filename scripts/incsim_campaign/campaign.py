@@ -31,7 +31,7 @@ FLAGS = ("platform", "dims", "nodes", "node", "collective", "algorithm", "gpus",
          "workload", "model", "batch", "iterations", "warmup", "tp", "pp",
          "baseline", "compute", "precision")
 # Settings whose value may name a file (resolved against the campaign file).
-FILE_FLAGS = ("platform", "config")
+FILE_FLAGS = ("platform", "config", "model")
 
 TOP_KEYS = ("name", "output", "incsim", "fixed", "axes", "zip", "exclude",
             "seeds", "timeout", "max_points", "slurm", "description")

@@ -4,7 +4,7 @@ import os
 import subprocess
 
 from . import campaign as cmod
-from .campaign import CampaignError, FLAGS, value_text
+from .campaign import CampaignError, FILE_FLAGS, FLAGS, value_text
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -161,7 +161,7 @@ def argv_for(campaign_dir, settings, incsim, json_path):
     for k in FLAGS:
         if k in settings:
             text = value_text(settings[k])
-            if k in ("platform", "config"):
+            if k in FILE_FLAGS:
                 path = os.path.join(campaign_dir, text)
                 if os.path.isfile(path):
                     text = os.path.abspath(path)

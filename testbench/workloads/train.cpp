@@ -13,6 +13,7 @@
 #include "gpu/compute_engine.h"
 #include "training/astra_workload.h"
 #include "training/layer_file.h"
+#include "training/scalesim_topology.h"
 #include "training/zoo.h"
 
 namespace incsim::tb {
@@ -132,7 +133,9 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
     layout_.strided = astra_file.strided_groups;
     dlrm_ = astra_file.dlrm;
   } else {
-    model_ = is_file(opt_.model) ? training::read_layer_file(opt_.model) : training::zoo_model(opt_.model, shape);
+    model_ = ends_with(opt_.model, ".csv") ? training::read_scalesim_topology(opt_.model)
+             : is_file(opt_.model)         ? training::read_layer_file(opt_.model)
+                                           : training::zoo_model(opt_.model, shape);
   }
   const double element = training::bytes_per_element(precision_);
   const bool splits = std::any_of(model_.layers.begin(), model_.layers.end(), [&](const training::Layer& l) {

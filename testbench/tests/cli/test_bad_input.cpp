@@ -280,6 +280,9 @@ TEST_CASE("bad input corpus: each message names the real problem and the choices
        "config file " + d.file("jobs.yaml") + ", line 2: the list of jobs is empty"},
       {"--model " + d.write("layers.yaml", "name: x\nlayers: []\n") + " --platform star --gpus 4",
        "layer file " + d.file("layers.yaml") + ", line 2: the list of layers is empty"},
+      {"--model " + d.write("net.csv", "name,\nConv1, 8, 8, 11, 11, 3, 96, 4,\n") + " --platform star --gpus 4",
+       "SCALE-Sim topology " + d.file("net.csv") + ", line 2: the filter of 'Conv1' (11x11) is larger than its input "
+       "(8x8)"},
       // The GPUs --pp cannot divide, not the micro-batches the user never set.
       {"--model resnet50 --platform star --gpus 4 --pp 3",
        "--pp 3 does not divide the 4 GPUs of the run into pipeline stages"},

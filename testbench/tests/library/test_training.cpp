@@ -22,6 +22,7 @@
 #include "training/compute.h"
 #include "training/layer_file.h"
 #include "training/model.h"
+#include "training/scalesim_topology.h"
 #include "training/zoo.h"
 #include "temp_file.h"
 
@@ -631,6 +632,59 @@ TEST_CASE("a layer file's errors name the file and the line") {
   CHECK(error("name: x\nlayers: []\n") == ", line 2: the list of layers is empty; a model has at least one layer");
   CHECK(error("layers:\n  - name: a\n    forward_flops: .nan\n") ==
         ", line 3: 'forward_flops' must be a number of at least 0");
+}
+
+// SCALE-Sim v2's conv_nets/alexnet.csv (its first two layers) and a fully
+// connected layer as SCALE-Sim writes one: a filter covering its input.
+TEST_CASE("a SCALE-Sim topology is read as SCALE-Sim computes it") {
+  const Model m = parse_scalesim_topology(
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+      "Conv1     ,224         ,224        ,11           ,11          ,3       ,96        ,4      ,\n"
+      "\n"
+      "Conv2     ,27         ,27        ,5            ,5           ,96      ,256       ,1      ,\n"
+      "FC7, 1, 4096, 1, 4096, 1, 4096, 1\n"
+      "Wide, 9, 9, 3, 3, 2, 5, 2, 3,\n",
+      "dir/alexnet.csv");
+  CHECK(m.name == "alexnet");
+  REQUIRE(m.layers.size() == 4);
+  // (224 - 11) / 4 + 1 = 54 rounded down, as SCALE-Sim v1 (v2 rounds up to 55).
+  CHECK(m.layers[0].gemms[0].m == 54 * 54);
+  CHECK(m.layers[0].gemms[0].n == 96);
+  CHECK(m.layers[0].gemms[0].k == 11 * 11 * 3);
+  CHECK(m.layers[0].params == 11 * 11 * 3 * 96);  // no bias
+  CHECK(m.layers[0].forward_flops == 2.0 * 54 * 54 * 96 * 11 * 11 * 3);
+  CHECK(m.layers[0].input_elements == 224 * 224 * 3);
+  CHECK(m.layers[0].output_elements == 54 * 54 * 96);
+  CHECK(m.layers[1].gemms[0].m == 23 * 23);
+  CHECK(m.layers[2].gemms[0].m == 1);
+  CHECK(m.layers[2].params == 4096ull * 4096);
+  // A stride along the width of its own: 4 rows of 3 columns.
+  CHECK(m.layers[3].gemms[0].m == 4 * 3);
+  CHECK(m.parameters() == 11 * 11 * 3 * 96 + 5 * 5 * 96 * 256 + 4096ull * 4096 + 3 * 3 * 2 * 5);
+}
+
+TEST_CASE("a SCALE-Sim topology's errors name the file and the line") {
+  auto error = [&](const std::string& body) {
+    return error_of([&] { parse_scalesim_topology("Layer name, ...,\n" + body, "t.csv"); });
+  };
+  CHECK(error("Conv1, 224, 224, 11, 11, 3, 96,\n") ==
+        "SCALE-Sim topology t.csv, line 2: a layer is a name and 7 numbers (IFMAP height, IFMAP width, filter "
+        "height, filter width, channels, filters, stride) and optionally a stride along the width, not 7 fields");
+  CHECK(error("Conv1, 224, 224, 11, 11, 3, 0, 4,\n") ==
+        "SCALE-Sim topology t.csv, line 2: the filters of 'Conv1' must be a whole number from 1 to 16777216, not '0'");
+  CHECK(error("\nConv1, 224, 2x4, 11, 11, 3, 96, 4,\n") ==
+        "SCALE-Sim topology t.csv, line 3: the IFMAP width of 'Conv1' must be a whole number from 1 to 16777216, "
+        "not '2x4'");
+  CHECK(error("Conv1, 224, 224, 11, 11, -3, 96, 4,\n") ==
+        "SCALE-Sim topology t.csv, line 2: the channels of 'Conv1' must be a whole number from 1 to 16777216, not '-3'");
+  CHECK(error("Conv1, 8, 8, 11, 11, 3, 96, 4,\n") ==
+        "SCALE-Sim topology t.csv, line 2: the filter of 'Conv1' (11x11) is larger than its input (8x8)");
+  CHECK(error("DP1, 8, 8, 3, 3, 3, 96, 1,\n") ==
+        "SCALE-Sim topology t.csv, line 2: 'DP1' is a depth-wise layer to SCALE-Sim v2 ('DP' in its name), which "
+        "incsim does not read");
+  CHECK(error(", 8, 8, 3, 3, 3, 96, 1,\n") == "SCALE-Sim topology t.csv, line 2: a layer has no name");
+  CHECK(error("\n\n") == "SCALE-Sim topology t.csv has no layer after its header line");
+  CHECK_THAT(error_of([&] { read_scalesim_topology(kData + "none.csv"); }), Catch::Contains("does not exist"));
 }
 
 namespace {

@@ -339,6 +339,27 @@ TEST_CASE("an ASTRA-sim DATA workload trains with its own times and gradient siz
   CHECK(rows[0]["comm_us"] > 0);
 }
 
+TEST_CASE("a SCALE-Sim topology trains with the systolic array's cycles for its convolutions", "[train][scalesim]") {
+  // scalesim_two.csv: Conv1 on 10x10x4 by 32 3x3 filters (8x8 out: GEMM 64
+  // x 32 x 36), FC2 on 64 inputs to 32 (1 x 32 x 64). Cycles per GEMM on
+  // 16 arrays of 32x32: ceil(folds / 16) x (2 x 32 + 32 + T - 2), forward
+  // (Sr, Sc, T) = (m, n, k), backward (m, k, n) and (k, n, m): Conv1 130 +
+  // 126 + 158, FC2 158 + 126 + 95, at 1 GHz.
+  tb::Options o = tb::run_options("star", "allreduce", "ring", "", {{"train.overlap", "false"}});
+  o.workload = "train";
+  o.model = TEST_DATA "/scalesim_two.csv";
+  o.compute = "systolic";
+  o.batch = 1;
+  o.gpus = 4;
+  tb::Experiment e(o);
+  std::vector<tb::Row> rows;
+  REQUIRE_NOTHROW(rows = e.run(nullptr));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["compute_us"] == Approx(0.793).margin(1e-9));
+  CHECK(rows[0]["buckets"] == 1);
+  CHECK(rows[0].wrong() == 0);
+}
+
 TEST_CASE("an ASTRA-sim DATA layer's all-reduce starts after its weight gradient and before its input gradient", "[train][astra]") {
   // A bucket per layer: fc1's all-reduce starts after the forward pass (1.5
   // us) and fc1's weight gradient (0.7 us), while fc1's input gradient (0.6
