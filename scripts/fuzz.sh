@@ -15,7 +15,7 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 cmake --build "$build" >"$build/build.log" 2>&1 || { tail -n 40 "$build/build.log" >&2; exit 1; }
 export ASAN_OPTIONS="detect_leaks=1"
-for name in platform config options astra layers msccl; do
+for name in platform config options astra layers scalesim msccl; do
   mkdir -p "$build/corpus/$name" "$build/findings"
   echo "fuzz_$name: $seconds s"
   "$build/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
