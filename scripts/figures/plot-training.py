@@ -162,59 +162,111 @@ def klenk(rows, out, ref):
 # MultiTree Fig. 11
 
 MULTITREE_MODELS = ["alexnet", "alphagozero", "fasterrcnn", "googlenet", "ncf", "resnet50", "transformer-base"]
+# The figure's bars in its order; the ring and MultiTree are needed, the
+# others (multitree-training-bars.yaml) drawn where they ran.
+MULTITREE_BARS = ["ring", "ring2d", "dbtree", "multitree", "multitree-msg"]
+MULTITREE_COLORS = {"ring": "#444444", "ring2d": "#2ca02c", "dbtree": "#9467bd", "multitree": "#1f77b4",
+                    "multitree-msg": "#17becf"}
 
 
 def multitree(rows, out, ref):
     plt = _plt()
+    # A SCALE-Sim topology file (scalesim/v1/alexnet.csv) is its model.
+    for r in rows:
+        if r["model"].endswith(".csv"):
+            r["model"] = os.path.splitext(os.path.basename(r["model"]))[0]
     runs = _runs(rows, ("model", OVERLAP))
     models = [m for m in MULTITREE_MODELS
               if all((m, o, a) in runs for o in (False, True) for a in ("ring", "multitree"))]
     if not models:
         raise FigError("no model has both algorithms, one-shot and overlapped")
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(16, 5.5))
+
+    def has(m, alg):
+        return all((m, o, alg) in runs for o in (False, True))
+
+    bars = [a for a in MULTITREE_BARS if any(has(m, a) for m in models)]
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(18, 6.5))
     x = list(range(len(models)))
-    w = 0.38
+    w = 0.8 / len(bars)
     table = []
-    ar_speed, gains = [], {}
+    gains = {}
     print("MultiTree Fig. 11 (8x8 torus, 16 samples per accelerator, systolic accelerator):")
-    for k, alg in enumerate(("ring", "multitree")):
-        xs = [i + (k - 0.5) * w for i in x]
+    for k, alg in enumerate(bars):
+        ms = [i for i, m in enumerate(models) if has(m, alg)]
+        xs = [i + (k - (len(bars) - 1) / 2) * w for i in ms]
         # (a) non-overlapped: compute + all-reduce, over the ring's iteration
-        base = [runs[(m, False, "ring")]["time_us"] for m in models]
-        comp = [runs[(m, False, alg)]["compute_us"] / b for m, b in zip(models, base)]
-        comm = [runs[(m, False, alg)]["comm_us"] / b for m, b in zip(models, base)]
-        ax.bar(xs, comp, w, color="#9ecae1" if k else "#bbbbbb", edgecolor=COLORS[alg],
-               label="%s: compute" % alg)
-        ax.bar(xs, comm, w, bottom=comp, color=COLORS[alg], label="%s: all-reduce" % alg)
+        base = [runs[(models[i], False, "ring")]["time_us"] for i in ms]
+        r0 = [runs[(models[i], False, alg)] for i in ms]
+        comp = [r["compute_us"] / b for r, b in zip(r0, base)]
+        comm = [r["comm_us"] / b for r, b in zip(r0, base)]
+        ax.bar(xs, comp, w, color="#dddddd", edgecolor=MULTITREE_COLORS[alg], label="%s: compute" % alg)
+        ax.bar(xs, comm, w, bottom=comp, color=MULTITREE_COLORS[alg], label="%s: all-reduce" % alg)
         # (b) overlapped: compute alone, overlapped, exposed communication
-        base = [runs[(m, True, "ring")]["time_us"] for m in models]
-        rs = [runs[(m, True, alg)] for m in models]
+        base = [runs[(models[i], True, "ring")]["time_us"] for i in ms]
+        rs = [runs[(models[i], True, alg)] for i in ms]
         hidden = [(r["comm_us"] - r["exposed_us"]) / b for r, b in zip(rs, base)]
         alone = [r["compute_us"] / b - h for r, b, h in zip(rs, base, hidden)]
         exposed = [r["exposed_us"] / b for r, b in zip(rs, base)]
-        bx.bar(xs, alone, w, color="#bbbbbb" if not k else "#9ecae1", edgecolor=COLORS[alg],
-               label="%s: computation" % alg)
-        bx.bar(xs, hidden, w, bottom=alone, color=COLORS[alg], alpha=0.45, hatch="//", label="%s: overlapped" % alg)
-        bx.bar(xs, exposed, w, bottom=[a + h for a, h in zip(alone, hidden)], color=COLORS[alg],
+        bx.bar(xs, alone, w, color="#dddddd", edgecolor=MULTITREE_COLORS[alg], label="%s: computation" % alg)
+        bx.bar(xs, hidden, w, bottom=alone, color=MULTITREE_COLORS[alg], alpha=0.45, hatch="//",
+               label="%s: overlapped" % alg)
+        bx.bar(xs, exposed, w, bottom=[a + h for a, h in zip(alone, hidden)], color=MULTITREE_COLORS[alg],
                label="%s: communication" % alg)
-    for i, m in enumerate(models):
+        for i, xi in zip(ms, xs):
+            speed = runs[(models[i], False, "ring")]["comm_us"] / runs[(models[i], False, alg)]["comm_us"]
+            if alg != "ring":
+                ax.annotate("%.1f" % speed, (xi, 1.0), ha="center", va="bottom", fontsize=6)
+
+    def ratio(m, over, alg, overlapped, col):
+        if not (has(m, over) and has(m, alg)):
+            return ""
+        return runs[(m, overlapped, over)][col] / runs[(m, overlapped, alg)][col]
+
+    for m in models:
         ring0, mt0 = runs[(m, False, "ring")], runs[(m, False, "multitree")]
         ring1, mt1 = runs[(m, True, "ring")], runs[(m, True, "multitree")]
         s = ring0["comm_us"] / mt0["comm_us"]
-        ar_speed.append(s)
-        ax.annotate("%.2fx" % s, (i + 0.5 * w, 1.0), ha="center", va="bottom", fontsize=8)
         gains[m] = (ring0["time_us"] / mt0["time_us"], ring1["time_us"] / mt1["time_us"])
         share = ring0["comm_us"] / ring0["time_us"]
         table.append([m, ring0["compute_us"], ring0["comm_us"], mt0["comm_us"], s, share,
                       ring0["time_us"], mt0["time_us"], gains[m][0], ring1["time_us"], mt1["time_us"],
-                      gains[m][1]])
+                      gains[m][1],
+                      ratio(m, "ring2d", "multitree", False, "comm_us"),
+                      ratio(m, "ring", "multitree-msg", False, "comm_us"),
+                      ratio(m, "ring", "dbtree", False, "comm_us"),
+                      ratio(m, "ring", "ring2d", False, "comm_us"),
+                      ratio(m, "ring2d", "multitree", False, "time_us"),
+                      ratio(m, "ring2d", "multitree", True, "time_us"),
+                      ratio(m, "ring2d", "multitree-msg", False, "comm_us"),
+                      ratio(m, "multitree", "multitree-msg", False, "comm_us")])
         print("  %-17s ring's all-reduce %4.0f%% of its iteration; all-reduce %.2fx; "
               "training %.2fx non-overlapped, %.2fx overlapped" % (m, 100 * share, s, gains[m][0], gains[m][1]))
-    claim("mean all-reduce speed-up over the ring (Fig. 11a)", sum(ar_speed) / len(ar_speed),
+        others = [a for a in bars if a not in ("ring", "multitree") and has(m, a)]
+        if others:
+            print("  %-17s all-reduce over the ring: %s" % ("", ", ".join(
+                "%s %.2fx" % (a, ring0["comm_us"] / runs[(m, False, a)]["comm_us"]) for a in others)))
+    slowest = {}
+    for m in models:
+        ran = [a for a in bars if has(m, a)]
+        if len(ran) == len(MULTITREE_BARS):
+            slowest[m] = max(ran, key=lambda a: runs[(m, False, a)]["comm_us"])
+    if slowest:
+        print("  the slowest all-reduce (the paper: DBTree on every model): %s" % ", ".join(
+            "%s %s" % (m, a) for m, a in slowest.items()))
+    claim("mean all-reduce speed-up over the ring (Fig. 11a)", sum(t[4] for t in table) / len(table),
           ref["allreduce_mean_over_ring"], "x")
-    print("  paper with message flow control (MultiTreeMsg, not run here): %gx" % ref["allreduce_msg_mean_over_ring"])
-    shares = [t[5] for t in table]
-    print("  the ring's all-reduce share: %.0f%% to %.0f%% (paper: %.0f%% to %.0f%%)" % (
+    for col, key, what in ((12, "allreduce_mean_over_ring2d", "MultiTree's mean all-reduce speed-up over 2D-ring"),
+                           (13, "allreduce_msg_mean_over_ring", "MultiTreeMsg's mean all-reduce speed-up over the ring"),
+                           (18, "allreduce_msg_mean_over_ring2d",
+                            "MultiTreeMsg's mean all-reduce speed-up over 2D-ring"),
+                           (19, "msg_over_multitree", "MultiTreeMsg's mean all-reduce speed-up over MultiTree")):
+        have = [t[col] for t in table if t[col] != ""]
+        if have:
+            claim("%s (%d models)" % (what, len(have)), sum(have) / len(have), ref[key], "x")
+    # §VI-C: "except for AlexNet, other DNNs have a considerable amount of
+    # time on allreduce communication ... from 30%-88%".
+    shares = [t[5] for t in table if t[0] != "alexnet"]
+    print("  the ring's all-reduce share but AlexNet's: %.0f%% to %.0f%% (paper: %.0f%% to %.0f%%)" % (
         100 * min(shares), 100 * max(shares), 100 * ref["ring_comm_share_min"], 100 * ref["ring_comm_share_max"]))
     cnn = [m for m in models if m in ("alexnet", "fasterrcnn", "googlenet", "resnet50")]
     bound = [m for m in models if m in ("ncf", "transformer-base")]
@@ -226,8 +278,15 @@ def multitree(rows, out, ref):
                   ref[k0], "x")
             claim("%s: largest training speed-up, overlapped" % name, max(gains[m][1] for m in group),
                   ref[k1], "x")
+    for group, name, i, key in ((cnn, "compute-bound CNNs", 16, "train_cnn_over_ring2d"),
+                                (bound, "communication-bound models", 16, "train_commbound_over_ring2d"),
+                                (bound, "communication-bound models, overlapped", 17,
+                                 "train_commbound_overlap_over_ring2d")):
+        have = [t[i] for t in table if t[0] in group and t[i] != ""]
+        if have:
+            claim("%s: largest training speed-up over 2D-ring" % name, max(have), ref[key], "x")
     for a, title in ((ax, "(a) non-overlapped: computation and all-reduce, over the ring's iteration "
-                          "(all-reduce speed-up above)"),
+                          "(all-reduce speed-up over the ring above)"),
                      (bx, "(b) layer-wise overlapped: computation, overlap, communication, over the ring's")):
         a.set_xticks(x)
         a.set_xticklabels(models, fontsize=8)
@@ -235,13 +294,17 @@ def multitree(rows, out, ref):
         a.set_title(title, fontsize=9)
         a.axhline(1.0, color="black", lw=0.6)
         a.grid(True, axis="y", alpha=0.3)
-        a.legend(fontsize=7, loc="lower left")
-    fig.suptitle("MultiTree Fig. 11: one training iteration on the 8x8 torus, MultiTree vs ring", fontsize=11)
+        a.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=5)
+    fig.suptitle("MultiTree Fig. 11: one training iteration on the 8x8 torus, bars in the paper's order "
+                 "(%s)" % ", ".join(bars), fontsize=11)
     save(fig, os.path.join(out, "multitree-training.png"))
     write_table(os.path.join(out, "multitree-training-summary.csv"),
                 ["model", "compute_us", "ring_allreduce_us", "multitree_allreduce_us", "allreduce_speedup",
                  "ring_comm_share", "ring_oneshot_us", "multitree_oneshot_us", "train_speedup_oneshot",
-                 "ring_overlap_us", "multitree_overlap_us", "train_speedup_overlap"], table)
+                 "ring_overlap_us", "multitree_overlap_us", "train_speedup_overlap",
+                 "allreduce_over_ring2d", "msg_allreduce_speedup", "dbtree_allreduce_speedup",
+                 "ring2d_allreduce_speedup", "train_over_ring2d_oneshot", "train_over_ring2d_overlap",
+                 "msg_allreduce_over_ring2d", "msg_over_multitree"], table)
 
 
 # --------------------------------------------------------------------------
