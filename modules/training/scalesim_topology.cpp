@@ -53,8 +53,9 @@ Model parse_scalesim_topology(const std::string& text, const std::string& file) 
       const std::string& f = fields[i];
       char* end = nullptr;
       errno = 0;
-      const unsigned long long x = f.empty() || f[0] == '-' ? 0 : std::strtoull(f.c_str(), &end, 10);
-      if (f.empty() || f[0] == '-' || *end != '\0' || errno == ERANGE || x < 1 || x > (1u << 24))
+      // An empty field reads as 0; strtoull would wrap a negative one.
+      const unsigned long long x = std::strtoull(f.c_str(), &end, 10);
+      if (f[0] == '-' || *end != '\0' || errno == ERANGE || x < 1 || x > (1u << 24))
         fail(std::string("the ") + kFields[i - 1] + " of '" + fields[0] + "' must be a whole number from 1 to " +
              "16777216, not '" + f + "'");
       v[i - 1] = x;

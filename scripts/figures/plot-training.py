@@ -165,6 +165,21 @@ MULTITREE_MODELS = ["alexnet", "alphagozero", "fasterrcnn", "googlenet", "ncf", 
 # The figure's bars in its order; the ring and MultiTree are needed, the
 # others (multitree-training-bars.yaml) drawn where they ran.
 MULTITREE_BARS = ["ring", "ring2d", "dbtree", "multitree", "multitree-msg"]
+# The summary's speed-ups: column -> (the slower algorithm, the faster,
+# overlapped, the measure compared).
+MULTITREE_RATIOS = {
+    "allreduce_speedup": ("ring", "multitree", False, "comm_us"),
+    "train_speedup_oneshot": ("ring", "multitree", False, "time_us"),
+    "train_speedup_overlap": ("ring", "multitree", True, "time_us"),
+    "allreduce_over_ring2d": ("ring2d", "multitree", False, "comm_us"),
+    "msg_allreduce_speedup": ("ring", "multitree-msg", False, "comm_us"),
+    "dbtree_allreduce_speedup": ("ring", "dbtree", False, "comm_us"),
+    "ring2d_allreduce_speedup": ("ring", "ring2d", False, "comm_us"),
+    "train_over_ring2d_oneshot": ("ring2d", "multitree", False, "time_us"),
+    "train_over_ring2d_overlap": ("ring2d", "multitree", True, "time_us"),
+    "msg_allreduce_over_ring2d": ("ring2d", "multitree-msg", False, "comm_us"),
+    "msg_over_multitree": ("multitree", "multitree-msg", False, "comm_us"),
+}
 MULTITREE_COLORS = {"ring": "#444444", "ring2d": "#2ca02c", "dbtree": "#9467bd", "multitree": "#1f77b4",
                     "multitree-msg": "#17becf"}
 
@@ -184,12 +199,17 @@ def multitree(rows, out, ref):
     def has(m, alg):
         return all((m, o, alg) in runs for o in (False, True))
 
+    def ratio(m, over, alg, overlapped, col):
+        """How much faster alg is than `over` in col ("" where either has not run)."""
+        if not (has(m, over) and has(m, alg)):
+            return ""
+        return runs[(m, overlapped, over)][col] / runs[(m, overlapped, alg)][col]
+
     bars = [a for a in MULTITREE_BARS if any(has(m, a) for m in models)]
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(18, 6.5))
     x = list(range(len(models)))
     w = 0.8 / len(bars)
     table = []
-    gains = {}
     print("MultiTree Fig. 11 (8x8 torus, 16 samples per accelerator, systolic accelerator):")
     for k, alg in enumerate(bars):
         ms = [i for i, m in enumerate(models) if has(m, alg)]
@@ -212,39 +232,28 @@ def multitree(rows, out, ref):
                label="%s: overlapped" % alg)
         bx.bar(xs, exposed, w, bottom=[a + h for a, h in zip(alone, hidden)], color=MULTITREE_COLORS[alg],
                label="%s: communication" % alg)
-        for i, xi in zip(ms, xs):
-            speed = runs[(models[i], False, "ring")]["comm_us"] / runs[(models[i], False, alg)]["comm_us"]
-            if alg != "ring":
-                ax.annotate("%.1f" % speed, (xi, 1.0), ha="center", va="bottom", fontsize=6)
-
-    def ratio(m, over, alg, overlapped, col):
-        if not (has(m, over) and has(m, alg)):
-            return ""
-        return runs[(m, overlapped, over)][col] / runs[(m, overlapped, alg)][col]
+        for i, xi in zip(ms, xs if alg != "ring" else []):
+            ax.annotate("%.1f" % ratio(models[i], "ring", alg, False, "comm_us"), (xi, 1.0), ha="center",
+                        va="bottom", fontsize=6)
 
     for m in models:
         ring0, mt0 = runs[(m, False, "ring")], runs[(m, False, "multitree")]
         ring1, mt1 = runs[(m, True, "ring")], runs[(m, True, "multitree")]
-        s = ring0["comm_us"] / mt0["comm_us"]
-        gains[m] = (ring0["time_us"] / mt0["time_us"], ring1["time_us"] / mt1["time_us"])
-        share = ring0["comm_us"] / ring0["time_us"]
-        table.append([m, ring0["compute_us"], ring0["comm_us"], mt0["comm_us"], s, share,
-                      ring0["time_us"], mt0["time_us"], gains[m][0], ring1["time_us"], mt1["time_us"],
-                      gains[m][1],
-                      ratio(m, "ring2d", "multitree", False, "comm_us"),
-                      ratio(m, "ring", "multitree-msg", False, "comm_us"),
-                      ratio(m, "ring", "dbtree", False, "comm_us"),
-                      ratio(m, "ring", "ring2d", False, "comm_us"),
-                      ratio(m, "ring2d", "multitree", False, "time_us"),
-                      ratio(m, "ring2d", "multitree", True, "time_us"),
-                      ratio(m, "ring2d", "multitree-msg", False, "comm_us"),
-                      ratio(m, "multitree", "multitree-msg", False, "comm_us")])
+        t = {"model": m, "compute_us": ring0["compute_us"], "ring_allreduce_us": ring0["comm_us"],
+             "multitree_allreduce_us": mt0["comm_us"], "ring_comm_share": ring0["comm_us"] / ring0["time_us"],
+             "ring_oneshot_us": ring0["time_us"], "multitree_oneshot_us": mt0["time_us"],
+             "ring_overlap_us": ring1["time_us"], "multitree_overlap_us": mt1["time_us"]}
+        for col, (over, alg, o, measure) in MULTITREE_RATIOS.items():
+            t[col] = ratio(m, over, alg, o, measure)
+        table.append(t)
         print("  %-17s ring's all-reduce %4.0f%% of its iteration; all-reduce %.2fx; "
-              "training %.2fx non-overlapped, %.2fx overlapped" % (m, 100 * share, s, gains[m][0], gains[m][1]))
+              "training %.2fx non-overlapped, %.2fx overlapped" % (
+                  m, 100 * t["ring_comm_share"], t["allreduce_speedup"], t["train_speedup_oneshot"],
+                  t["train_speedup_overlap"]))
         others = [a for a in bars if a not in ("ring", "multitree") and has(m, a)]
         if others:
             print("  %-17s all-reduce over the ring: %s" % ("", ", ".join(
-                "%s %.2fx" % (a, ring0["comm_us"] / runs[(m, False, a)]["comm_us"]) for a in others)))
+                "%s %.2fx" % (a, ratio(m, "ring", a, False, "comm_us")) for a in others)))
     slowest = {}
     for m in models:
         ran = [a for a in bars if has(m, a)]
@@ -253,19 +262,22 @@ def multitree(rows, out, ref):
     if slowest:
         print("  the slowest all-reduce (the paper: DBTree on every model): %s" % ", ".join(
             "%s %s" % (m, a) for m, a in slowest.items()))
-    claim("mean all-reduce speed-up over the ring (Fig. 11a)", sum(t[4] for t in table) / len(table),
+    claim("mean all-reduce speed-up over the ring (Fig. 11a)", sum(t["allreduce_speedup"] for t in table) / len(table),
           ref["allreduce_mean_over_ring"], "x")
-    for col, key, what in ((12, "allreduce_mean_over_ring2d", "MultiTree's mean all-reduce speed-up over 2D-ring"),
-                           (13, "allreduce_msg_mean_over_ring", "MultiTreeMsg's mean all-reduce speed-up over the ring"),
-                           (18, "allreduce_msg_mean_over_ring2d",
+    for col, key, what in (("allreduce_over_ring2d", "allreduce_mean_over_ring2d",
+                            "MultiTree's mean all-reduce speed-up over 2D-ring"),
+                           ("msg_allreduce_speedup", "allreduce_msg_mean_over_ring",
+                            "MultiTreeMsg's mean all-reduce speed-up over the ring"),
+                           ("msg_allreduce_over_ring2d", "allreduce_msg_mean_over_ring2d",
                             "MultiTreeMsg's mean all-reduce speed-up over 2D-ring"),
-                           (19, "msg_over_multitree", "MultiTreeMsg's mean all-reduce speed-up over MultiTree")):
+                           ("msg_over_multitree", "msg_over_multitree",
+                            "MultiTreeMsg's mean all-reduce speed-up over MultiTree")):
         have = [t[col] for t in table if t[col] != ""]
         if have:
             claim("%s (%d models)" % (what, len(have)), sum(have) / len(have), ref[key], "x")
     # §VI-C: "except for AlexNet, other DNNs have a considerable amount of
     # time on allreduce communication ... from 30%-88%".
-    shares = [t[5] for t in table if t[0] != "alexnet"]
+    shares = [t["ring_comm_share"] for t in table if t["model"] != "alexnet"]
     print("  the ring's all-reduce share but AlexNet's: %.0f%% to %.0f%% (paper: %.0f%% to %.0f%%)" % (
         100 * min(shares), 100 * max(shares), 100 * ref["ring_comm_share_min"], 100 * ref["ring_comm_share_max"]))
     cnn = [m for m in models if m in ("alexnet", "fasterrcnn", "googlenet", "resnet50")]
@@ -274,15 +286,16 @@ def multitree(rows, out, ref):
                                 (bound, "communication-bound models", "train_commbound_over_ring",
                                  "train_commbound_overlap_over_ring")):
         if group:
-            claim("%s: largest training speed-up, non-overlapped" % name, max(gains[m][0] for m in group),
-                  ref[k0], "x")
-            claim("%s: largest training speed-up, overlapped" % name, max(gains[m][1] for m in group),
-                  ref[k1], "x")
-    for group, name, i, key in ((cnn, "compute-bound CNNs", 16, "train_cnn_over_ring2d"),
-                                (bound, "communication-bound models", 16, "train_commbound_over_ring2d"),
-                                (bound, "communication-bound models, overlapped", 17,
-                                 "train_commbound_overlap_over_ring2d")):
-        have = [t[i] for t in table if t[0] in group and t[i] != ""]
+            for col, k, how in (("train_speedup_oneshot", k0, "non-overlapped"),
+                                ("train_speedup_overlap", k1, "overlapped")):
+                claim("%s: largest training speed-up, %s" % (name, how),
+                      max(t[col] for t in table if t["model"] in group), ref[k], "x")
+    for group, name, col, key in ((cnn, "compute-bound CNNs", "train_over_ring2d_oneshot", "train_cnn_over_ring2d"),
+                                  (bound, "communication-bound models", "train_over_ring2d_oneshot",
+                                   "train_commbound_over_ring2d"),
+                                  (bound, "communication-bound models, overlapped", "train_over_ring2d_overlap",
+                                   "train_commbound_overlap_over_ring2d")):
+        have = [t[col] for t in table if t["model"] in group and t[col] != ""]
         if have:
             claim("%s: largest training speed-up over 2D-ring" % name, max(have), ref[key], "x")
     for a, title in ((ax, "(a) non-overlapped: computation and all-reduce, over the ring's iteration "
@@ -298,13 +311,14 @@ def multitree(rows, out, ref):
     fig.suptitle("MultiTree Fig. 11: one training iteration on the 8x8 torus, bars in the paper's order "
                  "(%s)" % ", ".join(bars), fontsize=11)
     save(fig, os.path.join(out, "multitree-training.png"))
-    write_table(os.path.join(out, "multitree-training-summary.csv"),
-                ["model", "compute_us", "ring_allreduce_us", "multitree_allreduce_us", "allreduce_speedup",
-                 "ring_comm_share", "ring_oneshot_us", "multitree_oneshot_us", "train_speedup_oneshot",
-                 "ring_overlap_us", "multitree_overlap_us", "train_speedup_overlap",
-                 "allreduce_over_ring2d", "msg_allreduce_speedup", "dbtree_allreduce_speedup",
-                 "ring2d_allreduce_speedup", "train_over_ring2d_oneshot", "train_over_ring2d_overlap",
-                 "msg_allreduce_over_ring2d", "msg_over_multitree"], table)
+    columns = ["model", "compute_us", "ring_allreduce_us", "multitree_allreduce_us", "allreduce_speedup",
+               "ring_comm_share", "ring_oneshot_us", "multitree_oneshot_us", "train_speedup_oneshot",
+               "ring_overlap_us", "multitree_overlap_us", "train_speedup_overlap",
+               "allreduce_over_ring2d", "msg_allreduce_speedup", "dbtree_allreduce_speedup",
+               "ring2d_allreduce_speedup", "train_over_ring2d_oneshot", "train_over_ring2d_overlap",
+               "msg_allreduce_over_ring2d", "msg_over_multitree"]
+    write_table(os.path.join(out, "multitree-training-summary.csv"), columns,
+                [[t[c] for c in columns] for t in table])
 
 
 # --------------------------------------------------------------------------
