@@ -9,7 +9,6 @@
 
 #include "core/error.h"
 #include "core/hash.h"
-#include "ethernet/ecmp.h"
 #include "flow/cores_run.h"
 
 namespace incsim::flow {
@@ -43,167 +42,38 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
       costs_(costs),
       elem_(elem_bytes),
       seed_(seed),
-      steady_passes_(steady_passes) {
+      steady_passes_(steady_passes),
+      graph_(m, pinned(p_, *m.t, endpoints_)) {
   assert(cannot_run(p_).empty());
   if (p_.has(OpKind::ReduceWrite) && costs_.push_credits <= 0)
     throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
                     "contribution until its block is complete (SHARP's aggregation tables on a cluster's network)");
   parts_ = collectives::channel_parts(p_);
-  const topo::Topology& t = *m.t;
-  std::map<std::pair<int, int>, int> trunks;  // (spreading node, neighbour): its trunk's flow link
-  std::map<std::pair<int, int>, int> count;   // (node, neighbour): links between them
-  for (const topo::Link& l : t.links()) ++count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}];
-  // A GPU's parallel links to a switch that spreads are one link too unless
-  // a connection of the program leaves by one of them: all else on them
-  // (NVLS's loads and stores, and the answers the switch's spread requests
-  // draw) spreads evenly over them. Fewer links per flow, the same rates.
-  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a connection leaves by
-  for (int r = 0; r < p_.ranks; ++r)
-    for (int i = 0; i < p_.op_count(r); ++i) {
-      const Operation& o = p_.op(r, i);
-      for (const int peer : {collectives::sends(o.kind) ? o.send_peer : -1,
-                             collectives::receives(o.kind) ? o.recv_peer : -1}) {
-        if (peer < 0) continue;
-        const std::vector<int> ports = shortest_ports(r, peer);
-        const int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])];
-        pinned.emplace(node, t.peer({node, ports[o.channel % ports.size()]}).node);
-      }
-    }
-  // Where no connection leaves a GPU by a link to a switch that spreads,
-  // everything on a GPU's links to such switches spreads evenly over them
-  // all, whichever switch each reaches (NVL72's 18 NVSwitch chips, a DGX-2
-  // baseboard's 6): one link up and one down per GPU, each every link's
-  // capacity, give the same rates, where a path of NVLS's loads on NVL72
-  // otherwise crosses some 1,300 links (flow.merge_planes).
-  const auto spreading = [&](int gpu, int sw) {
-    return t.node(gpu).kind == topo::NodeKind::Endpoint && m.spreads[static_cast<size_t>(sw)];
-  };
-  const bool planes = m.merge_planes && std::none_of(pinned.begin(), pinned.end(), [&](const auto& x) {
-                        return spreading(x.first, x.second);
-                      });
-  for (size_t k = 0; k < t.links().size(); ++k) {
-    const topo::Link& l = t.links()[k];
-    const bool trunk = count[{std::min(l.a.node, l.b.node), std::max(l.a.node, l.b.node)}] > 1;
-    for (int d = 0; d < 2; ++d) {
-      const int from = d == 0 ? l.a.node : l.b.node, to = d == 0 ? l.b.node : l.a.node;
-      const bool spread_in = spreading(from, to) && !pinned.count({from, to});
-      // A plane merge's key: the GPU and its direction (up: -1, down: -2).
-      const std::pair<int, int> key = !planes             ? std::pair{from, to}
-                                      : spreading(from, to) ? std::pair{from, -1}
-                                      : spreading(to, from) ? std::pair{to, -2}
-                                                            : std::pair{from, to};
-      int id;
-      if ((trunk || key.second < 0) && (m.spreads[static_cast<size_t>(from)] || spread_in)) {
-        const auto [it, fresh] = trunks.try_emplace(key, static_cast<int>(capacity_.size()));
-        id = it->second;
-        if (fresh) {
-          capacity_.push_back(0);
-          format_.push_back(m.link_format[k]);
-        }
-        capacity_[static_cast<size_t>(id)] += l.bw_GBps;
-      } else {
-        id = static_cast<int>(capacity_.size());
-        capacity_.push_back(l.bw_GBps);
-        format_.push_back(m.link_format[k]);
-      }
-      flow_link_.push_back(id);
-    }
-  }
 }
 
 CoresFlows::~CoresFlows() = default;
 
-std::vector<int> CoresFlows::shortest_ports(int r, int peer) const {
-  const topo::Topology& t = *m_.t;
-  const int node = t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])];
-  std::vector<int> ports;
-  for (int p = 0; p < t.node(node).ports; ++p)
-    if (t.port_on_shortest_path({node, p}, endpoints_[static_cast<size_t>(peer)])) ports.push_back(p);
-  return ports;
-}
-
-// The links from a GPU's port to the peer's GPU.
-const CoresFlows::Route& CoresFlows::route(int rank, int port, int peer) {
-  const auto key = std::make_tuple(rank, port, peer);
-  if (const auto it = routes_.find(key); it != routes_.end()) return it->second;
-  const topo::Topology& t = *m_.t;
-  Route r = walk(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(rank)])], port,
-                 endpoints_[static_cast<size_t>(peer)], endpoints_[static_cast<size_t>(rank)]);
-  return routes_.emplace(key, std::move(r)).first->second;
-}
-
-// The port of node's equal-cost ports toward endpoint dst that an Ethernet
-// switch gives src's connection: of its forwarding entries in their order
-// (the tables' first, then the others), ECMP's pick (RoceBridge: the queue
-// pair that takes src's packets at dst is src's index + 1).
-int CoresFlows::ecmp_port(int node, int dst, int src) const {
-  const topo::Topology& t = *m_.t;
-  const int first = t.route(node, dst);
-  std::vector<int> ports{first};
-  for (int16_t q : t.routes(node, dst))
-    if (q != first) ports.push_back(q);
-  if (src < 0 || ports.size() == 1) return first;
-  const auto s = static_cast<uint32_t>(src), d = static_cast<uint32_t>(dst);
-  return ports[eth::ecmp_pick(eth::ip_of(s), eth::ip_of(d), s + 1, ports.size())];
-}
-
-// The route every node's table gives, or, where a node spreads packets over
-// equal-cost ports, each of them an equal share of what reaches the node.
-CoresFlows::Route CoresFlows::walk(int from, int port, int dst, int src) const {
-  const topo::Topology& t = *m_.t;
-  const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
-  Route r;
-  auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
-  std::map<int, double> fwd, back;  // flow link: share
-  std::vector<std::pair<int, double>> at{{from, 1.0}};
-  bool first = port >= 0;
-  while (!at.empty()) {
-    std::vector<std::pair<int, double>> next;
-    for (const auto& [node, share] : at) {
-      if (node == dst_node) continue;
-      std::vector<int> ports;
-      if (first) ports = {port};
-      else if (m_.spreads[static_cast<size_t>(node)])
-        for (int16_t q : t.routes(node, dst)) ports.push_back(q);
-      else if (m_.hashes[static_cast<size_t>(node)]) ports = {ecmp_port(node, dst, src)};
-      else ports = {t.route(node, dst)};
-      for (int q : ports) {
-        const int link = t.link_at({node, q});
-        const double s = share / static_cast<double>(ports.size());
-        fwd[flow_link(link, dir(link, node))] += s;
-        back[flow_link(link, 1 - dir(link, node))] += s;
-        next.emplace_back(t.peer({node, q}).node, s);
+// A GPU's parallel links to a switch that spreads are one link too unless
+// a connection of the program leaves by one of them: all else on them
+// (NVLS's loads and stores, and the answers the switch's spread requests
+// draw) spreads evenly over them. Fewer links per flow, the same rates.
+std::set<std::pair<int, int>> CoresFlows::pinned(const collectives::Program& p, const topo::Topology& t,
+                                                 const std::vector<int>& endpoints) {
+  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a connection leaves by
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      for (const int peer : {collectives::sends(o.kind) ? o.send_peer : -1,
+                             collectives::receives(o.kind) ? o.recv_peer : -1}) {
+        if (peer < 0) continue;
+        const int from = endpoints[static_cast<size_t>(r)];
+        const std::vector<int> ports = FlowGraph::shortest_ports(t, from, endpoints[static_cast<size_t>(peer)]);
+        const int node = t.endpoints()[static_cast<size_t>(from)];
+        pinned.emplace(node, t.peer({node, ports[o.channel % ports.size()]}).node);
       }
     }
-    first = false;
-    std::sort(next.begin(), next.end());
-    at.clear();
-    for (const auto& x : next)
-      if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
-      else at.push_back(x);
-  }
-  for (const auto& [link, share] : fwd) r.hops.emplace_back(link, share);
-  for (const auto& [link, share] : back) r.hops.emplace_back(link, -share);
-  // Latency along the tables' route; the acknowledgement comes from the
-  // first adapter on it, or from the peer's memory.
-  int node = from, q = port >= 0 ? port : t.route(from, dst);
-  double to_ack = -1, ack_turn = 0;
-  for (;;) {
-    r.latency_ns += t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns;
-    node = t.peer({node, q}).node;
-    if (node == dst_node) break;
-    if (to_ack < 0 && m_.acks_early[static_cast<size_t>(node)]) {
-      to_ack = r.latency_ns;
-      ack_turn = m_.node_ns[static_cast<size_t>(node)];
-    }
-    r.latency_ns += m_.node_ns[static_cast<size_t>(node)];
-    q = m_.hashes[static_cast<size_t>(node)] ? ecmp_port(node, dst, src) : t.route(node, dst);
-  }
-  r.ack_ns = to_ack < 0 ? 2 * r.latency_ns : 2 * to_ack + ack_turn;
-  r.acked_by_memory = to_ack < 0;
-  return r;
+  return pinned;
 }
-
 
 CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   Plan x;
@@ -238,7 +108,7 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
       ack_[k] = x.header / data;
     }
   }
-  for (double c : f.capacity_) net_.add_link(c);
+  for (double c : f.graph_.capacities()) net_.add_link(c);
   for (int r = 0; r < p.ranks; ++r) {
     auto k = std::make_unique<Rank>();
     k->r = r;
@@ -324,7 +194,7 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->queue = &q;
   const std::vector<int>& ports = ports_to(k.r, peer);
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
-  c->route = &f_.route(k.r, c->port, peer);
+  c->route = &f_.graph_.route(f_.endpoints_[static_cast<size_t>(k.r)], c->port, f_.endpoints_[static_cast<size_t>(peer)]);
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
@@ -332,14 +202,15 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
 
 const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
   std::vector<int>& ports = ports_[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
-  if (ports.empty()) ports = f_.shortest_ports(r, peer);
+  if (ports.empty())
+    ports = FlowGraph::shortest_ports(*f_.m_.t, f_.endpoints_[static_cast<size_t>(r)], f_.endpoints_[static_cast<size_t>(peer)]);
   return ports;
 }
 
 std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
   for (const auto& [link, share] : r.hops) {
-    const size_t format = f_.format_[static_cast<size_t>(link)];
+    const size_t format = f_.graph_.format_index(link);
     if (share > 0) u.push_back({link, share * fwd_[format]});
     else u.push_back({link, -share * ack_[format], false});
   }

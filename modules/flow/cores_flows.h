@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "core/param.h"
+#include "flow/graph.h"
 #include "flow/network.h"
 #include "topology/topology.h"
 
@@ -37,44 +39,6 @@ inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
     "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
-
-// A fabric's packets, as its links carry them.
-struct LinkFormat {
-  uint32_t header = 16, flit = 16, max_payload = 128;
-  // A scale-out network: the adapter gathers the GPU's writes (their
-  // payloads, protocol flags included) into packets of max_payload bytes
-  // (adapter/hca.h, roce_bridge.h).
-  bool gathers = false;
-  // What comes back for each gathered packet: RoCE's ACK frame; 0 on
-  // InfiniBand, whose adapters acknowledge nothing packet by packet.
-  uint32_t ack_bytes = 0;
-};
-
-// What the flows run on: the platform's graph with, per link and node, what
-// packet level pays there.
-struct FlowMachine {
-  // Graph g's, each link of the GPUs' fabric and each node paying nothing.
-  void size_for(const topo::Topology& g) {
-    t = &g;
-    link_format.assign(g.links().size(), 0);
-    for (auto* v : {&spreads, &acks_early, &aggregates, &hashes}) v->assign(g.nodes().size(), 0);
-    node_ns.assign(g.nodes().size(), 0);
-  }
-  const topo::Topology* t = nullptr;
-  std::vector<LinkFormat> formats;   // [0]: the GPUs' fabric
-  std::vector<uint8_t> link_format;  // [graph link]: index into formats
-  std::vector<double> node_ns;       // [node]: a switch's or an adapter's latency; 0 at an endpoint
-  std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
-  std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
-  std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce SHARP's writes (ib.sharp.table_bytes)
-  // [node]: an Ethernet switch, which keeps a connection on one of its
-  // equal-cost ports, by the hash the packet-level switch takes (ECMP,
-  // ethernet/ethernet_switch.cpp).
-  std::vector<uint8_t> hashes;
-  // flow.merge_planes: a GPU's links to the switches that spread its packets
-  // are one link each way where no connection is pinned to one of them.
-  bool merge_planes = true;
-};
 
 // Where the network reduces (docs/flow.md): a group's home switches, each
 // with the share of the group's blocks whose home ports it holds.
@@ -132,22 +96,6 @@ class CoresFlows {
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
 
-  // The flow network's link of graph link k's direction d (0: a to b): its
-  // own, or where the sending node spreads packets over a trunk of links
-  // to one neighbour, the trunk's, one link of their summed bandwidth (per
-  // packet, adaptive spreading pools them).
-  int flow_link(int k, int d) const { return flow_link_[static_cast<size_t>(2 * k + d)]; }
-
-  // A route from a GPU port to a peer: its flow links with the share of the
-  // flow each carries, its one-way latency, and the write acknowledgement's
-  // round trip after the last byte lands (at the peer, whose memory adds
-  // its latency, or at an adapter on the way).
-  struct Route {
-    std::vector<std::pair<int, double>> hops;  // (flow link, share), the acks' way back beside each: (link, -share)
-    double latency_ns = 0, ack_ns = 0;
-    bool acked_by_memory = true;
-  };
-
  private:
   class Run;
   // A size's protocol, slots and passes: the message's elements, its chunks
@@ -165,14 +113,10 @@ class CoresFlows {
     }
   };
   Plan plan(uint64_t bytes) const;
-  const Route& route(int rank, int port, int peer);
-  // Rank r's ports on a shortest path to rank peer.
-  std::vector<int> shortest_ports(int r, int peer) const;
-  // The links from graph node `from` to endpoint dst, leaving by `port`
-  // (or as the tables route, where port < 0); src: the endpoint whose
-  // connection it is, for ECMP's hash (-1: none, the tables' first port).
-  Route walk(int from, int port, int dst, int src) const;
-  int ecmp_port(int node, int dst, int src) const;
+  // The (GPU node, neighbour) pairs the program's connections leave by:
+  // links that stay their own (FlowGraph).
+  static std::set<std::pair<int, int>> pinned(const collectives::Program& p, const topo::Topology& t,
+                                              const std::vector<int>& endpoints);
   // From a switch to rank r's GPU: a multicast's or a sum's way down, and
   // reversed, a read's answers' or a contribution's way up.
   const Route& down(int sw, int r);
@@ -188,12 +132,9 @@ class CoresFlows {
   uint32_t elem_;
   uint64_t seed_, steady_passes_;
   collectives::ChannelParts parts_;
-  std::map<std::tuple<int, int, int>, Route> routes_;  // (rank, port, peer)
-  std::map<std::pair<int, int>, Route> downs_;         // (switch node, rank)
-  std::map<int, std::vector<Home>> homes_;             // by group
-  std::vector<int> flow_link_;                         // [2 x graph link + direction]
-  std::vector<double> capacity_;                       // [flow link]: GB/s
-  std::vector<uint8_t> format_;                        // [flow link]: index into FlowMachine::formats
+  FlowGraph graph_;
+  std::map<std::pair<int, int>, Route> downs_;  // (switch node, rank)
+  std::map<int, std::vector<Home>> homes_;      // by group
 };
 
 }  // namespace incsim::flow

@@ -30,10 +30,10 @@ void merge(std::map<int, double>& tree, int link, double share) {
 
 }  // namespace
 
-const CoresFlows::Route& CoresFlows::down(int sw, int r) {
+const Route& CoresFlows::down(int sw, int r) {
   const auto key = std::make_pair(sw, r);
   if (const auto it = downs_.find(key); it != downs_.end()) return it->second;
-  return downs_.emplace(key, walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
+  return downs_.emplace(key, graph_.walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
 }
 
 const std::vector<Home>& CoresFlows::homes(int g) {
@@ -84,7 +84,7 @@ const std::vector<Home>& CoresFlows::homes(int g) {
 }
 
 double CoresFlows::Run::block_weight(int link, bool header_only) const {
-  const LinkFormat& x = f_.m_.formats[f_.format_[static_cast<size_t>(link)]];
+  const LinkFormat& x = f_.graph_.format(link);
   return header_only ? x.header / kBlock : (x.header + std::ceil(kBlock / x.flit) * x.flit) / kBlock;
 }
 
@@ -97,7 +97,7 @@ std::vector<CoresFlows::Run::GroupPort> CoresFlows::Run::group_ports(int r, int 
     const int link = t.link_at({node, p});
     const int sw = t.peer({node, p}).node;
     const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    v.push_back({f_.flow_link(link, d), sw,
+    v.push_back({f_.graph_.flow_link(link, d), sw,
                  t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)]});
   }
   return v;

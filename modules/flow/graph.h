@@ -1,0 +1,107 @@
+#pragma once
+// The platform's graph as flows see it (docs/flow.md): each link's two
+// directions as flow links, a spreading node's trunk of parallel links as one
+// link of their summed bandwidth, a GPU's links to the switches that spread
+// its packets as one link each way where no connection is pinned to one of
+// them, and the routes packet level's tables give, each with the share of a
+// flow every flow link carries and the route's latency. Shared by the
+// executors of the cores' programs (cores_flows.h) and of the NICs'
+// schedule tables (nic_flows.h). Plain C++, no SystemC.
+#include <cstdint>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "flow/network.h"
+#include "topology/topology.h"
+
+namespace incsim::flow {
+
+// A fabric's packets, as its links carry them.
+struct LinkFormat {
+  uint32_t header = 16, flit = 16, max_payload = 128;
+  // A scale-out network: the adapter gathers the GPU's writes (their
+  // payloads, protocol flags included) into packets of max_payload bytes
+  // (adapter/hca.h, roce_bridge.h).
+  bool gathers = false;
+  // What comes back for each gathered packet: RoCE's ACK frame; 0 on
+  // InfiniBand, whose adapters acknowledge nothing packet by packet.
+  uint32_t ack_bytes = 0;
+};
+
+// What the flows run on: the platform's graph with, per link and node, what
+// packet level pays there.
+struct FlowMachine {
+  // Graph g's, each link of the GPUs' fabric and each node paying nothing.
+  void size_for(const topo::Topology& g) {
+    t = &g;
+    link_format.assign(g.links().size(), 0);
+    for (auto* v : {&spreads, &acks_early, &aggregates, &hashes}) v->assign(g.nodes().size(), 0);
+    node_ns.assign(g.nodes().size(), 0);
+  }
+  const topo::Topology* t = nullptr;
+  std::vector<LinkFormat> formats;   // [0]: the GPUs' fabric
+  std::vector<uint8_t> link_format;  // [graph link]: index into formats
+  std::vector<double> node_ns;       // [node]: a switch's or an adapter's latency; 0 at an endpoint
+  std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
+  std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
+  std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce SHARP's writes (ib.sharp.table_bytes)
+  // [node]: an Ethernet switch, which keeps a connection on one of its
+  // equal-cost ports, by the hash the packet-level switch takes (ECMP,
+  // ethernet/ethernet_switch.cpp).
+  std::vector<uint8_t> hashes;
+  // flow.merge_planes: a GPU's links to the switches that spread its packets
+  // are one link each way where no connection is pinned to one of them.
+  bool merge_planes = true;
+};
+
+// A route from a GPU port (or a switch) to an endpoint: its flow links with
+// the share of the flow each carries, its one-way latency, and the write
+// acknowledgement's round trip after the last byte lands (at the peer, whose
+// memory adds its latency, or at an adapter on the way).
+struct Route {
+  std::vector<std::pair<int, double>> hops;  // (flow link, share), the acks' way back beside each: (link, -share)
+  double latency_ns = 0, ack_ns = 0;
+  bool acked_by_memory = true;
+};
+
+class FlowGraph {
+ public:
+  // pinned: the (GPU node, neighbour) pairs a connection leaves by, whose
+  // links stay links of their own.
+  FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& pinned);
+
+  const FlowMachine& machine() const { return m_; }
+  const topo::Topology& topology() const { return *m_.t; }
+  // The flow network's link of graph link k's direction d (0: a to b): its
+  // own, or where the sending node spreads packets over a trunk of links
+  // to one neighbour, the trunk's, one link of their summed bandwidth (per
+  // packet, adaptive spreading pools them).
+  int flow_link(int k, int d) const { return flow_link_[static_cast<size_t>(2 * k + d)]; }
+  // Flow link l's bandwidth (GB/s) and its fabric (an index into FlowMachine::formats).
+  const std::vector<double>& capacities() const { return capacity_; }
+  const LinkFormat& format(int l) const { return m_.formats[format_[static_cast<size_t>(l)]]; }
+  size_t format_index(int l) const { return format_[static_cast<size_t>(l)]; }
+
+  // Endpoint `from`'s ports on a shortest path to endpoint `to`.
+  static std::vector<int> shortest_ports(const topo::Topology& t, int from, int to);
+  // From endpoint `from`'s port to endpoint `to`, found at first use.
+  const Route& route(int from, int port, int to);
+  // The links from graph node `from` to endpoint dst, leaving by `port`
+  // (or as the tables route, where port < 0); src: the endpoint whose
+  // connection it is, for ECMP's hash (-1: none, the tables' first port).
+  Route walk(int from, int port, int dst, int src) const;
+
+ private:
+  int ecmp_port(int node, int dst, int src) const;
+
+  const FlowMachine& m_;
+  std::map<std::tuple<int, int, int>, Route> routes_;  // (endpoint, port, endpoint)
+  std::vector<int> flow_link_;                         // [2 x graph link + direction]
+  std::vector<double> capacity_;                       // [flow link]: GB/s
+  std::vector<uint8_t> format_;                        // [flow link]: index into FlowMachine::formats
+};
+
+}  // namespace incsim::flow
