@@ -254,7 +254,7 @@ void CollectiveCall::make_schedule() {
   const topo::Topology& t = comm_.machine_.topology();
   const std::string fc = comm_.cfg_.get(nic::kNicFlowControl, synthesis_.message_flow_control ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
-  nic::StepEstimate est;
+  collectives::StepEstimate est;
   est.buffer_flits = comm_.cfg_.get(nic::kNicBufferFlits);
   est.clock_ghz = comm_.cfg_.get(nic::kNicClock);
   est.link_GBps = t.links().front().bw_GBps;
@@ -304,7 +304,7 @@ int CollectiveCall::admit_nic_tables() const {
 void CollectiveCall::make_trees() {
   const topo::Topology& t = comm_.machine_.topology();
   endpoint_GBps_ = is_dgx1(t) ? synthesis_.algbw_bound_GBps : comm_.least_endpoint_GBps(false);
-  nic::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
+  collectives::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
   est.buffer_flits = 318;
   est.clock_ghz = 1.0;
   est.link_GBps = t.links().front().bw_GBps;
@@ -390,16 +390,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
                                    : kPostedLinks,
                         program_, bytes, bound_us(bytes), name);
   }
-  if (scheduled_) {
-    const auto& s = scheduled_->schedule();
-    uint64_t entries = 0;
-    for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
-    os << "# schedule: " << s.algorithm << " on the NICs, "
-       << (scheduled_->dataflow() ? "dataflow (no lockstep), " : "") << s.steps << " steps";
-    if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
-    os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
-       << s.count(collectives::Op::Nop) << " NOPs in all)\n";
-  }
+  if (scheduled_) collectives::describe_schedule(os, scheduled_->schedule(), scheduled_->dataflow());
   if (reduces_in_switches()) {
     describe_sizing(os);
     describe_order(os);

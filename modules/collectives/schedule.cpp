@@ -262,4 +262,71 @@ ByteRange slice_bytes(uint64_t bytes, uint32_t elem_bytes, int slices, int start
   return {at(start), at(start + size) - at(start)};
 }
 
+uint64_t MessageFraming::wire_bytes(uint64_t len) const {
+  const uint64_t packets = (len + max_payload_bytes - 1) / max_payload_bytes;
+  const uint64_t heads = one_head ? std::min<uint64_t>(packets, 1) : packets;
+  // Each packet's payload rounded up to flits: full packets and the last.
+  const uint64_t full = len / max_payload_bytes, last = len % max_payload_bytes;
+  const auto flits = [this](uint64_t n) { return (n + flit_bytes - 1) / flit_bytes * flit_bytes; };
+  return heads * header_bytes + full * flits(max_payload_bytes) + flits(last);
+}
+
+double lockstep_ns(const Schedule& s, uint64_t bytes, uint32_t elem_bytes, const MessageFraming& f,
+                   const StepEstimate& e) {
+  // The largest flow is the step's message.
+  uint64_t len = 0;
+  for (const auto& c : s.flows) len = std::max(len, slice_bytes(bytes, elem_bytes, s.slices, c.start, c.size).length);
+  const uint64_t packets = (len + f.max_payload_bytes - 1) / f.max_payload_bytes;
+  const uint64_t payload_flits = (len + f.flit_bytes - 1) / f.flit_bytes;
+  const uint64_t head_flits = f.one_head ? 1 : packets;
+  const uint64_t head_flit_count = head_flits * ((f.header_bytes + f.flit_bytes - 1) / f.flit_bytes);
+  const uint64_t flits = payload_flits + head_flit_count;
+  const uint64_t counted = flits <= e.buffer_flits ? flits : flits - e.buffer_flits;
+  return static_cast<double>(counted) * f.flit_bytes / e.link_GBps;
+}
+
+MessagePorts message_ports(const Program& p, const topo::Topology& t, const std::vector<uint32_t>& endpoint_of,
+                           const std::function<int(int)>& ports_of, const std::function<std::string(int)>& name_of) {
+  const int n = p.ranks;
+  MessagePorts out;
+  out.to.assign(n, std::vector<std::vector<int>>(n));
+  out.tree.resize(n);
+  for (const LinkHint& h : p.links) {
+    if (h.rank < 0 || h.rank >= n || h.peer < 0 || h.peer >= n || h.rank == h.peer)
+      throw UserError("a link hint leads rank " + std::to_string(h.rank) + " to rank " + std::to_string(h.peer) +
+                      " of " + std::to_string(n));
+    const bool placed = endpoint_of[h.rank] < t.endpoints().size();
+    for (int q : h.ports)
+      if (q >= ports_of(h.rank) ||
+          (placed && !t.port_reaches({t.endpoints()[endpoint_of[h.rank]], q}, static_cast<int>(endpoint_of[h.peer]))))
+        throw UserError("rank " + std::to_string(h.rank) + "'s link hint to rank " + std::to_string(h.peer) +
+                        " names port " + std::to_string(q) + " of " + name_of(h.rank) + ", which does not lead there");
+    if (h.channel == kNone) {
+      out.to[h.rank][h.peer] = h.ports;
+      continue;
+    }
+    auto& trees = out.tree[h.rank];
+    if (static_cast<int>(trees.size()) <= h.channel) trees.resize(h.channel + 1, std::vector<std::vector<int>>(n));
+    trees[h.channel][h.peer] = h.ports;
+  }
+  for (int r = 0; r < n; ++r)
+    for (int d = 0; d < n; ++d) {
+      if (d == r || !out.to[r][d].empty()) continue;
+      const int node = t.endpoints()[endpoint_of[r]];
+      for (int q = 0; q < t.node(node).ports; ++q)
+        if (t.port_reaches({node, q}, static_cast<int>(endpoint_of[d]))) out.to[r][d].push_back(q);
+    }
+  return out;
+}
+
+void describe_schedule(std::ostream& os, const Schedule& s, bool dataflow) {
+  uint64_t entries = 0;
+  for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());
+  os << "# schedule: " << s.algorithm << " on the NICs, " << (dataflow ? "dataflow (no lockstep), " : "") << s.steps
+     << " steps";
+  if (s.reduce_steps) os << " (" << s.reduce_steps << " reduce-scatter)";
+  os << ", " << s.flows.size() << " flows, up to " << entries << " table entries per node ("
+     << s.count(Op::Nop) << " NOPs in all)\n";
+}
+
 }  // namespace incsim::collectives

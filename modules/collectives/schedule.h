@@ -29,10 +29,13 @@
 // So every node has 2N entries for N flows when every flow is sent at most
 // once per node, as §V-A counts ("a table needs 2N entries").
 #include <cstdint>
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "collectives/program.h"
+#include "topology/topology.h"
 
 namespace incsim::collectives {
 
@@ -112,5 +115,42 @@ struct ByteRange {
   uint64_t offset, length;
 };
 ByteRange slice_bytes(uint64_t bytes, uint32_t elem_bytes, int slices, int start, int size);
+
+// The lockstep step-time estimate (MultiTree §IV-A, footnote 4): a step's
+// message (the largest flow) takes its flits' serialization on a network
+// link, less the flits the NI buffer holds when the message does not fit in
+// it. A NOP loads the lockstep down-counter with it.
+struct StepEstimate {
+  double link_GBps;       // the network links' bandwidth
+  uint32_t buffer_flits;  // the NI buffer
+  double clock_ghz;       // router cycles, for the waveform
+};
+// How a NIC frames a message's packets: a head flit on each (one_head
+// false, MultiTree Fig. 7a) or on the first only (message-based flow
+// control, §IV-B, Fig. 7b).
+struct MessageFraming {
+  uint32_t header_bytes, flit_bytes, max_payload_bytes;
+  bool one_head = false;
+  // What a message of `len` payload bytes puts on a link.
+  uint64_t wire_bytes(uint64_t len) const;
+};
+double lockstep_ns(const Schedule& s, uint64_t bytes, uint32_t elem_bytes, const MessageFraming& f,
+                   const StepEstimate& e);
+
+// The ports each rank's messages leave by: those the program's link hints
+// name (on the message's channel, the flow's tree, or on every channel),
+// else every port whose routes reach the destination in t. endpoint_of[r]:
+// rank r's endpoint; an endpoint outside t (a NIC tested alone) trusts its
+// hints. ports_of(r) and name_of(r): rank r's endpoint's port count and
+// name. Throws UserError for a hint that leads nowhere it says.
+struct MessagePorts {
+  std::vector<std::vector<std::vector<int>>> to;                 // [rank][destination]
+  std::vector<std::vector<std::vector<std::vector<int>>>> tree;  // [rank][tree][destination], where hinted
+};
+MessagePorts message_ports(const Program& p, const topo::Topology& t, const std::vector<uint32_t>& endpoint_of,
+                           const std::function<int(int)>& ports_of, const std::function<std::string(int)>& name_of);
+
+// The header's line on a schedule: its steps, flows and table entries.
+void describe_schedule(std::ostream& os, const Schedule& s, bool dataflow);
 
 }  // namespace incsim::collectives

@@ -8,7 +8,6 @@
 #include <unordered_map>
 
 #include "core/error.h"
-#include "core/hash.h"
 #include "flow/cores_run.h"
 
 namespace incsim::flow {
@@ -17,7 +16,7 @@ namespace incsim::flow {
 std::string CoresFlows::cannot_run(const collectives::Program& p) {
   if (p.engine() != collectives::Engine::Cores)
     return std::string("runs on the ") + collectives::engine_name(p.engine()) +
-           " engine; flows run the GPUs' cores' programs only";
+           " engine; flows run the programs of the GPUs' cores and of the NICs' schedule tables";
   for (int r = 0; r < p.ranks; ++r)
     for (int i = 0; i < p.op_count(r); ++i) {
       const Operation& o = p.op(r, i);

@@ -21,6 +21,7 @@
 #include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "core/param.h"
+#include "flow/executor.h"
 #include "flow/graph.h"
 #include "flow/network.h"
 #include "topology/topology.h"
@@ -62,7 +63,7 @@ struct CoresCosts {
   int push_credits = 0;
 };
 
-class CoresFlows {
+class CoresFlows : public Executor {
  public:
   // endpoints[r]: the endpoint index rank r runs on. The program must have
   // passed check_program and be the cores', with no in-network operation
@@ -71,28 +72,11 @@ class CoresFlows {
   // steady_passes: kSteadyPasses (run).
   CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
              uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0);
-  ~CoresFlows();
-  struct Result {
-    double time_ns = 0;
-    uint64_t flows = 0;
-    size_t most_active = 0;  // flows in flight at once, at most
-    collectives::Protocol proto = collectives::Protocol::Simple;
-    uint64_t transfers = 0;
-    // The message's passes per channel, and the passes the runs simulated
-    // in all; where they extrapolated, the period each pass after the
-    // first steady_from adds (else 0), and how much the periods of the
-    // span's two halves differ, relative to it.
-    uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
-    double pass_ns = 0, period_change = 0;
-  };
-  // Told now and then while run() runs: the simulated time of the run under
-  // way, ns, and how to learn the share of the operations it simulates (of
-  // every run, under steady passes) issued so far, which scans every queue:
-  // only for a progress line that is due.
-  using Progress = std::function<void(const std::function<double()>& fraction, double now_ns)>;
-  // Runs one message of `bytes` from time 0 to the last rank's end.
-  Result run(uint64_t bytes, const Progress& progress = {});
-  const collectives::Program& program() const { return p_; }
+  ~CoresFlows() override;
+  // Runs one message of `bytes` from time 0 to the last rank's end (under
+  // steady passes, progress's fraction counts every run's operations).
+  Result run(uint64_t bytes, const Progress& progress = {}) override;
+  const collectives::Program& program() const override { return p_; }
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
 

@@ -10,7 +10,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/hash.h"
 #include "flow/cores_flows.h"
 
 namespace incsim::flow {
@@ -140,10 +139,7 @@ class CoresFlows::Run {
   double mem() const { return f_.costs_.mem_ns + f_.costs_.jitter_ns / 2; }
   // One access's time, its jitter drawn from the seed as packet level draws
   // it (the draws desynchronise the channels, as they do there).
-  double access() {
-    const double u = static_cast<double>(splitmix64(f_.seed_ ^ splitmix64(draws_++)) >> 11) * 0x1.0p-53;
-    return f_.costs_.mem_ns + u * f_.costs_.jitter_ns;
-  }
+  double access() { return memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++); }
   double last_mem(double spread, uint64_t packets, int accesses) const;
   // A single store's acknowledgement on route r, from the store.
   double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }

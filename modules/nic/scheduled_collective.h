@@ -19,14 +19,6 @@
 
 namespace incsim::nic {
 
-// The lockstep step-time estimate (MultiTree §IV-A, footnote 4): a step's
-// message takes its flits' serialization on a network link, less the flits
-// the NI buffer holds when the message does not fit in it.
-struct StepEstimate {
-  double link_GBps;     // the network links' bandwidth
-  uint32_t buffer_flits;  // the NI buffer
-  double clock_ghz;     // router cycles, for the waveform
-};
 inline const Param<std::string> kNicFlowControl{
     "nic.flow_control", "packet", Range::none(),
     "packet: a head flit on every packet of net.max_payload_bytes; message: one head flit per message, "
@@ -59,7 +51,7 @@ class ScheduledCollective : public gpu::Collective {
   // reach its peer. `tenant`: the job whose tables these are (Nic::tables_loaded).
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       elements::DType dtype, elements::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      StepEstimate estimate, int tenant = -1);
+                      collectives::StepEstimate estimate, int tenant = -1);
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -85,8 +77,8 @@ class ScheduledCollective : public gpu::Collective {
   elements::RedOp redop_;
   elements::DataPattern data_;
   FlowControl flow_control_;
-  StepEstimate estimate_;
-  uint32_t header_bytes_, flit_bytes_, max_payload_;
+  collectives::StepEstimate estimate_;
+  collectives::MessageFraming framing_;
   bool dataflow_;
   Layout layout_;
   std::function<void()> on_done_;

@@ -235,7 +235,7 @@ void CollectiveWorkload::check_memory(const collectives::Program& p) const {
     tb::check_memory(sizes_, p.ranks,
                      "a buffer of that size for each of " + ranks + ", which the " +
                          collectives::engine_name(p.engine()) + " engine holds",
-                     false);  // flows run the cores' programs only
+                     p.engine() == collectives::Engine::NicTable);  // flows run the cores' and the NICs' programs
     return;
   }
   uint64_t kept = 0;

@@ -13,6 +13,7 @@
 #include "credit_switch/credit_switch.h"
 #include "gpu/cores.h"
 #include "gpu/gpu.h"
+#include "nic/scheduled_collective.h"
 #include "adapter/hca.h"
 #include "ethernet/roce_frame.h"
 #include "net/packet.h"
@@ -148,7 +149,15 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   machine_ = flow_machine(t, cfg_, d);
   site.packet_payload = machine_.formats.front().max_payload;
   site.packet_header = machine_.formats.front().header;
-  collectives::Program program = algorithm_->synthesize(site).program;
+  collectives::Synthesis synthesis = algorithm_->synthesize(site);
+  if (algorithm_->tuner(site, synthesis))
+    throw UserError("--fidelity flow: " + opt_.algorithm + " tunes itself over several runs of each size, which flows "
+                    "do not run; run it at packet level");
+  collectives::Program& program = synthesis.program;
+  if (program.engine() == collectives::Engine::NicTable) {
+    nic_tables(synthesis, gpus, d);
+    return;
+  }
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
   if (roce && program.has(collectives::OpKind::ReduceWrite))
@@ -196,6 +205,47 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
 }
 
+// The NICs run the program's schedule tables, as the communicator sets them
+// up (platforms/communicator.cpp, make_schedule and make_trees).
+void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus,
+                                        const platforms::PlatformDefaults& d) {
+  const topo::Topology& t = graph_;
+  const flow::LinkFormat& f = machine_.formats.front();
+  flow::NicCosts costs;
+  const double clock = cfg_.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
+  costs.mem_ns = cfg_.get(gpu::kGpuMemLatency) / clock;
+  costs.jitter_ns = cfg_.get(gpu::kGpuMemJitter) / clock;
+  costs.estimate.link_GBps = t.links().front().bw_GBps;
+  bool message = false;
+  if (synthesis.trees()) {  // dataflow: no NOPs, so no step estimate
+    costs.estimate.buffer_flits = 318;
+    costs.estimate.clock_ghz = 1.0;
+    endpoint_GBps_ = platforms::is_dgx1(t) ? synthesis.algbw_bound_GBps
+                                           : platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus);
+  } else {
+    const std::string fc = cfg_.get(nic::kNicFlowControl, synthesis.message_flow_control ? "message" : "packet");
+    if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
+    message = fc == "message";
+    costs.estimate.buffer_flits = cfg_.get(nic::kNicBufferFlits);
+    costs.estimate.clock_ghz = cfg_.get(nic::kNicClock);
+    for (const auto& l : t.links()) costs.estimate.link_GBps = std::min(costs.estimate.link_GBps, l.bw_GBps);
+    endpoint_GBps_ = platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus);
+    // One head flit per message instead of per packet.
+    if (message) endpoint_GBps_ *= static_cast<double>(f.max_payload + f.header) / f.max_payload;
+  }
+  costs.framing = {f.header, f.flit, f.max_payload, message};
+  algbw_bound_GBps_ = synthesis.algbw_bound_GBps;
+  bound_note_ = synthesis.bound_note;
+  try {
+    auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), machine_, gpus, costs,
+                                              elements::dtype_bytes(dtype_), opt_.seed);
+    nic_ = x.get();
+    flows_ = std::move(x);
+  } catch (const UserError& e) {
+    throw UserError(opt_.algorithm + ": " + e.what());
+  }
+}
+
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
 
 void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) const {
@@ -205,7 +255,7 @@ void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) co
 
 std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   const uint64_t bytes = sizes_[i];
-  flow::CoresFlows::Result res;
+  flow::Executor::Result res;
   run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
     res = flows_->run(bytes, [&](const std::function<double()>& fraction, double now_ns) {
       fraction_ = &fraction;
@@ -218,11 +268,16 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
   fill_nccl(r, bytes, elements::dtype_name(dtype_),
             collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", res.time_ns / 1e3,
             collectives::busbw_factor(p.collective, p.ranks), 0,
-            platforms::cores_bound_us(p, bytes, endpoint_GBps_, !cluster_note_.empty()));
+            bound_us(bytes));
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
-  notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
-        << "), at most " << res.most_active << " in flight at once\n";
+  if (nic_)
+    notes << "#   flows: " << res.transfers << " messages' shares on their ports ("
+          << (nic_->framing().one_head ? "a head flit per message" : "a head flit per packet") << "), at most "
+          << res.most_active << " in flight at once\n";
+  else
+    notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
+          << "), at most " << res.most_active << " in flight at once\n";
   if (res.pass_ns > 0) {
     r.details["steady_passes"] = {{"passes", res.passes},
                                   {"simulated", res.simulated_passes},
@@ -244,23 +299,39 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << flows_->program().ranks << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches")
      << ", " << t.links().size() << " links), seed " << opt_.seed << "\n"
-     << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the cores' "
-        "fixed costs; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit "
-        "stalls, loss, head-of-line blocking\n";
+     << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the "
+     << (!nic_                       ? "cores' fixed costs"
+         : nic_->program().dataflow ? "NICs' fixed costs (the DMA's first read)"
+                                     : "NICs' fixed costs (the DMA's first read, the lockstep step)")
+     << "; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit stalls, loss, "
+        "head-of-line blocking"
+     << (nic_ ? ", the switches' buffers that absorb the NICs' desynchronised steps" : "") << "\n";
   const collectives::Program& p = flows_->program();
   const uint64_t bytes = sizes_.back();
   if (!cluster_note_.empty()) {
     os << "# cluster: " << cluster_note_ << "\n";
     platforms::print_cluster_bound(os, endpoint_GBps_);
+  } else if (!bound_note_.empty()) {
+    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
   } else {
-    platforms::print_payload_bound(os, endpoint_GBps_, platforms::cores_links(p),
-                                   p, bytes, platforms::cores_bound_us(p, bytes, endpoint_GBps_, false),
-                                   file_algorithm_ ? "the program" : opt_.algorithm);
+    platforms::print_payload_bound(os, endpoint_GBps_,
+                                   !nic_                         ? platforms::cores_links(p)
+                                   : nic_->framing().one_head ? "links, one head flit per message; NIC messages are posted"
+                                                                 : "links less header flits; NIC messages are posted",
+                                   p, bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
   }
+  if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << std::defaultfloat;
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
+}
+
+// As the communicator's (CollectiveCall::bound_us): packed trees' own rate,
+// or what the busiest GPU's links allow it to move.
+double FlowCollectiveWorkload::bound_us(uint64_t bytes) const {
+  if (algbw_bound_GBps_ > 0) return static_cast<double>(bytes) / (algbw_bound_GBps_ * 1e3);
+  return platforms::cores_bound_us(flows_->program(), bytes, endpoint_GBps_, !cluster_note_.empty());
 }
 
 void FlowCollectiveWorkload::config_json(nlohmann::ordered_json& config) const {

@@ -2,8 +2,9 @@
 // The collective workload at --fidelity flow (docs/flow.md): the same
 // registry, algorithms, programs and platforms as CollectiveWorkload, with
 // no packet-level block built. Each size's program runs on the GPUs' cores
-// as flows over the platform's graph (flow/cores_flows.h); nccl-tests'
-// columns, with #wrong "-": no element values travel.
+// (flow/cores_flows.h) or the NICs' schedule tables (flow/nic_flows.h) as
+// flows over the platform's graph; nccl-tests' columns, with #wrong "-": no
+// element values travel.
 #include <functional>
 #include <memory>
 #include <string>
@@ -12,6 +13,8 @@
 #include "collectives/algorithm.h"
 #include "elements/data_pattern.h"
 #include "flow/cores_flows.h"
+#include "flow/nic_flows.h"
+#include "platforms/machine.h"
 #include "topology/topology.h"
 #include "workload.h"
 
@@ -33,6 +36,9 @@ class FlowCollectiveWorkload : public Workload {
   void print(const std::string& what, std::ostream& os) const override;
 
  private:
+  void nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus, const platforms::PlatformDefaults& d);
+  double bound_us(uint64_t bytes) const;
+
   Options opt_;
   Config& cfg_;
   std::vector<uint64_t> sizes_;
@@ -42,11 +48,15 @@ class FlowCollectiveWorkload : public Workload {
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
   flow::FlowMachine machine_;
-  std::unique_ptr<flow::CoresFlows> flows_;
+  std::unique_ptr<flow::Executor> flows_;
+  const flow::NicFlows* nic_ = nullptr;  // flows_, where the NICs run the program
   size_t pxn_relays_ = 0;
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster
+  // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
+  double algbw_bound_GBps_ = 0;
+  std::string bound_note_;
   // While a progress line may be due: the running point's share of its
   // operations issued (CoresFlows::run's progress).
   const std::function<double()>* fraction_ = nullptr;

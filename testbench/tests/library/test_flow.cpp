@@ -8,6 +8,7 @@
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
 #include "flow/cores_flows.h"
+#include "flow/nic_flows.h"
 #include "flow/network.h"
 
 using incsim::flow::Network;
@@ -254,4 +255,41 @@ TEST_CASE("cores flows: steady passes run K/4, K/2 and K passes and add the othe
   const CoresFlows::Result few = s.result(p, bytes, 0, passes / 2);
   CHECK(few.simulated_passes == passes);
   CHECK(few.time_ns == whole.time_ns);
+}
+
+TEST_CASE("NIC flows: a table's Reduce waits for its children's partial sums, its Gather for the sum, in lockstep") {
+  Star s(3, false);
+  // Ranks 1 and 2 send their partial sums to rank 0 in step 1; rank 0 sends
+  // the sum back to both in step 2 (MultiTree's Reduce and Gather entries).
+  const std::string p = "program 1\nname t\ncollective allreduce ranks 3 root 0 inplace 1\n"
+                        "rank 0 input 1 output 1 scratch 0\n0 rrc table ch 0 q 0 from 1 timestep 1 dst o0\n"
+                        "1 rrc table ch 0 q 0 from 2 timestep 1 dst o0\n2 s table ch 0 q 0 to 1 timestep 2 src o0\n"
+                        "3 s table ch 0 q 0 to 2 timestep 2 src o0\n"
+                        "rank 1 input 1 output 1 scratch 0\n0 s table ch 0 q 0 to 0 timestep 1 src o0\n"
+                        "1 r table ch 0 q 0 from 0 timestep 2 dst o0\n"
+                        "rank 2 input 1 output 1 scratch 0\n0 s table ch 0 q 0 to 0 timestep 1 src o0\n"
+                        "1 r table ch 0 q 0 from 0 timestep 2 dst o0\n";
+  incsim::flow::NicCosts costs;  // no memory latency
+  costs.framing = {16, 16, 128, false};
+  costs.estimate = {25, 318, 1};
+  std::vector<int> eps{0, 1, 2};
+  const uint64_t bytes = 128 << 10;
+  // Each step's two messages share one link of the star (rank 0's down, then
+  // up): 2 x 128 KiB of 144-byte packets per 128 bytes at 25 B/ns, and the
+  // switch's 100 ns.
+  const double step = 2 * bytes * 1.125 / 25 + 100;
+  incsim::flow::NicFlows f(incsim::collectives::read_program(p, "test"), s.m, eps, costs, 4, 1);
+  const auto r = f.run(bytes);
+  CHECK(r.time_ns == Approx(2 * step));
+  CHECK(r.transfers == 4);
+  // One head flit per message: the data's flits alone, plus one header.
+  costs.framing.one_head = true;
+  incsim::flow::NicFlows g(incsim::collectives::read_program(p, "test"), s.m, eps, costs, 4, 1);
+  CHECK(g.run(bytes).time_ns == Approx(2 * (2 * (bytes + 16) / 25.0 + 100)));
+  CHECK_THAT(incsim::flow::NicFlows::cannot_run(incsim::collectives::read_program(
+                 "program 1\nname c\ncollective allreduce ranks 2 root 0 inplace 1\n"
+                 "rank 0 input 1 output 1 scratch 0\n0 s cores ch 0 q 0 to 1 src o0\n"
+                 "rank 1 input 1 output 1 scratch 0\n0 r cores ch 0 q 0 from 0 dst o0\n",
+                 "test")),
+             Catch::Contains("not the NICs' tables"));
 }

@@ -37,9 +37,11 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
   require_refused("--fidelity flow --traffic uniform", "runs the collective workload only");
-  require_refused("--fidelity flow --algorithm push", "flows run the GPUs' cores' programs only");
+  require_refused("--fidelity flow --algorithm push", "flows run the programs of the GPUs' cores and of the NICs' schedule tables");
   require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
-                  "nvls runs on the copy engine; flows run the GPUs' cores' programs only");
+                  "nvls runs on the copy engine; flows run the programs of the GPUs'");
+  require_refused("--fidelity flow --platform torus --algorithm multitree -c nic.flow_control=bogus",
+                  "nic.flow_control must be packet or message, not 'bogus'");
   require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce",
                   "nvlsnetreduce adds its reducing writes in NetReduce's FPGA beside each rail leaf, which flows do not model");
@@ -146,6 +148,24 @@ TEST_CASE("flow against packet level: NVLS's multimem loads and stores and SHARP
     INFO(run << ": packet " << packet << " us, flow " << flow << " us");
     CHECK(std::abs(flow / packet - 1) < 0.05);
   }
+}
+
+TEST_CASE("flow against packet level: the NICs' schedule tables, lockstep and dataflow, within 5%", "[flow][accuracy]") {
+  for (const std::string run : {"--platform torus --algorithm multitree-msg --sizes 16M",  // one head flit per message
+                                "--platform torus --algorithm dbtree --sizes 16M",
+                                "--platform dgx1v --algorithm blink --sizes 16M",  // dataflow, a lane per tree
+                                // Without the memory's jitter, whose desynchronisation of the steps the
+                                // switches' buffers absorb and flows do not (docs/flow.md).
+                                "--platform fattree --algorithm multitree --sizes 1M -c gpu.mem_jitter_cycles=0"}) {
+    const double packet = times(run).at(0);
+    const double flow = times(run + " --fidelity flow").at(0);
+    INFO(run << ": packet " << packet << " us, flow " << flow << " us");
+    CHECK(std::abs(flow / packet - 1) < 0.05);
+  }
+  // The table's header says where the schedule runs.
+  const Result r = incsim("--fidelity flow --platform torus --algorithm multitree --sizes 64K");
+  CHECK_THAT(r.out, Catch::Contains("# schedule: multitree on the NICs, 10 steps (5 reduce-scatter), 16 flows") &&
+                        Catch::Contains("with the NICs' fixed costs"));
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",

@@ -182,7 +182,7 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   collectives::Program ring = collectives::nic_ring_program(2);
   ring.links = {{0, 1, collectives::kNone, {0}}, {1, 0, collectives::kNone, {0}}};
   CHECK(std::string(nics[1]->name()) == "n1.nic");
-  nic::StepEstimate est{bw, 318, 1.0};
+  collectives::StepEstimate est{bw, 318, 1.0};
   // A hint naming a port the endpoint lacks is refused before anything loads.
   collectives::Program wrong_port = ring;
   wrong_port.links[1].ports = {1};

@@ -1,0 +1,49 @@
+#pragma once
+// What runs a program as flows (--fidelity flow, docs/flow.md), whichever
+// engine its operations name: the GPUs' cores (cores_flows.h) or the NICs'
+// schedule tables (nic_flows.h). Plain C++, no SystemC.
+#include <cstdint>
+#include <cstddef>
+#include <functional>
+
+#include "collectives/nccl.h"
+#include "collectives/program.h"
+#include "core/hash.h"
+
+namespace incsim::flow {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  struct Result {
+    double time_ns = 0;
+    uint64_t flows = 0;
+    size_t most_active = 0;  // flows in flight at once, at most
+    collectives::Protocol proto = collectives::Protocol::Simple;
+    uint64_t transfers = 0;
+    // The message's passes per channel, and the passes the runs simulated
+    // in all; where they extrapolated, the period each pass after the
+    // first steady_from adds (else 0), and how much the periods of the
+    // span's two halves differ, relative to it.
+    uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
+    double pass_ns = 0, period_change = 0;
+  };
+  // Told now and then while run() runs: the simulated time of the run under
+  // way, ns, and how to learn the share of the operations it simulates
+  // issued so far, which scans every rank: only for a progress line that is
+  // due.
+  using Progress = std::function<void(const std::function<double()>& fraction, double now_ns)>;
+  // Runs one message of `bytes` from time 0 to the last rank's end.
+  virtual Result run(uint64_t bytes, const Progress& progress = {}) = 0;
+  virtual const collectives::Program& program() const = 0;
+};
+
+// One memory access's time: its latency and a jitter uniform in [0,
+// jitter_ns), the n-th draw from the seed (the draws desynchronise the
+// channels, as packet level's memory does).
+inline double memory_access(double mem_ns, double jitter_ns, uint64_t seed, uint64_t n) {
+  const double u = static_cast<double>(splitmix64(seed ^ splitmix64(n)) >> 11) * 0x1.0p-53;
+  return mem_ns + u * jitter_ns;
+}
+
+}  // namespace incsim::flow

@@ -1,0 +1,312 @@
+#include "flow/nic_flows.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace incsim::flow {
+
+using collectives::Entry;
+using collectives::kNil;
+using collectives::Op;
+
+std::string NicFlows::cannot_run(const collectives::Program& p) {
+  if (p.engine() != collectives::Engine::NicTable)
+    return std::string("runs on the ") + collectives::engine_name(p.engine()) + " engine, not the NICs' tables";
+  return "";
+}
+
+NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, NicCosts costs,
+                   uint32_t elem_bytes, uint64_t seed)
+    : p_(std::move(p)),
+      schedule_(collectives::schedule_of(p_)),
+      m_(m),
+      endpoints_(std::move(endpoints)),
+      costs_(costs),
+      elem_(elem_bytes),
+      seed_(seed),
+      dataflow_(p_.dataflow) {
+  assert(cannot_run(p_).empty());
+  const topo::Topology& t = *m.t;
+  const int n = schedule_.nodes;
+  std::vector<uint32_t> endpoint_of(endpoints_.begin(), endpoints_.end());
+  const auto node_of = [&](int r) { return t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])]; };
+  collectives::MessagePorts ports = collectives::message_ports(
+      p_, t, endpoint_of, [&](int r) { return t.node(node_of(r)).ports; },
+      [&](int r) { return t.node(node_of(r)).name; });
+  // Each rank's table as Table::load reads it (nic/nic.cpp): what each flow
+  // asks of the rank, and a stream per message and port.
+  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a message leaves by
+  tables_.resize(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    Table& tb = tables_[static_cast<size_t>(r)];
+    const std::vector<Entry>& entries = schedule_.tables[static_cast<size_t>(r)];
+    tb.flows.assign(schedule_.flows.size(), {});
+    if (schedule_.broadcast_root == r)  // a broadcast's root starts with its own input as every flow's sum
+      for (Table::Flow& f : tb.flows) f.root = true;
+    std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
+    for (const Entry& e : entries) {
+      tb.first_stream.push_back(static_cast<uint32_t>(tb.streams.size()));
+      if (e.op == Op::Nop) continue;
+      Table::Flow& f = tb.flows[static_cast<size_t>(e.flow)];
+      if (e.op == Op::Reduce) {
+        f.reduce_children = static_cast<uint32_t>(e.children.size());
+        f.root = f.root || e.parent == kNil;
+      } else if (e.parent != kNil) {
+        f.gathers = true;
+      }
+      if (!e.sends()) continue;
+      const bool reduce = e.op == Op::Reduce;
+      const int tree = schedule_.flow_tree.empty() ? e.flow : schedule_.flow_tree[static_cast<size_t>(e.flow)];
+      const auto& trees = ports.tree[static_cast<size_t>(r)];
+      for (int dst : reduce ? std::vector<int>{e.parent} : e.children) {
+        const bool own = tree < static_cast<int>(trees.size()) && !trees[static_cast<size_t>(tree)][static_cast<size_t>(dst)].empty();
+        const std::vector<int>& to =
+            own ? trees[static_cast<size_t>(tree)][static_cast<size_t>(dst)] : ports.to[static_cast<size_t>(r)][static_cast<size_t>(dst)];
+        for (size_t k = 0; k < to.size(); ++k) {
+          const int lane =
+              lane_of.emplace(std::make_tuple(to[k], dst, tree), static_cast<int>(lane_of.size())).first->second;
+          tb.streams.push_back({e.flow, dst, to[k], static_cast<int>(k), static_cast<int>(to.size()), reduce, lane});
+          pinned.emplace(node_of(r), t.peer({node_of(r), to[k]}).node);
+        }
+      }
+    }
+    tb.first_stream.push_back(static_cast<uint32_t>(tb.streams.size()));
+    tb.lanes = static_cast<int>(lane_of.size());
+  }
+  graph_.emplace(m, pinned);
+}
+
+NicFlows::~NicFlows() = default;
+
+// One size's run: every rank's decoder, flows' bytes still to arrive and,
+// in dataflow mode, lanes.
+class NicFlows::Run {
+ public:
+  Run(NicFlows& f, uint64_t bytes);
+  Result go(const Network::Callback& tick);
+  double now() const { return net_.now(); }
+  double issued() const { return static_cast<double>(issued_) / static_cast<double>(std::max<uint64_t>(entries_, 1)); }
+
+ private:
+  struct Lane {
+    std::vector<uint32_t> queue;  // its streams in issue order
+    size_t head = 0;              // the one sending
+  };
+  struct Rank {
+    int r = 0;
+    std::vector<uint64_t> reduce_left, gather_left;  // [flow]: bytes still to arrive
+    std::vector<Lane> lanes;
+    std::vector<int> pending;  // dataflow: entries not issued, in table order
+    int timestep = 1, head = 0;
+    uint32_t sending = 0;      // streams of issued entries still sending
+    double lockstep_end = 0;   // a NOP's lockstep count is over
+    bool finished = false;
+  };
+  const std::vector<Entry>& table(const Rank& k) const { return f_.schedule_.tables[static_cast<size_t>(k.r)]; }
+  const Table& shape(const Rank& k) const { return f_.tables_[static_cast<size_t>(k.r)]; }
+  bool ready(const Rank& k, const Entry& e) const;
+  void advance(Rank& k);
+  void issue(Rank& k, int index);
+  void activate(Rank& k, uint32_t s);
+  void sent(Rank& k, uint32_t s);
+  void arrived(Rank& k, int flow, bool reduce, uint64_t len);
+  void maybe_finish(Rank& k);
+  // Stream s's element-aligned share of its flow, bytes.
+  uint64_t length(const Stream& s) const {
+    const uint64_t elems = layout_[static_cast<size_t>(s.flow)].length / f_.elem_;
+    const auto at = [&](int part) { return elems * static_cast<uint64_t>(part) / static_cast<uint64_t>(s.parts); };
+    return (at(s.part + 1) - at(s.part)) * f_.elem_;
+  }
+
+  NicFlows& f_;
+  Network net_;
+  std::vector<collectives::ByteRange> layout_;  // [flow]
+  std::vector<Rank> ranks_;
+  double step_ns_ = 0;
+  uint64_t draws_ = 0, transfers_ = 0, issued_ = 0, entries_ = 0;
+  int running_ = 0;
+  double end_ = 0;
+};
+
+NicFlows::Run::Run(NicFlows& f, uint64_t bytes) : f_(f) {
+  const collectives::Schedule& s = f.schedule_;
+  for (const auto& c : s.flows) layout_.push_back(collectives::slice_bytes(bytes, f.elem_, s.slices, c.start, c.size));
+  step_ns_ = collectives::lockstep_ns(s, bytes, f.elem_, f.costs_.framing, f.costs_.estimate);
+  for (double c : f.graph_->capacities()) net_.add_link(c);
+  ranks_.resize(f.tables_.size());
+  for (size_t r = 0; r < ranks_.size(); ++r) {
+    Rank& k = ranks_[r];
+    k.r = static_cast<int>(r);
+    const Table& tb = f.tables_[r];
+    for (size_t g = 0; g < tb.flows.size(); ++g) {
+      k.reduce_left.push_back(tb.flows[g].reduce_children * layout_[g].length);
+      k.gather_left.push_back(tb.flows[g].gathers ? layout_[g].length : 0);
+    }
+    k.lanes.resize(static_cast<size_t>(tb.lanes));
+    const std::vector<Entry>& entries = table(k);
+    entries_ += entries.size();
+    if (f.dataflow_)
+      for (int i = 0; i < static_cast<int>(entries.size()); ++i)
+        if (entries[static_cast<size_t>(i)].op != Op::Nop) k.pending.push_back(i);
+    // NOPs hold nothing in dataflow mode.
+    k.head = static_cast<int>(entries.size() - (f.dataflow_ ? k.pending.size() : entries.size()));
+    issued_ += static_cast<uint64_t>(k.head);
+  }
+  running_ = static_cast<int>(ranks_.size());
+}
+
+bool NicFlows::Run::ready(const Rank& k, const Entry& e) const {
+  const size_t g = static_cast<size_t>(e.flow == kNil ? 0 : e.flow);
+  if (e.op == Op::Reduce && e.parent != kNil) return k.reduce_left[g] == 0;  // children's partial sums are in
+  if (e.op == Op::Gather && !e.children.empty())
+    return shape(k).flows[g].root ? k.reduce_left[g] == 0 : k.gather_left[g] == 0;
+  return true;  // a NOP, or an entry that only records what arrives
+}
+
+// The decoder (Table::advance): the head entry issues when its step is the
+// timestep counter's and its dependencies are met; the counter moves on once
+// the lockstep count is over and every issued message has left. In
+// dataflow mode every pending entry whose dependencies are met issues.
+void NicFlows::Run::advance(Rank& k) {
+  const std::vector<Entry>& entries = table(k);
+  if (f_.dataflow_) {
+    size_t keep = 0;
+    for (size_t i = 0; i < k.pending.size() && !k.finished; ++i) {
+      const int index = k.pending[i];
+      if (ready(k, entries[static_cast<size_t>(index)])) {
+        issue(k, index);
+        ++k.head;
+      } else {
+        k.pending[keep++] = index;
+      }
+    }
+    k.pending.resize(keep);
+    maybe_finish(k);
+    return;
+  }
+  while (!k.finished && k.head < static_cast<int>(entries.size())) {
+    const Entry& e = entries[static_cast<size_t>(k.head)];
+    if (e.step > k.timestep) {
+      if (k.sending > 0 || net_.now() < k.lockstep_end) return;  // sent() or the lockstep count calls again
+      k.timestep = e.step;
+      continue;
+    }
+    if (!ready(k, e)) return;  // arrived() calls again
+    issue(k, k.head);
+    ++k.head;
+  }
+  maybe_finish(k);
+}
+
+void NicFlows::Run::issue(Rank& k, int index) {
+  const Entry& e = table(k)[static_cast<size_t>(index)];
+  ++issued_;
+  if (e.op == Op::Nop) {
+    k.lockstep_end = net_.now() + step_ns_;
+    net_.after(step_ns_, [this, &k] { advance(k); });
+    return;
+  }
+  const Table& tb = shape(k);
+  for (uint32_t s = tb.first_stream[static_cast<size_t>(index)]; s < tb.first_stream[static_cast<size_t>(index) + 1]; ++s) {
+    ++k.sending;
+    if (length(tb.streams[s]) == 0) {  // an empty share: nothing to read
+      --k.sending;
+      continue;
+    }
+    if (!f_.dataflow_) {
+      activate(k, s);
+      continue;
+    }
+    Lane& l = k.lanes[static_cast<size_t>(tb.streams[s].lane)];
+    l.queue.push_back(s);
+    if (l.queue.size() - l.head == 1) activate(k, s);  // the lane was idle
+  }
+}
+
+// The DMA engine's first read returns one memory access later; then the
+// share streams to its peer at the rate its route gives it.
+void NicFlows::Run::activate(Rank& k, uint32_t s) {
+  ++transfers_;
+  net_.after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
+    const Stream& x = shape(k).streams[s];
+    const uint64_t len = length(x);
+    const Route& r = f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], x.port,
+                                      f_.endpoints_[static_cast<size_t>(x.dst)]);
+    // Wire bytes per payload byte: the message's head flits and flit padding.
+    const double weight = static_cast<double>(f_.costs_.framing.wire_bytes(len)) / static_cast<double>(len);
+    std::vector<Network::Use> uses;
+    for (const auto& [link, share] : r.hops)
+      if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
+    net_.start(std::move(uses), static_cast<double>(len), 0, [this, &k, s, len, latency = r.latency_ns] {
+      const Stream& y = shape(k).streams[s];
+      Rank& dst = ranks_[static_cast<size_t>(y.dst)];
+      const int flow = y.flow;
+      const bool reduce = y.reduce;
+      net_.after(latency, [this, &dst, flow, reduce, len] { arrived(dst, flow, reduce, len); });
+      sent(k, s);
+    });
+  });
+}
+
+// The share's last byte has left: the lane's next message starts, and the
+// decoder looks again.
+void NicFlows::Run::sent(Rank& k, uint32_t s) {
+  --k.sending;
+  if (f_.dataflow_) {
+    Lane& l = k.lanes[static_cast<size_t>(shape(k).streams[s].lane)];
+    if (++l.head < l.queue.size()) activate(k, l.queue[l.head]);
+  }
+  advance(k);
+}
+
+// A Reduce share is added into the flow's partial sum, a Gather share is
+// the sum; once the flow's last byte is in, the decoder looks again.
+void NicFlows::Run::arrived(Rank& k, int flow, bool reduce, uint64_t len) {
+  uint64_t& left = (reduce ? k.reduce_left : k.gather_left)[static_cast<size_t>(flow)];
+  assert(left >= len);
+  left -= len;
+  if (left == 0) advance(k);
+}
+
+void NicFlows::Run::maybe_finish(Rank& k) {
+  if (k.finished || k.head < static_cast<int>(table(k).size()) || k.sending > 0) return;
+  for (size_t g = 0; g < k.reduce_left.size(); ++g)
+    if (k.reduce_left[g] > 0 || k.gather_left[g] > 0) return;
+  k.finished = true;
+  if (--running_ == 0) end_ = net_.now();
+}
+
+NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
+  for (Rank& k : ranks_) advance(k);
+  net_.run(tick);
+  for (const Rank& k : ranks_) {
+    if (k.finished) continue;
+    uint64_t reduce = 0, gather = 0;
+    for (size_t g = 0; g < k.reduce_left.size(); ++g) {
+      reduce += k.reduce_left[g];
+      gather += k.gather_left[g];
+    }
+    throw UserError("the schedule stalls as flows: rank " + std::to_string(k.r) + "'s table waits at entry " +
+                    std::to_string(k.head) + " of " + std::to_string(table(k).size()) + " for " +
+                    std::to_string(reduce) + " B of Reduce and " + std::to_string(gather) + " B of Gather messages");
+  }
+  Result out;
+  out.time_ns = end_;
+  out.flows = net_.flows_started();
+  out.most_active = net_.most_active();
+  out.transfers = transfers_;
+  return out;
+}
+
+NicFlows::Result NicFlows::run(uint64_t bytes, const Progress& progress) {
+  Run x(*this, bytes);
+  const std::function<double()> fraction = [&x] { return x.issued(); };
+  return x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
+}
+
+}  // namespace incsim::flow
