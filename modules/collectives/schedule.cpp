@@ -319,6 +319,43 @@ MessagePorts message_ports(const Program& p, const topo::Topology& t, const std:
   return out;
 }
 
+TableView table_view(const Schedule& s, int rank, const std::vector<std::vector<int>>& ports_to,
+                     const std::vector<std::vector<std::vector<int>>>& tree_ports) {
+  TableView v;
+  v.flows.assign(s.flows.size(), {});
+  if (s.broadcast_root == rank)  // a broadcast's root starts with its own input as every flow's sum
+    for (TableView::Flow& f : v.flows) f.root = true;
+  std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
+  for (const Entry& e : s.tables[static_cast<size_t>(rank)]) {
+    v.first_share.push_back(static_cast<uint32_t>(v.shares.size()));
+    if (e.op == Op::Nop) continue;
+    TableView::Flow& f = v.flows[static_cast<size_t>(e.flow)];
+    if (e.op == Op::Reduce) {
+      f.reduce_children = static_cast<uint32_t>(e.children.size());
+      f.root = f.root || e.parent == kNil;
+    } else if (e.parent != kNil) {
+      f.gathers = true;
+    }
+    if (!e.sends()) continue;
+    const bool reduce = e.op == Op::Reduce;
+    const int tree = s.flow_tree.empty() ? e.flow : s.flow_tree[static_cast<size_t>(e.flow)];
+    for (int dst : reduce ? std::vector<int>{e.parent} : e.children) {
+      const bool own = tree < static_cast<int>(tree_ports.size()) &&
+                       !tree_ports[static_cast<size_t>(tree)][static_cast<size_t>(dst)].empty();
+      const std::vector<int>& ports =
+          own ? tree_ports[static_cast<size_t>(tree)][static_cast<size_t>(dst)] : ports_to[static_cast<size_t>(dst)];
+      for (size_t k = 0; k < ports.size(); ++k) {
+        const int lane =
+            lane_of.emplace(std::make_tuple(ports[k], dst, tree), static_cast<int>(lane_of.size())).first->second;
+        v.shares.push_back({e.flow, dst, ports[k], static_cast<int>(k), static_cast<int>(ports.size()), reduce, tree, lane});
+      }
+    }
+  }
+  v.first_share.push_back(static_cast<uint32_t>(v.shares.size()));
+  v.lanes = static_cast<int>(lane_of.size());
+  return v;
+}
+
 void describe_schedule(std::ostream& os, const Schedule& s, bool dataflow) {
   uint64_t entries = 0;
   for (const auto& tb : s.tables) entries = std::max<uint64_t>(entries, tb.size());

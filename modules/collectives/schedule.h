@@ -150,6 +150,30 @@ struct MessagePorts {
 MessagePorts message_ports(const Program& p, const topo::Topology& t, const std::vector<uint32_t>& endpoint_of,
                            const std::function<int(int)>& ports_of, const std::function<std::string(int)>& name_of);
 
+// Rank `rank`'s table as a NIC loads it (nic/nic.cpp, Table::load): what
+// each flow asks of the rank, and per entry the shares of its messages (a
+// Reduce to the parent, a Gather to each child), each split over the ports
+// that lead to its peer (tree_ports[tree][dst] where given, else
+// ports_to[dst]), with its dataflow lane: one per (port, destination, tree).
+struct TableView {
+  struct Flow {
+    uint32_t reduce_children = 0;  // Reduce messages the rank takes for the flow
+    bool root = false;             // the flow's reduction ends here
+    bool gathers = false;          // a Gather arrives from a parent
+  };
+  struct Share {
+    int flow, dst, port, part, parts;
+    bool reduce;  // a partial sum up the tree, else the sum down
+    int tree, lane;
+  };
+  std::vector<Flow> flows;           // [flow]
+  std::vector<Share> shares;         // entry by entry
+  std::vector<uint32_t> first_share;  // [entry]: its shares are [first_share[e], first_share[e + 1])
+  int lanes = 0;
+};
+TableView table_view(const Schedule& s, int rank, const std::vector<std::vector<int>>& ports_to,
+                     const std::vector<std::vector<std::vector<int>>>& tree_ports);
+
 // The header's line on a schedule: its steps, flows and table entries.
 void describe_schedule(std::ostream& os, const Schedule& s, bool dataflow);
 

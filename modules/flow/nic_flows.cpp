@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
-#include <map>
 #include <set>
-#include <tuple>
 
 #include "core/error.h"
 
@@ -38,45 +36,12 @@ NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int
   collectives::MessagePorts ports = collectives::message_ports(
       p_, t, endpoint_of, [&](int r) { return t.node(node_of(r)).ports; },
       [&](int r) { return t.node(node_of(r)).name; });
-  // Each rank's table as Table::load reads it (nic/nic.cpp): what each flow
-  // asks of the rank, and a stream per message and port.
-  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a message leaves by
-  tables_.resize(static_cast<size_t>(n));
+  // Each rank's table as the NIC loads it, and the links its messages leave by.
+  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour)
   for (int r = 0; r < n; ++r) {
-    Table& tb = tables_[static_cast<size_t>(r)];
-    const std::vector<Entry>& entries = schedule_.tables[static_cast<size_t>(r)];
-    tb.flows.assign(schedule_.flows.size(), {});
-    if (schedule_.broadcast_root == r)  // a broadcast's root starts with its own input as every flow's sum
-      for (Table::Flow& f : tb.flows) f.root = true;
-    std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
-    for (const Entry& e : entries) {
-      tb.first_stream.push_back(static_cast<uint32_t>(tb.streams.size()));
-      if (e.op == Op::Nop) continue;
-      Table::Flow& f = tb.flows[static_cast<size_t>(e.flow)];
-      if (e.op == Op::Reduce) {
-        f.reduce_children = static_cast<uint32_t>(e.children.size());
-        f.root = f.root || e.parent == kNil;
-      } else if (e.parent != kNil) {
-        f.gathers = true;
-      }
-      if (!e.sends()) continue;
-      const bool reduce = e.op == Op::Reduce;
-      const int tree = schedule_.flow_tree.empty() ? e.flow : schedule_.flow_tree[static_cast<size_t>(e.flow)];
-      const auto& trees = ports.tree[static_cast<size_t>(r)];
-      for (int dst : reduce ? std::vector<int>{e.parent} : e.children) {
-        const bool own = tree < static_cast<int>(trees.size()) && !trees[static_cast<size_t>(tree)][static_cast<size_t>(dst)].empty();
-        const std::vector<int>& to =
-            own ? trees[static_cast<size_t>(tree)][static_cast<size_t>(dst)] : ports.to[static_cast<size_t>(r)][static_cast<size_t>(dst)];
-        for (size_t k = 0; k < to.size(); ++k) {
-          const int lane =
-              lane_of.emplace(std::make_tuple(to[k], dst, tree), static_cast<int>(lane_of.size())).first->second;
-          tb.streams.push_back({e.flow, dst, to[k], static_cast<int>(k), static_cast<int>(to.size()), reduce, lane});
-          pinned.emplace(node_of(r), t.peer({node_of(r), to[k]}).node);
-        }
-      }
-    }
-    tb.first_stream.push_back(static_cast<uint32_t>(tb.streams.size()));
-    tb.lanes = static_cast<int>(lane_of.size());
+    tables_.push_back(collectives::table_view(schedule_, r, ports.to[static_cast<size_t>(r)], ports.tree[static_cast<size_t>(r)]));
+    for (const collectives::TableView::Share& x : tables_.back().shares)
+      pinned.emplace(node_of(r), t.peer({node_of(r), x.port}).node);
   }
   graph_.emplace(m, pinned);
 }
@@ -108,7 +73,7 @@ class NicFlows::Run {
     bool finished = false;
   };
   const std::vector<Entry>& table(const Rank& k) const { return f_.schedule_.tables[static_cast<size_t>(k.r)]; }
-  const Table& shape(const Rank& k) const { return f_.tables_[static_cast<size_t>(k.r)]; }
+  const collectives::TableView& shape(const Rank& k) const { return f_.tables_[static_cast<size_t>(k.r)]; }
   bool ready(const Rank& k, const Entry& e) const;
   void advance(Rank& k);
   void issue(Rank& k, int index);
@@ -116,8 +81,8 @@ class NicFlows::Run {
   void sent(Rank& k, uint32_t s);
   void arrived(Rank& k, int flow, bool reduce, uint64_t len);
   void maybe_finish(Rank& k);
-  // Stream s's element-aligned share of its flow, bytes.
-  uint64_t length(const Stream& s) const {
+  // Share s's bytes: its part of its flow, cut at elements.
+  uint64_t length(const collectives::TableView::Share& s) const {
     const uint64_t elems = layout_[static_cast<size_t>(s.flow)].length / f_.elem_;
     const auto at = [&](int part) { return elems * static_cast<uint64_t>(part) / static_cast<uint64_t>(s.parts); };
     return (at(s.part + 1) - at(s.part)) * f_.elem_;
@@ -142,7 +107,7 @@ NicFlows::Run::Run(NicFlows& f, uint64_t bytes) : f_(f) {
   for (size_t r = 0; r < ranks_.size(); ++r) {
     Rank& k = ranks_[r];
     k.r = static_cast<int>(r);
-    const Table& tb = f.tables_[r];
+    const collectives::TableView& tb = f.tables_[r];
     for (size_t g = 0; g < tb.flows.size(); ++g) {
       k.reduce_left.push_back(tb.flows[g].reduce_children * layout_[g].length);
       k.gather_left.push_back(tb.flows[g].gathers ? layout_[g].length : 0);
@@ -211,10 +176,10 @@ void NicFlows::Run::issue(Rank& k, int index) {
     net_.after(step_ns_, [this, &k] { advance(k); });
     return;
   }
-  const Table& tb = shape(k);
-  for (uint32_t s = tb.first_stream[static_cast<size_t>(index)]; s < tb.first_stream[static_cast<size_t>(index) + 1]; ++s) {
+  const collectives::TableView& tb = shape(k);
+  for (uint32_t s = tb.first_share[static_cast<size_t>(index)]; s < tb.first_share[static_cast<size_t>(index) + 1]; ++s) {
     ++k.sending;
-    if (length(tb.streams[s]) == 0) {  // an empty share: nothing to read
+    if (length(tb.shares[s]) == 0) {  // an empty share: nothing to read
       --k.sending;
       continue;
     }
@@ -222,7 +187,7 @@ void NicFlows::Run::issue(Rank& k, int index) {
       activate(k, s);
       continue;
     }
-    Lane& l = k.lanes[static_cast<size_t>(tb.streams[s].lane)];
+    Lane& l = k.lanes[static_cast<size_t>(tb.shares[s].lane)];
     l.queue.push_back(s);
     if (l.queue.size() - l.head == 1) activate(k, s);  // the lane was idle
   }
@@ -233,7 +198,7 @@ void NicFlows::Run::issue(Rank& k, int index) {
 void NicFlows::Run::activate(Rank& k, uint32_t s) {
   ++transfers_;
   net_.after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
-    const Stream& x = shape(k).streams[s];
+    const collectives::TableView::Share& x = shape(k).shares[s];
     const uint64_t len = length(x);
     const Route& r = f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], x.port,
                                       f_.endpoints_[static_cast<size_t>(x.dst)]);
@@ -243,7 +208,7 @@ void NicFlows::Run::activate(Rank& k, uint32_t s) {
     for (const auto& [link, share] : r.hops)
       if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
     net_.start(std::move(uses), static_cast<double>(len), 0, [this, &k, s, len, latency = r.latency_ns] {
-      const Stream& y = shape(k).streams[s];
+      const collectives::TableView::Share& y = shape(k).shares[s];
       Rank& dst = ranks_[static_cast<size_t>(y.dst)];
       const int flow = y.flow;
       const bool reduce = y.reduce;
@@ -258,7 +223,7 @@ void NicFlows::Run::activate(Rank& k, uint32_t s) {
 void NicFlows::Run::sent(Rank& k, uint32_t s) {
   --k.sending;
   if (f_.dataflow_) {
-    Lane& l = k.lanes[static_cast<size_t>(shape(k).streams[s].lane)];
+    Lane& l = k.lanes[static_cast<size_t>(shape(k).shares[s].lane)];
     if (++l.head < l.queue.size()) activate(k, l.queue[l.head]);
   }
   advance(k);

@@ -46,25 +46,6 @@ class NicFlows : public Executor {
 
  private:
   class Run;
-  // One message's share on one port: what a table entry sends (a Reduce to
-  // its parent, a Gather to each child) split over the ports to its peer.
-  struct Stream {
-    int flow, dst, port, part, parts;
-    bool reduce;    // a partial sum up the tree, else the sum down
-    int lane = -1;  // dataflow: its (port, destination, tree) lane
-  };
-  // What a rank's table asks of each flow, and its entries' streams.
-  struct Table {
-    struct Flow {
-      uint32_t reduce_children = 0;  // Reduce messages this rank takes for the flow
-      bool root = false;             // the flow's reduction ends here
-      bool gathers = false;          // a Gather arrives from a parent
-    };
-    std::vector<Flow> flows;
-    std::vector<uint32_t> first_stream;  // [entry]: its streams are [first_stream[e], first_stream[e + 1])
-    std::vector<Stream> streams;
-    int lanes = 0;
-  };
 
   collectives::Program p_;
   collectives::Schedule schedule_;
@@ -75,7 +56,7 @@ class NicFlows : public Executor {
   uint64_t seed_;
   bool dataflow_;
   std::optional<FlowGraph> graph_;  // made once the tables say which ports messages leave by
-  std::vector<Table> tables_;       // [rank]
+  std::vector<collectives::TableView> tables_;  // [rank]
 };
 
 }  // namespace incsim::flow

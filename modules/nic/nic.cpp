@@ -141,7 +141,6 @@ void Table::load(NicJob job) {
   params_ = job_.params;
   const collectives::Schedule& schedule = *job_.schedule;
   const int rank = job_.rank;
-  const auto& tree_ports = job_.tree_ports;
   flows_.assign(schedule.flows.size(), FlowState{});
   entry_streams_.clear();
   buffers_.clear();
@@ -151,52 +150,35 @@ void Table::load(NicJob job) {
   owner_ = -1;
   finished_ = false;
   // What each flow asks of this node, and a stream per message and port.
+  const collectives::TableView view = collectives::table_view(schedule, rank, job_.ports_to, job_.tree_ports);
+  for (size_t f = 0; f < flows_.size(); ++f) {
+    flows_[f].reduce_children = view.flows[f].reduce_children;
+    flows_[f].root = view.flows[f].root;
+    flows_[f].gathers = view.flows[f].gathers;
+  }
+  if (schedule.broadcast_root != kNil) owner_ = schedule.broadcast_root;  // its results are its input
   entry_streams_.resize(table().size());
-  if (schedule.broadcast_root != kNil) {
-    // A broadcast: the root's flows start as its own input.
-    owner_ = schedule.broadcast_root;
-    if (rank == owner_)
-      for (FlowState& f : flows_) f.root = true;
-  }
-  std::map<std::tuple<int, int, int>, int> lane_of;  // (port, destination, tree): a link of the tree
-  for (size_t i = 0; i < table().size(); ++i) {
-    const Entry& e = table()[i];
-    if (e.op == Op::Nop) continue;
-    FlowState& f = flows_[e.flow];
-    if (e.op == Op::Reduce) {
-      f.reduce_children = static_cast<uint32_t>(e.children.size());
-      f.root = f.root || e.parent == kNil;
-    } else if (e.parent != kNil) {
-      f.gathers = true;
+  lanes_.resize(static_cast<size_t>(view.lanes));
+  for (size_t i = 0; i < table().size(); ++i)
+    for (uint32_t k = view.first_share[i]; k < view.first_share[i + 1]; ++k) {
+      const collectives::TableView::Share& x = view.shares[k];
+      FlowState& f = flows_[x.flow];
+      auto s = std::make_unique<Stream>();
+      s->table = this;
+      s->flow = x.flow;
+      s->op = x.reduce ? net::Op::ReduceMsg : net::Op::GatherMsg;
+      s->dst = job_.endpoint_of[x.dst];
+      s->dst_table = job_.table_of[x.dst];
+      s->port = x.port;
+      s->part = x.part;
+      s->parts = x.parts;
+      s->from_buffer = !x.reduce || f.reduce_children > 0;
+      s->tree = x.tree;
+      s->lane = x.lane;
+      lanes_[s->lane].queue.reserve(lanes_[s->lane].queue.capacity() + 1);
+      (x.reduce ? f.reduce_readers : f.gather_readers) += s->from_buffer;
+      entry_streams_[i].push_back(std::move(s));
     }
-    if (!e.sends()) continue;
-    const bool reduce = e.op == Op::Reduce;
-    std::vector<int> to = reduce ? std::vector<int>{e.parent} : e.children;
-    for (int dst : to) {
-      const int tree = schedule.flow_tree.empty() ? e.flow : schedule.flow_tree[e.flow];
-      const bool own = tree < static_cast<int>(tree_ports.size()) && !tree_ports[tree][dst].empty();
-      const auto& ports = own ? tree_ports[tree][dst] : job_.ports_to[dst];
-      for (size_t k = 0; k < ports.size(); ++k) {
-        auto s = std::make_unique<Stream>();
-        s->table = this;
-        s->flow = e.flow;
-        s->op = reduce ? net::Op::ReduceMsg : net::Op::GatherMsg;
-        s->dst = job_.endpoint_of[dst];
-        s->dst_table = job_.table_of[dst];
-        s->port = ports[k];
-        s->part = static_cast<int>(k);
-        s->parts = static_cast<int>(ports.size());
-        s->from_buffer = !reduce || f.reduce_children > 0;
-        s->tree = tree;
-        const auto lane = lane_of.emplace(std::make_tuple(s->port, dst, tree), static_cast<int>(lane_of.size())).first;
-        s->lane = lane->second;
-        if (static_cast<int>(lanes_.size()) <= s->lane) lanes_.resize(s->lane + 1);
-        lanes_[s->lane].queue.reserve(lanes_[s->lane].queue.capacity() + 1);
-        (reduce ? f.reduce_readers : f.gather_readers) += s->from_buffer;
-        entry_streams_[i].push_back(std::move(s));
-      }
-    }
-  }
 }
 
 void Table::start(const Layout& layout, const NicParams& params, std::function<void()> on_done) {

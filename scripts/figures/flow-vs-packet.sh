@@ -3,8 +3,9 @@
 # both fidelities on each case below at each size, and prints every point's
 # time and the flow's error, with the CPU seconds each took; writes
 # docs/figures/flow-vs-packet.csv. CASES and SIZES override the lists (one
-# case a line: a label, then incsim's options). Set INCSIM to use another
-# binary (nothing is built then). About 10 minutes with the defaults.
+# case a line: a label, then incsim's options); APPEND=1 adds their rows to
+# the CSV's instead of replacing them. Set INCSIM to use another binary
+# (nothing is built then). About 10 minutes with the defaults.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
@@ -23,7 +24,7 @@ export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-vs-packet.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
+[ -n "${APPEND:-}" ] || echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
 printf '%-16s %10s %12s %12s %8s %9s %8s\n' case size packet_us flow_us error pkt_cpu flow_cpu
 echo "$cases" | while read -r label opts; do
   [ -n "$label" ] || continue
