@@ -42,6 +42,8 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
                   "nvls runs on the copy engine; flows run the programs of the GPUs'");
   require_refused("--fidelity flow --platform torus --algorithm multitree -c nic.flow_control=bogus",
                   "nic.flow_control must be packet or message, not 'bogus'");
+  require_refused("--fidelity flow --platform dgx1v --algorithm blink -c blink.miad_iterations=4",
+                  "blink tunes itself over several runs of each size, which flows do not run");
   require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce",
                   "nvlsnetreduce adds its reducing writes in NetReduce's FPGA beside each rail leaf, which flows do not model");
