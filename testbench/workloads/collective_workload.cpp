@@ -251,22 +251,29 @@ sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
   return sc_core::sc_time(us, sc_core::SC_US);
 }
 
-void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
+void print_collective(const std::string& what, const collectives::Program& program,
+                      const collectives::Schedule* schedule, const std::string& trees_text, const Options& o,
+                      std::ostream& os) {
   if (what == "program") {
-    os << collectives::write_program(call_->program());
+    os << collectives::write_program(program);
     return;
   }
   if (what == "trees") {
-    if (synthesis_.trees_text.empty())
-      throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + opt_.algorithm + "' on " +
-                      opt_.platform + " builds none");
-    os << synthesis_.trees_text;
+    if (trees_text.empty())
+      throw UserError("--print-trees shows Blink's trees or a DGX-1's rings; algorithm '" + o.algorithm + "' on " +
+                      o.platform + " builds none");
+    os << trees_text;
     return;
   }
-  if (!call_->schedule())
-    throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + opt_.algorithm +
+  if (!schedule)
+    throw UserError("--print-schedule shows NIC schedule tables; algorithm '" + o.algorithm +
                     "' runs none (use ring with -c ring.engine=nic, dbtree, hd, ring2d, hdrm, multitree)");
-  os << collectives::format_tables(call_->schedule()->schedule());
+  os << collectives::format_tables(*schedule);
+}
+
+void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
+  print_collective(what, call_->program(), call_->schedule() ? &call_->schedule()->schedule() : nullptr,
+                   synthesis_.trees_text, opt_, os);
 }
 
 void CollectiveWorkload::start(size_t i, std::function<void()> on_done) { call_->start(sizes_[i], std::move(on_done)); }

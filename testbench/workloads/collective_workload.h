@@ -38,6 +38,13 @@ std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(c
 // fits in this machine's memory; `flow`: the sentence names --fidelity
 // flow, which holds no elements.
 void check_memory(const std::vector<uint64_t>& sizes, double per_byte, const std::string& holds, bool flow);
+// --print-program, --print-trees or --print-schedule (`what`) of a
+// collective's program, its NICs' schedule (or none) and Blink's trees'
+// text (or empty), for the options o names; throws UserError naming what
+// the run does not build.
+void print_collective(const std::string& what, const collectives::Program& program,
+                      const collectives::Schedule* schedule, const std::string& trees_text, const Options& o,
+                      std::ostream& os);
 
 // --algorithm FILE (a name with a dot or a slash: no algorithm's has one).
 bool is_program_file(const std::string& algorithm);

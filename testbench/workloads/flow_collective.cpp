@@ -107,8 +107,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   *schema_ = nccl_schema();
   schema_->add({"flows", "flows", ColumnKind::Measurement});
   for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
-                                    std::pair{"dump-platform", "the packet-level machine's graph"},
-                                    std::pair{"print-schedule", "the NICs' schedule tables"}})
+                                    std::pair{"dump-platform", "the packet-level machine's graph"}})
     if (opt_.was_given(given))
       throw UserError(std::string("--") + given + " shows " + what + ", which --fidelity flow does not build");
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine", "load"},
@@ -236,6 +235,7 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   costs.framing = {f.header, f.flit, f.max_payload, message};
   algbw_bound_GBps_ = synthesis.algbw_bound_GBps;
   bound_note_ = synthesis.bound_note;
+  trees_text_ = synthesis.trees_text;
   try {
     auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed);
@@ -249,8 +249,7 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
 
 void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) const {
-  if (what != "program") Workload::print(what, os);
-  os << collectives::write_program(flows_->program());
+  print_collective(what, flows_->program(), nic_ ? &nic_->schedule() : nullptr, trees_text_, opt_, os);
 }
 
 std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {

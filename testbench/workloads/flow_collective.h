@@ -56,7 +56,7 @@ class FlowCollectiveWorkload : public Workload {
   std::string cluster_note_;  // empty off a cluster
   // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
   double algbw_bound_GBps_ = 0;
-  std::string bound_note_;
+  std::string bound_note_, trees_text_;  // trees_text_: --print-trees' (Blink's)
   // While a progress line may be due: the running point's share of its
   // operations issued (CoresFlows::run's progress).
   const std::function<double()>* fraction_ = nullptr;

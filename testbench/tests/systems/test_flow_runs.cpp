@@ -168,6 +168,14 @@ TEST_CASE("flow against packet level: the NICs' schedule tables, lockstep and da
   const Result r = incsim("--fidelity flow --platform torus --algorithm multitree --sizes 64K");
   CHECK_THAT(r.out, Catch::Contains("# schedule: multitree on the NICs, 10 steps (5 reduce-scatter), 16 flows") &&
                         Catch::Contains("with the NICs' fixed costs"));
+  // The tables and trees they run are packet level's.
+  for (const std::string print : {"--platform torus --algorithm multitree --print-schedule",
+                                  "--platform dgx1v --algorithm blink --print-trees"}) {
+    const Result packet = incsim(print), flow = incsim(print + " --fidelity flow");
+    REQUIRE(packet.code == 0);
+    CHECK(flow.code == 0);
+    CHECK(flow.out == packet.out);
+  }
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
