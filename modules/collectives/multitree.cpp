@@ -66,6 +66,28 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   std::vector<int> ep_of(t.nodes().size(), -1);
   for (int i = 0; i < n; ++i) ep_of[t.endpoints()[i]] = i;
 
+  // Each node's ports as the search reads them: the peer, whether it is an
+  // endpoint (its index) and the directed link out (Topology::peer and
+  // dlink once, not in every search).
+  struct Out {
+    int node, ep, dl;
+    bool sw;
+  };
+  std::vector<std::vector<Out>> adj(t.nodes().size());
+  for (size_t u = 0; u < t.nodes().size(); ++u)
+    for (int port = 0; port < t.node(static_cast<int>(u)).ports; ++port) {
+      const PortRef o{static_cast<int>(u), port};
+      const PortRef v = t.peer(o);
+      adj[u].push_back(v.node < 0 ? Out{-1, -1, -1, false}
+                                  : Out{v.node, ep_of[v.node], dlink(t, o), t.node(v.node).kind == NodeKind::Switch});
+    }
+  // [tree][node]: the endpoints on a switch's ports not yet in the tree; a
+  // switch with none is not scanned for a child (the scan could find none).
+  std::vector<std::vector<int>> open(n, std::vector<int>(t.nodes().size(), 0));
+  for (int s : t.switches())
+    for (const Out& o : adj[static_cast<size_t>(s)])
+      if (o.ep >= 0)
+        for (int T = 0; T < n; ++T) open[T][static_cast<size_t>(s)] += o.ep != T;
   std::vector<std::vector<char>> in_tree(n, std::vector<char>(n, 0));
   std::vector<std::vector<int>> order(n);      // nodes of each tree in order of adding
   std::vector<std::vector<int>> added_at(n, std::vector<int>(n, 0));
@@ -83,9 +105,10 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   // Finds a child for parent p in tree T and takes the links of its path
   // for the step; -1 if none.
   std::vector<PortRef> path;
+  std::deque<int> q;
   auto find_child = [&](int T, int p) -> int {
     ++stamp;
-    std::deque<int> q;
+    q.clear();
     const int src = t.endpoints()[p];
     seen[src] = stamp;
     hops[src] = 0;
@@ -94,41 +117,35 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     while (!q.empty() && found < 0) {
       const int u = q.front();
       q.pop_front();
-      const auto& U = t.node(u);
-      if (U.kind == NodeKind::Endpoint) {
+      const std::vector<Out>& ports = adj[static_cast<size_t>(u)];
+      if (ep_of[u] >= 0) {
         if (u != src) continue;
-        for (int port = 0; port < U.ports; ++port) {
-          PortRef o{u, port};
-          PortRef v = t.peer(o);
-          if (v.node < 0 || seen[v.node] == stamp || cap[dlink(t, o)] <= 0) continue;
-          if (t.node(v.node).kind != NodeKind::Switch) continue;
+        for (int port = 0; port < static_cast<int>(ports.size()); ++port) {
+          const Out& v = ports[static_cast<size_t>(port)];
+          if (v.node < 0 || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
+          if (!v.sw) continue;
           seen[v.node] = stamp;
           hops[v.node] = 0;
-          via[v.node] = o;
+          via[v.node] = {u, port};
           q.push_back(v.node);
         }
         continue;
       }
       // A switch: its endpoints first (step 2 of §III-C3), then further switches.
-      for (int port = 0; port < U.ports && found < 0; ++port) {
-        PortRef o{u, port};
-        PortRef v = t.peer(o);
-        if (v.node < 0 || t.node(v.node).kind != NodeKind::Endpoint) continue;
-        const int c = ep_of[v.node];
-        if (in_tree[T][c] || cap[dlink(t, o)] <= 0) continue;
-        via[v.node] = o;
-        found = v.node;
-      }
+      if (open[T][static_cast<size_t>(u)] > 0)
+        for (int port = 0; port < static_cast<int>(ports.size()) && found < 0; ++port) {
+          const Out& v = ports[static_cast<size_t>(port)];
+          if (v.ep < 0 || in_tree[T][v.ep] || cap[v.dl] <= 0) continue;
+          via[v.node] = {u, port};
+          found = v.node;
+        }
       if (found >= 0 || !may_transit(u, hops[u])) continue;
-      for (int port = 0; port < U.ports; ++port) {
-        PortRef o{u, port};
-        PortRef v = t.peer(o);
-        if (v.node < 0 || t.node(v.node).kind != NodeKind::Switch || seen[v.node] == stamp ||
-            cap[dlink(t, o)] <= 0)
-          continue;
+      for (int port = 0; port < static_cast<int>(ports.size()); ++port) {
+        const Out& v = ports[static_cast<size_t>(port)];
+        if (v.node < 0 || !v.sw || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
         seen[v.node] = stamp;
         hops[v.node] = hops[u] + 1;
-        via[v.node] = o;
+        via[v.node] = {u, port};
         q.push_back(v.node);
       }
     }
@@ -136,8 +153,28 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     path.clear();
     for (int v = found; v != src; v = via[v].node) path.push_back(via[v]);
     std::reverse(path.begin(), path.end());
-    for (PortRef o : path) --cap[dlink(t, o)];
+    for (PortRef o : path) --cap[adj[static_cast<size_t>(o.node)][static_cast<size_t>(o.port)].dl];
     return ep_of[found];
+  };
+  // [endpoint]: the directed links into it. A tree none of whose endpoints
+  // still out of it has one with capacity left in this step finds no child
+  // in it (a search ends on such a link).
+  std::vector<std::vector<int>> inlets(n);
+  for (int s : t.switches())
+    for (const Out& o : adj[static_cast<size_t>(s)])
+      if (o.ep >= 0) inlets[static_cast<size_t>(o.ep)].push_back(o.dl);
+  auto can_grow = [&](int T) {
+    for (int c = 0; c < n; ++c)
+      if (!in_tree[T][c])
+        for (int dl : inlets[static_cast<size_t>(c)])
+          if (cap[dl] > 0) return true;
+    return false;
+  };
+  // Endpoint c joins tree T: the switches beside it have one fewer to offer.
+  auto join = [&](int T, int c) {
+    in_tree[T][c] = 1;
+    for (const Out& o : adj[static_cast<size_t>(t.endpoints()[c])])
+      if (o.sw) --open[T][static_cast<size_t>(o.node)];
   };
 
   int seq = 0;
@@ -146,18 +183,30 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     std::vector<char> stuck(n, 0);
     std::vector<size_t> frontier(n);  // nodes added in earlier steps: order[T][0..frontier)
     for (int T = 0; T < n; ++T) frontier[T] = order[T].size();
+    // [T][i]: order[T][i] found no child this step, and will find none
+    // again in it (links only get scarcer, trees only fuller).
+    std::vector<std::vector<char>> failed(n);
+    for (int T = 0; T < n; ++T) failed[T].assign(frontier[T], 0);
     const int before = remaining;
     bool progress = true;
     while (progress) {
       progress = false;
       for (int T = 0; T < n; ++T) {  // trees take turns by root id (line 8)
         if (stuck[T] || static_cast<int>(order[T].size()) == n) continue;
+        if (!can_grow(T)) {
+          stuck[T] = 1;
+          continue;
+        }
         bool added = false;
         for (size_t i = 0; i < frontier[T] && !added; ++i) {  // breadth first (line 9)
+          if (failed[T][i]) continue;
           const int p = order[T][i];
           const int c = find_child(T, p);
-          if (c < 0) continue;
-          in_tree[T][c] = 1;
+          if (c < 0) {
+            failed[T][i] = 1;
+            continue;
+          }
+          join(T, c);
           order[T].push_back(c);
           added_at[T][c] = step;
           out.edges.push_back({T, p, c, step, seq++});
