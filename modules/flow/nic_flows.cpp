@@ -200,8 +200,10 @@ void NicFlows::Run::activate(Rank& k, uint32_t s) {
   net_.after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
     const collectives::TableView::Share& x = shape(k).shares[s];
     const uint64_t len = length(x);
-    const Route& r = f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], x.port,
-                                      f_.endpoints_[static_cast<size_t>(x.dst)]);
+    // Not kept: a table's messages seldom take one route twice.
+    const int from = f_.endpoints_[static_cast<size_t>(k.r)];
+    const Route r = f_.graph_->walk(f_.m_.t->endpoints()[static_cast<size_t>(from)], x.port,
+                                    f_.endpoints_[static_cast<size_t>(x.dst)], from);
     // Wire bytes per payload byte: the message's head flits and flit padding.
     const double weight = static_cast<double>(f_.costs_.framing.wire_bytes(len)) / static_cast<double>(len);
     std::vector<Network::Use> uses;
