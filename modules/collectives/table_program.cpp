@@ -31,6 +31,13 @@ Program TableProgramBuilder::build(bool nops) const {
                       std::to_string(flows) + " flows, " + std::to_string(nodes_) + " nodes or 65535 steps");
     steps = std::max(steps, x.step);
   }
+  // [node]: the messages it sends or receives, in m's order (a pass over
+  // all messages per node would cost nodes times messages).
+  std::vector<std::vector<uint32_t>> touching(static_cast<size_t>(nodes_));
+  for (uint32_t i = 0; i < m.size(); ++i) {
+    touching[static_cast<size_t>(m[i].src)].push_back(i);
+    if (m[i].dst != m[i].src) touching[static_cast<size_t>(m[i].dst)].push_back(i);
+  }
   ProgramBuilder pb(name_, root_ == kNone ? Collective::AllReduce : Collective::Broadcast, nodes_, true);
   pb.program().root = root_ == kNone ? 0 : root_;
   const uint32_t chunks = static_cast<uint32_t>(chunks_);
@@ -60,7 +67,8 @@ Program TableProgramBuilder::build(bool nops) const {
       }
       events.push_back({x.step, k != OpKind::Send, !x.reduce, x.flow, o});
     };
-    for (const Message& x : m) {
+    for (const uint32_t i : touching[static_cast<size_t>(u)]) {
+      const Message& x = m[i];
       if (x.src == u) {
         op(OpKind::Send, x);
         busy[x.step] = true;
