@@ -113,6 +113,21 @@ void print_cluster_bound(std::ostream& os, double busbw_GBps) {
      << " GB/s busbw (the busiest GPU's bytes over NVLink and through its adapter, at their payload rates)\n";
 }
 
+double program_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, double algbw_GBps,
+                        bool cluster) {
+  if (algbw_GBps > 0) return static_cast<double>(bytes) / (algbw_GBps * 1e3);
+  return cores_bound_us(p, bytes, endpoint_GBps, cluster);
+}
+
+void print_algbw_bound(std::ostream& os, double algbw_GBps, const std::string& note) {
+  os << "# bound: " << std::fixed << std::setprecision(1) << algbw_GBps << " GB/s algbw (" << note << ")\n";
+}
+
+const char* nic_links(bool one_head) {
+  return one_head ? "links, one head flit per message; NIC messages are posted"
+                  : "links less header flits; NIC messages are posted";
+}
+
 void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* links, const collectives::Program& p,
                          uint64_t bytes, double bound_us, const std::string& name) {
   os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps << " GB/s payload per GPU (" << links

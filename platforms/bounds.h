@@ -50,10 +50,16 @@ std::string cluster_note(const ClusterBound& b, size_t nodes, size_t gpus_per_no
 // elsewhere the busiest rank's traffic (collectives::moved_per_byte) at the
 // GPU's payload bandwidth.
 double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, bool cluster);
+// The bound time of any program: packed trees' own algbw where they have
+// one (Blink's, algbw_GBps > 0), else cores_bound_us.
+double program_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, double algbw_GBps,
+                        bool cluster);
 
 // The header's "# bound:" lines (fixed, one decimal, left so on `os`).
 // A cluster's: the busbw its busiest GPU allows.
 void print_cluster_bound(std::ostream& os, double busbw_GBps);
+// Packed trees' own algbw and what it is.
+void print_algbw_bound(std::ostream& os, double algbw_GBps, const std::string& note);
 // A payload bandwidth per GPU, net of `links` (kAckedLinks, kPostedLinks, kOneWayLinks,
 // the NICs' messages), and the busbw that allows `name` at `bytes` where
 // its bound time is above 0.
@@ -62,6 +68,8 @@ inline constexpr const char* kPostedLinks = "links less header flits; multicast 
 inline constexpr const char* kOneWayLinks = "links less header flits; the busiest GPU's write acks go the other way";
 // Which of those a program on the cores is bounded by (collectives::bound_charges_acks).
 const char* cores_links(const collectives::Program& p);
+// The NICs' messages: a head flit on each packet, or one per message (nic.flow_control=message).
+const char* nic_links(bool one_head);
 void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* links, const collectives::Program& p,
                          uint64_t bytes, double bound_us, const std::string& name);
 

@@ -86,8 +86,7 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
   switch (program_.engine()) {
     case collectives::Engine::CopyEngine: make_copy(); break;
     case collectives::Engine::NicTable:
-      if (synthesis_.trees()) make_trees();
-      else make_schedule();
+      make_tables();
       break;
     default:
       // NCCL's PXN relays the transfers of the algorithms that cross a cluster's nodes.
@@ -248,32 +247,45 @@ void CollectiveCall::make_copy() {
                                                      redop_, comm_.seed_, wp);
 }
 
-// The NICs run the schedule as a program (or a program file of table
-// operations), which each compiles to its table.
-void CollectiveCall::make_schedule() {
-  const topo::Topology& t = comm_.machine_.topology();
-  const std::string fc = comm_.cfg_.get(nic::kNicFlowControl, synthesis_.message_flow_control ? "message" : "packet");
-  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
-  collectives::StepEstimate est;
-  est.buffer_flits = comm_.cfg_.get(nic::kNicBufferFlits);
-  est.clock_ghz = comm_.cfg_.get(nic::kNicClock);
-  est.link_GBps = t.links().front().bw_GBps;
-  for (const auto& l : t.links()) est.link_GBps = std::min(est.link_GBps, l.bw_GBps);
-  const bool message = fc == "message";
-  endpoint_GBps_ = comm_.least_endpoint_GBps(false);
-  if (message) {
-    // One head flit per message instead of per packet.
-    const auto& f = comm_.machine_.format();
-    endpoint_GBps_ *= static_cast<double>(f.max_payload_bytes + f.header_bytes) / f.max_payload_bytes;
+NicSetup nic_setup(const topo::Topology& t, Config& cfg, const collectives::Synthesis& s, double unacked_GBps,
+                   uint32_t max_payload, uint32_t header) {
+  NicSetup n;
+  n.estimate.link_GBps = t.links().front().bw_GBps;
+  if (s.trees()) {  // dataflow mode issues no NOPs, so the estimate loads nothing
+    n.estimate.buffer_flits = 318;
+    n.estimate.clock_ghz = 1.0;
+    n.endpoint_GBps = is_dgx1(t) ? s.algbw_bound_GBps : unacked_GBps;
+    return n;
   }
+  const std::string fc = cfg.get(nic::kNicFlowControl, s.message_flow_control ? "message" : "packet");
+  if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
+  n.message = fc == "message";
+  n.estimate.buffer_flits = cfg.get(nic::kNicBufferFlits);
+  n.estimate.clock_ghz = cfg.get(nic::kNicClock);
+  for (const auto& l : t.links()) n.estimate.link_GBps = std::min(n.estimate.link_GBps, l.bw_GBps);
+  n.endpoint_GBps = unacked_GBps;
+  // One head flit per message instead of per packet.
+  if (n.message) n.endpoint_GBps *= static_cast<double>(max_payload + header) / max_payload;
+  return n;
+}
+
+// The NICs run the schedule as a program (or a program file of table
+// operations, or packed trees in dataflow mode), which each compiles to its
+// table.
+void CollectiveCall::make_tables() {
+  const topo::Topology& t = comm_.machine_.topology();
+  const auto& f = comm_.machine_.format();
+  const NicSetup n =
+      nic_setup(t, comm_.cfg_, synthesis_, comm_.least_endpoint_GBps(false), f.max_payload_bytes, f.header_bytes);
+  endpoint_GBps_ = n.endpoint_GBps;
   // The NICs compile the program to tables here, once; a file that does not
   // compile (schedule_of) is refused naming it, before anything runs.
   const int job = admit_nic_tables();
   std::unique_ptr<nic::ScheduledCollective> c;
   try {
     c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
-                                                   message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                   est, job);
+                                                   n.message ? nic::FlowControl::Message : nic::FlowControl::Packet,
+                                                   n.estimate, job);
   } catch (const UserError& e) {
     throw UserError(std::string(algorithm_.name()) + ": " + e.what());
   }
@@ -299,20 +311,6 @@ int CollectiveCall::admit_nic_tables() const {
                                                     std::to_string(n->tables_loaded(job)) + " of them held already");
   }
   return job;
-}
-
-void CollectiveCall::make_trees() {
-  const topo::Topology& t = comm_.machine_.topology();
-  endpoint_GBps_ = is_dgx1(t) ? synthesis_.algbw_bound_GBps : comm_.least_endpoint_GBps(false);
-  collectives::StepEstimate est;  // a lockstep NIC's NOP load; dataflow mode issues no NOPs
-  est.buffer_flits = 318;
-  est.clock_ghz = 1.0;
-  est.link_GBps = t.links().front().bw_GBps;
-  const int job = admit_nic_tables();
-  auto c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
-                                                      nic::FlowControl::Packet, est, job);
-  scheduled_ = c.get();
-  engines_ = std::move(c);
 }
 
 void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
@@ -369,23 +367,19 @@ Measures CollectiveCall::measures() const {
 // to move: a cluster's cores by their links inside and across the nodes
 // (cluster_endpoint_GBps, already the busbw), else by the program's traffic.
 double CollectiveCall::bound_us(uint64_t bytes) const {
-  if (synthesis_.algbw_bound_GBps > 0) return static_cast<double>(bytes) / (synthesis_.algbw_bound_GBps * 1e3);
-  return cores_bound_us(program_, bytes, endpoint_GBps_,
-                        !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores);
+  return program_bound_us(program_, bytes, endpoint_GBps_, synthesis_.algbw_bound_GBps,
+                          !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores);
 }
 
 void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::string& name) const {
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
   if (!synthesis_.bound_note.empty()) {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw ("
-       << synthesis_.bound_note << ")\n";
+    print_algbw_bound(os, endpoint_GBps_, synthesis_.bound_note);
   } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
     print_cluster_bound(os, endpoint_GBps_);
   } else {
     print_payload_bound(os, endpoint_GBps_,
-                        scheduled_ ? (scheduled_->flow_control() == nic::FlowControl::Message
-                                          ? "links, one head flit per message; NIC messages are posted"
-                                          : "links less header flits; NIC messages are posted")
+                        scheduled_ ? nic_links(scheduled_->flow_control() == nic::FlowControl::Message)
                         : !innet_  ? cores_links(program_)
                                    : kPostedLinks,
                         program_, bytes, bound_us(bytes), name);

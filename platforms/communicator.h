@@ -56,6 +56,19 @@ struct Measures {
 // A program set up on a communicator's GPUs and engines, run once per
 // message size: start() begins it now, on_done follows when every rank has
 // finished (or the run failed: error()); measures() then says what it did.
+// How the NICs run a synthesis's tables, at packet level and as flows:
+// message-based flow control or not (nic.flow_control; packed trees never),
+// the lockstep NOP's step estimate, and the payload bandwidth per GPU that
+// bounds it, from `unacked_GBps` (a GPU's links less header flits, no
+// acknowledgements) for packets of max_payload and header bytes.
+struct NicSetup {
+  bool message = false;
+  collectives::StepEstimate estimate{};
+  double endpoint_GBps = 0;
+};
+NicSetup nic_setup(const topo::Topology& t, Config& cfg, const collectives::Synthesis& s, double unacked_GBps,
+                   uint32_t max_payload, uint32_t header);
+
 class CollectiveCall {
  public:
   ~CollectiveCall();
@@ -96,8 +109,7 @@ class CollectiveCall {
   void describe_order(std::ostream& os) const;
   void make_cores();
   void make_copy();
-  void make_schedule();
-  void make_trees();
+  void make_tables();
   // A schedule table on each of its GPUs' NICs under nic.tables and the job's
   // share (nic.tables.policy), or a ShareShortfall naming the NIC; returns
   // the job building it (MulticastFabric::tenant), -1 outside a jobs run.

@@ -73,8 +73,6 @@ class FlowGraph {
   // links stay links of their own.
   FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& pinned);
 
-  const FlowMachine& machine() const { return m_; }
-  const topo::Topology& topology() const { return *m_.t; }
   // The flow network's link of graph link k's direction d (0: a to b): its
   // own, or where the sending node spreads packets over a trunk of links
   // to one neighbour, the trunk's, one link of their summed bandwidth (per

@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "choices.h"
 #include "collective_workload.h"
@@ -13,7 +15,6 @@
 #include "credit_switch/credit_switch.h"
 #include "gpu/cores.h"
 #include "gpu/gpu.h"
-#include "nic/scheduled_collective.h"
 #include "adapter/hca.h"
 #include "ethernet/roce_frame.h"
 #include "net/packet.h"
@@ -100,6 +101,11 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     m.link_format[k] = scale_out(l.a.node) || scale_out(l.b.node) ? 1 : 0;
   }
   return m;
+}
+// A GPU memory access's latency and jitter, ns, as the GPUs read them (gpu/gpu.cpp).
+std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaults& d) {
+  const double clock = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
+  return {cfg.get(gpu::kGpuMemLatency) / clock, cfg.get(gpu::kGpuMemJitter) / clock};
 }
 }  // namespace
 
@@ -192,9 +198,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   }
   const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, program.tree_nodes != 0);
   flow::CoresCosts costs;
-  const double clock = cfg_.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
-  costs.mem_ns = cfg_.get(gpu::kGpuMemLatency) / clock;
-  costs.jitter_ns = cfg_.get(gpu::kGpuMemJitter) / clock;
+  std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
   costs.simple = {cp.simple.chunk_bytes, cp.simple.slots};
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
@@ -204,35 +208,20 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
 }
 
-// The NICs run the program's schedule tables, as the communicator sets them
-// up (platforms/communicator.cpp, make_schedule and make_trees).
+// The NICs run the program's schedule tables, set up as at packet level
+// (platforms::nic_setup).
 void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus,
                                         const platforms::PlatformDefaults& d) {
   const topo::Topology& t = graph_;
   const flow::LinkFormat& f = machine_.formats.front();
+  const platforms::NicSetup n =
+      platforms::nic_setup(t, cfg_, synthesis, platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus),
+                           f.max_payload, f.header);
+  endpoint_GBps_ = n.endpoint_GBps;
   flow::NicCosts costs;
-  const double clock = cfg_.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
-  costs.mem_ns = cfg_.get(gpu::kGpuMemLatency) / clock;
-  costs.jitter_ns = cfg_.get(gpu::kGpuMemJitter) / clock;
-  costs.estimate.link_GBps = t.links().front().bw_GBps;
-  bool message = false;
-  if (synthesis.trees()) {  // dataflow: no NOPs, so no step estimate
-    costs.estimate.buffer_flits = 318;
-    costs.estimate.clock_ghz = 1.0;
-    endpoint_GBps_ = platforms::is_dgx1(t) ? synthesis.algbw_bound_GBps
-                                           : platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus);
-  } else {
-    const std::string fc = cfg_.get(nic::kNicFlowControl, synthesis.message_flow_control ? "message" : "packet");
-    if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
-    message = fc == "message";
-    costs.estimate.buffer_flits = cfg_.get(nic::kNicBufferFlits);
-    costs.estimate.clock_ghz = cfg_.get(nic::kNicClock);
-    for (const auto& l : t.links()) costs.estimate.link_GBps = std::min(costs.estimate.link_GBps, l.bw_GBps);
-    endpoint_GBps_ = platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus);
-    // One head flit per message instead of per packet.
-    if (message) endpoint_GBps_ *= static_cast<double>(f.max_payload + f.header) / f.max_payload;
-  }
-  costs.framing = {f.header, f.flit, f.max_payload, message};
+  std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
+  costs.framing = {f.header, f.flit, f.max_payload, n.message};
+  costs.estimate = n.estimate;
   algbw_bound_GBps_ = synthesis.algbw_bound_GBps;
   bound_note_ = synthesis.bound_note;
   trees_text_ = synthesis.trees_text;
@@ -311,13 +300,11 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
     os << "# cluster: " << cluster_note_ << "\n";
     platforms::print_cluster_bound(os, endpoint_GBps_);
   } else if (!bound_note_.empty()) {
-    os << "# bound: " << std::fixed << std::setprecision(1) << endpoint_GBps_ << " GB/s algbw (" << bound_note_ << ")\n";
+    platforms::print_algbw_bound(os, endpoint_GBps_, bound_note_);
   } else {
     platforms::print_payload_bound(os, endpoint_GBps_,
-                                   !nic_                         ? platforms::cores_links(p)
-                                   : nic_->framing().one_head ? "links, one head flit per message; NIC messages are posted"
-                                                                 : "links less header flits; NIC messages are posted",
-                                   p, bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
+                                   nic_ ? platforms::nic_links(nic_->framing().one_head) : platforms::cores_links(p), p,
+                                   bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
   }
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << std::defaultfloat;
@@ -326,11 +313,9 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
 }
 
-// As the communicator's (CollectiveCall::bound_us): packed trees' own rate,
-// or what the busiest GPU's links allow it to move.
 double FlowCollectiveWorkload::bound_us(uint64_t bytes) const {
-  if (algbw_bound_GBps_ > 0) return static_cast<double>(bytes) / (algbw_bound_GBps_ * 1e3);
-  return platforms::cores_bound_us(flows_->program(), bytes, endpoint_GBps_, !cluster_note_.empty());
+  return platforms::program_bound_us(flows_->program(), bytes, endpoint_GBps_, algbw_bound_GBps_,
+                                     !cluster_note_.empty());
 }
 
 void FlowCollectiveWorkload::config_json(nlohmann::ordered_json& config) const {
