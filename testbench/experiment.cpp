@@ -98,7 +98,7 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
       return ec ? std::string() : fmt::format("VCD {:.1f} MB so far", static_cast<double>(bytes) / 1e6);
     };
   watchdog_ = std::make_unique<Watchdog>(
-      timeout, [m] { return m ? m->progress() : 0; },
+      timeout, [this] { return workload_->progress(); },
       [this] {
         RunShare s = share_;
         s.fraction = workload_->done_fraction();
@@ -360,6 +360,11 @@ int say_error(std::ostream& err, const std::string& who) {
     err << "incsim: error: " << who << e.what() << "\n";
     return 3;
   }
+}
+
+uint64_t Workload::progress() {
+  platforms::Machine* m = machine();
+  return m ? m->progress() : 0;
 }
 
 void Workload::print(const std::string& what, std::ostream&) const {

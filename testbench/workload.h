@@ -78,6 +78,9 @@ class Workload {
   virtual std::string stall_cause() const { return {}; }
   // Lines the stall report adds to the machine's held packets.
   virtual void report_stall(std::ostream& os) const {}
+  // What the stall detector watches move: the machine's progress count
+  // (platforms::Machine::progress), 0 without one.
+  virtual uint64_t progress();
   // How much of the running point is done, in [0, 1], for the progress
   // line; negative when the workload cannot tell.
   virtual double done_fraction() const { return -1; }

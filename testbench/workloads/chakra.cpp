@@ -231,7 +231,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
                         t.name + "' numbers its GPUs, so it cannot run " + g.label() + " of " +
                         name_ + ", which is not ranks 0 to " + std::to_string(g.ranks.size() - 1));
     }
-  platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, algorithms_)));
+  build_machine(t, cfg, algorithms_);
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     for (const Group& g : groups_) {
@@ -248,13 +248,13 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
                                                           std::to_string(l.dst) + ")",
                                                       "broadcast", "ring"));
   }
-  for (int g = 0; g < ranks_; ++g) platform_->gpus()[g]->compute().use();
+  std::vector<gpu::ComputeEngine*> engines = compute_engines();
+  engines.resize(static_cast<size_t>(ranks_));
+  for (gpu::ComputeEngine* e : engines) e->use();
   contend(cfg, model->sms());
   for (const Group& g : groups_) graph_.add_stream(static_cast<int>(g.ranks.size()));
   for (size_t l = 0; l < links_.size(); ++l) graph_.add_stream(2);
   graph_.keys = static_cast<int>(keys_.size());
-  std::vector<gpu::ComputeEngine*> engines;
-  for (int r = 0; r < ranks_; ++r) engines.push_back(&platform_->gpus()[r]->compute());
   graph_.start = training::Graph::Start::from_launcher;
   runner_ = std::make_unique<training::GraphRunner>(
       "chakra_launch", engines, static_cast<training::GraphRunner::Owner&>(*this));
@@ -351,7 +351,7 @@ Row ChakraWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("exposed_us", std::max(0.0, time - compute))
       .set("collectives", it.collectives)
       .set("p2p", it.transfers)
-      .set("wrong", it.wrong);
+      .set("wrong", wrong_value(it.wrong));
   running_.reset();
   return row;
 }
@@ -370,14 +370,14 @@ std::vector<std::string> ChakraWorkload::timeline_tracks() const {
 }
 
 void ChakraWorkload::print_header(std::ostream& os) const {
-  const auto& t = platform_->topology();
+  const auto& t = topology();
   const size_t nodes = graph_.nodes.size();
   os << std::fixed << std::setprecision(1) << "# incsim: running chakra trace set " << name_ << " ("
      << count_of(ranks_, "rank", "ranks") << ", " << count_of(nodes, "node", "nodes") << ", an iteration), on "
      << ranks_ << " of " << t.endpoints().size() << " GPUs, platform " << t.name << ", seed " << opt_.seed << "\n"
      << "# compute: each compute node on its GPU's compute block for " << compute_note_
      << "; memory and metadata nodes take no time; the busiest rank computes "
-     << *std::max_element(compute_us_.begin(), compute_us_.end()) << " us" << contention_note() << "\n";
+     << *std::max_element(compute_us_.begin(), compute_us_.end()) << " us" << contention_note() << "\n" << fidelity_note();
   os << "# communication: " << count_of(collectives_per_iteration_, "collective", "collectives") << " per iteration in "
      << count_of(groups_.size(), "process group", "process groups");
   for (const Group& g : groups_) {

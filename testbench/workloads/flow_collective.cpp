@@ -28,7 +28,6 @@
 
 namespace incsim::tb {
 
-namespace {
 // What packet level pays on graph t's links and nodes, from the parameters
 // its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp,
 // ethernet_fabric.cpp).
@@ -102,6 +101,15 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
   }
   return m;
 }
+
+void refuse_packet_outputs(const Options& o, bool timeline) {
+  for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
+                                    std::pair{"dump-platform", "the packet-level machine's graph"}})
+    if (o.was_given(given) && (timeline || std::string(given) != "timeline"))
+      throw UserError(std::string("--") + given + " shows " + what + ", which --fidelity flow does not build");
+}
+
+namespace {
 // A GPU memory access's latency and jitter, ns, as the GPUs read them (gpu/gpu.cpp).
 std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaults& d) {
   const double clock = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
@@ -109,13 +117,11 @@ std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaul
 }
 }  // namespace
 
-FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : opt_(o), cfg_(cfg) {
+FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share)
+    : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   schema_->add({"flows", "flows", ColumnKind::Measurement});
-  for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
-                                    std::pair{"dump-platform", "the packet-level machine's graph"}})
-    if (opt_.was_given(given))
-      throw UserError(std::string("--") + given + " shows " + what + ", which --fidelity flow does not build");
+  if (!share) refuse_packet_outputs(opt_, true);
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine", "load"},
                  "does not apply to a collective");
   collectives::Program file;
@@ -132,28 +138,48 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   algorithm_ = file_ranks ? file_algorithm_.get()
                           : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
 
-  graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
-  const topo::Topology& t = graph_;
+  if (!share) own_graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
+  graph_ = share ? share->graph : &own_graph_;
+  const topo::Topology& t = *graph_;
   const bool roce = topo::is_roce_cluster(t);
   if (roce)
     for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
       if (cfg_.get(*p) > 0)
         throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
   const int built = static_cast<int>(t.endpoints().size());
-  const int n = file_ranks ? file_ranks : opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus : built;
+  const int n = share ? static_cast<int>(share->gpus.size())
+                : file_ranks ? file_ranks
+                : opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus
+                                                      : built;
+  if (share && file_ranks && file_ranks != n)
+    throw UserError(opt_.algorithm + " has " + std::to_string(file_ranks) + " ranks, and this group " +
+                    std::to_string(n) + " GPUs");
   if (n < 2 || n > built)
     throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
                     "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
   std::vector<int> gpus;
-  for (int r = 0; r < n; ++r) gpus.push_back(r);
+  for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
   collectives::Collective c = collectives::Collective::AllReduce;
   collectives::collective_of(opt_.collective, c);
-  collectives::Site site = platforms::site(t, opt_.platform, c, gpus, false, cfg_);
+  collectives::Site site = platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_);
   if (const std::string why = algorithm_->cannot_run(site); !why.empty()) throw UserError(why);
-  const platforms::PlatformDefaults d = platforms::platform_defaults(t, {algorithm_->needs(t, c)});
-  machine_ = flow_machine(t, cfg_, d);
-  site.packet_payload = machine_.formats.front().max_payload;
-  site.packet_header = machine_.formats.front().header;
+  const platforms::PlatformDefaults d = share ? share->defaults : platforms::platform_defaults(t, {algorithm_->needs(t, c)});
+  if (share) {
+    machine_ = share->machine;
+    engines_ = share->engines;
+    spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
+      end_.fired();
+      passed_ += sim_now() - started_;
+      std::function<void()> done = std::move(on_done_);
+      on_done_ = nullptr;
+      done();
+    }, &end_.event);
+  } else {
+    own_machine_ = flow_machine(t, cfg_, d);
+    machine_ = &own_machine_;
+  }
+  site.packet_payload = machine_->formats.front().max_payload;
+  site.packet_header = machine_->formats.front().header;
   collectives::Synthesis synthesis = algorithm_->synthesize(site);
   if (algorithm_->tuner(site, synthesis))
     throw UserError("--fidelity flow: " + opt_.algorithm + " tunes itself over several runs of each size, which flows "
@@ -181,9 +207,9 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
     pxn_relays_ = program.ops.size() - ops;
   }
   // The bound, as packet level's communicator computes it from the same graph and packets.
-  const flow::LinkFormat& f = machine_.formats.front();
+  const flow::LinkFormat& f = machine_->formats.front();
   if (site.cluster()) {
-    const flow::LinkFormat& ib = machine_.formats.back();
+    const flow::LinkFormat& ib = machine_->formats.back();
     const bool pushes = program.has(collectives::OpKind::ReduceWrite);
     const std::vector<int> node_of = site.node_of();
     const platforms::ClusterBound b = platforms::cluster_bound(
@@ -204,7 +230,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = cp.by_size;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
-  flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus, costs,
+  flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
 }
 
@@ -212,8 +238,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg) : 
 // (platforms::nic_setup).
 void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus,
                                         const platforms::PlatformDefaults& d) {
-  const topo::Topology& t = graph_;
-  const flow::LinkFormat& f = machine_.formats.front();
+  const topo::Topology& t = *graph_;
+  const flow::LinkFormat& f = machine_->formats.front();
   const platforms::NicSetup n =
       platforms::nic_setup(t, cfg_, synthesis, platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus),
                            f.max_payload, f.header);
@@ -226,7 +252,7 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   bound_note_ = synthesis.bound_note;
   trees_text_ = synthesis.trees_text;
   try {
-    auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), machine_, gpus, costs,
+    auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed);
     nic_ = x.get();
     flows_ = std::move(x);
@@ -241,16 +267,44 @@ void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) co
   print_collective(what, flows_->program(), nic_ ? &nic_->schedule() : nullptr, trees_text_, opt_, os);
 }
 
+const flow::Executor::Result& FlowCollectiveWorkload::result(size_t i, const flow::Executor::Progress& progress) {
+  const auto [it, fresh] = results_.try_emplace(sizes_[i]);
+  if (fresh) it->second = flows_->run(sizes_[i], progress);
+  return it->second;
+}
+
 std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
-  const uint64_t bytes = sizes_[i];
-  flow::Executor::Result res;
-  run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
-    res = flows_->run(bytes, [&](const std::function<double()>& fraction, double now_ns) {
+  const flow::Executor::Result* res = nullptr;
+  run.run_plain("size " + size_label(sizes_[i]), [&](const Runner::Poll& poll) {
+    res = &result(i, [&](const std::function<double()>& fraction, double now_ns) {
       fraction_ = &fraction;
       poll(now_ns / 1e3);
       fraction_ = nullptr;
     });
   });
+  return {row(i, *res, notes)};
+}
+
+void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
+  on_done_ = std::move(on_done);
+  started_ = sim_now();
+  end_.after(sc_core::sc_time(result(i).time_ns, sc_core::SC_NS));
+}
+
+uint64_t FlowCollectiveWorkload::progress() {
+  const sc_core::sc_time t = on_done_ ? passed_ + (sim_now() - started_) : passed_;
+  return t.value() / 1000;
+}
+
+Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i, result(i), notes); }
+
+int FlowCollectiveWorkload::sm_blocks() const {
+  const collectives::Program& p = flows_->program();
+  return p.engine() == collectives::Engine::Cores ? collectives::channel_parts(p).channels : 0;
+}
+
+Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
+  const uint64_t bytes = sizes_[i];
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),
@@ -279,11 +333,11 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
           << 100 * res.period_change << "%; flow.steady_passes)\n"
           << std::defaultfloat;
   }
-  return {std::move(r)};
+  return r;
 }
 
 void FlowCollectiveWorkload::print_header(std::ostream& os) const {
-  const topo::Topology& t = graph_;
+  const topo::Topology& t = *graph_;
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << flows_->program().ranks << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches")
      << ", " << t.links().size() << " links), seed " << opt_.seed << "\n"

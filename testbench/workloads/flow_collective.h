@@ -4,25 +4,49 @@
 // no packet-level block built. Each size's program runs on the GPUs' cores
 // (flow/cores_flows.h) or the NICs' schedule tables (flow/nic_flows.h) as
 // flows over the platform's graph; nccl-tests' columns, with #wrong "-": no
-// element values travel.
+// element values travel. On a share of a platform (training's groups) it is
+// a GroupCollective: a size runs as flows the first time it starts, alone
+// on the network, and ends that long after in simulated time.
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "core/process.h"
 #include "elements/data_pattern.h"
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
+#include "gpu/compute_engine.h"
 #include "platforms/machine.h"
 #include "topology/topology.h"
 #include "workload.h"
 
 namespace incsim::tb {
 
-class FlowCollectiveWorkload : public Workload {
+// Graph t's links and switches as flows see them: what packet level pays
+// there, from the parameters its fabrics read with the defaults d.
+flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d);
+
+// Refuses the options that show what only packet level builds (--vcd,
+// --dump-platform, and where `timeline`, a timeline of the blocks).
+void refuse_packet_outputs(const Options& o, bool timeline);
+
+class FlowCollectiveWorkload : public GroupCollective {
  public:
-  FlowCollectiveWorkload(const Options& o, Config& cfg);
+  // What a collective holds of a platform it shares with others: the
+  // platform's graph and flow machine (made with `defaults`), its GPUs in
+  // rank order and their compute engines.
+  struct Share {
+    const topo::Topology* graph;
+    const flow::FlowMachine* machine;
+    platforms::PlatformDefaults defaults;
+    std::vector<int> gpus;
+    std::vector<gpu::ComputeEngine*> engines;
+  };
+  // Without a share it makes the platform's graph from the options.
+  FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
   ~FlowCollectiveWorkload() override;
 
   platforms::Machine* machine() override { return nullptr; }
@@ -34,20 +58,37 @@ class FlowCollectiveWorkload : public Workload {
   void config_json(nlohmann::ordered_json& config) const override;
   sc_core::sc_time default_stall_timeout() const override { return sc_core::sc_time(1, sc_core::SC_SEC); }
   void print(const std::string& what, std::ostream& os) const override;
+  // On a share: point i ends its flows' time after now (the first start of
+  // its size runs them); finish(i) gives the row.
+  void start(size_t i, std::function<void()> on_done) override;
+  Row finish(size_t i, std::ostream& notes) override;
+  std::string error() const override { return ""; }
+  const std::vector<uint64_t>& sizes() const override { return sizes_; }
+  const Options& options() const override { return opt_; }
+  // A program on the GPUs' cores holds a thread block per channel, as at packet level.
+  int sm_blocks() const override;
+  std::vector<gpu::ComputeEngine*> compute_engines() const override { return engines_; }
+  // On a share: its flows' time passed so far, ns, which the stall detector watches move.
+  uint64_t progress() override;
 
  private:
   void nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus, const platforms::PlatformDefaults& d);
   double bound_us(uint64_t bytes) const;
+  // Size i's flows, run once.
+  const flow::Executor::Result& result(size_t i, const flow::Executor::Progress& progress = {});
+  Row row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
 
   Options opt_;
   Config& cfg_;
   std::vector<uint64_t> sizes_;
   elements::DType dtype_;
   elements::RedOp redop_;
-  topo::Topology graph_;
+  topo::Topology own_graph_;  // without a share
+  flow::FlowMachine own_machine_;
+  const topo::Topology* graph_ = nullptr;
+  const flow::FlowMachine* machine_ = nullptr;
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
-  flow::FlowMachine machine_;
   std::unique_ptr<flow::Executor> flows_;
   const flow::NicFlows* nic_ = nullptr;  // flows_, where the NICs run the program
   size_t pxn_relays_ = 0;
@@ -60,6 +101,12 @@ class FlowCollectiveWorkload : public Workload {
   // While a progress line may be due: the running point's share of its
   // operations issued (CoresFlows::run's progress).
   const std::function<double()>* fraction_ = nullptr;
+  std::map<uint64_t, flow::Executor::Result> results_;  // by size
+  // On a share: its GPUs' compute engines, and what ends the running point.
+  std::vector<gpu::ComputeEngine*> engines_;
+  Wakeup end_;
+  std::function<void()> on_done_;
+  sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };
 
 }  // namespace incsim::tb

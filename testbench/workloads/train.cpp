@@ -339,8 +339,7 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
                       " GPUs or --precision fp32");
     }
   // One machine for all (on Ethernet, the NetReduce job's: group_collective).
-  if (!ethernet)
-    platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs_of(t, used)));
+  if (!ethernet) build_machine(t, cfg, used);
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     collectives_.emplace_back();
     // A group: `gpus` in rank order, all-reducing `sizes`.
@@ -553,7 +552,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("comm_us", dp_comm / (layout_.tp * layout_.pp))
       .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (layout_.pp > 1 ? bubble : 0.0)))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
-      .set("wrong", it.wrong);
+      .set("wrong", wrong_value(it.wrong));
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
   // all-reduces of activations, and its transfers and their time; per group,
   // the all-reduces' time.
@@ -628,7 +627,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
      << (layout_.tp > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(layout_.tp) +
                        " of every block's split layers; norms, embeddings and the output projection whole)"
                  : "")
-     << contention_note() << "\n";
+     << contention_note() << "\n" << fidelity_note();
   if (layout_.tp > 1) {
     const bool alltoall = tp_alltoalls() || tp_gathers();
     os << "# activations: " << tp_per_iteration_[0]

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "core/param.h"
+#include "flow_collective.h"
 #include "gpu/compute_engine.h"
 #include "roce/roce_host.h"
 
@@ -35,6 +36,38 @@ void TrainingWorkload::choose_algorithms() {
   }
 }
 
+void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const std::vector<std::string>& used) {
+  const platforms::PlatformDefaults d = platforms::platform_defaults(t, needs_of(t, used));
+  if (opt_.fidelity != "flow") {
+    platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, d);
+    return;
+  }
+  refuse_packet_outputs(opt_, false);  // --timeline is the iteration's own
+  flow_ = std::make_unique<FlowPlatform>();
+  flow_->graph = t;
+  flow_->machine = flow_machine(flow_->graph, cfg, d);
+  flow_->defaults = d;
+  // Named as the GPUs' are not: no GPU module holds them.
+  for (size_t g = 0; g < t.endpoints().size(); ++g)
+    flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
+}
+
+std::string TrainingWorkload::fidelity_note() const {
+  if (!flow_) return "";
+  return "# fidelity: flow (docs/flow.md): the kernels as at packet level; each group's collective of a size runs "
+         "as flows alone on the network the first time it starts, every start then takes that long: collectives "
+         "that run at once do not share links; elements were not simulated (#wrong: -)\n";
+}
+
+uint64_t TrainingWorkload::progress() {
+  if (!flow_) return Workload::progress();
+  uint64_t n = 0;
+  for (const auto& e : flow_->engines) n += e->progress();
+  for (const auto& a : made_)
+    for (GroupCollective* c : a) n += c->progress();
+  return n;
+}
+
 platforms::Machine* TrainingWorkload::machine() {
   if (platform_) return platform_.get();
   return ethernet_ ? ethernet_->machine() : nullptr;
@@ -44,6 +77,8 @@ std::vector<gpu::ComputeEngine*> TrainingWorkload::compute_engines() const {
   std::vector<gpu::ComputeEngine*> engines;
   if (platform_)
     for (gpu::Gpu* g : platform_->gpus()) engines.push_back(&g->compute());
+  else if (flow_)
+    for (const auto& e : flow_->engines) engines.push_back(e.get());
   else if (ethernet_)
     for (int r = 0; r < ethernet_->job().ring_size(); ++r)
       engines.push_back(&dynamic_cast<roce::RoceHost&>(ethernet_->job().nic(ethernet_->job().ring_host(r))).compute());
@@ -66,6 +101,10 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
     if (platform_) {
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
+    } else if (flow_) {
+      FlowCollectiveWorkload::Share share{&flow_->graph, &flow_->machine, flow_->defaults, gpus, {}};
+      for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
+      c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
       // NetReduce's Ethernet machine: its job (connections, ACL rules,
       // aggregator arrays) is the one ring of every host (train.cpp allows
@@ -124,6 +163,7 @@ void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::fu
 }
 
 void TrainingWorkload::count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start) {
+  if (!machine()) return;  // flows count no link's bytes
   const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
   const auto& ends = machine()->link_ends();
   if (row.link_bytes.size() != ends.size()) return;  // a NetReduce row counts packets, not bytes per link
@@ -172,7 +212,7 @@ std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream
     rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
   }
   recording_ = -1;
-  rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too
+  if (warmup_wrong) rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too
   if (rows.size() > 1) {
     rows[0].set("speedup", rows[1]["time_us"] / rows[0]["time_us"]);
     rows[1].set("speedup", 1.0);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collective_workload.h"
+#include "flow/graph.h"
 #include "netreduce.h"
 #include "workload.h"
 
@@ -29,6 +30,8 @@ class TrainingWorkload : public Workload {
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override;
   bool writes_timeline() const override { return true; }
+  // At --fidelity flow: the kernels' time done and the collectives' flows'.
+  uint64_t progress() override;
 
   // One span of the timeline: of algorithm a, on `track`, from start to end.
   struct Span {
@@ -52,6 +55,13 @@ class TrainingWorkload : public Workload {
   }
   // --algorithm (the all-reduce's default when none), then --baseline.
   void choose_algorithms();
+  // The one machine of graph t every group shares, for the algorithms
+  // `used`: platform_, or at --fidelity flow flow_.
+  void build_machine(const topo::Topology& t, Config& cfg, const std::vector<std::string>& used);
+  // The header line that says how --fidelity flow runs the iteration; empty at packet level.
+  std::string fidelity_note() const;
+  // A row's #wrong: `wrong`, or "-" where no elements were simulated.
+  Value wrong_value(uint64_t wrong) const { return flow_ ? Value(std::string("-")) : Value(wrong); }
   // One iteration of algorithm a (an index into algorithms_); its row.
   virtual Row iterate(size_t a, uint32_t iteration, Runner& run) = 0;
   // The timeline's tracks (threads), by index, the same for every algorithm.
@@ -74,10 +84,12 @@ class TrainingWorkload : public Workload {
   std::vector<gpu::ComputeEngine*> compute_engines() const;
   // The machine's GPUs (on an Ethernet machine: its hosts, not its FPGAs).
   int machine_gpus() const {
-    return platform_ ? static_cast<int>(platform_->topology().endpoints().size()) : ethernet_->job().hosts();
+    return ethernet_ ? ethernet_->job().hosts() : static_cast<int>(topology().endpoints().size());
   }
   // The machine's graph.
-  const topo::Topology& topology() const { return platform_ ? platform_->topology() : ethernet_->platform().topology(); }
+  const topo::Topology& topology() const {
+    return platform_ ? platform_->topology() : flow_ ? flow_->graph : ethernet_->platform().topology();
+  }
   // train.contention: with sm, every GPU's compute runs on `sms` SMs (the
   // compute model's; 0: none to share), of which a collective on its cores
   // holds one per thread block while it runs.
@@ -98,14 +110,23 @@ class TrainingWorkload : public Workload {
   bool recording() const { return recording_ >= 0; }
 
   Options opt_;
-  std::unique_ptr<platforms::GpuMachine> platform_;  // null on NetReduce's Ethernet platforms
+  std::unique_ptr<platforms::GpuMachine> platform_;  // null on NetReduce's Ethernet platforms and at --fidelity flow
+  // At --fidelity flow, no block built: the platform's graph, what its links
+  // and switches pay as flows (made with `defaults`), each GPU's compute engine.
+  struct FlowPlatform {
+    topo::Topology graph;
+    flow::FlowMachine machine;
+    platforms::PlatformDefaults defaults;
+    std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
+  };
+  std::unique_ptr<FlowPlatform> flow_;
   NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline
   std::vector<Counter> counters_;
 
  private:
   void write_timeline() const;
-  std::vector<std::vector<const GroupCollective*>> made_;  // [algorithm]: by group_collective()
+  std::vector<std::vector<GroupCollective*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none

@@ -4,24 +4,30 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "cli_run.h"
+#include "temp_file.h"
 
 using namespace cli;
 
 namespace {
-// A column of the run's rows, from its JSON on stdout.
-std::vector<double> column(const std::string& args, const std::string& key) {
+// The run's rows, from its JSON on stdout.
+nlohmann::json rows(const std::string& args) {
   INFO("incsim " << args);
   const Result r = incsim(args + " --quiet --json -");
   INFO("stderr:\n" << r.err);
   REQUIRE(r.exited);
   REQUIRE(r.code == 0);
+  return nlohmann::json::parse(r.out)["rows"];
+}
+// A column of the run's rows.
+std::vector<double> column(const std::string& args, const std::string& key) {
   std::vector<double> t;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
-  for (const auto& row : j["rows"]) t.push_back(row[key].get<double>());
+  for (const auto& row : rows(args)) t.push_back(row[key].get<double>());
   return t;
 }
 std::vector<double> times(const std::string& args) { return column(args, "time_us"); }
@@ -36,7 +42,10 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity bogus", "--fidelity must be packet or flow, not 'bogus'");
   require_refused("--fidelity flow --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
-  require_refused("--fidelity flow --traffic uniform", "runs the collective workload only");
+  require_refused("--fidelity flow --traffic uniform", "runs collectives and training on GPU fabrics only, not --workload traffic");
+  require_refused("--fidelity flow --platform rack --model resnet18",
+                  "runs collectives and training on GPU fabrics only, not NetReduce's Ethernet platform rack");
+  require_refused("--fidelity flow --model resnet18 --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow --algorithm push", "flows run the programs of the GPUs' cores and of the NICs' schedule tables");
   require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
                   "nvls runs on the copy engine; flows run the programs of the GPUs'");
@@ -176,6 +185,52 @@ TEST_CASE("flow against packet level: the NICs' schedule tables, lockstep and da
     CHECK(flow.code == 0);
     CHECK(flow.out == packet.out);
   }
+}
+
+TEST_CASE("flow against packet level: training iterations within 1%, data, tensor and pipeline parallel, Chakra",
+          "[flow][accuracy][train]") {
+  // Collectives that overlap share links at packet level and not as flows
+  // (docs/flow.md, "Training"): here they overlap with kernels only, or on
+  // links of their own.
+  for (const std::string run :
+       {"--model resnet18 --batch 8 --platform star --gpus 4",
+        "--model transformer -c transformer.layers=2 -c transformer.hidden=512 -c transformer.heads=8 "
+        "-c transformer.sequence=128 --batch 4 --tp 2 --pp 2 --platform dgx2 --gpus 8",
+        "--model " TEST_DATA "/chakra_step.et --platform star --gpus 4"}) {
+    const std::string args = run + " --iterations 1 --warmup 0";
+    const nlohmann::json packet = rows(args).at(0), flow = rows(args + " --fidelity flow").at(0);
+    INFO(run << ": packet " << packet["time_us"] << " us, flow " << flow["time_us"] << " us");
+    CHECK(std::abs(flow["time_us"].get<double>() / packet["time_us"].get<double>() - 1) < 0.01);
+    CHECK(flow["compute_us"] == packet["compute_us"]);
+  }
+}
+
+TEST_CASE("flow: training says elements were not simulated, gives the same bytes from a seed, writes its timeline",
+          "[flow][train]") {
+  const TempDir d;
+  const std::string file = d.file("timeline.json");
+  const auto read = [&file] {
+    std::ifstream in(file);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string args = "--fidelity flow --model resnet18 --batch 8 --platform hgx-h100 --algorithm nvls --baseline ring "
+                           "--iterations 2 "
+                           "--seed 5 --timeline " + file;
+  const Result a = incsim(args);
+  const std::string first = read();
+  const Result b = incsim(args);
+  REQUIRE(a.code == 0);
+  CHECK(a.out == b.out);
+  CHECK(read() == first);
+  CHECK_THAT(first, Catch::Contains("\"traceEvents\"") && Catch::Contains("\"conv1 backward\"") && Catch::Contains("all-reduce bucket 0"));
+  CHECK_THAT(a.out, Catch::Contains("# fidelity: flow") && Catch::Contains("collectives that run at once do not share links"));
+  int rows = 0;
+  for (const std::string& l : lines(a.out))
+    if (l[0] != '#') {
+      ++rows;
+      CHECK_THAT(l, Catch::EndsWith(" -"));  // #wrong
+    }
+  CHECK(rows == 4);  // two iterations of the algorithm and the baseline
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
