@@ -2,16 +2,18 @@
 # --fidelity flow against packet level (docs/flow.md, "Cross-check"): runs
 # both fidelities on each case below at each size, and prints every point's
 # time and the flow's error, with the CPU seconds each took; writes
-# docs/figures/flow-vs-packet.csv. CASES and SIZES override the lists (one
-# case a line: a label, then incsim's options); APPEND=1 adds their rows to
-# the CSV's instead of replacing them. Set INCSIM to use another binary
-# (nothing is built then). About 10 minutes with the defaults.
+# docs/figures/flow-vs-packet.csv; then one training iteration of each
+# TRAIN case, its time and communication, to flow-vs-packet-train.csv.
+# CASES, SIZES and TRAIN override the lists (one case a line: a label, then
+# incsim's options; CASES= or TRAIN= runs none of those); APPEND=1 adds their rows to the CSVs'
+# instead of replacing them. Set INCSIM to use another binary (nothing is
+# built then). About 20 minutes with the defaults.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
 bin=${INCSIM:-build/incsim}
 sizes=${SIZES:-64K,1M,16M,64M}
-cases=${CASES:-"dgx2-ring --platform dgx2 --algorithm ring
+cases=${CASES-"dgx2-ring --platform dgx2 --algorithm ring
 star8-ring --platform star --gpus 8 --algorithm ring
 fattree2l-ring --platform fattree2l --algorithm ring
 hgx-h100-ring --platform hgx-h100 --algorithm ring
@@ -20,12 +22,17 @@ cluster2-tree --platform cluster --nodes 2 --algorithm tree
 cluster4-ring --platform cluster --nodes 4 --algorithm ring
 cluster4-hring --platform cluster --nodes 4 --algorithm hring
 cluster4-tree --platform cluster --nodes 4 --algorithm tree"}
+small_gpt="--model transformer -c transformer.layers=4 -c transformer.hidden=1024 -c transformer.heads=8 -c transformer.sequence=512 --batch 4"
+train=${TRAIN-"dgx2-resnet50 --platform dgx2 --model resnet50
+hgx-h100-resnet50-nvls --platform hgx-h100 --model resnet50 --algorithm nvls
+dgx2-tp2-pp2 --platform dgx2 --gpus 8 --tp 2 --pp 2 $small_gpt
+cluster2-tp8 --platform cluster --nodes 2 --tp 8 $small_gpt"}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-vs-packet.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-[ -n "${APPEND:-}" ] || echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
-printf '%-16s %10s %12s %12s %8s %9s %8s\n' case size packet_us flow_us error pkt_cpu flow_cpu
+[ -z "$cases" ] || [ -n "${APPEND:-}" ] || echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
+[ -z "$cases" ] || printf '%-16s %10s %12s %12s %8s %9s %8s\n' case size packet_us flow_us error pkt_cpu flow_cpu
 echo "$cases" | while read -r label opts; do
   [ -n "$label" ] || continue
   for f in packet flow; do
@@ -43,5 +50,32 @@ with open(out, "a") as o:
         err = tf / tp - 1
         print(f"{label:<16} {p['size_bytes']:>10} {tp:12.2f} {tf:12.2f} {100 * err:+7.1f}% {cpu['packet']:9.2f} {cpu['flow']:8.2f}")
         o.write(f"{label},{p['size_bytes']},{tp:.3f},{tf:.3f},{err:.4f},{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
+PY
+done
+
+# Training: one iteration, no warm-up; the iteration's time and the
+# collectives' (data parallel, tensor parallel, pipeline) summed.
+out=docs/figures/flow-vs-packet-train.csv
+[ -z "$train" ] || [ -n "${APPEND:-}" ] || echo "case,packet_us,flow_us,error,packet_comm_us,flow_comm_us,comm_error,packet_cpu_s,flow_cpu_s" >"$out"
+[ -z "$train" ] || printf '\n%-24s %12s %12s %8s %12s %12s %8s %9s %8s\n' case packet_us flow_us error pkt_comm flow_comm error pkt_cpu flow_cpu
+echo "$train" | while read -r label opts; do
+  [ -n "$label" ] || continue
+  for f in packet flow; do
+    # shellcheck disable=SC2086
+    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --iterations 1 --warmup 0 --fidelity $f --quiet --csv "$tmp/$f.csv" >/dev/null
+  done
+  /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
+import csv, sys
+label, tmp, out = sys.argv[1:4]
+row = {f: next(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in ("packet", "flow")}
+cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in ("packet", "flow")}
+comm = {f: sum(float(r.get(k) or 0) for k in ("comm_us", "tp_comm_us", "p2p_us", "a2a_comm_us")) for f, r in row.items()}
+tp, tf = float(row["packet"]["time_us"]), float(row["flow"]["time_us"])
+err, cerr = tf / tp - 1, comm["flow"] / comm["packet"] - 1
+print(f"{label:<24} {tp:12.1f} {tf:12.1f} {100 * err:+7.2f}% {comm['packet']:12.1f} {comm['flow']:12.1f} {100 * cerr:+7.1f}% "
+      f"{cpu['packet']:9.2f} {cpu['flow']:8.2f}")
+with open(out, "a") as o:
+    o.write(f"{label},{tp:.1f},{tf:.1f},{err:.4f},{comm['packet']:.1f},{comm['flow']:.1f},{cerr:.4f},"
+            f"{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
 PY
 done

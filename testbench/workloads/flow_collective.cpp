@@ -167,13 +167,6 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (share) {
     machine_ = share->machine;
     engines_ = share->engines;
-    spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
-      end_.fired();
-      passed_ += sim_now() - started_;
-      std::function<void()> done = std::move(on_done_);
-      on_done_ = nullptr;
-      done();
-    }, &end_.event);
   } else {
     own_machine_ = flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -232,6 +225,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
+  sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
 }
 
 // The NICs run the program's schedule tables, set up as at packet level
@@ -286,6 +280,16 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
 }
 
 void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
+  if (!ender_) {
+    ender_ = true;
+    spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
+      end_.fired();
+      passed_ += sim_now() - started_;
+      std::function<void()> done = std::move(on_done_);
+      on_done_ = nullptr;
+      done();
+    }, &end_.event);
+  }
   on_done_ = std::move(on_done);
   started_ = sim_now();
   end_.after(sc_core::sc_time(result(i).time_ns, sc_core::SC_NS));
@@ -297,11 +301,6 @@ uint64_t FlowCollectiveWorkload::progress() {
 }
 
 Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i, result(i), notes); }
-
-int FlowCollectiveWorkload::sm_blocks() const {
-  const collectives::Program& p = flows_->program();
-  return p.engine() == collectives::Engine::Cores ? collectives::channel_parts(p).channels : 0;
-}
 
 Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
   const uint64_t bytes = sizes_[i];

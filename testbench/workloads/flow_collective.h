@@ -66,7 +66,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
-  int sm_blocks() const override;
+  int sm_blocks() const override { return sm_blocks_; }
   std::vector<gpu::ComputeEngine*> compute_engines() const override { return engines_; }
   // On a share: its flows' time passed so far, ns, which the stall detector watches move.
   uint64_t progress() override;
@@ -92,6 +92,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::unique_ptr<flow::Executor> flows_;
   const flow::NicFlows* nic_ = nullptr;  // flows_, where the NICs run the program
   size_t pxn_relays_ = 0;
+  int sm_blocks_ = 0;  // the NICs' tables take none
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster
@@ -105,6 +106,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   // On a share: its GPUs' compute engines, and what ends the running point.
   std::vector<gpu::ComputeEngine*> engines_;
   Wakeup end_;
+  bool ender_ = false;  // the process that ends a point, made at the first start
   std::function<void()> on_done_;
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };
