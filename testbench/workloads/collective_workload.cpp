@@ -228,6 +228,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
 // the cores make and check the elements as they move, and keep only the
 // chunks a later operation reads back (collectives::cores_kept_bytes).
 void CollectiveWorkload::check_memory(const collectives::Program& p) const {
+  if (opt_.print_schedule || opt_.print_trees || opt_.print_program) return;  // printing runs no size
   const uint64_t largest = *std::max_element(sizes_.begin(), sizes_.end());
   const uint32_t elem = elements::dtype_bytes(dtype_);
   const std::string ranks = std::to_string(p.ranks) + " GPUs";

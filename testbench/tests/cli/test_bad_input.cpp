@@ -310,6 +310,10 @@ TEST_CASE("bad input corpus: work too large for this machine's memory says what 
       require_refused(std::string("--platform ") + platform + " --sizes 1024G --quiet", "hold sizes up to");
     }
   }
+  // Printing the schedule runs no size.
+  const Result print = incsim("--platform torus --algorithm multitree --sizes 1024G --print-schedule");
+  INFO(print.err);
+  CHECK(print.code == 0);
 }
 
 // The cores make and check elements as they move: NCCL's ring keeps none,
