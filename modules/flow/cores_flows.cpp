@@ -462,6 +462,7 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   out.most_active = net_.most_active();
   out.proto = proto_;
   out.transfers = transfers_;
+  out.links = f_.graph_.used(net_);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "collectives/nccl.h"
 #include "collectives/program.h"
@@ -27,6 +28,8 @@ class Executor {
     // span's two halves differ, relative to it.
     uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
     double pass_ns = 0, period_change = 0;
+    // The graph's link directions it sent over (FlowGraph::used).
+    std::vector<int> links;
   };
   // Told now and then while run() runs: the simulated time of the run under
   // way, ns, and how to learn the share of the operations it simulates

@@ -53,6 +53,13 @@ FlowGraph::FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& 
   }
 }
 
+std::vector<int> FlowGraph::used(const Network& net) const {
+  std::vector<int> out;
+  for (size_t k = 0; k < flow_link_.size(); ++k)
+    if (net.carried(flow_link_[k]) > 0) out.push_back(static_cast<int>(k));
+  return out;
+}
+
 std::vector<int> FlowGraph::shortest_ports(const topo::Topology& t, int from, int to) {
   const int node = t.endpoints()[static_cast<size_t>(from)];
   std::vector<int> ports;

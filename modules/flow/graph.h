@@ -83,6 +83,11 @@ class FlowGraph {
   const LinkFormat& format(int l) const { return m_.formats[format_[static_cast<size_t>(l)]]; }
   size_t format_index(int l) const { return format_[static_cast<size_t>(l)]; }
 
+  // The graph's link directions (2 x link + direction) whose flow link
+  // carried bytes in `net`, whose first links are this graph's: a trunk's
+  // or a merged plane's every link when it did.
+  std::vector<int> used(const Network& net) const;
+
   // Endpoint `from`'s ports on a shortest path to endpoint `to`.
   static std::vector<int> shortest_ports(const topo::Topology& t, int from, int to);
   // From endpoint `from`'s port to endpoint `to`, found at first use.

@@ -267,6 +267,7 @@ NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
   out.flows = net_.flows_started();
   out.most_active = net_.most_active();
   out.transfers = transfers_;
+  out.links = f_.graph_->used(net_);
   return out;
 }
 

@@ -167,6 +167,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (share) {
     machine_ = share->machine;
     engines_ = share->engines;
+    overlap_ = share->overlap;
   } else {
     own_machine_ = flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -285,6 +286,7 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
     spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
       end_.fired();
       passed_ += sim_now() - started_;
+      for (const int l : *running_links_) --overlap_->in_use[static_cast<size_t>(l)];
       std::function<void()> done = std::move(on_done_);
       on_done_ = nullptr;
       done();
@@ -292,7 +294,18 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   }
   on_done_ = std::move(on_done);
   started_ = sim_now();
-  end_.after(sc_core::sc_time(result(i).time_ns, sc_core::SC_NS));
+  const flow::Executor::Result& r = result(i);
+  running_links_ = &r.links;
+  bool shared = false;
+  for (const int l : r.links) shared = shared || overlap_->in_use[static_cast<size_t>(l)] > 0;
+  for (const int l : r.links) ++overlap_->in_use[static_cast<size_t>(l)];
+  ++overlap_->starts;
+  overlap_->ns += r.time_ns;
+  if (shared) {
+    ++overlap_->shared;
+    overlap_->shared_ns += r.time_ns;
+  }
+  end_.after(sc_core::sc_time(r.time_ns, sc_core::SC_NS));
 }
 
 uint64_t FlowCollectiveWorkload::progress() {

@@ -33,6 +33,15 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
 // --dump-platform, and where `timeline`, a timeline of the blocks).
 void refuse_packet_outputs(const Options& o, bool timeline);
 
+// The collectives in flight on one flow platform (training's groups): how
+// many use each link, so that one that starts can tell that it shares a
+// link with another group's, which flows do not see (each runs alone).
+struct FlowOverlap {
+  std::vector<uint32_t> in_use;  // [2 x graph link + direction]
+  uint64_t starts = 0, shared = 0;  // collectives started; those that found a link of theirs in use
+  double ns = 0, shared_ns = 0;     // their flows' time
+};
+
 class FlowCollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a platform it shares with others: the
@@ -44,6 +53,7 @@ class FlowCollectiveWorkload : public GroupCollective {
     platforms::PlatformDefaults defaults;
     std::vector<int> gpus;
     std::vector<gpu::ComputeEngine*> engines;
+    FlowOverlap* overlap;
   };
   // Without a share it makes the platform's graph from the options.
   FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
@@ -108,6 +118,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   Wakeup end_;
   bool ender_ = false;  // the process that ends a point, made at the first start
   std::function<void()> on_done_;
+  FlowOverlap* overlap_ = nullptr;
+  const std::vector<int>* running_links_ = nullptr;  // the running point's
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };
 

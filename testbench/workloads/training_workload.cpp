@@ -1,6 +1,7 @@
 #include "training_workload.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 
 #include "core/error.h"
@@ -47,6 +48,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
   flow_->graph = t;
   flow_->machine = flow_machine(flow_->graph, cfg, d);
   flow_->defaults = d;
+  flow_->overlap.in_use.assign(2 * t.links().size(), 0);
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -66,6 +68,18 @@ uint64_t TrainingWorkload::progress() {
   for (const auto& a : made_)
     for (GroupCollective* c : a) n += c->progress();
   return n;
+}
+
+// What flows do not see, measured: the iteration's collectives that began
+// beside another group's on a link of theirs.
+void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
+  const FlowOverlap& o = flow_->overlap;
+  const double share = o.ns > 0 ? o.shared_ns / o.ns : 0;
+  row.details["flow_overlap"] = {{"collectives", o.starts}, {"shared", o.shared}, {"shared_time", share}};
+  notes << "#   " << algorithms_[a] << ": " << o.shared << " of " << o.starts
+        << " collectives began while another group's used a link of theirs (" << std::fixed << std::setprecision(1)
+        << 100 * share << "% of the collectives' time), each as flows alone on the network (docs/flow.md)\n"
+        << std::defaultfloat;
 }
 
 platforms::Machine* TrainingWorkload::machine() {
@@ -102,7 +116,7 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share{&flow_->graph, &flow_->machine, flow_->defaults, gpus, {}};
+      FlowCollectiveWorkload::Share share{&flow_->graph, &flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap};
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
@@ -200,7 +214,7 @@ void TrainingWorkload::span(int track, std::string name, const sc_core::sc_time&
   spans_.push_back({recording_, track, std::move(name), end - us(took), end});
 }
 
-std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream&) {
+std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   uint64_t warmup_wrong = 0;
   if (i == 0)
     for (uint32_t w = 0; w < opt_.warmup; ++w)
@@ -209,7 +223,9 @@ std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream
   const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     recording_ = record ? static_cast<int>(a) : -1;
+    if (flow_) flow_->overlap = FlowOverlap{std::move(flow_->overlap.in_use)};
     rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
+    if (flow_) note_overlap(a, rows.back(), notes);
   }
   recording_ = -1;
   if (warmup_wrong) rows[0].set("wrong", rows[0].wrong() + warmup_wrong);  // a warm-up's wrong elements count too

@@ -14,6 +14,7 @@
 
 #include "collective_workload.h"
 #include "flow/graph.h"
+#include "flow_collective.h"
 #include "netreduce.h"
 #include "workload.h"
 
@@ -118,6 +119,7 @@ class TrainingWorkload : public Workload {
     flow::FlowMachine machine;
     platforms::PlatformDefaults defaults;
     std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
+    FlowOverlap overlap;
   };
   std::unique_ptr<FlowPlatform> flow_;
   NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is
@@ -126,6 +128,9 @@ class TrainingWorkload : public Workload {
 
  private:
   void write_timeline() const;
+  // At --fidelity flow: the note and JSON detail on algorithm a's row of
+  // how many collectives began beside another group's on a shared link.
+  void note_overlap(size_t a, Row& row, std::ostream& notes) const;
   std::vector<std::vector<GroupCollective*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention

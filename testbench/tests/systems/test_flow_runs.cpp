@@ -233,6 +233,27 @@ TEST_CASE("flow: training says elements were not simulated, gives the same bytes
   CHECK(rows == 4);  // two iterations of the algorithm and the baseline
 }
 
+TEST_CASE("flow: training counts the collectives that began beside another group's on a link of theirs",
+          "[flow][train]") {
+  const auto overlap = [](const std::string& run) {
+    const nlohmann::json row = rows(run + " --fidelity flow --iterations 1 --warmup 0").at(0);
+    return row.at("flow_overlap");
+  };
+  // One data-parallel group: nothing beside it.
+  const nlohmann::json alone = overlap("--model resnet18 --batch 8 --platform star --gpus 4");
+  CHECK(alone["collectives"] == 2);
+  CHECK(alone["shared"] == 0);
+  // A pipeline's transfers leave by the GPUs' links while their tensor-parallel groups all-reduce.
+  const nlohmann::json pipe = overlap(
+      "--model transformer -c transformer.layers=2 -c transformer.hidden=512 -c transformer.heads=8 "
+      "-c transformer.sequence=128 --batch 4 --tp 2 --pp 2 --platform dgx2 --gpus 8");
+  CHECK(pipe["shared"].get<int>() > 0);
+  CHECK(pipe["shared"].get<int>() < pipe["collectives"].get<int>());
+  CHECK(pipe["shared_time"].get<double>() > 0);
+  const Result r = incsim("--model resnet18 --batch 8 --platform star --gpus 4 --fidelity flow --iterations 1");
+  CHECK_THAT(r.out, Catch::Contains("#   ring: 0 of 2 collectives began while another group's used a link of theirs"));
+}
+
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
           "[flow]") {
   // NVLS's loads and stores spread over every chip (NVL72's 18, HGX H100's
