@@ -26,7 +26,8 @@ small_gpt="--model transformer -c transformer.layers=4 -c transformer.hidden=102
 train=${TRAIN-"dgx2-resnet50 --platform dgx2 --model resnet50
 hgx-h100-resnet50-nvls --platform hgx-h100 --model resnet50 --algorithm nvls
 dgx2-tp2-pp2 --platform dgx2 --gpus 8 --tp 2 --pp 2 $small_gpt
-cluster2-tp8 --platform cluster --nodes 2 --tp 8 $small_gpt"}
+cluster2-tp8 --platform cluster --nodes 2 --tp 8 $small_gpt
+cluster4-tp8-pp2 --platform cluster --nodes 4 --tp 8 --pp 2 $small_gpt"}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-vs-packet.csv
 tmp=$(mktemp -d)
@@ -54,28 +55,33 @@ PY
 done
 
 # Training: one iteration, no warm-up; the iteration's time and the
-# collectives' (data parallel, tensor parallel, pipeline) summed.
+# collectives' (data parallel, tensor parallel, pipeline) summed, and the
+# share of the flows' collective time that began beside another group's
+# collective on a link of theirs (which flows do not share).
 out=docs/figures/flow-vs-packet-train.csv
-[ -z "$train" ] || [ -n "${APPEND:-}" ] || echo "case,packet_us,flow_us,error,packet_comm_us,flow_comm_us,comm_error,packet_cpu_s,flow_cpu_s" >"$out"
-[ -z "$train" ] || printf '\n%-24s %12s %12s %8s %12s %12s %8s %9s %8s\n' case packet_us flow_us error pkt_comm flow_comm error pkt_cpu flow_cpu
+[ -z "$train" ] || [ -n "${APPEND:-}" ] || echo "case,packet_us,flow_us,error,packet_comm_us,flow_comm_us,comm_error,shared_time,packet_cpu_s,flow_cpu_s" >"$out"
+[ -z "$train" ] || printf '\n%-24s %12s %12s %8s %12s %12s %8s %7s %9s %8s\n' case packet_us flow_us error pkt_comm flow_comm error shared pkt_cpu flow_cpu
 echo "$train" | while read -r label opts; do
   [ -n "$label" ] || continue
   for f in packet flow; do
     # shellcheck disable=SC2086
-    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --iterations 1 --warmup 0 --fidelity $f --quiet --csv "$tmp/$f.csv" >/dev/null
+    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --iterations 1 --warmup 0 --fidelity $f --quiet \
+      --csv "$tmp/$f.csv" --json "$tmp/$f.json" >/dev/null
   done
   /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
-import csv, sys
+import csv, json, sys
 label, tmp, out = sys.argv[1:4]
+# The share of the collectives' flow time that began beside another group's on a link of theirs.
+shared = json.load(open(f"{tmp}/flow.json"))["rows"][0]["flow_overlap"]["shared_time"]
 row = {f: next(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in ("packet", "flow")}
 cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in ("packet", "flow")}
 comm = {f: sum(float(r.get(k) or 0) for k in ("comm_us", "tp_comm_us", "p2p_us", "a2a_comm_us")) for f, r in row.items()}
 tp, tf = float(row["packet"]["time_us"]), float(row["flow"]["time_us"])
 err, cerr = tf / tp - 1, comm["flow"] / comm["packet"] - 1
 print(f"{label:<24} {tp:12.1f} {tf:12.1f} {100 * err:+7.2f}% {comm['packet']:12.1f} {comm['flow']:12.1f} {100 * cerr:+7.1f}% "
-      f"{cpu['packet']:9.2f} {cpu['flow']:8.2f}")
+      f"{100 * shared:6.1f}% {cpu['packet']:9.2f} {cpu['flow']:8.2f}")
 with open(out, "a") as o:
-    o.write(f"{label},{tp:.1f},{tf:.1f},{err:.4f},{comm['packet']:.1f},{comm['flow']:.1f},{cerr:.4f},"
+    o.write(f"{label},{tp:.1f},{tf:.1f},{err:.4f},{comm['packet']:.1f},{comm['flow']:.1f},{cerr:.4f},{shared:.4f},"
             f"{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
 PY
 done

@@ -1,5 +1,6 @@
 #include "flow_collective.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <ostream>
 #include <sstream>
@@ -286,7 +287,16 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
     spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
       end_.fired();
       passed_ += sim_now() - started_;
-      for (const int l : *running_links_) --overlap_->in_use[static_cast<size_t>(l)];
+      for (const int l : running_->links) {
+        auto& on = overlap_->running[static_cast<size_t>(l)];
+        on.erase(std::find(on.begin(), on.end(), this));
+      }
+      ++overlap_->collectives;
+      overlap_->ns += running_->time_ns;
+      if (beside_) {
+        ++overlap_->shared;
+        overlap_->shared_ns += running_->time_ns;
+      }
       std::function<void()> done = std::move(on_done_);
       on_done_ = nullptr;
       done();
@@ -295,15 +305,12 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   started_ = sim_now();
   const flow::Executor::Result& r = result(i);
-  running_links_ = &r.links;
-  bool shared = false;
-  for (const int l : r.links) shared = shared || overlap_->in_use[static_cast<size_t>(l)] > 0;
-  for (const int l : r.links) ++overlap_->in_use[static_cast<size_t>(l)];
-  ++overlap_->starts;
-  overlap_->ns += r.time_ns;
-  if (shared) {
-    ++overlap_->shared;
-    overlap_->shared_ns += r.time_ns;
+  running_ = &r;
+  beside_ = false;
+  for (const int l : r.links) {
+    auto& on = overlap_->running[static_cast<size_t>(l)];
+    for (FlowCollectiveWorkload* c : on) c->beside_ = beside_ = true;
+    on.push_back(this);
   }
   end_.after(sc_core::sc_time(r.time_ns, sc_core::SC_NS));
 }

@@ -33,13 +33,14 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
 // --dump-platform, and where `timeline`, a timeline of the blocks).
 void refuse_packet_outputs(const Options& o, bool timeline);
 
-// The collectives in flight on one flow platform (training's groups): how
-// many use each link, so that one that starts can tell that it shares a
-// link with another group's, which flows do not see (each runs alone).
+class FlowCollectiveWorkload;
+// The collectives in flight on one flow platform (training's groups) on
+// each link, so that a collective can tell that it ran while another
+// group's used a link of theirs, which flows do not see (each runs alone).
 struct FlowOverlap {
-  std::vector<uint32_t> in_use;  // [2 x graph link + direction]
-  uint64_t starts = 0, shared = 0;  // collectives started; those that found a link of theirs in use
-  double ns = 0, shared_ns = 0;     // their flows' time
+  std::vector<std::vector<FlowCollectiveWorkload*>> running;  // [2 x graph link + direction]
+  uint64_t collectives = 0, shared = 0;  // collectives ended; those that ran beside another on a link of theirs
+  double ns = 0, shared_ns = 0;          // their flows' time
 };
 
 class FlowCollectiveWorkload : public GroupCollective {
@@ -119,7 +120,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   bool ender_ = false;  // the process that ends a point, made at the first start
   std::function<void()> on_done_;
   FlowOverlap* overlap_ = nullptr;
-  const std::vector<int>* running_links_ = nullptr;  // the running point's
+  const flow::Executor::Result* running_ = nullptr;  // the running point's flows
+  bool beside_ = false;  // it ran while another group's used a link of its
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };
 

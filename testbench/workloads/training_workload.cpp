@@ -48,7 +48,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
   flow_->graph = t;
   flow_->machine = flow_machine(flow_->graph, cfg, d);
   flow_->defaults = d;
-  flow_->overlap.in_use.assign(2 * t.links().size(), 0);
+  flow_->overlap.running.resize(2 * t.links().size());
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -70,14 +70,14 @@ uint64_t TrainingWorkload::progress() {
   return n;
 }
 
-// What flows do not see, measured: the iteration's collectives that began
+// What flows do not see, measured: the iteration's collectives that ran
 // beside another group's on a link of theirs.
 void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
   const FlowOverlap& o = flow_->overlap;
   const double share = o.ns > 0 ? o.shared_ns / o.ns : 0;
-  row.details["flow_overlap"] = {{"collectives", o.starts}, {"shared", o.shared}, {"shared_time", share}};
-  notes << "#   " << algorithms_[a] << ": " << o.shared << " of " << o.starts
-        << " collectives began while another group's used a link of theirs (" << std::fixed << std::setprecision(1)
+  row.details["flow_overlap"] = {{"collectives", o.collectives}, {"shared", o.shared}, {"shared_time", share}};
+  notes << "#   " << algorithms_[a] << ": " << o.shared << " of " << o.collectives
+        << " collectives ran while another group's used a link of theirs (" << std::fixed << std::setprecision(1)
         << 100 * share << "% of the collectives' time), each as flows alone on the network (docs/flow.md)\n"
         << std::defaultfloat;
 }
@@ -223,7 +223,7 @@ std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream
   const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     recording_ = record ? static_cast<int>(a) : -1;
-    if (flow_) flow_->overlap = FlowOverlap{std::move(flow_->overlap.in_use)};
+    if (flow_) flow_->overlap = FlowOverlap{std::move(flow_->overlap.running)};
     rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
     if (flow_) note_overlap(a, rows.back(), notes);
   }

@@ -129,7 +129,7 @@ class TrainingWorkload : public Workload {
  private:
   void write_timeline() const;
   // At --fidelity flow: the note and JSON detail on algorithm a's row of
-  // how many collectives began beside another group's on a shared link.
+  // how many collectives ran beside another group's on a shared link.
   void note_overlap(size_t a, Row& row, std::ostream& notes) const;
   std::vector<std::vector<GroupCollective*>> made_;  // [algorithm]: by group_collective()
   std::vector<Span> spans_;

@@ -233,7 +233,7 @@ TEST_CASE("flow: training says elements were not simulated, gives the same bytes
   CHECK(rows == 4);  // two iterations of the algorithm and the baseline
 }
 
-TEST_CASE("flow: training counts the collectives that began beside another group's on a link of theirs",
+TEST_CASE("flow: training counts the collectives that ran beside another group's on a link of theirs",
           "[flow][train]") {
   const auto overlap = [](const std::string& run) {
     const nlohmann::json row = rows(run + " --fidelity flow --iterations 1 --warmup 0").at(0);
@@ -251,7 +251,7 @@ TEST_CASE("flow: training counts the collectives that began beside another group
   CHECK(pipe["shared"].get<int>() < pipe["collectives"].get<int>());
   CHECK(pipe["shared_time"].get<double>() > 0);
   const Result r = incsim("--model resnet18 --batch 8 --platform star --gpus 4 --fidelity flow --iterations 1");
-  CHECK_THAT(r.out, Catch::Contains("#   ring: 0 of 2 collectives began while another group's used a link of theirs"));
+  CHECK_THAT(r.out, Catch::Contains("#   ring: 0 of 2 collectives ran while another group's used a link of theirs"));
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
