@@ -3,11 +3,13 @@
 # both fidelities on each case below at each size, and prints every point's
 # time and the flow's error, with the CPU seconds each took; writes
 # docs/figures/flow-vs-packet.csv; then one training iteration of each
-# TRAIN case, its time and communication, to flow-vs-packet-train.csv.
-# CASES, SIZES and TRAIN override the lists (one case a line: a label, then
-# incsim's options; CASES= or TRAIN= runs none of those); APPEND=1 adds their rows to the CSVs'
-# instead of replacing them. Set INCSIM to use another binary (nothing is
-# built then). About 20 minutes with the defaults.
+# TRAIN case, its time and communication, to flow-vs-packet-train.csv; then
+# draws every point of both (flow-vs-packet-figure.py,
+# docs/figures/flow-vs-packet.png). CASES, SIZES and TRAIN override the
+# lists (one case a line: a label, then incsim's options; CASES= or TRAIN=
+# runs none of those); APPEND=1 adds their rows to the CSVs' instead of
+# replacing them. Set INCSIM to use another binary (nothing is built then).
+# About 20 minutes with the defaults.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
@@ -85,3 +87,4 @@ with open(out, "a") as o:
             f"{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
 PY
 done
+/usr/bin/python3 scripts/figures/flow-vs-packet-figure.py
