@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <unordered_map>
@@ -396,9 +397,10 @@ void ChakraWorkload::print_header(std::ostream& os) const {
      << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "") << "; "
      << count_of(transfers_per_iteration_, "send", "sends") << " to a matching receive over "
      << count_of(links_.size(), "link", "links") << ", each a 2-rank broadcast on the GPUs' cores\n";
+  std::set<std::string> shown;
   for (size_t a = 0; a < collectives_.size(); ++a)
     if (!collectives_[a].group.empty() && !collectives_[a].group[0].empty())
-      print_collective_lines(os, algorithms_[a], *collectives_[a].group[0][0]);
+      print_collective_lines(os, algorithms_[a], *collectives_[a].group[0][0], shown);
   os << "# exposed: the iteration's time beyond the busiest rank's compute; comm: the busiest rank's time with a "
         "collective or transfer under way\n";
 }

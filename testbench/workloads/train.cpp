@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "elements/data_pattern.h"
@@ -688,6 +689,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                  : dp_algorithm_ + " in every run (train.dp_algorithm)")
        << "\n";
   // Each algorithm's first group of each kind says what it runs.
+  std::set<std::string> shown;
   for (size_t a = 0; a < collectives_.size(); ++a)
     for (const auto* groups : {&collectives_[a].dp, &collectives_[a].tp, &collectives_[a].tp_alltoall,
                                &collectives_[a].tp_allgather, &collectives_[a].tp_reducescatter}) {
@@ -699,10 +701,10 @@ void TrainWorkload::print_header(std::ostream& os) const {
                                                                     : (groups == &collectives_[a].dp && !dp_algorithm_.empty() ? dp_algorithm_ : algorithms_[a]) + (layout_.tp == 1                        ? ""
                                                                                         : groups == &collectives_[a].dp ? " (dp)"
                                                                                                                         : " (tp)"),
-                             *groups->front());
+                             *groups->front(), shown);
     }
   for (const auto& c : collectives_)
-    if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding);
+    if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding, shown);
   os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
      << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
      << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls, dp: what remains")

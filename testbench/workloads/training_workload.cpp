@@ -200,12 +200,16 @@ std::string TrainingWorkload::contention_note() const {
          " SMs per channel while it runs, slowing the kernels (train.contention=sm)";
 }
 
-void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c) {
+void TrainingWorkload::print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c,
+                                              std::set<std::string>& shown) {
   std::ostringstream mine;
   c.print_header(mine);
   std::istringstream in(mine.str());
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("# incsim: ", 0) != 0) os << "#   " << who << ": " << line.substr(2) << "\n";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# incsim: ", 0) == 0) continue;
+    if (line.rfind("# fidelity: ", 0) == 0 && !shown.insert(line).second) continue;  // every group's the same
+    os << "#   " << who << ": " << line.substr(2) << "\n";
+  }
 }
 
 void TrainingWorkload::span(int track, std::string name, const sc_core::sc_time& took) {

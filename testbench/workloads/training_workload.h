@@ -9,6 +9,7 @@
 // trace-event timeline (--timeline).
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -78,8 +79,10 @@ class TrainingWorkload : public Workload {
                                                        const std::string& algorithm = "");
   // The first error of algorithm a's collectives, in the order they were made.
   std::string collective_error(size_t a) const;
-  // The collective's header lines but its first, as "#   who: ...".
-  static void print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c);
+  // The collective's header lines but its first, as "#   who: ..."; a
+  // "# fidelity:" line only if `shown` (the header's so far) lacks it.
+  static void print_collective_lines(std::ostream& os, const std::string& who, const GroupCollective& c,
+                                     std::set<std::string>& shown);
   // Each GPU's compute engine, by GPU index (on an Ethernet machine: its
   // hosts' in ring order).
   std::vector<gpu::ComputeEngine*> compute_engines() const;

@@ -224,6 +224,10 @@ TEST_CASE("flow: training says elements were not simulated, gives the same bytes
   CHECK(read() == first);
   CHECK_THAT(first, Catch::Contains("\"traceEvents\"") && Catch::Contains("\"conv1 backward\"") && Catch::Contains("all-reduce bucket 0"));
   CHECK_THAT(a.out, Catch::Contains("# fidelity: flow") && Catch::Contains("collectives that run at once do not share links"));
+  // The groups' fidelity line, the same for nvls's and the ring's, once.
+  int fidelity = 0;
+  for (const std::string& l : lines(a.out)) fidelity += l.find(": fidelity: flow (docs/flow.md): each transfer") != std::string::npos;
+  CHECK(fidelity == 1);
   int rows = 0;
   for (const std::string& l : lines(a.out))
     if (l[0] != '#') {
