@@ -140,7 +140,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                           : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
 
   if (!share) own_graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
-  graph_ = share ? share->graph : &own_graph_;
+  graph_ = share ? share->machine->t : &own_graph_;
   const topo::Topology& t = *graph_;
   const bool roce = topo::is_roce_cluster(t);
   if (roce)

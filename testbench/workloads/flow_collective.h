@@ -46,10 +46,9 @@ struct FlowOverlap {
 class FlowCollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a platform it shares with others: the
-  // platform's graph and flow machine (made with `defaults`), its GPUs in
+  // platform's flow machine (its graph, made with `defaults`), its GPUs in
   // rank order and their compute engines.
   struct Share {
-    const topo::Topology* graph;
     const flow::FlowMachine* machine;
     platforms::PlatformDefaults defaults;
     std::vector<int> gpus;

@@ -116,7 +116,7 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share{&flow_->graph, &flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap};
+      FlowCollectiveWorkload::Share share{&flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap};
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
