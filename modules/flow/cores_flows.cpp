@@ -34,7 +34,7 @@ std::string CoresFlows::cannot_run(const collectives::Program& p) {
 }
 
 CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-                       uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes)
+                       uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes, SharedNetwork* shared)
     : p_(std::move(p)),
       m_(m),
       endpoints_(std::move(endpoints)),
@@ -42,7 +42,8 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
       elem_(elem_bytes),
       seed_(seed),
       steady_passes_(steady_passes),
-      graph_(m, pinned(p_, *m.t, endpoints_)) {
+      shared_(shared),
+      graph_(shared ? &shared->graph : &own_graph_.emplace(m, pinned(p_, *m.t, endpoints_))) {
   assert(cannot_run(p_).empty());
   if (p_.has(OpKind::ReduceWrite) && costs_.push_credits <= 0)
     throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
@@ -85,7 +86,8 @@ CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   return x;
 }
 
-CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
+CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwork* shared)
+    : RunFlows(shared, *f.graph_), f_(f) {
   const collectives::Program& p = f.p_;
   proto_ = plan.proto;
   slots_ = plan.slots;
@@ -107,7 +109,6 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop) : f_(f) {
       ack_[k] = x.header / data;
     }
   }
-  for (double c : f.graph_.capacities()) net_.add_link(c);
   for (int r = 0; r < p.ranks; ++r) {
     auto k = std::make_unique<Rank>();
     k->r = r;
@@ -193,7 +194,7 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->queue = &q;
   const std::vector<int>& ports = ports_to(k.r, peer);
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
-  c->route = &f_.graph_.route(f_.endpoints_[static_cast<size_t>(k.r)], c->port, f_.endpoints_[static_cast<size_t>(peer)]);
+  c->route = &f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], c->port, f_.endpoints_[static_cast<size_t>(peer)]);
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
@@ -209,7 +210,7 @@ const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
 std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
   for (const auto& [link, share] : r.hops) {
-    const size_t format = f_.graph_.format_index(link);
+    const size_t format = f_.graph_->format_index(link);
     if (share > 0) u.push_back({link, share * fwd_[format]});
     else u.push_back({link, -share * ack_[format], false});
   }
@@ -305,7 +306,9 @@ void CoresFlows::Run::progress(Queue& q) {
 }
 
 void CoresFlows::Run::part_done(Rank& k) {
-  if (--k.unfinished == 0 && --running_ == 0) end_ = net_.now();
+  if (--k.unfinished != 0 || --running_ != 0) return;
+  end_ = net_.now();
+  if (done_) done_(result(end_, transfers_, *f_.graph_));
 }
 
 void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
@@ -331,9 +334,9 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
     return;
   }
   // The cores read the first data, then store it at the rate the route gives.
-  net_.after(access(), [this, &q, i, pass, in, &r, len] {
+  after(access(), [this, &q, i, pass, in, &r, len] {
     const double began = net_.now();
-    net_.start(uses(r), static_cast<double>(len * f_.elem_), 0, [this, &q, i, pass, in, &r, len, began] {
+    flow(uses(r), static_cast<double>(len * f_.elem_), 0, [this, &q, i, pass, in, &r, len, began] {
       // The last store has left: the input slot is read out.
       if (in) consume(q, *in);
       const double spread = net_.now() - began;
@@ -341,7 +344,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
       if (proto_ == Protocol::Simple) {
         // The fence: every write acknowledged, then the flag.
         ++q.acks_due;
-        net_.after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q, i, pass] {
+        after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q, i, pass] {
           --q.acks_due;
           finish_send(q, i, pass);
         });
@@ -397,7 +400,7 @@ void CoresFlows::Run::finish_send(Queue& q, int i, uint64_t pass) {
 }
 
 void CoresFlows::Run::landed(Conn& c, double delay) {
-  net_.after(delay, [this, &c] {
+  after(delay, [this, &c] {
     ++c.seen;
     progress(*c.queue);
   });
@@ -406,7 +409,7 @@ void CoresFlows::Run::landed(Conn& c, double delay) {
 // A store this queue made is acknowledged `delay` from now; the queue ends only after.
 void CoresFlows::Run::ack_after(Queue& q, double delay) {
   ++q.acks_due;
-  net_.after(delay, [this, &q] {
+  after(delay, [this, &q] {
     --q.acks_due;
     progress(q);
   });
@@ -416,7 +419,7 @@ void CoresFlows::Run::ack_after(Queue& q, double delay) {
 void CoresFlows::Run::consume(Queue& q, Conn& c) {
   ++c.done;
   const Route& back = *c.route;
-  net_.after(back.latency_ns + access() + access(), [this, &c] {
+  after(back.latency_ns + access() + access(), [this, &c] {
     Conn& s = *c.remote;
     ++s.seen;
     progress(*s.queue);
@@ -441,14 +444,24 @@ double CoresFlows::Run::issued() const {
   return static_cast<double>(issued) / static_cast<double>(std::max<uint64_t>(all, 1));
 }
 
-CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
+void CoresFlows::Run::begin(Done done) {
+  done_ = std::move(done);
   for (auto& k : ranks_) {
     for (int i = 0; i < f_.p_.op_count(k->r); ++i)
       if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
   }
+}
+
+CoresFlows::Run::~Run() {
+  for (auto& k : ranks_)
+    for (auto& q : k->queues)
+      if (q->credits_link >= 0) net_.remove_link(q->credits_link);
+}
+
+CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
+  begin({});
   net_.run(tick);
-  Result out;
   if (running_ != 0) {
     for (auto& k : ranks_)
       for (auto& q : k->queues)
@@ -457,13 +470,21 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
                           std::to_string(q->index) + " waits forever (" + std::to_string(q->sent) + " of " +
                           std::to_string(q->transfers) + " transfers sent)");
   }
-  out.time_ns = end_;
-  out.flows = net_.flows_started();
-  out.most_active = net_.most_active();
+  Result out = result(end_, transfers_, *f_.graph_);
   out.proto = proto_;
-  out.transfers = transfers_;
-  out.links = f_.graph_.used(net_);
   return out;
+}
+
+std::unique_ptr<Executor::Running> CoresFlows::start(uint64_t bytes, Done done) {
+  assert(shared_);
+  const Plan plan = this->plan(bytes);
+  auto x = std::make_unique<Run>(*this, plan, 0, shared_);
+  x->begin([proto = plan.proto, passes = plan.passes, done = std::move(done)](Result r) {
+    r.proto = proto;
+    r.passes = r.simulated_passes = passes;
+    done(r);
+  });
+  return x;
 }
 
 // A pipelined program's passes settle into a period: past the first few,
@@ -480,7 +501,7 @@ CoresFlows::Result CoresFlows::run(uint64_t bytes, const Progress& progress) {
   double done = 0;  // the simulated passes' share the runs before this one took
   const auto passes = [&](uint64_t k) {
     const double share = static_cast<double>(k) / simulated;
-    Run x(*this, plan, all - k);
+    Run x(*this, plan, all - k, nullptr);
     const std::function<double()> fraction = [&] { return done + share * x.issued(); };
     Result r = x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
     done += share;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "flow/executor.h"
 #include "flow/graph.h"
 #include "flow/network.h"
+#include "flow/shared.h"
 #include "topology/topology.h"
 
 namespace incsim::flow {
@@ -70,12 +72,17 @@ class CoresFlows : public Executor {
   // cannot_run refuses.
   // seed: the memory's jitter draws.
   // steady_passes: kSteadyPasses (run).
+  // shared: the network start() runs on, whose graph it routes on (else
+  // its own, which keeps a GPU's links apart only where its connections
+  // pin them).
   CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-             uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0);
+             uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0, SharedNetwork* shared = nullptr);
   ~CoresFlows() override;
   // Runs one message of `bytes` from time 0 to the last rank's end (under
   // steady passes, progress's fraction counts every run's operations).
   Result run(uint64_t bytes, const Progress& progress = {}) override;
+  // Every pass runs: steady passes extrapolate a run alone.
+  std::unique_ptr<Running> start(uint64_t bytes, Done done) override;
   const collectives::Program& program() const override { return p_; }
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);
@@ -116,7 +123,9 @@ class CoresFlows : public Executor {
   uint32_t elem_;
   uint64_t seed_, steady_passes_;
   collectives::ChannelParts parts_;
-  FlowGraph graph_;
+  SharedNetwork* shared_;
+  std::optional<FlowGraph> own_graph_;
+  FlowGraph* graph_;
   std::map<std::pair<int, int>, Route> downs_;  // (switch node, rank)
   std::map<int, std::vector<Home>> homes_;      // by group
 };

@@ -33,7 +33,7 @@ void merge(std::map<int, double>& tree, int link, double share) {
 const Route& CoresFlows::down(int sw, int r) {
   const auto key = std::make_pair(sw, r);
   if (const auto it = downs_.find(key); it != downs_.end()) return it->second;
-  return downs_.emplace(key, graph_.walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
+  return downs_.emplace(key, graph_->walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
 }
 
 const std::vector<Home>& CoresFlows::homes(int g) {
@@ -84,7 +84,7 @@ const std::vector<Home>& CoresFlows::homes(int g) {
 }
 
 double CoresFlows::Run::block_weight(int link, bool header_only) const {
-  const LinkFormat& x = f_.graph_.format(link);
+  const LinkFormat& x = f_.graph_->format(link);
   return header_only ? x.header / kBlock : (x.header + std::ceil(kBlock / x.flit) * x.flit) / kBlock;
 }
 
@@ -97,7 +97,7 @@ std::vector<CoresFlows::Run::GroupPort> CoresFlows::Run::group_ports(int r, int 
     const int link = t.link_at({node, p});
     const int sw = t.peer({node, p}).node;
     const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    v.push_back({f_.graph_.flow_link(link, d), sw,
+    v.push_back({f_.graph_->flow_link(link, d), sw,
                  t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)]});
   }
   return v;
@@ -229,11 +229,11 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
   const double began = net_.now(), rtt = shape.latency;
-  net_.start(shape.uses, bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
+  flow(shape.uses, bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
     // The last request has left; its answers come back a round trip and a
     // member's memory access later.
     const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
-    net_.after(rtt + last_mem(net_.now() - began, blocks, 1), [this, &q, i, pass, len] {
+    after(rtt + last_mem(net_.now() - began, blocks, 1), [this, &q, i, pass, len] {
       wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
       issued_innet(q, i, pass, true);
     });
@@ -244,15 +244,15 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
 void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
   const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
-  net_.after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
+  after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
     const double start = net_.now();
-    net_.start(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
+    flow(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
       const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(op(r, i).group)];
       const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
       for (size_t j = 0; j < members.size(); ++j)
         if (members[j] != r)
-          net_.after(shape.to_member[j] + last, [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
+          after(shape.to_member[j] + last, [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
       issued_innet(q, i, pass, true);
     });
   });
@@ -284,15 +284,15 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   // own while the queues go on.
   const double bytes = static_cast<double>(len * f_.elem_);
   const double window = std::min(bytes, f_.costs_.push_credits * kBlock);
-  net_.after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
+  after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
     const double start = net_.now();
-    net_.start(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {
+    flow(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {
       for (const auto& [queue, op_index] : all) issued_innet(*queue, op_index, pass, false);
-      net_.start(uses, window, 0, [this, all, bytes, latency, pass, start] {
+      flow(uses, window, 0, [this, all, bytes, latency, pass, start] {
         const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
         const int r = all.front().first->rank->r, i = all.front().second;
         for (const auto& member : all)
-          net_.after(latency + last, [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
+          after(latency + last, [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
       });
     });
   });

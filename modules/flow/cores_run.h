@@ -26,12 +26,16 @@ using collectives::receives_landing;
 inline uint64_t received(int g, int64_t m) { return static_cast<uint64_t>(g) << 32 | static_cast<uint32_t>(m); }
 
 // One size's run: every rank's queues and connections, as CoresRank has them.
-class CoresFlows::Run {
+class CoresFlows::Run : public RunFlows {
  public:
-  // The plan's message less `drop` whole passes of every part.
-  Run(CoresFlows& f, const Plan& plan, uint64_t drop);
-  // tick: Network::run's, now and then.
+  // The plan's message less `drop` whole passes of every part, on `shared`
+  // or on a network of its own.
+  Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwork* shared);
+  ~Run() override;
+  // On a network of its own: runs to the end. tick: Network::run's, now and then.
   Result go(const Network::Callback& tick = {});
+  // Starts every rank at the network's now; `done` (if any) gets the result at the last rank's end.
+  void begin(Done done);
   double now() const { return net_.now(); }
   // The share of the run's operations its queues have issued.
   double issued() const;
@@ -148,7 +152,7 @@ class CoresFlows::Run {
   std::vector<Network::Use> uses(const Route& r) const;
 
   CoresFlows& f_;
-  Network net_;
+  Done done_;
   Protocol proto_;
   CoresCosts::Slots slots_;
   std::unique_ptr<collectives::PassLayout> layout_;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "collectives/nccl.h"
@@ -38,6 +39,21 @@ class Executor {
   using Progress = std::function<void(const std::function<double()>& fraction, double now_ns)>;
   // Runs one message of `bytes` from time 0 to the last rank's end.
   virtual Result run(uint64_t bytes, const Progress& progress = {}) = 0;
+  // A run under way on a network other runs share (start). It must live
+  // until idle: its last rank's end may leave callbacks behind (a slot's
+  // head flag on its way back) that refer to it.
+  class Running {
+   public:
+    virtual ~Running() = default;
+    virtual bool idle() const = 0;
+  };
+  using Done = std::function<void(const Result&)>;
+  // On the shared network the executor was made on (shared.h): starts one
+  // message of `bytes` at the network's now. `done` gets its result (time
+  // from the start; no links: the network's count is everyone's) when its
+  // last rank ends, from inside the network's events: it must not start
+  // another run.
+  virtual std::unique_ptr<Running> start(uint64_t bytes, Done done) = 0;
   virtual const collectives::Program& program() const = 0;
 };
 

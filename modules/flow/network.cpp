@@ -28,8 +28,19 @@ int Network::add_link(double bytes_per_ns) {
   assert(bytes_per_ns > 0);
   Link l;
   l.cap = bytes_per_ns;
-  links_.push_back(std::move(l));
-  return static_cast<int>(links_.size()) - 1;
+  if (free_links_.empty()) {
+    links_.push_back(std::move(l));
+    return static_cast<int>(links_.size()) - 1;
+  }
+  const int k = free_links_.back();
+  free_links_.pop_back();
+  links_[static_cast<size_t>(k)] = std::move(l);
+  return k;
+}
+
+void Network::remove_link(int l) {
+  assert(links_[static_cast<size_t>(l)].paths.empty());
+  free_links_.push_back(l);
 }
 
 bool Network::sooner(int a, int b) const {
@@ -84,29 +95,31 @@ void Network::unschedule(int p) {
   }
 }
 
-void Network::after(double delay_ns, Callback f) {
+void Network::after(double delay_ns, Callback f, uint64_t* pending) {
+  if (pending) ++*pending;
   size_t k;
   if (free_calls_.empty()) {
     k = calls_.size();
-    calls_.push_back(std::move(f));
+    calls_.push_back(Call{std::move(f), pending});
   } else {
     k = free_calls_.back();
     free_calls_.pop_back();
-    calls_[k] = std::move(f);
+    calls_[k] = Call{std::move(f), pending};
   }
   events_.push(Event{now_ + delay_ns, seq_++, k});
 }
 
-void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done) {
+void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending) {
   ++started_;
   uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use& u) { return u.weight <= 0; }), uses.end());
   if (uses.empty() || bytes <= 0) {
-    after(latency_ns, std::move(done));
+    after(latency_ns, std::move(done), pending);
     return;
   }
+  if (pending) ++*pending;
   const int p = path_of(std::move(uses));
   const int f = take(flows_, free_flows_);
-  flows_[static_cast<size_t>(f)] = Flow{latency_ns, std::move(done)};
+  flows_[static_cast<size_t>(f)] = Flow{latency_ns, std::move(done), pending};
   Path& path = paths_[static_cast<size_t>(p)];
   advance(path);
   path.flows.push(Member{path.sent + bytes, seq_++, f});
@@ -168,7 +181,8 @@ void Network::drain(int p) {
     const int f = path.flows.top().flow;
     path.flows.pop();
     Flow& x = flows_[static_cast<size_t>(f)];
-    after(x.latency, std::move(x.done));
+    if (x.pending) --*x.pending;  // after() counts its callback
+    after(x.latency, std::move(x.done), x.pending);
     x.done = nullptr;
     free_flows_.push_back(f);
     --active_;
@@ -340,20 +354,38 @@ bool Network::fill(bool whole) {
   return true;
 }
 
-void Network::run(const Callback& tick) {
+double Network::next(bool& drain) const {
+  const bool drains = !due_.empty(), calls = !events_.empty();
+  const Path* d = drains ? &paths_[static_cast<size_t>(due_[0])] : nullptr;
+  drain = drains && (!calls || (d->due != events_.top().t ? d->due < events_.top().t : d->due_seq < events_.top().seq));
+  return drain ? d->due : calls ? events_.top().t : std::numeric_limits<double>::infinity();
+}
+
+void Network::run(const Callback& tick) { run_to(std::numeric_limits<double>::infinity(), tick); }
+
+void Network::run_until(double t_ns) {
+  run_to(t_ns, {});
+  now_ = std::max(now_, t_ns);
+}
+
+double Network::next_event() {
+  bool drain;
+  const double t = next(drain);
+  if (dirty_.empty() || t <= now_) return t;
+  recompute();  // the instant is over: drains move with the rates
+  return next(drain);
+}
+
+void Network::run_to(double limit, const Callback& tick) {
   for (uint64_t events = 1;; ++events) {
     if (tick && events % kTickEvents == 0) tick();
-    // The next event: a callback's, or the drain of the path due soonest.
-    const bool drains = !due_.empty(), calls = !events_.empty();
-    const Path* d = drains ? &paths_[static_cast<size_t>(due_[0])] : nullptr;
-    const bool drain_next =
-        drains && (!calls || (d->due != events_.top().t ? d->due < events_.top().t : d->due_seq < events_.top().seq));
-    const double t = drain_next ? d->due : calls ? events_.top().t : now_;
-    if (!dirty_.empty() && (!(drains || calls) || t > now_)) {
+    bool drain_next;
+    const double t = next(drain_next);
+    if (!dirty_.empty() && t > now_) {  // the instant is over (or nothing is left): its rates
       recompute();
       continue;
     }
-    if (!drains && !calls) return;
+    if (t > limit || t == std::numeric_limits<double>::infinity()) return;
     now_ = std::max(now_, t);
     if (drain_next) {
       const int p = due_[0];
@@ -362,10 +394,11 @@ void Network::run(const Callback& tick) {
     } else {
       const size_t k = events_.top().call;
       events_.pop();
-      Callback f = std::move(calls_[k]);
-      calls_[k] = nullptr;
+      Call c = std::move(calls_[k]);
+      calls_[k] = Call{};
       free_calls_.push_back(k);
-      f();
+      if (c.pending) --*c.pending;
+      c.f();
     }
   }
 }

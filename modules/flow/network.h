@@ -38,16 +38,28 @@ class Network {
   using Callback = std::function<void()>;
 
   int add_link(double bytes_per_ns);
+  // Link l carries no flow and is free for add_link to reuse (a run's own
+  // links on a network runs share).
+  void remove_link(int l);
   // Starts a flow of `bytes` over `uses` now; `done` runs latency_ns after
   // its last byte has left. A flow with no uses or no bytes takes its latency only.
-  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done);
-  // Runs `f` delay_ns from now.
-  void after(double delay_ns, Callback f);
+  // pending, if given, counts the flow until `done` has been called: what a
+  // run on a shared network waits for before it frees what the callbacks use.
+  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending = nullptr);
+  // Runs `f` delay_ns from now; pending as start's.
+  void after(double delay_ns, Callback f, uint64_t* pending = nullptr);
   // Processes events in time order (same time: in the order they were made)
   // until none is left; `tick`, if given, runs after every kTickEvents of
   // them (a progress report: it must not start flows).
   static constexpr uint64_t kTickEvents = 1 << 16;
   void run(const Callback& tick = {});
+  // Processes the events due at or before t_ns, then stands at t_ns (or
+  // later, if it was already): a network whose time follows another
+  // simulator's. The rates are current when it returns.
+  void run_until(double t_ns);
+  // When the next event is due (infinity: none); refills the rates a
+  // start changed first.
+  double next_event();
 
   double now() const { return now_; }
   // Bytes each link carried (every flow started over it, by its weight).
@@ -106,6 +118,11 @@ class Network {
   struct Flow {
     double latency = 0;
     Callback done;
+    uint64_t* pending = nullptr;
+  };
+  struct Call {
+    Callback f;
+    uint64_t* pending = nullptr;
   };
   // A link's heap entry in progressive filling: live while `entry` is the link's.
   struct Level {
@@ -145,14 +162,19 @@ class Network {
   // them. False where that leaves a path outside faster than the level at
   // which such a link froze one inside: the filling must be whole.
   bool fill(bool whole);
+  // The next event's time, or infinity; whether it is a path's drain.
+  double next(bool& drain) const;
+  // Processes the events due at or before `limit` (run's and run_until's loop).
+  void run_to(double limit, const Callback& tick);
 
   std::vector<Link> links_;
+  std::vector<int> free_links_;
   std::vector<Path> paths_;
   std::vector<int> free_paths_;
   std::unordered_map<uint64_t, std::vector<int>> path_index_;  // key -> paths in flight
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
-  std::vector<Callback> calls_;
+  std::vector<Call> calls_;
   std::vector<size_t> free_calls_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<int> due_;

@@ -19,7 +19,7 @@ std::string NicFlows::cannot_run(const collectives::Program& p) {
 }
 
 NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, NicCosts costs,
-                   uint32_t elem_bytes, uint64_t seed)
+                   uint32_t elem_bytes, uint64_t seed, SharedNetwork* shared)
     : p_(std::move(p)),
       schedule_(collectives::schedule_of(p_)),
       m_(m),
@@ -27,7 +27,8 @@ NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int
       costs_(costs),
       elem_(elem_bytes),
       seed_(seed),
-      dataflow_(p_.dataflow) {
+      dataflow_(p_.dataflow),
+      shared_(shared) {
   assert(cannot_run(p_).empty());
   const topo::Topology& t = *m.t;
   const int n = schedule_.nodes;
@@ -43,17 +44,21 @@ NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int
     for (const collectives::TableView::Share& x : tables_.back().shares)
       pinned.emplace(node_of(r), t.peer({node_of(r), x.port}).node);
   }
-  graph_.emplace(m, pinned);
+  graph_ = shared ? &shared->graph : &own_graph_.emplace(m, pinned);
 }
 
 NicFlows::~NicFlows() = default;
 
 // One size's run: every rank's decoder, flows' bytes still to arrive and,
 // in dataflow mode, lanes.
-class NicFlows::Run {
+class NicFlows::Run : public RunFlows {
  public:
-  Run(NicFlows& f, uint64_t bytes);
+  // On `shared`, or on a network of its own.
+  Run(NicFlows& f, uint64_t bytes, SharedNetwork* shared);
+  // On a network of its own: runs to the end.
   Result go(const Network::Callback& tick);
+  // Starts every rank's table at the network's now; `done` (if any) gets the result at the last rank's end.
+  void begin(Done done);
   double now() const { return net_.now(); }
   double issued() const { return static_cast<double>(issued_) / static_cast<double>(std::max<uint64_t>(entries_, 1)); }
 
@@ -89,7 +94,7 @@ class NicFlows::Run {
   }
 
   NicFlows& f_;
-  Network net_;
+  Done done_;
   std::vector<collectives::ByteRange> layout_;  // [flow]
   std::vector<Rank> ranks_;
   double step_ns_ = 0;
@@ -98,11 +103,10 @@ class NicFlows::Run {
   double end_ = 0;
 };
 
-NicFlows::Run::Run(NicFlows& f, uint64_t bytes) : f_(f) {
+NicFlows::Run::Run(NicFlows& f, uint64_t bytes, SharedNetwork* shared) : RunFlows(shared, *f.graph_), f_(f) {
   const collectives::Schedule& s = f.schedule_;
   for (const auto& c : s.flows) layout_.push_back(collectives::slice_bytes(bytes, f.elem_, s.slices, c.start, c.size));
   step_ns_ = collectives::lockstep_ns(s, bytes, f.elem_, f.costs_.framing, f.costs_.estimate);
-  for (double c : f.graph_->capacities()) net_.add_link(c);
   ranks_.resize(f.tables_.size());
   for (size_t r = 0; r < ranks_.size(); ++r) {
     Rank& k = ranks_[r];
@@ -173,7 +177,7 @@ void NicFlows::Run::issue(Rank& k, int index) {
   ++issued_;
   if (e.op == Op::Nop) {
     k.lockstep_end = net_.now() + step_ns_;
-    net_.after(step_ns_, [this, &k] { advance(k); });
+    after(step_ns_, [this, &k] { advance(k); });
     return;
   }
   const collectives::TableView& tb = shape(k);
@@ -197,7 +201,7 @@ void NicFlows::Run::issue(Rank& k, int index) {
 // share streams to its peer at the rate its route gives it.
 void NicFlows::Run::activate(Rank& k, uint32_t s) {
   ++transfers_;
-  net_.after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
+  after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
     const collectives::TableView::Share& x = shape(k).shares[s];
     const uint64_t len = length(x);
     // Not kept: a table's messages seldom take one route twice.
@@ -209,12 +213,12 @@ void NicFlows::Run::activate(Rank& k, uint32_t s) {
     std::vector<Network::Use> uses;
     for (const auto& [link, share] : r.hops)
       if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
-    net_.start(std::move(uses), static_cast<double>(len), 0, [this, &k, s, len, latency = r.latency_ns] {
+    flow(std::move(uses), static_cast<double>(len), 0, [this, &k, s, len, latency = r.latency_ns] {
       const collectives::TableView::Share& y = shape(k).shares[s];
       Rank& dst = ranks_[static_cast<size_t>(y.dst)];
       const int flow = y.flow;
       const bool reduce = y.reduce;
-      net_.after(latency, [this, &dst, flow, reduce, len] { arrived(dst, flow, reduce, len); });
+      after(latency, [this, &dst, flow, reduce, len] { arrived(dst, flow, reduce, len); });
       sent(k, s);
     });
   });
@@ -245,11 +249,18 @@ void NicFlows::Run::maybe_finish(Rank& k) {
   for (size_t g = 0; g < k.reduce_left.size(); ++g)
     if (k.reduce_left[g] > 0 || k.gather_left[g] > 0) return;
   k.finished = true;
-  if (--running_ == 0) end_ = net_.now();
+  if (--running_ != 0) return;
+  end_ = net_.now();
+  if (done_) done_(result(end_, transfers_, *f_.graph_));
+}
+
+void NicFlows::Run::begin(Done done) {
+  done_ = std::move(done);
+  for (Rank& k : ranks_) advance(k);
 }
 
 NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
-  for (Rank& k : ranks_) advance(k);
+  begin({});
   net_.run(tick);
   for (const Rank& k : ranks_) {
     if (k.finished) continue;
@@ -262,19 +273,20 @@ NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
                     std::to_string(k.head) + " of " + std::to_string(table(k).size()) + " for " +
                     std::to_string(reduce) + " B of Reduce and " + std::to_string(gather) + " B of Gather messages");
   }
-  Result out;
-  out.time_ns = end_;
-  out.flows = net_.flows_started();
-  out.most_active = net_.most_active();
-  out.transfers = transfers_;
-  out.links = f_.graph_->used(net_);
-  return out;
+  return result(end_, transfers_, *f_.graph_);
 }
 
 NicFlows::Result NicFlows::run(uint64_t bytes, const Progress& progress) {
-  Run x(*this, bytes);
+  Run x(*this, bytes, nullptr);
   const std::function<double()> fraction = [&x] { return x.issued(); };
   return x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
+}
+
+std::unique_ptr<Executor::Running> NicFlows::start(uint64_t bytes, Done done) {
+  assert(shared_);
+  auto x = std::make_unique<Run>(*this, bytes, shared_);
+  x->begin(std::move(done));
+  return x;
 }
 
 }  // namespace incsim::flow

@@ -18,6 +18,7 @@
 #include "collectives/schedule.h"
 #include "flow/executor.h"
 #include "flow/graph.h"
+#include "flow/shared.h"
 
 namespace incsim::flow {
 
@@ -34,10 +35,12 @@ class NicFlows : public Executor {
  public:
   // endpoints[r]: the endpoint rank r runs on. Throws UserError if the
   // program does not compile to tables or a link hint leads nowhere.
+  // shared: the network start() runs on, whose graph it routes on.
   NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, NicCosts costs,
-           uint32_t elem_bytes, uint64_t seed);
+           uint32_t elem_bytes, uint64_t seed, SharedNetwork* shared = nullptr);
   ~NicFlows() override;
   Result run(uint64_t bytes, const Progress& progress = {}) override;
+  std::unique_ptr<Running> start(uint64_t bytes, Done done) override;
   const collectives::Program& program() const override { return p_; }
   const collectives::Schedule& schedule() const { return schedule_; }
   const collectives::MessageFraming& framing() const { return costs_.framing; }
@@ -55,7 +58,9 @@ class NicFlows : public Executor {
   uint32_t elem_;
   uint64_t seed_;
   bool dataflow_;
-  std::optional<FlowGraph> graph_;  // made once the tables say which ports messages leave by
+  SharedNetwork* shared_;
+  std::optional<FlowGraph> own_graph_;  // made once the tables say which ports messages leave by
+  FlowGraph* graph_ = nullptr;          // own_graph_'s or shared_'s
   std::vector<collectives::TableView> tables_;  // [rank]
 };
 

@@ -2,7 +2,9 @@
 // filling and completion times, and the cores' in-network operations as
 // flows, against times computed by hand.
 #include <catch2/catch.hpp>
+#include <limits>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "collectives/program.h"
@@ -10,6 +12,7 @@
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
 #include "flow/network.h"
+#include "flow/shared.h"
 
 using incsim::flow::Network;
 
@@ -148,6 +151,41 @@ TEST_CASE("a flow's acknowledgements take their capacity on a full link but do n
   CHECK(done["y"] == Approx(80 + (1000 - 80 * 10 / 1.125) / 10));
 }
 
+TEST_CASE("a network in step with another simulator's time: run_until stops there, a later start reshares, "
+          "and a run's callbacks are counted until called") {
+  Network n;
+  const int a = n.add_link(10);
+  std::map<std::string, double> done;
+  uint64_t pending = 0;
+  n.start({{a, 1}}, 1000, 0, [&] { done["first"] = n.now(); }, &pending);
+  CHECK(pending == 1);
+  CHECK(n.next_event() == Approx(100));  // alone at 10 B/ns
+  n.run_until(50);                       // 500 B sent
+  CHECK(n.now() == 50);
+  CHECK(done.empty());
+  n.start({{a, 1}}, 250, 0, [&] { done["second"] = n.now(); }, &pending);
+  CHECK(pending == 2);
+  // 5 B/ns each: the second's 250 B by 100; the first's last 250 at 10 B/ns by 125.
+  CHECK(n.next_event() == Approx(100));
+  n.run_until(99.9);
+  CHECK(done.empty());
+  n.run_until(100);
+  CHECK(done["second"] == Approx(100));
+  CHECK(pending == 1);
+  CHECK(n.next_event() == Approx(125));
+  n.after(50, [&] { done["later"] = n.now(); }, &pending);
+  n.run_until(1000);
+  CHECK(done["first"] == Approx(125));
+  CHECK(done["later"] == Approx(150));
+  CHECK(pending == 0);
+  CHECK(n.now() == 1000);
+  CHECK(n.next_event() == std::numeric_limits<double>::infinity());
+  // A link removed is reused.
+  const int b = n.add_link(5);
+  n.remove_link(b);
+  CHECK(n.add_link(7) == b);
+}
+
 // The cores' in-network operations as flows (flow/cores_flows.h) on a star
 // of GPUs around one switch, 25 GB/s links without latency, a 100 ns switch
 // and memory without latency: times by hand.
@@ -178,19 +216,53 @@ struct Star {
   double run(const std::string& program, uint64_t bytes, int credits = 0) {
     return result(program, bytes, credits).time_ns;
   }
+  std::unique_ptr<CoresFlows> on(const std::string& program, incsim::flow::SharedNetwork& shared) {
+    incsim::flow::CoresCosts costs;
+    costs.simple = {1 << 20, 4};
+    std::vector<int> eps;
+    for (size_t g = 0; g < t.endpoints().size(); ++g) eps.push_back(static_cast<int>(g));
+    return std::make_unique<CoresFlows>(incsim::collectives::read_program(program, "test"), m, eps, costs, 4, 1, 0,
+                                        &shared);
+  }
 };
+// Rank 0 multicasts its input to the others' outputs (a broadcast).
+const std::string kBroadcast =
+    "program 1\nname mc\ncollective broadcast ranks 3 root 0 inplace 0\ngroup 0 1 2\n"
+    "rank 0 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 src i0\n1 cpy cores ch 0 q 0 src i0 dst o0\n"
+    "rank 1 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n"
+    "rank 2 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n";
 }  // namespace
 
 TEST_CASE("cores flows: a multicast crosses its storer's link once and each member's once") {
   Star s(3, false);
-  // Rank 0 multicasts its input to the others' outputs (a broadcast).
-  const std::string p = "program 1\nname mc\ncollective broadcast ranks 3 root 0 inplace 0\ngroup 0 1 2\n"
-                        "rank 0 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 src i0\n1 cpy cores ch 0 q 0 src i0 dst o0\n"
-                        "rank 1 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n"
-                        "rank 2 input 1 output 1 scratch 0\n0 mcast cores ch 0 q 0 group 0 dst o0\n";
   // 128 KiB in 128-byte blocks of 144 wire bytes: 25 / 1.125 B/ns on every
   // link of the tree, the last block lands 100 ns (the switch) later.
-  CHECK(s.run(p, 128 << 10) == Approx((128 << 10) * 1.125 / 25 + 100));
+  CHECK(s.run(kBroadcast, 128 << 10) == Approx((128 << 10) * 1.125 / 25 + 100));
+}
+
+TEST_CASE("cores flows on a shared network: a run alone takes its own time from its start, two at once share the links") {
+  Star s(3, false);
+  incsim::flow::SharedNetwork shared(s.m);
+  const auto a = s.on(kBroadcast, shared), b = s.on(kBroadcast, shared);
+  const double wire = (128 << 10) * 1.125 / 25;
+  std::vector<double> took;
+  const auto record = [&](const CoresFlows::Result& r) { took.push_back(r.time_ns); };
+  shared.net.run_until(1000);  // a start later than 0
+  auto x = a->start(128 << 10, record);
+  CHECK_FALSE(x->idle());
+  shared.net.run();
+  REQUIRE(took.size() == 1);
+  CHECK(took[0] == Approx(wire + 100));
+  CHECK(shared.net.now() == Approx(1000 + wire + 100));
+  CHECK(x->idle());
+  // Both broadcasts from rank 0 at once: its link carries both, half each.
+  auto y = a->start(128 << 10, record), z = b->start(128 << 10, record);
+  shared.net.run();
+  REQUIRE(took.size() == 3);
+  CHECK(took[1] == Approx(2 * wire + 100));
+  CHECK(took[2] == Approx(2 * wire + 100));
+  CHECK(y->idle());
+  CHECK(z->idle());
 }
 
 TEST_CASE("cores flows: a reducing write's credits limit it by Little's law, table bytes over the round trip") {

@@ -1,0 +1,74 @@
+#pragma once
+// Programs that run at once on one flow network (docs/flow.md, "Collectives
+// at once"): the graph every run routes on and the network whose first
+// links are the graph's, and what a run of an executor sends its flows on,
+// a network of its own or that one. Plain C++, no SystemC.
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "flow/executor.h"
+#include "flow/graph.h"
+#include "flow/network.h"
+
+namespace incsim::flow {
+
+struct SharedNetwork {
+  explicit SharedNetwork(const FlowMachine& m) : graph(m, every_gpu_link(*m.t)) {
+    for (double c : graph.capacities()) net.add_link(c);
+  }
+  // Every (GPU node, neighbour) pair: a GPU's links all stay links of their
+  // own, as a program's connections pin them (FlowGraph), so that one graph
+  // serves every run; what spreads over them takes an even share of each,
+  // at the rates one merged link would give.
+  static std::set<std::pair<int, int>> every_gpu_link(const topo::Topology& t) {
+    std::set<std::pair<int, int>> pinned;
+    for (const topo::Link& l : t.links())
+      for (const auto& [a, b] : {std::pair{l.a.node, l.b.node}, std::pair{l.b.node, l.a.node}})
+        if (t.node(a).kind == topo::NodeKind::Endpoint) pinned.emplace(a, b);
+    return pinned;
+  }
+  FlowGraph graph;
+  Network net;
+};
+
+// The network a run's flows and callbacks go on, and what it has left there.
+class RunFlows : public Executor::Running {
+ public:
+  // On `shared`, or, without, on a network of its own with `graph`'s links.
+  RunFlows(SharedNetwork* shared, const FlowGraph& graph)
+      : net_(shared ? shared->net : own_), shared_(shared != nullptr), began_(net_.now()) {
+    if (!shared)
+      for (double c : graph.capacities()) own_.add_link(c);
+  }
+  bool idle() const override { return pending_ == 0; }
+
+ protected:
+  void after(double delay_ns, Network::Callback f) { net_.after(delay_ns, std::move(f), &pending_); }
+  void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done) {
+    ++flows_;
+    net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_);
+  }
+  // The result's counts, its time from its start to `end_ns`; the links it
+  // used only on a network of its own.
+  Executor::Result result(double end_ns, uint64_t transfers, const FlowGraph& graph) const {
+    Executor::Result out;
+    out.time_ns = end_ns - began_;
+    out.flows = flows_;
+    out.most_active = net_.most_active();
+    out.transfers = transfers;
+    if (!shared_) out.links = graph.used(net_);
+    return out;
+  }
+
+  Network own_;
+  Network& net_;
+  const bool shared_;
+  const double began_;
+
+ private:
+  uint64_t pending_ = 0, flows_ = 0;
+};
+
+}  // namespace incsim::flow
