@@ -56,35 +56,44 @@ with open(out, "a") as o:
 PY
 done
 
-# Training: one iteration, no warm-up; the iteration's time and the
-# collectives' (data parallel, tensor parallel, pipeline) summed, and the
-# share of the flows' collective time that began beside another group's
-# collective on a link of theirs (which flows do not share).
+# Training: one iteration, no warm-up, at packet level, as flows (each
+# group's size run once, alone) and as flows on one shared network
+# (flow.share_links); the iteration's time and the collectives' (data
+# parallel, tensor parallel, pipeline) summed, and the share of the first
+# flows' collective time that began beside another group's collective on a
+# link of theirs (which they do not share).
 out=docs/figures/flow-vs-packet-train.csv
-[ -z "$train" ] || [ -n "${APPEND:-}" ] || echo "case,packet_us,flow_us,error,packet_comm_us,flow_comm_us,comm_error,shared_time,packet_cpu_s,flow_cpu_s" >"$out"
-[ -z "$train" ] || printf '\n%-24s %12s %12s %8s %12s %12s %8s %7s %9s %8s\n' case packet_us flow_us error pkt_comm flow_comm error shared pkt_cpu flow_cpu
+[ -z "$train" ] || [ -n "${APPEND:-}" ] || echo "case,packet_us,flow_us,error,packet_comm_us,flow_comm_us,comm_error,shared_time,shared_us,shared_error,shared_comm_us,shared_comm_error,packet_cpu_s,flow_cpu_s,shared_cpu_s" >"$out"
+[ -z "$train" ] || printf '\n%-24s %11s %11s %8s %11s %8s %10s %10s %8s %10s %8s %7s %8s %6s %6s\n' case packet_us flow_us error shared_us error pkt_comm flow_comm error shr_comm error beside pkt_cpu flow shared
 echo "$train" | while read -r label opts; do
   [ -n "$label" ] || continue
-  for f in packet flow; do
+  for f in packet flow shared; do
+    fidelity=$f extra=
+    [ $f != shared ] || fidelity=flow extra="-c flow.share_links=true"
     # shellcheck disable=SC2086
-    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --iterations 1 --warmup 0 --fidelity $f --quiet \
+    /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts $extra --iterations 1 --warmup 0 --fidelity $fidelity --quiet \
       --csv "$tmp/$f.csv" --json "$tmp/$f.json" >/dev/null
   done
   /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
 import csv, json, sys
 label, tmp, out = sys.argv[1:4]
+runs = ("packet", "flow", "shared")
 # The share of the collectives' flow time that began beside another group's on a link of theirs.
-shared = json.load(open(f"{tmp}/flow.json"))["rows"][0]["flow_overlap"]["shared_time"]
-row = {f: next(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in ("packet", "flow")}
-cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in ("packet", "flow")}
+beside = json.load(open(f"{tmp}/flow.json"))["rows"][0]["flow_overlap"]["shared_time"]
+row = {f: next(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in runs}
+cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in runs}
 comm = {f: sum(float(r.get(k) or 0) for k in ("comm_us", "tp_comm_us", "p2p_us", "a2a_comm_us")) for f, r in row.items()}
-tp, tf = float(row["packet"]["time_us"]), float(row["flow"]["time_us"])
-err, cerr = tf / tp - 1, comm["flow"] / comm["packet"] - 1
-print(f"{label:<24} {tp:12.1f} {tf:12.1f} {100 * err:+7.2f}% {comm['packet']:12.1f} {comm['flow']:12.1f} {100 * cerr:+7.1f}% "
-      f"{100 * shared:6.1f}% {cpu['packet']:9.2f} {cpu['flow']:8.2f}")
+t = {f: float(row[f]["time_us"]) for f in runs}
+err = {f: t[f] / t["packet"] - 1 for f in runs}
+cerr = {f: comm[f] / comm["packet"] - 1 for f in runs}
+print(f"{label:<24} {t['packet']:11.1f} {t['flow']:11.1f} {100 * err['flow']:+7.2f}% {t['shared']:11.1f} "
+      f"{100 * err['shared']:+7.2f}% {comm['packet']:10.1f} {comm['flow']:10.1f} {100 * cerr['flow']:+7.1f}% "
+      f"{comm['shared']:10.1f} {100 * cerr['shared']:+7.1f}% {100 * beside:6.1f}% {cpu['packet']:8.2f} "
+      f"{cpu['flow']:6.2f} {cpu['shared']:6.2f}")
 with open(out, "a") as o:
-    o.write(f"{label},{tp:.1f},{tf:.1f},{err:.4f},{comm['packet']:.1f},{comm['flow']:.1f},{cerr:.4f},{shared:.4f},"
-            f"{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
+    o.write(f"{label},{t['packet']:.1f},{t['flow']:.1f},{err['flow']:.4f},{comm['packet']:.1f},{comm['flow']:.1f},"
+            f"{cerr['flow']:.4f},{beside:.4f},{t['shared']:.1f},{err['shared']:.4f},{comm['shared']:.1f},"
+            f"{cerr['shared']:.4f},{cpu['packet']:.2f},{cpu['flow']:.2f},{cpu['shared']:.2f}\n")
 PY
 done
 /usr/bin/python3 scripts/figures/flow-vs-packet-figure.py

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <limits>
 #include <ostream>
 #include <sstream>
 #include <tuple>
@@ -169,6 +170,10 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     machine_ = share->machine;
     engines_ = share->engines;
     overlap_ = share->overlap;
+    shared_ = share->shared;
+    if (shared_ && cfg_.get(flow::kSteadyPasses))
+      throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and " +
+                      kShareLinks.key() + " runs every pass of every collective on one: set one of them, not both");
   } else {
     own_machine_ = flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -226,7 +231,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.by_size = cp.by_size;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
-                                              elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses));
+                                              elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
+                                              shared_ ? &shared_->network() : nullptr);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
 }
 
@@ -249,7 +255,8 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   trees_text_ = synthesis.trees_text;
   try {
     auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), *machine_, gpus, costs,
-                                              elements::dtype_bytes(dtype_), opt_.seed);
+                                              elements::dtype_bytes(dtype_), opt_.seed,
+                                              shared_ ? &shared_->network() : nullptr);
     nic_ = x.get();
     flows_ = std::move(x);
   } catch (const UserError& e) {
@@ -304,6 +311,15 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   }
   on_done_ = std::move(on_done);
   started_ = sim_now();
+  if (shared_) {
+    shared_->start(*flows_, sizes_[i], [this](const flow::Executor::Result& r) {
+      last_ = r;
+      running_ = &last_;
+      beside_ = false;  // it shared its links as flows: no one to count
+      end_.at(sim_now());
+    });
+    return;
+  }
   const flow::Executor::Result& r = result(i);
   running_ = &r;
   beside_ = false;
@@ -320,7 +336,35 @@ uint64_t FlowCollectiveWorkload::progress() {
   return t.value() / 1000;
 }
 
-Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i, result(i), notes); }
+Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
+  return row(i, shared_ ? last_ : result(i), notes);
+}
+
+SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {
+  spawn_method(sc_core::sc_gen_unique_name("flow_network"), [this] {
+    wake_.fired();
+    sync();
+    schedule();
+  }, &wake_.event);
+}
+
+void SharedFlows::start(flow::Executor& e, uint64_t bytes, flow::Executor::Done done) {
+  sync();
+  runs_.push_back(e.start(bytes, std::move(done)));
+  schedule();
+}
+
+void SharedFlows::sync() {
+  // Half a picosecond on: the wake-up for an event is its time rounded to
+  // SystemC's resolution, which may be just before it.
+  net_.net.run_until(sim_now().to_seconds() * 1e9 + 5e-4);
+  runs_.erase(std::remove_if(runs_.begin(), runs_.end(), [](const auto& r) { return r->idle(); }), runs_.end());
+}
+
+void SharedFlows::schedule() {
+  const double t = net_.net.next_event();
+  if (t != std::numeric_limits<double>::infinity()) wake_.at(sc_core::sc_time(t, sc_core::SC_NS));
+}
 
 Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
   const uint64_t bytes = sizes_[i];

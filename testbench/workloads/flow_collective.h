@@ -33,6 +33,36 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
 // --dump-platform, and where `timeline`, a timeline of the blocks).
 void refuse_packet_outputs(const Options& o, bool timeline);
 
+// Off by default: every collective then runs in full (no size runs once),
+// which costs what the whole iteration's flows cost.
+inline const Param<bool> kShareLinks{
+    "flow.share_links", false, Range::none(),
+    "flows: training's collectives that run at once share the links on one flow network in step with the "
+    "iteration, each start run in full (false: a group's size runs once, alone, and the row counts the "
+    "collectives that ran beside another group's; docs/flow.md)"};
+
+// One flow network that a platform's collectives share (flow.share_links),
+// its time SystemC's: a collective's flows start at the SystemC time it
+// starts and meet the others' on their links, as packets do.
+class SharedFlows {
+ public:
+  explicit SharedFlows(const flow::FlowMachine& m);
+  flow::SharedNetwork& network() { return net_; }
+  // Starts a message of `bytes` of e's program (made on network()) now;
+  // `done` runs when it ends, from inside the network's events (it must not
+  // start another).
+  void start(flow::Executor& e, uint64_t bytes, flow::Executor::Done done);
+
+ private:
+  // Brings the network to SystemC's now, and frees the runs that are over.
+  void sync();
+  // Wakes at the network's next event.
+  void schedule();
+  flow::SharedNetwork net_;
+  std::vector<std::unique_ptr<flow::Executor::Running>> runs_;
+  Wakeup wake_;
+};
+
 class FlowCollectiveWorkload;
 // The collectives in flight on one flow platform (training's groups) on
 // each link, so that a collective can tell that it ran while another
@@ -47,13 +77,15 @@ class FlowCollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a platform it shares with others: the
   // platform's flow machine (its graph, made with `defaults`), its GPUs in
-  // rank order and their compute engines.
+  // rank order and their compute engines; the flow network its collectives
+  // share, or null: each size runs once, alone.
   struct Share {
     const flow::FlowMachine* machine;
     platforms::PlatformDefaults defaults;
     std::vector<int> gpus;
     std::vector<gpu::ComputeEngine*> engines;
     FlowOverlap* overlap;
+    SharedFlows* shared = nullptr;
   };
   // Without a share it makes the platform's graph from the options.
   FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
@@ -69,7 +101,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   sc_core::sc_time default_stall_timeout() const override { return sc_core::sc_time(1, sc_core::SC_SEC); }
   void print(const std::string& what, std::ostream& os) const override;
   // On a share: point i ends its flows' time after now (the first start of
-  // its size runs them); finish(i) gives the row.
+  // its size runs them), or on a shared network when its flows end there;
+  // finish(i) gives the row.
   void start(size_t i, std::function<void()> on_done) override;
   Row finish(size_t i, std::ostream& notes) override;
   std::string error() const override { return ""; }
@@ -120,6 +153,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::function<void()> on_done_;
   FlowOverlap* overlap_ = nullptr;
   const flow::Executor::Result* running_ = nullptr;  // the running point's flows
+  SharedFlows* shared_ = nullptr;
+  flow::Executor::Result last_;  // on a shared network: the last point's flows
   bool beside_ = false;  // it ran while another group's used a link of its
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };

@@ -49,6 +49,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
   flow_->machine = flow_machine(flow_->graph, cfg, d);
   flow_->defaults = d;
   flow_->overlap.running.resize(2 * t.links().size());
+  if (cfg.get(kShareLinks)) flow_->shared = std::make_unique<SharedFlows>(flow_->machine);
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -56,9 +57,14 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
 
 std::string TrainingWorkload::fidelity_note() const {
   if (!flow_) return "";
+  if (flow_->shared)
+    return "# fidelity: flow (docs/flow.md): the kernels as at packet level; every collective runs as flows on one "
+           "network from the time it starts, sharing the links with those that run at once (flow.share_links); "
+           "elements were not simulated (#wrong: -)\n";
   return "# fidelity: flow (docs/flow.md): the kernels as at packet level; each group's collective of a size runs "
          "as flows alone on the network the first time it starts, every start then takes that long: collectives "
-         "that run at once do not share links; elements were not simulated (#wrong: -)\n";
+         "that run at once do not share links (flow.share_links makes them); elements were not simulated "
+         "(#wrong: -)\n";
 }
 
 uint64_t TrainingWorkload::progress() {
@@ -74,6 +80,12 @@ uint64_t TrainingWorkload::progress() {
 // beside another group's on a link of theirs.
 void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
   const FlowOverlap& o = flow_->overlap;
+  if (flow_->shared) {
+    row.details["flow_overlap"] = {{"collectives", o.collectives}, {"share_links", true}};
+    notes << "#   " << algorithms_[a] << ": " << o.collectives
+          << " collectives, those at once sharing their links as flows (flow.share_links)\n";
+    return;
+  }
   const double share = o.ns > 0 ? o.shared_ns / o.ns : 0;
   row.details["flow_overlap"] = {{"collectives", o.collectives}, {"shared", o.shared}, {"shared_time", share}};
   notes << "#   " << algorithms_[a] << ": " << o.shared << " of " << o.collectives
@@ -116,7 +128,8 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share{&flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap};
+      FlowCollectiveWorkload::Share share{&flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap,
+                                          flow_->shared.get()};
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {

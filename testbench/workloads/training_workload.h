@@ -123,6 +123,7 @@ class TrainingWorkload : public Workload {
     platforms::PlatformDefaults defaults;
     std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
     FlowOverlap overlap;
+    std::unique_ptr<SharedFlows> shared;  // flow.share_links: the network the collectives share
   };
   std::unique_ptr<FlowPlatform> flow_;
   NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is

@@ -258,6 +258,36 @@ TEST_CASE("flow: training counts the collectives that ran beside another group's
   CHECK_THAT(r.out, Catch::Contains("#   ring: 0 of 2 collectives ran while another group's used a link of theirs"));
 }
 
+TEST_CASE("flow: with flow.share_links training's collectives share one flow network, in step with the iteration",
+          "[flow][train]") {
+  const std::string share = " --fidelity flow --iterations 1 --warmup 0 -c flow.share_links=true";
+  // One data-parallel group: alone on the network either way, the same iteration.
+  const std::string dp = "--model resnet18 --batch 8 --platform star --gpus 4";
+  const nlohmann::json alone = rows(dp + " --fidelity flow --iterations 1 --warmup 0").at(0), shared = rows(dp + share).at(0);
+  CHECK(shared["time_us"].get<double>() == Approx(alone["time_us"].get<double>()).epsilon(1e-6));
+  CHECK(shared["flow_overlap"]["share_links"] == true);
+  CHECK(shared["flow_overlap"]["collectives"] == 2);
+  // A pipeline's transfers share the GPUs' links with the tensor-parallel
+  // all-reduces: they take longer than each alone (packet level: docs/flow.md).
+  const std::string pipe = "--model transformer -c transformer.layers=2 -c transformer.hidden=512 -c transformer.heads=8 "
+                           "-c transformer.sequence=128 --batch 4 --tp 2 --pp 2 --platform dgx2 --gpus 8";
+  const auto comm = [](const nlohmann::json& row) {
+    double sum = 0;
+    for (const char* k : {"comm_us", "tp_comm_us", "p2p_us"})
+      if (row.contains(k) && row[k].is_number()) sum += row[k].get<double>();
+    return sum;
+  };
+  const nlohmann::json apart = rows(pipe + " --fidelity flow --iterations 1 --warmup 0").at(0),
+                       together = rows(pipe + share).at(0);
+  INFO("communication apart " << comm(apart) << " us, sharing " << comm(together) << " us");
+  CHECK(comm(together) > comm(apart) * 1.01);
+  const Result a = incsim(pipe + share), b = incsim(pipe + share);
+  REQUIRE(a.code == 0);
+  CHECK(a.out == b.out);
+  CHECK_THAT(a.out, Catch::Contains("sharing the links with those that run at once (flow.share_links)"));
+  require_refused(pipe + share + " -c flow.steady_passes=16", "set one of them, not both");
+}
+
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
           "[flow]") {
   // NVLS's loads and stores spread over every chip (NVL72's 18, HGX H100's
