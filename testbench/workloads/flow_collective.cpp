@@ -172,8 +172,9 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     overlap_ = share->overlap;
     shared_ = share->shared;
     if (shared_ && cfg_.get(flow::kSteadyPasses))
-      throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and " +
-                      kShareLinks.key() + " runs every pass of every collective on one: set one of them, not both");
+      throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and "
+                      "collectives that share one (jobs, " + kShareLinks.key() + ") run every pass: set one of them, "
+                      "not both");
   } else {
     own_machine_ = flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -340,6 +341,13 @@ Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
   return row(i, shared_ ? last_ : result(i), notes);
 }
 
+FlowPlatform::FlowPlatform(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d,
+                           bool share_links)
+    : graph(t), machine(flow_machine(graph, cfg, d)), defaults(d) {
+  overlap.running.resize(2 * t.links().size());
+  if (share_links) shared = std::make_unique<SharedFlows>(machine);
+}
+
 SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {
   spawn_method(sc_core::sc_gen_unique_name("flow_network"), [this] {
     wake_.fired();
@@ -376,13 +384,14 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
             bound_us(bytes));
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
+  const char* at_once = shared_ ? " in flight at once on the network the collectives share\n" : " in flight at once\n";
   if (nic_)
     notes << "#   flows: " << res.transfers << " messages' shares on their ports ("
           << (nic_->framing().one_head ? "a head flit per message" : "a head flit per packet") << "), at most "
-          << res.most_active << " in flight at once\n";
+          << res.most_active << at_once;
   else
     notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
-          << "), at most " << res.most_active << " in flight at once\n";
+          << "), at most " << res.most_active << at_once;
   if (res.pass_ns > 0) {
     r.details["steady_passes"] = {{"passes", res.passes},
                                   {"simulated", res.simulated_passes},

@@ -159,4 +159,23 @@ class FlowCollectiveWorkload : public GroupCollective {
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
 };
 
+// A platform at --fidelity flow, with no block built: its graph, what its
+// links and switches pay as flows (made with `defaults`), its compute
+// engines where a workload makes them (training's), the collectives in
+// flight on its links, and the flow network they share, if they do.
+struct FlowPlatform {
+  FlowPlatform(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d, bool share_links);
+  FlowPlatform(const FlowPlatform&) = delete;  // the machine points at the graph
+  // A share of it for a collective on `gpus` (no compute engines).
+  FlowCollectiveWorkload::Share share(const std::vector<int>& gpus) {
+    return {&machine, defaults, gpus, {}, &overlap, shared.get()};
+  }
+  topo::Topology graph;
+  flow::FlowMachine machine;
+  platforms::PlatformDefaults defaults;
+  std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
+  FlowOverlap overlap;
+  std::unique_ptr<SharedFlows> shared;
+};
+
 }  // namespace incsim::tb

@@ -148,7 +148,10 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     tables_.push_back(tables);
   }
   // The machine is built once for all the jobs' algorithms.
-  if (rack) {
+  if (opt_.fidelity == "flow") {
+    refuse_packet_outputs(opt_, true);
+    flow_ = std::make_unique<FlowPlatform>(t, cfg, platforms::platform_defaults(t, needs), true);
+  } else if (rack) {
     machine_ = std::make_unique<platforms::Machine>(std::move(t), cfg, opt_.seed);
   } else {
     auto gpu = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, platforms::platform_defaults(t, needs));
@@ -195,8 +198,9 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   } else {
     const Schema nccl = nccl_schema();
     for (const Column& c : nccl.columns()) schema_->add(c);
-    schema_->add({"packets", "packets", ColumnKind::Measurement})
-        .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
+    if (!flow_)
+      schema_->add({"packets", "packets", ColumnKind::Measurement})
+          .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
   }
   schema_->add({"start_us", "us", ColumnKind::Setting})
       .add({"alone_us", "us", ColumnKind::Measurement, "alone", "(us)", 11, 2})
@@ -210,6 +214,10 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
 std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options& oj, Config& cfg) const {
   const Options::Job& job = opt_.jobs[j];
   try {
+    if (flow_) {
+      const FlowCollectiveWorkload::Share share = flow_->share(job.gpus);
+      return std::make_unique<FlowCollectiveWorkload>(oj, cfg, &share);
+    }
     if (!gpu_) {
       const NetReduceWorkload::Share share{machine_.get(), rack_, job.gpus, static_cast<int>(j)};
       return std::make_unique<NetReduceWorkload>(oj, cfg, &share);
@@ -232,6 +240,15 @@ std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options&
 // made: SharpManager::admit.)
 void JobsWorkload::share_tables() {
   using nvswitch::TableSharing;
+  fallback_.assign(opt_.jobs.size(), "");
+  if (flow_) {  // every job reduces in the switches with what it needs
+    for (const Options::Job& job : opt_.jobs)
+      if (job.weight || job.quota)
+        throw UserError(job.where + ": job '" + job.name + "' gives a " + (job.weight ? "weight" : "quota") +
+                        " of the switches' reduction tables, whose sharing --fidelity flow does not model; run it at "
+                        "packet level");
+    return;
+  }
   const std::vector<TableSharing*> all = machine_->table_sharings();
   const auto reads = [&](TableSharing::Policy p) {
     std::string keys;
@@ -258,7 +275,6 @@ void JobsWorkload::share_tables() {
                                                                         : 1);
     s->set_jobs(shares);
   }
-  fallback_.assign(opt_.jobs.size(), "");
   if (!gpu_) return;  // NetReduce's rack: a job's share of the FPGA's memory is checked as its ring is added
   const TableSharing& sharing = *gpu_->table_config().sharing;
   const uint32_t entries = gpu_->smallest_table_entries(&sharing);
@@ -334,7 +350,7 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   const double us = r["time_us"];
   wrong = r.wrong();
   // Its last flags land before the next run starts, as between a collective's sizes.
-  if (machine_->packets_in_use() != 0)
+  if (machine_ && machine_->packets_in_use() != 0)
     run.run_until([&] { return machine_->packets_in_use() == 0; }, what + ": the network draining",
                   sc_core::sc_time(100, sc_core::SC_NS));
   return alone_[key] = us;
@@ -368,7 +384,8 @@ void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
 // A job whose sizes ran out sits the later points out.
 std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   // Alone, a job may take whole tables; together each keeps to its share.
-  const std::vector<nvswitch::TableSharing*> sharings = machine_->table_sharings();
+  const std::vector<nvswitch::TableSharing*> sharings =
+      machine_ ? machine_->table_sharings() : std::vector<nvswitch::TableSharing*>{};
   std::vector<double> alone(jobs_.size(), 0);
   std::vector<uint64_t> alone_wrong(jobs_.size(), 0);
   for (nvswitch::TableSharing* s : sharings) s->enforce(false);
@@ -412,7 +429,7 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
       if (schema_->has(c.name)) r.set(c.name, mine.at(c.name));
     r.set("start_us", opt_.jobs[j].start_us);
     r.set("alone_us", alone[j]).set("slowdown", r["time_us"] / alone[j]);
-    r.set("wrong", r.wrong() + alone_wrong[j]);  // every run's wrong elements count
+    if (!flow_) r.set("wrong", r.wrong() + alone_wrong[j]);  // every run's wrong elements count (flows: "-")
     r.details = mine.details;
     r.link_bytes = mine.link_bytes;
     notes << prefixed(notes_[j], "#   ", opt_.jobs[j].name + ": ");
@@ -422,13 +439,13 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
 }
 
 void JobsWorkload::print_header(std::ostream& os) const {
-  const auto& t = machine_->topology();
+  const auto& t = flow_ ? flow_->graph : machine_->topology();
   os << "# incsim: " << count_of(jobs_.size(), "job", "jobs") << " on platform " << t.name << " ("
      << count_of(t.switches().size(), "switch", "switches") << ", " << t.links().size() << " links), seed "
      << opt_.seed << "\n";
   for (size_t j = 0; j < jobs_.size(); ++j) {
     const Options::Job& job = opt_.jobs[j];
-    os << "# job " << job.name << (gpu_ ? ": GPUs " : ": hosts ") << gpu_ranges(job.gpus)
+    os << "# job " << job.name << (gpu_ || flow_ ? ": GPUs " : ": hosts ") << gpu_ranges(job.gpus)
        << (job.placement.empty() ? "" : " (placement " + job.placement + ")") << ", starting " << job.start_us
        << " us into each point\n";
     if (!fallback_[j].empty()) os << "#   fallback: software, the ring: " << fallback_[j] << "\n";
@@ -437,9 +454,19 @@ void JobsWorkload::print_header(std::ostream& os) const {
     os << prefixed(mine.str(), "# ", "  ");
   }
   os << "# times: each job's from its own start to its end; "
-     << (gpu_ ? "packets and reduction tables" : "frames lost and packet hops") << ": the machine's, while the job ran\n"
-     << "# alone: the job by itself on the machine (same " << (gpu_ ? "GPUs and size" : "hosts, size and aggregator arrays")
+     << (flow_  ? "as flows on one network the jobs share, their flows sharing each link max-min fairly"
+         : gpu_ ? "packets and reduction tables: the machine's, while the job ran"
+                : "frames lost and packet hops: the machine's, while the job ran")
+     << "\n# alone: the job by itself on the " << (flow_ ? "network" : "machine") << " (same "
+     << (gpu_ || flow_ ? "GPUs and size" : "hosts, size and aggregator arrays")
      << "), run first; slowdown: time over alone; #wrong: both runs'\n";
+}
+
+uint64_t JobsWorkload::progress() {
+  if (!flow_) return Workload::progress();
+  uint64_t n = 0;
+  for (const auto& j : jobs_) n += j->progress();
+  return n;
 }
 
 void JobsWorkload::config_json(nlohmann::ordered_json& config) const {

@@ -10,7 +10,9 @@
 // slowdown. Before the jobs run together, each distinct job (its collective,
 // algorithm, GPUs and size) runs by itself on the machine once per run.
 // On NetReduce's rack the jobs are all-reduces on rings of its hosts, which
-// share the switch and the FPGA (its CLT and aggregator memory).
+// share the switch and the FPGA (its CLT and aggregator memory). At
+// --fidelity flow no block is built: the jobs' collectives run as flows on
+// one flow network of the platform, which they share (docs/flow.md).
 #include <map>
 #include <memory>
 #include <optional>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "collective_workload.h"
+#include "flow_collective.h"
 #include "core/process.h"
 #include "platforms/netreduce_machines.h"
 #include "workload.h"
@@ -30,6 +33,8 @@ class JobsWorkload : public Workload {
   JobsWorkload(const Options& o, Config& cfg);
 
   platforms::Machine* machine() override { return machine_.get(); }
+  // At flow: the jobs' flows' time passed (no machine counts packets).
+  uint64_t progress() override;
   void print_header(std::ostream& os) const override;
   size_t points() const override;
   double point_weight(size_t i) const override;  // the largest job's size
@@ -51,7 +56,8 @@ class JobsWorkload : public Workload {
   std::unique_ptr<GroupCollective> make_job(size_t j, const Options& oj, Config& cfg) const;
   Options opt_;
   std::unique_ptr<platforms::Machine> machine_;
-  platforms::GpuMachine* gpu_ = nullptr;  // machine_ on a GPU platform; null on NetReduce's rack
+  platforms::GpuMachine* gpu_ = nullptr;  // machine_ on a GPU platform; null on NetReduce's rack and at flow
+  std::unique_ptr<FlowPlatform> flow_;    // at --fidelity flow, instead of machine_
   platforms::NetReduceShape rack_;        // NetReduce's rack
   std::vector<std::unique_ptr<GroupCollective>> jobs_;  // in the order of the list
   std::vector<bool> tables_;  // [job]: its algorithm reduces in the switches' tables

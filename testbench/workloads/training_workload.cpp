@@ -44,12 +44,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
     return;
   }
   refuse_packet_outputs(opt_, false);  // --timeline is the iteration's own
-  flow_ = std::make_unique<FlowPlatform>();
-  flow_->graph = t;
-  flow_->machine = flow_machine(flow_->graph, cfg, d);
-  flow_->defaults = d;
-  flow_->overlap.running.resize(2 * t.links().size());
-  if (cfg.get(kShareLinks)) flow_->shared = std::make_unique<SharedFlows>(flow_->machine);
+  flow_ = std::make_unique<FlowPlatform>(t, cfg, d, cfg.get(kShareLinks));
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -128,8 +123,7 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share{&flow_->machine, flow_->defaults, gpus, {}, &flow_->overlap,
-                                          flow_->shared.get()};
+      FlowCollectiveWorkload::Share share = flow_->share(gpus);
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {

@@ -115,16 +115,7 @@ class TrainingWorkload : public Workload {
 
   Options opt_;
   std::unique_ptr<platforms::GpuMachine> platform_;  // null on NetReduce's Ethernet platforms and at --fidelity flow
-  // At --fidelity flow, no block built: the platform's graph, what its links
-  // and switches pay as flows (made with `defaults`), each GPU's compute engine.
-  struct FlowPlatform {
-    topo::Topology graph;
-    flow::FlowMachine machine;
-    platforms::PlatformDefaults defaults;
-    std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
-    FlowOverlap overlap;
-    std::unique_ptr<SharedFlows> shared;  // flow.share_links: the network the collectives share
-  };
+  // At --fidelity flow, no block built: each GPU's compute engine on the flow platform.
   std::unique_ptr<FlowPlatform> flow_;
   NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline

@@ -45,13 +45,10 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   if (!o.jobs.empty() && w != (ethernet ? "netreduce" : "collective"))
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (o.fidelity == "flow") {
-    if ((w != "collective" && w != "train") || ethernet || !o.jobs.empty())
-      throw UserError("--fidelity flow runs collectives and training on GPU fabrics only, not " +
-                      (!o.jobs.empty() ? std::string("a jobs: list")
-                       : ethernet      ? "NetReduce's Ethernet platform " + o.platform
-                                       : "--workload " + w) +
-                      " (yet)");
-    if (w == "collective") return std::make_unique<FlowCollectiveWorkload>(o, cfg);
+    if ((w != "collective" && w != "train") || ethernet)
+      throw UserError("--fidelity flow runs collectives, jobs and training on GPU fabrics only, not " +
+                      (ethernet ? "NetReduce's Ethernet platform " + o.platform : "--workload " + w) + " (yet)");
+    if (w == "collective" && o.jobs.empty()) return std::make_unique<FlowCollectiveWorkload>(o, cfg);
   }
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);

@@ -42,9 +42,9 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity bogus", "--fidelity must be packet or flow, not 'bogus'");
   require_refused("--fidelity flow --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
-  require_refused("--fidelity flow --traffic uniform", "runs collectives and training on GPU fabrics only, not --workload traffic");
+  require_refused("--fidelity flow --traffic uniform", "runs collectives, jobs and training on GPU fabrics only, not --workload traffic");
   require_refused("--fidelity flow --platform rack --model resnet18",
-                  "runs collectives and training on GPU fabrics only, not NetReduce's Ethernet platform rack");
+                  "runs collectives, jobs and training on GPU fabrics only, not NetReduce's Ethernet platform rack");
   require_refused("--fidelity flow --model resnet18 --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow --algorithm push", "flows run the programs of the GPUs' cores and of the NICs' schedule tables");
   require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
@@ -286,6 +286,32 @@ TEST_CASE("flow: with flow.share_links training's collectives share one flow net
   CHECK(a.out == b.out);
   CHECK_THAT(a.out, Catch::Contains("sharing the links with those that run at once (flow.share_links)"));
   require_refused(pipe + share + " -c flow.steady_passes=16", "set one of them, not both");
+}
+
+TEST_CASE("flow: jobs share one flow network, each slowed by the others as at packet level", "[flow][jobs]") {
+  const TempDir d;
+  const std::string file = d.file("jobs.yaml");
+  // Two rings on the same four GPUs: each link carries both.
+  std::ofstream(file) << "platform: star\ngpus: 4\nsizes: 1M\njobs:\n"
+                         "  - {name: a, gpus: 0-3, algorithm: ring, allow_overlap: true}\n"
+                         "  - {name: b, gpus: 0-3, algorithm: ring, start_us: 2}\n";
+  const nlohmann::json packet = rows("--config " + file), flow = rows("--config " + file + " --fidelity flow");
+  REQUIRE(packet.size() == 2);
+  REQUIRE(flow.size() == 2);
+  for (size_t j = 0; j < 2; ++j) {
+    INFO("job " << flow[j]["job"] << ": slowdown " << flow[j]["slowdown"] << " as flows, " << packet[j]["slowdown"]
+                << " at packet level");
+    CHECK(flow[j]["slowdown"].get<double>() > 1.5);
+    CHECK(flow[j]["slowdown"].get<double>() == Approx(packet[j]["slowdown"].get<double>()).epsilon(0.02));
+    CHECK(flow[j]["time_us"].get<double>() == Approx(packet[j]["time_us"].get<double>()).epsilon(0.02));
+    CHECK(flow[j]["wrong"] == "-");
+  }
+  const Result r = incsim("--config " + file + " --fidelity flow");
+  CHECK_THAT(r.out, Catch::Contains("as flows on one network the jobs share"));
+  std::ofstream(file) << "platform: dgx2\nsizes: 1M\njobs:\n"
+                         "  - {name: a, gpus: 0-7, algorithm: ring, weight: 2}\n"
+                         "  - {name: b, gpus: 8-15, algorithm: ring}\n";
+  require_refused("--config " + file + " --fidelity flow", "whose sharing --fidelity flow does not model");
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
