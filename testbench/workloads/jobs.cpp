@@ -459,7 +459,7 @@ void JobsWorkload::print_header(std::ostream& os) const {
                 : "frames lost and packet hops: the machine's, while the job ran")
      << "\n# alone: the job by itself on the " << (flow_ ? "network" : "machine") << " (same "
      << (gpu_ || flow_ ? "GPUs and size" : "hosts, size and aggregator arrays")
-     << "), run first; slowdown: time over alone; #wrong: both runs'\n";
+     << "), run first; slowdown: time over alone" << (flow_ ? "" : "; #wrong: both runs'") << "\n";
 }
 
 uint64_t JobsWorkload::progress() {
