@@ -349,11 +349,16 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   const Row r = jobs_[j]->finish(i, unused);
   const double us = r["time_us"];
   wrong = r.wrong();
-  // Its last flags land before the next run starts, as between a collective's sizes.
+  drain(run, what);
+  return alone_[key] = us;
+}
+
+// The last flags of what ran land before the next run starts and frees or
+// reuses their buffers, as between a collective's sizes.
+void JobsWorkload::drain(Runner& run, const std::string& what) {
   if (machine_ && machine_->packets_in_use() != 0)
     run.run_until([&] { return machine_->packets_in_use() == 0; }, what + ": the network draining",
                   sc_core::sc_time(100, sc_core::SC_NS));
-  return alone_[key] = us;
 }
 
 // Job j's contention in each fabric's tables while it ran (TableSharing's
@@ -418,6 +423,7 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
     sc_core::sc_start(next_start_ - sc_core::sc_time_stamp());
   }
   if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->error());
+  drain(run, "point " + std::to_string(i + 1) + " of the jobs");
   std::vector<Row> rows;
   for (size_t j = 0; j < jobs_.size(); ++j) {
     if (i >= jobs_[j]->sizes().size()) continue;

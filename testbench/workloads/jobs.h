@@ -52,6 +52,7 @@ class JobsWorkload : public Workload {
   // cache if the same job ran alone before; `wrong` gets the elements that
   // run got wrong (0 from the cache).
   double alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong);
+  void drain(Runner& run, const std::string& what);
   // Job j's workload on its share of the machine (CollectiveWorkload, or NetReduceWorkload on the rack).
   std::unique_ptr<GroupCollective> make_job(size_t j, const Options& oj, Config& cfg) const;
   Options opt_;

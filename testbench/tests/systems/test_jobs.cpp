@@ -252,6 +252,20 @@ TEST_CASE("two rings on the same GPUs share the cores", "[jobs][shared]") {
   CHECK(rings[1].wrong() == 0);
 }
 
+TEST_CASE("two rings on the same GPUs of a cluster run a second point after the first's last flags land", "[jobs][shared][cluster]") {
+  // The second point's buffers replace the first's: a flag of the first
+  // point still crossing the adapters landed outside any buffer.
+  cli::TempDir d;
+  const nlohmann::json j = json_of(d, "rings", "platform: cluster\nnodes: 2\nsizes: 1M,4M\njobs:\n"
+                                              "  - {name: a, gpus: \"0,8\", algorithm: ring, allow_overlap: true}\n"
+                                              "  - {name: b, gpus: \"0,8\", algorithm: ring, start_us: 2}\n");
+  REQUIRE(j["rows"].size() == 4);
+  for (const auto& row : j["rows"]) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["slowdown"].get<double>() > 1.5);
+  }
+}
+
 // MultiTree's NICs (modules/nic) hold a schedule table per collective: each
 // message names its table at the destination, and the tables' decoders run
 // independently. On the torus every schedule, the ring too, runs on the NICs.
