@@ -389,9 +389,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     describe_sizing(os);
     describe_order(os);
   }
-  if (program_.protocol_by_size)
-    os << "# protocol by size (ring.protocol=auto): LL up to " << size_label(by_size_.ll_max_bytes) << ", LL128 up to "
-       << size_label(by_size_.ll128_max_bytes) << ", Simple above\n";
+  if (program_.protocol_by_size) os << by_size_.header_line();
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

@@ -1,9 +1,15 @@
 #include "collectives/nccl.h"
 
 #include "core/error.h"
+#include "core/units.h"
 #include "core/nearest.h"
 
 namespace incsim::collectives {
+
+std::string ProtocolBySize::header_line() const {
+  return "# protocol by size (ring.protocol=auto): LL up to " + size_label(ll_max_bytes) + ", LL128 up to " +
+         size_label(ll128_max_bytes) + ", Simple above\n";
+}
 
 void apply_protocol(Program& p, const std::string& algorithm, const std::string& proto, bool simple_only) {
   const bool by_size = to_lower(proto) == "auto";

@@ -47,6 +47,8 @@ struct ProtocolBySize {
   Protocol for_size(uint64_t bytes) const {
     return bytes <= ll_max_bytes ? Protocol::LL : bytes <= ll128_max_bytes ? Protocol::LL128 : Protocol::Simple;
   }
+  // The header's line: "# protocol by size (ring.protocol=auto): ...".
+  std::string header_line() const;
 };
 
 // NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et

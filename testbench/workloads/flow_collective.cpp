@@ -229,7 +229,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.simple = {cp.simple.chunk_bytes, cp.simple.slots};
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
-  costs.by_size = cp.by_size;
+  costs.by_size = by_size_ = cp.by_size;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
@@ -434,6 +434,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   }
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << std::defaultfloat;
+  if (p.protocol_by_size) os << by_size_.header_line();
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

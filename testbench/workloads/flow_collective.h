@@ -135,6 +135,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::unique_ptr<flow::Executor> flows_;
   const flow::NicFlows* nic_ = nullptr;  // flows_, where the NICs run the program
   size_t pxn_relays_ = 0;
+  collectives::ProtocolBySize by_size_;  // the cores' thresholds, where the program picks its protocol by size
   int sm_blocks_ = 0;  // the NICs' tables take none
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
