@@ -26,6 +26,22 @@ std::vector<int> Site::node_of() const {
   return of;
 }
 
+int Site::whole_nodes() const {
+  if (!cluster()) return 0;
+  if (whole()) return static_cast<int>(nodes.size());
+  if (!share) return 0;
+  const std::vector<int> node = node_of();
+  int count = 0;
+  for (size_t r = 0; r < gpus.size();) {
+    const int g = gpus[r];
+    if (g < 0 || static_cast<size_t>(g) >= node.size()) return 0;
+    for (int member : nodes[static_cast<size_t>(node[static_cast<size_t>(g)])])
+      if (r >= gpus.size() || gpus[r++] != member) return 0;
+    ++count;
+  }
+  return count;
+}
+
 std::vector<int> Site::rail_of() const {
   size_t gpus = 0;
   for (const auto& node : nodes) gpus += node.size();

@@ -53,6 +53,10 @@ struct Site {
   // [endpoint]: a cluster's node of each GPU, and its place there (its rail).
   std::vector<int> node_of() const;
   std::vector<int> rail_of() const;
+  // The cluster's nodes the GPUs fill: all of the cluster's, or a job's
+  // whole nodes (every GPU of each, in node and GPU order: rank r is GPU
+  // r % G of the job's node r / G); 0 if they are not whole nodes.
+  int whole_nodes() const;
   // The ranks are GPUs 0 to n-1, in order (rank r is endpoint r).
   bool gpu_numbered() const;
 };

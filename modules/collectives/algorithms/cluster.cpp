@@ -36,7 +36,7 @@ class Across : public Algorithm {
   }
   Synthesis synthesize(const Site& s) const override {
     const int channels = nccl_channels(s);
-    const int nodes = whole_nodes(s), per_node = nodes ? static_cast<int>(s.nodes[0].size()) : 0;
+    const int nodes = s.whole_nodes(), per_node = nodes ? static_cast<int>(s.nodes[0].size()) : 0;
     Synthesis out;
     out.program = make_(nodes, per_node, channels, nvls_ && s.cfg.get(kNvlsMultimem));
     out.program.name = name();
@@ -45,27 +45,10 @@ class Across : public Algorithm {
   }
 
  protected:
-  virtual bool whole_cluster(const Site& s) const { return s.cluster() && whole_nodes(s) > 0; }
+  virtual bool whole_cluster(const Site& s) const { return s.whole_nodes() > 0; }
   virtual std::string where_not(const Site& s) const {
     return std::string(name()) + " runs on all the GPUs of a cluster (--platform cluster)" +
            (s.share && s.cluster() ? ", or a job's whole nodes, in order" : "") + ": " + shape_;
-  }
-  // The nodes its GPUs fill: all of the cluster's, or a job's whole nodes
-  // (every GPU of each, in node and GPU order: rank r is GPU r % G of the
-  // job's node r / G); 0 if they are not whole nodes.
-  static int whole_nodes(const Site& s) {
-    if (s.whole()) return static_cast<int>(s.nodes.size());
-    if (!s.share || !s.cluster()) return 0;
-    const std::vector<int> node_of = s.node_of();
-    int count = 0;
-    for (size_t r = 0; r < s.gpus.size();) {
-      const int g = s.gpus[r];
-      if (g < 0 || static_cast<size_t>(g) >= node_of.size()) return 0;
-      for (int member : s.nodes[static_cast<size_t>(node_of[static_cast<size_t>(g)])])
-        if (r >= s.gpus.size() || s.gpus[r++] != member) return 0;
-      ++count;
-    }
-    return count;
   }
   std::string network_refusal(const Site& s) const {
     if (!s.cluster()) return {};

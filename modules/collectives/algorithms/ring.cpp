@@ -59,11 +59,12 @@ class Ring : public Algorithm {
       return table_program("ring", nic_ring_program(s.ranks()));
     }
     const int channels = nccl_channels(s);
+    // On whole nodes (a cluster, or a job's whole nodes in order) NCCL's
+    // rings leave each node by a different GPU's rail per channel.
+    const int nodes = s.whole_nodes();
     Synthesis out;
-    out.program = s.cluster() && s.whole()
-                      ? cluster_ring_program(s.collective, static_cast<int>(s.nodes.size()),
-                                             static_cast<int>(s.nodes[0].size()), channels)
-                      : ring_program(s.collective, s.ranks(), channels);
+    out.program = nodes ? cluster_ring_program(s.collective, nodes, static_cast<int>(s.nodes[0].size()), channels)
+                        : ring_program(s.collective, s.ranks(), channels);
     apply_protocol(out.program, name(), s.cfg.get(kRingProtocol, s.protocol_default), false);
     return out;
   }

@@ -252,6 +252,19 @@ TEST_CASE("two rings on the same GPUs share the cores", "[jobs][shared]") {
   CHECK(rings[1].wrong() == 0);
 }
 
+TEST_CASE("a ring job on two whole nodes of a 4-node cluster leaves each node by every rail, as on a 2-node cluster",
+          "[jobs][cluster]") {
+  // NCCL's rings on whole nodes cross between nodes by a different GPU's
+  // adapter per channel; a flat ring of the job's GPUs in order crossed by
+  // one adapter per node, 1.7 times as long at 1 MiB.
+  cli::TempDir d;
+  const nlohmann::json job = json_of(d, "job", "platform: cluster\nnodes: 4\nsizes: 1M\njobs:\n"
+                                              "  - {name: a, gpus: 0-15, algorithm: ring}\n");
+  const nlohmann::json whole = json_of(d, "whole", "platform: cluster\nnodes: 2\nsizes: 1M\n");
+  CHECK(job["rows"][0]["time_us"].get<double>() ==
+        Approx(whole["rows"][0]["time_us"].get<double>()).epsilon(0.02));
+}
+
 TEST_CASE("two rings on the same GPUs of a cluster run a second point after the first's last flags land", "[jobs][shared][cluster]") {
   // The second point's buffers replace the first's: a flag of the first
   // point still crossing the adapters landed outside any buffer.
