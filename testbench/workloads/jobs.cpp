@@ -11,7 +11,10 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "core/param.h"
+#include "nic/scheduled_collective.h"
+#include "nvswitch/mcr_table.h"
 #include "nvswitch/table_sharing.h"
+#include "platforms/infiniband_fabric.h"
 #include "netreduce.h"
 #include "placement.h"
 
@@ -150,6 +153,13 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   // The machine is built once for all the jobs' algorithms.
   if (opt_.fidelity == "flow") {
     refuse_packet_outputs(opt_, true);
+    // The jobs share links as flows; the switches' and NICs' in-network resources are not modelled there.
+    for (const ParamDecl* p : std::initializer_list<const ParamDecl*>{
+             &nvswitch::kMulticastGroups, &nvswitch::kMulticastPolicy, &nvswitch::kTablePolicy,
+             &nic::kNicTablesPolicy, &platforms::kSharpPolicy})
+      if (cfg.has_override(*p))
+        throw UserError(p->key() + " sets how jobs share the switches' or NICs' in-network resources, which "
+                        "--fidelity flow does not model (its jobs share links only); run it at packet level");
     flow_ = std::make_unique<FlowPlatform>(t, cfg, platforms::platform_defaults(t, needs), true);
   } else if (rack) {
     machine_ = std::make_unique<platforms::Machine>(std::move(t), cfg, opt_.seed);

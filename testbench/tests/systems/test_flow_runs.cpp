@@ -312,6 +312,9 @@ TEST_CASE("flow: jobs share one flow network, each slowed by the others as at pa
                          "  - {name: a, gpus: 0-7, algorithm: ring, weight: 2}\n"
                          "  - {name: b, gpus: 8-15, algorithm: ring}\n";
   require_refused("--config " + file + " --fidelity flow", "whose sharing --fidelity flow does not model");
+  require_refused("--config " + file + " --fidelity flow -c switch.multicast.groups=4",
+                  "switch.multicast.groups sets how jobs share the switches' or NICs' in-network resources, which "
+                  "--fidelity flow does not model");
 }
 
 TEST_CASE("flow: a GPU's links to the NVSwitch chips it spreads over are one link each way, at the same rates",
