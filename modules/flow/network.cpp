@@ -97,20 +97,23 @@ void Network::unschedule(int p) {
 
 void Network::after(double delay_ns, Callback f, uint64_t* pending) {
   if (pending) ++*pending;
+  post(now_ + delay_ns, Call{std::move(f), pending});
+}
+
+void Network::post(double t, Call c) {
   size_t k;
   if (free_calls_.empty()) {
     k = calls_.size();
-    calls_.push_back(Call{std::move(f), pending});
+    calls_.push_back(std::move(c));
   } else {
     k = free_calls_.back();
     free_calls_.pop_back();
-    calls_[k] = Call{std::move(f), pending};
+    calls_[k] = std::move(c);
   }
-  events_.push(Event{now_ + delay_ns, seq_++, k});
+  events_.push(Event{t, seq_++, k});
 }
 
 void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending) {
-  ++started_;
   uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use& u) { return u.weight <= 0; }), uses.end());
   if (uses.empty() || bytes <= 0) {
     after(latency_ns, std::move(done), pending);
@@ -181,8 +184,7 @@ void Network::drain(int p) {
     const int f = path.flows.top().flow;
     path.flows.pop();
     Flow& x = flows_[static_cast<size_t>(f)];
-    if (x.pending) --*x.pending;  // after() counts its callback
-    after(x.latency, std::move(x.done), x.pending);
+    post(now_ + x.latency, Call{std::move(x.done), x.pending});  // still counted: its callback is to come
     x.done = nullptr;
     free_flows_.push_back(f);
     --active_;

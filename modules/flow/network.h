@@ -65,8 +65,7 @@ class Network {
   // Bytes each link carried (every flow started over it, by its weight).
   double carried(int link) const { return links_[static_cast<size_t>(link)].carried; }
   size_t links() const { return links_.size(); }
-  // Flows started so far, and the most in flight at once.
-  uint64_t flows_started() const { return started_; }
+  // The most flows in flight at once.
   size_t most_active() const { return most_active_; }
 
  private:
@@ -162,6 +161,8 @@ class Network {
   // them. False where that leaves a path outside faster than the level at
   // which such a link froze one inside: the filling must be whole.
   bool fill(bool whole);
+  // Queues callback c at time t (after's, with its pending count taken).
+  void post(double t, Call c);
   // The next event's time, or infinity; whether it is a path's drain.
   double next(bool& drain) const;
   // Processes the events due at or before `limit` (run's and run_until's loop).
@@ -180,7 +181,7 @@ class Network {
   std::vector<int> due_;
   std::vector<int> dirty_;  // links whose flows changed this instant
   double now_ = 0;
-  uint64_t seq_ = 0, epoch_ = 0, fills_ = 0, started_ = 0;
+  uint64_t seq_ = 0, epoch_ = 0, fills_ = 0;
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
   std::vector<std::pair<int, double>> edges_filled_;        // edge links that froze a path, at their level

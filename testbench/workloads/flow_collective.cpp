@@ -315,8 +315,7 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   if (shared_) {
     shared_->start(*flows_, sizes_[i], [this](const flow::Executor::Result& r) {
       last_ = r;
-      running_ = &last_;
-      beside_ = false;  // it shared its links as flows: no one to count
+      running_ = &last_;  // no links: it shared them as flows, no one to count beside it
       end_.at(sim_now());
     });
     return;
