@@ -143,6 +143,9 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
       for (int port = 0; port < static_cast<int>(ports.size()); ++port) {
         const Out& v = ports[static_cast<size_t>(port)];
         if (v.node < 0 || !v.sw || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
+        // A switch with no endpoint to offer that may not pass the search on
+        // is a dead end (a leaf of a fat tree whose endpoints are all in).
+        if (open[T][static_cast<size_t>(v.node)] == 0 && !may_transit(v.node, hops[u] + 1)) continue;
         seen[v.node] = stamp;
         hops[v.node] = hops[u] + 1;
         via[v.node] = {u, port};
@@ -163,11 +166,27 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   for (int s : t.switches())
     for (const Out& o : adj[static_cast<size_t>(s)])
       if (o.ep >= 0) inlets[static_cast<size_t>(o.ep)].push_back(o.dl);
+  // Whether endpoint p has a link into the network with capacity left: a
+  // search from one without finds nothing (each endpoint sends once a step
+  // on most topologies, so most tries end here).
+  auto can_send = [&](int p) {
+    for (const Out& o : adj[static_cast<size_t>(t.endpoints()[p])])
+      if (o.sw && cap[o.dl] > 0) return true;
+    return false;
+  };
+  auto reachable = [&](int c) {
+    for (int dl : inlets[static_cast<size_t>(c)])
+      if (cap[dl] > 0) return true;
+    return false;
+  };
+  // The endpoints that still have an inlet with capacity in this step, in
+  // any order: a search only ever ends on an endpoint, so only a child's
+  // joining can take one out. Scanning these, not every endpoint, keeps a
+  // step's checks from costing n per tree (N^3 in all).
+  std::vector<int> live, live_at(n, -1);
   auto can_grow = [&](int T) {
-    for (int c = 0; c < n; ++c)
-      if (!in_tree[T][c])
-        for (int dl : inlets[static_cast<size_t>(c)])
-          if (cap[dl] > 0) return true;
+    for (int c : live)
+      if (!in_tree[T][c]) return true;
     return false;
   };
   // Endpoint c joins tree T: the switches beside it have one fewer to offer.
@@ -175,18 +194,32 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     in_tree[T][c] = 1;
     for (const Out& o : adj[static_cast<size_t>(t.endpoints()[c])])
       if (o.sw) --open[T][static_cast<size_t>(o.node)];
+    if (live_at[c] >= 0 && !reachable(c)) {
+      live_at[live.back()] = live_at[c];
+      live[static_cast<size_t>(live_at[c])] = live.back();
+      live.pop_back();
+      live_at[c] = -1;
+    }
   };
 
   int seq = 0;
   for (int step = 1; remaining > 0; ++step) {
     cap = full_cap;  // a new topology graph G^0 for every time step (line 5)
+    live.clear();
+    std::fill(live_at.begin(), live_at.end(), -1);
+    for (int c = 0; c < n; ++c)
+      if (reachable(c)) {
+        live_at[c] = static_cast<int>(live.size());
+        live.push_back(c);
+      }
     std::vector<char> stuck(n, 0);
     std::vector<size_t> frontier(n);  // nodes added in earlier steps: order[T][0..frontier)
     for (int T = 0; T < n; ++T) frontier[T] = order[T].size();
-    // [T][i]: order[T][i] found no child this step, and will find none
-    // again in it (links only get scarcer, trees only fuller).
-    std::vector<std::vector<char>> failed(n);
-    for (int T = 0; T < n; ++T) failed[T].assign(frontier[T], 0);
+    // [T]: order[T][0..tried) found no child this step, and will find none
+    // again in it (links only get scarcer, trees only fuller). A tree tries
+    // its nodes in order and stops at the first that finds one, so those
+    // that failed are always such a prefix.
+    std::vector<size_t> tried(n, 0);
     const int before = remaining;
     bool progress = true;
     while (progress) {
@@ -198,12 +231,11 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
           continue;
         }
         bool added = false;
-        for (size_t i = 0; i < frontier[T] && !added; ++i) {  // breadth first (line 9)
-          if (failed[T][i]) continue;
+        for (size_t i = tried[T]; i < frontier[T] && !added; ++i) {  // breadth first (line 9)
           const int p = order[T][i];
-          const int c = find_child(T, p);
+          const int c = can_send(p) ? find_child(T, p) : -1;
           if (c < 0) {
-            failed[T][i] = 1;
+            tried[T] = i + 1;
             continue;
           }
           join(T, c);
