@@ -126,6 +126,13 @@ struct Operation {
   bool operator==(const Operation& o) const;
 };
 
+// A (from, to, channel) pair of ranks' point-to-point messages as one
+// number, ordered as the triple (ranks below 2^24): a key to sort or hash,
+// where a map of triples costs a node and a tree walk per operation.
+inline uint64_t pair_key(int from, int to, uint16_t channel) {
+  return (static_cast<uint64_t>(from) << 40) | (static_cast<uint64_t>(to) << 16) | channel;
+}
+
 // Chunk counts of one rank's buffers.
 struct Buffers {
   uint32_t input = 0, output = 0, scratch = 0;

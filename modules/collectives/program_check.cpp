@@ -7,6 +7,7 @@
 #include <set>
 #include <queue>
 #include <sstream>
+#include <unordered_map>
 
 namespace incsim::collectives {
 
@@ -106,6 +107,10 @@ class Checker {
         p_.rank_begin.front() != 0 || p_.rank_begin.back() != p_.ops.size() ||
         !std::is_sorted(p_.rank_begin.begin(), p_.rank_begin.end())) {
       problem("the program's rank tables do not match its " + std::to_string(n_) + " ranks");
+      return false;
+    }
+    if (n_ >= (1 << 24)) {  // pair_key's ranks
+      problem("a program of " + std::to_string(n_) + " ranks; at most 16,777,215 are checked");
       return false;
     }
     if (rooted(p_.collective) && (p_.root < 0 || p_.root >= n_))
@@ -238,20 +243,30 @@ class Checker {
 
   // ---- Stage 2: sends pair with receives, group members with each other ----
   bool pairing() {
-    std::map<std::array<int, 3>, std::array<int, 2>> p2p;  // (from, to, channel) -> sends, receives
-    std::map<std::array<int, 3>, int> members;             // (group, channel, rank) -> operations
+    // Each side's (from, to, channel) keys, sorted: a pair's sends and
+    // receives are counted side by side, pairs in the triple's order.
+    std::vector<uint64_t> sent, received;
+    std::map<std::array<int, 3>, int> members;  // (group, channel, rank) -> operations
     for (int r = 0; r < n_; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
-        if (sends(o.kind)) ++p2p[{r, o.send_peer, o.channel}][0];
-        if (receives(o.kind)) ++p2p[{o.recv_peer, r, o.channel}][1];
+        if (sends(o.kind)) sent.push_back(pair_key(r, o.send_peer, o.channel));
+        if (receives(o.kind)) received.push_back(pair_key(o.recv_peer, r, o.channel));
         if (in_network(o.kind)) ++members[{o.group, o.channel, r}];
       }
-    for (const auto& [k, c] : p2p)
-      if (c[0] != c[1])
-        problem("rank " + std::to_string(k[0]) + " sends " + std::to_string(c[0]) + " times to rank " +
-                std::to_string(k[1]) + " on channel " + std::to_string(k[2]) + ", but rank " + std::to_string(k[1]) +
-                " receives " + std::to_string(c[1]) + " times from rank " + std::to_string(k[0]) + " on it");
+    std::sort(sent.begin(), sent.end());
+    std::sort(received.begin(), received.end());
+    for (size_t a = 0, b = 0; a < sent.size() || b < received.size();) {
+      const uint64_t k = b == received.size() || (a < sent.size() && sent[a] < received[b]) ? sent[a] : received[b];
+      int c[2] = {0, 0};
+      for (; a < sent.size() && sent[a] == k; ++a) ++c[0];
+      for (; b < received.size() && received[b] == k; ++b) ++c[1];
+      if (c[0] == c[1]) continue;
+      const std::string from = std::to_string(k >> 40), to = std::to_string((k >> 16) & 0xFFFFFF);
+      problem("rank " + from + " sends " + std::to_string(c[0]) + " times to rank " + to + " on channel " +
+              std::to_string(k & 0xFFFF) + ", but rank " + to + " receives " + std::to_string(c[1]) +
+              " times from rank " + from + " on it");
+    }
     for (const auto& [k, count] : members)
       for (int m : p_.groups[k[0]]) {
         const auto it = members.find({k[0], k[1], m});
@@ -383,9 +398,9 @@ class Checker {
   }
   // Messages sent and not yet received, per (from, to, channel): a pair's
   // queue exists only while it holds one (a program may name n^2 pairs).
-  bool has_message(int from, int to, int ch) const { return fifos_.count({from, to, ch}) != 0; }
+  bool has_message(int from, int to, int ch) const { return fifos_.count(pair_key(from, to, ch)) != 0; }
   Message take_message(int from, int to, int ch) {
-    const auto it = fifos_.find({from, to, ch});
+    const auto it = fifos_.find(pair_key(from, to, ch));
     Message m = std::move(it->second.front());
     it->second.pop_front();
     if (it->second.empty()) fifos_.erase(it);
@@ -425,7 +440,7 @@ class Checker {
     const bool writes = o.kind != OpKind::Send && o.kind != OpKind::RecvReduceSend && !in_network(o.kind);
     if (writes && sends(o.kind)) write(g, o.dst, result);
     else if (writes) write(g, o.dst, std::move(result));
-    if (sends(o.kind)) fifos_[{r, o.send_peer, o.channel}].push_back({g, std::move(result)});
+    if (sends(o.kind)) fifos_[pair_key(r, o.send_peer, o.channel)].push_back({g, std::move(result)});
     done_[g] = 1;
   }
 
@@ -536,7 +551,7 @@ class Checker {
         ++waiting[g];
       }
     std::vector<int> reached(group_members_.size(), 0);  // members ready, per group operation
-    std::map<std::array<int, 3>, std::vector<int>> parked;  // (from, to, channel) -> receives waiting for a message
+    std::unordered_map<uint64_t, std::vector<int>> parked;  // pair_key -> receives waiting for a message
     using Heap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
     Heap sweep, later;
     for (size_t g = 0; g < p_.ops.size(); ++g)
@@ -548,7 +563,7 @@ class Checker {
         if (!--waiting[s]) look(s);
       const Operation& o = p_.ops[g];
       if (!sends(o.kind)) return;
-      const auto it = parked.find({rank_of_[g], o.send_peer, o.channel});
+      const auto it = parked.find(pair_key(rank_of_[g], o.send_peer, o.channel));
       if (it == parked.end()) return;
       for (int w : it->second) look(w);
       parked.erase(it);
@@ -564,7 +579,7 @@ class Checker {
       at = g;
       const Operation& o = p_.ops[g];
       if (receives(o.kind) && !has_message(o.recv_peer, rank_of_[g], o.channel)) {
-        parked[{o.recv_peer, rank_of_[g], o.channel}].push_back(g);
+        parked[pair_key(o.recv_peer, rank_of_[g], o.channel)].push_back(g);
         continue;
       }
       if (in_network(o.kind)) {
@@ -658,7 +673,7 @@ class Checker {
   std::vector<uint32_t> slot_base_;
   std::vector<Contribs> state_;
   std::vector<char> done_, ready_;
-  std::map<std::array<int, 3>, std::deque<Message>> fifos_;
+  std::unordered_map<uint64_t, std::deque<Message>> fifos_;  // pair_key ->
   bool reported_empty_ = false;
 };
 

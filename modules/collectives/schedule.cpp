@@ -197,12 +197,29 @@ Schedule schedule_of(const Program& p) {
   if (identity) s.flow_tree.clear();
   if (p.collective == Collective::Broadcast) s.broadcast_root = p.root;
   // A send is a Reduce message if its receiver reduces it. Receives of a
-  // pair of ranks meet their sends in order, per channel (docs/programs.md).
-  std::map<std::array<int, 3>, std::vector<const Operation*>> recvs;  // (from, to, channel)
+  // pair of ranks meet their sends in order, per channel (docs/programs.md):
+  // the k-th send of a (from, to, channel) pair in program order meets its
+  // k-th receive, both sides sorted by pair, stably.
+  struct Side {
+    uint64_t key;
+    size_t op;  // in p.ops
+    bool operator<(const Side& o) const { return key < o.key; }
+  };
+  std::vector<Side> recvs, sent;
   for (int r = 0; r < p.ranks; ++r)
-    for (int i = 0; i < p.op_count(r); ++i)
-      if (receives(p.op(r, i).kind)) recvs[{p.op(r, i).recv_peer, r, p.op(r, i).channel}].push_back(&p.op(r, i));
-  std::map<std::array<int, 3>, size_t> paired;
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      const size_t g = p.rank_begin[r] + static_cast<size_t>(i);
+      if (receives(o.kind)) recvs.push_back({pair_key(o.recv_peer, r, o.channel), g});
+      if (o.kind == OpKind::Send) sent.push_back({pair_key(r, o.send_peer, o.channel), g});
+    }
+  std::stable_sort(recvs.begin(), recvs.end());
+  std::stable_sort(sent.begin(), sent.end());
+  std::vector<const Operation*> receiver(p.ops.size(), nullptr);  // [send]: its receive
+  for (size_t a = 0, b = 0; a < sent.size(); ++a) {
+    while (b < recvs.size() && recvs[b].key < sent[a].key) ++b;
+    if (b < recvs.size() && recvs[b].key == sent[a].key) receiver[sent[a].op] = &p.ops[recvs[b++].op];
+  }
   // Reduce messages in each receiver's order, Gather messages in each
   // sender's: the entries' children keep that order.
   std::vector<Msg> reduce, gather;
@@ -210,14 +227,12 @@ Schedule schedule_of(const Program& p) {
     for (int i = 0; i < p.op_count(r); ++i) {
       const Operation& o = p.op(r, i);
       if (o.kind != OpKind::Send) continue;
-      const std::array<int, 3> key{r, o.send_peer, o.channel};
-      const auto& rs = recvs[key];
-      const size_t k = paired[key]++;
-      if (k >= rs.size()) throw UserError("rank " + std::to_string(r) + "'s send to rank " + std::to_string(o.send_peer) + " is never received");
-      if (rs[k]->timestep != o.timestep || !(rs[k]->dst == o.src))
+      const Operation* const rk = receiver[p.rank_begin[r] + static_cast<size_t>(i)];
+      if (!rk) throw UserError("rank " + std::to_string(r) + "'s send to rank " + std::to_string(o.send_peer) + " is never received");
+      if (rk->timestep != o.timestep || !(rk->dst == o.src))
         throw UserError("rank " + std::to_string(o.send_peer) + " receives rank " + std::to_string(r) +
                         "'s message in another step or chunk than it is sent");
-      if (rs[k]->kind == OpKind::Recv) gather.push_back({flow_of.at(o.src.index), r, o.send_peer, o.timestep, Op::Gather});
+      if (rk->kind == OpKind::Recv) gather.push_back({flow_of.at(o.src.index), r, o.send_peer, o.timestep, Op::Gather});
     }
   for (int r = 0; r < p.ranks; ++r)
     for (int i = 0; i < p.op_count(r); ++i) {
