@@ -453,6 +453,18 @@ TEST_CASE("broken table programs: the checker names wrong results, the compile s
     p.ops[p.rank_begin[5] + i].timestep += 1;
     CHECK_THROWS_WITH(schedule_of(p), Catch::EndsWith("'s message in another step or chunk than it is sent"));
   }
+  SECTION("a message whose receive takes it from another rank") {
+    Program p = good;
+    const int i = find_send(OpKind::Recv);
+    REQUIRE(i >= 0);
+    const Operation& o = p.op(5, i);
+    for (uint32_t g = p.rank_begin[o.send_peer]; g < p.rank_begin[o.send_peer + 1]; ++g)
+      if (p.ops[g].kind == OpKind::Recv && p.ops[g].recv_peer == 5 && p.ops[g].dst == o.src) {
+        p.ops[g].recv_peer = 6;
+        break;
+      }
+    CHECK_THROWS_WITH(schedule_of(p), "rank 5's send to rank " + std::to_string(o.send_peer) + " is never received");
+  }
   SECTION("a partial sum sent in the step its child's arrives") {
     // 2 -> 1 -> 0 in one step: node 1 passes on its partial sum before node 2's is in.
     TableProgramBuilder b("early", 3, 1);
