@@ -395,30 +395,10 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
 }
 
-// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
-// beside the configured size, so a sensitivity sweep can be read against them.
 void CollectiveCall::describe_sizing(std::ostream& os) const {
   const GpuMachine& m = comm_.machine_;
-  const int n = comm_.size();
-  const auto& sw = m.table_config();
-  const auto& ll = m.little_law();
-  os << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
-     << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU "
-     << ll.l_gpu_ns << " ns): ";
-  const bool pull = innet_ == collectives::InNetMethod::Pull;
-  const double per_port = pull ? ll.pull_per_port(n) : ll.push_per_port();
-  if (pull) {
-    const double c = collectives::pull_table_bytes(ll.b_in_GBps, n, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
-    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << per_port << " B per access port";
-  } else {
-    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
-    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << per_port << " B per port over "
-       << ll.switch_ports << " ports";
-  }
-  os << "; configured " << sw.table_bytes << " B per port\n";
-  if (sw.table_bytes < std::round(per_port))
-    os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
-          "§VI-C); -c switch.reduction_table.bytes=auto sizes it to C_min\n";
+  print_table_sizing(os, m.little_law(), m.table_config().table_bytes, innet_ == collectives::InNetMethod::Pull,
+                     comm_.size());
 }
 
 // Where the order window binds, it bounds how far apart the GPUs issue one

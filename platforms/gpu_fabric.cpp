@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 
 #include "collectives/bounds.h"
 #include "core/error.h"
+#include "core/units.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
 #include "topology/cluster.h"
@@ -103,12 +105,6 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
                               nvswitch::kMulticastGroups.key()});
   }
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
-  auto check_table = [&](const std::string& key, uint32_t b) {
-    if (b != 0 && b < tables_.entry_bytes)
-      throw UserError(key + " must hold at least one " + std::to_string(tables_.entry_bytes) +
-                      "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
-    return b;
-  };
 
   gc_.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
   gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
@@ -127,32 +123,12 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
             sw_.vc_sets = sw_.vc_sets || t_.vc_rule(s, i, o) == topo::VcRule::Second;
     gc_.inject_vcs = sw_.vc_sets ? 2 : 4;
   }
-  // Little's law quantities (Klenk Eq. (1), (2)).
-  {
-    const int node = t_.endpoints()[0];
-    double link_ns = 0, ser_ns = 0;
-    for (int p = 0; p < t_.node(node).ports; ++p) {
-      if (!is_nvlink(t_, t_.peer({node, p}).node)) continue;  // a cluster's GPU's adapter
-      const auto& l = t_.links()[t_.link_at({node, p})];
-      little_law_.b_in_GBps += l.bw_GBps;
-      link_ns = std::max(link_ns, l.latency_ns);
-      ser_ns = std::max(ser_ns, max_packet / l.bw_GBps);
-    }
-    const int n = static_cast<int>(t_.endpoints().size());
-    for (int a = 0; a < n; ++a)
-      for (int b = 0; b < n; ++b) little_law_.d_max = std::max(little_law_.d_max, t_.hops(a, b) - 1);
-    little_law_.l_hop_ns = sw_latency_ns + link_ns + ser_ns;
-    little_law_.l_gpu_ns = (gc_.mem_latency_cycles + gc_.mem_jitter_cycles / 2.0) / gc_.clock_ghz;
-    for (int s : t_.switches()) little_law_.switch_ports += t_.node(s).ports;
-    little_law_.access_ports = t_.node(node).ports;
-    little_law_.gpus = n;
-  }
-  // The table a run sets, or its algorithm's (a paper's, else C_min by Klenk's
-  // rule); auto: C_min. A switch's or a port's own auto means the same.
-  const uint32_t by_rule = table_by_rule(d);
-  auto resolve = [&](uint32_t b) { return b == nvswitch::kTableAuto ? by_rule : b; };
-  tables_.table_bytes = d.tables ? resolve(cfg.get(nvswitch::kTableBytes, d.table_bytes ? d.table_bytes : by_rule)) : 0;
-  check_table("switch.reduction_table.bytes", tables_.table_bytes);
+  little_law_ = little_law_of(t_, sw_latency_ns, max_packet, gc_);
+  const TableBytes tables = table_bytes_of(
+      t_, cfg, d, [&] { return table_by_rule(little_law_, d, tables_.entry_bytes); }, tables_.entry_bytes);
+  tables_.table_bytes = tables.all;
+  table_bytes_ = tables.port;
+  table_bytes_total_ = tables.total;
   tables_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
                                      : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
 
@@ -182,7 +158,6 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   const size_t nodes = t_.nodes().size();
   in_bytes_.resize(nodes);
   out_bytes_.resize(nodes);
-  table_bytes_.resize(nodes);
   latency_ns_.assign(nodes, sw_latency_ns);
   for (int s : t_.switches()) {
     if (!is_nvlink(t_, s)) continue;
@@ -190,18 +165,11 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     for (int p = 0; p < node.ports; ++p) {
       in_bytes_[s].push_back(in_buf ? in_buf : buffer_for_port({s, p}, sw_.latency));
       out_bytes_[s].push_back(out_q ? out_q : buffer_for_port({s, p}, sw_.latency));
-      // A switch's or a port's own key may override the table size (sw3.reduction_table.bytes,
-      // sw3.port5.reduction_table.bytes) and a switch's its latency.
-      const std::string port = node.name + ".port" + std::to_string(p);
-      const uint32_t b = d.tables ? check_table(port + ".reduction_table.bytes",
-                                                resolve(cfg.instance(port, nvswitch::kTableBytes, tables_.table_bytes)))
-                                  : 0;
-      table_bytes_[s].push_back(b);
-      table_bytes_total_ += b / tables_.entry_bytes * tables_.entry_bytes;
     }
     if (*std::min_element(in_bytes_[s].begin(), in_bytes_[s].end()) < max_packet ||
         *std::min_element(out_bytes_[s].begin(), out_bytes_[s].end()) < max_packet)
       throw UserError("switch buffers must hold at least one " + std::to_string(max_packet) + "-byte packet");
+    // A switch's own key may override its latency.
     latency_ns_[s] = cfg.instance(node.name, credit_switch::kSwitchLatency, sw_latency_ns);
   }
   for (int e : t_.endpoints()) {
@@ -219,12 +187,88 @@ double LittleLaw::pull_per_port(int p) const {
   return collectives::pull_table_bytes(b_in_GBps, p, d_max, l_hop_ns, l_gpu_ns) / access_ports;
 }
 
-uint32_t GpuFabric::table_by_rule(const PlatformDefaults& d) const {
+LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint32_t max_packet_bytes,
+                        const gpu::GpuConfig& gc) {
+  LittleLaw ll;
+  const int node = t.endpoints()[0];
+  double link_ns = 0, ser_ns = 0;
+  for (int p = 0; p < t.node(node).ports; ++p) {
+    if (!is_nvlink(t, t.peer({node, p}).node)) continue;  // a cluster's GPU's adapter
+    const auto& l = t.links()[t.link_at({node, p})];
+    ll.b_in_GBps += l.bw_GBps;
+    link_ns = std::max(link_ns, l.latency_ns);
+    ser_ns = std::max(ser_ns, max_packet_bytes / l.bw_GBps);
+  }
+  const int n = static_cast<int>(t.endpoints().size());
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) ll.d_max = std::max(ll.d_max, t.hops(a, b) - 1);
+  ll.l_hop_ns = switch_latency_ns + link_ns + ser_ns;
+  ll.l_gpu_ns = (gc.mem_latency_cycles + gc.mem_jitter_cycles / 2.0) / gc.clock_ghz;
+  for (int s : t.switches()) ll.switch_ports += t.node(s).ports;
+  ll.access_ports = t.node(node).ports;
+  ll.gpus = n;
+  return ll;
+}
+
+uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes) {
   double c = 0;
-  if (d.push_tables) c = little_law_.push_per_port();
-  if (d.pull_tables && little_law_.gpus > 1) c = std::max(c, little_law_.pull_per_port(little_law_.gpus));
-  const uint32_t entry = tables_.entry_bytes;
-  return static_cast<uint32_t>(std::min<double>(std::ceil(c / entry) * entry, nvswitch::kTableBytes.range().hi()));
+  if (d.push_tables) c = ll.push_per_port();
+  if (d.pull_tables && ll.gpus > 1) c = std::max(c, ll.pull_per_port(ll.gpus));
+  return static_cast<uint32_t>(
+      std::min<double>(std::ceil(c / entry_bytes) * entry_bytes, nvswitch::kTableBytes.range().hi()));
+}
+
+TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDefaults& d,
+                          const std::function<uint32_t()>& by_rule, uint32_t entry_bytes) {
+  auto check = [&](const std::string& key, uint32_t b) {
+    if (b != 0 && b < entry_bytes)
+      throw UserError(key + " must hold at least one " + std::to_string(entry_bytes) +
+                      "-byte entry, or be 0 for no table; " + std::to_string(b) + " is too small");
+    return b;
+  };
+  auto resolve = [&](uint32_t b) { return b == nvswitch::kTableAuto ? by_rule() : b; };
+  TableBytes out;
+  out.all = d.tables ? resolve(cfg.get(nvswitch::kTableBytes, d.table_bytes ? d.table_bytes : by_rule())) : 0;
+  check("switch.reduction_table.bytes", out.all);
+  out.port.resize(t.nodes().size());
+  for (int s : t.switches()) {
+    if (!is_nvlink(t, s)) continue;
+    const auto& node = t.node(s);
+    for (int p = 0; p < node.ports; ++p) {
+      const std::string port = node.name + ".port" + std::to_string(p);
+      const uint32_t b =
+          d.tables ? check(port + ".reduction_table.bytes", resolve(cfg.instance(port, nvswitch::kTableBytes, out.all)))
+                   : 0;
+      out.port[static_cast<size_t>(s)].push_back(b);
+      out.total += b / entry_bytes * entry_bytes;
+    }
+  }
+  return out;
+}
+
+// The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
+// beside the configured size, so a sensitivity sweep can be read against them.
+void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p) {
+  const std::ios::fmtflags flags = os.flags();
+  const std::streamsize precision = os.precision();
+  os << std::fixed << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
+     << count_of(ll.d_max, "switch", "switches") << ", L_hop " << std::setprecision(1) << ll.l_hop_ns << " ns, L_GPU "
+     << ll.l_gpu_ns << " ns): ";
+  const double per_port = pull ? ll.pull_per_port(p) : ll.push_per_port();
+  if (pull) {
+    const double c = collectives::pull_table_bytes(ll.b_in_GBps, p, ll.d_max, ll.l_hop_ns, ll.l_gpu_ns);
+    os << std::setprecision(0) << "Eq. (1) pull C_min = " << c << " B per GPU = " << per_port << " B per access port";
+  } else {
+    const double c = collectives::push_table_bytes(ll.b_in_GBps, ll.d_max, ll.l_hop_ns);
+    os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << per_port << " B per port over "
+       << ll.switch_ports << " ports";
+  }
+  os << "; configured " << table_bytes << " B per port\n";
+  if (table_bytes < std::round(per_port))
+    os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
+          "§VI-C); -c switch.reduction_table.bytes=auto sizes it to C_min\n";
+  os.flags(flags);
+  os.precision(precision);
 }
 
 credit_switch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {

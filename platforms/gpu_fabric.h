@@ -9,7 +9,9 @@
 // endpoint, with a schedule-table NIC inside as gpuN.nic. Buffers are sized from each link's
 // round trip; routes, VC rules and multicast regions come from the graph.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <ostream>
 #include <vector>
 
 #include "gpu/gpu.h"
@@ -34,6 +36,34 @@ struct LittleLaw {
   double push_per_port() const;
   double pull_per_port(int p) const;
 };
+
+// Klenk's quantities measured on graph t (GPU 0's NVLink ports), for the
+// switches' latency, the largest packet's wire bytes and the GPUs' memory.
+LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint32_t max_packet_bytes,
+                        const gpu::GpuConfig& gc);
+
+// The switches' reduction tables as a run sets them: switch.reduction_table.bytes
+// (else d's, else C_min by d's rule; auto: C_min), and per port of every
+// NVLink switch a switch's or a port's own key over it (sw3.reduction_table.bytes,
+// sw3.port5.reduction_table.bytes). All 0 where d reads no tables. Throws
+// UserError for a table below one entry.
+struct TableBytes {
+  uint32_t all = 0;
+  std::vector<std::vector<uint32_t>> port;  // [node][port]; empty but at NVLink switches
+  uint64_t total = 0;                       // in whole entries, over every port
+};
+// by_rule: C_min per port in whole entries (table_by_rule), asked for only
+// where a size is left to the rule.
+TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDefaults& d,
+                          const std::function<uint32_t()>& by_rule, uint32_t entry_bytes);
+// C_min per port by d's rules (the larger where push and pull both run), in
+// whole entries of entry_bytes; 0 without a rule.
+uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes);
+
+// Klenk's C_min for the tables a reduction of p GPUs uses (Eq. (1) for
+// pull, (2) for push), beside the configured size, in one header line, and
+// a second where the table is smaller.
+void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p);
 
 class GpuFabric : public Fabric {
  public:
@@ -68,10 +98,6 @@ class GpuFabric : public Fabric {
   std::unique_ptr<net::Block> make_gpu(int node, net::PacketPool& pool) const;
 
  private:
-  // C_min per port by d's rules (the larger where push and pull both run),
-  // in whole table entries; 0 without a rule.
-  uint32_t table_by_rule(const PlatformDefaults& d) const;
-
   const topo::Topology& t_;
   net::PacketFormat fmt_;
   std::unique_ptr<topo::MulticastFabric> multicast_;

@@ -454,9 +454,11 @@ void CoresFlows::Run::begin(Done done) {
 }
 
 CoresFlows::Run::~Run() {
-  for (auto& k : ranks_)
+  for (auto& k : ranks_) {
     for (auto& q : k->queues)
       if (q->credits_link >= 0) net_.remove_link(q->credits_link);
+    if (k->table_link >= 0) net_.remove_link(k->table_link);
+  }
 }
 
 CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {

@@ -7,6 +7,7 @@
 // home switches, merged where they meet, and its sum back down.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -95,10 +96,10 @@ std::vector<CoresFlows::Run::GroupPort> CoresFlows::Run::group_ports(int r, int 
   std::vector<GroupPort> v;
   for (int p : ports_to(r, members[0] != r ? members[0] : members[1])) {
     const int link = t.link_at({node, p});
-    const int sw = t.peer({node, p}).node;
+    const topo::PortRef at = t.peer({node, p});
     const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    v.push_back({f_.graph_->flow_link(link, d), sw,
-                 t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(sw)]});
+    v.push_back({f_.graph_->flow_link(link, d), at.node, at.port,
+                 t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(at.node)]});
   }
   return v;
 }
@@ -141,21 +142,40 @@ CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
   const std::vector<GroupPort> ports = group_ports(r, o.group);
   std::map<int, double> requests, answers;
   Shape shape;
-  for (const auto& [out, sw, up] : ports) {
+  double table_rate = std::numeric_limits<double>::infinity();  // the slowest port's
+  for (const auto& [out, sw, sw_port, up] : ports) {
     const double share = 1.0 / static_cast<double>(ports.size());
     // The requests to the switch, the sum back from it.
     std::map<int, double> req{{out, 1.0}}, ans;
     for (const auto& [l, x] : f_.down(sw, r).hops)
       if (x > 0) merge(ans, l, x);
+    double farthest = 0;  // the switch to a member and back, and one crossing of it
+    int answers_in = 0;
     for (int m : members) {
       if (m == r && !f_.p_.multimem) continue;
       const Route& w = f_.down(sw, m);
       for (const auto& [l, x] : w.hops) merge(x > 0 ? req : ans, l, std::abs(x));
       shape.latency = std::max(shape.latency, 2 * (up + w.latency_ns));
+      farthest = std::max(farthest, f_.m_.node_ns[static_cast<size_t>(sw)] + 2 * w.latency_ns);
+      ++answers_in;
     }
     for (const auto& [l, x] : req) requests[l] += share * x;
     for (const auto& [l, x] : ans) answers[l] += share * x;
+    // The entry is held until the last answer has crossed the switch back
+    // to this port (nvswitch.cpp, replicate and pull_reduce), with the
+    // slowest of the members' memory accesses, each with its own jitter.
+    // Where the table binds, the request waiting for the entry has crossed
+    // the switch already, so the hold is one crossing short of Klenk Eq.
+    // (1)'s round trip (packet level's log: 320-335 ns on hgx-h100).
+    const auto& tables = f_.m_.table_bytes;
+    if (!tables.empty() && !tables[static_cast<size_t>(sw)].empty()) {
+      const double entries = tables[static_cast<size_t>(sw)][static_cast<size_t>(sw_port)] / f_.m_.table_entry_bytes;
+      const double held = farthest + f_.costs_.mem_ns + f_.costs_.jitter_ns * answers_in / (answers_in + 1.0);
+      table_rate = std::min(table_rate, entries * f_.m_.table_entry_bytes / held);
+    }
   }
+  // The requests spread evenly over the ports: the slowest port's table binds.
+  if (table_rate < std::numeric_limits<double>::infinity()) shape.table_rate = table_rate * ports.size();
   for (const auto& [l, x] : requests) shape.uses.push_back({l, x * block_weight(l, true)});
   for (const auto& [l, x] : answers) shape.uses.push_back({l, x * block_weight(l, false)});
   return shape;
@@ -171,7 +191,7 @@ CoresFlows::Run::Shape CoresFlows::Run::multicast_shape(int r, int i) {
   std::map<int, double> stores;
   Shape shape;
   shape.to_member.assign(members.size(), 0);
-  for (const auto& [out, sw, up] : ports) {
+  for (const auto& [out, sw, sw_port, up] : ports) {
     const double share = 1.0 / static_cast<double>(ports.size());
     std::map<int, double> tree{{out, 1.0}};
     for (size_t j = 0; j < members.size(); ++j) {
@@ -229,7 +249,13 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
   const double began = net_.now(), rtt = shape.latency;
-  flow(shape.uses, bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
+  std::vector<Network::Use> uses = shape.uses;
+  if (shape.table_rate > 0) {
+    Rank& k = *q.rank;
+    if (k.table_link < 0) k.table_link = net_.add_link(shape.table_rate);
+    uses.push_back({k.table_link, 1.0});
+  }
+  flow(std::move(uses), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
     // The last request has left; its answers come back a round trip and a
     // member's memory access later.
     const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));

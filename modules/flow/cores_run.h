@@ -82,6 +82,10 @@ class CoresFlows::Run : public RunFlows {
     std::unordered_map<uint64_t, int> receiver;
     std::unordered_map<uint64_t, uint64_t> landed;  // (receiving operation, pass): elements landed
     int unfinished = 0;  // queues, and operations that receive what lands
+    // Its reducing reads' table entries at its switch ports as a link of
+    // their rate by Little's law (Shape::table_rate), which every such flow
+    // of the rank crosses: the ports' tables are the GPU's, whatever the channel.
+    int table_link = -1;
     uint64_t wrong() const override { return 0; }  // no element values travel
     Progress progress() const override { return collectives::transfers_sent(queues); }
   };
@@ -106,7 +110,7 @@ class CoresFlows::Run : public RunFlows {
   // shortest paths, as packet level takes them): each one's flow link out,
   // the switch it reaches and the latency to that switch.
   struct GroupPort {
-    int out, sw;
+    int out, sw, sw_port;  // sw_port: the switch's port it enters by
     double up_ns;
   };
   std::vector<GroupPort> group_ports(int r, int g);
@@ -117,6 +121,9 @@ class CoresFlows::Run : public RunFlows {
     std::vector<Network::Use> uses;
     double latency = 0;
     std::vector<double> to_member;
+    // A reducing read: the bytes per ns its reader's reduction table
+    // entries allow by Little's law (0: no table read).
+    double table_rate = 0;
   };
   Shape read_shape(int r, int i);
   Shape multicast_shape(int r, int i);

@@ -52,6 +52,13 @@ struct FlowMachine {
   // equal-cost ports, by the hash the packet-level switch takes (ECMP,
   // ethernet/ethernet_switch.cpp).
   std::vector<uint8_t> hashes;
+  // [node][port]: an NVSwitch port's reduction table, bytes in whole
+  // entries of table_entry_bytes (switch.reduction_table.bytes, as packet
+  // level reads it); empty where no table is read. A reducing read takes an
+  // entry in the table of the port its answers leave by.
+  std::vector<std::vector<uint32_t>> table_bytes;
+  uint32_t table_entry_bytes = 128;
+  uint32_t table_bytes_all = 0;  // switch.reduction_table.bytes itself, for the header
   // flow.merge_planes: a GPU's links to the switches that spread its packets
   // are one link each way where no connection is pinned to one of them.
   bool merge_planes = true;

@@ -20,15 +20,30 @@
 #include "adapter/hca.h"
 #include "ethernet/roce_frame.h"
 #include "net/packet.h"
+#include "nvswitch/reduction_table.h"
 #include "platforms/bounds.h"
 #include "platforms/communicator.h"
 #include "platforms/ethernet_fabric.h"
+#include "platforms/gpu_fabric.h"
 #include "platforms/infiniband_fabric.h"
 #include "platforms/platform.h"
 #include "topology/cluster.h"
 #include "topology/multicast.h"
 
 namespace incsim::tb {
+
+namespace {
+// The GPUs' clock and memory latency, as platforms/gpu_fabric.cpp reads them.
+gpu::GpuConfig gpu_memory(Config& cfg, const platforms::PlatformDefaults& d) {
+  gpu::GpuConfig g{};
+  g.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
+  g.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
+  g.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
+  return g;
+}
+
+uint32_t wire_bytes(const flow::LinkFormat& f) { return f.header + (f.max_payload + f.flit - 1) / f.flit * f.flit; }
+}  // namespace
 
 // What packet level pays on graph t's links and nodes, from the parameters
 // its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp,
@@ -101,6 +116,17 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     const topo::Link& l = t.links()[k];
     m.link_format[k] = scale_out(l.a.node) || scale_out(l.b.node) ? 1 : 0;
   }
+  // The NVSwitches' reduction tables, where the algorithm reads them (NVLS's
+  // reducing reads take their entries), one entry per 128-byte block.
+  if (d.tables) {
+    m.table_entry_bytes = gpu.max_payload;
+    platforms::TableBytes tables = platforms::table_bytes_of(t, cfg, d, [&] {
+      return platforms::table_by_rule(platforms::little_law_of(t, sw_ns, wire_bytes(gpu), gpu_memory(cfg, d)), d,
+                                      gpu.max_payload);
+    }, gpu.max_payload);
+    m.table_bytes = std::move(tables.port);
+    m.table_bytes_all = tables.all;
+  }
   return m;
 }
 
@@ -114,8 +140,8 @@ void refuse_packet_outputs(const Options& o, bool timeline) {
 namespace {
 // A GPU memory access's latency and jitter, ns, as the GPUs read them (gpu/gpu.cpp).
 std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaults& d) {
-  const double clock = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
-  return {cfg.get(gpu::kGpuMemLatency) / clock, cfg.get(gpu::kGpuMemJitter) / clock};
+  const gpu::GpuConfig g = gpu_memory(cfg, d);
+  return {g.mem_latency_cycles / g.clock_ghz, g.mem_jitter_cycles / g.clock_ghz};
 }
 }  // namespace
 
@@ -192,6 +218,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   }
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
+  if (program.has(collectives::OpKind::ReduceRead)) reduction_tables(program, site, d);
   if (roce && program.has(collectives::OpKind::ReduceWrite))
     throw UserError("--fidelity flow: " + opt_.algorithm + " adds its reducing writes in NetReduce's FPGA beside each "
                     "rail leaf, which flows do not model; run it at packet level");
@@ -235,6 +262,32 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
                                               shared_ ? &shared_->network() : nullptr);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
+}
+
+// NVLS's reducing reads take entries of the NVSwitches' reduction tables
+// (flow::FlowMachine::table_bytes). A port without one passes every
+// member's answer on unreduced at packet level, which flows do not model.
+void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, const collectives::Site& site,
+                                              const platforms::PlatformDefaults& d) {
+  const topo::Topology& t = *graph_;
+  const flow::FlowMachine& m = *machine_;
+  for (size_t s = 0; s < m.table_bytes.size(); ++s)
+    for (size_t port = 0; port < m.table_bytes[s].size(); ++port) {
+      const topo::PortRef peer = t.peer({static_cast<int>(s), static_cast<int>(port)});
+      if (m.table_bytes[s][port] == 0 && peer.node >= 0 && t.node(peer.node).kind == topo::NodeKind::Endpoint)
+        throw UserError("--fidelity flow: " + opt_.algorithm + " reduces in the NVSwitches' tables, and " +
+                        t.node(static_cast<int>(s)).name + ".port" + std::to_string(port) + " has none (" +
+                        nvswitch::kTableBytes.key() + " is 0 there), so packet level passes every member's answer "
+                        "on unreduced, which flows do not model; run it at packet level");
+    }
+  if (!algorithm_->in_switches() || site.cluster() || m.table_bytes.empty()) return;
+  const flow::LinkFormat& f = m.formats.front();
+  std::ostringstream os;
+  platforms::print_table_sizing(
+      os, platforms::little_law_of(t, cfg_.get(credit_switch::kSwitchLatency, d.switch_latency_ns), wire_bytes(f),
+                                   gpu_memory(cfg_, d)),
+      m.table_bytes_all, true, p.ranks);
+  sizing_ = os.str();
 }
 
 // The NICs run the program's schedule tables, set up as at packet level
@@ -432,7 +485,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
                                    bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
   }
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
-  os << std::defaultfloat;
+  os << sizing_ << std::defaultfloat;
   if (p.protocol_by_size) os << by_size_.header_line();
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "

@@ -116,6 +116,8 @@ class FlowCollectiveWorkload : public GroupCollective {
 
  private:
   void nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus, const platforms::PlatformDefaults& d);
+  void reduction_tables(const collectives::Program& p, const collectives::Site& site,
+                        const platforms::PlatformDefaults& d);
   double bound_us(uint64_t bytes) const;
   // Size i's flows, run once.
   const flow::Executor::Result& result(size_t i, const flow::Executor::Progress& progress = {});
@@ -140,6 +142,9 @@ class FlowCollectiveWorkload : public GroupCollective {
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster
+  // The reduction tables' Little's-law sizing, as packet level prints it
+  // where an algorithm reduces in the NVSwitches off a cluster; else empty.
+  std::string sizing_;
   // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
   double algbw_bound_GBps_ = 0;
   std::string bound_note_, trees_text_;  // trees_text_: --print-trees' (Blink's)

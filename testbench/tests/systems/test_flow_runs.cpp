@@ -161,6 +161,25 @@ TEST_CASE("flow against packet level: NVLS's multimem loads and stores and SHARP
   }
 }
 
+TEST_CASE("flow: NVLS's reduction tables limit its reducing reads by Little's law, as at packet level",
+          "[flow][accuracy]") {
+  const std::string run = "--platform hgx-h100 --algorithm nvls --sizes 1M";
+  const double wide = times(run + " --fidelity flow").at(0);
+  // One entry per port: each GPU holds 18 blocks in flight, about a fifth of what its links carry.
+  const double one = times(run + " --fidelity flow -c switch.reduction_table.bytes=128").at(0);
+  const double packet = times(run + " -c switch.reduction_table.bytes=128").at(0);
+  INFO("flow " << wide << " us with 4096 B per port, " << one << " us with 128 B; packet level " << packet << " us");
+  CHECK(one > 3 * wide);
+  CHECK(std::abs(one / packet - 1) < 0.10);
+  // The header sizes the table as packet level's does.
+  const Result r = incsim(run + " --fidelity flow -c switch.reduction_table.bytes=128");
+  CHECK_THAT(r.out, Catch::Contains("# table sizing (Little's law; B_in 450 GB/s") &&
+                        Catch::Contains("configured 128 B per port") && Catch::Contains("below C_min"));
+  require_refused(run + " --fidelity flow -c sw0.port0.reduction_table.bytes=0",
+                  "has none (switch.reduction_table.bytes is 0 there), so packet level passes every member's answer on "
+                  "unreduced, which flows do not model; run it at packet level");
+}
+
 TEST_CASE("flow against packet level: the NICs' schedule tables, lockstep and dataflow, within 5%", "[flow][accuracy]") {
   for (const std::string run : {"--platform torus --algorithm multitree-msg --sizes 16M",  // one head flit per message
                                 "--platform torus --algorithm dbtree --sizes 16M",
