@@ -252,8 +252,14 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   std::vector<Network::Use> uses = shape.uses;
   if (shape.table_rate > 0) {
     Rank& k = *q.rank;
-    if (k.table_link < 0) k.table_link = net_.add_link(shape.table_rate);
-    uses.push_back({k.table_link, 1.0});
+    if (shared_) {
+      const auto [it, fresh] = f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1);
+      if (fresh) it->second = net_.add_link(shape.table_rate);
+      uses.push_back({it->second, 1.0});
+    } else {
+      if (k.table_link < 0) k.table_link = net_.add_link(shape.table_rate);
+      uses.push_back({k.table_link, 1.0});
+    }
   }
   flow(std::move(uses), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
     // The last request has left; its answers come back a round trip and a

@@ -84,7 +84,8 @@ class CoresFlows::Run : public RunFlows {
     int unfinished = 0;  // queues, and operations that receive what lands
     // Its reducing reads' table entries at its switch ports as a link of
     // their rate by Little's law (Shape::table_rate), which every such flow
-    // of the rank crosses: the ports' tables are the GPU's, whatever the channel.
+    // of the rank crosses: the ports' tables are the GPU's, whatever the
+    // channel. On a shared network, the network's link for the GPU.
     int table_link = -1;
     uint64_t wrong() const override { return 0; }  // no element values travel
     Progress progress() const override { return collectives::transfers_sent(queues); }

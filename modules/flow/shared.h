@@ -4,6 +4,7 @@
 // links are the graph's, and what a run of an executor sends its flows on,
 // a network of its own or that one. Plain C++, no SystemC.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -31,6 +32,10 @@ struct SharedNetwork {
   }
   FlowGraph graph;
   Network net;
+  // [GPU endpoint]: the link of its NVSwitch ports' reduction table entries
+  // that its reducing reads cross (CoresFlows), one for every run on the
+  // network, as the tables are the ports', whatever the collective.
+  std::map<int, int> table_links;
 };
 
 // The network a run's flows and callbacks go on, and what it has left there.

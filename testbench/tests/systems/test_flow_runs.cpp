@@ -178,6 +178,19 @@ TEST_CASE("flow: NVLS's reduction tables limit its reducing reads by Little's la
   require_refused(run + " --fidelity flow -c sw0.port0.reduction_table.bytes=0",
                   "has none (switch.reduction_table.bytes is 0 there), so packet level passes every member's answer on "
                   "unreduced, which flows do not model; run it at packet level");
+  // Two jobs on the same GPUs share their ports' tables: each takes half.
+  const TempDir d;
+  const std::string file = d.file("jobs.yaml");
+  std::ofstream(file) << "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 256\njobs:\n"
+                         "  - {name: a, gpus: 0-7, algorithm: nvls, allow_overlap: true}\n"
+                         "  - {name: b, gpus: 0-7, algorithm: nvls}\n";
+  const nlohmann::json as_flows = rows("--config " + file + " --fidelity flow"), packets = rows("--config " + file);
+  for (size_t j = 0; j < 2; ++j) {
+    INFO("job " << as_flows[j]["job"] << ": slowdown " << as_flows[j]["slowdown"] << " as flows, "
+                << packets[j]["slowdown"] << " at packet level");
+    CHECK(as_flows[j]["slowdown"].get<double>() > 1.8);
+    CHECK(as_flows[j]["slowdown"].get<double>() == Approx(packets[j]["slowdown"].get<double>()).epsilon(0.05));
+  }
 }
 
 TEST_CASE("flow against packet level: the NICs' schedule tables, lockstep and dataflow, within 5%", "[flow][accuracy]") {
