@@ -106,9 +106,7 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   }
   sw_.spread = credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread));
 
-  gc_.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
-  gc_.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
-  gc_.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
+  gc_ = gpu_memory(cfg, d);
   const uint32_t rx_buf = cfg.get(gpu::kGpuRxBuffer);
   gc_.max_responses = cfg.get(gpu::kGpuMaxResponses);
   gc_.seed = seed;
@@ -124,10 +122,10 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
     gc_.inject_vcs = sw_.vc_sets ? 2 : 4;
   }
   little_law_ = little_law_of(t_, sw_latency_ns, max_packet, gc_);
-  const TableBytes tables = table_bytes_of(
+  TableBytes tables = table_bytes_of(
       t_, cfg, d, [&] { return table_by_rule(little_law_, d, tables_.entry_bytes); }, tables_.entry_bytes);
   tables_.table_bytes = tables.all;
-  table_bytes_ = tables.port;
+  table_bytes_ = std::move(tables.port);
   table_bytes_total_ = tables.total;
   tables_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
                                      : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
@@ -185,6 +183,14 @@ double LittleLaw::push_per_port() const {
 
 double LittleLaw::pull_per_port(int p) const {
   return collectives::pull_table_bytes(b_in_GBps, p, d_max, l_hop_ns, l_gpu_ns) / access_ports;
+}
+
+gpu::GpuConfig gpu_memory(Config& cfg, const PlatformDefaults& d) {
+  gpu::GpuConfig g{};
+  g.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
+  g.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
+  g.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
+  return g;
 }
 
 LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint32_t max_packet_bytes,

@@ -37,6 +37,10 @@ struct LittleLaw {
   double pull_per_port(int p) const;
 };
 
+// The GPUs' clock and memory latency and jitter as the fabric reads them
+// (the rest of the config is left at its defaults).
+gpu::GpuConfig gpu_memory(Config& cfg, const PlatformDefaults& d);
+
 // Klenk's quantities measured on graph t (GPU 0's NVLink ports), for the
 // switches' latency, the largest packet's wire bytes and the GPUs' memory.
 LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint32_t max_packet_bytes,

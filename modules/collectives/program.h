@@ -132,6 +132,9 @@ struct Operation {
 inline uint64_t pair_key(int from, int to, uint16_t channel) {
   return (static_cast<uint64_t>(from) << 40) | (static_cast<uint64_t>(to) << 16) | channel;
 }
+inline int pair_from(uint64_t key) { return static_cast<int>(key >> 40); }
+inline int pair_to(uint64_t key) { return static_cast<int>((key >> 16) & 0xFFFFFF); }
+inline int pair_channel(uint64_t key) { return static_cast<int>(key & 0xFFFF); }
 
 // Chunk counts of one rank's buffers.
 struct Buffers {

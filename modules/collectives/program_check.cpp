@@ -262,9 +262,9 @@ class Checker {
       for (; a < sent.size() && sent[a] == k; ++a) ++c[0];
       for (; b < received.size() && received[b] == k; ++b) ++c[1];
       if (c[0] == c[1]) continue;
-      const std::string from = std::to_string(k >> 40), to = std::to_string((k >> 16) & 0xFFFFFF);
+      const std::string from = std::to_string(pair_from(k)), to = std::to_string(pair_to(k));
       problem("rank " + from + " sends " + std::to_string(c[0]) + " times to rank " + to + " on channel " +
-              std::to_string(k & 0xFFFF) + ", but rank " + to + " receives " + std::to_string(c[1]) +
+              std::to_string(pair_channel(k)) + ", but rank " + to + " receives " + std::to_string(c[1]) +
               " times from rank " + from + " on it");
     }
     for (const auto& [k, count] : members)

@@ -1,7 +1,6 @@
 #include "collectives/schedule.h"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <sstream>
 #include <tuple>

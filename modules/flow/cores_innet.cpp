@@ -149,16 +149,16 @@ CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
     std::map<int, double> req{{out, 1.0}}, ans;
     for (const auto& [l, x] : f_.down(sw, r).hops)
       if (x > 0) merge(ans, l, x);
-    double farthest = 0;  // the switch to a member and back, and one crossing of it
+    double farthest = 0;  // the switch to a member
     int answers_in = 0;
     for (int m : members) {
       if (m == r && !f_.p_.multimem) continue;
       const Route& w = f_.down(sw, m);
       for (const auto& [l, x] : w.hops) merge(x > 0 ? req : ans, l, std::abs(x));
-      shape.latency = std::max(shape.latency, 2 * (up + w.latency_ns));
-      farthest = std::max(farthest, f_.m_.node_ns[static_cast<size_t>(sw)] + 2 * w.latency_ns);
+      farthest = std::max(farthest, w.latency_ns);
       ++answers_in;
     }
+    shape.latency = std::max(shape.latency, 2 * (up + farthest));
     for (const auto& [l, x] : req) requests[l] += share * x;
     for (const auto& [l, x] : ans) answers[l] += share * x;
     // The entry is held until the last answer has crossed the switch back
@@ -170,7 +170,8 @@ CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
     const auto& tables = f_.m_.table_bytes;
     if (!tables.empty() && !tables[static_cast<size_t>(sw)].empty()) {
       const double entries = tables[static_cast<size_t>(sw)][static_cast<size_t>(sw_port)] / f_.m_.table_entry_bytes;
-      const double held = farthest + f_.costs_.mem_ns + f_.costs_.jitter_ns * answers_in / (answers_in + 1.0);
+      const double held = f_.m_.node_ns[static_cast<size_t>(sw)] + 2 * farthest + f_.costs_.mem_ns +
+                          f_.costs_.jitter_ns * answers_in / (answers_in + 1.0);
       table_rate = std::min(table_rate, entries * f_.m_.table_entry_bytes / held);
     }
   }
@@ -252,14 +253,10 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   std::vector<Network::Use> uses = shape.uses;
   if (shape.table_rate > 0) {
     Rank& k = *q.rank;
-    if (shared_) {
-      const auto [it, fresh] = f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1);
-      if (fresh) it->second = net_.add_link(shape.table_rate);
-      uses.push_back({it->second, 1.0});
-    } else {
-      if (k.table_link < 0) k.table_link = net_.add_link(shape.table_rate);
-      uses.push_back({k.table_link, 1.0});
-    }
+    int& link = shared_ ? f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1).first->second
+                        : k.table_link;
+    if (link < 0) link = net_.add_link(shape.table_rate);
+    uses.push_back({link, 1.0});
   }
   flow(std::move(uses), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
     // The last request has left; its answers come back a round trip and a

@@ -33,16 +33,10 @@
 namespace incsim::tb {
 
 namespace {
-// The GPUs' clock and memory latency, as platforms/gpu_fabric.cpp reads them.
-gpu::GpuConfig gpu_memory(Config& cfg, const platforms::PlatformDefaults& d) {
-  gpu::GpuConfig g{};
-  g.clock_ghz = cfg.get(gpu::kGpuClock, d.gpu_clock_ghz > 0 ? d.gpu_clock_ghz : gpu::kGpuClock.default_value());
-  g.mem_latency_cycles = cfg.get(gpu::kGpuMemLatency);
-  g.mem_jitter_cycles = cfg.get(gpu::kGpuMemJitter);
-  return g;
+// The largest packet's wire bytes on a link of format f, as packet level counts them.
+uint32_t wire_bytes(const flow::LinkFormat& f) {
+  return net::PacketFormat{f.header, f.flit, f.max_payload}.wire_bytes(f.max_payload);
 }
-
-uint32_t wire_bytes(const flow::LinkFormat& f) { return f.header + (f.max_payload + f.flit - 1) / f.flit * f.flit; }
 }  // namespace
 
 // What packet level pays on graph t's links and nodes, from the parameters
@@ -121,7 +115,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
   if (d.tables) {
     m.table_entry_bytes = gpu.max_payload;
     platforms::TableBytes tables = platforms::table_bytes_of(t, cfg, d, [&] {
-      return platforms::table_by_rule(platforms::little_law_of(t, sw_ns, wire_bytes(gpu), gpu_memory(cfg, d)), d,
+      return platforms::table_by_rule(platforms::little_law_of(t, sw_ns, wire_bytes(gpu), platforms::gpu_memory(cfg, d)), d,
                                       gpu.max_payload);
     }, gpu.max_payload);
     m.table_bytes = std::move(tables.port);
@@ -140,7 +134,7 @@ void refuse_packet_outputs(const Options& o, bool timeline) {
 namespace {
 // A GPU memory access's latency and jitter, ns, as the GPUs read them (gpu/gpu.cpp).
 std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaults& d) {
-  const gpu::GpuConfig g = gpu_memory(cfg, d);
+  const gpu::GpuConfig g = platforms::gpu_memory(cfg, d);
   return {g.mem_latency_cycles / g.clock_ghz, g.mem_jitter_cycles / g.clock_ghz};
 }
 }  // namespace
@@ -285,7 +279,7 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
   std::ostringstream os;
   platforms::print_table_sizing(
       os, platforms::little_law_of(t, cfg_.get(credit_switch::kSwitchLatency, d.switch_latency_ns), wire_bytes(f),
-                                   gpu_memory(cfg_, d)),
+                                   platforms::gpu_memory(cfg_, d)),
       m.table_bytes_all, true, p.ranks);
   sizing_ = os.str();
 }
