@@ -54,16 +54,25 @@ void CoresRank::start_innet(Queue& q, int i, uint64_t pass) {
   }
   const std::vector<int>& ports = group_ports_[o.group];
   if (q.lanes.empty()) q.lanes.resize(static_cast<size_t>(gpu_.num_ports()));
-  const uint64_t lanes = std::min<uint64_t>(ports.size(), q.blocks);
-  for (uint64_t k = 0; k < lanes; ++k) {
+  // The GPU stripes addresses over its links in 128-byte blocks, as the copy
+  // engines do (copy_collective.cpp, port_of): the queue's first block takes
+  // the port its address falls on, so channels with fewer blocks than ports
+  // spread over all of them.
+  const uint64_t first = q.src.front().first * coll_.elem_ / kBlock % ports.size();
+  for (uint64_t k = 0; k < ports.size(); ++k) {
     const int port = ports[k];
     auto& lane = q.lanes[static_cast<size_t>(port)];
+    const uint64_t next = (k + ports.size() - first) % ports.size();
+    if (next >= q.blocks) {
+      if (lane) lane->next = next;  // idle for this operation
+      continue;
+    }
     if (!lane) {
       lane = std::make_unique<Lane>();
       lane->q = &q;
       gpu_.add_stream(lane.get());
     }
-    lane->next = k;
+    lane->next = next;
     lane->stride = ports.size();
     // A store reads its data first; a load's requests go at once.
     lane->starved = false;
