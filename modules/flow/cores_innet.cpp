@@ -177,6 +177,7 @@ CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
   }
   // The requests spread evenly over the ports: the slowest port's table binds.
   if (table_rate < std::numeric_limits<double>::infinity()) shape.table_rate = table_rate * ports.size();
+  shape.ports = static_cast<double>(ports.size());
   for (const auto& [l, x] : requests) shape.uses.push_back({l, x * block_weight(l, true)});
   for (const auto& [l, x] : answers) shape.uses.push_back({l, x * block_weight(l, false)});
   return shape;
@@ -246,9 +247,20 @@ const CoresFlows::Run::Shape& CoresFlows::Run::shape_of(int r, int i) {
   return shapes_.emplace(key, std::move(s)).first->second;
 }
 
+// A reader's requests leave at once, spread over its ports a block at a
+// time, each port taking its reads' blocks in turn, and the members answer
+// each port's requests in order (gpu/cores_rank_innet.cpp, gpu/gpu.cpp). So
+// the reads of a reader's channels share its rate until their last round of
+// blocks (at most one on each port: all of a read with fewer blocks than
+// ports), and those last rounds are answered one read after another: the
+// first channel's sum is back while the last one's are still on the way,
+// and its stores go out meanwhile. A flow shared fairly to the end would
+// hold every channel's stores back until all reads were done.
 void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
   const Shape& shape = shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
+  const double blocks = std::ceil(bytes / kBlock);
+  const double last = bytes - std::floor((blocks - 1) / shape.ports) * shape.ports * kBlock;
   const double began = net_.now(), rtt = shape.latency;
   std::vector<Network::Use> uses = shape.uses;
   if (shape.table_rate > 0) {
@@ -258,15 +270,35 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
     if (link < 0) link = net_.add_link(shape.table_rate);
     uses.push_back({link, 1.0});
   }
-  flow(std::move(uses), bytes, 0, [this, &q, i, pass, len, rtt, bytes, began] {
-    // The last request has left; its answers come back a round trip and a
-    // member's memory access later.
-    const auto blocks = static_cast<uint64_t>(std::ceil(bytes / kBlock));
-    after(rtt + last_mem(net_.now() - began, blocks, 1), [this, &q, i, pass, len] {
-      wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
-      issued_innet(q, i, pass, true);
+  LastRounds& rounds = last_rounds_[&shape];
+  auto read_last = [this, &q, i, pass, len, rtt, blocks, began, last, uses, &rounds] {
+    flow(uses, last, 0, [this, &q, i, pass, len, rtt, blocks, began, &rounds] {
+      // The last request has left; its answers come back a round trip and
+      // a member's memory access later.
+      after(rtt + last_mem(net_.now() - began, static_cast<uint64_t>(blocks), 1), [this, &q, i, pass, len] {
+        wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
+        issued_innet(q, i, pass, true);
+      });
+      if (rounds.waiting.empty()) {
+        rounds.busy = false;
+      } else {
+        const Network::Callback next = std::move(rounds.waiting.front());
+        rounds.waiting.pop_front();
+        next();
+      }
     });
-  });
+  };
+  if (bytes > last) flow(uses, bytes - last, 0, [this, &rounds, read_last] { last_round(rounds, read_last); });
+  else last_round(rounds, std::move(read_last));
+}
+
+void CoresFlows::Run::last_round(LastRounds& l, Network::Callback read) {
+  if (l.busy) {
+    l.waiting.push_back(std::move(read));
+    return;
+  }
+  l.busy = true;
+  read();
 }
 
 // Posted, so the queue goes on once the last store has left.

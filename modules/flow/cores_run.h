@@ -125,12 +125,20 @@ class CoresFlows::Run : public RunFlows {
     // A reducing read: the bytes per ns its reader's reduction table
     // entries allow by Little's law (0: no table read).
     double table_rate = 0;
+    double ports = 1;  // the reader's ports its requests spread over
+  };
+  // A reader's last rounds of requests (a block on each port), served one
+  // read after another (start_reduce_read).
+  struct LastRounds {
+    bool busy = false;
+    std::deque<Network::Callback> waiting;
   };
   Shape read_shape(int r, int i);
   Shape multicast_shape(int r, int i);
   Shape sum_shape(int g);
   const Shape& shape_of(int r, int i);
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
+  void last_round(LastRounds& l, Network::Callback read);  // starts `read` when the reads before it are done
   void start_multicast(Queue& q, int i, uint64_t pass, uint64_t len);
   void join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len);
   void issued_innet(Queue& q, int i, uint64_t pass, bool done);
@@ -175,6 +183,7 @@ class CoresFlows::Run : public RunFlows {
   // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
   std::unordered_map<uint64_t, Shape> shapes_;  // shape_of's: (rank, group, kind), or ~group for a reducing write
+  std::unordered_map<const Shape*, LastRounds> last_rounds_;  // a reducing read's shape: its reader's
 };
 
 }  // namespace incsim::flow
