@@ -680,6 +680,27 @@ TEST_CASE("NVLS on the cores (nvls.engine=cores) is exact, has the copy engines'
   CHECK(iteration("copy", "sm") == iteration("copy", "none"));
 }
 
+TEST_CASE("NVLS on the cores spreads every channel's blocks over the GPU's links by their addresses",
+          "[cores][nvls]") {
+  // On NVL72 at 64 KiB each of a GPU's 16 channels reads one block; striped
+  // by address they reach different switches, and 16 channels take no
+  // longer than one. Numbered from the first port, every channel's block
+  // went to switch 0 and 16 channels took 2.8 times one's time.
+  TempDir d;
+  const auto time_us = [&](int channels) {
+    const std::string json = d.file("c" + std::to_string(channels) + ".json");
+    const Result r = incsim("--platform nvl72 --algorithm nvls --sizes 64K --quiet -c nvls.channels=" +
+                            std::to_string(channels) + " --json " + json);
+    REQUIRE(r.code == 0);
+    const auto row = nlohmann::json::parse(slurp(json))["rows"].at(0);
+    CHECK(row["wrong"] == 0);
+    return row["time_us"].get<double>();
+  };
+  const double one = time_us(1), sixteen = time_us(16);
+  INFO("one channel " << one << " us, 16 channels " << sixteen << " us");
+  CHECK(sixteen < 1.2 * one);
+}
+
 TEST_CASE("the cores' parameters are cores.*: the ring.* names they had still set them, and the run says so",
           "[cores][params]") {
   const Result now = incsim("--platform star --gpus 4 --sizes 64K --csv - -c cores.chunk_bytes=16384 -c cores.slots=2");
