@@ -58,7 +58,7 @@ INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4"}
 # Above these GPU counts a run is recorded as skipped(cost), not started:
 # each costs 5 to 70 times more CPU per 4 times the GPUs (measured here, at
 # 1 GiB: ring 155 s on 256 GPUs; hring 11.7 s on 256, 815 s on 1,024;
-# nvlstree 22 s on 256, 199 s on 1,024; tree 4.8 s on 256, 24.8 s on
+# nvlstree 11 s on 256, 66 s on 1,024; tree 4.8 s on 256, 24.8 s on
 # 1,024, no end in 900 s on 4,096), so the next count would not end within
 # TIMEOUT. The flat ring makes 2(n-1) transfers per rank, channel and pass,
 # and its program holds 2(n-1) operations of 44 B per rank and channel
