@@ -279,13 +279,7 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
         wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
         issued_innet(q, i, pass, true);
       });
-      if (rounds.waiting.empty()) {
-        rounds.busy = false;
-      } else {
-        const Network::Callback next = std::move(rounds.waiting.front());
-        rounds.waiting.pop_front();
-        next();
-      }
+      read_done(rounds);
     });
   };
   if (bytes > last) flow(uses, bytes - last, 0, [this, &rounds, read_last] { last_round(rounds, read_last); });
@@ -293,12 +287,13 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
 }
 
 void CoresFlows::Run::last_round(LastRounds& l, Network::Callback read) {
-  if (l.busy) {
-    l.waiting.push_back(std::move(read));
-    return;
-  }
-  l.busy = true;
-  read();
+  l.push_back(std::move(read));
+  if (l.size() == 1) l.front()();
+}
+
+void CoresFlows::Run::read_done(LastRounds& l) {
+  l.pop_front();
+  if (!l.empty()) l.front()();
 }
 
 // Posted, so the queue goes on once the last store has left.

@@ -128,17 +128,16 @@ class CoresFlows::Run : public RunFlows {
     double ports = 1;  // the reader's ports its requests spread over
   };
   // A reader's last rounds of requests (a block on each port), served one
-  // read after another (start_reduce_read).
-  struct LastRounds {
-    bool busy = false;
-    std::deque<Network::Callback> waiting;
-  };
+  // read after another (start_reduce_read): the front one's flow is in flight.
+  using LastRounds = std::deque<Network::Callback>;
   Shape read_shape(int r, int i);
   Shape multicast_shape(int r, int i);
   Shape sum_shape(int g);
   const Shape& shape_of(int r, int i);
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
-  void last_round(LastRounds& l, Network::Callback read);  // starts `read` when the reads before it are done
+  // Starts `read` once the reads queued before it are done; read_done starts the next.
+  static void last_round(LastRounds& l, Network::Callback read);
+  static void read_done(LastRounds& l);
   void start_multicast(Queue& q, int i, uint64_t pass, uint64_t len);
   void join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len);
   void issued_innet(Queue& q, int i, uint64_t pass, bool done);

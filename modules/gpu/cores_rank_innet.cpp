@@ -64,7 +64,8 @@ void CoresRank::start_innet(Queue& q, int i, uint64_t pass) {
     auto& lane = q.lanes[static_cast<size_t>(port)];
     const uint64_t next = (k + ports.size() - first) % ports.size();
     if (next >= q.blocks) {
-      if (lane) lane->next = next;  // idle for this operation
+      // Past the end: a lane still on the port's list from an earlier operation sends nothing.
+      if (lane) lane->next = next;
       continue;
     }
     if (!lane) {
