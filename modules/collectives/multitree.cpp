@@ -89,11 +89,17 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
       if (o.ep >= 0)
         for (int T = 0; T < n; ++T) open[T][static_cast<size_t>(s)] += o.ep != T;
   std::vector<std::vector<char>> in_tree(n, std::vector<char>(n, 0));
-  std::vector<std::vector<int>> order(n);      // nodes of each tree in order of adding
-  std::vector<std::vector<int>> added_at(n, std::vector<int>(n, 0));
+  std::vector<std::vector<int>> order(n);  // nodes of each tree in order of adding
+  // [tree]: the endpoints not in it, in any order, and each one's place there.
+  std::vector<std::vector<int>> outside(n), outside_at(n, std::vector<int>(n, -1));
   for (int r = 0; r < n; ++r) {
     in_tree[r][r] = 1;
     order[r].push_back(r);
+    for (int c = 0; c < n; ++c)
+      if (c != r) {
+        outside_at[r][c] = static_cast<int>(outside[r].size());
+        outside[r].push_back(c);
+      }
   }
   int remaining = n * (n - 1);
   std::vector<int> cap;
@@ -103,7 +109,14 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   int stamp = 0;
 
   // Finds a child for parent p in tree T and takes the links of its path
-  // for the step; -1 if none.
+  // for the step; -1 if none. Breadth first: a switch offers its own
+  // endpoints not in the tree (step 2 of §III-C3), then passes the search
+  // on to further switches. What a switch offers does not change during a
+  // search, so it is asked when the switch is queued: the first queued
+  // switch that offers one is the first a queue would have reached, and the
+  // search ends there without passing on from the switches still queued
+  // before it (on a fat tree, every spine's ports once the parent's leaf has
+  // no endpoint left: N^3 in all).
   std::vector<PortRef> path;
   std::deque<int> q;
   auto find_child = [&](int T, int p) -> int {
@@ -112,44 +125,43 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     const int src = t.endpoints()[p];
     seen[src] = stamp;
     hops[src] = 0;
-    q.push_back(src);
     int found = -1;
+    // Queues switch v, reached by u's port at hops h; true if it offers a child.
+    auto reach = [&](int v, int u, int port, int h) {
+      seen[v] = stamp;
+      hops[v] = h;
+      via[v] = {u, port};
+      if (open[T][static_cast<size_t>(v)] > 0) {
+        const std::vector<Out>& ports = adj[static_cast<size_t>(v)];
+        for (int k = 0; k < static_cast<int>(ports.size()); ++k) {
+          const Out& e = ports[static_cast<size_t>(k)];
+          if (e.ep < 0 || in_tree[T][e.ep] || cap[e.dl] <= 0) continue;
+          via[e.node] = {v, k};
+          found = e.node;
+          return true;
+        }
+      }
+      q.push_back(v);
+      return false;
+    };
+    const std::vector<Out>& out_ports = adj[static_cast<size_t>(src)];
+    for (int port = 0; port < static_cast<int>(out_ports.size()) && found < 0; ++port) {
+      const Out& v = out_ports[static_cast<size_t>(port)];
+      if (v.node < 0 || !v.sw || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
+      reach(v.node, src, port, 0);
+    }
     while (!q.empty() && found < 0) {
       const int u = q.front();
       q.pop_front();
+      if (!may_transit(u, hops[u])) continue;
       const std::vector<Out>& ports = adj[static_cast<size_t>(u)];
-      if (ep_of[u] >= 0) {
-        if (u != src) continue;
-        for (int port = 0; port < static_cast<int>(ports.size()); ++port) {
-          const Out& v = ports[static_cast<size_t>(port)];
-          if (v.node < 0 || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
-          if (!v.sw) continue;
-          seen[v.node] = stamp;
-          hops[v.node] = 0;
-          via[v.node] = {u, port};
-          q.push_back(v.node);
-        }
-        continue;
-      }
-      // A switch: its endpoints first (step 2 of §III-C3), then further switches.
-      if (open[T][static_cast<size_t>(u)] > 0)
-        for (int port = 0; port < static_cast<int>(ports.size()) && found < 0; ++port) {
-          const Out& v = ports[static_cast<size_t>(port)];
-          if (v.ep < 0 || in_tree[T][v.ep] || cap[v.dl] <= 0) continue;
-          via[v.node] = {u, port};
-          found = v.node;
-        }
-      if (found >= 0 || !may_transit(u, hops[u])) continue;
-      for (int port = 0; port < static_cast<int>(ports.size()); ++port) {
+      for (int port = 0; port < static_cast<int>(ports.size()) && found < 0; ++port) {
         const Out& v = ports[static_cast<size_t>(port)];
         if (v.node < 0 || !v.sw || seen[v.node] == stamp || cap[v.dl] <= 0) continue;
         // A switch with no endpoint to offer that may not pass the search on
         // is a dead end (a leaf of a fat tree whose endpoints are all in).
         if (open[T][static_cast<size_t>(v.node)] == 0 && !may_transit(v.node, hops[u] + 1)) continue;
-        seen[v.node] = stamp;
-        hops[v.node] = hops[u] + 1;
-        via[v.node] = {u, port};
-        q.push_back(v.node);
+        reach(v.node, u, port, hops[u] + 1);
       }
     }
     if (found < 0) return -1;
@@ -184,7 +196,12 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   // joining can take one out. Scanning these, not every endpoint, keeps a
   // step's checks from costing n per tree (N^3 in all).
   std::vector<int> live, live_at(n, -1);
-  auto can_grow = [&](int T) {
+  auto can_grow = [&](int T) {  // the shorter list
+    if (outside[T].size() < live.size()) {
+      for (int c : outside[T])
+        if (live_at[c] >= 0) return true;
+      return false;
+    }
     for (int c : live)
       if (!in_tree[T][c]) return true;
     return false;
@@ -192,6 +209,10 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
   // Endpoint c joins tree T: the switches beside it have one fewer to offer.
   auto join = [&](int T, int c) {
     in_tree[T][c] = 1;
+    const int at = outside_at[T][c];
+    outside_at[T][outside[T].back()] = at;
+    outside[T][static_cast<size_t>(at)] = outside[T].back();
+    outside[T].pop_back();
     for (const Out& o : adj[static_cast<size_t>(t.endpoints()[c])])
       if (o.sw) --open[T][static_cast<size_t>(o.node)];
     if (live_at[c] >= 0 && !reachable(c)) {
@@ -240,7 +261,6 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
           }
           join(T, c);
           order[T].push_back(c);
-          added_at[T][c] = step;
           out.edges.push_back({T, p, c, step, seq++});
           --remaining;
           added = progress = true;
