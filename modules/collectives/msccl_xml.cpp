@@ -433,14 +433,15 @@ Program read_msccl_xml(const std::string& text, const std::string& file) {
     // hasdep="1" (its flag, which a dependent waits to pass): per step, the
     // first such step at or after it (-1: none), nops aside, as the runtime
     // runs none.
-    std::vector<std::vector<int32_t>> signalled(gpu.tbs.size());
+    // Flat, by operation index (first_op[t] + k).
+    std::vector<int32_t> signalled(count, -1);
     for (size_t t = 0; t < gpu.tbs.size(); ++t) {
       const std::vector<Step>& steps = gpu.tbs[t].steps;
-      signalled[t].assign(steps.size(), -1);
+      int32_t* const sig = signalled.data() + first_op[t];
       for (size_t k = steps.size(); k-- > 0;)
-        signalled[t][k] = steps[k].hasdep && steps[k].kind != OpKind::Nop ? static_cast<int32_t>(k)
-                          : k + 1 < steps.size()                          ? signalled[t][k + 1]
-                                                                          : -1;
+        sig[k] = steps[k].hasdep && steps[k].kind != OpKind::Nop ? static_cast<int32_t>(k)
+                 : k + 1 < steps.size()                          ? sig[k + 1]
+                                                                 : -1;
     }
     for (const Tb& tb : gpu.tbs)
       for (size_t si = 0; si < tb.steps.size(); ++si) {
@@ -483,7 +484,7 @@ Program read_msccl_xml(const std::string& text, const std::string& file) {
           if (t < 0 || st.deps < 0 || st.deps >= static_cast<int32_t>(gpu.tbs[static_cast<size_t>(t)].steps.size()))
             in.fail(st.line, where(), "depends on tb " + std::to_string(st.depid) + " step " + std::to_string(st.deps) +
                                           ", which does not exist");
-          const int32_t k = signalled[static_cast<size_t>(t)][static_cast<size_t>(st.deps)];
+          const int32_t k = signalled[first_op[static_cast<size_t>(t)] + static_cast<uint32_t>(st.deps)];
           if (k < 0)
             in.fail(st.line, where(), "depends on tb " + std::to_string(st.depid) + " step " + std::to_string(st.deps) +
                                           ", and neither it nor a later step of tb " + std::to_string(st.depid) +
