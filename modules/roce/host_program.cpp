@@ -103,7 +103,8 @@ void HostProgram::layout(uint64_t bytes) {
     *at = begin(c.index);
     return begin(c.index + c.count) - *at;
   };
-  uint64_t sums = bytes;  // receive-reduce-sends' results follow the buffer
+  // Receive-reduce-sends' results follow the buffer, from a page of their own.
+  uint64_t sums = (bytes + kPage - 1) / kPage * kPage;
   uint64_t may_wait = 0;  // receive bytes that may arrive before their operation may take them
   std::vector<char> waits(ops_.size());
   for (size_t i = 0; i < ops_.size(); ++i) {
@@ -125,7 +126,12 @@ void HostProgram::layout(uint64_t bytes) {
     waits[i] = s.dep_count > 0 || (s.prev >= 0 && waits[s.prev]);
     if (waits[i] && collectives::receives(o.kind)) may_wait += s.bytes;
   }
-  mem_.assign(sums, 0);
+  for (Page& g : pages_) release(g);
+  pages_.assign((sums + kPage - 1) / kPage, Page{});
+  for (const Op& o : ops_)
+    for (uint32_t m = 0; m < o.messages; ++m) message_pages(o, m, [this](uint64_t g) { ++pages_[g].uses; });
+  peak_pages_ = 0;
+  posted_.assign(by_seq_.size(), {});
   staging_.resize(may_wait);
   staged_.clear();
   staged_.reserve(may_wait / cfg_.mtu_payload + ops_.size());
@@ -134,7 +140,6 @@ void HostProgram::layout(uint64_t bytes) {
 
 void HostProgram::start(uint64_t bytes, std::function<void()> done) {
   layout(bytes);
-  pattern_->fill(dtype_, rank_, 0, elements_, mem_.data());
   finished_ = false;
   wrong_ = 0;
   done_ = std::move(done);
@@ -143,7 +148,7 @@ void HostProgram::start(uint64_t bytes, std::function<void()> done) {
   std::vector<uint32_t> work_requests(by_seq_.size());
   for (size_t i = 0; i < ops_.size(); ++i) {
     Op& s = ops_[i];
-    s.done_msgs = s.posted = s.staged = 0;
+    s.done_msgs = s.posted = s.staged = s.acked = s.retired = 0;
     s.packets_in = 0;
     s.complete = false;
     s.deps_left = s.dep_count;
@@ -225,20 +230,19 @@ void HostProgram::replay() {
 
 void HostProgram::take(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes) {
   Op& o = ops_[i];
-  uint8_t* const m = mem_.data();
   switch (o.kind) {
     case OpKind::Recv:
     case OpKind::RecvCopySend:
-      std::memcpy(m + o.dst + offset, payload, bytes);
+      write(o.dst + offset, payload, bytes);
       break;
     case OpKind::RecvReduceCopy:
     case OpKind::RecvReduceCopySend:
-      if (o.operand != o.dst) std::memcpy(m + o.dst + offset, m + o.operand + offset, bytes);
-      elements::reduce_bytes(dtype_, redop_, m + o.dst + offset, payload, bytes);
+      if (o.operand != o.dst) copy(o.dst + offset, o.operand + offset, bytes);
+      reduce(o.dst + offset, payload, bytes);
       break;
     case OpKind::RecvReduceSend:
-      std::memcpy(m + o.sum + offset, m + o.operand + offset, bytes);
-      elements::reduce_bytes(dtype_, redop_, m + o.sum + offset, payload, bytes);
+      copy(o.sum + offset, o.operand + offset, bytes);
+      reduce(o.sum + offset, payload, bytes);
       break;
     default:
       sc_assert(false && "a RoCE host receives only for receiving operations");
@@ -254,6 +258,7 @@ void HostProgram::message_done(int i) {
   ++o.done_msgs;
   // Forward what just arrived (reduced with ours, or final).
   if (collectives::sends(o.kind)) post(i, o.done_msgs - 1);
+  retire(i);
   if (o.next >= 0) work_.push_back(o.next);
   work_.push_back(i);  // it may be complete
 }
@@ -276,6 +281,149 @@ void HostProgram::post(int i, uint32_t msg) {
     w.ina.msg_len = w.packets;
   }
   nic_->post(o.send_qp, w);
+  posted_[o.send_qp].push_back({nic_->end_psn(o.send_qp), i});
+}
+
+void HostProgram::acknowledged(int qp, uint32_t una) {
+  std::deque<std::pair<uint32_t, int>>& q = posted_[qp];
+  while (!q.empty() && q.front().first <= una) {
+    const int i = q.front().second;
+    q.pop_front();
+    ++ops_[i].acked;
+    retire(i);
+  }
+}
+
+void HostProgram::retire(int i) {
+  Op& o = ops_[i];
+  const uint32_t upto = o.send_qp >= 0 ? std::min(o.done_msgs, o.acked) : o.done_msgs;
+  for (; o.retired < upto; ++o.retired)
+    message_pages(o, o.retired, [this](uint64_t g) {
+      if (--pages_[g].uses == 0) {  // no message touches it again: final
+        check(g);
+        release(pages_[g]);
+      }
+    });
+}
+
+uint8_t* HostProgram::made(uint64_t page) {
+  Page& g = pages_[page];
+  if (g.data) return g.data;
+  if (free_pages_.empty()) {  // the pool grows to the most pages held at once, then only recycles
+    page_pool_.push_back(std::make_unique<uint8_t[]>(kPage));
+    free_pages_.push_back(page_pool_.back().get());
+  }
+  g.data = free_pages_.back();
+  free_pages_.pop_back();
+  g.lo = g.hi = 0;
+  peak_pages_ = std::max(peak_pages_, ++pages_held_);
+  return g.data;
+}
+
+uint8_t* HostProgram::prepare(uint64_t page, uint64_t off, uint64_t n, bool overwrite) {
+  Page& g = pages_[page];
+  uint8_t* const d = made(page);
+  const uint64_t base = page * kPage, lo = off, hi = off + n;
+  if (g.lo == g.hi) {  // nothing held yet
+    if (!overwrite) input(base + lo, n, d + lo);
+  } else if (lo <= g.hi && hi >= g.lo) {  // next to or over what it holds: one range still
+    if (!overwrite && lo < g.lo) input(base + lo, g.lo - lo, d + lo);
+    if (!overwrite && hi > g.hi) input(base + g.hi, hi - g.hi, d + g.hi);
+    g.lo = static_cast<uint32_t>(std::min<uint64_t>(g.lo, lo));
+    g.hi = static_cast<uint32_t>(std::max<uint64_t>(g.hi, hi));
+    return d;
+  } else {  // apart from it: the whole page holds its content from now on
+    input(base, g.lo, d);
+    input(base + g.hi, kPage - g.hi, d + g.hi);
+    g.lo = 0;
+    g.hi = kPage;
+    return d;
+  }
+  g.lo = static_cast<uint32_t>(lo);
+  g.hi = static_cast<uint32_t>(hi);
+  return d;
+}
+
+void HostProgram::input(uint64_t at, uint64_t n, uint8_t* out) const {
+  const uint64_t element = elements::dtype_bytes(dtype_), end = elements_ * element;
+  const uint64_t in = at < end ? std::min(n, end - at) : 0;
+  sc_assert(at % element == 0 && in % element == 0);
+  if (in) pattern_->fill(dtype_, rank_, at / element, in / element, out);
+  if (in < n) std::memset(out + in, 0, n - in);
+}
+
+void HostProgram::release(Page& g) {
+  if (!g.data) return;
+  free_pages_.push_back(g.data);
+  g.data = nullptr;
+  --pages_held_;
+}
+
+void HostProgram::check(uint64_t page) {
+  Page& g = pages_[page];
+  const uint64_t element = elements::dtype_bytes(dtype_), at = page * kPage;
+  if (g.checked || at >= elements_ * element) return;
+  g.checked = true;
+  const uint64_t first = at / element, n = std::min(kPage, elements_ * element - at) / element;
+  const uint8_t* data = g.data;
+  if (!data) {  // never written: it still holds the rank's input
+    scratch_.resize(kPage);
+    pattern_->fill(dtype_, rank_, first, n, scratch_.data());
+    data = scratch_.data();
+  } else if (g.hi - g.lo < kPage) {  // what it does not hold is the rank's input
+    input(at, g.lo, g.data);
+    input(at + g.hi, kPage - g.hi, g.data + g.hi);
+    g.lo = 0;
+    g.hi = kPage;
+  }
+  wrong_ += pattern_->mismatches(dtype_, redop_, data, first, n, -1);
+}
+
+void HostProgram::read(uint64_t at, uint64_t n, uint8_t* out) {
+  while (n > 0) {
+    const uint64_t off = at % kPage, piece = std::min(n, kPage - off), end = off + piece;
+    const Page& g = pages_[at / kPage];
+    // [off, end) in three parts: before what the page holds, in it, after it.
+    const uint64_t lo = g.data ? std::clamp<uint64_t>(g.lo, off, end) : end;
+    const uint64_t hi = g.data ? std::clamp<uint64_t>(g.hi, lo, end) : end;
+    if (lo > off) input(at, lo - off, out);
+    if (hi > lo) std::memcpy(out + (lo - off), g.data + lo, hi - lo);
+    if (end > hi) input(at + (hi - off), end - hi, out + (hi - off));
+    at += piece;
+    out += piece;
+    n -= piece;
+  }
+}
+
+void HostProgram::write(uint64_t at, const uint8_t* data, uint64_t n) {
+  while (n > 0) {
+    const uint64_t off = at % kPage, piece = std::min(n, kPage - off);
+    std::memcpy(prepare(at / kPage, off, piece, true) + off, data, piece);
+    at += piece;
+    data += piece;
+    n -= piece;
+  }
+}
+
+void HostProgram::reduce(uint64_t at, const uint8_t* data, uint64_t n) {
+  while (n > 0) {
+    const uint64_t off = at % kPage, piece = std::min(n, kPage - off);
+    elements::reduce_bytes(dtype_, redop_, prepare(at / kPage, off, piece, false) + off, data,
+                           static_cast<uint32_t>(piece));
+    at += piece;
+    data += piece;
+    n -= piece;
+  }
+}
+
+void HostProgram::copy(uint64_t to, uint64_t from, uint64_t n) {
+  while (n > 0) {
+    const uint64_t piece = std::min({n, kPage - to % kPage, kPage - from % kPage});
+    read(from, piece, prepare(to / kPage, to % kPage, piece, true) + to % kPage);
+    to += piece;
+    from += piece;
+    n -= piece;
+  }
 }
 
 void HostProgram::complete(int i) {
@@ -290,9 +438,11 @@ void HostProgram::complete(int i) {
 
 void HostProgram::finish() {
   finished_ = true;
-  // Every element, against the closed-form reference: an element that never
-  // arrived still holds this rank's input and counts as wrong.
-  wrong_ = pattern_->mismatches(dtype_, redop_, mem_.data(), 0, elements_, -1);
+  // Every element not yet checked, against the closed-form reference: an
+  // element that never arrived still holds this rank's input and counts as
+  // wrong. A page still held by writes not yet acknowledged is given back
+  // when they are (a retransmission reads it).
+  for (uint64_t g = 0; g < pages_.size(); ++g) check(g);
   if (done_) done_();
 }
 
@@ -302,8 +452,7 @@ void HostProgram::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payl
   const uint64_t from = o.kind == OpKind::Send || o.kind == OpKind::Aggregate ? o.src
                         : o.kind == OpKind::RecvReduceSend                   ? o.sum
                                                                              : o.dst;
-  std::memcpy(payload, mem_.data() + from + msg * msg_bytes_ + uint64_t{index} * cfg_.mtu_payload,
-              bytes);
+  read(from + msg * msg_bytes_ + uint64_t{index} * cfg_.mtu_payload, bytes, payload);
 }
 
 void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
@@ -315,9 +464,10 @@ void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t 
     const int i = aggregate_on_[qp];
     Op& o = ops_[i];
     sc_assert(offset <= o.bytes && bytes <= o.bytes - offset);
-    std::memcpy(mem_.data() + o.dst + offset, payload, bytes);
+    write(o.dst + offset, payload, bytes);
     if (++o.packets_in % cfg_.msg_len == 0 || o.packets_in == o.packets) {
       ++o.done_msgs;
+      retire(i);
       if (o.next >= 0) work_.push_back(o.next);
       work_.push_back(i);  // the window moves on; it may be complete
     }

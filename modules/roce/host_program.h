@@ -19,9 +19,19 @@
 // waits for the whole operation. Data that arrives for an operation not yet
 // allowed to take it waits in a staging area (NCCL's receive FIFO) and is
 // taken, in arrival order, once it may be.
+// Memory: the host's buffer is in pages made when first written (until
+// then a page reads as the rank's input, generated from the pattern), and
+// each page is checked (#wrong) and given back once every message that
+// touches it is handled and, if the host sent it, acknowledged (go-back-N
+// reads it again until then): what the host holds is the data in flight,
+// not the message (docs/validation.md).
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "elements/data_pattern.h"
@@ -60,6 +70,8 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   void start(uint64_t bytes, std::function<void()> done);
   bool finished() const { return finished_; }
   uint64_t wrong() const override { return wrong_; }
+  // The most bytes of pages it held at once in its last collective.
+  uint64_t peak_bytes() const { return peak_pages_ * kPage; }
   // Messages handled (sent, received, their results in) of all its operations'.
   Progress progress() const override {
     Progress p;
@@ -76,14 +88,15 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
 
   void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
   void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  void acknowledged(int qp, uint32_t una) override;
 
  private:
   static constexpr uint64_t kNoAddr = ~0ull;
   struct Op {
     collectives::OpKind kind;
-    uint64_t src = kNoAddr, dst = kNoAddr, bytes = 0;  // offsets in mem_ of its chunks; its bytes
+    uint64_t src = kNoAddr, dst = kNoAddr, bytes = 0;  // offsets in host memory of its chunks; its bytes
     uint64_t operand = kNoAddr;                        // a receive-reduce's local operand
-    uint64_t sum = kNoAddr;                            // a receive-reduce-send's result, sent from mem_
+    uint64_t sum = kNoAddr;                            // a receive-reduce-send's result, sent from there
     uint32_t messages = 0, done_msgs = 0;              // done: handled (sent, received, result in)
     uint32_t posted = 0;                               // aggregate: messages sent
     uint64_t packets_in = 0;                           // packets received (aggregate: of results)
@@ -95,7 +108,20 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
     uint32_t msg_id_base = 0;                          // aggregate: MsgIDs continue across collectives
     uint16_t ina_rank = 0, ring_id = 0;
     uint32_t staged = 0;                               // packets waiting in staged_
+    uint32_t acked = 0;                                // its work requests acknowledged (one per message)
+    uint32_t retired = 0;                              // messages handled and acknowledged
     bool complete = false;
+  };
+  // A page of the host's buffer (or of the receive-reduce-sends' sums).
+  static constexpr uint64_t kPage = 64 << 10;
+  struct Page {
+    uint8_t* data = nullptr;  // null: not made; in the buffer, the rank's input
+    uint32_t uses = 0;        // messages touching it not yet handled and acknowledged
+    // data[lo, hi) holds its content; the rest is still the rank's input,
+    // not generated until something reads or adds to it (most of a page is
+    // written over whole, message by message).
+    uint32_t lo = 0, hi = 0;
+    bool checked = false;
   };
   struct Staged {
     int op;
@@ -118,6 +144,30 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   void replay();        // staged packets that may now be taken, in arrival order
   void complete(int i);
   void finish();
+  // Host memory, page by page: read (input generated where a page is not
+  // made), write, add what arrives to what is there, copy.
+  uint8_t* made(uint64_t page);
+  // Bytes [off, off + n) of the page about to be written over (overwrite)
+  // or added to: the page's data, with what it holds there (unless overwritten).
+  uint8_t* prepare(uint64_t page, uint64_t off, uint64_t n, bool overwrite);
+  void input(uint64_t at, uint64_t n, uint8_t* out) const;  // the rank's input bytes (0 beyond the buffer)
+  void read(uint64_t at, uint64_t n, uint8_t* out);
+  void write(uint64_t at, const uint8_t* data, uint64_t n);
+  void reduce(uint64_t at, const uint8_t* data, uint64_t n);
+  void copy(uint64_t to, uint64_t from, uint64_t n);
+  // Calls f(page) for each page message m of operation o touches (each of its chunks).
+  template <class F>
+  void message_pages(const Op& o, uint32_t m, F&& f) const {
+    const uint64_t from = m * msg_bytes_, to = std::min(o.bytes, from + msg_bytes_);
+    for (const uint64_t at : {o.src, o.dst, o.operand, o.sum})
+      if (at != kNoAddr)
+        for (uint64_t g = (at + from) / kPage; g <= (at + to - 1) / kPage; ++g) f(g);
+  }
+  // Operation i's messages handled and acknowledged: no one touches their
+  // pages for them again; a page no message needs any more is final.
+  void retire(int i);
+  void check(uint64_t page);  // counts the page's wrong elements, once
+  void release(Page& page);  // gives its memory back
 
   RoceNic* nic_;
   const collectives::Program* program_;
@@ -132,7 +182,12 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   std::vector<std::vector<int>> by_seq_;          // [qp][sequence]: the receiving operation
   std::vector<int> aggregate_on_;                 // [qp]: the aggregation whose results it brings, or -1
   std::vector<int> send_qps_;                     // the queue pairs it sends on
-  std::vector<uint8_t> mem_;                      // input (= output), then receive-reduce-sends' sums
+  std::vector<Page> pages_;                       // the buffer (input = output), then the sums
+  std::vector<std::unique_ptr<uint8_t[]>> page_pool_;  // every page's memory, made or free
+  std::vector<uint8_t*> free_pages_;
+  uint64_t pages_held_ = 0, peak_pages_ = 0;
+  std::vector<uint8_t> scratch_;                  // a page of input generated for a check
+  std::vector<std::deque<std::pair<uint32_t, int>>> posted_;  // [qp]: (end PSN, operation) of its work requests
   std::vector<uint8_t> staging_;
   std::vector<Staged> staged_;
   std::vector<int> work_;                         // operations to advance

@@ -120,6 +120,8 @@ class RoceNic : public sc_core::sc_module, public net::PacketSink, public net::B
   uint64_t lost() const { return faults_.lost(); }
   uint64_t frame_bytes_sent() const { return frame_bytes_; }
   uint32_t expected_psn(int qp) const { return qps_[qp].expected; }
+  // The PSN after the last packet posted on qp: its work is acknowledged once una reaches it.
+  uint32_t end_psn(int qp) const { return qps_[qp].end_psn; }
   uint32_t remote_endpoint(int qp) const { return qps_[qp].remote_ep; }
   // Packets delivered to the host plus packets acknowledged: grows unless
   // the connections are stuck (go-back-N can keep the links busy without).

@@ -294,6 +294,12 @@ void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
 
 double NetReduceWorkload::done_fraction() const { return collectives::done_fraction(hosts_); }
 
+uint64_t NetReduceWorkload::host_peak_bytes() const {
+  uint64_t most = 0;
+  for (const auto& h : hosts_) most = std::max(most, h->peak_bytes());
+  return most;
+}
+
 NetReduceWorkload::Totals NetReduceWorkload::totals() const {
   Totals t;
   for (int k = 0; k < job_->ring_size(); ++k) {

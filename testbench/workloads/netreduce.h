@@ -71,6 +71,8 @@ class NetReduceWorkload : public GroupCollective {
 
   // The payload bandwidth one host can inject: line rate less per-packet headers.
   double payload_GBps() const { return payload_GBps_; }
+  // The most host memory any host held at once in the last collective (roce::HostProgram's pages).
+  uint64_t host_peak_bytes() const;
   platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
   const platforms::Machine& platform() const { return *machine_; }
   const std::string& algorithm() const { return opt_.algorithm; }  // --algorithm, or the platform's default

@@ -411,6 +411,32 @@ TEST_CASE("go-back-N resending the same packets forever is a stall, blamed on th
                                       "once in 2.6e+10 tries, too rarely to finish; lower them"));
 }
 
+namespace {
+// 16 MiB on 6 hosts: a host that kept its whole buffer (and the ring's
+// partial sums) held 16 to 28 MiB; a page is given back once every message
+// touching it is handled and acknowledged, and checked then.
+void check_host_memory(const char* algorithm) {
+  tb::Options o = options(algorithm, "16M", {});
+  o.platform = "rack";
+  o.hosts = 6;
+  tb::Experiment e(o);
+  const auto rows = run(e);
+  CHECK(rows.back().wrong() == 0);
+  const uint64_t peak = tb::netreduce_of(e).host_peak_bytes();
+  INFO(algorithm << ": " << peak << " B at most on a host");
+  CHECK(peak > 0);
+  CHECK(peak < (16u << 20) / 4);  // NetReduce's window: 256 KiB; the ring: 3 MiB
+}
+}  // namespace
+
+TEST_CASE("NetReduce's hosts hold the data in flight, not the message", "[netreduce][rack][memory]") {
+  check_host_memory("netreduce");
+}
+
+TEST_CASE("the ring's RoCE hosts hold the data in flight, not the message", "[netreduce][rack][ring][memory]") {
+  check_host_memory("ring");
+}
+
 TEST_CASE("ring all-reduce over RoCE on the rack: exact, near 2(P-1)/P x M / B", "[netreduce][rack][ring]") {
   const auto rows = run_rack("ring", "4,12292,8M");
   for (const auto& r : rows) CHECK(r.wrong() == 0);
