@@ -380,40 +380,30 @@ void HostProgram::check(uint64_t page) {
 }
 
 void HostProgram::read(uint64_t at, uint64_t n, uint8_t* out) {
-  while (n > 0) {
-    const uint64_t off = at % kPage, piece = std::min(n, kPage - off), end = off + piece;
-    const Page& g = pages_[at / kPage];
+  each_page(at, n, [&](uint64_t page, uint64_t off, uint64_t piece, uint64_t done) {
+    const Page& g = pages_[page];
+    const uint64_t end = off + piece;
     // [off, end) in three parts: before what the page holds, in it, after it.
     const uint64_t lo = g.data ? std::clamp<uint64_t>(g.lo, off, end) : end;
     const uint64_t hi = g.data ? std::clamp<uint64_t>(g.hi, lo, end) : end;
-    if (lo > off) input(at, lo - off, out);
-    if (hi > lo) std::memcpy(out + (lo - off), g.data + lo, hi - lo);
-    if (end > hi) input(at + (hi - off), end - hi, out + (hi - off));
-    at += piece;
-    out += piece;
-    n -= piece;
-  }
+    uint8_t* const o = out + done;
+    if (lo > off) input(at + done, lo - off, o);
+    if (hi > lo) std::memcpy(o + (lo - off), g.data + lo, hi - lo);
+    if (end > hi) input(at + done + (hi - off), end - hi, o + (hi - off));
+  });
 }
 
 void HostProgram::write(uint64_t at, const uint8_t* data, uint64_t n) {
-  while (n > 0) {
-    const uint64_t off = at % kPage, piece = std::min(n, kPage - off);
-    std::memcpy(prepare(at / kPage, off, piece, true) + off, data, piece);
-    at += piece;
-    data += piece;
-    n -= piece;
-  }
+  each_page(at, n, [&](uint64_t page, uint64_t off, uint64_t piece, uint64_t done) {
+    std::memcpy(prepare(page, off, piece, true) + off, data + done, piece);
+  });
 }
 
 void HostProgram::reduce(uint64_t at, const uint8_t* data, uint64_t n) {
-  while (n > 0) {
-    const uint64_t off = at % kPage, piece = std::min(n, kPage - off);
-    elements::reduce_bytes(dtype_, redop_, prepare(at / kPage, off, piece, false) + off, data,
+  each_page(at, n, [&](uint64_t page, uint64_t off, uint64_t piece, uint64_t done) {
+    elements::reduce_bytes(dtype_, redop_, prepare(page, off, piece, false) + off, data + done,
                            static_cast<uint32_t>(piece));
-    at += piece;
-    data += piece;
-    n -= piece;
-  }
+  });
 }
 
 void HostProgram::copy(uint64_t to, uint64_t from, uint64_t n) {

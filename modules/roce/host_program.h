@@ -155,6 +155,15 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   void write(uint64_t at, const uint8_t* data, uint64_t n);
   void reduce(uint64_t at, const uint8_t* data, uint64_t n);
   void copy(uint64_t to, uint64_t from, uint64_t n);
+  // Calls f(page, offset in it, bytes, bytes before) for each page [at, at + n) lies in.
+  template <class F>
+  static void each_page(uint64_t at, uint64_t n, F&& f) {
+    for (uint64_t done = 0; done < n;) {
+      const uint64_t a = at + done, off = a % kPage, piece = std::min(n - done, kPage - off);
+      f(a / kPage, off, piece, done);
+      done += piece;
+    }
+  }
   // Calls f(page) for each page message m of operation o touches (each of its chunks).
   template <class F>
   void message_pages(const Op& o, uint32_t m, F&& f) const {
