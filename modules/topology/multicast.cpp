@@ -367,16 +367,22 @@ void MulticastFabric::build(Region& g) const {
 }
 
 std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) const {
-  const int S = static_cast<int>(topo_.switches().size());
+  const size_t S = topo_.switches().size(), T = targets.size();
   std::vector<bool> on(S, false);
-  const auto dist = [&](int t, int s) { return topo_.distance_to_switch(topo_.endpoints()[t], s); };
-  for (size_t i = 0; i < targets.size(); ++i)
-    for (size_t j = i + 1; j < targets.size(); ++j) {
-      const int a = targets[i], b = targets[j];
+  // Each target's distance to each switch, asked once: a cluster's routes
+  // compute it (no table), and the pairs ask it T x S times each.
+  std::vector<int> dist(T * S);
+  for (size_t i = 0; i < T; ++i)
+    for (size_t s = 0; s < S; ++s)
+      dist[i * S + s] = topo_.distance_to_switch(topo_.endpoints()[targets[i]], static_cast<int>(s));
+  for (size_t i = 0; i < T; ++i)
+    for (size_t j = i + 1; j < T; ++j) {
+      const int* const a = &dist[i * S];
+      const int* const b = &dist[j * S];
       int best = -1;
-      for (int s = 0; s < S; ++s)
-        if (dist(a, s) > 0 && dist(b, s) > 0 && (best < 0 || dist(a, s) + dist(b, s) < best)) best = dist(a, s) + dist(b, s);
-      for (int s = 0; s < S; ++s) on[s] = on[s] || (best > 0 && dist(a, s) > 0 && dist(a, s) + dist(b, s) == best);
+      for (size_t s = 0; s < S; ++s)
+        if (a[s] > 0 && b[s] > 0 && (best < 0 || a[s] + b[s] < best)) best = a[s] + b[s];
+      for (size_t s = 0; s < S; ++s) on[s] = on[s] || (best > 0 && a[s] > 0 && a[s] + b[s] == best);
     }
   return on;
 }
