@@ -326,22 +326,25 @@ uint8_t* HostProgram::prepare(uint64_t page, uint64_t off, uint64_t n, bool over
   const uint64_t base = page * kPage, lo = off, hi = off + n;
   if (g.lo == g.hi) {  // nothing held yet
     if (!overwrite) input(base + lo, n, d + lo);
+    g.lo = static_cast<uint32_t>(lo);
+    g.hi = static_cast<uint32_t>(hi);
   } else if (lo <= g.hi && hi >= g.lo) {  // next to or over what it holds: one range still
     if (!overwrite && lo < g.lo) input(base + lo, g.lo - lo, d + lo);
     if (!overwrite && hi > g.hi) input(base + g.hi, hi - g.hi, d + g.hi);
     g.lo = static_cast<uint32_t>(std::min<uint64_t>(g.lo, lo));
     g.hi = static_cast<uint32_t>(std::max<uint64_t>(g.hi, hi));
-    return d;
   } else {  // apart from it: the whole page holds its content from now on
-    input(base, g.lo, d);
-    input(base + g.hi, kPage - g.hi, d + g.hi);
-    g.lo = 0;
-    g.hi = kPage;
-    return d;
+    hold_all(page);
   }
-  g.lo = static_cast<uint32_t>(lo);
-  g.hi = static_cast<uint32_t>(hi);
   return d;
+}
+
+void HostProgram::hold_all(uint64_t page) {
+  Page& g = pages_[page];
+  input(page * kPage, g.lo, g.data);
+  input(page * kPage + g.hi, kPage - g.hi, g.data + g.hi);
+  g.lo = 0;
+  g.hi = kPage;
 }
 
 void HostProgram::input(uint64_t at, uint64_t n, uint8_t* out) const {
@@ -370,11 +373,8 @@ void HostProgram::check(uint64_t page) {
     scratch_.resize(kPage);
     pattern_->fill(dtype_, rank_, first, n, scratch_.data());
     data = scratch_.data();
-  } else if (g.hi - g.lo < kPage) {  // what it does not hold is the rank's input
-    input(at, g.lo, g.data);
-    input(at + g.hi, kPage - g.hi, g.data + g.hi);
-    g.lo = 0;
-    g.hi = kPage;
+  } else {
+    hold_all(page);
   }
   wrong_ += pattern_->mismatches(dtype_, redop_, data, first, n, -1);
 }

@@ -151,6 +151,7 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   // or added to: the page's data, with what it holds there (unless overwritten).
   uint8_t* prepare(uint64_t page, uint64_t off, uint64_t n, bool overwrite);
   void input(uint64_t at, uint64_t n, uint8_t* out) const;  // the rank's input bytes (0 beyond the buffer)
+  void hold_all(uint64_t page);  // a made page's data outside [lo, hi) becomes the input it stands for
   void read(uint64_t at, uint64_t n, uint8_t* out);
   void write(uint64_t at, const uint8_t* data, uint64_t n);
   void reduce(uint64_t at, const uint8_t* data, uint64_t n);
