@@ -126,7 +126,7 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
     seen[src] = stamp;
     hops[src] = 0;
     int found = -1;
-    // Queues switch v, reached by u's port at hops h; true if it offers a child.
+    // Queues switch v, reached by u's port at hops h, or sets found if it offers a child.
     auto reach = [&](int v, int u, int port, int h) {
       seen[v] = stamp;
       hops[v] = h;
@@ -138,11 +138,10 @@ MultiTreeTrees multitree_trees(const Topology& t, const MultiTreeOptions& opt) {
           if (e.ep < 0 || in_tree[T][e.ep] || cap[e.dl] <= 0) continue;
           via[e.node] = {v, k};
           found = e.node;
-          return true;
+          return;
         }
       }
       q.push_back(v);
-      return false;
     };
     const std::vector<Out>& out_ports = adj[static_cast<size_t>(src)];
     for (int port = 0; port < static_cast<int>(out_ports.size()) && found < 0; ++port) {
