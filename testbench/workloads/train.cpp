@@ -84,7 +84,6 @@ struct TrainWorkload::Iteration {
   std::vector<double> dp_comm_us;           // [data-parallel group]
   std::vector<double> tp_comm_us;           // [tensor-parallel group]
   uint64_t tp_done = 0;                     // all-reduces of activations
-  uint64_t buckets_done = 0;
   std::vector<double> busy_us;              // [GPU]: its kernels' time before the optimizer step
   std::vector<sc_core::sc_time> last_end;   // [GPU]: when its last kernel (or all-reduce of activations) ended
   std::vector<size_t> ended;                // [GPU]: its kernels that ended
@@ -94,8 +93,10 @@ struct TrainWorkload::Iteration {
   uint64_t exchanged = 0;                   // embedding all-to-alls that ended
   double exchange_us = 0;                   // their time, summed
   double exchange_wait_us = 0;              // the GPUs' idle time waiting for them, summed over the GPUs
-  uint64_t kernels_done = 0;
   uint64_t wrong = 0;
+  // For the progress line: the communications' bytes that ended, and those running.
+  double bytes_done = 0;
+  std::vector<std::pair<const GroupCollective*, double>> moving;
 };
 
 TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
@@ -390,6 +391,13 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step_ = training::lower_step(layout_, micro_, kernels_, buckets_, bucket_of_, update_s_);
   runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
                                                     static_cast<training::GraphRunner::Owner&>(*this));
+  // An iteration's communications: each collective's first member, each transfer's send.
+  for (const training::Graph::Node& node : step_.graph.nodes)
+    if ((node.kind == training::Graph::Kind::collective && node.place == 0) || node.kind == training::Graph::Kind::send) {
+      size_t index = static_cast<size_t>(node.size);
+      GroupCollective& coll = collective_of(0, node.stream, index);
+      comm_bytes_ += static_cast<double>(coll.sizes()[index]);
+    }
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
@@ -420,16 +428,16 @@ TrainWorkload::~TrainWorkload() = default;
 
 void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
-  Groups& c = collectives_[it.algorithm];
   const bool dp = stream >= step_.dp_stream && stream < step_.tp_stream;
   size_t index = static_cast<size_t>(in.size);
-  GroupCollective& coll = stream < step_.dp_stream         ? *c.p2p[stream]
-                          : dp                             ? *c.dp[stream - step_.dp_stream]
-                          : stream < step_.exchange_stream ? tp_collective(it.algorithm, stream - step_.tp_stream, index)
-                                                           : *c.embedding;
+  GroupCollective& coll = collective_of(it.algorithm, stream, index);
   const sc_core::sc_time start = sc_core::sc_time_stamp();
+  it.moving.emplace_back(&coll, static_cast<double>(coll.sizes()[index]));
   start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
                                  counted = dp && stream == step_.dp_stream && recording()] {
+    const auto m = std::find_if(it.moving.begin(), it.moving.end(), [&](const auto& c) { return c.first == &coll; });
+    it.bytes_done += m->second;
+    it.moving.erase(m);
     std::ostringstream ignored;
     const Row row = coll.finish(index, ignored);
     it.wrong += row.wrong();
@@ -457,7 +465,6 @@ void TrainWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
                : k.recompute ? " recomputed" : "") +
               (layout_.pp > 1 ? " (" + std::to_string(k.micro) + ")" : ""),
        took);
-  ++it.kernels_done;
   it.ended[g] = i + 1;
   it.busy_us[g] += us(took);
   it.last_end[g] = sc_core::sc_time_stamp();
@@ -475,7 +482,6 @@ void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in,
   } else if (stream < step_.tp_stream) {
     const int t = stream - step_.dp_stream;
     it.dp_comm_us[t] += us(took);
-    ++it.buckets_done;
     span(layout_.gpus + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / layout_.tp][in.size]) + ")", took);
   } else if (stream < step_.exchange_stream) {
     const int group = stream - step_.tp_stream;
@@ -766,6 +772,14 @@ std::vector<uint64_t> TrainWorkload::tp_sizes_of(training::TpCollective kind) co
   return sizes;
 }
 
+GroupCollective& TrainWorkload::collective_of(size_t algorithm, int stream, size_t& size) {
+  Groups& c = collectives_[algorithm];
+  if (stream < step_.dp_stream) return *c.p2p[stream];
+  if (stream < step_.tp_stream) return *c.dp[stream - step_.dp_stream];
+  if (stream < step_.exchange_stream) return tp_collective(algorithm, stream - step_.tp_stream, size);
+  return *c.embedding;
+}
+
 GroupCollective& TrainWorkload::tp_collective(size_t algorithm, int group, size_t& size) {
   Groups& c = collectives_[algorithm];
   // An all-gather or reduce-scatter is its index among its kind's sizes.
@@ -780,12 +794,12 @@ GroupCollective& TrainWorkload::tp_collective(size_t algorithm, int group, size_
 }
 
 double TrainWorkload::done_fraction() const {
-  if (!running_) return -1;
-  const double buckets = static_cast<double>(running_->buckets_done);
-  double kernels = 0;
-  for (int g = 0; g < layout_.gpus; ++g) kernels += static_cast<double>(kernels_[layout_.stage_of(g)].size());
-  return (static_cast<double>(running_->kernels_done) + buckets) /
-         (kernels + static_cast<double>(bucket_count() * static_cast<size_t>(layout_.tp)));
+  if (!running_ || comm_bytes_ == 0) return -1;
+  // The bytes communicated: what costs a simulation its time (a kernel is
+  // one timed wait), and a running collective's own fraction of its bytes.
+  double done = running_->bytes_done;
+  for (const auto& [coll, bytes] : running_->moving) done += bytes * std::max(0.0, coll->done_fraction());
+  return done / comm_bytes_;
 }
 
 }  // namespace incsim::tb

@@ -77,7 +77,7 @@ class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Ow
 
   void print_header(std::ostream& os) const override;
   void config_json(nlohmann::ordered_json& config) const override;
-  double done_fraction() const override;
+  double done_fraction() const override;  // bytes the iteration's communications moved, of all
 
  private:
   struct Iteration;
@@ -131,6 +131,9 @@ class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Ow
   // Group `group`'s collective of activation size `size`, which becomes
   // its index in that collective's sizes.
   GroupCollective& tp_collective(size_t algorithm, int group, size_t& size);
+  // What runs on graph stream `stream` of algorithm `algorithm`; `size` becomes its index in that collective's sizes.
+  GroupCollective& collective_of(size_t algorithm, int stream, size_t& size);
+  double comm_bytes_ = 0;  // an iteration's communications, in bytes (the progress line's whole)
   std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration

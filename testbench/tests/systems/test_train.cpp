@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "cli_run.h"
@@ -123,6 +124,32 @@ TEST_CASE("layer-wise overlap hides all but the last layer's all-reduce behind t
 TEST_CASE("DDP buckets: two layers' gradients fill a 2 MiB bucket", "[train]") {
   const auto rows = train(kToy, "star", 4, "ring", "", {{"train.bucket_bytes", std::to_string(2 << 20)}});
   CHECK(rows[0]["buckets"] == 2);
+}
+
+TEST_CASE("training's progress is the bytes its collectives moved: 0% through the forward pass, then step by step to 100%",
+          "[train][progress]") {
+  // The toy's forward pass (80 us) communicates nothing; then 4 buckets of 1 MiB.
+  const cli::Result r = cli::incsim("--model " + kToy + " --platform star --gpus 4 --algorithm push "
+                                    "-c train.bucket_bytes=1 -c sim.progress_s=0");
+  INFO("stderr:\n" << r.err);
+  REQUIRE(r.code == 0);
+  std::vector<int> percent;
+  std::vector<double> sim_us;
+  for (const std::string& line : cli::lines(r.err)) {
+    std::smatch m;
+    REQUIRE(std::regex_search(line, m, std::regex("iteration 1 \\(1 of 1\\): ([0-9]+)%, simulated ([0-9.]+) us")));
+    percent.push_back(std::stoi(m[1]));
+    sim_us.push_back(std::stod(m[2]));
+  }
+  REQUIRE(percent.size() >= 20);
+  // Counting kernels, the forward pass alone read a third of the iteration
+  // and the last bucket sat at 99%; the wall-clock cost is the bytes.
+  for (size_t k = 0; k < percent.size(); ++k) {
+    if (sim_us[k] <= 80) CHECK(percent[k] == 0);
+    if (k > 0) CHECK(percent[k] >= percent[k - 1]);
+    if (k > 0) CHECK(percent[k] - percent[k - 1] <= 10);
+  }
+  CHECK(percent.back() == 100);
 }
 
 TEST_CASE("push trains a small transformer on DGX-2 faster than the ring", "[train]") {
