@@ -131,7 +131,11 @@ void HostProgram::layout(uint64_t bytes) {
   for (const Op& o : ops_)
     for (uint32_t m = 0; m < o.messages; ++m) message_pages(o, m, [this](uint64_t g) { ++pages_[g].uses; });
   peak_pages_ = 0;
-  posted_.assign(by_seq_.size(), {});
+  posted_.resize(by_seq_.size());
+  for (Posted& p : posted_) {
+    p.entries.clear();
+    p.head = 0;
+  }
   staging_.resize(may_wait);
   staged_.clear();
   staged_.reserve(may_wait / cfg_.mtu_payload + ops_.size());
@@ -281,16 +285,19 @@ void HostProgram::post(int i, uint32_t msg) {
     w.ina.msg_len = w.packets;
   }
   nic_->post(o.send_qp, w);
-  posted_[o.send_qp].push_back({nic_->end_psn(o.send_qp), i});
+  posted_[o.send_qp].entries.push_back({nic_->end_psn(o.send_qp), i});
 }
 
 void HostProgram::acknowledged(int qp, uint32_t una) {
-  std::deque<std::pair<uint32_t, int>>& q = posted_[qp];
-  while (!q.empty() && q.front().first <= una) {
-    const int i = q.front().second;
-    q.pop_front();
+  Posted& p = posted_[qp];
+  while (p.head < p.entries.size() && p.entries[p.head].first <= una) {
+    const int i = p.entries[p.head++].second;
     ++ops_[i].acked;
     retire(i);
+  }
+  if (p.head * 2 >= p.entries.size()) {  // at most as many left as dropped: the move is paid for
+    p.entries.erase(p.entries.begin(), p.entries.begin() + static_cast<std::ptrdiff_t>(p.head));
+    p.head = 0;
   }
 }
 

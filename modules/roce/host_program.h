@@ -27,7 +27,6 @@
 // not the message (docs/validation.md).
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -197,7 +196,15 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   std::vector<uint8_t*> free_pages_;
   uint64_t pages_held_ = 0, peak_pages_ = 0;
   std::vector<uint8_t> scratch_;                  // a page of input generated for a check
-  std::vector<std::deque<std::pair<uint32_t, int>>> posted_;  // [qp]: (end PSN, operation) of its work requests
+  // [qp]: (end PSN, operation) of its work requests from `head` on; the
+  // acknowledged ones before it are dropped in bulk, so the entries' memory
+  // is reused instead of a deque's blocks made and freed as messages flow
+  // (nothing on a packet's path allocates).
+  struct Posted {
+    std::vector<std::pair<uint32_t, int>> entries;
+    size_t head = 0;
+  };
+  std::vector<Posted> posted_;
   std::vector<uint8_t> staging_;
   std::vector<Staged> staged_;
   std::vector<int> work_;                         // operations to advance
