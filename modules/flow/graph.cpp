@@ -97,24 +97,27 @@ Route FlowGraph::walk(int from, int port, int dst, int src) const {
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
   auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
-  std::map<int, double> fwd, back;  // flow link: share
-  std::vector<std::pair<int, double>> at{{from, 1.0}};
+  // Each level's (flow link, share) in the order met, summed per link in
+  // that order once the walk is done: what a map of shares adds up, without
+  // a node per hop (a schedule table's every message walks its route).
+  std::vector<std::pair<int, double>> fwd, back, at{{from, 1.0}}, next;
+  std::vector<int> ports;
   bool first = port >= 0;
   while (!at.empty()) {
-    std::vector<std::pair<int, double>> next;
+    next.clear();
     for (const auto& [node, share] : at) {
       if (node == dst_node) continue;
-      std::vector<int> ports;
-      if (first) ports = {port};
+      ports.clear();
+      if (first) ports.push_back(port);
       else if (m_.spreads[static_cast<size_t>(node)])
         for (int16_t q : t.routes(node, dst)) ports.push_back(q);
-      else if (m_.hashes[static_cast<size_t>(node)]) ports = {ecmp_port(node, dst, src)};
-      else ports = {t.route(node, dst)};
+      else if (m_.hashes[static_cast<size_t>(node)]) ports.push_back(ecmp_port(node, dst, src));
+      else ports.push_back(t.route(node, dst));
       for (int q : ports) {
         const int link = t.link_at({node, q});
         const double s = share / static_cast<double>(ports.size());
-        fwd[flow_link(link, dir(link, node))] += s;
-        back[flow_link(link, 1 - dir(link, node))] += s;
+        fwd.emplace_back(flow_link(link, dir(link, node)), s);
+        back.emplace_back(flow_link(link, 1 - dir(link, node)), s);
         next.emplace_back(t.peer({node, q}).node, s);
       }
     }
@@ -125,8 +128,18 @@ Route FlowGraph::walk(int from, int port, int dst, int src) const {
       if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
       else at.push_back(x);
   }
-  for (const auto& [link, share] : fwd) r.hops.emplace_back(link, share);
-  for (const auto& [link, share] : back) r.hops.emplace_back(link, -share);
+  const auto by_link = [](const std::pair<int, double>& a, const std::pair<int, double>& b) { return a.first < b.first; };
+  std::stable_sort(fwd.begin(), fwd.end(), by_link);
+  std::stable_sort(back.begin(), back.end(), by_link);
+  for (const auto* v : {&fwd, &back}) {
+    const double sign = v == &fwd ? 1 : -1;
+    for (size_t i = 0; i < v->size();) {
+      const int link = (*v)[i].first;
+      double share = 0;
+      for (; i < v->size() && (*v)[i].first == link; ++i) share += (*v)[i].second;
+      r.hops.emplace_back(link, sign * share);
+    }
+  }
   // Latency along the tables' route; the acknowledgement comes from the
   // first adapter on it, or from the peer's memory.
   int node = from, q = port >= 0 ? port : t.route(from, dst);
