@@ -259,6 +259,11 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   graph_.start = training::Graph::Start::from_launcher;
   runner_ = std::make_unique<training::GraphRunner>(
       "chakra_launch", engines, static_cast<training::GraphRunner::Owner&>(*this));
+  // An iteration's communications: each collective's first member, each transfer's send.
+  for (const training::Graph::Node& node : graph_.nodes)
+    if ((node.kind == training::Graph::Kind::collective && node.place == 0 && node.op >= 0) ||  // op -1: a barrier
+        node.kind == training::Graph::Kind::send)
+      comm_bytes_ += static_cast<double>(collective_of(0, node.stream, node.op).sizes()[static_cast<size_t>(node.size)]);
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})
@@ -276,14 +281,17 @@ ChakraWorkload::~ChakraWorkload() = default;
 
 void ChakraWorkload::launch(int stream, const training::GraphRunner::Instance& in, std::function<void()> done) {
   Iteration& it = *running_;
-  const int groups = static_cast<int>(groups_.size());
-  GroupCollective& coll = stream < groups ? *collectives_[it.algorithm].group[stream][in.op]
-                                          : *collectives_[it.algorithm].link[stream - groups];
+  GroupCollective& coll = collective_of(it.algorithm, stream, in.op);
   start_collective(coll, in.size, [&it, &coll, size = in.size, done = std::move(done)] {
     std::ostringstream ignored;
     it.wrong += coll.finish(size, ignored).wrong();
     done();
   });
+}
+
+GroupCollective& ChakraWorkload::collective_of(size_t a, int stream, int op) {
+  const int groups = static_cast<int>(groups_.size());
+  return stream < groups ? *collectives_[a].group[stream][op] : *collectives_[a].link[stream - groups];
 }
 
 void ChakraWorkload::computed(uint32_t node, const sc_core::sc_time& took) {
@@ -332,6 +340,7 @@ std::string ChakraWorkload::error(size_t a) const {
 Row ChakraWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   running_ = std::make_unique<Iteration>();
   Iteration& it = *running_;
+  begin_comm_count();
   it.algorithm = a;
   it.t0 = sc_core::sc_time_stamp();
   it.in_flight.assign(ranks_, 0);
@@ -439,10 +448,6 @@ std::string ChakraWorkload::stall_cause() const {
   return "";
 }
 
-double ChakraWorkload::done_fraction() const {
-  if (!running_) return -1;
-  const size_t nodes = graph_.nodes.size();
-  return nodes ? 1.0 - static_cast<double>(runner_->left()) / static_cast<double>(nodes) : 1.0;
-}
+double ChakraWorkload::done_fraction() const { return running_ ? comm_fraction() : -1; }
 
 }  // namespace incsim::tb

@@ -34,7 +34,7 @@ class ChakraWorkload : public TrainingWorkload, private training::GraphRunner::O
   void print_header(std::ostream& os) const override;
   void config_json(nlohmann::ordered_json& config) const override;
   std::string stall_cause() const override;
-  double done_fraction() const override;
+  double done_fraction() const override;  // bytes the iteration's communications moved, of all
 
  private:
   struct Iteration;
@@ -73,6 +73,8 @@ class ChakraWorkload : public TrainingWorkload, private training::GraphRunner::O
   void computed(uint32_t node, const sc_core::sc_time& took) override;
   void began(int stream, const training::GraphRunner::Instance& in) override;
   void ended(int stream, const training::GraphRunner::Instance& in, const sc_core::sc_time& took) override;
+  // What runs on graph stream `stream` (op: a group's collective) of algorithm a.
+  GroupCollective& collective_of(size_t a, int stream, int op);
   std::vector<int> members(int stream) const;  // a group's ranks, a link's sender and receiver
   void comm(int r, bool begin);  // a communication of rank r begins or ends
   std::string error(size_t a) const;

@@ -94,9 +94,6 @@ struct TrainWorkload::Iteration {
   double exchange_us = 0;                   // their time, summed
   double exchange_wait_us = 0;              // the GPUs' idle time waiting for them, summed over the GPUs
   uint64_t wrong = 0;
-  // For the progress line: the communications' bytes that ended, and those running.
-  double bytes_done = 0;
-  std::vector<std::pair<const GroupCollective*, double>> moving;
 };
 
 TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o) {
@@ -432,12 +429,8 @@ void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in
   size_t index = static_cast<size_t>(in.size);
   GroupCollective& coll = collective_of(it.algorithm, stream, index);
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  it.moving.emplace_back(&coll, static_cast<double>(coll.sizes()[index]));
   start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
                                  counted = dp && stream == step_.dp_stream && recording()] {
-    const auto m = std::find_if(it.moving.begin(), it.moving.end(), [&](const auto& c) { return c.first == &coll; });
-    it.bytes_done += m->second;
-    it.moving.erase(m);
     std::ostringstream ignored;
     const Row row = coll.finish(index, ignored);
     it.wrong += row.wrong();
@@ -515,6 +508,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   const int n = layout_.gpus, tp_groups = layout_.gpus / layout_.tp;
   running_ = std::make_unique<Iteration>(a);
   Iteration& it = *running_;
+  begin_comm_count();
   it.t0 = sc_core::sc_time_stamp();
   it.dp_comm_us.assign(layout_.tp * layout_.pp, 0);
   it.tp_comm_us.assign(layout_.tp > 1 ? tp_groups : 0, 0);
@@ -793,13 +787,6 @@ GroupCollective& TrainWorkload::tp_collective(size_t algorithm, int group, size_
   }
 }
 
-double TrainWorkload::done_fraction() const {
-  if (!running_ || comm_bytes_ == 0) return -1;
-  // The bytes communicated: what costs a simulation its time (a kernel is
-  // one timed wait), and a running collective's own fraction of its bytes.
-  double done = running_->bytes_done;
-  for (const auto& [coll, bytes] : running_->moving) done += bytes * std::max(0.0, coll->done_fraction());
-  return done / comm_bytes_;
-}
+double TrainWorkload::done_fraction() const { return running_ ? comm_fraction() : -1; }
 
 }  // namespace incsim::tb

@@ -133,7 +133,6 @@ class TrainWorkload : public TrainingWorkload, private training::GraphRunner::Ow
   GroupCollective& tp_collective(size_t algorithm, int group, size_t& size);
   // What runs on graph stream `stream` of algorithm `algorithm`; `size` becomes its index in that collective's sizes.
   GroupCollective& collective_of(size_t algorithm, int stream, size_t& size);
-  double comm_bytes_ = 0;  // an iteration's communications, in bytes (the progress line's whole)
   std::optional<training::AstraDlrm> dlrm_;  // an ASTRA-sim DLRM file's embedding exchanges
   std::vector<uint64_t> exchange_sizes_;     // [all-to-all of the iteration]: its bytes, forward first
   std::vector<int> tp_per_iteration_;        // [stage]: a group's activation all-reduces per iteration

@@ -177,10 +177,21 @@ void TrainingWorkload::contend(Config& cfg, int sms) {
 void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done) {
   const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
   for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(blocks);
-  coll.start(i, [&coll, blocks, on_done = std::move(on_done)] {
+  moving_.emplace_back(&coll, static_cast<double>(coll.sizes()[i]));
+  coll.start(i, [this, &coll, blocks, on_done = std::move(on_done)] {
     for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(-blocks);
+    const auto m = std::find_if(moving_.begin(), moving_.end(), [&](const auto& c) { return c.first == &coll; });
+    bytes_done_ += m->second;
+    moving_.erase(m);
     on_done();
   });
+}
+
+double TrainingWorkload::comm_fraction() const {
+  if (comm_bytes_ == 0) return -1;
+  double done = bytes_done_;
+  for (const auto& [coll, bytes] : moving_) done += bytes * std::max(0.0, coll->done_fraction());
+  return done / comm_bytes_;
 }
 
 void TrainingWorkload::count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start) {

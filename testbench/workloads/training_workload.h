@@ -101,6 +101,16 @@ class TrainingWorkload : public Workload {
   // Point i of coll starts now; while it runs its thread blocks hold SMs of
   // its GPUs' compute (train.contention), given back before on_done.
   void start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done);
+  // The progress line's measure (done_fraction), since begin_comm_count():
+  // the bytes of the collectives start_collective ran that ended, and each
+  // running one's own fraction of its bytes, of comm_bytes_ (-1 if none).
+  // The wall clock goes to the collectives: a kernel is one timed wait.
+  double comm_fraction() const;
+  void begin_comm_count() {
+    bytes_done_ = 0;
+    moving_.clear();
+  }
+  double comm_bytes_ = 0;  // an iteration's communications, in bytes: its workload's to set
   // The links' utilisation while a collective of algorithm a ran, from
   // `start` until now (its row's link bytes): the mean over the links that
   // carried any of it and the busiest (other collectives' traffic
@@ -130,6 +140,8 @@ class TrainingWorkload : public Workload {
   std::vector<Span> spans_;
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
+  double bytes_done_ = 0;
+  std::vector<std::pair<const GroupCollective*, double>> moving_;  // running: (collective, bytes)
 };
 
 sc_core::sc_time seconds(double s);
