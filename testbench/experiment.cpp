@@ -82,7 +82,12 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
   if (opt_.fidelity == "flow" && !fault_block.empty())
     throw UserError("fault.alu.block injects faults into elements, which --fidelity flow does not simulate");
   elements::Alu::inject(fault_block, fault_elements);  // before any block is built
-  workload_ = make_workload(opt_, cfg_);
+  const bool terminal = isatty(STDERR_FILENO) && !log::any_enabled();
+  {
+    // Minutes on the largest platforms, before any point reports.
+    SetupReport setup("setting up platform " + opt_.platform, std::cerr, opt_.quiet, terminal, cfg_.get(kProgress));
+    workload_ = make_workload(opt_, cfg_);
+  }
 
   const double stall_us = cfg_.get(kStallTimeout);
   const sc_core::sc_time timeout =
@@ -106,7 +111,7 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
         s.later_run_s = part_.later_run_s;
         return s;
       },
-      std::cerr, opt_.quiet, isatty(STDERR_FILENO) && !log::any_enabled(), progress_s, note);
+      std::cerr, opt_.quiet, terminal, progress_s, note);
   // Under --fidelity flow no machine is built, so no algorithm is asked.
   const auto readers = [this, m](const std::string& key) {
     return m ? readers_of(key, m->topology(), opt_.platform) : std::string();

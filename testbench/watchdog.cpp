@@ -1,5 +1,6 @@
 #include "watchdog.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <ostream>
@@ -14,6 +15,21 @@ std::string duration(double s) {
   if (t >= 3600) return fmt::format("{}h{:02}m", t / 3600, t / 60 % 60);
   if (t >= 60) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}s", t);
+}
+
+// Writes report line s: on a terminal in place of the last (true: it stays
+// shown until cleared), elsewhere as a line of its own.
+bool put_line(std::ostream& err, std::string s, bool terminal) {
+  if (!terminal) {
+    err << s << '\n';
+    return false;
+  }
+  // Back to the line's start, the line, and clear what a longer one left; a
+  // line wider than the terminal would wrap, and \r would not reach its start.
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && s.size() >= ws.ws_col) s.resize(ws.ws_col - 1);
+  err << '\r' << s << "\033[K" << std::flush;
+  return true;
 }
 }  // namespace
 
@@ -138,22 +154,45 @@ void Watchdog::report() {
   std::string s = progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_());
   if (note_)
     if (const std::string n = note_(); !n.empty()) s += ", " + n;
-  if (!terminal_) {
-    err_ << s << '\n';
-    return;
-  }
-  // Back to the line's start, the line, and clear what a longer one left; a
-  // line wider than the terminal would wrap, and \r would not reach its start.
-  winsize ws{};
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && s.size() >= ws.ws_col) s.resize(ws.ws_col - 1);
-  err_ << '\r' << s << "\033[K" << std::flush;
-  shown_ = terminal_;
+  shown_ = put_line(err_, std::move(s), terminal_);
 }
 
 void Watchdog::clear_line() {
   if (!shown_) return;
   err_ << "\r\033[K" << std::flush;
   shown_ = false;
+}
+
+constexpr std::chrono::steady_clock::duration kSetupQuiet = std::chrono::seconds(5);
+
+SetupReport::SetupReport(std::string what, std::ostream& err, bool quiet, bool terminal, double report_every_s)
+    : what_(std::move(what)),
+      err_(err),
+      terminal_(terminal),
+      every_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(std::max(report_every_s, 1.0)))) {
+  if (!quiet) thread_ = std::thread([this] { loop(); });
+}
+
+SetupReport::~SetupReport() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    done_ = true;
+  }
+  wake_.notify_one();
+  thread_.join();
+  if (shown_) err_ << "\r\033[K" << std::flush;
+}
+
+void SetupReport::loop() {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(m_);
+  // A setup of a few seconds says nothing: most runs', and a refusal's one sentence stays alone.
+  for (std::chrono::steady_clock::time_point next = start + std::max(every_, kSetupQuiet); !wake_.wait_until(lock, next, [this] { return done_; }); next += every_) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    shown_ = put_line(err_, fmt::format("incsim: {}: {} so far", what_, duration(s)), terminal_);
+  }
 }
 
 }  // namespace incsim::tb

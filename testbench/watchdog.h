@@ -13,11 +13,14 @@
 // depends on everything ever inserted, and so would change which of two
 // simultaneous packets goes first (and the run's result) with the timeout.
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <mutex>
 #include <string>
 #include <systemc>
+#include <thread>
 
 namespace incsim::tb {
 
@@ -91,6 +94,30 @@ class Watchdog {
   uint64_t last_ = 0;
   std::string what_;
   std::chrono::steady_clock::time_point started_, last_report_;
+};
+
+// While it lives, the run's setup (the platform, the programs and their
+// check, the flow executors: minutes on a cluster of 16,384 nodes, where no
+// point has started to report from) says how long it has taken: after 5
+// seconds of wall clock, then every max(report_every_s, 1), in place on a
+// terminal (cleared when it ends), a line each elsewhere. A thread of its own, as the setup is library code with no
+// place to report from; nothing simulated waits on it.
+class SetupReport {
+ public:
+  SetupReport(std::string what, std::ostream& err, bool quiet, bool terminal, double report_every_s);
+  ~SetupReport();
+  SetupReport(const SetupReport&) = delete;
+  SetupReport& operator=(const SetupReport&) = delete;
+
+ private:
+  void loop();
+  std::string what_;
+  std::ostream& err_;
+  bool terminal_, shown_ = false, done_ = false;
+  std::chrono::steady_clock::duration every_;
+  std::mutex m_;
+  std::condition_variable wake_;
+  std::thread thread_;
 };
 
 }  // namespace incsim::tb

@@ -1,7 +1,11 @@
 // The stall detector's progress line as plain text (watchdog.h): times in
 // the unit one reads them in, and the ETA of the whole run from the points'
-// weights and the last point's pace.
+// weights and the last point's pace; the setup's report before any point.
 #include <catch2/catch.hpp>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
 
 #include "watchdog.h"
 
@@ -57,4 +61,23 @@ TEST_CASE("a comparison's progress line counts the algorithms still to run in it
   r.later_run_s = 40;
   CHECK(progress_line("size 1M (2 of 2; push, 2 of 3)", 100, 10, 50, 5, r) ==
         "incsim: size 1M (2 of 2; push, 2 of 3): 50%, simulated 100 us at 10 us/s, ETA 50s");
+}
+
+TEST_CASE("a setup longer than 5 s says how long it has taken, in place on a terminal, and clears its line", "[observe][progress]") {
+  using incsim::tb::SetupReport;
+  std::ostringstream quiet, terminal;
+  {
+    SetupReport q("setting up platform cluster", quiet, true, true, 1);
+    SetupReport t("setting up platform cluster", terminal, false, true, 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(6500));
+  }
+  CHECK(quiet.str().empty());
+  // At 5 s and 6 s, each over the last, then cleared for what prints next.
+  CHECK(terminal.str() ==
+        "\rincsim: setting up platform cluster: 5s so far\033[K\rincsim: setting up platform cluster: 6s so far\033[K"
+        "\r\033[K");
+  // Under 5 s: nothing.
+  std::ostringstream brief;
+  { SetupReport b("setting up platform dgx2", brief, false, false, 1); }
+  CHECK(brief.str().empty());
 }
