@@ -56,6 +56,34 @@ Keys keys_of(const Contribs& c) {
   return k;
 }
 
+// A list per operation, flat: items [at[g], at[g + 1]). A program may have
+// 10^8 operations, and a vector each took 24 bytes and an allocation apiece.
+struct Lists {
+  std::vector<uint64_t> at{0};
+  std::vector<int> items;
+  struct Range {
+    const int *b, *e;
+    const int* begin() const { return b; }
+    const int* end() const { return e; }
+  };
+  Range operator[](size_t g) const { return {items.data() + at[g], items.data() + at[g + 1]}; }
+  // Ends list g (the next push_backs go to list g + 1).
+  void close() { at.push_back(items.size()); }
+  // The reverse: for every g in order, g goes on the list of each q in lists[g].
+  Lists reversed() const {
+    Lists r;
+    const size_t n = at.size() - 1;
+    r.at.assign(n + 1, 0);
+    for (const int q : items) ++r.at[static_cast<size_t>(q) + 1];
+    for (size_t g = 0; g < n; ++g) r.at[g + 1] += r.at[g];
+    std::vector<uint64_t> next(r.at.begin(), r.at.end() - 1);
+    r.items.resize(items.size());
+    for (size_t g = 0; g < n; ++g)
+      for (const int q : (*this)[g]) r.items[next[static_cast<size_t>(q)]++] = static_cast<int>(g);
+    return r;
+  }
+};
+
 const char* buffer_word(Buffer b) {
   static const char* const kWords[] = {"input", "output", "scratch"};
   return kWords[static_cast<int>(b)];
@@ -284,32 +312,29 @@ class Checker {
   // ---- Stage 3: no rank's operations wait for each other in a cycle ----
   // Predecessors of global operation g on its rank: its dependencies and the
   // operation before it in its queue.
-  const std::vector<int>& preds(int g) const { return preds_[g]; }
+  Lists::Range preds(int g) const { return preds_[static_cast<size_t>(g)]; }
 
   bool acyclic() {
-    preds_.assign(p_.ops.size(), {});
+    preds_.items.reserve(p_.deps.size() + p_.ops.size());
     for (int r = 0; r < n_; ++r) {
       const int base = static_cast<int>(p_.rank_begin[r]);
       std::map<uint16_t, int> last;  // queue -> its latest operation
       for (int i = 0; i < p_.op_count(r); ++i) {
         const int g = base + i;
         const Operation& o = p_.ops[g];
-        for (uint32_t k = 0; k < o.dep_count; ++k) preds_[g].push_back(base + static_cast<int>(p_.deps_of(o)[k]));
+        for (uint32_t k = 0; k < o.dep_count; ++k) preds_.items.push_back(base + static_cast<int>(p_.deps_of(o)[k]));
         const auto it = last.find(o.queue);
-        if (it != last.end()) preds_[g].push_back(it->second);
+        if (it != last.end()) preds_.items.push_back(it->second);
+        preds_.close();
         last[o.queue] = g;
       }
     }
+    succ_ = preds_.reversed();
     // Kahn's algorithm per rank; what remains holds a cycle.
     for (int r = 0; r < n_; ++r) {
       const int base = static_cast<int>(p_.rank_begin[r]), count = p_.op_count(r);
       std::vector<int> indeg(count, 0);
-      std::vector<std::vector<int>> succ(count);
-      for (int i = 0; i < count; ++i)
-        for (int q : preds(base + i)) {
-          ++indeg[i];
-          succ[q - base].push_back(i);
-        }
+      for (int i = 0; i < count; ++i) indeg[i] = static_cast<int>(preds_.at[base + i + 1] - preds_.at[base + i]);
       std::vector<int> ready;
       for (int i = 0; i < count; ++i)
         if (!indeg[i]) ready.push_back(i);
@@ -318,8 +343,8 @@ class Checker {
         const int i = ready.back();
         ready.pop_back();
         ++seen;
-        for (int s : succ[i])
-          if (!--indeg[s]) ready.push_back(s);
+        for (int s : succ_[static_cast<size_t>(base + i)])
+          if (!--indeg[s - base]) ready.push_back(s - base);
       }
       if (seen == count) continue;
       // Walk back through unresolved predecessors until one repeats.
@@ -543,13 +568,8 @@ class Checker {
     // if it receives, again when a message arrives): in this sweep if it
     // lies ahead, else in the next. The pairing of receives with messages
     // is a full sweep's, in time linear in the operations.
-    std::vector<std::vector<int>> succ(p_.ops.size());
     std::vector<uint32_t> waiting(p_.ops.size(), 0);
-    for (size_t g = 0; g < p_.ops.size(); ++g)
-      for (int q : preds(static_cast<int>(g))) {
-        succ[q].push_back(static_cast<int>(g));
-        ++waiting[g];
-      }
+    for (size_t g = 0; g < p_.ops.size(); ++g) waiting[g] = static_cast<uint32_t>(preds_.at[g + 1] - preds_.at[g]);
     std::vector<int> reached(group_members_.size(), 0);  // members ready, per group operation
     std::unordered_map<uint64_t, std::vector<int>> parked;  // pair_key -> receives waiting for a message
     using Heap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
@@ -559,7 +579,7 @@ class Checker {
     int at = -1;  // where the sweep is
     const auto look = [&](int g) { (g > at ? sweep : later).push(g); };
     const auto ran = [&](int g) {
-      for (int s : succ[g])
+      for (int s : succ_[static_cast<size_t>(g)])
         if (!--waiting[s]) look(s);
       const Operation& o = p_.ops[g];
       if (!sends(o.kind)) return;
@@ -668,7 +688,7 @@ class Checker {
   uint32_t chunks_ = 0;  // input chunks per rank
   ProgramCheck out_;
   std::vector<int> rank_of_, group_pos_;
-  std::vector<std::vector<int>> preds_;
+  Lists preds_, succ_;  // [operation]: what it waits for on its rank; what waits for it
   std::vector<std::vector<int>> group_members_;
   std::vector<uint32_t> slot_base_;
   std::vector<Contribs> state_;
