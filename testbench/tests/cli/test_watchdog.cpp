@@ -72,10 +72,11 @@ TEST_CASE("a setup longer than 5 s says how long it has taken, in place on a ter
     std::this_thread::sleep_for(std::chrono::milliseconds(6500));
   }
   CHECK(quiet.str().empty());
-  // At 5 s and 6 s, each over the last, then cleared for what prints next.
-  CHECK(terminal.str() ==
-        "\rincsim: setting up platform cluster: 5s so far\033[K\rincsim: setting up platform cluster: 6s so far\033[K"
-        "\r\033[K");
+  // At 5 s, again at 6 s (unless the machine is too busy to wake the thread
+  // before the setup ends at 6.5 s), each over the last, then cleared for
+  // what prints next.
+  const std::string first = "\rincsim: setting up platform cluster: 5s so far\033[K", out = terminal.str();
+  CHECK((out == first + "\r\033[K" || out == first + "\rincsim: setting up platform cluster: 6s so far\033[K\r\033[K"));
   // Under 5 s: nothing.
   std::ostringstream brief;
   { SetupReport b("setting up platform dgx2", brief, false, false, 1); }
