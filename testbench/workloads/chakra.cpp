@@ -259,11 +259,9 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   graph_.start = training::Graph::Start::from_launcher;
   runner_ = std::make_unique<training::GraphRunner>(
       "chakra_launch", engines, static_cast<training::GraphRunner::Owner&>(*this));
-  // An iteration's communications: each collective's first member, each transfer's send.
-  for (const training::Graph::Node& node : graph_.nodes)
-    if ((node.kind == training::Graph::Kind::collective && node.place == 0 && node.op >= 0) ||  // op -1: a barrier
-        node.kind == training::Graph::Kind::send)
-      comm_bytes_ += static_cast<double>(collective_of(0, node.stream, node.op).sizes()[static_cast<size_t>(node.size)]);
+  count_comm_bytes(graph_, [this](const training::Graph::Node& node) {
+    return collective_of(0, node.stream, node.op).sizes()[static_cast<size_t>(node.size)];
+  });
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})

@@ -388,13 +388,10 @@ TrainWorkload::TrainWorkload(const Options& o, Config& cfg) : TrainingWorkload(o
   step_ = training::lower_step(layout_, micro_, kernels_, buckets_, bucket_of_, update_s_);
   runner_ = std::make_unique<training::GraphRunner>("train_launch", engines,
                                                     static_cast<training::GraphRunner::Owner&>(*this));
-  // An iteration's communications: each collective's first member, each transfer's send.
-  for (const training::Graph::Node& node : step_.graph.nodes)
-    if ((node.kind == training::Graph::Kind::collective && node.place == 0) || node.kind == training::Graph::Kind::send) {
-      size_t index = static_cast<size_t>(node.size);
-      GroupCollective& coll = collective_of(0, node.stream, index);
-      comm_bytes_ += static_cast<double>(coll.sizes()[index]);
-    }
+  count_comm_bytes(step_.graph, [this](const training::Graph::Node& node) {
+    size_t index = static_cast<size_t>(node.size);
+    return collective_of(0, node.stream, index).sizes()[index];
+  });
 
   schema_->add({"algorithm", "", ColumnKind::Setting, "algorithm", "", 10})
       .add({"iteration", "", ColumnKind::Setting, "iteration", "", 10})

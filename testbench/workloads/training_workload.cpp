@@ -187,6 +187,15 @@ void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::fu
   });
 }
 
+void TrainingWorkload::count_comm_bytes(const training::Graph& graph,
+                                        const std::function<uint64_t(const training::Graph::Node&)>& bytes_of) {
+  comm_bytes_ = 0;
+  for (const training::Graph::Node& node : graph.nodes)
+    if (node.op >= 0 && ((node.kind == training::Graph::Kind::collective && node.place == 0) ||
+                         node.kind == training::Graph::Kind::send))
+      comm_bytes_ += static_cast<double>(bytes_of(node));
+}
+
 double TrainingWorkload::comm_fraction() const {
   if (comm_bytes_ == 0) return -1;
   double done = bytes_done_;

@@ -17,6 +17,7 @@
 #include "flow/graph.h"
 #include "flow_collective.h"
 #include "netreduce.h"
+#include "training/graph.h"
 #include "workload.h"
 
 namespace incsim::tb {
@@ -110,7 +111,10 @@ class TrainingWorkload : public Workload {
     bytes_done_ = 0;
     moving_.clear();
   }
-  double comm_bytes_ = 0;  // an iteration's communications, in bytes: its workload's to set
+  // Sets comm_bytes_: over `graph`'s communications (a collective's first
+  // member, a transfer's send; a barrier moves nothing), bytes_of each.
+  void count_comm_bytes(const training::Graph& graph,
+                        const std::function<uint64_t(const training::Graph::Node&)>& bytes_of);
   // The links' utilisation while a collective of algorithm a ran, from
   // `start` until now (its row's link bytes): the mean over the links that
   // carried any of it and the busiest (other collectives' traffic
@@ -140,7 +144,7 @@ class TrainingWorkload : public Workload {
   std::vector<Span> spans_;
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
-  double bytes_done_ = 0;
+  double comm_bytes_ = 0, bytes_done_ = 0;
   std::vector<std::pair<const GroupCollective*, double>> moving_;  // running: (collective, bytes)
 };
 
