@@ -31,6 +31,13 @@ bool put_line(std::ostream& err, std::string s, bool terminal) {
   err << '\r' << s << "\033[K" << std::flush;
   return true;
 }
+
+// Clears a line put_line left on the terminal, for what prints next.
+void clear_shown(std::ostream& err, bool& shown) {
+  if (!shown) return;
+  err << "\r\033[K" << std::flush;
+  shown = false;
+}
 }  // namespace
 
 std::string sim_time_text(double us) {
@@ -157,13 +164,8 @@ void Watchdog::report() {
   shown_ = put_line(err_, std::move(s), terminal_);
 }
 
-void Watchdog::clear_line() {
-  if (!shown_) return;
-  err_ << "\r\033[K" << std::flush;
-  shown_ = false;
-}
+void Watchdog::clear_line() { clear_shown(err_, shown_); }
 
-constexpr std::chrono::steady_clock::duration kSetupQuiet = std::chrono::seconds(5);
 
 SetupReport::SetupReport(std::string what, std::ostream& err, bool quiet, bool terminal, double report_every_s)
     : what_(std::move(what)),
@@ -182,14 +184,15 @@ SetupReport::~SetupReport() {
   }
   wake_.notify_one();
   thread_.join();
-  if (shown_) err_ << "\r\033[K" << std::flush;
+  clear_shown(err_, shown_);
 }
 
 void SetupReport::loop() {
   const auto start = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(m_);
   // A setup of a few seconds says nothing: most runs', and a refusal's one sentence stays alone.
-  for (std::chrono::steady_clock::time_point next = start + std::max(every_, kSetupQuiet); !wake_.wait_until(lock, next, [this] { return done_; }); next += every_) {
+  const std::chrono::steady_clock::duration quiet = std::chrono::seconds(5);
+  for (std::chrono::steady_clock::time_point next = start + std::max(every_, quiet); !wake_.wait_until(lock, next, [this] { return done_; }); next += every_) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     shown_ = put_line(err_, fmt::format("incsim: {}: {} so far", what_, duration(s)), terminal_);
   }

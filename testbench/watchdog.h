@@ -98,10 +98,11 @@ class Watchdog {
 
 // While it lives, the run's setup (the platform, the programs and their
 // check, the flow executors: minutes on a cluster of 16,384 nodes, where no
-// point has started to report from) says how long it has taken: after 5
-// seconds of wall clock, then every max(report_every_s, 1), in place on a
-// terminal (cleared when it ends), a line each elsewhere. A thread of its own, as the setup is library code with no
-// place to report from; nothing simulated waits on it.
+// point has started to report from) says how long it has taken, every
+// max(report_every_s, 1) seconds of wall clock but never in its first 5: in
+// place on a terminal (cleared when it ends), a line each elsewhere. A
+// thread of its own, as the setup is library code with no place to report
+// from; nothing simulated waits on it.
 class SetupReport {
  public:
   SetupReport(std::string what, std::ostream& err, bool quiet, bool terminal, double report_every_s);
