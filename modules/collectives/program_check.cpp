@@ -67,6 +67,7 @@ struct Lists {
     const int* end() const { return e; }
   };
   Range operator[](size_t g) const { return {items.data() + at[g], items.data() + at[g + 1]}; }
+  uint32_t size(size_t g) const { return static_cast<uint32_t>(at[g + 1] - at[g]); }
   // Ends list g (the next push_backs go to list g + 1).
   void close() { at.push_back(items.size()); }
   // The reverse: for every g in order, g goes on the list of each q in lists[g].
@@ -334,7 +335,7 @@ class Checker {
     for (int r = 0; r < n_; ++r) {
       const int base = static_cast<int>(p_.rank_begin[r]), count = p_.op_count(r);
       std::vector<int> indeg(count, 0);
-      for (int i = 0; i < count; ++i) indeg[i] = static_cast<int>(preds_.at[base + i + 1] - preds_.at[base + i]);
+      for (int i = 0; i < count; ++i) indeg[i] = static_cast<int>(preds_.size(static_cast<size_t>(base + i)));
       std::vector<int> ready;
       for (int i = 0; i < count; ++i)
         if (!indeg[i]) ready.push_back(i);
@@ -569,7 +570,7 @@ class Checker {
     // lies ahead, else in the next. The pairing of receives with messages
     // is a full sweep's, in time linear in the operations.
     std::vector<uint32_t> waiting(p_.ops.size(), 0);
-    for (size_t g = 0; g < p_.ops.size(); ++g) waiting[g] = static_cast<uint32_t>(preds_.at[g + 1] - preds_.at[g]);
+    for (size_t g = 0; g < p_.ops.size(); ++g) waiting[g] = preds_.size(g);
     std::vector<int> reached(group_members_.size(), 0);  // members ready, per group operation
     std::unordered_map<uint64_t, std::vector<int>> parked;  // pair_key -> receives waiting for a message
     using Heap = std::priority_queue<int, std::vector<int>, std::greater<int>>;
