@@ -378,7 +378,7 @@ void HostProgram::check(uint64_t page) {
   const uint8_t* data = g.data;
   if (!data) {  // never written: it still holds the rank's input
     scratch_.resize(kPage);
-    pattern_->fill(dtype_, rank_, first, n, scratch_.data());
+    input(at, n * element, scratch_.data());
     data = scratch_.data();
   } else {
     hold_all(page);
