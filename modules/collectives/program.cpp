@@ -165,6 +165,12 @@ void ProgramBuilder::begin_rank(int r, Buffers b) {
 
 int ProgramBuilder::add(Operation op, const std::vector<uint32_t>& deps) {
   if (deps.size() > 65535) throw UserError("an operation has more than 65535 dependencies");
+  // Operations and dependencies are indexed by 32 bits (rank_begin,
+  // dep_begin): beyond, they would wrap silently on a machine with the memory.
+  if (p_.ops.size() >= UINT32_MAX || p_.deps.size() + deps.size() > UINT32_MAX)
+    throw UserError("program '" + p_.name + "' on " + std::to_string(p_.ranks) +
+                    " ranks has more than 4,294,967,295 operations or dependencies, more than a program indexes; "
+                    "fewer GPUs or another algorithm make fewer");
   op.dep_begin = static_cast<uint32_t>(p_.deps.size());
   op.dep_count = static_cast<uint16_t>(deps.size());
   p_.deps.insert(p_.deps.end(), deps.begin(), deps.end());

@@ -316,6 +316,19 @@ TEST_CASE("bad input corpus: work too large for this machine's memory says what 
   CHECK(print.code == 0);
 }
 
+// What no check prices ahead (the flat ring's program grows as GPUs squared:
+// 2,048 GPUs make 6.6 GB of it) ends in a sentence, not "std::bad_alloc".
+TEST_CASE("bad input corpus: running out of memory says so in a sentence", "[cli][errors]") {
+  const Result r = sh("ulimit -v 2000000; SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY
+                      "' --platform cluster --nodes 256 --algorithm ring --sizes 8K --fidelity flow --quiet");
+  INFO(r.err);
+  REQUIRE(r.exited);
+  CHECK(r.code == 2);
+  REQUIRE(lines(r.err).size() == 1);
+  CHECK_THAT(r.err, Catch::StartsWith("incsim: error: out of memory: this run needs more than the 2.0 GB it may "
+                                      "use; fewer GPUs"));
+}
+
 // The cores make and check elements as they move: NCCL's ring keeps none,
 // so no size is too large for its elements; a program that writes a chunk
 // and reads it back keeps that chunk (half the message on each of 2 ranks).
