@@ -47,31 +47,15 @@ const std::vector<Home>& CoresFlows::homes(int g) {
   const auto dist = [&](int r, int s) {
     return t.distance_to_switch(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])], s);
   };
-  // Members at the same distances from every candidate are one for the rule
-  // (the GPUs of a rail under one leaf): pairs of classes, not of members.
-  std::map<std::vector<int>, int> classes;
-  for (int r : members) {
-    std::vector<int> d;
-    for (int s : candidates) d.push_back(dist(r, s));
-    classes.emplace(std::move(d), r);
-  }
-  std::vector<const std::vector<int>*> cls;
-  for (const auto& c : classes) cls.push_back(&c.first);
-  std::vector<bool> between(candidates.size(), false);
-  for (size_t i = 0; i < cls.size(); ++i)
-    for (size_t j = i + (classes.size() > 1 ? 1 : 0); j < cls.size(); ++j) {
-      const std::vector<int>&a = *cls[i], &b = *cls[j];
-      int best = -1;
-      for (size_t s = 0; s < candidates.size(); ++s)
-        if (a[s] > 0 && b[s] > 0 && (best < 0 || a[s] + b[s] < best)) best = a[s] + b[s];
-      for (size_t s = 0; s < candidates.size(); ++s)
-        between[s] = between[s] || (best > 0 && a[s] > 0 && a[s] + b[s] == best);
-    }
+  std::vector<std::vector<int>> d(members.size());
+  for (size_t m = 0; m < members.size(); ++m)
+    for (int s : candidates) d[m].push_back(dist(members[m], s));
+  const std::vector<bool> between = topo::on_shortest_paths(d);
   std::vector<Home> h;
   double ports = 0;
   for (size_t s = 0; s < candidates.size(); ++s) {
     bool reached = between[s];
-    for (const auto* c : cls) reached = reached && (*c)[s] > 0;
+    for (const std::vector<int>& x : d) reached = reached && x[s] > 0;
     if (!reached) continue;
     const int node = t.switches()[static_cast<size_t>(candidates[s])];
     h.push_back({node, static_cast<double>(t.node(node).ports)});

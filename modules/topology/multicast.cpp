@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -367,18 +368,26 @@ void MulticastFabric::build(Region& g) const {
 }
 
 std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) const {
-  const size_t S = topo_.switches().size(), T = targets.size();
-  std::vector<bool> on(S, false);
   // Each target's distance to each switch, asked once: a cluster's routes
-  // compute it (no table), and the pairs ask it T x S times each.
-  std::vector<int> dist(T * S);
-  for (size_t i = 0; i < T; ++i)
+  // compute it (no table).
+  const size_t S = topo_.switches().size();
+  std::vector<std::vector<int>> dist(targets.size(), std::vector<int>(S));
+  for (size_t i = 0; i < targets.size(); ++i)
     for (size_t s = 0; s < S; ++s)
-      dist[i * S + s] = topo_.distance_to_switch(topo_.endpoints()[targets[i]], static_cast<int>(s));
-  for (size_t i = 0; i < T; ++i)
-    for (size_t j = i + 1; j < T; ++j) {
-      const int* const a = &dist[i * S];
-      const int* const b = &dist[j * S];
+      dist[i][s] = topo_.distance_to_switch(topo_.endpoints()[targets[i]], static_cast<int>(s));
+  return on_shortest_paths(dist);
+}
+
+std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist) {
+  std::map<std::vector<int>, int> members;  // class -> members in it
+  for (const std::vector<int>& d : dist) ++members[d];
+  std::vector<std::pair<const std::vector<int>*, int>> cls;
+  for (const auto& [d, n] : members) cls.emplace_back(&d, n);
+  const size_t S = dist.empty() ? 0 : dist.front().size();
+  std::vector<bool> on(S, false);
+  for (size_t i = 0; i < cls.size(); ++i)
+    for (size_t j = cls[i].second > 1 ? i : i + 1; j < cls.size(); ++j) {
+      const std::vector<int>&a = *cls[i].first, &b = *cls[j].first;
       int best = -1;
       for (size_t s = 0; s < S; ++s)
         if (a[s] > 0 && b[s] > 0 && (best < 0 || a[s] + b[s] < best)) best = a[s] + b[s];

@@ -360,3 +360,16 @@ TEST_CASE("multicast groups: a window holds one at every NVSwitch between its me
   for (int w : {rail, c}) f.release_window(w);
   CHECK(f.groups_held(n1) == 0);
 }
+
+// Home switches lie on a shortest path between two members, by the members'
+// distances (both fidelities ask this one function). Two members alike (the
+// first two here) are a pair too: their nearest switch s0 is a home though no
+// path between unlike members crosses it; alone, the first is no pair.
+TEST_CASE("home switches: on a shortest path between two members, two alike members a pair", "[multicast][homes]") {
+  const std::vector<int> a{1, 5, 2}, b{5, 1, 2};
+  CHECK(topo::on_shortest_paths({a, a, b}) == std::vector<bool>{true, false, true});
+  CHECK(topo::on_shortest_paths({a, b}) == std::vector<bool>{false, false, true});
+  // Unreached switches (distance 0 or less) are on no path.
+  CHECK(topo::on_shortest_paths({{1, 0}, {1, -1}}) == std::vector<bool>{true, false});
+  CHECK(topo::on_shortest_paths({a}) == std::vector<bool>{false, false, false});
+}
