@@ -1,5 +1,7 @@
 #include "port.h"
 
+#include "topology/topology.h"
+
 #include <algorithm>
 
 namespace incsim::net {
@@ -76,9 +78,6 @@ void InPort::b_transport(Packet&, sc_core::sc_time&) {
 namespace incsim::net {
 uint32_t round_trip_bytes(double bw_GBps, sc_core::sc_time link_latency, sc_core::sc_time holding,
                           uint32_t max_packet_bytes) {
-  const double ns = 2 * link_latency.to_seconds() * 1e9 + holding.to_seconds() * 1e9 +
-                    2.0 * max_packet_bytes / bw_GBps;
-  const double packets = std::min(bw_GBps * ns / max_packet_bytes + 2, double(16u << 20) / max_packet_bytes);
-  return static_cast<uint32_t>(packets) * max_packet_bytes;
+  return topo::round_trip_bytes(bw_GBps, link_latency.to_seconds() * 1e9, holding.to_seconds() * 1e9, max_packet_bytes);
 }
 }  // namespace incsim::net

@@ -127,10 +127,8 @@ class InPort : public tlm::tlm_fw_transport_if<NetProtocolTypes> {
 }  // namespace incsim::net
 
 namespace incsim::net {
-// Buffer bytes that keep a link busy across one credit round trip: the credit
-// loop is serialization + wire latency there and back + the receiver's
-// holding time, rounded up to whole maximum-size packets (Klenk §V: queues
-// "sized to handle the round-trip latency").
+// Buffer bytes that keep a link busy across one credit round trip
+// (topo::round_trip_bytes, in SystemC's time).
 uint32_t round_trip_bytes(double bw_GBps, sc_core::sc_time link_latency, sc_core::sc_time holding,
                           uint32_t max_packet_bytes);
 }  // namespace incsim::net

@@ -299,6 +299,12 @@ const std::vector<int16_t>& port_numbers() {
 }
 }  // namespace
 
+uint32_t round_trip_bytes(double bw_GBps, double latency_ns, double holding_ns, uint32_t max_packet_bytes) {
+  const double ns = 2 * latency_ns + holding_ns + 2.0 * max_packet_bytes / bw_GBps;
+  const double packets = std::min(bw_GBps * ns / max_packet_bytes + 2, double(16u << 20) / max_packet_bytes);
+  return static_cast<uint32_t>(packets) * max_packet_bytes;
+}
+
 PortSpan port_range(int lo, int hi) {
   const int16_t* first = port_numbers().data();
   return {first + lo, first + hi};

@@ -62,6 +62,14 @@ struct Link {
   bool dateline = false;
 };
 
+// Buffer bytes that keep a link busy across one credit round trip: the
+// credit loop is serialization + wire latency there and back + the
+// receiver's holding time, rounded up to whole maximum-size packets (Klenk
+// §V: queues "sized to handle the round-trip latency"). Packet level sizes
+// the switches' buffers so (net::round_trip_bytes); the flows' NICs ask
+// what the first switch holds of a message.
+uint32_t round_trip_bytes(double bw_GBps, double latency_ns, double holding_ns, uint32_t max_packet_bytes);
+
 // How a switch picks the VC of a packet it forwards from one port to another
 // (net::kVcsPerClass VCs per message class, docs/platforms.md): keep the VC
 // it came on, or take the class's first or second VC.
