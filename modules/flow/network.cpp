@@ -132,6 +132,34 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
   most_active_ = std::max(most_active_, ++active_);
 }
 
+void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
+                    std::vector<Mark> marks) {
+  uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use& u) { return u.weight <= 0; }), uses.end());
+  if (uses.empty() || bytes <= 0) {
+    for (Mark& m : marks) after(0, std::move(m.at), pending);
+    start(std::move(uses), bytes, latency_ns, std::move(done), pending);
+    return;
+  }
+  start(uses, bytes, latency_ns, std::move(done), pending);
+  Path& path = paths_[static_cast<size_t>(path_of(std::move(uses)))];
+  for (Mark& m : marks) {
+    if (bytes <= m.bytes) {
+      after(0, std::move(m.at), pending);
+      continue;
+    }
+    if (pending) ++*pending;
+    const int k = take(marks_, free_marks_);
+    marks_[static_cast<size_t>(k)] = Call{std::move(m.at), pending};
+    path.marks.push(Member{path.sent + bytes - m.bytes, seq_++, k});
+  }
+}
+
+void Network::reschedule(int p) {
+  Path& x = paths_[static_cast<size_t>(p)];
+  const double left = first_end(x) - x.sent;
+  schedule(p, left <= kTiny ? now_ : now_ + left / x.rate);
+}
+
 void Network::advance(Path& p) {
   if (p.rate > 0) p.sent += p.rate * (now_ - p.since);
   p.since = now_;
@@ -179,7 +207,17 @@ void Network::touch(const Path& p) {
 void Network::drain(int p) {
   Path& path = paths_[static_cast<size_t>(p)];
   advance(path);
-  const double end = path.flows.top().end;
+  const double end = first_end(path);
+  while (!path.marks.empty() && path.marks.top().end <= end) {
+    const int m = path.marks.top().flow;
+    path.marks.pop();
+    post(now_, std::move(marks_[static_cast<size_t>(m)]));  // still counted: its callback is to come
+    free_marks_.push_back(m);
+  }
+  if (path.flows.top().end > end) {  // only marks were due: the rates hold
+    reschedule(p);
+    return;
+  }
   while (!path.flows.empty() && path.flows.top().end <= end) {  // those that end together
     const int f = path.flows.top().flow;
     path.flows.pop();
@@ -192,6 +230,7 @@ void Network::drain(int p) {
   path.moved = true;
   touch(path);
   if (path.flows.empty()) {  // off its links, and free for another list of uses
+    assert(path.marks.empty());
     for (size_t u = 0; u < path.uses.size(); ++u) {
       Link& l = links_[static_cast<size_t>(path.uses[u].link)];
       const uint32_t at = path.pos[u];
@@ -222,8 +261,7 @@ void Network::recompute() {
       unschedule(p);
       continue;
     }
-    const double left = x.flows.top().end - x.sent;
-    schedule(p, left <= kTiny ? now_ : now_ + left / x.rate);
+    reschedule(p);
   }
 }
 

@@ -13,6 +13,7 @@
 // each flow: the chunks of a program's many channels that take one route
 // are one path, which is what keeps a component of thousands of flows in
 // flight cheap to refill.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -46,6 +47,15 @@ class Network {
   // pending, if given, counts the flow until `done` has been called: what a
   // run on a shared network waits for before it frees what the callbacks use.
   void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending = nullptr);
+  // As start, and each mark's `at` runs once no more than its `bytes` of the
+  // flow are still to leave (at once if it has no more): a sender done with
+  // a message whose rest the switches' buffers hold.
+  struct Mark {
+    double bytes;
+    Callback at;
+  };
+  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
+             std::vector<Mark> marks);
   // Runs `f` delay_ns from now; pending as start's.
   void after(double delay_ns, Callback f, uint64_t* pending = nullptr);
   // Processes events in time order (same time: in the order they were made)
@@ -104,6 +114,9 @@ class Network {
     std::vector<Use> uses;
     std::vector<uint32_t> pos;  // [use]: its place in the link's paths
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> flows;
+    // Its flows' marks (start's at_mark), `flow` an index into marks_: due
+    // like a flow's end, they change no rate.
+    std::priority_queue<Member, std::vector<Member>, std::greater<Member>> marks;
     uint64_t key = 0;  // hash of `uses`
     double rate = 0, old_rate = 0;
     double sent = 0, since = 0;  // bytes per flow sent until `since`
@@ -145,8 +158,15 @@ class Network {
   void sift(size_t i);
   void schedule(int p, double t);
   void unschedule(int p);
-  // The path's first flows to end have sent their last byte.
+  // The path's first flows to end have sent their last byte, or its first
+  // marks are due.
   void drain(int p);
+  // Where the path's per-flow count of bytes sent next reaches a flow's end or a mark.
+  static double first_end(const Path& x) {
+    return x.marks.empty() ? x.flows.top().end : std::min(x.flows.top().end, x.marks.top().end);
+  }
+  // Its next drain at its rate from now.
+  void reschedule(int p);
   // The path's bytes per flow sent until now, at its rate.
   void advance(Path& p);
   // The path of these uses, made (and put on its links) if none is in flight.
@@ -177,6 +197,8 @@ class Network {
   std::vector<int> free_flows_;
   std::vector<Call> calls_;
   std::vector<size_t> free_calls_;
+  std::vector<Call> marks_;
+  std::vector<int> free_marks_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<int> due_;
   std::vector<int> dirty_;  // links whose flows changed this instant

@@ -76,6 +76,15 @@ class NicFlows::Run : public RunFlows {
     uint32_t sending = 0;      // streams of issued entries still sending
     double lockstep_end = 0;   // a NOP's lockstep count is over
     bool finished = false;
+    // A port's messages pass its first switch's input buffer in order (one
+    // queue): a message read from memory waits while an earlier one's rest
+    // is still there, held back by its output (head-of-line blocking).
+    struct Port {
+      int blocking = 0;              // sent messages whose rest is still in the input buffer
+      std::vector<uint32_t> behind;  // messages read from memory and waiting, in order
+    };
+    std::vector<Port> ports;     // [NIC port]
+    std::vector<uint8_t> state;  // [share]: 1 sent, 2 out of the input buffer
   };
   const std::vector<Entry>& table(const Rank& k) const { return f_.schedule_.tables[static_cast<size_t>(k.r)]; }
   const collectives::TableView& shape(const Rank& k) const { return f_.tables_[static_cast<size_t>(k.r)]; }
@@ -83,6 +92,8 @@ class NicFlows::Run : public RunFlows {
   void advance(Rank& k);
   void issue(Rank& k, int index);
   void activate(Rank& k, uint32_t s);
+  void stream(Rank& k, uint32_t s);
+  void passed(Rank& k, uint32_t s);
   void sent(Rank& k, uint32_t s);
   void arrived(Rank& k, int flow, bool reduce, uint64_t len);
   void maybe_finish(Rank& k);
@@ -117,6 +128,9 @@ NicFlows::Run::Run(NicFlows& f, uint64_t bytes, SharedNetwork* shared) : RunFlow
       k.gather_left.push_back(tb.flows[g].gathers ? layout_[g].length : 0);
     }
     k.lanes.resize(static_cast<size_t>(tb.lanes));
+    k.state.assign(tb.shares.size(), 0);
+    const int node = f.m_.t->endpoints()[static_cast<size_t>(f.endpoints_[r])];
+    k.ports.resize(static_cast<size_t>(f.m_.t->node(node).ports));
     const std::vector<Entry>& entries = table(k);
     entries_ += entries.size();
     if (f.dataflow_)
@@ -198,35 +212,99 @@ void NicFlows::Run::issue(Rank& k, int index) {
 }
 
 // The DMA engine's first read returns one memory access later; then the
-// share streams to its peer at the rate its route gives it.
+// share streams to its peer at the rate its route gives it, behind the rest
+// of the port's earlier messages that the first switch still holds.
 void NicFlows::Run::activate(Rank& k, uint32_t s) {
   ++transfers_;
   after(memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++), [this, &k, s] {
-    const collectives::TableView::Share& x = shape(k).shares[s];
-    const uint64_t len = length(x);
-    // Not kept: a table's messages seldom take one route twice.
-    const int from = f_.endpoints_[static_cast<size_t>(k.r)];
-    const Route r = f_.graph_->walk(f_.m_.t->endpoints()[static_cast<size_t>(from)], x.port,
-                                    f_.endpoints_[static_cast<size_t>(x.dst)], from);
-    // Wire bytes per payload byte: the message's head flits and flit padding.
-    const double weight = static_cast<double>(f_.costs_.framing.wire_bytes(len)) / static_cast<double>(len);
-    std::vector<Network::Use> uses;
-    for (const auto& [link, share] : r.hops)
-      if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
-    flow(std::move(uses), static_cast<double>(len), 0, [this, &k, s, len, latency = r.latency_ns] {
-      const collectives::TableView::Share& y = shape(k).shares[s];
-      Rank& dst = ranks_[static_cast<size_t>(y.dst)];
-      const int flow = y.flow;
-      const bool reduce = y.reduce;
-      after(latency, [this, &dst, flow, reduce, len] { arrived(dst, flow, reduce, len); });
-      sent(k, s);
-    });
+    Rank::Port& p = k.ports[static_cast<size_t>(shape(k).shares[s].port)];
+    if (p.blocking > 0) p.behind.push_back(s);
+    else stream(k, s);
   });
 }
 
-// The share's last byte has left: the lane's next message starts, and the
-// decoder looks again.
+void NicFlows::Run::stream(Rank& k, uint32_t s) {
+  const collectives::TableView::Share& x = shape(k).shares[s];
+  const uint64_t len = length(x);
+  const topo::Topology& t = *f_.m_.t;
+  const int from = f_.endpoints_[static_cast<size_t>(k.r)];
+  const int node = t.endpoints()[static_cast<size_t>(from)];
+  // Not kept: a table's messages seldom take one route twice.
+  const Route r = f_.graph_->walk(node, x.port, f_.endpoints_[static_cast<size_t>(x.dst)], from);
+  // Wire bytes per payload byte: the message's head flits and flit padding.
+  const double wire = static_cast<double>(f_.costs_.framing.wire_bytes(len));
+  const double weight = wire / static_cast<double>(len);
+  std::vector<Network::Use> uses;
+  for (const auto& [link, share] : r.hops)
+    if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
+  // Where the bottleneck lags the port, the switches' input buffers and
+  // output queues before it take the message's rest: the port is done once
+  // they hold it (or once it could have sent it all), and the first
+  // switch's input buffer is free for what follows once the rest fits in
+  // the buffers after it. The bottleneck is taken as the route's first link
+  // slower than the port (a torus's first network link behind its 64 GB/s
+  // port), or where all are alike (a fat tree) the last, into the
+  // destination, which a desynchronised neighbour shares. Packet level sizes
+  // each buffer to its link's credit round trip (platforms/gpu_fabric.cpp)
+  // unless set.
+  const topo::Link& in = t.links()[static_cast<size_t>(t.link_at({node, x.port}))];
+  double held = 0, first_in = 0;
+  {
+    const uint32_t packet = f_.costs_.framing.wire_bytes(f_.costs_.framing.max_payload_bytes);
+    const auto buffer = [&](const topo::Link& l, double hold_ns, uint32_t set) {
+      return set ? set : std::max(topo::round_trip_bytes(l.bw_GBps, l.latency_ns, hold_ns, packet), packet);
+    };
+    const int dst = f_.endpoints_[static_cast<size_t>(x.dst)];
+    bool slower = false;  // a link slower than the port has been met
+    double upto = 0;
+    for (topo::PortRef at = t.peer({node, x.port}); t.node(at.node).kind == topo::NodeKind::Switch;) {
+      const topo::PortSpan out = t.routes(at.node, dst);
+      assert(!out.empty());
+      const topo::Link& o = t.links()[static_cast<size_t>(t.link_at({at.node, out[0]}))];
+      const double hold_ns = f_.m_.node_ns[static_cast<size_t>(at.node)];
+      const double in_buffer = buffer(t.links()[static_cast<size_t>(t.link_at(at))], hold_ns, f_.costs_.in_buffer_bytes);
+      if (upto == 0) first_in = in_buffer;
+      upto += in_buffer + buffer(o, hold_ns, f_.costs_.out_queue_bytes);
+      if (!slower && o.bw_GBps <= in.bw_GBps) held = upto;
+      slower = slower || o.bw_GBps < in.bw_GBps;
+      at = t.peer({at.node, out[0]});
+    }
+    if (held == 0) first_in = 0;
+  }
+  const double port_end = net_.now() + wire / in.bw_GBps;
+  std::vector<Network::Mark> marks;
+  marks.push_back({held / weight, [this, &k, s, port_end] {
+                     if (net_.now() >= port_end) return sent(k, s);
+                     after(port_end - net_.now(), [this, &k, s] { sent(k, s); });
+                   }});
+  marks.push_back({(held - first_in) / weight, [this, &k, s] { passed(k, s); }});
+  flow(std::move(uses), static_cast<double>(len), 0,
+       [this, &k, s, len, latency = r.latency_ns] {
+         const collectives::TableView::Share& y = shape(k).shares[s];
+         Rank& dst = ranks_[static_cast<size_t>(y.dst)];
+         const int flow = y.flow;
+         const bool reduce = y.reduce;
+         after(latency, [this, &dst, flow, reduce, len] { arrived(dst, flow, reduce, len); });
+       },
+       std::move(marks));
+}
+
+// The share's rest has left the first switch's input buffer: what waits
+// behind it there may go.
+void NicFlows::Run::passed(Rank& k, uint32_t s) {
+  k.state[s] |= 2;
+  Rank::Port& p = k.ports[static_cast<size_t>(shape(k).shares[s].port)];
+  if (!(k.state[s] & 1) || --p.blocking > 0) return;  // not sent yet, it blocks no one
+  std::vector<uint32_t> go;
+  go.swap(p.behind);
+  for (uint32_t b : go) stream(k, b);
+}
+
+// The share's last byte has left the port (its rest in the first switch's
+// buffers): the lane's next message starts, and the decoder looks again.
 void NicFlows::Run::sent(Rank& k, uint32_t s) {
+  k.state[s] |= 1;
+  if (!(k.state[s] & 2)) ++k.ports[static_cast<size_t>(shape(k).shares[s].port)].blocking;
   --k.sending;
   if (f_.dataflow_) {
     Lane& l = k.lanes[static_cast<size_t>(shape(k).shares[s].lane)];

@@ -29,6 +29,10 @@ struct NicCosts {
   double mem_ns = 0, jitter_ns = 0;
   collectives::MessageFraming framing;  // the GPUs' packets, one head flit per packet or per message
   collectives::StepEstimate estimate;   // a NOP's lockstep count
+  // The first switch's input buffer and output queue per VC
+  // (switch.in_buffer_bytes, switch.out_queue_bytes); 0: each its link's
+  // credit round trip, as packet level sizes them.
+  uint32_t in_buffer_bytes = 0, out_queue_bytes = 0;
 };
 
 class NicFlows : public Executor {

@@ -55,6 +55,12 @@ class RunFlows : public Executor::Running {
     ++flows_;
     net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_);
   }
+  // The same, with marks (Network::start).
+  void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done,
+            std::vector<Network::Mark> marks) {
+    ++flows_;
+    net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_, std::move(marks));
+  }
   // The result's counts, its time from its start to `end_ns`; the links it
   // used only on a network of its own.
   Executor::Result result(double end_ns, uint64_t transfers, const FlowGraph& graph) const {

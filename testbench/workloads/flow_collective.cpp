@@ -298,6 +298,8 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
   costs.framing = {f.header, f.flit, f.max_payload, n.message};
   costs.estimate = n.estimate;
+  costs.in_buffer_bytes = cfg_.get(credit_switch::kSwitchInBuffer);
+  costs.out_queue_bytes = cfg_.get(credit_switch::kSwitchOutQueue);
   algbw_bound_GBps_ = synthesis.algbw_bound_GBps;
   bound_note_ = synthesis.bound_note;
   trees_text_ = synthesis.trees_text;
@@ -461,11 +463,14 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
      << ", " << t.links().size() << " links), seed " << opt_.seed << "\n"
      << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the "
      << (!nic_                       ? "cores' fixed costs"
-         : nic_->program().dataflow ? "NICs' fixed costs (the DMA's first read)"
-                                     : "NICs' fixed costs (the DMA's first read, the lockstep step)")
+         : nic_->program().dataflow ? "NICs' fixed costs (the DMA's first read) and the first switch's buffers"
+                                     : "NICs' fixed costs (the DMA's first read, the lockstep step) and the first "
+                                       "switch's buffers")
      << "; elements were not simulated (#wrong: -); what flows cannot see: table thrashing, credit stalls, loss, "
         "head-of-line blocking"
-     << (nic_ ? ", the switches' buffers that absorb the NICs' desynchronised steps" : "") << "\n";
+     << (nic_ ? " beyond the first switch, the later switches' buffers that absorb the NICs' desynchronised steps"
+              : "")
+     << "\n";
   const collectives::Program& p = flows_->program();
   const uint64_t bytes = sizes_.back();
   if (!cluster_note_.empty()) {

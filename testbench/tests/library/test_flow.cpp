@@ -38,6 +38,30 @@ TEST_CASE("two flows sharing a link split it, and the first to end frees its hal
   CHECK(n.carried(a) == Approx(1500));
 }
 
+// A sender done with a message whose rest the switches hold: a mark is due
+// when so many bytes are left, moves with the rates, and changes none.
+TEST_CASE("a flow's marks are due when their bytes are left, at the rates of the time, and change no rate") {
+  Network n;
+  const int a = n.add_link(1);  // 1 B/ns
+  std::map<std::string, double> done;
+  n.start({{a, 1}}, 100, 5, [&] { done["long"] = n.now(); }, nullptr,
+          {{30, [&] { done["30 left"] = n.now(); }}, {100, [&] { done["all left"] = n.now(); }},
+           {0, [&] { done["none left"] = n.now(); }}});
+  start(n, done, "short", {{a, 1}}, 50);
+  n.run();
+  // 0.5 B/ns each until the short one's 50 B have left at 100 ns; the long
+  // one then has 50 B left, 30 of them at 120 ns, none at 150.
+  CHECK(done["all left"] == 0);
+  CHECK(done["short"] == Approx(100));
+  CHECK(done["30 left"] == Approx(120));
+  CHECK(done["none left"] == Approx(150));
+  CHECK(done["long"] == Approx(155));  // its latency after
+  // A flow of no bytes: its marks at once.
+  n.start({{a, 1}}, 0, 0, [] {}, nullptr, {{10, [&] { done["empty"] = n.now(); }}});
+  n.run();
+  CHECK(done["empty"] == Approx(155));
+}
+
 TEST_CASE("a parking lot: the long flow gets the least of its links' fair shares") {
   Network n;
   const int l1 = n.add_link(10), l2 = n.add_link(20), l3 = n.add_link(10);
