@@ -113,9 +113,11 @@ void Network::post(double t, Call c) {
   events_.push(Event{t, seq_++, k});
 }
 
-void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending) {
+void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
+                    std::vector<Mark> marks) {
   uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use& u) { return u.weight <= 0; }), uses.end());
   if (uses.empty() || bytes <= 0) {
+    for (Mark& m : marks) after(0, std::move(m.at), pending);
     after(latency_ns, std::move(done), pending);
     return;
   }
@@ -130,18 +132,6 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
   for (const Use& u : path.uses) links_[static_cast<size_t>(u.link)].carried += bytes * u.weight;
   touch(path);
   most_active_ = std::max(most_active_, ++active_);
-}
-
-void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
-                    std::vector<Mark> marks) {
-  uses.erase(std::remove_if(uses.begin(), uses.end(), [](const Use& u) { return u.weight <= 0; }), uses.end());
-  if (uses.empty() || bytes <= 0) {
-    for (Mark& m : marks) after(0, std::move(m.at), pending);
-    start(std::move(uses), bytes, latency_ns, std::move(done), pending);
-    return;
-  }
-  start(uses, bytes, latency_ns, std::move(done), pending);
-  Path& path = paths_[static_cast<size_t>(path_of(std::move(uses)))];
   for (Mark& m : marks) {
     if (bytes <= m.bytes) {
       after(0, std::move(m.at), pending);

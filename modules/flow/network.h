@@ -42,20 +42,21 @@ class Network {
   // Link l carries no flow and is free for add_link to reuse (a run's own
   // links on a network runs share).
   void remove_link(int l);
-  // Starts a flow of `bytes` over `uses` now; `done` runs latency_ns after
-  // its last byte has left. A flow with no uses or no bytes takes its latency only.
-  // pending, if given, counts the flow until `done` has been called: what a
-  // run on a shared network waits for before it frees what the callbacks use.
-  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending = nullptr);
-  // As start, and each mark's `at` runs once no more than its `bytes` of the
-  // flow are still to leave (at once if it has no more): a sender done with
-  // a message whose rest the switches' buffers hold.
+  // A flow's mark: `at` runs once no more than `bytes` of the flow are still
+  // to leave (at once if it has no more): a sender done with a message whose
+  // rest the switches' buffers hold. Marks are due at the rates of the time
+  // and change none.
   struct Mark {
     double bytes;
     Callback at;
   };
-  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
-             std::vector<Mark> marks);
+  // Starts a flow of `bytes` over `uses` now; `done` runs latency_ns after
+  // its last byte has left. A flow with no uses or no bytes takes its latency only.
+  // pending, if given, counts the flow (and its marks) until `done` has been
+  // called: what a run on a shared network waits for before it frees what the
+  // callbacks use.
+  void start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending = nullptr,
+             std::vector<Mark> marks = {});
   // Runs `f` delay_ns from now; pending as start's.
   void after(double delay_ns, Callback f, uint64_t* pending = nullptr);
   // Processes events in time order (same time: in the order they were made)

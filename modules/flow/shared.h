@@ -51,13 +51,8 @@ class RunFlows : public Executor::Running {
 
  protected:
   void after(double delay_ns, Network::Callback f) { net_.after(delay_ns, std::move(f), &pending_); }
-  void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done) {
-    ++flows_;
-    net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_);
-  }
-  // The same, with marks (Network::start).
   void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done,
-            std::vector<Network::Mark> marks) {
+            std::vector<Network::Mark> marks = {}) {
     ++flows_;
     net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_, std::move(marks));
   }
