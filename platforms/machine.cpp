@@ -45,22 +45,9 @@ void register_builtins() {
 // a 4-byte collective is 68 KB per link on 64-node clusters, 79 on
 // fattree2l, 51 on nvl72 (the session that added this measured them). A
 // graph whose estimate at 64 KB per link exceeds what the process may use
-// (the memory the kernel reports available, or the process's address-space
-// limit) is refused before anything is built, rather than swapped or killed.
+// (usable_bytes) is refused before anything is built, rather than swapped or
+// killed.
 constexpr uint64_t kBytesPerLink = 64 * 1024;
-uint64_t usable_bytes() {
-  uint64_t most = UINT64_MAX;
-  std::ifstream info("/proc/meminfo");
-  for (std::string line; std::getline(info, line);)
-    if (line.rfind("MemAvailable:", 0) == 0) {
-      std::istringstream in(line.substr(13));
-      uint64_t kb = 0;
-      if (in >> kb) most = kb * 1024;
-    }
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) most = std::min<uint64_t>(most, as.rlim_cur);
-  return most;
-}
 void require_packet_memory(const topo::Topology& t) {
   const uint64_t need = t.links().size() * kBytesPerLink, have = usable_bytes();
   if (need <= have) return;
@@ -75,6 +62,20 @@ void require_packet_memory(const topo::Topology& t) {
                   " this process may use; --fidelity flow runs its collectives, or choose a smaller platform");
 }
 }  // namespace
+
+uint64_t usable_bytes() {
+  uint64_t most = UINT64_MAX;
+  std::ifstream info("/proc/meminfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("MemAvailable:", 0) == 0) {
+      std::istringstream in(line.substr(13));
+      uint64_t kb = 0;
+      if (in >> kb) most = kb * 1024;
+    }
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) most = std::min<uint64_t>(most, as.rlim_cur);
+  return most;
+}
 
 void register_fabric(const std::string& name, FabricFactory make) {
   if (name.empty()) throw UserError("a fabric needs a name");

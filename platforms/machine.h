@@ -131,6 +131,9 @@ using BridgeFactory = std::function<std::unique_ptr<net::Block>(const topo::Topo
 // fpga_aggregator). An sc_main adds its own, or its own kinds to one, before
 // it elaborates a platform.
 void register_fabric(const std::string& name, FabricFactory make);
+// The memory this process may use: what the kernel reports available, or
+// its address-space limit if lower.
+uint64_t usable_bytes();
 // `role`: whether nodes of this kind are endpoints or switches in the graph.
 void register_node_kind(const std::string& kind, const std::string& fabric, topo::NodeKind role, NodeFactory make);
 // A kind whose ports lead into two fabrics: each of its links carries the

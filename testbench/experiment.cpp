@@ -6,7 +6,6 @@
 #include <iostream>
 #include <new>
 #include <sstream>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "choices.h"
@@ -363,13 +362,10 @@ int say_error(std::ostream& err, const std::string& who) {
   } catch (const std::bad_alloc&) {
     // A size or a platform the memory checks could not price ahead (a
     // program that grows as GPUs squared): a sentence, not "std::bad_alloc".
-    double bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-    if (rlimit l{}; getrlimit(RLIMIT_AS, &l) == 0 && l.rlim_cur != RLIM_INFINITY)
-      bytes = std::min(bytes, static_cast<double>(l.rlim_cur));
     err << "incsim: error: " << who
         << fmt::format("out of memory: this run needs more than the {:.1f} GB it may use; fewer GPUs, smaller "
                        "--sizes or another algorithm need less",
-                       bytes / 1e9)
+                       static_cast<double>(platforms::usable_bytes()) / 1e9)
         << "\n";
     return 2;
   } catch (const sc_core::sc_report& r) {
