@@ -43,7 +43,9 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
       seed_(seed),
       steady_passes_(steady_passes),
       shared_(shared),
-      graph_(shared ? &shared->graph : &own_graph_.emplace(m, pinned(p_, *m.t, endpoints_))) {
+      graph_(shared ? &shared->graph : &own_graph_.emplace(m, pinned(p_, *m.t, endpoints_))),
+      innet_(p_, m_, endpoints_, *graph_, costs_.mem_ns, costs_.jitter_ns,
+             std::vector<char>(p_.groups.size(), p_.multimem)) {
   assert(cannot_run(p_).empty());
   if (p_.has(OpKind::ReduceWrite) && costs_.push_credits <= 0)
     throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
@@ -357,31 +359,6 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
       }
     });
   });
-}
-
-double CoresFlows::Run::last_mem(double spread, uint64_t packets, int accesses) const {
-  const double j = f_.costs_.jitter_ns;
-  const double base = accesses * f_.costs_.mem_ns;
-  if (j <= 0 || packets <= 1) return base + accesses * j / 2;
-  // E[max_k (X_k - k s)], X_k the sum of `accesses` jitters uniform in
-  // [0, j), s the spacing: the integral of 1 - F over [0, accesses j),
-  // F(x) = prod_k P(X_k <= x + k s).
-  const double s = spread / static_cast<double>(packets), top = accesses * j;
-  const auto cdf = [j, accesses](double x) {
-    if (accesses == 1) return std::min(1.0, x / j);
-    const double u = x / j;  // the sum of two: triangular on [0, 2)
-    return u >= 2 ? 1.0 : u <= 1 ? u * u / 2 : 1 - (2 - u) * (2 - u) / 2;
-  };
-  constexpr int kSteps = 32;
-  double sum = 0;
-  for (int step = 0; step < kSteps; ++step) {
-    const double x = (step + 0.5) * top / kSteps;
-    double f = 1;
-    for (uint64_t k = 0; k < packets && x + static_cast<double>(k) * s < top; ++k)
-      f *= cdf(x + static_cast<double>(k) * s);
-    sum += 1 - f;
-  }
-  return base + sum * top / kSteps;
 }
 
 // The transfer is done at the sender: under Simple its flag goes out now,

@@ -24,6 +24,7 @@
 #include "core/param.h"
 #include "flow/executor.h"
 #include "flow/graph.h"
+#include "flow/innet.h"
 #include "flow/network.h"
 #include "flow/shared.h"
 #include "topology/topology.h"
@@ -42,13 +43,6 @@ inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
     "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
-
-// Where the network reduces (docs/flow.md): a group's home switches, each
-// with the share of the group's blocks whose home ports it holds.
-struct Home {
-  int node;
-  double share;
-};
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
 struct CoresCosts {
@@ -108,14 +102,6 @@ class CoresFlows : public Executor {
   // links that stay their own (FlowGraph).
   static std::set<std::pair<int, int>> pinned(const collectives::Program& p, const topo::Topology& t,
                                               const std::vector<int>& endpoints);
-  // From a switch to rank r's GPU: a multicast's or a sum's way down, and
-  // reversed, a read's answers' or a contribution's way up.
-  const Route& down(int sw, int r);
-  // Group g's home switches for reducing writes (topo::MulticastFabric's
-  // rule: switches that reduce, reached by every member, on a shortest path
-  // between two of them; each takes the blocks of its ports).
-  const std::vector<Home>& homes(int g);
-
   collectives::Program p_;
   const FlowMachine& m_;
   std::vector<int> endpoints_;
@@ -126,8 +112,7 @@ class CoresFlows : public Executor {
   SharedNetwork* shared_;
   std::optional<FlowGraph> own_graph_;
   FlowGraph* graph_;
-  std::map<std::pair<int, int>, Route> downs_;  // (switch node, rank)
-  std::map<int, std::vector<Home>> homes_;      // by group
+  InNetwork innet_;  // the in-network operations' shapes
 };
 
 }  // namespace incsim::flow

@@ -1,14 +1,8 @@
 // The in-network operations of the GPUs' cores as flows (docs/flow.md): NVLS's
 // multimem loads and stores (gpu/cores_rank_innet.cpp) and SHARP's reducing
-// writes. Each is one flow whose link uses carry what packet level sends per
-// 128-byte block: a reducing read's header-only requests and the members'
-// answers, merged where the switches reduce them; a multicast's stores, once
-// per link of its tree; a reducing write's contributions up to the group's
-// home switches, merged where they meet, and its sum back down.
+// writes, each one flow of its shape (flow/innet.h).
 #include <algorithm>
 #include <cmath>
-#include <limits>
-#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -22,71 +16,7 @@ namespace {
 
 constexpr double kBlock = topo::MulticastFabric::kBlockBytes;  // an in-network packet's most data
 
-// Adds a route's links to a tree: a link several members' routes share
-// carries the merged (or multicast) stream once.
-void merge(std::map<int, double>& tree, int link, double share) {
-  double& s = tree[link];
-  s = std::max(s, share);
-}
-
 }  // namespace
-
-const Route& CoresFlows::down(int sw, int r) {
-  const auto key = std::make_pair(sw, r);
-  if (const auto it = downs_.find(key); it != downs_.end()) return it->second;
-  return downs_.emplace(key, graph_->walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
-}
-
-const std::vector<Home>& CoresFlows::homes(int g) {
-  if (const auto it = homes_.find(g); it != homes_.end()) return it->second;
-  const topo::Topology& t = *m_.t;
-  const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
-  std::vector<int> candidates;
-  for (int s = 0; s < static_cast<int>(t.switches().size()); ++s)
-    if (m_.aggregates[static_cast<size_t>(t.switches()[static_cast<size_t>(s)])]) candidates.push_back(s);
-  const auto dist = [&](int r, int s) {
-    return t.distance_to_switch(t.endpoints()[static_cast<size_t>(endpoints_[static_cast<size_t>(r)])], s);
-  };
-  std::vector<std::vector<int>> d(members.size());
-  for (size_t m = 0; m < members.size(); ++m)
-    for (int s : candidates) d[m].push_back(dist(members[m], s));
-  const std::vector<bool> between = topo::on_shortest_paths(d);
-  std::vector<Home> h;
-  double ports = 0;
-  for (size_t s = 0; s < candidates.size(); ++s) {
-    bool reached = between[s];
-    for (const std::vector<int>& x : d) reached = reached && x[s] > 0;
-    if (!reached) continue;
-    const int node = t.switches()[static_cast<size_t>(candidates[s])];
-    h.push_back({node, static_cast<double>(t.node(node).ports)});
-    ports += t.node(node).ports;
-  }
-  if (h.empty())
-    throw UserError("platform '" + t.name + "' has no switch that reduces and that every GPU of in-network group " +
-                    std::to_string(g) + " reaches");
-  for (Home& x : h) x.share /= ports;
-  return homes_.emplace(g, std::move(h)).first->second;
-}
-
-double CoresFlows::Run::block_weight(int link, bool header_only) const {
-  const LinkFormat& x = f_.graph_->format(link);
-  return header_only ? x.header / kBlock : (x.header + std::ceil(kBlock / x.flit) * x.flit) / kBlock;
-}
-
-std::vector<CoresFlows::Run::GroupPort> CoresFlows::Run::group_ports(int r, int g) {
-  const topo::Topology& t = *f_.m_.t;
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(g)];
-  const int node = t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])];
-  std::vector<GroupPort> v;
-  for (int p : ports_to(r, members[0] != r ? members[0] : members[1])) {
-    const int link = t.link_at({node, p});
-    const topo::PortRef at = t.peer({node, p});
-    const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
-    v.push_back({f_.graph_->flow_link(link, d), at.node, at.port,
-                 t.links()[static_cast<size_t>(link)].latency_ns + f_.m_.node_ns[static_cast<size_t>(at.node)]});
-  }
-  return v;
-}
 
 void CoresFlows::Run::start_innet(Queue& q, int i, uint64_t pass) {
   Rank& k = *q.rank;
@@ -116,121 +46,6 @@ void CoresFlows::Run::issued_innet(Queue& q, int i, uint64_t pass, bool done) {
   progress(q);
 }
 
-// multimem.ld_reduce: the reader's requests, spread over its ports to the
-// group, go at once; the switch each reaches reads every member (the reader
-// too under multimem), reduces the answers and returns the sum. latency: the
-// round trip after the last request.
-CoresFlows::Run::Shape CoresFlows::Run::read_shape(int r, int i) {
-  const Operation& o = op(r, i);
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(r, o.group);
-  std::map<int, double> requests, answers;
-  Shape shape;
-  double table_rate = std::numeric_limits<double>::infinity();  // the slowest port's
-  for (const auto& [out, sw, sw_port, up] : ports) {
-    const double share = 1.0 / static_cast<double>(ports.size());
-    // The requests to the switch, the sum back from it.
-    std::map<int, double> req{{out, 1.0}}, ans;
-    for (const auto& [l, x] : f_.down(sw, r).hops)
-      if (x > 0) merge(ans, l, x);
-    double farthest = 0;  // the switch to a member
-    int answers_in = 0;
-    for (int m : members) {
-      if (m == r && !f_.p_.multimem) continue;
-      const Route& w = f_.down(sw, m);
-      for (const auto& [l, x] : w.hops) merge(x > 0 ? req : ans, l, std::abs(x));
-      farthest = std::max(farthest, w.latency_ns);
-      ++answers_in;
-    }
-    shape.latency = std::max(shape.latency, 2 * (up + farthest));
-    for (const auto& [l, x] : req) requests[l] += share * x;
-    for (const auto& [l, x] : ans) answers[l] += share * x;
-    // The entry is held until the last answer has crossed the switch back
-    // to this port (nvswitch.cpp, replicate and pull_reduce), with the
-    // slowest of the members' memory accesses, each with its own jitter.
-    // Where the table binds, the request waiting for the entry has crossed
-    // the switch already, so the hold is one crossing short of Klenk Eq.
-    // (1)'s round trip (packet level's log: 320-335 ns on hgx-h100).
-    const auto& tables = f_.m_.table_bytes;
-    if (!tables.empty() && !tables[static_cast<size_t>(sw)].empty()) {
-      const double entries = tables[static_cast<size_t>(sw)][static_cast<size_t>(sw_port)] / f_.m_.table_entry_bytes;
-      const double held = f_.m_.node_ns[static_cast<size_t>(sw)] + 2 * farthest + f_.costs_.mem_ns +
-                          f_.costs_.jitter_ns * answers_in / (answers_in + 1.0);
-      table_rate = std::min(table_rate, entries * f_.m_.table_entry_bytes / held);
-    }
-  }
-  // The requests spread evenly over the ports: the slowest port's table binds.
-  if (table_rate < std::numeric_limits<double>::infinity()) shape.table_rate = table_rate * ports.size();
-  shape.ports = static_cast<double>(ports.size());
-  for (const auto& [l, x] : requests) shape.uses.push_back({l, x * block_weight(l, true)});
-  for (const auto& [l, x] : answers) shape.uses.push_back({l, x * block_weight(l, false)});
-  return shape;
-}
-
-// multimem.st: the stores, spread over the ports to the group, each
-// multicast by the switch it reaches to every member (the storer too under
-// multimem). to_member: the latency to each member.
-CoresFlows::Run::Shape CoresFlows::Run::multicast_shape(int r, int i) {
-  const Operation& o = op(r, i);
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(r, o.group);
-  std::map<int, double> stores;
-  Shape shape;
-  shape.to_member.assign(members.size(), 0);
-  for (const auto& [out, sw, sw_port, up] : ports) {
-    const double share = 1.0 / static_cast<double>(ports.size());
-    std::map<int, double> tree{{out, 1.0}};
-    for (size_t j = 0; j < members.size(); ++j) {
-      if (members[j] == r && !f_.p_.multimem) continue;
-      const Route& w = f_.down(sw, members[j]);
-      for (const auto& [l, x] : w.hops)
-        if (x > 0) merge(tree, l, x);
-      shape.to_member[j] = std::max(shape.to_member[j], up + w.latency_ns);
-    }
-    for (const auto& [l, x] : tree) stores[l] += share * x;
-  }
-  for (const auto& [l, x] : stores) shape.uses.push_back({l, x * block_weight(l, false)});
-  return shape;
-}
-
-// SHARP: every member's contributions go up to group g's home switches,
-// merging where their ways meet, and the sum comes down to every member.
-// latency: up and down again.
-CoresFlows::Run::Shape CoresFlows::Run::sum_shape(int g) {
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(g)];
-  std::map<int, double> up, down;
-  Shape shape;
-  for (const Home& h : f_.homes(g)) {
-    std::map<int, double> u, d;
-    for (int m : members) {
-      const Route& w = f_.down(h.node, m);
-      for (const auto& [l, x] : w.hops) merge(x > 0 ? d : u, l, std::abs(x));
-      shape.latency = std::max(shape.latency, 2 * w.latency_ns + f_.m_.node_ns[static_cast<size_t>(h.node)]);
-    }
-    for (const auto& [l, x] : u) up[l] += h.share * x;
-    for (const auto& [l, x] : d) down[l] += h.share * x;
-  }
-  for (const auto& [l, x] : up) shape.uses.push_back({l, x * block_weight(l, false)});
-  for (const auto& [l, x] : down) shape.uses.push_back({l, x * block_weight(l, false)});
-  return shape;
-}
-
-// An operation's flow depends only on its kind, its rank and its group (a
-// reducing write's on its group alone), the same for every channel and
-// pass: built at the first.
-const CoresFlows::Run::Shape& CoresFlows::Run::shape_of(int r, int i) {
-  const Operation& o = op(r, i);
-  const uint64_t key = o.kind == OpKind::ReduceWrite
-                           ? ~static_cast<uint64_t>(o.group)
-                           : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
-                                 (o.kind == OpKind::ReduceRead ? 1u : 0u);
-  if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
-  Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, i)
-            : o.kind == OpKind::MulticastWrite ? multicast_shape(r, i)
-                                               : sum_shape(o.group);
-  return shapes_.emplace(key, std::move(s)).first->second;
-}
-
 // A reader's requests leave at once, spread over its ports a block at a
 // time, each port taking its reads' blocks in turn, and the members answer
 // each port's requests in order (gpu/cores_rank_innet.cpp, gpu/gpu.cpp). So
@@ -241,7 +56,7 @@ const CoresFlows::Run::Shape& CoresFlows::Run::shape_of(int r, int i) {
 // and its stores go out meanwhile. A flow shared fairly to the end would
 // hold every channel's stores back until all reads were done.
 void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
-  const Shape& shape = shape_of(q.rank->r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
   const double blocks = std::ceil(bytes / kBlock);
   const double last = bytes - std::floor((blocks - 1) / shape.ports) * shape.ports * kBlock;
@@ -282,7 +97,7 @@ void CoresFlows::Run::read_done(LastRounds& l) {
 
 // Posted, so the queue goes on once the last store has left.
 void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
-  const Shape& shape = shape_of(q.rank->r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, i);
   const double bytes = static_cast<double>(len * f_.elem_);
   after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
     const double start = net_.now();
@@ -310,7 +125,7 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   if (joined.size() < members.size()) return;
   const std::vector<std::pair<Queue*, int>> all = std::move(joined);
   joins_.erase(key);
-  const Shape& shape = shape_of(k.r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
   std::vector<Network::Use> uses = shape.uses;
   // A block's credit is back when its sum has landed: credits x 128 B per round trip.
   const double latency = shape.latency, rtt = latency + mem();

@@ -107,33 +107,10 @@ class CoresFlows::Run : public RunFlows {
   // In-network operations (cores_innet.cpp): NVLS's multimem loads and
   // stores through the first switch, and SHARP's reducing writes, joined
   // once every member has issued its pass, through the group's home switches.
-  // Rank r's ports toward its group g's switches (the first other member's
-  // shortest paths, as packet level takes them): each one's flow link out,
-  // the switch it reaches and the latency to that switch.
-  struct GroupPort {
-    int out, sw, sw_port;  // sw_port: the switch's port it enters by
-    double up_ns;
-  };
-  std::vector<GroupPort> group_ports(int r, int g);
   void start_innet(Queue& q, int i, uint64_t pass);
-  // An in-network operation's flow: its link uses per byte, and the latency
-  // after its last byte leaves (to each member, for a multicast).
-  struct Shape {
-    std::vector<Network::Use> uses;
-    double latency = 0;
-    std::vector<double> to_member;
-    // A reducing read: the bytes per ns its reader's reduction table
-    // entries allow by Little's law (0: no table read).
-    double table_rate = 0;
-    double ports = 1;  // the reader's ports its requests spread over
-  };
   // A reader's last rounds of requests (a block on each port), served one
   // read after another (start_reduce_read): the front one's flow is in flight.
   using LastRounds = std::deque<Network::Callback>;
-  Shape read_shape(int r, int i);
-  Shape multicast_shape(int r, int i);
-  Shape sum_shape(int g);
-  const Shape& shape_of(int r, int i);
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
   // Starts `read` once the reads queued before it are done; read_done starts the next.
   static void last_round(LastRounds& l, Network::Callback read);
@@ -144,8 +121,6 @@ class CoresFlows::Run : public RunFlows {
   // A multicast or a sum of rank `from`'s operation i's chunks lands at every member of its group.
   void land(int from, int i, uint64_t pass, int member);
   void land_passes(Rank& k, int i);  // completes receiving operation i's passes that have landed, in order
-  // Per data byte of a 128-byte block on flow link `link`: its packet's wire bytes, or a header alone.
-  double block_weight(int link, bool header_only) const;
   void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
   void ack_after(Queue& q, double delay);
   uint64_t elements(Rank& k, ChunkRef ref, uint64_t pass) const;
@@ -159,7 +134,9 @@ class CoresFlows::Run : public RunFlows {
   // One access's time, its jitter drawn from the seed as packet level draws
   // it (the draws desynchronise the channels, as they do there).
   double access() { return memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++); }
-  double last_mem(double spread, uint64_t packets, int accesses) const;
+  double last_mem(double spread, uint64_t packets, int accesses) const {
+    return last_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, spread, packets, accesses);
+  }
   // A single store's acknowledgement on route r, from the store.
   double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
   uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
@@ -181,8 +158,7 @@ class CoresFlows::Run : public RunFlows {
   uint64_t transfers_ = 0;
   // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
-  std::unordered_map<uint64_t, Shape> shapes_;  // shape_of's: (rank, group, kind), or ~group for a reducing write
-  std::unordered_map<const Shape*, LastRounds> last_rounds_;  // a reducing read's shape: its reader's
+  std::unordered_map<const InNetwork::Shape*, LastRounds> last_rounds_;  // a reducing read's shape: its reader's
 };
 
 }  // namespace incsim::flow

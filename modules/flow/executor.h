@@ -65,4 +65,10 @@ inline double memory_access(double mem_ns, double jitter_ns, uint64_t seed, uint
   return mem_ns + u * jitter_ns;
 }
 
+// The expected last of `packets` memory operations of `accesses` accesses
+// each (1 or 2), issued evenly over `spread` ns, each access its latency
+// and its own jitter: a fence waits for the slowest acknowledgement, a
+// receiver polls every line, a read's answers wait for the slowest member.
+double last_access(double mem_ns, double jitter_ns, double spread, uint64_t packets, int accesses);
+
 }  // namespace incsim::flow
