@@ -183,60 +183,64 @@ void CollectiveCall::make_cores() {
   engines_ = std::move(cores);
 }
 
-void CollectiveCall::make_copy() {
-  const topo::Topology& t = comm_.machine_.topology();
+gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<collectives::InNetMethod> innet,
+                           uint64_t table_bytes, const LittleLaw& ll, const gpu::GpuConfig& gc,
+                           const net::PacketFormat& f) {
   const bool fattree = collectives::is_fattree2l(t);
   // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
-  const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
+  const bool push = innet == collectives::InNetMethod::Push, pull = innet == collectives::InNetMethod::Pull;
   gpu::WaveParams wp;
-  wp.waves = comm_.cfg_.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
+  wp.waves = cfg.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
   // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
   // paper's 8 kB waves (Fig. 7, 8, 10) where C holds one, else C itself in
   // whole blocks (a 4-GPU star has 4 x 256 B of table).
-  const uint64_t capacity = comm_.machine_.total_table_bytes() / topo::MulticastFabric::kBlockBytes *
-                            topo::MulticastFabric::kBlockBytes;
+  const uint64_t capacity = table_bytes / topo::MulticastFabric::kBlockBytes * topo::MulticastFabric::kBlockBytes;
   const uint32_t paper_wave = gpu::kWaveBytes.default_value();
-  wp.wave_bytes = comm_.cfg_.get(gpu::kWaveBytes, (push || pull) && capacity > 0 && capacity < paper_wave
-                                                ? static_cast<uint32_t>(capacity)
-                                                : paper_wave);
-  const double timeout_us = comm_.cfg_.get(gpu::kCounterTimeout);
-  const std::string order = comm_.cfg_.get(gpu::kCopyOrder);
+  wp.wave_bytes = cfg.get(gpu::kWaveBytes, (push || pull) && capacity > 0 && capacity < paper_wave
+                                               ? static_cast<uint32_t>(capacity)
+                                               : paper_wave);
+  const double timeout_us = cfg.get(gpu::kCounterTimeout);
+  const std::string order = cfg.get(gpu::kCopyOrder);
   if (order != "window" && order != "arbitrary" && order != "address")
     throw UserError("gpu.copy_engine.order must be window, arbitrary or address, not '" + order + "'");
   wp.arbitrary_order = order != "address";
   // order=window: the reads an engine holds outstanding to inject at line rate
   // over the largest memory latency (Klenk §V: 180 + [0, 180) cycles), the
   // most it can complete out of order.
-  const uint32_t window = comm_.cfg_.get(gpu::kCopyOrderWindow);
+  const uint32_t window = cfg.get(gpu::kCopyOrderWindow);
   if (window > 0 && order != "window")
     throw UserError("gpu.copy_engine.order_window sets the window of gpu.copy_engine.order=window, not of order=" +
                     order);
-  if (order == "window") {
-    const gpu::GpuConfig& gc = comm_.machine_.settings().gpu_config();
-    const net::PacketFormat& f = comm_.machine_.format();
+  if (order == "window")
     wp.order_window = window > 0 ? window
-                                 : gpu::reads_outstanding(comm_.machine_.little_law().b_in_GBps,
+                                 : gpu::reads_outstanding(ll.b_in_GBps,
                                                           (gc.mem_latency_cycles + gc.mem_jitter_cycles) / gc.clock_ghz,
                                                           f.wire_bytes(net::Op::Write, f.max_payload_bytes));
-  }
-  if (wp.wave_bytes < comm_.machine_.format().max_payload_bytes)
+  if (wp.wave_bytes < f.max_payload_bytes)
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
-                    std::to_string(comm_.machine_.format().max_payload_bytes) + " B) and 64 MiB");
+                    std::to_string(f.max_payload_bytes) + " B) and 64 MiB");
   wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
   // Blocks, table entries and the packets that carry them are the 128-byte
   // aligned unit of Klenk §IV-D.
-  if (comm_.machine_.format().max_payload_bytes != topo::MulticastFabric::kBlockBytes)
+  if (f.max_payload_bytes != topo::MulticastFabric::kBlockBytes)
     throw UserError("the copy engines reduce, multicast and write 128-byte blocks (Klenk §IV-D); "
-                    "net.max_payload_bytes must be 128, not " + std::to_string(comm_.machine_.format().max_payload_bytes));
-  if (push || pull) {
-    require_reduction_tables(algorithm_.name());
-    // Klenk §IV-F1: waves are C/k of the network's table capacity C.
-    if (wp.waves > 0 && wp.wave_bytes > comm_.machine_.total_table_bytes())
-      throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +
-                      "than the " + std::to_string(comm_.machine_.total_table_bytes()) +
-                      " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
-                      "§IV-F1 sizes waves to C/k): lower the first or raise the second");
-  }
+                    "net.max_payload_bytes must be 128, not " + std::to_string(f.max_payload_bytes));
+  // Klenk §IV-F1: waves are C/k of the network's table capacity C.
+  if ((push || pull) && wp.waves > 0 && wp.wave_bytes > table_bytes)
+    throw UserError("a wave of " + std::to_string(wp.wave_bytes) + " B (gpu.copy_engine.wave_bytes) is larger " +
+                    "than the " + std::to_string(table_bytes) +
+                    " B of reduction table in the whole network (switch.reduction_table.bytes on every port; Klenk " +
+                    "§IV-F1 sizes waves to C/k): lower the first or raise the second");
+  return wp;
+}
+
+void CollectiveCall::make_copy() {
+  const topo::Topology& t = comm_.machine_.topology();
+  const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
+  if (push || pull) require_reduction_tables(algorithm_.name());
+  const gpu::WaveParams wp = copy_waves(comm_.cfg_, t, innet_, comm_.machine_.total_table_bytes(),
+                                        comm_.machine_.little_law(), comm_.machine_.settings().gpu_config(),
+                                        comm_.machine_.format());
   endpoint_GBps_ = comm_.least_endpoint_GBps(!innet_);  // unicast writes are acknowledged
   // The window bounds the order where no wave inside it does (the header says so).
   const bool waved = wp.waves > 0;

@@ -21,6 +21,7 @@
 #include "collectives/program_synthesis.h"
 #include "core/config.h"
 #include "gpu/collective.h"
+#include "gpu/copy_engine.h"
 #include "nic/scheduled_collective.h"
 #include "platform.h"
 
@@ -68,6 +69,16 @@ struct NicSetup {
 };
 NicSetup nic_setup(const topo::Topology& t, Config& cfg, const collectives::Synthesis& s, double unacked_GBps,
                    uint32_t max_payload, uint32_t header);
+
+// The copy engines' wave controller and issue order as a run sets them
+// (gpu.copy_engine.*), at packet level and as flows, for a program that
+// uses the switches by `innet` (none: unicast puts) on graph t, whose
+// switch ports hold `table_bytes` of reduction table in all; `ll` and `gc`
+// size the order window, `f` is the GPUs' packets. Throws UserError for a
+// bad key or a wave that cannot fit.
+gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<collectives::InNetMethod> innet,
+                           uint64_t table_bytes, const LittleLaw& ll, const gpu::GpuConfig& gc,
+                           const net::PacketFormat& f);
 
 class CollectiveCall {
  public:

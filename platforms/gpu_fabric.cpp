@@ -43,6 +43,10 @@ bool in_network(const topo::Topology& t, int node) {
 }
 }  // namespace
 
+bool holds_homes(const topo::Topology& t, int node) {
+  return is_nvlink(t, node) ? in_network(t, node) : !is_bridge_kind(t.node(node).block);
+}
+
 bool is_plain_switch(const topo::Topology& t, int node) {
   return t.node(node).kind == NodeKind::Switch && is_nvlink(t, node) && !in_network(t, node);
 }
@@ -51,13 +55,9 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")
     throw UserError("fabric.home_ports must be interleave or hash, not '" + homes + "'");
-  // Homes go to switches with reduction tables: this fabric's in-network
-  // ones, and another fabric's switches (a cluster's InfiniBand switches,
-  // SHARP's), never a bridge (a GPU's adapter routes like a switch).
   multicast_ = std::make_unique<topo::MulticastFabric>(
-      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave, [&t](int node) {
-        return is_nvlink(t, node) ? in_network(t, node) : !is_bridge_kind(t.node(node).block);
-      });
+      t_, homes == "hash" ? topo::HomeMapping::Hash : topo::HomeMapping::Interleave,
+      [&t](int node) { return holds_homes(t, node); });
   fmt_.header_bytes = cfg.get(net::kHeaderBytes);
   fmt_.flit_bytes = cfg.get(net::kFlitBytes);
   fmt_.max_payload_bytes = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);

@@ -124,6 +124,12 @@ class GpuFabric : public Fabric {
 // (every fabric's switches are routed by the graph's shortest paths).
 credit_switch::SwitchWiring switch_wiring(const topo::Topology& t, int node);
 
+// Whether a switch node may hold a group's home ports (where pushes reduce),
+// at packet level and as flows: this fabric's in-network switches, and
+// another fabric's switches (a cluster's InfiniBand switches, SHARP's),
+// never a bridge (a GPU's adapter routes like a switch).
+bool holds_homes(const topo::Topology& t, int node);
+
 // A switch node of this fabric built as a plain credit-based switch, without
 // multicast or reduction tables (a torus router, a DGX-1's PCIe switch).
 bool is_plain_switch(const topo::Topology& t, int node);

@@ -86,6 +86,17 @@ bool receives_landing(const Operation& o) {
   return (o.kind == OpKind::MulticastWrite && o.src.empty()) || o.kind == OpKind::ReduceWrite;
 }
 
+bool copy_issues(const Operation& o) {
+  switch (o.kind) {
+    case OpKind::ReduceWrite:
+    case OpKind::MulticastWrite: return !o.src.empty();
+    case OpKind::ReduceRead: return !o.dst.empty();
+    case OpKind::Barrier:
+    case OpKind::Send: return true;
+    default: return false;
+  }
+}
+
 bool engine_can(Engine e, OpKind k) {
   switch (e) {
     case Engine::Cores:  // everything but an aggregator's protocol (NVLS: multimem st, ld_reduce, red)

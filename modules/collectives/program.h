@@ -240,6 +240,10 @@ bool passive(const Operation& o);
 // An operation done when what the switches send its rank has landed: a
 // multicast's receiver, and every member of a reducing write.
 bool receives_landing(const Operation& o);
+// A copy-engine operation that hands its engine a descriptor (a push, a read
+// that takes its result, a multicast of its data, a put) or a barrier's
+// flag; the rest only receive, lend their input or copy it locally.
+bool copy_issues(const Operation& o);
 // The chunks operation o reads and writes of its rank's buffers as the
 // GPUs' cores run it: f(ref, write) for each (gpu::CoresRank counts its
 // readers and writers so; cores_kept_bytes bounds what it keeps).

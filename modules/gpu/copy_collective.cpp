@@ -22,17 +22,6 @@ using CollectiveKind = collectives::Collective;
 namespace {
 constexpr uint32_t kFlagBytes = 4;  // a barrier's flag: one int32
 constexpr uint32_t kBlock = topo::MulticastFabric::kBlockBytes;
-
-bool issues(const collectives::Operation& o) {
-  switch (o.kind) {
-    case OpKind::ReduceWrite:
-    case OpKind::MulticastWrite: return !o.src.empty();
-    case OpKind::ReduceRead: return !o.dst.empty();
-    case OpKind::Barrier:
-    case OpKind::Send: return true;
-    default: return false;
-  }
-}
 }  // namespace
 
 struct CopyCollective::Group {
@@ -191,7 +180,7 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     op.rank = this;
     op.o = &o;
     op.group = o.group;
-    op.issues = issues(o);
+    op.issues = collectives::copy_issues(o);
     const ChunkRef moved = op.issues && !o.src.empty() ? o.src : !o.dst.empty() ? o.dst : o.src;
     if (!moved.empty()) {
       const uint32_t m = static_cast<uint32_t>(collectives::message_chunk(p, rank, moved));
