@@ -16,7 +16,7 @@ namespace incsim::flow {
 std::string CoresFlows::cannot_run(const collectives::Program& p) {
   if (p.engine() != collectives::Engine::Cores)
     return std::string("runs on the ") + collectives::engine_name(p.engine()) +
-           " engine; flows run the programs of the GPUs' cores and of the NICs' schedule tables";
+           " engine; flows run the programs of the GPUs' cores and copy engines and of the NICs' schedule tables";
   for (int r = 0; r < p.ranks; ++r)
     for (int i = 0; i < p.op_count(r); ++i) {
       const Operation& o = p.op(r, i);

@@ -47,7 +47,7 @@ struct FlowMachine {
   std::vector<double> node_ns;       // [node]: a switch's or an adapter's latency; 0 at an endpoint
   std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
   std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
-  std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce SHARP's writes (ib.sharp.table_bytes)
+  std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce pushes: SHARP's (ib.sharp.table_bytes), an NVSwitch's
   // [node]: an Ethernet switch, which keeps a connection on one of its
   // equal-cost ports, by the hash the packet-level switch takes (ECMP,
   // ethernet/ethernet_switch.cpp).

@@ -1,6 +1,6 @@
 #pragma once
-// The in-network operations' flows (docs/flow.md), apart from the engine
-// that issues them (the cores, cores_flows.h): each one
+// The in-network operations' flows (docs/flow.md), whichever engine issues
+// them (the cores, cores_flows.h; the copy engines, copy_flows.h): each one
 // flow whose link uses carry what packet level sends per 128-byte block: a
 // reducing read's header-only requests and the members' answers, merged
 // where the switches reduce them; a multicast's stores, once per link of

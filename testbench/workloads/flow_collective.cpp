@@ -1,6 +1,7 @@
 #include "flow_collective.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <limits>
 #include <ostream>
@@ -15,6 +16,8 @@
 #include "core/error.h"
 #include "core/units.h"
 #include "credit_switch/credit_switch.h"
+#include "flow/copy_flows.h"
+#include "gpu/copy_collective.h"
 #include "gpu/cores.h"
 #include "gpu/gpu.h"
 #include "adapter/hca.h"
@@ -100,6 +103,7 @@ flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platf
     } else {
       m.node_ns[k] = sw_ns;
       m.spreads[k] = sw_spreads;
+      m.aggregates[k] = platforms::holds_homes(t, static_cast<int>(k));  // the copy engines' pushes reduce there
     }
   }
   const auto scale_out = [&t](int node) {
@@ -210,6 +214,10 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     nic_tables(synthesis, gpus, d);
     return;
   }
+  if (program.engine() == collectives::Engine::CopyEngine) {
+    copy_engines(program, site, d, gpus);
+    return;
+  }
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + opt_.algorithm + " " + why);
   if (program.has(collectives::OpKind::ReduceRead)) reduction_tables(program, site, d);
@@ -275,13 +283,48 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
                         "on unreduced, which flows do not model; run it at packet level");
     }
   if (!algorithm_->in_switches() || site.cluster() || m.table_bytes.empty()) return;
-  const flow::LinkFormat& f = m.formats.front();
   std::ostringstream os;
-  platforms::print_table_sizing(
-      os, platforms::little_law_of(t, cfg_.get(credit_switch::kSwitchLatency, d.switch_latency_ns), wire_bytes(f),
-                                   platforms::gpu_memory(cfg_, d)),
-      m.table_bytes_all, true, p.ranks);
+  const platforms::LittleLaw ll = little_law(d);
+  const bool pull = p.has(collectives::OpKind::ReduceRead);
+  platforms::print_table_sizing(os, ll, m.table_bytes_all, pull, p.ranks);
+  if (!pull && m.table_bytes_all < std::round(ll.push_per_port()))
+    os << "# flows: packet level evicts the partial sums a full table cannot hold to their home GPUs (Klenk §IV-C), "
+          "which flows do not model: their time is the tables' best case\n";
   sizing_ = os.str();
+}
+
+platforms::LittleLaw FlowCollectiveWorkload::little_law(const platforms::PlatformDefaults& d) const {
+  return platforms::little_law_of(*graph_, cfg_.get(credit_switch::kSwitchLatency, d.switch_latency_ns),
+                                  wire_bytes(machine_->formats.front()), platforms::gpu_memory(cfg_, d));
+}
+
+// The copy engines run the program's descriptors under their waves, set up
+// as at packet level (platforms::copy_waves).
+void FlowCollectiveWorkload::copy_engines(collectives::Program& program, const collectives::Site& site,
+                                          const platforms::PlatformDefaults& d, const std::vector<int>& gpus) {
+  if (const std::string why = gpu::CopyCollective::cannot_run(program); !why.empty())
+    throw UserError(opt_.algorithm + ": " + why);
+  const std::optional<collectives::InNetMethod> innet =
+      algorithm_->in_switches() ? std::optional(collectives::in_network_method(program)) : std::nullopt;
+  const bool reduces = innet && *innet != collectives::InNetMethod::Multicast;
+  if (reduces) reduction_tables(program, site, d);
+  const flow::FlowMachine& m = *machine_;
+  const flow::LinkFormat& f = m.formats.front();
+  uint64_t table_bytes = 0;
+  for (const std::vector<uint32_t>& ports : m.table_bytes)
+    for (const uint32_t b : ports) table_bytes += b;
+  const platforms::LittleLaw ll = little_law(d);
+  const gpu::WaveParams wp = platforms::copy_waves(cfg_, *graph_, innet, table_bytes, ll, platforms::gpu_memory(cfg_, d),
+                                                   net::PacketFormat{f.header, f.flit, f.max_payload});
+  flow::CopyCosts costs;
+  std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
+  costs.waves = wp.waves;
+  costs.wave_bytes = wp.wave_bytes;
+  costs.b_in_GBps = ll.b_in_GBps;
+  endpoint_GBps_ = platforms::least_endpoint_GBps(*graph_, {f.max_payload, f.header, innet ? 0u : f.header}, gpus);
+  copy_links_ = innet ? platforms::kPostedLinks : platforms::cores_links(program);
+  flows_ = std::make_unique<flow::CopyFlows>(std::move(program), m, gpus, costs, elements::dtype_bytes(dtype_),
+                                             opt_.seed, shared_ ? &shared_->network() : nullptr);
 }
 
 // The NICs run the program's schedule tables, set up as at packet level
@@ -437,6 +480,9 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
     notes << "#   flows: " << res.transfers << " messages' shares on their ports ("
           << (nic_->framing().one_head ? "a head flit per message" : "a head flit per packet") << "), at most "
           << res.most_active << at_once;
+  else if (copy_links_)
+    notes << "#   flows: " << count_of(res.transfers, "descriptor", "descriptors") << ", "
+          << count_of(res.flows, "flow", "flows") << ", at most " << res.most_active << at_once;
   else
     notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
           << "), at most " << res.most_active << at_once;
@@ -462,7 +508,8 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches")
      << ", " << t.links().size() << " links), seed " << opt_.seed << "\n"
      << "# fidelity: flow (docs/flow.md): each transfer a flow sharing its links max-min fairly, with the "
-     << (!nic_                       ? "cores' fixed costs"
+     << (copy_links_                 ? "copy engines' fixed costs (the first memory read) and their waves"
+         : !nic_                     ? "cores' fixed costs"
          : nic_->program().dataflow ? "NICs' fixed costs (the DMA's first read) and the first switch's buffers"
                                      : "NICs' fixed costs (the DMA's first read, the lockstep step) and the first "
                                        "switch's buffers")
@@ -480,7 +527,10 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
     platforms::print_algbw_bound(os, endpoint_GBps_, bound_note_);
   } else {
     platforms::print_payload_bound(os, endpoint_GBps_,
-                                   nic_ ? platforms::nic_links(nic_->framing().one_head) : platforms::cores_links(p), p,
+                                   copy_links_ ? copy_links_
+                                   : nic_      ? platforms::nic_links(nic_->framing().one_head)
+                                               : platforms::cores_links(p),
+                                   p,
                                    bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
   }
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);

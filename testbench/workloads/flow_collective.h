@@ -19,6 +19,7 @@
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
 #include "gpu/compute_engine.h"
+#include "platforms/gpu_fabric.h"
 #include "platforms/machine.h"
 #include "topology/topology.h"
 #include "workload.h"
@@ -116,8 +117,12 @@ class FlowCollectiveWorkload : public GroupCollective {
 
  private:
   void nic_tables(collectives::Synthesis& synthesis, const std::vector<int>& gpus, const platforms::PlatformDefaults& d);
+  void copy_engines(collectives::Program& program, const collectives::Site& site, const platforms::PlatformDefaults& d,
+                    const std::vector<int>& gpus);
   void reduction_tables(const collectives::Program& p, const collectives::Site& site,
                         const platforms::PlatformDefaults& d);
+  // Klenk's Little's-law quantities of the graph, as packet level measures them.
+  platforms::LittleLaw little_law(const platforms::PlatformDefaults& d) const;
   double bound_us(uint64_t bytes) const;
   // Size i's flows, run once.
   const flow::Executor::Result& result(size_t i, const flow::Executor::Progress& progress = {});
@@ -136,6 +141,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   const collectives::Algorithm* algorithm_ = nullptr;
   std::unique_ptr<flow::Executor> flows_;
   const flow::NicFlows* nic_ = nullptr;  // flows_, where the NICs run the program
+  const char* copy_links_ = nullptr;      // where the copy engines run it: what its bound's links carry
   size_t pxn_relays_ = 0;
   collectives::ProtocolBySize by_size_;  // the cores' thresholds, where the program picks its protocol by size
   int sm_blocks_ = 0;  // the NICs' tables take none

@@ -1,6 +1,6 @@
 // The flow network (modules/flow): max-min fair rates by progressive
-// filling and completion times, and the cores' in-network operations as
-// flows, against times computed by hand.
+// filling and completion times, and the cores' and the copy engines'
+// in-network operations as flows, against times computed by hand.
 #include <catch2/catch.hpp>
 #include <limits>
 #include <map>
@@ -9,6 +9,7 @@
 
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
+#include "flow/copy_flows.h"
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
 #include "flow/network.h"
@@ -351,6 +352,56 @@ TEST_CASE("cores flows: steady passes run K/4, K/2 and K passes and add the othe
   const CoresFlows::Result few = s.result(p, bytes, 0, passes / 2);
   CHECK(few.simulated_passes == passes);
   CHECK(few.time_ns == whole.time_ns);
+}
+
+// The copy engines' programs as flows (flow/copy_flows.h) on the same star.
+namespace {
+double copy_run(Star& s, const std::string& program, uint64_t bytes, int waves) {
+  incsim::flow::CopyCosts costs;  // no memory latency
+  costs.waves = waves;
+  costs.wave_bytes = 1024;
+  costs.b_in_GBps = 25;
+  std::vector<int> eps;
+  for (size_t g = 0; g < s.t.endpoints().size(); ++g) eps.push_back(static_cast<int>(g));
+  incsim::flow::CopyFlows f(incsim::collectives::read_program(program, "test"), s.m, eps, costs, 4, 1);
+  return f.run(bytes).time_ns;
+}
+}  // namespace
+
+TEST_CASE("copy flows: a push joins every member's writes, and its waves limit it by Little's law") {
+  Star s(2, true);
+  const incsim::collectives::Program push = incsim::collectives::in_network_program(
+      "push", incsim::collectives::Collective::AllReduce, incsim::collectives::InNetMethod::Push, 2, false);
+  const std::string p = incsim::collectives::write_program(push);
+  // Each GPU's writes up its link, the sum down both: 25 / 1.125 B/ns. The
+  // sum lands a round trip (the switch) after the last write.
+  CHECK(copy_run(s, p, 1 << 20, 0) == Approx((1 << 20) * 1.125 / 25 + 100));
+  // Two waves of 1 KiB, each back its issue (1024 / 25 ns) and a round
+  // trip after it began: 2048 B per 140.96 ns, below the links' rate.
+  CHECK(copy_run(s, p, 1 << 20, 2) == Approx((1 << 20) / (2048 / (1024 / 25.0 + 100)) + 100));
+  Star plain(2, false);
+  CHECK_THROWS_WITH(copy_run(plain, p, 1 << 20, 0), Catch::Contains("no switch that reduces"));
+}
+
+TEST_CASE("copy flows: a pull waits for its barrier, its reads carry the multicast that forwards them, and the "
+          "reader's table limits them by Little's law") {
+  Star s(2, true);  // the barrier's flag is summed at a home port
+  const incsim::collectives::Program pull = incsim::collectives::in_network_program(
+      "pull", incsim::collectives::Collective::AllReduce, incsim::collectives::InNetMethod::Pull, 2, true);
+  const std::string p = incsim::collectives::write_program(pull);
+  // The barrier's flag: up and back through the switch, 100 ns. Then each
+  // GPU reads its half: its link out carries its requests (16/128 of the
+  // bytes), its forwarded stores (1.125) and its answers to the other
+  // reader (1.125), its link in the same: 25 / 2.375 B/ns. The sum is back
+  // a round trip (2 x 100 ns) after the last request, and its forwarded
+  // copy lands at the other GPU 100 ns later.
+  const double half = (1 << 20) / 2.0;
+  CHECK(copy_run(s, p, 1 << 20, 0) == Approx(100 + half * 2.375 / 25 + 200 + 100));
+  // Two 128-byte entries in the reader's access port, each held 100 ns (the
+  // switch; no memory latency): 2.56 B/ns.
+  s.m.table_bytes.assign(s.t.nodes().size(), {});
+  s.m.table_bytes[static_cast<size_t>(s.t.switches()[0])] = {256, 256};
+  CHECK(copy_run(s, p, 1 << 20, 0) == Approx(100 + half / 2.56 + 200 + 100));
 }
 
 TEST_CASE("NIC flows: a table's Reduce waits for its children's partial sums, its Gather for the sum, in lockstep") {

@@ -46,9 +46,10 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity flow --platform rack --model resnet18",
                   "runs collectives, jobs and training on GPU fabrics only, not NetReduce's Ethernet platform rack");
   require_refused("--fidelity flow --model resnet18 --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
-  require_refused("--fidelity flow --algorithm push", "flows run the programs of the GPUs' cores and of the NICs' schedule tables");
-  require_refused("--fidelity flow --platform hgx-h100 --algorithm nvls -c nvls.engine=copy",
-                  "nvls runs on the copy engine; flows run the programs of the GPUs'");
+  require_refused("--fidelity flow --algorithm push -c gpu.copy_engine.order=bogus",
+                  "gpu.copy_engine.order must be window, arbitrary or address, not 'bogus'");
+  require_refused("--fidelity flow --platform star --algorithm pull -c gpu.copy_engine.wave_bytes=65536",
+                  "B of reduction table in the whole network");
   require_refused("--fidelity flow --platform torus --algorithm multitree -c nic.flow_control=bogus",
                   "nic.flow_control must be packet or message, not 'bogus'");
   require_refused("--fidelity flow --platform dgx1v --algorithm blink -c blink.miad_iterations=4",
@@ -154,6 +155,30 @@ TEST_CASE("flow against packet level: NVLS's multimem loads and stores and SHARP
   for (const std::string run : {"--platform hgx-h100 --algorithm nvls",  // on the cores, NCCL's way
                                 "--platform cluster --nodes 2 --algorithm nvlstree",
                                 "--platform cluster --nodes 2 --algorithm collnet"}) {
+    const double packet = times(run + " --sizes 1M").at(0);
+    const double flow = times(run + " --sizes 1M --fidelity flow").at(0);
+    INFO(run << ": packet " << packet << " us, flow " << flow << " us");
+    CHECK(std::abs(flow / packet - 1) < 0.05);
+  }
+}
+
+TEST_CASE("flow against packet level: Klenk's push and multicast and a DMA put on the copy engines at 1 MiB within 5%",
+          "[flow][accuracy]") {
+  TempDir d;
+  // An all-gather by unicast puts (docs/programs.md): each GPU writes its
+  // input to the next, the next but one and the one before, then a flag.
+  std::string dma = "program 1\nname dma\ncollective allgather ranks 4 root 0 inplace 0\n";
+  for (int r = 0; r < 4; ++r) {
+    dma += "rank " + std::to_string(r) + " input 1 output 4 scratch 0\n0 cpy copy ch 0 q 0 src i0 dst o" +
+           std::to_string(r) + "\n";
+    for (int k = 1; k < 4; ++k)
+      dma += std::to_string(k) + " s copy ch 0 q 0 to " + std::to_string((r + k) % 4) + " src i0\n";
+    for (int k = 1; k < 4; ++k)
+      dma += std::to_string(3 + k) + " r copy ch 0 q 1 from " + std::to_string((r - k + 4) % 4) + " dst o" +
+             std::to_string((r - k + 4) % 4) + "\n";
+  }
+  for (const std::string& run : {std::string("--algorithm push"), std::string("--collective allgather --algorithm multicast"),
+                                "--platform star --gpus 4 --algorithm " + d.write("dma.txt", dma)}) {
     const double packet = times(run + " --sizes 1M").at(0);
     const double flow = times(run + " --sizes 1M --fidelity flow").at(0);
     INFO(run << ": packet " << packet << " us, flow " << flow << " us");
