@@ -356,8 +356,9 @@ TEST_CASE("cores flows: steady passes run K/4, K/2 and K passes and add the othe
 
 // The copy engines' programs as flows (flow/copy_flows.h) on the same star.
 namespace {
-double copy_run(Star& s, const std::string& program, uint64_t bytes, int waves) {
-  incsim::flow::CopyCosts costs;  // no memory latency
+double copy_run(Star& s, const std::string& program, uint64_t bytes, int waves, double mem_ns = 0) {
+  incsim::flow::CopyCosts costs;  // no memory jitter
+  costs.mem_ns = mem_ns;
   costs.waves = waves;
   costs.wave_bytes = 1024;
   costs.b_in_GBps = 25;
@@ -379,6 +380,10 @@ TEST_CASE("copy flows: a push joins every member's writes, and its waves limit i
   // Two waves of 1 KiB, each back its issue (1024 / 25 ns) and a round
   // trip after it began: 2048 B per 140.96 ns, below the links' rate.
   CHECK(copy_run(s, p, 1 << 20, 2) == Approx((1 << 20) / (2048 / (1024 / 25.0 + 100)) + 100));
+  // With 50 ns memory reads: the first data's read before the writes, and
+  // in each wave's round trip the read of its first data, as the GPU's
+  // port idles between waves.
+  CHECK(copy_run(s, p, 1 << 20, 2, 50) == Approx(50 + (1 << 20) / (2048 / (1024 / 25.0 + 100 + 50)) + 100));
   Star plain(2, false);
   CHECK_THROWS_WITH(copy_run(plain, p, 1 << 20, 0), Catch::Contains("no switch that reduces"));
 }
