@@ -45,6 +45,8 @@ class EthernetFabric : public Fabric {
   sc_core::sc_time switch_latency() const { return sw_.latency; }
   sc_core::sc_time tx_latency() const { return nic_.tx_latency; }
   sc_core::sc_time rx_latency() const { return nic_.rx_latency; }
+  uint32_t ack_every() const { return nic_.ack_every; }
+  sc_core::sc_time fpga_latency() const { return fpga_.latency; }
   // The IP address of endpoint e: 10.0.0.1 for endpoint 0, and so on.
   static uint32_t ip_of(int endpoint) { return eth::ip_of(static_cast<uint32_t>(endpoint)); }
 

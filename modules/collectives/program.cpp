@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/nearest.h"
@@ -95,6 +97,30 @@ bool copy_issues(const Operation& o) {
     case OpKind::Send: return true;
     default: return false;
   }
+}
+
+std::vector<std::vector<int>> receiving_ops(const Program& p) {
+  std::map<std::tuple<int, int, int>, std::vector<int>> receives_from;  // (rank, peer, channel): its receives in order
+  for (int r = 0; r < p.ranks; ++r)
+    for (int i = 0; i < p.op_count(r); ++i)
+      if (const Operation& o = p.op(r, i); receives(o.kind)) receives_from[{r, o.recv_peer, o.channel}].push_back(i);
+  std::vector<std::vector<int>> out(static_cast<size_t>(p.ranks));
+  std::map<std::tuple<int, int, int>, size_t> sent;
+  for (int r = 0; r < p.ranks; ++r) {
+    out[static_cast<size_t>(r)].assign(static_cast<size_t>(p.op_count(r)), -1);
+    for (int i = 0; i < p.op_count(r); ++i) {
+      const Operation& o = p.op(r, i);
+      if (!sends(o.kind)) continue;
+      const auto at = std::make_tuple(static_cast<int>(o.send_peer), r, static_cast<int>(o.channel));
+      const std::vector<int>& v = receives_from[at];
+      const size_t s = sent[at]++;
+      if (s >= v.size())
+        throw UserError("rank " + std::to_string(r) + " sends to rank " + std::to_string(o.send_peer) + " on channel " +
+                        std::to_string(o.channel) + " more often than it receives from it there");
+      out[static_cast<size_t>(r)][static_cast<size_t>(i)] = v[s];
+    }
+  }
+  return out;
 }
 
 bool engine_can(Engine e, OpKind k) {

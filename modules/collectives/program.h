@@ -244,6 +244,11 @@ bool receives_landing(const Operation& o);
 // that takes its result, a multicast of its data, a put) or a barrier's
 // flag; the rest only receive, lend their input or copy it locally.
 bool copy_issues(const Operation& o);
+// For every point-to-point send (sends(kind)), the operation of its peer
+// that receives it: the s-th send of a to b on a channel meets b's s-th
+// receive from a on it (docs/programs.md); [rank][operation], -1 where it
+// sends nothing. Throws UserError for a send that no receive meets.
+std::vector<std::vector<int>> receiving_ops(const Program& p);
 // The chunks operation o reads and writes of its rank's buffers as the
 // GPUs' cores run it: f(ref, write) for each (gpu::CoresRank counts its
 // readers and writers so; cores_kept_bytes bounds what it keeps).

@@ -141,7 +141,6 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
       chunks_(collectives::message_chunks(f.p_)) {
   const collectives::Program& p = f.p_;
   ranks_.resize(static_cast<size_t>(p.ranks));
-  std::map<std::tuple<int, int, int>, std::vector<int>> receives;  // (receiver, sender, channel): its receives in order
   for (int r = 0; r < p.ranks; ++r) {
     Rank& k = ranks_[static_cast<size_t>(r)];
     k.r = r;
@@ -165,7 +164,6 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
           for (uint32_t j = 0; j < o.dst.count; ++j) k.receiver[key(o.group, m + j)] = i;
         }
       }
-      if (o.kind == OpKind::Recv) receives[{r, o.recv_peer, o.channel}].push_back(i);
       x.deps_left = static_cast<int>(o.dep_count);
       for (uint32_t d = 0; d < o.dep_count; ++d) k.dependents[p.deps_of(o)[d]].push_back(i);
     }
@@ -179,20 +177,9 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
     k.left = n;
     ops_ += static_cast<uint64_t>(n);
   }
-  // The k-th send of a to b on a channel meets b's k-th receive from a on it.
-  std::map<std::tuple<int, int, int>, size_t> sent;
+  const std::vector<std::vector<int>> takes = collectives::receiving_ops(p);
   for (Rank& k : ranks_)
-    for (size_t i = 0; i < k.ops.size(); ++i) {
-      const Operation& o = op(k.r, static_cast<int>(i));
-      if (o.kind != OpKind::Send) continue;
-      const auto at = std::make_tuple(o.send_peer, k.r, static_cast<int>(o.channel));
-      const std::vector<int>& v = receives[at];
-      const size_t nth = sent[at]++;
-      if (nth >= v.size())
-        throw UserError("rank " + std::to_string(k.r) + " sends to rank " + std::to_string(o.send_peer) +
-                        " on channel " + std::to_string(o.channel) + " more often than it receives from it there");
-      k.ops[i].peer_op = v[nth];
-    }
+    for (size_t i = 0; i < k.ops.size(); ++i) k.ops[i].peer_op = takes[static_cast<size_t>(k.r)][i];
   running_ = p.ranks;
 }
 
@@ -441,21 +428,12 @@ void CopyFlows::Run::land(int from, int i, int member) {
 }
 
 CopyFlows::Result CopyFlows::run(uint64_t bytes, const Progress& progress) {
-  Run x(*this, bytes, nullptr);
-  const std::function<double()> fraction = [&] { return x.done_share(); };
-  Result r = x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
-  r.passes = r.simulated_passes = 1;
-  return r;
+  return run_one_pass<Run>(*this, bytes, progress);
 }
 
 std::unique_ptr<Executor::Running> CopyFlows::start(uint64_t bytes, Done done) {
   assert(shared_);
-  auto x = std::make_unique<Run>(*this, bytes, shared_);
-  x->begin([done = std::move(done)](Result r) {
-    r.passes = r.simulated_passes = 1;
-    done(r);
-  });
-  return x;
+  return start_one_pass<Run>(*this, bytes, shared_, std::move(done));
 }
 
 }  // namespace incsim::flow

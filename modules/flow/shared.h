@@ -77,4 +77,26 @@ class RunFlows : public Executor::Running {
   uint64_t pending_ = 0, flows_ = 0;
 };
 
+// One message of `bytes` run by an executor whose whole program is one pass
+// (the copy engines', the RoCE hosts'), through its run R (a RunFlows with
+// go(tick), begin(done), now() and done_share()): alone, with progress,
+// and started on the network it shares.
+template <class R, class E>
+Executor::Result run_one_pass(E& e, uint64_t bytes, const Executor::Progress& progress) {
+  R x(e, bytes, nullptr);
+  const std::function<double()> fraction = [&] { return x.done_share(); };
+  Executor::Result r = x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
+  r.passes = r.simulated_passes = 1;
+  return r;
+}
+template <class R, class E>
+std::unique_ptr<Executor::Running> start_one_pass(E& e, uint64_t bytes, SharedNetwork* shared, Executor::Done done) {
+  auto x = std::make_unique<R>(e, bytes, shared);
+  x->begin([done = std::move(done)](Executor::Result r) {
+    r.passes = r.simulated_passes = 1;
+    done(r);
+  });
+  return x;
+}
+
 }  // namespace incsim::flow

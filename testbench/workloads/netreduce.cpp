@@ -10,6 +10,9 @@
 
 #include "choices.h"
 #include "collective_workload.h"
+#include "ethernet/roce_frame.h"
+#include "flow_collective.h"
+#include "platforms/ethernet_fabric.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "platforms/platform.h"
@@ -92,6 +95,14 @@ struct NetReduceWorkload::Point {
 
 NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   if (share) opt_.ring = share->hosts;
+  // Alone only: jobs and training on these platforms run at packet level (workloads.cpp).
+  const bool flow = opt_.fidelity == "flow";
+  if (flow) {
+    refuse_packet_outputs(opt_, true);
+    for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
+      if (cfg_.get(*p) > 0)
+        throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
+  }
   *schema_ = nccl_schema();
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   refuse_options(opt_, {"dims", "nodes", "node"}, "shapes the GPU fabrics, not platform " + opt_.platform);
@@ -142,10 +153,14 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   if (in_network && !shape.with_fpga)
     throw UserError("platform " + opt_.platform + " has no fpga_aggregator to run " + algorithm_ +
                     " on; add one, or run --algorithm " + (multigpu_ ? "flatring" : "ring"));
+  if (flow && in_network && shape.layout == platforms::NetReduceShape::Layout::SpineLeaf)
+    throw UserError("--fidelity flow: " + algorithm_ + " on spineleaf aggregates in the leaves' FPGAs and the spine's "
+                    "(NetReduce §3.3), which flows do not model; run it at packet level, or the ring as flows");
   const int racks = shape.racks, per_rack = shape.hosts_per_rack;
-  check_memory(sizes_, shape.hosts(),
-               "a buffer of that size on each of " + std::to_string(shape.hosts()) + (multigpu_ ? " GPUs" : " hosts"),
-               false);
+  if (!flow)
+    check_memory(sizes_, shape.hosts(),
+                 "a buffer of that size on each of " + std::to_string(shape.hosts()) + (multigpu_ ? " GPUs" : " hosts"),
+                 false);
 
   window_ = cfg_.get(kWindow);
   msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);
@@ -175,7 +190,8 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   roce::HostConfig hc{mtu, msg_len_, window_, ring_id_};
   in_network_ = in_network;
   program_ = make_program(algorithm, cfg_);
-  for (int i = 0; i < ranks; ++i) {  // the host of ring rank i (multigpu: GPU i)
+  if (flow) make_flows();
+  for (int i = 0; i < ranks && !flow; ++i) {  // the host of ring rank i (multigpu: GPU i)
     roce::RoceNic& nic = job_->nic(job_->ring_host(i));
     // Its connections: the ring (channel 0); on multigpu also the ring inside
     // its machine (channel 1) and the ring of its GPU index across the
@@ -287,12 +303,60 @@ collectives::Program NetReduceWorkload::make_program(const collectives::Algorith
   return algorithm.synthesize(site).program;
 }
 
+// The hosts' program as flows (flow/roce_flows.h) over the machine's graph:
+// every link carries RoCE frames, every switch forwards after its latency,
+// and each ring rank's aggregation goes through the FPGA port its ACL rule
+// sends it to (NetReduceJob::program): on a rack the one facing its host,
+// on multigpu the one facing its machine.
+void NetReduceWorkload::make_flows() {
+  const topo::Topology& t = machine_->topology();
+  const platforms::EthernetFabric& fabric = machine_->fabric_as<platforms::EthernetFabric>();
+  flow_machine_.size_for(t);
+  flow::LinkFormat frames;
+  frames.header = eth::kEthWireOverhead + eth::kRoceOverhead;
+  frames.flit = 4;
+  frames.max_payload = job_->mtu_payload();
+  frames.gathers = true;
+  frames.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
+  flow_machine_.formats.push_back(frames);
+  for (size_t k = 0; k < t.nodes().size(); ++k)
+    if (t.node(static_cast<int>(k)).kind == topo::NodeKind::Switch)
+      flow_machine_.node_ns[k] = fabric.switch_latency().to_seconds() * 1e9;
+  flow::RoceCosts c;
+  c.tx_ns = fabric.tx_latency().to_seconds() * 1e9;
+  c.rx_ns = fabric.rx_latency().to_seconds() * 1e9;
+  c.mtu = job_->mtu_payload();
+  c.msg_len = msg_len_;
+  c.window = window_;
+  c.frame_bytes = frames.header;
+  c.reth_bytes = eth::kRethBytes;
+  c.ina_bytes = eth::kInaBytes;
+  c.ack_bytes = frames.ack_bytes;
+  c.ack_every = fabric.ack_every();
+  std::vector<int> hosts, fpga_links;
+  const int H = job_->hosts() / job_->racks();
+  int fpga = -1;
+  for (int e : t.endpoints())
+    if (t.node(e).block == topo::kinds::kFpgaAggregator) fpga = e;
+  if (in_network_) c.fpga_ns = fabric.fpga_latency().to_seconds() * 1e9;
+  for (int k = 0; k < job_->ring_size(); ++k) {
+    const int host = job_->ring_host(k);
+    hosts.push_back(host);
+    if (in_network_) fpga_links.push_back(t.link_at({fpga, multigpu_ ? host / H : host % H}));
+  }
+  flows_ = std::make_unique<flow::RoceFlows>(program_, flow_machine_, hosts, fpga_links, c,
+                                             elements::dtype_bytes(dtype_));
+}
+
 void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
   if (what != "program") Workload::print(what, os);
   os << collectives::write_program(program_);
 }
 
-double NetReduceWorkload::done_fraction() const { return collectives::done_fraction(hosts_); }
+double NetReduceWorkload::done_fraction() const {
+  if (flows_) return fraction_ ? (*fraction_)() : -1;
+  return collectives::done_fraction(hosts_);
+}
 
 uint64_t NetReduceWorkload::host_peak_bytes() const {
   uint64_t most = 0;
@@ -335,6 +399,17 @@ bool NetReduceWorkload::drained() const {
 }
 
 std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
+  if (flows_) {
+    flow::Executor::Result res;
+    run.run_plain("size " + size_label(sizes_[si]), [&](const Runner::Poll& poll) {
+      res = flows_->run(sizes_[si], [&](const std::function<double()>& fraction, double now_ns) {
+        fraction_ = &fraction;
+        poll(now_ns / 1e3);
+        fraction_ = nullptr;
+      });
+    });
+    return {flow_row(si, res, notes)};
+  }
   const int hosts = job_->ring_size();  // the workers
   begin(si);
   Point& p = *point_;
@@ -379,22 +454,13 @@ Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
   const Totals t1 = totals();
   Row r(schema_);
   const double time_us = (p.end - p.start).to_seconds() * 1e6;
-  const uint64_t wrong = collectives::wrong(hosts_);
-  fill_nccl(r, bytes, elements::dtype_name(dtype_), elements::redop_name(redop_), time_us,
-            2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
-  const double model = model_us(bytes, true);
-  if (multigpu_)
-    r.set("model_us", model)
-        .set("alpha_us", job_->hop_latency().to_seconds() * 1e6)
-        .set("B_inter_payload_GBps", payload_GBps_)
-        .set("B_intra_payload_GBps", intra_payload_GBps_);
+  fill_row(r, si, time_us, collectives::wrong(hosts_), notes);
   const double goodput = 8.0 * static_cast<double>(bytes) / (time_us * 1e3);
   // Frames the hosts sent up to the end of the collective, per host.
   const double throughput = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (time_us * 1e3);
   uint64_t hops = 0;
   for (size_t k = 0; k < ends.size(); ++k) hops += ends[k].port->packets_sent() - p.before_packets[k];
-  r.set("goodput_Gbps", goodput)
-      .set("throughput_Gbps", throughput)
+  r.set("throughput_Gbps", throughput)
       .set("frames_lost", t1.lost - t0.lost)
       .set("icrc_drops", t1.icrc_drops - t0.icrc_drops)
       .set("retransmitted_packets", t1.retransmitted - t0.retransmitted)
@@ -402,12 +468,6 @@ Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
       .set("first_lost_drops", t1.first_lost - t0.first_lost)
       .set("results_sent_again", t1.resent - t0.resent)
       .set("packet_hops", hops);
-  // Under a memory budget, how much its arrays took and the MsgLen that left them (a jobs run's grants).
-  if (in_network_ && job_->fpga()->memory_bytes())
-    r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", msg_len_}};
-  if (multigpu_)
-    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
-          << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
   // On multigpu a host is a GPU: its frames cross the machine's fabric, not only the NIC.
   notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput
         << (multigpu_ ? " Gbps per GPU (frames it sends into its machine, toward a GPU or the NIC); "
@@ -421,10 +481,47 @@ Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
   return r;
 }
 
+// What both fidelities report: the time and bound, the appendix's model on
+// multigpu, the goodput.
+void NetReduceWorkload::fill_row(Row& r, size_t i, double time_us, uint64_t wrong, std::ostream& notes) const {
+  const int hosts = job_->ring_size();
+  const uint64_t bytes = sizes_[i];
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), elements::redop_name(redop_), time_us,
+            2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
+  const double model = model_us(bytes, true);
+  if (multigpu_)
+    r.set("model_us", model)
+        .set("alpha_us", job_->hop_latency().to_seconds() * 1e6)
+        .set("B_inter_payload_GBps", payload_GBps_)
+        .set("B_intra_payload_GBps", intra_payload_GBps_);
+  r.set("goodput_Gbps", 8.0 * static_cast<double>(bytes) / (time_us * 1e3));
+  // Under a memory budget, how much its arrays took and the MsgLen that left them (a jobs run's grants).
+  if (in_network_ && job_->fpga()->memory_bytes())
+    r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", msg_len_}};
+  if (multigpu_)
+    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
+          << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
+}
+
+// As flows nothing is lost, resent or counted as packets: those columns read "-".
+Row NetReduceWorkload::flow_row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
+  Row r(schema_);
+  fill_row(r, i, res.time_ns / 1e3, 0, notes);
+  r.set("wrong", std::string("-"));
+  for (const char* c : {"throughput_Gbps", "frames_lost", "icrc_drops", "retransmitted_packets", "timeouts",
+                        "first_lost_drops", "results_sent_again", "packet_hops"})
+    r.set(c, std::string("-"));
+  notes << std::fixed << std::setprecision(2) << "#   goodput " << 8.0 * static_cast<double>(sizes_[i]) / res.time_ns
+        << " Gbps per " << (multigpu_ ? "GPU" : "host") << "; flows: " << res.transfers << " messages, at most "
+        << res.most_active << " in flight at once\n";
+  return r;
+}
+
 // Beside the blocks' held packets: which hosts are not done, and where.
 void NetReduceWorkload::report_stall(std::ostream& os) const {
-  for (int i = 0; i < job_->ring_size(); ++i)
-    if (!hosts_[i]->finished()) os << "  host" << job_->ring_host(i) << ": not done, at " << hosts_[i]->where() << "\n";
+  for (size_t i = 0; i < hosts_.size(); ++i)
+    if (!hosts_[i]->finished())
+      os << "  host" << job_->ring_host(static_cast<int>(i)) << ": not done, at " << hosts_[i]->where() << "\n";
 }
 
 void NetReduceWorkload::print_header(std::ostream& os) const {
@@ -447,6 +544,11 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
     os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
        << (job_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
   os << std::setprecision(0) << std::fixed << job_->line_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
+  if (flows_)
+    os << "# fidelity: flow (docs/flow.md): each message a flow sharing its links max-min fairly, with the hosts' "
+          "posting and delivery latencies" << (in_network_ ? " and the FPGA's pipeline" : "")
+       << "; elements were not simulated (#wrong: -); what flows cannot see: switch buffers, head-of-line "
+          "blocking, loss and go-back-N\n";
   os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
      << " Gbps payload per host (";
   if (job_->ring_GBps() < job_->line_GBps())
@@ -477,6 +579,7 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
 }
 
 void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
+  if (flows_) config["fidelity"] = "flow";
   config["collective"] = "allreduce";
   config["algorithm"] = opt_.algorithm;
   config["hosts"] = job_->hosts();

@@ -11,6 +11,7 @@
 
 #include "collectives/algorithm.h"
 #include "elements/data_pattern.h"
+#include "flow/roce_flows.h"
 #include "collectives/program.h"
 #include "core/process.h"
 #include "netreduce_job.h"
@@ -47,7 +48,9 @@ class NetReduceWorkload : public GroupCollective {
   NetReduceWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
   ~NetReduceWorkload() override;
 
-  platforms::Machine* machine() override { return machine_; }
+  // At --fidelity flow the machine is built for the job's set-up (its
+  // connections, rules and aggregator arrays) and not run: none.
+  platforms::Machine* machine() override { return flows_ ? nullptr : machine_; }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   void print_header(std::ostream& os) const override;
@@ -85,6 +88,10 @@ class NetReduceWorkload : public GroupCollective {
   bool drained() const;  // every NIC idle: no packet unsent or unacknowledged
   double model_us(uint64_t bytes, bool with_alpha) const;
   collectives::Program make_program(const collectives::Algorithm& algorithm, Config& cfg) const;
+  // --fidelity flow: the hosts' program as flows over the machine's graph.
+  void make_flows();
+  Row flow_row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
+  void fill_row(Row& r, size_t i, double time_us, uint64_t wrong, std::ostream& notes) const;
   Options opt_;
   Config& cfg_;
   bool multigpu_ = false;
@@ -103,7 +110,10 @@ class NetReduceWorkload : public GroupCollective {
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
   collectives::Program file_program_;   // --algorithm FILE
   collectives::Program program_;        // what the hosts run
-  std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]
+  std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]; none at --fidelity flow
+  flow::FlowMachine flow_machine_;                          // --fidelity flow: the graph as flows see it
+  std::unique_ptr<flow::RoceFlows> flows_;
+  const std::function<double()>* fraction_ = nullptr;       // a flow run's share done, while it runs
   bool in_network_ = false;
   bool masters_ring_ = false;  // Tencent's two levels: the appendix's Eq. (2)
   // The running point (begin, start): counters before it, its start and end, hosts done.

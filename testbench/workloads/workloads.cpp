@@ -45,9 +45,11 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   if (!o.jobs.empty() && w != (ethernet ? "netreduce" : "collective"))
     throw UserError("a jobs: list runs collectives side by side, not --workload " + w);
   if (o.fidelity == "flow") {
-    if ((w != "collective" && w != "train") || ethernet)
-      throw UserError("--fidelity flow runs collectives, jobs and training on GPU fabrics only, not " +
-                      (ethernet ? "NetReduce's Ethernet platform " + o.platform : "--workload " + w) + " (yet)");
+    if (w == "traffic")
+      throw UserError("--fidelity flow runs collectives, jobs and training, not --workload traffic (yet)");
+    if (ethernet && (w != "netreduce" || !o.jobs.empty()))
+      throw UserError("--fidelity flow runs NetReduce's Ethernet platform " + o.platform + " for one collective at a "
+                      "time, not " + (o.jobs.empty() ? "training" : "a jobs: list") + " (yet)");
     if (w == "collective" && o.jobs.empty()) return std::make_unique<FlowCollectiveWorkload>(o, cfg);
   }
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);

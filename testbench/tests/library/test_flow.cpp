@@ -1,6 +1,7 @@
 // The flow network (modules/flow): max-min fair rates by progressive
 // filling and completion times, and the cores' and the copy engines'
-// in-network operations as flows, against times computed by hand.
+// in-network operations and the RoCE hosts' messages as flows, against
+// times computed by hand.
 #include <catch2/catch.hpp>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
 #include "flow/network.h"
+#include "flow/roce_flows.h"
 #include "flow/shared.h"
 
 using incsim::flow::Network;
@@ -407,6 +409,77 @@ TEST_CASE("copy flows: a pull waits for its barrier, its reads carry the multica
   s.m.table_bytes.assign(s.t.nodes().size(), {});
   s.m.table_bytes[static_cast<size_t>(s.t.switches()[0])] = {256, 256};
   CHECK(copy_run(s, p, 1 << 20, 0) == Approx(100 + half / 2.56 + 200 + 100));
+}
+
+// The RoCE hosts' programs as flows (flow/roce_flows.h): two hosts and an
+// FPGA with a port for each on one switch, 12.5 GB/s links without latency,
+// a 400 ns switch; messages of 4 packets of 1 KiB.
+namespace {
+struct Rack {
+  incsim::topo::Topology t;
+  incsim::flow::FlowMachine m;
+  int fpga;
+  Rack() {
+    const int sw = t.add_switch("switch", 4);
+    for (int h = 0; h < 2; ++h) t.connect({sw, h}, {t.add_endpoint("host" + std::to_string(h), 1), 0}, 12.5, 0);
+    fpga = t.add_endpoint("fpga", 2);
+    for (int p = 0; p < 2; ++p) t.connect({sw, 2 + p}, {fpga, p}, 12.5, 0);
+    t.finalize();
+    m.size_for(t);
+    m.formats.push_back({});
+    m.node_ns[static_cast<size_t>(sw)] = 400;
+  }
+  double run(const incsim::collectives::Program& p, uint64_t bytes, double tx_ns, double rx_ns, double fpga_ns,
+             uint32_t window = 2) {
+    incsim::flow::RoceCosts c;
+    c.tx_ns = tx_ns;
+    c.rx_ns = rx_ns;
+    c.msg_len = 4;
+    c.window = window;
+    c.fpga_ns = fpga_ns;
+    c.frame_bytes = 82;
+    c.reth_bytes = 16;
+    c.ina_bytes = 12;
+    c.ack_bytes = 86;
+    c.ack_every = 16;
+    incsim::flow::RoceFlows f(p, m, {0, 1}, {t.link_at({fpga, 0}), t.link_at({fpga, 1})}, c, 4);
+    return f.run(bytes).time_ns;
+  }
+};
+}  // namespace
+
+TEST_CASE("RoCE flows: a queue pair's messages leave one after another, each seen a delivery after its last byte") {
+  Rack r;
+  const incsim::collectives::Program p = incsim::collectives::read_program(
+      "program 1\nname put\ncollective allreduce ranks 2 root 0 inplace 1\n"
+      "rank 0 input 1 output 1 scratch 0\n0 s roce ch 0 q 0 to 1 src i0\n"
+      "rank 1 input 1 output 1 scratch 0\n0 r roce ch 0 q 0 from 0 dst o0\n",
+      "test");
+  // 1 MiB in 1 KiB packets of 1024 + 82 B, a message's first with a 16-byte
+  // RETH: the last byte leaves the posting (300 ns) and the wire's time
+  // later, and is seen the switch (400 ns) and the delivery (200 ns) after.
+  const double wire = (1024 + 82 + 16 / 4.0) / 1024;
+  CHECK(r.run(p, 1 << 20, 300, 200, 0) == Approx(300 + (1 << 20) * wire / 12.5 + 400 + 200));
+}
+
+TEST_CASE("RoCE flows: an aggregation's messages from every member are one flow through the FPGA, its window "
+          "waiting for the results") {
+  Rack r;
+  const incsim::collectives::Program p = incsim::collectives::netreduce_program(2);
+  // Each host's frames up its link, through its FPGA port both ways and
+  // down to the other host, every link one stream at 12.5 GB/s (the first
+  // packet of a message carries a RETH and a 12-byte INA header), and each
+  // host's link up the other's 86-byte ACK of each message too. With a
+  // window of 256 messages nothing waits: the result is seen the switch
+  // twice (800 ns) and the FPGA (500 ns) after the last byte.
+  const double wire = (1024 + 82 + 28 / 4.0) / 1024, acked = wire + 86 / 4096.0;
+  CHECK(r.run(p, 1 << 20, 0, 0, 500, 256) == Approx((1 << 20) * acked / 12.5 + 800 + 500));
+  // With N = 2 and a 2 us posting and delivery, a message (4 KiB, 356 ns on
+  // the wire) is back 2 us + 356 ns + 1.3 us + 2 us after it is posted, and
+  // two fly at once: 8 KiB per 5,656 ns, the window's rate (the posting of
+  // the first two, 2 us, is what it adds: the last result ends the run).
+  const double msg = 4096 * wire / 12.5, round = 2000 + msg + 1300 + 2000;
+  CHECK(r.run(p, 64 << 10, 2000, 2000, 500) == Approx(round * (16 / 2)).epsilon(0.02));
 }
 
 TEST_CASE("NIC flows: a table's Reduce waits for its children's partial sums, its Gather for the sum, in lockstep") {

@@ -42,9 +42,13 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
   require_refused("--fidelity bogus", "--fidelity must be packet or flow, not 'bogus'");
   require_refused("--fidelity flow --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow -c fault.alu.block=gpu1.cores", "which --fidelity flow does not simulate");
-  require_refused("--fidelity flow --traffic uniform", "runs collectives, jobs and training on GPU fabrics only, not --workload traffic");
+  require_refused("--fidelity flow --traffic uniform", "runs collectives, jobs and training, not --workload traffic");
   require_refused("--fidelity flow --platform rack --model resnet18",
-                  "runs collectives, jobs and training on GPU fabrics only, not NetReduce's Ethernet platform rack");
+                  "runs NetReduce's Ethernet platform rack for one collective at a time, not training");
+  require_refused("--fidelity flow --platform spineleaf --algorithm netreduce",
+                  "netreduce on spineleaf aggregates in the leaves' FPGAs and the spine's");
+  require_refused("--fidelity flow --platform rack -c link.corruption=0.001",
+                  "link.corruption drops frames for go-back-N to resend, which --fidelity flow does not simulate");
   require_refused("--fidelity flow --model resnet18 --vcd /tmp/incsim_flow.vcd", "--vcd shows a VCD of packets");
   require_refused("--fidelity flow --algorithm push -c gpu.copy_engine.order=bogus",
                   "gpu.copy_engine.order must be window, arbitrary or address, not 'bogus'");
@@ -183,6 +187,19 @@ TEST_CASE("flow against packet level: Klenk's push and multicast and a DMA put o
     const double flow = times(run + " --sizes 1M --fidelity flow").at(0);
     INFO(run << ": packet " << packet << " us, flow " << flow << " us");
     CHECK(std::abs(flow / packet - 1) < 0.05);
+  }
+}
+
+TEST_CASE("flow against packet level: NetReduce's ring and aggregation on a rack, Parallel NetReduce and the flat "
+          "ring on multigpu, at 1 MiB within 1%", "[flow][accuracy]") {
+  for (const std::string run : {"--platform rack --algorithm ring", "--platform rack --algorithm netreduce",
+                                "--platform multigpu --algorithm flatring", "--platform multigpu --algorithm pnetreduce"}) {
+    const double packet = times(run + " --sizes 1M").at(0);
+    const nlohmann::json flow = rows(run + " --sizes 1M --fidelity flow");
+    INFO(run << ": packet " << packet << " us, flow " << flow[0]["time_us"] << " us");
+    CHECK(std::abs(flow[0]["time_us"].get<double>() / packet - 1) < 0.01);
+    CHECK(flow[0]["wrong"] == "-");
+    CHECK(flow[0]["packet_hops"] == "-");
   }
 }
 
