@@ -27,13 +27,13 @@ def family(case):
     return "clusters" if case.startswith("cluster") else "one GPU fabric"
 
 
-fig, axes = plt.subplots(1, 3, figsize=(17, 5.5), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+fig, axes = plt.subplots(1, 3, figsize=(17, 9), gridspec_kw={"width_ratios": [1, 1, 1.1]})
 by_family = {}
 for p in points:
     by_family.setdefault(family(p["case"]), {}).setdefault(p["case"], []).append(
         (int(p["size_bytes"]), 100 * float(p["error"])))
 for ax, name in zip(axes[:2], ("one GPU fabric and clusters", "NICs' schedule tables")):
-    ax.set_prop_cycle(color=plt.cm.tab20.colors)
+    ax.set_prop_cycle(color=plt.cm.tab20.colors + plt.cm.tab20b.colors)
     fams = ["one GPU fabric", "clusters"] if name.startswith("one") else [name]
     for fam in fams:
         for case, xs in sorted(by_family.get(fam, {}).items()):
@@ -47,7 +47,8 @@ for ax, name in zip(axes[:2], ("one GPU fabric and clusters", "NICs' schedule ta
     ax.set_ylabel("flow against packet level (%)")
     ax.set_title("collectives: " + name)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=6, ncol=2)
+    # Below the axes: the cases are too many to leave room for the points.
+    ax.legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.12))
 if train:
     ax = axes[2]
     labels = [t["case"] for t in train]
