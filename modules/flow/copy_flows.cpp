@@ -282,13 +282,18 @@ void CopyFlows::Run::push(Rank& k, int i) {
   joins_.erase(at);
   const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
   std::vector<Network::Use> uses = shape.uses;
-  // Where the waves bind, a GPU's ports idle between them, and each port's
-  // first write of a wave waits for a read of its data: the slowest of the
-  // GPU's ports' reads adds to the round trip.
-  const topo::Topology& t = *f_.m_.t;
-  const int ports = t.node(t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])]).ports;
-  const double read = last_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, 0, static_cast<uint64_t>(ports), 1);
-  if (const int l = cap(waves_rate(shape.latency + read)); l >= 0) uses.push_back({l, 1.0});
+  // Where the waves bind (they cannot keep the GPU's injection bandwidth
+  // busy), a GPU's ports idle between them, and each port's first write of
+  // a wave waits for a read of its data: the slowest of the GPU's ports'
+  // reads adds to the round trip.
+  double rate = waves_rate(shape.latency);
+  if (rate < f_.costs_.b_in_GBps) {
+    const topo::Topology& t = *f_.m_.t;
+    const int ports = t.node(t.endpoints()[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])]).ports;
+    rate = waves_rate(shape.latency +
+                      last_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, 0, static_cast<uint64_t>(ports), 1));
+  }
+  if (const int l = cap(rate); l >= 0) uses.push_back({l, 1.0});
   const double bytes = static_cast<double>(span(k.ops[static_cast<size_t>(i)].lo, k.ops[static_cast<size_t>(i)].hi));
   // The engines read their first data, then write at the rate the network gives.
   after(access(), [this, all, uses = std::move(uses), bytes, latency = shape.latency] {
