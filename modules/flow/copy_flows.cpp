@@ -43,8 +43,7 @@ CopyFlows::CopyFlows(collectives::Program p, const FlowMachine& m, std::vector<i
       seed_(seed),
       shared_(shared),
       graph_(shared ? &shared->graph : &own_graph_.emplace(m, std::set<std::pair<int, int>>{})),
-      own_(own_copies(p_)),
-      innet_(p_, m_, endpoints_, *graph_, costs_.mem_ns, costs_.jitter_ns, own_) {}
+      innet_(p_, m_, endpoints_, *graph_, costs_.mem_ns, costs_.jitter_ns, own_copies(p_)) {}
 
 CopyFlows::~CopyFlows() = default;
 
@@ -345,7 +344,7 @@ void CopyFlows::Run::land_multicast(int r, int i, const InNetwork::Shape& shape,
   const int g = op(r, i).group;
   const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(g)];
   for (size_t j = 0; j < members.size(); ++j)
-    if (members[j] != r || f_.own_[static_cast<size_t>(g)])
+    if (members[j] != r || f_.innet_.own_copy(g))
       after(delay + shape.to_member[j], [this, r, i, m = members[j]] { land(r, i, m); });
 }
 

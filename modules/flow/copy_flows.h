@@ -62,7 +62,6 @@ class CopyFlows : public Executor {
   SharedNetwork* shared_;
   std::optional<FlowGraph> own_graph_;
   FlowGraph* graph_;
-  std::vector<char> own_;  // [group]: its members' own copies go through the switches (multimem)
   InNetwork innet_;
 };
 

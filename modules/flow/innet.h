@@ -56,6 +56,8 @@ class InNetwork {
   const std::vector<Home>& homes(int g);
   // Per data byte of a 128-byte block on flow link `link`: its packet's wire bytes, or a header alone.
   double block_weight(int link, bool header_only) const;
+  // Group g's members' own copies go through the switches (the constructor's own_copy).
+  bool own_copy(int g) const { return own_copy_[static_cast<size_t>(g)]; }
 
  private:
   // Rank r's ports toward its group g's switches (the first other member's

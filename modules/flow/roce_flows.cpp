@@ -79,7 +79,6 @@ class RoceFlows::Run : public RunFlows {
     bool aggregation;
     std::deque<std::tuple<int, uint32_t, double>> queue;  // (operation, message, ready)
     bool busy = false, waiting = false;
-    const Route* route = nullptr;      // to the peer
     std::vector<Network::Use> uses;    // per payload byte, the FPGA's port both ways for an aggregation
     double latency = 0;                // its last byte out to the peer's host seeing it
   };
@@ -176,17 +175,17 @@ int RoceFlows::Run::lane_of(Rank& k, int channel, int peer, bool aggregation) {
   lane.peer = peer;
   lane.aggregation = aggregation;
   const int from = f_.endpoints_[static_cast<size_t>(k.r)], to = f_.endpoints_[static_cast<size_t>(peer)];
-  lane.route = &f_.graph_->route(from, 0, to);
+  const Route& route = f_.graph_->route(from, 0, to);
   const RoceCosts& c = f_.costs_;
   const double data = f_.wire_per_byte(aggregation);
   // An ACK frame for every ack_every packets and for each message's last.
   const double acks = std::ceil(static_cast<double>(c.msg_len) / c.ack_every) * c.ack_bytes /
                       (static_cast<double>(c.msg_len) * c.mtu);
-  for (const auto& [link, share] : lane.route->hops) {
+  for (const auto& [link, share] : route.hops) {
     if (share > 0) lane.uses.push_back({link, share * data});
     else lane.uses.push_back({link, -share * acks, false});
   }
-  lane.latency = lane.route->latency_ns + c.rx_ns;
+  lane.latency = route.latency_ns + c.rx_ns;
   if (aggregation) {
     const int l = f_.fpga_links_.empty() ? -1 : f_.fpga_links_[static_cast<size_t>(k.r)];
     if (l < 0)

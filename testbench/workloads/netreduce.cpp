@@ -334,15 +334,13 @@ void NetReduceWorkload::make_flows() {
   c.ack_bytes = frames.ack_bytes;
   c.ack_every = fabric.ack_every();
   std::vector<int> hosts, fpga_links;
-  const int H = job_->hosts() / job_->racks();
-  int fpga = -1;
-  for (int e : t.endpoints())
-    if (t.node(e).block == topo::kinds::kFpgaAggregator) fpga = e;
   if (in_network_) c.fpga_ns = fabric.fpga_latency().to_seconds() * 1e9;
   for (int k = 0; k < job_->ring_size(); ++k) {
     const int host = job_->ring_host(k);
     hosts.push_back(host);
-    if (in_network_) fpga_links.push_back(t.link_at({fpga, multigpu_ ? host / H : host % H}));
+    if (!in_network_) continue;
+    const auto [fpga, port] = job_->fpga_port(host);
+    fpga_links.push_back(t.link_at({t.endpoints()[static_cast<size_t>(fpga)], port}));
   }
   flows_ = std::make_unique<flow::RoceFlows>(program_, flow_machine_, hosts, fpga_links, c,
                                              elements::dtype_bytes(dtype_));

@@ -57,6 +57,13 @@ void NetReduceJob::attach(platforms::Machine& m) {
   fpgas_ = m.blocks_of<netreduce::FpgaAggregator>();
 }
 
+std::pair<int, int> NetReduceJob::fpga_port(int host) const {
+  const int H = shape_.hosts_per_rack;
+  // Graph nodes: hosts are endpoints 0..hosts-1, then the FPGAs (the leaves', then the spine's).
+  if (shape_.layout == Layout::MultiGpu) return {static_cast<int>(graph_->endpoints().size()) - 1, host / H};
+  return {shape_.hosts() + host / H, host % H};
+}
+
 void NetReduceJob::program(uint64_t seed) {
   const topo::Topology& g = *graph_;
   const int H = shape_.hosts_per_rack, R = shape_.racks, hosts = shape_.hosts();
@@ -123,7 +130,7 @@ void NetReduceJob::program(uint64_t seed) {
     for (int k = 0; k < ring_size(); ++k)
       if (ring_[k] / H == r)
         leaf.add_acl({ip_of(ring_[k]), ip_of(next_of(k)), roce::RoceNic::qpn_of(recv_qp()),
-                      port_to(fpga0 + r, ring_[k] % H)});
+                      port_to(fpga_port(ring_[k]).first, fpga_port(ring_[k]).second)});
   }
   if (R == 1) return;
   eth::EthernetSwitch& spine = *switches_.back();
@@ -144,7 +151,8 @@ void NetReduceJob::program(uint64_t seed) {
     // the FPGA by port q (one rule per GPU, §4).
     for (int i = 0; i < H; ++i) {
       const int gi = q * H + i, next = ((q + 1) % R) * H + i;
-      spine.add_acl({ip_of(gi), ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()), port});
+      spine.add_acl({ip_of(gi), ip_of(next), roce::RoceNic::qpn_of(inter_recv_qp()),
+                     port_to(fpga_port(gi).first, fpga_port(gi).second)});
     }
   }
 }

@@ -40,6 +40,11 @@ class NetReduceJob {
   uint32_t msg_len_for(uint32_t window, uint32_t msg_len) const;
   // Programs the machine: the ring's connections, and its workers' ACL rules.
   void program(uint64_t seed);
+  // The FPGA (an endpoint index) and its port that a host's aggregation
+  // connection is redirected to by its ACL rule: its rack's (or leaf's)
+  // FPGA's port facing the host, on multigpu the FPGA's port facing its
+  // machine.
+  std::pair<int, int> fpga_port(int host) const;
   // An aggregator array for its ring (multi-GPU: one per GPU index) on every
   // FPGA; the rack's FPGA numbers every job's rings (FpgaAggregator::ring_id).
   // Returns the ring's id (multi-GPU: of GPU index 0's).
