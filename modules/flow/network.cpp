@@ -264,6 +264,49 @@ void Network::recompute() {
 // the rate of a path outside that shares it, which then is not a bottleneck
 // of its own: the whole component is filled instead. (The two differ from
 // each other by rounding only.)
+bool Network::higher(int a, int b) const {
+  const Link& x = links_[static_cast<size_t>(a)];
+  const Link& y = links_[static_cast<size_t>(b)];
+  return x.key != y.key ? x.key > y.key : a > b;
+}
+
+void Network::heap_place(size_t i, int l) {
+  heap_[i] = l;
+  links_[static_cast<size_t>(l)].at = static_cast<uint32_t>(i);
+}
+
+void Network::sift_up(size_t i) {
+  const int l = heap_[i];
+  while (i > 0 && higher(heap_[(i - 1) / 2], l)) {
+    heap_place(i, heap_[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heap_place(i, l);
+}
+
+void Network::sift_down(size_t i) {
+  const int l = heap_[i];
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= heap_.size()) break;
+    if (c + 1 < heap_.size() && higher(heap_[c], heap_[c + 1])) ++c;
+    if (!higher(l, heap_[c])) break;
+    heap_place(i, heap_[c]);
+    i = c;
+  }
+  heap_place(i, l);
+}
+
+void Network::take_out(size_t i) {
+  links_[static_cast<size_t>(heap_[i])].at = kOut;
+  const int last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;
+  heap_place(i, last);
+  sift_up(i);
+  sift_down(links_[static_cast<size_t>(last)].at);
+}
+
 bool Network::fill(bool whole) {
   ++epoch_;
   comp_links_.clear();
@@ -325,39 +368,42 @@ bool Network::fill(bool whole) {
   // link fills; that link's flows freeze at that rate. A link's level is
   // its capacity left over its unfrozen flows' weights. Freezing flows at
   // the least level raises their other links' levels (or, by rounding,
-  // lowers them by an ulp), so a link's heap entry is pushed again only
-  // where its level fell below its key; an entry popped below its link's
-  // level goes back with that level. The order, and every rate, is that of
-  // pushing each change.
+  // lowers them by an ulp), so a link's key in the heap moves up only
+  // where its level fell below it; a link at the top below its level
+  // sinks back with that level, and one with no weight left leaves. The
+  // order, and every rate, is that of keeping each link's key at its level.
   heap_.clear();
   for (const std::vector<int>* v : {&comp_links_, &edge_links_})
     for (int l : *v) {
       Link& k = links_[static_cast<size_t>(l)];
       k.bottleneck = false;
       k.key = k.left / k.weights;
-      if (k.weights > kTiny) heap_.push_back({k.key, l, ++k.entry});
+      k.at = kOut;
+      if (k.weights > kTiny) {
+        k.at = static_cast<uint32_t>(heap_.size());
+        heap_.push_back(l);
+      }
     }
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<Level>());
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<Level>());
-    const Level top = heap_.back();
-    heap_.pop_back();
-    Link& k = links_[static_cast<size_t>(top.link)];
-    if (top.entry != k.entry || k.weights <= kTiny) continue;
-    if (const double now = k.left / k.weights; now > top.level) {
+  for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
+  // Once every path is frozen, what is left in the heap freezes nothing.
+  size_t unfrozen = comp_paths_.size();
+  while (!heap_.empty() && unfrozen > 0) {
+    const int top = heap_.front();
+    Link& k = links_[static_cast<size_t>(top)];
+    if (const double now = k.left / k.weights; now > k.key) {
       k.key = now;
-      heap_.push_back({now, top.link, ++k.entry});
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+      sift_down(0);
       continue;
     }
-    ++k.entry;  // filled: no entry of it is live
+    take_out(0);  // filled
+    const double level = std::max(0.0, k.key);
     k.key = -std::numeric_limits<double>::infinity();
-    const double level = std::max(0.0, top.level);
     for (const OnLink& o : k.paths) {
       if (!o.limits) continue;
       Path& x = paths_[static_cast<size_t>(o.path)];
       if (x.epoch != epoch_ || x.frozen) continue;
       x.frozen = true;
+      --unfrozen;
       x.rate = level;
       k.bottleneck = true;
       const double n = static_cast<double>(x.flows.size());
@@ -365,14 +411,16 @@ bool Network::fill(bool whole) {
         Link& m = links_[static_cast<size_t>(use.link)];
         m.left -= use.weight * n * level;
         m.weights -= use.weight * n;
-        if (m.weights > kTiny && m.left / m.weights < m.key) {
+        if (m.at == kOut) continue;
+        if (m.weights <= kTiny) {
+          take_out(m.at);  // nothing of it left to fill
+        } else if (m.left / m.weights < m.key) {
           m.key = m.left / m.weights;
-          heap_.push_back({m.key, use.link, ++m.entry});
-          std::push_heap(heap_.begin(), heap_.end(), std::greater<Level>());
+          sift_up(m.at);
         }
       }
     }
-    if (k.bottleneck && k.edge == epoch_) edges_filled_.emplace_back(top.link, level);
+    if (k.bottleneck && k.edge == epoch_) edges_filled_.emplace_back(top, level);
   }
   // A path outside above an edge link's level would have to yield to the
   // paths inside: that link couples them after all.

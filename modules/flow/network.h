@@ -96,8 +96,8 @@ class Network {
     // Progressive filling's state, valid while `epoch` is the current one.
     uint64_t epoch = 0;
     double left = 0, weights = 0;
-    double key = 0;      // its live heap entry's level, at most its level
-    uint32_t entry = 0;  // its live heap entry's number
+    double key = 0;     // its key in the filling's heap, at most its level
+    uint32_t at = 0;    // its place in the heap, or kOut
     uint64_t edge = 0;   // the epoch in which it bounds the filled paths from outside (recompute)
     bool bottleneck = false;  // it froze a flow in the last filling that included it
   };
@@ -137,13 +137,15 @@ class Network {
     Callback f;
     uint64_t* pending = nullptr;
   };
-  // A link's heap entry in progressive filling: live while `entry` is the link's.
-  struct Level {
-    double level;
-    int link;
-    uint32_t entry;
-    bool operator>(const Level& o) const { return level != o.level ? level > o.level : link > o.link; }
-  };
+  // Progressive filling's heap of links, least key first (ties: lower
+  // link), each knowing its place, so a key moves in place and a link
+  // with nothing left to fill leaves without being popped.
+  static constexpr uint32_t kOut = ~0u;
+  bool higher(int a, int b) const;  // a after b
+  void heap_place(size_t i, int l);
+  void sift_up(size_t i);
+  void sift_down(size_t i);
+  void take_out(size_t i);
   // A callback's event (paths' drains are in due_).
   struct Event {
     double t;
@@ -208,7 +210,7 @@ class Network {
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
   std::vector<std::pair<int, double>> edges_filled_;        // edge links that froze a path, at their level
-  std::vector<Level> heap_;
+  std::vector<int> heap_;  // links
 };
 
 }  // namespace incsim::flow
