@@ -86,7 +86,7 @@ class CopyFlows::Run : public RunFlows {
   struct Rank {
     int r = 0;
     std::vector<Op> ops;
-    std::vector<std::vector<int>> dependents;
+    Dependents dependents;
     std::unordered_map<uint64_t, int> receiver;  // (group, message chunk): the operation whose dst it is
     int left = 0;
     bool advancing = false, again = false;
@@ -145,7 +145,7 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
     k.r = r;
     const int n = p.op_count(r);
     k.ops.resize(static_cast<size_t>(n));
-    k.dependents.assign(static_cast<size_t>(n), {});
+    k.dependents = Dependents(p, r);
     for (int i = 0; i < n; ++i) {
       Op& x = k.ops[static_cast<size_t>(i)];
       const Operation& o = op(r, i);
@@ -164,7 +164,6 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
         }
       }
       x.deps_left = static_cast<int>(o.dep_count);
-      for (uint32_t d = 0; d < o.dep_count; ++d) k.dependents[p.deps_of(o)[d]].push_back(i);
     }
     // A multicast of what a read brings back follows the read block by block.
     for (int i = 0; i < n; ++i) {
@@ -236,7 +235,7 @@ void CopyFlows::Run::finish(Rank& k, int i) {
   x.done = true;
   ++ops_done_;
   --k.left;
-  for (int d : k.dependents[static_cast<size_t>(i)])
+  for (int d : k.dependents.of(i))
     if (!k.ops[static_cast<size_t>(d)].streamed) --k.ops[static_cast<size_t>(d)].deps_left;
   // The multicast that forwards a read's results ends with it.
   if (x.stream_to >= 0 && !k.ops[static_cast<size_t>(x.stream_to)].done) return finish(k, x.stream_to);

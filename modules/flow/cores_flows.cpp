@@ -116,13 +116,12 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwo
     k->r = r;
     const int n = p.op_count(r);
     k->done_passes.assign(static_cast<size_t>(n), 0);
-    k->dependents.assign(static_cast<size_t>(n), {});
+    k->dependents = Dependents(p, r);
     k->queue_of.assign(static_cast<size_t>(n), -1);
     k->in_of.assign(static_cast<size_t>(n), nullptr);
     k->out_of.assign(static_cast<size_t>(n), nullptr);
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
-      for (uint32_t d = 0; d < o.dep_count; ++d) k->dependents[p.deps_of(o)[d]].push_back(i);
       if (passive(o)) continue;
       auto it = std::find_if(k->queues.begin(), k->queues.end(), [&](const auto& q) { return q->index == o.queue; });
       if (it == k->queues.end()) {
@@ -406,7 +405,7 @@ void CoresFlows::Run::consume(Queue& q, Conn& c) {
 
 void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
   k.done_passes[static_cast<size_t>(i)] = pass + 1;
-  for (int d : k.dependents[static_cast<size_t>(i)])
+  for (int d : k.dependents.of(i))
     if (k.queue_of[static_cast<size_t>(d)] >= 0 && k.queue_of[static_cast<size_t>(d)] != k.queue_of[static_cast<size_t>(i)])
       progress(*k.queues[static_cast<size_t>(k.queue_of[static_cast<size_t>(d)])]);
 }

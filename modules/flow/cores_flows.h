@@ -8,7 +8,6 @@
 // store (Simple), the receiver's poll, the head flag that frees a slot.
 // No element values travel. Plain C++, no SystemC.
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>

@@ -85,14 +85,16 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   else last_round(rounds, std::move(read_last));
 }
 
+// The front's read runs moved out of the queue (what it starts may queue
+// more), its emptied place the front until read_done.
 void CoresFlows::Run::last_round(LastRounds& l, Network::Callback read) {
   l.push_back(std::move(read));
-  if (l.size() == 1) l.front()();
+  if (l.size() == 1) Network::Callback(std::move(l.front()))();
 }
 
 void CoresFlows::Run::read_done(LastRounds& l) {
   l.pop_front();
-  if (!l.empty()) l.front()();
+  if (!l.empty()) Network::Callback(std::move(l.front()))();
 }
 
 // Posted, so the queue goes on once the last store has left.

@@ -3,7 +3,6 @@
 // connections as the packet-level executor has them (gpu/cores_rank.h).
 // Private to the flow module: cores_flows.cpp runs the point-to-point
 // transfers, cores_innet.cpp the in-network operations.
-#include <deque>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -61,7 +60,7 @@ class CoresFlows::Run : public RunFlows {
     std::vector<int> ops;
     uint64_t passes = 1, next = 0, total = 0, transfers = 0, sent = 0;
     bool sending = false, finished = false;
-    std::deque<Pending> pending;
+    Fifo<Pending> pending;
     int acks_due = 0;
     // Its reducing writes' credits (CoresCosts::push_credits) as a link of
     // their rate by Little's law, which every such flow of the queue crosses.
@@ -72,7 +71,7 @@ class CoresFlows::Run : public RunFlows {
     std::vector<std::unique_ptr<Conn>> send, recv;
     std::vector<std::unique_ptr<Queue>> queues;
     std::vector<uint64_t> done_passes;
-    std::vector<std::vector<int>> dependents;
+    Dependents dependents;
     std::vector<int> queue_of;
     std::vector<Conn*> in_of, out_of;
     std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
@@ -110,7 +109,7 @@ class CoresFlows::Run : public RunFlows {
   void start_innet(Queue& q, int i, uint64_t pass);
   // A reader's last rounds of requests (a block on each port), served one
   // read after another (start_reduce_read): the front one's flow is in flight.
-  using LastRounds = std::deque<Network::Callback>;
+  using LastRounds = Fifo<Network::Callback>;
   void start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len);
   // Starts `read` once the reads queued before it are done; read_done starts the next.
   static void last_round(LastRounds& l, Network::Callback read);

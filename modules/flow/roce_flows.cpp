@@ -85,7 +85,7 @@ class RoceFlows::Run : public RunFlows {
   struct Rank {
     int r = 0;
     std::vector<Op> ops;
-    std::vector<std::vector<int>> dependents;
+    Dependents dependents;
     std::vector<Lane> lanes;
     std::vector<int> work;
     int left = 0;
@@ -127,7 +127,7 @@ RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
     k.r = r;
     const int n = p.op_count(r);
     k.ops.resize(static_cast<size_t>(n));
-    k.dependents.assign(static_cast<size_t>(n), {});
+    k.dependents = Dependents(p, r);
     // Chunk c starts at element c E / C, as NCCL splits the buffer.
     const uint64_t chunks = collectives::chunk_limit(p, r, collectives::Buffer::Input);
     const auto begin = [&](uint64_t c) { return c * elems / chunks * f.elem_; };
@@ -143,7 +143,6 @@ RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
       if (x.prev >= 0) k.ops[static_cast<size_t>(x.prev)].next = i;
       last_of_queue[o.queue] = i;
       x.deps_left = static_cast<int>(o.dep_count);
-      for (uint32_t d = 0; d < o.dep_count; ++d) k.dependents[p.deps_of(o)[d]].push_back(i);
       if (o.kind == OpKind::Aggregate) {
         const std::vector<int>& g = p.groups[static_cast<size_t>(o.group)];
         const size_t at = static_cast<size_t>(std::find(g.begin(), g.end(), r) - g.begin());
@@ -245,7 +244,7 @@ void RoceFlows::Run::complete(Rank& k, int i) {
   Op& o = k.ops[static_cast<size_t>(i)];
   o.complete = true;
   ++completed_;
-  for (int d : k.dependents[static_cast<size_t>(i)])
+  for (int d : k.dependents.of(i))
     if (--k.ops[static_cast<size_t>(d)].deps_left == 0) k.work.push_back(d);
   if (o.next >= 0) k.work.push_back(o.next);
   if (--k.left == 0 && --running_ == 0) {

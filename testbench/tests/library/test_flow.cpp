@@ -518,3 +518,44 @@ TEST_CASE("NIC flows: a table's Reduce waits for its children's partial sums, it
                  "test")),
              Catch::Contains("not the NICs' tables"));
 }
+
+TEST_CASE("a rank's dependents table lists each operation's waiters in index order, and a FIFO keeps its order") {
+  using namespace incsim::collectives;
+  ProgramBuilder b("deps", Collective::AllReduce, 1, true);
+  b.begin_rank(0, Buffers{1, 0, 0});
+  const Operation nop = make_op(OpKind::Nop, Engine::Cores, 0, 0);
+  b.add(nop);
+  b.add(nop, {0});
+  b.add(nop, {0, 1});
+  b.add(nop, {1});
+  b.add(nop, {0});
+  const Program p = b.build();
+  const incsim::flow::Dependents d(p, 0);
+  const auto list = [&](int i) { return std::vector<int>(d.of(i).begin(), d.of(i).end()); };
+  CHECK(list(0) == std::vector<int>{1, 2, 4});
+  CHECK(list(1) == std::vector<int>{2, 3});
+  CHECK(list(2).empty());
+  CHECK(list(4).empty());
+
+  // Past its compaction (half popped, 64 at least) and across emptying.
+  incsim::flow::Fifo<int> f;
+  std::vector<int> out;
+  for (int i = 0; i < 300; ++i) {
+    f.push_back(i);
+    if (i % 3 == 2) {
+      out.push_back(f.front());
+      f.pop_front();
+    }
+  }
+  CHECK(f.size() == 200);
+  while (!f.empty()) {
+    out.push_back(f.front());
+    f.pop_front();
+  }
+  f.push_back(7);
+  CHECK(f.front() == 7);
+  CHECK(f.back() == 7);
+  std::vector<int> all(300);
+  for (int i = 0; i < 300; ++i) all[static_cast<size_t>(i)] = i;
+  CHECK(out == all);
+}
