@@ -61,17 +61,23 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   const double blocks = std::ceil(bytes / kBlock);
   const double last = bytes - std::floor((blocks - 1) / shape.ports) * shape.ports * kBlock;
   const double began = net_.now(), rtt = shape.latency;
-  std::vector<Network::Use> uses = shape.uses;
+  int table = -1;
   if (shape.table_rate > 0) {
     Rank& k = *q.rank;
     int& link = shared_ ? f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1).first->second
                         : k.table_link;
     if (link < 0) link = net_.add_link(shape.table_rate);
-    uses.push_back({link, 1.0});
+    table = link;
   }
+  // Made as each flow starts: a read waiting for its last round holds no copy.
+  const auto uses = [&shape, table] {
+    std::vector<Network::Use> u = shape.uses;
+    if (table >= 0) u.push_back({table, 1.0});
+    return u;
+  };
   LastRounds& rounds = last_rounds_[&shape];
   auto read_last = [this, &q, i, pass, len, rtt, blocks, began, last, uses, &rounds] {
-    flow(uses, last, 0, [this, &q, i, pass, len, rtt, blocks, began, &rounds] {
+    flow(uses(), last, 0, [this, &q, i, pass, len, rtt, blocks, began, &rounds] {
       // The last request has left; its answers come back a round trip and
       // a member's memory access later.
       after(rtt + last_mem(net_.now() - began, static_cast<uint64_t>(blocks), 1), [this, &q, i, pass, len] {
@@ -81,7 +87,7 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
       read_done(rounds);
     });
   };
-  if (bytes > last) flow(uses, bytes - last, 0, [this, &rounds, read_last] { last_round(rounds, read_last); });
+  if (bytes > last) flow(uses(), bytes - last, 0, [this, &rounds, read_last] { last_round(rounds, read_last); });
   else last_round(rounds, std::move(read_last));
 }
 
