@@ -210,6 +210,7 @@ const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
 
 std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
   std::vector<Network::Use> u;
+  u.reserve(r.hops.size());
   for (const auto& [link, share] : r.hops) {
     const size_t format = f_.graph_->format_index(link);
     if (share > 0) u.push_back({link, share * fwd_[format]});
@@ -328,33 +329,36 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   }
   out.remote->slot_len[out.claimed++ % slots] = len;
   ++transfers_;
-  const Route& r = *out.route;
   if (len == 0) {  // nothing to store: the flag alone
     if (in) consume(q, *in);
     finish_send(q, i, pass);
     return;
   }
+  q.send = {i, pass, len, in, 0};
   // The cores read the first data, then store it at the rate the route gives.
-  after(access(), [this, &q, i, pass, in, &r, len] {
-    const double began = net_.now();
-    flow(uses(r), static_cast<double>(len * f_.elem_), 0, [this, &q, i, pass, in, &r, len, began] {
+  after(access(), [this, &q] {
+    q.send.began = net_.now();
+    const Route& r = *q.rank->out_of[static_cast<size_t>(q.send.op)]->route;
+    flow(uses(r), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
+      const Queue::Send& x = q.send;
+      const Conn& out = *q.rank->out_of[static_cast<size_t>(x.op)];
+      const Route& r = *out.route;
       // The last store has left: the input slot is read out.
-      if (in) consume(q, *in);
-      const double spread = net_.now() - began;
-      const double last = last_mem(spread, packets(len), 1);
+      if (x.in) consume(q, *x.in);
+      const double spread = net_.now() - x.began;
+      const double last = last_mem(spread, packets(x.len), 1);
       if (proto_ == Protocol::Simple) {
         // The fence: every write acknowledged, then the flag.
         ++q.acks_due;
-        after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q, i, pass] {
+        after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q] {
           --q.acks_due;
-          finish_send(q, i, pass);
+          finish_send(q, q.send.op, q.send.pass);
         });
       } else {
         // LL, LL128: the flags are in the data; the receiver polls every line.
-        Conn& out = *q.rank->out_of[static_cast<size_t>(i)];
-        landed(*out.remote, r.latency_ns + last_mem(spread, packets(len), 2));
+        landed(*out.remote, r.latency_ns + last_mem(spread, packets(x.len), 2));
         ack_after(q, r.ack_ns + (r.acked_by_memory ? last : 0));
-        finish_send(q, i, pass);
+        finish_send(q, x.op, x.pass);
       }
     });
   });

@@ -60,6 +60,15 @@ class CoresFlows::Run : public RunFlows {
     std::vector<int> ops;
     uint64_t passes = 1, next = 0, total = 0, transfers = 0, sent = 0;
     bool sending = false, finished = false;
+    // The send in flight (a queue sends one at a time), which its callbacks
+    // read: what they capture then fits in a std::function without a heap
+    // allocation.
+    struct Send {
+      int op = 0;
+      uint64_t pass = 0, len = 0;
+      Conn* in = nullptr;
+      double began = 0;
+    } send;
     Fifo<Pending> pending;
     int acks_due = 0;
     // Its reducing writes' credits (CoresCosts::push_credits) as a link of

@@ -21,10 +21,8 @@ double last_access(double mem_ns, double jitter_ns, double spread, uint64_t pack
   double sum = 0;
   for (int step = 0; step < kSteps; ++step) {
     const double x = (step + 0.5) * top / kSteps;
-    // Every factor is at most 1, so once f is below 2^-55, 1 - f rounds to
-    // 1 whatever the factors left: the same sum, without them.
     double f = 1;
-    for (uint64_t k = 0; k < packets && x + static_cast<double>(k) * s < top && f >= 0x1p-55; ++k)
+    for (uint64_t k = 0; k < packets && x + static_cast<double>(k) * s < top; ++k)
       f *= cdf(x + static_cast<double>(k) * s);
     sum += 1 - f;
   }

@@ -235,6 +235,7 @@ void NicFlows::Run::stream(Rank& k, uint32_t s) {
   const double wire = static_cast<double>(f_.costs_.framing.wire_bytes(len));
   const double weight = wire / static_cast<double>(len);
   std::vector<Network::Use> uses;
+  uses.reserve(r.hops.size());
   for (const auto& [link, share] : r.hops)
     if (share > 0) uses.push_back({link, share * weight});  // messages are posted: nothing comes back
   // Where the bottleneck lags the port, the switches' input buffers and
