@@ -301,10 +301,17 @@ void CoresFlows::Run::progress(Queue& q) {
     ++q.next;
     start_send(q, i, pass);
   }
-  if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.acks_due == 0) {
-    q.finished = true;
-    part_done(k);
+  if (q.finished || q.ending || q.next != q.total || !q.pending.empty() || q.sending || q.acks_due != 0) return;
+  if (net_.now() < q.acked_by) {
+    q.ending = true;
+    at(q.acked_by, [this, &q] {
+      q.ending = false;
+      progress(q);
+    });
+    return;
   }
+  q.finished = true;
+  part_done(k);
 }
 
 void CoresFlows::Run::part_done(Rank& k) {
@@ -386,14 +393,9 @@ void CoresFlows::Run::landed(Conn& c, double delay) {
   });
 }
 
-// A store this queue made is acknowledged `delay` from now; the queue ends only after.
-void CoresFlows::Run::ack_after(Queue& q, double delay) {
-  ++q.acks_due;
-  after(delay, [this, &q] {
-    --q.acks_due;
-    progress(q);
-  });
-}
+// A store this queue made is acknowledged `delay` from now; the queue ends
+// only after. Nothing else waits for it, so it needs no event of its own.
+void CoresFlows::Run::ack_after(Queue& q, double delay) { q.acked_by = std::max(q.acked_by, net_.now() + delay); }
 
 // The receiving operation has read its slot: the head flag frees it at the sender.
 void CoresFlows::Run::consume(Queue& q, Conn& c) {

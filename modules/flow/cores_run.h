@@ -70,7 +70,11 @@ class CoresFlows::Run : public RunFlows {
       double began = 0;
     } send;
     Fifo<Pending> pending;
-    int acks_due = 0;
+    int acks_due = 0;  // fences waiting for their stores' acknowledgements
+    // When the last acknowledgement of a store it made (ack_after) lands:
+    // the queue ends only after, and one event ends it then.
+    double acked_by = 0;
+    bool ending = false;  // that event is due
     // Its reducing writes' credits (CoresCosts::push_credits) as a link of
     // their rate by Little's law, which every such flow of the queue crosses.
     int credits_link = -1;

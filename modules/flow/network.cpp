@@ -100,6 +100,11 @@ void Network::after(double delay_ns, Callback f, uint64_t* pending) {
   post(now_ + delay_ns, Call{std::move(f), pending});
 }
 
+void Network::at(double t_ns, Callback f, uint64_t* pending) {
+  if (pending) ++*pending;
+  post(std::max(now_, t_ns), Call{std::move(f), pending});
+}
+
 void Network::post(double t, Call c) {
   size_t k;
   if (free_calls_.empty()) {

@@ -59,6 +59,8 @@ class Network {
              std::vector<Mark> marks = {});
   // Runs `f` delay_ns from now; pending as start's.
   void after(double delay_ns, Callback f, uint64_t* pending = nullptr);
+  // Runs `f` at t_ns (now, if that has passed); pending as start's.
+  void at(double t_ns, Callback f, uint64_t* pending = nullptr);
   // Processes events in time order (same time: in the order they were made)
   // until none is left; `tick`, if given, runs after every kTickEvents of
   // them (a progress report: it must not start flows).

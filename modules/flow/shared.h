@@ -119,6 +119,7 @@ class RunFlows : public Executor::Running {
 
  protected:
   void after(double delay_ns, Network::Callback f) { net_.after(delay_ns, std::move(f), &pending_); }
+  void at(double t_ns, Network::Callback f) { net_.at(t_ns, std::move(f), &pending_); }
   void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done,
             std::vector<Network::Mark> marks = {}) {
     ++flows_;
