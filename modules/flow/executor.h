@@ -1,11 +1,13 @@
 #pragma once
 // What runs a program as flows (--fidelity flow, docs/flow.md), whichever
-// engine its operations name: the GPUs' cores (cores_flows.h) or the NICs'
-// schedule tables (nic_flows.h). Plain C++, no SystemC.
+// engine its operations name: the GPUs' cores (cores_flows.h), their copy
+// engines (copy_flows.h), the NICs' schedule tables (nic_flows.h) or the
+// RoCE hosts (roce_flows.h); and what their runs share. Plain C++, no SystemC.
 #include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "collectives/nccl.h"
@@ -70,5 +72,71 @@ inline double memory_access(double mem_ns, double jitter_ns, uint64_t seed, uint
 // and its own jitter: a fence waits for the slowest acknowledgement, a
 // receiver polls every line, a read's answers wait for the slowest member.
 double last_access(double mem_ns, double jitter_ns, double spread, uint64_t packets, int accesses);
+
+// Rank r's operations that wait for each of its operations, in the order of
+// their indices: one table for the rank, not a vector per operation (a
+// cluster's rank has thousands).
+class Dependents {
+ public:
+  Dependents() = default;
+  Dependents(const collectives::Program& p, int r) {
+    const int n = p.op_count(r);
+    start_.assign(static_cast<size_t>(n) + 1, 0);
+    for (int i = 0; i < n; ++i) {
+      const collectives::Operation& o = p.op(r, i);
+      for (uint32_t d = 0; d < o.dep_count; ++d) ++start_[p.deps_of(o)[d] + 1];
+    }
+    for (size_t i = 1; i < start_.size(); ++i) start_[i] += start_[i - 1];
+    ops_.resize(start_.back());
+    std::vector<uint32_t> at(start_.begin(), start_.end() - 1);
+    for (int i = 0; i < n; ++i) {
+      const collectives::Operation& o = p.op(r, i);
+      for (uint32_t d = 0; d < o.dep_count; ++d) ops_[at[p.deps_of(o)[d]]++] = i;
+    }
+  }
+  struct Span {
+    const int *b, *e;
+    const int* begin() const { return b; }
+    const int* end() const { return e; }
+  };
+  // The operations that wait for operation i.
+  Span of(int i) const {
+    const int* d = ops_.data();
+    return {d + start_[static_cast<size_t>(i)], d + start_[static_cast<size_t>(i) + 1]};
+  }
+
+ private:
+  std::vector<uint32_t> start_;
+  std::vector<int> ops_;
+};
+
+// A first-in, first-out queue on one vector, which allocates nothing until
+// something is queued (std::deque allocates a block for every queue, and a
+// cluster's run has a queue per rank and channel) and reuses its storage
+// once it empties. The front's place stays the front until popped, so its
+// element may be moved out and run while others are queued behind it.
+template <class T>
+class Fifo {
+ public:
+  bool empty() const { return head_ == v_.size(); }
+  size_t size() const { return v_.size() - head_; }
+  T& front() { return v_[head_]; }
+  const T& back() const { return v_.back(); }
+  void push_back(T x) { v_.push_back(std::move(x)); }
+  void pop_front() {
+    v_[head_] = T{};
+    if (++head_ == v_.size()) {
+      v_.clear();
+      head_ = 0;
+    } else if (head_ >= 64 && 2 * head_ >= v_.size()) {  // half is popped: drop it
+      v_.erase(v_.begin(), v_.begin() + static_cast<std::ptrdiff_t>(head_));
+      head_ = 0;
+    }
+  }
+
+ private:
+  std::vector<T> v_;
+  size_t head_ = 0;
+};
 
 }  // namespace incsim::flow

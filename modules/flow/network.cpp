@@ -260,15 +260,6 @@ void Network::recompute() {
   }
 }
 
-// Max-min rates change only where a link's flows changed, and spread from
-// there only through links that bound a flow (its bottleneck): a link with
-// room to spare couples no rates. So the filling takes the paths reachable
-// from the dirty links through bottlenecks; their other links (edges) enter
-// with the capacity the paths outside leave them, whose rates hold. That is
-// the whole component's answer unless an edge link froze a path inside below
-// the rate of a path outside that shares it, which then is not a bottleneck
-// of its own: the whole component is filled instead. (The two differ from
-// each other by rounding only.)
 bool Network::higher(int a, int b) const {
   const Link& x = links_[static_cast<size_t>(a)];
   const Link& y = links_[static_cast<size_t>(b)];
@@ -312,6 +303,15 @@ void Network::take_out(size_t i) {
   sift_down(links_[static_cast<size_t>(last)].at);
 }
 
+// Max-min rates change only where a link's flows changed, and spread from
+// there only through links that bound a flow (its bottleneck): a link with
+// room to spare couples no rates. So the filling takes the paths reachable
+// from the dirty links through bottlenecks; their other links (edges) enter
+// with the capacity the paths outside leave them, whose rates hold. That is
+// the whole component's answer unless an edge link froze a path inside below
+// the rate of a path outside that shares it, which then is not a bottleneck
+// of its own: the whole component is filled instead. (The two differ from
+// each other by rounding only.)
 bool Network::fill(bool whole) {
   ++epoch_;
   comp_links_.clear();
@@ -390,9 +390,7 @@ bool Network::fill(bool whole) {
       }
     }
   for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
-  // Once every path is frozen, what is left in the heap freezes nothing.
-  size_t unfrozen = comp_paths_.size();
-  while (!heap_.empty() && unfrozen > 0) {
+  while (!heap_.empty()) {
     const int top = heap_.front();
     Link& k = links_[static_cast<size_t>(top)];
     if (const double now = k.left / k.weights; now > k.key) {
@@ -408,7 +406,6 @@ bool Network::fill(bool whole) {
       Path& x = paths_[static_cast<size_t>(o.path)];
       if (x.epoch != epoch_ || x.frozen) continue;
       x.frozen = true;
-      --unfrozen;
       x.rate = level;
       k.bottleneck = true;
       const double n = static_cast<double>(x.flows.size());

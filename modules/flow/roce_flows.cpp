@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -69,7 +68,7 @@ class RoceFlows::Run : public RunFlows {
     int deps_left = 0;
     int lane = -1;                     // the queue pair it sends on
     int peer = -1, peer_op = -1;       // a send: the operation at the peer that takes its messages
-    std::deque<uint32_t> staged;       // messages in before it may take them, in arrival order
+    Fifo<uint32_t> staged;             // messages in before it may take them, in arrival order
     bool complete = false;
   };
   // A queue pair's sending side: its work requests in order, each sent once
@@ -77,7 +76,7 @@ class RoceFlows::Run : public RunFlows {
   struct Lane {
     int channel, peer;
     bool aggregation;
-    std::deque<std::tuple<int, uint32_t, double>> queue;  // (operation, message, ready)
+    Fifo<std::tuple<int, uint32_t, double>> queue;  // (operation, message, ready)
     bool busy = false, waiting = false;
     std::vector<Network::Use> uses;    // per payload byte, the FPGA's port both ways for an aggregation
     double latency = 0;                // its last byte out to the peer's host seeing it
@@ -265,7 +264,7 @@ void RoceFlows::Run::message_done(Rank& k, int i) {
 
 void RoceFlows::Run::post(Rank& k, int i, uint32_t m) {
   const int l = k.ops[static_cast<size_t>(i)].lane;
-  k.lanes[static_cast<size_t>(l)].queue.emplace_back(i, m, net_.now() + f_.costs_.tx_ns);
+  k.lanes[static_cast<size_t>(l)].queue.push_back({i, m, net_.now() + f_.costs_.tx_ns});
   pump(k, l);
 }
 
