@@ -34,7 +34,8 @@ std::string CoresFlows::cannot_run(const collectives::Program& p) {
 }
 
 CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-                       uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes, SharedNetwork* shared)
+                       uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes, SharedNetwork* shared,
+                       bool classes)
     : p_(std::move(p)),
       m_(m),
       endpoints_(std::move(endpoints)),
@@ -51,6 +52,11 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
     throw UserError(p_.name + " pushes reducing writes, which the cores send only to switches that hold a "
                     "contribution until its block is complete (SHARP's aggregation tables on a cluster's network)");
   parts_ = collectives::channel_parts(p_);
+  if (classes) {
+    assert(!shared);
+    classes_ = std::make_unique<ChannelClasses>();
+    if (!channel_classes(p_, *m_.t, *graph_, endpoints_, *classes_, no_classes_)) classes_.reset();
+  }
 }
 
 CoresFlows::~CoresFlows() = default;
@@ -88,12 +94,31 @@ CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   return x;
 }
 
+// The classes stand for their channels where each channel makes its first's
+// passes (a small message may leave some channels a pass fewer).
+const ChannelClasses* CoresFlows::Run::classes_for(const CoresFlows& f, const collectives::PassLayout& l,
+                                                   std::string& why) {
+  why = f.no_classes_;
+  if (!f.classes_) return nullptr;
+  const auto passes = [&](int c) { return l.parts > 1 ? l.passes[static_cast<size_t>(c % l.parts)] : l.passes[0]; };
+  for (size_t c = 0; c < f.classes_->first.size(); ++c)
+    if (passes(static_cast<int>(c)) != passes(f.classes_->first[c])) {
+      why = "channel " + std::to_string(c) + " makes " + std::to_string(passes(static_cast<int>(c))) +
+            " passes and its class's first " + std::to_string(passes(f.classes_->first[c]));
+      return nullptr;
+    }
+  return f.classes_.get();
+}
+
 CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwork* shared)
-    : RunFlows(shared, *f.graph_), f_(f) {
-  const collectives::Program& p = f.p_;
+    : RunFlows(shared, *f.graph_),
+      f_(f),
+      layout_(std::make_unique<collectives::PassLayout>(plan.layout(f.parts_.parts, f.elem_, drop))),
+      classes_(classes_for(f, *layout_, no_classes_)),
+      p_(classes_ ? classes_->reps : f.p_) {
+  const collectives::Program& p = p_;
   proto_ = plan.proto;
   slots_ = plan.slots;
-  layout_ = std::make_unique<collectives::PassLayout>(plan.layout(f.parts_.parts, f.elem_, drop));
   // Per data byte: a packet's wire bytes on the GPUs' fabric (header flit,
   // the protocol's flags, flits rounded up) and its header-only ack back; a
   // scale-out network's packets gather the GPU packets' payloads.
@@ -175,7 +200,10 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwo
         throw UserError("rank " + std::to_string(k->r) + " sends to rank " + std::to_string(c->peer) +
                         " on channel " + std::to_string(c->channel) + ", which never receives from it there");
     }
-  running_ = static_cast<int>(ranks_.size());
+  // A rank with nothing to run (under channel classes, one whose channels
+  // all run on others) has nothing to end.
+  running_ = static_cast<int>(
+      std::count_if(ranks_.begin(), ranks_.end(), [](const auto& k) { return k->unfinished > 0; }));
 }
 
 CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer,
@@ -208,13 +236,25 @@ const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
   return ports;
 }
 
-std::vector<Network::Use> CoresFlows::Run::uses(const Route& r) const {
+std::vector<Network::Use> CoresFlows::Run::uses(const Route& r, int channel) const {
   std::vector<Network::Use> u;
   u.reserve(r.hops.size());
   for (const auto& [link, share] : r.hops) {
     const size_t format = f_.graph_->format_index(link);
     if (share > 0) u.push_back({link, share * fwd_[format]});
     else u.push_back({link, -share * ack_[format], false});
+  }
+  if (classes_) {  // on its class's link, for every channel of the class
+    for (Network::Use& x : u) {
+      x.weight *= classes_->weight(channel, x.link);
+      x.link = classes_->canon[static_cast<size_t>(x.link)];
+    }
+    for (size_t i = 0; i < u.size(); ++i)  // two links of one class: one use
+      for (size_t j = i + 1; j < u.size(); ++j)
+        if (u[j].link == u[i].link && u[j].limits == u[i].limits) {
+          u[i].weight += u[j].weight;
+          u.erase(u.begin() + static_cast<std::ptrdiff_t>(j--));
+        }
   }
   return u;
 }
@@ -224,7 +264,7 @@ uint64_t CoresFlows::Run::elements(Rank& k, ChunkRef ref, uint64_t pass) const {
   for (uint32_t j = 0; j < ref.count; ++j) {
     Buffer buf = ref.buf;
     uint32_t index = ref.index + j;
-    const int64_t m = collectives::message_chunk(f_.p_, k.r, buf, index);
+    const int64_t m = collectives::message_chunk(p_, k.r, buf, index);
     if (m < 0) {
       const auto it = k.scratch.find(pass << 32 | index);
       len += it == k.scratch.end() ? 0 : it->second;
@@ -242,13 +282,13 @@ void CoresFlows::Run::wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len) 
   for (uint32_t j = 0; j < ref.count; ++j) {
     Buffer buf = ref.buf;
     uint32_t index = ref.index + j;
-    if (collectives::message_chunk(f_.p_, k.r, buf, index) < 0)
+    if (collectives::message_chunk(p_, k.r, buf, index) < 0)
       k.scratch[pass << 32 | index] = len / ref.count + (j < len % ref.count ? 1 : 0);
   }
 }
 
 bool CoresFlows::Run::deps_done(const Rank& k, const Operation& o, uint64_t pass) const {
-  const uint32_t* d = f_.p_.deps_of(o);
+  const uint32_t* d = p_.deps_of(o);
   for (uint32_t j = 0; j < o.dep_count; ++j)
     if (k.done_passes[d[j]] <= pass) return false;
   return true;
@@ -317,7 +357,7 @@ void CoresFlows::Run::progress(Queue& q) {
 void CoresFlows::Run::part_done(Rank& k) {
   if (--k.unfinished != 0 || --running_ != 0) return;
   end_ = net_.now();
-  if (done_) done_(result(end_, transfers_, *f_.graph_));
+  if (done_) done_(result(end_, transfers_, *f_.graph_, classes_ ? &classes_->canon : nullptr));
 }
 
 void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
@@ -335,7 +375,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
     len = elements(k, o.src, pass);
   }
   out.remote->slot_len[out.claimed++ % slots] = len;
-  ++transfers_;
+  transfers_ += classes_ ? static_cast<uint64_t>(classes_->members[static_cast<size_t>(o.channel)]) : 1;
   if (len == 0) {  // nothing to store: the flag alone
     if (in) consume(q, *in);
     finish_send(q, i, pass);
@@ -345,8 +385,8 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   // The cores read the first data, then store it at the rate the route gives.
   after(access(), [this, &q] {
     q.send.began = net_.now();
-    const Route& r = *q.rank->out_of[static_cast<size_t>(q.send.op)]->route;
-    flow(uses(r), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
+    const Conn& out = *q.rank->out_of[static_cast<size_t>(q.send.op)];
+    flow(uses(*out.route, out.channel), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
       const Conn& out = *q.rank->out_of[static_cast<size_t>(x.op)];
       const Route& r = *out.route;
@@ -429,7 +469,7 @@ double CoresFlows::Run::issued() const {
 void CoresFlows::Run::begin(Done done) {
   done_ = std::move(done);
   for (auto& k : ranks_) {
-    for (int i = 0; i < f_.p_.op_count(k->r); ++i)
+    for (int i = 0; i < p_.op_count(k->r); ++i)
       if (receives_landing(op(k->r, i))) land_passes(*k, i);  // passes with nothing to land
     for (auto& q : k->queues) progress(*q);
   }
@@ -454,8 +494,21 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
                           std::to_string(q->index) + " waits forever (" + std::to_string(q->sent) + " of " +
                           std::to_string(q->transfers) + " transfers sent)");
   }
-  Result out = result(end_, transfers_, *f_.graph_);
+  Result out = result(end_, transfers_, *f_.graph_, classes_ ? &classes_->canon : nullptr);
   out.proto = proto_;
+  if (f_.classes_ || !f_.no_classes_.empty()) {
+    out.channels = f_.parts_.channels;
+    out.classes = classes_ ? classes_->classes : 0;
+    if (!classes_) {
+      out.classes_note = "none, every channel ran: " + no_classes_;
+    } else {
+      out.classes_note = std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
+                         " classes, each class's first channel run for all of it";
+      if (classes_->pooled)
+        out.classes_note += "; " + std::to_string(classes_->pooled) + " classes of links pool " +
+                            std::to_string(classes_->pooled_links) + " links the rotation does not map one to one";
+    }
+  }
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include "collectives/nccl.h"
 #include "collectives/program.h"
 #include "core/param.h"
+#include "flow/channel_classes.h"
 #include "flow/executor.h"
 #include "flow/graph.h"
 #include "flow/innet.h"
@@ -42,6 +43,13 @@ inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
     "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
+// Off by default: the memory's jitter then draws for fewer channels, which
+// moves a time as a change of seed does (docs/flow.md, "Channel classes").
+inline const Param<bool> kChannelClasses{
+    "flow.channel_classes", false, Range::none(),
+    "flows: on a cluster, a channel that does on each node's next GPU what another does (the rails' copies of "
+    "NCCL's trees) runs once for its class, its flows weighted on each link's orbit: the same rates, the "
+    "memory's jitter drawn for fewer channels (docs/flow.md)"};
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
 struct CoresCosts {
@@ -68,8 +76,10 @@ class CoresFlows : public Executor {
   // shared: the network start() runs on, whose graph it routes on (else
   // its own, which keeps a GPU's links apart only where its connections
   // pin them).
+  // classes: kChannelClasses (run; not on a shared network).
   CoresFlows(collectives::Program p, const FlowMachine& m, std::vector<int> endpoints, CoresCosts costs,
-             uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0, SharedNetwork* shared = nullptr);
+             uint32_t elem_bytes, uint64_t seed, uint64_t steady_passes = 0, SharedNetwork* shared = nullptr,
+             bool classes = false);
   ~CoresFlows() override;
   // Runs one message of `bytes` from time 0 to the last rank's end (under
   // steady passes, progress's fraction counts every run's operations).
@@ -112,6 +122,9 @@ class CoresFlows : public Executor {
   std::optional<FlowGraph> own_graph_;
   FlowGraph* graph_;
   InNetwork innet_;  // the in-network operations' shapes
+  // Under kChannelClasses, the classes found, else why there are none.
+  std::unique_ptr<ChannelClasses> classes_;
+  std::string no_classes_;
 };
 
 }  // namespace incsim::flow

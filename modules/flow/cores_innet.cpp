@@ -111,7 +111,7 @@ void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t l
     const double start = net_.now();
     flow(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
-      const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(op(r, i).group)];
+      const std::vector<int>& members = p_.groups[static_cast<size_t>(op(r, i).group)];
       const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
       for (size_t j = 0; j < members.size(); ++j)
         if (members[j] != r)
@@ -126,8 +126,8 @@ void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t l
 void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t len) {
   Rank& k = *q.rank;
   const Operation& o = op(k.r, i);
-  const std::vector<int>& members = f_.p_.groups[static_cast<size_t>(o.group)];
-  const auto key = std::make_tuple(o.group, collectives::message_chunk(f_.p_, k.r, o.src), pass);
+  const std::vector<int>& members = p_.groups[static_cast<size_t>(o.group)];
+  const auto key = std::make_tuple(o.group, collectives::message_chunk(p_, k.r, o.src), pass);
   auto& joined = joins_[key];
   joined.emplace_back(&q, i);
   if (joined.size() < members.size()) return;
@@ -170,7 +170,7 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
   std::set<int> receivers;
   for (uint32_t j = 0; j < ref.count; ++j) {
     const ChunkRef c{ref.index + j, 1, ref.buf};
-    const int64_t m = collectives::message_chunk(f_.p_, from, c);
+    const int64_t m = collectives::message_chunk(p_, from, c);
     const auto taker = k.receiver.find(received(o.group, m));
     if (taker == k.receiver.end()) continue;  // its own store back (multimem), or nothing here takes it
     const int at = taker->second;

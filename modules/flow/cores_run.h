@@ -102,7 +102,8 @@ class CoresFlows::Run : public RunFlows {
     uint64_t wrong() const override { return 0; }  // no element values travel
     Progress progress() const override { return collectives::transfers_sent(queues); }
   };
-  const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
+  const Operation& op(int r, int i) const { return p_.op(r, i); }
+  static const ChannelClasses* classes_for(const CoresFlows& f, const collectives::PassLayout& l, std::string& why);
   Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);
   void progress(Queue& q);
   bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
@@ -152,14 +153,19 @@ class CoresFlows::Run : public RunFlows {
   // A single store's acknowledgement on route r, from the store.
   double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
   uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
-  // The weights of a flow of protocol proto_'s data over route r.
-  std::vector<Network::Use> uses(const Route& r) const;
+  // The weights of a flow of protocol proto_'s data over route r, on `channel`.
+  std::vector<Network::Use> uses(const Route& r, int channel) const;
 
   CoresFlows& f_;
   Done done_;
   Protocol proto_;
   CoresCosts::Slots slots_;
   std::unique_ptr<collectives::PassLayout> layout_;
+  // The classes whose first channels run for them (null: every channel
+  // runs, for the reason in no_classes_), and the program this run runs.
+  std::string no_classes_;
+  const ChannelClasses* classes_;
+  const collectives::Program& p_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<uint64_t, std::vector<int>> ports_;  // (rank, peer): ports on a shortest path, found at first use
   double fwd_[8] = {}, ack_[8] = {};                  // [format]: wire and ack bytes per data byte

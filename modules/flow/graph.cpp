@@ -53,10 +53,11 @@ FlowGraph::FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& 
   }
 }
 
-std::vector<int> FlowGraph::used(const Network& net) const {
+std::vector<int> FlowGraph::used(const Network& net, const std::vector<int>* canon) const {
   std::vector<int> out;
   for (size_t k = 0; k < flow_link_.size(); ++k)
-    if (net.carried(flow_link_[k]) > 0) out.push_back(static_cast<int>(k));
+    if (net.carried(canon ? (*canon)[static_cast<size_t>(flow_link_[k])] : flow_link_[k]) > 0)
+      out.push_back(static_cast<int>(k));
   return out;
 }
 
@@ -92,7 +93,7 @@ int FlowGraph::ecmp_port(int node, int dst, int src) const {
 
 // The route every node's table gives, or, where a node spreads packets over
 // equal-cost ports, each of them an equal share of what reaches the node.
-Route FlowGraph::walk(int from, int port, int dst, int src) const {
+Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met) const {
   const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
@@ -127,6 +128,12 @@ Route FlowGraph::walk(int from, int port, int dst, int src) const {
     for (const auto& x : next)
       if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
       else at.push_back(x);
+  }
+  if (met) {  // a trunk's links met one after another are its one flow link
+    met->clear();
+    for (const auto& x : fwd)
+      if (!met->empty() && met->back().first == x.first) met->back().second += x.second;
+      else met->push_back(x);
   }
   const auto by_link = [](const std::pair<int, double>& a, const std::pair<int, double>& b) { return a.first < b.first; };
   std::stable_sort(fwd.begin(), fwd.end(), by_link);

@@ -92,8 +92,9 @@ class FlowGraph {
 
   // The graph's link directions (2 x link + direction) whose flow link
   // carried bytes in `net`, whose first links are this graph's: a trunk's
-  // or a merged plane's every link when it did.
-  std::vector<int> used(const Network& net) const;
+  // or a merged plane's every link when it did; with `canon`, where the
+  // flow link canon[l] of each flow link l did (ChannelClasses).
+  std::vector<int> used(const Network& net, const std::vector<int>* canon = nullptr) const;
 
   // Endpoint `from`'s ports on a shortest path to endpoint `to`.
   static std::vector<int> shortest_ports(const topo::Topology& t, int from, int to);
@@ -102,7 +103,10 @@ class FlowGraph {
   // The links from graph node `from` to endpoint dst, leaving by `port`
   // (or as the tables route, where port < 0); src: the endpoint whose
   // connection it is, for ECMP's hash (-1: none, the tables' first port).
-  Route walk(int from, int port, int dst, int src) const;
+  // met: where given, the data's (flow link, share) in the order the walk
+  // meets them, level by level, a trunk's links one (the route's hops are
+  // by link).
+  Route walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met = nullptr) const;
 
  private:
   int ecmp_port(int node, int dst, int src) const;

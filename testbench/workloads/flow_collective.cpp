@@ -199,6 +199,10 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
       throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and "
                       "collectives that share one (jobs, " + kShareLinks.key() + ") run every pass: set one of them, "
                       "not both");
+    if (shared_ && cfg_.get(flow::kChannelClasses))
+      throw UserError(flow::kChannelClasses.key() + " runs one channel for its class on a network of its own, and "
+                      "collectives that share one (jobs, " + kShareLinks.key() + ") run every channel: set one of "
+                      "them, not both");
   } else {
     own_machine_ = flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -262,7 +266,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
-                                              shared_ ? &shared_->network() : nullptr);
+                                              shared_ ? &shared_->network() : nullptr, cfg_.get(flow::kChannelClasses));
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
 }
 
@@ -486,6 +490,8 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
   else
     notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
           << "), at most " << res.most_active << at_once;
+  if (res.classes > 0) r.details["channel_classes"] = {{"channels", res.channels}, {"classes", res.classes}};
+  if (!res.classes_note.empty()) notes << "#   channel classes: " << res.classes_note << " (flow.channel_classes)\n";
   if (res.pass_ns > 0) {
     r.details["steady_passes"] = {{"passes", res.passes},
                                   {"simulated", res.simulated_passes},

@@ -356,6 +356,63 @@ TEST_CASE("cores flows: steady passes run K/4, K/2 and K passes and add the othe
   CHECK(few.time_ns == whole.time_ns);
 }
 
+TEST_CASE("cores flows: channel classes run one rail's channel for both, its flows weighted on the link the rails "
+          "share") {
+  // Two nodes of two GPUs, each GPU with an adapter on its node's leaf, the
+  // two leaves joined by one link of 50 GB/s that both rails cross.
+  incsim::topo::Topology t;
+  for (int k = 0; k < 2; ++k) {
+    const std::string node = "node" + std::to_string(k) + "_";
+    const int sw = t.add_switch(node + "sw", 2), leaf = t.add_switch(node + "leaf", 3, incsim::topo::kinds::kIbSwitch);
+    for (int i = 0; i < 2; ++i) {
+      const int gpu = t.add_endpoint(node + "gpu" + std::to_string(i), 2);
+      const int hca = t.add_switch(node + "hca" + std::to_string(i), 2, incsim::topo::kinds::kHca);
+      t.connect({gpu, 0}, {sw, i}, 25, 0);
+      t.connect({gpu, 1}, {hca, 0}, 50, 0);
+      t.connect({hca, 1}, {leaf, i}, 50, 0);
+    }
+  }
+  t.connect({t.find("node0_leaf"), 2}, {t.find("node1_leaf"), 2}, 50, 0);
+  t.finalize();
+  incsim::flow::FlowMachine m;
+  m.size_for(t);
+  m.formats.push_back({});
+  // On channel c, node 0's GPU c sends its chunk to node 1's GPU c: channel
+  // 1 is channel 0 on the next GPU of each node.
+  const std::string p = "program 1\nname rails\ncollective allreduce ranks 4 root 0 inplace 0\n"
+                        "rank 0 input 2 output 2 scratch 0\n0 s cores ch 0 q 0 to 2 src i0\n"
+                        "rank 1 input 2 output 2 scratch 0\n0 s cores ch 1 q 0 to 3 src i1\n"
+                        "rank 2 input 2 output 2 scratch 0\n0 r cores ch 0 q 0 from 0 dst o0\n"
+                        "rank 3 input 2 output 2 scratch 0\n0 r cores ch 1 q 0 from 1 dst o1\n";
+  incsim::flow::CoresCosts costs;  // no memory latency
+  costs.simple = {1 << 20, 4};
+  const uint64_t bytes = 1 << 20;
+  const auto run = [&](bool classes) {
+    CoresFlows f(incsim::collectives::read_program(p, "test"), m, {0, 1, 2, 3}, costs, 4, 1, 0, nullptr, classes);
+    return f.run(bytes);
+  };
+  const CoresFlows::Result whole = run(false), classes = run(true);
+  CHECK(classes.classes == 1);
+  CHECK(classes.channels == 2);
+  CHECK(classes.flows * 2 == whole.flows);
+  CHECK(classes.transfers == whole.transfers);
+  // Each flow takes half the shared link: its 512 KiB at 25 GB/s of payload
+  // (a 16-byte header per 128 bytes), as every channel running gives.
+  CHECK(whole.time_ns == Approx(bytes / 2 * 1.125 / 25).epsilon(0.01));
+  CHECK(classes.time_ns == Approx(whole.time_ns).epsilon(1e-12));
+  CHECK(classes.links == whole.links);
+  // A program whose channels are not each other's images runs whole.
+  const std::string apart = p.substr(0, p.find("rank 1")) +
+                            "rank 1 input 2 output 2 scratch 0\n0 s cores ch 1 q 0 to 2 src i1\n"
+                            "rank 2 input 2 output 2 scratch 0\n0 r cores ch 0 q 0 from 0 dst o0\n"
+                            "1 r cores ch 1 q 1 from 1 dst o1\nrank 3 input 2 output 2 scratch 0\n";
+  CoresFlows f(incsim::collectives::read_program(apart, "test"), m, {0, 1, 2, 3}, costs, 4, 1, 0, nullptr, true);
+  const CoresFlows::Result r = f.run(bytes);
+  CHECK(r.classes == 0);
+  CHECK_THAT(r.classes_note, Catch::Contains("none, every channel ran: no channel does on each node's next GPU what "
+                                             "channel 0 does"));
+}
+
 // The copy engines' programs as flows (flow/copy_flows.h) on the same star.
 namespace {
 double copy_run(Star& s, const std::string& program, uint64_t bytes, int waves, double mem_ns = 0) {

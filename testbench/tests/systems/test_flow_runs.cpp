@@ -111,6 +111,33 @@ TEST_CASE("flow: steady passes add a ring's later passes at their period, as the
   CHECK(nlohmann::json::parse(incsim(run + " --quiet --json -").out)["rows"].at(0).count("steady_passes") == 0);
 }
 
+TEST_CASE("flow: channel classes run NCCL's trees and rings on one rail for all eight, near every channel's times",
+          "[flow][scale]") {
+  // Without the memory's jitter, which draws for fewer channels, what is
+  // left is the NVSwitches' uneven share of the channels' ports that the
+  // classes pool (docs/flow.md, "Channel classes").
+  for (const char* algorithm : {"tree", "ring"}) {
+    const std::string run = std::string("--fidelity flow --platform cluster --nodes 4 --sizes 1M,64M "
+                                        "-c gpu.mem_jitter_cycles=0 --algorithm ") + algorithm;
+    const nlohmann::json whole = rows(run), classes = rows(run + " -c flow.channel_classes=true");
+    for (size_t i = 0; i < whole.size(); ++i) {
+      INFO(algorithm << " at " << whole[i]["size_bytes"] << " B");
+      CHECK(classes[i]["time_us"].get<double>() == Approx(whole[i]["time_us"].get<double>()).epsilon(0.015));
+      CHECK(classes[i]["flows"].get<uint64_t>() * 8 == whole[i]["flows"].get<uint64_t>());
+      CHECK(classes[i]["channel_classes"]["channels"] == 16);
+      CHECK(classes[i]["channel_classes"]["classes"] == 2);
+      CHECK(whole[i].count("channel_classes") == 0);
+    }
+    CHECK_THAT(incsim(run + " -c flow.channel_classes=true").out,
+               Catch::Contains("#   channel classes: 16 channels in 2 classes, each class's first channel run for all "
+                               "of it; 4 classes of links pool 128 links"));
+  }
+  // A program whose channels differ runs whole and says why.
+  CHECK_THAT(incsim("--fidelity flow --platform cluster --nodes 2 --algorithm nvlstree --sizes 1M "
+                    "-c flow.channel_classes=true").out,
+             Catch::Contains("#   channel classes: none, every channel ran: nvlstree has in-network operations"));
+}
+
 TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
   const std::string args = "--fidelity flow --sizes 64K,1M --seed 3";
   const Result a = incsim(args), b = incsim(args);
@@ -380,6 +407,7 @@ TEST_CASE("flow: with flow.share_links training's collectives share one flow net
   CHECK(a.out == b.out);
   CHECK_THAT(a.out, Catch::Contains("sharing the links with those that run at once (flow.share_links)"));
   require_refused(pipe + share + " -c flow.steady_passes=16", "set one of them, not both");
+  require_refused(pipe + share + " -c flow.channel_classes=true", "run every channel: set one of them, not both");
 }
 
 TEST_CASE("flow: jobs share one flow network, each slowed by the others as at packet level", "[flow][jobs]") {
