@@ -53,8 +53,10 @@ ASTRA_ALGS=${ASTRA_ALGS-"ring halvingDoubling ring+doubleBinaryTree"}
 # localBWAware (reduce-scatter in the node, all-reduce across, all-gather).
 # ALG@K runs ALG with flow.steady_passes=K instead of STEADY_PASSES: tree@4
 # prices a pass where K = 16 does not end (4 is too few passes to trust the
-# time: docs/flow.md, "Cost").
-INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4"}
+# time: docs/flow.md, "Cost"). ALG+classes runs it with
+# flow.channel_classes=true: one rail's channels for all eight
+# (docs/flow.md, "Channel classes").
+INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4 tree+classes"}
 # Above these GPU counts a run is recorded as skipped(cost), not started:
 # each costs 5 to 70 times more CPU per 4 times the GPUs (measured here, at
 # 1 GiB: ring 155 s on 256 GPUs; hring 11.7 s on 256, 815 s on 1,024;
@@ -274,10 +276,11 @@ for n in $GPUS; do
       continue
     fi
     echo "incsim $alg $n GPUs ..." >&2
-    k=$STEADY_PASSES
-    [ "${alg#*@}" = "$alg" ] || k=${alg#*@}
-    timed "incsim-$alg-$n" "$INCSIM" --fidelity flow --platform cluster --nodes $((n / 8)) --algorithm "${alg%@*}" \
-      --sizes "$SIZE" -c cluster.pxn=0 -c flow.steady_passes="$k" --quiet --csv "$WORK/runs/incsim-$alg-$n.csv"
+    base=${alg%+classes} k=$STEADY_PASSES
+    [ "${base#*@}" = "$base" ] || k=${base#*@}
+    timed "incsim-$alg-$n" "$INCSIM" --fidelity flow --platform cluster --nodes $((n / 8)) --algorithm "${base%@*}" \
+      --sizes "$SIZE" -c cluster.pxn=0 -c flow.steady_passes="$k" -c flow.channel_classes=$([ "$base" = "$alg" ] &&
+      echo false || echo true) --quiet --csv "$WORK/runs/incsim-$alg-$n.csv"
     us=""
     [ ! -s "$WORK/runs/incsim-$alg-$n.csv" ] ||
       us=$(/usr/bin/python3 -c 'import csv,sys; print("%.2f" % float(next(csv.DictReader(open(sys.argv[1])))["time_us"]))' \

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Channel classes (docs/flow.md, "Channel classes"): each case below run at
+# --fidelity flow with every channel and with flow.channel_classes=true;
+# prints each size's time both ways, the classes' difference and the CPU
+# seconds each run of all its sizes took; writes docs/figures/flow-classes.csv.
+# CASES overrides the list (one case a line: a label, then incsim's
+# options). Set INCSIM to use another binary (nothing is built then).
+# About 5 minutes with the defaults, the runs one after the other.
+set -eu
+cd "$(dirname "$0")/../.."
+[ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
+bin=${INCSIM:-build/incsim}
+sizes=1M,16M,64M,256M
+cases=${CASES:-"cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes $sizes
+cluster64-tree --platform cluster --nodes 64 --algorithm tree --sizes $sizes
+cluster16-ring --platform cluster --nodes 16 --algorithm ring --sizes $sizes
+cluster256-tree-K16 --platform cluster --nodes 256 --algorithm tree --sizes 1G -c flow.steady_passes=16
+nojitter-cluster4-tree --platform cluster --nodes 4 --algorithm tree --sizes 1M,64M -c gpu.mem_jitter_cycles=0
+nojitter-cluster8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0
+nojitter-cluster8-leaf8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=8
+nojitter-cluster8-3level-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4
+nojitter-cluster8-3level-ring --platform cluster --nodes 8 --algorithm ring --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4"}
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
+out=docs/figures/flow-classes.csv
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "case,size_bytes,whole_us,classes_us,difference,whole_cpu_s,classes_cpu_s" >"$out"
+printf '%-30s %12s %12s %12s %9s %8s %8s\n' case size whole_us classes_us diff cpu cpu_classes
+echo "$cases" | while read -r label opts; do
+  [ -n "$label" ] || continue
+  for c in false true; do
+    # shellcheck disable=SC2086
+    /usr/bin/time -f %U -o "$tmp/$c.cpu" "$bin" $opts --fidelity flow -c flow.channel_classes=$c --quiet \
+      --csv "$tmp/$c.csv" >/dev/null
+  done
+  /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
+import csv, sys
+label, tmp, out = sys.argv[1:4]
+rows = {c: list(csv.DictReader(open(f"{tmp}/{c}.csv"))) for c in ("false", "true")}
+cpu = {c: float(open(f"{tmp}/{c}.cpu").read().split()[-1]) for c in ("false", "true")}
+with open(out, "a") as o:
+    for w, k in zip(rows["false"], rows["true"]):
+        t0, t = float(w["time_us"]), float(k["time_us"])
+        d = t / t0 - 1
+        print(f"{label:<30} {w['size_bytes']:>12} {t0:12.2f} {t:12.2f} {100 * d:+8.2f}% {cpu['false']:8.2f} {cpu['true']:8.2f}")
+        o.write(f"{label},{w['size_bytes']},{t0:.3f},{t:.3f},{d:.4f},{cpu['false']:.2f},{cpu['true']:.2f}\n")
+PY
+done
