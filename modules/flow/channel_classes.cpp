@@ -150,7 +150,7 @@ class Finder {
       return x;
     };
     std::vector<char> uneven(L, 0);  // [link]: its images differ
-    std::vector<double> load(L, 0);  // [link]: the connections whose data cross it
+    std::vector<double> load(L, 0);  // [link]: the sending operations whose data cross it
     std::unordered_map<uint64_t, std::vector<int>> ports;
     const auto route = [&](int r, int peer, int c, std::vector<std::pair<int, double>>& met) {
       std::vector<int>& x = ports[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
@@ -158,35 +158,41 @@ class Finder {
       if (x.empty()) x = FlowGraph::shortest_ports(t_, from, to);
       return g_.walk(t_.endpoints()[static_cast<size_t>(from)], x[static_cast<size_t>(c) % x.size()], to, from, &met);
     };
-    std::vector<std::pair<int, double>> a, b;
+    // Each connection once, with the operations that send on it: (rank,
+    // peer, channel) and whether it sends, or receives (the head flags' way back).
+    std::vector<std::pair<uint64_t, bool>> conns;
     for (int r = 0; r < p_.ranks; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
-        for (const bool sends : {true, false}) {
-          const int peer = sends ? (collectives::sends(o.kind) ? o.send_peer : kNone)
-                                 : (collectives::receives(o.kind) ? o.recv_peer : kNone);
-          if (peer == kNone) continue;
-          const Route x = route(r, peer, o.channel, a),
-                      y = route(this->image(r), this->image(peer), kappa_[o.channel], b);
-          bool alike = a.size() == b.size() && x.latency_ns == y.latency_ns && x.ack_ns == y.ack_ns &&
-                       x.acked_by_memory == y.acked_by_memory;
-          for (size_t h = 0; alike && h < a.size(); ++h) {
-            const auto [l, share] = a[h];
-            const auto [l2, share2] = b[h];
-            alike = std::abs(share - share2) <= 1e-9 * share && g_.format_index(l) == g_.format_index(l2);
-            int &s = image[static_cast<size_t>(l)], &v = inverse[static_cast<size_t>(l2)];
-            if ((s >= 0 && s != l2) || (v >= 0 && v != l)) uneven[static_cast<size_t>(l)] = 1;
-            s = l2;
-            v = l;
-            up[static_cast<size_t>(find(l))] = find(l2);
-            if (sends) load[static_cast<size_t>(l)] += share;
-          }
-          if (!alike)
-            return why = "rank " + std::to_string(r) + "'s route to rank " + std::to_string(peer) + " on channel " +
-                         std::to_string(o.channel) + " is not the image of its image's",
-                   false;
-        }
+        if (collectives::sends(o.kind)) conns.emplace_back(collectives::pair_key(r, o.send_peer, o.channel), true);
+        if (collectives::receives(o.kind)) conns.emplace_back(collectives::pair_key(r, o.recv_peer, o.channel), false);
       }
+    std::sort(conns.begin(), conns.end());
+    std::vector<std::pair<int, double>> a, b;
+    for (size_t i = 0, j; i < conns.size(); i = j) {
+      for (j = i + 1; j < conns.size() && conns[j] == conns[i]; ++j) {
+      }
+      const auto [key, sends] = conns[i];
+      const int r = collectives::pair_from(key), peer = collectives::pair_to(key), c = collectives::pair_channel(key);
+      const Route x = route(r, peer, c, a), y = route(this->image(r), this->image(peer), kappa_[c], b);
+      bool alike = a.size() == b.size() && x.latency_ns == y.latency_ns && x.ack_ns == y.ack_ns &&
+                   x.acked_by_memory == y.acked_by_memory;
+      for (size_t h = 0; alike && h < a.size(); ++h) {
+        const auto [l, share] = a[h];
+        const auto [l2, share2] = b[h];
+        alike = std::abs(share - share2) <= 1e-9 * share && g_.format_index(l) == g_.format_index(l2);
+        int &s = image[static_cast<size_t>(l)], &v = inverse[static_cast<size_t>(l2)];
+        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) uneven[static_cast<size_t>(l)] = 1;
+        s = l2;
+        v = l;
+        up[static_cast<size_t>(find(l))] = find(l2);
+        if (sends) load[static_cast<size_t>(l)] += share * static_cast<double>(j - i);
+      }
+      if (!alike)
+        return why = "rank " + std::to_string(r) + "'s route to rank " + std::to_string(peer) + " on channel " +
+                     std::to_string(c) + " is not the image of its image's",
+               false;
+    }
     // Each class's narrowest link stands for it, and fills as its busiest
     // link would: a class that pools links the channels load unevenly
     // binds where its link of most connections per GB/s binds.
