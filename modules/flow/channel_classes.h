@@ -9,8 +9,10 @@
 // cross the first link of each orbit of links (a link and its images),
 // weighted by the class's channels over the orbit's links, which loads
 // each link as its orbit is loaded; max-min fair shares are unique, so they
-// have the same symmetry and every flow its rate. Exact but for the
-// memory's jitter, whose draws then fall to fewer channels. Plain C++, no
+// have the same symmetry and every flow its rate. A whole run's channels do
+// not stay in step (the memory's jitter, an ulp of a rate reordering
+// events due together, hgx-h100's uneven NVSwitch trunks, which a class of
+// links pools), so the classes run a few percent fast. Plain C++, no
 // SystemC.
 #include <string>
 #include <vector>

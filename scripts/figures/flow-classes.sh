@@ -11,10 +11,13 @@ cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
 bin=${INCSIM:-build/incsim}
 sizes=1M,16M,64M,256M
-cases=${CASES:-"cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes $sizes
+cases=${CASES:-"cluster3-tree --platform cluster --nodes 3 --algorithm tree --sizes $sizes
+cluster6-tree --platform cluster --nodes 6 --algorithm tree --sizes $sizes
+cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes $sizes
 cluster64-tree --platform cluster --nodes 64 --algorithm tree --sizes $sizes
 cluster16-ring --platform cluster --nodes 16 --algorithm ring --sizes $sizes
 cluster256-tree-K16 --platform cluster --nodes 256 --algorithm tree --sizes 1G -c flow.steady_passes=16
+nojitter-cluster3-tree --platform cluster --nodes 3 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0
 nojitter-cluster4-tree --platform cluster --nodes 4 --algorithm tree --sizes 1M,64M -c gpu.mem_jitter_cycles=0
 nojitter-cluster8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0
 nojitter-cluster8-leaf8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=8

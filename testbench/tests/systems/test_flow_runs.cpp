@@ -113,9 +113,9 @@ TEST_CASE("flow: steady passes add a ring's later passes at their period, as the
 
 TEST_CASE("flow: channel classes run NCCL's trees and rings on one rail for all eight, near every channel's times",
           "[flow][scale]") {
-  // Without the memory's jitter, which draws for fewer channels, what is
-  // left is the NVSwitches' uneven share of the channels' ports that the
-  // classes pool (docs/flow.md, "Channel classes").
+  // Without the memory's jitter, which draws the whole run's channels
+  // apart, what is left is their drift on hgx-h100's uneven NVSwitch
+  // trunks, which the classes run in step (docs/flow.md, "Channel classes").
   for (const char* algorithm : {"tree", "ring"}) {
     const std::string run = std::string("--fidelity flow --platform cluster --nodes 4 --sizes 1M,64M "
                                         "-c gpu.mem_jitter_cycles=0 --algorithm ") + algorithm;
