@@ -28,7 +28,7 @@ out=docs/figures/flow-classes.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "case,size_bytes,whole_us,classes_us,difference,whole_cpu_s,classes_cpu_s" >"$out"
-printf '%-30s %12s %12s %12s %9s %8s %8s\n' case size whole_us classes_us diff cpu cpu_classes
+printf '%-30s %12s %12s %12s %9s %9s %9s\n' case size whole_us classes_us diff cpu cpu_classes
 echo "$cases" | while read -r label opts; do
   [ -n "$label" ] || continue
   for c in false true; do
@@ -36,16 +36,5 @@ echo "$cases" | while read -r label opts; do
     /usr/bin/time -f %U -o "$tmp/$c.cpu" "$bin" $opts --fidelity flow -c flow.channel_classes=$c --quiet \
       --csv "$tmp/$c.csv" >/dev/null
   done
-  /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
-import csv, sys
-label, tmp, out = sys.argv[1:4]
-rows = {c: list(csv.DictReader(open(f"{tmp}/{c}.csv"))) for c in ("false", "true")}
-cpu = {c: float(open(f"{tmp}/{c}.cpu").read().split()[-1]) for c in ("false", "true")}
-with open(out, "a") as o:
-    for w, k in zip(rows["false"], rows["true"]):
-        t0, t = float(w["time_us"]), float(k["time_us"])
-        d = t / t0 - 1
-        print(f"{label:<30} {w['size_bytes']:>12} {t0:12.2f} {t:12.2f} {100 * d:+8.2f}% {cpu['false']:8.2f} {cpu['true']:8.2f}")
-        o.write(f"{label},{w['size_bytes']},{t0:.3f},{t:.3f},{d:.4f},{cpu['false']:.2f},{cpu['true']:.2f}\n")
-PY
+  /usr/bin/python3 scripts/figures/paired-rows.py "$label" "$tmp" "$out" false true
 done

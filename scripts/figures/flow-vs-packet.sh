@@ -35,25 +35,14 @@ out=docs/figures/flow-vs-packet.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 [ -z "$cases" ] || [ -n "${APPEND:-}" ] || echo "case,size_bytes,packet_us,flow_us,error,packet_cpu_s,flow_cpu_s" >"$out"
-[ -z "$cases" ] || printf '%-16s %10s %12s %12s %8s %9s %8s\n' case size packet_us flow_us error pkt_cpu flow_cpu
+[ -z "$cases" ] || printf '%-30s %12s %12s %12s %9s %9s %9s\n' case size packet_us flow_us error pkt_cpu flow_cpu
 echo "$cases" | while read -r label opts; do
   [ -n "$label" ] || continue
   for f in packet flow; do
     # shellcheck disable=SC2086
     /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts --sizes "$sizes" --fidelity $f --quiet --csv "$tmp/$f.csv" >/dev/null
   done
-  /usr/bin/python3 - "$label" "$tmp" "$out" <<'PY'
-import csv, sys
-label, tmp, out = sys.argv[1:4]
-rows = {f: list(csv.DictReader(open(f"{tmp}/{f}.csv"))) for f in ("packet", "flow")}
-cpu = {f: float(open(f"{tmp}/{f}.cpu").read().split()[-1]) for f in ("packet", "flow")}
-with open(out, "a") as o:
-    for p, q in zip(rows["packet"], rows["flow"]):
-        tp, tf = float(p["time_us"]), float(q["time_us"])
-        err = tf / tp - 1
-        print(f"{label:<16} {p['size_bytes']:>10} {tp:12.2f} {tf:12.2f} {100 * err:+7.1f}% {cpu['packet']:9.2f} {cpu['flow']:8.2f}")
-        o.write(f"{label},{p['size_bytes']},{tp:.3f},{tf:.3f},{err:.4f},{cpu['packet']:.2f},{cpu['flow']:.2f}\n")
-PY
+  /usr/bin/python3 scripts/figures/paired-rows.py "$label" "$tmp" "$out" packet flow
 done
 
 # Training: one iteration, no warm-up, at packet level, as flows (each
