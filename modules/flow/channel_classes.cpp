@@ -91,8 +91,7 @@ class Finder {
           o.src.count != x.src.count || o.dst.buf != x.dst.buf || o.dst.count != x.dst.count ||
           o.dep_count != x.dep_count)
         return false;
-      const auto [q, fresh] = queue_.try_emplace(std::pair{c, int{o.queue}}, x.queue);
-      if (q->second != x.queue) return false;
+      if (queue_.try_emplace(std::pair{c, int{o.queue}}, x.queue).first->second != x.queue) return false;
       for (uint32_t d = 0; d < o.dep_count; ++d) {
         const int dep = static_cast<int>(p_.deps_of(o)[d]);
         if (p_.op(r, dep).channel != c) return false;
@@ -156,7 +155,7 @@ class Finder {
       std::vector<int>& x = ports[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
       const int from = endpoints_[static_cast<size_t>(r)], to = endpoints_[static_cast<size_t>(peer)];
       if (x.empty()) x = FlowGraph::shortest_ports(t_, from, to);
-      return g_.walk(t_.endpoints()[static_cast<size_t>(from)], x[static_cast<size_t>(c) % x.size()], to, from, &met);
+      return g_.walk(t_.endpoints()[static_cast<size_t>(from)], FlowGraph::channel_port(x, c), to, from, &met);
     };
     // Each connection once, with the operations that send on it: (rank,
     // peer, channel) and whether it sends, or receives (the head flags' way back).

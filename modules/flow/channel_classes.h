@@ -6,9 +6,9 @@
 // its tree over the nodes runs on rail j) keeps the two in step: at every
 // moment the flows of c' are the images of c's, on the images of their
 // links. One channel of each class then stands for all of it: its flows
-// cross the first link of each orbit of links (a link and its images),
-// weighted by the class's channels over the orbit's links, which loads
-// each link as its orbit is loaded; max-min fair shares are unique, so they
+// cross the narrowest link of each class of links (a link and its images),
+// weighted by the class's channels over the class's links, which loads
+// each link as its class is loaded; max-min fair shares are unique, so they
 // have the same symmetry and every flow its rate. A whole run's channels do
 // not stay in step (the memory's jitter, an ulp of a rate reordering
 // events due together, hgx-h100's uneven NVSwitch trunks, which a class of
@@ -33,8 +33,8 @@ struct ChannelClasses {
   // Classes that pool links the rotation does not map one to one, and their links.
   int pooled = 0;
   uint64_t pooled_links = 0;
-  // The weight on its orbit's first link of a flow of `channel`'s class per
-  // unit of its weight on flow link l.
+  // The weight on canon[l] of a flow of `channel`'s class per unit of its
+  // weight on flow link l.
   double weight(int channel, int l) const {
     return members[static_cast<size_t>(channel)] * per_link[static_cast<size_t>(l)];
   }

@@ -77,7 +77,7 @@ std::set<std::pair<int, int>> CoresFlows::pinned(const collectives::Program& p, 
         const int from = endpoints[static_cast<size_t>(r)];
         const std::vector<int> ports = FlowGraph::shortest_ports(t, from, endpoints[static_cast<size_t>(peer)]);
         const int node = t.endpoints()[static_cast<size_t>(from)];
-        pinned.emplace(node, t.peer({node, ports[o.channel % ports.size()]}).node);
+        pinned.emplace(node, t.peer({node, FlowGraph::channel_port(ports, o.channel)}).node);
       }
     }
   return pinned;
@@ -222,7 +222,7 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->peer = peer;
   c->queue = &q;
   const std::vector<int>& ports = ports_to(k.r, peer);
-  c->port = ports[static_cast<size_t>(channel) % ports.size()];
+  c->port = FlowGraph::channel_port(ports, channel);
   c->route = &f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], c->port, f_.endpoints_[static_cast<size_t>(peer)]);
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
@@ -357,7 +357,7 @@ void CoresFlows::Run::progress(Queue& q) {
 void CoresFlows::Run::part_done(Rank& k) {
   if (--k.unfinished != 0 || --running_ != 0) return;
   end_ = net_.now();
-  if (done_) done_(result(end_, transfers_, *f_.graph_, classes_ ? &classes_->canon : nullptr));
+  if (done_) done_(result(end_, transfers_, *f_.graph_));
 }
 
 void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
@@ -496,18 +496,16 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   }
   Result out = result(end_, transfers_, *f_.graph_, classes_ ? &classes_->canon : nullptr);
   out.proto = proto_;
-  if (f_.classes_ || !f_.no_classes_.empty()) {
-    out.channels = f_.parts_.channels;
-    out.classes = classes_ ? classes_->classes : 0;
-    if (!classes_) {
-      out.classes_note = "none, every channel ran: " + no_classes_;
-    } else {
-      out.classes_note = std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
-                         " classes, each class's first channel run for all of it";
-      if (classes_->pooled)
-        out.classes_note += "; " + std::to_string(classes_->pooled) + " classes of links pool " +
-                            std::to_string(classes_->pooled_links) + " links the rotation does not map one to one";
-    }
+  out.channels = f_.parts_.channels;
+  if (classes_) {
+    out.classes = classes_->classes;
+    out.classes_note = std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
+                       " classes, each class's first channel run for all of it";
+    if (classes_->pooled)
+      out.classes_note += "; " + std::to_string(classes_->pooled) + " classes of links pool " +
+                          std::to_string(classes_->pooled_links) + " links the rotation does not map one to one";
+  } else if (!no_classes_.empty()) {
+    out.classes_note = "none, every channel ran: " + no_classes_;
   }
   return out;
 }

@@ -98,6 +98,11 @@ class FlowGraph {
 
   // Endpoint `from`'s ports on a shortest path to endpoint `to`.
   static std::vector<int> shortest_ports(const topo::Topology& t, int from, int to);
+  // Of those ports, the one a connection on `channel` leaves by: the
+  // channels take them in turn, as the cores' connections do.
+  static int channel_port(const std::vector<int>& shortest, int channel) {
+    return shortest[static_cast<size_t>(channel) % shortest.size()];
+  }
   // From endpoint `from`'s port to endpoint `to`, found at first use.
   const Route& route(int from, int port, int to);
   // The links from graph node `from` to endpoint dst, leaving by `port`
