@@ -379,20 +379,81 @@ std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) cons
 }
 
 std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist) {
-  std::map<std::vector<int>, int> members;  // class -> members in it
-  for (const std::vector<int>& d : dist) ++members[d];
-  std::vector<std::pair<const std::vector<int>*, int>> cls;
-  for (const auto& [d, n] : members) cls.emplace_back(&d, n);
-  const size_t S = dist.empty() ? 0 : dist.front().size();
+  const size_t M = dist.size(), S = dist.empty() ? 0 : dist.front().size();
+  // all: the switches every member reaches; apart[m]: the others member m
+  // reaches, (switch, distance) by switch.
+  std::vector<size_t> all;
+  std::vector<std::vector<std::pair<size_t, int>>> apart(M);
+  for (size_t s = 0; s < S; ++s) {
+    bool every = true;
+    for (size_t m = 0; m < M && every; ++m) every = dist[m][s] > 0;
+    if (every) {
+      all.push_back(s);
+      continue;
+    }
+    for (size_t m = 0; m < M; ++m)
+      if (dist[m][s] > 0) apart[m].emplace_back(s, dist[m][s]);
+  }
+  // The shortest way between members a and b through a switch apart (-1: none).
+  const auto best_apart = [&](size_t a, size_t b) {
+    int best = -1;
+    const auto &x = apart[a], &y = apart[b];
+    for (size_t i = 0, j = 0; i < x.size() && j < y.size();)
+      if (x[i].first < y[j].first) ++i;
+      else if (y[j].first < x[i].first) ++j;
+      else {
+        const int d = x[i++].second + y[j++].second;
+        if (best < 0 || d < best) best = d;
+      }
+    return best;
+  };
+  std::map<std::vector<int>, std::vector<size_t>> classes;  // distances to `all` -> its members
+  for (size_t m = 0; m < M; ++m) {
+    std::vector<int> d(all.size());
+    for (size_t k = 0; k < all.size(); ++k) d[k] = dist[m][all[k]];
+    classes[std::move(d)].push_back(m);
+  }
+  std::vector<std::pair<const std::vector<int>*, const std::vector<size_t>*>> cls;
+  for (const auto& [d, members] : classes) cls.emplace_back(&d, &members);
   std::vector<bool> on(S, false);
+  // A class pair's way through `all`: its switches are on a shortest path
+  // where a pair of its members has no shorter way apart.
   for (size_t i = 0; i < cls.size(); ++i)
-    for (size_t j = cls[i].second > 1 ? i : i + 1; j < cls.size(); ++j) {
+    for (size_t j = cls[i].second->size() > 1 ? i : i + 1; j < cls.size(); ++j) {
       const std::vector<int>&a = *cls[i].first, &b = *cls[j].first;
       int best = -1;
-      for (size_t s = 0; s < S; ++s)
-        if (a[s] > 0 && b[s] > 0 && (best < 0 || a[s] + b[s] < best)) best = a[s] + b[s];
-      for (size_t s = 0; s < S; ++s) on[s] = on[s] || (best > 0 && a[s] > 0 && a[s] + b[s] == best);
+      for (size_t k = 0; k < all.size(); ++k)
+        if (best < 0 || a[k] + b[k] < best) best = a[k] + b[k];
+      if (best < 0) continue;
+      bool way = false;
+      for (size_t x : *cls[i].second) {
+        for (size_t y : *cls[j].second) {
+          const int other = x == y ? best : best_apart(x, y);
+          if ((way = x != y && (other < 0 || other >= best))) break;
+        }
+        if (way) break;
+      }
+      if (!way) continue;
+      for (size_t k = 0; k < all.size(); ++k) on[all[k]] = on[all[k]] || a[k] + b[k] == best;
     }
+  // A switch apart: the pairs of members that reach it.
+  std::vector<std::vector<size_t>> reached(S);
+  for (size_t m = 0; m < M; ++m)
+    for (const auto& [s, d] : apart[m]) reached[s].push_back(m);
+  std::vector<int> class_of(M);
+  for (size_t c = 0; c < cls.size(); ++c)
+    for (size_t m : *cls[c].second) class_of[m] = static_cast<int>(c);
+  for (size_t s = 0; s < S; ++s)
+    for (size_t x = 0; x < reached[s].size() && !on[s]; ++x)
+      for (size_t y = x + 1; y < reached[s].size() && !on[s]; ++y) {
+        const size_t a = reached[s][x], b = reached[s][y];
+        const std::vector<int>&da = *cls[static_cast<size_t>(class_of[a])].first,
+                         &db = *cls[static_cast<size_t>(class_of[b])].first;
+        int best = best_apart(a, b);
+        for (size_t k = 0; k < all.size(); ++k)
+          if (best < 0 || da[k] + db[k] < best) best = da[k] + db[k];
+        on[s] = dist[a][s] + dist[b][s] == best;
+      }
   return on;
 }
 

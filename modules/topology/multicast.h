@@ -44,9 +44,12 @@ enum class HomeMapping { Interleave, Hash };
 // Where a group's traffic meets: from each member's distances to some
 // switches (dist[m][s]; 0 or less: not reached), whether switch s lies on a
 // shortest path between two members. Members at the same distances from
-// every switch (a rail's GPUs under one leaf) are one class, and the pairs
-// of classes (a class with itself where it holds two members) decide what
-// the pairs of members would: a SHARP group of 2,048 GPUs has a few classes.
+// every switch all of them reach (a rail's GPUs under one leaf) are one
+// class, and the pairs of classes (a class with itself where it holds two
+// members) decide what the pairs of members would: a SHARP group of 2,048
+// GPUs has a few classes. The switches some member does not reach (each
+// node's NVSwitches, which only its own GPUs reach) are few per member and
+// kept apart, so that they do not make every member a class of its own.
 // The one rule of packet level's home ports and the flows' homes.
 std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist);
 

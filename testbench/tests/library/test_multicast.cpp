@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <map>
+#include <random>
 
 #include "core/error.h"
 #include "topology/cluster.h"
@@ -372,4 +373,33 @@ TEST_CASE("home switches: on a shortest path between two members, two alike memb
   // Unreached switches (distance 0 or less) are on no path.
   CHECK(topo::on_shortest_paths({{1, 0}, {1, -1}}) == std::vector<bool>{true, false});
   CHECK(topo::on_shortest_paths({a}) == std::vector<bool>{false, false, false});
+}
+
+// The classes are kept over the switches every member reaches; the others
+// (a node's NVSwitches) are kept apart. The answer is still every pair of
+// members': checked against that definition on random distances where each
+// switch is unreached by none, some or most members.
+TEST_CASE("home switches: switches only some members reach are kept apart, the answer every pair's",
+          "[multicast][homes]") {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t M = 1 + rng() % 7, S = 1 + rng() % 6;
+    std::vector<std::vector<int>> d(M, std::vector<int>(S));
+    for (size_t s = 0; s < S; ++s) {
+      const unsigned unreached = rng() % 3;  // 0: every member reaches s; 1: some do not; 2: most do not
+      for (size_t m = 0; m < M; ++m)
+        d[m][s] = unreached && rng() % (unreached == 1 ? 4 : 2) == 0 ? 0 : 1 + static_cast<int>(rng() % 3);
+    }
+    if (trial % 2) d.push_back(d.front());  // two members alike
+    std::vector<bool> want(S, false);
+    for (size_t a = 0; a < d.size(); ++a)
+      for (size_t b = a + 1; b < d.size(); ++b) {
+        int best = -1;
+        for (size_t s = 0; s < S; ++s)
+          if (d[a][s] > 0 && d[b][s] > 0 && (best < 0 || d[a][s] + d[b][s] < best)) best = d[a][s] + d[b][s];
+        for (size_t s = 0; s < S; ++s) want[s] = want[s] || (d[a][s] > 0 && d[b][s] > 0 && d[a][s] + d[b][s] == best);
+      }
+    INFO("trial " << trial);
+    CHECK(topo::on_shortest_paths(d) == want);
+  }
 }
