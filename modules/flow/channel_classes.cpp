@@ -5,55 +5,46 @@
 #include <map>
 #include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
+#include "collectives/layout.h"
 #include "topology/cluster.h"
 
 namespace incsim::flow {
 
+using collectives::ChunkRef;
 using collectives::kNone;
+using collectives::OpKind;
 using collectives::Operation;
 using collectives::Program;
 
 namespace {
 
-// The program's operations by rank and channel, in order, and each
-// operation's place among its channel's.
-struct ByChannel {
-  explicit ByChannel(const Program& p) : channels(1) {
-    for (const Operation& o : p.ops) channels = std::max(channels, o.channel + 1);
-    begin.assign(static_cast<size_t>(p.ranks) * static_cast<size_t>(channels) + 1, 0);
-    for (int r = 0; r < p.ranks; ++r)
-      for (int i = 0; i < p.op_count(r); ++i) ++begin[at(r, p.op(r, i).channel) + 1];
-    std::partial_sum(begin.begin(), begin.end(), begin.begin());
-    ops.resize(p.ops.size());
-    place.resize(p.ops.size());
-    std::vector<uint32_t> next(begin.begin(), begin.end() - 1);
-    for (int r = 0; r < p.ranks; ++r)
-      for (int i = 0; i < p.op_count(r); ++i) {
-        const size_t k = at(r, p.op(r, i).channel);
-        place[p.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i)] = next[k] - begin[k];
-        ops[next[k]++] = i;
-      }
+// Union-find over 0 .. n - 1.
+class Joined {
+ public:
+  explicit Joined(size_t n) : up_(n) { std::iota(up_.begin(), up_.end(), 0u); }
+  uint32_t find(uint32_t x) {
+    while (up_[x] != x) x = up_[x] = up_[up_[x]];
+    return x;
   }
-  size_t at(int r, int c) const {
-    return static_cast<size_t>(r) * static_cast<size_t>(channels) + static_cast<size_t>(c);
-  }
-  const int* of(int r, int c) const { return ops.data() + begin[at(r, c)]; }
-  uint32_t count(int r, int c) const { return begin[at(r, c) + 1] - begin[at(r, c)]; }
-  int channels;
-  std::vector<uint32_t> begin;  // [rank x channels + channel]
-  std::vector<int> ops;
-  std::vector<uint32_t> place;  // [the program's operation]
+  void join(uint32_t a, uint32_t b) { up_[find(a)] = find(b); }
+
+ private:
+  std::vector<uint32_t> up_;
 };
+
+using Met = std::vector<std::pair<int, double>>;  // a walk's (flow link, share), in the order it meets them
 
 class Finder {
  public:
-  Finder(const Program& p, const topo::Topology& t, const FlowGraph& g, const std::vector<int>& endpoints)
-      : p_(p), t_(t), g_(g), endpoints_(endpoints), by_(p) {}
+  Finder(const Program& p, const topo::Topology& t, const FlowGraph& g, InNetwork& innet,
+         const std::vector<int>& endpoints)
+      : p_(p), t_(t), g_(g), innet_(innet), endpoints_(endpoints) {}
 
   bool find(ChannelClasses& out, std::string& why) {
-    return rotation(why) && images(why) && orbits(out, why) && (keep_firsts(out), true);
+    return rotation(why) && split(why) && images(why) && orbits(out, why) && (keep_firsts(out), true);
   }
 
  private:
@@ -78,129 +69,271 @@ class Finder {
 
   int image(int rank) const { return rank == kNone ? kNone : pi_[static_cast<size_t>(rank)]; }
 
-  // Does rank r2 on channel c2 what rank r does on channel c, with ranks
-  // rotated (and queues as kappa_'s queues map them)?
-  bool same(int r, int c, int r2, int c2) {
-    const uint32_t n = by_.count(r, c);
-    if (by_.count(r2, c2) != n) return false;
-    const int *a = by_.of(r, c), *b = by_.of(r2, c2);
+  // part_: what runs together. Operations joined by a dependency, by a
+  // queue (its operations run in turn), by a connection, or by an
+  // in-network group's message chunk (a reducing read and the members
+  // lending to it, a multicast and its receivers) are one part. Then the
+  // operations by rank and part, in order, and each one's place among its
+  // part's on its rank.
+  bool split(std::string& why) {
+    const size_t n = p_.ops.size();
+    Joined joined(n);
+    std::unordered_map<uint64_t, uint32_t> conn, chunk, queue;  // each one's first operation
+    const auto meet = [&](std::unordered_map<uint64_t, uint32_t>& m, uint64_t key, uint32_t x) {
+      const auto [it, fresh] = m.try_emplace(key, x);
+      if (!fresh) joined.join(it->second, x);
+    };
+    for (int r = 0; r < p_.ranks; ++r) {
+      queue.clear();
+      const uint32_t base = p_.rank_begin[static_cast<size_t>(r)];
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        const Operation& o = p_.op(r, i);
+        const uint32_t x = base + static_cast<uint32_t>(i);
+        for (uint32_t d = 0; d < o.dep_count; ++d) joined.join(base + p_.deps_of(o)[d], x);
+        if (!collectives::passive(o)) meet(queue, o.queue, x);
+        if (collectives::sends(o.kind)) meet(conn, collectives::pair_key(r, o.send_peer, o.channel), x);
+        if (collectives::receives(o.kind)) meet(conn, collectives::pair_key(o.recv_peer, r, o.channel), x);
+        if (o.group != kNone) {
+          const ChunkRef c = o.src.empty() ? o.dst : o.src;
+          const int64_t m = c.empty() ? -1 : collectives::message_chunk(p_, r, ChunkRef{c.index, 1, c.buf});
+          meet(chunk, static_cast<uint64_t>(o.group) << 32 | static_cast<uint32_t>(m), x);
+        }
+      }
+    }
+    part_.resize(n);
+    std::unordered_map<uint32_t, int> id;  // a root's part
+    for (uint32_t x = 0; x < n; ++x) {
+      const auto [it, fresh] = id.try_emplace(joined.find(x), static_cast<int>(part_channel_.size()));
+      if (fresh) part_channel_.push_back(p_.ops[x].channel);
+      part_[x] = it->second;
+      if (p_.ops[x].channel != part_channel_[static_cast<size_t>(it->second)])
+        return why = "channel " + std::to_string(p_.ops[x].channel) + "'s operations run with channel " +
+                     std::to_string(part_channel_[static_cast<size_t>(it->second)]) +
+                     "'s (a dependency, a queue or a connection joins them)",
+               false;
+    }
+    U_ = part_channel_.size();
+    begin_.assign(static_cast<size_t>(p_.ranks) * U_ + 1, 0);
+    for (int r = 0; r < p_.ranks; ++r)
+      for (int i = 0; i < p_.op_count(r); ++i) ++begin_[at(r, part_of(r, i)) + 1];
+    std::partial_sum(begin_.begin(), begin_.end(), begin_.begin());
+    ops_.resize(n);
+    place_.resize(n);
+    std::vector<uint32_t> next(begin_.begin(), begin_.end() - 1);
+    for (int r = 0; r < p_.ranks; ++r)
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        const size_t k = at(r, part_of(r, i));
+        place_[p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i)] = next[k] - begin_[k];
+        ops_[next[k]++] = i;
+      }
+    return true;
+  }
+
+  int part_of(int r, int i) const {
+    return part_[p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i)];
+  }
+  size_t at(int r, int u) const { return static_cast<size_t>(r) * U_ + static_cast<size_t>(u); }
+  const int* of(int r, int u) const { return ops_.data() + begin_[at(r, u)]; }
+  uint32_t count(int r, int u) const { return begin_[at(r, u) + 1] - begin_[at(r, u)]; }
+
+  // Does group g2 hold group g's members' images? Mapped once, one to one.
+  bool group_image(int g, int g2) {
+    const auto it = gamma_.find(g);
+    if (it != gamma_.end()) return it->second == g2;
+    if (gamma_inverse_.count(g2)) return false;
+    std::vector<int> a = p_.groups[static_cast<size_t>(g)], b = p_.groups[static_cast<size_t>(g2)];
+    for (int& m : a) m = image(m);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    if (a != b) return false;
+    gamma_.emplace(g, g2);
+    gamma_inverse_.emplace(g2, g);
+    added_groups_.push_back(g);
+    return true;
+  }
+
+  // Does rank r2 in part u2 what rank r does in part u, with ranks rotated
+  // (and queues and groups as kappa_'s mapping maps them)?
+  bool same(int r, int u, int r2, int u2) {
+    const uint32_t n = count(r, u);
+    if (count(r2, u2) != n) return false;
+    const int *a = of(r, u), *b = of(r2, u2);
     for (uint32_t k = 0; k < n; ++k) {
       const Operation &o = p_.op(r, a[k]), &x = p_.op(r2, b[k]);
       if (o.kind != x.kind || o.engine != x.engine || o.proto != x.proto || o.timestep != x.timestep ||
           image(o.send_peer) != x.send_peer || image(o.recv_peer) != x.recv_peer || o.src.buf != x.src.buf ||
           o.src.count != x.src.count || o.dst.buf != x.dst.buf || o.dst.count != x.dst.count ||
-          o.dep_count != x.dep_count)
+          o.dep_count != x.dep_count || (o.group == kNone) != (x.group == kNone))
         return false;
-      if (queue_.try_emplace(std::pair{c, int{o.queue}}, x.queue).first->second != x.queue) return false;
+      if (o.group != kNone && !group_image(o.group, x.group)) return false;
+      if (queue_.try_emplace(std::pair{u, int{o.queue}}, x.queue).first->second != x.queue) return false;
       for (uint32_t d = 0; d < o.dep_count; ++d) {
-        const int dep = static_cast<int>(p_.deps_of(o)[d]);
-        if (p_.op(r, dep).channel != c) return false;
-        if (b[by_.place[p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(dep)]] !=
-            static_cast<int>(p_.deps_of(x)[d]))
+        const uint32_t dep = p_.deps_of(o)[d];
+        if (b[place_[p_.rank_begin[static_cast<size_t>(r)] + dep]] != static_cast<int>(p_.deps_of(x)[d]))
           return false;
       }
     }
     return true;
   }
 
-  // kappa_: the channel that is each channel's image.
+  // A failed match of part u: its queues' and groups' mappings go.
+  void undo(int u) {
+    queue_.erase(queue_.lower_bound({u, 0}), queue_.lower_bound({u + 1, 0}));
+    for (int g : added_groups_) {
+      gamma_inverse_.erase(gamma_.at(g));
+      gamma_.erase(g);
+    }
+    added_groups_.clear();
+  }
+
+  // kappa_: the part that is each part's image.
   bool images(std::string& why) {
-    for (const Operation& o : p_.ops)
-      if (o.group != kNone || collectives::in_network(o.kind))
-        return why = p_.name + " has in-network operations", false;
-    const int C = by_.channels;
-    kappa_.assign(static_cast<size_t>(C), -1);
-    std::vector<char> taken(static_cast<size_t>(C), 0);
-    for (int c = 0; c < C; ++c) {
-      int r0 = 0;
-      while (r0 < p_.ranks && by_.count(r0, c) == 0) ++r0;
-      if (r0 == p_.ranks) return why = "channel " + std::to_string(c) + " has no operations", false;
-      for (int c2 = 0; c2 < C && kappa_[static_cast<size_t>(c)] < 0; ++c2) {
-        if (taken[static_cast<size_t>(c2)]) continue;
-        const auto before = queue_;
+    std::vector<int> first_rank(U_, -1);
+    for (int r = p_.ranks - 1; r >= 0; --r)
+      for (size_t u = 0; u < U_; ++u)
+        if (count(r, static_cast<int>(u))) first_rank[u] = r;
+    kappa_.assign(U_, -1);
+    std::vector<char> taken(U_, 0);
+    for (int u = 0; u < static_cast<int>(U_); ++u) {
+      const int r0 = first_rank[static_cast<size_t>(u)];
+      for (int u2 = 0; u2 < static_cast<int>(U_) && kappa_[static_cast<size_t>(u)] < 0; ++u2) {
+        if (taken[static_cast<size_t>(u2)] || count(image(r0), u2) != count(r0, u)) continue;
+        added_groups_.clear();
         bool all = true;
-        for (int r = 0; r < p_.ranks && all; ++r) all = same(r, c, image(r), c2);
+        for (int r = 0; r < p_.ranks && all; ++r) all = same(r, u, image(r), u2);
         if (all) {
-          kappa_[static_cast<size_t>(c)] = c2;
-          taken[static_cast<size_t>(c2)] = 1;
+          kappa_[static_cast<size_t>(u)] = u2;
+          taken[static_cast<size_t>(u2)] = 1;
         } else {
-          queue_ = before;
+          undo(u);
         }
       }
-      if (kappa_[static_cast<size_t>(c)] < 0)
-        return why = "no channel does on each node's next GPU what channel " + std::to_string(c) + " does", false;
+      if (kappa_[static_cast<size_t>(u)] < 0)
+        return why = "no part does on each node's next GPU what channel " +
+                     std::to_string(part_channel_[static_cast<size_t>(u)]) + "'s part " + std::to_string(u) + " does",
+               false;
     }
-    return true;
+    for (size_t u = 0; u < U_; ++u)
+      if (kappa_[u] != static_cast<int>(u)) return true;
+    return why = "each channel is its own image, its GPUs' shares joined", false;
+  }
+
+  // The operation that is rank r's operation i's image.
+  const Operation& image_op(int r, int i) const {
+    const uint32_t x = p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i);
+    const int r2 = image(r);
+    return p_.op(r2, of(r2, kappa_[static_cast<size_t>(part_[x])])[place_[x]]);
   }
 
   // The links' classes: a link and the links its routes' images cross in
-  // its place, and theirs, from every connection's route and its image's.
-  // Where the rotation maps links one to one, a class is a link's orbit;
-  // where a link's images differ from route to route (a channel's port
-  // picks its NVSwitch, and hgx-h100's switches take 5, 4, 4 and 5 of a
-  // GPU's links), its class pools them all.
+  // its place, and theirs, from every connection's route and its image's,
+  // and every in-network operation's ways down to its members and their
+  // images. Where the rotation maps links one to one, a class is a link's
+  // orbit; where a link's images differ from route to route (a channel's
+  // port picks its NVSwitch, and hgx-h100's switches take 5, 4, 4 and 5 of
+  // a GPU's links), its class pools them all.
   bool orbits(ChannelClasses& out, std::string& why) {
     const size_t L = g_.capacities().size();
-    std::vector<int> up(L), image(L, -1), inverse(L, -1);
-    std::iota(up.begin(), up.end(), 0);
-    const auto find = [&](int x) {
-      while (up[static_cast<size_t>(x)] != x)
-        x = up[static_cast<size_t>(x)] = up[static_cast<size_t>(up[static_cast<size_t>(x)])];
-      return x;
-    };
+    Joined joined(L);
+    std::vector<int> image(L, -1), inverse(L, -1);
     std::vector<char> uneven(L, 0);  // [link]: its images differ
     std::vector<double> load(L, 0);  // [link]: the sending operations whose data cross it
+    // Pairs walk a with its image b, hop by hop; false where they differ.
+    const auto pair = [&](const Met& a, const Met& b, double sent) {
+      if (a.size() != b.size()) return false;
+      for (size_t h = 0; h < a.size(); ++h) {
+        const auto [l, share] = a[h];
+        const auto [l2, share2] = b[h];
+        if (std::abs(share - share2) > 1e-9 * share || g_.format_index(l) != g_.format_index(l2)) return false;
+        int &s = image[static_cast<size_t>(l)], &v = inverse[static_cast<size_t>(l2)];
+        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) uneven[static_cast<size_t>(l)] = 1;
+        s = l2;
+        v = l;
+        joined.join(static_cast<uint32_t>(l), static_cast<uint32_t>(l2));
+        load[static_cast<size_t>(l)] += share * sent;
+      }
+      return true;
+    };
     std::unordered_map<uint64_t, std::vector<int>> ports;
-    const auto route = [&](int r, int peer, int c, std::vector<std::pair<int, double>>& met) {
+    const auto route = [&](int r, int peer, int c, Met& met) {
       std::vector<int>& x = ports[static_cast<uint64_t>(r) << 32 | static_cast<uint32_t>(peer)];
       const int from = endpoints_[static_cast<size_t>(r)], to = endpoints_[static_cast<size_t>(peer)];
       if (x.empty()) x = FlowGraph::shortest_ports(t_, from, to);
       return g_.walk(t_.endpoints()[static_cast<size_t>(from)], FlowGraph::channel_port(x, c), to, from, &met);
     };
-    // Each connection once, with the operations that send on it: (rank,
-    // peer, channel) and whether it sends, or receives (the head flags' way back).
-    std::vector<std::pair<uint64_t, bool>> conns;
+    // Each connection once, with its part and the operations that send on
+    // it: (rank, peer, channel), whether it sends, or receives (the head
+    // flags' way back), and the part.
+    std::vector<std::tuple<uint64_t, bool, int>> conns;
     for (int r = 0; r < p_.ranks; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
-        if (collectives::sends(o.kind)) conns.emplace_back(collectives::pair_key(r, o.send_peer, o.channel), true);
-        if (collectives::receives(o.kind)) conns.emplace_back(collectives::pair_key(r, o.recv_peer, o.channel), false);
+        const int u = part_of(r, i);
+        if (collectives::sends(o.kind)) conns.emplace_back(collectives::pair_key(r, o.send_peer, o.channel), true, u);
+        if (collectives::receives(o.kind)) conns.emplace_back(collectives::pair_key(r, o.recv_peer, o.channel), false, u);
       }
     std::sort(conns.begin(), conns.end());
-    std::vector<std::pair<int, double>> a, b;
+    Met a, b;
     for (size_t i = 0, j; i < conns.size(); i = j) {
       for (j = i + 1; j < conns.size() && conns[j] == conns[i]; ++j) {
       }
-      const auto [key, sends] = conns[i];
+      const auto [key, sends, u] = conns[i];
       const int r = collectives::pair_from(key), peer = collectives::pair_to(key), c = collectives::pair_channel(key);
-      const Route x = route(r, peer, c, a), y = route(this->image(r), this->image(peer), kappa_[c], b);
-      bool alike = a.size() == b.size() && x.latency_ns == y.latency_ns && x.ack_ns == y.ack_ns &&
-                   x.acked_by_memory == y.acked_by_memory;
-      for (size_t h = 0; alike && h < a.size(); ++h) {
-        const auto [l, share] = a[h];
-        const auto [l2, share2] = b[h];
-        alike = std::abs(share - share2) <= 1e-9 * share && g_.format_index(l) == g_.format_index(l2);
-        int &s = image[static_cast<size_t>(l)], &v = inverse[static_cast<size_t>(l2)];
-        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) uneven[static_cast<size_t>(l)] = 1;
-        s = l2;
-        v = l;
-        up[static_cast<size_t>(find(l))] = find(l2);
-        if (sends) load[static_cast<size_t>(l)] += share * static_cast<double>(j - i);
-      }
-      if (!alike)
+      const Route x = route(r, peer, c, a),
+                  y = route(this->image(r), this->image(peer), part_channel_[static_cast<size_t>(kappa_[u])], b);
+      if (!(x.latency_ns == y.latency_ns && x.ack_ns == y.ack_ns && x.acked_by_memory == y.acked_by_memory &&
+            pair(a, b, sends ? static_cast<double>(j - i) : 0)))
         return why = "rank " + std::to_string(r) + "'s route to rank " + std::to_string(peer) + " on channel " +
                      std::to_string(c) + " is not the image of its image's",
                false;
     }
+    // Each in-network flow's shape once (it depends on the rank, the group
+    // and the kind, a reducing write's on its group alone), as its ways
+    // down to the members against its image's.
+    std::unordered_set<uint64_t> shapes;
+    Met a_back, b_back;
+    std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
+    for (int r = 0; r < p_.ranks; ++r)
+      for (int i = 0; i < p_.op_count(r); ++i) {
+        const Operation& o = p_.op(r, i);
+        if (!collectives::in_network(o.kind) || collectives::passive(o)) continue;
+        const bool sum = o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier;
+        const uint64_t key = sum ? ~static_cast<uint64_t>(o.group)
+                                 : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
+                                       (o.kind == OpKind::ReduceRead ? 1u : 0u);
+        if (!shapes.insert(key).second) continue;
+        const Operation& x = image_op(r, i);
+        const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
+        bool alike = wa.size() == wb.size();
+        for (size_t w = 0; alike && w < wa.size(); ++w) {
+          alike = std::abs(wa[w].share - wb[w].share) <= 1e-9 * wa[w].share;
+          if (wa[w].out >= 0) alike = alike && pair({{wa[w].out, 1.0}}, {{wb[w].out, 1.0}}, wa[w].share);
+          for (int m : p_.groups[static_cast<size_t>(o.group)]) {  // down, and the answers' or contributions' way up
+            if (!alike) break;
+            // A rail's groups of every channel share their ways: each pair once.
+            const uint64_t from = static_cast<uint64_t>(wa[w].sw) << 32 | static_cast<uint32_t>(m),
+                           to = static_cast<uint64_t>(wb[w].sw) << 32 | static_cast<uint32_t>(this->image(m));
+            const auto [it, fresh] = walked.try_emplace(from, to);
+            if (!fresh && it->second == to) continue;
+            const Route da = g_.walk(wa[w].sw, -1, endpoints_[static_cast<size_t>(m)], -1, &a, &a_back),
+                        db = g_.walk(wb[w].sw, -1, endpoints_[static_cast<size_t>(this->image(m))], -1, &b, &b_back);
+            alike = da.latency_ns == db.latency_ns && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
+          }
+        }
+        if (!alike)
+          return why = "rank " + std::to_string(r) + "'s in-network operation " + std::to_string(i) +
+                       " does not reach its group as its image does",
+                 false;
+      }
     // Each class's narrowest link stands for it, and fills as its busiest
-    // link would: a class that pools links the channels load unevenly
-    // binds where its link of most connections per GB/s binds.
+    // link would: a class that pools links the parts load unevenly binds
+    // where its link of most sending operations per GB/s binds.
     std::vector<int> size(L, 0), first(L, -1);
     std::vector<char> pooled(L, 0);
-    std::vector<double> sum(L, 0), busiest(L, 0);  // [class]: connections, and the most per GB/s
+    std::vector<double> sum(L, 0), busiest(L, 0);  // [class]: the load, and the most per GB/s
     const std::vector<double>& cap = g_.capacities();
     for (size_t l = 0; l < L; ++l) {
-      const size_t k = static_cast<size_t>(find(static_cast<int>(l)));
+      const size_t k = joined.find(static_cast<uint32_t>(l));
       ++size[k];
       pooled[k] |= uneven[l];
       sum[k] += load[l];
@@ -211,7 +344,7 @@ class Finder {
     out.canon.resize(L);
     out.per_link.resize(L);
     for (size_t l = 0; l < L; ++l) {
-      const size_t k = static_cast<size_t>(find(static_cast<int>(l)));
+      const size_t k = joined.find(static_cast<uint32_t>(l));
       out.canon[l] = first[k];
       const double mean = sum[k] / size[k];
       out.per_link[l] = (mean > 0 ? cap[static_cast<size_t>(first[k])] * busiest[k] / mean : 1.0) / size[k];
@@ -223,39 +356,45 @@ class Finder {
     return true;
   }
 
-  // The classes (kappa_'s cycles), and the program of their first channels.
+  // The classes (kappa_'s cycles), and the program of their first parts.
   void keep_firsts(ChannelClasses& out) {
-    const size_t C = kappa_.size();
-    out.first.assign(C, -1);
-    out.members.assign(C, 0);
-    for (size_t c = 0; c < C; ++c) {
-      if (out.first[c] >= 0) continue;
-      std::vector<size_t> cycle{c};
-      for (size_t x = static_cast<size_t>(kappa_[c]); x != c; x = static_cast<size_t>(kappa_[x])) cycle.push_back(x);
+    out.first.assign(U_, -1);
+    std::vector<int> members(U_, 0);
+    for (size_t u = 0; u < U_; ++u) {
+      if (out.first[u] >= 0) continue;
+      std::vector<size_t> cycle{u};
+      for (size_t x = static_cast<size_t>(kappa_[u]); x != u; x = static_cast<size_t>(kappa_[x])) cycle.push_back(x);
       for (size_t x : cycle) {
-        out.first[x] = static_cast<int>(c);
-        out.members[x] = static_cast<int>(cycle.size());
+        out.first[x] = static_cast<int>(u);
+        members[x] = static_cast<int>(cycle.size());
       }
       ++out.classes;
     }
+    out.parts = static_cast<int>(U_);
+    out.part_channel = part_channel_;
+    out.channels = 0;
+    for (int c : part_channel_) out.channels = std::max(out.channels, c + 1);
     Program& k = out.reps;
     k = p_;
     k.ops.clear();
     k.deps.clear();
     k.rank_begin.assign(1, 0);
+    out.members.clear();
     std::vector<int> at;
     for (int r = 0; r < p_.ranks; ++r) {
       at.assign(static_cast<size_t>(p_.op_count(r)), -1);
       int n = 0;
+      const auto kept = [&](int i) { return out.first[static_cast<size_t>(part_of(r, i))] == part_of(r, i); };
       for (int i = 0; i < p_.op_count(r); ++i)
-        if (out.first[p_.op(r, i).channel] == p_.op(r, i).channel) at[static_cast<size_t>(i)] = n++;
+        if (kept(i)) at[static_cast<size_t>(i)] = n++;
       for (int i = 0; i < p_.op_count(r); ++i) {
-        if (at[static_cast<size_t>(i)] < 0) continue;
+        if (!kept(i)) continue;
         Operation o = p_.op(r, i);
         const uint32_t* d = p_.deps_of(o);
         o.dep_begin = static_cast<uint32_t>(k.deps.size());
         for (uint32_t j = 0; j < o.dep_count; ++j) k.deps.push_back(static_cast<uint32_t>(at[d[j]]));
         k.ops.push_back(o);
+        out.members.push_back(members[static_cast<size_t>(part_of(r, i))]);
       }
       k.rank_begin.push_back(static_cast<uint32_t>(k.ops.size()));
     }
@@ -264,17 +403,25 @@ class Finder {
   const Program& p_;
   const topo::Topology& t_;
   const FlowGraph& g_;
+  InNetwork& innet_;
   const std::vector<int>& endpoints_;
-  ByChannel by_;
   std::vector<int> pi_, kappa_;
-  std::map<std::pair<int, int>, int> queue_;  // (channel, queue): its image's queue
+  size_t U_ = 0;                          // parts
+  std::vector<int> part_;                 // [the program's operation]
+  std::vector<int> part_channel_;         // [part]
+  std::vector<uint32_t> begin_;           // [rank x parts + part]: into ops_
+  std::vector<int> ops_;                  // by rank and part, in order
+  std::vector<uint32_t> place_;           // [the program's operation]: its place among its part's on its rank
+  std::map<std::pair<int, int>, int> queue_;  // (part, queue): its image's queue
+  std::unordered_map<int, int> gamma_, gamma_inverse_;  // a group's image, and back
+  std::vector<int> added_groups_;         // by the match being tried
 };
 
 }  // namespace
 
-bool channel_classes(const Program& p, const topo::Topology& t, const FlowGraph& g, const std::vector<int>& endpoints,
-                     ChannelClasses& out, std::string& why) {
-  return Finder(p, t, g, endpoints).find(out, why);
+bool channel_classes(const Program& p, const topo::Topology& t, const FlowGraph& g, InNetwork& innet,
+                     const std::vector<int>& endpoints, ChannelClasses& out, std::string& why) {
+  return Finder(p, t, g, innet, endpoints).find(out, why);
 }
 
 }  // namespace incsim::flow

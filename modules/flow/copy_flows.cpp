@@ -278,7 +278,7 @@ void CopyFlows::Run::push(Rank& k, int i) {
   if (joined.size() < members.size()) return;
   const std::vector<std::pair<int, int>> all = std::move(joined);
   joins_.erase(at);
-  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
   std::vector<Network::Use> uses = shape.uses;
   // Where the waves bind (they cannot keep the GPU's injection bandwidth
   // busy), a GPU's ports idle between them, and each port's first write of
@@ -307,8 +307,8 @@ void CopyFlows::Run::push(Rank& k, int i) {
 // carries both. The waves count the answers.
 void CopyFlows::Run::read(Rank& k, int i) {
   const Op& x = k.ops[static_cast<size_t>(i)];
-  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
-  const InNetwork::Shape* forward = x.stream_to >= 0 ? &f_.innet_.shape_of(k.r, x.stream_to) : nullptr;
+  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
+  const InNetwork::Shape* forward = x.stream_to >= 0 ? &f_.innet_.shape_of(k.r, op(k.r, x.stream_to)) : nullptr;
   std::vector<Network::Use> uses = shape.uses;
   if (forward) uses.insert(uses.end(), forward->uses.begin(), forward->uses.end());
   const double rtt = shape.latency + mem();
@@ -350,7 +350,7 @@ void CopyFlows::Run::land_multicast(int r, int i, const InNetwork::Shape& shape,
 // Klenk §IV-A: the engine reads its first data and writes its blocks to the
 // group's region, which the switches multicast; nothing comes back to count.
 void CopyFlows::Run::multicast(Rank& k, int i) {
-  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
   const uint64_t bytes = span(k.ops[static_cast<size_t>(i)].lo, k.ops[static_cast<size_t>(i)].hi);
   after(access(), [this, &k, i, &shape, bytes] {
     flow(shape.uses, static_cast<double>(bytes), 0, [this, &k, i, &shape] {
@@ -370,7 +370,7 @@ void CopyFlows::Run::barrier(Rank& k, int i) {
   if (joined.size() < f_.p_.groups[static_cast<size_t>(o.group)].size()) return;
   const std::vector<std::pair<int, int>> all = std::move(joined);
   joins_.erase({static_cast<int>(o.group), -1});
-  after(f_.innet_.shape_of(k.r, i).latency, [this, all] {
+  after(f_.innet_.shape_of(k.r, op(k.r, i)).latency, [this, all] {
     for (const auto& [r, op_index] : all) finish(ranks_[static_cast<size_t>(r)], op_index);
   });
 }

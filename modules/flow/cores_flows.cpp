@@ -55,7 +55,7 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
   if (classes) {
     assert(!shared);
     classes_ = std::make_unique<ChannelClasses>();
-    if (!channel_classes(p_, *m_.t, *graph_, endpoints_, *classes_, no_classes_)) classes_.reset();
+    if (!channel_classes(p_, *m_.t, *graph_, innet_, endpoints_, *classes_, no_classes_)) classes_.reset();
   }
 }
 
@@ -94,17 +94,23 @@ CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   return x;
 }
 
-// The classes stand for their channels where each channel makes its first's
-// passes (a small message may leave some channels a pass fewer).
+// The classes stand for their parts where each part's channel makes its
+// class's first's passes (a small message may leave some channels a pass fewer).
 const ChannelClasses* CoresFlows::Run::classes_for(const CoresFlows& f, const collectives::PassLayout& l,
                                                    std::string& why) {
   why = f.no_classes_;
   if (!f.classes_) return nullptr;
-  const auto passes = [&](int c) { return l.parts > 1 ? l.passes[static_cast<size_t>(c % l.parts)] : l.passes[0]; };
-  for (size_t c = 0; c < f.classes_->first.size(); ++c)
-    if (passes(static_cast<int>(c)) != passes(f.classes_->first[c])) {
-      why = "channel " + std::to_string(c) + " makes " + std::to_string(passes(static_cast<int>(c))) +
-            " passes and its class's first " + std::to_string(passes(f.classes_->first[c]));
+  const ChannelClasses& x = *f.classes_;
+  const auto passes = [&](int u) {
+    const int c = x.part_channel[static_cast<size_t>(u)];
+    return l.parts > 1 ? l.passes[static_cast<size_t>(c % l.parts)] : l.passes[0];
+  };
+  for (int u = 0; u < x.parts; ++u)
+    if (passes(u) != passes(x.first[static_cast<size_t>(u)])) {
+      why = "channel " + std::to_string(x.part_channel[static_cast<size_t>(u)]) + " makes " +
+            std::to_string(passes(u)) + " passes and its class's first channel " +
+            std::to_string(x.part_channel[static_cast<size_t>(x.first[static_cast<size_t>(u)])]) + " " +
+            std::to_string(passes(x.first[static_cast<size_t>(u)]));
       return nullptr;
     }
   return f.classes_.get();
@@ -236,27 +242,37 @@ const std::vector<int>& CoresFlows::Run::ports_to(int r, int peer) {
   return ports;
 }
 
-std::vector<Network::Use> CoresFlows::Run::uses(const Route& r, int channel) const {
+std::vector<Network::Use> CoresFlows::Run::uses(const Route& route, int r, int i) const {
   std::vector<Network::Use> u;
-  u.reserve(r.hops.size());
-  for (const auto& [link, share] : r.hops) {
+  u.reserve(route.hops.size());
+  for (const auto& [link, share] : route.hops) {
     const size_t format = f_.graph_->format_index(link);
     if (share > 0) u.push_back({link, share * fwd_[format]});
     else u.push_back({link, -share * ack_[format], false});
   }
-  if (classes_) {  // on its class's link, for every channel of the class
-    for (Network::Use& x : u) {
-      x.weight *= classes_->weight(channel, x.link);
-      x.link = classes_->canon[static_cast<size_t>(x.link)];
+  return classed(std::move(u), r, i);
+}
+
+std::vector<Network::Use> CoresFlows::Run::classed(std::vector<Network::Use> u, int r, int i) const {
+  if (!classes_) return u;
+  const uint32_t x = p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i);
+  // Two links of one class are one use, at the first's place: in one pass,
+  // as a reducing write's shape crosses thousands of links.
+  if (at_.empty()) at_.assign(2 * classes_->canon.size(), -1);
+  std::vector<Network::Use> v;
+  v.reserve(u.size());
+  for (const Network::Use& y : u) {
+    const int link = classes_->canon[static_cast<size_t>(y.link)];
+    int& k = at_[2 * static_cast<size_t>(link) + (y.limits ? 1 : 0)];
+    if (k >= 0) {
+      v[static_cast<size_t>(k)].weight += y.weight * classes_->weight(x, y.link);
+    } else {
+      k = static_cast<int>(v.size());
+      v.push_back({link, y.weight * classes_->weight(x, y.link), y.limits});
     }
-    for (size_t i = 0; i < u.size(); ++i)  // two links of one class: one use
-      for (size_t j = i + 1; j < u.size(); ++j)
-        if (u[j].link == u[i].link && u[j].limits == u[i].limits) {
-          u[i].weight += u[j].weight;
-          u.erase(u.begin() + static_cast<std::ptrdiff_t>(j--));
-        }
   }
-  return u;
+  for (const Network::Use& y : v) at_[2 * static_cast<size_t>(y.link) + (y.limits ? 1 : 0)] = -1;
+  return v;
 }
 
 uint64_t CoresFlows::Run::elements(Rank& k, ChunkRef ref, uint64_t pass) const {
@@ -375,7 +391,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
     len = elements(k, o.src, pass);
   }
   out.remote->slot_len[out.claimed++ % slots] = len;
-  transfers_ += classes_ ? static_cast<uint64_t>(classes_->members[static_cast<size_t>(o.channel)]) : 1;
+  transfers_ += stands_for(k.r, i);
   if (len == 0) {  // nothing to store: the flag alone
     if (in) consume(q, *in);
     finish_send(q, i, pass);
@@ -386,7 +402,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   after(access(), [this, &q] {
     q.send.began = net_.now();
     const Conn& out = *q.rank->out_of[static_cast<size_t>(q.send.op)];
-    flow(uses(*out.route, out.channel), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
+    flow(uses(*out.route, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
       const Conn& out = *q.rank->out_of[static_cast<size_t>(x.op)];
       const Route& r = *out.route;
@@ -499,8 +515,14 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   out.channels = f_.parts_.channels;
   if (classes_) {
     out.classes = classes_->classes;
-    out.classes_note = std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
-                       " classes, each class's first channel run for all of it";
+    out.parts = classes_->parts;
+    out.classes_note =
+        classes_->parts == classes_->channels
+            ? std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
+                  " classes, each class's first channel run for all of it"
+            : std::to_string(out.channels) + " channels in " + std::to_string(classes_->parts) +
+                  " parts (a GPU's share of a channel) in " + std::to_string(out.classes) +
+                  " classes, each class's first part run for all of it";
     if (classes_->pooled)
       out.classes_note += "; " + std::to_string(classes_->pooled) + " classes of links pool " +
                           std::to_string(classes_->pooled_links) + " links the rotation does not map one to one";

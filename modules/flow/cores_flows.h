@@ -43,13 +43,14 @@ inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
     "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
-// Off by default: a class's channels then run in step, where a whole run's
+// Off by default: a class's parts then run in step, where a whole run's
 // drift apart and end with the slowest (docs/flow.md, "Channel classes").
 inline const Param<bool> kChannelClasses{
     "flow.channel_classes", false, Range::none(),
-    "flows: on a cluster, a channel that does on each node's next GPU what another does (the rails' copies of "
-    "NCCL's trees and rings) runs once for its class, its flows weighted on each link's class: a few percent "
-    "fast on many nodes, up to 10% on a few, where a whole run's channels drift apart (docs/flow.md)"};
+    "flows: on a cluster, a part of the program that does on each node's next GPU what another does (the "
+    "rails' copies of NCCL's trees and rings, each GPU's share of NVLSTree and NVLS-SHARP) runs once for its "
+    "class, its flows weighted on each link's class: a few percent off on many nodes, up to 10% fast on a "
+    "few, where a whole run's channels drift apart (docs/flow.md)"};
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
 struct CoresCosts {

@@ -23,7 +23,7 @@ void CoresFlows::Run::start_innet(Queue& q, int i, uint64_t pass) {
   const Operation& o = op(k.r, i);
   const uint64_t len = elements(k, o.src, pass);
   q.sending = true;
-  ++transfers_;
+  transfers_ += stands_for(k.r, i);
   if (o.kind == OpKind::ReduceWrite) {
     join_reduce_write(q, i, pass, len);
     return;
@@ -56,7 +56,7 @@ void CoresFlows::Run::issued_innet(Queue& q, int i, uint64_t pass, bool done) {
 // and its stores go out meanwhile. A flow shared fairly to the end would
 // hold every channel's stores back until all reads were done.
 void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t len) {
-  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, op(q.rank->r, i));
   const double bytes = static_cast<double>(len * f_.elem_);
   const double blocks = std::ceil(bytes / kBlock);
   const double last = bytes - std::floor((blocks - 1) / shape.ports) * shape.ports * kBlock;
@@ -70,8 +70,8 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
     table = link;
   }
   // Made as each flow starts: a read waiting for its last round holds no copy.
-  const auto uses = [&shape, table] {
-    std::vector<Network::Use> u = shape.uses;
+  const auto uses = [this, &shape, &q, i, table] {
+    std::vector<Network::Use> u = classed(shape.uses, q.rank->r, i);
     if (table >= 0) u.push_back({table, 1.0});
     return u;
   };
@@ -105,11 +105,11 @@ void CoresFlows::Run::read_done(LastRounds& l) {
 
 // Posted, so the queue goes on once the last store has left.
 void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t len) {
-  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, i);
+  const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, op(q.rank->r, i));
   const double bytes = static_cast<double>(len * f_.elem_);
   after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
     const double start = net_.now();
-    flow(shape.uses, bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
+    flow(classed(shape.uses, q.rank->r, i), bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
       const std::vector<int>& members = p_.groups[static_cast<size_t>(op(r, i).group)];
       const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
@@ -133,8 +133,8 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   if (joined.size() < members.size()) return;
   const std::vector<std::pair<Queue*, int>> all = std::move(joined);
   joins_.erase(key);
-  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, i);
-  std::vector<Network::Use> uses = shape.uses;
+  const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
+  std::vector<Network::Use> uses = classed(shape.uses, k.r, i);
   // A block's credit is back when its sum has landed: credits x 128 B per round trip.
   const double latency = shape.latency, rtt = latency + mem();
   for (const auto& [queue, op_index] : all) {

@@ -153,18 +153,28 @@ class CoresFlows::Run : public RunFlows {
   // A single store's acknowledgement on route r, from the store.
   double acked(const Route& r) const { return r.ack_ns + (r.acked_by_memory ? mem() : 0); }
   uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
-  // The weights of a flow of protocol proto_'s data over route r, on `channel`.
-  std::vector<Network::Use> uses(const Route& r, int channel) const;
+  // The weights of a flow of protocol proto_'s data over route r, for rank r's operation i.
+  std::vector<Network::Use> uses(const Route& route, int r, int i) const;
+  // Uses u of rank r's operation i, under channel classes on its class's
+  // links, for every part of its class.
+  std::vector<Network::Use> classed(std::vector<Network::Use> u, int r, int i) const;
+  // The transfers rank r's operation i stands for: its class's parts.
+  uint64_t stands_for(int r, int i) const {
+    return classes_ ? static_cast<uint64_t>(classes_->members[p_.rank_begin[static_cast<size_t>(r)] +
+                                                              static_cast<uint32_t>(i)])
+                    : 1;
+  }
 
   CoresFlows& f_;
   Done done_;
   Protocol proto_;
   CoresCosts::Slots slots_;
   std::unique_ptr<collectives::PassLayout> layout_;
-  // The classes whose first channels run for them (null: every channel
-  // runs, for the reason in no_classes_), and the program this run runs.
+  // The classes whose first parts run for them (null: every part runs,
+  // for the reason in no_classes_), and the program this run runs.
   std::string no_classes_;
   const ChannelClasses* classes_;
+  mutable std::vector<int> at_;  // classed's: [2 x flow link + limits]: its use's place, -1 between calls
   const collectives::Program& p_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unordered_map<uint64_t, std::vector<int>> ports_;  // (rank, peer): ports on a shortest path, found at first use

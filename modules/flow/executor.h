@@ -33,9 +33,9 @@ class Executor {
     uint64_t passes = 0, simulated_passes = 0, steady_from = 0;
     double pass_ns = 0, period_change = 0;
     // Under flow.channel_classes (channel_classes.h): the program's
-    // channels, the classes whose first channels ran for them (0: every
-    // channel ran), and what the row's note says of them.
-    int channels = 0, classes = 0;
+    // channels and parts, the classes whose first parts ran for them (0:
+    // every part ran), and what the row's note says of them.
+    int channels = 0, parts = 0, classes = 0;
     std::string classes_note;
     // The graph's link directions it sent over (FlowGraph::used).
     std::vector<int> links;

@@ -93,7 +93,8 @@ int FlowGraph::ecmp_port(int node, int dst, int src) const {
 
 // The route every node's table gives, or, where a node spreads packets over
 // equal-cost ports, each of them an equal share of what reaches the node.
-Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met) const {
+Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met,
+                      std::vector<std::pair<int, double>>* met_back) const {
   const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
   Route r;
@@ -129,11 +130,12 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
       if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
       else at.push_back(x);
   }
-  if (met) {  // a trunk's links met one after another are its one flow link
-    met->clear();
-    for (const auto& x : fwd)
-      if (!met->empty() && met->back().first == x.first) met->back().second += x.second;
-      else met->push_back(x);
+  for (auto [m, v] : {std::pair{met, &fwd}, std::pair{met_back, &back}}) {
+    if (!m) continue;
+    m->clear();  // a trunk's links met one after another are its one flow link
+    for (const auto& x : *v)
+      if (!m->empty() && m->back().first == x.first) m->back().second += x.second;
+      else m->push_back(x);
   }
   const auto by_link = [](const std::pair<int, double>& a, const std::pair<int, double>& b) { return a.first < b.first; };
   std::stable_sort(fwd.begin(), fwd.end(), by_link);

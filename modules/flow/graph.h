@@ -110,8 +110,9 @@ class FlowGraph {
   // connection it is, for ECMP's hash (-1: none, the tables' first port).
   // met: where given, the data's (flow link, share) in the order the walk
   // meets them, level by level, a trunk's links one (the route's hops are
-  // by link).
-  Route walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met = nullptr) const;
+  // by link); met_back likewise the links back beside them.
+  Route walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met = nullptr,
+             std::vector<std::pair<int, double>>* met_back = nullptr) const;
 
  private:
   int ecmp_port(int node, int dst, int src) const;

@@ -89,10 +89,9 @@ std::vector<InNetwork::GroupPort> InNetwork::group_ports(int r, int g) {
 // group, go at once; the switch each reaches reads every member (the reader
 // too under multimem), reduces the answers and returns the sum. latency: the
 // round trip after the last request.
-InNetwork::Shape InNetwork::read_shape(int r, int i) {
-  const Operation& o = p_.op(r, i);
-  const std::vector<int>& members = p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(r, o.group);
+InNetwork::Shape InNetwork::read_shape(int r, int g) {
+  const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
+  const std::vector<GroupPort> ports = group_ports(r, g);
   std::map<int, double> requests, answers;
   Shape shape;
   double table_rate = std::numeric_limits<double>::infinity();  // the slowest port's
@@ -105,7 +104,7 @@ InNetwork::Shape InNetwork::read_shape(int r, int i) {
     double farthest = 0;  // the switch to a member
     int answers_in = 0;
     for (int m : members) {
-      if (m == r && !own_copy_[static_cast<size_t>(o.group)]) continue;
+      if (m == r && !own_copy_[static_cast<size_t>(g)]) continue;
       const Route& w = down(sw, m);
       for (const auto& [l, x] : w.hops) merge(x > 0 ? req : ans, l, std::abs(x));
       farthest = std::max(farthest, w.latency_ns);
@@ -139,10 +138,9 @@ InNetwork::Shape InNetwork::read_shape(int r, int i) {
 // multimem.st: the stores, spread over the ports to the group, each
 // multicast by the switch it reaches to every member (the storer too under
 // multimem). to_member: the latency to each member.
-InNetwork::Shape InNetwork::multicast_shape(int r, int i) {
-  const Operation& o = p_.op(r, i);
-  const std::vector<int>& members = p_.groups[static_cast<size_t>(o.group)];
-  const std::vector<GroupPort> ports = group_ports(r, o.group);
+InNetwork::Shape InNetwork::multicast_shape(int r, int g) {
+  const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
+  const std::vector<GroupPort> ports = group_ports(r, g);
   std::map<int, double> stores;
   Shape shape;
   shape.to_member.assign(members.size(), 0);
@@ -150,7 +148,7 @@ InNetwork::Shape InNetwork::multicast_shape(int r, int i) {
     const double share = 1.0 / static_cast<double>(ports.size());
     std::map<int, double> tree{{out, 1.0}};
     for (size_t j = 0; j < members.size(); ++j) {
-      if (members[j] == r && !own_copy_[static_cast<size_t>(o.group)]) continue;
+      if (members[j] == r && !own_copy_[static_cast<size_t>(g)]) continue;
       const Route& w = down(sw, members[j]);
       for (const auto& [l, x] : w.hops)
         if (x > 0) merge(tree, l, x);
@@ -184,17 +182,27 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   return shape;
 }
 
-const InNetwork::Shape& InNetwork::shape_of(int r, int i) {
-  const Operation& o = p_.op(r, i);
+const InNetwork::Shape& InNetwork::shape_of(int r, const Operation& o) {
   const bool sum = o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier;
   const uint64_t key = sum ? ~static_cast<uint64_t>(o.group)
                            : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
                                  (o.kind == OpKind::ReduceRead ? 1u : 0u);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
-  Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, i)
-            : o.kind == OpKind::MulticastWrite ? multicast_shape(r, i)
+  Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, o.group)
+            : o.kind == OpKind::MulticastWrite ? multicast_shape(r, o.group)
                                                : sum_shape(o.group);
   return shapes_.emplace(key, std::move(s)).first->second;
+}
+
+std::vector<InNetwork::Way> InNetwork::ways(int r, const Operation& o) {
+  std::vector<Way> v;
+  if (o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier)
+    for (const Home& h : homes(o.group)) v.push_back({-1, h.node, h.share});
+  else
+    for (const GroupPort& x : group_ports(r, o.group)) v.push_back({x.out, x.sw, 0});
+  for (Way& w : v)
+    if (w.out >= 0) w.share = 1.0 / static_cast<double>(v.size());
+  return v;
 }
 
 }  // namespace incsim::flow

@@ -45,11 +45,22 @@ class InNetwork {
             const FlowGraph& graph, double mem_ns, double jitter_ns, std::vector<char> own_copy)
       : p_(p), m_(m), endpoints_(endpoints), graph_(graph), mem_ns_(mem_ns), jitter_ns_(jitter_ns),
         own_copy_(std::move(own_copy)) {}
-  // Rank r's operation i's flow. It depends only on the operation's kind,
+  // Rank r's operation o's flow. It depends only on the operation's kind,
   // its rank and its group (a reducing write's or a barrier's, the sum of
   // a flag, on its group alone), the same for every channel and pass: built
   // at the first ask. The reference stays valid as long as this.
-  const Shape& shape_of(int r, int i);
+  const Shape& shape_of(int r, const collectives::Operation& o);
+  // Where the flow of rank r's operation o comes down to every member of
+  // its group, as its shape is built: for a read or a store, the switch each
+  // of the rank's ports toward the group reaches (`out`: that port's flow
+  // link), each with its share of the flow; for a reducing write, each
+  // home switch (`out` -1) with its share. Channel classes pair them with
+  // their images' (channel_classes.h).
+  struct Way {
+    int out, sw;
+    double share;
+  };
+  std::vector<Way> ways(int r, const collectives::Operation& o);
   // Group g's home switches for reducing writes (topo::MulticastFabric's
   // rule: switches that reduce, reached by every member, on a shortest path
   // between two of them; each takes the blocks of its ports).
@@ -71,8 +82,8 @@ class InNetwork {
   // From a switch to rank r's GPU: a multicast's or a sum's way down, and
   // reversed, a read's answers' or a contribution's way up.
   const Route& down(int sw, int r);
-  Shape read_shape(int r, int i);
-  Shape multicast_shape(int r, int i);
+  Shape read_shape(int r, int g);
+  Shape multicast_shape(int r, int g);
   Shape sum_shape(int g);
 
   const collectives::Program& p_;

@@ -5,7 +5,7 @@
 # seconds each run of all its sizes took; writes docs/figures/flow-classes.csv.
 # CASES overrides the list (one case a line: a label, then incsim's
 # options). Set INCSIM to use another binary (nothing is built then).
-# About 5 minutes with the defaults, the runs one after the other.
+# About 10 minutes with the defaults, the runs one after the other.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
@@ -17,12 +17,19 @@ cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes $sizes
 cluster64-tree --platform cluster --nodes 64 --algorithm tree --sizes $sizes
 cluster16-ring --platform cluster --nodes 16 --algorithm ring --sizes $sizes
 cluster256-tree-K16 --platform cluster --nodes 256 --algorithm tree --sizes 1G -c flow.steady_passes=16
+cluster4-nvlstree --platform cluster --nodes 4 --algorithm nvlstree --sizes $sizes
+cluster16-nvlstree --platform cluster --nodes 16 --algorithm nvlstree --sizes $sizes
+cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes $sizes
+cluster64-nvlstree-K16 --platform cluster --nodes 64 --algorithm nvlstree --sizes 1G -c flow.steady_passes=16
+cluster64-nvlssharp-K16 --platform cluster --nodes 64 --algorithm nvlssharp --sizes 1G -c flow.steady_passes=16
 nojitter-cluster3-tree --platform cluster --nodes 3 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0
 nojitter-cluster4-tree --platform cluster --nodes 4 --algorithm tree --sizes 1M,64M -c gpu.mem_jitter_cycles=0
 nojitter-cluster8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0
 nojitter-cluster8-leaf8-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=8
 nojitter-cluster8-3level-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4
-nojitter-cluster8-3level-ring --platform cluster --nodes 8 --algorithm ring --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4"}
+nojitter-cluster8-3level-ring --platform cluster --nodes 8 --algorithm ring --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4
+nojitter-cluster4-nvlstree --platform cluster --nodes 4 --algorithm nvlstree --sizes 1M,64M -c gpu.mem_jitter_cycles=0
+nojitter-cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 16M -c gpu.mem_jitter_cycles=0"}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-classes.csv
 tmp=$(mktemp -d)

@@ -490,7 +490,8 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
   else
     notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
           << "), at most " << res.most_active << at_once;
-  if (res.classes > 0) r.details["channel_classes"] = {{"channels", res.channels}, {"classes", res.classes}};
+  if (res.classes > 0)
+    r.details["channel_classes"] = {{"channels", res.channels}, {"parts", res.parts}, {"classes", res.classes}};
   if (!res.classes_note.empty()) notes << "#   channel classes: " << res.classes_note << " (flow.channel_classes)\n";
   if (res.pass_ns > 0) {
     r.details["steady_passes"] = {{"passes", res.passes},

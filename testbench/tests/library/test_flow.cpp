@@ -409,8 +409,8 @@ TEST_CASE("cores flows: channel classes run one rail's channel for both, its flo
   CoresFlows f(incsim::collectives::read_program(apart, "test"), m, {0, 1, 2, 3}, costs, 4, 1, 0, nullptr, true);
   const CoresFlows::Result r = f.run(bytes);
   CHECK(r.classes == 0);
-  CHECK_THAT(r.classes_note, Catch::Contains("none, every channel ran: no channel does on each node's next GPU what "
-                                             "channel 0 does"));
+  CHECK_THAT(r.classes_note, Catch::Contains("none, every channel ran: no part does on each node's next GPU what "
+                                             "channel 0's part 0 does"));
 }
 
 // The copy engines' programs as flows (flow/copy_flows.h) on the same star.

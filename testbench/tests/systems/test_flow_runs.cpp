@@ -111,31 +111,56 @@ TEST_CASE("flow: steady passes add a ring's later passes at their period, as the
   CHECK(nlohmann::json::parse(incsim(run + " --quiet --json -").out)["rows"].at(0).count("steady_passes") == 0);
 }
 
+namespace {
+
+// `algorithm` on 4 nodes without the memory's jitter, with channel classes
+// against every channel: the times within `epsilon`, an eighth of the
+// flows, the parts and classes the JSON row counts, and the note.
+void check_classes(const std::string& algorithm, double epsilon, int parts, int classes, const std::string& note) {
+  const std::string run = "--fidelity flow --platform cluster --nodes 4 --sizes 1M,64M -c gpu.mem_jitter_cycles=0 "
+                          "--algorithm " + algorithm;
+  const nlohmann::json whole = rows(run), some = rows(run + " -c flow.channel_classes=true");
+  for (size_t i = 0; i < whole.size(); ++i) {
+    INFO(algorithm << " at " << whole[i]["size_bytes"] << " B");
+    CHECK(some[i]["time_us"].get<double>() == Approx(whole[i]["time_us"].get<double>()).epsilon(epsilon));
+    CHECK(some[i]["flows"].get<uint64_t>() * 8 == whole[i]["flows"].get<uint64_t>());
+    CHECK(some[i]["channel_classes"]["channels"] == 16);
+    CHECK(some[i]["channel_classes"]["parts"] == parts);
+    CHECK(some[i]["channel_classes"]["classes"] == classes);
+    CHECK(whole[i].count("channel_classes") == 0);
+  }
+  CHECK_THAT(incsim(run + " -c flow.channel_classes=true").out, Catch::Contains("#   channel classes: " + note));
+}
+
+}  // namespace
+
 TEST_CASE("flow: channel classes run NCCL's trees and rings on one rail for all eight, near every channel's times",
           "[flow][scale]") {
   // Without the memory's jitter, which draws the whole run's channels
   // apart, what is left is their drift on hgx-h100's uneven NVSwitch
   // trunks, which the classes run in step (docs/flow.md, "Channel classes").
-  for (const char* algorithm : {"tree", "ring"}) {
-    const std::string run = std::string("--fidelity flow --platform cluster --nodes 4 --sizes 1M,64M "
-                                        "-c gpu.mem_jitter_cycles=0 --algorithm ") + algorithm;
-    const nlohmann::json whole = rows(run), classes = rows(run + " -c flow.channel_classes=true");
-    for (size_t i = 0; i < whole.size(); ++i) {
-      INFO(algorithm << " at " << whole[i]["size_bytes"] << " B");
-      CHECK(classes[i]["time_us"].get<double>() == Approx(whole[i]["time_us"].get<double>()).epsilon(0.015));
-      CHECK(classes[i]["flows"].get<uint64_t>() * 8 == whole[i]["flows"].get<uint64_t>());
-      CHECK(classes[i]["channel_classes"]["channels"] == 16);
-      CHECK(classes[i]["channel_classes"]["classes"] == 2);
-      CHECK(whole[i].count("channel_classes") == 0);
-    }
-    CHECK_THAT(incsim(run + " -c flow.channel_classes=true").out,
-               Catch::Contains("#   channel classes: 16 channels in 2 classes, each class's first channel run for all "
-                               "of it; 4 classes of links pool 128 links"));
-  }
-  // A program whose channels differ runs whole and says why.
-  CHECK_THAT(incsim("--fidelity flow --platform cluster --nodes 2 --algorithm nvlstree --sizes 1M "
+  for (const char* algorithm : {"tree", "ring"})
+    check_classes(algorithm, 0.015, 16, 2,
+                  "16 channels in 2 classes, each class's first channel run for all of it; 4 classes of links pool "
+                  "128 links");
+}
+
+TEST_CASE("flow: channel classes run one GPU's share of NVLSTree and NVLS-SHARP for all eight, at every part's times",
+          "[flow][scale]") {
+  // Each GPU heads a block of every channel: its node's reducing read of it
+  // in the NVSwitches, the all-reduce of it on its rail and its multicast.
+  // Without the memory's jitter the whole run's shares stay in step, so the
+  // classes give its times (docs/flow.md, "Channel classes").
+  for (const char* algorithm : {"nvlstree", "nvlssharp"})
+    check_classes(algorithm, 1e-6, 128, 16,
+                  "16 channels in 128 parts (a GPU's share of a channel) in 16 classes, each class's first part run "
+                  "for all of it");
+  // CollNet's ring inside the node joins its GPUs' shares: each channel is
+  // its own image, so it runs whole and says why.
+  CHECK_THAT(incsim("--fidelity flow --platform cluster --nodes 2 --algorithm collnet --sizes 1M "
                     "-c flow.channel_classes=true").out,
-             Catch::Contains("#   channel classes: none, every channel ran: nvlstree has in-network operations"));
+             Catch::Contains("#   channel classes: none, every channel ran: each channel is its own image, its GPUs' "
+                             "shares joined"));
 }
 
 TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
