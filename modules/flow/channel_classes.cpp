@@ -287,9 +287,8 @@ class Finder {
                      std::to_string(c) + " is not the image of its image's",
                false;
     }
-    // Each in-network flow's shape once (it depends on the rank, the group
-    // and the kind, a reducing write's on its group alone), as its ways
-    // down to the members against its image's.
+    // Each in-network flow's shape once, as its ways down to the members
+    // against its image's.
     std::unordered_set<uint64_t> shapes;
     Met a_back, b_back;
     std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
@@ -297,11 +296,7 @@ class Finder {
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
         if (!collectives::in_network(o.kind) || collectives::passive(o)) continue;
-        const bool sum = o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier;
-        const uint64_t key = sum ? ~static_cast<uint64_t>(o.group)
-                                 : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
-                                       (o.kind == OpKind::ReduceRead ? 1u : 0u);
-        if (!shapes.insert(key).second) continue;
+        if (!shapes.insert(InNetwork::shape_key(r, o)).second) continue;
         const Operation& x = image_op(r, i);
         const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
         bool alike = wa.size() == wb.size();
@@ -370,10 +365,7 @@ class Finder {
       }
       ++out.classes;
     }
-    out.parts = static_cast<int>(U_);
     out.part_channel = part_channel_;
-    out.channels = 0;
-    for (int c : part_channel_) out.channels = std::max(out.channels, c + 1);
     Program& k = out.reps;
     k = p_;
     k.ops.clear();

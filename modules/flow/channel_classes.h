@@ -35,10 +35,11 @@ struct ChannelClasses {
   std::vector<int> first;         // [part]: its class's first part, which runs for it
   std::vector<int> canon;         // [flow link]: the narrowest link of its class, which stands for it
   std::vector<double> per_link;   // [flow link]: 1 over its class's links
-  int channels = 0, parts = 0, classes = 0;
+  int classes = 0;
   // Classes that pool links the rotation does not map one to one, and their links.
   int pooled = 0;
   uint64_t pooled_links = 0;
+  int parts() const { return static_cast<int>(first.size()); }
   // The weight on canon[l] of a flow of reps' operation `op` per unit of
   // its weight on flow link l.
   double weight(uint32_t op, int l) const {

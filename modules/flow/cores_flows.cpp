@@ -105,7 +105,7 @@ const ChannelClasses* CoresFlows::Run::classes_for(const CoresFlows& f, const co
     const int c = x.part_channel[static_cast<size_t>(u)];
     return l.parts > 1 ? l.passes[static_cast<size_t>(c % l.parts)] : l.passes[0];
   };
-  for (int u = 0; u < x.parts; ++u)
+  for (int u = 0; u < x.parts(); ++u)
     if (passes(u) != passes(x.first[static_cast<size_t>(u)])) {
       why = "channel " + std::to_string(x.part_channel[static_cast<size_t>(u)]) + " makes " +
             std::to_string(passes(u)) + " passes and its class's first channel " +
@@ -256,23 +256,25 @@ std::vector<Network::Use> CoresFlows::Run::uses(const Route& route, int r, int i
 std::vector<Network::Use> CoresFlows::Run::classed(std::vector<Network::Use> u, int r, int i) const {
   if (!classes_) return u;
   const uint32_t x = p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i);
-  // Two links of one class are one use, at the first's place: in one pass,
-  // as a reducing write's shape crosses thousands of links.
+  // Two links of one class are one use, at the first's place: in one pass
+  // and in place, as a reducing write's shape crosses thousands of links.
   if (at_.empty()) at_.assign(2 * classes_->canon.size(), -1);
-  std::vector<Network::Use> v;
-  v.reserve(u.size());
-  for (const Network::Use& y : u) {
+  size_t n = 0;
+  for (size_t j = 0; j < u.size(); ++j) {
+    const Network::Use y = u[j];
     const int link = classes_->canon[static_cast<size_t>(y.link)];
+    const double weight = y.weight * classes_->weight(x, y.link);
     int& k = at_[2 * static_cast<size_t>(link) + (y.limits ? 1 : 0)];
     if (k >= 0) {
-      v[static_cast<size_t>(k)].weight += y.weight * classes_->weight(x, y.link);
+      u[static_cast<size_t>(k)].weight += weight;
     } else {
-      k = static_cast<int>(v.size());
-      v.push_back({link, y.weight * classes_->weight(x, y.link), y.limits});
+      k = static_cast<int>(n);
+      u[n++] = {link, weight, y.limits};
     }
   }
-  for (const Network::Use& y : v) at_[2 * static_cast<size_t>(y.link) + (y.limits ? 1 : 0)] = -1;
-  return v;
+  u.resize(n);
+  for (const Network::Use& y : u) at_[2 * static_cast<size_t>(y.link) + (y.limits ? 1 : 0)] = -1;
+  return u;
 }
 
 uint64_t CoresFlows::Run::elements(Rank& k, ChunkRef ref, uint64_t pass) const {
@@ -515,12 +517,12 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   out.channels = f_.parts_.channels;
   if (classes_) {
     out.classes = classes_->classes;
-    out.parts = classes_->parts;
+    out.parts = classes_->parts();
     out.classes_note =
-        classes_->parts == classes_->channels
+        out.parts == out.channels
             ? std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
                   " classes, each class's first channel run for all of it"
-            : std::to_string(out.channels) + " channels in " + std::to_string(classes_->parts) +
+            : std::to_string(out.channels) + " channels in " + std::to_string(out.parts) +
                   " parts (a GPU's share of a channel) in " + std::to_string(out.classes) +
                   " classes, each class's first part run for all of it";
     if (classes_->pooled)

@@ -182,11 +182,13 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   return shape;
 }
 
+uint64_t InNetwork::shape_key(int r, const Operation& o) {
+  if (o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier) return ~static_cast<uint64_t>(o.group);
+  return static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 | (o.kind == OpKind::ReduceRead ? 1u : 0u);
+}
+
 const InNetwork::Shape& InNetwork::shape_of(int r, const Operation& o) {
-  const bool sum = o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier;
-  const uint64_t key = sum ? ~static_cast<uint64_t>(o.group)
-                           : static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 |
-                                 (o.kind == OpKind::ReduceRead ? 1u : 0u);
+  const uint64_t key = shape_key(r, o);
   if (const auto it = shapes_.find(key); it != shapes_.end()) return it->second;
   Shape s = o.kind == OpKind::ReduceRead ? read_shape(r, o.group)
             : o.kind == OpKind::MulticastWrite ? multicast_shape(r, o.group)

@@ -50,6 +50,8 @@ class InNetwork {
   // a flag, on its group alone), the same for every channel and pass: built
   // at the first ask. The reference stays valid as long as this.
   const Shape& shape_of(int r, const collectives::Operation& o);
+  // What shape_of's shape depends on, as one key.
+  static uint64_t shape_key(int r, const collectives::Operation& o);
   // Where the flow of rank r's operation o comes down to every member of
   // its group, as its shape is built: for a read or a store, the switch each
   // of the rank's ports toward the group reaches (`out`: that port's flow
