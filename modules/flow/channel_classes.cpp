@@ -296,7 +296,7 @@ class Finder {
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
         if (!collectives::in_network(o.kind) || collectives::passive(o)) continue;
-        if (!shapes.insert(InNetwork::shape_key(r, o)).second) continue;
+        if (!shapes.insert(innet_.shape_key(r, o)).second) continue;
         const Operation& x = image_op(r, i);
         const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
         bool alike = wa.size() == wb.size();

@@ -102,8 +102,12 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
   // Each level's (flow link, share) in the order met, summed per link in
   // that order once the walk is done: what a map of shares adds up, without
   // a node per hop (a schedule table's every message walks its route).
-  std::vector<std::pair<int, double>> fwd, back, at{{from, 1.0}}, next;
-  std::vector<int> ports;
+  Scratch& x = scratch_;
+  auto &fwd = x.fwd, &back = x.back, &at = x.at, &next = x.next;
+  std::vector<int>& ports = x.ports;
+  fwd.clear();
+  back.clear();
+  at.assign(1, {from, 1.0});
   bool first = port >= 0;
   while (!at.empty()) {
     next.clear();
@@ -137,16 +141,19 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
       if (!m->empty() && m->back().first == x.first) m->back().second += x.second;
       else m->push_back(x);
   }
-  const auto by_link = [](const std::pair<int, double>& a, const std::pair<int, double>& b) { return a.first < b.first; };
-  std::stable_sort(fwd.begin(), fwd.end(), by_link);
-  std::stable_sort(back.begin(), back.end(), by_link);
+  if (x.sum.empty()) x.sum.assign(capacity_.size(), 0.0);
   for (const auto* v : {&fwd, &back}) {
     const double sign = v == &fwd ? 1 : -1;
-    for (size_t i = 0; i < v->size();) {
-      const int link = (*v)[i].first;
-      double share = 0;
-      for (; i < v->size() && (*v)[i].first == link; ++i) share += (*v)[i].second;
-      r.hops.emplace_back(link, sign * share);
+    x.links.clear();
+    for (const auto& [link, share] : *v) {  // shares are > 0: a link at 0 is met first
+      double& s = x.sum[static_cast<size_t>(link)];
+      if (s == 0) x.links.push_back(link);
+      s += share;
+    }
+    std::sort(x.links.begin(), x.links.end());
+    for (int link : x.links) {
+      r.hops.emplace_back(link, sign * x.sum[static_cast<size_t>(link)]);
+      x.sum[static_cast<size_t>(link)] = 0;
     }
   }
   // Latency along the tables' route; the acknowledgement comes from the

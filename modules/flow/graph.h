@@ -118,6 +118,14 @@ class FlowGraph {
   int ecmp_port(int node, int dst, int src) const;
 
   const FlowMachine& m_;
+  // walk's buffers, kept between calls: a reducing write's shape walks
+  // from each of its group's home switches to every member.
+  struct Scratch {
+    std::vector<std::pair<int, double>> fwd, back, at, next;
+    std::vector<int> ports, links;
+    std::vector<double> sum;  // [flow link]: a walk's share of it so far, 0 outside walk
+  };
+  mutable Scratch scratch_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (endpoint, port, endpoint)
   std::vector<int> flow_link_;                         // [2 x graph link + direction]
   std::vector<double> capacity_;                       // [flow link]: GB/s

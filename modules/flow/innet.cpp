@@ -33,7 +33,15 @@ const Route& InNetwork::down(int sw, int r) {
   return downs_.emplace(key, graph_.walk(sw, -1, endpoints_[static_cast<size_t>(r)], -1)).first->second;
 }
 
+std::vector<int> InNetwork::first_alike(const std::vector<std::vector<int>>& groups) {
+  std::map<std::vector<int>, int> first;
+  std::vector<int> v;
+  for (const std::vector<int>& g : groups) v.push_back(first.try_emplace(g, static_cast<int>(v.size())).first->second);
+  return v;
+}
+
 const std::vector<Home>& InNetwork::homes(int g) {
+  g = alike_[static_cast<size_t>(g)];
   if (const auto it = homes_.find(g); it != homes_.end()) return it->second;
   const topo::Topology& t = *m_.t;
   const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
@@ -165,25 +173,46 @@ InNetwork::Shape InNetwork::multicast_shape(int r, int g) {
 // latency: up and down again.
 InNetwork::Shape InNetwork::sum_shape(int g) {
   const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
-  std::map<int, double> ups, downs;
+  // By flow link, with the links each holds: a home's merged streams up
+  // and down, and the shape's, its homes' added in turn.
+  const size_t L = graph_.capacities().size();
+  std::vector<double> up(L, 0), dn(L, 0), ups(L, 0), downs(L, 0);
+  std::vector<int> up_at, dn_at, ups_at, downs_at;
+  const auto most = [](std::vector<double>& tree, std::vector<int>& at, int link, double share) {
+    double& s = tree[static_cast<size_t>(link)];  // a link several members' ways share carries the stream once
+    if (s == 0) at.push_back(link);
+    s = std::max(s, share);
+  };
+  const auto add = [](std::vector<double>& tree, std::vector<int>& at, std::vector<double>& to,
+                      std::vector<int>& to_at, double share) {
+    for (int l : at) {
+      double& s = to[static_cast<size_t>(l)];
+      if (s == 0) to_at.push_back(l);
+      s += share * tree[static_cast<size_t>(l)];
+      tree[static_cast<size_t>(l)] = 0;
+    }
+    at.clear();
+  };
   Shape shape;
   for (const Home& h : homes(g)) {
-    std::map<int, double> u, d;
-    for (int m : members) {
-      const Route& w = down(h.node, m);
-      for (const auto& [l, x] : w.hops) merge(x > 0 ? d : u, l, std::abs(x));
+    for (int m : members) {  // each home's ways once: a shape per group's members
+      const Route w = graph_.walk(h.node, -1, endpoints_[static_cast<size_t>(m)], -1);
+      for (const auto& [l, x] : w.hops) x > 0 ? most(dn, dn_at, l, x) : most(up, up_at, l, -x);
       shape.latency = std::max(shape.latency, 2 * w.latency_ns + m_.node_ns[static_cast<size_t>(h.node)]);
     }
-    for (const auto& [l, x] : u) ups[l] += h.share * x;
-    for (const auto& [l, x] : d) downs[l] += h.share * x;
+    add(up, up_at, ups, ups_at, h.share);
+    add(dn, dn_at, downs, downs_at, h.share);
   }
-  for (const auto& [l, x] : ups) shape.uses.push_back({l, x * block_weight(l, false)});
-  for (const auto& [l, x] : downs) shape.uses.push_back({l, x * block_weight(l, false)});
+  for (auto [v, at] : {std::pair{&ups, &ups_at}, std::pair{&downs, &downs_at}}) {
+    std::sort(at->begin(), at->end());
+    for (int l : *at) shape.uses.push_back({l, (*v)[static_cast<size_t>(l)] * block_weight(l, false)});
+  }
   return shape;
 }
 
-uint64_t InNetwork::shape_key(int r, const Operation& o) {
-  if (o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier) return ~static_cast<uint64_t>(o.group);
+uint64_t InNetwork::shape_key(int r, const Operation& o) const {
+  if (o.kind == OpKind::ReduceWrite || o.kind == OpKind::Barrier)
+    return ~static_cast<uint64_t>(alike_[static_cast<size_t>(o.group)]);
   return static_cast<uint64_t>(r) << 32 | static_cast<uint64_t>(o.group) << 1 | (o.kind == OpKind::ReduceRead ? 1u : 0u);
 }
 

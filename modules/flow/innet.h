@@ -44,14 +44,16 @@ class InNetwork {
   InNetwork(const collectives::Program& p, const FlowMachine& m, const std::vector<int>& endpoints,
             const FlowGraph& graph, double mem_ns, double jitter_ns, std::vector<char> own_copy)
       : p_(p), m_(m), endpoints_(endpoints), graph_(graph), mem_ns_(mem_ns), jitter_ns_(jitter_ns),
-        own_copy_(std::move(own_copy)) {}
+        own_copy_(std::move(own_copy)), alike_(first_alike(p.groups)) {}
   // Rank r's operation o's flow. It depends only on the operation's kind,
   // its rank and its group (a reducing write's or a barrier's, the sum of
   // a flag, on its group alone), the same for every channel and pass: built
   // at the first ask. The reference stays valid as long as this.
   const Shape& shape_of(int r, const collectives::Operation& o);
-  // What shape_of's shape depends on, as one key.
-  static uint64_t shape_key(int r, const collectives::Operation& o);
+  // What shape_of's shape depends on, as one key: a reducing write's or a
+  // barrier's, its group's members (every channel's group of a rail has
+  // the same ones, and their homes and sums are one).
+  uint64_t shape_key(int r, const collectives::Operation& o) const;
   // Where the flow of rank r's operation o comes down to every member of
   // its group, as its shape is built: for a read or a store, the switch each
   // of the rank's ports toward the group reaches (`out`: that port's flow
@@ -61,6 +63,7 @@ class InNetwork {
   struct Way {
     int out, sw;
     double share;
+    bool operator==(const Way& o) const { return out == o.out && sw == o.sw && share == o.share; }
   };
   std::vector<Way> ways(int r, const collectives::Operation& o);
   // Group g's home switches for reducing writes (topo::MulticastFabric's
@@ -87,6 +90,8 @@ class InNetwork {
   Shape read_shape(int r, int g);
   Shape multicast_shape(int r, int g);
   Shape sum_shape(int g);
+  // [group]: the first group with its members.
+  static std::vector<int> first_alike(const std::vector<std::vector<int>>& groups);
 
   const collectives::Program& p_;
   const FlowMachine& m_;
@@ -94,6 +99,7 @@ class InNetwork {
   const FlowGraph& graph_;
   double mem_ns_, jitter_ns_;
   std::vector<char> own_copy_;  // [group]
+  std::vector<int> alike_;      // [group]: first_alike's
   std::map<std::pair<int, int>, Route> downs_;   // (switch node, rank)
   std::map<int, std::vector<Home>> homes_;       // by group
   std::unordered_map<uint64_t, Shape> shapes_;   // (rank, group, kind), or ~group for a reducing write
