@@ -37,14 +37,55 @@ class Joined {
 
 using Met = std::vector<std::pair<int, double>>;  // a walk's (flow link, share), in the order it meets them
 
+// One symmetry's pairs of links with their images: their classes so far,
+// each link's image and back, and the sending operations that cross it.
+struct Pairs {
+  explicit Pairs(size_t links)
+      : joined(links), image(links, -1), inverse(links, -1), uneven(links, 0), load(links, 0) {}
+  Joined joined;
+  std::vector<int> image, inverse;
+  std::vector<char> uneven;  // [link]: its images differ
+  std::vector<double> load;
+};
+
 class Finder {
  public:
   Finder(const Program& p, const topo::Topology& t, const FlowGraph& g, InNetwork& innet,
          const std::vector<int>& endpoints)
       : p_(p), t_(t), g_(g), innet_(innet), endpoints_(endpoints) {}
 
+  // Each symmetry's images join parts and links into classes; a symmetry
+  // without images adds nothing, and where none has any, the rotation's
+  // reason is the answer.
   bool find(ChannelClasses& out, std::string& why) {
-    return rotation(why) && split(why) && images(why) && orbits(out, why) && (keep_firsts(out), true);
+    if (!(rotation(why) && split(why))) return false;
+    const size_t L = g_.capacities().size();
+    Joined parts(U_), links(L);
+    std::vector<char> uneven(L, 0);
+    std::string reason;
+    for (const bool rotate : {true, false}) {
+      rotate_ = rotate;
+      std::string w;
+      const bool imaged = images(w);
+      Pairs x(imaged ? L : 0);
+      if (imaged && orbits(x, w)) {
+        for (size_t u = 0; u < U_; ++u) parts.join(static_cast<uint32_t>(u), static_cast<uint32_t>(kappa_[u]));
+        for (size_t l = 0; l < L; ++l) {
+          links.join(static_cast<uint32_t>(l), x.joined.find(static_cast<uint32_t>(l)));
+          uneven[l] |= x.uneven[l];
+        }
+        if (load_.empty()) load_ = std::move(x.load);  // every symmetry meets every route once
+      } else if (reason.empty()) {
+        reason = w;
+      }
+      queue_.clear();
+      gamma_.clear();
+      gamma_inverse_.clear();
+    }
+    if (load_.empty()) return why = reason, false;
+    link_classes(links, uneven, out);
+    keep_firsts(parts, out);
+    return true;
   }
 
  private:
@@ -67,7 +108,9 @@ class Finder {
     return true;
   }
 
-  int image(int rank) const { return rank == kNone ? kNone : pi_[static_cast<size_t>(rank)]; }
+  // The symmetry being tried: the rotation, or each GPU onto itself (where
+  // its channels do the same: CollNet's node rings, one per channel).
+  int image(int rank) const { return rank == kNone || !rotate_ ? rank : pi_[static_cast<size_t>(rank)]; }
 
   // part_: what runs together. Operations joined by a dependency, by a
   // queue (its operations run in turn), by a connection, or by an
@@ -160,6 +203,10 @@ class Finder {
     const int *a = of(r, u), *b = of(r2, u2);
     for (uint32_t k = 0; k < n; ++k) {
       const Operation &o = p_.op(r, a[k]), &x = p_.op(r2, b[k]);
+      // A GPU's reducing reads share its ports' reduction table and are
+      // answered one after another, whatever their channel (cores_run.h,
+      // Rank::table_link, last_rounds_): its channels' reads are not in step.
+      if (!rotate_ && o.kind == OpKind::ReduceRead) return false;
       if (o.kind != x.kind || o.engine != x.engine || o.proto != x.proto || o.timestep != x.timestep ||
           image(o.send_peer) != x.send_peer || image(o.recv_peer) != x.recv_peer || o.src.buf != x.src.buf ||
           o.src.count != x.src.count || o.dst.buf != x.dst.buf || o.dst.count != x.dst.count ||
@@ -186,7 +233,9 @@ class Finder {
     added_groups_.clear();
   }
 
-  // kappa_: the part that is each part's image.
+  // kappa_: the part that is each part's image. Under the identity, the
+  // next part after it that does what it does on its ranks (so alike parts
+  // make one cycle), else itself.
   bool images(std::string& why) {
     std::vector<int> first_rank(U_, -1);
     for (int r = p_.ranks - 1; r >= 0; --r)
@@ -194,10 +243,17 @@ class Finder {
         if (count(r, static_cast<int>(u))) first_rank[u] = r;
     kappa_.assign(U_, -1);
     std::vector<char> taken(U_, 0);
-    for (int u = 0; u < static_cast<int>(U_); ++u) {
+    const int n = static_cast<int>(U_);
+    for (int u = 0; u < n; ++u) {
       const int r0 = first_rank[static_cast<size_t>(u)];
-      for (int u2 = 0; u2 < static_cast<int>(U_) && kappa_[static_cast<size_t>(u)] < 0; ++u2) {
+      for (int k = 0; k < n && kappa_[static_cast<size_t>(u)] < 0; ++k) {
+        const int u2 = rotate_ ? k : (u + 1 + k) % n;
         if (taken[static_cast<size_t>(u2)] || count(image(r0), u2) != count(r0, u)) continue;
+        if (u2 == u && !rotate_) {
+          kappa_[static_cast<size_t>(u)] = u;
+          taken[static_cast<size_t>(u)] = 1;
+          continue;
+        }
         added_groups_.clear();
         bool all = true;
         for (int r = 0; r < p_.ranks && all; ++r) all = same(r, u, image(r), u2);
@@ -215,7 +271,9 @@ class Finder {
     }
     for (size_t u = 0; u < U_; ++u)
       if (kappa_[u] != static_cast<int>(u)) return true;
-    return why = "each channel is its own image, its GPUs' shares joined", false;
+    return why = rotate_ ? "each channel is its own image, its GPUs' shares joined"
+                         : "no two of a GPU's channels do the same",
+           false;
   }
 
   // The operation that is rank r's operation i's image.
@@ -232,12 +290,7 @@ class Finder {
   // orbit; where a link's images differ from route to route (a channel's
   // port picks its NVSwitch, and hgx-h100's switches take 5, 4, 4 and 5 of
   // a GPU's links), its class pools them all.
-  bool orbits(ChannelClasses& out, std::string& why) {
-    const size_t L = g_.capacities().size();
-    Joined joined(L);
-    std::vector<int> image(L, -1), inverse(L, -1);
-    std::vector<char> uneven(L, 0);  // [link]: its images differ
-    std::vector<double> load(L, 0);  // [link]: the sending operations whose data cross it
+  bool orbits(Pairs& x, std::string& why) {
     // Pairs walk a with its image b, hop by hop; false where they differ.
     const auto pair = [&](const Met& a, const Met& b, double sent) {
       if (a.size() != b.size()) return false;
@@ -245,12 +298,12 @@ class Finder {
         const auto [l, share] = a[h];
         const auto [l2, share2] = b[h];
         if (std::abs(share - share2) > 1e-9 * share || g_.format_index(l) != g_.format_index(l2)) return false;
-        int &s = image[static_cast<size_t>(l)], &v = inverse[static_cast<size_t>(l2)];
-        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) uneven[static_cast<size_t>(l)] = 1;
+        int &s = x.image[static_cast<size_t>(l)], &v = x.inverse[static_cast<size_t>(l2)];
+        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) x.uneven[static_cast<size_t>(l)] = 1;
         s = l2;
         v = l;
-        joined.join(static_cast<uint32_t>(l), static_cast<uint32_t>(l2));
-        load[static_cast<size_t>(l)] += share * sent;
+        x.joined.join(static_cast<uint32_t>(l), static_cast<uint32_t>(l2));
+        x.load[static_cast<size_t>(l)] += share * sent;
       }
       return true;
     };
@@ -289,40 +342,69 @@ class Finder {
     }
     // Each in-network flow's shape once, as its ways down to the members
     // against its image's.
-    std::unordered_set<uint64_t> shapes;
     Met a_back, b_back;
     std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
+    const auto ways = [&](int r, int i) {
+      const Operation &o = p_.op(r, i), &x = image_op(r, i);
+      const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
+      bool alike = wa.size() == wb.size();
+      for (size_t w = 0; alike && w < wa.size(); ++w) {
+        alike = std::abs(wa[w].share - wb[w].share) <= 1e-9 * wa[w].share;
+        if (wa[w].out >= 0) alike = alike && pair({{wa[w].out, 1.0}}, {{wb[w].out, 1.0}}, wa[w].share);
+        for (int m : p_.groups[static_cast<size_t>(o.group)]) {  // down, and the answers' or contributions' way up
+          if (!alike) break;
+          // A rail's groups of every channel share their ways: each pair once.
+          const uint64_t from = static_cast<uint64_t>(wa[w].sw) << 32 | static_cast<uint32_t>(m),
+                         to = static_cast<uint64_t>(wb[w].sw) << 32 | static_cast<uint32_t>(this->image(m));
+          const auto [it, fresh] = walked.try_emplace(from, to);
+          if (!fresh && it->second == to) continue;
+          const Route da = g_.walk(wa[w].sw, -1, endpoints_[static_cast<size_t>(m)], -1, &a, &a_back),
+                      db = g_.walk(wb[w].sw, -1, endpoints_[static_cast<size_t>(this->image(m))], -1, &b, &b_back);
+          alike = da.latency_ns == db.latency_ns && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
+        }
+      }
+      if (!alike)
+        why = "rank " + std::to_string(r) + "'s in-network operation " + std::to_string(i) +
+              " does not reach its group as its image does";
+      return alike;
+    };
+    // Under the identity a group's image has its members, so its ways are
+    // its own and pair each link with itself, which says something only of
+    // a link a connection's image moved: such operations go last, walked
+    // only if their shape (which the run builds anyway) crosses one.
+    const auto own = [&](int r, int i) {
+      const Operation &o = p_.op(r, i), &x = image_op(r, i);
+      return !rotate_ && innet_.ways(r, o) == innet_.ways(r, x);
+    };
+    const auto moved = [&x](int l) {
+      const int s = x.image[static_cast<size_t>(l)], v = x.inverse[static_cast<size_t>(l)];
+      return (s >= 0 && s != l) || (v >= 0 && v != l);
+    };
+    std::unordered_set<uint64_t> shapes;
+    std::vector<std::pair<int, int>> last;
     for (int r = 0; r < p_.ranks; ++r)
       for (int i = 0; i < p_.op_count(r); ++i) {
         const Operation& o = p_.op(r, i);
         if (!collectives::in_network(o.kind) || collectives::passive(o)) continue;
         if (!shapes.insert(innet_.shape_key(r, o)).second) continue;
-        const Operation& x = image_op(r, i);
-        const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
-        bool alike = wa.size() == wb.size();
-        for (size_t w = 0; alike && w < wa.size(); ++w) {
-          alike = std::abs(wa[w].share - wb[w].share) <= 1e-9 * wa[w].share;
-          if (wa[w].out >= 0) alike = alike && pair({{wa[w].out, 1.0}}, {{wb[w].out, 1.0}}, wa[w].share);
-          for (int m : p_.groups[static_cast<size_t>(o.group)]) {  // down, and the answers' or contributions' way up
-            if (!alike) break;
-            // A rail's groups of every channel share their ways: each pair once.
-            const uint64_t from = static_cast<uint64_t>(wa[w].sw) << 32 | static_cast<uint32_t>(m),
-                           to = static_cast<uint64_t>(wb[w].sw) << 32 | static_cast<uint32_t>(this->image(m));
-            const auto [it, fresh] = walked.try_emplace(from, to);
-            if (!fresh && it->second == to) continue;
-            const Route da = g_.walk(wa[w].sw, -1, endpoints_[static_cast<size_t>(m)], -1, &a, &a_back),
-                        db = g_.walk(wb[w].sw, -1, endpoints_[static_cast<size_t>(this->image(m))], -1, &b, &b_back);
-            alike = da.latency_ns == db.latency_ns && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
-          }
-        }
-        if (!alike)
-          return why = "rank " + std::to_string(r) + "'s in-network operation " + std::to_string(i) +
-                       " does not reach its group as its image does",
-                 false;
+        if (own(r, i)) last.emplace_back(r, i);
+        else if (!ways(r, i)) return false;
       }
-    // Each class's narrowest link stands for it, and fills as its busiest
-    // link would: a class that pools links the parts load unevenly binds
-    // where its link of most sending operations per GB/s binds.
+    for (const auto& [r, i] : last) {
+      bool crosses = false;
+      for (const Network::Use& u : innet_.shape_of(r, p_.op(r, i)).uses) crosses = crosses || moved(u.link);
+      for (const InNetwork::Way& w : innet_.ways(r, p_.op(r, i))) crosses = crosses || (w.out >= 0 && moved(w.out));
+      if (crosses && !ways(r, i)) return false;
+    }
+    return true;
+  }
+
+  // Each class of links' narrowest link stands for it, and fills as its
+  // busiest link would: a class that pools links the parts load unevenly
+  // binds where its link of most sending operations per GB/s binds.
+  void link_classes(Joined& joined, const std::vector<char>& uneven, ChannelClasses& out) const {
+    const size_t L = uneven.size();
+    const std::vector<double>& load = load_;
     std::vector<int> size(L, 0), first(L, -1);
     std::vector<char> pooled(L, 0);
     std::vector<double> sum(L, 0), busiest(L, 0);  // [class]: the load, and the most per GB/s
@@ -348,22 +430,26 @@ class Finder {
         out.pooled_links += static_cast<uint64_t>(size[k]);
       }
     }
-    return true;
   }
 
-  // The classes (kappa_'s cycles), and the program of their first parts.
-  void keep_firsts(ChannelClasses& out) {
+  // The classes (the parts the symmetries' images join, each named by its
+  // first), and the program of their first parts.
+  void keep_firsts(Joined& joined, ChannelClasses& out) {
     out.first.assign(U_, -1);
+    std::vector<int> first(U_, -1), size(U_, 0);  // [class's root]
+    for (size_t u = 0; u < U_; ++u) {
+      const size_t k = joined.find(static_cast<uint32_t>(u));
+      if (first[k] < 0) {
+        first[k] = static_cast<int>(u);
+        ++out.classes;
+      }
+      ++size[k];
+    }
     std::vector<int> members(U_, 0);
     for (size_t u = 0; u < U_; ++u) {
-      if (out.first[u] >= 0) continue;
-      std::vector<size_t> cycle{u};
-      for (size_t x = static_cast<size_t>(kappa_[u]); x != u; x = static_cast<size_t>(kappa_[x])) cycle.push_back(x);
-      for (size_t x : cycle) {
-        out.first[x] = static_cast<int>(u);
-        members[x] = static_cast<int>(cycle.size());
-      }
-      ++out.classes;
+      const size_t k = joined.find(static_cast<uint32_t>(u));
+      out.first[u] = first[k];
+      members[u] = size[k];
     }
     out.part_channel = part_channel_;
     Program& k = out.reps;
@@ -397,7 +483,9 @@ class Finder {
   const FlowGraph& g_;
   InNetwork& innet_;
   const std::vector<int>& endpoints_;
-  std::vector<int> pi_, kappa_;
+  std::vector<int> pi_, kappa_;  // the rotation; each part's image
+  bool rotate_ = true;           // the symmetry tried: the rotation, else the identity
+  std::vector<double> load_;     // [flow link]: the sending operations whose data cross it
   size_t U_ = 0;                          // parts
   std::vector<int> part_;                 // [the program's operation]
   std::vector<int> part_channel_;         // [part]

@@ -518,16 +518,16 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   if (classes_) {
     out.classes = classes_->classes;
     out.parts = classes_->parts();
-    out.classes_note =
-        out.parts == out.channels
-            ? std::to_string(out.channels) + " channels in " + std::to_string(out.classes) +
-                  " classes, each class's first channel run for all of it"
-            : std::to_string(out.channels) + " channels in " + std::to_string(out.parts) +
-                  " parts (a GPU's share of a channel) in " + std::to_string(out.classes) +
-                  " classes, each class's first part run for all of it";
+    const std::string classes = std::to_string(out.classes) + (out.classes == 1 ? " class" : " classes");
+    out.classes_note = out.parts == out.channels
+                           ? std::to_string(out.channels) + " channels in " + classes +
+                                 ", each class's first channel run for all of it"
+                           : std::to_string(out.channels) + " channels in " + std::to_string(out.parts) +
+                                 " parts (a GPU's share of a channel) in " + classes +
+                                 ", each class's first part run for all of it";
     if (classes_->pooled)
       out.classes_note += "; " + std::to_string(classes_->pooled) + " classes of links pool " +
-                          std::to_string(classes_->pooled_links) + " links the rotation does not map one to one";
+                          std::to_string(classes_->pooled_links) + " links their images do not map one to one";
   } else if (!no_classes_.empty()) {
     out.classes_note = "none, every channel ran: " + no_classes_;
   }

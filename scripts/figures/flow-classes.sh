@@ -16,6 +16,8 @@ cluster6-tree --platform cluster --nodes 6 --algorithm tree --sizes $sizes
 cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes $sizes
 cluster64-tree --platform cluster --nodes 64 --algorithm tree --sizes $sizes
 cluster16-ring --platform cluster --nodes 16 --algorithm ring --sizes $sizes
+cluster16-collnet --platform cluster --nodes 16 --algorithm collnet --sizes $sizes
+cluster64-collnet --platform cluster --nodes 64 --algorithm collnet --sizes 1G
 cluster256-tree-K16 --platform cluster --nodes 256 --algorithm tree --sizes 1G -c flow.steady_passes=16
 cluster4-nvlstree --platform cluster --nodes 4 --algorithm nvlstree --sizes $sizes
 cluster16-nvlstree --platform cluster --nodes 16 --algorithm nvlstree --sizes $sizes
@@ -29,7 +31,8 @@ nojitter-cluster8-leaf8-tree --platform cluster --nodes 8 --algorithm tree --siz
 nojitter-cluster8-3level-tree --platform cluster --nodes 8 --algorithm tree --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4
 nojitter-cluster8-3level-ring --platform cluster --nodes 8 --algorithm ring --sizes 16M -c gpu.mem_jitter_cycles=0 -c cluster.leaf_ports=4 -c cluster.spine_ports=4
 nojitter-cluster4-nvlstree --platform cluster --nodes 4 --algorithm nvlstree --sizes 1M,64M -c gpu.mem_jitter_cycles=0
-nojitter-cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 16M -c gpu.mem_jitter_cycles=0"}
+nojitter-cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 16M -c gpu.mem_jitter_cycles=0
+nojitter-cluster4-collnet --platform cluster --nodes 4 --algorithm collnet --sizes 1M,64M -c gpu.mem_jitter_cycles=0"}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-classes.csv
 tmp=$(mktemp -d)
