@@ -10,14 +10,17 @@
 // GPU j, and its tree over the nodes runs on rail j); NVLSTree's and
 // NVLS-SHARP's are each GPU's share of a channel (GPU h heads block h: its
 // node's reducing read of it, the all-reduce of it on rail h, and its
-// multicast). One part of each class then stands for all of it: its flows
+// multicast). A GPU's channels that do the same on the same GPUs (the
+// ring's channels 2j and 2j + 1, CollNet's node rings) are one another's
+// images under the identity, and a class is what the two symmetries join.
+// One part of each class then stands for all of it: its flows
 // cross the narrowest link of each class of links (a link and its images),
 // weighted by the class's parts over the class's links, which loads each
 // link as its class is loaded; max-min fair shares are unique, so they have
 // the same symmetry and every flow its rate. A whole run's parts do not
 // stay in step (the memory's jitter, an ulp of a rate reordering events due
 // together, hgx-h100's uneven NVSwitch trunks, which a class of links
-// pools), so the classes run a few percent fast. Plain C++, no SystemC.
+// pools), so the classes run a few percent off. Plain C++, no SystemC.
 #include <string>
 #include <vector>
 
@@ -48,8 +51,8 @@ struct ChannelClasses {
 };
 
 // The classes of program p's parts (p's ranks on `endpoints` of cluster t)
-// under the rotation of every node's GPUs, on the flow links of g, and the
-// orbits of its links under that rotation, checked on every route p's
+// under the rotation of every node's GPUs and the identity, on the flow
+// links of g, and the orbits of its links under them, checked on every route p's
 // connections and in-network operations (their ways, innet) take. Returns
 // false with the reason in `why` where there are none: p is not on whole
 // cluster nodes, or a part or a route has no image.

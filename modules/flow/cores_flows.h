@@ -48,9 +48,10 @@ inline const Param<uint64_t> kSteadyPasses{
 inline const Param<bool> kChannelClasses{
     "flow.channel_classes", false, Range::none(),
     "flows: on a cluster, a part of the program that does on each node's next GPU what another does (the "
-    "rails' copies of NCCL's trees and rings, each GPU's share of NVLSTree and NVLS-SHARP) runs once for its "
-    "class, its flows weighted on each link's class: a few percent off on many nodes, up to 10% fast on a "
-    "few, where a whole run's channels drift apart (docs/flow.md)"};
+    "rails' copies of NCCL's trees and rings, each GPU's share of NVLSTree and NVLS-SHARP), or on the same "
+    "GPUs what another channel does (CollNet's channels, the ring's pairs), runs once for its class, its flows "
+    "weighted on each link's class: a few percent off on many nodes (CollNet up to 3% slow), up to 10% fast "
+    "on a few, where a whole run's channels drift apart (docs/flow.md)"};
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
 struct CoresCosts {
