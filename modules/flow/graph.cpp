@@ -141,20 +141,11 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
       if (!m->empty() && m->back().first == x.first) m->back().second += x.second;
       else m->push_back(x);
   }
-  if (x.sum.empty()) x.sum.assign(capacity_.size(), 0.0);
+  x.sum.resize(capacity_.size());
   for (const auto* v : {&fwd, &back}) {
     const double sign = v == &fwd ? 1 : -1;
-    x.links.clear();
-    for (const auto& [link, share] : *v) {  // shares are > 0: a link at 0 is met first
-      double& s = x.sum[static_cast<size_t>(link)];
-      if (s == 0) x.links.push_back(link);
-      s += share;
-    }
-    std::sort(x.links.begin(), x.links.end());
-    for (int link : x.links) {
-      r.hops.emplace_back(link, sign * x.sum[static_cast<size_t>(link)]);
-      x.sum[static_cast<size_t>(link)] = 0;
-    }
+    for (const auto& [link, share] : *v) x.sum[link] += share;
+    x.sum.drain([&r, sign](int link, double share) { r.hops.emplace_back(link, sign * share); });
   }
   // Latency along the tables' route; the acknowledgement comes from the
   // first adapter on it, or from the peer's memory.

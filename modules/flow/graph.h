@@ -7,6 +7,7 @@
 // flow every flow link carries and the route's latency. Shared by the
 // executors of the cores' programs (cores_flows.h) and of the NICs'
 // schedule tables (nic_flows.h). Plain C++, no SystemC.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -62,6 +63,36 @@ struct FlowMachine {
   // flow.merge_planes: a GPU's links to the switches that spread its packets
   // are one link each way where no connection is pinned to one of them.
   bool merge_planes = true;
+};
+
+// A value per flow link and the links that hold one, for sums over many
+// walks without a map node per link: each value is > 0 once set (shares
+// are), so a link at 0 is one not yet met.
+class LinkValues {
+ public:
+  void resize(size_t links) {
+    if (v_.size() < links) v_.resize(links, 0.0);
+  }
+  // Link l's value, noting l as met.
+  double& operator[](int l) {
+    double& x = v_[static_cast<size_t>(l)];
+    if (x == 0) at_.push_back(l);
+    return x;
+  }
+  // Each met link and its value, in link order; then none is met.
+  template <class F>
+  void drain(F&& f) {
+    std::sort(at_.begin(), at_.end());
+    for (int l : at_) {
+      f(l, v_[static_cast<size_t>(l)]);
+      v_[static_cast<size_t>(l)] = 0;
+    }
+    at_.clear();
+  }
+
+ private:
+  std::vector<double> v_;
+  std::vector<int> at_;
 };
 
 // A route from a GPU port (or a switch) to an endpoint: its flow links with
@@ -122,8 +153,8 @@ class FlowGraph {
   // from each of its group's home switches to every member.
   struct Scratch {
     std::vector<std::pair<int, double>> fwd, back, at, next;
-    std::vector<int> ports, links;
-    std::vector<double> sum;  // [flow link]: a walk's share of it so far, 0 outside walk
+    std::vector<int> ports;
+    LinkValues sum;  // a walk's share of each link so far
   };
   mutable Scratch scratch_;
   std::map<std::tuple<int, int, int>, Route> routes_;  // (endpoint, port, endpoint)

@@ -173,40 +173,25 @@ InNetwork::Shape InNetwork::multicast_shape(int r, int g) {
 // latency: up and down again.
 InNetwork::Shape InNetwork::sum_shape(int g) {
   const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
-  // By flow link, with the links each holds: a home's merged streams up
-  // and down, and the shape's, its homes' added in turn.
+  // A home's merged streams up and down, and the shape's, its homes' added in turn.
   const size_t L = graph_.capacities().size();
-  std::vector<double> up(L, 0), dn(L, 0), ups(L, 0), downs(L, 0);
-  std::vector<int> up_at, dn_at, ups_at, downs_at;
-  const auto most = [](std::vector<double>& tree, std::vector<int>& at, int link, double share) {
-    double& s = tree[static_cast<size_t>(link)];  // a link several members' ways share carries the stream once
-    if (s == 0) at.push_back(link);
-    s = std::max(s, share);
-  };
-  const auto add = [](std::vector<double>& tree, std::vector<int>& at, std::vector<double>& to,
-                      std::vector<int>& to_at, double share) {
-    for (int l : at) {
-      double& s = to[static_cast<size_t>(l)];
-      if (s == 0) to_at.push_back(l);
-      s += share * tree[static_cast<size_t>(l)];
-      tree[static_cast<size_t>(l)] = 0;
-    }
-    at.clear();
-  };
+  LinkValues up, dn, ups, downs;
+  for (LinkValues* v : {&up, &dn, &ups, &downs}) v->resize(L);
   Shape shape;
   for (const Home& h : homes(g)) {
     for (int m : members) {  // each home's ways once: a shape per group's members
       const Route w = graph_.walk(h.node, -1, endpoints_[static_cast<size_t>(m)], -1);
-      for (const auto& [l, x] : w.hops) x > 0 ? most(dn, dn_at, l, x) : most(up, up_at, l, -x);
+      for (const auto& [l, x] : w.hops) {  // a link several members' ways share carries the stream once
+        double& s = x > 0 ? dn[l] : up[l];
+        s = std::max(s, std::abs(x));
+      }
       shape.latency = std::max(shape.latency, 2 * w.latency_ns + m_.node_ns[static_cast<size_t>(h.node)]);
     }
-    add(up, up_at, ups, ups_at, h.share);
-    add(dn, dn_at, downs, downs_at, h.share);
+    up.drain([&ups, &h](int l, double x) { ups[l] += h.share * x; });
+    dn.drain([&downs, &h](int l, double x) { downs[l] += h.share * x; });
   }
-  for (auto [v, at] : {std::pair{&ups, &ups_at}, std::pair{&downs, &downs_at}}) {
-    std::sort(at->begin(), at->end());
-    for (int l : *at) shape.uses.push_back({l, (*v)[static_cast<size_t>(l)] * block_weight(l, false)});
-  }
+  for (LinkValues* v : {&ups, &downs})
+    v->drain([this, &shape](int l, double x) { shape.uses.push_back({l, x * block_weight(l, false)}); });
   return shape;
 }
 

@@ -102,7 +102,7 @@ class InNetwork {
   std::vector<int> alike_;      // [group]: first_alike's
   std::map<std::pair<int, int>, Route> downs_;   // (switch node, rank)
   std::map<int, std::vector<Home>> homes_;       // by group
-  std::unordered_map<uint64_t, Shape> shapes_;   // (rank, group, kind), or ~group for a reducing write
+  std::unordered_map<uint64_t, Shape> shapes_;   // by shape_key
 };
 
 }  // namespace incsim::flow
