@@ -91,64 +91,44 @@ int FlowGraph::ecmp_port(int node, int dst, int src) const {
   return ports[eth::ecmp_pick(eth::ip_of(s), eth::ip_of(d), s + 1, ports.size())];
 }
 
-// The route every node's table gives, or, where a node spreads packets over
-// equal-cost ports, each of them an equal share of what reaches the node.
-Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met,
-                      std::vector<std::pair<int, double>>* met_back) const {
+void FlowGraph::next_ports(int node, int dst, int src, std::vector<int>& ports) const {
+  const topo::Topology& t = *m_.t;
+  if (m_.spreads[static_cast<size_t>(node)]) {
+    const topo::PortSpan r = t.routes(node, dst);
+    ports.insert(ports.end(), r.begin(), r.end());
+  } else if (m_.hashes[static_cast<size_t>(node)]) ports.push_back(ecmp_port(node, dst, src));
+  else ports.push_back(t.route(node, dst));
+}
+
+template <class Ports>
+void FlowGraph::step(std::vector<std::pair<int, double>>& at, Ports&& ports_of, Hops& fwd, Hops& back) const {
+  const topo::Topology& t = *m_.t;
+  std::vector<std::pair<int, double>>& next = scratch_.next;
+  next.clear();
+  for (size_t i = 0; i < at.size(); ++i) {
+    const auto [node, share] = at[i];
+    const std::vector<int>& ports = ports_of(node);
+    for (int q : ports) {
+      const int link = t.link_at({node, q});
+      const int d = t.links()[static_cast<size_t>(link)].a.node == node ? 0 : 1;
+      const double s = share / static_cast<double>(ports.size());
+      fwd.emplace_back(flow_link(link, d), s);
+      back.emplace_back(flow_link(link, 1 - d), s);
+      next.emplace_back(t.peer({node, q}).node, s);
+    }
+  }
+  std::sort(next.begin(), next.end());
+  at.clear();
+  for (const auto& x : next)
+    if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
+    else at.push_back(x);
+}
+
+// Latency along the tables' route; the acknowledgement comes from the first
+// adapter on it, or from the peer's memory.
+void FlowGraph::tables_route(int from, int port, int dst, int src, Route& r) const {
   const topo::Topology& t = *m_.t;
   const int dst_node = t.endpoints()[static_cast<size_t>(dst)];
-  Route r;
-  auto dir = [&t](int link, int from) { return t.links()[static_cast<size_t>(link)].a.node == from ? 0 : 1; };
-  // Each level's (flow link, share) in the order met, summed per link in
-  // that order once the walk is done: what a map of shares adds up, without
-  // a node per hop (a schedule table's every message walks its route).
-  Scratch& x = scratch_;
-  auto &fwd = x.fwd, &back = x.back, &at = x.at, &next = x.next;
-  std::vector<int>& ports = x.ports;
-  fwd.clear();
-  back.clear();
-  at.assign(1, {from, 1.0});
-  bool first = port >= 0;
-  while (!at.empty()) {
-    next.clear();
-    for (const auto& [node, share] : at) {
-      if (node == dst_node) continue;
-      ports.clear();
-      if (first) ports.push_back(port);
-      else if (m_.spreads[static_cast<size_t>(node)])
-        for (int16_t q : t.routes(node, dst)) ports.push_back(q);
-      else if (m_.hashes[static_cast<size_t>(node)]) ports.push_back(ecmp_port(node, dst, src));
-      else ports.push_back(t.route(node, dst));
-      for (int q : ports) {
-        const int link = t.link_at({node, q});
-        const double s = share / static_cast<double>(ports.size());
-        fwd.emplace_back(flow_link(link, dir(link, node)), s);
-        back.emplace_back(flow_link(link, 1 - dir(link, node)), s);
-        next.emplace_back(t.peer({node, q}).node, s);
-      }
-    }
-    first = false;
-    std::sort(next.begin(), next.end());
-    at.clear();
-    for (const auto& x : next)
-      if (!at.empty() && at.back().first == x.first) at.back().second += x.second;
-      else at.push_back(x);
-  }
-  for (auto [m, v] : {std::pair{met, &fwd}, std::pair{met_back, &back}}) {
-    if (!m) continue;
-    m->clear();  // a trunk's links met one after another are its one flow link
-    for (const auto& x : *v)
-      if (!m->empty() && m->back().first == x.first) m->back().second += x.second;
-      else m->push_back(x);
-  }
-  x.sum.resize(capacity_.size());
-  for (const auto* v : {&fwd, &back}) {
-    const double sign = v == &fwd ? 1 : -1;
-    for (const auto& [link, share] : *v) x.sum[link] += share;
-    x.sum.drain([&r, sign](int link, double share) { r.hops.emplace_back(link, sign * share); });
-  }
-  // Latency along the tables' route; the acknowledgement comes from the
-  // first adapter on it, or from the peer's memory.
   int node = from, q = port >= 0 ? port : t.route(from, dst);
   double to_ack = -1, ack_turn = 0;
   for (;;) {
@@ -164,7 +144,148 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
   }
   r.ack_ns = to_ack < 0 ? 2 * r.latency_ns : 2 * to_ack + ack_turn;
   r.acked_by_memory = to_ack < 0;
+}
+
+// The route every node's table gives, or, where a node spreads packets over
+// equal-cost ports, each of them an equal share of what reaches the node.
+Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met,
+                      std::vector<std::pair<int, double>>* met_back) const {
+  const int dst_node = m_.t->endpoints()[static_cast<size_t>(dst)];
+  // Each level's (flow link, share) in the order met, summed per link in
+  // that order once the walk is done: what a map of shares adds up, without
+  // a node per hop (a schedule table's every message walks its route).
+  Scratch& x = scratch_;
+  x.fwd.clear();
+  x.back.clear();
+  x.at.assign(1, {from, 1.0});
+  bool first = port >= 0;
+  while (!x.at.empty()) {
+    const auto ports_of = [&](int node) -> const std::vector<int>& {
+      x.ports.clear();
+      if (node == dst_node) return x.ports;
+      if (first) x.ports.push_back(port);
+      else next_ports(node, dst, src, x.ports);
+      return x.ports;
+    };
+    step(x.at, ports_of, x.fwd, x.back);
+    first = false;
+  }
+  for (auto [m, v] : {std::pair{met, &x.fwd}, std::pair{met_back, &x.back}}) {
+    if (!m) continue;
+    m->clear();  // a trunk's links met one after another are its one flow link
+    for (const auto& y : *v)
+      if (!m->empty() && m->back().first == y.first) m->back().second += y.second;
+      else m->push_back(y);
+  }
+  Route r;
+  sum_hops(x.fwd, x.back, r.hops);
+  tables_route(from, port, dst, src, r);
   return r;
+}
+
+void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
+  LinkValues& sum = scratch_.sum;
+  sum.resize(capacity_.size());
+  for (const auto* v : {&fwd, &back}) {
+    const double sign = v == &fwd ? 1 : -1;
+    for (const auto& [link, share] : *v) sum[link] += share;
+    sum.drain([&hops, sign](int link, double share) { hops.emplace_back(link, sign * share); });
+  }
+}
+
+// Level by level, the endpoints whose ways leave every node of the level by
+// the same ports stay one bundle; where they part, each part walks on.
+void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const Piece& piece,
+                         std::vector<double>& latency_ns) const {
+  const topo::Topology& t = *m_.t;
+  latency_ns.assign(dsts.size(), 0);
+  for (size_t i = 0; i < dsts.size(); ++i) {
+    Route r;
+    tables_route(from, -1, dsts[i], -1, r);
+    latency_ns[i] = r.latency_ns;
+  }
+  struct Bundle {
+    std::vector<int> dsts;  // indices into dsts
+    std::vector<std::pair<int, double>> at;
+  };
+  std::vector<Bundle> todo(1);
+  for (int i = 0; i < static_cast<int>(dsts.size()); ++i) todo[0].dsts.push_back(i);
+  todo[0].at.assign(1, {from, 1.0});
+  // Per endpoint of a bundle, its ports out of each node of the level in
+  // turn (-1 at the endpoint itself, else their count and the ports).
+  std::vector<int> code, ports;
+  std::vector<size_t> begin;
+  std::vector<std::pair<uint64_t, int>> keyed;  // (a hash of its code, its place in the bundle)
+  std::vector<int> run, rest;
+  Hops fwd, back, out;
+  while (!todo.empty()) {
+    Bundle b = std::move(todo.back());
+    todo.pop_back();
+    code.clear();
+    begin.clear();
+    keyed.clear();
+    for (size_t k = 0; k < b.dsts.size(); ++k) {
+      const int d = dsts[static_cast<size_t>(b.dsts[k])];
+      const int dst_node = t.endpoints()[static_cast<size_t>(d)];
+      begin.push_back(code.size());
+      for (const auto& x : b.at) {
+        if (x.first == dst_node) {
+          code.push_back(-1);
+          continue;
+        }
+        const size_t n = code.size();
+        code.push_back(0);
+        next_ports(x.first, d, -1, code);
+        code[n] = static_cast<int>(code.size() - n - 1);
+      }
+      uint64_t h = 1469598103934665603ull;  // FNV-1a
+      for (size_t j = begin.back(); j < code.size(); ++j) h = (h ^ static_cast<uint32_t>(code[j])) * 1099511628211ull;
+      keyed.emplace_back(h, static_cast<int>(k));
+    }
+    begin.push_back(code.size());
+    std::sort(keyed.begin(), keyed.end());
+    const auto same = [&](int a, int c) {
+      const auto a0 = code.begin() + static_cast<std::ptrdiff_t>(begin[static_cast<size_t>(a)]),
+                 a1 = code.begin() + static_cast<std::ptrdiff_t>(begin[static_cast<size_t>(a) + 1]),
+                 c0 = code.begin() + static_cast<std::ptrdiff_t>(begin[static_cast<size_t>(c)]),
+                 c1 = code.begin() + static_cast<std::ptrdiff_t>(begin[static_cast<size_t>(c) + 1]);
+      return std::equal(a0, a1, c0, c1);
+    };
+    for (size_t i = 0, j; i < keyed.size(); i = j) {
+      rest.clear();
+      for (j = i; j < keyed.size() && keyed[j].first == keyed[i].first; ++j) rest.push_back(keyed[j].second);
+      while (!rest.empty()) {  // a hash's endpoints, split where their codes differ
+        run.clear();
+        const int rep = rest[0];
+        size_t kept = 0;
+        for (int k : rest)
+          if (same(rep, k)) run.push_back(k);
+          else rest[kept++] = k;
+        rest.resize(kept);
+        Bundle next;
+        for (int k : run) next.dsts.push_back(b.dsts[static_cast<size_t>(k)]);
+        next.at = b.at;
+        size_t pos = begin[static_cast<size_t>(rep)];
+        const auto ports_of = [&](int) -> const std::vector<int>& {
+          ports.clear();
+          const int n = code[pos++];
+          if (n > 0) {
+            ports.assign(code.begin() + static_cast<std::ptrdiff_t>(pos),
+                         code.begin() + static_cast<std::ptrdiff_t>(pos) + n);
+            pos += static_cast<size_t>(n);
+          }
+          return ports;
+        };
+        fwd.clear();
+        back.clear();
+        step(next.at, ports_of, fwd, back);
+        out.clear();
+        sum_hops(fwd, back, out);
+        if (!out.empty()) piece(out, next.dsts);
+        if (!next.at.empty()) todo.push_back(std::move(next));
+      }
+    }
+  }
 }
 
 }  // namespace incsim::flow

@@ -9,6 +9,7 @@
 // schedule tables (nic_flows.h). Plain C++, no SystemC.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
@@ -144,9 +145,30 @@ class FlowGraph {
   // by link); met_back likewise the links back beside them.
   Route walk(int from, int port, int dst, int src, std::vector<std::pair<int, double>>* met = nullptr,
              std::vector<std::pair<int, double>>* met_back = nullptr) const;
+  // walk(from, -1, d, -1) to each endpoint d of dsts at once: the ways to
+  // several endpoints are walked once as far as they cross the same nodes by
+  // the same ports (a fat tree's, down to the leaf above them). Each piece
+  // of the ways goes to `piece` as walk()'s Route::hops hold it, with the
+  // endpoints (indices into dsts) whose walk() holds it: a link lies on one
+  // level of a way, every hop one nearer to the endpoint, so a way's pieces
+  // are its route's hops. latency_ns[i]: walk()'s to dsts[i].
+  using Hops = std::vector<std::pair<int, double>>;
+  using Piece = std::function<void(const Hops& hops, const std::vector<int>& dsts)>;
+  void walk_all(int from, const std::vector<int>& dsts, const Piece& piece, std::vector<double>& latency_ns) const;
 
  private:
   int ecmp_port(int node, int dst, int src) const;
+  // The ports a walk toward endpoint dst leaves a node by (not its first).
+  void next_ports(int node, int dst, int src, std::vector<int>& ports) const;
+  // One level of a walk: from each node of `at` by `ports_of(node)`, its
+  // links' shares appended to fwd and back, and the next level's nodes,
+  // their shares summed in node order, in `at`.
+  template <class Ports>
+  void step(std::vector<std::pair<int, double>>& at, Ports&& ports_of, Hops& fwd, Hops& back) const;
+  // The tables' route's latency, acknowledgement included (walk's).
+  void tables_route(int from, int port, int dst, int src, Route& r) const;
+  // A walk's links' shares summed per link, appended to hops as Route::hops holds them.
+  void sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const;
 
   const FlowMachine& m_;
   // walk's buffers, kept between calls: a reducing write's shape walks

@@ -178,15 +178,19 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   LinkValues up, dn, ups, downs;
   for (LinkValues* v : {&up, &dn, &ups, &downs}) v->resize(L);
   Shape shape;
+  std::vector<int> to;
+  for (int m : members) to.push_back(endpoints_[static_cast<size_t>(m)]);
+  std::vector<double> latency;
   for (const Home& h : homes(g)) {
-    for (int m : members) {  // each home's ways once: a shape per group's members
-      const Route w = graph_.walk(h.node, -1, endpoints_[static_cast<size_t>(m)], -1);
-      for (const auto& [l, x] : w.hops) {  // a link several members' ways share carries the stream once
+    // Each home's ways once (a shape per group's members); a link several
+    // members' ways share carries the stream once.
+    graph_.walk_all(h.node, to, [&up, &dn](const FlowGraph::Hops& hops, const std::vector<int>&) {
+      for (const auto& [l, x] : hops) {
         double& s = x > 0 ? dn[l] : up[l];
         s = std::max(s, std::abs(x));
       }
-      shape.latency = std::max(shape.latency, 2 * w.latency_ns + m_.node_ns[static_cast<size_t>(h.node)]);
-    }
+    }, latency);
+    for (double x : latency) shape.latency = std::max(shape.latency, 2 * x + m_.node_ns[static_cast<size_t>(h.node)]);
     up.drain([&ups, &h](int l, double x) { ups[l] += h.share * x; });
     dn.drain([&downs, &h](int l, double x) { downs[l] += h.share * x; });
   }

@@ -12,10 +12,13 @@
 #include "collectives/program_synthesis.h"
 #include "flow/copy_flows.h"
 #include "flow/cores_flows.h"
+#include "flow/graph.h"
 #include "flow/nic_flows.h"
 #include "flow/network.h"
 #include "flow/roce_flows.h"
 #include "flow/shared.h"
+#include "topology/cluster.h"
+#include "topology/direct_networks.h"
 
 using incsim::flow::Network;
 
@@ -615,4 +618,65 @@ TEST_CASE("a rank's dependents table lists each operation's waiters in index ord
   std::vector<int> all(300);
   for (int i = 0; i < 300; ++i) all[static_cast<size_t>(i)] = i;
   CHECK(out == all);
+}
+
+// FlowGraph::walk_all against one walk per endpoint, on graphs whose ways
+// part at different levels: clusters of two and three switch levels (a
+// rail's nodes under one leaf, DGX-2's two NVSwitch baseboards inside a
+// node), a fat tree; some switches spread over equal-cost ports and some
+// take their table's, with latencies that differ by node.
+TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its links' shares and its latency, bit for bit") {
+  using namespace incsim::topo;
+  ClusterShape three;
+  three.nodes = 3;
+  three.pcie_GBps = 63;
+  three.net_GBps = 50;
+  three.net_latency_ns = 7;
+  three.leaf_ports = 2;
+  three.spine_ports = 16;
+  ClusterShape two = three;
+  two.leaf_ports = 64;
+  two.spine_ports = 64;
+  for (const Topology& t : {make_cluster(make_hgx_h100(25, 3), three), make_cluster(make_dgx2(25, 5), two),
+                            make_fattree(16, 4, 25, 11)}) {
+    INFO(t.name);
+    incsim::flow::FlowMachine m;
+    m.size_for(t);
+    m.formats.push_back({});
+    for (int s : t.switches()) {
+      m.node_ns[static_cast<size_t>(s)] = 100 + s % 7;
+      m.spreads[static_cast<size_t>(s)] = s % 3 != 0;
+    }
+    const incsim::flow::FlowGraph g(m, {});
+    size_t all_pieces = 0, all_hops = 0;
+    for (int from : t.switches()) {
+      std::vector<int> dsts;  // the endpoints it reaches (a node's NVSwitch, its node's)
+      for (int e = 0; e < static_cast<int>(t.endpoints().size()); ++e)
+        if (t.hops_from(from, e) > 0) dsts.push_back(e);
+      std::vector<std::map<int, double>> got(dsts.size());
+      int pieces = 0;
+      std::vector<double> latency;
+      g.walk_all(from, dsts, [&](const incsim::flow::FlowGraph::Hops& hops, const std::vector<int>& to) {
+        ++pieces;
+        for (int d : to)
+          for (const auto& [l, x] : hops) {
+            const bool fresh = got[static_cast<size_t>(d)].emplace(x > 0 ? l : ~l, x).second;
+            CHECK(fresh);  // each link once on a way
+          }
+      }, latency);
+      size_t hops = 0;  // pieces were the ways walked one by one: one per level
+      for (size_t i = 0; i < dsts.size(); ++i) {
+        const incsim::flow::Route r = g.walk(from, -1, dsts[i], -1);
+        std::map<int, double> want;
+        for (const auto& [l, x] : r.hops) want.emplace(x > 0 ? l : ~l, x);
+        CHECK(got[i] == want);
+        CHECK(latency[i] == r.latency_ns);
+        hops += static_cast<size_t>(t.hops_from(from, dsts[i]));
+      }
+      CHECK(static_cast<size_t>(pieces) <= hops);
+      all_pieces += static_cast<size_t>(pieces);
+      all_hops += hops;
+    }
+    CHECK(all_pieces < all_hops);  // the ways were walked together
+  }
 }
