@@ -37,6 +37,54 @@ class Joined {
 
 using Met = std::vector<std::pair<int, double>>;  // a walk's (flow link, share), in the order it meets them
 
+// A switch's ways down to many endpoints, walked at once
+// (FlowGraph::walk_all), and what each endpoint's walk() meets: its pieces'
+// links in turn, each piece's trunks joined (a piece is a level, and a
+// link lies on one level of a way, so no trunk spans two).
+class Fan {
+ public:
+  void walk(const FlowGraph& g, int sw, const std::vector<int>& to) {
+    for (auto* x : {&fwd_, &back_}) {
+      x->links.clear();
+      x->begin.assign(1, 0);
+    }
+    if (of_.size() < to.size()) of_.resize(to.size());
+    for (size_t i = 0; i < to.size(); ++i) of_[i].clear();
+    g.walk_all(sw, to, [this](const FlowGraph::Piece& p) {
+      for (int d : p.dsts) of_[static_cast<size_t>(d)].push_back(fwd_.begin.size() - 1);
+      fwd_.add(p.fwd, joined_);
+      back_.add(p.back, joined_);
+    }, latency_);
+  }
+  double latency(size_t i) const { return latency_[i]; }
+  // walk()'s met and met_back to the endpoint to[i].
+  void met(size_t i, Met& met, Met& met_back) const {
+    fwd_.of(of_[i], met);
+    back_.of(of_[i], met_back);
+  }
+
+ private:
+  struct Pieces {
+    Met links;                  // each piece's, joined, one after another
+    std::vector<size_t> begin;  // [piece]: where its links begin; one more at the end
+    void add(const Met& raw, Met& joined) {
+      FlowGraph::join_trunks(raw, joined);
+      links.insert(links.end(), joined.begin(), joined.end());
+      begin.push_back(links.size());
+    }
+    void of(const std::vector<size_t>& pieces, Met& out) const {
+      out.clear();
+      for (size_t k : pieces)
+        out.insert(out.end(), links.begin() + static_cast<std::ptrdiff_t>(begin[k]),
+                   links.begin() + static_cast<std::ptrdiff_t>(begin[k + 1]));
+    }
+  };
+  Pieces fwd_, back_;
+  std::vector<std::vector<size_t>> of_;  // [endpoint]: its pieces, level by level
+  std::vector<double> latency_;
+  Met joined_;
+};
+
 // One symmetry's pairs of links with their images: their classes so far,
 // each link's image and back, and the sending operations that cross it.
 struct Pairs {
@@ -344,6 +392,8 @@ class Finder {
     // against its image's.
     Met a_back, b_back;
     std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
+    std::vector<int> ta, tb;                         // a way's members' endpoints, and their images'
+    Fan fa, fb;
     const auto ways = [&](int r, int i) {
       const Operation &o = p_.op(r, i), &x = image_op(r, i);
       const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
@@ -351,16 +401,26 @@ class Finder {
       for (size_t w = 0; alike && w < wa.size(); ++w) {
         alike = std::abs(wa[w].share - wb[w].share) <= 1e-9 * wa[w].share;
         if (wa[w].out >= 0) alike = alike && pair({{wa[w].out, 1.0}}, {{wb[w].out, 1.0}}, wa[w].share);
-        for (int m : p_.groups[static_cast<size_t>(o.group)]) {  // down, and the answers' or contributions' way up
-          if (!alike) break;
-          // A rail's groups of every channel share their ways: each pair once.
+        if (!alike) break;
+        // Down to each member, and the answers' or contributions' way up. A
+        // rail's groups of every channel share their ways: each pair once.
+        ta.clear();
+        tb.clear();
+        for (int m : p_.groups[static_cast<size_t>(o.group)]) {
           const uint64_t from = static_cast<uint64_t>(wa[w].sw) << 32 | static_cast<uint32_t>(m),
                          to = static_cast<uint64_t>(wb[w].sw) << 32 | static_cast<uint32_t>(this->image(m));
           const auto [it, fresh] = walked.try_emplace(from, to);
           if (!fresh && it->second == to) continue;
-          const Route da = g_.walk(wa[w].sw, -1, endpoints_[static_cast<size_t>(m)], -1, &a, &a_back),
-                      db = g_.walk(wb[w].sw, -1, endpoints_[static_cast<size_t>(this->image(m))], -1, &b, &b_back);
-          alike = da.latency_ns == db.latency_ns && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
+          ta.push_back(endpoints_[static_cast<size_t>(m)]);
+          tb.push_back(endpoints_[static_cast<size_t>(this->image(m))]);
+        }
+        if (ta.empty()) continue;
+        fa.walk(g_, wa[w].sw, ta);
+        fb.walk(g_, wb[w].sw, tb);
+        for (size_t m = 0; alike && m < ta.size(); ++m) {
+          fa.met(m, a, a_back);
+          fb.met(m, b, b_back);
+          alike = fa.latency(m) == fb.latency(m) && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
         }
       }
       if (!alike)

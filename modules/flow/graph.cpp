@@ -170,17 +170,19 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
     step(x.at, ports_of, x.fwd, x.back);
     first = false;
   }
-  for (auto [m, v] : {std::pair{met, &x.fwd}, std::pair{met_back, &x.back}}) {
-    if (!m) continue;
-    m->clear();  // a trunk's links met one after another are its one flow link
-    for (const auto& y : *v)
-      if (!m->empty() && m->back().first == y.first) m->back().second += y.second;
-      else m->push_back(y);
-  }
+  if (met) join_trunks(x.fwd, *met);
+  if (met_back) join_trunks(x.back, *met_back);
   Route r;
   sum_hops(x.fwd, x.back, r.hops);
   tables_route(from, port, dst, src, r);
   return r;
+}
+
+void FlowGraph::join_trunks(const Hops& met, Hops& out) {
+  out.clear();
+  for (const auto& y : met)
+    if (!out.empty() && out.back().first == y.first) out.back().second += y.second;
+    else out.push_back(y);
 }
 
 void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
@@ -195,7 +197,7 @@ void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
 
 // Level by level, the endpoints whose ways leave every node of the level by
 // the same ports stay one bundle; where they part, each part walks on.
-void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const Piece& piece,
+void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
                          std::vector<double>& latency_ns) const {
   const topo::Topology& t = *m_.t;
   latency_ns.assign(dsts.size(), 0);
@@ -281,7 +283,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const Piece& pi
         step(next.at, ports_of, fwd, back);
         out.clear();
         sum_hops(fwd, back, out);
-        if (!out.empty()) piece(out, next.dsts);
+        if (!out.empty()) piece({out, fwd, back, next.dsts});
         if (!next.at.empty()) todo.push_back(std::move(next));
       }
     }

@@ -147,14 +147,23 @@ class FlowGraph {
              std::vector<std::pair<int, double>>* met_back = nullptr) const;
   // walk(from, -1, d, -1) to each endpoint d of dsts at once: the ways to
   // several endpoints are walked once as far as they cross the same nodes by
-  // the same ports (a fat tree's, down to the leaf above them). Each piece
-  // of the ways goes to `piece` as walk()'s Route::hops hold it, with the
-  // endpoints (indices into dsts) whose walk() holds it: a link lies on one
-  // level of a way, every hop one nearer to the endpoint, so a way's pieces
-  // are its route's hops. latency_ns[i]: walk()'s to dsts[i].
+  // the same ports (a fat tree's, down to the leaf above them). Each level
+  // of a piece of the ways goes to `piece`, with the endpoints (indices into
+  // dsts) whose ways take it, their levels in order: a link lies on one
+  // level of a way, every hop one nearer to the endpoint, so a way's
+  // pieces' hops are its Route::hops, their fwd and back in turn what
+  // walk() meets. latency_ns[i]: walk()'s to dsts[i].
   using Hops = std::vector<std::pair<int, double>>;
-  using Piece = std::function<void(const Hops& hops, const std::vector<int>& dsts)>;
-  void walk_all(int from, const std::vector<int>& dsts, const Piece& piece, std::vector<double>& latency_ns) const;
+  struct Piece {
+    const Hops& hops;       // as Route::hops holds them
+    const Hops &fwd, &back;  // as met, a trunk's links not yet joined
+    const std::vector<int>& dsts;
+  };
+  void walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
+                std::vector<double>& latency_ns) const;
+  // What walk() meets, from its links as met, in out: a trunk's links met
+  // one after another are its one flow link.
+  static void join_trunks(const Hops& met, Hops& out);
 
  private:
   int ecmp_port(int node, int dst, int src) const;

@@ -184,8 +184,8 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   for (const Home& h : homes(g)) {
     // Each home's ways once (a shape per group's members); a link several
     // members' ways share carries the stream once.
-    graph_.walk_all(h.node, to, [&up, &dn](const FlowGraph::Hops& hops, const std::vector<int>&) {
-      for (const auto& [l, x] : hops) {
+    graph_.walk_all(h.node, to, [&up, &dn](const FlowGraph::Piece& piece) {
+      for (const auto& [l, x] : piece.hops) {
         double& s = x > 0 ? dn[l] : up[l];
         s = std::max(s, std::abs(x));
       }

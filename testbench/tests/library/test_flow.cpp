@@ -625,7 +625,8 @@ TEST_CASE("a rank's dependents table lists each operation's waiters in index ord
 // rail's nodes under one leaf, DGX-2's two NVSwitch baseboards inside a
 // node), a fat tree; some switches spread over equal-cost ports and some
 // take their table's, with latencies that differ by node.
-TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its links' shares and its latency, bit for bit") {
+TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its links' shares, what it meets and its latency, "
+          "bit for bit") {
   using namespace incsim::topo;
   ClusterShape three;
   three.nodes = 3;
@@ -656,17 +657,28 @@ TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its link
       std::vector<std::map<int, double>> got(dsts.size());
       int pieces = 0;
       std::vector<double> latency;
-      g.walk_all(from, dsts, [&](const incsim::flow::FlowGraph::Hops& hops, const std::vector<int>& to) {
+      std::vector<incsim::flow::FlowGraph::Hops> fwd(dsts.size()), back(dsts.size());
+      g.walk_all(from, dsts, [&](const incsim::flow::FlowGraph::Piece& p) {
         ++pieces;
-        for (int d : to)
-          for (const auto& [l, x] : hops) {
+        for (int d : p.dsts) {
+          fwd[static_cast<size_t>(d)].insert(fwd[static_cast<size_t>(d)].end(), p.fwd.begin(), p.fwd.end());
+          back[static_cast<size_t>(d)].insert(back[static_cast<size_t>(d)].end(), p.back.begin(), p.back.end());
+        }
+        for (int d : p.dsts)
+          for (const auto& [l, x] : p.hops) {
             const bool fresh = got[static_cast<size_t>(d)].emplace(x > 0 ? l : ~l, x).second;
             CHECK(fresh);  // each link once on a way
           }
       }, latency);
       size_t hops = 0;  // pieces were the ways walked one by one: one per level
       for (size_t i = 0; i < dsts.size(); ++i) {
-        const incsim::flow::Route r = g.walk(from, -1, dsts[i], -1);
+        incsim::flow::FlowGraph::Hops met, met_back;
+        const incsim::flow::Route r = g.walk(from, -1, dsts[i], -1, &met, &met_back);
+        incsim::flow::FlowGraph::Hops joined;
+        incsim::flow::FlowGraph::join_trunks(fwd[i], joined);
+        CHECK(joined == met);
+        incsim::flow::FlowGraph::join_trunks(back[i], joined);
+        CHECK(joined == met_back);
         std::map<int, double> want;
         for (const auto& [l, x] : r.hops) want.emplace(x > 0 ? l : ~l, x);
         CHECK(got[i] == want);
