@@ -105,8 +105,7 @@ void FlowGraph::step(std::vector<std::pair<int, double>>& at, Ports&& ports_of, 
   const topo::Topology& t = *m_.t;
   std::vector<std::pair<int, double>>& next = scratch_.next;
   next.clear();
-  for (size_t i = 0; i < at.size(); ++i) {
-    const auto [node, share] = at[i];
+  for (const auto& [node, share] : at) {
     const std::vector<int>& ports = ports_of(node);
     for (int q : ports) {
       const int link = t.link_at({node, q});

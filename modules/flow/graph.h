@@ -180,8 +180,8 @@ class FlowGraph {
   void sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const;
 
   const FlowMachine& m_;
-  // walk's buffers, kept between calls: a reducing write's shape walks
-  // from each of its group's home switches to every member.
+  // The walks' buffers, kept between calls: every connection's and every
+  // message's route is walked, and walk_all steps and sums many levels.
   struct Scratch {
     std::vector<std::pair<int, double>> fwd, back, at, next;
     std::vector<int> ports;
