@@ -195,28 +195,35 @@ void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
 }
 
 // Level by level, the endpoints whose ways leave every node of the level by
-// the same ports stay one bundle; where they part, each part walks on.
+// the same ports stay one bundle; where they part, each part walks on. A
+// bundle keeps its endpoints in runs of one group (Topology::endpoint_group),
+// and a run that every node of the level routes alike asks its ports once.
 void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
                          std::vector<double>& latency_ns) const {
   const topo::Topology& t = *m_.t;
   latency_ns.assign(dsts.size(), 0);
+  std::vector<int> group(dsts.size());
   for (size_t i = 0; i < dsts.size(); ++i) {
     Route r;
     tables_route(from, -1, dsts[i], -1, r);
     latency_ns[i] = r.latency_ns;
+    group[i] = t.endpoint_group(dsts[i]);
   }
   struct Bundle {
-    std::vector<int> dsts;  // indices into dsts
+    std::vector<int> dsts;  // indices into dsts, a group's together
     std::vector<std::pair<int, double>> at;
   };
   std::vector<Bundle> todo(1);
   for (int i = 0; i < static_cast<int>(dsts.size()); ++i) todo[0].dsts.push_back(i);
+  std::stable_sort(todo[0].dsts.begin(), todo[0].dsts.end(),
+                   [&group](int a, int c) { return group[static_cast<size_t>(a)] < group[static_cast<size_t>(c)]; });
   todo[0].at.assign(1, {from, 1.0});
-  // Per endpoint of a bundle, its ports out of each node of the level in
-  // turn (-1 at the endpoint itself, else their count and the ports).
+  // Per unit of a bundle (a run of its endpoints that leave by the same
+  // ports), its ports out of each node of the level in turn (-1 at the
+  // endpoint itself, else their count and the ports).
   std::vector<int> code, ports;
-  std::vector<size_t> begin;
-  std::vector<std::pair<uint64_t, int>> keyed;  // (a hash of its code, its place in the bundle)
+  std::vector<size_t> begin, unit;  // unit: where each unit's endpoints begin in the bundle; one more at the end
+  std::vector<std::pair<uint64_t, int>> keyed;  // (a hash of its code, the unit)
   std::vector<int> run, rest;
   Hops fwd, back, out;
   while (!todo.empty()) {
@@ -224,10 +231,19 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
     todo.pop_back();
     code.clear();
     begin.clear();
+    unit.clear();
     keyed.clear();
-    for (size_t k = 0; k < b.dsts.size(); ++k) {
+    for (size_t k = 0, e; k < b.dsts.size(); k = e) {
+      const int g = group[static_cast<size_t>(b.dsts[k])];
+      e = k + 1;
+      while (e < b.dsts.size() && group[static_cast<size_t>(b.dsts[e])] == g) ++e;
+      const auto alike = [&](const std::pair<int, double>& x) {
+        return m_.spreads[static_cast<size_t>(x.first)] && t.routes_group_alike(x.first, g);
+      };
+      if (e > k + 1 && !std::all_of(b.at.begin(), b.at.end(), alike)) e = k + 1;
       const int d = dsts[static_cast<size_t>(b.dsts[k])];
       const int dst_node = t.endpoints()[static_cast<size_t>(d)];
+      unit.push_back(k);
       begin.push_back(code.size());
       for (const auto& x : b.at) {
         if (x.first == dst_node) {
@@ -241,9 +257,10 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
       }
       uint64_t h = 1469598103934665603ull;  // FNV-1a
       for (size_t j = begin.back(); j < code.size(); ++j) h = (h ^ static_cast<uint32_t>(code[j])) * 1099511628211ull;
-      keyed.emplace_back(h, static_cast<int>(k));
+      keyed.emplace_back(h, static_cast<int>(keyed.size()));
     }
     begin.push_back(code.size());
+    unit.push_back(b.dsts.size());
     std::sort(keyed.begin(), keyed.end());
     const auto same = [&](int a, int c) {
       const auto a0 = code.begin() + static_cast<std::ptrdiff_t>(begin[static_cast<size_t>(a)]),
@@ -255,7 +272,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
     for (size_t i = 0, j; i < keyed.size(); i = j) {
       rest.clear();
       for (j = i; j < keyed.size() && keyed[j].first == keyed[i].first; ++j) rest.push_back(keyed[j].second);
-      while (!rest.empty()) {  // a hash's endpoints, split where their codes differ
+      while (!rest.empty()) {  // a hash's units, split where their codes differ; each in the bundle's order
         run.clear();
         const int rep = rest[0];
         size_t kept = 0;
@@ -264,7 +281,9 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
           else rest[kept++] = k;
         rest.resize(kept);
         Bundle next;
-        for (int k : run) next.dsts.push_back(b.dsts[static_cast<size_t>(k)]);
+        for (int k : run)
+          next.dsts.insert(next.dsts.end(), b.dsts.begin() + static_cast<std::ptrdiff_t>(unit[static_cast<size_t>(k)]),
+                           b.dsts.begin() + static_cast<std::ptrdiff_t>(unit[static_cast<size_t>(k) + 1]));
         next.at = b.at;
         size_t pos = begin[static_cast<size_t>(rep)];
         const auto ports_of = [&](int) -> const std::vector<int>& {

@@ -73,6 +73,12 @@ class ClusterRoutes final : public RouteStructure {
   PortSpan routes(int node, int dst) const override { return toward_endpoint(node, dst).ports; }
   int distance_to_switch(int node, int sw) const override { return toward_switch(node, sw).dist; }
   PortSpan routes_to_switch(int node, int sw) const override { return toward_switch(node, sw).ports; }
+  // An endpoint's group is its adapter's leaf: from every other leaf, spine
+  // or core the way to it goes by that leaf (from_tier).
+  int endpoint_group(int dst) const override { return c_.leaf(dst % c_.gpus, c_.slot_of[dst / c_.gpus]); }
+  bool routes_group_alike(int node, int group) const override {
+    return node >= c_.leaf_base && node < c_.hca_base && node != c_.leaf_base + group;
+  }
 
  private:
   Place place(int id) const {

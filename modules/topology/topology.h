@@ -139,6 +139,10 @@ class RouteStructure {
   }
   virtual int distance_to_switch(int node, int sw) const = 0;
   virtual PortSpan routes_to_switch(int node, int sw) const = 0;
+  // As Topology's queries of the same names; by default each endpoint is
+  // a group of its own.
+  virtual int endpoint_group(int dst) const { return dst; }
+  virtual bool routes_group_alike(int /*node*/, int /*group*/) const { return false; }
 };
 
 class Topology {
@@ -232,6 +236,15 @@ class Topology {
   }
   // Links from node to endpoint number dst, -1 if unreachable.
   int hops_from(int node, int dst) const { return structure_ ? structure_->hops_from(node, dst) : dist_[at(node, dst)]; }
+  // Endpoints in groups that many nodes reach alike (a cluster's: the GPUs
+  // whose adapters hang from one leaf, which every other leaf, spine and
+  // core reaches by the same ports), so that a walk to many endpoints asks
+  // once per group. Where routes_group_alike(node, g), every endpoint of
+  // group g has the same routes() and hops_from() at node (route(), the
+  // tables' pick among them, may differ). Without a route structure each
+  // endpoint is its own group.
+  int endpoint_group(int dst) const { return structure_ ? structure_->endpoint_group(dst) : dst; }
+  bool routes_group_alike(int node, int group) const { return structure_ && structure_->routes_group_alike(node, group); }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
   int hops(int src, int dst) const;
   // The links a packet from endpoint number src to endpoint number dst

@@ -638,8 +638,12 @@ TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its link
   ClusterShape two = three;
   two.leaf_ports = 64;
   two.spine_ports = 64;
-  for (const Topology& t : {make_cluster(make_hgx_h100(25, 3), three), make_cluster(make_dgx2(25, 5), two),
-                            make_fattree(16, 4, 25, 11)}) {
+  ClusterShape grouped = three;  // two nodes' GPUs of a rail under a leaf, whose ways walk as one group
+  grouped.nodes = 5;
+  grouped.leaf_ports = 4;
+  const Topology clusters[] = {make_cluster(make_hgx_h100(25, 3), three), make_cluster(make_hgx_h100(25, 3), grouped)};
+  for (const Topology& c : clusters) REQUIRE(c.find("core0_0") >= 0);
+  for (const Topology& t : {clusters[0], clusters[1], make_cluster(make_dgx2(25, 5), two), make_fattree(16, 4, 25, 11)}) {
     INFO(t.name);
     incsim::flow::FlowMachine m;
     m.size_for(t);

@@ -2,6 +2,7 @@
 // star, routing, the YAML round trip, and the errors bad descriptions give.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
 #include <vector>
 #include <sstream>
@@ -81,7 +82,9 @@ void require_same(const Topology& a, const Topology& b) {
 // Every query of t, which its builder routes by structure, gives what
 // finalize()'s tables give on the same graph: distances, and the same
 // ports in the same order, toward every endpoint and every switch.
-void require_structure_matches_tables(const Topology& t) {
+// Also checks, against the tables, every group the structure says a node
+// routes alike; returns how many (node, endpoint) pairs it found so.
+uint64_t require_structure_matches_tables(const Topology& t) {
   REQUIRE_FALSE(t.has_route_tables());
   Topology tables = t;
   if (t.routing == "dimension-order") tables.finalize(dimension_order_routes(tables));
@@ -95,11 +98,19 @@ void require_structure_matches_tables(const Topology& t) {
     if (ok || wrong++) return;
     first = std::string(what) + " at " + t.node(u).name + " toward " + std::to_string(to);
   };
+  std::map<int, int> first_of;  // [group]: its first endpoint
+  for (int d = 0; d < static_cast<int>(t.endpoints().size()); ++d) first_of.emplace(t.endpoint_group(d), d);
+  uint64_t alike = 0;
   for (int u = 0; u < static_cast<int>(t.nodes().size()); ++u) {
     for (int d = 0; d < static_cast<int>(t.endpoints().size()); ++d) {
       check(t.hops_from(u, d) == tables.hops_from(u, d), u, "hops_from", d);
       check(t.route(u, d) == tables.route(u, d), u, "route", d);
       check(same(t.routes(u, d), tables.routes(u, d)), u, "routes", d);
+      const int g = t.endpoint_group(d), f = first_of.at(g);
+      if (f == d || !t.routes_group_alike(u, g)) continue;
+      ++alike;
+      check(same(tables.routes(u, d), tables.routes(u, f)) && tables.hops_from(u, d) == tables.hops_from(u, f), u,
+            "routes of a group routed alike", d);
     }
     for (int s = 0; s < static_cast<int>(t.switches().size()); ++s) {
       check(t.distance_to_switch(u, s) == tables.distance_to_switch(u, s), u, "distance_to_switch", s);
@@ -108,6 +119,7 @@ void require_structure_matches_tables(const Topology& t) {
   }
   INFO(t.name << ": " << wrong << " of " << queries << " queries differ, the first " << first);
   CHECK(wrong == 0);
+  return alike;
 }
 
 // Loading `text` as a platform file fails with a UserError containing `needle`.
@@ -608,7 +620,9 @@ TEST_CASE("a cluster's routes, computed from its structure, are its tables' answ
     require_structure_matches_tables(from_file);
   }
   SECTION("two levels, several leaves per rail, oversubscribed") {
-    require_structure_matches_tables(make_cluster(hgx, cluster_shape(4, 4)));
+    // Every leaf, spine and core but a group's leaf routes it alike: here
+    // two nodes' GPUs of a rail share a leaf.
+    CHECK(require_structure_matches_tables(make_cluster(hgx, cluster_shape(4, 4))) > 0);
     require_structure_matches_tables(make_cluster(star, cluster_shape(5, 6)));
     ClusterShape s = cluster_shape(7, 5);
     s.oversubscription = 2;
@@ -633,7 +647,7 @@ TEST_CASE("a cluster's routes, computed from its structure, are its tables' answ
     const Topology pods = make_cluster(star, s);
     CHECK(pods.find("spine2_1") >= 0);
     CHECK(pods.find("core1_1") >= 0);
-    require_structure_matches_tables(pods);
+    CHECK(require_structure_matches_tables(pods) > 0);
     // Pods of 1, 2 and 2 slots, on RoCE.
     s = cluster_shape(10, 4, 16);
     s.network = ScaleOut::Roce;
