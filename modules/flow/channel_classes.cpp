@@ -36,6 +36,9 @@ class Joined {
 };
 
 using Met = std::vector<std::pair<int, double>>;  // a walk's (flow link, share), in the order it meets them
+// A walk's links as runs of (flow link, share), one after another.
+using Runs = std::vector<std::pair<const std::pair<int, double>*, const std::pair<int, double>*>>;
+Runs runs_of(const Met& m) { return {{m.data(), m.data() + m.size()}}; }
 
 // A switch's ways down to many endpoints, walked at once
 // (FlowGraph::walk_all), and what each endpoint's walk() meets: its pieces'
@@ -57,8 +60,8 @@ class Fan {
     }, latency_);
   }
   double latency(size_t i) const { return latency_[i]; }
-  // walk()'s met and met_back to the endpoint to[i].
-  void met(size_t i, Met& met, Met& met_back) const {
+  // walk()'s met and met_back to the endpoint to[i], as its pieces' runs of links.
+  void met(size_t i, Runs& met, Runs& met_back) const {
     fwd_.of(of_[i], met);
     back_.of(of_[i], met_back);
   }
@@ -72,11 +75,9 @@ class Fan {
       links.insert(links.end(), joined.begin(), joined.end());
       begin.push_back(links.size());
     }
-    void of(const std::vector<size_t>& pieces, Met& out) const {
+    void of(const std::vector<size_t>& pieces, Runs& out) const {
       out.clear();
-      for (size_t k : pieces)
-        out.insert(out.end(), links.begin() + static_cast<std::ptrdiff_t>(begin[k]),
-                   links.begin() + static_cast<std::ptrdiff_t>(begin[k + 1]));
+      for (size_t k : pieces) out.push_back({links.data() + begin[k], links.data() + begin[k + 1]});
     }
   };
   Pieces fwd_, back_;
@@ -340,17 +341,29 @@ class Finder {
   // a GPU's links), its class pools them all.
   bool orbits(Pairs& x, std::string& why) {
     // Pairs walk a with its image b, hop by hop; false where they differ.
-    const auto pair = [&](const Met& a, const Met& b, double sent) {
-      if (a.size() != b.size()) return false;
-      for (size_t h = 0; h < a.size(); ++h) {
-        const auto [l, share] = a[h];
-        const auto [l2, share2] = b[h];
-        if (std::abs(share - share2) > 1e-9 * share || g_.format_index(l) != g_.format_index(l2)) return false;
+    const auto pair = [&](const Runs& a, const Runs& b, double sent) {
+      const auto size = [](const Runs& h) {
+        size_t n = 0;
+        for (const auto& [first, last] : h) n += static_cast<size_t>(last - first);
+        return n;
+      };
+      if (size(a) != size(b)) return false;
+      auto ra = a.begin(), rb = b.begin();
+      const std::pair<int, double>*pa = a.empty() ? nullptr : ra->first, *pb = b.empty() ? nullptr : rb->first;
+      for (size_t h = size(a); h > 0; --h) {
+        while (pa == ra->second) pa = (++ra)->first;
+        while (pb == rb->second) pb = (++rb)->first;
+        const auto [l, share] = *pa++;
+        const auto [l2, share2] = *pb++;
+        if (std::abs(share - share2) > 1e-9 * share) return false;
         int &s = x.image[static_cast<size_t>(l)], &v = x.inverse[static_cast<size_t>(l2)];
-        if ((s >= 0 && s != l2) || (v >= 0 && v != l)) x.uneven[static_cast<size_t>(l)] = 1;
-        s = l2;
-        v = l;
-        x.joined.join(static_cast<uint32_t>(l), static_cast<uint32_t>(l2));
+        if (s != l2 || v != l) {  // else paired before, so of one format and joined
+          if (g_.format_index(l) != g_.format_index(l2)) return false;
+          if ((s >= 0 && s != l2) || (v >= 0 && v != l)) x.uneven[static_cast<size_t>(l)] = 1;
+          s = l2;
+          v = l;
+          x.joined.join(static_cast<uint32_t>(l), static_cast<uint32_t>(l2));
+        }
         x.load[static_cast<size_t>(l)] += share * sent;
       }
       return true;
@@ -383,24 +396,32 @@ class Finder {
       const Route x = route(r, peer, c, a),
                   y = route(this->image(r), this->image(peer), part_channel_[static_cast<size_t>(kappa_[u])], b);
       if (!(x.latency_ns == y.latency_ns && x.ack_ns == y.ack_ns && x.acked_by_memory == y.acked_by_memory &&
-            pair(a, b, sends ? static_cast<double>(j - i) : 0)))
+            pair(runs_of(a), runs_of(b), sends ? static_cast<double>(j - i) : 0)))
         return why = "rank " + std::to_string(r) + "'s route to rank " + std::to_string(peer) + " on channel " +
                      std::to_string(c) + " is not the image of its image's",
                false;
     }
     // Each in-network flow's shape once, as its ways down to the members
     // against its image's.
-    Met a_back, b_back;
+    Runs ha, hb, ha_back, hb_back;
     std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
     std::vector<int> ta, tb;                         // a way's members' endpoints, and their images'
-    Fan fa, fb;
+    Fan fa;
+    // The rotation takes each rail's group to the next rail's in turn, so a
+    // switch's ways walked for an image are its ways when that group's turn
+    // comes: kept until then.
+    struct Kept {
+      std::vector<int> to;
+      Fan fan;
+    };
+    std::unordered_map<int, Kept> for_image;  // [switch]: its ways last walked for an image
     const auto ways = [&](int r, int i) {
       const Operation &o = p_.op(r, i), &x = image_op(r, i);
       const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
       bool alike = wa.size() == wb.size();
       for (size_t w = 0; alike && w < wa.size(); ++w) {
         alike = std::abs(wa[w].share - wb[w].share) <= 1e-9 * wa[w].share;
-        if (wa[w].out >= 0) alike = alike && pair({{wa[w].out, 1.0}}, {{wb[w].out, 1.0}}, wa[w].share);
+        if (wa[w].out >= 0) alike = alike && pair(runs_of({{wa[w].out, 1.0}}), runs_of({{wb[w].out, 1.0}}), wa[w].share);
         if (!alike) break;
         // Down to each member, and the answers' or contributions' way up. A
         // rail's groups of every channel share their ways: each pair once.
@@ -415,12 +436,20 @@ class Finder {
           tb.push_back(endpoints_[static_cast<size_t>(this->image(m))]);
         }
         if (ta.empty()) continue;
-        fa.walk(g_, wa[w].sw, ta);
-        fb.walk(g_, wb[w].sw, tb);
+        if (const auto it = for_image.find(wa[w].sw); it != for_image.end() && it->second.to == ta) {
+          std::swap(fa, it->second.fan);
+          for_image.erase(it);
+        } else {
+          fa.walk(g_, wa[w].sw, ta);
+        }
+        Kept& kept = for_image[wb[w].sw];
+        kept.to = tb;
+        const Fan& fb = kept.fan;
+        kept.fan.walk(g_, wb[w].sw, tb);
         for (size_t m = 0; alike && m < ta.size(); ++m) {
-          fa.met(m, a, a_back);
-          fb.met(m, b, b_back);
-          alike = fa.latency(m) == fb.latency(m) && pair(a, b, wa[w].share) && pair(a_back, b_back, wa[w].share);
+          fa.met(m, ha, ha_back);
+          fb.met(m, hb, hb_back);
+          alike = fa.latency(m) == fb.latency(m) && pair(ha, hb, wa[w].share) && pair(ha_back, hb_back, wa[w].share);
         }
       }
       if (!alike)
