@@ -201,14 +201,11 @@ void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
 void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
                          std::vector<double>& latency_ns) const {
   const topo::Topology& t = *m_.t;
+  // Each endpoint's latency along the tables' route (as tables_route sums
+  // it), from the node of each level that route takes.
   latency_ns.assign(dsts.size(), 0);
-  std::vector<int> group(dsts.size());
-  for (size_t i = 0; i < dsts.size(); ++i) {
-    Route r;
-    tables_route(from, -1, dsts[i], -1, r);
-    latency_ns[i] = r.latency_ns;
-    group[i] = t.endpoint_group(dsts[i]);
-  }
+  std::vector<int> group(dsts.size()), on(dsts.size(), from);
+  for (size_t i = 0; i < dsts.size(); ++i) group[i] = t.endpoint_group(dsts[i]);
   struct Bundle {
     std::vector<int> dsts;  // indices into dsts, a group's together
     std::vector<std::pair<int, double>> at;
@@ -223,6 +220,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
   // endpoint itself, else their count and the ports).
   std::vector<int> code, ports;
   std::vector<size_t> begin, unit;  // unit: where each unit's endpoints begin in the bundle; one more at the end
+  std::vector<size_t> at_node;      // where the unit's code at each node of the level begins
   std::vector<std::pair<uint64_t, int>> keyed;  // (a hash of its code, the unit)
   std::vector<int> run, rest;
   Hops fwd, back, out;
@@ -245,7 +243,9 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
       const int dst_node = t.endpoints()[static_cast<size_t>(d)];
       unit.push_back(k);
       begin.push_back(code.size());
+      at_node.clear();
       for (const auto& x : b.at) {
+        at_node.push_back(code.size());
         if (x.first == dst_node) {
           code.push_back(-1);
           continue;
@@ -254,6 +254,24 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
         code.push_back(0);
         next_ports(x.first, d, -1, code);
         code[n] = static_cast<int>(code.size() - n - 1);
+      }
+      // The tables' pick among the ports: the only one where the node does
+      // not spread, dst mod their count where the unit's group is routed
+      // alike (Topology::routes_group_alike).
+      for (size_t i = k; i < e; ++i) {
+        const size_t y = static_cast<size_t>(b.dsts[i]);
+        const int node = on[y], to = dsts[y];
+        if (node == t.endpoints()[static_cast<size_t>(to)]) continue;
+        const auto it = std::lower_bound(b.at.begin(), b.at.end(), node,
+                                         [](const std::pair<int, double>& x, int n) { return x.first < n; });
+        const size_t c = at_node[static_cast<size_t>(it - b.at.begin())];
+        const int n = code[c];
+        const int q = !m_.spreads[static_cast<size_t>(node)] ? code[c + 1]
+                      : e > k + 1 ? code[c + 1 + static_cast<size_t>(to) % static_cast<size_t>(n)]
+                                  : t.route(node, to);
+        latency_ns[y] += t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns;
+        on[y] = t.peer({node, q}).node;
+        if (on[y] != t.endpoints()[static_cast<size_t>(to)]) latency_ns[y] += m_.node_ns[static_cast<size_t>(on[y])];
       }
       uint64_t h = 1469598103934665603ull;  // FNV-1a
       for (size_t j = begin.back(); j < code.size(); ++j) h = (h ^ static_cast<uint32_t>(code[j])) * 1099511628211ull;

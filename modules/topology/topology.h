@@ -240,9 +240,9 @@ class Topology {
   // whose adapters hang from one leaf, which every other leaf, spine and
   // core reaches by the same ports), so that a walk to many endpoints asks
   // once per group. Where routes_group_alike(node, g), every endpoint of
-  // group g has the same routes() and hops_from() at node (route(), the
-  // tables' pick among them, may differ). Without a route structure each
-  // endpoint is its own group.
+  // group g has the same routes() and hops_from() at node, and route()
+  // picks the endpoint's number mod their count among them. Without a route
+  // structure each endpoint is its own group.
   int endpoint_group(int dst) const { return structure_ ? structure_->endpoint_group(dst) : dst; }
   bool routes_group_alike(int node, int group) const { return structure_ && structure_->routes_group_alike(node, group); }
   // Links on the route from endpoint src to endpoint dst (2 through one switch).
