@@ -1,9 +1,11 @@
 #include "flow/channel_classes.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -46,42 +48,53 @@ Runs runs_of(const Met& m) { return {{m.data(), m.data() + m.size()}}; }
 // link lies on one level of a way, so no trunk spans two).
 class Fan {
  public:
-  void walk(const FlowGraph& g, int sw, const std::vector<int>& to) {
+  // met_by: the walk's (endpoint, piece) in the order met, the caller's buffer.
+  void walk(const FlowGraph& g, int sw, const std::vector<int>& to, std::vector<std::pair<int, uint32_t>>& met_by) {
     for (auto* x : {&fwd_, &back_}) {
       x->links.clear();
       x->begin.assign(1, 0);
     }
-    if (of_.size() < to.size()) of_.resize(to.size());
-    for (size_t i = 0; i < to.size(); ++i) of_[i].clear();
-    g.walk_all(sw, to, [this](const FlowGraph::Piece& p) {
-      for (int d : p.dsts) of_[static_cast<size_t>(d)].push_back(fwd_.begin.size() - 1);
+    met_by.clear();
+    g.walk_all(sw, to, [this, &met_by](const FlowGraph::Piece& p) {
+      const auto piece = static_cast<uint32_t>(fwd_.begin.size() - 1);
+      for (int d : p.dsts) met_by.emplace_back(d, piece);
       fwd_.add(p.fwd, joined_);
       back_.add(p.back, joined_);
     }, latency_);
+    // Each endpoint's pieces together, in the order met: a counting sort,
+    // each endpoint's start moved on as it is filled, then put back.
+    of_begin_.assign(to.size() + 1, 0);
+    for (const auto& x : met_by) ++of_begin_[static_cast<size_t>(x.first) + 1];
+    for (size_t i = 0; i < to.size(); ++i) of_begin_[i + 1] += of_begin_[i];
+    of_.resize(met_by.size());
+    for (const auto& [d, piece] : met_by) of_[of_begin_[static_cast<size_t>(d)]++] = piece;
+    for (size_t i = to.size(); i > 0; --i) of_begin_[i] = of_begin_[i - 1];
+    of_begin_[0] = 0;
   }
   double latency(size_t i) const { return latency_[i]; }
   // walk()'s met and met_back to the endpoint to[i], as its pieces' runs of links.
   void met(size_t i, Runs& met, Runs& met_back) const {
-    fwd_.of(of_[i], met);
-    back_.of(of_[i], met_back);
+    met.clear();
+    met_back.clear();
+    for (uint32_t j = of_begin_[i]; j < of_begin_[i + 1]; ++j) {
+      fwd_.add_run(of_[j], met);
+      back_.add_run(of_[j], met_back);
+    }
   }
 
  private:
   struct Pieces {
-    Met links;                  // each piece's, joined, one after another
-    std::vector<size_t> begin;  // [piece]: where its links begin; one more at the end
+    Met links;                    // each piece's, joined, one after another
+    std::vector<uint32_t> begin;  // [piece]: where its links begin; one more at the end
     void add(const Met& raw, Met& joined) {
       FlowGraph::join_trunks(raw, joined);
       links.insert(links.end(), joined.begin(), joined.end());
-      begin.push_back(links.size());
+      begin.push_back(static_cast<uint32_t>(links.size()));
     }
-    void of(const std::vector<size_t>& pieces, Runs& out) const {
-      out.clear();
-      for (size_t k : pieces) out.push_back({links.data() + begin[k], links.data() + begin[k + 1]});
-    }
+    void add_run(uint32_t k, Runs& out) const { out.push_back({links.data() + begin[k], links.data() + begin[k + 1]}); }
   };
   Pieces fwd_, back_;
-  std::vector<std::vector<size_t>> of_;  // [endpoint]: its pieces, level by level
+  std::vector<uint32_t> of_, of_begin_;  // of_[of_begin_[i]...]: endpoint i's pieces, level by level
   std::vector<double> latency_;
   Met joined_;
 };
@@ -405,6 +418,7 @@ class Finder {
     // against its image's.
     Runs ha, hb, ha_back, hb_back;
     std::unordered_map<uint64_t, uint64_t> walked;  // (switch, member): its image's, paired
+    std::set<std::array<int, 4>> paired;             // (switch, its image's, group, its image's)
     std::vector<int> ta, tb;                         // a way's members' endpoints, and their images'
     Fan fa;
     // The rotation takes each rail's group to the next rail's in turn, so a
@@ -415,6 +429,7 @@ class Finder {
       Fan fan;
     };
     std::unordered_map<int, Kept> for_image;  // [switch]: its ways last walked for an image
+    std::vector<std::pair<int, uint32_t>> met_by;
     const auto ways = [&](int r, int i) {
       const Operation &o = p_.op(r, i), &x = image_op(r, i);
       const std::vector<InNetwork::Way> wa = innet_.ways(r, o), wb = innet_.ways(this->image(r), x);
@@ -425,27 +440,34 @@ class Finder {
         if (!alike) break;
         // Down to each member, and the answers' or contributions' way up. A
         // rail's groups of every channel share their ways: each pair once.
+        // Where every member's pair was already its image's, a group of the
+        // same members from the same switches has them all paired.
+        const std::array<int, 4> key{wa[w].sw, wb[w].sw, innet_.alike(o.group), innet_.alike(x.group)};
+        if (paired.count(key)) continue;
         ta.clear();
         tb.clear();
+        bool each = true;
         for (int m : p_.groups[static_cast<size_t>(o.group)]) {
           const uint64_t from = static_cast<uint64_t>(wa[w].sw) << 32 | static_cast<uint32_t>(m),
                          to = static_cast<uint64_t>(wb[w].sw) << 32 | static_cast<uint32_t>(this->image(m));
           const auto [it, fresh] = walked.try_emplace(from, to);
+          each = each && it->second == to;
           if (!fresh && it->second == to) continue;
           ta.push_back(endpoints_[static_cast<size_t>(m)]);
           tb.push_back(endpoints_[static_cast<size_t>(this->image(m))]);
         }
+        if (each) paired.insert(key);
         if (ta.empty()) continue;
         if (const auto it = for_image.find(wa[w].sw); it != for_image.end() && it->second.to == ta) {
           std::swap(fa, it->second.fan);
           for_image.erase(it);
         } else {
-          fa.walk(g_, wa[w].sw, ta);
+          fa.walk(g_, wa[w].sw, ta, met_by);
         }
         Kept& kept = for_image[wb[w].sw];
         kept.to = tb;
         const Fan& fb = kept.fan;
-        kept.fan.walk(g_, wb[w].sw, tb);
+        kept.fan.walk(g_, wb[w].sw, tb, met_by);
         for (size_t m = 0; alike && m < ta.size(); ++m) {
           fa.met(m, ha, ha_back);
           fb.met(m, hb, hb_back);

@@ -66,6 +66,8 @@ class InNetwork {
     bool operator==(const Way& o) const { return out == o.out && sw == o.sw && share == o.share; }
   };
   std::vector<Way> ways(int r, const collectives::Operation& o);
+  // The first group with group g's members (groups alike share homes and shapes).
+  int alike(int g) const { return alike_[static_cast<size_t>(g)]; }
   // Group g's home switches for reducing writes (topo::MulticastFabric's
   // rule: switches that reduce, reached by every member, on a shortest path
   // between two of them; each takes the blocks of its ports).
