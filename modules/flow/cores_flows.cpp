@@ -67,19 +67,24 @@ CoresFlows::~CoresFlows() = default;
 // draw) spreads evenly over them. Fewer links per flow, the same rates.
 std::set<std::pair<int, int>> CoresFlows::pinned(const collectives::Program& p, const topo::Topology& t,
                                                  const std::vector<int>& endpoints) {
-  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a connection leaves by
+  std::vector<uint64_t> conns;  // each connection once: a message's operations share it
   for (int r = 0; r < p.ranks; ++r)
     for (int i = 0; i < p.op_count(r); ++i) {
       const Operation& o = p.op(r, i);
       for (const int peer : {collectives::sends(o.kind) ? o.send_peer : -1,
-                             collectives::receives(o.kind) ? o.recv_peer : -1}) {
-        if (peer < 0) continue;
-        const int from = endpoints[static_cast<size_t>(r)];
-        const std::vector<int> ports = FlowGraph::shortest_ports(t, from, endpoints[static_cast<size_t>(peer)]);
-        const int node = t.endpoints()[static_cast<size_t>(from)];
-        pinned.emplace(node, t.peer({node, FlowGraph::channel_port(ports, o.channel)}).node);
-      }
+                             collectives::receives(o.kind) ? o.recv_peer : -1})
+        if (peer >= 0) conns.push_back(collectives::pair_key(r, peer, o.channel));
     }
+  std::sort(conns.begin(), conns.end());
+  conns.erase(std::unique(conns.begin(), conns.end()), conns.end());
+  std::set<std::pair<int, int>> pinned;  // (GPU node, neighbour) a connection leaves by
+  for (const uint64_t c : conns) {
+    const int from = endpoints[static_cast<size_t>(collectives::pair_from(c))];
+    const std::vector<int> ports =
+        FlowGraph::shortest_ports(t, from, endpoints[static_cast<size_t>(collectives::pair_to(c))]);
+    const int node = t.endpoints()[static_cast<size_t>(from)];
+    pinned.emplace(node, t.peer({node, FlowGraph::channel_port(ports, collectives::pair_channel(c))}).node);
+  }
   return pinned;
 }
 
