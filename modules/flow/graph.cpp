@@ -1,6 +1,7 @@
 #include "flow/graph.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "ethernet/ecmp.h"
 
@@ -264,8 +265,10 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
         if (node == t.endpoints()[static_cast<size_t>(to)]) continue;
         const auto it = std::lower_bound(b.at.begin(), b.at.end(), node,
                                          [](const std::pair<int, double>& x, int n) { return x.first < n; });
+        assert(it != b.at.end() && it->first == node);  // the tables' route is one of the walk's ways
         const size_t c = at_node[static_cast<size_t>(it - b.at.begin())];
         const int n = code[c];
+        assert(n > 0);
         const int q = !m_.spreads[static_cast<size_t>(node)] ? code[c + 1]
                       : e > k + 1 ? code[c + 1 + static_cast<size_t>(to) % static_cast<size_t>(n)]
                                   : t.route(node, to);
