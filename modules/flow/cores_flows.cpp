@@ -258,6 +258,15 @@ std::vector<Network::Use> CoresFlows::Run::uses(const Route& route, int r, int i
   return classed(std::move(u), r, i);
 }
 
+const std::vector<Network::Use>& CoresFlows::Run::uses(Conn& c, int r, int i) const {
+  const int parts = classes_ ? classes_->members[p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i)] : 1;
+  if (c.uses_for != parts) {
+    c.uses = uses(*c.route, r, i);
+    c.uses_for = parts;
+  }
+  return c.uses;
+}
+
 std::vector<Network::Use> CoresFlows::Run::classed(std::vector<Network::Use> u, int r, int i) const {
   if (!classes_) return u;
   const uint32_t x = p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i);
@@ -408,8 +417,8 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   // The cores read the first data, then store it at the rate the route gives.
   after(access(), [this, &q] {
     q.send.began = net_.now();
-    const Conn& out = *q.rank->out_of[static_cast<size_t>(q.send.op)];
-    flow(uses(*out.route, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
+    Conn& out = *q.rank->out_of[static_cast<size_t>(q.send.op)];
+    flow(uses(out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
       const Conn& out = *q.rank->out_of[static_cast<size_t>(x.op)];
       const Route& r = *out.route;

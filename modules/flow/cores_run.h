@@ -48,6 +48,10 @@ class CoresFlows::Run : public RunFlows {
     const Route* route = nullptr;  // to its peer: the data's, or the head flags' back
     uint64_t claimed = 0, done = 0, seen = 0;
     std::vector<uint64_t> slot_len;  // receive: elements in each slot
+    // send: its data's uses for operations whose classes have `uses_for`
+    // parts (the only way they differ), kept for its every transfer.
+    std::vector<Network::Use> uses;
+    int uses_for = -1;
   };
   struct Pending {
     int op;
@@ -155,6 +159,8 @@ class CoresFlows::Run : public RunFlows {
   uint64_t packets(uint64_t len) const { return (len * f_.elem_ + data_ - 1) / data_; }
   // The weights of a flow of protocol proto_'s data over route r, for rank r's operation i.
   std::vector<Network::Use> uses(const Route& route, int r, int i) const;
+  // uses() of connection c's route for rank r's operation i, kept on c.
+  const std::vector<Network::Use>& uses(Conn& c, int r, int i) const;
   // Uses u of rank r's operation i, under channel classes on its class's
   // links, for every part of its class.
   std::vector<Network::Use> classed(std::vector<Network::Use> u, int r, int i) const;
