@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -360,12 +361,13 @@ class Finder {
         for (const auto& [first, last] : h) n += static_cast<size_t>(last - first);
         return n;
       };
-      if (size(a) != size(b)) return false;
+      const size_t n = size(a);
+      if (n != size(b)) return false;
       auto ra = a.begin(), rb = b.begin();
-      const std::pair<int, double>*pa = a.empty() ? nullptr : ra->first, *pb = b.empty() ? nullptr : rb->first;
-      for (size_t h = size(a); h > 0; --h) {
-        while (pa == ra->second) pa = (++ra)->first;
-        while (pb == rb->second) pb = (++rb)->first;
+      const std::pair<int, double>*pa = nullptr, *a_end = nullptr, *pb = nullptr, *b_end = nullptr;
+      for (size_t h = 0; h < n; ++h) {
+        for (; pa == a_end; ++ra) std::tie(pa, a_end) = *ra;
+        for (; pb == b_end; ++rb) std::tie(pb, b_end) = *rb;
         const auto [l, share] = *pa++;
         const auto [l2, share2] = *pb++;
         if (std::abs(share - share2) > 1e-9 * share) return false;
