@@ -30,11 +30,15 @@ int Network::add_link(double bytes_per_ns) {
   l.cap = bytes_per_ns;
   if (free_links_.empty()) {
     links_.push_back(std::move(l));
+    met_.push_back(Met{0, 0, 0});
+    carried_.push_back(0);
     return static_cast<int>(links_.size()) - 1;
   }
   const int k = free_links_.back();
   free_links_.pop_back();
   links_[static_cast<size_t>(k)] = std::move(l);
+  met_[static_cast<size_t>(k)] = Met{0, 0, 0};
+  carried_[static_cast<size_t>(k)] = 0;
   return k;
 }
 
@@ -43,51 +47,45 @@ void Network::remove_link(int l) {
   free_links_.push_back(l);
 }
 
-bool Network::sooner(int a, int b) const {
-  const Path& x = paths_[static_cast<size_t>(a)];
-  const Path& y = paths_[static_cast<size_t>(b)];
-  return x.due != y.due ? x.due < y.due : x.due_seq < y.due_seq;
-}
-
-void Network::place(size_t i, int p) {
-  due_[i] = p;
-  paths_[static_cast<size_t>(p)].at = static_cast<int>(i);
+void Network::place(size_t i, const Due& d) {
+  due_[i] = d;
+  due_at_[static_cast<size_t>(d.path)] = static_cast<int>(i);
 }
 
 void Network::sift(size_t i) {
-  const int p = due_[i];
-  while (i > 0 && sooner(p, due_[(i - 1) / 2])) {
+  const Due d = due_[i];
+  while (i > 0 && d < due_[(i - 1) / 2]) {
     place(i, due_[(i - 1) / 2]);
     i = (i - 1) / 2;
   }
   for (;;) {
     size_t c = 2 * i + 1;
     if (c >= due_.size()) break;
-    if (c + 1 < due_.size() && sooner(due_[c + 1], due_[c])) ++c;
-    if (!sooner(due_[c], p)) break;
+    if (c + 1 < due_.size() && due_[c + 1] < due_[c]) ++c;
+    if (!(due_[c] < d)) break;
     place(i, due_[c]);
     i = c;
   }
-  place(i, p);
+  place(i, d);
 }
 
 void Network::schedule(int p, double t) {
-  Path& x = paths_[static_cast<size_t>(p)];
-  x.due = t;
-  x.due_seq = seq_++;
-  if (x.at < 0) {
-    due_.push_back(p);
-    x.at = static_cast<int>(due_.size()) - 1;
+  int& at = due_at_[static_cast<size_t>(p)];
+  if (at < 0) {
+    at = static_cast<int>(due_.size());
+    due_.push_back(Due{t, seq_++, p});
+  } else {
+    due_[static_cast<size_t>(at)] = Due{t, seq_++, p};
   }
-  sift(static_cast<size_t>(x.at));
+  sift(static_cast<size_t>(at));
 }
 
 void Network::unschedule(int p) {
-  Path& x = paths_[static_cast<size_t>(p)];
-  if (x.at < 0) return;
-  const size_t i = static_cast<size_t>(x.at);
-  x.at = -1;
-  const int last = due_.back();
+  int& at = due_at_[static_cast<size_t>(p)];
+  if (at < 0) return;
+  const size_t i = static_cast<size_t>(at);
+  at = -1;
+  const Due last = due_.back();
   due_.pop_back();
   if (i < due_.size()) {
     place(i, last);
@@ -134,7 +132,7 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
   advance(path);
   path.flows.push(Member{path.sent + bytes, seq_++, f});
   path.moved = true;
-  for (const Use& u : path.uses) links_[static_cast<size_t>(u.link)].carried += bytes * u.weight;
+  for (const Use& u : path.uses) carried_[static_cast<size_t>(u.link)] += bytes * u.weight;
   touch(path);
   most_active_ = std::max(most_active_, ++active_);
   for (Mark& m : marks) {
@@ -178,6 +176,7 @@ int Network::path_of(std::vector<Use>&& uses) {
       return p;
   }
   const int p = take(paths_, free_paths_);
+  if (due_at_.size() < paths_.size()) due_at_.resize(paths_.size(), -1);
   same.push_back(p);
   Path& x = paths_[static_cast<size_t>(p)];
   x.uses = std::move(uses);
@@ -299,8 +298,16 @@ void Network::take_out(size_t i) {
   heap_.pop_back();
   if (i == heap_.size()) return;
   heap_place(i, last);
+  if (scan_) return;
   sift_up(i);
   sift_down(links_[static_cast<size_t>(last)].at);
+}
+
+int Network::least() const {
+  int l = heap_.front();
+  for (size_t i = 1; i < heap_.size(); ++i)
+    if (higher(l, heap_[i])) l = heap_[i];
+  return l;
 }
 
 // Max-min rates change only where a link's flows changed, and spread from
@@ -319,8 +326,9 @@ bool Network::fill(bool whole) {
   edge_links_.clear();
   edges_filled_.clear();
   for (int l : dirty_)
-    if (links_[static_cast<size_t>(l)].epoch != epoch_) {
-      links_[static_cast<size_t>(l)].epoch = epoch_;
+    if (Met& m = met_[static_cast<size_t>(l)]; m.epoch != epoch_) {
+      m.epoch = epoch_;
+      m.edge = false;
       comp_links_.push_back(l);
     }
   // Each link's weights are summed as its paths are met, in its list's order.
@@ -335,15 +343,11 @@ bool Network::fill(bool whole) {
       x.epoch = epoch_;
       comp_paths_.push_back(o.path);
       for (const Use& use : x.uses) {
-        Link& l = links_[static_cast<size_t>(use.link)];
-        if (l.epoch == epoch_ || l.edge == epoch_) continue;
-        if (whole || l.bottleneck) {
-          l.epoch = epoch_;
-          comp_links_.push_back(use.link);
-        } else {
-          l.edge = epoch_;
-          edge_links_.push_back(use.link);
-        }
+        Met& m = met_[static_cast<size_t>(use.link)];
+        if (m.epoch == epoch_) continue;
+        m.epoch = epoch_;
+        m.edge = !whole && !m.bottleneck;
+        (m.edge ? edge_links_ : comp_links_).push_back(use.link);
       }
     }
   }
@@ -381,7 +385,7 @@ bool Network::fill(bool whole) {
   for (const std::vector<int>* v : {&comp_links_, &edge_links_})
     for (int l : *v) {
       Link& k = links_[static_cast<size_t>(l)];
-      k.bottleneck = false;
+      met_[static_cast<size_t>(l)].bottleneck = false;
       k.key = k.left / k.weights;
       k.at = kOut;
       if (k.weights > kTiny) {
@@ -389,25 +393,29 @@ bool Network::fill(bool whole) {
         heap_.push_back(l);
       }
     }
-  for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
+  scan_ = heap_.size() <= kScan;
+  if (!scan_)
+    for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
   while (!heap_.empty()) {
-    const int top = heap_.front();
+    const int top = scan_ ? least() : heap_.front();
     Link& k = links_[static_cast<size_t>(top)];
     if (const double now = k.left / k.weights; now > k.key) {
+      assert(!scan_);  // a scan keeps every key at its level
       k.key = now;
       sift_down(0);
       continue;
     }
-    take_out(0);  // filled
+    take_out(k.at);  // filled
     const double level = std::max(0.0, k.key);
     k.key = -std::numeric_limits<double>::infinity();
+    Met& met = met_[static_cast<size_t>(top)];
     for (const OnLink& o : k.paths) {
       if (!o.limits) continue;
       Path& x = paths_[static_cast<size_t>(o.path)];
       if (x.epoch != epoch_ || x.frozen) continue;
       x.frozen = true;
       x.rate = level;
-      k.bottleneck = true;
+      met.bottleneck = true;
       const double n = static_cast<double>(x.flows.size());
       for (const Use& use : x.uses) {
         Link& m = links_[static_cast<size_t>(use.link)];
@@ -416,13 +424,13 @@ bool Network::fill(bool whole) {
         if (m.at == kOut) continue;
         if (m.weights <= kTiny) {
           take_out(m.at);  // nothing of it left to fill
-        } else if (m.left / m.weights < m.key) {
-          m.key = m.left / m.weights;
-          sift_up(m.at);
+        } else if (const double now = m.left / m.weights; now < m.key || scan_) {
+          m.key = now;
+          if (!scan_) sift_up(m.at);
         }
       }
     }
-    if (k.bottleneck && k.edge == epoch_) edges_filled_.emplace_back(top, level);
+    if (met.bottleneck && met.edge) edges_filled_.emplace_back(top, level);
   }
   // A path outside above an edge link's level would have to yield to the
   // paths inside: that link couples them after all.
@@ -436,9 +444,9 @@ bool Network::fill(bool whole) {
 
 double Network::next(bool& drain) const {
   const bool drains = !due_.empty(), calls = !events_.empty();
-  const Path* d = drains ? &paths_[static_cast<size_t>(due_[0])] : nullptr;
-  drain = drains && (!calls || (d->due != events_.top().t ? d->due < events_.top().t : d->due_seq < events_.top().seq));
-  return drain ? d->due : calls ? events_.top().t : std::numeric_limits<double>::infinity();
+  const Due* d = drains ? &due_[0] : nullptr;
+  drain = drains && (!calls || (d->t != events_.top().t ? d->t < events_.top().t : d->seq < events_.top().seq));
+  return drain ? d->t : calls ? events_.top().t : std::numeric_limits<double>::infinity();
 }
 
 void Network::run(const Callback& tick) { run_to(std::numeric_limits<double>::infinity(), tick); }
@@ -468,7 +476,7 @@ void Network::run_to(double limit, const Callback& tick) {
     if (t > limit || t == std::numeric_limits<double>::infinity()) return;
     now_ = std::max(now_, t);
     if (drain_next) {
-      const int p = due_[0];
+      const int p = due_[0].path;
       unschedule(p);
       drain(p);
     } else {
