@@ -3,7 +3,6 @@
 // writes, each one flow of its shape (flow/innet.h).
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "core/error.h"
 #include "flow/cores_flows.h"
@@ -113,9 +112,11 @@ void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t l
       const int r = q.rank->r;
       const std::vector<int>& members = p_.groups[static_cast<size_t>(op(r, i).group)];
       const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
-      for (size_t j = 0; j < members.size(); ++j)
-        if (members[j] != r)
-          after(shape.to_member[j] + last, [this, r, i, pass, m = members[j]] { land(r, i, pass, m); });
+      for (size_t j = 0, e; j < members.size(); j = e) {  // members that land at once, in one event
+        for (e = j + 1; e < members.size() && shape.to_member[e] == shape.to_member[j]; ++e) {
+        }
+        land_after(shape.to_member[j] + last, {r, i, pass, static_cast<uint32_t>(j), static_cast<uint32_t>(e)});
+      }
       issued_innet(q, i, pass, true);
     });
   });
@@ -154,10 +155,30 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
       flow(uses, window, 0, [this, all, bytes, latency, pass, start] {
         const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
         const int r = all.front().first->rank->r, i = all.front().second;
-        for (const auto& member : all)
-          after(latency + last, [this, r, i, pass, m = member.first->rank->r] { land(r, i, pass, m); });
+        after(latency + last, [this, r, i, pass, all] {  // at every member at once, in the order they joined
+          for (const auto& member : all) land(r, i, pass, member.first->rank->r);
+        });
       });
     });
+  });
+}
+
+void CoresFlows::Run::land_after(double delay, const Landing& l) {
+  uint32_t k;
+  if (free_landings_.empty()) {
+    k = static_cast<uint32_t>(landings_.size());
+    landings_.push_back(l);
+  } else {
+    k = free_landings_.back();
+    free_landings_.pop_back();
+    landings_[k] = l;
+  }
+  after(delay, [this, k] {
+    const Landing x = landings_[k];
+    free_landings_.push_back(k);
+    const std::vector<int>& members = p_.groups[static_cast<size_t>(op(x.from, x.i).group)];
+    for (uint32_t j = x.begin; j < x.end; ++j)
+      if (members[j] != x.from) land(x.from, x.i, x.pass, members[j]);
   });
 }
 
@@ -167,7 +188,9 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
   const Operation& o = op(from, i);
   Rank& k = *ranks_[static_cast<size_t>(member)];
   const ChunkRef ref = o.kind == OpKind::ReduceWrite ? o.dst : o.src;
-  std::set<int> receivers;
+  // In order, each once (land runs from events only, so the scratch is its own).
+  std::vector<int>& receivers = receivers_;
+  receivers.clear();
   for (uint32_t j = 0; j < ref.count; ++j) {
     const ChunkRef c{ref.index + j, 1, ref.buf};
     const int64_t m = collectives::message_chunk(p_, from, c);
@@ -176,9 +199,13 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
     const int at = taker->second;
     uint64_t first, n;
     layout_->range(pass, static_cast<uint32_t>(m), first, n);
-    k.landed[static_cast<uint64_t>(at) << 32 | pass] += n;
-    receivers.insert(at);
+    const uint64_t key = static_cast<uint64_t>(at) << 32 | pass;
+    const auto it = std::find_if(k.landed.begin(), k.landed.end(), [key](const auto& x) { return x.first == key; });
+    if (it == k.landed.end()) k.landed.emplace_back(key, n);
+    else it->second += n;
+    if (std::find(receivers.begin(), receivers.end(), at) == receivers.end()) receivers.push_back(at);
   }
+  std::sort(receivers.begin(), receivers.end());
   for (int at : receivers) land_passes(k, at);
 }
 
@@ -188,10 +215,14 @@ void CoresFlows::Run::land_passes(Rank& k, int i) {
   const uint64_t passes = passes_of(o);
   while (done < passes) {
     const uint64_t pass = done;
-    const auto it = k.landed.find(static_cast<uint64_t>(i) << 32 | pass);
+    const uint64_t key = static_cast<uint64_t>(i) << 32 | pass;
+    const auto it = std::find_if(k.landed.begin(), k.landed.end(), [key](const auto& x) { return x.first == key; });
     const uint64_t need = elements(k, o.dst, pass);
     if ((it == k.landed.end() ? 0 : it->second) < need) return;
-    if (it != k.landed.end()) k.landed.erase(it);
+    if (it != k.landed.end()) {
+      *it = k.landed.back();
+      k.landed.pop_back();
+    }
     op_done(k, i, pass);
     if (done == passes) part_done(k);
   }

@@ -96,7 +96,9 @@ class CoresFlows::Run : public RunFlows {
     // multicast or sum of that chunk here; only the chunks it receives, as
     // groups and message chunks both grow with the cluster.
     std::unordered_map<uint64_t, int> receiver;
-    std::unordered_map<uint64_t, uint64_t> landed;  // (receiving operation, pass): elements landed
+    // (receiving operation, pass): elements landed, while the pass is not
+    // complete. A few at a time, so a list: no node to allocate per pass.
+    std::vector<std::pair<uint64_t, uint64_t>> landed;
     int unfinished = 0;  // queues, and operations that receive what lands
     // Its reducing reads' table entries at its switch ports as a link of
     // their rate by Little's law (Shape::table_rate), which every such flow
@@ -137,6 +139,16 @@ class CoresFlows::Run : public RunFlows {
   void issued_innet(Queue& q, int i, uint64_t pass, bool done);
   // A multicast or a sum of rank `from`'s operation i's chunks lands at every member of its group.
   void land(int from, int i, uint64_t pass, int member);
+  // Rank r's operation i's pass lands at its group's members [begin, end)
+  // but r, `delay` from now: one event, as their events would follow each
+  // other (same time, made one after another). Its record is in landings_,
+  // so the event's callback holds an index, not a heap allocation.
+  struct Landing {
+    int from, i;
+    uint64_t pass;
+    uint32_t begin, end;
+  };
+  void land_after(double delay, const Landing& l);
   void land_passes(Rank& k, int i);  // completes receiving operation i's passes that have landed, in order
   void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
   void ack_after(Queue& q, double delay);
@@ -193,6 +205,9 @@ class CoresFlows::Run : public RunFlows {
   // Reducing writes waiting for their group: (group, first chunk, pass) -> the members' (queue, operation).
   std::map<std::tuple<int, int64_t, uint64_t>, std::vector<std::pair<Queue*, int>>> joins_;
   std::unordered_map<const InNetwork::Shape*, LastRounds> last_rounds_;  // a reducing read's shape: its reader's
+  std::vector<int> receivers_;  // land's scratch
+  std::vector<Landing> landings_;
+  std::vector<uint32_t> free_landings_;
 };
 
 }  // namespace incsim::flow
