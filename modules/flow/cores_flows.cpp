@@ -151,11 +151,8 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwo
     auto k = std::make_unique<Rank>();
     k->r = r;
     const int n = p.op_count(r);
-    k->done_passes.assign(static_cast<size_t>(n), 0);
+    k->ops.assign(static_cast<size_t>(n), {});
     k->dependents = Dependents(p, r);
-    k->queue_of.assign(static_cast<size_t>(n), -1);
-    k->in_of.assign(static_cast<size_t>(n), nullptr);
-    k->out_of.assign(static_cast<size_t>(n), nullptr);
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
       if (passive(o)) continue;
@@ -173,10 +170,10 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwo
       for (size_t j = 0; j < k->queues.size(); ++j) {
         Queue& q = *k->queues[j];
         if (q.index != o.queue || passive(o)) continue;
-        k->queue_of[static_cast<size_t>(i)] = static_cast<int>(j);
+        k->ops[static_cast<size_t>(i)].queue = static_cast<int>(j);
         q.ops.push_back(i);
-        if (collectives::sends(o.kind)) k->out_of[static_cast<size_t>(i)] = &add_conn(*k, k->send, o.channel, o.send_peer, q, true);
-        if (collectives::receives(o.kind)) k->in_of[static_cast<size_t>(i)] = &add_conn(*k, k->recv, o.channel, o.recv_peer, q, false);
+        if (collectives::sends(o.kind)) k->ops[static_cast<size_t>(i)].out = &add_conn(*k, k->send, o.channel, o.send_peer, q, true);
+        if (collectives::receives(o.kind)) k->ops[static_cast<size_t>(i)].in = &add_conn(*k, k->recv, o.channel, o.recv_peer, q, false);
       }
     }
     for (auto& q : k->queues) {
@@ -190,7 +187,7 @@ CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwo
     // In-network groups: which operation receives each chunk that lands here.
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
-      if (o.kind == OpKind::ReduceRead && o.dst.empty()) k->done_passes[static_cast<size_t>(i)] = passes_of(o);
+      if (o.kind == OpKind::ReduceRead && o.dst.empty()) k->ops[static_cast<size_t>(i)].done_passes = passes_of(o);
       if (!receives_landing(o)) continue;
       ++k->unfinished;
       for (uint32_t j = 0; j < o.dst.count; ++j)
@@ -322,7 +319,7 @@ void CoresFlows::Run::wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len) 
 bool CoresFlows::Run::deps_done(const Rank& k, const Operation& o, uint64_t pass) const {
   const uint32_t* d = p_.deps_of(o);
   for (uint32_t j = 0; j < o.dep_count; ++j)
-    if (k.done_passes[d[j]] <= pass) return false;
+    if (k.ops[d[j]].done_passes <= pass) return false;
   return true;
 }
 
@@ -334,7 +331,7 @@ void CoresFlows::Run::progress(Queue& q) {
   for (;;) {
     while (!q.pending.empty()) {
       const Pending pd = q.pending.front();
-      Conn& c = *k.in_of[static_cast<size_t>(pd.op)];
+      Conn& c = *k.ops[static_cast<size_t>(pd.op)].in;
       if (c.seen <= pd.idx || c.done != pd.idx) break;
       q.pending.pop_front();
       const Operation& o = op(k.r, pd.op);
@@ -360,15 +357,15 @@ void CoresFlows::Run::progress(Queue& q) {
       continue;
     }
     if (!collectives::sends(o.kind)) {
-      q.pending.push_back({i, pass, k.in_of[static_cast<size_t>(i)]->claimed++});
+      q.pending.push_back({i, pass, k.ops[static_cast<size_t>(i)].in->claimed++});
       ++q.next;
       continue;
     }
     if (collectives::receives(o.kind)) {
-      const Conn& in = *k.in_of[static_cast<size_t>(i)];
+      const Conn& in = *k.ops[static_cast<size_t>(i)].in;
       if (in.seen <= in.claimed) break;
     }
-    const Conn& out = *k.out_of[static_cast<size_t>(i)];
+    const Conn& out = *k.ops[static_cast<size_t>(i)].out;
     if (out.claimed >= out.seen + slots) break;
     ++q.next;
     start_send(q, i, pass);
@@ -397,8 +394,8 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   const Operation& o = op(k.r, i);
   const uint64_t slots = static_cast<uint64_t>(slots_.slots);
   q.sending = true;
-  Conn& out = *k.out_of[static_cast<size_t>(i)];
-  Conn* in = collectives::receives(o.kind) ? k.in_of[static_cast<size_t>(i)] : nullptr;
+  Conn& out = *k.ops[static_cast<size_t>(i)].out;
+  Conn* in = collectives::receives(o.kind) ? k.ops[static_cast<size_t>(i)].in : nullptr;
   uint64_t len;
   if (in) {
     len = in->slot_len[in->claimed++ % slots];
@@ -417,10 +414,10 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   // The cores read the first data, then store it at the rate the route gives.
   after(access(), [this, &q] {
     q.send.began = net_.now();
-    Conn& out = *q.rank->out_of[static_cast<size_t>(q.send.op)];
+    Conn& out = *q.rank->ops[static_cast<size_t>(q.send.op)].out;
     flow(uses(out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
-      const Conn& out = *q.rank->out_of[static_cast<size_t>(x.op)];
+      const Conn& out = *q.rank->ops[static_cast<size_t>(x.op)].out;
       const Route& r = *out.route;
       // The last store has left: the input slot is read out.
       if (x.in) consume(q, *x.in);
@@ -446,7 +443,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
 // The transfer is done at the sender: under Simple its flag goes out now,
 // which the receiver sees one poll after it lands.
 void CoresFlows::Run::finish_send(Queue& q, int i, uint64_t pass) {
-  Conn& out = *q.rank->out_of[static_cast<size_t>(i)];
+  Conn& out = *q.rank->ops[static_cast<size_t>(i)].out;
   if (proto_ == Protocol::Simple || out.remote->slot_len[(out.claimed - 1) % static_cast<uint64_t>(slots_.slots)] == 0) {
     landed(*out.remote, out.route->latency_ns + access() + access());
     ack_after(q, acked(*out.route));
@@ -482,10 +479,10 @@ void CoresFlows::Run::consume(Queue& q, Conn& c) {
 }
 
 void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
-  k.done_passes[static_cast<size_t>(i)] = pass + 1;
+  k.ops[static_cast<size_t>(i)].done_passes = pass + 1;
   for (int d : k.dependents.of(i))
-    if (k.queue_of[static_cast<size_t>(d)] >= 0 && k.queue_of[static_cast<size_t>(d)] != k.queue_of[static_cast<size_t>(i)])
-      progress(*k.queues[static_cast<size_t>(k.queue_of[static_cast<size_t>(d)])]);
+    if (k.ops[static_cast<size_t>(d)].queue >= 0 && k.ops[static_cast<size_t>(d)].queue != k.ops[static_cast<size_t>(i)].queue)
+      progress(*k.queues[static_cast<size_t>(k.ops[static_cast<size_t>(d)].queue)]);
 }
 
 double CoresFlows::Run::issued() const {

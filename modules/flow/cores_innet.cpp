@@ -211,7 +211,7 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
 
 void CoresFlows::Run::land_passes(Rank& k, int i) {
   const Operation& o = op(k.r, i);
-  uint64_t& done = k.done_passes[static_cast<size_t>(i)];
+  uint64_t& done = k.ops[static_cast<size_t>(i)].done_passes;
   const uint64_t passes = passes_of(o);
   while (done < passes) {
     const uint64_t pass = done;

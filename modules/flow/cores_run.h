@@ -87,10 +87,17 @@ class CoresFlows::Run : public RunFlows {
     int r;
     std::vector<std::unique_ptr<Conn>> send, recv;
     std::vector<std::unique_ptr<Queue>> queues;
-    std::vector<uint64_t> done_passes;
+    // Per operation, what a queue's progress reads of it together, in one
+    // place rather than four arrays: its connections, its queue (an index
+    // into queues, -1: passive) and its passes done.
+    struct Op {
+      Conn* in = nullptr;
+      Conn* out = nullptr;
+      uint64_t done_passes = 0;
+      int queue = -1;
+    };
+    std::vector<Op> ops;
     Dependents dependents;
-    std::vector<int> queue_of;
-    std::vector<Conn*> in_of, out_of;
     std::unordered_map<uint64_t, uint64_t> scratch;  // (chunk, pass): elements written
     // (group, message chunk): the operation that receives the group's
     // multicast or sum of that chunk here; only the chunks it receives, as
