@@ -232,6 +232,9 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   const std::vector<int>& ports = ports_to(k.r, peer);
   c->port = FlowGraph::channel_port(ports, channel);
   c->route = &f_.graph_->route(f_.endpoints_[static_cast<size_t>(k.r)], c->port, f_.endpoints_[static_cast<size_t>(peer)]);
+  c->latency_ns = c->route->latency_ns;
+  c->ack_ns = c->route->ack_ns;
+  c->acked_by_memory = c->route->acked_by_memory;
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
@@ -418,7 +421,6 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
     flow(uses(out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
       const Conn& out = *q.rank->ops[static_cast<size_t>(x.op)].out;
-      const Route& r = *out.route;
       // The last store has left: the input slot is read out.
       if (x.in) consume(q, *x.in);
       const double spread = net_.now() - x.began;
@@ -426,14 +428,14 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
       if (proto_ == Protocol::Simple) {
         // The fence: every write acknowledged, then the flag.
         ++q.acks_due;
-        after(r.ack_ns + (r.acked_by_memory ? last : 0), [this, &q] {
+        after(out.ack_ns + (out.acked_by_memory ? last : 0), [this, &q] {
           --q.acks_due;
           finish_send(q, q.send.op, q.send.pass);
         });
       } else {
         // LL, LL128: the flags are in the data; the receiver polls every line.
-        landed(*out.remote, r.latency_ns + last_mem(spread, packets(x.len), 2));
-        ack_after(q, r.ack_ns + (r.acked_by_memory ? last : 0));
+        landed(*out.remote, out.latency_ns + last_mem(spread, packets(x.len), 2));
+        ack_after(q, out.ack_ns + (out.acked_by_memory ? last : 0));
         finish_send(q, x.op, x.pass);
       }
     });
@@ -445,8 +447,8 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
 void CoresFlows::Run::finish_send(Queue& q, int i, uint64_t pass) {
   Conn& out = *q.rank->ops[static_cast<size_t>(i)].out;
   if (proto_ == Protocol::Simple || out.remote->slot_len[(out.claimed - 1) % static_cast<uint64_t>(slots_.slots)] == 0) {
-    landed(*out.remote, out.route->latency_ns + access() + access());
-    ack_after(q, acked(*out.route));
+    landed(*out.remote, out.latency_ns + access() + access());
+    ack_after(q, acked(out));
   }
   ++out.done;
   q.sending = false;
@@ -469,13 +471,12 @@ void CoresFlows::Run::ack_after(Queue& q, double delay) { q.acked_by = std::max(
 // The receiving operation has read its slot: the head flag frees it at the sender.
 void CoresFlows::Run::consume(Queue& q, Conn& c) {
   ++c.done;
-  const Route& back = *c.route;
-  after(back.latency_ns + access() + access(), [this, &c] {
+  after(c.latency_ns + access() + access(), [this, &c] {
     Conn& s = *c.remote;
     ++s.seen;
     progress(*s.queue);
   });
-  ack_after(q, acked(back));
+  ack_after(q, acked(c));
 }
 
 void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
