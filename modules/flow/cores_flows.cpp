@@ -413,14 +413,13 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
     finish_send(q, i, pass);
     return;
   }
-  q.send = {i, pass, len, in, 0};
+  q.send = {i, pass, len, in, &out, 0};
   // The cores read the first data, then store it at the rate the route gives.
   after(access(), [this, &q] {
     q.send.began = net_.now();
-    Conn& out = *q.rank->ops[static_cast<size_t>(q.send.op)].out;
-    flow(uses(out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
+    flow(uses(*q.send.out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
-      const Conn& out = *q.rank->ops[static_cast<size_t>(x.op)].out;
+      const Conn& out = *x.out;
       // The last store has left: the input slot is read out.
       if (x.in) consume(q, *x.in);
       const double spread = net_.now() - x.began;

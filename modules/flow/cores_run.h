@@ -74,7 +74,7 @@ class CoresFlows::Run : public RunFlows {
     struct Send {
       int op = 0;
       uint64_t pass = 0, len = 0;
-      Conn* in = nullptr;
+      Conn *in = nullptr, *out = nullptr;
       double began = 0;
     } send;
     Fifo<Pending> pending;
