@@ -259,7 +259,7 @@ std::vector<Network::Use> CoresFlows::Run::uses(const Route& route, int r, int i
 }
 
 const std::vector<Network::Use>& CoresFlows::Run::uses(Conn& c, int r, int i) const {
-  const int parts = classes_ ? classes_->members[p_.rank_begin[static_cast<size_t>(r)] + static_cast<uint32_t>(i)] : 1;
+  const int parts = static_cast<int>(stands_for(r, i));
   if (c.uses_for != parts) {
     c.uses = uses(*c.route, r, i);
     c.uses_for = parts;

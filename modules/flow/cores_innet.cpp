@@ -164,17 +164,10 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
 }
 
 void CoresFlows::Run::land_after(double delay, const Landing& l) {
-  uint32_t k;
-  if (free_landings_.empty()) {
-    k = static_cast<uint32_t>(landings_.size());
-    landings_.push_back(l);
-  } else {
-    k = free_landings_.back();
-    free_landings_.pop_back();
-    landings_[k] = l;
-  }
+  const int k = free_slot(landings_, free_landings_);
+  landings_[static_cast<size_t>(k)] = l;
   after(delay, [this, k] {
-    const Landing x = landings_[k];
+    const Landing x = landings_[static_cast<size_t>(k)];
     free_landings_.push_back(k);
     const std::vector<int>& members = p_.groups[static_cast<size_t>(op(x.from, x.i).group)];
     for (uint32_t j = x.begin; j < x.end; ++j)
@@ -200,7 +193,7 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
     uint64_t first, n;
     layout_->range(pass, static_cast<uint32_t>(m), first, n);
     const uint64_t key = static_cast<uint64_t>(at) << 32 | pass;
-    const auto it = std::find_if(k.landed.begin(), k.landed.end(), [key](const auto& x) { return x.first == key; });
+    const auto it = landed_at(k, key);
     if (it == k.landed.end()) k.landed.emplace_back(key, n);
     else it->second += n;
     if (std::find(receivers.begin(), receivers.end(), at) == receivers.end()) receivers.push_back(at);
@@ -215,8 +208,7 @@ void CoresFlows::Run::land_passes(Rank& k, int i) {
   const uint64_t passes = passes_of(o);
   while (done < passes) {
     const uint64_t pass = done;
-    const uint64_t key = static_cast<uint64_t>(i) << 32 | pass;
-    const auto it = std::find_if(k.landed.begin(), k.landed.end(), [key](const auto& x) { return x.first == key; });
+    const auto it = landed_at(k, static_cast<uint64_t>(i) << 32 | pass);
     const uint64_t need = elements(k, o.dst, pass);
     if ((it == k.landed.end() ? 0 : it->second) < need) return;
     if (it != k.landed.end()) {

@@ -3,6 +3,7 @@
 // connections as the packet-level executor has them (gpu/cores_rank.h).
 // Private to the flow module: cores_flows.cpp runs the point-to-point
 // transfers, cores_innet.cpp the in-network operations.
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -109,7 +110,8 @@ class CoresFlows::Run : public RunFlows {
     std::unordered_map<uint64_t, int> receiver;
     // (receiving operation, pass): elements landed, while the pass is not
     // complete. A few at a time, so a list: no node to allocate per pass.
-    std::vector<std::pair<uint64_t, uint64_t>> landed;
+    using Landed = std::vector<std::pair<uint64_t, uint64_t>>;
+    Landed landed;
     int unfinished = 0;  // queues, and operations that receive what lands
     // Its reducing reads' table entries at its switch ports as a link of
     // their rate by Little's law (Shape::table_rate), which every such flow
@@ -161,6 +163,10 @@ class CoresFlows::Run : public RunFlows {
   };
   void land_after(double delay, const Landing& l);
   void land_passes(Rank& k, int i);  // completes receiving operation i's passes that have landed, in order
+  // Rank k's landed count of key (receiving operation, pass), or end().
+  static Rank::Landed::iterator landed_at(Rank& k, uint64_t key) {
+    return std::find_if(k.landed.begin(), k.landed.end(), [key](const auto& x) { return x.first == key; });
+  }
   void landed(Conn& c, double delay);  // the receiver sees a transfer `delay` from now
   void ack_after(Queue& q, double delay);
   uint64_t elements(Rank& k, ChunkRef ref, uint64_t pass) const;
@@ -218,7 +224,7 @@ class CoresFlows::Run : public RunFlows {
   std::unordered_map<const InNetwork::Shape*, LastRounds> last_rounds_;  // a reducing read's shape: its reader's
   std::vector<int> receivers_;  // land's scratch
   std::vector<Landing> landings_;
-  std::vector<uint32_t> free_landings_;
+  std::vector<int> free_landings_;
 };
 
 }  // namespace incsim::flow

@@ -10,18 +10,6 @@ namespace incsim::flow {
 namespace {
 // Below this a flow has no bytes left, a link no weight left (rounding).
 constexpr double kTiny = 1e-9;
-
-// An index of `all` free for use: one freed before, or a new one.
-template <class T>
-int take(std::vector<T>& all, std::vector<int>& free) {
-  if (free.empty()) {
-    all.emplace_back();
-    return static_cast<int>(all.size()) - 1;
-  }
-  const int i = free.back();
-  free.pop_back();
-  return i;
-}
 }  // namespace
 
 int Network::add_link(double bytes_per_ns) {
@@ -104,16 +92,9 @@ void Network::at(double t_ns, Callback f, uint64_t* pending) {
 }
 
 void Network::post(double t, Call c) {
-  size_t k;
-  if (free_calls_.empty()) {
-    k = calls_.size();
-    calls_.push_back(std::move(c));
-  } else {
-    k = free_calls_.back();
-    free_calls_.pop_back();
-    calls_[k] = std::move(c);
-  }
-  events_.push(Event{t, seq_++, k});
+  const int k = free_slot(calls_, free_calls_);
+  calls_[static_cast<size_t>(k)] = std::move(c);
+  events_.push(Event{t, seq_++, static_cast<size_t>(k)});
 }
 
 void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Callback done, uint64_t* pending,
@@ -126,7 +107,7 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
   }
   if (pending) ++*pending;
   const int p = path_of(std::move(uses));
-  const int f = take(flows_, free_flows_);
+  const int f = free_slot(flows_, free_flows_);
   flows_[static_cast<size_t>(f)] = Flow{latency_ns, std::move(done), pending};
   Path& path = paths_[static_cast<size_t>(p)];
   advance(path);
@@ -141,7 +122,7 @@ void Network::start(std::vector<Use> uses, double bytes, double latency_ns, Call
       continue;
     }
     if (pending) ++*pending;
-    const int k = take(marks_, free_marks_);
+    const int k = free_slot(marks_, free_marks_);
     marks_[static_cast<size_t>(k)] = Call{std::move(m.at), pending};
     path.marks.push(Member{path.sent + bytes - m.bytes, seq_++, k});
   }
@@ -175,7 +156,7 @@ int Network::path_of(std::vector<Use>&& uses) {
         }))
       return p;
   }
-  const int p = take(paths_, free_paths_);
+  const int p = free_slot(paths_, free_paths_);
   if (due_at_.size() < paths_.size()) due_at_.resize(paths_.size(), -1);
   same.push_back(p);
   Path& x = paths_[static_cast<size_t>(p)];
@@ -484,7 +465,7 @@ void Network::run_to(double limit, const Callback& tick) {
       events_.pop();
       Call c = std::move(calls_[k]);
       calls_[k] = Call{};
-      free_calls_.push_back(k);
+      free_calls_.push_back(static_cast<int>(k));
       if (c.pending) --*c.pending;
       c.f();
     }

@@ -22,6 +22,20 @@
 
 namespace incsim::flow {
 
+// An index of `all` free for use: one freed before (pushed on `free`), or
+// a new element's. Pools of records that events name by index, so a
+// callback's capture stays small enough for std::function to hold in place.
+template <class T>
+int free_slot(std::vector<T>& all, std::vector<int>& free) {
+  if (free.empty()) {
+    all.emplace_back();
+    return static_cast<int>(all.size()) - 1;
+  }
+  const int i = free.back();
+  free.pop_back();
+  return i;
+}
+
 class Network {
  public:
   // A flow's use of a link: `weight` bytes cross the link per byte of the
@@ -218,7 +232,7 @@ class Network {
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
   std::vector<Call> calls_;
-  std::vector<size_t> free_calls_;
+  std::vector<int> free_calls_;
   std::vector<Call> marks_;
   std::vector<int> free_marks_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
