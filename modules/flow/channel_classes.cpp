@@ -50,7 +50,8 @@ Runs runs_of(const Met& m) { return {{m.data(), m.data() + m.size()}}; }
 class Fan {
  public:
   // met_by: the walk's (endpoint, piece) in the order met, the caller's buffer.
-  void walk(const FlowGraph& g, int sw, const std::vector<int>& to, std::vector<std::pair<int, uint32_t>>& met_by) {
+  void walk(const FlowGraph& g, int sw, const std::vector<int>& to, std::vector<std::pair<int, uint32_t>>& met_by,
+            FlowGraph::WalkMemo& memo) {
     for (auto* x : {&fwd_, &back_}) {
       x->links.clear();
       x->begin.assign(1, 0);
@@ -61,7 +62,7 @@ class Fan {
       for (int d : p.dsts) met_by.emplace_back(d, piece);
       fwd_.add(p.fwd, joined_);
       back_.add(p.back, joined_);
-    }, latency_);
+    }, latency_, &memo);
     // Each endpoint's pieces together, in the order met: a counting sort,
     // each endpoint's start moved on as it is filled, then put back.
     of_begin_.assign(to.size() + 1, 0);
@@ -87,7 +88,7 @@ class Fan {
   struct Pieces {
     Met links;                    // each piece's, joined, one after another
     std::vector<uint32_t> begin;  // [piece]: where its links begin; one more at the end
-    void add(const Met& raw, Met& joined) {
+    void add(FlowGraph::HopSpan raw, Met& joined) {
       FlowGraph::join_trunks(raw, joined);
       links.insert(links.end(), joined.begin(), joined.end());
       begin.push_back(static_cast<uint32_t>(links.size()));
@@ -423,6 +424,7 @@ class Finder {
     std::set<std::array<int, 4>> paired;             // (switch, its image's, group, its image's)
     std::vector<int> ta, tb;                         // a way's members' endpoints, and their images'
     Fan fa;
+    FlowGraph::WalkMemo below;  // the ways many switches reach alike
     // The rotation takes each rail's group to the next rail's in turn, so a
     // switch's ways walked for an image are its ways when that group's turn
     // comes: kept until then.
@@ -464,12 +466,12 @@ class Finder {
           std::swap(fa, it->second.fan);
           for_image.erase(it);
         } else {
-          fa.walk(g_, wa[w].sw, ta, met_by);
+          fa.walk(g_, wa[w].sw, ta, met_by, below);
         }
         Kept& kept = for_image[wb[w].sw];
         kept.to = tb;
         const Fan& fb = kept.fan;
-        kept.fan.walk(g_, wb[w].sw, tb, met_by);
+        kept.fan.walk(g_, wb[w].sw, tb, met_by, below);
         for (size_t m = 0; alike && m < ta.size(); ++m) {
           fa.met(m, ha, ha_back);
           fb.met(m, hb, hb_back);

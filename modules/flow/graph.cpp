@@ -2,10 +2,23 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstring>
 
 #include "ethernet/ecmp.h"
 
 namespace incsim::flow {
+
+namespace {
+
+// FNV-1a of a run of ints.
+template <class It>
+uint64_t fnv1a(It begin, It end) {
+  uint64_t h = 1469598103934665603ull;
+  for (; begin != end; ++begin) h = (h ^ static_cast<uint32_t>(*begin)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
 
 FlowGraph::FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& pinned) : m_(m) {
   const topo::Topology& t = *m.t;
@@ -178,7 +191,7 @@ Route FlowGraph::walk(int from, int port, int dst, int src, std::vector<std::pai
   return r;
 }
 
-void FlowGraph::join_trunks(const Hops& met, Hops& out) {
+void FlowGraph::join_trunks(HopSpan met, Hops& out) {
   out.clear();
   for (const auto& y : met)
     if (!out.empty() && out.back().first == y.first) out.back().second += y.second;
@@ -200,7 +213,7 @@ void FlowGraph::sum_hops(const Hops& fwd, const Hops& back, Hops& hops) const {
 // bundle keeps its endpoints in runs of one group (Topology::endpoint_group),
 // and a run that every node of the level routes alike asks its ports once.
 void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
-                         std::vector<double>& latency_ns) const {
+                         std::vector<double>& latency_ns, WalkMemo* memo) const {
   const topo::Topology& t = *m_.t;
   // Each endpoint's latency along the tables' route (as tables_route sums
   // it), from the node of each level that route takes.
@@ -210,6 +223,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
   struct Bundle {
     std::vector<int> dsts;  // indices into dsts, a group's together
     std::vector<std::pair<int, double>> at;
+    bool ends_record = false;  // no endpoints: here the sub-walk being kept ends
   };
   std::vector<Bundle> todo(1);
   for (int i = 0; i < static_cast<int>(dsts.size()); ++i) todo[0].dsts.push_back(i);
@@ -225,9 +239,75 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
   std::vector<std::pair<uint64_t, int>> keyed;  // (a hash of its code, the unit)
   std::vector<int> run, rest;
   Hops fwd, back, out;
+  // The sub-walk being kept, and each of its endpoints' position in its bundle.
+  WalkMemo::Walked* rec = nullptr;
+  std::vector<uint32_t> pos(memo ? dsts.size() : 0);
+  std::vector<int> key, mapped;
+  const auto deliver = [&](const Piece& p) {
+    piece(p);
+    if (!rec) return;
+    rec->hops.insert(rec->hops.end(), p.hops.begin(), p.hops.end());
+    rec->fwd.insert(rec->fwd.end(), p.fwd.begin(), p.fwd.end());
+    rec->back.insert(rec->back.end(), p.back.begin(), p.back.end());
+    for (int d : p.dsts) rec->dsts.push_back(pos[static_cast<size_t>(d)]);
+    rec->ends.push_back({static_cast<uint32_t>(rec->hops.size()), static_cast<uint32_t>(rec->fwd.size()),
+                         static_cast<uint32_t>(rec->back.size()), static_cast<uint32_t>(rec->dsts.size())});
+  };
+  const auto add_latency = [&](size_t y, double x) {
+    latency_ns[y] += x;
+    if (rec) rec->added.emplace_back(pos[y], x);
+  };
+  // Sub-walk w to the bundle's endpoints `in`.
+  const auto replay = [&](const WalkMemo::Walked& w, const std::vector<int>& in) {
+    if (rec) {  // not kept: it would copy what is kept already
+      *rec = {};
+      rec = nullptr;
+    }
+    std::array<uint32_t, 4> from_{};
+    for (const auto& e : w.ends) {
+      mapped.clear();
+      for (uint32_t j = from_[3]; j < e[3]; ++j) mapped.push_back(in[w.dsts[j]]);
+      piece({{w.hops.data() + from_[0], w.hops.data() + e[0]},
+             {w.fwd.data() + from_[1], w.fwd.data() + e[1]},
+             {w.back.data() + from_[2], w.back.data() + e[2]},
+             mapped});
+      from_ = e;
+    }
+    for (const auto& [p, x] : w.added) latency_ns[static_cast<size_t>(in[p])] += x;
+    ++memo->replays_;
+  };
   while (!todo.empty()) {
     Bundle b = std::move(todo.back());
     todo.pop_back();
+    if (b.ends_record) {
+      rec = nullptr;
+      continue;
+    }
+    if (memo && b.at.size() == 1) {
+      // The sub-walk from here depends on the node, its share and the
+      // endpoints, in their order, alone.
+      const auto [node, share] = b.at[0];
+      uint64_t bits;
+      static_assert(sizeof bits == sizeof share);
+      std::memcpy(&bits, &share, sizeof bits);
+      key.assign({node, static_cast<int>(bits >> 32), static_cast<int>(bits & 0xffffffffu)});
+      for (int i : b.dsts) key.push_back(dsts[static_cast<size_t>(i)]);
+      const uint64_t h = fnv1a(key.begin(), key.end());
+      // Found under another key (another's hash, or one not kept): walked plainly.
+      if (const auto it = memo->walked_.find(h); it != memo->walked_.end()) {
+        if (it->second.key == key) {
+          replay(it->second, b.dsts);
+          continue;
+        }
+      } else if (!rec && !memo->seen_.insert(h).second) {
+        rec = &memo->walked_[h];
+        rec->key = key;
+        for (size_t p = 0; p < b.dsts.size(); ++p) pos[static_cast<size_t>(b.dsts[p])] = static_cast<uint32_t>(p);
+        Bundle end;
+        end.ends_record = true;
+        todo.push_back(std::move(end));
+      }
+    }
     code.clear();
     begin.clear();
     unit.clear();
@@ -272,13 +352,12 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
         const int q = !m_.spreads[static_cast<size_t>(node)] ? code[c + 1]
                       : e > k + 1 ? code[c + 1 + static_cast<size_t>(to) % static_cast<size_t>(n)]
                                   : t.route(node, to);
-        latency_ns[y] += t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns;
+        add_latency(y, t.links()[static_cast<size_t>(t.link_at({node, q}))].latency_ns);
         on[y] = t.peer({node, q}).node;
-        if (on[y] != t.endpoints()[static_cast<size_t>(to)]) latency_ns[y] += m_.node_ns[static_cast<size_t>(on[y])];
+        if (on[y] != t.endpoints()[static_cast<size_t>(to)]) add_latency(y, m_.node_ns[static_cast<size_t>(on[y])]);
       }
-      uint64_t h = 1469598103934665603ull;  // FNV-1a
-      for (size_t j = begin.back(); j < code.size(); ++j) h = (h ^ static_cast<uint32_t>(code[j])) * 1099511628211ull;
-      keyed.emplace_back(h, static_cast<int>(keyed.size()));
+      keyed.emplace_back(fnv1a(code.begin() + static_cast<std::ptrdiff_t>(begin.back()), code.end()),
+                         static_cast<int>(keyed.size()));
     }
     begin.push_back(code.size());
     unit.push_back(b.dsts.size());
@@ -322,7 +401,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
         step(next.at, ports_of, fwd, back);
         out.clear();
         sum_hops(fwd, back, out);
-        if (!out.empty()) piece({out, fwd, back, next.dsts});
+        if (!out.empty()) deliver({out, fwd, back, next.dsts});
         if (!next.at.empty()) todo.push_back(std::move(next));
       }
     }

@@ -8,11 +8,14 @@
 // executors of the cores' programs (cores_flows.h) and of the NICs'
 // schedule tables (nic_flows.h). Plain C++, no SystemC.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -154,16 +157,49 @@ class FlowGraph {
   // pieces' hops are its Route::hops, their fwd and back in turn what
   // walk() meets. latency_ns[i]: walk()'s to dsts[i].
   using Hops = std::vector<std::pair<int, double>>;
+  // Hops held elsewhere: a walk's own, or a replayed sub-walk's (WalkMemo).
+  struct HopSpan {
+    const std::pair<int, double>*b, *e;
+    HopSpan(const Hops& h) : b(h.data()), e(h.data() + h.size()) {}
+    HopSpan(const std::pair<int, double>* begin, const std::pair<int, double>* end) : b(begin), e(end) {}
+    const std::pair<int, double>* begin() const { return b; }
+    const std::pair<int, double>* end() const { return e; }
+  };
   struct Piece {
-    const Hops& hops;       // as Route::hops holds them
-    const Hops &fwd, &back;  // as met, a trunk's links not yet joined
+    HopSpan hops;       // as Route::hops holds them
+    HopSpan fwd, back;  // as met, a trunk's links not yet joined
     const std::vector<int>& dsts;
   };
+  // What walk_all calls on one graph given one memo repeat, replayed: from one node with
+  // one share to the same endpoints in the same order, a walk meets the same
+  // pieces in the same order and adds the same latencies (a group's home
+  // switches each reach a leaf so, and below it every member). A sub-walk
+  // is kept the second time it is met and replayed from the third, so a
+  // walk met once keeps nothing; one that replays another is not kept (it
+  // would copy it: the pod below a spine, the leaves below it kept), so
+  // what is kept is the innermost that repeat.
+  class WalkMemo {
+   public:
+    size_t replays() const { return replays_; }
+
+   private:
+    friend class FlowGraph;
+    struct Walked {
+      std::vector<int> key;  // the node, the share's bits, the endpoints in order; none: not kept
+      Hops hops, fwd, back;
+      std::vector<uint32_t> dsts;                      // positions in the bundle
+      std::vector<std::array<uint32_t, 4>> ends;       // [piece]: where its hops, fwd, back and dsts end
+      std::vector<std::pair<uint32_t, double>> added;  // (position, latency added), in order
+    };
+    std::unordered_set<uint64_t> seen_;  // keys' hashes
+    std::unordered_map<uint64_t, Walked> walked_;
+    size_t replays_ = 0;
+  };
   void walk_all(int from, const std::vector<int>& dsts, const std::function<void(const Piece&)>& piece,
-                std::vector<double>& latency_ns) const;
+                std::vector<double>& latency_ns, WalkMemo* memo = nullptr) const;
   // What walk() meets, from its links as met, in out: a trunk's links met
   // one after another are its one flow link.
-  static void join_trunks(const Hops& met, Hops& out);
+  static void join_trunks(HopSpan met, Hops& out);
 
  private:
   int ecmp_port(int node, int dst, int src) const;

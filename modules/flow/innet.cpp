@@ -181,6 +181,7 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   std::vector<int> to;
   for (int m : members) to.push_back(endpoints_[static_cast<size_t>(m)]);
   std::vector<double> latency;
+  FlowGraph::WalkMemo below;  // the ways every home reaches alike
   for (const Home& h : homes(g)) {
     // Each home's ways once (a shape per group's members); a link several
     // members' ways share carries the stream once.
@@ -189,7 +190,7 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
         double& s = x > 0 ? dn[l] : up[l];
         s = std::max(s, std::abs(x));
       }
-    }, latency);
+    }, latency, &below);
     for (double x : latency) shape.latency = std::max(shape.latency, 2 * x + m_.node_ns[static_cast<size_t>(h.node)]);
     up.drain([&ups, &h](int l, double x) { ups[l] += h.share * x; });
     dn.drain([&downs, &h](int l, double x) { downs[l] += h.share * x; });

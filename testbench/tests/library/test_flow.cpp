@@ -8,6 +8,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
@@ -720,13 +721,11 @@ TEST_CASE("a rank's dependents table lists each operation's waiters in index ord
   CHECK(out == all);
 }
 
-// FlowGraph::walk_all against one walk per endpoint, on graphs whose ways
-// part at different levels: clusters of two and three switch levels (a
-// rail's nodes under one leaf, DGX-2's two NVSwitch baseboards inside a
-// node), a fat tree; some switches spread over equal-cost ports and some
-// take their table's, with latencies that differ by node.
-TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its links' shares, what it meets and its latency, "
-          "bit for bit") {
+namespace {
+// Graphs whose ways part at different levels: clusters of two and three
+// switch levels (a rail's nodes under one leaf, DGX-2's two NVSwitch
+// baseboards inside a node), a fat tree.
+std::vector<incsim::topo::Topology> walked_graphs() {
   using namespace incsim::topo;
   ClusterShape three;
   three.nodes = 3;
@@ -741,23 +740,45 @@ TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its link
   ClusterShape grouped = three;  // two nodes' GPUs of a rail under a leaf, whose ways walk as one group
   grouped.nodes = 5;
   grouped.leaf_ports = 4;
-  const Topology clusters[] = {make_cluster(make_hgx_h100(25, 3), three), make_cluster(make_hgx_h100(25, 3), grouped)};
-  for (const Topology& c : clusters) REQUIRE(c.find("core0_0") >= 0);
-  for (const Topology& t : {clusters[0], clusters[1], make_cluster(make_dgx2(25, 5), two), make_fattree(16, 4, 25, 11)}) {
+  std::vector<Topology> v{make_cluster(make_hgx_h100(25, 3), three), make_cluster(make_hgx_h100(25, 3), grouped)};
+  for (const Topology& c : v) REQUIRE(c.find("core0_0") >= 0);
+  v.push_back(make_cluster(make_dgx2(25, 5), two));
+  v.push_back(make_fattree(16, 4, 25, 11));
+  return v;
+}
+
+// Some switches spread over equal-cost ports and some take their table's,
+// with latencies that differ by node.
+incsim::flow::FlowMachine walked_machine(const incsim::topo::Topology& t) {
+  incsim::flow::FlowMachine m;
+  m.size_for(t);
+  m.formats.push_back({});
+  for (int s : t.switches()) {
+    m.node_ns[static_cast<size_t>(s)] = 100 + s % 7;
+    m.spreads[static_cast<size_t>(s)] = s % 3 != 0;
+  }
+  return m;
+}
+
+// The endpoints switch `from` reaches (a node's NVSwitch, its node's).
+std::vector<int> reached(const incsim::topo::Topology& t, int from) {
+  std::vector<int> dsts;
+  for (int e = 0; e < static_cast<int>(t.endpoints().size()); ++e)
+    if (t.hops_from(from, e) > 0) dsts.push_back(e);
+  return dsts;
+}
+}  // namespace
+
+// FlowGraph::walk_all against one walk per endpoint.
+TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its links' shares, what it meets and its latency, "
+          "bit for bit") {
+  for (const incsim::topo::Topology& t : walked_graphs()) {
     INFO(t.name);
-    incsim::flow::FlowMachine m;
-    m.size_for(t);
-    m.formats.push_back({});
-    for (int s : t.switches()) {
-      m.node_ns[static_cast<size_t>(s)] = 100 + s % 7;
-      m.spreads[static_cast<size_t>(s)] = s % 3 != 0;
-    }
+    const incsim::flow::FlowMachine m = walked_machine(t);
     const incsim::flow::FlowGraph g(m, {});
     size_t all_pieces = 0, all_hops = 0;
     for (int from : t.switches()) {
-      std::vector<int> dsts;  // the endpoints it reaches (a node's NVSwitch, its node's)
-      for (int e = 0; e < static_cast<int>(t.endpoints().size()); ++e)
-        if (t.hops_from(from, e) > 0) dsts.push_back(e);
+      const std::vector<int> dsts = reached(t, from);
       std::vector<std::map<int, double>> got(dsts.size());
       int pieces = 0;
       std::vector<double> latency;
@@ -794,5 +815,37 @@ TEST_CASE("a walk to every endpoint at once gives each endpoint's walk: its link
       all_hops += hops;
     }
     CHECK(all_pieces < all_hops);  // the ways were walked together
+  }
+}
+
+// Every switch's ways walked with one memo, as a group's homes are: what
+// repeats is replayed, and each walk gives the same pieces in the same order
+// and the same latencies as without it.
+TEST_CASE("walks to the same endpoints from many switches replay what repeats, bit for bit") {
+  using Walked = std::vector<std::tuple<incsim::flow::FlowGraph::Hops, incsim::flow::FlowGraph::Hops,
+                                        incsim::flow::FlowGraph::Hops, std::vector<int>>>;
+  for (const incsim::topo::Topology& t : walked_graphs()) {
+    INFO(t.name);
+    const incsim::flow::FlowMachine m = walked_machine(t);
+    const incsim::flow::FlowGraph g(m, {});
+    incsim::flow::FlowGraph::WalkMemo memo;
+    for (int round = 0; round < 2; ++round)  // the second round's every walk is met before
+      for (int from : t.switches()) {
+        const std::vector<int> dsts = reached(t, from);
+        Walked plain, memoed;
+        std::vector<double> latency, memo_latency;
+        const auto keep = [](Walked& w) {
+          return [&w](const incsim::flow::FlowGraph::Piece& p) {
+            w.emplace_back(incsim::flow::FlowGraph::Hops(p.hops.begin(), p.hops.end()),
+                           incsim::flow::FlowGraph::Hops(p.fwd.begin(), p.fwd.end()),
+                           incsim::flow::FlowGraph::Hops(p.back.begin(), p.back.end()), p.dsts);
+          };
+        };
+        g.walk_all(from, dsts, keep(plain), latency);
+        g.walk_all(from, dsts, keep(memoed), memo_latency, &memo);
+        REQUIRE(memoed == plain);
+        REQUIRE(memo_latency == latency);
+      }
+    CHECK(memo.replays() > t.switches().size());
   }
 }
