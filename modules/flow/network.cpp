@@ -148,8 +148,8 @@ int Network::path_of(std::vector<Use>&& uses) {
     for (const uint64_t v : {static_cast<uint64_t>(u.link), w, static_cast<uint64_t>(u.limits)})
       key = (key ^ v) * 1099511628211ull;
   }
-  std::vector<int>& same = path_index_[key];
-  for (int p : same) {
+  const size_t s = slot_of(key);
+  for (int p = index_[s].path; p >= 0; p = paths_[static_cast<size_t>(p)].next_same) {
     const std::vector<Use>& v = paths_[static_cast<size_t>(p)].uses;
     if (std::equal(v.begin(), v.end(), uses.begin(), uses.end(), [](const Use& x, const Use& y) {
           return x.link == y.link && x.weight == y.weight && x.limits == y.limits;
@@ -158,8 +158,16 @@ int Network::path_of(std::vector<Use>&& uses) {
   }
   const int p = free_slot(paths_, free_paths_);
   if (due_at_.size() < paths_.size()) due_at_.resize(paths_.size(), -1);
-  same.push_back(p);
   Path& x = paths_[static_cast<size_t>(p)];
+  x.next_same = index_[s].path;
+  if (x.next_same < 0) ++indexed_;
+  index_[s] = Slot{key, p};
+  if (2 * indexed_ > index_.size()) {  // twice the slots
+    std::vector<Slot> old(2 * index_.size(), Slot{0, -1});
+    old.swap(index_);
+    for (const Slot& y : old)
+      if (y.path >= 0) index_[slot_of(y.key)] = y;
+  }
   x.uses = std::move(uses);
   x.key = key;
   x.rate = 0;
@@ -172,6 +180,36 @@ int Network::path_of(std::vector<Use>&& uses) {
     l.paths.push_back({p, static_cast<uint32_t>(u), x.uses[u].limits, x.uses[u].weight});
   }
   return p;
+}
+
+size_t Network::slot_of(uint64_t key) const {
+  const size_t mask = index_.size() - 1;
+  size_t i = home(key);
+  while (index_[i].path >= 0 && index_[i].key != key) i = (i + 1) & mask;
+  return i;
+}
+
+void Network::unindex(int p) {
+  const Path& x = paths_[static_cast<size_t>(p)];
+  size_t i = slot_of(x.key);
+  if (int& first = index_[i].path; first != p) {  // off its key's chain
+    int q = first;
+    while (paths_[static_cast<size_t>(q)].next_same != p) q = paths_[static_cast<size_t>(q)].next_same;
+    paths_[static_cast<size_t>(q)].next_same = x.next_same;
+    return;
+  } else if (x.next_same >= 0) {
+    first = x.next_same;
+    return;
+  }
+  // The key's last path: the slots after it that would have gone here move back.
+  const size_t mask = index_.size() - 1;
+  for (size_t j = (i + 1) & mask; index_[j].path >= 0; j = (j + 1) & mask)
+    if (((j - home(index_[j].key)) & mask) >= ((j - i) & mask)) {
+      index_[i] = index_[j];
+      i = j;
+    }
+  index_[i].path = -1;
+  --indexed_;
 }
 
 void Network::touch(const Path& p) {
@@ -216,9 +254,7 @@ void Network::drain(int p) {
         paths_[static_cast<size_t>(o.path)].pos[o.use] = at;
       }
     }
-    std::vector<int>& same = path_index_[path.key];
-    same.erase(std::find(same.begin(), same.end(), p));
-    if (same.empty()) path_index_.erase(path.key);
+    unindex(p);
     free_paths_.push_back(p);
   }
 }

@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
-#include <unordered_map>
 #include <vector>
 
 namespace incsim::flow {
@@ -94,6 +93,8 @@ class Network {
   size_t links() const { return links_.size(); }
   // The most flows in flight at once.
   size_t most_active() const { return most_active_; }
+  // The paths in flight: flows over the same uses share one.
+  size_t paths() const { return paths_.size() - free_paths_.size(); }
 
  private:
   // A path on a link, with what the filling reads of its use there: kept
@@ -140,7 +141,8 @@ class Network {
     // Its flows' marks (start's at_mark), `flow` an index into marks_: due
     // like a flow's end, they change no rate.
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> marks;
-    uint64_t key = 0;  // hash of `uses`
+    uint64_t key = 0;    // hash of `uses`
+    int next_same = -1;  // the next path in flight with its key (index_)
     double rate = 0, old_rate = 0;
     double sent = 0, since = 0;  // bytes per flow sent until `since`
     uint64_t epoch = 0;
@@ -228,7 +230,20 @@ class Network {
   std::vector<int> free_links_;
   std::vector<Path> paths_;
   std::vector<int> free_paths_;
-  std::unordered_map<uint64_t, std::vector<int>> path_index_;  // key -> paths in flight
+  // The paths in flight by key: open addressing, each slot the first path
+  // of its key (-1: empty), the others chained by next_same. A transfer
+  // whose connection's last has drained makes its path anew: no
+  // allocation per path made or freed.
+  struct Slot {
+    uint64_t key;
+    int path;
+  };
+  std::vector<Slot> index_ = std::vector<Slot>(1024, Slot{0, -1});  // a power of two, at most half full
+  size_t indexed_ = 0;
+  size_t home(uint64_t key) const { return (key ^ key >> 32) & (index_.size() - 1); }
+  // The slot holding key, or the empty one where it would go.
+  size_t slot_of(uint64_t key) const;
+  void unindex(int p);
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
   std::vector<Call> calls_;

@@ -3,6 +3,7 @@
 // in-network operations and the RoCE hosts' messages as flows, against
 // times computed by hand.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <memory>
@@ -253,6 +254,43 @@ TEST_CASE("random flows end when max-min rates over every flow at every event sa
     INFO("flow " << f);
     CHECK(done[f] == Approx(ends[f] + 10.0 * static_cast<double>(f % 3)).epsilon(1e-6));
   }
+}
+
+// Paths are found by their uses among thousands in flight, as they are
+// made, freed and made again: 1,500 lists of uses over 40 links, two flows
+// on each; a flow whose list has a path in flight joins it.
+TEST_CASE("flows over the same uses share one path among thousands in flight, as paths end and are made again") {
+  std::mt19937_64 rng(11);
+  Network n;
+  for (int l = 0; l < 40; ++l) n.add_link(1 + l % 7);
+  std::vector<std::vector<Network::Use>> uses;
+  for (int a = 0; a < 40 && uses.size() < 1500; ++a)
+    for (int b = 0; b < 40 && uses.size() < 1500; ++b)
+      if (a != b) uses.push_back({{a, 1}, {b, 0.5}});
+  std::vector<int> in_flight(uses.size(), 0);
+  const auto begin = [&](size_t i) {
+    ++in_flight[i];
+    n.start(uses[i], static_cast<double>(100 + rng() % 10000), 0, [&in_flight, i] { --in_flight[i]; });
+  };
+  const auto with_flows = [&] {
+    return static_cast<size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](int k) { return k > 0; }));
+  };
+  for (int round = 0; round < 2; ++round)
+    for (size_t i = 0; i < uses.size(); ++i) begin(i);
+  CHECK(n.paths() == uses.size());
+  for (const double t : {2e4, 5e4, 1e5}) {
+    n.run_until(t);
+    INFO("at " << t << " ns");
+    const size_t left = with_flows();
+    CHECK(left > 0);
+    CHECK(left < uses.size());
+    CHECK(n.paths() == left);
+    for (size_t i = 0; i < uses.size(); i += 3) begin(i);  // some join a path, some make theirs again
+    CHECK(n.paths() == with_flows());
+  }
+  n.run();
+  CHECK(with_flows() == 0);
+  CHECK(n.paths() == 0);
 }
 
 TEST_CASE("a flow without links or bytes takes its latency only") {
