@@ -159,7 +159,8 @@ class FlowGraph {
   using Hops = std::vector<std::pair<int, double>>;
   // Hops held elsewhere: a walk's own, or a replayed sub-walk's (WalkMemo).
   struct HopSpan {
-    const std::pair<int, double>*b, *e;
+    const std::pair<int, double>* b;
+    const std::pair<int, double>* e;
     HopSpan(const Hops& h) : b(h.data()), e(h.data() + h.size()) {}
     HopSpan(const std::pair<int, double>* begin, const std::pair<int, double>* end) : b(begin), e(end) {}
     const std::pair<int, double>* begin() const { return b; }
@@ -170,14 +171,14 @@ class FlowGraph {
     HopSpan fwd, back;  // as met, a trunk's links not yet joined
     const std::vector<int>& dsts;
   };
-  // What walk_all calls on one graph given one memo repeat, replayed: from one node with
-  // one share to the same endpoints in the same order, a walk meets the same
-  // pieces in the same order and adds the same latencies (a group's home
-  // switches each reach a leaf so, and below it every member). A sub-walk
-  // is kept the second time it is met and replayed from the third, so a
-  // walk met once keeps nothing; one that replays another is not kept (it
-  // would copy it: the pod below a spine, the leaves below it kept), so
-  // what is kept is the innermost that repeat.
+  // What walk_all calls on one graph given one memo repeat, replayed: from
+  // one node with one share to the same endpoints in the same order, a walk
+  // meets the same pieces in the same order and adds the same latencies (a
+  // group's home switches each reach a leaf so, and below it every member).
+  // A sub-walk is kept the second time it is met and replayed from the
+  // third, so a walk met once keeps nothing; one that replays another is not
+  // kept (it would copy it: the pod below a spine, the leaves below it kept),
+  // so what is kept is the innermost that repeat.
   class WalkMemo {
    public:
     size_t replays() const { return replays_; }

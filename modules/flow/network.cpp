@@ -192,12 +192,14 @@ size_t Network::slot_of(uint64_t key) const {
 void Network::unindex(int p) {
   const Path& x = paths_[static_cast<size_t>(p)];
   size_t i = slot_of(x.key);
-  if (int& first = index_[i].path; first != p) {  // off its key's chain
+  int& first = index_[i].path;
+  if (first != p) {  // off its key's chain
     int q = first;
     while (paths_[static_cast<size_t>(q)].next_same != p) q = paths_[static_cast<size_t>(q)].next_same;
     paths_[static_cast<size_t>(q)].next_same = x.next_same;
     return;
-  } else if (x.next_same >= 0) {
+  }
+  if (x.next_same >= 0) {
     first = x.next_same;
     return;
   }

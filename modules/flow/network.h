@@ -207,6 +207,11 @@ class Network {
   void advance(Path& p);
   // The path of these uses, made (and put on its links) if none is in flight.
   int path_of(std::vector<Use>&& uses);
+  // index_'s slot for key: where its probe begins; the slot holding it, or
+  // the empty one where it would go. unindex: path p is no longer in flight.
+  size_t home(uint64_t key) const { return (key ^ key >> 32) & (index_.size() - 1); }
+  size_t slot_of(uint64_t key) const;
+  void unindex(int p);
   // Marks a path's links: their flows changed this instant.
   void touch(const Path& p);
   // Max-min rates for every flow connected to the dirty links, and their drain events.
@@ -240,10 +245,6 @@ class Network {
   };
   std::vector<Slot> index_ = std::vector<Slot>(1024, Slot{0, -1});  // a power of two, at most half full
   size_t indexed_ = 0;
-  size_t home(uint64_t key) const { return (key ^ key >> 32) & (index_.size() - 1); }
-  // The slot holding key, or the empty one where it would go.
-  size_t slot_of(uint64_t key) const;
-  void unindex(int p);
   std::vector<Flow> flows_;
   std::vector<int> free_flows_;
   std::vector<Call> calls_;
