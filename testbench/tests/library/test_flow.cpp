@@ -268,7 +268,7 @@ TEST_CASE("flows over the same uses share one path among thousands in flight, as
     for (int b = 0; b < 40 && uses.size() < 1500; ++b)
       if (a != b) uses.push_back({{a, 1}, {b, 0.5}});
   std::vector<int> in_flight(uses.size(), 0);
-  const auto begin = [&](size_t i) {
+  const auto send = [&](size_t i) {
     ++in_flight[i];
     n.start(uses[i], static_cast<double>(100 + rng() % 10000), 0, [&in_flight, i] { --in_flight[i]; });
   };
@@ -276,7 +276,7 @@ TEST_CASE("flows over the same uses share one path among thousands in flight, as
     return static_cast<size_t>(std::count_if(in_flight.begin(), in_flight.end(), [](int k) { return k > 0; }));
   };
   for (int round = 0; round < 2; ++round)
-    for (size_t i = 0; i < uses.size(); ++i) begin(i);
+    for (size_t i = 0; i < uses.size(); ++i) send(i);
   CHECK(n.paths() == uses.size());
   for (const double t : {2e4, 5e4, 1e5}) {
     n.run_until(t);
@@ -285,7 +285,7 @@ TEST_CASE("flows over the same uses share one path among thousands in flight, as
     CHECK(left > 0);
     CHECK(left < uses.size());
     CHECK(n.paths() == left);
-    for (size_t i = 0; i < uses.size(); i += 3) begin(i);  // some join a path, some make theirs again
+    for (size_t i = 0; i < uses.size(); i += 3) send(i);  // some join a path, some make theirs again
     CHECK(n.paths() == with_flows());
   }
   n.run();
