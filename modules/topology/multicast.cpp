@@ -382,18 +382,17 @@ std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist) {
   const size_t M = dist.size(), S = dist.empty() ? 0 : dist.front().size();
   // all: the switches every member reaches; apart[m]: the others member m
   // reaches, (switch, distance) by switch.
+  // Row by row: a member's distances lie together.
+  std::vector<char> every(S, 1);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t s = 0; s < S; ++s) every[s] &= dist[m][s] > 0;
   std::vector<size_t> all;
+  for (size_t s = 0; s < S; ++s)
+    if (every[s]) all.push_back(s);
   std::vector<std::vector<std::pair<size_t, int>>> apart(M);
-  for (size_t s = 0; s < S; ++s) {
-    bool every = true;
-    for (size_t m = 0; m < M && every; ++m) every = dist[m][s] > 0;
-    if (every) {
-      all.push_back(s);
-      continue;
-    }
-    for (size_t m = 0; m < M; ++m)
-      if (dist[m][s] > 0) apart[m].emplace_back(s, dist[m][s]);
-  }
+  for (size_t m = 0; m < M; ++m)
+    for (size_t s = 0; s < S; ++s)
+      if (!every[s] && dist[m][s] > 0) apart[m].emplace_back(s, dist[m][s]);
   // The shortest way between members a and b through a switch apart (-1: none).
   const auto best_apart = [&](size_t a, size_t b) {
     int best = -1;
