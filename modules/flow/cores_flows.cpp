@@ -479,10 +479,11 @@ void CoresFlows::Run::consume(Queue& q, Conn& c) {
 }
 
 void CoresFlows::Run::op_done(Rank& k, int i, uint64_t pass) {
-  k.ops[static_cast<size_t>(i)].done_passes = pass + 1;
+  Rank::Op& done = k.ops[static_cast<size_t>(i)];
+  done.done_passes = pass + 1;
   for (int d : k.dependents.of(i))
-    if (k.ops[static_cast<size_t>(d)].queue >= 0 && k.ops[static_cast<size_t>(d)].queue != k.ops[static_cast<size_t>(i)].queue)
-      progress(*k.queues[static_cast<size_t>(k.ops[static_cast<size_t>(d)].queue)]);
+    if (const int q = k.ops[static_cast<size_t>(d)].queue; q >= 0 && q != done.queue)
+      progress(*k.queues[static_cast<size_t>(q)]);
 }
 
 double CoresFlows::Run::issued() const {

@@ -196,9 +196,10 @@ void CoresFlows::Run::land(int from, int i, uint64_t pass, int member) {
     const auto it = landed_at(k, key);
     if (it == k.landed.end()) k.landed.emplace_back(key, n);
     else it->second += n;
-    if (std::find(receivers.begin(), receivers.end(), at) == receivers.end()) receivers.push_back(at);
+    receivers.push_back(at);
   }
   std::sort(receivers.begin(), receivers.end());
+  receivers.erase(std::unique(receivers.begin(), receivers.end()), receivers.end());
   for (int at : receivers) land_passes(k, at);
 }
 

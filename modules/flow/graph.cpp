@@ -12,9 +12,9 @@ namespace {
 
 // FNV-1a of a run of ints.
 template <class It>
-uint64_t fnv1a(It begin, It end) {
-  uint64_t h = 1469598103934665603ull;
-  for (; begin != end; ++begin) h = (h ^ static_cast<uint32_t>(*begin)) * 1099511628211ull;
+uint64_t fnv1a_of(It begin, It end) {
+  uint64_t h = kFnvBasis;
+  for (; begin != end; ++begin) h = fnv1a(h, static_cast<uint32_t>(*begin));
   return h;
 }
 
@@ -292,7 +292,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
       std::memcpy(&bits, &share, sizeof bits);
       key.assign({node, static_cast<int>(bits >> 32), static_cast<int>(bits & 0xffffffffu)});
       for (int i : b.dsts) key.push_back(dsts[static_cast<size_t>(i)]);
-      const uint64_t h = fnv1a(key.begin(), key.end());
+      const uint64_t h = fnv1a_of(key.begin(), key.end());
       // Found under another key (another's hash, or one not kept): walked plainly.
       if (const auto it = memo->walked_.find(h); it != memo->walked_.end()) {
         if (it->second.key == key) {
@@ -356,7 +356,7 @@ void FlowGraph::walk_all(int from, const std::vector<int>& dsts, const std::func
         on[y] = t.peer({node, q}).node;
         if (on[y] != t.endpoints()[static_cast<size_t>(to)]) add_latency(y, m_.node_ns[static_cast<size_t>(on[y])]);
       }
-      keyed.emplace_back(fnv1a(code.begin() + static_cast<std::ptrdiff_t>(begin.back()), code.end()),
+      keyed.emplace_back(fnv1a_of(code.begin() + static_cast<std::ptrdiff_t>(begin.back()), code.end()),
                          static_cast<int>(keyed.size()));
     }
     begin.push_back(code.size());

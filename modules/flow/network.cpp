@@ -140,13 +140,12 @@ void Network::advance(Path& p) {
 }
 
 int Network::path_of(std::vector<Use>&& uses) {
-  uint64_t key = 1469598103934665603ull;
+  uint64_t key = kFnvBasis;
   for (const Use& u : uses) {
     uint64_t w;
     static_assert(sizeof w == sizeof u.weight);
     std::memcpy(&w, &u.weight, sizeof w);
-    for (const uint64_t v : {static_cast<uint64_t>(u.link), w, static_cast<uint64_t>(u.limits)})
-      key = (key ^ v) * 1099511628211ull;
+    for (const uint64_t v : {static_cast<uint64_t>(u.link), w, static_cast<uint64_t>(u.limits)}) key = fnv1a(key, v);
   }
   const size_t s = slot_of(key);
   for (int p = index_[s].path; p >= 0; p = paths_[static_cast<size_t>(p)].next_same) {

@@ -21,6 +21,11 @@
 
 namespace incsim::flow {
 
+// FNV-1a: hash h with value v folded in; start from kFnvBasis. The flow
+// module's keys (paths by their uses, walks by their endpoints) are built so.
+constexpr uint64_t kFnvBasis = 1469598103934665603ull;
+constexpr uint64_t fnv1a(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
+
 // An index of `all` free for use: one freed before (pushed on `free`), or
 // a new element's. Pools of records that events name by index, so a
 // callback's capture stays small enough for std::function to hold in place.

@@ -381,8 +381,8 @@ std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) cons
 std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist) {
   const size_t M = dist.size(), S = dist.empty() ? 0 : dist.front().size();
   // all: the switches every member reaches; apart[m]: the others member m
-  // reaches, (switch, distance) by switch.
-  // Row by row: a member's distances lie together.
+  // reaches, (switch, distance) by switch. Both read row by row, where a
+  // member's distances lie together.
   std::vector<char> every(S, 1);
   for (size_t m = 0; m < M; ++m)
     for (size_t s = 0; s < S; ++s) every[s] &= dist[m][s] > 0;
