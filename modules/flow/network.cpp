@@ -262,19 +262,28 @@ void Network::drain(int p) {
 
 void Network::recompute() {
   ++fills_;
-  if (!fill(false)) fill(true);
-  dirty_.clear();
-  // A path whose rate and first flow to end hold keeps its drain event.
-  for (int p : comp_paths_) {
-    Path& x = paths_[static_cast<size_t>(p)];
-    if (x.rate == x.old_rate && !x.moved) continue;
-    x.moved = false;
-    if (x.flows.empty()) {
-      unschedule(p);
-      continue;
-    }
-    reschedule(p);
+  // A link that froze a path inside below the rate of one outside couples
+  // them: it is filled from as the dirty links are, until no link does.
+  refilled_.clear();
+  while (!fill()) {
+    refilled_.insert(refilled_.end(), comp_paths_.begin(), comp_paths_.end());
+    for (const auto& [l, level] : edges_filled_) dirty_.push_back(l);
   }
+  dirty_.clear();
+  // A path whose rate and first flow to end hold keeps its drain event; one
+  // that an earlier try refilled but the last left out keeps the rate it got there.
+  for (const std::vector<int>* v : {&comp_paths_, &refilled_})
+    for (int p : *v) {
+      Path& x = paths_[static_cast<size_t>(p)];
+      if (x.rate == x.old_rate && !x.moved) continue;
+      x.old_rate = x.rate;
+      x.moved = false;
+      if (x.flows.empty()) {
+        unschedule(p);
+        continue;
+      }
+      reschedule(p);
+    }
 }
 
 bool Network::higher(int a, int b) const {
@@ -335,9 +344,9 @@ int Network::least() const {
 // with the capacity the paths outside leave them, whose rates hold. That is
 // the whole component's answer unless an edge link froze a path inside below
 // the rate of a path outside that shares it, which then is not a bottleneck
-// of its own: the whole component is filled instead. (The two differ from
-// each other by rounding only.)
-bool Network::fill(bool whole) {
+// of its own: the filling is redone with that link among the dirty ones
+// (recompute).
+bool Network::fill() {
   ++epoch_;
   comp_links_.clear();
   comp_paths_.clear();
@@ -364,7 +373,7 @@ bool Network::fill(bool whole) {
         Met& m = met_[static_cast<size_t>(use.link)];
         if (m.epoch == epoch_) continue;
         m.epoch = epoch_;
-        m.edge = !whole && !m.bottleneck;
+        m.edge = !m.bottleneck;
         (m.edge ? edge_links_ : comp_links_).push_back(use.link);
       }
     }
@@ -452,12 +461,16 @@ bool Network::fill(bool whole) {
   }
   // A path outside above an edge link's level would have to yield to the
   // paths inside: that link couples them after all.
-  for (const auto& [l, level] : edges_filled_)
-    for (const OnLink& o : links_[static_cast<size_t>(l)].paths) {
+  const auto couples = [&](const std::pair<int, double>& e) {
+    for (const OnLink& o : links_[static_cast<size_t>(e.first)].paths) {
       const Path& x = paths_[static_cast<size_t>(o.path)];
-      if (o.limits && x.epoch != epoch_ && x.rate > level * (1 + 1e-9) + kTiny) return false;
+      if (o.limits && x.epoch != epoch_ && x.rate > e.second * (1 + 1e-9) + kTiny) return true;
     }
-  return true;
+    return false;
+  };
+  edges_filled_.erase(std::remove_if(edges_filled_.begin(), edges_filled_.end(), std::not_fn(couples)),
+                      edges_filled_.end());
+  return edges_filled_.empty();
 }
 
 double Network::next(bool& drain) const {

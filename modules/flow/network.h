@@ -221,12 +221,12 @@ class Network {
   void touch(const Path& p);
   // Max-min rates for every flow connected to the dirty links, and their drain events.
   void recompute();
-  // Progressive filling over the paths connected to the dirty links: through
-  // every shared link (whole), or only through links that were a flow's
-  // bottleneck, the others bounding it with what the paths outside leave
-  // them. False where that leaves a path outside faster than the level at
-  // which such a link froze one inside: the filling must be whole.
-  bool fill(bool whole);
+  // Progressive filling over the paths reachable from the dirty links
+  // through links that were a flow's bottleneck, the other links bounding
+  // it with what the paths outside leave them. False where such a link
+  // froze a path inside below the rate of a path outside: those links are
+  // left in edges_filled_, to be filled from too.
+  bool fill();
   // Queues callback c at time t (after's, with its pending count taken).
   void post(double t, Call c);
   // The next event's time, or infinity; whether it is a path's drain.
@@ -264,6 +264,7 @@ class Network {
   uint64_t seq_ = 0, epoch_ = 0, fills_ = 0;
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
+  std::vector<int> refilled_;                               // paths of recompute's tries before its last
   std::vector<std::pair<int, double>> edges_filled_;        // edge links that froze a path, at their level
   std::vector<int> heap_;  // links
   bool scan_ = false;      // this filling scans heap_ (kScan)
