@@ -265,7 +265,8 @@ class Network {
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
   std::vector<int> refilled_;                               // paths of recompute's tries before its last
-  std::vector<std::pair<int, double>> edges_filled_;        // edge links that froze a path, at their level
+  // Edge links that froze a path, at their level; after fill, those that couple.
+  std::vector<std::pair<int, double>> edges_filled_;
   std::vector<int> heap_;  // links
   bool scan_ = false;      // this filling scans heap_ (kScan)
 };

@@ -262,17 +262,17 @@ TEST_CASE("random flows end when max-min rates over every flow at every event sa
   }
 }
 
-// A start couples through a link that bounded no flow, so the filling is
-// redone from that link too (Network::recompute); the first try refilled
-// a path the second does not reach, whose new rate must still move its
-// end. 13 links and 18 flows, found by a search of random networks for
-// such a try.
+// A start or an end couples through a link that bounded no flow, so the
+// filling is redone from that link too (Network::recompute); the first try
+// refilled a path the second does not reach, whose new rate must still
+// move its end. 13 links and 18 flows, found by a search of random
+// networks for such a try.
 TEST_CASE("a filling redone from a coupling link keeps the rates its first try gave paths the second leaves out") {
   const std::vector<double> cap = {15.06, 10.25, 3.59, 11.73, 14.32, 5.44, 7.66, 11.36, 12.1, 16.17, 11.73, 8.77, 7.29};
-  const std::vector<std::vector<int>> links = {{6, 4, 9}, {10},        {6},           {6},          {0, 11},
-                                               {4, 3, 9, 5}, {5, 12},  {10, 9, 4, 11}, {5, 11, 10, 12}, {3, 5},
-                                               {7, 12, 8}, {10},       {3, 6},        {3, 0, 9, 12}, {12, 7, 11},
-                                               {3, 1, 11}, {9, 1, 10}, {8, 0}};
+  // Each flow's links, in its order of uses.
+  const std::vector<std::vector<int>> links = {
+      {6, 4, 9}, {10}, {6}, {6}, {0, 11}, {4, 3, 9, 5}, {5, 12}, {10, 9, 4, 11}, {5, 11, 10, 12}, {3, 5},
+      {7, 12, 8}, {10}, {3, 6}, {3, 0, 9, 12}, {12, 7, 11}, {3, 1, 11}, {9, 1, 10}, {8, 0}};
   const std::vector<double> bytes = {64, 46, 35, 53, 31, 98, 13, 97, 11, 66, 31, 76, 56, 23, 29, 95, 77, 87};
   const std::vector<double> start_at = {7, 49, 0, 21, 35, 14, 28, 0, 49, 28, 35, 0, 21, 14, 21, 49, 42, 28};
   Network n;
