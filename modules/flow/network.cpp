@@ -271,7 +271,9 @@ void Network::recompute() {
   }
   dirty_.clear();
   // A path whose rate and first flow to end hold keeps its drain event; one
-  // that an earlier try refilled but the last left out keeps the rate it got there.
+  // that an earlier try refilled but the last left out keeps the rate it got
+  // there. Its old rate becomes this one, so a path on both lists (or met by
+  // several tries) is rescheduled once.
   for (const std::vector<int>* v : {&comp_paths_, &refilled_})
     for (int p : *v) {
       Path& x = paths_[static_cast<size_t>(p)];
