@@ -14,25 +14,158 @@ constexpr double kTiny = 1e-9;
 
 int Network::add_link(double bytes_per_ns) {
   assert(bytes_per_ns > 0);
-  Link l;
-  l.cap = bytes_per_ns;
-  if (free_links_.empty()) {
-    links_.push_back(std::move(l));
-    met_.push_back(Met{0, 0, 0});
-    carried_.push_back(0);
-    return static_cast<int>(links_.size()) - 1;
-  }
-  const int k = free_links_.back();
-  free_links_.pop_back();
-  links_[static_cast<size_t>(k)] = std::move(l);
-  met_[static_cast<size_t>(k)] = Met{0, 0, 0};
+  const int k = free_slot(links_, free_links_);
+  carried_.resize(links_.size());
   carried_[static_cast<size_t>(k)] = 0;
+  // A bundle with no path in flight takes any link of its capacity.
+  int b;
+  if (const auto f = fresh_.find(bytes_per_ns); f != fresh_.end() && bundles_[static_cast<size_t>(f->second)].paths.empty()) {
+    b = f->second;
+  } else {
+    b = new_bundle(bytes_per_ns);
+    fresh_[bytes_per_ns] = b;
+  }
+  links_[static_cast<size_t>(k)].bundle = -1;
+  move_link(k, b);
   return k;
 }
 
 void Network::remove_link(int l) {
-  assert(links_[static_cast<size_t>(l)].paths.empty());
+  assert(bundles_[static_cast<size_t>(links_[static_cast<size_t>(l)].bundle)].paths.empty());
+  move_link(l, -1);
   free_links_.push_back(l);
+}
+
+int Network::new_bundle(double cap) {
+  const int b = free_slot(bundles_, free_bundles_);
+  if (met_.size() < bundles_.size()) {
+    met_.resize(bundles_.size());
+    members_.resize(bundles_.size());
+    tally_.resize(bundles_.size());
+  }
+  bundles_[static_cast<size_t>(b)].cap = cap;
+  met_[static_cast<size_t>(b)] = Met{0, 0, 0};
+  return b;
+}
+
+void Network::move_link(int l, int b) {
+  Link& x = links_[static_cast<size_t>(l)];
+  if (x.bundle >= 0) {
+    std::vector<int>& from = members_[static_cast<size_t>(x.bundle)];
+    from[x.at] = from.back();
+    links_[static_cast<size_t>(from[x.at])].at = x.at;
+    from.pop_back();
+    if (from.empty()) {
+      const double cap = bundles_[static_cast<size_t>(x.bundle)].cap;
+      if (const auto f = fresh_.find(cap); f != fresh_.end() && f->second == x.bundle) fresh_.erase(f);
+      free_bundles_.push_back(x.bundle);
+    }
+  }
+  x.bundle = b;
+  if (b < 0) return;
+  x.at = static_cast<uint32_t>(members_[static_cast<size_t>(b)].size());
+  members_[static_cast<size_t>(b)].push_back(l);
+}
+
+int Network::split(const std::vector<int>& links) {
+  const int b = links_[static_cast<size_t>(links.front())].bundle;
+  const int c = new_bundle(bundles_[static_cast<size_t>(b)].cap);
+  met_[static_cast<size_t>(c)] = met_[static_cast<size_t>(b)];
+  for (int l : links) move_link(l, c);
+  const std::vector<OnBundle>& from = bundles_[static_cast<size_t>(b)].paths;
+  std::vector<OnBundle>& to = bundles_[static_cast<size_t>(c)].paths;
+  to.reserve(from.size());
+  for (size_t i = 0; i < from.size(); ++i) {
+    const OnBundle& o = from[i];
+    Path& y = paths_[static_cast<size_t>(o.path)];
+    to.push_back({o.path, static_cast<uint32_t>(y.parts.size()), o.limits, o.weight});
+    y.parts.push_back({c, o.weight, o.limits != 0});
+    y.pos.push_back(static_cast<uint32_t>(i));
+  }
+  return c;
+}
+
+// Nearly always a path uses each bundle it meets whole and alike, which
+// one pass over its uses tells; only a bundle it uses otherwise is sorted out.
+void Network::join(int p) {
+  Path& x = paths_[static_cast<size_t>(p)];
+  const std::vector<Use>& u = x.uses;
+  ++joins_;
+  met_bundles_.clear();
+  for (uint32_t k = 0; k < u.size(); ++k) {
+    Link& l = links_[static_cast<size_t>(u[k].link)];
+    Tally& t = tally_[static_cast<size_t>(l.bundle)];
+    if (t.seen != joins_) {
+      t = Tally{joins_, 0, k, false};
+      met_bundles_.push_back(l.bundle);
+    } else if (l.seen == joins_ || u[k].weight != u[t.first].weight || u[k].limits != u[t.first].limits) {
+      t.mixed = true;
+    }
+    l.seen = joins_;
+    ++t.uses;
+  }
+  x.parts.clear();
+  for (int b : met_bundles_) {
+    const Tally& t = tally_[static_cast<size_t>(b)];
+    if (!t.mixed && t.uses == members_[static_cast<size_t>(b)].size()) x.parts.push_back({b, u[t.first].weight, u[t.first].limits});
+    else join_part(p, b);
+  }
+  x.pos.resize(x.parts.size());
+  for (size_t k = 0; k < x.parts.size(); ++k) {
+    Bundle& c = bundles_[static_cast<size_t>(x.parts[k].link)];
+    x.pos[k] = static_cast<uint32_t>(c.paths.size());
+    c.paths.push_back({p, static_cast<uint32_t>(k), x.parts[k].limits, x.parts[k].weight});
+  }
+}
+
+void Network::join_part(int p, int b) {
+  Path& x = paths_[static_cast<size_t>(p)];
+  const std::vector<Use>& u = x.uses;
+  order_.clear();
+  for (uint32_t k = 0; k < u.size(); ++k)
+    if (links_[static_cast<size_t>(u[k].link)].bundle == b) order_.push_back(k);
+  std::sort(order_.begin(), order_.end(), [&u](uint32_t i, uint32_t j) {
+    const Use& a = u[i];
+    const Use& c = u[j];
+    if (a.link != c.link) return a.link < c.link;
+    return a.weight != c.weight ? a.weight < c.weight : a.limits < c.limits;
+  });
+  runs_.clear();
+  for (uint32_t i = 0; i < order_.size(); ++i) {
+    if (runs_.empty() || runs_.back().link != u[order_[i]].link) runs_.push_back({u[order_[i]].link, i, 0});
+    ++runs_.back().n;
+  }
+  // Two links' uses in the path, compared: -1, 0 (alike) or 1.
+  const auto compare = [&](const Run& a, const Run& c) {
+    if (a.n != c.n) return a.n < c.n ? -1 : 1;
+    for (uint32_t k = 0; k < a.n; ++k) {
+      const Use& y = u[order_[a.first + k]];
+      const Use& z = u[order_[c.first + k]];
+      if (y.weight != z.weight) return y.weight < z.weight ? -1 : 1;
+      if (y.limits != z.limits) return y.limits < z.limits ? -1 : 1;
+    }
+    return 0;
+  };
+  std::sort(runs_.begin(), runs_.end(), [&compare](const Run& a, const Run& c) {
+    const int k = compare(a, c);
+    return k != 0 ? k < 0 : a.link < c.link;
+  });
+  const bool whole = runs_.size() == members_[static_cast<size_t>(b)].size();
+  for (size_t g = 0; g < runs_.size();) {
+    size_t h = g + 1;
+    while (h < runs_.size() && compare(runs_[g], runs_[h]) == 0) ++h;
+    int to = b;  // the last set of links keeps the bundle if no link is left out
+    if (!whole || h < runs_.size()) {
+      group_.clear();
+      for (size_t k = g; k < h; ++k) group_.push_back(runs_[k].link);
+      to = split(group_);
+    }
+    for (uint32_t k = 0; k < runs_[g].n; ++k) {
+      const Use& y = u[order_[runs_[g].first + k]];
+      x.parts.push_back({to, y.weight, y.limits});
+    }
+    g = h;
+  }
 }
 
 void Network::place(size_t i, const Due& d) {
@@ -172,12 +305,7 @@ int Network::path_of(std::vector<Use>&& uses) {
   x.rate = 0;
   x.sent = 0;
   x.since = now_;
-  x.pos.resize(x.uses.size());
-  for (size_t u = 0; u < x.uses.size(); ++u) {
-    Link& l = links_[static_cast<size_t>(x.uses[u].link)];
-    x.pos[u] = static_cast<uint32_t>(l.paths.size());
-    l.paths.push_back({p, static_cast<uint32_t>(u), x.uses[u].limits, x.uses[u].weight});
-  }
+  join(p);
   return p;
 }
 
@@ -214,7 +342,7 @@ void Network::unindex(int p) {
 }
 
 void Network::touch(const Path& p) {
-  for (const Use& u : p.uses) dirty_.push_back(u.link);
+  for (const Use& u : p.parts) dirty_.push_back(u.link);
 }
 
 // Their last bytes have left: the path's and its links' other flows share what they free.
@@ -243,15 +371,15 @@ void Network::drain(int p) {
   }
   path.moved = true;
   touch(path);
-  if (path.flows.empty()) {  // off its links, and free for another list of uses
+  if (path.flows.empty()) {  // off its bundles, and free for another list of uses
     assert(path.marks.empty());
-    for (size_t u = 0; u < path.uses.size(); ++u) {
-      Link& l = links_[static_cast<size_t>(path.uses[u].link)];
+    for (size_t u = 0; u < path.parts.size(); ++u) {
+      Bundle& l = bundles_[static_cast<size_t>(path.parts[u].link)];
       const uint32_t at = path.pos[u];
       l.paths[at] = l.paths.back();
       l.paths.pop_back();
       if (at < l.paths.size()) {
-        const OnLink& o = l.paths[at];
+        const OnBundle& o = l.paths[at];
         paths_[static_cast<size_t>(o.path)].pos[o.use] = at;
       }
     }
@@ -289,14 +417,14 @@ void Network::recompute() {
 }
 
 bool Network::higher(int a, int b) const {
-  const Link& x = links_[static_cast<size_t>(a)];
-  const Link& y = links_[static_cast<size_t>(b)];
+  const Bundle& x = bundles_[static_cast<size_t>(a)];
+  const Bundle& y = bundles_[static_cast<size_t>(b)];
   return x.key != y.key ? x.key > y.key : a > b;
 }
 
 void Network::heap_place(size_t i, int l) {
   heap_[i] = l;
-  links_[static_cast<size_t>(l)].at = static_cast<uint32_t>(i);
+  bundles_[static_cast<size_t>(l)].at = static_cast<uint32_t>(i);
 }
 
 void Network::sift_up(size_t i) {
@@ -322,14 +450,14 @@ void Network::sift_down(size_t i) {
 }
 
 void Network::take_out(size_t i) {
-  links_[static_cast<size_t>(heap_[i])].at = kOut;
+  bundles_[static_cast<size_t>(heap_[i])].at = kOut;
   const int last = heap_.back();
   heap_.pop_back();
   if (i == heap_.size()) return;
   heap_place(i, last);
   if (scan_) return;
   sift_up(i);
-  sift_down(links_[static_cast<size_t>(last)].at);
+  sift_down(bundles_[static_cast<size_t>(last)].at);
 }
 
 int Network::least() const {
@@ -350,42 +478,42 @@ int Network::least() const {
 // (recompute).
 bool Network::fill() {
   ++epoch_;
-  comp_links_.clear();
+  comp_bundles_.clear();
   comp_paths_.clear();
-  edge_links_.clear();
+  edge_bundles_.clear();
   edges_filled_.clear();
   for (int l : dirty_)
     if (Met& m = met_[static_cast<size_t>(l)]; m.epoch != epoch_) {
       m.epoch = epoch_;
       m.edge = false;
-      comp_links_.push_back(l);
+      comp_bundles_.push_back(l);
     }
   // Each link's weights are summed as its paths are met, in its list's order.
-  for (size_t i = 0; i < comp_links_.size(); ++i) {
-    Link& k = links_[static_cast<size_t>(comp_links_[i])];
+  for (size_t i = 0; i < comp_bundles_.size(); ++i) {
+    Bundle& k = bundles_[static_cast<size_t>(comp_bundles_[i])];
     k.left = k.cap;
     k.weights = 0;
-    for (const OnLink& o : k.paths) {
+    for (const OnBundle& o : k.paths) {
       Path& x = paths_[static_cast<size_t>(o.path)];
       k.weights += o.weight * static_cast<double>(x.flows.size());
       if (x.epoch == epoch_) continue;
       x.epoch = epoch_;
       comp_paths_.push_back(o.path);
-      for (const Use& use : x.uses) {
+      for (const Use& use : x.parts) {
         Met& m = met_[static_cast<size_t>(use.link)];
         if (m.epoch == epoch_) continue;
         m.epoch = epoch_;
         m.edge = !m.bottleneck;
-        (m.edge ? edge_links_ : comp_links_).push_back(use.link);
+        (m.edge ? edge_bundles_ : comp_bundles_).push_back(use.link);
       }
     }
   }
   // An edge link: what the paths outside leave of it, over the inside's weights.
-  for (int l : edge_links_) {
-    Link& k = links_[static_cast<size_t>(l)];
+  for (int l : edge_bundles_) {
+    Bundle& k = bundles_[static_cast<size_t>(l)];
     k.left = k.cap;
     k.weights = 0;
-    for (const OnLink& o : k.paths) {
+    for (const OnBundle& o : k.paths) {
       const Path& x = paths_[static_cast<size_t>(o.path)];
       const double w = o.weight * static_cast<double>(x.flows.size());
       if (x.epoch == epoch_) k.weights += w;
@@ -411,9 +539,9 @@ bool Network::fill() {
   // sinks back with that level, and one with no weight left leaves. The
   // order, and every rate, is that of keeping each link's key at its level.
   heap_.clear();
-  for (const std::vector<int>* v : {&comp_links_, &edge_links_})
+  for (const std::vector<int>* v : {&comp_bundles_, &edge_bundles_})
     for (int l : *v) {
-      Link& k = links_[static_cast<size_t>(l)];
+      Bundle& k = bundles_[static_cast<size_t>(l)];
       met_[static_cast<size_t>(l)].bottleneck = false;
       k.key = k.left / k.weights;
       k.at = kOut;
@@ -427,7 +555,7 @@ bool Network::fill() {
     for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
   while (!heap_.empty()) {
     const int top = scan_ ? least() : heap_.front();
-    Link& k = links_[static_cast<size_t>(top)];
+    Bundle& k = bundles_[static_cast<size_t>(top)];
     if (const double now = k.left / k.weights; now > k.key) {
       assert(!scan_);  // a scan keeps every key at its level
       k.key = now;
@@ -438,7 +566,7 @@ bool Network::fill() {
     const double level = std::max(0.0, k.key);
     k.key = -std::numeric_limits<double>::infinity();
     Met& met = met_[static_cast<size_t>(top)];
-    for (const OnLink& o : k.paths) {
+    for (const OnBundle& o : k.paths) {
       if (!o.limits) continue;
       Path& x = paths_[static_cast<size_t>(o.path)];
       if (x.epoch != epoch_ || x.frozen) continue;
@@ -446,8 +574,8 @@ bool Network::fill() {
       x.rate = level;
       met.bottleneck = true;
       const double n = static_cast<double>(x.flows.size());
-      for (const Use& use : x.uses) {
-        Link& m = links_[static_cast<size_t>(use.link)];
+      for (const Use& use : x.parts) {
+        Bundle& m = bundles_[static_cast<size_t>(use.link)];
         m.left -= use.weight * n * level;
         m.weights -= use.weight * n;
         if (m.at == kOut) continue;
@@ -464,7 +592,7 @@ bool Network::fill() {
   // A path outside above an edge link's level would have to yield to the
   // paths inside: that link couples them after all.
   const auto couples = [&](const std::pair<int, double>& e) {
-    for (const OnLink& o : links_[static_cast<size_t>(e.first)].paths) {
+    for (const OnBundle& o : bundles_[static_cast<size_t>(e.first)].paths) {
       const Path& x = paths_[static_cast<size_t>(o.path)];
       if (o.limits && x.epoch != epoch_ && x.rate > e.second * (1 + 1e-9) + kTiny) return true;
     }

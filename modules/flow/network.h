@@ -13,9 +13,18 @@
 // each flow: the chunks of a program's many channels that take one route
 // are one path, which is what keeps a component of thousands of flows in
 // flight cheap to refill.
+//
+// Links of one capacity that every path in flight uses alike (at the same
+// weight and limits) or not at all always fill at the same level, so the
+// filling works on such a bundle of links as on one: a flow spread over
+// the spines and cores of a folded Clos meets a few bundles, not hundreds
+// of links. Links start in one bundle per capacity, and a path that uses a
+// bundle in part splits it; bundles never join again, since which paths
+// are in flight changes at every event while splits are rare.
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <queue>
 #include <vector>
 
@@ -100,33 +109,41 @@ class Network {
   size_t most_active() const { return most_active_; }
   // The paths in flight: flows over the same uses share one.
   size_t paths() const { return paths_.size() - free_paths_.size(); }
+  // The bundles links are in: links that every path in flight uses alike.
+  size_t bundles() const { return bundles_.size() - free_bundles_.size(); }
 
  private:
-  // A path on a link, with what the filling reads of its use there: kept
-  // beside the link, so a recomputation reads no path's list of uses to
-  // sum a link's weights or to skip a use that does not limit.
-  struct OnLink {
+  // A link: its bundle and its place among the bundle's links.
+  struct Link {
+    int bundle;
+    uint32_t at;
+    uint64_t seen = 0;  // the last join that met it
+  };
+  // A path on a bundle, with what the filling reads of its use there: kept
+  // beside the bundle, so a recomputation reads no path's list of uses to
+  // sum a bundle's weights or to skip a use that does not limit.
+  struct OnBundle {
     int path;
-    uint32_t use : 31;  // its index in the path's uses
+    uint32_t use : 31;  // its index in the path's parts
     uint32_t limits : 1;
     double weight;
   };
-  // What the filling reads of a link, in one cache line (a filling meets
-  // links scattered over the network; what it asks of every link it meets
-  // is in met_).
-  struct alignas(64) Link {
-    double cap;
-    std::vector<OnLink> paths;
-    // Progressive filling's state, valid while the link's met_ is the current epoch.
+  // What the filling reads of a bundle, in one cache line (a filling meets
+  // bundles scattered over the network; what it asks of every bundle it
+  // meets is in met_). Its capacity is each of its links'.
+  struct alignas(64) Bundle {
+    double cap = 0;
+    std::vector<OnBundle> paths;
+    // Progressive filling's state, valid while the bundle's met_ is the current epoch.
     double left = 0, weights = 0;
     double key = 0;   // its key in the filling's heap, at most its level
     uint32_t at = 0;  // its place in the heap, or kOut
   };
-  // Whether a filling has met a link, and how: asked for every use of every
-  // path it meets.
+  // Whether a filling has met a bundle, and how: asked for every part of
+  // every path it meets.
   struct Met {
     uint64_t epoch : 62;      // the last filling that met it
-    uint64_t edge : 1;        // then as a link bounding the filled paths from outside (recompute)
+    uint64_t edge : 1;        // then as a bundle bounding the filled paths from outside (recompute)
     uint64_t bottleneck : 1;  // it froze a flow in the last filling that included it
   };
   // A flow in flight on a path: it has sent its last byte when the path
@@ -141,7 +158,8 @@ class Network {
   // so they end in the order of `end` and the path needs one drain event.
   struct Path {
     std::vector<Use> uses;
-    std::vector<uint32_t> pos;  // [use]: its place in the link's paths
+    std::vector<Use> parts;     // its uses of bundles (link: a bundle), what the filling reads
+    std::vector<uint32_t> pos;  // [part]: its place in the bundle's paths
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> flows;
     // Its flows' marks (start's at_mark), `flow` an index into marks_: due
     // like a flow's end, they change no rate.
@@ -163,10 +181,10 @@ class Network {
     Callback f;
     uint64_t* pending = nullptr;
   };
-  // Progressive filling's heap of links, least key first (ties: lower
-  // link), each knowing its place, so a key moves in place and a link
+  // Progressive filling's heap of bundles, least key first (ties: lower
+  // bundle), each knowing its place, so a key moves in place and a bundle
   // with nothing left to fill leaves without being popped. A filling of
-  // at most kScan links (nearly all of them) keeps every key at its level
+  // at most kScan bundles (nearly all of them) keeps every key at its level
   // and scans for the least instead: fewer steps than the heap's sifts,
   // and the same order.
   static constexpr uint32_t kOut = ~0u;
@@ -210,21 +228,34 @@ class Network {
   void reschedule(int p);
   // The path's bytes per flow sent until now, at its rate.
   void advance(Path& p);
-  // The path of these uses, made (and put on its links) if none is in flight.
+  // The path of these uses, made (and put on its bundles) if none is in flight.
   int path_of(std::vector<Use>&& uses);
+  // Puts new path p on its links' bundles: a bundle it uses in part splits
+  // into the sets of its links it uses alike and the rest.
+  void join(int p);
+  // Path p's parts on bundle b, which it uses in part or unalike: each set
+  // of b's links it uses alike becomes a bundle, b keeping the rest.
+  void join_part(int p, int b);
+  // A new bundle of links of capacity cap, or one freed before.
+  int new_bundle(double cap);
+  // Link l leaves its bundle (freed once it has no link) for bundle b, if any.
+  void move_link(int l, int b);
+  // Moves links (of one bundle) into a new bundle that every path of
+  // theirs is on too.
+  int split(const std::vector<int>& links);
   // index_'s slot for key: where its probe begins; the slot holding it, or
   // the empty one where it would go. unindex: path p is no longer in flight.
   size_t home(uint64_t key) const { return (key ^ key >> 32) & (index_.size() - 1); }
   size_t slot_of(uint64_t key) const;
   void unindex(int p);
-  // Marks a path's links: their flows changed this instant.
+  // Marks a path's bundles: their flows changed this instant.
   void touch(const Path& p);
-  // Max-min rates for every flow connected to the dirty links, and their drain events.
+  // Max-min rates for every flow connected to the dirty bundles, and their drain events.
   void recompute();
-  // Progressive filling over the paths reachable from the dirty links
-  // through links that were a flow's bottleneck, the other links bounding
-  // it with what the paths outside leave them. False where such a link
-  // froze a path inside below the rate of a path outside: those links are
+  // Progressive filling over the paths reachable from the dirty bundles
+  // through bundles that were a flow's bottleneck, the other bundles
+  // bounding it with what the paths outside leave them. False where such a
+  // bundle froze a path inside below the rate of a path outside: those are
   // left in edges_filled_, to be filled from too.
   bool fill();
   // Queues callback c at time t (after's, with its pending count taken).
@@ -235,9 +266,34 @@ class Network {
   void run_to(double limit, const Callback& tick);
 
   std::vector<Link> links_;
-  std::vector<Met> met_;         // [link]
   std::vector<double> carried_;  // [link]: carried()
   std::vector<int> free_links_;
+  std::vector<Bundle> bundles_;
+  std::vector<Met> met_;                   // [bundle]
+  std::vector<std::vector<int>> members_;  // [bundle]: its links
+  std::vector<int> free_bundles_;
+  // The bundle that add_link puts a link of each capacity in while it has no
+  // path: one whole until paths split it.
+  std::map<double, int> fresh_;
+  // join's scratch. Per bundle the path meets: how many uses it has there,
+  // the first, and whether they differ or repeat a link.
+  struct Tally {
+    uint64_t seen = 0;  // the last join that met it
+    uint32_t uses = 0, first = 0;
+    bool mixed = false;
+  };
+  std::vector<Tally> tally_;  // [bundle]
+  std::vector<int> met_bundles_;
+  uint64_t joins_ = 0;
+  // A bundle used in part: the path's uses there in order of link, and per
+  // link its first use there and how many it has.
+  struct Run {
+    int link;
+    uint32_t first, n;
+  };
+  std::vector<uint32_t> order_;
+  std::vector<Run> runs_;
+  std::vector<int> group_;
   std::vector<Path> paths_;
   std::vector<int> free_paths_;
   // The paths in flight by key: open addressing, each slot the first path
@@ -259,15 +315,15 @@ class Network {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::vector<Due> due_;
   std::vector<int> due_at_;  // [path]: its place in due_, or -1: no drain due
-  std::vector<int> dirty_;  // links whose flows changed this instant
+  std::vector<int> dirty_;  // bundles whose flows changed this instant
   double now_ = 0;
   uint64_t seq_ = 0, epoch_ = 0, fills_ = 0;
   size_t active_ = 0, most_active_ = 0;
-  std::vector<int> comp_links_, comp_paths_, edge_links_;  // recompute's scratch
-  std::vector<int> refilled_;                               // paths of recompute's tries before its last
-  // Edge links that froze a path, at their level; after fill, those that couple.
+  std::vector<int> comp_bundles_, comp_paths_, edge_bundles_;  // recompute's scratch
+  std::vector<int> refilled_;  // paths of recompute's tries before its last
+  // Edge bundles that froze a path, at their level; after fill, those that couple.
   std::vector<std::pair<int, double>> edges_filled_;
-  std::vector<int> heap_;  // links
+  std::vector<int> heap_;  // bundles
   bool scan_ = false;      // this filling scans heap_ (kScan)
 };
 

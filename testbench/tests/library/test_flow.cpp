@@ -293,6 +293,50 @@ TEST_CASE("a filling redone from a coupling link keeps the rates its first try g
   }
 }
 
+// Links of one capacity that every path in flight uses alike are filled as
+// one bundle, and a path that uses some of them, or uses them unalike,
+// splits it. Sixteen links of 10 bytes/ns: 0-3 and 4-11 two layers a flow
+// spreads over (a quarter and an eighth of it on each), 12-15 the ends.
+TEST_CASE("links used alike fill as one bundle, and a path on part of a bundle splits it, rates still max-min") {
+  const std::vector<double> cap(16, 10);
+  Network n;
+  for (double c : cap) n.add_link(c);
+  CHECK(n.bundles() == 1);
+  const auto spread = [](int end) {
+    std::vector<Network::Use> u;
+    for (int l = 0; l < 4; ++l) u.push_back({l, 0.25});
+    for (int l = 4; l < 12; ++l) u.push_back({l, 0.125});
+    u.push_back({end, 1});
+    return u;
+  };
+  std::vector<std::vector<Network::Use>> uses = {
+      spread(12),           // 0..3, 4..11, 12 and {13, 14, 15} unused
+      spread(13),           // 13 leaves the unused links
+      {{0, 1}},             // a flow pinned to one spread link
+      {{14, 0.5}, {14, 0.5}, {15, 0.5}},  // a link listed twice: 14 is used unalike 15
+      spread(12),           // a second flow on the first path
+      {{5, 1}, {6, 1}},     // part of the second layer
+      spread(15),
+  };
+  const std::vector<double> bytes = {4000, 3000, 500, 800, 2000, 700, 1500};
+  const std::vector<double> start_at = {0, 0, 0, 0, 100, 150, 300};
+  const std::vector<size_t> bundles_after = {4, 5, 6, 7, 7, 8, 8};
+  std::vector<double> done(uses.size(), -1);
+  std::vector<size_t> bundles(uses.size(), 0);
+  for (size_t f = 0; f < uses.size(); ++f)
+    n.at(start_at[f], [&, f] {
+      n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
+      bundles[f] = n.bundles();
+    });
+  n.run();
+  CHECK(bundles == bundles_after);
+  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
+  for (size_t f = 0; f < uses.size(); ++f) {
+    INFO("flow " << f);
+    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
+  }
+}
+
 // Paths are found by their uses among thousands in flight, as they are
 // made, freed and made again: 1,500 lists of uses over 40 links, two flows
 // on each; a flow whose list has a path in flight joins it.
