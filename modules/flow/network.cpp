@@ -475,7 +475,8 @@ int Network::least() const {
 // the whole component's answer unless an edge link froze a path inside below
 // the rate of a path outside that shares it, which then is not a bottleneck
 // of its own: the filling is redone with that link among the dirty ones
-// (recompute).
+// (recompute). A bundle of links fills as one link (network.h), so "link"
+// below means a bundle.
 bool Network::fill() {
   ++epoch_;
   comp_bundles_.clear();
