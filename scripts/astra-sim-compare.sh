@@ -56,7 +56,7 @@ ASTRA_ALGS=${ASTRA_ALGS-"ring halvingDoubling ring+doubleBinaryTree"}
 # time: docs/flow.md, "Cost"). ALG+classes runs it with
 # flow.channel_classes=true: one rail's channels for all eight
 # (docs/flow.md, "Channel classes").
-INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4 tree+classes"}
+INCSIM_ALGS=${INCSIM_ALGS-"tree nvlstree hring ring tree@4 tree+classes nvlstree+classes"}
 # Above these GPU counts a run is recorded as skipped(cost), not started:
 # each costs 5 to 70 times more CPU per 4 times the GPUs (measured here, at
 # 1 GiB: ring 155 s on 256 GPUs; hring 11.7 s on 256, 815 s on 1,024;
@@ -94,6 +94,13 @@ astra_bw() { /usr/bin/python3 -c "print(round($1e9 / 2**30, 4))"; }
 astra_lat() { /usr/bin/python3 -c "print($1 / 2)"; }
 
 mkdir -p "$WORK/rows" "$WORK/runs" "$(dirname "$CSV")"
+# A fresh build/ keeps the rows OUT.csv already has, so ONLY reruns or adds
+# some and leaves the others as they were measured.
+if [ -f "$CSV" ] && ! ls "$WORK/rows/"*-"$SIZE".csv >/dev/null 2>&1; then
+  tail -n +2 "$CSV" | while IFS=, read -r tool alg gpus size rest; do
+    [ "$size" != "$SIZE" ] || echo "$tool,$alg,$gpus,$size,$rest" >"$WORK/rows/$tool-$alg-$gpus-$size.csv"
+  done
+fi
 
 # --- ASTRA-sim: sources, build --------------------------------------------
 astra_src=$ASTRA_SIM_DIR/src
@@ -146,7 +153,16 @@ build_astra() {
       -DBUILDTARGET=congestion_unaware -DCMAKE_BUILD_TYPE=Release >/dev/null)
   (cd "$ASTRA_SIM_DIR/build" && nice -n 10 cmake --build . -j2 >/dev/null)
 }
-if [ -n "${ASTRA_SIM_BIN:-}" ]; then
+wanted() {
+  [ "$FORCE" = 1 ] || [ ! -f "$WORK/rows/$1-$2-$3-$SIZE.csv" ] || return 1
+  echo "$1/$2/$3" | grep -Eq "$ONLY"
+}
+# ASTRA-sim is built only if one of its runs is to be made.
+astra_wanted=
+for n in $GPUS; do for alg in $ASTRA_ALGS; do wanted astra-sim "$alg" "$n" && astra_wanted=1; done; done
+if [ -z "$astra_wanted" ]; then
+  astra_bin=
+elif [ -n "${ASTRA_SIM_BIN:-}" ]; then
   astra_bin=$(realpath "$ASTRA_SIM_BIN")
 else
   astra_bin=$(find "$ASTRA_SIM_DIR/build" -name AstraSim_Analytical_Congestion_Unaware -type f 2>/dev/null | head -1 || true)
@@ -155,7 +171,8 @@ else
     astra_bin=$(find "$ASTRA_SIM_DIR/build" -name AstraSim_Analytical_Congestion_Unaware -type f | head -1)
   fi
 fi
-[ -x "$astra_bin" ] || { echo "astra-sim-compare: no ASTRA-sim binary under $ASTRA_SIM_DIR/build" >&2; exit 1; }
+[ -z "$astra_wanted" ] || [ -x "$astra_bin" ] ||
+  { echo "astra-sim-compare: no ASTRA-sim binary under $ASTRA_SIM_DIR/build" >&2; exit 1; }
 if [ ! -x "$INCSIM" ]; then
   [ -f build/build.ninja ] || nice -n 10 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   nice -n 10 cmake --build build --target incsim -j2 >/dev/null
@@ -246,10 +263,6 @@ status_of() {  # $1: exit status, $2: the run's stderr
     137) echo killed ;;
     *) if grep -q "bad_alloc\|address-space limit" "$2"; then echo "memory(>${MEM_LIMIT_GB}GB)"; else echo "failed($1)"; fi ;;
   esac
-}
-wanted() {
-  [ "$FORCE" = 1 ] || [ ! -f "$WORK/rows/$1-$2-$3-$SIZE.csv" ] || return 1
-  echo "$1/$2/$3" | grep -Eq "$ONLY"
 }
 
 for n in $GPUS; do
