@@ -335,6 +335,15 @@ TEST_CASE("links used alike fill as one bundle, and a path on part of a bundle s
     INFO("flow " << f);
     CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
   }
+  // With no path in flight, a removed link's bundle of one is freed, and a
+  // new link of that capacity joins the bundle the first links were in
+  // (link 14's now); one of another capacity makes its own.
+  n.remove_link(15);
+  CHECK(n.bundles() == 7);
+  n.add_link(10);
+  CHECK(n.bundles() == 7);
+  n.add_link(20);
+  CHECK(n.bundles() == 8);
 }
 
 // Paths are found by their uses among thousands in flight, as they are
