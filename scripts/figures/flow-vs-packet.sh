@@ -9,11 +9,18 @@
 # lists (one case a line: a label, then incsim's options; CASES= or TRAIN=
 # runs none of those); APPEND=1 adds their rows to the CSVs' instead of
 # replacing them. Set INCSIM to use another binary (nothing is built then).
-# About 20 minutes with the defaults.
+# About 20 minutes with the defaults. FLOW_ONLY=1 instead reruns the flow
+# column of every point the CSV has (flow-vs-packet-cases.txt names each
+# case's options), keeping packet level's, and redraws: half a minute.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
 bin=${INCSIM:-build/incsim}
+if [ -n "${FLOW_ONLY:-}" ]; then
+  /usr/bin/python3 scripts/figures/flow-rerun.py "$bin" scripts/figures/flow-vs-packet-cases.txt \
+    docs/figures/flow-vs-packet.csv
+  exec /usr/bin/python3 scripts/figures/flow-vs-packet-figure.py
+fi
 sizes=${SIZES:-64K,1M,16M,64M}
 cases=${CASES-"dgx2-ring --platform dgx2 --algorithm ring
 star8-ring --platform star --gpus 8 --algorithm ring
