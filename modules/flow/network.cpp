@@ -591,11 +591,14 @@ bool Network::fill() {
     if (met.bottleneck && met.edge) edges_filled_.emplace_back(top, level);
   }
   // A path outside above an edge link's level would have to yield to the
-  // paths inside: that link couples them after all.
+  // paths inside: that link couples them after all. So does one whose
+  // acknowledgements there run above that level: filling every flow, they
+  // take no more of the link than its level when it fills, where here the
+  // path outside pays its whole rate.
   const auto couples = [&](const std::pair<int, double>& e) {
     for (const OnBundle& o : bundles_[static_cast<size_t>(e.first)].paths) {
       const Path& x = paths_[static_cast<size_t>(o.path)];
-      if (o.limits && x.epoch != epoch_ && x.rate > e.second * (1 + 1e-9) + kTiny) return true;
+      if (x.epoch != epoch_ && x.rate > e.second * (1 + 1e-9) + kTiny) return true;
     }
     return false;
   };

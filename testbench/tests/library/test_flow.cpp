@@ -410,6 +410,35 @@ TEST_CASE("a flow's acknowledgements take their capacity on a full link but do n
   CHECK(done["y"] == Approx(80 + (1000 - 80 * 10 / 1.125) / 10));
 }
 
+// A path outside a filling whose acknowledgements on a link it reaches run
+// above that link's level takes there, as in one filling of every flow,
+// only what that level gives them: the link couples it to the filling.
+TEST_CASE("an end refills through a link where a path outside sends acknowledgements above its level") {
+  const std::vector<double> cap = {20, 10, 8};  // y, e, d
+  // z: four flows on y. q: data on y and e. p: data on d, acks (half its
+  // bytes) on e.
+  const std::vector<std::vector<Network::Use>> uses = {
+      {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}, {1, 1}}, {{2, 1}, {1, 0.5, false}}};
+  const std::vector<double> bytes = {400, 400, 400, 400, 1000, 10000};
+  const std::vector<double> start_at(uses.size(), 0);
+  Network n;
+  for (double c : cap) n.add_link(c);
+  std::vector<double> done(uses.size(), -1);
+  for (size_t f = 0; f < uses.size(); ++f) n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
+  n.run();
+  // Until 100 y's 20 B/ns are shared by five: 4 each; p 8 on d, its acks 4
+  // on e. Then q alone on y: e's level with q and p's acks rising together
+  // is 10 / 1.5 = 6.67, below d's 8, so q freezes there, its 600 B left by
+  // 190; charging p's acks at their 8 B/ns would leave q 6, done by 200.
+  CHECK(done[4] == Approx(190));
+  CHECK(done[5] == Approx(1250));
+  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
+  for (size_t f = 0; f < uses.size(); ++f) {
+    INFO("flow " << f);
+    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("a network in step with another simulator's time: run_until stops there, a later start reshares, "
           "and a run's callbacks are counted until called") {
   Network n;
