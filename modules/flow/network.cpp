@@ -18,10 +18,9 @@ int Network::add_link(double bytes_per_ns) {
   carried_.resize(links_.size());
   carried_[static_cast<size_t>(k)] = 0;
   // A bundle with no path in flight takes any link of its capacity.
-  int b;
-  if (const auto f = fresh_.find(bytes_per_ns); f != fresh_.end() && bundles_[static_cast<size_t>(f->second)].paths.empty()) {
-    b = f->second;
-  } else {
+  const auto f = fresh_.find(bytes_per_ns);
+  int b = f == fresh_.end() ? -1 : f->second;
+  if (b < 0 || !bundles_[static_cast<size_t>(b)].paths.empty()) {
     b = new_bundle(bytes_per_ns);
     fresh_[bytes_per_ns] = b;
   }
@@ -107,8 +106,10 @@ void Network::join(int p) {
   x.parts.clear();
   for (int b : met_bundles_) {
     const Tally& t = tally_[static_cast<size_t>(b)];
-    if (!t.mixed && t.uses == members_[static_cast<size_t>(b)].size()) x.parts.push_back({b, u[t.first].weight, u[t.first].limits});
-    else join_part(p, b);
+    if (!t.mixed && t.uses == members_[static_cast<size_t>(b)].size())
+      x.parts.push_back({b, u[t.first].weight, u[t.first].limits});
+    else
+      join_part(p, b);
   }
   x.pos.resize(x.parts.size());
   for (size_t k = 0; k < x.parts.size(); ++k) {

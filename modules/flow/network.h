@@ -157,7 +157,7 @@ class Network {
   // The flows in flight over one list of uses. They all send at one rate,
   // so they end in the order of `end` and the path needs one drain event.
   struct Path {
-    std::vector<Use> uses;
+    std::vector<Use> uses;      // as started: its key, and the bytes each link carried
     std::vector<Use> parts;     // its uses of bundles (link: a bundle), what the filling reads
     std::vector<uint32_t> pos;  // [part]: its place in the bundle's paths
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> flows;
