@@ -473,8 +473,9 @@ int Network::least() const {
 // room to spare couples no rates. So the filling takes the paths reachable
 // from the dirty links through bottlenecks; their other links (edges) enter
 // with the capacity the paths outside leave them, whose rates hold. That is
-// the whole component's answer unless an edge link froze a path inside below
-// the rate of a path outside that shares it, which then is not a bottleneck
+// the whole component's answer unless an edge link filled below the rate of
+// a path outside that shares it (by freezing a path inside, or with the
+// acknowledgements of paths inside alone), which then is not a bottleneck
 // of its own: the filling is redone with that link among the dirty ones
 // (recompute). A bundle of links fills as one link (network.h), so "link"
 // below means a bundle.
@@ -589,10 +590,10 @@ bool Network::fill() {
         }
       }
     }
-    if (met.bottleneck && met.edge) edges_filled_.emplace_back(top, level);
+    if (met.edge) edges_filled_.emplace_back(top, level);
   }
-  // A path outside above an edge link's level would have to yield to the
-  // paths inside: that link couples them after all. So does one whose
+  // A path outside above the level at which an edge link filled would have
+  // to yield there: that link couples them after all. So does one whose
   // acknowledgements there run above that level: filling every flow, they
   // take no more of the link than its level when it fills, where here the
   // path outside pays its whole rate.

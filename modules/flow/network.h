@@ -255,8 +255,8 @@ class Network {
   // Progressive filling over the paths reachable from the dirty bundles
   // through bundles that were a flow's bottleneck, the other bundles
   // bounding it with what the paths outside leave them. False where such a
-  // bundle froze a path inside below the rate of a path outside: those are
-  // left in edges_filled_, to be filled from too.
+  // bundle filled below the rate of a path outside: those are left in
+  // edges_filled_, to be filled from too.
   bool fill();
   // Queues callback c at time t (after's, with its pending count taken).
   void post(double t, Call c);
@@ -321,7 +321,7 @@ class Network {
   size_t active_ = 0, most_active_ = 0;
   std::vector<int> comp_bundles_, comp_paths_, edge_bundles_;  // recompute's scratch
   std::vector<int> refilled_;  // paths of recompute's tries before its last
-  // Edge bundles that froze a path, at their level; after fill, those that couple.
+  // Edge bundles that filled, at their level; after fill, those that couple.
   std::vector<std::pair<int, double>> edges_filled_;
   std::vector<int> heap_;  // bundles
   bool scan_ = false;      // this filling scans heap_ (kScan)

@@ -439,6 +439,35 @@ TEST_CASE("an end refills through a link where a path outside sends acknowledgem
   }
 }
 
+// A link a filling reaches only through a path's acknowledgements fills
+// with them: a path outside that the link limits, above that level, must
+// yield there, as in one filling of every flow.
+TEST_CASE("an end refills through a link that acknowledgements from inside fill below a path outside") {
+  const std::vector<double> cap = {20, 10, 5.5};  // y, e, m
+  // z: four flows on y. x: data on y, acks (as many bytes) on e. q: data on
+  // e and m.
+  const std::vector<std::vector<Network::Use>> uses = {
+      {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}, {1, 1, false}}, {{1, 1}, {2, 1}}};
+  const std::vector<double> bytes = {400, 400, 400, 400, 10000, 1000};
+  const std::vector<double> start_at(uses.size(), 0);
+  Network n;
+  for (double c : cap) n.add_link(c);
+  std::vector<double> done(uses.size(), -1);
+  for (size_t f = 0; f < uses.size(); ++f) n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
+  n.run();
+  // Until 100 y's 20 B/ns are shared by five: 4 each; q 5.5 on m. Then x
+  // alone on y: e's level with x's acks and q rising together is 10 / 2 =
+  // 5, below m's 5.5, so q freezes there, its 450 B left by 190 (keeping
+  // 5.5, by 181.8); x rises to y's 20, its 9,600 B left by 580.
+  CHECK(done[5] == Approx(190));
+  CHECK(done[4] == Approx(580));
+  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
+  for (size_t f = 0; f < uses.size(); ++f) {
+    INFO("flow " << f);
+    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
+  }
+}
+
 TEST_CASE("a network in step with another simulator's time: run_until stops there, a later start reshares, "
           "and a run's callbacks are counted until called") {
   Network n;
