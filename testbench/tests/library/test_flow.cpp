@@ -216,6 +216,28 @@ std::vector<double> max_min_ends(const std::vector<double>& cap, const std::vect
     t = next;
   }
 }
+
+// Each flow's end against max_min_ends'.
+void check_max_min_ends(const std::vector<double>& done, const std::vector<double>& cap,
+                        const std::vector<std::vector<Network::Use>>& uses, const std::vector<double>& bytes,
+                        const std::vector<double>& start_at) {
+  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
+  for (size_t f = 0; f < uses.size(); ++f) {
+    INFO("flow " << f);
+    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
+  }
+}
+
+// Starts every flow at once, on links of these capacities: when each is done.
+std::vector<double> ends_at_once(const std::vector<double>& cap, const std::vector<std::vector<Network::Use>>& uses,
+                                 const std::vector<double>& bytes) {
+  Network n;
+  for (double c : cap) n.add_link(c);
+  std::vector<double> done(uses.size(), -1);
+  for (size_t f = 0; f < uses.size(); ++f) n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
+  n.run();
+  return done;
+}
 }  // namespace
 
 // The network refills only what a start or an end touches, a small
@@ -330,11 +352,7 @@ TEST_CASE("links used alike fill as one bundle, and a path on part of a bundle s
     });
   n.run();
   CHECK(bundles == bundles_after);
-  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
-  for (size_t f = 0; f < uses.size(); ++f) {
-    INFO("flow " << f);
-    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
-  }
+  check_max_min_ends(done, cap, uses, bytes, start_at);
   // With no path in flight, a removed link's bundle of one is freed, and a
   // new link of that capacity joins the bundle the first links were in
   // (link 14's now); one of another capacity makes its own.
@@ -420,23 +438,14 @@ TEST_CASE("an end refills through a link where a path outside sends acknowledgem
   const std::vector<std::vector<Network::Use>> uses = {
       {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}, {1, 1}}, {{2, 1}, {1, 0.5, false}}};
   const std::vector<double> bytes = {400, 400, 400, 400, 1000, 10000};
-  const std::vector<double> start_at(uses.size(), 0);
-  Network n;
-  for (double c : cap) n.add_link(c);
-  std::vector<double> done(uses.size(), -1);
-  for (size_t f = 0; f < uses.size(); ++f) n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
-  n.run();
+  const std::vector<double> done = ends_at_once(cap, uses, bytes);
   // Until 100 y's 20 B/ns are shared by five: 4 each; p 8 on d, its acks 4
   // on e. Then q alone on y: e's level with q and p's acks rising together
   // is 10 / 1.5 = 6.67, below d's 8, so q freezes there, its 600 B left by
   // 190; charging p's acks at their 8 B/ns would leave q 6, done by 200.
   CHECK(done[4] == Approx(190));
   CHECK(done[5] == Approx(1250));
-  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
-  for (size_t f = 0; f < uses.size(); ++f) {
-    INFO("flow " << f);
-    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
-  }
+  check_max_min_ends(done, cap, uses, bytes, std::vector<double>(uses.size(), 0));
 }
 
 // A link a filling reaches only through a path's acknowledgements fills
@@ -449,23 +458,14 @@ TEST_CASE("an end refills through a link that acknowledgements from inside fill 
   const std::vector<std::vector<Network::Use>> uses = {
       {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}}, {{0, 1}, {1, 1, false}}, {{1, 1}, {2, 1}}};
   const std::vector<double> bytes = {400, 400, 400, 400, 10000, 1000};
-  const std::vector<double> start_at(uses.size(), 0);
-  Network n;
-  for (double c : cap) n.add_link(c);
-  std::vector<double> done(uses.size(), -1);
-  for (size_t f = 0; f < uses.size(); ++f) n.start(uses[f], bytes[f], 0, [&, f] { done[f] = n.now(); });
-  n.run();
+  const std::vector<double> done = ends_at_once(cap, uses, bytes);
   // Until 100 y's 20 B/ns are shared by five: 4 each; q 5.5 on m. Then x
   // alone on y: e's level with x's acks and q rising together is 10 / 2 =
   // 5, below m's 5.5, so q freezes there, its 450 B left by 190 (keeping
   // 5.5, by 181.8); x rises to y's 20, its 9,600 B left by 580.
   CHECK(done[5] == Approx(190));
   CHECK(done[4] == Approx(580));
-  const std::vector<double> ends = max_min_ends(cap, uses, bytes, start_at);
-  for (size_t f = 0; f < uses.size(); ++f) {
-    INFO("flow " << f);
-    CHECK(done[f] == Approx(ends[f]).epsilon(1e-9));
-  }
+  check_max_min_ends(done, cap, uses, bytes, std::vector<double>(uses.size(), 0));
 }
 
 TEST_CASE("a network in step with another simulator's time: run_until stops there, a later start reshares, "
