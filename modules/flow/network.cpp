@@ -68,8 +68,7 @@ void Network::move_link(int l, int b) {
 
 int Network::split(const std::vector<int>& links) {
   const int b = links_[static_cast<size_t>(links.front())].bundle;
-  const int c = new_bundle(bundles_[static_cast<size_t>(b)].cap);
-  met_[static_cast<size_t>(c)] = met_[static_cast<size_t>(b)];
+  const int c = new_bundle(bundles_[static_cast<size_t>(b)].cap);  // dirty: the new path is on it
   for (int l : links) move_link(l, c);
   const std::vector<OnBundle>& from = bundles_[static_cast<size_t>(b)].paths;
   std::vector<OnBundle>& to = bundles_[static_cast<size_t>(c)].paths;
