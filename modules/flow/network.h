@@ -22,6 +22,7 @@
 // bundle in part splits it; bundles never join again, since which paths
 // are in flight changes at every event while splits are rare.
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -156,22 +157,27 @@ class Network {
   };
   // The flows in flight over one list of uses. They all send at one rate,
   // so they end in the order of `end` and the path needs one drain event.
-  struct Path {
-    std::vector<Use> uses;      // as started: its key, and the bytes each link carried
-    std::vector<Use> parts;     // its uses of bundles (link: a bundle), what the filling reads
-    std::vector<uint32_t> pos;  // [part]: its place in the bundle's paths
+  // Laid out for the filling, which meets paths scattered over memory: what
+  // it reads of every path it meets (its parts, its flows' count, whether
+  // it met it) in the first cache line, what it reads of those it fills (the
+  // rate, the bytes sent) in the second.
+  struct alignas(64) Path {
+    std::vector<Use> parts;  // its uses of bundles (link: a bundle), what the filling reads
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> flows;
+    uint64_t epoch = 0;
+    double rate = 0, old_rate = 0;
+    double sent = 0, since = 0;  // bytes per flow sent until `since`
+    uint64_t fill = 0;           // the last recomputation (fills_) that advanced it
+    bool frozen = false, moved = false;  // moved: its first flow to end may have changed
+    int next_same = -1;                  // the next path in flight with its key (index_)
+    uint64_t key = 0;                    // hash of `uses`
+    std::vector<Use> uses;      // as started: its key, and the bytes each link carried
+    std::vector<uint32_t> pos;  // [part]: its place in the bundle's paths
     // Its flows' marks (start's at_mark), `flow` an index into marks_: due
     // like a flow's end, they change no rate.
     std::priority_queue<Member, std::vector<Member>, std::greater<Member>> marks;
-    uint64_t key = 0;    // hash of `uses`
-    int next_same = -1;  // the next path in flight with its key (index_)
-    double rate = 0, old_rate = 0;
-    double sent = 0, since = 0;  // bytes per flow sent until `since`
-    uint64_t epoch = 0;
-    uint64_t fill = 0;  // the last recomputation (fills_) that advanced it
-    bool frozen = false, moved = false;  // moved: its first flow to end may have changed
   };
+  static_assert(offsetof(Path, epoch) + sizeof(uint64_t) <= 64 && offsetof(Path, key) + sizeof(uint64_t) <= 128);
   struct Flow {
     double latency = 0;
     Callback done;
