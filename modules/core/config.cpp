@@ -25,7 +25,7 @@ const std::string& Config::declare(const ParamDecl& p, const std::string& key, c
                                    const std::string& description) {
   auto it = params_.find(key);
   if (it == params_.end()) {
-    Param e{p.type(), def, def, description};
+    Param e{p.type(), def, def, description, "default", ""};
     if (p.range().numeric()) e.range = p.range().text(p.unit());
     auto ov = overrides_.find(key);
     if (ov != overrides_.end()) {

@@ -44,10 +44,10 @@ NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int
     tables_.push_back(collectives::table_view(schedule_, r, ports.to[static_cast<size_t>(r)], ports.tree[static_cast<size_t>(r)]));
     // Freed as the views grow: n^2 lists of ports, 0.9 GB on 4,096 endpoints.
     std::vector<std::vector<int>>().swap(ports.to[static_cast<size_t>(r)]);
-    std::vector<char> leaves(static_cast<size_t>(t.node(node_of(r)).ports), 0);
-    for (const collectives::TableView::Share& x : tables_.back().shares) leaves[static_cast<size_t>(x.port)] = 1;
-    for (int q = 0; q < static_cast<int>(leaves.size()); ++q)
-      if (leaves[static_cast<size_t>(q)]) pinned.emplace(node_of(r), t.peer({node_of(r), q}).node);
+    std::vector<char> sends_by(static_cast<size_t>(t.node(node_of(r)).ports), 0);  // a port its messages leave by
+    for (const collectives::TableView::Share& x : tables_.back().shares) sends_by[static_cast<size_t>(x.port)] = 1;
+    for (int q = 0; q < static_cast<int>(sends_by.size()); ++q)
+      if (sends_by[static_cast<size_t>(q)]) pinned.emplace(node_of(r), t.peer({node_of(r), q}).node);
   }
   graph_ = shared ? &shared->graph : &own_graph_.emplace(m, pinned);
 }
