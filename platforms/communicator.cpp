@@ -93,6 +93,13 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
       if (a.crosses_nodes()) relay_across_rails();
       make_cores();
   }
+  software_ = collectives::nccl_software(comm_.cfg_, comm_.machine_.defaults().nccl_launch, program_.ranks,
+                                         program_.tree_nodes != 0);
+}
+
+collectives::Protocol CollectiveCall::protocol(uint64_t bytes) const {
+  if (program_.engine() != collectives::Engine::Cores || program_.ops.empty()) return collectives::Protocol::Simple;
+  return program_.protocol_by_size ? by_size_.for_size(bytes) : program_.ops.front().proto;
 }
 
 CollectiveCall::~CollectiveCall() = default;
@@ -322,16 +329,33 @@ void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
   const auto& ends = m.link_ends();
   link_bytes_.resize(ends.size());
   for (size_t k = 0; k < ends.size(); ++k) link_bytes_[k] = ends[k].port->bytes_sent();
-  t0_ = sc_core::sc_time_stamp();
-  for (gpu::Gpu* g : comm_.gpus_) g->memory().set_origin(t0_);
+  t0_ = sim_now();
   tables_ = m.table_totals();
   latency_ = m.packet_latency();
   done_ = false;
   bytes_ = bytes;
-  engines_->start(bytes, [this, on_done = std::move(on_done)] {
+  on_done_ = std::move(on_done);
+  const double base_us = software_.base_us(protocol(bytes));
+  if (base_us == 0) return begin();
+  // NCCL's fixed cost passes before the first step.
+  if (!launched_) {
+    launched_ = std::make_unique<Wakeup>();
+    spawn_method(sc_core::sc_gen_unique_name("nccl_launch"), [this] {
+      launched_->fired();
+      begin();
+    }, &launched_->event);
+  }
+  launched_->after(sc_core::sc_time(base_us, sc_core::SC_US));
+}
+
+void CollectiveCall::begin() {
+  // The memory's jitter counts from the first step, so the steps are the
+  // same whatever came before them.
+  for (gpu::Gpu* g : comm_.gpus_) g->memory().set_origin(sim_now());
+  engines_->start(bytes_, [this] {
     done_ = true;
-    t1_ = sc_core::sc_time_stamp();
-    on_done();
+    t1_ = sim_now();
+    on_done_();
   });
 }
 
@@ -340,7 +364,7 @@ void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
 Measures CollectiveCall::measures() const {
   const GpuMachine& m = comm_.machine_;
   Measures r;
-  r.time_us = (t1_ - t0_).to_seconds() * 1e6;
+  r.time_us = software_.row_us((t1_ - t0_).to_seconds() * 1e6);
   r.wrong = engines_->wrong();
   r.bound_us = bound_us(bytes_);
   r.busbw_factor = collectives::busbw_factor(program_.collective, program_.ranks);
@@ -394,6 +418,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     describe_order(os);
   }
   if (program_.protocol_by_size) os << by_size_.header_line();
+  os << software_.header_line();
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

@@ -18,6 +18,7 @@
 #include "collectives/algorithm.h"
 #include "elements/data_pattern.h"
 #include "collectives/nccl.h"
+#include "core/process.h"
 #include "collectives/program_synthesis.h"
 #include "core/config.h"
 #include "gpu/collective.h"
@@ -118,6 +119,10 @@ class CollectiveCall {
                  elements::DType dtype, elements::RedOp redop);
   void describe_sizing(std::ostream& os) const;
   void describe_order(std::ostream& os) const;
+  // The protocol the program moves a message of `bytes` by (Simple off the cores).
+  collectives::Protocol protocol(uint64_t bytes) const;
+  // Starts the engines, once NCCL's fixed cost has passed.
+  void begin();
   void make_cores();
   void make_copy();
   void make_tables();
@@ -144,6 +149,9 @@ class CollectiveCall {
   const nic::ScheduledCollective* scheduled_ = nullptr;
   double endpoint_GBps_ = 0;
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
+  collectives::NcclSoftware software_;             // nccl.launch: NCCL's costs around the steps
+  std::unique_ptr<Wakeup> launched_;               // wakes begin() after NCCL's fixed cost
+  std::function<void()> on_done_;
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
   bool sharp_ = false;                             // aggregates_in_sharp()
   std::string cluster_note_;                       // what limits a cluster's bound
@@ -152,7 +160,7 @@ class CollectiveCall {
     uint64_t blocks = 0;
     bool in_waves = false;
   } order_window_;
-  // The running size: when it started and ended, and the machine's counters then.
+  // The running size: when it was called and ended, and the machine's counters then.
   sc_core::sc_time t0_, t1_;
   uint64_t bytes_ = 0;
   bool done_ = false;

@@ -35,18 +35,20 @@ namespace incsim::platforms {
 // and finite, latencies far below what simulated time (64-bit ps) holds.
 inline const Param<double> kLinkGBps{
     "link.bw_GBps", 25.0, Range::at_least(0.001).at_most(1e5),
-    "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, hgx-h100, YAML files: 25, Klenk §V, per NVSwitch "
-    "port, and NVLink4's 900 GB/s per GPU both ways over 18 links; nvl72: 50, NVLink5's 1.8 TB/s over 18; "
+    "bandwidth of each link direction, GB/s (dgx2, fattree2l, star, hgx-a100, hgx-h100, YAML files: 25, Klenk §V, "
+    "per NVSwitch port, NVLink3's 600 GB/s per GPU both ways over 12 links and NVLink4's 900 GB/s over 18; "
+    "hgx-b200, nvl72: 50, NVLink5's 1.8 TB/s over 18; "
     "torus, mesh, fattree, bigraph: 16, MultiTree Table III; a torus or mesh endpoint's link carries its "
     "router's network links together, MultiTree §V-A; rack, spineleaf, multigpu: 12.5, the Ethernet line "
     "rate of 100 Gbit/s, NetReduce §5.1: ConnectX-5 100 GbE, six 100 Gbps FPGA ports)"};
 inline const Param<double> kLinkLatency{
     "link.latency_ns", 0.0, Range::at_least(0).at_most(1e9),
-    "wire latency of each link, ns (dgx2, fattree2l, star, hgx-h100, nvl72, YAML files: 0, Klenk §V gives none, its 150 ns switch "
+    "wire latency of each link, ns (dgx2, fattree2l, star, hgx-*, nvl72, YAML files: 0, Klenk §V gives none, its 150 ns switch "
     "latency covers the fabric; torus, mesh, fattree, bigraph: 150, MultiTree Table III; rack, spineleaf, "
     "multigpu: 50, an assumption of a few metres of cable in a rack, 5 ns/m; NetReduce gives only the 6.3 us RTT "
     "of Table 6)"};
-// link.bw_GBps on nvl72: NVLink5's 1.8 TB/s per GPU, both directions, over 18 links (NVIDIA GB200 NVL72).
+// link.bw_GBps on hgx-b200 and nvl72: NVLink5's 1.8 TB/s per GPU, both directions, over 18 links (NVIDIA DGX
+// B200 User Guide, GB200 NVL72).
 constexpr double kNvLink5GBps = 50;
 // link.bw_GBps and link.latency_ns on rack, spineleaf and multigpu (their descriptions say why).
 constexpr double kEthernetLinkGBps = 12.5;
@@ -81,6 +83,7 @@ struct PlatformDefaults {
   int ring_channels = 0;               // ring.channels; 0: its default
   uint64_t cores_chunk_bytes = 0;      // cores.chunk_bytes; 0: its default
   std::string ring_protocol = "simple";  // ring.protocol: the papers' baseline; today's machines: auto
+  std::string nccl_launch = "none";      // nccl.launch: the papers' baseline; today's machines: process
 };
 
 // The blocks of one link protocol: the packet format they share and the

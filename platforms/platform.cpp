@@ -18,7 +18,8 @@ using sc_core::sc_time;
 using topo::NodeKind;
 
 std::string builtin_platforms() {
-  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster";
+  return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72, "
+         "cluster";
 }
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
@@ -53,8 +54,8 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // Interconnect", IEEE Micro 2017).
     d.max_payload_bytes = 256;
   }
-  if (t.family == topo::Topology::kHgxH100 || t.family == topo::Topology::kNvl72) {
-    // NVLink packets as above; nothing public says NVLink4 or NVLink5 changed
+  if (topo::is_nvlink_machine(t.family)) {
+    // NVLink packets as above; nothing public says NVLink3, 4 or 5 changed
     // the 16-flit data limit (docs/platforms.md, HGX H100).
     d.max_payload_bytes = 256;
     // Packets spread over a trunk's links (NVSwitch3 balances over them;
@@ -62,13 +63,16 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // adaptive routing does). NVL72 has no trunks (one link per GPU and
     // switch chip), so there it changes no row.
     d.spread = "adaptive";
-    // H100 SXM5 boost clock (NVIDIA H100 Tensor Core GPU datasheet: 1980 MHz).
-    // NVIDIA publishes no B200 clock; TechPowerUp's GPU Database lists the
-    // B200 SXM's boost clock as 1837 MHz.
-    d.gpu_clock_ghz = t.family == topo::Topology::kHgxH100 ? 1.98 : 1.837;
+    // Boost clocks: A100 SXM4 1410 MHz (NVIDIA A100 Tensor Core GPU
+    // datasheet); H100 SXM5 1980 MHz (NVIDIA H100 Tensor Core GPU
+    // datasheet). NVIDIA publishes no B200 clock; TechPowerUp's GPU Database
+    // lists the B200 SXM's boost clock as 1837 MHz.
+    d.gpu_clock_ghz = t.family == topo::Topology::kHgxA100   ? 1.41
+                      : t.family == topo::Topology::kHgxH100 ? 1.98
+                                                             : 1.837;
     // One ring per NVLink, so that every link carries one (ring.channels'
-    // 12 counts two per DGX-2 link; 12 of 18 would leave 6 idle).
-    d.ring_channels = 18;
+    // 12 counts two per DGX-2 link; 12 of H100's 18 would leave 6 idle).
+    d.ring_channels = t.family == topo::Topology::kHgxA100 ? 12 : 18;
     // NCCL's Simple protocol step: its 4 MiB buffer over NCCL_STEPS = 8
     // (NCCL src/include/device.h); cores.chunk_bytes' 128 KiB leaves a
     // 25 GB/s link idle for the fence and flag of every chunk.
@@ -77,6 +81,9 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // messages on these machines are compared against LL and LL128, not
     // Simple (issue 21, part 6); a cluster of them inherits this.
     d.ring_protocol = "auto";
+    // Against nccl-tests as its owners run it, NCCL's software costs count
+    // (docs/hardware.md); the papers simulated their baselines without.
+    d.nccl_launch = "process";
   }
   // A cluster's rings leave each node through a different adapter per
   // channel (cluster_ring_program): on hgx-h100 nodes two per adapter, so
@@ -122,7 +129,9 @@ std::string default_compute(const std::string& platform, const std::string& node
   // NetReduce §5.1: Testbed 1 (six machines: the rack, and its racks on
   // spine-leaf) has an RTX 2080 per machine, Testbed 2 (multigpu) V100s.
   if (gpu_platform == "rack" || gpu_platform == "spineleaf") return "rtx2080";
-  return gpu_platform == "hgx-h100" ? "h100" : gpu_platform == "nvl72" ? "b200" : "v100";
+  if (gpu_platform == "hgx-a100") return "a100";
+  if (gpu_platform == "hgx-h100") return "h100";
+  return gpu_platform == "hgx-b200" || gpu_platform == "nvl72" ? "b200" : "v100";
 }
 
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg) {
@@ -315,7 +324,7 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     if (family == topo::Topology::kNetReduce || family == topo::Topology::kNetReduceMultiGpu)
       return topo::LinkDefaults{cfg.get(kLinkGBps, kEthernetLinkGBps), cfg.get(kLinkLatency, kEthernetLatencyNs)};
     const bool multitree = family == topo::Topology::kMultiTree;
-    if (family == topo::Topology::kNvl72)
+    if (family == topo::Topology::kNvl72 || family == topo::Topology::kHgxB200)
       return topo::LinkDefaults{cfg.get(kLinkGBps, kNvLink5GBps), cfg.get(kLinkLatency, kLinkLatency.default_value())};
     const double bw = cfg.get(kLinkGBps, multitree ? topo::kMultiTreeLinkGBps : kLinkGBps.default_value());
     const double lat = cfg.get(kLinkLatency, multitree ? topo::kMultiTreeLinkLatencyNs : kLinkLatency.default_value());
@@ -331,7 +340,8 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
   }
   const bool multitree = platform == "torus" || platform == "mesh" || platform == "fattree" || platform == "bigraph";
   const auto [bw, lat] = link_defaults(multitree              ? topo::Topology::kMultiTree
-                                       : platform == "nvl72" ? topo::Topology::kNvl72
+                                       : platform == "nvl72"    ? topo::Topology::kNvl72
+                                       : platform == "hgx-b200" ? topo::Topology::kHgxB200
                                                              : topo::Topology::kKlenk);
   // A machine of fixed size whose first N GPUs --gpus takes.
   auto fixed = [&](int built, topo::Topology t) {
@@ -342,7 +352,9 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     return t;
   };
   if (platform == "dgx2") return fixed(16, topo::make_dgx2(bw, lat));
+  if (platform == "hgx-a100") return fixed(8, topo::make_hgx_a100(bw, lat));
   if (platform == "hgx-h100") return fixed(8, topo::make_hgx_h100(bw, lat));
+  if (platform == "hgx-b200") return fixed(8, topo::make_hgx_b200(bw, lat));
   if (platform == "nvl72") return fixed(72, topo::make_nvl72(bw, lat));
   if (platform == "fattree2l") {
     const int n = shape.gpus.value_or(128);

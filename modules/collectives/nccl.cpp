@@ -1,5 +1,7 @@
 #include "collectives/nccl.h"
 
+#include <sstream>
+
 #include "core/error.h"
 #include "core/units.h"
 #include "core/nearest.h"
@@ -9,6 +11,40 @@ namespace incsim::collectives {
 std::string ProtocolBySize::header_line() const {
   return "# protocol by size (ring.protocol=auto): LL up to " + size_label(ll_max_bytes) + ", LL128 up to " +
          size_label(ll128_max_bytes) + ", Simple above\n";
+}
+
+double nccl_base_latency_us(Protocol p, bool tree) {
+  switch (p) {
+    case Protocol::LL: return tree ? 6.8 : 6.6;
+    case Protocol::LL128: return 14.0;
+    default: return 8.4;
+  }
+}
+
+std::string NcclSoftware::header_line() const {
+  if (launch == Launch::None) return {};
+  std::ostringstream os;
+  os << "# nccl software (nccl.launch=" << (launch == Launch::Thread ? "thread" : "process")
+     << "): each collective starts after NCCL's fixed cost (LL " << nccl_base_latency_us(Protocol::LL, tree)
+     << " us, LL128 " << nccl_base_latency_us(Protocol::LL128, tree) << ", Simple "
+     << nccl_base_latency_us(Protocol::Simple, tree) << "; NCCL's tuning.cc), and a row is at least the host's "
+     << host_period_us() << " us of launches per collective ("
+     << (launch == Launch::Thread ? std::to_string(gpus) + " GPUs' from one thread" : std::string("one per process"))
+     << ", nccl.host_launch_us)\n";
+  return os.str();
+}
+
+NcclSoftware nccl_software(Config& cfg, const std::string& default_launch, int gpus, bool tree) {
+  NcclSoftware s;
+  const std::string mode = cfg.get(kNcclLaunch, default_launch);
+  if (mode == "process") s.launch = NcclSoftware::Launch::Process;
+  else if (mode == "thread") s.launch = NcclSoftware::Launch::Thread;
+  else if (mode != "none")
+    throw UserError("nccl.launch must be process, thread or none, not '" + mode + "'");
+  if (s.launch != NcclSoftware::Launch::None) s.host_launch_us = cfg.get(kNcclHostLaunch);
+  s.gpus = gpus;
+  s.tree = tree;
+  return s;
 }
 
 void apply_protocol(Program& p, const std::string& algorithm, const std::string& proto, bool simple_only) {

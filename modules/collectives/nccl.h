@@ -4,10 +4,12 @@
 // which protocol moves it (picked by size, as NCCL's tuner does), and how
 // its NVLS kernels reach the switches. The algorithms of
 // modules/collectives/algorithms/ read these. Plain C++, no SystemC.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "collectives/program.h"
+#include "core/config.h"
 #include "core/param.h"
 
 namespace incsim::collectives {
@@ -67,6 +69,52 @@ uint32_t protocol_wire_payload(Protocol p, uint32_t data);
 // LL128 (15 data words and a flag word), bytes.
 constexpr uint32_t kLlLine = 16, kLlData = 8;
 constexpr uint32_t kLl128Line = 128, kLl128Data = 120;
+
+// NCCL's software around each collective (docs/hardware.md, "NCCL's
+// software"): what the host and the GPU spend on a collective besides its
+// steps, which the engines simulate. nccl-tests launches its collectives
+// back to back and divides the time of many by their count, so a row is
+// the longer of the host's period (the launches one host thread makes per
+// collective) and the GPU's (NCCL's fixed cost, then the steps).
+inline const Param<std::string> kNcclLaunch{
+    "nccl.launch", "none", Range::none(),
+    "how the host launches each GPU's collective: process (a process per GPU, mpirun -np N, as nccl-tests "
+    "advises; the default on hgx-*, nvl72 and clusters), thread (one thread launches every GPU's kernel in turn, "
+    "all_reduce_perf -g N), none (no software costs: the papers' hardware alone, the default on their platforms)"};
+inline const Param<double> kNcclHostLaunch{
+    "nccl.host_launch_us", 5.0, Range::at_least(0).at_most(1e6),
+    "host time to enqueue one GPU's collective and launch its kernel, us (a kernel launch through CUDA's runtime "
+    "and driver takes 4-6 us of CPU, public microbenchmarks; NCCL's own enqueue is not measured publicly: a guess)"};
+
+// NCCL's fixed cost of one collective on the GPU, before and after its
+// steps (the kernel's launch, its set-up, the first handshakes), us: NCCL's
+// own model, src/graph/tuning.cc, ncclTunerConstantsDefaults.baseLatencies,
+// Ring {LL 6.6, LL128 14.0, Simple 8.4}, Tree {6.8, 14.0, 8.4}. NVLS,
+// NVLSTree and CollNet have no base there (their one latency covers their
+// steps too, which incsim simulates): they, and every program not on the
+// cores, are charged Simple's 8.4, the same kernel launch and set-up.
+double nccl_base_latency_us(Protocol p, bool tree);
+
+struct NcclSoftware {
+  enum class Launch { None, Process, Thread };
+  Launch launch = Launch::None;
+  double host_launch_us = 0;
+  int gpus = 1;  // the run's GPUs, all of whose kernels one thread launches (Thread)
+  bool tree = false;  // NCCL's tree kernels (their LL base differs)
+  // The GPU's fixed cost for a collective moved by protocol p, us (0 under None).
+  double base_us(Protocol p) const { return launch == Launch::None ? 0 : nccl_base_latency_us(p, tree); }
+  // The host's period per collective, us: one launch per process, or every GPU's from one thread.
+  double host_period_us() const {
+    return launch == Launch::None ? 0 : host_launch_us * (launch == Launch::Thread ? gpus : 1);
+  }
+  // nccl-tests' time per collective for a GPU time of gpu_us (base included).
+  double row_us(double gpu_us) const { return std::max(gpu_us, host_period_us()); }
+  // The header's line, empty under None.
+  std::string header_line() const;
+};
+// nccl.launch (default_launch: the platform's) and nccl.host_launch_us for
+// a program of `gpus` ranks; UserError for a mode it does not know.
+NcclSoftware nccl_software(Config& cfg, const std::string& default_launch, int gpus, bool tree);
 
 // Gives algorithm's program for the cores the protocol `proto` (the run's
 // ring.protocol): every operation's, or by size under auto. simple_only:

@@ -390,11 +390,31 @@ Topology make_trunked(const char* name, const char* family, int gpus, const std:
 }
 }  // namespace
 
+// NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020) and DGX A100
+// System Architecture whitepaper: 8 GPUs, each with 12 NVLink3 links (25
+// GB/s each way, 600 GB/s in all) going 2 to each of six NVSwitch gen 2
+// chips.
+Topology make_hgx_a100(double bw, double lat) {
+  return make_trunked("hgx-a100", Topology::kHgxA100, 8, std::vector<int>(6, 2), bw, lat);
+}
+
 // NVIDIA DGX H100 User Guide and HGX H100 board: 8 GPUs, each with 18 NVLink4
 // links going 5, 4, 4 and 5 to the four NVSwitch3 chips (of an NVSwitch3's
 // 64 ports the rest go off the board).
 Topology make_hgx_h100(double bw, double lat) {
   return make_trunked("hgx-h100", Topology::kHgxH100, 8, {5, 4, 4, 5}, bw, lat);
+}
+
+// NVIDIA DGX B200 User Guide and Blackwell datasheet: 8 GPUs, each with 18
+// NVLink5 links (50 GB/s each way, 1.8 TB/s in all) going 9 to each of the
+// board's two NVLink Switch chips.
+Topology make_hgx_b200(double bw, double lat) {
+  return make_trunked("hgx-b200", Topology::kHgxB200, 8, {9, 9}, bw, lat);
+}
+
+bool is_nvlink_machine(const std::string& family) {
+  return family == Topology::kHgxA100 || family == Topology::kHgxH100 || family == Topology::kHgxB200 ||
+         family == Topology::kNvl72;
 }
 
 // NVIDIA GB200 NVL72: 72 Blackwell GPUs with 18 NVLink5 links each, 9

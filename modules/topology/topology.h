@@ -178,13 +178,15 @@ class Topology {
   // machine takes (platforms/platform.h, platform_defaults()): kKlenk (dgx2,
   // fattree2l, star), kMultiTree (torus, mesh, fattree, bigraph), a DGX-1
   // generation ("dgx1v", "dgx1p"), kNetReduce and kNetReduceMultiGpu (NetReduce's Ethernet platforms), or
-  // today's machines, kHgxH100 and kNvl72. A YAML file carries it as `family:`.
+  // today's machines, kHgxA100, kHgxH100, kHgxB200 and kNvl72. A YAML file carries it as `family:`.
   static constexpr const char* kKlenk = "klenk";
   static constexpr const char* kMultiTree = "multitree";
   static constexpr const char* kNetReduce = "netreduce";  // rack, spineleaf (Ethernet)
   // multigpu: each leaf switch is one machine's GPU fabric, its uplink the machine's NIC (NetReduce §3.4)
   static constexpr const char* kNetReduceMultiGpu = "netreduce-multigpu";
+  static constexpr const char* kHgxA100 = "hgx-a100";  // an HGX A100 board (docs/platforms.md)
   static constexpr const char* kHgxH100 = "hgx-h100";  // an HGX H100 board (docs/modern-machines.md)
+  static constexpr const char* kHgxB200 = "hgx-b200";  // an HGX B200 board (docs/platforms.md)
   static constexpr const char* kNvl72 = "nvl72";        // a GB200 NVL72 rack (docs/modern-machines.md)
   std::string family = kKlenk;
   Grid grid;            // set by make_mesh and make_torus
@@ -313,7 +315,12 @@ Topology make_star(int n, double bw_GBps, double latency_ns);
 // An HGX H100 board: 8 GPUs with 18 NVLink4 links each and 4 NVSwitch3
 // chips; every GPU has a trunk of 5, 4, 4 and 5 links to switches 0 to 3
 // (docs/platforms.md, HGX H100).
+Topology make_hgx_a100(double bw_GBps, double latency_ns);
 Topology make_hgx_h100(double bw_GBps, double latency_ns);
+Topology make_hgx_b200(double bw_GBps, double latency_ns);
+// Today's NVLink machines (HGX A100, H100, B200, GB200 NVL72): NVLink's
+// 256-byte packets, NCCL's protocols by size and its software costs.
+bool is_nvlink_machine(const std::string& family);
 // A GB200 NVL72 rack's NVLink domain: 72 GPUs with 18 NVLink5 links each and
 // 18 NVLink Switch chips (9 trays of 2); GPU g's link s goes to switch s, on
 // that switch's port g (docs/platforms.md, GB200 NVL72).

@@ -122,10 +122,12 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
   t.name = in.scalar<std::string>(root, "name", file);
   t.family = in.scalar<std::string>(root, "family", Topology::kKlenk);
   const char* const families[] = {Topology::kKlenk, Topology::kMultiTree, "dgx1v", "dgx1p", Topology::kNetReduce,
-                                  Topology::kNetReduceMultiGpu, Topology::kHgxH100, Topology::kNvl72};
+                                  Topology::kNetReduceMultiGpu, Topology::kHgxA100, Topology::kHgxH100,
+                                  Topology::kHgxB200, Topology::kNvl72};
   if (std::find(std::begin(families), std::end(families), t.family) == std::end(families))
     in.fail(root["family"],
-            "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not '" +
+            "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-a100, hgx-h100, "
+            "hgx-b200 or nvl72, not '" +
                 t.family + "'");
   if (const YAML::Node grid = root["grid"]) {
     in.check_map(grid, {"kx", "ky", "wrap"}, "'grid'");

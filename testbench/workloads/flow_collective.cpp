@@ -210,10 +210,13 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   site.packet_payload = machine_->formats.front().max_payload;
   site.packet_header = machine_->formats.front().header;
   collectives::Synthesis synthesis = algorithm_->synthesize(site);
-  if (algorithm_->tuner(site, synthesis))
-    throw UserError("--fidelity flow: " + opt_.algorithm + " tunes itself over several runs of each size, which flows "
-                    "do not run; run it at packet level");
+  if (const auto tuner = algorithm_->tuner(site, synthesis))
+    throw UserError("--fidelity flow: " + opt_.algorithm +
+                    (tuner->runs() > 1 ? " tunes itself over several runs of each size"
+                                       : " sets up a new program for every size") +
+                    ", which flows do not run; run it at packet level");
   collectives::Program& program = synthesis.program;
+  software_ = collectives::nccl_software(cfg_, d.nccl_launch, program.ranks, program.tree_nodes != 0);
   if (program.engine() == collectives::Engine::NicTable) {
     nic_tables(synthesis, gpus, d);
     return;
@@ -263,6 +266,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = by_size_ = cp.by_size;
+  if (!program.ops.empty()) protocol_ = program.ops.front().proto;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
@@ -409,11 +413,19 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   started_ = sim_now();
   if (shared_) {
-    shared_->start(*flows_, sizes_[i], [this](const flow::Executor::Result& r) {
-      last_ = r;
-      running_ = &last_;  // no links: it shared them as flows, no one to count beside it
-      end_.at(sim_now());
-    });
+    // NCCL's fixed cost passes before the flows start on the shared network.
+    const double base_us = software_.base_us(flows_->program().protocol_by_size ? by_size_.for_size(sizes_[i])
+                                                                                : protocol_);
+    if (base_us == 0) return share(i);
+    if (!launcher_) {
+      launcher_ = true;
+      spawn_method(sc_core::sc_gen_unique_name("nccl_launch"), [this] {
+        launch_.fired();
+        share(launching_);
+      }, &launch_.event);
+    }
+    launching_ = i;
+    launch_.after(sc_core::sc_time(base_us, sc_core::SC_US));
     return;
   }
   const flow::Executor::Result& r = result(i);
@@ -424,7 +436,19 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
     for (FlowCollectiveWorkload* c : on) c->beside_ = beside_ = true;
     on.push_back(this);
   }
-  end_.after(sc_core::sc_time(r.time_ns, sc_core::SC_NS));
+  end_.after(sc_core::sc_time(r.time_ns + 1e3 * software_.base_us(r.proto), sc_core::SC_NS));
+}
+
+void FlowCollectiveWorkload::share(size_t i) {
+  shared_->start(*flows_, sizes_[i], [this](const flow::Executor::Result& r) {
+    last_ = r;
+    running_ = &last_;  // no links: it shared them as flows, no one to count beside it
+    end_.at(sim_now());
+  });
+}
+
+double FlowCollectiveWorkload::gpu_us(const flow::Executor::Result& res) const {
+  return res.time_ns / 1e3 + software_.base_us(res.proto);
 }
 
 uint64_t FlowCollectiveWorkload::progress() {
@@ -474,7 +498,7 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),
-            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", res.time_ns / 1e3,
+            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", software_.row_us(gpu_us(res)),
             collectives::busbw_factor(p.collective, p.ranks), 0,
             bound_us(bytes));
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
@@ -543,6 +567,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << sizing_ << std::defaultfloat;
   if (p.protocol_by_size) os << by_size_.header_line();
+  os << software_.header_line();
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";

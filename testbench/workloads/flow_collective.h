@@ -127,6 +127,10 @@ class FlowCollectiveWorkload : public GroupCollective {
   // Size i's flows, run once.
   const flow::Executor::Result& result(size_t i, const flow::Executor::Progress& progress = {});
   Row row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
+  // Starts point i on the shared network now.
+  void share(size_t i);
+  // A point's time on the GPUs: NCCL's fixed cost (nccl.launch), then its flows.
+  double gpu_us(const flow::Executor::Result& res) const;
 
   Options opt_;
   Config& cfg_;
@@ -144,6 +148,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   const char* copy_links_ = nullptr;      // where the copy engines run it: what its bound's links carry
   size_t pxn_relays_ = 0;
   collectives::ProtocolBySize by_size_;  // the cores' thresholds, where the program picks its protocol by size
+  collectives::Protocol protocol_ = collectives::Protocol::Simple;  // the program's, where not by size
+  collectives::NcclSoftware software_;    // nccl.launch: NCCL's costs around the steps
   int sm_blocks_ = 0;  // the NICs' tables take none
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
@@ -162,6 +168,10 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::vector<gpu::ComputeEngine*> engines_;
   Wakeup end_;
   bool ender_ = false;  // the process that ends a point, made at the first start
+  // On a shared network: what starts a point once NCCL's fixed cost has passed.
+  Wakeup launch_;
+  bool launcher_ = false;
+  size_t launching_ = 0;
   std::function<void()> on_done_;
   FlowOverlap* overlap_ = nullptr;
   const flow::Executor::Result* running_ = nullptr;  // the running point's flows

@@ -81,7 +81,7 @@ class Blink : public Algorithm {
  public:
   Blink()
       : Algorithm({"blink", "allreduce, broadcast", "", Family::GpuFabric,
-                   "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72",
+                   "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72",
                    "the NICs' schedule tables, dataflow",
                    "spanning trees packed over NVLink (DGX-1, also several servers), or one-hop trees through a switch "
                    "(Blink, MLSys 2020, §3)",

@@ -98,7 +98,7 @@ std::string switch_tables_refusal(const Site& s, const std::string& algorithm) {
   // pull and multicast on BiGraph 4x8 at 1 MiB).
   if (s.graph.vc_policy != topo::VcPolicy::None)
     return "algorithm '" + algorithm + "' reduces or multicasts in the switches, which only works on fabrics whose "
-           "routes go up then down (dgx2, fattree2l, star, fattree, hgx-h100, nvl72 and YAML platforms of NVSwitches "
+           "routes go up then down (dgx2, fattree2l, star, fattree, hgx-a100, hgx-h100, hgx-b200, nvl72 and YAML platforms of NVSwitches "
            "built so); on " + s.platform + " use ring";
   if (s.plain_switch >= 0)
     return "algorithm '" + algorithm + "' reduces or multicasts in the switches, and " +

@@ -73,7 +73,7 @@ class Nvls : public InSwitches {
  public:
   Nvls()
       : InSwitches({"nvls", "allreduce, reducescatter, allgather", "", Family::GpuFabric,
-                    "dgx2, fattree2l, star, fattree, hgx-h100, nvl72",
+                    "dgx2, fattree2l, star, fattree, hgx-a100, hgx-h100, hgx-b200, nvl72",
                     "the GPUs' cores (nvls.engine=copy: their copy engines) and the switches' reduction and "
                     "multicast tables",
                     "NVLink SHARP as NCCL 2.17+ runs it (NVIDIA H100 whitepaper, NVSwitch3): each GPU reduces its 1/n "
@@ -105,7 +105,7 @@ class Nvls : public InSwitches {
 }  // namespace
 
 INCSIM_ALGORITHMS(in_network) {
-  const char* const kUpDown = "dgx2, fattree2l, star, fattree, hgx-h100, nvl72";
+  const char* const kUpDown = "dgx2, fattree2l, star, fattree, hgx-a100, hgx-h100, hgx-b200, nvl72";
   const char* const kTables = "the GPUs' copy engines and the switches' reduction and multicast tables";
   r.add(std::make_unique<InSwitches>(
       Algorithm::Info{"push", "allreduce", "", Family::GpuFabric, kUpDown, kTables,

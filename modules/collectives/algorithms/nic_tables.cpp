@@ -16,7 +16,7 @@ const Param<int> kDbtreePieces{
     "(a schedule table is made once for every size, MultiTree §V-A, so this is a count, not a size; 1: the "
     "unpipelined trees of MultiTree Fig. 4b)"};
 
-constexpr const char* kNotDgx1 = "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72";
+constexpr const char* kNotDgx1 = "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72";
 constexpr const char* kNicTables = "the NICs' schedule tables";
 
 // An all-reduce schedule for the NICs.

@@ -24,7 +24,7 @@ class Ring : public Algorithm {
       : Algorithm({"ring", "allreduce, reducescatter, allgather, broadcast, reduce",
                    "allreduce, reducescatter, allgather, reduce",
                    Family::GpuFabric,
-                   "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster",
+                   "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72, cluster",
                    "the GPUs' cores, or the NICs' schedule tables (ring.engine=nic, an all-reduce's ring, and on dgx1v, "
                    "dgx1p)",
                    "reduce-scatter then all-gather around a ring, NCCL's channels (Klenk §III; on DGX-1 NCCL's NVLink "
@@ -75,7 +75,7 @@ class P2p : public Algorithm {
  public:
   P2p()
       : Algorithm({"p2p", "alltoall, gather, scatter", "alltoall, gather, scatter", Family::GpuFabric,
-                   "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-h100, nvl72, cluster", "the GPUs' cores",
+                   "dgx2, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72, cluster", "the GPUs' cores",
                    "NCCL's grouped sends and receives: all-to-all (each GPU sends every peer its block directly and "
                    "receives the peer's), gather and scatter (every GPU to or from the root), spread over the "
                    "channels, a GPU's own block a local copy (nccl-tests' alltoall, gather, scatter)",

@@ -78,6 +78,7 @@ std::string run_reading(const std::string& key) {
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
   if (starts("gpu.copy_engine.") || starts("switch.reduction_table.")) return "--platform dgx2 --algorithm push" + base;
   if (starts("nvls.")) return "--platform star --gpus 4 --algorithm nvls" + base;
+  if (starts("nccl.")) return "--platform hgx-h100 --gpus 2" + base;
   if (starts("flow.")) return "--platform star --gpus 4 --fidelity flow" + base;
   if (key == "intra.bw_GBps") return "--platform multigpu" + base;
   if (key == "leaf.uplink_bw_GBps") return "--platform spineleaf" + base;
@@ -289,7 +290,7 @@ TEST_CASE("bad input corpus: each message names the real problem and the choices
       {"--model resnet50 --platform star --gpus 6 --pp 3",
        "train.microbatches 3 (by default --pp's stages) does not divide the batch of 32 samples"},
       {"--platform torus --algorithm push --sizes 8K",
-       "(dgx2, fattree2l, star, fattree, hgx-h100, nvl72 and YAML platforms of NVSwitches built so)"},
+       "(dgx2, fattree2l, star, fattree, hgx-a100, hgx-h100, hgx-b200, nvl72 and YAML platforms of NVSwitches built so)"},
       {"--sizes 8K --platform " + d.path.string(), "platform file '" + d.path.string() + "' is not a file"}};
   // No sections: their names would hold the temporary folder, new each time Catch enters the case.
   for (const auto& [args, sentence] : cases) require_refused(args + " --quiet", sentence);

@@ -379,7 +379,8 @@ TEST_CASE("a platform file's family, routing and VC policy are checked by name",
       "endpoints:\n  - {name: a, ports: 1}\n  - {name: b, ports: 1}\n"
       "switches:\n  - {name: s, ports: 2}\n"
       "links:\n  - {a: a.0, b: s.0}\n  - {a: b.0, b: s.1}\n";
-  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-h100 or nvl72, not 'booksim'");
+  require_yaml_error("family: booksim\n" + graph, "family must be klenk, multitree, dgx1v, dgx1p, netreduce, netreduce-multigpu, hgx-a100, hgx-h100, "
+     "hgx-b200 or nvl72, not 'booksim'");
   require_yaml_error("routing: adaptive\n" + graph, "routing must be shortest-path or dimension-order");
   require_yaml_error("vc_policy: escape\n" + graph, "vc_policy must be none, dateline or switch-hop");
   require_yaml_error("routing: dimension-order\n" + graph, "dimension-order routing needs a grid");

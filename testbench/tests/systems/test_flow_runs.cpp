@@ -271,7 +271,8 @@ TEST_CASE("flow against packet level: NetReduce's ring and aggregation on a rack
 
 TEST_CASE("flow: NVLS's reduction tables limit its reducing reads by Little's law, as at packet level",
           "[flow][accuracy]") {
-  const std::string run = "--platform hgx-h100 --algorithm nvls --sizes 1M";
+  // The tables alone: NCCL's fixed cost per collective (nccl.launch) would dilute their effect.
+  const std::string run = "--platform hgx-h100 --algorithm nvls --sizes 1M -c nccl.launch=none";
   const double wide = times(run + " --fidelity flow").at(0);
   // One entry per port: each GPU holds 18 blocks in flight, about a fifth of
   // what its links carry. One channel: with NCCL's 16, packet level's stores
@@ -293,7 +294,7 @@ TEST_CASE("flow: NVLS's reduction tables limit its reducing reads by Little's la
   // Two jobs on the same GPUs share their ports' tables: each takes half.
   const TempDir d;
   const std::string file = d.file("jobs.yaml");
-  std::ofstream(file) << "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 256\njobs:\n"
+  std::ofstream(file) << "platform: hgx-h100\nsizes: 1M\nswitch.reduction_table.bytes: 256\nnccl.launch: none\njobs:\n"
                          "  - {name: a, gpus: 0-7, algorithm: nvls, allow_overlap: true}\n"
                          "  - {name: b, gpus: 0-7, algorithm: nvls}\n";
   const nlohmann::json as_flows = rows("--config " + file + " --fidelity flow"), packets = rows("--config " + file);
