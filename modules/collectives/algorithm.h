@@ -114,7 +114,8 @@ struct Synthesis {
 };
 
 // An algorithm that tunes itself over several runs of each size, the last
-// one reported (Blink's chunk size search, §4.2.1).
+// one reported (Blink's chunk size search, §4.2.1), or picks a program per
+// size (nccl: NCCL's choice).
 class Tuner {
  public:
   virtual ~Tuner() = default;
@@ -123,6 +124,8 @@ class Tuner {
   virtual Synthesis next(int k, uint64_t bytes) = 0;
   // After it: what it reached; returns its line for the run's notes.
   virtual std::string ran(int k, double time_us, double algbw_GBps) = 0;
+  // What the last run ran, for its row (the row's `choice`: NCCL's pick); empty for nothing to say.
+  virtual std::string choice() const { return {}; }
 };
 
 class Algorithm {

@@ -218,8 +218,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   check_memory(synthesis_.program);
   tuner_ = algorithm_->tuner(*site_, synthesis_);
   if (tuner_ && !opt_.vcd.empty())
-    throw UserError("blink.miad_iterations rebuilds the trees' schedule every iteration, which a --vcd waveform "
-                    "cannot follow; leave out one of them");
+    throw UserError(opt_.algorithm + " sets up a new program for every size" +
+                    (tuner_->runs() > 1 ? " and tuning run (blink.miad_iterations)" : "") +
+                    ", which a --vcd waveform cannot follow; run the algorithm its rows name for a waveform");
   call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
 }
 
@@ -333,6 +334,7 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
                     sc_core::sc_time(100, sc_core::SC_NS));
     if (tuner_) {
       notes << tuner_->ran(k, (*r)["time_us"], (*r)["algbw_GBps"]);
+      if (const std::string c = tuner_->choice(); !c.empty()) r->details["choice"] = c;
       if (k + 1 < runs) wrong_before += r->wrong();
     }
     if (k + 1 == runs) notes << table_note.str();

@@ -298,7 +298,7 @@ TEST_CASE("bad input corpus: each message names the real problem and the choices
   // those that run on the platform, not NetReduce's.
   const Result r = incsim("--platform hgx-h100 --algorithm ring,foo --sizes 8K --quiet");
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::StartsWith("incsim: error: unknown algorithm 'foo'; choose one of ring, push"));
+  CHECK_THAT(r.err, Catch::StartsWith("incsim: error: unknown algorithm 'foo'; choose one of ring, nccl, push"));
   CHECK_THAT(r.err, !Catch::Contains("netreduce") && !Catch::Contains("tencent"));
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli_run.h"
 #include "collectives/nccl.h"
+#include "collectives/nccl_tuning.h"
 #include "core/config.h"
 #include "platforms/platform.h"
 #include "topology/topology.h"
@@ -105,4 +106,89 @@ TEST_CASE("a launch mode incsim does not know is one sentence", "[hardware][nccl
   const Result r = cli::incsim("--platform hgx-h100 --sizes 8K --quiet -c nccl.launch=mpi");
   CHECK(r.code == 2);
   CHECK(r.err == "incsim: error: nccl.launch must be process, thread or none, not 'mpi'\n");
+}
+
+TEST_CASE("NCCL's graphs on one node are its search's: channels and speed per GPU generation", "[hardware][nccl]") {
+  using namespace incsim::collectives;
+  // A100: 12 links x 20 GB/s (topo.h) = 240; 6 channels at 40, doubled at 20 (ncclTopoDupChannels).
+  const NcclTuning a100(GpuArch::Ampere, 8, 12);
+  CHECK(a100.ring().channels == 12);
+  CHECK(a100.ring().bw_intra == 20.0);
+  CHECK(a100.comm_channels() == 24);
+  CHECK(a100.nvls().channels == 0);  // NVLS needs Hopper
+  // H100: 18 x 20.6 = 370.8; 6 at 60 doubled to 12 at 30; NVLS: 8 heads, 9 x 40 <= 370.8, bwInter up to 60.
+  const NcclTuning h100(GpuArch::Hopper, 8, 18);
+  CHECK(h100.ring().channels == 12);
+  CHECK(h100.ring().bw_intra == 30.0);
+  CHECK(h100.nvls().channels == 8);
+  CHECK(h100.nvls().bw_intra == 40.0);
+  CHECK(h100.nvls().bw_inter == 60.0);
+  // B200: 18 x 40.1 = 721.8; 8 at 90 doubled to 16 at 45; NVLS 9 x 80 <= 721.8.
+  const NcclTuning b200(GpuArch::Blackwell, 8, 18);
+  CHECK(b200.ring().channels == 16);
+  CHECK(b200.ring().bw_intra == 45.0);
+  CHECK(b200.nvls().bw_intra == 80.0);
+  CHECK(b200.nvls().bw_inter == 90.0);
+}
+
+TEST_CASE("NCCL's choice is its model's fastest, by hand", "[hardware][nccl]") {
+  using namespace incsim::collectives;
+  const NcclTuning h100(GpuArch::Hopper, 8, 18);
+  // Ring LL: 6.6 + 14 x 0.6 us, min(141, 12 x 30 / 2) x 8/14 GB/s; NVLS: 25 us,
+  // 8 x min(40 x 0.85 x 7/8 x 2, 60) x 8/14 GB/s.
+  const double ll_bw = 141.0 * 8 / 14, nvls_bw = 8 * 59.5 * 8 / 14;
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Ring, Protocol::LL, 1 << 20) ==
+        Approx(15.0 + (1 << 20) / (1000 * ll_bw)));
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Nvls, Protocol::Simple, 1 << 20) ==
+        Approx(25.0 + (1 << 20) / (1000 * nvls_bw)));
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Nvls, Protocol::LL, 1 << 20) < 0);  // NVLS is Simple only
+  const NcclChoice at_1m = h100.choose(Collective::AllReduce, 1 << 20);
+  CHECK(at_1m.algo == NcclAlgo::Ring);
+  CHECK(at_1m.proto == Protocol::LL);
+  CHECK(h100.choose(Collective::AllReduce, 2 << 20).algo == NcclAlgo::Nvls);  // 32.7 us against LL's 41.0
+  CHECK(h100.choose(Collective::AllReduce, 2 << 20, true, false).proto == Protocol::LL);  // NCCL_ALGO=Ring
+  // A100 at 4 MiB: LL 98.7 us, LL128 14 + 14 x 1.9 + 4 MiB / (220.8 x 8/14) = 73.8, Simple 86.6.
+  const NcclTuning a100(GpuArch::Ampere, 8, 12);
+  const NcclChoice at_4m = a100.choose(Collective::AllReduce, 4 << 20);
+  CHECK(at_4m.proto == Protocol::LL128);
+  CHECK(at_4m.model_us == Approx(40.6 + (4 << 20) / (1000 * 220.8 * 8 / 14)));
+  CHECK(at_4m.channels == 24);
+  // enqueue.cc: LL gives each channel 512 threads x 8 B x 8 ranks = 32 KiB before adding one.
+  CHECK(a100.choose(Collective::AllReduce, 64 << 10).channels == 2);
+  CHECK(a100.choose(Collective::AllReduce, 8 << 10).channels == 1);
+  CHECK_THROWS_WITH(a100.choose(Collective::AllReduce, 1 << 20, false, true),
+                    Catch::Contains("NVLS needs Hopper or later"));
+}
+
+TEST_CASE("algorithm nccl runs NCCL's choice per size, exact, and names it in each row", "[hardware][nccl]") {
+  const Result r = cli::incsim("--platform hgx-h100 --algorithm nccl --sizes 8K,2M --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(r.out)["rows"];
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0]["choice"] == "ring ll, 1 channel");
+  CHECK(rows[1]["choice"] == "nvls simple, 16 channels");  // nvls.channels: NCCL's 16 NVLS thread blocks
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  // The choice runs as its own algorithm would: the same row (each size alone: on hgx-h100 a size's
+  // row still depends on the sizes before it, README).
+  CHECK(time_us("--platform hgx-h100 --algorithm nccl --sizes 2M") ==
+        time_us("--platform hgx-h100 --algorithm nvls --sizes 2M"));
+}
+
+TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[hardware][nccl][bad-input]") {
+  const auto refused = [](const std::string& args, const std::string& sentence) {
+    const Result r = cli::incsim(args + " --sizes 8K --quiet");
+    CHECK(r.code == 2);
+    CHECK(r.err == "incsim: error: " + sentence + "\n");
+  };
+  refused("--platform dgx2 --algorithm nccl",
+          "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not dgx2)");
+  refused("--platform cluster --nodes 2 --algorithm nccl",
+          "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not cluster)");
+  refused("--platform hgx-h100 --algorithm nccl --collective allgather",
+          "algorithm 'nccl' does not run allgather; choose one of ring, multicast, nvls");
+  refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
+          "nccl.algorithms lists ring and nvls, comma-separated, not 'tree'");
+  refused("--platform hgx-h100 --algorithm nccl --fidelity flow",
+          "--fidelity flow: nccl sets up a new program for every size, which flows do not run; run it at packet "
+          "level");
 }
