@@ -347,6 +347,9 @@ Comparison comparison_of(const Options& o) {
       throw UserError("--baseline " + o.baseline + " is the --algorithm too; name another to compare with");
     c.baseline = it == c.algorithms.end() ? c.algorithms.size() : static_cast<size_t>(it - c.algorithms.begin());
     if (!list) c.algorithms.push_back(o.baseline);
+  } else if (const auto nccl = std::find(c.algorithms.begin(), c.algorithms.end(), "nccl");
+             nccl != c.algorithms.end()) {
+    c.baseline = static_cast<size_t>(nccl - c.algorithms.begin());  // what NCCL itself would run
   }
   if (!o.jobs.empty())
     throw UserError("a jobs: list runs each job's own algorithm on one machine, not a comparison (" + what +

@@ -85,7 +85,7 @@ const po::options_description& declaration() {
                           "share of the layers, micro-batches in PipeDream-Flush's 1F1B schedule (train.microbatches), "
                           "data parallel over each stage's GPUs (default 1)")
         ("baseline", text("ALGORITHM"), "the algorithm the speed-ups are against: one of --algorithm's list (default "
-                                        "the first), or beside one --algorithm another to compare with (train: every "
+                                        "nccl where the list has it, else the first), or beside one --algorithm another to compare with (train: every "
                                         "iteration runs with it too)")
         ("compute", text("DEVICE"), ("train: the compute model, " + choice_list("compute") + " (default the platform's GPU: h100 on hgx-h100, b200 on nvl72, and on clusters of "
                                           "them; rtx2080 on rack and spineleaf, NetReduce's Testbed 1; v100 elsewhere, the papers')").c_str())

@@ -192,3 +192,11 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
           "--fidelity flow: nccl sets up a new program for every size, which flows do not run; run it at packet "
           "level");
 }
+
+TEST_CASE("algorithms compared with nccl are compared against it by default", "[hardware][nccl]") {
+  const Result r = cli::incsim("--platform hgx-h100 --algorithm ring,nccl --sizes 8K");
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("speedup: nccl's time over each one's"));
+  const Result first = cli::incsim("--platform hgx-h100 --algorithm ring,nccl --baseline ring --sizes 8K");
+  CHECK_THAT(first.out, Catch::Contains("speedup: ring's time over each one's"));
+}
