@@ -11,6 +11,7 @@
 #   scripts.examples  README's and docs' example commands print what they show
 #   scripts.bench     incsim-bench's --help, named workloads, unknown names
 #   scripts.tools     sweep --help, demo.sh's paths, plot's axes, the papers' numbers
+#   scripts.hardware  the validation against nccl-tests tables on one table
 # A test that cannot run here (no simulator, not root) prints its reason
 # with a marker and ctest reports it skipped, never passed.
 
@@ -21,7 +22,8 @@ set(_incsim_campaign_tests
     "slurm\;900"
     "examples\;300"
     "bench\;60"
-    "tools\;60")
+    "tools\;60"
+    "hardware\;120")
 foreach(_entry IN LISTS _incsim_campaign_tests)
   list(GET _entry 0 _name)
   list(GET _entry 1 _timeout)
@@ -35,7 +37,7 @@ foreach(_entry IN LISTS _incsim_campaign_tests)
     LABELS "scripts")
 endforeach()
 # Only these can skip; each holds one test class that skips as a whole.
-set_tests_properties(scripts.e2e scripts.slurm scripts.examples scripts.bench PROPERTIES
+set_tests_properties(scripts.e2e scripts.slurm scripts.examples scripts.bench scripts.hardware PROPERTIES
   SKIP_REGULAR_EXPRESSION "INCSIM-SKIP")
 # The Slurm test brings up daemons on fixed resources; never run it
 # alongside another copy of itself.
