@@ -97,10 +97,6 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
                                          program_.tree_nodes != 0);
 }
 
-collectives::Protocol CollectiveCall::protocol(uint64_t bytes) const {
-  if (program_.engine() != collectives::Engine::Cores || program_.ops.empty()) return collectives::Protocol::Simple;
-  return program_.protocol_by_size ? by_size_.for_size(bytes) : program_.ops.front().proto;
-}
 
 CollectiveCall::~CollectiveCall() = default;
 
@@ -335,17 +331,10 @@ void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
   done_ = false;
   bytes_ = bytes;
   on_done_ = std::move(on_done);
-  const double base_us = software_.base_us(protocol(bytes));
-  if (base_us == 0) return begin();
   // NCCL's fixed cost passes before the first step.
-  if (!launched_) {
-    launched_ = std::make_unique<Wakeup>();
-    spawn_method(sc_core::sc_gen_unique_name("nccl_launch"), [this] {
-      launched_->fired();
-      begin();
-    }, &launched_->event);
-  }
-  launched_->after(sc_core::sc_time(base_us, sc_core::SC_US));
+  const double base_us = software_.base_us(collectives::message_protocol(program_, by_size_, bytes));
+  if (base_us == 0) return begin();
+  launch_.after(sc_core::sc_time(base_us, sc_core::SC_US), [this] { begin(); });
 }
 
 void CollectiveCall::begin() {

@@ -119,8 +119,6 @@ class CollectiveCall {
                  elements::DType dtype, elements::RedOp redop);
   void describe_sizing(std::ostream& os) const;
   void describe_order(std::ostream& os) const;
-  // The protocol the program moves a message of `bytes` by (Simple off the cores).
-  collectives::Protocol protocol(uint64_t bytes) const;
   // Starts the engines, once NCCL's fixed cost has passed.
   void begin();
   void make_cores();
@@ -150,7 +148,7 @@ class CollectiveCall {
   double endpoint_GBps_ = 0;
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   collectives::NcclSoftware software_;             // nccl.launch: NCCL's costs around the steps
-  std::unique_ptr<Wakeup> launched_;               // wakes begin() after NCCL's fixed cost
+  Delayed launch_{"nccl_launch"};                  // begin() after NCCL's fixed cost
   std::function<void()> on_done_;
   size_t pxn_relays_ = 0;                          // relay_across_rails' relays
   bool sharp_ = false;                             // aggregates_in_sharp()

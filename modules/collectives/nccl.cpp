@@ -13,6 +13,11 @@ std::string ProtocolBySize::header_line() const {
          size_label(ll128_max_bytes) + ", Simple above\n";
 }
 
+Protocol message_protocol(const Program& p, const ProtocolBySize& by_size, uint64_t bytes) {
+  if (p.engine() != Engine::Cores || p.ops.empty()) return Protocol::Simple;
+  return p.protocol_by_size ? by_size.for_size(bytes) : p.ops.front().proto;
+}
+
 double nccl_base_latency_us(Protocol p, bool tree) {
   switch (p) {
     case Protocol::LL: return tree ? 6.8 : 6.6;

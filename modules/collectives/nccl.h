@@ -52,6 +52,9 @@ struct ProtocolBySize {
   // The header's line: "# protocol by size (ring.protocol=auto): ...".
   std::string header_line() const;
 };
+// The protocol program p moves a message of `bytes` by: by size where it
+// picks so, else its operations' (Simple where it has none, off the cores).
+Protocol message_protocol(const Program& p, const ProtocolBySize& by_size, uint64_t bytes);
 
 // NCCL's protocols (src/include/device.h, prims_ll.h, prims_ll128.h; Hu et
 // al., "Demystifying NCCL", arXiv 2507.04786, §3):

@@ -59,6 +59,33 @@ class Wakeup {
   bool armed_ = false;
 };
 
+inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake);
+
+// Runs a function once a delay has passed, from a method it spawns at its
+// first use (a collective's start after NCCL's fixed cost).
+class Delayed {
+ public:
+  explicit Delayed(const char* name) : name_(name) {}
+  void after(const sc_core::sc_time& delay, std::function<void()> fn) {
+    fn_ = std::move(fn);
+    if (!spawned_) {
+      spawned_ = true;
+      spawn_method(sc_core::sc_gen_unique_name(name_), [this] {
+        wake_.fired();
+        std::function<void()> f = std::move(fn_);
+        f();
+      }, &wake_.event);
+    }
+    wake_.after(delay);
+  }
+
+ private:
+  const char* name_;
+  Wakeup wake_;
+  std::function<void()> fn_;
+  bool spawned_ = false;
+};
+
 inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
   sc_core::sc_spawn_options opt;
   opt.spawn_method();

@@ -146,8 +146,7 @@ void CoresCollective::use_protocol(collectives::Protocol p) {
 void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
   on_done_ = std::move(on_done);
   ranks_.clear();
-  if (program_.protocol_by_size)
-    use_protocol(params_.by_size.for_size(bytes));
+  if (program_.protocol_by_size) use_protocol(collectives::message_protocol(program_, params_.by_size, bytes));
   const SlotParams& step = proto_ == collectives::Protocol::LL      ? params_.ll
                            : proto_ == collectives::Protocol::LL128 ? params_.ll128
                                                                     : params_.simple;

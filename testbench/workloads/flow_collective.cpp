@@ -266,7 +266,6 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = by_size_ = cp.by_size;
-  if (!program.ops.empty()) protocol_ = program.ops.front().proto;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
@@ -414,18 +413,10 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
   started_ = sim_now();
   if (shared_) {
     // NCCL's fixed cost passes before the flows start on the shared network.
-    const double base_us = software_.base_us(flows_->program().protocol_by_size ? by_size_.for_size(sizes_[i])
-                                                                                : protocol_);
+    const double base_us =
+        software_.base_us(collectives::message_protocol(flows_->program(), by_size_, sizes_[i]));
     if (base_us == 0) return share(i);
-    if (!launcher_) {
-      launcher_ = true;
-      spawn_method(sc_core::sc_gen_unique_name("nccl_launch"), [this] {
-        launch_.fired();
-        share(launching_);
-      }, &launch_.event);
-    }
-    launching_ = i;
-    launch_.after(sc_core::sc_time(base_us, sc_core::SC_US));
+    launch_.after(sc_core::sc_time(base_us, sc_core::SC_US), [this, i] { share(i); });
     return;
   }
   const flow::Executor::Result& r = result(i);
@@ -436,7 +427,7 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
     for (FlowCollectiveWorkload* c : on) c->beside_ = beside_ = true;
     on.push_back(this);
   }
-  end_.after(sc_core::sc_time(r.time_ns + 1e3 * software_.base_us(r.proto), sc_core::SC_NS));
+  end_.after(sc_core::sc_time(gpu_ns(r), sc_core::SC_NS));
 }
 
 void FlowCollectiveWorkload::share(size_t i) {
@@ -447,8 +438,8 @@ void FlowCollectiveWorkload::share(size_t i) {
   });
 }
 
-double FlowCollectiveWorkload::gpu_us(const flow::Executor::Result& res) const {
-  return res.time_ns / 1e3 + software_.base_us(res.proto);
+double FlowCollectiveWorkload::gpu_ns(const flow::Executor::Result& res) const {
+  return res.time_ns + 1e3 * software_.base_us(res.proto);
 }
 
 uint64_t FlowCollectiveWorkload::progress() {
@@ -498,9 +489,8 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
   const collectives::Program& p = flows_->program();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_),
-            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none", software_.row_us(gpu_us(res)),
-            collectives::busbw_factor(p.collective, p.ranks), 0,
-            bound_us(bytes));
+            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none",
+            software_.row_us(gpu_ns(res) / 1e3), collectives::busbw_factor(p.collective, p.ranks), 0, bound_us(bytes));
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
   const char* at_once = shared_ ? " in flight at once on the network the collectives share\n" : " in flight at once\n";

@@ -129,8 +129,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   Row row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
   // Starts point i on the shared network now.
   void share(size_t i);
-  // A point's time on the GPUs: NCCL's fixed cost (nccl.launch), then its flows.
-  double gpu_us(const flow::Executor::Result& res) const;
+  // A point's time on the GPUs, ns: NCCL's fixed cost (nccl.launch), then its flows.
+  double gpu_ns(const flow::Executor::Result& res) const;
 
   Options opt_;
   Config& cfg_;
@@ -148,7 +148,6 @@ class FlowCollectiveWorkload : public GroupCollective {
   const char* copy_links_ = nullptr;      // where the copy engines run it: what its bound's links carry
   size_t pxn_relays_ = 0;
   collectives::ProtocolBySize by_size_;  // the cores' thresholds, where the program picks its protocol by size
-  collectives::Protocol protocol_ = collectives::Protocol::Simple;  // the program's, where not by size
   collectives::NcclSoftware software_;    // nccl.launch: NCCL's costs around the steps
   int sm_blocks_ = 0;  // the NICs' tables take none
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
@@ -168,10 +167,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::vector<gpu::ComputeEngine*> engines_;
   Wakeup end_;
   bool ender_ = false;  // the process that ends a point, made at the first start
-  // On a shared network: what starts a point once NCCL's fixed cost has passed.
-  Wakeup launch_;
-  bool launcher_ = false;
-  size_t launching_ = 0;
+  Delayed launch_{"nccl_launch"};  // on a shared network: a point's start after NCCL's fixed cost
   std::function<void()> on_done_;
   FlowOverlap* overlap_ = nullptr;
   const flow::Executor::Result* running_ = nullptr;  // the running point's flows
