@@ -55,9 +55,13 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     d.max_payload_bytes = 256;
   }
   if (topo::is_nvlink_machine(t.family)) {
-    // NVLink packets as above; nothing public says NVLink3, 4 or 5 changed
-    // the 16-flit data limit (docs/platforms.md, HGX H100).
-    d.max_payload_bytes = 256;
+    // NCCL moves data with the SMs' stores, and an SM writes 128-byte cache
+    // lines: Klenk §V, NVIDIA's simulation of NVSwitch machines, sends 128 B
+    // behind a one-flit header and acks each write with one flit, 80% of a
+    // link for a ring's data, which is what NCCL counts per link (topo.h:
+    // SM80_NVLINK_BW 20.0 of NVLink3's 25 GB/s, SM90 20.6 of 25, SM100 40.1
+    // of 50). NVLink's 256-byte packets (above) are the copy engines'.
+    d.max_payload_bytes = 128;
     // Packets spread over a trunk's links (NVSwitch3 balances over them;
     // how is not public: per packet to the shortest queue, as InfiniBand's
     // adaptive routing does). NVL72 has no trunks (one link per GPU and

@@ -135,7 +135,8 @@ inline const Param<uint32_t> kMaxPayloadBytes{
     "net.max_payload_bytes", 128, Range::at_least(8).at_most(4096),
     "largest payload per packet, bytes (dgx2, fattree2l, star, YAML files: 128, Klenk §V; torus, mesh, fattree, "
     "bigraph: 256, MultiTree Table III's payload for the baselines; 128 there too for push, pull and multicast, "
-    "which reduce 128-byte blocks, Klenk §IV-D; hgx-h100, nvl72: 256, NVLink's 16 data flits, Foley and Danskin 2017)"};
+    "which reduce 128-byte blocks, Klenk §IV-D; dgx1v, dgx1p: 256, NVLink's 16 data flits, Foley and Danskin 2017; hgx-*, nvl72: 128, the SMs' cache-line "
+    "stores, Klenk §V)"};
 
 // First-in first-out queue threaded through Packet::next.
 class PacketFifo {

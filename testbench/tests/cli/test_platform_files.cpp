@@ -48,8 +48,9 @@ TEST_CASE("link, switch and payload defaults follow the platform", "[cli][platfo
       {"dgx2", {"25", "0", "150", "128"}},     {"fattree2l", {"25", "0", "150", "128"}},
       {"star", {"25", "0", "150", "128"}},     {"torus", {"16", "150", "4", "256"}},
       {"mesh", {"16", "150", "4", "256"}},     {"fattree", {"16", "150", "4", "256"}},
-      {"bigraph", {"16", "150", "4", "256"}}, {"hgx-h100", {"25", "0", "150", "256"}},
-      {"nvl72", {"50", "0", "150", "256"}}};
+      {"bigraph", {"16", "150", "4", "256"}}, {"hgx-h100", {"25", "0", "150", "128"}},
+      {"nvl72", {"50", "0", "150", "128"}},    {"hgx-a100", {"25", "0", "150", "128"}},
+      {"hgx-b200", {"50", "0", "150", "128"}}};
   for (const auto& [platform, values] : want) {
     INFO(platform);
     const Result r = incsim("--list-params --platform " + platform);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 using namespace cli;
 using incsim::Config;
@@ -199,4 +200,47 @@ TEST_CASE("algorithms compared with nccl are compared against it by default", "[
   CHECK_THAT(r.out, Catch::Contains("speedup: nccl's time over each one's"));
   const Result first = cli::incsim("--platform hgx-h100 --algorithm ring,nccl --baseline ring --sizes 8K");
   CHECK_THAT(first.out, Catch::Contains("speedup: ring's time over each one's"));
+}
+
+namespace {
+// GPU 0's wire bytes each way over its links, in units of the message, from a run's JSON.
+std::pair<double, double> gpu0_wire(const std::string& args, double message) {
+  const Result r = cli::incsim(args + " --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  CHECK(row["wrong"] == 0);
+  double up = 0, down = 0;
+  for (const auto& l : row["links"]) {
+    if (l["from"].get<std::string>().rfind("gpu0.", 0) == 0) up += l["bytes"].get<double>();
+    if (l["to"].get<std::string>().rfind("gpu0.", 0) == 0) down += l["bytes"].get<double>();
+  }
+  return {up / message, down / message};
+}
+}  // namespace
+
+TEST_CASE("a ring's NVLink packets are the SMs' 128-byte stores, each acked by one flit", "[hardware][nvlink]") {
+  // Each GPU sends 2(n-1)/n of the message (1.75 on 8 GPUs) in 128 B
+  // behind a 16 B header, and acks with 16 B what it receives: 160 B of
+  // wire per 128 B each way, 80% of a link, NCCL's 20.6 of 25 GB/s. Flags
+  // add a few packets per step.
+  const double data = 1.75 * 160 / 128;
+  const auto [up, down] = gpu0_wire("--platform hgx-h100 --algorithm ring -c ring.protocol=simple --sizes 4M", 4 << 20);
+  CHECK(up == Approx(data).epsilon(0.005));
+  CHECK(down == Approx(data).epsilon(0.005));
+  const Result r = cli::incsim("--platform hgx-h100 --algorithm ring --sizes 8K --quiet");
+  CHECK_THAT(r.out, Catch::Contains("bound: 360.0 GB/s payload per GPU"));
+}
+
+TEST_CASE("NVLS's per-GPU bytes each way on hgx-h100: multimem loads, their reads, multicast stores",
+          "[hardware][nvlink][nvls]") {
+  // Per 128 B block of the message S, each GPU: up, the switch's reads of
+  // its copy answered (144 B) and, for its own eighth, a multimem.ld_reduce
+  // (a 16 B request) and a multimem.st (144 B); down, the switch's read
+  // requests (16 B), the multicast stores of every block (144 B) and its
+  // eighth's reduced answers (144 B). Multicast stores are posted (Klenk),
+  // so none is acked.
+  const double up_want = (144 + (16 + 144) / 8.0) / 128, down_want = (16 + 144 + 144 / 8.0) / 128;
+  const auto [up, down] = gpu0_wire("--platform hgx-h100 --algorithm nvls --sizes 4M", 4 << 20);
+  CHECK(up == Approx(up_want).epsilon(0.005));
+  CHECK(down == Approx(down_want).epsilon(0.005));
 }
