@@ -11,8 +11,12 @@ docs/hardware.md. Nothing here is fitted: the tables only check the models.
   scripts/hardware-validation.py                      # every table, docs/figures/
   scripts/hardware-validation.py --tables a100_8gpu_allreduce_default_mpi8_thanos --sizes 64K,1M --out /tmp/v
 
-Every size runs at packet level, in one incsim run per table (NCCL's choice
-per size does not run as flows yet, so sizes stop at --max-size, 256 MiB).
+Sizes up to --packet-max (256 MiB) run at packet level, in one incsim run per
+table. NCCL's choice does not run as flows (a new program per size), so the
+larger sizes run as flows the algorithm, protocol and channels NCCL chose at
+the largest packet-level size: its model ranks by bandwidth there, so larger
+sizes keep that choice. That size is also run as flows, and the script prints
+flows' difference from packet level there.
 """
 
 import argparse
@@ -73,14 +77,23 @@ def read_table(name):
 
 def run_incsim(incsim, algorithm, args, sizes):
     """size -> (incsim's time, us; NCCL's choice as its note names it)."""
-    cmd = [incsim, "--collective", "allreduce", "--algorithm", algorithm, "--dtype", "float", "--quiet",
-           "--sizes", ",".join(str(s) for s in sizes), "--json", "-"] + args
+    cmd = [incsim, "--collective", "allreduce", "--dtype", "float", "--quiet",
+           "--sizes", ",".join(str(s) for s in sizes), "--json", "-"] + algorithm + args
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                        env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
     if p.returncode != 0:
         sys.exit("hardware-validation: incsim failed (%s): %s" % (" ".join(cmd), p.stderr.strip()))
     rows = json.loads(p.stdout)["rows"]
     return {int(r["size_bytes"]): (float(r["time_us"]), r.get("choice", "")) for r in rows}
+
+
+def as_flows(choice):
+    """incsim's arguments that run a choice ("ring simple, 12 channels") as flows."""
+    algo, proto, channels = choice.replace(",", "").split()[:3]
+    if algo == "ring":
+        return ["--algorithm", "ring", "-c", "ring.protocol=" + proto, "-c", "ring.channels=" + channels,
+                "--fidelity", "flow"]
+    return ["--algorithm", algo, "-c", algo + ".channels=" + channels, "--fidelity", "flow"]
 
 
 def geomean(errors):
@@ -115,7 +128,9 @@ def main():
     ap.add_argument("--tables", help="comma-separated table names (default: every table)")
     ap.add_argument("--sizes", help="only these sizes of each table, e.g. 64K,1M")
     ap.add_argument("--min-size", default="1K", help="smallest size run (default 1K)")
-    ap.add_argument("--max-size", default="256M", help="largest size run (default 256M)")
+    ap.add_argument("--max-size", default="16G", help="largest size run (default 16G)")
+    ap.add_argument("--packet-max", default="256M",
+                    help="largest size run at packet level (default 256M); larger ones run as flows")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "figures"), help="folder of the CSV and plots")
     ap.add_argument("--incsim", default=os.environ.get("INCSIM", os.path.join(REPO, "build", "incsim")))
     ap.add_argument("--algorithm", default="nccl", help="incsim's algorithm (default nccl: NCCL's choice)")
@@ -128,7 +143,7 @@ def main():
             sys.exit("hardware-validation: unknown table '%s'; the tables are %s" % (n, ", ".join(sorted(TABLES))))
     try:
         only = {parse_size(s) for s in a.sizes.split(",")} if a.sizes else None
-        lo, hi = parse_size(a.min_size), parse_size(a.max_size)
+        lo, hi, packet_max = parse_size(a.min_size), parse_size(a.max_size), parse_size(a.packet_max)
     except (ValueError, IndexError):
         sys.exit("hardware-validation: a size is a number of bytes with K, M or G, such as 64K")
     os.makedirs(a.out, exist_ok=True)
@@ -139,14 +154,31 @@ def main():
         if not sizes:
             sys.exit("hardware-validation: table %s has no size in the range asked" % name)
         args = TABLES[name]["args"] + a.extra.split()
+        forced = []
         if a.algorithm == "nccl" and "forced" in TABLES[name]:  # NCCL_ALGO
-            args += ["-c", "nccl.algorithms=" + TABLES[name]["forced"]]
-        sim = run_incsim(a.incsim, a.algorithm, args, sizes)
+            forced = ["-c", "nccl.algorithms=" + TABLES[name]["forced"]]
+        packet = [s for s in sizes if s <= packet_max]
+        flows = [s for s in sizes if s > packet_max]
+        sim = run_incsim(a.incsim, ["--algorithm", a.algorithm], args + forced, packet) if packet else {}
+        fidelity = {s: "packet" for s in packet}
+        if flows:
+            if not packet:
+                sys.exit("hardware-validation: sizes above --packet-max run as flows the choice of the largest "
+                         "packet-level size, and table %s has none in the range asked" % name)
+            last = packet[-1]
+            choice = sim[last][1]
+            flow_args = as_flows(choice) if choice else ["--algorithm", a.algorithm, "--fidelity", "flow"]
+            flow = run_incsim(a.incsim, flow_args, args, [last] + flows)
+            print("%s: above %d B as flows (%s); flows at %d B: %+.1f%% from packet level" %
+                  (name, last, " ".join(flow_args), last, 100 * (flow[last][0] / sim[last][0] - 1)))
+            for s in flows:
+                sim[s] = (flow[s][0], choice)
+                fidelity[s] = "flow"
         rows = []
         for s in sizes:
             t, choice = sim[s]
             rows.append({"table": name, "size_bytes": s, "measured_us": measured[s], "incsim_us": t,
-                         "error": t / measured[s] - 1, "choice": choice})
+                         "error": t / measured[s] - 1, "choice": choice, "fidelity": fidelity[s]})
         out_rows += rows
         big = [r["error"] for r in rows if r["size_bytes"] >= SMALL]
         small = [r["error"] for r in rows if r["size_bytes"] < SMALL]
@@ -155,7 +187,8 @@ def main():
         if not a.no_plot:
             plot(name, rows, a.out)
     with open(os.path.join(a.out, "hardware-validation.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["table", "size_bytes", "measured_us", "incsim_us", "error", "choice"])
+        w = csv.DictWriter(f, fieldnames=["table", "size_bytes", "measured_us", "incsim_us", "error", "choice",
+                                          "fidelity"])
         w.writeheader()
         for r in out_rows:
             w.writerow(dict(r, error="%.4f" % r["error"], incsim_us="%.2f" % r["incsim_us"],

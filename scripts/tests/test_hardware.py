@@ -33,6 +33,16 @@ class Hardware(TempDirCase):
             self.assertTrue(r["choice"].startswith("ring ll"), r["choice"])
         self.assertIn("| %s | 8x A100 SXM4, mpirun -np 8 |" % TABLE, p.stdout)
 
+    def test_sizes_above_packet_level_run_as_flows_of_the_last_choice(self):
+        p = self.run_script("--tables", TABLE, "--sizes", "8K,1M", "--packet-max", "8K", "--no-plot")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.tmp, "hardware-validation.csv")) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([r["fidelity"] for r in rows], ["packet", "flow"])
+        self.assertEqual(rows[1]["choice"], rows[0]["choice"])
+        self.assertIn("above 8192 B as flows (--algorithm ring -c ring.protocol=ll -c ring.channels=1 --fidelity flow)",
+                      p.stdout)
+
     def test_an_unknown_table_is_one_sentence(self):
         p = self.run_script("--tables", "h100_8gpu")
         self.assertNotEqual(p.returncode, 0)
