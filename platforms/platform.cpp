@@ -247,9 +247,7 @@ const Param<std::string> kClusterNetwork{
     "the scale-out network: infiniband (NDR, credit-based lossless links, as NVIDIA's DGX SuperPOD) or roce "
     "(RoCEv2 on 400 GbE, reliable connections with go-back-N, as NetReduce's hosts use; issue 21)"};
 
-// A cluster of 16,384 DGX H100s (131,072 GPUs): the largest the routes are
-// computed for (issue 38); a node platform with more GPUs allows fewer nodes.
-constexpr int kMaxClusterNodes = 16384;
+// A node platform with more GPUs than DGX H100's allows fewer nodes (kMaxClusterNodes).
 constexpr int kMaxClusterGpus = 131072;
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {

@@ -16,6 +16,7 @@
 #include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
+#include "platforms/platform.h"
 #include "workloads/placement.h"
 
 namespace incsim::tb {
@@ -189,7 +190,14 @@ class Parser {
     else if (name == "dims") {
       parse_dims(value);
       o_.dims = value;
-    } else if (name == "nodes") o_.nodes = parse_count(flag, value, 1, 1000000);
+    } else if (name == "nodes") {
+      // The platform checks its own range once it is known; 0 would read as its default.
+      const uint64_t n = parse_uint(flag, value);
+      if (n == 0 || n > 1000000)
+        throw UserError(flag + " is a cluster's 2 to " + std::to_string(platforms::kMaxClusterNodes) +
+                        " nodes or a fat tree's k x k (16, 64, ...), not " + value);
+      o_.nodes = static_cast<int>(n);
+    }
     else if (name == "node") o_.node = value;
     else if (name == "sizes") o_.sizes = value;
     else if (name == "dtype") o_.dtype = value;
