@@ -223,6 +223,17 @@ gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<c
     throw UserError("gpu.copy_engine.wave_bytes must be between one packet payload (" +
                     std::to_string(f.max_payload_bytes) + " B) and 64 MiB");
   wp.counter_timeout = sc_core::sc_time(timeout_us, sc_core::SC_US);
+  // A counter frees once a wave's bytes have left at the GPU's injection
+  // rate: on links too slow for that within the timeout every wave would
+  // time out, which is a statement about the links, not the engine.
+  if (wp.waves > 0 && ll.b_in_GBps > 0 && wp.wave_bytes / (ll.b_in_GBps * 1e3) > timeout_us) {
+    std::ostringstream os;
+    os << "a wave of " << wp.wave_bytes << " B takes " << std::fixed << std::setprecision(1)
+       << wp.wave_bytes / (ll.b_in_GBps * 1e3) << " us to leave a GPU whose links inject " << std::setprecision(3)
+       << ll.b_in_GBps << " GB/s (link.bw_GBps), longer than " << gpu::kCounterTimeout.key() << " ("
+       << std::setprecision(1) << timeout_us << " us) lets a wave wait for a counter: raise one of them";
+    throw UserError(os.str());
+  }
   // Blocks, table entries and the packets that carry them are the 128-byte
   // aligned unit of Klenk §IV-D.
   if (f.max_payload_bytes != topo::MulticastFabric::kBlockBytes)

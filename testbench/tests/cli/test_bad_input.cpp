@@ -367,6 +367,7 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
       {"--platform torus --dims 3", "--dims expects two whole numbers joined by x"},
       {"--platform torus --dims 65x65", "--dims takes 2 to 64 routers per dimension"},
       {"--platform fattree --nodes 0", "--nodes is a cluster's 2 to 16384 nodes or a fat tree's k x k (16, 64, ...), not 0"},
+      {"--platform dgx2 --algorithm push -c link.bw_GBps=0.001 --sizes 1M", "a wave of 8192 B takes 1365.3 us to leave a GPU whose links inject 0.006 GB/s (link.bw_GBps), longer than gpu.copy_engine.counter_timeout_us (1000.0 us) lets a wave wait for a counter: raise one of them"},
       {"--platform cluster --nodes 0", "--nodes is a cluster's 2 to 16384 nodes or a fat tree's k x k (16, 64, ...), not 0"},
       {"--platform cluster --node star", "a cluster's nodes are hgx-h100, nvl72, dgx2 or a GPU platform file (FILE.yaml), each GPU with an InfiniBand adapter; not star"},
       {"--platform cluster --nodes 1", "a cluster has 2 to 16384 nodes: --nodes must be in that range, not 1"},
@@ -850,9 +851,15 @@ TEST_CASE("bad input: in-network tables, waves and pairings", "[cli][errors][inn
 }
 
 TEST_CASE("bad input: a copy engine that never finds a wave counter", "[cli][errors][innet]") {
+  // A wave leaves in 0.05 us at 150 GB/s; with one counter the next waits for
+  // the whole round trip, longer than 0.1 us.
   require_error("--platform dgx2 --sizes 1M --quiet --algorithm push -c gpu.copy_engine.waves=1 "
-                "-c gpu.copy_engine.counter_timeout_us=0.01",
+                "-c gpu.copy_engine.counter_timeout_us=0.1",
                 {"copy engine", "counter"});
+  // Links too slow for a wave to leave within the timeout: said of the links, before the run.
+  require_error("--platform dgx2 --sizes 1M --quiet --algorithm push -c link.bw_GBps=0.01 "
+                "-c gpu.copy_engine.counter_timeout_us=100",
+                {"a wave of 8192 B takes 136.5 us", "0.060 GB/s", "(100.0 us)"});
 }
 
 
