@@ -145,7 +145,7 @@ TEST_CASE("push at 8 MiB with 2 KiB tables reaches 75% of the injection bound", 
 
 TEST_CASE("a copy engine that finds no wave counter for the timeout reports an error", "[innet][errors]") {
   try {
-    run("dgx2", 16, "allreduce", "push", "1M", {{"gpu.copy_engine.waves", "1"}, {"gpu.copy_engine.counter_timeout_us", "0.01"}});
+    run("dgx2", 16, "allreduce", "push", "1M", {{"gpu.copy_engine.waves", "1"}, {"gpu.copy_engine.counter_timeout_us", "0.1"}});
     FAIL("no error");
   } catch (const UserError& e) {
     CHECK_THAT(e.what(), Catch::Contains("copy engine") && Catch::Contains("counter"));
