@@ -134,9 +134,15 @@ void print_payload_bound(std::ostream& os, double endpoint_GBps, const char* lin
      << ")";
   // What that allows this algorithm (the bound column's 100%): a ring
   // moves 2(n-1)/n of the size per GPU, push and NVLS the size once.
-  if (bound_us > 0)
-    os << ", so " << name << "'s busbw is at most "
-       << static_cast<double>(bytes) / (bound_us * 1e3) * collectives::busbw_factor(p.collective, p.ranks) << " GB/s";
+  if (bound_us > 0) {
+    const double busbw = static_cast<double>(bytes) / (bound_us * 1e3) * collectives::busbw_factor(p.collective, p.ranks);
+    os << ", so " << name << "'s busbw is at most " << busbw << " GB/s";
+    // Above the links' own rate only where the switches reduce or multicast:
+    // busbw is a ring's equivalent, not bytes on a wire.
+    if (busbw > endpoint_GBps * 1.001)
+      os << " (busbw is nccl-tests' algbw times its factor for the collective, the rate a ring's links would need; "
+            "reducing or multicasting in the switches moves less, so it can exceed the links')";
+  }
   os << "\n";
 }
 

@@ -304,7 +304,8 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
     notes << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
           << m.tables.evictions << " evictions, " << m.tables.stalls << " stalls, " << m.tables.completions
           << " completions; packets: " << m.packets << " delivered, " << std::fixed << std::setprecision(0)
-          << r["avg_packet_latency_ns"] << " ns mean latency\n";
+          << r["avg_packet_latency_ns"] << " ns mean latency (from each one's maker: a GPU, or the switch table that "
+             "made it)\n";
   return r;
 }
 
