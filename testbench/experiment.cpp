@@ -112,7 +112,10 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
         s.later_run_s = part_.later_run_s;
         return s;
       },
-      std::cerr, opt_.quiet, terminal, progress_s, note);
+      std::cerr, opt_.quiet, terminal, progress_s, note,
+      opt_.fidelity == "flow" ? std::string()
+                              : std::string("--fidelity flow runs collectives as flows, in seconds to minutes, within "
+                                            "the error docs/flow.md measures against packet level"));
   // Under --fidelity flow no machine is built, so no algorithm is asked.
   const auto readers = [this, m](const std::string& key) {
     return m ? readers_of(key, m->topology(), opt_.platform) : std::string();

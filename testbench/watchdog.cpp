@@ -47,7 +47,8 @@ std::string sim_time_text(double us) {
 }
 
 std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
-                          const RunShare& r) {
+                          const RunShare& r, double* eta_s) {
+  if (eta_s) *eta_s = -1;
   std::string s = fmt::format("incsim: {}: ", what);
   const double f = r.fraction;
   if (f >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(f, 1.0) * 100));
@@ -68,19 +69,22 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
   if (left >= 0 && run_wall_s + wall_s > 0 && rate > 0 && (r.later_weight == 0 || per_weight > 0)) {
     const double rest_s = (left + per_weight * r.later_weight) / rate;
     const double run_s = r.later_run_s > 0 ? r.later_run_s : run_wall_s + wall_s + rest_s;
-    s += ", ETA " + duration(rest_s + r.later_runs * run_s);
+    const double eta = rest_s + r.later_runs * run_s;
+    if (eta_s) *eta_s = eta;
+    s += ", ETA " + duration(eta);
   }
   return s;
 }
 
 Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
                    std::ostream& err, bool quiet, bool terminal, double report_every_s,
-                   std::function<std::string()> note)
+                   std::function<std::string()> note, std::string long_hint)
     // A timeout below the time resolution would judge without time passing.
     : timeout_(std::max(timeout, sc_core::sc_get_time_resolution())),
       progress_(std::move(progress)),
       share_(std::move(share)),
       note_(std::move(note)),
+      long_hint_(std::move(long_hint)),
       err_(err),
       quiet_(quiet),
       terminal_(terminal),
@@ -158,7 +162,13 @@ void Watchdog::report_when_due() {
 
 void Watchdog::report() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  std::string s = progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_());
+  double eta_s = -1;
+  std::string s = progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_(), &eta_s);
+  if (eta_s > 3600 && !long_hint_.empty()) {
+    clear_shown(err_, shown_);
+    err_ << "incsim: more than an hour at this pace: " << long_hint_ << '\n';
+    long_hint_.clear();  // once
+  }
   if (note_)
     if (const std::string n = note_(); !n.empty()) s += ", " + n;
   shown_ = put_line(err_, std::move(s), terminal_);

@@ -46,19 +46,20 @@ std::string sim_time_text(double us);
 // The report line for a point `what` that has run `sim_us` of simulated
 // time in `wall_s` seconds, after `run_sim_us` and `run_wall_s` of the run's
 // earlier points: the point's % done, simulated time and rate, and the ETA
-// of the whole run.
+// of the whole run, also in *eta_s if given (-1 where none is known yet).
 std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
-                          const RunShare& share);
+                          const RunShare& share, double* eta_s = nullptr);
 
 class Watchdog {
  public:
   // Reports progress to `err` every `report_every` of wall-clock time unless
   // quiet; `terminal`: err is one, so the report is one line kept up to date.
   // `share` says where the run is; `note`, if given, adds to each line
-  // (the VCD's size so far).
+  // (the VCD's size so far). `long_hint`, if given, is said once, on a line
+  // of its own, when the ETA first passes an hour (what to run instead).
   Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
            std::ostream& err, bool quiet, bool terminal, double report_every_s,
-           std::function<std::string()> note = {});
+           std::function<std::string()> note = {}, std::string long_hint = {});
   ~Watchdog() { clear_line(); }
   void arm(const std::string& what);
   // Ends the point: a progress line on the terminal is cleared.
@@ -84,6 +85,7 @@ class Watchdog {
   std::function<uint64_t()> progress_;
   std::function<RunShare()> share_;
   std::function<std::string()> note_;
+  std::string long_hint_;
   // The run so far, before the running point: wall seconds armed and
   // simulated us, for the rate the ETA assumes.
   double run_wall_s_ = 0, run_sim_us_ = 0;

@@ -39,6 +39,17 @@ TEST_CASE("the progress line reads as a person would: times in their unit, the w
   r.us_per_weight = 100;
   CHECK(progress_line("size 1M (2 of 2)", 50, 5, 100, 10, r) ==
         "incsim: size 1M (2 of 2): 1%, simulated 50 us at 10 us/s, ETA 5s");
+  // The ETA in seconds too, for the hint a run of more than an hour gets;
+  // none before a pace is known.
+  double eta = 0;
+  r = RunShare{};
+  r.fraction = 0.001;
+  CHECK(progress_line("size 1T (1 of 1)", 10, 10, 0, 0, r, &eta) ==
+        "incsim: size 1T (1 of 1): 0%, simulated 10 us at 1 us/s, ETA 2h46m");
+  CHECK(eta == Approx(9990));
+  r.fraction = -1;
+  progress_line("size 1T (1 of 1)", 10, 10, 0, 0, r, &eta);
+  CHECK(eta == -1);
   // Long runs read in ms and s, not 1.601e+05 us.
   r = RunShare{};
   CHECK(progress_line("iteration 1 (1 of 1)", 160123.4, 2, 0, 0, r) ==
