@@ -247,8 +247,9 @@ const Param<std::string> kClusterNetwork{
     "the scale-out network: infiniband (NDR, credit-based lossless links, as NVIDIA's DGX SuperPOD) or roce "
     "(RoCEv2 on 400 GbE, reliable connections with go-back-N, as NetReduce's hosts use; issue 21)"};
 
-// A node platform with more GPUs than DGX H100's allows fewer nodes (kMaxClusterNodes).
+// A node platform with more GPUs than DGX H100's allows fewer nodes (topo::kMaxClusterNodes).
 constexpr int kMaxClusterGpus = 131072;
+using topo::kMaxClusterNodes;
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;

@@ -22,10 +22,6 @@
 
 namespace incsim::platforms {
 
-// A cluster of 16,384 DGX H100s (131,072 GPUs): the largest the routes are
-// computed for.
-inline constexpr int kMaxClusterNodes = 16384;
-
 // The shape the command line asks for; 0 (or no dims, no gpus) where not given.
 struct PlatformShape {
   std::optional<int> gpus;  // --gpus: GPUs built on star and fattree2l (elsewhere the run takes the first N)

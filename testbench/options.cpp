@@ -16,7 +16,7 @@
 #include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
-#include "platforms/platform.h"
+#include "topology/cluster.h"
 #include "workloads/placement.h"
 
 namespace incsim::tb {
@@ -194,7 +194,7 @@ class Parser {
       // The platform checks its own range once it is known; 0 would read as its default.
       const uint64_t n = parse_uint(flag, value);
       if (n == 0 || n > 1000000)
-        throw UserError(flag + " is a cluster's 2 to " + std::to_string(platforms::kMaxClusterNodes) +
+        throw UserError(flag + " is a cluster's 2 to " + std::to_string(topo::kMaxClusterNodes) +
                         " nodes or a fat tree's k x k (16, 64, ...), not " + value);
       o_.nodes = static_cast<int>(n);
     }

@@ -10,6 +10,10 @@
 
 namespace incsim::topo {
 
+// A cluster of 16,384 DGX H100s (131,072 GPUs): the largest the routes are
+// computed for (kMaxStructuredNodes).
+inline constexpr int kMaxClusterNodes = 16384;
+
 // The scale-out network: InfiniBand (ib_switch leaves and spines, hca
 // adapters) or RoCE on Ethernet (ethernet_switch leaves and spines,
 // roce_bridge adapters).
