@@ -97,7 +97,6 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
                                          program_.tree_nodes != 0);
 }
 
-
 CollectiveCall::~CollectiveCall() = default;
 
 namespace {
@@ -226,10 +225,11 @@ gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<c
   // A counter frees once a wave's bytes have left at the GPU's injection
   // rate: on links too slow for that within the timeout every wave would
   // time out, which is a statement about the links, not the engine.
-  if (wp.waves > 0 && ll.b_in_GBps > 0 && wp.wave_bytes / (ll.b_in_GBps * 1e3) > timeout_us) {
+  const double wave_us = ll.b_in_GBps > 0 ? wp.wave_bytes / (ll.b_in_GBps * 1e3) : 0;
+  if (wp.waves > 0 && wave_us > timeout_us) {
     std::ostringstream os;
-    os << "a wave of " << wp.wave_bytes << " B takes " << std::fixed << std::setprecision(1)
-       << wp.wave_bytes / (ll.b_in_GBps * 1e3) << " us to leave a GPU whose links inject " << std::setprecision(3)
+    os << "a wave of " << wp.wave_bytes << " B takes " << std::fixed << std::setprecision(1) << wave_us
+       << " us to leave a GPU whose links inject " << std::setprecision(3)
        << ll.b_in_GBps << " GB/s (link.bw_GBps), longer than " << gpu::kCounterTimeout.key() << " ("
        << std::setprecision(1) << timeout_us << " us) lets a wave wait for a counter: raise one of them";
     throw UserError(os.str());

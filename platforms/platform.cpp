@@ -247,9 +247,8 @@ const Param<std::string> kClusterNetwork{
     "the scale-out network: infiniband (NDR, credit-based lossless links, as NVIDIA's DGX SuperPOD) or roce "
     "(RoCEv2 on 400 GbE, reliable connections with go-back-N, as NetReduce's hosts use; issue 21)"};
 
-// A node platform with more GPUs than DGX H100's allows fewer nodes (topo::kMaxClusterNodes).
+// topo::kMaxClusterNodes DGX H100s; a node platform with more GPUs allows fewer nodes.
 constexpr int kMaxClusterGpus = 131072;
-using topo::kMaxClusterNodes;
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
@@ -260,8 +259,8 @@ topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   if (shape.gpus) throw UserError("the cluster platform is shaped by --nodes and --node, not --gpus");
   topo::ClusterShape s;
   s.nodes = shape.nodes ? shape.nodes : 4;
-  if (s.nodes < 2 || s.nodes > kMaxClusterNodes)
-    throw UserError("a cluster has 2 to " + std::to_string(kMaxClusterNodes) +
+  if (s.nodes < 2 || s.nodes > topo::kMaxClusterNodes)
+    throw UserError("a cluster has 2 to " + std::to_string(topo::kMaxClusterNodes) +
                     " nodes: --nodes must be in that range, not " + std::to_string(s.nodes));
   const topo::Topology machine = make_topology(node, PlatformShape{}, cfg);
   if (is_dgx1(machine))

@@ -59,7 +59,18 @@ class Wakeup {
   bool armed_ = false;
 };
 
-inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake);
+inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
+  sc_core::sc_spawn_options opt;
+  opt.spawn_method();
+  opt.dont_initialize();
+  opt.set_sensitivity(wake);
+  sc_core::sc_spawn(
+      [body = std::move(body)] {
+        ++activations();
+        body();
+      },
+      name, &opt);
+}
 
 // Runs a function once a delay has passed, from a method it spawns at its
 // first use (a collective's start after NCCL's fixed cost).
@@ -85,18 +96,5 @@ class Delayed {
   std::function<void()> fn_;
   bool spawned_ = false;
 };
-
-inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
-  sc_core::sc_spawn_options opt;
-  opt.spawn_method();
-  opt.dont_initialize();
-  opt.set_sensitivity(wake);
-  sc_core::sc_spawn(
-      [body = std::move(body)] {
-        ++activations();
-        body();
-      },
-      name, &opt);
-}
 
 }  // namespace incsim

@@ -312,14 +312,18 @@ Topology make_dgx2(double bw_GBps, double latency_ns);
 Topology make_fattree2l(int groups, double bw_GBps, double latency_ns);
 // One switch with n ports and n single-port endpoints.
 Topology make_star(int n, double bw_GBps, double latency_ns);
+// An HGX A100 board: 8 GPUs with 12 NVLink3 links each, 2 to each of 6
+// NVSwitch gen 2 chips.
+Topology make_hgx_a100(double bw_GBps, double latency_ns);
 // An HGX H100 board: 8 GPUs with 18 NVLink4 links each and 4 NVSwitch3
 // chips; every GPU has a trunk of 5, 4, 4 and 5 links to switches 0 to 3
 // (docs/platforms.md, HGX H100).
-Topology make_hgx_a100(double bw_GBps, double latency_ns);
 Topology make_hgx_h100(double bw_GBps, double latency_ns);
+// An HGX B200 board: 8 GPUs with 18 NVLink5 links each, 9 to each of 2
+// NVLink Switch chips.
 Topology make_hgx_b200(double bw_GBps, double latency_ns);
-// Today's NVLink machines (HGX A100, H100, B200, GB200 NVL72): NVLink's
-// 256-byte packets, NCCL's protocols by size and its software costs.
+// Today's NVLink machines (HGX A100, H100, B200, GB200 NVL72): the SMs'
+// 128-byte packets, NCCL's protocols by size and its software costs.
 bool is_nvlink_machine(const std::string& family);
 // A GB200 NVL72 rack's NVLink domain: 72 GPUs with 18 NVLink5 links each and
 // 18 NVLink Switch chips (9 trays of 2); GPU g's link s goes to switch s, on
