@@ -349,9 +349,11 @@ void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
 }
 
 void CollectiveCall::begin() {
-  // The memory's jitter counts from the first step, so the steps are the
-  // same whatever came before them.
+  // The memory's jitter counts from the first step and an idle machine's
+  // arbiters start where they started the first collective, so the steps
+  // are the same whatever came before them.
   for (gpu::Gpu* g : comm_.gpus_) g->memory().set_origin(sim_now());
+  comm_.machine_.rewind_if_idle();
   engines_->start(bytes_, [this] {
     done_ = true;
     t1_ = sim_now();
@@ -385,7 +387,7 @@ Measures CollectiveCall::measures() const {
   const auto tables1 = m.table_totals();
   const auto latency1 = m.packet_latency();
   r.packets = latency1.first - latency_.first;
-  r.latency_ns_sum = latency1.second - latency_.second;
+  r.latency_ns_sum = static_cast<double>(latency1.second - latency_.second) * sc_core::sc_get_time_resolution().to_seconds() * 1e9;
   r.tables = {tables1.hits - tables_.hits, tables1.misses - tables_.misses, tables1.evictions - tables_.evictions,
               tables1.stalls - tables_.stalls, tables1.completions - tables_.completions};
   return r;

@@ -164,7 +164,7 @@ class CollectiveCall {
   bool done_ = false;
   std::vector<uint64_t> link_bytes_;
   GpuMachine::TableTotals tables_;
-  std::pair<uint64_t, double> latency_;
+  std::pair<uint64_t, uint64_t> latency_;
 };
 
 class Communicator {

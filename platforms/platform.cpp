@@ -449,11 +449,17 @@ uint32_t GpuMachine::smallest_table_entries(const nvswitch::TableSharing* of) co
   return least;
 }
 
-std::pair<uint64_t, double> GpuMachine::packet_latency() const {
-  std::pair<uint64_t, double> r{0, 0.0};
+void GpuMachine::rewind_if_idle() {
+  if (pool().in_use() != 0) return;
+  for (gpu::Gpu* g : gpus_) g->rewind_arbiters();
+  for (nvswitch::NvSwitch* s : switches_) s->rewind_arbiters();
+}
+
+std::pair<uint64_t, uint64_t> GpuMachine::packet_latency() const {
+  std::pair<uint64_t, uint64_t> r{0, 0};
   for (const gpu::Gpu* g : gpus_) {
     r.first += g->packets_received();
-    r.second += g->latency_sum_ns();
+    r.second += g->latency_sum();
   }
   return r;
 }

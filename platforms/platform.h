@@ -82,6 +82,10 @@ class GpuMachine : public Machine {
   GpuMachine(const topo::Topology& t, Config& cfg, uint64_t seed, PlatformDefaults d = {});
 
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  // With no packet in flight, puts every GPU's and switch's arbiters back
+  // where elaboration left them, so that a size's row is what it gives alone;
+  // another job's traffic, if any, is left as it finds it.
+  void rewind_if_idle();
   // The defaults it was built with: its family's, and those of the algorithms that run on it.
   const PlatformDefaults& defaults() const { return defaults_; }
   nic::Nic& nic(int gpu) { return *nics_[gpu]; }  // the NIC inside GPU gpu
@@ -103,8 +107,8 @@ class GpuMachine : public Machine {
   // Entries of the smallest reduction table a switch port has (of the
   // switches whose tables `of` shares, if given: one fabric's); 0: none has one.
   uint32_t smallest_table_entries(const nvswitch::TableSharing* of = nullptr) const;
-  // Packets the GPUs received so far, and the sum of their latencies, ns.
-  std::pair<uint64_t, double> packet_latency() const;
+  // Packets the GPUs received so far, and the sum of their latencies in SystemC time units.
+  std::pair<uint64_t, uint64_t> packet_latency() const;
 
  private:
   PlatformDefaults defaults_;

@@ -101,6 +101,11 @@ void CreditSwitch::request(net::Packet* head, int input) {
   request_output(head->out_port, input, head->vc, std::max(head->t_head + cfg_.latency, inputs_[input].xbar_free));
 }
 
+void CreditSwitch::rewind_arbiters() {
+  std::fill(turn_.begin(), turn_.end(), 0u);
+  for (auto& out : outputs_) out->xbar_rr = out->vc_rr = 0;
+}
+
 int CreditSwitch::spread(const net::Packet* p, uint32_t dst) {
   const uint32_t first = wiring_.routes_first[dst];
   const uint32_t n = wiring_.routes_first[dst + 1] - first;

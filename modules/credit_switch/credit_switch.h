@@ -128,6 +128,10 @@ class CreditSwitch : public sc_core::sc_module, public net::PacketSink, public n
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
+  // Its arbiters as elaboration left them (the turn over a trunk's links,
+  // each output's crossbar and VC round-robin), for a collective on an idle
+  // machine to start as the first did.
+  void rewind_arbiters();
   uint64_t report_held(std::ostream& os) const override;
 
  protected:

@@ -216,7 +216,7 @@ void Gpu::receive(int port, net::Packet* p) {
   INCSIM_LOG(log_, Trace, "port {} receives {} {:#x} from {}, {} B, last flit at {}", port, net::op_name(p->op), p->addr,
              p->src, p->payload_bytes, p->t_tail.to_string());
   ++packets_received_;
-  latency_sum_ns_ += (p->t_tail - p->t_inject).to_seconds() * 1e9;
+  latency_sum_ += (p->t_tail - p->t_inject).value();
   sc_assert(p->vc == net::class_first_vc(p->vc));  // rx_process serves only these
   const bool request = answered(p);
   if (request && pt.rx[p->vc].empty() && pt.responses.size() < cfg_.max_responses) {

@@ -154,11 +154,16 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
+  // Each port's round-robin over its streams and classes as elaboration left it.
+  void rewind_arbiters() {
+    for (auto& p : ports_) p->stream_rr = p->vc_rr = 0;
+  }
   uint64_t report_held(std::ostream& os) const override;
   // Packets received, and the sum of their latencies from injection to the
   // last flit's arrival (Klenk §VI-D reports the average).
   uint64_t packets_received() const { return packets_received_; }
-  double latency_sum_ns() const { return latency_sum_ns_; }
+  // In SystemC time units, whole: a collective's share is a difference of two sums, exact.
+  uint64_t latency_sum() const { return latency_sum_; }
 
 
  private:
@@ -217,7 +222,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   uint64_t seq_ = 0;
   bool rx_blocked_ = false;
   uint64_t packets_received_ = 0;
-  double latency_sum_ns_ = 0;  // a port's memory pipeline was full
+  uint64_t latency_sum_ = 0;  // a port's memory pipeline was full
   Wakeup rx_wake_, timer_wake_;
   log::Logger log_;
   std::unique_ptr<sc_core::sc_module> attached_;  // last: a child goes before its parent

@@ -88,6 +88,22 @@ TEST_CASE("the stall timeout does not change a GPU platform's result", "[cli][st
   CHECK(a == rows_with_stall_timeout(run, "0"));
 }
 
+// A row is what its size gives alone: the machine's arbiters (a switch's
+// turn over a trunk's links, its crossbar's and each port's round-robin
+// pointers) start every collective where they start the first.
+TEST_CASE("a size's row is the same alone and after other sizes", "[cli][determinism]") {
+  for (const char* algorithm : {"nvls", "ring"}) {
+    const std::string run = std::string("--platform hgx-h100 --algorithm ") + algorithm + " --quiet --json - --sizes ";
+    const Result alone = incsim(run + "4M");
+    const Result after = incsim(run + "1M,4M");
+    REQUIRE(alone.code == 0);
+    REQUIRE(after.code == 0);
+    const auto rows = nlohmann::json::parse(after.out)["rows"];
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[1] == nlohmann::json::parse(alone.out)["rows"][0]);
+  }
+}
+
 // Issue 14's case: 164368.42 us with the default timeout, 166739.31 us with 0.1 s.
 TEST_CASE("the stall timeout does not change a lossy NetReduce run's result", "[cli][stall][determinism]") {
   const std::string run = "--platform spineleaf --sizes 1M --seed 2 -c link.loss=0.1 -c link.corruption=0.05";
