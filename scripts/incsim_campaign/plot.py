@@ -7,8 +7,10 @@
                   size; dashed: the speedup the bound would allow
   --kind heatmap  a metric over two swept columns (--x, --y) at one size
 
-Series are the settings that vary (never a measurement; not size, nor
-seed, which is averaged), or --series COL,...; --where COL=VALUE filters.
+The line plots take any setting as x (--x, then at one --size) and draw
+one panel per value of --facet. Series are the settings that vary
+independently of the axes (never a measurement, nor seed, which is
+averaged), or --series COL,...; --where COL=VALUE filters.
 Which columns are settings and which measurements is read from the CSV's
 sidecar, <name>.columns.json (scripts/sweep collect writes it from what
 incsim says of its rows); without one, the columns left of size_bytes are
@@ -26,7 +28,7 @@ import sys
 from .campaign import format_size, parse_size
 from .collect import LEGACY_ROW_SETTINGS, columns_path
 
-# The x axis of the line plots: never a series.
+# The default x axis of the line plots.
 X_COLUMN = "size_bytes"
 # Settings averaged over rather than drawn as series (unless --series).
 AVERAGED = ("seed",)
@@ -149,34 +151,33 @@ def _distinct(rows, cols):
 
 
 def _varying(rows, meta, fixed=(X_COLUMN,), exclude=AVERAGED):
-    """The settings that vary across rows, in column order: the series.
-    Never a measurement, nor a column in fixed (the axes) or exclude; a
-    setting of the rows (count, type, ...) only when it tells apart rows
-    that fixed and the settings before it do not (count follows size,
-    type follows dtype)."""
+    """The settings that vary independently of the columns in fixed (the
+    axes), in column order: the series. Never a measurement, nor a column
+    in fixed or exclude, nor one the axes determine (gpus, with the
+    platform on an axis, would only repeat it); a setting of the rows
+    (count, type, ...) only when it tells apart rows that fixed and the
+    settings before it do not (count follows size, type follows dtype)."""
+    axes = [f for f in fixed if f in rows[0]]
     chosen = []
     for c in rows[0]:
         m = meta.get(c) or {"kind": "measurement"}
         if m["kind"] != "setting" or c in fixed or c in exclude:
             continue
-        if len({r[c] for r in rows}) < 2:
+        base = axes + chosen if m.get("from") == "row" else axes
+        if _distinct(rows, base + [c]) == _distinct(rows, base):
             continue
-        if m.get("from") == "row":
-            base = [f for f in fixed if f in rows[0]] + chosen
-            if _distinct(rows, base + [c]) == _distinct(rows, base):
-                continue
         chosen.append(c)
     return chosen
 
 
-def _series_cols(rows, meta, args):
+def _series_cols(rows, meta, args, fixed):
     if args.series:
         cols = [c for c in args.series.split(",") if c]
         for c in cols:
             if c not in rows[0]:
                 raise PlotError("--series: no column '%s'" % c)
         return cols
-    return _varying(rows, meta)
+    return _varying(rows, meta, fixed)
 
 
 def _metric(meta, name, default):
@@ -184,6 +185,9 @@ def _metric(meta, name, default):
     measurement column (labelled with its unit)."""
     name = name or default
     if name in METRICS:
+        if METRICS[name][0] not in meta:
+            raise PlotError("--metric %s: the CSV has no column '%s'" % (
+                name, METRICS[name][0]))
         return METRICS[name]
     if meta.get(name, {}).get("kind") == "measurement":
         unit = meta[name].get("unit")
@@ -199,14 +203,38 @@ def _sort_key(v):
     return (0, n, "") if isinstance(n, (int, float)) else (1, 0, str(v))
 
 
-def _group(rows, cols):
-    """{series tuple: {size: [rows]}} with series tuples sorted."""
+def _group(rows, cols, x):
+    """{series tuple: {x(row): [rows]}} with series tuples sorted."""
     out = {}
     for r in rows:
         key = tuple(r[c] for c in cols)
-        out.setdefault(key, {}).setdefault(r["size_bytes"], []).append(r)
+        out.setdefault(key, {}).setdefault(x(r), []).append(r)
     return dict(sorted(out.items(),
                        key=lambda kv: [_sort_key(v) for v in kv[0]]))
+
+
+def _ordered(rows, col):
+    """(col's values, whether all are numbers): numbers in numeric order,
+    anything else in the CSV's order (the order the campaign swept)."""
+    vals = list(dict.fromkeys(r[col] for r in rows))
+    numeric = all(isinstance(_num(str(v)), (int, float)) for v in vals)
+    return (sorted(vals, key=_sort_key) if numeric else vals), numeric
+
+
+def _at_size(rows, size):
+    """(the rows of one message size, --size or else the largest; a title
+    note naming it)."""
+    if size:
+        try:
+            want = parse_size(size)
+        except ValueError:
+            raise PlotError("--size: %r is not a size" % size) from None
+    else:
+        want = max(r["size_bytes"] for r in rows)
+    rows = [r for r in rows if r["size_bytes"] == want]
+    if not rows:
+        raise PlotError("no rows of size %s" % size)
+    return rows, " at %s" % format_size(int(want))
 
 
 def _mean(rows, f):
@@ -243,6 +271,46 @@ def _size_axis(ax, sizes):
     ax.set_xlabel("message size (bytes)")
 
 
+def _x_axis(ax, col, values, numeric, meta):
+    """The x axis of a line plot: sizes as _size_axis; other numbers on a
+    log axis when they are powers of two (as sizes are) or span more than
+    LOG_RANGE, else linear; words as evenly spaced ticks."""
+    if col == X_COLUMN:
+        return _size_axis(ax, values)
+    unit = meta.get(col, {}).get("unit")
+    ax.set_xlabel("%s (%s)" % (col, unit) if unit else col)
+    rotation = 45 if len(values) > 8 else 0
+    if not numeric:
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels([str(v) for v in values], rotation=rotation)
+        return
+    nums = [float(_num(str(v))) for v in values]
+    pow2 = all(v >= 1 and v.is_integer() and int(v) & (int(v) - 1) == 0
+               for v in nums)
+    if pow2 or (min(nums) > 0 and wide_range(nums)):
+        ax.set_xscale("log", base=2 if pow2 else 10)
+    if len(nums) <= 12:     # a tick at each value; more would crowd
+        ax.set_xticks(nums)
+        ax.set_xticklabels(["%g" % v for v in nums], rotation=rotation)
+        ax.minorticks_off()
+
+
+# Ten colours, then each further ten series change line style and marker
+# too, so that up to 40 series all look different ("--" stays the
+# analytical bound's).
+COLORS = ["tab:" + c for c in ("blue orange green red purple brown pink "
+                               "gray olive cyan").split()]
+LINESTYLES = ("-", "-.", ":", (0, (3, 1, 1, 1, 1, 1)))
+MARKERS = ("o", "s", "^", "D")
+
+
+def line_style(i):
+    """The colour, line style and marker of the i-th series."""
+    block = i // len(COLORS) % len(LINESTYLES)
+    return {"color": COLORS[i % len(COLORS)],
+            "linestyle": LINESTYLES[block], "marker": MARKERS[block]}
+
+
 # A linear y axis squashes all but the largest values once they span more
 # than this factor (a ring's speed-up bound runs from 2x to 600x): log then.
 LOG_RANGE = 50
@@ -270,9 +338,23 @@ def plot_lines(rows, args, meta=None):
     meta = meta or infer_columns(list(rows[0]))
     plt = _plt()
     kind = args.kind
+    xcol, facet = args.x or X_COLUMN, args.facet
+    settings = [c for c in rows[0] if meta.get(c, {}).get("kind") == "setting"]
+    for flag, c in (("--x", xcol), ("--facet", facet)):
+        if c and c not in settings:
+            raise PlotError("%s: '%s' is not a setting column (settings: %s)"
+                            % (flag, c, ", ".join(settings)))
+    if facet == xcol:
+        raise PlotError("--facet and --x are both '%s'" % xcol)
+    note = ""
+    if xcol != X_COLUMN:
+        if args.reference:
+            raise PlotError("--reference gives numbers at message sizes, so "
+                            "it needs size_bytes on the x axis")
+        rows, note = _at_size(rows, args.size)
     metric = args.metric or ("time" if kind == "time" else
                              "speedup" if kind == "speedup" else "busbw")
-    base_col = base_val = None
+    base_col = base_val = bi = None
     if kind == "speedup":
         spec = args.baseline or ("algorithm=ring" if "algorithm" in rows[0]
                                  else None)
@@ -288,30 +370,95 @@ def plot_lines(rows, args, meta=None):
             base_val if base_col == "algorithm" else spec)
     else:
         col, ylabel = _metric(meta, metric, "busbw")
-    cols = _series_cols(rows, meta, args)
-    groups = _group(rows, cols)
-    fig, ax = plt.subplots(figsize=(args.width, args.height))
-    sizes = sorted({r["size_bytes"] for r in rows})
-    bounds_drawn = []
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    cols = _series_cols(rows, meta, args, (X_COLUMN, xcol, facet))
     if kind == "speedup":
-        bi = cols.index(base_col) if base_col in cols else None
-        if bi is None:
-            raise PlotError("the baseline column '%s' does not vary" %
+        if base_col not in cols:
+            raise PlotError("the baseline column '%s' must make the series "
+                            "(it does not vary, or is --x or --facet)" %
                             base_col)
+        bi = cols.index(base_col)
+    xs, numeric = _ordered(rows, xcol)
+    xpos = {v: float(_num(str(v))) if numeric else i
+            for i, v in enumerate(xs)}
+    # Styles by series over all panels: a series looks the same in each.
+    keys = [k for k in _group(rows, cols, lambda r: None)
+            if bi is None or str(k[bi]) != base_val]
+    styles = {k: line_style(i) for i, k in enumerate(keys)}
+    refs = column = None
+    if args.reference:
+        refs = read_reference(args.reference)
+        column = col if kind != "speedup" else "speedup"
+        if not any(r["column"] == column for r in refs):
+            raise PlotError("reference %s has no numbers for %s" % (
+                args.reference, column))
+    panels = _ordered(rows, facet)[0] if facet else [None]
+    ncols = math.ceil(math.sqrt(len(panels)))
+    nrows = math.ceil(len(panels) / ncols)
+    fig, grid = plt.subplots(nrows, ncols, squeeze=False, sharex=True,
+                             sharey=True, figsize=(args.width * ncols,
+                                                   args.height * nrows))
+    axes = list(grid.flat[:len(panels)])
+    for ax in grid.flat[len(panels):]:
+        ax.remove()
     n = 0
-    for key, by_size in groups.items():
-        if kind == "speedup" and str(key[bi]) == base_val:
+    for i, (ax, value) in enumerate(zip(axes, panels)):
+        sub = rows if facet is None else [r for r in rows
+                                          if r[facet] == value]
+        n += _draw_lines(ax, _group(sub, cols, lambda r: xpos[r[xcol]]),
+                         cols, styles, (kind, col, bi, base_val),
+                         args.no_bound)
+        if refs:
+            draw_reference(ax, refs, column)
+        _x_axis(ax, xcol, xs, numeric, meta)
+        # Shared axes: labels at the grid's outer edges only, tick labels
+        # too under a panel whose lower neighbour was left empty.
+        if i + ncols < len(panels):
+            ax.set_xlabel("")
+        else:
+            ax.xaxis.set_tick_params(labelbottom=True)
+        if i % ncols == 0:
+            ax.set_ylabel(ylabel)
+        if facet:
+            ax.set_title("%s=%s" % (facet, value))
+    if n == 0:
+        raise PlotError("nothing to plot (check --where / --baseline)")
+    drawn = [y for ax in axes for line in ax.get_lines()
+             for y in line.get_ydata()]
+    for ax in axes:
+        if kind == "speedup":
+            ax.axhline(1.0, color="gray", linewidth=0.8)
+        if (kind == "time" or args.logy or
+                (not args.liny and wide_range(drawn))):
+            ax.set_yscale("log")
+        ax.grid(True, which="major", alpha=0.3)
+    title = args.title or (_default_title(rows, cols) + note).strip()
+    if facet:
+        fig.suptitle(title)
+    else:
+        axes[0].set_title(title)
+    _legend_outside(fig, axes, [_label(cols, k) for k in keys])
+    return fig
+
+
+def _draw_lines(ax, groups, cols, styles, how, no_bound):
+    """One line per series of groups ({series: {x: rows}}) that has a style
+    (not the speedup's baseline) and the analytical bound at each x where
+    the rows have one; returns the number of lines."""
+    kind, col, bi, base_val = how
+    bounds_drawn = []
+    n = 0
+    for key, by_x in groups.items():
+        if key not in styles:
             continue
         xs, ys, bx, by = [], [], [], []
-        for s in sorted(by_size):
-            rs = by_size[s]
+        for x in sorted(by_x):
+            rs = by_x[x]
             if kind == "speedup":
                 bkey = tuple(base_val if i == bi else v
                              for i, v in enumerate(key))
                 brs = [b for k2, bs in groups.items()
                        if tuple(map(str, k2)) == tuple(map(str, bkey))
-                       for b in bs.get(s, [])]
+                       for b in bs.get(x, [])]
                 if not brs:
                     continue
                 t_base = _mean(brs, lambda r: r["time_us"])
@@ -328,46 +475,63 @@ def plot_lines(rows, args, meta=None):
                        if col in ("busbw_GBps", "algbw_GBps") else None)
             if y is None:
                 continue
-            xs.append(s)
+            xs.append(x)
             ys.append(y)
             if bnd is not None:
-                bx.append(s)
+                bx.append(x)
                 by.append(bnd)
         if not xs:
             continue
-        c = colors[n % len(colors)]
         n += 1
-        ax.plot(xs, ys, marker="o", ms=3, color=c, label=_label(cols, key))
-        if by and not args.no_bound:
+        c = styles[key]["color"]
+        ax.plot(xs, ys, ms=3, label=_label(cols, key), **styles[key])
+        if by and not no_bound:
             curve = (tuple(bx), tuple(float("%.4g" % v) for v in by))
             if curve not in [d[0] for d in bounds_drawn]:
                 bounds_drawn.append((curve, c))
-    if n == 0:
-        raise PlotError("nothing to plot (check --where / --baseline)")
-    if args.reference:
-        refs = read_reference(args.reference)
-        column = col if kind != "speedup" else "speedup"
-        if not any(r["column"] == column for r in refs):
-            raise PlotError("reference %s has no numbers for %s" % (
-                args.reference, column))
-        draw_reference(ax, refs, column)
     for i, ((bx, by), c) in enumerate(bounds_drawn):
         if len(bounds_drawn) == 1:
             c = "black"
         ax.plot(bx, by, linestyle="--", linewidth=1, color=c,
                 label="analytical bound" if i == 0 else None)
-    drawn = [y for line in ax.get_lines() for y in line.get_ydata()]
-    if kind == "speedup":
-        ax.axhline(1.0, color="gray", linewidth=0.8)
-    _size_axis(ax, sizes)
-    if kind == "time" or args.logy or (not args.liny and wide_range(drawn)):
-        ax.set_yscale("log")
-    ax.set_ylabel(ylabel)
-    ax.grid(True, which="major", alpha=0.3)
-    if ax.get_legend_handles_labels()[1]:
-        ax.legend(fontsize="small")
-    ax.set_title(args.title or _default_title(rows, cols))
-    return fig
+    return n
+
+
+def _legend_outside(fig, axes, order):
+    """Lay the figure out with one legend for all panels outside them: to
+    the right, or below in as many columns as fit when it is taller than
+    the figure. The figure grows by the legend's size, so the legend never
+    covers a curve and the panels keep theirs. order: the series' labels,
+    which come first, in this order; other entries (bound, reference)
+    follow as drawn."""
+    found = {}
+    for ax in axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, h)
+    if not found:
+        fig.tight_layout()
+        return
+    labels = sorted(found, key=lambda lb: order.index(lb) if lb in order
+                    else len(order))
+    handles = [found[lb] for lb in labels]
+    w, h = fig.get_size_inches()
+    renderer = fig.canvas.get_renderer()
+    leg = fig.legend(handles, labels, fontsize="small", loc="center right",
+                     bbox_to_anchor=(1, 0.5))
+    box = leg.get_window_extent(renderer)
+    if box.height < 0.95 * fig.bbox.height:
+        lw = (fig.bbox.x1 - box.x0) / fig.dpi       # with the legend's pad
+        fig.set_size_inches(w + lw, h)
+        fig.tight_layout(rect=(0, 0, w / (w + lw), 1))
+        return
+    leg.remove()
+    leg = fig.legend(handles, labels, fontsize="small", loc="lower center",
+                     bbox_to_anchor=(0.5, 0),
+                     ncol=max(1, int(w * fig.dpi // box.width)))
+    box = leg.get_window_extent(renderer)
+    lh = (box.y1 - fig.bbox.y0) / fig.dpi
+    fig.set_size_inches(max(w, box.width / fig.dpi + 0.2), h + lh)
+    fig.tight_layout(rect=(0, lh / (h + lh), 1, 1))
 
 
 REFERENCE_COLUMNS = ["key", "series", "column", "size_bytes", "value", "source"]
@@ -428,6 +592,8 @@ def _default_title(rows, vary):
 def plot_heatmap(rows, args, meta=None):
     meta = meta or infer_columns(list(rows[0]))
     plt = _plt()
+    if args.facet:
+        raise PlotError("--facet is for the line plots (bw, time, speedup)")
     col, label = _metric(meta, args.metric, "bound_fraction")
     vary = _varying(rows, meta)
     xcol, ycol = args.x, args.y
@@ -441,21 +607,9 @@ def plot_heatmap(rows, args, meta=None):
     for c in (xcol, ycol):
         if c not in rows[0]:
             raise PlotError("no column '%s'" % c)
+    size_note = ""
     if "size_bytes" not in (xcol, ycol):
-        if args.size:
-            try:
-                want = parse_size(args.size)
-            except ValueError:
-                raise PlotError("--size: %r is not a size" % args.size) \
-                    from None
-        else:
-            want = max(r["size_bytes"] for r in rows)
-        rows = [r for r in rows if r["size_bytes"] == want]
-        if not rows:
-            raise PlotError("no rows of size %s" % args.size)
-        size_note = " at %s" % format_size(int(want))
-    else:
-        size_note = ""
+        rows, size_note = _at_size(rows, args.size)
     others = _varying(rows, meta, fixed=(xcol, ycol))
     if others:
         raise PlotError("column(s) %s vary too; pick values with --where "
@@ -496,6 +650,7 @@ def plot_heatmap(rows, args, meta=None):
                             fontsize="small",
                             color="white" if v < mid else "black")
     ax.set_title(args.title or ("%s%s" % (label, size_note)))
+    fig.tight_layout()
     return fig
 
 
@@ -511,14 +666,19 @@ def parser():
     ap.add_argument("--metric", help="busbw, algbw, time, bound_fraction "
                     "or any measurement column")
     ap.add_argument("--series", help="columns that make one line each "
-                    "(default: every setting that varies, seed averaged)")
+                    "(default: every setting that varies independently of "
+                    "the axes, seed averaged)")
     ap.add_argument("--where", action="append", metavar="COL=VALUE",
                     help="keep only these rows (repeatable)")
     ap.add_argument("--baseline", metavar="COL=VALUE",
                     help="speedup baseline (default algorithm=ring)")
-    ap.add_argument("--x", help="heatmap column across")
+    ap.add_argument("--x", metavar="COL", help="the column across: a setting for the line "
+                    "plots (default size_bytes), any column for a heatmap")
     ap.add_argument("--y", help="heatmap column up")
-    ap.add_argument("--size", help="heatmap message size (default largest)")
+    ap.add_argument("--facet", metavar="COL", help="line plots: one panel "
+                    "per value of this setting")
+    ap.add_argument("--size", help="the message size of a heatmap, or of a "
+                    "line plot whose --x is not size_bytes (default largest)")
     ap.add_argument("--reference", metavar="CSV",
                     help="a paper's numbers to draw beside the curves "
                     "(scripts/figures/reference/*.csv)")
@@ -545,7 +705,6 @@ def main(argv=None):
                else plot_lines(rows, args, meta))
         out = args.output or os.path.join(
             os.path.dirname(os.path.abspath(args.csv)), args.kind + ".png")
-        fig.tight_layout()
         fig.savefig(out, dpi=args.dpi)
         sys.stderr.write("plot: wrote %s\n" % out)
         return 0

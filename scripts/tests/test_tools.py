@@ -1,8 +1,10 @@
 """The small tools around the simulator: sweep's help, demo.sh's output
-paths, plot's log axis, the papers' reference numbers and the figure
-scripts that read them. No simulator needed."""
+paths, plot's axes, facets, legends and line styles, the papers' reference
+numbers and the figure scripts that read them. No simulator needed."""
 
+import contextlib
 import glob
+import io
 import os
 import shutil
 import stat
@@ -178,3 +180,209 @@ class Tools(TempDirCase):
                 if ";" in m.group(1):
                     found.append("%s:%d" % (os.path.relpath(path, REPO), text.count("\n", 0, m.start()) + 1))
         self.assertEqual(found, [])
+
+
+# A campaign CSV without a sidecar: the columns left of size_bytes are the
+# points' settings. gpus follows platform (star has 8, dgx2 16); star comes
+# first, so the CSV's order is not the alphabet's.
+HEADER = ("point,platform,algorithm,gpus,seed,ring.channels,size_bytes,count,"
+          "time_us,algbw_GBps,busbw_GBps,bound_us,bound_fraction")
+SIZES = (8192, 1048576)
+
+
+def time_us(platform, algorithm, channels, seed, size):
+    return (size / 1e4 * (1 + 1.0 / channels) + seed * 0.1 +
+            (2 if platform == "star" else 1) + (algorithm == "tree"))
+
+
+def swept_csv():
+    lines = [HEADER]
+    for platform, gpus in (("star", 8), ("dgx2", 16)):
+        for algorithm in ("ring", "tree"):
+            for ch in (1, 2, 4, 8):
+                for seed in (1, 2):
+                    for size in SIZES:
+                        t = time_us(platform, algorithm, ch, seed, size)
+                        lines.append("p,%s,%s,%d,%d,%d,%d,%d,%g,%g,%g,%g,%g"
+                                     % (platform, algorithm, gpus, seed, ch,
+                                        size, size // 4, t, size / t / 1e3,
+                                        2 * size / t / 1e3, size / 2e4,
+                                        size / 2e4 / t))
+    return "\n".join(lines) + "\n"
+
+
+def series_csv(n):
+    """n series (column k) over three sizes."""
+    lines = ["platform,k,size_bytes,time_us,algbw_GBps,busbw_GBps,bound_us"]
+    for k in range(n):
+        for size in (8192, 65536, 1048576):
+            t = 5 + size / 1e4 * (1 + k / n)
+            lines.append("dgx2,%d,%d,%g,%g,%g,%g" % (
+                k, size, t, size / t / 1e3, 2 * size / t / 1e3, size / 2e4))
+    return "\n".join(lines) + "\n"
+
+
+class PlotAxes(TempDirCase):
+    def draw(self, data, *args):
+        """The figure of `plot data args`, drawn in this process."""
+        a = pmod.parser().parse_args([data] + list(args))
+        rows, meta = pmod.read_csv(data)
+        rows = pmod._filter(rows, a.where)
+        fig = (pmod.plot_heatmap if a.kind == "heatmap"
+               else pmod.plot_lines)(rows, a, meta)
+        import matplotlib.pyplot as plt
+        self.addCleanup(plt.close, fig)
+        return fig
+
+    def series(self, ax):
+        """{label: line} of the series an axes draws."""
+        return {line.get_label(): line for line in ax.get_lines()
+                if not line.get_label().startswith("_") and
+                line.get_label() != "analytical bound"}
+
+    def run_main(self, *args):
+        """(exit status, stderr) of plot's main in this process."""
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            status = pmod.main(list(args))
+        return status, err.getvalue()
+
+    def test_a_parameter_on_the_x_axis(self):
+        data = self.write("r.csv", swept_csv())
+        out = os.path.join(self.tmp, "x.png")
+        p = self.plot(data, "--kind", "time", "--x", "ring.channels", "-o", out)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(read(out, "rb")[:8], b"\x89PNG\r\n\x1a\n")
+        # numbers: one point per value, at the largest size, seeds averaged;
+        # powers of two on a log axis
+        ax = self.draw(data, "--kind", "time", "--x", "ring.channels",
+                       "--where", "platform=star", "--no-bound").axes[0]
+        lines = self.series(ax)
+        self.assertEqual(sorted(lines), ["ring", "tree"])
+        self.assertEqual(list(lines["ring"].get_xdata()), [1, 2, 4, 8])
+        want = [(time_us("star", "ring", ch, 1, SIZES[-1]) +
+                 time_us("star", "ring", ch, 2, SIZES[-1])) / 2
+                for ch in (1, 2, 4, 8)]
+        for got, w in zip(lines["ring"].get_ydata(), want):
+            self.assertAlmostEqual(got, w, places=3)
+        self.assertEqual(ax.get_xscale(), "log")
+        self.assertIn("at 1M", ax.get_title())
+        # --size picks another size (time is linear in the seed: 1.5 is the
+        # mean of seeds 1 and 2)
+        ax = self.draw(data, "--kind", "time", "--x", "ring.channels",
+                       "--size", "8K", "--where", "platform=star").axes[0]
+        self.assertAlmostEqual(self.series(ax)["ring"].get_ydata()[0],
+                               time_us("star", "ring", 1, 1.5, 8192), places=3)
+        # words: ticks in the CSV's order; gpus, which follows platform,
+        # makes no series of its own
+        for kind in ("bw", "time", "speedup"):
+            ax = self.draw(data, "--kind", kind, "--x", "platform",
+                           "--where", "ring.channels=4").axes[0]
+            self.assertEqual([t.get_text() for t in ax.get_xticklabels()],
+                             ["star", "dgx2"], kind)
+            self.assertEqual(sorted(self.series(ax)),
+                             ["tree"] if kind == "speedup" else
+                             ["ring", "tree"], kind)
+            self.assertEqual(list(self.series(ax)["tree"].get_xdata()),
+                             [0, 1], kind)
+            # the bound at each point
+            (bound,) = [line for line in ax.get_lines()
+                        if line.get_label() == "analytical bound"]
+            self.assertEqual(list(bound.get_xdata()), [0, 1], kind)
+
+    def test_one_panel_per_facet_on_shared_axes(self):
+        data = self.write("r.csv", swept_csv())
+        fig = self.draw(data, "--x", "ring.channels", "--facet", "platform")
+        self.assertEqual([ax.get_title() for ax in fig.axes],
+                         ["platform=star", "platform=dgx2"])
+        a, b = fig.axes
+        self.assertTrue(a.get_shared_y_axes().joined(a, b))
+        self.assertTrue(a.get_shared_x_axes().joined(a, b))
+        for ax in fig.axes:
+            self.assertEqual(sorted(self.series(ax)), ["ring", "tree"])
+        # five facets: a 3x2 grid, the empty sixth cell removed, the panel
+        # above it with its x tick labels; one legend for all
+        fig = self.draw(self.write("s.csv", series_csv(5)), "--facet", "k")
+        self.assertEqual(len(fig.axes), 5)
+        self.assertEqual(len(fig.legends), 1)
+        fig.canvas.draw()
+        self.assertEqual([any(t.get_visible() and t.get_text()
+                              for t in ax.get_xticklabels())
+                          for ax in fig.axes], [False, False, True, True, True])
+
+    def legend_clear_of_the_axes(self, fig):
+        r = fig.canvas.get_renderer()
+        (leg,) = fig.legends
+        box = leg.get_window_extent(r)
+        for ax in fig.axes:
+            self.assertFalse(box.overlaps(ax.get_tightbbox(r)))
+        self.assertTrue(box.x0 >= fig.bbox.x0 and box.x1 <= fig.bbox.x1 and
+                        box.y0 >= fig.bbox.y0 and box.y1 <= fig.bbox.y1)
+        return box, fig.axes[0].get_tightbbox(r)
+
+    def test_many_series_have_a_legend_outside_and_styles_of_their_own(self):
+        box, ax = self.legend_clear_of_the_axes(
+            self.draw(self.write("s12.csv", series_csv(12))))
+        self.assertGreater(box.x0, ax.x1)               # to the right
+        fig = self.draw(self.write("s40.csv", series_csv(40)))
+        box, ax = self.legend_clear_of_the_axes(fig)
+        self.assertLess(box.y1, ax.y0)                  # too tall: below
+        from matplotlib.colors import to_hex
+        lines = self.series(fig.axes[0])
+        self.assertEqual(len(lines), 40)
+        styles = {(to_hex(line.get_color()), str(line.get_linestyle()),
+                   line.get_marker()) for line in lines.values()}
+        self.assertEqual(len(styles), 40)
+        # in the series' order, the first ten as matplotlib's own cycle
+        self.assertEqual(list(lines), ["k=%d" % i for i in range(40)])
+        self.assertEqual(to_hex(lines["k=3"].get_color()), "#d62728")
+
+    def test_heatmap_with_a_column_that_follows_an_axis(self):
+        data = self.write("r.csv", swept_csv())
+        out = os.path.join(self.tmp, "h.png")
+        status, err = self.run_main(data, "--kind", "heatmap", "--x",
+                                    "platform", "--y", "algorithm", "--where",
+                                    "ring.channels=2", "-o", out)
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(out))
+        # a column that varies on its own still needs --where
+        status, err = self.run_main(data, "--kind", "heatmap", "--x",
+                                    "platform", "--y", "algorithm", "-o", out)
+        self.assertEqual(status, 2)
+        self.assertEqual(err, "plot: error: column(s) ring.channels vary too; "
+                         "pick values with --where COL=VALUE\n")
+
+    def test_bad_axes_are_one_sentence(self):
+        data = self.write("r.csv", swept_csv())
+        out = os.path.join(self.tmp, "b.png")
+        settings = ("platform, algorithm, gpus, seed, ring.channels, "
+                    "size_bytes, count")
+        for args, msg in (
+                (["--x", "nosuch"], "--x: 'nosuch' is not a setting column "
+                 "(settings: %s)" % settings),
+                (["--x", "time_us"], "--x: 'time_us' is not a setting"),
+                (["--facet", "nosuch"], "--facet: 'nosuch' is not a setting"),
+                (["--x", "platform", "--facet", "platform"],
+                 "--facet and --x are both 'platform'"),
+                (["--facet", "size_bytes"],
+                 "--facet and --x are both 'size_bytes'"),
+                (["--kind", "heatmap", "--facet", "platform"],
+                 "--facet is for the line plots"),
+                (["--x", "platform", "--size", "3Q"], "--size: '3Q' is not"),
+                (["--x", "platform", "--size", "64K"], "no rows of size 64K"),
+                (["--kind", "speedup", "--x", "algorithm"],
+                 "the baseline column 'algorithm' must make the series"),
+                (["--x", "platform", "--reference", data],
+                 "--reference gives numbers at message sizes"),
+                (["--kind", "heatmap", "--x", "platform", "--y", "algorithm",
+                  "--where", "ring.channels=2", "--metric", "nosuch"],
+                 "--metric must be one of")):
+            status, err = self.run_main(data, "-o", out, *args)
+            self.assertEqual(status, 2, args)
+            self.assertTrue(err.startswith("plot: error: " + msg), err)
+            self.assertEqual(err.count("\n"), 1, err)
+        status, err = self.run_main(self.write("s.csv", series_csv(2)),
+                                    "--kind", "heatmap", "-o", out)
+        self.assertEqual(err, "plot: error: --metric bound_fraction: the CSV "
+                         "has no column 'bound_fraction'\n")
+        self.assertFalse(os.path.exists(out))
