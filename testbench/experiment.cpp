@@ -98,7 +98,7 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
   // A VCD's size so far, on each progress line: it grows with the run.
   std::function<std::string()> note;
   if (!opt_.vcd.empty())
-    note = [file = vcd_file(opt_.vcd)] {
+    note = [file = vcd_written(opt_.vcd)] {
       std::error_code ec;
       const auto bytes = std::filesystem::file_size(file, ec);
       return ec ? std::string() : fmt::format("VCD {:.1f} MB so far", static_cast<double>(bytes) / 1e6);
@@ -172,9 +172,11 @@ void Experiment::finish_outputs() {
   sc_core::sc_trace_file* tf = vcd_;
   vcd_ = nullptr;
   const uint64_t bytes = close_vcd(tf, opt_.vcd);
-  if (!opt_.quiet)
-    std::cerr << fmt::format("incsim: wrote the waveform {} ({:.1f} MB) and its GTKWave save file: gtkwave {}\n",
-                             vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6, gtkw_file(opt_.vcd));
+  if (opt_.quiet) return;
+  const std::string gtkw = gtkw_file(opt_.vcd);
+  std::cerr << fmt::format("incsim: wrote the waveform {} ({:.1f} MB)", vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6)
+            << (gtkw.empty() ? std::string(", with no GTKWave save file beside a device\n")
+                             : " and its GTKWave save file: gtkwave " + gtkw + "\n");
 }
 
 void Experiment::run_plain(const std::string& what, const std::function<void(const Poll&)>& body) {

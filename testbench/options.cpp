@@ -98,7 +98,7 @@ const po::options_description& declaration() {
                                           "reference); flow: each transfer a flow sharing links max-min fairly, "
                                           "no element values, for large clusters (the collective workload on the "
                                           "GPUs' cores; docs/flow.md)")
-        ("vcd", text("FILE"), "write a VCD waveform")
+        ("vcd", text("FILE"), "write a VCD waveform to FILE (FILE.vcd for a new name without .vcd) and a GTKWave save file beside it")
         ("json", text("FILE|-"), "write results, configuration and per-link statistics as JSON")
         ("csv", text("FILE|-"), "write the results table as CSV")
         ("dump-platform", text("FILE.yaml"), "write the platform's topology as YAML and exit")

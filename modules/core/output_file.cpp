@@ -56,6 +56,18 @@ void write_user_file(const std::string& path, const std::string& text, const std
   if (std::fclose(f) != 0 || !wrote) fail(path, what, wrote ? errno : err);
 }
 
+void copy_to_user_file(std::istream& in, const std::string& path, const std::string& what) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) fail(path, what, errno);
+  char buf[1 << 16];
+  bool wrote = true;
+  while (wrote && in.read(buf, sizeof buf).gcount() > 0)
+    wrote = std::fwrite(buf, 1, static_cast<size_t>(in.gcount()), f) == static_cast<size_t>(in.gcount());
+  wrote = wrote && std::fflush(f) == 0;
+  const int err = errno;
+  if (std::fclose(f) != 0 || !wrote) fail(path, what, wrote ? errno : err);
+}
+
 void check_stream(std::ostream& os, const std::string& what) {
   // A stream keeps no errno: the flush that fails sets it, and for a stream
   // that failed before, errno still holds a write's error if nothing since

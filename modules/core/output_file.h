@@ -17,6 +17,9 @@ void check_writable(const std::string& path, const std::string& what);
 // Writes `text` to `path` ("-": stdout), checking the write and the close.
 void write_user_file(const std::string& path, const std::string& text, const std::string& what);
 
+// Copies `in` to `path`, checking every write and the close, as write_user_file.
+void copy_to_user_file(std::istream& in, const std::string& path, const std::string& what);
+
 // Throws UserError if `os` failed (a write to a full device): flushes it
 // first. `what` names it in the message ("the table on stdout").
 void check_stream(std::ostream& os, const std::string& what);

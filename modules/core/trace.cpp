@@ -9,6 +9,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <unistd.h>
 #include <unordered_set>
 #include <vector>
 
@@ -117,11 +118,24 @@ void group(std::string& out, const std::string& name, bool open, const std::vect
 }
 }  // namespace
 
-std::string vcd_file(const std::string& path) { return ends_with(path, ".vcd") ? path : path + ".vcd"; }
+std::string vcd_file(const std::string& path) {
+  std::error_code ec;
+  return ends_with(path, ".vcd") || std::filesystem::exists(path, ec) ? path : path + ".vcd";
+}
 
 std::string gtkw_file(const std::string& path) {
   const std::string file = vcd_file(path);
-  return file.substr(0, file.size() - 4) + ".gtkw";
+  if (ends_with(file, ".vcd")) return file.substr(0, file.size() - 4) + ".gtkw";
+  std::error_code ec;
+  return std::filesystem::is_regular_file(file, ec) ? file + ".gtkw" : std::string();
+}
+
+std::string vcd_written(const std::string& path) {
+  const std::string file = vcd_file(path);
+  if (ends_with(file, ".vcd")) return file;
+  std::error_code ec;
+  const auto tmp = std::filesystem::temp_directory_path(ec);
+  return ((ec ? std::filesystem::path("/tmp") : tmp) / fmt::format("incsim-{}.vcd", ::getpid())).string();
 }
 
 void check_vcd_path(const std::string& path) {
@@ -130,12 +144,13 @@ void check_vcd_path(const std::string& path) {
     throw UserError("--vcd names the folder '" + path + "'; name a file in it, such as " +
                     (std::filesystem::path(path) / "wave.vcd").lexically_normal().string());
   check_writable(vcd_file(path), "waveform file");
-  check_writable(gtkw_file(path), "GTKWave save file");
+  if (const std::string gtkw = gtkw_file(path); !gtkw.empty()) check_writable(gtkw, "GTKWave save file");
+  if (vcd_written(path) != vcd_file(path)) check_writable(vcd_written(path), "waveform's staging file");
 }
 
 sc_core::sc_trace_file* open_vcd(const std::string& path) {
   check_vcd_path(path);
-  const std::string file = vcd_file(path);
+  const std::string file = vcd_written(path);
   sc_core::sc_trace_file* tf = sc_core::sc_create_vcd_trace_file(file.substr(0, file.size() - 4).c_str());
   tf->set_time_unit(1, sc_core::SC_PS);
   return tf;
@@ -143,7 +158,7 @@ sc_core::sc_trace_file* open_vcd(const std::string& path) {
 
 uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
   sc_core::sc_close_vcd_trace_file(tf);
-  const std::string file = vcd_file(path);
+  const std::string file = vcd_written(path);
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
   if (!f) throw UserError("cannot read back the waveform file '" + file + "'");
   std::string line;
@@ -179,8 +194,25 @@ uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
   // each other, so the pair may be moved or opened from any folder.
   const std::string gtkw = gtkw_file(path);
   const auto name = [](const std::string& p) { return std::filesystem::path(p).filename().string(); };
-  write_user_file(gtkw, gtkw_for(f, name(file), name(gtkw), end_ps), "GTKWave save file");
+  if (!gtkw.empty()) write_user_file(gtkw, gtkw_for(f, name(vcd_file(path)), name(gtkw), end_ps), "GTKWave save file");
   if (f.bad()) throw UserError("cannot read back the waveform file '" + file + "'");
+  if (file != vcd_file(path)) {
+    // A path used as given (a device, a file without .vcd) gets the staged file's bytes.
+    f.clear();
+    f.seekg(0);
+    const auto drop_staged = [&f, &file] {
+      f.close();
+      std::error_code ec;
+      std::filesystem::remove(file, ec);
+    };
+    try {
+      copy_to_user_file(f, vcd_file(path), "waveform file");
+    } catch (const UserError&) {
+      drop_staged();
+      throw;
+    }
+    drop_staged();
+  }
   return static_cast<uint64_t>(size);
 }
 

@@ -21,10 +21,15 @@ class Traceable {
 // timeline as a counter.
 bool level_signal(const std::string& leaf);
 
-// The files --vcd PATH writes: PATH (PATH.vcd if it does not end in .vcd)
-// and the GTKWave save file beside it (w.vcd: w.gtkw).
+// The files --vcd PATH writes: PATH as given if it ends in .vcd or exists
+// (a file, a device), else PATH.vcd; and the GTKWave save file beside it
+// (w.vcd: w.gtkw; an existing file w: w.gtkw), none beside a device.
 std::string vcd_file(const std::string& path);
-std::string gtkw_file(const std::string& path);
+std::string gtkw_file(const std::string& path);  // empty: none
+// Where SystemC writes it (SystemC appends .vcd to any name): vcd_file, or
+// for a path used as given a staging file in the temporary folder, copied
+// to the path when it closes.
+std::string vcd_written(const std::string& path);
 // Throws UserError unless both can be written; a folder is refused.
 void check_vcd_path(const std::string& path);
 sc_core::sc_trace_file* open_vcd(const std::string& path);

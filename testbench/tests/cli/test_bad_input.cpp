@@ -717,7 +717,8 @@ TEST_CASE("every write is checked: a full device is an error, not exit 0", "[cli
   const std::pair<std::string, std::string> to_file[] = {
       {" --json /dev/full", "cannot write the results file '/dev/full' (no space left on the device)"},
       {" --csv /dev/full", "cannot write the CSV file '/dev/full' (no space left on the device)"},
-      {" --dump-platform /dev/full", "cannot write the platform file '/dev/full' (no space left on the device)"}};
+      {" --dump-platform /dev/full", "cannot write the platform file '/dev/full' (no space left on the device)"},
+      {" --vcd /dev/full", "cannot write the waveform file '/dev/full' (no space left on the device)"}};
   for (const auto& [args, sentence] : to_file) require_error(std::string(kQuickRun) + args, {sentence});
   const std::pair<std::string, std::string> to_stdout[] = {
       {kQuickRun, "cannot write the table to stdout (no space left on the device)"},

@@ -167,6 +167,25 @@ TEST_CASE("the VCD has an explicit timescale and vcd2fst accepts it", "[cli][vcd
   CHECK(fs::file_size(d.file("w.fst")) > 0);
 }
 
+// SystemC appends .vcd to any name: a path that exists is written as given
+// (through a staging file), and only a new name without .vcd gets it.
+TEST_CASE("a VCD path is used as given, and .vcd added only to a new name", "[cli][vcd]") {
+  TempDir d;
+  REQUIRE(incsim(std::string(kQuickRun) + " --vcd " + d.file("w")).code == 0);
+  CHECK(fs::exists(d.file("w.vcd")));
+  CHECK(fs::exists(d.file("w.gtkw")));
+  CHECK(!fs::exists(d.file("w")));
+  { std::ofstream(d.file("given")) << "old"; }
+  REQUIRE(incsim(std::string(kQuickRun) + " --vcd " + d.file("given")).code == 0);
+  CHECK(slurp(d.file("given")) == slurp(d.file("w.vcd")));
+  CHECK(fs::exists(d.file("given.gtkw")));
+  CHECK(!fs::exists(d.file("given.vcd")));
+  const Result r = incsim("--platform star --gpus 4 --sizes 8K --vcd /dev/null");
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("wrote the waveform /dev/null") && Catch::Contains("no GTKWave save file"));
+  CHECK(!fs::exists("/dev/null.vcd"));
+}
+
 TEST_CASE("option help exits 0 and lists the options", "[cli]") {
   const Result r = incsim("--help");
   REQUIRE(r.exited);
