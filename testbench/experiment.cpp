@@ -116,6 +116,8 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
       opt_.fidelity == "flow" ? std::string()
                               : std::string("--fidelity flow runs collectives as flows, in seconds to minutes, within "
                                             "the error docs/flow.md measures against packet level"));
+  // The waveform's link traffic interval is read with --vcd only.
+  const double link_interval_ns = opt_.vcd.empty() ? 0.0 : cfg_.get(kLinkTrafficInterval);
   // Under --fidelity flow no machine is built, so no algorithm is asked.
   const auto readers = [this, m](const std::string& key) {
     return m ? readers_of(key, m->topology(), opt_.platform) : std::string();
@@ -141,6 +143,9 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
   if (!opt_.vcd.empty() && outputs) {
     vcd_ = open_vcd(opt_.vcd);
     m->trace(vcd_);
+    links_ = std::make_unique<LinkTraffic>(link_interval_ns);
+    for (const platforms::LinkEnd& e : m->link_ends())
+      links_->add_link(e.from, e.to, e.port->bw_GBps(), [port = e.port] { return port->bytes_sent(); });
     workload_->trace(vcd_);
   }
   if (!opt_.timeline.empty() && outputs && !workload_->writes_timeline()) {
@@ -171,7 +176,8 @@ void Experiment::finish_outputs() {
   if (!vcd_) return;
   sc_core::sc_trace_file* tf = vcd_;
   vcd_ = nullptr;
-  const uint64_t bytes = close_vcd(tf, opt_.vcd);
+  const uint64_t bytes = close_vcd(tf, opt_.vcd, links_.get());
+  links_.reset();
   if (opt_.quiet) return;
   const std::string gtkw = gtkw_file(opt_.vcd);
   std::cerr << fmt::format("incsim: wrote the waveform {} ({:.1f} MB)", vcd_file(opt_.vcd), static_cast<double>(bytes) / 1e6)
@@ -243,6 +249,10 @@ std::vector<Row> Experiment::run(std::ostream* table, std::vector<std::pair<size
 
 void Experiment::print_header(std::ostream& os) const {
   workload_->print_header(os);
+  if (links_)
+    os << "# waveform " << vcd_file(opt_.vcd) << ": each block's state (queues, credits, reduction tables, steps) and, "
+       << fmt::format("in its links scope, each link's busy share of its wire per {:g} ns", links_->interval_ns())
+       << " (percent, vcd.link_interval_ns)\n";
   print_columns(os, workload_->schema());
 }
 

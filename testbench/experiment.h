@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/link_traffic.h"
 #include "core/timeline.h"
 #include "options.h"
 #include "results.h"
@@ -84,6 +85,7 @@ class Experiment : private Runner {
   std::string point_of_;  // " (2 of 5)" while a point runs, for progress lines
   RunShare share_;        // the running point's share of the run, for progress lines
   sc_core::sc_trace_file* vcd_ = nullptr;
+  std::unique_ptr<LinkTraffic> links_;  // the VCD's link traffic
   std::unique_ptr<Timeline> timeline_;  // a workload that has no timeline of its own
 };
 

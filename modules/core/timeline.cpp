@@ -37,10 +37,6 @@ uint64_t now_ps() {
 }
 }  // namespace
 
-Timeline::Timeline() { sc_core::sc_get_curr_simcontext()->add_trace_file(this); }
-
-Timeline::~Timeline() { sc_core::sc_get_curr_simcontext()->remove_trace_file(this); }
-
 template <class T>
 void Timeline::watch(const T* object, const std::string& name) {
   const size_t dot = name.rfind('.');

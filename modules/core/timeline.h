@@ -23,15 +23,12 @@
 #include <systemc>
 #include <vector>
 
+#include "trace_hook.h"
+
 namespace incsim {
 
-class Timeline : public sc_core::sc_trace_file {
+class Timeline : public TraceHook {
  public:
-  // Registers itself with the simulation: blocks trace into it from now on.
-  Timeline();
-  ~Timeline() override;
-  Timeline(const Timeline&) = delete;
-  Timeline& operator=(const Timeline&) = delete;
 
   // A link end named `port` ("gpu0.1": gpu0's port 1) to `to`: `bytes_sent` reads
   // its sender's total so far; the counter goes to the port's block.
@@ -40,8 +37,9 @@ class Timeline : public sc_core::sc_trace_file {
   // trace-event JSON document.
   std::string json();
 
-  // sc_trace_file: integers are kept where their name says what they are;
-  // every other type is not traced by any block and is ignored.
+  // Integers are kept where their name says what they are; every other
+  // type is not traced by any block and is ignored (TraceHook).
+  using TraceHook::trace;
 #define INCSIM_TIMELINE_INT(tp) \
   void trace(const tp& object, const std::string& name, int) override { watch(&object, name); }
   INCSIM_TIMELINE_INT(unsigned char)
@@ -55,29 +53,6 @@ class Timeline : public sc_core::sc_trace_file {
   INCSIM_TIMELINE_INT(sc_dt::int64)
   INCSIM_TIMELINE_INT(sc_dt::uint64)
 #undef INCSIM_TIMELINE_INT
-#define INCSIM_TIMELINE_IGNORED(tp) \
-  void trace(const tp&, const std::string&) override {}
-  INCSIM_TIMELINE_IGNORED(sc_core::sc_event)
-  INCSIM_TIMELINE_IGNORED(sc_core::sc_time)
-  INCSIM_TIMELINE_IGNORED(bool)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_bit)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_logic)
-  INCSIM_TIMELINE_IGNORED(float)
-  INCSIM_TIMELINE_IGNORED(double)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_int_base)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_uint_base)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_signed)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_unsigned)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_fxval)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_fxval_fast)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_fxnum)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_fxnum_fast)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_bv_base)
-  INCSIM_TIMELINE_IGNORED(sc_dt::sc_lv_base)
-#undef INCSIM_TIMELINE_IGNORED
-  void trace(const unsigned int&, const std::string&, const char**) override {}
-  void write_comment(const std::string&) override {}
-  void set_time_unit(double, sc_core::sc_time_unit) override {}
 
  protected:
   void cycle(bool delta_cycle) override;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "error.h"
+#include "link_traffic.h"
 #include "output_file.h"
 
 namespace incsim {
@@ -156,9 +157,19 @@ sc_core::sc_trace_file* open_vcd(const std::string& path) {
   return tf;
 }
 
-uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path) {
+uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraffic* links) {
   sc_core::sc_close_vcd_trace_file(tf);
   const std::string file = vcd_written(path);
+  if (links) {
+    const std::string merged = file + ".links";
+    {
+      std::ifstream in(file, std::ios::binary);
+      std::ofstream out(merged, std::ios::binary);
+      links->merge(in, out);
+      if (!in.eof() || !out.flush()) throw UserError("cannot write the waveform file '" + file + "' with its link traffic");
+    }
+    std::filesystem::rename(merged, file);
+  }
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
   if (!f) throw UserError("cannot read back the waveform file '" + file + "'");
   std::string line;
@@ -235,7 +246,7 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::
       std::string path, part;
       for (size_t i = 0; i < scope.size(); ++i) path += scope[i] + ".";
       for (size_t i = 2; i < scope.size(); ++i) part += (part.empty() ? "" : ".") + scope[i];
-      vars.push_back({scope[1], part, path + ref + range, level_signal(ref), id});
+      vars.push_back({scope[1], part, path + ref + range, level_signal(ref) || type == "real", id});
     }
   }
   std::unordered_set<std::string> changed;
@@ -271,7 +282,8 @@ std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::
       "[*] blocks of each kind come first, open; the next six follow, closed, as does every part of a\n"
       "[*] block after its first four: select one and Edit > Toggle Group Open|Close. Further blocks,\n"
       "[*] parts past a block's 32nd, values that never change and per-VC link counters are in the\n"
-      "[*] signal tree (SST) only.\n"
+      "[*] signal tree (SST) only. links, when the run had traffic: each link's busy share of its\n"
+      "[*] wire, percent per interval (vcd.link_interval_ns), one analog row per link that carried any.\n"
       "[dumpfile] \"{0}\"\n[savefile] \"{1}\"\n[timestart] 0\n[size] 1600 1000\n[pos] -1 -1\n",
       vcd_path, gtkw_path);
   // The zoom: GTKWave shows 2^-zoom time units per 200 pixels (measured on

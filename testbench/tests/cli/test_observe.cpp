@@ -223,6 +223,43 @@ TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, gr
   CHECK(flags_of.count("SystemC.gpu8.copy_engine.waves_outstanding[31:0]") == 0);
 }
 
+// The links scope: each link's busy share of its wire per interval, merged
+// into the VCD from a trace hook, so the run is the run without a VCD.
+TEST_CASE("the waveform shows each link's traffic, and adds up to the bytes it carried", "[observe][vcd]") {
+  TempDir d;
+  const std::string run = "--platform star --gpus 4 --sizes 1M --quiet --json " + d.file("r.json");
+  const Result r = incsim(run + " --vcd " + d.file("w.vcd") + " -c vcd.link_interval_ns=500");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(slurp(d.file("r.json")))["rows"][0];
+  REQUIRE(incsim(run).code == 0);
+  CHECK(nlohmann::json::parse(slurp(d.file("r.json")))["rows"][0] == row);  // watching moves nothing
+  const std::string vcd = slurp(d.file("w.vcd"));
+  CHECK(vcd_names(vcd).count("SystemC.links.gpu0_0_to_sw0_0") == 1);
+  const std::string gtkw = slurp(d.file("w.gtkw"));
+  CHECK_THAT(gtkw, Catch::Contains("-links\n@8424\nSystemC.links.gpu0_0_to_sw0_0\n"));  // first, analog
+  // Its value changes, percent from each interval's start: their integral
+  // is the link's bytes over its rate, its utilisation times the run.
+  const size_t at = vcd.find(" gpu0_0_to_sw0_0 ");
+  const std::string id = words(vcd.substr(vcd.rfind('\n', at) + 1, at - vcd.rfind('\n', at))).back();  // $var real 64 ID
+  double t = 0, since = 0, pct = 0, area_us = 0, peak = 0;
+  for (const auto& l : lines(vcd.substr(vcd.find("$enddefinitions")))) {
+    if (l[0] == '#') t = std::stod(l.substr(1)) / 1e6;
+    if (l[0] != 'r' || l.substr(l.find(' ') + 1) != id) continue;
+    area_us += pct / 100 * (t - since);
+    pct = std::stod(l.substr(1));
+    since = t;
+    peak = std::max(peak, pct);
+  }
+  CHECK(pct == 0);  // idle once the collective is over
+  CHECK(peak > 50);
+  CHECK(peak <= 100);
+  double util = -1;
+  for (const auto& link : row["links"])
+    if (link["from"] == "gpu0.0") util = link["utilisation"].get<double>();
+  CHECK(area_us == Approx(util * row["time_us"].get<double>()).epsilon(0.01));
+}
+
 TEST_CASE("GTKWave opens the save file from any folder and finds the VCD beside it", "[observe][vcd]") {
   if (access("/usr/bin/gtkwave", X_OK) != 0 || access("/usr/bin/xvfb-run", X_OK) != 0) {
     // Catch2 2.13 has no SKIP: warn and stop here (the test passes).
