@@ -250,7 +250,7 @@ std::vector<Row> Experiment::run(std::ostream* table, std::vector<std::pair<size
 void Experiment::print_header(std::ostream& os) const {
   workload_->print_header(os);
   if (links_)
-    os << "# waveform " << vcd_file(opt_.vcd) << ": each block's state (queues, credits, reduction tables, steps) and, "
+    os << "# waveform: each block's state (queues, credits, reduction tables, steps) and, "
        << fmt::format("in its links scope, each link's busy share of its wire per {:g} ns", links_->interval_ns())
        << " (percent, vcd.link_interval_ns)\n";
   print_columns(os, workload_->schema());

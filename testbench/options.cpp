@@ -75,7 +75,7 @@ const po::options_description& declaration() {
         ("model", text("NAME|FILE"), ("train: the model, " + choice_list("model") +
                                            ", a YAML layer list (FILE.yaml), a SCALE-Sim "
                                            "topology (FILE.csv), an ASTRA-sim workload (FILE.txt) or a Chakra "
-                                           "trace set (NAME.et: NAME.0.et, NAME.1.et, ...; docs/training.md)").c_str())
+                                           "trace set (NAME.et or ASTRA-sim's prefix NAME: NAME.0.et, NAME.1.et, ...; docs/training.md)").c_str())
         ("batch", text("N"), "train: samples per GPU per iteration (default 32)")
         ("iterations", text("N"), "train: iterations measured, one row each (default 1)")
         ("warmup", text("N"), "train: iterations run before them and not reported (default 0)")

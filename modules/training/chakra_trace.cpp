@@ -223,6 +223,17 @@ ChakraTrace read_chakra_trace(const std::string& path) {
   return t;
 }
 
+std::string chakra_set_name(const std::string& model) {
+  std::error_code ec;
+  const auto is_set = [&ec](const std::string& name) { return std::filesystem::exists(name + ".0.et", ec); };
+  if (model.size() <= 3 || model.compare(model.size() - 3, 3, ".et") != 0) return is_set(model) ? model : "";
+  const std::string name = model.substr(0, model.size() - 3);
+  const size_t dot = name.rfind('.');
+  const bool rank_file = dot != std::string::npos && dot + 1 < name.size() &&
+                         name.find_first_not_of("0123456789", dot + 1) == std::string::npos;
+  return rank_file && !is_set(name) && is_set(name.substr(0, dot)) ? name.substr(0, dot) : name;
+}
+
 std::vector<ChakraTrace> read_chakra_traces(const std::string& name) {
   std::vector<ChakraTrace> ranks;
   for (size_t r = 0;; ++r) {

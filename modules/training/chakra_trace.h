@@ -76,6 +76,11 @@ struct ChakraTrace {
 // kind.
 ChakraTrace read_chakra_trace(const std::string& path);
 
+// The set NAME that --model names, or "" if it names none: NAME.et (incsim's
+// form), NAME itself when NAME.0.et exists (ASTRA-sim's
+// --workload-configuration prefix), or one rank's file NAME.3.et.
+std::string chakra_set_name(const std::string& model);
+
 // NAME.0.et, NAME.1.et, ... as far as they go. Beyond each file's checks,
 // every send and receive names a rank of the set other than its own, and
 // each rank's sends to another (source, destination, tag, bytes) are

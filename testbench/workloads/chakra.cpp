@@ -65,7 +65,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   refuse_options(opt_, {"batch", "tp", "pp", "precision"},
                  "is not for a Chakra trace, which gives its own work, parallelism and sizes");
   if (!opt_.jobs.empty()) throw UserError("a jobs: list runs collectives; a Chakra trace runs its own");
-  name_ = opt_.model.substr(0, opt_.model.size() - 3);
+  name_ = training::chakra_set_name(opt_.model);
   traces_ = training::read_chakra_traces(name_);
   ranks_ = static_cast<int>(traces_.size());
   const topo::Topology t =

@@ -38,7 +38,7 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
   if (w == "netreduce" && !ethernet)
     throw UserError("--workload netreduce runs on NetReduce's Ethernet platforms (" + std::string(kEthernetPlatforms) +
                     ", or a file of their family), not on " + o.platform);
-  const bool chakra = o.model.size() > 3 && o.model.compare(o.model.size() - 3, 3, ".et") == 0;
+  const bool chakra = !o.model.empty() && !training::chakra_set_name(o.model).empty();
   if (ethernet && (w == "train" ? chakra : w != "netreduce"))
     throw UserError("platform " + o.platform + " is NetReduce's Ethernet, which runs --workload netreduce or train (of a "
                     "model, not a Chakra trace), not " + (w == "train" ? "Chakra trace " + o.model : w));

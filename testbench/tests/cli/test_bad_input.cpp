@@ -80,6 +80,7 @@ std::string run_reading(const std::string& key) {
   if (starts("nvls.")) return "--platform star --gpus 4 --algorithm nvls" + base;
   if (starts("nccl.")) return "--platform hgx-h100 --gpus 2" + base;
   if (starts("flow.")) return "--platform star --gpus 4 --fidelity flow" + base;
+  if (starts("vcd.")) return "--platform star --gpus 4 --vcd /dev/null" + base;
   if (key == "intra.bw_GBps") return "--platform multigpu" + base;
   if (key == "leaf.uplink_bw_GBps") return "--platform spineleaf" + base;
   if (starts("fpga.") || starts("roce.") || starts("netreduce.") ||

@@ -532,6 +532,27 @@ double collective_us(const std::string& args) {
 }
 }  // namespace
 
+// ASTRA-sim names a set by its prefix (--workload-configuration=.../step
+// reads step.0.et, ...); users paste that, or one rank's file.
+TEST_CASE("a Chakra trace set is named as NAME.et, by ASTRA-sim's prefix, or by one rank's file", "[train][chakra]") {
+  cli::TempDir d;
+  const std::string et = write_set(d, chakra_step(4));
+  const std::string prefix = et.substr(0, et.size() - 3);
+  CHECK(training::chakra_set_name(et) == prefix);
+  CHECK(training::chakra_set_name(prefix) == prefix);
+  CHECK(training::chakra_set_name(prefix + ".2.et") == prefix);
+  CHECK(training::chakra_set_name("gpt2").empty());
+  std::string rows;
+  for (const std::string& model : {et, prefix, prefix + ".0.et"}) {
+    const cli::Result r = cli::incsim("--model " + model + " --platform star --gpus 4 --algorithm ring --quiet");
+    INFO(model << "\n" << r.err);
+    REQUIRE(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("running chakra trace set " + prefix + " (4 ranks"));
+    if (rows.empty()) rows = r.out;
+    CHECK(r.out == rows);
+  }
+}
+
 TEST_CASE("a Chakra trace set runs on a 4-GPU star: compute, an all-reduce, sends and a dependency chain",
           "[train][chakra]") {
   cli::TempDir d;
