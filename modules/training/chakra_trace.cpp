@@ -231,7 +231,7 @@ std::string chakra_set_name(const std::string& model) {
   const size_t dot = name.rfind('.');
   const bool rank_file = dot != std::string::npos && dot + 1 < name.size() &&
                          name.find_first_not_of("0123456789", dot + 1) == std::string::npos;
-  return rank_file && !is_set(name) && is_set(name.substr(0, dot)) ? name.substr(0, dot) : name;
+  return rank_file && !is_set(name) ? name.substr(0, dot) : name;
 }
 
 std::vector<ChakraTrace> read_chakra_traces(const std::string& name) {
