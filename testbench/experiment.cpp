@@ -176,7 +176,7 @@ void Experiment::finish_outputs() {
   if (!vcd_) return;
   sc_core::sc_trace_file* tf = vcd_;
   vcd_ = nullptr;
-  const uint64_t bytes = close_vcd(tf, opt_.vcd, links_.get());
+  const uint64_t bytes = close_vcd(tf, opt_.vcd, *links_);
   links_.reset();
   if (opt_.quiet) return;
   const std::string gtkw = gtkw_file(opt_.vcd);

@@ -10,11 +10,6 @@
 namespace incsim {
 
 namespace {
-uint64_t now_ps() {
-  static const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
-  return static_cast<uint64_t>(static_cast<double>(sc_core::sc_time_stamp().value()) * ps_per_unit + 0.5);
-}
-
 // "gpu0.3" to "sw0.1": gpu0_3_to_sw0_1, with no dot (GTKWave's hierarchy separator).
 std::string signal_name(const std::string& port, const std::string& to) {
   std::string s = port + "_to_" + to;
@@ -49,7 +44,7 @@ void LinkTraffic::cycle(bool delta_cycle) {
   }
 }
 
-void LinkTraffic::merge(std::istream& in, std::ostream& out) {
+uint64_t LinkTraffic::merge(std::istream& in, std::ostream& out) {
   // Every change, (time, link, percent): each active interval's share at its
   // start, and 0 at the end of a run of them.
   std::vector<std::tuple<uint64_t, size_t, double>> changes;
@@ -73,36 +68,36 @@ void LinkTraffic::merge(std::istream& in, std::ostream& out) {
                    [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   const auto id = [](size_t k) { return fmt::format("L{}", k); };  // SystemC's ids are lower case
   size_t next = 0;
+  uint64_t last = ~0ull;  // the last time stamp written; none yet
   const auto flush = [&](uint64_t before, bool with_time) {
-    uint64_t at = ~0ull;
     for (; next < changes.size() && std::get<0>(changes[next]) < before; ++next) {
       const auto& [t, k, pct] = changes[next];
-      if (with_time && t != at) out << '#' << (at = t) << '\n';
+      if (with_time && t != last) out << '#' << (last = t) << '\n';
       out << 'r' << pct << ' ' << id(k) << '\n';
     }
   };
-  bool declared = false, defined = false;
+  // Inside the top scope, first: the save file lists the links first.
+  out << "$scope module links $end\n";
+  for (size_t k : active) out << "$var real 64 " << id(k) << ' ' << links_[k].name << " $end\n";
+  out << "$upscope $end\n";
+  bool defined = false;
   for (std::string line; std::getline(in, line);) {
     if (defined && !line.empty() && line[0] == '#') {
       const uint64_t t = std::strtoull(line.c_str() + 1, nullptr, 10);
       flush(t, true);
       out << line << '\n';
+      last = t;
       flush(t + 1, false);  // the changes at t join SystemC's block of t
       continue;
     }
     out << line << '\n';
-    if (!declared && line.rfind("$scope module", 0) == 0) {
-      // Inside the top scope, first: the save file lists the links first.
-      declared = true;
-      out << "$scope module links $end\n";
-      for (size_t k : active) out << "$var real 64 " << id(k) << ' ' << links_[k].name << " $end\n";
-      out << "$upscope $end\n";
-    } else if (line.rfind("$dumpvars", 0) == 0) {
+    if (line.rfind("$dumpvars", 0) == 0) {
       for (size_t k : active) out << "r0 " << id(k) << '\n';
       defined = true;
     }
   }
   flush(~0ull, true);
+  return last == ~0ull ? 0 : last;
 }
 
 }  // namespace incsim

@@ -28,9 +28,10 @@ class LinkTraffic : public TraceHook {
   // A link end "gpu0.3" (gpu0's port 3) to "sw0.1" whose wire carries
   // bw_GBps; bytes_sent reads what its sender has put on the wire so far.
   void add_link(const std::string& port, const std::string& to, double bw_GBps, std::function<uint64_t()> bytes_sent);
-  // Copies SystemC's finished VCD `in` to `out` with the links scope and its
-  // value changes merged in.
-  void merge(std::istream& in, std::ostream& out);
+  // Copies the rest of SystemC's finished VCD, `in` just past its top
+  // scope's opening line, to `out` with the links scope and its value
+  // changes merged in; returns the last time stamp written, ps.
+  uint64_t merge(std::istream& in, std::ostream& out);
   double interval_ns() const { return static_cast<double>(interval_ps_) / 1000.0; }
 
  protected:

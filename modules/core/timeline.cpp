@@ -30,11 +30,6 @@ std::string quoted(const std::string& s) {
 
 // Trace-event times are microseconds.
 std::string us(uint64_t ps) { return fmt::format("{:.6f}", static_cast<double>(ps) / 1e6); }
-
-uint64_t now_ps() {
-  static const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
-  return static_cast<uint64_t>(static_cast<double>(sc_core::sc_time_stamp().value()) * ps_per_unit + 0.5);
-}
 }  // namespace
 
 template <class T>

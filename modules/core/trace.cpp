@@ -157,48 +157,34 @@ sc_core::sc_trace_file* open_vcd(const std::string& path) {
   return tf;
 }
 
-uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraffic* links) {
+uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraffic& links) {
   sc_core::sc_close_vcd_trace_file(tf);
   const std::string file = vcd_written(path);
-  if (links) {
-    const std::string merged = file + ".links";
-    {
-      std::ifstream in(file, std::ios::binary);
-      std::ofstream out(merged, std::ios::binary);
-      links->merge(in, out);
-      if (!in.eof() || !out.flush()) throw UserError("cannot write the waveform file '" + file + "' with its link traffic");
-    }
-    std::filesystem::rename(merged, file);
-  }
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  if (!f) throw UserError("cannot read back the waveform file '" + file + "'");
-  std::string line;
-  std::streampos pos = 0;
-  bool in_date = false;
-  while (std::getline(f, line)) {
-    std::streampos next = f.tellg();
-    if (in_date) {
-      if (line.find("$end") != std::string::npos) break;
-      f.seekp(pos);
-      f << std::string(line.size(), ' ');
-      f.seekg(next);
-    }
-    if (line.find("$date") != std::string::npos) in_date = true;
-    if (line.find("$scope") != std::string::npos) break;
-    pos = next;
-  }
-  // The last time stamp, from the file's tail, sets the zoom.
-  f.clear();
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
-  f.seekg(from);
-  std::string tail(static_cast<size_t>(size - from), '\0');
-  f.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  // SystemC's file, rewritten once: its $date blanked (same length), then
+  // from the top scope on the links merged in, which also gives the last
+  // time stamp, the zoom's end.
+  const std::string rewritten = file + ".links";
   uint64_t end_ps = 0;
-  if (const size_t at = tail.rfind("\n#"); at != std::string::npos) end_ps = std::strtoull(tail.c_str() + at + 2, nullptr, 10);
-  f.clear();
-  f.seekg(0);
+  {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw UserError("cannot read back the waveform file '" + file + "'");
+    std::ofstream out(rewritten, std::ios::binary);
+    bool in_date = false;
+    for (std::string line; std::getline(in, line);) {
+      if (in_date && line.find("$end") == std::string::npos) line.assign(line.size(), ' ');
+      else in_date = false;
+      if (line.find("$date") != std::string::npos) in_date = true;
+      out << line << '\n';
+      if (line.rfind("$scope", 0) == 0) break;
+    }
+    end_ps = links.merge(in, out);
+    if (!in.eof() || !out.flush()) throw UserError("cannot write the waveform file '" + file + "' with its link traffic");
+  }
+  std::filesystem::rename(rewritten, file);
+  std::ifstream f(file, std::ios::binary);
+  if (!f) throw UserError("cannot read back the waveform file '" + file + "'");
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(file, ec);
   // GTKWave finds a relative [dumpfile] from the current folder or, failing
   // that, from where the save file now is, by the path from the [savefile]
   // it names (its savefile.c, find_dumpfile): the two are written beside
@@ -224,7 +210,7 @@ uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraf
     }
     drop_staged();
   }
-  return static_cast<uint64_t>(size);
+  return size;
 }
 
 std::string gtkw_for(std::istream& vcd, const std::string& vcd_path, const std::string& gtkw_path, uint64_t end_ps) {

@@ -34,10 +34,9 @@ std::string vcd_written(const std::string& path);
 void check_vcd_path(const std::string& path);
 sc_core::sc_trace_file* open_vcd(const std::string& path);
 class LinkTraffic;
-// Closes the file, merges in the links' traffic (if given), blanks the
-// $date SystemC writes (keeping byte offsets) and writes the save file
-// beside it; returns the VCD's size in bytes.
-uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraffic* links = nullptr);
+// Closes the file, blanks the $date SystemC writes, merges in the links'
+// traffic and writes the save file beside it; returns the VCD's size in bytes.
+uint64_t close_vcd(sc_core::sc_trace_file* tf, const std::string& path, LinkTraffic& links);
 
 // GTKWave's save file for a VCD, from the VCD's own declarations, so every
 // name is the one GTKWave reads: a group per block (gpu3, sw0, fpga, host1)

@@ -4,6 +4,7 @@
 // machine's state at each step without a process or an event of its own
 // (an event would reorder same-instant processes, and so move the results
 // it watches). Every trace() is ignored here; a subclass keeps what it needs.
+#include <cstdint>
 #include <string>
 #include <systemc>
 
@@ -52,6 +53,13 @@ class TraceHook : public sc_core::sc_trace_file {
   void trace(const unsigned int&, const std::string&, const char**) override {}
   void write_comment(const std::string&) override {}
   void set_time_unit(double, sc_core::sc_time_unit) override {}
+
+ protected:
+  // The simulated time now, ps.
+  static uint64_t now_ps() {
+    static const double ps_per_unit = sc_core::sc_get_time_resolution().to_seconds() * 1e12;
+    return static_cast<uint64_t>(static_cast<double>(sc_core::sc_time_stamp().value()) * ps_per_unit + 0.5);
+  }
 };
 
 }  // namespace incsim
