@@ -33,4 +33,11 @@ Comparison comparison_of(const Options& o);
 // status as run_incsim does (a child's failure is the run's, with its message).
 int run_comparison(const Options& o, const Comparison& c, std::ostream& out, std::ostream& err);
 
+// --check-fidelity, after a run of flows: each algorithm at the run's
+// smallest size as flows and at packet level (the reference), each in a
+// child, and their difference, printed after the table (on stderr where
+// stdout holds --json or --csv) and added to a --json file. Returns the
+// exit status as run_incsim does.
+int check_fidelity(const Options& o, std::ostream& out, std::ostream& err);
+
 }  // namespace incsim::tb

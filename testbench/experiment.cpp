@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <iostream>
 #include <new>
 #include <sstream>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "choices.h"
@@ -304,9 +306,30 @@ void Experiment::write_results(const std::vector<Row>& rows) const {
   }
 }
 
+namespace {
+// Flows grow with a program's transfers, which no estimate prices ahead (a
+// flat ring's grow as its GPUs squared): past the memory the machine has
+// left, an allocation fails and says so in a sentence (say_error) rather
+// than the kernel killing the process. Packet level prices its links ahead
+// instead (require_packet_memory), as its coroutines' stacks reserve far
+// more address space than they touch.
+void limit_address_space() {
+  uint64_t vm_kb = 0;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) std::istringstream(line.substr(7)) >> vm_kb;
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) != 0) return;
+  // RLIM_INFINITY is the largest rlim_t: a limit already lower stays.
+  as.rlim_cur = std::min<rlim_t>({vm_kb * 1024 + platforms::usable_bytes(), as.rlim_cur, as.rlim_max});
+  setrlimit(RLIMIT_AS, &as);
+}
+}  // namespace
+
 int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     const Options o = parse_command_line(argc, argv);
+    if (o.fidelity == "flow") limit_address_space();
     // What goes to stdout is checked as it ends (a full device, a closed pipe).
     const auto done = [&out](const char* what) {
       check_stream(out, what);
@@ -331,7 +354,13 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       list_all_params(out);
       return done("the parameters to stdout");
     }
-    if (const Comparison c = comparison_of(o); !c.algorithms.empty()) return run_comparison(o, c, out, err);
+    if (o.check_fidelity && (o.fidelity != "flow" || workload_name(o) != "collective" || !o.jobs.empty()))
+      throw UserError("--check-fidelity runs a collective's flows again at packet level; give it with --fidelity "
+                      "flow and a collective (no --workload other than collective, no jobs)");
+    if (const Comparison c = comparison_of(o); !c.algorithms.empty()) {
+      const int rc = run_comparison(o, c, out, err);
+      return rc || !o.check_fidelity ? rc : check_fidelity(o, out, err);
+    }
     install_report_handler(false);
     Experiment e(o);
     if (o.list_params) {
@@ -362,7 +391,7 @@ int run_incsim(int argc, const char* const* argv, std::ostream& out, std::ostrea
       err << "incsim: error: " << e.workload().wrong_message(wrong) << "\n";
       return 1;
     }
-    return 0;
+    return o.check_fidelity ? check_fidelity(o, out, err) : 0;
   } catch (...) {
     return say_error(err);
   }

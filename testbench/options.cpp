@@ -98,6 +98,8 @@ const po::options_description& declaration() {
                                           "reference); flow: each transfer a flow sharing links max-min fairly, "
                                           "no element values, for large clusters (the collective workload on the "
                                           "GPUs' cores; docs/flow.md)")
+        ("check-fidelity", "with --fidelity flow: run packet level too at the smallest size and print each "
+                           "algorithm's flow time beside it, a check of flows on this platform (docs/flow.md)")
         ("vcd", text("FILE"), "write a VCD waveform to FILE (FILE.vcd for a new name without .vcd) and a GTKWave save file beside it")
         ("json", text("FILE|-"), "write results, configuration and per-link statistics as JSON")
         ("csv", text("FILE|-"), "write the results table as CSV")
@@ -211,6 +213,7 @@ class Parser {
         throw UserError("--fidelity must be packet or flow, not '" + value + "'");
       o_.fidelity = value;
     }
+    else if (name == "check-fidelity") o_.check_fidelity = true;
     else if (name == "json") o_.json = value;
     else if (name == "csv") o_.csv = value;
     else if (name == "dump-platform") o_.dump_platform = value;

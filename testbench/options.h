@@ -91,6 +91,7 @@ struct Options {
   std::string timeline;        // --timeline FILE.json: a Chrome trace-event file
   std::string vcd, json, csv, dump_platform;
   std::string fidelity = "packet";  // --fidelity: packet (the reference) or flow (docs/flow.md)
+  bool check_fidelity = false;      // --check-fidelity: flows beside packet level at the smallest size
   std::string log;  // --log: what blocks report on stderr (core/log.h); empty: nothing
   // Parameters: -c key=value and a config file's parameters, in the order
   // given, each with its source ("-c" or the file's path); later wins.

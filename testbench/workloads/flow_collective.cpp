@@ -539,6 +539,10 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
      << (nic_ ? " beyond the first switch, the later switches' buffers that absorb the NICs' desynchronised steps"
               : "")
      << "\n";
+  // The cross-check holds flows to packet level on the built-in platforms only.
+  if ((platforms::is_platform_file(opt_.platform) || platforms::is_platform_file(opt_.node)) && !opt_.check_fidelity)
+    os << "# fidelity: flows are checked against packet level on the built-in platforms, not on a platform file: "
+          "--check-fidelity runs packet level beside them at the smallest size\n";
   const collectives::Program& p = flows_->program();
   const uint64_t bytes = sizes_.back();
   if (!cluster_note_.empty()) {

@@ -352,6 +352,9 @@ TEST_CASE("bad input corpus: a bad value for every flag", "[cli][errors]") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--workload nope", "unknown workload 'nope'"},
       {"--fidelity fluid", "--fidelity must be packet or flow, not 'fluid'"},
+      {"--platform star --check-fidelity", "--check-fidelity runs a collective's flows again at packet level; give it "
+                                           "with --fidelity flow and a collective"},
+      {"--platform dgx2 --model resnet18 --fidelity flow --check-fidelity", "--check-fidelity runs a collective's flows"},
       {"--workload netreduce", "--workload netreduce runs on NetReduce's Ethernet platforms"},
       {"--workload netreduce --platform dgx2", "not on dgx2"},
       {"--workload traffic", "--workload traffic needs --traffic PATTERN, one of uniform"},

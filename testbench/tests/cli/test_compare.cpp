@@ -3,6 +3,7 @@
 // algorithm column in JSON and CSV, and the lists refused.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -109,6 +110,42 @@ TEST_CASE("a comparison's JSON and CSV carry an algorithm column and every row a
   // A run of one algorithm has no algorithm column (its rows unchanged).
   const Result one = incsim(std::string(kQuickRun) + " --csv -");
   CHECK(one.out.rfind("size_bytes,", 0) == 0);
+}
+
+// --check-fidelity: each algorithm's flows beside packet level at the
+// smallest size, as runs of them alone give them.
+TEST_CASE("a fidelity check prints each algorithm's flow and packet times at the smallest size") {
+  TempDir d;
+  const std::string run = std::string(kQuickRun) + " --fidelity flow --algorithm ring,push";
+  const Result r = incsim(run + " --check-fidelity --json " + d.file("c.json"));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("# fidelity check at 8K: the flows' time beside packet level's"));
+  const auto j = nlohmann::json::parse(slurp(d.file("c.json")));
+  REQUIRE(j["fidelity_check"].size() == 2);
+  for (size_t a = 0; a < 2; ++a) {
+    const auto& c = j["fidelity_check"][a];
+    const std::string alg = a ? "push" : "ring";
+    CHECK(c["algorithm"] == alg);
+    CHECK(c["size_bytes"] == 8192);
+    for (const char* fidelity : {"flow", "packet"}) {
+      const Result one = incsim("--platform star --gpus 4 --sizes 8K --quiet --algorithm " + alg + " --fidelity " +
+                                fidelity + " --json " + d.file("one.json"));
+      REQUIRE(one.code == 0);
+      const double t = nlohmann::json::parse(slurp(d.file("one.json")))["rows"][0]["time_us"];
+      CHECK(c[std::string(fidelity) + "_us"].get<double>() == t);
+    }
+    const double diff = c["flow_us"].get<double>() / c["packet_us"].get<double>() - 1;
+    CHECK(c["difference"].get<double>() == Approx(diff));
+    char line[160];
+    std::snprintf(line, sizeof line, "#   %s: flow %.2f us, packet %.2f us, flow %+.1f%%", alg.c_str(),
+                  c["flow_us"].get<double>(), c["packet_us"].get<double>(), 100 * diff);
+    CHECK_THAT(r.out, Catch::Contains(line));
+  }
+  // The table's rows are the run's without the check.
+  const Result plain = incsim(run);
+  REQUIRE(plain.code == 0);
+  CHECK(rows_of(r.out) == rows_of(plain.out));
 }
 
 TEST_CASE("a bad list of algorithms is refused in one sentence before anything runs") {
