@@ -43,15 +43,20 @@ inline const Param<uint64_t> kSteadyPasses{
     "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
     "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
-// Off by default: a class's parts then run in step, where a whole run's
-// drift apart and end with the slowest (docs/flow.md, "Channel classes").
-inline const Param<bool> kChannelClasses{
-    "flow.channel_classes", false, Range::none(),
+// A class's parts run in step, where a whole run's drift apart and end
+// with the slowest (docs/flow.md, "Channel classes"): within 4.4% of every
+// channel's time from 16 nodes on the cross-check, up to 11.4% fast on 3.
+// So auto runs classes from kClassesFromNodes nodes, where a whole run's
+// CPU grows with its channels, and every channel below.
+inline const Param<std::string> kChannelClasses{
+    "flow.channel_classes", "auto", Range::none(),
     "flows: on a cluster, a part of the program that does on each node's next GPU what another does (the "
     "rails' copies of NCCL's trees and rings, each GPU's share of NVLSTree and NVLS-SHARP), or on the same "
     "GPUs what another channel does (CollNet's channels, the ring's pairs), runs once for its class, its flows "
-    "weighted on each link's class: a few percent off on many nodes (CollNet up to 3% slow), up to 10% fast "
-    "on a few, where a whole run's channels drift apart (docs/flow.md)"};
+    "weighted on each link's class: true, false, or auto (the default): true on clusters of 16 nodes or more "
+    "(within 4.4% of every channel there), false below (up to 11% fast on a few nodes), and where collectives "
+    "share the network (docs/flow.md)"};
+constexpr int kClassesFromNodes = 16;
 
 // The cores' fixed costs and slots (gpu/cores.h), as packet level has them.
 struct CoresCosts {

@@ -199,7 +199,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
       throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and "
                       "collectives that share one (jobs, " + kShareLinks.key() + ") run every pass: set one of them, "
                       "not both");
-    if (shared_ && cfg_.get(flow::kChannelClasses))
+    if (shared_ && cfg_.get(flow::kChannelClasses) == "true")
       throw UserError(flow::kChannelClasses.key() + " runs one channel for its class on a network of its own, and "
                       "collectives that share one (jobs, " + kShareLinks.key() + ") run every channel: set one of "
                       "them, not both");
@@ -267,9 +267,15 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = by_size_ = cp.by_size;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
+  const std::string classes = cfg_.get(flow::kChannelClasses);
+  if (classes != "auto" && classes != "true" && classes != "false")
+    throw UserError(flow::kChannelClasses.key() + " must be auto, true or false, not '" + classes + "'");
+  classes_auto_ = classes == "auto" && !shared_ && site.cluster() &&
+                  topo::cluster_nodes(t).size() >= static_cast<size_t>(flow::kClassesFromNodes);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
-                                              shared_ ? &shared_->network() : nullptr, cfg_.get(flow::kChannelClasses));
+                                              shared_ ? &shared_->network() : nullptr,
+                                              classes == "true" || classes_auto_);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
 }
 
@@ -506,7 +512,11 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
           << "), at most " << res.most_active << at_once;
   if (res.classes > 0)
     r.details["channel_classes"] = {{"channels", res.channels}, {"parts", res.parts}, {"classes", res.classes}};
-  if (!res.classes_note.empty()) notes << "#   channel classes: " << res.classes_note << " (flow.channel_classes)\n";
+  if (!res.classes_note.empty())
+    notes << "#   channel classes: " << res.classes_note
+          << (classes_auto_ ? " (flow.channel_classes=auto: on from 16 nodes, within 4.4% of every channel there; "
+                              "false runs every channel)\n"
+                            : " (flow.channel_classes)\n");
   if (res.pass_ns > 0) {
     r.details["steady_passes"] = {{"passes", res.passes},
                                   {"simulated", res.simulated_passes},

@@ -150,6 +150,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   collectives::ProtocolBySize by_size_;  // the cores' thresholds, where the program picks its protocol by size
   collectives::NcclSoftware software_;    // nccl.launch: NCCL's costs around the steps
   int sm_blocks_ = 0;  // the NICs' tables take none
+  bool classes_auto_ = false;  // flow.channel_classes=auto turned the classes on
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   std::string cluster_note_;  // empty off a cluster

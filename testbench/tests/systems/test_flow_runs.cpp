@@ -177,6 +177,23 @@ TEST_CASE("flow: channel classes run one of CollNet's channels for all of them, 
                              "shares joined"));
 }
 
+TEST_CASE("flow: channel classes are on by default from 16 nodes, and every channel runs below or when asked",
+          "[flow][scale]") {
+  const auto classes = [](const std::string& options) {
+    const nlohmann::json r = rows("--fidelity flow --platform cluster --algorithm tree --sizes 8K " + options);
+    return r.at(0).count("channel_classes") ? r.at(0)["channel_classes"]["classes"].get<int>() : 0;
+  };
+  CHECK(classes("--nodes 16") == 2);
+  CHECK(classes("--nodes 15") == 0);
+  CHECK(classes("--nodes 16 -c flow.channel_classes=false") == 0);
+  CHECK(classes("--nodes 4 -c flow.channel_classes=true") == 2);
+  CHECK_THAT(incsim("--fidelity flow --platform cluster --nodes 16 --algorithm tree --sizes 8K").out,
+             Catch::Contains("(flow.channel_classes=auto: on from 16 nodes, within 4.4% of every channel there"));
+  // Anything else is one sentence.
+  require_refused("--fidelity flow --platform cluster --nodes 16 --algorithm tree --sizes 8K -c flow.channel_classes=on",
+                  "flow.channel_classes must be auto, true or false, not 'on'");
+}
+
 TEST_CASE("flow: the table says elements were not simulated, and the same seed gives the same bytes", "[flow]") {
   const std::string args = "--fidelity flow --sizes 64K,1M --seed 3";
   const Result a = incsim(args), b = incsim(args);
