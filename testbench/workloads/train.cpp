@@ -82,6 +82,7 @@ struct TrainWorkload::Iteration {
   size_t algorithm;
   sc_core::sc_time t0;
   std::vector<double> dp_comm_us;           // [data-parallel group]
+  std::vector<sc_core::sc_time> dp_end;     // [data-parallel group]: when its last all-reduce ended
   std::vector<double> tp_comm_us;           // [tensor-parallel group]
   uint64_t tp_done = 0;                     // all-reduces of activations
   std::vector<double> busy_us;              // [GPU]: its kernels' time before the optimizer step
@@ -472,6 +473,7 @@ void TrainWorkload::ended(int stream, const training::GraphRunner::Instance& in,
   } else if (stream < step_.tp_stream) {
     const int t = stream - step_.dp_stream;
     it.dp_comm_us[t] += us(took);
+    it.dp_end[t] = now;
     span(layout_.gpus + t, "all-reduce bucket " + std::to_string(in.size) + " (" + mib(buckets_[t / layout_.tp][in.size]) + ")", took);
   } else if (stream < step_.exchange_stream) {
     const int group = stream - step_.tp_stream;
@@ -508,6 +510,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   begin_comm_count();
   it.t0 = sc_core::sc_time_stamp();
   it.dp_comm_us.assign(layout_.tp * layout_.pp, 0);
+  it.dp_end.assign(layout_.tp * layout_.pp, it.t0);
   it.tp_comm_us.assign(layout_.tp > 1 ? tp_groups : 0, 0);
   it.busy_us.assign(n, 0);
   it.last_end.assign(n, it.t0);
@@ -538,8 +541,22 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   for (const double c : it.dp_comm_us) dp_comm += c;
   for (const double c : it.tp_comm_us) tp_comm += c;
   // Every GPU waits for its group's all-reduces of activations: exposed, all
-  // of it; the gradients' exposed time is what remains.
+  // of it.
   const double tp_exposed = it.tp_wait_us / n;
+  // The gradients' exposed time is on the critical path: from the flush (the
+  // last kernel or all-reduce of activations of any GPU) to the last
+  // gradient all-reduce's end, which the optimizer waits for. Per stage, from
+  // its own GPUs' last kernel to its own gradients' end.
+  const sc_core::sc_time dp_end = *std::max_element(it.dp_end.begin(), it.dp_end.end());
+  const double dp_exposed = dp_end > flushed ? us(dp_end - flushed) : 0.0;
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (int s = 0; s < layout_.pp; ++s) {
+    sc_core::sc_time flush = it.t0, end = it.t0;
+    for (int g = 0; g < n; ++g)
+      if (layout_.stage_of(g) == s) flush = std::max(flush, it.last_end[g]);
+    for (int t = s * layout_.tp; t < (s + 1) * layout_.tp; ++t) end = std::max(end, it.dp_end[t]);
+    stages.push_back(end > flush ? us(end - flush) : 0.0);
+  }
   // So do they for the embedding's all-to-alls, where they wait at all.
   const double a2a_exposed = it.exchange_wait_us / n;
   Row r(schema_);
@@ -548,7 +565,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
       .set("time_us", time)
       .set("compute_us", compute)
       .set("comm_us", dp_comm / (layout_.tp * layout_.pp))
-      .set("exposed_us", std::max(0.0, time - compute - tp_exposed - a2a_exposed - (layout_.pp > 1 ? bubble : 0.0)))
+      .set("exposed_us", dp_exposed)
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", wrong_value(it.wrong));
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
@@ -567,6 +584,7 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
         .set("p2p", it.p2p / static_cast<uint64_t>(layout_.replicas()))
         .set("p2p_us", it.p2p_us / layout_.replicas())
         .set("bubble_us", bubble);
+  if (layout_.pp > 1) r.details["dp_exposed_stages"] = stages;
   running_.reset();
   return r;
 }
@@ -702,9 +720,12 @@ void TrainWorkload::print_header(std::ostream& os) const {
     }
   for (const auto& c : collectives_)
     if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding, shown);
-  os << "# exposed: the iteration's time beyond its compute, the communication nothing hid"
-     << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations, dp: what remains" : "")
-     << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls, dp: what remains")
+  os << "# exposed: the communication nothing hid; " << (layout_.tp * layout_.pp > 1 ? "dp: " : "")
+     << "from the flush (every GPU's last kernel" << (layout_.tp > 1 ? " or all-reduce of activations" : "")
+     << ") to the last gradient all-reduce's end, which the optimizer waits for"
+     << (layout_.pp > 1 ? " (per stage in the note)" : "")
+     << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations" : "")
+     << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls")
      << (layout_.pp > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
                                "transfers included") +
                        (layout_.tp > 1 ? ", for the activations not" : "") +

@@ -256,6 +256,13 @@ std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream
     recording_ = record ? static_cast<int>(a) : -1;
     if (flow_) flow_->overlap = FlowOverlap{std::move(flow_->overlap.running)};
     rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
+    if (const auto& d = rows.back().details; d.contains("dp_exposed_stages")) {
+      notes << "#   " << algorithms_[a] << ": dp exposed per stage, from its last kernel to its gradients' end:"
+            << std::fixed << std::setprecision(1);
+      for (size_t s = 0; s < d["dp_exposed_stages"].size(); ++s)
+        notes << (s ? ", " : " ") << "stage " << s << " " << d["dp_exposed_stages"][s].get<double>() << " us";
+      notes << "\n" << std::defaultfloat;
+    }
     if (flow_) note_overlap(a, rows.back(), notes);
   }
   recording_ = -1;

@@ -263,7 +263,10 @@ TEST_CASE("tensor parallelism of 2: each group all-reduces its activations 4 tim
   CHECK(r["tp_comm_us"] > 0);
   // Nothing skews a group's GPUs: each waits for all of every all-reduce.
   CHECK(r["tp_exposed_us"] == Approx(r["tp_comm_us"]).epsilon(1e-9));
-  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).margin(0.01));
+  // The gradients' exposed time is what follows the flush; the kernels'
+  // launches between the all-reduces idle a little more (0.26 us here).
+  CHECK(r["time_us"] >= r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]);
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).epsilon(0.001));
   CHECK(r["buckets"] > 0);
   CHECK(r["comm_us"] > 0);
   // The timeline: a track per group, 8 all-reduces of activations on each tensor-parallel one.
@@ -726,7 +729,8 @@ TEST_CASE("an ASTRA-sim HYBRID_TRANSFORMER workload runs its model-parallel all-
   // (fc2's input gradient comes before the gradients are all-reduced).
   const double alone = collective_us("--collective allreduce --sizes 262144 --platform star --gpus 2 --algorithm ring");
   CHECK(r["tp_comm_us"] == Approx(2 * alone).epsilon(0.02));
-  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).margin(0.01));
+  CHECK(r["time_us"] >= r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]);
+  CHECK(r["time_us"] == Approx(r["compute_us"] + r["tp_exposed_us"] + r["exposed_us"]).epsilon(0.001));
   // --tp other than the file's group is refused.
   const cli::Result bad = cli::incsim("--model " TEST_DATA "/astra_hybrid.txt --platform star --gpus 4 --tp 4");
   CHECK(bad.code == 2);
@@ -979,6 +983,24 @@ TEST_CASE("pipeline and tensor parallelism of 2: the iteration is the stages' co
         Approx(r["compute_us"].get<double>() + r["tp_exposed_us"].get<double>() + bubble).margin(0.01));
 }
 
+TEST_CASE("a pipeline's exposed gradients are each stage's all-reduce after its own last kernel, on the critical path",
+          "[train][pp]") {
+  // toy2_tp_pipeline_layers.yaml without --tp: a layer a stage, 2 replicas,
+  // each stage's 1 MiB of gradients one bucket that fills with its last
+  // backward kernel. Under 1F1B stage 0's ends last, so its all-reduce (as
+  // long as one alone on 2 GPUs of a star) is what the optimizer waits for.
+  const auto r = pipeline_run("--workload train --model " TEST_DATA "/toy2_tp_pipeline_layers.yaml --platform star "
+                              "--gpus 4 --algorithm ring --pp 2 --batch 16 -c train.microbatches=4 "
+                              "-c train.contention=none")
+                     .row;
+  const double alone = collective_us("--collective allreduce --sizes 1M --platform star --gpus 2 --algorithm ring");
+  CHECK(r["exposed_us"].get<double>() == Approx(alone).epsilon(0.02));
+  const auto& stages = r["dp_exposed_stages"];
+  REQUIRE(stages.size() == 2);
+  CHECK(stages[0].get<double>() == r["exposed_us"].get<double>());
+  CHECK(stages[1].get<double>() == Approx(alone).epsilon(0.02));
+}
+
 TEST_CASE("an activation summed wrong in a later stage's tensor-parallel group shows in #wrong", "[train][tp][pp][fault]") {
   // Stage 1's group: GPUs 2 and 3; one replica, so only the activations' all-reduces add.
   const tb::Row r = faulty_run("gpu3.cores", 2, 2);
@@ -1046,10 +1068,11 @@ TEST_CASE("train.contention=none gives the rows of before, and push on the copy 
   // Push: the same row with and without contention.
   CHECK(rows(" --algorithm push") == rows(" --algorithm push -c train.contention=none"));
   // The ring's iteration grows by l3's all-reduce x 12/80 (the first test):
-  // 155.6 / 3 x 12 / 80 = 7.8 us.
+  // 155.6 / 3 x 12 / 80 = 7.8 us. Exposed is what follows the last kernel:
+  // 80.2 us, the 11.3 us the kernels were slowed by being in the time only.
   const auto on = rows(" --algorithm ring");
   REQUIRE(on.size() == 1);
-  CHECK(on[0] == "        ring         1      1628.0      1536.5       155.6        91.5       3        0");
+  CHECK(on[0] == "        ring         1      1628.0      1536.5       155.6        80.2       3        0");
 }
 
 TEST_CASE("a Chakra compute node beside a ring all-reduce on its GPU loses 12 of 80 SMs while it runs",
