@@ -389,7 +389,8 @@ Measures CollectiveCall::measures() const {
   r.packets = latency1.first - latency_.first;
   r.latency_ns_sum = static_cast<double>(latency1.second - latency_.second) * sc_core::sc_get_time_resolution().to_seconds() * 1e9;
   r.tables = {tables1.hits - tables_.hits, tables1.misses - tables_.misses, tables1.evictions - tables_.evictions,
-              tables1.stalls - tables_.stalls, tables1.completions - tables_.completions};
+              tables1.stalls - tables_.stalls, tables1.completions - tables_.completions,
+              tables1.timeouts - tables_.timeouts};
   return r;
 }
 

@@ -435,6 +435,7 @@ GpuMachine::TableTotals GpuMachine::table_totals() const {
       t.evictions += r.evictions;
       t.stalls += r.stalls;
       t.completions += r.completions;
+      t.timeouts += r.timeouts;
     }
   return t;
 }

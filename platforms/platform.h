@@ -102,6 +102,7 @@ class GpuMachine : public Machine {
   // Reduction table events summed over every switch port, so far.
   struct TableTotals {
     uint64_t hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
+    uint64_t timeouts = 0;  // of the evictions, those of entries idle for the timeout
   };
   TableTotals table_totals() const;
   // Entries of the smallest reduction table a switch port has (of the

@@ -256,6 +256,7 @@ void NvSwitch::emit(int o, int e, bool complete, const sc_time& now, bool retry)
     INCSIM_LOG(port_of(o).table.log, Debug, "complete {:#x}: {} contributions, result multicast", en.addr, en.count);
   } else {
     ++t.evictions;
+    if (retry) ++t.timeouts;
     p->op = net::Op::Partial;
     p->dst = static_cast<uint32_t>(mcr_->home_gpu(r, en.addr));
     INCSIM_LOG(port_of(o).table.log, Debug, "evict {:#x} ({}): {} of {} contributions go to gpu {}", en.addr,

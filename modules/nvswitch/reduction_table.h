@@ -109,6 +109,7 @@ class ReductionTable : public sc_core::sc_module, public Traceable {
 
   // Statistics, traced: uint32 so that VCD shows them as counters.
   uint32_t occupancy = 0, hits = 0, misses = 0, evictions = 0, stalls = 0, completions = 0;
+  uint32_t timeouts = 0;  // evictions of entries idle for the timeout, not for a new entry's room
 
  private:
   size_t bucket(uint64_t addr, uint32_t owner) const;

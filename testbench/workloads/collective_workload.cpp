@@ -299,10 +299,15 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                    {"misses", m.tables.misses},
                                    {"evictions", m.tables.evictions},
                                    {"stalls", m.tables.stalls},
-                                   {"completions", m.tables.completions}};
+                                   {"completions", m.tables.completions},
+                                   {"timeouts", m.tables.timeouts}};
   if (call_->reduces_in_switches())
     notes << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
-          << m.tables.evictions << " evictions, " << m.tables.stalls << " stalls, " << m.tables.completions
+          << m.tables.evictions << " evictions"
+          << (m.tables.timeouts ? " (" + std::to_string(m.tables.timeouts) + " of them idle for the entry timeout, "
+                                  "switch.reduction_table.timeout_ns)"
+                                : std::string())
+          << ", " << m.tables.stalls << " stalls, " << m.tables.completions
           << " completions; packets: " << m.packets << " delivered, " << std::fixed << std::setprecision(0)
           << r["avg_packet_latency_ns"] << " ns mean latency (from each one's maker: a GPU, or the switch table that "
              "made it)\n";
