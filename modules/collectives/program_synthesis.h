@@ -142,10 +142,11 @@ Program nvls_program(Collective c, int n, int channels, bool multimem);
 uint64_t nvls_chunk_bytes(uint64_t bytes, uint64_t concurrent_ops, uint64_t step);
 // NCCL's chunk for its tree over `nodes` nodes of `ranks` (src/enqueue.cc),
 // in data bytes, from one step of the protocol's buffer (`step` data bytes),
-// so that small messages still fill the tree's pipeline. Simple: with depth
-// D = ranks / nodes - 1 + log2 nodes, halved while each of the `channels`
-// would get fewer than 8 D chunks (down to 128 KiB), 4 D (down to 64 KiB)
-// or D (down to 32 KiB). LL128: with s = 1 + log2 nodes + 0.1 ppn (ppn =
+// so that small messages still fill the tree's pipeline. Simple (NCCL up
+// to 2.19; 2.20 dropped it and keeps the step): with depth D = ranks /
+// nodes - 1 + log2 nodes, halved while each of the `channels` would get
+// fewer than 8 D chunks (down to 128 KiB), 4 D (down to 64 KiB) or D (down
+// to 32 KiB). LL128: with s = 1 + log2 nodes + 0.1 ppn (ppn =
 // ranks / nodes), its wire bytes halved while fewer than 64 s / ppn chunks
 // (down to 128 KiB) or 16 s / ppn (down to 32 KiB). LL: the step.
 uint64_t tree_chunk_bytes(Protocol p, uint64_t bytes, int channels, int ranks, int nodes, uint64_t step);
