@@ -84,6 +84,10 @@ struct PlatformDefaults {
   uint64_t cores_chunk_bytes = 0;      // cores.chunk_bytes; 0: its default
   std::string ring_protocol = "simple";  // ring.protocol: the papers' baseline; today's machines: auto
   std::string nccl_launch = "none";      // nccl.launch: the papers' baseline; today's machines: process
+  // A ring's Simple steps in NCCL's two slices (gpu::CoresParams::nccl_slices):
+  // today's machines, as NCCL's kernel runs there; the papers' platforms keep
+  // the one transfer per step their figures were made with.
+  bool nccl_slices = false;
 };
 
 // The blocks of one link protocol: the packet format they share and the

@@ -88,6 +88,7 @@ PlatformDefaults platform_defaults(const topo::Topology& t) {
     // Against nccl-tests as its owners run it, NCCL's software costs count
     // (docs/hardware.md); the papers simulated their baselines without.
     d.nccl_launch = "process";
+    d.nccl_slices = true;
   }
   // A cluster's rings leave each node through a different adapter per
   // channel (cluster_ring_program): on hgx-h100 nodes two per adapter, so

@@ -147,7 +147,14 @@ ChannelParts channel_parts(const Program& p) {
   return cp;
 }
 
-uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple) {
+uint64_t nccl_slice_bytes(uint64_t step_bytes, uint64_t simple) {
+  constexpr uint64_t kSlicePerChunk = 2, kStepPerSlice = 2, kAlign = 16;
+  const uint64_t half = (step_bytes + kSlicePerChunk * kAlign - 1) / (kSlicePerChunk * kAlign) * kAlign;
+  return std::max(half, simple * kStepPerSlice / 32);
+}
+
+uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple,
+                           bool nccl_slices) {
   const uint32_t message = message_chunks(p);
   if (p.tree_nodes)
     return p.groups.empty() ? tree_chunk_bytes(proto, bytes, static_cast<int>(message), p.ranks, p.tree_nodes, step)
@@ -155,7 +162,12 @@ uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uin
   const bool nvls_only = !p.groups.empty() && std::none_of(p.ops.begin(), p.ops.end(), [](const Operation& o) {
     return sends(o.kind) || receives(o.kind);
   });
-  return nvls_only ? nvls_chunk_bytes(bytes, message, simple) : step;
+  if (nvls_only) return nvls_chunk_bytes(bytes, message, simple);
+  const bool sliced = p.collective == Collective::AllReduce || p.collective == Collective::AllGather ||
+                      p.collective == Collective::ReduceScatter;
+  if (nccl_slices && proto == Protocol::Simple && p.name == "ring" && sliced && message > 0)
+    return std::min(step, nccl_slice_bytes((bytes + message - 1) / message, simple));
+  return step;
 }
 
 }  // namespace incsim::collectives

@@ -56,8 +56,20 @@ ChannelParts channel_parts(const Program& p);
 // The chunk, in data bytes, the GPUs' cores move a size's message in: a
 // tree's (NCCL's rule for its depth), NVLS's where the program runs
 // in-network operations only, else `step`, the protocol's step; `simple`
-// is the Simple protocol's step (NVLS's rule cuts that).
-uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple);
+// is the Simple protocol's step (NVLS's rule cuts that). nccl_slices: a
+// ring's Simple step moves as NCCL's kernel moves it, in two slices
+// (nccl_slice_bytes).
+uint64_t cores_chunk_bytes(const Program& p, Protocol proto, uint64_t bytes, uint64_t step, uint64_t simple,
+                           bool nccl_slices = false);
+// NCCL's ring all-reduce, all-gather and reduce-scatter under Simple move
+// each ring step's chunk (a channel's share of the message over the ranks,
+// at most 4 buffer steps) as SlicePerChunk = 2 slices of StepPerSlice = 2
+// steps (src/device/all_reduce.h: ProtoSimple<ALLREDUCE_CHUNKSTEPS /
+// ALLREDUCE_SLICESTEPS, ALLREDUCE_SLICESTEPS>), each its own wait, fence
+// and flag: sliceSize = max(divUp(nelem, 16 x 2) x 16, stepSize x 2 / 32)
+// (src/device/prims_simple.h, genericOp). `step_bytes`: a ring step's
+// bytes; `simple`: NCCL's Simple buffer step. In data bytes.
+uint64_t nccl_slice_bytes(uint64_t step_bytes, uint64_t simple);
 
 struct PassLayout {
   int parts = 1;

@@ -92,7 +92,8 @@ CoresFlows::Plan CoresFlows::plan(uint64_t bytes) const {
   Plan x;
   x.proto = p_.protocol_by_size ? costs_.by_size.for_size(bytes) : p_.ops.empty() ? Protocol::Simple : p_.ops.front().proto;
   x.slots = x.proto == Protocol::LL ? costs_.ll : x.proto == Protocol::LL128 ? costs_.ll128 : costs_.simple;
-  x.slots.chunk_bytes = collectives::cores_chunk_bytes(p_, x.proto, bytes, x.slots.chunk_bytes, costs_.simple.chunk_bytes);
+  x.slots.chunk_bytes = collectives::cores_chunk_bytes(p_, x.proto, bytes, x.slots.chunk_bytes,
+                                                       costs_.simple.chunk_bytes, costs_.nccl_slices);
   x.elems = collectives::message_elems(p_, bytes / elem_);
   x.blocks = collectives::message_chunks(p_) / static_cast<uint32_t>(parts_.parts);
   x.passes = x.layout(parts_.parts, elem_, 0).passes.front();

@@ -68,6 +68,7 @@ struct CoresCosts {
     int slots = 0;
   } simple, ll, ll128;
   collectives::ProtocolBySize by_size;
+  bool nccl_slices = false;  // gpu::CoresParams::nccl_slices
   // Reducing writes (SHARP's) a queue may have in flight, each a 128-byte
   // block whose sum has not landed (gpu::CoresParams::push_credits).
   int push_credits = 0;

@@ -56,6 +56,9 @@ struct CoresParams {
   // A program whose protocol is picked by size (Program::protocol_by_size,
   // ring.protocol=auto) runs the one these thresholds pick.
   collectives::ProtocolBySize by_size;
+  // A ring's Simple steps move in NCCL's two slices (collectives::
+  // nccl_slice_bytes), as on today's machines (platforms::PlatformDefaults).
+  bool nccl_slices = false;
   // Reducing writes (push) a queue may have in flight, each a block whose
   // result has not come back: the host's credits for the switches'
   // aggregation buffers (SHARP's outstanding transactions). 0: the

@@ -151,7 +151,8 @@ void CoresCollective::start(uint64_t bytes, std::function<void()> on_done) {
                            : proto_ == collectives::Protocol::LL128 ? params_.ll128
                                                                     : params_.simple;
   slot_params_.chunk_bytes =
-      collectives::cores_chunk_bytes(program_, proto_, bytes, step.chunk_bytes, params_.simple.chunk_bytes);
+      collectives::cores_chunk_bytes(program_, proto_, bytes, step.chunk_bytes, params_.simple.chunk_bytes,
+                                     params_.nccl_slices);
   layout_ = std::make_unique<collectives::PassLayout>(parts_, message_chunks_ / static_cast<uint32_t>(parts_),
                                      slot_params_.chunk_bytes / elem_, collectives::message_elems(program_, bytes / elem_));
   // The fabric manager registers this size's regions (Klenk Fig. 2); under

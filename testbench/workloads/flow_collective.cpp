@@ -266,6 +266,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = by_size_ = cp.by_size;
+  costs.nccl_slices = d.nccl_slices;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   const std::string classes = cfg_.get(flow::kChannelClasses);
   if (classes != "auto" && classes != "true" && classes != "false")

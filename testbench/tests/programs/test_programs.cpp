@@ -15,6 +15,7 @@
 #include "collectives/baselines.h"
 #include "collectives/blink_synthesis.h"
 #include "collectives/composition.h"
+#include "collectives/layout.h"
 #include "collectives/msccl_xml.h"
 #include "collectives/multitree.h"
 #include "collectives/program.h"
@@ -126,6 +127,23 @@ TEST_CASE("gather and scatter programs are correct for 2 to 16 ranks, every root
           "the root's result holds every rank's input exactly once");
   REQUIRE(check_program(gather_scatter_program(Collective::Scatter, 5, 2, 4)).summary ==
           "each rank's result holds its own part of the root's input exactly once");
+}
+
+// NCCL's ring under Simple (prims_simple.h, genericOp): a step's chunk in
+// two slices of max(divUp(n, 32) x 16, stepSize x 2 / 32) bytes.
+TEST_CASE("a ring's Simple step moves in NCCL's two slices where NCCL's software is charged", "[programs]") {
+  const uint64_t step = 512 * 1024;  // NCCL's Simple buffer step (4 MiB / 8)
+  CHECK(nccl_slice_bytes(349526, step) == 174768);  // 32 MiB over 12 channels x 8 ranks, halved to 16 B
+  CHECK(nccl_slice_bytes(43691, step) == 32 * 1024);  // a 4 MiB message: the 32 KiB floor
+  const Program ring = ring_program(Collective::AllReduce, 8, 12);
+  // The cores' chunk: a slice, at most a slot, only with the slices asked and under Simple.
+  CHECK(cores_chunk_bytes(ring, Protocol::Simple, 32ull << 20, step, step, true) == 174768);
+  CHECK(cores_chunk_bytes(ring, Protocol::Simple, 32ull << 20, step, step, false) == step);
+  CHECK(cores_chunk_bytes(ring, Protocol::Simple, 1ull << 30, step, step, true) == step);
+  CHECK(cores_chunk_bytes(ring, Protocol::LL128, 32ull << 20, 576000, step, true) == 576000);
+  // Broadcast's ring moves a step in one slice (BROADCAST_SLICESTEPS = BROADCAST_CHUNKSTEPS).
+  CHECK(cores_chunk_bytes(ring_program(Collective::Broadcast, 8, 12), Protocol::Simple, 32ull << 20, step, step,
+                          true) == step);
 }
 
 TEST_CASE("the checker bites on rooted collectives: a reduce that leaves a rank out, a gather or scatter "
