@@ -24,8 +24,8 @@ inline const Param<std::string> kRingProtocol{
     "Simple), or auto: by size, ring.auto.* (the default on hgx-h100, nvl72 and clusters, as NCCL picks); a "
     "program file's proto is its own"};
 // ring.protocol=auto's thresholds, from a sweep of the three on hgx-h100
-// (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB,
-// Simple at 32 MiB); NCCL's tuner (src/graph/tuning.cc) picks the same order.
+// (docs/modern-machines.md: LL fastest at 8 KiB, LL128 from 64 KiB to 4 MiB)
+// and NCCL's tuner (src/graph/tuning.cc), which picks Simple from 32 MiB.
 inline const Param<uint64_t> kAutoLlMax{"ring.auto.ll_max_bytes", 32 * 1024, Range::at_least(0).at_most(1ull << 40),
                                         "ring.protocol=auto: LL up to this message size, bytes (hgx-h100 sweep)"};
 inline const Param<uint64_t> kAutoLl128Max{"ring.auto.ll128_max_bytes", 16ull << 20, Range::at_least(0).at_most(1ull << 40),

@@ -56,10 +56,10 @@ void run(const tb::Options& o, const std::string& what) {
 }  // namespace
 
 TEST_CASE("HGX H100: a ring uses every link of every trunk and reaches 90% of its bound", "[links][hgx]") {
-  // 32 MiB: 233 KiB per ring and step, enough to hide the fence and flag of
-  // each chunk (the 64 MiB measurement is in docs/modern-machines.md).
+  // 64 MiB: 466 KiB per ring and step, NCCL's two slices of 233 KiB, enough
+  // to hide the fence and flag of each (docs/modern-machines.md).
   // The links alone: NCCL's fixed cost per collective (nccl.launch) is no link's.
-  tb::Experiment e(tb::run_options("hgx-h100", "allreduce", "ring", "32M", {{"nccl.launch", "none"}}));
+  tb::Experiment e(tb::run_options("hgx-h100", "allreduce", "ring", "64M", {{"nccl.launch", "none"}}));
   const std::vector<tb::Row> rows = tb::run_checked(e, "hgx-h100 ring");
   REQUIRE(rows.size() == 1);
   const tb::Row& r = rows[0];
