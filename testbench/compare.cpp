@@ -507,22 +507,23 @@ int check_fidelity(const Options& o, std::ostream& out, std::ostream& err) {
         << ": the flows' time beside packet level's, the reference (--check-fidelity)\n";
   json checks = json::array();
   for (const std::string& algorithm : algorithms) {
-    double time_us[2] = {0, 0};
+    const char* const fidelities[] = {"flow", "packet"};
+    double time_us[2] = {0, 0};  // as fidelities[]
     std::string name = algorithm;
-    for (const char* fidelity : {"flow", "packet"}) {
+    for (int f = 0; f < 2; ++f) {
+      const std::string fidelity = fidelities[f];
       Options one = alone(o, algorithm, algorithm);
       one.fidelity = fidelity;
       one.sizes = std::to_string(size);
       one.vcd.clear();
       one.timeline.clear();
       one.check_fidelity = false;
-      part.label = "; fidelity check, " + std::string(fidelity) + (algorithm.empty() ? "" : ", " + algorithm);
+      part.label = "; fidelity check, " + fidelity + (algorithm.empty() ? "" : ", " + algorithm);
       const Child child = in_child([&] { return run_reply(one, part); },
-                                   "--check-fidelity, " + std::string(fidelity) + " at " + size_label(size) + ": ",
-                                   out, err);
+                                   "--check-fidelity, " + fidelity + " at " + size_label(size) + ": ", out, err);
       if (child.status) return child.status;
       const Run run = read_run(algorithm, child.reply);
-      time_us[fidelity[0] == 'p'] = run.rows.front()["time_us"];
+      time_us[f] = run.rows.front()["time_us"];
       name = run.results["config"].value("algorithm", algorithm);
     }
     const double diff = time_us[0] / time_us[1] - 1;

@@ -540,51 +540,46 @@ Row TrainWorkload::iterate(size_t a, uint32_t iteration, Runner& run) {
   double dp_comm = 0, tp_comm = 0;
   for (const double c : it.dp_comm_us) dp_comm += c;
   for (const double c : it.tp_comm_us) tp_comm += c;
-  // Every GPU waits for its group's all-reduces of activations: exposed, all
-  // of it.
-  const double tp_exposed = it.tp_wait_us / n;
-  // The gradients' exposed time is on the critical path: from the flush (the
-  // last kernel or all-reduce of activations of any GPU) to the last
-  // gradient all-reduce's end, which the optimizer waits for. Per stage, from
-  // its own GPUs' last kernel to its own gradients' end.
-  const sc_core::sc_time dp_end = *std::max_element(it.dp_end.begin(), it.dp_end.end());
-  const double dp_exposed = dp_end > flushed ? us(dp_end - flushed) : 0.0;
-  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
-  for (int s = 0; s < layout_.pp; ++s) {
-    sc_core::sc_time flush = it.t0, end = it.t0;
-    for (int g = 0; g < n; ++g)
-      if (layout_.stage_of(g) == s) flush = std::max(flush, it.last_end[g]);
-    for (int t = s * layout_.tp; t < (s + 1) * layout_.tp; ++t) end = std::max(end, it.dp_end[t]);
-    stages.push_back(end > flush ? us(end - flush) : 0.0);
-  }
-  // So do they for the embedding's all-to-alls, where they wait at all.
-  const double a2a_exposed = it.exchange_wait_us / n;
+  // The gradients' exposed time, on the critical path: from the flush to the
+  // last gradient all-reduce's end, which the optimizer waits for; per stage
+  // (its GPUs and data-parallel groups are consecutive), from its own.
+  const auto dp_exposed = [&](int s, int stages) {  // stages s to s + stages - 1
+    const int gpus = n / layout_.pp, groups = layout_.tp;
+    const sc_core::sc_time flush = *std::max_element(it.last_end.begin() + s * gpus,
+                                                     it.last_end.begin() + (s + stages) * gpus);
+    const sc_core::sc_time end = *std::max_element(it.dp_end.begin() + s * groups,
+                                                   it.dp_end.begin() + (s + stages) * groups);
+    return end > flush ? us(end - flush) : 0.0;
+  };
   Row r(schema_);
   r.set("algorithm", algorithms_[a])
       .set("iteration", static_cast<uint64_t>(iteration + 1))
       .set("time_us", time)
       .set("compute_us", compute)
       .set("comm_us", dp_comm / (layout_.tp * layout_.pp))
-      .set("exposed_us", dp_exposed)
+      .set("exposed_us", dp_exposed(0, layout_.pp))
       .set("buckets", static_cast<uint64_t>(bucket_count()))
       .set("wrong", wrong_value(it.wrong));
   // Per pipeline (a replica: its stages' tensor-parallel groups): the
   // all-reduces of activations, and its transfers and their time; per group,
   // the all-reduces' time.
+  // Every GPU waits for its group's all-reduces of activations, and for the
+  // embedding's all-to-alls where it waits at all: exposed, all of it.
   if (layout_.tp > 1)
     r.set("tp_allreduces", it.tp_done / static_cast<uint64_t>(layout_.replicas()))
         .set("tp_comm_us", tp_comm / tp_groups)
-        .set("tp_exposed_us", tp_exposed);
+        .set("tp_exposed_us", it.tp_wait_us / n);
   if (!exchange_sizes_.empty())
     r.set("alltoalls", it.exchanged)
         .set("a2a_comm_us", it.exchange_us)
-        .set("a2a_exposed_us", a2a_exposed);
-  if (layout_.pp > 1)
+        .set("a2a_exposed_us", it.exchange_wait_us / n);
+  if (layout_.pp > 1) {
     r.set("microbatches", static_cast<uint64_t>(micro_))
         .set("p2p", it.p2p / static_cast<uint64_t>(layout_.replicas()))
         .set("p2p_us", it.p2p_us / layout_.replicas())
         .set("bubble_us", bubble);
-  if (layout_.pp > 1) r.details["dp_exposed_stages"] = stages;
+    for (int s = 0; s < layout_.pp; ++s) r.details["dp_exposed_stages"].push_back(dp_exposed(s, 1));
+  }
   running_.reset();
   return r;
 }
@@ -628,21 +623,17 @@ void TrainWorkload::print_header(std::ostream& os) const {
        << "data parallel over " << count_of(layout_.replicas(), "pipeline", "pipelines") << ",";
   else if (layout_.tp > 1)
     os << "tensor parallel in " << count_of(tp_groups, "group", "groups") << " of " << layout_.tp << " " << layout
-       << ", data parallel over "
-       << count_of(tp_groups, "replica", "replicas") << ",";
+       << ", data parallel over " << count_of(tp_groups, "replica", "replicas") << ",";
   else
     os << "data parallel";
   os << " on " << layout_.gpus << " of " << machine_gpus() << " GPUs, platform " << t.name << ", seed " << opt_.seed
-     << "\n"
-     << "# compute: " << compute_->describe() << "; batch " << opt_.batch
+     << "\n# compute: " << compute_->describe() << "; batch " << opt_.batch
      << (layout_.pp > 1 ? " per pipeline in " + std::to_string(micro_) + " micro-batches, each over all layers" : " per GPU")
-     << ": forward " << forward * 1e3
-     << " ms, backward " << backward * 1e3 << " ms";
+     << ": forward " << forward * 1e3 << " ms, backward " << backward * 1e3 << " ms";
   if (recompute > 0) os << ", recomputed forward " << recompute * 1e3 << " ms";
   os << ", optimizer " << update_.to_seconds() * 1e3 << " ms"
      << (layout_.tp > 1 && !astra_groups_ ? " (each GPU its shard: 1/" + std::to_string(layout_.tp) +
-                       " of every block's split layers; norms, embeddings and the output projection whole)"
-                 : "")
+                       " of every block's split layers; norms, embeddings and the output projection whole)" : "")
      << contention_note() << "\n" << fidelity_note();
   if (layout_.tp > 1) {
     const bool alltoall = tp_alltoalls() || tp_gathers();
@@ -722,8 +713,7 @@ void TrainWorkload::print_header(std::ostream& os) const {
     if (c.embedding) print_collective_lines(os, "p2p (embedding all-to-all)", *c.embedding, shown);
   os << "# exposed: the communication nothing hid; " << (layout_.tp * layout_.pp > 1 ? "dp: " : "")
      << "from the flush (every GPU's last kernel" << (layout_.tp > 1 ? " or all-reduce of activations" : "")
-     << ") to the last gradient all-reduce's end, which the optimizer waits for"
-     << (layout_.pp > 1 ? " (per stage in the note)" : "")
+     << ") to the last gradient all-reduce's end, which the optimizer waits for" << (layout_.pp > 1 ? " (per stage in the note)" : "")
      << (layout_.tp > 1 ? "; tp: the GPUs' mean wait for the activations" : "")
      << (exchange_sizes_.empty() ? "" : "; a2a: the GPUs' mean wait for the embedding's all-to-alls")
      << (layout_.pp > 1 ? std::string("; bubble: the GPUs' mean idle time until the pipeline's flush ends (waits for the p2p "
