@@ -25,7 +25,7 @@ for p in dgx2 fattree2l star hgx-h100 nvl72; do
   run $small --platform $p --algorithm multicast --collective allgather
   for c in allreduce reducescatter allgather broadcast alltoall; do run $small --platform $p --collective $c; done
 done
-for p in torus mesh; do for a in ring dbtree hd ring2d multitree blink; do run $small --platform $p --algorithm $a; done; done
+for p in torus mesh; do for a in ring dbtree hd ring2d ring2d-hier multitree blink; do run $small --platform $p --algorithm $a; done; done
 run $small --platform bigraph --algorithm hdrm
 for p in dgx1v dgx1p; do run $small --platform $p --algorithm ring; run $small --platform $p --algorithm blink; done
 for pr in ll ll128 simple; do

@@ -169,8 +169,48 @@ Program dbtree_program(int n, int pieces, bool nops, bool interleave) {
 Program ring2d_program(int kx, int ky, bool nops) {
   if (kx < 1 || ky < 1 || kx * ky < 2) throw UserError("a 2D ring needs a grid of at least 2 nodes");
   const int n = kx * ky;
+  const int k[2] = {kx, ky};
+  TableProgramBuilder b("ring2d", n, 4 * n);
+  // Quarter g: first dimension d1 (0: rows, 1: columns), direction dir on
+  // both. Its chunk (block, piece) = flow g*n + block*k[d2] + piece: block i
+  // ends reduced at coordinate i of d1, its piece j at coordinate j of d2.
+  struct Quarter {
+    int d1, dir;
+  };
+  const Quarter quarters[4] = {{0, 1}, {0, -1}, {1, 1}, {1, -1}};  // east, west, south, north
+  for (int g = 0; g < 4; ++g) {
+    const int d1 = quarters[g].d1, d2 = 1 - d1, dir = quarters[g].dir;
+    const int k1 = k[d1], k2 = k[d2];
+    auto flow = [&](int block, int piece) { return g * n + block * k2 + piece; };
+    for (int u = 0; u < n; ++u) {
+      const int c[2] = {u % kx, u / kx};
+      auto next = [&](int d) {  // the neighbour one step along d in dir
+        int m[2] = {c[0], c[1]};
+        m[d] = mod(m[d] + dir, k[d]);
+        return m[1] * kx + m[0];
+      };
+      int base = 0;
+      for (int s = 1; s < k1; ++s)  // reduce-scatter along d1: block i ends at coordinate i
+        for (int j = 0; j < k2; ++j) b.reduce(flow(mod(c[d1] - dir * s, k1), j), u, next(d1), base + s);
+      base += k1 - 1;
+      for (int s = 1; s < k2; ++s)  // reduce-scatter of the own block along d2
+        b.reduce(flow(c[d1], mod(c[d2] - dir * s, k2)), u, next(d2), base + s);
+      base += k2 - 1;
+      for (int s = 1; s < k2; ++s)  // all-gather along d2
+        b.gather(flow(c[d1], mod(c[d2] - dir * (s - 1), k2)), u, next(d2), base + s);
+      base += k2 - 1;
+      for (int s = 1; s < k1; ++s)  // all-gather along d1
+        for (int j = 0; j < k2; ++j) b.gather(flow(mod(c[d1] - dir * (s - 1), k1), j), u, next(d1), base + s);
+    }
+  }
+  return b.build(nops);
+}
+
+Program ring2d_hier_program(int kx, int ky, bool nops) {
+  if (kx < 1 || ky < 1 || kx * ky < 2) throw UserError("a 2D ring needs a grid of at least 2 nodes");
+  const int n = kx * ky;
   auto node = [kx](int x, int y) { return y * kx + x; };
-  TableProgramBuilder b("ring2d", n, n);
+  TableProgramBuilder b("ring2d-hier", n, n);
   // Chunk c = block (c / ky) of the row phase, piece (c % ky) of the column phase.
   int base = 0;
   for (int s = 1; s <= kx - 1; ++s)  // row reduce-scatter: block x ends at column x

@@ -50,10 +50,21 @@ TreeLinks nccl_tree1(int n, int rank);
 // without, dbtree-flat.
 Program dbtree_program(int n, int pieces = 1, bool nops = true, bool interleave = true);
 
-// 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018): reduce-scatter
-// along the rows, then along the columns, all-gather along the columns, then
-// along the rows. kx * ky chunks; 2(kx - 1) + 2(ky - 1) steps.
+// 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018) on all four
+// links at once: the buffer in quarters, east, west, south and north; the
+// east and west quarters reduce-scatter along the rows, each its own way
+// round, while the south and north ones do so along the columns; then each
+// quarter reduce-scatters the block it holds along the other dimension, and
+// all-gathers back in the reverse order. Every node sends on its four links
+// in every step; a link carries (kx*ky - 1) / (2 kx*ky) of the buffer on a
+// square torus, as many bytes as a bandwidth-optimal all-reduce spreads over
+// four links. 4 kx * ky chunks; 2(kx - 1) + 2(ky - 1) steps.
 Program ring2d_program(int kx, int ky, bool nops = true);
+
+// The hierarchical 2D ring: reduce-scatter along the rows, then along the
+// columns, all-gather along the columns, then along the rows, each on one
+// link of four (east, then south). kx * ky chunks; 2(kx - 1) + 2(ky - 1) steps.
+Program ring2d_hier_program(int kx, int ky, bool nops = true);
 
 // Recursive halving-doubling (Rabenseifner; Thakur et al. 2005) for any n:
 // with p the largest power of two <= n and r = n - p, the even ranks below 2r

@@ -27,8 +27,8 @@ from incsim_campaign.figures import (FigError, _plt, algbw_axes, claim,  # noqa:
 # scripts/figures/reference/multitree-*.csv.
 PAPER = paper("multitree")
 
-ALGS = ["ring", "dbtree", "ring2d", "hd", "hdrm", "multitree", "multitree-msg"]
-COLORS = {"ring": "#444444", "dbtree": "#9467bd", "ring2d": "#2ca02c", "hd": "#8c564b",
+ALGS = ["ring", "dbtree", "ring2d", "ring2d-hier", "hd", "hdrm", "multitree", "multitree-msg"]
+COLORS = {"ring": "#444444", "dbtree": "#9467bd", "ring2d": "#2ca02c", "ring2d-hier": "#98df8a", "hd": "#8c564b",
           "hdrm": "#ff7f0e", "multitree": "#1f77b4", "multitree-msg": "#d62728"}
 # (panel, platform, shape column, shapes): Fig. 9 (a)-(d)
 PANELS = [("a", "torus", "dims", ["4x4", "8x8"]), ("b", "mesh", "dims", ["4x4", "8x8"]),
@@ -108,7 +108,7 @@ def fig10(rows, out):
     base = sum(by["ring"][16]) / len(by["ring"][16])
     fig, ax = plt.subplots(figsize=(7, 4.6))
     table = []
-    for a in ["ring", "ring2d", "multitree-msg", "multitree"]:
+    for a in ["ring", "ring2d", "ring2d-hier", "multitree-msg", "multitree"]:
         if a not in by:
             continue
         ns = sorted(by[a])

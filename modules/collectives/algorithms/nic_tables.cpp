@@ -67,17 +67,18 @@ class HalvingDoubling : public Table {
 
 class Ring2d : public Table {
  public:
-  Ring2d()
-      : Table({"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
-               "rings along the rows, then the columns (Ying et al. 2018; a MultiTree §V-A baseline)", 80}) {}
+  Ring2d(Info info, Program (*program)(int, int, bool)) : Table(info), program_(program) {}
   bool gpu_numbered(const topo::Topology&) const override { return true; }
   std::string where_not(const Site& s) const override {
     if (s.graph.grid.kx > 0) return {};
-    return "ring2d runs along the rows and columns of a torus or mesh, and " + s.platform + " has none";
+    return std::string(name()) + " runs along the rows and columns of a torus or mesh, and " + s.platform + " has none";
   }
   Program schedule(const Site& s, bool lockstep) const override {
-    return ring2d_program(s.graph.grid.kx, s.graph.grid.ky, lockstep);
+    return program_(s.graph.grid.kx, s.graph.grid.ky, lockstep);
   }
+
+ private:
+  Program (*program_)(int, int, bool);
 };
 
 class Hdrm : public Table {
@@ -114,7 +115,16 @@ class MultiTree : public Table {
 INCSIM_ALGORITHMS(nic_tables) {
   r.add(std::make_unique<DoubleBinaryTree>());
   r.add(std::make_unique<HalvingDoubling>());
-  r.add(std::make_unique<Ring2d>());
+  r.add(std::make_unique<Ring2d>(
+      Algorithm::Info{"ring2d", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
+                      "rings along the rows and the columns at once, on all four links, then the other way (Ying et al. "
+                      "2018; a MultiTree §V-A baseline)",
+                      80},
+      ring2d_program));
+  r.add(std::make_unique<Ring2d>(
+      Algorithm::Info{"ring2d-hier", "allreduce", "", Family::GpuFabric, "torus, mesh", kNicTables,
+                      "rings along the rows, then the columns, on one link of four at a time", 85},
+      ring2d_hier_program));
   r.add(std::make_unique<Hdrm>());
   r.add(std::make_unique<MultiTree>(
       Algorithm::Info{"multitree", "allreduce", "", Family::GpuFabric, kNotDgx1,

@@ -813,6 +813,7 @@ TEST_CASE("the NICs' algorithms are correct programs that compile to their table
     require_nic_program(hd_program(n));
   }
   require_nic_program(ring2d_program(4, 2));
+  require_nic_program(ring2d_hier_program(4, 2));
   require_nic_program(hdrm_program(4, 8));
   require_nic_program(tree_shares_program("blink", 16, one_hop_shares(16), 2, kNone));
   const Program bc = tree_shares_program("ring", 6, ring_shares(6, {{0, 2, 4, 1, 3, 5}}, false, 3), 2, 3);

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -393,13 +395,65 @@ TEST_CASE("halving-doubling: a correct all-reduce for n = 2..33, 2 log2 p steps 
   }
 }
 
-TEST_CASE("2D ring: a correct all-reduce on grids, one message per torus link and step", "[baselines]") {
+TEST_CASE("2D rings: correct all-reduces on grids, one message per torus link and step", "[baselines]") {
   for (auto [kx, ky] : std::vector<std::pair<int, int>>{{2, 2}, {4, 4}, {8, 8}, {4, 2}, {1, 5}, {3, 1}, {3, 5}}) {
     INFO(kx << "x" << ky);
-    const Schedule s = require_ok(ring2d_program(kx, ky));
-    CHECK(s.steps == 2 * (kx - 1) + 2 * (ky - 1));
+    for (const Program& p : {ring2d_program(kx, ky), ring2d_hier_program(kx, ky)}) {
+      const Schedule s = require_ok(p);
+      CHECK(s.steps == 2 * (kx - 1) + 2 * (ky - 1));
+    }
   }
   require_exclusive_links(schedule_of(ring2d_program(4, 4)), make_torus(4, 4));
+  require_exclusive_links(schedule_of(ring2d_hier_program(4, 4)), make_torus(4, 4));
+}
+
+TEST_CASE("the all-link 2D ring sends on all four links in every step, (k^2 - 1) / 2k^2 of the buffer on each",
+          "[baselines]") {
+  for (int k : {4, 8}) {
+    INFO(k << "x" << k);
+    const int n = k * k;
+    const Schedule s = require_ok(ring2d_program(k, k));
+    REQUIRE(s.slices == 4 * n);
+    // Slices per directed pair and step; every pair is a torus neighbour.
+    std::map<std::pair<int, int>, int> pair_slices;
+    std::map<std::pair<int, int>, std::set<int>> sent_to;  // (node, step) -> neighbours
+    for (const Message& m : s.messages()) {
+      const int dx = (m.dst % k - m.src % k + k) % k, dy = (m.dst / k - m.src / k + k) % k;
+      CHECK(((dx == 1 || dx == k - 1) && dy == 0) != ((dy == 1 || dy == k - 1) && dx == 0));
+      pair_slices[{m.src, m.dst}] += s.flows[static_cast<size_t>(m.flow)].size;
+      sent_to[{m.src, m.step}].insert(m.dst);
+    }
+    // Each quarter's k-1 reduce-scatter steps move k slices, its k-1 steps
+    // along the other dimension one, and the all-gather as much again:
+    // 2(k-1)(k+1) = 2(k^2 - 1) of the 4k^2 slices per link direction.
+    CHECK(pair_slices.size() == static_cast<size_t>(4 * n));
+    for (const auto& [pair, slices] : pair_slices) CHECK(slices == 2 * (n - 1));
+    CHECK(sent_to.size() == static_cast<size_t>(n * s.steps));
+    for (const auto& [node_step, to] : sent_to) CHECK(to.size() == 4);
+  }
+}
+
+TEST_CASE("a 2D ring with one step broken is caught by the checker", "[baselines]") {
+  // Node 0 sends its partial sum of a block along the columns a step early,
+  // in the step its row neighbour's last partial sum for it arrives.
+  Program p = ring2d_program(4, 4);
+  require_ok(p);
+  const int first_column_step = 4;  // after the rows' three
+  const auto send = std::find_if(p.ops.begin() + p.rank_begin[0], p.ops.begin() + p.rank_begin[1], [&](const Operation& o) {
+    return o.kind == OpKind::Send && o.timestep == first_column_step && o.send_peer == 4;
+  });
+  REQUIRE(send != p.ops.begin() + p.rank_begin[1]);
+  for (uint32_t g = p.rank_begin[4]; g < p.rank_begin[5]; ++g)
+    if (p.ops[g].recv_peer == 0 && p.ops[g].dst == send->src && p.ops[g].timestep == first_column_step)
+      p.ops[g].timestep = first_column_step - 1;
+  send->timestep = first_column_step - 1;
+  for (int r : {0, 4}) {  // each rank's operations in step order again, a step's sends first
+    auto begin = p.ops.begin() + p.rank_begin[static_cast<size_t>(r)];
+    std::stable_sort(begin, begin + p.op_count(r), [](const Operation& a, const Operation& b) {
+      return std::make_pair(a.timestep, receives(a.kind)) < std::make_pair(b.timestep, receives(b.kind));
+    });
+  }
+  CHECK_THAT(first_problem(p), Catch::Contains("lacks rank 1's input"));
 }
 
 TEST_CASE("HDRM: halving-doubling mapped onto BiGraph, every pair across the groups, one pair per link", "[baselines]") {

@@ -52,6 +52,8 @@ TEST_CASE("multitree-msg is exact on the NICs of a 4x4 torus", "[nic][exact]") {
   run("torus", "4x4", "multitree-msg", kSizes);
 }
 TEST_CASE("ring2d is exact on the NICs of a 3x5 torus", "[nic][exact]") { run("torus", "3x5", "ring2d", "12292,96K"); }
+TEST_CASE("ring2d is exact on the NICs of an 8x8 torus", "[nic][exact]") { run("torus", "8x8", "ring2d", "4,49156,1M"); }
+TEST_CASE("ring2d-hier is exact on the NICs of a 4x4 torus", "[nic][exact]") { run("torus", "4x4", "ring2d-hier", kSizes); }
 TEST_CASE("hd is exact on the NICs of a 3x5 torus (15 nodes)", "[nic][exact]") { run("torus", "3x5", "hd", "12292,96K"); }
 TEST_CASE("dbtree is exact on the NICs of a 3x5 torus (15 nodes)", "[nic][exact]") {
   run("torus", "3x5", "dbtree", "12292,96K");
