@@ -146,6 +146,20 @@ topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg)
 }
 
 namespace {
+// A torus or mesh node's link to its router. MultiTree §V-A: "we assume the
+// network interface bandwidth matches the network bandwidth of the attached
+// router in direct networks"; its authors' simulator runs the ring and the
+// double binary tree on one interface of one link's bandwidth
+// (torus44express.cfg) and injects and ejects in one cycle (BookSim).
+const Param<int> kNodeInterfaces{
+    "nic.interfaces", 0, Range::at_least(0).at_most(4),
+    "network interfaces of a torus or mesh node, each one network link's bandwidth (link.bw_GBps); 0: as many as "
+    "its router has network links, MultiTree §V-A (the figures' setting); 1: one, as the MultiTree authors' "
+    "simulator runs the ring and the double binary tree (torus44express.cfg)"};
+const Param<double> kNodeLatency{
+    "nic.link_latency_ns", 0.0, Range::at_least(0).at_most(1e9),
+    "wire latency of a torus or mesh node's link to its router, ns (default: link.latency_ns, MultiTree Table III "
+    "gives no other; 1: the MultiTree authors' BookSim, which injects and ejects in one 1 GHz cycle)"};
 // A DGX-1's links (topology/dgx1.h holds the generations' own defaults).
 const Param<double> kDgx1NvLinkGBps{
     "dgx1.nvlink_GBps", 0.0, Range::at_least(0.001).at_most(1e5).or_zero(),
@@ -377,7 +391,10 @@ topo::Topology make_topology(const std::string& platform, const PlatformShape& s
     const int kx = dims ? shape.dims_x : 4, ky = dims ? shape.dims_y : 4;
     if (kx < 2 || ky < 2 || kx > 64 || ky > 64)
       throw UserError("a " + platform + " of " + dims_text + " is not built: --dims takes 2 to 64 routers per dimension, 2x2 up to 64x64");
-    return platform == "torus" ? topo::make_torus(kx, ky, bw, lat) : topo::make_mesh(kx, ky, bw, lat);
+    const int nis = cfg.get(kNodeInterfaces);
+    const double nic_lat = cfg.get(kNodeLatency, lat);
+    return platform == "torus" ? topo::make_torus(kx, ky, bw, lat, nis * bw, nic_lat)
+                               : topo::make_mesh(kx, ky, bw, lat, nis * bw, nic_lat);
   }
   if (platform == "fattree") {
     // k-ary 2-level: k nodes per leaf switch, k leaves, k spines (MultiTree §VI-A).

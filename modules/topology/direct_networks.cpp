@@ -165,7 +165,7 @@ class GridRoutes final : public RouteStructure {
 
 // Shared by mesh and torus.
 Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, double lat,
-                   double nic_bw) {
+                   double nic_bw, double nic_lat) {
   const std::string what = std::string("a ") + kind + " of " + std::to_string(kx) + "x" +
                            std::to_string(ky);
   if (kx < 1 || ky < 1) throw UserError(what + " is impossible: both dimensions must be at least 1");
@@ -238,7 +238,7 @@ Topology make_grid(const char* kind, int kx, int ky, bool wrap, double bw, doubl
   for (int i = 0; i < n; ++i) {
     const int deg = static_cast<int>(nbr[i].size());
     const double b = nic_bw > 0 ? nic_bw : bw * deg;  // MultiTree §V-A
-    t.connect({ep[i], 0}, {rt[i], deg}, b, lat);
+    t.connect({ep[i], 0}, {rt[i], deg}, b, nic_lat >= 0 ? nic_lat : lat);
   }
   t.finalize(std::make_shared<GridRoutes>(t));
   return t;
@@ -252,12 +252,12 @@ Topology::RouteFn dimension_order_routes(const Topology& t) {
   };
 }
 
-Topology make_mesh(int kx, int ky, double bw, double lat, double nic_bw) {
-  return make_grid("mesh", kx, ky, false, bw, lat, nic_bw);
+Topology make_mesh(int kx, int ky, double bw, double lat, double nic_bw, double nic_lat) {
+  return make_grid("mesh", kx, ky, false, bw, lat, nic_bw, nic_lat);
 }
 
-Topology make_torus(int kx, int ky, double bw, double lat, double nic_bw) {
-  return make_grid("torus", kx, ky, true, bw, lat, nic_bw);
+Topology make_torus(int kx, int ky, double bw, double lat, double nic_bw, double nic_lat) {
+  return make_grid("torus", kx, ky, true, bw, lat, nic_bw, nic_lat);
 }
 
 namespace {

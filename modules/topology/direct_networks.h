@@ -29,15 +29,16 @@ constexpr double kMultiTreeLinkLatencyNs = 150;  // MultiTree Table III
 // endpoint per router. The endpoint's link has the bandwidth of all the
 // router's network links together (degree x bw) unless nic_bw_GBps > 0:
 // "we assume the network interface bandwidth matches the network bandwidth of
-// the attached router in direct networks" (MultiTree §V-A).
+// the attached router in direct networks" (MultiTree §V-A). It has the
+// network links' latency unless nic_latency_ns >= 0.
 Topology make_mesh(int kx, int ky, double bw_GBps = kMultiTreeLinkGBps,
-                   double latency_ns = kMultiTreeLinkLatencyNs, double nic_bw_GBps = 0);
+                   double latency_ns = kMultiTreeLinkLatencyNs, double nic_bw_GBps = 0, double nic_latency_ns = -1);
 // The same with wrap-around links in both dimensions. A dimension of size 2
 // gets two parallel links between the two routers (the wrap-around link and
 // the direct one), so every router still has 4 network ports; a dimension of
 // size 1 has no links.
 Topology make_torus(int kx, int ky, double bw_GBps = kMultiTreeLinkGBps,
-                    double latency_ns = kMultiTreeLinkLatencyNs, double nic_bw_GBps = 0);
+                    double latency_ns = kMultiTreeLinkLatencyNs, double nic_bw_GBps = 0, double nic_latency_ns = -1);
 
 // Dimension-order routing, X then Y, on a mesh or torus graph (t.grid set,
 // network links carrying their dim): router i is switch i, at x = i % kx,

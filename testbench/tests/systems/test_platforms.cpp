@@ -236,6 +236,27 @@ TEST_CASE("torus buffers cover each link's own credit round trip", "[platforms][
   CHECK(checked == 2 * 48);
 }
 
+TEST_CASE("a torus or mesh node's link: its router's links together by default, or the interfaces and latency set",
+          "[platforms]") {
+  const auto node_link = [](const std::string& platform, std::vector<std::pair<const char*, const char*>> set) {
+    Config cfg;
+    for (const auto& [k, v] : set) cfg.set(k, v, "test");
+    const topo::Topology t = platforms::make_topology(platform, dims(4, 4), cfg);
+    cfg.check_unused();
+    return t.links()[static_cast<size_t>(t.link_at({t.endpoints()[5], 0}))];  // an inner node on the mesh
+  };
+  const topo::Link def = node_link("torus", {});
+  CHECK(def.bw_GBps == 64);
+  CHECK(def.latency_ns == 150);
+  CHECK(node_link("mesh", {}).bw_GBps == 64);
+  const topo::Link one = node_link("torus", {{"nic.interfaces", "1"}, {"nic.link_latency_ns", "1"}});
+  CHECK(one.bw_GBps == 16);
+  CHECK(one.latency_ns == 1);
+  const topo::Link two = node_link("mesh", {{"nic.interfaces", "2"}, {"link.latency_ns", "20"}});
+  CHECK(two.bw_GBps == 32);
+  CHECK(two.latency_ns == 20);
+}
+
 // Sizes: one element, a non-power-of-two multiple of 4, and up to 1 MiB.
 TEST_CASE("ring all-reduce is exact on torus 4x4", "[platforms][ring]") {
   ring_exact("torus", "4x4", 0, "4,12292,96K,1M", 4);
