@@ -152,10 +152,9 @@ void CollectiveCall::make_cores() {
   const int n = program.ranks;
   endpoint_GBps_ =
       comm_.nodes_.empty() ? comm_.least_endpoint_GBps(collectives::bound_charges_acks(program)) : cluster_endpoint_GBps();
-  gpu::CoresParams cp =
-      gpu::cores_params(comm_.cfg_, comm_.machine_.defaults().cores_chunk_bytes, program.tree_nodes != 0);
+  const platforms::PlatformDefaults& d = comm_.machine_.defaults();
+  gpu::CoresParams cp = gpu::cores_params(comm_.cfg_, d.cores_chunk_bytes, d.nccl_slices, program.tree_nodes != 0);
   by_size_ = cp.by_size;
-  cp.nccl_slices = comm_.machine_.defaults().nccl_slices;
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);

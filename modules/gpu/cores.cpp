@@ -7,8 +7,9 @@
 
 namespace incsim::gpu {
 
-CoresParams cores_params(Config& cfg, uint64_t family_chunk, bool tree) {
+CoresParams cores_params(Config& cfg, uint64_t family_chunk, bool nccl_slices, bool tree) {
   CoresParams cp;
+  cp.nccl_slices = nccl_slices;
   cp.simple = {cfg.get(kCoresChunk, family_chunk ? family_chunk : kCoresChunk.default_value()),
                cfg.get(kCoresSlots, tree ? kNcclSteps : kCoresSlots.default_value())};
   cp.ll = {cfg.get(kLlChunk), kNcclSteps};

@@ -67,9 +67,10 @@ struct CoresParams {
 };
 // The cores' parameters for a program (tree: NCCL's tree, one step per
 // chunk, every one of its 8 steps a slot) on a platform whose family takes
-// Simple chunks of family_chunk bytes (0: cores.chunk_bytes' default); UserError
-// for a chunk that is not a multiple of 4.
-CoresParams cores_params(Config& cfg, uint64_t family_chunk, bool tree);
+// Simple chunks of family_chunk bytes (0: cores.chunk_bytes' default) and
+// moves a ring's Simple steps in NCCL's slices or not; UserError for a chunk
+// that is not a multiple of 4.
+CoresParams cores_params(Config& cfg, uint64_t family_chunk, bool nccl_slices, bool tree);
 
 class Cores : public sc_core::sc_module, public Traceable {
  public:

@@ -44,6 +44,9 @@ import argparse, concurrent.futures as cf, csv, json, os, shutil, subprocess
 import sys, tempfile, time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, 'scripts'))
+from incsim_campaign.campaign import format_size as label, parse_size  # noqa: E402
+
 ALGS = ['ring', 'ring2d', 'dtree', 'multitree', 'multitree-msg']
 INCSIM_NAME = {'dtree': 'dbtree'}  # incsim's name for the double binary tree
 MT = ['--strict-schedule', '--prioritize-schedule', '--estimate-lockstep']
@@ -73,18 +76,6 @@ AUTHORS = {
 # and includes Python.h), SCALE-Sim's imports (numpy, tqdm), and our plot.
 PACKAGES = ['g++', 'make', 'flex', 'bison', 'pybind11-dev', 'python3-pybind11', 'python3-dev',
             'python3-numpy', 'python3-tqdm', 'python3-matplotlib']
-
-
-def parse_size(s):
-    mult = {'K': 1 << 10, 'M': 1 << 20, 'G': 1 << 30}.get(s[-1].upper(), 1)
-    return int(s[:-1] if mult > 1 else s) * mult
-
-
-def label(n):
-    for suffix, m in (('M', 1 << 20), ('K', 1 << 10)):
-        if n % m == 0:
-            return '%d%s' % (n // m, suffix)
-    return str(n)
 
 
 def missing_packages():

@@ -259,14 +259,14 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     endpoint_GBps_ = platforms::least_endpoint_GBps(
         t, {f.max_payload, f.header, collectives::bound_charges_acks(program) ? f.header : 0u}, gpus);
   }
-  const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, program.tree_nodes != 0);
+  const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, d.nccl_slices, program.tree_nodes != 0);
   flow::CoresCosts costs;
   std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
   costs.simple = {cp.simple.chunk_bytes, cp.simple.slots};
   costs.ll = {cp.ll.chunk_bytes, cp.ll.slots};
   costs.ll128 = {cp.ll128.chunk_bytes, cp.ll128.slots};
   costs.by_size = by_size_ = cp.by_size;
-  costs.nccl_slices = d.nccl_slices;
+  costs.nccl_slices = cp.nccl_slices;
   if (site.cluster()) costs.push_credits = cfg_.get(platforms::kSharpCredits);
   const std::string classes = cfg_.get(flow::kChannelClasses);
   if (classes != "auto" && classes != "true" && classes != "false")
