@@ -93,6 +93,7 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
       if (a.crosses_nodes()) relay_across_rails();
       make_cores();
   }
+  bound_links();
   software_ = collectives::nccl_software(comm_.cfg_, comm_.machine_.defaults().nccl_launch, program_.ranks,
                                          program_.tree_nodes != 0);
 }
@@ -115,6 +116,28 @@ WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
   return {pushes ? topo::MulticastFabric::kBlockBytes : f.max_payload_bytes, f.header_bytes, 0};
 }
 }  // namespace
+
+void CollectiveCall::bound_links() {
+  const GpuMachine& m = comm_.machine_;
+  const credit_switch::SwitchConfig* gpu_sw =
+      m.find_fabric<GpuFabric>() ? &m.fabric_as<GpuFabric>().switch_config() : nullptr;
+  const credit_switch::SwitchConfig* ib_sw =
+      m.find_fabric<InfinibandFabric>() ? &m.fabric_as<InfinibandFabric>().switch_config() : nullptr;
+  const topo::Topology& t = m.topology();
+  const std::vector<uint8_t> spreads = spreading_nodes(t, [&](int node) {
+    const credit_switch::SwitchConfig* c = t.node(node).block == topo::kinds::kIbSwitch ? ib_sw : gpu_sw;
+    return c && c->spread != credit_switch::Spread::Destination;
+  });
+  // The fabric's writes are acknowledged as least_endpoint_GBps takes them.
+  const bool acked = program_.engine() == collectives::Engine::CopyEngine ? !innet_
+                     : program_.engine() == collectives::Engine::NicTable ? false
+                                                                           : collectives::bound_charges_acks(program_);
+  const net::PacketFormat& f = m.format();
+  const WirePacket fabric{f.max_payload_bytes, f.header_bytes, acked ? f.header_bytes : 0u};
+  links_ = link_bound(
+      program_, t, comm_.endpoints(), spreads, fabric,
+      comm_.nodes_.empty() ? fabric : scale_out_packet(m, program_.has(collectives::OpKind::ReduceWrite)));
+}
 
 double CollectiveCall::cluster_endpoint_GBps() {
   const net::PacketFormat& gf = comm_.machine_.format();
@@ -397,23 +420,27 @@ Measures CollectiveCall::measures() const {
 // Packed trees' own rate (Blink's), or what the busiest GPU's links allow it
 // to move: a cluster's cores by their links inside and across the nodes
 // (cluster_endpoint_GBps, already the busbw), else by the program's traffic.
-double CollectiveCall::bound_us(uint64_t bytes) const {
+double CollectiveCall::bound_us(uint64_t bytes, bool with_links) const {
   return program_bound_us(program_, bytes, endpoint_GBps_, synthesis_.algbw_bound_GBps,
-                          !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores);
+                          !comm_.nodes_.empty() && program_.engine() == collectives::Engine::Cores,
+                          with_links ? links_ : LinkBound{});
 }
 
 void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::string& name) const {
   if (!cluster_note_.empty()) os << "# cluster: " << cluster_note_ << "\n";
   if (!synthesis_.bound_note.empty()) {
     print_algbw_bound(os, endpoint_GBps_, synthesis_.bound_note);
-  } else if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
-    print_cluster_bound(os, endpoint_GBps_);
   } else {
-    print_payload_bound(os, endpoint_GBps_,
-                        scheduled_ ? nic_links(scheduled_->flow_control() == nic::FlowControl::Message)
-                        : !innet_  ? cores_links(program_)
-                                   : kPostedLinks,
-                        program_, bytes, bound_us(bytes), name);
+    if (!cluster_note_.empty()) {  // cluster_endpoint_GBps: already the busbw the busiest GPU's links allow
+      print_cluster_bound(os, endpoint_GBps_);
+    } else {
+      print_payload_bound(os, endpoint_GBps_,
+                          scheduled_ ? nic_links(scheduled_->flow_control() == nic::FlowControl::Message)
+                          : !innet_  ? cores_links(program_)
+                                     : kPostedLinks,
+                          program_, bytes, bound_us(bytes, false), name);
+    }
+    print_link_bound(os, links_, program_, bytes, bound_us(bytes, false), name);
   }
   if (scheduled_) collectives::describe_schedule(os, scheduled_->schedule(), scheduled_->dataflow());
   if (reduces_in_switches()) {

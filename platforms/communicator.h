@@ -24,6 +24,7 @@
 #include "gpu/collective.h"
 #include "gpu/copy_engine.h"
 #include "nic/scheduled_collective.h"
+#include "bounds.h"
 #include "platform.h"
 
 namespace incsim::platforms {
@@ -95,8 +96,9 @@ class CollectiveCall {
   // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
   double endpoint_GBps() const { return endpoint_GBps_; }
   // The analytical bound on a size's time, us (DESIGN.md, "Reporting and
-  // bounds"): what the busiest GPU must move over what its links carry.
-  double bound_us(uint64_t bytes) const;
+  // bounds"): what the busiest GPU must move over what its links carry,
+  // or with_links, the busiest link between switches if that takes longer.
+  double bound_us(uint64_t bytes, bool with_links = true) const;
   // The header's lines: the cluster's links, the bound and where it comes
   // from (and what it allows `name` in busbw at `bytes`), the NICs'
   // schedule, the Little's-law table sizing, NCCL's protocol by size, PXN's
@@ -134,6 +136,8 @@ class CollectiveCall {
   // On a cluster: the payload bandwidth per GPU that the program's sends
   // within its node (NVLink) and to other nodes (its adapter) allow at most.
   double cluster_endpoint_GBps();
+  // The busiest link between switches under the program's traffic (links_).
+  void bound_links();
   void require_reduction_tables(const std::string& what) const;
 
   Communicator& comm_;
@@ -146,6 +150,7 @@ class CollectiveCall {
   std::unique_ptr<gpu::Collective> engines_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   double endpoint_GBps_ = 0;
+  LinkBound links_;
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   collectives::NcclSoftware software_;             // nccl.launch: NCCL's costs around the steps
   Delayed launch_{"nccl_launch"};                  // begin() after NCCL's fixed cost

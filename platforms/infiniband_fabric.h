@@ -80,6 +80,7 @@ class InfinibandFabric : public Fabric {
     multicast_ = m;
     m->aggregate_on_the_way();
   }
+  const credit_switch::SwitchConfig& switch_config() const { return sw_; }
   // Its switches' aggregation tables (ib.sharp.*).
   const nvswitch::TableConfig& table_config() const { return tables_; }
   // How jobs share them (ib.sharp.policy); null without tables.

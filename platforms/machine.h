@@ -172,9 +172,15 @@ class Machine {
   // The machine's fabric of type F (std::bad_cast if it has none).
   template <class F>
   const F& fabric_as() const {
-    for (const auto& f : fabrics_)
-      if (const F* x = dynamic_cast<const F*>(f.get())) return *x;
+    if (const F* x = find_fabric<F>()) return *x;
     throw std::bad_cast();
+  }
+  // The same, null if it has none.
+  template <class F>
+  const F* find_fabric() const {
+    for (const auto& f : fabrics_)
+      if (const F* x = dynamic_cast<const F*>(f.get())) return x;
+    return nullptr;
   }
   // The module of graph node `node`.
   net::Block& block(int node) const { return *blocks_[static_cast<size_t>(node)]; }

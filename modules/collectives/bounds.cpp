@@ -34,6 +34,22 @@ double busbw_factor(Collective c, int n) {
   }
 }
 
+double cut_crossing(Collective c, int n, int from, int to, bool root_from) {
+  if (from == 0 || to == 0) return 0;
+  const double share_from = static_cast<double>(from) / n, share_to = static_cast<double>(to) / n;
+  switch (c) {
+    case Collective::AllReduce: return 1;
+    case Collective::ReduceScatter: return share_to;  // the receiving side's blocks
+    case Collective::AllGather: return share_from;    // the sending side's blocks
+    case Collective::AllToAll: return from * share_to;  // each sender's block for each receiver
+    case Collective::Broadcast: return root_from ? 1 : 0;
+    case Collective::Reduce: return root_from ? 0 : 1;
+    case Collective::Gather: return root_from ? 0 : share_from;
+    case Collective::Scatter: return root_from ? share_to : 0;
+  }
+  return 0;
+}
+
 bool bound_charges_acks(const Program& p) {
   if (!p.groups.empty()) return false;
   switch (p.collective) {

@@ -25,6 +25,14 @@ double gather_busbw_factor(int n);  // reduce-scatter, all-gather
 // all-to-all (n-1)/n (each rank sends all but its own block).
 double busbw_factor(Collective c, int n);
 
+// What any algorithm must move across a cut of the network from the side
+// holding `from` of the n ranks to the side holding the `to` others, per
+// byte of the message (busbw's bytes): every byte of a side's result that
+// depends on the other side's data crosses at least once, reduced there or
+// not (an all-reduce's whole buffer; an all-gather's blocks of the sending
+// side). root_from: the root is on the sending side (rooted collectives).
+double cut_crossing(Collective c, int n, int from, int to, bool root_from);
+
 // Whether the bound charges each GPU's links with the acknowledgements of
 // the writes it takes in: only where the collective's busiest GPU both
 // sends and receives. NVLS's links carry none (multicast stores are posted,

@@ -245,19 +245,21 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   }
   // The bound, as packet level's communicator computes it from the same graph and packets.
   const flow::LinkFormat& f = machine_->formats.front();
+  const platforms::WirePacket fabric{f.max_payload, f.header,
+                                     collectives::bound_charges_acks(program) ? f.header : 0u};
+  platforms::WirePacket net = fabric;
   if (site.cluster()) {
     const flow::LinkFormat& ib = machine_->formats.back();
     const bool pushes = program.has(collectives::OpKind::ReduceWrite);
     const std::vector<int> node_of = site.node_of();
-    const platforms::ClusterBound b = platforms::cluster_bound(
-        program, t, {f.max_payload, f.header, f.header},
-        {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, ib.ack_bytes}, gpus, node_of);
+    net = {pushes ? topo::MulticastFabric::kBlockBytes : ib.max_payload, ib.header, ib.ack_bytes};
+    const platforms::ClusterBound b = platforms::cluster_bound(program, t, {f.max_payload, f.header, f.header}, net,
+                                                               gpus, node_of);
     endpoint_GBps_ = b.busbw_GBps;
     const auto nodes = topo::cluster_nodes(t);
     cluster_note_ = platforms::cluster_note(b, nodes.size(), nodes.front().size());
   } else {
-    endpoint_GBps_ = platforms::least_endpoint_GBps(
-        t, {f.max_payload, f.header, collectives::bound_charges_acks(program) ? f.header : 0u}, gpus);
+    endpoint_GBps_ = platforms::least_endpoint_GBps(t, fabric, gpus);
   }
   const gpu::CoresParams cp = gpu::cores_params(cfg_, d.cores_chunk_bytes, d.nccl_slices, program.tree_nodes != 0);
   flow::CoresCosts costs;
@@ -278,6 +280,14 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                                               shared_ ? &shared_->network() : nullptr,
                                               classes == "true" || classes_auto_);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
+  bound_links(gpus, fabric, net);
+}
+
+void FlowCollectiveWorkload::bound_links(const std::vector<int>& gpus, platforms::WirePacket fabric,
+                                         platforms::WirePacket net) {
+  const std::vector<uint8_t> spreads =
+      platforms::spreading_nodes(*graph_, [this](int node) { return machine_->spreads[static_cast<size_t>(node)] != 0; });
+  links_ = platforms::link_bound(flows_->program(), *graph_, gpus, spreads, fabric, net);
 }
 
 // NVLS's reducing reads take entries of the NVSwitches' reduction tables
@@ -335,10 +345,12 @@ void FlowCollectiveWorkload::copy_engines(collectives::Program& program, const c
   costs.waves = wp.waves;
   costs.wave_bytes = wp.wave_bytes;
   costs.b_in_GBps = ll.b_in_GBps;
-  endpoint_GBps_ = platforms::least_endpoint_GBps(*graph_, {f.max_payload, f.header, innet ? 0u : f.header}, gpus);
+  const platforms::WirePacket fabric{f.max_payload, f.header, innet ? 0u : f.header};
+  endpoint_GBps_ = platforms::least_endpoint_GBps(*graph_, fabric, gpus);
   copy_links_ = innet ? platforms::kPostedLinks : platforms::cores_links(program);
   flows_ = std::make_unique<flow::CopyFlows>(std::move(program), m, gpus, costs, elements::dtype_bytes(dtype_),
                                              opt_.seed, shared_ ? &shared_->network() : nullptr);
+  bound_links(gpus, fabric, fabric);
 }
 
 // The NICs run the program's schedule tables, set up as at packet level
@@ -347,9 +359,9 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
                                         const platforms::PlatformDefaults& d) {
   const topo::Topology& t = *graph_;
   const flow::LinkFormat& f = machine_->formats.front();
+  const platforms::WirePacket fabric{f.max_payload, f.header, 0u};
   const platforms::NicSetup n =
-      platforms::nic_setup(t, cfg_, synthesis, platforms::least_endpoint_GBps(t, {f.max_payload, f.header, 0u}, gpus),
-                           f.max_payload, f.header);
+      platforms::nic_setup(t, cfg_, synthesis, platforms::least_endpoint_GBps(t, fabric, gpus), f.max_payload, f.header);
   endpoint_GBps_ = n.endpoint_GBps;
   flow::NicCosts costs;
   std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
@@ -369,6 +381,7 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   } catch (const UserError& e) {
     throw UserError(opt_.algorithm + ": " + e.what());
   }
+  bound_links(gpus, fabric, fabric);
 }
 
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
@@ -556,6 +569,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
           "--check-fidelity runs packet level beside them at the smallest size\n";
   const collectives::Program& p = flows_->program();
   const uint64_t bytes = sizes_.back();
+  const std::string name = file_algorithm_ ? "the program" : opt_.algorithm;
   if (!cluster_note_.empty()) {
     os << "# cluster: " << cluster_note_ << "\n";
     platforms::print_cluster_bound(os, endpoint_GBps_);
@@ -566,9 +580,9 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
                                    copy_links_ ? copy_links_
                                    : nic_      ? platforms::nic_links(nic_->framing().one_head)
                                                : platforms::cores_links(p),
-                                   p,
-                                   bytes, bound_us(bytes), file_algorithm_ ? "the program" : opt_.algorithm);
+                                   p, bytes, bound_us(bytes, false), name);
   }
+  if (bound_note_.empty()) platforms::print_link_bound(os, links_, p, bytes, bound_us(bytes, false), name);
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << sizing_ << std::defaultfloat;
   if (p.protocol_by_size) os << by_size_.header_line();
@@ -578,9 +592,9 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
 }
 
-double FlowCollectiveWorkload::bound_us(uint64_t bytes) const {
+double FlowCollectiveWorkload::bound_us(uint64_t bytes, bool with_links) const {
   return platforms::program_bound_us(flows_->program(), bytes, endpoint_GBps_, algbw_bound_GBps_,
-                                     !cluster_note_.empty());
+                                     !cluster_note_.empty(), with_links ? links_ : platforms::LinkBound{});
 }
 
 void FlowCollectiveWorkload::config_json(nlohmann::ordered_json& config) const {

@@ -18,6 +18,7 @@
 #include "elements/data_pattern.h"
 #include "flow/cores_flows.h"
 #include "flow/nic_flows.h"
+#include "platforms/bounds.h"
 #include "gpu/compute_engine.h"
 #include "platforms/gpu_fabric.h"
 #include "platforms/machine.h"
@@ -123,7 +124,10 @@ class FlowCollectiveWorkload : public GroupCollective {
                         const platforms::PlatformDefaults& d);
   // Klenk's Little's-law quantities of the graph, as packet level measures them.
   platforms::LittleLaw little_law(const platforms::PlatformDefaults& d) const;
-  double bound_us(uint64_t bytes) const;
+  // The bound time (platforms::program_bound_us), with or without the busiest link between switches.
+  double bound_us(uint64_t bytes, bool with_links = true) const;
+  // links_ from the program's traffic: fabric and net are its packets on each fabric.
+  void bound_links(const std::vector<int>& gpus, platforms::WirePacket fabric, platforms::WirePacket net);
   // Size i's flows, run once.
   const flow::Executor::Result& result(size_t i, const flow::Executor::Progress& progress = {});
   Row row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
@@ -153,6 +157,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   bool classes_auto_ = false;  // flow.channel_classes=auto turned the classes on
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
+  platforms::LinkBound links_;
   std::string cluster_note_;  // empty off a cluster
   // The reduction tables' Little's-law sizing, as packet level prints it
   // where an algorithm reduces in the NVSwitches off a cluster; else empty.

@@ -14,6 +14,7 @@
 
 #include "collectives/baselines.h"
 #include "collectives/blink_synthesis.h"
+#include "collectives/bounds.h"
 #include "collectives/composition.h"
 #include "collectives/layout.h"
 #include "collectives/msccl_xml.h"
@@ -1067,4 +1068,16 @@ TEST_CASE("a 200,000-step MSCCL algorithm reads and checks in time linear in its
   const Program p = read_msccl_xml(xml, "big.xml");
   CHECK(p.ops.size() == 4 * static_cast<size_t>(k));
   require_ok(p);
+}
+
+TEST_CASE("what any algorithm moves across a cut, per byte of the message", "[bound]") {
+  using collectives::Collective;
+  CHECK(collectives::cut_crossing(Collective::AllReduce, 8, 3, 5, false) == 1);
+  CHECK(collectives::cut_crossing(Collective::ReduceScatter, 8, 3, 5, false) == Approx(5.0 / 8));
+  CHECK(collectives::cut_crossing(Collective::AllGather, 8, 3, 5, false) == Approx(3.0 / 8));
+  CHECK(collectives::cut_crossing(Collective::AllToAll, 8, 2, 6, false) == Approx(2 * 6.0 / 8));
+  CHECK(collectives::cut_crossing(Collective::Broadcast, 8, 2, 6, true) == 1);
+  CHECK(collectives::cut_crossing(Collective::Broadcast, 8, 6, 2, false) == 0);
+  CHECK(collectives::cut_crossing(Collective::Gather, 8, 6, 2, false) == Approx(6.0 / 8));
+  CHECK(collectives::cut_crossing(Collective::AllReduce, 8, 0, 8, false) == 0);
 }

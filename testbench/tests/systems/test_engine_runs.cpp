@@ -176,6 +176,55 @@ TEST_CASE("where no paper sets the reduction table, C_min does: push reaches its
              Catch::Contains("1333 B per access port; configured 1408 B per port"));
 }
 
+namespace {
+// Two switches of four GPUs each (two 50 GB/s links per GPU) joined by a
+// trunk of `trunk` links: platforms/examples/two-switch.yaml's shape.
+std::string two_switch(const TempDir& d, int trunk) {
+  std::string yaml = "name: two\nfamily: hgx-h100\nlink: {bw_GBps: 50}\nendpoints:\n";
+  for (int g = 0; g < 8; ++g) yaml += "  - {name: gpu" + std::to_string(g) + ", ports: 2}\n";
+  yaml += "switches:\n  - {name: swA, ports: 12}\n  - {name: swB, ports: 12}\nlinks:\n";
+  for (int g = 0; g < 8; ++g)
+    for (int k = 0; k < 2; ++k)
+      yaml += "  - {a: gpu" + std::to_string(g) + "." + std::to_string(k) + ", b: sw" + (g < 4 ? "A." : "B.") +
+              std::to_string(g % 4 * 2 + k) + "}\n";
+  for (int k = 0; k < trunk; ++k)
+    yaml += "  - {a: swA." + std::to_string(8 + k) + ", b: swB." + std::to_string(8 + k) + "}\n";
+  return d.write("two-" + std::to_string(trunk) + ".yaml", yaml);
+}
+}  // namespace
+
+TEST_CASE("the bound sees a trunk between switches: push's own traffic on it, and a thin one's cut for any algorithm",
+          "[cli][bound]") {
+  TempDir d;
+  // Four trunk links: the GPUs' links bind the ring, whose trunk cut carries
+  // the message once each way at 4 x 40 GB/s (no line), while Klenk's push
+  // reduces only at its blocks' home switch, so each GPU's writes to the
+  // other switch's half cross whole: 4 x 1/2 + the results' 1/2 = 2.5 of
+  // the message each way, 0.625 per link at 50 x 128/144 = 44.4 GB/s.
+  const std::string four = "--platform " + two_switch(d, 4) + " --sizes 1M --quiet";
+  const Result push = incsim(four + " --algorithm push");
+  REQUIRE(push.code == 0);
+  CHECK_THAT(push.out, Catch::Contains("# bound: the link swA.8 > swB.8 (and 7 as busy) under the program's own "
+                                       "traffic carries 0.625 of the message each way at 44.4 GB/s payload: that "
+                                       "binds before the GPUs' links, so push's busbw is at most 124.4 GB/s"));
+  const Result ring = incsim(four + " --algorithm ring");
+  CHECK_THAT(ring.out, !Catch::Contains("binds before"));
+  // NVLS's reads reduce on the way back: one copy each way, under the GPUs' bound.
+  CHECK_THAT(incsim(four + " --algorithm nvls").out, !Catch::Contains("binds before"));
+  // One trunk link: any all-reduce moves the message across it each way,
+  // 1 / 40 GB/s per byte against the ring's 1.75 / 80 per GPU: the cut binds.
+  const std::string one = "--platform " + two_switch(d, 1) + " --sizes 1M --algorithm ring";
+  const Result thin = incsim(one + " --quiet");
+  CHECK_THAT(thin.out, Catch::Contains("# bound: swA's 1 link to other switches, the cut between 4 of the program's "
+                                       "8 GPUs and the others (what any allreduce moves across it), carries 1.000 "
+                                       "of the message each way at 40.0 GB/s payload"));
+  const nlohmann::json row = row_of(one);
+  CHECK(row["bound_us"].get<double>() == Approx(1048576 / 40e3));
+  CHECK(row["bound_fraction"].get<double>() <= 1.0);
+  // Flows print the same bound.
+  CHECK_THAT(incsim(one + " --quiet --fidelity flow").out, Catch::Contains("carries 1.000 of the message each way"));
+}
+
 TEST_CASE("pull without its barrier is faster for small messages", "[cli][innet]") {
   const double with = row_of("--platform dgx2 --sizes 8K --algorithm pull")["time_us"];
   const double without = row_of("--platform dgx2 --sizes 8K --algorithm pull -c pull.barrier=false")["time_us"];
