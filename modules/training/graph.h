@@ -51,6 +51,11 @@ struct Graph {
     from_launcher,  // Chakra: always from the launcher, the group last made due first, then the links so
   };
   Start start = Start::at_once;
+  // A send goes at once, its receive matched when posted (Chakra traces, as
+  // ASTRA-sim's network API sends them); false: a send and its receive
+  // start together once both are posted (training's pipeline, as NCCL's
+  // send and receive kernels run together).
+  bool eager_sends = false;
   std::vector<Node> nodes;
   std::vector<int> streams;  // [stream]: its members (a link: 2, sender and receiver)
   int keys = 0;              // sends' and receives' keys

@@ -23,6 +23,7 @@ void GraphRunner::start(const Graph& graph) {
   for (size_t s = 0; s < graph.streams.size(); ++s) streams_[s].issued.assign(graph.streams[s], 0);
   sends_.assign(graph.keys, {});
   recvs_.assign(graph.keys, {});
+  unclaimed_.assign(graph.keys, {});
   released_.clear();
   due_groups_.clear();
   due_links_.clear();
@@ -104,17 +105,38 @@ void GraphRunner::arrive(uint32_t i) {
   try_start(n.stream);
 }
 
+// A send and its receive pair by key, in the order each is posted. An
+// eager send leaves at once, as ASTRA-sim's network API sends (sim_send
+// schedules the chunk's arrival whether or not its receive was posted;
+// CommonNetworkApi matches the two by tag, peers, size and order): it ends
+// when its transfer has, and its receive then, or when posted if later.
+// Otherwise the two start together once both are posted.
 void GraphRunner::post(uint32_t i) {
   const Graph::Node& n = graph_->nodes[i];
-  (n.kind == Kind::send ? sends_ : recvs_)[n.key].push_back(i);
-  auto& sends = sends_[n.key];
-  auto& recvs = recvs_[n.key];
-  if (sends.empty() || recvs.empty()) return;
-  const Graph::Node& send = graph_->nodes[sends.front()];
-  streams_[n.stream].link = true;
-  streams_[n.stream].instances.push_back({send.op, send.size, 2, {sends.front(), recvs.front()}});
-  sends.pop_front();
-  recvs.pop_front();
+  Stream& s = streams_[n.stream];
+  const bool send = n.kind == Kind::send;
+  std::deque<uint32_t>& waiting = (send ? recvs_ : sends_)[n.key];
+  if (!send && graph_->eager_sends && !unclaimed_[n.key].empty()) {
+    Instance& in = s.instances[unclaimed_[n.key].front()];
+    unclaimed_[n.key].pop_front();
+    if (in.landed) complete(i);
+    else in.nodes[1] = i;
+    return;
+  }
+  if (waiting.empty() && !(send && graph_->eager_sends)) {
+    (send ? sends_ : recvs_)[n.key].push_back(i);
+    return;
+  }
+  uint32_t other = Graph::kNone;
+  if (!waiting.empty()) {
+    other = waiting.front();
+    waiting.pop_front();
+  } else {
+    unclaimed_[n.key].push_back(s.instances.size());
+  }
+  const uint32_t sender = send ? i : other, receiver = send ? other : i;
+  s.link = true;
+  s.instances.push_back({graph_->nodes[sender].op, graph_->nodes[sender].size, 2, {sender, receiver}});
   try_start(n.stream);
 }
 
@@ -147,12 +169,14 @@ void GraphRunner::start_now(int s) {
 
 void GraphRunner::end(int s) {
   Stream& run = streams_[s];
+  run.instances[run.next].landed = true;
   const Instance in = run.instances[run.next];
   owner_.ended(s, in, sc_core::sc_time_stamp() - run.start);
   run.busy = false;
   ++run.next;
   ++run.ending, ++ending_;
-  for (uint32_t node : in.nodes) complete(node);
+  for (uint32_t node : in.nodes)
+    if (node != Graph::kNone) complete(node);  // a transfer whose receive is not yet posted
   --run.ending, --ending_;
   // The next one from the launcher: this call may come from inside the collective.
   make_due(s);

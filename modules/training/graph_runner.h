@@ -7,8 +7,9 @@
 // node is matched with its group's other members' in the order each issues
 // them (NCCL's rule on a communicator), a send with the receive of its key
 // in order; a group's collectives and a link's transfers run one at a time,
-// in that order, each once all its members have issued it. The owner
-// starts a communication (on the communicator) and is told what ended.
+// in that order, each once all its members have issued it, or, for an
+// eager send (Graph::eager_sends), once it is issued. The owner starts a
+// communication (on the communicator) and is told what ended.
 //
 // When a communication starts, once all its members have issued it:
 // Graph::Start.
@@ -32,7 +33,8 @@ class GraphRunner {
   struct Instance {
     int op = -1, size = -1;
     int arrived = 0;
-    std::vector<uint32_t> nodes;
+    std::vector<uint32_t> nodes;  // a transfer's receive: Graph::kNone until posted
+    bool landed = false;          // a transfer that has ended
   };
   class Owner {
    public:
@@ -65,7 +67,7 @@ class GraphRunner {
   const std::optional<Mismatch>& mismatch() const { return mismatch_; }
   // What a stuck run waits for: the first group whose next collective a
   // member (at `place`) has not issued, and the first send or receive
-  // (by key) without its match.
+  // (by key) without its match (an eager send has none).
   struct Missing {
     int stream;
     size_t k;
@@ -105,7 +107,10 @@ class GraphRunner {
   size_t left_ = 0;
   std::vector<uint32_t> stack_;  // ended nodes whose children to visit
   std::vector<Stream> streams_;
-  std::vector<std::deque<uint32_t>> sends_, recvs_;  // [key]
+  // [key]: sends and receives posted before their match; eager sends
+  // (their link stream's instances) whose receive is not yet posted.
+  std::vector<std::deque<uint32_t>> sends_, recvs_;
+  std::vector<std::deque<size_t>> unclaimed_;
   int ending_ = 0;                    // streams inside their completion
   std::vector<uint32_t> released_;    // after_launch nodes for the launcher, in node order
   std::vector<int> due_groups_, due_links_;  // Start::from_launcher: the last made due on top

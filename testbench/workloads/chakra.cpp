@@ -257,6 +257,7 @@ ChakraWorkload::ChakraWorkload(const Options& o, Config& cfg) : TrainingWorkload
   for (size_t l = 0; l < links_.size(); ++l) graph_.add_stream(2);
   graph_.keys = static_cast<int>(keys_.size());
   graph_.start = training::Graph::Start::from_launcher;
+  graph_.eager_sends = true;
   runner_ = std::make_unique<training::GraphRunner>(
       "chakra_launch", engines, static_cast<training::GraphRunner::Owner&>(*this));
   count_comm_bytes(graph_, [this](const training::Graph::Node& node) {
@@ -402,8 +403,9 @@ void ChakraWorkload::print_header(std::ostream& os) const {
   }
   os << (groups_.empty() ? "" : ")") << ", each once all its ranks issued it, by " << algorithms_[0]
      << (algorithms_.size() > 1 ? ", and by " + algorithms_[1] + " for the baseline" : "") << "; "
-     << count_of(transfers_per_iteration_, "send", "sends") << " to a matching receive over "
-     << count_of(links_.size(), "link", "links") << ", each a 2-rank broadcast on the GPUs' cores\n";
+     << count_of(transfers_per_iteration_, "send", "sends") << " over " << count_of(links_.size(), "link", "links")
+     << ", each a 2-rank broadcast on the GPUs' cores that leaves once issued, its receive matched by tag, peers, "
+        "size and order (ASTRA-sim's sends)\n";
   std::set<std::string> shown;
   for (size_t a = 0; a < collectives_.size(); ++a)
     if (!collectives_[a].group.empty() && !collectives_[a].group[0].empty())
@@ -435,11 +437,9 @@ std::string ChakraWorkload::stall_cause() const {
     return "collective " + std::to_string(m->k + 1) + " of " + g.label() + " waits for rank " +
            std::to_string(g.ranks[m->place]) + ", which never issues it";
   }
+  // Sends go at once (Graph::eager_sends): only a receive waits.
   if (const uint32_t node = runner_->unmatched(); node != Graph::kNone) {
     const Link& l = links_[keys_[graph_.nodes[node].key].link];
-    if (graph_.nodes[node].kind == Graph::Kind::send)
-      return "rank " + std::to_string(l.src) + "'s send to rank " + std::to_string(l.dst) +
-             " waits for a receive rank " + std::to_string(l.dst) + " never issues (the traces wait for each other)";
     return "rank " + std::to_string(l.dst) + "'s receive from rank " + std::to_string(l.src) +
            " waits for a send rank " + std::to_string(l.src) + " never issues (the traces wait for each other)";
   }

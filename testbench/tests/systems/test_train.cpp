@@ -597,6 +597,47 @@ TEST_CASE("a Chakra trace set runs on a 4-GPU star: compute, an all-reduce, send
   CHECK(row["exposed_us"] == Approx(row["time_us"].get<double>() - 200).margin(1e-6));
 }
 
+// ASTRA-sim's custom collectives are written as each rank sending, then
+// receiving once its send has gone (a COMM_RECV_NODE depending on the
+// COMM_SEND_NODE): sends leave at once there (its network API schedules the
+// chunk at sim_send) and a receive matches the send of its tag, peers and
+// size in order.
+TEST_CASE("Chakra sends leave once issued and receives match them by tag in order, as ASTRA-sim's do",
+          "[train][chakra]") {
+  // Two ranks exchange 64 KiB: each sends tag 1, then tag 2 after it; rank
+  // 0 receives tag 1 then 2, rank 1 tag 2 then 1; each receive waits for
+  // the rank's own sends; then 10 us of compute.
+  std::vector<ChakraTrace> set(2);
+  for (int r = 0; r < 2; ++r) {
+    ChakraNode first = chakra_node(1, ChakraNodeType::send), second = chakra_node(2, ChakraNodeType::send, {1});
+    ChakraNode a = chakra_node(3, ChakraNodeType::recv, {2}), b = chakra_node(4, ChakraNodeType::recv, {3});
+    first.comm_tag = 1, second.comm_tag = 2;
+    a.comm_tag = r == 0 ? 1 : 2, b.comm_tag = r == 0 ? 2 : 1;
+    for (ChakraNode* n : {&first, &second}) n->comm_dst = 1 - r;
+    for (ChakraNode* n : {&a, &b}) n->comm_src = 1 - r;
+    for (ChakraNode* n : {&first, &second, &a, &b}) n->comm_size = 64 << 10;
+    ChakraNode compute = chakra_node(5, ChakraNodeType::compute, {4});
+    compute.duration_micros = 10;
+    set[r].version = "0.0.4";
+    set[r].nodes = {first, second, a, b, compute};
+  }
+  cli::TempDir d;
+  const cli::Result r =
+      cli::incsim("--model " + write_set(d, set) + " --platform star --gpus 2 --algorithm ring --quiet --json " +
+                  d.file("r.json"));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("leaves once issued, its receive matched by tag, peers, size and order"));
+  const auto row = nlohmann::json::parse(cli::slurp(d.file("r.json"))).at("rows").at(0);
+  CHECK(row["wrong"] == 0);
+  CHECK(row["p2p"] == 4);
+  // Each link's two transfers one after the other, the links side by side,
+  // then the compute: the receives wait for nothing more.
+  const double one = collective_us("--collective broadcast --sizes 65536 --platform star --gpus 2 --algorithm ring");
+  CHECK(row["time_us"].get<double>() >= 2 * one + 10 - 0.01);
+  CHECK(row["time_us"].get<double>() < 2 * 1.2 * one + 10);
+}
+
 TEST_CASE("Chakra process groups run side by side, and a compute node without a duration takes the roofline's time",
           "[train][chakra]") {
   // Ranks 0,1 all-reduce 256 KiB in group 'a' while 2,3 all-gather it in
