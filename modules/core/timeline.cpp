@@ -12,7 +12,7 @@ namespace incsim {
 namespace {
 // States: an index the block is working on, negative when idle.
 bool state_signal(const std::string& leaf) {
-  for (const char* s : {"step", "chunk", "timestep", "layer"})
+  for (const char* s : {"step", "chunk", "timestep", "layer", "descriptor", "wave"})
     if (leaf == s) return true;
   return false;
 }

@@ -5,8 +5,9 @@
 // block's trace() feeds it exactly as it feeds the VCD, with no code of its
 // own in any block:
 //   - a block's state that is an index, -1 when idle (the cores' step and
-//     chunk, a NIC's schedule entry and timestep, the compute engine's layer
-//     and phase), becomes spans on a track of the block's process;
+//     chunk, the copy engine's descriptor and wave, a NIC's schedule entry
+//     and timestep, the compute engine's layer and phase), becomes spans on
+//     a track of the block's process;
 //   - a level (what the save file draws as an analog step: occupancies,
 //     queues, outstanding waves, busy aggregators) becomes a counter, its
 //     time-weighted mean per bin;

@@ -87,6 +87,8 @@ void CopyEngine::begin(const Queued& q) {
   d_ = d;
   waves_ = q.w;
   client_ = q.client;
+  descriptor_ = static_cast<int>(serial_ - 1);
+  wave_ = -1;
   next_wave_block_ = window_end_ = dispatched_ = d.first;
   issued_ = completed_ = answered_ = 0;
   outstanding_ = 0;
@@ -123,6 +125,7 @@ void CopyEngine::retire_if_done() {
 void CopyEngine::next() {
   client_ = nullptr;
   credits_ = 0;
+  descriptor_ = wave_ = -1;
   if (queue_.empty()) return;
   const Queued next = queue_.front();
   queue_.pop_front();
@@ -207,6 +210,8 @@ void CopyEngine::dispatch() {
 }
 
 void CopyEngine::issued_one() {
+  // The wave being issued: waves leave in order (the order window stays inside one).
+  if (waved()) wave_ = static_cast<int>(issued_ / per_wave_);
   ++issued_;
   dispatch();
   credits_ = static_cast<int>(window_end_ - d_.first - issued_);
@@ -246,6 +251,8 @@ void CopyEngine::on_timer(uint64_t wave) {
 
 void CopyEngine::trace(sc_core::sc_trace_file* tf) const {
   const std::string me = name();
+  sc_core::sc_trace(tf, descriptor_, me + ".descriptor");
+  sc_core::sc_trace(tf, wave_, me + ".wave");
   sc_core::sc_trace(tf, outstanding_, me + ".waves_outstanding");
   sc_core::sc_trace(tf, credits_, me + ".credits");
 }

@@ -177,6 +177,9 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
   uint64_t serial_ = 0;  // descriptors begun
   std::vector<Counter> counters_;
   std::vector<int16_t> wave_counter_;  // per wave: its counter
+  // Traced: the running descriptor (its number since the run began) and
+  // the wave it is issuing, -1 when idle: the timeline's spans.
+  int descriptor_ = -1, wave_ = -1;
   int outstanding_ = 0;                // traced
   int credits_ = 0;                    // traced: packets the window allows, not yet issued
   bool waiting_ = false;

@@ -78,7 +78,8 @@ class Cores : public sc_core::sc_module, public Traceable {
   Cores(sc_core::sc_module_name name, const std::string& gpu_name);
   elements::Alu& alu() { return alu_; }
   // gpu3.cores.step and .chunk: the running transfer's place in its queue
-  // (its sends so far) and its pass, -1 before the first.
+  // (its sends and in-network operations so far) and its pass, -1 before
+  // the first.
   void trace(sc_core::sc_trace_file* tf) const override;
   void show(int step, int pass) {
     step_ = step;

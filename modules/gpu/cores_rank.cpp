@@ -125,7 +125,7 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
         Queue& q = *queues_[k];
         queue_of_[i] = static_cast<int>(k);
         send_pos_[i] = 0;
-        for (int j : q.ops) send_pos_[i] += collectives::sends(op(j).kind) ? 1 : 0;
+        for (int j : q.ops) send_pos_[i] += collectives::sends(op(j).kind) || collectives::in_network(op(j).kind);
         q.ops.push_back(i);
         if (collectives::sends(o.kind)) out_of_[i] = &add_conn(send_, o.channel, o.send_peer, q);
         if (collectives::receives(o.kind)) in_of_[i] = &add_conn(recv_, o.channel, o.recv_peer, q);

@@ -221,7 +221,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   std::vector<uint64_t> done_passes_;          // [op]: passes the operation has completed
   std::vector<std::vector<int>> dependents_;   // [op]: operations whose deps name it
   std::vector<int> queue_of_;                  // [op]
-  std::vector<int> send_pos_;                  // [op]: sending operations before it in its queue
+  std::vector<int> send_pos_;                  // [op]: sending and in-network operations before it in its queue
   std::vector<Conn*> in_of_, out_of_;          // [op]: the connections it receives and sends on
   // Per canonical chunk (buffer x chunk): writers, readers (operations that
   // read it in a pass) and the result's owner (-2: not a result chunk; -1: a

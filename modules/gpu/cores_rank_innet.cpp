@@ -32,6 +32,7 @@ void CoresRank::start_innet(Queue& q, int i, uint64_t pass) {
   q.op = i;
   q.pass = pass;
   q.group = o.group;
+  if (q.index == queues_.front()->index) gpu_.cores().show(send_pos_[i], static_cast<int>(pass));
   segments(o.src, pass, false, 0, q.src);
   q.len = total_len(q.src);
   q.dst.clear();

@@ -355,6 +355,33 @@ TEST_CASE("any run's timeline: each GPU's steps cover its collective, the links'
   CHECK(links > 0);
 }
 
+TEST_CASE("push's and NVLS's timelines show their operations: the copy engines' descriptors and waves, the cores' "
+          "NVLS steps", "[observe][timeline]") {
+  TempDir d;
+  // Spans named "<state> <value>" per GPU process.
+  const auto spans = [](const TimelineRun& t, const std::string& state) {
+    std::map<std::string, int> per_gpu;
+    for (const auto& e : t.events)
+      if (e["ph"] == "X" && e["name"].get<std::string>().rfind(state + " ", 0) == 0)
+        ++per_gpu[t.process.at(e["pid"].get<int>())];
+    return per_gpu;
+  };
+  // Push on DGX-2 at 64 KiB: each GPU's engine writes 512 blocks of 128 B
+  // in one descriptor, in waves of 8 KiB (64 blocks): 8 waves.
+  const TimelineRun push = timeline_of("--platform dgx2 --algorithm push --sizes 64K", d, "push");
+  const auto descriptors = spans(push, "descriptor"), waves = spans(push, "wave");
+  REQUIRE(descriptors.size() == 16);
+  REQUIRE(waves.size() == 16);
+  for (const auto& [gpu, n] : waves) {
+    INFO(gpu);
+    CHECK(descriptors.at(gpu) == 1);
+    CHECK(n == 8);
+  }
+  // NVLS on HGX H100: the cores' in-network operations are steps too.
+  const TimelineRun nvls = timeline_of("--platform hgx-h100 --algorithm nvls --sizes 1M", d, "nvls");
+  CHECK(spans(nvls, "step").size() == 8);
+}
+
 TEST_CASE("a push's timeline has each reduction table's occupancy, and the same run gives the same bytes",
           "[observe][timeline]") {
   TempDir d;
