@@ -301,13 +301,17 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                    {"stalls", m.tables.stalls},
                                    {"completions", m.tables.completions},
                                    {"timeouts", m.tables.timeouts}};
+  // Which key an eviction answers to: an entry idle for the timeout, or one
+  // a new block needed the room of.
+  const uint64_t for_room = m.tables.evictions - std::min(m.tables.evictions, m.tables.timeouts);
+  std::string why;
+  if (m.tables.timeouts)
+    why = std::to_string(m.tables.timeouts) + " of them idle for the entry timeout, switch.reduction_table.timeout_ns";
+  if (for_room && m.tables.timeouts)
+    why += "; " + std::to_string(for_room) + " for a new block's room, switch.reduction_table.bytes";
   if (call_->reduces_in_switches())
     notes << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
-          << m.tables.evictions << " evictions"
-          << (m.tables.timeouts ? " (" + std::to_string(m.tables.timeouts) + " of them idle for the entry timeout, "
-                                  "switch.reduction_table.timeout_ns)"
-                                : std::string())
-          << ", " << m.tables.stalls << " stalls, " << m.tables.completions
+          << m.tables.evictions << " evictions" << (why.empty() ? "" : " (" + why + ")") << ", " << m.tables.stalls << " stalls, " << m.tables.completions
           << " completions; packets: " << m.packets << " delivered, " << std::fixed << std::setprecision(0)
           << r["avg_packet_latency_ns"] << " ns mean latency (from each one's maker: a GPU, or the switch table that "
              "made it)\n";

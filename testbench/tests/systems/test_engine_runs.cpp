@@ -207,6 +207,10 @@ TEST_CASE("the bound sees a trunk between switches: push's own traffic on it, an
   CHECK_THAT(push.out, Catch::Contains("# bound: the link swA.8 > swB.8 (and 7 as busy) under the program's own "
                                        "traffic carries 0.625 of the message each way at 44.4 GB/s payload: that "
                                        "binds before the GPUs' links, so push's busbw is at most 124.4 GB/s"));
+  // Its tables (Eq. (2)'s 1,280 B per port) evict for room far more than
+  // for the entry timeout, and the note says which key each answers to.
+  CHECK_THAT(push.out, Catch::Contains("of them idle for the entry timeout, switch.reduction_table.timeout_ns; "));
+  CHECK_THAT(push.out, Catch::Contains(" for a new block's room, switch.reduction_table.bytes)"));
   const Result ring = incsim(four + " --algorithm ring");
   CHECK_THAT(ring.out, !Catch::Contains("binds before"));
   // NVLS's reads reduce on the way back: one copy each way, under the GPUs' bound.
