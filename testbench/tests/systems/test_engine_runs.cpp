@@ -227,6 +227,15 @@ TEST_CASE("the bound sees a trunk between switches: push's own traffic on it, an
   CHECK(row["bound_fraction"].get<double>() <= 1.0);
   // Flows print the same bound.
   CHECK_THAT(incsim(one + " --quiet --fidelity flow").out, Catch::Contains("carries 1.000 of the message each way"));
+  // Flows merge a push's contributions where they meet: on the four-link
+  // trunk the header says by how much that may make them fast (the GPUs'
+  // 1 / 88.9 GB/s against the trunk's 0.625 / 44.4 per byte: 20%), and
+  // nothing where the trunk does not bind (DGX-2's).
+  CHECK_THAT(incsim(four + " --algorithm push --fidelity flow").out,
+             Catch::Contains("so at packet level the link swA.8 > swB.8 (and 7 as busy) under the program's own traffic "
+                             "carries 0.625 of the message each way: flows may be fast here by 20% or more"));
+  CHECK_THAT(incsim("--platform dgx2 --algorithm push --sizes 1M --quiet --fidelity flow").out,
+             !Catch::Contains("flows may be fast here"));
 }
 
 TEST_CASE("pull without its barrier is faster for small messages", "[cli][innet]") {
