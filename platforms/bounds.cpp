@@ -168,25 +168,19 @@ class Router {
   Shares out_, at_, next_;
 };
 
-// The switches that hold a push group's home ports (MulticastFabric: every
-// switch that may reduce on a shortest path between two members), each with
-// its share of the blocks, one per port.
-std::vector<std::pair<int, double>> home_switches(const topo::Topology& t, const std::vector<int>& gpus,
-                                                  const std::vector<int>& members) {
-  const size_t n = t.switches().size();
-  std::vector<std::vector<int>> dist(members.size(), std::vector<int>(n));
-  for (size_t i = 0; i < members.size(); ++i)
-    for (size_t s = 0; s < n; ++s)
-      dist[i][s] = t.distance_to_switch(t.endpoints()[static_cast<size_t>(gpus[static_cast<size_t>(members[i])])],
-                                        static_cast<int>(s));
-  const std::vector<bool> between = topo::on_shortest_paths(dist);
+// The switches that hold a push group's home ports (topo::home_switches),
+// each with its share of the blocks, one per port.
+std::vector<std::pair<int, double>> home_shares(const topo::Topology& t, const std::vector<int>& gpus,
+                                                const std::vector<int>& members) {
+  std::vector<int> targets;
+  for (int m : members) targets.push_back(gpus[static_cast<size_t>(m)]);
   std::vector<std::pair<int, double>> homes;
   double ports = 0;
-  for (size_t s = 0; s < n; ++s)
-    if (between[s] && holds_homes(t, t.switches()[s])) {
-      homes.push_back({static_cast<int>(s), t.node(t.switches()[s]).ports});
-      ports += t.node(t.switches()[s]).ports;
-    }
+  for (int s : topo::home_switches(t, targets, [&t](int node) { return holds_homes(t, node); })) {
+    const int n = t.node(t.switches()[static_cast<size_t>(s)]).ports;
+    homes.push_back({s, n});
+    ports += n;
+  }
   for (auto& h : homes) h.second /= ports;
   return homes;
 }
@@ -208,8 +202,9 @@ struct Instance {
 // the home port (the switch port to the block's home GPU, blocks interleaved
 // over the receivers): each contribution goes there whole, and the sum is
 // multicast from there.
-void add_tree(Router& router, const std::vector<int>& gpus, const Instance& in, double chunks,
-              std::vector<double>& up, std::vector<double>& down, std::vector<int>& met, std::vector<double>& load) {
+void add_tree(Router& router, const std::vector<int>& gpus, bool at_home, const std::vector<int>& contributors,
+              const std::vector<int>& receivers, double chunks, std::vector<double>& up, std::vector<double>& down,
+              std::vector<int>& met, std::vector<double>& load) {
   const topo::Topology& t = router.topology();
   const auto node_of = [&](int rank) { return t.endpoints()[static_cast<size_t>(gpus[static_cast<size_t>(rank)])]; };
   // back: the way's links the other way (a multicast tree is the routes toward its root, reversed).
@@ -232,40 +227,23 @@ void add_tree(Router& router, const std::vector<int>& gpus, const Instance& in, 
     }
     met.clear();
   };
-  if (in.at_home) {
-    std::vector<int> members = in.contributors;
-    members.insert(members.end(), in.receivers.begin(), in.receivers.end());
+  if (at_home) {
+    std::vector<int> members = contributors;
+    members.insert(members.end(), receivers.begin(), receivers.end());
     std::sort(members.begin(), members.end());
     members.erase(std::unique(members.begin(), members.end()), members.end());
-    for (const auto& [sw, part] : home_switches(t, gpus, members)) {
-      for (int c : in.contributors) note(router.shares_to_switch(node_of(c), sw), up, true);
-      for (int r : in.receivers) note(router.shares_to_switch(node_of(r), sw), down, false, true);
+    for (const auto& [sw, part] : home_shares(t, gpus, members)) {
+      for (int c : contributors) note(router.shares_to_switch(node_of(c), sw), up, true);
+      for (int r : receivers) note(router.shares_to_switch(node_of(r), sw), down, false, true);
       drain(chunks * part);
     }
     return;
   }
-  const int pivot = in.contributors.size() == 1 ? in.contributors[0]
-                    : in.receivers.empty()      ? in.contributors[0]
-                                                : in.receivers[0];
-  for (int c : in.contributors) add(c, pivot, up);
-  for (int r : in.receivers) add(pivot, r, down);
+  const int pivot = contributors.size() == 1 ? contributors[0] : receivers.empty() ? contributors[0] : receivers[0];
+  for (int c : contributors) add(c, pivot, up);
+  for (int r : receivers) add(pivot, r, down);
   drain(chunks);
 }
-}  // namespace
-
-std::vector<uint8_t> spreading_nodes(const topo::Topology& t, const std::function<bool(int node)>& spreads) {
-  std::vector<uint8_t> s(t.nodes().size(), 1);
-  for (size_t k = 0; k < s.size(); ++k) {
-    const topo::Node& n = t.node(static_cast<int>(k));
-    if (n.kind == topo::NodeKind::Endpoint || n.block == topo::kinds::kEthernetSwitch ||
-        topo::kinds::is_adapter(n.block))
-      continue;
-    s[k] = spreads(static_cast<int>(k));
-  }
-  return s;
-}
-
-namespace {
 bool scale_out(const topo::Topology& t, int node) {
   const std::string& b = t.node(node).block;
   return topo::kinds::is_adapter(b) || b == topo::kinds::kIbSwitch || b == topo::kinds::kEthernetSwitch;
@@ -387,8 +365,8 @@ LinkBound own_traffic_bound(const collectives::Program& p, const topo::Topology&
   std::vector<double> up(load.size(), 0.0), down(load.size(), 0.0);
   std::vector<int> met;
   for (const auto& [members, chunks] : alike)
-    add_tree(router, gpus, Instance{std::get<1>(members), std::get<2>(members), 0, std::get<0>(members)}, chunks, up,
-             down, met, load);
+    add_tree(router, gpus, std::get<0>(members), std::get<1>(members), std::get<2>(members), chunks, up, down, met,
+             load);
 
   const double message = message_chunks(p);
   LinkBound out;
@@ -421,6 +399,18 @@ LinkBound own_traffic_bound(const collectives::Program& p, const topo::Topology&
   return out;
 }
 }  // namespace
+
+std::vector<uint8_t> spreading_nodes(const topo::Topology& t, const std::function<bool(int node)>& spreads) {
+  std::vector<uint8_t> s(t.nodes().size(), 1);
+  for (size_t k = 0; k < s.size(); ++k) {
+    const topo::Node& n = t.node(static_cast<int>(k));
+    if (n.kind == topo::NodeKind::Endpoint || n.block == topo::kinds::kEthernetSwitch ||
+        topo::kinds::is_adapter(n.block))
+      continue;
+    s[k] = spreads(static_cast<int>(k));
+  }
+  return s;
+}
 
 LinkBound link_bound(const collectives::Program& p, const topo::Topology& t, const std::vector<int>& gpus,
                      const std::vector<uint8_t>& spreads, WirePacket fabric, WirePacket net) {
@@ -455,8 +445,6 @@ void print_link_bound(std::ostream& os, const LinkBound& b, const collectives::P
      << static_cast<double>(bytes) / (us * 1e3) * collectives::busbw_factor(p.collective, p.ranks)
      << " GB/s, and the bound column is its\n";
 }
-
-
 
 double cores_bound_us(const collectives::Program& p, uint64_t bytes, double endpoint_GBps, bool cluster) {
   const double moved = cluster ? collectives::busbw_factor(p.collective, p.ranks) : collectives::moved_per_byte(p);

@@ -119,21 +119,18 @@ WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
 
 void CollectiveCall::bound_links() {
   const GpuMachine& m = comm_.machine_;
-  const credit_switch::SwitchConfig* gpu_sw =
-      m.find_fabric<GpuFabric>() ? &m.fabric_as<GpuFabric>().switch_config() : nullptr;
-  const credit_switch::SwitchConfig* ib_sw =
-      m.find_fabric<InfinibandFabric>() ? &m.fabric_as<InfinibandFabric>().switch_config() : nullptr;
+  const GpuFabric* gpu = m.find_fabric<GpuFabric>();
+  const InfinibandFabric* ib = m.find_fabric<InfinibandFabric>();
   const topo::Topology& t = m.topology();
   const std::vector<uint8_t> spreads = spreading_nodes(t, [&](int node) {
-    const credit_switch::SwitchConfig* c = t.node(node).block == topo::kinds::kIbSwitch ? ib_sw : gpu_sw;
+    const bool in_ib = t.node(node).block == topo::kinds::kIbSwitch;
+    const credit_switch::SwitchConfig* c = in_ib ? (ib ? &ib->switch_config() : nullptr)
+                                                 : (gpu ? &gpu->switch_config() : nullptr);
     return c && c->spread != credit_switch::Spread::Destination;
   });
-  // The fabric's writes are acknowledged as least_endpoint_GBps takes them.
-  const bool acked = program_.engine() == collectives::Engine::CopyEngine ? !innet_
-                     : program_.engine() == collectives::Engine::NicTable ? false
-                                                                           : collectives::bound_charges_acks(program_);
+  // The fabric's writes acknowledged as the GPUs' bound takes them.
   const net::PacketFormat& f = m.format();
-  const WirePacket fabric{f.max_payload_bytes, f.header_bytes, acked ? f.header_bytes : 0u};
+  const WirePacket fabric{f.max_payload_bytes, f.header_bytes, acked_ ? f.header_bytes : 0u};
   links_ = link_bound(
       program_, t, comm_.endpoints(), spreads, fabric,
       comm_.nodes_.empty() ? fabric : scale_out_packet(m, program_.has(collectives::OpKind::ReduceWrite)));
@@ -173,8 +170,9 @@ void CollectiveCall::make_cores() {
   const collectives::Program& program = program_;
   const topo::Topology& t = comm_.machine_.topology();
   const int n = program.ranks;
+  acked_ = collectives::bound_charges_acks(program);
   endpoint_GBps_ =
-      comm_.nodes_.empty() ? comm_.least_endpoint_GBps(collectives::bound_charges_acks(program)) : cluster_endpoint_GBps();
+      comm_.nodes_.empty() ? comm_.least_endpoint_GBps(acked_) : cluster_endpoint_GBps();
   const platforms::PlatformDefaults& d = comm_.machine_.defaults();
   gpu::CoresParams cp = gpu::cores_params(comm_.cfg_, d.cores_chunk_bytes, d.nccl_slices, program.tree_nodes != 0);
   by_size_ = cp.by_size;
@@ -278,7 +276,8 @@ void CollectiveCall::make_copy() {
   const gpu::WaveParams wp = copy_waves(comm_.cfg_, t, innet_, comm_.machine_.total_table_bytes(),
                                         comm_.machine_.little_law(), comm_.machine_.settings().gpu_config(),
                                         comm_.machine_.format());
-  endpoint_GBps_ = comm_.least_endpoint_GBps(!innet_);  // unicast writes are acknowledged
+  acked_ = !innet_;  // unicast writes are acknowledged
+  endpoint_GBps_ = comm_.least_endpoint_GBps(acked_);
   // The window bounds the order where no wave inside it does (the header says so).
   const bool waved = wp.waves > 0;
   if (wp.arbitrary_order && wp.order_window > 0 &&

@@ -150,6 +150,7 @@ class CollectiveCall {
   std::unique_ptr<gpu::Collective> engines_;
   const nic::ScheduledCollective* scheduled_ = nullptr;
   double endpoint_GBps_ = 0;
+  bool acked_ = false;  // the bound charges the GPUs' links with write acks (make_cores, make_copy)
   LinkBound links_;
   collectives::ProtocolBySize by_size_;            // ring.protocol=auto's thresholds
   collectives::NcclSoftware software_;             // nccl.launch: NCCL's costs around the steps

@@ -172,7 +172,7 @@ int MulticastFabric::claim_window(const std::vector<int>& members) {
   std::vector<int> at;  // the switches its group takes an entry at
   if (limit_.capacity && members.size() >= 2) {
     const auto& sws = topo_.switches();
-    const std::vector<bool> on = between(members);
+    const std::vector<bool> on = switches_between(topo_, members);
     for (int s = 0; s < static_cast<int>(sws.size()); ++s)
       if (on[s] && (!limit_.counts || limit_.counts(sws[s]))) at.push_back(s);
     const std::string of = " of " + limit_.key + "=" + std::to_string(limit_.capacity);
@@ -350,12 +350,7 @@ void MulticastFabric::build(Region& g) const {
   // meets. On a whole machine that is every switch; a group on part of one
   // (a job on one DGX-2 baseboard) keeps its reductions on its own switches,
   // off the links and tables of groups elsewhere.
-  const std::vector<bool> between = this->between(g.def.targets);
-  const auto dist = [&](int t, int s) { return topo_.distance_to_switch(topo_.endpoints()[t], s); };
-  for (int s = 0; s < S; ++s) {
-    bool reached = between[s] && (!can_reduce_ || can_reduce_(sws[s]));
-    for (int t : g.def.targets) reached = reached && dist(t, s) > 0;
-    if (!reached) continue;
+  for (int s : home_switches(topo_, g.def.targets, can_reduce_)) {
     if (g.result_pivots[s].empty()) continue;  // it delivers to no target on any tree
     for (int p = 0; p < topo_.node(sws[s]).ports; ++p) g.homes.push_back({s, p});
   }
@@ -367,15 +362,28 @@ void MulticastFabric::build(Region& g) const {
   if (aggregation_trees_) build_merges(g);
 }
 
-std::vector<bool> MulticastFabric::between(const std::vector<int>& targets) const {
+std::vector<bool> switches_between(const Topology& t, const std::vector<int>& targets) {
   // Each target's distance to each switch, asked once: a cluster's routes
   // compute it (no table).
-  const size_t S = topo_.switches().size();
+  const size_t S = t.switches().size();
   std::vector<std::vector<int>> dist(targets.size(), std::vector<int>(S));
   for (size_t i = 0; i < targets.size(); ++i)
     for (size_t s = 0; s < S; ++s)
-      dist[i][s] = topo_.distance_to_switch(topo_.endpoints()[targets[i]], static_cast<int>(s));
+      dist[i][s] = t.distance_to_switch(t.endpoints()[targets[i]], static_cast<int>(s));
   return on_shortest_paths(dist);
+}
+
+std::vector<int> home_switches(const Topology& t, const std::vector<int>& targets,
+                               const std::function<bool(int node)>& can_reduce) {
+  const std::vector<bool> between = switches_between(t, targets);
+  std::vector<int> out;
+  for (int s = 0; s < static_cast<int>(t.switches().size()); ++s) {
+    const int node = t.switches()[static_cast<size_t>(s)];
+    bool reached = between[static_cast<size_t>(s)] && (!can_reduce || can_reduce(node));
+    for (int e : targets) reached = reached && t.distance_to_switch(t.endpoints()[static_cast<size_t>(e)], s) > 0;
+    if (reached) out.push_back(s);
+  }
+  return out;
 }
 
 std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist) {

@@ -52,6 +52,15 @@ enum class HomeMapping { Interleave, Hash };
 // kept apart, so that they do not make every member a class of its own.
 // The one rule of packet level's home ports and the flows' homes.
 std::vector<bool> on_shortest_paths(const std::vector<std::vector<int>>& dist);
+// [switch number]: whether it lies on a shortest path between two of the
+// endpoints `targets` (on_shortest_paths of their distances to every switch).
+std::vector<bool> switches_between(const Topology& t, const std::vector<int>& targets);
+// The switches (numbers) that may hold a group's home ports: each that all
+// `targets` reach, on a shortest path between two of them, and that
+// can_reduce accepts (empty: any). MulticastFabric keeps those that deliver
+// to a target on some tree; the bound (platforms/bounds.h) takes them all.
+std::vector<int> home_switches(const Topology& t, const std::vector<int>& targets,
+                               const std::function<bool(int node)>& can_reduce);
 
 class MulticastFabric {
  public:
@@ -178,8 +187,6 @@ class MulticastFabric {
   // on the same virtual channel, can wait on each other in a cycle: Klenk
   // §IV-E2 avoids deadlock by keeping multicast paths to unicast ones.
   void check_deadlock_free(const Region& g) const;
-  // [switch number]: whether it lies on a shortest path between two of targets.
-  std::vector<bool> between(const std::vector<int>& targets) const;
 
   const Topology& topo_;
   HomeMapping homes_;
