@@ -1,6 +1,7 @@
 #include "ethernet_fabric.h"
 
 #include "core/error.h"
+#include "flow/graph.h"
 #include "roce/roce_host.h"
 #include "gpu_fabric.h"
 #include "infiniband_fabric.h"
@@ -103,10 +104,48 @@ std::unique_ptr<net::Block> EthernetFabric::make_fpga(int e, net::PacketPool& po
   return std::make_unique<netreduce::FpgaAggregator>(node.name.c_str(), node.ports, fpga_, &pool);
 }
 
+namespace {
+// What flows see of a RoCE network (flow_machine): one RDMA WRITE per
+// packet the adapters gather (WriteOnly, its RETH), each acknowledged by an
+// ACK frame, the payload a multiple of 4 bytes; each switch's latency and
+// its ECMP hash; each adapter's latency, and that it acknowledges a GPU's
+// write once it has taken it. NetReduce's hosts and FPGAs run as flows
+// through their own workload (flow/roce_flows.h).
+flow::LinkFormat ethernet_flows(const topo::Topology& t, const std::vector<int>& nodes, Config& cfg,
+                                const PlatformDefaults&, flow::FlowMachine& m) {
+  flow::LinkFormat eth;
+  eth.header = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes;
+  eth.flit = 4;
+  eth.max_payload = roce_mtu(cfg, topo::is_roce_cluster(t));
+  eth.gathers = true;
+  eth.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
+  // A cluster's GPU fabric has declared the switches' latency key with its
+  // default before this reads it, as packet level's EthernetFabric does.
+  const double sw_ns = cfg.get(credit_switch::kSwitchLatency, 400.0);
+  bool adapters = false;
+  for (const int k : nodes) adapters = adapters || topo::kinds::is_adapter(t.node(k).block);
+  const double hca_ns = adapters ? cfg.get(adapter::kHcaLatency) : 0;
+  for (const int k : nodes) {
+    const auto n = static_cast<size_t>(k);
+    if (topo::kinds::is_adapter(t.node(k).block)) {
+      m.node_ns[n] = hca_ns;
+      m.acks_early[n] = 1;
+    } else if (t.node(k).block == topo::kinds::kEthernetSwitch) {
+      m.node_ns[n] = sw_ns;
+      m.hashes[n] = 1;
+    }
+  }
+  return eth;
+}
+}  // namespace
+
 void register_ethernet_fabric() {
-  register_fabric(EthernetFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults&) {
-    return std::make_unique<EthernetFabric>(t, cfg, seed);
-  });
+  register_fabric(
+      EthernetFabric::kName,
+      [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults&) {
+        return std::make_unique<EthernetFabric>(t, cfg, seed);
+      },
+      ethernet_flows);
   using topo::NodeKind;
   register_node_kind(topo::kinds::kEthernetSwitch, EthernetFabric::kName, NodeKind::Switch,
                      [](const topo::Topology&, int n, Fabric& f, net::PacketPool& pool) {

@@ -7,6 +7,7 @@
 #include "collectives/bounds.h"
 #include "core/error.h"
 #include "core/units.h"
+#include "flow/graph.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
 #include "topology/cluster.h"
@@ -333,10 +334,47 @@ std::unique_ptr<net::Block> GpuFabric::make_gpu(int e, net::PacketPool& pool) co
                                     [](gpu::Gpu& g) { return std::make_unique<nic::Nic>("nic", g); });
 }
 
+namespace {
+// What flows see of the GPU fabric (flow_machine): its packets, each
+// switch's latency and spreading, the switches that hold push homes
+// (the copy engines' pushes reduce there), and the NVSwitches' tables where
+// the algorithm reads them (NVLS's reducing reads take their entries), one
+// entry per packet's payload.
+flow::LinkFormat gpu_fabric_flows(const topo::Topology& t, const std::vector<int>& nodes, Config& cfg,
+                                  const PlatformDefaults& d, flow::FlowMachine& m) {
+  flow::LinkFormat gpu;
+  gpu.header = cfg.get(net::kHeaderBytes);
+  gpu.flit = cfg.get(net::kFlitBytes);
+  gpu.max_payload = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
+  const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
+  const bool spreads =
+      credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread)) != credit_switch::Spread::Destination;
+  for (const int k : nodes) {
+    if (t.node(k).kind == NodeKind::Endpoint) continue;
+    m.node_ns[static_cast<size_t>(k)] = sw_ns;
+    m.spreads[static_cast<size_t>(k)] = spreads;
+    m.aggregates[static_cast<size_t>(k)] = holds_homes(t, k);
+  }
+  if (d.tables) {
+    const uint32_t max_packet = net::PacketFormat{gpu.header, gpu.flit, gpu.max_payload}.wire_bytes(gpu.max_payload);
+    m.table_entry_bytes = gpu.max_payload;
+    TableBytes tables = table_bytes_of(t, cfg, d, [&] {
+      return table_by_rule(little_law_of(t, sw_ns, max_packet, gpu_memory(cfg, d)), d, gpu.max_payload);
+    }, gpu.max_payload);
+    m.table_bytes = std::move(tables.port);
+    m.table_bytes_all = tables.all;
+  }
+  return gpu;
+}
+}  // namespace
+
 void register_nvlink_fabric() {
-  register_fabric(GpuFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) {
-    return std::make_unique<GpuFabric>(t, cfg, seed, d);
-  });
+  register_fabric(
+      GpuFabric::kName,
+      [](const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) {
+        return std::make_unique<GpuFabric>(t, cfg, seed, d);
+      },
+      gpu_fabric_flows);
   auto sw = [](const topo::Topology&, int node, Fabric& f, net::PacketPool& pool) {
     return dynamic_cast<GpuFabric&>(f).make_switch(node, pool);
   };

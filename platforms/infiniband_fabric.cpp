@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "flow/graph.h"
 #include "gpu_fabric.h"
 #include "nvswitch/eviction.h"
 
@@ -90,10 +91,45 @@ std::unique_ptr<net::Block> InfinibandFabric::make_hca(int node, net::PacketPool
   return std::make_unique<adapter::Hca>(t_.node(node).name.c_str(), c, gpu_pool, net_pool);
 }
 
+namespace {
+// What flows see of the InfiniBand network (flow_machine): its packets,
+// into which the adapters gather the GPUs' writes; each switch's latency,
+// spreading and SHARP tables; each adapter's latency, and that it
+// acknowledges a GPU's write once it has taken it.
+flow::LinkFormat infiniband_flows(const topo::Topology& t, const std::vector<int>& nodes, Config& cfg,
+                                  const PlatformDefaults&, flow::FlowMachine& m) {
+  flow::LinkFormat ib;
+  ib.header = cfg.get(kIbHeader);
+  ib.flit = 4;  // whole 4-byte words (BTH PadCnt)
+  ib.max_payload = cfg.get(kIbMtu);
+  ib.gathers = true;
+  const double sw_ns = cfg.get(kIbSwitchLatency);
+  const bool spreads =
+      credit_switch::parse_spread(cfg.get(kIbSpread), kIbSpread.key()) != credit_switch::Spread::Destination;
+  const double hca_ns = cfg.get(adapter::kHcaLatency);
+  const bool sharp = cfg.get(kSharpTableBytes) > 0;
+  for (const int k : nodes) {
+    const auto n = static_cast<size_t>(k);
+    if (topo::kinds::is_adapter(t.node(k).block)) {
+      m.node_ns[n] = hca_ns;
+      m.acks_early[n] = 1;
+    } else {
+      m.node_ns[n] = sw_ns;
+      m.spreads[n] = spreads;
+      m.aggregates[n] = sharp;
+    }
+  }
+  return ib;
+}
+}  // namespace
+
 void register_infiniband_fabric() {
-  register_fabric(InfinibandFabric::kName, [](const topo::Topology& t, Config& cfg, uint64_t, const PlatformDefaults&) {
-    return std::make_unique<InfinibandFabric>(t, cfg);
-  });
+  register_fabric(
+      InfinibandFabric::kName,
+      [](const topo::Topology& t, Config& cfg, uint64_t, const PlatformDefaults&) {
+        return std::make_unique<InfinibandFabric>(t, cfg);
+      },
+      infiniband_flows);
   register_node_kind(topo::kinds::kIbSwitch, InfinibandFabric::kName, topo::NodeKind::Switch,
                      [](const topo::Topology&, int node, Fabric& f, net::PacketPool& pool) {
                        return dynamic_cast<InfinibandFabric&>(f).make_switch(node, pool);

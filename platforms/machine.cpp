@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "ethernet/roce_frame.h"
+#include "flow/cores_flows.h"
+#include "flow/graph.h"
 #include "ethernet_fabric.h"
 #include "gpu_fabric.h"
 #include "infiniband_fabric.h"
@@ -22,8 +24,12 @@ struct KindEntry {
   NodeFactory make;
   BridgeFactory make_bridge;
 };
-std::map<std::string, FabricFactory>& fabrics() {
-  static std::map<std::string, FabricFactory> f;
+struct FabricEntry {
+  FabricFactory make;
+  FlowView flows;
+};
+std::map<std::string, FabricEntry>& fabrics() {
+  static std::map<std::string, FabricEntry> f;
   return f;
 }
 std::map<std::string, KindEntry>& kinds() {
@@ -61,6 +67,68 @@ void require_packet_memory(const topo::Topology& t) {
                   gb(need) + " for them (64 KB a link), more than the " + gb(have) +
                   " this process may use; --fidelity flow runs its collectives, or choose a smaller platform");
 }
+
+// A graph's fabrics and the fabric whose packets each link carries, once
+// every node's kind is known and in its role and every link joins nodes of
+// one fabric or a bridge to one of its two. order: switches, then endpoints.
+struct FabricLayout {
+  std::vector<std::string> names;  // the endpoints' fabric first: the one workloads drive
+  std::vector<size_t> link_fabric;  // [link]: index into names
+};
+FabricLayout fabric_layout(const topo::Topology& t, const std::vector<int>& order) {
+  FabricLayout out;
+  auto entry = [&t](int id) -> const KindEntry& {
+    fabric_of_kind(t.node(id).block);
+    return kinds().at(t.node(id).block);
+  };
+  auto index_of = [&out](const std::string& f) {
+    return static_cast<size_t>(std::find(out.names.begin(), out.names.end(), f) - out.names.begin());
+  };
+  auto add_fabric = [&out, &index_of](const std::string& f) {
+    if (index_of(f) == out.names.size()) out.names.push_back(f);
+  };
+  add_fabric(entry(t.endpoints().empty() ? order[0] : t.endpoints()[0]).fabric);
+  for (const int id : order) {
+    const topo::Node& node = t.node(id);
+    const KindEntry& k = entry(id);
+    if (k.role != node.kind)
+      throw UserError("node " + node.name + " is a " + node.block + ", which is " +
+                      (node.kind == topo::NodeKind::Switch ? "an endpoint, not a switch" : "a switch, not an endpoint"));
+    add_fabric(k.fabric);
+    if (!k.fabric_b.empty()) add_fabric(k.fabric_b);
+  }
+  for (const topo::Link& l : t.links()) {
+    const KindEntry& a = entry(l.a.node);
+    const KindEntry& b = entry(l.b.node);
+    const topo::Node& na = t.node(l.a.node);
+    const topo::Node& nb = t.node(l.b.node);
+    if (!a.fabric_b.empty() && !b.fabric_b.empty())
+      throw UserError("bridges " + na.name + " and " + nb.name + " are linked to each other; a bridge's links lead into its fabrics");
+    std::string f = a.fabric;
+    if (!a.fabric_b.empty() || !b.fabric_b.empty()) {
+      const KindEntry& bridge = a.fabric_b.empty() ? b : a;
+      const topo::Node& nbridge = a.fabric_b.empty() ? nb : na;
+      const KindEntry& other = a.fabric_b.empty() ? a : b;
+      const topo::Node& nother = a.fabric_b.empty() ? na : nb;
+      if (other.fabric != bridge.fabric && other.fabric != bridge.fabric_b)
+        throw UserError("node " + nother.name + " is a " + nother.block + " of the " + other.fabric + " fabric, but " +
+                        nbridge.name + ", a " + nbridge.block + ", bridges " + bridge.fabric + " and " +
+                        bridge.fabric_b);
+      f = other.fabric;
+    } else if (a.fabric != b.fabric) {
+      // Name the endpoint's side first, as a user reads a link from a GPU.
+      const bool swap = na.kind == topo::NodeKind::Switch && nb.kind == topo::NodeKind::Endpoint;
+      const topo::Node& x = swap ? nb : na;
+      const topo::Node& y = swap ? na : nb;
+      throw UserError("node " + x.name + " is a " + x.block + " of the " + (swap ? b : a).fabric + " fabric, but " +
+                      y.name + " is a " + y.block + " of the " + (swap ? a : b).fabric +
+                      " fabric; a link carries one fabric's packets, and only a bridge (such as hca) joins two");
+    }
+    out.link_fabric.push_back(index_of(f));
+  }
+  return out;
+}
+
 }  // namespace
 
 uint64_t usable_bytes() {
@@ -77,9 +145,9 @@ uint64_t usable_bytes() {
   return most;
 }
 
-void register_fabric(const std::string& name, FabricFactory make) {
+void register_fabric(const std::string& name, FabricFactory make, FlowView flows) {
   if (name.empty()) throw UserError("a fabric needs a name");
-  fabrics()[name] = std::move(make);
+  fabrics()[name] = {std::move(make), std::move(flows)};
 }
 
 void register_node_kind(const std::string& kind, const std::string& fabric, topo::NodeKind role, NodeFactory make) {
@@ -114,66 +182,19 @@ const std::string& fabric_of_kind(const std::string& kind) {
 }
 
 Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const PlatformDefaults& d) : topo_(std::move(graph)) {
-  // Every node's kind is known and in its role, and every link joins nodes
-  // of one fabric or a bridge to one of its two, before anything is built.
   order_ = topo_.switches();
   order_.insert(order_.end(), topo_.endpoints().begin(), topo_.endpoints().end());
   if (order_.empty()) throw UserError("platform " + topo_.name + " has no nodes");
   require_packet_memory(topo_);
-  auto entry = [](int id, const topo::Topology& t) -> const KindEntry& {
-    fabric_of_kind(t.node(id).block);
-    return kinds().at(t.node(id).block);
-  };
+  FabricLayout layout = fabric_layout(topo_, order_);
+  fabric_names_ = std::move(layout.names);
+  const std::vector<size_t>& link_fabric = layout.link_fabric;
   auto index_of = [this](const std::string& f) {
     return static_cast<size_t>(std::find(fabric_names_.begin(), fabric_names_.end(), f) - fabric_names_.begin());
   };
-  auto add_fabric = [this, &index_of](const std::string& f) {
-    if (index_of(f) == fabric_names_.size()) fabric_names_.push_back(f);
-  };
-  // The endpoints' fabric first: the one workloads drive.
-  add_fabric(entry(topo_.endpoints().empty() ? order_[0] : topo_.endpoints()[0], topo_).fabric);
-  for (const int id : order_) {
-    const topo::Node& node = topo_.node(id);
-    const KindEntry& k = entry(id, topo_);
-    if (k.role != node.kind)
-      throw UserError("node " + node.name + " is a " + node.block + ", which is " +
-                      (node.kind == topo::NodeKind::Switch ? "an endpoint, not a switch" : "a switch, not an endpoint"));
-    add_fabric(k.fabric);
-    if (!k.fabric_b.empty()) add_fabric(k.fabric_b);
-  }
-  // The fabric whose packets link k carries.
-  std::vector<size_t> link_fabric;
-  for (const topo::Link& l : topo_.links()) {
-    const KindEntry& a = entry(l.a.node, topo_);
-    const KindEntry& b = entry(l.b.node, topo_);
-    const topo::Node& na = topo_.node(l.a.node);
-    const topo::Node& nb = topo_.node(l.b.node);
-    if (!a.fabric_b.empty() && !b.fabric_b.empty())
-      throw UserError("bridges " + na.name + " and " + nb.name + " are linked to each other; a bridge's links lead into its fabrics");
-    std::string f = a.fabric;
-    if (!a.fabric_b.empty() || !b.fabric_b.empty()) {
-      const KindEntry& bridge = a.fabric_b.empty() ? b : a;
-      const topo::Node& nbridge = a.fabric_b.empty() ? nb : na;
-      const KindEntry& other = a.fabric_b.empty() ? a : b;
-      const topo::Node& nother = a.fabric_b.empty() ? na : nb;
-      if (other.fabric != bridge.fabric && other.fabric != bridge.fabric_b)
-        throw UserError("node " + nother.name + " is a " + nother.block + " of the " + other.fabric + " fabric, but " +
-                        nbridge.name + ", a " + nbridge.block + ", bridges " + bridge.fabric + " and " +
-                        bridge.fabric_b);
-      f = other.fabric;
-    } else if (a.fabric != b.fabric) {
-      // Name the endpoint's side first, as a user reads a link from a GPU.
-      const bool swap = na.kind == topo::NodeKind::Switch && nb.kind == topo::NodeKind::Endpoint;
-      const topo::Node& x = swap ? nb : na;
-      const topo::Node& y = swap ? na : nb;
-      throw UserError("node " + x.name + " is a " + x.block + " of the " + (swap ? b : a).fabric + " fabric, but " +
-                      y.name + " is a " + y.block + " of the " + (swap ? a : b).fabric +
-                      " fabric; a link carries one fabric's packets, and only a bridge (such as hca) joins two");
-    }
-    link_fabric.push_back(index_of(f));
-  }
+  auto entry = [this](int id) -> const KindEntry& { return kinds().at(topo_.node(id).block); };
   for (const std::string& f : fabric_names_) {
-    fabrics_.push_back(fabrics().at(f)(topo_, cfg, seed, d));
+    fabrics_.push_back(fabrics().at(f).make(topo_, cfg, seed, d));
     pools_.push_back(std::make_unique<net::PacketPool>(fabrics_.back()->packet_format()));
   }
   topo::MulticastFabric* manager = nullptr;
@@ -183,7 +204,7 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
   // A module per node, switches first (module order is SystemC's process order).
   blocks_.resize(topo_.nodes().size());
   for (const int id : order_) {
-    const KindEntry& k = entry(id, topo_);
+    const KindEntry& k = entry(id);
     const size_t a = index_of(k.fabric);
     if (k.fabric_b.empty()) {
       blocks_[id] = k.make(topo_, id, *fabrics_[a], *pools_[a]);
@@ -267,4 +288,29 @@ uint64_t Machine::frames_lost() const {
   return n;
 }
 
+
+flow::FlowMachine flow_machine(const topo::Topology& graph, Config& cfg, const PlatformDefaults& d) {
+  std::vector<int> order = graph.switches();
+  order.insert(order.end(), graph.endpoints().begin(), graph.endpoints().end());
+  if (order.empty()) throw UserError("platform " + graph.name + " has no nodes");
+  const FabricLayout layout = fabric_layout(graph, order);
+  flow::FlowMachine m;
+  m.size_for(graph);
+  m.merge_planes = cfg.get(flow::kMergePlanes);
+  for (const std::string& f : layout.names) {
+    const FlowView& view = fabrics().at(f).flows;
+    if (!view)
+      throw UserError("the " + f + " fabric's blocks have no flow model; --fidelity packet runs platform " + graph.name);
+    // Its nodes: those of its kinds, and the bridges into it (a GPU's NIC
+    // is the network's: its latency and acknowledgements are the adapter's).
+    std::vector<int> nodes;
+    for (const int id : order) {
+      const KindEntry& k = kinds().at(graph.node(id).block);
+      if (k.fabric_b.empty() ? k.fabric == f : k.fabric_b == f) nodes.push_back(id);
+    }
+    m.formats.push_back(view(graph, nodes, cfg, d, m));
+  }
+  for (size_t k = 0; k < graph.links().size(); ++k) m.link_format[k] = static_cast<uint8_t>(layout.link_fabric[k]);
+  return m;
+}
 }  // namespace incsim::platforms

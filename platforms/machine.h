@@ -28,6 +28,10 @@
 namespace incsim::nvswitch {
 class TableSharing;
 }
+namespace incsim::flow {
+struct FlowMachine;
+struct LinkFormat;
+}
 
 namespace incsim::platforms {
 
@@ -130,14 +134,21 @@ using BridgeFactory = std::function<std::unique_ptr<net::Block>(const topo::Topo
                                                                 net::PacketPool& pool_a, Fabric& b,
                                                                 net::PacketPool& pool_b)>;
 
+// What flows see of a fabric's blocks (--fidelity flow, docs/flow.md), read
+// from the keys its packet-level blocks read: for each of `nodes` (its
+// kinds' and the bridges into it) its latency and how it routes,
+// acknowledges and reduces, set in m; returned, the packets its links carry.
+using FlowView = std::function<flow::LinkFormat(const topo::Topology& graph, const std::vector<int>& nodes, Config& cfg,
+                                                const PlatformDefaults& d, flow::FlowMachine& m)>;
+
 // The built-in fabrics are "nvlink" (platforms/gpu_fabric.h: gpu, nvswitch,
 // router, nvlink_bridge, pcie_switch, cpu_socket, network_switch),
 // "infiniband" (platforms/infiniband_fabric.h: ib_switch; and the bridge
 // hca, a GPU's NIC between nvlink and infiniband) and "ethernet"
 // (platforms/ethernet_fabric.h: ethernet_switch, roce_host,
 // fpga_aggregator). An sc_main adds its own, or its own kinds to one, before
-// it elaborates a platform.
-void register_fabric(const std::string& name, FabricFactory make);
+// it elaborates a platform; a fabric without a FlowView runs at packet level only.
+void register_fabric(const std::string& name, FabricFactory make, FlowView flows = {});
 // The memory this process may use: what the kernel reports available, or
 // its address-space limit if lower.
 uint64_t usable_bytes();
@@ -153,6 +164,12 @@ const std::string& fabric_of_kind(const std::string& kind);
 // A bridge kind's second fabric; empty for any other kind.
 const std::string& bridged_fabric(const std::string& kind);
 inline bool is_bridge_kind(const std::string& kind) { return !bridged_fabric(kind).empty(); }
+
+// Graph's machine as flows see it: each of its fabrics' FlowView, the
+// endpoints' fabric's first (formats[0]), and each link in the format of the
+// fabric whose packets it carries. UserError where a fabric has no FlowView
+// or the graph would not elaborate.
+flow::FlowMachine flow_machine(const topo::Topology& graph, Config& cfg, const PlatformDefaults& d);
 
 class Machine {
  public:

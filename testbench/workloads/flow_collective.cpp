@@ -42,92 +42,6 @@ uint32_t wire_bytes(const flow::LinkFormat& f) {
 }
 }  // namespace
 
-// What packet level pays on graph t's links and nodes, from the parameters
-// its fabrics read (platforms/gpu_fabric.cpp, infiniband_fabric.cpp,
-// ethernet_fabric.cpp).
-flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d) {
-  flow::FlowMachine m;
-  m.size_for(t);
-  m.merge_planes = cfg.get(flow::kMergePlanes);
-  flow::LinkFormat gpu;
-  gpu.header = cfg.get(net::kHeaderBytes);
-  gpu.flit = cfg.get(net::kFlitBytes);
-  gpu.max_payload = cfg.get(net::kMaxPayloadBytes, d.max_payload_bytes);
-  m.formats.push_back(gpu);
-  const bool cluster = !topo::cluster_nodes(t).empty(), roce = topo::is_roce_cluster(t);
-  double ib_switch_ns = 0, hca_ns = 0;
-  bool ib_spreads = false, sharp = false;
-  if (roce) {
-    // One RDMA WRITE per gathered packet (WriteOnly, its RETH), each
-    // acknowledged by an ACK frame; the payload a multiple of 4 bytes.
-    flow::LinkFormat eth;
-    eth.header = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes;
-    eth.flit = 4;
-    eth.max_payload = platforms::roce_mtu(cfg, true);
-    eth.gathers = true;
-    eth.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
-    m.formats.push_back(eth);
-    hca_ns = cfg.get(adapter::kHcaLatency);
-  } else if (cluster) {
-    flow::LinkFormat ib;
-    ib.header = cfg.get(platforms::kIbHeader);
-    ib.flit = 4;  // whole 4-byte words (BTH PadCnt)
-    ib.max_payload = cfg.get(platforms::kIbMtu);
-    ib.gathers = true;
-    m.formats.push_back(ib);
-    ib_switch_ns = cfg.get(platforms::kIbSwitchLatency);
-    ib_spreads = credit_switch::parse_spread(cfg.get(platforms::kIbSpread), platforms::kIbSpread.key()) !=
-                 credit_switch::Spread::Destination;
-    hca_ns = cfg.get(adapter::kHcaLatency);
-    sharp = cfg.get(platforms::kSharpTableBytes) > 0;
-  }
-  // A RoCE cluster's Ethernet switches read this key too, after the GPUs'
-  // fabric has declared it with its default, so they take its value
-  // (platforms/ethernet_fabric.cpp).
-  const double sw_ns = cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns);
-  const bool sw_spreads =
-      credit_switch::parse_spread(cfg.get(credit_switch::kSwitchSpread, d.spread)) != credit_switch::Spread::Destination;
-  for (size_t k = 0; k < t.nodes().size(); ++k) {
-    const topo::Node& n = t.node(static_cast<int>(k));
-    if (n.kind == topo::NodeKind::Endpoint) continue;
-    if (n.block == topo::kinds::kIbSwitch) {
-      m.node_ns[k] = ib_switch_ns;
-      m.spreads[k] = ib_spreads;
-      m.aggregates[k] = sharp;
-    } else if (n.block == topo::kinds::kEthernetSwitch) {
-      m.node_ns[k] = sw_ns;
-      m.hashes[k] = 1;
-    } else if (topo::kinds::is_adapter(n.block)) {
-      m.node_ns[k] = hca_ns;
-      m.acks_early[k] = 1;
-    } else {
-      m.node_ns[k] = sw_ns;
-      m.spreads[k] = sw_spreads;
-      m.aggregates[k] = platforms::holds_homes(t, static_cast<int>(k));  // the copy engines' pushes reduce there
-    }
-  }
-  const auto scale_out = [&t](int node) {
-    const std::string& b = t.node(node).block;
-    return b == topo::kinds::kIbSwitch || b == topo::kinds::kEthernetSwitch;
-  };
-  for (size_t k = 0; k < t.links().size(); ++k) {
-    const topo::Link& l = t.links()[k];
-    m.link_format[k] = scale_out(l.a.node) || scale_out(l.b.node) ? 1 : 0;
-  }
-  // The NVSwitches' reduction tables, where the algorithm reads them (NVLS's
-  // reducing reads take their entries), one entry per 128-byte block.
-  if (d.tables) {
-    m.table_entry_bytes = gpu.max_payload;
-    platforms::TableBytes tables = platforms::table_bytes_of(t, cfg, d, [&] {
-      return platforms::table_by_rule(platforms::little_law_of(t, sw_ns, wire_bytes(gpu), platforms::gpu_memory(cfg, d)), d,
-                                      gpu.max_payload);
-    }, gpu.max_payload);
-    m.table_bytes = std::move(tables.port);
-    m.table_bytes_all = tables.all;
-  }
-  return m;
-}
-
 void refuse_packet_outputs(const Options& o, bool timeline) {
   for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
                                     std::pair{"dump-platform", "the packet-level machine's graph"}})
@@ -204,7 +118,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                       "collectives that share one (jobs, " + kShareLinks.key() + ") run every channel: set one of "
                       "them, not both");
   } else {
-    own_machine_ = flow_machine(t, cfg_, d);
+    own_machine_ = platforms::flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
   }
   site.packet_payload = machine_->formats.front().max_payload;
@@ -478,7 +392,7 @@ Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
 
 FlowPlatform::FlowPlatform(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d,
                            bool share_links)
-    : graph(t), machine(flow_machine(graph, cfg, d)), defaults(d) {
+    : graph(t), machine(platforms::flow_machine(graph, cfg, d)), defaults(d) {
   overlap.running.resize(2 * t.links().size());
   if (share_links) shared = std::make_unique<SharedFlows>(machine);
 }

@@ -27,10 +27,6 @@
 
 namespace incsim::tb {
 
-// Graph t's links and switches as flows see them: what packet level pays
-// there, from the parameters its fabrics read with the defaults d.
-flow::FlowMachine flow_machine(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d);
-
 // Refuses the options that show what only packet level builds (--vcd,
 // --dump-platform, and where `timeline`, a timeline of the blocks).
 void refuse_packet_outputs(const Options& o, bool timeline);
