@@ -11,6 +11,12 @@
 
 namespace incsim::collectives {
 
+// Where chunk c of `chunks` starts in a buffer of `units` (elements, or the
+// copy engines' 128-byte blocks): c x units / chunks, the buffer split as
+// evenly as whole units allow, as NCCL splits it. Every engine of both
+// fidelities cuts its chunks here.
+inline uint64_t chunk_start(uint64_t c, uint64_t units, uint64_t chunks) { return c * units / chunks; }
+
 // The chunks of the message per pass: the buffer nccl-tests counts (all-
 // reduce's, reduce-scatter's input, all-gather's output), or for an
 // all-to-all every rank's input, each block met by its destination's

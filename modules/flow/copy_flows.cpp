@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "collectives/copy_plan.h"
 #include "collectives/layout.h"
 #include "core/error.h"
 #include "topology/multicast.h"
@@ -65,7 +66,7 @@ class CopyFlows::Run : public RunFlows {
     net_.run(tick);
     for (const Rank& k : ranks_)
       for (size_t i = 0; i < k.ops.size(); ++i)
-        if (!k.ops[i].done)
+        if (!k.plan[static_cast<int>(i)].done)
           throw UserError("the program stalls as flows: rank " + std::to_string(k.r) + "'s operation " +
                           std::to_string(i) + " (" + collectives::op_name(f_.p_.op(k.r, static_cast<int>(i)).kind) +
                           ") never ends");
@@ -75,25 +76,21 @@ class CopyFlows::Run : public RunFlows {
   double done_share() const { return static_cast<double>(ops_done_) / static_cast<double>(std::max<uint64_t>(ops_, 1)); }
 
  private:
+  // What the plan (collectives::CopyPlan) does not hold.
   struct Op {
-    uint64_t lo = 0, hi = 0;        // the message blocks it moves or receives
     uint64_t expect = 0, got = 0;   // bytes it lands in dst, landed
-    int deps_left = 0;
-    int stream_to = -1;             // a read: the multicast that forwards its results
     int peer_op = -1;               // a send: its receive at the peer
-    bool issues = false, streamed = false, started = false, issuing = false, done = false;
+    bool issuing = false;
   };
   struct Rank {
     int r = 0;
+    collectives::CopyPlan plan;
     std::vector<Op> ops;
-    Dependents dependents;
     std::unordered_map<uint64_t, int> receiver;  // (group, message chunk): the operation whose dst it is
-    int left = 0;
-    bool advancing = false, again = false;
     int table_link = -1;  // its reads' table entries (InNetwork::Shape::table_rate), on a network of its own
   };
   const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
-  uint64_t block_of_chunk(uint64_t m) const { return blocks_ * m / chunks_; }
+  uint64_t block_of_chunk(uint64_t m) const { return collectives::chunk_start(m, blocks_, chunks_); }
   uint64_t span(uint64_t lo, uint64_t hi) const { return std::min(bytes_, hi * kBlock) - std::min(bytes_, lo * kBlock); }
   static uint64_t key(int g, int64_t m) { return static_cast<uint64_t>(g) << 32 | static_cast<uint32_t>(m); }
   double access() { return memory_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, f_.seed_, draws_++); }
@@ -143,36 +140,18 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
   for (int r = 0; r < p.ranks; ++r) {
     Rank& k = ranks_[static_cast<size_t>(r)];
     k.r = r;
-    const int n = p.op_count(r);
+    k.plan = collectives::CopyPlan(p, r, blocks_);
+    const int n = k.plan.size();
     k.ops.resize(static_cast<size_t>(n));
-    k.dependents = Dependents(p, r);
-    for (int i = 0; i < n; ++i) {
-      Op& x = k.ops[static_cast<size_t>(i)];
-      const Operation& o = op(r, i);
-      x.issues = collectives::copy_issues(o);
-      const ChunkRef moved = x.issues && !o.src.empty() ? o.src : !o.dst.empty() ? o.dst : o.src;
-      if (!moved.empty()) {
-        const uint64_t m = static_cast<uint64_t>(collectives::message_chunk(p, r, moved));
-        x.lo = block_of_chunk(m);
-        x.hi = block_of_chunk(m + moved.count);
-      }
-      if (!o.dst.empty()) {
-        x.expect = span(x.lo, x.hi);
-        if (o.group >= 0) {
-          const int64_t m = collectives::message_chunk(p, r, o.dst);
-          for (uint32_t j = 0; j < o.dst.count; ++j) k.receiver[key(o.group, m + j)] = i;
-        }
-      }
-      x.deps_left = static_cast<int>(o.dep_count);
-    }
-    // A multicast of what a read brings back follows the read block by block.
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
-      if (o.kind != OpKind::MulticastWrite || o.src.empty() || o.src.buf != collectives::Buffer::Output) continue;
-      k.ops[static_cast<size_t>(i)].streamed = true;
-      k.ops[p.deps_of(o)[0]].stream_to = i;
+      if (o.dst.empty()) continue;
+      k.ops[static_cast<size_t>(i)].expect = span(k.plan[i].lo, k.plan[i].hi);
+      if (o.group >= 0) {
+        const int64_t m = collectives::message_chunk(p, r, o.dst);
+        for (uint32_t j = 0; j < o.dst.count; ++j) k.receiver[key(o.group, m + j)] = i;
+      }
     }
-    k.left = n;
     ops_ += static_cast<uint64_t>(n);
   }
   const std::vector<std::vector<int>> takes = collectives::receiving_ops(p);
@@ -184,36 +163,20 @@ CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
 // Operations start once their dependencies are done; those of a queue that
 // issue run one after another, as the engine runs its descriptors.
 void CopyFlows::Run::advance(Rank& k) {
-  if (k.advancing) {
-    k.again = true;
-    return;
-  }
-  k.advancing = true;
-  do {
-    k.again = false;
-    std::vector<uint16_t> held;  // queues with an issuing operation not done
-    for (size_t i = 0; i < k.ops.size(); ++i) {
-      Op& x = k.ops[i];
-      const uint16_t queue = op(k.r, static_cast<int>(i)).queue;
-      const bool queue_held = std::find(held.begin(), held.end(), queue) != held.end();
-      if (!x.started && !x.streamed && x.deps_left == 0 && !(x.issues && queue_held)) begin_op(k, static_cast<int>(i));
-      if (x.issues && !x.done && !queue_held) held.push_back(queue);
-    }
-  } while (k.again);
-  k.advancing = false;
+  k.plan.advance([this, &k](int i) { begin_op(k, i); });
 }
 
 void CopyFlows::Run::begin_op(Rank& k, int i) {
   Op& x = k.ops[static_cast<size_t>(i)];
+  const collectives::CopyPlan::Op& planned = k.plan[i];
   const Operation& o = op(k.r, i);
-  x.started = true;
   if (o.kind == OpKind::Copy) x.got = x.expect;  // its own input: no traffic
   if (o.kind == OpKind::Barrier) return barrier(k, i);
   if (o.kind == OpKind::Send) {
     x.issuing = true;
     return send(k, i);
   }
-  if (x.issues && x.hi > x.lo) {
+  if (planned.issues && planned.hi > planned.lo) {
     ++transfers_;
     // A multicast's blocks are not counted: it is done when the last has left.
     x.issuing = o.kind == OpKind::MulticastWrite;
@@ -221,25 +184,21 @@ void CopyFlows::Run::begin_op(Rank& k, int i) {
     else if (o.kind == OpKind::ReduceRead) read(k, i);
     else multicast(k, i);
   }
-  if (x.stream_to >= 0) k.ops[static_cast<size_t>(x.stream_to)].started = true;
+  if (planned.stream_to >= 0) k.plan[planned.stream_to].started = true;
   check_done(k, i);
 }
 
 void CopyFlows::Run::check_done(Rank& k, int i) {
   const Op& x = k.ops[static_cast<size_t>(i)];
-  if (x.started && !x.done && !x.issuing && x.got >= x.expect && op(k.r, i).kind != OpKind::Barrier) finish(k, i);
+  if (k.plan[i].started && !k.plan[i].done && !x.issuing && x.got >= x.expect && op(k.r, i).kind != OpKind::Barrier)
+    finish(k, i);
 }
 
 void CopyFlows::Run::finish(Rank& k, int i) {
-  Op& x = k.ops[static_cast<size_t>(i)];
-  x.done = true;
   ++ops_done_;
-  --k.left;
-  for (int d : k.dependents.of(i))
-    if (!k.ops[static_cast<size_t>(d)].streamed) --k.ops[static_cast<size_t>(d)].deps_left;
   // The multicast that forwards a read's results ends with it.
-  if (x.stream_to >= 0 && !k.ops[static_cast<size_t>(x.stream_to)].done) return finish(k, x.stream_to);
-  if (k.left == 0) {
+  if (const int forward = k.plan.finish(i); forward >= 0) return finish(k, forward);
+  if (k.plan.left() == 0) {
     if (--running_ == 0) {
       end_ = net_.now();
       if (done_) done_(result(end_, transfers_, *f_.graph_));
@@ -292,7 +251,7 @@ void CopyFlows::Run::push(Rank& k, int i) {
                       last_access(f_.costs_.mem_ns, f_.costs_.jitter_ns, 0, static_cast<uint64_t>(ports), 1));
   }
   if (const int l = cap(rate); l >= 0) uses.push_back({l, 1.0});
-  const double bytes = static_cast<double>(span(k.ops[static_cast<size_t>(i)].lo, k.ops[static_cast<size_t>(i)].hi));
+  const double bytes = static_cast<double>(span(k.plan[i].lo, k.plan[i].hi));
   // The engines read their first data, then write at the rate the network gives.
   after(access(), [this, all, uses = std::move(uses), bytes, latency = shape.latency] {
     flow(uses, bytes, latency, [this, all] {
@@ -306,7 +265,7 @@ void CopyFlows::Run::push(Rank& k, int i) {
 // it, goes out to the group block by block as it comes back: one flow
 // carries both. The waves count the answers.
 void CopyFlows::Run::read(Rank& k, int i) {
-  const Op& x = k.ops[static_cast<size_t>(i)];
+  const collectives::CopyPlan::Op& x = k.plan[i];
   const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
   const InNetwork::Shape* forward = x.stream_to >= 0 ? &f_.innet_.shape_of(k.r, op(k.r, x.stream_to)) : nullptr;
   std::vector<Network::Use> uses = shape.uses;
@@ -330,10 +289,10 @@ void CopyFlows::Run::read(Rank& k, int i) {
     const double back = latency + last_mem(net_.now() - began, (bytes + kBlock - 1) / kBlock);
     after(back, [this, &k, i] {
       Op& x = k.ops[static_cast<size_t>(i)];
-      if (!f_.p_.multimem || x.stream_to < 0) x.got = x.expect;  // else its own copy lands from the multicast
+      if (!f_.p_.multimem || k.plan[i].stream_to < 0) x.got = x.expect;  // else its own copy lands from the multicast
       check_done(k, i);
     });
-    if (forward) land_multicast(k.r, k.ops[static_cast<size_t>(i)].stream_to, *forward, back);
+    if (forward) land_multicast(k.r, k.plan[i].stream_to, *forward, back);
   });
 }
 
@@ -351,7 +310,7 @@ void CopyFlows::Run::land_multicast(int r, int i, const InNetwork::Shape& shape,
 // group's region, which the switches multicast; nothing comes back to count.
 void CopyFlows::Run::multicast(Rank& k, int i) {
   const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
-  const uint64_t bytes = span(k.ops[static_cast<size_t>(i)].lo, k.ops[static_cast<size_t>(i)].hi);
+  const uint64_t bytes = span(k.plan[i].lo, k.plan[i].hi);
   after(access(), [this, &k, i, &shape, bytes] {
     flow(shape.uses, static_cast<double>(bytes), 0, [this, &k, i, &shape] {
       land_multicast(k.r, i, shape, 0);
@@ -397,7 +356,7 @@ void CopyFlows::Run::send(Rank& k, int i) {
   }
   const Route& r = *first;
   const double acked = r.ack_ns + (r.acked_by_memory ? mem() : 0);
-  const uint64_t bytes = span(k.ops[static_cast<size_t>(i)].lo, k.ops[static_cast<size_t>(i)].hi);
+  const uint64_t bytes = span(k.plan[i].lo, k.plan[i].hi);
   if (bytes) ++transfers_;
   const auto flag = [this, &k, i, &r, acked, peer = o.send_peer] {
     after(r.latency_ns + access() + access(), [this, peer, at = k.ops[static_cast<size_t>(i)].peer_op] {

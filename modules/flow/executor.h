@@ -79,42 +79,7 @@ inline double memory_access(double mem_ns, double jitter_ns, uint64_t seed, uint
 // receiver polls every line, a read's answers wait for the slowest member.
 double last_access(double mem_ns, double jitter_ns, double spread, uint64_t packets, int accesses);
 
-// Rank r's operations that wait for each of its operations, in the order of
-// their indices: one table for the rank, not a vector per operation (a
-// cluster's rank has thousands).
-class Dependents {
- public:
-  Dependents() = default;
-  Dependents(const collectives::Program& p, int r) {
-    const int n = p.op_count(r);
-    start_.assign(static_cast<size_t>(n) + 1, 0);
-    for (int i = 0; i < n; ++i) {
-      const collectives::Operation& o = p.op(r, i);
-      for (uint32_t d = 0; d < o.dep_count; ++d) ++start_[p.deps_of(o)[d] + 1];
-    }
-    for (size_t i = 1; i < start_.size(); ++i) start_[i] += start_[i - 1];
-    ops_.resize(start_.back());
-    std::vector<uint32_t> at(start_.begin(), start_.end() - 1);
-    for (int i = 0; i < n; ++i) {
-      const collectives::Operation& o = p.op(r, i);
-      for (uint32_t d = 0; d < o.dep_count; ++d) ops_[at[p.deps_of(o)[d]]++] = i;
-    }
-  }
-  struct Span {
-    const int *b, *e;
-    const int* begin() const { return b; }
-    const int* end() const { return e; }
-  };
-  // The operations that wait for operation i.
-  Span of(int i) const {
-    const int* d = ops_.data();
-    return {d + start_[static_cast<size_t>(i)], d + start_[static_cast<size_t>(i) + 1]};
-  }
-
- private:
-  std::vector<uint32_t> start_;
-  std::vector<int> ops_;
-};
+using collectives::Dependents;
 
 // A first-in, first-out queue on one vector, which allocates nothing until
 // something is queued (std::deque allocates a block for every queue, and a

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "collectives/layout.h"
 #include "core/error.h"
 
 namespace incsim::flow {
@@ -127,9 +128,8 @@ RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
     const int n = p.op_count(r);
     k.ops.resize(static_cast<size_t>(n));
     k.dependents = Dependents(p, r);
-    // Chunk c starts at element c E / C, as NCCL splits the buffer.
     const uint64_t chunks = collectives::chunk_limit(p, r, collectives::Buffer::Input);
-    const auto begin = [&](uint64_t c) { return c * elems / chunks * f.elem_; };
+    const auto begin = [&](uint64_t c) { return collectives::chunk_start(c, elems, chunks) * f.elem_; };
     std::vector<int> last_of_queue;
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "collectives/bounds.h"
+#include "collectives/copy_plan.h"
 #include "collectives/executor.h"
 #include "collectives/layout.h"
 #include "gpu/group_window.h"
@@ -58,19 +59,15 @@ class CopyCollective::Rank : public EventHandler, public collectives::RankExecut
   uint64_t wrong() const override;
 
  private:
-  // An operation's state; the copy-engine client of one that issues.
+  // An operation's state beside its plan (collectives::CopyPlan); the
+  // copy-engine client of one that issues.
   struct Op : CopyClient {
     Rank* rank = nullptr;
     const collectives::Operation* o = nullptr;
+    int i = 0;  // its index, in the plan too
     int group = -1;
-    bool issues = false;
-    bool streamed = false;  // a multicast of a read's results, block by block as they land
-    int stream_to = -1;     // a read: the multicast that forwards its results
-    uint64_t lo = 0, hi = 0;         // the message blocks it moves or receives
     uint64_t expect = 0, got = 0;    // elements it lands in dst, landed
-    int deps_left = 0;
-    std::vector<int> dependents;
-    bool started = false, issuing = false, done = false;
+    bool issuing = false;
     // A unicast transfer (s, r): the receiver's buffer and flag; the sender's
     // ports toward the receiver and whether its flag's ack is due.
     uint64_t buffer = 0, flag = 0;
@@ -105,7 +102,8 @@ class CopyCollective::Rank : public EventHandler, public collectives::RankExecut
   };
 
   const Group& group(const Op& op) const { return c_.groups_[op.group]; }
-  uint64_t block_of_chunk(uint64_t m) const { return blocks_ * m / chunks_; }
+  const collectives::CopyPlan::Op& planned(const Op& op) const { return plan_[op.i]; }
+  uint64_t block_of_chunk(uint64_t m) const { return collectives::chunk_start(m, blocks_, chunks_); }
   uint64_t chunk_of_block(uint64_t b) const;
   uint64_t elements(uint64_t lo, uint64_t hi) const {
     return (std::min(bytes_, hi * kBlock) - std::min(bytes_, lo * kBlock)) / c_.elem_;
@@ -141,6 +139,7 @@ class CopyCollective::Rank : public EventHandler, public collectives::RankExecut
   int rank_;
   uint64_t bytes_, blocks_, chunks_;
   int node_;  // in the topology
+  collectives::CopyPlan plan_;
   // The ports that reach every other GPU of the collective, which pull reads
   // and multicast stores take in turn: all of a switch fabric's; on a
   // cluster a node's NVLinks, not the PCIe link to the GPU's adapter.
@@ -152,8 +151,6 @@ class CopyCollective::Rank : public EventHandler, public collectives::RankExecut
   bool sends_ = false;  // unicast sends: flag_acks_ is a stream of the GPU
   uint64_t flags_ = 0;  // the unicast receives' flags, one word each, in this GPU's memory
   uint64_t wrong_ = 0;
-  int left_ = 0;
-  bool advancing_ = false, again_ = false;
 };
 
 CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
@@ -164,7 +161,8 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
       bytes_(bytes),
       blocks_((bytes + kBlock - 1) / kBlock),
       chunks_(collectives::message_chunks(c.program_)),
-      node_(c.topo_.endpoints()[gpu_.index()]) {
+      node_(c.topo_.endpoints()[gpu_.index()]),
+      plan_(c.program_, rank, blocks_) {
   for (int port = 0; port < c.topo_.node(node_).ports; ++port)
     if (std::all_of(c.gpus_.begin(), c.gpus_.end(),
                     [&](const Gpu* g) { return g == &gpu_ || c.topo_.port_on_shortest_path({node_, port}, g->index()); }))
@@ -179,16 +177,10 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     const collectives::Operation& o = p.op(rank, i);
     op.rank = this;
     op.o = &o;
+    op.i = i;
     op.group = o.group;
-    op.issues = collectives::copy_issues(o);
-    const ChunkRef moved = op.issues && !o.src.empty() ? o.src : !o.dst.empty() ? o.dst : o.src;
-    if (!moved.empty()) {
-      const uint32_t m = static_cast<uint32_t>(collectives::message_chunk(p, rank, moved));
-      op.lo = block_of_chunk(m);
-      op.hi = block_of_chunk(m + moved.count);
-    }
     if (!o.dst.empty()) {
-      op.expect = elements(op.lo, op.hi);
+      op.expect = elements(plan_[i].lo, plan_[i].hi);
       if (op.group >= 0) {
         std::vector<int>& r = receiver_[op.group];
         if (r.empty()) r.assign(chunks_, -1);
@@ -196,22 +188,12 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
         for (uint32_t k = m; k < m + o.dst.count; ++k) r[k] = i;
       }
     }
-    op.deps_left = o.dep_count;
-    for (uint32_t k = 0; k < o.dep_count; ++k) ops_[p.deps_of(o)[k]].dependents.push_back(i);
-  }
-  // A multicast of what a read brings back follows the read block by block.
-  for (int i = 0; i < n; ++i) {
-    Op& op = ops_[i];
-    if (op.o->kind != OpKind::MulticastWrite || !op.issues || op.o->src.buf != Buffer::Output) continue;
-    Op& read = ops_[p.deps_of(*op.o)[0]];
-    op.streamed = true;
-    read.stream_to = i;
   }
   // Unicast receives: a buffer each for the data and a flag word each.
   int receives = 0;
   for (Op& op : ops_)
     if (op.o->kind == OpKind::Recv) {
-      op.buffer = gpu_.memory().alloc(std::max<uint64_t>(1, (op.hi - op.lo) * kBlock));
+      op.buffer = gpu_.memory().alloc(std::max<uint64_t>(1, (plan_[op.i].hi - plan_[op.i].lo) * kBlock));
       op.flag = static_cast<uint64_t>(receives++) * 8;
     }
   gpu_.attach(*this);
@@ -231,12 +213,11 @@ CopyCollective::Rank::Rank(CopyCollective& c, int rank, uint64_t bytes)
     homes_[g].position = static_cast<int>(at - gr.members.begin());
     gpu_.serve_region(*this, gr.base, gr.base + GroupWindow::kBytes);
   }
-  left_ = n;
 }
 
 CopyCollective::Rank::~Rank() {
   for (Op& op : ops_) {
-    if (op.issues) engine_.stop(op);
+    if (planned(op).issues) engine_.stop(op);
     if (op.o->kind == OpKind::Recv) gpu_.memory().free(op.buffer);
   }
   if (flags_) gpu_.memory().free(flags_);
@@ -292,25 +273,11 @@ int CopyCollective::Rank::group_of(uint64_t addr) const {
 // issue run one after another, as the engine runs its descriptors (a
 // barrier included: the reads behind it wait for it).
 void CopyCollective::Rank::advance() {
-  if (advancing_) {
-    again_ = true;
-    return;
-  }
-  advancing_ = true;
-  do {
-    again_ = false;
-    std::vector<uint16_t> held;  // queues with an issuing operation not done
-    for (Op& op : ops_) {
-      const bool queue_held = std::find(held.begin(), held.end(), op.o->queue) != held.end();
-      if (!op.started && !op.streamed && op.deps_left == 0 && !(op.issues && queue_held)) begin(op);
-      if (op.issues && !op.done && !queue_held) held.push_back(op.o->queue);
-    }
-  } while (again_);
-  advancing_ = false;
+  plan_.advance([this](int i) { begin(ops_[static_cast<size_t>(i)]); });
 }
 
 void CopyCollective::Rank::begin(Op& op) {
-  op.started = true;
+  const collectives::CopyPlan::Op& x = planned(op);
   const Group* g = op.group >= 0 ? &group(op) : nullptr;
   if (op.o->kind == OpKind::Copy) op.got = op.expect;  // a local copy of the own input: no traffic
   if (op.o->kind == OpKind::Barrier) {
@@ -333,11 +300,11 @@ void CopyCollective::Rank::begin(Op& op) {
     gpu_.post(port_to_home(home), p);
     return;
   }
-  if (op.o->kind == OpKind::Send && op.hi == op.lo) {
+  if (op.o->kind == OpKind::Send && x.hi == x.lo) {
     send_flag(op);  // nothing to write: the flag alone
     return;
   }
-  if (op.issues && op.hi > op.lo) {
+  if (x.issues && x.hi > x.lo) {
     // The copy engine's descriptor: push writes its blocks as reduction
     // writes to the result region, pull reads them from the group, a
     // multicast writes them to the result region. The waves count what comes
@@ -348,8 +315,8 @@ void CopyCollective::Rank::begin(Op& op) {
     d.acked = k == OpKind::Send;  // a unicast write is acknowledged; its flag follows the last ack
     d.bytes = bytes_;
     d.block_bytes = kBlock;
-    d.first = op.lo;
-    d.end = op.hi;
+    d.first = x.lo;
+    d.end = x.hi;
     d.counted = k != OpKind::MulticastWrite && k != OpKind::Send;
     d.order_seed = c_.seed_;
     d.order_rank = static_cast<uint32_t>(rank_);
@@ -357,26 +324,24 @@ void CopyCollective::Rank::begin(Op& op) {
     op.issuing = !d.counted;
     engine_.start(d, c_.waves_, op);
   }
-  if (op.stream_to >= 0) ops_[op.stream_to].started = true;
+  if (x.stream_to >= 0) plan_[x.stream_to].started = true;
   check_done(op);
 }
 
 // Done: whatever lands in its dst has landed, its uncounted blocks are issued.
 void CopyCollective::Rank::check_done(Op& op) {
-  if (op.started && !op.done && !op.issuing && !op.flag_due && op.got >= op.expect && op.o->kind != OpKind::Barrier)
+  const collectives::CopyPlan::Op& x = planned(op);
+  if (x.started && !x.done && !op.issuing && !op.flag_due && op.got >= op.expect && op.o->kind != OpKind::Barrier)
     finish(op);
 }
 
 void CopyCollective::Rank::finish(Op& op) {
-  op.done = true;
-  --left_;
-  for (int d : op.dependents)
-    if (!ops_[d].streamed) --ops_[d].deps_left;
+  const int forward = plan_.finish(op.i);
   // The multicast that forwards a read's results ends with it, unless it
   // ended first (multimem: the read ends when its own copies come back);
   // finishing it goes on from there.
-  if (op.stream_to >= 0 && !ops_[op.stream_to].done) return finish(ops_[op.stream_to]);
-  if (left_ == 0) {
+  if (forward >= 0) return finish(ops_[static_cast<size_t>(forward)]);
+  if (plan_.left() == 0) {
     c_.rank_done();
     return;
   }
@@ -395,7 +360,7 @@ void CopyCollective::Rank::fill(const Op& op, uint64_t b, net::Packet* p) const 
   p->redop = static_cast<uint8_t>(c_.redop_);
   if (op.o->kind == OpKind::Send) {  // into the receiver's buffer
     p->dst = op.peer_endpoint;
-    p->addr = op.buffer + (b - op.lo) * kBlock;
+    p->addr = op.buffer + (b - planned(op).lo) * kBlock;
     own_data(b, p->data);
     return;
   }
@@ -434,9 +399,10 @@ void CopyCollective::Rank::on_response(Op& op, net::Packet* p) {
   if (p->count != (own_through_switch ? members : members - 1)) wrong_ += n / c_.elem_;  // one lost or doubled
   if (!own_through_switch)
     c_.data_.reduce_own(c_.dtype_, c_.redop_, rank_, b * (kBlock / c_.elem_), n / c_.elem_, p->data);
-  if (!own_through_switch || op.stream_to < 0) accept(op, b, p->data, n);
-  if (op.stream_to >= 0) {
-    const Op& mc = ops_[op.stream_to];
+  const int forward = planned(op).stream_to;
+  if (!own_through_switch || forward < 0) accept(op, b, p->data, n);
+  if (forward >= 0) {
+    const Op& mc = ops_[static_cast<size_t>(forward)];
     multicast(group(mc), group(mc).out_addr(b), p->data, n, static_cast<uint16_t>(members));
   }
   engine_.complete(b);
@@ -491,7 +457,7 @@ void CopyCollective::Rank::land(int g, uint64_t b, const uint8_t* data, uint32_t
   }
   Op& op = ops_[i];
   accept(op, b, data, bytes);
-  if (op.issues && op.o->kind == OpKind::ReduceWrite) engine_.complete(b);
+  if (planned(op).issues && op.o->kind == OpKind::ReduceWrite) engine_.complete(b);
   check_done(op);
 }
 
@@ -559,8 +525,9 @@ void CopyCollective::Rank::flag_acked(uint64_t addr) {
 void CopyCollective::Rank::on_flag(uint64_t addr) {
   for (Op& op : ops_) {
     if (op.o->kind != OpKind::Recv || op.flag != addr || op.got) continue;
-    for (uint64_t b = op.lo; b < op.hi; ++b)
-      accept(op, b, gpu_.memory().at(op.buffer + (b - op.lo) * kBlock, block_bytes(b)), block_bytes(b));
+    const collectives::CopyPlan::Op& x = planned(op);
+    for (uint64_t b = x.lo; b < x.hi; ++b)
+      accept(op, b, gpu_.memory().at(op.buffer + (b - x.lo) * kBlock, block_bytes(b)), block_bytes(b));
     check_done(op);
     return;
   }
@@ -582,7 +549,7 @@ uint64_t CopyCollective::Rank::wrong() const {
 }
 
 void CopyCollective::Rank::report(std::ostream& os, const std::string& prefix) const {
-  if (left_ == 0) return;
+  if (plan_.left() == 0) return;
   const bool barrier = std::any_of(homes_.begin(), homes_.end(), [](const Home& h) { return h.barrier >= 0; });
   const Progress p = progress();
   os << prefix << (barrier ? " in the barrier; " : " ") << p.done << " of " << p.all << " output elements received\n";

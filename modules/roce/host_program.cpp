@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "collectives/layout.h"
 #include "core/error.h"
 
 namespace incsim::roce {
@@ -96,9 +97,10 @@ void HostProgram::layout(uint64_t bytes) {
   const uint64_t element = elements::dtype_bytes(dtype_);
   elements_ = bytes / element;
   chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
-  // Chunk c starts at element c * E / C: the buffer split by elements, as
-  // NCCL splits it (input and output are one buffer: in place).
-  const auto begin = [this, element](uint64_t c) { return c * elements_ / chunks_ * element; };
+  // Input and output are one buffer: in place.
+  const auto begin = [this, element](uint64_t c) {
+    return collectives::chunk_start(c, elements_, chunks_) * element;
+  };
   const auto range = [&](const collectives::ChunkRef& c, uint64_t* at) {
     *at = begin(c.index);
     return begin(c.index + c.count) - *at;
