@@ -128,8 +128,8 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   tables_.table_bytes = tables.all;
   table_bytes_ = std::move(tables.port);
   table_bytes_total_ = tables.total;
-  tables_.table_timeout = timeout_ns > 0 ? sc_time(timeout_ns, sc_core::SC_NS)
-                                     : sc_time(std::max(1, little_law_.d_max) * little_law_.l_hop_ns, sc_core::SC_NS);
+  tables_.table_timeout =
+      sc_time(timeout_ns > 0 ? timeout_ns : little_law_.push_lifetime_ns(tables.all), sc_core::SC_NS);
 
   double max_bw = 0, max_link_ns = 0;
   for (const auto& l : t_.links()) {
@@ -180,6 +180,11 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
 
 double LittleLaw::push_per_port() const {
   return collectives::push_table_bytes(b_in_GBps, d_max, l_hop_ns) / switch_ports;
+}
+
+double LittleLaw::push_lifetime_ns(uint32_t per_port) const {
+  const double assumed = std::max(1, d_max) * l_hop_ns;
+  return b_in_GBps > 0 ? std::max(assumed, per_port * static_cast<double>(switch_ports) / b_in_GBps) : assumed;
 }
 
 double LittleLaw::pull_per_port(int p) const {

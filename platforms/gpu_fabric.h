@@ -34,6 +34,12 @@ struct LittleLaw {
   // C_min per switch port: Eq. (2) over every port; Eq. (1) for a reduction
   // of p GPUs, over a GPU's access ports.
   double push_per_port() const;
+  // How long a push entry may wait for its block's other contributions in
+  // tables of `per_port` bytes, ns: Eq. (2) read backwards (the tables of
+  // every port over B_in), never below the d_max x L_hop Eq. (2) assumes.
+  // A table sized above C_min, as a trunk's queueing needs, keeps its
+  // entries that much longer before the timeout sends them home.
+  double push_lifetime_ns(uint32_t per_port) const;
   double pull_per_port(int p) const;
 };
 

@@ -42,8 +42,10 @@ inline const Param<uint32_t> kTableBytes{
 constexpr uint32_t kTableAuto = std::numeric_limits<uint32_t>::max();
 inline const Param<double> kTableTimeout{
     "switch.reduction_table.timeout_ns", 0.0, Range::at_least(0).at_most(1e9),
-    "a push entry not updated for this long goes to its home GPU as a partial; 0: d_max x L_hop, the entry "
-    "lifetime Klenk's Eq. (2) assumes (Klenk §IV-C names the timeout, not its value)"};
+    "a push entry not updated for this long goes to its home GPU as a partial; 0: the lifetime Little's law "
+    "gives the tables configured, switch.reduction_table.bytes x switch ports / B_in (Klenk's Eq. (2) read "
+    "backwards), at least d_max x L_hop, the lifetime Eq. (2) assumes (Klenk §IV-C names the timeout, not its "
+    "value)"};
 inline const Param<std::string> kTableEviction{
     "switch.reduction_table.eviction", "lru", Range::none(),
     "lru: a push miss on a full table evicts the least recently used entry (Klenk §IV-C); timeout: "

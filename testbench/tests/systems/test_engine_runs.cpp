@@ -238,6 +238,24 @@ TEST_CASE("the bound sees a trunk between switches: push's own traffic on it, an
              !Catch::Contains("flows may be fast here"));
 }
 
+TEST_CASE("the entry timeout is the lifetime the tables afford: entries that a trunk delays stay and complete",
+          "[cli][tables]") {
+  TempDir d;
+  // 16 KiB per port on the four-link trunk: 16384 x 24 ports / 100 GB/s =
+  // 3.9 us before an entry goes home. Every block completes in the home
+  // switch; at d_max x L_hop (306 ns, the old default, given here) most
+  // entries time out waiting for the far switch's contributions.
+  const std::string run = "--platform " + two_switch(d, 4) +
+                          " --algorithm push --sizes 1M --quiet -c switch.reduction_table.bytes=16384";
+  const Result sized = incsim(run);
+  REQUIRE(sized.code == 0);
+  CHECK_THAT(sized.out, Catch::Contains("0 evictions, 0 stalls, 8192 completions"));
+  const Result short_timeout = incsim(run + " -c switch.reduction_table.timeout_ns=306");
+  REQUIRE(short_timeout.code == 0);
+  CHECK_THAT(short_timeout.out, Catch::Contains("of them idle for the entry timeout"));
+  CHECK_THAT(short_timeout.out, !Catch::Contains(" 0 evictions"));
+}
+
 TEST_CASE("pull without its barrier is faster for small messages", "[cli][innet]") {
   const double with = row_of("--platform dgx2 --sizes 8K --algorithm pull")["time_us"];
   const double without = row_of("--platform dgx2 --sizes 8K --algorithm pull -c pull.barrier=false")["time_us"];
