@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "collectives/layout.h"
+#include "collectives/message_order.h"
 #include "core/error.h"
 
 namespace incsim::flow {
@@ -41,36 +41,29 @@ class RoceFlows::Run : public RunFlows {
   Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared);
   void begin(Done done) {
     done_ = std::move(done);
-    for (Rank& k : ranks_) {
-      for (size_t i = 0; i < k.ops.size(); ++i) k.work.push_back(static_cast<int>(i));
-      work(k);
-    }
+    for (Rank& k : ranks_) k.order.start(k);
   }
   Result go(const Network::Callback& tick) {
     begin({});
     net_.run(tick);
     for (const Rank& k : ranks_)
-      for (size_t i = 0; i < k.ops.size(); ++i)
-        if (!k.ops[i].complete)
+      for (int i = 0; i < k.order.size(); ++i)
+        if (!k.order[i].complete)
           throw UserError("the program stalls as flows: host rank " + std::to_string(k.r) + "'s operation " +
-                          std::to_string(i) + " (" + collectives::op_name(f_.p_.op(k.r, static_cast<int>(i)).kind) +
-                          ") has " + std::to_string(k.ops[i].done_msgs) + " of " +
-                          std::to_string(k.ops[i].messages) + " messages done");
+                          std::to_string(i) + " (" + collectives::op_name(f_.p_.op(k.r, i).kind) + ") has " +
+                          std::to_string(k.order[i].done_msgs) + " of " + std::to_string(k.order[i].messages) +
+                          " messages done");
     return result(end_, transfers_, *f_.graph_);
   }
   double now() const { return net_.now(); }
   double done_share() const { return static_cast<double>(completed_) / static_cast<double>(std::max<uint64_t>(ops_, 1)); }
 
  private:
+  // What the order (collectives::MessageOrder) does not hold.
   struct Op {
-    uint64_t bytes = 0;
-    uint32_t messages = 0, done_msgs = 0, posted = 0;
-    int prev = -1, next = -1;  // in its queue
-    int deps_left = 0;
     int lane = -1;                     // the queue pair it sends on
     int peer = -1, peer_op = -1;       // a send: the operation at the peer that takes its messages
     Fifo<uint32_t> staged;             // messages in before it may take them, in arrival order
-    bool complete = false;
   };
   // A queue pair's sending side: its work requests in order, each sent once
   // posted a work request's latency ago and the one before it has left.
@@ -82,29 +75,27 @@ class RoceFlows::Run : public RunFlows {
     std::vector<Network::Use> uses;    // per payload byte, the FPGA's port both ways for an aggregation
     double latency = 0;                // its last byte out to the peer's host seeing it
   };
-  struct Rank {
+  struct Rank : collectives::MessageOrder::Mover {
+    Run* run = nullptr;
     int r = 0;
+    collectives::MessageOrder order;
     std::vector<Op> ops;
-    Dependents dependents;
     std::vector<Lane> lanes;
-    std::vector<int> work;
-    int left = 0;
-    bool working = false;
+    void post(int i, uint32_t m) override { run->post(*this, i, m); }
+    void take_staged(int i) override { run->take_staged(*this, i); }
+    void completed(int) override { run->completed(*this); }
   };
   const Operation& op(int r, int i) const { return f_.p_.op(r, i); }
-  uint64_t message_bytes(const Op& o, uint32_t m) const {
-    return std::min<uint64_t>(msg_bytes_, o.bytes - uint64_t{m} * msg_bytes_);
+  uint64_t message_bytes(const Rank& k, int i, uint32_t m) const {
+    return std::min<uint64_t>(msg_bytes_, k.order[i].bytes - uint64_t{m} * msg_bytes_);
   }
   int lane_of(Rank& k, int channel, int peer, bool aggregation);
-  bool may_take(const Rank& k, const Op& o, uint32_t m) const;
-  void work(Rank& k);
-  void advance(Rank& k, int i);
-  void complete(Rank& k, int i);
+  void take_staged(Rank& k, int i);
+  void completed(Rank& k);
   void post(Rank& k, int i, uint32_t m);
   void pump(Rank& k, int lane);
   void join(Rank& k, int i, uint32_t m);
   void deliver(int r, int i, uint32_t m);  // a message of operation i's is in at rank r's host
-  void message_done(Rank& k, int i);
 
   RoceFlows& f_;
   Done done_;
@@ -120,28 +111,18 @@ class RoceFlows::Run : public RunFlows {
 RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
     : RunFlows(shared, *f.graph_), f_(f), msg_bytes_(uint64_t{f.costs_.msg_len} * f.costs_.mtu) {
   const collectives::Program& p = f.p_;
-  const uint64_t elems = bytes / f.elem_;
   ranks_.resize(static_cast<size_t>(p.ranks));
   for (int r = 0; r < p.ranks; ++r) {
     Rank& k = ranks_[static_cast<size_t>(r)];
+    k.run = this;
     k.r = r;
-    const int n = p.op_count(r);
+    k.order = collectives::MessageOrder(p, r, f.costs_.window);
+    k.order.layout(bytes, f.elem_, msg_bytes_);
+    const int n = k.order.size();
     k.ops.resize(static_cast<size_t>(n));
-    k.dependents = Dependents(p, r);
-    const uint64_t chunks = collectives::chunk_limit(p, r, collectives::Buffer::Input);
-    const auto begin = [&](uint64_t c) { return collectives::chunk_start(c, elems, chunks) * f.elem_; };
-    std::vector<int> last_of_queue;
     for (int i = 0; i < n; ++i) {
       const Operation& o = op(r, i);
       Op& x = k.ops[static_cast<size_t>(i)];
-      const collectives::ChunkRef c = !o.dst.empty() ? o.dst : o.src;
-      if (!c.empty()) x.bytes = begin(c.index + c.count) - begin(c.index);
-      x.messages = static_cast<uint32_t>((x.bytes + msg_bytes_ - 1) / msg_bytes_);
-      if (o.queue >= last_of_queue.size()) last_of_queue.resize(o.queue + 1u, -1);
-      x.prev = last_of_queue[o.queue];
-      if (x.prev >= 0) k.ops[static_cast<size_t>(x.prev)].next = i;
-      last_of_queue[o.queue] = i;
-      x.deps_left = static_cast<int>(o.dep_count);
       if (o.kind == OpKind::Aggregate) {
         const std::vector<int>& g = p.groups[static_cast<size_t>(o.group)];
         const size_t at = static_cast<size_t>(std::find(g.begin(), g.end(), r) - g.begin());
@@ -150,7 +131,6 @@ RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
         x.lane = lane_of(k, o.channel, o.send_peer, false);
       }
     }
-    k.left = n;
     ops_ += static_cast<uint64_t>(n);
   }
   const std::vector<std::vector<int>> takes = collectives::receiving_ops(p);
@@ -198,68 +178,21 @@ int RoceFlows::Run::lane_of(Rank& k, int channel, int peer, bool aggregation) {
   return static_cast<int>(k.lanes.size()) - 1;
 }
 
-bool RoceFlows::Run::may_take(const Rank& k, const Op& o, uint32_t m) const {
-  if (o.deps_left) return false;
-  if (o.prev < 0) return true;
-  const Op& before = k.ops[static_cast<size_t>(o.prev)];
-  return before.complete || (before.messages > 0 && before.done_msgs > std::min(m, before.messages - 1));
-}
-
-void RoceFlows::Run::work(Rank& k) {
-  if (k.working) return;
-  k.working = true;
-  while (!k.work.empty()) {
-    const int i = k.work.back();
-    k.work.pop_back();
-    advance(k, i);
-  }
-  k.working = false;
-}
-
-// As HostProgram::advance: a send posts the messages its queue lets it, an
-// aggregation its window's, a receive takes what is in and may be taken.
-void RoceFlows::Run::advance(Rank& k, int i) {
+// A receive takes the messages that came before it could, in arrival order.
+void RoceFlows::Run::take_staged(Rank& k, int i) {
   Op& o = k.ops[static_cast<size_t>(i)];
-  if (o.complete || o.deps_left) return;
-  const OpKind kind = op(k.r, i).kind;
-  if (kind == OpKind::Send) {
-    const uint32_t was = o.done_msgs;
-    while (o.done_msgs < o.messages && may_take(k, o, o.done_msgs)) post(k, i, o.done_msgs++);
-    if (o.done_msgs != was && o.next >= 0) k.work.push_back(o.next);
-  } else if (kind == OpKind::Aggregate) {
-    while (o.posted < o.messages && o.posted < o.done_msgs + f_.costs_.window && may_take(k, o, o.posted))
-      post(k, i, o.posted++);
-  } else {
-    while (!o.staged.empty() && may_take(k, o, o.staged.front())) {
-      o.staged.pop_front();
-      message_done(k, i);
-    }
+  while (!o.staged.empty() && k.order.may_take(i, o.staged.front())) {
+    o.staged.pop_front();
+    k.order.message_in(i, k);
   }
-  const bool before_done = o.prev < 0 || k.ops[static_cast<size_t>(o.prev)].complete;
-  if (o.done_msgs == o.messages && before_done && !o.complete) complete(k, i);
 }
 
-void RoceFlows::Run::complete(Rank& k, int i) {
-  Op& o = k.ops[static_cast<size_t>(i)];
-  o.complete = true;
+void RoceFlows::Run::completed(Rank& k) {
   ++completed_;
-  for (int d : k.dependents.of(i))
-    if (--k.ops[static_cast<size_t>(d)].deps_left == 0) k.work.push_back(d);
-  if (o.next >= 0) k.work.push_back(o.next);
-  if (--k.left == 0 && --running_ == 0) {
+  if (k.order.left() == 0 && --running_ == 0) {
     end_ = net_.now();
     if (done_) done_(result(end_, transfers_, *f_.graph_));
   }
-}
-
-// A receive has a whole message: a receive-and-send forwards it (reduced
-// with its own, or final).
-void RoceFlows::Run::message_done(Rank& k, int i) {
-  Op& o = k.ops[static_cast<size_t>(i)];
-  ++o.done_msgs;
-  if (collectives::sends(op(k.r, i).kind)) post(k, i, o.done_msgs - 1);
-  if (o.next >= 0) k.work.push_back(o.next);
-  k.work.push_back(i);
 }
 
 void RoceFlows::Run::post(Rank& k, int i, uint32_t m) {
@@ -285,7 +218,7 @@ void RoceFlows::Run::pump(Rank& k, int l) {
   ++transfers_;
   if (lane.aggregation) return join(k, i, m);
   const Op& o = k.ops[static_cast<size_t>(i)];
-  flow(lane.uses, static_cast<double>(message_bytes(o, m)), 0, [this, &k, l, m, peer = o.peer, at = o.peer_op] {
+  flow(lane.uses, static_cast<double>(message_bytes(k, i, m)), 0, [this, &k, l, m, peer = o.peer, at = o.peer_op] {
     Lane& x = k.lanes[static_cast<size_t>(l)];
     x.busy = false;
     pump(k, l);
@@ -296,9 +229,9 @@ void RoceFlows::Run::pump(Rank& k, int l) {
 void RoceFlows::Run::deliver(int r, int i, uint32_t m) {
   Rank& k = ranks_[static_cast<size_t>(r)];
   Op& o = k.ops[static_cast<size_t>(i)];
-  if (!o.staged.empty() || !may_take(k, o, m)) o.staged.push_back(m);
-  else message_done(k, i);
-  work(k);
+  if (!o.staged.empty() || !k.order.may_take(i, m)) o.staged.push_back(m);
+  else k.order.message_in(i, k);
+  k.order.run(k);
 }
 
 // The FPGA sums a packet once every member's is in and sends each
@@ -320,7 +253,7 @@ void RoceFlows::Run::join(Rank& k, int i, uint32_t m) {
     const Lane& lane = member.lanes[static_cast<size_t>(member.ops[static_cast<size_t>(x)].lane)];
     uses.insert(uses.end(), lane.uses.begin(), lane.uses.end());
   }
-  const double bytes = static_cast<double>(message_bytes(k.ops[static_cast<size_t>(i)], m));
+  const double bytes = static_cast<double>(message_bytes(k, i, m));
   flow(std::move(uses), bytes, 0, [this, all] {
     for (const auto& [r, x] : all) {
       Rank& member = ranks_[static_cast<size_t>(r)];
@@ -332,14 +265,12 @@ void RoceFlows::Run::join(Rank& k, int i, uint32_t m) {
         // The result of the successor's aggregation in this group: its
         // window moves on.
         Rank& s = ranks_[static_cast<size_t>(successor)];
-        for (size_t j = 0; j < s.ops.size(); ++j)
-          if (const Operation& y = op(s.r, static_cast<int>(j)); y.kind == OpKind::Aggregate && y.group == group) {
-            ++s.ops[j].done_msgs;
-            if (s.ops[j].next >= 0) s.work.push_back(s.ops[j].next);
-            s.work.push_back(static_cast<int>(j));
+        for (int j = 0; j < s.order.size(); ++j)
+          if (const Operation& y = op(s.r, j); y.kind == OpKind::Aggregate && y.group == group) {
+            s.order.result_in(j);
             break;
           }
-        work(s);
+        s.order.run(s);
       });
     }
   });

@@ -27,20 +27,19 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
                          const HostConfig& cfg,
                          const elements::DataPattern* pattern, elements::DType dtype, elements::RedOp op)
     : nic_(nic), program_(program), rank_(rank), cfg_(cfg), pattern_(pattern), dtype_(dtype), redop_(op),
-      msg_bytes_(uint64_t{cfg.msg_len} * cfg.mtu_payload) {
+      msg_bytes_(uint64_t{cfg.msg_len} * cfg.mtu_payload),
+      order_(*program, rank, cfg.window) {
   const collectives::Program& p = *program_;
   if (p.collective != collectives::Collective::AllReduce || !p.in_place || p.buffers[rank_].scratch)
     throw UserError("program " + p.name + ": the RoCE hosts run in-place all-reduces without scratch buffers");
   const int n = p.op_count(rank_);
   ops_.resize(n);
-  dependents_.resize(n);
   int qps = 0;
   for (const Connection& c : sends) qps = std::max(qps, c.qp + 1);
   for (const Connection& c : receives) qps = std::max(qps, c.qp + 1);
   by_seq_.resize(qps);
   aggregate_on_.assign(qps, -1);
   std::vector<uint32_t> sent_on(qps);  // sequence numbers of the sending operations per queue pair
-  std::vector<int> last_of_queue;
   const auto missing = [&](const char* dir, int peer, uint16_t ch) {
     return UserError("program " + p.name + ": rank " + std::to_string(rank_) + " " + dir + " rank " +
                      std::to_string(peer) + " on channel " + std::to_string(ch) +
@@ -50,12 +49,6 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
     const collectives::Operation& o = p.op(rank_, i);
     Op& s = ops_[i];
     s.kind = o.kind;
-    if (o.queue >= last_of_queue.size()) last_of_queue.resize(o.queue + 1, -1);
-    s.prev = last_of_queue[o.queue];
-    if (s.prev >= 0) ops_[s.prev].next = i;
-    last_of_queue[o.queue] = i;
-    s.dep_count = o.dep_count;
-    for (uint16_t d = 0; d < o.dep_count; ++d) dependents_[p.deps_of(o)[d]].push_back(i);
     const bool agg = o.kind == OpKind::Aggregate;
     // An aggregation travels its group's ring (§3.1): to the successor, its
     // results back from the predecessor.
@@ -88,7 +81,6 @@ HostProgram::HostProgram(RoceNic* nic, const collectives::Program* program, int 
     }
   }
   for (const Connection& c : sends) send_qps_.push_back(c.qp);
-  work_.reserve(4 * static_cast<size_t>(n) + 4);
   blocked_.resize(n);
 }
 
@@ -96,15 +88,13 @@ void HostProgram::layout(uint64_t bytes) {
   const collectives::Program& p = *program_;
   const uint64_t element = elements::dtype_bytes(dtype_);
   elements_ = bytes / element;
+  order_.layout(bytes, static_cast<uint32_t>(element), msg_bytes_);
   chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
   // Input and output are one buffer: in place.
   const auto begin = [this, element](uint64_t c) {
     return collectives::chunk_start(c, elements_, chunks_) * element;
   };
-  const auto range = [&](const collectives::ChunkRef& c, uint64_t* at) {
-    *at = begin(c.index);
-    return begin(c.index + c.count) - *at;
-  };
+  const auto at = [&](const collectives::ChunkRef& c) { return begin(c.index); };
   // Receive-reduce-sends' results follow the buffer, from a page of their own.
   uint64_t sums = (bytes + kPage - 1) / kPage * kPage;
   uint64_t may_wait = 0;  // receive bytes that may arrive before their operation may take them
@@ -112,26 +102,26 @@ void HostProgram::layout(uint64_t bytes) {
   for (size_t i = 0; i < ops_.size(); ++i) {
     const collectives::Operation& o = p.op(rank_, static_cast<int>(i));
     Op& s = ops_[i];
-    s.src = s.dst = s.operand = s.sum = kNoAddr;
-    s.bytes = 0;
-    if (!o.src.empty()) s.bytes = range(o.src, &s.src);
-    if (!o.dst.empty()) s.bytes = range(o.dst, &s.dst);
+    const uint64_t bytes_i = order_[static_cast<int>(i)].bytes;
+    s.src = o.src.empty() ? kNoAddr : at(o.src);
+    s.dst = o.dst.empty() ? kNoAddr : at(o.dst);
+    s.operand = s.sum = kNoAddr;
     const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
                          o.kind == OpKind::RecvReduceCopySend;
     if (reduces) s.operand = o.src.empty() ? s.dst : s.src;
     if (o.kind == OpKind::RecvReduceSend) {
       s.sum = sums;
-      sums += s.bytes;
+      sums += bytes_i;
     }
-    s.messages = static_cast<uint32_t>((s.bytes + msg_bytes_ - 1) / msg_bytes_);
-    s.packets = (s.bytes + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
-    waits[i] = s.dep_count > 0 || (s.prev >= 0 && waits[s.prev]);
-    if (waits[i] && collectives::receives(o.kind)) may_wait += s.bytes;
+    s.packets = (bytes_i + cfg_.mtu_payload - 1) / cfg_.mtu_payload;
+    const int prev = order_[static_cast<int>(i)].prev;
+    waits[i] = o.dep_count > 0 || (prev >= 0 && waits[static_cast<size_t>(prev)]);
+    if (waits[i] && collectives::receives(o.kind)) may_wait += bytes_i;
   }
   for (Page& g : pages_) release(g);
   pages_.assign((sums + kPage - 1) / kPage, Page{});
-  for (const Op& o : ops_)
-    for (uint32_t m = 0; m < o.messages; ++m) message_pages(o, m, [this](uint64_t g) { ++pages_[g].uses; });
+  for (int i = 0; i < order_.size(); ++i)
+    for (uint32_t m = 0; m < order_[i].messages; ++m) message_pages(i, m, [this](uint64_t g) { ++pages_[g].uses; });
   peak_pages_ = 0;
   posted_.resize(by_seq_.size());
   for (Posted& p : posted_) {
@@ -149,20 +139,18 @@ void HostProgram::start(uint64_t bytes, std::function<void()> done) {
   finished_ = false;
   wrong_ = 0;
   done_ = std::move(done);
-  left_ = static_cast<int>(ops_.size());
   oldest_ = 0;
   std::vector<uint32_t> work_requests(by_seq_.size());
   for (size_t i = 0; i < ops_.size(); ++i) {
     Op& s = ops_[i];
-    s.done_msgs = s.posted = s.staged = s.acked = s.retired = 0;
+    const uint32_t messages = order_[static_cast<int>(i)].messages;
+    s.staged = s.acked = s.retired = 0;
     s.packets_in = 0;
-    s.complete = false;
-    s.deps_left = s.dep_count;
-    if (s.send_qp >= 0) work_requests[s.send_qp] += s.messages;
+    if (s.send_qp >= 0) work_requests[s.send_qp] += messages;
     if (s.kind == OpKind::Aggregate) {  // MsgIDs continue across collectives: the aggregator array remembers them
       s.msg_id_base = msg_ids_.size() > s.ring_id ? msg_ids_[s.ring_id] : 0;
       if (msg_ids_.size() <= s.ring_id) msg_ids_.resize(s.ring_id + 1u, 0);
-      msg_ids_[s.ring_id] = s.msg_id_base + s.messages;
+      msg_ids_[s.ring_id] = s.msg_id_base + messages;
     }
   }
   for (int qp : send_qps_) {
@@ -173,39 +161,11 @@ void HostProgram::start(uint64_t bytes, std::function<void()> done) {
     finish();
     return;
   }
-  for (size_t i = 0; i < ops_.size(); ++i) work_.push_back(static_cast<int>(i));
-  run();
+  order_.start(*this);
 }
 
-bool HostProgram::may_take(const Op& o, uint32_t msg) const {
-  if (o.deps_left) return false;
-  if (o.prev < 0) return true;
-  const Op& before = ops_[o.prev];
-  return before.complete || (before.messages > 0 && before.done_msgs > std::min(msg, before.messages - 1));
-}
-
-void HostProgram::run() {
-  while (!work_.empty()) {
-    const int i = work_.back();
-    work_.pop_back();
-    advance(i);
-  }
-}
-
-void HostProgram::advance(int i) {
-  Op& o = ops_[i];
-  if (o.complete || o.deps_left) return;
-  if (o.kind == OpKind::Send) {
-    const uint32_t was = o.done_msgs;
-    while (o.done_msgs < o.messages && may_take(o, o.done_msgs)) post(i, o.done_msgs++);
-    if (o.done_msgs != was && o.next >= 0) work_.push_back(o.next);
-  } else if (o.kind == OpKind::Aggregate) {
-    while (o.posted < o.messages && o.posted < o.done_msgs + cfg_.window && may_take(o, o.posted)) post(i, o.posted++);
-  } else if (o.staged) {
-    replay();
-  }
-  const bool before_done = o.prev < 0 || ops_[o.prev].complete;
-  if (o.done_msgs == o.messages && before_done && !o.complete) complete(i);
+void HostProgram::take_staged(int i) {
+  if (ops_[static_cast<size_t>(i)].staged) replay();
 }
 
 void HostProgram::replay() {
@@ -218,7 +178,7 @@ void HostProgram::replay() {
     for (Staged& e : staged_) {
       if (e.op < 0 || blocked_[e.op]) continue;
       Op& o = ops_[e.op];
-      if (!may_take(o, static_cast<uint32_t>(e.offset / msg_bytes_))) {
+      if (!order_.may_take(e.op, static_cast<uint32_t>(e.offset / msg_bytes_))) {
         blocked_[e.op] = 1;
         continue;
       }
@@ -256,23 +216,16 @@ void HostProgram::take(int i, uint64_t offset, const uint8_t* payload, uint32_t 
   ++o.packets_in;
   // A message is whole when its last packet is in (RC delivers in order).
   const uint64_t end = offset + bytes;
-  if (end % msg_bytes_ == 0 || end == o.bytes) message_done(i);
-}
-
-void HostProgram::message_done(int i) {
-  Op& o = ops_[i];
-  ++o.done_msgs;
-  // Forward what just arrived (reduced with ours, or final).
-  if (collectives::sends(o.kind)) post(i, o.done_msgs - 1);
-  retire(i);
-  if (o.next >= 0) work_.push_back(o.next);
-  work_.push_back(i);  // it may be complete
+  if (end % msg_bytes_ == 0 || end == order_[i].bytes) {
+    order_.message_in(i, *this);
+    retire(i);
+  }
 }
 
 void HostProgram::post(int i, uint32_t msg) {
   const Op& o = ops_[i];
   const uint64_t off = msg * msg_bytes_;
-  const uint64_t len = std::min(msg_bytes_, o.bytes - off);
+  const uint64_t len = std::min(msg_bytes_, order_[i].bytes - off);
   WorkRequest w;
   w.id = (static_cast<uint64_t>(i) << 32) | msg;
   w.packets = static_cast<uint32_t>((len + cfg_.mtu_payload - 1) / cfg_.mtu_payload);
@@ -305,9 +258,10 @@ void HostProgram::acknowledged(int qp, uint32_t una) {
 
 void HostProgram::retire(int i) {
   Op& o = ops_[i];
-  const uint32_t upto = o.send_qp >= 0 ? std::min(o.done_msgs, o.acked) : o.done_msgs;
+  const uint32_t done = order_[i].done_msgs;
+  const uint32_t upto = o.send_qp >= 0 ? std::min(done, o.acked) : done;
   for (; o.retired < upto; ++o.retired)
-    message_pages(o, o.retired, [this](uint64_t g) {
+    message_pages(i, o.retired, [this](uint64_t g) {
       if (--pages_[g].uses == 0) {  // no message touches it again: final
         check(g);
         release(pages_[g]);
@@ -425,14 +379,9 @@ void HostProgram::copy(uint64_t to, uint64_t from, uint64_t n) {
   }
 }
 
-void HostProgram::complete(int i) {
-  Op& o = ops_[i];
-  o.complete = true;
-  while (oldest_ < static_cast<int>(ops_.size()) && ops_[oldest_].complete) ++oldest_;
-  for (int d : dependents_[i])
-    if (--ops_[d].deps_left == 0) work_.push_back(d);
-  if (o.next >= 0) work_.push_back(o.next);
-  if (--left_ == 0) finish();
+void HostProgram::completed(int) {
+  while (oldest_ < order_.size() && order_[oldest_].complete) ++oldest_;
+  if (order_.left() == 0) finish();
 }
 
 void HostProgram::finish() {
@@ -462,25 +411,23 @@ void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t 
     // chunk is a model error (a NIC would refuse it).
     const int i = aggregate_on_[qp];
     Op& o = ops_[i];
-    sc_assert(offset <= o.bytes && bytes <= o.bytes - offset);
+    sc_assert(offset <= order_[i].bytes && bytes <= order_[i].bytes - offset);
     write(o.dst + offset, payload, bytes);
     if (++o.packets_in % cfg_.msg_len == 0 || o.packets_in == o.packets) {
-      ++o.done_msgs;
+      order_.result_in(i);
       retire(i);
-      if (o.next >= 0) work_.push_back(o.next);
-      work_.push_back(i);  // the window moves on; it may be complete
     }
   } else {
     const int i = by_seq_[qp][(va >> kSeqShift) & kSeqMask];
     Op& o = ops_[i];
     const uint32_t msg = static_cast<uint32_t>(offset / msg_bytes_);
-    if (o.staged || !may_take(o, msg)) {
+    if (o.staged || !order_.may_take(i, msg)) {
       stage(i, offset, payload, bytes);
       return;
     }
     take(i, offset, payload, bytes);
   }
-  run();
+  order_.run(*this);
 }
 
 void HostProgram::stage(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes) {
@@ -497,7 +444,7 @@ std::string HostProgram::where() const {
   std::ostringstream os;
   if (oldest_ >= static_cast<int>(ops_.size())) return "done";
   const collectives::Operation& p = program_->op(rank_, oldest_);
-  const Op& o = ops_[oldest_];
+  const collectives::MessageOrder::Op& o = order_[oldest_];
   os << "operation " << oldest_ << " of " << ops_.size() << " (" << collectives::op_name(p.kind) << " on channel "
      << p.channel << "), " << o.done_msgs << " of " << o.messages << " messages done";
   if (o.deps_left) os << ", waiting for " << o.deps_left << " of its dependencies";

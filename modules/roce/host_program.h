@@ -35,6 +35,7 @@
 
 #include "elements/data_pattern.h"
 #include "collectives/executor.h"
+#include "collectives/message_order.h"
 #include "collectives/program.h"
 #include "roce/roce_nic.h"
 
@@ -55,7 +56,7 @@ struct Connection {
   int qp;
 };
 
-class HostProgram : public NicClient, public collectives::RankExecutor {
+class HostProgram : public NicClient, public collectives::RankExecutor, collectives::MessageOrder::Mover {
  public:
   // Runs rank `rank` of `program` (an in-place all-reduce of RoCE
   // operations, which the caller has checked) on `nic`; `sends` and
@@ -74,9 +75,9 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   // Messages handled (sent, received, their results in) of all its operations'.
   Progress progress() const override {
     Progress p;
-    for (const Op& o : ops_) {
-      p.done += o.done_msgs;
-      p.all += o.messages;
+    for (int i = 0; i < order_.size(); ++i) {
+      p.done += order_[i].done_msgs;
+      p.all += order_[i].messages;
     }
     return p;
   }
@@ -91,25 +92,22 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
 
  private:
   static constexpr uint64_t kNoAddr = ~0ull;
+  // An operation's data beside its order (collectives::MessageOrder: its
+  // bytes, messages and progress).
   struct Op {
     collectives::OpKind kind;
-    uint64_t src = kNoAddr, dst = kNoAddr, bytes = 0;  // offsets in host memory of its chunks; its bytes
+    uint64_t src = kNoAddr, dst = kNoAddr;             // offsets in host memory of its chunks
     uint64_t operand = kNoAddr;                        // a receive-reduce's local operand
     uint64_t sum = kNoAddr;                            // a receive-reduce-send's result, sent from there
-    uint32_t messages = 0, done_msgs = 0;              // done: handled (sent, received, result in)
-    uint32_t posted = 0;                               // aggregate: messages sent
     uint64_t packets_in = 0;                           // packets received (aggregate: of results)
     uint64_t packets = 0;                              // its bytes' packets
     uint64_t va_tag = 0;                               // its writes' address tag
     int send_qp = -1;
-    int prev = -1, next = -1;                          // in its queue
-    uint32_t deps_left = 0, dep_count = 0;
     uint32_t msg_id_base = 0;                          // aggregate: MsgIDs continue across collectives
     uint16_t ina_rank = 0, ring_id = 0;
     uint32_t staged = 0;                               // packets waiting in staged_
     uint32_t acked = 0;                                // its work requests acknowledged (one per message)
     uint32_t retired = 0;                              // messages handled and acknowledged
-    bool complete = false;
   };
   // A page of the host's buffer (or of the receive-reduce-sends' sums).
   static constexpr uint64_t kPage = 64 << 10;
@@ -133,15 +131,13 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   static constexpr uint64_t kPointBit = 1ull << 62;
 
   void layout(uint64_t bytes);
-  bool may_take(const Op& o, uint32_t msg) const;  // may it handle its message msg now?
   void take(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes);
-  void message_done(int i);
-  void post(int i, uint32_t msg);
-  void run();           // advances the operations on work_ until none is left
-  void advance(int i);  // handles what operation i may now
+  // collectives::MessageOrder::Mover
+  void post(int i, uint32_t msg) override;
+  void take_staged(int i) override;
+  void completed(int i) override;
   void stage(int i, uint64_t offset, const uint8_t* payload, uint32_t bytes);
   void replay();        // staged packets that may now be taken, in arrival order
-  void complete(int i);
   void finish();
   // Host memory, page by page: read (input generated where a page is not
   // made), write, add what arrives to what is there, copy.
@@ -164,10 +160,11 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
       done += piece;
     }
   }
-  // Calls f(page) for each page message m of operation o touches (each of its chunks).
+  // Calls f(page) for each page message m of operation i touches (each of its chunks).
   template <class F>
-  void message_pages(const Op& o, uint32_t m, F&& f) const {
-    const uint64_t from = m * msg_bytes_, to = std::min(o.bytes, from + msg_bytes_);
+  void message_pages(int i, uint32_t m, F&& f) const {
+    const Op& o = ops_[static_cast<size_t>(i)];
+    const uint64_t from = m * msg_bytes_, to = std::min(order_[i].bytes, from + msg_bytes_);
     for (const uint64_t at : {o.src, o.dst, o.operand, o.sum})
       if (at != kNoAddr)
         for (uint64_t g = (at + from) / kPage; g <= (at + to - 1) / kPage; ++g) f(g);
@@ -187,7 +184,7 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   elements::RedOp redop_;
   uint64_t msg_bytes_;  // MsgLen packets of payload
   std::vector<Op> ops_;
-  std::vector<std::vector<int>> dependents_;      // [op]: the operations that wait for it
+  collectives::MessageOrder order_;
   std::vector<std::vector<int>> by_seq_;          // [qp][sequence]: the receiving operation
   std::vector<int> aggregate_on_;                 // [qp]: the aggregation whose results it brings, or -1
   std::vector<int> send_qps_;                     // the queue pairs it sends on
@@ -207,12 +204,11 @@ class HostProgram : public NicClient, public collectives::RankExecutor {
   std::vector<Posted> posted_;
   std::vector<uint8_t> staging_;
   std::vector<Staged> staged_;
-  std::vector<int> work_;                         // operations to advance
   std::vector<char> blocked_;                     // replay(): operations whose next staged packet must wait
   std::vector<uint32_t> msg_ids_;                 // [group]: the next MsgID (the aggregator array remembers them)
   uint64_t staged_bytes_ = 0, elements_ = 0;
   uint32_t chunks_ = 0;
-  int left_ = 0, oldest_ = 0;
+  int oldest_ = 0;
   bool finished_ = true;
   uint64_t wrong_ = 0;
   std::function<void()> done_;
