@@ -331,49 +331,8 @@ bool CoresFlows::Run::deps_done(const Rank& k, const Operation& o, uint64_t pass
 // queue's next operations until one must wait.
 void CoresFlows::Run::progress(Queue& q) {
   Rank& k = *q.rank;
-  const uint64_t slots = static_cast<uint64_t>(slots_.slots);
-  for (;;) {
-    while (!q.pending.empty()) {
-      const Pending pd = q.pending.front();
-      Conn& c = *k.ops[static_cast<size_t>(pd.op)].in;
-      if (c.seen <= pd.idx || c.done != pd.idx) break;
-      q.pending.pop_front();
-      const Operation& o = op(k.r, pd.op);
-      wrote(k, o.dst, pd.pass, c.slot_len[pd.idx % slots]);
-      consume(q, c);
-      op_done(k, pd.op, pd.pass);
-    }
-    if (q.sending || q.next == q.total) break;
-    const int i = q.ops[q.next % q.ops.size()];
-    const uint64_t pass = q.next / q.ops.size();
-    const Operation& o = op(k.r, i);
-    if (!q.pending.empty() && q.pending.back().pass == pass) break;
-    if (!deps_done(k, o, pass)) break;
-    if (collectives::in_network(o.kind)) {
-      ++q.next;
-      start_innet(q, i, pass);
-      continue;
-    }
-    if (!collectives::sends(o.kind) && !collectives::receives(o.kind)) {  // local: no time
-      ++q.next;
-      if (o.kind != OpKind::Nop) wrote(k, o.dst, pass, elements(k, o.src, pass));
-      op_done(k, i, pass);
-      continue;
-    }
-    if (!collectives::sends(o.kind)) {
-      q.pending.push_back({i, pass, k.ops[static_cast<size_t>(i)].in->claimed++});
-      ++q.next;
-      continue;
-    }
-    if (collectives::receives(o.kind)) {
-      const Conn& in = *k.ops[static_cast<size_t>(i)].in;
-      if (in.seen <= in.claimed) break;
-    }
-    const Conn& out = *k.ops[static_cast<size_t>(i)].out;
-    if (out.claimed >= out.seen + slots) break;
-    ++q.next;
-    start_send(q, i, pass);
-  }
+  Turn turn{*this, k};
+  collectives::take_turn(q, turn, p_, k.r, static_cast<uint64_t>(slots_.slots));
   if (q.finished || q.ending || q.next != q.total || !q.pending.empty() || q.sending || q.acks_due != 0) return;
   if (net_.now() < q.acked_by) {
     q.ending = true;
@@ -385,6 +344,21 @@ void CoresFlows::Run::progress(Queue& q) {
   }
   q.finished = true;
   part_done(k);
+}
+
+void CoresFlows::Run::complete_receive(Queue& q, const Pending& pd) {
+  Rank& k = *q.rank;
+  Conn& c = *k.ops[static_cast<size_t>(pd.op)].in;
+  wrote(k, op(k.r, pd.op).dst, pd.pass, c.slot_len[pd.idx % static_cast<uint64_t>(slots_.slots)]);
+  consume(q, c);
+  op_done(k, pd.op, pd.pass);
+}
+
+// A local operation takes no time.
+void CoresFlows::Run::run_local(Rank& k, int i, uint64_t pass) {
+  const Operation& o = op(k.r, i);
+  if (o.kind != OpKind::Nop) wrote(k, o.dst, pass, elements(k, o.src, pass));
+  op_done(k, i, pass);
 }
 
 void CoresFlows::Run::part_done(Rank& k) {

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/cores_turn.h"
 #include "flow/cores_flows.h"
 
 namespace incsim::flow {
@@ -58,10 +59,7 @@ class CoresFlows::Run : public RunFlows {
     std::vector<Network::Use> uses;
     int uses_for = -1;
   };
-  struct Pending {
-    int op;
-    uint64_t pass, idx;
-  };
+  using Pending = collectives::PendingReceive;
   struct Rank;
   struct Queue {
     Rank* rank;
@@ -125,6 +123,20 @@ class CoresFlows::Run : public RunFlows {
   static const ChannelClasses* classes_for(const CoresFlows& f, const collectives::PassLayout& l, std::string& why);
   Conn& add_conn(Rank& k, std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& q, bool sending);
   void progress(Queue& q);
+  // collectives::take_turn's view of rank k.
+  struct Turn {
+    Run& run;
+    Rank& k;
+    Conn& conn_in(int i) { return *k.ops[static_cast<size_t>(i)].in; }
+    Conn& conn_out(int i) { return *k.ops[static_cast<size_t>(i)].out; }
+    bool deps_done(const Operation& o, uint64_t pass) const { return run.deps_done(k, o, pass); }
+    void complete_receive(Queue& q, const Pending& pd) { run.complete_receive(q, pd); }
+    void start_innet(Queue& q, int i, uint64_t pass) { run.start_innet(q, i, pass); }
+    void run_local(int i, uint64_t pass) { run.run_local(k, i, pass); }
+    void start_send(Queue& q, int i, uint64_t pass) { run.start_send(q, i, pass); }
+  };
+  void complete_receive(Queue& q, const Pending& pd);
+  void run_local(Rank& k, int i, uint64_t pass);
   bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
   void start_send(Queue& q, int i, uint64_t pass);
   void finish_send(Queue& q, int i, uint64_t pass);

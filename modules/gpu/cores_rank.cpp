@@ -19,11 +19,6 @@ using collectives::Operation;
 using collectives::passive;
 using collectives::receives_landing;
 
-namespace {
-
-bool local(OpKind k) { return !collectives::sends(k) && !collectives::receives(k) && !collectives::in_network(k); }
-}  // namespace
-
 size_t CoresRank::conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer) {
   for (size_t k = 0; k < v.size(); ++k)
     if (v[k]->channel == channel && v[k]->peer == peer) return k;
@@ -300,46 +295,7 @@ void CoresRank::on_flag(uint64_t addr) {
 // Does whatever queue q can do now: complete trailing receives whose data
 // has landed, then run its next operations until one must wait.
 void CoresRank::progress(Queue& q) {
-  const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);
-  for (;;) {
-    while (!q.pending.empty()) {
-      const Pending pd = q.pending.front();
-      const Conn& c = conn_in(pd.op);
-      if (c.seen <= pd.idx || c.done != pd.idx) break;
-      q.pending.pop_front();
-      complete_recv(q, pd);
-    }
-    if (q.sending || q.next == q.total) break;
-    const int i = q.ops[q.next % q.ops.size()];
-    const uint64_t pass = q.next / q.ops.size();
-    const Operation& o = op(i);
-    // Within a pass a receive holds the queue; the next pass may go ahead.
-    if (!q.pending.empty() && q.pending.back().pass == pass) break;
-    if (!deps_done(o, pass)) break;
-    if (collectives::in_network(o.kind)) {
-      ++q.next;
-      start_innet(q, i, pass);
-      continue;
-    }
-    if (local(o.kind)) {
-      ++q.next;
-      run_local(i, pass);
-      continue;
-    }
-    if (!collectives::sends(o.kind)) {
-      q.pending.push_back({i, pass, conn_in(i).claimed++});
-      ++q.next;
-      continue;
-    }
-    if (collectives::receives(o.kind)) {
-      const Conn& in = conn_in(i);
-      if (in.seen <= in.claimed) break;  // its data has not landed
-    }
-    const Conn& out = conn_out(i);
-    if (out.claimed >= out.seen + slots) break;  // the receiver's slot is not free
-    ++q.next;
-    start_send(q, i, pass);
-  }
+  collectives::take_turn(q, *this, coll_.program_, rank_, static_cast<uint64_t>(coll_.slot_params_.slots));
   if (!q.finished && q.next == q.total && q.pending.empty() && !q.sending && q.flag_acks_due == 0 &&
       q.data_acks_due == 0) {
     q.finished = true;
@@ -432,7 +388,7 @@ void CoresRank::consume(Queue& q, Conn& c) {
   gpu_.store_word(c.port, static_cast<uint32_t>(coll_.gpus_[c.peer]->index()), c.peer_flag, c.done, q.id);
 }
 
-void CoresRank::complete_recv(Queue& q, const Pending& pd) {
+void CoresRank::complete_receive(Queue& q, const Pending& pd) {
   const Operation& o = op(pd.op);
   Conn& c = conn_in(pd.op);
   const uint64_t slots = static_cast<uint64_t>(coll_.slot_params_.slots);

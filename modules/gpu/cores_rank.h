@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectives/cores_turn.h"
 #include "collectives/executor.h"
 #include "collectives/program.h"
 #include "gpu/cores.h"
@@ -87,10 +88,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
     bool check = false;                      // this write is the chunk's last: a result to check
     int owner = -1;
   };
-  struct Pending {
-    int op;
-    uint64_t pass, idx;
-  };
+  using Pending = collectives::PendingReceive;
   // A queue's in-network blocks that go out on one port: the GPU spreads a
   // transfer's blocks over its ports toward the group, block k on port k mod P.
   struct Lane : TxStream {
@@ -144,6 +142,8 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   static size_t conn_of(const std::vector<std::unique_ptr<Conn>>& v, int channel, int peer);
   Conn& add_conn(std::vector<std::unique_ptr<Conn>>& v, int channel, int peer, Queue& queue);
   void progress(Queue& q);
+  template <class Q, class E>
+  friend void collectives::take_turn(Q& q, E& e, const collectives::Program& p, int rank, uint64_t slots);
   bool deps_done(const Operation& o, uint64_t pass) const;
   void start_send(Queue& q, int op, uint64_t pass);
   // The transfer is done: with `flag`, after the fence, the flag store that tells the receiver (Simple).
@@ -158,7 +158,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
     if (collectives::receives(op(q.op).kind)) consume(q, *q.in);
   }
   void consume(Queue& q, Conn& c);
-  void complete_recv(Queue& q, const Pending& pd);
+  void complete_receive(Queue& q, const Pending& pd);
   void run_local(int op, uint64_t pass);
   void op_done(int op, uint64_t pass);
   // In-network operations.
