@@ -222,6 +222,11 @@ LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint3
   return ll;
 }
 
+LittleLaw flow_little_law(const topo::Topology& t, Config& cfg, const PlatformDefaults& d, const flow::LinkFormat& gpu) {
+  const uint32_t max_packet = net::PacketFormat{gpu.header, gpu.flit, gpu.max_payload}.wire_bytes(gpu.max_payload);
+  return little_law_of(t, cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns), max_packet, gpu_memory(cfg, d));
+}
+
 uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes) {
   double c = 0;
   if (d.push_tables) c = ll.push_per_port();
@@ -361,11 +366,9 @@ flow::LinkFormat gpu_fabric_flows(const topo::Topology& t, const std::vector<int
     m.aggregates[static_cast<size_t>(k)] = holds_homes(t, k);
   }
   if (d.tables) {
-    const uint32_t max_packet = net::PacketFormat{gpu.header, gpu.flit, gpu.max_payload}.wire_bytes(gpu.max_payload);
     m.table_entry_bytes = gpu.max_payload;
-    TableBytes tables = table_bytes_of(t, cfg, d, [&] {
-      return table_by_rule(little_law_of(t, sw_ns, max_packet, gpu_memory(cfg, d)), d, gpu.max_payload);
-    }, gpu.max_payload);
+    TableBytes tables = table_bytes_of(
+        t, cfg, d, [&] { return table_by_rule(flow_little_law(t, cfg, d, gpu), d, gpu.max_payload); }, gpu.max_payload);
     m.table_bytes = std::move(tables.port);
     m.table_bytes_all = tables.all;
   }

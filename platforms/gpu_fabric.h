@@ -51,6 +51,9 @@ gpu::GpuConfig gpu_memory(Config& cfg, const PlatformDefaults& d);
 // switches' latency, the largest packet's wire bytes and the GPUs' memory.
 LittleLaw little_law_of(const topo::Topology& t, double switch_latency_ns, uint32_t max_packet_bytes,
                         const gpu::GpuConfig& gc);
+// The same as flows read it: the switches' latency and the GPUs' memory
+// from cfg, the largest packet of the GPU fabric's format `gpu`.
+LittleLaw flow_little_law(const topo::Topology& t, Config& cfg, const PlatformDefaults& d, const flow::LinkFormat& gpu);
 
 // The switches' reduction tables as a run sets them: switch.reduction_table.bytes
 // (else d's, else C_min by d's rule; auto: C_min), and per port of every

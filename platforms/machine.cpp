@@ -68,15 +68,20 @@ void require_packet_memory(const topo::Topology& t) {
                   " this process may use; --fidelity flow runs its collectives, or choose a smaller platform");
 }
 
-// A graph's fabrics and the fabric whose packets each link carries, once
-// every node's kind is known and in its role and every link joins nodes of
-// one fabric or a bridge to one of its two. order: switches, then endpoints.
+// A graph's nodes in build order, its fabrics and the fabric whose packets
+// each link carries, once every node's kind is known and in its role and
+// every link joins nodes of one fabric or a bridge to one of its two.
 struct FabricLayout {
-  std::vector<std::string> names;  // the endpoints' fabric first: the one workloads drive
+  std::vector<int> order;           // switches, then endpoints: the order modules are built in
+  std::vector<std::string> names;   // the endpoints' fabric first: the one workloads drive
   std::vector<size_t> link_fabric;  // [link]: index into names
 };
-FabricLayout fabric_layout(const topo::Topology& t, const std::vector<int>& order) {
+FabricLayout fabric_layout(const topo::Topology& t) {
   FabricLayout out;
+  std::vector<int>& order = out.order;
+  order = t.switches();
+  order.insert(order.end(), t.endpoints().begin(), t.endpoints().end());
+  if (order.empty()) throw UserError("platform " + t.name + " has no nodes");
   auto entry = [&t](int id) -> const KindEntry& {
     fabric_of_kind(t.node(id).block);
     return kinds().at(t.node(id).block);
@@ -182,11 +187,9 @@ const std::string& fabric_of_kind(const std::string& kind) {
 }
 
 Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const PlatformDefaults& d) : topo_(std::move(graph)) {
-  order_ = topo_.switches();
-  order_.insert(order_.end(), topo_.endpoints().begin(), topo_.endpoints().end());
-  if (order_.empty()) throw UserError("platform " + topo_.name + " has no nodes");
   require_packet_memory(topo_);
-  FabricLayout layout = fabric_layout(topo_, order_);
+  FabricLayout layout = fabric_layout(topo_);
+  order_ = std::move(layout.order);
   fabric_names_ = std::move(layout.names);
   const std::vector<size_t>& link_fabric = layout.link_fabric;
   auto index_of = [this](const std::string& f) {
@@ -288,12 +291,8 @@ uint64_t Machine::frames_lost() const {
   return n;
 }
 
-
 flow::FlowMachine flow_machine(const topo::Topology& graph, Config& cfg, const PlatformDefaults& d) {
-  std::vector<int> order = graph.switches();
-  order.insert(order.end(), graph.endpoints().begin(), graph.endpoints().end());
-  if (order.empty()) throw UserError("platform " + graph.name + " has no nodes");
-  const FabricLayout layout = fabric_layout(graph, order);
+  const FabricLayout layout = fabric_layout(graph);
   flow::FlowMachine m;
   m.size_for(graph);
   m.merge_planes = cfg.get(flow::kMergePlanes);
@@ -304,7 +303,7 @@ flow::FlowMachine flow_machine(const topo::Topology& graph, Config& cfg, const P
     // Its nodes: those of its kinds, and the bridges into it (a GPU's NIC
     // is the network's: its latency and acknowledgements are the adapter's).
     std::vector<int> nodes;
-    for (const int id : order) {
+    for (const int id : layout.order) {
       const KindEntry& k = kinds().at(graph.node(id).block);
       if (k.fabric_b.empty() ? k.fabric == f : k.fabric_b == f) nodes.push_back(id);
     }
@@ -313,4 +312,5 @@ flow::FlowMachine flow_machine(const topo::Topology& graph, Config& cfg, const P
   for (size_t k = 0; k < graph.links().size(); ++k) m.link_format[k] = static_cast<uint8_t>(layout.link_fabric[k]);
   return m;
 }
+
 }  // namespace incsim::platforms

@@ -26,7 +26,7 @@ struct PendingReceive {
 // (transfers started, or receives claimed), done (flags stored, or slots
 // freed) and seen (the other side's: slots freed, or transfers landed). The
 // executor e gives an operation's connections (conn_in(i), conn_out(i)),
-// whether its dependencies have done a pass (deps_done), and does the rest:
+// the passes an operation has completed (done_passes(i)), and does the rest:
 // complete_receive(q, pending), start_innet(q, i, pass), run_local(i, pass)
 // and start_send(q, i, pass), the last setting q.sending.
 template <class Queue, class Executor>
@@ -45,7 +45,9 @@ void take_turn(Queue& q, Executor& e, const Program& p, int rank, uint64_t slots
     const Operation& o = p.op(rank, i);
     // Within a pass a receive holds the queue; the next pass may go ahead.
     if (!q.pending.empty() && q.pending.back().pass == pass) return;
-    if (!e.deps_done(o, pass)) return;
+    const uint32_t* deps = p.deps_of(o);
+    for (uint32_t d = 0; d < o.dep_count; ++d)
+      if (e.done_passes(static_cast<int>(deps[d])) <= pass) return;
     if (in_network(o.kind)) {
       ++q.next;
       e.start_innet(q, i, pass);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "collectives/layout.h"
-
 namespace incsim::collectives {
 
 MessageOrder::MessageOrder(const Program& p, int r, uint32_t window)
@@ -21,14 +19,14 @@ MessageOrder::MessageOrder(const Program& p, int r, uint32_t window)
 }
 
 void MessageOrder::layout(uint64_t bytes, uint32_t elem_bytes, uint64_t msg_bytes) {
-  const uint64_t elems = bytes / elem_bytes;
-  const uint64_t chunks = chunk_limit(*p_, r_, Buffer::Input);
-  const auto begin = [&](uint64_t c) { return chunk_start(c, elems, chunks) * elem_bytes; };
+  elems_ = bytes / elem_bytes;
+  chunks_ = chunk_limit(*p_, r_, Buffer::Input);
+  elem_bytes_ = elem_bytes;
   for (int i = 0; i < size(); ++i) {
     const Operation& o = p_->op(r_, i);
     Op& x = ops_[static_cast<size_t>(i)];
     const ChunkRef c = !o.dst.empty() ? o.dst : o.src;
-    x.bytes = c.empty() ? 0 : begin(c.index + c.count) - begin(c.index);
+    x.bytes = c.empty() ? 0 : chunk_offset(c.index + c.count) - chunk_offset(c.index);
     x.messages = static_cast<uint32_t>((x.bytes + msg_bytes - 1) / msg_bytes);
     x.done_msgs = x.posted = 0;
     x.deps_left = static_cast<int>(o.dep_count);

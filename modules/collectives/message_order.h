@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "collectives/layout.h"
 #include "collectives/program.h"
 
 namespace incsim::collectives {
@@ -48,6 +49,8 @@ class MessageOrder {
   // buffer split as NCCL splits it) and messages; nothing handled yet.
   void layout(uint64_t bytes, uint32_t elem_bytes, uint64_t msg_bytes);
 
+  // Where message chunk c starts in the buffer, bytes (as layout split it).
+  uint64_t chunk_offset(uint64_t c) const { return chunk_start(c, elems_, chunks_) * elem_bytes_; }
   const Op& operator[](int i) const { return ops_[static_cast<size_t>(i)]; }
   int size() const { return static_cast<int>(ops_.size()); }
   int left() const { return left_; }
@@ -73,6 +76,8 @@ class MessageOrder {
   const Program* p_ = nullptr;
   int r_ = 0;
   uint32_t window_ = 1;
+  uint64_t elems_ = 0, chunks_ = 1;  // layout's: elements per rank, its input's chunks
+  uint32_t elem_bytes_ = 1;
   std::vector<Op> ops_;
   Dependents dependents_;
   std::vector<int> work_;  // operations to look at, last first

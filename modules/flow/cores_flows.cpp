@@ -320,13 +320,6 @@ void CoresFlows::Run::wrote(Rank& k, ChunkRef ref, uint64_t pass, uint64_t len) 
   }
 }
 
-bool CoresFlows::Run::deps_done(const Rank& k, const Operation& o, uint64_t pass) const {
-  const uint32_t* d = p_.deps_of(o);
-  for (uint32_t j = 0; j < o.dep_count; ++j)
-    if (k.ops[d[j]].done_passes <= pass) return false;
-  return true;
-}
-
 // As CoresRank::progress: trailing receives whose data is in, then the
 // queue's next operations until one must wait.
 void CoresFlows::Run::progress(Queue& q) {

@@ -129,7 +129,7 @@ class CoresFlows::Run : public RunFlows {
     Rank& k;
     Conn& conn_in(int i) { return *k.ops[static_cast<size_t>(i)].in; }
     Conn& conn_out(int i) { return *k.ops[static_cast<size_t>(i)].out; }
-    bool deps_done(const Operation& o, uint64_t pass) const { return run.deps_done(k, o, pass); }
+    uint64_t done_passes(int i) const { return k.ops[static_cast<size_t>(i)].done_passes; }
     void complete_receive(Queue& q, const Pending& pd) { run.complete_receive(q, pd); }
     void start_innet(Queue& q, int i, uint64_t pass) { run.start_innet(q, i, pass); }
     void run_local(int i, uint64_t pass) { run.run_local(k, i, pass); }
@@ -137,7 +137,6 @@ class CoresFlows::Run : public RunFlows {
   };
   void complete_receive(Queue& q, const Pending& pd);
   void run_local(Rank& k, int i, uint64_t pass);
-  bool deps_done(const Rank& k, const Operation& o, uint64_t pass) const;
   void start_send(Queue& q, int i, uint64_t pass);
   void finish_send(Queue& q, int i, uint64_t pass);
   void consume(Queue& q, Conn& c);

@@ -229,13 +229,6 @@ void CoresRank::link(const std::vector<std::unique_ptr<CoresRank>>& ranks) {
   }
 }
 
-bool CoresRank::deps_done(const Operation& o, uint64_t pass) const {
-  const uint32_t* d = coll_.program_.deps_of(o);
-  for (uint32_t k = 0; k < o.dep_count; ++k)
-    if (done_passes_[d[k]] <= pass) return false;
-  return true;
-}
-
 void CoresRank::report(std::ostream& os, const std::string& prefix) const {
   for (const auto& q : queues_) {
     if (q->finished) continue;

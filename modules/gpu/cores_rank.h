@@ -144,7 +144,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   void progress(Queue& q);
   template <class Q, class E>
   friend void collectives::take_turn(Q& q, E& e, const collectives::Program& p, int rank, uint64_t slots);
-  bool deps_done(const Operation& o, uint64_t pass) const;
+  uint64_t done_passes(int i) const { return done_passes_[static_cast<size_t>(i)]; }
   void start_send(Queue& q, int op, uint64_t pass);
   // The transfer is done: with `flag`, after the fence, the flag store that tells the receiver (Simple).
   void finish_send(Queue& q, bool flag = true);

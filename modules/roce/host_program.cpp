@@ -4,7 +4,6 @@
 #include <cstring>
 #include <sstream>
 
-#include "collectives/layout.h"
 #include "core/error.h"
 
 namespace incsim::roce {
@@ -89,12 +88,6 @@ void HostProgram::layout(uint64_t bytes) {
   const uint64_t element = elements::dtype_bytes(dtype_);
   elements_ = bytes / element;
   order_.layout(bytes, static_cast<uint32_t>(element), msg_bytes_);
-  chunks_ = collectives::chunk_limit(p, rank_, collectives::Buffer::Input);
-  // Input and output are one buffer: in place.
-  const auto begin = [this, element](uint64_t c) {
-    return collectives::chunk_start(c, elements_, chunks_) * element;
-  };
-  const auto at = [&](const collectives::ChunkRef& c) { return begin(c.index); };
   // Receive-reduce-sends' results follow the buffer, from a page of their own.
   uint64_t sums = (bytes + kPage - 1) / kPage * kPage;
   uint64_t may_wait = 0;  // receive bytes that may arrive before their operation may take them
@@ -103,8 +96,9 @@ void HostProgram::layout(uint64_t bytes) {
     const collectives::Operation& o = p.op(rank_, static_cast<int>(i));
     Op& s = ops_[i];
     const uint64_t bytes_i = order_[static_cast<int>(i)].bytes;
-    s.src = o.src.empty() ? kNoAddr : at(o.src);
-    s.dst = o.dst.empty() ? kNoAddr : at(o.dst);
+    // Input and output are one buffer: in place.
+    s.src = o.src.empty() ? kNoAddr : order_.chunk_offset(o.src.index);
+    s.dst = o.dst.empty() ? kNoAddr : order_.chunk_offset(o.dst.index);
     s.operand = s.sum = kNoAddr;
     const bool reduces = o.kind == OpKind::RecvReduceSend || o.kind == OpKind::RecvReduceCopy ||
                          o.kind == OpKind::RecvReduceCopySend;

@@ -207,7 +207,6 @@ class HostProgram : public NicClient, public collectives::RankExecutor, collecti
   std::vector<char> blocked_;                     // replay(): operations whose next staged packet must wait
   std::vector<uint32_t> msg_ids_;                 // [group]: the next MsgID (the aggregator array remembers them)
   uint64_t staged_bytes_ = 0, elements_ = 0;
-  uint32_t chunks_ = 0;
   int oldest_ = 0;
   bool finished_ = true;
   uint64_t wrong_ = 0;

@@ -35,13 +35,6 @@
 
 namespace incsim::tb {
 
-namespace {
-// The largest packet's wire bytes on a link of format f, as packet level counts them.
-uint32_t wire_bytes(const flow::LinkFormat& f) {
-  return net::PacketFormat{f.header, f.flit, f.max_payload}.wire_bytes(f.max_payload);
-}
-}  // namespace
-
 void refuse_packet_outputs(const Options& o, bool timeline) {
   for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
                                     std::pair{"dump-platform", "the packet-level machine's graph"}})
@@ -237,8 +230,7 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
 }
 
 platforms::LittleLaw FlowCollectiveWorkload::little_law(const platforms::PlatformDefaults& d) const {
-  return platforms::little_law_of(*graph_, cfg_.get(credit_switch::kSwitchLatency, d.switch_latency_ns),
-                                  wire_bytes(machine_->formats.front()), platforms::gpu_memory(cfg_, d));
+  return platforms::flow_little_law(*graph_, cfg_, d, machine_->formats.front());
 }
 
 // The copy engines run the program's descriptors under their waves, set up
