@@ -7,6 +7,7 @@
 #include "ethernet_fabric.h"
 #include "core/error.h"
 #include "core/nearest.h"
+#include "core/process.h"
 #include "core/yaml_file.h"
 #include "topology/cluster.h"
 #include "topology/dgx1.h"
@@ -472,6 +473,7 @@ void GpuMachine::rewind_if_idle() {
   if (pool().in_use() != 0) return;
   for (gpu::Gpu* g : gpus_) g->rewind_arbiters();
   for (nvswitch::NvSwitch* s : switches_) s->rewind_arbiters();
+  drop_replaced_notifications();
 }
 
 std::pair<uint64_t, uint64_t> GpuMachine::packet_latency() const {

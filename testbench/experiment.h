@@ -76,6 +76,7 @@ class Experiment : private Runner {
  private:
   void run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) override;
   void run_plain(const std::string& what, const std::function<void(const Poll&)>& body) override;
+  void settle();  // before a point: what is due on the idle machine runs out
   Options opt_;
   Part part_;
   Config cfg_;

@@ -53,11 +53,23 @@ class Wakeup {
   void after(const sc_core::sc_time& delay) { at(sim_now() + delay); }
   // The process calls this first: the notification it woke for is spent.
   void fired() { armed_ = false; }
+  // Withdraws a pending notification, so that none outlives what it was for.
+  void cancel() {
+    event.cancel();
+    armed_ = false;
+  }
 
  private:
   sc_core::sc_time pending_;
   bool armed_ = false;
 };
+
+// A notification replaced by an earlier one (Wakeup::at) stays in SystemC's
+// queue of timed events until it reaches the top, and while there changes
+// the order in which the queue hands out events of equal time. Asking for
+// the next activity drops those at the top: with nothing pending, all of
+// them, so that what starts next runs as it would on a fresh simulation.
+inline void drop_replaced_notifications() { sc_core::sc_pending_activity_at_future_time(); }
 
 inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
   sc_core::sc_spawn_options opt;

@@ -92,7 +92,7 @@ void CopyEngine::begin(const Queued& q) {
   next_wave_block_ = window_end_ = dispatched_ = d.first;
   issued_ = completed_ = answered_ = 0;
   outstanding_ = 0;
-  waiting_ = false;
+  stop_waiting();
   counters_.clear();
   wave_counter_.clear();
   per_wave_ = 1;
@@ -137,7 +137,7 @@ void CopyEngine::stop(const CopyClient& client) {
                queue_.end());
   if (client_ != &client) return;
   for (auto& q : queues_) q->size = 0;  // blocks not yet issued
-  waiting_ = false;
+  stop_waiting();
   outstanding_ = 0;
   next();
 }
@@ -183,7 +183,7 @@ void CopyEngine::allocate_waves() {
     *free = Counter{wave, static_cast<uint32_t>(end - next_wave_block_), 0, true};
     wave_counter_[wave] = static_cast<int16_t>(free - counters_.begin());
     window_end_ = next_wave_block_ = end;
-    waiting_ = false;
+    stop_waiting();
     ++outstanding_;
     INCSIM_LOG(log_, Debug, "wave {} issued: {} blocks on counter {}, {} waves outstanding", wave, free->goal,
                free - counters_.begin(), outstanding_);
@@ -239,6 +239,11 @@ void CopyEngine::complete(uint64_t b) {
   INCSIM_LOG(log_, Debug, "wave {} completed: {} responses, {} waves outstanding", k.wave, k.got, outstanding_);
   allocate_waves();
   retire_if_done();
+}
+
+void CopyEngine::stop_waiting() {
+  if (waiting_) gpu_.cancel_engine_timers();
+  waiting_ = false;
 }
 
 void CopyEngine::on_timer(uint64_t wave) {

@@ -163,6 +163,8 @@ class CopyEngine : public sc_core::sc_module, public Traceable {
   void next();            // forget the running descriptor, begin the queue's first
   uint64_t block_at(uint64_t i) const;  // the i-th block issued
   void allocate_waves();
+  // A wave found a counter, or the copy ended: its timeout is dropped.
+  void stop_waiting();
   void dispatch();
   void issued_one();
   void answer(net::Packet* p);  // a response to the running descriptor

@@ -96,11 +96,17 @@ void Gpu::remove_stream(TxStream* s) {
 
 template <class Pred>
 void Gpu::drop_timers(Pred drop) {
+  const size_t before = timers_.size();
   std::vector<Timed> keep;
-  keep.reserve(timers_.size());
+  keep.reserve(before);
   for (; !timers_.empty(); timers_.pop())
     if (!drop(timers_.top())) keep.push_back(timers_.top());
   for (const Timed& t : keep) timers_.push(t);
+  if (keep.size() == before) return;
+  // No wake for a dropped timer stays pending: a later collective's events
+  // would otherwise interleave with it and their order depend on this one.
+  timer_wake_.cancel();
+  if (!timers_.empty()) timer_wake_.at(timers_.top().at);
 }
 
 void Gpu::attach(EventHandler& p) {
@@ -186,6 +192,10 @@ void Gpu::call_after(EventHandler& p, const sc_time& delay, uint64_t tag) {
 
 void Gpu::call_engine_after(const sc_time& delay, uint64_t tag) {
   push_timer(sim_now() + delay, kEngineTag | tag, nullptr);
+}
+
+void Gpu::cancel_engine_timers() {
+  drop_timers([](const Timed& t) { return (t.value & kEngineTag) != 0; });
 }
 
 void Gpu::timer_process() {

@@ -151,6 +151,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   void call_after(EventHandler& p, const sc_core::sc_time& delay, uint64_t tag);
   // The same timer unit serves the copy engine (CopyEngine::on_timer).
   void call_engine_after(const sc_core::sc_time& delay, uint64_t tag);
+  void cancel_engine_timers();  // the copy engine no longer waits for them
 
   void receive(int port, net::Packet* p) override;
   void trace(sc_core::sc_trace_file* tf) const override;
