@@ -43,6 +43,9 @@ const Param<double> kStallTimeout{
     "NetReduce: ten retransmission timeouts, more under link.loss and link.corruption)"};
 const Param<double> kProgress{"sim.progress_s", 2.0, Range::at_least(0).at_most(1e6),
                               "wall-clock seconds between progress lines on stderr"};
+const Param<bool> kLongRun{"sim.long_run", false, Range::none(),
+                           "a --quiet run off a terminal (a script's) whose packet-level estimate passes an hour stops "
+                           "with exit 2 and names --fidelity flow; true lets it run"};
 
 // A parameter's value as JSON of its type: 2048, 1.53, true, "software";
 // whole numbers as integers, whatever the type, so every reader sees 1000;
@@ -118,7 +121,8 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
       std::cerr, opt_.quiet, terminal, progress_s, note,
       opt_.fidelity == "flow" ? std::string()
                               : std::string("--fidelity flow runs collectives as flows, in seconds to minutes, within "
-                                            "the error docs/flow.md measures against packet level"));
+                                            "the error docs/flow.md measures against packet level"),
+      opt_.quiet && !terminal && !cfg_.get(kLongRun));
   // The waveform's link traffic interval is read with --vcd only.
   const double link_interval_ns = opt_.vcd.empty() ? 0.0 : cfg_.get(kLinkTrafficInterval);
   // Under --fidelity flow no machine is built, so no algorithm is asked.

@@ -7,6 +7,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/error.h"
+
 namespace incsim::tb {
 
 namespace {
@@ -78,7 +80,7 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
 
 Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
                    std::ostream& err, bool quiet, bool terminal, double report_every_s,
-                   std::function<std::string()> note, std::string long_hint)
+                   std::function<std::string()> note, std::string long_hint, bool refuse_long)
     // A timeout below the time resolution would judge without time passing.
     : timeout_(std::max(timeout, sc_core::sc_get_time_resolution())),
       progress_(std::move(progress)),
@@ -88,6 +90,7 @@ Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress,
       err_(err),
       quiet_(quiet),
       terminal_(terminal),
+      refuse_long_(refuse_long && quiet && !long_hint_.empty()),
       report_every_(report_every_s) {}
 
 void Watchdog::arm(const std::string& what) {
@@ -154,10 +157,20 @@ void Watchdog::judge() {
 
 void Watchdog::report_when_due() {
   const auto wall = std::chrono::steady_clock::now();
-  if (!quiet_ && wall - last_report_ >= report_every_) {
-    last_report_ = wall;
-    report();
-  }
+  if (wall - last_report_ < report_every_ || (quiet_ && !refuse_long_)) return;
+  last_report_ = wall;
+  if (quiet_) refuse_if_long();
+  else report();
+}
+
+void Watchdog::refuse_if_long() {
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  if (wall < 2 * report_every_.count()) return;  // the first seconds' pace is rough
+  double eta_s = -1;
+  progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_(), &eta_s);
+  if (eta_s > 3600)
+    throw UserError("at this pace the run needs " + duration(eta_s) + " more, over an hour: " + long_hint_ +
+                    " (-c sim.long_run=true runs it anyway)");
 }
 
 void Watchdog::report() {

@@ -56,10 +56,12 @@ class Watchdog {
   // quiet; `terminal`: err is one, so the report is one line kept up to date.
   // `share` says where the run is; `note`, if given, adds to each line
   // (the VCD's size so far). `long_hint`, if given, is said once, on a line
-  // of its own, when the ETA first passes an hour (what to run instead).
+  // of its own, when the ETA first passes an hour (what to run instead);
+  // with `refuse_long`, a quiet run says it in a UserError instead, so that
+  // a script does not wait a day unawares (sim.long_run).
   Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
            std::ostream& err, bool quiet, bool terminal, double report_every_s,
-           std::function<std::string()> note = {}, std::string long_hint = {});
+           std::function<std::string()> note = {}, std::string long_hint = {}, bool refuse_long = false);
   ~Watchdog() { clear_line(); }
   void arm(const std::string& what);
   // Ends the point: a progress line on the terminal is cleared.
@@ -79,6 +81,7 @@ class Watchdog {
   void judge();
   void report();
   void report_when_due();   // report() if report_every_ has passed since the last
+  void refuse_if_long();    // quiet, refuse_long_: a UserError once the ETA passes an hour
   double point_us() const;  // the armed point's simulated time so far
   void clear_line();
   sc_core::sc_time timeout_, next_, start_;
@@ -91,7 +94,7 @@ class Watchdog {
   double run_wall_s_ = 0, run_sim_us_ = 0;
   double plain_us_ = -1;  // poll()'s simulated time, or -1: SystemC's
   std::ostream& err_;
-  bool quiet_, terminal_, armed_ = false, stalled_ = false, shown_ = false;
+  bool quiet_, terminal_, refuse_long_, armed_ = false, stalled_ = false, shown_ = false;
   std::chrono::duration<double> report_every_;
   uint64_t last_ = 0;
   std::string what_;

@@ -153,6 +153,19 @@ TEST_CASE("off a terminal each report is a line with the point's own simulated t
   CHECK(q.err.empty());
 }
 
+// A script's run (quiet, off a terminal) that would take a day stops with
+// one sentence naming the fidelity that would not, rather than running on
+// unseen; sim.long_run lets it go on.
+TEST_CASE("a quiet run off a terminal whose estimate passes an hour stops and names --fidelity flow",
+          "[observe][progress][bad-input]") {
+  const std::string run = "--platform hgx-h100 --sizes 1T --quiet -c sim.progress_s=0.5";
+  const Result r = incsim(run);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Matches("incsim: error: at this pace the run needs \\d+h\\d+m more, over an hour: "
+                                   "--fidelity flow runs collectives as flows, .* \\(-c sim.long_run=true runs it "
+                                   "anyway\\)\n"));
+}
+
 TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, grouped per block, in decimal",
           "[observe][vcd]") {
   TempDir d;
