@@ -539,14 +539,24 @@ int MulticastFabric::home_gpu(int r, uint64_t addr) const {
   return t[block(r, addr) % t.size()];
 }
 
+// Homes take the pivots in turn, each from its own place in the list: by
+// the address alone, the interleave's every S-th block at one switch would
+// leave some pivots' trees, and so some of a trunk's links, without
+// results; by the block's turn alone, every home would take one tree at
+// once.
 int MulticastFabric::result_pivot(int r, uint64_t addr) const {
-  const auto& p = regions_[r].result_pivots[home_port(r, addr).sw];
-  return p[block(r, addr) % p.size()];
+  const Region& g = regions_[r];
+  const auto& p = g.result_pivots[home_port(r, addr).sw];
+  return p[(home_index(g, addr) + home_key(g, addr) / g.homes.size()) % p.size()];
+}
+
+uint64_t MulticastFabric::home_key(const Region& g, uint64_t addr) const {
+  const uint64_t b = (addr - g.def.start) / kBlockBytes;
+  return homes_ == HomeMapping::Hash ? mix(b) : b;
 }
 
 size_t MulticastFabric::home_index(const Region& g, uint64_t addr) const {
-  const uint64_t b = (addr - g.def.start) / kBlockBytes;
-  return static_cast<size_t>((homes_ == HomeMapping::Hash ? mix(b) : b) % g.homes.size());
+  return static_cast<size_t>(home_key(g, addr) % g.homes.size());
 }
 
 MulticastFabric::HomePort MulticastFabric::home_port(int r, uint64_t addr) const {

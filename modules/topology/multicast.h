@@ -180,6 +180,8 @@ class MulticastFabric {
   }
   void build(Region& g) const;
   void build_merges(Region& g) const;
+  // A block's home: home_key (its number, or its hash) mod the homes.
+  uint64_t home_key(const Region& g, uint64_t addr) const;
   size_t home_index(const Region& g, uint64_t addr) const;
   // Channels are directed switch-to-switch links, 2 x link (+1 from its b end).
   int channel(int node, int port) const;
