@@ -314,15 +314,12 @@ LinkBound cut_bound(const collectives::Program& p, const topo::Topology& t, cons
 }
 
 // The busiest link between two nodes neither of which is a GPU under the program's own traffic.
-// merge_pushes: every push merged where its contributions meet, as flows
-// take it, rather than as the topology's switches reduce it.
 LinkBound own_traffic_bound(const collectives::Program& p, const topo::Topology& t, const std::vector<int>& gpus,
-                            const std::vector<uint8_t>& spreads, WirePacket fabric, WirePacket net,
-                            bool merge_pushes = false) {
+                            const std::vector<uint8_t>& spreads, WirePacket fabric, WirePacket net) {
   Router router(t, spreads);
   std::vector<double> load(2 * t.links().size(), 0.0);
   // InfiniBand's switches merge a push on the way (SHARP's aggregation trees).
-  const bool merges_on_the_way = merge_pushes || std::any_of(t.nodes().begin(), t.nodes().end(), [](const topo::Node& n) {
+  const bool merges_on_the_way = std::any_of(t.nodes().begin(), t.nodes().end(), [](const topo::Node& n) {
     return n.block == topo::kinds::kIbSwitch;
   });
   // Sends, summed per pair of ranks before they are routed.
@@ -418,21 +415,6 @@ LinkBound link_bound(const collectives::Program& p, const topo::Topology& t, con
   if (p.groups.empty()) return cut;
   const LinkBound own = own_traffic_bound(p, t, gpus, spreads, fabric, net);
   return slower(own, cut) ? own : cut;
-}
-
-void print_merged_pushes(std::ostream& os, const LinkBound& b, const collectives::Program& p,
-                         const topo::Topology& t, const std::vector<int>& gpus, const std::vector<uint8_t>& spreads,
-                         WirePacket fabric, WirePacket net, uint64_t bytes, double gpus_bound_us) {
-  if (!p.has(collectives::OpKind::ReduceWrite) || b.where.empty()) return;
-  const LinkBound merged = own_traffic_bound(p, t, gpus, spreads, fabric, net, true);
-  const double floor = std::max(gpus_bound_us, merged.us(bytes)), packets = b.us(bytes);
-  if (packets <= floor * 1.05) return;
-  os << std::fixed << std::setprecision(0)
-     << "# fidelity: flows merge the push's contributions where they meet; this platform's switches reduce a "
-        "block only at its home, so at packet level "
-     << b.where << " carries " << std::setprecision(3) << b.moved
-     << " of the message each way: flows may be fast here by " << std::setprecision(0)
-     << 100 * (1 - floor / packets) << "% or more (--check-fidelity runs packet level beside them)\n";
 }
 
 void print_link_bound(std::ostream& os, const LinkBound& b, const collectives::Program& p, uint64_t bytes,

@@ -80,14 +80,6 @@ LinkBound link_bound(const collectives::Program& p, const topo::Topology& t, con
 // not `destination`). An Ethernet switch hashes each connection to one
 // port (ECMP), which the bound takes as spreading evenly.
 std::vector<uint8_t> spreading_nodes(const topo::Topology& t, const std::function<bool(int node)>& spreads);
-// Flows' header line where they may be fast: flows merge a push's
-// contributions where they meet (docs/flow.md), while Klenk's NVSwitches
-// reduce a block at its home alone, and the link bound b (link_bound's)
-// is more than 5% above the longest of the GPUs' bound at `bytes` and that
-// link bound with the pushes merged. Nothing elsewhere.
-void print_merged_pushes(std::ostream& os, const LinkBound& b, const collectives::Program& p,
-                         const topo::Topology& t, const std::vector<int>& gpus, const std::vector<uint8_t>& spreads,
-                         WirePacket fabric, WirePacket net, uint64_t bytes, double gpus_bound_us);
 // The header's line on it where it binds before the GPUs' links (their
 // bound gpus_bound_us at `bytes`), and what it allows `name` in busbw.
 void print_link_bound(std::ostream& os, const LinkBound& b, const collectives::Program& p, uint64_t bytes,

@@ -116,7 +116,7 @@ flow::LinkFormat infiniband_flows(const topo::Topology& t, const std::vector<int
     } else {
       m.node_ns[n] = sw_ns;
       m.spreads[n] = spreads;
-      m.aggregates[n] = sharp;
+      m.aggregates[n] = m.merges[n] = sharp;
     }
   }
   return ib;

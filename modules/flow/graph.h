@@ -43,7 +43,7 @@ struct FlowMachine {
   void size_for(const topo::Topology& g) {
     t = &g;
     link_format.assign(g.links().size(), 0);
-    for (auto* v : {&spreads, &acks_early, &aggregates, &hashes}) v->assign(g.nodes().size(), 0);
+    for (auto* v : {&spreads, &acks_early, &aggregates, &merges, &hashes}) v->assign(g.nodes().size(), 0);
     node_ns.assign(g.nodes().size(), 0);
   }
   const topo::Topology* t = nullptr;
@@ -53,6 +53,10 @@ struct FlowMachine {
   std::vector<uint8_t> spreads;      // [node]: spreads packets evenly over equal-cost ports
   std::vector<uint8_t> acks_early;   // [node]: an adapter, which acknowledges a write once it has taken it
   std::vector<uint8_t> aggregates;   // [node]: a switch whose tables reduce pushes: SHARP's (ib.sharp.table_bytes), an NVSwitch's
+  // [node]: one that also reduces the pushes that meet on their way to a
+  // home elsewhere (SHARP's aggregation trees); an NVSwitch reduces a block
+  // only at its home (Klenk §IV-C), so every member's pushes reach it whole.
+  std::vector<uint8_t> merges;
   // [node]: an Ethernet switch, which keeps a connection on one of its
   // equal-cost ports, by the hash the packet-level switch takes (ECMP,
   // ethernet/ethernet_switch.cpp).

@@ -1,6 +1,7 @@
 #include "flow/innet.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -168,9 +169,11 @@ InNetwork::Shape InNetwork::multicast_shape(int r, int g) {
   return shape;
 }
 
-// SHARP: every member's contributions go up to group g's home switches,
-// merging where their ways meet, and the sum comes down to every member.
-// latency: up and down again.
+// Every member's contributions go up to group g's home switches, merged
+// where their ways meet if the switches there merge them (SHARP's), else
+// each whole to its home (Klenk's push, which reduces at the home alone),
+// and the sum comes down to every member: SHARP's along their ways, a
+// push's on the packets' trees (tree_downs). latency: up and down again.
 InNetwork::Shape InNetwork::sum_shape(int g) {
   const std::vector<int>& members = p_.groups[static_cast<size_t>(g)];
   // A home's merged streams up and down, and the shape's, its homes' added in turn.
@@ -184,20 +187,120 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
   FlowGraph::WalkMemo below;  // the ways every home reaches alike
   for (const Home& h : homes(g)) {
     // Each home's ways once (a shape per group's members); a link several
-    // members' ways share carries the stream once.
-    graph_.walk_all(h.node, to, [&up, &dn](const FlowGraph::Piece& piece) {
+    // members' ways share carries a merged stream once.
+    const bool merges = m_.merges[static_cast<size_t>(h.node)] != 0;
+    graph_.walk_all(h.node, to, [&up, &dn, merges](const FlowGraph::Piece& piece) {
+      const double ways = static_cast<double>(piece.dsts.size());
       for (const auto& [l, x] : piece.hops) {
-        double& s = x > 0 ? dn[l] : up[l];
-        s = std::max(s, std::abs(x));
+        if (!merges && x < 0) {
+          up[l] += ways * -x;
+        } else if (merges) {
+          double& s = x > 0 ? dn[l] : up[l];
+          s = std::max(s, std::abs(x));
+        }
       }
     }, latency, &below);
     for (double x : latency) shape.latency = std::max(shape.latency, 2 * x + m_.node_ns[static_cast<size_t>(h.node)]);
     up.drain([&ups, &h](int l, double x) { ups[l] += h.share * x; });
     dn.drain([&downs, &h](int l, double x) { downs[l] += h.share * x; });
   }
+  tree_downs(g, downs);
   for (LinkValues* v : {&ups, &downs})
     v->drain([this, &shape](int l, double x) { shape.uses.push_back({l, x * block_weight(l, false)}); });
   return shape;
+}
+
+// A home multicasts a block's sum on the tree of one pivot, the pivots in
+// turn (topo::MulticastFabric::result_pivot), so a link carries the share
+// of the pivots whose tree takes it from that home. Per pivot, for every
+// home at once: the tree floods an edge from u to its child c for the
+// homes outside c's subtree, from c to u for those inside, wherever the
+// packets' tree goes on that way, and a delivery for every home.
+void InNetwork::tree_downs(int g, LinkValues& downs) {
+  const topo::Topology& t = *m_.t;
+  const auto& sws = t.switches();
+  const int S = static_cast<int>(sws.size());
+  const auto at = [](auto& v, int i) -> auto& { return v[static_cast<size_t>(i)]; };
+  std::vector<int> sw_of(t.nodes().size(), -1);
+  for (int s = 0; s < S; ++s) at(sw_of, at(sws, s)) = s;
+  std::vector<double> share(static_cast<size_t>(S), 0.0);  // [switch]: its homes' share of the blocks
+  for (const Home& h : homes(g))
+    if (!at(m_.merges, h.node)) at(share, at(sw_of, h.node)) = h.share;
+  if (std::all_of(share.begin(), share.end(), [](double x) { return x == 0; })) return;
+  if (!trees_)
+    trees_ = std::make_unique<topo::MulticastFabric>(
+        t, topo::HomeMapping::Interleave, [this](int node) { return m_.aggregates[static_cast<size_t>(node)] != 0; },
+        false);
+  int& r = tree_regions_.try_emplace(alike(g), -1).first->second;
+  if (r < 0) {
+    std::vector<int> targets;
+    for (int m : p_.groups[static_cast<size_t>(g)]) targets.push_back(at(endpoints_, m));
+    r = trees_->add_region(static_cast<uint64_t>(alike(g) + 1) << 20, topo::MulticastFabric::kBlockBytes,
+                           std::move(targets), false);
+  }
+  // [pivot]: each home switch that takes it, with its share over its pivots.
+  std::map<int, std::vector<std::pair<int, double>>> takers;
+  for (int s = 0; s < S; ++s) {
+    if (at(share, s) == 0) continue;
+    const std::vector<int>& pivots = trees_->result_pivots(r, s);
+    assert(!pivots.empty());  // a home is on its group's trees (topo::home_switches)
+    for (int p : pivots) takers[p].push_back({s, at(share, s) / static_cast<double>(pivots.size())});
+  }
+  const auto next = [&](int s, int port) { return at(sw_of, t.peer({at(sws, s), port}).node); };
+  const auto flow_link = [&](int s, int port) {
+    const int k = t.link_at({at(sws, s), port});
+    const topo::PortRef a = at(t.links(), k).a;
+    return graph_.flow_link(k, a.node == at(sws, s) && a.port == port ? 0 : 1);
+  };
+  std::vector<double> below(static_cast<size_t>(S), 0.0);  // the homes' weight in a switch's subtree
+  std::vector<int> parent(static_cast<size_t>(S), -2), on, order;
+  std::vector<std::vector<int>> adj(static_cast<size_t>(S));
+  for (const auto& [pivot, homes_on] : takers) {
+    const auto fanout = [&, pivot = pivot](int s) {
+      return std::make_pair(trees_->fanout_begin(r, s, pivot), trees_->fanout_end(r, s, pivot));
+    };
+    on.clear();  // the tree's switches, and its edges either way
+    for (int s = 0; s < S; ++s) {
+      const auto [b, e] = fanout(s);
+      if (b != e) on.push_back(s);
+      for (auto f = b; f != e; ++f)
+        if (f->endpoint < 0) {
+          at(adj, s).push_back(next(s, f->port));
+          at(adj, next(s, f->port)).push_back(s);
+        }
+    }
+    for (const auto& [s, x] : homes_on) at(below, s) = x;
+    for (int root : on) {  // each component of the tree
+      if (at(parent, root) != -2) continue;
+      order.assign(1, root);
+      at(parent, root) = -1;
+      for (size_t k = 0; k < order.size(); ++k)
+        for (int c : at(adj, order[k]))
+          if (at(parent, c) == -2) {
+            at(parent, c) = order[k];
+            order.push_back(c);
+          }
+      for (size_t k = order.size(); k-- > 1;) at(below, at(parent, order[k])) += at(below, order[k]);
+      const double all = at(below, root);
+      for (int s : order) {
+        const auto [b, e] = fanout(s);
+        for (auto f = b; f != e; ++f) {
+          double x = all;  // a delivery
+          if (f->endpoint < 0) {
+            const int c = next(s, f->port);
+            x = at(parent, c) == s ? all - at(below, c) : at(below, s);
+          }
+          if (x > 0) downs[flow_link(s, f->port)] += x;
+        }
+      }
+    }
+    for (int s : on) {
+      at(adj, s).clear();
+      at(parent, s) = -2;
+      at(below, s) = 0;
+    }
+    for (const auto& [s, x] : homes_on) at(below, s) = 0;
+  }
 }
 
 uint64_t InNetwork::shape_key(int r, const Operation& o) const {

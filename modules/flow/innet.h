@@ -7,6 +7,7 @@
 // its tree; a reducing write's contributions up to the group's home
 // switches, merged where they meet, and its sum back down. Plain C++.
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "collectives/program.h"
 #include "flow/graph.h"
 #include "flow/network.h"
+#include "topology/multicast.h"
 
 namespace incsim::flow {
 
@@ -92,6 +94,9 @@ class InNetwork {
   Shape read_shape(int r, int g);
   Shape multicast_shape(int r, int g);
   Shape sum_shape(int g);
+  // Adds to `downs` the sums that group g's homes which do not merge on
+  // the way multicast, on the packets' trees (sum_shape).
+  void tree_downs(int g, LinkValues& downs);
   // [group]: the first group with its members.
   static std::vector<int> first_alike(const std::vector<std::vector<int>>& groups);
 
@@ -105,6 +110,8 @@ class InNetwork {
   std::map<std::pair<int, int>, Route> downs_;   // (switch node, rank)
   std::map<int, std::vector<Home>> homes_;       // by group
   std::unordered_map<uint64_t, Shape> shapes_;   // by shape_key
+  std::unique_ptr<topo::MulticastFabric> trees_;  // the packets' multicast trees, made at first need
+  std::map<int, int> tree_regions_;               // by group: its region in trees_
 };
 
 }  // namespace incsim::flow

@@ -67,9 +67,10 @@ class MulticastFabric {
   static constexpr uint32_t kBlockBytes = 128;  // reduction alignment (Klenk §IV-D: 128 B packets)
 
   // can_reduce: whether a switch node may hold home ports (one with reduction
-  // tables, not a bridge); empty: every switch.
+  // tables, not a bridge); empty: every switch. deadlock_checks: false for
+  // a fabric read for its trees alone (flows'), which no packet crosses.
   explicit MulticastFabric(const Topology& t, HomeMapping homes = HomeMapping::Interleave,
-                           std::function<bool(int node)> can_reduce = {});
+                           std::function<bool(int node)> can_reduce = {}, bool deadlock_checks = true);
 
   // Registers a region and fills the tables; throws UserError if it overlaps
   // another, names a GPU the platform lacks, has fewer than two targets, or
@@ -143,6 +144,8 @@ class MulticastFabric {
   // (a tree climbing back up would break the up-then-down order of unicast
   // paths that keeps multicast deadlock-free, Klenk §IV-E2).
   int result_pivot(int r, uint64_t addr) const;
+  // Every pivot a home at switch number sw takes in turn.
+  const std::vector<int>& result_pivots(int r, int sw) const { return regions_[r].result_pivots[sw]; }
   uint64_t home_ports(int r) const { return regions_[r].homes.size(); }
   HomeMapping home_mapping() const { return homes_; }
   // SHARP's aggregation tree (Graham et al. 2016): the contributions
@@ -194,6 +197,7 @@ class MulticastFabric {
   HomeMapping homes_;
   bool aggregation_trees_ = false;
   std::function<bool(int node)> can_reduce_;
+  bool deadlock_checks_;
   std::vector<std::vector<int>> unicast_deps_;  // [channel] -> channels a packet holding it may wait for
   std::vector<Region> regions_;  // removed ones have size 0 and are reused
   std::vector<bool> windows_;    // [window]: claimed

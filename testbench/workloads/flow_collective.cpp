@@ -195,11 +195,6 @@ void FlowCollectiveWorkload::bound_links(const std::vector<int>& gpus, platforms
   const std::vector<uint8_t> spreads =
       platforms::spreading_nodes(*graph_, [this](int node) { return machine_->spreads[static_cast<size_t>(node)] != 0; });
   links_ = platforms::link_bound(flows_->program(), *graph_, gpus, spreads, fabric, net);
-  // Bounds grow with the size alike: their ratio is the same at any size.
-  std::ostringstream os;
-  platforms::print_merged_pushes(os, links_, flows_->program(), *graph_, gpus, spreads, fabric, net, 1u << 20,
-                                 bound_us(1u << 20, false));
-  merged_note_ = os.str();
 }
 
 // NVLS's reducing reads take entries of the NVSwitches' reduction tables
@@ -478,7 +473,6 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   if ((platforms::is_platform_file(opt_.platform) || platforms::is_platform_file(opt_.node)) && !opt_.check_fidelity)
     os << "# fidelity: flows are checked against packet level on the built-in platforms, not on a platform file: "
           "--check-fidelity runs packet level beside them at the smallest size\n";
-  os << merged_note_;
   const collectives::Program& p = flows_->program();
   const uint64_t bytes = sizes_.back();
   const std::string name = file_algorithm_ ? "the program" : opt_.algorithm;

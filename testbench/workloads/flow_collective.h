@@ -154,7 +154,6 @@ class FlowCollectiveWorkload : public GroupCollective {
   // The bound (platforms/bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   platforms::LinkBound links_;
-  std::string merged_note_;  // platforms::print_merged_pushes' line, or empty
   std::string cluster_note_;  // empty off a cluster
   // The reduction tables' Little's-law sizing, as packet level prints it
   // where an algorithm reduces in the NVSwitches off a cluster; else empty.
