@@ -149,7 +149,9 @@ TEST_CASE("a platform file with a built-in's netlist under another name runs as 
 // The example platform files run, exactly (the kinds example with its own
 // per-switch override).
 TEST_CASE("the example platform files run", "[cli][platform]") {
-  for (const std::string args : {"dual-switch.yaml --sizes 64K", "pcie-servers.yaml --sizes 64K -c s0_cpu.latency_ns=0"}) {
+  for (const std::string args : {"dual-switch.yaml --sizes 64K", "pcie-servers.yaml --sizes 64K -c s0_cpu.latency_ns=0",
+                                  "two-switch.yaml --sizes 64K --algorithm ring,push,nvls",
+                                  "three-switch.yaml --sizes 64K --algorithm ring,push,nvls"}) {
     INFO(args);
     const Result r = incsim("--platform " PLATFORM_EXAMPLES "/" + args + " --quiet");
     INFO(r.err);
