@@ -122,7 +122,7 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
       opt_.fidelity == "flow" ? std::string()
                               : std::string("--fidelity flow runs collectives as flows, in seconds to minutes, within "
                                             "the error docs/flow.md measures against packet level"),
-      opt_.quiet && !terminal && !cfg_.get(kLongRun));
+      !cfg_.get(kLongRun));
   // The waveform's link traffic interval is read with --vcd only.
   const double link_interval_ns = opt_.vcd.empty() ? 0.0 : cfg_.get(kLinkTrafficInterval);
   // Under --fidelity flow no machine is built, so no algorithm is asked.

@@ -90,7 +90,7 @@ Watchdog::Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress,
       err_(err),
       quiet_(quiet),
       terminal_(terminal),
-      refuse_long_(refuse_long && quiet && !long_hint_.empty()),
+      refuse_long_(refuse_long && quiet && !terminal && !long_hint_.empty()),
       report_every_(report_every_s) {}
 
 void Watchdog::arm(const std::string& what) {

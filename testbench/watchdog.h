@@ -57,7 +57,7 @@ class Watchdog {
   // `share` says where the run is; `note`, if given, adds to each line
   // (the VCD's size so far). `long_hint`, if given, is said once, on a line
   // of its own, when the ETA first passes an hour (what to run instead);
-  // with `refuse_long`, a quiet run says it in a UserError instead, so that
+  // with `refuse_long`, a quiet run off a terminal says it in a UserError, so that
   // a script does not wait a day unawares (sim.long_run).
   Watchdog(sc_core::sc_time timeout, std::function<uint64_t()> progress, std::function<RunShare()> share,
            std::ostream& err, bool quiet, bool terminal, double report_every_s,

@@ -192,11 +192,11 @@ InNetwork::Shape InNetwork::sum_shape(int g) {
     graph_.walk_all(h.node, to, [&up, &dn, merges](const FlowGraph::Piece& piece) {
       const double ways = static_cast<double>(piece.dsts.size());
       for (const auto& [l, x] : piece.hops) {
-        if (!merges && x < 0) {
-          up[l] += ways * -x;
-        } else if (merges) {
+        if (merges) {
           double& s = x > 0 ? dn[l] : up[l];
           s = std::max(s, std::abs(x));
+        } else if (x < 0) {
+          up[l] += ways * -x;
         }
       }
     }, latency, &below);
