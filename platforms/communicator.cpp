@@ -83,6 +83,14 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
                                elements::DType dtype, elements::RedOp redop)
     : comm_(comm), algorithm_(a), synthesis_(s), program_(s.program), dtype_(dtype), redop_(redop) {
   if (a.in_switches()) innet_ = collectives::in_network_method(program_);
+  // Multicast paths that can deadlock are refused before the run, not when a
+  // size registers its regions.
+  if (program_.engine() != collectives::Engine::NicTable)
+    for (const std::vector<int>& g : program_.groups) {
+      std::vector<int> targets;
+      for (int r : g) targets.push_back(comm_.gpus_[static_cast<size_t>(r)]->index());
+      if (targets.size() > 1) comm_.machine_.multicast().check_group(std::move(targets));
+    }
   switch (program_.engine()) {
     case collectives::Engine::CopyEngine: make_copy(); break;
     case collectives::Engine::NicTable:

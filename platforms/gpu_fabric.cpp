@@ -52,6 +52,11 @@ bool is_plain_switch(const topo::Topology& t, int node) {
   return t.node(node).kind == NodeKind::Switch && is_nvlink(t, node) && !in_network(t, node);
 }
 
+void check_multicast_paths(const topo::Topology& t, const std::vector<std::vector<int>>& groups) {
+  const topo::MulticastFabric f(t, topo::HomeMapping::Interleave, [&t](int node) { return holds_homes(t, node); });
+  for (const std::vector<int>& g : groups) f.check_group(g);
+}
+
 GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const PlatformDefaults& d) : t_(t) {
   const std::string homes = cfg.get(kHomePorts);
   if (homes != "interleave" && homes != "hash")

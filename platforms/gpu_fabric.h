@@ -143,6 +143,11 @@ bool holds_homes(const topo::Topology& t, int node);
 // multicast or reduction tables (a torus router, a DGX-1's PCIe switch).
 bool is_plain_switch(const topo::Topology& t, int node);
 
+// Throws the UserError packet level's multicast fabric throws where the
+// multicast paths of these groups (each its GPUs' endpoint indices) can
+// deadlock (Klenk §IV-E2): for flows, which build no such fabric.
+void check_multicast_paths(const topo::Topology& t, const std::vector<std::vector<int>>& groups);
+
 void register_nvlink_fabric();
 
 }  // namespace incsim::platforms

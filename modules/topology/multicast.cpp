@@ -216,26 +216,12 @@ int MulticastFabric::find(uint64_t addr) const {
 }
 
 int MulticastFabric::add_region(uint64_t start, uint64_t size, std::vector<int> targets, bool exclude_source) {
-  const int n = static_cast<int>(topo_.endpoints().size());
   if (size == 0) throw UserError("a multicast region must not be empty");
   for (const auto& g : regions_)
     if (start < g.def.start + g.def.size && g.def.start < start + size)
       throw UserError("multicast region [" + std::to_string(start) + ", " + std::to_string(start + size) +
                       ") overlaps a region registered before");
-  std::set<int> seen;
-  for (int e : targets) {
-    if (e < 0 || e >= n)
-      throw UserError("multicast group names GPU " + std::to_string(e) + ", but the platform has GPUs 0 to " +
-                      std::to_string(n - 1));
-    if (!seen.insert(e).second) throw UserError("multicast group names GPU " + std::to_string(e) + " twice");
-  }
-  if (targets.size() < 2) throw UserError("a multicast group needs at least two GPUs");
-  Region g;
-  g.def = {start, size, std::move(targets), exclude_source};
-  g.target_pos.assign(n, -1);
-  for (size_t i = 0; i < g.def.targets.size(); ++i) g.target_pos[g.def.targets[i]] = static_cast<int>(i);
-  build(g);
-  if (deadlock_checks_) check_deadlock_free(g);
+  Region g = make_region({start, size, std::move(targets), exclude_source});
   const auto free = std::find_if(regions_.begin(), regions_.end(), [](const Region& x) { return x.def.size == 0; });
   if (free != regions_.end()) {
     *free = std::move(g);
@@ -243,6 +229,29 @@ int MulticastFabric::add_region(uint64_t start, uint64_t size, std::vector<int> 
   }
   regions_.push_back(std::move(g));
   return static_cast<int>(regions_.size()) - 1;
+}
+
+void MulticastFabric::check_group(std::vector<int> targets) const {
+  make_region({0, kBlockBytes, std::move(targets), false});
+}
+
+MulticastFabric::Region MulticastFabric::make_region(McRegion def) const {
+  const int n = static_cast<int>(topo_.endpoints().size());
+  std::set<int> seen;
+  for (int e : def.targets) {
+    if (e < 0 || e >= n)
+      throw UserError("multicast group names GPU " + std::to_string(e) + ", but the platform has GPUs 0 to " +
+                      std::to_string(n - 1));
+    if (!seen.insert(e).second) throw UserError("multicast group names GPU " + std::to_string(e) + " twice");
+  }
+  if (def.targets.size() < 2) throw UserError("a multicast group needs at least two GPUs");
+  Region g;
+  g.def = std::move(def);
+  g.target_pos.assign(n, -1);
+  for (size_t i = 0; i < g.def.targets.size(); ++i) g.target_pos[g.def.targets[i]] = static_cast<int>(i);
+  build(g);
+  if (deadlock_checks_) check_deadlock_free(g);
+  return g;
 }
 
 void MulticastFabric::build(Region& g) const {

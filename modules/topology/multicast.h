@@ -76,6 +76,9 @@ class MulticastFabric {
   // another, names a GPU the platform lacks, has fewer than two targets, or
   // the topology cannot deliver to every target on some tree.
   int add_region(uint64_t start, uint64_t size, std::vector<int> targets, bool exclude_source);
+  // Throws what add_region would for a group of these targets, registering
+  // nothing: so that a run refuses a platform before it starts.
+  void check_group(std::vector<int> targets) const;
   // Removes region r (its collective ended); the others keep their numbers.
   void remove_region(int r);
   // Each collective in flight holds a window of the multicast address space
@@ -181,6 +184,8 @@ class MulticastFabric {
   size_t slot(const Region& g, int sw, int pivot) const {
     return static_cast<size_t>(sw) * g.def.targets.size() + static_cast<size_t>(g.target_pos[pivot]);
   }
+  // A region of def with its trees and homes, checked as add_region says.
+  Region make_region(McRegion def) const;
   void build(Region& g) const;
   void build_merges(Region& g) const;
   // A block's home: home_key (its number, or its hash) mod the homes.

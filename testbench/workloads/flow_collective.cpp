@@ -123,6 +123,17 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                                        : " sets up a new program for every size") +
                     ", which flows do not run; run it at packet level");
   collectives::Program& program = synthesis.program;
+  // Packet level refuses multicast paths that can deadlock; the built-in
+  // platforms are free of it by construction, a platform file may not be.
+  if (algorithm_->in_switches() && (platforms::is_platform_file(opt_.platform) || platforms::is_platform_file(opt_.node))) {
+    std::vector<std::vector<int>> groups;
+    for (const std::vector<int>& g : program.groups) {
+      if (g.size() < 2) continue;
+      groups.emplace_back();
+      for (int r : g) groups.back().push_back(gpus[static_cast<size_t>(r)]);
+    }
+    platforms::check_multicast_paths(t, groups);
+  }
   software_ = collectives::nccl_software(cfg_, d.nccl_launch, program.ranks, program.tree_nodes != 0);
   if (program.engine() == collectives::Engine::NicTable) {
     nic_tables(synthesis, gpus, d);

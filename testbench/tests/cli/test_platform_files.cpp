@@ -2,6 +2,7 @@
 // YAML platform files, --dump-platform and its reload, the examples.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -156,6 +157,33 @@ TEST_CASE("the example platform files run", "[cli][platform]") {
     const Result r = incsim("--platform " PLATFORM_EXAMPLES "/" + args + " --quiet");
     INFO(r.err);
     CHECK(r.code == 0);
+  }
+}
+
+// Three switches in a triangle: a multicast tree can wait on itself around
+// it (Klenk §IV-E2). Both fidelities refuse in-network algorithms there in
+// one sentence, and run the ring, which needs no multicast.
+TEST_CASE("a platform file whose multicast paths can deadlock is refused at packet level and as flows",
+          "[cli][platform][errors]") {
+  TempDir d;
+  std::ofstream(d.file("triangle.yaml")) << "name: triangle\nfamily: hgx-h100\nendpoints:\n"
+                                            "  - {name: gpu0, ports: 1}\n  - {name: gpu1, ports: 1}\n"
+                                            "  - {name: gpu2, ports: 1}\nswitches:\n  - {name: swA, ports: 3}\n"
+                                            "  - {name: swB, ports: 3}\n  - {name: swC, ports: 3}\nlinks:\n"
+                                            "  - {a: gpu0.0, b: swA.0}\n  - {a: gpu1.0, b: swB.0}\n"
+                                            "  - {a: gpu2.0, b: swC.0}\n  - {a: swA.1, b: swB.2}\n"
+                                            "  - {a: swB.1, b: swC.2}\n  - {a: swC.1, b: swA.2}\n";
+  for (const std::string fidelity : {"packet", "flow"}) {
+    const std::string run = "--platform " + d.file("triangle.yaml") + " --sizes 64K --quiet --fidelity " + fidelity;
+    for (const std::string algorithm : {"push", "nvls"}) {
+      INFO(fidelity << " " << algorithm);
+      const Result r = incsim(run + " --algorithm " + algorithm);
+      CHECK(r.code == 2);
+      CHECK_THAT(r.err, Catch::Contains("platform 'triangle' cannot carry multicast and in-switch reduction without "
+                                        "deadlock: packets on the link"));
+      CHECK(lines(r.err).size() == 1);
+    }
+    CHECK(incsim(run + " --algorithm ring").code == 0);
   }
 }
 
