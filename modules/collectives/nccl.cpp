@@ -34,8 +34,10 @@ std::string NcclSoftware::header_line() const {
      << " us, LL128 " << nccl_base_latency_us(Protocol::LL128, tree) << ", Simple "
      << nccl_base_latency_us(Protocol::Simple, tree) << "; NCCL's tuning.cc), and a row is at least the host's "
      << host_period_us() << " us of launches per collective ("
-     << (launch == Launch::Thread ? std::to_string(gpus) + " GPUs' from one thread" : std::string("one per process"))
-     << ", nccl.host_launch_us)\n";
+     << (launch == Launch::Thread ? std::to_string(gpus) + " GPUs' from one thread" : std::string("one per process"));
+  if (graph_collectives > 0) os << " per CUDA graph of " << graph_collectives << " collectives, nccl.graph_collectives and";
+  else os << ",";
+  os << " nccl.host_launch_us)\n";
   return os.str();
 }
 
@@ -47,6 +49,10 @@ NcclSoftware nccl_software(Config& cfg, const std::string& default_launch, int g
   else if (mode != "none")
     throw UserError("nccl.launch must be process, thread or none, not '" + mode + "'");
   if (s.launch != NcclSoftware::Launch::None) s.host_launch_us = cfg.get(kNcclHostLaunch);
+  s.graph_collectives = cfg.get(kNcclGraph);
+  if (s.graph_collectives > 0 && s.launch == NcclSoftware::Launch::None)
+    throw UserError("nccl.graph_collectives shares the host's launches among a CUDA graph's collectives, and "
+                    "nccl.launch=none charges no launches: set nccl.launch=process or thread with it");
   s.gpus = gpus;
   s.tree = tree;
   return s;

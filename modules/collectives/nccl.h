@@ -89,6 +89,12 @@ inline const Param<double> kNcclHostLaunch{
     "host time to enqueue one GPU's collective and launch its kernel, us (a kernel launch through CUDA's runtime "
     "and driver takes 4-6 us of CPU, public microbenchmarks; NCCL's own enqueue is not measured publicly: a guess)"};
 
+inline const Param<int> kNcclGraph{
+    "nccl.graph_collectives", 0, Range::at_least(0).at_most(1000000),
+    "collectives per CUDA graph (all_reduce_perf -G: nccl-tests captures its -n iterations, 20 by default, into "
+    "one graph per GPU and launches the graph, src/common.cu), so the host's launches cost one per graph over that "
+    "many collectives; 0: no graph, a launch per collective"};
+
 // NCCL's fixed cost of one collective on the GPU, before and after its
 // steps (the kernel's launch, its set-up, the first handshakes), us: NCCL's
 // own model, src/graph/tuning.cc, ncclTunerConstantsDefaults.baseLatencies,
@@ -102,13 +108,19 @@ struct NcclSoftware {
   enum class Launch { None, Process, Thread };
   Launch launch = Launch::None;
   double host_launch_us = 0;
+  int graph_collectives = 0;  // collectives per CUDA graph, whose one launch they share; 0: none
   int gpus = 1;  // the run's GPUs, all of whose kernels one thread launches (Thread)
   bool tree = false;  // NCCL's tree kernels (their LL base differs)
   // The GPU's fixed cost for a collective moved by protocol p, us (0 under None).
   double base_us(Protocol p) const { return launch == Launch::None ? 0 : nccl_base_latency_us(p, tree); }
-  // The host's period per collective, us: one launch per process, or every GPU's from one thread.
+  // The host's period per collective, us: one launch per process, or every
+  // GPU's from one thread, each shared by a CUDA graph's collectives. A
+  // graph's launch is taken to cost a kernel's: one call through the same
+  // runtime and driver (its own cost is not published).
   double host_period_us() const {
-    return launch == Launch::None ? 0 : host_launch_us * (launch == Launch::Thread ? gpus : 1);
+    return launch == Launch::None ? 0
+                                  : host_launch_us * (launch == Launch::Thread ? gpus : 1) /
+                                        std::max(1, graph_collectives);
   }
   // nccl-tests' time per collective for a GPU time of gpu_us (base included).
   double row_us(double gpu_us) const { return std::max(gpu_us, host_period_us()); }

@@ -77,6 +77,16 @@ TEST_CASE("NCCL's fixed cost per collective is its tuning model's base latency",
   const auto off = incsim::collectives::nccl_software(none, "none", 8, false);
   CHECK(off.base_us(Protocol::LL) == 0);
   CHECK(off.row_us(3.0) == 3.0);
+  // A CUDA graph of 20 collectives shares one launch per GPU among them
+  // (all_reduce_perf -G, nccl-tests' 20 iterations): 40 / 20 and 5 / 20 us.
+  const auto graph = [](const char* launch) {
+    Config c;
+    c.set("nccl.graph_collectives", "20", "-c");
+    return incsim::collectives::nccl_software(c, launch, 8, false);
+  };
+  CHECK(graph("thread").host_period_us() == 2.0);
+  CHECK(graph("process").host_period_us() == 0.25);
+  CHECK_THROWS_WITH(graph("none"), Catch::Contains("nccl.launch=none charges no launches"));
   Config bad;
   bad.set("nccl.launch", "graph", "-c");
   CHECK_THROWS_WITH(incsim::collectives::nccl_software(bad, "process", 8, false),
@@ -101,6 +111,18 @@ TEST_CASE("one thread launching every GPU's kernel bounds a small collective by 
   const std::string run = "--platform hgx-a100 --sizes 8K -c nccl.launch=thread -c nccl.host_launch_us=5";
   CHECK(time_us(run) == Approx(40.0).margin(0.006));
   CHECK(time_us(run + " -c nccl.host_launch_us=1") < 40.0);
+}
+
+TEST_CASE("a CUDA graph's collectives share its launches, so the GPU's time sets a small row", "[hardware][nccl]") {
+  // 8 GPUs' launches from one thread (40 us) over a graph of 20: 2 us, under
+  // the 8 KiB collective's GPU time, which the row then is, as without launches.
+  for (const std::string fidelity : {"packet", "flow"}) {
+    INFO(fidelity);
+    const std::string run = "--platform hgx-a100 --sizes 8K -c nccl.launch=thread --fidelity " + fidelity;
+    const double graph = time_us(run + " -c nccl.graph_collectives=20");
+    CHECK(graph < 40.0);
+    CHECK(graph == time_us(run + " -c nccl.host_launch_us=0"));
+  }
 }
 
 TEST_CASE("a launch mode incsim does not know is one sentence", "[hardware][nccl][bad-input]") {
