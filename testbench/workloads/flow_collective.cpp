@@ -261,6 +261,11 @@ void FlowCollectiveWorkload::copy_engines(collectives::Program& program, const c
   std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, d);
   costs.waves = wp.waves;
   costs.wave_bytes = wp.wave_bytes;
+  if (innet == collectives::InNetMethod::Push) {
+    push_window_ = static_cast<uint64_t>(wp.waves) * wp.wave_bytes;
+    table_bytes_ = table_bytes;
+    table_ports_ = ll.switch_ports;
+  }
   costs.b_in_GBps = ll.b_in_GBps;
   const platforms::WirePacket fabric{f.max_payload, f.header, innet ? 0u : f.header};
   endpoint_GBps_ = platforms::least_endpoint_GBps(*graph_, fabric, gpus);
@@ -500,6 +505,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
                                    p, bytes, bound_us(bytes, false), name);
   }
   if (bound_note_.empty()) platforms::print_link_bound(os, links_, p, bytes, bound_us(bytes, false), name);
+  print_push_window(os, bytes);
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << sizing_ << std::defaultfloat;
   if (p.protocol_by_size) os << by_size_.header_line();
@@ -507,6 +513,37 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   if (pxn_relays_)
     os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
+}
+
+// Klenk §IV-F1 keeps the reductions in flight within the network's tables
+// (k waves of C/k); §VI-D runs DGX-2 at 16 waves of 8 kB over its 48 kB,
+// "about 2.6x", at full bandwidth: while the GPUs move together, a block's
+// contributions meet within Eq. (2)'s time whatever the waves allow. Where
+// a link between switches binds, it serves the GPUs behind it unevenly,
+// they drift apart by up to the waves, and the partial sums of the ones
+// ahead fill the tables. Either way packet level evicts them to their
+// homes (measured: the two-switch example, 4.3x and a binding trunk,
+// 28,761 evictions at 1 MiB; dual-switch at 12.8x), which flows do not
+// model. Tables of window / ports per port evicted none on those two, and
+// a few on the three-switch chain, whose middle switch's homes fill first.
+void FlowCollectiveWorkload::print_push_window(std::ostream& os, uint64_t bytes) const {
+  constexpr double kKlenkDgx2 = 131072.0 / 49152;  // 16 waves of 8 kB over 192 ports of 256 B
+  const double ratio = table_bytes_ ? static_cast<double>(push_window_) / static_cast<double>(table_bytes_) : 0;
+  const bool link_binds = links_.us(bytes) > bound_us(bytes, false) * (1 + 1e-6);
+  if (ratio <= (link_binds ? 1.0 : kKlenkDgx2)) return;
+  const uint64_t entry = topo::MulticastFabric::kBlockBytes, ports = static_cast<uint64_t>(table_ports_);
+  const uint64_t per_port = (push_window_ + ports * entry - 1) / (ports * entry) * entry;
+  os << "# flows: push's waves keep up to " << push_window_ << " B per GPU in flight (" << gpu::kWaves.key() << " x "
+     << gpu::kWaveBytes.key() << "), " << std::fixed << std::setprecision(1) << ratio << " times the network's "
+     << table_bytes_ << " B of reduction table, "
+     << (link_binds ? "and a link between switches binds: the GPUs it holds back fall behind, and"
+                    : "beyond the 2.7 times Klenk §VI-D runs at full bandwidth:")
+     << " packet level may evict the partial sums the tables cannot hold to their homes, which flows do not model, "
+        "so rows above "
+     << size_label(table_bytes_) << " may be optimistic (--check-fidelity measures it); " << nvswitch::kTableBytes.key()
+     << "=" << per_port << " spreads the waves over every port's table (Klenk §IV-F1; homes spread unevenly need "
+        "more)\n"
+     << std::defaultfloat;
 }
 
 double FlowCollectiveWorkload::bound_us(uint64_t bytes, bool with_links) const {

@@ -121,6 +121,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   // Klenk's Little's-law quantities of the graph, as packet level measures them.
   platforms::LittleLaw little_law(const platforms::PlatformDefaults& d) const;
   // The bound time (platforms::program_bound_us), with or without the busiest link between switches.
+  // The header's note where push's waves outgrow the tables (Klenk §IV-F1, §VI-D).
+  void print_push_window(std::ostream& os, uint64_t bytes) const;
   double bound_us(uint64_t bytes, bool with_links = true) const;
   // links_ from the program's traffic: fabric and net are its packets on each fabric.
   void bound_links(const std::vector<int>& gpus, platforms::WirePacket fabric, platforms::WirePacket net);
@@ -158,6 +160,10 @@ class FlowCollectiveWorkload : public GroupCollective {
   // The reduction tables' Little's-law sizing, as packet level prints it
   // where an algorithm reduces in the NVSwitches off a cluster; else empty.
   std::string sizing_;
+  // Push's waves in flight per GPU (waves x wave_bytes), the network's table
+  // bytes and switch ports: Klenk §IV-F1 keeps the first within the second.
+  uint64_t push_window_ = 0, table_bytes_ = 0;
+  int table_ports_ = 0;
   // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
   double algbw_bound_GBps_ = 0;
   std::string bound_note_, trees_text_;  // trees_text_: --print-trees' (Blink's)
