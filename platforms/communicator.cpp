@@ -217,11 +217,10 @@ void CollectiveCall::make_cores() {
 gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<collectives::InNetMethod> innet,
                            uint64_t table_bytes, const LittleLaw& ll, const gpu::GpuConfig& gc,
                            const net::PacketFormat& f) {
-  const bool fattree = collectives::is_fattree2l(t);
   // NVLS (NCCL 2.17+): multimem loads are Klenk's pull, multimem stores his multicast.
   const bool push = innet == collectives::InNetMethod::Push, pull = innet == collectives::InNetMethod::Pull;
   gpu::WaveParams wp;
-  wp.waves = cfg.get(gpu::kWaves, push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0);
+  wp.waves = cfg.get(gpu::kWaves, default_waves(t, push, pull));
   // Klenk §IV-F1 sizes waves to C/k of the network's table capacity C: the
   // paper's 8 kB waves (Fig. 7, 8, 10) where C holds one, else C itself in
   // whole blocks (a 4-GPU star has 4 x 256 B of table).
@@ -464,7 +463,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
 void CollectiveCall::describe_sizing(std::ostream& os) const {
   const GpuMachine& m = comm_.machine_;
   print_table_sizing(os, m.little_law(), m.table_config().table_bytes, innet_ == collectives::InNetMethod::Pull,
-                     comm_.size());
+                     comm_.size(), push_window_bytes(comm_.cfg_, comm_.machine_.topology()));
 }
 
 // Where the order window binds, it bounds how far apart the GPUs issue one

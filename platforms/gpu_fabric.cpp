@@ -4,10 +4,12 @@
 #include <cmath>
 #include <iomanip>
 
+#include "collectives/algorithm.h"
 #include "collectives/bounds.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "flow/graph.h"
+#include "gpu/copy_engine.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
 #include "topology/cluster.h"
@@ -129,7 +131,8 @@ GpuFabric::GpuFabric(const topo::Topology& t, Config& cfg, uint64_t seed, const 
   }
   little_law_ = little_law_of(t_, sw_latency_ns, max_packet, gc_);
   TableBytes tables = table_bytes_of(
-      t_, cfg, d, [&] { return table_by_rule(little_law_, d, tables_.entry_bytes); }, tables_.entry_bytes);
+      t_, cfg, d, [&] { return table_by_rule(little_law_, d, tables_.entry_bytes, push_window_bytes(cfg, t_)); },
+      tables_.entry_bytes);
   tables_.table_bytes = tables.all;
   table_bytes_ = std::move(tables.port);
   table_bytes_total_ = tables.total;
@@ -232,9 +235,22 @@ LittleLaw flow_little_law(const topo::Topology& t, Config& cfg, const PlatformDe
   return little_law_of(t, cfg.get(credit_switch::kSwitchLatency, d.switch_latency_ns), max_packet, gpu_memory(cfg, d));
 }
 
-uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes) {
+int default_waves(const topo::Topology& t, bool push, bool pull) {
+  const bool fattree = collectives::is_fattree2l(t);
+  return push ? (fattree ? 64 : 16) : pull ? (fattree ? 16 : 4) : 0;
+}
+
+// Read without declaring: copy_waves declares both with the run's defaults.
+uint64_t push_window_bytes(Config& cfg, const topo::Topology& t) {
+  const auto given = [&cfg](const auto& p, auto otherwise) { return cfg.has_override(p) ? cfg.get(p) : otherwise; };
+  return static_cast<uint64_t>(given(gpu::kWaves, default_waves(t, true, false))) *
+         given(gpu::kWaveBytes, gpu::kWaveBytes.default_value());
+}
+
+uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes, uint64_t push_window) {
   double c = 0;
-  if (d.push_tables) c = ll.push_per_port();
+  if (d.push_tables && ll.switch_ports > 0)
+    c = std::max(ll.push_per_port(), static_cast<double>(push_window) / ll.switch_ports);
   if (d.pull_tables && ll.gpus > 1) c = std::max(c, ll.pull_per_port(ll.gpus));
   return static_cast<uint32_t>(
       std::min<double>(std::ceil(c / entry_bytes) * entry_bytes, nvswitch::kTableBytes.range().hi()));
@@ -270,7 +286,8 @@ TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDe
 
 // The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
 // beside the configured size, so a sensitivity sweep can be read against them.
-void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p) {
+void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
+                        uint64_t push_window) {
   const std::ios::fmtflags flags = os.flags();
   const std::streamsize precision = os.precision();
   os << std::fixed << std::setprecision(0) << "# table sizing (Little's law; B_in " << ll.b_in_GBps << " GB/s, d_max "
@@ -285,10 +302,14 @@ void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_by
     os << std::setprecision(0) << "Eq. (2) push C_min = " << c << " B = " << per_port << " B per port over "
        << ll.switch_ports << " ports";
   }
-  os << "; configured " << table_bytes << " B per port\n";
+  os << "; configured " << table_bytes << " B per port";
+  const double window_per_port = ll.switch_ports ? static_cast<double>(push_window) / ll.switch_ports : 0;
+  if (!pull && window_per_port > per_port && table_bytes >= window_per_port)
+    os << ", which holds push's waves (" << push_window << " B per GPU in flight; Klenk §IV-F1)";
+  os << "\n";
   if (table_bytes < std::round(per_port))
     os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
-          "§VI-C); -c switch.reduction_table.bytes=auto sizes it to C_min\n";
+          "§VI-C); -c switch.reduction_table.bytes=auto sizes it\n";
   os.flags(flags);
   os.precision(precision);
 }
@@ -373,7 +394,9 @@ flow::LinkFormat gpu_fabric_flows(const topo::Topology& t, const std::vector<int
   if (d.tables) {
     m.table_entry_bytes = gpu.max_payload;
     TableBytes tables = table_bytes_of(
-        t, cfg, d, [&] { return table_by_rule(flow_little_law(t, cfg, d, gpu), d, gpu.max_payload); }, gpu.max_payload);
+        t, cfg, d,
+        [&] { return table_by_rule(flow_little_law(t, cfg, d, gpu), d, gpu.max_payload, push_window_bytes(cfg, t)); },
+        gpu.max_payload);
     m.table_bytes = std::move(tables.port);
     m.table_bytes_all = tables.all;
   }

@@ -69,14 +69,24 @@ struct TableBytes {
 // where a size is left to the rule.
 TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDefaults& d,
                           const std::function<uint32_t()>& by_rule, uint32_t entry_bytes);
+// Wave counters per copy engine by default (Klenk Fig. 7: push 16, pull 4
+// on DGX-2; Fig. 8: 64 and 16 on the fat tree); 0 for neither.
+int default_waves(const topo::Topology& t, bool push, bool pull);
+// The bytes push's waves keep in flight per GPU (gpu.copy_engine.waves x
+// wave_bytes, at their defaults where not set).
+uint64_t push_window_bytes(Config& cfg, const topo::Topology& t);
+
 // C_min per port by d's rules (the larger where push and pull both run), in
-// whole entries of entry_bytes; 0 without a rule.
-uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes);
+// whole entries of entry_bytes, and for push at least push_window over the
+// ports: Klenk §IV-F1 keeps no more in flight than the tables hold, and
+// waves beyond them evict (docs/in-network.md); 0 without a rule.
+uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t entry_bytes, uint64_t push_window);
 
 // Klenk's C_min for the tables a reduction of p GPUs uses (Eq. (1) for
-// pull, (2) for push), beside the configured size, in one header line, and
-// a second where the table is smaller.
-void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p);
+// pull, (2) for push), beside the configured size, in one header line (with
+// push's waves where they ask more), and a second where the table is smaller.
+void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
+                        uint64_t push_window);
 
 class GpuFabric : public Fabric {
  public:

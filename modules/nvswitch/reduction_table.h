@@ -35,7 +35,8 @@ inline const Param<uint32_t> kTableBytes{
     "switch.reduction_table.bytes", 0, Range::at_least(0).at_most(16 << 20).or_auto(),
     "reduction table per switch port, bytes, one 128 B entry per block in reduction (Klenk Fig. 7: push 256, "
     "pull 4096 on DGX-2; Fig. 8: push 256, pull 1024 on the fat tree); auto: Klenk's C_min in whole entries, by "
-    "Eq. (2) for push, Eq. (1) for pull and nvls (the run's header prints it); 0: none",
+    "Eq. (2) for push, Eq. (1) for pull and nvls (the run's header prints it), and for push at least its waves "
+    "over every port (Klenk §IV-F1: no more in flight than the tables hold); 0: none",
     "push 256 on dgx2, star and fattree2l, elsewhere auto; pull and nvls 4096, 1024 on fattree2l; "
     "other algorithms none (not read)"};
 // switch.reduction_table.bytes=auto, as Config reads it.

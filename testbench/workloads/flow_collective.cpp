@@ -228,8 +228,9 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
   std::ostringstream os;
   const platforms::LittleLaw ll = little_law(d);
   const bool pull = p.has(collectives::OpKind::ReduceRead);
-  platforms::print_table_sizing(os, ll, m.table_bytes_all, pull, p.ranks);
-  if (!pull && m.table_bytes_all < std::round(ll.push_per_port()))
+  platforms::print_table_sizing(os, ll, m.table_bytes_all, pull, p.ranks, platforms::push_window_bytes(cfg_, t));
+  tables_below_c_min_ = !pull && m.table_bytes_all < std::round(ll.push_per_port());
+  if (tables_below_c_min_)
     os << "# flows: packet level evicts the partial sums a full table cannot hold to their home GPUs (Klenk §IV-C), "
           "which flows do not model: their time is the tables' best case\n";
   sizing_ = os.str();
@@ -505,9 +506,9 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
                                    p, bytes, bound_us(bytes, false), name);
   }
   if (bound_note_.empty()) platforms::print_link_bound(os, links_, p, bytes, bound_us(bytes, false), name);
-  print_push_window(os, bytes);
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
   os << sizing_ << std::defaultfloat;
+  print_push_window(os, bytes);
   if (p.protocol_by_size) os << by_size_.header_line();
   os << software_.header_line();
   if (pxn_relays_)
@@ -530,7 +531,7 @@ void FlowCollectiveWorkload::print_push_window(std::ostream& os, uint64_t bytes)
   constexpr double kKlenkDgx2 = 131072.0 / 49152;  // 16 waves of 8 kB over 192 ports of 256 B
   const double ratio = table_bytes_ ? static_cast<double>(push_window_) / static_cast<double>(table_bytes_) : 0;
   const bool link_binds = links_.us(bytes) > bound_us(bytes, false) * (1 + 1e-6);
-  if (ratio <= (link_binds ? 1.0 : kKlenkDgx2)) return;
+  if (tables_below_c_min_ || ratio <= (link_binds ? 1.0 : kKlenkDgx2)) return;  // the first has its own note
   const uint64_t entry = topo::MulticastFabric::kBlockBytes, ports = static_cast<uint64_t>(table_ports_);
   const uint64_t per_port = (push_window_ + ports * entry - 1) / (ports * entry) * entry;
   os << "# flows: push's waves keep up to " << push_window_ << " B per GPU in flight (" << gpu::kWaves.key() << " x "

@@ -164,6 +164,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   // bytes and switch ports: Klenk §IV-F1 keeps the first within the second.
   uint64_t push_window_ = 0, table_bytes_ = 0;
   int table_ports_ = 0;
+  bool tables_below_c_min_ = false;  // push's tables below Eq. (2)'s C_min, which sizing_ says
   // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
   double algbw_bound_GBps_ = 0;
   std::string bound_note_, trees_text_;  // trees_text_: --print-trees' (Blink's)

@@ -160,27 +160,29 @@ TEST_CASE("the example platform files run", "[cli][platform]") {
   }
 }
 
-// Klenk §IV-F1 keeps push's waves within the tables; the two-switch example
-// holds 4.3 times its 30 KiB behind a binding trunk and evicts at packet
-// level (28,761 at 1 MiB), which flows do not model: their header says so,
-// with a size that holds the waves, which evicts none and brings the flows
-// within 5%. DGX-2's 2.7 times, Klenk's own, prints nothing.
-TEST_CASE("as flows, push names the waves that outgrow the tables, and the size it names evicts none",
-          "[cli][platform][flow]") {
+// Klenk §IV-F1 keeps push's waves within the tables. Where no paper sets
+// them (a platform file) the tables default to hold the waves: the
+// two-switch example's 16 x 8 KiB over 24 ports, 5,504 B per port, where
+// Eq. (2)'s 1,280 B evicted 28,761 partial sums at 1 MiB behind its
+// binding trunk. Flows model no push tables: with 1,280 B their header
+// says so, naming the size; DGX-2's 2.7 times, Klenk's own, prints nothing.
+TEST_CASE("push's tables hold its waves by default, and flows name the tables that do not", "[cli][platform][flow]") {
   const std::string run = "--platform " PLATFORM_EXAMPLES "/two-switch.yaml --algorithm push --sizes 1M";
-  const Result flows = incsim(run + " --fidelity flow");
+  const Result packet = incsim(run);
+  CHECK_THAT(packet.out, Catch::Contains("C_min = 30576 B = 1274 B per port over 24 ports; configured 5504 B per port, "
+                                         "which holds push's waves (131072 B per GPU in flight; Klenk §IV-F1)") &&
+                             Catch::Contains(" 0 evictions"));
+  const Result checked = incsim(run + " --fidelity flow --check-fidelity");
+  CHECK_THAT(checked.out, !Catch::Contains("# flows: push's waves") && Catch::Contains("within the 5% flows are held to"));
+  const std::string small = run + " -c switch.reduction_table.bytes=1280";
+  CHECK_THAT(incsim(small).out, !Catch::Contains(" 0 evictions"));
+  const Result flows = incsim(small + " --fidelity flow");
   REQUIRE(flows.code == 0);
   CHECK_THAT(flows.out, Catch::Contains("# flows: push's waves keep up to 131072 B per GPU in flight") &&
                             Catch::Contains("4.3 times the network's 30720 B of reduction table, and a link between "
                                             "switches binds") &&
                             Catch::Contains("rows above 30K may be optimistic") &&
                             Catch::Contains("switch.reduction_table.bytes=5504 spreads the waves"));
-  CHECK_THAT(incsim(run).out, !Catch::Contains(" 0 evictions"));
-  const std::string held = run + " -c switch.reduction_table.bytes=5504";
-  const Result packet = incsim(held);
-  CHECK_THAT(packet.out, Catch::Contains(" 0 evictions"));
-  const Result checked = incsim(held + " --fidelity flow --check-fidelity");
-  CHECK_THAT(checked.out, !Catch::Contains("# flows: push's waves") && Catch::Contains("within the 5% flows are held to"));
   CHECK_THAT(incsim("--platform dgx2 --algorithm push --sizes 1M --fidelity flow").out,
              !Catch::Contains("# flows: push's waves"));
 }

@@ -151,7 +151,8 @@ TEST_CASE("in-network all-reduce beats the ring by more than 2x at 8 KiB on DGX-
   CHECK(ring / pull > 2.0);
 }
 
-TEST_CASE("where no paper sets the reduction table, C_min does: push reaches its bound at 4 MiB", "[cli][innet]") {
+TEST_CASE("where no paper sets the reduction table, C_min or push's waves do: push reaches its bound at 4 MiB",
+          "[cli][innet]") {
   // 256 B per port (Klenk's DGX-2 table) on hgx-h100 evicted 12,095 of 15,786
   // misses at 1 MiB and reached 52.7% of the bound; Eq. (2) asks 487 B.
   // The tables alone, without NCCL's fixed cost per collective (nccl.launch).
@@ -169,10 +170,14 @@ TEST_CASE("where no paper sets the reduction table, C_min does: push reaches its
               std::to_string(g) + "}\n";
   const std::string six = "--platform " + d.write("six.yaml", yaml) + " --sizes 4M --algorithm push";
   CHECK(row_of(six)["bound_fraction"].get<double>() >= 0.9);
-  // The header says what sized it; a table set below C_min says so.
+  // The header says what sized it: push's 16 waves of 8 KiB over the 12
+  // ports (10,923 B, in whole entries), above C_min; with one wave, C_min.
   const Result r = incsim(six + " --quiet");
-  CHECK_THAT(r.out, Catch::Contains("C_min = 16288 B = 1357 B per port over 12 ports; configured 1408 B per port"));
+  CHECK_THAT(r.out, Catch::Contains("C_min = 16288 B = 1357 B per port over 12 ports; configured 11008 B per port, "
+                                    "which holds push's waves (131072 B per GPU in flight; Klenk §IV-F1)"));
   CHECK_THAT(r.out, !Catch::Contains("below C_min"));
+  CHECK_THAT(incsim(six + " --quiet -c gpu.copy_engine.waves=1").out,
+             Catch::Contains("1357 B per port over 12 ports; configured 1408 B per port\n"));
   const Result small = incsim(six + " --quiet -c switch.reduction_table.bytes=256");
   CHECK_THAT(small.out, Catch::Contains("# the reduction table is below C_min"));
   // Klenk's own platforms keep his tables; auto asks C_min there too.
@@ -208,12 +213,12 @@ TEST_CASE("the bound sees a trunk between switches: push's own traffic on it, wh
   // other switch's half cross whole: 4 x 1/2 + the results' 1/2 = 2.5 of
   // the message each way, 0.625 per link at 50 x 128/144 = 44.4 GB/s.
   const std::string four = "--platform " + two_switch(d, 4) + " --sizes 1M --quiet";
-  const Result push = incsim(four + " --algorithm push");
+  const Result push = incsim(four + " --algorithm push -c switch.reduction_table.bytes=1280");
   REQUIRE(push.code == 0);
   CHECK_THAT(push.out, Catch::Contains("# bound: the link swA.8 > swB.8 (and 7 as busy) under the program's own "
                                        "traffic carries 0.625 of the message each way at 44.4 GB/s payload: that "
                                        "binds before the GPUs' links, so push's busbw is at most 124.4 GB/s"));
-  // Its tables (Eq. (2)'s 1,280 B per port) evict for room far more than
+  // Eq. (2)'s 1,280 B per port (not the default, which holds the waves) evict for room far more than
   // for the entry timeout, and the note says which key each answers to.
   CHECK_THAT(push.out, Catch::Contains("of them idle for the entry timeout, switch.reduction_table.timeout_ns; "));
   CHECK_THAT(push.out, Catch::Contains(" for a new block's room, switch.reduction_table.bytes)"));
