@@ -233,6 +233,13 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
   if (tables_below_c_min_)
     os << "# flows: packet level evicts the partial sums a full table cannot hold to their home GPUs (Klenk §IV-C), "
           "which flows do not model: their time is the tables' best case\n";
+  // A read holds its entry for the unloaded round trip as flows; across
+  // switch levels packet level's requests and answers also wait in queues
+  // (Klenk §VI-B's tree saturation), which flows do not have.
+  if (pull && ll.d_max > 1)
+    os << "# flows: the reads cross up to " << ll.d_max << " switches, where packet level's requests and answers "
+       << "also wait in queues, which flows do not have: flows may be fast by tens of percent here (docs/flow.md, "
+          "\"Pulls where packets queue\"); --check-fidelity measures it\n";
   sizing_ = os.str();
 }
 
