@@ -25,12 +25,19 @@ const Param<std::string> kNvlsEngine{
     "nvls.engine", "cores", Range::none(),
     "what issues nvls's multimem loads and stores: cores (the SMs' thread blocks, as NCCL runs it, nvls.channels of "
     "them) or copy (the copy engines, Klenk's DMA-initiated pull and multicast)"};
-// NCCL's NVLS channels on H100 (NCCL src/transport/nvls.cc: NCCL_NVLS_NCHANNELS'
-// default 16 from 2.17, NVLS_NCHANNELS_SM90 = 16 since 2.25; enqueue.cc runs
-// NVLS on all of them, "NVLS should not need more than 16 channels").
+// NCCL's NVLS channels on one node (src/transport/nvls.cc, ncclNvlsInit and
+// ncclNvlsTuning): NVLS_NCHANNELS_SM90 = 16 on Hopper (NCCL_NVLS_NCHANNELS'
+// default from 2.17); on Blackwell NVLS_NCHANNELS_SM100_NVL = 24 for one
+// node or one NVLink domain (since 2.27; 32 across nodes); enqueue.cc runs
+// NVLS on all of them.
 const Param<int> kNvlsChannels{"nvls.channels", 16, Range::at_least(1).at_most(1024),
                                "thread blocks that run nvls on the cores (nvls.engine=cores; NCCL's "
-                               "NCCL_NVLS_NCHANNELS default on H100)"};
+                               "NCCL_NVLS_NCHANNELS default on one node: 16 on Hopper and the papers' platforms, 24 "
+                               "on Blackwell, hgx-b200 and nvl72)",
+                               "16; hgx-b200 and nvl72 24"};
+int nvls_channels(const topo::Topology& t) {
+  return t.family == topo::Topology::kHgxB200 || t.family == topo::Topology::kNvl72 ? 24 : 16;
+}
 
 class InSwitches : public Algorithm {
  public:
@@ -87,7 +94,7 @@ class Nvls : public InSwitches {
     return InSwitches::cannot_run(s);
   }
   Synthesis synthesize(const Site& s) const override {
-    const int channels = s.cfg.get(kNvlsChannels);  // nvls's, whichever engine runs it
+    const int channels = s.cfg.get(kNvlsChannels, nvls_channels(s.graph));  // nvls's, whichever engine runs it
     if (engine(s) == "cores") {
       Synthesis out;
       out.program = nvls_program(s.collective, s.ranks(), channels, s.cfg.get(kNvlsMultimem));

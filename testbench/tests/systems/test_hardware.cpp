@@ -195,6 +195,14 @@ TEST_CASE("algorithm nccl runs NCCL's choice per size, exact, and names it in ea
   // row still depends on the sizes before it, README).
   CHECK(time_us("--platform hgx-h100 --algorithm nccl --sizes 2M") ==
         time_us("--platform hgx-h100 --algorithm nvls --sizes 2M"));
+  // On Blackwell NCCL runs NVLS on 24 thread blocks on one node or NVLink
+  // domain (src/transport/nvls.cc, NVLS_NCHANNELS_SM100_NVL, since 2.27).
+  for (const std::string platform : {"hgx-b200", "nvl72 --gpus 8"}) {
+    INFO(platform);
+    const Result b = cli::incsim("--platform " + platform + " --algorithm nccl --sizes 16M --quiet --json -");
+    REQUIRE(b.code == 0);
+    CHECK(nlohmann::json::parse(b.out)["rows"][0]["choice"] == "nvls simple, 24 channels");
+  }
 }
 
 TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[hardware][nccl][bad-input]") {
