@@ -419,8 +419,8 @@ LinkBound link_bound(const collectives::Program& p, const topo::Topology& t, con
 
 void print_link_bound(std::ostream& os, const LinkBound& b, const collectives::Program& p, uint64_t bytes,
                       double gpus_bound_us, const std::string& name) {
+  if (!b.binds(bytes, gpus_bound_us)) return;
   const double us = b.us(bytes);
-  if (us <= gpus_bound_us * (1 + 1e-6)) return;
   os << std::fixed << "# bound: " << b.where << " carries " << std::setprecision(3) << b.moved
      << " of the message each way at " << std::setprecision(1) << b.payload_GBps
      << " GB/s payload: that binds before the GPUs' links, so " << name << "'s busbw is at most "
@@ -443,7 +443,7 @@ double program_bound_us(const collectives::Program& p, uint64_t bytes, double en
   if (algbw_GBps > 0) return static_cast<double>(bytes) / (algbw_GBps * 1e3);
   // The link's only where it is longer beyond rounding (a ring's links between switches carry what its GPUs' do).
   const double gpus = cores_bound_us(p, bytes, endpoint_GBps, cluster);
-  return links.us(bytes) > gpus * (1 + 1e-6) ? links.us(bytes) : gpus;
+  return links.binds(bytes, gpus) ? links.us(bytes) : gpus;
 }
 
 void print_algbw_bound(std::ostream& os, double algbw_GBps, const std::string& note) {

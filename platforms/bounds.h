@@ -55,6 +55,8 @@ struct LinkBound {
   double moved = 0;           // bytes per byte of the message
   double payload_GBps = 0;    // its payload rate
   double us(uint64_t bytes) const { return where.empty() ? 0 : static_cast<double>(bytes) * moved / payload_GBps / 1e3; }
+  // Whether it takes longer at `bytes` than the GPUs' bound, beyond rounding.
+  bool binds(uint64_t bytes, double gpus_bound_us) const { return us(bytes) > gpus_bound_us * (1 + 1e-6); }
 };
 // 1. A cut (off a cluster, whose bound is its GPUs' NVLink and adapters):
 // each switch's links to other switches, where removing them leaves some

@@ -84,8 +84,8 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
     : comm_(comm), algorithm_(a), synthesis_(s), program_(s.program), dtype_(dtype), redop_(redop) {
   if (a.in_switches()) innet_ = collectives::in_network_method(program_);
   // Multicast paths that can deadlock are refused before the run, not when a
-  // size registers its regions.
-  if (program_.engine() != collectives::Engine::NicTable)
+  // size registers its regions; only a platform file's can.
+  if (program_.engine() != collectives::Engine::NicTable && comm_.machine_.topology().from_file)
     for (const std::vector<int>& g : program_.groups) {
       std::vector<int> targets;
       for (int r : g) targets.push_back(comm_.gpus_[static_cast<size_t>(r)]->index());

@@ -286,7 +286,7 @@ TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDe
 
 // The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
 // beside the configured size, so a sensitivity sweep can be read against them.
-void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
+bool print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
                         uint64_t push_window) {
   const std::ios::fmtflags flags = os.flags();
   const std::streamsize precision = os.precision();
@@ -307,11 +307,13 @@ void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_by
   if (!pull && window_per_port > per_port && table_bytes >= window_per_port)
     os << ", which holds push's waves (" << push_window << " B per GPU in flight; Klenk §IV-F1)";
   os << "\n";
-  if (table_bytes < std::round(per_port))
+  const bool below = table_bytes < std::round(per_port);
+  if (below)
     os << "# the reduction table is below C_min: the switches cannot hold what is in flight at full bandwidth (Klenk "
           "§VI-C); -c switch.reduction_table.bytes=auto sizes it\n";
   os.flags(flags);
   os.precision(precision);
+  return below;
 }
 
 credit_switch::SwitchWiring switch_wiring(const topo::Topology& t_, int s) {

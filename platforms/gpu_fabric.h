@@ -84,8 +84,9 @@ uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t 
 
 // Klenk's C_min for the tables a reduction of p GPUs uses (Eq. (1) for
 // pull, (2) for push), beside the configured size, in one header line (with
-// push's waves where they ask more), and a second where the table is smaller.
-void print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
+// push's waves where they ask more), and a second where the table is
+// smaller; returns whether it is.
+bool print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
                         uint64_t push_window);
 
 class GpuFabric : public Fabric {

@@ -97,6 +97,7 @@ Topology make_cluster(const Topology& node, const ClusterShape& s) {
   t.name = "cluster";
   t.family = node.family;
   t.vc_policy = node.vc_policy;
+  t.from_file = node.from_file;
   t.reserve(c.total_nodes, c.total_links);
   // Endpoints first in each node's copy keep node k's GPUs at k * G + g.
   for (int k = 0; k < s.nodes; ++k) {

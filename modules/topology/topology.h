@@ -194,6 +194,9 @@ class Topology {
   // How route() was chosen: "shortest-path", or "dimension-order" on a grid
   // (finalize() with dimension_order_routes(), direct_networks.h).
   std::string routing = "shortest-path";
+  // Read from a YAML platform file (or a cluster of such nodes): unlike the
+  // built-ins, its multicast paths are not deadlock-free by construction.
+  bool from_file = false;
 
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Link>& links() const { return links_; }

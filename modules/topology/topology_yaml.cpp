@@ -174,6 +174,7 @@ Topology load_yaml(const std::string& file, const std::function<LinkDefaults(con
     throw UserError("platform file " + file + ": dimension-order routing does not fit its grid and links (" +
                     e.what() + ")");
   }
+  t.from_file = true;
   return t;
 }
 

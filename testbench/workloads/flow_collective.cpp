@@ -123,9 +123,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                                        : " sets up a new program for every size") +
                     ", which flows do not run; run it at packet level");
   collectives::Program& program = synthesis.program;
-  // Packet level refuses multicast paths that can deadlock; the built-in
-  // platforms are free of it by construction, a platform file may not be.
-  if (algorithm_->in_switches() && (platforms::is_platform_file(opt_.platform) || platforms::is_platform_file(opt_.node))) {
+  // Packet level refuses multicast paths that can deadlock; only a platform file's can.
+  if (algorithm_->in_switches() && t.from_file) {
     std::vector<std::vector<int>> groups;
     for (const std::vector<int>& g : program.groups) {
       if (g.size() < 2) continue;
@@ -228,8 +227,9 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
   std::ostringstream os;
   const platforms::LittleLaw ll = little_law(d);
   const bool pull = p.has(collectives::OpKind::ReduceRead);
-  platforms::print_table_sizing(os, ll, m.table_bytes_all, pull, p.ranks, platforms::push_window_bytes(cfg_, t));
-  tables_below_c_min_ = !pull && m.table_bytes_all < std::round(ll.push_per_port());
+  tables_below_c_min_ =
+      platforms::print_table_sizing(os, ll, m.table_bytes_all, pull, p.ranks, platforms::push_window_bytes(cfg_, t)) &&
+      !pull;
   if (tables_below_c_min_)
     os << "# flows: packet level evicts the partial sums a full table cannot hold to their home GPUs (Klenk §IV-C), "
           "which flows do not model: their time is the tables' best case\n";
@@ -494,7 +494,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
               : "")
      << "\n";
   // The cross-check holds flows to packet level on the built-in platforms only.
-  if ((platforms::is_platform_file(opt_.platform) || platforms::is_platform_file(opt_.node)) && !opt_.check_fidelity)
+  if (t.from_file && !opt_.check_fidelity)
     os << "# fidelity: flows are checked against packet level on the built-in platforms, not on a platform file: "
           "--check-fidelity runs packet level beside them at the smallest size\n";
   const collectives::Program& p = flows_->program();
@@ -537,7 +537,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
 void FlowCollectiveWorkload::print_push_window(std::ostream& os, uint64_t bytes) const {
   constexpr double kKlenkDgx2 = 131072.0 / 49152;  // 16 waves of 8 kB over 192 ports of 256 B
   const double ratio = table_bytes_ ? static_cast<double>(push_window_) / static_cast<double>(table_bytes_) : 0;
-  const bool link_binds = links_.us(bytes) > bound_us(bytes, false) * (1 + 1e-6);
+  const bool link_binds = links_.binds(bytes, bound_us(bytes, false));
   if (tables_below_c_min_ || ratio <= (link_binds ? 1.0 : kKlenkDgx2)) return;  // the first has its own note
   const uint64_t entry = topo::MulticastFabric::kBlockBytes, ports = static_cast<uint64_t>(table_ports_);
   const uint64_t per_port = (push_window_ + ports * entry - 1) / (ports * entry) * entry;
