@@ -449,6 +449,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     print_link_bound(os, links_, program_, bytes, bound_us(bytes, false), name);
   }
   if (scheduled_) collectives::describe_schedule(os, scheduled_->schedule(), scheduled_->dataflow());
+  if (innet_) print_switches_what_if(os, comm_.machine_.topology(), name);
   if (reduces_in_switches()) {
     describe_sizing(os);
     describe_order(os);

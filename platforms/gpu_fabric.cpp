@@ -284,6 +284,15 @@ TableBytes table_bytes_of(const topo::Topology& t, Config& cfg, const PlatformDe
   return out;
 }
 
+// NVSwitch 2 (A100) has neither reduction nor multicast: NVLink SHARP came
+// with NVSwitch 3 (NVIDIA H100 Tensor Core GPU Architecture whitepaper,
+// "NVLink Switch System"), and NCCL runs NVLS only from Hopper (search.cc).
+void print_switches_what_if(std::ostream& os, const topo::Topology& t, const std::string& algorithm) {
+  if (t.family != topo::Topology::kHgxA100) return;
+  os << "# what-if: hgx-a100's NVSwitches (2nd generation) neither reduce nor multicast; " << algorithm
+     << " here gives them the reduction and multicast tables of NVSwitch 3 (NVLink SHARP, Hopper) and Klenk's\n";
+}
+
 // The Little's-law table sizes of Klenk Eq. (1) and (2) for this platform,
 // beside the configured size, so a sensitivity sweep can be read against them.
 bool print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,

@@ -89,6 +89,11 @@ uint32_t table_by_rule(const LittleLaw& ll, const PlatformDefaults& d, uint32_t 
 bool print_table_sizing(std::ostream& os, const LittleLaw& ll, uint32_t table_bytes, bool pull, int p,
                         uint64_t push_window);
 
+// A header line where the platform's real switches cannot do what an
+// in-switch algorithm asks of them (hgx-a100's NVSwitch), so the run is a
+// what-if; nothing elsewhere.
+void print_switches_what_if(std::ostream& os, const topo::Topology& t, const std::string& algorithm);
+
 class GpuFabric : public Fabric {
  public:
   static constexpr const char* kName = "nvlink";

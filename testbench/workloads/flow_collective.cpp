@@ -223,8 +223,11 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
                         nvswitch::kTableBytes.key() + " is 0 there), so packet level passes every member's answer "
                         "on unreduced, which flows do not model; run it at packet level");
     }
-  if (!algorithm_->in_switches() || site.cluster() || m.table_bytes.empty()) return;
+  if (!algorithm_->in_switches()) return;
   std::ostringstream os;
+  platforms::print_switches_what_if(os, t, opt_.algorithm);
+  sizing_ = os.str();
+  if (site.cluster() || m.table_bytes.empty()) return;
   const platforms::LittleLaw ll = little_law(d);
   const bool pull = p.has(collectives::OpKind::ReduceRead);
   tables_below_c_min_ =

@@ -131,6 +131,23 @@ TEST_CASE("a launch mode incsim does not know is one sentence", "[hardware][nccl
   CHECK(r.err == "incsim: error: nccl.launch must be process, thread or none, not 'mpi'\n");
 }
 
+TEST_CASE("an in-switch algorithm on hgx-a100 says its NVSwitches cannot run it, at packet level and as flows",
+          "[hardware][platforms]") {
+  const std::string what_if = "# what-if: hgx-a100's NVSwitches (2nd generation) neither reduce nor multicast; ";
+  for (const char* fidelity : {"packet", "flow"}) {
+    INFO(fidelity);
+    const Result a100 = cli::incsim(std::string("--platform hgx-a100 --algorithm nvls --sizes 64K --fidelity ") + fidelity);
+    REQUIRE(a100.code == 0);
+    CHECK_THAT(a100.out, Catch::Contains(what_if + "nvls here"));
+    const Result ring = cli::incsim(std::string("--platform hgx-a100 --algorithm ring --sizes 64K --fidelity ") + fidelity);
+    CHECK_THAT(ring.out, !Catch::Contains("what-if"));
+    const Result h100 = cli::incsim(std::string("--platform hgx-h100 --algorithm nvls --sizes 64K --fidelity ") + fidelity);
+    CHECK_THAT(h100.out, !Catch::Contains("what-if"));
+  }
+  const Result multicast = cli::incsim("--platform hgx-a100 --algorithm multicast --collective allgather --sizes 64K");
+  CHECK_THAT(multicast.out, Catch::Contains(what_if + "multicast here"));
+}
+
 TEST_CASE("NCCL's graphs on one node are its search's: channels and speed per GPU generation", "[hardware][nccl]") {
   using namespace incsim::collectives;
   // A100: 12 links x 20 GB/s (topo.h) = 240; 6 channels at 40, doubled at 20 (ncclTopoDupChannels).
