@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 #include <vector>
 
 #include "collectives/nccl.h"
@@ -93,6 +92,10 @@ uint64_t channel_bytes(Protocol p, int ranks) {
 constexpr Protocol kProtocols[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
 }  // namespace
 
+bool nccl_tunes(Collective c) {
+  return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
+}
+
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Ring ? "ring" : "nvls"; }
 
 bool nccl_arch(const std::string& family, GpuArch& out) {
@@ -110,19 +113,24 @@ NcclTuning::NcclTuning(GpuArch arch, int ranks, int links) : arch_(arch), ranks_
   if (arch != GpuArch::Ampere && ranks >= 2) nvls_ = nvls_graph(arch, ranks, gpu_bw);
 }
 
-double NcclTuning::latency(NcclAlgo a, Protocol p) const {
+// tuning.cc's nsteps: a ring's steps for the collective.
+int NcclTuning::steps(Collective c) const { return c == Collective::AllReduce ? 2 * (ranks_ - 1) : ranks_ - 1; }
+
+double NcclTuning::latency(Collective c, NcclAlgo a, Protocol p) const {
   if (a == NcclAlgo::Nvls) return hw_latency(a, p);  // tuning.cc: latencies = intraLat on one node
-  return nccl_base_latency_us(p, false) + 2 * (ranks_ - 1) * hw_latency(a, p);
+  return nccl_base_latency_us(p, false) + steps(c) * hw_latency(a, p);
 }
 
 double NcclTuning::bandwidth(Collective c, NcclAlgo a, Protocol p) const {
-  if (c != Collective::AllReduce) return 0;
-  const double ratio = static_cast<double>(ranks_) / (2 * (ranks_ - 1));  // busbw to algbw
+  const double ratio = static_cast<double>(ranks_) / steps(c);  // busbw to algbw
   if (a == NcclAlgo::Nvls) {
     if (p != Protocol::Simple || nvls_.channels < 2) return 0;
-    const double intra =
-        nvls_.bw_intra * nvls_efficiency(arch_) * (nvls_.channels - 1) / nvls_.channels * 2.0;  // two operations
-    return nvls_.channels * std::min(intra, nvls_.bw_inter) * ratio;
+    // An all-reduce pipelines two operations; an all-gather or a
+    // reduce-scatter moves (ppn - 1) / ppn through the switches, and its
+    // busbw is taken as its algbw (tuning.cc converts only the ring's).
+    const double intra = nvls_.bw_intra * nvls_efficiency(arch_) * (nvls_.channels - 1) / nvls_.channels *
+                         (c == Collective::AllReduce ? 2.0 : (ranks_ - 1.0) / ranks_);
+    return nvls_.channels * std::min(intra, nvls_.bw_inter) * (c == Collective::AllReduce ? ratio : 1.0);
   }
   const double bus = ring_.channels * ring_.bw_intra;
   if (p == Protocol::LL) return std::min(ll_max_bw(arch_), bus * 0.5) * ratio;
@@ -132,12 +140,13 @@ double NcclTuning::bandwidth(Collective c, NcclAlgo a, Protocol p) const {
 
 double NcclTuning::model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const {
   const double bw = bandwidth(c, a, p);
-  return bw > 0 ? latency(a, p) + static_cast<double>(bytes) / (1000 * bw) : -1;
+  return bw > 0 ? latency(c, a, p) + static_cast<double>(bytes) / (1000 * bw) : -1;
 }
 
 NcclChoice NcclTuning::choose(Collective c, uint64_t bytes, bool ring, bool nvls) const {
-  if (c != Collective::AllReduce)
-    throw UserError(std::string("nccl models NCCL's choice for an all-reduce only, not a ") + collective_name(c));
+  if (!nccl_tunes(c))
+    throw UserError(std::string("nccl models NCCL's choice for an all-reduce, an all-gather or a reduce-scatter, not a ") +
+                    collective_name(c));
   NcclChoice best;
   best.model_us = -1;
   for (NcclAlgo a : {NcclAlgo::Ring, NcclAlgo::Nvls}) {  // NCCL's order: a tie keeps the first
@@ -160,17 +169,6 @@ NcclChoice NcclTuning::choose(Collective c, uint64_t bytes, bool ring, bool nvls
     best.channels = nc;
   }
   return best;
-}
-
-std::string NcclTuning::header_line() const {
-  std::ostringstream os;
-  os << "# nccl's model (tuning.cc on one node): ring " << ring_.channels << " channels x " << ring_.bw_intra
-     << " GB/s (" << comm_channels() << " launched)";
-  if (nvls_.channels)
-    os << ", nvls " << nvls_.channels << " x " << nvls_.bw_intra << "/" << nvls_.bw_inter << " GB/s";
-  os << "; per size the fastest of ring LL, LL128, Simple" << (nvls_.channels ? " and nvls" : "")
-     << " by NCCL's latency + size / bandwidth\n";
-  return os.str();
 }
 
 }  // namespace incsim::collectives

@@ -17,6 +17,9 @@ namespace incsim::collectives {
 enum class GpuArch : uint8_t { Ampere, Hopper, Blackwell };
 
 enum class NcclAlgo : uint8_t { Ring, Nvls };
+// The collectives whose choice incsim models: all-reduce, all-gather and
+// reduce-scatter (tuning.cc also tunes broadcast and reduce, ring only).
+bool nccl_tunes(Collective c);
 const char* nccl_algo_name(NcclAlgo a);
 
 // What NCCL's topology search finds on a node of GPUs that reach each
@@ -38,9 +41,10 @@ class NcclTuning {
  public:
   // `ranks` GPUs of one node, each with `links` NVLinks to the switches.
   NcclTuning(GpuArch arch, int ranks, int links);
-  // NCCL's pick for an all-reduce of `bytes` (UserError for another
-  // collective), the fastest by its model among the algorithms allowed
-  // (NCCL_ALGO's list; both by default).
+  // NCCL's pick for a collective of `bytes` (for an all-gather and a
+  // reduce-scatter the whole buffer, ncclFuncMaxSendRecvCount; UserError
+  // where !nccl_tunes), the fastest by its model among the algorithms
+  // allowed (NCCL_ALGO's list; both by default).
   NcclChoice choose(Collective c, uint64_t bytes, bool ring = true, bool nvls = true) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.
   double model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const;
@@ -48,12 +52,11 @@ class NcclTuning {
   const NcclGraph& nvls() const { return nvls_; }
   // comm->nChannels: the ring graph's channels duplicated (connect.cc, ncclTopoPostset).
   int comm_channels() const { return 2 * ring_.channels; }
-  // The header's line: the graphs and what the model charges.
-  std::string header_line() const;
 
  private:
+  int steps(Collective c) const;
   double bandwidth(Collective c, NcclAlgo a, Protocol p) const;
-  double latency(NcclAlgo a, Protocol p) const;
+  double latency(Collective c, NcclAlgo a, Protocol p) const;
   GpuArch arch_;
   int ranks_;
   NcclGraph ring_, nvls_;

@@ -82,7 +82,7 @@ class NcclPick : public Tuner {
 class Nccl : public Algorithm {
  public:
   Nccl()
-      : Algorithm({"nccl", "allreduce", "", Family::GpuFabric, kNvlinkNodes,
+      : Algorithm({"nccl", "allreduce, allgather, reducescatter", "", Family::GpuFabric, kNvlinkNodes,
                    "the GPUs' cores and, for nvls, the switches' reduction and multicast tables",
                    "per size the algorithm and protocol NCCL's tuning model picks (ring LL, LL128, Simple; nvls), as "
                    "nccl-tests runs by default (NCCL src/graph/tuning.cc, src/enqueue.cc)",
@@ -93,8 +93,6 @@ class Nccl : public Algorithm {
     if (s.cluster() || !nccl_arch(s.graph.family, arch))
       return "nccl runs NCCL's tuning model on one NVLink node: " + std::string(kNvlinkNodes) + " (not " +
              s.platform + ")";
-    if (s.collective != Collective::AllReduce)
-      return std::string("nccl models NCCL's choice for an all-reduce only, not a ") + collective_name(s.collective);
     return nvls_possible(s) ? nvls()->cannot_run(s) : "";
   }
   Needs needs(const topo::Topology& t, Collective c) const override {

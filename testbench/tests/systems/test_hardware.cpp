@@ -200,6 +200,30 @@ TEST_CASE("NCCL's choice is its model's fastest, by hand", "[hardware][nccl]") {
                     Catch::Contains("NVLS needs Hopper or later"));
 }
 
+TEST_CASE("NCCL's choice for an all-gather and a reduce-scatter, by hand", "[hardware][nccl]") {
+  using namespace incsim::collectives;
+  const NcclTuning h100(GpuArch::Hopper, 8, 18);
+  // nsteps = n - 1 = 7 (tuning.cc); the size is the whole buffer (ncclFuncMaxSendRecvCount).
+  // Ring LL: 6.6 + 7 x 0.6 us at min(141, 12 x 30 / 2) x 8/7 GB/s.
+  // NVLS: 25 us at 8 x min(40 x 0.85 x 7/8 x 7/8, 60) GB/s, its busbw taken as algbw.
+  const double ll_bw = 141.0 * 8 / 7, nvls_bw = 8 * 40 * 0.85 * 7 / 8 * 7 / 8;
+  for (const Collective c : {Collective::AllGather, Collective::ReduceScatter}) {
+    CHECK(h100.model_us(c, NcclAlgo::Ring, Protocol::LL, 1 << 20) == Approx(10.8 + (1 << 20) / (1000 * ll_bw)));
+    CHECK(h100.model_us(c, NcclAlgo::Nvls, Protocol::Simple, 1 << 20) == Approx(25.0 + (1 << 20) / (1000 * nvls_bw)));
+    // Simple at 256 MiB: 8.4 + 7 x 3.4 us at 12 x 30 x 8/7 GB/s, against NVLS's 1314 us.
+    const NcclChoice big = h100.choose(c, 256 << 20);
+    CHECK(big.algo == NcclAlgo::Ring);
+    CHECK(big.proto == Protocol::Simple);
+    CHECK(big.model_us == Approx(32.2 + (256 << 20) / (1000 * 360.0 * 8 / 7)));
+  }
+  CHECK_THROWS_WITH(h100.choose(Collective::Broadcast, 1 << 20), Catch::Contains("not a broadcast"));
+  const Result r = cli::incsim("--platform hgx-h100 --algorithm nccl --collective reducescatter --sizes 1M --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  CHECK(row["choice"] == "ring ll, 18 channels");
+  CHECK(row["wrong"] == 0);
+}
+
 TEST_CASE("algorithm nccl runs NCCL's choice per size, exact, and names it in each row", "[hardware][nccl]") {
   const Result r = cli::incsim("--platform hgx-h100 --algorithm nccl --sizes 8K,2M --quiet --json -");
   REQUIRE(r.code == 0);
@@ -232,8 +256,8 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
           "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not dgx2)");
   refused("--platform cluster --nodes 2 --algorithm nccl",
           "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not cluster)");
-  refused("--platform hgx-h100 --algorithm nccl --collective allgather",
-          "algorithm 'nccl' does not run allgather; choose one of ring, multicast, nvls");
+  refused("--platform hgx-h100 --algorithm nccl --collective broadcast",
+          "algorithm 'nccl' does not run broadcast; choose one of multicast, ring, blink");
   refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
           "nccl.algorithms lists ring and nvls, comma-separated, not 'tree'");
   refused("--platform hgx-h100 --algorithm nccl --fidelity flow",
