@@ -90,11 +90,13 @@ uint64_t channel_bytes(Protocol p, int ranks) {
 }
 
 constexpr Protocol kProtocols[] = {Protocol::LL, Protocol::LL128, Protocol::Simple};
-}  // namespace
 
+// The collectives whose choice incsim models (tuning.cc also tunes
+// broadcast and reduce, ring only).
 bool nccl_tunes(Collective c) {
   return c == Collective::AllReduce || c == Collective::AllGather || c == Collective::ReduceScatter;
 }
+}  // namespace
 
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Ring ? "ring" : "nvls"; }
 

@@ -17,9 +17,6 @@ namespace incsim::collectives {
 enum class GpuArch : uint8_t { Ampere, Hopper, Blackwell };
 
 enum class NcclAlgo : uint8_t { Ring, Nvls };
-// The collectives whose choice incsim models: all-reduce, all-gather and
-// reduce-scatter (tuning.cc also tunes broadcast and reduce, ring only).
-bool nccl_tunes(Collective c);
 const char* nccl_algo_name(NcclAlgo a);
 
 // What NCCL's topology search finds on a node of GPUs that reach each
@@ -43,7 +40,7 @@ class NcclTuning {
   NcclTuning(GpuArch arch, int ranks, int links);
   // NCCL's pick for a collective of `bytes` (for an all-gather and a
   // reduce-scatter the whole buffer, ncclFuncMaxSendRecvCount; UserError
-  // where !nccl_tunes), the fastest by its model among the algorithms
+  // for another collective), the fastest by its model among the algorithms
   // allowed (NCCL_ALGO's list; both by default).
   NcclChoice choose(Collective c, uint64_t bytes, bool ring = true, bool nvls = true) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.

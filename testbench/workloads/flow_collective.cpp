@@ -223,11 +223,8 @@ void FlowCollectiveWorkload::reduction_tables(const collectives::Program& p, con
                         nvswitch::kTableBytes.key() + " is 0 there), so packet level passes every member's answer "
                         "on unreduced, which flows do not model; run it at packet level");
     }
-  if (!algorithm_->in_switches()) return;
+  if (!algorithm_->in_switches() || site.cluster() || m.table_bytes.empty()) return;
   std::ostringstream os;
-  platforms::print_switches_what_if(os, t, opt_.algorithm);
-  sizing_ = os.str();
-  if (site.cluster() || m.table_bytes.empty()) return;
   const platforms::LittleLaw ll = little_law(d);
   const bool pull = p.has(collectives::OpKind::ReduceRead);
   tables_below_c_min_ =
@@ -517,6 +514,7 @@ void FlowCollectiveWorkload::print_header(std::ostream& os) const {
   }
   if (bound_note_.empty()) platforms::print_link_bound(os, links_, p, bytes, bound_us(bytes, false), name);
   if (nic_) collectives::describe_schedule(os, nic_->schedule(), p.dataflow);
+  if (algorithm_->in_switches()) platforms::print_switches_what_if(os, *graph_, name);
   os << sizing_ << std::defaultfloat;
   print_push_window(os, bytes);
   if (p.protocol_by_size) os << by_size_.header_line();
