@@ -52,9 +52,9 @@ CopyFlows::~CopyFlows() = default;
 // runs them.
 class CopyFlows::Run : public RunFlows {
  public:
-  Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared);
+  Run(CopyFlows& f, uint64_t bytes, Network* on);
   ~Run() override {
-    for (int l : links_) net_.remove_link(l);
+    for (int l : links_) net_->remove_link(l);
   }
   // Starts every rank at the network's now; `done` (if any) gets the result at the last rank's end.
   void begin(Done done) {
@@ -63,7 +63,7 @@ class CopyFlows::Run : public RunFlows {
   }
   Result go(const Network::Callback& tick) {
     begin({});
-    net_.run(tick);
+    net_->run(tick);
     for (const Rank& k : ranks_)
       for (size_t i = 0; i < k.ops.size(); ++i)
         if (!k.plan[static_cast<int>(i)].done)
@@ -72,7 +72,7 @@ class CopyFlows::Run : public RunFlows {
                           ") never ends");
     return result(end_, transfers_, *f_.graph_);
   }
-  double now() const { return net_.now(); }
+  double now() const { return net_->now(); }
   double done_share() const { return static_cast<double>(ops_done_) / static_cast<double>(std::max<uint64_t>(ops_, 1)); }
 
  private:
@@ -129,8 +129,8 @@ class CopyFlows::Run : public RunFlows {
   double end_ = 0;
 };
 
-CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, SharedNetwork* shared)
-    : RunFlows(shared, *f.graph_),
+CopyFlows::Run::Run(CopyFlows& f, uint64_t bytes, Network* on)
+    : RunFlows(on, *f.graph_),
       f_(f),
       bytes_(bytes),
       blocks_((bytes + kBlock - 1) / kBlock),
@@ -200,7 +200,7 @@ void CopyFlows::Run::finish(Rank& k, int i) {
   if (const int forward = k.plan.finish(i); forward >= 0) return finish(k, forward);
   if (k.plan.left() == 0) {
     if (--running_ == 0) {
-      end_ = net_.now();
+      end_ = net_->now();
       if (done_) done_(result(end_, transfers_, *f_.graph_));
     }
     return;
@@ -210,7 +210,7 @@ void CopyFlows::Run::finish(Rank& k, int i) {
 
 int CopyFlows::Run::cap(double rate) {
   if (!(rate < std::numeric_limits<double>::infinity())) return -1;
-  links_.push_back(net_.add_link(rate));
+  links_.push_back(net_->add_link(rate));
   return links_.back();
 }
 
@@ -276,17 +276,17 @@ void CopyFlows::Run::read(Rank& k, int i) {
     int& link = shared_ ? f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1).first->second
                         : k.table_link;
     if (link < 0) {
-      link = net_.add_link(shape.table_rate);
+      link = net_->add_link(shape.table_rate);
       if (!shared_) links_.push_back(link);
     }
     uses.push_back({link, 1.0});
   }
   const uint64_t bytes = span(x.lo, x.hi);
-  const double began = net_.now();
+  const double began = net_->now();
   flow(uses, static_cast<double>(bytes), 0, [this, &k, i, forward, began, bytes, latency = shape.latency] {
     // The last request has left; its answers come back a round trip and a
     // member's memory access later.
-    const double back = latency + last_mem(net_.now() - began, (bytes + kBlock - 1) / kBlock);
+    const double back = latency + last_mem(net_->now() - began, (bytes + kBlock - 1) / kBlock);
     after(back, [this, &k, i] {
       Op& x = k.ops[static_cast<size_t>(i)];
       if (!f_.p_.multimem || k.plan[i].stream_to < 0) x.got = x.expect;  // else its own copy lands from the multicast
@@ -393,9 +393,9 @@ CopyFlows::Result CopyFlows::run(uint64_t bytes, const Progress& progress) {
   return run_one_pass<Run>(*this, bytes, progress);
 }
 
-std::unique_ptr<Executor::Running> CopyFlows::start(uint64_t bytes, Done done) {
+std::unique_ptr<Executor::Running> CopyFlows::start(uint64_t bytes, Network& on, Done done) {
   assert(shared_);
-  return start_one_pass<Run>(*this, bytes, shared_, std::move(done));
+  return start_one_pass<Run>(*this, bytes, on, std::move(done));
 }
 
 }  // namespace incsim::flow

@@ -122,8 +122,8 @@ const ChannelClasses* CoresFlows::Run::classes_for(const CoresFlows& f, const co
   return f.classes_.get();
 }
 
-CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwork* shared)
-    : RunFlows(shared, *f.graph_),
+CoresFlows::Run::Run(CoresFlows& f, const Plan& plan, uint64_t drop, Network* on)
+    : RunFlows(on, *f.graph_),
       f_(f),
       layout_(std::make_unique<collectives::PassLayout>(plan.layout(f.parts_.parts, f.elem_, drop))),
       classes_(classes_for(f, *layout_, no_classes_)),
@@ -327,7 +327,7 @@ void CoresFlows::Run::progress(Queue& q) {
   Turn turn{*this, k};
   collectives::take_turn(q, turn, p_, k.r, static_cast<uint64_t>(slots_.slots));
   if (q.finished || q.ending || q.next != q.total || !q.pending.empty() || q.sending || q.acks_due != 0) return;
-  if (net_.now() < q.acked_by) {
+  if (net_->now() < q.acked_by) {
     q.ending = true;
     at(q.acked_by, [this, &q] {
       q.ending = false;
@@ -356,7 +356,7 @@ void CoresFlows::Run::run_local(Rank& k, int i, uint64_t pass) {
 
 void CoresFlows::Run::part_done(Rank& k) {
   if (--k.unfinished != 0 || --running_ != 0) return;
-  end_ = net_.now();
+  end_ = net_->now();
   if (done_) done_(result(end_, transfers_, *f_.graph_));
 }
 
@@ -384,13 +384,13 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
   q.send = {i, pass, len, in, &out, 0};
   // The cores read the first data, then store it at the rate the route gives.
   after(access(), [this, &q] {
-    q.send.began = net_.now();
+    q.send.began = net_->now();
     flow(uses(*q.send.out, q.rank->r, q.send.op), static_cast<double>(q.send.len * f_.elem_), 0, [this, &q] {
       const Queue::Send& x = q.send;
       const Conn& out = *x.out;
       // The last store has left: the input slot is read out.
       if (x.in) consume(q, *x.in);
-      const double spread = net_.now() - x.began;
+      const double spread = net_->now() - x.began;
       const double last = last_mem(spread, packets(x.len), 1);
       if (proto_ == Protocol::Simple) {
         // The fence: every write acknowledged, then the flag.
@@ -433,7 +433,7 @@ void CoresFlows::Run::landed(Conn& c, double delay) {
 
 // A store this queue made is acknowledged `delay` from now; the queue ends
 // only after. Nothing else waits for it, so it needs no event of its own.
-void CoresFlows::Run::ack_after(Queue& q, double delay) { q.acked_by = std::max(q.acked_by, net_.now() + delay); }
+void CoresFlows::Run::ack_after(Queue& q, double delay) { q.acked_by = std::max(q.acked_by, net_->now() + delay); }
 
 // The receiving operation has read its slot: the head flag frees it at the sender.
 void CoresFlows::Run::consume(Queue& q, Conn& c) {
@@ -476,14 +476,14 @@ void CoresFlows::Run::begin(Done done) {
 CoresFlows::Run::~Run() {
   for (auto& k : ranks_) {
     for (auto& q : k->queues)
-      if (q->credits_link >= 0) net_.remove_link(q->credits_link);
-    if (k->table_link >= 0) net_.remove_link(k->table_link);
+      if (q->credits_link >= 0) net_->remove_link(q->credits_link);
+    if (k->table_link >= 0) net_->remove_link(k->table_link);
   }
 }
 
 CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   begin({});
-  net_.run(tick);
+  net_->run(tick);
   if (running_ != 0) {
     for (auto& k : ranks_)
       for (auto& q : k->queues)
@@ -514,10 +514,10 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
   return out;
 }
 
-std::unique_ptr<Executor::Running> CoresFlows::start(uint64_t bytes, Done done) {
+std::unique_ptr<Executor::Running> CoresFlows::start(uint64_t bytes, Network& on, Done done) {
   assert(shared_);
   const Plan plan = this->plan(bytes);
-  auto x = std::make_unique<Run>(*this, plan, 0, shared_);
+  auto x = std::make_unique<Run>(*this, plan, 0, &on);
   x->begin([proto = plan.proto, passes = plan.passes, done = std::move(done)](Result r) {
     r.proto = proto;
     r.passes = r.simulated_passes = passes;

@@ -93,7 +93,7 @@ class CoresFlows : public Executor {
   // steady passes, progress's fraction counts every run's operations).
   Result run(uint64_t bytes, const Progress& progress = {}) override;
   // Every pass runs: steady passes extrapolate a run alone.
-  std::unique_ptr<Running> start(uint64_t bytes, Done done) override;
+  std::unique_ptr<Running> start(uint64_t bytes, Network& on, Done done) override;
   const collectives::Program& program() const override { return p_; }
   // Why a program cannot run as flows, or empty.
   static std::string cannot_run(const collectives::Program& p);

@@ -59,13 +59,13 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
   const double bytes = static_cast<double>(len * f_.elem_);
   const double blocks = std::ceil(bytes / kBlock);
   const double last = bytes - std::floor((blocks - 1) / shape.ports) * shape.ports * kBlock;
-  const double began = net_.now(), rtt = shape.latency;
+  const double began = net_->now(), rtt = shape.latency;
   int table = -1;
   if (shape.table_rate > 0) {
     Rank& k = *q.rank;
     int& link = shared_ ? f_.shared_->table_links.try_emplace(f_.endpoints_[static_cast<size_t>(k.r)], -1).first->second
                         : k.table_link;
-    if (link < 0) link = net_.add_link(shape.table_rate);
+    if (link < 0) link = net_->add_link(shape.table_rate);
     table = link;
   }
   // Made as each flow starts: a read waiting for its last round holds no copy.
@@ -79,7 +79,7 @@ void CoresFlows::Run::start_reduce_read(Queue& q, int i, uint64_t pass, uint64_t
     flow(uses(), last, 0, [this, &q, i, pass, len, rtt, blocks, began, &rounds] {
       // The last request has left; its answers come back a round trip and
       // a member's memory access later.
-      after(rtt + last_mem(net_.now() - began, static_cast<uint64_t>(blocks), 1), [this, &q, i, pass, len] {
+      after(rtt + last_mem(net_->now() - began, static_cast<uint64_t>(blocks), 1), [this, &q, i, pass, len] {
         wrote(*q.rank, op(q.rank->r, i).dst, pass, len);
         issued_innet(q, i, pass, true);
       });
@@ -107,11 +107,11 @@ void CoresFlows::Run::start_multicast(Queue& q, int i, uint64_t pass, uint64_t l
   const InNetwork::Shape& shape = f_.innet_.shape_of(q.rank->r, op(q.rank->r, i));
   const double bytes = static_cast<double>(len * f_.elem_);
   after(access(), [this, &q, i, pass, &shape, bytes] {  // the cores read the data first
-    const double start = net_.now();
+    const double start = net_->now();
     flow(classed(shape.uses, q.rank->r, i), bytes, 0, [this, &q, i, pass, &shape, bytes, start] {
       const int r = q.rank->r;
       const std::vector<int>& members = p_.groups[static_cast<size_t>(op(r, i).group)];
-      const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
+      const double last = last_mem(net_->now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
       for (size_t j = 0, e; j < members.size(); j = e) {  // members that land at once, in one event
         for (e = j + 1; e < members.size() && shape.to_member[e] == shape.to_member[j]; ++e) {
         }
@@ -140,7 +140,7 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   const double latency = shape.latency, rtt = latency + mem();
   for (const auto& [queue, op_index] : all) {
     if (queue->credits_link < 0)
-      queue->credits_link = net_.add_link(f_.costs_.push_credits * kBlock / rtt);
+      queue->credits_link = net_->add_link(f_.costs_.push_credits * kBlock / rtt);
     uses.push_back({queue->credits_link, 1.0});
   }
   // A queue has issued its pass when its last block has left, its credits'
@@ -149,11 +149,11 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   const double bytes = static_cast<double>(len * f_.elem_);
   const double window = std::min(bytes, f_.costs_.push_credits * kBlock);
   after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
-    const double start = net_.now();
+    const double start = net_->now();
     flow(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {
       for (const auto& [queue, op_index] : all) issued_innet(*queue, op_index, pass, false);
       flow(uses, window, 0, [this, all, bytes, latency, pass, start] {
-        const double last = last_mem(net_.now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
+        const double last = last_mem(net_->now() - start, static_cast<uint64_t>(std::ceil(bytes / kBlock)), 1);
         const int r = all.front().first->rank->r, i = all.front().second;
         after(latency + last, [this, r, i, pass, all] {  // at every member at once, in the order they joined
           for (const auto& member : all) land(r, i, pass, member.first->rank->r);

@@ -29,15 +29,15 @@ inline uint64_t received(int g, int64_t m) { return static_cast<uint64_t>(g) << 
 // One size's run: every rank's queues and connections, as CoresRank has them.
 class CoresFlows::Run : public RunFlows {
  public:
-  // The plan's message less `drop` whole passes of every part, on `shared`
-  // or on a network of its own.
-  Run(CoresFlows& f, const Plan& plan, uint64_t drop, SharedNetwork* shared);
+  // The plan's message less `drop` whole passes of every part, on `on` (a
+  // shared network or its replica) or on a network of its own.
+  Run(CoresFlows& f, const Plan& plan, uint64_t drop, Network* on);
   ~Run() override;
   // On a network of its own: runs to the end. tick: Network::run's, now and then.
   Result go(const Network::Callback& tick = {});
   // Starts every rank at the network's now; `done` (if any) gets the result at the last rank's end.
   void begin(Done done);
-  double now() const { return net_.now(); }
+  double now() const { return net_->now(); }
   // The share of the run's operations its queues have issued.
   double issued() const;
 

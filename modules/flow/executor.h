@@ -17,6 +17,8 @@
 
 namespace incsim::flow {
 
+class Network;
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -54,14 +56,17 @@ class Executor {
    public:
     virtual ~Running() = default;
     virtual bool idle() const = 0;
+    // Its flows and callbacks are on `n` now (Network::adopt): it starts the
+    // rest there.
+    virtual void move_to(Network& n) = 0;
   };
   using Done = std::function<void(const Result&)>;
-  // On the shared network the executor was made on (shared.h): starts one
-  // message of `bytes` at the network's now. `done` gets its result (time
-  // from the start; no links: the network's count is everyone's) when its
-  // last rank ends, from inside the network's events: it must not start
-  // another run.
-  virtual std::unique_ptr<Running> start(uint64_t bytes, Done done) = 0;
+  // On `on`, the shared network the executor was made on (shared.h) or a
+  // replica of it: starts one message of `bytes` at its now. `done` gets
+  // its result (time from the start; no links: the network's count is
+  // everyone's) when its last rank ends, from inside the network's events:
+  // it must not start another run.
+  virtual std::unique_ptr<Running> start(uint64_t bytes, Network& on, Done done) = 0;
   virtual const collectives::Program& program() const = 0;
 };
 

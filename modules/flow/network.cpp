@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <limits>
+#include <cmath>
 #include <cstring>
 
 namespace incsim::flow {
@@ -17,16 +18,77 @@ int Network::add_link(double bytes_per_ns) {
   const int k = free_slot(links_, free_links_);
   carried_.resize(links_.size());
   carried_[static_cast<size_t>(k)] = 0;
+  links_[static_cast<size_t>(k)].bundle = -1;
+  place_link(k, bytes_per_ns);
+  return k;
+}
+
+void Network::place_link(int l, double cap) {
   // A bundle with no path in flight takes any link of its capacity.
-  const auto f = fresh_.find(bytes_per_ns);
+  const auto f = fresh_.find(cap);
   int b = f == fresh_.end() ? -1 : f->second;
   if (b < 0 || !bundles_[static_cast<size_t>(b)].paths.empty()) {
-    b = new_bundle(bytes_per_ns);
-    fresh_[bytes_per_ns] = b;
+    b = new_bundle(cap);
+    fresh_[cap] = b;
   }
-  links_[static_cast<size_t>(k)].bundle = -1;
-  move_link(k, b);
-  return k;
+  move_link(l, b);
+}
+
+Network Network::replica(double t_ns) const {
+  Network r;
+  r.links_.resize(links_.size());
+  r.carried_.assign(links_.size(), 0);
+  for (size_t l = 0; l < links_.size(); ++l) {
+    r.links_[l].bundle = -1;
+    if (links_[l].bundle >= 0) r.place_link(static_cast<int>(l), bundles_[static_cast<size_t>(links_[l].bundle)].cap);
+  }
+  r.free_links_ = free_links_;
+  r.now_ = t_ns;
+  return r;
+}
+
+void Network::adopt(Network& from) {
+  assert(std::abs(from.now_ - now_) <= kTiny * std::max(1.0, now_));
+  // Its links first, as it left them: a run's own links, a table's.
+  links_.resize(std::max(links_.size(), from.links_.size()), Link{-1, 0, 0});
+  carried_.resize(links_.size(), 0);
+  for (size_t l = 0; l < from.links_.size(); ++l) {
+    const int b = from.links_[l].bundle, here = links_[l].bundle;
+    if (b >= 0 && here < 0) place_link(static_cast<int>(l), from.bundles_[static_cast<size_t>(b)].cap);
+    if (b < 0 && here >= 0) move_link(static_cast<int>(l), -1);
+  }
+  free_links_ = from.free_links_;
+  // Its flows with the bytes they have left, each path's marks on its last
+  // flow to end (they are due at the path's rate, whichever flow they came
+  // with), all still counted pending where they were.
+  for (Path& path : from.paths_) {
+    if (path.flows.empty()) continue;
+    from.advance(path);
+    std::vector<Member> flows, marks;
+    for (; !path.flows.empty(); path.flows.pop()) flows.push_back(path.flows.top());
+    for (; !path.marks.empty(); path.marks.pop()) marks.push_back(path.marks.top());
+    for (const Member& m : flows) {
+      Flow& x = from.flows_[static_cast<size_t>(m.flow)];
+      std::vector<Mark> on;
+      if (&m == &flows.back())
+        for (const Member& k : marks) {
+          Call& c = from.marks_[static_cast<size_t>(k.flow)];
+          assert(c.pending == x.pending);
+          if (c.pending) --*c.pending;
+          on.push_back({m.end - k.end, std::move(c.f)});
+        }
+      if (x.pending) --*x.pending;
+      const double left = std::max(0.0, m.end - path.sent);
+      for (const Use& u : path.uses) from.carried_[static_cast<size_t>(u.link)] -= left * u.weight;  // start counts it here
+      start(path.uses, left, x.latency, std::move(x.done), x.pending, std::move(on));
+    }
+  }
+  for (size_t l = 0; l < from.carried_.size(); ++l) carried_[l] += from.carried_[l];
+  for (; !from.events_.empty(); from.events_.pop()) {
+    const Event& e = from.events_.top();
+    post(e.t, std::move(from.calls_[e.call]));
+  }
+  from = Network();
 }
 
 void Network::remove_link(int l) {

@@ -103,6 +103,14 @@ class Network {
   double next_event();
 
   double now() const { return now_; }
+  // An empty network with this one's links (the same indices, capacities
+  // and free indices) standing at t_ns: where a run replays its past
+  // before adopt() moves it here.
+  Network replica(double t_ns) const;
+  // Takes over every flow, mark and callback of `from`, a replica of this
+  // network standing at its now, leaving it empty; links `from` added or
+  // removed since it was made are added or removed here, at their indices.
+  void adopt(Network& from);
   // Bytes each link carried (every flow started over it, by its weight).
   double carried(int link) const { return carried_[static_cast<size_t>(link)]; }
   size_t links() const { return links_.size(); }
@@ -242,6 +250,8 @@ class Network {
   // Path p's parts on bundle b, which it uses in part or unalike: each set
   // of b's links it uses alike becomes a bundle, b keeping the rest.
   void join_part(int p, int b);
+  // Puts link l, out of any bundle, in one of capacity cap (add_link's).
+  void place_link(int l, double cap);
   // A new bundle of links of capacity cap, or one freed before.
   int new_bundle(double cap);
   // Link l leaves its bundle (freed once it has no link) for bundle b, if any.

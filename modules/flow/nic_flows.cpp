@@ -59,12 +59,12 @@ NicFlows::~NicFlows() = default;
 class NicFlows::Run : public RunFlows {
  public:
   // On `shared`, or on a network of its own.
-  Run(NicFlows& f, uint64_t bytes, SharedNetwork* shared);
+  Run(NicFlows& f, uint64_t bytes, Network* on);
   // On a network of its own: runs to the end.
   Result go(const Network::Callback& tick);
   // Starts every rank's table at the network's now; `done` (if any) gets the result at the last rank's end.
   void begin(Done done);
-  double now() const { return net_.now(); }
+  double now() const { return net_->now(); }
   double issued() const { return static_cast<double>(issued_) / static_cast<double>(std::max<uint64_t>(entries_, 1)); }
 
  private:
@@ -119,7 +119,7 @@ class NicFlows::Run : public RunFlows {
   double end_ = 0;
 };
 
-NicFlows::Run::Run(NicFlows& f, uint64_t bytes, SharedNetwork* shared) : RunFlows(shared, *f.graph_), f_(f) {
+NicFlows::Run::Run(NicFlows& f, uint64_t bytes, Network* on) : RunFlows(on, *f.graph_), f_(f) {
   const collectives::Schedule& s = f.schedule_;
   for (const auto& c : s.flows) layout_.push_back(collectives::slice_bytes(bytes, f.elem_, s.slices, c.start, c.size));
   step_ns_ = collectives::lockstep_ns(s, bytes, f.elem_, f.costs_.framing, f.costs_.estimate);
@@ -180,7 +180,7 @@ void NicFlows::Run::advance(Rank& k) {
   while (!k.finished && k.head < static_cast<int>(entries.size())) {
     const Entry& e = entries[static_cast<size_t>(k.head)];
     if (e.step > k.timestep) {
-      if (k.sending > 0 || net_.now() < k.lockstep_end) return;  // sent() or the lockstep count calls again
+      if (k.sending > 0 || net_->now() < k.lockstep_end) return;  // sent() or the lockstep count calls again
       k.timestep = e.step;
       continue;
     }
@@ -195,7 +195,7 @@ void NicFlows::Run::issue(Rank& k, int index) {
   const Entry& e = table(k)[static_cast<size_t>(index)];
   ++issued_;
   if (e.op == Op::Nop) {
-    k.lockstep_end = net_.now() + step_ns_;
+    k.lockstep_end = net_->now() + step_ns_;
     after(step_ns_, [this, &k] { advance(k); });
     return;
   }
@@ -277,11 +277,11 @@ void NicFlows::Run::stream(Rank& k, uint32_t s) {
     }
     if (held == 0) first_in = 0;
   }
-  const double port_end = net_.now() + wire / in.bw_GBps;
+  const double port_end = net_->now() + wire / in.bw_GBps;
   std::vector<Network::Mark> marks;
   marks.push_back({held / weight, [this, &k, s, port_end] {
-                     if (net_.now() >= port_end) return sent(k, s);
-                     after(port_end - net_.now(), [this, &k, s] { sent(k, s); });
+                     if (net_->now() >= port_end) return sent(k, s);
+                     after(port_end - net_->now(), [this, &k, s] { sent(k, s); });
                    }});
   marks.push_back({(held - first_in) / weight, [this, &k, s] { passed(k, s); }});
   flow(std::move(uses), static_cast<double>(len), 0,
@@ -334,7 +334,7 @@ void NicFlows::Run::maybe_finish(Rank& k) {
     if (k.reduce_left[g] > 0 || k.gather_left[g] > 0) return;
   k.finished = true;
   if (--running_ != 0) return;
-  end_ = net_.now();
+  end_ = net_->now();
   if (done_) done_(result(end_, transfers_, *f_.graph_));
 }
 
@@ -345,7 +345,7 @@ void NicFlows::Run::begin(Done done) {
 
 NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
   begin({});
-  net_.run(tick);
+  net_->run(tick);
   for (const Rank& k : ranks_) {
     if (k.finished) continue;
     uint64_t reduce = 0, gather = 0;
@@ -366,9 +366,9 @@ NicFlows::Result NicFlows::run(uint64_t bytes, const Progress& progress) {
   return x.go(progress ? Network::Callback([&] { progress(fraction, x.now()); }) : Network::Callback());
 }
 
-std::unique_ptr<Executor::Running> NicFlows::start(uint64_t bytes, Done done) {
+std::unique_ptr<Executor::Running> NicFlows::start(uint64_t bytes, Network& on, Done done) {
   assert(shared_);
-  auto x = std::make_unique<Run>(*this, bytes, shared_);
+  auto x = std::make_unique<Run>(*this, bytes, &on);
   x->begin(std::move(done));
   return x;
 }

@@ -44,7 +44,7 @@ class NicFlows : public Executor {
            uint32_t elem_bytes, uint64_t seed, SharedNetwork* shared = nullptr);
   ~NicFlows() override;
   Result run(uint64_t bytes, const Progress& progress = {}) override;
-  std::unique_ptr<Running> start(uint64_t bytes, Done done) override;
+  std::unique_ptr<Running> start(uint64_t bytes, Network& on, Done done) override;
   const collectives::Program& program() const override { return p_; }
   const collectives::Schedule& schedule() const { return schedule_; }
   const collectives::MessageFraming& framing() const { return costs_.framing; }

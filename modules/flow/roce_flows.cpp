@@ -38,14 +38,14 @@ double RoceFlows::wire_per_byte(bool aggregation) const {
 // roce::HostProgram and roce::RoceNic have them.
 class RoceFlows::Run : public RunFlows {
  public:
-  Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared);
+  Run(RoceFlows& f, uint64_t bytes, Network* on);
   void begin(Done done) {
     done_ = std::move(done);
     for (Rank& k : ranks_) k.order.start(k);
   }
   Result go(const Network::Callback& tick) {
     begin({});
-    net_.run(tick);
+    net_->run(tick);
     for (const Rank& k : ranks_)
       for (int i = 0; i < k.order.size(); ++i)
         if (!k.order[i].complete)
@@ -55,7 +55,7 @@ class RoceFlows::Run : public RunFlows {
                           " messages done");
     return result(end_, transfers_, *f_.graph_);
   }
-  double now() const { return net_.now(); }
+  double now() const { return net_->now(); }
   double done_share() const { return static_cast<double>(completed_) / static_cast<double>(std::max<uint64_t>(ops_, 1)); }
 
  private:
@@ -108,8 +108,8 @@ class RoceFlows::Run : public RunFlows {
   double end_ = 0;
 };
 
-RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, SharedNetwork* shared)
-    : RunFlows(shared, *f.graph_), f_(f), msg_bytes_(uint64_t{f.costs_.msg_len} * f.costs_.mtu) {
+RoceFlows::Run::Run(RoceFlows& f, uint64_t bytes, Network* on)
+    : RunFlows(on, *f.graph_), f_(f), msg_bytes_(uint64_t{f.costs_.msg_len} * f.costs_.mtu) {
   const collectives::Program& p = f.p_;
   ranks_.resize(static_cast<size_t>(p.ranks));
   for (int r = 0; r < p.ranks; ++r) {
@@ -190,14 +190,14 @@ void RoceFlows::Run::take_staged(Rank& k, int i) {
 void RoceFlows::Run::completed(Rank& k) {
   ++completed_;
   if (k.order.left() == 0 && --running_ == 0) {
-    end_ = net_.now();
+    end_ = net_->now();
     if (done_) done_(result(end_, transfers_, *f_.graph_));
   }
 }
 
 void RoceFlows::Run::post(Rank& k, int i, uint32_t m) {
   const int l = k.ops[static_cast<size_t>(i)].lane;
-  k.lanes[static_cast<size_t>(l)].queue.push_back({i, m, net_.now() + f_.costs_.tx_ns});
+  k.lanes[static_cast<size_t>(l)].queue.push_back({i, m, net_->now() + f_.costs_.tx_ns});
   pump(k, l);
 }
 
@@ -205,9 +205,9 @@ void RoceFlows::Run::pump(Rank& k, int l) {
   Lane& lane = k.lanes[static_cast<size_t>(l)];
   if (lane.busy || lane.waiting || lane.queue.empty()) return;
   const auto [i, m, ready] = lane.queue.front();
-  if (ready > net_.now()) {
+  if (ready > net_->now()) {
     lane.waiting = true;
-    after(ready - net_.now(), [this, &k, l] {
+    after(ready - net_->now(), [this, &k, l] {
       k.lanes[static_cast<size_t>(l)].waiting = false;
       pump(k, l);
     });
@@ -280,9 +280,9 @@ RoceFlows::Result RoceFlows::run(uint64_t bytes, const Progress& progress) {
   return run_one_pass<Run>(*this, bytes, progress);
 }
 
-std::unique_ptr<Executor::Running> RoceFlows::start(uint64_t bytes, Done done) {
+std::unique_ptr<Executor::Running> RoceFlows::start(uint64_t bytes, Network& on, Done done) {
   assert(shared_);
-  return start_one_pass<Run>(*this, bytes, shared_, std::move(done));
+  return start_one_pass<Run>(*this, bytes, on, std::move(done));
 }
 
 }  // namespace incsim::flow

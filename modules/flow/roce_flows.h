@@ -49,7 +49,7 @@ class RoceFlows : public Executor {
             RoceCosts costs, uint32_t elem_bytes, SharedNetwork* shared = nullptr);
   ~RoceFlows() override;
   Result run(uint64_t bytes, const Progress& progress = {}) override;
-  std::unique_ptr<Running> start(uint64_t bytes, Done done) override;
+  std::unique_ptr<Running> start(uint64_t bytes, Network& on, Done done) override;
   const collectives::Program& program() const override { return p_; }
   // Bytes on the wire per byte of an operation's payload: every packet's
   // headers, and a message's first packet's (with an INA header for an

@@ -4,7 +4,9 @@
 // links are the graph's, and what a run of an executor sends its flows on,
 // a network of its own or that one. Plain C++, no SystemC.
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 #include <vector>
@@ -15,8 +17,16 @@
 
 namespace incsim::flow {
 
-struct SharedNetwork {
-  explicit SharedNetwork(const FlowMachine& m) : graph(m, every_gpu_link(*m.t)) {
+// A network that runs share, each simulated as flows only while it shares
+// a link: a run whose links (those of its run alone) no run in flight uses
+// takes its time alone, with nothing simulated, as max-min fairness couples
+// rates only through shared links; a run that meets one in flight runs as
+// flows, and so does each run alone it meets, replayed from its start on a
+// replica of the network (Network::replica, adopt), so that from then on
+// they share their links max-min fairly.
+class SharedNetwork {
+ public:
+  explicit SharedNetwork(const FlowMachine& m) : graph(m, every_gpu_link(*m.t)), busy_(2 * m.t->links().size()) {
     for (double c : graph.capacities()) net.add_link(c);
   }
   // Every (GPU node, neighbour) pair: a GPU's links all stay links of their
@@ -30,32 +40,65 @@ struct SharedNetwork {
         if (t.node(a).kind == topo::NodeKind::Endpoint) pinned.emplace(a, b);
     return pinned;
   }
+  // Starts a message of `bytes` of e's program (made on this network) at
+  // the network's now; `alone` is its run alone (e.run), whose time it
+  // takes if it meets no other run and whose links say which it may meet.
+  // `done` gets its result (no links), from inside the network's events:
+  // it must not start another run.
+  void start(Executor& e, uint64_t bytes, const Executor::Result& alone, Executor::Done done);
+  // Frees what the runs that are over left behind.
+  void sweep();
+  // Runs started, and those that ran as flows because they met another.
+  uint64_t runs() const { return started_; }
+  uint64_t ran_as_flows() const { return as_flows_; }
+
   FlowGraph graph;
   Network net;
   // [GPU endpoint]: the link of its NVSwitch ports' reduction table entries
   // that its reducing reads cross (CoresFlows), one for every run on the
   // network, as the tables are the ports', whatever the collective.
   std::map<int, int> table_links;
+
+ private:
+  struct Run {
+    Executor* e = nullptr;
+    uint64_t bytes = 0;
+    double began = 0, ends = 0;  // ends: as alone
+    std::vector<int> links;     // the graph's link directions of its run alone
+    Executor::Result alone;
+    Executor::Done done;
+    std::unique_ptr<Executor::Running> flows;  // while it runs as flows
+    bool over = false;
+    uint64_t pending = 0;  // its end as alone, still to come
+  };
+  // Run r runs as flows on the network: replayed from its start if it began before now.
+  void as_flows(int r);
+  void end(int r, const Executor::Result& res);
+  std::deque<Run> runs_;  // a deque: the network holds pointers to their pending counts
+  std::vector<int> free_runs_, live_;
+  std::vector<int> busy_;  // [link direction]: runs in flight over it
+  uint64_t started_ = 0, as_flows_ = 0;
 };
 
 // The network a run's flows and callbacks go on, and what it has left there.
 class RunFlows : public Executor::Running {
  public:
-  // On `shared`, or, without, on a network of its own with `graph`'s links.
-  RunFlows(SharedNetwork* shared, const FlowGraph& graph)
-      : net_(shared ? shared->net : own_), shared_(shared != nullptr), began_(net_.now()) {
-    if (!shared)
+  // On `on` (a shared network, or a replica of one), or, without, on a
+  // network of its own with `graph`'s links.
+  RunFlows(Network* on, const FlowGraph& graph) : net_(on ? on : &own_), shared_(on != nullptr), began_(net_->now()) {
+    if (!on)
       for (double c : graph.capacities()) own_.add_link(c);
   }
   bool idle() const override { return pending_ == 0; }
+  void move_to(Network& n) override { net_ = &n; }
 
  protected:
-  void after(double delay_ns, Network::Callback f) { net_.after(delay_ns, std::move(f), &pending_); }
-  void at(double t_ns, Network::Callback f) { net_.at(t_ns, std::move(f), &pending_); }
+  void after(double delay_ns, Network::Callback f) { net_->after(delay_ns, std::move(f), &pending_); }
+  void at(double t_ns, Network::Callback f) { net_->at(t_ns, std::move(f), &pending_); }
   void flow(std::vector<Network::Use> uses, double bytes, double latency_ns, Network::Callback done,
             std::vector<Network::Mark> marks = {}) {
     ++flows_;
-    net_.start(std::move(uses), bytes, latency_ns, std::move(done), &pending_, std::move(marks));
+    net_->start(std::move(uses), bytes, latency_ns, std::move(done), &pending_, std::move(marks));
   }
   // The result's counts, its time from its start to `end_ns`; the links it
   // used only on a network of its own (canon: FlowGraph::used).
@@ -64,14 +107,14 @@ class RunFlows : public Executor::Running {
     Executor::Result out;
     out.time_ns = end_ns - began_;
     out.flows = flows_;
-    out.most_active = net_.most_active();
+    out.most_active = net_->most_active();
     out.transfers = transfers;
-    if (!shared_) out.links = graph.used(net_, canon);
+    if (!shared_) out.links = graph.used(*net_, canon);
     return out;
   }
 
   Network own_;
-  Network& net_;
+  Network* net_;
   const bool shared_;
   const double began_;
 
@@ -92,8 +135,8 @@ Executor::Result run_one_pass(E& e, uint64_t bytes, const Executor::Progress& pr
   return r;
 }
 template <class R, class E>
-std::unique_ptr<Executor::Running> start_one_pass(E& e, uint64_t bytes, SharedNetwork* shared, Executor::Done done) {
-  auto x = std::make_unique<R>(e, bytes, shared);
+std::unique_ptr<Executor::Running> start_one_pass(E& e, uint64_t bytes, Network& on, Executor::Done done) {
+  auto x = std::make_unique<R>(e, bytes, &on);
   x->begin([done = std::move(done)](Executor::Result r) {
     r.passes = r.simulated_passes = 1;
     done(r);

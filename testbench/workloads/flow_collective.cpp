@@ -381,7 +381,7 @@ void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
 }
 
 void FlowCollectiveWorkload::share(size_t i) {
-  shared_->start(*flows_, sizes_[i], [this](const flow::Executor::Result& r) {
+  shared_->start(*flows_, sizes_[i], result(i), [this](const flow::Executor::Result& r) {
     last_ = r;
     running_ = &last_;  // no links: it shared them as flows, no one to count beside it
     end_.at(sim_now());
@@ -416,9 +416,10 @@ SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {
   }, &wake_.event);
 }
 
-void SharedFlows::start(flow::Executor& e, uint64_t bytes, flow::Executor::Done done) {
+void SharedFlows::start(flow::Executor& e, uint64_t bytes, const flow::Executor::Result& alone,
+                        flow::Executor::Done done) {
   sync();
-  runs_.push_back(e.start(bytes, std::move(done)));
+  net_.start(e, bytes, alone, std::move(done));
   schedule();
 }
 
@@ -426,7 +427,7 @@ void SharedFlows::sync() {
   // Half a picosecond on: the wake-up for an event is its time rounded to
   // SystemC's resolution, which may be just before it.
   net_.net.run_until(sim_now().to_seconds() * 1e9 + 5e-4);
-  runs_.erase(std::remove_if(runs_.begin(), runs_.end(), [](const auto& r) { return r->idle(); }), runs_.end());
+  net_.sweep();
 }
 
 void SharedFlows::schedule() {

@@ -31,13 +31,11 @@ namespace incsim::tb {
 // --dump-platform, and where `timeline`, a timeline of the blocks).
 void refuse_packet_outputs(const Options& o, bool timeline);
 
-// Off by default: every collective then runs in full (no size runs once),
-// which costs what the whole iteration's flows cost.
 inline const Param<bool> kShareLinks{
     "flow.share_links", false, Range::none(),
     "flows: training's collectives that run at once share the links on one flow network in step with the "
-    "iteration, each start run in full (false: a group's size runs once, alone, and the row counts the "
-    "collectives that ran beside another group's; docs/flow.md)"};
+    "iteration, a collective simulated as flows only where it meets another (false: a group's size runs once, "
+    "alone, and the row counts the collectives that ran beside another group's; docs/flow.md)"};
 
 // One flow network that a platform's collectives share (flow.share_links),
 // its time SystemC's: a collective's flows start at the SystemC time it
@@ -46,10 +44,10 @@ class SharedFlows {
  public:
   explicit SharedFlows(const flow::FlowMachine& m);
   flow::SharedNetwork& network() { return net_; }
-  // Starts a message of `bytes` of e's program (made on network()) now;
-  // `done` runs when it ends, from inside the network's events (it must not
-  // start another).
-  void start(flow::Executor& e, uint64_t bytes, flow::Executor::Done done);
+  // Starts a message of `bytes` of e's program (made on network()) now,
+  // `alone` its run alone (flow::SharedNetwork::start); `done` runs when it
+  // ends, from inside the network's events (it must not start another).
+  void start(flow::Executor& e, uint64_t bytes, const flow::Executor::Result& alone, flow::Executor::Done done);
 
  private:
   // Brings the network to SystemC's now, and frees the runs that are over.
@@ -57,7 +55,6 @@ class SharedFlows {
   // Wakes at the network's next event.
   void schedule();
   flow::SharedNetwork net_;
-  std::vector<std::unique_ptr<flow::Executor::Running>> runs_;
   Wakeup wake_;
 };
 

@@ -76,9 +76,12 @@ uint64_t TrainingWorkload::progress() {
 void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
   const FlowOverlap& o = flow_->overlap;
   if (flow_->shared) {
-    row.details["flow_overlap"] = {{"collectives", o.collectives}, {"share_links", true}};
-    notes << "#   " << algorithms_[a] << ": " << o.collectives
-          << " collectives, those at once sharing their links as flows (flow.share_links)\n";
+    const flow::SharedNetwork& n = flow_->shared->network();
+    row.details["flow_overlap"] = {
+        {"collectives", o.collectives}, {"share_links", true}, {"as_flows", n.ran_as_flows()}};
+    notes << "#   " << algorithms_[a] << ": " << n.ran_as_flows() << " of " << o.collectives
+          << " collectives met another on a link of theirs and shared it as flows from their start; the others "
+             "took their time alone (flow.share_links)\n";
     return;
   }
   const double share = o.ns > 0 ? o.shared_ns / o.ns : 0;

@@ -565,7 +565,7 @@ TEST_CASE("cores flows on a shared network: a run alone takes its own time from 
   std::vector<double> took;
   const auto record = [&](const CoresFlows::Result& r) { took.push_back(r.time_ns); };
   shared.net.run_until(1000);  // a start later than 0
-  auto x = a->start(128 << 10, record);
+  auto x = a->start(128 << 10, shared.net, record);
   CHECK_FALSE(x->idle());
   shared.net.run();
   REQUIRE(took.size() == 1);
@@ -573,13 +573,79 @@ TEST_CASE("cores flows on a shared network: a run alone takes its own time from 
   CHECK(shared.net.now() == Approx(1000 + wire + 100));
   CHECK(x->idle());
   // Both broadcasts from rank 0 at once: its link carries both, half each.
-  auto y = a->start(128 << 10, record), z = b->start(128 << 10, record);
+  auto y = a->start(128 << 10, shared.net, record), z = b->start(128 << 10, shared.net, record);
   shared.net.run();
   REQUIRE(took.size() == 3);
   CHECK(took[1] == Approx(2 * wire + 100));
   CHECK(took[2] == Approx(2 * wire + 100));
   CHECK(y->idle());
   CHECK(z->idle());
+}
+
+TEST_CASE("shared network: a run that meets no other takes its time alone, one that meets a run alone replays it from its start") {
+  Star s(3, false);
+  incsim::flow::SharedNetwork shared(s.m);
+  const auto a = s.on(kBroadcast, shared), b = s.on(kBroadcast, shared);
+  const double wire = (128 << 10) * 1.125 / 25;
+  const CoresFlows::Result alone = a->run(128 << 10);
+  REQUIRE(alone.time_ns == Approx(wire + 100));
+  REQUIRE_FALSE(alone.links.empty());
+  std::vector<double> took;
+  const auto record = [&](const CoresFlows::Result& r) { took.push_back(r.time_ns); };
+  shared.net.run_until(1000);
+  shared.start(*a, 128 << 10, alone, record);
+  shared.net.run();
+  REQUIRE(took.size() == 1);
+  CHECK(took[0] == Approx(wire + 100));
+  CHECK(shared.net.now() == Approx(1000 + wire + 100));
+  CHECK(shared.ran_as_flows() == 0);  // nothing simulated
+  // b starts halfway through a's bytes on the same links: a replays its
+  // first half alone, then the two share rank 0's link: a's second half at
+  // half the rate takes `wire`, and b's last half runs alone after it.
+  const double t0 = shared.net.now();
+  shared.start(*a, 128 << 10, alone, record);
+  shared.net.run_until(t0 + wire / 2);
+  shared.start(*b, 128 << 10, alone, record);
+  shared.net.run();
+  REQUIRE(took.size() == 3);
+  CHECK(took[1] == Approx(1.5 * wire + 100));
+  CHECK(took[2] == Approx(1.5 * wire + 100));
+  CHECK(shared.runs() == 3);
+  CHECK(shared.ran_as_flows() == 2);
+  shared.sweep();
+}
+
+TEST_CASE("flow network: a network adopts a replica's flows, marks and callbacks with what they have left") {
+  Network n;
+  const int l = n.add_link(10);
+  n.run_until(100);
+  Network past = n.replica(40);
+  Network* now_on = &past;  // where the callbacks read the time, as a run's do (move_to)
+  std::map<char, double> at;
+  uint64_t pending = 0;
+  // 1000 B from 40 ns alone at 10 B/ns, a mark when 200 B are left, calls at 90 and 150 ns.
+  past.start({{l, 1.0}}, 1000, 5, [&] { at['f'] = now_on->now(); }, &pending,
+             {{200, [&] { at['m'] = now_on->now(); }}});
+  past.after(50, [&] { at['c'] = now_on->now(); }, &pending);
+  past.after(110, [&] { at['d'] = now_on->now(); }, &pending);
+  past.run_until(100);
+  REQUIRE(at.size() == 1);
+  CHECK(at['c'] == Approx(90));
+  CHECK(pending == 3);
+  n.adopt(past);
+  now_on = &n;
+  CHECK(pending == 3);
+  // 400 B left at 100 ns, which another 400 B flow halves: the mark 40 ns
+  // on, both flows' last bytes at 180 and their ends 5 ns later.
+  double other = 0;
+  n.start({{l, 1.0}}, 400, 5, [&] { other = n.now(); });
+  n.run();
+  CHECK(at['d'] == Approx(150));
+  CHECK(at['m'] == Approx(140));
+  CHECK(at['f'] == Approx(185));
+  CHECK(other == Approx(185));
+  CHECK(pending == 0);
+  CHECK(n.carried(l) == Approx(1400));
 }
 
 TEST_CASE("cores flows: a reducing write's credits limit it by Little's law, table bytes over the round trip") {

@@ -445,6 +445,7 @@ TEST_CASE("flow: with flow.share_links training's collectives share one flow net
   CHECK(shared["time_us"].get<double>() == Approx(alone["time_us"].get<double>()).epsilon(1e-6));
   CHECK(shared["flow_overlap"]["share_links"] == true);
   CHECK(shared["flow_overlap"]["collectives"] == 2);
+  CHECK(shared["flow_overlap"]["as_flows"] == 0);  // neither met another: nothing simulated twice
   // A pipeline's transfers share the GPUs' links with the tensor-parallel
   // all-reduces: they take longer than each alone (packet level: docs/flow.md).
   const std::string pipe = "--model transformer -c transformer.layers=2 -c transformer.hidden=512 -c transformer.heads=8 "
@@ -459,6 +460,8 @@ TEST_CASE("flow: with flow.share_links training's collectives share one flow net
                        together = rows(pipe + share).at(0);
   INFO("communication apart " << comm(apart) << " us, sharing " << comm(together) << " us");
   CHECK(comm(together) > comm(apart) * 1.01);
+  CHECK(together["flow_overlap"]["as_flows"].get<int>() > 0);
+  CHECK(together["flow_overlap"]["as_flows"].get<int>() < together["flow_overlap"]["collectives"].get<int>());
   const Result a = incsim(pipe + share), b = incsim(pipe + share);
   REQUIRE(a.code == 0);
   CHECK(a.out == b.out);
