@@ -53,7 +53,6 @@ CoresFlows::CoresFlows(collectives::Program p, const FlowMachine& m, std::vector
                     "contribution until its block is complete (SHARP's aggregation tables on a cluster's network)");
   parts_ = collectives::channel_parts(p_);
   if (classes) {
-    assert(!shared);
     classes_ = std::make_unique<ChannelClasses>();
     if (!channel_classes(p_, *m_.t, *graph_, innet_, endpoints_, *classes_, no_classes_)) classes_.reset();
   }

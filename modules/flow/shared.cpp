@@ -65,6 +65,10 @@ void SharedNetwork::end(int r, const Executor::Result& res) {
   if (x.over) return;
   x.over = true;
   for (const int l : x.links) --busy_[static_cast<size_t>(l)];
+  if (x.flows) {
+    met_alone_ns_ += x.alone.time_ns;
+    met_ns_ += res.time_ns;
+  }
   live_.erase(std::find(live_.begin(), live_.end(), r));
   x.done(res);
 }

@@ -48,9 +48,12 @@ class SharedNetwork {
   void start(Executor& e, uint64_t bytes, const Executor::Result& alone, Executor::Done done);
   // Frees what the runs that are over left behind.
   void sweep();
-  // Runs started, and those that ran as flows because they met another.
+  // Runs started; those that ran as flows because they met another, their
+  // times alone summed, and their times as they ran (ns).
   uint64_t runs() const { return started_; }
   uint64_t ran_as_flows() const { return as_flows_; }
+  double met_alone_ns() const { return met_alone_ns_; }
+  double met_ns() const { return met_ns_; }
 
   FlowGraph graph;
   Network net;
@@ -78,6 +81,7 @@ class SharedNetwork {
   std::vector<int> free_runs_, live_;
   std::vector<int> busy_;  // [link direction]: runs in flight over it
   uint64_t started_ = 0, as_flows_ = 0;
+  double met_alone_ns_ = 0, met_ns_ = 0;
 };
 
 // The network a run's flows and callbacks go on, and what it has left there.

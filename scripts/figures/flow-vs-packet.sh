@@ -44,9 +44,9 @@ echo "$cases" | while read -r label opts; do
   /usr/bin/python3 scripts/figures/paired-rows.py "$label" "$tmp" "$out" packet flow
 done
 
-# Training: one iteration, no warm-up, at packet level, as flows (each
-# group's size run once, alone) and as flows on one shared network
-# (flow.share_links); the iteration's time and the collectives' (data
+# Training: one iteration, no warm-up, at packet level, as flows alone
+# (flow.share_links=false: each group's size run once) and as flows on one
+# shared network (the default); the iteration's time and the collectives' (data
 # parallel, tensor parallel, pipeline) summed, and the share of the first
 # flows' collective time that began beside another group's collective on a
 # link of theirs (which they do not share).
@@ -57,7 +57,8 @@ echo "$train" | while read -r label opts; do
   [ -n "$label" ] || continue
   for f in packet flow shared; do
     fidelity=$f extra=
-    [ $f != shared ] || fidelity=flow extra="-c flow.share_links=true"
+    [ $f != flow ] || extra="-c flow.share_links=false"
+    [ $f != shared ] || fidelity=flow
     # shellcheck disable=SC2086
     /usr/bin/time -f %U -o "$tmp/$f.cpu" "$bin" $opts $extra --iterations 1 --warmup 0 --fidelity $fidelity --quiet \
       --csv "$tmp/$f.csv" --json "$tmp/$f.json" >/dev/null

@@ -102,14 +102,6 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     engines_ = share->engines;
     overlap_ = share->overlap;
     shared_ = share->shared;
-    if (shared_ && cfg_.get(flow::kSteadyPasses))
-      throw UserError(flow::kSteadyPasses.key() + " extrapolates a collective that runs alone on the network, and "
-                      "collectives that share one (jobs, " + kShareLinks.key() + ") run every pass: set one of them, "
-                      "not both");
-    if (shared_ && cfg_.get(flow::kChannelClasses) == "true")
-      throw UserError(flow::kChannelClasses.key() + " runs one channel for its class on a network of its own, and "
-                      "collectives that share one (jobs, " + kShareLinks.key() + ") run every channel: set one of "
-                      "them, not both");
   } else {
     own_machine_ = platforms::flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -190,7 +182,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   const std::string classes = cfg_.get(flow::kChannelClasses);
   if (classes != "auto" && classes != "true" && classes != "false")
     throw UserError(flow::kChannelClasses.key() + " must be auto, true or false, not '" + classes + "'");
-  classes_auto_ = classes == "auto" && !shared_ && site.cluster() &&
+  classes_auto_ = classes == "auto" && site.cluster() &&
                   topo::cluster_nodes(t).size() >= static_cast<size_t>(flow::kClassesFromNodes);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),

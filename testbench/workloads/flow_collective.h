@@ -32,7 +32,7 @@ namespace incsim::tb {
 void refuse_packet_outputs(const Options& o, bool timeline);
 
 inline const Param<bool> kShareLinks{
-    "flow.share_links", false, Range::none(),
+    "flow.share_links", true, Range::none(),
     "flows: training's collectives that run at once share the links on one flow network in step with the "
     "iteration, a collective simulated as flows only where it meets another (false: a group's size runs once, "
     "alone, and the row counts the collectives that ran beside another group's; docs/flow.md)"};
