@@ -12,11 +12,8 @@ docs/hardware.md. Nothing here is fitted: the tables only check the models.
   scripts/hardware-validation.py --tables a100_8gpu_allreduce_default_mpi8_thanos --sizes 64K,1M --out /tmp/v
 
 Sizes up to --packet-max (256 MiB) run at packet level, in one incsim run per
-table. NCCL's choice does not run as flows (a new program per size), so the
-larger sizes run as flows the algorithm, protocol and channels NCCL chose at
-the largest packet-level size: its model ranks by bandwidth there, so larger
-sizes keep that choice. That size is also run as flows, and the script prints
-flows' difference from packet level there.
+table; the larger ones as flows, with the largest packet-level size again,
+whose difference from packet level the script prints.
 """
 
 import argparse
@@ -87,15 +84,6 @@ def run_incsim(incsim, algorithm, args, sizes):
     return {int(r["size_bytes"]): (float(r["time_us"]), r.get("choice", "")) for r in rows}
 
 
-def as_flows(choice):
-    """incsim's arguments that run a choice ("ring simple, 12 channels") as flows."""
-    algo, proto, channels = choice.replace(",", "").split()[:3]
-    if algo == "ring":
-        return ["--algorithm", "ring", "-c", "ring.protocol=" + proto, "-c", "ring.channels=" + channels,
-                "--fidelity", "flow"]
-    return ["--algorithm", algo, "-c", algo + ".channels=" + channels, "--fidelity", "flow"]
-
-
 def geomean(errors):
     errors = [max(abs(e), 1e-6) for e in errors]
     return math.exp(sum(math.log(e) for e in errors) / len(errors)) if errors else float("nan")
@@ -162,17 +150,13 @@ def main():
         sim = run_incsim(a.incsim, ["--algorithm", a.algorithm], args + forced, packet) if packet else {}
         fidelity = {s: "packet" for s in packet}
         if flows:
-            if not packet:
-                sys.exit("hardware-validation: sizes above --packet-max run as flows the choice of the largest "
-                         "packet-level size, and table %s has none in the range asked" % name)
-            last = packet[-1]
-            choice = sim[last][1]
-            flow_args = as_flows(choice) if choice else ["--algorithm", a.algorithm, "--fidelity", "flow"]
-            flow = run_incsim(a.incsim, flow_args, args, [last] + flows)
-            print("%s: above %d B as flows (%s); flows at %d B: %+.1f%% from packet level" %
-                  (name, last, " ".join(flow_args), last, 100 * (flow[last][0] / sim[last][0] - 1)))
+            last = packet[-1:]
+            flow = run_incsim(a.incsim, ["--algorithm", a.algorithm, "--fidelity", "flow"], args + forced, last + flows)
+            if last:
+                print("%s: above %d B as flows; flows at %d B: %+.1f%% from packet level" %
+                      (name, last[0], last[0], 100 * (flow[last[0]][0] / sim[last[0]][0] - 1)))
             for s in flows:
-                sim[s] = (flow[s][0], choice)
+                sim[s] = flow[s]
                 fidelity[s] = "flow"
         rows = []
         for s in sizes:

@@ -33,15 +33,16 @@ class Hardware(TempDirCase):
             self.assertTrue(r["choice"].startswith("ring ll"), r["choice"])
         self.assertIn("| %s | 8x A100 SXM4, mpirun -np 8 |" % TABLE, p.stdout)
 
-    def test_sizes_above_packet_level_run_as_flows_of_the_last_choice(self):
-        p = self.run_script("--tables", TABLE, "--sizes", "8K,1M", "--packet-max", "8K", "--no-plot")
+    def test_sizes_above_packet_level_run_as_flows_of_their_own_choice(self):
+        p = self.run_script("--tables", TABLE, "--sizes", "8K,1M,32M", "--packet-max", "8K", "--no-plot")
         self.assertEqual(p.returncode, 0, p.stderr)
         with open(os.path.join(self.tmp, "hardware-validation.csv")) as f:
             rows = list(csv.DictReader(f))
-        self.assertEqual([r["fidelity"] for r in rows], ["packet", "flow"])
-        self.assertEqual(rows[1]["choice"], rows[0]["choice"])
-        self.assertIn("above 8192 B as flows (--algorithm ring -c ring.protocol=ll -c ring.channels=1 --fidelity flow)",
-                      p.stdout)
+        self.assertEqual([r["fidelity"] for r in rows], ["packet", "flow", "flow"])
+        # NCCL's choice per size, as flows too: LL's ring at 1 MiB, Simple's at 32 MiB on A100.
+        self.assertTrue(rows[1]["choice"].startswith("ring ll,"), rows[1]["choice"])
+        self.assertTrue(rows[2]["choice"].startswith("ring simple,"), rows[2]["choice"])
+        self.assertIn("above 8192 B as flows; flows at 8192 B: ", p.stdout)
 
     def test_an_unknown_table_is_one_sentence(self):
         p = self.run_script("--tables", "h100_8gpu")

@@ -50,7 +50,8 @@ std::pair<double, double> memory_ns(Config& cfg, const platforms::PlatformDefaul
 }
 }  // namespace
 
-FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share)
+FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share,
+                                               const collectives::Synthesis* fixed)
     : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   schema_->add({"flows", "flows", ColumnKind::Measurement});
@@ -108,12 +109,16 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   }
   site.packet_payload = machine_->formats.front().max_payload;
   site.packet_header = machine_->formats.front().header;
-  collectives::Synthesis synthesis = algorithm_->synthesize(site);
-  if (const auto tuner = algorithm_->tuner(site, synthesis))
-    throw UserError("--fidelity flow: " + opt_.algorithm +
-                    (tuner->runs() > 1 ? " tunes itself over several runs of each size"
-                                       : " sets up a new program for every size") +
-                    ", which flows do not run; run it at packet level");
+  collectives::Synthesis synthesis = fixed ? *fixed : algorithm_->synthesize(site);
+  if (const auto tuner = fixed ? nullptr : algorithm_->tuner(site, synthesis)) {
+    if (tuner->runs() > 1 || share)
+      throw UserError("--fidelity flow: " + opt_.algorithm +
+                      (tuner->runs() > 1 ? " tunes itself over several runs of each size, which flows do not run"
+                                         : " sets up a new program for every size, which flows run for a "
+                                           "collective's sizes, not in training or jobs") +
+                      "; run it at packet level");
+    per_size(*tuner);
+  }
   collectives::Program& program = synthesis.program;
   // Packet level refuses multicast paths that can deadlock; only a platform file's can.
   if (algorithm_->in_switches() && t.from_file) {
@@ -308,6 +313,24 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
 
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
 
+// Each size's program as the tuner chooses it, run by a workload of its
+// own per choice; the notes are what packet level prints per row.
+void FlowCollectiveWorkload::per_size(collectives::Tuner& tuner) {
+  for (const uint64_t bytes : sizes_) {
+    const collectives::Synthesis s = tuner.next(0, bytes);
+    Choice c{tuner.choice(), tuner.ran(0, 0, 0), nullptr};
+    std::unique_ptr<FlowCollectiveWorkload>& w = by_choice_[c.name];
+    if (!w) w = std::make_unique<FlowCollectiveWorkload>(opt_, cfg_, nullptr, &s);
+    c.runs = w.get();
+    choices_.push_back(std::move(c));
+  }
+}
+
+double FlowCollectiveWorkload::done_fraction() const {
+  if (running_choice_) return running_choice_->done_fraction();
+  return fraction_ ? (*fraction_)() : -1;
+}
+
 void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) const {
   print_collective(what, flows_->program(), nic_ ? &nic_->schedule() : nullptr, trees_text_, opt_, os);
 }
@@ -319,6 +342,16 @@ const flow::Executor::Result& FlowCollectiveWorkload::result(size_t i, const flo
 }
 
 std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
+  if (!choices_.empty()) {
+    const Choice& c = choices_[i];
+    std::ostringstream own;
+    running_choice_ = c.runs;
+    std::vector<Row> rows = c.runs->run_point(i, run, own);
+    running_choice_ = nullptr;
+    notes << c.note << own.str();
+    rows.front().details["choice"] = c.name;
+    return rows;
+  }
   const flow::Executor::Result* res = nullptr;
   run.run_plain("size " + size_label(sizes_[i]), [&](const Runner::Poll& poll) {
     res = &result(i, [&](const std::function<double()>& fraction, double now_ns) {

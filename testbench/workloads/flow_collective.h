@@ -83,14 +83,17 @@ class FlowCollectiveWorkload : public GroupCollective {
     SharedFlows* shared = nullptr;
   };
   // Without a share it makes the platform's graph from the options.
-  FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
+  // `fixed`: the program to run, not the algorithm's (one of those an
+  // algorithm that sets up a program per size chose).
+  FlowCollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr,
+                         const collectives::Synthesis* fixed = nullptr);
   ~FlowCollectiveWorkload() override;
 
   platforms::Machine* machine() override { return nullptr; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
-  double done_fraction() const override { return fraction_ ? (*fraction_)() : -1; }
+  double done_fraction() const override;
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   void config_json(nlohmann::ordered_json& config) const override;
   sc_core::sc_time default_stall_timeout() const override { return sc_core::sc_time(1, sc_core::SC_SEC); }
@@ -169,6 +172,17 @@ class FlowCollectiveWorkload : public GroupCollective {
   // operations issued (CoresFlows::run's progress).
   const std::function<double()>* fraction_ = nullptr;
   std::map<uint64_t, flow::Executor::Result> results_;  // by size
+  // Where the algorithm sets up a program per size (nccl): each size's
+  // choice, its note, and a workload per choice that runs it; this one's
+  // program is the header's (the algorithm's own synthesis).
+  struct Choice {
+    std::string name, note;
+    FlowCollectiveWorkload* runs = nullptr;
+  };
+  void per_size(collectives::Tuner& tuner);
+  std::vector<Choice> choices_;  // [size]
+  std::map<std::string, std::unique_ptr<FlowCollectiveWorkload>> by_choice_;
+  const FlowCollectiveWorkload* running_choice_ = nullptr;
   // On a share: its GPUs' compute engines, and what ends the running point.
   std::vector<gpu::ComputeEngine*> engines_;
   Wakeup end_;

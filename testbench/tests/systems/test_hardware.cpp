@@ -260,9 +260,27 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
           "algorithm 'nccl' does not run broadcast; choose one of multicast, ring, blink");
   refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
           "nccl.algorithms lists ring and nvls, comma-separated, not 'tree'");
-  refused("--platform hgx-h100 --algorithm nccl --fidelity flow",
-          "--fidelity flow: nccl sets up a new program for every size, which flows do not run; run it at packet "
-          "level");
+  const Result train = cli::incsim("--platform hgx-h100 --model resnet18 --algorithm nccl --fidelity flow --quiet");
+  CHECK(train.code == 2);
+  CHECK(train.err == "incsim: error: --algorithm nccl: --fidelity flow: nccl sets up a new program for every size, "
+                     "which flows run for a collective's sizes, not in training or jobs; run it at packet level\n");
+}
+
+TEST_CASE("algorithm nccl as flows runs each size's choice, as packet level does", "[hardware][nccl][flow]") {
+  // LL's ring at 64 KiB, NVLS from 4 MiB (the choices checked above).
+  const std::string run = "--platform hgx-h100 --algorithm nccl --sizes 64K,4M --quiet --json -";
+  const nlohmann::json packet = nlohmann::json::parse(cli::incsim(run).out)["rows"],
+                       flow = nlohmann::json::parse(cli::incsim(run + " --fidelity flow").out)["rows"];
+  REQUIRE(flow.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(flow[i]["size_bytes"] << " B: " << flow[i]["choice"]);
+    CHECK(flow[i]["choice"] == packet[i]["choice"]);
+    CHECK(flow[i]["time_us"].get<double>() == Approx(packet[i]["time_us"].get<double>()).epsilon(0.05));
+  }
+  CHECK(flow[0]["choice"] == "ring ll, 2 channels");
+  CHECK(flow[1]["choice"] == "nvls simple, 16 channels");
+  const Result r = cli::incsim("--platform hgx-h100 --algorithm nccl --sizes 64K,4M --fidelity flow");
+  CHECK_THAT(r.out, Catch::Contains("#   nccl's choice: ring ll, 2 channels (NCCL's model 15.8 us)\n#   flows: "));
 }
 
 TEST_CASE("algorithms compared with nccl are compared against it by default", "[hardware][nccl]") {
