@@ -119,10 +119,10 @@ Experiment::Experiment(const Options& o, const Part& part) : opt_(o), part_(part
         return s;
       },
       std::cerr, opt_.quiet, terminal, progress_s, note,
-      opt_.fidelity == "flow" ? std::string()
+      opt_.fidelity == "flow" ? workload_->long_run_hint()
                               : std::string("--fidelity flow runs collectives as flows, in seconds to minutes, within "
                                             "the error docs/flow.md measures against packet level"),
-      !cfg_.get(kLongRun));
+      !cfg_.get(kLongRun) && opt_.fidelity != "flow");  // a flow run's hint is said, not enforced
   // The waveform's link traffic interval is read with --vcd only.
   const double link_interval_ns = opt_.vcd.empty() ? 0.0 : cfg_.get(kLinkTrafficInterval);
   // Under --fidelity flow no machine is built, so no algorithm is asked.

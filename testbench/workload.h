@@ -92,6 +92,9 @@ class Workload {
   // True if it writes --timeline itself (training: its operations per
   // stream); any other run's timeline is the machine's (core/timeline.h).
   virtual bool writes_timeline() const { return false; }
+  // At --fidelity flow, what would make a run of over an hour shorter, for
+  // the progress line to say once; empty: nothing to say.
+  virtual std::string long_run_hint() const { return {}; }
   // --print-schedule, --print-trees: UserError if this workload has none.
   virtual void print(const std::string& what, std::ostream& os) const;
   // The one sentence for a run with wrong results (exit status 1).

@@ -63,6 +63,14 @@ std::string TrainingWorkload::fidelity_note() const {
          "(#wrong: -)\n";
 }
 
+// Collectives that meet replay and run every channel (docs/validation.md,
+// "Collectives that share links, at scale").
+std::string TrainingWorkload::long_run_hint() const {
+  if (!flow_ || !flow_->shared) return "";
+  return "-c " + kShareLinks.key() + "=false runs each collective alone, without replaying those that meet, and "
+         "counts those that ran beside another";
+}
+
 uint64_t TrainingWorkload::progress() {
   if (!flow_) return Workload::progress();
   uint64_t n = 0;

@@ -33,6 +33,7 @@ class TrainingWorkload : public Workload {
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override;
   bool writes_timeline() const override { return true; }
+  std::string long_run_hint() const override;
   // At --fidelity flow: the kernels' time done and the collectives' flows'.
   uint64_t progress() override;
 
