@@ -102,7 +102,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     machine_ = share->machine;
     engines_ = share->engines;
     overlap_ = share->overlap;
-    shared_ = share->shared;
+    shared_ = share->share_links ? share->shared : nullptr;
+    routes_ = &share->shared->network();
   } else {
     own_machine_ = platforms::flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -191,7 +192,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                   topo::cluster_nodes(t).size() >= static_cast<size_t>(flow::kClassesFromNodes);
   flows_ = std::make_unique<flow::CoresFlows>(std::move(program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed, cfg_.get(flow::kSteadyPasses),
-                                              shared_ ? &shared_->network() : nullptr,
+                                              routes_,
                                               classes == "true" || classes_auto_);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
   bound_links(gpus, fabric, net);
@@ -276,7 +277,7 @@ void FlowCollectiveWorkload::copy_engines(collectives::Program& program, const c
   endpoint_GBps_ = platforms::least_endpoint_GBps(*graph_, fabric, gpus);
   copy_links_ = innet ? platforms::kPostedLinks : platforms::cores_links(program);
   flows_ = std::make_unique<flow::CopyFlows>(std::move(program), m, gpus, costs, elements::dtype_bytes(dtype_),
-                                             opt_.seed, shared_ ? &shared_->network() : nullptr);
+                                             opt_.seed, routes_);
   bound_links(gpus, fabric, fabric);
 }
 
@@ -302,7 +303,7 @@ void FlowCollectiveWorkload::nic_tables(collectives::Synthesis& synthesis, const
   try {
     auto x = std::make_unique<flow::NicFlows>(std::move(synthesis.program), *machine_, gpus, costs,
                                               elements::dtype_bytes(dtype_), opt_.seed,
-                                              shared_ ? &shared_->network() : nullptr);
+                                              routes_);
     nic_ = x.get();
     flows_ = std::move(x);
   } catch (const UserError& e) {
@@ -428,9 +429,12 @@ Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
 
 FlowPlatform::FlowPlatform(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d,
                            bool share_links)
-    : graph(t), machine(platforms::flow_machine(graph, cfg, d)), defaults(d) {
+    : graph(t),
+      machine(platforms::flow_machine(graph, cfg, d)),
+      defaults(d),
+      shared(std::make_unique<SharedFlows>(machine)),
+      share_links(share_links) {
   overlap.running.resize(2 * t.links().size());
-  if (share_links) shared = std::make_unique<SharedFlows>(machine);
 }
 
 SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {

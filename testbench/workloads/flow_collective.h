@@ -72,15 +72,18 @@ class FlowCollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a platform it shares with others: the
   // platform's flow machine (its graph, made with `defaults`), its GPUs in
-  // rank order and their compute engines; the flow network its collectives
-  // share, or null: each size runs once, alone.
+  // rank order and their compute engines; the flow network of its
+  // collectives (below).
   struct Share {
     const flow::FlowMachine* machine;
     platforms::PlatformDefaults defaults;
     std::vector<int> gpus;
     std::vector<gpu::ComputeEngine*> engines;
     FlowOverlap* overlap;
+    // The flow network of the platform's collectives, whose graph routes
+    // them all; whether their starts share it (else each runs alone).
     SharedFlows* shared = nullptr;
+    bool share_links = true;
   };
   // Without a share it makes the platform's graph from the options.
   // `fixed`: the program to run, not the algorithm's (one of those an
@@ -191,7 +194,8 @@ class FlowCollectiveWorkload : public GroupCollective {
   std::function<void()> on_done_;
   FlowOverlap* overlap_ = nullptr;
   const flow::Executor::Result* running_ = nullptr;  // the running point's flows
-  SharedFlows* shared_ = nullptr;
+  SharedFlows* shared_ = nullptr;  // where its starts share the network
+  flow::SharedNetwork* routes_ = nullptr;  // on a share: the network whose graph routes it
   flow::Executor::Result last_;  // on a shared network: the last point's flows
   bool beside_ = false;  // it ran while another group's used a link of its
   sc_core::sc_time started_, passed_;  // the running point's start (while on_done_), the ended points' time
@@ -206,14 +210,17 @@ struct FlowPlatform {
   FlowPlatform(const FlowPlatform&) = delete;  // the machine points at the graph
   // A share of it for a collective on `gpus` (no compute engines).
   FlowCollectiveWorkload::Share share(const std::vector<int>& gpus) {
-    return {&machine, defaults, gpus, {}, &overlap, shared.get()};
+    return {&machine, defaults, gpus, {}, &overlap, shared.get(), share_links};
   }
   topo::Topology graph;
   flow::FlowMachine machine;
   platforms::PlatformDefaults defaults;
   std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
   FlowOverlap overlap;
+  // One graph routes every group's collectives, sharing the network or not
+  // (a graph per group holds the whole cluster: 14 GB for GPT-3 on 512 nodes).
   std::unique_ptr<SharedFlows> shared;
+  bool share_links;
 };
 
 }  // namespace incsim::tb

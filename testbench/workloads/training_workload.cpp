@@ -52,7 +52,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
 
 std::string TrainingWorkload::fidelity_note() const {
   if (!flow_) return "";
-  if (flow_->shared)
+  if (flow_->share_links)
     return "# fidelity: flow (docs/flow.md): the kernels as at packet level; each group's collective of a size runs "
            "as flows alone once, and a start that meets no other on its links takes that long; collectives that "
            "meet share their links as flows on one network from their starts (flow.share_links; false: every "
@@ -66,7 +66,7 @@ std::string TrainingWorkload::fidelity_note() const {
 // Collectives that meet replay and run every channel (docs/validation.md,
 // "Collectives that share links, at scale").
 std::string TrainingWorkload::long_run_hint() const {
-  if (!flow_ || !flow_->shared) return "";
+  if (!flow_ || !flow_->share_links) return "";
   return "-c " + kShareLinks.key() + "=false runs each collective alone, without replaying those that meet, and "
          "counts those that ran beside another";
 }
@@ -84,7 +84,7 @@ uint64_t TrainingWorkload::progress() {
 // beside another group's on a link of theirs.
 void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
   const FlowOverlap& o = flow_->overlap;
-  if (flow_->shared) {
+  if (flow_->share_links) {
     const flow::SharedNetwork& n = flow_->shared->network();
     const double added = n.met_alone_ns() > 0 ? n.met_ns() / n.met_alone_ns() - 1 : 0;
     row.details["flow_overlap"] = {{"collectives", o.collectives},
