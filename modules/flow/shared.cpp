@@ -16,26 +16,26 @@ void SharedNetwork::start(Executor& e, uint64_t bytes, const Executor::Result& a
   x.e = &e;
   x.bytes = bytes;
   x.began = net.now();
-  x.ends = x.began + alone.time_ns;
-  x.links = alone.links;
   x.alone = alone;
-  x.alone.links.clear();
+  x.links = std::move(x.alone.links);
+  x.alone.links = {};
   x.done = std::move(done);
   bool meets = false;
   for (const int l : x.links) meets = meets || busy_[static_cast<size_t>(l)] > 0;
   if (meets) {
     // Every run alone that it meets, and that is not ending now, runs as
     // flows from its start; then it does.
+    for (const int l : x.links) mark_[static_cast<size_t>(l)] = 1;
     for (const int o : live_) {
       Run& y = runs_[static_cast<size_t>(o)];
-      if (y.flows || y.ends <= net.now()) continue;
-      bool shares = false;
-      for (const int l : y.links) shares = shares || std::find(x.links.begin(), x.links.end(), l) != x.links.end();
-      if (shares) as_flows(o);
+      if (y.flows || y.began + y.alone.time_ns <= net.now()) continue;
+      if (std::any_of(y.links.begin(), y.links.end(), [this](int l) { return mark_[static_cast<size_t>(l)]; }))
+        as_flows(o);
     }
+    for (const int l : x.links) mark_[static_cast<size_t>(l)] = 0;
     as_flows(r);
   } else {
-    net.at(x.ends, [this, r] {
+    net.at(x.began + x.alone.time_ns, [this, r] {
       Run& y = runs_[static_cast<size_t>(r)];
       if (!y.flows) end(r, y.alone);
     }, &x.pending);

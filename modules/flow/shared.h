@@ -26,7 +26,7 @@ namespace incsim::flow {
 // they share their links max-min fairly.
 class SharedNetwork {
  public:
-  explicit SharedNetwork(const FlowMachine& m) : graph(m, every_gpu_link(*m.t)), busy_(2 * m.t->links().size()) {
+  explicit SharedNetwork(const FlowMachine& m) : graph(m, every_gpu_link(*m.t)), busy_(2 * m.t->links().size()), mark_(busy_.size()) {
     for (double c : graph.capacities()) net.add_link(c);
   }
   // Every (GPU node, neighbour) pair: a GPU's links all stay links of their
@@ -66,9 +66,9 @@ class SharedNetwork {
   struct Run {
     Executor* e = nullptr;
     uint64_t bytes = 0;
-    double began = 0, ends = 0;  // ends: as alone
-    std::vector<int> links;     // the graph's link directions of its run alone
-    Executor::Result alone;
+    double began = 0;
+    std::vector<int> links;  // the graph's link directions of its run alone
+    Executor::Result alone;  // without its links (done's result)
     Executor::Done done;
     std::unique_ptr<Executor::Running> flows;  // while it runs as flows
     bool over = false;
@@ -80,6 +80,7 @@ class SharedNetwork {
   std::deque<Run> runs_;  // a deque: the network holds pointers to their pending counts
   std::vector<int> free_runs_, live_;
   std::vector<int> busy_;  // [link direction]: runs in flight over it
+  std::vector<char> mark_;  // [link direction]: start's scratch, a run's links
   uint64_t started_ = 0, as_flows_ = 0;
   double met_alone_ns_ = 0, met_ns_ = 0;
 };

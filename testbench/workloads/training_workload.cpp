@@ -87,14 +87,13 @@ void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) con
   if (flow_->share_links) {
     const flow::SharedNetwork& n = flow_->shared->network();
     const double added = n.met_alone_ns() > 0 ? n.met_ns() / n.met_alone_ns() - 1 : 0;
-    row.details["flow_overlap"] = {{"collectives", o.collectives},
-                                   {"share_links", true},
-                                   {"as_flows", n.ran_as_flows()},
-                                   {"added_us", (n.met_ns() - n.met_alone_ns()) / 1e3}};
+    const double added_us = (n.met_ns() - n.met_alone_ns()) / 1e3;
+    row.details["flow_overlap"] = {
+        {"collectives", o.collectives}, {"share_links", true}, {"as_flows", n.ran_as_flows()}, {"added_us", added_us}};
     notes << "#   " << algorithms_[a] << ": " << n.ran_as_flows() << " of " << o.collectives
           << " collectives met another on a link of theirs and shared it as flows, taking " << std::fixed
-          << std::setprecision(1) << 100 * added << "% longer than each alone ("
-          << (n.met_ns() - n.met_alone_ns()) / 1e3 << " us in all); the others took their time alone "
+          << std::setprecision(1) << 100 * added << "% longer than each alone (" << added_us
+          << " us in all); the others took their time alone "
           << "(flow.share_links)\n" << std::defaultfloat;
     return;
   }
