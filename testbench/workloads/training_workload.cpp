@@ -44,7 +44,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
     return;
   }
   refuse_packet_outputs(opt_, false);  // --timeline is the iteration's own
-  flow_ = std::make_unique<FlowPlatform>(t, cfg, d, cfg.get(kShareLinks));
+  flow_ = std::make_unique<FlowPlatform>(t, cfg, d, cfg.get(platforms::kShareLinks));
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -67,7 +67,7 @@ std::string TrainingWorkload::fidelity_note() const {
 // "Collectives that share links, at scale").
 std::string TrainingWorkload::long_run_hint() const {
   if (!flow_ || !flow_->share_links) return "";
-  return "-c " + kShareLinks.key() + "=false runs each collective alone, without replaying those that meet, and "
+  return "-c " + platforms::kShareLinks.key() + "=false runs each collective alone, without replaying those that meet, and "
          "counts those that ran beside another";
 }
 

@@ -1,0 +1,148 @@
+#pragma once
+// A program set up as flows (--fidelity flow, docs/flow.md) on GPUs of a
+// platform's flow machine: what the communicator's CollectiveCall
+// (communicator.h) is at packet level, from the same program, graph and
+// packets. It runs the operations on the executor of the engine they name
+// (the GPUs' cores, their copy engines, the NICs' schedule tables), relays
+// a cluster's transfers as NCCL's PXN does, computes the bound as packet
+// level does, and prints the same header lines. No element values travel.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "bounds.h"
+#include "collectives/algorithm.h"
+#include "collectives/nccl.h"
+#include "core/config.h"
+#include "core/process.h"
+#include "elements/data_pattern.h"
+#include "flow/executor.h"
+#include "flow/nic_flows.h"
+#include "flow/shared.h"
+#include "gpu_fabric.h"
+#include "machine.h"
+
+namespace incsim::platforms {
+
+class FlowCall {
+ public:
+  // Where it runs: the platform's graph and flow machine (made with
+  // `defaults`), its GPUs in rank order, and the network whose graph routes
+  // it (a share of a platform's; null: a graph of its own).
+  struct On {
+    const topo::Topology& graph;
+    const flow::FlowMachine& machine;
+    const PlatformDefaults& defaults;
+    std::vector<int> gpus;
+    flow::SharedNetwork* routes = nullptr;
+  };
+  // Sets up `s`, which algorithm `a` synthesized for `site`; `name` names
+  // the algorithm in a refusal (UserError) of what flows do not model.
+  FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site, collectives::Synthesis s,
+           elements::DType dtype, Config& cfg, uint64_t seed, const std::string& name);
+  ~FlowCall();
+
+  flow::Executor& flows() const { return *flows_; }
+  const collectives::Program& program() const { return flows_->program(); }
+  // The NICs' executor where they run the program (else null); where the
+  // copy engines run it, what its bound's links carry (else null).
+  const flow::NicFlows* nic() const { return nic_; }
+  const char* copy_links() const { return copy_links_; }
+  // A program on the GPUs' cores holds a thread block per channel, as at packet level.
+  int sm_blocks() const { return sm_blocks_; }
+  // flow.channel_classes=auto turned the classes on.
+  bool classes_auto() const { return classes_auto_; }
+  // Blink's trees as --print-trees shows them (else empty).
+  const std::string& trees_text() const { return trees_text_; }
+  // NCCL's fixed cost (nccl.launch) and the cores' protocol thresholds.
+  const collectives::NcclSoftware& software() const { return software_; }
+  const collectives::ProtocolBySize& by_size() const { return by_size_; }
+  // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
+  double gpu_ns(const flow::Executor::Result& res) const;
+  // The bound time (program_bound_us), with or without the busiest link between switches.
+  double bound_us(uint64_t bytes, bool with_links = true) const;
+  // The header's "# fidelity: flow" line: what the flows model of the engine.
+  void describe_fidelity(std::ostream& os) const;
+  // The header's lines from the bound on, as CollectiveCall::describe prints them.
+  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const;
+  // A row's notes on its flows (`shared`: on the network the collectives
+  // share), its channel classes and its steady passes.
+  void note(std::ostream& notes, const flow::Executor::Result& res, bool shared) const;
+
+ private:
+  void cores(collectives::Program& program, const collectives::Site& site);
+  void copy_engines(collectives::Program& program, const collectives::Site& site);
+  void nic_tables(collectives::Synthesis& synthesis);
+  void reduction_tables(const collectives::Program& p, const collectives::Site& site);
+  LittleLaw little_law() const;
+  // links_ from the program's traffic: fabric and net are its packets on each fabric.
+  void bound_links(WirePacket fabric, WirePacket net);
+  // The header's note where push's waves outgrow the tables (Klenk §IV-F1, §VI-D).
+  void print_push_window(std::ostream& os, uint64_t bytes) const;
+
+  const topo::Topology& graph_;
+  const flow::FlowMachine& machine_;
+  PlatformDefaults defaults_;
+  std::vector<int> gpus_;
+  flow::SharedNetwork* routes_;
+  const collectives::Algorithm& algorithm_;
+  Config& cfg_;
+  uint64_t seed_;
+  std::string name_;
+  uint32_t elem_bytes_;
+  std::unique_ptr<flow::Executor> flows_;
+  const flow::NicFlows* nic_ = nullptr;
+  const char* copy_links_ = nullptr;
+  size_t pxn_relays_ = 0;
+  collectives::ProtocolBySize by_size_;
+  collectives::NcclSoftware software_;
+  int sm_blocks_ = 0;  // the NICs' tables take none
+  bool classes_auto_ = false;
+  // The bound (bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
+  double endpoint_GBps_ = 0;
+  LinkBound links_;
+  std::string cluster_note_;  // empty off a cluster
+  // The reduction tables' Little's-law sizing, as packet level prints it
+  // where an algorithm reduces in the NVSwitches off a cluster; else empty.
+  std::string sizing_;
+  // Push's waves in flight per GPU (waves x wave_bytes), the network's table
+  // bytes and switch ports: Klenk §IV-F1 keeps the first within the second.
+  uint64_t push_window_ = 0, table_bytes_ = 0;
+  int table_ports_ = 0;
+  bool tables_below_c_min_ = false;  // push's tables below Eq. (2)'s C_min, which sizing_ says
+  // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
+  double algbw_bound_GBps_ = 0;
+  std::string bound_note_, trees_text_;
+};
+
+inline const Param<bool> kShareLinks{
+    "flow.share_links", true, Range::none(),
+    "flows: training's collectives that run at once share the links on one flow network in step with the "
+    "iteration, a collective simulated as flows only where it meets another (false: a group's size runs once, "
+    "alone, and the row counts the collectives that ran beside another group's; docs/flow.md)"};
+
+// One flow network that a platform's collectives share (flow.share_links),
+// its time SystemC's: a collective's flows start at the SystemC time it
+// starts and meet the others' on their links, as packets do.
+class SharedFlows {
+ public:
+  explicit SharedFlows(const flow::FlowMachine& m);
+  flow::SharedNetwork& network() { return net_; }
+  // Starts a message of `bytes` of e's program (made on network()) now,
+  // `alone` its run alone (flow::SharedNetwork::start); `done` runs when it
+  // ends, from inside the network's events (it must not start another).
+  void start(flow::Executor& e, uint64_t bytes, const flow::Executor::Result& alone, flow::Executor::Done done);
+
+ private:
+  // Brings the network to SystemC's now, and frees the runs that are over.
+  void sync();
+  // Wakes at the network's next event.
+  void schedule();
+  flow::SharedNetwork net_;
+  Wakeup wake_;
+};
+
+}  // namespace incsim::platforms
