@@ -1,5 +1,6 @@
 #include "flow_call.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -41,12 +42,14 @@ FlowCall::FlowCall(const On& on, const collectives::Algorithm& a, const collecti
       machine_(on.machine),
       defaults_(on.defaults),
       gpus_(on.gpus),
-      routes_(on.routes),
+      platform_(on.platform),
+      routes_(on.platform ? &on.platform->shared->network() : nullptr),
       algorithm_(a),
       cfg_(cfg),
       seed_(seed),
       name_(name),
-      elem_bytes_(elements::dtype_bytes(dtype)) {
+      elem_bytes_(elements::dtype_bytes(dtype)),
+      shared_(on.platform && on.platform->share_links ? on.platform->shared.get() : nullptr) {
   const collectives::Program& program = s.program;
   // Packet level refuses multicast paths that can deadlock; only a platform file's can.
   if (algorithm_.in_switches() && graph_.from_file) {
@@ -236,6 +239,67 @@ double FlowCall::gpu_ns(const flow::Executor::Result& res) const {
   return res.time_ns + 1e3 * software_.base_us(res.proto);
 }
 
+const flow::Executor::Result& FlowCall::alone(uint64_t bytes, const flow::Executor::Progress& progress) {
+  const auto [it, fresh] = alone_.try_emplace(bytes);
+  if (fresh) it->second = flows_->run(bytes, progress);
+  return it->second;
+}
+
+void FlowCall::start(uint64_t bytes, std::function<void()> on_done) {
+  FlowOverlap& overlap = platform_->overlap;
+  if (!ender_) {
+    ender_ = true;
+    spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this, &overlap] {
+      end_.fired();
+      passed_ += sim_now() - started_;
+      for (const int l : running_->links) {
+        auto& on = overlap.running[static_cast<size_t>(l)];
+        on.erase(std::find(on.begin(), on.end(), this));
+      }
+      ++overlap.collectives;
+      overlap.ns += running_->time_ns;
+      if (beside_) {
+        ++overlap.shared;
+        overlap.shared_ns += running_->time_ns;
+      }
+      std::function<void()> done = std::move(on_done_);
+      on_done_ = nullptr;
+      done();
+    }, &end_.event);
+  }
+  on_done_ = std::move(on_done);
+  started_ = sim_now();
+  if (shared_) {
+    // NCCL's fixed cost passes before the flows start on the shared network.
+    const double base_us = software_.base_us(collectives::message_protocol(program(), by_size_, bytes));
+    if (base_us == 0) return share(bytes);
+    launch_.after(sc_core::sc_time(base_us, sc_core::SC_US), [this, bytes] { share(bytes); });
+    return;
+  }
+  const flow::Executor::Result& r = alone(bytes);
+  running_ = &r;
+  beside_ = false;
+  for (const int l : r.links) {
+    auto& on = overlap.running[static_cast<size_t>(l)];
+    for (FlowCall* c : on) c->beside_ = beside_ = true;
+    on.push_back(this);
+  }
+  end_.after(sc_core::sc_time(gpu_ns(r), sc_core::SC_NS));
+}
+
+void FlowCall::share(uint64_t bytes) {
+  shared_->start(*flows_, bytes, alone(bytes), [this](const flow::Executor::Result& r) {
+    last_ = r;
+    running_ = &last_;  // no links: it shared them as flows, no one to count beside it
+    end_.at(sim_now());
+  });
+}
+
+uint64_t FlowCall::progress_ns() const {
+  const sc_core::sc_time t = on_done_ ? passed_ + (sim_now() - started_) : passed_;
+  return t.value() / 1000;
+}
+
 double FlowCall::bound_us(uint64_t bytes, bool with_links) const {
   return program_bound_us(flows_->program(), bytes, endpoint_GBps_, algbw_bound_GBps_, !cluster_note_.empty(),
                           with_links ? links_ : LinkBound{});
@@ -336,6 +400,15 @@ void FlowCall::print_push_window(std::ostream& os, uint64_t bytes) const {
      << "=" << per_port << " spreads the waves over every port's table (Klenk §IV-F1; homes spread unevenly need "
         "more)\n"
      << std::defaultfloat;
+}
+
+FlowPlatform::FlowPlatform(const topo::Topology& t, Config& cfg, const PlatformDefaults& d, bool share_links)
+    : graph(t),
+      machine(flow_machine(graph, cfg, d)),
+      defaults(d),
+      shared(std::make_unique<SharedFlows>(machine)),
+      share_links(share_links) {
+  overlap.running.resize(2 * t.links().size());
 }
 
 SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {

@@ -6,7 +6,11 @@
 // (the GPUs' cores, their copy engines, the NICs' schedule tables), relays
 // a cluster's transfers as NCCL's PXN does, computes the bound as packet
 // level does, and prints the same header lines. No element values travel.
+// On a FlowPlatform (training's and jobs' groups) it starts in SystemC's
+// time, as CollectiveCall does.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -20,6 +24,7 @@
 #include "core/process.h"
 #include "elements/data_pattern.h"
 #include "flow/executor.h"
+#include "gpu/compute_engine.h"
 #include "flow/nic_flows.h"
 #include "flow/shared.h"
 #include "gpu_fabric.h"
@@ -27,17 +32,21 @@
 
 namespace incsim::platforms {
 
+struct FlowPlatform;
+class SharedFlows;
+
 class FlowCall {
  public:
   // Where it runs: the platform's graph and flow machine (made with
-  // `defaults`), its GPUs in rank order, and the network whose graph routes
-  // it (a share of a platform's; null: a graph of its own).
+  // `defaults`), its GPUs in rank order, and the platform it shares with
+  // other collectives, whose graph routes it (null: a graph of its own,
+  // and no start()).
   struct On {
     const topo::Topology& graph;
     const flow::FlowMachine& machine;
     const PlatformDefaults& defaults;
     std::vector<int> gpus;
-    flow::SharedNetwork* routes = nullptr;
+    FlowPlatform* platform = nullptr;
   };
   // Sets up `s`, which algorithm `a` synthesized for `site`; `name` names
   // the algorithm in a refusal (UserError) of what flows do not model.
@@ -62,6 +71,18 @@ class FlowCall {
   const collectives::ProtocolBySize& by_size() const { return by_size_; }
   // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
   double gpu_ns(const flow::Executor::Result& res) const;
+  // A message of `bytes` run alone from time 0, once per size.
+  const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
+  // On a platform: a message of `bytes` starts now and calls on_done once
+  // it ends, its time alone after now, or on the platform's shared network
+  // (flow.share_links) when its flows end there, NCCL's fixed cost after
+  // its start; ran() is then its run.
+  void start(uint64_t bytes, std::function<void()> on_done);
+  const flow::Executor::Result& ran() const { return *running_; }
+  // Its starts share the network with the other collectives' (else each runs alone).
+  bool shares() const { return shared_ != nullptr; }
+  // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
+  uint64_t progress_ns() const;
   // The bound time (program_bound_us), with or without the busiest link between switches.
   double bound_us(uint64_t bytes, bool with_links = true) const;
   // The header's "# fidelity: flow" line: what the flows model of the engine.
@@ -78,6 +99,8 @@ class FlowCall {
   void nic_tables(collectives::Synthesis& synthesis);
   void reduction_tables(const collectives::Program& p, const collectives::Site& site);
   LittleLaw little_law() const;
+  // Starts a message of `bytes` on the shared network now.
+  void share(uint64_t bytes);
   // links_ from the program's traffic: fabric and net are its packets on each fabric.
   void bound_links(WirePacket fabric, WirePacket net);
   // The header's note where push's waves outgrow the tables (Klenk §IV-F1, §VI-D).
@@ -87,7 +110,8 @@ class FlowCall {
   const flow::FlowMachine& machine_;
   PlatformDefaults defaults_;
   std::vector<int> gpus_;
-  flow::SharedNetwork* routes_;
+  FlowPlatform* platform_;
+  flow::SharedNetwork* routes_;  // the platform's network, whose graph routes it
   const collectives::Algorithm& algorithm_;
   Config& cfg_;
   uint64_t seed_;
@@ -116,6 +140,17 @@ class FlowCall {
   // Packed trees' algbw bound (Blink's) and what it is; 0 and empty elsewhere.
   double algbw_bound_GBps_ = 0;
   std::string bound_note_, trees_text_;
+  std::map<uint64_t, flow::Executor::Result> alone_;  // by size
+  // On a platform: what ends the running start, and NCCL's fixed cost before it on a shared network.
+  Wakeup end_;
+  bool ender_ = false;  // the process that ends a start, made at the first
+  Delayed launch_{"nccl_launch"};
+  std::function<void()> on_done_;
+  const flow::Executor::Result* running_ = nullptr;  // the running start's flows
+  SharedFlows* shared_ = nullptr;  // where its starts share the network
+  flow::Executor::Result last_;  // on a shared network: the last start's flows
+  bool beside_ = false;  // it ran while another group's used a link of its
+  sc_core::sc_time started_, passed_;  // the running start's start (while on_done_), the ended starts' time
 };
 
 inline const Param<bool> kShareLinks{
@@ -143,6 +178,35 @@ class SharedFlows {
   void schedule();
   flow::SharedNetwork net_;
   Wakeup wake_;
+};
+
+// The collectives in flight on a flow platform's links, when each runs
+// alone (flow.share_links=false), so that one can tell it ran while
+// another group's used a link of its, which flows alone do not see.
+struct FlowOverlap {
+  std::vector<std::vector<FlowCall*>> running;  // [2 x graph link + direction]
+  uint64_t collectives = 0, shared = 0;  // collectives ended; those that ran beside another on a link of theirs
+  double ns = 0, shared_ns = 0;          // their flows' time
+};
+
+// A platform at --fidelity flow, with no block built: its graph, what its
+// links and switches pay as flows (made with `defaults`), its compute
+// engines where a workload makes them (training's), the collectives in
+// flight on its links, and the flow network they share, if they do.
+struct FlowPlatform {
+  FlowPlatform(const topo::Topology& t, Config& cfg, const PlatformDefaults& d, bool share_links);
+  FlowPlatform(const FlowPlatform&) = delete;  // the machine points at the graph
+  // Where a collective on `gpus` of it runs.
+  FlowCall::On on(const std::vector<int>& gpus) { return {graph, machine, defaults, gpus, this}; }
+  topo::Topology graph;
+  flow::FlowMachine machine;
+  PlatformDefaults defaults;
+  std::vector<std::unique_ptr<gpu::ComputeEngine>> engines;
+  FlowOverlap overlap;
+  // One graph routes every group's collectives, sharing the network or not
+  // (a graph per group holds the whole cluster: 14 GB for GPT-3 on 512 nodes).
+  std::unique_ptr<SharedFlows> shared;
+  bool share_links;
 };
 
 }  // namespace incsim::platforms

@@ -46,7 +46,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                           : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
 
   if (!share) own_graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
-  graph_ = share ? share->machine->t : &own_graph_;
+  graph_ = share ? &share->platform->graph : &own_graph_;
   const topo::Topology& t = *graph_;
   const bool roce = topo::is_roce_cluster(t);
   if (roce)
@@ -70,12 +70,11 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   collectives::collective_of(opt_.collective, c);
   collectives::Site site = platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_);
   if (const std::string why = algorithm_->cannot_run(site); !why.empty()) throw UserError(why);
-  const platforms::PlatformDefaults d = share ? share->defaults : platforms::platform_defaults(t, {algorithm_->needs(t, c)});
+  const platforms::PlatformDefaults d =
+      share ? share->platform->defaults : platforms::platform_defaults(t, {algorithm_->needs(t, c)});
   if (share) {
-    machine_ = share->machine;
+    machine_ = &share->platform->machine;
     engines_ = share->engines;
-    overlap_ = share->overlap;
-    shared_ = share->share_links ? share->shared : nullptr;
   } else {
     own_machine_ = platforms::flow_machine(t, cfg_, d);
     machine_ = &own_machine_;
@@ -92,7 +91,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
                       "; run it at packet level");
     per_size(*tuner);
   }
-  call_ = std::make_unique<platforms::FlowCall>(platforms::FlowCall::On{t, *machine_, d, gpus, share ? &share->shared->network() : nullptr}, *algorithm_,
+  call_ = std::make_unique<platforms::FlowCall>(platforms::FlowCall::On{t, *machine_, d, gpus, share ? share->platform : nullptr}, *algorithm_,
                                                  site, std::move(synthesis), dtype_, cfg_, opt_.seed, opt_.algorithm);
 }
 
@@ -120,12 +119,6 @@ void FlowCollectiveWorkload::print(const std::string& what, std::ostream& os) co
   print_collective(what, call_->program(), call_->nic() ? &call_->nic()->schedule() : nullptr, call_->trees_text(), opt_, os);
 }
 
-const flow::Executor::Result& FlowCollectiveWorkload::result(size_t i, const flow::Executor::Progress& progress) {
-  const auto [it, fresh] = results_.try_emplace(sizes_[i]);
-  if (fresh) it->second = call_->flows().run(sizes_[i], progress);
-  return it->second;
-}
-
 std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {
   if (!choices_.empty()) {
     const Choice& c = choices_[i];
@@ -139,7 +132,7 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
   }
   const flow::Executor::Result* res = nullptr;
   run.run_plain("size " + size_label(sizes_[i]), [&](const Runner::Poll& poll) {
-    res = &result(i, [&](const std::function<double()>& fraction, double now_ns) {
+    res = &call_->alone(sizes_[i], [&](const std::function<double()>& fraction, double now_ns) {
       fraction_ = &fraction;
       poll(now_ns / 1e3);
       fraction_ = nullptr;
@@ -149,73 +142,12 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
 }
 
 void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  if (!ender_) {
-    ender_ = true;
-    spawn_method(sc_core::sc_gen_unique_name("flow_collective"), [this] {
-      end_.fired();
-      passed_ += sim_now() - started_;
-      for (const int l : running_->links) {
-        auto& on = overlap_->running[static_cast<size_t>(l)];
-        on.erase(std::find(on.begin(), on.end(), this));
-      }
-      ++overlap_->collectives;
-      overlap_->ns += running_->time_ns;
-      if (beside_) {
-        ++overlap_->shared;
-        overlap_->shared_ns += running_->time_ns;
-      }
-      std::function<void()> done = std::move(on_done_);
-      on_done_ = nullptr;
-      done();
-    }, &end_.event);
-  }
-  on_done_ = std::move(on_done);
-  started_ = sim_now();
-  if (shared_) {
-    // NCCL's fixed cost passes before the flows start on the shared network.
-    const double base_us =
-        call_->software().base_us(collectives::message_protocol(call_->program(), call_->by_size(), sizes_[i]));
-    if (base_us == 0) return share(i);
-    launch_.after(sc_core::sc_time(base_us, sc_core::SC_US), [this, i] { share(i); });
-    return;
-  }
-  const flow::Executor::Result& r = result(i);
-  running_ = &r;
-  beside_ = false;
-  for (const int l : r.links) {
-    auto& on = overlap_->running[static_cast<size_t>(l)];
-    for (FlowCollectiveWorkload* c : on) c->beside_ = beside_ = true;
-    on.push_back(this);
-  }
-  end_.after(sc_core::sc_time(call_->gpu_ns(r), sc_core::SC_NS));
+  call_->start(sizes_[i], std::move(on_done));
 }
 
-void FlowCollectiveWorkload::share(size_t i) {
-  shared_->start(call_->flows(), sizes_[i], result(i), [this](const flow::Executor::Result& r) {
-    last_ = r;
-    running_ = &last_;  // no links: it shared them as flows, no one to count beside it
-    end_.at(sim_now());
-  });
-}
+uint64_t FlowCollectiveWorkload::progress() { return call_->progress_ns(); }
 
-uint64_t FlowCollectiveWorkload::progress() {
-  const sc_core::sc_time t = on_done_ ? passed_ + (sim_now() - started_) : passed_;
-  return t.value() / 1000;
-}
-
-Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
-  return row(i, shared_ ? last_ : result(i), notes);
-}
-
-FlowPlatform::FlowPlatform(const topo::Topology& t, Config& cfg, const platforms::PlatformDefaults& d,
-                           bool share_links)
-    : graph(t),
-      machine(platforms::flow_machine(graph, cfg, d)),
-      defaults(d),
-      shared(std::make_unique<platforms::SharedFlows>(machine)),
-      share_links(share_links) {
-  overlap.running.resize(2 * t.links().size());
-}
+Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i, call_->ran(), notes); }
 
 Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
   const uint64_t bytes = sizes_[i];
@@ -226,7 +158,7 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
             call_->software().row_us(call_->gpu_ns(res) / 1e3), collectives::busbw_factor(p.collective, p.ranks), 0, call_->bound_us(bytes));
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
-  call_->note(notes, res, shared_ != nullptr);
+  call_->note(notes, res, call_->shares());
   if (res.classes > 0)
     r.details["channel_classes"] = {{"channels", res.channels}, {"parts", res.parts}, {"classes", res.classes}};
   if (res.pass_ns > 0)

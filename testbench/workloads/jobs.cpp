@@ -160,7 +160,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
       if (cfg.has_override(*p))
         throw UserError(p->key() + " sets how jobs share the switches' or NICs' in-network resources, which "
                         "--fidelity flow does not model (its jobs share links only); run it at packet level");
-    flow_ = std::make_unique<FlowPlatform>(t, cfg, platforms::platform_defaults(t, needs), true);
+    flow_ = std::make_unique<platforms::FlowPlatform>(t, cfg, platforms::platform_defaults(t, needs), true);
   } else if (rack) {
     machine_ = std::make_unique<platforms::Machine>(std::move(t), cfg, opt_.seed);
   } else {
@@ -225,7 +225,7 @@ std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options&
   const Options::Job& job = opt_.jobs[j];
   try {
     if (flow_) {
-      const FlowCollectiveWorkload::Share share = flow_->share(job.gpus);
+      const FlowCollectiveWorkload::Share share{flow_.get(), job.gpus, {}};
       return std::make_unique<FlowCollectiveWorkload>(oj, cfg, &share);
     }
     if (!gpu_) {

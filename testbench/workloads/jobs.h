@@ -58,7 +58,7 @@ class JobsWorkload : public Workload {
   Options opt_;
   std::unique_ptr<platforms::Machine> machine_;
   platforms::GpuMachine* gpu_ = nullptr;  // machine_ on a GPU platform; null on NetReduce's rack and at flow
-  std::unique_ptr<FlowPlatform> flow_;    // at --fidelity flow, instead of machine_
+  std::unique_ptr<platforms::FlowPlatform> flow_;    // at --fidelity flow, instead of machine_
   platforms::NetReduceShape rack_;        // NetReduce's rack
   std::vector<std::unique_ptr<GroupCollective>> jobs_;  // in the order of the list
   std::vector<bool> tables_;  // [job]: its algorithm reduces in the switches' tables

@@ -44,7 +44,7 @@ void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const
     return;
   }
   refuse_packet_outputs(opt_, false);  // --timeline is the iteration's own
-  flow_ = std::make_unique<FlowPlatform>(t, cfg, d, cfg.get(platforms::kShareLinks));
+  flow_ = std::make_unique<platforms::FlowPlatform>(t, cfg, d, cfg.get(platforms::kShareLinks));
   // Named as the GPUs' are not: no GPU module holds them.
   for (size_t g = 0; g < t.endpoints().size(); ++g)
     flow_->engines.push_back(std::make_unique<gpu::ComputeEngine>(("gpu" + std::to_string(g) + "_compute").c_str()));
@@ -83,7 +83,7 @@ uint64_t TrainingWorkload::progress() {
 // What flows do not see, measured: the iteration's collectives that ran
 // beside another group's on a link of theirs.
 void TrainingWorkload::note_overlap(size_t a, Row& row, std::ostream& notes) const {
-  const FlowOverlap& o = flow_->overlap;
+  const platforms::FlowOverlap& o = flow_->overlap;
   if (flow_->share_links) {
     const flow::SharedNetwork& n = flow_->shared->network();
     const double added = n.met_alone_ns() > 0 ? n.met_ns() / n.met_alone_ns() - 1 : 0;
@@ -139,7 +139,7 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share = flow_->share(gpus);
+      FlowCollectiveWorkload::Share share{flow_.get(), gpus, {}};
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
@@ -270,7 +270,7 @@ std::vector<Row> TrainingWorkload::run_point(size_t i, Runner& run, std::ostream
   const bool record = !opt_.timeline.empty() && i + 1 == points();  // the last iteration
   for (size_t a = 0; a < algorithms_.size(); ++a) {
     recording_ = record ? static_cast<int>(a) : -1;
-    if (flow_) flow_->overlap = FlowOverlap{std::move(flow_->overlap.running)};
+    if (flow_) flow_->overlap = platforms::FlowOverlap{std::move(flow_->overlap.running)};
     rows.push_back(iterate(a, static_cast<uint32_t>(i), run));
     if (const auto& d = rows.back().details; d.contains("dp_exposed_stages")) {
       notes << "#   " << algorithms_[a] << ": dp exposed per stage, from its last kernel to its gradients' end:"

@@ -131,7 +131,7 @@ class TrainingWorkload : public Workload {
   Options opt_;
   std::unique_ptr<platforms::GpuMachine> platform_;  // null on NetReduce's Ethernet platforms and at --fidelity flow
   // At --fidelity flow, no block built: each GPU's compute engine on the flow platform.
-  std::unique_ptr<FlowPlatform> flow_;
+  std::unique_ptr<platforms::FlowPlatform> flow_;
   NetReduceWorkload* ethernet_ = nullptr;             // there: the collective whose machine it is
   std::vector<std::string> algorithms_;  // --algorithm, then --baseline
   std::vector<Counter> counters_;
