@@ -6,7 +6,7 @@
 // cluster's RoCE scale-out network, whose bridge kind roce_bridge is each
 // GPU's adapter (adapter::RoceBridge, docs/modern-machines.md). What a job needs
 // beyond the wiring (queue pairs, ACL rules, the aggregation hierarchy) its
-// workload programs into these blocks (testbench/workloads/netreduce_job.h).
+// workload programs into these blocks (netreduce_job.h).
 #include <cstdint>
 #include <memory>
 

@@ -11,7 +11,7 @@
 // host (i + 1) mod P; on a single rack the ring may instead visit any of
 // the hosts in any order (`--ring`), the others idle. The job's queue
 // pairs, ACL rules and aggregation hierarchy are its workload's
-// (testbench/workloads/netreduce_job.h).
+// (netreduce_job.h).
 #include <algorithm>
 #include <string>
 

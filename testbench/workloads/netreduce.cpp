@@ -156,7 +156,6 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   if (flow && in_network && shape.layout == platforms::NetReduceShape::Layout::SpineLeaf)
     throw UserError("--fidelity flow: " + algorithm_ + " on spineleaf aggregates in the leaves' FPGAs and the spine's "
                     "(NetReduce §3.3), which flows do not model; run it at packet level, or the ring as flows");
-  const int racks = shape.racks, per_rack = shape.hosts_per_rack;
   if (!flow)
     check_memory(sizes_, shape.hosts(),
                  "a buffer of that size on each of " + std::to_string(shape.hosts()) + (multigpu_ ? " GPUs" : " hosts"),
@@ -165,7 +164,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   window_ = cfg_.get(kWindow);
   msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);
 
-  job_ = std::make_unique<NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0,
+  job_ = std::make_unique<platforms::NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0,
                                         share ? share->job : -1);
   if (share) {
     machine_ = share->machine;
@@ -190,25 +189,8 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   roce::HostConfig hc{mtu, msg_len_, window_, ring_id_};
   in_network_ = in_network;
   program_ = make_program(algorithm, cfg_);
-  if (flow) make_flows();
-  for (int i = 0; i < ranks && !flow; ++i) {  // the host of ring rank i (multigpu: GPU i)
-    roce::RoceNic& nic = job_->nic(job_->ring_host(i));
-    // Its connections: the ring (channel 0); on multigpu also the ring inside
-    // its machine (channel 1) and the ring of its GPU index across the
-    // machines (channel 2).
-    std::vector<roce::Connection> sends{{0, (i + 1) % ranks, job_->send_qp()}};
-    std::vector<roce::Connection> receives{{0, (i + ranks - 1) % ranks, job_->recv_qp()}};
-    if (multigpu_) {
-      const int m = i / per_rack, k = i % per_rack;
-      sends.push_back({1, m * per_rack + (k + 1) % per_rack, job_->intra_send_qp()});
-      receives.push_back({1, m * per_rack + (k + per_rack - 1) % per_rack, job_->intra_recv_qp()});
-      sends.push_back({2, ((m + 1) % racks) * per_rack + k, job_->inter_send_qp()});
-      receives.push_back({2, ((m + racks - 1) % racks) * per_rack + k, job_->inter_recv_qp()});
-    }
-    hosts_.push_back(std::make_unique<roce::HostProgram>(&nic, &program_, i, sends, receives, hc,
-                                                         pattern_.get(), dtype_, redop_));
-    nic.set_client(hosts_.back().get());
-  }
+  if (flow) flows_ = job_->flows(program_, msg_len_, window_, dtype_);
+  else hosts_ = job_->host_programs(program_, hc, pattern_.get(), dtype_, redop_);
 
   if (multigpu_)  // the appendix's model and the values it was given
     schema_->add({"model_us", "us", ColumnKind::Measurement})
@@ -301,49 +283,6 @@ collectives::Program NetReduceWorkload::make_program(const collectives::Algorith
   const collectives::Site site{machine_->topology(), opt_.platform, collectives::Collective::AllReduce, ring, false,
                                -1, by_machine, 0, "simple", 0, 0, cfg};
   return algorithm.synthesize(site).program;
-}
-
-// The hosts' program as flows (flow/roce_flows.h) over the machine's graph:
-// every link carries RoCE frames, every switch forwards after its latency,
-// and each ring rank's aggregation goes through the FPGA port its ACL rule
-// sends it to (NetReduceJob::program): on a rack the one facing its host,
-// on multigpu the one facing its machine.
-void NetReduceWorkload::make_flows() {
-  const topo::Topology& t = machine_->topology();
-  const platforms::EthernetFabric& fabric = machine_->fabric_as<platforms::EthernetFabric>();
-  flow_machine_.size_for(t);
-  flow::LinkFormat frames;
-  frames.header = eth::kEthWireOverhead + eth::kRoceOverhead;
-  frames.flit = 4;
-  frames.max_payload = job_->mtu_payload();
-  frames.gathers = true;
-  frames.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
-  flow_machine_.formats.push_back(frames);
-  for (size_t k = 0; k < t.nodes().size(); ++k)
-    if (t.node(static_cast<int>(k)).kind == topo::NodeKind::Switch)
-      flow_machine_.node_ns[k] = fabric.switch_latency().to_seconds() * 1e9;
-  flow::RoceCosts c;
-  c.tx_ns = fabric.tx_latency().to_seconds() * 1e9;
-  c.rx_ns = fabric.rx_latency().to_seconds() * 1e9;
-  c.mtu = job_->mtu_payload();
-  c.msg_len = msg_len_;
-  c.window = window_;
-  c.frame_bytes = frames.header;
-  c.reth_bytes = eth::kRethBytes;
-  c.ina_bytes = eth::kInaBytes;
-  c.ack_bytes = frames.ack_bytes;
-  c.ack_every = fabric.ack_every();
-  std::vector<int> hosts, fpga_links;
-  if (in_network_) c.fpga_ns = fabric.fpga_latency().to_seconds() * 1e9;
-  for (int k = 0; k < job_->ring_size(); ++k) {
-    const int host = job_->ring_host(k);
-    hosts.push_back(host);
-    if (!in_network_) continue;
-    const auto [fpga, port] = job_->fpga_port(host);
-    fpga_links.push_back(t.link_at({t.endpoints()[static_cast<size_t>(fpga)], port}));
-  }
-  flows_ = std::make_unique<flow::RoceFlows>(program_, flow_machine_, hosts, fpga_links, c,
-                                             elements::dtype_bytes(dtype_));
 }
 
 void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {

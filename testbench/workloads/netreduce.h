@@ -14,7 +14,7 @@
 #include "flow/roce_flows.h"
 #include "collectives/program.h"
 #include "core/process.h"
-#include "netreduce_job.h"
+#include "platforms/netreduce_job.h"
 #include "platforms/machine.h"
 #include "workload.h"
 
@@ -79,7 +79,7 @@ class NetReduceWorkload : public GroupCollective {
   platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
   const platforms::Machine& platform() const { return *machine_; }
   const std::string& algorithm() const { return opt_.algorithm; }  // --algorithm, or the platform's default
-  const NetReduceJob& job() const { return *job_; }
+  const platforms::NetReduceJob& job() const { return *job_; }
 
  private:
   struct Totals;
@@ -88,8 +88,6 @@ class NetReduceWorkload : public GroupCollective {
   bool drained() const;  // every NIC idle: no packet unsent or unacknowledged
   double model_us(uint64_t bytes, bool with_alpha) const;
   collectives::Program make_program(const collectives::Algorithm& algorithm, Config& cfg) const;
-  // --fidelity flow: the hosts' program as flows over the machine's graph.
-  void make_flows();
   Row flow_row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
   void fill_row(Row& r, size_t i, double time_us, uint64_t wrong, std::ostream& notes) const;
   Options opt_;
@@ -104,14 +102,13 @@ class NetReduceWorkload : public GroupCollective {
   std::unique_ptr<elements::DataPattern> pattern_;
   std::unique_ptr<platforms::Machine> own_machine_;  // alone; in a jobs run the run's
   platforms::Machine* machine_ = nullptr;
-  std::unique_ptr<NetReduceJob> job_;
+  std::unique_ptr<platforms::NetReduceJob> job_;
   uint16_t ring_id_ = 0;        // its ring's at the FPGA (the rack's numbers every job's)
   uint32_t msg_len_asked_ = 0;  // netreduce.msg_len, before the aggregator memory shortened it
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
   collectives::Program file_program_;   // --algorithm FILE
   collectives::Program program_;        // what the hosts run
   std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]; none at --fidelity flow
-  flow::FlowMachine flow_machine_;                          // --fidelity flow: the graph as flows see it
   std::unique_ptr<flow::RoceFlows> flows_;
   const std::function<double()>* fraction_ = nullptr;       // a flow run's share done, while it runs
   bool in_network_ = false;

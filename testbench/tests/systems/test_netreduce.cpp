@@ -22,7 +22,7 @@
 #include "netreduce/clt.h"
 #include "netreduce/ctt.h"
 #include "hierarchy.h"
-#include "netreduce_job.h"
+#include "platforms/netreduce_job.h"
 #include "run_checked.h"
 #include "options.h"
 
@@ -664,7 +664,7 @@ struct Recovery {
     o.dtype = "int32";
     if (platform == "rack") o.hosts = 3;
     e.reset(new tb::Experiment(o));
-    psn0 = tb::netreduce_of(*e).job().nic(1).expected_psn(tb::NetReduceJob::recv_qp());
+    psn0 = tb::netreduce_of(*e).job().nic(1).expected_psn(platforms::NetReduceJob::recv_qp());
   }
   // Host 0's data frame `psn`, its first `count` appearances on the link.
   eth::FaultHook psn(uint32_t p, eth::FrameFault f, int count = 1) {

@@ -8,32 +8,37 @@
 // machine itself (machine.h) knows none of it. Ports are read off the graph:
 // which switch port leads to the FPGA port facing a host.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <systemc>
 #include <vector>
 
+#include "collectives/program.h"
 #include "elements/alu.h"
+#include "elements/data_pattern.h"
 #include "ethernet/ethernet_switch.h"
 #include "netreduce/fpga_aggregator.h"
-#include "platforms/ethernet_fabric.h"
-#include "platforms/machine.h"
-#include "platforms/netreduce_machines.h"
+#include "ethernet_fabric.h"
+#include "machine.h"
+#include "netreduce_machines.h"
+#include "flow/roce_flows.h"
+#include "roce/host_program.h"
 #include "roce/roce_nic.h"
 
-namespace incsim::tb {
+namespace incsim::platforms {
 
 class NetReduceJob {
  public:
-  using Layout = platforms::NetReduceShape::Layout;
+  using Layout = NetReduceShape::Layout;
   // Checks the job before anything is built: `in_network` runs it on the
   // FPGAs (the shape must have them); `ring`: the hosts of the ring in ring
   // order (Rack only; empty: all, in order); the FPGAs' CLTs must hold its
   // connections (clt_entries, fpga.clt.entries). `job`: its index in a
   // jobs: list (several rings on one rack), -1 alone.
-  NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring, uint32_t clt_entries,
+  NetReduceJob(const NetReduceShape& shape, bool in_network, std::vector<int> ring, uint32_t clt_entries,
                int job = -1);
   // Finds its blocks in the machine elaborated from the shape's graph.
-  void attach(platforms::Machine& m);
+  void attach(Machine& m);
   // The MsgLen its rings may have in the FPGAs' aggregator memory
   // (FpgaAggregator::msg_len_for), at most msg_len; before program(), so
   // that a job refused (or given the ring instead) has installed nothing.
@@ -51,6 +56,22 @@ class NetReduceJob {
   uint16_t add_ring(uint32_t window, uint32_t msg_len, elements::DType dtype, elements::RedOp op);
   // The aggregator memory its rings took, over every FPGA.
   uint64_t aggregator_memory() const;
+
+  // The engine of its hosts' program p (roce operations) at packet level:
+  // each ring rank's host software on its NIC, over the connections
+  // program() made (the ring, channel 0; on multigpu also the ring inside
+  // its machine, channel 1, and the ring of its GPU index across the
+  // machines, channel 2). p and pattern must outlive them.
+  std::vector<std::unique_ptr<roce::HostProgram>> host_programs(const collectives::Program& p,
+                                                                const roce::HostConfig& c,
+                                                                const elements::DataPattern* pattern,
+                                                                elements::DType dtype, elements::RedOp op);
+  // The same program as flows (flow/roce_flows.h) over the machine's graph:
+  // every link carries RoCE frames, every switch forwards after its
+  // latency, and each ring rank's aggregation goes through the FPGA port
+  // its ACL rule sends it to (fpga_port).
+  std::unique_ptr<flow::RoceFlows> flows(const collectives::Program& p, uint32_t msg_len, uint32_t window,
+                                         elements::DType dtype);
 
   int hosts() const { return shape_.hosts(); }
   int racks() const { return shape_.racks; }
@@ -92,17 +113,18 @@ class NetReduceJob {
   double through() const;  // the chance a packet and its ACK cross every link of the loop
   // The ranks of its rings at FPGA r, and how many rings (multi-GPU: one per GPU index).
   int ranks_at(int r) const;
-  platforms::NetReduceShape shape_;
+  NetReduceShape shape_;
   bool in_network_;
   int job_ = -1;
   uint32_t clt_entries_ = 0;
   std::vector<int> ring_;
   int loop_links_ = 0;  // links a packet crosses from its sender to its receiver and back as ACK
   const topo::Topology* graph_ = nullptr;
-  const platforms::EthernetFabric* fabric_ = nullptr;
+  const EthernetFabric* fabric_ = nullptr;
   std::vector<roce::RoceNic*> nics_;             // by host
   std::vector<eth::EthernetSwitch*> switches_;   // leaves (or machines), then the spine
   std::vector<netreduce::FpgaAggregator*> fpgas_;  // leaves' (or the rack's), then the spine's
+  flow::FlowMachine flow_machine_;  // flows(): the graph as flows see it
 };
 
-}  // namespace incsim::tb
+}  // namespace incsim::platforms

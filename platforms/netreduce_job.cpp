@@ -5,16 +5,16 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "ethernet/roce_frame.h"
 
-namespace incsim::tb {
+namespace incsim::platforms {
 
 namespace {
 constexpr uint32_t kLeafIp0 = 0x0A000101u;  // 10.0.1.1: leaf r's FPGA
 constexpr uint32_t kSpineIp = 0x0A000201u;  // 10.0.2.1: the spine's FPGA
-using platforms::EthernetFabric;
 }  // namespace
 
-NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_network, std::vector<int> ring,
+NetReduceJob::NetReduceJob(const NetReduceShape& shape, bool in_network, std::vector<int> ring,
                            uint32_t clt_entries, int job)
     : shape_(shape), in_network_(in_network), job_(job), clt_entries_(clt_entries), ring_(std::move(ring)) {
   const int hosts = shape.hosts(), racks = shape.racks;
@@ -49,7 +49,7 @@ NetReduceJob::NetReduceJob(const platforms::NetReduceShape& shape, bool in_netwo
   loop_links_ = 2 * one_way;
 }
 
-void NetReduceJob::attach(platforms::Machine& m) {
+void NetReduceJob::attach(Machine& m) {
   graph_ = &m.topology();
   fabric_ = &m.fabric_as<EthernetFabric>();
   nics_ = m.blocks_of<roce::RoceNic>();
@@ -228,4 +228,67 @@ std::string NetReduceJob::stall_cause() const {
   return os.str();
 }
 
-}  // namespace incsim::tb
+std::vector<std::unique_ptr<roce::HostProgram>> NetReduceJob::host_programs(const collectives::Program& p,
+                                                                            const roce::HostConfig& c,
+                                                                            const elements::DataPattern* pattern,
+                                                                            elements::DType dtype,
+                                                                            elements::RedOp op) {
+  const int ranks = ring_size(), racks = shape_.racks, per_rack = shape_.hosts_per_rack;
+  std::vector<std::unique_ptr<roce::HostProgram>> hosts;
+  for (int i = 0; i < ranks; ++i) {  // the host of ring rank i (multigpu: GPU i)
+    roce::RoceNic& nic = *nics_[static_cast<size_t>(ring_host(i))];
+    std::vector<roce::Connection> sends{{0, (i + 1) % ranks, send_qp()}};
+    std::vector<roce::Connection> receives{{0, (i + ranks - 1) % ranks, recv_qp()}};
+    if (shape_.layout == Layout::MultiGpu) {
+      const int m = i / per_rack, k = i % per_rack;
+      sends.push_back({1, m * per_rack + (k + 1) % per_rack, intra_send_qp()});
+      receives.push_back({1, m * per_rack + (k + per_rack - 1) % per_rack, intra_recv_qp()});
+      sends.push_back({2, ((m + 1) % racks) * per_rack + k, inter_send_qp()});
+      receives.push_back({2, ((m + racks - 1) % racks) * per_rack + k, inter_recv_qp()});
+    }
+    hosts.push_back(std::make_unique<roce::HostProgram>(&nic, &p, i, sends, receives, c, pattern, dtype, op));
+    nic.set_client(hosts.back().get());
+  }
+  return hosts;
+}
+
+std::unique_ptr<flow::RoceFlows> NetReduceJob::flows(const collectives::Program& p, uint32_t msg_len,
+                                                     uint32_t window, elements::DType dtype) {
+  const topo::Topology& t = *graph_;
+  const EthernetFabric& fabric = *fabric_;
+  flow_machine_ = flow::FlowMachine{};
+  flow_machine_.size_for(t);
+  flow::LinkFormat frames;
+  frames.header = eth::kEthWireOverhead + eth::kRoceOverhead;
+  frames.flit = 4;
+  frames.max_payload = mtu_payload();
+  frames.gathers = true;
+  frames.ack_bytes = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kAethBytes;
+  flow_machine_.formats.push_back(frames);
+  for (size_t k = 0; k < t.nodes().size(); ++k)
+    if (t.node(static_cast<int>(k)).kind == topo::NodeKind::Switch)
+      flow_machine_.node_ns[k] = fabric.switch_latency().to_seconds() * 1e9;
+  flow::RoceCosts c;
+  c.tx_ns = fabric.tx_latency().to_seconds() * 1e9;
+  c.rx_ns = fabric.rx_latency().to_seconds() * 1e9;
+  c.mtu = mtu_payload();
+  c.msg_len = msg_len;
+  c.window = window;
+  c.frame_bytes = frames.header;
+  c.reth_bytes = eth::kRethBytes;
+  c.ina_bytes = eth::kInaBytes;
+  c.ack_bytes = frames.ack_bytes;
+  c.ack_every = fabric.ack_every();
+  std::vector<int> hosts, fpga_links;
+  if (in_network_) c.fpga_ns = fabric.fpga_latency().to_seconds() * 1e9;
+  for (int k = 0; k < ring_size(); ++k) {
+    const int host = ring_host(k);
+    hosts.push_back(host);
+    if (!in_network_) continue;
+    const auto [fpga, port] = fpga_port(host);
+    fpga_links.push_back(t.link_at({t.endpoints()[static_cast<size_t>(fpga)], port}));
+  }
+  return std::make_unique<flow::RoceFlows>(p, flow_machine_, hosts, fpga_links, c, elements::dtype_bytes(dtype));
+}
+
+}  // namespace incsim::platforms
