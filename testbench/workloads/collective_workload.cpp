@@ -136,6 +136,64 @@ collectives::Program read_checked_program(const std::string& path) {
   return p;
 }
 
+CollectiveChoice choose_collective(Options& o) {
+  CollectiveChoice c;
+  collectives::Program file;
+  if (is_program_file(o.algorithm)) {
+    const std::string& path = o.algorithm;
+    file = read_checked_program(path);
+    if (file.engine() == collectives::Engine::RoceNic)
+      throw UserError(path + " runs on RoCE hosts: run it on platform rack, spineleaf or multigpu");
+    const bool copy = file.engine() == collectives::Engine::CopyEngine;
+    if (const std::string why = copy ? gpu::CopyCollective::cannot_run(file) : ""; !why.empty())
+      throw UserError(path + ": " + why);
+    if (o.was_given("collective") && o.collective != collectives::collective_name(file.collective))
+      throw UserError(path + ": its collective is " + collectives::collective_name(file.collective) +
+                      ", not the --collective " + o.collective + " asked for");
+    o.collective = collectives::collective_name(file.collective);
+  }
+  check_choice("collective", o.collective, kCollectives);
+  if (o.algorithm.empty()) o.algorithm = default_algorithm(o.collective, o.platform);
+  if (!file.ranks) check_algorithm(o.algorithm, o.collective, o.platform);
+  std::tie(c.dtype, c.redop, c.sizes) = parse_data(o);
+  c.file_ranks = file.ranks;
+  if (c.file_ranks) c.file_algorithm = collectives::file_algorithm(o.algorithm, std::move(file));
+  c.algorithm = c.file_ranks ? c.file_algorithm.get()
+                             : collectives::find_algorithm(o.algorithm, collectives::Family::GpuFabric);
+  collectives::collective_of(o.collective, c.collective);
+  return c;
+}
+
+std::vector<int> collective_gpus(const Options& o, const CollectiveChoice& c, const topo::Topology& t,
+                                 const std::vector<int>* share) {
+  const bool dgx1 = platforms::is_dgx1(t);
+  // A DGX-1's topology holds only the allocated GPUs.
+  const int built = static_cast<int>(t.endpoints().size()), file_ranks = c.file_ranks;
+  if (built < 2)
+    throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
+  if (file_ranks > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs, fewer than the " +
+                    std::to_string(file_ranks) + " ranks of " + o.algorithm);
+  if (file_ranks == 1) throw UserError(o.algorithm + " has 1 rank; a collective needs at least 2");
+  if (!share && file_ranks && o.gpus && !dgx1 && *o.gpus != file_ranks)
+    throw UserError("--gpus " + std::to_string(*o.gpus) + ", and " + o.algorithm + " has " +
+                    std::to_string(file_ranks) + " ranks: a program runs on as many GPUs as it has ranks");
+  const int n = share ? static_cast<int>(share->size())
+                : file_ranks ? file_ranks
+                : o.gpus && !dgx1 ? *o.gpus
+                                  : built;
+  if (share && n < 2) throw UserError("a collective needs at least 2 GPUs, and this job has " + std::to_string(n));
+  if (share && file_ranks && file_ranks != n)
+    throw UserError(o.algorithm + " has " + std::to_string(file_ranks) + " ranks, and this job " +
+                    std::to_string(n) + " GPUs");
+  if (n < 2 || n > built)
+    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
+                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  std::vector<int> gpus;
+  for (int r = 0; r < n; ++r) gpus.push_back(share ? (*share)[static_cast<size_t>(r)] : r);
+  return gpus;
+}
+
 CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   *schema_ = nccl_schema();
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
@@ -143,58 +201,19 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
-  collectives::Program file;
-  if (is_program_file(opt_.algorithm)) {
-    const std::string& path = opt_.algorithm;
-    file = read_checked_program(path);
-    if (file.engine() == collectives::Engine::RoceNic)
-      throw UserError(path + " runs on RoCE hosts: run it on platform rack, spineleaf or multigpu");
-    const bool copy = file.engine() == collectives::Engine::CopyEngine;
-    if (const std::string why = copy ? gpu::CopyCollective::cannot_run(file) : ""; !why.empty())
-      throw UserError(path + ": " + why);
-    if (opt_.was_given("collective") && opt_.collective != collectives::collective_name(file.collective))
-      throw UserError(path + ": its collective is " + collectives::collective_name(file.collective) +
-                      ", not the --collective " + opt_.collective + " asked for");
-    opt_.collective = collectives::collective_name(file.collective);
-  }
-  check_choice("collective", opt_.collective, kCollectives);
-  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!file.ranks) check_algorithm(opt_.algorithm, opt_.collective, opt_.platform);
-  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
-  const int file_ranks = file.ranks;
-  if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));
-  algorithm_ = file_ranks ? file_algorithm_.get()
-                          : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
+  CollectiveChoice choice = choose_collective(opt_);
+  std::tie(dtype_, redop_, sizes_) = std::tie(choice.dtype, choice.redop, choice.sizes);
+  file_algorithm_ = std::move(choice.file_algorithm);
+  algorithm_ = choice.algorithm;
 
   // A collective alone builds its machine; a job (jobs.h) runs on its share of one.
   topo::Topology own;
   if (!share) own = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
   const topo::Topology& t = share ? share->platform->topology() : own;
-  const bool dgx1 = platforms::is_dgx1(t);
-  // A DGX-1's topology holds only the allocated GPUs.
-  const int built = static_cast<int>(t.endpoints().size());
-  if (built < 2)
-    throw UserError("a collective needs at least 2 GPUs, and platform '" + t.name + "' has " + std::to_string(built));
-  if (file_ranks > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs, fewer than the " +
-                    std::to_string(file_ranks) + " ranks of " + opt_.algorithm);
-  if (file_ranks == 1) throw UserError(opt_.algorithm + " has 1 rank; a collective needs at least 2");
-  const int n = share ? static_cast<int>(share->gpus.size())
-                : file_ranks ? file_ranks
-                : opt_.gpus && !dgx1 ? *opt_.gpus
-                                     : built;
-  if (share && n < 2) throw UserError("a collective needs at least 2 GPUs, and this job has " + std::to_string(n));
-  if (share && file_ranks && file_ranks != n)
-    throw UserError(opt_.algorithm + " has " + std::to_string(file_ranks) + " ranks, and this job " +
-                    std::to_string(n) + " GPUs");
-  if (n < 2 || n > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
-                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
+  const std::vector<int> gpus = collective_gpus(opt_, choice, t, share ? &share->gpus : nullptr);
+  const int n = static_cast<int>(gpus.size());
   elements::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
-  std::vector<int> gpus;
-  for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
-  collectives::Collective c = collectives::Collective::AllReduce;
-  collectives::collective_of(opt_.collective, c);
+  const collectives::Collective c = choice.collective;
   if (const std::string why = algorithm_->cannot_run(platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_));
       !why.empty())
     throw UserError(why);

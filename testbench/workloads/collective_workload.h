@@ -74,6 +74,27 @@ bool gpu_numbered(const std::string& algorithm, const topo::Topology& t);
 // The shape of the built-in platform the options ask for (--gpus, --dims, --nodes).
 platforms::PlatformShape platform_shape(const Options& o);
 
+// What a collective's options name, checked before anything is built and
+// the same at either fidelity: its collective (a program file's own), its
+// algorithm (the registry's, or a program file's as one), its data.
+struct CollectiveChoice {
+  std::unique_ptr<collectives::Algorithm> file_algorithm;  // --algorithm FILE
+  const collectives::Algorithm* algorithm = nullptr;
+  int file_ranks = 0;  // a program file's ranks, else 0
+  collectives::Collective collective = collectives::Collective::AllReduce;
+  elements::DType dtype;
+  elements::RedOp redop;
+  std::vector<uint64_t> sizes;
+};
+// Sets o.collective and o.algorithm to what the run takes (a program
+// file's collective, the collective's default algorithm).
+CollectiveChoice choose_collective(Options& o);
+// The GPUs of graph t the collective runs on, in rank order: a share's
+// (`share`, a job's or a training group's), or the first --gpus (a program
+// file's ranks, else all); one sentence where they do not fit.
+std::vector<int> collective_gpus(const Options& o, const CollectiveChoice& c, const topo::Topology& t,
+                                 const std::vector<int>* share);
+
 class CollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a machine it shares with others (jobs.h):

@@ -31,19 +31,10 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (!share) refuse_packet_outputs(opt_, true);
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine", "load"},
                  "does not apply to a collective");
-  collectives::Program file;
-  if (is_program_file(opt_.algorithm)) {
-    file = read_checked_program(opt_.algorithm);
-    opt_.collective = collectives::collective_name(file.collective);
-  }
-  check_choice("collective", opt_.collective, kCollectives);
-  if (opt_.algorithm.empty()) opt_.algorithm = default_algorithm(opt_.collective, opt_.platform);
-  if (!file.ranks) check_algorithm(opt_.algorithm, opt_.collective, opt_.platform);
-  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
-  const int file_ranks = file.ranks;
-  if (file_ranks) file_algorithm_ = collectives::file_algorithm(opt_.algorithm, std::move(file));
-  algorithm_ = file_ranks ? file_algorithm_.get()
-                          : collectives::find_algorithm(opt_.algorithm, collectives::Family::GpuFabric);
+  CollectiveChoice choice = choose_collective(opt_);
+  std::tie(dtype_, redop_, sizes_) = std::tie(choice.dtype, choice.redop, choice.sizes);
+  file_algorithm_ = std::move(choice.file_algorithm);
+  algorithm_ = choice.algorithm;
 
   if (!share) own_graph_ = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
   graph_ = share ? &share->platform->graph : &own_graph_;
@@ -53,21 +44,8 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
       if (cfg_.get(*p) > 0)
         throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
-  const int built = static_cast<int>(t.endpoints().size());
-  const int n = share ? static_cast<int>(share->gpus.size())
-                : file_ranks ? file_ranks
-                : opt_.gpus && !platforms::is_dgx1(t) ? *opt_.gpus
-                                                      : built;
-  if (share && file_ranks && file_ranks != n)
-    throw UserError(opt_.algorithm + " has " + std::to_string(file_ranks) + " ranks, and this group " +
-                    std::to_string(n) + " GPUs");
-  if (n < 2 || n > built)
-    throw UserError("platform '" + t.name + "' has " + std::to_string(built) + " GPUs and a collective needs 2 GPUs or "
-                    "more: --gpus must be between 2 and " + std::to_string(built) + ", not " + std::to_string(n));
-  std::vector<int> gpus;
-  for (int r = 0; r < n; ++r) gpus.push_back(share ? share->gpus[r] : r);
-  collectives::Collective c = collectives::Collective::AllReduce;
-  collectives::collective_of(opt_.collective, c);
+  const std::vector<int> gpus = collective_gpus(opt_, choice, t, share ? &share->gpus : nullptr);
+  const collectives::Collective c = choice.collective;
   collectives::Site site = platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_);
   if (const std::string why = algorithm_->cannot_run(site); !why.empty()) throw UserError(why);
   const platforms::PlatformDefaults d =

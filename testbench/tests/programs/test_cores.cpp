@@ -489,6 +489,14 @@ TEST_CASE("bad input: a malformed MSCCL XML is refused naming the file and the e
   require_error("--platform star --gpus 3 --algorithm " + kAllPairs, {"3 GPUs", "the 4 ranks of " + kAllPairs});
   require_error("--platform star --gpus 4 --collective allgather --algorithm " + kAllPairs,
                 {kAllPairs, "its collective is allreduce, not the --collective allgather"});
+  // The same refusals as flows, and --gpus that a file's ranks contradict on a platform --gpus does not shape.
+  require_error("--fidelity flow --platform star --gpus 3 --algorithm " + kAllPairs,
+                {"3 GPUs", "the 4 ranks of " + kAllPairs});
+  require_error("--fidelity flow --platform star --gpus 4 --collective allgather --algorithm " + kAllPairs,
+                {kAllPairs, "its collective is allreduce, not the --collective allgather"});
+  for (const char* fidelity : {"packet", "flow"})
+    require_error(std::string("--fidelity ") + fidelity + " --platform hgx-h100 --gpus 3 --algorithm " + kAllPairs,
+                  {"--gpus 3, and " + kAllPairs + " has 4 ranks"});
 }
 
 TEST_CASE("an XML's proto takes effect: LL and LL128 move exactly their lines' bytes, without fences or tail flags",
