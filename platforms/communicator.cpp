@@ -18,6 +18,7 @@
 #include "gpu/cores_collective.h"
 #include "adapter/roce_bridge.h"
 #include "bounds.h"
+#include "flow_call.h"
 #include "infiniband_fabric.h"
 #include "netreduce/clt.h"
 #include "scale_out_groups.h"
@@ -26,8 +27,8 @@
 namespace incsim::platforms {
 
 Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed)
-    : machine_(machine), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(machine.topology())) {
-  for (int g : gpus) gpus_.push_back(machine.gpus()[static_cast<size_t>(g)]);
+    : machine_(&machine), ranks_(std::move(gpus)), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(machine.topology())) {
+  for (int g : ranks_) gpus_.push_back(machine.gpus()[static_cast<size_t>(g)]);
   // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
   const topo::Topology& t = machine.topology();
   auto bridge = [&t](const std::string& port) {
@@ -37,6 +38,31 @@ Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& c
     for (const LinkEnd& e : machine.link_ends()) between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
 }
 
+Communicator::Communicator(FlowPlatform& platform, std::vector<int> gpus, Config& cfg, uint64_t seed)
+    : flow_(&platform), ranks_(std::move(gpus)), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(platform.graph)) {}
+
+std::unique_ptr<Call> Communicator::launch(const std::string& algorithm, collectives::Collective collective,
+                                           elements::DType dtype, elements::RedOp redop) {
+  const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);
+  if (!a) throw UserError("no algorithm '" + algorithm + "' runs on a GPU fabric");
+  const topo::Topology& t = machine_ ? machine_->topology() : flow_->graph;
+  collectives::Site site = platforms::site(t, t.name, collective, ranks_, false, cfg_);
+  if (const std::string why = a->cannot_run(site); !why.empty()) throw UserError(why);
+  if (machine_) {
+    site.packet_payload = machine_->format().max_payload_bytes;
+    site.packet_header = machine_->format().header_bytes;
+  } else {
+    site.packet_payload = flow_->machine.formats.front().max_payload;
+    site.packet_header = flow_->machine.formats.front().header;
+  }
+  collectives::Synthesis s = a->synthesize(site);
+  if (a->tuner(site, s))
+    throw UserError(algorithm + " sets up a new program for every size, and a launch runs one program; run it "
+                    "through the collective workload");
+  if (machine_) return prepare(*a, s, dtype, redop);
+  return std::make_unique<FlowCall>(flow_->on(ranks_), *a, site, std::move(s), dtype, redop, cfg_, seed_, algorithm);
+}
+
 std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
                                                       elements::DType dtype, elements::RedOp redop) {
   return std::unique_ptr<CollectiveCall>(new CollectiveCall(*this, a, s, dtype, redop));
@@ -44,20 +70,14 @@ std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorit
 
 // The bound takes the GPU with the least bandwidth toward the others.
 double Communicator::least_endpoint_GBps(bool acked) const {
-  const net::PacketFormat& f = machine_.format();
-  return platforms::least_endpoint_GBps(machine_.topology(),
+  const net::PacketFormat& f = machine_->format();
+  return platforms::least_endpoint_GBps(machine_->topology(),
                                         {f.max_payload_bytes, f.header_bytes, acked ? f.header_bytes : 0u}, endpoints());
-}
-
-std::vector<int> Communicator::endpoints() const {
-  std::vector<int> gpus;
-  for (const gpu::Gpu* g : gpus_) gpus.push_back(g->index());
-  return gpus;
 }
 
 std::vector<nic::Nic*> Communicator::nics() const {
   std::vector<nic::Nic*> nics;
-  for (gpu::Gpu* g : gpus_) nics.push_back(&machine_.nic(g->index()));
+  for (gpu::Gpu* g : gpus_) nics.push_back(&machine_->nic(g->index()));
   return nics;
 }
 
@@ -85,11 +105,11 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
   if (a.in_switches()) innet_ = collectives::in_network_method(program_);
   // Multicast paths that can deadlock are refused before the run, not when a
   // size registers its regions; only a platform file's can.
-  if (program_.engine() != collectives::Engine::NicTable && comm_.machine_.topology().from_file)
+  if (program_.engine() != collectives::Engine::NicTable && comm_.machine().topology().from_file)
     for (const std::vector<int>& g : program_.groups) {
       std::vector<int> targets;
       for (int r : g) targets.push_back(comm_.gpus_[static_cast<size_t>(r)]->index());
-      if (targets.size() > 1) comm_.machine_.multicast().check_group(std::move(targets));
+      if (targets.size() > 1) comm_.machine().multicast().check_group(std::move(targets));
     }
   switch (program_.engine()) {
     case collectives::Engine::CopyEngine: make_copy(); break;
@@ -102,7 +122,7 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
       make_cores();
   }
   bound_links();
-  software_ = collectives::nccl_software(comm_.cfg_, comm_.machine_.defaults().nccl_launch, program_.ranks,
+  software_ = collectives::nccl_software(comm_.cfg_, comm_.machine().defaults().nccl_launch, program_.ranks,
                                          program_.tree_nodes != 0);
 }
 
@@ -126,7 +146,7 @@ WirePacket scale_out_packet(const GpuMachine& m, bool pushes) {
 }  // namespace
 
 void CollectiveCall::bound_links() {
-  const GpuMachine& m = comm_.machine_;
+  const GpuMachine& m = comm_.machine();
   const GpuFabric* gpu = m.find_fabric<GpuFabric>();
   const InfinibandFabric* ib = m.find_fabric<InfinibandFabric>();
   const topo::Topology& t = m.topology();
@@ -145,11 +165,11 @@ void CollectiveCall::bound_links() {
 }
 
 double CollectiveCall::cluster_endpoint_GBps() {
-  const net::PacketFormat& gf = comm_.machine_.format();
+  const net::PacketFormat& gf = comm_.machine().format();
   const std::vector<int> gpus = comm_.endpoints(), node_of = comm_.node_of();
   const ClusterBound b = cluster_bound(
-      program_, comm_.machine_.topology(), {gf.max_payload_bytes, gf.header_bytes, gf.header_bytes},
-      scale_out_packet(comm_.machine_, program_.has(collectives::OpKind::ReduceWrite)), gpus, node_of);
+      program_, comm_.machine().topology(), {gf.max_payload_bytes, gf.header_bytes, gf.header_bytes},
+      scale_out_packet(comm_.machine(), program_.has(collectives::OpKind::ReduceWrite)), gpus, node_of);
   cluster_note_ = cluster_note(b, comm_.nodes_.size(), comm_.nodes_[0].size());
   return b.busbw_GBps;
 }
@@ -168,7 +188,7 @@ void CollectiveCall::relay_across_rails() {
 }
 
 void CollectiveCall::require_reduction_tables(const std::string& what) const {
-  if (comm_.machine_.table_config().table_bytes == 0)
+  if (comm_.machine().table_config().table_bytes == 0)
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
 }
 
@@ -176,12 +196,12 @@ void CollectiveCall::require_reduction_tables(const std::string& what) const {
 // to its peer (all of them on a switched fabric; on a direct network only some do).
 void CollectiveCall::make_cores() {
   const collectives::Program& program = program_;
-  const topo::Topology& t = comm_.machine_.topology();
+  const topo::Topology& t = comm_.machine().topology();
   const int n = program.ranks;
   acked_ = collectives::bound_charges_acks(program);
   endpoint_GBps_ =
       comm_.nodes_.empty() ? comm_.least_endpoint_GBps(acked_) : cluster_endpoint_GBps();
-  const platforms::PlatformDefaults& d = comm_.machine_.defaults();
+  const platforms::PlatformDefaults& d = comm_.machine().defaults();
   gpu::CoresParams cp = gpu::cores_params(comm_.cfg_, d.cores_chunk_bytes, d.nccl_slices, program.tree_nodes != 0);
   by_size_ = cp.by_size;
   if (program.has(collectives::OpKind::ReduceRead)) require_reduction_tables(program.name);
@@ -190,7 +210,7 @@ void CollectiveCall::make_cores() {
   if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
   // (cluster_bound has checked that the groups fit the cluster.)
   if (pushes && !roce && !comm_.nodes_.empty()) {
-    SharpManager(comm_.machine_).admit(program, comm_.endpoints(), cp.push_credits);
+    SharpManager(comm_.machine()).admit(program, comm_.endpoints(), cp.push_credits);
     sharp_ = true;
   }
   std::vector<std::vector<std::vector<int>>> ports(n, std::vector<std::vector<int>>(n));
@@ -206,9 +226,9 @@ void CollectiveCall::make_cores() {
   }
   auto cores = std::make_unique<gpu::CoresCollective>(program, comm_.gpus_, std::move(ports), dtype_, redop_,
                                                       comm_.seed_, cp,
-                                                      program.groups.empty() ? nullptr : &comm_.machine_.multicast());
+                                                      program.groups.empty() ? nullptr : &comm_.machine().multicast());
   if (roce && pushes)
-    NetReduceRings(comm_.machine_)
+    NetReduceRings(comm_.machine())
         .join(program, comm_.endpoints(), [&cores](int g) { return cores->group_out(g); },
               static_cast<uint32_t>(cp.push_credits), comm_.cfg_.get(netreduce::kCltEntries), dtype_, redop_);
   engines_ = std::move(cores);
@@ -277,12 +297,12 @@ gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<c
 }
 
 void CollectiveCall::make_copy() {
-  const topo::Topology& t = comm_.machine_.topology();
+  const topo::Topology& t = comm_.machine().topology();
   const bool push = innet_ == collectives::InNetMethod::Push, pull = innet_ == collectives::InNetMethod::Pull;
   if (push || pull) require_reduction_tables(algorithm_.name());
-  const gpu::WaveParams wp = copy_waves(comm_.cfg_, t, innet_, comm_.machine_.total_table_bytes(),
-                                        comm_.machine_.little_law(), comm_.machine_.settings().gpu_config(),
-                                        comm_.machine_.format());
+  const gpu::WaveParams wp = copy_waves(comm_.cfg_, t, innet_, comm_.machine().total_table_bytes(),
+                                        comm_.machine().little_law(), comm_.machine().settings().gpu_config(),
+                                        comm_.machine().format());
   acked_ = !innet_;  // unicast writes are acknowledged
   endpoint_GBps_ = comm_.least_endpoint_GBps(acked_);
   // The window bounds the order where no wave inside it does (the header says so).
@@ -290,7 +310,7 @@ void CollectiveCall::make_copy() {
   if (wp.arbitrary_order && wp.order_window > 0 &&
       (!waved || wp.wave_bytes / topo::MulticastFabric::kBlockBytes > wp.order_window))
     order_window_ = {wp.order_window, waved};
-  engines_ = std::make_unique<gpu::CopyCollective>(program_, comm_.gpus_, t, comm_.machine_.multicast(), dtype_,
+  engines_ = std::make_unique<gpu::CopyCollective>(program_, comm_.gpus_, t, comm_.machine().multicast(), dtype_,
                                                      redop_, comm_.seed_, wp);
 }
 
@@ -320,8 +340,8 @@ NicSetup nic_setup(const topo::Topology& t, Config& cfg, const collectives::Synt
 // operations, or packed trees in dataflow mode), which each compiles to its
 // table.
 void CollectiveCall::make_tables() {
-  const topo::Topology& t = comm_.machine_.topology();
-  const auto& f = comm_.machine_.format();
+  const topo::Topology& t = comm_.machine().topology();
+  const auto& f = comm_.machine().format();
   const NicSetup n =
       nic_setup(t, comm_.cfg_, synthesis_, comm_.least_endpoint_GBps(false), f.max_payload_bytes, f.header_bytes);
   endpoint_GBps_ = n.endpoint_GBps;
@@ -341,8 +361,8 @@ void CollectiveCall::make_tables() {
 }
 
 int CollectiveCall::admit_nic_tables() const {
-  const int job = comm_.machine_.multicast().tenant();
-  const GpuFabric& f = comm_.machine_.fabric_as<GpuFabric>();
+  const int job = comm_.machine().multicast().tenant();
+  const GpuFabric& f = comm_.machine().fabric_as<GpuFabric>();
   const uint32_t cap = f.nic_tables();
   if (cap == 0) return job;
   const nvswitch::TableSharing& s = f.nic_sharing();
@@ -361,7 +381,7 @@ int CollectiveCall::admit_nic_tables() const {
 }
 
 void CollectiveCall::start(uint64_t bytes, std::function<void()> on_done) {
-  GpuMachine& m = comm_.machine_;
+  GpuMachine& m = comm_.machine();
   const auto& ends = m.link_ends();
   link_bytes_.resize(ends.size());
   for (size_t k = 0; k < ends.size(); ++k) link_bytes_[k] = ends[k].port->bytes_sent();
@@ -382,7 +402,7 @@ void CollectiveCall::begin() {
   // arbiters start where they started the first collective, so the steps
   // are the same whatever came before them.
   for (gpu::Gpu* g : comm_.gpus_) g->memory().set_origin(sim_now());
-  comm_.machine_.rewind_if_idle();
+  comm_.machine().rewind_if_idle();
   engines_->start(bytes_, [this] {
     done_ = true;
     t1_ = sim_now();
@@ -393,7 +413,7 @@ void CollectiveCall::begin() {
 // The machine's counters (links, tables, packets) count everything on it
 // while the collective ran, another job's traffic too.
 Measures CollectiveCall::measures() const {
-  const GpuMachine& m = comm_.machine_;
+  const GpuMachine& m = comm_.machine();
   Measures r;
   r.time_us = software_.row_us((t1_ - t0_).to_seconds() * 1e6);
   r.wrong = engines_->wrong();
@@ -449,7 +469,7 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     print_link_bound(os, links_, program_, bytes, bound_us(bytes, false), name);
   }
   if (scheduled_) collectives::describe_schedule(os, scheduled_->schedule(), scheduled_->dataflow());
-  if (innet_) print_switches_what_if(os, comm_.machine_.topology(), name);
+  if (innet_) print_switches_what_if(os, comm_.machine().topology(), name);
   if (reduces_in_switches()) {
     describe_sizing(os);
     describe_order(os);
@@ -462,9 +482,9 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
 }
 
 void CollectiveCall::describe_sizing(std::ostream& os) const {
-  const GpuMachine& m = comm_.machine_;
+  const GpuMachine& m = comm_.machine();
   print_table_sizing(os, m.little_law(), m.table_config().table_bytes, innet_ == collectives::InNetMethod::Pull,
-                     comm_.size(), push_window_bytes(comm_.cfg_, comm_.machine_.topology()));
+                     comm_.size(), push_window_bytes(comm_.cfg_, comm_.machine().topology()));
 }
 
 // Where the order window binds, it bounds how far apart the GPUs issue one

@@ -56,9 +56,31 @@ struct Measures {
   double nvlink_busiest = -1, network_busiest = -1;
 };
 
-// A program set up on a communicator's GPUs and engines, run once per
-// message size: start() begins it now, on_done follows when every rank has
-// finished (or the run failed: error()); measures() then says what it did.
+// A collective set up on a communicator's GPUs (Communicator::launch), at
+// either fidelity: CollectiveCall on the machine's engines at packet level,
+// FlowCall (flow_call.h) as flows. start() begins a message of `bytes`
+// now, in SystemC's time; on_done follows when every rank has finished;
+// measures() then says what it did (as flows: the time and the bound; no
+// elements travel, no packets).
+class Call {
+ public:
+  virtual ~Call() = default;
+  virtual void start(uint64_t bytes, std::function<void()> on_done) = 0;
+  virtual Measures measures() const = 0;
+  virtual const collectives::Program& program() const = 0;
+  // The analytical bound on a size's time, us (DESIGN.md, "Reporting and
+  // bounds"): what the busiest GPU must move over what its links carry,
+  // or with_links, the busiest link between switches if that takes longer.
+  virtual double bound_us(uint64_t bytes, bool with_links = true) const = 0;
+  // The header's lines: the bound and where it comes from (and what it
+  // allows `name` in busbw at `bytes`), and what the engines were set up with.
+  virtual void describe(std::ostream& os, uint64_t bytes, const std::string& name) const = 0;
+  // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
+  virtual int sm_blocks() const = 0;
+};
+
+// A program set up on a communicator's GPUs and engines at packet level,
+// run once per message size (or the run failed: error()).
 // How the NICs run a synthesis's tables, at packet level and as flows:
 // message-based flow control or not (nic.flow_control; packed trees never),
 // the lockstep NOP's step estimate, and the payload bandwidth per GPU that
@@ -82,28 +104,23 @@ gpu::WaveParams copy_waves(Config& cfg, const topo::Topology& t, std::optional<c
                            uint64_t table_bytes, const LittleLaw& ll, const gpu::GpuConfig& gc,
                            const net::PacketFormat& f);
 
-class CollectiveCall {
+class CollectiveCall : public Call {
  public:
-  ~CollectiveCall();
-  void start(uint64_t bytes, std::function<void()> on_done);
+  ~CollectiveCall() override;
+  void start(uint64_t bytes, std::function<void()> on_done) override;
   bool done() const { return done_; }
   std::string error() const { return engines_->error(); }
-  Measures measures() const;
+  Measures measures() const override;
   // Its operator's name, "none" where nothing is reduced (nccl-tests' redop column).
   std::string redop() const { return engines_->redop(); }
 
-  const collectives::Program& program() const { return program_; }
+  const collectives::Program& program() const override { return program_; }
   // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
   double endpoint_GBps() const { return endpoint_GBps_; }
-  // The analytical bound on a size's time, us (DESIGN.md, "Reporting and
-  // bounds"): what the busiest GPU must move over what its links carry,
-  // or with_links, the busiest link between switches if that takes longer.
-  double bound_us(uint64_t bytes, bool with_links = true) const;
-  // The header's lines: the cluster's links, the bound and where it comes
-  // from (and what it allows `name` in busbw at `bytes`), the NICs'
-  // schedule, the Little's-law table sizing, NCCL's protocol by size, PXN's
-  // relays.
-  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const;
+  double bound_us(uint64_t bytes, bool with_links = true) const override;
+  // The cluster's links, the bound, the NICs' schedule, the Little's-law
+  // table sizing, NCCL's protocol by size, PXN's relays.
+  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
   // what the tables did.
   bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
@@ -111,7 +128,7 @@ class CollectiveCall {
   bool aggregates_in_sharp() const { return sharp_; }
   const nic::ScheduledCollective* schedule() const { return scheduled_; }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
-  int sm_blocks() const { return engines_->sm_blocks(); }
+  int sm_blocks() const override { return engines_->sm_blocks(); }
   double done_fraction() const { return engines_->done_fraction(); }
   void trace(sc_core::sc_trace_file* tf) const { engines_->trace(tf); }
 
@@ -173,20 +190,31 @@ class CollectiveCall {
   std::pair<uint64_t, uint64_t> latency_;
 };
 
+struct FlowPlatform;
+
 class Communicator {
  public:
   // gpus: the machine's GPUs (endpoint indices) that take part, rank r on
-  // gpus[r]; a job's share, or all of them.
+  // gpus[r]; a job's share, or all of them. On a GpuMachine its collectives
+  // run at packet level, on a FlowPlatform (flow_call.h) as flows.
   Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed);
-  // Sets up what algorithm `a` (which must outlive the call) synthesized for
-  // these GPUs, on the engines its operations name. UserError if the
-  // machine cannot run it (no tables, too few aggregation buffers, ...).
+  Communicator(FlowPlatform& platform, std::vector<int> gpus, Config& cfg, uint64_t seed);
+  // Sets up `algorithm` (the registry's name) for `collective` on these
+  // GPUs at the communicator's fidelity, as a collective alone on the
+  // machine: UserError if it cannot run here, or sets up a program per size
+  // (nccl, Blink's tuning: a workload runs those).
+  std::unique_ptr<Call> launch(const std::string& algorithm, collectives::Collective collective,
+                               elements::DType dtype, elements::RedOp redop);
+  // Packet level: sets up what algorithm `a` (which must outlive the call)
+  // synthesized for these GPUs, on the engines its operations name.
+  // UserError if the machine cannot run it (no tables, too few aggregation
+  // buffers, ...).
   std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
                                           elements::DType dtype, elements::RedOp redop);
 
-  GpuMachine& machine() { return machine_; }
+  GpuMachine& machine() const { return *machine_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
-  int size() const { return static_cast<int>(gpus_.size()); }
+  int size() const { return static_cast<int>(ranks_.size()); }
   Config& config() { return cfg_; }
   uint64_t seed() const { return seed_; }
   // A cluster's nodes (topo::cluster_nodes); empty elsewhere.
@@ -196,12 +224,14 @@ class Communicator {
   double least_endpoint_GBps(bool acked) const;
 
  private:
-  std::vector<int> endpoints() const;    // [rank]: its GPU's endpoint index
+  std::vector<int> endpoints() const { return ranks_; }  // [rank]: its GPU's endpoint index
   std::vector<nic::Nic*> nics() const;   // [rank]: the NIC inside its GPU
   std::vector<int> node_of() const;      // [endpoint]: its node in nodes_
   std::vector<int> rail_of() const;      // [endpoint]: its place in its node, the rail of its adapter
-  GpuMachine& machine_;
-  std::vector<gpu::Gpu*> gpus_;
+  GpuMachine* machine_ = nullptr;  // packet level
+  FlowPlatform* flow_ = nullptr;   // flows
+  std::vector<int> ranks_;
+  std::vector<gpu::Gpu*> gpus_;    // packet level
   Config& cfg_;
   uint64_t seed_;
   std::vector<std::vector<int>> nodes_;

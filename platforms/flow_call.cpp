@@ -36,8 +36,8 @@ std::pair<double, double> memory_ns(Config& cfg, const PlatformDefaults& d) {
 }  // namespace
 
 FlowCall::FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site,
-                   collectives::Synthesis s, elements::DType dtype, Config& cfg, uint64_t seed,
-                   const std::string& name)
+                   collectives::Synthesis s, elements::DType dtype, elements::RedOp redop, Config& cfg,
+                   uint64_t seed, const std::string& name)
     : graph_(on.graph),
       machine_(on.machine),
       defaults_(on.defaults),
@@ -49,6 +49,7 @@ FlowCall::FlowCall(const On& on, const collectives::Algorithm& a, const collecti
       seed_(seed),
       name_(name),
       elem_bytes_(elements::dtype_bytes(dtype)),
+      redop_(redop),
       shared_(on.platform && on.platform->share_links ? on.platform->shared.get() : nullptr) {
   const collectives::Program& program = s.program;
   // Packet level refuses multicast paths that can deadlock; only a platform file's can.
@@ -269,6 +270,7 @@ void FlowCall::start(uint64_t bytes, std::function<void()> on_done) {
   }
   on_done_ = std::move(on_done);
   started_ = sim_now();
+  bytes_ = bytes;
   if (shared_) {
     // NCCL's fixed cost passes before the flows start on the shared network.
     const double base_us = software_.base_us(collectives::message_protocol(program(), by_size_, bytes));
@@ -293,6 +295,16 @@ void FlowCall::share(uint64_t bytes) {
     running_ = &last_;  // no links: it shared them as flows, no one to count beside it
     end_.at(sim_now());
   });
+}
+
+Measures FlowCall::measures() const {
+  const collectives::Program& p = program();
+  Measures m;
+  m.time_us = software_.row_us(gpu_ns(ran()) / 1e3);
+  m.bound_us = bound_us(bytes_);
+  m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
+  m.redop = collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none";
+  return m;
 }
 
 uint64_t FlowCall::progress_ns() const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bounds.h"
+#include "communicator.h"
 #include "collectives/algorithm.h"
 #include "collectives/nccl.h"
 #include "core/config.h"
@@ -35,7 +36,7 @@ namespace incsim::platforms {
 struct FlowPlatform;
 class SharedFlows;
 
-class FlowCall {
+class FlowCall : public Call {
  public:
   // Where it runs: the platform's graph and flow machine (made with
   // `defaults`), its GPUs in rank order, and the platform it shares with
@@ -51,17 +52,17 @@ class FlowCall {
   // Sets up `s`, which algorithm `a` synthesized for `site`; `name` names
   // the algorithm in a refusal (UserError) of what flows do not model.
   FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site, collectives::Synthesis s,
-           elements::DType dtype, Config& cfg, uint64_t seed, const std::string& name);
-  ~FlowCall();
+           elements::DType dtype, elements::RedOp redop, Config& cfg, uint64_t seed, const std::string& name);
+  ~FlowCall() override;
 
   flow::Executor& flows() const { return *flows_; }
-  const collectives::Program& program() const { return flows_->program(); }
+  const collectives::Program& program() const override { return flows_->program(); }
   // The NICs' executor where they run the program (else null); where the
   // copy engines run it, what its bound's links carry (else null).
   const flow::NicFlows* nic() const { return nic_; }
   const char* copy_links() const { return copy_links_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
-  int sm_blocks() const { return sm_blocks_; }
+  int sm_blocks() const override { return sm_blocks_; }
   // flow.channel_classes=auto turned the classes on.
   bool classes_auto() const { return classes_auto_; }
   // Blink's trees as --print-trees shows them (else empty).
@@ -77,18 +78,21 @@ class FlowCall {
   // it ends, its time alone after now, or on the platform's shared network
   // (flow.share_links) when its flows end there, NCCL's fixed cost after
   // its start; ran() is then its run.
-  void start(uint64_t bytes, std::function<void()> on_done);
+  void start(uint64_t bytes, std::function<void()> on_done) override;
   const flow::Executor::Result& ran() const { return *running_; }
+  // The last start's row: its time on the GPUs (nccl.launch's floor
+  // included), the bound, the busbw factor (no elements: #wrong 0).
+  Measures measures() const override;
   // Its starts share the network with the other collectives' (else each runs alone).
   bool shares() const { return shared_ != nullptr; }
   // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
   uint64_t progress_ns() const;
   // The bound time (program_bound_us), with or without the busiest link between switches.
-  double bound_us(uint64_t bytes, bool with_links = true) const;
+  double bound_us(uint64_t bytes, bool with_links = true) const override;
   // The header's "# fidelity: flow" line: what the flows model of the engine.
   void describe_fidelity(std::ostream& os) const;
   // The header's lines from the bound on, as CollectiveCall::describe prints them.
-  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const;
+  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   // A row's notes on its flows (`shared`: on the network the collectives
   // share), its channel classes and its steady passes.
   void note(std::ostream& notes, const flow::Executor::Result& res, bool shared) const;
@@ -117,6 +121,7 @@ class FlowCall {
   uint64_t seed_;
   std::string name_;
   uint32_t elem_bytes_;
+  elements::RedOp redop_;
   std::unique_ptr<flow::Executor> flows_;
   const flow::NicFlows* nic_ = nullptr;
   const char* copy_links_ = nullptr;
@@ -151,6 +156,7 @@ class FlowCall {
   flow::Executor::Result last_;  // on a shared network: the last start's flows
   bool beside_ = false;  // it ran while another group's used a link of its
   sc_core::sc_time started_, passed_;  // the running start's start (while on_done_), the ended starts' time
+  uint64_t bytes_ = 0;                 // the running (or last) start's
 };
 
 inline const Param<bool> kShareLinks{

@@ -116,6 +116,17 @@ PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<co
   return d;
 }
 
+std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
+                                         const std::string& collective) {
+  collectives::Collective c = collectives::Collective::AllReduce;
+  collectives::collective_of(collective, c);
+  std::vector<collectives::Needs> needs;
+  for (const std::string& name : algorithms)
+    if (const collectives::Algorithm* a = collectives::find_algorithm(name, collectives::Family::GpuFabric))
+      needs.push_back(a->needs(t, c));
+  return needs;
+}
+
 collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
                        std::vector<int> gpus, bool share, Config& cfg) {
   collectives::Site s{t, platform, c, std::move(gpus), share, -1, topo::cluster_nodes(t), 0, "simple", 0, 0, cfg};

@@ -60,6 +60,11 @@ PlatformDefaults platform_defaults(const topo::Topology& t);
 // The same with what the algorithms that will run on it need: the largest
 // reduction table and, if any reduces or multicasts 128-byte blocks, those.
 PlatformDefaults platform_defaults(const topo::Topology& t, const std::vector<collectives::Needs>& needs);
+// What the algorithms named (the registry's; a name it lacks, such as a
+// program file, needs nothing ahead) need of a machine on graph t, each
+// running `collective`.
+std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
+                                         const std::string& collective = "allreduce");
 // Where the collective runs: graph t's GPUs `gpus` (endpoints, in rank
 // order), with what the platform layer knows of the machine (its switches'
 // tables, a cluster's nodes, its family's NCCL settings).

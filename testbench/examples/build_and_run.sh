@@ -13,7 +13,7 @@ launcher=""
 command -v ccache >/dev/null 2>&1 && launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
 # Each example with its own choices and a built-in to compare (custom_block:
 # its eviction policy, the built-in one, its node kind on a platform file).
-for run in "custom_platform push" "custom_platform ring" "custom_block fullest" "custom_block lru" "custom_block retimer"; do
+for run in "custom_platform push" "custom_platform ring" "custom_platform push flow" "custom_block fullest" "custom_block lru" "custom_block retimer"; do
   example=${run%% *} arg=${run#* }
   out="$build/example-build/$example"
   if [ ! -x "$out/$example" ]; then
@@ -21,7 +21,7 @@ for run in "custom_platform push" "custom_platform ring" "custom_block fullest" 
     cmake -S "$here/$example" -B "$out" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" $launcher >/dev/null
     cmake --build "$out" >/dev/null
   fi
-  result=$(SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "$out/$example" "$arg")
+  result=$(SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 "$out/$example" $arg)
   echo "$result"
   echo "$result" | grep -q "^# 0 wrong elements$" || { echo "$example $arg: wrong elements or no result" >&2; exit 1; }
 done

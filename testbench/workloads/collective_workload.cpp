@@ -108,17 +108,6 @@ std::string default_algorithm(const std::string& collective, const std::string& 
   return all.substr(0, all.find(','));
 }
 
-std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
-                                         const std::string& collective) {
-  collectives::Collective c = collectives::Collective::AllReduce;
-  collectives::collective_of(collective, c);
-  std::vector<collectives::Needs> needs;
-  for (const std::string& name : algorithms)
-    if (const collectives::Algorithm* a = collectives::find_algorithm(name, collectives::Family::GpuFabric))
-      needs.push_back(a->needs(t, c));
-  return needs;
-}
-
 bool gpu_numbered(const std::string& algorithm, const topo::Topology& t) {
   const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);
   return a && a->gpu_numbered(t);

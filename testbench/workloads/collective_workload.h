@@ -63,10 +63,6 @@ void check_algorithm(const std::string& algorithm, const std::string& collective
 // built-in platform the default doesn't run on (broadcast on a cluster), the
 // first that does.
 std::string default_algorithm(const std::string& collective, const std::string& platform = "");
-// What the algorithms named (the registry's; a program file needs nothing
-// ahead) need of a machine on graph t, each running `collective`.
-std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vector<std::string>& algorithms,
-                                         const std::string& collective = "allreduce");
 // Whether `algorithm` numbers its ranks as the platform numbers its GPUs
 // (Blink's trees, a DGX-1's rings, MultiTree, ring2d, hdrm), so that it
 // runs only on GPUs 0 to n-1, in order: on a share it needs those.

@@ -70,7 +70,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
     per_size(*tuner);
   }
   call_ = std::make_unique<platforms::FlowCall>(platforms::FlowCall::On{t, *machine_, d, gpus, share ? share->platform : nullptr}, *algorithm_,
-                                                 site, std::move(synthesis), dtype_, cfg_, opt_.seed, opt_.algorithm);
+                                                 site, std::move(synthesis), dtype_, redop_, cfg_, opt_.seed, opt_.algorithm);
 }
 
 FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;

@@ -143,7 +143,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
     bool tables = false;
     if (!rack) {
       const std::string& collective = job.collective.empty() ? opt_.collective : job.collective;
-      for (const collectives::Needs& mine : needs_of(t, {algorithm_of(job)}, collective)) {
+      for (const collectives::Needs& mine : platforms::needs_of(t, {algorithm_of(job)}, collective)) {
         needs.push_back(mine);
         tables = tables || mine.tables != collectives::TableRule::None;
       }

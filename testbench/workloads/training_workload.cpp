@@ -38,7 +38,7 @@ void TrainingWorkload::choose_algorithms() {
 }
 
 void TrainingWorkload::build_machine(const topo::Topology& t, Config& cfg, const std::vector<std::string>& used) {
-  const platforms::PlatformDefaults d = platforms::platform_defaults(t, needs_of(t, used));
+  const platforms::PlatformDefaults d = platforms::platform_defaults(t, platforms::needs_of(t, used));
   if (opt_.fidelity != "flow") {
     platform_ = std::make_unique<platforms::GpuMachine>(t, cfg, opt_.seed, d);
     return;

@@ -211,7 +211,7 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
   Config cfg;
   const topo::Topology t = platforms::make_topology(platform, gpus, cfg);
   // As a jobs: list builds it.
-  platforms::GpuMachine machine(t, cfg, 1, platforms::platform_defaults(t, tb::needs_of(t, algorithms)));
+  platforms::GpuMachine machine(t, cfg, 1, platforms::platform_defaults(t, platforms::needs_of(t, algorithms)));
   const tb::CollectiveWorkload::Share share{&machine, range(0, gpus)};
   std::vector<std::unique_ptr<tb::CollectiveWorkload>> cs;
   for (const auto& a : algorithms)
