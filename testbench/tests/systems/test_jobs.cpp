@@ -19,6 +19,8 @@
 #include "experiment.h"
 #include "jobs.h"
 #include "placement.h"
+#include "platforms/communicator.h"
+#include "platforms/flow_call.h"
 #include "platforms/platform.h"
 #include "run_checked.h"
 
@@ -977,4 +979,53 @@ TEST_CASE("a RoCE cluster's rail FPGA admits a job's rings only whole: too littl
                               "leaf0_fpga's aggregator arrays for 16 rings of nvlsnetreduce need 1050624 bytes, but its "
                               "partitioned share");
   for (int j : {0, 1}) CHECK(json["config"]["jobs"][j]["algorithm"] == "ring");
+}
+
+TEST_CASE("the communicator launches an algorithm at packet level and as flows, the same program within 5%",
+          "[jobs][communicator]") {
+  Config cfg;
+  const topo::Topology t = platforms::make_topology("star", 4, cfg);
+  const platforms::PlatformDefaults d = platforms::platform_defaults(t, platforms::needs_of(t, {"ring"}));
+  platforms::GpuMachine machine(t, cfg, 1, d);
+  platforms::FlowPlatform flows(t, cfg, d, false);
+  platforms::Communicator packet_comm(machine, range(0, 4), cfg, 1), flow_comm(flows, range(0, 4), cfg, 1);
+  const auto launch = [](platforms::Communicator& c) {
+    return c.launch("ring", collectives::Collective::AllReduce, elements::DType::Float32, elements::RedOp::Sum);
+  };
+  const std::unique_ptr<platforms::Call> packet = launch(packet_comm), flow = launch(flow_comm);
+  CHECK(packet->program().ops.size() == flow->program().ops.size());
+  std::vector<platforms::Measures> m;
+  for (platforms::Call* call : {packet.get(), flow.get()}) {
+    bool done = false;
+    call->start(1 << 20, [&done] {
+      done = true;
+      sc_core::sc_pause();
+    });
+    sc_core::sc_start();
+    REQUIRE(done);
+    m.push_back(call->measures());
+  }
+  INFO("packet " << m[0].time_us << " us, flows " << m[1].time_us << " us");
+  CHECK(m[0].wrong == 0);
+  CHECK(m[0].packets > 0);
+  CHECK(m[1].packets == 0);  // no packets as flows
+  CHECK(m[0].time_us >= m[0].bound_us);
+  CHECK(m[1].bound_us == Approx(m[0].bound_us));
+  CHECK(std::abs(m[1].time_us / m[0].time_us - 1) < 0.05);
+}
+
+TEST_CASE("the communicator's launch refuses, in one sentence, what it cannot set up", "[jobs][communicator][errors]") {
+  Config cfg;
+  const topo::Topology t = platforms::make_topology("hgx-h100", 8, cfg);
+  platforms::FlowPlatform flows(t, cfg, platforms::platform_defaults(t), false);
+  platforms::Communicator comm(flows, range(0, 8), cfg, 1);
+  const auto refused = [&comm](const std::string& algorithm, const std::string& why) {
+    INFO(algorithm);
+    CHECK_THROWS_WITH(comm.launch(algorithm, collectives::Collective::AllReduce, elements::DType::Float32,
+                                  elements::RedOp::Sum),
+                      Catch::Contains(why));
+  };
+  refused("rnig", "no algorithm 'rnig' runs on a GPU fabric");
+  refused("nccl", "sets up a new program for every size");
+  refused("ring2d", "ring2d runs along the rows and columns of a torus or mesh");  // the registry's reason
 }
