@@ -474,10 +474,15 @@ void CollectiveCall::describe(std::ostream& os, uint64_t bytes, const std::strin
     describe_sizing(os);
     describe_order(os);
   }
-  if (program_.protocol_by_size) os << by_size_.header_line();
-  os << software_.header_line();
-  if (pxn_relays_)
-    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
+  print_nccl_lines(os, program_, by_size_, software_, pxn_relays_);
+}
+
+void print_nccl_lines(std::ostream& os, const collectives::Program& p, const collectives::ProtocolBySize& by_size,
+                      const collectives::NcclSoftware& software, size_t pxn_relays) {
+  if (p.protocol_by_size) os << by_size.header_line();
+  os << software.header_line();
+  if (pxn_relays)
+    os << "# pxn (cluster.pxn): " << pxn_relays << " transfers per pass between GPUs on other rails of other nodes "
        << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
 }
 

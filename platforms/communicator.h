@@ -56,6 +56,11 @@ struct Measures {
   double nvlink_busiest = -1, network_busiest = -1;
 };
 
+// The header's NCCL lines at either fidelity: the protocol by size (where
+// the program picks it), NCCL's software costs, PXN's relays.
+void print_nccl_lines(std::ostream& os, const collectives::Program& p, const collectives::ProtocolBySize& by_size,
+                      const collectives::NcclSoftware& software, size_t pxn_relays);
+
 // A collective set up on a communicator's GPUs (Communicator::launch), at
 // either fidelity: CollectiveCall on the machine's engines at packet level,
 // FlowCall (flow_call.h) as flows. start() begins a message of `bytes`

@@ -336,11 +336,7 @@ void FlowCall::describe(std::ostream& os, uint64_t bytes, const std::string& nam
   if (algorithm_.in_switches()) print_switches_what_if(os, graph_, name);
   os << sizing_ << std::defaultfloat;
   print_push_window(os, bytes);
-  if (p.protocol_by_size) os << by_size_.header_line();
-  os << software_.header_line();
-  if (pxn_relays_)
-    os << "# pxn (cluster.pxn): " << pxn_relays_ << " transfers per pass between GPUs on other rails of other nodes "
-       << "relayed over NVLink by the GPU on the destination's rail, through its adapter (NCCL's PXN)\n";
+  print_nccl_lines(os, p, by_size_, software_, pxn_relays_);
 }
 
 void FlowCall::describe_fidelity(std::ostream& os) const {
