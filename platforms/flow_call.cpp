@@ -297,11 +297,11 @@ void FlowCall::share(uint64_t bytes) {
   });
 }
 
-Measures FlowCall::measures() const {
+Measures FlowCall::measures(const flow::Executor::Result& res, uint64_t bytes) const {
   const collectives::Program& p = program();
   Measures m;
-  m.time_us = software_.row_us(gpu_ns(ran()) / 1e3);
-  m.bound_us = bound_us(bytes_);
+  m.time_us = software_.row_us(gpu_ns(res) / 1e3);
+  m.bound_us = bound_us(bytes);
   m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
   m.redop = collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none";
   return m;

@@ -67,11 +67,6 @@ class FlowCall : public Call {
   bool classes_auto() const { return classes_auto_; }
   // Blink's trees as --print-trees shows them (else empty).
   const std::string& trees_text() const { return trees_text_; }
-  // NCCL's fixed cost (nccl.launch) and the cores' protocol thresholds.
-  const collectives::NcclSoftware& software() const { return software_; }
-  const collectives::ProtocolBySize& by_size() const { return by_size_; }
-  // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
-  double gpu_ns(const flow::Executor::Result& res) const;
   // A message of `bytes` run alone from time 0, once per size.
   const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
   // On a platform: a message of `bytes` starts now and calls on_done once
@@ -82,7 +77,9 @@ class FlowCall : public Call {
   const flow::Executor::Result& ran() const { return *running_; }
   // The last start's row: its time on the GPUs (nccl.launch's floor
   // included), the bound, the busbw factor (no elements: #wrong 0).
-  Measures measures() const override;
+  Measures measures() const override { return measures(ran(), bytes_); }
+  // The same of run `res` of a message of `bytes`.
+  Measures measures(const flow::Executor::Result& res, uint64_t bytes) const;
   // Its starts share the network with the other collectives' (else each runs alone).
   bool shares() const { return shared_ != nullptr; }
   // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
@@ -98,6 +95,8 @@ class FlowCall : public Call {
   void note(std::ostream& notes, const flow::Executor::Result& res, bool shared) const;
 
  private:
+  // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
+  double gpu_ns(const flow::Executor::Result& res) const;
   void cores(collectives::Program& program, const collectives::Site& site);
   void copy_engines(collectives::Program& program, const collectives::Site& site);
   void nic_tables(collectives::Synthesis& synthesis);

@@ -129,11 +129,9 @@ Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i
 
 Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
   const uint64_t bytes = sizes_[i];
-  const collectives::Program& p = call_->program();
+  const platforms::Measures m = call_->measures(res, bytes);
   Row r(schema_);
-  fill_nccl(r, bytes, elements::dtype_name(dtype_),
-            collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none",
-            call_->software().row_us(call_->gpu_ns(res) / 1e3), collectives::busbw_factor(p.collective, p.ranks), 0, call_->bound_us(bytes));
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, 0, m.bound_us);
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
   call_->note(notes, res, call_->shares());
