@@ -229,7 +229,20 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError(opt_.algorithm + " sets up a new program for every size" +
                     (tuner_->runs() > 1 ? " and tuning run (blink.miad_iterations)" : "") +
                     ", which a --vcd waveform cannot follow; run the algorithm its rows name for a waveform");
-  call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+  if (share && tuner_ && tuner_->runs() > 1)
+    throw UserError(opt_.algorithm + " tunes itself over several runs of each size, which a job or a training "
+                    "group runs once; run it alone");
+  own_call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+  call_ = own_call_.get();
+}
+
+// On a share, a size starts on the program the tuner picks for it (NCCL's
+// choice), each set up once.
+void CollectiveWorkload::choose(size_t i) {
+  const collectives::Synthesis s = tuner_->next(0, sizes_[i]);
+  std::unique_ptr<platforms::CollectiveCall>& c = by_choice_[tuner_->choice()];
+  if (!c) c = comm_->prepare(*algorithm_, s, dtype_, redop_);
+  call_ = c.get();
 }
 
 // The copy engines, the NICs' tables and the RoCE hosts hold each rank's
@@ -286,7 +299,10 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
                    synthesis_.trees_text, opt_, os);
 }
 
-void CollectiveWorkload::start(size_t i, std::function<void()> on_done) { call_->start(sizes_[i], std::move(on_done)); }
+void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
+  if (tuner_ && !own_platform_) choose(i);  // run_point sets a lone collective's up itself
+  call_->start(sizes_[i], std::move(on_done));
+}
 
 std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
   std::vector<gpu::ComputeEngine*> engines;
@@ -335,9 +351,10 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
   std::optional<Row> r;
   for (int k = 0; k < runs; ++k) {
     if (tuner_) {
-      call_.reset();
+      own_call_.reset();
       synthesis_ = tuner_->next(k, bytes);
-      call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+      own_call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+      call_ = own_call_.get();
     }
     start(i, [] { sc_core::sc_pause(); });
     run.run_until([&] { return call_->done() || !call_->error().empty(); }, "size " + size_label(bytes));

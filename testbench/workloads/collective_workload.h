@@ -6,6 +6,7 @@
 // cores (software ring), their copy engines with the switches' tables (push,
 // pull, multicast), or the NICs' schedule tables (MultiTree, the baselines,
 // Blink's trees).
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -148,9 +149,13 @@ class CollectiveWorkload : public GroupCollective {
   std::unique_ptr<collectives::Site> site_;
   collectives::Synthesis synthesis_;
   std::unique_ptr<collectives::Tuner> tuner_;
-  // Its GPUs and the program set up on them.
+  // Its GPUs and the program set up on them: the algorithm's own (the
+  // header's, or the tuning run's), or on a share the running size's choice.
   std::unique_ptr<platforms::Communicator> comm_;
-  std::unique_ptr<platforms::CollectiveCall> call_;
+  std::unique_ptr<platforms::CollectiveCall> own_call_;
+  std::map<std::string, std::unique_ptr<platforms::CollectiveCall>> by_choice_;
+  platforms::CollectiveCall* call_ = nullptr;
+  void choose(size_t i);
 
   // Refuses sizes whose elements p's engine would hold beyond this machine's memory.
   void check_memory(const collectives::Program& p) const;

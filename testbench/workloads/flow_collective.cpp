@@ -61,13 +61,10 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   site.packet_header = machine_->formats.front().header;
   collectives::Synthesis synthesis = fixed ? *fixed : algorithm_->synthesize(site);
   if (const auto tuner = fixed ? nullptr : algorithm_->tuner(site, synthesis)) {
-    if (tuner->runs() > 1 || share)
+    if (tuner->runs() > 1)
       throw UserError("--fidelity flow: " + opt_.algorithm +
-                      (tuner->runs() > 1 ? " tunes itself over several runs of each size, which flows do not run"
-                                         : " sets up a new program for every size, which flows run for a "
-                                           "collective's sizes, not in training or jobs") +
-                      "; run it at packet level");
-    per_size(*tuner);
+                      " tunes itself over several runs of each size, which flows do not run; run it at packet level");
+    per_size(*tuner, share);
   }
   call_ = std::make_unique<platforms::FlowCall>(platforms::FlowCall::On{t, *machine_, d, gpus, share ? share->platform : nullptr}, *algorithm_,
                                                  site, std::move(synthesis), dtype_, redop_, cfg_, opt_.seed, opt_.algorithm);
@@ -77,12 +74,12 @@ FlowCollectiveWorkload::~FlowCollectiveWorkload() = default;
 
 // Each size's program as the tuner chooses it, run by a workload of its
 // own per choice; the notes are what packet level prints per row.
-void FlowCollectiveWorkload::per_size(collectives::Tuner& tuner) {
+void FlowCollectiveWorkload::per_size(collectives::Tuner& tuner, const Share* share) {
   for (const uint64_t bytes : sizes_) {
     const collectives::Synthesis s = tuner.next(0, bytes);
     Choice c{tuner.choice(), tuner.ran(0, 0, 0), nullptr};
     std::unique_ptr<FlowCollectiveWorkload>& w = by_choice_[c.name];
-    if (!w) w = std::make_unique<FlowCollectiveWorkload>(opt_, cfg_, nullptr, &s);
+    if (!w) w = std::make_unique<FlowCollectiveWorkload>(opt_, cfg_, share, &s);
     c.runs = w.get();
     choices_.push_back(std::move(c));
   }
@@ -120,12 +117,23 @@ std::vector<Row> FlowCollectiveWorkload::run_point(size_t i, Runner& run, std::o
 }
 
 void FlowCollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  call_->start(sizes_[i], std::move(on_done));
+  if (choices_.empty()) return call_->start(sizes_[i], std::move(on_done));
+  running_choice_ = choices_[i].runs;
+  choices_[i].runs->start(i, std::move(on_done));
 }
 
-uint64_t FlowCollectiveWorkload::progress() { return call_->progress_ns(); }
+uint64_t FlowCollectiveWorkload::progress() {
+  uint64_t ns = call_->progress_ns();
+  for (const auto& [name, w] : by_choice_) ns += w->progress();
+  return ns;
+}
 
-Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) { return row(i, call_->ran(), notes); }
+Row FlowCollectiveWorkload::finish(size_t i, std::ostream& notes) {
+  if (choices_.empty()) return row(i, call_->ran(), notes);
+  Row r = choices_[i].runs->finish(i, notes);
+  r.details["choice"] = choices_[i].name;
+  return r;
+}
 
 Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
   const uint64_t bytes = sizes_[i];

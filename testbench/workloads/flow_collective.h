@@ -87,10 +87,10 @@ class FlowCollectiveWorkload : public GroupCollective {
     std::string name, note;
     FlowCollectiveWorkload* runs = nullptr;
   };
-  void per_size(collectives::Tuner& tuner);
+  void per_size(collectives::Tuner& tuner, const Share* share);
   std::vector<Choice> choices_;  // [size]
   std::map<std::string, std::unique_ptr<FlowCollectiveWorkload>> by_choice_;
-  const FlowCollectiveWorkload* running_choice_ = nullptr;
+  FlowCollectiveWorkload* running_choice_ = nullptr;
   // On a share: its GPUs' compute engines.
   std::vector<gpu::ComputeEngine*> engines_;
 };

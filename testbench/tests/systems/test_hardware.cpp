@@ -260,10 +260,24 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
           "algorithm 'nccl' does not run broadcast; choose one of multicast, ring, blink");
   refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
           "nccl.algorithms lists ring and nvls, comma-separated, not 'tree'");
-  const Result train = cli::incsim("--platform hgx-h100 --model resnet18 --algorithm nccl --fidelity flow --quiet");
-  CHECK(train.code == 2);
-  CHECK(train.err == "incsim: error: --algorithm nccl: --fidelity flow: nccl sets up a new program for every size, "
-                     "which flows run for a collective's sizes, not in training or jobs; run it at packet level\n");
+}
+
+TEST_CASE("algorithm nccl in training runs each collective's size as NCCL chooses it, at both fidelities",
+          "[hardware][nccl][train]") {
+  // Tensor-parallel all-reduces of 1 MiB: NCCL's ring LL, not the NVLS its 1 GiB header sets up.
+  const std::string model = "--platform hgx-h100 --model transformer -c transformer.layers=2 -c transformer.hidden=512 "
+                            "-c transformer.heads=8 -c transformer.sequence=128 --batch 4 --tp 8 --iterations 1 "
+                            "--warmup 0 --quiet --json - --algorithm ";
+  const auto tp_comm = [&model](const std::string& algorithm, const std::string& fidelity) {
+    const Result r = cli::incsim(model + algorithm + " --fidelity " + fidelity);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["rows"][0]["tp_comm_us"].get<double>();
+  };
+  const double packet = tp_comm("nccl", "packet"), flow = tp_comm("nccl", "flow"), nvls = tp_comm("nvls", "packet");
+  INFO("nccl " << packet << " us, as flows " << flow << ", nvls " << nvls);
+  CHECK(flow == Approx(packet).epsilon(0.05));
+  CHECK(packet > 1.2 * nvls);
 }
 
 TEST_CASE("algorithm nccl as flows runs each size's choice, as packet level does", "[hardware][nccl][flow]") {
