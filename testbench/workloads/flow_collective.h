@@ -58,7 +58,7 @@ class FlowCollectiveWorkload : public GroupCollective {
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
-  int sm_blocks() const override { return call_->sm_blocks(); }
+  int sm_blocks() const override { return running_choice_ ? running_choice_->sm_blocks() : call_->sm_blocks(); }
   std::vector<gpu::ComputeEngine*> compute_engines() const override { return engines_; }
   // On a share: its flows' time passed so far, ns, which the stall detector watches move.
   uint64_t progress() override;

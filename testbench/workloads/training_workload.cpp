@@ -191,16 +191,18 @@ void TrainingWorkload::contend(Config& cfg, int sms) {
 }
 
 void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done) {
-  const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
-  for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(blocks);
-  moving_.emplace_back(&coll, static_cast<double>(coll.sizes()[i]));
-  coll.start(i, [this, &coll, blocks, on_done = std::move(on_done)] {
-    for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(-blocks);
-    const auto m = std::find_if(moving_.begin(), moving_.end(), [&](const auto& c) { return c.first == &coll; });
-    bytes_done_ += m->second;
+  moving_.push_back({&coll, static_cast<double>(coll.sizes()[i]), 0});
+  coll.start(i, [this, &coll, on_done = std::move(on_done)] {
+    const auto m = std::find_if(moving_.begin(), moving_.end(), [&](const Moving& c) { return c.coll == &coll; });
+    for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(-m->blocks);
+    bytes_done_ += m->bytes;
     moving_.erase(m);
     on_done();
   });
+  // Read once started: a size may run a program of its own (nccl's choice), with its own channels.
+  const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
+  moving_.back().blocks = blocks;
+  for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(blocks);
 }
 
 void TrainingWorkload::count_comm_bytes(const training::Graph& graph,
@@ -215,7 +217,7 @@ void TrainingWorkload::count_comm_bytes(const training::Graph& graph,
 double TrainingWorkload::comm_fraction() const {
   if (comm_bytes_ == 0) return -1;
   double done = bytes_done_;
-  for (const auto& [coll, bytes] : moving_) done += bytes * std::max(0.0, coll->done_fraction());
+  for (const Moving& m : moving_) done += m.bytes * std::max(0.0, m.coll->done_fraction());
   return done / comm_bytes_;
 }
 

@@ -146,7 +146,13 @@ class TrainingWorkload : public Workload {
   int sms_ = 0;  // each GPU's, shared with the collectives on its cores; 0: no contention
   int recording_ = -1;  // the algorithm whose iteration is recorded, -1: none
   double comm_bytes_ = 0, bytes_done_ = 0;
-  std::vector<std::pair<const GroupCollective*, double>> moving_;  // running: (collective, bytes)
+  // The collectives running: their bytes and the thread blocks they hold on their GPUs' SMs.
+  struct Moving {
+    const GroupCollective* coll;
+    double bytes;
+    int blocks;
+  };
+  std::vector<Moving> moving_;
 };
 
 sc_core::sc_time seconds(double s);
