@@ -217,15 +217,16 @@ class Communicator {
   std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
                                           elements::DType dtype, elements::RedOp redop);
 
-  GpuMachine& machine() const { return *machine_; }
-  const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
   int size() const { return static_cast<int>(ranks_.size()); }
   Config& config() { return cfg_; }
   uint64_t seed() const { return seed_; }
   // A cluster's nodes (topo::cluster_nodes); empty elsewhere.
   const std::vector<std::vector<int>>& nodes() const { return nodes_; }
-  // The payload bandwidth of the GPU with the least toward the others
-  // (acked: each write costs an acknowledgement on the link back).
+  // Packet level: the machine, its GPUs in rank order, and the payload
+  // bandwidth of the GPU with the least toward the others (acked: each
+  // write costs an acknowledgement on the link back).
+  GpuMachine& machine() const { return *machine_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
   double least_endpoint_GBps(bool acked) const;
 
  private:

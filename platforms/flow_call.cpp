@@ -247,6 +247,7 @@ const flow::Executor::Result& FlowCall::alone(uint64_t bytes, const flow::Execut
 }
 
 void FlowCall::start(uint64_t bytes, std::function<void()> on_done) {
+  sc_assert(platform_ && "a FlowCall starts on a FlowPlatform");
   FlowOverlap& overlap = platform_->overlap;
   if (!ender_) {
     ender_ = true;
@@ -353,8 +354,8 @@ void FlowCall::describe_fidelity(std::ostream& os) const {
      << "\n";
 }
 
-void FlowCall::note(std::ostream& notes, const flow::Executor::Result& res, bool shared) const {
-  const char* at_once = shared ? " in flight at once on the network the collectives share\n" : " in flight at once\n";
+void FlowCall::note(std::ostream& notes, const flow::Executor::Result& res) const {
+  const char* at_once = shared_ ? " in flight at once on the network the collectives share\n" : " in flight at once\n";
   if (nic_)
     notes << "#   flows: " << res.transfers << " messages' shares on their ports ("
           << (nic_->framing().one_head ? "a head flit per message" : "a head flit per packet") << "), at most "

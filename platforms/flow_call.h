@@ -25,9 +25,9 @@
 #include "core/process.h"
 #include "elements/data_pattern.h"
 #include "flow/executor.h"
-#include "gpu/compute_engine.h"
 #include "flow/nic_flows.h"
 #include "flow/shared.h"
+#include "gpu/compute_engine.h"
 #include "gpu_fabric.h"
 #include "machine.h"
 
@@ -55,16 +55,11 @@ class FlowCall : public Call {
            elements::DType dtype, elements::RedOp redop, Config& cfg, uint64_t seed, const std::string& name);
   ~FlowCall() override;
 
-  flow::Executor& flows() const { return *flows_; }
   const collectives::Program& program() const override { return flows_->program(); }
-  // The NICs' executor where they run the program (else null); where the
-  // copy engines run it, what its bound's links carry (else null).
+  // The NICs' executor where they run the program (else null).
   const flow::NicFlows* nic() const { return nic_; }
-  const char* copy_links() const { return copy_links_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
   int sm_blocks() const override { return sm_blocks_; }
-  // flow.channel_classes=auto turned the classes on.
-  bool classes_auto() const { return classes_auto_; }
   // Blink's trees as --print-trees shows them (else empty).
   const std::string& trees_text() const { return trees_text_; }
   // A message of `bytes` run alone from time 0, once per size.
@@ -80,8 +75,6 @@ class FlowCall : public Call {
   Measures measures() const override { return measures(ran(), bytes_); }
   // The same of run `res` of a message of `bytes`.
   Measures measures(const flow::Executor::Result& res, uint64_t bytes) const;
-  // Its starts share the network with the other collectives' (else each runs alone).
-  bool shares() const { return shared_ != nullptr; }
   // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
   uint64_t progress_ns() const;
   // The bound time (program_bound_us), with or without the busiest link between switches.
@@ -90,9 +83,9 @@ class FlowCall : public Call {
   void describe_fidelity(std::ostream& os) const;
   // The header's lines from the bound on, as CollectiveCall::describe prints them.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
-  // A row's notes on its flows (`shared`: on the network the collectives
-  // share), its channel classes and its steady passes.
-  void note(std::ostream& notes, const flow::Executor::Result& res, bool shared) const;
+  // A row's notes on run res: its flows (on the network the collectives
+  // share, where its starts share it), its channel classes, its steady passes.
+  void note(std::ostream& notes, const flow::Executor::Result& res) const;
 
  private:
   // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
@@ -122,13 +115,13 @@ class FlowCall : public Call {
   uint32_t elem_bytes_;
   elements::RedOp redop_;
   std::unique_ptr<flow::Executor> flows_;
-  const flow::NicFlows* nic_ = nullptr;
-  const char* copy_links_ = nullptr;
+  const flow::NicFlows* nic_ = nullptr;  // where the NICs run the program
+  const char* copy_links_ = nullptr;      // where the copy engines run it: what its bound's links carry
   size_t pxn_relays_ = 0;
   collectives::ProtocolBySize by_size_;
   collectives::NcclSoftware software_;
   int sm_blocks_ = 0;  // the NICs' tables take none
-  bool classes_auto_ = false;
+  bool classes_auto_ = false;  // flow.channel_classes=auto turned the classes on
   // The bound (bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;
   LinkBound links_;

@@ -69,7 +69,8 @@ class NetReduceJob {
   // The same program as flows (flow/roce_flows.h) over the machine's graph:
   // every link carries RoCE frames, every switch forwards after its
   // latency, and each ring rank's aggregation goes through the FPGA port
-  // its ACL rule sends it to (fpga_port).
+  // its ACL rule sends it to (fpga_port). The job holds the graph the
+  // flows see: one set of flows at a time.
   std::unique_ptr<flow::RoceFlows> flows(const collectives::Program& p, uint32_t msg_len, uint32_t window,
                                          elements::DType dtype);
 

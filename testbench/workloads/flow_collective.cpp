@@ -142,7 +142,7 @@ Row FlowCollectiveWorkload::row(size_t i, const flow::Executor::Result& res, std
   fill_nccl(r, bytes, elements::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, 0, m.bound_us);
   r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
   r.set("flows", res.flows);
-  call_->note(notes, res, call_->shares());
+  call_->note(notes, res);
   if (res.classes > 0)
     r.details["channel_classes"] = {{"channels", res.channels}, {"parts", res.parts}, {"classes", res.classes}};
   if (res.pass_ns > 0)
