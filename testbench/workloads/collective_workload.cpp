@@ -66,8 +66,9 @@ void check_memory(const std::vector<uint64_t>& sizes, double per_byte, const std
   throw UserError(os.str());
 }
 
-std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o) {
-  const auto sizes = parse_sizes(o.sizes);
+std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o,
+                                                                              const std::vector<uint64_t>* given) {
+  const std::vector<uint64_t> sizes = given ? *given : parse_sizes(o.sizes);
   const elements::DType t = elements::parse_dtype(o.dtype);
   const uint32_t elem = elements::dtype_bytes(t);
   for (uint64_t s : sizes)
@@ -125,7 +126,7 @@ collectives::Program read_checked_program(const std::string& path) {
   return p;
 }
 
-CollectiveChoice choose_collective(Options& o) {
+CollectiveChoice choose_collective(Options& o, const std::vector<uint64_t>* sizes) {
   CollectiveChoice c;
   collectives::Program file;
   if (is_program_file(o.algorithm)) {
@@ -144,7 +145,7 @@ CollectiveChoice choose_collective(Options& o) {
   check_choice("collective", o.collective, kCollectives);
   if (o.algorithm.empty()) o.algorithm = default_algorithm(o.collective, o.platform);
   if (!file.ranks) check_algorithm(o.algorithm, o.collective, o.platform);
-  std::tie(c.dtype, c.redop, c.sizes) = parse_data(o);
+  std::tie(c.dtype, c.redop, c.sizes) = parse_data(o, sizes);
   c.file_ranks = file.ranks;
   if (c.file_ranks) c.file_algorithm = collectives::file_algorithm(o.algorithm, std::move(file));
   c.algorithm = c.file_ranks ? c.file_algorithm.get()
@@ -190,7 +191,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   schema_->add({"packets", "packets", ColumnKind::Measurement})
       .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
-  CollectiveChoice choice = choose_collective(opt_);
+  CollectiveChoice choice = choose_collective(opt_, share && !share->sizes.empty() ? &share->sizes : nullptr);
   std::tie(dtype_, redop_, sizes_) = std::tie(choice.dtype, choice.redop, choice.sizes);
   file_algorithm_ = std::move(choice.file_algorithm);
   algorithm_ = choice.algorithm;

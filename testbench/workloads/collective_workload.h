@@ -31,8 +31,10 @@ Schema nccl_schema();
 void fill_nccl(Row& r, uint64_t bytes, const std::string& type, const std::string& redop, double time_us,
                double busbw_factor, uint64_t wrong, double bound_us);
 
-// --dtype, --redop and --sizes, each checked (sizes: whole elements of the dtype).
-std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(const Options& o);
+// --dtype, --redop and --sizes (or `sizes`, a caller's own), each checked
+// (sizes: whole elements of the dtype).
+std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(
+    const Options& o, const std::vector<uint64_t>* sizes = nullptr);
 // Throws UserError, saying which sizes would fit, unless what a run of the
 // largest size holds, `per_byte` bytes for each byte of it (`holds` says
 // what: each rank's buffer of the size, or the chunks the cores keep),
@@ -84,8 +86,9 @@ struct CollectiveChoice {
   std::vector<uint64_t> sizes;
 };
 // Sets o.collective and o.algorithm to what the run takes (a program
-// file's collective, the collective's default algorithm).
-CollectiveChoice choose_collective(Options& o);
+// file's collective, the collective's default algorithm); `sizes`, where
+// given, stand for --sizes.
+CollectiveChoice choose_collective(Options& o, const std::vector<uint64_t>* sizes = nullptr);
 // The GPUs of graph t the collective runs on, in rank order: a share's
 // (`share`, a job's or a training group's), or the first --gpus (a program
 // file's ranks, else all); one sentence where they do not fit.
@@ -94,12 +97,13 @@ std::vector<int> collective_gpus(const Options& o, const CollectiveChoice& c, co
 
 class CollectiveWorkload : public GroupCollective {
  public:
-  // What a collective holds of a machine it shares with others (jobs.h):
-  // the machine and its GPUs in rank order. Its multicast address window,
+  // What a collective holds of a machine it shares with others (jobs.h,
+  // training): the machine and its GPUs in rank order. Its multicast address window,
   // memory and streams it takes as it runs.
   struct Share {
     platforms::GpuMachine* platform;
     std::vector<int> gpus;
+    std::vector<uint64_t> sizes = {};  // its message sizes (a training group's); empty: --sizes
   };
   // Without a share the collective builds its own machine from the options.
   CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);

@@ -31,7 +31,7 @@ FlowCollectiveWorkload::FlowCollectiveWorkload(const Options& o, Config& cfg, co
   if (!share) refuse_packet_outputs(opt_, true);
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine", "load"},
                  "does not apply to a collective");
-  CollectiveChoice choice = choose_collective(opt_);
+  CollectiveChoice choice = choose_collective(opt_, share && !share->sizes.empty() ? &share->sizes : nullptr);
   std::tie(dtype_, redop_, sizes_) = std::tie(choice.dtype, choice.redop, choice.sizes);
   file_algorithm_ = std::move(choice.file_algorithm);
   algorithm_ = choice.algorithm;

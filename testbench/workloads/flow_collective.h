@@ -34,6 +34,7 @@ class FlowCollectiveWorkload : public GroupCollective {
     platforms::FlowPlatform* platform;
     std::vector<int> gpus;
     std::vector<gpu::ComputeEngine*> engines;
+    std::vector<uint64_t> sizes = {};  // its message sizes (a training group's); empty: --sizes
   };
   // Without a share it makes the platform's graph from the options.
   // `fixed`: the program to run, not the algorithm's (one of those an

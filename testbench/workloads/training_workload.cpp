@@ -131,18 +131,18 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
   Options oc = opt_;
   oc.collective = collective;
   oc.algorithm = algorithm.empty() ? algorithms_[a] : algorithm;
-  oc.sizes.clear();
-  for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
   std::unique_ptr<GroupCollective> c;
   try {
     if (platform_) {
-      const CollectiveWorkload::Share share{platform_.get(), gpus};
+      const CollectiveWorkload::Share share{platform_.get(), gpus, sizes};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else if (flow_) {
-      FlowCollectiveWorkload::Share share{flow_.get(), gpus, {}};
+      FlowCollectiveWorkload::Share share{flow_.get(), gpus, {}, sizes};
       for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
       c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
+      oc.sizes.clear();
+      for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
       // NetReduce's Ethernet machine: its job (connections, ACL rules,
       // aggregator arrays) is the one ring of every host (train.cpp allows
       // no other group there).
