@@ -238,12 +238,16 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
 }
 
 // On a share, a size starts on the program the tuner picks for it (NCCL's
-// choice), each set up once.
+// choice): each size asks the tuner once, each choice is set up once.
 void CollectiveWorkload::choose(size_t i) {
-  const collectives::Synthesis s = tuner_->next(0, sizes_[i]);
-  std::unique_ptr<platforms::CollectiveCall>& c = by_choice_[tuner_->choice()];
-  if (!c) c = comm_->prepare(*algorithm_, s, dtype_, redop_);
-  call_ = c.get();
+  size_calls_.resize(sizes_.size());
+  if (!size_calls_[i]) {
+    const collectives::Synthesis s = tuner_->next(0, sizes_[i]);
+    std::unique_ptr<platforms::CollectiveCall>& c = by_choice_[tuner_->choice()];
+    if (!c) c = comm_->prepare(*algorithm_, s, dtype_, redop_);
+    size_calls_[i] = c.get();
+  }
+  call_ = size_calls_[i];
 }
 
 // The copy engines, the NICs' tables and the RoCE hosts hold each rank's

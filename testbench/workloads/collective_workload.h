@@ -158,6 +158,7 @@ class CollectiveWorkload : public GroupCollective {
   std::unique_ptr<platforms::Communicator> comm_;
   std::unique_ptr<platforms::CollectiveCall> own_call_;
   std::map<std::string, std::unique_ptr<platforms::CollectiveCall>> by_choice_;
+  std::vector<platforms::CollectiveCall*> size_calls_;  // [size]: its choice's, once asked
   platforms::CollectiveCall* call_ = nullptr;
   void choose(size_t i);
 
