@@ -39,28 +39,36 @@ Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& c
 }
 
 Communicator::Communicator(FlowPlatform& platform, std::vector<int> gpus, Config& cfg, uint64_t seed)
-    : flow_(&platform), ranks_(std::move(gpus)), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(platform.graph)) {}
+    : Communicator(platform.on(gpus), cfg, seed) {}
+
+Communicator::Communicator(const FlowOn& on, Config& cfg, uint64_t seed)
+    : flows_(on), ranks_(on.gpus), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(on.graph)) {}
 
 std::unique_ptr<Call> Communicator::launch(const std::string& algorithm, collectives::Collective collective,
                                            elements::DType dtype, elements::RedOp redop) {
   const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);
   if (!a) throw UserError("no algorithm '" + algorithm + "' runs on a GPU fabric");
-  const topo::Topology& t = machine_ ? machine_->topology() : flow_->graph;
-  collectives::Site site = platforms::site(t, t.name, collective, ranks_, false, cfg_);
+  const collectives::Site site = this->site(topology().name, collective, false);
   if (const std::string why = a->cannot_run(site); !why.empty()) throw UserError(why);
-  if (machine_) {
-    site.packet_payload = machine_->format().max_payload_bytes;
-    site.packet_header = machine_->format().header_bytes;
-  } else {
-    site.packet_payload = flow_->machine.formats.front().max_payload;
-    site.packet_header = flow_->machine.formats.front().header;
-  }
   collectives::Synthesis s = a->synthesize(site);
   if (a->tuner(site, s))
     throw UserError(algorithm + " sets up a new program for every size, and a launch runs one program; run it "
                     "through the collective workload");
-  if (machine_) return prepare(*a, s, dtype, redop);
-  return std::make_unique<FlowCall>(flow_->on(ranks_), *a, site, std::move(s), dtype, redop, cfg_, seed_, algorithm);
+  return set_up(*a, site, std::move(s), dtype, redop, algorithm);
+}
+
+collectives::Site Communicator::site(const std::string& platform, collectives::Collective c, bool shared) const {
+  collectives::Site s = platforms::site(topology(), platform, c, ranks_, shared, cfg_);
+  s.packet_payload = machine_ ? machine_->format().max_payload_bytes : flows_->machine.formats.front().max_payload;
+  s.packet_header = machine_ ? machine_->format().header_bytes : flows_->machine.formats.front().header;
+  return s;
+}
+
+std::unique_ptr<Call> Communicator::set_up(const collectives::Algorithm& a, const collectives::Site& site,
+                                           collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                                           const std::string& name) {
+  if (machine_) return prepare(a, s, dtype, redop);
+  return std::make_unique<FlowCall>(*flows_, a, site, std::move(s), dtype, redop, cfg_, seed_, name);
 }
 
 std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
@@ -441,6 +449,25 @@ Measures CollectiveCall::measures() const {
               tables1.stalls - tables_.stalls, tables1.completions - tables_.completions,
               tables1.timeouts - tables_.timeouts};
   return r;
+}
+
+void CollectiveCall::note(std::ostream& notes, const Measures& m) const {
+  if (!reduces_in_switches()) return;
+  // Which key an eviction answers to: an entry idle for the timeout, or one
+  // a new block needed the room of.
+  const uint64_t for_room = m.tables.evictions - std::min(m.tables.evictions, m.tables.timeouts);
+  std::string why;
+  if (m.tables.timeouts)
+    why = std::to_string(m.tables.timeouts) + " of them idle for the entry timeout, switch.reduction_table.timeout_ns";
+  if (for_room && m.tables.timeouts)
+    why += "; " + std::to_string(for_room) + " for a new block's room, switch.reduction_table.bytes";
+  std::ostringstream os;  // fixed to whole ns here only
+  os << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
+     << m.tables.evictions << " evictions" << (why.empty() ? "" : " (" + why + ")") << ", " << m.tables.stalls
+     << " stalls, " << m.tables.completions << " completions; packets: " << m.packets << " delivered, " << std::fixed
+     << std::setprecision(0) << (m.packets ? m.latency_ns_sum / m.packets : 0.0)
+     << " ns mean latency (from each one's maker: a GPU, or the switch table that made it)\n";
+  notes << os.str();
 }
 
 // Packed trees' own rate (Blink's), or what the busiest GPU's links allow it

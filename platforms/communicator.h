@@ -21,6 +21,7 @@
 #include "core/process.h"
 #include "collectives/program_synthesis.h"
 #include "core/config.h"
+#include "flow/executor.h"
 #include "gpu/collective.h"
 #include "gpu/copy_engine.h"
 #include "nic/scheduled_collective.h"
@@ -54,6 +55,8 @@ struct Measures {
   // On a cluster: the busiest link direction inside the nodes (NVLink) and
   // between them, as a fraction of the time; -1 elsewhere.
   double nvlink_busiest = -1, network_busiest = -1;
+  // As flows: the run, whose flows stand for the packets and elements above (null at packet level).
+  const flow::Executor::Result* flows = nullptr;
 };
 
 // The header's NCCL lines at either fidelity: the protocol by size (where
@@ -71,8 +74,29 @@ class Call {
  public:
   virtual ~Call() = default;
   virtual void start(uint64_t bytes, std::function<void()> on_done) = 0;
+  // Whether the last start has ended; why it failed, if it did (a block's error).
+  virtual bool done() const = 0;
+  virtual std::string error() const { return ""; }
   virtual Measures measures() const = 0;
+  // A row's notes on the last start, measured `m`: what the switches'
+  // tables did (packet level), its flows, classes and passes (flows).
+  virtual void note(std::ostream& notes, const Measures& m) const = 0;
   virtual const collectives::Program& program() const = 0;
+  // Its operator's name, "none" where nothing is reduced (nccl-tests' redop column).
+  virtual std::string redop() const = 0;
+  // What --print-schedule and --print-trees show: the NICs' tables (or
+  // null), Blink's trees or a DGX-1's rings (or empty).
+  virtual const collectives::Schedule* nic_schedule() const = 0;
+  virtual const std::string& trees_text() const = 0;
+  // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
+  virtual double endpoint_GBps() const = 0;
+  // SHARP's aggregation manager admitted its groups (a cluster's network switches aggregate its pushes).
+  virtual bool aggregates_in_sharp() const { return false; }
+  // The running start's share done, -1 where not known.
+  virtual double done_fraction() const { return -1; }
+  // Its starts' time so far, ns, where no block's progress shows it moving (flows); else 0.
+  virtual uint64_t progress_ns() const { return 0; }
+  virtual void trace(sc_core::sc_trace_file*) const {}
   // The analytical bound on a size's time, us (DESIGN.md, "Reporting and
   // bounds"): what the busiest GPU must move over what its links carry,
   // or with_links, the busiest link between switches if that takes longer.
@@ -113,15 +137,18 @@ class CollectiveCall : public Call {
  public:
   ~CollectiveCall() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
-  bool done() const { return done_; }
-  std::string error() const { return engines_->error(); }
+  bool done() const override { return done_; }
+  std::string error() const override { return engines_->error(); }
   Measures measures() const override;
-  // Its operator's name, "none" where nothing is reduced (nccl-tests' redop column).
-  std::string redop() const { return engines_->redop(); }
-
+  // Where the program reduces in the switches' tables, what they did.
+  void note(std::ostream& notes, const Measures& m) const override;
+  std::string redop() const override { return engines_->redop(); }
   const collectives::Program& program() const override { return program_; }
-  // Payload bandwidth the bound assumes per GPU (or algbw, with trees).
-  double endpoint_GBps() const { return endpoint_GBps_; }
+  const collectives::Schedule* nic_schedule() const override {
+    return scheduled_ ? &scheduled_->schedule() : nullptr;
+  }
+  const std::string& trees_text() const override { return synthesis_.trees_text; }
+  double endpoint_GBps() const override { return endpoint_GBps_; }
   double bound_us(uint64_t bytes, bool with_links = true) const override;
   // The cluster's links, the bound, the NICs' schedule, the Little's-law
   // table sizing, NCCL's protocol by size, PXN's relays.
@@ -129,13 +156,12 @@ class CollectiveCall : public Call {
   // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
   // what the tables did.
   bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
-  // SHARP's aggregation manager admitted its groups (a cluster's network switches aggregate its pushes).
-  bool aggregates_in_sharp() const { return sharp_; }
+  bool aggregates_in_sharp() const override { return sharp_; }
   const nic::ScheduledCollective* schedule() const { return scheduled_; }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
   int sm_blocks() const override { return engines_->sm_blocks(); }
-  double done_fraction() const { return engines_->done_fraction(); }
-  void trace(sc_core::sc_trace_file* tf) const { engines_->trace(tf); }
+  double done_fraction() const override { return engines_->done_fraction(); }
+  void trace(sc_core::sc_trace_file* tf) const override { engines_->trace(tf); }
 
  private:
   friend class Communicator;
@@ -197,27 +223,49 @@ class CollectiveCall : public Call {
 
 struct FlowPlatform;
 
+// Where collectives run as flows: a platform's graph and what its links and
+// switches pay (made with `defaults`), GPUs of it in rank order, and the
+// platform they share with other collectives, whose graph routes them
+// (null: a graph of their own, and no start()).
+struct FlowOn {
+  const topo::Topology& graph;
+  const flow::FlowMachine& machine;
+  const PlatformDefaults& defaults;
+  std::vector<int> gpus;
+  FlowPlatform* platform = nullptr;
+};
+
 class Communicator {
  public:
   // gpus: the machine's GPUs (endpoint indices) that take part, rank r on
   // gpus[r]; a job's share, or all of them. On a GpuMachine its collectives
-  // run at packet level, on a FlowPlatform (flow_call.h) as flows.
+  // run at packet level, on a FlowPlatform (flow_call.h) or a flow graph
+  // of their own as flows.
   Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed);
   Communicator(FlowPlatform& platform, std::vector<int> gpus, Config& cfg, uint64_t seed);
+  Communicator(const FlowOn& on, Config& cfg, uint64_t seed);
   // Sets up `algorithm` (the registry's name) for `collective` on these
   // GPUs at the communicator's fidelity, as a collective alone on the
   // machine: UserError if it cannot run here, or sets up a program per size
   // (nccl, Blink's tuning: a workload runs those).
   std::unique_ptr<Call> launch(const std::string& algorithm, collectives::Collective collective,
                                elements::DType dtype, elements::RedOp redop);
-  // Packet level: sets up what algorithm `a` (which must outlive the call)
-  // synthesized for these GPUs, on the engines its operations name.
-  // UserError if the machine cannot run it (no tables, too few aggregation
-  // buffers, ...).
+  // Sets up what algorithm `a` (which must outlive the call) synthesized
+  // for `site` (these GPUs), at the communicator's fidelity; `name` names
+  // the algorithm in a refusal. UserError if the machine cannot run it (no
+  // tables, too few aggregation buffers, what flows do not model, ...).
+  std::unique_ptr<Call> set_up(const collectives::Algorithm& a, const collectives::Site& site,
+                               collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                               const std::string& name);
+  // Packet level: set_up's, on the engines its operations name.
   std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
                                           elements::DType dtype, elements::RedOp redop);
 
+  // Where a collective runs on these GPUs (platforms::site), with the
+  // GPUs' packets; `platform` names the machine, `shared` says it is a share.
+  collectives::Site site(const std::string& platform, collectives::Collective c, bool shared) const;
   int size() const { return static_cast<int>(ranks_.size()); }
+  const topo::Topology& topology() const { return machine_ ? machine_->topology() : flows_->graph; }
   Config& config() { return cfg_; }
   uint64_t seed() const { return seed_; }
   // A cluster's nodes (topo::cluster_nodes); empty elsewhere.
@@ -235,7 +283,7 @@ class Communicator {
   std::vector<int> node_of() const;      // [endpoint]: its node in nodes_
   std::vector<int> rail_of() const;      // [endpoint]: its place in its node, the rail of its adapter
   GpuMachine* machine_ = nullptr;  // packet level
-  FlowPlatform* flow_ = nullptr;   // flows
+  std::optional<FlowOn> flows_;    // flows
   std::vector<int> ranks_;
   std::vector<gpu::Gpu*> gpus_;    // packet level
   Config& cfg_;

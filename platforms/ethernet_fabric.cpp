@@ -10,6 +10,12 @@
 
 namespace incsim::platforms {
 
+void refuse_lossy_flows(double loss, double corruption) {
+  for (const auto& [p, value] : {std::pair{&kLinkLoss, loss}, std::pair{&kLinkCorruption, corruption}})
+    if (value > 0)
+      throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
+}
+
 uint32_t roce_mtu(Config& cfg, bool cluster) {
   const uint32_t mtu = cluster ? cfg.get(roce::kMtuPayload, 4096u) : cfg.get(roce::kMtuPayload);
   if (mtu % 4)
@@ -113,6 +119,7 @@ namespace {
 // through their own workload (flow/roce_flows.h).
 flow::LinkFormat ethernet_flows(const topo::Topology& t, const std::vector<int>& nodes, Config& cfg,
                                 const PlatformDefaults&, flow::FlowMachine& m) {
+  refuse_lossy_flows(cfg.get(kLinkLoss), cfg.get(kLinkCorruption));
   flow::LinkFormat eth;
   eth.header = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes;
   eth.flit = 4;

@@ -21,6 +21,9 @@ namespace incsim::platforms {
 // roce.mtu_payload, checked: on a cluster RoCE's largest MTU, 4096 (IBA's,
 // which RoCEv2 keeps; ConnectX-7 on 400 GbE), by default.
 uint32_t roce_mtu(Config& cfg, bool cluster);
+// Refuses link.loss and link.corruption (`loss`, `corruption`) where a RoCE
+// network runs as flows, which resend nothing.
+void refuse_lossy_flows(double loss, double corruption);
 
 class EthernetFabric : public Fabric {
  public:

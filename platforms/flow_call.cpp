@@ -246,6 +246,15 @@ const flow::Executor::Result& FlowCall::alone(uint64_t bytes, const flow::Execut
   return it->second;
 }
 
+void FlowCall::run(uint64_t bytes, const flow::Executor::Progress& progress) {
+  running_ = &alone(bytes, progress);
+  bytes_ = bytes;
+}
+
+std::string FlowCall::redop() const {
+  return collectives::reduces(program().collective) ? elements::redop_name(redop_) : "none";
+}
+
 void FlowCall::start(uint64_t bytes, std::function<void()> on_done) {
   sc_assert(platform_ && "a FlowCall starts on a FlowPlatform");
   FlowOverlap& overlap = platform_->overlap;
@@ -304,7 +313,8 @@ Measures FlowCall::measures(const flow::Executor::Result& res, uint64_t bytes) c
   m.time_us = software_.row_us(gpu_ns(res) / 1e3);
   m.bound_us = bound_us(bytes);
   m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
-  m.redop = collectives::reduces(p.collective) ? elements::redop_name(redop_) : "none";
+  m.redop = redop();
+  m.flows = &res;
   return m;
 }
 
@@ -354,7 +364,8 @@ void FlowCall::describe_fidelity(std::ostream& os) const {
      << "\n";
 }
 
-void FlowCall::note(std::ostream& notes, const flow::Executor::Result& res) const {
+void FlowCall::note(std::ostream& notes, const Measures& m) const {
+  const flow::Executor::Result& res = *m.flows;
   const char* at_once = shared_ ? " in flight at once on the network the collectives share\n" : " in flight at once\n";
   if (nic_)
     notes << "#   flows: " << res.transfers << " messages' shares on their ports ("

@@ -38,17 +38,8 @@ class SharedFlows;
 
 class FlowCall : public Call {
  public:
-  // Where it runs: the platform's graph and flow machine (made with
-  // `defaults`), its GPUs in rank order, and the platform it shares with
-  // other collectives, whose graph routes it (null: a graph of its own,
-  // and no start()).
-  struct On {
-    const topo::Topology& graph;
-    const flow::FlowMachine& machine;
-    const PlatformDefaults& defaults;
-    std::vector<int> gpus;
-    FlowPlatform* platform = nullptr;
-  };
+  // Where it runs (communicator.h).
+  using On = FlowOn;
   // Sets up `s`, which algorithm `a` synthesized for `site`; `name` names
   // the algorithm in a refusal (UserError) of what flows do not model.
   FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site, collectives::Synthesis s,
@@ -56,19 +47,24 @@ class FlowCall : public Call {
   ~FlowCall() override;
 
   const collectives::Program& program() const override { return flows_->program(); }
+  std::string redop() const override;
   // The NICs' executor where they run the program (else null).
   const flow::NicFlows* nic() const { return nic_; }
+  const collectives::Schedule* nic_schedule() const override { return nic_ ? &nic_->schedule() : nullptr; }
+  const std::string& trees_text() const override { return trees_text_; }
+  double endpoint_GBps() const override { return endpoint_GBps_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
   int sm_blocks() const override { return sm_blocks_; }
-  // Blink's trees as --print-trees shows them (else empty).
-  const std::string& trees_text() const { return trees_text_; }
   // A message of `bytes` run alone from time 0, once per size.
   const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
+  // The same as the call's run, whose row measures() then gives, outside SystemC's time.
+  void run(uint64_t bytes, const flow::Executor::Progress& progress);
   // On a platform: a message of `bytes` starts now and calls on_done once
   // it ends, its time alone after now, or on the platform's shared network
   // (flow.share_links) when its flows end there, NCCL's fixed cost after
   // its start; ran() is then its run.
   void start(uint64_t bytes, std::function<void()> on_done) override;
+  bool done() const override { return running_ && !on_done_; }
   const flow::Executor::Result& ran() const { return *running_; }
   // The last start's row: its time on the GPUs (nccl.launch's floor
   // included), the bound, the busbw factor (no elements: #wrong 0).
@@ -76,16 +72,17 @@ class FlowCall : public Call {
   // The same of run `res` of a message of `bytes`.
   Measures measures(const flow::Executor::Result& res, uint64_t bytes) const;
   // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
-  uint64_t progress_ns() const;
+  uint64_t progress_ns() const override;
   // The bound time (program_bound_us), with or without the busiest link between switches.
   double bound_us(uint64_t bytes, bool with_links = true) const override;
   // The header's "# fidelity: flow" line: what the flows model of the engine.
   void describe_fidelity(std::ostream& os) const;
   // The header's lines from the bound on, as CollectiveCall::describe prints them.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
-  // A row's notes on run res: its flows (on the network the collectives
-  // share, where its starts share it), its channel classes, its steady passes.
-  void note(std::ostream& notes, const flow::Executor::Result& res) const;
+  // A row's notes on its run (m.flows): its flows (on the network the
+  // collectives share, where its starts share it), its channel classes,
+  // its steady passes.
+  void note(std::ostream& notes, const Measures& m) const override;
 
  private:
   // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.

@@ -256,6 +256,7 @@ std::unique_ptr<flow::RoceFlows> NetReduceJob::flows(const collectives::Program&
                                                      uint32_t window, elements::DType dtype) {
   const topo::Topology& t = *graph_;
   const EthernetFabric& fabric = *fabric_;
+  refuse_lossy_flows(fabric.link_loss(), fabric.link_corruption());
   flow_machine_ = flow::FlowMachine{};
   flow_machine_.size_for(t);
   flow::LinkFormat frames;

@@ -184,13 +184,31 @@ std::vector<int> collective_gpus(const Options& o, const CollectiveChoice& c, co
   return gpus;
 }
 
-CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
+void refuse_packet_outputs(const Options& o, bool timeline) {
+  for (const auto& [given, what] : {std::pair{"vcd", "a VCD of packets"}, std::pair{"timeline", "a timeline of the blocks"},
+                                    std::pair{"dump-platform", "the packet-level machine's graph"}})
+    if (o.was_given(given) && (timeline || std::string(given) != "timeline"))
+      throw UserError(std::string("--") + given + " shows " + what + ", which --fidelity flow does not build");
+}
+
+// A lone collective's flow graph: its platform's, what its links pay, their defaults.
+struct CollectiveWorkload::OwnFlows {
+  topo::Topology graph;
+  flow::FlowMachine machine;
+  platforms::PlatformDefaults defaults;
+};
+
+CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share)
+    : opt_(o), cfg_(cfg), flows_(share ? share->flows != nullptr : o.fidelity == "flow"), on_share_(share != nullptr) {
   *schema_ = nccl_schema();
+  if (flows_ && !share) refuse_packet_outputs(opt_, true);
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
                  "shapes the Ethernet platforms rack, spineleaf and multigpu, not " + opt_.platform);
   refuse_options(opt_, {"load"}, "applies to --traffic only");
-  schema_->add({"packets", "packets", ColumnKind::Measurement})
-      .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
+  if (flows_) schema_->add({"flows", "flows", ColumnKind::Measurement});
+  else
+    schema_->add({"packets", "packets", ColumnKind::Measurement})
+        .add({"avg_packet_latency_ns", "ns", ColumnKind::Measurement});
   CollectiveChoice choice = choose_collective(opt_, share && !share->sizes.empty() ? &share->sizes : nullptr);
   std::tie(dtype_, redop_, sizes_) = std::tie(choice.dtype, choice.redop, choice.sizes);
   file_algorithm_ = std::move(choice.file_algorithm);
@@ -199,52 +217,77 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   // A collective alone builds its machine; a job (jobs.h) runs on its share of one.
   topo::Topology own;
   if (!share) own = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
-  const topo::Topology& t = share ? share->platform->topology() : own;
+  const topo::Topology& t = !share ? own : flows_ ? share->flows->graph : share->platform->topology();
   const std::vector<int> gpus = collective_gpus(opt_, choice, t, share ? &share->gpus : nullptr);
-  const int n = static_cast<int>(gpus.size());
-  elements::DataPattern(opt_.seed, n, dtype_, redop_);  // a type that cannot sum n ranks, before anything is built
   const collectives::Collective c = choice.collective;
+  // A type that cannot sum n ranks, before anything is built (flows hold no elements).
+  if (!flows_) elements::DataPattern(opt_.seed, static_cast<int>(gpus.size()), dtype_, redop_);
   if (const std::string why = algorithm_->cannot_run(platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_));
       !why.empty())
     throw UserError(why);
-  if (!topo::cluster_nodes(t).empty())
+  if (!flows_ && !topo::cluster_nodes(t).empty())
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
-  if (share) {
-    platform_ = share->platform;
-  } else {
-    own_platform_ = std::make_unique<platforms::GpuMachine>(
-        t, cfg_, opt_.seed, platforms::platform_defaults(t, {algorithm_->needs(t, c)}));
-    platform_ = own_platform_.get();
-  }
-  comm_ = std::make_unique<platforms::Communicator>(*platform_, gpus, cfg_, opt_.seed);
+  make_communicator(share, std::move(own), gpus, c);
   // Where it runs, on the machine's graph (which outlives the one the options gave).
-  site_ = std::make_unique<collectives::Site>(
-      platforms::site(platform_->topology(), opt_.platform, c, gpus, share != nullptr, cfg_));
-  site_->packet_payload = platform_->format().max_payload_bytes;
-  site_->packet_header = platform_->format().header_bytes;
+  site_ = std::make_unique<collectives::Site>(comm_->site(opt_.platform, c, share != nullptr));
   synthesis_ = algorithm_->synthesize(*site_);
-  check_memory(synthesis_.program);
+  if (!flows_) check_memory(synthesis_.program);
   tuner_ = algorithm_->tuner(*site_, synthesis_);
   if (tuner_ && !opt_.vcd.empty())
     throw UserError(opt_.algorithm + " sets up a new program for every size" +
                     (tuner_->runs() > 1 ? " and tuning run (blink.miad_iterations)" : "") +
                     ", which a --vcd waveform cannot follow; run the algorithm its rows name for a waveform");
-  if (share && tuner_ && tuner_->runs() > 1)
+  if (tuner_ && tuner_->runs() > 1 && flows_)
+    throw UserError("--fidelity flow: " + opt_.algorithm +
+                    " tunes itself over several runs of each size, which flows do not run; run it at packet level");
+  if (tuner_ && tuner_->runs() > 1 && share)
     throw UserError(opt_.algorithm + " tunes itself over several runs of each size, which a job or a training "
                     "group runs once; run it alone");
-  own_call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+  own_call_ = set_up(synthesis_);
   call_ = own_call_.get();
+}
+
+CollectiveWorkload::~CollectiveWorkload() = default;
+
+// Its GPUs on a share's machine (or flow platform), or on one of its own
+// built from graph `own` with what algorithm_ needs of it for `c`.
+void CollectiveWorkload::make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
+                                           collectives::Collective c) {
+  using platforms::Communicator;
+  if (share && flows_) {
+    flow_platform_ = share->flows;
+    comm_ = std::make_unique<Communicator>(*flow_platform_, gpus, cfg_, opt_.seed);
+    return;
+  }
+  const platforms::PlatformDefaults d = share ? platforms::PlatformDefaults{}
+                                              : platforms::platform_defaults(own, {algorithm_->needs(own, c)});
+  if (flows_) {
+    own_flows_ = std::make_unique<OwnFlows>(OwnFlows{std::move(own), {}, d});
+    own_flows_->machine = platforms::flow_machine(own_flows_->graph, cfg_, d);
+    comm_ = std::make_unique<Communicator>(
+        platforms::FlowOn{own_flows_->graph, own_flows_->machine, own_flows_->defaults, gpus}, cfg_, opt_.seed);
+    return;
+  }
+  if (!share) own_platform_ = std::make_unique<platforms::GpuMachine>(own, cfg_, opt_.seed, d);
+  platform_ = share ? share->platform : own_platform_.get();
+  comm_ = std::make_unique<Communicator>(*platform_, gpus, cfg_, opt_.seed);
+}
+
+std::unique_ptr<platforms::Call> CollectiveWorkload::set_up(const collectives::Synthesis& s) {
+  return comm_->set_up(*algorithm_, *site_, s, dtype_, redop_, opt_.algorithm);
 }
 
 // On a share, a size starts on the program the tuner picks for it (NCCL's
 // choice): each size asks the tuner once, each choice is set up once.
 void CollectiveWorkload::choose(size_t i) {
   size_calls_.resize(sizes_.size());
+  choices_.resize(sizes_.size());
   if (!size_calls_[i]) {
     const collectives::Synthesis s = tuner_->next(0, sizes_[i]);
-    std::unique_ptr<platforms::CollectiveCall>& c = by_choice_[tuner_->choice()];
-    if (!c) c = comm_->prepare(*algorithm_, s, dtype_, redop_);
+    choices_[i] = tuner_->choice();
+    std::unique_ptr<platforms::Call>& c = by_choice_[choices_[i]];
+    if (!c) c = set_up(s);
     size_calls_[i] = c.get();
   }
   call_ = size_calls_[i];
@@ -274,6 +317,7 @@ void CollectiveWorkload::check_memory(const collectives::Program& p) const {
 
 // A push table may hold an entry for its whole timeout with no link moving.
 sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
+  if (flows_) return sc_core::sc_time(1, sc_core::SC_SEC);  // the flows' time moves with SystemC's
   const double us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
                               4 * platform_->table_config().table_timeout.to_seconds() * 1e6});
   return sc_core::sc_time(us, sc_core::SC_US);
@@ -300,19 +344,34 @@ void print_collective(const std::string& what, const collectives::Program& progr
 }
 
 void CollectiveWorkload::print(const std::string& what, std::ostream& os) const {
-  print_collective(what, call_->program(), call_->schedule() ? &call_->schedule()->schedule() : nullptr,
-                   synthesis_.trees_text, opt_, os);
+  print_collective(what, call_->program(), call_->nic_schedule(), call_->trees_text(), opt_, os);
 }
 
 void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  if (tuner_ && !own_platform_) choose(i);  // run_point sets a lone collective's up itself
+  if (tuner_ && on_share_) choose(i);  // run_point sets a lone collective's up itself
   call_->start(sizes_[i], std::move(on_done));
 }
 
+// As flows, the platform's where a workload made them (training's).
 std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
   std::vector<gpu::ComputeEngine*> engines;
-  for (gpu::Gpu* g : comm_->gpus()) engines.push_back(&g->compute());
+  if (!flows_)
+    for (gpu::Gpu* g : comm_->gpus()) engines.push_back(&g->compute());
+  else if (flow_platform_ && !flow_platform_->engines.empty())
+    for (const int g : site_->gpus) engines.push_back(flow_platform_->engines[static_cast<size_t>(g)].get());
   return engines;
+}
+
+double CollectiveWorkload::done_fraction() const {
+  if (flows_) return fraction_ ? (*fraction_)() : -1;
+  return call_ ? call_->done_fraction() : -1;
+}
+
+uint64_t CollectiveWorkload::progress() {
+  if (!flows_) return Workload::progress();
+  uint64_t ns = own_call_->progress_ns();
+  for (const auto& [name, c] : by_choice_) ns += c->progress_ns();
+  return ns;
 }
 
 Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
@@ -320,30 +379,31 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   const platforms::Measures m = call_->measures();
   Row r(schema_);
   fill_nccl(r, bytes, elements::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, m.wrong, m.bound_us);
-  r.link_bytes = m.link_bytes;
-  if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
-  r.set("packets", m.packets);
-  r.set("avg_packet_latency_ns", m.packets ? m.latency_ns_sum / m.packets : 0.0);
-  r.details["reduction_tables"] = {{"hits", m.tables.hits},
-                                   {"misses", m.tables.misses},
-                                   {"evictions", m.tables.evictions},
-                                   {"stalls", m.tables.stalls},
-                                   {"completions", m.tables.completions},
-                                   {"timeouts", m.tables.timeouts}};
-  // Which key an eviction answers to: an entry idle for the timeout, or one
-  // a new block needed the room of.
-  const uint64_t for_room = m.tables.evictions - std::min(m.tables.evictions, m.tables.timeouts);
-  std::string why;
-  if (m.tables.timeouts)
-    why = std::to_string(m.tables.timeouts) + " of them idle for the entry timeout, switch.reduction_table.timeout_ns";
-  if (for_room && m.tables.timeouts)
-    why += "; " + std::to_string(for_room) + " for a new block's room, switch.reduction_table.bytes";
-  if (call_->reduces_in_switches())
-    notes << "#   reduction tables: " << m.tables.hits << " hits, " << m.tables.misses << " misses, "
-          << m.tables.evictions << " evictions" << (why.empty() ? "" : " (" + why + ")") << ", " << m.tables.stalls << " stalls, " << m.tables.completions
-          << " completions; packets: " << m.packets << " delivered, " << std::fixed << std::setprecision(0)
-          << r["avg_packet_latency_ns"] << " ns mean latency (from each one's maker: a GPU, or the switch table that "
-             "made it)\n";
+  if (const flow::Executor::Result* f = m.flows) {
+    r.set("wrong", std::string("-"));  // no element values travel (docs/flow.md)
+    r.set("flows", f->flows);
+    if (f->classes > 0)
+      r.details["channel_classes"] = {{"channels", f->channels}, {"parts", f->parts}, {"classes", f->classes}};
+    if (f->pass_ns > 0)
+      r.details["steady_passes"] = {{"passes", f->passes},
+                                    {"simulated", f->simulated_passes},
+                                    {"steady_from", f->steady_from},
+                                    {"pass_ns", f->pass_ns},
+                                    {"halves_differ", f->period_change}};
+  } else {
+    r.link_bytes = m.link_bytes;
+    if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
+    r.set("packets", m.packets);
+    r.set("avg_packet_latency_ns", m.packets ? m.latency_ns_sum / m.packets : 0.0);
+    r.details["reduction_tables"] = {{"hits", m.tables.hits},
+                                     {"misses", m.tables.misses},
+                                     {"evictions", m.tables.evictions},
+                                     {"stalls", m.tables.stalls},
+                                     {"completions", m.tables.completions},
+                                     {"timeouts", m.tables.timeouts}};
+  }
+  call_->note(notes, m);
+  if (i < choices_.size() && !choices_[i].empty()) r.details["choice"] = choices_[i];
   return r;
 }
 
@@ -355,39 +415,61 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
   uint64_t wrong_before = 0;
   std::optional<Row> r;
   for (int k = 0; k < runs; ++k) {
-    if (tuner_) {
+    if (tuner_ && flows_) {
+      choose(i);  // a choice's flows run once per size (FlowCall::alone)
+    } else if (tuner_) {
       own_call_.reset();
       synthesis_ = tuner_->next(k, bytes);
-      own_call_ = comm_->prepare(*algorithm_, synthesis_, dtype_, redop_);
+      choices_.resize(sizes_.size());
+      choices_[i] = tuner_->choice();
+      own_call_ = set_up(synthesis_);
       call_ = own_call_.get();
     }
-    start(i, [] { sc_core::sc_pause(); });
-    run.run_until([&] { return call_->done() || !call_->error().empty(); }, "size " + size_label(bytes));
-    if (!call_->error().empty()) throw UserError(call_->error() + " during size " + size_label(bytes));
-    std::ostringstream table_note;
-    r = finish(i, table_note);
+    if (flows_) {
+      // Outside SystemC's time: Communicator::set_up makes FlowCalls as flows.
+      auto& f = static_cast<platforms::FlowCall&>(*call_);
+      run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
+        f.run(bytes, [&](const std::function<double()>& fraction, double now_ns) {
+          fraction_ = &fraction;
+          poll(now_ns / 1e3);
+          fraction_ = nullptr;
+        });
+      });
+    } else {
+      start(i, [] { sc_core::sc_pause(); });
+      run.run_until([&] { return call_->done() || !call_->error().empty(); }, "size " + size_label(bytes));
+      if (!call_->error().empty()) throw UserError(call_->error() + " during size " + size_label(bytes));
+    }
+    std::ostringstream row_notes;
+    r = finish(i, row_notes);
     // A cluster's adapters acknowledge writes before they land, so the
     // last slot-freeing flags may still cross the network: they land before
     // the next size starts (its time counts from then).
-    if (platform_->packets_in_use() != 0)
+    if (platform_ && platform_->packets_in_use() != 0)
       run.run_until([&] { return platform_->packets_in_use() == 0; }, "the network draining after size " + size_label(bytes),
                     sc_core::sc_time(100, sc_core::SC_NS));
     if (tuner_) {
       notes << tuner_->ran(k, (*r)["time_us"], (*r)["algbw_GBps"]);
-      if (const std::string c = tuner_->choice(); !c.empty()) r->details["choice"] = c;
       if (k + 1 < runs) wrong_before += r->wrong();
     }
-    if (k + 1 == runs) notes << table_note.str();
+    if (k + 1 == runs) notes << row_notes.str();
   }
-  r->set("wrong", r->wrong() + wrong_before);
+  if (wrong_before) r->set("wrong", r->wrong() + wrong_before);
   return {std::move(*r)};
 }
 
 void CollectiveWorkload::print_header(std::ostream& os) const {
-  const auto& t = platform_->topology();
+  const topo::Topology& t = comm_->topology();
   os << "# incsim: " << opt_.collective << " " << opt_.algorithm << " on " << participants() << " of "
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
+  if (flows_) {
+    static_cast<const platforms::FlowCall&>(*call_).describe_fidelity(os);
+    // The cross-check holds flows to packet level on the built-in platforms only.
+    if (t.from_file && !opt_.check_fidelity)
+      os << "# fidelity: flows are checked against packet level on the built-in platforms, not on a platform file: "
+            "--check-fidelity runs packet level beside them at the smallest size\n";
+  }
   call_->describe(os, sizes_.back(), file_algorithm_ ? "the program" : opt_.algorithm);
   const collectives::Program& p = call_->program();
   if (file_algorithm_)
@@ -402,6 +484,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
 }
 
 void CollectiveWorkload::config_json(nlohmann::ordered_json& config) const {
+  if (flows_) config["fidelity"] = "flow";
   config["collective"] = opt_.collective;
   config["algorithm"] = opt_.algorithm;
   config["gpus"] = participants();

@@ -5,7 +5,9 @@
 // columns. The algorithm runs on the engine it was designed for: the GPUs'
 // cores (software ring), their copy engines with the switches' tables (push,
 // pull, multicast), or the NICs' schedule tables (MultiTree, the baselines,
-// Blink's trees).
+// Blink's trees); at packet level, or as flows (--fidelity flow,
+// docs/flow.md: #wrong "-", no element values travel), as the
+// communicator sets it up (platforms::Communicator::set_up).
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,7 @@
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
 #include "platforms/communicator.h"
+#include "platforms/flow_call.h"
 #include "platforms/platform.h"
 #include "workload.h"
 
@@ -41,6 +44,9 @@ std::tuple<elements::DType, elements::RedOp, std::vector<uint64_t>> parse_data(
 // fits in this machine's memory; `flow`: the sentence names --fidelity
 // flow, which holds no elements.
 void check_memory(const std::vector<uint64_t>& sizes, double per_byte, const std::string& holds, bool flow);
+// Refuses the options that show what only packet level builds (--vcd,
+// --dump-platform, and where `timeline`, a timeline of the blocks).
+void refuse_packet_outputs(const Options& o, bool timeline);
 // --print-program, --print-trees or --print-schedule (`what`) of a
 // collective's program, its NICs' schedule (or none) and Blink's trees'
 // text (or empty), for the options o names; throws UserError naming what
@@ -98,17 +104,21 @@ std::vector<int> collective_gpus(const Options& o, const CollectiveChoice& c, co
 class CollectiveWorkload : public GroupCollective {
  public:
   // What a collective holds of a machine it shares with others (jobs.h,
-  // training): the machine and its GPUs in rank order. Its multicast address window,
-  // memory and streams it takes as it runs.
+  // training): the machine at packet level (its multicast address window,
+  // memory and streams it takes as it runs) or the platform as flows, and
+  // its GPUs in rank order.
   struct Share {
     platforms::GpuMachine* platform;
     std::vector<int> gpus;
     std::vector<uint64_t> sizes = {};  // its message sizes (a training group's); empty: --sizes
+    platforms::FlowPlatform* flows = nullptr;  // as flows, instead of platform
   };
-  // Without a share the collective builds its own machine from the options.
+  // Without a share the collective builds its own machine from the options,
+  // or at --fidelity flow its flow graph.
   CollectiveWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
+  ~CollectiveWorkload() override;
 
-  platforms::Machine* machine() override { return &*platform_; }
+  platforms::Machine* machine() override { return platform_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
@@ -123,16 +133,19 @@ class CollectiveWorkload : public GroupCollective {
   int sm_blocks() const override { return call_->sm_blocks(); }
   std::vector<gpu::ComputeEngine*> compute_engines() const override;
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
-  const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
   const Options& options() const override { return opt_; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override { call_->trace(tf); }
-  double done_fraction() const override { return call_ ? call_->done_fraction() : -1; }
+  double done_fraction() const override;
+  // As flows: its flows' time so far, ns, which the stall detector watches move.
+  uint64_t progress() override;
   void print(const std::string& what, std::ostream& os) const override;
 
+  // Packet level: the machine and its GPUs.
   platforms::GpuMachine& platform() { return *platform_; }
+  const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
   int participants() const { return comm_->size(); }
   double endpoint_GBps() const { return call_->endpoint_GBps(); }
   // Its groups hold a reservation in SHARP's aggregation tables (a cluster's network switches).
@@ -144,8 +157,18 @@ class CollectiveWorkload : public GroupCollective {
   std::vector<uint64_t> sizes_;
   elements::DType dtype_;
   elements::RedOp redop_;
-  std::unique_ptr<platforms::GpuMachine> own_platform_;  // when not on a share
+  // Packet level: the machine, its own when not on a share.
+  std::unique_ptr<platforms::GpuMachine> own_platform_;
   platforms::GpuMachine* platform_ = nullptr;
+  // As flows: the platform shared, or a graph of its own (what its links
+  // pay, their defaults).
+  platforms::FlowPlatform* flow_platform_ = nullptr;
+  struct OwnFlows;
+  std::unique_ptr<OwnFlows> own_flows_;
+  bool flows_ = false;
+  bool on_share_ = false;
+  void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
+                         collectives::Collective c);
   // The algorithm (a program file's, or the registry's), where it runs, and
   // its synthesis; a tuning algorithm's tuner.
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
@@ -156,11 +179,15 @@ class CollectiveWorkload : public GroupCollective {
   // Its GPUs and the program set up on them: the algorithm's own (the
   // header's, or the tuning run's), or on a share the running size's choice.
   std::unique_ptr<platforms::Communicator> comm_;
-  std::unique_ptr<platforms::CollectiveCall> own_call_;
-  std::map<std::string, std::unique_ptr<platforms::CollectiveCall>> by_choice_;
-  std::vector<platforms::CollectiveCall*> size_calls_;  // [size]: its choice's, once asked
-  platforms::CollectiveCall* call_ = nullptr;
+  std::unique_ptr<platforms::Call> own_call_;
+  std::map<std::string, std::unique_ptr<platforms::Call>> by_choice_;
+  std::vector<platforms::Call*> size_calls_;  // [size]: its choice's, once asked
+  std::vector<std::string> choices_;          // [size]: the tuner's name for its choice, once asked
+  platforms::Call* call_ = nullptr;
+  std::unique_ptr<platforms::Call> set_up(const collectives::Synthesis& s);
   void choose(size_t i);
+  // While a lone size runs as flows: its share of operations issued (the flows' progress).
+  const std::function<double()>* fraction_ = nullptr;
 
   // Refuses sizes whose elements p's engine would hold beyond this machine's memory.
   void check_memory(const collectives::Program& p) const;

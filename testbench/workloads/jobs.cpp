@@ -224,15 +224,11 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
 std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options& oj, Config& cfg) const {
   const Options::Job& job = opt_.jobs[j];
   try {
-    if (flow_) {
-      const FlowCollectiveWorkload::Share share{flow_.get(), job.gpus, {}};
-      return std::make_unique<FlowCollectiveWorkload>(oj, cfg, &share);
-    }
-    if (!gpu_) {
+    if (!gpu_ && !flow_) {
       const NetReduceWorkload::Share share{machine_.get(), rack_, job.gpus, static_cast<int>(j)};
       return std::make_unique<NetReduceWorkload>(oj, cfg, &share);
     }
-    const CollectiveWorkload::Share share{gpu_, job.gpus};
+    const CollectiveWorkload::Share share{gpu_, job.gpus, {}, flow_.get()};
     return std::make_unique<CollectiveWorkload>(oj, cfg, &share);
   } catch (const ShareShortfall&) {
     throw;

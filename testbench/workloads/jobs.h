@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "collective_workload.h"
-#include "flow_collective.h"
 #include "core/process.h"
 #include "platforms/netreduce_machines.h"
 #include "workload.h"

@@ -11,7 +11,6 @@
 #include "choices.h"
 #include "collective_workload.h"
 #include "ethernet/roce_frame.h"
-#include "flow_collective.h"
 #include "platforms/ethernet_fabric.h"
 #include "core/error.h"
 #include "core/units.h"
@@ -97,12 +96,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   if (share) opt_.ring = share->hosts;
   // Alone only: jobs and training on these platforms run at packet level (workloads.cpp).
   const bool flow = opt_.fidelity == "flow";
-  if (flow) {
-    refuse_packet_outputs(opt_, true);
-    for (const Param<double>* p : {&platforms::kLinkLoss, &platforms::kLinkCorruption})
-      if (cfg_.get(*p) > 0)
-        throw UserError(p->key() + " drops frames for go-back-N to resend, which --fidelity flow does not simulate");
-  }
+  if (flow) refuse_packet_outputs(opt_, true);
   *schema_ = nccl_schema();
   refuse_options(opt_, {"load"}, "applies to --traffic only");
   refuse_options(opt_, {"dims", "nodes", "node"}, "shapes the GPU fabrics, not platform " + opt_.platform);

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/output_file.h"
 #include "core/param.h"
-#include "flow_collective.h"
+#include "collective_workload.h"
 #include "gpu/compute_engine.h"
 #include "roce/roce_host.h"
 
@@ -133,13 +133,9 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
   oc.algorithm = algorithm.empty() ? algorithms_[a] : algorithm;
   std::unique_ptr<GroupCollective> c;
   try {
-    if (platform_) {
-      const CollectiveWorkload::Share share{platform_.get(), gpus, sizes};
+    if (platform_ || flow_) {
+      const CollectiveWorkload::Share share{platform_.get(), gpus, sizes, flow_.get()};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
-    } else if (flow_) {
-      FlowCollectiveWorkload::Share share{flow_.get(), gpus, {}, sizes};
-      for (const int g : gpus) share.engines.push_back(flow_->engines[static_cast<size_t>(g)].get());
-      c = std::make_unique<FlowCollectiveWorkload>(oc, cfg, &share);
     } else {
       oc.sizes.clear();
       for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);

@@ -15,7 +15,6 @@
 
 #include "collective_workload.h"
 #include "flow/graph.h"
-#include "flow_collective.h"
 #include "netreduce.h"
 #include "training/graph.h"
 #include "workload.h"

@@ -6,7 +6,6 @@
 #include "collective_workload.h"
 #include "elements/data_pattern.h"
 #include "core/error.h"
-#include "flow_collective.h"
 #include "jobs.h"
 #include "netreduce.h"
 #include "traffic.h"
@@ -50,7 +49,6 @@ std::unique_ptr<Workload> make_workload(const Options& o, Config& cfg) {
     if (ethernet && (w != "netreduce" || !o.jobs.empty()))
       throw UserError("--fidelity flow runs NetReduce's Ethernet platform " + o.platform + " for one collective at a "
                       "time, not " + (o.jobs.empty() ? "training" : "a jobs: list") + " (yet)");
-    if (w == "collective" && o.jobs.empty()) return std::make_unique<FlowCollectiveWorkload>(o, cfg);
   }
   if (!o.jobs.empty()) return std::make_unique<JobsWorkload>(o, cfg);
   if (w == "traffic") return std::make_unique<TrafficWorkload>(o, cfg);
