@@ -50,11 +50,7 @@ std::unique_ptr<Call> Communicator::launch(const std::string& algorithm, collect
   if (!a) throw UserError("no algorithm '" + algorithm + "' runs on a GPU fabric");
   const collectives::Site site = this->site(topology().name, collective, false);
   if (const std::string why = a->cannot_run(site); !why.empty()) throw UserError(why);
-  collectives::Synthesis s = a->synthesize(site);
-  if (a->tuner(site, s))
-    throw UserError(algorithm + " sets up a new program for every size, and a launch runs one program; run it "
-                    "through the collective workload");
-  return set_up(*a, site, std::move(s), dtype, redop, algorithm);
+  return set_up(*a, site, a->synthesize(site), dtype, redop, algorithm);
 }
 
 collectives::Site Communicator::site(const std::string& platform, collectives::Collective c, bool shared) const {
@@ -65,10 +61,67 @@ collectives::Site Communicator::site(const std::string& platform, collectives::C
 }
 
 std::unique_ptr<Call> Communicator::set_up(const collectives::Algorithm& a, const collectives::Site& site,
-                                           collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
-                                           const std::string& name) {
+                                           const collectives::Synthesis& s, elements::DType dtype,
+                                           elements::RedOp redop, const std::string& name) {
+  std::unique_ptr<Call> own = set_up_one(a, site, s, dtype, redop, name);
+  if (!a.tuner(site, s)) return own;
+  return std::make_unique<TunedCall>(*this, a, site, s, std::move(own), dtype, redop, name);
+}
+
+std::unique_ptr<Call> Communicator::set_up_one(const collectives::Algorithm& a, const collectives::Site& site,
+                                               collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                                               const std::string& name) {
   if (machine_) return prepare(a, s, dtype, redop);
   return std::make_unique<FlowCall>(*flows_, a, site, std::move(s), dtype, redop, cfg_, seed_, name);
+}
+
+TunedCall::TunedCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Site& site,
+                     const collectives::Synthesis& s, std::unique_ptr<Call> own, elements::DType dtype,
+                     elements::RedOp redop, std::string name)
+    : comm_(comm),
+      algorithm_(a),
+      site_(site),
+      tuner_(a.tuner(site_, s)),
+      own_(std::move(own)),
+      dtype_(dtype),
+      redop_(redop),
+      name_(std::move(name)) {
+  if (tuner_->runs() > 1)
+    throw UserError(name_ + " tunes itself over several runs of each size, which a job, a training group or a "
+                    "launch runs once; run it alone");
+}
+
+TunedCall::~TunedCall() = default;
+
+Call& TunedCall::choose(uint64_t bytes) {
+  auto [at, fresh] = sizes_.try_emplace(bytes);
+  if (fresh) {
+    const collectives::Synthesis s = tuner_->next(0, bytes);
+    at->second.name = tuner_->choice();
+    at->second.note = tuner_->ran(0, 0, 0);
+    std::unique_ptr<Call>& c = by_choice_[at->second.name];
+    if (!c) c = comm_.set_up_one(algorithm_, site_, s, dtype_, redop_, name_);
+    at->second.call = c.get();
+  }
+  running_ = &at->second;
+  return *running_->call;
+}
+
+Measures TunedCall::measures() const {
+  Measures m = latest().measures();
+  if (running_) m.choice = running_->name;
+  return m;
+}
+
+void TunedCall::note(std::ostream& notes, const Measures& m) const {
+  if (running_) notes << running_->note;
+  latest().note(notes, m);
+}
+
+uint64_t TunedCall::progress_ns() const {
+  uint64_t ns = own_->progress_ns();
+  for (const auto& [name, c] : by_choice_) ns += c->progress_ns();
+  return ns;
 }
 
 std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,

@@ -10,6 +10,7 @@
 // sc_main of one's own start collectives this way.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,8 @@ struct Measures {
   double nvlink_busiest = -1, network_busiest = -1;
   // As flows: the run, whose flows stand for the packets and elements above (null at packet level).
   const flow::Executor::Result* flows = nullptr;
+  // Where the algorithm sets up a program per size (TunedCall): the size's choice.
+  std::string choice;
 };
 
 // The header's NCCL lines at either fidelity: the protocol by size (where
@@ -74,6 +77,10 @@ class Call {
  public:
   virtual ~Call() = default;
   virtual void start(uint64_t bytes, std::function<void()> on_done) = 0;
+  // As flows: a message of `bytes` runs alone now, outside SystemC's time
+  // (measures() then gives its row), progress told as it goes. False at
+  // packet level, whose blocks run in SystemC's time (start()).
+  virtual bool run_alone(uint64_t bytes, const flow::Executor::Progress& progress) { return false; }
   // Whether the last start has ended; why it failed, if it did (a block's error).
   virtual bool done() const = 0;
   virtual std::string error() const { return ""; }
@@ -104,6 +111,8 @@ class Call {
   // The header's lines: the bound and where it comes from (and what it
   // allows `name` in busbw at `bytes`), and what the engines were set up with.
   virtual void describe(std::ostream& os, uint64_t bytes, const std::string& name) const = 0;
+  // As flows, the header's "# fidelity:" line: what the flows model of the engine.
+  virtual void describe_fidelity(std::ostream&) const {}
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
   virtual int sm_blocks() const = 0;
 };
@@ -221,6 +230,63 @@ class CollectiveCall : public Call {
   std::pair<uint64_t, uint64_t> latency_;
 };
 
+class Communicator;
+
+// A collective whose algorithm sets up a program per size (NCCL's choice:
+// a collectives::Tuner of one run): a size starts on the program the tuner
+// picks for it, each size asked once and each choice set up once; the
+// header's lines and --print-* are the algorithm's own program's.
+class TunedCall : public Call {
+ public:
+  TunedCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Site& site,
+            const collectives::Synthesis& s, std::unique_ptr<Call> own, elements::DType dtype, elements::RedOp redop,
+            std::string name);
+  ~TunedCall() override;
+  void start(uint64_t bytes, std::function<void()> on_done) override { choose(bytes).start(bytes, std::move(on_done)); }
+  bool run_alone(uint64_t bytes, const flow::Executor::Progress& progress) override {
+    return choose(bytes).run_alone(bytes, progress);
+  }
+  bool done() const override { return latest().done(); }
+  std::string error() const override { return latest().error(); }
+  Measures measures() const override;
+  // The choice's note (the tuner's), then its program's.
+  void note(std::ostream& notes, const Measures& m) const override;
+  const collectives::Program& program() const override { return own_->program(); }
+  std::string redop() const override { return own_->redop(); }
+  const collectives::Schedule* nic_schedule() const override { return own_->nic_schedule(); }
+  const std::string& trees_text() const override { return own_->trees_text(); }
+  double bound_us(uint64_t bytes, bool with_links = true) const override { return own_->bound_us(bytes, with_links); }
+  void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override {
+    own_->describe(os, bytes, name);
+  }
+  void describe_fidelity(std::ostream& os) const override { own_->describe_fidelity(os); }
+  // Of the latest size started (before any: the algorithm's own program's).
+  double endpoint_GBps() const override { return latest().endpoint_GBps(); }
+  int sm_blocks() const override { return latest().sm_blocks(); }
+  bool aggregates_in_sharp() const override { return latest().aggregates_in_sharp(); }
+  double done_fraction() const override { return running_ ? running_->call->done_fraction() : -1; }
+  uint64_t progress_ns() const override;
+
+ private:
+  struct Choice {
+    std::string name, note;
+    Call* call;
+  };
+  Call& choose(uint64_t bytes);
+  const Call& latest() const { return running_ ? *running_->call : *own_; }
+  Communicator& comm_;
+  const collectives::Algorithm& algorithm_;
+  collectives::Site site_;  // the tuner's (it keeps a reference)
+  std::unique_ptr<collectives::Tuner> tuner_;
+  std::unique_ptr<Call> own_;
+  elements::DType dtype_;
+  elements::RedOp redop_;
+  std::string name_;
+  std::map<uint64_t, Choice> sizes_;  // by bytes, once asked
+  std::map<std::string, std::unique_ptr<Call>> by_choice_;
+  const Choice* running_ = nullptr;   // the latest size started
+};
+
 struct FlowPlatform;
 
 // Where collectives run as flows: a platform's graph and what its links and
@@ -246,17 +312,24 @@ class Communicator {
   Communicator(const FlowOn& on, Config& cfg, uint64_t seed);
   // Sets up `algorithm` (the registry's name) for `collective` on these
   // GPUs at the communicator's fidelity, as a collective alone on the
-  // machine: UserError if it cannot run here, or sets up a program per size
-  // (nccl, Blink's tuning: a workload runs those).
+  // machine (nccl: each size's start runs NCCL's choice for it): UserError
+  // if it cannot run here, or tunes itself over several runs of a size
+  // (Blink's tuning, which the collective workload runs).
   std::unique_ptr<Call> launch(const std::string& algorithm, collectives::Collective collective,
                                elements::DType dtype, elements::RedOp redop);
   // Sets up what algorithm `a` (which must outlive the call) synthesized
   // for `site` (these GPUs), at the communicator's fidelity; `name` names
-  // the algorithm in a refusal. UserError if the machine cannot run it (no
-  // tables, too few aggregation buffers, what flows do not model, ...).
+  // the algorithm in a refusal. Where `a` sets up a program per size
+  // (NCCL's choice), a TunedCall. UserError if the machine cannot run it
+  // (no tables, too few aggregation buffers, what flows do not model, a
+  // tuning of several runs per size, ...).
   std::unique_ptr<Call> set_up(const collectives::Algorithm& a, const collectives::Site& site,
-                               collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                               const collectives::Synthesis& s, elements::DType dtype, elements::RedOp redop,
                                const std::string& name);
+  // The same of program `s` alone, whatever `a` tunes (a tuning run's).
+  std::unique_ptr<Call> set_up_one(const collectives::Algorithm& a, const collectives::Site& site,
+                                   collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                                   const std::string& name);
   // Packet level: set_up's, on the engines its operations name.
   std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
                                           elements::DType dtype, elements::RedOp redop);

@@ -246,9 +246,10 @@ const flow::Executor::Result& FlowCall::alone(uint64_t bytes, const flow::Execut
   return it->second;
 }
 
-void FlowCall::run(uint64_t bytes, const flow::Executor::Progress& progress) {
+bool FlowCall::run_alone(uint64_t bytes, const flow::Executor::Progress& progress) {
   running_ = &alone(bytes, progress);
   bytes_ = bytes;
+  return true;
 }
 
 std::string FlowCall::redop() const {

@@ -57,8 +57,8 @@ class FlowCall : public Call {
   int sm_blocks() const override { return sm_blocks_; }
   // A message of `bytes` run alone from time 0, once per size.
   const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
-  // The same as the call's run, whose row measures() then gives, outside SystemC's time.
-  void run(uint64_t bytes, const flow::Executor::Progress& progress);
+  // The same as the call's run, whose row measures() then gives (Call::run_alone).
+  bool run_alone(uint64_t bytes, const flow::Executor::Progress& progress) override;
   // On a platform: a message of `bytes` starts now and calls on_done once
   // it ends, its time alone after now, or on the platform's shared network
   // (flow.share_links) when its flows end there, NCCL's fixed cost after
@@ -75,8 +75,7 @@ class FlowCall : public Call {
   uint64_t progress_ns() const override;
   // The bound time (program_bound_us), with or without the busiest link between switches.
   double bound_us(uint64_t bytes, bool with_links = true) const override;
-  // The header's "# fidelity: flow" line: what the flows model of the engine.
-  void describe_fidelity(std::ostream& os) const;
+  void describe_fidelity(std::ostream& os) const override;
   // The header's lines from the bound on, as CollectiveCall::describe prints them.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   // A row's notes on its run (m.flows): its flows (on the network the

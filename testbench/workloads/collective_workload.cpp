@@ -18,6 +18,7 @@
 #include "core/units.h"
 #include "gpu/compute_engine.h"
 #include "gpu/copy_collective.h"
+#include "platforms/flow_call.h"
 #include "topology/cluster.h"
 
 namespace incsim::tb {
@@ -199,7 +200,7 @@ struct CollectiveWorkload::OwnFlows {
 };
 
 CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Share* share)
-    : opt_(o), cfg_(cfg), flows_(share ? share->flows != nullptr : o.fidelity == "flow"), on_share_(share != nullptr) {
+    : opt_(o), cfg_(cfg), flows_(share ? share->flows != nullptr : o.fidelity == "flow") {
   *schema_ = nccl_schema();
   if (flows_ && !share) refuse_packet_outputs(opt_, true);
   refuse_options(opt_, {"hosts", "ring", "racks", "hosts-per-rack", "machines", "gpus-per-machine"},
@@ -233,6 +234,11 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   site_ = std::make_unique<collectives::Site>(comm_->site(opt_.platform, c, share != nullptr));
   synthesis_ = algorithm_->synthesize(*site_);
   if (!flows_) check_memory(synthesis_.program);
+  // A program per size (NCCL's choice) on a share or as flows is the
+  // communicator's to set up (platforms::TunedCall). Alone at packet level
+  // run_point sets each size's up afresh, the header's released first, as
+  // a tuning of several runs per size (Blink's) needs: no program set up
+  // for another size holds the GPUs' memory or the switches' windows.
   tuner_ = algorithm_->tuner(*site_, synthesis_);
   if (tuner_ && !opt_.vcd.empty())
     throw UserError(opt_.algorithm + " sets up a new program for every size" +
@@ -241,11 +247,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (tuner_ && tuner_->runs() > 1 && flows_)
     throw UserError("--fidelity flow: " + opt_.algorithm +
                     " tunes itself over several runs of each size, which flows do not run; run it at packet level");
-  if (tuner_ && tuner_->runs() > 1 && share)
-    throw UserError(opt_.algorithm + " tunes itself over several runs of each size, which a job or a training "
-                    "group runs once; run it alone");
-  own_call_ = set_up(synthesis_);
-  call_ = own_call_.get();
+  if (tuner_ && (share || flows_)) tuner_.reset();
+  call_ = tuner_ ? comm_->set_up_one(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm)
+                 : comm_->set_up(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm);
 }
 
 CollectiveWorkload::~CollectiveWorkload() = default;
@@ -272,25 +276,6 @@ void CollectiveWorkload::make_communicator(const Share* share, topo::Topology ow
   if (!share) own_platform_ = std::make_unique<platforms::GpuMachine>(own, cfg_, opt_.seed, d);
   platform_ = share ? share->platform : own_platform_.get();
   comm_ = std::make_unique<Communicator>(*platform_, gpus, cfg_, opt_.seed);
-}
-
-std::unique_ptr<platforms::Call> CollectiveWorkload::set_up(const collectives::Synthesis& s) {
-  return comm_->set_up(*algorithm_, *site_, s, dtype_, redop_, opt_.algorithm);
-}
-
-// On a share, a size starts on the program the tuner picks for it (NCCL's
-// choice): each size asks the tuner once, each choice is set up once.
-void CollectiveWorkload::choose(size_t i) {
-  size_calls_.resize(sizes_.size());
-  choices_.resize(sizes_.size());
-  if (!size_calls_[i]) {
-    const collectives::Synthesis s = tuner_->next(0, sizes_[i]);
-    choices_[i] = tuner_->choice();
-    std::unique_ptr<platforms::Call>& c = by_choice_[choices_[i]];
-    if (!c) c = set_up(s);
-    size_calls_[i] = c.get();
-  }
-  call_ = size_calls_[i];
 }
 
 // The copy engines, the NICs' tables and the RoCE hosts hold each rank's
@@ -348,7 +333,6 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
 }
 
 void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  if (tuner_ && on_share_) choose(i);  // run_point sets a lone collective's up itself
   call_->start(sizes_[i], std::move(on_done));
 }
 
@@ -368,10 +352,7 @@ double CollectiveWorkload::done_fraction() const {
 }
 
 uint64_t CollectiveWorkload::progress() {
-  if (!flows_) return Workload::progress();
-  uint64_t ns = own_call_->progress_ns();
-  for (const auto& [name, c] : by_choice_) ns += c->progress_ns();
-  return ns;
+  return flows_ ? call_->progress_ns() : Workload::progress();
 }
 
 Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
@@ -403,7 +384,7 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                      {"timeouts", m.tables.timeouts}};
   }
   call_->note(notes, m);
-  if (i < choices_.size() && !choices_[i].empty()) r.details["choice"] = choices_[i];
+  if (!m.choice.empty()) r.details["choice"] = m.choice;
   return r;
 }
 
@@ -415,21 +396,14 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
   uint64_t wrong_before = 0;
   std::optional<Row> r;
   for (int k = 0; k < runs; ++k) {
-    if (tuner_ && flows_) {
-      choose(i);  // a choice's flows run once per size (FlowCall::alone)
-    } else if (tuner_) {
-      own_call_.reset();
+    if (tuner_) {
+      call_.reset();
       synthesis_ = tuner_->next(k, bytes);
-      choices_.resize(sizes_.size());
-      choices_[i] = tuner_->choice();
-      own_call_ = set_up(synthesis_);
-      call_ = own_call_.get();
+      call_ = comm_->set_up_one(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm);
     }
     if (flows_) {
-      // Outside SystemC's time: Communicator::set_up makes FlowCalls as flows.
-      auto& f = static_cast<platforms::FlowCall&>(*call_);
       run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
-        f.run(bytes, [&](const std::function<double()>& fraction, double now_ns) {
+        call_->run_alone(bytes, [&](const std::function<double()>& fraction, double now_ns) {
           fraction_ = &fraction;
           poll(now_ns / 1e3);
           fraction_ = nullptr;
@@ -450,6 +424,7 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
                     sc_core::sc_time(100, sc_core::SC_NS));
     if (tuner_) {
       notes << tuner_->ran(k, (*r)["time_us"], (*r)["algbw_GBps"]);
+      if (const std::string c = tuner_->choice(); !c.empty()) r->details["choice"] = c;
       if (k + 1 < runs) wrong_before += r->wrong();
     }
     if (k + 1 == runs) notes << row_notes.str();
@@ -464,7 +439,7 @@ void CollectiveWorkload::print_header(std::ostream& os) const {
      << t.endpoints().size() << " GPUs, platform " << t.name << " (" << count_of(t.switches().size(), "switch", "switches") << ", "
      << t.links().size() << " links), seed " << opt_.seed << "\n";
   if (flows_) {
-    static_cast<const platforms::FlowCall&>(*call_).describe_fidelity(os);
+    call_->describe_fidelity(os);
     // The cross-check holds flows to packet level on the built-in platforms only.
     if (t.from_file && !opt_.check_fidelity)
       os << "# fidelity: flows are checked against packet level on the built-in platforms, not on a platform file: "

@@ -8,7 +8,6 @@
 // Blink's trees); at packet level, or as flows (--fidelity flow,
 // docs/flow.md: #wrong "-", no element values travel), as the
 // communicator sets it up (platforms::Communicator::set_up).
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,7 +19,6 @@
 #include "collectives/program.h"
 #include "collectives/program_synthesis.h"
 #include "platforms/communicator.h"
-#include "platforms/flow_call.h"
 #include "platforms/platform.h"
 #include "workload.h"
 
@@ -166,26 +164,19 @@ class CollectiveWorkload : public GroupCollective {
   struct OwnFlows;
   std::unique_ptr<OwnFlows> own_flows_;
   bool flows_ = false;
-  bool on_share_ = false;
   void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
                          collectives::Collective c);
   // The algorithm (a program file's, or the registry's), where it runs, and
-  // its synthesis; a tuning algorithm's tuner.
+  // its synthesis; the tuner of an algorithm that tunes over several runs
+  // per size (Blink's), whose runs run_point sets up.
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
   std::unique_ptr<collectives::Site> site_;
   collectives::Synthesis synthesis_;
   std::unique_ptr<collectives::Tuner> tuner_;
-  // Its GPUs and the program set up on them: the algorithm's own (the
-  // header's, or the tuning run's), or on a share the running size's choice.
+  // Its GPUs and the collective set up on them (the tuning run's where run_point tunes).
   std::unique_ptr<platforms::Communicator> comm_;
-  std::unique_ptr<platforms::Call> own_call_;
-  std::map<std::string, std::unique_ptr<platforms::Call>> by_choice_;
-  std::vector<platforms::Call*> size_calls_;  // [size]: its choice's, once asked
-  std::vector<std::string> choices_;          // [size]: the tuner's name for its choice, once asked
-  platforms::Call* call_ = nullptr;
-  std::unique_ptr<platforms::Call> set_up(const collectives::Synthesis& s);
-  void choose(size_t i);
+  std::unique_ptr<platforms::Call> call_;
   // While a lone size runs as flows: its share of operations issued (the flows' progress).
   const std::function<double()>* fraction_ = nullptr;
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "collective_workload.h"
+#include "platforms/flow_call.h"
 #include "core/process.h"
 #include "platforms/netreduce_machines.h"
 #include "workload.h"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collective_workload.h"
+#include "platforms/flow_call.h"
 #include "flow/graph.h"
 #include "netreduce.h"
 #include "training/graph.h"

@@ -67,7 +67,7 @@ int sc_main(int argc, char* argv[]) {
         comm->launch(algorithm, collectives::Collective::AllReduce, elements::DType::Float32, elements::RedOp::Sum);
     cfg.check_unused();
     // As flows, what they model and what they cannot see; then the bound and the setup.
-    if (const auto* f = dynamic_cast<const platforms::FlowCall*>(call.get())) f->describe_fidelity(std::cout);
+    call->describe_fidelity(std::cout);
     call->describe(std::cout, 1 << 20, algorithm);
     uint64_t wrong = 0;
     std::cout << "#       size    time_us   busbw_GBps   #wrong\n";

@@ -981,14 +981,30 @@ TEST_CASE("a RoCE cluster's rail FPGA admits a job's rings only whole: too littl
   for (int j : {0, 1}) CHECK(json["config"]["jobs"][j]["algorithm"] == "ring");
 }
 
+namespace {
+// A platform's GPUs as one communicator at packet level and one as flows,
+// the machine sized for `algorithm`.
+struct BothFidelities {
+  BothFidelities(const std::string& platform, int gpus, const std::string& algorithm)
+      : t(platforms::make_topology(platform, gpus, cfg)),
+        d(platforms::platform_defaults(t, platforms::needs_of(t, {algorithm}))),
+        machine(t, cfg, 1, d),
+        flows(t, cfg, d, false),
+        packet_comm(machine, range(0, gpus), cfg, 1),
+        flow_comm(flows, range(0, gpus), cfg, 1) {}
+  Config cfg;
+  const topo::Topology t;
+  const platforms::PlatformDefaults d;
+  platforms::GpuMachine machine;
+  platforms::FlowPlatform flows;
+  platforms::Communicator packet_comm, flow_comm;
+};
+}  // namespace
+
 TEST_CASE("the communicator launches an algorithm at packet level and as flows, the same program within 5%",
           "[jobs][communicator]") {
-  Config cfg;
-  const topo::Topology t = platforms::make_topology("star", 4, cfg);
-  const platforms::PlatformDefaults d = platforms::platform_defaults(t, platforms::needs_of(t, {"ring"}));
-  platforms::GpuMachine machine(t, cfg, 1, d);
-  platforms::FlowPlatform flows(t, cfg, d, false);
-  platforms::Communicator packet_comm(machine, range(0, 4), cfg, 1), flow_comm(flows, range(0, 4), cfg, 1);
+  BothFidelities both("star", 4, "ring");
+  platforms::Communicator &packet_comm = both.packet_comm, &flow_comm = both.flow_comm;
   const auto launch = [](platforms::Communicator& c) {
     return c.launch("ring", collectives::Collective::AllReduce, elements::DType::Float32, elements::RedOp::Sum);
   };
@@ -1026,6 +1042,30 @@ TEST_CASE("the communicator's launch refuses, in one sentence, what it cannot se
                       Catch::Contains(why));
   };
   refused("rnig", "no algorithm 'rnig' runs on a GPU fabric");
-  refused("nccl", "sets up a new program for every size");
   refused("ring2d", "ring2d runs along the rows and columns of a torus or mesh");  // the registry's reason
+}
+
+TEST_CASE("the communicator launches nccl with each size's choice, at packet level and as flows",
+          "[jobs][communicator][nccl]") {
+  BothFidelities both("hgx-h100", 8, "nccl");
+  const platforms::Communicator* packet_comm = &both.packet_comm;
+  for (platforms::Communicator* comm : {&both.packet_comm, &both.flow_comm}) {
+    const std::unique_ptr<platforms::Call> call =
+        comm->launch("nccl", collectives::Collective::AllReduce, elements::DType::Float32, elements::RedOp::Sum);
+    // NCCL's choices on 8 H100s (test_hardware: by hand): the ring's LL at 64 KiB, NVLS at 4 MiB.
+    for (const auto& [bytes, choice] : {std::pair{uint64_t{64} << 10, "ring ll"}, std::pair{uint64_t{4} << 20, "nvls"}}) {
+      bool done = false;
+      call->start(bytes, [&done] {
+        done = true;
+        sc_core::sc_pause();
+      });
+      sc_core::sc_start();
+      REQUIRE(done);
+      const platforms::Measures m = call->measures();
+      INFO((comm == packet_comm ? "packet level, " : "flows, ") << bytes << " B: " << m.choice);
+      CHECK(m.choice.rfind(choice, 0) == 0);
+      CHECK(m.time_us >= m.bound_us);
+      if (comm == packet_comm) CHECK(m.wrong == 0);
+    }
+  }
 }
