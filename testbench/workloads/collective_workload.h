@@ -167,8 +167,9 @@ class CollectiveWorkload : public GroupCollective {
   void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
                          collectives::Collective c);
   // The algorithm (a program file's, or the registry's), where it runs, and
-  // its synthesis; the tuner of an algorithm that tunes over several runs
-  // per size (Blink's), whose runs run_point sets up.
+  // its synthesis; alone at packet level, the tuner of an algorithm that
+  // sets up a program per size (nccl) or tuning run (Blink), whose
+  // programs run_point sets up afresh.
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
   std::unique_ptr<collectives::Site> site_;
