@@ -118,6 +118,11 @@ void TunedCall::note(std::ostream& notes, const Measures& m) const {
   latest().note(notes, m);
 }
 
+double TunedCall::bound_us(uint64_t bytes, bool with_links) const {
+  const auto at = sizes_.find(bytes);
+  return (at != sizes_.end() ? *at->second.call : *own_).bound_us(bytes, with_links);
+}
+
 uint64_t TunedCall::progress_ns() const {
   uint64_t ns = own_->progress_ns();
   for (const auto& [name, c] : by_choice_) ns += c->progress_ns();

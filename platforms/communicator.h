@@ -255,7 +255,8 @@ class TunedCall : public Call {
   std::string redop() const override { return own_->redop(); }
   const collectives::Schedule* nic_schedule() const override { return own_->nic_schedule(); }
   const std::string& trees_text() const override { return own_->trees_text(); }
-  double bound_us(uint64_t bytes, bool with_links = true) const override { return own_->bound_us(bytes, with_links); }
+  // The size's choice's, once asked; before, the algorithm's own program's.
+  double bound_us(uint64_t bytes, bool with_links = true) const override;
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override {
     own_->describe(os, bytes, name);
   }
