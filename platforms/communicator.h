@@ -162,11 +162,7 @@ class CollectiveCall : public Call {
   // The cluster's links, the bound, the NICs' schedule, the Little's-law
   // table sizing, NCCL's protocol by size, PXN's relays.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
-  // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
-  // what the tables did.
-  bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
   bool aggregates_in_sharp() const override { return sharp_; }
-  const nic::ScheduledCollective* schedule() const { return scheduled_; }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
   int sm_blocks() const override { return engines_->sm_blocks(); }
   double done_fraction() const override { return engines_->done_fraction(); }
@@ -176,6 +172,9 @@ class CollectiveCall : public Call {
   friend class Communicator;
   CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
                  elements::DType dtype, elements::RedOp redop);
+  // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
+  // what the tables did.
+  bool reduces_in_switches() const { return innet_ && *innet_ != collectives::InNetMethod::Multicast; }
   void describe_sizing(std::ostream& os) const;
   void describe_order(std::ostream& os) const;
   // Starts the engines, once NCCL's fixed cost has passed.
@@ -352,7 +351,7 @@ class Communicator {
   double least_endpoint_GBps(bool acked) const;
 
  private:
-  std::vector<int> endpoints() const { return ranks_; }  // [rank]: its GPU's endpoint index
+  const std::vector<int>& endpoints() const { return ranks_; }  // [rank]: its GPU's endpoint index
   std::vector<nic::Nic*> nics() const;   // [rank]: the NIC inside its GPU
   std::vector<int> node_of() const;      // [endpoint]: its node in nodes_
   std::vector<int> rail_of() const;      // [endpoint]: its place in its node, the rail of its adapter

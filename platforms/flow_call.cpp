@@ -35,7 +35,7 @@ std::pair<double, double> memory_ns(Config& cfg, const PlatformDefaults& d) {
 }
 }  // namespace
 
-FlowCall::FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site,
+FlowCall::FlowCall(const FlowOn& on, const collectives::Algorithm& a, const collectives::Site& site,
                    collectives::Synthesis s, elements::DType dtype, elements::RedOp redop, Config& cfg,
                    uint64_t seed, const std::string& name)
     : graph_(on.graph),
@@ -308,11 +308,12 @@ void FlowCall::share(uint64_t bytes) {
   });
 }
 
-Measures FlowCall::measures(const flow::Executor::Result& res, uint64_t bytes) const {
+Measures FlowCall::measures() const {
+  const flow::Executor::Result& res = *running_;
   const collectives::Program& p = program();
   Measures m;
   m.time_us = software_.row_us(gpu_ns(res) / 1e3);
-  m.bound_us = bound_us(bytes);
+  m.bound_us = bound_us(bytes_);
   m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
   m.redop = redop();
   m.flows = &res;

@@ -38,11 +38,9 @@ class SharedFlows;
 
 class FlowCall : public Call {
  public:
-  // Where it runs (communicator.h).
-  using On = FlowOn;
   // Sets up `s`, which algorithm `a` synthesized for `site`; `name` names
   // the algorithm in a refusal (UserError) of what flows do not model.
-  FlowCall(const On& on, const collectives::Algorithm& a, const collectives::Site& site, collectives::Synthesis s,
+  FlowCall(const FlowOn& on, const collectives::Algorithm& a, const collectives::Site& site, collectives::Synthesis s,
            elements::DType dtype, elements::RedOp redop, Config& cfg, uint64_t seed, const std::string& name);
   ~FlowCall() override;
 
@@ -55,22 +53,18 @@ class FlowCall : public Call {
   double endpoint_GBps() const override { return endpoint_GBps_; }
   // A program on the GPUs' cores holds a thread block per channel, as at packet level.
   int sm_blocks() const override { return sm_blocks_; }
-  // A message of `bytes` run alone from time 0, once per size.
-  const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
-  // The same as the call's run, whose row measures() then gives (Call::run_alone).
+  // A message of `bytes` alone from time 0 (run once per size), as the
+  // call's run, whose row measures() then gives.
   bool run_alone(uint64_t bytes, const flow::Executor::Progress& progress) override;
   // On a platform: a message of `bytes` starts now and calls on_done once
   // it ends, its time alone after now, or on the platform's shared network
   // (flow.share_links) when its flows end there, NCCL's fixed cost after
-  // its start; ran() is then its run.
+  // its start; measures() then gives its row.
   void start(uint64_t bytes, std::function<void()> on_done) override;
   bool done() const override { return running_ && !on_done_; }
-  const flow::Executor::Result& ran() const { return *running_; }
-  // The last start's row: its time on the GPUs (nccl.launch's floor
-  // included), the bound, the busbw factor (no elements: #wrong 0).
-  Measures measures() const override { return measures(ran(), bytes_); }
-  // The same of run `res` of a message of `bytes`.
-  Measures measures(const flow::Executor::Result& res, uint64_t bytes) const;
+  // The last run's row: its time on the GPUs (nccl.launch's floor
+  // included), the bound, the busbw factor, its flows (no elements: #wrong 0).
+  Measures measures() const override;
   // On a platform: its flows' time passed so far, ns, which the stall detector watches move.
   uint64_t progress_ns() const override;
   // The bound time (program_bound_us), with or without the busiest link between switches.
@@ -84,6 +78,8 @@ class FlowCall : public Call {
   void note(std::ostream& notes, const Measures& m) const override;
 
  private:
+  // A message of `bytes` run alone from time 0, once per size.
+  const flow::Executor::Result& alone(uint64_t bytes, const flow::Executor::Progress& progress = {});
   // A run's time on the GPUs, ns: NCCL's fixed cost, then its flows.
   double gpu_ns(const flow::Executor::Result& res) const;
   void cores(collectives::Program& program, const collectives::Site& site);
@@ -191,7 +187,7 @@ struct FlowPlatform {
   FlowPlatform(const topo::Topology& t, Config& cfg, const PlatformDefaults& d, bool share_links);
   FlowPlatform(const FlowPlatform&) = delete;  // the machine points at the graph
   // Where a collective on `gpus` of it runs.
-  FlowCall::On on(const std::vector<int>& gpus) { return {graph, machine, defaults, gpus, this}; }
+  FlowOn on(const std::vector<int>& gpus) { return {graph, machine, defaults, gpus, this}; }
   topo::Topology graph;
   flow::FlowMachine machine;
   PlatformDefaults defaults;

@@ -264,8 +264,12 @@ void CollectiveWorkload::make_communicator(const Share* share, topo::Topology ow
     comm_ = std::make_unique<Communicator>(*flow_platform_, gpus, cfg_, opt_.seed);
     return;
   }
-  const platforms::PlatformDefaults d = share ? platforms::PlatformDefaults{}
-                                              : platforms::platform_defaults(own, {algorithm_->needs(own, c)});
+  if (share) {
+    platform_ = share->platform;
+    comm_ = std::make_unique<Communicator>(*platform_, gpus, cfg_, opt_.seed);
+    return;
+  }
+  const platforms::PlatformDefaults d = platforms::platform_defaults(own, {algorithm_->needs(own, c)});
   if (flows_) {
     own_flows_ = std::make_unique<OwnFlows>(OwnFlows{std::move(own), {}, d});
     own_flows_->machine = platforms::flow_machine(own_flows_->graph, cfg_, d);
@@ -273,8 +277,8 @@ void CollectiveWorkload::make_communicator(const Share* share, topo::Topology ow
         platforms::FlowOn{own_flows_->graph, own_flows_->machine, own_flows_->defaults, gpus}, cfg_, opt_.seed);
     return;
   }
-  if (!share) own_platform_ = std::make_unique<platforms::GpuMachine>(own, cfg_, opt_.seed, d);
-  platform_ = share ? share->platform : own_platform_.get();
+  own_platform_ = std::make_unique<platforms::GpuMachine>(own, cfg_, opt_.seed, d);
+  platform_ = own_platform_.get();
   comm_ = std::make_unique<Communicator>(*platform_, gpus, cfg_, opt_.seed);
 }
 
