@@ -4,6 +4,7 @@
 #include <cassert>
 #include <set>
 
+#include "collectives/table_decoder.h"
 #include "core/error.h"
 
 namespace incsim::flow {
@@ -54,8 +55,8 @@ NicFlows::NicFlows(collectives::Program p, const FlowMachine& m, std::vector<int
 
 NicFlows::~NicFlows() = default;
 
-// One size's run: every rank's decoder, flows' bytes still to arrive and,
-// in dataflow mode, lanes.
+// One size's run: every rank's decoder (collectives::TableDecoder, as the
+// NIC's), whose message shares are flows.
 class NicFlows::Run : public RunFlows {
  public:
   // On `shared`, or on a network of its own.
@@ -68,19 +69,11 @@ class NicFlows::Run : public RunFlows {
   double issued() const { return static_cast<double>(issued_) / static_cast<double>(std::max<uint64_t>(entries_, 1)); }
 
  private:
-  struct Lane {
-    std::vector<uint32_t> queue;  // its streams in issue order
-    size_t head = 0;              // the one sending
-  };
-  struct Rank {
+  struct Rank : collectives::TableDecoder::Engine {
+    Run* run = nullptr;
     int r = 0;
-    std::vector<uint64_t> reduce_left, gather_left;  // [flow]: bytes still to arrive
-    std::vector<Lane> lanes;
-    std::vector<int> pending;  // dataflow: entries not issued, in table order
-    int timestep = 1, head = 0;
-    uint32_t sending = 0;      // streams of issued entries still sending
+    collectives::TableDecoder decoder;
     double lockstep_end = 0;   // a NOP's lockstep count is over
-    bool finished = false;
     // A port's messages pass its first switch's input buffer in order (one
     // queue): a message read from memory waits while an earlier one's rest
     // is still there, held back by its output (head-of-line blocking).
@@ -90,18 +83,22 @@ class NicFlows::Run : public RunFlows {
     };
     std::vector<Port> ports;     // [NIC port]
     std::vector<uint8_t> state;  // [share]: 1 sent, 2 out of the input buffer
+    // collectives::TableDecoder::Engine
+    void issued(const Entry&, int) override { ++run->issued_; }
+    void lockstep() override;
+    bool lockstep_over() const override { return run->net_->now() >= lockstep_end; }
+    bool empty(uint32_t s) const override { return run->length(run->shape(*this).shares[s]) == 0; }
+    void activate(uint32_t s) override { run->activate(*this, s); }
+    void finished() override { run->finished(); }
   };
   const std::vector<Entry>& table(const Rank& k) const { return f_.schedule_.tables[static_cast<size_t>(k.r)]; }
   const collectives::TableView& shape(const Rank& k) const { return f_.tables_[static_cast<size_t>(k.r)]; }
-  bool ready(const Rank& k, const Entry& e) const;
-  void advance(Rank& k);
-  void issue(Rank& k, int index);
   void activate(Rank& k, uint32_t s);
   void stream(Rank& k, uint32_t s);
   void passed(Rank& k, uint32_t s);
   void sent(Rank& k, uint32_t s);
   void arrived(Rank& k, int flow, bool reduce, uint64_t len);
-  void maybe_finish(Rank& k);
+  void finished();
   // Share s's bytes: its part of its flow, cut at elements.
   uint64_t length(const collectives::TableView::Share& s) const {
     const uint64_t elems = layout_[static_cast<size_t>(s.flow)].length / f_.elem_;
@@ -126,94 +123,23 @@ NicFlows::Run::Run(NicFlows& f, uint64_t bytes, Network* on) : RunFlows(on, *f.g
   ranks_.resize(f.tables_.size());
   for (size_t r = 0; r < ranks_.size(); ++r) {
     Rank& k = ranks_[r];
+    k.run = this;
     k.r = static_cast<int>(r);
     const collectives::TableView& tb = f.tables_[r];
-    for (size_t g = 0; g < tb.flows.size(); ++g) {
-      k.reduce_left.push_back(tb.flows[g].reduce_children * layout_[g].length);
-      k.gather_left.push_back(tb.flows[g].gathers ? layout_[g].length : 0);
-    }
-    if (f.dataflow_) k.lanes.resize(static_cast<size_t>(tb.lanes));  // lockstep issues with no lane
+    k.decoder.start(table(k), tb, layout_, f.dataflow_, k);
     k.state.assign(tb.shares.size(), 0);
     const int node = f.m_.t->endpoints()[static_cast<size_t>(f.endpoints_[r])];
     k.ports.resize(static_cast<size_t>(f.m_.t->node(node).ports));
-    const std::vector<Entry>& entries = table(k);
-    entries_ += entries.size();
-    if (f.dataflow_)
-      for (int i = 0; i < static_cast<int>(entries.size()); ++i)
-        if (entries[static_cast<size_t>(i)].op != Op::Nop) k.pending.push_back(i);
-    // NOPs hold nothing in dataflow mode.
-    k.head = static_cast<int>(entries.size() - (f.dataflow_ ? k.pending.size() : entries.size()));
-    issued_ += static_cast<uint64_t>(k.head);
+    entries_ += table(k).size();
+    issued_ += static_cast<uint64_t>(k.decoder.head());  // NOPs hold nothing in dataflow mode
   }
   running_ = static_cast<int>(ranks_.size());
 }
 
-bool NicFlows::Run::ready(const Rank& k, const Entry& e) const {
-  const size_t g = static_cast<size_t>(e.flow == kNil ? 0 : e.flow);
-  if (e.op == Op::Reduce && e.parent != kNil) return k.reduce_left[g] == 0;  // children's partial sums are in
-  if (e.op == Op::Gather && !e.children.empty())
-    return shape(k).flows[g].root ? k.reduce_left[g] == 0 : k.gather_left[g] == 0;
-  return true;  // a NOP, or an entry that only records what arrives
-}
-
-// The decoder (Table::advance): the head entry issues when its step is the
-// timestep counter's and its dependencies are met; the counter moves on once
-// the lockstep count is over and every issued message has left. In
-// dataflow mode every pending entry whose dependencies are met issues.
-void NicFlows::Run::advance(Rank& k) {
-  const std::vector<Entry>& entries = table(k);
-  if (f_.dataflow_) {
-    size_t keep = 0;
-    for (size_t i = 0; i < k.pending.size() && !k.finished; ++i) {
-      const int index = k.pending[i];
-      if (ready(k, entries[static_cast<size_t>(index)])) {
-        issue(k, index);
-        ++k.head;
-      } else {
-        k.pending[keep++] = index;
-      }
-    }
-    k.pending.resize(keep);
-    maybe_finish(k);
-    return;
-  }
-  while (!k.finished && k.head < static_cast<int>(entries.size())) {
-    const Entry& e = entries[static_cast<size_t>(k.head)];
-    if (e.step > k.timestep) {
-      if (k.sending > 0 || net_->now() < k.lockstep_end) return;  // sent() or the lockstep count calls again
-      k.timestep = e.step;
-      continue;
-    }
-    if (!ready(k, e)) return;  // arrived() calls again
-    issue(k, k.head);
-    ++k.head;
-  }
-  maybe_finish(k);
-}
-
-void NicFlows::Run::issue(Rank& k, int index) {
-  const Entry& e = table(k)[static_cast<size_t>(index)];
-  ++issued_;
-  if (e.op == Op::Nop) {
-    k.lockstep_end = net_->now() + step_ns_;
-    after(step_ns_, [this, &k] { advance(k); });
-    return;
-  }
-  const collectives::TableView& tb = shape(k);
-  for (uint32_t s = tb.first_share[static_cast<size_t>(index)]; s < tb.first_share[static_cast<size_t>(index) + 1]; ++s) {
-    ++k.sending;
-    if (length(tb.shares[s]) == 0) {  // an empty share: nothing to read
-      --k.sending;
-      continue;
-    }
-    if (!f_.dataflow_) {
-      activate(k, s);
-      continue;
-    }
-    Lane& l = k.lanes[static_cast<size_t>(tb.shares[s].lane)];
-    l.queue.push_back(s);
-    if (l.queue.size() - l.head == 1) activate(k, s);  // the lane was idle
-  }
+void NicFlows::Run::Rank::lockstep() {
+  const double step = run->step_ns_;
+  lockstep_end = run->net_->now() + step;
+  run->after(step, [this] { decoder.advance(); });
 }
 
 // The DMA engine's first read returns one memory access later; then the
@@ -311,28 +237,16 @@ void NicFlows::Run::passed(Rank& k, uint32_t s) {
 void NicFlows::Run::sent(Rank& k, uint32_t s) {
   k.state[s] |= 1;
   if (!(k.state[s] & 2)) ++k.ports[static_cast<size_t>(shape(k).shares[s].port)].blocking;
-  --k.sending;
-  if (f_.dataflow_) {
-    Lane& l = k.lanes[static_cast<size_t>(shape(k).shares[s].lane)];
-    if (++l.head < l.queue.size()) activate(k, l.queue[l.head]);
-  }
-  advance(k);
+  k.decoder.sent(s);
 }
 
 // A Reduce share is added into the flow's partial sum, a Gather share is
 // the sum; once the flow's last byte is in, the decoder looks again.
 void NicFlows::Run::arrived(Rank& k, int flow, bool reduce, uint64_t len) {
-  uint64_t& left = (reduce ? k.reduce_left : k.gather_left)[static_cast<size_t>(flow)];
-  assert(left >= len);
-  left -= len;
-  if (left == 0) advance(k);
+  if (k.decoder.arrived(flow, reduce, len)) k.decoder.advance();
 }
 
-void NicFlows::Run::maybe_finish(Rank& k) {
-  if (k.finished || k.head < static_cast<int>(table(k).size()) || k.sending > 0) return;
-  for (size_t g = 0; g < k.reduce_left.size(); ++g)
-    if (k.reduce_left[g] > 0 || k.gather_left[g] > 0) return;
-  k.finished = true;
+void NicFlows::Run::finished() {
   if (--running_ != 0) return;
   end_ = net_->now();
   if (done_) done_(result(end_, transfers_, *f_.graph_));
@@ -340,22 +254,18 @@ void NicFlows::Run::maybe_finish(Rank& k) {
 
 void NicFlows::Run::begin(Done done) {
   done_ = std::move(done);
-  for (Rank& k : ranks_) advance(k);
+  for (Rank& k : ranks_) k.decoder.advance();
 }
 
 NicFlows::Result NicFlows::Run::go(const Network::Callback& tick) {
   begin({});
   net_->run(tick);
   for (const Rank& k : ranks_) {
-    if (k.finished) continue;
-    uint64_t reduce = 0, gather = 0;
-    for (size_t g = 0; g < k.reduce_left.size(); ++g) {
-      reduce += k.reduce_left[g];
-      gather += k.gather_left[g];
-    }
+    if (k.decoder.finished()) continue;
+    const collectives::TableDecoder::Awaited a = k.decoder.awaited();
     throw UserError("the schedule stalls as flows: rank " + std::to_string(k.r) + "'s table waits at entry " +
-                    std::to_string(k.head) + " of " + std::to_string(table(k).size()) + " for " +
-                    std::to_string(reduce) + " B of Reduce and " + std::to_string(gather) + " B of Gather messages");
+                    std::to_string(k.decoder.head()) + " of " + std::to_string(table(k).size()) + " for " +
+                    std::to_string(a.reduce) + " B of Reduce and " + std::to_string(a.gather) + " B of Gather messages");
   }
   return result(end_, transfers_, *f_.graph_);
 }

@@ -22,6 +22,7 @@
 #include "elements/data_pattern.h"
 #include "collectives/executor.h"
 #include "collectives/schedule.h"
+#include "collectives/table_decoder.h"
 #include "elements/alu.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -83,9 +84,10 @@ struct NicJob {
 class Nic;
 
 // One schedule table loaded in a NIC: one collective's rank there, with its
-// own flows, buffers, message streams, lanes and decoder counters (Fig. 6),
-// so it runs beside the NIC's other tables without touching them.
-class Table : public Traceable, public collectives::RankExecutor {
+// own flows, buffers, message streams and decoder (Fig. 6,
+// collectives::TableDecoder, which flows run too), so it runs beside the
+// NIC's other tables without touching them.
+class Table : public Traceable, public collectives::RankExecutor, collectives::TableDecoder::Engine {
  public:
   Table(Nic& nic, uint16_t id);
   ~Table() override;
@@ -103,7 +105,7 @@ class Table : public Traceable, public collectives::RankExecutor {
   // The table's entries issued so far and in all (none unloaded).
   Progress progress() const override {
     if (!loaded()) return {};
-    return {static_cast<uint64_t>(head_), table().size()};
+    return {static_cast<uint64_t>(decoder_.head()), table().size()};
   }
   // Table 0 as gpu3.nic.timestep and so on, table k as gpu3.nic.tablek.timestep.
   void trace(sc_core::sc_trace_file* tf) const override;
@@ -118,7 +120,6 @@ class Table : public Traceable, public collectives::RankExecutor {
     uint32_t reduce_readers = 0;   // streams that send the partial sum up
     uint32_t gather_readers = 0;   // streams that send the full sum down
     // Per run.
-    uint64_t reduce_left = 0, gather_left = 0;  // bytes still to arrive
     int buffer = -1;                            // buffers_ slot holding the flow's data
     uint32_t readers_left = 0;                  // streams still to read that data
   };
@@ -127,25 +128,21 @@ class Table : public Traceable, public collectives::RankExecutor {
   void on_timer();
   void on_message(const net::Packet& p);
   void report(std::ostream& os, const std::string& prefix) const;
-  bool ready(const collectives::Entry& e) const;
-  void issue(const collectives::Entry& e, size_t index);
-  void advance();
-  void finish_stream(Stream& s);  // bookkeeping of a stream that has sent all
-  void stream_done(Stream& s);    // the same, then the decoder looks again
+  // collectives::TableDecoder::Engine: a share is a Stream (streams_).
+  void issued(const collectives::Entry& e, int index) override;
+  void lockstep() override;
+  bool lockstep_over() const override { return sim_now() >= lockstep_end_; }
+  void holds(uint32_t s) override;
+  bool empty(uint32_t s) const override;
+  void activate(uint32_t s) override;
+  void released(uint32_t s) override;
+  void finished() override {
+    if (on_done_) on_done_();
+  }
   uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
-  void maybe_finish();
   void remove_streams();  // from the GPU, if start added them
-  void advance_dataflow();
-  void activate(Stream& s);
-
-  // Dataflow mode: per (port, destination, tree), the issued streams in issue order; only
-  // the first that has not finished is active on the port.
-  struct Lane {
-    std::vector<Stream*> queue;  // reserved for every stream of the lane
-    size_t head = 0;
-  };
 
   const std::vector<collectives::Entry>& table() const { return job_.schedule->tables[job_.rank]; }
   uint32_t elem_bytes() const { return elements::dtype_bytes(job_.dtype); }
@@ -158,21 +155,16 @@ class Table : public Traceable, public collectives::RankExecutor {
   std::function<void()> on_done_;
 
   std::vector<FlowState> flows_;
-  std::vector<std::vector<std::unique_ptr<Stream>>> entry_streams_;  // [table entry]
+  collectives::TableView view_;                  // the table's flows and message shares
+  std::vector<std::unique_ptr<Stream>> streams_;  // [share]
   std::vector<std::vector<uint8_t>> buffers_;
   std::vector<int> free_buffers_;
-  std::vector<Lane> lanes_;
-  std::vector<int> pending_;  // dataflow mode: entries not yet issued, in table order
 
-  // The counters of Fig. 6 (traced).
+  // The decoder and its counters (Fig. 6, traced).
+  collectives::TableDecoder decoder_;
   bool streams_added_ = false;
-  int timestep_ = 0;
   int lockstep_cycles_ = 0;      // loaded by a NOP, 0 once it has counted down
   sc_core::sc_time lockstep_end_;
-  int head_ = 0;                 // the table entry the decoder inspects
-  int head_flow_ = collectives::kNil;
-  uint32_t sending_ = 0;         // streams of issued entries still injecting
-  bool finished_ = false;
   uint64_t messages_sent_ = 0;
   uint64_t wrong_ = 0, checked_ = 0, expect_checked_ = 0;
   int owner_ = -1;  // a broadcast's root: results are its input; -1: the reduction

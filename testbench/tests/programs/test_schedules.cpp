@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/baselines.h"
@@ -18,6 +19,7 @@
 #include "collectives/program_check.h"
 #include "collectives/program_synthesis.h"
 #include "collectives/schedule.h"
+#include "collectives/table_decoder.h"
 #include "collectives/table_program.h"
 #include "core/error.h"
 #include "topology/direct_networks.h"
@@ -572,4 +574,101 @@ TEST_CASE("schedule tables print in the Fig. 5 layout and slices map to bytes", 
   CHECK(a.length == 332);
   CHECK(b2.offset == 332);
   CHECK(b2.offset + b2.length == 1000);
+}
+
+namespace {
+// What the decoder asked of its engine, in order: "issue I", "nop", "send S", "release S", "done".
+struct StubEngine : TableDecoder::Engine {
+  std::vector<std::string> log;
+  std::vector<char> empties;  // [share]
+  bool over = true;           // the lockstep count is over; a NOP starts one
+  void issued(const Entry&, int index) override { log.push_back("issue " + std::to_string(index)); }
+  void lockstep() override {
+    log.push_back("nop");
+    over = false;
+  }
+  bool lockstep_over() const override { return over; }
+  bool empty(uint32_t s) const override { return s < empties.size() && empties[s]; }
+  void activate(uint32_t s) override { log.push_back("send " + std::to_string(s)); }
+  void released(uint32_t s) override { log.push_back("release " + std::to_string(s)); }
+  void finished() override { log.push_back("done"); }
+  std::vector<std::string> take() { return std::exchange(log, {}); }
+};
+}  // namespace
+
+TEST_CASE("the table decoder issues by timestep and dependency, counts a NOP's lockstep and runs a lane in order",
+          "[nic][decoder]") {
+  // Node 0 of a hand schedule, flows of 100 bytes: a Reduce to node 1
+  // (step 1), a NOP (step 2), a Reduce to node 2 waiting for node 1's
+  // partial sum (step 3), and two Gathers to node 1 of one tree (step 4),
+  // the second waiting for flow 1's sum.
+  Schedule s;
+  s.nodes = 3;
+  s.slices = 3;
+  s.flows = {{0, 1}, {1, 1}, {2, 1}};
+  s.flow_tree = {0, 1, 1};
+  const Op R = Op::Reduce, G = Op::Gather;
+  s.tables = {{E(R, 0, 1, {}, 1), E(Op::Nop, kNil, kNil, {}, 2), E(R, 1, 2, {1}, 3), E(G, 2, kNil, {1}, 4),
+               E(G, 1, 2, {1}, 4)},
+              {}, {}};
+  const TableView view = table_view(s, 0, {{0}, {1}, {2}}, {});
+  REQUIRE(view.shares.size() == 4);
+  const std::vector<ByteRange> flows(3, ByteRange{0, 100});
+  StubEngine engine;
+  TableDecoder d;
+
+  SECTION("lockstep") {
+    d.start(s.tables[0], view, flows, false, engine);
+    d.advance();
+    CHECK(engine.take() == std::vector<std::string>{"issue 0", "send 0"});
+    d.sent(0);  // the step's message has left: the NOP's step comes
+    CHECK(engine.take() == std::vector<std::string>{"release 0", "issue 1", "nop"});
+    d.advance();  // the lockstep count still runs
+    CHECK(engine.take().empty());
+    engine.over = true;
+    d.advance();  // step 3: entry 2 waits for its child's 100 bytes
+    CHECK(engine.take().empty());
+    CHECK(d.timestep() == 3);
+    CHECK_FALSE(d.arrived(1, true, 60));
+    CHECK(d.arrived(1, true, 40));
+    d.advance();
+    CHECK(engine.take() == std::vector<std::string>{"issue 2", "send 1"});
+    d.sent(1);  // step 4: flow 2's Gather awaits nothing, flow 1's waits for its sum
+    CHECK(engine.take() == std::vector<std::string>{"release 1", "issue 3", "send 2"});
+    CHECK(d.head() == 4);
+    CHECK(d.arrived(1, false, 100));
+    d.advance();  // in lockstep a lane does not wait
+    CHECK(engine.take() == std::vector<std::string>{"issue 4", "send 3"});
+    d.sent(2);
+    CHECK(engine.take() == std::vector<std::string>{"release 2"});
+    d.sent(3);
+    CHECK(engine.take() == std::vector<std::string>{"release 3", "done"});
+    CHECK(d.finished());
+  }
+  SECTION("dataflow: no steps, no NOPs, a lane's second message after its first") {
+    d.start(s.tables[0], view, flows, true, engine);
+    CHECK(d.head() == 1);  // the NOP holds nothing
+    d.advance();
+    CHECK(engine.take() == std::vector<std::string>{"issue 0", "send 0", "issue 3", "send 2"});
+    CHECK(d.arrived(1, true, 100));
+    d.advance();
+    CHECK(engine.take() == std::vector<std::string>{"issue 2", "send 1"});
+    CHECK(d.arrived(1, false, 100));
+    d.advance();  // flow 1's Gather joins the lane of flow 2's, still sending
+    CHECK(engine.take() == std::vector<std::string>{"issue 4"});
+    d.sent(2);
+    CHECK(engine.take() == std::vector<std::string>{"release 2", "send 3"});
+    d.sent(0);
+    d.sent(1);
+    CHECK_FALSE(d.finished());
+    d.sent(3);
+    CHECK(d.finished());
+    CHECK(engine.take().back() == "done");
+  }
+  SECTION("an empty share is released at once and holds no step") {
+    engine.empties = {1};
+    d.start(s.tables[0], view, flows, false, engine);
+    d.advance();
+    CHECK(engine.take() == std::vector<std::string>{"issue 0", "release 0", "issue 1", "nop"});
+  }
 }
