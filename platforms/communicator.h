@@ -58,6 +58,13 @@ struct Measures {
   double nvlink_busiest = -1, network_busiest = -1;
   // As flows: the run, whose flows stand for the packets and elements above (null at packet level).
   const flow::Executor::Result* flows = nullptr;
+  // NetReduce's RoCE hosts at packet level (netreduce_call.h): the frames
+  // they sent per host, Gb/s, what loss cost, and the packets' link hops.
+  struct Roce {
+    double throughput_Gbps = 0;
+    uint64_t lost = 0, icrc_drops = 0, retransmitted = 0, timeouts = 0, first_lost = 0, resent = 0, packet_hops = 0;
+  };
+  std::optional<Roce> roce;
   // Where the algorithm sets up a program per size (TunedCall): the size's choice.
   std::string choice;
 };

@@ -74,6 +74,7 @@ class NetReduceJob {
   std::unique_ptr<flow::RoceFlows> flows(const collectives::Program& p, uint32_t msg_len, uint32_t window,
                                          elements::DType dtype);
 
+  Layout layout() const { return shape_.layout; }
   int hosts() const { return shape_.hosts(); }
   int racks() const { return shape_.racks; }
   roce::RoceNic& nic(int host) const { return *nics_[host]; }

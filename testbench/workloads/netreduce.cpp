@@ -1,25 +1,16 @@
 #include "netreduce.h"
 
-#include <numeric>
-
-#include <algorithm>
-#include <cmath>
 #include <iomanip>
 #include <numeric>
 #include <ostream>
 
 #include "choices.h"
 #include "collective_workload.h"
-#include "ethernet/roce_frame.h"
-#include "platforms/ethernet_fabric.h"
+#include "collectives/program_synthesis.h"
 #include "core/error.h"
 #include "core/units.h"
-#include "platforms/platform.h"
 #include "platforms/netreduce_machines.h"
-#include "collectives/executor.h"
-#include "collectives/program_check.h"
-#include "collectives/program_synthesis.h"
-#include "roce/host_program.h"
+#include "platforms/platform.h"
 
 namespace incsim::tb {
 
@@ -80,22 +71,10 @@ bool is_netreduce_platform(const std::string& platform) {
   return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
 }
 
-struct NetReduceWorkload::Totals {
-  uint64_t frame_bytes = 0, lost = 0, retransmitted = 0, timeouts = 0, icrc_drops = 0, first_lost = 0, resent = 0;
-};
-
-struct NetReduceWorkload::Point {
-  std::vector<uint64_t> before_packets;  // [link end]
-  Totals t0;
-  sc_core::sc_time start, end;
-  int finished = 0;  // hosts with their result
-  std::function<void()> on_done;
-};
-
 NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
   if (share) opt_.ring = share->hosts;
   // Alone only: jobs and training on these platforms run at packet level (workloads.cpp).
-  const bool flow = opt_.fidelity == "flow";
+  const bool flow = flows_ = opt_.fidelity == "flow";
   if (flow) refuse_packet_outputs(opt_, true);
   *schema_ = nccl_schema();
   refuse_options(opt_, {"load"}, "applies to --traffic only");
@@ -155,8 +134,8 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
                  "a buffer of that size on each of " + std::to_string(shape.hosts()) + (multigpu_ ? " GPUs" : " hosts"),
                  false);
 
-  window_ = cfg_.get(kWindow);
-  msg_len_ = msg_len_asked_ = cfg_.get(kMsgLen);
+  const uint32_t window = cfg_.get(kWindow);
+  uint32_t msg_len = msg_len_asked_ = cfg_.get(kMsgLen);
 
   job_ = std::make_unique<platforms::NetReduceJob>(shape, in_network, opt_.ring, in_network ? cfg_.get(netreduce::kCltEntries) : 0,
                                         share ? share->job : -1);
@@ -168,23 +147,15 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   }
   job_->attach(*machine_);
   // Its aggregator arrays, in what the FPGAs' memory leaves it (fpga.aggregator.bytes).
-  if (in_network) msg_len_ = job_->msg_len_for(window_, msg_len_);
+  if (in_network) msg_len = job_->msg_len_for(window, msg_len);
   job_->program(opt_.seed);
-  if (in_network) ring_id_ = job_->add_ring(window_, msg_len_, dtype_, redop_);
-  const uint32_t mtu = job_->mtu_payload();
-  // Per packet: the headers of every packet, plus the RETH and INA header of
-  // each message's first packet, shared by its MsgLen packets.
-  const double per_packet = mtu + eth::kEthWireOverhead + eth::kRoceOverhead +
-                            (eth::kRethBytes + (in_network ? eth::kInaBytes : 0)) / static_cast<double>(msg_len_);
-  payload_GBps_ = job_->ring_GBps() * mtu / per_packet;
-  intra_payload_GBps_ = job_->host_link_GBps() * mtu / per_packet;
-  const int ranks = job_->ring_size();
-  pattern_ = std::make_unique<elements::DataPattern>(opt_.seed, ranks, dtype_, redop_);
-  roce::HostConfig hc{mtu, msg_len_, window_, ring_id_};
+  const uint16_t ring_id = in_network ? job_->add_ring(window, msg_len, dtype_, redop_) : 0;
   in_network_ = in_network;
-  program_ = make_program(algorithm, cfg_);
-  if (flow) flows_ = job_->flows(program_, msg_len_, window_, dtype_);
-  else hosts_ = job_->host_programs(program_, hc, pattern_.get(), dtype_, redop_);
+  platforms::NetReduceCall::Setup setup{make_program(algorithm, cfg_), msg_len, window, ring_id, dtype_, redop_,
+                                        opt_.seed, in_network, masters_ring_, flow};
+  call_ = std::make_unique<platforms::NetReduceCall>(
+      *machine_, *job_, std::move(setup),
+      "netreduce_drain" + (share ? "_job" + std::to_string(share->job) : std::string()));
 
   if (multigpu_)  // the appendix's model and the values it was given
     schema_->add({"model_us", "us", ColumnKind::Measurement})
@@ -196,48 +167,13 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
                         "results_sent_again"})
     schema_->add({c, "packets", ColumnKind::Measurement});
   schema_->add({"packet_hops", "packets", ColumnKind::Measurement});
-  spawn_method(
-      ("netreduce_drain" + (share ? "_job" + std::to_string(share->job) : std::string())).c_str(),
-      [this] {
-        drain_.fired();
-        if (!point_ || !point_->on_done) return;
-        if (!drained()) return drain_.after(sc_core::sc_time(1, sc_core::SC_US));
-        const auto on_done = std::move(point_->on_done);
-        point_->on_done = nullptr;
-        on_done();
-      },
-      &drain_.event);
 }
 
 NetReduceWorkload::~NetReduceWorkload() = default;
 
 sc_core::sc_time NetReduceWorkload::default_stall_timeout() const { return job_->default_stall_timeout(); }
 
-void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const {
-  for (int i = 0; i < job_->ring_size(); ++i)
-    sc_core::sc_trace(tf, hosts_[i]->progress_ref(), "host" + std::to_string(job_->ring_host(i)) + ".op");
-}
-
-// The bandwidth term alone (the bound) or with the latency term (the
-// appendix's model): Eq. (1) for the flat ring, Eq. (3) for Parallel
-// NetReduce, with B the payload bandwidths and alpha the hop latency.
-double NetReduceWorkload::model_us(uint64_t bytes, bool with_alpha) const {
-  const int p = job_->ring_size(), n = p / job_->racks();
-  const double a = with_alpha ? job_->hop_latency().to_seconds() * 1e6 : 0.0;
-  const double b_inter = payload_GBps_ * 1e3, b_intra = intra_payload_GBps_ * 1e3;  // B/us
-  if (!multigpu_)
-    return in_network_ ? a + bytes / b_inter : 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;
-  if (masters_ring_ && !with_alpha) {  // the masters' ring all-reduce alone
-    const double m_count = job_->racks();
-    return 2.0 * (m_count - 1) / m_count * bytes / b_inter;
-  }
-  if (masters_ring_) {  // Eq. (2)
-    const double lat = (n * n + 3.0 * n * std::log2(n) - 3.0 * n + 2.0 * p) / n * a;
-    return lat + (4.0 * (n - 1) * p * b_inter + 2.0 * (p - n) * n * b_intra) / (n * p * b_intra * b_inter) * bytes;
-  }
-  if (!in_network_) return 2.0 * (p - 1) * a + 2.0 * (p - 1) / p * bytes / b_inter;  // Eq. (1)
-  return (2.0 * n - 1) * a + (2.0 * (n - 1) * b_inter + n * b_intra) / (n * b_intra * b_inter) * bytes;  // Eq. (3)
-}
+void NetReduceWorkload::trace(sc_core::sc_trace_file* tf) const { call_->trace(tf); }
 
 // The algorithm's program (collectives/program_synthesis.h), or the file's,
 // on the ring's ranks.
@@ -281,179 +217,78 @@ collectives::Program NetReduceWorkload::make_program(const collectives::Algorith
 
 void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
   if (what != "program") Workload::print(what, os);
-  os << collectives::write_program(program_);
+  os << collectives::write_program(call_->program());
 }
 
 double NetReduceWorkload::done_fraction() const {
   if (flows_) return fraction_ ? (*fraction_)() : -1;
-  return collectives::done_fraction(hosts_);
-}
-
-uint64_t NetReduceWorkload::host_peak_bytes() const {
-  uint64_t most = 0;
-  for (const auto& h : hosts_) most = std::max(most, h->peak_bytes());
-  return most;
-}
-
-NetReduceWorkload::Totals NetReduceWorkload::totals() const {
-  Totals t;
-  for (int k = 0; k < job_->ring_size(); ++k) {
-    const roce::RoceNic& n = job_->nic(job_->ring_host(k));
-    t.frame_bytes += n.frame_bytes_sent();
-    t.retransmitted += n.retransmitted();
-    t.timeouts += n.timeouts();
-    t.icrc_drops += n.icrc_drops();
-  }
-  t.lost = machine_->frames_lost();
-  for (const auto& f : job_->fpgas()) {
-    const auto c = f->counters();
-    t.icrc_drops += c.icrc_drops;
-    t.first_lost += c.first_lost_drops;
-    t.resent += f->ring(ring_id_).resent();
-  }
-  return t;
-}
-
-void NetReduceWorkload::begin(size_t) {
-  point_ = std::make_unique<Point>();
-  const auto& ends = machine_->link_ends();
-  point_->before_packets.resize(ends.size());
-  for (size_t k = 0; k < ends.size(); ++k) point_->before_packets[k] = ends[k].port->packets_sent();
-  point_->t0 = totals();
-  point_->start = sc_core::sc_time_stamp();
-}
-
-bool NetReduceWorkload::drained() const {
-  for (int k = 0; k < job_->ring_size(); ++k)
-    if (!job_->nic(job_->ring_host(k)).idle()) return false;
-  return true;
+  return call_->done_fraction();
 }
 
 std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
+  const std::string what = "size " + size_label(sizes_[si]);
   if (flows_) {
-    flow::Executor::Result res;
-    run.run_plain("size " + size_label(sizes_[si]), [&](const Runner::Poll& poll) {
-      res = flows_->run(sizes_[si], [&](const std::function<double()>& fraction, double now_ns) {
+    run.run_plain(what, [&](const Runner::Poll& poll) {
+      call_->run_alone(sizes_[si], [&](const std::function<double()>& fraction, double now_ns) {
         fraction_ = &fraction;
         poll(now_ns / 1e3);
         fraction_ = nullptr;
       });
     });
-    return {flow_row(si, res, notes)};
+    return {finish(si, notes)};
   }
-  const int hosts = job_->ring_size();  // the workers
-  begin(si);
-  Point& p = *point_;
-  auto done = [&] {
-    if (++p.finished == hosts) {
-      p.end = sc_core::sc_time_stamp();
-      sc_core::sc_pause();
-    }
-  };
-  for (auto& h : hosts_) h->start(sizes_[si], done);
-  const std::string what = "size " + size_label(sizes_[si]);
-  run.run_until([&] { return p.finished == hosts; }, what);
+  call_->start(sizes_[si], [] { sc_core::sc_pause(); });
+  run.run_until([this] { return call_->done(); }, what);
   // The last ACKs: every connection drains before the next size starts,
   // so no retransmission of this size meets the next one's messages.
-  run.run_until([this] { return drained(); }, what, sc_core::sc_time(1, sc_core::SC_US));
+  run.run_until([this] { return call_->drained(); }, what, sc_core::sc_time(1, sc_core::SC_US));
   return {finish(si, notes)};
 }
 
-void NetReduceWorkload::start(size_t si, std::function<void()> on_done) {
-  begin(si);
-  point_->on_done = std::move(on_done);
-  const platforms::EthernetFabric& f = machine_->fabric_as<platforms::EthernetFabric>();
-  const bool faults = f.link_loss() > 0 || f.link_corruption() > 0;
-  for (auto& h : hosts_)
-    h->start(sizes_[si], [this, faults] {
-      Point& p = *point_;
-      if (++p.finished < job_->ring_size()) return;
-      p.end = sc_core::sc_time_stamp();
-      if (faults) return drain_.after(sc_core::SC_ZERO_TIME);
-      const auto on_done = std::move(p.on_done);
-      p.on_done = nullptr;
-      on_done();
-    });
-}
+void NetReduceWorkload::start(size_t si, std::function<void()> on_done) { call_->start(sizes_[si], std::move(on_done)); }
 
+// The time and bound, the appendix's model on multigpu, the goodput; at
+// packet level what loss cost (as flows nothing is lost, resent or counted
+// as packets: those columns read "-").
 Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
-  const int hosts = job_->ring_size();  // the workers
   const uint64_t bytes = sizes_[si];
-  const auto& ends = machine_->link_ends();
-  const Point& p = *point_;
-  const Totals& t0 = p.t0;
-  const Totals t1 = totals();
+  const platforms::Measures m = call_->measures();
   Row r(schema_);
-  const double time_us = (p.end - p.start).to_seconds() * 1e6;
-  fill_row(r, si, time_us, collectives::wrong(hosts_), notes);
-  const double goodput = 8.0 * static_cast<double>(bytes) / (time_us * 1e3);
-  // Frames the hosts sent up to the end of the collective, per host.
-  const double throughput = 8.0 * static_cast<double>(t1.frame_bytes - t0.frame_bytes) / hosts / (time_us * 1e3);
-  uint64_t hops = 0;
-  for (size_t k = 0; k < ends.size(); ++k) hops += ends[k].port->packets_sent() - p.before_packets[k];
-  r.set("throughput_Gbps", throughput)
-      .set("frames_lost", t1.lost - t0.lost)
-      .set("icrc_drops", t1.icrc_drops - t0.icrc_drops)
-      .set("retransmitted_packets", t1.retransmitted - t0.retransmitted)
-      .set("timeouts", t1.timeouts - t0.timeouts)
-      .set("first_lost_drops", t1.first_lost - t0.first_lost)
-      .set("results_sent_again", t1.resent - t0.resent)
-      .set("packet_hops", hops);
-  // On multigpu a host is a GPU: its frames cross the machine's fabric, not only the NIC.
-  notes << std::fixed << std::setprecision(2) << "#   goodput " << goodput << " Gbps, throughput " << throughput
-        << (multigpu_ ? " Gbps per GPU (frames it sends into its machine, toward a GPU or the NIC); "
-                      : " Gbps per host; ") << t1.lost - t0.lost << " frames lost, " << t1.icrc_drops - t0.icrc_drops
-        << " failed the ICRC, " << t1.retransmitted - t0.retransmitted << " packets retransmitted ("
-        << t1.timeouts - t0.timeouts << " timeouts)";
-  if (in_network_)
-    notes << ", " << t1.first_lost - t0.first_lost << " dropped for a lost first packet, " << t1.resent - t0.resent
-          << " results sent again";
-  notes << "\n";
-  return r;
-}
-
-// What both fidelities report: the time and bound, the appendix's model on
-// multigpu, the goodput.
-void NetReduceWorkload::fill_row(Row& r, size_t i, double time_us, uint64_t wrong, std::ostream& notes) const {
-  const int hosts = job_->ring_size();
-  const uint64_t bytes = sizes_[i];
-  fill_nccl(r, bytes, elements::dtype_name(dtype_), elements::redop_name(redop_), time_us,
-            2.0 * (hosts - 1) / hosts, wrong, model_us(bytes, false));
-  const double model = model_us(bytes, true);
+  fill_nccl(r, bytes, elements::dtype_name(dtype_), m.redop, m.time_us, m.busbw_factor, m.wrong, m.bound_us);
+  const double model = call_->model_us(bytes);
   if (multigpu_)
     r.set("model_us", model)
         .set("alpha_us", job_->hop_latency().to_seconds() * 1e6)
-        .set("B_inter_payload_GBps", payload_GBps_)
-        .set("B_intra_payload_GBps", intra_payload_GBps_);
-  r.set("goodput_Gbps", 8.0 * static_cast<double>(bytes) / (time_us * 1e3));
+        .set("B_inter_payload_GBps", call_->endpoint_GBps())
+        .set("B_intra_payload_GBps", call_->intra_GBps());
+  r.set("goodput_Gbps", 8.0 * static_cast<double>(bytes) / (m.time_us * 1e3));
   // Under a memory budget, how much its arrays took and the MsgLen that left them (a jobs run's grants).
   if (in_network_ && job_->fpga()->memory_bytes())
-    r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", msg_len_}};
+    r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", call_->msg_len()}};
   if (multigpu_)
     notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
-          << "): " << model << " us; simulated / model " << std::setprecision(3) << time_us / model << "\n";
-}
-
-// As flows nothing is lost, resent or counted as packets: those columns read "-".
-Row NetReduceWorkload::flow_row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const {
-  Row r(schema_);
-  fill_row(r, i, res.time_ns / 1e3, 0, notes);
-  r.set("wrong", std::string("-"));
-  for (const char* c : {"throughput_Gbps", "frames_lost", "icrc_drops", "retransmitted_packets", "timeouts",
-                        "first_lost_drops", "results_sent_again", "packet_hops"})
-    r.set(c, std::string("-"));
-  notes << std::fixed << std::setprecision(2) << "#   goodput " << 8.0 * static_cast<double>(sizes_[i]) / res.time_ns
-        << " Gbps per " << (multigpu_ ? "GPU" : "host") << "; flows: " << res.transfers << " messages, at most "
-        << res.most_active << " in flight at once\n";
+          << "): " << model << " us; simulated / model " << std::setprecision(3) << m.time_us / model << "\n";
+  if (const platforms::Measures::Roce* x = m.roce ? &*m.roce : nullptr) {
+    r.set("throughput_Gbps", x->throughput_Gbps)
+        .set("frames_lost", x->lost)
+        .set("icrc_drops", x->icrc_drops)
+        .set("retransmitted_packets", x->retransmitted)
+        .set("timeouts", x->timeouts)
+        .set("first_lost_drops", x->first_lost)
+        .set("results_sent_again", x->resent)
+        .set("packet_hops", x->packet_hops);
+  } else {
+    r.set("wrong", std::string("-"));
+    for (const char* c : {"throughput_Gbps", "frames_lost", "icrc_drops", "retransmitted_packets", "timeouts",
+                          "first_lost_drops", "results_sent_again", "packet_hops"})
+      r.set(c, std::string("-"));
+  }
+  call_->note(notes, m);
   return r;
 }
 
 // Beside the blocks' held packets: which hosts are not done, and where.
-void NetReduceWorkload::report_stall(std::ostream& os) const {
-  for (size_t i = 0; i < hosts_.size(); ++i)
-    if (!hosts_[i]->finished())
-      os << "  host" << job_->ring_host(static_cast<int>(i)) << ": not done, at " << hosts_[i]->where() << "\n";
-}
+void NetReduceWorkload::report_stall(std::ostream& os) const { call_->report_stall(os); }
 
 void NetReduceWorkload::print_header(std::ostream& os) const {
   const int hosts = job_->hosts();
@@ -475,31 +310,13 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
     os << racks << " leaves of " << hosts / racks << " hosts and a spine, "
        << (job_->fpga() ? "an FPGA aggregator on each (hierarchical, CTT), " : std::string());
   os << std::setprecision(0) << std::fixed << job_->line_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
-  if (flows_)
-    os << "# fidelity: flow (docs/flow.md): each message a flow sharing its links max-min fairly, with the hosts' "
-          "posting and delivery latencies" << (in_network_ ? " and the FPGA's pipeline" : "")
-       << "; elements were not simulated (#wrong: -); what flows cannot see: switch buffers, head-of-line "
-          "blocking, loss and go-back-N\n";
-  os << "# bound: " << std::setprecision(2) << payload_GBps_ << " GB/s = " << payload_GBps_ * 8
-     << " Gbps payload per host (";
-  if (job_->ring_GBps() < job_->line_GBps())
-    os << "its ring's slowest link, " << job_->ring_GBps() << " GB/s,";
-  else
-    os << "line rate";
-  os << " less Ethernet/IP/UDP/BTH/ICRC per " << job_->mtu_payload()
-     << " B packet)";
-  if (multigpu_)
-    os << "; B_intra payload " << std::setprecision(2) << intra_payload_GBps_ << " GB/s; alpha (one GPU-to-GPU hop) "
-       << job_->hop_latency().to_seconds() * 1e6 << " us";
-  if (job_->fpga())
-    os << "; window N = " << window_ << ", MsgLen = " << msg_len_ << " packets, aggregator array 2N x MsgLen = "
-       << 2 * window_ * msg_len_ << " packets";
-  os << "\n";
+  if (flows_) call_->describe_fidelity(os);
+  call_->describe(os, sizes_.back(), opt_.algorithm);
   if (const netreduce::FpgaAggregator* f = job_->fpga(); f && in_network_ && f->memory_bytes()) {
     os << "# aggregator memory: " << job_->aggregator_memory() << " B of " << netreduce::kAggregatorBytes.key() << "="
        << f->memory_bytes();
-    if (msg_len_ < msg_len_asked_)
-      os << ", too little for netreduce.msg_len=" << msg_len_asked_ << ": MsgLen " << msg_len_;
+    if (call_->msg_len() < msg_len_asked_)
+      os << ", too little for netreduce.msg_len=" << msg_len_asked_ << ": MsgLen " << call_->msg_len();
     os << "\n";
   }
   if (!opt_.ring.empty()) {
@@ -524,6 +341,6 @@ void NetReduceWorkload::config_json(nlohmann::ordered_json& config) const {
   config["sizes"] = opt_.sizes;
 }
 
-void NetReduceWorkload::summary_json(nlohmann::ordered_json& top) const { top["endpoint_payload_GBps"] = payload_GBps_; }
+void NetReduceWorkload::summary_json(nlohmann::ordered_json& top) const { top["endpoint_payload_GBps"] = call_->endpoint_GBps(); }
 
 }  // namespace incsim::tb

@@ -10,17 +10,11 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
-#include "elements/data_pattern.h"
-#include "flow/roce_flows.h"
 #include "collectives/program.h"
-#include "core/process.h"
-#include "platforms/netreduce_job.h"
 #include "platforms/machine.h"
+#include "platforms/netreduce_call.h"
+#include "platforms/netreduce_job.h"
 #include "workload.h"
-
-namespace incsim::roce {
-class HostProgram;
-}  // namespace incsim::roce
 
 namespace incsim::tb {
 
@@ -57,9 +51,8 @@ class NetReduceWorkload : public GroupCollective {
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
-  // Size i starts now on every host; on_done once all have their result
-  // (under link faults, once every connection has drained too, so that no
-  // retransmission meets the next size's messages); finish(i) gives its row.
+  // Size i starts now on every host (platforms::NetReduceCall::start);
+  // finish(i) gives its row.
   void start(size_t i, std::function<void()> on_done) override;
   Row finish(size_t i, std::ostream& notes) override;
   std::string error() const override { return {}; }
@@ -72,51 +65,31 @@ class NetReduceWorkload : public GroupCollective {
   void print(const std::string& what, std::ostream& os) const override;
   double done_fraction() const override;  // messages the hosts have handled, of all
 
-  // The payload bandwidth one host can inject: line rate less per-packet headers.
-  double payload_GBps() const { return payload_GBps_; }
-  // The most host memory any host held at once in the last collective (roce::HostProgram's pages).
-  uint64_t host_peak_bytes() const;
+  const platforms::NetReduceCall& call() const { return *call_; }
   platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
   const platforms::Machine& platform() const { return *machine_; }
   const std::string& algorithm() const { return opt_.algorithm; }  // --algorithm, or the platform's default
   const platforms::NetReduceJob& job() const { return *job_; }
 
  private:
-  struct Totals;
-  Totals totals() const;
-  void begin(size_t i);  // the point's counters before it starts
-  bool drained() const;  // every NIC idle: no packet unsent or unacknowledged
-  double model_us(uint64_t bytes, bool with_alpha) const;
   collectives::Program make_program(const collectives::Algorithm& algorithm, Config& cfg) const;
-  Row flow_row(size_t i, const flow::Executor::Result& res, std::ostream& notes) const;
-  void fill_row(Row& r, size_t i, double time_us, uint64_t wrong, std::ostream& notes) const;
   Options opt_;
   Config& cfg_;
   bool multigpu_ = false;
-  double intra_payload_GBps_ = 0;
+  bool flows_ = false;  // --fidelity flow
   std::vector<uint64_t> sizes_;
   elements::DType dtype_;
   elements::RedOp redop_;
-  uint32_t window_ = 0, msg_len_ = 0;
-  double payload_GBps_ = 0;
-  std::unique_ptr<elements::DataPattern> pattern_;
   std::unique_ptr<platforms::Machine> own_machine_;  // alone; in a jobs run the run's
   platforms::Machine* machine_ = nullptr;
   std::unique_ptr<platforms::NetReduceJob> job_;
-  uint16_t ring_id_ = 0;        // its ring's at the FPGA (the rack's numbers every job's)
   uint32_t msg_len_asked_ = 0;  // netreduce.msg_len, before the aggregator memory shortened it
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
   collectives::Program file_program_;   // --algorithm FILE
-  collectives::Program program_;        // what the hosts run
-  std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]; none at --fidelity flow
-  std::unique_ptr<flow::RoceFlows> flows_;
+  std::unique_ptr<platforms::NetReduceCall> call_;  // the hosts' program on the job
   const std::function<double()>* fraction_ = nullptr;       // a flow run's share done, while it runs
   bool in_network_ = false;
   bool masters_ring_ = false;  // Tencent's two levels: the appendix's Eq. (2)
-  // The running point (begin, start): counters before it, its start and end, hosts done.
-  struct Point;
-  std::unique_ptr<Point> point_;
-  Wakeup drain_;  // start() under link faults: polls for drained()
 };
 
 }  // namespace incsim::tb

@@ -335,7 +335,7 @@ std::vector<tb::Row> run_rack(const std::string& algorithm, const std::string& s
   o.platform = "rack";
   o.hosts = hosts;
   tb::Experiment e(o);
-  if (bound_GBps) *bound_GBps = tb::netreduce_of(e).payload_GBps();
+  if (bound_GBps) *bound_GBps = tb::netreduce_of(e).call().endpoint_GBps();
   return run(e);
 }
 
@@ -422,7 +422,7 @@ void check_host_memory(const char* algorithm) {
   tb::Experiment e(o);
   const auto rows = run(e);
   CHECK(rows.back().wrong() == 0);
-  const uint64_t peak = tb::netreduce_of(e).host_peak_bytes();
+  const uint64_t peak = tb::netreduce_of(e).call().host_peak_bytes();
   INFO(algorithm << ": " << peak << " B at most on a host");
   CHECK(peak > 0);
   CHECK(peak < (16u << 20) / 4);  // NetReduce's window: 256 KiB; the ring: 3 MiB
@@ -458,7 +458,7 @@ std::vector<tb::Row> run_ring(const std::string& algorithm, std::vector<int> rin
   o.platform = "rack";
   o.ring = std::move(ring);
   tb::Experiment e(o);
-  bound_GBps = tb::netreduce_of(e).payload_GBps();
+  bound_GBps = tb::netreduce_of(e).call().endpoint_GBps();
   const auto rows = run(e);
   const auto& ends = tb::netreduce_of(e).platform().link_ends();
   bytes_sent.assign(6, 0);
