@@ -71,7 +71,9 @@ bool is_netreduce_platform(const std::string& platform) {
   return platform == "rack" || platform == "spineleaf" || platform == "multigpu";
 }
 
-NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share* share) : opt_(o), cfg_(cfg) {
+NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share* share,
+                                     const std::vector<uint64_t>* sizes)
+    : opt_(o), cfg_(cfg) {
   if (share) opt_.ring = share->hosts;
   // Alone only: jobs and training on these platforms run at packet level (workloads.cpp).
   const bool flow = flows_ = opt_.fidelity == "flow";
@@ -112,7 +114,7 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
     algorithm_ = opt_.algorithm;
   }
   if (opt_.gpus) throw UserError("platform " + opt_.platform + " takes --hosts, not --gpus");
-  std::tie(dtype_, redop_, sizes_) = parse_data(opt_);
+  std::tie(dtype_, redop_, sizes_) = parse_data(opt_, sizes);
   const collectives::Algorithm& algorithm =
       *collectives::find_algorithm(algorithm_, multigpu_ ? Family::MultiGpu : Family::Rack);
   const bool in_network = algorithm.in_switches();

@@ -38,8 +38,10 @@ class NetReduceWorkload : public GroupCollective {
     std::vector<int> hosts;
     int job;
   };
-  // Alone (share null) it builds its platform.
-  NetReduceWorkload(const Options& o, Config& cfg, const Share* share = nullptr);
+  // Alone (share null) it builds its platform. sizes: its message sizes
+  // (training's buckets); null: --sizes.
+  NetReduceWorkload(const Options& o, Config& cfg, const Share* share = nullptr,
+                    const std::vector<uint64_t>* sizes = nullptr);
   ~NetReduceWorkload() override;
 
   // At --fidelity flow the machine is built for the job's set-up (its

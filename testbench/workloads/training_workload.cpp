@@ -137,13 +137,11 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
       const CollectiveWorkload::Share share{platform_.get(), gpus, sizes, flow_.get()};
       c = std::make_unique<CollectiveWorkload>(oc, cfg, &share);
     } else {
-      oc.sizes.clear();
-      for (uint64_t b : sizes) oc.sizes += (oc.sizes.empty() ? "" : ",") + std::to_string(b);
       // NetReduce's Ethernet machine: its job (connections, ACL rules,
       // aggregator arrays) is the one ring of every host (train.cpp allows
       // no other group there).
       if (ethernet_) throw UserError("platform " + opt_.platform + " runs one data-parallel group, of every host");
-      auto e = std::make_unique<NetReduceWorkload>(oc, cfg);
+      auto e = std::make_unique<NetReduceWorkload>(oc, cfg, nullptr, &sizes);
       ethernet_ = e.get();
       if (algorithms_[a].empty()) algorithms_[a] = e->algorithm();
       c = std::move(e);
