@@ -24,6 +24,9 @@
 #include "platforms/machine.h"
 #include "results.h"
 
+namespace incsim::platforms {
+class Call;
+}  // namespace incsim::platforms
 namespace incsim::gpu {
 class ComputeEngine;
 }  // namespace incsim::gpu
@@ -113,6 +116,9 @@ class Workload {
 // are the two, so training runs on either without knowing which.
 class GroupCollective : public Workload {
  public:
+  // The collective set up on its GPUs or hosts, which training starts size
+  // by size (platforms::Call).
+  virtual platforms::Call& call() = 0;
   // Point i starts now; on_done once it has ended (or failed: error());
   // finish(i) then gives its row and the notes run_point would print.
   virtual void start(size_t i, std::function<void()> on_done) = 0;

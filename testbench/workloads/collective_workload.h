@@ -117,6 +117,7 @@ class CollectiveWorkload : public GroupCollective {
   ~CollectiveWorkload() override;
 
   platforms::Machine* machine() override { return platform_; }
+  platforms::Call& call() override { return *call_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }

@@ -47,6 +47,7 @@ class NetReduceWorkload : public GroupCollective {
   // At --fidelity flow the machine is built for the job's set-up (its
   // connections, rules and aggregator arrays) and not run: none.
   platforms::Machine* machine() override { return flows_ ? nullptr : machine_; }
+  platforms::Call& call() override { return *call_; }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   void print_header(std::ostream& os) const override;

@@ -427,13 +427,12 @@ void TrainWorkload::launch(int stream, const training::GraphRunner::Instance& in
   size_t index = static_cast<size_t>(in.size);
   GroupCollective& coll = collective_of(it.algorithm, stream, index);
   const sc_core::sc_time start = sc_core::sc_time_stamp();
-  start_collective(coll, index, [this, &it, &coll, index, start, done = std::move(done),
+  start_collective(coll, index, [this, &it, &coll, start, done = std::move(done),
                                  counted = dp && stream == step_.dp_stream && recording()] {
-    std::ostringstream ignored;
-    const Row row = coll.finish(index, ignored);
-    it.wrong += row.wrong();
+    const platforms::Measures m = coll.call().measures();
+    it.wrong += m.wrong;
     // The links' utilisation while data-parallel group 0 reduced a bucket.
-    if (counted) count_utilisation(it.algorithm, row, start);
+    if (counted) count_utilisation(it.algorithm, m.link_bytes, start);
     done();
   });
 }

@@ -185,8 +185,9 @@ void TrainingWorkload::contend(Config& cfg, int sms) {
 }
 
 void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::function<void()> on_done) {
-  moving_.push_back({&coll, static_cast<double>(coll.sizes()[i]), 0});
-  coll.start(i, [this, &coll, on_done = std::move(on_done)] {
+  const uint64_t bytes = coll.sizes()[i];
+  moving_.push_back({&coll, static_cast<double>(bytes), 0});
+  coll.call().start(bytes, [this, &coll, on_done = std::move(on_done)] {
     const auto m = std::find_if(moving_.begin(), moving_.end(), [&](const Moving& c) { return c.coll == &coll; });
     for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(-m->blocks);
     bytes_done_ += m->bytes;
@@ -215,16 +216,16 @@ double TrainingWorkload::comm_fraction() const {
   return done / comm_bytes_;
 }
 
-void TrainingWorkload::count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start) {
+void TrainingWorkload::count_utilisation(size_t a, const std::vector<uint64_t>& link_bytes, const sc_core::sc_time& start) {
   if (!machine()) return;  // flows count no link's bytes
   const sc_core::sc_time took = sc_core::sc_time_stamp() - start;
   const auto& ends = machine()->link_ends();
-  if (row.link_bytes.size() != ends.size()) return;  // a NetReduce row counts packets, not bytes per link
+  if (link_bytes.size() != ends.size()) return;  // NetReduce counts packets, not bytes per link
   double sum = 0, most = 0;
   int used = 0;
   for (size_t k = 0; k < ends.size(); ++k) {
-    if (row.link_bytes[k] == 0) continue;
-    const double u = static_cast<double>(row.link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
+    if (link_bytes[k] == 0) continue;
+    const double u = static_cast<double>(link_bytes[k]) / (ends[k].port->bw_GBps() * us(took) * 1e3);
     sum += u;
     most = std::max(most, u);
     ++used;

@@ -117,10 +117,10 @@ class TrainingWorkload : public Workload {
   void count_comm_bytes(const training::Graph& graph,
                         const std::function<uint64_t(const training::Graph::Node&)>& bytes_of);
   // The links' utilisation while a collective of algorithm a ran, from
-  // `start` until now (its row's link bytes): the mean over the links that
-  // carried any of it and the busiest (other collectives' traffic
-  // meanwhile too), then 0, when the running iteration is recorded.
-  void count_utilisation(size_t a, const Row& row, const sc_core::sc_time& start);
+  // `start` until now (its link bytes, platforms::Measures): the mean over
+  // the links that carried any of it and the busiest (other collectives'
+  // traffic meanwhile too), then 0, when the running iteration is recorded.
+  void count_utilisation(size_t a, const std::vector<uint64_t>& link_bytes, const sc_core::sc_time& start);
   // "; ..." for the header's compute line when collectives take SMs, else "".
   std::string contention_note() const;
   // A span on `track` that ends now and took `took`, when the running
