@@ -116,12 +116,10 @@ class Workload {
 // are the two, so training runs on either without knowing which.
 class GroupCollective : public Workload {
  public:
-  // The collective set up on its GPUs or hosts, which training starts size
-  // by size (platforms::Call).
+  // The collective set up on its GPUs or hosts, which training and jobs
+  // start size by size (platforms::Call); once a size has ended (or failed:
+  // error()), finish(i) gives its row and the notes run_point would print.
   virtual platforms::Call& call() = 0;
-  // Point i starts now; on_done once it has ended (or failed: error());
-  // finish(i) then gives its row and the notes run_point would print.
-  virtual void start(size_t i, std::function<void()> on_done) = 0;
   virtual Row finish(size_t i, std::ostream& notes) = 0;
   virtual std::string error() const = 0;
   virtual const std::vector<uint64_t>& sizes() const = 0;

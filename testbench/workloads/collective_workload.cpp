@@ -336,10 +336,6 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
   print_collective(what, call_->program(), call_->nic_schedule(), call_->trees_text(), opt_, os);
 }
 
-void CollectiveWorkload::start(size_t i, std::function<void()> on_done) {
-  call_->start(sizes_[i], std::move(on_done));
-}
-
 // As flows, the platform's where a workload made them (training's).
 std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
   std::vector<gpu::ComputeEngine*> engines;
@@ -414,7 +410,7 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
         });
       });
     } else {
-      start(i, [] { sc_core::sc_pause(); });
+      call_->start(bytes, [] { sc_core::sc_pause(); });
       run.run_until([&] { return call_->done() || !call_->error().empty(); }, "size " + size_label(bytes));
       if (!call_->error().empty()) throw UserError(call_->error() + " during size " + size_label(bytes));
     }

@@ -122,10 +122,8 @@ class CollectiveWorkload : public GroupCollective {
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
-  // Point i as one of several collectives in flight (jobs.h): start()
-  // begins it now and calls on_done when it ends (or fails: error());
-  // finish() then gives its row and the notes run_point prints.
-  void start(size_t i, std::function<void()> on_done) override;
+  // Point i's row once call() has run it among other collectives (jobs.h),
+  // and the notes run_point prints.
   Row finish(size_t i, std::ostream& notes) override;
   std::string error() const override { return call_->error(); }
   // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).

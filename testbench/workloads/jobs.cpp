@@ -323,7 +323,7 @@ void JobsWorkload::launch() {
     }
     started_[j] = true;
     ++active_;
-    jobs_[j]->start(point_, [this, j] {
+    jobs_[j]->call().start(jobs_[j]->sizes()[point_], [this, j] {
       // Its row now: the machine's packet and table counters while it ran, not until the point ends.
       if (jobs_[j]->error().empty()) {
         std::ostringstream notes;
@@ -344,7 +344,7 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
   const auto key = std::make_tuple(o.collective, o.algorithm, opt_.jobs[j].gpus, jobs_[j]->sizes()[i]);
   if (const auto hit = alone_.find(key); hit != alone_.end()) return hit->second;
   bool done = false;
-  jobs_[j]->start(i, [&done] {
+  jobs_[j]->call().start(jobs_[j]->sizes()[i], [&done] {
     done = true;
     sc_core::sc_pause();
   });

@@ -247,8 +247,6 @@ std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostre
   return {finish(si, notes)};
 }
 
-void NetReduceWorkload::start(size_t si, std::function<void()> on_done) { call_->start(sizes_[si], std::move(on_done)); }
-
 // The time and bound, the appendix's model on multigpu, the goodput; at
 // packet level what loss cost (as flows nothing is lost, resent or counted
 // as packets: those columns read "-").

@@ -47,16 +47,13 @@ class NetReduceWorkload : public GroupCollective {
   // At --fidelity flow the machine is built for the job's set-up (its
   // connections, rules and aggregator arrays) and not run: none.
   platforms::Machine* machine() override { return flows_ ? nullptr : machine_; }
-  platforms::Call& call() override { return *call_; }
+  platforms::NetReduceCall& call() override { return *call_; }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
-  // Size i starts now on every host (platforms::NetReduceCall::start);
-  // finish(i) gives its row.
-  void start(size_t i, std::function<void()> on_done) override;
   Row finish(size_t i, std::ostream& notes) override;
   std::string error() const override { return {}; }
   void config_json(nlohmann::ordered_json& config) const override;
@@ -68,7 +65,6 @@ class NetReduceWorkload : public GroupCollective {
   void print(const std::string& what, std::ostream& os) const override;
   double done_fraction() const override;  // messages the hosts have handled, of all
 
-  const platforms::NetReduceCall& call() const { return *call_; }
   platforms::Machine& platform() { return *machine_; }  // tests: fault hooks on chosen links
   const platforms::Machine& platform() const { return *machine_; }
   const std::string& algorithm() const { return opt_.algorithm; }  // --algorithm, or the platform's default

@@ -222,7 +222,7 @@ std::vector<tb::Row> together(const std::string& platform, int gpus, const std::
   int running = 0;
   for (auto& c : cs) {
     ++running;
-    c->start(0, [&running] { --running; });
+    c->call().start(c->sizes()[0], [&running] { --running; });
   }
   sc_core::sc_start();
   CHECK(running == 0);
