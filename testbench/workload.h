@@ -111,24 +111,20 @@ class Workload {
 };
 
 // A collective run point by point among other work in flight on a machine:
-// what training starts for each of its groups (training_workload.h). The
-// GPU fabrics' CollectiveWorkload and NetReduce's Ethernet NetReduceWorkload
-// are the two, so training runs on either without knowing which.
+// what training starts for each of its groups (training_workload.h) and a
+// jobs run for each job. The GPU fabrics' CollectiveWorkload and NetReduce's
+// Ethernet NetReduceWorkload are the two, so either runs on both.
 class GroupCollective : public Workload {
  public:
-  // The collective set up on its GPUs or hosts, which training and jobs
-  // start size by size (platforms::Call); once a size has ended (or failed:
-  // error()), finish(i) gives its row and the notes run_point would print.
-  virtual platforms::Call& call() = 0;
+  // The collective set up on its GPUs or hosts, started size by size
+  // (platforms::Call: its error, its thread blocks on the SMs, its SHARP
+  // groups); once a size has ended, finish(i) gives its row and the notes
+  // run_point would print.
+  virtual platforms::Call& call() const = 0;
   virtual Row finish(size_t i, std::ostream& notes) = 0;
-  virtual std::string error() const = 0;
   virtual const std::vector<uint64_t>& sizes() const = 0;
   virtual const Options& options() const = 0;
-  // Whether it aggregates in a cluster's SHARP tables (a jobs run's contention lines).
-  virtual bool aggregates_in_sharp() const { return false; }
-  // Thread blocks it holds on each of its GPUs' SMs while it runs (0:
-  // none), and those GPUs' compute engines, whose kernels they slow.
-  virtual int sm_blocks() const { return 0; }
+  // Its GPUs' compute engines, whose kernels its thread blocks slow.
   virtual std::vector<gpu::ComputeEngine*> compute_engines() const { return {}; }
 };
 

@@ -117,7 +117,7 @@ class CollectiveWorkload : public GroupCollective {
   ~CollectiveWorkload() override;
 
   platforms::Machine* machine() override { return platform_; }
-  platforms::Call& call() override { return *call_; }
+  platforms::Call& call() const override { return *call_; }
   void print_header(std::ostream& os) const override;
   size_t points() const override { return sizes_.size(); }
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
@@ -125,9 +125,6 @@ class CollectiveWorkload : public GroupCollective {
   // Point i's row once call() has run it among other collectives (jobs.h),
   // and the notes run_point prints.
   Row finish(size_t i, std::ostream& notes) override;
-  std::string error() const override { return call_->error(); }
-  // Thread blocks it holds on each GPU's SMs while it runs (gpu::Collective::sm_blocks).
-  int sm_blocks() const override { return call_->sm_blocks(); }
   std::vector<gpu::ComputeEngine*> compute_engines() const override;
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
@@ -145,8 +142,6 @@ class CollectiveWorkload : public GroupCollective {
   const std::vector<gpu::Gpu*>& gpus() const { return comm_->gpus(); }
   int participants() const { return comm_->size(); }
   double endpoint_GBps() const { return call_->endpoint_GBps(); }
-  // Its groups hold a reservation in SHARP's aggregation tables (a cluster's network switches).
-  bool aggregates_in_sharp() const override { return call_->aggregates_in_sharp(); }
 
  private:
   Options opt_;

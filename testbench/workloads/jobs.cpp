@@ -325,7 +325,7 @@ void JobsWorkload::launch() {
     ++active_;
     jobs_[j]->call().start(jobs_[j]->sizes()[point_], [this, j] {
       // Its row now: the machine's packet and table counters while it ran, not until the point ends.
-      if (jobs_[j]->error().empty()) {
+      if (jobs_[j]->call().error().empty()) {
         std::ostringstream notes;
         ended_[j].emplace(jobs_[j]->finish(point_, notes));
         contention(j, *ended_[j], notes);
@@ -349,8 +349,8 @@ double JobsWorkload::alone_us(size_t j, size_t i, Runner& run, uint64_t& wrong) 
     sc_core::sc_pause();
   });
   const std::string what = "job '" + opt_.jobs[j].name + "' alone, size " + size_label(jobs_[j]->sizes()[i]);
-  run.run_until([&] { return done || !jobs_[j]->error().empty(); }, what);
-  if (!jobs_[j]->error().empty()) throw UserError(what + ": " + jobs_[j]->error());
+  run.run_until([&] { return done || !jobs_[j]->call().error().empty(); }, what);
+  if (!jobs_[j]->call().error().empty()) throw UserError(what + ": " + jobs_[j]->call().error());
   std::ostringstream unused;  // its notes are the mix's to print
   const Row r = jobs_[j]->finish(i, unused);
   const double us = r["time_us"];
@@ -384,7 +384,7 @@ void JobsWorkload::contention(size_t j, Row& r, std::ostream& notes) const {
                                         {"evictions_caused", c.evictions_caused},
                                         {"evictions_suffered", c.evictions_suffered},
                                         {"stalls", c.stalls}};
-    if (sharp ? !jobs_[j]->aggregates_in_sharp() : !tables_[j]) continue;
+    if (sharp ? !jobs_[j]->call().aggregates_in_sharp() : !tables_[j]) continue;
     notes << "#   its share of " << (sharp ? "SHARP's tables" : "the tables") << " ("
           << nvswitch::TableSharing::name(s->policy()) << ", " << mine << " of the smallest's " << entries
           << " entries): " << c.misses << " misses, " << c.evictions_caused << " evictions caused, "
@@ -418,7 +418,7 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
   launch();  // those that start at once start now, as a collective alone does
   const auto failed = [this] {
     for (size_t j = 0; j < jobs_.size(); ++j)
-      if (started_[j] && !jobs_[j]->error().empty()) return static_cast<int>(j);
+      if (started_[j] && !jobs_[j]->call().error().empty()) return static_cast<int>(j);
     return -1;
   };
   for (;;) {
@@ -428,7 +428,7 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
     // gap, which the stall detector would take for a stall.
     sc_core::sc_start(next_start_ - sc_core::sc_time_stamp());
   }
-  if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->error());
+  if (const int j = failed(); j >= 0) throw UserError("job '" + opt_.jobs[j].name + "': " + jobs_[j]->call().error());
   drain(run, "point " + std::to_string(i + 1) + " of the jobs");
   std::vector<Row> rows;
   for (size_t j = 0; j < jobs_.size(); ++j) {

@@ -47,7 +47,7 @@ class NetReduceWorkload : public GroupCollective {
   // At --fidelity flow the machine is built for the job's set-up (its
   // connections, rules and aggregator arrays) and not run: none.
   platforms::Machine* machine() override { return flows_ ? nullptr : machine_; }
-  platforms::NetReduceCall& call() override { return *call_; }
+  platforms::NetReduceCall& call() const override { return *call_; }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   void print_header(std::ostream& os) const override;
@@ -55,7 +55,6 @@ class NetReduceWorkload : public GroupCollective {
   double point_weight(size_t i) const override { return static_cast<double>(sizes_[i]); }
   std::vector<Row> run_point(size_t i, Runner& run, std::ostream& notes) override;
   Row finish(size_t i, std::ostream& notes) override;
-  std::string error() const override { return {}; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;

@@ -160,7 +160,7 @@ std::unique_ptr<GroupCollective> TrainingWorkload::group_collective(Config& cfg,
 std::string TrainingWorkload::collective_error(size_t a) const {
   if (a >= made_.size()) return "";
   for (const GroupCollective* c : made_[a])
-    if (!c->error().empty()) return c->error();
+    if (const std::string e = c->call().error(); !e.empty()) return e;
   return "";
 }
 
@@ -195,7 +195,7 @@ void TrainingWorkload::start_collective(GroupCollective& coll, size_t i, std::fu
     on_done();
   });
   // Read once started: a size may run a program of its own (nccl's choice), with its own channels.
-  const int blocks = sms_ > 0 ? coll.sm_blocks() : 0;
+  const int blocks = sms_ > 0 ? coll.call().sm_blocks() : 0;
   moving_.back().blocks = blocks;
   for (gpu::ComputeEngine* e : coll.compute_engines()) e->share(blocks);
 }
