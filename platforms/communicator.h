@@ -74,6 +74,25 @@ struct Measures {
 void print_nccl_lines(std::ostream& os, const collectives::Program& p, const collectives::ProtocolBySize& by_size,
                       const collectives::NcclSoftware& software, size_t pxn_relays);
 
+// While a run alone (Call::run_alone) runs as flows: its share done, which
+// the run's progress callback gives (Call::done_fraction).
+class AloneShare {
+ public:
+  // `progress` as the run calls it, keeping the share while it does.
+  flow::Executor::Progress around(const flow::Executor::Progress& progress) {
+    if (!progress) return {};
+    return [this, &progress](const std::function<double()>& share, double now_ns) {
+      share_ = &share;
+      progress(share, now_ns);
+      share_ = nullptr;
+    };
+  }
+  double operator()() const { return share_ ? (*share_)() : -1; }
+
+ private:
+  const std::function<double()>* share_ = nullptr;
+};
+
 // A collective set up on a communicator's GPUs (Communicator::launch), at
 // either fidelity: CollectiveCall on the machine's engines at packet level,
 // FlowCall (flow_call.h) as flows. start() begins a message of `bytes`
@@ -106,7 +125,8 @@ class Call {
   virtual double endpoint_GBps() const = 0;
   // SHARP's aggregation manager admitted its groups (a cluster's network switches aggregate its pushes).
   virtual bool aggregates_in_sharp() const { return false; }
-  // The running start's share done, -1 where not known.
+  // The running start's share done (as flows, while a run alone calls its
+  // progress), -1 where not known.
   virtual double done_fraction() const { return -1; }
   // Its starts' time so far, ns, where no block's progress shows it moving (flows); else 0.
   virtual uint64_t progress_ns() const { return 0; }

@@ -247,7 +247,7 @@ const flow::Executor::Result& FlowCall::alone(uint64_t bytes, const flow::Execut
 }
 
 bool FlowCall::run_alone(uint64_t bytes, const flow::Executor::Progress& progress) {
-  running_ = &alone(bytes, progress);
+  running_ = &alone(bytes, alone_share_.around(progress));
   bytes_ = bytes;
   return true;
 }

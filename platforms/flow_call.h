@@ -62,6 +62,7 @@ class FlowCall : public Call {
   // its start; measures() then gives its row.
   void start(uint64_t bytes, std::function<void()> on_done) override;
   bool done() const override { return running_ && !on_done_; }
+  double done_fraction() const override { return alone_share_(); }
   // The last run's row: its time on the GPUs (nccl.launch's floor
   // included), the bound, the busbw factor, its flows (no elements: #wrong 0).
   Measures measures() const override;
@@ -130,6 +131,7 @@ class FlowCall : public Call {
   double algbw_bound_GBps_ = 0;
   std::string bound_note_, trees_text_;
   std::map<uint64_t, flow::Executor::Result> alone_;  // by size
+  AloneShare alone_share_;
   // On a platform: what ends the running start, and NCCL's fixed cost before it on a shared network.
   Wakeup end_;
   bool ender_ = false;  // the process that ends a start, made at the first

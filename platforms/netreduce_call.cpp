@@ -90,7 +90,7 @@ void NetReduceCall::start(uint64_t bytes, std::function<void()> on_done) {
 bool NetReduceCall::run_alone(uint64_t bytes, const flow::Executor::Progress& progress) {
   if (!flows_) return false;
   bytes_ = bytes;
-  flow_result_ = flows_->run(bytes, progress);
+  flow_result_ = flows_->run(bytes, alone_share_.around(progress));
   ran_ = true;
   return true;
 }
@@ -191,7 +191,9 @@ void NetReduceCall::describe_fidelity(std::ostream& os) const {
         "blocking, loss and go-back-N\n";
 }
 
-double NetReduceCall::done_fraction() const { return flows_ ? -1 : collectives::done_fraction(hosts_); }
+double NetReduceCall::done_fraction() const {
+  return flows_ ? alone_share_() : collectives::done_fraction(hosts_);
+}
 
 void NetReduceCall::trace(sc_core::sc_trace_file* tf) const {
   for (int i = 0; i < static_cast<int>(hosts_.size()); ++i)

@@ -65,7 +65,8 @@ class NetReduceCall : public Call {
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   void describe_fidelity(std::ostream& os) const override;
   int sm_blocks() const override { return 0; }  // a RoCE host's collective takes no SMs (roce/roce_host.h)
-  double done_fraction() const override;        // messages the hosts have handled, of all
+  // Messages the hosts have handled, of all (as flows, while it runs alone).
+  double done_fraction() const override;
   void trace(sc_core::sc_trace_file* tf) const override;
 
   // The most host memory any host held at once in the last collective (roce::HostProgram's pages).
@@ -90,6 +91,7 @@ class NetReduceCall : public Call {
   std::vector<std::unique_ptr<roce::HostProgram>> hosts_;  // [ring rank]; none as flows
   std::unique_ptr<flow::RoceFlows> flows_;
   flow::Executor::Result flow_result_;
+  AloneShare alone_share_;
   const std::string no_trees_;
   // The running size: the counters before it, its start and end, hosts done.
   uint64_t bytes_ = 0;

@@ -346,10 +346,7 @@ std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
   return engines;
 }
 
-double CollectiveWorkload::done_fraction() const {
-  if (flows_) return fraction_ ? (*fraction_)() : -1;
-  return call_ ? call_->done_fraction() : -1;
-}
+double CollectiveWorkload::done_fraction() const { return call_ ? call_->done_fraction() : -1; }
 
 uint64_t CollectiveWorkload::progress() {
   return flows_ ? call_->progress_ns() : Workload::progress();
@@ -403,11 +400,7 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
     }
     if (flows_) {
       run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {
-        call_->run_alone(bytes, [&](const std::function<double()>& fraction, double now_ns) {
-          fraction_ = &fraction;
-          poll(now_ns / 1e3);
-          fraction_ = nullptr;
-        });
+        call_->run_alone(bytes, [&](const std::function<double()>&, double now_ns) { poll(now_ns / 1e3); });
       });
     } else {
       call_->start(bytes, [] { sc_core::sc_pause(); });

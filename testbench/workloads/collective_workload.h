@@ -172,8 +172,6 @@ class CollectiveWorkload : public GroupCollective {
   // Its GPUs and the collective set up on them (the tuning run's where run_point tunes).
   std::unique_ptr<platforms::Communicator> comm_;
   std::unique_ptr<platforms::Call> call_;
-  // While a lone size runs as flows: its share of operations issued (the flows' progress).
-  const std::function<double()>* fraction_ = nullptr;
 
   // Refuses sizes whose elements p's engine would hold beyond this machine's memory.
   void check_memory(const collectives::Program& p) const;

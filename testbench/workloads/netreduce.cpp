@@ -222,20 +222,13 @@ void NetReduceWorkload::print(const std::string& what, std::ostream& os) const {
   os << collectives::write_program(call_->program());
 }
 
-double NetReduceWorkload::done_fraction() const {
-  if (flows_) return fraction_ ? (*fraction_)() : -1;
-  return call_->done_fraction();
-}
+double NetReduceWorkload::done_fraction() const { return call_->done_fraction(); }
 
 std::vector<Row> NetReduceWorkload::run_point(size_t si, Runner& run, std::ostream& notes) {
   const std::string what = "size " + size_label(sizes_[si]);
   if (flows_) {
     run.run_plain(what, [&](const Runner::Poll& poll) {
-      call_->run_alone(sizes_[si], [&](const std::function<double()>& fraction, double now_ns) {
-        fraction_ = &fraction;
-        poll(now_ns / 1e3);
-        fraction_ = nullptr;
-      });
+      call_->run_alone(sizes_[si], [&](const std::function<double()>&, double now_ns) { poll(now_ns / 1e3); });
     });
     return {finish(si, notes)};
   }
