@@ -44,6 +44,15 @@ Communicator::Communicator(FlowPlatform& platform, std::vector<int> gpus, Config
 Communicator::Communicator(const FlowOn& on, Config& cfg, uint64_t seed)
     : flows_(on), ranks_(on.gpus), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(on.graph)) {}
 
+std::vector<gpu::ComputeEngine*> Communicator::compute_engines() const {
+  std::vector<gpu::ComputeEngine*> engines;
+  if (machine_)
+    for (gpu::Gpu* g : gpus_) engines.push_back(&g->compute());
+  else if (flows_->platform && !flows_->platform->engines.empty())
+    for (const int g : ranks_) engines.push_back(flows_->platform->engines[static_cast<size_t>(g)].get());
+  return engines;
+}
+
 std::unique_ptr<Call> Communicator::launch(const std::string& algorithm, collectives::Collective collective,
                                            elements::DType dtype, elements::RedOp redop) {
   const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);

@@ -375,6 +375,9 @@ class Communicator {
   // write costs an acknowledgement on the link back).
   GpuMachine& machine() const { return *machine_; }
   const std::vector<gpu::Gpu*>& gpus() const { return gpus_; }
+  // Its GPUs' compute engines in rank order: the GPUs' at packet level; as
+  // flows the platform's, where it has them (training's), else none.
+  std::vector<gpu::ComputeEngine*> compute_engines() const;
   double least_endpoint_GBps(bool acked) const;
 
  private:

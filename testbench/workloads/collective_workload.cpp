@@ -336,16 +336,6 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
   print_collective(what, call_->program(), call_->nic_schedule(), call_->trees_text(), opt_, os);
 }
 
-// As flows, the platform's where a workload made them (training's).
-std::vector<gpu::ComputeEngine*> CollectiveWorkload::compute_engines() const {
-  std::vector<gpu::ComputeEngine*> engines;
-  if (!flows_)
-    for (gpu::Gpu* g : comm_->gpus()) engines.push_back(&g->compute());
-  else if (flow_platform_ && !flow_platform_->engines.empty())
-    for (const int g : site_->gpus) engines.push_back(flow_platform_->engines[static_cast<size_t>(g)].get());
-  return engines;
-}
-
 double CollectiveWorkload::done_fraction() const { return call_ ? call_->done_fraction() : -1; }
 
 uint64_t CollectiveWorkload::progress() {

@@ -125,7 +125,7 @@ class CollectiveWorkload : public GroupCollective {
   // Point i's row once call() has run it among other collectives (jobs.h),
   // and the notes run_point prints.
   Row finish(size_t i, std::ostream& notes) override;
-  std::vector<gpu::ComputeEngine*> compute_engines() const override;
+  std::vector<gpu::ComputeEngine*> compute_engines() const override { return comm_->compute_engines(); }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
   void config_json(nlohmann::ordered_json& config) const override;
