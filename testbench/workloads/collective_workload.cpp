@@ -339,7 +339,7 @@ void CollectiveWorkload::print(const std::string& what, std::ostream& os) const 
 double CollectiveWorkload::done_fraction() const { return call_ ? call_->done_fraction() : -1; }
 
 uint64_t CollectiveWorkload::progress() {
-  return flows_ ? call_->progress_ns() : Workload::progress();
+  return Workload::progress() + call_->progress_ns();  // as flows no machine moves, at packet level no flows
 }
 
 Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {

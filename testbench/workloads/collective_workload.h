@@ -133,7 +133,8 @@ class CollectiveWorkload : public GroupCollective {
   sc_core::sc_time default_stall_timeout() const override;
   void trace(sc_core::sc_trace_file* tf) const override { call_->trace(tf); }
   double done_fraction() const override;
-  // As flows: its flows' time so far, ns, which the stall detector watches move.
+  // What the stall detector watches move: the machine's progress, or as
+  // flows its flows' time so far, ns.
   uint64_t progress() override;
   void print(const std::string& what, std::ostream& os) const override;
 
