@@ -61,7 +61,7 @@ class NetReduceCall : public Call {
   // The appendix's bandwidth term alone (the bound), or with its latency term (model_us).
   double bound_us(uint64_t bytes, bool with_links = true) const override { return model(bytes, false); }
   double model_us(uint64_t bytes) const { return model(bytes, true); }
-  // The bound's line and, where the FPGAs aggregate, their window and memory.
+  // The bound's line and, where the rack has FPGAs, the window and MsgLen.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   void describe_fidelity(std::ostream& os) const override;
   int sm_blocks() const override { return 0; }  // a RoCE host's collective takes no SMs (roce/roce_host.h)
