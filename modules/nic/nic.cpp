@@ -147,11 +147,6 @@ void Table::load(NicJob job) {
   owner_ = -1;
   // What each flow asks of this node, and a stream per message and port.
   view_ = collectives::table_view(schedule, rank, job_.ports_to, job_.tree_ports);
-  for (size_t f = 0; f < flows_.size(); ++f) {
-    flows_[f].reduce_children = view_.flows[f].reduce_children;
-    flows_[f].root = view_.flows[f].root;
-    flows_[f].gathers = view_.flows[f].gathers;
-  }
   if (schedule.broadcast_root != kNil) owner_ = schedule.broadcast_root;  // its results are its input
   for (uint32_t k = 0; k < view_.shares.size(); ++k) {
     const collectives::TableView::Share& x = view_.shares[k];
@@ -166,7 +161,7 @@ void Table::load(NicJob job) {
     s->part = x.part;
     s->parts = x.parts;
     s->share = k;
-    s->from_buffer = !x.reduce || f.reduce_children > 0;
+    s->from_buffer = !x.reduce || view_.flows[x.flow].reduce_children > 0;
     s->tree = x.tree;
     (x.reduce ? f.reduce_readers : f.gather_readers) += s->from_buffer;
     streams_.push_back(std::move(s));
@@ -215,7 +210,7 @@ void Table::lockstep() {
 
 void Table::holds(uint32_t k) {
   const Stream& s = *streams_[k];
-  if (s.from_buffer) hold(s.flow, s.op == net::Op::ReduceMsg || flows_[s.flow].root);
+  if (s.from_buffer) hold(s.flow, s.op == net::Op::ReduceMsg || view_.flows[s.flow].root);
 }
 
 bool Table::empty(uint32_t k) const { return streams_[k]->pos == streams_[k]->end; }
@@ -243,6 +238,7 @@ void Table::on_timer() {
 void Table::on_message(const net::Packet& p) {
   const int flow = layout_->flow_at(p.addr);
   FlowState& f = flows_[flow];
+  const bool root = view_.flows[flow].root;
   const collectives::ByteRange& r = layout_->flows[flow];
   const uint64_t off = p.addr - r.offset;
   if (p.op == net::Op::ReduceMsg) {
@@ -252,8 +248,8 @@ void Table::on_message(const net::Packet& p) {
     INCSIM_LOG(nic_.log_, Trace, "flow {}: reduce message from {}, {} B at {:#x}, {} B to go", flow, p.src, p.payload_bytes,
                p.addr, decoder_.left(flow, true));
     if (all_in) {
-      INCSIM_LOG(nic_.log_, Debug, "flow {}: every reduce message is in{}", flow, f.root ? ", the result is complete" : "");
-      if (f.root) {
+      INCSIM_LOG(nic_.log_, Debug, "flow {}: every reduce message is in{}", flow, root ? ", the result is complete" : "");
+      if (root) {
         check(buffers_[f.buffer].data(), r.offset, r.length);
         if (f.gather_readers == 0) release(flow);
       }
@@ -288,7 +284,7 @@ uint8_t* Table::hold(int flow, bool own_data) {
     b.resize(r.length);
     // A partial sum starts as this node's own input; a result as nothing.
     if (own_data) job_.data->fill(job_.dtype, job_.rank, r.offset / elem_bytes(), r.length / elem_bytes(), b.data());
-    f.readers_left = own_data && !f.root ? f.reduce_readers : f.gather_readers;
+    f.readers_left = own_data && !view_.flows[flow].root ? f.reduce_readers : f.gather_readers;
   }
   return buffers_[f.buffer].data();
 }

@@ -113,15 +113,13 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
  private:
   friend class Nic;
   struct Stream;
+  // Beside what the flow asks of this node (view_.flows).
   struct FlowState {
-    uint32_t reduce_children = 0;  // Reduce messages this node takes for the flow
-    bool root = false;             // the flow's reduction ends here
-    bool gathers = false;          // a Gather arrives from a parent
     uint32_t reduce_readers = 0;   // streams that send the partial sum up
     uint32_t gather_readers = 0;   // streams that send the full sum down
     // Per run.
-    int buffer = -1;                            // buffers_ slot holding the flow's data
-    uint32_t readers_left = 0;                  // streams still to read that data
+    int buffer = -1;             // buffers_ slot holding the flow's data
+    uint32_t readers_left = 0;   // streams still to read that data
   };
   void load(NicJob job);
   void unload();
