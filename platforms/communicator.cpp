@@ -73,8 +73,11 @@ std::unique_ptr<Call> Communicator::set_up(const collectives::Algorithm& a, cons
                                            const collectives::Synthesis& s, elements::DType dtype,
                                            elements::RedOp redop, const std::string& name) {
   std::unique_ptr<Call> own = set_up_one(a, site, s, dtype, redop, name);
-  if (!a.tuner(site, s)) return own;
-  return std::make_unique<TunedCall>(*this, a, site, s, std::move(own), dtype, redop, name);
+  // The tuner keeps a reference to its site: one that lives as long as it.
+  auto kept = std::make_unique<collectives::Site>(site);
+  std::unique_ptr<collectives::Tuner> tuner = a.tuner(*kept, s);
+  if (!tuner) return own;
+  return std::make_unique<TunedCall>(*this, a, std::move(kept), std::move(tuner), std::move(own), dtype, redop, name);
 }
 
 std::unique_ptr<Call> Communicator::set_up_one(const collectives::Algorithm& a, const collectives::Site& site,
@@ -84,13 +87,13 @@ std::unique_ptr<Call> Communicator::set_up_one(const collectives::Algorithm& a, 
   return std::make_unique<FlowCall>(*flows_, a, site, std::move(s), dtype, redop, cfg_, seed_, name);
 }
 
-TunedCall::TunedCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Site& site,
-                     const collectives::Synthesis& s, std::unique_ptr<Call> own, elements::DType dtype,
+TunedCall::TunedCall(Communicator& comm, const collectives::Algorithm& a, std::unique_ptr<collectives::Site> site,
+                     std::unique_ptr<collectives::Tuner> tuner, std::unique_ptr<Call> own, elements::DType dtype,
                      elements::RedOp redop, std::string name)
     : comm_(comm),
       algorithm_(a),
-      site_(site),
-      tuner_(a.tuner(site_, s)),
+      site_(std::move(site)),
+      tuner_(std::move(tuner)),
       own_(std::move(own)),
       dtype_(dtype),
       redop_(redop),
@@ -109,7 +112,7 @@ Call& TunedCall::choose(uint64_t bytes) {
     at->second.name = tuner_->choice();
     at->second.note = tuner_->ran(0, 0, 0);
     std::unique_ptr<Call>& c = by_choice_[at->second.name];
-    if (!c) c = comm_.set_up_one(algorithm_, site_, s, dtype_, redop_, name_);
+    if (!c) c = comm_.set_up_one(algorithm_, *site_, s, dtype_, redop_, name_);
     at->second.call = c.get();
   }
   running_ = &at->second;

@@ -264,9 +264,10 @@ class Communicator;
 // header's lines and --print-* are the algorithm's own program's.
 class TunedCall : public Call {
  public:
-  TunedCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Site& site,
-            const collectives::Synthesis& s, std::unique_ptr<Call> own, elements::DType dtype, elements::RedOp redop,
-            std::string name);
+  // `tuner` is a's for `site`; `own` the call of a's own program there.
+  TunedCall(Communicator& comm, const collectives::Algorithm& a, std::unique_ptr<collectives::Site> site,
+            std::unique_ptr<collectives::Tuner> tuner, std::unique_ptr<Call> own, elements::DType dtype,
+            elements::RedOp redop, std::string name);
   ~TunedCall() override;
   void start(uint64_t bytes, std::function<void()> on_done) override { choose(bytes).start(bytes, std::move(on_done)); }
   bool run_alone(uint64_t bytes, const flow::Executor::Progress& progress) override {
@@ -303,7 +304,7 @@ class TunedCall : public Call {
   const Call& latest() const { return running_ ? *running_->call : *own_; }
   Communicator& comm_;
   const collectives::Algorithm& algorithm_;
-  collectives::Site site_;  // the tuner's (it keeps a reference)
+  std::unique_ptr<collectives::Site> site_;  // the tuner's (it keeps a reference)
   std::unique_ptr<collectives::Tuner> tuner_;
   std::unique_ptr<Call> own_;
   elements::DType dtype_;
