@@ -61,6 +61,10 @@ class NetReduceCall : public Call {
   // The appendix's bandwidth term alone (the bound), or with its latency term (model_us).
   double bound_us(uint64_t bytes, bool with_links = true) const override { return model(bytes, false); }
   double model_us(uint64_t bytes) const { return model(bytes, true); }
+  // The appendix's equation model_us is on multigpu: (1) the flat ring,
+  // (2) Tencent's two levels, (3) Parallel NetReduce.
+  int model_equation() const { return s_.in_network ? 3 : s_.masters_ring ? 2 : 1; }
+  bool in_network() const { return s_.in_network; }  // it aggregates on the FPGAs
   // The bound's line and, where the rack has FPGAs, the window and MsgLen.
   void describe(std::ostream& os, uint64_t bytes, const std::string& name) const override;
   void describe_fidelity(std::ostream& os) const override;

@@ -118,7 +118,6 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   const collectives::Algorithm& algorithm =
       *collectives::find_algorithm(algorithm_, multigpu_ ? Family::MultiGpu : Family::Rack);
   const bool in_network = algorithm.in_switches();
-  masters_ring_ = algorithm.masters_ring();
   platforms::NetReduceShape shape;
   topo::Topology graph;
   if (share)
@@ -152,9 +151,8 @@ NetReduceWorkload::NetReduceWorkload(const Options& o, Config& cfg, const Share*
   if (in_network) msg_len = job_->msg_len_for(window, msg_len);
   job_->program(opt_.seed);
   const uint16_t ring_id = in_network ? job_->add_ring(window, msg_len, dtype_, redop_) : 0;
-  in_network_ = in_network;
   platforms::NetReduceCall::Setup setup{make_program(algorithm, cfg_), msg_len, window, ring_id, dtype_, redop_,
-                                        opt_.seed, in_network, masters_ring_, flow};
+                                        opt_.seed, in_network, algorithm.masters_ring(), flow};
   call_ = std::make_unique<platforms::NetReduceCall>(
       *machine_, *job_, std::move(setup),
       "netreduce_drain" + (share ? "_job" + std::to_string(share->job) : std::string()));
@@ -256,10 +254,10 @@ Row NetReduceWorkload::finish(size_t si, std::ostream& notes) {
         .set("B_intra_payload_GBps", call_->intra_GBps());
   r.set("goodput_Gbps", 8.0 * static_cast<double>(bytes) / (m.time_us * 1e3));
   // Under a memory budget, how much its arrays took and the MsgLen that left them (a jobs run's grants).
-  if (in_network_ && job_->fpga()->memory_bytes())
+  if (call_->in_network() && job_->fpga()->memory_bytes())
     r.details["aggregator"] = {{"bytes", job_->aggregator_memory()}, {"msg_len", call_->msg_len()}};
   if (multigpu_)
-    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << (in_network_ ? 3 : masters_ring_ ? 2 : 1)
+    notes << std::fixed << std::setprecision(2) << "#   Eq. (" << call_->model_equation()
           << "): " << model << " us; simulated / model " << std::setprecision(3) << m.time_us / model << "\n";
   if (const platforms::Measures::Roce* x = m.roce ? &*m.roce : nullptr) {
     r.set("throughput_Gbps", x->throughput_Gbps)
@@ -305,7 +303,7 @@ void NetReduceWorkload::print_header(std::ostream& os) const {
   os << std::setprecision(0) << std::fixed << job_->line_GBps() * 8 << " GbE, RoCE RC), seed " << opt_.seed << "\n";
   if (flows_) call_->describe_fidelity(os);
   call_->describe(os, sizes_.back(), opt_.algorithm);
-  if (const netreduce::FpgaAggregator* f = job_->fpga(); f && in_network_ && f->memory_bytes()) {
+  if (const netreduce::FpgaAggregator* f = job_->fpga(); f && call_->in_network() && f->memory_bytes()) {
     os << "# aggregator memory: " << job_->aggregator_memory() << " B of " << netreduce::kAggregatorBytes.key() << "="
        << f->memory_bytes();
     if (call_->msg_len() < msg_len_asked_)

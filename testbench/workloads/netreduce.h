@@ -85,8 +85,6 @@ class NetReduceWorkload : public GroupCollective {
   std::string algorithm_;               // the algorithm (of a file: the one it is, or does)
   collectives::Program file_program_;   // --algorithm FILE
   std::unique_ptr<platforms::NetReduceCall> call_;  // the hosts' program on the job
-  bool in_network_ = false;
-  bool masters_ring_ = false;  // Tencent's two levels: the appendix's Eq. (2)
 };
 
 }  // namespace incsim::tb
