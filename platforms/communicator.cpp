@@ -57,13 +57,15 @@ std::unique_ptr<Call> Communicator::launch(const std::string& algorithm, collect
                                            elements::DType dtype, elements::RedOp redop) {
   const collectives::Algorithm* a = collectives::find_algorithm(algorithm, collectives::Family::GpuFabric);
   if (!a) throw UserError("no algorithm '" + algorithm + "' runs on a GPU fabric");
-  const collectives::Site site = this->site(topology().name, collective, false);
+  const collectives::Site site = this->site(topology().name, collective, false, dtype, redop);
   if (const std::string why = a->cannot_run(site); !why.empty()) throw UserError(why);
   return set_up(*a, site, a->synthesize(site), dtype, redop, algorithm);
 }
 
-collectives::Site Communicator::site(const std::string& platform, collectives::Collective c, bool shared) const {
+collectives::Site Communicator::site(const std::string& platform, collectives::Collective c, bool shared,
+                                     elements::DType dtype, elements::RedOp redop) const {
   collectives::Site s = platforms::site(topology(), platform, c, ranks_, shared, cfg_);
+  s.float_sum = redop == elements::RedOp::Sum && dtype != elements::DType::Int32;
   s.packet_payload = machine_ ? machine_->format().max_payload_bytes : flows_->machine.formats.front().max_payload;
   s.packet_header = machine_ ? machine_->format().header_bytes : flows_->machine.formats.front().header;
   return s;

@@ -363,8 +363,10 @@ class Communicator {
                                           elements::DType dtype, elements::RedOp redop);
 
   // Where a collective runs on these GPUs (platforms::site), with the
-  // GPUs' packets; `platform` names the machine, `shared` says it is a share.
-  collectives::Site site(const std::string& platform, collectives::Collective c, bool shared) const;
+  // GPUs' packets and what it adds; `platform` names the machine, `shared`
+  // says it is a share.
+  collectives::Site site(const std::string& platform, collectives::Collective c, bool shared, elements::DType dtype,
+                         elements::RedOp redop) const;
   int size() const { return static_cast<int>(ranks_.size()); }
   const topo::Topology& topology() const { return machine_ ? machine_->topology() : flows_->graph; }
   Config& config() { return cfg_; }

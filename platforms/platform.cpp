@@ -129,7 +129,7 @@ std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vec
 
 collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
                        std::vector<int> gpus, bool share, Config& cfg) {
-  collectives::Site s{t, platform, c, std::move(gpus), share, -1, topo::cluster_nodes(t), 0, "simple", 0, 0, cfg};
+  collectives::Site s{t, platform, c, std::move(gpus), share, -1, topo::cluster_nodes(t), 0, "simple", 0, 0, true, cfg};
   for (int sw : t.switches())
     if (is_plain_switch(t, sw)) {
       s.plain_switch = sw;

@@ -38,8 +38,12 @@ TABLES = {
         "machine": "8x A100 SXM4, one process -g 8",
         "args": ["--platform", "hgx-a100", "-c", "nccl.launch=thread"]},
     "b200_8gpu_allreduce_default_i333": {
-        # The table does not say how it was launched; one process per GPU is nccl-tests' advice.
-        "machine": "8x B200", "args": ["--platform", "hgx-b200", "-c", "nccl.launch=process"]},
+        # The table does not say how it was launched; one process per GPU is nccl-tests' advice. Its
+        # thread advised -R 2 (symmetric windows), and its rows have their shape: 3.1 us at 8 B, under
+        # any other kernel's base, and a step from 32 to 64 KiB where NCCL's symmetric model moves
+        # from the LL kernel to the multimem one (docs/hardware.md).
+        "machine": "8x B200, symmetric buffers (-R 2)",
+        "args": ["--platform", "hgx-b200", "-c", "nccl.launch=process", "-c", "nccl.symmetric=true"]},
     "gb200_4gpu_allreduce_ring_azure_ndgb200v6_aibench": {
         # One NVL72 tray: 4 GPUs of the rack, each with its 18 links to the rack's switch chips.
         "machine": "4x GB200 (an NVL72 tray), one process -g 4, NCCL_ALGO=Ring",

@@ -41,6 +41,9 @@ struct Site {
   int channels_default = 0;
   std::string protocol_default = "simple";
   uint32_t packet_payload = 0, packet_header = 0;
+  // The call sums floating-point values, the only reduction NCCL's
+  // symmetric kernels run (symmetric.cc, ncclSymImplemented).
+  bool float_sum = true;
   Config& cfg;  // the algorithm's parameters
 
   int ranks() const { return static_cast<int>(gpus.size()); }

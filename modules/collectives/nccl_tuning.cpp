@@ -100,6 +100,16 @@ bool nccl_tunes(Collective c) {
 
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Ring ? "ring" : "nvls"; }
 
+const char* sym_kernel_name(SymKernel k) {
+  switch (k) {
+    case SymKernel::AgLl: return "AllReduce_AGxLL_R";
+    case SymKernel::AgLlMc: return "AllReduce_AGxLLMC_R";
+    case SymKernel::RsLdAgSt: return "AllReduce_RSxLD_AGxST";
+    case SymKernel::RsLdmcAgStmc: return "AllReduce_RSxLDMC_AGxSTMC";
+  }
+  return "";
+}
+
 bool nccl_arch(const std::string& family, GpuArch& out) {
   if (family == "hgx-a100") out = GpuArch::Ampere;
   else if (family == "hgx-h100") out = GpuArch::Hopper;
@@ -143,6 +153,71 @@ double NcclTuning::bandwidth(Collective c, NcclAlgo a, Protocol p) const {
 double NcclTuning::model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const {
   const double bw = bandwidth(c, a, p);
   return bw > 0 ? latency(c, a, p) + static_cast<double>(bytes) / (1000 * bw) : -1;
+}
+
+namespace {
+// symmetric.cc: ncclSymMaxBlocks; comm->config.minCTAs' default (init.cc).
+constexpr int kSymMaxBlocks = 64, kSymMinBlocks = 1;
+bool multimem_kernel(SymKernel k) { return k == SymKernel::AgLlMc || k == SymKernel::RsLdmcAgStmc; }
+bool ll_kernel(SymKernel k) { return k == SymKernel::AgLl || k == SymKernel::AgLlMc; }
+// symmetric.cc's smooth min(x, ceiling) and max(0, x).
+double softmin(double x, double ceiling, double softness) {
+  return ceiling - softness * std::log1p((std::exp(ceiling / softness) - 1) * std::exp(-x / softness));
+}
+double softplus(double x, double softness) {
+  const double z = x / softness;
+  return z >= 100.0 ? x : softness * std::log1p(std::exp(z));
+}
+int sym_max_blocks(SymKernel k, GpuArch arch, int ranks) {
+  if (k != SymKernel::RsLdmcAgStmc) return kSymMaxBlocks;
+  const int per = arch == GpuArch::Blackwell ? 32 : 16;  // nMaxBlocksNvls
+  return (per + ranks - 1) / ranks;
+}
+}  // namespace
+
+double NcclTuning::symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const {
+  // symmetric.cc, queryModel: busBytes = max(bytes sent, bytes received),
+  // LL's counted 9 times ("2X the bytes, plus some processing, plus no unrolling").
+  const double n = ranks_, b = static_cast<double>(bytes);
+  double bus = 0, multiplier = 1;
+  switch (k) {
+    case SymKernel::AgLl: bus = n * b * 9; break;
+    case SymKernel::AgLlMc: bus = n * b * 9, multiplier = 1.1; break;
+    case SymKernel::RsLdAgSt: bus = std::floor(2 * b * (n - 1) / n); break;
+    case SymKernel::RsLdmcAgStmc: bus = std::floor(b / n) + b, multiplier = n; break;
+  }
+  constexpr double kGBps = (1 << 30) / 1.e6;  // NCCL's GB/s in bytes per us
+  const bool blackwell = arch_ == GpuArch::Blackwell;
+  const double base = blackwell ? (ll_kernel(k) ? 11.0 : 19.5) : (ll_kernel(k) ? 4.5 : 7.8);
+  const double sm_bw = (blackwell ? 55.0 : 65.0) * kGBps;
+  const double peak = (k == SymKernel::RsLdmcAgStmc ? (blackwell ? 1000.0 : 480.0) : (blackwell ? 600.0 : 320.0)) * kGBps;
+  const double bw = softmin(blocks * sm_bw * multiplier, peak, sm_bw);
+  return base + softplus(bus / bw - 1, 1);
+}
+
+SymChoice NcclTuning::choose_symmetric(uint64_t bytes) const {
+  // symmetric.cc, ncclSymPickKernel: multimem kernels where the GPUs have
+  // NVLS (hasSTMC, hasLDMC for a float sum), LL ones below 2 GiB.
+  const bool nvls = arch_ != GpuArch::Ampere;
+  SymChoice best;
+  best.model_us = -1;
+  constexpr double kSmPenalty = 0.025;  // "2.5% percent increase in time per SM"
+  for (SymKernel k : {SymKernel::AgLl, SymKernel::AgLlMc, SymKernel::RsLdAgSt, SymKernel::RsLdmcAgStmc}) {
+    if ((multimem_kernel(k) && !nvls) || (ll_kernel(k) && bytes >= (2ull << 30))) continue;
+    const int most = sym_max_blocks(k, arch_, ranks_);
+    SymChoice c{k, most, symmetric_model_us(k, bytes, most)};
+    for (int blocks = kSymMinBlocks; blocks < most; ++blocks) {
+      const double t = symmetric_model_us(k, bytes, blocks);
+      if (t <= 1.025 * c.model_us) {
+        c.blocks = blocks, c.model_us = t;
+        break;
+      }
+    }
+    if (best.model_us < 0 ||
+        c.model_us * (1 + kSmPenalty * c.blocks) < best.model_us * (1 + kSmPenalty * best.blocks))
+      best = c;
+  }
+  return best;
 }
 
 NcclChoice NcclTuning::choose(Collective c, uint64_t bytes, bool ring, bool nvls) const {

@@ -27,6 +27,25 @@ struct NcclGraph {
   double bw_intra = 0, bw_inter = 0;
 };
 
+// NCCL's symmetric kernels for an all-reduce (NCCL 2.27 src/symmetric.cc,
+// 2.28+ src/sym_kernels.cc; src/device/symmetric/all_reduce.cuh), which it
+// runs on one node whenever both buffers are in windows registered with
+// ncclCommWindowRegister (nccl-tests -R 2), whatever its tuner would pick
+// (2.27 enqueue.cc, ncclPrepareTasks: "always use symmetric if available"):
+//  - AGxLL_R: every GPU stores its whole buffer into every peer's as LL
+//    lines, and each adds the n copies (AGxLLMC_R: with multimem stores);
+//  - RSxLD_AGxST: each GPU loads its 1/n from every peer and adds it, then
+//    stores the sum into every peer's output;
+//  - RSxLDMC_AGxSTMC: the same with multimem.ld_reduce and multimem.st, NVLS.
+enum class SymKernel : uint8_t { AgLl, AgLlMc, RsLdAgSt, RsLdmcAgStmc };
+const char* sym_kernel_name(SymKernel k);  // NCCL's: AllReduce_AGxLL_R, ...
+
+struct SymChoice {
+  SymKernel kernel = SymKernel::AgLl;
+  int blocks = 0;        // thread blocks, the fewest within 2.5% of its time on the most
+  double model_us = 0;   // NCCL's symmetric model's time for it
+};
+
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::Ring;
   Protocol proto = Protocol::Simple;
@@ -45,6 +64,13 @@ class NcclTuning {
   NcclChoice choose(Collective c, uint64_t bytes, bool ring = true, bool nvls = true) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.
   double model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const;
+  // NCCL's pick among its symmetric all-reduce kernels for `bytes`, by its
+  // own model (symmetric.cc, queryModel and ncclSymPickKernel): each
+  // kernel's time at the fewest blocks within 2.5% of its best, plus 2.5% a
+  // block; the multimem kernels where the GPUs have NVLS.
+  SymChoice choose_symmetric(uint64_t bytes) const;
+  // That model's time of kernel k on `blocks` thread blocks, us.
+  double symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const;
   const NcclGraph& ring() const { return ring_; }
   const NcclGraph& nvls() const { return nvls_; }
   // comm->nChannels: the ring graph's channels duplicated (connect.cc, ncclTopoPostset).

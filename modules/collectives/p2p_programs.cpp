@@ -1,6 +1,8 @@
 // NCCL's point-to-point collectives as programs on the GPUs' cores:
-// nccl-tests' alltoall, gather and scatter, grouped sends and receives.
+// nccl-tests' alltoall, gather and scatter, grouped sends and receives; and
+// its symmetric all-reduces, every GPU storing into every peer's buffer.
 #include <string>
+#include <vector>
 
 #include "collectives/program_synthesis.h"
 #include "core/error.h"
@@ -35,6 +37,104 @@ Program alltoall_program(int n, int channels) {
         recv.recv_peer = from;
         recv.dst = chunk(Buffer::Output, block(from, chan));
         pb.add(recv);
+      }
+    }
+  }
+  return pb.build();
+}
+
+namespace {
+void check_symmetric(int n, int channels) {
+  if (n < 2) throw UserError("a symmetric all-reduce needs at least 2 ranks");
+  if (channels < 1 || channels > 65535 / n) throw UserError("a symmetric all-reduce on " + std::to_string(n) +
+                                                            " ranks needs between 1 and " + std::to_string(65535 / n) +
+                                                            " channels");
+}
+
+// A symmetric kernel's operations of one rank on one channel: queue
+// 2(cn + k - 1) sends to rank + k, the next receives from rank - k (each
+// peer's data into scratch chunk (k - 1)C + c, as NCCL's threads load or
+// poll every peer at once), queue 2cn + 2(n - 1) adds.
+struct SymmetricOps {
+  SymmetricOps(ProgramBuilder& pb, Protocol p, int n, int r, int chan, int channels)
+      : pb(pb), proto(p), n(n), r(r), chan(chan), C(static_cast<uint32_t>(channels)), ch(static_cast<uint16_t>(chan)) {}
+  Operation op(OpKind kind, int k, int dir) const {
+    Operation o = make_op(kind, Engine::Cores, ch, static_cast<uint16_t>(2 * (chan * n + k - 1) + dir));
+    o.proto = proto;
+    return o;
+  }
+  uint32_t send(int k, ChunkRef src, const std::vector<uint32_t>& deps = {}) const {
+    Operation o = op(OpKind::Send, k, 0);
+    o.send_peer = (r + k) % n;
+    o.src = src;
+    return static_cast<uint32_t>(pb.add(o, deps));
+  }
+  uint32_t recv(int k, ChunkRef dst) const {
+    Operation o = op(OpKind::Recv, k, 1);
+    o.recv_peer = (r - k + n) % n;
+    o.dst = dst;
+    return static_cast<uint32_t>(pb.add(o));
+  }
+  // Every peer's data received into scratch, then `dst` = `own` + each,
+  // rank - 1's first: the last addition's index.
+  uint32_t add_all(ChunkRef own, ChunkRef dst) const {
+    std::vector<uint32_t> received;
+    for (int k = 1; k < n; ++k) received.push_back(recv(k, landing(k)));
+    Operation copy = op(OpKind::Copy, n, 0);
+    copy.src = own;
+    copy.dst = dst;
+    uint32_t last = static_cast<uint32_t>(pb.add(copy));
+    for (int k = 1; k < n; ++k) {
+      Operation add = op(OpKind::Reduce, n, 0);
+      add.src = landing(k);
+      add.dst = dst;
+      last = static_cast<uint32_t>(pb.add(add, {received[static_cast<size_t>(k - 1)]}));
+    }
+    return last;
+  }
+  ChunkRef landing(int k) const { return chunk(Buffer::Scratch, static_cast<uint32_t>(k - 1) * C + ch); }
+
+  ProgramBuilder& pb;
+  Protocol proto;
+  int n, r, chan;
+  uint32_t C;  // channels
+  uint16_t ch;
+};
+}  // namespace
+
+Program oneshot_allreduce_program(int n, int channels, Protocol p) {
+  check_symmetric(n, channels);
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb("oneshot", Collective::AllReduce, n);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, Buffers{ch_n, ch_n, (un - 1) * ch_n});
+    for (int chan = 0; chan < channels; ++chan) {
+      const SymmetricOps ops(pb, p, n, r, chan, channels);
+      for (int k = 1; k < n; ++k) ops.send(k, chunk(Buffer::Input, ops.ch));
+      ops.add_all(chunk(Buffer::Input, ops.ch), chunk(Buffer::Output, ops.ch));
+    }
+  }
+  return pb.build();
+}
+
+Program direct_allreduce_program(int n, int channels) {
+  check_symmetric(n, channels);
+  const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
+  ProgramBuilder pb("direct", Collective::AllReduce, n);
+  for (int r = 0; r < n; ++r) {
+    pb.begin_rank(r, Buffers{un * ch_n, un * ch_n, (un - 1) * ch_n});
+    for (int chan = 0; chan < channels; ++chan) {
+      const SymmetricOps ops(pb, Protocol::Simple, n, r, chan, channels);
+      const auto block = [&](int rank) { return chunk(Buffer::Input, static_cast<uint32_t>(rank) * ch_n + ops.ch); };
+      ChunkRef mine = block(r);
+      for (int k = 1; k < n; ++k) ops.send(k, block((r + k) % n));
+      mine.buf = Buffer::Output;
+      const uint32_t sum = ops.add_all(block(r), mine);
+      for (int k = 1; k < n; ++k) ops.send(k, mine, {sum});
+      for (int k = 1; k < n; ++k) {
+        ChunkRef total = block((r - k + n) % n);
+        total.buf = Buffer::Output;
+        ops.recv(k, total);
       }
     }
   }

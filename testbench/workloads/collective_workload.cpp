@@ -231,7 +231,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
   make_communicator(share, std::move(own), gpus, c);
   // Where it runs, on the machine's graph (which outlives the one the options gave).
-  site_ = std::make_unique<collectives::Site>(comm_->site(opt_.platform, c, share != nullptr));
+  site_ = std::make_unique<collectives::Site>(comm_->site(opt_.platform, c, share != nullptr, dtype_, redop_));
   synthesis_ = algorithm_->synthesize(*site_);
   if (!flows_) check_memory(synthesis_.program);
   // A program per size (NCCL's choice) on a share or as flows is the

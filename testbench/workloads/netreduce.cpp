@@ -211,7 +211,7 @@ collectives::Program NetReduceWorkload::make_program(const collectives::Algorith
   for (int m = 0; multigpu_ && m < machines; ++m)
     by_machine.emplace_back(ring.begin() + m * per_machine, ring.begin() + (m + 1) * per_machine);
   const collectives::Site site{machine_->topology(), opt_.platform, collectives::Collective::AllReduce, ring, false,
-                               -1, by_machine, 0, "simple", 0, 0, cfg};
+                               -1, by_machine, 0, "simple", 0, 0, true, cfg};
   return algorithm.synthesize(site).program;
 }
 

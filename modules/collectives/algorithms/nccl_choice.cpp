@@ -1,6 +1,7 @@
 // What NCCL itself runs: per size the algorithm and protocol its tuning
 // model picks (collectives/nccl_tuning.h), run by the same programs as
 // `--algorithm ring` and `nvls` (docs/hardware.md, "NCCL's choice").
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 #include <utility>
@@ -35,6 +36,14 @@ std::pair<bool, bool> allowed(const Site& s) {
   return {ring, nvls};
 }
 
+// NCCL 2.27+ on one node runs its symmetric kernels whenever both buffers
+// are in registered windows (nccl_tuning.h, SymKernel).
+const Param<bool> kNcclSymmetric{
+    "nccl.symmetric", false, Range::none(),
+    "the buffers are in windows registered with ncclCommWindowRegister (nccl-tests -R 2, NCCL 2.27+), so nccl's "
+    "all-reduce of a float sum runs NCCL's symmetric kernels, picked by their own model (src/symmetric.cc); false: "
+    "cudaMalloc'd buffers, NCCL's ring and NVLS"};
+
 // The model for a site's GPUs: links per GPU are its ports (one node: no adapter).
 NcclTuning tuning(const Site& s) {
   GpuArch arch{};
@@ -47,6 +56,8 @@ class NcclPick : public Tuner {
   explicit NcclPick(const Site& s) : site_(s), model_(tuning(s)), allowed_(allowed(s)) {}
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
+    symmetric_ = site_.cfg.get(kNcclSymmetric) && site_.collective == Collective::AllReduce && site_.float_sum;
+    if (symmetric_) return symmetric(bytes);
     choice_ = model_.choose(site_.collective, bytes, allowed_.first, allowed_.second);
     if (choice_.algo == NcclAlgo::Nvls) {
       Synthesis out = find_algorithm("nvls", Family::GpuFabric)->synthesize(site_);
@@ -63,20 +74,48 @@ class NcclPick : public Tuner {
   }
   std::string ran(int, double, double) override {
     std::ostringstream os;
-    os << "#   nccl's choice: " << choice() << " (NCCL's model " << std::fixed << std::setprecision(1)
-       << choice_.model_us << " us)\n";
+    os << "#   nccl's choice: " << choice() << std::fixed << std::setprecision(1);
+    if (!symmetric_) os << " (NCCL's model " << choice_.model_us << " us)\n";
+    else os << " (NCCL's symmetric model " << sym_.model_us << " us"
+            << (sym_.kernel == SymKernel::AgLlMc ? "; run as AGxLL_R's stores to each peer, which bring each GPU the "
+                                                    "same bytes as the multicast"
+                                                  : "")
+            << ")\n";
     return os.str();
   }
   std::string choice() const override {
+    if (symmetric_)
+      return std::string(sym_kernel_name(sym_.kernel)) + ", " + std::to_string(sym_.blocks) +
+             (sym_.blocks == 1 ? " block" : " blocks");
     return std::string(nccl_algo_name(choice_.algo)) + " " + protocol_name(choice_.proto) + ", " +
            std::to_string(choice_.channels) + (choice_.channels == 1 ? " channel" : " channels");
   }
 
  private:
+  // The symmetric kernel NCCL picks, as a program. NVLink spreads a thread
+  // block's stores to a peer over every link, where the cores send a
+  // channel's on one: the stores run on a channel per link (ring.channels),
+  // or per block where NCCL's model gives more. NVLS's reads and multicasts
+  // take every link already: its blocks.
+  Synthesis symmetric(uint64_t bytes) {
+    sym_ = model_.choose_symmetric(bytes);
+    Synthesis out;
+    const int n = site_.ranks(), stores = std::max(sym_.blocks, nccl_channels(site_));
+    switch (sym_.kernel) {
+      case SymKernel::AgLl:
+      case SymKernel::AgLlMc: out.program = oneshot_allreduce_program(n, stores, Protocol::LL); break;
+      case SymKernel::RsLdAgSt: out.program = direct_allreduce_program(n, stores); break;
+      case SymKernel::RsLdmcAgStmc: out.program = nvls_program(Collective::AllReduce, n, sym_.blocks, true); break;
+    }
+    return out;
+  }
+
   const Site& site_;
   NcclTuning model_;
   std::pair<bool, bool> allowed_;  // nccl.algorithms: ring, nvls
   NcclChoice choice_;
+  bool symmetric_ = false;  // this size runs a symmetric kernel
+  SymChoice sym_;
 };
 
 class Nccl : public Algorithm {
@@ -93,6 +132,9 @@ class Nccl : public Algorithm {
     if (s.cluster() || !nccl_arch(s.graph.family, arch))
       return "nccl runs NCCL's tuning model on one NVLink node: " + std::string(kNvlinkNodes) + " (not " +
              s.platform + ")";
+    if (s.cfg.get(kNcclSymmetric) && s.collective != Collective::AllReduce)
+      return std::string("nccl.symmetric runs NCCL's symmetric all-reduce kernels; its symmetric ") +
+             collective_name(s.collective) + " kernels are not modelled: set nccl.symmetric=false";
     return nvls_possible(s) ? nvls()->cannot_run(s) : "";
   }
   Needs needs(const topo::Topology& t, Collective c) const override {

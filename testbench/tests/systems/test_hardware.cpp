@@ -12,6 +12,7 @@
 #include "topology/topology.h"
 
 #include <nlohmann/json.hpp>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -222,6 +223,61 @@ TEST_CASE("NCCL's choice for an all-gather and a reduce-scatter, by hand", "[har
   const auto row = nlohmann::json::parse(r.out)["rows"][0];
   CHECK(row["choice"] == "ring ll, 18 channels");
   CHECK(row["wrong"] == 0);
+}
+
+TEST_CASE("NCCL's symmetric kernels are its symmetric model's pick, by hand", "[hardware][nccl]") {
+  using namespace incsim::collectives;
+  // symmetric.cc on Blackwell: LL kernels 11 us, the others 19.5, plus
+  // softplus(busBytes / bw - 1). At 8 B every kernel's bytes are nothing,
+  // so one block; the multimem LL kernel's 1.1 beats the plain one by a hair.
+  const NcclTuning b200(GpuArch::Blackwell, 8, 18);
+  const SymChoice tiny = b200.choose_symmetric(8);
+  CHECK(tiny.kernel == SymKernel::AgLlMc);
+  CHECK(tiny.blocks == 1);
+  CHECK(tiny.model_us == Approx(11.0 + std::log1p(std::exp(-1.0))).epsilon(0.001));
+  // 64 KiB: LL's 9 x 8 x 64 KiB at 600 GB/s takes 7.3 us, more than the
+  // multimem kernel's 8.5 us more base: RSxLDMC_AGxSTMC.
+  CHECK(b200.choose_symmetric(32 << 10).kernel == SymKernel::AgLlMc);
+  const SymChoice mid = b200.choose_symmetric(64 << 10);
+  CHECK(mid.kernel == SymKernel::RsLdmcAgStmc);
+  CHECK(mid.blocks <= 4);  // nMaxBlocksNvls: 32 / 8 ranks
+  CHECK(b200.symmetric_model_us(SymKernel::RsLdAgSt, 1 << 30, 64) == Approx(19.5 + 1.75 * (1 << 30) / (600.0 * 1073.741824) - 1).epsilon(0.001));
+  // Hopper's LL base is 4.5 us; Ampere has no multimem, and no LL from 2 GiB.
+  CHECK(NcclTuning(GpuArch::Hopper, 8, 18).choose_symmetric(8).model_us == Approx(4.5 + std::log1p(std::exp(-1.0))).epsilon(0.001));
+  const NcclTuning a100(GpuArch::Ampere, 8, 12);
+  CHECK(a100.choose_symmetric(8).kernel == SymKernel::AgLl);
+  CHECK(a100.choose_symmetric(1 << 20).kernel == SymKernel::RsLdAgSt);
+  CHECK(a100.choose_symmetric(2ull << 30).kernel == SymKernel::RsLdAgSt);
+}
+
+TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level and as flows", "[hardware][nccl]") {
+  const std::string run = "--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --sizes 32K,64K --quiet --json -";
+  const nlohmann::json packet = nlohmann::json::parse(cli::incsim(run).out)["rows"],
+                       flow = nlohmann::json::parse(cli::incsim(run + " --fidelity flow").out)["rows"];
+  REQUIRE(packet.size() == 2);
+  REQUIRE(flow.size() == 2);
+  CHECK(packet[0]["choice"] == "AllReduce_AGxLLMC_R, 10 blocks");
+  CHECK(packet[1]["choice"] == "AllReduce_RSxLDMC_AGxSTMC, 1 block");
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(packet[i]["wrong"] == 0);
+    CHECK(flow[i]["choice"] == packet[i]["choice"]);
+    CHECK(flow[i]["time_us"].get<double>() == Approx(packet[i]["time_us"].get<double>()).epsilon(0.05));
+  }
+  // One-shot LL and the direct kernel on A100 (no multimem), each checked element by element.
+  const Result a = cli::incsim("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 8K,1M --quiet --json -");
+  REQUIRE(a.code == 0);
+  const auto rows = nlohmann::json::parse(a.out)["rows"];
+  CHECK(rows[0]["choice"] == "AllReduce_AGxLL_R, 6 blocks");  // 9 x 8 x 8 KiB needs six of 65 GB/s
+  CHECK(rows[1]["choice"].get<std::string>().rfind("AllReduce_RSxLD_AGxST, ", 0) == 0);
+  for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  // NCCL runs them for a float sum only: an int32 sum takes its other kernels.
+  CHECK(time_us("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --sizes 8K --dtype int32") ==
+        time_us("--platform hgx-b200 --algorithm nccl --sizes 8K --dtype int32"));
+  const Result ag = cli::incsim("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --collective allgather "
+                                "--sizes 8K --quiet");
+  CHECK(ag.code == 2);
+  CHECK(ag.err == "incsim: error: nccl.symmetric runs NCCL's symmetric all-reduce kernels; its symmetric allgather "
+                  "kernels are not modelled: set nccl.symmetric=false\n");
 }
 
 TEST_CASE("algorithm nccl runs NCCL's choice per size, exact, and names it in each row", "[hardware][nccl]") {
