@@ -197,10 +197,12 @@ double NcclTuning::symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) c
 
 SymChoice NcclTuning::choose_symmetric(uint64_t bytes) const {
   // symmetric.cc, ncclSymPickKernel: multimem kernels where the GPUs have
-  // NVLS (hasSTMC, hasLDMC for a float sum), LL ones below 2 GiB.
+  // NVLS (hasSTMC, hasLDMC for a float sum), LL ones below 2 GiB, none
+  // from 64 GiB (its 32-bit counts).
   const bool nvls = arch_ != GpuArch::Ampere;
   SymChoice best;
   best.model_us = -1;
+  if (bytes >= 32 * (2ull << 30)) return best;
   constexpr double kSmPenalty = 0.025;  // "2.5% percent increase in time per SM"
   for (SymKernel k : {SymKernel::AgLl, SymKernel::AgLlMc, SymKernel::RsLdAgSt, SymKernel::RsLdmcAgStmc}) {
     if ((multimem_kernel(k) && !nvls) || (ll_kernel(k) && bytes >= (2ull << 30))) continue;

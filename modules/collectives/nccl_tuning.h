@@ -67,7 +67,8 @@ class NcclTuning {
   // NCCL's pick among its symmetric all-reduce kernels for `bytes`, by its
   // own model (symmetric.cc, queryModel and ncclSymPickKernel): each
   // kernel's time at the fewest blocks within 2.5% of its best, plus 2.5% a
-  // block; the multimem kernels where the GPUs have NVLS.
+  // block; the multimem kernels where the GPUs have NVLS. model_us < 0:
+  // none runs this size, and NCCL takes its other kernels.
   SymChoice choose_symmetric(uint64_t bytes) const;
   // That model's time of kernel k on `blocks` thread blocks, us.
   double symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const;

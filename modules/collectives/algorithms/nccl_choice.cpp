@@ -57,7 +57,9 @@ class NcclPick : public Tuner {
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
     symmetric_ = site_.cfg.get(kNcclSymmetric) && site_.collective == Collective::AllReduce && site_.float_sum;
-    if (symmetric_) return symmetric(bytes);
+    if (symmetric_) sym_ = model_.choose_symmetric(bytes);
+    symmetric_ = symmetric_ && sym_.model_us >= 0;
+    if (symmetric_) return symmetric();
     choice_ = model_.choose(site_.collective, bytes, allowed_.first, allowed_.second);
     if (choice_.algo == NcclAlgo::Nvls) {
       Synthesis out = find_algorithm("nvls", Family::GpuFabric)->synthesize(site_);
@@ -97,8 +99,7 @@ class NcclPick : public Tuner {
   // channel's on one: the stores run on a channel per link (ring.channels),
   // or per block where NCCL's model gives more. NVLS's reads and multicasts
   // take every link already: its blocks.
-  Synthesis symmetric(uint64_t bytes) {
-    sym_ = model_.choose_symmetric(bytes);
+  Synthesis symmetric() const {
     Synthesis out;
     const int n = site_.ranks(), stores = std::max(sym_.blocks, nccl_channels(site_));
     switch (sym_.kernel) {

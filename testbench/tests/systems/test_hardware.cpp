@@ -248,6 +248,7 @@ TEST_CASE("NCCL's symmetric kernels are its symmetric model's pick, by hand", "[
   CHECK(a100.choose_symmetric(8).kernel == SymKernel::AgLl);
   CHECK(a100.choose_symmetric(1 << 20).kernel == SymKernel::RsLdAgSt);
   CHECK(a100.choose_symmetric(2ull << 30).kernel == SymKernel::RsLdAgSt);
+  CHECK(a100.choose_symmetric(64ull << 30).model_us < 0);  // none from 64 GiB: NCCL's other kernels
 }
 
 TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level and as flows", "[hardware][nccl]") {
