@@ -106,8 +106,25 @@ const char* sym_kernel_name(SymKernel k) {
     case SymKernel::AgLlMc: return "AllReduce_AGxLLMC_R";
     case SymKernel::RsLdAgSt: return "AllReduce_RSxLD_AGxST";
     case SymKernel::RsLdmcAgStmc: return "AllReduce_RSxLDMC_AGxSTMC";
+    case SymKernel::AllGatherLl: return "AllGather_LL";
+    case SymKernel::AllGatherLlMc: return "AllGather_LLMC";
+    case SymKernel::AllGatherSt: return "AllGather_ST";
+    case SymKernel::AllGatherStMc: return "AllGather_STMC";
+    case SymKernel::ReduceScatterLl: return "ReduceScatter_LL";
+    case SymKernel::ReduceScatterLd: return "ReduceScatter_LD";
+    case SymKernel::ReduceScatterLdMc: return "ReduceScatter_LDMC";
   }
   return "";
+}
+
+bool sym_kernel_ll(SymKernel k) {
+  return k == SymKernel::AgLl || k == SymKernel::AgLlMc || k == SymKernel::AllGatherLl ||
+         k == SymKernel::AllGatherLlMc || k == SymKernel::ReduceScatterLl;
+}
+
+bool sym_kernel_multimem(SymKernel k) {
+  return k == SymKernel::AgLlMc || k == SymKernel::RsLdmcAgStmc || k == SymKernel::AllGatherLlMc ||
+         k == SymKernel::AllGatherStMc || k == SymKernel::ReduceScatterLdMc;
 }
 
 bool nccl_arch(const std::string& family, GpuArch& out) {
@@ -158,8 +175,6 @@ double NcclTuning::model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes
 namespace {
 // symmetric.cc: ncclSymMaxBlocks; comm->config.minCTAs' default (init.cc).
 constexpr int kSymMaxBlocks = 64, kSymMinBlocks = 1;
-bool multimem_kernel(SymKernel k) { return k == SymKernel::AgLlMc || k == SymKernel::RsLdmcAgStmc; }
-bool ll_kernel(SymKernel k) { return k == SymKernel::AgLl || k == SymKernel::AgLlMc; }
 // symmetric.cc's smooth min(x, ceiling) and max(0, x).
 double softmin(double x, double ceiling, double softness) {
   return ceiling - softness * std::log1p((std::exp(ceiling / softness) - 1) * std::exp(-x / softness));
@@ -168,56 +183,91 @@ double softplus(double x, double softness) {
   const double z = x / softness;
   return z >= 100.0 ? x : softness * std::log1p(std::exp(z));
 }
-int sym_max_blocks(SymKernel k, GpuArch arch, int ranks) {
-  if (k != SymKernel::RsLdmcAgStmc) return kSymMaxBlocks;
-  const int per = arch == GpuArch::Blackwell ? 32 : 16;  // nMaxBlocksNvls
-  return (per + ranks - 1) / ranks;
+// The kernels kernelMask_coll gives each collective, in NCCL's order.
+std::vector<SymKernel> sym_kernels(Collective c) {
+  switch (c) {
+    case Collective::AllReduce:
+      return {SymKernel::AgLl, SymKernel::AgLlMc, SymKernel::RsLdAgSt, SymKernel::RsLdmcAgStmc};
+    case Collective::AllGather:
+      return {SymKernel::AllGatherLl, SymKernel::AllGatherLlMc, SymKernel::AllGatherSt, SymKernel::AllGatherStMc};
+    case Collective::ReduceScatter:
+      return {SymKernel::ReduceScatterLl, SymKernel::ReduceScatterLd, SymKernel::ReduceScatterLdMc};
+    default: return {};
+  }
 }
+// symmetric.cc: ncclSymMaxBlocks, and nMaxBlocksNvls for the kernels that
+// load or store through the switches' multimem for every byte.
+int sym_max_blocks(SymKernel k, GpuArch arch, int ranks) {
+  if (k != SymKernel::RsLdmcAgStmc && k != SymKernel::AllGatherStMc && k != SymKernel::ReduceScatterLdMc)
+    return kSymMaxBlocks;
+  return ((arch == GpuArch::Blackwell ? 32 : 16) + ranks - 1) / ranks;
+}
+bool all_reduce_kernel(SymKernel k) { return k <= SymKernel::RsLdmcAgStmc; }
+bool all_gather_kernel(SymKernel k) { return k >= SymKernel::AllGatherLl && k <= SymKernel::AllGatherStMc; }
 }  // namespace
 
 double NcclTuning::symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const {
   // symmetric.cc, queryModel: busBytes = max(bytes sent, bytes received),
-  // LL's counted 9 times ("2X the bytes, plus some processing, plus no unrolling").
+  // LL's counted 9 times ("2X the bytes, plus some processing, plus no
+  // unrolling"); the multimem ones' "Wrong ... but we want to beat non-MC"
+  // as NCCL has them.
   const double n = ranks_, b = static_cast<double>(bytes);
   double bus = 0, multiplier = 1;
   switch (k) {
-    case SymKernel::AgLl: bus = n * b * 9; break;
-    case SymKernel::AgLlMc: bus = n * b * 9, multiplier = 1.1; break;
+    case SymKernel::AgLl:
+    case SymKernel::AllGatherLl:
+    case SymKernel::ReduceScatterLl: bus = n * b * 9; break;
+    case SymKernel::AgLlMc:
+    case SymKernel::AllGatherLlMc: bus = n * b * 9, multiplier = 1.1; break;
     case SymKernel::RsLdAgSt: bus = std::floor(2 * b * (n - 1) / n); break;
     case SymKernel::RsLdmcAgStmc: bus = std::floor(b / n) + b, multiplier = n; break;
+    case SymKernel::AllGatherSt:
+    case SymKernel::ReduceScatterLd: bus = (n - 1) * b; break;
+    case SymKernel::AllGatherStMc:
+    case SymKernel::ReduceScatterLdMc: bus = (n - 1) * b, multiplier = 0.55 * n; break;
   }
   constexpr double kGBps = (1 << 30) / 1.e6;  // NCCL's GB/s in bytes per us
-  const bool blackwell = arch_ == GpuArch::Blackwell;
-  const double base = blackwell ? (ll_kernel(k) ? 11.0 : 19.5) : (ll_kernel(k) ? 4.5 : 7.8);
-  const double sm_bw = (blackwell ? 55.0 : 65.0) * kGBps;
-  const double peak = (k == SymKernel::RsLdmcAgStmc ? (blackwell ? 1000.0 : 480.0) : (blackwell ? 600.0 : 320.0)) * kGBps;
+  const bool ll = sym_kernel_ll(k), ar = all_reduce_kernel(k);
+  double base = 0, sm_bw = 0, peak = 0;
+  if (arch_ == GpuArch::Blackwell) {
+    base = ll ? (all_gather_kernel(k) ? 8.5 : 11.0) : (ar ? 19.5 : 13.0);
+    sm_bw = 55.0 * kGBps;
+    peak = (k == SymKernel::RsLdmcAgStmc ? 1000.0 : 600.0) * kGBps;
+  } else {
+    base = ll ? 4.5 : 7.8;
+    sm_bw = (ar ? 65.0 : 44.0) * kGBps;
+    peak = (k == SymKernel::RsLdmcAgStmc ? 480.0 : 320.0) * kGBps;
+  }
   const double bw = softmin(blocks * sm_bw * multiplier, peak, sm_bw);
   return base + softplus(bus / bw - 1, 1);
 }
 
-SymChoice NcclTuning::choose_symmetric(uint64_t bytes) const {
-  // symmetric.cc, ncclSymPickKernel: multimem kernels where the GPUs have
-  // NVLS (hasSTMC, hasLDMC for a float sum), LL ones below 2 GiB, none
-  // from 64 GiB (its 32-bit counts).
-  const bool nvls = arch_ != GpuArch::Ampere;
+SymChoice NcclTuning::choose_symmetric(Collective c, uint64_t bytes, bool float_sum) const {
+  // symmetric.cc, ncclSymImplemented and ncclSymPickKernel: an all-gather
+  // of anything, a float sum's all-reduce or reduce-scatter; multimem
+  // kernels where the GPUs have NVLS (hasSTMC, hasLDMC for a float sum);
+  // LL ones below 2 GiB of the bus's bytes, none from 64 GiB (32-bit counts).
   SymChoice best;
   best.model_us = -1;
-  if (bytes >= 32 * (2ull << 30)) return best;
+  const bool ag = c == Collective::AllGather;
+  const uint64_t per_rank = ag || c == Collective::ReduceScatter ? bytes / static_cast<uint64_t>(ranks_) : bytes;
+  if ((!ag && !float_sum) || bytes >= 32 * (2ull << 30)) return best;
+  const bool nvls = arch_ != GpuArch::Ampere;
   constexpr double kSmPenalty = 0.025;  // "2.5% percent increase in time per SM"
-  for (SymKernel k : {SymKernel::AgLl, SymKernel::AgLlMc, SymKernel::RsLdAgSt, SymKernel::RsLdmcAgStmc}) {
-    if ((multimem_kernel(k) && !nvls) || (ll_kernel(k) && bytes >= (2ull << 30))) continue;
+  for (SymKernel k : sym_kernels(c)) {
+    if ((sym_kernel_multimem(k) && !nvls) || (sym_kernel_ll(k) && bytes >= (2ull << 30))) continue;
     const int most = sym_max_blocks(k, arch_, ranks_);
-    SymChoice c{k, most, symmetric_model_us(k, bytes, most)};
+    SymChoice at{k, most, symmetric_model_us(k, per_rank, most)};
     for (int blocks = kSymMinBlocks; blocks < most; ++blocks) {
-      const double t = symmetric_model_us(k, bytes, blocks);
-      if (t <= 1.025 * c.model_us) {
-        c.blocks = blocks, c.model_us = t;
+      const double t = symmetric_model_us(k, per_rank, blocks);
+      if (t <= 1.025 * at.model_us) {
+        at.blocks = blocks, at.model_us = t;
         break;
       }
     }
     if (best.model_us < 0 ||
-        c.model_us * (1 + kSmPenalty * c.blocks) < best.model_us * (1 + kSmPenalty * best.blocks))
-      best = c;
+        at.model_us * (1 + kSmPenalty * at.blocks) < best.model_us * (1 + kSmPenalty * best.blocks))
+      best = at;
   }
   return best;
 }

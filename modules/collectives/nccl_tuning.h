@@ -27,18 +27,31 @@ struct NcclGraph {
   double bw_intra = 0, bw_inter = 0;
 };
 
-// NCCL's symmetric kernels for an all-reduce (NCCL 2.27 src/symmetric.cc,
-// 2.28+ src/sym_kernels.cc; src/device/symmetric/all_reduce.cuh), which it
-// runs on one node whenever both buffers are in windows registered with
+// NCCL's symmetric kernels (NCCL 2.27 src/symmetric.cc, 2.28+
+// src/sym_kernels.cc; src/device/symmetric/*.cuh), which it runs on one
+// node whenever both buffers are in windows registered with
 // ncclCommWindowRegister (nccl-tests -R 2), whatever its tuner would pick
-// (2.27 enqueue.cc, ncclPrepareTasks: "always use symmetric if available"):
+// (2.27 enqueue.cc, ncclPrepareTasks: "always use symmetric if available"),
+// for an all-gather, or a float sum's all-reduce or reduce-scatter:
 //  - AGxLL_R: every GPU stores its whole buffer into every peer's as LL
 //    lines, and each adds the n copies (AGxLLMC_R: with multimem stores);
 //  - RSxLD_AGxST: each GPU loads its 1/n from every peer and adds it, then
 //    stores the sum into every peer's output;
-//  - RSxLDMC_AGxSTMC: the same with multimem.ld_reduce and multimem.st, NVLS.
-enum class SymKernel : uint8_t { AgLl, AgLlMc, RsLdAgSt, RsLdmcAgStmc };
+//  - RSxLDMC_AGxSTMC: the same with multimem.ld_reduce and multimem.st, NVLS;
+//  - AllGather_LL, _ST: each GPU stores its block into every peer, as LL
+//    lines or plain stores; _LLMC, _STMC: with multimem stores;
+//  - ReduceScatter_LL: every GPU stores each peer's block into it as LL
+//    lines, each adds; _LD: each loads its block from every peer; _LDMC:
+//    with multimem.ld_reduce.
+enum class SymKernel : uint8_t {
+  AgLl, AgLlMc, RsLdAgSt, RsLdmcAgStmc,
+  AllGatherLl, AllGatherLlMc, AllGatherSt, AllGatherStMc,
+  ReduceScatterLl, ReduceScatterLd, ReduceScatterLdMc
+};
 const char* sym_kernel_name(SymKernel k);  // NCCL's: AllReduce_AGxLL_R, ...
+// Whether k moves LL lines, and whether it uses the switches' multimem.
+bool sym_kernel_ll(SymKernel k);
+bool sym_kernel_multimem(SymKernel k);
 
 struct SymChoice {
   SymKernel kernel = SymKernel::AgLl;
@@ -64,13 +77,16 @@ class NcclTuning {
   NcclChoice choose(Collective c, uint64_t bytes, bool ring = true, bool nvls = true) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.
   double model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const;
-  // NCCL's pick among its symmetric all-reduce kernels for `bytes`, by its
-  // own model (symmetric.cc, queryModel and ncclSymPickKernel): each
+  // NCCL's pick among its symmetric kernels for collective c of `bytes`
+  // (an all-gather's and a reduce-scatter's whole buffer, as choose()), by
+  // its own model (symmetric.cc, queryModel and ncclSymPickKernel): each
   // kernel's time at the fewest blocks within 2.5% of its best, plus 2.5% a
   // block; the multimem kernels where the GPUs have NVLS. model_us < 0:
-  // none runs this size, and NCCL takes its other kernels.
-  SymChoice choose_symmetric(uint64_t bytes) const;
-  // That model's time of kernel k on `blocks` thread blocks, us.
+  // none runs it (another collective, a size too large, or an all-reduce
+  // or reduce-scatter that is not a float sum), and NCCL takes its others.
+  SymChoice choose_symmetric(Collective c, uint64_t bytes, bool float_sum = true) const;
+  // That model's time of kernel k on `blocks` thread blocks, for a
+  // collective whose per-rank count is `bytes` (ncclSymPickKernel's nBytes), us.
   double symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const;
   const NcclGraph& ring() const { return ring_; }
   const NcclGraph& nvls() const { return nvls_; }

@@ -1,6 +1,6 @@
 // NCCL's point-to-point collectives as programs on the GPUs' cores:
 // nccl-tests' alltoall, gather and scatter, grouped sends and receives; and
-// its symmetric all-reduces, every GPU storing into every peer's buffer.
+// its symmetric kernels, every GPU storing into every peer's buffer.
 #include <string>
 #include <vector>
 
@@ -45,8 +45,8 @@ Program alltoall_program(int n, int channels) {
 
 namespace {
 void check_symmetric(int n, int channels) {
-  if (n < 2) throw UserError("a symmetric all-reduce needs at least 2 ranks");
-  if (channels < 1 || channels > 65535 / n) throw UserError("a symmetric all-reduce on " + std::to_string(n) +
+  if (n < 2) throw UserError("a symmetric kernel needs at least 2 ranks");
+  if (channels < 1 || channels > 65535 / n) throw UserError("a symmetric kernel on " + std::to_string(n) +
                                                             " ranks needs between 1 and " + std::to_string(65535 / n) +
                                                             " channels");
 }
@@ -117,25 +117,36 @@ Program oneshot_allreduce_program(int n, int channels, Protocol p) {
   return pb.build();
 }
 
-Program direct_allreduce_program(int n, int channels) {
+Program direct_program(Collective c, int n, int channels, Protocol p) {
   check_symmetric(n, channels);
+  if (c != Collective::AllReduce && c != Collective::ReduceScatter && c != Collective::AllGather)
+    throw UserError(std::string("a direct program runs all-reduce, reduce-scatter and all-gather, not ") +
+                    collective_name(c));
+  const bool scatter = c != Collective::AllGather, gather = c != Collective::ReduceScatter;
   const uint32_t ch_n = static_cast<uint32_t>(channels), un = static_cast<uint32_t>(n);
-  ProgramBuilder pb("direct", Collective::AllReduce, n);
+  ProgramBuilder pb("direct", c, n);
   for (int r = 0; r < n; ++r) {
-    pb.begin_rank(r, Buffers{un * ch_n, un * ch_n, (un - 1) * ch_n});
+    pb.begin_rank(r, Buffers{scatter ? un * ch_n : ch_n, gather ? un * ch_n : ch_n, scatter ? (un - 1) * ch_n : 0});
     for (int chan = 0; chan < channels; ++chan) {
-      const SymmetricOps ops(pb, Protocol::Simple, n, r, chan, channels);
-      const auto block = [&](int rank) { return chunk(Buffer::Input, static_cast<uint32_t>(rank) * ch_n + ops.ch); };
-      ChunkRef mine = block(r);
-      for (int k = 1; k < n; ++k) ops.send(k, block((r + k) % n));
-      mine.buf = Buffer::Output;
-      const uint32_t sum = ops.add_all(block(r), mine);
-      for (int k = 1; k < n; ++k) ops.send(k, mine, {sum});
-      for (int k = 1; k < n; ++k) {
-        ChunkRef total = block((r - k + n) % n);
-        total.buf = Buffer::Output;
-        ops.recv(k, total);
+      const SymmetricOps ops(pb, p, n, r, chan, channels);
+      // Rank j's block of this channel in a buffer of n blocks.
+      const auto block = [&](Buffer buf, int j) { return chunk(buf, static_cast<uint32_t>(j) * ch_n + ops.ch); };
+      ChunkRef mine = scatter ? block(Buffer::Output, r) : chunk(Buffer::Input, ops.ch);
+      std::vector<uint32_t> after;
+      if (scatter) {
+        for (int k = 1; k < n; ++k) ops.send(k, block(Buffer::Input, (r + k) % n));
+        if (!gather) mine = chunk(Buffer::Output, ops.ch);
+        after.push_back(ops.add_all(block(Buffer::Input, r), mine));
       }
+      if (!gather) continue;
+      if (!scatter) {
+        Operation copy = ops.op(OpKind::Copy, n, 0);
+        copy.src = mine;
+        copy.dst = block(Buffer::Output, r);
+        pb.add(copy);
+      }
+      for (int k = 1; k < n; ++k) ops.send(k, mine, after);
+      for (int k = 1; k < n; ++k) ops.recv(k, block(Buffer::Output, (r - k + n) % n));
     }
   }
   return pb.build();

@@ -41,19 +41,21 @@ Program ring_program(Collective c, int n, int channels = 1, const std::vector<in
 // c + 1 as NCCL spreads its rounds over the channels. The copy comes first
 // on queue 2(n - 1)c.
 Program alltoall_program(int n, int channels);
-// NCCL's symmetric all-reduce kernels (nccl_tuning.h, SymKernel) as stores
-// between peers, on `channels` thread blocks, channel c the chunk c of
-// each block of the buffer. A peer's data lands in scratch on a queue per
-// peer (NCCL's threads poll or load every peer at once), then one queue
-// adds it in, rank - 1's first:
+// NCCL's symmetric kernels (nccl_tuning.h, SymKernel) as stores between
+// peers, on `channels` thread blocks, channel c the chunk c of each block
+// of a buffer. A peer's data lands in scratch on a queue per peer (NCCL's
+// threads poll or load every peer at once), then one queue adds it in,
+// rank - 1's first:
 //  - one-shot (AGxLL_R): each GPU sends its chunk to every peer and adds
 //    what it receives from each into its output;
-//  - direct (RSxLD_AGxST): each GPU sends peer j the peer's block, adds
-//    its peers' parts of its own, then sends that sum to every peer. NCCL's
-//    kernel loads its block from the peers; here the peers store it, the
-//    same bytes on the same links without a load's request.
+//  - direct: for a reduce-scatter (ReduceScatter_LL, _LD) each GPU sends
+//    peer j the peer's block and adds its peers' parts of its own; for an
+//    all-gather (AllGather_LL, _ST) sends its block to every peer; an
+//    all-reduce (RSxLD_AGxST) does the one, then the other with the sum.
+//    NCCL's LD kernels load from the peers; here the peers store, the same
+//    bytes on the same links without a load's request.
 Program oneshot_allreduce_program(int n, int channels, Protocol p);
-Program direct_allreduce_program(int n, int channels);
+Program direct_program(Collective c, int n, int channels, Protocol p);
 // Gather and scatter as nccl-tests builds them (grouped ncclSend and
 // ncclRecv between the root and every rank): gather sends each rank's
 // input to the root's output window of that rank, scatter the root's

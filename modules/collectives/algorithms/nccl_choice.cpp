@@ -40,9 +40,9 @@ std::pair<bool, bool> allowed(const Site& s) {
 // are in registered windows (nccl_tuning.h, SymKernel).
 const Param<bool> kNcclSymmetric{
     "nccl.symmetric", false, Range::none(),
-    "the buffers are in windows registered with ncclCommWindowRegister (nccl-tests -R 2, NCCL 2.27+), so nccl's "
-    "all-reduce of a float sum runs NCCL's symmetric kernels, picked by their own model (src/symmetric.cc); false: "
-    "cudaMalloc'd buffers, NCCL's ring and NVLS"};
+    "the buffers are in windows registered with ncclCommWindowRegister (nccl-tests -R 2, NCCL 2.27+), so nccl runs "
+    "NCCL's symmetric kernels, picked by their own model (src/symmetric.cc), for an all-gather and a float sum's "
+    "all-reduce or reduce-scatter; false: cudaMalloc'd buffers, NCCL's ring and NVLS"};
 
 // The model for a site's GPUs: links per GPU are its ports (one node: no adapter).
 NcclTuning tuning(const Site& s) {
@@ -53,12 +53,12 @@ NcclTuning tuning(const Site& s) {
 
 class NcclPick : public Tuner {
  public:
-  explicit NcclPick(const Site& s) : site_(s), model_(tuning(s)), allowed_(allowed(s)) {}
+  explicit NcclPick(const Site& s)
+      : site_(s), model_(tuning(s)), allowed_(allowed(s)), registered_(s.cfg.get(kNcclSymmetric)) {}
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
-    symmetric_ = site_.cfg.get(kNcclSymmetric) && site_.collective == Collective::AllReduce && site_.float_sum;
-    if (symmetric_) sym_ = model_.choose_symmetric(bytes);
-    symmetric_ = symmetric_ && sym_.model_us >= 0;
+    if (registered_) sym_ = model_.choose_symmetric(site_.collective, bytes, site_.float_sum);
+    symmetric_ = registered_ && sym_.model_us >= 0;
     if (symmetric_) return symmetric();
     choice_ = model_.choose(site_.collective, bytes, allowed_.first, allowed_.second);
     if (choice_.algo == NcclAlgo::Nvls) {
@@ -79,9 +79,9 @@ class NcclPick : public Tuner {
     os << "#   nccl's choice: " << choice() << std::fixed << std::setprecision(1);
     if (!symmetric_) os << " (NCCL's model " << choice_.model_us << " us)\n";
     else os << " (NCCL's symmetric model " << sym_.model_us << " us"
-            << (sym_.kernel == SymKernel::AgLlMc ? "; run as AGxLL_R's stores to each peer, which bring each GPU the "
-                                                    "same bytes as the multicast"
-                                                  : "")
+            << (sym_kernel_ll(sym_.kernel) && sym_kernel_multimem(sym_.kernel)
+                    ? "; run as stores to each peer, which bring each GPU the same bytes as the multicast"
+                    : "")
             << ")\n";
     return os.str();
   }
@@ -97,23 +97,26 @@ class NcclPick : public Tuner {
   // The symmetric kernel NCCL picks, as a program. NVLink spreads a thread
   // block's stores to a peer over every link, where the cores send a
   // channel's on one: the stores run on a channel per link (ring.channels),
-  // or per block where NCCL's model gives more. NVLS's reads and multicasts
-  // take every link already: its blocks.
+  // or per block where NCCL's model gives more. The multimem kernels'
+  // reads and multicasts take every link already: NVLS's program on their
+  // blocks. An LL multicast runs as LL stores to each peer.
   Synthesis symmetric() const {
     Synthesis out;
     const int n = site_.ranks(), stores = std::max(sym_.blocks, nccl_channels(site_));
-    switch (sym_.kernel) {
-      case SymKernel::AgLl:
-      case SymKernel::AgLlMc: out.program = oneshot_allreduce_program(n, stores, Protocol::LL); break;
-      case SymKernel::RsLdAgSt: out.program = direct_allreduce_program(n, stores); break;
-      case SymKernel::RsLdmcAgStmc: out.program = nvls_program(Collective::AllReduce, n, sym_.blocks, true); break;
-    }
+    const Protocol p = sym_kernel_ll(sym_.kernel) ? Protocol::LL : Protocol::Simple;
+    if (sym_.kernel == SymKernel::AgLl || sym_.kernel == SymKernel::AgLlMc)
+      out.program = oneshot_allreduce_program(n, stores, p);
+    else if (sym_kernel_multimem(sym_.kernel) && p == Protocol::Simple)
+      out.program = nvls_program(site_.collective, n, sym_.blocks, true);
+    else
+      out.program = direct_program(site_.collective, n, stores, p);
     return out;
   }
 
   const Site& site_;
   NcclTuning model_;
   std::pair<bool, bool> allowed_;  // nccl.algorithms: ring, nvls
+  bool registered_;                // nccl.symmetric
   NcclChoice choice_;
   bool symmetric_ = false;  // this size runs a symmetric kernel
   SymChoice sym_;
@@ -133,9 +136,6 @@ class Nccl : public Algorithm {
     if (s.cluster() || !nccl_arch(s.graph.family, arch))
       return "nccl runs NCCL's tuning model on one NVLink node: " + std::string(kNvlinkNodes) + " (not " +
              s.platform + ")";
-    if (s.cfg.get(kNcclSymmetric) && s.collective != Collective::AllReduce)
-      return std::string("nccl.symmetric runs NCCL's symmetric all-reduce kernels; its symmetric ") +
-             collective_name(s.collective) + " kernels are not modelled: set nccl.symmetric=false";
     return nvls_possible(s) ? nvls()->cannot_run(s) : "";
   }
   Needs needs(const topo::Topology& t, Collective c) const override {

@@ -181,12 +181,13 @@ TEST_CASE("the checker bites on rooted collectives: a reduce that leaves a rank 
   CHECK(v.problems.front() == "the reduce root 4 is not a rank of 4");
 }
 
-TEST_CASE("NCCL's symmetric all-reduces are correct programs: one-shot LL, and direct reduce-scatter and all-gather",
+TEST_CASE("NCCL's symmetric kernels are correct programs: one-shot LL, and direct reduce-scatter and all-gather",
           "[programs]") {
   for (int n = 2; n <= 9; ++n)
     for (int channels : {1, 3}) {
       require_ok(oneshot_allreduce_program(n, channels, Protocol::LL));
-      require_ok(direct_allreduce_program(n, channels));
+      for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather})
+        require_ok(direct_program(c, n, channels, Protocol::Simple));
     }
   // One-shot: per channel a send to and a receive from each peer (its own
   // scratch chunk, queue), then a copy of the input and n - 1 additions on one queue.
@@ -202,7 +203,7 @@ TEST_CASE("NCCL's symmetric all-reduces are correct programs: one-shot LL, and d
   CHECK(one.op(1, 9).queue == one.op(1, 6).queue);
   for (const Operation& o : one.ops) CHECK(o.proto == Protocol::LL);
   // Direct: each peer's block out, this rank's parts in and added, then its sum to every peer.
-  const Program direct = direct_allreduce_program(4, 1);
+  const Program direct = direct_program(Collective::AllReduce, 4, 1, Protocol::Simple);
   REQUIRE(direct.op_count(2) == 3 + 3 + 1 + 3 + 3 + 3);
   CHECK(direct.op(2, 0).send_peer == 3);
   CHECK(direct.op(2, 0).src == chunk(Buffer::Input, 3));
@@ -211,7 +212,7 @@ TEST_CASE("NCCL's symmetric all-reduces are correct programs: one-shot LL, and d
   CHECK(direct.op(2, 13).kind == OpKind::Recv);
   CHECK(direct.op(2, 13).queue == direct.op(2, 3).queue);  // a peer's receives on one queue
   CHECK(direct.op(2, 13).dst == chunk(Buffer::Output, 1));
-  CHECK_THROWS_WITH(direct_allreduce_program(1, 1), "a symmetric all-reduce needs at least 2 ranks");
+  CHECK_THROWS_WITH(direct_program(Collective::AllGather, 1, 1, Protocol::LL), "a symmetric kernel needs at least 2 ranks");
 }
 
 TEST_CASE("NCCL's all-to-all is a correct program: per channel a copy, a send and a receive per peer", "[programs]") {

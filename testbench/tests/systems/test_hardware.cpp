@@ -231,24 +231,32 @@ TEST_CASE("NCCL's symmetric kernels are its symmetric model's pick, by hand", "[
   // softplus(busBytes / bw - 1). At 8 B every kernel's bytes are nothing,
   // so one block; the multimem LL kernel's 1.1 beats the plain one by a hair.
   const NcclTuning b200(GpuArch::Blackwell, 8, 18);
-  const SymChoice tiny = b200.choose_symmetric(8);
+  const SymChoice tiny = b200.choose_symmetric(Collective::AllReduce, 8);
   CHECK(tiny.kernel == SymKernel::AgLlMc);
   CHECK(tiny.blocks == 1);
   CHECK(tiny.model_us == Approx(11.0 + std::log1p(std::exp(-1.0))).epsilon(0.001));
   // 64 KiB: LL's 9 x 8 x 64 KiB at 600 GB/s takes 7.3 us, more than the
   // multimem kernel's 8.5 us more base: RSxLDMC_AGxSTMC.
-  CHECK(b200.choose_symmetric(32 << 10).kernel == SymKernel::AgLlMc);
-  const SymChoice mid = b200.choose_symmetric(64 << 10);
+  CHECK(b200.choose_symmetric(Collective::AllReduce, 32 << 10).kernel == SymKernel::AgLlMc);
+  const SymChoice mid = b200.choose_symmetric(Collective::AllReduce, 64 << 10);
   CHECK(mid.kernel == SymKernel::RsLdmcAgStmc);
   CHECK(mid.blocks <= 4);  // nMaxBlocksNvls: 32 / 8 ranks
   CHECK(b200.symmetric_model_us(SymKernel::RsLdAgSt, 1 << 30, 64) == Approx(19.5 + 1.75 * (1 << 30) / (600.0 * 1073.741824) - 1).epsilon(0.001));
   // Hopper's LL base is 4.5 us; Ampere has no multimem, and no LL from 2 GiB.
-  CHECK(NcclTuning(GpuArch::Hopper, 8, 18).choose_symmetric(8).model_us == Approx(4.5 + std::log1p(std::exp(-1.0))).epsilon(0.001));
+  CHECK(NcclTuning(GpuArch::Hopper, 8, 18).choose_symmetric(Collective::AllReduce, 8).model_us == Approx(4.5 + std::log1p(std::exp(-1.0))).epsilon(0.001));
   const NcclTuning a100(GpuArch::Ampere, 8, 12);
-  CHECK(a100.choose_symmetric(8).kernel == SymKernel::AgLl);
-  CHECK(a100.choose_symmetric(1 << 20).kernel == SymKernel::RsLdAgSt);
-  CHECK(a100.choose_symmetric(2ull << 30).kernel == SymKernel::RsLdAgSt);
-  CHECK(a100.choose_symmetric(64ull << 30).model_us < 0);  // none from 64 GiB: NCCL's other kernels
+  CHECK(a100.choose_symmetric(Collective::AllReduce, 8).kernel == SymKernel::AgLl);
+  CHECK(a100.choose_symmetric(Collective::AllReduce, 1 << 20).kernel == SymKernel::RsLdAgSt);
+  CHECK(a100.choose_symmetric(Collective::AllReduce, 2ull << 30).kernel == SymKernel::RsLdAgSt);
+  CHECK(a100.choose_symmetric(Collective::AllReduce, 64ull << 30).model_us < 0);  // none from 64 GiB: NCCL's other kernels
+  CHECK(b200.choose_symmetric(Collective::AllReduce, 8, false).model_us < 0);  // an int or a max: NCCL's others
+  // An all-gather of 8 GPUs at 64 KiB is 8 KiB a rank: the LL kernels' 8.5
+  // us base beats AllGather_STMC's 13; at 64 MiB the multimem store wins.
+  CHECK(b200.choose_symmetric(Collective::AllGather, 64 << 10).kernel == SymKernel::AllGatherLlMc);
+  CHECK(b200.choose_symmetric(Collective::AllGather, 64 << 20).kernel == SymKernel::AllGatherStMc);
+  CHECK(b200.choose_symmetric(Collective::AllGather, 64 << 10, false).model_us > 0);  // any type
+  CHECK(a100.choose_symmetric(Collective::ReduceScatter, 64 << 20).kernel == SymKernel::ReduceScatterLd);
+  CHECK(a100.choose_symmetric(Collective::Broadcast, 64 << 20).model_us < 0);
 }
 
 TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level and as flows", "[hardware][nccl]") {
@@ -274,11 +282,18 @@ TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level
   // NCCL runs them for a float sum only: an int32 sum takes its other kernels.
   CHECK(time_us("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --sizes 8K --dtype int32") ==
         time_us("--platform hgx-b200 --algorithm nccl --sizes 8K --dtype int32"));
-  const Result ag = cli::incsim("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --collective allgather "
-                                "--sizes 8K --quiet");
-  CHECK(ag.code == 2);
-  CHECK(ag.err == "incsim: error: nccl.symmetric runs NCCL's symmetric all-reduce kernels; its symmetric allgather "
-                  "kernels are not modelled: set nccl.symmetric=false\n");
+  // All-gather and reduce-scatter: NCCL's LL, store and load kernels, and their multimem ones.
+  for (const std::string c : {"allgather", "reducescatter"})
+    for (const std::string platform : {"hgx-a100", "hgx-b200"}) {
+      const Result g = cli::incsim("--platform " + platform + " --algorithm nccl -c nccl.symmetric=true --collective " +
+                                   c + " --sizes 64K,64M --quiet --json -");
+      INFO(platform << " " << c << ": " << g.err);
+      REQUIRE(g.code == 0);
+      for (const auto& row : nlohmann::json::parse(g.out)["rows"]) {
+        CHECK(row["wrong"] == 0);
+        CHECK(row["choice"].get<std::string>().rfind(c == "allgather" ? "AllGather_" : "ReduceScatter_", 0) == 0);
+      }
+    }
 }
 
 TEST_CASE("algorithm nccl runs NCCL's choice per size, exact, and names it in each row", "[hardware][nccl]") {
