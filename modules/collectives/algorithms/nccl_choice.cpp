@@ -80,15 +80,15 @@ class NcclPick : public Tuner {
     if (!symmetric_) os << " (NCCL's model " << choice_.model_us << " us)\n";
     else os << " (NCCL's symmetric model " << sym_.model_us << " us"
             << (sym_kernel_ll(sym_.kernel) && sym_kernel_multimem(sym_.kernel)
-                    ? "; run as stores to each peer, which bring each GPU the same bytes as the multicast"
+                    ? "; its multicast run as stores to each peer, which bring each GPU the same bytes"
                     : "")
             << ")\n";
     return os.str();
   }
   std::string choice() const override {
     if (symmetric_)
-      return std::string(sym_kernel_name(sym_.kernel)) + ", " + std::to_string(sym_.blocks) +
-             (sym_.blocks == 1 ? " block" : " blocks");
+      return std::string(sym_kernel_name(sym_.kernel)) + " (" + sym_algorithm() + "), " +
+             std::to_string(sym_.blocks) + (sym_.blocks == 1 ? " block" : " blocks");
     return std::string(nccl_algo_name(choice_.algo)) + " " + protocol_name(choice_.proto) + ", " +
            std::to_string(choice_.channels) + (choice_.channels == 1 ? " channel" : " channels");
   }
@@ -104,13 +104,16 @@ class NcclPick : public Tuner {
     Synthesis out;
     const int n = site_.ranks(), stores = std::max(sym_.blocks, nccl_channels(site_));
     const Protocol p = sym_kernel_ll(sym_.kernel) ? Protocol::LL : Protocol::Simple;
-    if (sym_.kernel == SymKernel::AgLl || sym_.kernel == SymKernel::AgLlMc)
-      out.program = oneshot_allreduce_program(n, stores, p);
-    else if (sym_kernel_multimem(sym_.kernel) && p == Protocol::Simple)
-      out.program = nvls_program(site_.collective, n, sym_.blocks, true);
-    else
-      out.program = direct_program(site_.collective, n, stores, p);
+    const std::string a = sym_algorithm();
+    out.program = a == "oneshot" ? oneshot_allreduce_program(n, stores, p)
+                  : a == "nvls"  ? nvls_program(site_.collective, n, sym_.blocks, true)
+                                 : direct_program(site_.collective, n, stores, p);
     return out;
+  }
+  // The algorithm that runs the symmetric kernel's program on its own.
+  std::string sym_algorithm() const {
+    if (sym_.kernel == SymKernel::AgLl || sym_.kernel == SymKernel::AgLlMc) return "oneshot";
+    return sym_kernel_multimem(sym_.kernel) && !sym_kernel_ll(sym_.kernel) ? "nvls" : "direct";
   }
 
   const Site& site_;

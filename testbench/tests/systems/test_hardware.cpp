@@ -265,8 +265,8 @@ TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level
                        flow = nlohmann::json::parse(cli::incsim(run + " --fidelity flow").out)["rows"];
   REQUIRE(packet.size() == 2);
   REQUIRE(flow.size() == 2);
-  CHECK(packet[0]["choice"] == "AllReduce_AGxLLMC_R, 10 blocks");
-  CHECK(packet[1]["choice"] == "AllReduce_RSxLDMC_AGxSTMC, 1 block");
+  CHECK(packet[0]["choice"] == "AllReduce_AGxLLMC_R (oneshot), 10 blocks");
+  CHECK(packet[1]["choice"] == "AllReduce_RSxLDMC_AGxSTMC (nvls), 1 block");
   for (size_t i = 0; i < 2; ++i) {
     CHECK(packet[i]["wrong"] == 0);
     CHECK(flow[i]["choice"] == packet[i]["choice"]);
@@ -276,9 +276,18 @@ TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level
   const Result a = cli::incsim("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 8K,1M --quiet --json -");
   REQUIRE(a.code == 0);
   const auto rows = nlohmann::json::parse(a.out)["rows"];
-  CHECK(rows[0]["choice"] == "AllReduce_AGxLL_R, 6 blocks");  // 9 x 8 x 8 KiB needs six of 65 GB/s
-  CHECK(rows[1]["choice"].get<std::string>().rfind("AllReduce_RSxLD_AGxST, ", 0) == 0);
+  CHECK(rows[0]["choice"] == "AllReduce_AGxLL_R (oneshot), 6 blocks");  // 9 x 8 x 8 KiB needs six of 65 GB/s
+  CHECK(rows[1]["choice"].get<std::string>().rfind("AllReduce_RSxLD_AGxST (direct), ", 0) == 0);
   for (const auto& row : rows) CHECK(row["wrong"] == 0);
+  // Each runs alone as the algorithm its row names, the same program at the same size's channels.
+  CHECK(time_us("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 8K") ==
+        time_us("--platform hgx-a100 --algorithm oneshot --sizes 8K -c nccl.launch=process"));
+  CHECK(time_us("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 1M") ==
+        time_us("--platform hgx-a100 --algorithm direct --sizes 1M -c nccl.launch=process"));
+  const Result pcie = cli::incsim("--platform dgx1v --algorithm direct --sizes 8K --quiet");
+  CHECK(pcie.code == 2);
+  CHECK(pcie.err == "incsim: error: direct stores into every peer, and on dgx1v some GPUs reach each other only over "
+                    "PCIe, which incsim does not model: run it on a switch fabric\n");
   // NCCL runs them for a float sum only: an int32 sum takes its other kernels.
   CHECK(time_us("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --sizes 8K --dtype int32") ==
         time_us("--platform hgx-b200 --algorithm nccl --sizes 8K --dtype int32"));
