@@ -46,8 +46,9 @@ Program alltoall_program(int n, int channels) {
 namespace {
 void check_symmetric(int n, int channels) {
   if (n < 2) throw UserError("a symmetric kernel needs at least 2 ranks");
-  if (channels < 1 || channels > 65535 / n) throw UserError("a symmetric kernel on " + std::to_string(n) +
-                                                            " ranks needs between 1 and " + std::to_string(65535 / n) +
+  // Two queues per peer and channel, numbered below 2^16.
+  if (channels < 1 || channels > 32767 / n) throw UserError("a symmetric kernel on " + std::to_string(n) +
+                                                            " ranks needs between 1 and " + std::to_string(32767 / n) +
                                                             " channels");
 }
 

@@ -213,6 +213,8 @@ TEST_CASE("NCCL's symmetric kernels are correct programs: one-shot LL, and direc
   CHECK(direct.op(2, 13).queue == direct.op(2, 3).queue);  // a peer's receives on one queue
   CHECK(direct.op(2, 13).dst == chunk(Buffer::Output, 1));
   CHECK_THROWS_WITH(direct_program(Collective::AllGather, 1, 1, Protocol::LL), "a symmetric kernel needs at least 2 ranks");
+  CHECK_THROWS_WITH(oneshot_allreduce_program(8, 4096, Protocol::LL),
+                    "a symmetric kernel on 8 ranks needs between 1 and 4095 channels");
 }
 
 TEST_CASE("NCCL's all-to-all is a correct program: per channel a copy, a send and a receive per peer", "[programs]") {
