@@ -78,7 +78,10 @@ void FlowCall::cores(collectives::Program& program, const collectives::Site& sit
   const topo::Topology& t = graph_;
   if (const std::string why = flow::CoresFlows::cannot_run(program); !why.empty())
     throw UserError("--fidelity flow: " + name_ + " " + why);
-  if (program.has(collectives::OpKind::ReduceRead)) reduction_tables(program, site);
+  if (program.has(collectives::OpKind::ReduceRead)) {
+    reduction_tables(program, site);
+    read_channels_ = collectives::channel_parts(program).channels;
+  }
   if (topo::is_roce_cluster(t) && program.has(collectives::OpKind::ReduceWrite))
     throw UserError("--fidelity flow: " + name_ + " adds its reducing writes in NetReduce's FPGA beside each "
                     "rail leaf, which flows do not model; run it at packet level");
@@ -379,6 +382,13 @@ void FlowCall::note(std::ostream& notes, const Measures& m) const {
   else
     notes << "#   flows: " << res.transfers << " transfers (" << collectives::protocol_name(res.proto)
           << "), at most " << res.most_active << at_once;
+  // Each GPU's read waits a round trip after its answers, in lockstep as
+  // flows; at packet level the GPUs' passes drift apart and one's answers
+  // fill another's wait (docs/hardware.md, "Symmetric buffers").
+  if (read_channels_ > 0 && read_channels_ < 4)
+    notes << "#   flows: the GPUs' reducing reads run on " << count_of(read_channels_, "channel", "channels")
+          << " each, their passes in lockstep where packet level's drift apart: up to 12% slow here (docs/hardware.md, "
+             "\"Symmetric buffers\"; --check-fidelity measures it)\n";
   if (!res.classes_note.empty())
     notes << "#   channel classes: " << res.classes_note
           << (classes_auto_ ? " (flow.channel_classes=auto: on from 16 nodes, within 4.4% of every channel there; "

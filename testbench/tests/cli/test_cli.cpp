@@ -309,7 +309,7 @@ TEST_CASE("option list-choices prints the values each run option accepts", "[cli
   const Result r = incsim("--list-choices");
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("collective\tallreduce, reducescatter, allgather, broadcast, alltoall, reduce, gather, scatter\n"));
-  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, nccl, push, pull, multicast, nvls, dbtree, hd, ring2d, ring2d-hier, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, sharp, nvlstree, nvlsring, nvlssharp, nvlsnetreduce, p2p, netreduce, pnetreduce, flatring, tencent\n"));
+  CHECK_THAT(r.out, Catch::Contains("algorithm\tring, nccl, push, pull, multicast, nvls, oneshot, direct, dbtree, hd, ring2d, ring2d-hier, hdrm, multitree, multitree-msg, blink, hring, tree, collnet, sharp, nvlstree, nvlsring, nvlssharp, nvlsnetreduce, p2p, netreduce, pnetreduce, flatring, tencent\n"));
   CHECK_THAT(r.out,
              Catch::Contains("platform\tdgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72, cluster, rack, spineleaf, multigpu, FILE.yaml\n"));
   CHECK_THAT(r.out, Catch::Contains("redop\tsum, min, max\n"));

@@ -272,6 +272,12 @@ TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level
     CHECK(flow[i]["choice"] == packet[i]["choice"]);
     CHECK(flow[i]["time_us"].get<double>() == Approx(packet[i]["time_us"].get<double>()).epsilon(0.05));
   }
+  // As flows the multimem kernel's one block reads in lockstep: the row says what that may cost.
+  const std::string lockstep = "#   flows: the GPUs' reducing reads run on 1 channel each, their passes in lockstep";
+  CHECK_THAT(cli::incsim("--platform hgx-b200 --algorithm nccl -c nccl.symmetric=true --sizes 64K --fidelity flow").out,
+             Catch::Contains(lockstep));
+  CHECK_THAT(cli::incsim("--platform hgx-b200 --algorithm nvls --sizes 64K --fidelity flow").out,
+             !Catch::Contains("#   flows: the GPUs' reducing reads"));
   // One-shot LL and the direct kernel on A100 (no multimem), each checked element by element.
   const Result a = cli::incsim("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 8K,1M --quiet --json -");
   REQUIRE(a.code == 0);
