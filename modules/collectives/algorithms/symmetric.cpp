@@ -2,6 +2,7 @@
 // their own: what `nccl -c nccl.symmetric=true` runs per size, to run at one
 // size, compare, or watch in a waveform.
 #include "collectives/algorithms/common.h"
+#include "collectives/nccl.h"
 #include "collectives/program_synthesis.h"
 
 namespace incsim::collectives::builtin {
@@ -40,14 +41,16 @@ class Direct : public Algorithm {
       : Algorithm({"direct", "allreduce, reducescatter, allgather", "", Family::GpuFabric, kSwitchFabrics,
                    "the GPUs' cores",
                    "every GPU stores each peer's block into it and, for all-reduce, the sums back into every peer "
-                   "(NCCL 2.27+'s symmetric RSxLD_AGxST, ReduceScatter_LD, AllGather_ST; nccl's choice runs their "
-                   "LL kernels so too)",
+                   "(NCCL 2.27+'s symmetric RSxLD_AGxST, ReduceScatter_LD, AllGather_ST; with -c ring.protocol=ll "
+                   "their _LL kernels)",
                    54}) {}
   bool crosses_nodes() const override { return true; }
   std::string cannot_run(const Site& s) const override { return pcie_refusal(s, name()); }
   Synthesis synthesize(const Site& s) const override {
     Synthesis out;
+    // Plain stores unless ring.protocol is set: the platform's default (auto on hgx-*) is the ring's.
     out.program = direct_program(s.collective, s.ranks(), nccl_channels(s), Protocol::Simple);
+    apply_protocol(out.program, name(), s.cfg.get(kRingProtocol, "simple"), false);
     return out;
   }
 };

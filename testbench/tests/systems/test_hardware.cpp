@@ -290,6 +290,9 @@ TEST_CASE("nccl.symmetric runs NCCL's symmetric kernel per size, at packet level
         time_us("--platform hgx-a100 --algorithm oneshot --sizes 8K -c nccl.launch=process"));
   CHECK(time_us("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 1M") ==
         time_us("--platform hgx-a100 --algorithm direct --sizes 1M -c nccl.launch=process"));
+  CHECK(time_us("--platform hgx-a100 --algorithm nccl -c nccl.symmetric=true --sizes 64K --collective allgather") ==
+        time_us("--platform hgx-a100 --algorithm direct -c ring.protocol=ll --sizes 64K --collective allgather "
+                "-c nccl.launch=process"));  // AllGather_LL
   const Result pcie = cli::incsim("--platform dgx1v --algorithm direct --sizes 8K --quiet");
   CHECK(pcie.code == 2);
   CHECK(pcie.err == "incsim: error: direct stores into every peer, and on dgx1v some GPUs reach each other only over "
