@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <vector>
 
 #include "collectives/nccl.h"
@@ -100,32 +101,24 @@ bool nccl_tunes(Collective c) {
 
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Ring ? "ring" : "nvls"; }
 
-const char* sym_kernel_name(SymKernel k) {
-  switch (k) {
-    case SymKernel::AgLl: return "AllReduce_AGxLL_R";
-    case SymKernel::AgLlMc: return "AllReduce_AGxLLMC_R";
-    case SymKernel::RsLdAgSt: return "AllReduce_RSxLD_AGxST";
-    case SymKernel::RsLdmcAgStmc: return "AllReduce_RSxLDMC_AGxSTMC";
-    case SymKernel::AllGatherLl: return "AllGather_LL";
-    case SymKernel::AllGatherLlMc: return "AllGather_LLMC";
-    case SymKernel::AllGatherSt: return "AllGather_ST";
-    case SymKernel::AllGatherStMc: return "AllGather_STMC";
-    case SymKernel::ReduceScatterLl: return "ReduceScatter_LL";
-    case SymKernel::ReduceScatterLd: return "ReduceScatter_LD";
-    case SymKernel::ReduceScatterLdMc: return "ReduceScatter_LDMC";
-  }
-  return "";
-}
+namespace {
+// symmetric.cc's kernels in its order (ncclSymKernelId), which SymKernel keeps.
+constexpr SymKernelInfo kSymKernels[] = {
+    {"AllReduce_AGxLL_R", Collective::AllReduce, true, false},
+    {"AllReduce_AGxLLMC_R", Collective::AllReduce, true, true},
+    {"AllReduce_RSxLD_AGxST", Collective::AllReduce, false, false},
+    {"AllReduce_RSxLDMC_AGxSTMC", Collective::AllReduce, false, true},
+    {"AllGather_LL", Collective::AllGather, true, false},
+    {"AllGather_LLMC", Collective::AllGather, true, true},
+    {"AllGather_ST", Collective::AllGather, false, false},
+    {"AllGather_STMC", Collective::AllGather, false, true},
+    {"ReduceScatter_LL", Collective::ReduceScatter, true, false},
+    {"ReduceScatter_LD", Collective::ReduceScatter, false, false},
+    {"ReduceScatter_LDMC", Collective::ReduceScatter, false, true},
+};
+}  // namespace
 
-bool sym_kernel_ll(SymKernel k) {
-  return k == SymKernel::AgLl || k == SymKernel::AgLlMc || k == SymKernel::AllGatherLl ||
-         k == SymKernel::AllGatherLlMc || k == SymKernel::ReduceScatterLl;
-}
-
-bool sym_kernel_multimem(SymKernel k) {
-  return k == SymKernel::AgLlMc || k == SymKernel::RsLdmcAgStmc || k == SymKernel::AllGatherLlMc ||
-         k == SymKernel::AllGatherStMc || k == SymKernel::ReduceScatterLdMc;
-}
+const SymKernelInfo& sym_kernel(SymKernel k) { return kSymKernels[static_cast<size_t>(k)]; }
 
 bool nccl_arch(const std::string& family, GpuArch& out) {
   if (family == "hgx-a100") out = GpuArch::Ampere;
@@ -183,27 +176,12 @@ double softplus(double x, double softness) {
   const double z = x / softness;
   return z >= 100.0 ? x : softness * std::log1p(std::exp(z));
 }
-// The kernels kernelMask_coll gives each collective, in NCCL's order.
-std::vector<SymKernel> sym_kernels(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return {SymKernel::AgLl, SymKernel::AgLlMc, SymKernel::RsLdAgSt, SymKernel::RsLdmcAgStmc};
-    case Collective::AllGather:
-      return {SymKernel::AllGatherLl, SymKernel::AllGatherLlMc, SymKernel::AllGatherSt, SymKernel::AllGatherStMc};
-    case Collective::ReduceScatter:
-      return {SymKernel::ReduceScatterLl, SymKernel::ReduceScatterLd, SymKernel::ReduceScatterLdMc};
-    default: return {};
-  }
-}
 // symmetric.cc: ncclSymMaxBlocks, and nMaxBlocksNvls for the kernels that
-// load or store through the switches' multimem for every byte.
+// load or store every byte through the switches' multimem.
 int sym_max_blocks(SymKernel k, GpuArch arch, int ranks) {
-  if (k != SymKernel::RsLdmcAgStmc && k != SymKernel::AllGatherStMc && k != SymKernel::ReduceScatterLdMc)
-    return kSymMaxBlocks;
+  if (!sym_kernel(k).multimem || sym_kernel(k).ll) return kSymMaxBlocks;
   return ((arch == GpuArch::Blackwell ? 32 : 16) + ranks - 1) / ranks;
 }
-bool all_reduce_kernel(SymKernel k) { return k <= SymKernel::RsLdmcAgStmc; }
-bool all_gather_kernel(SymKernel k) { return k >= SymKernel::AllGatherLl && k <= SymKernel::AllGatherStMc; }
 }  // namespace
 
 double NcclTuning::symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const {
@@ -227,10 +205,11 @@ double NcclTuning::symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) c
     case SymKernel::ReduceScatterLdMc: bus = (n - 1) * b, multiplier = 0.55 * n; break;
   }
   constexpr double kGBps = (1 << 30) / 1.e6;  // NCCL's GB/s in bytes per us
-  const bool ll = sym_kernel_ll(k), ar = all_reduce_kernel(k);
+  const SymKernelInfo& info = sym_kernel(k);
+  const bool ll = info.ll, ar = info.collective == Collective::AllReduce;
   double base = 0, sm_bw = 0, peak = 0;
   if (arch_ == GpuArch::Blackwell) {
-    base = ll ? (all_gather_kernel(k) ? 8.5 : 11.0) : (ar ? 19.5 : 13.0);
+    base = ll ? (info.collective == Collective::AllGather ? 8.5 : 11.0) : (ar ? 19.5 : 13.0);
     sm_bw = 55.0 * kGBps;
     peak = (k == SymKernel::RsLdmcAgStmc ? 1000.0 : 600.0) * kGBps;
   } else {
@@ -254,8 +233,10 @@ SymChoice NcclTuning::choose_symmetric(Collective c, uint64_t bytes, bool float_
   if ((!ag && !float_sum) || bytes >= 32 * (2ull << 30)) return best;
   const bool nvls = arch_ != GpuArch::Ampere;
   constexpr double kSmPenalty = 0.025;  // "2.5% percent increase in time per SM"
-  for (SymKernel k : sym_kernels(c)) {
-    if ((sym_kernel_multimem(k) && !nvls) || (sym_kernel_ll(k) && bytes >= (2ull << 30))) continue;
+  for (size_t i = 0; i < std::size(kSymKernels); ++i) {
+    const SymKernel k = static_cast<SymKernel>(i);
+    const SymKernelInfo& info = kSymKernels[i];
+    if (info.collective != c || (info.multimem && !nvls) || (info.ll && bytes >= (2ull << 30))) continue;
     const int most = sym_max_blocks(k, arch_, ranks_);
     SymChoice at{k, most, symmetric_model_us(k, per_rank, most)};
     for (int blocks = kSymMinBlocks; blocks < most; ++blocks) {

@@ -48,10 +48,14 @@ enum class SymKernel : uint8_t {
   AllGatherLl, AllGatherLlMc, AllGatherSt, AllGatherStMc,
   ReduceScatterLl, ReduceScatterLd, ReduceScatterLdMc
 };
-const char* sym_kernel_name(SymKernel k);  // NCCL's: AllReduce_AGxLL_R, ...
-// Whether k moves LL lines, and whether it uses the switches' multimem.
-bool sym_kernel_ll(SymKernel k);
-bool sym_kernel_multimem(SymKernel k);
+// A kernel as symmetric.cc describes it.
+struct SymKernelInfo {
+  const char* name;       // kernelName: AllReduce_AGxLL_R, ...
+  Collective collective;  // kernelMask_coll
+  bool ll;                // kernelMask_LL: it moves LL lines
+  bool multimem;          // kernelMask_STMC, _LDMC: through the switches' multimem
+};
+const SymKernelInfo& sym_kernel(SymKernel k);
 
 struct SymChoice {
   SymKernel kernel = SymKernel::AgLl;

@@ -76,15 +76,19 @@ struct SymmetricOps {
     o.dst = dst;
     return static_cast<uint32_t>(pb.add(o));
   }
+  // A local copy on the adding queue.
+  uint32_t copy(ChunkRef src, ChunkRef dst) const {
+    Operation o = op(OpKind::Copy, n, 0);
+    o.src = src;
+    o.dst = dst;
+    return static_cast<uint32_t>(pb.add(o));
+  }
   // Every peer's data received into scratch, then `dst` = `own` + each,
   // rank - 1's first: the last addition's index.
   uint32_t add_all(ChunkRef own, ChunkRef dst) const {
     std::vector<uint32_t> received;
     for (int k = 1; k < n; ++k) received.push_back(recv(k, landing(k)));
-    Operation copy = op(OpKind::Copy, n, 0);
-    copy.src = own;
-    copy.dst = dst;
-    uint32_t last = static_cast<uint32_t>(pb.add(copy));
+    uint32_t last = copy(own, dst);
     for (int k = 1; k < n; ++k) {
       Operation add = op(OpKind::Reduce, n, 0);
       add.src = landing(k);
@@ -132,20 +136,17 @@ Program direct_program(Collective c, int n, int channels, Protocol p) {
       const SymmetricOps ops(pb, p, n, r, chan, channels);
       // Rank j's block of this channel in a buffer of n blocks.
       const auto block = [&](Buffer buf, int j) { return chunk(buf, static_cast<uint32_t>(j) * ch_n + ops.ch); };
-      ChunkRef mine = scatter ? block(Buffer::Output, r) : chunk(Buffer::Input, ops.ch);
+      // This rank's sum (reduce-scatter, all-reduce) or its own block (all-gather).
+      const ChunkRef mine = !scatter ? chunk(Buffer::Input, ops.ch)
+                            : gather ? block(Buffer::Output, r)
+                                     : chunk(Buffer::Output, ops.ch);
       std::vector<uint32_t> after;
       if (scatter) {
         for (int k = 1; k < n; ++k) ops.send(k, block(Buffer::Input, (r + k) % n));
-        if (!gather) mine = chunk(Buffer::Output, ops.ch);
         after.push_back(ops.add_all(block(Buffer::Input, r), mine));
       }
       if (!gather) continue;
-      if (!scatter) {
-        Operation copy = ops.op(OpKind::Copy, n, 0);
-        copy.src = mine;
-        copy.dst = block(Buffer::Output, r);
-        pb.add(copy);
-      }
+      if (!scatter) ops.copy(mine, block(Buffer::Output, r));
       for (int k = 1; k < n; ++k) ops.send(k, mine, after);
       for (int k = 1; k < n; ++k) ops.recv(k, block(Buffer::Output, (r - k + n) % n));
     }

@@ -79,7 +79,7 @@ class NcclPick : public Tuner {
     os << "#   nccl's choice: " << choice() << std::fixed << std::setprecision(1);
     if (!symmetric_) os << " (NCCL's model " << choice_.model_us << " us)\n";
     else os << " (NCCL's symmetric model " << sym_.model_us << " us"
-            << (sym_kernel_ll(sym_.kernel) && sym_kernel_multimem(sym_.kernel)
+            << (sym_kernel(sym_.kernel).ll && sym_kernel(sym_.kernel).multimem
                     ? "; its multicast run as stores to each peer, which bring each GPU the same bytes"
                     : "")
             << ")\n";
@@ -87,7 +87,7 @@ class NcclPick : public Tuner {
   }
   std::string choice() const override {
     if (symmetric_)
-      return std::string(sym_kernel_name(sym_.kernel)) + " (" + sym_algorithm() + "), " +
+      return std::string(sym_kernel(sym_.kernel).name) + " (" + sym_algorithm() + "), " +
              std::to_string(sym_.blocks) + (sym_.blocks == 1 ? " block" : " blocks");
     return std::string(nccl_algo_name(choice_.algo)) + " " + protocol_name(choice_.proto) + ", " +
            std::to_string(choice_.channels) + (choice_.channels == 1 ? " channel" : " channels");
@@ -103,7 +103,7 @@ class NcclPick : public Tuner {
   Synthesis symmetric() const {
     Synthesis out;
     const int n = site_.ranks(), stores = std::max(sym_.blocks, nccl_channels(site_));
-    const Protocol p = sym_kernel_ll(sym_.kernel) ? Protocol::LL : Protocol::Simple;
+    const Protocol p = sym_kernel(sym_.kernel).ll ? Protocol::LL : Protocol::Simple;
     const std::string a = sym_algorithm();
     out.program = a == "oneshot" ? oneshot_allreduce_program(n, stores, p)
                   : a == "nvls"  ? nvls_program(site_.collective, n, sym_.blocks, true)
@@ -112,8 +112,9 @@ class NcclPick : public Tuner {
   }
   // The algorithm that runs the symmetric kernel's program on its own.
   std::string sym_algorithm() const {
-    if (sym_.kernel == SymKernel::AgLl || sym_.kernel == SymKernel::AgLlMc) return "oneshot";
-    return sym_kernel_multimem(sym_.kernel) && !sym_kernel_ll(sym_.kernel) ? "nvls" : "direct";
+    const SymKernelInfo& k = sym_kernel(sym_.kernel);
+    if (k.ll && k.collective == Collective::AllReduce) return "oneshot";
+    return k.multimem && !k.ll ? "nvls" : "direct";
   }
 
   const Site& site_;
