@@ -1,5 +1,5 @@
 #pragma once
-// NCCL's tuning model on one NVLink node (src/graph/tuning.cc,
+// NCCL's tuning model on one NVLink node or a cluster of them (src/graph/tuning.cc,
 // ncclTopoTuneModel and ncclTopoGetAlgoTime; src/graph/search.cc for the
 // graphs it tunes; src/enqueue.cc for the channels a size gets): the
 // algorithm and protocol NCCL picks for a collective of a size, as
@@ -16,17 +16,30 @@ namespace incsim::collectives {
 // The GPUs' generation, NCCL's compCapIndex (tuning.cc).
 enum class GpuArch : uint8_t { Ampere, Hopper, Blackwell };
 
-enum class NcclAlgo : uint8_t { Ring, Nvls };
+// NCCL's algorithms that incsim runs, in NCCL's order (NCCL_ALGO_TREE,
+// _RING, _NVLS, _NVLS_TREE; CollNet and PAT are not modelled).
+enum class NcclAlgo : uint8_t { Tree, Ring, Nvls, NvlsTree };
 const char* nccl_algo_name(NcclAlgo a);
+// A set of them, as NCCL_ALGO limits NCCL's: bit 1 << NcclAlgo.
+using NcclAlgos = unsigned;
+constexpr NcclAlgos nccl_algo_bit(NcclAlgo a) { return 1u << static_cast<unsigned>(a); }
+constexpr NcclAlgos kAllNcclAlgos = 0xF;
 
-// What NCCL's topology search finds on a node of GPUs that reach each
-// other through NVSwitches: per graph, its channels and each channel's
-// bandwidth, GB/s.
+// What NCCL's topology search finds: per graph, its channels and each
+// channel's bandwidth inside a node and across nodes, GB/s.
 struct NcclGraph {
   int channels = 0;
   double bw_intra = 0, bw_inter = 0;
 };
 
+// A cluster's scale-out network as NCCL's topology detection sees it, on a
+// rail-optimised node (every GPU with its own adapter behind a PCIe link).
+struct NcclNet {
+  int nodes = 1;          // nNodes; 1: one NVLink node, nothing else is read
+  double nic_GBps = 0;    // an adapter's port (topo.cc: net.bw = Mb/s / 8000)
+  double pcie_GBps = 0;   // a GPU's path to its adapter, as NCCL rates PCIe (topo.cc)
+  bool x86 = true;        // the hosts' CPUs are x86 (Grace's are not: nvl72)
+};
 // NCCL's symmetric kernels (NCCL 2.27 src/symmetric.cc, 2.28+
 // src/sym_kernels.cc; src/device/symmetric/*.cuh), which it runs on one
 // node whenever both buffers are in windows registered with
@@ -66,19 +79,23 @@ struct SymChoice {
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::Ring;
   Protocol proto = Protocol::Simple;
-  int channels = 0;      // the ring's channels for this size (enqueue.cc), NVLS's own
+  int channels = 0;      // a ring's or tree's channels for this size (enqueue.cc), NVLS's own
   double model_us = 0;   // NCCL's predicted time for it
 };
 
 class NcclTuning {
  public:
-  // `ranks` GPUs of one node, each with `links` NVLinks to the switches.
-  NcclTuning(GpuArch arch, int ranks, int links);
+  // `ranks` GPUs in net.nodes nodes, each with `links` NVLinks to its
+  // node's switches (and, across nodes, its own adapter on net).
+  NcclTuning(GpuArch arch, int ranks, int links, const NcclNet& net = {});
   // NCCL's pick for a collective of `bytes` (for an all-gather and a
   // reduce-scatter the whole buffer, ncclFuncMaxSendRecvCount; UserError
   // for another collective), the fastest by its model among the algorithms
-  // allowed (NCCL_ALGO's list; both by default).
-  NcclChoice choose(Collective c, uint64_t bytes, bool ring = true, bool nvls = true) const;
+  // allowed (NCCL_ALGO's list; all by default). On one node NCCL weighs
+  // the ring and NVLS (its tree there is a chain, which incsim does not
+  // run), across nodes the ring, the tree and NVLSTree: NCCL's CollNet and
+  // multi-node NVLS need NCCL_COLLNET_ENABLE=1, off by default.
+  NcclChoice choose(Collective c, uint64_t bytes, NcclAlgos allowed = kAllNcclAlgos) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.
   double model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const;
   // NCCL's pick among its symmetric kernels for collective c of `bytes`
@@ -92,17 +109,20 @@ class NcclTuning {
   // That model's time of kernel k on `blocks` thread blocks, for a
   // collective whose per-rank count is `bytes` (ncclSymPickKernel's nBytes), us.
   double symmetric_model_us(SymKernel k, uint64_t bytes, int blocks) const;
-  const NcclGraph& ring() const { return ring_; }
+  const NcclGraph& ring() const { return ring_; }  // the tree's too, across nodes (see the .cpp)
   const NcclGraph& nvls() const { return nvls_; }
+  int nodes() const { return net_.nodes; }
   // comm->nChannels: the ring graph's channels duplicated (connect.cc, ncclTopoPostset).
   int comm_channels() const { return 2 * ring_.channels; }
 
  private:
   int steps(Collective c) const;
+  bool runs(Collective c, NcclAlgo a, Protocol p) const;
   double bandwidth(Collective c, NcclAlgo a, Protocol p) const;
   double latency(Collective c, NcclAlgo a, Protocol p) const;
   GpuArch arch_;
   int ranks_;
+  NcclNet net_;
   NcclGraph ring_, nvls_;
 };
 

@@ -1,6 +1,7 @@
 // What NCCL itself runs: per size the algorithm and protocol its tuning
 // model picks (collectives/nccl_tuning.h), run by the same programs as
-// `--algorithm ring` and `nvls` (docs/hardware.md, "NCCL's choice").
+// `--algorithm ring`, `nvls`, and across a cluster's nodes `tree` and
+// `nvlstree` (docs/hardware.md, "NCCL's choice").
 #include <algorithm>
 #include <iomanip>
 #include <sstream>
@@ -11,29 +12,33 @@
 #include "collectives/nccl_tuning.h"
 #include "collectives/program_synthesis.h"
 #include "core/error.h"
+#include "topology/cluster.h"
 
 namespace incsim::collectives::builtin {
 
 namespace {
 
-constexpr const char* kNvlinkNodes = "hgx-a100, hgx-h100, hgx-b200, nvl72";
+constexpr const char* kNvlinkNodes = "hgx-a100, hgx-h100, hgx-b200, nvl72 and clusters of them";
 
 const Param<std::string> kNcclAlgorithms{
-    "nccl.algorithms", "ring,nvls", Range::none(),
-    "the algorithms nccl picks from, comma-separated (ring, nvls), as NCCL_ALGO limits NCCL's: ring for a table run "
-    "with NCCL_ALGO=Ring"};
+    "nccl.algorithms", "ring,tree,nvls,nvlstree", Range::none(),
+    "the algorithms nccl picks from, comma-separated (ring, tree, nvls, nvlstree), as NCCL_ALGO limits NCCL's: ring "
+    "for a table run with NCCL_ALGO=Ring. On one node NCCL weighs ring and nvls, across nodes ring, tree and "
+    "nvlstree"};
 
-// nccl.algorithms as (ring, nvls) allowed; UserError for another name.
-std::pair<bool, bool> allowed(const Site& s) {
-  bool ring = false, nvls = false;
+// nccl.algorithms as a set; UserError for another name.
+NcclAlgos allowed(const Site& s) {
+  NcclAlgos set = 0;
   std::stringstream list(s.cfg.get(kNcclAlgorithms));
   for (std::string a; std::getline(list, a, ',');) {
-    if (a == "ring") ring = true;
-    else if (a == "nvls") nvls = true;
-    else throw UserError("nccl.algorithms lists ring and nvls, comma-separated, not '" + a + "'");
+    NcclAlgos bit = 0;
+    for (NcclAlgo n : {NcclAlgo::Tree, NcclAlgo::Ring, NcclAlgo::Nvls, NcclAlgo::NvlsTree})
+      if (a == nccl_algo_name(n)) bit = nccl_algo_bit(n);
+    if (!bit) throw UserError("nccl.algorithms lists ring, tree, nvls and nvlstree, comma-separated, not '" + a + "'");
+    set |= bit;
   }
-  if (!ring && !nvls) throw UserError("nccl.algorithms must list ring, nvls or both");
-  return {ring, nvls};
+  if (!set) throw UserError("nccl.algorithms must list one of ring, tree, nvls and nvlstree");
+  return set;
 }
 
 // NCCL 2.27+ on one node runs its symmetric kernels whenever both buffers
@@ -44,11 +49,37 @@ const Param<bool> kNcclSymmetric{
     "NCCL's symmetric kernels, picked by their own model (src/symmetric.cc), for an all-gather and a float sum's "
     "all-reduce or reduce-scatter; false: cudaMalloc'd buffers, NCCL's ring and NVLS"};
 
-// The model for a site's GPUs: links per GPU are its ports (one node: no adapter).
+// The site's GPUs are all in one node (of a cluster, or the platform's).
+bool one_node(const Site& s) {
+  if (!s.cluster()) return true;
+  const std::vector<int> node_of = s.node_of();
+  for (int g : s.gpus)
+    if (node_of[static_cast<size_t>(g)] != node_of[static_cast<size_t>(s.gpus[0])]) return false;
+  return true;
+}
+
+// The model for a site's GPUs: a GPU's NVLinks are its ports but its
+// adapter's, whose PCIe link and network port (port 1, topology/cluster.h)
+// are what NCCL sees of the network; a cluster's whole nodes are its nodes.
 NcclTuning tuning(const Site& s) {
   GpuArch arch{};
   nccl_arch(s.graph.family, arch);
-  return NcclTuning(arch, s.ranks(), s.graph.node(s.graph.endpoints().front()).ports);
+  const topo::Topology& t = s.graph;
+  const int gpu = t.endpoints()[static_cast<size_t>(s.gpus.front())];
+  NcclNet net;
+  int links = 0;
+  for (int port = 0; port < t.node(gpu).ports; ++port) {
+    const int peer = t.peer({gpu, port}).node;
+    if (!topo::kinds::is_adapter(t.node(peer).block)) {
+      ++links;
+      continue;
+    }
+    net.pcie_GBps = t.links()[t.link_at({gpu, port})].bw_GBps;
+    net.nic_GBps = t.links()[t.link_at({peer, 1})].bw_GBps;
+  }
+  if (!one_node(s)) net.nodes = s.whole_nodes();
+  net.x86 = t.family != "nvl72";  // GB200's hosts are Grace
+  return NcclTuning(arch, s.ranks(), links, net);
 }
 
 class NcclPick : public Tuner {
@@ -60,17 +91,21 @@ class NcclPick : public Tuner {
     if (registered_) sym_ = model_.choose_symmetric(site_.collective, bytes, site_.float_sum);
     symmetric_ = registered_ && sym_.model_us >= 0;
     if (symmetric_) return symmetric();
-    choice_ = model_.choose(site_.collective, bytes, allowed_.first, allowed_.second);
-    if (choice_.algo == NcclAlgo::Nvls) {
-      Synthesis out = find_algorithm("nvls", Family::GpuFabric)->synthesize(site_);
-      choice_.channels = channel_parts(out.program).channels;  // nvls.channels: NCCL's NVLS thread blocks
+    choice_ = model_.choose(site_.collective, bytes, allowed_);
+    if (choice_.algo == NcclAlgo::Nvls || choice_.algo == NcclAlgo::NvlsTree) {
+      Synthesis out = find_algorithm(nccl_algo_name(choice_.algo), Family::GpuFabric)->synthesize(site_);
+      choice_.channels = channel_parts(out.program).channels;  // nvls.channels, ring.channels: its thread blocks
       return out;
     }
-    // One ring per link stands for NCCL's channels, whose stores NVLink
-    // spreads over every link; a small size gets fewer, as in enqueue.cc.
+    // One ring per link (on a cluster, two per adapter) stands for NCCL's
+    // channels, whose stores NVLink spreads over every link; a small size
+    // gets fewer, as in enqueue.cc.
     choice_.channels = std::min(choice_.channels, nccl_channels(site_));
+    const int nodes = model_.nodes(), per_node = site_.ranks() / nodes;
     Synthesis out;
-    out.program = ring_program(site_.collective, site_.ranks(), choice_.channels);
+    out.program = choice_.algo == NcclAlgo::Tree ? cluster_tree_program(nodes, per_node, choice_.channels)
+                  : nodes > 1 ? cluster_ring_program(site_.collective, nodes, per_node, choice_.channels)
+                              : ring_program(site_.collective, site_.ranks(), choice_.channels);
     for (Operation& o : out.program.ops) o.proto = choice_.proto;
     return out;
   }
@@ -119,7 +154,7 @@ class NcclPick : public Tuner {
 
   const Site& site_;
   NcclTuning model_;
-  std::pair<bool, bool> allowed_;  // nccl.algorithms: ring, nvls
+  NcclAlgos allowed_;  // nccl.algorithms
   bool registered_;                // nccl.symmetric
   NcclChoice choice_;
   bool symmetric_ = false;  // this size runs a symmetric kernel
@@ -131,20 +166,26 @@ class Nccl : public Algorithm {
   Nccl()
       : Algorithm({"nccl", "allreduce, allgather, reducescatter", "", Family::GpuFabric, kNvlinkNodes,
                    "the GPUs' cores and, for nvls, the switches' reduction and multicast tables",
-                   "per size the algorithm and protocol NCCL's tuning model picks (ring LL, LL128, Simple; nvls), as "
-                   "nccl-tests runs by default (NCCL src/graph/tuning.cc, src/enqueue.cc)",
+                   "per size the algorithm and protocol NCCL's tuning model picks (ring LL, LL128, Simple; nvls; across "
+                   "a cluster's nodes tree and nvlstree too), as nccl-tests runs by default (NCCL src/graph/tuning.cc, "
+                   "src/enqueue.cc)",
                    15}) {}
   bool in_switches() const override { return true; }
+  bool crosses_nodes() const override { return true; }
   std::string cannot_run(const Site& s) const override {
     GpuArch arch{};
-    if (s.cluster() || !nccl_arch(s.graph.family, arch))
-      return "nccl runs NCCL's tuning model on one NVLink node: " + std::string(kNvlinkNodes) + " (not " +
-             s.platform + ")";
-    return nvls_possible(s) ? nvls()->cannot_run(s) : "";
+    if (!nccl_arch(s.graph.family, arch))
+      return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: " + std::string(kNvlinkNodes) +
+             " (not " + (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
+    if (!one_node(s) && !s.whole_nodes())
+      return "across a cluster's nodes nccl runs on whole nodes, as NCCL's graphs are searched per node: all the "
+             "cluster's GPUs, or a job's whole nodes in order";
+    return nvls_possible(s) ? nvls(one_node(s))->cannot_run(s) : "";
   }
   Needs needs(const topo::Topology& t, Collective c) const override {
     GpuArch arch{};
-    return nccl_arch(t.family, arch) && arch != GpuArch::Ampere ? nvls()->needs(t, c) : Needs{};
+    if (!nccl_arch(t.family, arch) || arch == GpuArch::Ampere) return {};
+    return nvls(topo::cluster_nodes(t).empty())->needs(t, c);
   }
   // The program of the largest size NCCL's channels fill: its header's.
   Synthesis synthesize(const Site& s) const override {
@@ -156,8 +197,12 @@ class Nccl : public Algorithm {
   }
 
  private:
-  static const Algorithm* nvls() { return find_algorithm("nvls", Family::GpuFabric); }
-  static bool nvls_possible(const Site& s) { return tuning(s).nvls().channels > 0 && allowed(s).second; }
+  // NVLS on one node, NVLSTree across nodes.
+  static const Algorithm* nvls(bool one) { return find_algorithm(one ? "nvls" : "nvlstree", Family::GpuFabric); }
+  static bool nvls_possible(const Site& s) {
+    const NcclAlgo a = one_node(s) ? NcclAlgo::Nvls : NcclAlgo::NvlsTree;
+    return tuning(s).nvls().channels > 0 && (allowed(s) & nccl_algo_bit(a));
+  }
 };
 
 }  // namespace

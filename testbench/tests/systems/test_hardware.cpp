@@ -187,7 +187,7 @@ TEST_CASE("NCCL's choice is its model's fastest, by hand", "[hardware][nccl]") {
   CHECK(at_1m.algo == NcclAlgo::Ring);
   CHECK(at_1m.proto == Protocol::LL);
   CHECK(h100.choose(Collective::AllReduce, 2 << 20).algo == NcclAlgo::Nvls);  // 32.7 us against LL's 41.0
-  CHECK(h100.choose(Collective::AllReduce, 2 << 20, true, false).proto == Protocol::LL);  // NCCL_ALGO=Ring
+  CHECK(h100.choose(Collective::AllReduce, 2 << 20, nccl_algo_bit(NcclAlgo::Ring)).proto == Protocol::LL);  // NCCL_ALGO=Ring
   // A100 at 4 MiB: LL 98.7 us, LL128 14 + 14 x 1.9 + 4 MiB / (220.8 x 8/14) = 73.8, Simple 86.6.
   const NcclTuning a100(GpuArch::Ampere, 8, 12);
   const NcclChoice at_4m = a100.choose(Collective::AllReduce, 4 << 20);
@@ -197,8 +197,68 @@ TEST_CASE("NCCL's choice is its model's fastest, by hand", "[hardware][nccl]") {
   // enqueue.cc: LL gives each channel 512 threads x 8 B x 8 ranks = 32 KiB before adding one.
   CHECK(a100.choose(Collective::AllReduce, 64 << 10).channels == 2);
   CHECK(a100.choose(Collective::AllReduce, 8 << 10).channels == 1);
-  CHECK_THROWS_WITH(a100.choose(Collective::AllReduce, 1 << 20, false, true),
+  CHECK_THROWS_WITH(a100.choose(Collective::AllReduce, 1 << 20, nccl_algo_bit(NcclAlgo::Nvls)),
                     Catch::Contains("NVLS needs Hopper or later"));
+}
+
+TEST_CASE("NCCL's graphs and choice across a cluster's nodes, by hand", "[hardware][nccl][cluster]") {
+  using namespace incsim::collectives;
+  // 4 nodes of 8 H100s, each GPU with a 400 Gb/s adapter (50 GB/s) on PCIe.
+  const NcclTuning h100(GpuArch::Hopper, 32, 18, NcclNet{4, 50.0, 63.0, true});
+  // Ring: from 48 GB/s (sm90SpeedArrayInter, under the adapters' 50), one
+  // channel per adapter, 7 x 48 of a GPU's 370.8 GB/s of NVLink; 8 x 48 >=
+  // 370.8 ends pass 1, and Hopper doubles no channels under 50 GB/s.
+  CHECK(h100.ring().channels == 8);
+  CHECK(h100.ring().bw_inter == 48.0);
+  CHECK(h100.comm_channels() == 16);
+  // NVLS: 8 heads at 40 (9 x 40 <= 370.8), bwInter raised to the adapters' 48.
+  CHECK(h100.nvls().channels == 8);
+  CHECK(h100.nvls().bw_intra == 40.0);
+  CHECK(h100.nvls().bw_inter == 48.0);
+  // NVL72 nodes: 15 x 48 = 720 GB/s, then 16 x 45.1 = 721.6 (the speed sm100's array has for it).
+  const NcclTuning gb200(GpuArch::Blackwell, 144, 18, NcclNet{2, 50.0, 63.0, false});
+  CHECK(gb200.ring().channels == 16);
+  CHECK(gb200.ring().bw_inter == 45.1);
+
+  // 64 KiB: the tree's LL, 6.8 + 2 (7 x 0.6 + log2(4) x 5.0) us at
+  // min(8 x 48 x 0.92, 8 x 36.0) / 3.8, capped at llMaxBw's 20.4, x 0.5 to
+  // algbw, x 0.6 (treeCorrectionFactor at 1024 x 64 B).
+  const NcclChoice small = h100.choose(Collective::AllReduce, 64 << 10);
+  CHECK(small.algo == NcclAlgo::Tree);
+  CHECK(small.proto == Protocol::LL);
+  CHECK(small.model_us == Approx(35.2 + (64 << 10) / (1000 * 20.4 * 0.5 * 0.6)));
+  CHECK(small.channels == 16);  // the tree's LL threshold is not times the ranks
+  // 1 MiB: the tree's LL128, 14 + 2 (7 x 1.25 + 2 x 8.5) at min(288 x 120/128, 8 x 29.0) x 0.5 x 0.6.
+  const NcclChoice mid = h100.choose(Collective::AllReduce, 1 << 20);
+  CHECK(mid.algo == NcclAlgo::Tree);
+  CHECK(mid.proto == Protocol::LL128);
+  CHECK(mid.model_us == Approx(65.5 + (1 << 20) / (1000 * 232.0 * 0.5 * 0.6)));
+  // 16 MiB: NVLSTree, 25 + 2 x 2 x 20.9 us at 8 x min(40 x 0.85 x 7/8 x 2, 48, 45.5) x 32/62.
+  const NcclChoice big = h100.choose(Collective::AllReduce, 16 << 20);
+  CHECK(big.algo == NcclAlgo::NvlsTree);
+  CHECK(big.model_us == Approx(108.6 + (16 << 20) / (1000 * 8 * 45.5 * 32 / 62)));
+  // The ring across nodes: 56 steps at the network post's 1.0 us (over
+  // NVLink's 0.6) and 6 at 2.7; Simple's latency x 1.4 once each of 16
+  // channels' 32 ranks gets 64 B.
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Ring, Protocol::LL, 8192) ==
+        Approx(78.8 + 8192 / (1000 * 20.4 * 32 / 62)));
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Ring, Protocol::Simple, 1 << 20) ==
+        Approx((8.4 + 56 * 3.4 + 6 * 14.0) * 1.4 + (1 << 20) / (1000 * 384.0 * 32 / 62)));
+  // No tree or NVLSTree for an all-gather (tuning.cc), no NVLS across nodes without CollNet.
+  CHECK(h100.choose(Collective::AllGather, 64 << 20).algo == NcclAlgo::Ring);
+  CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Nvls, Protocol::Simple, 1 << 20) < 0);
+
+  // The run: each size's choice as its own algorithm runs it, elements checked.
+  const Result r = cli::incsim("--platform cluster --nodes 2 --algorithm nccl --sizes 8K,1M --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto rows = nlohmann::json::parse(r.out)["rows"];
+  CHECK(rows[0]["choice"] == "tree ll, 2 channels");
+  CHECK(rows[1]["choice"] == "tree ll128, 16 channels");
+  CHECK(rows[1]["wrong"] == 0);
+  const Result tree = cli::incsim("--platform cluster --nodes 2 --algorithm tree -c ring.protocol=ll128 --sizes 1M "
+                                  "--quiet --json -");
+  REQUIRE(tree.code == 0);
+  CHECK(rows[1]["time_us"] == nlohmann::json::parse(tree.out)["rows"][0]["time_us"]);
 }
 
 TEST_CASE("NCCL's choice for an all-gather and a reduce-scatter, by hand", "[hardware][nccl]") {
@@ -342,14 +402,17 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
     CHECK(r.code == 2);
     CHECK(r.err == "incsim: error: " + sentence + "\n");
   };
-  refused("--platform dgx2 --algorithm nccl",
-          "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not dgx2)");
-  refused("--platform cluster --nodes 2 --algorithm nccl",
-          "nccl runs NCCL's tuning model on one NVLink node: hgx-a100, hgx-h100, hgx-b200, nvl72 (not cluster)");
+  const std::string where = "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: hgx-a100, hgx-h100, "
+                            "hgx-b200, nvl72 and clusters of them ";
+  refused("--platform dgx2 --algorithm nccl", where + "(not dgx2)");
+  refused("--platform cluster --nodes 2 --node dgx2 --algorithm nccl", where + "(not a cluster whose nodes are of family klenk)");
   refused("--platform hgx-h100 --algorithm nccl --collective broadcast",
           "algorithm 'nccl' does not run broadcast; choose one of multicast, ring, blink");
+  refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=pat",
+          "nccl.algorithms lists ring, tree, nvls and nvlstree, comma-separated, not 'pat'");
   refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
-          "nccl.algorithms lists ring and nvls, comma-separated, not 'tree'");
+          "nccl.algorithms allows none that NCCL runs here: on one node the ring and nvls (NVLS needs Hopper or "
+          "later), across nodes the ring, and for an all-reduce tree and nvlstree");
 }
 
 TEST_CASE("algorithm nccl in training runs each collective's size as NCCL chooses it, at both fidelities",
