@@ -219,6 +219,10 @@ TEST_CASE("NCCL's graphs and choice across a cluster's nodes, by hand", "[hardwa
   const NcclTuning gb200(GpuArch::Blackwell, 144, 18, NcclNet{2, 50.0, 63.0, false});
   CHECK(gb200.ring().channels == 16);
   CHECK(gb200.ring().bw_inter == 45.1);
+  // Its NVLS: 29 heads at 24 (30 x 24 <= 721.8) carry the most, 696 GB/s.
+  CHECK(gb200.nvls().channels == 29);
+  CHECK(gb200.nvls().bw_intra == 24.0);
+  CHECK(gb200.nvls().bw_inter == 48.0);
 
   // 64 KiB: the tree's LL, 6.8 + 2 (7 x 0.6 + log2(4) x 5.0) us at
   // min(8 x 48 x 0.92, 8 x 36.0) / 3.8, capped at llMaxBw's 20.4, x 0.5 to
