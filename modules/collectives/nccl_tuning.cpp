@@ -215,15 +215,16 @@ int NcclTuning::steps(Collective c) const { return c == Collective::AllReduce ? 
 
 // What tuning.cc gives a bandwidth: on one node the ring and NVLS (NVLSTree
 // "disabled on a single node"; its tree, a chain there, incsim does not
-// run); across nodes the ring, and for an all-reduce the tree and NVLSTree
-// (NVLS across nodes and CollNet need collnetEnable). NVLS and NVLSTree
-// run Simple only, and on two channels or more.
+// run); across nodes the ring, and for an all-reduce the tree, NVLSTree
+// and, with collnetEnable, NVLS (its all-gather and reduce-scatter need
+// the CollNet plugin's own, which SHARP's all-reduce is not). NVLS and
+// NVLSTree run Simple only, and on two channels or more.
 bool NcclTuning::runs(Collective c, NcclAlgo a, Protocol p) const {
   const bool one = net_.nodes == 1, ar = c == Collective::AllReduce;
   switch (a) {
     case NcclAlgo::Ring: return true;
     case NcclAlgo::Tree: return !one && ar;
-    case NcclAlgo::Nvls: return one && p == Protocol::Simple && nvls_.channels >= 2;
+    case NcclAlgo::Nvls: return (one || (net_.collnet && ar)) && p == Protocol::Simple && nvls_.channels >= 2;
     case NcclAlgo::NvlsTree: return !one && ar && p == Protocol::Simple && nvls_.channels >= 2;
   }
   return false;
@@ -235,7 +236,7 @@ double NcclTuning::latency(Collective c, NcclAlgo a, Protocol p) const {
   // latency; latencyInter is the network's own (IB's properties give 0, net_ib.cc).
   const double inter = net_latency(ppn == 1 ? NcclAlgo::Tree : a, p);
   switch (a) {
-    case NcclAlgo::Nvls: return hw_latency(a, p);  // latencies = intraLat on one node
+    case NcclAlgo::Nvls: return hw_latency(a, p) + (nodes > 1 ? inter : 0);
     case NcclAlgo::NvlsTree: return hw_latency(a, p) + 2 * log2i(static_cast<uint64_t>(nodes)) * inter;
     case NcclAlgo::Tree:
       return nccl_base_latency_us(p, true) +
@@ -401,9 +402,10 @@ NcclChoice NcclTuning::choose(Collective c, uint64_t bytes, NcclAlgos allowed) c
   }
   if (best.model_us < 0)
     throw UserError(std::string("nccl.algorithms allows none that NCCL runs here: on one node the ring and nvls (NVLS "
-                    "needs Hopper or later), across nodes the ring, and for an all-reduce tree and nvlstree"));
+                    "needs Hopper or later), across nodes the ring, and for an all-reduce tree, nvlstree and (with "
+                    "nccl.collnet) nvls"));
   if (best.algo == NcclAlgo::Nvls || best.algo == NcclAlgo::NvlsTree) {
-    best.channels = nvls_.channels;
+    best.channels = nvls_.channels;  // the program's own (nvls.channels, ring.channels)
   } else {
     // enqueue.cc: fewer channels while each would get less than its threads' share.
     const uint64_t per = channel_bytes(best.algo, best.proto, ranks_);

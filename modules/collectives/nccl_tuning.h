@@ -39,6 +39,7 @@ struct NcclNet {
   double nic_GBps = 0;    // an adapter's port (topo.cc: net.bw = Mb/s / 8000)
   double pcie_GBps = 0;   // a GPU's path to its adapter, as NCCL rates PCIe (topo.cc)
   bool x86 = true;        // the hosts' CPUs are x86 (Grace's are not: nvl72)
+  bool collnet = false;   // NCCL_COLLNET_ENABLE=1 with SHARP: NVLS across nodes
 };
 // NCCL's symmetric kernels (NCCL 2.27 src/symmetric.cc, 2.28+
 // src/sym_kernels.cc; src/device/symmetric/*.cuh), which it runs on one
@@ -93,8 +94,9 @@ class NcclTuning {
   // for another collective), the fastest by its model among the algorithms
   // allowed (NCCL_ALGO's list; all by default). On one node NCCL weighs
   // the ring and NVLS (its tree there is a chain, which incsim does not
-  // run), across nodes the ring, the tree and NVLSTree: NCCL's CollNet and
-  // multi-node NVLS need NCCL_COLLNET_ENABLE=1, off by default.
+  // run), across nodes the ring, the tree and NVLSTree, and with
+  // NcclNet::collnet NVLS with SHARP across nodes (CollNet's Direct and Chain
+  // are not weighed).
   NcclChoice choose(Collective c, uint64_t bytes, NcclAlgos allowed = kAllNcclAlgos) const;
   // NCCL's predicted time of one algorithm and protocol, us; < 0 where NCCL would not run it.
   double model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const;

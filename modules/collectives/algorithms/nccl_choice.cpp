@@ -49,6 +49,11 @@ const Param<bool> kNcclSymmetric{
     "NCCL's symmetric kernels, picked by their own model (src/symmetric.cc), for an all-gather and a float sum's "
     "all-reduce or reduce-scatter; false: cudaMalloc'd buffers, NCCL's ring and NVLS"};
 
+const Param<bool> kNcclCollnet{
+    "nccl.collnet", false, Range::none(),
+    "NCCL_COLLNET_ENABLE=1 on an InfiniBand cluster (SHARP): across nodes nccl also weighs NVLS with the rail "
+    "leaves adding the nodes' sums, run as nvlssharp; false: NCCL's default, no CollNet"};
+
 // The site's GPUs are all in one node (of a cluster, or the platform's).
 bool one_node(const Site& s) {
   if (!s.cluster()) return true;
@@ -77,9 +82,15 @@ NcclTuning tuning(const Site& s) {
     net.pcie_GBps = t.links()[t.link_at({gpu, port})].bw_GBps;
     net.nic_GBps = t.links()[t.link_at({peer, 1})].bw_GBps;
   }
-  if (!one_node(s)) net.nodes = s.whole_nodes();
+  if (!one_node(s)) net.nodes = s.whole_nodes(), net.collnet = s.cfg.get(kNcclCollnet);
   net.x86 = t.family != "nvl72";  // GB200's hosts are Grace
   return NcclTuning(arch, s.ranks(), links, net);
+}
+
+// The algorithm that runs NCCL's NVLS or NVLSTree: on one node nvls,
+// across nodes nvlstree, and NVLS with SHARP (collnetEnable) nvlssharp.
+const Algorithm* runner(NcclAlgo a, bool one) {
+  return find_algorithm(a == NcclAlgo::NvlsTree ? "nvlstree" : one ? "nvls" : "nvlssharp", Family::GpuFabric);
 }
 
 class NcclPick : public Tuner {
@@ -93,7 +104,7 @@ class NcclPick : public Tuner {
     if (symmetric_) return symmetric();
     choice_ = model_.choose(site_.collective, bytes, allowed_);
     if (choice_.algo == NcclAlgo::Nvls || choice_.algo == NcclAlgo::NvlsTree) {
-      Synthesis out = find_algorithm(nccl_algo_name(choice_.algo), Family::GpuFabric)->synthesize(site_);
+      Synthesis out = runner(choice_.algo, model_.nodes() == 1)->synthesize(site_);
       choice_.channels = channel_parts(out.program).channels;  // nvls.channels, ring.channels: its thread blocks
       return out;
     }
@@ -180,12 +191,21 @@ class Nccl : public Algorithm {
     if (!one_node(s) && !s.whole_nodes())
       return "across a cluster's nodes nccl runs on whole nodes, as NCCL's graphs are searched per node: all the "
              "cluster's GPUs, or a job's whole nodes in order";
-    return nvls_possible(s) ? nvls(one_node(s))->cannot_run(s) : "";
+    const bool one = one_node(s);
+    if (!one && s.roce() && s.cfg.get(kNcclCollnet))
+      return "nccl.collnet weighs NVLS with SHARP in the InfiniBand leaves, which a RoCE cluster "
+             "(cluster.network=roce) does not have";
+    if (tuning(s).nvls().channels == 0) return "";
+    // The NVLS algorithms the model may pick must run here.
+    for (NcclAlgo a : {NcclAlgo::Nvls, NcclAlgo::NvlsTree})
+      if ((allowed(s) & nccl_algo_bit(a)) && (one ? a == NcclAlgo::Nvls : a == NcclAlgo::NvlsTree || s.cfg.get(kNcclCollnet)))
+        if (std::string why = runner(a, one)->cannot_run(s); !why.empty()) return why;
+    return "";
   }
   Needs needs(const topo::Topology& t, Collective c) const override {
     GpuArch arch{};
     if (!nccl_arch(t.family, arch) || arch == GpuArch::Ampere) return {};
-    return nvls(topo::cluster_nodes(t).empty())->needs(t, c);
+    return runner(NcclAlgo::Nvls, topo::cluster_nodes(t).empty())->needs(t, c);
   }
   // The program of the largest size NCCL's channels fill: its header's.
   Synthesis synthesize(const Site& s) const override {
@@ -197,12 +217,7 @@ class Nccl : public Algorithm {
   }
 
  private:
-  // NVLS on one node, NVLSTree across nodes.
-  static const Algorithm* nvls(bool one) { return find_algorithm(one ? "nvls" : "nvlstree", Family::GpuFabric); }
-  static bool nvls_possible(const Site& s) {
-    const NcclAlgo a = one_node(s) ? NcclAlgo::Nvls : NcclAlgo::NvlsTree;
-    return tuning(s).nvls().channels > 0 && (allowed(s) & nccl_algo_bit(a));
-  }
+
 };
 
 }  // namespace

@@ -251,6 +251,21 @@ TEST_CASE("NCCL's graphs and choice across a cluster's nodes, by hand", "[hardwa
   // No tree or NVLSTree for an all-gather (tuning.cc), no NVLS across nodes without CollNet.
   CHECK(h100.choose(Collective::AllGather, 64 << 20).algo == NcclAlgo::Ring);
   CHECK(h100.model_us(Collective::AllReduce, NcclAlgo::Nvls, Protocol::Simple, 1 << 20) < 0);
+  // With it (NCCL_COLLNET_ENABLE=1), NVLS and SHARP: 25 + 18 us at 8 x min(59.5, 48) x 32/62,
+  // from 64 KiB, where the tree's LL takes 45.9.
+  const NcclTuning sharp(GpuArch::Hopper, 32, 18, NcclNet{4, 50.0, 63.0, true, true});
+  const NcclChoice nvls = sharp.choose(Collective::AllReduce, 1 << 20);
+  CHECK(nvls.algo == NcclAlgo::Nvls);
+  CHECK(nvls.model_us == Approx(43.0 + (1 << 20) / (1000 * 8 * 48.0 * 32 / 62)));
+  CHECK(sharp.choose(Collective::AllReduce, 64 << 10).algo == NcclAlgo::Nvls);
+  CHECK(sharp.choose(Collective::AllReduce, 32 << 10).algo == NcclAlgo::Tree);
+  CHECK(sharp.choose(Collective::AllGather, 64 << 20).algo == NcclAlgo::Ring);
+  const Result with_sharp = cli::incsim("--platform cluster --nodes 2 --algorithm nccl,nvlssharp -c nccl.collnet=true "
+                                        "--sizes 1M --fidelity flow --quiet --json -");
+  REQUIRE(with_sharp.code == 0);
+  const auto both = nlohmann::json::parse(with_sharp.out)["rows"];
+  CHECK(both[0]["choice"] == "nvls simple, 16 channels");
+  CHECK(both[0]["time_us"] == both[1]["time_us"]);  // run as nvlssharp
 
   // The run: each size's choice as its own algorithm runs it, elements checked.
   const Result r = cli::incsim("--platform cluster --nodes 2 --algorithm nccl --sizes 8K,1M --quiet --json -");
@@ -416,7 +431,10 @@ TEST_CASE("algorithm nccl where NCCL's model is not built is one sentence", "[ha
           "nccl.algorithms lists ring, tree, nvls and nvlstree, comma-separated, not 'pat'");
   refused("--platform hgx-h100 --algorithm nccl -c nccl.algorithms=tree",
           "nccl.algorithms allows none that NCCL runs here: on one node the ring and nvls (NVLS needs Hopper or "
-          "later), across nodes the ring, and for an all-reduce tree and nvlstree");
+          "later), across nodes the ring, and for an all-reduce tree, nvlstree and (with nccl.collnet) nvls");
+  refused("--platform cluster --nodes 2 --algorithm nccl -c cluster.network=roce -c nccl.collnet=true",
+          "nccl.collnet weighs NVLS with SHARP in the InfiniBand leaves, which a RoCE cluster "
+          "(cluster.network=roce) does not have");
 }
 
 TEST_CASE("algorithm nccl in training runs each collective's size as NCCL chooses it, at both fidelities",
