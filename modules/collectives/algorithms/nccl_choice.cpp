@@ -189,8 +189,9 @@ class Nccl : public Algorithm {
       return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: " + std::string(kNvlinkNodes) +
              " (not " + (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
     if (!one_node(s) && !s.whole_nodes())
-      return "across a cluster's nodes nccl runs on whole nodes, as NCCL's graphs are searched per node: all the "
-             "cluster's GPUs, or a job's whole nodes in order";
+      return "across a cluster's nodes nccl runs on whole nodes, whose graphs NCCL searches (all the cluster's GPUs, "
+             "or a job's whole nodes in order); one GPU per node, as --tp's data-parallel groups, runs ring or sharp "
+             "(-c train.dp_algorithm=ring)";
     const bool one = one_node(s);
     if (!one && s.roce() && s.cfg.get(kNcclCollnet))
       return "nccl.collnet weighs NVLS with SHARP in the InfiniBand leaves, which a RoCE cluster "
