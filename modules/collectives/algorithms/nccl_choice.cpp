@@ -18,7 +18,7 @@ namespace incsim::collectives::builtin {
 
 namespace {
 
-constexpr const char* kNvlinkNodes = "hgx-a100, hgx-h100, hgx-b200, nvl72 and clusters of them";
+constexpr const char* kNvlinkNodes = "hgx-a100, hgx-h100, hgx-b200, nvl72, cluster";
 
 const Param<std::string> kNcclAlgorithms{
     "nccl.algorithms", "ring,tree,nvls,nvlstree", Range::none(),
@@ -166,7 +166,7 @@ class NcclPick : public Tuner {
   const Site& site_;
   NcclTuning model_;
   NcclAlgos allowed_;  // nccl.algorithms
-  bool registered_;                // nccl.symmetric
+  bool registered_;    // nccl.symmetric
   NcclChoice choice_;
   bool symmetric_ = false;  // this size runs a symmetric kernel
   SymChoice sym_;
@@ -177,36 +177,41 @@ class Nccl : public Algorithm {
   Nccl()
       : Algorithm({"nccl", "allreduce, allgather, reducescatter", "", Family::GpuFabric, kNvlinkNodes,
                    "the GPUs' cores and, for nvls, the switches' reduction and multicast tables",
-                   "per size the algorithm and protocol NCCL's tuning model picks (ring LL, LL128, Simple; nvls; across "
-                   "a cluster's nodes tree and nvlstree too), as nccl-tests runs by default (NCCL src/graph/tuning.cc, "
-                   "src/enqueue.cc)",
+                   "per size the algorithm and protocol NCCL's tuning model picks (ring LL, LL128, Simple; nvls; "
+                   "across a cluster's nodes tree and nvlstree too), as nccl-tests runs by default (NCCL "
+                   "src/graph/tuning.cc, src/enqueue.cc)",
                    15}) {}
   bool in_switches() const override { return true; }
   bool crosses_nodes() const override { return true; }
   std::string cannot_run(const Site& s) const override {
     GpuArch arch{};
     if (!nccl_arch(s.graph.family, arch))
-      return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: " + std::string(kNvlinkNodes) +
-             " (not " + (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
-    if (!one_node(s) && !s.whole_nodes())
+      return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: hgx-a100, hgx-h100, hgx-b200, nvl72 "
+             "and clusters of them (not " +
+             (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
+    const bool one = one_node(s), collnet = !one && s.cfg.get(kNcclCollnet);
+    if (!one && !s.whole_nodes())
       return "across a cluster's nodes nccl runs on whole nodes, whose graphs NCCL searches (all the cluster's GPUs, "
              "or a job's whole nodes in order); one GPU per node, as --tp's data-parallel groups, runs ring or sharp "
              "(-c train.dp_algorithm=ring)";
-    const bool one = one_node(s);
-    if (!one && s.roce() && s.cfg.get(kNcclCollnet))
+    if (collnet && s.roce())
       return "nccl.collnet weighs NVLS with SHARP in the InfiniBand leaves, which a RoCE cluster "
              "(cluster.network=roce) does not have";
     if (tuning(s).nvls().channels == 0) return "";
     // The NVLS algorithms the model may pick must run here.
+    const NcclAlgos nvls = nccl_algo_bit(NcclAlgo::Nvls), tree = nccl_algo_bit(NcclAlgo::NvlsTree);
+    const NcclAlgos may = allowed(s) & (one ? nvls : tree | (collnet ? nvls : 0));
     for (NcclAlgo a : {NcclAlgo::Nvls, NcclAlgo::NvlsTree})
-      if ((allowed(s) & nccl_algo_bit(a)) && (one ? a == NcclAlgo::Nvls : a == NcclAlgo::NvlsTree || s.cfg.get(kNcclCollnet)))
+      if (may & nccl_algo_bit(a))
         if (std::string why = runner(a, one)->cannot_run(s); !why.empty()) return why;
     return "";
   }
+  // NVLS's and NVLSTree's, which share them (pull_tables: the multimem loads).
   Needs needs(const topo::Topology& t, Collective c) const override {
     GpuArch arch{};
     if (!nccl_arch(t.family, arch) || arch == GpuArch::Ampere) return {};
-    return runner(NcclAlgo::Nvls, topo::cluster_nodes(t).empty())->needs(t, c);
+    const bool one = topo::cluster_nodes(t).empty();
+    return runner(one ? NcclAlgo::Nvls : NcclAlgo::NvlsTree, one)->needs(t, c);
   }
   // The program of the largest size NCCL's channels fill: its header's.
   Synthesis synthesize(const Site& s) const override {
@@ -216,9 +221,6 @@ class Nccl : public Algorithm {
   std::unique_ptr<Tuner> tuner(const Site& s, const Synthesis&) const override {
     return std::make_unique<NcclPick>(s);
   }
-
- private:
-
 };
 
 }  // namespace
