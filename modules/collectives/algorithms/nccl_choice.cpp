@@ -54,13 +54,35 @@ const Param<bool> kNcclCollnet{
     "NCCL_COLLNET_ENABLE=1 on an InfiniBand cluster (SHARP): across nodes nccl also weighs NVLS with the rail "
     "leaves adding the nodes' sums, run as nvlssharp; false: NCCL's default, no CollNet"};
 
-// The site's GPUs are all in one node (of a cluster, or the platform's).
-bool one_node(const Site& s) {
-  if (!s.cluster()) return true;
+// The site's GPUs as NCCL's nodes: how many nodes they are in, where each
+// holds as many of them and the ranks go node by node (rank r in node
+// r / GPUs per node), as a cluster's whole nodes and --tp's data-parallel
+// groups (one GPU per node) do; 1 off a cluster, 0 for another spread.
+int rank_nodes(const Site& s) {
+  if (!s.cluster()) return 1;
   const std::vector<int> node_of = s.node_of();
-  for (int g : s.gpus)
-    if (node_of[static_cast<size_t>(g)] != node_of[static_cast<size_t>(s.gpus[0])]) return false;
-  return true;
+  std::vector<int> seen;  // each run of ranks' node, in order
+  std::vector<size_t> sizes;
+  for (int g : s.gpus) {
+    const int node = node_of[static_cast<size_t>(g)];
+    if (seen.empty() || seen.back() != node) {
+      if (std::find(seen.begin(), seen.end(), node) != seen.end()) return 0;
+      seen.push_back(node), sizes.push_back(0);
+    }
+    ++sizes.back();
+  }
+  return std::count(sizes.begin(), sizes.end(), sizes.front()) == static_cast<long>(sizes.size())
+             ? static_cast<int>(seen.size())
+             : 0;
+}
+bool one_node(const Site& s) { return rank_nodes(s) == 1; }
+
+// nccl.algorithms less what incsim cannot run here: its nvlstree and
+// nvlssharp run on a cluster's whole nodes only.
+NcclAlgos runnable(const Site& s) {
+  const NcclAlgos all = allowed(s);
+  if (one_node(s) || s.whole_nodes()) return all;
+  return all & ~(nccl_algo_bit(NcclAlgo::NvlsTree) | nccl_algo_bit(NcclAlgo::Nvls));
 }
 
 // The model for a site's GPUs: a GPU's NVLinks are its ports but its
@@ -82,7 +104,8 @@ NcclTuning tuning(const Site& s) {
     net.pcie_GBps = t.links()[t.link_at({gpu, port})].bw_GBps;
     net.nic_GBps = t.links()[t.link_at({peer, 1})].bw_GBps;
   }
-  if (!one_node(s)) net.nodes = s.whole_nodes(), net.collnet = s.cfg.get(kNcclCollnet);
+  net.nodes = rank_nodes(s);
+  net.collnet = net.nodes > 1 && s.cfg.get(kNcclCollnet);
   net.x86 = t.family != "nvl72";  // GB200's hosts are Grace
   return NcclTuning(arch, s.ranks(), links, net);
 }
@@ -96,7 +119,7 @@ const Algorithm* runner(NcclAlgo a, bool one) {
 class NcclPick : public Tuner {
  public:
   explicit NcclPick(const Site& s)
-      : site_(s), model_(tuning(s)), allowed_(allowed(s)), registered_(s.cfg.get(kNcclSymmetric)) {}
+      : site_(s), model_(tuning(s)), allowed_(runnable(s)), registered_(s.cfg.get(kNcclSymmetric)) {}
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
     if (registered_) sym_ = model_.choose_symmetric(site_.collective, bytes, site_.float_sum);
@@ -165,7 +188,7 @@ class NcclPick : public Tuner {
 
   const Site& site_;
   NcclTuning model_;
-  NcclAlgos allowed_;  // nccl.algorithms
+  NcclAlgos allowed_;  // nccl.algorithms, those that run here
   bool registered_;    // nccl.symmetric
   NcclChoice choice_;
   bool symmetric_ = false;  // this size runs a symmetric kernel
@@ -189,18 +212,19 @@ class Nccl : public Algorithm {
       return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: hgx-a100, hgx-h100, hgx-b200, nvl72 "
              "and clusters of them (not " +
              (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
-    const bool one = one_node(s), collnet = !one && s.cfg.get(kNcclCollnet);
-    if (!one && !s.whole_nodes())
-      return "across a cluster's nodes nccl runs on whole nodes, whose graphs NCCL searches (all the cluster's GPUs, "
-             "or a job's whole nodes in order); one GPU per node, as --tp's data-parallel groups, runs ring or sharp "
-             "(-c train.dp_algorithm=ring)";
+    const int nodes = rank_nodes(s);
+    const bool one = nodes == 1, collnet = !one && s.cfg.get(kNcclCollnet);
+    if (nodes == 0)
+      return "across a cluster's nodes nccl runs on as many GPUs in each node, the ranks node by node (a cluster's "
+             "whole nodes, or one GPU per node as --tp's data-parallel groups), as NCCL's graphs are searched per "
+             "node";
     if (collnet && s.roce())
       return "nccl.collnet weighs NVLS with SHARP in the InfiniBand leaves, which a RoCE cluster "
              "(cluster.network=roce) does not have";
     if (tuning(s).nvls().channels == 0) return "";
     // The NVLS algorithms the model may pick must run here.
     const NcclAlgos nvls = nccl_algo_bit(NcclAlgo::Nvls), tree = nccl_algo_bit(NcclAlgo::NvlsTree);
-    const NcclAlgos may = allowed(s) & (one ? nvls : tree | (collnet ? nvls : 0));
+    const NcclAlgos may = runnable(s) & (one ? nvls : tree | (collnet ? nvls : 0));
     for (NcclAlgo a : {NcclAlgo::Nvls, NcclAlgo::NvlsTree})
       if (may & nccl_algo_bit(a))
         if (std::string why = runner(a, one)->cannot_run(s); !why.empty()) return why;

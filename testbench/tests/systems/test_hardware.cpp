@@ -267,6 +267,29 @@ TEST_CASE("NCCL's graphs and choice across a cluster's nodes, by hand", "[hardwa
   CHECK(both[0]["choice"] == "nvls simple, 16 channels");
   CHECK(both[0]["time_us"] == both[1]["time_us"]);  // run as nvlssharp
 
+  // One GPU per node (--tp's data-parallel groups): one channel at 48 GB/s
+  // on the GPU's own adapter, doubled at 24 (bwIntra 48 < 50 stops Hopper's
+  // doubling only above 4 channels); every step crosses the network, at the
+  // tree's network latencies (ppn = 1).
+  const NcclTuning rail(GpuArch::Hopper, 4, 18, NcclNet{4, 50.0, 63.0, true});
+  CHECK(rail.ring().channels == 2);
+  CHECK(rail.ring().bw_inter == 24.0);
+  CHECK(rail.nvls().channels == 0);
+  // 8 KiB: the tree's LL, 6.8 + 2 x 2 x 5.0 us at min(48 x 0.92 / 3.8, 20.4) x 0.5 x 0.7,
+  // against the ring's 6.6 + 6 x 5.0 at 20.4 x 4/6.
+  const NcclChoice rail_small = rail.choose(Collective::AllReduce, 8192);
+  CHECK(rail_small.algo == NcclAlgo::Tree);
+  CHECK(rail_small.model_us == Approx(26.8 + 8192 / (1000 * 48 * 0.92 / 3.8 * 0.5 * 0.7)));
+  CHECK(rail.model_us(Collective::AllReduce, NcclAlgo::Ring, Protocol::LL, 8192) ==
+        Approx(36.6 + 8192 / (1000 * 20.4 * 4 / 6)));
+  CHECK(rail.choose(Collective::AllReduce, 64 << 20).algo == NcclAlgo::Ring);  // Simple: 2,226.6 us against the tree's 3,856
+  const std::string train = "--platform cluster --nodes 2 --model transformer -c transformer.layers=2 "
+                            "-c transformer.hidden=512 -c transformer.heads=8 -c transformer.sequence=128 --batch 4 "
+                            "--tp 8 --algorithm nccl --fidelity flow --quiet --json -";
+  const Result dp = cli::incsim(train);
+  REQUIRE(dp.code == 0);
+  CHECK(nlohmann::json::parse(dp.out)["rows"][0]["comm_us"].get<double>() > 0);
+
   // The run: each size's choice as its own algorithm runs it, elements checked.
   const Result r = cli::incsim("--platform cluster --nodes 2 --algorithm nccl --sizes 8K,1M --quiet --json -");
   REQUIRE(r.code == 0);
