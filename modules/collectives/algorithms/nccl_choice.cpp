@@ -119,7 +119,7 @@ const Algorithm* runner(NcclAlgo a, bool one) {
 class NcclPick : public Tuner {
  public:
   explicit NcclPick(const Site& s)
-      : site_(s), model_(tuning(s)), allowed_(runnable(s)), registered_(s.cfg.get(kNcclSymmetric)) {}
+      : site_(s), model_(tuning(s)), allowed_(runnable(s)), registered_(s.cfg.get(kNcclSymmetric) && model_.nodes() == 1) {}
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
     if (registered_) sym_ = model_.choose_symmetric(site_.collective, bytes, site_.float_sum);
@@ -189,7 +189,9 @@ class NcclPick : public Tuner {
   const Site& site_;
   NcclTuning model_;
   NcclAlgos allowed_;  // nccl.algorithms, those that run here
-  bool registered_;    // nccl.symmetric
+  // nccl.symmetric, on one node: NCCL runs its symmetric kernels on one
+  // node only (2.27 init.cc: symmetricSupport needs nNodes == 1).
+  bool registered_;
   NcclChoice choice_;
   bool symmetric_ = false;  // this size runs a symmetric kernel
   SymChoice sym_;

@@ -297,6 +297,11 @@ TEST_CASE("NCCL's graphs and choice across a cluster's nodes, by hand", "[hardwa
   CHECK(rows[0]["choice"] == "tree ll, 2 channels");
   CHECK(rows[1]["choice"] == "tree ll128, 16 channels");
   CHECK(rows[1]["wrong"] == 0);
+  // Registered buffers change nothing across nodes: NCCL's symmetric kernels run on one node only.
+  const Result sym = cli::incsim("--platform cluster --nodes 2 --algorithm nccl -c nccl.symmetric=true --sizes 8K "
+                                 "--fidelity flow --quiet --json -");
+  REQUIRE(sym.code == 0);
+  CHECK(nlohmann::json::parse(sym.out)["rows"][0]["choice"] == "tree ll, 2 channels");
   const Result tree = cli::incsim("--platform cluster --nodes 2 --algorithm tree -c ring.protocol=ll128 --sizes 1M "
                                   "--quiet --json -");
   REQUIRE(tree.code == 0);
