@@ -96,6 +96,7 @@ NcclGraph nvls_graph(GpuArch arch, int ppn, double gpu_bw, const NcclNet& net) {
     if (g.channels && s[i] / g.bw_inter <= 0.49) break;
     const int n = std::min(most, fit(gpu_bw, s[i]) - 1);
     if (n > 0 && n * s[i] > g.channels * g.bw_inter + 1e-9) g = {n, s[i], s[i]}, best = i;
+    if (g.channels * g.bw_inter >= gpu_bw - 1e-9) break;  // the GPU's NVLink full (totalBw)
   }
   while (best > 0 && g.bw_inter < 2 * g.bw_intra && s[best - 1] <= max_bw) g.bw_inter = s[--best];
   return g;
