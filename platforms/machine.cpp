@@ -10,6 +10,7 @@
 #include "ethernet/roce_frame.h"
 #include "flow/cores_flows.h"
 #include "flow/graph.h"
+#include "topology/cluster.h"
 #include "ethernet_fabric.h"
 #include "gpu_fabric.h"
 #include "infiniband_fabric.h"
@@ -54,7 +55,9 @@ void register_builtins() {
 // (usable_bytes) is refused before anything is built, rather than swapped or
 // killed.
 constexpr uint64_t kBytesPerLink = 64 * 1024;
-void require_packet_memory(const topo::Topology& t) {
+}  // namespace
+
+void require_packet_memory(const topo::Topology& t, const std::string& instead) {
   const uint64_t need = t.links().size() * kBytesPerLink, have = usable_bytes();
   if (need <= have) return;
   const auto gb = [](uint64_t b) {
@@ -63,10 +66,16 @@ void require_packet_memory(const topo::Topology& t) {
     o << static_cast<double>(b) / 1e9 << " GB";
     return o.str();
   };
+  // A cluster's links grow with its nodes: how many of these nodes fit.
+  const size_t nodes = topo::cluster_nodes(t).size();
+  const std::string fits =
+      nodes ? " (a cluster of at most " + std::to_string(nodes * have / need) + " of these nodes fits)" : "";
   throw UserError("platform " + t.name + " has " + std::to_string(t.links().size()) + " links: packet level needs about " +
-                  gb(need) + " for them (64 KB a link), more than the " + gb(have) +
-                  " this process may use; --fidelity flow runs its collectives, or choose a smaller platform");
+                  gb(need) + " for them (64 KB a link), more than the " + gb(have) + " this process may use" + fits +
+                  "; " + instead);
 }
+
+namespace {
 
 // A graph's nodes in build order, its fabrics and the fabric whose packets
 // each link carries, once every node's kind is known and in its role and

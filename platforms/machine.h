@@ -152,6 +152,11 @@ void register_fabric(const std::string& name, FabricFactory make, FlowView flows
 // The memory this process may use: what the kernel reports available, or
 // its address-space limit if lower.
 uint64_t usable_bytes();
+// Refuses, in one sentence ending in `instead` (what to run), a graph whose
+// packet level would not fit in usable_bytes (about 64 KB a link).
+void require_packet_memory(const topo::Topology& t,
+                           const std::string& instead = "--fidelity flow runs its collectives, or choose a smaller "
+                                                        "platform");
 // `role`: whether nodes of this kind are endpoints or switches in the graph.
 void register_node_kind(const std::string& kind, const std::string& fabric, topo::NodeKind role, NodeFactory make);
 // A kind whose ports lead into two fabrics: each of its links carries the

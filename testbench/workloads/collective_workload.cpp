@@ -218,6 +218,10 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   // A collective alone builds its machine; a job (jobs.h) runs on its share of one.
   topo::Topology own;
   if (!share) own = opt_.topology ? *opt_.topology : platforms::make_topology(opt_.platform, platform_shape(opt_), cfg_);
+  // --check-fidelity runs the platform at packet level after the flows: one that cannot is refused first.
+  if (!share && flows_ && opt_.check_fidelity)
+    platforms::require_packet_memory(own, "--check-fidelity runs it beside the flows: check the flows on a smaller "
+                                          "platform");
   const topo::Topology& t = !share ? own : flows_ ? share->flows->graph : share->platform->topology();
   const std::vector<int> gpus = collective_gpus(opt_, choice, t, share ? &share->gpus : nullptr);
   const collectives::Collective c = choice.collective;

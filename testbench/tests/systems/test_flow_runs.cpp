@@ -77,8 +77,17 @@ TEST_CASE("packet level refuses a platform too large for the memory the process 
   REQUIRE(lines(r.err).size() == 1);
   CHECK_THAT(r.err, Catch::Contains("platform cluster has 21504 links: packet level needs about 1.41 GB") &&
                         Catch::Contains("--fidelity flow runs its collectives"));
+  CHECK_THAT(r.err, Catch::Matches(".*\\(a cluster of at most [0-9]+ of these nodes fits\\).*\n"));
   // The same platform as flows fits, and so does a DGX-2 at packet level.
   CHECK(sh(limited + "--platform cluster --nodes 128 --algorithm tree --sizes 1M --fidelity flow").code == 0);
+  // --check-fidelity would run it at packet level after the flows: refused before them.
+  const Result check = sh(limited + "--platform cluster --nodes 128 --algorithm tree --sizes 1M --fidelity flow "
+                                    "--check-fidelity --quiet");
+  CHECK(check.code == 2);
+  CHECK(check.out.empty());
+  REQUIRE(lines(check.err).size() == 1);
+  CHECK_THAT(check.err, Catch::Contains("--check-fidelity runs it beside the flows: check the flows on a smaller "
+                                        "platform"));
   CHECK(sh(limited + "--platform dgx2 --sizes 64K").code == 0);
 }
 
