@@ -47,7 +47,8 @@ const Param<bool> kNcclSymmetric{
     "nccl.symmetric", false, Range::none(),
     "the buffers are in windows registered with ncclCommWindowRegister (nccl-tests -R 2, NCCL 2.27+), so nccl runs "
     "NCCL's symmetric kernels, picked by their own model (src/symmetric.cc), for an all-gather and a float sum's "
-    "all-reduce or reduce-scatter; false: cudaMalloc'd buffers, NCCL's ring and NVLS"};
+    "all-reduce or reduce-scatter on one node (across nodes NCCL runs none); false: cudaMalloc'd buffers, NCCL's "
+    "ring and NVLS"};
 
 const Param<bool> kNcclCollnet{
     "nccl.collnet", false, Range::none(),
