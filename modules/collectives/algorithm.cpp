@@ -42,6 +42,24 @@ int Site::whole_nodes() const {
   return count;
 }
 
+int Site::rank_nodes() const {
+  if (!cluster()) return 1;
+  const std::vector<int> node_of = this->node_of();
+  std::vector<int> seen;  // each run of ranks' node, in order
+  std::vector<size_t> sizes;
+  for (int g : gpus) {
+    const int node = node_of[static_cast<size_t>(g)];
+    if (seen.empty() || seen.back() != node) {
+      if (std::find(seen.begin(), seen.end(), node) != seen.end()) return 0;
+      seen.push_back(node), sizes.push_back(0);
+    }
+    ++sizes.back();
+  }
+  return std::count(sizes.begin(), sizes.end(), sizes.front()) == static_cast<long>(sizes.size())
+             ? static_cast<int>(seen.size())
+             : 0;
+}
+
 std::vector<int> Site::rail_of() const {
   size_t gpus = 0;
   for (const auto& node : nodes) gpus += node.size();

@@ -60,6 +60,12 @@ struct Site {
   // whole nodes (every GPU of each, in node and GPU order: rank r is GPU
   // r % G of the job's node r / G); 0 if they are not whole nodes.
   int whole_nodes() const;
+  // The nodes the GPUs are in where each holds as many of them and the ranks
+  // go node by node (rank r in node r / GPUs per node), as a cluster's whole
+  // nodes and --tp's data-parallel groups (one GPU per node) do; 1 off a
+  // cluster, 0 for another spread.
+  int rank_nodes() const;
+  bool one_node() const { return rank_nodes() == 1; }
   // The ranks are GPUs 0 to n-1, in order (rank r is endpoint r).
   bool gpu_numbered() const;
 };

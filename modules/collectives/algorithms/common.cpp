@@ -114,12 +114,7 @@ std::string dgx1_refusal(const Site& s, const std::string& algorithm) {
 
 std::string cluster_refusal(const Site& s, const std::string& algorithm, bool in_switches) {
   if (!s.cluster()) return {};
-  if (in_switches && s.share) {  // a job's GPUs, all in one node
-    const std::vector<int> node_of = s.node_of();
-    bool one_node = true;
-    for (int g : s.gpus) one_node &= node_of[static_cast<size_t>(g)] == node_of[static_cast<size_t>(s.gpus[0])];
-    if (one_node) return {};
-  }
+  if (in_switches && s.share && s.one_node()) return {};  // a job's GPUs, all in one node
   // The algorithms that run on all of a cluster's GPUs.
   std::string across;
   for (const Algorithm* a : algorithms()) {

@@ -55,40 +55,17 @@ const Param<bool> kNcclCollnet{
     "NCCL_COLLNET_ENABLE=1 on an InfiniBand cluster (SHARP): across nodes nccl also weighs NVLS with the rail "
     "leaves adding the nodes' sums, run as nvlssharp; false: NCCL's default, no CollNet"};
 
-// The site's GPUs as NCCL's nodes: how many nodes they are in, where each
-// holds as many of them and the ranks go node by node (rank r in node
-// r / GPUs per node), as a cluster's whole nodes and --tp's data-parallel
-// groups (one GPU per node) do; 1 off a cluster, 0 for another spread.
-int rank_nodes(const Site& s) {
-  if (!s.cluster()) return 1;
-  const std::vector<int> node_of = s.node_of();
-  std::vector<int> seen;  // each run of ranks' node, in order
-  std::vector<size_t> sizes;
-  for (int g : s.gpus) {
-    const int node = node_of[static_cast<size_t>(g)];
-    if (seen.empty() || seen.back() != node) {
-      if (std::find(seen.begin(), seen.end(), node) != seen.end()) return 0;
-      seen.push_back(node), sizes.push_back(0);
-    }
-    ++sizes.back();
-  }
-  return std::count(sizes.begin(), sizes.end(), sizes.front()) == static_cast<long>(sizes.size())
-             ? static_cast<int>(seen.size())
-             : 0;
-}
-bool one_node(const Site& s) { return rank_nodes(s) == 1; }
-
 // nccl.algorithms less what incsim cannot run here: its nvlstree and
 // nvlssharp run on a cluster's whole nodes only.
 NcclAlgos runnable(const Site& s) {
   const NcclAlgos all = allowed(s);
-  if (one_node(s) || s.whole_nodes()) return all;
+  if (s.one_node() || s.whole_nodes()) return all;
   return all & ~(nccl_algo_bit(NcclAlgo::NvlsTree) | nccl_algo_bit(NcclAlgo::Nvls));
 }
 
 // The model for a site's GPUs: a GPU's NVLinks are its ports but its
 // adapter's, whose PCIe link and network port (port 1, topology/cluster.h)
-// are what NCCL sees of the network; a cluster's whole nodes are its nodes.
+// are what NCCL sees of the network; its nodes are those the ranks fill.
 NcclTuning tuning(const Site& s) {
   GpuArch arch{};
   nccl_arch(s.graph.family, arch);
@@ -105,7 +82,7 @@ NcclTuning tuning(const Site& s) {
     net.pcie_GBps = t.links()[t.link_at({gpu, port})].bw_GBps;
     net.nic_GBps = t.links()[t.link_at({peer, 1})].bw_GBps;
   }
-  net.nodes = rank_nodes(s);
+  net.nodes = s.rank_nodes();
   net.collnet = net.nodes > 1 && s.cfg.get(kNcclCollnet);
   net.x86 = t.family != "nvl72";  // GB200's hosts are Grace
   return NcclTuning(arch, s.ranks(), links, net);
@@ -120,7 +97,10 @@ const Algorithm* runner(NcclAlgo a, bool one) {
 class NcclPick : public Tuner {
  public:
   explicit NcclPick(const Site& s)
-      : site_(s), model_(tuning(s)), allowed_(runnable(s)), registered_(s.cfg.get(kNcclSymmetric) && model_.nodes() == 1) {}
+      : site_(s),
+        model_(tuning(s)),
+        allowed_(runnable(s)),
+        registered_(s.cfg.get(kNcclSymmetric) && model_.nodes() == 1) {}
   int runs() const override { return 1; }
   Synthesis next(int, uint64_t bytes) override {
     if (registered_) sym_ = model_.choose_symmetric(site_.collective, bytes, site_.float_sum);
@@ -215,7 +195,7 @@ class Nccl : public Algorithm {
       return "nccl runs NCCL's tuning model on NVLink nodes of Ampere or later: hgx-a100, hgx-h100, hgx-b200, nvl72 "
              "and clusters of them (not " +
              (s.cluster() ? "a cluster whose nodes are of family " + s.graph.family : s.platform) + ")";
-    const int nodes = rank_nodes(s);
+    const int nodes = s.rank_nodes();
     const bool one = nodes == 1, collnet = !one && s.cfg.get(kNcclCollnet);
     if (nodes == 0)
       return "across a cluster's nodes nccl runs on as many GPUs in each node, the ranks node by node (a cluster's "
