@@ -102,15 +102,18 @@ NcclGraph nvls_graph(GpuArch arch, int ppn, double gpu_bw, const NcclNet& net) {
   return g;
 }
 
+// A protocol's column in tuning.cc's tables (NCCL_PROTO_LL, _LL128, _SIMPLE).
+int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
+
 // src/graph/tuning.cc, ncclTunerConstantsDefaults: hwLatencies' NVLink and
 // network rows, us, and the per-channel caps indexed by nNodes (1, 2, more).
 double hw_latency(NcclAlgo a, Protocol p) {
-  const int i = p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+  const int i = proto_index(p);
   static const double tree[] = {0.6, 1.25, 4.0}, ring[] = {0.6, 1.9, 3.4};
   return a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree ? 25.0 : (a == NcclAlgo::Tree ? tree : ring)[i];
 }
 double net_latency(NcclAlgo a, Protocol p) {
-  const int i = p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+  const int i = proto_index(p);
   static const double tree[] = {5.0, 8.5, 14.0}, ring[] = {2.7, 4.0, 14.0};
   return a == NcclAlgo::Nvls ? 18.0 : a == NcclAlgo::NvlsTree ? 20.9 : (a == NcclAlgo::Tree ? tree : ring)[i];
 }
@@ -289,11 +292,11 @@ double NcclTuning::bandwidth(Collective c, NcclAlgo a, Protocol p) const {
 double NcclTuning::model_us(Collective c, NcclAlgo a, Protocol p, uint64_t bytes) const {
   double bw = bandwidth(c, a, p), lat = latency(c, a, p);
   if (bw <= 0) return -1;
-  const int log_size = log2i(bytes >> 6), pi = p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2;
+  const int log_size = log2i(bytes >> 6);
   if (c == Collective::AllReduce && log_size >= 0 &&
       ((a == NcclAlgo::Tree && log_size < 23) ||
        (a == NcclAlgo::NvlsTree && log_size < 24 && arch_ == GpuArch::Blackwell && net_.x86)))
-    bw *= kTreeCorrection[pi][log_size];
+    bw *= kTreeCorrection[proto_index(p)][log_size];
   if (a == NcclAlgo::Ring && p == Protocol::Simple && net_.nodes > 1 && c == Collective::AllReduce &&
       bytes / (static_cast<uint64_t>(comm_channels()) * static_cast<uint64_t>(ranks_)) >= 64)
     lat *= 1.4;
