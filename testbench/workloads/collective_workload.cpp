@@ -18,6 +18,7 @@
 #include "core/units.h"
 #include "gpu/compute_engine.h"
 #include "gpu/copy_collective.h"
+#include "platforms/ethernet_fabric.h"
 #include "platforms/flow_call.h"
 #include "topology/cluster.h"
 
@@ -308,11 +309,14 @@ void CollectiveWorkload::check_memory(const collectives::Program& p) const {
                    "the chunks " + ranks + "' cores keep for a later operation to read", true);
 }
 
-// A push table may hold an entry for its whole timeout with no link moving.
+// A push table may hold an entry for its whole timeout with no link moving,
+// and a RoCE sender a lost frame for its retransmission timeout.
 sc_core::sc_time CollectiveWorkload::default_stall_timeout() const {
   if (flows_) return sc_core::sc_time(1, sc_core::SC_SEC);  // the flows' time moves with SystemC's
+  const auto* roce = platform_->find_fabric<platforms::EthernetFabric>();
   const double us = std::max({100.0, 20 * platform_->longest_round_trip().to_seconds() * 1e6,
-                              4 * platform_->table_config().table_timeout.to_seconds() * 1e6});
+                              4 * platform_->table_config().table_timeout.to_seconds() * 1e6,
+                              roce ? 2 * roce->rto().to_seconds() * 1e6 : 0.0});
   return sc_core::sc_time(us, sc_core::SC_US);
 }
 
