@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "collectives/nccl_tuning.h"
 #include "core/error.h"
 #include "core/units.h"
 #include "core/nearest.h"
@@ -37,8 +38,24 @@ std::string NcclSoftware::header_line() const {
      << (launch == Launch::Thread ? std::to_string(gpus) + " GPUs' from one thread" : std::string("one per process"));
   if (graph_collectives > 0) os << " per CUDA graph of " << graph_collectives << " collectives, nccl.graph_collectives and";
   else os << ",";
-  os << " nccl.host_launch_us)\n";
+  os << " nccl.host_launch_us)";
+  if (net.charged()) {
+    os << "; a step between nodes waits for NCCL's proxy threads and PCIe, LL and LL128 "
+       << net.step_us(Protocol::LL) << " us more, Simple " << net.step_us(Protocol::Simple)
+       << " (nccl.proxy_pass_us, nccl.pcie_round_trip_us"
+       << (net.flush ? "; the receiver flushes GPUDirect's writes" : "") << ")";
+  }
+  os << "\n";
   return os.str();
+}
+
+NetSteps nccl_net_steps(Config& cfg, const std::string& family) {
+  NetSteps n;
+  n.proxy_pass_us = cfg.get(kNcclProxyPass);
+  n.pcie_round_trip_us = cfg.get(kNcclPcieRoundTrip);
+  GpuArch arch;
+  n.flush = !nccl_arch(family, arch) || arch == GpuArch::Ampere;  // dgx2's V100s too
+  return n;
 }
 
 NcclSoftware nccl_software(Config& cfg, const std::string& default_launch, int gpus, bool tree) {

@@ -104,6 +104,56 @@ inline const Param<int> kNcclGraph{
 // cores, are charged Simple's 8.4, the same kernel launch and set-up.
 double nccl_base_latency_us(Protocol p, bool tree);
 
+// NCCL's network proxy (src/transport/net.cc, sendProxyProgress and
+// recvProxyProgress; src/proxy.cc): a step between GPUs in different nodes
+// goes through a CPU thread per GPU that polls host memory for the GPU's
+// step, posts it to the adapter (ibv_post_send), polls the adapter's
+// completions and tells the receiving GPU. The engines simulate the data's
+// crossing (PCIe, adapters, network); these are the rest.
+inline const Param<double> kNcclProxyPass{
+    "nccl.proxy_pass_us", 1.0, Range::at_least(0).at_most(1e6),
+    "one pass of NCCL's proxy thread over its operations, us: what it polls for is seen half a pass later on "
+    "average (src/proxy.cc: progressOps runs every active operation, then std::this_thread::yield when none "
+    "progressed; no public measurement: a guess)"};
+inline const Param<double> kNcclPcieRoundTrip{
+    "nccl.pcie_round_trip_us", 0.6, Range::at_least(0).at_most(1e6),
+    "a PCIe read's round trip from a GPU, an adapter or the CPU to host or GPU memory, us (twice "
+    "cluster.pcie_latency_ns's 250 ns and a memory access of about 100 ns: a guess, as that latency is)"};
+
+// What NCCL's software adds to one step between nodes, from the code's
+// order of operations. R is a PCIe round trip, P a proxy pass.
+//  - Sender, every protocol: the GPU's tail store (Simple, LL128: the
+//    connection's tail in host memory) or its LL lines (LL's buffer is in
+//    host memory) cross PCIe, R/2; the proxy sees them, P/2; its doorbell
+//    crosses PCIe, R/2; the adapter's read of the data, R, whose data
+//    half the engines simulate: 1.5 R + P/2.
+//  - Receiver, Simple: the completion crosses to host memory, R/2; the
+//    proxy sees it, P/2; it stores the tail in host memory, which the GPU's
+//    polling load reads across PCIe, R and on average half a poll more:
+//    2 R + P/2. Where GPUDirect's writes need a flush (ncclTopoNeedFlush:
+//    before Hopper, and Grace's C2C), the proxy first posts an RDMA read of
+//    the buffer (ncclIbIflush: doorbell, the adapter's read, its
+//    completion, 2 R) and sees it done, P/2.
+//  - Receiver, LL and LL128: the GPU polls the lines in its own memory,
+//    which the engines simulate: nothing.
+struct NetSteps {
+  double proxy_pass_us = 0, pcie_round_trip_us = 0;
+  bool flush = false;
+  double send_us() const { return 1.5 * pcie_round_trip_us + proxy_pass_us / 2; }
+  double receive_us(Protocol p) const {
+    if (p != Protocol::Simple) return 0;
+    return 2 * pcie_round_trip_us + proxy_pass_us / 2 + (flush ? 2 * pcie_round_trip_us + proxy_pass_us / 2 : 0);
+  }
+  double step_us(Protocol p) const { return send_us() + receive_us(p); }
+  bool charged() const { return proxy_pass_us > 0 || pcie_round_trip_us > 0; }
+};
+// The network's proxy costs from nccl.proxy_pass_us and
+// nccl.pcie_round_trip_us for GPUs of platform family `family`, whose
+// receivers flush GPUDirect's writes before Hopper (ncclTopoNeedFlush,
+// src/graph/paths.cc; its Grace C2C case is for DataDirect adapters, which
+// incsim does not model).
+NetSteps nccl_net_steps(Config& cfg, const std::string& family);
+
 struct NcclSoftware {
   enum class Launch { None, Process, Thread };
   Launch launch = Launch::None;
@@ -111,6 +161,7 @@ struct NcclSoftware {
   int graph_collectives = 0;  // collectives per CUDA graph, whose one launch they share; 0: none
   int gpus = 1;  // the run's GPUs, all of whose kernels one thread launches (Thread)
   bool tree = false;  // NCCL's tree kernels (their LL base differs)
+  NetSteps net;       // between nodes: set by the caller where the ranks span several
   // The GPU's fixed cost for a collective moved by protocol p, us (0 under None).
   double base_us(Protocol p) const { return launch == Launch::None ? 0 : nccl_base_latency_us(p, tree); }
   // The host's period per collective, us: one launch per process, or every

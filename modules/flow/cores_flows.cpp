@@ -235,6 +235,11 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->latency_ns = c->route->latency_ns;
   c->ack_ns = c->route->ack_ns;
   c->acked_by_memory = c->route->acked_by_memory;
+  const std::vector<int>& node = f_.costs_.node_of;
+  if (sending && !node.empty() &&
+      node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])] !=
+          node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(peer)])])
+    c->proxied_ns = 1e3 * f_.costs_.net.step_us(proto_);
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
@@ -400,7 +405,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
         });
       } else {
         // LL, LL128: the flags are in the data; the receiver polls every line.
-        landed(*out.remote, out.latency_ns + last_mem(spread, packets(x.len), 2));
+        landed(*out.remote, out.latency_ns + last_mem(spread, packets(x.len), 2) + out.proxied_ns);
         ack_after(q, out.ack_ns + (out.acked_by_memory ? last : 0));
         finish_send(q, x.op, x.pass);
       }
@@ -413,7 +418,7 @@ void CoresFlows::Run::start_send(Queue& q, int i, uint64_t pass) {
 void CoresFlows::Run::finish_send(Queue& q, int i, uint64_t pass) {
   Conn& out = *q.rank->ops[static_cast<size_t>(i)].out;
   if (proto_ == Protocol::Simple || out.remote->slot_len[(out.claimed - 1) % static_cast<uint64_t>(slots_.slots)] == 0) {
-    landed(*out.remote, out.latency_ns + access() + access());
+    landed(*out.remote, out.latency_ns + access() + access() + out.proxied_ns);
     ack_after(q, acked(out));
   }
   ++out.done;

@@ -137,7 +137,7 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   const InNetwork::Shape& shape = f_.innet_.shape_of(k.r, op(k.r, i));
   std::vector<Network::Use> uses = classed(shape.uses, k.r, i);
   // A block's credit is back when its sum has landed: credits x 128 B per round trip.
-  const double latency = shape.latency, rtt = latency + mem();
+  const double rtt = shape.latency + mem();
   for (const auto& [queue, op_index] : all) {
     if (queue->credits_link < 0)
       queue->credits_link = net_->add_link(f_.costs_.push_credits * kBlock / rtt);
@@ -148,6 +148,13 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   // own while the queues go on.
   const double bytes = static_cast<double>(len * f_.elem_);
   const double window = std::min(bytes, f_.costs_.push_credits * kBlock);
+  // Sums from across nodes reach the cores through NCCL's proxies, as a
+  // step between nodes does (CoresCosts::net; SHARP runs Simple).
+  const std::vector<int>& node = f_.costs_.node_of;
+  const auto node_of = [&](int r) { return node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])]; };
+  const bool spans = !node.empty() && std::any_of(members.begin(), members.end(),
+                                                  [&](int r) { return node_of(r) != node_of(members.front()); });
+  const double latency = shape.latency + (spans ? 1e3 * f_.costs_.net.step_us(Protocol::Simple) : 0);
   after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
     const double start = net_->now();
     flow(uses, bytes - window, 0, [this, all, uses, bytes, window, latency, pass, start] {

@@ -51,6 +51,7 @@ class CoresFlows::Run : public RunFlows {
     // Its route's times, which every transfer reads (the route's hops only
     // its uses): kept here, not a pointer's miss away.
     double latency_ns = 0, ack_ns = 0;
+    double proxied_ns = 0;  // send to another node: NCCL's proxies' time per step (CoresCosts::net)
     bool acked_by_memory = true;
     uint64_t claimed = 0, done = 0, seen = 0;
     std::vector<uint64_t> slot_len;  // receive: elements in each slot

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <systemc>
+#include <vector>
 
 #include "elements/alu.h"
 #include "collectives/nccl.h"
@@ -64,6 +65,10 @@ struct CoresParams {
   // aggregation buffers (SHARP's outstanding transactions). 0: the
   // platform's switches evict rather than hold, and the cores do not push.
   int push_credits = 0;
+  // NCCL's proxies on a step between nodes (collectives::NetSteps), and
+  // each endpoint's node (empty: one node).
+  collectives::NetSteps net;
+  std::vector<int> node_of;
 };
 // The cores' parameters for a program (tree: NCCL's tree, one step per
 // chunk, every one of its 8 steps a slot) on a platform whose family takes

@@ -132,6 +132,13 @@ void CoresCollective::remove_regions() {
       if (*r >= 0) fabric_->remove_region(std::exchange(*r, -1));
 }
 
+sc_core::sc_time CoresCollective::proxied(int a, int b) const {
+  const std::vector<int>& node = params_.node_of;
+  if (node.empty() || node[static_cast<size_t>(gpus_[a]->index())] == node[static_cast<size_t>(gpus_[b]->index())])
+    return sc_core::SC_ZERO_TIME;
+  return sc_core::sc_time(1e3 * params_.net.step_us(proto_), sc_core::SC_NS);
+}
+
 void CoresCollective::use_protocol(collectives::Protocol p) {
   proto_ = p;
   slot_params_ = p == collectives::Protocol::LL ? params_.ll : p == collectives::Protocol::LL128 ? params_.ll128 : params_.simple;

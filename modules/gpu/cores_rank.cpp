@@ -42,6 +42,7 @@ CoresRank::Conn& CoresRank::add_conn(std::vector<std::unique_ptr<Conn>>& v, int 
   c->queue = &queue;
   const std::vector<int>& ports = coll_.ports_[rank_][peer];
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
+  if (&v == &recv_) c->proxied = coll_.proxied(peer, rank_);
   v.push_back(std::move(c));
   return *v.back();
 }
@@ -151,13 +152,18 @@ CoresRank::CoresRank(CoresCollective& coll, int rank)
   // In-network groups: the ports toward the other members, and who receives each chunk's multicast.
   group_ports_.resize(p.groups.size());
   mc_receiver_.resize(p.groups.size());
-  for (size_t g = 0; g < p.groups.size(); ++g)
-    for (int m : p.groups[g])
-      if (m != rank && std::find(p.groups[g].begin(), p.groups[g].end(), rank) != p.groups[g].end()) {
+  group_proxied_.assign(p.groups.size(), sc_core::SC_ZERO_TIME);
+  for (size_t g = 0; g < p.groups.size(); ++g) {
+    if (std::find(p.groups[g].begin(), p.groups[g].end(), rank) == p.groups[g].end()) continue;
+    for (int m : p.groups[g]) {
+      if (m == rank) continue;
+      if (group_ports_[g].empty()) {
         group_ports_[g] = coll.ports_[rank][m];
         mc_receiver_[g].assign(coll.message_chunks_, -1);
-        break;
       }
+      group_proxied_[g] = std::max(group_proxied_[g], coll.proxied(m, rank));
+    }
+  }
   int receiving = 0;
   for (int i = 0; i < n_ops; ++i) {
     const Operation& o = op(i);
@@ -259,12 +265,30 @@ void CoresRank::report(std::ostream& os, const std::string& prefix) const {
   }
 }
 
+// The receive connection a watched write is for (its tail flag or its
+// mailbox's lines), or null (a send connection's head flag).
+CoresRank::Conn* CoresRank::receiving(uint64_t addr) const {
+  if (addr - flags_base_ < flags_bytes_)
+    return (addr - flags_base_) % 16 == 0 ? recv_[(addr - flags_base_) / 16].get() : nullptr;
+  for (auto& c : recv_)
+    if (addr - c->mailbox < c->mailbox_bytes) return c.get();
+  sc_assert(false && "a watched write outside the flags and the mailboxes");
+  return nullptr;
+}
+
 void CoresRank::on_flag(uint64_t addr) {
-  if (addr - flags_base_ >= flags_bytes_) {
-    for (auto& c : recv_)
-      if (addr - c->mailbox < c->mailbox_bytes) return landed(*c, addr);
-    sc_assert(false && "a watched write outside the flags and the mailboxes");
+  const Conn* c = receiving(addr);
+  if (c && c->proxied != sc_core::SC_ZERO_TIME) {
+    // Between nodes the receiver sees a step only once NCCL's proxies have
+    // relayed it (CoresParams::net); every write waits alike, in order.
+    gpu_.call_after(*this, c->proxied, addr | kRelayed);
+    return;
   }
+  seen(addr);
+}
+
+void CoresRank::seen(uint64_t addr) {
+  if (addr - flags_base_ >= flags_bytes_) return landed(*receiving(addr), addr);
   const uint64_t k = (addr - flags_base_) / 16;
   uint64_t v = 0;
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);

@@ -44,6 +44,8 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   // its queue's send, one delta after (not from inside the port's fill).
   // An in-network transfer's multicast stores, likewise.
   void on_timer(uint64_t queue) override {
+    if (queue & kRelayed) return seen(queue & ~kRelayed);
+    if (queue & kProxiedSum) return landed_passes(static_cast<int>(queue & ~kProxiedSum));
     Queue& q = *queues_[queue];
     if (q.innet) finish_innet(q);
     else finish_send(q, false);
@@ -63,6 +65,10 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
 
  private:
   struct Queue;
+  // A timer's tag for a watched write NCCL's proxies have relayed: its address.
+  static constexpr uint64_t kRelayed = 1ull << 60;
+  // ... for a pass of SHARP's sums, all landed, that they have relayed: its operation.
+  static constexpr uint64_t kProxiedSum = 1ull << 59;
   // One direction of a connection, as this rank sees it.
   struct Conn {
     int channel, peer, port;
@@ -78,7 +84,10 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
     std::vector<uint64_t> slot_len;  // receive: elements in each slot
     std::vector<uint32_t> landed;    // receive, LL and LL128: packets landed in each slot
     uint64_t flagged = 0;            // receive, LL and LL128: the last empty transfer's flag (its count)
+    sc_core::sc_time proxied;        // receive from another node: NCCL's proxies' time per step
   };
+  Conn* receiving(uint64_t addr) const;
+  void seen(uint64_t addr);  // a watched write, as the cores' polling load sees it
   // A run of a chunk reference: one chunk's elements in this pass.
   struct Segment {
     Buffer buf;
@@ -247,6 +256,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   // In-network groups: the ports toward each, and per message chunk the
   // operation that receives its multicast (-1: none; -2: this rank's own).
   std::vector<std::vector<int>> group_ports_, mc_receiver_;
+  std::vector<sc_core::sc_time> group_proxied_;  // [group]: NCCL's proxies' time on its sums (members in other nodes)
   std::unordered_map<uint64_t, Landing> landing_;  // by landing_key
   static uint64_t landing_key(int op, uint64_t pass) { return static_cast<uint64_t>(op) << 32 | pass; }
 };

@@ -185,7 +185,13 @@ void CoresRank::on_region_write(const net::Packet& p) {
   }
   write(l.dst, position(l.dst, e), n, p.data);
   l.got += n;
-  if (l.got == l.len) landed_passes(i);
+  if (l.got < l.len) return;
+  // A sum from across nodes (SHARP) reaches the cores through NCCL's
+  // proxies, as a step between nodes does (CoresParams::net).
+  if (op(i).kind == OpKind::ReduceWrite && group_proxied_[g] != sc_core::SC_ZERO_TIME)
+    gpu_.call_after(*this, group_proxied_[g], kProxiedSum | static_cast<uint64_t>(i));
+  else
+    landed_passes(i);
 }
 
 void CoresRank::landed_passes(int i) {

@@ -78,6 +78,8 @@ std::string run_reading(const std::string& key) {
   if (starts("traffic.")) return "--platform torus --traffic hotspot --load 0.1 --quiet";
   if (starts("gpu.copy_engine.") || starts("switch.reduction_table.")) return "--platform dgx2 --algorithm push" + base;
   if (starts("nvls.")) return "--platform star --gpus 4 --algorithm nvls" + base;
+  if (key == "nccl.proxy_pass_us" || key == "nccl.pcie_round_trip_us")  // read where steps cross nodes
+    return "--platform cluster --nodes 2" + base;
   if (starts("nccl.")) return "--platform hgx-h100 --gpus 2" + base;
   if (starts("flow.")) return "--platform star --gpus 4 --fidelity flow" + base;
   if (starts("vcd.")) return "--platform star --gpus 4 --vcd /dev/null" + base;

@@ -108,6 +108,47 @@ TEST_CASE("NCCL's fixed cost delays every collective by its protocol's base, at 
   }
 }
 
+TEST_CASE("NCCL's proxies add to a step between nodes what net.cc's operations take, by hand", "[hardware][nccl]") {
+  // R = 0.6 us a PCIe round trip, P = 1 us a proxy pass. Sender: 1.5 R + P / 2;
+  // Simple's receiver 2 R + P / 2, and 2 R + P / 2 more to flush before Hopper.
+  Config cfg;
+  const auto h100 = incsim::collectives::nccl_net_steps(cfg, "hgx-h100");
+  CHECK_FALSE(h100.flush);
+  CHECK(h100.step_us(Protocol::LL) == Approx(1.4));
+  CHECK(h100.step_us(Protocol::LL128) == Approx(1.4));
+  CHECK(h100.step_us(Protocol::Simple) == Approx(3.1));
+  const auto a100 = incsim::collectives::nccl_net_steps(cfg, "hgx-a100");
+  CHECK(a100.flush);
+  CHECK(a100.step_us(Protocol::Simple) == Approx(4.8));
+  CHECK(a100.step_us(Protocol::LL) == Approx(1.4));
+  CHECK(incsim::collectives::nccl_net_steps(cfg, "dgx2").flush);  // V100s
+  Config off;
+  off.set("nccl.proxy_pass_us", "0", "-c");
+  off.set("nccl.pcie_round_trip_us", "0", "-c");
+  CHECK_FALSE(incsim::collectives::nccl_net_steps(off, "hgx-h100").charged());
+}
+
+TEST_CASE("a step between nodes waits for NCCL's proxies, at packet level and as flows", "[hardware][nccl][cluster]") {
+  // NVLSTree on 2 nodes, 512 B: one step up the tree and one down cross the
+  // network, each 3.1 us later (Simple on H100s); a SHARP sum crosses once.
+  const std::string none = " -c nccl.proxy_pass_us=0 -c nccl.pcie_round_trip_us=0";
+  for (const std::string fidelity : {"packet", "flow"}) {
+    INFO(fidelity);
+    for (const auto& [algorithm, steps] : {std::pair<const char*, double>{"nvlstree", 2}, {"nvlssharp", 1}}) {
+      INFO(algorithm);
+      const std::string run =
+          "--platform cluster --nodes 2 --sizes 512 --algorithm " + std::string(algorithm) + " --fidelity " + fidelity;
+      CHECK(time_us(run) - time_us(run + none) == Approx(steps * 3.1).margin(0.02));
+    }
+  }
+  // The header says so on a cluster; one node's steps cross no network.
+  CHECK_THAT(cli::incsim("--platform cluster --nodes 2 --sizes 512 --quiet").out,
+             Catch::Contains("a step between nodes waits for NCCL's proxy threads and PCIe, LL and LL128 1.4 us "
+                             "more, Simple 3.1"));
+  CHECK_THAT(cli::incsim("--platform hgx-h100 --sizes 512 --quiet").out,
+             !Catch::Contains("a step between nodes"));
+}
+
 TEST_CASE("one thread launching every GPU's kernel bounds a small collective by its launches", "[hardware][nccl]") {
   const std::string run = "--platform hgx-a100 --sizes 8K -c nccl.launch=thread -c nccl.host_launch_us=5";
   CHECK(time_us(run) == Approx(40.0).margin(0.006));
