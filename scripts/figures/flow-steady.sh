@@ -10,13 +10,15 @@ set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
 bin=${INCSIM:-build/incsim}
+# The hardware alone, as docs/flow.md measures it.
+hw='-c nccl.launch=none -c net.max_payload_bytes=256'
 cases=${CASES:-"dgx2-ring --platform dgx2 --algorithm ring --sizes 16G
-hgx-h100-nvls --platform hgx-h100 --algorithm nvls --sizes 16G
+hgx-h100-nvls --platform hgx-h100 --algorithm nvls --sizes 16G $hw
 fattree2l-ring --platform fattree2l --algorithm ring --sizes 4G
-cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes 4G -c cluster.pxn=0
-cluster16-nvlstree --platform cluster --nodes 16 --algorithm nvlstree --sizes 4G
-cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 4G
-cluster16-collnet --platform cluster --nodes 16 --algorithm collnet --sizes 16G"}
+cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes 4G -c cluster.pxn=0 $hw
+cluster16-nvlstree --platform cluster --nodes 16 --algorithm nvlstree --sizes 4G $hw
+cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 4G $hw
+cluster16-collnet --platform cluster --nodes 16 --algorithm collnet --sizes 16G $hw"}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 out=docs/figures/flow-steady.csv
 tmp=$(mktemp -d)

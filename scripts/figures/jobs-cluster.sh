@@ -15,6 +15,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 size=1M
+# The hardware alone, as docs/jobs.md measures it.
+hw='nccl.launch: none\nnet.max_payload_bytes: 256\n'
 n=4
 # Job k's GPUs: every GPU of nodes 4k to 4k+3 (8 GPUs a node).
 jobs() {  # $1: the algorithm; $2: job a's extra keys; $3: the others'
@@ -34,8 +36,8 @@ for policy in shared partitioned weighted quota; do
   esac
   for bytes in 65536 131072 262144 524288; do
     {
-      printf 'platform: cluster\nnodes: 16\nsizes: %s\nib.sharp.table_bytes: %s\nib.sharp.policy: %s\njobs:\n' \
-        "$size" "$bytes" "$key"
+      printf 'platform: cluster\nnodes: 16\nsizes: %s\n%bib.sharp.table_bytes: %s\nib.sharp.policy: %s\njobs:\n' \
+        "$size" "$hw" "$bytes" "$key"
       jobs nvlssharp "$a" "$others"
     } >"$out/run.yaml"
     build/incsim --config "$out/run.yaml" --quiet --csv "$out/nvlssharp-$n-$policy-$bytes.csv" \
@@ -43,7 +45,7 @@ for policy in shared partitioned weighted quota; do
   done
 done
 {
-  printf 'platform: cluster\nnodes: 16\nsizes: %s\njobs:\n' "$size"
+  printf 'platform: cluster\nnodes: 16\nsizes: %s\n%bjobs:\n' "$size" "$hw"
   jobs ring "" "" | sed 's/, fallback: software//'
 } >"$out/run.yaml"
 build/incsim --config "$out/run.yaml" --quiet --csv "$out/ring-$n.csv" >"$out/ring-$n.txt"

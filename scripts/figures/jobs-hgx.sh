@@ -15,12 +15,14 @@ for algorithm in nvls ring; do
   cat >"$out/run.yaml" <<YAML
 platform: hgx-h100
 sizes: $sizes
+nccl.launch: none
+net.max_payload_bytes: 256
 jobs:
   - {name: j, placement: contiguous, gpus: 4, algorithm: $algorithm, repeat: 2}
 YAML
   "$INCSIM" --config "$out/run.yaml" --quiet --csv "$out/$algorithm-2x4.csv" >/dev/null
 done
-"$INCSIM" --platform hgx-h100 --algorithm nvls --sizes "$sizes" --quiet --csv "$out/nvls-1x8.csv" >/dev/null
+"$INCSIM" --platform hgx-h100 --algorithm nvls --sizes "$sizes" -c nccl.launch=none -c net.max_payload_bytes=256 --quiet --csv "$out/nvls-1x8.csv" >/dev/null
 /usr/bin/python3 - "$out" docs/figures/jobs-hgx.csv <<'PY'
 import csv, os, sys
 src, dst = sys.argv[1:3]
