@@ -419,6 +419,13 @@ NicSetup nic_setup(const topo::Topology& t, Config& cfg, const collectives::Synt
   const std::string fc = cfg.get(nic::kNicFlowControl, s.message_flow_control ? "message" : "packet");
   if (fc != "packet" && fc != "message") throw UserError("nic.flow_control must be packet or message, not '" + fc + "'");
   n.message = fc == "message";
+  const std::string choice = cfg.get(nic::kNicInterfaceChoice);
+  if (choice != "shared" && choice != "first-free")
+    throw UserError("nic.interface_choice must be shared or first-free, not '" + choice + "'");
+  if (choice == "first-free" && t.grid.kx == 0)
+    throw UserError("nic.interface_choice=first-free shares a torus or mesh node's interfaces; " + t.name +
+                    " is not one");
+  n.interfaces = {choice == "first-free", uint64_t{cfg.get(nic::kNicInterfaceBuffer)} * max_payload};
   n.estimate.buffer_flits = cfg.get(nic::kNicBufferFlits);
   n.estimate.clock_ghz = cfg.get(nic::kNicClock);
   for (const auto& l : t.links()) n.estimate.link_GBps = std::min(n.estimate.link_GBps, l.bw_GBps);
@@ -444,7 +451,7 @@ void CollectiveCall::make_tables() {
   try {
     c = std::make_unique<nic::ScheduledCollective>(program_, comm_.nics(), t, dtype_, redop_, comm_.seed_,
                                                    n.message ? nic::FlowControl::Message : nic::FlowControl::Packet,
-                                                   n.estimate, job);
+                                                   n.estimate, job, n.interfaces);
   } catch (const UserError& e) {
     throw UserError(std::string(algorithm_.name()) + ": " + e.what());
   }

@@ -153,6 +153,7 @@ class Call {
 // acknowledgements) for packets of max_payload and header bytes.
 struct NicSetup {
   bool message = false;
+  nic::Interfaces interfaces;  // nic.interface_choice, nic.interface_buffer_messages
   collectives::StepEstimate estimate{};
   double endpoint_GBps = 0;
 };

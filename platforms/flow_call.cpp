@@ -224,6 +224,9 @@ void FlowCall::nic_tables(collectives::Synthesis& synthesis) {
   const WirePacket fabric{f.max_payload, f.header, 0u};
   const NicSetup n =
       nic_setup(graph_, cfg_, synthesis, least_endpoint_GBps(graph_, fabric, gpus_), f.max_payload, f.header);
+  if (n.interfaces.first_free)
+    throw UserError("--fidelity flow: nic.interface_choice=first-free queues each interface's messages one after "
+                    "another, which flows do not model; run it at packet level");
   endpoint_GBps_ = n.endpoint_GBps;
   flow::NicCosts costs;
   std::tie(costs.mem_ns, costs.jitter_ns) = memory_ns(cfg_, defaults_);

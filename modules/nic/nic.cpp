@@ -31,6 +31,8 @@ struct Table::Stream : gpu::TxStream {
   uint32_t share;         // its index among the table's (TableView::shares)
   int tree = -1;          // the tree of its flow
   bool from_buffer;       // the flow's buffer, or the node's own input
+  int interface = -1;     // first-free: the interface it was given
+  mutable bool parked = false;  // it has left the port until its interface's channel is free
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
 
@@ -40,6 +42,10 @@ struct Table::Stream : gpu::TxStream {
   uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
     const uint32_t n = next_payload(f);
     if (n == 0) return 0;
+    if (interface >= 0 && table->interfaces_[static_cast<size_t>(interface)].ready > sim_now()) {
+      parked = true;  // the port drops it; Table::resume brings it back
+      return 0;
+    }
     // Message-based flow control: only the first sub-packet carries a head
     // flit; the rest are body flits closed by a sub-tail flit, all data.
     if (!head && table->params_.flow_control == FlowControl::Message)
@@ -49,6 +55,7 @@ struct Table::Stream : gpu::TxStream {
   void fill(net::Packet* p) override {
     Table& t = *table;
     const uint32_t n = next_payload(t.nic_.gpu_.pool().format());
+    const uint32_t wire = next_wire_bytes(t.nic_.gpu_.pool().format());
     const collectives::ByteRange& r = t.layout_->flows[flow];
     p->dst = dst;
     p->addr = pos;
@@ -60,6 +67,7 @@ struct Table::Stream : gpu::TxStream {
     pos += n;
     head = false;
     if (t.params_.dataflow) t.port_tree_[port] = tree;
+    if (interface >= 0) t.sent(*this, n, wire);
     if (pos == end) t.decoder_.sent(share);
   }
   void on_response(net::Packet*) override {
@@ -107,6 +115,7 @@ void Nic::unload(Table& t) {
 // A lockstep timer of a table since unloaded finds it idle; advancing an idle
 // or a reloaded table's decoder only checks its conditions again.
 void Nic::on_timer(uint64_t tag) {
+  if (tag & kResume) return tables_[(tag & ~kResume) >> 32]->resume(static_cast<uint32_t>(tag));
   Table& t = *tables_[tag];
   if (t.layout_ != nullptr) t.on_timer();
 }
@@ -181,8 +190,12 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
     s->pos = r.offset + elems * s->part / s->parts * elem_bytes();
     s->end = r.offset + elems * (s->part + 1) / s->parts * elem_bytes();
     s->head = true;
+    s->interface = -1;
+    s->parked = false;
     nic_.gpu_.add_stream(s.get());
   }
+  interfaces_.assign(params_.interfaces.first_free ? static_cast<size_t>(job_.interfaces) : 0, {});
+  unassigned_.clear();
   streams_added_ = true;
   lockstep_cycles_ = 0;
   lockstep_end_ = sim_now();
@@ -216,10 +229,63 @@ void Table::holds(uint32_t k) {
 bool Table::empty(uint32_t k) const { return streams_[k]->pos == streams_[k]->end; }
 
 void Table::activate(uint32_t k) {
+  if (interfaces_.empty()) return send(k);
+  unassigned_.push_back(k);
+  assign_interfaces();
+}
+
+void Table::resume(uint32_t k) {
+  if (k >= streams_.size() || !streams_[k]->parked) return;  // still on the port, or another size's
+  Stream& s = *streams_[k];
+  s.parked = false;
+  nic_.gpu_.activate(s.port, &s, sc_core::SC_ZERO_TIME);
+}
+
+void Table::send(uint32_t k) {
   // The DMA engine's first read returns one memory latency later; its
   // offset and destination tell the stream apart from others on the port.
+  // A first-free interface's next stream starts once its channel is free.
   Stream& s = *streams_[k];
-  nic_.gpu_.activate(s.port, &s, nic_.gpu_.first_read(s.port, s.pos ^ static_cast<uint64_t>(s.dst) << 48));
+  sc_core::sc_time delay = nic_.gpu_.first_read(s.port, s.pos ^ static_cast<uint64_t>(s.dst) << 48);
+  if (s.interface >= 0) {
+    const sc_core::sc_time ready = interfaces_[static_cast<size_t>(s.interface)].ready;
+    if (ready > sim_now()) delay = std::max(delay, ready - sim_now());
+  }
+  nic_.gpu_.activate(s.port, &s, delay);
+}
+
+// An interface is free once the messages it holds fit its buffer (the
+// authors' NI takes its next flow once the last one's last message is in,
+// which takes a cycle at least: messages issued at once go to different NIs).
+void Table::assign_interfaces() {
+  while (!unassigned_.empty()) {
+    const auto free = std::find_if(interfaces_.begin(), interfaces_.end(), [&](const Interface& i) {
+      return i.backlog <= params_.interfaces.buffer_bytes && i.given != sim_now();
+    });
+    if (free == interfaces_.end()) return;
+    const uint32_t k = unassigned_.front();
+    unassigned_.pop_front();
+    Stream& s = *streams_[k];
+    s.interface = static_cast<int>(free - interfaces_.begin());
+    free->backlog += s.end - s.pos;
+    free->given = sim_now();
+    free->queue.push_back(k);
+    if (free->queue.size() == 1) send(k);
+  }
+}
+
+// The interface's channel carries one network link's rate: its next
+// packet waits until this one's wire bytes have gone at that rate.
+void Table::sent(Stream& s, uint32_t n, uint32_t wire) {
+  Interface& i = interfaces_[static_cast<size_t>(s.interface)];
+  i.backlog -= n;
+  i.ready = std::max(i.ready, sim_now()) + sc_core::sc_time(wire / job_.interface_GBps, sc_core::SC_NS);
+  if (s.pos < s.end) nic_.gpu_.call_after(nic_, i.ready - sim_now(), Nic::kResume | uint64_t{id_} << 32 | s.share);
+  if (s.pos == s.end) {
+    i.queue.pop_front();
+    if (!i.queue.empty()) send(i.queue.front());
+  }
+  if (i.backlog <= params_.interfaces.buffer_bytes) assign_interfaces();
 }
 
 void Table::released(uint32_t k) {
@@ -320,7 +386,11 @@ void Table::report(std::ostream& os, const std::string& prefix) const {
   }
   const collectives::TableDecoder::Awaited a = decoder_.awaited();
   os << ", " << decoder_.sending() << " message streams injecting; waits for " << a.reduce << " B of Reduce and "
-     << a.gather << " B of Gather messages over " << a.flows << " flows\n";
+     << a.gather << " B of Gather messages over " << a.flows << " flows";
+  for (size_t i = 0; i < interfaces_.size(); ++i)
+    os << (i == 0 ? "; interfaces' messages queued: " : ", ") << interfaces_[i].queue.size();
+  if (!interfaces_.empty()) os << ", " << unassigned_.size() << " waiting for one";
+  os << "\n";
 }
 
 void Table::trace(sc_core::sc_trace_file* tf) const {

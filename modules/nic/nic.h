@@ -13,6 +13,7 @@
 // with a schedule table (load()), one per collective in flight; every
 // algorithm's schedule runs on it, as the paper does for fairness (§V-A).
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -36,6 +37,16 @@ namespace incsim::nic {
 // a sub-tail flit, all carrying data (Fig. 7b, 8).
 enum class FlowControl { Packet, Message };
 
+// First-free interfaces (nic.interface_choice=first-free), as the MultiTree
+// authors' simulator runs its NIs: a message goes to the first of the node's
+// interfaces whose backlog is within its buffer, whatever its direction,
+// and each interface sends its messages one after another. Off: every
+// message shares the node's link packet by packet.
+struct Interfaces {
+  bool first_free = false;
+  uint64_t buffer_bytes = 0;  // nic.interface_buffer_messages of net.max_payload_bytes
+};
+
 struct NicParams {
   FlowControl flow_control = FlowControl::Packet;
   // A NOP loads the lockstep down-counter with the estimated step time: the
@@ -50,6 +61,7 @@ struct NicParams {
   // share the port packet by packet. false: the
   // lockstep decoder of MultiTree §IV-A (the default).
   bool dataflow = false;
+  Interfaces interfaces;
 };
 
 // Where each flow's chunk sits in the buffer, for one message size: the byte
@@ -79,6 +91,9 @@ struct NicJob {
   elements::RedOp redop = elements::RedOp::Sum;
   NicParams params;
   int tenant = -1;  // the job (of a jobs: list) whose collective loads it; -1: none
+  // The node's interfaces in its link (nic.interfaces) and each one's rate.
+  int interfaces = 1;
+  double interface_GBps = 0;
 };
 
 class Nic;
@@ -137,6 +152,12 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
   void finished() override {
     if (on_done_) on_done_();
   }
+  void send(uint32_t s);  // the port starts pulling stream s's packets
+  // First-free interfaces: streams waiting for one go to the first within
+  // its buffer; stream s has sent n more bytes.
+  void assign_interfaces();
+  void sent(Stream& s, uint32_t n, uint32_t wire);
+  void resume(uint32_t s);  // a stream its interface's channel held back may send again
   uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
@@ -157,6 +178,16 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
   std::vector<std::unique_ptr<Stream>> streams_;  // [share]
   std::vector<std::vector<uint8_t>> buffers_;
   std::vector<int> free_buffers_;
+  // First-free interfaces: each one's streams in order (the first sending)
+  // and its bytes not yet sent; the streams that wait for one.
+  struct Interface {
+    std::deque<uint32_t> queue;
+    uint64_t backlog = 0;
+    sc_core::sc_time ready;  // its injection channel is free again (one network link's rate)
+    sc_core::sc_time given = sc_core::sc_max_time();  // when it last took a message
+  };
+  std::vector<Interface> interfaces_;
+  std::deque<uint32_t> unassigned_;
 
   // The decoder and its counters (Fig. 6, traced).
   collectives::TableDecoder decoder_;
@@ -195,7 +226,9 @@ class Nic : public sc_core::sc_module, public gpu::EventHandler {
   int tables_loaded(int job) const;
   gpu::Gpu& endpoint() { return gpu_; }
 
-  // gpu::EventHandler: a timer's tag is the table whose lockstep counter it ends.
+  // gpu::EventHandler: a timer's tag is the table whose lockstep counter it
+  // ends, or (kResume) a table's stream whose interface is free again.
+  static constexpr uint64_t kResume = 1ull << 60;
   void on_timer(uint64_t tag) override;
   void on_flag(uint64_t) override {}
   void on_message(const net::Packet& p) override;

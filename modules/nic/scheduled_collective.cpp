@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <numeric>
 
 #include "collectives/bounds.h"
@@ -9,9 +10,28 @@
 
 namespace incsim::nic {
 
+namespace {
+// A grid node's interfaces, each a network link's bandwidth, in its link to
+// its router (nic.interfaces); off a grid, one of that link's.
+void interfaces_of(const topo::Topology& t, uint32_t endpoint, NicJob& job) {
+  if (endpoint >= t.endpoints().size()) return;
+  const int node = t.endpoints()[endpoint];
+  const double own = t.links()[t.link_at({node, 0})].bw_GBps;
+  const int router = t.peer({node, 0}).node;
+  double net = 0;
+  for (int p = 0; p < t.node(router).ports; ++p) {
+    const topo::Link& l = t.links()[t.link_at({router, p})];
+    if (l.dim >= 0) net = net == 0 ? l.bw_GBps : std::min(net, l.bw_GBps);
+  }
+  job.interfaces = net > 0 ? std::max(1, static_cast<int>(std::lround(own / net))) : 1;
+  job.interface_GBps = own / job.interfaces;
+}
+}  // namespace
+
 ScheduledCollective::ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics,
                                          const topo::Topology& t, elements::DType dtype, elements::RedOp redop,
-                                         uint64_t seed, FlowControl flow_control, collectives::StepEstimate estimate, int tenant)
+                                         uint64_t seed, FlowControl flow_control, collectives::StepEstimate estimate,
+                                         int tenant, Interfaces interfaces)
     : schedule_(collectives::schedule_of(program)),
       nics_(std::move(nics)),
       dtype_(dtype),
@@ -19,6 +39,7 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
       data_(seed, static_cast<int>(nics_.size()), dtype, redop),
       flow_control_(flow_control),
       estimate_(estimate),
+      interfaces_(interfaces),
       dataflow_(program.dataflow) {
   const int n = static_cast<int>(nics_.size());
   assert(schedule_.nodes == n);
@@ -50,6 +71,7 @@ ScheduledCollective::ScheduledCollective(const collectives::Program& program, st
     job.redop = redop_;
     job.params = params_for(4);
     job.tenant = tenant;
+    interfaces_of(t, endpoint_of[r], job);
     tables_.push_back(&nics_[r]->load(std::move(job)));
   }
 }
@@ -65,6 +87,7 @@ NicParams ScheduledCollective::params_for(uint64_t bytes) const {
   p.step_time = sc_core::sc_time(ns, sc_core::SC_NS);
   p.step_cycles = static_cast<uint32_t>(ns * estimate_.clock_ghz + 0.5);
   p.dataflow = dataflow_;
+  p.interfaces = interfaces_;
   return p;
 }
 

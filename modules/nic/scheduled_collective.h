@@ -27,6 +27,17 @@ inline const Param<uint32_t> kNicBufferFlits{
     "nic.buffer_flits", 318, Range::at_least(1).at_most(1 << 24),
     "NI buffer, flits, for the lockstep step-time estimate (MultiTree §IV-A footnote 4; the paper gives no size, "
     "this is Table III's VC buffer depth)"};
+inline const Param<std::string> kNicInterfaceChoice{
+    "nic.interface_choice", "shared", Range::none(),
+    "how a torus or mesh node's messages take its interfaces (nic.interfaces): shared (every message on the "
+    "node's link packet by packet; the MultiTree figures' setting) or first-free (each message to the first "
+    "interface whose backlog fits its buffer, whatever its direction, each interface sending one message after "
+    "another at a network link's rate, as the MultiTree authors' simulator hands a flow to the first free NI: "
+    "src/hmc.py, reduce_scatter_evaluate and send_reduce_message_update); packet level only"};
+inline const Param<uint32_t> kNicInterfaceBuffer{
+    "nic.interface_buffer_messages", 32, Range::at_least(1).at_most(1u << 20),
+    "first-free interfaces: messages of net.max_payload_bytes an interface holds before it is busy (the MultiTree "
+    "authors' utils/run_torus_bandwidth.sh: --message-buffer-size 32)"};
 inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01).at_most(100),
                                      "NIC and router clock, GHz (MultiTree Table III: 1 GHz)"};
 // How many collectives' schedule tables a NIC holds at once (the
@@ -51,7 +62,7 @@ class ScheduledCollective : public gpu::Collective {
   // reach its peer. `tenant`: the job whose tables these are (Nic::tables_loaded).
   ScheduledCollective(const collectives::Program& program, std::vector<Nic*> nics, const topo::Topology& t,
                       elements::DType dtype, elements::RedOp redop, uint64_t seed, FlowControl flow_control,
-                      collectives::StepEstimate estimate, int tenant = -1);
+                      collectives::StepEstimate estimate, int tenant = -1, Interfaces interfaces = {});
   ~ScheduledCollective() override;
   void start(uint64_t bytes, std::function<void()> on_done) override;
   uint64_t wrong() const override;
@@ -78,6 +89,7 @@ class ScheduledCollective : public gpu::Collective {
   elements::DataPattern data_;
   FlowControl flow_control_;
   collectives::StepEstimate estimate_;
+  Interfaces interfaces_;
   collectives::MessageFraming framing_;
   bool dataflow_;
   Layout layout_;

@@ -10,8 +10,11 @@
 #include "gpu/gpu.h"
 #include "nic/nic.h"
 #include "nic/scheduled_collective.h"
+#include "cli_run.h"
 #include "experiment.h"
 #include "run_checked.h"
+
+#include <nlohmann/json.hpp>
 
 using namespace incsim;
 
@@ -209,4 +212,47 @@ TEST_CASE("a NIC alone: two endpoints wired back to back run a two-rank ring tab
   const double ns = sc_core::sc_time_stamp().to_seconds() * 1e9;
   CHECK(ns == Approx(2 * (100 + wire / 2 / bw + lat_ns)).margin(0.01));
   CHECK(pool.in_use() == 0);
+}
+
+namespace {
+// MultiTree's time on the 4x4 torus at 128 KiB with the authors' node (1 ns
+// links, no memory latency) and these interfaces, at packet level.
+double multitree_128k(const std::string& interfaces) {
+  const cli::Result r = cli::incsim("--platform torus --dims 4x4 --algorithm multitree --sizes 128K -c "
+                                    "nic.link_latency_ns=1 -c gpu.mem_latency_cycles=0 -c gpu.mem_jitter_cycles=0 " +
+                                    interfaces + " --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  CHECK(row["wrong"] == 0);
+  return row["time_us"].get<double>();
+}
+}  // namespace
+
+TEST_CASE("first-free interfaces: a step's messages queue behind the last step's on the first free one",
+          "[nic][interfaces]") {
+  // The node's four interfaces each send one message after another at a
+  // network link's rate, so a step's flow that finds interface 0 within its
+  // buffer waits there behind the last step's; with 1-message buffers it
+  // waits less. Shared, every message takes the node's link in turn.
+  const double shared = multitree_128k(""), first_free = multitree_128k("-c nic.interface_choice=first-free");
+  const double small = multitree_128k("-c nic.interface_choice=first-free -c nic.interface_buffer_messages=1");
+  INFO(shared << " us shared, " << first_free << " first-free, " << small << " with 1-message buffers");
+  CHECK(first_free > 1.3 * shared);
+  CHECK(small < first_free);
+  CHECK(small >= shared);
+}
+
+TEST_CASE("first-free interfaces off a torus or mesh, as flows, or misspelt are one sentence", "[nic][bad-input]") {
+  const auto refused = [](const std::string& args, const std::string& sentence) {
+    const cli::Result r = cli::incsim(args + " --sizes 96K --quiet");
+    CHECK(r.code == 2);
+    CHECK(r.err == "incsim: error: " + sentence + "\n");
+  };
+  refused("--platform fattree --algorithm multitree -c nic.interface_choice=first-free",
+          "nic.interface_choice=first-free shares a torus or mesh node's interfaces; fattree is not one");
+  refused("--platform torus --algorithm multitree --fidelity flow -c nic.interface_choice=first-free",
+          "--fidelity flow: nic.interface_choice=first-free queues each interface's messages one after another, "
+          "which flows do not model; run it at packet level");
+  refused("--platform torus --algorithm multitree -c nic.interface_choice=first",
+          "nic.interface_choice must be shared or first-free, not 'first'");
 }
