@@ -57,6 +57,9 @@ AUTHORS_SETTINGS = [
     '-c', 'nic.link_latency_ns=1',  # injection and ejection channels of 1 cycle (kncube.cpp:167-168)
     '-c', 'switch.latency_ns=3',  # routing 0, VC and switch allocation 1, traversal 1 (the cfg, booksim_config.cpp:146)
     '-c', 'gpu.mem_latency_cycles=0', '-c', 'gpu.mem_jitter_cycles=0',  # the NI reads no memory (hmc.py)
+    # a flow goes to the first free NI, free again once its messages are in its 32-message buffer
+    # (hmc.py: reduce_scatter_evaluate, send_reduce_message_update; --message-buffer-size 32)
+    '-c', 'nic.interface_choice=first-free',
 ]
 AUTHORS_PER_ALG = {
     'ring': ['-c', 'nic.interfaces=1'],  # one NI (torus4x4express.cfg, --radix 1)
