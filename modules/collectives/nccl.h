@@ -131,7 +131,7 @@ inline const Param<double> kNcclPcieRoundTrip{
 //    proxy sees it, P/2; it stores the tail in host memory, which the GPU's
 //    polling load reads across PCIe, R and on average half a poll more:
 //    2 R + P/2. Where GPUDirect's writes need a flush (ncclTopoNeedFlush:
-//    before Hopper, and Grace's C2C), the proxy first posts an RDMA read of
+//    before Hopper), the proxy first posts an RDMA read of
 //    the buffer (ncclIbIflush: doorbell, the adapter's read, its
 //    completion, 2 R) and sees it done, P/2.
 //  - Receiver, LL and LL128: the GPU polls the lines in its own memory,
