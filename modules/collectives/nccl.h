@@ -136,6 +136,11 @@ inline const Param<double> kNcclPcieRoundTrip{
 //    completion, 2 R) and sees it done, P/2.
 //  - Receiver, LL and LL128: the GPU polls the lines in its own memory,
 //    which the engines simulate: nothing.
+//  - A slot's way back: the receiving GPU's head store crosses PCIe to host
+//    memory, R/2; its proxy sees it, P/2, and posts the receive again, whose
+//    clear-to-send doorbell crosses PCIe, R/2; the sender's proxy sees the
+//    clear-to-send at its next try, P/2: R + P. (The clear-to-send crosses
+//    the network as the engines' head flag does.)
 struct NetSteps {
   double proxy_pass_us = 0, pcie_round_trip_us = 0;
   bool flush = false;
@@ -145,6 +150,7 @@ struct NetSteps {
     return 2 * pcie_round_trip_us + proxy_pass_us / 2 + (flush ? 2 * pcie_round_trip_us + proxy_pass_us / 2 : 0);
   }
   double step_us(Protocol p) const { return send_us() + receive_us(p); }
+  double head_us() const { return pcie_round_trip_us + proxy_pass_us; }
   bool charged() const { return proxy_pass_us > 0 || pcie_round_trip_us > 0; }
 };
 // The network's proxy costs from nccl.proxy_pass_us and

@@ -236,10 +236,9 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->ack_ns = c->route->ack_ns;
   c->acked_by_memory = c->route->acked_by_memory;
   const std::vector<int>& node = f_.costs_.node_of;
-  if (sending && !node.empty() &&
-      node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])] !=
-          node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(peer)])])
-    c->proxied_ns = 1e3 * f_.costs_.net.step_us(proto_);
+  if (!node.empty() && node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])] !=
+                           node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(peer)])])
+    c->proxied_ns = 1e3 * (sending ? f_.costs_.net.step_us(proto_) : f_.costs_.net.head_us());
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));
   return *v.back();
@@ -442,7 +441,7 @@ void CoresFlows::Run::ack_after(Queue& q, double delay) { q.acked_by = std::max(
 // The receiving operation has read its slot: the head flag frees it at the sender.
 void CoresFlows::Run::consume(Queue& q, Conn& c) {
   ++c.done;
-  after(c.latency_ns + access() + access(), [this, &c] {
+  after(c.latency_ns + access() + access() + c.proxied_ns, [this, &c] {
     Conn& s = *c.remote;
     ++s.seen;
     progress(*s.queue);

@@ -51,7 +51,8 @@ class CoresFlows::Run : public RunFlows {
     // Its route's times, which every transfer reads (the route's hops only
     // its uses): kept here, not a pointer's miss away.
     double latency_ns = 0, ack_ns = 0;
-    double proxied_ns = 0;  // send to another node: NCCL's proxies' time per step (CoresCosts::net)
+    // With another node: NCCL's proxies' time per step (send) or on a slot's way back (receive; CoresCosts::net).
+    double proxied_ns = 0;
     bool acked_by_memory = true;
     uint64_t claimed = 0, done = 0, seen = 0;
     std::vector<uint64_t> slot_len;  // receive: elements in each slot

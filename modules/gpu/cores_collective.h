@@ -82,8 +82,9 @@ class CoresCollective : public Collective {
   friend class CoresRank;
   void rank_done();
   // NCCL's proxies' time on a step from rank a's GPU to rank b's, under
-  // this size's protocol: CoresParams::net between nodes, else none.
-  sc_core::sc_time proxied(int a, int b) const;
+  // this size's protocol, or on its slot's way back (head): CoresParams::net
+  // between nodes, else none.
+  sc_core::sc_time proxied(int a, int b, bool head = false) const;
   // UserError if the cores cannot run the program's in-network operations.
   void check_in_network() const;
   void remove_regions();

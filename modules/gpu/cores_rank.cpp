@@ -42,7 +42,7 @@ CoresRank::Conn& CoresRank::add_conn(std::vector<std::unique_ptr<Conn>>& v, int 
   c->queue = &queue;
   const std::vector<int>& ports = coll_.ports_[rank_][peer];
   c->port = ports[static_cast<size_t>(channel) % ports.size()];
-  if (&v == &recv_) c->proxied = coll_.proxied(peer, rank_);
+  c->proxied = &v == &recv_ ? coll_.proxied(peer, rank_) : coll_.proxied(peer, rank_, true);
   v.push_back(std::move(c));
   return *v.back();
 }
@@ -265,11 +265,13 @@ void CoresRank::report(std::ostream& os, const std::string& prefix) const {
   }
 }
 
-// The receive connection a watched write is for (its tail flag or its
-// mailbox's lines), or null (a send connection's head flag).
-CoresRank::Conn* CoresRank::receiving(uint64_t addr) const {
-  if (addr - flags_base_ < flags_bytes_)
-    return (addr - flags_base_) % 16 == 0 ? recv_[(addr - flags_base_) / 16].get() : nullptr;
+// The connection a watched write is for: a receive connection's tail flag
+// or mailbox lines, or a send connection's head flag.
+CoresRank::Conn* CoresRank::watched(uint64_t addr) const {
+  if (addr - flags_base_ < flags_bytes_) {
+    const uint64_t k = (addr - flags_base_) / 16;
+    return (addr - flags_base_) % 16 == 0 ? recv_[k].get() : send_[k].get();
+  }
   for (auto& c : recv_)
     if (addr - c->mailbox < c->mailbox_bytes) return c.get();
   sc_assert(false && "a watched write outside the flags and the mailboxes");
@@ -277,10 +279,11 @@ CoresRank::Conn* CoresRank::receiving(uint64_t addr) const {
 }
 
 void CoresRank::on_flag(uint64_t addr) {
-  const Conn* c = receiving(addr);
-  if (c && c->proxied != sc_core::SC_ZERO_TIME) {
-    // Between nodes the receiver sees a step only once NCCL's proxies have
-    // relayed it (CoresParams::net); every write waits alike, in order.
+  const Conn* c = watched(addr);
+  if (c->proxied != sc_core::SC_ZERO_TIME) {
+    // Between nodes a step, or a slot's way back, is seen only once NCCL's
+    // proxies have relayed it (CoresParams::net); every write waits alike,
+    // in order.
     gpu_.call_after(*this, c->proxied, addr | kRelayed);
     return;
   }
@@ -288,7 +291,7 @@ void CoresRank::on_flag(uint64_t addr) {
 }
 
 void CoresRank::seen(uint64_t addr) {
-  if (addr - flags_base_ >= flags_bytes_) return landed(*receiving(addr), addr);
+  if (addr - flags_base_ >= flags_bytes_) return landed(*watched(addr), addr);
   const uint64_t k = (addr - flags_base_) / 16;
   uint64_t v = 0;
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);

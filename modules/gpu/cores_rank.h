@@ -84,9 +84,10 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
     std::vector<uint64_t> slot_len;  // receive: elements in each slot
     std::vector<uint32_t> landed;    // receive, LL and LL128: packets landed in each slot
     uint64_t flagged = 0;            // receive, LL and LL128: the last empty transfer's flag (its count)
-    sc_core::sc_time proxied;        // receive from another node: NCCL's proxies' time per step
+    // With another node: NCCL's proxies' time per step (receive) or on a slot's way back (send).
+    sc_core::sc_time proxied;
   };
-  Conn* receiving(uint64_t addr) const;
+  Conn* watched(uint64_t addr) const;
   void seen(uint64_t addr);  // a watched write, as the cores' polling load sees it
   // A run of a chunk reference: one chunk's elements in this pass.
   struct Segment {

@@ -117,6 +117,7 @@ TEST_CASE("NCCL's proxies add to a step between nodes what net.cc's operations t
   CHECK(h100.step_us(Protocol::LL) == Approx(1.4));
   CHECK(h100.step_us(Protocol::LL128) == Approx(1.4));
   CHECK(h100.step_us(Protocol::Simple) == Approx(3.1));
+  CHECK(h100.head_us() == Approx(1.6));  // a slot's way back: R + P
   const auto a100 = incsim::collectives::nccl_net_steps(cfg, "hgx-a100");
   CHECK(a100.flush);
   CHECK(a100.step_us(Protocol::Simple) == Approx(4.8));
