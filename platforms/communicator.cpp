@@ -193,8 +193,9 @@ CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm&
     }
   software_ = collectives::nccl_software(comm_.cfg_, comm_.machine().defaults().nccl_launch, program_.ranks,
                                          program_.tree_nodes != 0);
-  if (software_.launch != collectives::NcclSoftware::Launch::None && spans_nodes())
-    software_.net = collectives::nccl_net_steps(comm_.cfg_, comm_.machine().topology().family);
+  if (software_.launch != collectives::NcclSoftware::Launch::None)
+    software_.net =
+        collectives::nccl_net_steps(comm_.cfg_, comm_.machine().topology().family, comm_.node_of(), comm_.endpoints());
   switch (program_.engine()) {
     case collectives::Engine::CopyEngine: make_copy(); break;
     case collectives::Engine::NicTable:
@@ -269,12 +270,6 @@ void CollectiveCall::relay_across_rails() {
   pxn_relays_ = program_.ops.size() - ops;  // one receive-copy-send each
 }
 
-bool CollectiveCall::spans_nodes() const {
-  if (comm_.nodes_.empty()) return false;
-  const std::vector<int> node = comm_.node_of(), gpus = comm_.endpoints();
-  return std::any_of(gpus.begin(), gpus.end(), [&](int g) { return node[g] != node[gpus.front()]; });
-}
-
 void CollectiveCall::require_reduction_tables(const std::string& what) const {
   if (comm_.machine().table_config().table_bytes == 0)
     throw UserError(what + " reduces in the switches: switch.reduction_table.bytes must be above 0");
@@ -296,10 +291,7 @@ void CollectiveCall::make_cores() {
   const bool roce = !comm_.nodes_.empty() && topo::is_roce_cluster(t);
   const bool pushes = program.has(collectives::OpKind::ReduceWrite);
   if (!comm_.nodes_.empty()) cp.push_credits = comm_.cfg_.get(roce ? adapter::kNetReduceWindow : kSharpCredits);
-  if (software_.net.charged()) {
-    cp.net = software_.net;
-    cp.node_of = comm_.node_of();
-  }
+  cp.net = software_.net;
   // (cluster_bound has checked that the groups fit the cluster.)
   if (pushes && !roce && !comm_.nodes_.empty()) {
     SharpManager(comm_.machine()).admit(program, comm_.endpoints(), cp.push_credits);

@@ -222,7 +222,6 @@ class CollectiveCall : public Call {
   double cluster_endpoint_GBps();
   // The busiest link between switches under the program's traffic (links_).
   void bound_links();
-  bool spans_nodes() const;  // its ranks are in more than one of a cluster's nodes
   void require_reduction_tables(const std::string& what) const;
 
   Communicator& comm_;

@@ -63,8 +63,8 @@ FlowCall::FlowCall(const FlowOn& on, const collectives::Algorithm& a, const coll
     check_multicast_paths(graph_, groups);
   }
   software_ = collectives::nccl_software(cfg_, defaults_.nccl_launch, program.ranks, program.tree_nodes != 0);
-  if (software_.launch != collectives::NcclSoftware::Launch::None && site.cluster() && !site.one_node())
-    software_.net = collectives::nccl_net_steps(cfg_, graph_.family);
+  if (software_.launch != collectives::NcclSoftware::Launch::None)
+    software_.net = collectives::nccl_net_steps(cfg_, graph_.family, site.node_of(), gpus_);
   switch (program.engine()) {
     case collectives::Engine::NicTable: nic_tables(s); break;
     case collectives::Engine::CopyEngine: copy_engines(s.program, site); break;
@@ -123,10 +123,7 @@ void FlowCall::cores(collectives::Program& program, const collectives::Site& sit
   costs.by_size = by_size_ = cp.by_size;
   costs.nccl_slices = cp.nccl_slices;
   if (site.cluster()) costs.push_credits = cfg_.get(kSharpCredits);
-  if (software_.net.charged()) {
-    costs.net = software_.net;
-    costs.node_of = site.node_of();
-  }
+  costs.net = software_.net;
   const std::string classes = cfg_.get(flow::kChannelClasses);
   if (classes != "auto" && classes != "true" && classes != "false")
     throw UserError(flow::kChannelClasses.key() + " must be auto, true or false, not '" + classes + "'");

@@ -1,6 +1,8 @@
 #include "collectives/nccl.h"
 
+#include <algorithm>
 #include <sstream>
+#include <utility>
 
 #include "collectives/nccl_tuning.h"
 #include "core/error.h"
@@ -49,8 +51,12 @@ std::string NcclSoftware::header_line() const {
   return os.str();
 }
 
-NetSteps nccl_net_steps(Config& cfg, const std::string& family) {
+NetSteps nccl_net_steps(Config& cfg, const std::string& family, std::vector<int> node_of,
+                        const std::vector<int>& endpoints) {
   NetSteps n;
+  n.node_of = std::move(node_of);
+  if (std::none_of(endpoints.begin(), endpoints.end(), [&](int g) { return n.across(g, endpoints.front()); }))
+    return {};
   n.proxy_pass_us = cfg.get(kNcclProxyPass);
   n.pcie_round_trip_us = cfg.get(kNcclPcieRoundTrip);
   GpuArch arch;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "collectives/program.h"
 #include "core/config.h"
@@ -144,6 +145,11 @@ inline const Param<double> kNcclPcieRoundTrip{
 struct NetSteps {
   double proxy_pass_us = 0, pcie_round_trip_us = 0;
   bool flush = false;
+  std::vector<int> node_of;  // [endpoint]: its node; empty where nothing is charged
+  // Does a step from endpoint a to endpoint b cross the network?
+  bool across(int a, int b) const {
+    return !node_of.empty() && node_of[static_cast<size_t>(a)] != node_of[static_cast<size_t>(b)];
+  }
   double send_us() const { return 1.5 * pcie_round_trip_us + proxy_pass_us / 2; }
   double receive_us(Protocol p) const {
     if (p != Protocol::Simple) return 0;
@@ -154,11 +160,14 @@ struct NetSteps {
   bool charged() const { return proxy_pass_us > 0 || pcie_round_trip_us > 0; }
 };
 // The network's proxy costs from nccl.proxy_pass_us and
-// nccl.pcie_round_trip_us for GPUs of platform family `family`, whose
-// receivers flush GPUDirect's writes before Hopper (ncclTopoNeedFlush,
-// src/graph/paths.cc; its Grace C2C case is for DataDirect adapters, which
-// incsim does not model).
-NetSteps nccl_net_steps(Config& cfg, const std::string& family);
+// nccl.pcie_round_trip_us for the GPUs `endpoints` of platform family
+// `family`, whose receivers flush GPUDirect's writes before Hopper
+// (ncclTopoNeedFlush, src/graph/paths.cc; its Grace C2C case is for
+// DataDirect adapters, which incsim does not model). node_of: each
+// endpoint's node (empty off a cluster). Nothing is read or charged where
+// the GPUs are all in one node.
+NetSteps nccl_net_steps(Config& cfg, const std::string& family, std::vector<int> node_of,
+                        const std::vector<int>& endpoints);
 
 struct NcclSoftware {
   enum class Launch { None, Process, Thread };

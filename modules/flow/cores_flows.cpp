@@ -235,9 +235,7 @@ CoresFlows::Run::Conn& CoresFlows::Run::add_conn(Rank& k, std::vector<std::uniqu
   c->latency_ns = c->route->latency_ns;
   c->ack_ns = c->route->ack_ns;
   c->acked_by_memory = c->route->acked_by_memory;
-  const std::vector<int>& node = f_.costs_.node_of;
-  if (!node.empty() && node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(k.r)])] !=
-                           node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(peer)])])
+  if (f_.costs_.net.across(f_.endpoints_[static_cast<size_t>(k.r)], f_.endpoints_[static_cast<size_t>(peer)]))
     c->proxied_ns = 1e3 * (sending ? f_.costs_.net.step_us(proto_) : f_.costs_.net.head_us());
   if (!sending) c->slot_len.assign(static_cast<size_t>(slots_.slots), 0);
   v.push_back(std::move(c));

@@ -72,9 +72,8 @@ struct CoresCosts {
   // Reducing writes (SHARP's) a queue may have in flight, each a 128-byte
   // block whose sum has not landed (gpu::CoresParams::push_credits).
   int push_credits = 0;
-  // NCCL's proxies on a step between nodes, and each endpoint's node (gpu::CoresParams::net, node_of).
+  // NCCL's proxies on a step between nodes (gpu::CoresParams::net).
   collectives::NetSteps net;
-  std::vector<int> node_of;
 };
 
 class CoresFlows : public Executor {

@@ -150,10 +150,9 @@ void CoresFlows::Run::join_reduce_write(Queue& q, int i, uint64_t pass, uint64_t
   const double window = std::min(bytes, f_.costs_.push_credits * kBlock);
   // Sums from across nodes reach the cores through NCCL's proxies, as a
   // step between nodes does (CoresCosts::net; SHARP runs Simple).
-  const std::vector<int>& node = f_.costs_.node_of;
-  const auto node_of = [&](int r) { return node[static_cast<size_t>(f_.endpoints_[static_cast<size_t>(r)])]; };
-  const bool spans = !node.empty() && std::any_of(members.begin(), members.end(),
-                                                  [&](int r) { return node_of(r) != node_of(members.front()); });
+  const auto endpoint = [&](int r) { return f_.endpoints_[static_cast<size_t>(r)]; };
+  const bool spans = std::any_of(members.begin(), members.end(),
+                                 [&](int r) { return f_.costs_.net.across(endpoint(r), endpoint(members.front())); });
   const double latency = shape.latency + (spans ? 1e3 * f_.costs_.net.step_us(Protocol::Simple) : 0);
   after(access(), [this, all, uses = std::move(uses), bytes, window, latency, pass] {
     const double start = net_->now();

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <string>
 #include <systemc>
-#include <vector>
 
 #include "elements/alu.h"
 #include "collectives/nccl.h"
@@ -65,10 +64,8 @@ struct CoresParams {
   // aggregation buffers (SHARP's outstanding transactions). 0: the
   // platform's switches evict rather than hold, and the cores do not push.
   int push_credits = 0;
-  // NCCL's proxies on a step between nodes (collectives::NetSteps), and
-  // each endpoint's node (empty: one node).
+  // NCCL's proxies on a step between nodes (collectives::NetSteps).
   collectives::NetSteps net;
-  std::vector<int> node_of;
 };
 // The cores' parameters for a program (tree: NCCL's tree, one step per
 // chunk, every one of its 8 steps a slot) on a platform whose family takes

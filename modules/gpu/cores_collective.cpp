@@ -133,9 +133,7 @@ void CoresCollective::remove_regions() {
 }
 
 sc_core::sc_time CoresCollective::proxied(int a, int b, bool head) const {
-  const std::vector<int>& node = params_.node_of;
-  if (node.empty() || node[static_cast<size_t>(gpus_[a]->index())] == node[static_cast<size_t>(gpus_[b]->index())])
-    return sc_core::SC_ZERO_TIME;
+  if (!params_.net.across(gpus_[a]->index(), gpus_[b]->index())) return sc_core::SC_ZERO_TIME;
   return sc_core::sc_time(1e3 * (head ? params_.net.head_us() : params_.net.step_us(proto_)), sc_core::SC_NS);
 }
 

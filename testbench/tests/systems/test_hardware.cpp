@@ -111,22 +111,26 @@ TEST_CASE("NCCL's fixed cost delays every collective by its protocol's base, at 
 TEST_CASE("NCCL's proxies add to a step between nodes what net.cc's operations take, by hand", "[hardware][nccl]") {
   // R = 0.6 us a PCIe round trip, P = 1 us a proxy pass. Sender: 1.5 R + P / 2;
   // Simple's receiver 2 R + P / 2, and 2 R + P / 2 more to flush before Hopper.
+  // Two GPUs, one in each of two nodes.
+  const auto steps = [](Config& c, const char* family) {
+    return incsim::collectives::nccl_net_steps(c, family, {0, 1}, {0, 1});
+  };
   Config cfg;
-  const auto h100 = incsim::collectives::nccl_net_steps(cfg, "hgx-h100");
+  const auto h100 = steps(cfg, "hgx-h100");
   CHECK_FALSE(h100.flush);
   CHECK(h100.step_us(Protocol::LL) == Approx(1.4));
   CHECK(h100.step_us(Protocol::LL128) == Approx(1.4));
   CHECK(h100.step_us(Protocol::Simple) == Approx(3.1));
   CHECK(h100.head_us() == Approx(1.6));  // a slot's way back: R + P
-  const auto a100 = incsim::collectives::nccl_net_steps(cfg, "hgx-a100");
+  const auto a100 = steps(cfg, "hgx-a100");
   CHECK(a100.flush);
   CHECK(a100.step_us(Protocol::Simple) == Approx(4.8));
   CHECK(a100.step_us(Protocol::LL) == Approx(1.4));
-  CHECK(incsim::collectives::nccl_net_steps(cfg, "dgx2").flush);  // V100s
+  CHECK(steps(cfg, "dgx2").flush);  // V100s
   Config off;
   off.set("nccl.proxy_pass_us", "0", "-c");
   off.set("nccl.pcie_round_trip_us", "0", "-c");
-  CHECK_FALSE(incsim::collectives::nccl_net_steps(off, "hgx-h100").charged());
+  CHECK_FALSE(steps(off, "hgx-h100").charged());
 }
 
 TEST_CASE("a step between nodes waits for NCCL's proxies, at packet level and as flows", "[hardware][nccl][cluster]") {
