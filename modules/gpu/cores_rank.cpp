@@ -279,24 +279,22 @@ CoresRank::Conn* CoresRank::watched(uint64_t addr) const {
 }
 
 void CoresRank::on_flag(uint64_t addr) {
-  const Conn* c = watched(addr);
-  if (c->proxied != sc_core::SC_ZERO_TIME) {
+  Conn& c = *watched(addr);
+  if (c.proxied != sc_core::SC_ZERO_TIME) {
     // Between nodes a step, or a slot's way back, is seen only once NCCL's
     // proxies have relayed it (CoresParams::net); every write waits alike,
     // in order.
-    gpu_.call_after(*this, c->proxied, addr | kRelayed);
+    gpu_.call_after(*this, c.proxied, addr | kRelayed);
     return;
   }
-  seen(addr);
+  seen(c, addr);
 }
 
-void CoresRank::seen(uint64_t addr) {
-  if (addr - flags_base_ >= flags_bytes_) return landed(*watched(addr), addr);
-  const uint64_t k = (addr - flags_base_) / 16;
+void CoresRank::seen(Conn& c, uint64_t addr) {
+  if (addr - flags_base_ >= flags_bytes_) return landed(c, addr);
   uint64_t v = 0;
   std::memcpy(&v, gpu_.memory().at(addr, 8), 8);
   const bool tail = (addr - flags_base_) % 16 == 0;
-  Conn& c = tail ? *recv_[k] : *send_[k];
   if (tail && !c.landed.empty()) {  // LL, LL128: only an empty transfer stores a flag; it completes in its turn
     c.flagged = std::max(c.flagged, v);
     take_landed(c);

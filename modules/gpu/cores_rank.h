@@ -44,7 +44,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
   // its queue's send, one delta after (not from inside the port's fill).
   // An in-network transfer's multicast stores, likewise.
   void on_timer(uint64_t queue) override {
-    if (queue & kRelayed) return seen(queue & ~kRelayed);
+    if (queue & kRelayed) return seen(*watched(queue & ~kRelayed), queue & ~kRelayed);
     if (queue & kProxiedSum) return landed_passes(static_cast<int>(queue & ~kProxiedSum));
     Queue& q = *queues_[queue];
     if (q.innet) finish_innet(q);
@@ -88,7 +88,7 @@ class CoresRank : public gpu::EventHandler, public collectives::RankExecutor {
     sc_core::sc_time proxied;
   };
   Conn* watched(uint64_t addr) const;
-  void seen(uint64_t addr);  // a watched write, as the cores' polling load sees it
+  void seen(Conn& c, uint64_t addr);  // a watched write of c's, as the cores' polling load sees it
   // A run of a chunk reference: one chunk's elements in this pass.
   struct Segment {
     Buffer buf;
