@@ -32,30 +32,30 @@ struct Table::Stream : gpu::TxStream {
   int tree = -1;          // the tree of its flow
   bool from_buffer;       // the flow's buffer, or the node's own input
   int interface = -1;     // first-free: the interface it was given
-  mutable bool parked = false;  // it has left the port until its interface's channel is free
+  mutable bool parked = false;  // it has left the port until its interface's channel is free (Table::held_back)
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
 
   uint32_t next_payload(const net::PacketFormat& f) const {
     return static_cast<uint32_t>(std::min<uint64_t>(end - pos, f.max_payload_bytes));
   }
-  uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
+  uint32_t wire_bytes(const net::PacketFormat& f) const {
     const uint32_t n = next_payload(f);
     if (n == 0) return 0;
-    if (interface >= 0 && table->interfaces_[static_cast<size_t>(interface)].ready > sim_now()) {
-      parked = true;  // the port drops it; Table::resume brings it back
-      return 0;
-    }
     // Message-based flow control: only the first sub-packet carries a head
     // flit; the rest are body flits closed by a sub-tail flit, all data.
     if (!head && table->params_.flow_control == FlowControl::Message)
       return (n + f.flit_bytes - 1) / f.flit_bytes * f.flit_bytes;
     return f.wire_bytes(n);
   }
+  uint32_t next_wire_bytes(const net::PacketFormat& f) const override {
+    const uint32_t w = wire_bytes(f);
+    return w != 0 && interface >= 0 && table->held_back(*this) ? 0 : w;
+  }
   void fill(net::Packet* p) override {
     Table& t = *table;
     const uint32_t n = next_payload(t.nic_.gpu_.pool().format());
-    const uint32_t wire = next_wire_bytes(t.nic_.gpu_.pool().format());
+    const uint32_t wire = wire_bytes(t.nic_.gpu_.pool().format());
     const collectives::ByteRange& r = t.layout_->flows[flow];
     p->dst = dst;
     p->addr = pos;
@@ -232,6 +232,14 @@ void Table::activate(uint32_t k) {
   if (interfaces_.empty()) return send(k);
   unassigned_.push_back(k);
   assign_interfaces();
+}
+
+// The port drops a stream whose interface's channel is still busy; the
+// resume its last packet set (sent) brings it back once the channel is free.
+bool Table::held_back(const Stream& s) const {
+  if (interfaces_[static_cast<size_t>(s.interface)].ready <= sim_now()) return false;
+  s.parked = true;
+  return true;
 }
 
 void Table::resume(uint32_t k) {

@@ -157,7 +157,8 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
   // its buffer; stream s has sent n more bytes.
   void assign_interfaces();
   void sent(Stream& s, uint32_t n, uint32_t wire);
-  void resume(uint32_t s);  // a stream its interface's channel held back may send again
+  bool held_back(const Stream& s) const;  // its interface's channel is busy: the port drops it for now
+  void resume(uint32_t s);          // a stream its interface's channel held back may send again
   uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
   void release(int flow);
   void check(const uint8_t* bytes, uint64_t offset, uint64_t len);
