@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "temp_file.h"
 
 #ifndef INCSIM_BINARY
@@ -65,6 +67,16 @@ inline Result sh(const std::string& command) {
 
 inline Result incsim(const std::string& args) {
   return sh("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 '" INCSIM_BINARY "' " + args);
+}
+
+// The first row of a quiet run that writes JSON to stdout; the run
+// succeeds, and a row with a #wrong count has none wrong.
+inline nlohmann::json first_row(const std::string& args) {
+  const Result r = incsim(args + " --quiet --json -");
+  REQUIRE(r.code == 0);
+  const auto row = nlohmann::json::parse(r.out)["rows"][0];
+  if (row["wrong"].is_number()) CHECK(row["wrong"] == 0);
+  return row;
 }
 
 // Bad input: non-zero exit (not a crash), one line on stderr that starts

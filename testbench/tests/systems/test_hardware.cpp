@@ -21,14 +21,7 @@ using incsim::Config;
 using incsim::collectives::Protocol;
 
 namespace {
-// One row's time of a quiet run that writes JSON to stdout.
-double time_us(const std::string& args) {
-  const Result r = cli::incsim(args + " --quiet --json -");
-  REQUIRE(r.code == 0);
-  const auto row = nlohmann::json::parse(r.out)["rows"][0];
-  if (row["wrong"].is_number()) CHECK(row["wrong"] == 0);
-  return row["time_us"].get<double>();
-}
+double time_us(const std::string& args) { return cli::first_row(args)["time_us"].get<double>(); }
 }  // namespace
 
 TEST_CASE("HGX A100 and B200 are built as their datasheets wire them", "[hardware][platforms]") {

@@ -14,8 +14,6 @@
 #include "experiment.h"
 #include "run_checked.h"
 
-#include <nlohmann/json.hpp>
-
 using namespace incsim;
 
 namespace {
@@ -218,13 +216,8 @@ namespace {
 // MultiTree's time on the 4x4 torus at 128 KiB with the authors' node (1 ns
 // links, no memory latency) and these interfaces, at packet level.
 double multitree_128k(const std::string& interfaces) {
-  const cli::Result r = cli::incsim("--platform torus --dims 4x4 --algorithm multitree --sizes 128K -c "
-                                    "nic.link_latency_ns=1 -c gpu.mem_latency_cycles=0 -c gpu.mem_jitter_cycles=0 " +
-                                    interfaces + " --quiet --json -");
-  REQUIRE(r.code == 0);
-  const auto row = nlohmann::json::parse(r.out)["rows"][0];
-  CHECK(row["wrong"] == 0);
-  return row["time_us"].get<double>();
+  return cli::first_row("--platform torus --dims 4x4 --algorithm multitree --sizes 128K -c nic.link_latency_ns=1 -c "
+                        "gpu.mem_latency_cycles=0 -c gpu.mem_jitter_cycles=0 " + interfaces)["time_us"].get<double>();
 }
 }  // namespace
 
