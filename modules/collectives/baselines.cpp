@@ -172,8 +172,12 @@ Program ring2d_program(int kx, int ky, bool nops) {
   const int k[2] = {kx, ky};
   TableProgramBuilder b("ring2d", n, 4 * n);
   // Quarter g: first dimension d1 (0: rows, 1: columns), direction dir on
-  // both. Its chunk (block, piece) = flow g*n + block*k[d2] + piece: block i
-  // ends reduced at coordinate i of d1, its piece j at coordinate j of d2.
+  // both. Its chunk (block, piece) = flow 4 (piece*k[d1] + block) + g: block
+  // i ends reduced at coordinate i of d1, its piece j at coordinate j of d2.
+  // A node's table takes a step's messages by flow: numbered so, it takes
+  // the quarters in turn, piece by piece: where interfaces are handed out
+  // first come first served (nic.interface_choice=first-free), messages
+  // issued at once go out on all four links, not four of them on one.
   struct Quarter {
     int d1, dir;
   };
@@ -181,7 +185,7 @@ Program ring2d_program(int kx, int ky, bool nops) {
   for (int g = 0; g < 4; ++g) {
     const int d1 = quarters[g].d1, d2 = 1 - d1, dir = quarters[g].dir;
     const int k1 = k[d1], k2 = k[d2];
-    auto flow = [&](int block, int piece) { return g * n + block * k2 + piece; };
+    auto flow = [&](int block, int piece) { return 4 * (piece * k1 + block) + g; };
     for (int u = 0; u < n; ++u) {
       const int c[2] = {u % kx, u / kx};
       auto next = [&](int d) {  // the neighbour one step along d in dir
