@@ -432,6 +432,22 @@ TEST_CASE("the all-link 2D ring sends on all four links in every step, (k^2 - 1)
     for (const auto& [pair, slices] : pair_slices) CHECK(slices == 2 * (n - 1));
     CHECK(sent_to.size() == static_cast<size_t>(n * s.steps));
     for (const auto& [node_step, to] : sent_to) CHECK(to.size() == 4);
+    // A node's table takes a step's sends in turn to its four neighbours,
+    // so interfaces handed out first come first served go four ways.
+    const Program p = ring2d_program(k, k);
+    for (int r = 0; r < n; ++r) {
+      std::vector<std::pair<int, int>> sends;  // (step, peer) in table order
+      for (uint32_t g = p.rank_begin[r]; g < p.rank_begin[r + 1]; ++g)
+        if (p.ops[g].kind == OpKind::Send) sends.emplace_back(p.ops[g].timestep, p.ops[g].send_peer);
+      for (size_t i = 0; i + 4 <= sends.size(); i += 4) {
+        std::set<int> peers;
+        for (size_t j = i; j < i + 4; ++j) {
+          CHECK(sends[j].first == sends[i].first);
+          peers.insert(sends[j].second);
+        }
+        CHECK(peers.size() == 4);
+      }
+    }
   }
 }
 
