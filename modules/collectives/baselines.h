@@ -51,7 +51,8 @@ TreeLinks nccl_tree1(int n, int rank);
 Program dbtree_program(int n, int pieces = 1, bool nops = true, bool interleave = true);
 
 // 2D ring on a kx x ky grid (node = y * kx + x; Ying et al. 2018) on all four
-// links at once: the buffer in quarters, east, west, south and north; the
+// links at once: the buffer in quarters (every fourth chunk), east, west,
+// south and north, a step's messages to the four neighbours in turn; the
 // east and west quarters reduce-scatter along the rows, each its own way
 // round, while the south and north ones do so along the columns; then each
 // quarter reduce-scatters the block it holds along the other dimension, and
