@@ -166,11 +166,18 @@ void Watchdog::report_when_due() {
 void Watchdog::refuse_if_long() {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   if (wall < 2 * report_every_.count()) return;  // the first seconds' pace is rough
-  double eta_s = -1;
-  progress_line(what_, point_us(), wall, run_sim_us_, run_wall_s_, share_(), &eta_s);
+  const double eta_s = point_rest_s(point_us(), wall, run_sim_us_, run_wall_s_, share_());
   if (eta_s > 3600)
     throw UserError("at this pace the run needs " + duration(eta_s) + " more, over an hour: " + long_hint_ +
                     " (-c sim.long_run=true runs it anyway)");
+}
+
+double point_rest_s(double sim_us, double wall_s, double run_sim_us, double run_wall_s, RunShare share) {
+  share.later_weight = share.us_per_weight = 0;
+  share.later_runs = 0;
+  double eta_s = -1;
+  progress_line({}, sim_us, wall_s, run_sim_us, run_wall_s, share, &eta_s);
+  return eta_s;
 }
 
 void Watchdog::report() {

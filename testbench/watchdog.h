@@ -49,6 +49,12 @@ std::string sim_time_text(double us);
 // of the whole run, also in *eta_s if given (-1 where none is known yet).
 std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
                           const RunShare& share, double* eta_s = nullptr);
+// The running point's rest from its own fraction done, at this pace,
+// seconds (-1: not known yet): what a quiet run's refusal weighs. The last
+// point's pace is left out, for this point and the later ones: scaled by
+// bytes, a small, latency-bound point's makes a run of seconds hours long
+// (4 B, then 96 KiB, on 64 GPUs).
+double point_rest_s(double sim_us, double wall_s, double run_sim_us, double run_wall_s, RunShare share);
 
 class Watchdog {
  public:

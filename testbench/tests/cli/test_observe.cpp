@@ -166,6 +166,16 @@ TEST_CASE("a quiet run off a terminal whose estimate passes an hour stops and na
                                    "anyway\\)\n"));
 }
 
+// The refusal weighs the running point alone: the later sizes scaled by
+// bytes from the 4-byte point's latency-bound pace once made this run of
+// seconds "need 5h49m more".
+TEST_CASE("a quiet run of a small size, then larger ones, is not refused as over an hour", "[observe][progress]") {
+  const Result r = incsim("--platform fattree2l --gpus 64 --sizes 4,8192,12292,96K --quiet -c sim.progress_s=0.1");
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+}
+
 TEST_CASE("a VCD comes with a GTKWave save file that names the VCD's signals, grouped per block, in decimal",
           "[observe][vcd]") {
   TempDir d;

@@ -74,6 +74,29 @@ TEST_CASE("a comparison's progress line counts the algorithms still to run in it
         "incsim: size 1M (2 of 2; push, 2 of 3): 50%, simulated 100 us at 10 us/s, ETA 50s");
 }
 
+TEST_CASE("a quiet run's refusal weighs the running point's own rest, not later points scaled from a small one's pace",
+          "[observe][progress]") {
+  using incsim::tb::point_rest_s;
+  using incsim::tb::progress_line;
+  using incsim::tb::RunShare;
+  // A 4-byte point took 20 us (5 us a byte, its steps' latency); the 96 KiB
+  // point after it is half done after 30 us in 3 s. The whole run's ETA
+  // scales the small point's pace by the later bytes: hours. The point's
+  // own rest is 3 s, and it alone decides the refusal.
+  RunShare r;
+  r.fraction = 0.5;
+  r.weight = 96 * 1024;
+  r.later_weight = 8192 + 12292;
+  r.us_per_weight = 5;
+  double eta = 0;
+  progress_line("size 96K (2 of 4)", 30, 3, 20, 2, r, &eta);
+  CHECK(eta > 3600);
+  CHECK(point_rest_s(30, 3, 20, 2, r) == Approx(3));
+  // Without a fraction of its own, nothing is known to refuse on.
+  r.fraction = -1;
+  CHECK(point_rest_s(30, 3, 20, 2, r) == -1);
+}
+
 TEST_CASE("a setup longer than 5 s says how long it has taken, in place on a terminal, and clears its line", "[observe][progress]") {
   using incsim::tb::SetupReport;
   std::ostringstream quiet, terminal;
