@@ -239,11 +239,13 @@ std::vector<Row> Experiment::run(std::ostream* table, std::vector<std::pair<size
   const size_t n = workload_->points();
   std::vector<double> weight(n);
   for (size_t i = 0; i < n; ++i) weight[i] = workload_->point_weight(i);
+  double last_took_us = 0;
   for (size_t i = 0; i < n; ++i) {
     point_of_ = " (" + std::to_string(i + 1) + " of " + std::to_string(n) + part_.label + ")";
     share_.weight = weight[i];
     share_.later_weight = 0;
     for (size_t j = i + 1; j < n; ++j) share_.later_weight += weight[j];
+    share_.later_points = static_cast<int>(n - i - 1);
     const sc_core::sc_time began = sc_core::sc_time_stamp();
     settle();
     for (size_t k = 0; k < ends.size(); ++k) before[k] = ends[k].port->bytes_sent();
@@ -260,8 +262,10 @@ std::vector<Row> Experiment::run(std::ostream* table, std::vector<std::pair<size
       table->flush();
     }
     if (points) points->emplace_back(rows.size() - first, notes.str());
-    // This point's pace predicts the next ones'.
-    if (weight[i] > 0) share_.us_per_weight = (sc_core::sc_time_stamp() - began).to_seconds() * 1e6 / weight[i];
+    // The finished points' cost predicts the next ones'.
+    const double took_us = (sc_core::sc_time_stamp() - began).to_seconds() * 1e6;
+    fit_cost(share_, i > 0 ? weight[i - 1] : 0, last_took_us, weight[i], took_us);
+    last_took_us = took_us;
   }
   point_of_.clear();
   return rows;

@@ -62,14 +62,18 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
   // point's pace; a fraction of bytes sent, which lags while a pipeline
   // fills); then the later points at the last one's pace, or at this one's.
   double left = -1;
-  const double predicted = r.us_per_weight * r.weight;
-  if (predicted > sim_us) left = predicted - sim_us;
+  const bool fitted = r.us_fixed > 0 || r.us_per_weight > 0;
+  const double predicted = r.us_fixed + r.us_per_weight * r.weight;
+  if (fitted && predicted > sim_us) left = predicted - sim_us;
   if (f > 0 && f < 1) left = left < 0 ? sim_us * (1 - f) / f : std::min(left, sim_us * (1 - f) / f);
-  double per_weight = r.us_per_weight;
-  if (per_weight <= 0 && left >= 0 && r.weight > 0) per_weight = (sim_us + left) / r.weight;
+  // The later points at the finished points' cost, or, before one has
+  // finished, each as long as this one.
+  double later = -1;
+  if (fitted) later = r.later_points * r.us_fixed + r.us_per_weight * r.later_weight;
+  else if (left >= 0) later = r.later_points * (sim_us + left);
   const double rate = (run_sim_us + sim_us) / (run_wall_s + wall_s);  // simulated us per wall second, this run
-  if (left >= 0 && run_wall_s + wall_s > 0 && rate > 0 && (r.later_weight == 0 || per_weight > 0)) {
-    const double rest_s = (left + per_weight * r.later_weight) / rate;
+  if (left >= 0 && later >= 0 && run_wall_s + wall_s > 0 && rate > 0) {
+    const double rest_s = (left + later) / rate;
     const double run_s = r.later_run_s > 0 ? r.later_run_s : run_wall_s + wall_s + rest_s;
     const double eta = rest_s + r.later_runs * run_s;
     if (eta_s) *eta_s = eta;
@@ -173,11 +177,16 @@ void Watchdog::refuse_if_long() {
 }
 
 double point_rest_s(double sim_us, double wall_s, double run_sim_us, double run_wall_s, RunShare share) {
-  share.later_weight = share.us_per_weight = 0;
-  share.later_runs = 0;
+  share.later_weight = share.us_fixed = share.us_per_weight = 0;
+  share.later_points = share.later_runs = 0;
   double eta_s = -1;
   progress_line({}, sim_us, wall_s, run_sim_us, run_wall_s, share, &eta_s);
   return eta_s;
+}
+
+void fit_cost(RunShare& r, double w_prev, double t_prev, double w_last, double t_last) {
+  r.us_per_weight = w_prev > 0 && w_last > w_prev ? std::max(0.0, (t_last - t_prev) / (w_last - w_prev)) : 0;
+  r.us_fixed = std::max(0.0, t_last - r.us_per_weight * w_last);
 }
 
 void Watchdog::report() {

@@ -31,15 +31,25 @@ struct RunShare {
   // workload cannot tell (then no % and no ETA).
   double fraction = -1;
   // The point's weight and the later points' together (a collective's bytes:
-  // Workload::point_weight), and the simulated time per weight the last
-  // finished point took (0: none has finished).
-  double weight = 1, later_weight = 0, us_per_weight = 0;
+  // Workload::point_weight), and how many later points there are.
+  double weight = 1, later_weight = 0;
+  int later_points = 0;
+  // The finished points' simulated time as a latency and a cost per weight
+  // (fit_cost; both 0: none has finished).
+  double us_fixed = 0, us_per_weight = 0;
   // Runs of a comparison (compare.h) still to come after this one, each
   // taking `later_run_s` wall seconds (those finished took that on average;
   // 0: none has finished, so each is taken to last as long as this one).
   int later_runs = 0;
   double later_run_s = 0;
 };
+
+// The cost of later points from the finished ones: through the last two
+// (weights w_prev < w_last, simulated times t_prev and t_last, us), a
+// latency and a cost per weight, neither below 0; after one, its time for
+// every point. Scaling a small, latency-bound point's time by the later
+// points' bytes would make a sweep of seconds hours long.
+void fit_cost(RunShare& r, double w_prev, double t_prev, double w_last, double t_last);
 
 // A simulated time as one reads it: 38.22 us, 160.1 ms, 2.50 s.
 std::string sim_time_text(double us);
