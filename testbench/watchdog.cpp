@@ -56,11 +56,9 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
   if (f >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(f, 1.0) * 100));
   s += "simulated " + sim_time_text(sim_us);
   if (wall_s > 0) s += " at " + sim_time_text(sim_us / wall_s) + "/s";
-  // The rest of this point: what the last point's pace predicts for its
-  // weight, or what its own fraction extrapolates, the less of the two
-  // (each overestimates where the other does not: a small, latency-bound
-  // point's pace; a fraction of bytes sent, which lags while a pipeline
-  // fills); then the later points at the last one's pace, or at this one's.
+  // The rest of this point: what the finished points' cost predicts for its
+  // weight, or what its own fraction extrapolates, the less of the two (a
+  // fraction of bytes sent lags while a pipeline fills).
   double left = -1;
   const bool fitted = r.us_fixed > 0 || r.us_per_weight > 0;
   const double predicted = r.us_fixed + r.us_per_weight * r.weight;
