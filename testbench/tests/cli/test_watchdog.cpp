@@ -77,7 +77,7 @@ TEST_CASE("a comparison's progress line counts the algorithms still to run in it
         "incsim: size 1M (2 of 2; push, 2 of 3): 50%, simulated 100 us at 10 us/s, ETA 50s");
 }
 
-TEST_CASE("a quiet run's refusal weighs the running point's own rest, not later points scaled from a small one's pace",
+TEST_CASE("a quiet run's refusal weighs the running point's own rest, not the later points' estimate",
           "[observe][progress]") {
   using incsim::tb::point_rest_s;
   using incsim::tb::progress_line;
