@@ -60,10 +60,9 @@ std::string sim_time_text(double us);
 std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
                           const RunShare& share, double* eta_s = nullptr);
 // The running point's rest from its own fraction done, at this pace,
-// seconds (-1: not known yet): what a quiet run's refusal weighs. The last
-// point's pace is left out, for this point and the later ones: scaled by
-// bytes, a small, latency-bound point's makes a run of seconds hours long
-// (4 B, then 96 KiB, on 64 GPUs).
+// seconds (-1: not known yet): what a quiet run's refusal weighs, so that
+// a run stops on the running point's own evidence, not on an estimate
+// carried over from other sizes (fit_cost's).
 double point_rest_s(double sim_us, double wall_s, double run_sim_us, double run_wall_s, RunShare share);
 
 class Watchdog {

@@ -54,8 +54,9 @@ struct Table::Stream : gpu::TxStream {
   }
   void fill(net::Packet* p) override {
     Table& t = *table;
-    const uint32_t n = next_payload(t.nic_.gpu_.pool().format());
-    const uint32_t wire = wire_bytes(t.nic_.gpu_.pool().format());
+    const net::PacketFormat& f = t.nic_.gpu_.pool().format();
+    const uint32_t n = next_payload(f);
+    const uint32_t wire = interface >= 0 ? wire_bytes(f) : 0;  // its interface's pacing (first-free only)
     const collectives::ByteRange& r = t.layout_->flows[flow];
     p->dst = dst;
     p->addr = pos;
