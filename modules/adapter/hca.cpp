@@ -117,13 +117,18 @@ void Adapter::take(net::Packet* w) {
   }
   size_t k = 0;
   while (k < open_.size() && (open_[k].packet->src != w->src || open_[k].packet->stream != w->stream)) ++k;
+  // Each write lands as it was sent: the far side splits a packet into
+  // writes of its lines' unit from the packet's start (unit below), so only
+  // whole writes gather, each after whole ones (LL128's lines, with their
+  // flags, must not straddle two). A packet holds up to the MTU on the
+  // wire, the lines' flags included, as NCCL's proxy posts a step's buffer,
+  // flags and all, and the adapter cuts it into MTU-sized packets
+  // (src/transport/net.cc, sendProxyProgress).
+  const uint32_t unit = net::lines_data_bytes(w->lines, gpu_pool_.format().max_payload_bytes);
   if (k < open_.size()) {
     const net::Packet& o = *open_[k].packet;
-    // Only after whole writes: the far side splits at whole writes from the
-    // packet's start, so each write lands as it was sent (LL128's lines,
-    // with their flags, must not straddle two).
-    if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.payload_bytes + w->payload_bytes > cfg_.mtu_bytes ||
-        o.payload_bytes % gpu_pool_.format().max_payload_bytes != 0) {
+    if (o.dst != w->dst || o.addr + o.payload_bytes != w->addr || o.lines != w->lines || o.payload_bytes % unit != 0 ||
+        net::lines_wire_payload(w->lines, o.payload_bytes + w->payload_bytes) > cfg_.mtu_bytes) {
       close(k);
       k = open_.size();
     }
@@ -132,7 +137,7 @@ void Adapter::take(net::Packet* w) {
   net::Packet& n = *open_[k].packet;
   append(n, w);
   open_[k].writes.push(w);
-  if (n.payload_bytes == cfg_.mtu_bytes) close(k);
+  if (net::lines_wire_payload(n.lines, n.payload_bytes + unit) > cfg_.mtu_bytes) close(k);
 }
 
 net::Packet* Adapter::network_packet(const net::Packet& w, uint32_t bytes) {
@@ -142,6 +147,7 @@ net::Packet* Adapter::network_packet(const net::Packet& w, uint32_t bytes) {
   n->addr = w.addr;
   n->stream = w.stream;
   n->op = w.op;
+  n->lines = w.lines;
   n->vc = net::kRequestVc;
   n->payload_bytes = 0;
   n->count = w.count;
@@ -178,7 +184,7 @@ void Adapter::close(size_t k) {
   Open o = open_[k];
   open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(k));
   net::Packet* n = o.packet;
-  n->wire_bytes = net_pool_.format().wire_bytes(n->payload_bytes);
+  n->wire_bytes = net_pool_.format().wire_bytes(net::lines_wire_payload(n->lines, n->payload_bytes));
   n->table = next_psn_[n->dst]++;
   to_net_.push(n);
   while (!o.writes.empty()) {
@@ -254,8 +260,9 @@ void Adapter::to_gpu() {
       p = acks_.pop();
     } else if (!from_net_.empty() && from_net_.front()->t_tail + cfg_.latency <= now) {
       net::Packet* n = from_net_.front();
-      const uint32_t bytes = std::min(gpu_pool_.format().max_payload_bytes, n->payload_bytes - split_offset_);
-      const uint16_t wire = gpu_pool_.format().wire_bytes(bytes);
+      const net::PacketFormat& f = gpu_pool_.format();
+      const uint32_t bytes = std::min(net::lines_data_bytes(n->lines, f.max_payload_bytes), n->payload_bytes - split_offset_);
+      const uint16_t wire = f.wire_bytes(net::lines_wire_payload(n->lines, bytes));
       if (!pcie_out_.has_credit(net::kRequestVc, wire)) break;
       p = gpu_pool_.get();
       p->src = n->src;
@@ -266,6 +273,7 @@ void Adapter::to_gpu() {
       p->addr = n->addr + split_offset_;
       p->stream = n->stream;
       p->op = net::Op::Write;
+      p->lines = n->lines;
       p->vc = net::kRequestVc;
       p->payload_bytes = static_cast<uint16_t>(bytes);
       p->wire_bytes = wire;

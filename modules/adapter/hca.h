@@ -7,8 +7,10 @@
 //
 // Towards the network it is GPUDirect RDMA's send side over a reliable
 // connection: it takes the GPU's writes to a GPU in another node, gathers
-// consecutive ones of a stream into one network packet (up to the MTU, as the
-// NIC's DMA reads a message in MTU-sized pieces), numbers it in its
+// consecutive ones of a stream into one network packet (up to the MTU on the
+// wire, as the NIC's DMA reads a message in MTU-sized pieces; LL and LL128
+// writes cross in their lines, flags and all, as NCCL's proxy posts their
+// buffers: net::Lines), numbers it in its
 // connection (the packet sequence number, here Packet::table, one connection
 // per pair of GPUs), and acknowledges each write to the GPU once its packet
 // is queued: the adapter now owns its delivery, as the reliable connection

@@ -57,6 +57,7 @@ bool RoceBridge::transmit(net::Packet* n, sc_core::sc_time) {
   wr.packets = 1;
   wr.last_bytes = n->payload_bytes;
   wr.remote_va = n->addr;
+  wr.lines = n->lines;
   int qp = static_cast<int>(n->dst);
   if (n->op == net::Op::ReduceWrite) {
     uint16_t k = 0;
@@ -91,7 +92,7 @@ void RoceBridge::acknowledged(int qp, uint32_t una) {
 }
 
 // Payloads arrive in each connection's order: the GPU side writes them on.
-void RoceBridge::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+void RoceBridge::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines lines) {
   const sc_core::sc_time now = sim_now();
   net::Packet* p = net_pool().get();
   const bool sum = qp >= static_cast<int>(config().endpoints);  // a ring's: its members' sum, from the FPGA
@@ -101,6 +102,7 @@ void RoceBridge::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t b
   p->addr = va;
   p->stream = 0;
   p->op = net::Op::Write;
+  p->lines = lines;
   p->vc = net::kRequestVc;
   p->payload_bytes = static_cast<uint16_t>(bytes);
   p->dtype = p->redop = 0;

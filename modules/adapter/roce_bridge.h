@@ -86,7 +86,7 @@ class RoceBridge : private StagingPool, public Adapter, private roce::NicClient 
   bool transmit(net::Packet* n, sc_core::sc_time now) override;
   // roce::NicClient
   void fill(int qp, const roce::WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines lines) override;
   void acknowledged(int qp, uint32_t una) override;
   void sent() override { wake_to_network(sim_now()); }
 

@@ -91,20 +91,4 @@ void apply_protocol(Program& p, const std::string& algorithm, const std::string&
     for (Operation& o : p.ops) o.proto = parse_protocol(proto, "ring.protocol (or auto)");
 }
 
-uint32_t protocol_data_bytes(Protocol p, uint32_t max_payload) {
-  switch (p) {
-    case Protocol::LL: return max_payload / kLlLine * kLlData;
-    case Protocol::LL128: return max_payload / kLl128Line * kLl128Data;
-    default: return max_payload;
-  }
-}
-
-uint32_t protocol_wire_payload(Protocol p, uint32_t data) {
-  switch (p) {
-    case Protocol::LL: return (data + kLlData - 1) / kLlData * kLlLine;
-    case Protocol::LL128: return (data + kLl128Data - 1) / kLl128Data * kLl128Line;
-    default: return data;
-  }
-}
-
 }  // namespace incsim::collectives

@@ -12,6 +12,7 @@
 #include "collectives/program.h"
 #include "core/config.h"
 #include "core/param.h"
+#include "net/lines.h"
 
 namespace incsim::collectives {
 
@@ -65,14 +66,16 @@ Protocol message_protocol(const Program& p, const ProtocolBySize& by_size, uint6
 //    receiver polls line by line: half the payload, no fence, no flag;
 //  - LL128: 128-byte lines of 120 bytes of data and an 8-byte flag, relying
 //    on NVLink's 128-byte store atomicity: 15/16 of the payload, no fence.
-// The data bytes one packet of `max_payload` wire bytes carries, and the
-// wire payload `data` bytes take.
-uint32_t protocol_data_bytes(Protocol p, uint32_t max_payload);
-uint32_t protocol_wire_payload(Protocol p, uint32_t data);
-// The line of LL (st.volatile.v4.u32 {data, flag, data, flag}) and of
-// LL128 (15 data words and a flag word), bytes.
-constexpr uint32_t kLlLine = 16, kLlData = 8;
-constexpr uint32_t kLl128Line = 128, kLl128Data = 120;
+// The lines a protocol's writes carry (Simple's are plain); the data bytes
+// one packet of `max_payload` wire bytes carries, and the wire payload
+// `data` bytes take.
+inline net::Lines lines_of(Protocol p) {
+  return p == Protocol::LL ? net::Lines::Ll : p == Protocol::LL128 ? net::Lines::Ll128 : net::Lines::Plain;
+}
+inline uint32_t protocol_data_bytes(Protocol p, uint32_t max_payload) {
+  return net::lines_data_bytes(lines_of(p), max_payload);
+}
+inline uint32_t protocol_wire_payload(Protocol p, uint32_t data) { return net::lines_wire_payload(lines_of(p), data); }
 
 // NCCL's software around each collective (docs/hardware.md, "NCCL's
 // software"): what the host and the GPU spend on a collective besides its

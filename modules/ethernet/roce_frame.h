@@ -34,7 +34,11 @@ struct RoceHeader {
   uint32_t psn = 0;                 // BTH PSN (ACK/NAK: the AETH's PSN)
   Opcode opcode = Opcode::WriteMiddle;
   uint8_t has_ina = 0;              // the first packet of a message carries the INA header
-  uint16_t reserved = 0;
+  // The lines the payload's data sits in (net::Lines): the GPU's LL and
+  // LL128 lines cross with their flags, which the model counts on the wire
+  // but does not keep (payload_bytes counts the data).
+  net::Lines lines = net::Lines::Plain;
+  uint8_t reserved = 0;
   uint64_t va = 0;                  // RETH virtual address (first packet of a write)
   uint32_t icrc = 0;                // over everything else (invariant_crc)
 };
@@ -81,7 +85,7 @@ inline const uint8_t* payload(const net::Packet* p) { return p->data + kPayloadO
 
 inline uint16_t wire_bytes_for(const net::Packet* p) {
   const RoceHeader& h = header(p);
-  uint32_t b = kEthWireOverhead + kRoceOverhead + p->payload_bytes;
+  uint32_t b = kEthWireOverhead + kRoceOverhead + net::lines_wire_payload(h.lines, p->payload_bytes);
   if (h.opcode == Opcode::WriteFirst || h.opcode == Opcode::WriteOnly) b += kRethBytes;
   if (h.opcode == Opcode::Ack || h.opcode == Opcode::Nak) b += kAethBytes;
   if (h.has_ina) b += kInaBytes;

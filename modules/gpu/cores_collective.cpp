@@ -144,7 +144,7 @@ void CoresCollective::use_protocol(collectives::Protocol p) {
   packet_data_ = collectives::protocol_data_bytes(p, max_payload) / elem_ * elem_;
   if (packet_data_ == 0)
     throw UserError(std::string("the ") + collectives::protocol_name(p) + " protocol's lines (" +
-                    std::to_string(p == collectives::Protocol::LL ? collectives::kLlLine : collectives::kLl128Line) +
+                    std::to_string(p == collectives::Protocol::LL ? net::kLlLine : net::kLl128Line) +
                     " B) do not fit a packet of net.max_payload_bytes = " + std::to_string(max_payload));
 }
 

@@ -596,6 +596,7 @@ void CoresRank::Queue::fill(net::Packet* p) {
   const uint64_t m = next_elems();
   p->dst = static_cast<uint32_t>(r.coll_.gpus_[out->peer]->index());
   p->op = net::Op::Write;
+  p->lines = collectives::lines_of(r.coll_.proto_);
   p->addr = out_addr + pos * r.coll_.elem_;
   p->payload_bytes = static_cast<uint16_t>(m * r.coll_.elem_);
   // The data: what was received (plus the operand where the operation

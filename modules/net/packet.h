@@ -6,6 +6,7 @@
 #include <systemc>
 
 #include "core/param.h"
+#include "net/lines.h"
 
 namespace incsim::net {
 
@@ -41,6 +42,7 @@ inline int multicast_window(uint64_t addr) {
   return is_multicast(addr) ? static_cast<int>((addr - kMulticastBase) / kMulticastWindowBytes) : -1;
 }
 constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
+
 
 // Virtual channels. Two message classes, requests and responses, so that
 // responses always drain and no protocol deadlock can form (Klenk §IV-E2);
@@ -90,6 +92,7 @@ struct Packet {
   // ReduceWrite: reduced at the switch holding it on its way to a home
   // elsewhere (a merge point of a SHARP aggregation tree, set as it enters).
   bool merge = false;
+  Lines lines = Lines::Plain;  // a write's data in NCCL's LL or LL128 lines; fits in padding
   // ReduceMsg, GatherMsg: the schedule table that takes the message at the
   // destination NIC, as an RDMA header names the destination queue pair.
   // Between InfiniBand adapters: the packet's sequence number in its
@@ -109,6 +112,7 @@ struct Packet {
   sc_core::sc_time t_inject;  // left its source (a GPU, or a switch's reduction table)
   uint8_t* data = nullptr;  // max_payload bytes owned by the pool
 };
+static_assert(sizeof(Packet) <= 96, "a packet's header fields fit in 96 bytes");
 
 // Packet sizing (Klenk §V): 16 B header flit, payload in 16 B flits, 128 B max.
 struct PacketFormat {
@@ -202,6 +206,7 @@ class PacketPool {
     p->count = 0;
     p->mc_pending = 0;
     p->home_switch = -1;
+    p->lines = Lines::Plain;
     ++in_use_;
     return p;
   }

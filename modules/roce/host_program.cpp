@@ -397,7 +397,7 @@ void HostProgram::fill(int, const WorkRequest& wr, uint32_t index, uint8_t* payl
   read(from + msg * msg_bytes_ + uint64_t{index} * cfg_.mtu_payload, bytes, payload);
 }
 
-void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) {
+void HostProgram::deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines) {
   const uint64_t offset = va & kOffsetMask;
   if (!(va & kPointBit)) {
     // A result: the FPGA wrote it back over the chunk (§3.1). Its address

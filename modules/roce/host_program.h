@@ -87,7 +87,7 @@ class HostProgram : public NicClient, public collectives::RankExecutor, collecti
   std::string where() const;
 
   void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) override;
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override;
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines) override;
   void acknowledged(int qp, uint32_t una) override;
 
  private:

@@ -67,7 +67,7 @@ uint16_t RoceNic::data_wire_bytes(Qp& q) {
   const WorkRequest& w = current(q);
   const uint32_t index = q.next_psn - w.first_psn;
   const uint32_t bytes = index + 1 == w.packets ? w.last_bytes : cfg_.mtu_payload;
-  uint32_t b = eth::kEthWireOverhead + eth::kRoceOverhead + bytes;
+  uint32_t b = eth::kEthWireOverhead + eth::kRoceOverhead + net::lines_wire_payload(w.lines, bytes);
   if (index == 0) b += eth::kRethBytes + (w.has_ina ? eth::kInaBytes : 0);
   return static_cast<uint16_t>(b);
 }
@@ -91,6 +91,7 @@ net::Packet* RoceNic::make_data(int qi) {
              : index == 0   ? Opcode::WriteFirst
              : index + 1 == w.packets ? Opcode::WriteLast
                                       : Opcode::WriteMiddle;
+  h.lines = w.lines;
   if (index == 0) h.va = w.remote_va;
   if (index == 0 && w.has_ina) {
     h.has_ina = 1;
@@ -275,7 +276,7 @@ void RoceNic::to_host() {
   while (!hostq_.empty() && hostq_.front()->t_tail + cfg_.rx_latency <= now) {
     net::Packet* p = hostq_.pop();
     const eth::RoceHeader& h = eth::header(p);
-    client_->deliver(static_cast<int>(h.dst_qp - 1), h.va, eth::payload(p), p->payload_bytes);
+    client_->deliver(static_cast<int>(h.dst_qp - 1), h.va, eth::payload(p), p->payload_bytes, h.lines);
     ++progress_;
     pool_->put(p);
   }

@@ -63,6 +63,7 @@ struct WorkRequest {
   bool has_ina = false;
   eth::InaHeader ina;
   uint64_t remote_va = 0;  // where the responder writes the first byte (RETH)
+  net::Lines lines = net::Lines::Plain;  // the lines its data sits in (eth::RoceHeader::lines)
   uint32_t first_psn = 0;  // set by post()
   sc_core::sc_time ready;  // set by post(): when the NIC may start it
 };
@@ -75,8 +76,9 @@ class NicClient {
   // is (re)transmitted.
   virtual void fill(int qp, const WorkRequest& wr, uint32_t index, uint8_t* payload, uint32_t bytes) = 0;
   // The responder accepted packet `psn` of `qp` in order and wrote its
-  // payload at `va` of host memory (the RETH address plus the offset in the write).
-  virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) = 0;
+  // payload at `va` of host memory (the RETH address plus the offset in the
+  // write); its data sits in `lines`.
+  virtual void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines lines) = 0;
   // The responder has acknowledged every packet of `qp` before PSN `una`.
   virtual void acknowledged(int /*qp*/, uint32_t /*una*/) {}
   // A data packet left; has_unsent() may now be false.

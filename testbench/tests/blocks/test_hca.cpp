@@ -1,7 +1,8 @@
 // Hca alone: its PCIe port faces a stub that plays the GPU (the GPU
 // fabric's packets), its network port a stub that plays the rail leaf
 // (InfiniBand packets); no cluster. It gathers a stream's contiguous writes
-// into packets of up to the MTU, numbered in their connection, and
+// into packets of up to the MTU (LL128's with their lines' flags on the
+// wire), numbered in their connection, and
 // acknowledges each write once its packet is queued; it delivers each
 // connection's packets in sequence, split into the GPU fabric's writes, and
 // absorbs their acknowledgements; its send buffer bounds what it takes.
@@ -26,6 +27,7 @@ namespace {
 constexpr double kPcieGBps = 63, kNetGBps = 50;
 const sc_time kWire(10, SC_NS);
 constexpr uint32_t kMtu = 4096, kWrite = 256;
+constexpr uint32_t kLl128Write = 240;  // LL128's data in a 256-byte payload
 
 net::PacketFormat gpu_format() { return {16, 16, kWrite}; }
 net::PacketFormat net_format() { return {26, 4, kMtu}; }
@@ -59,6 +61,18 @@ struct Bench {
       const uint32_t v = 1000 * k + i;
       std::memcpy(p->data + 4 * i, &v, 4);
     }
+    return p;
+  }
+  // GPU 2's LL128 write k of stream 1 to GPU 9: the 240 data bytes of two
+  // 128-byte lines (256 B on the wire, the flags included), at 0x10000 + 240 k.
+  net::Packet* ll128_write(uint32_t k) {
+    net::Packet* p = write(0, 1, 0x10000 + uint64_t{k} * kLl128Write, kLl128Write);
+    for (uint32_t i = 0; i < kLl128Write / 4; ++i) {
+      const uint32_t v = 1000 * k + i;
+      std::memcpy(p->data + 4 * i, &v, 4);
+    }
+    p->lines = net::Lines::Ll128;
+    p->wire_bytes = gpu_pool.format().wire_bytes(net::lines_wire_payload(net::Lines::Ll128, kLl128Write));
     return p;
   }
   std::vector<const test::Arrival*> acks() const {
@@ -158,6 +172,61 @@ TEST_CASE("streams gather apart, and a write that does not continue its stream's
   CHECK(next2 == 0x80000 + 8 * kWrite);
   CHECK(stream3 == std::vector<uint64_t>{128, 256});
   CHECK(b.acks().size() == 19);
+}
+
+TEST_CASE("LL128 writes gather into packets of the MTU on the wire, their flags included, and split back as sent",
+          "[hca]") {
+  // As NCCL's proxy posts a step's LL128 buffer, flags and all, and the
+  // adapter cuts it into MTU-sized packets: 16 writes' 32 lines fill 4 KiB.
+  Bench b(6.3);
+  constexpr uint32_t n = 64;
+  for (uint32_t k = 0; k < n; ++k) b.gpu.send_at(sc_core::SC_ZERO_TIME, b.ll128_write(k));
+  sc_core::sc_start(100, SC_US);
+  const auto& got = b.leaf.arrivals();
+  uint64_t addr = 0x10000;
+  uint32_t full = 0;
+  for (const auto& a : got) {
+    CHECK(a.pkt.addr == addr);
+    CHECK(a.pkt.lines == net::Lines::Ll128);
+    CHECK(a.pkt.payload_bytes % kLl128Write == 0);
+    CHECK(a.pkt.wire_bytes == 26 + a.pkt.payload_bytes / 120 * 128);
+    addr += a.pkt.payload_bytes;
+    full += a.pkt.payload_bytes == 16 * kLl128Write;
+  }
+  CHECK(addr == 0x10000 + n * kLl128Write);
+  CHECK(full >= 2);
+  CHECK(got.size() < n / 4);
+  CHECK(b.acks().size() == n);
+
+  // The last, as if it came from the network to GPU 2: its writes as sent.
+  const test::Arrival last = got.back();
+  net::Packet* p = b.net_pool.get();
+  p->src = 9;
+  p->dst = 2;
+  p->stream = 1;
+  p->addr = last.pkt.addr;
+  p->op = net::Op::Write;
+  p->lines = net::Lines::Ll128;
+  p->vc = net::kRequestVc;
+  p->payload_bytes = last.pkt.payload_bytes;
+  p->wire_bytes = last.pkt.wire_bytes;
+  std::memcpy(p->data, last.data.data(), last.pkt.payload_bytes);
+  const size_t before = b.gpu.arrivals().size();
+  b.leaf.send_at(sc_time(100, SC_US), p);
+  sc_core::sc_start(20, SC_US);
+  uint32_t writes = 0;
+  for (size_t k = before; k < b.gpu.arrivals().size(); ++k) {
+    const test::Arrival& w = b.gpu.arrivals()[k];
+    CHECK(w.pkt.addr == last.pkt.addr + writes * kLl128Write);
+    CHECK(w.pkt.payload_bytes == kLl128Write);
+    CHECK(w.pkt.lines == net::Lines::Ll128);
+    CHECK(w.pkt.wire_bytes == 16 + 256);
+    uint32_t v;
+    std::memcpy(&v, w.data.data(), 4);
+    CHECK(v == 1000 * ((w.pkt.addr - 0x10000) / kLl128Write));
+    ++writes;
+  }
+  CHECK(writes == last.pkt.payload_bytes / kLl128Write);
 }
 
 TEST_CASE("a network packet becomes the GPU fabric's writes, whose acknowledgements the adapter absorbs", "[hca]") {

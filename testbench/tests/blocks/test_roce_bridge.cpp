@@ -6,6 +6,7 @@
 // again by go-back-N, and the writes still land once each, in order.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -38,10 +39,10 @@ struct Bench {
   adapter::RoceBridge a{"a", config(2), nic_config(), gpu_pool, eth_pool};
   adapter::RoceBridge b{"b", config(9), nic_config(), gpu_pool, eth_pool};
   test::StubPort gpu_a{"gpu_a", gpu_pool}, gpu_b{"gpu_b", gpu_pool};
-  Bench() {
+  explicit Bench(double net_GBps = kNetGBps) {
     for (adapter::RoceBridge* x : {&a, &b}) x->configure_port(adapter::Adapter::kPcie, kPcieGBps, kWire, 16 * 1024);
-    a.configure_port(adapter::Adapter::kNet, kNetGBps, kWire, b.buffer_bytes(adapter::Adapter::kNet));
-    b.configure_port(adapter::Adapter::kNet, kNetGBps, kWire, a.buffer_bytes(adapter::Adapter::kNet));
+    a.configure_port(adapter::Adapter::kNet, net_GBps, kWire, b.buffer_bytes(adapter::Adapter::kNet));
+    b.configure_port(adapter::Adapter::kNet, net_GBps, kWire, a.buffer_bytes(adapter::Adapter::kNet));
     gpu_a.configure(kPcieGBps, kWire, 16 * 1024);
     gpu_b.configure(kPcieGBps, kWire, 16 * 1024);
     gpu_a.connect(a.in(adapter::Adapter::kPcie), a.out(adapter::Adapter::kPcie));
@@ -49,33 +50,39 @@ struct Bench {
     a.out(adapter::Adapter::kNet).socket.bind(b.in(adapter::Adapter::kNet).socket);
     b.out(adapter::Adapter::kNet).socket.bind(a.in(adapter::Adapter::kNet).socket);
   }
-  // GPU 2's write k to GPU 9 at 0x10000 + 256 k; its words are 1000 k + i.
-  net::Packet* write(uint32_t k) {
+  // GPU 2's write k to GPU 9, a whole packet's data in `lines` (LL128: 240
+  // bytes), at 0x10000 + that k; its words are 1000 k + i.
+  net::Packet* write(uint32_t k, net::Lines lines = net::Lines::Plain) {
+    const uint32_t bytes = net::lines_data_bytes(lines, kWrite);
     net::Packet* p = gpu_pool.get();
     p->src = 2;
     p->dst = 9;
     p->stream = 1;
-    p->addr = 0x10000 + uint64_t{k} * kWrite;
+    p->addr = 0x10000 + uint64_t{k} * bytes;
     p->op = net::Op::Write;
+    p->lines = lines;
     p->vc = net::kRequestVc;
-    p->payload_bytes = kWrite;
-    p->wire_bytes = gpu_pool.format().wire_bytes(kWrite);
-    for (uint32_t i = 0; i < kWrite / 4; ++i) {
+    p->payload_bytes = static_cast<uint16_t>(bytes);
+    p->wire_bytes = gpu_pool.format().wire_bytes(net::lines_wire_payload(lines, bytes));
+    for (uint32_t i = 0; i < bytes / 4; ++i) {
       const uint32_t v = 1000 * k + i;
       std::memcpy(p->data + 4 * i, &v, 4);
     }
     return p;
   }
-  // GPU 9's writes: in order, contiguous, every word right; returns how many.
-  uint32_t check_delivered() const {
+  // GPU 9's writes: in order, contiguous, as sent, every word right; returns how many.
+  uint32_t check_delivered(net::Lines lines = net::Lines::Plain) const {
+    const uint32_t bytes = net::lines_data_bytes(lines, kWrite);
     uint32_t k = 0;
     for (const auto& w : gpu_b.arrivals()) {
       if (w.pkt.op != net::Op::Write) continue;
       CHECK(w.pkt.src == 2);
       CHECK(w.pkt.dst == 9);
-      REQUIRE(w.pkt.addr == 0x10000 + uint64_t{k} * kWrite);
-      REQUIRE(w.pkt.payload_bytes == kWrite);
-      for (uint32_t i = 0; i < kWrite / 4; ++i) {
+      CHECK(w.pkt.lines == lines);
+      CHECK(w.pkt.wire_bytes == 16 + kWrite);
+      REQUIRE(w.pkt.addr == 0x10000 + uint64_t{k} * bytes);
+      REQUIRE(w.pkt.payload_bytes == bytes);
+      for (uint32_t i = 0; i < bytes / 4; ++i) {
         uint32_t v;
         std::memcpy(&v, w.data.data() + 4 * i, 4);
         REQUIRE(v == 1000 * k + i);
@@ -126,6 +133,33 @@ TEST_CASE("a frame lost between RoCE adapters is sent again and the writes still
   CHECK(b.check_delivered() == n);
   CHECK(b.acks_to_a() == n);
   CHECK(b.a.nic().idle());
+  CHECK(b.gpu_pool.in_use() == 0);
+  CHECK(b.eth_pool.in_use() == 0);
+}
+
+TEST_CASE("LL128 writes cross RoCE in frames of the MTU, their flags on the wire, and land as sent", "[roce_bridge]") {
+  // As NCCL's proxy posts a step's LL128 buffer, flags and all: 16 writes'
+  // 32 lines of 128 bytes fill a 4 KiB frame (the old adapter sent each
+  // 240-byte write as a frame of its own, with its headers and an ACK). A
+  // network link a tenth of PCIe's: a backlog builds, and frames fill.
+  Bench b(6.3);
+  std::vector<uint16_t> frames;  // the data frames' wire bytes
+  b.b.link_faults(adapter::Adapter::kNet)->set_hook([&frames](const net::Packet* p) {
+    if (eth::is_data(eth::header(p).opcode)) frames.push_back(p->wire_bytes);
+    return eth::FrameFault::Keep;
+  });
+  constexpr uint32_t n = 256;
+  for (uint32_t k = 0; k < n; ++k) b.gpu_a.send_at(sc_core::SC_ZERO_TIME, b.write(k, net::Lines::Ll128));
+  sc_core::sc_start(400, SC_US);
+  CHECK(b.check_delivered(net::Lines::Ll128) == n);
+  CHECK(b.acks_to_a() == n);
+  CHECK(b.a.payload_sent() == uint64_t{n} * 240);
+  REQUIRE(frames.size() == b.a.packets_sent());
+  CHECK(frames.size() < n / 8);
+  // A full frame: Ethernet, IP, UDP, BTH, ICRC and RETH around 32 lines.
+  const uint16_t full = eth::kEthWireOverhead + eth::kRoceOverhead + eth::kRethBytes + kMtu;
+  CHECK(*std::max_element(frames.begin(), frames.end()) == full);
+  CHECK(std::count(frames.begin(), frames.end(), full) >= 2);
   CHECK(b.gpu_pool.in_use() == 0);
   CHECK(b.eth_pool.in_use() == 0);
 }

@@ -48,7 +48,7 @@ struct Host : roce::NicClient {
       std::memcpy(payload + 4 * i, &v, 4);
     }
   }
-  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes) override {
+  void deliver(int qp, uint64_t va, const uint8_t* payload, uint32_t bytes, net::Lines) override {
     CHECK(qp == 0);
     int32_t first;
     std::memcpy(&first, payload, 4);
