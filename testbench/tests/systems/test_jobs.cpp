@@ -278,7 +278,8 @@ TEST_CASE("two rings on the same GPUs of a cluster run a second point after the 
   REQUIRE(j["rows"].size() == 4);
   for (const auto& row : j["rows"]) {
     CHECK(row["wrong"] == 0);
-    CHECK(row["slowdown"].get<double>() > 1.5);
+    // They share both adapters (1.42 at 1 MiB, 1.78 at 4 MiB); apart, 1.
+    CHECK(row["slowdown"].get<double>() > 1.3);
   }
 }
 
