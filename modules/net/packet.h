@@ -43,7 +43,6 @@ inline int multicast_window(uint64_t addr) {
 }
 constexpr uint32_t kNoEndpoint = ~0u;  // src of a packet a switch originates
 
-
 // Virtual channels. Two message classes, requests and responses, so that
 // responses always drain and no protocol deadlock can form (Klenk §IV-E2);
 // each class has two VCs, so that dimension-order routing on a torus stays
