@@ -48,14 +48,11 @@ std::string sim_time_text(double us) {
   return fmt::format("{:.4g} us", us);
 }
 
-std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
-                          const RunShare& r, double* eta_s) {
-  if (eta_s) *eta_s = -1;
-  std::string s = fmt::format("incsim: {}: ", what);
+namespace {
+
+// The rest of the run at this run's pace, seconds (-1: not known yet).
+double eta_of(double sim_us, double wall_s, double run_sim_us, double run_wall_s, const RunShare& r) {
   const double f = r.fraction;
-  if (f >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(f, 1.0) * 100));
-  s += "simulated " + sim_time_text(sim_us);
-  if (wall_s > 0) s += " at " + sim_time_text(sim_us / wall_s) + "/s";
   // The rest of this point: what the finished points' cost predicts for its
   // weight, or what its own fraction extrapolates, the less of the two (a
   // fraction of bytes sent lags while a pipeline fills).
@@ -70,13 +67,24 @@ std::string progress_line(const std::string& what, double sim_us, double wall_s,
   if (fitted) later = r.later_points * r.us_fixed + r.us_per_weight * r.later_weight;
   else if (left >= 0) later = r.later_points * (sim_us + left);
   const double rate = (run_sim_us + sim_us) / (run_wall_s + wall_s);  // simulated us per wall second, this run
-  if (left >= 0 && later >= 0 && run_wall_s + wall_s > 0 && rate > 0) {
-    const double rest_s = (left + later) / rate;
-    const double run_s = r.later_run_s > 0 ? r.later_run_s : run_wall_s + wall_s + rest_s;
-    const double eta = rest_s + r.later_runs * run_s;
-    if (eta_s) *eta_s = eta;
-    s += ", ETA " + duration(eta);
-  }
+  if (left < 0 || later < 0 || run_wall_s + wall_s <= 0 || rate <= 0) return -1;
+  const double rest_s = (left + later) / rate;
+  const double run_s = r.later_run_s > 0 ? r.later_run_s : run_wall_s + wall_s + rest_s;
+  return rest_s + r.later_runs * run_s;
+}
+
+}  // namespace
+
+std::string progress_line(const std::string& what, double sim_us, double wall_s, double run_sim_us, double run_wall_s,
+                          const RunShare& r, double* eta_s) {
+  std::string s = fmt::format("incsim: {}: ", what);
+  const double f = r.fraction;
+  if (f >= 0) s += fmt::format("{:.0f}%, ", std::floor(std::min(f, 1.0) * 100));
+  s += "simulated " + sim_time_text(sim_us);
+  if (wall_s > 0) s += " at " + sim_time_text(sim_us / wall_s) + "/s";
+  const double eta = eta_of(sim_us, wall_s, run_sim_us, run_wall_s, r);
+  if (eta_s) *eta_s = eta;
+  if (eta >= 0) s += ", ETA " + duration(eta);
   return s;
 }
 
@@ -177,9 +185,7 @@ void Watchdog::refuse_if_long() {
 double point_rest_s(double sim_us, double wall_s, double run_sim_us, double run_wall_s, RunShare share) {
   share.later_weight = share.us_fixed = share.us_per_weight = 0;
   share.later_points = share.later_runs = 0;
-  double eta_s = -1;
-  progress_line({}, sim_us, wall_s, run_sim_us, run_wall_s, share, &eta_s);
-  return eta_s;
+  return eta_of(sim_us, wall_s, run_sim_us, run_wall_s, share);
 }
 
 void fit_cost(RunShare& r, double w_prev, double t_prev, double w_last, double t_last) {
