@@ -83,13 +83,16 @@ inline const InaHeader& ina(const net::Packet* p) {
 inline uint8_t* payload(net::Packet* p) { return p->data + kPayloadOffset; }
 inline const uint8_t* payload(const net::Packet* p) { return p->data + kPayloadOffset; }
 
+// A frame's wire bytes: its headers, a RETH (a write's first packet), an
+// AETH (ACK, NAK), an INA header, and `payload` data bytes in `lines`.
+inline uint16_t frame_wire_bytes(uint32_t payload, net::Lines lines, bool reth, bool aeth, bool ina) {
+  return static_cast<uint16_t>(kEthWireOverhead + kRoceOverhead + net::lines_wire_payload(lines, payload) +
+                               (reth ? kRethBytes : 0) + (aeth ? kAethBytes : 0) + (ina ? kInaBytes : 0));
+}
 inline uint16_t wire_bytes_for(const net::Packet* p) {
   const RoceHeader& h = header(p);
-  uint32_t b = kEthWireOverhead + kRoceOverhead + net::lines_wire_payload(h.lines, p->payload_bytes);
-  if (h.opcode == Opcode::WriteFirst || h.opcode == Opcode::WriteOnly) b += kRethBytes;
-  if (h.opcode == Opcode::Ack || h.opcode == Opcode::Nak) b += kAethBytes;
-  if (h.has_ina) b += kInaBytes;
-  return static_cast<uint16_t>(b);
+  return frame_wire_bytes(p->payload_bytes, h.lines, h.opcode == Opcode::WriteFirst || h.opcode == Opcode::WriteOnly,
+                          h.opcode == Opcode::Ack || h.opcode == Opcode::Nak, h.has_ina != 0);
 }
 
 // The ICRC over the header fields (less the icrc itself), the INA header if

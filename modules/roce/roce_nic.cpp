@@ -67,9 +67,7 @@ uint16_t RoceNic::data_wire_bytes(Qp& q) {
   const WorkRequest& w = current(q);
   const uint32_t index = q.next_psn - w.first_psn;
   const uint32_t bytes = index + 1 == w.packets ? w.last_bytes : cfg_.mtu_payload;
-  uint32_t b = eth::kEthWireOverhead + eth::kRoceOverhead + net::lines_wire_payload(w.lines, bytes);
-  if (index == 0) b += eth::kRethBytes + (w.has_ina ? eth::kInaBytes : 0);
-  return static_cast<uint16_t>(b);
+  return eth::frame_wire_bytes(bytes, w.lines, index == 0, false, index == 0 && w.has_ina);
 }
 
 net::Packet* RoceNic::make_data(int qi) {
