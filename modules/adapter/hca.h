@@ -10,7 +10,9 @@
 // consecutive ones of a stream into one network packet (up to the MTU on the
 // wire, as the NIC's DMA reads a message in MTU-sized pieces; LL and LL128
 // writes cross in their lines, flags and all, as NCCL's proxy posts their
-// buffers: net::Lines), numbers it in its
+// buffers: net::Lines; a message's, an NCCL step's, close only when full
+// or at its end, as the proxy posts a step once all of it is written:
+// net::Packet::more), numbers it in its
 // connection (the packet sequence number, here Packet::table, one connection
 // per pair of GPUs), and acknowledges each write to the GPU once its packet
 // is queued: the adapter now owns its delivery, as the reliable connection
@@ -111,11 +113,13 @@ class Adapter : public sc_core::sc_module, public net::PacketSink, public net::B
   log::Logger& logger() { return log_; }
 
  private:
-  // A network packet being filled from one stream's writes, and those
-  // writes, kept to become their acknowledgements.
+  // A network packet being filled from one stream's writes, those writes,
+  // kept to become their acknowledgements, and whether more of its message
+  // follows (net::Packet::more).
   struct Open {
     net::Packet* packet;
     net::PacketFifo writes;
+    bool more;
   };
 
   void to_network();  // serves the network side

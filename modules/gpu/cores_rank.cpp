@@ -610,6 +610,9 @@ void CoresRank::Queue::fill(net::Packet* p) {
     r.read(src, pos, m, p->data);
   }
   pos += m;
+  // A transfer is one of NCCL's steps: its proxy posts it as one message.
+  p->more = pos < len;
+  p->last = !p->more;
   ++data_acks_due;
   if (pos < len) return;
   r.issued_all(*this);

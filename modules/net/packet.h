@@ -90,7 +90,15 @@ struct Packet {
   uint16_t mc_pending = 0;  // outputs a multicast still has to reach at this switch
   // ReduceWrite: reduced at the switch holding it on its way to a home
   // elsewhere (a merge point of a SHARP aggregation tree, set as it enters).
-  bool merge = false;
+  bool merge : 1;
+  // Write: part of a message its sender posts whole (an NCCL step), and not
+  // its last write (more), or its last (last). An adapter sends a message
+  // in MTU-sized packets, as NCCL's proxy posts a step only once the GPU has
+  // written all of it (src/transport/net.cc, sendProxyProgress); neither:
+  // a write on its own. Bit-fields (C++17: no initialisers; the pool clears
+  // them) keep the packet in 96 bytes.
+  bool more : 1;
+  bool last : 1;
   Lines lines = Lines::Plain;  // a write's data in NCCL's LL or LL128 lines; fits in padding
   // ReduceMsg, GatherMsg: the schedule table that takes the message at the
   // destination NIC, as an RDMA header names the destination queue pair.
@@ -206,6 +214,7 @@ class PacketPool {
     p->mc_pending = 0;
     p->home_switch = -1;
     p->lines = Lines::Plain;
+    p->merge = p->more = p->last = false;
     ++in_use_;
     return p;
   }

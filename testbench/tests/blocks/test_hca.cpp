@@ -174,6 +174,43 @@ TEST_CASE("streams gather apart, and a write that does not continue its stream's
   CHECK(b.acks().size() == 19);
 }
 
+TEST_CASE("a message's writes wait for the rest of it, a write on its own leaves when the wire is idle", "[hca]") {
+  // Writes 100 ns apart: the wire is idle between them.
+  Bench b;
+  const sc_time gap(100, SC_NS);
+  // A message of 20 writes (an NCCL step) on stream 1, marked as the cores
+  // mark a step's; 4 unmarked writes on stream 2.
+  for (uint32_t k = 0; k < 20; ++k) {
+    net::Packet* w = b.write(k, 1, 0x10000);
+    w->more = k < 19;
+    w->last = k == 19;
+    b.gpu.send_at(gap * k, w);
+    if (k < 4) b.gpu.send_at(gap * k, b.write(k, 2, 0x80000));
+  }
+  sc_core::sc_start(100, SC_US);
+  std::vector<uint32_t> message, alone;
+  for (const auto& a : b.leaf.arrivals()) (a.pkt.stream == 1 ? message : alone).push_back(a.pkt.payload_bytes);
+  // The MTU, then the message's end: as NCCL's proxy posts a written step.
+  CHECK(message == std::vector<uint32_t>{kMtu, 4 * kWrite});
+  CHECK(alone == std::vector<uint32_t>(4, kWrite));
+  CHECK(b.acks().size() == 24);
+}
+
+TEST_CASE("open messages that fill the send buffer leave rather than hold the GPU's next write", "[hca]") {
+  Bench b;
+  // 20 streams, 15 writes each of a message whose end does not come: 76,800
+  // bytes against a 64 KiB send buffer.
+  for (uint32_t s = 0; s < 20; ++s)
+    for (uint32_t k = 0; k < 15; ++k) {
+      net::Packet* w = b.write(k, 10 + s, 0x100000 * (s + 1));
+      w->more = true;
+      b.gpu.send_at(sc_core::SC_ZERO_TIME, w);
+    }
+  sc_core::sc_start(100, SC_US);
+  CHECK(b.hca.writes_sent() == 300);  // every write taken
+  CHECK(b.leaf.arrivals().size() >= 2);
+}
+
 TEST_CASE("LL128 writes gather into packets of the MTU on the wire, their flags included, and split back as sent",
           "[hca]") {
   // As NCCL's proxy posts a step's LL128 buffer, flags and all, and the
