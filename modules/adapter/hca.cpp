@@ -133,13 +133,11 @@ void Adapter::take(net::Packet* w) {
       k = open_.size();
     }
   }
-  if (k == open_.size()) open_.push_back({network_packet(*w, cfg_.mtu_bytes), {}, false});
-  Open& o = open_[k];
-  o.more = w->more;
-  const bool last = w->last;
-  append(*o.packet, w);
-  o.writes.push(w);
-  if (last || net::lines_wire_payload(o.packet->lines, o.packet->payload_bytes + unit) > cfg_.mtu_bytes) close(k);
+  if (k == open_.size()) open_.push_back({network_packet(*w, cfg_.mtu_bytes), {}});
+  net::Packet& n = *open_[k].packet;
+  append(n, w);
+  open_[k].writes.push(w);
+  if (w->last || net::lines_wire_payload(n.lines, n.payload_bytes + unit) > cfg_.mtu_bytes) close(k);
 }
 
 net::Packet* Adapter::network_packet(const net::Packet& w, uint32_t bytes) {
@@ -219,7 +217,7 @@ void Adapter::to_network() {
     // the send buffer is full of open packets and holds the GPU's next write.
     if (to_net_.empty()) {
       size_t k = 0;
-      while (k < open_.size() && open_[k].more) ++k;
+      while (k < open_.size() && open_[k].writes.back()->more) ++k;
       if (k == open_.size() && !open_.empty() && !from_gpu_.empty() &&
           from_gpu_.front()->t_tail + cfg_.latency <= now)
         k = 0;

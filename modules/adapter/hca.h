@@ -113,13 +113,12 @@ class Adapter : public sc_core::sc_module, public net::PacketSink, public net::B
   log::Logger& logger() { return log_; }
 
  private:
-  // A network packet being filled from one stream's writes, those writes,
-  // kept to become their acknowledgements, and whether more of its message
-  // follows (net::Packet::more).
+  // A network packet being filled from one stream's writes, and those
+  // writes, kept to become their acknowledgements (the last says whether
+  // more of its message follows: net::Packet::more).
   struct Open {
     net::Packet* packet;
     net::PacketFifo writes;
-    bool more;
   };
 
   void to_network();  // serves the network side

@@ -154,6 +154,7 @@ class PacketFifo {
  public:
   bool empty() const { return head_ == nullptr; }
   Packet* front() const { return head_; }
+  Packet* back() const { return tail_; }
   uint32_t size() const { return size_; }
   void push(Packet* p) {
     p->next = nullptr;
