@@ -33,6 +33,16 @@ std::pair<double, double> memory_ns(Config& cfg, const PlatformDefaults& d) {
   const gpu::GpuConfig g = gpu_memory(cfg, d);
   return {g.mem_latency_cycles / g.clock_ghz, g.mem_jitter_cycles / g.clock_ghz};
 }
+
+// flow.steady_passes other than auto: 0, or K from 4 passes.
+uint64_t steady_passes(const std::string& v) {
+  uint64_t k = 0;
+  const bool digits = !v.empty() && v.size() <= 13 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) k = std::stoull(v);
+  if (!digits || (k != 0 && k < 4) || k > (1ull << 40))
+    throw UserError(flow::kSteadyPasses.key() + " must be auto, 0 or a number of passes from 4, not '" + v + "'");
+  return k;
+}
 }  // namespace
 
 FlowCall::FlowCall(const FlowOn& on, const collectives::Algorithm& a, const collectives::Site& site,
@@ -129,9 +139,14 @@ void FlowCall::cores(collectives::Program& program, const collectives::Site& sit
     throw UserError(flow::kChannelClasses.key() + " must be auto, true or false, not '" + classes + "'");
   classes_auto_ = classes == "auto" && site.cluster() &&
                   topo::cluster_nodes(t).size() >= static_cast<size_t>(flow::kClassesFromNodes);
-  flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus_, costs, elem_bytes_, seed_,
-                                              cfg_.get(flow::kSteadyPasses), routes_,
-                                              classes == "true" || classes_auto_);
+  const std::string steady = cfg_.get(flow::kSteadyPasses);
+  const uint64_t K = steady != "auto" ? steady_passes(steady) : site.cluster() ? 0 : flow::kSteadyPassesAuto;
+  steady_why_ = steady == "auto" ? "=auto: K = " + std::to_string(K) +
+                                       " except on clusters, within 0.06% of whole runs there; 0 runs every pass"
+                : site.cluster() ? ", up to 9% off on a cluster: docs/flow.md"
+                                 : "";
+  flows_ = std::make_unique<flow::CoresFlows>(std::move(program), machine_, gpus_, costs, elem_bytes_, seed_, K,
+                                              routes_, classes == "true" || classes_auto_);
   sm_blocks_ = collectives::channel_parts(flows_->program()).channels;
   bound_links(fabric, net);
 }
@@ -405,7 +420,7 @@ void FlowCall::note(std::ostream& notes, const Measures& m) const {
           << res.steady_from / 2 << " and " << res.steady_from << " simulated " << res.simulated_passes
           << ", the other " << res.passes - res.steady_from << " are added at their period, " << std::fixed
           << std::setprecision(1) << res.pass_ns << " ns per pass (its two halves differ by "
-          << 100 * res.period_change << "%; flow.steady_passes)\n"
+          << 100 * res.period_change << "%; flow.steady_passes" << steady_why_ << ")\n"
           << std::defaultfloat;
 }
 

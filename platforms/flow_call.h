@@ -115,6 +115,7 @@ class FlowCall : public Call {
   collectives::NcclSoftware software_;
   int sm_blocks_ = 0;  // the NICs' tables take none
   bool classes_auto_ = false;  // flow.channel_classes=auto turned the classes on
+  std::string steady_why_;     // the steady passes note's reason for K: auto's choice, or a cluster's error
   int read_channels_ = 0;      // the channels of a cores program's reducing reads; 0: none
   // The bound (bounds.h): a cluster's busbw, or a GPU's payload bandwidth.
   double endpoint_GBps_ = 0;

@@ -31,18 +31,22 @@
 
 namespace incsim::flow {
 
-// A message of many passes costs what a few cost: runs of K/4, K/2 and K
-// passes, and the rest at their period (CoresFlows::run). Off by default:
-// the period wanders by a few percent from span to span (docs/flow.md,
-// "Steady passes"), so it is a choice for sizes a whole run cannot reach.
 inline const Param<bool> kMergePlanes{
     "flow.merge_planes", true, Range::none(),
     "flows: a GPU's links to the switches that spread its packets (NVSwitch chips) are one link each way where "
     "no connection is pinned to one of them; the same rates, far fewer links per flow (false: a link each)"};
-inline const Param<uint64_t> kSteadyPasses{
-    "flow.steady_passes", 0, Range::at_least(4).at_most(1ull << 40).or_zero(),
+// A message of many passes costs what a few cost: runs of K/4, K/2 and K
+// passes, and the rest at their period (CoresFlows::run). On one fabric the
+// period settles at once (within 0.06% of whole runs from K = 16 on DGX-2,
+// hgx-h100, A100, B200, NVL72, fattree2l and platform files; docs/flow.md,
+// "Steady passes"), so auto runs it there; across nodes it wanders for a
+// hundred passes (up to 9% off), so auto runs every pass on a cluster.
+inline const Param<std::string> kSteadyPasses{
+    "flow.steady_passes", "auto", Range::none(),
     "K: a message of more than 2K passes per channel runs K/4, K/2 and K passes and adds the others at the "
-    "period from K/4 to K, a few percent off the whole run (docs/flow.md); 0 runs every pass"};
+    "period from K/4 to K (docs/flow.md); 0 runs every pass; auto (the default): K = 16 off a cluster, within "
+    "0.06% of the whole run there, and every pass on a cluster, where the period wanders (up to 9% off)"};
+constexpr uint64_t kSteadyPassesAuto = 16;
 // A class's parts run in step, where a whole run's drift apart and end
 // with the slowest (docs/flow.md, "Channel classes"): within 4.4% of every
 // channel's time from 16 nodes on the cross-check, up to 11.4% fast on 3.

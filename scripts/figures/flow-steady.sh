@@ -5,7 +5,7 @@
 # period's two halves and the CPU seconds each took; writes
 # docs/figures/flow-steady.csv. CASES overrides the list (one case a line:
 # a label, then incsim's options with one size). Set INCSIM to use another
-# binary (nothing is built then). About 25 minutes with the defaults.
+# binary (nothing is built then). About 45 minutes with the defaults.
 set -eu
 cd "$(dirname "$0")/../.."
 [ -n "${INCSIM:-}" ] || sh scripts/build.sh >/dev/null
@@ -14,7 +14,15 @@ bin=${INCSIM:-build/incsim}
 hw='-c nccl.launch=none -c net.max_payload_bytes=256'
 cases=${CASES:-"dgx2-ring --platform dgx2 --algorithm ring --sizes 16G
 hgx-h100-nvls --platform hgx-h100 --algorithm nvls --sizes 16G $hw
-fattree2l-ring --platform fattree2l --algorithm ring --sizes 4G
+hgx-h100-ring --platform hgx-h100 --algorithm ring --sizes 16G
+hgx-h100-ring-hw --platform hgx-h100 --algorithm ring --sizes 16G $hw
+nvl72-nvls --platform nvl72 --algorithm nvls --sizes 16G
+two-switch-ring --platform platforms/examples/two-switch.yaml --algorithm ring --sizes 4G
+three-switch-ring --platform platforms/examples/three-switch.yaml --algorithm ring --sizes 4G
+two-switch-nvls --platform platforms/examples/two-switch.yaml --algorithm nvls --sizes 4G
+fattree2l-ring --platform fattree2l --algorithm ring --sizes 32G
+a100-nccl --platform hgx-a100 --algorithm nccl -c nccl.launch=process --sizes 4G
+b200-nccl --platform hgx-b200 --algorithm nccl -c nccl.launch=process -c nccl.symmetric=true --sizes 8G
 cluster16-tree --platform cluster --nodes 16 --algorithm tree --sizes 4G -c cluster.pxn=0 $hw
 cluster16-nvlstree --platform cluster --nodes 16 --algorithm nvlstree --sizes 4G $hw
 cluster16-nvlssharp --platform cluster --nodes 16 --algorithm nvlssharp --sizes 4G $hw

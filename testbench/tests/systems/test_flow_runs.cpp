@@ -58,7 +58,10 @@ TEST_CASE("flow refuses what it cannot honour, in one sentence, exit 2", "[flow]
                   "nic.flow_control must be packet or message, not 'bogus'");
   require_refused("--fidelity flow --platform dgx1v --algorithm blink -c blink.miad_iterations=4",
                   "blink tunes itself over several runs of each size, which flows do not run");
-  require_refused("--fidelity flow -c flow.steady_passes=2", "flow.steady_passes = 2 is outside its range");
+  require_refused("--fidelity flow -c flow.steady_passes=2",
+                  "flow.steady_passes must be auto, 0 or a number of passes from 4, not '2'");
+  require_refused("--fidelity flow -c flow.steady_passes=16x",
+                  "flow.steady_passes must be auto, 0 or a number of passes from 4, not '16x'");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce --algorithm nvlsnetreduce",
                   "nvlsnetreduce adds its reducing writes in NetReduce's FPGA beside each rail leaf, which flows do not model");
   require_refused("--fidelity flow --platform cluster --nodes 2 -c cluster.network=roce -c roce.mtu_payload=1002",
@@ -105,19 +108,35 @@ TEST_CASE("flow reports its progress as packet level does: the point, % done, si
 TEST_CASE("flow: steady passes add a ring's later passes at their period, as the whole run takes them", "[flow]") {
   // DGX-2's ring at 1 GiB makes 43 passes per channel; K = 16 runs 4, 8 and 16.
   const std::string run = "--fidelity flow --platform dgx2 --sizes 1G";
-  const double whole = times(run).at(0), steady = times(run + " -c flow.steady_passes=16").at(0);
+  const double whole = times(run + " -c flow.steady_passes=0").at(0), steady = times(run).at(0);
   CHECK(steady != whole);
   CHECK(steady == Approx(whole).epsilon(0.001));
-  CHECK_THAT(incsim(run + " -c flow.steady_passes=16").out,
-             Catch::Contains("#   passes: 43 per channel; runs of 4, 8 and 16 simulated 28, the other 27"));
+  // Off a cluster auto chooses K = 16 and says so; K asked for is named alone.
+  CHECK_THAT(incsim(run).out, Catch::Contains("#   passes: 43 per channel; runs of 4, 8 and 16 simulated 28, the other "
+                                              "27") &&
+                                  Catch::Contains("flow.steady_passes=auto: K = 16 except on clusters"));
+  CHECK(times(run + " -c flow.steady_passes=16").at(0) == steady);
+  CHECK_THAT(incsim(run + " -c flow.steady_passes=16").out, Catch::Contains("; flow.steady_passes)"));
   // The JSON row says which passes ran.
-  const nlohmann::json j = nlohmann::json::parse(incsim(run + " -c flow.steady_passes=16 --quiet --json -").out);
+  const nlohmann::json j = nlohmann::json::parse(incsim(run + " --quiet --json -").out);
   const nlohmann::json& s = j["rows"].at(0)["steady_passes"];
   CHECK(s["passes"] == 43);
   CHECK(s["simulated"] == 28);
   CHECK(s["steady_from"] == 16);
   CHECK(s["pass_ns"].get<double>() > 0);
-  CHECK(nlohmann::json::parse(incsim(run + " --quiet --json -").out)["rows"].at(0).count("steady_passes") == 0);
+  CHECK(nlohmann::json::parse(incsim(run + " -c flow.steady_passes=0 --quiet --json -").out)["rows"].at(0).count(
+            "steady_passes") == 0);
+}
+
+TEST_CASE("flow: on a cluster steady passes are off unless asked for", "[flow]") {
+  // 1 KiB Simple chunks give the 2-node ring 64 passes per channel at 16 MiB.
+  const std::string run = "--fidelity flow --platform cluster --nodes 2 --algorithm ring --sizes 16M -c "
+                          "cores.chunk_bytes=1024 -c ring.protocol=simple";
+  CHECK_THAT(incsim(run).out, !Catch::Contains("#   passes:"));
+  // Asked for there, the note says what it may cost.
+  CHECK_THAT(incsim(run + " -c flow.steady_passes=16").out,
+             Catch::Contains("#   passes: 64 per channel") &&
+                 Catch::Contains("; flow.steady_passes, up to 9% off on a cluster: docs/flow.md)"));
 }
 
 namespace {
