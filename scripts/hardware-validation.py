@@ -29,7 +29,9 @@ MEASUREMENTS = os.path.join(REPO, "docs", "measurements")
 
 # Each table's machine as incsim builds it, and how the table was run:
 # NCCL's own choice per size (--algorithm nccl) where the table did not force
-# an algorithm, NCCL_ALGO=Ring as nccl.algorithms=ring.
+# an algorithm; "nccl": what NCCL was told (NCCL_ALGO=Ring as
+# nccl.algorithms=ring, -R 2 as nccl.symmetric=true), which only
+# --algorithm nccl reads.
 TABLES = {
     "a100_8gpu_allreduce_default_mpi8_thanos": {
         "machine": "8x A100 SXM4, mpirun -np 8",
@@ -43,11 +45,12 @@ TABLES = {
         # any other kernel's base, and a step from 32 to 64 KiB where NCCL's symmetric model moves
         # from the LL kernel to the multimem one (docs/hardware.md).
         "machine": "8x B200, symmetric buffers (-R 2)",
-        "args": ["--platform", "hgx-b200", "-c", "nccl.launch=process", "-c", "nccl.symmetric=true"]},
+        "args": ["--platform", "hgx-b200", "-c", "nccl.launch=process"], "nccl": ["-c", "nccl.symmetric=true"]},
     "gb200_4gpu_allreduce_ring_azure_ndgb200v6_aibench": {
         # One NVL72 tray: 4 GPUs of the rack, each with its 18 links to the rack's switch chips.
         "machine": "4x GB200 (an NVL72 tray), one process -g 4, NCCL_ALGO=Ring",
-        "args": ["--platform", "nvl72", "--gpus", "4", "-c", "nccl.launch=thread"], "forced": "ring"},
+        "args": ["--platform", "nvl72", "--gpus", "4", "-c", "nccl.launch=thread"],
+        "nccl": ["-c", "nccl.algorithms=ring"]},  # NCCL_ALGO=Ring
 }
 SMALL = 64 * 1024  # the line between the two targets: 10% from 64 KiB up, 20% below
 
@@ -146,9 +149,8 @@ def main():
         if not sizes:
             sys.exit("hardware-validation: table %s has no size in the range asked" % name)
         args = TABLES[name]["args"] + a.extra.split()
-        forced = []
-        if a.algorithm == "nccl" and "forced" in TABLES[name]:  # NCCL_ALGO
-            forced = ["-c", "nccl.algorithms=" + TABLES[name]["forced"]]
+        # How NCCL was told to run (NCCL_ALGO, -R 2): only NCCL's choice reads it.
+        forced = TABLES[name].get("nccl", []) if a.algorithm == "nccl" else []
         packet = [s for s in sizes if s <= packet_max]
         flows = [s for s in sizes if s > packet_max]
         sim = run_incsim(a.incsim, ["--algorithm", a.algorithm], args + forced, packet) if packet else {}
