@@ -233,6 +233,7 @@ Machine::Machine(topo::Topology graph, Config& cfg, uint64_t seed, const Platfor
     net::Block& a = *blocks_[from.node];
     net::Block& b = *blocks_[to.node];
     a.configure_port(from.port, l.bw_GBps, sc_core::sc_time(l.latency_ns, sc_core::SC_NS), b.buffer_bytes(to.port));
+    if (const uint32_t reads = b.packet_reads(to.port)) a.peer_packets(from.port, reads);
     a.out(from.port).socket.bind(b.in(to.port).socket);
     eth::LinkFaults* f = b.link_faults(to.port);
     if (f) *f = eth::LinkFaults(fabrics_[fabric]->link_loss(), fabrics_[fabric]->link_corruption(), seed, stream);

@@ -12,7 +12,8 @@
 // writes cross in their lines, flags and all, as NCCL's proxy posts their
 // buffers: net::Lines; a message's, an NCCL step's, close only when full
 // or at its end, as the proxy posts a step once all of it is written:
-// net::Packet::more), numbers it in its
+// net::Packet::more; the GPU's port hands it one stream's writes a packet
+// at a time, packet_reads), numbers it in its
 // connection (the packet sequence number, here Packet::table, one connection
 // per pair of GPUs), and acknowledges each write to the GPU once its packet
 // is queued: the adapter now owns its delivery, as the reliable connection
@@ -75,6 +76,9 @@ class Adapter : public sc_core::sc_module, public net::PacketSink, public net::B
   Adapter(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool);
 
   int num_ports() const override { return 2; }
+  // The NIC builds each packet from one queue pair's posted send, read over
+  // PCIe an MTU at a time: its GPU's port keeps to one stream that long.
+  uint32_t packet_reads(int p) const override { return p == kPcie ? cfg_.mtu_bytes : 0; }
   uint64_t progress() const override { return writes_sent_ + writes_delivered_; }
   void trace(sc_core::sc_trace_file* tf) const override;
   uint64_t report_held(std::ostream& os) const override;

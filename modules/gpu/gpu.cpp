@@ -318,6 +318,19 @@ void Gpu::rx_process() {
   if (next != sim_never()) rx_wake_.after(next - now);
 }
 
+// Whether the port's next pick stays with w's stream: toward an adapter,
+// until its NIC has read a packet of it (the MTU, or the message's last
+// write; writes of no message, flags and the copy engine's, leave alone).
+bool Gpu::keep_reading(Port& pt, const net::Packet& w) {
+  if (pt.packet_reads == 0) return false;
+  if (pt.read_stream != w.stream) pt.read_bytes = 0;
+  pt.read_stream = w.stream;
+  pt.read_bytes += w.payload_bytes;
+  if (w.more && !w.last && net::lines_wire_payload(w.lines, pt.read_bytes) < pt.packet_reads) return true;
+  pt.read_stream = ~0u;
+  return false;
+}
+
 // Request VC: flag stores first (rare and on the critical path), then the
 // active streams in turn. Response VC: acks and read data whose memory
 // latency has passed. The two classes alternate. The port picks up to one packet
@@ -368,7 +381,7 @@ void Gpu::tx_process(int port) {
           chosen->vc = static_cast<uint8_t>(on);
           s->fill(chosen);
           chosen->wire_bytes = static_cast<uint16_t>(bytes);  // the stream's framing (a sub-packet may lack a head flit)
-          ++pt.stream_rr;
+          if (!keep_reading(pt, *chosen)) ++pt.stream_rr;
         }
       }
       if (chosen) pt.vc_rr = cls + 1;

@@ -108,6 +108,7 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
   net::OutPort& out(int p) override { return ports_[p]->link; }
   void configure_port(int p, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) override;
   uint32_t buffer_bytes(int) const override { return cfg_.rx_buffer_bytes; }
+  void peer_packets(int p, uint32_t bytes) override { ports_[static_cast<size_t>(p)]->packet_reads = bytes; }
   uint64_t progress() const override;
   Memory& memory() { return memory_; }
   net::PacketPool& pool() { return pool_; }
@@ -183,12 +184,16 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
     net::PacketFifo control;       // flag stores and posted packets
     std::vector<TxStream*> active;
     unsigned stream_rr = 0, vc_rr = 0;
+    // Toward a block that reads a stream's packets whole (net::Block::
+    // peer_packets): the bytes of one a read takes, and the stream being read.
+    uint32_t packet_reads = 0, read_bytes = 0, read_stream = ~0u;
     uint32_t rx_bytes[net::kNumVcs] = {};
     Wakeup wake;
     std::unique_ptr<net::InPort> rx_port;
     net::OutPort link;  // last: its socket is large and rarely touched
   };
   void tx_process(int p);
+  bool keep_reading(Port& pt, const net::Packet& w);
   // The VC a packet of the class whose first VC is `first` leaves port pt
   // on: of the cfg_.inject_vcs it may take, the one with the most credit
   // that has room for `bytes` (the lowest on a tie); -1 if none has.

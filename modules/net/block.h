@@ -27,6 +27,14 @@ class Block : public Traceable {
   virtual void configure_port(int port, double bw_GBps, sc_core::sc_time latency, uint32_t peer_buffer_bytes) = 0;
   // This block's input buffer at `port`, bytes per VC: its peer's credits.
   virtual uint32_t buffer_bytes(int port) const = 0;
+  // Bytes of one stream's writes this block sends on as one packet of its
+  // own, read from its peer at `port` (a network adapter's MTU at its PCIe
+  // port); 0: none. The builder tells the peer (peer_packets).
+  virtual uint32_t packet_reads(int /*port*/) const { return 0; }
+  // The block at the far end of `port` reads `bytes` of a stream at a time
+  // (its packet_reads): a block that interleaves streams there keeps to one
+  // until that much of it has crossed.
+  virtual void peer_packets(int /*port*/, uint32_t /*bytes*/) {}
   // The faults of the link into `port` if this block models lossy links
   // (Ethernet: loss, corruption, the ICRC); nullptr for a lossless fabric.
   virtual eth::LinkFaults* link_faults(int /*port*/) { return nullptr; }

@@ -37,6 +37,7 @@ class RequestStream : public gpu::TxStream {
     uint64_t addr;
     std::vector<uint8_t> data;  // a write's payload
     uint16_t read_bytes = 0;    // a read's length
+    bool more = false, last = false;  // a write of a message (net::Packet::more, last)
   };
   std::vector<Request> requests;
   std::vector<sc_core::sc_time> sent;
@@ -53,6 +54,8 @@ class RequestStream : public gpu::TxStream {
     p->dst = r.dst;
     p->addr = r.addr;
     p->op = r.op;
+    p->more = r.more;
+    p->last = r.last;
     if (r.op == net::Op::Write) {
       p->payload_bytes = static_cast<uint16_t>(r.data.size());
       std::memcpy(p->data, r.data.data(), r.data.size());

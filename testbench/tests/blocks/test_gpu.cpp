@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <utility>
 #include <cstring>
 #include <functional>
 #include <sstream>
@@ -232,6 +233,57 @@ TEST_CASE("a write is acknowledged after at least the memory latency", "[gpu][wr
   CHECK(lo >= 2 * 150 + kMinMemNs);
   CHECK(hi < 2 * 150 + kMaxMemNs + 10);
   CHECK(hi - lo > 0.8 * (kMaxMemNs - kMinMemNs));  // the random part shows
+}
+
+namespace {
+// Writes in the order the port takes them, each as 8 x stream + its index.
+struct LoggedStream : test::RequestStream {
+  int k = 0;
+  std::vector<int>* order = nullptr;
+  void fill(net::Packet* p) override {
+    order->push_back(8 * k + static_cast<int>(issued()));
+    RequestStream::fill(p);
+  }
+};
+
+// Two streams of two 1 KiB messages of 256 B writes and one of unmarked
+// writes (flags), all ready at once on g0's port: how many of the four
+// messages crossed it whole, no other write between their first and last.
+int messages_whole(bool reads) {
+  Config cfg;
+  auto plat = star(2, cfg);
+  auto& g0 = *plat->gpus()[0];
+  const uint64_t buf = plat->gpus()[1]->memory().alloc(1 << 16);
+  if (reads) g0.peer_packets(0, 1024);  // as an adapter's MTU: net::Block::packet_reads
+  std::vector<int> order;
+  LoggedStream s[3];
+  for (int k = 0; k < 3; ++k) {
+    s[k].k = k;
+    s[k].order = &order;
+    for (int w = 0; w < 8; ++w)
+      s[k].requests.push_back({net::Op::Write, 1, buf + 4096 * k + 256 * w, std::vector<uint8_t>(256, 1), 0,
+                               k < 2 && w % 4 != 3, k < 2 && w % 4 == 3});
+  }
+  for (auto& x : s) g0.add_stream(&x);
+  for (auto& x : s) g0.activate(0, &x, sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  for (auto& x : s) REQUIRE(x.responses.size() == 8);
+  int whole = 0;
+  for (int m = 0; m < 4; ++m) {  // stream m / 2's message m % 2: writes 4m to 4m + 3
+    std::vector<size_t> at;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i] / 4 == m) at.push_back(i);
+    whole += at.back() - at.front() == 3;
+  }
+  return whole;
+}
+}  // namespace
+
+TEST_CASE("the port interleaves its streams write by write", "[gpu][write]") { CHECK(messages_whole(false) == 0); }
+
+TEST_CASE("toward a block that reads a stream's packets whole, the port keeps to one stream for a packet",
+          "[gpu][write]") {
+  CHECK(messages_whole(true) == 4);
 }
 
 namespace {
