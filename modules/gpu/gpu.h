@@ -184,8 +184,9 @@ class Gpu : public sc_core::sc_module, public net::PacketSink, public net::Block
     net::PacketFifo control;       // flag stores and posted packets
     std::vector<TxStream*> active;
     unsigned stream_rr = 0, vc_rr = 0;
-    // Toward a block that reads a stream's packets whole (net::Block::
-    // peer_packets): the bytes of one a read takes, and the stream being read.
+    // Toward a block that reads a packet of one stream at a time
+    // (net::Block::peer_packets): its packet's bytes, and the stream being
+    // read and how much of its packet has crossed.
     uint32_t packet_reads = 0, read_bytes = 0, read_stream = ~0u;
     uint32_t rx_bytes[net::kNumVcs] = {};
     Wakeup wake;
