@@ -150,14 +150,14 @@ def main():
             sys.exit("hardware-validation: table %s has no size in the range asked" % name)
         args = TABLES[name]["args"] + a.extra.split()
         # How NCCL was told to run (NCCL_ALGO, -R 2): only NCCL's choice reads it.
-        forced = TABLES[name].get("nccl", []) if a.algorithm == "nccl" else []
+        told = TABLES[name].get("nccl", []) if a.algorithm == "nccl" else []
         packet = [s for s in sizes if s <= packet_max]
         flows = [s for s in sizes if s > packet_max]
-        sim = run_incsim(a.incsim, ["--algorithm", a.algorithm], args + forced, packet) if packet else {}
+        sim = run_incsim(a.incsim, ["--algorithm", a.algorithm], args + told, packet) if packet else {}
         fidelity = {s: "packet" for s in packet}
         if flows:
             last = packet[-1:]
-            flow = run_incsim(a.incsim, ["--algorithm", a.algorithm, "--fidelity", "flow"], args + forced, last + flows)
+            flow = run_incsim(a.incsim, ["--algorithm", a.algorithm, "--fidelity", "flow"], args + told, last + flows)
             if last:
                 print("%s: above %d B as flows; flows at %d B: %+.1f%% from packet level" %
                       (name, last[0], last[0], 100 * (flow[last[0]][0] / sim[last[0]][0] - 1)))

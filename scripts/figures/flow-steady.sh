@@ -15,7 +15,6 @@ hw='-c nccl.launch=none -c net.max_payload_bytes=256'
 cases=${CASES:-"dgx2-ring --platform dgx2 --algorithm ring --sizes 16G
 hgx-h100-nvls --platform hgx-h100 --algorithm nvls --sizes 16G $hw
 hgx-h100-ring --platform hgx-h100 --algorithm ring --sizes 16G
-hgx-h100-ring-hw --platform hgx-h100 --algorithm ring --sizes 16G $hw
 nvl72-nvls --platform nvl72 --algorithm nvls --sizes 16G
 two-switch-ring --platform platforms/examples/two-switch.yaml --algorithm ring --sizes 4G
 three-switch-ring --platform platforms/examples/three-switch.yaml --algorithm ring --sizes 4G
