@@ -29,13 +29,15 @@ namespace incsim::platforms {
 Communicator::Communicator(GpuMachine& machine, std::vector<int> gpus, Config& cfg, uint64_t seed)
     : machine_(&machine), ranks_(std::move(gpus)), cfg_(cfg), seed_(seed), nodes_(topo::cluster_nodes(machine.topology())) {
   for (int g : ranks_) gpus_.push_back(machine.gpus()[static_cast<size_t>(g)]);
-  // A cluster's link ends between nodes: the network's, and each GPU's PCIe link to its adapter.
-  const topo::Topology& t = machine.topology();
-  auto bridge = [&t](const std::string& port) {
-    return is_bridge_kind(t.node(t.find(port.substr(0, port.rfind('.')))).block);
-  };
+  // Link ends are each link's two directions in order (Machine).
+  const std::vector<LinkEnd>& ends = machine.link_ends();
   if (!nodes_.empty())
-    for (const LinkEnd& e : machine.link_ends()) between_nodes_.push_back(e.fabric != 0 || bridge(e.from) || bridge(e.to));
+    for (size_t j = 0; j < ends.size(); ++j) between_nodes_.push_back(joins_nodes(machine.topology(), j / 2, ends[j].fabric));
+}
+
+bool joins_nodes(const topo::Topology& t, size_t k, size_t fabric) {
+  const topo::Link& l = t.links()[k];
+  return fabric != 0 || is_bridge_kind(t.node(l.a.node).block) || is_bridge_kind(t.node(l.b.node).block);
 }
 
 Communicator::Communicator(FlowPlatform& platform, std::vector<int> gpus, Config& cfg, uint64_t seed)
@@ -513,17 +515,11 @@ Measures CollectiveCall::measures() const {
   r.redop = engines_->redop();
   const auto& ends = m.link_ends();
   for (size_t k = 0; k < ends.size(); ++k) r.link_bytes.push_back(ends[k].port->bytes_sent() - link_bytes_[k]);
-  if (!comm_.nodes_.empty()) {
-    // Which network limited the time: the busiest link direction inside the
-    // nodes (NVLink) and between them, as a fraction of the time.
-    double busiest[2] = {0, 0};
-    for (size_t k = 0; k < ends.size(); ++k) {
-      double& b = busiest[comm_.between_nodes_[k]];
-      b = std::max(b, static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * r.time_us * 1e3));
-    }
-    r.nvlink_busiest = busiest[0];
-    r.network_busiest = busiest[1];
-  }
+  // Which network limited the time: the busiest link direction inside the
+  // nodes (NVLink) and between them.
+  if (!comm_.nodes_.empty())
+    for (size_t k = 0; k < ends.size(); ++k)
+      r.count_busy(comm_.between_nodes_[k], static_cast<double>(r.link_bytes[k]), ends[k].port->bw_GBps());
   const auto tables1 = m.table_totals();
   const auto latency1 = m.packet_latency();
   r.packets = latency1.first - latency_.first;

@@ -8,6 +8,7 @@
 // NetReduce's controller on a RoCE cluster), and starts it per message
 // size. The collective workload, jobs, training, Chakra traces and an
 // sc_main of one's own start collectives this way.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,12 @@ struct Measures {
   // On a cluster: the busiest link direction inside the nodes (NVLink) and
   // between them, as a fraction of the time; -1 elsewhere.
   double nvlink_busiest = -1, network_busiest = -1;
+  // A link direction that carried `bytes` at `bw_GBps` during the run, in
+  // the nodes or between them (joins_nodes), for the two above.
+  void count_busy(bool network, double bytes, double bw_GBps) {
+    double& b = network ? network_busiest : nvlink_busiest;
+    b = std::max({b, 0.0, bytes / (bw_GBps * time_us * 1e3)});
+  }
   // As flows: the run, whose flows stand for the packets and elements above (null at packet level).
   const flow::Executor::Result* flows = nullptr;
   // NetReduce's RoCE hosts at packet level (netreduce_call.h): the frames
@@ -68,6 +75,11 @@ struct Measures {
   // Where the algorithm sets up a program per size (TunedCall): the size's choice.
   std::string choice;
 };
+
+// On a cluster: whether link k of t, on fabric `fabric` (an index into
+// Machine::fabric_names()), is the network's or a GPU's link to its
+// adapter rather than an NVLink.
+bool joins_nodes(const topo::Topology& t, size_t k, size_t fabric);
 
 // The header's NCCL lines at either fidelity: the protocol by size (where
 // the program picks it), NCCL's software costs, PXN's relays.
@@ -396,7 +408,7 @@ class Communicator {
   Config& cfg_;
   uint64_t seed_;
   std::vector<std::vector<int>> nodes_;
-  std::vector<bool> between_nodes_;  // [link end] on a cluster: the network's, or a GPU's link to its adapter
+  std::vector<bool> between_nodes_;  // [link end] on a cluster: joins_nodes
   friend class CollectiveCall;
 };
 

@@ -341,6 +341,11 @@ Measures FlowCall::measures() const {
   m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
   m.redop = redop();
   m.flows = &res;
+  if (!cluster_note_.empty())
+    for (size_t i = 0; i < res.links.size(); ++i) {
+      const auto k = static_cast<size_t>(res.links[i] / 2);
+      m.count_busy(joins_nodes(graph_, k, machine_.link_format[k]), res.link_bytes[i], graph_.links()[k].bw_GBps);
+    }
   return m;
 }
 

@@ -535,11 +535,14 @@ class Finder {
     }
     out.canon.resize(L);
     out.per_link.resize(L);
+    out.mean.resize(L);
     for (size_t l = 0; l < L; ++l) {
       const size_t k = joined.find(static_cast<uint32_t>(l));
       out.canon[l] = first[k];
       const double mean = sum[k] / size[k];
-      out.per_link[l] = (mean > 0 ? cap[static_cast<size_t>(first[k])] * busiest[k] / mean : 1.0) / size[k];
+      const double fill = mean > 0 ? cap[static_cast<size_t>(first[k])] * busiest[k] / mean : 1.0;
+      out.per_link[l] = fill / size[k];
+      out.mean[l] = 1 / fill;
       if (pooled[k] && k == l) {
         ++out.pooled;
         out.pooled_links += static_cast<uint64_t>(size[k]);

@@ -37,7 +37,8 @@ struct ChannelClasses {
   std::vector<int> part_channel;  // [part]: its channel
   std::vector<int> first;         // [part]: its class's first part, which runs for it
   std::vector<int> canon;         // [flow link]: the narrowest link of its class, which stands for it
-  std::vector<double> per_link;   // [flow link]: 1 over its class's links
+  std::vector<double> per_link;   // [flow link]: 1 over its class's links, times its canon's fill (link_classes)
+  std::vector<double> mean;       // [flow link]: its class's mean bytes per byte its canon carried
   int classes = 0;
   // Classes that pool links the rotation does not map one to one, and their links.
   int pooled = 0;

@@ -493,7 +493,8 @@ CoresFlows::Result CoresFlows::Run::go(const Network::Callback& tick) {
                           std::to_string(q->index) + " waits forever (" + std::to_string(q->sent) + " of " +
                           std::to_string(q->transfers) + " transfers sent)");
   }
-  Result out = result(end_, transfers_, *f_.graph_, classes_ ? &classes_->canon : nullptr);
+  Result out = classes_ ? result(end_, transfers_, *f_.graph_, &classes_->canon, &classes_->mean)
+                        : result(end_, transfers_, *f_.graph_);
   out.proto = proto_;
   out.channels = f_.parts_.channels;
   if (classes_) {
@@ -559,6 +560,12 @@ CoresFlows::Result CoresFlows::run(uint64_t bytes, const Progress& progress) {
   r.time_ns += r.pass_ns * static_cast<double>(rest);
   r.flows += (c.flows - a.flows) / span * rest;  // flows and transfers per pass likewise
   r.transfers += (c.transfers - a.transfers) / span * rest;
+  // Each link's bytes likewise: the runs cross the same links, their passes alike.
+  for (size_t k = 0, j = 0; k < r.links.size(); ++k) {
+    while (j < a.links.size() && a.links[j] < r.links[k]) ++j;
+    const double before = j < a.links.size() && a.links[j] == r.links[k] ? a.link_bytes[j] : 0;
+    r.link_bytes[k] += (c.link_bytes[k] - before) / static_cast<double>(span) * static_cast<double>(rest);
+  }
   r.passes = all;
   r.simulated_passes = K / 4 + K / 2 + K;
   r.steady_from = K;

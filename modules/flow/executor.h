@@ -39,8 +39,10 @@ class Executor {
     // every part ran), and what the row's note says of them.
     int channels = 0, parts = 0, classes = 0;
     std::string classes_note;
-    // The graph's link directions it sent over (FlowGraph::used).
+    // The graph's link directions it sent over, and the bytes each carried,
+    // headers and acknowledgements included (FlowGraph::carried).
     std::vector<int> links;
+    std::vector<double> link_bytes;
   };
   // Told now and then while run() runs: the simulated time of the run under
   // way, ns, and how to learn the share of the operations it simulates

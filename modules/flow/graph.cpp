@@ -67,12 +67,17 @@ FlowGraph::FlowGraph(const FlowMachine& m, const std::set<std::pair<int, int>>& 
   }
 }
 
-std::vector<int> FlowGraph::used(const Network& net, const std::vector<int>* canon) const {
-  std::vector<int> out;
-  for (size_t k = 0; k < flow_link_.size(); ++k)
-    if (net.carried(canon ? (*canon)[static_cast<size_t>(flow_link_[k])] : flow_link_[k]) > 0)
-      out.push_back(static_cast<int>(k));
-  return out;
+void FlowGraph::carried(const Network& net, const std::vector<int>* canon, const std::vector<double>* mean,
+                        std::vector<int>& links, std::vector<double>& bytes) const {
+  links.clear();
+  bytes.clear();
+  for (size_t k = 0; k < flow_link_.size(); ++k) {
+    const auto l = static_cast<size_t>(flow_link_[k]);
+    const double b = canon ? net.carried((*canon)[l]) * (*mean)[l] : net.carried(static_cast<int>(l));
+    if (b <= 0) continue;
+    links.push_back(static_cast<int>(k));
+    bytes.push_back(b * m_.t->links()[k / 2].bw_GBps / capacity_[l]);
+  }
 }
 
 std::vector<int> FlowGraph::shortest_ports(const topo::Topology& t, int from, int to) {

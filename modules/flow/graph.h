@@ -130,10 +130,12 @@ class FlowGraph {
   size_t format_index(int l) const { return format_[static_cast<size_t>(l)]; }
 
   // The graph's link directions (2 x link + direction) whose flow link
-  // carried bytes in `net`, whose first links are this graph's: a trunk's
-  // or a merged plane's every link when it did; with `canon`, where the
-  // flow link canon[l] of each flow link l did (ChannelClasses).
-  std::vector<int> used(const Network& net, const std::vector<int>* canon = nullptr) const;
+  // carried bytes in `net`, whose first links are this graph's, in order,
+  // and the bytes each carried: a trunk's or a merged plane's links share
+  // theirs by bandwidth. With `canon` (ChannelClasses), flow link l
+  // carried its class's mean, mean[l] of what canon[l] did.
+  void carried(const Network& net, const std::vector<int>* canon, const std::vector<double>* mean,
+               std::vector<int>& links, std::vector<double>& bytes) const;
 
   // Endpoint `from`'s ports on a shortest path to endpoint `to`.
   static std::vector<int> shortest_ports(const topo::Topology& t, int from, int to);

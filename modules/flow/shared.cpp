@@ -19,6 +19,7 @@ void SharedNetwork::start(Executor& e, uint64_t bytes, const Executor::Result& a
   x.alone = alone;
   x.links = std::move(x.alone.links);
   x.alone.links = {};
+  x.alone.link_bytes = {};
   x.done = std::move(done);
   bool meets = false;
   for (const int l : x.links) meets = meets || busy_[static_cast<size_t>(l)] > 0;

@@ -106,15 +106,15 @@ class RunFlows : public Executor::Running {
     net_->start(std::move(uses), bytes, latency_ns, std::move(done), &pending_, std::move(marks));
   }
   // The result's counts, its time from its start to `end_ns`; the links it
-  // used only on a network of its own (canon: FlowGraph::used).
+  // used and their bytes only on a network of its own (canon, mean: FlowGraph::carried).
   Executor::Result result(double end_ns, uint64_t transfers, const FlowGraph& graph,
-                          const std::vector<int>* canon = nullptr) const {
+                          const std::vector<int>* canon = nullptr, const std::vector<double>* mean = nullptr) const {
     Executor::Result out;
     out.time_ns = end_ns - began_;
     out.flows = flows_;
     out.most_active = net_->most_active();
     out.transfers = transfers;
-    if (!shared_) out.links = graph.used(*net_, canon);
+    if (!shared_) graph.carried(*net_, canon, mean, out.links, out.link_bytes);
     return out;
   }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <optional>
 #include <ostream>
@@ -231,7 +232,7 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   if (const std::string why = algorithm_->cannot_run(platforms::site(t, opt_.platform, c, gpus, share != nullptr, cfg_));
       !why.empty())
     throw UserError(why);
-  if (!flows_ && !topo::cluster_nodes(t).empty())
+  if ((!flows_ || !share) && !topo::cluster_nodes(t).empty())  // flows sharing a platform's network count no links
     schema_->add({"nvlink_busiest", "", ColumnKind::Measurement, "nvlink", "(% busy)", 9, 1, 100.0})
         .add({"network_busiest", "", ColumnKind::Measurement, "network", "(% busy)", 9, 1, 100.0});
   make_communicator(share, std::move(own), gpus, c);
@@ -366,9 +367,9 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                     {"steady_from", f->steady_from},
                                     {"pass_ns", f->pass_ns},
                                     {"halves_differ", f->period_change}};
+    if (!f->links.empty()) r.details["links"] = flow_links(*f, m.time_us);
   } else {
     r.link_bytes = m.link_bytes;
-    if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
     r.set("packets", m.packets);
     r.set("avg_packet_latency_ns", m.packets ? m.latency_ns_sum / m.packets : 0.0);
     r.details["reduction_tables"] = {{"hits", m.tables.hits},
@@ -378,9 +379,27 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                      {"completions", m.tables.completions},
                                      {"timeouts", m.tables.timeouts}};
   }
+  if (m.nvlink_busiest >= 0) r.set("nvlink_busiest", m.nvlink_busiest).set("network_busiest", m.network_busiest);
   call_->note(notes, m);
   if (!m.choice.empty()) r.details["choice"] = m.choice;
   return r;
+}
+
+// As packet level's JSON has them (Experiment::results_json), for the link
+// directions the flows crossed alone (none where they shared a network).
+nlohmann::ordered_json CollectiveWorkload::flow_links(const flow::Executor::Result& f, double time_us) const {
+  const topo::Topology& t = comm_->topology();
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < f.links.size(); ++i) {
+    const auto k = static_cast<size_t>(f.links[i] / 2);
+    const topo::Link& l = t.links()[k];
+    const bool ab = f.links[i] % 2 == 0;
+    links.push_back({{"from", t.port_name(ab ? l.a : l.b)},
+                     {"to", t.port_name(ab ? l.b : l.a)},
+                     {"bytes", static_cast<uint64_t>(std::llround(f.link_bytes[i]))},
+                     {"utilisation", f.link_bytes[i] / (l.bw_GBps * time_us * 1e3)}});
+  }
+  return links;
 }
 
 std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {

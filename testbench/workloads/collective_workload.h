@@ -161,6 +161,8 @@ class CollectiveWorkload : public GroupCollective {
   bool flows_ = false;
   void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
                          collectives::Collective c);
+  // A flow run's "links" for the JSON: from, to, bytes and utilisation over time_us.
+  nlohmann::ordered_json flow_links(const flow::Executor::Result& f, double time_us) const;
   // The algorithm (a program file's, or the registry's), where it runs, and
   // its synthesis; alone at packet level, the tuner of an algorithm that
   // sets up a program per size (nccl) or tuning run (Blink), whose

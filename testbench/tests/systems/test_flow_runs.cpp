@@ -3,9 +3,11 @@
 // within 5% at 1 MiB, and that a 1,024-node cluster builds and runs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -35,6 +37,17 @@ std::vector<double> times(const std::string& args) { return column(args, "time_u
 void require_refused(const std::string& args, const std::string& sentence) {
   require_error(args, {sentence});
   CHECK(incsim(args).code == 2);
+}
+// A row's bytes per link direction ("from>to"), from its JSON "links".
+std::map<std::string, double> link_bytes(const nlohmann::json& row) {
+  std::map<std::string, double> b;
+  for (const auto& l : row.at("links")) b[l["from"].get<std::string>() + ">" + l["to"].get<std::string>()] = l["bytes"];
+  return b;
+}
+double total(const std::map<std::string, double>& bytes) {
+  double t = 0;
+  for (const auto& [link, b] : bytes) t += b;
+  return t;
 }
 }  // namespace
 
@@ -124,8 +137,15 @@ TEST_CASE("flow: steady passes add a ring's later passes at their period, as the
   CHECK(s["simulated"] == 28);
   CHECK(s["steady_from"] == 16);
   CHECK(s["pass_ns"].get<double>() > 0);
-  CHECK(nlohmann::json::parse(incsim(run + " -c flow.steady_passes=0 --quiet --json -").out)["rows"].at(0).count(
-            "steady_passes") == 0);
+  const nlohmann::json whole_row = nlohmann::json::parse(incsim(run + " -c flow.steady_passes=0 --quiet --json -").out)["rows"].at(0);
+  CHECK(whole_row.count("steady_passes") == 0);
+  // Each link's bytes likewise: the later passes cross the links as the simulated ones.
+  const auto steady_bytes = link_bytes(j["rows"].at(0)), whole_bytes = link_bytes(whole_row);
+  REQUIRE(steady_bytes.size() == whole_bytes.size());
+  for (const auto& [link, b] : whole_bytes) {
+    INFO(link);
+    CHECK(steady_bytes.at(link) == Approx(b).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("flow: on a cluster steady passes are off unless asked for", "[flow]") {
@@ -157,6 +177,8 @@ void check_classes(const std::string& algorithm, double epsilon, int parts, int 
     CHECK(some[i]["channel_classes"]["parts"] == parts);
     CHECK(some[i]["channel_classes"]["classes"] == classes);
     CHECK(whole[i].count("channel_classes") == 0);
+    // A class's links carry its mean: the whole run's bytes (each link's rounded), spread alike.
+    CHECK(total(link_bytes(some[i])) == Approx(total(link_bytes(whole[i]))).epsilon(1e-5));
   }
   CHECK_THAT(incsim(run + " -c flow.channel_classes=true").out, Catch::Contains("#   channel classes: " + note));
 }
@@ -262,6 +284,36 @@ TEST_CASE("flow against packet level: the ring at 1 MiB within 5% on dgx2 and 2-
     const double flow = times(platform + " --sizes 1M --fidelity flow").at(0);
     INFO(platform << ": packet " << packet << " us, flow " << flow << " us");
     CHECK(std::abs(flow / packet - 1) < 0.05);
+  }
+}
+
+TEST_CASE("flow: the JSON's links carry the bytes packet level counts, and a cluster's rows name its busiest "
+          "NVLink and network", "[flow][accuracy]") {
+  // Every write's payload and header and its acknowledgement: the same bytes
+  // on each link (packet level's flags and slot frees add 0.1% at 4 MiB).
+  const std::string star = "--platform star --gpus 4 --algorithm ring --sizes 4M";
+  const auto packet = link_bytes(rows(star).at(0)), flow = link_bytes(rows(star + " --fidelity flow").at(0));
+  REQUIRE(packet.size() == 8);
+  REQUIRE(flow.size() == 8);
+  for (const auto& [link, b] : packet) {
+    INFO(link);
+    CHECK(flow.at(link) == Approx(b).epsilon(0.002));
+  }
+  // On a cluster the two columns are the busiest link direction's share of
+  // the time inside the nodes and between them, as the links say.
+  for (const std::string fidelity : {"packet", "flow"}) {
+    INFO(fidelity);
+    const nlohmann::json row =
+        rows("--platform cluster --nodes 2 --algorithm ring --sizes 1M --fidelity " + fidelity).at(0);
+    double busiest[2] = {0, 0};
+    for (const auto& l : row["links"]) {
+      const std::string from = l["from"], to = l["to"];
+      const bool nvlink = from.find("_sw") != std::string::npos || to.find("_sw") != std::string::npos;
+      busiest[nvlink] = std::max(busiest[nvlink], l["utilisation"].get<double>());
+    }
+    CHECK(busiest[1] > 0.05);
+    CHECK(row["nvlink_busiest"].get<double>() == Approx(busiest[1]));
+    CHECK(row["network_busiest"].get<double>() == Approx(busiest[0]));
   }
 }
 
