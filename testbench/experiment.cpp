@@ -303,14 +303,25 @@ nlohmann::ordered_json Experiment::results_json(const std::vector<Row>& rows) co
   for (const auto& r : rows) {
     json row = row_json(r);
     if (!r.link_bytes.empty() && r.schema->has("time_us")) {
-      // Bytes per link end during the row, and that over its capacity.
+      // Bytes per link end during the row, and that over its capacity; as
+      // flows, of the link directions they crossed.
       json links = json::array();
       const double time_us = r["time_us"];
-      for (size_t k = 0; k < ends.size(); ++k)
-        links.push_back({{"from", ends[k].from},
-                         {"to", ends[k].to},
-                         {"bytes", r.link_bytes[k]},
-                         {"utilisation", static_cast<double>(r.link_bytes[k]) / (ends[k].port->bw_GBps() * time_us * 1e3)}});
+      const auto add = [&](const std::string& from, const std::string& to, uint64_t bytes, double bw_GBps) {
+        links.push_back({{"from", from},
+                         {"to", to},
+                         {"bytes", bytes},
+                         {"utilisation", static_cast<double>(bytes) / (bw_GBps * time_us * 1e3)}});
+      };
+      if (const topo::Topology* g = workload_->flow_graph(); g && !r.link_ids.empty()) {
+        for (size_t i = 0; i < r.link_ids.size(); ++i) {
+          const topo::Link& l = g->links()[static_cast<size_t>(r.link_ids[i] / 2)];
+          const bool ab = r.link_ids[i] % 2 == 0;
+          add(g->port_name(ab ? l.a : l.b), g->port_name(ab ? l.b : l.a), r.link_bytes[i], l.bw_GBps);
+        }
+      } else {
+        for (size_t k = 0; k < ends.size(); ++k) add(ends[k].from, ends[k].to, r.link_bytes[k], ends[k].port->bw_GBps());
+      }
       row["links"] = links;
     }
     rs.push_back(row);

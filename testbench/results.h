@@ -51,6 +51,7 @@ struct Row {
   std::vector<Value> values;             // one per schema column, in its order
   nlohmann::ordered_json details;        // nested values only the JSON carries (reduction tables, ...)
   std::vector<uint64_t> link_bytes;      // bytes each link end sent during the row (Machine::link_ends order)
+  std::vector<int> link_ids;             // as flows: the link directions (2 x link + direction) link_bytes counts
 
   explicit Row(std::shared_ptr<const Schema> s);
   Row& set(const std::string& name, Value v);

@@ -57,6 +57,8 @@ class Workload {
 
   // The packet-level machine it runs on; null at --fidelity flow, where no block is built.
   virtual platforms::Machine* machine() = 0;
+  // At --fidelity flow: the graph whose link directions its rows' link_ids name.
+  virtual const topo::Topology* flow_graph() const { return nullptr; }
 
   // Header lines before the table's column headings, each starting with "# ".
   virtual void print_header(std::ostream& os) const = 0;

@@ -367,7 +367,8 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
                                     {"steady_from", f->steady_from},
                                     {"pass_ns", f->pass_ns},
                                     {"halves_differ", f->period_change}};
-    if (!f->links.empty()) r.details["links"] = flow_links(*f, m.time_us);
+    r.link_ids = f->links;
+    for (const double b : f->link_bytes) r.link_bytes.push_back(static_cast<uint64_t>(std::llround(b)));
   } else {
     r.link_bytes = m.link_bytes;
     r.set("packets", m.packets);
@@ -383,23 +384,6 @@ Row CollectiveWorkload::finish(size_t i, std::ostream& notes) {
   call_->note(notes, m);
   if (!m.choice.empty()) r.details["choice"] = m.choice;
   return r;
-}
-
-// As packet level's JSON has them (Experiment::results_json), for the link
-// directions the flows crossed alone (none where they shared a network).
-nlohmann::ordered_json CollectiveWorkload::flow_links(const flow::Executor::Result& f, double time_us) const {
-  const topo::Topology& t = comm_->topology();
-  nlohmann::ordered_json links = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < f.links.size(); ++i) {
-    const auto k = static_cast<size_t>(f.links[i] / 2);
-    const topo::Link& l = t.links()[k];
-    const bool ab = f.links[i] % 2 == 0;
-    links.push_back({{"from", t.port_name(ab ? l.a : l.b)},
-                     {"to", t.port_name(ab ? l.b : l.a)},
-                     {"bytes", static_cast<uint64_t>(std::llround(f.link_bytes[i]))},
-                     {"utilisation", f.link_bytes[i] / (l.bw_GBps * time_us * 1e3)}});
-  }
-  return links;
 }
 
 std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostream& notes) {

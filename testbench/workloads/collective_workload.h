@@ -128,6 +128,7 @@ class CollectiveWorkload : public GroupCollective {
   std::vector<gpu::ComputeEngine*> compute_engines() const override { return comm_->compute_engines(); }
   const std::vector<uint64_t>& sizes() const override { return sizes_; }
   const Options& options() const override { return opt_; }
+  const topo::Topology* flow_graph() const override { return flows_ ? &comm_->topology() : nullptr; }
   void config_json(nlohmann::ordered_json& config) const override;
   void summary_json(nlohmann::ordered_json& top) const override;
   sc_core::sc_time default_stall_timeout() const override;
@@ -161,8 +162,6 @@ class CollectiveWorkload : public GroupCollective {
   bool flows_ = false;
   void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
                          collectives::Collective c);
-  // A flow run's "links" for the JSON: from, to, bytes and utilisation over time_us.
-  nlohmann::ordered_json flow_links(const flow::Executor::Result& f, double time_us) const;
   // The algorithm (a program file's, or the registry's), where it runs, and
   // its synthesis; alone at packet level, the tuner of an algorithm that
   // sets up a program per size (nccl) or tuning run (Blink), whose

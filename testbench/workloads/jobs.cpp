@@ -444,6 +444,7 @@ std::vector<Row> JobsWorkload::run_point(size_t i, Runner& run, std::ostream& no
     if (!flow_) r.set("wrong", r.wrong() + alone_wrong[j]);  // every run's wrong elements count (flows: "-")
     r.details = mine.details;
     r.link_bytes = mine.link_bytes;
+    r.link_ids = mine.link_ids;
     notes << prefixed(notes_[j], "#   ", opt_.jobs[j].name + ": ");
     rows.push_back(std::move(r));
   }
