@@ -58,10 +58,12 @@ struct Measures {
   // between them, as a fraction of the time; -1 elsewhere.
   double nvlink_busiest = -1, network_busiest = -1;
   // A link direction that carried `bytes` at `bw_GBps` during the run, in
-  // the nodes or between them (joins_nodes), for the two above.
+  // the nodes or between them (joins_nodes), for the two above: the first
+  // makes both 0.
   void count_busy(bool network, double bytes, double bw_GBps) {
+    if (nvlink_busiest < 0) nvlink_busiest = network_busiest = 0;
     double& b = network ? network_busiest : nvlink_busiest;
-    b = std::max({b, 0.0, bytes / (bw_GBps * time_us * 1e3)});
+    b = std::max(b, bytes / (bw_GBps * time_us * 1e3));
   }
   // As flows: the run, whose flows stand for the packets and elements above (null at packet level).
   const flow::Executor::Result* flows = nullptr;
