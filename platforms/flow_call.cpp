@@ -120,6 +120,7 @@ void FlowCall::cores(collectives::Program& program, const collectives::Site& sit
     endpoint_GBps_ = b.busbw_GBps;
     const auto nodes = topo::cluster_nodes(t);
     cluster_note_ = cluster_note(b, nodes.size(), nodes.front().size());
+    for (size_t k = 0; k < t.links().size(); ++k) joins_nodes_.push_back(joins_nodes(t, k, machine_.link_format[k]));
   } else {
     endpoint_GBps_ = least_endpoint_GBps(t, fabric, gpus_);
   }
@@ -341,10 +342,10 @@ Measures FlowCall::measures() const {
   m.busbw_factor = collectives::busbw_factor(p.collective, p.ranks);
   m.redop = redop();
   m.flows = &res;
-  if (!cluster_note_.empty())
+  if (!joins_nodes_.empty())
     for (size_t i = 0; i < res.links.size(); ++i) {
       const auto k = static_cast<size_t>(res.links[i] / 2);
-      m.count_busy(joins_nodes(graph_, k, machine_.link_format[k]), res.link_bytes[i], graph_.links()[k].bw_GBps);
+      m.count_busy(joins_nodes_[k], res.link_bytes[i], graph_.links()[k].bw_GBps);
     }
   return m;
 }

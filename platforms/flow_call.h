@@ -121,6 +121,7 @@ class FlowCall : public Call {
   double endpoint_GBps_ = 0;
   LinkBound links_;
   std::string cluster_note_;  // empty off a cluster
+  std::vector<char> joins_nodes_;  // [graph link] on a cluster: joins_nodes (the busy columns)
   // The reduction tables' Little's-law sizing, as packet level prints it
   // where an algorithm reduces in the NVSwitches off a cluster; else empty.
   std::string sizing_;
