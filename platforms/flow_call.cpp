@@ -302,7 +302,7 @@ void FlowCall::start(uint64_t bytes, std::function<void()> on_done) {
       std::function<void()> done = std::move(on_done_);
       on_done_ = nullptr;
       done();
-    }, &end_.event);
+    }, end_);
   }
   on_done_ = std::move(on_done);
   started_ = sim_now();
@@ -475,7 +475,7 @@ SharedFlows::SharedFlows(const flow::FlowMachine& m) : net_(m) {
     wake_.fired();
     sync();
     schedule();
-  }, &wake_.event);
+  }, wake_);
 }
 
 void SharedFlows::start(flow::Executor& e, uint64_t bytes, const flow::Executor::Result& alone,

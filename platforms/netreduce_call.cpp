@@ -37,7 +37,7 @@ NetReduceCall::NetReduceCall(Machine& m, NetReduceJob& job, Setup s, const std::
         if (!drained()) return drain_.after(sc_core::sc_time(1, sc_core::SC_US));
         std::exchange(on_done_, nullptr)();
       },
-      &drain_.event);
+      drain_);
 }
 
 NetReduceCall::~NetReduceCall() = default;

@@ -200,7 +200,7 @@ void Experiment::run_plain(const std::string& what, const std::function<void(con
 
 void Experiment::run_until(const std::function<bool()>& done, const std::string& what, sc_core::sc_time step) {
   watchdog_->arm(what + point_of_);
-  while (!done() && !watchdog_->stalled() && sc_core::sc_pending_activity()) {
+  while (!done() && !watchdog_->stalled() && pending_activity()) {
     if (step == sc_core::SC_ZERO_TIME) watchdog_->run();
     else watchdog_->run(step);
   }
@@ -226,7 +226,7 @@ void Experiment::run_until(const std::function<bool()>& done, const std::string&
 // own that never idles stops settling after a microsecond.
 void Experiment::settle() {
   if (!workload_->machine()) return;
-  if (sc_core::sc_pending_activity())
+  if (pending_activity())
     sc_core::sc_start(sc_core::sc_time(1, sc_core::SC_US), sc_core::SC_EXIT_ON_STARVATION);
   drop_replaced_notifications();
 }

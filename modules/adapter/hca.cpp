@@ -19,8 +19,8 @@ Adapter::Adapter(sc_core::sc_module_name name, const HcaConfig& cfg, net::Packet
       log_(this->name()) {
   open_.reserve(64);  // a GPU's streams at once; more only grow it once
   next_psn_.assign(cfg.endpoints, 0);
-  spawn_method((std::string(basename()) + "_to_network").c_str(), [this] { to_network(); }, &up_wake_.event);
-  spawn_method((std::string(basename()) + "_to_gpu").c_str(), [this] { to_gpu(); }, &down_wake_.event);
+  spawn_method((std::string(basename()) + "_to_network").c_str(), [this] { to_network(); }, up_wake_);
+  spawn_method((std::string(basename()) + "_to_gpu").c_str(), [this] { to_gpu(); }, down_wake_);
 }
 
 Hca::Hca(sc_core::sc_module_name name, const HcaConfig& cfg, net::PacketPool& gpu_pool, net::PacketPool& net_pool)

@@ -36,11 +36,17 @@ inline sc_core::sc_time rounded_ps(double ps) {
 }
 
 // A process's wake-up event that remembers its earliest pending time, so
-// that asking again for the same or a later time costs nothing: SystemC keeps
-// only the earliest notification anyway, but each notify() touches its
-// timed-event queue, which dominated the profile of multicast runs.
+// that asking again for the same or a later time costs nothing. A wake-up
+// due later waits in incsim's own copy of SystemC's timed-event queue
+// (process.cpp), which runs the wake-ups due at one instant in the order
+// SystemC ran them, for one SystemC event per instant: SystemC's queue and
+// dispatch took two fifths of a DGX-2 ring's instructions (callgrind).
 class Wakeup {
  public:
+  Wakeup() = default;
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  ~Wakeup();
   sc_core::sc_event event;
   void at(const sc_core::sc_time& t) {
     const sc_core::sc_time& now = sim_now();
@@ -48,40 +54,57 @@ class Wakeup {
     if (armed_ && pending_ >= now && pending_ <= when) return;
     armed_ = true;
     pending_ = when;
-    event.notify(when - now);
+    schedule(when, now);
   }
   void after(const sc_core::sc_time& delay) { at(sim_now() + delay); }
   // The process calls this first: the notification it woke for is spent.
   void fired() { armed_ = false; }
   // Withdraws a pending notification, so that none outlives what it was for.
-  void cancel() {
-    event.cancel();
-    armed_ = false;
-  }
+  void cancel();
 
  private:
+  friend class WakeupQueue;
+  friend void spawn_method(const char*, std::function<void()>, Wakeup&);
+  void schedule(const sc_core::sc_time& when, const sc_core::sc_time& now);
+  // Runs its process's body (spawn_method), counted as a SystemC method run.
+  void run() {
+    ++activations();
+    body_();
+  }
+  // The body of the method spawn_method made for it: the queue calls it
+  // directly when the wake-up is due, sparing SystemC's process dispatch.
+  std::function<void()> body_;
   sc_core::sc_time pending_;
   bool armed_ = false;
+  // A notification for the present instant (SystemC's delta), made in delta
+  // cycle delta_stamp_, the event triggered there already or not (delta_seen_):
+  // it stands until SystemC triggers the event (WakeupQueue::delta_stands).
+  bool delta_ = false, delta_seen_ = false;
+  uint64_t delta_stamp_ = 0;
+  // Its live entry in the queue (0: none) and when that entry is due.
+  uint64_t ticket_ = 0, due_ = 0;
 };
 
-// A notification replaced by an earlier one (Wakeup::at) stays in SystemC's
-// queue of timed events until it reaches the top, and while there changes
-// the order in which the queue hands out events of equal time. Asking for
-// the next activity drops those at the top: with nothing pending, all of
-// them, so that what starts next runs as it would on a fresh simulation.
-inline void drop_replaced_notifications() { sc_core::sc_pending_activity_at_future_time(); }
+// An entry replaced by an earlier one (Wakeup::at) stays in the queue of
+// timed events until it reaches the top, and while there changes the order
+// in which the queue hands out events of equal time. Asking for the next
+// activity drops those at the top: with nothing pending, all of them, so
+// that what starts next runs as it would on a fresh simulation.
+void drop_replaced_notifications();
+// sc_core::sc_pending_activity(), dropping as it does the replaced entries
+// at the top of the wake-ups' queue too.
+bool pending_activity();
 
-inline void spawn_method(const char* name, std::function<void()> body, const sc_core::sc_event* wake) {
+// Spawns a method that runs `body` whenever `wake` is due: the wake-up's
+// queue calls it directly at a later time, SystemC at the same time (a
+// delta notification).
+inline void spawn_method(const char* name, std::function<void()> body, Wakeup& wake) {
+  wake.body_ = std::move(body);
   sc_core::sc_spawn_options opt;
   opt.spawn_method();
   opt.dont_initialize();
-  opt.set_sensitivity(wake);
-  sc_core::sc_spawn(
-      [body = std::move(body)] {
-        ++activations();
-        body();
-      },
-      name, &opt);
+  opt.set_sensitivity(&wake.event);
+  sc_core::sc_spawn([&wake] { wake.run(); }, name, &opt);
 }
 
 // Runs a function once a delay has passed, from a method it spawns at its
@@ -97,7 +120,7 @@ class Delayed {
         wake_.fired();
         std::function<void()> f = std::move(fn_);
         f();
-      }, &wake_.event);
+      }, wake_);
     }
     wake_.after(delay);
   }

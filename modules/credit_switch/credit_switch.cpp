@@ -44,7 +44,7 @@ CreditSwitch::CreditSwitch(sc_core::sc_module_name name, int ports, SwitchWiring
     out.limit = cfg.out_queue_bytes;
     if (cfg.vc_alloc == VcAlloc::Packet) out.vcs = net::kNumVcs;
     out.requests.assign((inputs_.size() * net::kNumVcs + 63) / 64, 0);
-    spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); }, &out.wake.event);
+    spawn_method(("out" + std::to_string(p) + "_proc").c_str(), [this, p] { output_process(p); }, out.wake);
   }
 }
 

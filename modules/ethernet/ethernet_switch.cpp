@@ -16,7 +16,7 @@ EthernetSwitch::EthernetSwitch(sc_core::sc_module_name name, int ports, const Sw
   for (int i = 0; i < ports; ++i) {
     Egress& e = ports_[i]->egress;
     e.set_ingress(&ingress_);
-    spawn_method((std::string(basename()) + "_out" + std::to_string(i)).c_str(), [&e] { e.serve(); }, &e.wake.event);
+    spawn_method((std::string(basename()) + "_out" + std::to_string(i)).c_str(), [&e] { e.serve(); }, e.wake);
   }
 }
 

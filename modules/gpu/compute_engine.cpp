@@ -7,7 +7,7 @@
 namespace incsim::gpu {
 
 ComputeEngine::ComputeEngine(sc_core::sc_module_name name) : sc_module(name) {
-  spawn_method("run", [this] { next(); }, &wake_.event);
+  spawn_method("run", [this] { next(); }, wake_);
 }
 
 void ComputeEngine::run(Phase phase, int layer, const sc_core::sc_time& duration, std::function<void()> on_done) {

@@ -50,10 +50,10 @@ Gpu::Gpu(sc_core::sc_module_name name, int index, int ports, const GpuConfig& cf
   for (int p = 0; p < ports; ++p) {
     ports_.push_back(std::make_unique<Port>(("out" + std::to_string(p)).c_str()));
     ports_[p]->rx_port = std::make_unique<net::InPort>(("in" + std::to_string(p)).c_str(), this, p);
-    spawn_method(("tx" + std::to_string(p)).c_str(), [this, p] { tx_process(p); }, &ports_[p]->wake.event);
+    spawn_method(("tx" + std::to_string(p)).c_str(), [this, p] { tx_process(p); }, ports_[p]->wake);
   }
-  spawn_method("rx", [this] { rx_process(); }, &rx_wake_.event);
-  spawn_method("timers", [this] { timer_process(); }, &timer_wake_.event);
+  spawn_method("rx", [this] { rx_process(); }, rx_wake_);
+  spawn_method("timers", [this] { timer_process(); }, timer_wake_);
   cores_ = std::make_unique<Cores>("cores", basename());
   copy_engine_ = std::make_unique<CopyEngine>("copy_engine", *this);
   compute_ = std::make_unique<ComputeEngine>("compute");

@@ -52,7 +52,7 @@ class OutPort : public tlm::tlm_bw_transport_if<NetProtocolTypes> {
   void absorb_credits(const sc_core::sc_time& now);
   // The owner has a packet but no credit for it: wake it when credit returns.
   // Credits arriving while nobody waits only queue up (no event), which keeps
-  // SystemC's timed-event queue short.
+  // the queue of timed wake-ups short.
   void wait_for_credit(const sc_core::sc_time& now);
 
   uint64_t bytes_sent() const { return bytes_sent_; }

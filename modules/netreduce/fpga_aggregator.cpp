@@ -15,9 +15,9 @@ FpgaAggregator::FpgaAggregator(sc_core::sc_module_name name, int ports, const Fp
     ports_.push_back(std::make_unique<Port>("port" + std::to_string(i), this, i));
     Port& pt = *ports_.back();
     spawn_method((std::string(basename()) + "_out" + std::to_string(i)).c_str(), [&pt] { pt.egress.serve(); },
-                 &pt.egress.wake.event);
+                 pt.egress.wake);
     spawn_method((std::string(basename()) + "_rx" + std::to_string(i)).c_str(), [this, i] { rx(i); },
-                 &pt.rx_wake.event);
+                 pt.rx_wake);
   }
 }
 

@@ -9,9 +9,9 @@ using eth::Opcode;
 RoceNic::RoceNic(sc_core::sc_module_name name, uint32_t endpoint, uint32_t ip, const NicConfig& cfg,
                  net::PacketPool* pool)
     : sc_core::sc_module(name), in_("in", this, 0), out_("out"), endpoint_(endpoint), ip_(ip), cfg_(cfg), log_(basename()), pool_(pool) {
-  spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, &tx_wake_.event);
-  spawn_method((std::string(basename()) + "_rx").c_str(), [this] { rx(); }, &rx_wake_.event);
-  spawn_method((std::string(basename()) + "_host").c_str(), [this] { to_host(); }, &host_wake_.event);
+  spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, tx_wake_);
+  spawn_method((std::string(basename()) + "_rx").c_str(), [this] { rx(); }, rx_wake_);
+  spawn_method((std::string(basename()) + "_host").c_str(), [this] { to_host(); }, host_wake_);
 }
 
 int RoceNic::create_qp(uint32_t remote_endpoint, uint32_t remote_ip, uint32_t remote_qpn, uint32_t initial_psn) {

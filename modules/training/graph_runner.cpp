@@ -9,7 +9,7 @@ using Kind = Graph::Kind;
 
 GraphRunner::GraphRunner(const char* name, std::vector<gpu::ComputeEngine*> engines, Owner& owner)
     : engines_(std::move(engines)), owner_(owner) {
-  spawn_method(name, [this] { launch(); }, &wake_.event);
+  spawn_method(name, [this] { launch(); }, wake_);
 }
 
 void GraphRunner::start(const Graph& graph) {

@@ -37,7 +37,7 @@ class StubPort : public sc_core::sc_module, public net::PacketSink {
  public:
   StubPort(sc_core::sc_module_name name, net::PacketPool& pool)
       : sc_module(name), out("out"), in("in", this, 0), pool_(pool) {
-    spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, &wake_.event);
+    spawn_method((std::string(basename()) + "_tx").c_str(), [this] { tx(); }, wake_);
   }
   // The stub's sending side: its wire, and the block's input buffer behind it.
   void configure(double bw_GBps, sc_core::sc_time latency, uint32_t block_buffer_bytes) {

@@ -218,7 +218,7 @@ JobsWorkload::JobsWorkload(const Options& o, Config& cfg) : opt_(o) {
   started_.resize(jobs_.size());
   ended_.resize(jobs_.size());
   notes_.resize(jobs_.size());
-  spawn_method("jobs_launch", [this] { launch(); }, &launch_.event);
+  spawn_method("jobs_launch", [this] { launch(); }, launch_);
 }
 
 std::unique_ptr<GroupCollective> JobsWorkload::make_job(size_t j, const Options& oj, Config& cfg) const {

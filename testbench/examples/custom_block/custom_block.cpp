@@ -57,7 +57,7 @@ class Retimer : public sc_core::sc_module, public net::PacketSink, public net::B
     for (int s = 0; s < 2; ++s) {
       Side& side = sides_[s];
       spawn_method((std::string(basename()) + "_out" + std::to_string(s)).c_str(), [this, s] { serve(s); },
-                   &side.wake.event);
+                   side.wake);
     }
   }
 
