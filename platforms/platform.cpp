@@ -230,18 +230,29 @@ topo::Topology make_dgx1_topology(const std::string& platform, const PlatformSha
 
 namespace {
 // A cluster's links (docs/modern-machines.md, "Clusters").
+// NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s (32 OSFP cages).
+constexpr int kQuantum2Ports = 64;
+// A DGX A100's network is a generation older: NVIDIA Quantum QM8700/QM8790
+// datasheet, 40 HDR ports of 200 Gb/s (the DGX A100 SuperPOD reference
+// architecture's switches; its scalable unit of 20 nodes fills a leaf's 20
+// down-links); ConnectX-6 HDR adapters on PCIe 4.0 x16 (DGX A100 User Guide).
+constexpr int kQuantumPorts = 40;
+constexpr double kPcie5x16GBps = 63.0, kPcie4x16GBps = 31.5;  // 32 and 16 GT/s x 16 lanes x 128/130 / 8
+constexpr double kNdrGbps = 400.0, kHdrGbps = 200.0;
 const Param<double> kClusterPcieGBps{
-    "cluster.pcie_GBps", 63.0, Range::at_least(0.001).at_most(1e5),
+    "cluster.pcie_GBps", kPcie5x16GBps, Range::at_least(0.001).at_most(1e5),
     "a GPU's PCIe link to its InfiniBand adapter, each direction, GB/s (PCIe 5.0 x16: 32 GT/s x 16 lanes x "
-    "128/130; H100 SXM and ConnectX-7 are both Gen5 x16, NVIDIA datasheets)"};
+    "128/130; H100 SXM, B200 and ConnectX-7 are all Gen5 x16, NVIDIA datasheets; on hgx-a100 nodes 31.5, PCIe 4.0 "
+    "x16, which A100 SXM4 and ConnectX-6 have)"};
 const Param<double> kClusterPcieLatency{
     "cluster.pcie_latency_ns", 250.0, Range::at_least(0).at_most(1e9),
     "a GPU to its adapter over PCIe, ns, the PCIe switch between them included (a guess: DGX H100 puts a PCIe "
     "switch there; PCIe switches forward in the order of 100 ns)"};
 const Param<double> kClusterNetGbps{
-    "cluster.net_Gbps", 400.0, Range::at_least(0.01).at_most(8e5),
+    "cluster.net_Gbps", kNdrGbps, Range::at_least(0.01).at_most(8e5),
     "each network link, each direction, Gbit/s (NDR InfiniBand or 400 GbE: ConnectX-7, Quantum-2 and Spectrum-4 "
-    "ports, 400 Gb/s; DGX H100: 8 adapters of 400 Gb/s)"};
+    "ports, 400 Gb/s; DGX H100 and DGX B200: 8 adapters of 400 Gb/s; on hgx-a100 nodes 200, DGX A100's 8 "
+    "ConnectX-6 HDR adapters)"};
 const Param<double> kClusterNetLatency{
     "cluster.net_latency_ns", 50.0, Range::at_least(0).at_most(1e9),
     "each InfiniBand cable, ns (10 m at 5 ns/m: within a row of racks; a guess)"};
@@ -249,21 +260,21 @@ const Param<uint32_t> kClusterOversubscription{
     "cluster.oversubscription", 1, Range::at_least(1).at_most(64),
     "a rail leaf's down-links over its up-links (1: non-blocking, as NVIDIA's DGX SuperPOD reference "
     "architecture builds the compute fabric)"};
-// NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s (32 OSFP cages).
-constexpr int kQuantum2Ports = 64;
 const Param<uint32_t> kClusterLeafPorts{
     "cluster.leaf_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
     "ports of a rail leaf switch; a rail whose nodes and up-links need more is several leaves joined through "
-    "the spines (NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s)"};
+    "the spines (NVIDIA Quantum-2 QM9700/QM9790 datasheet: 64 NDR ports of 400 Gb/s; on hgx-a100 nodes 40, "
+    "Quantum QM8700's HDR ports)"};
 const Param<uint32_t> kClusterSpinePorts{
     "cluster.spine_ports", kQuantum2Ports, Range::at_least(2).at_most(4096),
     "ports of a spine switch; more leaves than that, several per rail, are joined by three levels: pods of "
     "leaves under their spines, the spines joined by cores (NVIDIA Quantum-2 QM9700 datasheet: 64 NDR ports; DGX "
-    "SuperPOD reference architectures for H100 and B200: QM9700 leaves, spines and cores)"};
+    "SuperPOD reference architectures for H100 and B200: QM9700 leaves, spines and cores; on hgx-a100 nodes 40, "
+    "Quantum QM8700's)"};
 const Param<uint32_t> kClusterCorePorts{
     "cluster.core_ports", kQuantum2Ports, Range::at_least(1).at_most(4096),
     "ports of a core switch, the third level (NVIDIA Quantum-2 QM9700 datasheet: 64 NDR ports; DGX SuperPOD "
-    "reference architecture for B200: 64 QM9700 cores for 512 nodes, 256 for 2,048)"};
+    "reference architecture for B200: 64 QM9700 cores for 512 nodes, 256 for 2,048; on hgx-a100 nodes 40)"};
 const Param<uint32_t> kClusterSpineOversubscription{
     "cluster.spine_oversubscription", 1, Range::at_least(1).at_most(64),
     "on three levels, a spine's down-links over its up-links to the cores (1: non-blocking, as the DGX SuperPOD "
@@ -279,9 +290,10 @@ constexpr int kMaxClusterGpus = 131072;
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
-  if (node != "hgx-h100" && node != "nvl72" && node != "dgx2" && !is_platform_file(node))
-    throw UserError("a cluster's nodes are hgx-h100, nvl72, dgx2 or a GPU platform file (FILE.yaml), each GPU with "
-                    "an InfiniBand adapter; " +
+  if (node != "hgx-a100" && node != "hgx-h100" && node != "hgx-b200" && node != "nvl72" && node != "dgx2" &&
+      !is_platform_file(node))
+    throw UserError("a cluster's nodes are hgx-a100, hgx-h100, hgx-b200, nvl72, dgx2 or a GPU platform file "
+                    "(FILE.yaml), each GPU with an InfiniBand adapter; " +
                     (node == "cluster" ? std::string("a cluster is not a node") : "not " + node));
   if (shape.gpus) throw UserError("the cluster platform is shaped by --nodes and --node, not --gpus");
   topo::ClusterShape s;
@@ -299,20 +311,22 @@ topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
                     std::to_string(s.nodes) + " nodes of " + std::to_string(machine.endpoints().size()) + " make " +
                     std::to_string(gpus) + "; --nodes must be at most " +
                     std::to_string(kMaxClusterGpus / machine.endpoints().size()) + " with --node " + node);
-  s.pcie_GBps = cfg.get(kClusterPcieGBps);
+  const bool hdr = machine.family == topo::Topology::kHgxA100;
+  s.pcie_GBps = cfg.get(kClusterPcieGBps, hdr ? kPcie4x16GBps : kPcie5x16GBps);
   s.pcie_latency_ns = cfg.get(kClusterPcieLatency);
-  s.net_GBps = cfg.get(kClusterNetGbps) / 8;
+  s.net_GBps = cfg.get(kClusterNetGbps, hdr ? kHdrGbps : kNdrGbps) / 8;
   s.net_latency_ns = cfg.get(kClusterNetLatency);
   s.oversubscription = static_cast<int>(cfg.get(kClusterOversubscription));
-  s.leaf_ports = static_cast<int>(cfg.get(kClusterLeafPorts));
-  s.spine_ports = static_cast<int>(cfg.get(kClusterSpinePorts));
+  const uint32_t ports = hdr ? kQuantumPorts : kQuantum2Ports;
+  s.leaf_ports = static_cast<int>(cfg.get(kClusterLeafPorts, ports));
+  s.spine_ports = static_cast<int>(cfg.get(kClusterSpinePorts, ports));
   const std::string network = cfg.get(kClusterNetwork);
   if (network != "infiniband" && network != "roce")
     throw UserError("cluster.network must be infiniband or roce, not '" + network + "'");
   s.network = network == "roce" ? topo::ScaleOut::Roce : topo::ScaleOut::InfiniBand;
   // The cores' keys are read only where there are cores.
   if (topo::cluster_levels(machine, s) == 3) {
-    s.core_ports = static_cast<int>(cfg.get(kClusterCorePorts));
+    s.core_ports = static_cast<int>(cfg.get(kClusterCorePorts, ports));
     s.spine_oversubscription = static_cast<int>(cfg.get(kClusterSpineOversubscription));
   }
   return topo::make_cluster(machine, s);

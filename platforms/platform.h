@@ -70,8 +70,9 @@ std::vector<collectives::Needs> needs_of(const topo::Topology& t, const std::vec
 // tables, a cluster's nodes, its family's NCCL settings).
 collectives::Site site(const topo::Topology& t, const std::string& platform, collectives::Collective c,
                        std::vector<int> gpus, bool share, Config& cfg);
-// The compute model (--compute) of the platform's GPU: h100 on hgx-h100, b200
-// on nvl72 and on clusters of either (--node), rtx2080 on rack and spineleaf
+// The compute model (--compute) of the platform's GPU: a100 on hgx-a100, h100
+// on hgx-h100, b200 on hgx-b200 and nvl72, the same on clusters of them
+// (--node), rtx2080 on rack and spineleaf
 // (NetReduce's Testbed 1), v100 elsewhere (the papers' machines are V100s:
 // Klenk, Blink, NetReduce's Testbed 2, multigpu).
 std::string default_compute(const std::string& platform, const std::string& node);

@@ -5,6 +5,7 @@
 // wrong sum in one GPU of one node is counted.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -480,6 +481,13 @@ tb::Options nodes_of(const std::string& node, const std::string& algorithm, cons
   o.algorithm = algorithm;
   return o;
 }
+// Runs `algorithm` on 2 nodes of `node`, every element checked; the run, for more checks.
+std::unique_ptr<tb::Experiment> exact_on(const std::string& node, const std::string& algorithm,
+                                         const std::string& sizes = "64K,1M") {
+  auto e = std::make_unique<tb::Experiment>(nodes_of(node, algorithm, sizes));
+  tb::run_checked(*e, algorithm + " on " + node + " nodes");
+  return e;
+}
 }  // namespace
 
 TEST_CASE("cluster: the rings are exact on three levels of switches, between pods through the core", "[cluster][levels]") {
@@ -504,24 +512,19 @@ TEST_CASE("cluster: a wrong sum in one GPU of the third node is counted on three
 }
 
 TEST_CASE("cluster: DGX-2 nodes: the rings are exact", "[cluster][nodes]") {
-  tb::Experiment e(nodes_of("dgx2", "ring", "64K,1M"));
-  tb::run_checked(e, "ring on DGX-2 nodes");
-  CHECK(e.machine().blocks_of<adapter::Hca>().size() == 32);
+  CHECK(exact_on("dgx2", "ring")->machine().blocks_of<adapter::Hca>().size() == 32);
 }
 
 TEST_CASE("cluster: DGX-2 nodes: NCCL's trees are exact", "[cluster][nodes]") {
-  tb::Experiment e(nodes_of("dgx2", "tree", "64K,1M"));
-  tb::run_checked(e, "tree on DGX-2 nodes");
+  exact_on("dgx2", "tree");
 }
 
 TEST_CASE("cluster: DGX-2 nodes: NVLSTree is exact, Klenk's NVSwitches reducing inside each node", "[cluster][nodes][nvls]") {
-  tb::Experiment e(nodes_of("dgx2", "nvlstree", "64K,1M"));
-  tb::run_checked(e, "nvlstree on DGX-2 nodes");
+  exact_on("dgx2", "nvlstree");
 }
 
 TEST_CASE("cluster: DGX-2 nodes: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
-  tb::Experiment e(nodes_of("dgx2", "nvlssharp", "64K,1M"));
-  tb::run_checked(e, "nvlssharp on DGX-2 nodes");
+  exact_on("dgx2", "nvlssharp");
 }
 
 TEST_CASE("cluster: GB200 NVL72 racks: the rings are exact", "[cluster][nodes]") {
@@ -533,18 +536,35 @@ TEST_CASE("cluster: GB200 NVL72 racks: the rings are exact", "[cluster][nodes]")
 }
 
 TEST_CASE("cluster: GB200 NVL72 racks: NCCL's trees are exact", "[cluster][nodes]") {
-  tb::Experiment e(nodes_of("nvl72", "tree", "64K"));
-  tb::run_checked(e, "tree on NVL72 racks");
+  exact_on("nvl72", "tree", "64K");
 }
 
 TEST_CASE("cluster: GB200 NVL72 racks: NVLSTree is exact", "[cluster][nodes][nvls]") {
-  tb::Experiment e(nodes_of("nvl72", "nvlstree", "64K"));
-  tb::run_checked(e, "nvlstree on NVL72 racks");
+  exact_on("nvl72", "nvlstree", "64K");
 }
 
 TEST_CASE("cluster: GB200 NVL72 racks: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
-  tb::Experiment e(nodes_of("nvl72", "nvlssharp", "64K"));
-  tb::run_checked(e, "nvlssharp on NVL72 racks");
+  exact_on("nvl72", "nvlssharp", "64K");
+}
+
+TEST_CASE("cluster: DGX A100 nodes: the rings are exact", "[cluster][nodes]") {
+  CHECK(exact_on("hgx-a100", "ring")->machine().blocks_of<adapter::Hca>().size() == 16);
+}
+
+TEST_CASE("cluster: DGX A100 nodes: NCCL's trees are exact", "[cluster][nodes]") {
+  exact_on("hgx-a100", "tree");
+}
+
+TEST_CASE("cluster: DGX B200 nodes: the rings are exact", "[cluster][nodes]") {
+  exact_on("hgx-b200", "ring");
+}
+
+TEST_CASE("cluster: DGX B200 nodes: NVLSTree is exact", "[cluster][nodes][nvls]") {
+  exact_on("hgx-b200", "nvlstree");
+}
+
+TEST_CASE("cluster: DGX B200 nodes: NVLS with SHARP is exact", "[cluster][nodes][nvls][sharp]") {
+  exact_on("hgx-b200", "nvlssharp");
 }
 
 TEST_CASE("cluster: nodes from a platform file (4 GPUs on one switch): the rings are exact", "[cluster][nodes]") {

@@ -48,6 +48,63 @@ TEST_CASE("HGX A100 and B200 are built as their datasheets wire them", "[hardwar
   CHECK(incsim::platforms::default_compute("hgx-b200", "") == "b200");
 }
 
+namespace {
+// A cluster of `nodes` nodes of `node`: each GPU's PCIe link to its adapter
+// and the adapter's network port, GB/s each way.
+struct ClusterLinks {
+  double pcie = 0, network = 0;
+  bool two_leaves_per_rail = false;
+};
+ClusterLinks cluster_links(const std::string& node, int nodes, const std::string& net_gbps = "") {
+  Config cfg;
+  if (!net_gbps.empty()) cfg.set("cluster.net_Gbps", net_gbps, "-c");
+  incsim::platforms::PlatformShape shape;
+  shape.nodes = nodes;
+  shape.node = node;
+  const auto t = incsim::platforms::make_topology("cluster", shape, cfg);
+  ClusterLinks c;
+  const int gpu = t.endpoints().front();
+  for (int port = 0; port < t.node(gpu).ports; ++port) {
+    const int peer = t.peer({gpu, port}).node;
+    if (!incsim::topo::kinds::is_adapter(t.node(peer).block)) continue;
+    c.pcie = t.links()[static_cast<size_t>(t.link_at({gpu, port}))].bw_GBps;
+    c.network = t.links()[static_cast<size_t>(t.link_at({peer, 1}))].bw_GBps;
+  }
+  c.two_leaves_per_rail = t.find("leaf0_1") >= 0;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("clusters of HGX A100 and B200 nodes take their DGX's adapters, PCIe and InfiniBand switches",
+          "[hardware][platforms][cluster]") {
+  // DGX A100: ConnectX-6 HDR, 200 Gb/s, on PCIe 4.0 x16; Quantum's 40-port
+  // switches, so 21 nodes (20 down-links a leaf) take two leaves per rail.
+  const ClusterLinks a100 = cluster_links("hgx-a100", 21);
+  CHECK(a100.pcie == 31.5);
+  CHECK(a100.network == 25.0);
+  CHECK(a100.two_leaves_per_rail);
+  CHECK(cluster_links("hgx-a100", 2, "400").network == 50.0);  // the default is the node's, a key overrides it
+  // DGX B200 and DGX H100: ConnectX-7 NDR, 400 Gb/s, PCIe 5.0 x16; Quantum-2's 64 ports.
+  for (const char* node : {"hgx-b200", "hgx-h100"}) {
+    INFO(node);
+    const ClusterLinks c = cluster_links(node, 21);
+    CHECK(c.pcie == 63.0);
+    CHECK(c.network == 50.0);
+    CHECK_FALSE(c.two_leaves_per_rail);
+  }
+  CHECK(incsim::platforms::default_compute("cluster", "hgx-a100") == "a100");
+  CHECK(incsim::platforms::default_compute("cluster", "hgx-b200") == "b200");
+  // NCCL runs NVLS only on NVSwitches of Hopper or later (src/graph/search.cc): not across DGX A100s.
+  const auto choice = [](const std::string& node) {
+    const Result r = cli::incsim("--platform cluster --nodes 2 --node " + node +
+                                 " --algorithm nccl --sizes 64M --fidelity flow --quiet --json -");
+    REQUIRE(r.code == 0);
+    return nlohmann::json::parse(r.out)["rows"][0]["choice"].get<std::string>();
+  };
+  CHECK(choice("hgx-a100") == "ring simple, 16 channels");
+  CHECK(choice("hgx-b200") == "nvlstree simple, 16 channels");
+}
+
 TEST_CASE("NCCL's fixed cost per collective is its tuning model's base latency", "[hardware][nccl]") {
   using incsim::collectives::nccl_base_latency_us;
   // src/graph/tuning.cc, baseLatencies: Ring {6.6, 14.0, 8.4}, Tree {6.8, 14.0, 8.4}.
