@@ -1,6 +1,7 @@
 #include "platform.h"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 
 #include "collectives/bounds.h"
@@ -21,6 +22,17 @@ using topo::NodeKind;
 std::string builtin_platforms() {
   return "dgx2, dgx1v, dgx1p, fattree2l, star, torus, mesh, fattree, bigraph, hgx-a100, hgx-h100, hgx-b200, nvl72, "
          "cluster";
+}
+
+namespace {
+// The built-in platforms a cluster's nodes may be: boards whose GPUs each get an adapter.
+constexpr std::array<const char*, 5> kClusterNodes = {"hgx-a100", "hgx-h100", "hgx-b200", "nvl72", "dgx2"};
+}  // namespace
+
+std::string cluster_node_platforms() {
+  std::string out;
+  for (const char* n : kClusterNodes) out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
 }
 
 bool is_dgx1_platform(const std::string& platform) { return platform == "dgx1v" || platform == "dgx1p"; }
@@ -290,10 +302,9 @@ constexpr int kMaxClusterGpus = 131072;
 
 topo::Topology make_cluster_topology(const PlatformShape& shape, Config& cfg) {
   const std::string node = shape.node.empty() ? "hgx-h100" : shape.node;
-  if (node != "hgx-a100" && node != "hgx-h100" && node != "hgx-b200" && node != "nvl72" && node != "dgx2" &&
-      !is_platform_file(node))
-    throw UserError("a cluster's nodes are hgx-a100, hgx-h100, hgx-b200, nvl72, dgx2 or a GPU platform file "
-                    "(FILE.yaml), each GPU with an InfiniBand adapter; " +
+  if (std::find(kClusterNodes.begin(), kClusterNodes.end(), node) == kClusterNodes.end() && !is_platform_file(node))
+    throw UserError("a cluster's nodes are " + cluster_node_platforms() +
+                    " or a GPU platform file (FILE.yaml), each GPU with an InfiniBand adapter; " +
                     (node == "cluster" ? std::string("a cluster is not a node") : "not " + node));
   if (shape.gpus) throw UserError("the cluster platform is shaped by --nodes and --node, not --gpus");
   topo::ClusterShape s;

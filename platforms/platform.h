@@ -43,6 +43,7 @@ bool is_dgx1(const topo::Topology& t);
 topo::Topology make_topology(const std::string& platform, const PlatformShape& shape, Config& cfg);
 topo::Topology make_topology(const std::string& platform, int gpus, Config& cfg);
 std::string builtin_platforms();  // for messages
+std::string cluster_node_platforms();  // the built-in platforms --node takes, for messages
 // --platform names a file (FILE.yaml or FILE.yml), not a built-in platform.
 bool is_platform_file(const std::string& platform);
 // The family a platform file declares (`family:`), or klenk if it names
