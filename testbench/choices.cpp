@@ -91,7 +91,7 @@ std::string choice_list(const std::string& option) {
   if (option == "dtype") return elements::kDTypes;
   if (option == "redop") return elements::kRedOps;
   if (option == "traffic") return traffic::kPatternNames;
-  if (option == "node") return platforms::cluster_node_platforms() + ", FILE.yaml";
+  if (option == "node") return platforms::cluster_node_platforms();  // or a platform file
   if (option == "workload") return "collective, traffic, netreduce, train";
   if (option == "model") return training::name_list(training::zoo_names());
   if (option == "compute") return training::name_list(training::compute_names());
@@ -116,7 +116,7 @@ std::string choices(const std::string& platform, const std::string& network) {
   out += "dims\t2x2 to 64x64 (torus, mesh); AxB with B even, at most 8192 nodes, such as 4x8, 4x16 (bigraph: nodes per "
          "switch x switches)\n";
   out += "nodes\t16, 64 (fattree: k x k nodes, k from 2 to 64); 2 to 16384, at most 131072 GPUs (cluster)\n";
-  out += "node\t" + choice_list("node") + " (cluster)\n";
+  out += "node\t" + choice_list("node") + ", FILE.yaml (cluster)\n";
   for (const Algorithm* a : collectives::algorithms())
     if (const Algorithm::Info& i = a->info(); runs_here(*a))
       out += std::string("algorithm ") + i.name + "\t" + i.collectives + (*i.default_for ? " (default for " : "") +

@@ -9,7 +9,8 @@
 namespace incsim::tb {
 
 // "workload", "platform", "collective", "algorithm", "dtype", "redop",
-// "traffic": the accepted values, comma-separated.
+// "traffic": the accepted values, comma-separated; "node": the built-in
+// platforms a cluster's nodes may be (a platform file too).
 std::string choice_list(const std::string& option);
 // --list-choices: one line per option, "option<TAB>a, b, c", then one per
 // algorithm, "algorithm NAME<TAB>what it runs, where, on what, and its source";

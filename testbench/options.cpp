@@ -16,7 +16,6 @@
 #include "core/param.h"
 #include "core/yaml_file.h"
 #include "choices.h"
-#include "platforms/platform.h"
 #include "topology/cluster.h"
 #include "workloads/placement.h"
 
@@ -48,7 +47,7 @@ const po::options_description& declaration() {
                               "4x8 and 4x16; default 4x8)")
         ("nodes", text("N"), "fattree: k x k nodes of a k-ary 2-level tree, 16 or 64, up to 4096 (default 16); "
                              "cluster: nodes on the InfiniBand network, 2 to 16384, at most 131072 GPUs (default 4)")
-        ("node", text("NAME|FILE.yaml"), ("cluster: the platform of each node, " + platforms::cluster_node_platforms() +
+        ("node", text("NAME|FILE.yaml"), ("cluster: the platform of each node, " + choice_list("node") +
                                           " or a GPU platform file (default hgx-h100)").c_str())
         ("gpus", text("N|LIST"), "GPUs taking part (star, fattree2l: GPUs built; dgx1v, dgx1p: a count or the "
                                  "allocated GPUs, such as 1,4,5,6; one list per server joined by a network: "
