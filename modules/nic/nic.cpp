@@ -33,6 +33,9 @@ struct Table::Stream : gpu::TxStream {
   bool from_buffer;       // the flow's buffer, or the node's own input
   int interface = -1;     // first-free: the interface it was given
   mutable bool parked = false;  // it has left the port until its interface's channel is free (Table::held_back)
+  // First-free: whole in its interface's buffer, the decoder told it is
+  // sent (Table::tell_buffered), and the decoder has heard.
+  bool told = false, heard = false;
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
 
@@ -69,7 +72,16 @@ struct Table::Stream : gpu::TxStream {
     head = false;
     if (t.params_.dataflow) t.port_tree_[port] = tree;
     if (interface >= 0) t.sent(*this, n, wire);
-    if (pos == end) t.decoder_.sent(share);
+    if (pos != end) return;
+    // Its last byte has left: the decoder hears of it now, unless it was
+    // told when the stream was whole in its interface's buffer; its flow's
+    // buffer is read no more.
+    if (!told) {
+      told = heard = true;
+      t.decoder_.sent(share);
+    } else if (heard) {
+      t.released(share);
+    }
   }
   void on_response(net::Packet*) override {
     SC_REPORT_ERROR("incsim/nic", "a NIC message was answered, but messages are posted");
@@ -117,6 +129,7 @@ void Nic::unload(Table& t) {
 // or a reloaded table's decoder only checks its conditions again.
 void Nic::on_timer(uint64_t tag) {
   if (tag & kResume) return tables_[(tag & ~kResume) >> 32]->resume(static_cast<uint32_t>(tag));
+  if (tag & kHeard) return tables_[(tag & ~kHeard) >> 32]->heard(static_cast<uint32_t>(tag));
   Table& t = *tables_[tag];
   if (t.layout_ != nullptr) t.on_timer();
 }
@@ -193,6 +206,7 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
     s->head = true;
     s->interface = -1;
     s->parked = false;
+    s->told = s->heard = false;
     nic_.gpu_.add_stream(s.get());
   }
   interfaces_.assign(params_.interfaces.first_free ? static_cast<size_t>(job_.interfaces) : 0, {});
@@ -280,6 +294,26 @@ void Table::assign_interfaces() {
     free->given = sim_now();
     free->queue.push_back(k);
     if (free->queue.size() == 1) send(k);
+    tell_buffered(*free);
+  }
+}
+
+// The authors' NI is done with a flow once its last message is in the NI's
+// buffer, and their schedule's step moves on then (MultiTree §IV-A: the
+// timestep counter moves once the all-reduce units are idle, its data
+// handed to the NI): the decoder hears that a stream is sent once what is
+// queued on its interface up to its end fits the buffer.
+void Table::tell_buffered(Interface& i) {
+  uint64_t ahead = 0;
+  for (size_t q = 0; q < i.queue.size(); ++q) {
+    Stream& s = *streams_[i.queue[q]];
+    ahead += s.end - s.pos;
+    if (ahead > params_.interfaces.buffer_bytes) return;
+    if (!s.told && s.pos < s.end) {
+      // Heard from a timer: this may run inside the decoder's own issue.
+      s.told = true;
+      nic_.gpu_.call_after(nic_, sc_core::SC_ZERO_TIME, Nic::kHeard | uint64_t{id_} << 32 | s.share);
+    }
   }
 }
 
@@ -294,11 +328,18 @@ void Table::sent(Stream& s, uint32_t n, uint32_t wire) {
     i.queue.pop_front();
     if (!i.queue.empty()) send(i.queue.front());
   }
+  tell_buffered(i);
   if (i.backlog <= params_.interfaces.buffer_bytes) assign_interfaces();
+}
+
+void Table::heard(uint32_t k) {
+  streams_[k]->heard = true;
+  decoder_.sent(k);
 }
 
 void Table::released(uint32_t k) {
   const Stream& s = *streams_[k];
+  if (s.pos < s.end) return;  // heard early: still read, released at its last byte (Stream::fill)
   if (s.from_buffer && --flows_[s.flow].readers_left == 0) release(s.flow);
 }
 

@@ -157,6 +157,9 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
   // its buffer; stream s has sent n more bytes.
   void assign_interfaces();
   void sent(Stream& s, uint32_t n, uint32_t wire);
+  struct Interface;
+  void tell_buffered(Interface& i);  // streams whole in i's buffer: the decoder is told they are sent
+  void heard(uint32_t s);
   bool held_back(const Stream& s) const;  // its interface's channel is busy: the port drops it for now
   void resume(uint32_t s);          // a stream its interface's channel held back may send again
   uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
@@ -228,8 +231,9 @@ class Nic : public sc_core::sc_module, public gpu::EventHandler {
   gpu::Gpu& endpoint() { return gpu_; }
 
   // gpu::EventHandler: a timer's tag is the table whose lockstep counter it
-  // ends, or (kResume) a table's stream whose interface is free again.
-  static constexpr uint64_t kResume = 1ull << 60;
+  // ends, (kResume) a table's stream whose interface is free again, or
+  // (kHeard) one the decoder hears is sent.
+  static constexpr uint64_t kResume = 1ull << 60, kHeard = 1ull << 59;
   void on_timer(uint64_t tag) override;
   void on_flag(uint64_t) override {}
   void on_message(const net::Packet& p) override;

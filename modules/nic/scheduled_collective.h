@@ -35,9 +35,11 @@ inline const Param<std::string> kNicInterfaceChoice{
     "another at a network link's rate, as the MultiTree authors' simulator hands a flow to the first free NI: "
     "src/hmc.py, reduce_scatter_evaluate and send_reduce_message_update); packet level only"};
 inline const Param<uint32_t> kNicInterfaceBuffer{
-    "nic.interface_buffer_messages", 32, Range::at_least(1).at_most(1u << 20),
-    "first-free interfaces: messages of net.max_payload_bytes an interface holds before it is busy (the MultiTree "
-    "authors' utils/run_torus_bandwidth.sh: --message-buffer-size 32)"};
+    "nic.interface_buffer_messages", 53, Range::at_least(1).at_most(1u << 20),
+    "first-free interfaces: messages of net.max_payload_bytes an interface holds before it is busy, and its step "
+    "may move on (the MultiTree authors' NI buffer, --message-buffer-size 32 in utils/run_torus_bandwidth.sh, "
+    "drains into BookSim's message buffer, msg_buf_size 16, and injection queue, inject_buf_size 80 flits, "
+    "booksim_config.cpp: 32 + 16 + 80/17 messages of 17 flits)"};
 inline const Param<double> kNicClock{"nic.clock_ghz", 1.0, Range::at_least(0.01).at_most(100),
                                      "NIC and router clock, GHz (MultiTree Table III: 1 GHz)"};
 // How many collectives' schedule tables a NIC holds at once (the
