@@ -74,12 +74,12 @@ collectives::Site Communicator::site(const std::string& platform, collectives::C
 }
 
 std::unique_ptr<Call> Communicator::set_up(const collectives::Algorithm& a, const collectives::Site& site,
-                                           const collectives::Synthesis& s, elements::DType dtype,
-                                           elements::RedOp redop, const std::string& name) {
-  std::unique_ptr<Call> own = set_up_one(a, site, s, dtype, redop, name);
+                                           collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
+                                           const std::string& name) {
   // The tuner keeps a reference to its site: one that lives as long as it.
   auto kept = std::make_unique<collectives::Site>(site);
   std::unique_ptr<collectives::Tuner> tuner = a.tuner(*kept, s);
+  std::unique_ptr<Call> own = set_up_one(a, site, std::move(s), dtype, redop, name);
   if (!tuner) return own;
   return std::make_unique<TunedCall>(*this, a, std::move(kept), std::move(tuner), std::move(own), dtype, redop, name);
 }
@@ -87,7 +87,7 @@ std::unique_ptr<Call> Communicator::set_up(const collectives::Algorithm& a, cons
 std::unique_ptr<Call> Communicator::set_up_one(const collectives::Algorithm& a, const collectives::Site& site,
                                                collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
                                                const std::string& name) {
-  if (machine_) return prepare(a, s, dtype, redop);
+  if (machine_) return prepare(a, std::move(s), dtype, redop);
   return std::make_unique<FlowCall>(*flows_, a, site, std::move(s), dtype, redop, cfg_, seed_, name);
 }
 
@@ -145,9 +145,9 @@ uint64_t TunedCall::progress_ns() const {
   return ns;
 }
 
-std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
+std::unique_ptr<CollectiveCall> Communicator::prepare(const collectives::Algorithm& a, collectives::Synthesis s,
                                                       elements::DType dtype, elements::RedOp redop) {
-  return std::unique_ptr<CollectiveCall>(new CollectiveCall(*this, a, s, dtype, redop));
+  return std::unique_ptr<CollectiveCall>(new CollectiveCall(*this, a, std::move(s), dtype, redop));
 }
 
 // The bound takes the GPU with the least bandwidth toward the others.
@@ -181,9 +181,10 @@ std::vector<int> Communicator::rail_of() const {
   return of;
 }
 
-CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
+CollectiveCall::CollectiveCall(Communicator& comm, const collectives::Algorithm& a, collectives::Synthesis s,
                                elements::DType dtype, elements::RedOp redop)
-    : comm_(comm), algorithm_(a), synthesis_(s), program_(s.program), dtype_(dtype), redop_(redop) {
+    : comm_(comm), algorithm_(a), program_(std::move(s.program)), dtype_(dtype), redop_(redop) {
+  synthesis_ = std::move(s);  // the rest of it: the program is program_ (which PXN may rewrite)
   if (a.in_switches()) innet_ = collectives::in_network_method(program_);
   // Multicast paths that can deadlock are refused before the run, not when a
   // size registers its regions; only a platform file's can.

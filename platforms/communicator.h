@@ -212,7 +212,7 @@ class CollectiveCall : public Call {
 
  private:
   friend class Communicator;
-  CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, const collectives::Synthesis& s,
+  CollectiveCall(class Communicator& comm, const collectives::Algorithm& a, collectives::Synthesis s,
                  elements::DType dtype, elements::RedOp redop);
   // Reduces in the switches' tables (push, pull, NVLS): the rows' notes say
   // what the tables did.
@@ -240,7 +240,7 @@ class CollectiveCall : public Call {
 
   Communicator& comm_;
   const collectives::Algorithm& algorithm_;
-  collectives::Synthesis synthesis_;
+  collectives::Synthesis synthesis_;  // its program moved to program_
   collectives::Program program_;
   elements::DType dtype_;
   elements::RedOp redop_;
@@ -367,14 +367,14 @@ class Communicator {
   // (no tables, too few aggregation buffers, what flows do not model, a
   // tuning of several runs per size, ...).
   std::unique_ptr<Call> set_up(const collectives::Algorithm& a, const collectives::Site& site,
-                               const collectives::Synthesis& s, elements::DType dtype, elements::RedOp redop,
+                               collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
                                const std::string& name);
   // The same of program `s` alone, whatever `a` tunes (a tuning run's).
   std::unique_ptr<Call> set_up_one(const collectives::Algorithm& a, const collectives::Site& site,
                                    collectives::Synthesis s, elements::DType dtype, elements::RedOp redop,
                                    const std::string& name);
   // Packet level: set_up's, on the engines its operations name.
-  std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, const collectives::Synthesis& s,
+  std::unique_ptr<CollectiveCall> prepare(const collectives::Algorithm& a, collectives::Synthesis s,
                                           elements::DType dtype, elements::RedOp redop);
 
   // Where a collective runs on these GPUs (platforms::site), with the

@@ -238,14 +238,14 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
   make_communicator(share, std::move(own), gpus, c);
   // Where it runs, on the machine's graph (which outlives the one the options gave).
   site_ = std::make_unique<collectives::Site>(comm_->site(opt_.platform, c, share != nullptr, dtype_, redop_));
-  synthesis_ = algorithm_->synthesize(*site_);
-  if (!flows_) check_memory(synthesis_.program);
+  collectives::Synthesis synthesis = algorithm_->synthesize(*site_);
+  if (!flows_) check_memory(synthesis.program);
   // A program per size (NCCL's choice) on a share or as flows is the
   // communicator's to set up (platforms::TunedCall). Alone at packet level
   // run_point sets each size's up afresh, the header's released first, as
   // a tuning of several runs per size (Blink's) needs: no program set up
   // for another size holds the GPUs' memory or the switches' windows.
-  tuner_ = algorithm_->tuner(*site_, synthesis_);
+  tuner_ = algorithm_->tuner(*site_, synthesis);
   if (tuner_ && !opt_.vcd.empty())
     throw UserError(opt_.algorithm + " sets up a new program for every size" +
                     (tuner_->runs() > 1 ? " and tuning run (blink.miad_iterations)" : "") +
@@ -254,8 +254,9 @@ CollectiveWorkload::CollectiveWorkload(const Options& o, Config& cfg, const Shar
     throw UserError("--fidelity flow: " + opt_.algorithm +
                     " tunes itself over several runs of each size, which flows do not run; run it at packet level");
   if (tuner_ && (share || flows_)) tuner_.reset();
-  call_ = tuner_ ? comm_->set_up_one(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm)
-                 : comm_->set_up(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm);
+  // The call keeps the program: a copy here would double the memory a large one takes.
+  call_ = tuner_ ? comm_->set_up_one(*algorithm_, *site_, std::move(synthesis), dtype_, redop_, opt_.algorithm)
+                 : comm_->set_up(*algorithm_, *site_, std::move(synthesis), dtype_, redop_, opt_.algorithm);
 }
 
 CollectiveWorkload::~CollectiveWorkload() = default;
@@ -396,8 +397,7 @@ std::vector<Row> CollectiveWorkload::run_point(size_t i, Runner& run, std::ostre
   for (int k = 0; k < runs; ++k) {
     if (tuner_) {
       call_.reset();
-      synthesis_ = tuner_->next(k, bytes);
-      call_ = comm_->set_up_one(*algorithm_, *site_, synthesis_, dtype_, redop_, opt_.algorithm);
+      call_ = comm_->set_up_one(*algorithm_, *site_, tuner_->next(k, bytes), dtype_, redop_, opt_.algorithm);
     }
     if (flows_) {
       run.run_plain("size " + size_label(bytes), [&](const Runner::Poll& poll) {

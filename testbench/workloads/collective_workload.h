@@ -162,14 +162,13 @@ class CollectiveWorkload : public GroupCollective {
   bool flows_ = false;
   void make_communicator(const Share* share, topo::Topology own, const std::vector<int>& gpus,
                          collectives::Collective c);
-  // The algorithm (a program file's, or the registry's), where it runs, and
-  // its synthesis; alone at packet level, the tuner of an algorithm that
-  // sets up a program per size (nccl) or tuning run (Blink), whose
-  // programs run_point sets up afresh.
+  // The algorithm (a program file's, or the registry's) and where it runs;
+  // alone at packet level, the tuner of an algorithm that sets up a program
+  // per size (nccl) or tuning run (Blink), whose programs run_point sets up
+  // afresh.
   std::unique_ptr<collectives::Algorithm> file_algorithm_;
   const collectives::Algorithm* algorithm_ = nullptr;
   std::unique_ptr<collectives::Site> site_;
-  collectives::Synthesis synthesis_;
   std::unique_ptr<collectives::Tuner> tuner_;
   // Its GPUs and the collective set up on them (the tuning run's where run_point tunes).
   std::unique_ptr<platforms::Communicator> comm_;
