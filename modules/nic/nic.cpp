@@ -33,9 +33,7 @@ struct Table::Stream : gpu::TxStream {
   bool from_buffer;       // the flow's buffer, or the node's own input
   int interface = -1;     // first-free: the interface it was given
   mutable bool parked = false;  // it has left the port until its interface's channel is free (Table::held_back)
-  // First-free: whole in its interface's buffer, the decoder told it is
-  // sent (Table::tell_buffered), and the decoder has heard.
-  bool told = false, heard = false;
+  bool told = false;  // first-free: whole in its interface's buffer, the decoder told it is sent (Table::tell_buffered)
   uint64_t pos = 0, end = 0;
   bool head = true;       // the next packet opens the message
 
@@ -73,15 +71,12 @@ struct Table::Stream : gpu::TxStream {
     if (t.params_.dataflow) t.port_tree_[port] = tree;
     if (interface >= 0) t.sent(*this, n, wire);
     if (pos != end) return;
-    // Its last byte has left: the decoder hears of it now, unless it was
-    // told when the stream was whole in its interface's buffer; its flow's
-    // buffer is read no more.
-    if (!told) {
-      told = heard = true;
-      t.decoder_.sent(share);
-    } else if (heard) {
-      t.released(share);
-    }
+    // Its last byte has left: the decoder hears of it now, or (first-free)
+    // was told once the stream was whole in its interface's buffer, at the
+    // latest with one packet left; its flow's buffer is read no more.
+    if (interface < 0) return t.decoder_.sent(share);
+    sc_assert(told);
+    t.read_out(share);
   }
   void on_response(net::Packet*) override {
     SC_REPORT_ERROR("incsim/nic", "a NIC message was answered, but messages are posted");
@@ -206,7 +201,7 @@ void Table::start(const Layout& layout, const NicParams& params, std::function<v
     s->head = true;
     s->interface = -1;
     s->parked = false;
-    s->told = s->heard = false;
+    s->told = false;
     nic_.gpu_.add_stream(s.get());
   }
   interfaces_.assign(params_.interfaces.first_free ? static_cast<size_t>(job_.interfaces) : 0, {});
@@ -304,6 +299,8 @@ void Table::assign_interfaces() {
 // handed to the NI): the decoder hears that a stream is sent once what is
 // queued on its interface up to its end fits the buffer.
 void Table::tell_buffered(Interface& i) {
+  // Told streams are the queue's first ones: with its last told, all are.
+  if (i.queue.empty() || streams_[i.queue.back()]->told) return;
   uint64_t ahead = 0;
   for (size_t q = 0; q < i.queue.size(); ++q) {
     Stream& s = *streams_[i.queue[q]];
@@ -332,14 +329,16 @@ void Table::sent(Stream& s, uint32_t n, uint32_t wire) {
   if (i.backlog <= params_.interfaces.buffer_bytes) assign_interfaces();
 }
 
-void Table::heard(uint32_t k) {
-  streams_[k]->heard = true;
-  decoder_.sent(k);
+void Table::heard(uint32_t k) { decoder_.sent(k); }
+
+// A first-free stream is heard sent before its last byte leaves: its flow's
+// buffer is read until then (Stream::fill).
+void Table::released(uint32_t k) {
+  if (streams_[k]->interface < 0) read_out(k);
 }
 
-void Table::released(uint32_t k) {
+void Table::read_out(uint32_t k) {
   const Stream& s = *streams_[k];
-  if (s.pos < s.end) return;  // heard early: still read, released at its last byte (Stream::fill)
   if (s.from_buffer && --flows_[s.flow].readers_left == 0) release(s.flow);
 }
 

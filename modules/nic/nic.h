@@ -159,7 +159,8 @@ class Table : public Traceable, public collectives::RankExecutor, collectives::T
   void sent(Stream& s, uint32_t n, uint32_t wire);
   struct Interface;
   void tell_buffered(Interface& i);  // streams whole in i's buffer: the decoder is told they are sent
-  void heard(uint32_t s);
+  void heard(uint32_t s);     // the decoder hears a stream told sent
+  void read_out(uint32_t s);  // stream s reads its flow's buffer no more
   bool held_back(const Stream& s) const;  // its interface's channel is busy: the port drops it for now
   void resume(uint32_t s);          // a stream its interface's channel held back may send again
   uint8_t* hold(int flow, bool own_data);  // the flow's buffer, allocated on first use
